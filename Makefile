@@ -1,0 +1,34 @@
+# Every target bootstraps .venv from pyproject.toml on a fresh machine; nothing is
+# installed by hand.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+## demo: run the sandbox and an example end to end (see README)
+demo: $(STAMP)
+	$(PY) -m practiceflow.demo
+
+## lint: ruff (lint + format check) and mypy --strict on src/
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+
+## test: lint, then the whole pytest suite
+test: lint
+	$(PY) -m pytest -q
+
+## bench: benchmarks that print figures (not tests)
+bench: $(STAMP)
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,5 @@
+"""``python -m practiceflow`` runs the CLI."""
+
+from practiceflow.cli import main
+
+main()
