@@ -1,0 +1,55 @@
+"""The CLI turns practiceflow errors into one line and the documented exit code."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from practiceflow.cli import cli
+from practiceflow.errors import (
+    EXIT_CODES,
+    AuthError,
+    BugError,
+    ConfigError,
+    InDoubtError,
+    PracticeflowError,
+    ServerError,
+    TransportError,
+)
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (ConfigError("recipes/x.yaml:3:1 steps: got 'a'; expected a list"), 2),
+        (AuthError("GET", "/api/v1/auth/validate", 401), 3),
+        (ServerError("GET", "/api/v1/entities", 503), 4),
+        (TransportError("GET", "/api/v1/entities", "connection refused"), 4),
+        (
+            InDoubtError("POST", "/api/v1/bills", ServerError("POST", "/api/v1/bills", 500)),
+            5,
+        ),
+        (BugError("journal went backwards"), 70),
+    ],
+)
+def test_error_kind_maps_to_exit_code_and_one_line(error: PracticeflowError, code: int) -> None:
+    @click.command("boom")
+    def boom() -> None:
+        raise error
+
+    cli.add_command(boom)
+    try:
+        result = CliRunner().invoke(cli, ["boom"])
+    finally:
+        cli.commands.pop("boom")
+    assert result.exit_code == code == EXIT_CODES[error.kind]
+    assert result.output.startswith("error: ")
+    assert str(error) in result.output
+    assert "Traceback" not in result.output
+
+
+def test_help_lists_examples() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    assert "practiceflow sandbox" in result.output
