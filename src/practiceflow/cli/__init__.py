@@ -7,7 +7,6 @@ Exit codes (also in the README): 0 success, 1 a check found problems (for exampl
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -54,4 +53,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through the console script
-    sys.exit(main())
+    main()

@@ -1,0 +1,424 @@
+"""The one interface of every state store: :class:`StateStore`.
+
+Everything is keyed by ``practice`` (a string naming the practice / credentials) so that
+two practices sharing a store never see each other's events, cursors or runs. Each method
+that changes something is one committed transaction: when it returns, the change survives
+a crash.
+
+The step journal methods (``step_pending`` ... ``resolve_step``) are implemented here once,
+on top of a single abstract :meth:`StateStore._change_step`, so that every store applies
+the same transition rules (:data:`~practiceflow.state.rows.STEP_TRANSITIONS`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+from practiceflow.errors import BugError, ConfigError
+from practiceflow.state.rows import (
+    RESOLUTIONS,
+    RESOLVABLE,
+    CursorState,
+    EventRecord,
+    Json,
+    Resolution,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    StepStatus,
+    StepTransition,
+    SubscriptionRecord,
+    SubscriptionStatus,
+    check_step_transition,
+    check_value,
+)
+
+__all__ = ["DEFAULT_KEEP_SEEN", "Clock", "StateStore", "StepChange"]
+
+#: How long ids of handled events are kept for deduplication by default.
+DEFAULT_KEEP_SEEN = timedelta(days=7)
+
+#: A function returning the current time, timezone-aware; injected by tests.
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class StepChange:
+    """One move of a step, as the store must apply it (for store implementers).
+
+    Attributes:
+        target: the status the step goes to.
+        fields: columns to set among ``request``, ``output`` and ``error``.
+        sent: count an attempt and stamp ``sent_at``.
+        resolving: an operator's decision (``resolve_step``): allowed only from
+            :data:`~practiceflow.state.rows.RESOLVABLE` statuses, and records who and why.
+        who: the operator, when resolving.
+        note: the operator's note, when resolving.
+    """
+
+    target: StepStatus
+    fields: Mapping[str, Json] = field(default_factory=dict)
+    sent: bool = False
+    resolving: bool = False
+    who: str | None = None
+    note: str | None = None
+
+    def check(self, run_id: str, step_id: str, current: StepStatus | None) -> None:
+        """Refuse this move from ``current``; stores call it inside their transaction.
+
+        Raises:
+            BugError: the move is illegal.
+        """
+        if not self.resolving:
+            check_step_transition(run_id, step_id, current, self.target)
+            return
+        if current not in RESOLVABLE:
+            where = "(new)" if current is None else current
+            message = (
+                f"run {run_id} step {step_id!r}: only a step that is {sorted(RESOLVABLE)} "
+                f"can be resolved; it is {where}"
+            )
+            raise BugError(message)
+
+
+class StateStore(ABC):
+    """Durable state of triggers and runs; see the package docstring for what it holds.
+
+    Stores are opened with :func:`practiceflow.state.open_store` and closed with
+    :meth:`close` (or used as a context manager). They are safe to share between threads.
+
+    Attributes:
+        scheme: the URL scheme the store is registered under (``sqlite``).
+    """
+
+    scheme: ClassVar[str]
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self._clock: Clock = clock or _utc_now
+
+    def now(self) -> datetime:
+        """The store's current time (UTC), from the injected clock when there is one."""
+        return self._clock().astimezone(UTC)
+
+    @classmethod
+    @abstractmethod
+    def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
+        """Open the store a URL names (already known to use this store's scheme).
+
+        Raises:
+            ConfigError: the URL is unusable, or the store was written by a newer
+                practiceflow.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections; the store cannot be used afterwards."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- events ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def record_event(
+        self,
+        practice: str,
+        source: str,
+        event_key: str,
+        event_id: str,
+        payload: Json,
+        signature: str | None = None,
+        received_at: datetime | None = None,
+    ) -> bool:
+        """Record an incoming event unless it was already seen.
+
+        Args:
+            practice: the practice it belongs to.
+            source: where it came in (trigger or subscription key); dedupe is per source.
+            event_key: the event type, such as ``proposal.accepted``.
+            event_id: the event's id (``X-Svc-Event-Id``, or a poll's dedupe key).
+            payload: the body, as JSON.
+            signature: the webhook signature, when signed: a replay under a new event id
+                carries the same signature and is caught by it.
+            received_at: when it arrived; now when omitted.
+
+        Returns:
+            ``True`` when recorded, ``False`` when the id or the signature was seen.
+        """
+
+    @abstractmethod
+    def seen_event(
+        self, practice: str, source: str, event_id: str, signature: str | None = None
+    ) -> bool:
+        """Whether an event with this id (or, when given, this signature) was recorded."""
+
+    @abstractmethod
+    def get_event(self, practice: str, source: str, event_id: str) -> EventRecord | None:
+        """One recorded event, or ``None``."""
+
+    @abstractmethod
+    def pending_events(
+        self, practice: str, limit: int = 100, *, source: str | None = None
+    ) -> list[EventRecord]:
+        """Events not yet handled, oldest first.
+
+        Args:
+            practice: whose events.
+            limit: at most this many.
+            source: only those from this source, when given.
+        """
+
+    @abstractmethod
+    def mark_event_handled(
+        self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
+    ) -> None:
+        """Mark an event handled (idempotent: the first time is kept).
+
+        Raises:
+            BugError: no such event was recorded.
+        """
+
+    @abstractmethod
+    def purge_seen(self, older_than: timedelta = DEFAULT_KEEP_SEEN) -> int:
+        """Forget handled events received more than ``older_than`` ago.
+
+        Unhandled events are never purged. Ids stay deduplicated for at least
+        ``older_than``; a redelivery after that would be taken as new.
+
+        Returns:
+            How many events were forgotten.
+        """
+
+    # --- polling cursors ------------------------------------------------------------------
+
+    @abstractmethod
+    def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
+        """The cursor with its boundary keys, or ``None`` before the first poll."""
+
+    def get_cursor(self, practice: str, trigger_key: str) -> str | None:
+        """The cursor value, or ``None`` before the first poll."""
+        state = self.get_cursor_state(practice, trigger_key)
+        return None if state is None else state.value
+
+    @abstractmethod
+    def set_cursor(
+        self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
+    ) -> None:
+        """Move the cursor, in one transaction with its boundary keys.
+
+        When ``value`` is the stored one, ``boundary_keys`` are added to those already
+        kept (more records handled at the same ``lastUpdated``); when it differs, they
+        replace them. Call it only after the events up to ``value`` are handled.
+        """
+
+    # --- webhook subscriptions -------------------------------------------------------------
+
+    @abstractmethod
+    def save_subscription(
+        self,
+        practice: str,
+        trigger_key: str,
+        subscription_id: str | None,
+        event: str,
+        url: str,
+        secret: str,
+        path_token: str,
+        status: SubscriptionStatus,
+    ) -> SubscriptionRecord:
+        """Create or replace the subscription of (practice, trigger_key).
+
+        Save it as ``pending`` before subscribing (so a delivery racing the answer finds
+        it), then ``active`` with the id and secret, or ``in_doubt`` if the answer was lost.
+
+        Raises:
+            BugError: ``status`` is not valid, or ``path_token`` belongs to another
+                subscription.
+        """
+
+    @abstractmethod
+    def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
+        """The subscription of a trigger, or ``None``."""
+
+    @abstractmethod
+    def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
+        """The subscription a delivery's URL path token routes to, or ``None``."""
+
+    @abstractmethod
+    def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
+        """Subscriptions of one practice, or of all when ``practice`` is ``None``."""
+
+    @abstractmethod
+    def delete_subscription(self, practice: str, trigger_key: str) -> bool:
+        """Forget a subscription; ``True`` when there was one."""
+
+    # --- runs -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def start_run(self, practice: str, recipe: str, event_id: str) -> tuple[str, bool]:
+        """Start the one run of ``recipe`` for an event, or find it.
+
+        Exactly one run exists per (practice, recipe, event_id), enforced by the
+        database, so concurrent callers (threads or processes) agree on it.
+
+        Returns:
+            ``(run_id, created)``; ``created`` is ``False`` when the run already existed.
+        """
+
+    @abstractmethod
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """One run, or ``None``."""
+
+    @abstractmethod
+    def list_runs(
+        self,
+        *,
+        practice: str | None = None,
+        recipe: str | None = None,
+        status: RunStatus | None = None,
+        event_id: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """Runs matching every filter given, newest first.
+
+        Args:
+            practice: only this practice's.
+            recipe: only this recipe's.
+            status: only runs in this status.
+            event_id: only runs of this event.
+            since: only runs started at or after this time.
+            limit: at most this many.
+        """
+
+    @abstractmethod
+    def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
+        """Change a run's status; ``error`` says why it failed or is in doubt.
+
+        Raises:
+            BugError: unknown run, unknown status, or an illegal change
+                (see :data:`~practiceflow.state.rows.RUN_TRANSITIONS`).
+        """
+
+    # --- step journal -----------------------------------------------------------------------
+
+    @abstractmethod
+    def _change_step(self, run_id: str, step_id: str, change: StepChange) -> None:
+        """Apply one step move in one transaction (store implementers only).
+
+        Read the step's current status (``None`` when it has no row), call
+        ``change.check``, write the step and a :class:`StepTransition`, commit.
+
+        Raises:
+            BugError: unknown run, or the move is illegal.
+        """
+
+    @abstractmethod
+    def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
+        """One step's journal entry, or ``None``."""
+
+    @abstractmethod
+    def get_steps(self, run_id: str) -> list[StepRecord]:
+        """The journal of a run, steps in the order they were first written."""
+
+    @abstractmethod
+    def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
+        """Every move of a run's steps (or of one step), oldest first."""
+
+    def step_pending(self, run_id: str, step_id: str, rendered_request: Json) -> None:
+        """Record the rendered request of a step about to be sent (or re-rendered).
+
+        Keep secrets out of ``rendered_request``: the journal is run history.
+        """
+        self._change_step(
+            run_id, step_id, StepChange("pending", {"request": rendered_request, "error": None})
+        )
+
+    def step_sent(self, run_id: str, step_id: str) -> None:
+        """Record that the request is about to leave; call, and let it commit, *before*
+        sending, so that a crash mid-request leaves ``sent`` (the outcome in doubt),
+        never ``pending`` (which would send it twice)."""
+        self._change_step(run_id, step_id, StepChange("sent", sent=True))
+
+    def step_succeeded(self, run_id: str, step_id: str, output: Json) -> None:
+        """Record the step's output; it will never be sent again."""
+        self._change_step(
+            run_id, step_id, StepChange("succeeded", {"output": output, "error": None})
+        )
+
+    def step_failed(self, run_id: str, step_id: str, error: Json) -> None:
+        """Record that the step certainly failed (the API refused it, or it never left)."""
+        self._change_step(run_id, step_id, StepChange("failed", {"error": error}))
+
+    def step_skipped(self, run_id: str, step_id: str, reason: Json = None) -> None:
+        """Record that the step was not run (its ``if`` was false, say)."""
+        self._change_step(run_id, step_id, StepChange("skipped", {"error": reason}))
+
+    def step_in_doubt(self, run_id: str, step_id: str, error: Json) -> None:
+        """Record that the request left and its outcome is unknown (timeout, 5xx)."""
+        self._change_step(run_id, step_id, StepChange("in_doubt", {"error": error}))
+
+    def resolve_step(
+        self,
+        run_id: str,
+        step_id: str,
+        as_: Resolution,
+        who: str,
+        note: str = "",
+        *,
+        output: Json = None,
+    ) -> None:
+        """Settle an ``in_doubt`` or ``failed`` step by a person's decision.
+
+        Args:
+            run_id: the run.
+            step_id: the step.
+            as_: ``done`` (it did happen: the step becomes ``succeeded``) or ``retry``
+                (it did not: the step goes back to ``pending`` and will be sent again).
+            who: who decided; recorded in the journal with the time.
+            note: why, in their words.
+            output: with ``done``, the output to give later steps (read back by hand).
+
+        Raises:
+            ConfigError: ``who`` is empty.
+            BugError: ``as_`` is not valid, or the step is not in doubt or failed.
+        """
+        check_value("resolve_step as_", as_, RESOLUTIONS)
+        if not who.strip():
+            message = f"resolve_step of run {run_id} step {step_id!r}: got an empty 'who'; "
+            message += "say who decided, it is recorded in the journal"
+            raise ConfigError(message)
+        fields: dict[str, Any] = {"output": output} if as_ == "done" else {}
+        target: StepStatus = "succeeded" if as_ == "done" else "pending"
+        change = StepChange(target, fields, resolving=True, who=who.strip(), note=note or None)
+        self._change_step(run_id, step_id, change)
+
+    # --- rate budget bookkeeping ------------------------------------------------------------
+
+    @abstractmethod
+    def record_request(self, practice: str, at: datetime | None = None) -> None:
+        """Count one request sent with a practice's credentials (for reports)."""
+
+    @abstractmethod
+    def request_counts(self, practice: str, since: datetime) -> int:
+        """How many requests were recorded for a practice at or after ``since``."""
+
+    @abstractmethod
+    def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
+        """Forget request records older than ``older_than``; returns how many."""

@@ -1,0 +1,80 @@
+"""Which store class serves which URL scheme: ``open_store(url)``.
+
+Stores are named by import path and imported only when used, so that a store with heavy
+dependencies (PostgreSQL, psycopg) costs nothing to those who never open one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Final
+
+from practiceflow.errors import BugError, ConfigError
+from practiceflow.state.base import Clock, StateStore
+
+__all__ = ["open_store", "register_store", "registered_schemes"]
+
+_STORES: Final[dict[str, str | type[StateStore]]] = {
+    "sqlite": "practiceflow.state.sqlite:SQLiteStore",
+}
+
+#: The scheme of a URL with none: a plain file path.
+_PLAIN_PATH_SCHEME: Final = "sqlite"
+
+
+def register_store(scheme: str, store: str | type[StateStore]) -> None:
+    """Serve ``scheme://...`` URLs with a store class.
+
+    Args:
+        scheme: the URL scheme, lowercase, such as ``postgresql``.
+        store: the class, or its import path as ``"package.module:ClassName"``.
+    """
+    _STORES[scheme.lower()] = store
+
+
+def registered_schemes() -> list[str]:
+    """The URL schemes :func:`open_store` accepts, sorted."""
+    return sorted(_STORES)
+
+
+def _scheme_of(url: str) -> str:
+    head, separator, _ = url.partition("://")
+    # No "://": a plain path, including Windows drive paths such as C:\\state.db.
+    return head.lower() if separator else _PLAIN_PATH_SCHEME
+
+
+def _load(scheme: str, store: str | type[StateStore]) -> type[StateStore]:
+    if not isinstance(store, str):
+        return store
+    module_name, _, class_name = store.partition(":")
+    found = getattr(importlib.import_module(module_name), class_name, None)
+    if not (isinstance(found, type) and issubclass(found, StateStore)):
+        message = f"state store for scheme {scheme!r}: {store!r} is not a StateStore class"
+        raise BugError(message)
+    return found
+
+
+def open_store(url: str, *, clock: Clock | None = None) -> StateStore:
+    """Open the state store a URL names.
+
+    Args:
+        url: ``sqlite:///absolute/path.db``, or a plain file path (SQLite).
+        clock: the current time, for tests; the system clock when omitted.
+
+    Returns:
+        An open store; close it with ``close()`` or use it as a context manager.
+
+    Raises:
+        ConfigError: the scheme is unknown, the URL unusable, or the database was
+            written by a newer practiceflow.
+    """
+    scheme = _scheme_of(url)
+    store = _STORES.get(scheme)
+    if store is None:
+        # Only the scheme is echoed: the rest of a URL may carry a password.
+        message = (
+            f"state store URL: got scheme {scheme!r}; valid values are {registered_schemes()}"
+            " (or a plain file path for SQLite)"
+        )
+        raise ConfigError(message)
+    return _load(scheme, store).from_url(url, clock=clock)

@@ -1,0 +1,335 @@
+"""What the state store holds, as typed rows, and the rules every store shares.
+
+Rows are frozen dataclasses; fields that may carry a secret or personal data (subscription
+secrets, event payloads, rendered requests, outputs) are kept out of ``repr`` so that
+logging a row cannot leak them. The step transition table lives here, once, so that every
+store (SQLite now, PostgreSQL later) refuses the same illegal moves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, TypeAlias, get_args
+
+from practiceflow.errors import BugError, ConfigError
+
+__all__ = [
+    "RESOLUTIONS",
+    "RESOLVABLE",
+    "RUN_STATUSES",
+    "RUN_TRANSITIONS",
+    "STEP_STATUSES",
+    "STEP_TRANSITIONS",
+    "SUBSCRIPTION_STATUSES",
+    "CursorState",
+    "EventRecord",
+    "Json",
+    "Resolution",
+    "RunRecord",
+    "RunStatus",
+    "StepRecord",
+    "StepStatus",
+    "StepTransition",
+    "SubscriptionRecord",
+    "SubscriptionStatus",
+    "check_run_transition",
+    "check_step_transition",
+    "check_value",
+    "from_json",
+    "from_utc",
+    "to_json",
+    "to_utc",
+]
+
+#: A value that survives ``json.dumps``: payloads, rendered requests, outputs, errors.
+Json: TypeAlias = Any
+
+StepStatus: TypeAlias = Literal["pending", "sent", "succeeded", "failed", "skipped", "in_doubt"]
+RunStatus: TypeAlias = Literal["pending", "running", "succeeded", "failed", "in_doubt", "cancelled"]
+#: ``pending``: saved before subscribing; ``in_doubt``: the subscribe's answer was lost.
+SubscriptionStatus: TypeAlias = Literal["pending", "active", "in_doubt", "failed"]
+#: How an operator settles a step: ``done`` (it happened) or ``retry`` (send it again).
+Resolution: TypeAlias = Literal["done", "retry"]
+
+STEP_STATUSES: Final[tuple[StepStatus, ...]] = get_args(StepStatus)
+RUN_STATUSES: Final[tuple[RunStatus, ...]] = get_args(RunStatus)
+SUBSCRIPTION_STATUSES: Final[tuple[SubscriptionStatus, ...]] = get_args(SubscriptionStatus)
+RESOLUTIONS: Final[tuple[Resolution, ...]] = get_args(Resolution)
+
+#: Where a step may go next by the runner's own moves (``None``: the step has no row yet).
+#: ``sent`` is committed before the request leaves; ``succeeded`` and ``skipped`` are final;
+#: ``in_doubt`` (and ``failed``) leave only through :meth:`StateStore.resolve_step`, which
+#: records who decided. ``sent -> sent`` is a re-send the runner knows to be safe (a read,
+#: or a write the API certainly did not act on); ``failed -> pending`` is a retry.
+STEP_TRANSITIONS: Final[Mapping[StepStatus | None, frozenset[StepStatus]]] = {
+    None: frozenset({"pending", "skipped", "failed"}),
+    "pending": frozenset({"pending", "sent", "skipped", "failed"}),
+    "sent": frozenset({"sent", "succeeded", "failed", "in_doubt"}),
+    "failed": frozenset({"pending"}),
+    "in_doubt": frozenset(),
+    "succeeded": frozenset(),
+    "skipped": frozenset(),
+}
+
+#: Step statuses an operator may settle with ``resolve_step``.
+RESOLVABLE: Final[frozenset[StepStatus]] = frozenset({"in_doubt", "failed"})
+
+#: Where a run may go next; staying in the same status is always allowed (idempotent).
+RUN_TRANSITIONS: Final[Mapping[RunStatus, frozenset[RunStatus]]] = {
+    "pending": frozenset({"running", "succeeded", "failed", "in_doubt", "cancelled"}),
+    "running": frozenset({"succeeded", "failed", "in_doubt", "cancelled"}),
+    "failed": frozenset({"running", "cancelled"}),
+    "in_doubt": frozenset({"running", "succeeded", "failed", "cancelled"}),
+    "succeeded": frozenset(),
+    "cancelled": frozenset(),
+}
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One event received from a webhook or found by a poll.
+
+    Attributes:
+        practice: the practice (credentials) the event belongs to.
+        source: where it came in (a trigger or subscription key); dedupe is per source.
+        event_key: the event type, such as ``proposal.accepted``.
+        event_id: the event's unique id within ``source``.
+        payload: the event body as JSON.
+        signature: the webhook signature, when it came signed.
+        received_at: when it was recorded (UTC).
+        handled_at: when the runner finished with it, or ``None`` while pending.
+    """
+
+    practice: str
+    source: str
+    event_key: str
+    event_id: str
+    payload: Json = field(repr=False)
+    signature: str | None
+    received_at: datetime
+    handled_at: datetime | None
+
+
+@dataclass(frozen=True)
+class CursorState:
+    """A polling trigger's position.
+
+    Attributes:
+        practice: the practice the cursor belongs to.
+        trigger_key: the trigger it belongs to.
+        value: the cursor, typically the ``lastUpdated`` of the newest handled record.
+        boundary_keys: dedupe keys already handled *at* ``value``: a ``lastUpdated >=``
+            query returns them again, and they must be skipped, not repeated.
+        updated_at: when the cursor last moved (UTC).
+    """
+
+    practice: str
+    trigger_key: str
+    value: str
+    boundary_keys: frozenset[str]
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class SubscriptionRecord:
+    """A webhook subscription made for a trigger.
+
+    Attributes:
+        practice: the practice whose credentials subscribed.
+        trigger_key: the trigger the subscription feeds.
+        subscription_id: the API's ``id``; ``None`` while unknown (``pending``,
+            ``in_doubt``).
+        event: the event key subscribed to.
+        url: the ``targetUrl`` given to the API.
+        secret: the ``webhookSecret``; never shown in ``repr``.
+        path_token: the unguessable part of ``url`` that routes a delivery here.
+        status: see :data:`SubscriptionStatus`.
+        created_at: first saved (UTC).
+        updated_at: last saved (UTC).
+    """
+
+    practice: str
+    trigger_key: str
+    subscription_id: str | None
+    event: str
+    url: str
+    secret: str = field(repr=False)
+    path_token: str
+    status: SubscriptionStatus
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of a recipe for one event.
+
+    Attributes:
+        run_id: the run's id.
+        practice: the practice it runs for.
+        recipe: the recipe's name.
+        event_id: the event that started it; one run per (practice, recipe, event_id).
+        status: see :data:`RunStatus`.
+        error: why it failed or is in doubt (JSON), if it did.
+        created_at: when it started (UTC).
+        updated_at: when its status last changed (UTC).
+    """
+
+    run_id: str
+    practice: str
+    recipe: str
+    event_id: str
+    status: RunStatus
+    error: Json
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """The journal entry of one step of one run.
+
+    Attributes:
+        run_id: the run.
+        step_id: the step's id in the recipe.
+        status: see :data:`StepStatus`.
+        request: the rendered request (JSON), once known.
+        output: the step's output (JSON), once it succeeded.
+        error: why it failed, was skipped or is in doubt (JSON).
+        attempts: how many times it was marked ``sent``.
+        created_at: first written (UTC).
+        updated_at: last transition (UTC).
+        sent_at: last marked ``sent`` (UTC).
+        resolved_by: who settled it by hand, if someone did.
+        resolved_at: when that was (UTC).
+        resolution_note: what they said.
+    """
+
+    run_id: str
+    step_id: str
+    status: StepStatus
+    request: Json = field(repr=False)
+    output: Json = field(repr=False)
+    error: Json
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+    sent_at: datetime | None
+    resolved_by: str | None
+    resolved_at: datetime | None
+    resolution_note: str | None
+
+
+@dataclass(frozen=True)
+class StepTransition:
+    """One line of a step's history: who moved it from where to where, and when.
+
+    Attributes:
+        run_id: the run.
+        step_id: the step.
+        from_status: where it was (``None`` for the first entry).
+        to_status: where it went.
+        at: when (UTC).
+        who: the person who resolved it, or ``None`` for the runner's own moves.
+        note: the resolver's note, if any.
+        detail: the error or reason recorded with a move to ``failed``, ``in_doubt``
+            or ``skipped``, kept here even after a retry clears it from the step.
+    """
+
+    run_id: str
+    step_id: str
+    from_status: StepStatus | None
+    to_status: StepStatus
+    at: datetime
+    who: str | None
+    note: str | None
+    detail: Json
+
+
+def check_value(what: str, value: str, valid: tuple[str, ...]) -> None:
+    """Refuse a status or option that is not one of ``valid``.
+
+    Raises:
+        BugError: ``value`` is not valid (the caller's code passed it).
+    """
+    if value not in valid:
+        message = f"{what}: got {value!r}; valid values are {list(valid)}"
+        raise BugError(message)
+
+
+def check_step_transition(
+    run_id: str, step_id: str, current: StepStatus | None, target: StepStatus
+) -> None:
+    """Refuse a step move that the journal's rules forbid.
+
+    Raises:
+        BugError: the move is illegal, such as ``succeeded -> sent``.
+    """
+    allowed = STEP_TRANSITIONS[current]
+    if target not in allowed:
+        where = "(new)" if current is None else current
+        hint = (
+            "; settle it with resolve_step (who and why are recorded)"
+            if current in RESOLVABLE
+            else ""
+        )
+        message = (
+            f"run {run_id} step {step_id!r}: cannot go from {where} to {target}; "
+            f"valid next states are {sorted(allowed)}{hint}"
+        )
+        raise BugError(message)
+
+
+def check_run_transition(run_id: str, current: RunStatus, target: RunStatus) -> None:
+    """Refuse a run status change that the rules forbid (staying put is fine).
+
+    Raises:
+        BugError: the change is illegal, such as ``succeeded -> running``.
+    """
+    if target != current and target not in RUN_TRANSITIONS[current]:
+        allowed = sorted(RUN_TRANSITIONS[current] | {current})
+        message = (
+            f"run {run_id}: cannot go from {current} to {target}; valid next states are {allowed}"
+        )
+        raise BugError(message)
+
+
+def to_utc(value: datetime, what: str = "datetime") -> str:
+    """Encode an aware datetime as a sortable UTC ISO 8601 string.
+
+    Every stored time has the same shape (microseconds, ``+00:00``), so text order is
+    time order.
+
+    Raises:
+        ConfigError: ``value`` has no time zone, so its instant is unknown.
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        message = f"{what}: got naive datetime {value.isoformat()}; expected a timezone-aware one"
+        raise ConfigError(message)
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def from_utc(text: str) -> datetime:
+    """Decode a time written by :func:`to_utc`."""
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+def to_json(value: Json, what: str) -> str:
+    """Encode a payload, request, output or error, with sorted keys.
+
+    Raises:
+        BugError: ``value`` cannot be represented as JSON.
+    """
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        message = f"{what} is not JSON: {exc}"
+        raise BugError(message) from exc
+
+
+def from_json(text: str | None) -> Json:
+    """Decode a value written by :func:`to_json` (``None`` stays ``None``)."""
+    return None if text is None else json.loads(text)

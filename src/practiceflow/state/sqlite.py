@@ -1,0 +1,602 @@
+"""The embedded state store: one SQLite file, stdlib ``sqlite3``.
+
+Durability and concurrency choices, and why:
+
+* ``journal_mode=WAL``: readers never block the writer, and a crash leaves the last
+  committed transaction intact.
+* ``synchronous=FULL``: every commit is fsynced, so a step marked ``sent`` is on disk
+  before the request leaves (``NORMAL`` could lose the last commits on power loss).
+* ``busy_timeout``: writers from other threads or processes wait instead of failing.
+* one connection per thread (SQLite connections must not be used by two threads at once);
+  every write runs in ``BEGIN IMMEDIATE`` so that a read-then-write is never interleaved.
+* a ``schema_version`` table; migrations run on open, in one transaction, and a database
+  written by a newer practiceflow is refused rather than misread.
+
+The file is created readable by its owner only: it holds webhook secrets.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, ClassVar, Final, Self, cast
+
+from practiceflow.errors import BugError, ConfigError
+from practiceflow.state._sqlite_schema import (
+    LATEST_VERSION,
+    MIGRATIONS,
+    SELECT_EVENTS,
+    SELECT_RUNS,
+    SELECT_STEPS,
+    SELECT_SUBSCRIPTIONS,
+    decode_event,
+    decode_run,
+    decode_step,
+    decode_subscription,
+    json_or_null,
+)
+from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
+from practiceflow.state.rows import (
+    RUN_STATUSES,
+    STEP_STATUSES,
+    SUBSCRIPTION_STATUSES,
+    CursorState,
+    EventRecord,
+    Json,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    StepStatus,
+    StepTransition,
+    SubscriptionRecord,
+    SubscriptionStatus,
+    check_run_transition,
+    check_value,
+    from_json,
+    from_utc,
+    to_json,
+    to_utc,
+)
+
+__all__ = ["SQLiteStore", "sqlite_path"]
+
+_SCHEME: Final = "sqlite"
+_STEP_FIELDS: Final = ("request", "output", "error")
+_DEFAULT_BUSY_TIMEOUT_MS: Final = 10_000
+
+
+def sqlite_path(url: str) -> Path:
+    """The file a ``sqlite:///path`` URL or a plain path names.
+
+    ``sqlite:///var/lib/pf.db`` is the absolute ``/var/lib/pf.db``; a plain path (with no
+    ``scheme://``) is taken as it is, relative to the current directory if relative.
+
+    Raises:
+        ConfigError: the URL names no file, or an in-memory database (which each
+            thread's connection would see as a different, empty database).
+    """
+    prefix = f"{_SCHEME}://"
+    text = url[len(prefix) :] if url.lower().startswith(prefix) else url
+    if "://" in text:
+        message = f"state store URL: got scheme {url.partition('://')[0]!r}; expected 'sqlite'"
+        raise ConfigError(message)
+    if text in ("", "/", ":memory:", "/:memory:") or text.startswith(("file:", "/file:")):
+        message = (
+            f"state store URL {url!r}: expected a file, as 'sqlite:///absolute/path.db' "
+            "or a plain path; in-memory and URI forms are not supported (use a temporary "
+            "file in tests)"
+        )
+        raise ConfigError(message)
+    return Path(text)
+
+
+class SQLiteStore(StateStore):
+    """The state store in one SQLite file (WAL, ``synchronous=FULL``).
+
+    Args:
+        path: the database file; created (with its folder) when missing.
+        clock: the current time, for tests; the system clock when omitted.
+        busy_timeout_ms: how long a write waits for another writer before failing.
+    """
+
+    scheme: ClassVar[str] = _SCHEME
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock | None = None,
+        busy_timeout_ms: int = _DEFAULT_BUSY_TIMEOUT_MS,
+    ) -> None:
+        super().__init__(clock=clock)
+        self.path = Path(path)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._create_private_file()
+        try:
+            self._migrate(self._conn())
+        except BaseException:
+            self.close()
+            raise
+
+    @classmethod
+    def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
+        """Open the store at ``sqlite:///path`` or a plain path.
+
+        Raises:
+            ConfigError: see :func:`sqlite_path`, and a database of a newer schema.
+        """
+        return cls(sqlite_path(url), clock=clock)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open database."""
+        row = self._one("SELECT version FROM schema_version")
+        return int(row[0])
+
+    def close(self) -> None:
+        """Close every thread's connection; further use raises :class:`BugError`."""
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            connection.close()
+
+    # --- connections and transactions -------------------------------------------------------
+
+    def _create_private_file(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # An empty file is a valid empty database; SQLite gives -wal and -shm the
+            # same permissions, so the secrets it will hold stay private to the owner.
+            descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            return
+        os.close(descriptor)
+
+    def _conn(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if self._closed:
+            message = f"state store {self.path} is closed; open it again to use it"
+            raise BugError(message)
+        if connection is None:
+            # isolation_level=None: no implicit transactions; we BEGIN and COMMIT ourselves.
+            # check_same_thread=False only so close() may close other threads' connections.
+            connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            connection.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = FULL")
+            connection.execute("PRAGMA foreign_keys = ON")
+            with self._lock:
+                self._connections.append(connection)
+            self._local.connection = connection
+        return connection
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        connection = self._conn()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield connection
+            connection.execute("COMMIT")
+        except BaseException:
+            # Also when COMMIT itself fails: never leave the connection mid-transaction.
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        connection = self._conn()
+        connection.execute("BEGIN")
+        try:
+            yield connection
+        finally:
+            if connection.in_transaction:
+                connection.execute("COMMIT")
+
+    def _one(self, sql: str, params: Iterable[Any] = ()) -> Any:
+        return self._conn().execute(sql, tuple(params)).fetchone()
+
+    def _all(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        return self._conn().execute(sql, tuple(params)).fetchall()
+
+    def _migrate(self, connection: sqlite3.Connection) -> None:
+        with self._write():
+            connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
+            row = connection.execute("SELECT version FROM schema_version").fetchone()
+            current = 0 if row is None else int(row[0])
+            if current > LATEST_VERSION:
+                message = (
+                    f"state database {self.path} has schema version {current}, newer than "
+                    f"the {LATEST_VERSION} this practiceflow knows; upgrade practiceflow, "
+                    "or use another state database"
+                )
+                raise ConfigError(message)
+            for version in range(current + 1, LATEST_VERSION + 1):
+                for statement in MIGRATIONS[version]:
+                    connection.execute(statement)
+            if row is None:
+                connection.execute("INSERT INTO schema_version VALUES (?)", (LATEST_VERSION,))
+            elif current != LATEST_VERSION:
+                connection.execute("UPDATE schema_version SET version = ?", (LATEST_VERSION,))
+
+    def _stamp(self, value: datetime | None, what: str) -> str:
+        return to_utc(self.now() if value is None else value, what)
+
+    # --- events -----------------------------------------------------------------------------
+
+    def record_event(
+        self,
+        practice: str,
+        source: str,
+        event_key: str,
+        event_id: str,
+        payload: Json,
+        signature: str | None = None,
+        received_at: datetime | None = None,
+    ) -> bool:
+        """See :meth:`StateStore.record_event`."""
+        values = (
+            practice,
+            source,
+            event_key,
+            event_id,
+            signature,
+            to_json(payload, f"payload of event {event_id}"),
+            self._stamp(received_at, "received_at"),
+        )
+        with self._write() as db:
+            # DO NOTHING covers both unique keys: the event id and the signature.
+            cursor = db.execute(
+                "INSERT INTO events (practice, source, event_key, event_id, signature,"
+                " payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                values,
+            )
+            return cursor.rowcount == 1
+
+    def seen_event(
+        self, practice: str, source: str, event_id: str, signature: str | None = None
+    ) -> bool:
+        """See :meth:`StateStore.seen_event`."""
+        row = self._one(
+            "SELECT 1 FROM events WHERE practice = ? AND source = ?"
+            " AND (event_id = ? OR (? IS NOT NULL AND signature = ?)) LIMIT 1",
+            (practice, source, event_id, signature, signature),
+        )
+        return row is not None
+
+    def get_event(self, practice: str, source: str, event_id: str) -> EventRecord | None:
+        """See :meth:`StateStore.get_event`."""
+        row = self._one(
+            SELECT_EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
+            (practice, source, event_id),
+        )
+        return None if row is None else decode_event(row)
+
+    def pending_events(
+        self, practice: str, limit: int = 100, *, source: str | None = None
+    ) -> list[EventRecord]:
+        """See :meth:`StateStore.pending_events`."""
+        rows = self._all(
+            SELECT_EVENTS + " WHERE practice = ?"
+            " AND handled_at IS NULL AND (? IS NULL OR source = ?)"
+            " ORDER BY received_at, seq LIMIT ?",
+            (practice, source, source, limit),
+        )
+        return [decode_event(row) for row in rows]
+
+    def mark_event_handled(
+        self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
+    ) -> None:
+        """See :meth:`StateStore.mark_event_handled`."""
+        stamp = self._stamp(handled_at, "handled_at")
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE events SET handled_at = coalesce(handled_at, ?)"
+                " WHERE practice = ? AND source = ? AND event_id = ?",
+                (stamp, practice, source, event_id),
+            )
+            if cursor.rowcount == 0:
+                message = f"event {event_id!r} of {practice!r} from {source!r} was never recorded"
+                raise BugError(message)
+
+    def purge_seen(self, older_than: timedelta = DEFAULT_KEEP_SEEN) -> int:
+        """See :meth:`StateStore.purge_seen`."""
+        cutoff = to_utc(self.now() - older_than)
+        with self._write() as db:
+            cursor = db.execute(
+                "DELETE FROM events WHERE handled_at IS NOT NULL AND received_at < ?", (cutoff,)
+            )
+            return cursor.rowcount
+
+    # --- polling cursors --------------------------------------------------------------------
+
+    def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
+        """See :meth:`StateStore.get_cursor_state`."""
+        key = (practice, trigger_key)
+        with self._read() as db:
+            row = db.execute(
+                "SELECT value, updated_at FROM cursors WHERE practice = ? AND trigger_key = ?",
+                key,
+            ).fetchone()
+            if row is None:
+                return None
+            keys = db.execute(
+                "SELECT dedupe_key FROM cursor_keys WHERE practice = ? AND trigger_key = ?", key
+            ).fetchall()
+        boundary = frozenset(str(k[0]) for k in keys)
+        return CursorState(practice, trigger_key, row[0], boundary, from_utc(row[1]))
+
+    def set_cursor(
+        self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
+    ) -> None:
+        """See :meth:`StateStore.set_cursor`."""
+        key = (practice, trigger_key)
+        stamp = self._stamp(None, "updated_at")
+        with self._write() as db:
+            row = db.execute(
+                "SELECT value FROM cursors WHERE practice = ? AND trigger_key = ?", key
+            ).fetchone()
+            if row is not None and row[0] != value:
+                db.execute("DELETE FROM cursor_keys WHERE practice = ? AND trigger_key = ?", key)
+            db.execute(
+                "INSERT INTO cursors (practice, trigger_key, value, updated_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key)"
+                " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (*key, value, stamp),
+            )
+            db.executemany(
+                "INSERT INTO cursor_keys (practice, trigger_key, dedupe_key) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                [(*key, dedupe_key) for dedupe_key in boundary_keys],
+            )
+
+    # --- webhook subscriptions --------------------------------------------------------------
+
+    def save_subscription(
+        self,
+        practice: str,
+        trigger_key: str,
+        subscription_id: str | None,
+        event: str,
+        url: str,
+        secret: str,
+        path_token: str,
+        status: SubscriptionStatus,
+    ) -> SubscriptionRecord:
+        """See :meth:`StateStore.save_subscription`."""
+        check_value("subscription status", status, SUBSCRIPTION_STATUSES)
+        stamp = self._stamp(None, "updated_at")
+        values = (practice, trigger_key, subscription_id, event, url, secret, path_token)
+        try:
+            with self._write() as db:
+                db.execute(
+                    "INSERT INTO subscriptions (practice, trigger_key, subscription_id, event,"
+                    " url, secret, path_token, status, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+                    " subscription_id = excluded.subscription_id, event = excluded.event,"
+                    " url = excluded.url, secret = excluded.secret,"
+                    " path_token = excluded.path_token, status = excluded.status,"
+                    " updated_at = excluded.updated_at",
+                    (*values, status, stamp, stamp),
+                )
+        except sqlite3.IntegrityError as exc:
+            # The message names the column, never the values (the secret is one of them).
+            message = (
+                f"subscription of {practice!r} / {trigger_key!r} clashes with another "
+                f"subscription's path token or subscription id ({exc})"
+            )
+            raise BugError(message) from None
+        saved = self.get_subscription(practice, trigger_key)
+        if saved is None:  # pragma: no cover - the row was written in this very call.
+            raise BugError(f"subscription of {practice!r} / {trigger_key!r} vanished")
+        return saved
+
+    def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
+        """See :meth:`StateStore.get_subscription`."""
+        return self._one_subscription("practice = ? AND trigger_key = ?", (practice, trigger_key))
+
+    def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
+        """See :meth:`StateStore.find_subscription_by_path`."""
+        return self._one_subscription("path_token = ?", (path_token,))
+
+    def _one_subscription(self, where: str, params: tuple[str, ...]) -> SubscriptionRecord | None:
+        row = self._one(SELECT_SUBSCRIPTIONS + " WHERE " + where, params)
+        return None if row is None else decode_subscription(row)
+
+    def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
+        """See :meth:`StateStore.list_subscriptions`."""
+        rows = self._all(
+            SELECT_SUBSCRIPTIONS
+            + " WHERE ? IS NULL OR practice = ? ORDER BY practice, trigger_key",
+            (practice, practice),
+        )
+        return [decode_subscription(row) for row in rows]
+
+    def delete_subscription(self, practice: str, trigger_key: str) -> bool:
+        """See :meth:`StateStore.delete_subscription`."""
+        with self._write() as db:
+            cursor = db.execute(
+                "DELETE FROM subscriptions WHERE practice = ? AND trigger_key = ?",
+                (practice, trigger_key),
+            )
+            return cursor.rowcount == 1
+
+    # --- runs -------------------------------------------------------------------------------
+
+    def start_run(self, practice: str, recipe: str, event_id: str) -> tuple[str, bool]:
+        """See :meth:`StateStore.start_run`."""
+        key = (practice, recipe, event_id)
+        stamp = self._stamp(None, "created_at")
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO runs (run_id, practice, recipe, event_id, status, created_at,"
+                " updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)"
+                " ON CONFLICT (practice, recipe, event_id) DO NOTHING",
+                (uuid.uuid4().hex, *key, stamp, stamp),
+            )
+            row = db.execute(
+                "SELECT run_id FROM runs WHERE practice = ? AND recipe = ? AND event_id = ?", key
+            ).fetchone()
+        return str(row[0]), cursor.rowcount == 1
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """See :meth:`StateStore.get_run`."""
+        row = self._one(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
+        return None if row is None else decode_run(row)
+
+    def list_runs(
+        self,
+        *,
+        practice: str | None = None,
+        recipe: str | None = None,
+        status: RunStatus | None = None,
+        event_id: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """See :meth:`StateStore.list_runs`."""
+        if status is not None:
+            check_value("run status", status, RUN_STATUSES)
+        filters: dict[str, str | None] = {
+            "practice = ?": practice,
+            "recipe = ?": recipe,
+            "status = ?": status,
+            "event_id = ?": event_id,
+            "created_at >= ?": None if since is None else to_utc(since, "since"),
+        }
+        given = {clause: value for clause, value in filters.items() if value is not None}
+        where = " AND ".join(given) or "1 = 1"
+        rows = self._all(
+            SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
+            (*given.values(), limit),
+        )
+        return [decode_run(row) for row in rows]
+
+    def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
+        """See :meth:`StateStore.set_run_status`."""
+        check_value("run status", status, RUN_STATUSES)
+        stamp = self._stamp(None, "updated_at")
+        with self._write() as db:
+            row = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise BugError(f"run {run_id} does not exist")
+            check_run_transition(run_id, row[0], status)
+            db.execute(
+                "UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE run_id = ?",
+                (status, json_or_null(error, f"error of run {run_id}"), stamp, run_id),
+            )
+
+    # --- step journal -----------------------------------------------------------------------
+
+    def _change_step(self, run_id: str, step_id: str, change: StepChange) -> None:
+        check_value("step status", change.target, STEP_STATUSES)
+        for name in change.fields:
+            check_value("step field", name, _STEP_FIELDS)
+        stamp = self._stamp(None, "updated_at")
+        encoded = {
+            name: json_or_null(value, f"{name} of run {run_id} step {step_id!r}")
+            for name, value in change.fields.items()
+        }
+        with self._write() as db:
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                raise BugError(f"run {run_id} does not exist; start_run first")
+            row = db.execute(
+                "SELECT status FROM steps WHERE run_id = ? AND step_id = ?", (run_id, step_id)
+            ).fetchone()
+            current = None if row is None else cast(StepStatus, row[0])
+            change.check(run_id, step_id, current)
+            if current is None:
+                db.execute(
+                    "INSERT INTO steps (run_id, step_id, status, attempts, created_at,"
+                    " updated_at) VALUES (?, ?, ?, 0, ?, ?)",
+                    (run_id, step_id, change.target, stamp, stamp),
+                )
+            sets = ["status = ?", "updated_at = ?"] + [f"{name} = ?" for name in encoded]
+            params: list[Any] = [change.target, stamp, *encoded.values()]
+            if change.sent:
+                sets += ["attempts = attempts + 1", "sent_at = ?"]
+                params.append(stamp)
+            if change.resolving:
+                sets += ["resolved_by = ?", "resolved_at = ?", "resolution_note = ?"]
+                params += [change.who, stamp, change.note]
+            db.execute(
+                # Column names are checked against _STEP_FIELDS above; values are parameters.
+                "UPDATE steps SET "  # noqa: S608 -- see the comment above.
+                + ", ".join(sets)
+                + " WHERE run_id = ? AND step_id = ?",
+                (*params, run_id, step_id),
+            )
+            db.execute(
+                "INSERT INTO step_journal (run_id, step_id, from_status, to_status, at, who,"
+                " note, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    step_id,
+                    current,
+                    change.target,
+                    stamp,
+                    change.who,
+                    change.note,
+                    encoded.get("error"),
+                ),
+            )
+
+    def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
+        """See :meth:`StateStore.get_step`."""
+        row = self._one(SELECT_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
+        return None if row is None else decode_step(row)
+
+    def get_steps(self, run_id: str) -> list[StepRecord]:
+        """See :meth:`StateStore.get_steps`."""
+        rows = self._all(SELECT_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [decode_step(row) for row in rows]
+
+    def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
+        """See :meth:`StateStore.step_history`."""
+        rows = self._all(
+            "SELECT run_id, step_id, from_status, to_status, at, who, note, detail"
+            " FROM step_journal WHERE run_id = ? AND (? IS NULL OR step_id = ?)"
+            " ORDER BY seq",
+            (run_id, step_id, step_id),
+        )
+        return [
+            StepTransition(r[0], r[1], r[2], r[3], from_utc(r[4]), r[5], r[6], from_json(r[7]))
+            for r in rows
+        ]
+
+    # --- rate budget bookkeeping ------------------------------------------------------------
+
+    def record_request(self, practice: str, at: datetime | None = None) -> None:
+        """See :meth:`StateStore.record_request`."""
+        stamp = self._stamp(at, "at")
+        with self._write() as db:
+            db.execute("INSERT INTO requests (practice, at) VALUES (?, ?)", (practice, stamp))
+
+    def request_counts(self, practice: str, since: datetime) -> int:
+        """See :meth:`StateStore.request_counts`."""
+        row = self._one(
+            "SELECT count(*) FROM requests WHERE practice = ? AND at >= ?",
+            (practice, to_utc(since, "since")),
+        )
+        return int(row[0])
+
+    def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
+        """See :meth:`StateStore.purge_requests`."""
+        cutoff = to_utc(self.now() - older_than)
+        with self._write() as db:
+            return db.execute("DELETE FROM requests WHERE at < ?", (cutoff,)).rowcount

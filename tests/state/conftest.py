@@ -1,0 +1,66 @@
+"""Fixtures of the store-agnostic suite: every test runs against each store backend.
+
+A later issue adds ``postgresql`` to ``BACKENDS`` (and a URL for it in ``store_url``); the
+tests themselves do not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from practiceflow.state import StateStore, open_store
+
+BACKENDS = ["sqlite"]
+
+START = datetime(2025, 3, 1, 9, 0, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self, now: datetime = START) -> None:
+        self.start = now
+        self.current = now
+
+    def __call__(self) -> datetime:
+        return self.current
+
+    def advance(self, delta: timedelta) -> None:
+        self.current += delta
+
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL naming a fresh, empty store of each backend."""
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'state.db'}"
+    raise NotImplementedError(request.param)  # pragma: no cover
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def open_store_again(store_url: str, clock: FakeClock) -> Iterator[Callable[[], StateStore]]:
+    """Open (another handle on) the same store; every handle is closed at the end."""
+    opened: list[StateStore] = []
+
+    def reopen() -> StateStore:
+        store = open_store(store_url, clock=clock)
+        opened.append(store)
+        return store
+
+    yield reopen
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(open_store_again: Callable[[], StateStore]) -> StateStore:
+    return open_store_again()

@@ -1,0 +1,108 @@
+"""SQLite store specifics: WAL, durability pragmas, schema versions, file permissions, URLs."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from practiceflow.errors import ConfigError
+from practiceflow.state import SQLiteStore, open_store
+from practiceflow.state._sqlite_schema import LATEST_VERSION
+from practiceflow.state.sqlite import sqlite_path
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "nested" / "state.db"
+
+
+def test_opening_creates_the_file_and_its_folder_in_wal_mode(db_path: Path) -> None:
+    with SQLiteStore(db_path) as store:
+        store.record_request("p")
+    assert db_path.exists()
+    with sqlite3.connect(db_path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_every_connection_is_durable_and_waits_for_writers(db_path: Path) -> None:
+    with SQLiteStore(db_path, busy_timeout_ms=1234) as store:
+        connection = store._conn()
+        assert connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert connection.execute("PRAGMA busy_timeout").fetchone()[0] == 1234
+        assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_the_file_is_private_to_its_owner(db_path: Path) -> None:
+    with SQLiteStore(db_path):
+        pass
+    assert stat.S_IMODE(db_path.stat().st_mode) == 0o600
+
+
+def test_schema_version_is_recorded_and_reopening_does_not_migrate_again(db_path: Path) -> None:
+    with SQLiteStore(db_path) as store:
+        assert store.schema_version == LATEST_VERSION
+        store.set_cursor("p", "t", "v")
+    with SQLiteStore(db_path) as store:
+        assert store.schema_version == LATEST_VERSION
+        assert store.get_cursor("p", "t") == "v"
+    with sqlite3.connect(db_path) as raw:
+        assert raw.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 1
+
+
+def test_a_database_of_a_newer_schema_is_refused_untouched(db_path: Path) -> None:
+    with SQLiteStore(db_path) as store:
+        store.set_cursor("p", "t", "v")
+    with sqlite3.connect(db_path) as raw:
+        raw.execute("UPDATE schema_version SET version = ?", (LATEST_VERSION + 5,))
+
+    with pytest.raises(ConfigError) as caught:
+        SQLiteStore(db_path)
+
+    text = str(caught.value)
+    assert f"schema version {LATEST_VERSION + 5}" in text
+    assert str(LATEST_VERSION) in text
+    assert "upgrade practiceflow" in text
+    with sqlite3.connect(db_path) as raw:
+        assert raw.execute("SELECT version FROM schema_version").fetchone()[0] == (
+            LATEST_VERSION + 5
+        )
+        assert raw.execute("SELECT value FROM cursors").fetchone()[0] == "v"
+
+
+def test_store_repr_names_the_file(db_path: Path) -> None:
+    with SQLiteStore(db_path) as store:
+        assert repr(store) == f"SQLiteStore({str(db_path)!r})"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        pytest.param("sqlite:///var/lib/pf/state.db", Path("/var/lib/pf/state.db"), id="url"),
+        pytest.param("state/pf.db", Path("state/pf.db"), id="relative-path"),
+        pytest.param("/abs/pf.db", Path("/abs/pf.db"), id="absolute-path"),
+        pytest.param(r"C:\state\pf.db", Path(r"C:\state\pf.db"), id="windows-path"),
+        pytest.param("SQLite:///x.db", Path("/x.db"), id="scheme-any-case"),
+    ],
+)
+def test_sqlite_urls_and_plain_paths(url: str, expected: Path) -> None:
+    assert sqlite_path(url) == expected
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite://:memory:", ":memory:", "", "file:x.db"])
+def test_urls_naming_no_file_are_refused(url: str) -> None:
+    with pytest.raises(ConfigError, match="expected a file"):
+        sqlite_path(url)
+
+
+def test_a_foreign_scheme_is_not_taken_for_a_file_name() -> None:
+    with pytest.raises(ConfigError, match="got scheme 'lazy'; expected 'sqlite'"):
+        sqlite_path("lazy:///tmp/x.db")
+
+
+def test_open_store_with_a_plain_path(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "plain.db")) as store:
+        assert isinstance(store, SQLiteStore)
+        assert store.path == tmp_path / "plain.db"
