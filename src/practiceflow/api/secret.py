@@ -33,11 +33,12 @@ class Secret:
 
     __slots__ = ("_value",)
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: str | Secret) -> None:
         if isinstance(value, Secret):
             value = value.reveal()
         if not isinstance(value, str):
-            message = f"Secret: got a {type(value).__name__}; expected a str"
+            # Untyped callers (YAML, environment readers) can still get here.
+            message = f"Secret: got {type(value).__name__}; expected str"  # type: ignore[unreachable]
             raise TypeError(message)
         self._value = value
 

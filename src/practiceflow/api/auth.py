@@ -1,0 +1,169 @@
+"""The two authentication methods of the spec (section 5), never mixed on one request.
+
+Each method is a :class:`requests.auth.AuthBase`, so it is passed as ``auth=`` on every
+request: that puts exactly its own headers on the request, removes the other method's, and
+stops ``requests`` from adding credentials of its own (``Session.auth`` or ``~/.netrc``).
+
+Methods live in a name -> class registry (:data:`AUTH_REGISTRY`); :func:`make_auth` builds
+one by name and says which names are valid.
+"""
+
+from __future__ import annotations
+
+import base64
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import ClassVar, Final
+
+from requests import PreparedRequest
+from requests.auth import AuthBase
+
+from practiceflow.api.secret import MASK, Secret
+from practiceflow.errors import ConfigError
+
+__all__ = [
+    "AUTHORIZATION",
+    "AUTH_HEADER_NAMES",
+    "AUTH_ID_HEADER",
+    "AUTH_KEY_HEADER",
+    "AUTH_REGISTRY",
+    "SECRET_HEADER_NAMES",
+    "AuthMethod",
+    "BasicAuth",
+    "HeaderAuth",
+    "make_auth",
+    "mask_headers",
+    "reject_credential_headers",
+]
+
+AUTH_ID_HEADER: Final = "X-SVC-Auth-ID"
+AUTH_KEY_HEADER: Final = "X-SVC-Auth-Key"
+AUTHORIZATION: Final = "Authorization"
+#: Every header that carries credentials, lower-cased.
+AUTH_HEADER_NAMES: Final = frozenset(
+    name.lower() for name in (AUTH_ID_HEADER, AUTH_KEY_HEADER, AUTHORIZATION)
+)
+#: Headers whose value reveals the secret, lower-cased; masked in any description.
+SECRET_HEADER_NAMES: Final = frozenset(name.lower() for name in (AUTH_KEY_HEADER, AUTHORIZATION))
+
+
+class AuthMethod(AuthBase, ABC):
+    """One way of presenting the Client ID and secret on a request.
+
+    Args:
+        client_id: the Client ID.
+        client_secret: the Client secret.
+    """
+
+    name: ClassVar[str]
+
+    def __init__(self, client_id: str, client_secret: Secret) -> None:
+        self.client_id = client_id
+        self._secret = client_secret
+
+    @abstractmethod
+    def credential_headers(self) -> dict[str, str]:
+        """The headers this method sends (values unmasked); nothing else is added."""
+
+    def __call__(self, r: PreparedRequest) -> PreparedRequest:
+        # Drop whatever any other source put there, so the two methods never meet.
+        for name in list(r.headers):
+            if name.lower() in AUTH_HEADER_NAMES:
+                del r.headers[name]
+        r.headers.update(self.credential_headers())
+        return r
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(client_id={self.client_id!r}, client_secret={MASK!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AuthMethod):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.client_id == other.client_id
+            and self._secret == other._secret
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.client_id))
+
+
+class HeaderAuth(AuthMethod):
+    """Method A (the default): ``X-SVC-Auth-ID`` and ``X-SVC-Auth-Key`` headers."""
+
+    name: ClassVar[str] = "header"
+
+    def credential_headers(self) -> dict[str, str]:
+        """Return the two ``X-SVC-Auth-*`` headers."""
+        return {AUTH_ID_HEADER: self.client_id, AUTH_KEY_HEADER: self._secret.reveal()}
+
+
+class BasicAuth(AuthMethod):
+    """Method B: ``Authorization: Basic base64(ClientID:ClientSecret)``."""
+
+    name: ClassVar[str] = "basic"
+
+    def credential_headers(self) -> dict[str, str]:
+        """Return the ``Authorization: Basic ...`` header."""
+        raw = f"{self.client_id}:{self._secret.reveal()}".encode()
+        return {AUTHORIZATION: "Basic " + base64.b64encode(raw).decode("ascii")}
+
+
+#: Authentication methods by name.
+AUTH_REGISTRY: Final[Mapping[str, type[AuthMethod]]] = {
+    HeaderAuth.name: HeaderAuth,
+    BasicAuth.name: BasicAuth,
+}
+
+
+def make_auth(name: str, client_id: str, client_secret: Secret) -> AuthMethod:
+    """Build the authentication method called ``name``.
+
+    Args:
+        name: ``header`` or ``basic``.
+        client_id: the Client ID.
+        client_secret: the Client secret.
+
+    Returns:
+        The method, ready to pass as ``auth=`` to requests.
+
+    Raises:
+        ConfigError: ``name`` is not a known method.
+    """
+    try:
+        cls = AUTH_REGISTRY[name]
+    except KeyError:
+        message = f"auth method: got {name!r}; valid values are {', '.join(AUTH_REGISTRY)}"
+        raise ConfigError(message) from None
+    return cls(client_id, client_secret)
+
+
+def mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """Copy headers with every secret-bearing value replaced by ``***``.
+
+    Args:
+        headers: request headers.
+
+    Returns:
+        A plain dict safe to print or log.
+    """
+    return {k: (MASK if k.lower() in SECRET_HEADER_NAMES else v) for k, v in headers.items()}
+
+
+def reject_credential_headers(headers: Mapping[str, str]) -> None:
+    """Refuse caller headers that carry credentials (they would mix or bypass the method).
+
+    Args:
+        headers: headers a caller asked to add to a request.
+
+    Raises:
+        ConfigError: one of them is ``Authorization`` or ``X-SVC-Auth-*``.
+    """
+    bad = sorted(name for name in headers if name.lower() in AUTH_HEADER_NAMES)
+    if bad:
+        message = (
+            f"extra headers: got {', '.join(bad)}; credentials are added by the client's "
+            "auth method (auth_method='header' or 'basic'), not passed as headers"
+        )
+        raise ConfigError(message)

@@ -1,0 +1,220 @@
+"""Paging of list endpoints (spec section 8): every item of every page, and no more.
+
+A list answer may be a bare JSON array or an object holding the rows in a list field
+(``items``, ``data``, ``results``, ...) with an optional ``hasMore``; the spec does not
+show the envelope, so both are read. Paging stops at the first of:
+
+* an empty page;
+* ``hasMore: false`` where the answer has it;
+* a page shorter than the page size: the ``pageSize`` sent, or, on lists with a fixed
+  server page size (entities, users), the size learned from the first page fetched.
+
+``pageNumber`` runs from 1 to 10000; needing page 10001 is an error (narrow the query with
+``lastUpdated`` or filters), never a silent stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from practiceflow.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "ITEM_FIELDS",
+    "MAX_PAGE_NUMBER",
+    "MAX_PAGE_SIZE",
+    "PAGE_NUMBER",
+    "PAGE_SIZE",
+    "Page",
+    "extract_items",
+    "iter_items",
+    "iter_pages",
+]
+
+PAGE_NUMBER: Final = "pageNumber"
+PAGE_SIZE: Final = "pageSize"
+#: The server's page size when ``pageSize`` is supported but not sent.
+DEFAULT_PAGE_SIZE: Final = 50
+MAX_PAGE_SIZE: Final = 100
+MAX_PAGE_NUMBER: Final = 10000
+#: Fields of an object page searched (in this order) for the rows, before any other list.
+ITEM_FIELDS: Final = ("items", "data", "results", "records", "rows", "value")
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a list.
+
+    Attributes:
+        number: its ``pageNumber`` (1-based); resume after it with ``start_page=number+1``.
+        items: its rows, as parsed JSON.
+        has_more: whether another page follows (False on the last page).
+        page_size: the page size in force: the ``pageSize`` sent, else the size learned
+            from the first page.
+    """
+
+    number: int
+    items: list[Any]
+    has_more: bool
+    page_size: int | None = None
+
+
+def extract_items(data: Any, *, where: str = "list") -> tuple[list[Any], bool | None]:
+    """Split a list answer into its rows and its ``hasMore`` flag.
+
+    Args:
+        data: the parsed JSON of one page.
+        where: what was fetched, for the error message (e.g. ``GET /api/v1/users/list``).
+
+    Returns:
+        ``(rows, has_more)``; ``has_more`` is None when the answer does not say.
+
+    Raises:
+        ConfigError: the answer is neither a list nor an object holding one (the path is
+            probably not a list endpoint).
+    """
+    if isinstance(data, list):
+        return data, None
+    if isinstance(data, dict):
+        has_more = data.get("hasMore")
+        flag = has_more if isinstance(has_more, bool) else None
+        for name in ITEM_FIELDS:
+            if isinstance(data.get(name), list):
+                return data[name], flag
+        for value in data.values():
+            if isinstance(value, list):
+                return value, flag
+        keys = ", ".join(sorted(map(str, data))) or "(none)"
+        message = (
+            f"{where}: got an object with keys {keys} and no list in it; expected a JSON "
+            f"array or an object with a list field such as {', '.join(ITEM_FIELDS[:3])}"
+        )
+        raise ConfigError(message)
+    message = (
+        f"{where}: got {type(data).__name__}; expected a JSON array or an object with a "
+        "list field (is this a list endpoint?)"
+    )
+    raise ConfigError(message)
+
+
+def _check_page_args(
+    where: str, params: Mapping[str, Any], page_size: int | None, start_page: int
+) -> None:
+    for name, argument in ((PAGE_NUMBER, "start_page"), (PAGE_SIZE, "page_size")):
+        if name in params:
+            message = f"{where}: params carry {name!r}; pass {argument}= instead"
+            raise ConfigError(message)
+    if page_size is not None and (
+        isinstance(page_size, bool)
+        or not isinstance(page_size, int)
+        or not 1 <= page_size <= MAX_PAGE_SIZE
+    ):
+        message = (
+            f"{where}: page_size got {page_size!r}; valid values are 1 to {MAX_PAGE_SIZE} "
+            f"(the server's default is {DEFAULT_PAGE_SIZE}), or None for a fixed server size"
+        )
+        raise ConfigError(message)
+    if (
+        isinstance(start_page, bool)
+        or not isinstance(start_page, int)
+        or not 1 <= start_page <= MAX_PAGE_NUMBER
+    ):
+        message = f"{where}: start_page got {start_page!r}; valid values are 1 to {MAX_PAGE_NUMBER}"
+        raise ConfigError(message)
+
+
+def iter_pages(
+    fetch: Callable[[dict[str, Any]], Any],
+    *,
+    where: str = "list",
+    params: Mapping[str, Any] | None = None,
+    page_size: int | None = None,
+    start_page: int = 1,
+) -> Iterator[Page]:
+    """Fetch pages one after another until the list ends (arguments are checked at once).
+
+    Args:
+        fetch: gets one page given its query parameters and returns the parsed JSON.
+        where: what is fetched, for error messages (e.g. ``GET /api/v1/groups/list``).
+        params: query parameters sent with every page (not ``pageNumber``/``pageSize``).
+        page_size: ``pageSize`` to send (1 to 100); None sends none and learns the size
+            from the first page (lists with a fixed server page size).
+        start_page: the first ``pageNumber`` to fetch (to resume from a checkpoint).
+
+    Returns:
+        An iterator of each :class:`Page`, the last one with ``has_more=False``.
+
+    Raises:
+        ConfigError: bad arguments (at once); while iterating, an answer that is not a
+            list, or more than 10000 pages.
+    """
+    base = dict(params or {})
+    _check_page_args(where, base, page_size, start_page)
+    return _generate_pages(fetch, where, base, page_size, start_page)
+
+
+def _generate_pages(
+    fetch: Callable[[dict[str, Any]], Any],
+    where: str,
+    base: dict[str, Any],
+    page_size: int | None,
+    start_page: int,
+) -> Iterator[Page]:
+    number = start_page
+    size = page_size
+    while True:
+        query = dict(base)
+        query[PAGE_NUMBER] = number
+        if page_size is not None:
+            query[PAGE_SIZE] = page_size
+        items, flag = extract_items(fetch(query), where=f"{where} page {number}")
+        if size is None:
+            size = len(items)  # the first page fetched sets the fixed server size
+        more = bool(items) and flag is not False and len(items) >= size
+        if page_size is None and len(items) > size:
+            size = len(items)
+        if more and number >= MAX_PAGE_NUMBER:
+            message = (
+                f"{where}: page {MAX_PAGE_NUMBER} is full and pageNumber cannot go past "
+                f"{MAX_PAGE_NUMBER}; narrow the query (lastUpdated, filters) to read the rest"
+            )
+            yield Page(number, items, True, size)
+            raise ConfigError(message)
+        yield Page(number, items, more, size)
+        if not more:
+            return
+        number += 1
+
+
+def iter_items(pages: Iterator[Page], limit: int | None = None) -> Iterator[Any]:
+    """Every item of ``pages``, stopping after ``limit`` (no further page is fetched).
+
+    Args:
+        pages: pages from :func:`iter_pages`.
+        limit: the most items to yield; all when None.
+
+    Returns:
+        An iterator of the items in order.
+
+    Raises:
+        ConfigError: ``limit`` is negative or not an integer (at once).
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        message = f"limit: got {limit!r}; expected an integer >= 0 or None"
+        raise ConfigError(message)
+    return _generate_items(pages, limit)
+
+
+def _generate_items(pages: Iterator[Page], limit: int | None) -> Iterator[Any]:
+    if limit == 0:
+        return
+    count = 0
+    for page in pages:
+        for item in page.items:
+            yield item
+            count += 1
+            if limit is not None and count >= limit:
+                return

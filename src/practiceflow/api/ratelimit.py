@@ -1,0 +1,292 @@
+"""The client's rate budget: 60/min, 1000/h and 10000/day by default, and ``Retry-After``.
+
+The windows are counted by pyrate-limiter (several :class:`pyrate_limiter.Rate` objects on
+one bucket; the in-memory bucket by default, and any synchronous pyrate-limiter bucket,
+such as ``SQLiteBucket`` or ``PostgresBucket``, can be passed in so that processes share
+one budget). We call the bucket directly instead of going through
+``pyrate_limiter.Limiter`` because the Limiter sleeps with ``time.sleep`` on its own
+clock and has no way to pause the whole budget until a server's ``Retry-After``, while
+this client needs an injectable clock and sleep (tests never really wait), a cap on the
+total wait, and a budget-wide pause after a 429.
+
+Timestamps come from the budget's clock (``time.monotonic`` by default); a bucket shared
+between processes needs a wall clock (``clock=time.time``) so that their timestamps agree.
+A ``Retry-After`` pause lives in this process only.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from inspect import isawaitable
+from typing import Any, Final
+
+from pyrate_limiter import AbstractBucket, Duration, InMemoryBucket, Rate, RateItem
+
+from practiceflow.errors import BugError, ConfigError, RateLimitError
+
+__all__ = [
+    "RateBudget",
+    "RateLimitStatus",
+    "RateLimits",
+    "parse_retry_after",
+]
+
+logger = logging.getLogger("practiceflow.api")
+
+_ITEM_NAME: Final = "practiceflow"
+_LEAK_EVERY: Final = 256
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """How many requests the client may send, and how long one request may wait.
+
+    Attributes:
+        per_minute: requests per rolling minute (spec default 60).
+        per_hour: requests per rolling hour (spec default 1000).
+        per_day: requests per rolling day (spec default 10000).
+        max_wait: cap, in seconds, on the total time one call may spend waiting for the
+            budget, for ``Retry-After`` pauses and for backoff; past it the call raises
+            :class:`~practiceflow.errors.RateLimitError` instead of waiting on.
+        retry_after_floor: the shortest pause after a 429, in seconds, so that
+            ``Retry-After: 0`` cannot turn into a busy loop.
+    """
+
+    per_minute: int = 60
+    per_hour: int = 1000
+    per_day: int = 10000
+    max_wait: float = 600.0
+    retry_after_floor: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("per_minute", "per_hour", "per_day"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                message = f"RateLimits.{name}: got {value!r}; expected a positive integer"
+                raise ConfigError(message)
+        for name in ("max_wait", "retry_after_floor"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or value < 0 or math.isnan(value):
+                message = f"RateLimits.{name}: got {value!r}; expected seconds >= 0"
+                raise ConfigError(message)
+        per_second = (self.per_minute / 60, self.per_hour / 3600, self.per_day / 86400)
+        ordered = self.per_minute < self.per_hour < self.per_day
+        if not ordered or not (per_second[0] >= per_second[1] >= per_second[2]):
+            message = (
+                f"RateLimits: got {self.per_minute}/min, {self.per_hour}/h, {self.per_day}/day; "
+                "each longer window needs a larger limit and no higher average rate than the "
+                "shorter one (the default is 60/min, 1000/h, 10000/day)"
+            )
+            raise ConfigError(message)
+
+    def rates(self) -> list[Rate]:
+        """The pyrate-limiter rates, shortest window first."""
+        return [
+            Rate(self.per_minute, Duration.MINUTE),
+            Rate(self.per_hour, Duration.HOUR),
+            Rate(self.per_day, Duration.DAY),
+        ]
+
+    def describe(self) -> str:
+        """Human form, e.g. ``60/min, 1000/h, 10000/day``."""
+        return f"{self.per_minute}/min, {self.per_hour}/h, {self.per_day}/day"
+
+
+@dataclass(frozen=True)
+class RateLimitStatus:
+    """The last ``X-RateLimit-*`` headers the server sent.
+
+    Attributes:
+        limit: ``X-RateLimit-Limit`` as an integer, when it was one.
+        remaining: ``X-RateLimit-Remaining`` as an integer, when it was one.
+        reset: ``X-RateLimit-Reset`` as sent (the spec does not say its unit).
+        observed_at: the budget clock's time when the headers arrived.
+    """
+
+    limit: int | None
+    remaining: int | None
+    reset: str | None
+    observed_at: float
+
+
+def _as_int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value.strip())
+    except ValueError:
+        return None
+
+
+def parse_retry_after(
+    value: str | None, *, wall_clock: Callable[[], float] = time.time
+) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta seconds or an HTTP date.
+
+    Args:
+        value: the header's value, or None when absent.
+        wall_clock: current Unix time, for the HTTP-date form.
+
+    Returns:
+        Seconds (never negative), or None when absent or unreadable.
+    """
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - wall_clock())
+    if math.isnan(seconds) or math.isinf(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+class RateBudget:
+    """The multi-window budget of one Client ID, shared by every thread using it.
+
+    Args:
+        limits: the windows and waits; spec defaults when None.
+        bucket: a synchronous pyrate-limiter bucket holding the windows (e.g. a
+            ``SQLiteBucket`` shared between processes); an in-memory bucket with
+            ``limits.rates()`` when None.
+        clock: current time in seconds (``time.monotonic`` by default).
+        sleep: how to wait (``time.sleep`` by default); tests inject a fake.
+    """
+
+    def __init__(
+        self,
+        limits: RateLimits | None = None,
+        *,
+        bucket: AbstractBucket | None = None,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.limits = limits or RateLimits()
+        self._bucket: AbstractBucket = bucket or InMemoryBucket(self.limits.rates())
+        if self._bucket.is_async:
+            message = "RateBudget: got an asynchronous bucket; the client needs a synchronous one"
+            raise ConfigError(message)
+        self._clock = clock or time.monotonic
+        self._sleep = sleep or time.sleep
+        self._lock = threading.Lock()
+        self._paused_until = -math.inf
+        self._admitted = 0
+        self._status: RateLimitStatus | None = None
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock the budget counts with."""
+        return self._clock
+
+    @property
+    def paused_until(self) -> float | None:
+        """Clock time until which no request is sent (after a 429), or None."""
+        return None if self._paused_until == -math.inf else self._paused_until
+
+    @property
+    def status(self) -> RateLimitStatus | None:
+        """The last ``X-RateLimit-*`` values the server sent, if any."""
+        return self._status
+
+    def pause_for(self, seconds: float) -> None:
+        """Hold every request of this budget for ``seconds`` (never shortens a pause).
+
+        Args:
+            seconds: how long; raised to ``limits.retry_after_floor`` when smaller.
+        """
+        until = self._clock() + max(seconds, self.limits.retry_after_floor)
+        with self._lock:
+            self._paused_until = max(self._paused_until, until)
+
+    def observe(self, headers: Mapping[str, str]) -> None:
+        """Remember the ``X-RateLimit-*`` headers of a response, when it has any.
+
+        Args:
+            headers: the response headers (case-insensitive mapping).
+        """
+        limit = headers.get("X-RateLimit-Limit")
+        remaining = headers.get("X-RateLimit-Remaining")
+        reset = headers.get("X-RateLimit-Reset")
+        if limit is None and remaining is None and reset is None:
+            return
+        self._status = RateLimitStatus(
+            limit=_as_int(limit),
+            remaining=_as_int(remaining),
+            reset=reset.strip() if reset is not None else None,
+            observed_at=self._clock(),
+        )
+
+    def acquire(self, method: str, path: str, deadline: float | None = None) -> float:
+        """Wait until the budget admits one request, then count it.
+
+        Args:
+            method: HTTP method of the request, for the error message.
+            path: URL path of the request, for the error message.
+            deadline: clock time after which waiting is refused; no cap when None.
+
+        Returns:
+            Seconds spent waiting.
+
+        Raises:
+            RateLimitError: admitting the request would mean waiting past ``deadline``;
+                ``retry_after`` says how long the wait would have been.
+        """
+        waited = 0.0
+        while True:
+            now = self._clock()
+            with self._lock:
+                wait = self._paused_until - now
+                if wait <= 0:
+                    wait = self._try_put(now)
+                    if wait <= 0:
+                        return waited
+                    reason = f"the local rate budget ({self.limits.describe()}) is spent"
+                else:
+                    reason = "the server asked to wait (Retry-After)"
+            if deadline is not None and now + wait > deadline:
+                hint = (
+                    f"{reason}; the next slot is {wait:.1f}s away, past the wait cap "
+                    f"(RateLimits.max_wait={self.limits.max_wait:g}s); nothing was sent for "
+                    "this attempt; try later or raise max_wait"
+                )
+                raise RateLimitError(method, path, 429, retry_after=wait, hint=hint)
+            logger.info("%s %s waits %.3fs: %s", method, path, wait, reason)
+            self._sleep(wait)
+            waited += wait
+
+    def _try_put(self, now: float) -> float:
+        """Count one request at ``now``; return 0 when admitted, else seconds to wait."""
+        now_ms = int(now * 1000)
+        item = RateItem(_ITEM_NAME, now_ms)
+        decision: Any = self._bucket.put_decision(item)
+        if isawaitable(decision):  # pragma: no cover - refused in __init__
+            message = "RateBudget: the bucket returned an awaitable"
+            raise BugError(message)
+        if decision.allowed:
+            self._admitted += 1
+            if self._admitted % _LEAK_EVERY == 0:
+                self._bucket.leak(now_ms)
+            return 0.0
+        retry_ms = decision.retry_after_ms
+        if retry_ms is None:
+            retry_ms = self._bucket.waiting(item)
+        if not isinstance(retry_ms, int) or retry_ms < 0:
+            message = f"RateBudget: the bucket reported a wait of {retry_ms!r} ms for one request"
+            raise BugError(message)
+        # At least a millisecond, so a zero from the bucket cannot spin.
+        return max(retry_ms, 1) / 1000
+
+    def close(self) -> None:
+        """Release the bucket's resources (a database connection, for shared buckets)."""
+        self._bucket.close()

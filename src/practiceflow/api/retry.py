@@ -1,0 +1,106 @@
+"""When a failed request is sent again, and how long to wait before it.
+
+The rule of the project (DESIGN.md): reads are retried on 429, 5xx and connection
+failures within a bounded number of attempts; writes are retried only when the API
+certainly did not act, that is after a 429 or when the connection was refused before
+anything was sent. Anything else on a write (timeout, 5xx, a connection lost after
+sending) is *in doubt* and is never repeated.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Final
+
+from urllib3.exceptions import ConnectTimeoutError
+
+from practiceflow.errors import ConfigError
+
+__all__ = ["SAFE_METHODS", "RetryPolicy", "is_read", "refused_before_sending"]
+
+#: Methods that change nothing on the server, so repeating them is harmless.
+SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def is_read(method: str) -> bool:
+    """Whether ``method`` is a read that may be repeated freely."""
+    return method.upper() in SAFE_METHODS
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a request is tried again.
+
+    Attributes:
+        max_attempts: attempts in all (first included) for a read failing with 5xx or a
+            connection problem, and for a write whose connection was refused.
+        max_rate_limited: 429 answers accepted for one call before it gives up.
+        backoff_base: the first backoff, in seconds; it doubles with each attempt.
+        backoff_max: the largest backoff, in seconds.
+    """
+
+    max_attempts: int = 4
+    max_rate_limited: int = 8
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_attempts", "max_rate_limited"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                message = f"RetryPolicy.{name}: got {value!r}; expected an integer >= 1"
+                raise ConfigError(message)
+        if not 0 < self.backoff_base <= self.backoff_max:
+            message = (
+                f"RetryPolicy: got backoff_base={self.backoff_base!r}, backoff_max="
+                f"{self.backoff_max!r}; expected 0 < backoff_base <= backoff_max"
+            )
+            raise ConfigError(message)
+
+    def backoff(self, attempt: int, rng: random.Random) -> float:
+        """Exponential backoff with jitter for the retry after ``attempt`` failures.
+
+        The delay is drawn from ``[d/2, d]`` where ``d = min(backoff_max, backoff_base *
+        2**(attempt-1))``: jitter spreads clients apart, the lower half-bound keeps it
+        from ever being zero.
+
+        Args:
+            attempt: failures so far (1 for the first retry).
+            rng: the random source (injectable for tests).
+
+        Returns:
+            Seconds to wait.
+        """
+        ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** max(0, attempt - 1))
+        return ceiling / 2 + rng.random() * ceiling / 2
+
+
+def refused_before_sending(exc: BaseException) -> bool:
+    """Whether a ``requests`` error means the request never left this machine.
+
+    True when the connection could not be opened (refused, unresolvable host, connect
+    timeout): urllib3 reports each of these as a ``ConnectTimeoutError`` (or its subclass
+    ``NewConnectionError``) somewhere in the exception's chain (``args``, ``reason``,
+    ``__cause__``, ``__context__``). A read timeout or a reset is not in that family.
+
+    Args:
+        exc: the exception ``requests`` raised.
+
+    Returns:
+        True only when the API certainly did not receive the request.
+    """
+    seen: set[int] = set()
+    pending: list[object] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen or not isinstance(current, BaseException):
+            continue
+        seen.add(id(current))
+        if isinstance(current, ConnectTimeoutError):
+            return True
+        pending.extend(current.args)
+        pending.extend(
+            getattr(current, name, None) for name in ("reason", "__cause__", "__context__")
+        )
+    return False

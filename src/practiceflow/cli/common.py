@@ -1,0 +1,121 @@
+"""Options shared by every command that talks to the API, and the client they build.
+
+``--profile``, ``--region``, ``--base-url`` and ``--auth-method`` override the environment
+and the profile file (the precedence of :func:`practiceflow.api.load_settings`). There is
+deliberately no option for the secret: a command line ends up in shell history and in
+the process list, so the secret comes from ``PRACTICEFLOW_CLIENT_SECRET`` or a profile.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+
+from practiceflow.api import Client
+from practiceflow.api.config import AUTH_METHODS, REGIONS
+
+__all__ = ["ApiOptions", "api_options", "build_client"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ApiOptions:
+    """What the shared options said (None where an option was not given).
+
+    Attributes:
+        profile: ``--profile``.
+        region: ``--region``.
+        base_url: ``--base-url``.
+        auth_method: ``--auth-method``.
+    """
+
+    profile: str | None = None
+    region: str | None = None
+    base_url: str | None = None
+    auth_method: str | None = None
+
+
+_OPTIONS = (
+    click.option(
+        "--profile",
+        metavar="NAME",
+        default=None,
+        help="Profile in the profile file (env PRACTICEFLOW_PROFILE; file from "
+        "PRACTICEFLOW_PROFILES, default ~/.config/practiceflow/profiles.toml).",
+    ),
+    click.option(
+        "--region",
+        type=click.Choice(REGIONS, case_sensitive=False),
+        default=None,
+        help="The practice's region (env PRACTICEFLOW_REGION); its base URL comes from "
+        "PRACTICEFLOW_BASE_URL_<REGION> or the profile.",
+    ),
+    click.option(
+        "--base-url",
+        metavar="URL",
+        default=None,
+        help="Regional base URL, e.g. http://127.0.0.1:8000/anz for the sandbox "
+        "(env PRACTICEFLOW_BASE_URL).",
+    ),
+    click.option(
+        "--auth-method",
+        type=click.Choice(AUTH_METHODS, case_sensitive=False),
+        default=None,
+        help="header (X-SVC-Auth-ID/Key, the default) or basic (env PRACTICEFLOW_AUTH_METHOD).",
+    ),
+)
+
+
+def api_options(func: F) -> F:
+    """Add the shared API options to a click command; it receives them as ``api``.
+
+    Args:
+        func: the command function; it must accept a keyword argument ``api``.
+
+    Returns:
+        The function with the four options attached.
+    """
+
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        profile: str | None,
+        region: str | None,
+        base_url: str | None,
+        auth_method: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        kwargs["api"] = ApiOptions(profile, region, base_url, auth_method)
+        return func(*args, **kwargs)
+
+    decorated: Callable[..., Any] = wrapper
+    for option in reversed(_OPTIONS):
+        decorated = option(decorated)
+    return decorated  # type: ignore[return-value]  # same call shape for click's purposes
+
+
+def build_client(options: ApiOptions, **kwargs: Any) -> Client:
+    """Build a :class:`~practiceflow.api.Client` from the shared options.
+
+    Args:
+        options: what the command line said.
+        **kwargs: further :class:`~practiceflow.api.Client` arguments (e.g. ``timeout``).
+
+    Returns:
+        The client; close it (or use it in a ``with``) when done.
+
+    Raises:
+        ConfigError: the settings are missing or invalid.
+    """
+    return Client(
+        profile=options.profile,
+        region=options.region,
+        base_url=options.base_url,
+        auth_method=options.auth_method,  # type: ignore[arg-type]  # click.Choice checked it
+        **kwargs,
+    )

@@ -1,0 +1,92 @@
+"""Fixtures of the API client tests: a clean environment, a fake clock, responses."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+
+from practiceflow.api import Client, RateLimits, RetryPolicy
+
+BASE = "https://api.test/anz"
+CLIENT_ID = "11111111-2222-3333-4444-555555555555"
+SECRET = "s3cr3t-VALUE-never-shown"
+NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    """A clock that only moves when something sleeps on it; records every sleep."""
+
+    def __init__(self, start: float = 1_000.0) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds > 0, f"a sleep of {seconds} would be a busy loop"
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    @property
+    def slept(self) -> float:
+        return sum(self.sleeps)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No PRACTICEFLOW_* variable of the machine leaks into a test; no real profile file."""
+
+    for name in list(os.environ):
+        if name.startswith("PRACTICEFLOW_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PRACTICEFLOW_PROFILES", str(tmp_path / "no-profiles.toml"))
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def rsps() -> Iterator[responses.RequestsMock]:
+    with responses.RequestsMock(assert_all_requests_are_fired=True) as mock:
+        yield mock
+
+
+@pytest.fixture
+def make_client(clock: FakeClock) -> Iterator[Callable[..., Client]]:
+    made: list[Client] = []
+
+    def factory(**kwargs: Any) -> Client:
+        options: dict[str, Any] = {
+            "client_id": CLIENT_ID,
+            "client_secret": SECRET,
+            "base_url": BASE,
+            "clock": clock,
+            "sleep": clock.sleep,
+            "rng": random.Random(1234),
+            "utcnow": lambda: NOW,
+            "retry": RetryPolicy(max_attempts=3),
+            "limits": RateLimits(),
+        }
+        options.update(kwargs)
+        client = Client(**options)
+        made.append(client)
+        return client
+
+    yield factory
+    for client in made:
+        client.close()
+
+
+@pytest.fixture
+def client(make_client: Callable[..., Client]) -> Client:
+    return make_client()
