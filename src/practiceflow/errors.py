@@ -6,6 +6,7 @@ class says whose problem it is through ``kind`` (the CLI maps it to an exit code
     PracticeflowError                  kind      exit
     ├── ConfigError                    config    2   the user's configuration or input
     │   ├── ManifestError              config    2   a module / recipe file does not load
+    │   │   └── TemplateError          config    2   a template failed to render; nothing sent
     │   └── InputError                 config    2   action input does not fit its schema
     ├── ApiError                       (varies)      the API answered with an error status
     │   ├── ValidationError   400      config    2
@@ -43,6 +44,7 @@ __all__ = [
     "PracticeflowError",
     "RateLimitError",
     "ServerError",
+    "TemplateError",
     "TransportError",
     "ValidationError",
     "WriteAccessError",
@@ -112,6 +114,18 @@ class ManifestError(ConfigError):
         count = len(self.issues)
         message = f"{count} problem{'s' if count != 1 else ''} found:\n{lines}"
         super().__init__(message)
+
+
+class TemplateError(ManifestError):
+    """A template of a module or recipe failed to render (undefined name, sandbox refusal).
+
+    It is raised before anything is sent; its one issue names the file, line and field of
+    the template.
+    """
+
+    def __init__(self, issue: Issue) -> None:
+        self.issue = issue
+        super().__init__([issue])
 
 
 class InputError(ConfigError):

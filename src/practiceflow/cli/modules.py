@@ -1,7 +1,396 @@
-"""CLI commands of the modules family (placeholder until its issue lands)."""
+"""``practiceflow modules`` (list, show, validate) and ``practiceflow action``.
+
+Thin over :mod:`practiceflow.manifest` and :mod:`practiceflow.engine`: tables for people,
+``--json`` for machines. Every command accepts ``--modules DIR`` (repeatable) to add a
+folder of the user's own modules to the shipped ones.
+"""
 
 from __future__ import annotations
 
-import click
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
-COMMANDS: list[click.Command] = []
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from practiceflow.cli.common import ApiOptions, api_options, build_client
+from practiceflow.engine import run_action, validate_input
+from practiceflow.errors import ConfigError, InputError, Issue, ManifestError
+from practiceflow.hooks import ClientLike
+from practiceflow.manifest import (
+    ActionModule,
+    Module,
+    ModuleRegistry,
+    load_connector,
+    load_module,
+    load_modules,
+    load_recipe,
+)
+from practiceflow.manifest.loader import read_located
+from practiceflow.manifest.validation import did_you_mean
+from practiceflow.manifest.yamlpos import YamlLoadError, load_yaml
+
+__all__ = ["COMMANDS", "action", "modules"]
+
+_modules_option = click.option(
+    "--modules",
+    "module_dirs",
+    multiple=True,
+    metavar="DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A folder of your own modules (actions/ and triggers/ inside, or module files); "
+    "repeatable. A key that is already shipped needs 'override: true'.",
+)
+
+
+def _console() -> Console:
+    return Console(soft_wrap=False, highlight=False)
+
+
+def _echo_json(payload: Any) -> None:
+    click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
+
+
+@click.group()
+def modules() -> None:
+    """List, show and validate action and trigger modules.
+
+    \b
+    Examples:
+      practiceflow modules list
+      practiceflow modules show create_bill
+      practiceflow modules validate --modules ./my-modules
+    """
+
+
+def _kind(module: Module) -> str:
+    return "action" if isinstance(module, ActionModule) else "trigger"
+
+
+def _row(module: Module) -> dict[str, Any]:
+    writes = module.needs_write if isinstance(module, ActionModule) else False
+    return {
+        "key": module.key,
+        "type": _kind(module),
+        "noun": module.noun,
+        "title": module.title,
+        "needs_write": writes,
+        "source": module.source,
+    }
+
+
+@modules.command("list")
+@_modules_option
+@click.option("--json", "as_json", is_flag=True, help="Print the modules as JSON.")
+def list_modules(module_dirs: Sequence[Path], as_json: bool) -> None:
+    """List the actions and triggers, grouped by what they are about.
+
+    \b
+    Examples:
+      practiceflow modules list
+      practiceflow modules list --modules ./my-modules --json
+    """
+    registry = load_modules(module_dirs)
+    rows = sorted(
+        (_row(module) for module in registry), key=lambda r: (r["noun"], r["type"], r["key"])
+    )
+    if as_json:
+        _echo_json(rows)
+        return
+    table = Table(title="practiceflow modules")
+    for column in ("Noun", "Key", "Type", "Title", "Writes", "Source"):
+        table.add_column(column, overflow="fold")
+    for index, row in enumerate(rows):
+        first = index == 0 or rows[index - 1]["noun"] != row["noun"]
+        last = index == len(rows) - 1 or rows[index + 1]["noun"] != row["noun"]
+        cells = (
+            row["noun"] if first else "",
+            row["key"],
+            row["type"],
+            row["title"],
+            "yes" if row["needs_write"] else "",
+            row["source"],
+        )
+        table.add_row(*(escape(cell) for cell in cells), end_section=last)
+    _console().print(table)
+
+
+def _find(registry: ModuleRegistry, key: str) -> Module:
+    if key in registry.actions:
+        return registry.actions[key]
+    if key in registry.triggers:
+        return registry.triggers[key]
+    known = [*registry.actions, *registry.triggers]
+    match = did_you_mean(key, known)
+    hint = f"did you mean {match!r}?" if match else f"valid values are {sorted(known)}"
+    message = f"no module named {key!r}; {hint}"
+    raise ConfigError(message)
+
+
+def _type_of(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> str:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _type_of(
+            {**defs.get(ref.removeprefix("#/$defs/"), {}), **schema, "$ref": None}, defs
+        )
+    kind = schema.get("type", "any")
+    text = " or ".join(kind) if isinstance(kind, list) else str(kind)
+    if "format" in schema:
+        text += f" ({schema['format']})"
+    if "enum" in schema:
+        text += " one of " + ", ".join(map(str, schema["enum"]))
+    return text
+
+
+def _field_rows(
+    schema: Mapping[str, Any], defs: Mapping[str, Any], prefix: str = ""
+) -> list[tuple[str, str, str, str, str]]:
+    rows: list[tuple[str, str, str, str, str]] = []
+    required = set(schema.get("required", ()))
+    for name, field in schema.get("properties", {}).items():
+        ref = field.get("$ref")
+        resolved = defs.get(ref.removeprefix("#/$defs/"), {}) if isinstance(ref, str) else {}
+        merged = {**resolved, **field}
+        example = merged.get("examples", [None])[0]
+        shown = "" if example is None else json.dumps(example, ensure_ascii=False)
+        pii = " [personal data]" if merged.get("x-pii") else ""
+        description = (merged.get("description") or merged.get("title") or "") + pii
+        rows.append(
+            (
+                prefix + name,
+                _type_of(field, defs),
+                "yes" if name in required else "",
+                description,
+                shown,
+            )
+        )
+        items = merged.get("items")
+        if merged.get("type") == "array" and isinstance(items, Mapping) and "properties" in items:
+            rows.extend(_field_rows(items, defs, f"{prefix}{name}[]."))
+        elif merged.get("type") == "object" and "properties" in merged:
+            rows.extend(_field_rows(merged, defs, f"{prefix}{name}."))
+    return rows
+
+
+@modules.command("show")
+@click.argument("key")
+@_modules_option
+@click.option("--json", "as_json", is_flag=True, help="Print the module's form as JSON.")
+def show(key: str, module_dirs: Sequence[Path], as_json: bool) -> None:
+    """Show a module's input form, an example input and its sample output.
+
+    \b
+    Examples:
+      practiceflow modules show create_bill
+      practiceflow modules show create_client --json
+    """
+    module = _find(load_modules(module_dirs), key)
+    schema = module.input_schema
+    example = module.example_input() if isinstance(module, ActionModule) else {}
+    if as_json:
+        payload = {**_row(module), "description": module.description, "input": schema}
+        payload["example_input"] = example
+        payload["sample"] = module.sample
+        _echo_json(payload)
+        return
+    console = _console()
+    title = escape(f"{module.title}  ({_kind(module)} {module.key}, {module.noun})")
+    console.print(f"[bold]{title}[/bold]")
+    console.print(escape(module.description))
+    if isinstance(module, ActionModule):
+        notes = ["needs write access (canWrite)" if module.needs_write else "read-only"]
+        if module.checks:
+            notes.append("checks: " + ", ".join(module.checks))
+        if module.hook:
+            notes.append(f"hook: {module.hook}")
+        console.print(escape("; ".join(notes)))
+    table = Table(title="Input")
+    for column in ("Field", "Type", "Required", "Description", "Example"):
+        table.add_column(column, overflow="fold")
+    for row in _field_rows(schema, schema.get("$defs", {})):
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
+    if isinstance(module, ActionModule):
+        console.print("[bold]Example input[/bold]")
+        click.echo(json.dumps(example, indent=2, ensure_ascii=False))
+    console.print("[bold]Sample output[/bold]")
+    click.echo(json.dumps(module.sample, indent=2, ensure_ascii=False))
+
+
+def _validate_file(path: Path) -> None:
+    located, _ = read_located(path)
+    data = located.data if isinstance(located.data, Mapping) else {}
+    if "steps" in data:
+        load_recipe(path)
+    elif path.name == "connector.yaml" or "paging" in data:
+        load_connector(path)
+    else:
+        load_module(path)
+
+
+@modules.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@_modules_option
+def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
+    """Check module, recipe and connector files; print every problem as file:line:col.
+
+    Without PATH, checks the shipped modules, the connector manifest and every --modules
+    folder. Exit code 0 when all is well, 1 when problems were found.
+
+    \b
+    Examples:
+      practiceflow modules validate
+      practiceflow modules validate actions/create_bill.yaml recipes/
+      practiceflow modules validate --modules ./my-modules
+    """
+    issues: list[Issue] = []
+    checked = 0
+    if not paths:
+        for step in (lambda: load_modules(module_dirs), load_connector):
+            try:
+                step()
+            except ManifestError as exc:
+                issues.extend(exc.issues)
+        checked = -1
+    for path in paths:
+        try:
+            if path.is_dir():
+                files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+                for file in files:
+                    checked += 1
+                    try:
+                        _validate_file(file)
+                    except ManifestError as exc:
+                        issues.extend(exc.issues)
+            else:
+                checked += 1
+                _validate_file(path)
+        except ManifestError as exc:
+            issues.extend(exc.issues)
+    for issue in issues:
+        click.echo(str(issue), err=True)
+    if issues:
+        count = len(issues)
+        click.echo(f"{count} problem{'s' if count != 1 else ''} found", err=True)
+        click.get_current_context().exit(1)
+    what = "all modules" if checked < 0 else f"{checked} file{'s' if checked != 1 else ''}"
+    click.echo(f"ok: {what} valid")
+
+
+def _read_input(source: str) -> tuple[Any, str, Any]:
+    if source == "-":
+        text, display = sys.stdin.read(), "<stdin>"
+    else:
+        path = Path(source)
+        display = source
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            message = f"--input {source}: cannot read the file ({exc.strerror or exc})"
+            raise ConfigError(message) from None
+    try:
+        located = load_yaml(text)
+    except YamlLoadError as exc:
+        return None, display, Issue(display, exc.line, exc.column, "", exc.message)
+    return located, display, None
+
+
+def _print_request(request: Mapping[str, Any]) -> None:
+    click.echo(f"{request.get('method')} {request.get('url')}")
+    for name, value in (request.get("headers") or {}).items():
+        click.echo(f"{name}: {value}")
+    if request.get("json") is not None:
+        click.echo("")
+        click.echo(json.dumps(request["json"], indent=2, ensure_ascii=False))
+
+
+@click.command("action")
+@click.argument("key")
+@click.option(
+    "--input",
+    "input_source",
+    required=True,
+    metavar="FILE|-",
+    help="The action's input as YAML or JSON, from a file or '-' for standard input.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the exact request (secrets and personal data masked); send nothing.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@_modules_option
+@api_options
+def action(
+    key: str,
+    input_source: str,
+    dry_run: bool,
+    as_json: bool,
+    module_dirs: Sequence[Path],
+    api: ApiOptions,
+) -> None:
+    """Run one action with input from a file; --dry-run shows the request instead.
+
+    Bad input is reported with its file, line and field, and nothing is sent. Exit codes:
+    0 done, 2 bad input or configuration, 3 credentials or write access, 4 transient
+    (rate limit, server, network), 5 a write is in doubt.
+
+    \b
+    Examples:
+      practiceflow action create_bill --input bill.yaml --dry-run
+      echo '{"entityKey": "6f1c2f4e-0d55-4a43-9f7e-3c1d2b8a9e01"}' | \\
+        practiceflow action convert_lead --input - --profile acme --json
+    """
+    registry = load_modules(module_dirs)
+    module = registry.action(key)
+    located, display, problem = _read_input(input_source)
+    if problem is not None:
+        raise InputError(module.key, [problem])
+    issues = validate_input(module, located.data, file=display, located=located)
+    if issues:
+        raise InputError(module.key, issues)
+    client: ClientLike | None
+    try:
+        client = build_client(api)
+    except ConfigError:
+        if not dry_run:
+            raise
+        client = None
+        click.echo(
+            "warning: no credentials configured: the request is shown without the base URL "
+            "and the authentication headers",
+            err=True,
+        )
+    try:
+        result = run_action(module, located.data, client, dry_run=dry_run, registry=registry)
+    finally:
+        close = getattr(client, "close", None)
+        if callable(close):
+            close()
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if as_json:
+        payload: dict[str, Any] = {
+            "action": result.action,
+            "dry_run": result.dry_run,
+            "status": result.status,
+            "output": result.output,
+            "warnings": result.warnings,
+        }
+        if dry_run:
+            payload["request"] = result.request
+        _echo_json(payload)
+    elif dry_run:
+        click.echo("dry run: this request would be sent (nothing was sent):", err=True)
+        _print_request(result.request)
+    else:
+        click.echo(f"{module.title}: done (HTTP {result.status})", err=True)
+        click.echo(json.dumps(result.output, indent=2, ensure_ascii=False))
+
+
+COMMANDS: list[click.Command] = [modules, action]

@@ -1,0 +1,609 @@
+"""``practiceflow run | serve | runs | plan``: run recipes durably and look after their runs.
+
+The state store is ``--state`` (or ``PRACTICEFLOW_STATE``), by default the SQLite file
+``.practiceflow/state.db`` in the working directory: recipes live in a project folder, and
+their events, cursors and journals belong with that folder (as ``.git`` does), not in one
+per-user place shared by every project.
+
+Exit codes of ``run`` and ``runs retry``: 0 every run succeeded, 1 a run failed, 5 a run is
+held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from practiceflow.cli.common import ApiOptions, api_options, build_client
+from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
+from practiceflow.manifest import ModuleRegistry, load_modules
+from practiceflow.runner import (
+    TRIGGER_STEP,
+    PriorityBudget,
+    Runner,
+    RunOutcome,
+    ValidRecipe,
+    dry_run,
+    validate_recipe,
+)
+from practiceflow.runner.intake import build_intake
+from practiceflow.runner.logs import configure_logging
+from practiceflow.runner.plan import plan as make_plan
+from practiceflow.runner.service import Intake, Service
+from practiceflow.state import RunRecord, StateStore, StepRecord, open_store
+
+__all__ = ["COMMANDS", "DEFAULT_STATE", "KILL_ENV", "open_state", "plan", "run", "runs", "serve"]
+
+#: Where the state store is when neither ``--state`` nor ``PRACTICEFLOW_STATE`` says.
+DEFAULT_STATE = Path(".practiceflow") / "state.db"
+#: Test hook: the runner SIGKILLs itself when it reaches this journal point (``sent:bill``).
+KILL_ENV = "PRACTICEFLOW_TEST_KILL_AT"
+
+_ID_SUFFIXES = ("Key", "ID", "Id", "Number")
+
+_state_option = click.option(
+    "--state",
+    metavar="PATH",
+    envvar="PRACTICEFLOW_STATE",
+    default=None,
+    help="State store (SQLite file or sqlite:/// URL; env PRACTICEFLOW_STATE; default "
+    ".practiceflow/state.db in the working directory).",
+)
+_modules_option = click.option(
+    "--modules",
+    "modules_dirs",
+    metavar="DIR",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A folder of your own action and trigger modules (repeatable).",
+)
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+_log_option = click.option(
+    "--log-json", is_flag=True, help="Structured logs: one JSON object per line on stderr."
+)
+_verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
+
+
+def open_state(state: str | None) -> StateStore:
+    """Open the state store a command names (see the module docstring for the default).
+
+    Args:
+        state: ``--state`` / ``PRACTICEFLOW_STATE``, or None for the default.
+
+    Returns:
+        The open store.
+
+    Raises:
+        ConfigError: the store cannot be opened.
+    """
+    target = state or str(DEFAULT_STATE)
+    if "://" not in target:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    return open_store(target)
+
+
+def _registry(dirs: Sequence[str]) -> ModuleRegistry:
+    return load_modules(list(dirs))
+
+
+def _kill_hook() -> Callable[[str], None] | None:
+    wanted = os.environ.get(KILL_ENV)
+    if not wanted:
+        return None
+
+    def point(label: str) -> None:
+        if label == wanted:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return point
+
+
+def _intake(
+    recipes: Sequence[ValidRecipe], store: StateStore, client: Any, practice: str
+) -> Intake:
+    """The triggers' receiver and pollers (``PRACTICEFLOW_PUBLIC_URL`` for webhooks)."""
+    return build_intake(recipes, store, client, practice)
+
+
+def _brief(output: Any) -> str:
+    """Identifiers of an output only (never names, emails or amounts of a person)."""
+    if isinstance(output, list):
+        return f"{len(output)} item(s)"
+    if not isinstance(output, dict):
+        return ""
+    ids = {
+        key: value
+        for key, value in output.items()
+        if key.endswith(_ID_SUFFIXES) and isinstance(value, str | int) and value != ""
+    }
+    return ", ".join(f"{key}={value}" for key, value in list(ids.items())[:3])
+
+
+def _detail(step: StepRecord) -> str:
+    if step.resolved_by:
+        return f"resolved by {step.resolved_by}: {step.resolution_note or ''}".strip()
+    if isinstance(step.error, dict):
+        for key in ("reason", "message"):
+            if step.error.get(key):
+                return str(step.error[key])
+    if step.status == "succeeded":
+        return _brief(step.output)
+    return ""
+
+
+def _outcomes_table(outcomes: Sequence[RunOutcome]) -> Table:
+    table = Table(title="runs")
+    for column in ("run", "event", "status", "held step"):
+        table.add_column(column)
+    for outcome in outcomes:
+        table.add_row(
+            outcome.run_id, outcome.event_id, outcome.status, ", ".join(outcome.held) or ""
+        )
+    return table
+
+
+def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
+    statuses = {outcome.status for outcome in outcomes}
+    if "in_doubt" in statuses:
+        return EXIT_CODES["in_doubt"]
+    if "failed" in statuses:
+        return 1
+    return 0
+
+
+def _print_dry(recipe: ValidRecipe, as_json: bool, console: Console) -> None:
+    steps = dry_run(recipe)
+    if as_json:
+        click.echo(json.dumps([asdict(step) for step in steps], indent=2, default=str))
+        return
+    table = Table(title=f"dry run of {recipe.name!r}: nothing is sent")
+    for column in ("step", "use", "would", "request"):
+        table.add_column(column, overflow="fold")
+    for step in steps:
+        request = step.request
+        if isinstance(request, dict) and "method" in request:
+            shown = f"{request['method']} {request.get('url', request.get('path', ''))}"
+            if request.get("json") is not None:
+                shown += "\n" + json.dumps(request["json"], default=str)
+        else:
+            shown = json.dumps(request, default=str) if request is not None else ""
+        note = step.note or "; ".join(step.warnings)
+        table.add_row(step.step_id, step.use, step.status, shown + (f"\n({note})" if note else ""))
+    console.print(table)
+
+
+def _connect(
+    api: ApiOptions, paths: Sequence[str], dirs: Sequence[str], practice: str | None
+) -> tuple[Any, list[ValidRecipe], str]:
+    registry = _registry(dirs)
+    for path in paths:  # report recipe problems before the first request
+        validate_recipe(path, registry=registry)
+    client = build_client(api, budget=PriorityBudget())
+    can_write = client.validate().can_write
+    recipes = [validate_recipe(path, registry=registry, can_write=can_write) for path in paths]
+    return client, recipes, practice or client.settings.client_id
+
+
+@click.command("run")
+@click.argument("recipe", type=click.Path(exists=True, dir_okay=False))
+@click.option("--once", is_flag=True, help="Poll once, run what arrived, and exit.")
+@click.option(
+    "--dry-run", is_flag=True, help="Render every step with sample outputs; send nothing."
+)
+@click.option("--practice", metavar="KEY", default=None, help="Store key (default: Client ID).")
+@_state_option
+@_modules_option
+@_json_option
+@_log_option
+@_verbose_option
+@api_options
+def run(
+    recipe: str,
+    once: bool,
+    dry_run: bool,
+    practice: str | None,
+    state: str | None,
+    modules_dirs: tuple[str, ...],
+    as_json: bool,
+    log_json: bool,
+    verbose: bool,
+    api: ApiOptions,
+) -> None:
+    """Run one recipe: check it, then run its events (continuously, or --once).
+
+    \b
+    Examples:
+      practiceflow run recipes/proposal_to_bill.yaml --dry-run
+      practiceflow run recipes/proposal_to_bill.yaml --once --json
+      practiceflow run recipes/proposal_to_bill.yaml          # until SIGTERM
+    """
+    configure_logging(json_lines=log_json, verbose=verbose)
+    console = Console(stderr=as_json)
+    if dry_run:
+        checked = validate_recipe(recipe, registry=_registry(modules_dirs))
+        _print_dry(checked, as_json, console)
+        return
+    if not once:
+        _serve([recipe], practice, state, modules_dirs, api)
+        return
+    client, recipes, key = _connect(api, [recipe], modules_dirs, practice)
+    with client, open_state(state) as store:
+        runner = Runner(recipes[0], store, client, practice=key, on_point=_kill_hook())
+        outcomes: list[RunOutcome] = []
+        service = Service([runner], store, _intake(recipes, store, client, key))
+        pending = len(store.pending_events(key, 10_000, source=runner.source))
+        with Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            disable=as_json or pending < 5,
+        ) as progress:
+            task = progress.add_task("events", total=pending or None)
+
+            def seen(outcome: RunOutcome) -> None:
+                outcomes.append(outcome)
+                progress.advance(task)
+
+            service.on_outcome = seen
+            service.install_signal_handlers()
+            service.run_once()
+        if as_json:
+            click.echo(json.dumps([asdict(outcome) for outcome in outcomes], default=str))
+        elif outcomes:
+            console.print(_outcomes_table(outcomes))
+        else:
+            console.print("no events to run")
+    click.get_current_context().exit(_exit_for(outcomes))
+
+
+def _serve(
+    paths: Sequence[str],
+    practice: str | None,
+    state: str | None,
+    modules_dirs: Sequence[str],
+    api: ApiOptions,
+) -> None:
+    client, recipes, key = _connect(api, paths, modules_dirs, practice)
+    with client, open_state(state) as store:
+        kill = _kill_hook()
+        runners = [Runner(recipe, store, client, practice=key, on_point=kill) for recipe in recipes]
+        intake = _intake(recipes, store, client, key)
+        service = Service(runners, store, intake)
+        service.install_signal_handlers()
+        service.run()
+
+
+@click.command("serve")
+@click.argument("recipes", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--practice", metavar="KEY", default=None, help="Store key (default: Client ID).")
+@_state_option
+@_modules_option
+@_log_option
+@_verbose_option
+@api_options
+def serve(
+    recipes: tuple[str, ...],
+    practice: str | None,
+    state: str | None,
+    modules_dirs: tuple[str, ...],
+    log_json: bool,
+    verbose: bool,
+    api: ApiOptions,
+) -> None:
+    """Receive webhooks, poll, and run recipes until SIGTERM (graceful: the current step
+    finishes, the rest of its run resumes on the next start).
+
+    \b
+    Example:
+      practiceflow serve recipes/*.yaml --log-json
+    """
+    configure_logging(json_lines=log_json, verbose=verbose)
+    _serve(recipes, practice, state, modules_dirs, api)
+
+
+@click.group("runs")
+def runs() -> None:
+    """List, inspect, retry and resolve runs.
+
+    \b
+    Examples:
+      practiceflow runs list --status in_doubt
+      practiceflow runs show 5f0c...
+      practiceflow runs resolve 5f0c... --step bill --as done --note "found INV-1042"
+      practiceflow runs retry 5f0c...
+    """
+
+
+def _run_or_fail(store: StateStore, run_id: str) -> RunRecord:
+    found = store.get_run(run_id)
+    if found is None:
+        message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
+        raise ConfigError(message)
+    return found
+
+
+def _run_json(record: RunRecord) -> dict[str, Any]:
+    data = asdict(record)
+    data["created_at"] = record.created_at.isoformat()
+    data["updated_at"] = record.updated_at.isoformat()
+    return data
+
+
+@runs.command("list")
+@click.option("--recipe", default=None, help="Only this recipe's runs.")
+@click.option(
+    "--status",
+    type=click.Choice(["pending", "running", "succeeded", "failed", "in_doubt", "cancelled"]),
+    default=None,
+    help="Only runs in this status.",
+)
+@click.option("--limit", default=50, show_default=True, help="At most this many (newest first).")
+@_state_option
+@_json_option
+def list_runs(
+    recipe: str | None, status: Any, limit: int, state: str | None, as_json: bool
+) -> None:
+    """List runs, newest first."""
+    with open_state(state) as store:
+        found = store.list_runs(recipe=recipe, status=status, limit=limit)
+        if as_json:
+            click.echo(json.dumps([_run_json(record) for record in found], indent=2))
+            return
+        table = Table(title=f"runs ({len(found)})")
+        for column in ("run", "recipe", "event", "status", "steps", "updated (UTC)"):
+            table.add_column(column, overflow="fold")
+        for record in found:
+            steps = [
+                step for step in store.get_steps(record.run_id) if step.step_id != TRIGGER_STEP
+            ]
+            done = sum(step.status in ("succeeded", "skipped") for step in steps)
+            table.add_row(
+                record.run_id,
+                record.recipe,
+                record.event_id,
+                record.status,
+                f"{done}/{len(steps)}",
+                record.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+            )
+        Console().print(table)
+
+
+@runs.command("show")
+@click.argument("run_id")
+@_state_option
+@_json_option
+def show(run_id: str, state: str | None, as_json: bool) -> None:
+    """Show a run and its step journal (requests masked; outputs as identifiers only)."""
+    with open_state(state) as store:
+        record = _run_or_fail(store, run_id)
+        steps = [step for step in store.get_steps(run_id) if step.step_id != TRIGGER_STEP]
+        if as_json:
+            data = _run_json(record)
+            data["steps"] = [
+                {
+                    "step": step.step_id,
+                    "status": step.status,
+                    "attempts": step.attempts,
+                    "request": step.request,
+                    "output": _brief(step.output),
+                    "error": step.error,
+                    "resolved_by": step.resolved_by,
+                    "resolution_note": step.resolution_note,
+                    "history": [
+                        {"from": move.from_status, "to": move.to_status, "at": move.at.isoformat()}
+                        for move in store.step_history(run_id, step.step_id)
+                    ],
+                }
+                for step in steps
+            ]
+            click.echo(json.dumps(data, indent=2, default=str))
+            return
+        console = Console()
+        console.print(
+            f"run [bold]{record.run_id}[/] of {record.recipe!r} for event {record.event_id}: "
+            f"[bold]{record.status}[/]"
+        )
+        table = Table()
+        for column in ("step", "status", "attempts", "detail"):
+            table.add_column(column, overflow="fold")
+        for step in steps:
+            table.add_row(step.step_id, step.status, str(step.attempts), _detail(step))
+        console.print(table)
+        if record.status == "in_doubt":
+            held = [step.step_id for step in steps if step.status == "in_doubt"]
+            console.print(
+                f"held for a person: check the practice's records, then "
+                f"'practiceflow runs resolve {run_id} --step {held[0] if held else 'ID'} "
+                "--as done|retry'"
+            )
+
+
+@runs.command("resolve")
+@click.argument("run_id")
+@click.option("--step", "step_id", required=True, help="The step in doubt (or failed).")
+@click.option(
+    "--as",
+    "as_",
+    type=click.Choice(["done", "retry"]),
+    required=True,
+    help="done: it happened (later steps continue); retry: it did not, send it again.",
+)
+@click.option("--note", default="", help="Why, in your words (kept in the journal).")
+@click.option("--who", default=None, help="Who decided (default: your user name).")
+@click.option("--output", "output_json", default=None, help="With done: the output, as JSON.")
+@_state_option
+def resolve(
+    run_id: str,
+    step_id: str,
+    as_: Any,
+    note: str,
+    who: str | None,
+    output_json: str | None,
+    state: str | None,
+) -> None:
+    """Settle a step held in doubt by a person's decision; the run then continues with
+    'runs retry' (or by itself under 'serve').
+
+    \b
+    Example:
+      practiceflow runs resolve 5f0c... --step form --as done --note "form seen in portal"
+    """
+    output = None
+    if output_json is not None:
+        try:
+            output = json.loads(output_json)
+        except ValueError as exc:
+            message = f"--output: got text that is not JSON ({exc}); expected a JSON object"
+            raise ConfigError(message) from None
+    with open_state(state) as store:
+        _run_or_fail(store, run_id)
+        store.resolve_step(run_id, step_id, as_, who or getpass.getuser(), note, output=output)
+        click.echo(
+            f"step {step_id!r} of run {run_id} resolved as {as_}; continue it with "
+            f"'practiceflow runs retry {run_id}'"
+        )
+
+
+@runs.command("retry")
+@click.argument("run_id")
+@click.option("--recipe", "recipe_path", default=None, help="Recipe file (default: the run's).")
+@_state_option
+@_modules_option
+@_json_option
+@api_options
+def retry(
+    run_id: str,
+    recipe_path: str | None,
+    state: str | None,
+    modules_dirs: tuple[str, ...],
+    as_json: bool,
+    api: ApiOptions,
+) -> None:
+    """Run a failed or settled run again from its first unfinished step (failed steps are
+    sent again; succeeded steps never are).
+
+    \b
+    Example:
+      practiceflow runs retry 5f0c...
+    """
+    with open_state(state) as store:
+        record = _run_or_fail(store, run_id)
+        origin = store.get_step(run_id, TRIGGER_STEP)
+        path = recipe_path or (origin.error or {}).get("recipe_file") if origin else recipe_path
+        if not path:
+            message = f"run {run_id}: the recipe file is not known; pass --recipe FILE"
+            raise ConfigError(message)
+        client, recipes, _ = _connect(api, [path], modules_dirs, record.practice)
+        with client:
+            runner = Runner(recipes[0], store, client, practice=record.practice)
+            outcome = runner.resume(run_id, retry_failed=True)
+        if as_json:
+            click.echo(json.dumps(asdict(outcome), default=str))
+        else:
+            Console().print(_outcomes_table([outcome]))
+    click.get_current_context().exit(_exit_for([outcome]))
+
+
+@click.command("plan")
+@click.argument("recipes", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--events-per-day", default=100, show_default=True, help="Runs a day per recipe.")
+@click.option("--poll-interval", default=60.0, show_default=True, help="Seconds between polls.")
+@click.option("--webhook-url", is_flag=True, help="A public webhook URL is configured.")
+@click.option("--items", default=1, show_default=True, help="Items per for_each step.")
+@_modules_option
+@_json_option
+def plan(
+    recipes: tuple[str, ...],
+    events_per_day: int,
+    poll_interval: float,
+    webhook_url: bool,
+    items: int,
+    modules_dirs: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Print what recipes will cost in requests, against the practice's 10,000 a day.
+
+    \b
+    Example:
+      practiceflow plan recipes/*.yaml --events-per-day 40 --poll-interval 300
+    """
+    registry = _registry(modules_dirs)
+    checked = [validate_recipe(path, registry=registry) for path in recipes]
+    result = make_plan(
+        checked,
+        events_per_day=events_per_day,
+        poll_interval=poll_interval,
+        webhook_url=webhook_url,
+        items=items,
+    )
+    if as_json:
+        click.echo(json.dumps(asdict(result), indent=2))
+    else:
+        console = Console()
+        table = Table(title="requests per recipe")
+        for column in ("recipe", "per run", "runs/day", "polling/hour", "polling/day", "per day"):
+            table.add_column(column, justify="right" if column != "recipe" else "left")
+        for cost in result.recipes:
+            table.add_row(
+                cost.name,
+                str(cost.per_run),
+                str(cost.events_per_day),
+                f"{cost.poll_per_hour:.0f}",
+                f"{cost.poll_per_day:.0f}",
+                f"{cost.per_day:,.0f}",
+            )
+        console.print(table)
+        for cost in result.recipes:
+            for step in cost.steps:
+                console.print(f"  {cost.name} / {step.step_id}: {step.requests} ({step.note})")
+        console.print(
+            f"together: {result.per_day:,.0f} requests a day = {result.share:.1%} of "
+            f"{result.daily_budget:,} (one request per {86400 / result.daily_budget:.2f} s)"
+        )
+        for warning in result.warnings:
+            console.print(f"[bold red]warning:[/] {warning}")
+    if result.warnings and result.per_day > result.daily_budget:
+        click.get_current_context().exit(1)
+
+
+COMMANDS: list[click.Command] = [run, serve, runs, plan]
+
+
+@click.group()
+def _standalone() -> None:
+    """These commands alone (until they are registered in practiceflow.cli)."""
+
+
+for _command in COMMANDS:
+    _standalone.add_command(_command)
+
+
+def main() -> None:
+    """Run these commands as ``python -m practiceflow.cli.runs``, errors mapped to exit codes."""
+    try:
+        _standalone.main(prog_name="practiceflow", standalone_mode=False)
+    except PracticeflowError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(exc.exit_code) from None
+    except click.exceptions.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except click.ClickException as exc:
+        exc.show()
+        raise SystemExit(exc.exit_code) from None
+
+
+if __name__ == "__main__":
+    main()

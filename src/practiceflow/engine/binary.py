@@ -1,0 +1,81 @@
+"""File answers (PDF, zip): where to write them, and streaming them there.
+
+The destination is checked before anything is sent: it must be a file in an existing
+folder, or an existing folder (then the module's ``filename`` is used inside it). The
+body is streamed by :meth:`practiceflow.api.Client.download` (chunks to a temporary file
+beside the target, renamed when complete), never held in memory; the output names the
+file, its size and its SHA-256.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from practiceflow.errors import Issue
+
+__all__ = ["DownloadClient", "download_output", "resolve_destination"]
+
+
+@runtime_checkable
+class DownloadClient(Protocol):
+    """A client that can stream a body to disk (as :class:`practiceflow.api.Client`)."""
+
+    def download(
+        self,
+        path: str,
+        dest: str | os.PathLike[str],
+        *,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Stream a body to ``dest``; return an object with path, size, sha256, content_type."""
+
+
+def resolve_destination(to: Any, filename: Any, field: str) -> tuple[Path | None, Issue | None]:
+    """Turn the rendered ``download.to`` (and ``filename``) into the file to write.
+
+    Args:
+        to: what ``download.to`` rendered: a file path, or an existing folder.
+        filename: what ``download.filename`` rendered (used when ``to`` is a folder).
+        field: the input field ``to`` came from, for the issue.
+
+    Returns:
+        ``(path, None)``, or ``(None, issue)`` saying what is wrong and what would be valid.
+    """
+    if not isinstance(to, str | os.PathLike) or not str(to).strip():
+        return None, Issue("input", 0, 0, field, f"got {to!r}; expected a file or folder path")
+    target = Path(to).expanduser()
+    if target.is_dir():
+        name = Path(str(filename)).name if filename else ""
+        if not name or name in (".", ".."):
+            message = f"got the folder {str(target)!r}; give a file path to write"
+            return None, Issue("input", 0, 0, field, message)
+        return target / name, None
+    if not target.parent.is_dir():
+        message = (
+            f"got {str(target)!r}; its folder {str(target.parent)!r} does not exist "
+            "(create it first, or give an existing folder)"
+        )
+        return None, Issue("input", 0, 0, field, message)
+    return target, None
+
+
+def download_output(result: Any) -> dict[str, Any]:
+    """The output of a download: ``{path, fileName, size, sha256, contentType}``.
+
+    Args:
+        result: what the client's ``download`` returned.
+
+    Returns:
+        The output mapping.
+    """
+    path = Path(result.path)
+    return {
+        "path": str(path),
+        "fileName": path.name,
+        "size": int(result.size),
+        "sha256": str(result.sha256),
+        "contentType": result.content_type,
+    }

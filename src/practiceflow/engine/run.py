@@ -1,0 +1,316 @@
+"""The execution of one action module.
+
+Order (nothing is sent before the last check passed):
+
+1. validate the input against the module's ``input`` schema: every problem at once, as an
+   :class:`~practiceflow.errors.InputError` naming each field;
+2. run the module's ``hook`` (it may adjust the input), then each of its ``checks``; those
+   that read the API are skipped in a dry run, with a warning;
+3. render the request (method, path, query, headers, body) from the templates;
+4. dry run: describe the exact request (secrets and ``x-pii`` fields masked) and stop;
+5. send it with the client; an API error keeps its class and gains the module's hint;
+6. map the response to the output and validate it against ``output.schema``: a mismatch is
+   a warning, never an error, because the API has already acted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from practiceflow.engine import extensions
+from practiceflow.engine.masking import mask_for_template, pii_match
+from practiceflow.errors import ApiError, InDoubtError, InputError, Issue, TemplateError
+from practiceflow.hooks import ActionContext, ClientLike, get_check, get_hook
+from practiceflow.manifest.models import ActionModule
+from practiceflow.manifest.registry import ModuleRegistry, default_registry
+from practiceflow.manifest.validation import issues_for
+from practiceflow.manifest.yamlpos import JsonPath, Located
+from practiceflow.templating import CompiledTemplate, render_tree, utcnow
+
+__all__ = ["ActionResult", "run_action", "validate_input"]
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What running an action produced.
+
+    Attributes:
+        action: the action's key.
+        output: the mapped output (empty in a dry run).
+        warnings: what the user should know (skipped checks, output surprises...).
+        request: the request as sent or, in a dry run, as it would be sent; secrets and
+            personal fields masked.
+        status: the HTTP status of the answer; None in a dry run.
+        dry_run: whether this was a dry run.
+    """
+
+    action: str
+    output: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    request: dict[str, Any] = field(default_factory=dict)
+    status: int | None = None
+    dry_run: bool = False
+
+
+def validate_input(
+    module: ActionModule,
+    data: Any,
+    *,
+    file: str = "input",
+    located: Located | None = None,
+    prefix: JsonPath = (),
+) -> list[Issue]:
+    """Check input against an action's input schema; personal values are not echoed.
+
+    Args:
+        module: the action.
+        data: the input.
+        file: the name of the input's source for the issues (``input`` from code).
+        located: positions, when the input came from a YAML or JSON file.
+        prefix: where the input sits inside that file.
+
+    Returns:
+        Every issue, each naming the field, what it got and what would be valid.
+    """
+    pii = module.pii_paths
+
+    def personal(path: JsonPath) -> bool:
+        return pii_match(path[len(prefix) :], pii)
+
+    return issues_for(
+        module.input_validator, data, file=file, located=located, prefix=prefix, redact=personal
+    )
+
+
+def run_action(
+    key_or_module: str | ActionModule,
+    input: Mapping[str, Any],
+    client: ClientLike | None,
+    *,
+    dry_run: bool = False,
+    registry: ModuleRegistry | None = None,
+) -> ActionResult:
+    """Run one action (see the module docstring for the order of events).
+
+    Args:
+        key_or_module: an action key (looked up in ``registry``) or a loaded module.
+        input: the action's input.
+        client: a :class:`practiceflow.api.Client` (or anything with its methods); may be
+            None in a dry run, which then shows the path without a base URL.
+        dry_run: render and describe the request; send nothing.
+        registry: where to find the key; default: the shipped modules.
+
+    Returns:
+        The result.
+
+    Raises:
+        InputError: the input does not fit, or a check refused it; nothing was sent.
+        TemplateError: a template failed to render; nothing was sent.
+        ApiError: the API answered with an error (same class, the module's hint added).
+        InDoubtError: a write may or may not have been acted on.
+        TransportError: no usable answer.
+        ConfigError: unknown action key, or no client outside a dry run.
+    """
+    if isinstance(key_or_module, ActionModule):
+        module = key_or_module
+    else:
+        module = (registry or default_registry()).action(key_or_module)
+    issues = validate_input(module, input)
+    if issues:
+        raise InputError(module.key, issues)
+    if client is None and not dry_run:
+        raise InputError(module.key, [Issue("input", 0, 0, "", "no client to send with")])
+
+    ctx = ActionContext(module=module, input=dict(input), client=client, dry_run=dry_run)
+    _run_hooks(ctx)
+    request, masked = _render_request(module, ctx.input)
+    if module.extensions:  # list, download, warn_if: see engine/extensions.py
+        extensions.prepare(module, ctx, request, masked)
+
+    if dry_run or client is None:
+        described = _describe(client, masked)
+        return ActionResult(module.key, {}, ctx.warnings, described, None, True)
+
+    described = _describe_sent(client, masked)
+    try:
+        response = extensions.send(module, ctx, client, request)
+    except ApiError as exc:
+        raise _with_module_hint(exc, module) from exc
+    except InDoubtError as exc:
+        cause = exc.cause
+        if isinstance(cause, ApiError) and cause.status in module.errors:
+            raise InDoubtError(exc.method, exc.path, _with_module_hint(cause, module)) from exc
+        raise
+    output = _map_output(module, ctx, response)
+    return ActionResult(module.key, output, ctx.warnings, described, response.status, False)
+
+
+def _run_hooks(ctx: ActionContext) -> None:
+    module = ctx.module
+    steps = [("hook", get_hook(module.hook))] if module.hook else []
+    steps += [("check", get_check(name)) for name in module.checks]
+    for what, named in steps:
+        if ctx.dry_run and named.reads:
+            ctx.warnings.append(
+                f"{what} {named.name!r} not run: it reads the API and a dry run sends nothing"
+            )
+            continue
+        result = named.func(ctx)
+        if ctx.problems:
+            raise InputError(module.key, ctx.problems)
+        if what == "hook" and result is not None:
+            ctx.input = dict(result)
+
+
+def _render_pair(
+    tree: Any, context: Mapping[str, Any], pii: frozenset[tuple[str, ...]]
+) -> tuple[Any, Any]:
+    """Render a tree, and at the same time its copy with personal fields masked."""
+    if isinstance(tree, CompiledTemplate):
+        value = tree.render(context)
+        return value, mask_for_template(tree, value, pii)
+    if isinstance(tree, dict):
+        plain: dict[str, Any] = {}
+        masked: dict[str, Any] = {}
+        for key, child in tree.items():
+            value, hidden = _render_pair(child, context, pii)
+            if value is not None:
+                plain[key] = value
+                masked[key] = hidden
+        return plain, masked
+    if isinstance(tree, list):
+        pairs = [_render_pair(child, context, pii) for child in tree]
+        kept = [pair for pair in pairs if pair[0] is not None]
+        return [pair[0] for pair in kept], [pair[1] for pair in kept]
+    return tree, tree
+
+
+def _render_request(
+    module: ActionModule, data: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    spec = module.request
+    context = {"input": data, "now": utcnow()}
+    pii = module.pii_paths
+    request: dict[str, Any] = {"method": spec.method}
+    masked: dict[str, Any] = {"method": spec.method}
+    path, shown_path = _render_pair(spec.path, context, pii)
+    _check_path(spec.path, path)
+    request["path"], masked["path"] = path, shown_path
+    for part, name in (("query", "params"), ("headers", "headers"), ("body", "json")):
+        tree = getattr(spec, part)
+        if tree is None:
+            continue
+        value, hidden = _render_pair(tree, context, pii)
+        if part == "headers" and isinstance(value, dict):
+            value = {key: str(item) for key, item in value.items()}
+            hidden = {key: str(item) for key, item in hidden.items()}
+        if value is not None:
+            request[name], masked[name] = value, hidden
+    return request, masked
+
+
+def _check_path(template: CompiledTemplate | str, path: Any) -> None:
+    segments = path.split("/") if isinstance(path, str) else []
+    bad = (
+        not isinstance(path, str)
+        or not path.startswith("/api/v1/")
+        or any(segment in (".", "..") for segment in segments)
+        or any(char in path for char in "?# \t\r\n")
+    )
+    if bad:
+        message = (
+            f"rendered path {path!r} is not a clean path under /api/v1/ (use the pathseg filter)"
+        )
+        if isinstance(template, CompiledTemplate):
+            raise TemplateError(template.origin.issue(message))
+        raise TemplateError(Issue("<module>", 0, 0, "request.path", message))  # pragma: no cover
+
+
+def _describe(client: ClientLike | None, masked: Mapping[str, Any]) -> dict[str, Any]:
+    if client is None:
+        url = masked["path"]
+        if masked.get("params"):
+            url += "?" + urlencode(masked["params"], doseq=True)
+        return {
+            "method": masked["method"],
+            "url": url,
+            "headers": dict(masked.get("headers") or {}),
+            "json": masked.get("json"),
+        }
+    return client.describe_request(
+        masked["method"],
+        # A masked path segment would not be a valid path; describe the real one.
+        masked["path"]
+        if "***" not in str(masked["path"])
+        else masked["path"].replace("***", "%2A%2A%2A"),
+        params=masked.get("params"),
+        json=masked.get("json"),
+        headers=masked.get("headers"),
+    )
+
+
+def _describe_sent(client: ClientLike, masked: Mapping[str, Any]) -> dict[str, Any]:
+    """A light description of a request being sent (the client adds its own headers).
+
+    Preparing the client's exact description costs a request preparation per run; a dry
+    run pays it (it is the point of a dry run), a real run records this instead.
+    """
+    url = str(getattr(client, "base_url", "")) + masked["path"]
+    if masked.get("params"):
+        url += "?" + urlencode(masked["params"], doseq=True)
+    return {
+        "method": masked["method"],
+        "url": url,
+        "headers": dict(masked.get("headers") or {}),
+        "json": masked.get("json"),
+    }
+
+
+def _with_module_hint(exc: ApiError, module: ActionModule) -> ApiError:
+    hint = module.errors.get(exc.status)
+    if not hint:
+        return exc
+    if exc.hint and exc.hint != type(exc).default_hint:
+        hint = f"{hint}; {exc.hint}"
+    # Same class, same attributes (retry_after included): only the hint and message change.
+    clone = exc.__class__.__new__(exc.__class__)
+    clone.__dict__.update(exc.__dict__)
+    clone.hint = hint
+    clone.args = (clone._render(),)
+    return clone
+
+
+def _map_output(module: ActionModule, ctx: ActionContext, response: Any) -> dict[str, Any]:
+    data = response.data
+    headers = {str(key).lower(): value for key, value in response.headers.items()}
+    spec = module.output
+    if spec.map is None:
+        mapped: Any = {}
+    else:
+        context = {"response": data, "headers": headers, "input": ctx.input, "now": utcnow()}
+        mapped = render_tree(spec.map, context)
+        if not isinstance(mapped, Mapping):
+            message = f"output.map rendered {type(mapped).__name__}; expected a mapping"
+            origin = spec.map.origin if isinstance(spec.map, CompiledTemplate) else None
+            raise TemplateError(
+                origin.issue(message)
+                if origin
+                else Issue(module.source, 0, 0, "output.map", message)
+            )
+    if spec.passthrough or spec.map is None:
+        if isinstance(data, Mapping):
+            output = {**data, **mapped}
+        elif isinstance(data, list):
+            output = {"items": data, **mapped}
+        else:
+            output = dict(mapped)
+    else:
+        output = dict(mapped)
+    for issue in issues_for(spec.validator, output, file="output"):
+        where = issue.path or "(top)"
+        message = f"the answer does not fit the output schema of {module.key}: {where}: "
+        ctx.warnings.append(message + issue.message)
+    return output

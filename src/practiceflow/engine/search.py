@@ -1,0 +1,132 @@
+"""Collecting the rows of a list answer: paged or not, filtered, cut at a limit.
+
+The output of a list module is always ``{items, count, hasMore}``:
+
+* ``items``: the rows kept, in the API's order, at most ``limit`` of them;
+* ``count``: how many were returned;
+* ``hasMore``: whether at least one more row (that passes the filter) exists beyond
+  ``limit``. To know it, collection reads on until it finds one more kept row or the list
+  ends; with a filter that can mean reading further pages.
+
+Paged lists go through the client's pager (:meth:`practiceflow.api.Client.pages`), which
+knows the paging rules of spec section 8 (fixed server sizes, ``pageSize``, ``hasMore``,
+the 10000-page cap). An endpoint that ignores ``pageNumber`` would hand back the same page
+forever: a page identical to the one before stops collection with a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from practiceflow.api.paging import Page, extract_items
+
+__all__ = ["Collected", "PagingClient", "collect_pages", "collect_rows"]
+
+Keep = Callable[[Any], bool]
+
+
+@runtime_checkable
+class PagingClient(Protocol):
+    """A client that can page a list endpoint (as :class:`practiceflow.api.Client`)."""
+
+    def pages(
+        self,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        page_size: int | None = None,
+        start_page: int = 1,
+    ) -> Iterator[Page]:
+        """Iterate over the pages of a list endpoint."""
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What collection found.
+
+    Attributes:
+        items: the rows kept (at most the limit).
+        has_more: whether one more kept row exists beyond them.
+        pages: how many pages were read.
+        warnings: what the user should know (an endpoint that ignores pageNumber).
+    """
+
+    items: list[Any]
+    has_more: bool
+    pages: int
+    warnings: tuple[str, ...] = ()
+
+    def output(self) -> dict[str, Any]:
+        """The list output: ``{items, count, hasMore}``."""
+        return {"items": self.items, "count": len(self.items), "hasMore": self.has_more}
+
+
+def _take(rows: Iterable[Any], items: list[Any], limit: int | None, keep: Keep | None) -> bool:
+    """Append kept rows to ``items``; True as soon as a kept row lies beyond ``limit``."""
+    for row in rows:
+        if keep is not None and not keep(row):
+            continue
+        if limit is not None and len(items) >= limit:
+            return True
+        items.append(row)
+    return False
+
+
+def collect_rows(
+    data: Any, *, where: str, limit: int | None = None, keep: Keep | None = None
+) -> Collected:
+    """Collect the rows of one list answer (not paged).
+
+    Args:
+        data: the parsed answer: a bare array, or an object holding the rows in a list
+            field (``items``, ``data``, ``results``...), with an optional ``hasMore``.
+        where: what was read, for error messages.
+        limit: the most rows to keep; None keeps all.
+        keep: client-side filter; None keeps every row.
+
+    Returns:
+        The rows; ``has_more`` is also true when the answer says ``hasMore: true``.
+
+    Raises:
+        ConfigError: the answer holds no list.
+    """
+    rows, flag = extract_items(data, where=where)
+    items: list[Any] = []
+    beyond = _take(rows, items, limit, keep)
+    return Collected(items, beyond or flag is True, 1)
+
+
+def collect_pages(
+    pages: Iterator[Page], *, where: str, limit: int | None = None, keep: Keep | None = None
+) -> Collected:
+    """Collect rows page by page until the list ends or one row lies beyond ``limit``.
+
+    Args:
+        pages: the pager's pages (fetched lazily; no page is read after the answer is known).
+        where: what is read, for warnings.
+        limit: the most rows to keep; None keeps all.
+        keep: client-side filter; None keeps every row.
+
+    Returns:
+        The rows, whether more remain, and how many pages were read.
+
+    Raises:
+        ConfigError: an answer that holds no list, or more than 10000 pages (the pager's).
+    """
+    items: list[Any] = []
+    previous: list[Any] | None = None
+    count = 0
+    for page in pages:
+        count += 1
+        if previous is not None and page.items and page.items == previous:
+            warning = (
+                f"{where}: page {page.number} repeats page {page.number - 1}, so the endpoint "
+                "seems to ignore pageNumber; stopped reading there"
+            )
+            return Collected(items, False, count, (warning,))
+        previous = page.items
+        if _take(page.items, items, limit, keep):
+            return Collected(items, True, count)
+    return Collected(items, False, count)

@@ -1,0 +1,83 @@
+"""Exporters: the same action and trigger modules as connectors for automation platforms.
+
+This package owns ``practiceflow export PLATFORM --out DIR`` and what it writes into
+``connectors/``:
+
+* :mod:`.base`: the :class:`Exporter` ABC, its name -> class registry
+  (:func:`exporter_for` says "valid values are ..." for an unknown name), and
+  :func:`write_export`, which never overwrites a hand-written file;
+* :mod:`.plan`: module templates as portable expression trees for the JavaScript runtimes;
+* :mod:`.schemas`: JSON Schema helpers (form fields, references);
+* :mod:`.zapier`, :mod:`.openapi`: one generator per platform.
+
+Every generator is deterministic (sorted keys, stable order), so a test can regenerate an
+export and compare it with the committed copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from practiceflow.export import openapi as _openapi  # noqa: F401 - registers its exporters
+from practiceflow.export import zapier as _zapier  # noqa: F401 - registers its exporter
+from practiceflow.export.base import (
+    LISTING,
+    Exporter,
+    ExportResult,
+    exporter_for,
+    exporters,
+    stale_files,
+    write_export,
+)
+from practiceflow.manifest import load_connector, load_modules
+from practiceflow.manifest.loader import PathLike
+
+__all__ = [
+    "LISTING",
+    "ExportResult",
+    "Exporter",
+    "export",
+    "exporter_for",
+    "exporters",
+    "generate",
+    "stale_files",
+    "write_export",
+]
+
+
+def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str]:
+    """Build one platform's export in memory.
+
+    Args:
+        platform: an exporter name (see :func:`exporters`).
+        modules: extra module folders (``--modules DIR``) besides the shipped ones.
+
+    Returns:
+        Relative path -> file text.
+
+    Raises:
+        ConfigError: the platform is unknown.
+        ManifestError: a module does not load or cannot be expressed on the platform.
+    """
+    exporter = exporter_for(platform)
+    return exporter.files(load_modules(modules), load_connector())
+
+
+def export(platform: str, out: Path, modules: Iterable[PathLike] = ()) -> ExportResult:
+    """Generate one platform's export and write it into ``out``.
+
+    Args:
+        platform: an exporter name.
+        out: the export folder (hand-written files in it are left alone).
+        modules: extra module folders besides the shipped ones.
+
+    Returns:
+        What was written.
+
+    Raises:
+        ConfigError: the platform is unknown, or a generated file would replace a
+            hand-written one.
+        ManifestError: a module does not load or cannot be expressed on the platform.
+    """
+    return write_export(platform, generate(platform, modules), out)

@@ -1,0 +1,533 @@
+"""OpenAPI exporters: an OpenAPI 3.1 document of the actions, and a Power Automate variant.
+
+``openapi`` writes ``openapi.json``: one operation per action (``operationId`` = the key);
+path and query parameters and the JSON request body are derived from the action's request
+templates and input schema; the 2xx response from its output schema (only fields read
+straight from the response body; those mapped from headers become response headers); errors
+as problem details. Schemas are JSON Schema 2020-12, which OpenAPI 3.1 uses as is; each
+module's ``$defs`` are hoisted into ``components/schemas``.
+
+The same exporter writes ``powerautomate/apiDefinition.swagger.json``: Power Automate custom connectors
+take OpenAPI 2.0, so schemas are lowered (``type: [x, null]`` -> ``x-nullable``; ``anyOf``,
+``oneOf`` and other 2020-12 keywords dropped with a note), auth is HTTP Basic (spec method
+B; custom connectors accept a single API key only), and the webhook triggers become one
+``x-ms-trigger`` operation on ``POST /api/v1/webhooks`` whose ``hookUrl`` carries
+``x-ms-notification-url`` and whose ``webhookEvent`` offers each trigger's event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from practiceflow import __version__
+from practiceflow.export.base import Exporter, dump_json, register
+from practiceflow.errors import ManifestError
+from practiceflow.export.plan import LEAF, action_plan, unsupported
+from practiceflow.export.schemas import rewrite_refs
+from practiceflow.manifest.models import ActionModule
+from practiceflow.manifest.registry import ModuleRegistry
+
+__all__ = ["OpenApiExporter", "openapi_document", "swagger_document"]
+
+_PROBLEM = {
+    "type": "object",
+    "description": "Problem details (spec section 7); 400 and 404 bodies also carry message.",
+    "additionalProperties": True,
+    "properties": {
+        "type": {"type": ["string", "null"]},
+        "title": {"type": ["string", "null"]},
+        "status": {"type": ["integer", "null"]},
+        "detail": {"type": ["string", "null"]},
+        "instance": {"type": ["string", "null"]},
+        "message": {"type": ["string", "null"]},
+    },
+}
+_ALWAYS = {"401": "Missing, wrong or inactive credentials.", "429": "Rate limit exceeded.",
+           "500": "Internal server error."}  # fmt: skip
+_STATUS_TEXT = {"400": "Validation failure.", "403": "Read-only API client on a write route.",
+                "404": "Not found in the practice."}  # fmt: skip
+
+
+def _direct_ref(node: Any, root: str) -> tuple[str, bool] | None:
+    """``(field, has_default)`` when a leaf is ``{{ root.field }}`` (maybe ``| default``)."""
+    if not isinstance(node, Mapping) or set(node) != {LEAF}:
+        return None
+    expr = node[LEAF]
+    has_default = "default" in expr
+    if has_default:
+        expr = expr["default"][0]
+    if "filter" in expr and expr["filter"][0] == "pathseg":
+        expr = expr["filter"][1]
+    ref = expr.get("ref")
+    if isinstance(ref, list) and len(ref) == 2 and ref[0] == root and isinstance(ref[1], str):
+        return ref[1], has_default
+    return None
+
+
+def _path(plan_path: Any) -> tuple[str, list[str]]:
+    """OpenAPI path template and its parameter names, from the action's path plan."""
+    if isinstance(plan_path, str):
+        return plan_path, []
+    expr = plan_path[LEAF]
+    parts = expr["concat"] if "concat" in expr else [expr]
+    text, names = "", []
+    for part in parts:
+        if "const" in part:
+            text += str(part["const"])
+            continue
+        found = _direct_ref({LEAF: part}, "input")
+        if found is None:
+            raise ValueError(f"path part {part!r} is not a plain input field")
+        text += "{" + found[0] + "}"
+        names.append(found[0])
+    return text, names
+
+
+class _Builder:
+    """Collects component schemas while the operations are built."""
+
+    def __init__(self) -> None:
+        self.schemas: dict[str, Any] = {"Problem": _PROBLEM}
+
+    def hoist(self, prefix: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """Move ``$defs`` into components (named ``prefix_def``) and rewrite the refs."""
+        defs = schema.get("$defs") or {}
+        mapping = {f"#/$defs/{name}": f"#/components/schemas/{prefix}_{name}" for name in defs}
+        for name, sub in defs.items():
+            self.schemas[f"{prefix}_{name}"] = rewrite_refs(sub, mapping)
+        body = {key: value for key, value in schema.items() if key != "$defs"}
+        return rewrite_refs(body, mapping)  # type: ignore[no-any-return]
+
+    def request_parts(self, action: ActionModule) -> tuple[str, list[Any], Any]:
+        """Path, parameters and request body of one action."""
+        plan = action_plan(action)
+        schema = self.hoist(f"{action.key}_input", action.input_schema)
+        properties: Mapping[str, Any] = schema.get("properties", {})
+        required = set(schema.get("required", ()))
+        path, path_names = _path(plan["path"])
+        parameters: list[Any] = [
+            {"name": name, "in": "path", "required": True, "schema": _param(properties, name)}
+            | _describe(properties.get(name, {}))
+            for name in path_names
+        ]
+        query = plan["query"] or {}
+        if LEAF in query:
+            query = _spread_query(query, properties, path_names)
+        for name, leaf in sorted(query.items()):
+            found = _direct_ref(leaf, "input")
+            source = found[0] if found else name
+            parameters.append(
+                {
+                    "name": name,
+                    "in": "query",
+                    "required": bool(found and source in required and not found[1]),
+                    "schema": _param(properties, source),
+                }
+                | _describe(properties.get(source, {}))
+            )
+        body = None
+        if plan["body"] is not None:
+            body = self._body(action, plan["body"], schema)
+        return path, parameters, body
+
+    def _body(self, action: ActionModule, tree: Any, schema: Mapping[str, Any]) -> Any:
+        properties: Mapping[str, Any] = schema.get("properties", {})
+        required = set(schema.get("required", ()))
+        direct = {key: _direct_ref(leaf, "input") for key, leaf in tree.items()}
+        if isinstance(tree, Mapping) and all(direct.values()):
+            body_props = {key: properties[ref[0]] for key, ref in direct.items() if ref}
+            body: dict[str, Any] = {
+                "type": "object",
+                "additionalProperties": bool(schema.get("additionalProperties", True)),
+                "properties": body_props,
+            }
+            needed = sorted(k for k, ref in direct.items() if ref and ref[0] in required and not ref[1])
+            if needed:
+                body["required"] = needed
+            same = all(ref and ref[0] == key for key, ref in direct.items())
+            for keyword in ("anyOf", "oneOf", "allOf", "dependentRequired"):
+                if same and keyword in schema:
+                    body[keyword] = schema[keyword]
+        else:
+            body = dict(schema)
+        name = f"{action.key}_request"
+        self.schemas[name] = body
+        return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
+
+    def response_parts(self, action: ActionModule) -> tuple[str, dict[str, Any]]:
+        """Component name of the response body schema, and response headers."""
+        output = self.hoist(f"{action.key}_output", action.output.schema)
+        mapping = action.output.map
+        headers: dict[str, Any] = {}
+        if mapping is not None:
+            plan = action_plan(action)["map"]
+            properties = {}
+            required = []
+            for name, sub in output.get("properties", {}).items():
+                leaf = plan.get(name) if isinstance(plan, Mapping) else None
+                from_body = _direct_ref(leaf, "response")
+                from_header = _direct_ref(leaf, "headers")
+                if from_body and from_body[0] == name:
+                    properties[name] = sub
+                    if name in output.get("required", ()) and not from_body[1]:
+                        required.append(name)
+                elif from_header:
+                    header = from_header[0].title()
+                    headers[header] = {"description": sub.get("description", name),
+                                       "schema": {"type": "string"}}  # fmt: skip
+            output = {
+                "type": "object",
+                "additionalProperties": True,
+                "properties": properties,
+            } | ({"required": required} if required else {})
+        name = f"{action.key}_response"
+        self.schemas[name] = output
+        return name, headers
+
+
+def _spread_query(leaf: Any, properties: Mapping[str, Any], taken: list[str]) -> dict[str, Any]:
+    """``{{ input | omit(...) }}`` as the whole query: one parameter per remaining field."""
+    expr = leaf[LEAF]
+    if "filter" in expr and expr["filter"][0] == "omit" and expr["filter"][1] == {"ref": ["input"]}:
+        omitted = {arg.get("const") for arg in expr["filter"][2:]}
+        return {
+            name: {LEAF: {"ref": ["input", name]}}
+            for name in properties
+            if name not in omitted and name not in taken
+        }
+    raise ValueError("the query is one template that is not input | omit(...)")
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _param(properties: Mapping[str, Any], name: str) -> Any:
+    sub = dict(properties.get(name, {"type": "string"}))
+    return {key: value for key, value in sub.items() if key not in ("title", "description")}
+
+
+def _describe(schema: Mapping[str, Any]) -> dict[str, Any]:
+    text = schema.get("description") or schema.get("title")
+    return {"description": text} if text else {}
+
+
+def _success_codes(method: str) -> list[str]:
+    return ["200", "201"] if method == "POST" else ["200"]
+
+
+def _error_codes(action: ActionModule, has_params: bool) -> dict[str, str]:
+    codes = dict(_ALWAYS)
+    codes["400"] = _STATUS_TEXT["400"]
+    if has_params:
+        codes["404"] = _STATUS_TEXT["404"]
+    if action.needs_write:
+        codes["403"] = _STATUS_TEXT["403"]
+    for status, advice in action.errors.items():
+        codes[str(status)] = advice
+    return dict(sorted(codes.items()))
+
+
+def _servers(connector: Mapping[str, Any]) -> list[dict[str, Any]]:
+    regions = connector["regions"]
+    names = ", ".join(f"{key}: {region['base_url']}" for key, region in sorted(regions.items()))
+    return [
+        {
+            "url": "{baseUrl}",
+            "description": "The practice's regional base URL; the API names them "
+            f"({names}) without publishing the hosts.",
+            "variables": {"baseUrl": {"default": "https://api.example.invalid"}},
+        }
+    ]
+
+
+def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of every action.
+
+    Args:
+        modules: the loaded modules.
+        connector: the connector manifest as data.
+
+    Returns:
+        The document.
+    """
+    builder = _Builder()
+    paths: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    for action in sorted(modules.actions.values(), key=lambda item: item.key):
+        reason = unsupported(action)
+        try:
+            if reason is not None:
+                raise ValueError(reason)
+            path, parameters, body = builder.request_parts(action)
+            response, headers = builder.response_parts(action)
+        except (ValueError, ManifestError) as exc:
+            error = exc.issues[0] if isinstance(exc, ManifestError) else exc
+            skipped[f"actions/{action.key}"] = str(error)
+            continue
+        method = action.request.method.lower()
+        if method in paths.get(path, {}):
+            other = paths[path][method]["operationId"]
+            skipped[f"actions/{action.key}"] = f"same method and path as {other}: {path}"
+            continue
+        responses: dict[str, Any] = {}
+        for code in _success_codes(action.request.method):
+            responses[code] = {
+                "description": f"{action.title}: the result.",
+                "content": {"application/json": {"schema": _ref(response)}},
+            } | ({"headers": headers} if headers else {})
+        for code, text in _error_codes(action, bool(parameters)).items():
+            responses[code] = {
+                "description": text,
+                "content": {"application/problem+json": {"schema": _ref("Problem")}},
+            }
+        operation: dict[str, Any] = {
+            "operationId": action.key,
+            "summary": action.title,
+            "description": " ".join(action.description.split()),
+            "tags": [action.noun],
+            "responses": responses,
+            "x-practiceflow-needs-write": action.needs_write,
+        }
+        if parameters:
+            operation["parameters"] = parameters
+        if body:
+            operation["requestBody"] = body
+        paths.setdefault(path, {})[method] = operation
+    header = connector["auth"]["methods"]["header"]
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": connector["title"],
+            "version": __version__,
+            "description": " ".join(str(connector.get("description", "")).split()),
+            "x-practiceflow-skipped": skipped,
+        },
+        "servers": _servers(connector),
+        "security": [{"clientId": [], "clientSecret": []}, {"basic": []}],
+        "paths": dict(sorted(paths.items())),
+        "components": {
+            "schemas": dict(sorted(builder.schemas.items())),
+            "securitySchemes": {
+                "clientId": {"type": "apiKey", "in": "header", "name": header["client_id_header"]},
+                "clientSecret": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": header["client_secret_header"],
+                },
+                "basic": {"type": "http", "scheme": "basic"},
+            },
+        },
+    }
+
+
+@register
+class OpenApiExporter(Exporter):
+    """OpenAPI 3.1 document of the actions, plus the Power Automate variant."""
+
+    name = "openapi"
+    summary = "OpenAPI 3.1 document, and a Power Automate custom connector (OpenAPI 2.0)"
+
+    def files(self, modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
+        """Build ``openapi.json`` and ``powerautomate/apiDefinition.swagger.json``.
+
+        Args:
+            modules: the loaded modules.
+            connector: the connector manifest as data.
+
+        Returns:
+            Relative path -> text.
+        """
+        return {
+            "openapi.json": dump_json(openapi_document(modules, connector)),
+            "powerautomate/apiDefinition.swagger.json": dump_json(
+                swagger_document(modules, connector)
+            ),
+        }
+
+
+# ---- OpenAPI 2.0 for Power Automate ---------------------------------------------------------
+
+_V2_DROP = frozenset(
+    {"anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired", "const", "examples",
+     "$comment", "$defs", "writeOnly", "deprecated", "exclusiveMinimum", "exclusiveMaximum",
+     "minProperties", "maxProperties", "x-pii"}
+)  # fmt: skip
+
+
+def _lower(schema: Any) -> Any:
+    """JSON Schema 2020-12 -> the OpenAPI 2.0 schema subset."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "$ref":
+            out[key] = str(value).replace("#/components/schemas/", "#/definitions/")
+        elif key == "type" and isinstance(value, list):
+            kinds = [kind for kind in value if kind != "null"]
+            out["type"] = kinds[0] if kinds else "string"
+            if "null" in value:
+                out["x-nullable"] = True
+        elif key in ("properties",):
+            out[key] = {name: _lower(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties"):
+            out[key] = _lower(value)
+        elif key == "allOf":
+            out[key] = [_lower(sub) for sub in value]
+        elif key not in _V2_DROP:
+            out[key] = value
+    if "const" in schema:
+        out["enum"] = [schema["const"]]
+    if schema.get("examples"):
+        out["example"] = schema["examples"][0]
+    for bound, flag in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if bound in schema:
+            out[flag] = schema[bound]
+            out[bound] = True
+    if "$ref" in out:
+        return {"$ref": out["$ref"]}
+    return out
+
+
+def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, Any]:
+    """The Power Automate custom-connector definition (OpenAPI 2.0).
+
+    Args:
+        modules: the loaded modules.
+        connector: the connector manifest as data.
+
+    Returns:
+        The document.
+    """
+    source = openapi_document(modules, connector)
+    paths: dict[str, dict[str, Any]] = {}
+    for path, methods in source["paths"].items():
+        for method, operation in methods.items():
+            paths.setdefault(path, {})[method] = _lower_operation(operation)
+    hooks = connector["webhooks"]["subscribe"]
+    events = sorted(
+        {
+            (trigger.webhook["event"], trigger.title)
+            for trigger in modules.triggers.values()
+            if trigger.webhook and isinstance(trigger.webhook["event"], str)
+        }
+    )
+    if events:
+        paths.setdefault(hooks["path"], {})["post"] = _trigger_operation(hooks, events)
+        paths.setdefault(hooks["path"] + "/{id}", {})["delete"] = {
+            "operationId": "DeleteWebhook",
+            "summary": "Delete a webhook subscription",
+            "description": "Called by Power Automate when a flow's trigger is removed.",
+            "x-ms-visibility": "internal",
+            "parameters": [{"name": "id", "in": "path", "required": True, "type": "string"}],
+            "responses": {"200": {"description": "Unsubscribed."}},
+        }
+    return {
+        "swagger": "2.0",
+        "info": source["info"],
+        "host": "api.example.invalid",
+        "basePath": "/",
+        "schemes": ["https"],
+        "consumes": ["application/json"],
+        "produces": ["application/json"],
+        "securityDefinitions": {"basic": {"type": "basic"}},
+        "security": [{"basic": []}],
+        "paths": dict(sorted(paths.items())),
+        "definitions": {
+            name: _lower(schema) for name, schema in source["components"]["schemas"].items()
+        },
+        "x-ms-connector-metadata": [
+            {"propertyName": "Website", "propertyValue": "https://example.invalid"},
+        ],
+    }
+
+
+def _lower_operation(operation: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        key: operation[key] for key in ("operationId", "summary", "description", "tags")
+    }
+    out["x-ms-visibility"] = "important"
+    parameters = []
+    for parameter in operation.get("parameters", []):
+        lowered = {k: v for k, v in parameter.items() if k != "schema"}
+        lowered.update(_lower(parameter["schema"]))
+        lowered.pop("x-nullable", None)
+        lowered.pop("example", None)
+        parameters.append(lowered)
+    body = operation.get("requestBody")
+    if body:
+        schema = body["content"]["application/json"]["schema"]
+        parameters.append({"name": "body", "in": "body", "required": True, "schema": _lower(schema)})
+    if parameters:
+        out["parameters"] = parameters
+    responses = {}
+    for code, response in operation["responses"].items():
+        lowered_response: dict[str, Any] = {"description": response["description"]}
+        for content in response.get("content", {}).values():
+            lowered_response["schema"] = _lower(content["schema"])
+        for name, header in response.get("headers", {}).items():
+            lowered_response.setdefault("headers", {})[name] = {
+                "type": "string",
+                "description": header["description"],
+            }
+        responses[code] = lowered_response
+    out["responses"] = responses
+    return out
+
+
+def _trigger_operation(hooks: Mapping[str, Any], events: list[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "operationId": "OnEvent",
+        "summary": "When an event occurs",
+        "description": "Subscribes a webhook for the chosen event; deliveries arrive as sent "
+        "(signed with X-Svc-Signature; the body's fields are not published by the API).",
+        "x-ms-trigger": "single",
+        "x-ms-trigger-hint": "To see it work, cause the chosen event in the practice.",
+        "parameters": [
+            {
+                "name": "body",
+                "in": "body",
+                "required": True,
+                "schema": {
+                    "type": "object",
+                    "required": [hooks["url_field"], hooks["event_field"]],
+                    "properties": {
+                        hooks["url_field"]: {
+                            "type": "string",
+                            "description": "Callback URL of the flow.",
+                            "x-ms-notification-url": True,
+                            "x-ms-visibility": "internal",
+                        },
+                        hooks["event_field"]: {
+                            "type": "string",
+                            "description": "The event to subscribe to.",
+                            "x-ms-summary": "Event",
+                            "enum": [event for event, _ in events],
+                            "x-ms-enum-values": [
+                                {"value": event, "displayName": title} for event, title in events
+                            ],
+                        },
+                        hooks["name_field"]: {
+                            "type": "string",
+                            "default": "Power Automate",
+                            "x-ms-visibility": "internal",
+                        },
+                    },
+                },
+            }
+        ],
+        "responses": {
+            "201": {
+                "description": "Subscribed; the delivery body is what the flow receives.",
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "format": "uuid"},
+                        "event": {"type": "string"},
+                        "url": {"type": "string"},
+                    },
+                },
+            },
+        },
+    }

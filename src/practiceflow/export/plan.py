@@ -1,0 +1,352 @@
+"""Module templates as portable expression trees that the generated JavaScript interprets.
+
+Exported connectors run on Node, where there is no Jinja. Each template of a module is parsed
+with the project's one Jinja environment and translated into a small JSON expression tree
+(the "plan"); the runtime shipped with each export evaluates it. Only a declared subset is
+translated; anything else is a :class:`~practiceflow.errors.ManifestError` that names the
+module file, line and field, so an export never silently drops behaviour.
+
+Expression nodes (each a one-key JSON object):
+
+* ``{"const": v}``: a literal; ``{"now": true}``: the current time (ISO 8601, UTC);
+* ``{"ref": ["input", "entityKey"]}``: a lookup on ``input``, ``response``, ``headers``,
+  ``body``, ``item``; missing keys yield ``undefined`` (``x.get('k', d)`` is a lookup with a
+  default); ``{"path": [expr, [key, ...]]}`` is a lookup on a computed value;
+* ``{"default": [expr, fallback]}``: ``expr | default(fallback)``; a third item ``true`` is
+  ``default(fallback, true)`` (falsy values are replaced too);
+* ``{"filter": [name, expr, arg...]}``: ``pathseg``, ``date``, ``datetime``, ``tojson``,
+  ``string``, ``int``, ``float``, ``lower``, ``upper``, ``trim``, ``length``, ``omit(keys...)``;
+* ``{"concat": [expr, ...]}``: text with expressions in it (each part as a string);
+  ``{% if %}`` / ``{% elif %}`` / ``{% else %}`` blocks in text become ``if`` nodes, and
+  ``{% set x = expr %}`` becomes ``{"let": [name, expr, rest]}``;
+* ``{"cmp": [op, left, right]}`` with op one of ``== != < <= > >= in``; ``{"and": [..]}``,
+  ``{"or": [..]}``, ``{"not": expr}``; ``{"test": [name, expr]}`` for ``is defined``,
+  ``is none``, ``is mapping``, ``is string``, ``is number``, ``is sequence``...; ``{"if": [cond, then, else]}``; ``{"list": [..]}``, ``{"dict": {..}}``.
+
+A tree (a request body, an output map) keeps its YAML structure; each template leaf becomes
+``{"$pf": expression}``. The runtime applies the omission rule of
+:mod:`practiceflow.templating`: a leaf that evaluates to null or undefined is left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any
+
+from jinja2 import TemplateSyntaxError, nodes
+
+from practiceflow.errors import Issue, ManifestError
+from practiceflow.manifest.models import ActionModule, TriggerModule
+from practiceflow.templating import CompiledTemplate, environment
+
+__all__ = [
+    "FILTERS",
+    "LEAF",
+    "action_plan",
+    "expression",
+    "tree",
+    "trigger_plan",
+    "unsupported",
+]
+
+#: Marker key of a template leaf in a translated tree.
+LEAF = "$pf"
+
+#: Filters the runtimes implement (``default``/``d`` are handled as their own node).
+FILTERS = frozenset(
+    {"pathseg", "date", "datetime", "tojson", "string", "int", "float", "lower", "upper"}
+    | {"trim", "length", "omit"}
+)
+#: Filters that take arguments (the others take none).
+_WITH_ARGS = frozenset({"omit"})
+_TESTS = frozenset(
+    {"defined", "undefined", "none", "mapping", "string", "number", "sequence", "boolean"}
+    | {"integer", "float", "true", "false"}
+)
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "lteq": "<=", "gt": ">", "gteq": ">=", "in": "in"}
+_NAMES = frozenset({"input", "response", "headers", "body", "item"})
+#: Names bound by ``{% set %}`` in the template being translated.
+_LOCALS: ContextVar[frozenset[str]] = ContextVar("_LOCALS", default=frozenset())
+
+
+class _Unsupported(Exception):
+    """A Jinja construct outside the exportable subset."""
+
+
+def expression(template: CompiledTemplate) -> dict[str, Any]:
+    """Translate one compiled template into an expression node.
+
+    Args:
+        template: a template from a loaded module.
+
+    Returns:
+        The expression tree.
+
+    Raises:
+        ManifestError: the template uses something the exporters cannot carry over; the
+            issue names where it was written and which constructs are supported.
+    """
+    try:
+        parsed = environment().parse(template.source)
+        return _template(parsed)
+    except (_Unsupported, TemplateSyntaxError) as exc:
+        message = (
+            f"template {template.source!r} cannot be exported: {exc}; exporters support "
+            "lookups on input/response/headers/body/item, default(...), the filters "
+            f"{sorted(FILTERS)}, comparisons, and/or/not, 'is defined'/'is none' and literals"
+        )
+        raise ManifestError([template.origin.issue(message)]) from None
+
+
+def _template(parsed: nodes.Template) -> dict[str, Any]:
+    parts = _parts(parsed.body)
+    if len(parts) == 1 and "const" not in parts[0]:
+        return parts[0]
+    return {"concat": parts}
+
+
+def _parts(body: list[nodes.Node]) -> list[dict[str, Any]]:
+    """Text parts of a template body; ``{% if %}`` blocks become ``if`` nodes and
+    ``{% set name = expr %}`` binds ``name`` for the rest of the body (a ``let`` node)."""
+    parts: list[dict[str, Any]] = []
+    for index, statement in enumerate(body):
+        if isinstance(statement, nodes.Assign) and isinstance(statement.target, nodes.Name):
+            name = statement.target.name
+            value = _expr(statement.node)
+            token = _LOCALS.set(_LOCALS.get() | {name})
+            try:
+                rest = _parts(body[index + 1 :])
+            finally:
+                _LOCALS.reset(token)
+            parts.append({"let": [name, value, {"concat": rest}]})
+            return parts
+        if isinstance(statement, nodes.If):
+            otherwise: list[nodes.Node] = list(statement.else_)
+            for branch in reversed(statement.elif_):
+                otherwise = [nodes.If(branch.test, branch.body, [], otherwise)]
+            parts.append(
+                {
+                    "if": [
+                        _expr(statement.test),
+                        {"concat": _parts(statement.body)},
+                        {"concat": _parts(otherwise)},
+                    ]
+                }
+            )
+            continue
+        if not isinstance(statement, nodes.Output):
+            raise _Unsupported(f"statement {type(statement).__name__} (only expressions and if)")
+        for node in statement.nodes:
+            if isinstance(node, nodes.TemplateData):
+                parts.append({"const": node.data})
+            else:
+                parts.append(_expr(node))
+    return parts
+
+
+def _expr(node: nodes.Node) -> dict[str, Any]:
+    if isinstance(node, nodes.Const):
+        return {"const": node.value}
+    if isinstance(node, nodes.Name):
+        if node.name == "now":
+            return {"now": True}
+        if node.name in ("true", "false", "none", "True", "False", "None"):
+            return {"const": {"true": True, "false": False}.get(node.name.lower())}
+        if node.name not in _NAMES and node.name not in _LOCALS.get():
+            raise _Unsupported(f"unknown name {node.name!r}")
+        return {"ref": [node.name]}
+    if isinstance(node, nodes.Getattr | nodes.Getitem):
+        return _lookup(node)
+    if isinstance(node, nodes.Call):
+        return _get_call(node)
+    if isinstance(node, nodes.Filter):
+        return _filter(node)
+    if isinstance(node, nodes.Compare):
+        return _compare(node)
+    if isinstance(node, nodes.And | nodes.Or):
+        word = "and" if isinstance(node, nodes.And) else "or"
+        return {word: [_expr(node.left), _expr(node.right)]}
+    if isinstance(node, nodes.Not):
+        return {"not": _expr(node.node)}
+    if isinstance(node, nodes.Test):
+        if node.name not in _TESTS or node.args:
+            raise _Unsupported(f"test 'is {node.name}'")
+        return {"test": [node.name, _expr(node.node)]}
+    if isinstance(node, nodes.CondExpr):
+        otherwise = _expr(node.expr2) if node.expr2 is not None else {"const": None}
+        return {"if": [_expr(node.test), _expr(node.expr1), otherwise]}
+    if isinstance(node, nodes.List | nodes.Tuple):
+        return {"list": [_expr(item) for item in node.items]}
+    if isinstance(node, nodes.Dict):
+        pairs: dict[str, Any] = {}
+        for pair in node.items:
+            if not isinstance(pair.key, nodes.Const) or not isinstance(pair.key.value, str):
+                raise _Unsupported("dict literal with a computed key")
+            pairs[pair.key.value] = _expr(pair.value)
+        return {"dict": pairs}
+    raise _Unsupported(f"expression {type(node).__name__}")
+
+
+def _lookup(node: nodes.Getattr | nodes.Getitem) -> dict[str, Any]:
+    path: list[str | int] = []
+    current: nodes.Node = node
+    while isinstance(current, nodes.Getattr | nodes.Getitem):
+        if isinstance(current, nodes.Getattr):
+            path.append(current.attr)
+        elif isinstance(current.arg, nodes.Const) and isinstance(current.arg.value, str | int):
+            path.append(current.arg.value)
+        else:
+            raise _Unsupported("computed subscript")
+        current = current.node
+    base = _expr(current)
+    path.reverse()
+    if "ref" not in base:
+        return {"path": [base, path]}
+    return {"ref": [*base["ref"], *path]}
+
+
+def _get_call(node: nodes.Call) -> dict[str, Any]:
+    """``mapping.get('key')`` or ``mapping.get('key', fallback)``: a lookup with a default."""
+    target = node.node
+    simple = not node.kwargs and node.dyn_args is None and node.dyn_kwargs is None
+    if not (isinstance(target, nodes.Getattr) and target.attr == "get" and simple):
+        raise _Unsupported("function or method call (only mapping.get(key[, default]))")
+    args = node.args
+    if not 1 <= len(args) <= 2 or not isinstance(args[0], nodes.Const):
+        raise _Unsupported(".get() needs a literal key and at most a default")
+    base = _expr(target.node)
+    key = args[0].value
+    found = {"ref": [*base["ref"], key]} if "ref" in base else {"path": [base, [key]]}
+    fallback = _expr(args[1]) if len(args) == 2 else {"const": None}
+    return {"default": [found, fallback]}
+
+
+def _filter(node: nodes.Filter) -> dict[str, Any]:
+    if node.node is None or node.kwargs or node.dyn_args or node.dyn_kwargs:
+        raise _Unsupported(f"filter {node.name!r} with keyword or dynamic arguments")
+    target = _expr(node.node)
+    if node.name in ("default", "d"):
+        if len(node.args) == 2 and isinstance(node.args[1], nodes.Const):
+            # default(x, true): also replace falsy values, not only undefined ones.
+            return {"default": [target, _expr(node.args[0]), bool(node.args[1].value)]}
+        if len(node.args) != 1:
+            raise _Unsupported("default(...) needs one argument (and an optional literal flag)")
+        return {"default": [target, _expr(node.args[0])]}
+    if node.name not in FILTERS or (node.args and node.name not in _WITH_ARGS):
+        raise _Unsupported(f"filter {node.name!r}")
+    return {"filter": [node.name, target, *(_expr(arg) for arg in node.args)]}
+
+
+def _compare(node: nodes.Compare) -> dict[str, Any]:
+    left = _expr(node.expr)
+    terms: list[dict[str, Any]] = []
+    for operand in node.ops:
+        if operand.op not in _COMPARE and operand.op != "notin":
+            raise _Unsupported(f"operator {operand.op!r}")
+        right = _expr(operand.expr)
+        if operand.op == "notin":
+            terms.append({"not": {"cmp": ["in", left, right]}})
+        else:
+            terms.append({"cmp": [_COMPARE[operand.op], left, right]})
+        left = right
+    return terms[0] if len(terms) == 1 else {"and": terms}
+
+
+def tree(value: Any) -> Any:
+    """Translate a compiled tree (request body, query, output map) into its portable form.
+
+    Args:
+        value: a tree from :func:`practiceflow.templating.compile_tree` (or a plain value).
+
+    Returns:
+        The same structure with each template leaf replaced by ``{"$pf": expression}``.
+
+    Raises:
+        ManifestError: with every leaf that cannot be exported.
+    """
+    issues: list[Issue] = []
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, CompiledTemplate):
+            try:
+                return {LEAF: expression(node)}
+            except ManifestError as exc:
+                issues.extend(exc.issues)
+                return None
+        if isinstance(node, Mapping):
+            return {str(key): walk(child) for key, child in node.items()}
+        if isinstance(node, list | tuple):
+            return [walk(child) for child in node]
+        return node
+
+    result = walk(value)
+    if issues:
+        raise ManifestError(issues)
+    return result
+
+
+def action_plan(action: ActionModule) -> dict[str, Any]:
+    """The request and output of an action in portable form.
+
+    Args:
+        action: a loaded action module.
+
+    Returns:
+        ``method``, ``path``, ``query``, ``headers``, ``body``, ``map``, ``passthrough``,
+        ``errors`` (status as text -> advice) and ``list`` (the list section: ``paged``,
+        ``page_size``, ``limit``, ``filter``; None for a plain request), ready for JSON.
+
+    Raises:
+        ManifestError: a template cannot be exported (see :func:`expression`).
+    """
+    request = action.request
+    spec = action.extensions.list
+    listing = None
+    if spec is not None:
+        listing = {
+            "paged": spec.paged,
+            "page_size": spec.page_size,
+            "limit": tree(spec.limit),
+            "filter": tree(spec.filter),
+        }
+    return {
+        "method": request.method,
+        "path": tree(request.path),
+        "query": tree(request.query),
+        "headers": tree(request.headers),
+        "body": tree(request.body),
+        "map": tree(action.output.map),
+        "passthrough": action.output.passthrough,
+        "errors": {str(status): text for status, text in sorted(action.errors.items())},
+        "list": listing,
+    }
+
+
+def unsupported(action: ActionModule) -> str | None:
+    """Why an action cannot be exported to a JSON-only platform, or None when it can.
+
+    Args:
+        action: a loaded action module.
+
+    Returns:
+        The reason (file downloads need each platform's file handling, not done yet).
+    """
+    if action.extensions.download is not None:
+        return "it downloads a file; file outputs are not exported yet"
+    return None
+
+
+def trigger_plan(trigger: TriggerModule) -> dict[str, Any]:
+    """The webhook and poll sections of a trigger in portable form.
+
+    Args:
+        trigger: a loaded trigger module.
+
+    Returns:
+        ``webhook`` and ``poll`` (each None when the trigger has no such section).
+
+    Raises:
+        ManifestError: a template cannot be exported (see :func:`expression`).
+    """
+    return {"webhook": tree(trigger.webhook), "poll": tree(trigger.poll)}

@@ -1,0 +1,192 @@
+"""JSON Schema helpers shared by the exporters: local ``$ref``, types, and form fields.
+
+Module schemas use a limited dialect (``manifests/action.schema.json#/$defs/schema``): local
+``$ref`` into ``$defs`` only. Form-based platforms (Zapier, n8n) need flat fields, so
+:func:`form_fields` describes each input property as a :class:`FormField`: scalars as they
+are, an object with properties flattened into ``parent__child`` fields, an array of objects
+as line items (children), an array of scalars as a list, anything else as JSON text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+__all__ = [
+    "FormField",
+    "form_fields",
+    "help_text",
+    "main_type",
+    "resolve",
+    "rewrite_refs",
+]
+
+_SCALARS = ("string", "integer", "number", "boolean")
+
+
+def resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
+    """Follow a local ``$ref`` (``#/$defs/NAME``); the referring schema's keywords win.
+
+    Args:
+        schema: a (sub)schema.
+        root: the schema that holds ``$defs``.
+
+    Returns:
+        A copy of the schema with the reference merged in.
+    """
+    merged = dict(schema)
+    ref = merged.pop("$ref", None)
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = dict(root.get("$defs", {}).get(ref.removeprefix("#/$defs/"), {}))
+        target.update(merged)
+        return target
+    return merged
+
+
+def main_type(schema: Mapping[str, Any]) -> str:
+    """The first non-null type of a schema (``string`` when none is said).
+
+    Args:
+        schema: a resolved schema.
+
+    Returns:
+        One JSON type name.
+    """
+    declared = schema.get("type", "string")
+    types = [declared] if isinstance(declared, str) else list(declared)
+    for name in types:
+        if name != "null":
+            return str(name)
+    return "string"
+
+
+def help_text(schema: Mapping[str, Any]) -> str:
+    """Description plus the first example, as shown next to a form field.
+
+    Args:
+        schema: a resolved schema.
+
+    Returns:
+        The text (may be empty).
+    """
+    parts = [str(schema.get("description", "")).strip()]
+    examples = schema.get("examples")
+    if examples and not isinstance(examples[0], dict | list):
+        parts.append(f"Example: {examples[0]}")
+    return " ".join(part for part in parts if part)
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One form field derived from an input property.
+
+    Attributes:
+        key: the field key (``parent__child`` for a flattened nested object).
+        label: the human label.
+        help: help text.
+        type: ``string``, ``integer``, ``number``, ``boolean``, ``datetime`` or ``json``.
+        required: whether the field must be filled.
+        list: the value is a list of scalars.
+        choices: allowed values, when the schema has an ``enum``.
+        default: the schema's default, if any.
+        example: the first example value, if any.
+        children: line-item fields of an array of objects.
+    """
+
+    key: str
+    label: str
+    help: str
+    type: str
+    required: bool = False
+    list: bool = False
+    choices: tuple[Any, ...] = ()
+    default: Any = None
+    example: Any = None
+    children: tuple[FormField, ...] = field(default=())
+
+
+def _scalar_type(schema: Mapping[str, Any]) -> str:
+    kind = main_type(schema)
+    if kind == "string" and schema.get("format") == "date-time":
+        return "datetime"
+    return kind if kind in _SCALARS else "json"
+
+
+def _field(
+    key: str, label: str, schema: Mapping[str, Any], root: Mapping[str, Any], required: bool
+) -> list[FormField]:
+    resolved = resolve(schema, root)
+    kind = main_type(resolved)
+    title = str(resolved.get("title") or label)
+    examples = resolved.get("examples") or [None]
+    common: dict[str, Any] = {
+        "label": title,
+        "help": help_text(resolved),
+        "required": required,
+        "default": resolved.get("default"),
+        "example": examples[0],
+        "choices": tuple(resolved.get("enum", ())),
+    }
+    properties: Mapping[str, Any] = resolved.get("properties") or {}
+    if kind == "object" and properties:
+        inner = set(resolved.get("required", ()))
+        flat: list[FormField] = []
+        for name, sub in properties.items():
+            for child in _field(f"{key}__{name}", name, sub, root, required and name in inner):
+                flat.append(replace(child, label=f"{title}: {child.label}"))
+        return flat
+    if kind == "array":
+        items = resolve(resolved.get("items") or {}, root)
+        item_props: Mapping[str, Any] = items.get("properties") or {}
+        if main_type(items) == "object" and item_props:
+            needed = set(items.get("required", ()))
+            children = tuple(
+                child
+                for name, sub in item_props.items()
+                for child in _field(name, name, sub, root, name in needed)
+            )
+            return [FormField(key, type="json", children=children, **common)]
+        if main_type(items) in _SCALARS:
+            common["choices"] = tuple(items.get("enum", ()))
+            return [FormField(key, type=_scalar_type(items), list=True, **common)]
+        return [FormField(key, type="json", **common)]
+    return [FormField(key, type=_scalar_type(resolved), **common)]
+
+
+def form_fields(schema: Mapping[str, Any]) -> list[FormField]:
+    """The form fields of an object schema's top-level properties, required ones first.
+
+    Args:
+        schema: an input schema (``type: object`` with ``properties``).
+
+    Returns:
+        The fields, in a stable order (required first, then the schema's order).
+    """
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    required = [name for name in schema.get("required", ()) if name in properties]
+    order = required + [name for name in properties if name not in required]
+    fields: list[FormField] = []
+    for name in order:
+        fields.extend(_field(name, name, properties[name], schema, name in required))
+    return fields
+
+
+def rewrite_refs(schema: Any, mapping: Mapping[str, str]) -> Any:
+    """Replace ``$ref`` values (``#/$defs/NAME``) by their new locations.
+
+    Args:
+        schema: any schema structure.
+        mapping: old reference -> new reference.
+
+    Returns:
+        A rewritten copy.
+    """
+    if isinstance(schema, Mapping):
+        return {
+            key: (mapping.get(value, value) if key == "$ref" else rewrite_refs(value, mapping))
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [rewrite_refs(item, mapping) for item in schema]
+    return schema

@@ -1,0 +1,41 @@
+"""Named Python checks and hooks that action modules refer to, in one registry.
+
+Hooks are the exception, not the habit: only logic that YAML cannot declare lives here
+(matching a name against a settings list, the ledger rules of ``POST /api/v1/bills``). Each
+is small and tested on its own (in the test file of the action that uses it).
+
+Registered here:
+
+* checks ``lead_settings_names`` (leads), ``entity_is_active_client`` and ``ledger_rules``
+  (bills);
+* hook ``canonical_lead_names`` (leads).
+"""
+
+from __future__ import annotations
+
+from practiceflow.hooks import bills, leads
+from practiceflow.hooks.context import ActionContext, ClientLike, ResponseLike
+from practiceflow.hooks.registry import (
+    CHECKS,
+    HOOKS,
+    Named,
+    get_check,
+    get_hook,
+    register_check,
+    register_hook,
+)
+
+__all__ = [
+    "CHECKS",
+    "HOOKS",
+    "ActionContext",
+    "ClientLike",
+    "Named",
+    "ResponseLike",
+    "bills",
+    "get_check",
+    "get_hook",
+    "leads",
+    "register_check",
+    "register_hook",
+]

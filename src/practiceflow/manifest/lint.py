@@ -1,0 +1,219 @@
+"""Load-time checks that a meta-schema cannot express.
+
+Each function returns issues (never raises), so that a file's problems are all reported at
+once: the module's own schemas are valid Draft 2020-12, every ``required`` entry names a
+declared property, examples and samples fit their schemas, and templates read only names
+and input fields that exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from practiceflow.errors import Issue
+from practiceflow.manifest.validation import compile_validator, did_you_mean, issues_for
+from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
+from practiceflow.templating import CompiledTemplate, iter_templates
+
+__all__ = [
+    "check_names",
+    "check_schema",
+    "check_template_names",
+    "pii_paths",
+]
+
+_DRAFT = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+
+
+def _issue(
+    file: str, located: Located, path: JsonPath, message: str, *, key: bool = False
+) -> Issue:
+    line, column = located.where(path, key=key)
+    return Issue(file, line, column, format_path(path), message)
+
+
+def _subschemas(
+    schema: Mapping[str, Any], at: JsonPath
+) -> Iterator[tuple[Mapping[str, Any], JsonPath]]:
+    """Yield every schema nested in a schema (itself first) with its path."""
+    yield schema, at
+    for keyword in ("properties", "$defs"):
+        children = schema.get(keyword)
+        if isinstance(children, Mapping):
+            for name, child in children.items():
+                if isinstance(child, Mapping):
+                    yield from _subschemas(child, (*at, keyword, name))
+    for keyword in ("items", "additionalProperties", "not", "if", "then", "else"):
+        child = schema.get(keyword)
+        if isinstance(child, Mapping):
+            yield from _subschemas(child, (*at, keyword))
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        children = schema.get(keyword)
+        if isinstance(children, list):
+            for index, child in enumerate(children):
+                if isinstance(child, Mapping):
+                    yield from _subschemas(child, (*at, keyword, index))
+
+
+def check_schema(
+    schema: Any, at: JsonPath, *, file: str, located: Located, draft: bool = True
+) -> list[Issue]:
+    """Check a schema a module declares (``input``, ``output.schema``).
+
+    It must be valid Draft 2020-12, each ``required`` entry must be one of its
+    ``properties``, and each property's ``examples`` must fit that property.
+
+    Args:
+        schema: the schema as written.
+        at: its path in the file.
+        file: the file name for issues.
+        located: positions of the file.
+        draft: also check it against the Draft 2020-12 meta-schema (skip it when the
+            module's meta-schema already reported problems there: they would repeat).
+
+    Returns:
+        The issues found.
+    """
+    if not isinstance(schema, Mapping):
+        return []
+    issues = issues_for(_DRAFT, schema, file=file, located=located, prefix=at) if draft else []
+    sound = draft and not issues
+    defs = schema.get("$defs", {})
+    for sub, path in _subschemas(schema, at):
+        properties = sub.get("properties")
+        required = sub.get("required")
+        if isinstance(properties, Mapping) and isinstance(required, list):
+            for index, name in enumerate(required):
+                if name not in properties:
+                    match = did_you_mean(str(name), properties)
+                    hint = (
+                        f"did you mean {match!r}?" if match else f"declared: {sorted(properties)}"
+                    )
+                    message = f"{name!r} is required but not declared in properties; {hint}"
+                    issues.append(_issue(file, located, (*path, "required", index), message))
+        examples = sub.get("examples")
+        if sound and isinstance(examples, list) and path != at:
+            validator = compile_validator({**sub, "$defs": defs} if defs else sub)
+            for index, example in enumerate(examples):
+                issues.extend(
+                    issues_for(
+                        validator,
+                        example,
+                        file=file,
+                        located=located,
+                        prefix=(*path, "examples", index),
+                    )
+                )
+    return issues
+
+
+def check_template_names(
+    templates: Iterable[CompiledTemplate],
+    *,
+    allowed: Iterable[str],
+    input_fields: Iterable[str],
+    file: str,
+) -> list[Issue]:
+    """Check that templates read only known names and declared input fields.
+
+    Args:
+        templates: compiled templates (their origins locate the issues).
+        allowed: top-level names these templates may read (``input``, ``now``...).
+        input_fields: the declared top-level input properties.
+        file: the file name for issues.
+
+    Returns:
+        One issue per unknown name or undeclared input field, with "did you mean".
+    """
+    allowed_names = sorted(allowed)
+    fields = sorted(input_fields)
+    issues: list[Issue] = []
+    for template in templates:
+        for name in sorted(template.names - set(allowed_names)):
+            match = did_you_mean(name, allowed_names)
+            hint = (
+                f"did you mean {match!r}?" if match else f"templates here may read {allowed_names}"
+            )
+            issues.append(template.origin.issue(f"unknown name {name!r} in template; {hint}"))
+        for name in sorted(template.attributes.get("input", frozenset()) - set(fields)):
+            match = did_you_mean(name, fields)
+            hint = f"did you mean {match!r}?" if match else f"declared: {fields}"
+            message = f"input.{name} is not declared in input.properties; {hint}"
+            issues.append(template.origin.issue(message))
+    return issues
+
+
+def check_names(
+    names: Any, known: Iterable[str], *, what: str, at: JsonPath, file: str, located: Located
+) -> list[Issue]:
+    """Check that names (of checks, hooks, modules) exist in a registry.
+
+    Args:
+        names: a name or a list of names as written.
+        known: the valid names.
+        what: what they are, for the message (``check``, ``hook``...).
+        at: path of the name (or list) in the file.
+        file: the file name for issues.
+        located: positions of the file.
+
+    Returns:
+        One issue per unknown name, with "did you mean" or the valid values.
+    """
+    valid = sorted(known)
+    items = (
+        [(at, names)]
+        if isinstance(names, str)
+        else [
+            ((*at, index), name) for index, name in enumerate(names or []) if isinstance(name, str)
+        ]
+    )
+    issues = []
+    for path, name in items:
+        if name in valid:
+            continue
+        match = did_you_mean(name, valid)
+        hint = f"did you mean {match!r}?" if match else f"valid values are {valid}"
+        issues.append(_issue(file, located, path, f"unknown {what} {name!r}; {hint}"))
+    return issues
+
+
+def pii_paths(schema: Mapping[str, Any]) -> frozenset[tuple[str, ...]]:
+    """Collect the paths of fields marked ``x-pii: true`` in an input schema.
+
+    Args:
+        schema: the input schema.
+
+    Returns:
+        Paths of field names from the input root; ``*`` stands for any list index.
+    """
+    defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), Mapping) else {}
+    found: set[tuple[str, ...]] = set()
+
+    def walk(node: Any, at: tuple[str, ...], depth: int) -> None:
+        if not isinstance(node, Mapping) or depth > 32:
+            return
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            walk(defs.get(ref.removeprefix("#/$defs/")), at, depth + 1)
+        if node.get("x-pii") is True and at:
+            found.add(at)
+            return
+        properties = node.get("properties")
+        if isinstance(properties, Mapping):
+            for name, child in properties.items():
+                walk(child, (*at, name), depth + 1)
+        walk(node.get("items"), (*at, "*"), depth + 1)
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            for child in node.get(keyword) or []:
+                walk(child, at, depth + 1)
+
+    walk(schema, (), 0)
+    return frozenset(found)
+
+
+def templates_of(*trees: Any) -> list[CompiledTemplate]:
+    """Return every compiled template in some trees."""
+    return [template for tree in trees for template in iter_templates(tree)]

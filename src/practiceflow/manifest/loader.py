@@ -1,0 +1,476 @@
+"""Loading action modules, trigger modules, recipes and the connector manifest.
+
+Each loader reads one file with positions (:mod:`~practiceflow.manifest.yamlpos`), checks it
+against its meta-schema in ``manifests/``, runs the load-time checks of
+:mod:`~practiceflow.manifest.lint`, compiles its templates, and raises one
+:class:`~practiceflow.errors.ManifestError` carrying every issue found, each located as
+``file:line:column json.path: message``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+from practiceflow import hooks
+from practiceflow.errors import Issue, ManifestError
+from practiceflow.manifest import lint
+from practiceflow.manifest.extensions import compile_extensions
+from practiceflow.manifest.models import (
+    ActionModule,
+    Module,
+    OutputSpec,
+    Recipe,
+    RecipeStep,
+    RequestSpec,
+    TriggerModule,
+)
+from practiceflow.manifest.validation import (
+    compile_checker,
+    compile_validator,
+    issues_for,
+    meta_validator,
+)
+from practiceflow.manifest.yamlpos import JsonPath, Located, YamlLoadError, format_path, load_yaml
+from practiceflow.resources import data_dir
+from practiceflow.templating import Origin, compile_tree
+
+__all__ = [
+    "ACTION_NAMES",
+    "OUTPUT_NAMES",
+    "RECIPE_NAMES",
+    "load_action",
+    "load_connector",
+    "load_module",
+    "load_recipe",
+    "load_trigger",
+    "read_located",
+]
+
+#: Names request templates may read.
+ACTION_NAMES = frozenset({"input", "now"})
+#: Names output.map templates may read.
+OUTPUT_NAMES = frozenset({"response", "headers", "input", "now"})
+#: Names recipe templates may read.
+RECIPE_NAMES = frozenset({"trigger", "steps", "vars", "now", "item"})
+_WEBHOOK_NAMES = frozenset({"body", "headers", "input", "now"})
+_POLL_NAMES = frozenset({"item", "input", "now"})
+
+PathLike = str | Path | Traversable
+
+
+def _display(path: PathLike) -> str:
+    if isinstance(path, Path):
+        try:
+            return str(path.resolve().relative_to(Path.cwd()))
+        except ValueError:
+            return str(path)
+    return str(path)
+
+
+def _stem(path: PathLike) -> str:
+    name = path.name if not isinstance(path, str) else Path(path).name
+    return name.rsplit(".", 1)[0]
+
+
+def read_located(path: PathLike, display: str | None = None) -> tuple[Located, str]:
+    """Read a YAML (or JSON) file with positions.
+
+    Args:
+        path: the file.
+        display: the name to use in messages (default: the path relative to the CWD).
+
+    Returns:
+        The located document and its display name.
+
+    Raises:
+        ManifestError: when the file cannot be read or is not acceptable YAML.
+    """
+    file = display or _display(path)
+    target = Path(path) if isinstance(path, str) else path
+    try:
+        text = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError([Issue(file, 0, 0, "", f"cannot read the file: {exc}")]) from None
+    try:
+        located = load_yaml(text)
+    except YamlLoadError as exc:
+        raise ManifestError([Issue(file, exc.line, exc.column, "", exc.message)]) from None
+    return located, file
+
+
+def _origins(file: str, located: Located) -> Callable[[JsonPath], Origin]:
+    def origin_for(path: JsonPath) -> Origin:
+        line, column = located.where(path)
+        return Origin(file, line, column, format_path(path))
+
+    return origin_for
+
+
+def _start(kind: str, located: Located, file: str, stem: str | None) -> list[Issue]:
+    data = located.data
+    if not isinstance(data, Mapping):
+        return [Issue(file, 1, 1, "", f"expected a mapping of {kind} fields at the top")]
+    issues = issues_for(meta_validator(kind), data, file=file, located=located)
+    key = data.get("key")
+    if stem is not None and isinstance(key, str) and key != stem:
+        line, column = located.where(("key",))
+        message = f"got {key!r}; the key must equal the file name, {stem!r}"
+        issues.append(Issue(file, line, column, "key", message))
+    return issues
+
+
+def _clean(issues: list[Issue], path: str) -> bool:
+    """Whether no issue so far lies at or under a path (its own checks would repeat them)."""
+    return not any(
+        issue.path == path or issue.path.startswith((path + ".", path + "[")) for issue in issues
+    )
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
+    """Load and check one action module.
+
+    Args:
+        path: the YAML file; its stem must equal the module's ``key``.
+        display: the file name to use in messages.
+
+    Returns:
+        The loaded module, templates compiled.
+
+    Raises:
+        ManifestError: with every issue of the file.
+    """
+    located, file = read_located(path, display)
+    return action_from(located, file, _stem(path))
+
+
+def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
+    """Build an action module from an already read document (see :func:`load_action`)."""
+    issues = _start("action", located, file, stem)
+    data = located.data
+    if not isinstance(data, Mapping):
+        raise ManifestError(issues)
+    input_schema = _as_dict(data.get("input"))
+    output = _as_dict(data.get("output"))
+    output_schema = _as_dict(output.get("schema"))
+    request = _as_dict(data.get("request"))
+    issues += lint.check_schema(
+        input_schema, ("input",), file=file, located=located, draft=_clean(issues, "input")
+    )
+    output_ok = _clean(issues, "output.schema")
+    issues += lint.check_schema(
+        output_schema, ("output", "schema"), file=file, located=located, draft=output_ok
+    )
+    output_ok = _clean(issues, "output.schema")
+    if output_ok and "sample" in data:
+        issues += issues_for(
+            compile_validator(output_schema),
+            data["sample"],
+            file=file,
+            located=located,
+            prefix=("sample",),
+        )
+
+    origin_for = _origins(file, located)
+    trees: dict[str, Any] = {}
+    for part in ("path", "query", "headers", "body"):
+        if part in request:
+            trees[part], found = compile_tree(request[part], origin_for, ("request", part))
+            issues += found
+    out_map, found = compile_tree(output.get("map"), origin_for, ("output", "map"))
+    issues += found
+    fields = list(_as_dict(input_schema.get("properties")))
+    issues += lint.check_template_names(
+        lint.templates_of(*trees.values()), allowed=ACTION_NAMES, input_fields=fields, file=file
+    )
+    issues += lint.check_template_names(
+        lint.templates_of(out_map), allowed=OUTPUT_NAMES, input_fields=fields, file=file
+    )
+    extensions, found = compile_extensions(data, origin_for, fields, file=file, located=located)
+    issues += found
+    issues += lint.check_names(
+        data.get("checks"), hooks.CHECKS, what="check", at=("checks",), file=file, located=located
+    )
+    if "hook" in data:
+        issues += lint.check_names(
+            data.get("hook"), hooks.HOOKS, what="hook", at=("hook",), file=file, located=located
+        )
+    if issues:
+        raise ManifestError(issues)
+
+    # The file is sound from here on: the schemas compile.
+    output_validator = compile_checker(output_schema)
+    sample = data["sample"]
+    return ActionModule(
+        key=data["key"],
+        title=data["title"],
+        description=data["description"],
+        noun=data["noun"],
+        kind=data.get("kind"),
+        input_schema=input_schema,
+        input_validator=compile_checker(input_schema),
+        request=RequestSpec(
+            method=request["method"],
+            path=trees["path"],
+            query=trees.get("query"),
+            headers=trees.get("headers"),
+            body=trees.get("body"),
+        ),
+        output=OutputSpec(
+            map=out_map,
+            passthrough=bool(output.get("passthrough", False)),
+            schema=output_schema,
+            validator=output_validator,
+        ),
+        sample=sample,
+        needs_write=data["needs_write"],
+        checks=tuple(data.get("checks", ())),
+        hook=data.get("hook"),
+        errors={int(status): text for status, text in _as_dict(data.get("errors")).items()},
+        override=bool(data.get("override", False)),
+        source=file,
+        pii_paths=lint.pii_paths(input_schema),
+        extensions=extensions,
+    )
+
+
+def load_trigger(path: PathLike, *, display: str | None = None) -> TriggerModule:
+    """Load and check one trigger module.
+
+    Args:
+        path: the YAML file; its stem must equal the module's ``key``.
+        display: the file name to use in messages.
+
+    Returns:
+        The loaded module, templates compiled.
+
+    Raises:
+        ManifestError: with every issue of the file.
+    """
+    located, file = read_located(path, display)
+    return trigger_from(located, file, _stem(path))
+
+
+def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule:
+    """Build a trigger module from an already read document (see :func:`load_trigger`)."""
+    issues = _start("trigger", located, file, stem)
+    data = located.data
+    if not isinstance(data, Mapping):
+        raise ManifestError(issues)
+    input_schema = _as_dict(data.get("input")) or {"type": "object", "properties": {}}
+    output_schema = _as_dict(_as_dict(data.get("output")).get("schema"))
+    if "input" in data:
+        issues += lint.check_schema(
+            input_schema, ("input",), file=file, located=located, draft=_clean(issues, "input")
+        )
+    output_ok = _clean(issues, "output.schema")
+    issues += lint.check_schema(
+        output_schema, ("output", "schema"), file=file, located=located, draft=output_ok
+    )
+    output_ok = _clean(issues, "output.schema")
+    if output_ok and "sample" in data:
+        issues += issues_for(
+            compile_validator(output_schema),
+            data["sample"],
+            file=file,
+            located=located,
+            prefix=("sample",),
+        )
+    origin_for = _origins(file, located)
+    fields = list(_as_dict(input_schema.get("properties")))
+    sections: dict[str, dict[str, Any] | None] = {}
+    for name, allowed in (("webhook", _WEBHOOK_NAMES), ("poll", _POLL_NAMES)):
+        if name not in data:
+            sections[name] = None
+            continue
+        compiled, found = compile_tree(_as_dict(data[name]), origin_for, (name,))
+        issues += found
+        issues += lint.check_template_names(
+            lint.templates_of(compiled), allowed=allowed, input_fields=fields, file=file
+        )
+        sections[name] = compiled
+    if issues:
+        raise ManifestError(issues)
+    validator = compile_checker(output_schema)
+    return TriggerModule(
+        key=data["key"],
+        title=data["title"],
+        description=data["description"],
+        noun=data["noun"],
+        input_schema=input_schema,
+        output_schema=output_schema,
+        output_validator=validator,
+        sample=data["sample"],
+        webhook=sections["webhook"],
+        poll=sections["poll"],
+        override=bool(data.get("override", False)),
+        source=file,
+    )
+
+
+def load_module(path: PathLike, *, display: str | None = None) -> Module:
+    """Load an action or a trigger module, telling which from its folder or its content.
+
+    A file under a ``triggers`` folder, or one with a ``webhook`` or ``poll`` section and no
+    ``request``, is a trigger; anything else is an action.
+
+    Args:
+        path: the YAML file.
+        display: the file name to use in messages.
+
+    Returns:
+        The loaded module.
+
+    Raises:
+        ManifestError: with every issue of the file.
+    """
+    located, file = read_located(path, display)
+    parent = Path(str(path)).parent.name
+    data = located.data if isinstance(located.data, Mapping) else {}
+    is_trigger = parent == "triggers" or (
+        parent != "actions" and "request" not in data and ("webhook" in data or "poll" in data)
+    )
+    if is_trigger:
+        return trigger_from(located, file, _stem(path))
+    return action_from(located, file, _stem(path))
+
+
+def load_recipe(path: PathLike, *, registry: Any = None, display: str | None = None) -> Recipe:
+    """Load and check a recipe (running it is the runner's job).
+
+    Beyond its schema, step ids must be unique, templates must compile and read only
+    ``trigger``, ``steps``, ``vars``, ``now`` and ``item``, and ``steps.ID`` must name an
+    earlier step. With a registry, the trigger and the actions must exist and ``retry`` is
+    accepted only on steps whose action does not write.
+
+    Args:
+        path: the recipe file.
+        registry: a :class:`~practiceflow.manifest.registry.ModuleRegistry` to check the
+            ``use`` keys against; None skips that check.
+        display: the file name to use in messages.
+
+    Returns:
+        The loaded recipe.
+
+    Raises:
+        ManifestError: with every issue of the file.
+    """
+    located, file = read_located(path, display)
+    data = located.data
+    if not isinstance(data, Mapping):
+        raise ManifestError([Issue(file, 1, 1, "", "expected a mapping with name, trigger, steps")])
+    issues = issues_for(meta_validator("recipe"), data, file=file, located=located)
+    if issues:
+        raise ManifestError(issues)
+    origin_for = _origins(file, located)
+    trigger = data["trigger"]
+    trigger_with, found = compile_tree(trigger.get("with", {}), origin_for, ("trigger", "with"))
+    issues += found
+    seen: list[str] = []
+    steps: list[RecipeStep] = []
+    for index, raw in enumerate(data["steps"]):
+        at: JsonPath = ("steps", index)
+        if raw["id"] in seen:
+            line, column = located.where((*at, "id"))
+            message = f"step id {raw['id']!r} is used twice; ids must be unique"
+            issues.append(Issue(file, line, column, format_path((*at, "id")), message))
+        compiled: dict[str, Any] = {}
+        for part in ("with", "if", "for_each"):
+            if part in raw:
+                compiled[part], found = compile_tree(raw[part], origin_for, (*at, part))
+                issues += found
+        for template in lint.templates_of(*compiled.values()):
+            issues += _recipe_template_issues(template, seen)
+        if registry is not None:
+            issues += _recipe_use_issues(raw, registry, at, file, located)
+        steps.append(
+            RecipeStep(
+                id=raw["id"],
+                use=raw["use"],
+                with_=compiled.get("with", {}),
+                if_=compiled.get("if"),
+                for_each=compiled.get("for_each"),
+                on_error=raw.get("on_error", "stop"),
+                retry=raw.get("retry"),
+            )
+        )
+        seen.append(raw["id"])
+    if registry is not None and trigger["use"] not in registry.triggers:
+        issues += lint.check_names(
+            trigger["use"],
+            registry.triggers,
+            what="trigger",
+            at=("trigger", "use"),
+            file=file,
+            located=located,
+        )
+    if issues:
+        raise ManifestError(issues)
+    return Recipe(
+        name=data["name"],
+        description=data.get("description", ""),
+        profile=data.get("profile"),
+        trigger=trigger["use"],
+        mode=trigger.get("mode", "auto"),
+        trigger_with=trigger_with,
+        vars=data.get("vars", {}),
+        steps=tuple(steps),
+        source=file,
+        raw=data,
+    )
+
+
+def _recipe_template_issues(template: Any, earlier: list[str]) -> list[Issue]:
+    issues = lint.check_template_names(
+        [template], allowed=RECIPE_NAMES, input_fields=(), file=template.origin.file
+    )
+    # 'input' is not a recipe name; drop the undeclared-input noise check_template_names adds.
+    issues = [issue for issue in issues if not issue.message.startswith("input.")]
+    for name in sorted(template.attributes.get("steps", frozenset()) - set(earlier)):
+        hint = f"earlier steps are {earlier}" if earlier else "no step runs before this one"
+        issues.append(template.origin.issue(f"steps.{name} is not an earlier step; {hint}"))
+    return issues
+
+
+def _recipe_use_issues(
+    raw: Mapping[str, Any], registry: Any, at: JsonPath, file: str, located: Located
+) -> list[Issue]:
+    if raw["use"] not in registry.actions:
+        return lint.check_names(
+            raw["use"], registry.actions, what="action", at=(*at, "use"), file=file, located=located
+        )
+    action = registry.actions[raw["use"]]
+    if "retry" in raw and action.needs_write:
+        line, column = located.where((*at, "retry"))
+        message = (
+            f"retry is for read steps only; {raw['use']!r} writes, and writes are never "
+            "retried blindly"
+        )
+        return [Issue(file, line, column, format_path((*at, "retry")), message)]
+    return []
+
+
+def load_connector(path: PathLike | None = None) -> dict[str, Any]:
+    """Load the connector manifest (default: the shipped ``manifests/connector.yaml``).
+
+    Args:
+        path: another connector file to check.
+
+    Returns:
+        The manifest as plain data.
+
+    Raises:
+        ManifestError: with every issue of the file.
+    """
+    target = path if path is not None else data_dir("manifests") / "connector.yaml"
+    located, file = read_located(target, None if path is not None else "manifests/connector.yaml")
+    issues = _start("connector", located, file, None)
+    if issues:
+        raise ManifestError(issues)
+    return dict(located.data)

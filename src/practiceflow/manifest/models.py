@@ -1,0 +1,216 @@
+"""The loaded, validated forms of action modules, trigger modules and recipes.
+
+These are built only by the loader (:mod:`practiceflow.manifest.loader`), after the file
+passed its meta-schema and every load-time check; their templates are already compiled.
+The meta-schemas in ``manifests/`` stay the one definition of each file format: these
+classes hold what the engine needs at run time, not a second description of the format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from practiceflow.manifest.extensions import Extensions
+from practiceflow.manifest.validation import SchemaValidator
+from practiceflow.templating import CompiledTemplate
+
+__all__ = [
+    "ActionModule",
+    "Module",
+    "OutputSpec",
+    "Recipe",
+    "RecipeStep",
+    "RequestSpec",
+    "TriggerModule",
+]
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    """The request an action sends, as compiled template trees.
+
+    Attributes:
+        method: HTTP method.
+        path: template of the path under the base URL.
+        query: tree of query parameters (None when the module has none).
+        headers: tree of extra headers (None when the module has none).
+        body: tree of the JSON body (None when the request has no body).
+    """
+
+    method: str
+    path: CompiledTemplate | str
+    query: Any = None
+    headers: Any = None
+    body: Any = None
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """How a response becomes the action's output.
+
+    Attributes:
+        map: tree (or one template) over ``response``, ``headers`` and ``input``; None means
+            the parsed body is the output.
+        passthrough: copy response fields that ``map`` does not name.
+        schema: JSON Schema of the output.
+        validator: compiled validator of ``schema``.
+    """
+
+    map: Any
+    passthrough: bool
+    schema: Mapping[str, Any]
+    validator: SchemaValidator
+
+
+@dataclass(frozen=True, eq=False)
+class ActionModule:
+    """A loaded action module (see ``manifests/action.schema.json`` for every field).
+
+    Attributes:
+        key: the action's key (its file name stem).
+        title: short title.
+        description: help text.
+        noun: what it is about (Client, Lead, Bill...).
+        kind: create, search or read, for exporters; None when not said.
+        input_schema: JSON Schema of the input.
+        input_validator: compiled validator of ``input_schema``.
+        request: the compiled request.
+        output: the output mapping and schema.
+        sample: an example output (valid against the output schema).
+        needs_write: whether the route needs ``canWrite``.
+        checks: names of pre-send checks, in order.
+        hook: name of the input hook, if any.
+        errors: HTTP status -> what the user should do.
+        override: whether it replaces a shipped module of the same key.
+        source: the file it was loaded from, as shown in messages.
+        pii_paths: JSON paths of input fields marked ``x-pii`` (``*`` stands for any index).
+        extensions: the optional ``list``, ``download`` and ``warn_if`` sections.
+    """
+
+    key: str
+    title: str
+    description: str
+    noun: str
+    kind: str | None
+    input_schema: Mapping[str, Any]
+    input_validator: SchemaValidator
+    request: RequestSpec
+    output: OutputSpec
+    sample: Mapping[str, Any]
+    needs_write: bool
+    checks: tuple[str, ...]
+    hook: str | None
+    errors: Mapping[int, str]
+    override: bool
+    source: str
+    pii_paths: frozenset[tuple[str, ...]] = frozenset()
+    extensions: Extensions = field(default_factory=Extensions)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """Names of the required top-level input fields."""
+        return tuple(self.input_schema.get("required", ()))
+
+    def example_input(self) -> dict[str, Any]:
+        """Build an example input from the first ``examples`` entry of each top-level field.
+
+        Returns:
+            The example (required fields first); fields without examples are left out.
+        """
+        properties: Mapping[str, Any] = self.input_schema.get("properties", {})
+        order = list(self.required) + [name for name in properties if name not in self.required]
+        example: dict[str, Any] = {}
+        for name in order:
+            examples = properties.get(name, {}).get("examples")
+            if examples:
+                example[name] = examples[0]
+        return example
+
+
+@dataclass(frozen=True, eq=False)
+class TriggerModule:
+    """A loaded trigger module (see ``manifests/trigger.schema.json``).
+
+    Attributes:
+        key: the trigger's key (its file name stem).
+        title: short title.
+        description: help text.
+        noun: what it is about.
+        input_schema: JSON Schema of the trigger's options (empty object when none).
+        output_schema: JSON Schema of each event.
+        output_validator: compiled validator of ``output_schema``.
+        sample: an example event.
+        webhook: the webhook section with compiled templates, or None.
+        poll: the poll section with compiled templates, or None.
+        override: whether it replaces a shipped module of the same key.
+        source: the file it was loaded from.
+    """
+
+    key: str
+    title: str
+    description: str
+    noun: str
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any]
+    output_validator: SchemaValidator
+    sample: Mapping[str, Any]
+    webhook: Mapping[str, Any] | None
+    poll: Mapping[str, Any] | None
+    override: bool
+    source: str
+
+
+Module = ActionModule | TriggerModule
+
+
+@dataclass(frozen=True)
+class RecipeStep:
+    """One step of a recipe.
+
+    Attributes:
+        id: unique id; later steps read its output as ``steps.<id>``.
+        use: the action key.
+        with_: the action's input as a compiled tree.
+        if_: condition template, or None.
+        for_each: template yielding a list, or None.
+        on_error: ``stop`` or ``continue``.
+        retry: retry settings for read steps (``attempts``, ``backoff``), or None.
+    """
+
+    id: str
+    use: str
+    with_: Any
+    if_: CompiledTemplate | None
+    for_each: CompiledTemplate | None
+    on_error: str
+    retry: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A loaded recipe (see ``manifests/recipe.schema.json``).
+
+    Attributes:
+        name: the recipe's name.
+        description: what it does.
+        profile: credentials profile name, or None.
+        trigger: the trigger key.
+        mode: auto, webhook, poll or both.
+        trigger_with: the trigger's options as a compiled tree.
+        vars: named values templates read as ``vars``.
+        steps: the steps, in order.
+        source: the file it was loaded from.
+    """
+
+    name: str
+    description: str
+    profile: str | None
+    trigger: str
+    mode: str
+    trigger_with: Any
+    vars: Mapping[str, Any]
+    steps: tuple[RecipeStep, ...]
+    source: str
+    raw: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,444 @@
+"""JSON Schema validation whose every error says where, what it got and what would be valid.
+
+Used for module files against the meta-schemas in ``manifests/``, for action input against a
+module's ``input`` schema, and for output against its ``output.schema``. All errors of a
+document are reported at once (``iter_errors``), each turned into an
+:class:`~practiceflow.errors.Issue`::
+
+    actions/create_bill.yaml:14:7 input.properties.lineItems.items: 'amonut' is not a known
+    field; did you mean 'amount'?
+    input:3:5 lineItems[0].amount: got 'ten'; expected a number
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import date, datetime
+from functools import lru_cache
+from typing import Any, Protocol
+
+from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema.exceptions import ValidationError as SchemaValidationError
+from jsonschema.protocols import Validator
+from referencing import Registry, Resource
+
+from practiceflow.errors import Issue
+from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
+from practiceflow.resources import data_dir
+
+__all__ = [
+    "FORMAT_CHECKER",
+    "ErrorSource",
+    "SchemaValidator",
+    "compile_checker",
+    "compile_validator",
+    "did_you_mean",
+    "issues_for",
+    "meta_schema",
+    "meta_validator",
+]
+
+FORMAT_CHECKER = FormatChecker()
+
+
+@FORMAT_CHECKER.checks("date", raises=ValueError)
+def _is_date(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        raise ValueError(value)
+    date.fromisoformat(value)
+    return True
+
+
+@FORMAT_CHECKER.checks("date-time", raises=ValueError)
+def _is_datetime(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not re.fullmatch(
+        r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?", value
+    ):
+        raise ValueError(value)
+    datetime.fromisoformat(value[:-1] + "+00:00" if value[-1] in "Zz" else value)
+    return True
+
+
+for _name in ("email", "uuid"):
+    FORMAT_CHECKER.checkers[_name] = Draft202012Validator.FORMAT_CHECKER.checkers[_name]
+
+_FORMAT_WORDS = {
+    "date": "a date as YYYY-MM-DD",
+    "date-time": "a UTC ISO 8601 datetime such as 2024-05-01T09:30:00Z",
+    "uuid": "a UUID such as 3f2c9a3e-8d7b-4d6a-9a41-2b1f0c7e5d10",
+    "email": "an email address",
+}
+
+_TYPE_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
+
+
+class ErrorSource(Protocol):
+    """Anything that lists the validation errors of an instance (a jsonschema validator)."""
+
+    def iter_errors(self, instance: Any) -> Iterable[SchemaValidationError]:
+        """Yield every error of ``instance``."""
+        ...
+
+
+def _accelerator(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
+    """A fast yes/no check from jsonschema-rs, when it is installed and not switched off.
+
+    It only ever *accepts*: a document it refuses is checked again by jsonschema, which
+    words the errors and has the last word, so both libraries' format checks never
+    disagree in the user's disfavour.
+    """
+    if os.environ.get("PRACTICEFLOW_VALIDATION", "").lower() == "python":
+        return None
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - depends on the install
+        return None
+    try:
+        fast = jsonschema_rs.validator_for(
+            {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema},
+            validate_formats=True,
+            offline=True,
+        )
+    except Exception:
+        return None
+    return fast.is_valid
+
+
+class SchemaValidator:
+    """A compiled Draft 2020-12 validator with format checks and an optional fast path.
+
+    Attributes:
+        schema: the schema.
+        python: the :mod:`jsonschema` validator (the reference, and the errors' wording).
+        accelerated: whether a jsonschema-rs fast path is in use.
+    """
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema
+        self.python = compile_validator(schema)
+        self._fast = _accelerator(schema)
+        self.accelerated = self._fast is not None
+
+    def is_valid(self, instance: Any) -> bool:
+        """Tell whether an instance is valid."""
+        if self._fast is not None and self._fast(instance):
+            return True
+        return bool(self.python.is_valid(instance))
+
+    def iter_errors(self, instance: Any) -> Iterator[SchemaValidationError]:
+        """Yield every error of an instance (none when the fast path accepts it)."""
+        if self._fast is not None and self._fast(instance):
+            return iter(())
+        return iter(self.python.iter_errors(instance))
+
+
+def compile_validator(schema: Mapping[str, Any]) -> Validator:
+    """Build a reusable :mod:`jsonschema` Draft 2020-12 validator with format checks.
+
+    Args:
+        schema: a schema already known to be valid.
+
+    Returns:
+        The validator.
+    """
+    return Draft202012Validator(schema, format_checker=FORMAT_CHECKER)
+
+
+def compile_checker(schema: Mapping[str, Any]) -> SchemaValidator:
+    """Build a :class:`SchemaValidator`: like :func:`compile_validator`, with the fast path.
+
+    Use it for schemas checked on every run (action input and output).
+
+    Args:
+        schema: a schema already known to be valid.
+
+    Returns:
+        The validator.
+    """
+    return SchemaValidator(schema)
+
+
+@lru_cache(maxsize=8)
+def meta_schema(kind: str) -> Mapping[str, Any]:
+    """Return one of the meta-schemas shipped in ``manifests/``.
+
+    Args:
+        kind: ``action``, ``trigger``, ``recipe`` or ``connector``.
+
+    Returns:
+        The parsed schema.
+    """
+    text = (data_dir("manifests") / f"{kind}.schema.json").read_text(encoding="utf-8")
+    schema: Mapping[str, Any] = json.loads(text)
+    return schema
+
+
+META_KINDS = ("action", "trigger", "recipe", "connector")
+
+
+@lru_cache(maxsize=1)
+def _meta_registry() -> Registry[Any]:
+    # Trigger modules reuse the schema dialect defined once in action.schema.json.
+    resources = [
+        (meta_schema(kind)["$id"], Resource.from_contents(dict(meta_schema(kind))))
+        for kind in META_KINDS
+    ]
+    return Registry().with_resources(resources)
+
+
+@lru_cache(maxsize=8)
+def meta_validator(kind: str) -> Validator:
+    """Return a cached validator for one meta-schema (see :func:`meta_schema`).
+
+    Args:
+        kind: ``action``, ``trigger``, ``recipe`` or ``connector``.
+
+    Returns:
+        The validator, able to follow references between the meta-schemas.
+    """
+    return Draft202012Validator(
+        meta_schema(kind), format_checker=FORMAT_CHECKER, registry=_meta_registry()
+    )
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    """Return the candidate closest to a misspelt word, if one is close enough.
+
+    Args:
+        word: what the user wrote.
+        candidates: the valid words.
+
+    Returns:
+        The best match, or None.
+    """
+    options = [c for c in candidates if c != word]
+    lowered = {c.lower(): c for c in options}
+    if word.lower() in lowered:
+        return lowered[word.lower()]
+    matches = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _expected_types(schema_type: Any) -> str:
+    names = [schema_type] if isinstance(schema_type, str) else list(schema_type)
+    words = [_TYPE_WORDS.get(name, name) for name in names]
+    return " or ".join(words)
+
+
+def _one_of_list(values: Sequence[Any], limit: int = 12) -> str:
+    shown = ", ".join(repr(v) for v in values[:limit])
+    more = f", ... ({len(values) - limit} more)" if len(values) > limit else ""
+    return f"[{shown}{more}]"
+
+
+def _suggestion(word: Any, candidates: Iterable[Any]) -> str:
+    if not isinstance(word, str):
+        return ""
+    match = did_you_mean(word, [c for c in candidates if isinstance(c, str)])
+    return f"; did you mean {match!r}?" if match else ""
+
+
+def issues_for(
+    validator: ErrorSource,
+    data: Any,
+    *,
+    file: str,
+    located: Located | None = None,
+    prefix: JsonPath = (),
+    redact: Callable[[JsonPath], bool] | None = None,
+) -> list[Issue]:
+    """Validate and turn every error into a located issue, in document order.
+
+    Args:
+        validator: a compiled validator.
+        data: the instance to check.
+        file: the file name used in the issues (``input`` for data from code).
+        located: positions of the document ``data`` came from, when it came from a file.
+        prefix: where ``data`` sits inside that document (for positions and paths).
+        redact: says, for a path inside ``data``, whether its value is personal data that
+            must not be echoed (it is then shown as ``***``).
+
+    Returns:
+        The issues; empty when the data is valid.
+    """
+    issues: list[Issue] = []
+    for error in validator.iter_errors(data):
+        masked = redact is not None and redact((*prefix, *error.absolute_path))
+        for path, message, key_path in _explain(error, masked):
+            full = (*prefix, *path)
+            line, column = (0, 0)
+            if located is not None:
+                if key_path is not None:
+                    line, column = located.where((*prefix, *key_path), key=True)
+                else:
+                    line, column = located.where(full)
+            issues.append(Issue(file, line, column, format_path(full), message))
+    issues.sort(key=lambda issue: (issue.line, issue.column, issue.path))
+    return _dedupe(issues)
+
+
+def _dedupe(issues: list[Issue]) -> list[Issue]:
+    seen: set[Issue] = set()
+    out: list[Issue] = []
+    for issue in issues:
+        if issue not in seen:
+            seen.add(issue)
+            out.append(issue)
+    return out
+
+
+_Explained = tuple[JsonPath, str, JsonPath | None]
+
+
+def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explained]:
+    """Return (path shown, message, path of the key to point at or None) per problem."""
+    path: JsonPath = tuple(error.absolute_path)
+
+    def _show(value: Any) -> str:
+        return "***" if masked else _shown(value)
+
+    def _suggest(word: Any, candidates: Iterable[Any]) -> str:
+        return "" if masked else _suggestion(word, candidates)
+
+    value = error.instance
+    schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
+    kind = error.validator
+    expected: Any = error.validator_value
+    if "propertyNames" in error.absolute_schema_path:
+        expected_text = f"; expected text matching {expected}" if kind == "pattern" else ""
+        message = f"key {_shown(value)} is not allowed here{expected_text}"
+        return [(path, message, (*path, str(value)))]
+    if kind == "additionalProperties" and isinstance(value, Mapping):
+        return _unknown_keys(path, value, schema)
+    if kind == "required" and isinstance(value, Mapping):
+        missing = [name for name in expected if name not in value]
+        out: list[_Explained] = []
+        for name in missing:
+            hint = _suggest(name, value.keys())
+            note = f" (found {hint[len('; did you mean ') : -1]}: a misspelling?)" if hint else ""
+            out.append(((*path, name), f"required field is missing{note}", None))
+        return out
+    if kind == "type":
+        return [
+            (path, f"got {_show(value)}; expected {_expected_types(error.validator_value)}", None)
+        ]
+    if kind == "enum":
+        options = list(expected)
+        message = f"got {_show(value)}; expected one of {_one_of_list(options)}"
+        return [(path, message + _suggest(value, options), None)]
+    if kind == "const":
+        return [(path, f"got {_show(value)}; expected {error.validator_value!r}", None)]
+    if kind == "format":
+        word = _FORMAT_WORDS.get(str(error.validator_value), f"format {error.validator_value}")
+        return [(path, f"got {_show(value)}; expected {word}", None)]
+    if kind in ("anyOf", "oneOf"):
+        return [(path, _alternatives(error, masked), None)]
+    if kind == "pattern":
+        return [(path, f"got {_show(value)}; expected text matching {error.validator_value}", None)]
+    if error.schema is False:
+        return [(path, "is not allowed here", None)]
+    bounds = {
+        "minimum": "at least",
+        "maximum": "at most",
+        "exclusiveMinimum": "more than",
+        "exclusiveMaximum": "less than",
+        "minLength": "a length of at least",
+        "maxLength": "a length of at most",
+        "minItems": "at least this many items:",
+        "maxItems": "at most this many items:",
+    }
+    if kind in bounds:
+        return [
+            (path, f"got {_show(value)}; expected {bounds[kind]} {error.validator_value}", None)
+        ]
+    return [(path, error.message, None)]
+
+
+def _unknown_keys(
+    path: JsonPath, value: Mapping[str, Any], schema: Mapping[str, Any]
+) -> list[_Explained]:
+    known = list(schema.get("properties", {}))
+    patterns = list(schema.get("patternProperties", {}))
+    extras = [
+        key
+        for key in value
+        if key not in known and not any(re.search(pattern, key) for pattern in patterns)
+    ]
+    # A misspelt field often sits beside the fields it was meant to join.
+    siblings = value.get("properties")
+    candidates = known + (list(siblings) if isinstance(siblings, Mapping) else [])
+    out: list[_Explained] = []
+    for key in extras:
+        match = did_you_mean(key, candidates)
+        if match:
+            message = f"{key!r} is not a known field; did you mean {match!r}?"
+        elif known:
+            message = f"{key!r} is not a known field; valid fields are {_one_of_list(known, 20)}"
+        else:
+            message = f"{key!r} is not allowed here"
+        # The path names the mapping that holds the field; the position is the key's own.
+        out.append((path, message, (*path, key)))
+    return out
+
+
+def _alternatives(error: SchemaValidationError, masked: bool) -> str:
+    context = list(error.context or [])
+    here = [sub for sub in context if not sub.relative_path]
+    if context and all(sub.validator == "required" for sub in context):
+        names: list[str] = []
+        for sub in context:
+            wanted: Any = sub.validator_value
+            names.extend(n for n in wanted if n not in names)
+        if error.validator == "oneOf" and not here:
+            return "matches more than one allowed form"
+        return "needs " + " or ".join(repr(n) for n in names)
+    if here and all(sub.validator == "type" for sub in here) and len(here) == len(context):
+        types: list[Any] = [sub.validator_value for sub in here]
+        flat = [t for ts in types for t in ([ts] if isinstance(ts, str) else ts)]
+        shown = "***" if masked else _shown(error.instance)
+        return f"got {shown}; expected {_expected_types(flat)}"
+    if error.validator == "oneOf" and not context:
+        return "matches more than one allowed form; it must match exactly one"
+    description = error.schema.get("description") if isinstance(error.schema, Mapping) else None
+    if isinstance(description, str):
+        return f"does not fit: {description}"
+    best = min(
+        context, key=lambda sub: (len(sub.relative_path) * -1, str(sub.message)), default=None
+    )
+    if best is not None:
+        inner = _explain(best, masked)
+        if inner:
+            sub_path, message, _key = inner[0]
+            rel = tuple(sub_path)[len(error.absolute_path) :]
+            where = format_path(rel)
+            return f"does not fit any allowed form ({where + ': ' if where else ''}{message})"
+    return "does not fit any allowed form"

@@ -1,0 +1,249 @@
+"""Safe YAML loading that remembers where every value came from.
+
+Documents are composed with PyYAML's ``SafeLoader`` into a node tree, then turned into plain
+JSON-like data while recording the line and column of each value and each mapping key. The
+loader is deliberately stricter than YAML 1.1:
+
+* aliases (``*name``) are refused, which rules out "billion laughs" expansion bombs; anchors
+  alone are harmless and accepted;
+* a document may hold at most :data:`MAX_NODES` nodes and :data:`MAX_BYTES` bytes;
+* timestamps are not resolved: ``2024-05-01`` stays the string ``"2024-05-01"``, as in JSON;
+* mapping keys are always strings (``400:`` becomes ``"400"``); merge keys (``<<``) are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.composer import ComposerError
+from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_NODES",
+    "JsonPath",
+    "Located",
+    "YamlLoadError",
+    "format_path",
+    "load_yaml",
+]
+
+#: Largest number of YAML nodes accepted in one document.
+MAX_NODES = 100_000
+#: Largest document accepted, in bytes.
+MAX_BYTES = 2_000_000
+
+JsonPath = tuple[str | int, ...]
+
+
+class YamlLoadError(Exception):
+    """The text is not a YAML document this loader accepts.
+
+    Attributes:
+        line: 1-based line of the problem, 0 when unknown.
+        column: 1-based column of the problem, 0 when unknown.
+        message: what is wrong.
+    """
+
+    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        super().__init__(f"{line}:{column} {message}" if line else message)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without timestamps and without aliases."""
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        if self.check_event(AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML is untyped here
+            mark = event.start_mark
+            raise YamlLoadError(
+                f"YAML aliases (*{getattr(event, 'anchor', '')}) are not accepted; "
+                "write the value out in full",
+                mark.line + 1,
+                mark.column + 1,
+            )
+        return super().compose_node(parent, index)
+
+
+# Timestamps stay strings, as they would in JSON.
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+_FastLoader: type[Any] | None = None
+if getattr(yaml, "__with_libyaml__", False):  # pragma: no branch - libyaml ships in the wheels
+
+    class _CLoader(yaml.CSafeLoader):
+        """libyaml's parser, same resolvers; aliases are caught after composition."""
+
+    _CLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+    _FastLoader = _CLoader
+
+
+class _AliasSeen(Exception):
+    """A node was reached twice: the document uses an alias (found by the fast path)."""
+
+
+@dataclass
+class Located:
+    """A loaded document and where each of its parts is.
+
+    Attributes:
+        data: the document as plain data (dict, list, str, int, float, bool, None).
+        positions: JSON path -> (line, column) of the value at that path (1-based).
+        key_positions: JSON path -> (line, column) of the mapping key that ends the path.
+    """
+
+    data: Any
+    positions: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+    key_positions: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+
+    def where(self, path: JsonPath, *, key: bool = False) -> tuple[int, int]:
+        """Return the best known (line, column) for a path: itself, else its nearest parent.
+
+        Args:
+            path: JSON path into the document.
+            key: prefer the position of the mapping key over that of its value.
+
+        Returns:
+            1-based (line, column), or (0, 0) when nothing is known.
+        """
+        if key and path in self.key_positions:
+            return self.key_positions[path]
+        probe = path
+        while True:
+            if probe in self.positions:
+                return self.positions[probe]
+            if not probe:
+                return (0, 0)
+            probe = probe[:-1]
+
+
+def format_path(path: JsonPath) -> str:
+    """Render a JSON path the way error messages show it: ``steps[1].with.templateId``.
+
+    Args:
+        path: keys and list indexes from the document root.
+
+    Returns:
+        The dotted form; the empty string for the root.
+    """
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part.isidentifier() or part.replace("-", "_").isidentifier() or part.isdigit():
+            text += f".{part}" if text else part
+        else:
+            text += f"[{part!r}]"
+    return text
+
+
+def load_yaml(text: str) -> Located:
+    """Parse one YAML document into plain data plus positions.
+
+    Args:
+        text: the document's text.
+
+    Returns:
+        The located document (``data`` is None for an empty document).
+
+    Raises:
+        YamlLoadError: on a syntax error, an alias, a merge key, an unsupported tag or a
+            document over the size limits; the error carries the line and column.
+    """
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise YamlLoadError(f"document is larger than {MAX_BYTES} bytes")
+    if _FastLoader is not None:
+        # libyaml is ~15x faster; on any problem the pure-Python loader, which locates
+        # aliases where they are written, reports it.
+        try:
+            return _load_with(_FastLoader, text, refuse_shared=True)
+        except (_AliasSeen, YamlLoadError, yaml.YAMLError):
+            pass
+    return _load_with(_Loader, text, refuse_shared=False)
+
+
+def _load_with(loader_class: type[Any], text: str, *, refuse_shared: bool) -> Located:
+    loader = loader_class(text)
+    try:
+        root = loader.get_single_node()
+    except YamlLoadError:
+        raise
+    except (ComposerError, yaml.MarkedYAMLError) as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        problem = exc.problem or exc.context or "not valid YAML"
+        raise YamlLoadError(f"YAML syntax: {problem}", line, column) from None
+    finally:
+        loader.dispose()
+    located = Located(data=None)
+    if root is None:
+        return located
+    builder = _Builder(loader, located, refuse_shared=refuse_shared)
+    located.data = builder.build(root, ())
+    return located
+
+
+_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
+
+
+class _Builder:
+    """Turns a composed node tree into data, recording positions and counting nodes."""
+
+    def __init__(self, loader: Any, located: Located, *, refuse_shared: bool) -> None:
+        self._loader = loader
+        self._located = located
+        self._count = 0
+        self._seen: set[int] | None = set() if refuse_shared else None
+
+    def build(self, node: Node, path: JsonPath) -> Any:
+        if self._seen is not None:
+            if id(node) in self._seen:
+                raise _AliasSeen
+            self._seen.add(id(node))
+        self._count += 1
+        if self._count > MAX_NODES:
+            raise YamlLoadError(f"document has more than {MAX_NODES} nodes", *_mark(node))
+        self._located.positions[path] = _mark(node)
+        if isinstance(node, MappingNode | SequenceNode) and node.tag not in _PLAIN_TAGS:
+            raise YamlLoadError(f"YAML tag {node.tag!r} is not accepted", *_mark(node))
+        if isinstance(node, MappingNode):
+            return dict(self._pairs(node, path))
+        if isinstance(node, SequenceNode):
+            return [self.build(child, (*path, index)) for index, child in enumerate(node.value)]
+        if isinstance(node, ScalarNode):
+            try:
+                return self._loader.construct_object(node)
+            except yaml.constructor.ConstructorError as exc:
+                problem = exc.problem or "cannot construct this value"
+                raise YamlLoadError(f"YAML value: {problem}", *_mark(node)) from None
+        raise YamlLoadError(f"unsupported YAML node {node.tag}", *_mark(node))  # pragma: no cover
+
+    def _pairs(self, node: MappingNode, path: JsonPath) -> Iterator[tuple[str, Any]]:
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise YamlLoadError("YAML merge keys (<<) are not accepted", *_mark(key_node))
+            if not isinstance(key_node, ScalarNode):
+                raise YamlLoadError("mapping keys must be plain scalars", *_mark(key_node))
+            key = str(key_node.value)
+            if key in seen:
+                raise YamlLoadError(f"duplicate key {key!r}", *_mark(key_node))
+            seen.add(key)
+            child = (*path, key)
+            self._located.key_positions[child] = _mark(key_node)
+            yield key, self.build(value_node, child)
+
+
+def _mark(node: Node) -> tuple[int, int]:
+    return (node.start_mark.line + 1, node.start_mark.column + 1)

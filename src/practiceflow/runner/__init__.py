@@ -1,0 +1,56 @@
+"""The runner: executes recipes durably, one run per trigger event.
+
+This package owns what happens between "an event was recorded" and "every step of its run
+is settled":
+
+* :mod:`.validate`: checks a recipe before anything runs (:func:`validate_recipe`);
+* :mod:`.context`: the names templates read (``trigger``, ``steps``, ``vars``, ``now``,
+  ``item``);
+* :mod:`.local`: built-in local steps such as ``write_jsonl``;
+* :mod:`.redact`: masking of personal values in journal, logs and dry runs;
+* :mod:`.execute`: :class:`Runner`, one run step by step, journaled, crash-safe;
+* :mod:`.reconcile`: read-backs that settle in-doubt writes;
+* :mod:`.dryrun`: :func:`dry_run`, render everything and send nothing;
+* :mod:`.budget`: :class:`PriorityBudget`, one rate budget shared with priorities;
+* :mod:`.plan`: :func:`plan`, what recipes will cost in requests;
+* :mod:`.service`: :func:`serve`, receiver, pollers and runner together;
+* :mod:`.logs`: text or JSON log lines.
+
+The boundary with triggers is the state store: triggers record events, the runner takes
+pending events, runs them and marks them handled.
+"""
+
+from __future__ import annotations
+
+from practiceflow.runner.budget import Priority, PriorityBudget, current_priority, priority
+from practiceflow.runner.context import build_context, iteration_id
+from practiceflow.runner.dryrun import DryStep, dry_run
+from practiceflow.runner.execute import RECONCILER, TRIGGER_STEP, Runner, RunOutcome
+from practiceflow.runner.local import LOCAL_STEPS, LocalStep, local_step
+from practiceflow.runner.reconcile import RECONCILERS, Verdict, reconcile, register_reconciler
+from practiceflow.runner.validate import StepAction, ValidRecipe, validate_recipe
+
+__all__ = [
+    "LOCAL_STEPS",
+    "RECONCILER",
+    "RECONCILERS",
+    "TRIGGER_STEP",
+    "DryStep",
+    "LocalStep",
+    "Priority",
+    "PriorityBudget",
+    "RunOutcome",
+    "Runner",
+    "StepAction",
+    "ValidRecipe",
+    "Verdict",
+    "build_context",
+    "current_priority",
+    "dry_run",
+    "iteration_id",
+    "local_step",
+    "priority",
+    "reconcile",
+    "register_reconciler",
+    "validate_recipe",
+]

@@ -1,0 +1,543 @@
+"""One run of a recipe for one event, step by step, journaled so that a crash loses nothing.
+
+The journal (:class:`~practiceflow.state.StateStore`) decides what has been done:
+
+* a step about to send is journaled ``pending`` with its rendered request (personal data
+  masked), then ``sent``, committed *before* the request leaves;
+* its answer makes it ``succeeded`` (with the output later steps read), ``failed`` (the API
+  refused it, or it never left) or ``in_doubt`` (a write left and its outcome is unknown);
+* on restart a run resumes at its first unfinished step: ``succeeded`` steps are never sent
+  again (their journaled output is reused), a write found ``sent`` is ``in_doubt``;
+* an ``in_doubt`` write is reconciled by reading back (:mod:`.reconcile`): found (the step
+  succeeds), absent (it is sent again), or unknown (the run is held for a person).
+
+The event a run was started for is journaled once, as the pseudo-step ``@trigger`` (payload,
+source and recipe file), so that a run can be resumed or retried without its event.
+
+``on_point`` is called at each journal boundary with a label such as ``sent:bill`` (before
+the request leaves) or ``answered:bill`` (answer received, not yet journaled); the CLI uses
+it for crash tests (``PRACTICEFLOW_TEST_KILL_AT``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from practiceflow.engine import run_action
+from practiceflow.errors import (
+    ApiError,
+    BugError,
+    InDoubtError,
+    PracticeflowError,
+    RateLimitError,
+    ServerError,
+    TransportError,
+)
+from practiceflow.hooks import ClientLike
+from practiceflow.manifest import ActionModule, RecipeStep
+from practiceflow.runner.budget import Priority, priority
+from practiceflow.runner.context import build_context, iteration_id
+from practiceflow.runner.local import LocalContext, LocalStep
+from practiceflow.runner.reconcile import Verdict, reconcile
+from practiceflow.runner.redact import mask_input, mask_request
+from practiceflow.runner.validate import StepAction, ValidRecipe
+from practiceflow.state import EventRecord, RunStatus, StateStore, StepRecord, StepStatus
+from practiceflow.templating import render_tree
+from practiceflow.triggers.base import event_from_record
+
+__all__ = ["RECONCILER", "TRIGGER_STEP", "RunOutcome", "Runner", "error_json"]
+
+logger = logging.getLogger("practiceflow.runner")
+
+#: Journal id of the pseudo-step holding the event a run was started for.
+TRIGGER_STEP = "@trigger"
+#: Who is recorded when the runner settles an in-doubt step by reading back.
+RECONCILER = "practiceflow (read-back)"
+#: How many times one step may be found absent and re-sent within one pass.
+_MAX_RESENDS = 2
+
+Point = Callable[[str], None]
+_Kind = Literal["ok", "skipped", "failed", "held", "stopped", "in_doubt"]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Where a run stands after the runner worked on it.
+
+    Attributes:
+        run_id: the run.
+        event_id: the event it runs for.
+        status: the run's status (``running`` when it was interrupted by a shutdown).
+        created: whether this pass started the run (False: resumed or already done).
+        held: ids of steps waiting for a person (``in_doubt``).
+        error: why it failed or is held, when it is.
+    """
+
+    run_id: str
+    event_id: str
+    status: RunStatus
+    created: bool = False
+    held: tuple[str, ...] = ()
+    error: Any = None
+
+
+@dataclass
+class _Result:
+    kind: _Kind
+    output: Any = None
+    error: Any = None
+
+
+def error_json(exc: BaseException) -> dict[str, Any]:
+    """Describe an error for the journal (its message never holds a secret).
+
+    Args:
+        exc: the error.
+
+    Returns:
+        ``{"type", "kind", "message"}`` plus ``status`` for API errors.
+    """
+    data: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, PracticeflowError):
+        data["kind"] = exc.kind
+    if isinstance(exc, ApiError):
+        data["status"] = exc.status
+    return data
+
+
+class _SendingClient:
+    """The client as the engine sees it: journals ``sent`` just before the request leaves.
+
+    Reads made by an action's checks (``get``) pass straight through; the action's own
+    request (``request``) first calls ``on_send`` with what is about to be sent.
+    """
+
+    def __init__(self, inner: ClientLike, on_send: Callable[[dict[str, Any]], None]) -> None:
+        self._inner = inner
+        self._on_send = on_send
+        self.sent = False
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        self._on_send(
+            {"method": method, "path": path, "params": params, "json": json, "headers": headers}
+        )
+        self.sent = True
+        return self._inner.request(method, path, params=params, json=json, headers=headers)
+
+    def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        return self._inner.get(path, params=params)
+
+    def describe_request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        return self._inner.describe_request(method, path, params=params, json=json, headers=headers)
+
+
+@dataclass
+class _RunState:
+    run_id: str
+    trigger: Any
+    now: Any
+    journal: dict[str, StepRecord]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+class Runner:
+    """Runs one recipe's events durably (see the module docstring).
+
+    Args:
+        recipe: the checked recipe.
+        store: the state store holding events, runs and journals.
+        client: the API client (anything with its methods); None only when every step is
+            local.
+        practice: the practice key events and runs are stored under.
+        stop: when set, the runner finishes the current step and leaves the rest of the run
+            resumable (graceful shutdown).
+        on_point: called with a label at each journal boundary (crash tests, progress).
+        sleep: how to wait between read retries.
+    """
+
+    def __init__(
+        self,
+        recipe: ValidRecipe,
+        store: StateStore,
+        client: ClientLike | None,
+        *,
+        practice: str,
+        stop: threading.Event | None = None,
+        on_point: Point | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.recipe = recipe
+        self.store = store
+        self.client = client
+        self.practice = practice
+        self.stop = stop or threading.Event()
+        self._point = on_point or (lambda label: None)
+        self._sleep = sleep
+
+    # -- events ------------------------------------------------------------------------
+
+    @property
+    def source(self) -> str:
+        """The store ``source`` of this recipe's events: its trigger's name (module key)."""
+        return self.recipe.trigger.key
+
+    def process_pending(self, limit: int = 100) -> list[RunOutcome]:
+        """Run every pending event of this recipe's trigger, oldest first.
+
+        An event is marked handled once its run has finished (succeeded, failed or held
+        for a person); an interrupted run leaves its event pending, to be resumed. Test
+        deliveries are acknowledged and not run.
+
+        Args:
+            limit: at most this many events.
+
+        Returns:
+            The outcome of each run worked on.
+        """
+        outcomes = []
+        for event in self.store.pending_events(self.practice, limit, source=self.source):
+            if self.stop.is_set():
+                break
+            outcome = self.run_event(event)
+            if outcome is not None:
+                outcomes.append(outcome)
+        return outcomes
+
+    def run_event(self, event: EventRecord, *, mark_handled: bool = True) -> RunOutcome | None:
+        """Start (or resume) the one run of this recipe for an event and drive it.
+
+        Args:
+            event: the stored event (a trigger's envelope, or a bare payload).
+            mark_handled: mark the event handled when its run finished (the service
+                marks it itself when several recipes share a trigger).
+
+        Returns:
+            The run's outcome; None for a test delivery (acknowledged, not run).
+        """
+        found = event_from_record(event)
+        if found.is_test:
+            self.store.mark_event_handled(self.practice, event.source, event.event_id)
+            return None
+        run_id, created = self.store.start_run(self.practice, self.recipe.name, event.event_id)
+        if created or self.store.get_step(run_id, TRIGGER_STEP) is None:
+            self.store.step_skipped(
+                run_id,
+                TRIGGER_STEP,
+                {
+                    "event_key": event.event_key,
+                    "event_id": event.event_id,
+                    "source": event.source,
+                    "via": found.source,
+                    "recipe_file": self.recipe.source,
+                    "payload": found.payload,
+                },
+            )
+        outcome = self._drive(run_id, created=created)
+        if mark_handled and outcome.status != "running":
+            self.store.mark_event_handled(self.practice, event.source, event.event_id)
+        return outcome
+
+    def resume(self, run_id: str, *, retry_failed: bool = False) -> RunOutcome:
+        """Drive an existing run again from its first unfinished step.
+
+        Args:
+            run_id: the run.
+            retry_failed: send failed steps again (``runs retry``).
+
+        Returns:
+            The run's outcome.
+
+        Raises:
+            BugError: the run does not exist or was not started by a runner.
+        """
+        return self._drive(run_id, created=False, retry_failed=retry_failed)
+
+    # -- one run -----------------------------------------------------------------------
+
+    def _drive(self, run_id: str, *, created: bool, retry_failed: bool = False) -> RunOutcome:
+        run = self.store.get_run(run_id)
+        if run is None:
+            message = f"run {run_id} does not exist"
+            raise BugError(message)
+        if run.status in ("succeeded", "cancelled"):
+            return RunOutcome(run_id, run.event_id, run.status, created)
+        journal = {step.step_id: step for step in self.store.get_steps(run_id)}
+        origin = journal.get(TRIGGER_STEP)
+        if origin is None or not isinstance(origin.error, Mapping):
+            message = f"run {run_id} has no {TRIGGER_STEP} entry; it was not started by a runner"
+            raise BugError(message)
+        if len(journal) > 1 or run.status != "pending":
+            self.store.set_run_status(run_id, "running")
+        state = _RunState(run_id, origin.error.get("payload"), run.created_at, journal)
+        log = {"run": run_id, "recipe": self.recipe.name, "event": run.event_id}
+        logger.info("run %s: started", run_id, extra={"pf": {**log, "status": "running"}})
+        with priority(Priority.EVENT):
+            for step in self.recipe.recipe.steps:
+                if self.stop.is_set():
+                    logger.info("run %s: stopped before %s", run_id, step.id, extra={"pf": log})
+                    return RunOutcome(run_id, run.event_id, "running", created)
+                result = self._step(state, step, retry_failed)
+                if result.kind == "stopped":
+                    return RunOutcome(run_id, run.event_id, "running", created)
+                if result.kind == "held":
+                    return self._finish(state, run.event_id, "in_doubt", created, result.error)
+                if result.kind == "failed" and step.on_error == "stop":
+                    return self._finish(state, run.event_id, "failed", created, result.error)
+                state.outputs[step.id] = result.output
+        return self._finish(state, run.event_id, "succeeded", created, None)
+
+    def _finish(
+        self, state: _RunState, event_id: str, status: RunStatus, created: bool, error: Any
+    ) -> RunOutcome:
+        self.store.set_run_status(state.run_id, status, error)
+        held: tuple[str, ...] = ()
+        if status == "in_doubt" and isinstance(error, Mapping) and "step" in error:
+            held = (str(error["step"]),)
+        pf = {"run": state.run_id, "recipe": self.recipe.name, "status": status}
+        logger.info("run %s: %s", state.run_id, status, extra={"pf": pf})
+        return RunOutcome(state.run_id, event_id, status, created, held, error)
+
+    def _step(self, state: _RunState, step: RecipeStep, retry_failed: bool) -> _Result:
+        if step.for_each is None:
+            return self._one(state, step, step.id, None, retry_failed)
+        context = build_context(state.trigger, state.outputs, self.recipe.recipe.vars, state.now)
+        try:
+            items = step.for_each.render(context)
+        except PracticeflowError as exc:
+            return self._fail_early(state, step.id, error_json(exc))
+        if not isinstance(items, list):
+            error = {"message": f"for_each rendered {type(items).__name__}; expected a list"}
+            return self._fail_early(state, step.id, error)
+        if not items:
+            if step.id not in state.journal:
+                self.store.step_skipped(state.run_id, step.id, {"reason": "for_each: no items"})
+            return _Result("skipped", [])
+        outputs: list[Any] = []
+        failed: Any = None
+        for index, item in enumerate(items):
+            if self.stop.is_set():
+                return _Result("stopped")
+            result = self._one(state, step, iteration_id(step.id, index), item, retry_failed)
+            if result.kind in ("held", "stopped"):
+                return result
+            if result.kind == "failed":
+                if step.on_error == "stop":
+                    return result
+                failed = result.error
+            outputs.append(result.output)
+        return _Result("ok", outputs, failed)
+
+    def _fail_early(self, state: _RunState, sid: str, error: Any) -> _Result:
+        record = state.journal.get(sid)
+        if record is None or record.status in ("pending", "failed"):
+            if record is not None and record.status == "failed":
+                return _Result("failed", None, record.error)
+            self.store.step_failed(state.run_id, sid, error)
+        return _Result("failed", None, {"step": sid, **error})
+
+    def _one(
+        self, state: _RunState, step: RecipeStep, sid: str, item: Any, retry_failed: bool
+    ) -> _Result:
+        record = state.journal.get(sid)
+        status: StepStatus | None = record.status if record else None
+        if status == "succeeded":
+            return _Result("ok", record.output if record else None)
+        if status == "skipped":
+            return _Result("skipped")
+        if status == "failed" and not retry_failed:
+            return _Result(
+                "failed", None, {"step": sid, **_as_dict(record.error if record else None)}
+            )
+        action = self.recipe.actions[step.id]
+        context = build_context(
+            state.trigger, state.outputs, self.recipe.recipe.vars, state.now, item
+        )
+        if step.if_ is not None and status in (None, "pending", "failed"):
+            try:
+                wanted = step.if_.render(context)
+            except PracticeflowError as exc:
+                return self._fail(state.run_id, sid, status, error_json(exc))
+            if not wanted:
+                if status == "failed":
+                    self.store.step_pending(state.run_id, sid, {"use": step.use})
+                reason = {"reason": "if was false", "if": step.if_.source}
+                self.store.step_skipped(state.run_id, sid, reason)
+                return _Result("skipped")
+        try:
+            data = render_tree(step.with_, context)
+        except PracticeflowError as exc:
+            if status in ("sent", "in_doubt"):  # cannot happen: the same inputs rendered before
+                return _Result("held", None, {"step": sid, **error_json(exc)})
+            return self._fail(state.run_id, sid, status, error_json(exc))
+        if status == "sent" and action.needs_write:
+            error = {"reason": "found 'sent' with no answer when the run resumed"}
+            self.store.step_in_doubt(state.run_id, sid, error)
+            self._point(f"in_doubt:{sid}")
+            status = "in_doubt"
+        resends = 0
+        while True:
+            if status == "in_doubt":
+                verdict = self._reconcile(state.run_id, sid, action, data)
+                if verdict.outcome == "found":
+                    return _Result("ok", verdict.output)
+                if verdict.outcome == "unknown" or resends >= _MAX_RESENDS:
+                    return _Result("held", None, {"step": sid, "reason": verdict.note})
+                status = "pending"
+                resends += 1
+            result = self._execute(state.run_id, sid, step, action, data, status)
+            if result.kind != "in_doubt":
+                return result
+            status = "in_doubt"
+
+    def _fail(
+        self, run_id: str, sid: str, status: StepStatus | None, error: dict[str, Any]
+    ) -> _Result:
+        if status == "sent":
+            self.store.step_failed(run_id, sid, error)
+        elif status == "failed":
+            self.store.step_pending(run_id, sid, None)
+            self.store.step_failed(run_id, sid, error)
+        else:
+            self.store.step_failed(run_id, sid, error)
+        logger.warning(
+            "run %s step %s failed: %s",
+            run_id,
+            sid,
+            error.get("message", error),
+            extra={"pf": {"run": run_id, "step": sid, "status": "failed"}},
+        )
+        return _Result("failed", None, {"step": sid, **error})
+
+    def _reconcile(self, run_id: str, sid: str, action: StepAction, data: Any) -> Verdict:
+        record = self.store.get_step(run_id, sid)
+        sent_at = (record.sent_at if record else None) or self.store.now()
+        key = action.key
+        verdict = reconcile(key, self.client, data, sent_at)
+        pf = {"run": run_id, "step": sid, "status": "in_doubt", "verdict": verdict.outcome}
+        logger.warning("run %s step %s in doubt: %s", run_id, sid, verdict.note, extra={"pf": pf})
+        if verdict.outcome == "found":
+            self.store.resolve_step(
+                run_id,
+                sid,
+                "done",
+                RECONCILER,
+                f"reconciled: {verdict.note}",
+                output=verdict.output,
+            )
+        elif verdict.outcome == "absent":
+            self.store.resolve_step(
+                run_id, sid, "retry", RECONCILER, f"safe to retry: {verdict.note}"
+            )
+        self._point(f"reconciled:{sid}")
+        return verdict
+
+    def _execute(
+        self,
+        run_id: str,
+        sid: str,
+        step: RecipeStep,
+        action: StepAction,
+        data: Any,
+        status: StepStatus | None,
+    ) -> _Result:
+        shown = mask_input(data, action.pii_paths)
+        journaled: list[StepStatus | None] = [status]
+
+        def on_send(request: dict[str, Any]) -> None:
+            if journaled[0] != "sent":
+                entry = {"use": step.use, "input": shown}
+                if request:
+                    entry["request"] = mask_request(request, data, action.pii_paths)
+                self.store.step_pending(run_id, sid, entry)
+                self._point(f"pending:{sid}")
+            self.store.step_sent(run_id, sid)
+            journaled[0] = "sent"
+            self._point(f"sent:{sid}")
+
+        if isinstance(action, LocalStep):
+            on_send({})
+            try:
+                output = action.func(data, LocalContext(run_id, sid))
+            except PracticeflowError as exc:
+                return self._fail(run_id, sid, "sent", error_json(exc))
+            return self._succeed(run_id, sid, output)
+        return self._send(run_id, sid, step, action, data, journaled, on_send)
+
+    def _send(
+        self,
+        run_id: str,
+        sid: str,
+        step: RecipeStep,
+        action: ActionModule,
+        data: Any,
+        journaled: list[StepStatus | None],
+        on_send: Callable[[dict[str, Any]], None],
+    ) -> _Result:
+        retry = step.retry or {}
+        attempts = 1 if action.needs_write else int(retry.get("attempts", 1))
+        backoff = float(retry.get("backoff", 1.0))
+        for attempt in range(1, attempts + 1):
+            if self.client is None:
+                error = {"message": "no API client configured", "kind": "config"}
+                return self._fail(run_id, sid, journaled[0], error)
+            proxy = _SendingClient(self.client, on_send)
+            try:
+                result = run_action(action, data, proxy)
+            except InDoubtError as exc:
+                self.store.step_in_doubt(run_id, sid, error_json(exc))
+                self._point(f"in_doubt:{sid}")
+                return _Result("in_doubt")
+            except (RateLimitError, ServerError, TransportError) as exc:
+                retryable = not action.needs_write and attempt < attempts
+                if retryable and not self.stop.is_set():
+                    logger.info("run %s step %s: %s; retrying", run_id, sid, exc)
+                    self._sleep(backoff * 2 ** (attempt - 1))
+                    continue
+                return self._fail(run_id, sid, journaled[0], error_json(exc))
+            except PracticeflowError as exc:
+                if proxy.sent and action.needs_write and not isinstance(exc, ApiError):
+                    # The write was answered but the answer could not be used: it happened.
+                    self.store.step_in_doubt(run_id, sid, error_json(exc))
+                    return _Result("held", None, {"step": sid, **error_json(exc)})
+                return self._fail(run_id, sid, journaled[0], error_json(exc))
+            self._point(f"answered:{sid}")
+            for warning in result.warnings:
+                logger.warning("run %s step %s: %s", run_id, sid, warning)
+            return self._succeed(run_id, sid, result.output)
+        raise BugError("unreachable: the retry loop always returns")  # pragma: no cover
+
+    def _succeed(self, run_id: str, sid: str, output: Any) -> _Result:
+        self.store.step_succeeded(run_id, sid, output)
+        logger.info(
+            "run %s step %s succeeded",
+            run_id,
+            sid,
+            extra={"pf": {"run": run_id, "step": sid, "status": "succeeded"}},
+        )
+        self._point(f"done:{sid}")
+        return _Result("ok", output)
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {"error": value}

@@ -1,0 +1,190 @@
+"""The triggers' side of ``serve`` and ``run --once``: receiver, subscriptions and pollers.
+
+:class:`TriggerIntake` builds one :mod:`practiceflow.triggers` trigger per distinct trigger
+of the recipes (:func:`~practiceflow.triggers.build_trigger`), in the mode each recipe
+asks for. Webhook triggers share one receiver listening on ``listen`` (127.0.0.1 by
+default); the URL the API delivers to is ``public_url`` (``PRACTICEFLOW_PUBLIC_URL``), or the
+receiver's own local URL when ``public_url`` is ``"local"`` (the sandbox). Polling runs in
+one background thread per trigger, at :attr:`~practiceflow.runner.budget.Priority.POLL`,
+so that event work goes first when the budget is short.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from practiceflow.errors import PracticeflowError
+from practiceflow.runner.budget import Priority, priority
+from practiceflow.runner.validate import ValidRecipe
+from practiceflow.state import StateStore
+from practiceflow.templating import render_tree, utcnow
+from practiceflow.triggers import (
+    BothTrigger,
+    PollingTrigger,
+    Receiver,
+    ReceiverServer,
+    Trigger,
+    build_trigger,
+    definition,
+    resolve_mode,
+)
+
+__all__ = ["PUBLIC_URL_ENV", "TriggerIntake", "build_intake"]
+
+logger = logging.getLogger("practiceflow.runner")
+
+#: The public base URL the API delivers webhooks to (``local``: the receiver's own URL).
+PUBLIC_URL_ENV = "PRACTICEFLOW_PUBLIC_URL"
+
+
+class TriggerIntake:
+    """Receiver, subscriptions and pollers for a set of recipes (module docstring).
+
+    Args:
+        recipes: the checked recipes.
+        store: the state store events go into.
+        client: the API client (its budget is shared with the runner).
+        practice: the practice key.
+        public_url: where the API delivers webhooks; ``local`` uses the receiver's URL;
+            None polls where the recipe's mode allows.
+        listen: host and port of the receiver (port 0: any free port).
+        poll_interval: seconds between polls (stretched as the budget runs low).
+        unsubscribe: remove subscriptions on a clean stop (leave no orphans behind).
+    """
+
+    def __init__(
+        self,
+        recipes: Sequence[ValidRecipe],
+        store: StateStore,
+        client: Any,
+        practice: str,
+        *,
+        public_url: str | None = None,
+        listen: tuple[str, int] = ("127.0.0.1", 0),
+        poll_interval: float = 60.0,
+        unsubscribe: bool = True,
+    ) -> None:
+        self.recipes = list(recipes)
+        self.store = store
+        self.client = client
+        self.practice = practice
+        self.public_url = public_url
+        self.listen = listen
+        self.poll_interval = poll_interval
+        self.unsubscribe = unsubscribe
+        self.triggers: dict[str, Trigger] = {}
+        self.server: ReceiverServer | None = None
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _needs_webhook(self) -> bool:
+        for recipe in self.recipes:
+            found = definition(recipe.trigger)
+            try:
+                mode = resolve_mode(found, recipe.recipe.mode, self.public_url)
+            except PracticeflowError:
+                continue
+            if mode in ("webhook", "both"):
+                return True
+        return False
+
+    def _build(self, *, webhooks: bool) -> None:
+        receiver = None
+        url = None
+        if webhooks and self.public_url is not None and self._needs_webhook():
+            receiver = Receiver(self.store)
+            self.server = ReceiverServer(receiver, *self.listen).start()
+            url = self.server.url if self.public_url == "local" else self.public_url
+        for recipe in self.recipes:
+            key = recipe.trigger.key
+            if key in self.triggers:
+                continue
+            options = render_tree(recipe.recipe.trigger_with, {"now": utcnow()})
+            self.triggers[key] = build_trigger(
+                definition(recipe.trigger),
+                mode=recipe.recipe.mode,
+                options=options,
+                practice=self.practice,
+                store=self.store,
+                client=self.client,
+                receiver=receiver,
+                public_url=url,
+            )
+
+    def start(self) -> None:
+        """Start the receiver, subscribe, and start polling in the background."""
+        self._build(webhooks=True)
+        for trigger in self.triggers.values():
+            trigger.start()
+            if isinstance(trigger, PollingTrigger | BothTrigger):
+                thread = threading.Thread(
+                    target=self._poll_loop, args=(trigger,), name=f"pf-poll-{trigger.name}"
+                )
+                thread.daemon = True
+                thread.start()
+                self._threads.append(thread)
+            logger.info("trigger %s: receiving by %s", trigger.name, trigger.mode)
+
+    def _poll_loop(self, trigger: PollingTrigger | BothTrigger) -> None:
+        poller = trigger.polling.poller if isinstance(trigger, BothTrigger) else trigger.poller
+        while not self._stop.is_set():
+            try:
+                with priority(Priority.POLL):
+                    trigger.poll_once()
+            except PracticeflowError as exc:
+                logger.warning("poll of %s failed: %s", trigger.name, exc)
+            self._stop.wait(poller.next_interval(self.poll_interval))
+
+    def poll_once(self) -> int:
+        """Poll every trigger that can be polled, once (``run --once``).
+
+        Returns:
+            How many new events were stored.
+        """
+        if not self.triggers:
+            self._build(webhooks=False)
+        stored = 0
+        for trigger in self.triggers.values():
+            if isinstance(trigger, PollingTrigger | BothTrigger):
+                with priority(Priority.POLL):
+                    stored += len(trigger.poll_once().events)
+        return stored
+
+    def stop(self) -> None:
+        """Stop polling and the receiver; unsubscribe when configured to."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
+        for trigger in self.triggers.values():
+            try:
+                trigger.stop(unsubscribe=self.unsubscribe)
+            except PracticeflowError as exc:
+                logger.warning("trigger %s did not stop cleanly: %s", trigger.name, exc)
+        if self.server is not None:
+            self.server.stop()
+
+
+def build_intake(
+    recipes: Sequence[ValidRecipe], store: StateStore, client: Any, practice: str
+) -> TriggerIntake:
+    """The intake ``serve`` and ``run`` use, configured from the environment.
+
+    ``PRACTICEFLOW_PUBLIC_URL`` gives the public webhook URL (``local`` for the sandbox);
+    without it, triggers poll where their recipe's mode allows.
+
+    Args:
+        recipes: the checked recipes.
+        store: the state store.
+        client: the API client.
+        practice: the practice key.
+
+    Returns:
+        The intake (not started).
+    """
+    return TriggerIntake(
+        recipes, store, client, practice, public_url=os.environ.get(PUBLIC_URL_ENV) or None
+    )

@@ -1,0 +1,172 @@
+"""``plan``: what recipes will cost in requests, before anything is enabled.
+
+The binding limit of a practice is the daily one: 10,000 requests a day per Client ID
+(spec section 8), one request per 8.64 s sustained; every recipe and trigger using the same
+credentials shares it. For each recipe, :func:`plan` counts:
+
+* the calls of one run: each API step's request, plus each of its action's checks and
+  hook that read the API (``create_bill`` reads the client and the ledger status first);
+  a ``for_each`` step counts ``items`` times (an assumption shown in the plan); local steps
+  cost nothing;
+* the polling cost: one request per poll when nothing changed (more pages when much did),
+  every ``poll_interval`` seconds, for triggers that poll (``mode`` poll, both, or auto
+  without a public webhook URL);
+* the runs a day (``events_per_day``, an assumption the user gives).
+
+It then sums the day over all recipes and states the share of the daily budget, with a
+warning when it exceeds it (or exceeds the hourly window of 1,000).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from practiceflow.hooks import CHECKS, HOOKS
+from practiceflow.manifest import ActionModule
+from practiceflow.runner.validate import ValidRecipe
+
+__all__ = ["DAILY_BUDGET", "HOURLY_BUDGET", "Plan", "RecipeCost", "StepCost", "plan"]
+
+#: Requests a day per Client ID (spec section 8 default): one per 8.64 s sustained.
+DAILY_BUDGET = 10_000
+#: Requests an hour per Client ID (spec section 8 default).
+HOURLY_BUDGET = 1_000
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Requests one step costs per run.
+
+    Attributes:
+        step_id: the step.
+        use: its action.
+        requests: requests per run.
+        note: how the number was reached.
+    """
+
+    step_id: str
+    use: str
+    requests: int
+    note: str
+
+
+@dataclass(frozen=True)
+class RecipeCost:
+    """What one recipe costs.
+
+    Attributes:
+        name: the recipe.
+        per_run: requests of one run.
+        steps: the cost of each step.
+        polls: whether its trigger polls.
+        poll_per_hour: polling requests an hour (nothing changed).
+        poll_per_day: polling requests a day.
+        events_per_day: runs a day assumed.
+        per_day: requests a day in all.
+    """
+
+    name: str
+    per_run: int
+    steps: list[StepCost]
+    polls: bool
+    poll_per_hour: float
+    poll_per_day: float
+    events_per_day: int
+    per_day: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The plan of several recipes sharing one practice's credentials.
+
+    Attributes:
+        recipes: the cost of each.
+        per_day: requests a day, all recipes together.
+        share: ``per_day`` as a fraction of the daily budget.
+        daily_budget: the budget used.
+        warnings: what exceeds or comes close to a limit.
+    """
+
+    recipes: list[RecipeCost]
+    per_day: float
+    share: float
+    daily_budget: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def _step_cost(step_id: str, use: str, action: object, items: int, looped: bool) -> StepCost:
+    if not isinstance(action, ActionModule):
+        return StepCost(step_id, use, 0, "local step: no request")
+    reads = [name for name in action.checks if CHECKS[name].reads]
+    if action.hook and HOOKS[action.hook].reads:
+        reads.append(action.hook)
+    per_item = 1 + len(reads)
+    note = "1 request" + (f" + reads of {', '.join(reads)}" if reads else "")
+    if looped:
+        note += f", x{items} items (assumed)"
+        return StepCost(step_id, use, per_item * items, note)
+    return StepCost(step_id, use, per_item, note)
+
+
+def plan(
+    recipes: Sequence[ValidRecipe],
+    *,
+    events_per_day: int = 100,
+    poll_interval: float = 60.0,
+    webhook_url: bool = False,
+    items: int = 1,
+    daily_budget: int = DAILY_BUDGET,
+) -> Plan:
+    """Estimate the requests recipes will spend together (see the module docstring).
+
+    Args:
+        recipes: the checked recipes (sharing one practice's credentials).
+        events_per_day: runs a day assumed for each recipe.
+        poll_interval: seconds between polls of a polling trigger.
+        webhook_url: whether a public webhook URL is configured (``mode: auto`` then
+            receives by webhook and does not poll).
+        items: items assumed for each ``for_each`` step.
+        daily_budget: the practice's daily budget.
+
+    Returns:
+        The plan, with warnings when the budget would be exceeded.
+    """
+    costs: list[RecipeCost] = []
+    for recipe in recipes:
+        steps = [
+            _step_cost(step.id, step.use, recipe.actions[step.id], items, step.for_each is not None)
+            for step in recipe.recipe.steps
+        ]
+        per_run = sum(step.requests for step in steps)
+        mode = recipe.recipe.mode
+        can_poll = recipe.trigger.poll is not None
+        polls = can_poll and (mode in ("poll", "both") or (mode == "auto" and not webhook_url))
+        per_hour = 3600.0 / poll_interval if polls else 0.0
+        per_day = per_run * events_per_day + per_hour * 24
+        costs.append(
+            RecipeCost(
+                recipe.name, per_run, steps, polls, per_hour, per_hour * 24, events_per_day, per_day
+            )
+        )
+    total = sum(cost.per_day for cost in costs)
+    warnings: list[str] = []
+    share = total / daily_budget
+    if total > daily_budget:
+        warnings.append(
+            f"the recipes together would spend {total:,.0f} requests a day, "
+            f"{share:.0%} of the practice's {daily_budget:,} (one request per "
+            f"{86400 / daily_budget:.2f} s sustained); poll less often, or fewer events"
+        )
+    elif share > 0.8:
+        warnings.append(
+            f"{share:.0%} of the daily budget: little is left for people's own calls and "
+            "for catching up after an outage"
+        )
+    hourly = max((cost.poll_per_hour for cost in costs), default=0.0)
+    if sum(cost.poll_per_hour for cost in costs) > HOURLY_BUDGET:
+        warnings.append(
+            f"polling alone would need {hourly:,.0f}+ requests an hour; the hourly "
+            f"window is {HOURLY_BUDGET:,}"
+        )
+    return Plan(costs, total, share, daily_budget, warnings)

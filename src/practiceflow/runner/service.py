@@ -1,0 +1,190 @@
+"""``serve``: triggers and runner together, until SIGTERM.
+
+:class:`Service` owns the loop of a long-running process:
+
+1. start the intake (webhook receiver, subscriptions, pollers: whatever
+   :class:`Intake` is given), so events start arriving in the state store;
+2. resume runs a previous process left unfinished (status ``running``: a crash or a stop
+   mid-run), and runs a person has settled since (``in_doubt`` runs with no step in doubt);
+3. take pending events, run each through every recipe whose trigger it belongs to, mark it
+   handled once all of them finished; sleep a little when there is nothing to do.
+
+SIGTERM or SIGINT sets the stop flag: the step being sent finishes and is journaled, the
+rest of the run stays resumable, the intake is stopped (its subscriptions removed, so that
+nothing is left delivering to a closed port; polling catches up on the next start), and
+:meth:`Service.run` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Protocol
+
+from practiceflow.errors import PracticeflowError
+from practiceflow.runner.execute import Runner, RunOutcome
+from practiceflow.state import StateStore
+
+__all__ = ["Intake", "Service"]
+
+logger = logging.getLogger("practiceflow.runner")
+
+
+class Intake(Protocol):
+    """What brings events into the store: receiver, subscriptions and pollers."""
+
+    def start(self) -> None:
+        """Start receiving (subscribe, listen, prime cursors)."""
+
+    def poll_once(self) -> int:
+        """Poll every polling trigger once; returns how many events were stored."""
+
+    def stop(self) -> None:
+        """Stop receiving; remove subscriptions on a clean stop."""
+
+
+@dataclass
+class Service:
+    """The runner loop of ``practiceflow serve`` (see the module docstring).
+
+    Attributes:
+        runners: one per recipe, all with the same store and practice.
+        store: the state store.
+        intake: the triggers' side, or None to run only events already stored.
+        stop: set to stop gracefully (the signal handlers set it).
+        idle: seconds to sleep when there is nothing to do.
+        on_outcome: called with every run outcome (progress display, logs).
+    """
+
+    runners: list[Runner]
+    store: StateStore
+    intake: Intake | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    idle: float = 0.5
+    on_outcome: Callable[[RunOutcome], None] | None = None
+
+    def __post_init__(self) -> None:
+        for runner in self.runners:
+            runner.stop = self.stop
+
+    def install_signal_handlers(self) -> None:
+        """Stop gracefully on SIGTERM and SIGINT (call from the main thread)."""
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            del frame
+            logger.warning("signal %d: finishing the current step, then stopping", signum)
+            self.stop.set()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)
+
+    def _emit(self, outcome: RunOutcome | None) -> None:
+        if outcome is not None and self.on_outcome is not None:
+            self.on_outcome(outcome)
+
+    def resume_unfinished(self) -> int:
+        """Resume runs left ``running`` and ``in_doubt`` runs a person has settled.
+
+        Returns:
+            How many runs were resumed.
+        """
+        count = 0
+        for runner in self.runners:
+            practice, name = runner.practice, runner.recipe.name
+            runs = self.store.list_runs(practice=practice, recipe=name, status="running")
+            held = self.store.list_runs(practice=practice, recipe=name, status="in_doubt")
+            settled = [
+                run
+                for run in held
+                if not any(step.status == "in_doubt" for step in self.store.get_steps(run.run_id))
+            ]
+            for run in [*runs, *settled]:
+                if self.stop.is_set():
+                    return count
+                self._emit(runner.resume(run.run_id))
+                count += 1
+        return count
+
+    def drain(self, limit: int = 100) -> int:
+        """Run the pending events of every recipe's trigger once.
+
+        Args:
+            limit: at most this many events per trigger.
+
+        Returns:
+            How many events were worked on.
+        """
+        by_source: dict[str, list[Runner]] = {}
+        for runner in self.runners:
+            by_source.setdefault(runner.source, []).append(runner)
+        count = 0
+        for source, runners in by_source.items():
+            practice = runners[0].practice
+            for event in self.store.pending_events(practice, limit, source=source):
+                if self.stop.is_set():
+                    return count
+                outcomes = [runner.run_event(event, mark_handled=False) for runner in runners]
+                for outcome in outcomes:
+                    self._emit(outcome)
+                if all(outcome is None or outcome.status != "running" for outcome in outcomes):
+                    self.store.mark_event_handled(practice, source, event.event_id)
+                count += 1
+        return count
+
+    def run_once(self) -> int:
+        """Poll once, resume unfinished runs, and process what arrived (``run --once``).
+
+        Returns:
+            How many events were worked on.
+        """
+        if self.intake is not None:
+            try:
+                self.intake.poll_once()
+            except PracticeflowError as exc:
+                logger.warning("polling skipped: %s; running the events already stored", exc)
+        self.resume_unfinished()
+        total = 0
+        while not self.stop.is_set():
+            done = self.drain()
+            total += done
+            if not done:
+                break
+        return total
+
+    def run(self, *, max_loops: int | None = None) -> None:
+        """Serve until stopped (see the module docstring).
+
+        Args:
+            max_loops: stop after this many idle-or-busy loops (tests); forever when None.
+        """
+        if self.intake is not None:
+            self.intake.start()
+        try:
+            self.resume_unfinished()
+            loops = 0
+            while not self.stop.is_set():
+                if not self.drain():
+                    self.stop.wait(self.idle)
+                loops += 1
+                if max_loops is not None and loops >= max_loops:
+                    break
+        finally:
+            if self.intake is not None:
+                self.intake.stop()
+            logger.info("serve: stopped; unfinished runs resume on the next start")
+
+
+def runners_by_recipe(runners: Iterable[Runner]) -> dict[str, Runner]:
+    """Index runners by recipe name (``runs retry`` finds the runner of a run this way).
+
+    Args:
+        runners: the runners.
+
+    Returns:
+        Recipe name -> runner.
+    """
+    return {runner.recipe.name: runner for runner in runners}

@@ -1,0 +1,187 @@
+"""Checking a recipe before anything runs: every problem at once, each with file, line, field.
+
+:func:`validate_recipe` adds to what :func:`~practiceflow.manifest.load_recipe` checks
+(schema, unique ids, template syntax and names, ``steps.ID`` naming an earlier step):
+
+* ``use`` names an action module or a built-in local step (:mod:`.local`), with "did you
+  mean"; ``trigger.use`` names a trigger module;
+* literal inputs fit the action's input schema (fields given by a template are checked when
+  they are rendered, at run time); personal values are not echoed;
+* ``retry`` only on steps that do not write;
+* no step writes when the recipe's credentials are known to be read-only (``can_write``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from practiceflow.engine import validate_input
+from practiceflow.errors import Issue, ManifestError
+from practiceflow.manifest import ActionModule, Recipe, TriggerModule, load_recipe
+from practiceflow.manifest.loader import read_located
+from practiceflow.manifest.registry import ModuleRegistry, default_registry
+from practiceflow.manifest.validation import did_you_mean, issues_for
+from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
+from practiceflow.runner.local import LOCAL_STEPS, LocalStep
+from practiceflow.templating import is_template
+
+__all__ = ["StepAction", "ValidRecipe", "validate_recipe"]
+
+StepAction = ActionModule | LocalStep
+
+
+@dataclass(frozen=True)
+class ValidRecipe:
+    """A recipe that passed every check, with the modules its steps use.
+
+    Attributes:
+        recipe: the loaded recipe.
+        actions: step id -> the action module or local step it uses.
+        trigger: the trigger module.
+        source: the file, as shown in messages.
+    """
+
+    recipe: Recipe
+    actions: Mapping[str, StepAction]
+    trigger: TriggerModule
+    source: str
+
+    @property
+    def name(self) -> str:
+        """The recipe's name (runs are keyed by it)."""
+        return self.recipe.name
+
+    def writes(self) -> list[str]:
+        """Ids of the steps whose action needs write access."""
+        return [step.id for step in self.recipe.steps if self.actions[step.id].needs_write]
+
+
+def _issue(file: str, located: Located, path: JsonPath, message: str) -> Issue:
+    line, column = located.where(path)
+    return Issue(file, line, column, format_path(path), message)
+
+
+def _template_paths(tree: Any, at: JsonPath = ()) -> list[JsonPath]:
+    """Paths of every template string in a raw ``with`` tree."""
+    if isinstance(tree, str):
+        return [at] if is_template(tree) else []
+    if isinstance(tree, Mapping):
+        return [p for key, child in tree.items() for p in _template_paths(child, (*at, key))]
+    if isinstance(tree, list):
+        return [p for i, child in enumerate(tree) for p in _template_paths(child, (*at, i))]
+    return []
+
+
+def _key_problem(message: str) -> bool:
+    """Whether an issue is about which keys are present (literal even beside templates)."""
+    return (
+        "not a known field" in message
+        or "is not allowed here" in message
+        or message.startswith("needs ")
+        or "required field is missing" in message
+    )
+
+
+def _literal_issues(
+    action: StepAction, raw: Mapping[str, Any], at: JsonPath, file: str, located: Located
+) -> list[Issue]:
+    """Input issues that do not depend on a template's value."""
+    data = raw.get("with", {})
+    prefix = (*at, "with")
+    if isinstance(action, ActionModule):
+        found = validate_input(action, data, file=file, located=located, prefix=prefix)
+    else:
+        found = issues_for(action.input_validator, data, file=file, located=located, prefix=prefix)
+    templated = [format_path((*prefix, *path)) for path in _template_paths(data)]
+    if not templated:
+        return found
+    kept: list[Issue] = []
+    for issue in found:
+        under = any(issue.path == t or issue.path.startswith((t + ".", t + "[")) for t in templated)
+        holds = any(t.startswith((issue.path + ".", issue.path + "[")) for t in templated)
+        if under or (holds and not _key_problem(issue.message)):
+            continue
+        kept.append(issue)
+    return kept
+
+
+def _use_issues(
+    raw: Mapping[str, Any],
+    at: JsonPath,
+    registry: ModuleRegistry,
+    file: str,
+    located: Located,
+    can_write: bool | None,
+) -> tuple[StepAction | None, list[Issue]]:
+    key = raw["use"]
+    action: StepAction | None = registry.actions.get(key) or LOCAL_STEPS.get(key)
+    if action is None:
+        known = [*registry.actions, *LOCAL_STEPS]
+        match = did_you_mean(key, known)
+        hint = f"did you mean {match!r}?" if match else f"valid values are {sorted(known)}"
+        return None, [_issue(file, located, (*at, "use"), f"unknown action {key!r}; {hint}")]
+    issues = _literal_issues(action, raw, at, file, located)
+    if "retry" in raw and action.needs_write:
+        message = (
+            f"retry is for read steps only; {key!r} writes, and writes are never retried "
+            "blindly (an in-doubt write is reconciled instead)"
+        )
+        issues.append(_issue(file, located, (*at, "retry"), message))
+    if action.needs_write and can_write is False:
+        message = (
+            f"{key!r} writes, but the recipe's credentials are read-only (canWrite is false); "
+            "ask the practice administrator for write access or remove the step"
+        )
+        issues.append(_issue(file, located, (*at, "use"), message))
+    return action, issues
+
+
+def validate_recipe(
+    path: str | Path,
+    *,
+    registry: ModuleRegistry | None = None,
+    can_write: bool | None = None,
+    display: str | None = None,
+) -> ValidRecipe:
+    """Load a recipe and check everything that can be checked before it runs.
+
+    Args:
+        path: the recipe file.
+        registry: the modules (default: the shipped ones).
+        can_write: whether the recipe's credentials may write, when known (from
+            ``GET /api/v1/auth/validate``); None skips that check.
+        display: the file name to use in messages.
+
+    Returns:
+        The checked recipe with its step actions and trigger.
+
+    Raises:
+        ManifestError: with every issue, each naming file, line, column and field.
+    """
+    modules = registry if registry is not None else default_registry()
+    recipe = load_recipe(path, display=display)
+    located, file = read_located(path, display)
+    data = located.data
+    issues: list[Issue] = []
+    actions: dict[str, StepAction] = {}
+    for index, raw in enumerate(data["steps"]):
+        action, found = _use_issues(raw, ("steps", index), modules, file, located, can_write)
+        issues += found
+        if action is not None:
+            actions[raw["id"]] = action
+    trigger_key = data["trigger"]["use"]
+    trigger = modules.triggers.get(trigger_key)
+    if trigger is None:
+        match = did_you_mean(trigger_key, modules.triggers)
+        hint = (
+            f"did you mean {match!r}?" if match else f"valid values are {sorted(modules.triggers)}"
+        )
+        where = ("trigger", "use")
+        issues.append(_issue(file, located, where, f"unknown trigger {trigger_key!r}; {hint}"))
+    issues.sort(key=lambda issue: (issue.line, issue.column, issue.path))
+    if issues or trigger is None:
+        raise ManifestError(issues)
+    return ValidRecipe(recipe=recipe, actions=actions, trigger=trigger, source=file)

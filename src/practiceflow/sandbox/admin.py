@@ -1,0 +1,381 @@
+"""The admin surface under ``/_admin`` (header ``X-Admin-Token``): what tests and demos
+need to drive the sandbox from outside the API.
+
+- ``GET /_admin``: credentials, regions, clock offset;
+- ``POST /_admin/reset``: back to the seed (body: optional ``seed``, ``entities``);
+- ``GET, POST /_admin/config``: switches ``walletBalance``, ``ledgerConnected``,
+  ``eformEmailFails`` (per ``region``), ``duplicateDeliveries``, ``rateLimits``
+  (``perMinute``, ``perHour``, ``perDay``), ``pageSize``;
+- ``GET, POST /_admin/clock``: ``{"advance": s}`` or ``{"offset": s}``, either direction;
+- ``GET, POST, DELETE /_admin/faults``: arm ``kind`` (rate_limit or 429, server_error or
+  500, slow, drop) for ``count`` requests, optionally only ``method`` / ``pathPrefix`` /
+  ``region``, with ``retryAfter`` (429) or ``delay`` (slow);
+- ``POST /_admin/proposals/{key}/accept``: Accepted, fires proposal.accepted;
+- ``POST /_admin/eforms/{formKey}/submit``: Submitted, fires eform.submitted;
+- ``POST /_admin/onboardings/{key}/complete``: Completed, documents uploaded, fires
+  onboarding.completed;
+- ``POST /_admin/entities``: create an entity behind the client's back;
+- ``PATCH /_admin/entities/{key}``: change fields (entityName, email, status ...), bump
+  lastUpdated;
+- ``GET /_admin/records/{kind}``: stored rows (entities, leads, contacts, groups, bills,
+  proposals, eforms, onboardings, subscriptions, id-verifications, recurring, users);
+- ``GET /_admin/deliveries``: the webhook delivery log, one row per attempt;
+- ``GET /_admin/requests``: every API request received (method, path, client id, status).
+
+Every route takes ``?region=`` (default ``anz``) where a practice is involved.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from dataclasses import asdict, replace
+from typing import Any
+
+import pydantic
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, Router
+from starlette.types import Receive, Scope, Send
+
+from practiceflow.sandbox.bodies import EntityBody
+from practiceflow.sandbox.config import REGIONS, RateLimits
+from practiceflow.sandbox.faults import FAULT_KINDS, Fault
+from practiceflow.sandbox.problems import ApiProblem, problem_response
+from practiceflow.sandbox.routes.common import entity_or_404
+from practiceflow.sandbox.routes.entities import create_entity
+from practiceflow.sandbox.routes.groups import group_view
+from practiceflow.sandbox.routes.onboarding import onboarding_or_404
+from practiceflow.sandbox.routes.proposals import proposal_or_404
+from practiceflow.sandbox.routes.webhooks import public_subscription
+from practiceflow.sandbox.state import SandboxState
+from practiceflow.sandbox.store import Practice
+
+__all__ = ["admin_router"]
+
+
+class _FaultBody(pydantic.BaseModel):
+    kind: str
+    count: int = pydantic.Field(1, ge=1, le=100_000)
+    method: str | None = None
+    pathPrefix: str | None = None
+    region: str | None = None
+    retryAfter: int | None = pydantic.Field(None, ge=0)
+    delay: float = pydantic.Field(0.0, ge=0, le=120)
+
+
+class _EntityPatch(pydantic.BaseModel):
+    entityName: str | None = None
+    entitySurname: str | None = None
+    email: str | None = None
+    status: str | None = None
+    leadStatus: str | None = None
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError:
+        raise ApiProblem(400, "The body is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise ApiProblem(400, "The body must be a JSON object.")
+    return data
+
+
+def admin_router(state: SandboxState) -> _AdminApp:
+    """The admin ASGI app bound to ``state``.
+
+    Args:
+        state: the sandbox state.
+
+    Returns:
+        An ASGI app that checks ``X-Admin-Token`` and serves the table above.
+    """
+    return _AdminApp(state)
+
+
+class _AdminApp:
+    def __init__(self, state: SandboxState) -> None:
+        self.state = state
+        self.router = Router(
+            routes=[
+                Route("/_admin", self.info, methods=["GET"]),
+                Route("/_admin/reset", self.reset, methods=["POST"]),
+                Route("/_admin/config", self.config, methods=["GET", "POST"]),
+                Route("/_admin/clock", self.clock, methods=["GET", "POST"]),
+                Route("/_admin/faults", self.faults, methods=["GET", "POST", "DELETE"]),
+                Route("/_admin/proposals/{key}/accept", self.accept, methods=["POST"]),
+                Route("/_admin/eforms/{key}/submit", self.submit, methods=["POST"]),
+                Route("/_admin/onboardings/{key}/complete", self.complete, methods=["POST"]),
+                Route("/_admin/entities", self.create_entity, methods=["POST"]),
+                Route("/_admin/entities/{key}", self.patch_entity, methods=["PATCH"]),
+                Route("/_admin/records/{kind}", self.records, methods=["GET"]),
+                Route("/_admin/deliveries", self.deliveries, methods=["GET"]),
+                Route("/_admin/requests", self.requests, methods=["GET"]),
+            ],
+            redirect_slashes=False,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope["path"]
+        token = ""
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"x-admin-token":
+                token = value.decode("latin-1")
+        expected = self.state.config.admin_token
+        try:
+            if not hmac.compare_digest(token.encode(), expected.encode()):
+                raise ApiProblem(401, "The X-Admin-Token header is missing or wrong.")
+            await self.router(scope, receive, send)
+        except ApiProblem as problem:
+            await problem_response(problem.status, problem.detail, path)(scope, receive, send)
+        except HTTPException as exc:
+            await problem_response(exc.status_code, str(exc.detail), path)(scope, receive, send)
+
+    # ---- helpers --------------------------------------------------------------------
+
+    def _practice(self, request: Request) -> Practice:
+        region = request.query_params.get("region", REGIONS[0])
+        if region not in REGIONS:
+            raise ApiProblem(400, f"region: got {region!r}; valid values are {list(REGIONS)}")
+        return self.state.practice(region)
+
+    def _switches(self, practice: Practice) -> dict[str, Any]:
+        state = self.state
+        return {
+            "region": practice.region,
+            "walletBalance": practice.wallet,
+            "ledgerConnected": practice.ledger_connected,
+            "eformEmailFails": practice.eform_email_fails,
+            "duplicateDeliveries": state.duplicate_deliveries,
+            "rateLimits": asdict(state.limiter.limits),
+            "pageSize": state.config.page_size,
+            "seed": state.config.seed,
+            "entities": state.config.entities,
+        }
+
+    # ---- routes ---------------------------------------------------------------------
+
+    async def info(self, request: Request) -> Response:
+        del request
+        credentials = {
+            region: {
+                kind: {
+                    "clientId": c.client_id,
+                    "secret": c.secret,
+                    "canWrite": c.can_write,
+                    "active": c.active,
+                }
+                for kind, c in kinds.items()
+            }
+            for region, kinds in self.state.credentials.items()
+        }
+        return JSONResponse(
+            {
+                "regions": list(REGIONS),
+                "credentials": credentials,
+                "clockOffset": self.state.clock.offset,
+            }
+        )
+
+    async def reset(self, request: Request) -> Response:
+        body = await _json(request)
+        seed, entities = body.get("seed"), body.get("entities")
+        if seed is not None and not isinstance(seed, int):
+            raise ApiProblem(400, f"seed: got {seed!r}; expected an integer")
+        if entities is not None and (not isinstance(entities, int) or not 0 <= entities <= 100_000):
+            raise ApiProblem(400, f"entities: got {entities!r}; expected 0 to 100000")
+        self.state.reset(seed=seed, entities=entities)
+        return JSONResponse({"reset": True, "seed": self.state.config.seed})
+
+    async def config(self, request: Request) -> Response:
+        practice = self._practice(request)
+        if request.method == "POST":
+            body = await _json(request)
+            try:
+                if "walletBalance" in body:
+                    practice.wallet = float(body["walletBalance"])
+                if "ledgerConnected" in body:
+                    practice.ledger_connected = bool(body["ledgerConnected"])
+                if "eformEmailFails" in body:
+                    practice.eform_email_fails = bool(body["eformEmailFails"])
+                if "duplicateDeliveries" in body:
+                    self.state.duplicate_deliveries = max(1, int(body["duplicateDeliveries"]))
+                if "rateLimits" in body:
+                    given = body["rateLimits"]
+                    limits = self.state.limiter.limits
+                    self.state.set_rate_limits(
+                        RateLimits(
+                            per_minute=int(given.get("perMinute", limits.per_minute)),
+                            per_hour=int(given.get("perHour", limits.per_hour)),
+                            per_day=int(given.get("perDay", limits.per_day)),
+                        )
+                    )
+                if "pageSize" in body:
+                    self.state.config = replace(self.state.config, page_size=int(body["pageSize"]))
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise ApiProblem(400, f"config: {exc}") from None
+        return JSONResponse(self._switches(practice))
+
+    async def clock(self, request: Request) -> Response:
+        if request.method == "POST":
+            body = await _json(request)
+            try:
+                if "offset" in body:
+                    self.state.clock.set_offset(float(body["offset"]))
+                if "advance" in body:
+                    self.state.clock.advance(float(body["advance"]))
+            except (TypeError, ValueError):
+                raise ApiProblem(400, "clock: advance and offset are seconds (numbers)") from None
+        return JSONResponse({"offset": self.state.clock.offset, "now": self.state.now_text()})
+
+    async def faults(self, request: Request) -> Response:
+        if request.method == "DELETE":
+            self.state.faults.clear()
+        elif request.method == "POST":
+            try:
+                body = _FaultBody.model_validate(await _json(request))
+            except pydantic.ValidationError as exc:
+                raise ApiProblem(400, f"fault: {exc.errors()[0]['msg']}") from None
+            kind = FAULT_KINDS.get(body.kind)
+            if kind is None:
+                raise ApiProblem(
+                    400, f"kind: got {body.kind!r}; valid values are {list(FAULT_KINDS)}"
+                )
+            self.state.faults.add(
+                Fault(
+                    kind=kind,
+                    remaining=body.count,
+                    method=body.method,
+                    path_prefix=body.pathPrefix,
+                    region=body.region,
+                    retry_after=body.retryAfter,
+                    delay=body.delay,
+                )
+            )
+        return JSONResponse(self.state.faults.describe())
+
+    async def accept(self, request: Request) -> Response:
+        practice = self._practice(request)
+        proposal = proposal_or_404(practice, request.path_params["key"])
+        now = self.state.now_text()
+        proposal.update(status="Accepted", acceptedOn=now, updatedOn=now)
+        data = {
+            key: proposal[key]
+            for key in (
+                "proposalKey",
+                "entityKey",
+                "entityName",
+                "title",
+                "status",
+                "acceptedOn",
+                "totalAmount",
+            )
+        }
+        event_id = self.state.emit(practice, "proposal.accepted", data)
+        return JSONResponse({"proposal": proposal, "eventId": event_id})
+
+    async def submit(self, request: Request) -> Response:
+        practice = self._practice(request)
+        form = practice.eforms.get(request.path_params["key"])
+        if form is None:
+            raise ApiProblem(404, f"eForm {request.path_params['key']} was not found.")
+        now = self.state.now_text()
+        form.update(status="Submitted", submittedOn=now)
+        data = {
+            "formKey": form["formKey"],
+            "templateId": form["templateId"],
+            "entityKey": form.get("entityKey"),
+            "submittedOn": now,
+        }
+        event_id = self.state.emit(practice, "eform.submitted", data)
+        return JSONResponse({"eform": form, "eventId": event_id})
+
+    async def complete(self, request: Request) -> Response:
+        practice = self._practice(request)
+        job = onboarding_or_404(practice, request.path_params["key"])
+        job.update(status="Completed", updatedOn=self.state.now_text())
+        for row in job["clients"]:
+            for document in row["documents"]:
+                if not document["isBypassed"]:
+                    document["isUploaded"] = True
+                    document["fileName"] = document["name"].lower().replace(" ", "-") + ".pdf"
+            entity = practice.entities.get(row["entityKey"])
+            if entity is not None:
+                practice.touch(entity)
+        data = {
+            "onboardingKey": job["onboardingKey"],
+            "status": "Completed",
+            "entityKeys": [row["entityKey"] for row in job["clients"]],
+        }
+        event_id = self.state.emit(practice, "onboarding.completed", data)
+        return JSONResponse({"onboarding": job, "eventId": event_id})
+
+    async def create_entity(self, request: Request) -> Response:
+        practice = self._practice(request)
+        try:
+            body = EntityBody.model_validate(await _json(request))
+        except pydantic.ValidationError as exc:
+            raise ApiProblem(400, f"entity: {exc.errors()[0]['msg']}") from None
+        entity = create_entity(practice, body)
+        event = "lead.created" if entity.status == "Lead" else "client.created"
+        self.state.emit(practice, event, {"entityKey": entity.key, "entityName": entity.name})
+        return JSONResponse(practice.entity_detail(entity), status_code=201)
+
+    async def patch_entity(self, request: Request) -> Response:
+        practice = self._practice(request)
+        entity = entity_or_404(practice, request.path_params["key"])
+        try:
+            body = _EntityPatch.model_validate(await _json(request))
+        except pydantic.ValidationError as exc:
+            raise ApiProblem(400, f"entity: {exc.errors()[0]['msg']}") from None
+        if body.status is not None and body.status not in ("Lead", "Active"):
+            raise ApiProblem(400, f"status: got {body.status!r}; valid values are Lead, Active")
+        entity.name = body.entityName or entity.name
+        entity.surname = body.entitySurname or entity.surname
+        entity.email = body.email or entity.email
+        entity.status = body.status or entity.status
+        entity.lead_status = body.leadStatus or entity.lead_status
+        practice.touch(entity)
+        return JSONResponse(practice.entity_detail(entity))
+
+    async def records(self, request: Request) -> Response:
+        practice = self._practice(request)
+        kind = request.path_params["kind"]
+        rows: list[Any]
+        if kind == "entities":
+            rows = [practice.entity_detail(entity) for entity in practice.order]
+        elif kind == "leads":
+            rows = [entity.lead_view() for entity in practice.order if entity.status == "Lead"]
+        elif kind == "groups":
+            rows = [group_view(practice, group, True) for group in practice.groups]
+        elif kind == "subscriptions":
+            rows = [public_subscription(row) for row in practice.subscriptions.values()]
+        else:
+            tables: dict[str, Any] = {
+                "contacts": practice.contacts,
+                "bills": practice.bills,
+                "proposals": practice.proposals,
+                "eforms": practice.eforms,
+                "onboardings": practice.onboardings,
+                "id-verifications": practice.id_verifications,
+                "recurring": practice.recurring,
+            }
+            if kind == "users":
+                rows = list(practice.users)
+            elif kind in tables:
+                rows = list(tables[kind].values())
+            else:
+                valid = ["entities", "leads", "groups", "subscriptions", "users", *tables]
+                raise ApiProblem(404, f"records: got {kind!r}; valid kinds are {valid}")
+        return JSONResponse(rows)
+
+    async def deliveries(self, request: Request) -> Response:
+        del request
+        return JSONResponse(self.state.dispatcher.log())
+
+    async def requests(self, request: Request) -> Response:
+        del request
+        return JSONResponse(self.state.request_log())

@@ -1,0 +1,270 @@
+"""The sandbox ASGI application: regions, faults, auth, rate limits, routes, request log.
+
+Every request under ``/<region>/api/`` goes through one pipeline, in this order:
+
+1. an armed fault may answer first (429 or 500), or hold the answer back (slow);
+2. authentication (401), then the Client ID's rate budget (429), then write access (403);
+3. the route; ``ApiProblem`` and unknown routes become problem details;
+4. a ``drop`` fault swallows the answer and aborts the connection after the route acted.
+
+``X-RateLimit-*`` headers are set on every authenticated answer (an unauthenticated one
+has no Client ID to count against). Admin routes live under ``/_admin`` and the OpenAPI
+document at ``/openapi.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+import struct
+import time
+from collections.abc import MutableMapping
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, Router
+from starlette.types import Message, Receive, Scope, Send
+
+from practiceflow.sandbox.admin import admin_router
+from practiceflow.sandbox.auth import authenticate
+from practiceflow.sandbox.config import REGIONS
+from practiceflow.sandbox.faults import Fault
+from practiceflow.sandbox.openapi import build_openapi
+from practiceflow.sandbox.problems import ApiProblem, problem_response
+from practiceflow.sandbox.routes import ALL_OPS
+from practiceflow.sandbox.routes.common import CONTEXT_KEY, Ctx
+from practiceflow.sandbox.state import SandboxState
+
+__all__ = ["RAW_SEND_KEY", "RawSendCapture", "SandboxApp", "create_app"]
+
+logger = logging.getLogger(__name__)
+
+RAW_SEND_KEY = "practiceflow.raw_send"
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    del receive
+    raise ApiProblem(404, f"No route {scope['method']} {scope['path']}.")
+
+
+def _api_router() -> Router:
+    routes = [Route(op.path, op.handler, methods=[op.method]) for op in ALL_OPS]
+    return Router(routes=routes, redirect_slashes=False, default=_not_found)
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {
+        name.decode("latin-1").lower(): value.decode("latin-1")
+        for name, value in scope.get("headers", [])
+    }
+
+
+async def _abort_connection(raw_send: Any) -> bool:
+    """Close the client's connection at once, without an answer (a reset when possible).
+
+    Uvicorn's ``send`` is a bound method of its request cycle, which holds the asyncio
+    transport; there is no portable ASGI way to drop a connection, so this reaches for it.
+    """
+    transport = getattr(getattr(raw_send, "__self__", None), "transport", None)
+    if transport is None:
+        return False
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        # linger 0: the close becomes a TCP reset, as a crashed server would cause
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport.abort()
+    for _ in range(3):  # let connection_lost run so uvicorn knows not to answer
+        await asyncio.sleep(0)
+    return True
+
+
+class SandboxApp:
+    """The ASGI callable served by uvicorn.
+
+    Args:
+        state: the state it serves (``handle.state`` in tests).
+    """
+
+    def __init__(self, state: SandboxState) -> None:
+        self.state = state
+        self._api = _api_router()
+        self._admin = admin_router(state)
+        self._openapi: bytes | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection scope."""
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        if path == "/openapi.json":
+            if self._openapi is None:
+                self._openapi = json.dumps(build_openapi()).encode()
+            await Response(self._openapi, media_type="application/json")(scope, receive, send)
+            return
+        if path == "/_admin" or path.startswith("/_admin/"):
+            await self._admin(scope, receive, send)
+            return
+        region, _, rest = path[1:].partition("/")
+        if region in REGIONS and rest.startswith("api/"):
+            await self._api_request(region, "/" + rest, scope, receive, send)
+            return
+        if path in ("", "/"):
+            await JSONResponse(self._index())(scope, receive, send)
+            return
+        detail = f"No route {path}; API routes are under /{{region}}/api/v1 for {list(REGIONS)}."
+        await problem_response(404, detail, path)(scope, receive, send)
+
+    def _index(self) -> dict[str, Any]:
+        return {
+            "service": "practiceflow sandbox",
+            "regions": {region: f"/{region}" for region in REGIONS},
+            "openapi": "/openapi.json",
+            "admin": "/_admin",
+        }
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _api_request(
+        self, region: str, rest: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        state = self.state
+        method: str = scope["method"]
+        path: str = scope["path"]
+        started = time.perf_counter()
+        generation = state.generation
+        row: dict[str, Any] = {
+            "at": state.now_text(),
+            "region": region,
+            "method": method,
+            "path": rest,
+            "query": scope.get("query_string", b"").decode("latin-1"),
+            "clientId": None,
+            "status": None,
+            "fault": None,
+        }
+        extra_headers: dict[str, str] = {}
+        swallow = False
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                row["status"] = message["status"]
+                if extra_headers:
+                    headers = list(message.get("headers", []))
+                    headers.extend(
+                        (name.lower().encode(), value.encode())
+                        for name, value in extra_headers.items()
+                    )
+                    message = {**message, "headers": headers}
+            if not swallow:
+                await send(message)
+
+        try:
+            fault = state.faults.take(method, region, rest)
+            if fault is not None:
+                row["fault"] = fault.kind
+                if fault.kind == "slow":
+                    await asyncio.sleep(fault.delay)
+                elif fault.kind in ("rate_limit", "server_error"):
+                    await self._fault_answer(fault, path, scope, receive, send_wrapper)
+                    return
+            credential = authenticate(_headers(scope), region, state.clients)
+            row["clientId"] = credential.client_id
+            decision = state.limiter.hit(credential.client_id)
+            extra_headers.update(decision.headers())
+            if not decision.allowed:
+                detail = f"Rate limit exceeded; retry after {decision.retry_after} seconds."
+                raise ApiProblem(429, detail)
+            if method not in _READ_METHODS and not credential.can_write:
+                detail = "This API client is read-only (canWrite is false); writes need canWrite."
+                raise ApiProblem(403, detail)
+            child: MutableMapping[str, Any] = dict(scope)
+            child["root_path"] = scope.get("root_path", "") + f"/{region}"
+            child[CONTEXT_KEY] = Ctx(state, state.practice(region), credential, region)
+            swallow = fault is not None and fault.kind == "drop"
+            await self._api(child, receive, send_wrapper)
+            if swallow:
+                raw_send = scope.get(RAW_SEND_KEY)
+                if await _abort_connection(raw_send):
+                    return
+                swallow = False  # no transport to drop: answer 500 rather than hang
+                raise ApiProblem(500, "Injected drop fault (the request was performed).")
+        except ApiProblem as problem:
+            if swallow and row["status"] is None:
+                swallow = False
+            headers = dict(problem.headers)
+            await problem_response(problem.status, problem.detail, path, headers)(
+                scope, receive, send_wrapper
+            )
+        except HTTPException as exc:
+            await problem_response(exc.status_code, str(exc.detail), path)(
+                scope, receive, send_wrapper
+            )
+        except Exception:
+            logger.exception("sandbox route %s %s failed", method, path)
+            if row["status"] is None:
+                await problem_response(500, "Unexpected sandbox error.", path)(
+                    scope, receive, send_wrapper
+                )
+        finally:
+            row["ms"] = round((time.perf_counter() - started) * 1000, 2)
+            state.log_request(row, generation)
+
+    async def _fault_answer(
+        self, fault: Fault, path: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        if fault.kind == "server_error":
+            response = problem_response(500, "Injected server error.", path)
+        else:
+            limit = self.state.limiter.limits.per_minute
+            headers = {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": "0"}
+            if fault.retry_after is not None:
+                headers["Retry-After"] = str(fault.retry_after)
+                headers["X-RateLimit-Reset"] = str(fault.retry_after)
+            response = problem_response(429, "Injected rate limit.", path, headers)
+        await response(scope, receive, send)
+
+
+class RawSendCapture:
+    """Outermost ASGI layer: remembers uvicorn's own ``send`` for the drop fault."""
+
+    def __init__(self, app: SandboxApp) -> None:
+        self.app = app
+        self.state = app.state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one scope, recording the raw ``send`` in it."""
+        if scope["type"] == "http":
+            scope = dict(scope)
+            scope[RAW_SEND_KEY] = send
+            # Starlette routers raise HTTPException (turned into problem details here)
+            # instead of answering plain text when an application is in the scope.
+            scope.setdefault("app", self)
+        await self.app(scope, receive, send)
+
+
+def create_app(state: SandboxState) -> RawSendCapture:
+    """The ASGI application serving ``state``.
+
+    Args:
+        state: the sandbox state.
+
+    Returns:
+        The application to hand to uvicorn.
+    """
+    return RawSendCapture(SandboxApp(state))

@@ -1,0 +1,184 @@
+"""Settings of one sandbox run: regions, throwaway credentials, limits, switches.
+
+Everything here is a plain value so that a run is reproducible from its options. The
+credentials are the sandbox's own and exist only on 127.0.0.1; they are printed at start
+on purpose.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+__all__ = [
+    "ADMIN_TOKEN_ENV",
+    "CLIENT_ID_ENV",
+    "CLIENT_SECRET_ENV",
+    "DEFAULT_ADMIN_TOKEN",
+    "DEFAULT_CREDENTIALS",
+    "REGIONS",
+    "ClientKind",
+    "Credential",
+    "RateLimits",
+    "SandboxConfig",
+]
+
+#: The three regions; each is served under ``/<region>`` and holds its own practice.
+REGIONS: tuple[str, ...] = ("anz", "uk", "za")
+
+ClientKind = Literal["rw", "ro", "inactive"]
+
+CLIENT_ID_ENV = "PRACTICEFLOW_SANDBOX_CLIENT_ID"
+CLIENT_SECRET_ENV = "PRACTICEFLOW_SANDBOX_CLIENT_SECRET"  # noqa: S105 - an env var name
+ADMIN_TOKEN_ENV = "PRACTICEFLOW_SANDBOX_ADMIN_TOKEN"  # noqa: S105 - an env var name
+
+#: Token of the admin surface (``X-Admin-Token`` header) unless configured otherwise.
+DEFAULT_ADMIN_TOKEN = "sandbox-admin-token"  # noqa: S105 - a documented local-only token
+
+
+@dataclass(frozen=True)
+class Credential:
+    """One API client of a practice.
+
+    Attributes:
+        client_id: the Client ID (a GUID).
+        secret: the Client secret.
+        name: the API client's display name (``clientName`` of auth/validate).
+        can_write: whether write routes are allowed (``canWrite``).
+        active: an inactive client gets 401 everywhere.
+    """
+
+    client_id: str
+    secret: str
+    name: str
+    can_write: bool
+    active: bool
+
+
+def _credential(region: str, digit: int, kind: ClientKind) -> Credential:
+    region_digit = REGIONS.index(region) + 1
+    return Credential(
+        client_id=f"5a4db0c0-0000-4000-8000-0000000000{region_digit}{digit}",
+        secret=f"sandbox-{region}-{kind}-secret",
+        name=f"Sandbox {region.upper()} {kind} client",
+        can_write=kind == "rw",
+        active=kind != "inactive",
+    )
+
+
+#: Deterministic credentials per region: a read-write, a read-only and an inactive client.
+#: ``DEFAULT_CREDENTIALS["anz"]["rw"].client_id == "5a4db0c0-0000-4000-8000-000000000011"``,
+#: secret ``"sandbox-anz-rw-secret"``; region digits anz=1, uk=2, za=3; kind digits rw=1,
+#: ro=2, inactive=3.
+DEFAULT_CREDENTIALS: dict[str, dict[ClientKind, Credential]] = {
+    region: {
+        "rw": _credential(region, 1, "rw"),
+        "ro": _credential(region, 2, "ro"),
+        "inactive": _credential(region, 3, "inactive"),
+    }
+    for region in REGIONS
+}
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """Requests allowed per Client ID in each fixed window of the sandbox clock."""
+
+    per_minute: int = 60
+    per_hour: int = 1000
+    per_day: int = 10000
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """Options of one sandbox run; ``reset`` returns the state to exactly these.
+
+    Attributes:
+        seed: seed of the data generator; the same seed gives the same data.
+        entities: entities seeded per region (up to 100,000).
+        page_size: fixed server page size of the entities, users and groups lists.
+        rate_limits: the three rate windows per Client ID.
+        wallet: starting wallet balance of each practice.
+        onboarding_cost: wallet cost of sending an onboarding job.
+        eform_cost: wallet cost of sending an eForm.
+        admin_token: value of the ``X-Admin-Token`` header of the admin surface.
+        client_id: overrides the Client ID of the ``anz`` read-write client when set.
+        client_secret: overrides the secret of the ``anz`` read-write client when set.
+        ledger_connected: whether each practice starts with a connected ledger.
+        webhook_retry_delays: seconds between delivery attempts (before scaling).
+        webhook_retry_scale: factor applied to the delays (tests use a small one).
+        webhook_timeout: seconds a delivery attempt may take.
+    """
+
+    seed: int = 1
+    entities: int = 300
+    page_size: int = 100
+    rate_limits: RateLimits = field(default_factory=RateLimits)
+    wallet: float = 1000.0
+    onboarding_cost: float = 5.0
+    eform_cost: float = 1.0
+    admin_token: str = DEFAULT_ADMIN_TOKEN
+    client_id: str | None = None
+    client_secret: str | None = None
+    ledger_connected: bool = False
+    webhook_retry_delays: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+    webhook_retry_scale: float = 1.0
+    webhook_timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        if not 0 <= self.entities <= 100_000:
+            problems.append(f"entities: got {self.entities}; expected 0 to 100000")
+        if not 1 <= self.page_size <= 1000:
+            problems.append(f"page_size: got {self.page_size}; expected 1 to 1000")
+        limits = self.rate_limits
+        if min(limits.per_minute, limits.per_hour, limits.per_day) < 1:
+            problems.append(f"rate_limits: got {limits}; every window needs at least 1")
+        if self.wallet < 0:
+            problems.append(f"wallet: got {self.wallet}; expected 0 or more")
+        if self.webhook_retry_scale < 0:
+            problems.append(f"webhook_retry_scale: got {self.webhook_retry_scale}; expected >= 0")
+        if problems:
+            message = "invalid sandbox configuration: " + "; ".join(problems)
+            raise ValueError(message)
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> SandboxConfig:
+        """Build a config from ``PRACTICEFLOW_SANDBOX_*`` variables, then explicit overrides.
+
+        Args:
+            **overrides: field values that win over the environment (``None`` is skipped).
+
+        Returns:
+            The configuration.
+        """
+        config = cls()
+        env: dict[str, object] = {}
+        if os.environ.get(CLIENT_ID_ENV):
+            env["client_id"] = os.environ[CLIENT_ID_ENV]
+        if os.environ.get(CLIENT_SECRET_ENV):
+            env["client_secret"] = os.environ[CLIENT_SECRET_ENV]
+        if os.environ.get(ADMIN_TOKEN_ENV):
+            env["admin_token"] = os.environ[ADMIN_TOKEN_ENV]
+        env.update({key: value for key, value in overrides.items() if value is not None})
+        return replace(config, **env)  # type: ignore[arg-type]
+
+    def credentials(self, region: str) -> dict[ClientKind, Credential]:
+        """The API clients of one region, with the ``anz`` read-write override applied.
+
+        Args:
+            region: one of :data:`REGIONS`.
+
+        Returns:
+            The clients by kind.
+        """
+        clients = dict(DEFAULT_CREDENTIALS[region])
+        if region == REGIONS[0] and (self.client_id or self.client_secret):
+            rw = clients["rw"]
+            clients["rw"] = replace(
+                rw,
+                client_id=self.client_id or rw.client_id,
+                secret=self.client_secret or rw.secret,
+            )
+        return clients

@@ -1,0 +1,33 @@
+"""The API routes of the sandbox, one module per resource family.
+
+Each module exports ``OPS``: the operations it serves, with what the OpenAPI document
+says about them. :data:`ALL_OPS` is the one route table (the router and /openapi.json are
+both built from it).
+"""
+
+from __future__ import annotations
+
+from practiceflow.sandbox.routes import (
+    billing,
+    core,
+    entities,
+    groups,
+    leads,
+    onboarding,
+    proposals,
+    webhooks,
+)
+from practiceflow.sandbox.routes.common import Op
+
+__all__ = ["ALL_OPS", "Op"]
+
+ALL_OPS: list[Op] = [
+    *core.OPS,
+    *entities.OPS,
+    *leads.OPS,
+    *groups.OPS,
+    *billing.OPS,
+    *proposals.OPS,
+    *onboarding.OPS,
+    *webhooks.OPS,
+]

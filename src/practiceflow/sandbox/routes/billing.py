@@ -1,0 +1,322 @@
+"""Bills (adhoc create, list by bill date, load, PDF), ledger catalogs, recurring billing."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from practiceflow.sandbox.bodies import BillBody, BillLineBody
+from practiceflow.sandbox.clock import format_time
+from practiceflow.sandbox.paging import envelope, page_number, page_size
+from practiceflow.sandbox.problems import ApiProblem
+from practiceflow.sandbox.routes.common import (
+    PAGE_NUMBER,
+    PAGE_SIZE,
+    Op,
+    Param,
+    context,
+    ok,
+    read_body,
+)
+from practiceflow.sandbox.store import Practice
+
+__all__ = ["OPS", "TAX_TOLERANCE", "pdf_bytes"]
+
+#: Plus or minus this many percent, a taxPercent matches a ledger tax rate (spec 4.1 rule 2).
+TAX_TOLERANCE = 0.02
+
+
+def pdf_bytes(title: str) -> bytes:
+    """A tiny, valid one-page PDF naming ``title`` (for the PDF endpoints).
+
+    Args:
+        title: text shown on the page (ASCII).
+
+    Returns:
+        The document bytes.
+    """
+    text = "".join(ch for ch in title if ch.isascii() and ch not in "()\\")[:80]
+    stream = f"BT /F1 14 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    for offset in offsets:
+        out += b"%010d 00000 n \n" % offset
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def _check_line(practice: Practice, index: int, line: BillLineBody) -> tuple[float, float, float]:
+    where = f"lineItems[{index}]"
+    if line.amount is None:
+        raise ApiProblem(400, f"{where}.amount is required")
+    if (
+        line.taxAmount is None
+        and line.taxPercent is None
+        and not (practice.ledger_connected and line.extTaxID is not None)
+    ):
+        raise ApiProblem(400, f"{where}: taxAmount or taxPercent is required")
+    ledger_rate: float | None = None
+    if practice.ledger_connected:
+        if line.extAccountID is None and line.extItemID is None:
+            detail = f"{where}: the ledger is connected, so extAccountID or extItemID is required"
+            raise ApiProblem(400, detail)
+        rates = {int(row["taxID"]): float(row["rate"]) for row in practice.ledger_tax_rates}
+        if line.extTaxID is not None:
+            if line.extTaxID not in rates:
+                valid = ", ".join(str(key) for key in rates)
+                detail = f"{where}.extTaxID: got {line.extTaxID}; valid values are {valid}"
+                raise ApiProblem(400, detail)
+            ledger_rate = rates[line.extTaxID]
+        elif line.taxPercent is None or not any(
+            abs(line.taxPercent - rate) <= TAX_TOLERANCE + 1e-9 for rate in rates.values()
+        ):
+            valid = ", ".join(f"{rate:g}" for rate in sorted(set(rates.values())))
+            detail = (
+                f"{where}: the ledger is connected, so extTaxID or a taxPercent within "
+                f"±{TAX_TOLERANCE} of a ledger tax rate is required (got "
+                f"{line.taxPercent}); ledger rates are {valid}"
+            )
+            raise ApiProblem(400, detail)
+    amount = round(line.amount, 2)
+    if line.taxPercent is not None:
+        tax = round(amount * line.taxPercent / 100, 2)
+    elif line.taxAmount is not None:
+        tax = round(line.taxAmount, 2)
+    else:
+        tax = round(amount * (ledger_rate or 0.0) / 100, 2)
+    return amount, tax, round(amount + tax, 2)
+
+
+async def create_bill(request: Request) -> Response:
+    """Create an adhoc bill for an Active client; the server computes tax and totals."""
+    ctx = context(request)
+    practice = ctx.practice
+    body = await read_body(request, BillBody)
+    entity = practice.entities.get(str(body.entityKey))
+    if entity is None:
+        raise ApiProblem(404, f"Entity {body.entityKey} was not found in this practice.")
+    if entity.status != "Active":
+        detail = f"entityKey: {entity.key} is a {entity.status}, not an Active client"
+        raise ApiProblem(400, detail)
+    totals = [_check_line(practice, n, line) for n, line in enumerate(body.lineItems)]
+    today = date.fromisoformat(format_time(practice.now())[:10])
+    bill_date = body.billDate or today
+    due_date = body.dueDate or bill_date
+    if due_date < bill_date:
+        raise ApiProblem(
+            400, f"dueDate: got {due_date}; it must not be before billDate {bill_date}"
+        )
+    bill_id = practice.new_id()
+    now = format_time(practice.now())
+    lines = [
+        {
+            "billingDetailID": bill_id * 10 + n,
+            "billAmount": amount,
+            "billTax": tax,
+            "billTotal": total,
+            "narration": line.narration,
+            "extItemID": line.extItemID,
+            "extAccountID": line.extAccountID,
+            "extTaxID": line.extTaxID,
+            "fieldOne": None,
+            "fieldTwo": None,
+            "orderID": None,
+            "serviceID": None,
+        }
+        for n, (line, (amount, tax, total)) in enumerate(zip(body.lineItems, totals, strict=True))
+    ]
+    bill: dict[str, Any] = {
+        "billingID": bill_id,
+        "engagementID": 0,
+        "engagementStatusID": 0,
+        "entityID": entity.seq + 1,
+        "entityKey": entity.key,
+        "engagementName": None,
+        "entityName": entity.name,
+        "isEngagementFinalised": False,
+        "isOnboardingEntity": False,
+        "billDate": bill_date.isoformat(),
+        "dueDate": due_date.isoformat(),
+        "billNumber": f"INV-{bill_id}",
+        "refNo": None,
+        "billAmount": round(sum(row[0] for row in totals), 2),
+        "billTax": round(sum(row[1] for row in totals), 2),
+        "billTotal": round(sum(row[2] for row in totals), 2),
+        "paymentTotal": 0.0,
+        "billDetails": body.billDetails,
+        "currencyID": 1,
+        "billNow": 1,
+        "packageNumber": 0,
+        "billPercent": 100.0,
+        "syncNow": body.syncNow,
+        "sendBill": body.sendBill,
+        "invoiceStatus": "Draft",
+        "externalID": None,
+        "externalNumber": None,
+        "externalURL": None,
+        "syncAttemptCount": 0,
+        "syncFailedReason": None,
+        "brandingThemeID": None,
+        "createdOn": now,
+        "updatedOn": now,
+        "cancelledOn": None,
+        "lineItems": lines,
+    }
+    practice.bills[bill_id] = bill
+    return ok(bill, 201, {"Location": f"/{ctx.region}/api/v1/bills/{bill_id}"})
+
+
+def _date_param(raw: str | None, name: str) -> date | None:
+    if not raw:
+        return None
+    try:
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise ApiProblem(400, f"{name}: got {raw!r}; expected a date YYYY-MM-DD") from None
+
+
+async def list_bills(request: Request) -> Response:
+    """Bills whose bill date lies in [startDate, endDate], ``pageSize`` envelope."""
+    ctx = context(request)
+    query = request.query_params
+    number, size = page_number(query), page_size(query)
+    start = _date_param(query.get("startDate"), "startDate")
+    end = _date_param(query.get("endDate"), "endDate")
+    rows = sorted(ctx.practice.bills.values(), key=lambda row: (row["billDate"], row["billingID"]))
+    rows = [
+        row
+        for row in rows
+        if (start is None or row["billDate"] >= start.isoformat())
+        and (end is None or row["billDate"] <= end.isoformat())
+    ]
+    return ok(envelope(rows, number, size))
+
+
+def _bill_or_404(practice: Practice, bill_id: int) -> dict[str, Any]:
+    bill = practice.bills.get(bill_id)
+    if bill is None:
+        raise ApiProblem(404, f"Bill {bill_id} was not found in this practice.")
+    return bill
+
+
+async def get_bill(request: Request) -> Response:
+    """One bill with its ledger fields."""
+    ctx = context(request)
+    return ok(_bill_or_404(ctx.practice, request.path_params["billingId"]))
+
+
+async def bill_pdf(request: Request) -> Response:
+    """The invoice as a PDF."""
+    ctx = context(request)
+    bill = _bill_or_404(ctx.practice, request.path_params["billingId"])
+    return Response(pdf_bytes(f"Invoice {bill['billNumber']}"), media_type="application/pdf")
+
+
+async def ledger_status(request: Request) -> Response:
+    """Whether a ledger is connected (the switch behind rule 2 of spec 4.1)."""
+    practice = context(request).practice
+    return ok(
+        {
+            "connected": practice.ledger_connected,
+            "ledgerName": "Sandbox Ledger" if practice.ledger_connected else None,
+        }
+    )
+
+
+async def ledger_accounts(request: Request) -> Response:
+    """Ledger accounts (for ``extAccountID``)."""
+    return ok(context(request).practice.ledger_accounts)
+
+
+async def ledger_tax_rates(request: Request) -> Response:
+    """Ledger tax rates (for ``extTaxID`` and the taxPercent match)."""
+    return ok(context(request).practice.ledger_tax_rates)
+
+
+async def branding_themes(request: Request) -> Response:
+    """Ledger branding themes."""
+    return ok(context(request).practice.branding_themes)
+
+
+def _schedule_view(row: dict[str, Any]) -> dict[str, Any]:
+    view = {key: value for key, value in row.items() if key != "runs"}
+    view["runCount"] = len(row["runs"])
+    return view
+
+
+async def list_recurring(request: Request) -> Response:
+    """Recurring billing schedules, ``pageSize`` envelope (no ledger numbers on rows)."""
+    ctx = context(request)
+    query = request.query_params
+    number, size = page_number(query), page_size(query)
+    rows = [_schedule_view(row) for row in ctx.practice.recurring.values()]
+    return ok(envelope(rows, number, size))
+
+
+def _schedule_or_404(request: Request) -> dict[str, Any]:
+    ctx = context(request)
+    schedule_id = request.path_params["recurringBillingId"]
+    row = ctx.practice.recurring.get(schedule_id)
+    if row is None:
+        raise ApiProblem(404, f"Recurring billing {schedule_id} was not found.")
+    return row
+
+
+async def get_recurring(request: Request) -> Response:
+    """One recurring billing schedule."""
+    return ok(_schedule_view(_schedule_or_404(request)))
+
+
+async def recurring_runs(request: Request) -> Response:
+    """The runs of a schedule; each names the generated bill (which has ledger numbers)."""
+    return ok(_schedule_or_404(request)["runs"])
+
+
+_BILL_ID = "/api/v1/bills/{billingId:int}"
+_RECURRING = "/api/v1/recurring-billing/{recurringBillingId:int}"
+
+# fmt: off
+OPS = [
+    Op("POST", "/api/v1/bills", create_bill, "Create an adhoc bill", "bills", body=BillBody,
+       statuses=(201, 400, 403, 404)),
+    Op("GET", "/api/v1/bills/list", list_bills, "Bills by bill-date range", "bills",
+       query=(Param("startDate", format="date"), Param("endDate", format="date"), PAGE_NUMBER,
+              PAGE_SIZE), statuses=(200, 400), guess=True),
+    Op("GET", "/api/v1/bills/ledger/status", ledger_status, "Ledger connection", "ledger",
+       guess=True),
+    Op("GET", "/api/v1/bills/ledger/accounts", ledger_accounts, "Ledger accounts", "ledger",
+       guess=True),
+    Op("GET", "/api/v1/bills/ledger/tax-rates", ledger_tax_rates, "Ledger tax rates", "ledger",
+       guess=True),
+    Op("GET", "/api/v1/bills/ledger/branding-themes", branding_themes, "Branding themes",
+       "ledger", guess=True),
+    Op("GET", _BILL_ID, get_bill, "Load a bill", "bills", statuses=(200, 404), guess=True),
+    Op("GET", _BILL_ID + "/pdf", bill_pdf, "Invoice PDF", "bills", statuses=(200, 404),
+       guess=True, produces="application/pdf"),
+    Op("GET", "/api/v1/recurring-billing/list", list_recurring, "Recurring billing schedules",
+       "recurring-billing", query=(PAGE_NUMBER, PAGE_SIZE), statuses=(200, 400), guess=True),
+    Op("GET", _RECURRING, get_recurring, "Load a schedule", "recurring-billing",
+       statuses=(200, 404), guess=True),
+    Op("GET", _RECURRING + "/runs", recurring_runs, "Runs of a schedule", "recurring-billing",
+       statuses=(200, 404), guess=True),
+]
+# fmt: on

@@ -1,0 +1,175 @@
+"""What every route module shares: the operation table entry, the request context and
+helpers that turn bad input into 400 problem details."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pydantic
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from practiceflow.sandbox.config import Credential
+from practiceflow.sandbox.problems import ApiProblem
+from practiceflow.sandbox.state import SandboxState
+from practiceflow.sandbox.store import Entity, Practice
+
+__all__ = [
+    "CONTEXT_KEY",
+    "Ctx",
+    "Handler",
+    "Op",
+    "Param",
+    "context",
+    "entity_or_404",
+    "ok",
+    "read_body",
+]
+
+CONTEXT_KEY = "practiceflow.sandbox"
+Handler = Callable[[Request], Awaitable[Response]]
+ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query parameter, as the OpenAPI document describes it."""
+
+    name: str
+    type: str = "string"
+    format: str | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    description: str = ""
+
+
+PAGE_NUMBER = Param("pageNumber", "integer", minimum=1, maximum=10000, description="1-based page")
+PAGE_SIZE = Param("pageSize", "integer", minimum=1, maximum=100, description="rows per page")
+LAST_UPDATED = Param(
+    "lastUpdated", "string", "date-time", description="records changed at or after (UTC)"
+)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation the sandbox serves: the route and its OpenAPI description.
+
+    Attributes:
+        method: HTTP method.
+        path: Starlette path under the region prefix, such as ``/api/v1/bills/{billingId:int}``.
+        handler: the endpoint.
+        summary: one line for the OpenAPI document.
+        tag: the resource family.
+        body: the pydantic model of the JSON body, when there is one.
+        query: the query parameters.
+        statuses: the statuses documented besides 401/429/500.
+        guess: True when the spec does not show this operation's shape (GUESSES.md).
+        produces: the media type of a 2xx answer.
+    """
+
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    tag: str
+    body: type[pydantic.BaseModel] | None = None
+    query: tuple[Param, ...] = ()
+    statuses: tuple[int, ...] = (200,)
+    guess: bool = False
+    produces: str = "application/json"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Who is asking, where: set by the API pipeline before a route runs."""
+
+    state: SandboxState
+    practice: Practice
+    credential: Credential
+    region: str
+
+
+def context(request: Request) -> Ctx:
+    """The context of the request (set by the pipeline).
+
+    Args:
+        request: the Starlette request.
+
+    Returns:
+        The context.
+    """
+    value: Ctx = request.scope[CONTEXT_KEY]
+    return value
+
+
+def ok(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    """A JSON response.
+
+    Args:
+        data: the body.
+        status: the status code.
+        headers: extra headers.
+
+    Returns:
+        The response.
+    """
+    return JSONResponse(data, status_code=status, headers=dict(headers or {}))
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    location = ".".join(str(part) for part in error.get("loc", ())) or "body"
+    got = error.get("input")
+    shown = json.dumps(got)[:60] if isinstance(got, (str, int, float, bool)) else type(got).__name__
+    return f"{location}: {error.get('msg', 'invalid')} (got {shown})"
+
+
+async def read_body(request: Request, model: type[ModelT]) -> ModelT:
+    """Parse and validate the JSON body.
+
+    Args:
+        request: the request.
+        model: the pydantic model of the body.
+
+    Returns:
+        The validated body.
+
+    Raises:
+        ApiProblem: 400 when the body is not a JSON object or does not fit the model.
+    """
+    raw = await request.body()
+    try:
+        data = json.loads(raw or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise ApiProblem(400, "The request body is not valid JSON.") from None
+    if not isinstance(data, dict):
+        detail = f"body: got a JSON {type(data).__name__}; expected an object"
+        raise ApiProblem(400, detail)
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        detail = "; ".join(_describe(error) for error in exc.errors()[:5])
+        raise ApiProblem(400, detail) from None
+
+
+def entity_or_404(practice: Practice, key: object) -> Entity:
+    """The entity with this key, or a 404 problem.
+
+    Args:
+        practice: the practice.
+        key: the entity key (a UUID or its text).
+
+    Returns:
+        The entity.
+
+    Raises:
+        ApiProblem: 404 when the practice has no such entity.
+    """
+    entity = practice.entities.get(str(key))
+    if entity is None:
+        detail = f"Entity {key} was not found in this practice."
+        raise ApiProblem(404, detail)
+    return entity

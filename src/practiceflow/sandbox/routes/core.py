@@ -1,0 +1,66 @@
+"""The credential check, settings lists and users."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from practiceflow.sandbox.paging import page_number
+from practiceflow.sandbox.routes.common import PAGE_NUMBER, Op, context, ok
+
+__all__ = ["OPS"]
+
+
+async def validate(request: Request) -> Response:
+    """The credential check result (spec 2.8b)."""
+    ctx = context(request)
+    credential = ctx.credential
+    return ok(
+        {
+            "authenticated": True,
+            "message": "Credentials are valid.",
+            "clientID": credential.client_id,
+            "clientName": credential.name,
+            "canWrite": credential.can_write,
+            "timestamp": ctx.state.now_text(),
+        }
+    )
+
+
+async def entity_types(request: Request) -> Response:
+    """Entity types of the practice's country: id, code, name."""
+    return ok(context(request).practice.entity_types)
+
+
+async def lead_sources(request: Request) -> Response:
+    """Lead sources: id and name."""
+    return ok(context(request).practice.lead_sources)
+
+
+async def lead_statuses(request: Request) -> Response:
+    """Lead statuses: id and name."""
+    return ok(context(request).practice.lead_statuses)
+
+
+async def users(request: Request) -> Response:
+    """Users of the practice, a fixed server page size."""
+    ctx = context(request)
+    number = page_number(request.query_params)
+    size = ctx.state.config.page_size
+    start = (number - 1) * size
+    return ok(ctx.practice.users[start : start + size])
+
+
+# fmt: off
+OPS = [
+    Op("GET", "/api/v1/auth/validate", validate, "Check the credentials", "auth"),
+    Op("GET", "/api/v1/settings/entity-types", entity_types, "Entity types", "settings",
+       guess=True),
+    Op("GET", "/api/v1/settings/lead-sources", lead_sources, "Lead sources", "settings",
+       guess=True),
+    Op("GET", "/api/v1/settings/lead-statuses", lead_statuses, "Lead statuses", "settings",
+       guess=True),
+    Op("GET", "/api/v1/users/list", users, "Users (fixed page size)", "users",
+       query=(PAGE_NUMBER,), statuses=(200, 400), guess=True),
+]
+# fmt: on

@@ -1,0 +1,207 @@
+"""Entities (clients and leads as stored rows), their integration ids and contacts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from practiceflow.sandbox.bodies import ContactBody, EntityBody
+from practiceflow.sandbox.clock import format_time, parse_time
+from practiceflow.sandbox.paging import envelope, page_number, page_size, since
+from practiceflow.sandbox.problems import ApiProblem
+from practiceflow.sandbox.routes.common import (
+    LAST_UPDATED,
+    PAGE_NUMBER,
+    PAGE_SIZE,
+    Op,
+    context,
+    entity_or_404,
+    ok,
+    read_body,
+)
+from practiceflow.sandbox.store import Entity, Practice
+
+__all__ = ["OPS", "create_entity"]
+
+
+async def list_entities(request: Request) -> Response:
+    """Entity summaries, a fixed server page size; ``lastUpdated`` orders by time."""
+    ctx = context(request)
+    query = request.query_params
+    number = page_number(query)
+    after = since(query, ctx.state.clock)
+    rows = ctx.practice.entities_page(number, ctx.state.config.page_size, after)
+    return ok([entity.summary() for entity in rows])
+
+
+def _resolve_type(practice: Practice, body: EntityBody | None, text: str | None) -> dict[str, Any]:
+    valid = ", ".join(f"{row['code']} ({row['name']})" for row in practice.entity_types)
+    if text is not None:
+        row = practice.entity_type(text)
+        if row is None:
+            detail = f"entityType: got {text!r}; valid values are {valid}"
+            raise ApiProblem(400, detail)
+        return row
+    if body is not None and body.entityTypeID is not None:
+        row = practice.entity_type_by_id(body.entityTypeID)
+        if row is None:
+            detail = f"entityTypeID: got {body.entityTypeID}; valid values are {valid}"
+            raise ApiProblem(400, detail)
+        return row
+    raise ApiProblem(400, f"entityType or entityTypeID is required; valid values are {valid}")
+
+
+def create_entity(practice: Practice, body: EntityBody) -> Entity:
+    """Store a new entity from a create body (shared with the admin surface).
+
+    Args:
+        practice: where to store it.
+        body: the validated body.
+
+    Returns:
+        The new entity, ``lastUpdated`` stamped from the sandbox clock.
+
+    Raises:
+        ApiProblem: 400 for an unknown type or status.
+    """
+    row = _resolve_type(practice, body, body.entityType)
+    status_text = (body.clientStatus or "Active").strip().casefold()
+    if status_text not in ("lead", "active"):
+        detail = f"clientStatus: got {body.clientStatus!r}; valid values are Lead, Active"
+        raise ApiProblem(400, detail)
+    extra = body.model_dump(
+        include={"externalSystemID", "telephone", "mobile", "taxNumber", "regNumber", "idNumber"}
+    )
+    for name in ("physicalAddress", "postalAddress"):
+        value = getattr(body, name)
+        extra[name] = value.model_dump() if value is not None else None
+    entity = Entity(
+        key=practice.new_uuid(),
+        seq=0,
+        code=body.entityCode or f"C{len(practice.order) + 1:06d}",
+        name=body.entityName,
+        surname=body.entitySurname,
+        initials=body.entityInitials,
+        type_id=int(row["entityTypeID"]),
+        type_name=str(row["name"]),
+        status="Lead" if status_text == "lead" else "Active",
+        email=body.email,
+        updated=practice.now(),
+        lead_status="New" if status_text == "lead" else None,
+        extra=extra,
+    )
+    practice.add_entity(entity)
+    return entity
+
+
+async def post_entity(request: Request) -> Response:
+    """Create a client or lead: 201, ``Location`` and the detail record."""
+    ctx = context(request)
+    body = await read_body(request, EntityBody)
+    entity = create_entity(ctx.practice, body)
+    event = "lead.created" if entity.status == "Lead" else "client.created"
+    ctx.state.emit(ctx.practice, event, {"entityKey": entity.key, "entityName": entity.name})
+    location = f"/{ctx.region}/api/v1/entities/{entity.key}"
+    return ok(ctx.practice.entity_detail(entity), 201, {"Location": location})
+
+
+async def get_entity(request: Request) -> Response:
+    """The detail record of one entity."""
+    ctx = context(request)
+    entity = entity_or_404(ctx.practice, request.path_params["key"])
+    return ok(ctx.practice.entity_detail(entity))
+
+
+async def get_integrations(request: Request) -> Response:
+    """The external-system ids of one entity (spec 2.2)."""
+    ctx = context(request)
+    entity = entity_or_404(ctx.practice, request.path_params["key"])
+    return ok(ctx.practice.integrations(entity))
+
+
+# ---- contacts (guessed shapes) ---------------------------------------------------------
+
+
+def _contacts_of(practice: Practice, entity_key: str) -> list[dict[str, Any]]:
+    return [row for row in practice.contacts.values() if row["entityKey"] == entity_key]
+
+
+async def list_all_contacts(request: Request) -> Response:
+    """Contacts across clients, ``pageSize`` envelope, optional ``lastUpdated``."""
+    ctx = context(request)
+    query = request.query_params
+    number, size = page_number(query), page_size(query)
+    after = since(query, ctx.state.clock)
+    rows = list(ctx.practice.contacts.values())
+    if after is not None:
+        rows = [row for row in rows if parse_time(row["lastUpdated"]) >= after]
+    return ok(envelope(rows, number, size))
+
+
+async def list_contacts(request: Request) -> Response:
+    """Contacts of one client (a bare array)."""
+    ctx = context(request)
+    entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
+    return ok(_contacts_of(ctx.practice, entity.key))
+
+
+async def create_contact(request: Request) -> Response:
+    """Add a contact to a client; bumps the client's ``lastUpdated``."""
+    ctx = context(request)
+    entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
+    body = await read_body(request, ContactBody)
+    if not (body.firstName or body.lastName or body.email):
+        raise ApiProblem(400, "firstName, lastName or email is required")
+    key = ctx.practice.new_uuid()
+    ctx.practice.touch(entity)
+    contact = {
+        "contactKey": key,
+        "entityKey": entity.key,
+        **body.model_dump(),
+        "lastUpdated": format_time(entity.updated),
+    }
+    contact["isPrimary"] = bool(contact["isPrimary"])
+    ctx.practice.contacts[key] = contact
+    return ok(contact, 201, {"Location": f"/{ctx.region}/api/v1/entities/{entity.key}/contacts"})
+
+
+async def update_contact(request: Request) -> Response:
+    """Change the given fields of a contact of a client."""
+    ctx = context(request)
+    entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
+    contact = ctx.practice.contacts.get(str(request.path_params["contactKey"]))
+    if contact is None or contact["entityKey"] != entity.key:
+        raise ApiProblem(404, "The contact was not found for this client.")
+    body = await read_body(request, ContactBody)
+    contact.update(body.model_dump(exclude_none=True))
+    ctx.practice.touch(entity)
+    contact["lastUpdated"] = format_time(entity.updated)
+    return ok(contact)
+
+
+# fmt: off
+OPS = [
+    Op("GET", "/api/v1/entities", list_entities, "List entities (fixed page size)", "entities",
+       query=(PAGE_NUMBER, LAST_UPDATED), statuses=(200, 400)),
+    Op("GET", "/api/v1/entities/list", list_entities, "List entities (alias)", "entities",
+       query=(PAGE_NUMBER, LAST_UPDATED), statuses=(200, 400)),
+    Op("POST", "/api/v1/entities", post_entity, "Create an entity", "entities", body=EntityBody,
+       statuses=(201, 400, 403)),
+    Op("GET", "/api/v1/entities/{key:uuid}", get_entity, "Load an entity", "entities",
+       statuses=(200, 404)),
+    Op("GET", "/api/v1/entities/{key:uuid}/integrations", get_integrations,
+       "Integration ids of an entity", "entities", statuses=(200, 404)),
+    Op("GET", "/api/v1/contacts/list", list_all_contacts, "Contacts across clients", "contacts",
+       query=(PAGE_NUMBER, PAGE_SIZE, LAST_UPDATED), statuses=(200, 400), guess=True),
+    Op("GET", "/api/v1/entities/{entityKey:uuid}/contacts", list_contacts,
+       "Contacts of a client", "contacts", statuses=(200, 404), guess=True),
+    Op("POST", "/api/v1/entities/{entityKey:uuid}/contacts", create_contact,
+       "Add a contact to a client", "contacts", body=ContactBody, statuses=(201, 400, 403, 404),
+       guess=True),
+    Op("PUT", "/api/v1/entities/{entityKey:uuid}/contacts/{contactKey:uuid}", update_contact,
+       "Update a contact of a client", "contacts", body=ContactBody,
+       statuses=(200, 400, 403, 404), guess=True),
+]
+# fmt: on

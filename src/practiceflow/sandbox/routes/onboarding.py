@@ -1,0 +1,311 @@
+"""Onboarding jobs and their documents, eForms, and identity / AML checks."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from practiceflow.sandbox.bodies import (
+    AmlCheckBody,
+    EformSendBody,
+    EntityBody,
+    IdVerificationBody,
+    OnboardingBody,
+)
+from practiceflow.sandbox.clock import format_time
+from practiceflow.sandbox.paging import envelope, page_number, page_size
+from practiceflow.sandbox.problems import ApiProblem
+from practiceflow.sandbox.routes.billing import pdf_bytes
+from practiceflow.sandbox.routes.common import (
+    PAGE_NUMBER,
+    PAGE_SIZE,
+    Op,
+    context,
+    entity_or_404,
+    ok,
+    read_body,
+)
+from practiceflow.sandbox.routes.entities import create_entity
+from practiceflow.sandbox.store import Entity, Practice
+
+__all__ = ["OPS", "onboarding_or_404"]
+
+
+def onboarding_or_404(practice: Practice, key: object) -> dict[str, Any]:
+    """The onboarding job with this key, or a 404 problem.
+
+    Raises:
+        ApiProblem: 404 when unknown.
+    """
+    job = practice.onboardings.get(str(key))
+    if job is None:
+        raise ApiProblem(404, f"Onboarding {key} was not found in this practice.")
+    return job
+
+
+def _access_url(region: str, kind: str, key: str) -> str:
+    return f"https://portal.sandbox.invalid/{region}/{kind}/{key}"
+
+
+async def create_onboarding(request: Request) -> Response:
+    """Sent when ``sendToRecipient`` and the wallet covers it; Draft when not sending;
+    400 and nothing created when the wallet is short (spec section 3)."""
+    ctx = context(request)
+    practice = ctx.practice
+    body = await read_body(request, OnboardingBody)
+    if body.userKey is not None and practice.find_user(str(body.userKey)) is None:
+        raise ApiProblem(400, f"userKey: got {body.userKey}; no such user in this practice")
+    existing: list[Entity | None] = []
+    for n, row in enumerate(body.clients):
+        if row.entityKey is not None:
+            existing.append(entity_or_404(practice, row.entityKey))
+            continue
+        if not row.entityType or not row.entityName:
+            detail = f"clients[{n}]: give an entityKey, or entityType and entityName (quick-add)"
+            raise ApiProblem(400, detail)
+        if practice.entity_type(row.entityType) is None:
+            raise ApiProblem(400, f"clients[{n}].entityType: got {row.entityType!r}; unknown type")
+        existing.append(None)
+    cost = ctx.state.config.onboarding_cost
+    if body.sendToRecipient and practice.wallet < cost:
+        detail = (
+            f"Insufficient wallet balance to send: {practice.wallet:.2f} available, "
+            f"{cost:.2f} needed. Nothing was created."
+        )
+        raise ApiProblem(400, detail)
+    rows = []
+    for row, entity in zip(body.clients, existing, strict=True):
+        if entity is None:
+            quick = EntityBody.model_validate(
+                {"entityType": row.entityType, "entityName": row.entityName, "clientStatus": "Lead"}
+            )
+            entity = create_entity(practice, quick)
+        documents = [
+            {
+                "documentId": practice.new_id(),
+                "name": name,
+                "isUploaded": False,
+                "isBypassed": False,
+                "fileName": None,
+            }
+            for name in ("Photo ID", "Proof of Address")
+        ]
+        rows.append(
+            {
+                "entityOnboardingId": practice.new_id(),
+                "entityKey": entity.key,
+                "entityName": entity.name,
+                "documents": documents,
+            }
+        )
+    if body.sendToRecipient:
+        practice.wallet = round(practice.wallet - cost, 2)
+    key = practice.new_uuid()
+    now = format_time(practice.now())
+    user_key = str(body.userKey) if body.userKey else practice.users[0]["userKey"]
+    job = {
+        "onboardingKey": key,
+        "status": "Sent" if body.sendToRecipient else "Draft",
+        "userKey": user_key,
+        "recipient": body.recipient.model_dump(),
+        "clients": rows,
+        "accessUrl": _access_url(ctx.region, "onboarding", key),
+        "createdOn": now,
+        "updatedOn": now,
+    }
+    practice.onboardings[key] = job
+    return ok(_job_view(job), 201, {"Location": f"/{ctx.region}/api/v1/onboardings/{key}"})
+
+
+def _job_view(job: dict[str, Any]) -> dict[str, Any]:
+    view = dict(job)
+    view["clients"] = [
+        {key: value for key, value in row.items() if key != "documents"} for row in job["clients"]
+    ]
+    return view
+
+
+async def get_onboarding(request: Request) -> Response:
+    """One onboarding job (guessed route)."""
+    ctx = context(request)
+    return ok(_job_view(onboarding_or_404(ctx.practice, request.path_params["key"])))
+
+
+async def documents(request: Request) -> Response:
+    """Document requirements per client entity (``isUploaded``, ``isBypassed``)."""
+    ctx = context(request)
+    job = onboarding_or_404(ctx.practice, request.path_params["key"])
+    return ok(job["clients"])
+
+
+def _document(request: Request) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    ctx = context(request)
+    job = onboarding_or_404(ctx.practice, request.path_params["key"])
+    wanted = request.path_params["entityOnboardingId"]
+    for row in job["clients"]:
+        if row["entityOnboardingId"] == wanted:
+            document_id = request.path_params.get("documentId")
+            if document_id is None:
+                return row, None
+            for document in row["documents"]:
+                if document["documentId"] == document_id:
+                    return row, document
+    raise ApiProblem(404, "The onboarding entity or document was not found.")
+
+
+async def document_url(request: Request) -> Response:
+    """A short-lived signed URL for one uploaded file."""
+    ctx = context(request)
+    _, document = _document(request)
+    if document is None or not document["isUploaded"]:
+        raise ApiProblem(404, "No file has been uploaded for this document.")
+    expires = format_time(ctx.state.clock.now() + 300)
+    token = ctx.practice.new_uuid()
+    url = f"https://files.sandbox.invalid/{document['documentId']}?sig={token}"
+    return ok({"url": url, "expiresAt": expires, "fileName": document["fileName"]})
+
+
+async def documents_zip(request: Request) -> Response:
+    """Every uploaded file of one onboarding entity as a zip."""
+    row, _ = _document(request)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for document in row["documents"]:
+            if document["isUploaded"]:
+                archive.writestr(document["fileName"] or "file.pdf", pdf_bytes(document["name"]))
+    return Response(buffer.getvalue(), media_type="application/zip")
+
+
+# ---- eForms ------------------------------------------------------------------------
+
+
+async def eform_templates(request: Request) -> Response:
+    """eForm templates, ``pageNumber`` and ``pageSize``, envelope (guess)."""
+    ctx = context(request)
+    query = request.query_params
+    return ok(envelope(ctx.practice.eform_templates, page_number(query), page_size(query)))
+
+
+async def send_eform(request: Request) -> Response:
+    """Send an eForm: ``sent: false`` when email fails, ``mute`` skips email."""
+    ctx = context(request)
+    practice = ctx.practice
+    body = await read_body(request, EformSendBody)
+    template = next(
+        (row for row in practice.eform_templates if row["formTemplateId"] == body.templateId), None
+    )
+    if template is None:
+        valid = ", ".join(str(row["formTemplateId"]) for row in practice.eform_templates)
+        raise ApiProblem(400, f"templateId: got {body.templateId}; valid values are {valid}")
+    entity = entity_or_404(practice, body.entityKey) if body.entityKey is not None else None
+    if entity is None and body.recipient is None:
+        raise ApiProblem(400, "entityKey (a stored client) or recipient (ad hoc) is required")
+    cost = ctx.state.config.eform_cost
+    if practice.wallet < cost:
+        detail = f"Insufficient wallet balance: {practice.wallet:.2f} available, {cost:.2f} needed"
+        raise ApiProblem(400, detail)
+    email_fails = practice.eform_email_fails and not body.mute
+    sent = not email_fails
+    if sent:
+        practice.wallet = round(practice.wallet - cost, 2)
+    key = practice.new_uuid()
+    form: dict[str, Any] = {
+        "formKey": key,
+        "templateId": body.templateId,
+        "accessUrl": _access_url(ctx.region, "forms", key),
+        "emailSent": sent and not body.mute,
+        "sent": sent,
+    }
+    if entity is not None:
+        form["entityKey"] = entity.key
+    recipient = body.recipient.model_dump() if body.recipient else None
+    practice.eforms[key] = dict(
+        form,
+        status="Sent" if sent else "Draft",
+        recipient=recipient,
+        createdOn=format_time(practice.now()),
+        submittedOn=None,
+    )
+    return ok(form, 201)
+
+
+# ---- identity and AML ------------------------------------------------------------------
+
+
+async def send_verification(request: Request) -> Response:
+    """Start identity verification of a client; optional AML."""
+    ctx = context(request)
+    body = await read_body(request, IdVerificationBody)
+    entity = entity_or_404(ctx.practice, body.entityKey)
+    key = ctx.practice.new_uuid()
+    record = {
+        "verificationKey": key,
+        "entityKey": entity.key,
+        "status": "Sent",
+        "includeAml": body.includeAml,
+        "accessUrl": _access_url(ctx.region, "verify", key),
+        "createdOn": format_time(ctx.practice.now()),
+    }
+    ctx.practice.id_verifications[key] = record
+    return ok(record, 201)
+
+
+async def aml_check(request: Request) -> Response:
+    """A standalone AML screening of an existing client."""
+    ctx = context(request)
+    body = await read_body(request, AmlCheckBody)
+    entity = entity_or_404(ctx.practice, body.entityKey)
+    key = ctx.practice.new_uuid()
+    record = {
+        "amlCheckKey": key,
+        "entityKey": entity.key,
+        "level": body.level,
+        "status": "Completed",
+        "result": "Clear",
+        "createdOn": format_time(ctx.practice.now()),
+    }
+    ctx.practice.id_verifications[key] = record
+    return ok(record, 201)
+
+
+async def certificate(request: Request) -> Response:
+    """The verification certificate (PDF) of a client that has a verification."""
+    ctx = context(request)
+    entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
+    if not any(row["entityKey"] == entity.key for row in ctx.practice.id_verifications.values()):
+        raise ApiProblem(404, "This client has no identity verification.")
+    return Response(pdf_bytes(f"Verification {entity.name}"), media_type="application/pdf")
+
+
+_JOB = "/api/v1/onboardings/{key:uuid}"
+_ENT = _JOB + "/entities/{entityOnboardingId:int}/documents"
+
+# fmt: off
+OPS = [
+    Op("POST", "/api/v1/onboardings/create", create_onboarding, "Create an onboarding job",
+       "onboardings", body=OnboardingBody, statuses=(201, 400, 403, 404)),
+    Op("GET", _JOB, get_onboarding, "Load an onboarding job", "onboardings",
+       statuses=(200, 404), guess=True),
+    Op("GET", _JOB + "/documents", documents, "Document requirements", "onboardings",
+       statuses=(200, 404), guess=True),
+    Op("GET", _ENT + "/zip", documents_zip, "Uploaded files as a zip", "onboardings",
+       statuses=(200, 404), guess=True, produces="application/zip"),
+    Op("GET", _ENT + "/{documentId:int}", document_url, "Signed URL of one file", "onboardings",
+       statuses=(200, 404), guess=True),
+    Op("GET", "/api/v1/eforms/templates", eform_templates, "eForm templates", "eforms",
+       query=(PAGE_NUMBER, PAGE_SIZE), statuses=(200, 400), guess=True),
+    Op("POST", "/api/v1/eforms/send", send_eform, "Send an eForm", "eforms",
+       body=EformSendBody, statuses=(201, 400, 403, 404)),
+    Op("POST", "/api/v1/id-verifications/send", send_verification, "Start ID verification",
+       "id-verifications", body=IdVerificationBody, statuses=(201, 400, 403, 404), guess=True),
+    Op("POST", "/api/v1/id-verifications/aml-checks", aml_check, "AML screening",
+       "id-verifications", body=AmlCheckBody, statuses=(201, 400, 403, 404), guess=True),
+    Op("GET", "/api/v1/id-verifications/entities/{entityKey:uuid}/certificate", certificate,
+       "Verification certificate", "id-verifications", statuses=(200, 404), guess=True,
+       produces="application/pdf"),
+]
+# fmt: on

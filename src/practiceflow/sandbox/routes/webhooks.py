@@ -1,0 +1,115 @@
+"""Webhook subscriptions: subscribe, list events, unsubscribe, test delivery."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from practiceflow.sandbox.bodies import WebhookBody
+from practiceflow.sandbox.problems import ApiProblem
+from practiceflow.sandbox.routes.common import Op, context, ok, read_body
+from practiceflow.sandbox.state import EVENTS
+from practiceflow.sandbox.webhooks import is_loopback_url
+
+__all__ = ["OPS", "public_subscription"]
+
+
+def public_subscription(row: dict[str, Any]) -> dict[str, Any]:
+    """A subscription without its secret (the secret is returned once, on create)."""
+    return {key: value for key, value in row.items() if key != "secret"}
+
+
+async def subscribe(request: Request) -> Response:
+    """One subscription row per event; the server generates the secret."""
+    ctx = context(request)
+    body = await read_body(request, WebhookBody)
+    url = body.hookUrl or body.targetUrl
+    if not url:
+        raise ApiProblem(400, "hookUrl (or targetUrl) is required")
+    if body.webhookEvent not in EVENTS:
+        valid = ", ".join(EVENTS)
+        raise ApiProblem(400, f"webhookEvent: got {body.webhookEvent!r}; valid values are {valid}")
+    if not is_loopback_url(url):
+        detail = (
+            f"hookUrl: got {url!r}; the sandbox only delivers to http(s) URLs on 127.0.0.1, "
+            "localhost or [::1]"
+        )
+        raise ApiProblem(400, detail)
+    practice = ctx.practice
+    key = practice.new_uuid()
+    secret = f"whsec_{practice.rng.getrandbits(192):048x}"
+    row = {
+        "id": key,
+        "url": url,
+        "event": body.webhookEvent,
+        "webhookName": body.webhookName,
+        "createdOn": ctx.state.now_text(),
+        "secret": secret,
+    }
+    practice.subscriptions[key] = row
+    created = public_subscription(row)
+    created["webhookSecret"] = secret
+    return ok(created, 201, {"Location": f"/{ctx.region}/api/v1/webhooks/{key}"})
+
+
+async def list_subscriptions(request: Request) -> Response:
+    """Subscriptions of the practice, secrets never included (guessed route)."""
+    ctx = context(request)
+    return ok([public_subscription(row) for row in ctx.practice.subscriptions.values()])
+
+
+def _subscription(request: Request) -> dict[str, Any]:
+    ctx = context(request)
+    row = ctx.practice.subscriptions.get(str(request.path_params["id"]))
+    if row is None:
+        raise ApiProblem(404, f"Webhook subscription {request.path_params['id']} was not found.")
+    return row
+
+
+async def get_subscription(request: Request) -> Response:
+    """One subscription, without its secret (guessed route)."""
+    return ok(public_subscription(_subscription(request)))
+
+
+async def events(request: Request) -> Response:
+    """The supported event keys (a bare array of strings; guess)."""
+    del request
+    return ok(list(EVENTS))
+
+
+async def unsubscribe(request: Request) -> Response:
+    """Delete a subscription; 404 when unknown."""
+    ctx = context(request)
+    row = _subscription(request)
+    del ctx.practice.subscriptions[row["id"]]
+    return ok({"id": row["id"], "deleted": True})
+
+
+async def test_delivery(request: Request) -> Response:
+    """Queue a test delivery of the subscription's event with sample data."""
+    ctx = context(request)
+    row = _subscription(request)
+    event_id = ctx.practice.new_uuid()
+    data = {"isTest": True, "message": "Test delivery from the practiceflow sandbox."}
+    ctx.state.dispatcher.enqueue(ctx.region, row, row["event"], event_id, data)
+    return ok({"id": row["id"], "event": row["event"], "eventId": event_id, "queued": True})
+
+
+_ID = "/api/v1/webhooks/{id:uuid}"
+
+# fmt: off
+OPS = [
+    Op("POST", "/api/v1/webhooks", subscribe, "Subscribe to an event", "webhooks",
+       body=WebhookBody, statuses=(201, 400, 403)),
+    Op("GET", "/api/v1/webhooks", list_subscriptions, "List subscriptions", "webhooks",
+       guess=True),
+    Op("GET", "/api/v1/webhooks/events", events, "Supported event keys", "webhooks"),
+    Op("GET", _ID, get_subscription, "Load a subscription", "webhooks", statuses=(200, 404),
+       guess=True),
+    Op("DELETE", _ID, unsubscribe, "Unsubscribe", "webhooks", statuses=(200, 403, 404)),
+    Op("POST", _ID + "/test", test_delivery, "Send a test delivery", "webhooks",
+       statuses=(200, 403, 404)),
+]
+# fmt: on

@@ -1,0 +1,173 @@
+"""The whole sandbox state: the practices of every region and the runtime machinery.
+
+One :class:`SandboxState` backs one running sandbox. Practices are seeded lazily, on the
+first request that reaches a region, so starting (and resetting) is instant even with
+100,000 entities per region. ``reset`` returns everything to the configured seed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import replace
+from typing import Any
+
+from practiceflow.sandbox.clock import SandboxClock, format_time
+from practiceflow.sandbox.config import REGIONS, ClientKind, Credential, RateLimits, SandboxConfig
+from practiceflow.sandbox.faults import FaultBoard
+from practiceflow.sandbox.ratelimit import RateLimiter
+from practiceflow.sandbox.seed import build_practice
+from practiceflow.sandbox.store import Practice
+from practiceflow.sandbox.webhooks import DeliveryDispatcher
+
+__all__ = ["EVENTS", "SandboxState"]
+
+#: Webhook event keys served by ``GET /api/v1/webhooks/events``; all but the first two
+#: are guesses (GUESSES.md).
+EVENTS: dict[str, str] = {
+    "proposal.accepted": "A proposal was accepted by the client.",
+    "eform.submitted": "A sent eForm was submitted by its recipient.",
+    "client.created": "A client (Active entity) was created or a lead was converted.",
+    "lead.created": "A lead was created.",
+    "onboarding.completed": "An onboarding job was completed.",
+}
+
+
+class SandboxState:
+    """Practices, clock, rate limiter, faults, logs and the webhook dispatcher.
+
+    Attributes:
+        config: the options in force (the admin surface may change some).
+        initial_config: the options the sandbox started with (``reset`` restores them).
+        clock: the sandbox clock.
+        faults: the armed faults.
+        limiter: the rate limiter (replaced when limits change).
+        dispatcher: the webhook delivery machinery.
+        duplicate_deliveries: how many copies of each event are delivered.
+    """
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+        self.initial_config = config
+        self.clock = SandboxClock()
+        self.faults = FaultBoard()
+        self.limiter = RateLimiter(config.rate_limits, self.clock)
+        self.dispatcher = DeliveryDispatcher(
+            self.clock,
+            config.webhook_retry_delays,
+            config.webhook_retry_scale,
+            config.webhook_timeout,
+        )
+        self.duplicate_deliveries = 1
+        self._lock = threading.RLock()
+        self._practices: dict[str, Practice] = {}
+        self._requests: deque[dict[str, Any]] = deque(maxlen=20_000)
+        self.generation = 0
+        self.clients: dict[str, tuple[str, Credential]] = {}
+        self.credentials: dict[str, dict[ClientKind, Credential]] = {}
+        self._load_credentials()
+
+    def _load_credentials(self) -> None:
+        self.credentials = {region: self.config.credentials(region) for region in REGIONS}
+        self.clients = {
+            credential.client_id: (region, credential)
+            for region, kinds in self.credentials.items()
+            for credential in kinds.values()
+        }
+
+    def practice(self, region: str) -> Practice:
+        """The practice of ``region``, seeded on first use.
+
+        Args:
+            region: one of the configured regions.
+
+        Returns:
+            The practice.
+        """
+        practice = self._practices.get(region)
+        if practice is None:
+            with self._lock:
+                practice = self._practices.get(region)
+                if practice is None:
+                    practice = build_practice(self.config, region, self.clock)
+                    self._practices[region] = practice
+        return practice
+
+    def reset(self, seed: int | None = None, entities: int | None = None) -> None:
+        """Return to the options the sandbox started with: data, clock, faults, budgets,
+        logs and switches (page size, rate limits, wallet, ledger, duplicates).
+
+        Args:
+            seed: seed the data with this instead (until the next reset).
+            entities: seed this many entities per region instead (until the next reset).
+        """
+        with self._lock:
+            config = self.initial_config
+            if seed is not None:
+                config = replace(config, seed=seed)
+            if entities is not None:
+                config = replace(config, entities=entities)
+            self.config = config
+            self._practices = {}
+            self.clock.set_offset(0.0)
+            self.faults.clear()
+            self.limiter = RateLimiter(config.rate_limits, self.clock)
+            self.dispatcher.reset()
+            self.duplicate_deliveries = 1
+            self._requests.clear()
+            self.generation += 1
+
+    def set_rate_limits(self, limits: RateLimits) -> None:
+        """Replace the rate windows (budgets start afresh) until the next reset.
+
+        Args:
+            limits: the new windows.
+        """
+        self.limiter = RateLimiter(limits, self.clock)
+
+    # ---- logs -----------------------------------------------------------------------
+
+    def log_request(self, row: dict[str, Any], generation: int) -> None:
+        """Record one API request (method, path, client id, status ...).
+
+        Args:
+            row: the log row.
+            generation: :attr:`generation` when the request arrived; a request that
+                straddles a reset is not logged into the new run.
+        """
+        if generation == self.generation:
+            self._requests.append(row)
+
+    def request_log(self) -> list[dict[str, Any]]:
+        """Every API request received since the last reset, oldest first."""
+        return list(self._requests)
+
+    # ---- events ---------------------------------------------------------------------
+
+    def emit(self, practice: Practice, event: str, data: dict[str, Any]) -> str:
+        """Deliver an event to every subscription of ``practice`` for it.
+
+        Args:
+            practice: the practice where it happened.
+            event: the event key.
+            data: the resource fields.
+
+        Returns:
+            The event id (the same for every subscription and copy).
+        """
+        event_id = practice.new_uuid()
+        for subscription in list(practice.subscriptions.values()):
+            if subscription["event"] == event:
+                self.dispatcher.enqueue(
+                    practice.region,
+                    subscription,
+                    event,
+                    event_id,
+                    data,
+                    copies=self.duplicate_deliveries,
+                )
+        return event_id
+
+    def now_text(self) -> str:
+        """The sandbox clock as ISO 8601 text."""
+        return format_time(self.clock.now())

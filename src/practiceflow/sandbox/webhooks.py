@@ -1,0 +1,288 @@
+"""Signed webhook deliveries with retries, a delivery log and duplicate-delivery mode.
+
+A delivery is a POST of a JSON body (guessed shape: ``eventId``, ``event``,
+``occurredAt``, ``webhookId``, ``data``) with the headers of spec section 6. The signature
+is ``sha256=`` + hex HMAC-SHA256, keyed with the subscription's secret, of
+``<X-Svc-Timestamp>.<raw body>``; the timestamp is the sandbox clock at each attempt.
+
+Retries (a guess; the spec does not show them): when the receiver answers non-2xx or
+cannot be reached, the attempt is repeated after 0.5 s, 1 s, 2 s and 4 s (each multiplied
+by ``webhook_retry_scale``), then given up: five attempts at most. A 2xx ends the delivery;
+it is never sent again. Only loopback URLs are ever contacted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import hmac
+import itertools
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+
+from practiceflow.sandbox.clock import SandboxClock, format_time
+
+__all__ = ["LOOPBACK_HOSTS", "Delivery", "DeliveryDispatcher", "is_loopback_url", "sign"]
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether ``url`` is http(s) on a loopback host (the only targets the sandbox calls).
+
+    Args:
+        url: the subscriber URL.
+
+    Returns:
+        True for ``http(s)://127.0.0.1``, ``localhost`` or ``[::1]``.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and (parts.hostname or "") in LOOPBACK_HOSTS
+
+
+def sign(secret: str, timestamp: str, body: bytes) -> str:
+    """The ``X-Svc-Signature`` value of a delivery.
+
+    Args:
+        secret: the subscription's ``webhookSecret``.
+        timestamp: the ``X-Svc-Timestamp`` value.
+        body: the raw body bytes.
+
+    Returns:
+        ``sha256=`` followed by the lowercase hex HMAC-SHA256.
+    """
+    mac = hmac.new(secret.encode("utf-8"), timestamp.encode() + b"." + body, hashlib.sha256)
+    return "sha256=" + mac.hexdigest()
+
+
+@dataclass
+class Delivery:
+    """One event on its way to one subscription."""
+
+    delivery_id: int
+    region: str
+    subscription_id: str
+    url: str
+    secret: str
+    event: str
+    event_id: str
+    body: bytes
+    generation: int
+    attempt: int = 0
+
+
+class DeliveryDispatcher:
+    """Schedules delivery attempts on a background thread and logs each one."""
+
+    def __init__(
+        self,
+        clock: SandboxClock,
+        delays: tuple[float, ...],
+        scale: float,
+        timeout: float,
+    ) -> None:
+        self.clock = clock
+        self.delays = delays
+        self.scale = scale
+        self.timeout = timeout
+        self._queue: list[tuple[float, int, Delivery]] = []
+        self._cond = threading.Condition()
+        self._counter = itertools.count(1)
+        self._log: list[dict[str, Any]] = []
+        self._generation = 0
+        self._running = False
+        self._inflight = 0
+        self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._session = requests.Session()
+        self._session.trust_env = False  # never route through a proxy: loopback only
+
+    # ---- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the scheduler thread (idempotent)."""
+        with self._cond:
+            if self._running:
+                return
+            self._running = True
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sandbox-webhook")
+        self._thread = threading.Thread(target=self._loop, name="sandbox-webhooks", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the scheduler and drop pending attempts."""
+        with self._cond:
+            self._running = False
+            self._queue.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        self._session.close()
+
+    def reset(self) -> None:
+        """Forget pending attempts and the log (attempts in flight are not logged)."""
+        with self._cond:
+            self._generation += 1
+            self._queue.clear()
+            self._log.clear()
+
+    # ---- producing ------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        region: str,
+        subscription: dict[str, Any],
+        event: str,
+        event_id: str,
+        data: dict[str, Any],
+        copies: int = 1,
+    ) -> None:
+        """Schedule ``copies`` deliveries of one event to one subscription.
+
+        Args:
+            region: the practice's region.
+            subscription: the subscription row (``id``, ``url``, ``secret``).
+            event: the event key.
+            event_id: the unique id (``X-Svc-Event-Id``), the same in every copy.
+            data: the resource fields of the event.
+            copies: how many times the same event is delivered (duplicate mode).
+        """
+        payload = {
+            "eventId": event_id,
+            "event": event,
+            "occurredAt": format_time(self.clock.now()),
+            "webhookId": subscription["id"],
+            "data": data,
+        }
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        with self._cond:
+            for _ in range(max(1, copies)):
+                delivery = Delivery(
+                    delivery_id=next(self._counter),
+                    region=region,
+                    subscription_id=subscription["id"],
+                    url=subscription["url"],
+                    secret=subscription["secret"],
+                    event=event,
+                    event_id=event_id,
+                    body=body,
+                    generation=self._generation,
+                )
+                heapq.heappush(self._queue, (time.monotonic(), delivery.delivery_id, delivery))
+            self._cond.notify_all()
+
+    # ---- reading --------------------------------------------------------------------
+
+    def log(self) -> list[dict[str, Any]]:
+        """Every attempt so far, oldest first (a copy)."""
+        with self._cond:
+            return list(self._log)
+
+    def idle(self) -> bool:
+        """True when nothing is queued or in flight."""
+        with self._cond:
+            return not self._queue and self._inflight == 0
+
+    # ---- the machinery --------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                if not self._running:
+                    return
+                if not self._queue:
+                    self._cond.wait(timeout=0.5)
+                    continue
+                due, _, delivery = self._queue[0]
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(timeout=wait)
+                    continue
+                heapq.heappop(self._queue)
+                self._inflight += 1
+            assert self._pool is not None
+            try:
+                self._pool.submit(self._attempt, delivery)
+            except RuntimeError:  # the pool is shutting down
+                with self._cond:
+                    self._inflight -= 1
+                return
+
+    def _attempt(self, delivery: Delivery) -> None:
+        delivery.attempt += 1
+        status: int | None = None
+        error: str | None = None
+        try:
+            if not is_loopback_url(delivery.url):
+                error = "refused: the sandbox only delivers to loopback URLs"
+            else:
+                timestamp = str(int(self.clock.now()))
+                headers = {
+                    "Content-Type": "application/json",
+                    "User-Agent": "practiceflow-sandbox-webhooks",
+                    "X-Svc-Event": delivery.event,
+                    "X-Svc-Event-Id": delivery.event_id,
+                    "X-Svc-Timestamp": timestamp,
+                    "X-Svc-Signature": sign(delivery.secret, timestamp, delivery.body),
+                }
+                response = self._session.post(
+                    delivery.url,
+                    data=delivery.body,
+                    headers=headers,
+                    timeout=self.timeout,
+                    allow_redirects=False,
+                )
+                status = response.status_code
+                response.close()
+        except requests.RequestException as exc:
+            error = type(exc).__name__
+        except Exception:  # a bug must not kill the dispatcher
+            logger.exception("webhook delivery %s failed unexpectedly", delivery.delivery_id)
+            error = "internal error"
+        ok = status is not None and 200 <= status < 300
+        retryable = not ok and not (error or "").startswith("refused")
+        retry_in = self._retry_delay(delivery.attempt) if retryable else None
+        with self._cond:
+            self._inflight -= 1
+            if delivery.generation != self._generation:
+                return
+            self._log.append(
+                {
+                    "deliveryId": delivery.delivery_id,
+                    "region": delivery.region,
+                    "subscriptionId": delivery.subscription_id,
+                    "url": delivery.url,
+                    "event": delivery.event,
+                    "eventId": delivery.event_id,
+                    "attempt": delivery.attempt,
+                    "status": status,
+                    "error": error,
+                    "ok": ok,
+                    "willRetry": retry_in is not None,
+                    "at": format_time(self.clock.now()),
+                }
+            )
+            if retry_in is not None and self._running:
+                due = time.monotonic() + retry_in
+                heapq.heappush(self._queue, (due, delivery.delivery_id, delivery))
+                self._cond.notify_all()
+
+    def _retry_delay(self, attempt: int) -> float | None:
+        if attempt > len(self.delays):
+            return None
+        return self.delays[attempt - 1] * self.scale

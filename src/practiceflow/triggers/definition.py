@@ -1,0 +1,360 @@
+"""A loaded trigger module turned into what the engine runs: webhook and poll specs.
+
+:func:`definition` reads a :class:`~practiceflow.manifest.TriggerModule` (its sections are
+compiled template trees) into a :class:`TriggerDefinition`; the functions here render its
+templates: the event key to subscribe to, a delivery body into an event, the poll query,
+and a list row into an event.
+
+Tolerance: delivery bodies and most list rows have shapes the spec does not show. Every
+mapping keeps the whole body or row (``raw``), templates are expected to pick fields
+defensively (``body.get('data')``...), and a template that fails on an odd body never
+loses the delivery: the event falls back to the body itself and the delivery id.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.manifest import TriggerModule, load_trigger
+from practiceflow.resources import data_dir
+from practiceflow.templating import CompiledTemplate, render_tree, utcnow
+
+__all__ = [
+    "DELIVERY_PREFIX",
+    "CursorKind",
+    "KnownKeys",
+    "PollSpec",
+    "TriggerDefinition",
+    "WebhookSpec",
+    "definition",
+    "load_definition",
+    "parse_time",
+    "shipped_trigger_keys",
+]
+
+logger = logging.getLogger("practiceflow.triggers")
+
+#: Prefix of the dedupe key of a delivery whose module gives no ``webhook.id``.
+DELIVERY_PREFIX: Final = "delivery:"
+
+CursorKind = Literal["lastUpdated", "date_range", "none"]
+
+
+def parse_time(value: Any) -> datetime | None:
+    """Parse a server timestamp (ISO 8601, ``Z`` or offset; naive means UTC).
+
+    Args:
+        value: the field's value.
+
+    Returns:
+        An aware UTC datetime, or ``None`` when missing or unreadable.
+    """
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _render(template: Any, context: Mapping[str, Any]) -> Any:
+    return template.render(context) if isinstance(template, CompiledTemplate) else template
+
+
+@dataclass(frozen=True)
+class WebhookSpec:
+    """How a trigger receives by webhook.
+
+    Attributes:
+        event: the event key, or a template over ``input`` choosing it.
+        map: compiled tree over ``body``, ``headers``, ``input``; ``None``: the body.
+        passthrough: copy body fields that ``map`` does not name.
+        id: template of the cross-source dedupe key, or ``None`` (delivery id).
+    """
+
+    event: CompiledTemplate | str
+    map: Any
+    passthrough: bool
+    id: CompiledTemplate | None
+
+    def event_key(self, options: Mapping[str, Any]) -> str:
+        """The event key to subscribe to, rendered with the trigger's options.
+
+        Raises:
+            ConfigError: the template yields no event key.
+        """
+        value = _render(self.event, {"input": options, "now": utcnow()})
+        if not isinstance(value, str) or "." not in value:
+            message = (
+                f"webhook.event: got {value!r}; expected an event key such as "
+                "'proposal.accepted' (see GET /api/v1/webhooks/events)"
+            )
+            raise ConfigError(message)
+        return value
+
+    def to_event(
+        self,
+        body: Any,
+        headers: Mapping[str, str],
+        options: Mapping[str, Any],
+        delivery_id: str,
+    ) -> tuple[str, Any]:
+        """Map a verified delivery to ``(dedupe_key, event data)``; never raises.
+
+        Args:
+            body: the parsed JSON body (or raw bytes decoded as text when not JSON).
+            headers: ``event``, ``eventId`` and ``timestamp`` of the delivery.
+            options: the trigger's options (``input``).
+            delivery_id: the ``X-Svc-Event-Id``.
+
+        Returns:
+            The dedupe key and the event; on a template failure the body is the event
+            and the delivery id the key (logged, without the body).
+        """
+        context = {"body": body, "headers": dict(headers), "input": options, "now": utcnow()}
+        key = DELIVERY_PREFIX + delivery_id
+        if self.id is not None:
+            try:
+                rendered = self.id.render(context)
+            except PracticeflowError as exc:
+                logger.warning("webhook.id did not render, using the delivery id: %s", exc)
+            else:
+                if isinstance(rendered, str | int) and str(rendered).strip():
+                    key = str(rendered)
+        try:
+            data = map_record(self.map, self.passthrough, body, context)
+        except PracticeflowError as exc:
+            logger.warning("webhook.map did not render, keeping the body: %s", exc)
+            data = body if isinstance(body, dict) else {"body": body}
+        return key, data
+
+
+@dataclass(frozen=True)
+class KnownKeys:
+    """Keys remembered across polls (``poll.known``).
+
+    Attributes:
+        key: template over ``item``: the record's stable key.
+        when: template over ``item``: remember only when true; ``None``: always.
+        fire: ``unknown`` (new records) or ``known`` (records seen before).
+        baseline: on the first poll, read the whole list and only remember keys.
+    """
+
+    key: CompiledTemplate | str
+    when: CompiledTemplate | None
+    fire: Literal["unknown", "known"]
+    baseline: bool
+
+
+@dataclass(frozen=True)
+class PollSpec:
+    """How a trigger receives by polling a list endpoint.
+
+    Attributes:
+        path: the list path (may be a template over ``input``).
+        params: compiled tree of fixed query parameters.
+        items: where the rows are in a wrapped answer, or ``None`` (found tolerantly).
+        cursor: ``lastUpdated``, ``date_range`` or ``none``.
+        cursor_param: query parameter of a ``lastUpdated`` cursor.
+        cursor_field: the row field carrying its timestamp or date.
+        start_param: ``date_range`` start parameter.
+        end_param: ``date_range`` end parameter.
+        lookback_days: ``date_range`` days before today the window starts.
+        dedupe: template over ``item`` giving the dedupe key.
+        filters: name -> template; a row is an event only when all are true.
+        map: compiled tree over ``item`` and ``input``; ``None``: the row.
+        passthrough: copy row fields that ``map`` does not name.
+        page_size: ``pageSize`` to send, or ``None`` (a fixed server page size).
+        known: remembered keys, or ``None``.
+    """
+
+    path: CompiledTemplate | str
+    params: Any
+    items: str | None
+    cursor: CursorKind
+    cursor_param: str
+    cursor_field: str | None
+    start_param: str
+    end_param: str
+    lookback_days: int
+    dedupe: CompiledTemplate | str
+    filters: Mapping[str, Any]
+    map: Any
+    passthrough: bool
+    page_size: int | None
+    known: KnownKeys | None
+
+    def request(self, options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The path and fixed query of a poll, rendered with the trigger's options.
+
+        Raises:
+            TemplateError: an option the path or query needs is missing.
+        """
+        context = {"input": options, "now": utcnow()}
+        path = str(_render(self.path, context))
+        params = render_tree(self.params, context) if self.params else {}
+        return path, dict(params)
+
+    def context(self, row: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The names a row's templates read."""
+        return {"item": row, "input": options, "now": utcnow()}
+
+    def dedupe_key(self, context: Mapping[str, Any]) -> str | None:
+        """The row's dedupe key, or ``None`` when it renders empty."""
+        value = _render(self.dedupe, context)
+        return None if value is None or str(value).strip() == "" else str(value)
+
+    def passes(self, context: Mapping[str, Any]) -> bool:
+        """Whether every filter is true for the row."""
+        return all(bool(_render(test, context)) for test in self.filters.values())
+
+    def to_event(self, row: Any, context: Mapping[str, Any]) -> Any:
+        """Map a row to the event."""
+        return map_record(self.map, self.passthrough, row, context)
+
+    def known_key(self, context: Mapping[str, Any]) -> tuple[str | None, bool]:
+        """``(key, remember)`` of a row under ``known``; ``(None, False)`` without it."""
+        if self.known is None:
+            return None, False
+        key = _render(self.known.key, context)
+        remember = True if self.known.when is None else bool(self.known.when.render(context))
+        return (None if key is None else str(key)), remember
+
+
+def map_record(tree: Any, passthrough: bool, record: Any, context: Mapping[str, Any]) -> Any:
+    """Render a ``map`` over a body or row, with ``passthrough`` of unnamed fields.
+
+    Args:
+        tree: the compiled map, or ``None`` (the record is the event).
+        passthrough: copy the record's fields that the map does not name.
+        record: the body or row.
+        context: the template names.
+
+    Returns:
+        The event.
+    """
+    if tree is None:
+        return record
+    mapped = render_tree(tree, context)
+    if passthrough and isinstance(mapped, dict) and isinstance(record, dict):
+        return {**{k: v for k, v in record.items() if k not in mapped}, **mapped}
+    return mapped
+
+
+@dataclass(frozen=True)
+class TriggerDefinition:
+    """A trigger module ready to run.
+
+    Attributes:
+        module: the loaded module (title, help text, schemas, sample).
+        webhook: the webhook spec, or ``None`` when it cannot be received by webhook.
+        poll: the poll spec, or ``None`` when there is no list to poll.
+    """
+
+    module: TriggerModule
+    webhook: WebhookSpec | None
+    poll: PollSpec | None
+
+    @property
+    def key(self) -> str:
+        """The module's key."""
+        return self.module.key
+
+
+def _known(section: Mapping[str, Any] | None) -> KnownKeys | None:
+    if not section:
+        return None
+    when = section.get("when")
+    return KnownKeys(
+        key=section["key"],
+        when=when if isinstance(when, CompiledTemplate) else None,
+        fire="known" if section["fire"] == "known" else "unknown",
+        baseline=bool(section.get("baseline", False)),
+    )
+
+
+def definition(module: TriggerModule) -> TriggerDefinition:
+    """Read a loaded trigger module into its webhook and poll specs.
+
+    Args:
+        module: from :func:`practiceflow.manifest.load_trigger` or a registry.
+
+    Returns:
+        The definition.
+    """
+    webhook = None
+    if module.webhook is not None:
+        section = module.webhook
+        ident = section.get("id")
+        webhook = WebhookSpec(
+            event=section["event"],
+            map=section.get("map"),
+            passthrough=bool(section.get("passthrough", False)),
+            id=ident if isinstance(ident, CompiledTemplate) else None,
+        )
+    poll = None
+    if module.poll is not None:
+        section = module.poll
+        cursor = dict(section["cursor"])
+        kind: CursorKind = cursor["kind"]
+        poll = PollSpec(
+            path=section["path"],
+            params=section.get("params"),
+            items=section.get("items"),
+            cursor=kind,
+            cursor_param=str(cursor.get("param", "lastUpdated")),
+            cursor_field=cursor.get("field", "lastUpdated" if kind == "lastUpdated" else None),
+            start_param=str(cursor.get("start_param", "startDate")),
+            end_param=str(cursor.get("end_param", "endDate")),
+            lookback_days=int(cursor.get("lookback_days", 0)),
+            dedupe=section["dedupe"],
+            filters=dict(section.get("filters") or {}),
+            map=section.get("map"),
+            passthrough=bool(section.get("passthrough", False)),
+            page_size=section.get("page_size"),
+            known=_known(section.get("known")),
+        )
+    return TriggerDefinition(module=module, webhook=webhook, poll=poll)
+
+
+def shipped_trigger_keys() -> list[str]:
+    """Keys of the trigger modules shipped with practiceflow, sorted."""
+    folder = data_dir("triggers")
+    return sorted(
+        entry.name[: -len(".yaml")] for entry in folder.iterdir() if entry.name.endswith(".yaml")
+    )
+
+
+def load_definition(key_or_path: str | Path) -> TriggerDefinition:
+    """Load a shipped trigger by key, or a trigger module file by path.
+
+    Args:
+        key_or_path: ``proposal_accepted`` or ``my/triggers/x.yaml``.
+
+    Returns:
+        The definition.
+
+    Raises:
+        ConfigError: no such shipped trigger (the message lists the valid keys).
+        ManifestError: the file does not load.
+    """
+    text = str(key_or_path)
+    if text.endswith((".yaml", ".yml")) or "/" in text:
+        return definition(load_trigger(Path(text)))
+    folder = data_dir("triggers")
+    entry: Traversable = folder / f"{text}.yaml"
+    if not entry.is_file():
+        message = f"trigger: got {text!r}; valid values are {shipped_trigger_keys()}"
+        raise ConfigError(message)
+    return definition(load_trigger(entry, display=f"triggers/{text}.yaml"))

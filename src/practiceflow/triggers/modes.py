@@ -1,0 +1,344 @@
+"""Choosing how a trigger receives (``auto``, ``webhook``, ``poll``, ``both``) and the
+:class:`~practiceflow.triggers.base.Trigger` classes that do it.
+
+* ``auto``: webhook when a public URL is configured and the module can be received by
+  webhook; polling otherwise.
+* ``both``: webhook and polling at once, writing to the same event source. The same change
+  fires once because both sides store it under the same **cross-source dedupe key**, which
+  the module declares twice: ``webhook.id`` (over the delivery body) and ``poll.dedupe``
+  (over the list row), rendering the same string, such as ``proposal:<proposalKey>``.
+  Whichever arrives second is a duplicate in the store. A delivery whose body does not
+  yield the key falls back to ``delivery:<X-Svc-Event-Id>`` and may then fire once more
+  by polling: documented, never silent loss.
+* In ``both``, a webhook that stopped is noticed: when polls keep finding changes that no
+  delivery brought (two polls in a row, and no delivery for ``grace`` seconds), the
+  subscription is checked with a test delivery and re-subscribed if the API lost it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, Final, Literal, TypeAlias
+
+from practiceflow.api import Client
+from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.state import StateStore
+from practiceflow.triggers.base import Trigger
+from practiceflow.triggers.definition import TriggerDefinition
+from practiceflow.triggers.poller import Poller, PollResult
+from practiceflow.triggers.receiver import Receiver
+from practiceflow.triggers.subscriptions import (
+    CheckResult,
+    SubscriptionManager,
+    supported_events,
+)
+
+__all__ = [
+    "MODES",
+    "BothTrigger",
+    "Mode",
+    "PollingTrigger",
+    "WebhookTrigger",
+    "build_trigger",
+    "resolve_mode",
+]
+
+logger = logging.getLogger("practiceflow.triggers")
+
+Mode: TypeAlias = Literal["auto", "webhook", "poll", "both"]
+MODES: Final[tuple[Mode, ...]] = ("auto", "webhook", "poll", "both")
+
+
+def resolve_mode(
+    definition: TriggerDefinition, mode: str, public_url: str | None
+) -> Literal["webhook", "poll", "both"]:
+    """Decide how a trigger receives.
+
+    Args:
+        definition: the trigger.
+        mode: ``auto``, ``webhook``, ``poll`` or ``both``.
+        public_url: the receiver's public base URL, if one is configured.
+
+    Returns:
+        ``webhook``, ``poll`` or ``both``.
+
+    Raises:
+        ConfigError: the mode is unknown or the trigger (or configuration) cannot do it;
+            the message says why (for example, no list endpoint to poll).
+    """
+    key = definition.key
+    can_hook, can_poll = definition.webhook is not None, definition.poll is not None
+    if mode not in MODES:
+        message = f"trigger {key!r} mode: got {mode!r}; valid values are {list(MODES)}"
+        raise ConfigError(message)
+    if mode == "auto":
+        if can_hook and public_url:
+            return "webhook"
+        if can_poll:
+            return "poll"
+        reason = "no public URL is configured" if can_hook else "it has no way to receive"
+        message = (
+            f"trigger {key!r} can only be received by webhook and {reason}; give a public "
+            f"URL the API can reach. {definition.module.description.strip()}"
+        )
+        raise ConfigError(message)
+    needs_hook = mode in ("webhook", "both")
+    needs_poll = mode in ("poll", "both")
+    if needs_hook and not can_hook:
+        message = f"trigger {key!r} has no webhook event; valid modes are ['poll', 'auto']"
+        raise ConfigError(message)
+    if needs_poll and not can_poll:
+        message = (
+            f"trigger {key!r} cannot be polled; valid modes are ['webhook', 'auto']. "
+            f"{definition.module.description.strip()}"
+        )
+        raise ConfigError(message)
+    if needs_hook and not public_url:
+        message = f"trigger {key!r} mode {mode}: a public URL for the webhook receiver is needed"
+        raise ConfigError(message)
+    return "both" if mode == "both" else ("webhook" if needs_hook else "poll")
+
+
+class WebhookTrigger(Trigger):
+    """Receives a trigger by webhook: subscribes on start, unsubscribes on stop.
+
+    Args:
+        definition: the trigger (with a ``webhook`` section).
+        options: its options.
+        practice: the practice's name in the store.
+        store: the state store.
+        client: the API client.
+        receiver: the receiver serving ``public_url`` (bound here).
+        public_url: the receiver's public base URL.
+        name: the trigger's name (default: its key).
+        check_events: check the event key against ``GET /api/v1/webhooks/events``.
+    """
+
+    def __init__(
+        self,
+        definition: TriggerDefinition,
+        options: Mapping[str, Any],
+        *,
+        practice: str,
+        store: StateStore,
+        client: Client,
+        receiver: Receiver,
+        public_url: str,
+        name: str | None = None,
+        check_events: bool = True,
+    ) -> None:
+        if definition.webhook is None:
+            raise ConfigError(f"trigger {definition.key!r} has no webhook section")
+        super().__init__(name or definition.key, definition.key, practice, store)
+        self.definition = definition
+        self.spec = definition.webhook
+        self.options = dict(options)
+        self.receiver = receiver
+        self.manager = SubscriptionManager(client, store, practice, public_url)
+        self.event_key = self.spec.event_key(self.options)
+        self._check_events = check_events
+
+    @property
+    def mode(self) -> str:
+        """``webhook``."""
+        return "webhook"
+
+    def start(self) -> None:
+        """Bind the receiver and make sure the subscription exists.
+
+        Raises:
+            ConfigError: the API does not offer the event, or a subscribe is in doubt.
+            ApiError: the API refused the subscribe.
+        """
+        if self._check_events:
+            offered = supported_events(self.manager.client)
+            if offered and self.event_key not in offered:
+                message = (
+                    f"trigger {self.name!r}: the API does not offer event "
+                    f"{self.event_key!r}; valid values are {offered}"
+                )
+                raise ConfigError(message)
+        self.receiver.bind(self.practice, self.name, self.spec, self.options)
+        self.manager.ensure(self.name, self.event_key)
+
+    def stop(self, *, unsubscribe: bool = True) -> None:
+        """Unsubscribe (on a clean shutdown) so that nothing is left delivering."""
+        if unsubscribe:
+            self.manager.remove(self.name)
+
+    def check(self, wait: float = 5.0) -> CheckResult:
+        """Send a test delivery and wait until the receiver stores it."""
+        before = self.receiver.last_delivery(self.practice, self.name)
+
+        def arrived() -> bool:
+            return self.receiver.last_delivery(self.practice, self.name) != before
+
+        return self.manager.check(self.name, arrived, wait=wait)
+
+    def heal(self) -> str:
+        """Check the subscription; re-subscribe when the API lost it."""
+        before = self.receiver.last_delivery(self.practice, self.name)
+        return self.manager.heal(
+            self.name,
+            self.event_key,
+            lambda: self.receiver.last_delivery(self.practice, self.name) != before,
+        )
+
+
+class PollingTrigger(Trigger):
+    """Receives a trigger by polling (see :mod:`practiceflow.triggers.poller`)."""
+
+    def __init__(self, poller: Poller) -> None:
+        super().__init__(poller.name, poller.definition.key, poller.practice, poller.store)
+        self.poller = poller
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def mode(self) -> str:
+        """``poll``."""
+        return "poll"
+
+    def poll_once(self) -> PollResult:
+        """One poll (see :meth:`Poller.poll_once`)."""
+        return self.poller.poll_once()
+
+    def start(self, interval: float | None = None) -> None:
+        """Start polling in a background thread when ``interval`` is given."""
+        if interval is None or (self._thread is not None and self._thread.is_alive()):
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self.poller.run, args=(self._stop, interval), name=f"pf-poll-{self.name}"
+        )
+        self._thread.daemon = True
+        self._thread.start()
+
+    def stop(self, *, unsubscribe: bool = True) -> None:
+        """Stop the background polling; the cursor stays where it is."""
+        del unsubscribe
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+
+class BothTrigger(Trigger):
+    """Webhook and polling together, deduplicated across sources (module docstring).
+
+    Args:
+        webhook: the webhook side.
+        polling: the polling side (same name, practice and store).
+        grace: seconds without a delivery after which polled changes raise suspicion.
+        clock: seconds (``time.time``), as the receiver's clock.
+    """
+
+    def __init__(
+        self,
+        webhook: WebhookTrigger,
+        polling: PollingTrigger,
+        *,
+        grace: float = 300.0,
+        clock: Any = time.time,
+    ) -> None:
+        if (webhook.name, webhook.practice) != (polling.name, polling.practice):
+            raise ConfigError("both sides of a trigger must share its name and practice")
+        super().__init__(webhook.name, webhook.key, webhook.practice, webhook.store)
+        self.webhook = webhook
+        self.polling = polling
+        self.grace = grace
+        self._clock = clock
+        self._suspicious = 0
+
+    @property
+    def mode(self) -> str:
+        """``both``."""
+        return "both"
+
+    def start(self) -> None:
+        """Subscribe (the polling side is driven by :meth:`poll_once`)."""
+        self.webhook.start()
+
+    def stop(self, *, unsubscribe: bool = True) -> None:
+        """Unsubscribe and stop polling."""
+        self.polling.stop()
+        self.webhook.stop(unsubscribe=unsubscribe)
+
+    def poll_once(self) -> PollResult:
+        """Poll; when polls keep finding what no delivery brought, heal the subscription."""
+        result = self.polling.poll_once()
+        last = self.webhook.receiver.last_delivery(self.practice, self.name)
+        quiet = last is None or self._clock() - last > self.grace
+        self._suspicious = self._suspicious + 1 if result.events and quiet else 0
+        if self._suspicious >= 2:
+            self._suspicious = 0
+            try:
+                outcome = self.webhook.heal()
+            except PracticeflowError as exc:
+                logger.warning(
+                    "webhook of %s looks stopped and could not be healed: %s", self.name, exc
+                )
+            else:
+                logger.warning("webhook of %s looked stopped; check said %s", self.name, outcome)
+        return result
+
+
+def build_trigger(
+    definition: TriggerDefinition,
+    *,
+    mode: str = "auto",
+    options: Mapping[str, Any] | None = None,
+    practice: str,
+    store: StateStore,
+    client: Client,
+    receiver: Receiver | None = None,
+    public_url: str | None = None,
+    name: str | None = None,
+    since: str | None = None,
+    check_events: bool = True,
+) -> Trigger:
+    """Build the trigger a recipe asks for.
+
+    Args:
+        definition: the trigger module.
+        mode: ``auto``, ``webhook``, ``poll`` or ``both``.
+        options: the recipe's ``trigger.with``.
+        practice: the practice's name in the store.
+        store: the state store.
+        client: the API client.
+        receiver: the webhook receiver (needed for webhook and both).
+        public_url: the receiver's public base URL.
+        name: the trigger's name (default: its key).
+        since: polling start instead of "from now".
+        check_events: check webhook event keys against the API's list.
+
+    Returns:
+        A :class:`WebhookTrigger`, :class:`PollingTrigger` or :class:`BothTrigger`.
+
+    Raises:
+        ConfigError: the mode cannot be served (the message says why).
+    """
+    chosen = resolve_mode(definition, mode, public_url)
+    given = dict(options or {})
+    hooked: WebhookTrigger | None = None
+    if chosen in ("webhook", "both"):
+        if receiver is None or public_url is None:
+            raise ConfigError(f"trigger {definition.key!r}: a webhook needs a receiver")
+        hooked = WebhookTrigger(
+            definition,
+            given,
+            practice=practice,
+            store=store,
+            client=client,
+            receiver=receiver,
+            public_url=public_url,
+            name=name,
+            check_events=check_events,
+        )
+        if chosen == "webhook":
+            return hooked
+    poller = Poller(client, store, practice, definition, given, name=name, since=since)
+    polling = PollingTrigger(poller)
+    return polling if hooked is None else BothTrigger(hooked, polling)

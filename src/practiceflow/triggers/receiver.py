@@ -1,0 +1,367 @@
+"""The webhook receiver: a starlette app that verifies, dedupes and stores deliveries.
+
+Each subscription has its own unguessable path, ``/hooks/<path_token>``: the token finds
+the subscription (and its secret) in the state store. For every delivery, in order:
+
+1. unknown path: **404**, logged with a short fingerprint of the token, never the token;
+2. body larger than ``max_body`` (from ``Content-Length``, or counted while reading, so a
+   huge body is cut off, not read whole): **413**;
+3. :func:`practiceflow.webhooks.verify` with the subscription's secret: bad signature,
+   stale or future timestamp, missing header: **401** with the refusal reason;
+4. map the body (tolerantly) and store it in **one** transaction, deduplicated by the
+   event's dedupe key (the ``X-Svc-Event-Id`` unless the module derives a cross-source key)
+   *and* by the signature (the id is not signed, so a replay under a fresh id is caught);
+5. only then **200** (``{"stored": true}``, or ``false`` for a duplicate, which the sender
+   must also stop retrying).
+
+Nothing unverified is stored, and the work a delivery causes happens after the answer:
+the runner reads pending events from the store. Handled events are purged after
+``keep_seen`` (7 days by default), so redeliveries within that span stay deduplicated.
+
+Start it in a thread with :func:`serve_receiver`, or mount :attr:`Receiver.app` in an
+ASGI server of your own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Final
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from practiceflow.errors import ConfigError
+from practiceflow.state import DEFAULT_KEEP_SEEN, StateStore, SubscriptionRecord
+from practiceflow.triggers.base import TriggerEvent, envelope, event_from_record, persist
+from practiceflow.triggers.definition import WebhookSpec
+from practiceflow.webhooks import (
+    DEFAULT_TOLERANCE,
+    WebhookVerificationError,
+    verify,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "HOOKS_PREFIX",
+    "Binding",
+    "Receiver",
+    "ReceiverServer",
+    "serve_receiver",
+]
+
+logger = logging.getLogger("practiceflow.triggers.receiver")
+
+#: Largest delivery body accepted by default (bytes).
+DEFAULT_MAX_BODY: Final = 256 * 1024
+#: URL path under which every subscription's receiver path lives.
+HOOKS_PREFIX: Final = "/hooks/"
+_PURGE_EVERY: Final = 3600.0
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What the receiver needs to map deliveries of one trigger.
+
+    Attributes:
+        spec: the trigger's webhook spec.
+        options: the trigger's options (``input`` of its templates).
+    """
+
+    spec: WebhookSpec
+    options: Mapping[str, Any]
+
+
+def fingerprint(token: str) -> str:
+    """A short, non-reversible name for a path token, for logs."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()[:10]
+
+
+def _looks_like_test(body: Any) -> bool:
+    if not isinstance(body, dict):
+        return False
+    data = body.get("data")
+    return body.get("isTest") is True or (isinstance(data, dict) and data.get("isTest") is True)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class Receiver:
+    """Receives the deliveries of every subscription kept in a state store.
+
+    Args:
+        store: the state store holding subscriptions (path token, secret) and events.
+        max_body: largest body accepted, in bytes (413 beyond).
+        tolerance: seconds a delivery's timestamp may be off (replay window).
+        keep_seen: how long handled events stay deduplicated (at least the sender's
+            retry span; 7 days by default).
+        clock: Unix time for the replay window (tests pass a fake).
+
+    Attributes:
+        app: the starlette application.
+    """
+
+    def __init__(
+        self,
+        store: StateStore,
+        *,
+        max_body: int = DEFAULT_MAX_BODY,
+        tolerance: float = DEFAULT_TOLERANCE,
+        keep_seen: timedelta = DEFAULT_KEEP_SEEN,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if max_body < 1:
+            message = f"max_body: got {max_body!r}; expected a positive number of bytes"
+            raise ConfigError(message)
+        if keep_seen < timedelta(days=7):
+            logger.warning(
+                "keep_seen of %s is shorter than 7 days; late redeliveries may repeat", keep_seen
+            )
+        self.store = store
+        self.max_body = max_body
+        self.tolerance = tolerance
+        self.keep_seen = keep_seen
+        self._clock = clock
+        self._bindings: dict[tuple[str, str], Binding] = {}
+        self._last_delivery: dict[tuple[str, str], float] = {}
+        self._listeners: list[Callable[[TriggerEvent], None]] = []
+        self._changed = threading.Condition()
+        self._stored = 0
+        self._last_purge = 0.0
+        self.app = Starlette(
+            routes=[Route(HOOKS_PREFIX + "{token}", self._deliver, methods=["POST"])]
+        )
+
+    # -- configuration ------------------------------------------------------------------
+
+    def bind(self, practice: str, name: str, spec: WebhookSpec, options: Mapping[str, Any]) -> None:
+        """Say how deliveries of a trigger are mapped (before its subscription exists).
+
+        Deliveries of a stored subscription with no binding are still verified and stored,
+        with the body as the event and the delivery id as the key.
+        """
+        self._bindings[(practice, name)] = Binding(spec, dict(options))
+
+    def listen(self, callback: Callable[[TriggerEvent], None]) -> None:
+        """Call ``callback`` with each event after it is stored (from a worker thread)."""
+        self._listeners.append(callback)
+
+    def last_delivery(self, practice: str, name: str) -> float | None:
+        """When (``clock`` seconds) a verified delivery last reached a trigger, if ever."""
+        return self._last_delivery.get((practice, name))
+
+    @property
+    def stored(self) -> int:
+        """How many new events this receiver stored."""
+        return self._stored
+
+    def wait_for_events(self, count: int, timeout: float) -> bool:
+        """Block until this receiver has stored ``count`` events in all; ``True`` if so."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self._stored < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+        return True
+
+    # -- the endpoint -------------------------------------------------------------------
+
+    async def _deliver(self, request: Request) -> Response:
+        token = str(request.path_params["token"])
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body:
+            return self._refuse(413, "body_too_large", f"larger than {self.max_body} bytes")
+        subscription = await run_in_threadpool(self.store.find_subscription_by_path, token)
+        if subscription is None:
+            logger.warning("delivery to unknown receiver path %s refused", fingerprint(token))
+            return self._refuse(404, "unknown_path", "no subscription uses this path")
+        try:
+            body = await self._read(request)
+        except _TooLarge:
+            return self._refuse(413, "body_too_large", f"larger than {self.max_body} bytes")
+        except ClientDisconnect:
+            return Response(status_code=400)
+        try:
+            delivery = verify(
+                request.headers.raw, body, [subscription.secret], self.tolerance, now=self._clock()
+            )
+        except WebhookVerificationError as exc:
+            logger.warning(
+                "delivery for %s/%s refused: %s",
+                subscription.practice,
+                subscription.trigger_key,
+                exc.reason,
+            )
+            return self._refuse(401, exc.reason, str(exc))
+        headers = {
+            "event": delivery.event,
+            "eventId": delivery.event_id,
+            "timestamp": str(delivery.timestamp),
+        }
+        payload = delivery.payload if delivery.payload_is_json else body.decode("utf-8", "replace")
+        stored, event = await run_in_threadpool(
+            self._store, subscription, payload, headers, delivery.signature
+        )
+        return JSONResponse({"stored": stored, "eventId": delivery.event_id, "key": event})
+
+    async def _read(self, request: Request) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                raise _TooLarge
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _refuse(self, status: int, reason: str, detail: str) -> Response:
+        return JSONResponse({"status": status, "reason": reason, "detail": detail}, status)
+
+    def _store(
+        self,
+        subscription: SubscriptionRecord,
+        payload: Any,
+        headers: Mapping[str, str],
+        signature: str,
+    ) -> tuple[bool, str]:
+        practice, name = subscription.practice, subscription.trigger_key
+        binding = self._bindings.get((practice, name))
+        delivery_id = headers["eventId"]
+        if binding is None:
+            key, data = "delivery:" + delivery_id, payload
+        else:
+            key, data = binding.spec.to_event(payload, headers, binding.options, delivery_id)
+        test = _looks_like_test(payload)
+        stored_payload = envelope(
+            "webhook", data, payload, event=headers["event"], delivery_id=delivery_id, test=test
+        )
+        stored = persist(
+            self.store,
+            practice,
+            name,
+            key,
+            stored_payload,
+            event=headers["event"] or subscription.event,
+            signature=signature,
+        )
+        now = self._clock()
+        self._last_delivery[(practice, name)] = now
+        if stored:
+            self._announce(practice, name, key)
+        self._maybe_purge(now)
+        return stored, key
+
+    def _announce(self, practice: str, name: str, key: str) -> None:
+        with self._changed:
+            self._stored += 1
+            self._changed.notify_all()
+        if not self._listeners:
+            return
+        record = self.store.get_event(practice, name, key)
+        if record is None:  # pragma: no cover - stored in this very call
+            return
+        event = event_from_record(record)
+        for callback in self._listeners:
+            try:
+                callback(event)
+            except Exception:  # a listener's bug must not fail a stored delivery
+                logger.exception("event listener failed for %s/%s", practice, name)
+
+    def _maybe_purge(self, now: float) -> None:
+        if now - self._last_purge < _PURGE_EVERY:
+            return
+        self._last_purge = now
+        try:
+            self.store.purge_seen(self.keep_seen)
+        except Exception:  # purging is housekeeping; a failure must not refuse a delivery
+            logger.exception("purging seen events failed")
+
+
+class ReceiverServer:
+    """A :class:`Receiver` served by uvicorn in a background thread.
+
+    Attributes:
+        receiver: the receiver.
+        host: the address it listens on.
+        port: the port (chosen when ``0`` was asked).
+    """
+
+    def __init__(self, receiver: Receiver, host: str, port: int) -> None:
+        self.receiver = receiver
+        self.host = host
+        config = uvicorn.Config(
+            receiver.app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="pf-receiver", daemon=True)
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        """The base URL, such as ``http://127.0.0.1:8081``."""
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 5.0) -> ReceiverServer:
+        """Start serving and wait until the socket listens.
+
+        Raises:
+            ConfigError: the server did not start within ``timeout``.
+        """
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                message = f"webhook receiver on {self.host}:{self.port} did not start"
+                raise ConfigError(message)
+            time.sleep(0.01)
+        servers = getattr(self._server, "servers", [])
+        for server in servers:
+            for sock in server.sockets:
+                self.port = int(sock.getsockname()[1])
+                break
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (deliveries in flight finish first)."""
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+
+@contextmanager
+def serve_receiver(
+    receiver: Receiver, host: str = "127.0.0.1", port: int = 0
+) -> Iterator[ReceiverServer]:
+    """Serve a receiver for the duration of a ``with`` block.
+
+    Args:
+        receiver: the receiver.
+        host: the address to listen on.
+        port: the port; ``0`` picks a free one (read it from ``.port``).
+
+    Yields:
+        The running server.
+    """
+    server = ReceiverServer(receiver, host, port).start()
+    try:
+        yield server
+    finally:
+        server.stop()

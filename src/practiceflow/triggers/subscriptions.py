@@ -1,0 +1,324 @@
+"""The lifecycle of webhook subscriptions: subscribe, check, re-subscribe, unsubscribe.
+
+The spec has no list of subscriptions, so practiceflow must never lose track of one it
+made. The rules:
+
+* every subscription gets its own unguessable receiver path, ``/hooks/<path_token>``, and
+  is saved ``pending`` in the state store *before* ``POST /api/v1/webhooks`` is sent (a
+  delivery racing the answer then finds it; a crash leaves a trace);
+* the answer's ``id`` and ``webhookSecret`` are saved with status ``active``; the secret
+  lives only in the state store, never in a log line, an error or a ``repr``;
+* an answer that was lost (:class:`~practiceflow.errors.InDoubtError`: a timeout, a 5xx)
+  is saved ``in_doubt`` and reported; it is **not** repeated, because a second subscribe
+  could leave an orphan delivering to us forever. The operator settles it with
+  ``practiceflow triggers unsubscribe`` (forget it) and subscribes again;
+* :meth:`SubscriptionManager.check` sends the test delivery
+  (``POST /api/v1/webhooks/{id}/test``): a 404 means the subscription disappeared, and
+  :meth:`SubscriptionManager.heal` re-subscribes;
+* :meth:`SubscriptionManager.remove` deletes it (a 404 means it was already gone) and
+  forgets it; deliveries to its path are refused from then on.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from practiceflow.api import Client
+from practiceflow.errors import ConfigError, InDoubtError, NotFoundError
+from practiceflow.state import StateStore, SubscriptionRecord
+from practiceflow.triggers.receiver import HOOKS_PREFIX
+
+__all__ = [
+    "EVENTS_PATH",
+    "WEBHOOKS_PATH",
+    "CheckResult",
+    "SubscriptionInDoubt",
+    "SubscriptionManager",
+    "supported_events",
+]
+
+logger = logging.getLogger("practiceflow.triggers.subscriptions")
+
+WEBHOOKS_PATH: Final = "/api/v1/webhooks"
+EVENTS_PATH: Final = "/api/v1/webhooks/events"
+
+
+class SubscriptionInDoubt(ConfigError):
+    """A subscribe's answer was lost earlier: it may exist on the server. Not repeated."""
+
+    def __init__(self, practice: str, name: str) -> None:
+        self.practice = practice
+        self.name = name
+        message = (
+            f"the webhook subscription of trigger {name!r} ({practice}) is in doubt: an "
+            "earlier subscribe got no answer, so it may exist on the server. It was not "
+            "repeated. Check the practice's webhook settings, then run 'practiceflow "
+            f"triggers unsubscribe {name} --forget' and start again"
+        )
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What a test delivery showed.
+
+    Attributes:
+        name: the trigger's name.
+        status: ``arrived`` (the test delivery reached the receiver), ``not_arrived``
+            (the API accepted the test but nothing came within the wait), ``missing`` (the
+            API answered 404: the subscription disappeared), ``not_subscribed`` (nothing
+            is stored for this trigger) or ``in_doubt``.
+        subscription_id: the API's id, when known.
+        waited: seconds waited for the delivery.
+    """
+
+    name: str
+    status: Literal["arrived", "not_arrived", "missing", "not_subscribed", "in_doubt"]
+    subscription_id: str | None
+    waited: float
+
+
+def supported_events(client: Client) -> list[str]:
+    """The event keys ``GET /api/v1/webhooks/events`` lists (read tolerantly).
+
+    The answer's shape is not shown: a list of strings, a list of objects with a ``key``,
+    ``event`` or ``name``, or an object wrapping either are all read.
+    """
+    data = client.get(EVENTS_PATH)
+    rows: Any = data
+    if isinstance(data, dict):
+        rows = next((value for value in data.values() if isinstance(value, list)), [])
+    keys: list[str] = []
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, str):
+            keys.append(row)
+        elif isinstance(row, dict):
+            for field in ("key", "event", "eventKey", "name", "webhookEvent"):
+                if isinstance(row.get(field), str):
+                    keys.append(row[field])
+                    break
+    return keys
+
+
+def _pick(answer: Any, *names: str) -> str | None:
+    """A string field of the subscribe answer, looked up tolerantly (also under ``data``)."""
+    for source in (answer, answer.get("data") if isinstance(answer, dict) else None):
+        if isinstance(source, dict):
+            for name in names:
+                value = source.get(name)
+                if isinstance(value, str | int) and str(value):
+                    return str(value)
+    return None
+
+
+class SubscriptionManager:
+    """Subscribes and unsubscribes the webhook triggers of one practice.
+
+    Args:
+        client: the API client (write access needed to subscribe).
+        store: the state store (subscriptions with their secrets).
+        practice: the practice's name in the store.
+        public_url: the base URL the API can reach the receiver at (such as
+            ``https://hooks.example.com``); each subscription adds ``/hooks/<token>``.
+        sleep: how to wait (tests pass a fake).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        store: StateStore,
+        practice: str,
+        public_url: str | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.store = store
+        self.practice = practice
+        self.public_url = public_url.rstrip("/") if public_url else None
+        self._sleep = sleep
+
+    def ensure(self, name: str, event: str) -> SubscriptionRecord:
+        """Subscribe a trigger unless an active subscription for the same event exists.
+
+        Args:
+            name: the trigger's name.
+            event: the event key (``proposal.accepted``).
+
+        Returns:
+            The active subscription.
+
+        Raises:
+            SubscriptionInDoubt: an earlier subscribe of this trigger is in doubt (or was
+                interrupted), so it is not repeated.
+            InDoubtError: this subscribe got no answer; it is saved ``in_doubt``.
+            ConfigError: no public URL is configured.
+            ApiError: the API refused (403 read-only credentials, 400 unknown event...).
+        """
+        current = self.store.get_subscription(self.practice, name)
+        if current is not None and current.status in ("in_doubt", "pending"):
+            raise SubscriptionInDoubt(self.practice, name)
+        if (
+            current is not None
+            and current.status == "active"
+            and current.event == event
+            and self.public_url is not None
+            and current.url.startswith(self.public_url + HOOKS_PREFIX)
+        ):
+            return current
+        if current is not None and current.status == "active":
+            self.remove(name)
+        return self._subscribe(name, event)
+
+    def _subscribe(self, name: str, event: str) -> SubscriptionRecord:
+        if self.public_url is None:
+            message = (
+                f"trigger {name!r}: no public URL is configured, so the API cannot deliver "
+                "webhooks here; give --public-url (or use mode: poll)"
+            )
+            raise ConfigError(message)
+        token = secrets.token_urlsafe(24)
+        url = self.public_url + HOOKS_PREFIX + token
+        save = self.store.save_subscription
+        save(self.practice, name, None, event, url, "", token, "pending")
+        body = {
+            "targetUrl": url,
+            "hookUrl": url,
+            "webhookEvent": event,
+            "webhookName": f"practiceflow {name}",
+        }
+        try:
+            answer = self.client.post(WEBHOOKS_PATH, json=body)
+        except InDoubtError:
+            save(self.practice, name, None, event, url, "", token, "in_doubt")
+            logger.error("subscribe of %s (%s) is in doubt; not repeated", name, event)
+            raise
+        except BaseException:
+            # The API certainly did not create it (an error status, or never sent).
+            self.store.delete_subscription(self.practice, name)
+            raise
+        subscription_id = _pick(answer, "id", "webhookId", "subscriptionId")
+        secret = _pick(answer, "webhookSecret", "secret")
+        if subscription_id is None or secret is None:
+            save(self.practice, name, subscription_id, event, url, "", token, "in_doubt")
+            message = (
+                f"subscribe of trigger {name!r}: the answer lacks "
+                f"{'id' if subscription_id is None else 'webhookSecret'}; the subscription is "
+                "recorded in doubt"
+            )
+            raise ConfigError(message)
+        record = save(self.practice, name, subscription_id, event, url, secret, token, "active")
+        logger.info("subscribed %s to %s (id %s)", name, event, subscription_id)
+        return record
+
+    def remove(self, name: str, *, forget_only: bool = False) -> bool:
+        """Unsubscribe a trigger (``DELETE /api/v1/webhooks/{id}``) and forget it.
+
+        Args:
+            name: the trigger's name.
+            forget_only: only forget the stored row (for an ``in_doubt`` subscription
+                whose id is unknown, after checking the practice's settings by hand).
+
+        Returns:
+            ``True`` when there was a subscription to remove.
+
+        Raises:
+            ApiError: the API refused the delete (other than 404, already gone).
+            InDoubtError: the delete got no answer; the row is kept so it can be retried.
+        """
+        current = self.store.get_subscription(self.practice, name)
+        if current is None:
+            return False
+        if current.subscription_id is not None and not forget_only:
+            try:
+                self.client.delete(f"{WEBHOOKS_PATH}/{current.subscription_id}")
+            except NotFoundError:
+                logger.info("subscription of %s was already gone", name)
+        elif current.status == "in_doubt" and not forget_only:
+            raise SubscriptionInDoubt(self.practice, name)
+        self.store.delete_subscription(self.practice, name)
+        logger.info("unsubscribed %s", name)
+        return True
+
+    def check(
+        self,
+        name: str,
+        arrived: Callable[[], bool] | None = None,
+        *,
+        wait: float = 5.0,
+        every: float = 0.1,
+    ) -> CheckResult:
+        """Send the test delivery and report whether the subscription is alive.
+
+        Args:
+            name: the trigger's name.
+            arrived: tells whether the test delivery reached the receiver (for example
+                "a new event of this trigger is in the store"); ``None`` only checks
+                that the API still knows the subscription.
+            wait: seconds to wait for the delivery.
+            every: seconds between looks.
+
+        Returns:
+            The result; ``missing`` when the API answered 404.
+        """
+        current = self.store.get_subscription(self.practice, name)
+        if current is None:
+            return CheckResult(name, "not_subscribed", None, 0.0)
+        if current.subscription_id is None or current.status != "active":
+            return CheckResult(name, "in_doubt", current.subscription_id, 0.0)
+        try:
+            self.client.post(f"{WEBHOOKS_PATH}/{current.subscription_id}/test")
+        except NotFoundError:
+            logger.warning("subscription of %s disappeared from the API", name)
+            return CheckResult(name, "missing", current.subscription_id, 0.0)
+        if arrived is None:
+            return CheckResult(name, "arrived", current.subscription_id, 0.0)
+        started = time.monotonic()
+        while True:
+            if arrived():
+                return CheckResult(
+                    name, "arrived", current.subscription_id, time.monotonic() - started
+                )
+            waited = time.monotonic() - started
+            if waited >= wait:
+                return CheckResult(name, "not_arrived", current.subscription_id, waited)
+            self._sleep(every)
+
+    def heal(self, name: str, event: str, arrived: Callable[[], bool] | None = None) -> str:
+        """Check a subscription and re-subscribe when the API no longer knows it.
+
+        Returns:
+            ``ok``, ``resubscribed`` or the check's status when nothing could be done
+            (``not_arrived``: the API has it but deliveries do not reach us).
+
+        Raises:
+            ApiError: the check or the re-subscribe was refused.
+        """
+        result = self.check(name, arrived)
+        if result.status == "missing":
+            self.store.delete_subscription(self.practice, name)
+            self._subscribe(name, event)
+            return "resubscribed"
+        if result.status == "not_subscribed":
+            self._subscribe(name, event)
+            return "resubscribed"
+        return "ok" if result.status == "arrived" else result.status
+
+    def describe(self) -> list[Mapping[str, Any]]:
+        """The stored subscriptions of the practice, secrets left out."""
+        return [
+            {
+                "trigger": row.trigger_key,
+                "event": row.event,
+                "status": row.status,
+                "id": row.subscription_id,
+                "url": row.url,
+                "updated": row.updated_at.isoformat(),
+            }
+            for row in self.store.list_subscriptions(self.practice)
+        ]

@@ -1,0 +1,48 @@
+"""get_proposal_pricing: GET /api/v1/proposals/{key}/pricing, passed through."""
+
+from __future__ import annotations
+
+import pytest
+from responses import matchers
+
+from practiceflow.engine import run_action
+
+KEY = "get_proposal_pricing"
+INPUT = {"proposalKey": "5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d"}
+PATH = "/api/v1/proposals/5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d/pricing"
+BODY = {"services": [{"name": "Annual accounts"}], "invoices": [], "jobs": []}
+
+
+@pytest.mark.parametrize(
+    ("data", "path", "message"),
+    [
+        ({}, "proposalKey", "required field is missing"),
+        ({"proposalKey": "P1000"}, "proposalKey", "got 'P1000'; expected a UUID"),
+        ({**INPUT, "extra": 1}, "", "'extra' is not a known field"),
+    ],
+)
+def test_bad_input_names_the_field_and_sends_nothing(kit, data, path, message):
+    kit.bad_input(KEY, data, path, message)
+
+
+def test_sends_the_exact_request_and_passes_the_answer_through(kit):
+    kit.api.get(
+        kit.url(PATH),
+        json=BODY,
+        match=[matchers.header_matcher(kit.auth), matchers.query_param_matcher({})],
+    )
+    result = kit.run(KEY, INPUT)
+    assert result.output == BODY
+    kit.fits(KEY, result)
+
+
+@pytest.mark.parametrize("status", [401, 404, 429, 500])
+def test_error_statuses(kit, status):
+    kit.error_status(KEY, INPUT, "GET", kit.url(PATH), status)
+
+
+@pytest.mark.integration
+def test_against_the_sandbox(live, sandbox):
+    proposal = sandbox.admin("GET", "/_admin/records/proposals")[0]
+    result = run_action(KEY, {"proposalKey": proposal["proposalKey"]}, live)
+    assert result.output

@@ -1,0 +1,40 @@
+"""Shared pytest fixtures of the whole suite.
+
+Fixtures:
+    sandbox_server: session-scoped. One sandbox (``practiceflow.testing.running_sandbox``)
+        on a free port of 127.0.0.1 for the whole run: seed 1, 300 entities per region,
+        spec rate limits (60/min, 1000/h, 10000/day), webhook retries scaled to 2 % of the
+        real schedule so retry tests are fast.
+    sandbox: function-scoped. The same server, reset to its seed before the test (data,
+        clock, faults, rate budgets, switches, logs). Use this one in tests.
+
+Both yield a :class:`practiceflow.testing.SandboxHandle`::
+
+    def test_validate(sandbox):
+        client_id, secret = sandbox.credentials("anz", "rw")   # or "ro", "inactive"
+        url = sandbox.base_url("anz") + "/api/v1/auth/validate"
+        sandbox.admin("POST", "/_admin/clock", {"advance": 60})  # the admin surface
+        sandbox.state                                              # in-process state
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from practiceflow.testing import SandboxHandle, running_sandbox
+
+
+@pytest.fixture(scope="session")
+def sandbox_server() -> Iterator[SandboxHandle]:
+    """One sandbox for the whole test session (prefer ``sandbox``, which resets it)."""
+    with running_sandbox(webhook_retry_scale=0.02) as handle:
+        yield handle
+
+
+@pytest.fixture
+def sandbox(sandbox_server: SandboxHandle) -> SandboxHandle:
+    """The session sandbox, reset to its seed before this test."""
+    sandbox_server.reset()
+    return sandbox_server

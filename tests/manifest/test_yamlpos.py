@@ -1,0 +1,94 @@
+"""Safe YAML with positions: what is refused, and where each value is."""
+
+from __future__ import annotations
+
+import pytest
+
+from practiceflow.manifest import yamlpos
+from practiceflow.manifest.yamlpos import YamlLoadError, format_path, load_yaml
+
+
+def test_positions_of_values_and_keys_are_one_based():
+    located = load_yaml("a: 1\nb:\n  - x: hello\n")
+    assert located.data == {"a": 1, "b": [{"x": "hello"}]}
+    assert located.positions[("a",)] == (1, 4)
+    assert located.positions[("b", 0, "x")] == (3, 8)
+    assert located.key_positions[("b", 0, "x")] == (3, 5)
+
+
+def test_where_falls_back_to_the_nearest_parent():
+    located = load_yaml("a:\n  b: 1\n")
+    assert located.where(("a", "missing", 3)) == located.positions[("a",)]
+    assert located.where(("a", "b"), key=True) == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("d: 2024-05-01\n", {"d": "2024-05-01"}),
+        ("t: 2024-05-01T09:30:00Z\n", {"t": "2024-05-01T09:30:00Z"}),
+        ("400: message\n", {"400": "message"}),
+        ("true: x\n", {"true": "x"}),
+        ("n: ~\n", {"n": None}),
+        ("f: 1.5\n", {"f": 1.5}),
+    ],
+)
+def test_scalars_stay_json_like(text, expected):
+    assert load_yaml(text).data == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "where"),
+    [
+        ("a: &x [1, 2]\nb: *x\n", "aliases", (2, 4)),
+        ("a: 1\na: 2\n", "duplicate key 'a'", (2, 1)),
+        ("<<: {a: 1}\n", "merge keys", (1, 1)),
+        ("a: !!python/object/apply:os.system ['true']\n", "YAML tag", (1, 4)),
+        ("a: !!python/name:os.system x\n", "YAML value", (1, 4)),
+        ("? [1, 2]\n: x\n", "plain scalars", (1, 3)),
+        ("a: [1\n", "YAML syntax", (2, 1)),
+    ],
+)
+def test_unsafe_or_broken_yaml_is_refused_with_its_position(text, message, where):
+    with pytest.raises(YamlLoadError, match=message) as caught:
+        load_yaml(text)
+    assert (caught.value.line, caught.value.column) == where
+
+
+def test_billion_laughs_is_refused_before_expansion():
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(9)
+    )
+    with pytest.raises(YamlLoadError, match="aliases"):
+        load_yaml(bomb)
+
+
+def test_node_count_is_capped(monkeypatch):
+    monkeypatch.setattr(yamlpos, "MAX_NODES", 10)
+    with pytest.raises(YamlLoadError, match="more than 10 nodes"):
+        load_yaml("[" + ", ".join(["1"] * 20) + "]")
+
+
+def test_document_size_is_capped(monkeypatch):
+    monkeypatch.setattr(yamlpos, "MAX_BYTES", 100)
+    with pytest.raises(YamlLoadError, match="larger than 100 bytes"):
+        load_yaml("a: " + "x" * 200)
+
+
+def test_empty_document_is_none():
+    assert load_yaml("# nothing\n").data is None
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ((), ""),
+        (("steps", 1, "with", "templateId"), "steps[1].with.templateId"),
+        (("errors", "400"), "errors.400"),
+        (("x-pii",), "x-pii"),
+        (("a", "b c"), "a['b c']"),
+    ],
+)
+def test_format_path(path, text):
+    assert format_path(path) == text

@@ -1,0 +1,103 @@
+"""Crash safety: a real ``kill -9`` of the runner at every journal boundary of a three-step
+recipe, then a restart; the sandbox's own records prove each write happened exactly once.
+
+The recipe (``recipes/three_writes.yaml``) creates a client as a lead (with an
+``externalSystemID``), converts it, and bills it. The runner process SIGKILLs itself when
+it reaches the journal point named in ``PRACTICEFLOW_TEST_KILL_AT``:
+
+* ``pending:S``: the rendered request is journaled, nothing sent;
+* ``sent:S``: ``sent`` is committed, the request has not left: on restart the write is in
+  doubt, the read-back finds nothing, it is sent (once);
+* ``answered:S``: the API acted and answered, the answer is not journaled: on restart the
+  read-back finds the record and the step succeeds without a second send;
+* ``done:S``: the step is journaled ``succeeded``: it is never sent again.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from practiceflow.runner import RECONCILER
+from practiceflow.state import open_store
+from practiceflow.testing import SandboxHandle
+from runner._support import CLI, MODULES, RECIPES, cli_env
+
+pytestmark = pytest.mark.integration
+
+STEPS = ("client", "convert", "bill")
+POINTS = [f"{point}:{step}" for step in STEPS for point in ("pending", "sent", "answered", "done")]
+
+
+def _run(state: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    command = [
+        *CLI,
+        "run",
+        str(RECIPES / "three_writes.yaml"),
+        "--once",
+        "--state",
+        str(state),
+        "--modules",
+        str(MODULES),
+    ]
+    return subprocess.run(  # noqa: S603 - our own CLI
+        command, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def _writes(sandbox: SandboxHandle, ref: str) -> dict[str, int]:
+    """Count each write in the sandbox's own records and request log."""
+    entities = [
+        row
+        for row in sandbox.admin("GET", "/_admin/records/entities")
+        if (row.get("externalSystemID") or row.get("extra", {}).get("externalSystemID")) == ref
+        or row.get("entityName") == f"Crash Test {ref}"
+    ]
+    keys = {row["entityKey"] for row in entities}
+    bills = [
+        row for row in sandbox.admin("GET", "/_admin/records/bills") if row["entityKey"] in keys
+    ]
+    converts = [
+        row
+        for row in sandbox.admin("GET", "/_admin/requests")
+        if row["method"] == "POST"
+        and "convert-to-client" in row["path"]
+        and any(key in row["path"] for key in keys)
+    ]
+    return {"client": len(entities), "convert": len(converts), "bill": len(bills)}
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_kill_9_at_each_boundary_then_restart_writes_exactly_once(
+    fast_sandbox: SandboxHandle, tmp_path: Path, point: str
+):
+    state = tmp_path / "state.db"
+    env = cli_env(fast_sandbox)
+    ref = f"crash-{point.replace(':', '-')}"
+    with open_store(str(state)) as store:
+        store.record_event(
+            env["PRACTICEFLOW_CLIENT_ID"], "test_event", "test.event", ref, {"ref": ref}
+        )
+
+    killed = _run(state, {**env, "PRACTICEFLOW_TEST_KILL_AT": point})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    restarted = _run(state, env)
+    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+
+    assert _writes(fast_sandbox, ref) == {"client": 1, "convert": 1, "bill": 1}
+    with open_store(str(state)) as store:
+        (run,) = store.list_runs()
+        assert run.status == "succeeded"
+        steps = {step.step_id: step for step in store.get_steps(run.run_id)}
+        assert [steps[s].status for s in STEPS] == ["succeeded"] * 3
+        kind, step = point.split(":")
+        if kind == "answered":  # the API acted: found by reading back, not sent again
+            assert steps[step].resolved_by == RECONCILER
+            assert "reconciled" in (steps[step].resolution_note or "")
+        if kind == "sent":  # never left: read back, found absent, sent once
+            assert "safe to retry" in (steps[step].resolution_note or "")
+        assert not store.pending_events(env["PRACTICEFLOW_CLIENT_ID"])
