@@ -150,10 +150,24 @@ def test_cli_starts_quickly_prints_credentials_and_stops_on_sigterm() -> None:
                 assert time.perf_counter() - started < 5, "the sandbox did not start"
                 time.sleep(0.02)
         assert response.status_code == 200
-        assert time.perf_counter() - started < 3
+        # generous: a cold interpreter imports every CLI command family first
+        assert time.perf_counter() - started < 10
     finally:
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=10)
     assert f"http://127.0.0.1:{port}/anz" in output
     assert "sandbox-anz-rw-secret" in output
     assert "sandbox-admin-token" in output
+
+
+def test_a_sandbox_is_ready_well_under_two_seconds() -> None:
+    started = time.perf_counter()
+    with running_sandbox() as sandbox:
+        ready = time.perf_counter() - started
+        assert (
+            _session(sandbox)
+            .get(sandbox.base_url() + "/api/v1/auth/validate", timeout=5)
+            .status_code
+            == 200
+        )
+    assert ready < 2
