@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from practiceflow.errors import Issue
-from practiceflow.manifest.validation import compile_validator, did_you_mean, issues_for
+from practiceflow.manifest.validation import (
+    compile_validator,
+    did_you_mean,
+    draft_checker,
+    issues_for,
+)
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.templating import CompiledTemplate, iter_templates
 
@@ -24,8 +27,6 @@ __all__ = [
     "check_template_names",
     "pii_paths",
 ]
-
-_DRAFT = Draft202012Validator(Draft202012Validator.META_SCHEMA)
 
 
 def _issue(
@@ -79,7 +80,9 @@ def check_schema(
     """
     if not isinstance(schema, Mapping):
         return []
-    issues = issues_for(_DRAFT, schema, file=file, located=located, prefix=at) if draft else []
+    issues = (
+        issues_for(draft_checker(), schema, file=file, located=located, prefix=at) if draft else []
+    )
     sound = draft and not issues
     defs = schema.get("$defs", {})
     for sub, path in _subschemas(schema, at):

@@ -31,7 +31,7 @@ from practiceflow.manifest.validation import (
     compile_checker,
     compile_validator,
     issues_for,
-    meta_validator,
+    meta_checker,
 )
 from practiceflow.manifest.yamlpos import JsonPath, Located, YamlLoadError, format_path, load_yaml
 from practiceflow.resources import data_dir
@@ -113,7 +113,7 @@ def _start(kind: str, located: Located, file: str, stem: str | None) -> list[Iss
     data = located.data
     if not isinstance(data, Mapping):
         return [Issue(file, 1, 1, "", f"expected a mapping of {kind} fields at the top")]
-    issues = issues_for(meta_validator(kind), data, file=file, located=located)
+    issues = issues_for(meta_checker(kind), data, file=file, located=located)
     key = data.get("key")
     if stem is not None and isinstance(key, str) and key != stem:
         line, column = located.where(("key",))
@@ -365,7 +365,7 @@ def load_recipe(path: PathLike, *, registry: Any = None, display: str | None = N
     data = located.data
     if not isinstance(data, Mapping):
         raise ManifestError([Issue(file, 1, 1, "", "expected a mapping with name, trigger, steps")])
-    issues = issues_for(meta_validator("recipe"), data, file=file, located=located)
+    issues = issues_for(meta_checker("recipe"), data, file=file, located=located)
     if issues:
         raise ManifestError(issues)
     origin_for = _origins(file, located)

@@ -37,7 +37,9 @@ __all__ = [
     "compile_checker",
     "compile_validator",
     "did_you_mean",
+    "draft_checker",
     "issues_for",
+    "meta_checker",
     "meta_schema",
     "meta_validator",
 ]
@@ -96,7 +98,9 @@ class ErrorSource(Protocol):
         ...
 
 
-def _accelerator(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
+def _accelerator(
+    schema: Mapping[str, Any], resources: Sequence[tuple[str, Any]] = ()
+) -> Callable[[Any], bool] | None:
     """A fast yes/no check from jsonschema-rs, when it is installed and not switched off.
 
     It only ever *accepts*: a document it refuses is checked again by jsonschema, which
@@ -114,6 +118,7 @@ def _accelerator(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
             {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema},
             validate_formats=True,
             offline=True,
+            registry=jsonschema_rs.Registry(resources) if resources else None,
         )
     except Exception:
         return None
@@ -129,10 +134,16 @@ class SchemaValidator:
         accelerated: whether a jsonschema-rs fast path is in use.
     """
 
-    def __init__(self, schema: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        schema: Mapping[str, Any],
+        *,
+        python: Validator | None = None,
+        resources: Sequence[tuple[str, Any]] = (),
+    ) -> None:
         self.schema = schema
-        self.python = compile_validator(schema)
-        self._fast = _accelerator(schema)
+        self.python = python if python is not None else compile_validator(schema)
+        self._fast = _accelerator(schema, resources)
         self.accelerated = self._fast is not None
 
     def is_valid(self, instance: Any) -> bool:
@@ -200,6 +211,27 @@ def _meta_registry() -> Registry[Any]:
         for kind in META_KINDS
     ]
     return Registry().with_resources(resources)
+
+
+@lru_cache(maxsize=8)
+def meta_checker(kind: str) -> SchemaValidator:
+    """Like :func:`meta_validator`, with the fast path (used by the loaders).
+
+    Args:
+        kind: ``action``, ``trigger``, ``recipe`` or ``connector``.
+
+    Returns:
+        The validator.
+    """
+    resources = [(meta_schema(name)["$id"], dict(meta_schema(name))) for name in META_KINDS]
+    return SchemaValidator(meta_schema(kind), python=meta_validator(kind), resources=resources)
+
+
+@lru_cache(maxsize=1)
+def draft_checker() -> SchemaValidator:
+    """The Draft 2020-12 meta-schema as a validator with the fast path (for module schemas)."""
+    meta = Draft202012Validator.META_SCHEMA
+    return SchemaValidator(meta, python=Draft202012Validator(meta))
 
 
 @lru_cache(maxsize=8)
