@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench export node-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,16 @@ test: lint
 ## bench: benchmarks that print figures (not tests)
 bench: $(STAMP)
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+## export: regenerate every committed connector from the modules
+export: $(STAMP)
+	$(VENV)/bin/practiceflow export zapier --out connectors/zapier
+	$(VENV)/bin/practiceflow export openapi --out connectors/openapi
+
+## node-deps: install the connectors' Node packages from their lockfiles
+node-deps:
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js 20+ with npm"; exit 1; }
+	cd connectors/zapier && npm ci --ignore-scripts --no-audit --no-fund
 
 clean:
 	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache

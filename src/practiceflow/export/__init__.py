@@ -30,7 +30,7 @@ from practiceflow.export.base import (
     stale_files,
     write_export,
 )
-from practiceflow.manifest import load_connector, load_modules
+from practiceflow.manifest import default_registry, load_connector, load_modules
 from practiceflow.manifest.loader import PathLike
 
 __all__ = [
@@ -61,7 +61,9 @@ def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str]:
         ManifestError: a module does not load or cannot be expressed on the platform.
     """
     exporter = exporter_for(platform)
-    return exporter.files(load_modules(modules), load_connector())
+    extra = list(modules)
+    registry = load_modules(extra) if extra else default_registry()
+    return exporter.files(registry, load_connector())
 
 
 def export(platform: str, out: Path, modules: Iterable[PathLike] = ()) -> ExportResult:

@@ -7,9 +7,10 @@ straight from the response body; those mapped from headers become response heade
 as problem details. Schemas are JSON Schema 2020-12, which OpenAPI 3.1 uses as is; each
 module's ``$defs`` are hoisted into ``components/schemas``.
 
-The same exporter writes ``powerautomate/apiDefinition.swagger.json``: Power Automate custom connectors
-take OpenAPI 2.0, so schemas are lowered (``type: [x, null]`` -> ``x-nullable``; ``anyOf``,
-``oneOf`` and other 2020-12 keywords dropped with a note), auth is HTTP Basic (spec method
+The same exporter writes ``powerautomate/apiDefinition.swagger.json``: Power Automate custom
+connectors take OpenAPI 2.0, so schemas are lowered (``type: [x, null]`` ->
+``x-nullable``; ``anyOf``, ``oneOf`` and other 2020-12 keywords are dropped: the 3.1 document
+keeps them), auth is HTTP Basic (spec method
 B; custom connectors accept a single API key only), and the webhook triggers become one
 ``x-ms-trigger`` operation on ``POST /api/v1/webhooks`` whose ``hookUrl`` carries
 ``x-ms-notification-url`` and whose ``webhookEvent`` offers each trigger's event.
@@ -21,8 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from practiceflow import __version__
-from practiceflow.export.base import Exporter, dump_json, register
 from practiceflow.errors import ManifestError
+from practiceflow.export.base import Exporter, dump_json, register
 from practiceflow.export.plan import LEAF, action_plan, unsupported
 from practiceflow.export.schemas import rewrite_refs
 from practiceflow.manifest.models import ActionModule
@@ -70,7 +71,7 @@ def _path(plan_path: Any) -> tuple[str, list[str]]:
     if isinstance(plan_path, str):
         return plan_path, []
     expr = plan_path[LEAF]
-    parts = expr["concat"] if "concat" in expr else [expr]
+    parts = expr.get("concat", [expr])
     text, names = "", []
     for part in parts:
         if "const" in part:
@@ -142,7 +143,9 @@ class _Builder:
                 "additionalProperties": bool(schema.get("additionalProperties", True)),
                 "properties": body_props,
             }
-            needed = sorted(k for k, ref in direct.items() if ref and ref[0] in required and not ref[1])
+            needed = sorted(
+                k for k, ref in direct.items() if ref and ref[0] in required and not ref[1]
+            )
             if needed:
                 body["required"] = needed
             same = all(ref and ref[0] == key for key, ref in direct.items())
@@ -160,7 +163,17 @@ class _Builder:
         output = self.hoist(f"{action.key}_output", action.output.schema)
         mapping = action.output.map
         headers: dict[str, Any] = {}
-        if mapping is not None:
+        if action.extensions.list is not None:
+            # The API answers the rows (a bare array, or an object holding one); the action
+            # itself turns them into {items, count, hasMore}.
+            rows = output.get("properties", {}).get("items", {}).get("items", True)
+            output = {
+                "anyOf": [
+                    {"type": "array", "items": rows},
+                    {"type": "object", "additionalProperties": True},
+                ]
+            }
+        elif mapping is not None:
             plan = action_plan(action)["map"]
             properties = {}
             required = []
@@ -458,7 +471,9 @@ def _lower_operation(operation: Mapping[str, Any]) -> dict[str, Any]:
     body = operation.get("requestBody")
     if body:
         schema = body["content"]["application/json"]["schema"]
-        parameters.append({"name": "body", "in": "body", "required": True, "schema": _lower(schema)})
+        parameters.append(
+            {"name": "body", "in": "body", "required": True, "schema": _lower(schema)}
+        )
     if parameters:
         out["parameters"] = parameters
     responses = {}

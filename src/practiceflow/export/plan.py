@@ -21,7 +21,8 @@ Expression nodes (each a one-key JSON object):
   ``{% set x = expr %}`` becomes ``{"let": [name, expr, rest]}``;
 * ``{"cmp": [op, left, right]}`` with op one of ``== != < <= > >= in``; ``{"and": [..]}``,
   ``{"or": [..]}``, ``{"not": expr}``; ``{"test": [name, expr]}`` for ``is defined``,
-  ``is none``, ``is mapping``, ``is string``, ``is number``, ``is sequence``...; ``{"if": [cond, then, else]}``; ``{"list": [..]}``, ``{"dict": {..}}``.
+  ``is none``, ``is mapping``, ``is string``, ``is number``, ``is sequence``...;
+  ``{"if": [cond, then, else]}``; ``{"list": [..]}``, ``{"dict": {..}}``.
 
 A tree (a request body, an output map) keeps its YAML structure; each template leaf becomes
 ``{"$pf": expression}``. The runtime applies the omission rule of

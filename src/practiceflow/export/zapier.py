@@ -86,7 +86,9 @@ def _field(field: FormField) -> dict[str, Any]:
     if field.choices:
         out["choices"] = [str(choice) for choice in field.choices]
     if field.default is not None and field.default != "":
-        out["default"] = str(field.default).lower() if field.type == "boolean" else str(field.default)
+        out["default"] = (
+            str(field.default).lower() if field.type == "boolean" else str(field.default)
+        )
     if field.example is not None and not isinstance(field.example, dict | list):
         out["placeholder"] = str(field.example)
     return out
@@ -100,7 +102,9 @@ def _output_fields(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
         if kind not in ("string", "integer", "number", "boolean"):
             continue
         zapier_type = "datetime" if resolved.get("format") == "date-time" else kind
-        fields.append({"key": name, "label": str(resolved.get("title") or name), "type": zapier_type})
+        fields.append(
+            {"key": name, "label": str(resolved.get("title") or name), "type": zapier_type}
+        )
     return fields
 
 
@@ -156,8 +160,10 @@ def _trigger(trigger: TriggerModule) -> dict[str, Any]:
         "display": _display(trigger),
         "type": "hook" if trigger.webhook else "polling",
         "inputFields": [_field(field) for field in form_fields(trigger.input_schema)],
-        "outputFields": [{"key": "id", "label": "Event id", "type": "string"}]
-        + _output_fields(trigger.output_schema),
+        "outputFields": [
+            {"key": "id", "label": "Event id", "type": "string"},
+            *_output_fields(trigger.output_schema),
+        ],
         "sample": sample,
         "input_schema": dict(trigger.input_schema),
         "plan": trigger_plan(trigger),

@@ -245,14 +245,15 @@ const runSearch = (def, action) => async (z, bundle) => {
 const DAY = 24 * 3600 * 1000;
 
 const itemsOf = (data, where) => {
-  if (!where) return Array.isArray(data) ? data : [];
+  if (!where) return rowsOf(data).rows;
   let value = data;
   for (const part of where.split('.')) value = isObject(value) ? value[part] : undefined;
   return Array.isArray(value) ? value : [];
 };
 
 // Zapier keeps no cursor between polls: each poll reads a recent window (lookback_days,
-// default 1 day) newest first, and Zapier drops the ids it has already seen.
+// default 1 day; the whole list for cursor kind none) newest first, and Zapier drops the
+// ids it has already seen, which is also how poll.known with fire: unknown behaves.
 const poll = async (z, bundle, def, trigger, maxPages) => {
   const spec = trigger.plan.poll;
   const input = prepareInput(bundle.inputData, trigger.input_schema);
@@ -263,7 +264,7 @@ const poll = async (z, bundle, def, trigger, maxPages) => {
   if (cursor.kind === 'date_range') {
     params[cursor.start_param || 'startDate'] = isoDate(new Date(now.getTime() - lookback));
     params[cursor.end_param || 'endDate'] = isoDate(now);
-  } else {
+  } else if (cursor.kind === 'lastUpdated') {
     params[cursor.param || def.paging.cursor_param] = isoDatetime(new Date(now.getTime() - lookback));
   }
   const fixed = def.paging.fixed_size.includes(spec.path);
