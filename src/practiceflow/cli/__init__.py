@@ -1,5 +1,10 @@
 """The ``practiceflow`` command: thin over the library, one file per command family.
 
+Command families are imported only when one of their commands runs, so that a command
+starts fast (``practiceflow sandbox`` must be serving within 2 s) and a broken optional
+family cannot take the others down. :data:`LAZY_COMMANDS` is the table of them; a test
+checks it against each family's ``COMMANDS``.
+
 Exit codes (also in the README): 0 success, 1 a check found problems (for example
 ``modules validate``), 2 configuration or input error, 3 authentication or write access,
 4 transient (rate limit, server, network), 5 a write is in doubt, 70 a bug.
@@ -7,19 +12,89 @@ Exit codes (also in the README): 0 success, 1 a check found problems (for exampl
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+import importlib.util
+from typing import Any, NamedTuple
 
 import click
 
 from practiceflow import __version__
-from practiceflow.cli import auth, modules, sandbox
 from practiceflow.errors import PracticeflowError
 
-__all__ = ["cli", "main"]
+__all__ = ["LAZY_COMMANDS", "LazyCommand", "cli", "main"]
+
+
+class LazyCommand(NamedTuple):
+    """Where a top-level command lives, and its one-line help for ``--help``."""
+
+    module: str
+    attribute: str
+    summary: str
+
+
+LAZY_COMMANDS: dict[str, LazyCommand] = {
+    "action": LazyCommand("practiceflow.cli.modules", "action", "Run one action module."),
+    "auth": LazyCommand("practiceflow.cli.auth", "auth", "Check the API credentials."),
+    "db": LazyCommand("practiceflow.cli.db", "db", "Create or upgrade the state database."),
+    "export": LazyCommand(
+        "practiceflow.cli.export", "export_command", "Generate a connector for a platform."
+    ),
+    "modules": LazyCommand(
+        "practiceflow.cli.modules", "modules", "List, show and validate modules."
+    ),
+    "plan": LazyCommand(
+        "practiceflow.cli.runs", "plan", "Forecast the API calls and budget of recipes."
+    ),
+    "run": LazyCommand("practiceflow.cli.runs", "run", "Run a recipe (once, or dry-run)."),
+    "runs": LazyCommand("practiceflow.cli.runs", "runs", "List, show, retry and resolve runs."),
+    "sandbox": LazyCommand(
+        "practiceflow.cli.sandbox", "sandbox", "Run the local simulator of the API."
+    ),
+    "serve": LazyCommand(
+        "practiceflow.cli.runs", "serve", "Run recipes as a service (receiver + pollers)."
+    ),
+    "triggers": LazyCommand(
+        "practiceflow.cli.triggers", "triggers", "Subscribe, check and poll triggers."
+    ),
+    "worker": LazyCommand(
+        "practiceflow.cli.worker", "worker", "Run one replica of a fleet (PostgreSQL)."
+    ),
+}
+
+
+def _available(name: str) -> bool:
+    spec = LAZY_COMMANDS[name]
+    return importlib.util.find_spec(spec.module) is not None
 
 
 class _Group(click.Group):
-    """Maps practiceflow errors to a one-line message and the documented exit code."""
+    """Loads command families lazily and maps practiceflow errors to exit codes."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        lazy = [name for name in LAZY_COMMANDS if _available(name)]
+        return sorted(set(self.commands) | set(lazy))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        spec = LAZY_COMMANDS.get(cmd_name)
+        if spec is None or not _available(cmd_name):
+            return None
+        command = getattr(importlib.import_module(spec.module), spec.attribute)
+        if not isinstance(command, click.Command):  # pragma: no cover - table is tested
+            raise TypeError(f"{spec.module}.{spec.attribute} is not a click command")
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows: list[tuple[str, str]] = []
+        for name in self.list_commands(ctx):
+            if name in self.commands:
+                rows.append((name, self.commands[name].get_short_help_str(limit=60)))
+            else:
+                rows.append((name, LAZY_COMMANDS[name].summary))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -39,12 +114,8 @@ def cli() -> None:
       practiceflow sandbox                 # a local simulator of the API on 127.0.0.1
       practiceflow auth check              # who the credentials belong to, can they write
       practiceflow modules list            # the shipped actions and triggers
+      practiceflow run recipes/proposal_to_bill.yaml --dry-run
     """
-
-
-for _family in (auth, sandbox, modules):
-    for _command in _family.COMMANDS:
-        cli.add_command(_command)
 
 
 def main() -> None:
