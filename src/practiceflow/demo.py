@@ -1,59 +1,161 @@
-"""``make demo`` (interim): the sandbox, the CLI and the typed client, end to end.
+"""``make demo``: the runner end to end against the local sandbox, in under 30 seconds.
 
-This interim demo starts the sandbox on a free port of 127.0.0.1, runs
-``practiceflow auth check`` against it as a user would (a real subprocess), then uses the
-typed client to list clients and the sandbox's own records. The recipe demo of the runner
-issue replaces it.
+1. start the sandbox on 127.0.0.1 (a free port) and a state store in a temporary folder;
+2. check ``recipes/proposal_to_bill_and_eform.yaml`` and subscribe its trigger: the webhook
+   receiver listens on 127.0.0.1 and the sandbox is told to deliver there;
+3. accept a proposal through the sandbox's admin surface; the signed delivery arrives, is
+   verified and stored; the runner creates the bill and sends the eForm; the run is printed;
+4. stop the receiver (unsubscribing), change clients behind its back through the admin
+   surface, and show polling catching up: ``recipes/new_client_integrations_to_jsonl.yaml``
+   polls the entities list, finds the new clients, and writes their integration ids.
+
+Everything runs in this process (threads), and everything stops before it returns.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import contextlib
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from practiceflow.api import Client
+from practiceflow.manifest import load_modules
+from practiceflow.runner import TRIGGER_STEP, PriorityBudget, Runner, validate_recipe
+from practiceflow.runner.intake import TriggerIntake
+from practiceflow.state import StateStore, open_store
 from practiceflow.testing import running_sandbox
 
 __all__ = ["main"]
+
+_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+
+
+def _recipe_path(name: str) -> Path:
+    path = _RECIPES / name
+    if not path.is_file():  # installed without the repository: the working directory's
+        path = Path("recipes") / name
+    return path
+
+
+def _run_table(store: StateStore, run_id: str, title: str) -> Table:
+    run = store.get_run(run_id)
+    table = Table(title=f"{title}: run {run_id[:8]} {run.status if run else '?'}")
+    for column in ("step", "status", "attempts", "result"):
+        table.add_column(column)
+    for step in store.get_steps(run_id):
+        if step.step_id == TRIGGER_STEP:
+            continue
+        output = step.output if isinstance(step.output, dict) else {}
+        ids = {
+            k: v
+            for k, v in output.items()
+            if k.endswith(("Key", "ID", "Number", "line")) and v is not None
+        }
+        shown = ", ".join(f"{k}={v}" for k, v in list(ids.items())[:3])
+        table.add_row(step.step_id, step.status, str(step.attempts), shown)
+    return table
+
+
+def _wait_for_event(store: StateStore, practice: str, source: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if store.pending_events(practice, 1, source=source):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _pick_proposal(sandbox: Any) -> dict[str, Any]:
+    active = {
+        row["entityKey"]
+        for row in sandbox.admin("GET", "/_admin/records/entities")
+        if row["status"] == "Active"
+    }
+    for proposal in sandbox.admin("GET", "/_admin/records/proposals"):
+        if proposal["entityKey"] in active and proposal["status"] != "Accepted":
+            return dict(proposal)
+    message = "the sandbox has no open proposal of an Active client"
+    raise RuntimeError(message)
 
 
 def main() -> int:
     """Run the demo; returns the process exit code."""
     console = Console()
-    console.rule("practiceflow demo (interim: sandbox + CLI + client)")
-    with running_sandbox(seed=1) as sandbox:
+    started = time.monotonic()
+    console.rule("practiceflow demo: recipes run durably against the local sandbox")
+    registry = load_modules()
+    with (
+        running_sandbox(seed=1) as sandbox,
+        tempfile.TemporaryDirectory(prefix="practiceflow-demo-") as folder,
+        open_store(str(Path(folder) / "state.db")) as store,
+    ):
         client_id, secret = sandbox.credentials("anz", "rw")
-        console.print(f"sandbox on {sandbox.url} (regions /anz /uk /za)")
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith("PRACTICEFLOW_")},
-            "PRACTICEFLOW_CLIENT_ID": client_id,
-            "PRACTICEFLOW_CLIENT_SECRET": secret,
-            "PRACTICEFLOW_BASE_URL": sandbox.base_url("anz"),
-        }
-        command = [sys.executable, "-m", "practiceflow", "auth", "check"]
-        console.print("$ practiceflow auth check")
-        done = subprocess.run(command, env=env, check=False)  # noqa: S603 - our own CLI
-        if done.returncode != 0:
-            return done.returncode
-        with Client(client_id, secret, base_url=sandbox.base_url("anz")) as client:
-            table = Table(title="first clients of the practice (GET /api/v1/entities)")
-            for column in ("entityKey", "entityName", "entityType", "status"):
-                table.add_column(column)
-            for row in client.paginate("/api/v1/entities", limit=5):
-                table.add_row(
-                    *(
-                        str(row.get(c, ""))
-                        for c in ("entityKey", "entityName", "entityType", "status")
-                    )
-                )
-            console.print(table)
-    console.print("the sandbox stopped; no process is left behind")
+        client = Client(
+            client_id, secret, base_url=sandbox.base_url("anz"), budget=PriorityBudget()
+        )
+        practice = client_id
+        console.print(f"sandbox on {sandbox.url}; state store {folder}/state.db")
+        can_write = client.validate().can_write
+
+        # -- 1. webhook: accepted proposal -> bill -> eForm -----------------------------
+        first = validate_recipe(
+            _recipe_path("proposal_to_bill_and_eform.yaml"), registry=registry, can_write=can_write
+        )
+        intake = TriggerIntake([first], store, client, practice, public_url="local")
+        intake.start()
+        server = intake.server
+        console.print(
+            f"subscribed {first.trigger.key!r}; receiver on {server.url if server else '?'}"
+        )
+        proposal = _pick_proposal(sandbox)
+        sandbox.admin("POST", f"/_admin/proposals/{proposal['proposalKey']}/accept")
+        console.print(f"accepted proposal {proposal['proposalKey']} through the admin surface")
+        if not _wait_for_event(store, practice, first.trigger.key, timeout=5):
+            console.print("[red]no delivery arrived within 5 s[/]")
+            intake.stop()
+            return 1
+        console.print("signed delivery received, verified and stored")
+        outcomes = Runner(first, store, client, practice=practice).process_pending()
+        for outcome in outcomes:
+            console.print(_run_table(store, outcome.run_id, first.name))
+
+        # -- 2. receiver down: changes behind its back; polling catches up ---------------
+        intake.stop()
+        console.print("receiver stopped and unsubscribed")
+        fourth = validate_recipe(
+            _recipe_path("new_client_integrations_to_jsonl.yaml"),
+            registry=registry,
+            can_write=can_write,
+        )
+        poller = TriggerIntake([fourth], store, client, practice)
+        poller.poll_once()  # the first poll starts "from now": no flood of history
+        for name in ("Harbour Trust", "Ridge Partners"):
+            body = {"entityType": "Company", "entityName": name, "clientStatus": "Active"}
+            sandbox.admin("POST", "/_admin/entities", body)
+        console.print("two clients created behind the runner's back (admin surface)")
+        found = poller.poll_once()
+        console.print(f"polling caught up: {found} new client event(s)")
+        out = Path(folder) / "client_integrations.jsonl"
+        runner = Runner(fourth, store, client, practice=practice)
+        with contextlib.chdir(Path(folder)):
+            outcomes = runner.process_pending()
+        for outcome in outcomes:
+            console.print(_run_table(store, outcome.run_id, fourth.name))
+        written = Path(folder) / "out" / out.name
+        if written.exists():
+            for line in written.read_text().splitlines():
+                console.print(json.loads(line))
+        poller.stop()
+        client.close()
+    console.rule(f"done in {time.monotonic() - started:.1f} s; sandbox and receiver stopped")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

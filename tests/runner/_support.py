@@ -32,3 +32,11 @@ def cli_env(sandbox: SandboxHandle, kind: str = "rw", **extra: str) -> dict[str,
 
 #: The CLI entry of the runner commands, runnable before they are registered.
 CLI = [sys.executable, "-m", "practiceflow.cli.runs"]
+
+
+def write_recipe(folder: Path, steps: str, *, name: str = "t", extra: str = "") -> Path:
+    """Write a recipe on the test trigger with the given ``steps:`` YAML block."""
+    path = folder / f"{name.replace(' ', '_')}.yaml"
+    text = f"name: {name}\ntrigger:\n  use: test_event\n{extra}steps:\n{steps}"
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -40,8 +40,9 @@ from practiceflow.runner import (
 from practiceflow.runner.intake import build_intake
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.plan import plan as make_plan
+from practiceflow.runner.report import brief, detail, outcomes_table
 from practiceflow.runner.service import Intake, Service
-from practiceflow.state import RunRecord, StateStore, StepRecord, open_store
+from practiceflow.state import RunRecord, StateStore, open_store
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "KILL_ENV", "open_state", "plan", "run", "runs", "serve"]
 
@@ -49,8 +50,6 @@ __all__ = ["COMMANDS", "DEFAULT_STATE", "KILL_ENV", "open_state", "plan", "run",
 DEFAULT_STATE = Path(".practiceflow") / "state.db"
 #: Test hook: the runner SIGKILLs itself when it reaches this journal point (``sent:bill``).
 KILL_ENV = "PRACTICEFLOW_TEST_KILL_AT"
-
-_ID_SUFFIXES = ("Key", "ID", "Id", "Number")
 
 _state_option = click.option(
     "--state",
@@ -114,43 +113,6 @@ def _intake(
 ) -> Intake:
     """The triggers' receiver and pollers (``PRACTICEFLOW_PUBLIC_URL`` for webhooks)."""
     return build_intake(recipes, store, client, practice)
-
-
-def _brief(output: Any) -> str:
-    """Identifiers of an output only (never names, emails or amounts of a person)."""
-    if isinstance(output, list):
-        return f"{len(output)} item(s)"
-    if not isinstance(output, dict):
-        return ""
-    ids = {
-        key: value
-        for key, value in output.items()
-        if key.endswith(_ID_SUFFIXES) and isinstance(value, str | int) and value != ""
-    }
-    return ", ".join(f"{key}={value}" for key, value in list(ids.items())[:3])
-
-
-def _detail(step: StepRecord) -> str:
-    if step.resolved_by:
-        return f"resolved by {step.resolved_by}: {step.resolution_note or ''}".strip()
-    if isinstance(step.error, dict):
-        for key in ("reason", "message"):
-            if step.error.get(key):
-                return str(step.error[key])
-    if step.status == "succeeded":
-        return _brief(step.output)
-    return ""
-
-
-def _outcomes_table(outcomes: Sequence[RunOutcome]) -> Table:
-    table = Table(title="runs")
-    for column in ("run", "event", "status", "held step"):
-        table.add_column(column)
-    for outcome in outcomes:
-        table.add_row(
-            outcome.run_id, outcome.event_id, outcome.status, ", ".join(outcome.held) or ""
-        )
-    return table
 
 
 def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
@@ -263,7 +225,7 @@ def run(
         if as_json:
             click.echo(json.dumps([asdict(outcome) for outcome in outcomes], default=str))
         elif outcomes:
-            console.print(_outcomes_table(outcomes))
+            console.print(outcomes_table(outcomes))
         else:
             console.print("no events to run")
     click.get_current_context().exit(_exit_for(outcomes))
@@ -398,7 +360,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
                     "status": step.status,
                     "attempts": step.attempts,
                     "request": step.request,
-                    "output": _brief(step.output),
+                    "output": brief(step.output),
                     "error": step.error,
                     "resolved_by": step.resolved_by,
                     "resolution_note": step.resolution_note,
@@ -420,7 +382,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
         for column in ("step", "status", "attempts", "detail"):
             table.add_column(column, overflow="fold")
         for step in steps:
-            table.add_row(step.step_id, step.status, str(step.attempts), _detail(step))
+            table.add_row(step.step_id, step.status, str(step.attempts), detail(step))
         console.print(table)
         if record.status == "in_doubt":
             held = [step.step_id for step in steps if step.status == "in_doubt"]
@@ -513,7 +475,7 @@ def retry(
         if as_json:
             click.echo(json.dumps(asdict(outcome), default=str))
         else:
-            Console().print(_outcomes_table([outcome]))
+            Console().print(outcomes_table([outcome]))
     click.get_current_context().exit(_exit_for([outcome]))
 
 

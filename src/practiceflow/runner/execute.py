@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from practiceflow.engine import run_action
@@ -249,7 +250,7 @@ class Runner:
                     "event_id": event.event_id,
                     "source": event.source,
                     "via": found.source,
-                    "recipe_file": self.recipe.source,
+                    "recipe_file": str(Path(self.recipe.source).resolve()),
                     "payload": found.payload,
                 },
             )
