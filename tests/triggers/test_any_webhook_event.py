@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from trigger_helpers import check_delivery_cases, check_loads
 
 from practiceflow.errors import ConfigError, TemplateError
 from practiceflow.triggers import load_definition
-from trigger_helpers import check_delivery_cases, check_loads
 
 KEY = "any_webhook_event"
 

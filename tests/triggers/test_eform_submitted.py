@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from trigger_helpers import check_delivery_cases, check_loads
 
 from practiceflow.errors import ConfigError
 from practiceflow.triggers import load_definition, resolve_mode
-from trigger_helpers import check_delivery_cases, check_loads
 
 KEY = "eform_submitted"
 

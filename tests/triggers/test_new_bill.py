@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-
 from trigger_helpers import check_error_statuses, check_loads, run_polls
 
 KEY = "new_bill"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from trigger_helpers import check_error_statuses, check_loads, run_polls
 
 KEY = "new_contact"
@@ -23,7 +22,11 @@ def test_module_loads_as_poll_only():
         (True, [{"contactKey": "c2", "lastUpdated": T1}], ["contact:c2"]),
         (False, [{"contactKey": "c2", "lastUpdated": T1}], ["contact:c2"]),
         # Another id field name, and a row with no id at all (left out, not an error).
-        (False, [{"id": 77, "lastUpdated": T1}, {"firstName": "x", "lastUpdated": T1}], ["contact:77"]),
+        (
+            False,
+            [{"id": 77, "lastUpdated": T1}, {"firstName": "x", "lastUpdated": T1}],
+            ["contact:77"],
+        ),
         # A contact already known does not fire again.
         (False, [{"contactKey": "c1", "lastUpdated": T1}], []),
     ],
@@ -34,7 +37,10 @@ def test_rows_become_events_once(store, envelope, changes, expected):
 
     pages = [
         ({"pageNumber": "1", "pageSize": "100"}, wrap([{"contactKey": "c1", "lastUpdated": T0}])),
-        ({"lastUpdated": "2025-01-01T10:00:00Z", "pageNumber": "1", "pageSize": "100"}, wrap(changes)),
+        (
+            {"lastUpdated": "2025-01-01T10:00:00Z", "pageNumber": "1", "pageSize": "100"},
+            wrap(changes),
+        ),
     ]
     assert run_polls(store, KEY, PATH, pages) == [[], expected]
 

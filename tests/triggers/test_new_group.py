@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from trigger_helpers import check_error_statuses, check_loads, run_polls
 
 KEY = "new_group"
@@ -34,8 +33,14 @@ def test_rows_become_events_once(store, changes, expected):
     pages = [
         ({"includeMembers": "true", "pageNumber": "1"}, BASELINE),
         ({"includeMembers": "true", "pageNumber": "2"}, []),
-        ({"includeMembers": "true", "lastUpdated": "2025-01-01T10:00:00Z", "pageNumber": "1"}, changes),
-        ({"includeMembers": "true", "lastUpdated": "2025-01-01T10:00:09Z", "pageNumber": "1"}, changes[-1:]),
+        (
+            {"includeMembers": "true", "lastUpdated": "2025-01-01T10:00:00Z", "pageNumber": "1"},
+            changes,
+        ),
+        (
+            {"includeMembers": "true", "lastUpdated": "2025-01-01T10:00:09Z", "pageNumber": "1"},
+            changes[-1:],
+        ),
     ]
     options = {"includeMembers": True}
     baseline, first, again = run_polls(store, KEY, PATH, pages, options=options, polls=3)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from trigger_helpers import check_error_statuses, check_loads, poller, run_polls
 
 from practiceflow.errors import TemplateError
-from trigger_helpers import check_error_statuses, check_loads, poller, run_polls
 
 KEY = "new_recurring_billing_run"
 PATH = "/api/v1/recurring-billing/7001/runs"
@@ -27,7 +27,14 @@ def test_module_loads_as_poll_only():
     ],
 )
 def test_new_runs_fire_once(store, second, expected):
-    pages = [(PAGE, [{"runId": 1}]), (NEXT, []), (PAGE, second), (NEXT, []), (PAGE, second), (NEXT, [])]
+    pages = [
+        (PAGE, [{"runId": 1}]),
+        (NEXT, []),
+        (PAGE, second),
+        (NEXT, []),
+        (PAGE, second),
+        (NEXT, []),
+    ]
     found = run_polls(store, KEY, PATH, pages, options=OPTIONS, polls=3)
     assert found == [[], expected, []]
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from trigger_helpers import check_delivery_cases, check_loads
 
 from practiceflow.errors import ConfigError
 from practiceflow.triggers import WebhookTrigger, load_definition
-from trigger_helpers import check_delivery_cases, check_loads
 
 KEY = "onboarding_completed"
 
@@ -28,7 +28,11 @@ def test_event_key_comes_from_options(options, event):
 @pytest.mark.parametrize(
     ("body", "key", "fields"),
     [
-        ({"data": {"onboardingKey": "o1", "entityKeys": ["e"]}}, "onboarding:o1", {"entityKeys": ["e"]}),
+        (
+            {"data": {"onboardingKey": "o1", "entityKeys": ["e"]}},
+            "onboarding:o1",
+            {"entityKeys": ["e"]},
+        ),
         ({"onboardingKey": "o1", "status": "Completed"}, "onboarding:o1", {"status": "Completed"}),
         ({"data": None}, "delivery:evt-9", {}),
     ],
@@ -38,9 +42,7 @@ def test_delivery_bodies_map_tolerantly(body, key, fields):
 
 
 @pytest.mark.integration
-def test_an_event_the_api_does_not_offer_is_refused_with_the_valid_keys(
-    store, client, receiver
-):
+def test_an_event_the_api_does_not_offer_is_refused_with_the_valid_keys(store, client, receiver):
     trigger = WebhookTrigger(
         load_definition(KEY),
         {"event": "onboarding.unheard_of"},

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from trigger_helpers import check_delivery_cases, check_error_statuses, check_loads, run_polls
 
 from practiceflow.errors import ConfigError
 from practiceflow.triggers import load_definition, resolve_mode
-from trigger_helpers import check_delivery_cases, check_error_statuses, check_loads, run_polls
 
 KEY = "proposal_accepted"
 PATH = "/api/v1/proposals/list"
@@ -41,8 +41,17 @@ def test_delivery_bodies_map_tolerantly(body, key, fields):
 @pytest.mark.parametrize(
     ("second", "expected"),
     [
-        ([{"proposalKey": "p1", "status": "Accepted"}, {"proposalKey": "p2", "status": "Accepted"}], ["proposal:p2"]),
-        ([{"proposalKey": "p1", "status": "Accepted"}, {"proposalKey": "p2", "status": "Draft"}], []),
+        (
+            [
+                {"proposalKey": "p1", "status": "Accepted"},
+                {"proposalKey": "p2", "status": "Accepted"},
+            ],
+            ["proposal:p2"],
+        ),
+        (
+            [{"proposalKey": "p1", "status": "Accepted"}, {"proposalKey": "p2", "status": "Draft"}],
+            [],
+        ),
         ([{"proposalKey": "p1", "status": "Accepted"}, {"proposalKey": "p2"}], []),
     ],
 )

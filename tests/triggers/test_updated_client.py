@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from trigger_helpers import check_error_statuses, check_loads, entity, run_polls
 
 KEY = "updated_client"

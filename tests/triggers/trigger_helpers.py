@@ -110,7 +110,9 @@ def check_error_statuses(store: SQLiteStore, key: str, path: str, options: Any =
     """Every error status of the list endpoint raises its error, and nothing moves."""
     for status, error in ERROR_STATUSES:
         with responses.RequestsMock() as mocked:
-            mocked.add(responses.GET, BASE + path, json={"status": status, "title": "x"}, status=status)
+            mocked.add(
+                responses.GET, BASE + path, json={"status": status, "title": "x"}, status=status
+            )
             with pytest.raises(error):
                 poller(store, key, options).poll_once()
         assert store.get_cursor_state("p", key) is None

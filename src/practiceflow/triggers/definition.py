@@ -249,6 +249,9 @@ def map_record(tree: Any, passthrough: bool, record: Any, context: Mapping[str, 
     mapped = render_tree(tree, context)
     if passthrough and isinstance(mapped, dict) and isinstance(record, dict):
         return {**{k: v for k, v in record.items() if k not in mapped}, **mapped}
+    if passthrough and isinstance(mapped, dict) and record is not None:
+        # A body that is not an object is kept whole rather than dropped.
+        return {"body": record, **mapped}
     return mapped
 
 

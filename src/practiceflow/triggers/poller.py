@@ -57,6 +57,8 @@ FULL_SCAN: Final = "*"
 #: Suffix of the cursor row that holds a trigger's known keys.
 KNOWN_SUFFIX: Final = "#known"
 _KNOWN_VALUE: Final = "known"
+#: Suffix of the cursor row that keeps a learned fixed server page size.
+PAGE_SIZE_SUFFIX: Final = "#page_size"
 
 
 @dataclass
@@ -148,7 +150,7 @@ class Poller:
         self.name = name or definition.key
         self.since = since
         self._today = today or (lambda: datetime.now(UTC).date())
-        self._page_size: int | None = self.spec.page_size
+        self._page_size: int | None = self.spec.page_size or self._stored_page_size()
         self._lock = threading.Lock()
 
     # -- public ---------------------------------------------------------------------------
@@ -346,8 +348,11 @@ class Poller:
             flag = data.get("hasMore") if isinstance(data.get("hasMore"), bool) else None
         else:
             rows, flag = extract_items(data, where=f"GET {path}")
-        if self.spec.page_size is None and rows:
-            self._page_size = max(self._page_size or 0, len(rows))
+        if self.spec.page_size is None and len(rows) > (self._page_size or 0):
+            # A fixed server page size is learned from the longest page, and kept so that
+            # a restarted poller does not ask for an extra, empty page.
+            self._page_size = len(rows)
+            self.store.set_cursor(self.practice, self.name + PAGE_SIZE_SUFFIX, str(len(rows)))
         if flag is not None:
             return rows, flag and bool(rows)
         size = self._page_size
@@ -421,6 +426,10 @@ class Poller:
                     practice=self.practice,
                 )
             )
+
+    def _stored_page_size(self) -> int | None:
+        value = self.store.get_cursor(self.practice, self.name + PAGE_SIZE_SUFFIX)
+        return int(value) if value is not None and value.isdigit() else None
 
     def _known(self) -> set[str]:
         if self.spec.known is None:

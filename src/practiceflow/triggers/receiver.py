@@ -3,9 +3,9 @@
 Each subscription has its own unguessable path, ``/hooks/<path_token>``: the token finds
 the subscription (and its secret) in the state store. For every delivery, in order:
 
-1. unknown path: **404**, logged with a short fingerprint of the token, never the token;
-2. body larger than ``max_body`` (from ``Content-Length``, or counted while reading, so a
+1. body larger than ``max_body`` (from ``Content-Length``, or counted while reading, so a
    huge body is cut off, not read whole): **413**;
+2. unknown path: **404**, logged with a short fingerprint of the token, never the token;
 3. :func:`practiceflow.webhooks.verify` with the subscription's secret: bad signature,
    stale or future timestamp, missing header: **401** with the refusal reason;
 4. map the body (tolerantly) and store it in **one** transaction, deduplicated by the
@@ -185,19 +185,23 @@ class Receiver:
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body:
             return self._refuse(413, "body_too_large", f"larger than {self.max_body} bytes")
-        subscription = await run_in_threadpool(self.store.find_subscription_by_path, token)
-        if subscription is None:
-            logger.warning("delivery to unknown receiver path %s refused", fingerprint(token))
-            return self._refuse(404, "unknown_path", "no subscription uses this path")
         try:
             body = await self._read(request)
         except _TooLarge:
             return self._refuse(413, "body_too_large", f"larger than {self.max_body} bytes")
         except ClientDisconnect:
             return Response(status_code=400)
+        # One hop to a worker thread for the blocking part: look up, verify, store.
+        return await run_in_threadpool(self._handle, token, request.headers.raw, body)
+
+    def _handle(self, token: str, raw_headers: list[tuple[bytes, bytes]], body: bytes) -> Response:
+        subscription = self.store.find_subscription_by_path(token)
+        if subscription is None:
+            logger.warning("delivery to unknown receiver path %s refused", fingerprint(token))
+            return self._refuse(404, "unknown_path", "no subscription uses this path")
         try:
             delivery = verify(
-                request.headers.raw, body, [subscription.secret], self.tolerance, now=self._clock()
+                raw_headers, body, [subscription.secret], self.tolerance, now=self._clock()
             )
         except WebhookVerificationError as exc:
             logger.warning(
@@ -213,9 +217,7 @@ class Receiver:
             "timestamp": str(delivery.timestamp),
         }
         payload = delivery.payload if delivery.payload_is_json else body.decode("utf-8", "replace")
-        stored, event = await run_in_threadpool(
-            self._store, subscription, payload, headers, delivery.signature
-        )
+        stored, event = self._store(subscription, payload, headers, delivery.signature)
         return JSONResponse({"stored": stored, "eventId": delivery.event_id, "key": event})
 
     async def _read(self, request: Request) -> bytes:

@@ -1,0 +1,234 @@
+"""``practiceflow triggers``: list, subscribe, unsubscribe, check and poll triggers.
+
+State (cursors, subscriptions and their secrets, events) lives in the state store named by
+``--state`` (env ``PRACTICEFLOW_STATE``, default ``practiceflow-state.db``). Secrets are
+never printed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import click
+
+from practiceflow.cli.common import ApiOptions, api_options, build_client
+from practiceflow.state import StateStore, open_store
+from practiceflow.triggers import (
+    Poller,
+    SubscriptionManager,
+    load_definition,
+    shipped_trigger_keys,
+    supported_events,
+)
+
+__all__ = ["COMMANDS", "triggers"]
+
+_STATE = click.option(
+    "--state",
+    "state_url",
+    envvar="PRACTICEFLOW_STATE",
+    default="practiceflow-state.db",
+    show_default=True,
+    help="State store: a SQLite path or sqlite:///path (env PRACTICEFLOW_STATE).",
+)
+_PRACTICE = click.option(
+    "--practice",
+    default="default",
+    show_default=True,
+    help="Name of the practice in the state store (one per set of credentials).",
+)
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+
+
+def _emit(data: Any, as_json: bool, human: str) -> None:
+    click.echo(json.dumps(data, indent=2, default=str) if as_json else human)
+
+
+def _store(url: str) -> StateStore:
+    return open_store(url)
+
+
+@click.group()
+def triggers() -> None:
+    """Webhook and polling triggers.
+
+    \b
+    Examples:
+      practiceflow triggers list
+      practiceflow triggers subscribe proposal_accepted --public-url https://hooks.example.com
+      practiceflow triggers check proposal_accepted
+      practiceflow triggers poll new_client --once
+      practiceflow triggers unsubscribe proposal_accepted
+    """
+
+
+@triggers.command("list")
+@_JSON
+def list_triggers(as_json: bool) -> None:
+    """List the shipped triggers and how each can be received.
+
+    \b
+    Example:
+      practiceflow triggers list --json
+    """
+    rows = []
+    for key in shipped_trigger_keys():
+        found = load_definition(key)
+        ways = [name for name, part in (("webhook", found.webhook), ("poll", found.poll)) if part]
+        rows.append({"key": key, "title": found.module.title, "receive": ways})
+    lines = [f"{row['key']:<28} {'+'.join(row['receive']):<13} {row['title']}" for row in rows]
+    _emit(rows, as_json, "\n".join(lines))
+
+
+@triggers.command("subscribe")
+@click.argument("trigger")
+@click.option(
+    "--public-url",
+    envvar="PRACTICEFLOW_PUBLIC_URL",
+    required=True,
+    help="Base URL the API can reach the receiver at (env PRACTICEFLOW_PUBLIC_URL).",
+)
+@click.option("--event", "event_option", default=None, help="Event key, for any_webhook_event.")
+@api_options
+@_STATE
+@_PRACTICE
+@_JSON
+def subscribe(
+    trigger: str,
+    public_url: str,
+    event_option: str | None,
+    api: ApiOptions,
+    state_url: str,
+    practice: str,
+    as_json: bool,
+) -> None:
+    """Subscribe a webhook trigger (POST /api/v1/webhooks); the secret stays in the store.
+
+    \b
+    Example:
+      practiceflow triggers subscribe proposal_accepted --public-url https://hooks.example.com
+    """
+    found = load_definition(trigger)
+    if found.webhook is None:
+        raise click.UsageError(f"trigger {trigger!r} has no webhook; poll it instead")
+    options = {"event": event_option} if event_option else {}
+    event = found.webhook.event_key(options)
+    with build_client(api) as client, _store(state_url) as store:
+        offered = supported_events(client)
+        if offered and event not in offered:
+            raise click.UsageError(f"event {event!r} is not offered; valid values are {offered}")
+        record = SubscriptionManager(client, store, practice, public_url).ensure(found.key, event)
+    data = {"trigger": found.key, "event": event, "id": record.subscription_id, "url": record.url}
+    _emit(data, as_json, f"subscribed {found.key} to {event} (id {record.subscription_id})")
+
+
+@triggers.command("unsubscribe")
+@click.argument("trigger")
+@click.option(
+    "--forget",
+    is_flag=True,
+    help="Only forget an in-doubt subscription (after checking the practice by hand).",
+)
+@api_options
+@_STATE
+@_PRACTICE
+def unsubscribe(trigger: str, forget: bool, api: ApiOptions, state_url: str, practice: str) -> None:
+    """Unsubscribe a trigger (DELETE /api/v1/webhooks/{id}) and forget it.
+
+    \b
+    Example:
+      practiceflow triggers unsubscribe proposal_accepted
+    """
+    with build_client(api) as client, _store(state_url) as store:
+        removed = SubscriptionManager(client, store, practice).remove(trigger, forget_only=forget)
+    click.echo(f"unsubscribed {trigger}" if removed else f"{trigger} was not subscribed")
+
+
+@triggers.command("check")
+@click.argument("trigger")
+@click.option("--wait", default=5.0, show_default=True, help="Seconds to wait for the delivery.")
+@api_options
+@_STATE
+@_PRACTICE
+@_JSON
+def check(
+    trigger: str, wait: float, api: ApiOptions, state_url: str, practice: str, as_json: bool
+) -> None:
+    """Send the test delivery and report whether it reached the receiver.
+
+    The receiver (the runner) must be running and share the state store: arrival is a new
+    event of the trigger in the store. Exit code 1 when it did not arrive.
+
+    \b
+    Example:
+      practiceflow triggers check proposal_accepted --wait 10
+    """
+    with build_client(api) as client, _store(state_url) as store:
+        started = store.now()
+
+        def arrived() -> bool:
+            events = store.pending_events(practice, 1000, source=trigger)
+            return any(event.received_at >= started for event in events)
+
+        result = SubscriptionManager(client, store, practice).check(trigger, arrived, wait=wait)
+    data = {
+        "trigger": trigger,
+        "status": result.status,
+        "id": result.subscription_id,
+        "waited": round(result.waited, 3),
+    }
+    _emit(data, as_json, f"{trigger}: {result.status} after {result.waited:.1f}s")
+    if result.status != "arrived":
+        raise SystemExit(1)
+
+
+@triggers.command("poll")
+@click.argument("trigger")
+@click.option("--once", is_flag=True, required=True, help="Poll once and exit.")
+@click.option("--with", "with_", multiple=True, metavar="NAME=VALUE", help="A trigger option.")
+@click.option("--since", default=None, help="Start here (ISO 8601) instead of from now.")
+@api_options
+@_STATE
+@_PRACTICE
+@_JSON
+def poll(
+    trigger: str,
+    once: bool,
+    with_: tuple[str, ...],
+    since: str | None,
+    api: ApiOptions,
+    state_url: str,
+    practice: str,
+    as_json: bool,
+) -> None:
+    """Poll a trigger once: store new events, move its cursor, print what was found.
+
+    \b
+    Example:
+      practiceflow triggers poll new_client --once
+      practiceflow triggers poll proposal_accepted --once --with entityKey=<uuid>
+    """
+    del once
+    options = dict(item.split("=", 1) for item in with_ if "=" in item)
+    started = time.monotonic()
+    with build_client(api) as client, _store(state_url) as store:
+        found = Poller(client, store, practice, load_definition(trigger), options, since=since)
+        result = found.poll_once()
+    data = {
+        "trigger": trigger,
+        "baseline": result.baseline,
+        "requests": result.requests,
+        "cursor": result.cursor,
+        "events": [{"id": event.id, "payload": event.payload} for event in result.events],
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    human = (
+        f"{trigger}: {len(result.events)} new event(s), {result.requests} request(s), "
+        f"cursor {result.cursor}" + (" (first poll: nothing fires)" if result.baseline else "")
+    )
+    _emit(data, as_json, human)
+
+
+COMMANDS: list[click.Command] = [triggers]

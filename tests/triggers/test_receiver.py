@@ -1,0 +1,115 @@
+"""The webhook receiver: refusals, dedupe by id and by signature, store before 2xx."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+import requests
+
+from conftest import post_delivery
+from practiceflow.triggers import Receiver, load_definition, serve_receiver
+from practiceflow.webhooks import delivery_headers
+
+SECRET = "whsec_test_secret_value"
+TOKEN = "tok-abc"
+
+
+@pytest.fixture
+def hook(store, served, receiver):
+    store.save_subscription(
+        "p",
+        "proposal_accepted",
+        "sub-1",
+        "proposal.accepted",
+        served.url + "/hooks/" + TOKEN,
+        SECRET,
+        TOKEN,
+        "active",
+    )
+    receiver.bind("p", "proposal_accepted", load_definition("proposal_accepted").webhook, {})
+    return served.url + "/hooks/" + TOKEN
+
+
+BODY = {"data": {"proposalKey": "p1", "entityKey": "e1"}}
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "reason"),
+    [
+        ({"secret": "wrong"}, 401, "signature_mismatch"),
+        ({"timestamp": int(time.time()) - 3600}, 401, "stale_timestamp"),
+        ({"timestamp": int(time.time()) + 3600}, 401, "future_timestamp"),
+    ],
+)
+def test_unverified_deliveries_are_refused_and_never_stored(store, hook, change, status, reason):
+    answer = post_delivery(
+        hook, change.get("secret", SECRET), BODY, timestamp=change.get("timestamp")
+    )
+    assert answer.status_code == status
+    assert answer.json()["reason"] == reason
+    assert store.pending_events("p") == []
+
+
+def test_unknown_path_is_404_and_logged_without_the_token(store, hook, served, caplog):
+    with caplog.at_level(logging.WARNING):
+        answer = post_delivery(served.url + "/hooks/unknown-token-123", SECRET, BODY)
+    assert answer.status_code == 404
+    assert "unknown receiver path" in caplog.text
+    assert "unknown-token-123" not in caplog.text
+    assert SECRET not in caplog.text
+
+
+def test_oversize_body_is_413_by_declared_length(store, served):
+    small = Receiver(store, max_body=64)
+    with serve_receiver(small) as server:
+        answer = post_delivery(server.url + "/hooks/x", SECRET, {"pad": "x" * 200})
+    assert answer.status_code == 413
+
+
+def test_oversize_chunked_body_is_cut_off_while_reading(store):
+    small = Receiver(store, max_body=64)
+    store.save_subscription("p", "t", "s", "proposal.accepted", "u", SECRET, "tok", "active")
+
+    def chunks():
+        for _ in range(1000):
+            yield b"x" * 1024
+
+    with serve_receiver(small) as server:
+        raw = b"{}"
+        headers = delivery_headers(SECRET, "proposal.accepted", "e1", raw)
+        answer = requests.post(
+            server.url + "/hooks/tok", data=chunks(), headers=headers, timeout=10
+        )
+    assert answer.status_code == 413
+    assert store.pending_events("p") == []
+
+
+def test_the_same_delivery_three_times_is_stored_once(store, hook):
+    answers = [post_delivery(hook, SECRET, BODY, event_id="evt-1") for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert [a.json()["stored"] for a in answers] == [True, False, False]
+    events = store.pending_events("p")
+    assert [e.event_id for e in events] == ["proposal:p1"]
+
+
+def test_a_replay_under_a_fresh_event_id_is_caught_by_its_signature(store, hook):
+    raw = b'{"note": "no key, so the delivery id is the dedupe key"}'
+    headers = delivery_headers(SECRET, "proposal.accepted", "evt-1", raw)
+    first = requests.post(hook, data=raw, headers=headers, timeout=5)
+    headers["X-Svc-Event-Id"] = "evt-2"  # not covered by the HMAC
+    replay = requests.post(hook, data=raw, headers=headers, timeout=5)
+    assert (first.json()["stored"], replay.json()["stored"]) == (True, False)
+    assert len(store.pending_events("p")) == 1
+
+
+def test_the_event_is_stored_before_the_answer(store, hook):
+    answer = post_delivery(hook, SECRET, BODY, event_id="evt-7")
+    assert answer.status_code == 200
+    # No waiting: the row is committed by the time the 200 arrives.
+    record = store.get_event("p", "proposal_accepted", "proposal:p1")
+    assert record is not None
+    assert record.payload["deliveryId"] == "evt-7"
+    assert record.payload["data"]["entityKey"] == "e1"
+    assert record.signature is not None
