@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,12 +28,52 @@ def test_opening_creates_the_file_and_its_folder_in_wal_mode(db_path: Path) -> N
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_every_connection_is_durable_and_waits_for_writers(db_path: Path) -> None:
+def test_every_connection_waits_for_writers_and_syncs_normally(db_path: Path) -> None:
     with SQLiteStore(db_path, busy_timeout_ms=1234) as store:
         connection = store._conn()
-        assert connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert connection.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
         assert connection.execute("PRAGMA busy_timeout").fetchone()[0] == 1234
         assert connection.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def _synced_commits(store: SQLiteStore, action: Callable[[], object]) -> list[str]:
+    """The synchronous level in force at each COMMIT that ``action`` makes."""
+    connection = store._conn()
+    levels: list[str] = []
+    current = ["NORMAL"]
+
+    def trace(statement: str) -> None:
+        if statement.startswith("PRAGMA synchronous = "):
+            current[0] = statement.rsplit(" ", 1)[1]
+        elif statement == "COMMIT":
+            levels.append(current[0])
+
+    connection.set_trace_callback(trace)
+    try:
+        action()
+    finally:
+        connection.set_trace_callback(None)
+    return levels
+
+
+def test_only_commits_whose_loss_would_repeat_or_lose_something_are_fsynced(
+    db_path: Path,
+) -> None:
+    with SQLiteStore(db_path) as store:
+        run_id, _ = store.start_run("p", "r", "e1")
+        assert _synced_commits(store, lambda: store.step_pending(run_id, "s", {})) == ["NORMAL"]
+        assert _synced_commits(store, lambda: store.step_sent(run_id, "s")) == ["FULL"]
+        assert _synced_commits(store, lambda: store.step_in_doubt(run_id, "s", {})) == ["NORMAL"]
+        resolve = lambda: store.resolve_step(run_id, "s", "done", "ops")  # noqa: E731
+        assert _synced_commits(store, resolve) == ["FULL"]
+        event = lambda: store.record_event("p", "webhook", "k", "e2", {})  # noqa: E731
+        assert _synced_commits(store, event) == ["FULL"]
+        assert _synced_commits(store, lambda: store.record_request("p")) == ["NORMAL"]
+        assert connection_level(store) == 1  # back to NORMAL after a durable commit
+
+
+def connection_level(store: SQLiteStore) -> int:
+    return int(store._conn().execute("PRAGMA synchronous").fetchone()[0])
 
 
 def test_the_file_is_private_to_its_owner(db_path: Path) -> None:

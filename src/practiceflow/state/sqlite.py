@@ -4,8 +4,14 @@ Durability and concurrency choices, and why:
 
 * ``journal_mode=WAL``: readers never block the writer, and a crash leaves the last
   committed transaction intact.
-* ``synchronous=FULL``: every commit is fsynced, so a step marked ``sent`` is on disk
-  before the request leaves (``NORMAL`` could lose the last commits on power loss).
+* ``synchronous=NORMAL`` with WAL survives the process being killed at any point (a commit
+  is in the WAL before it returns); only an OS crash or power loss can drop the latest
+  commits. The commits whose loss would repeat or lose something are *durable*: they run
+  with ``synchronous=FULL`` and are fsynced, which in WAL also flushes every commit before
+  them. They are: an event recorded before its delivery is acknowledged, a subscription
+  (its secret is returned once), a step marked ``sent`` before its request leaves, and an
+  operator's resolution. Anything lost after the last durable commit is re-derived on
+  restart (a ``sent`` step without its answer becomes in doubt and is reconciled).
 * ``busy_timeout``: writers from other threads or processes wait instead of failing.
 * one connection per thread (SQLite connections must not be used by two threads at once);
   every write runs in ``BEGIN IMMEDIATE`` so that a read-then-write is never interleaved.
@@ -97,7 +103,7 @@ def sqlite_path(url: str) -> Path:
 
 
 class SQLiteStore(StateStore):
-    """The state store in one SQLite file (WAL, ``synchronous=FULL``).
+    """The state store in one SQLite file (WAL; durable commits fsynced, see the module).
 
     Args:
         path: the database file; created (with its folder) when missing.
@@ -177,7 +183,7 @@ class SQLiteStore(StateStore):
             connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             connection.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
             connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = FULL")
+            connection.execute("PRAGMA synchronous = NORMAL")
             connection.execute("PRAGMA foreign_keys = ON")
             with self._lock:
                 self._connections.append(connection)
@@ -185,17 +191,23 @@ class SQLiteStore(StateStore):
         return connection
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
         connection = self._conn()
-        connection.execute("BEGIN IMMEDIATE")
+        if durable:
+            connection.execute("PRAGMA synchronous = FULL")
         try:
-            yield connection
-            connection.execute("COMMIT")
-        except BaseException:
-            # Also when COMMIT itself fails: never leave the connection mid-transaction.
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+                connection.execute("COMMIT")
+            except BaseException:
+                # Also when COMMIT itself fails: never leave the connection mid-transaction.
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+        finally:
+            if durable:
+                connection.execute("PRAGMA synchronous = NORMAL")
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -258,7 +270,7 @@ class SQLiteStore(StateStore):
             to_json(payload, f"payload of event {event_id}"),
             self._stamp(received_at, "received_at"),
         )
-        with self._write() as db:
+        with self._write(durable=True) as db:
             # DO NOTHING covers both unique keys: the event id and the signature.
             cursor = db.execute(
                 "INSERT INTO events (practice, source, event_key, event_id, signature,"
@@ -382,7 +394,7 @@ class SQLiteStore(StateStore):
         stamp = self._stamp(None, "updated_at")
         values = (practice, trigger_key, subscription_id, event, url, secret, path_token)
         try:
-            with self._write() as db:
+            with self._write(durable=True) as db:
                 db.execute(
                     "INSERT INTO subscriptions (practice, trigger_key, subscription_id, event,"
                     " url, secret, path_token, status, created_at, updated_at)"
@@ -512,7 +524,7 @@ class SQLiteStore(StateStore):
             name: json_or_null(value, f"{name} of run {run_id} step {step_id!r}")
             for name, value in change.fields.items()
         }
-        with self._write() as db:
+        with self._write(durable=change.sent or change.resolving) as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
                 raise BugError(f"run {run_id} does not exist; start_run first")
             row = db.execute(
