@@ -62,6 +62,15 @@ class Kit:
     def module(key: str) -> ActionModule:
         return default_registry().action(key)
 
+    @staticmethod
+    def no_body() -> Any:
+        """A ``responses`` matcher for a request sent without a body."""
+
+        def match(request: Any) -> tuple[bool, str]:
+            return request.body in (None, b"", ""), f"expected no body; got {request.body!r}"
+
+        return match
+
     def url(self, path: str) -> str:
         return self.base + path
 

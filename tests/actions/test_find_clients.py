@@ -46,7 +46,11 @@ def pages(kit, *bodies, query=None):
     [
         ({"limit": 0}, "limit", "got 0; expected at least 1"),
         ({"limit": "ten"}, "limit", "got 'ten'; expected an integer"),
-        ({"lastUpdated": "yesterday"}, "lastUpdated", "got 'yesterday'; expected a UTC ISO 8601 datetime"),
+        (
+            {"lastUpdated": "yesterday"},
+            "lastUpdated",
+            "got 'yesterday'; expected a UTC ISO 8601 datetime",
+        ),
         ({"entityCode": 12}, "entityCode", "got 12; expected a string"),
         ({"email": ""}, "email", "got ***; expected a length of at least 1"),
     ],
@@ -56,7 +60,7 @@ def test_bad_input_names_the_field_and_sends_nothing(kit, data, path, message):
 
 
 def test_a_future_last_updated_is_refused_before_sending(kit):
-    with pytest.raises(ConfigError, match="lastUpdated.*in the future"):
+    with pytest.raises(ConfigError, match=r"lastUpdated.*in the future"):
         kit.run(KEY, {"lastUpdated": "2999-01-01T00:00:00Z"})
     assert len(kit.api.calls) == 0
 
@@ -113,7 +117,10 @@ def test_a_server_that_ignores_page_number_stops_with_a_warning(kit):
 
 def test_dry_run_describes_the_first_page(kit):
     result = kit.run(KEY, {"lastUpdated": "2024-05-01T00:00:00Z", "email": "x@y.z"}, dry_run=True)
-    assert result.request["url"] == kit.url(PATH) + "?lastUpdated=2024-05-01T00%3A00%3A00Z&pageNumber=1"
+    assert (
+        result.request["url"]
+        == kit.url(PATH) + "?lastUpdated=2024-05-01T00%3A00%3A00Z&pageNumber=1"
+    )
     assert len(kit.api.calls) == 0
 
 

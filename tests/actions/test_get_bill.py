@@ -10,7 +10,15 @@ from practiceflow.engine import run_action
 KEY = "get_bill"
 INPUT = {"billingID": 1042}
 PATH = "/api/v1/bills/1042"
-BODY = {"billingID": 1042, "billNumber": "INV-1042", "billTotal": 110.0, "externalID": "X-1", "externalNumber": "L-55", "externalURL": "https://ledger.example/inv/1", "lineItems": [{"billingDetailID": 1, "billAmount": 100.0, "billTax": 10.0, "billTotal": 110.0}]}
+BODY = {
+    "billingID": 1042,
+    "billNumber": "INV-1042",
+    "billTotal": 110.0,
+    "externalID": "X-1",
+    "externalNumber": "L-55",
+    "externalURL": "https://ledger.example/inv/1",
+    "lineItems": [{"billingDetailID": 1, "billAmount": 100.0, "billTax": 10.0, "billTotal": 110.0}],
+}
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,13 @@ from practiceflow.engine import run_action
 KEY = "get_lead"
 INPUT = {"entityKey": "6f1c2f4e-0d55-4a43-9f7e-3c1d2b8a9e01"}
 PATH = "/api/v1/leads/6f1c2f4e-0d55-4a43-9f7e-3c1d2b8a9e01"
-BODY = {"entityKey": "6f1c2f4e-0d55-4a43-9f7e-3c1d2b8a9e01", "entityName": "Jane", "leadSource": "Referral", "leadStatus": "New", "score": 7}
+BODY = {
+    "entityKey": "6f1c2f4e-0d55-4a43-9f7e-3c1d2b8a9e01",
+    "entityName": "Jane",
+    "leadSource": "Referral",
+    "leadStatus": "New",
+    "score": 7,
+}
 
 
 @pytest.mark.parametrize(

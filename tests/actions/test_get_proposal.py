@@ -10,7 +10,11 @@ from practiceflow.engine import run_action
 KEY = "get_proposal"
 INPUT = {"proposalKey": "5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d"}
 PATH = "/api/v1/proposals/5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d"
-BODY = {"proposalKey": "5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d", "status": "Draft", "anything": {"nested": True}}
+BODY = {
+    "proposalKey": "5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d",
+    "status": "Draft",
+    "anything": {"nested": True},
+}
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,11 @@ BODY = {"frequency": "Monthly", "amount": 123.0}
     ("data", "path", "message"),
     [
         ({}, "recurringBillingId", "required field is missing"),
-        ({"recurringBillingId": "seventy"}, "recurringBillingId", "got 'seventy'; expected an integer"),
+        (
+            {"recurringBillingId": "seventy"},
+            "recurringBillingId",
+            "got 'seventy'; expected an integer",
+        ),
         ({"recurringBillingId": 0}, "recurringBillingId", "got 0; expected at least 1"),
         ({**INPUT, "extra": 1}, "", "'extra' is not a known field"),
     ],

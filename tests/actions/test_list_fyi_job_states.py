@@ -1,4 +1,7 @@
-"""list_fyi_job_states: GET /api/v1/proposals/fyi-job-states (spec 4.2 proposal catalogs); rows from any list envelope."""
+"""list_fyi_job_states.
+
+GET /api/v1/proposals/fyi-job-states (spec 4.2 proposal catalogs); rows from any list envelope.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""list_fyi_job_templates: GET /api/v1/proposals/fyi-job-templates (spec 4.2 proposal catalogs); rows from any list envelope."""
+"""list_fyi_job_templates.
+
+GET /api/v1/proposals/fyi-job-templates (spec 4.2 proposal catalogs); rows from any list
+envelope.
+"""
 
 from __future__ import annotations
 

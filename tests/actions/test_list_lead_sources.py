@@ -1,4 +1,8 @@
-"""list_lead_sources: GET /api/v1/settings/lead-sources (spec 2.3: sources are used by NAME); rows from any list envelope."""
+"""list_lead_sources.
+
+GET /api/v1/settings/lead-sources (spec 2.3: sources are used by NAME); rows from any list
+envelope.
+"""
 
 from __future__ import annotations
 

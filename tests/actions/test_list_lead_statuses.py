@@ -1,4 +1,8 @@
-"""list_lead_statuses: GET /api/v1/settings/lead-statuses (spec 2.3: statuses are used by NAME); rows from any list envelope."""
+"""list_lead_statuses.
+
+GET /api/v1/settings/lead-statuses (spec 2.3: statuses are used by NAME); rows from any list
+envelope.
+"""
 
 from __future__ import annotations
 

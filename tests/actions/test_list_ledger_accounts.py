@@ -1,4 +1,8 @@
-"""list_ledger_accounts: GET /api/v1/bills/ledger/accounts (spec 4.1 rule 2: accounts for extAccountID); rows from any list envelope."""
+"""list_ledger_accounts.
+
+GET /api/v1/bills/ledger/accounts (spec 4.1 rule 2: accounts for extAccountID); rows from any
+list envelope.
+"""
 
 from __future__ import annotations
 

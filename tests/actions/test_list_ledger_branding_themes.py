@@ -1,4 +1,7 @@
-"""list_ledger_branding_themes: GET /api/v1/bills/ledger/branding-themes (ledger catalogs); rows from any list envelope."""
+"""list_ledger_branding_themes.
+
+GET /api/v1/bills/ledger/branding-themes (ledger catalogs); rows from any list envelope.
+"""
 
 from __future__ import annotations
 

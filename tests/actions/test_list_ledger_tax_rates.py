@@ -1,4 +1,8 @@
-"""list_ledger_tax_rates: GET /api/v1/bills/ledger/tax-rates (spec 4.1 rule 2: rates for extTaxID / taxPercent); rows from any list envelope."""
+"""list_ledger_tax_rates.
+
+GET /api/v1/bills/ledger/tax-rates (spec 4.1 rule 2: rates for extTaxID / taxPercent); rows from
+any list envelope.
+"""
 
 from __future__ import annotations
 

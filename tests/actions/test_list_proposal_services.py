@@ -1,4 +1,7 @@
-"""list_proposal_services: GET /api/v1/proposals/services (spec 4.2 proposal catalogs); rows from any list envelope."""
+"""list_proposal_services.
+
+GET /api/v1/proposals/services (spec 4.2 proposal catalogs); rows from any list envelope.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""list_webhook_events: GET /api/v1/webhooks/events (spec 6: the supported event keys); rows from any list envelope."""
+"""list_webhook_events.
+
+GET /api/v1/webhooks/events (spec 6: the supported event keys); rows from any list envelope.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""list_xpm_staff: GET /api/v1/proposals/xpm-staff (spec 4.2 proposal catalogs); rows from any list envelope."""
+"""list_xpm_staff.
+
+GET /api/v1/proposals/xpm-staff (spec 4.2 proposal catalogs); rows from any list envelope.
+"""
 
 from __future__ import annotations
 

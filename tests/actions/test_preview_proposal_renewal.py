@@ -10,7 +10,10 @@ from practiceflow.engine import run_action
 KEY = "preview_proposal_renewal"
 INPUT = {"proposalKey": "5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d"}
 PATH = "/api/v1/proposals/5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d/renew-preview"
-BODY = {"proposalKey": "5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d", "signatories": [{"name": "Jane Citizen"}]}
+BODY = {
+    "proposalKey": "5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d",
+    "signatories": [{"name": "Jane Citizen"}],
+}
 
 
 @pytest.mark.parametrize(
