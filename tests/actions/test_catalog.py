@@ -233,11 +233,7 @@ def test_modules_validate_is_clean():
 
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "modules.md"
-REGENERATE = (
-    "python -c 'from practiceflow.manifest import default_registry; "
-    "from practiceflow.manifest.docs import render_docs; "
-    'open("docs/modules.md", "w").write(render_docs(default_registry()))\''
-)
+REGENERATE = "practiceflow modules docs --out docs/modules.md"
 
 
 def test_docs_modules_md_is_generated_from_the_current_modules():
@@ -246,6 +242,22 @@ def test_docs_modules_md_is_generated_from_the_current_modules():
     expected = render_docs(default_registry())
     current = DOCS.read_text(encoding="utf-8") if DOCS.is_file() else ""
     assert current == expected, f"docs/modules.md is stale; regenerate it with: {REGENERATE}"
+
+
+def test_modules_docs_command_renders_and_checks_the_file(tmp_path):
+    from practiceflow.cli.modules import modules
+    from practiceflow.manifest.docs import render_docs
+
+    out = tmp_path / "modules.md"
+    result = CliRunner().invoke(modules, ["docs", "--out", str(out), "--check"])
+    assert result.exit_code == 1
+    assert "is stale" in result.output
+    result = CliRunner().invoke(modules, ["docs", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text(encoding="utf-8") == render_docs(default_registry())
+    result = CliRunner().invoke(modules, ["docs", "--out", str(out), "--check"])
+    assert result.exit_code == 0
+    assert "is current" in result.output
 
 
 def test_docs_show_each_action_with_its_form_sample_and_errors():

@@ -282,6 +282,40 @@ def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
     click.echo(f"ok: {what} valid")
 
 
+@modules.command("docs")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the Markdown here instead of printing it (docs/modules.md in this repo).",
+)
+@click.option("--check", is_flag=True, help="Exit 1 when --out differs from a fresh render.")
+@_modules_option
+def docs(out: Path | None, check: bool, module_dirs: Sequence[Path]) -> None:
+    """Render the Markdown reference of every module (input form, sample, errors).
+
+    \b
+    Examples:
+      practiceflow modules docs --out docs/modules.md
+      practiceflow modules docs --out docs/modules.md --check
+    """
+    from practiceflow.manifest.docs import render_docs
+
+    text = render_docs(load_modules(module_dirs))
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    if check:
+        current = out.read_text(encoding="utf-8") if out.exists() else ""
+        if current != text:
+            click.echo(f"{out} is stale: run practiceflow modules docs --out {out}", err=True)
+            click.get_current_context().exit(1)
+        click.echo(f"ok: {out} is current")
+        return
+    out.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {out}")
+
+
 def _read_input(source: str) -> tuple[Any, str, Any]:
     if source == "-":
         text, display = sys.stdin.read(), "<stdin>"
