@@ -307,3 +307,37 @@ def test_example_new_client_integration_ids_go_to_a_jsonl_file_once(
     lines = (tmp_path / "out/client_integrations.jsonl").read_text().splitlines()
     assert len(lines) == 1
     assert json.loads(lines[0])["entityKey"] == entity["entityKey"]
+
+
+def test_a_secret_in_a_step_output_is_masked_in_the_journal_but_reaches_later_steps(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+):
+    steps = """\
+  - id: hook
+    use: subscribe_webhook
+    with: {hookUrl: "http://127.0.0.1:9/hooks/x", webhookEvent: proposal.accepted}
+  - id: note
+    use: write_jsonl
+    with:
+      path: "{{ trigger.out }}"
+      record: {secretLength: "{{ steps.hook.webhookSecret | length }}"}
+"""
+    out = tmp_path / "out.jsonl"
+    recipe = write_recipe(tmp_path, steps)
+    _, outcome = _run(recipe, registry, store, client, {"out": str(out)})
+    assert outcome.status == "succeeded"
+    subscriptions = fast_sandbox.state.practice("anz").subscriptions.values()
+    secrets = [row["secret"] for row in subscriptions]
+    assert secrets
+    assert all(len(secret) > 8 for secret in secrets)
+    written = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    assert written["secretLength"] == len(secrets[0])  # the later step saw the real value
+    stored = {s.step_id: s.output for s in store.get_steps(outcome.run_id)}
+    assert stored["hook"]["webhookSecret"] == "***"
+    database = (tmp_path / "state.db").read_bytes() + (tmp_path / "state.db-wal").read_bytes()
+    for secret in secrets:
+        assert secret.encode() not in database

@@ -183,11 +183,12 @@ def check_names(
     return issues
 
 
-def pii_paths(schema: Mapping[str, Any]) -> frozenset[tuple[str, ...]]:
-    """Collect the paths of fields marked ``x-pii: true`` in an input schema.
+def pii_paths(schema: Mapping[str, Any], marker: str = "x-pii") -> frozenset[tuple[str, ...]]:
+    """Collect the paths of fields marked ``x-pii: true`` (or another marker) in a schema.
 
     Args:
-        schema: the input schema.
+        schema: an input or output schema.
+        marker: the keyword that tags a field: ``x-pii`` (personal data) or ``x-secret``.
 
     Returns:
         Paths of field names from the input root; ``*`` stands for any list index.
@@ -201,7 +202,7 @@ def pii_paths(schema: Mapping[str, Any]) -> frozenset[tuple[str, ...]]:
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             walk(defs.get(ref.removeprefix("#/$defs/")), at, depth + 1)
-        if node.get("x-pii") is True and at:
+        if node.get(marker) is True and at:
             found.add(at)
             return
         properties = node.get("properties")

@@ -45,7 +45,7 @@ from practiceflow.runner.budget import Priority, priority
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.local import LocalContext, LocalStep
 from practiceflow.runner.reconcile import Verdict, reconcile
-from practiceflow.runner.redact import mask_input, mask_request
+from practiceflow.runner.redact import mask_input, mask_request, mask_secrets
 from practiceflow.runner.validate import StepAction, ValidRecipe
 from practiceflow.state import EventRecord, RunStatus, StateStore, StepRecord, StepStatus
 from practiceflow.templating import render_tree
@@ -525,11 +525,14 @@ class Runner:
             self._point(f"answered:{sid}")
             for warning in result.warnings:
                 logger.warning("run %s step %s: %s", run_id, sid, warning)
-            return self._succeed(run_id, sid, result.output)
+            return self._succeed(run_id, sid, result.output, action.output.schema)
         raise BugError("unreachable: the retry loop always returns")  # pragma: no cover
 
-    def _succeed(self, run_id: str, sid: str, output: Any) -> _Result:
-        self.store.step_succeeded(run_id, sid, output)
+    def _succeed(
+        self, run_id: str, sid: str, output: Any, schema: Mapping[str, Any] | None = None
+    ) -> _Result:
+        # Secrets never reach the journal; this run's later steps still get the value.
+        self.store.step_succeeded(run_id, sid, mask_secrets(output, schema))
         logger.info(
             "run %s step %s succeeded",
             run_id,

@@ -21,7 +21,14 @@ from typing import Any
 from practiceflow.engine.masking import MASK, mask_paths
 from practiceflow.manifest import lint
 
-__all__ = ["MASK", "mask_input", "mask_output", "mask_request", "personal_values"]
+__all__ = [
+    "MASK",
+    "mask_input",
+    "mask_output",
+    "mask_request",
+    "mask_secrets",
+    "personal_values",
+]
 
 PiiPaths = frozenset[tuple[str, ...]]
 
@@ -133,3 +140,23 @@ def mask_output(output: Any, schema: Mapping[str, Any] | None) -> Any:
         return output
     pii = lint.pii_paths(schema)
     return mask_paths(output, pii) if pii else output
+
+
+def mask_secrets(output: Any, schema: Mapping[str, Any] | None) -> Any:
+    """Mask the fields of an output that its schema tags ``x-secret`` (before storing it).
+
+    Secrets never reach the journal: a step's stored output has them masked, so a run
+    resumed after a crash sees the mask where the secret was (a later step that needs a
+    secret must run in the same process as the step that produced it).
+
+    Args:
+        output: a step's output.
+        schema: the action's output schema.
+
+    Returns:
+        A masked copy (the output itself when nothing is secret).
+    """
+    if not schema:
+        return output
+    secret = lint.pii_paths(schema, marker="x-secret")
+    return mask_paths(output, secret) if secret else output
