@@ -114,7 +114,7 @@ def cli() -> None:
       practiceflow sandbox                 # a local simulator of the API on 127.0.0.1
       practiceflow auth check              # who the credentials belong to, can they write
       practiceflow modules list            # the shipped actions and triggers
-      practiceflow run recipes/proposal_to_bill.yaml --dry-run
+      practiceflow run recipes/proposal_to_bill_and_eform.yaml --dry-run
     """
 
 
