@@ -237,13 +237,22 @@ def _serve(
     state: str | None,
     modules_dirs: Sequence[str],
     api: ApiOptions,
+    console: str | None = None,
+    console_token: str | None = None,
 ) -> None:
+    from practiceflow.console.server import check_bind, console_for, parse_listen
+
+    listen = parse_listen(console) if console else None
+    if listen is not None:
+        check_bind(listen[0], console_token)  # refuse before any request is sent
     client, recipes, key = _connect(api, paths, modules_dirs, practice)
     with client, open_state(state) as store:
         kill = _kill_hook()
         runners = [Runner(recipe, store, client, practice=key, on_point=kill) for recipe in recipes]
         intake = _intake(recipes, store, client, key)
         service = Service(runners, store, intake)
+        if listen is not None:
+            service.console = console_for(service, client, recipes, key, listen, console_token)
         service.install_signal_handlers()
         service.run()
 
@@ -251,6 +260,16 @@ def _serve(
 @click.command("serve")
 @click.argument("recipes", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--practice", metavar="KEY", default=None, help="Store key (default: Client ID).")
+@click.option("--console/--no-console", "console_on", default=True, help="Serve the console.")
+@click.option(
+    "--console-listen",
+    metavar="HOST:PORT",
+    envvar="PRACTICEFLOW_CONSOLE_LISTEN",
+    default="127.0.0.1:8470",
+    show_default=True,
+    help="Where the console listens; beyond loopback --console-token is required.",
+)
+@click.option("--console-token", envvar="PRACTICEFLOW_CONSOLE_TOKEN", help="Console token.")
 @_state_option
 @_modules_option
 @_log_option
@@ -259,6 +278,9 @@ def _serve(
 def serve(
     recipes: tuple[str, ...],
     practice: str | None,
+    console_on: bool,
+    console_listen: str,
+    console_token: str | None,
     state: str | None,
     modules_dirs: tuple[str, ...],
     log_json: bool,
@@ -266,14 +288,17 @@ def serve(
     api: ApiOptions,
 ) -> None:
     """Receive webhooks, poll, and run recipes until SIGTERM (graceful: the current step
-    finishes, the rest of its run resumes on the next start).
+    finishes, the rest of its run resumes on the next start), with the run console on
+    http://127.0.0.1:8470/console/.
 
     \b
     Example:
       practiceflow serve recipes/*.yaml --log-json
+      practiceflow serve recipes/*.yaml --console-listen 0.0.0.0:8470 --console-token "$T"
     """
     configure_logging(json_lines=log_json, verbose=verbose)
-    _serve(recipes, practice, state, modules_dirs, api)
+    listen = console_listen if console_on else None
+    _serve(recipes, practice, state, modules_dirs, api, listen, console_token)
 
 
 @click.group("runs")

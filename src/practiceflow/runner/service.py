@@ -29,7 +29,7 @@ from practiceflow.errors import PracticeflowError
 from practiceflow.runner.execute import Runner, RunOutcome
 from practiceflow.state import StateStore
 
-__all__ = ["Intake", "Service"]
+__all__ = ["Background", "Intake", "Service"]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -47,6 +47,16 @@ class Intake(Protocol):
         """Stop receiving; remove subscriptions on a clean stop."""
 
 
+class Background(Protocol):
+    """Something served alongside the loop (the console): started first, stopped last."""
+
+    def start(self) -> object:
+        """Start serving in the background."""
+
+    def stop(self) -> None:
+        """Stop serving."""
+
+
 @dataclass
 class Service:
     """The runner loop of ``practiceflow serve`` (see the module docstring).
@@ -58,6 +68,10 @@ class Service:
         stop: set to stop gracefully (the signal handlers set it).
         idle: seconds to sleep when there is nothing to do.
         on_outcome: called with every run outcome (progress display, logs).
+        console: the run console (:class:`~practiceflow.console.ConsoleServer`), started
+            and stopped with the service, or None.
+        settled: set when a person resolved a step (the console does): settled runs are
+            resumed on the next loop, without waiting for a restart.
     """
 
     runners: list[Runner]
@@ -66,6 +80,8 @@ class Service:
     stop: threading.Event = field(default_factory=threading.Event)
     idle: float = 0.5
     on_outcome: Callable[[RunOutcome], None] | None = None
+    console: Background | None = None
+    settled: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         for runner in self.runners:
@@ -161,12 +177,17 @@ class Service:
         Args:
             max_loops: stop after this many idle-or-busy loops (tests); forever when None.
         """
+        if self.console is not None:
+            self.console.start()
         if self.intake is not None:
             self.intake.start()
         try:
             self.resume_unfinished()
             loops = 0
             while not self.stop.is_set():
+                if self.settled.is_set():
+                    self.settled.clear()
+                    self.resume_unfinished()
                 if not self.drain():
                     self.stop.wait(self.idle)
                 loops += 1
@@ -175,6 +196,8 @@ class Service:
         finally:
             if self.intake is not None:
                 self.intake.stop()
+            if self.console is not None:
+                self.console.stop()
             logger.info("serve: stopped; unfinished runs resume on the next start")
 
 

@@ -1,0 +1,368 @@
+"""The console's starlette application: pages under ``/console/``, JSON under ``/console/api/``.
+
+Pages (server-rendered Jinja, autoescaped; one small stylesheet; no JavaScript):
+
+* ``/console/`` recipes: live or not, trigger mode, last event, cursor, subscription health;
+* ``/console/runs`` (filters ``recipe``, ``status``, ``date``) and ``/console/runs/{id}``;
+* ``/console/attention``: steps in doubt, with a "mark done" and a "retry" button each;
+* ``/console/runs/{id}/steps/{step}/resolve?as=done|retry``: the confirmation form, whose
+  POST does what ``practiceflow runs resolve`` does (:meth:`StateStore.resolve_step`, with
+  who and when in the journal);
+* ``/console/budget``: the SVG chart of requests against the three limits, and the forecast.
+
+``/console/api/{recipes,runs,runs/{id},attention,budget}`` return the same data as JSON.
+Buttons that change something are POST forms with a CSRF token checked on the server
+(:mod:`.security`); every response is built from :mod:`.data`, which masks secrets and
+personal data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from practiceflow.console import chart
+from practiceflow.console.data import (
+    ConsoleContext,
+    attention_view,
+    budget_view,
+    parse_filters,
+    recipes_view,
+    run_view,
+    runs_view,
+)
+from practiceflow.console.security import (
+    CSRF_FIELD,
+    SESSION_COOKIE,
+    TOKEN_COOKIE,
+    Guard,
+)
+from practiceflow.errors import PracticeflowError
+from practiceflow.state import RESOLUTIONS, RUN_STATUSES
+
+__all__ = ["PREFIX", "create_app"]
+
+#: Where the console lives in the URL space of ``serve``.
+PREFIX = "/console"
+_MAX_FORM = 64 * 1024
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("practiceflow.console", "templates"),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
+    env.filters["or_not_recorded"] = lambda value: "not recorded" if value is None else value
+    return env
+
+
+def _stylesheet() -> str:
+    return (resources.files("practiceflow.console") / "templates" / "console.css").read_text(
+        encoding="utf-8"
+    )
+
+
+class _Console:
+    """The handlers, bound to one context and guard."""
+
+    def __init__(self, ctx: ConsoleContext, guard: Guard) -> None:
+        self.ctx = ctx
+        self.guard = guard
+        self.env = _environment()
+        self.css = _stylesheet()
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def guarded(self, handler: Handler) -> Handler:
+        """Check the token, keep the token out of URLs, give each visitor a session."""
+
+        async def wrapped(request: Request) -> Response:
+            if not self.guard.allowed(request):
+                if request.url.path.startswith(PREFIX + "/api/"):
+                    return JSONResponse({"error": "a console token is required"}, 401)
+                return self.page(
+                    request,
+                    "error.html",
+                    {"message": "a console token is required: open the console with ?token=..."},
+                    status=401,
+                )
+            if self.guard.token and "token" in request.query_params:
+                rest = {k: v for k, v in request.query_params.items() if k != "token"}
+                target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+                response: Response = RedirectResponse(target, 303)
+                response.set_cookie(
+                    TOKEN_COOKIE, self.guard.token, httponly=True, samesite="strict", path=PREFIX
+                )
+                return response
+            self.ctx.refresh_secrets()
+            response = await handler(request)
+            if Guard.session_of(request) is None and SESSION_COOKIE not in response.headers.get(
+                "set-cookie", ""
+            ):
+                self._set_session(response, Guard.new_session())
+            response.headers.setdefault("Cache-Control", "no-store")
+            response.headers.setdefault("X-Frame-Options", "DENY")
+            response.headers.setdefault("Referrer-Policy", "no-referrer")
+            return response
+
+        return wrapped
+
+    @staticmethod
+    def _set_session(response: Response, session: str) -> None:
+        response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path=PREFIX)
+
+    def page(
+        self, request: Request, name: str, context: dict[str, Any], status: int = 200
+    ) -> HTMLResponse:
+        """Render a template with the common context."""
+        template = self.env.get_template(name)
+        body = template.render(
+            prefix=PREFIX, path=request.url.path, practice=self.ctx.practice, **context
+        )
+        return HTMLResponse(body, status)
+
+    async def _data(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await run_in_threadpool(func, self.ctx, *args, **kwargs)
+
+    # -- pages -------------------------------------------------------------------------
+
+    async def css_file(self, request: Request) -> Response:
+        del request
+        return Response(self.css, media_type="text/css")
+
+    async def home(self, request: Request) -> Response:
+        rows = await self._data(recipes_view)
+        return self.page(request, "recipes.html", {"recipes": rows, "title": "Recipes"})
+
+    async def runs(self, request: Request) -> Response:
+        query = request.query_params
+        recipe, status, day, problems = parse_filters(
+            query.get("recipe"), query.get("status"), query.get("date")
+        )
+        rows = await self._data(runs_view, recipe=recipe, status=status, day=day)
+        context = {
+            "title": "Runs",
+            "runs": rows,
+            "problems": problems,
+            "filters": {
+                "recipe": recipe or "",
+                "status": status or "",
+                "date": query.get("date", ""),
+            },
+            "statuses": RUN_STATUSES,
+            "recipes": sorted({row["name"] for row in await self._data(recipes_view)}),
+        }
+        return self.page(request, "runs.html", context)
+
+    async def run(self, request: Request) -> Response:
+        run_id = str(request.path_params["run_id"])
+        data = await self._data(run_view, run_id)
+        if data is None:
+            return self._missing(request, run_id)
+        context = {"title": f"Run {run_id}", "run": data, "resolved": request.query_params}
+        return self.page(request, "run.html", context)
+
+    def _missing(self, request: Request, run_id: str) -> Response:
+        message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
+        if request.url.path.startswith(PREFIX + "/api/"):
+            return JSONResponse({"error": message}, 404)
+        return self.page(request, "error.html", {"message": message, "title": "Not found"}, 404)
+
+    async def attention(self, request: Request) -> Response:
+        rows = await self._data(attention_view)
+        return self.page(request, "attention.html", {"title": "Needs attention", "steps": rows})
+
+    async def budget(self, request: Request) -> Response:
+        data = await self._data(budget_view)
+        limits = data["limits"]
+        forecast = data["forecast"] or {}
+        per_day = forecast.get("per_day")
+        charts = {}
+        if data["per_hour"] is not None:
+            charts["hour"] = chart.bar_chart(
+                "requests per hour, last 24 hours",
+                data["per_hour"],
+                limits["per_hour"],
+                forecast=None if per_day is None else per_day / 24,
+                tick_every=3,
+            )
+            charts["minute"] = chart.bar_chart(
+                "requests per minute, last hour",
+                data["per_minute"],
+                limits["per_minute"],
+                forecast=None if per_day is None else per_day / 1440,
+                tick_every=10,
+            )
+            charts["day"] = chart.day_gauge(data["last_day"], limits["per_day"], per_day)
+        context = {"title": "Budget", "budget": data, "charts": charts}
+        return self.page(request, "budget.html", context)
+
+    # -- resolving ---------------------------------------------------------------------
+
+    @staticmethod
+    def _purpose(run_id: str, step_id: str) -> str:
+        return f"resolve:{run_id}:{step_id}"
+
+    async def confirm(self, request: Request) -> Response:
+        run_id = str(request.path_params["run_id"])
+        step_id = str(request.path_params["step_id"])
+        as_ = request.query_params.get("as", "")
+        data = await self._data(run_view, run_id)
+        if data is None:
+            return self._missing(request, run_id)
+        step = next((item for item in data["steps"] if item["step"] == step_id), None)
+        problem = None
+        if as_ not in RESOLUTIONS:
+            problem = f"as: got {as_!r}; valid values are {list(RESOLUTIONS)}"
+        elif step is None:
+            problem = f"run {run_id} has no step {step_id!r}"
+        elif not step["resolvable"]:
+            problem = (
+                f"run {run_id} step {step_id!r}: only a step that is ['failed', 'in_doubt'] "
+                f"can be resolved; it is {step['status']}"
+            )
+        session = Guard.session_of(request)
+        fresh = session is None
+        session = session or Guard.new_session()
+        context = {
+            "title": "Confirm",
+            "run": data,
+            "step": step,
+            "as_": as_,
+            "problem": problem,
+            "who": self.ctx.who,
+            "csrf_field": CSRF_FIELD,
+            "csrf": self.guard.csrf_token(session, self._purpose(run_id, step_id)),
+        }
+        response = self.page(request, "confirm.html", context, 409 if problem else 200)
+        if fresh:
+            self._set_session(response, session)
+        return response
+
+    async def resolve(self, request: Request) -> Response:
+        run_id = str(request.path_params["run_id"])
+        step_id = str(request.path_params["step_id"])
+        raw = await request.body()
+        if len(raw) > _MAX_FORM:
+            return self.page(request, "error.html", {"message": "form too large"}, 413)
+        form = {key: values[-1] for key, values in parse_qs(raw.decode("utf-8", "replace")).items()}
+        if not self.guard.csrf_ok(request, self._purpose(run_id, step_id), form.get(CSRF_FIELD)):
+            message = (
+                "this form has no valid CSRF token (it expired, or did not come from this "
+                "console); open the step again and confirm from there"
+            )
+            return self.page(request, "error.html", {"message": message, "title": "Refused"}, 403)
+        as_ = form.get("as", "")
+        who = form.get("who", "").strip() or self.ctx.who
+        note = form.get("note", "")
+        output: Any = None
+        problem = None
+        if as_ not in RESOLUTIONS:
+            problem = f"as: got {as_!r}; valid values are {list(RESOLUTIONS)}"
+        elif form.get("output", "").strip() and as_ == "done":
+            try:
+                output = json.loads(form["output"])
+            except ValueError as exc:
+                problem = f"output: got text that is not JSON ({exc}); expected a JSON object"
+        if problem is None:
+            try:
+                await run_in_threadpool(self._resolve, run_id, step_id, as_, who, note, output)
+            except PracticeflowError as exc:
+                problem = str(exc)
+        if problem is not None:
+            context = {"message": self.ctx.redactor.text(problem), "title": "Not resolved"}
+            return self.page(request, "error.html", context, 409)
+        if self.ctx.settled is not None:
+            self.ctx.settled.set()
+        query = urlencode({"resolved": step_id, "as": as_})
+        return RedirectResponse(f"{PREFIX}/runs/{run_id}?{query}", 303)
+
+    def _resolve(
+        self, run_id: str, step_id: str, as_: Any, who: str, note: str, output: Any
+    ) -> None:
+        # The same operation as ``practiceflow runs resolve``: check the run, then settle.
+        store = self.ctx.store
+        if store.get_run(run_id) is None:
+            message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
+            raise PracticeflowError(message)
+        store.resolve_step(run_id, step_id, as_, who, note, output=output)
+
+    # -- JSON API ----------------------------------------------------------------------
+
+    async def api_index(self, request: Request) -> Response:
+        del request
+        routes = ["recipes", "runs", "runs/{run_id}", "attention", "budget"]
+        return JSONResponse({"routes": [f"{PREFIX}/api/{route}" for route in routes]})
+
+    async def api_recipes(self, request: Request) -> Response:
+        del request
+        return JSONResponse(await self._data(recipes_view))
+
+    async def api_runs(self, request: Request) -> Response:
+        query = request.query_params
+        recipe, status, day, problems = parse_filters(
+            query.get("recipe"), query.get("status"), query.get("date")
+        )
+        if problems:
+            return JSONResponse({"error": "; ".join(problems)}, 400)
+        return JSONResponse(await self._data(runs_view, recipe=recipe, status=status, day=day))
+
+    async def api_run(self, request: Request) -> Response:
+        run_id = str(request.path_params["run_id"])
+        data = await self._data(run_view, run_id)
+        return self._missing(request, run_id) if data is None else JSONResponse(data)
+
+    async def api_attention(self, request: Request) -> Response:
+        del request
+        return JSONResponse(await self._data(attention_view))
+
+    async def api_budget(self, request: Request) -> Response:
+        del request
+        return JSONResponse(await self._data(budget_view))
+
+
+def create_app(ctx: ConsoleContext, guard: Guard | None = None) -> Starlette:
+    """Build the console application.
+
+    Args:
+        ctx: what the console reads (store, practice, recipes, live parts of ``serve``).
+        guard: token and CSRF checks; an open loopback console when None.
+
+    Returns:
+        The starlette app; every route is under ``/console``.
+    """
+    console = _Console(ctx, guard or Guard())
+    g = console.guarded
+    step = PREFIX + "/runs/{run_id}/steps/{step_id}/resolve"
+    routes = [
+        Route(PREFIX, lambda request: RedirectResponse(PREFIX + "/", 307)),
+        Route(PREFIX + "/", g(console.home)),
+        Route(PREFIX + "/static/console.css", g(console.css_file)),
+        Route(PREFIX + "/runs", g(console.runs)),
+        Route(PREFIX + "/runs/{run_id}", g(console.run)),
+        Route(PREFIX + "/attention", g(console.attention)),
+        Route(PREFIX + "/budget", g(console.budget)),
+        Route(step, g(console.confirm), methods=["GET"]),
+        Route(step, g(console.resolve), methods=["POST"]),
+        Route(PREFIX + "/api/", g(console.api_index)),
+        Route(PREFIX + "/api/recipes", g(console.api_recipes)),
+        Route(PREFIX + "/api/runs", g(console.api_runs)),
+        Route(PREFIX + "/api/runs/{run_id}", g(console.api_run)),
+        Route(PREFIX + "/api/attention", g(console.api_attention)),
+        Route(PREFIX + "/api/budget", g(console.api_budget)),
+    ]
+    return Starlette(routes=routes)

@@ -1,0 +1,478 @@
+"""The console's data: plain JSON-ready views built from the state store.
+
+Every page and every ``/console/api/`` route is built from the functions here, so a page
+and its API always agree, and everything passes through the :class:`Redactor` once. A
+figure the store does not keep is ``None`` here and "not recorded" on a page, never
+guessed.
+"""
+
+from __future__ import annotations
+
+import getpass
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from practiceflow.api import RateLimits
+from practiceflow.console.redact import Redactor
+from practiceflow.errors import PracticeflowError
+from practiceflow.manifest import ActionModule, ModuleRegistry, default_registry
+from practiceflow.runner import TRIGGER_STEP, ValidRecipe
+from practiceflow.runner.plan import plan
+from practiceflow.runner.report import brief, detail
+from practiceflow.state import RUN_STATUSES, RunRecord, RunStatus, StateStore, StepRecord
+
+__all__ = [
+    "ConsoleContext",
+    "attention_view",
+    "budget_view",
+    "recipes_view",
+    "run_view",
+    "runs_view",
+]
+
+
+@dataclass
+class ConsoleContext:
+    """Everything the console reads, and the live parts of ``serve`` when it runs there.
+
+    Attributes:
+        store: the state store.
+        practice: the practice whose runs and budget are shown (None: every practice's
+            runs; the budget then shows nothing).
+        recipes: the recipes ``serve`` runs (empty when the console runs on its own).
+        registry: modules whose ``x-pii`` tags are masked (shipped ones by default).
+        limits: the three windows of the rate budget.
+        secrets: secret values to hide wherever they appear (the client secret).
+        intake: the triggers' side of ``serve`` (receiver, triggers), when live.
+        stop: ``serve``'s stop flag, when live.
+        settled: set after a person resolves a step, so ``serve`` resumes settled runs.
+        who: the default name recorded with a resolution (the OS user, as the CLI does).
+        webhook_url: whether a public webhook URL is configured (for the forecast).
+    """
+
+    store: StateStore
+    practice: str | None = None
+    recipes: Sequence[ValidRecipe] = ()
+    registry: ModuleRegistry | None = None
+    limits: RateLimits = field(default_factory=RateLimits)
+    secrets: Sequence[str] = ()
+    intake: Any = None
+    stop: threading.Event | None = None
+    settled: threading.Event | None = None
+    who: str = field(default_factory=getpass.getuser)
+    webhook_url: bool = False
+    redactor: Redactor = field(init=False)
+
+    def __post_init__(self) -> None:
+        base = self.registry or default_registry()
+        # A copy: the shipped registry is shared by the whole process.
+        registry = ModuleRegistry(dict(base.actions), dict(base.triggers))
+        for recipe in self.recipes:
+            for action in recipe.actions.values():
+                if isinstance(action, ActionModule):
+                    registry.actions.setdefault(action.key, action)
+            registry.triggers.setdefault(recipe.trigger.key, recipe.trigger)
+        self.registry = registry
+        self.redactor = Redactor(registry, self.secrets)
+
+    def refresh_secrets(self) -> None:
+        """Learn the webhook secrets of subscriptions made since the last page."""
+        self.redactor.add_secrets(sub.secret for sub in self.store.list_subscriptions())
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return round((end - start).total_seconds(), 3)
+
+
+# --- recipes -------------------------------------------------------------------------------
+
+
+def _live(ctx: ConsoleContext) -> bool:
+    return ctx.stop is not None and not ctx.stop.is_set()
+
+
+def _effective_mode(ctx: ConsoleContext, trigger_key: str) -> str | None:
+    triggers = getattr(ctx.intake, "triggers", None)
+    if isinstance(triggers, dict) and trigger_key in triggers:
+        return str(getattr(triggers[trigger_key], "mode", None) or "") or None
+    return None
+
+
+def _last_delivery(ctx: ConsoleContext, trigger_key: str) -> str | None:
+    server = getattr(ctx.intake, "server", None)
+    receiver = getattr(server, "receiver", None)
+    if receiver is None or ctx.practice is None:
+        return None
+    stamp = receiver.last_delivery(ctx.practice, trigger_key)
+    return None if stamp is None else _iso(datetime.fromtimestamp(stamp, UTC))
+
+
+def _recipe_row(ctx: ConsoleContext, name: str, recipe: ValidRecipe | None) -> dict[str, Any]:
+    store = ctx.store
+    latest = store.list_runs(practice=ctx.practice, recipe=name, limit=1)
+    trigger_key = recipe.trigger.key if recipe else None
+    last_event: dict[str, Any] | None = None
+    if latest:
+        run = latest[0]
+        received = None
+        if trigger_key and ctx.practice:
+            event = store.get_event(ctx.practice, trigger_key, run.event_id)
+            received = _iso(event.received_at) if event else None
+        last_event = {
+            "event_id": run.event_id,
+            "run_id": run.run_id,
+            "received_at": received or _iso(run.created_at),
+        }
+    subscription = None
+    cursor = None
+    if trigger_key and ctx.practice:
+        record = store.get_subscription(ctx.practice, trigger_key)
+        if record is not None:
+            subscription = {
+                "status": record.status,
+                "event": record.event,
+                "subscribed_at": _iso(record.created_at),
+                "updated_at": _iso(record.updated_at),
+                "last_delivery": _last_delivery(ctx, trigger_key),
+                "last_test_delivery": None,
+                "resubscribes": None,
+            }
+        state = store.get_cursor_state(ctx.practice, trigger_key)
+        if state is not None:
+            cursor = {"value": state.value, "moved_at": _iso(state.updated_at)}
+    status = "not served here" if recipe is None else ("live" if _live(ctx) else "stopped")
+    return {
+        "name": name,
+        "status": status,
+        "file": recipe.source if recipe else None,
+        "trigger": trigger_key,
+        "mode": recipe.recipe.mode if recipe else None,
+        "receiving_by": _effective_mode(ctx, trigger_key) if trigger_key else None,
+        "last_event": last_event,
+        "next_poll": None,
+        "cursor": cursor,
+        "subscription": subscription,
+    }
+
+
+def recipes_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
+    """The recipes ``serve`` runs, then any other recipe that has runs in the store.
+
+    Args:
+        ctx: the console context.
+
+    Returns:
+        One row per recipe: status, trigger mode, last event, cursor, subscription health
+        (``None`` where the store records nothing).
+    """
+    rows = [_recipe_row(ctx, recipe.name, recipe) for recipe in ctx.recipes]
+    known = {recipe.name for recipe in ctx.recipes}
+    others = sorted(
+        {run.recipe for run in ctx.store.list_runs(practice=ctx.practice, limit=500)} - known
+    )
+    rows += [_recipe_row(ctx, name, None) for name in others]
+    return [ctx.redactor.secrets(row) for row in rows]
+
+
+# --- runs ----------------------------------------------------------------------------------
+
+
+def parse_filters(
+    recipe: str | None, status: str | None, day: str | None
+) -> tuple[str | None, RunStatus | None, date | None, list[str]]:
+    """Check the run list's filters; a bad one is reported and ignored, not fatal.
+
+    Args:
+        recipe: the recipe name, or empty.
+        status: a run status, or empty.
+        day: a date ``YYYY-MM-DD`` (UTC), or empty.
+
+    Returns:
+        ``(recipe, status, day, problems)``.
+    """
+    problems: list[str] = []
+    found_status: RunStatus | None = None
+    if status:
+        if status in RUN_STATUSES:
+            found_status = status
+        else:
+            problems.append(f"status: got {status!r}; valid values are {list(RUN_STATUSES)}")
+    found_day = None
+    if day:
+        try:
+            found_day = date.fromisoformat(day)
+        except ValueError:
+            problems.append(f"date: got {day!r}; expected YYYY-MM-DD")
+    return recipe or None, found_status, found_day, problems
+
+
+def _step_count(steps: Sequence[StepRecord]) -> str:
+    real = [step for step in steps if step.step_id != TRIGGER_STEP]
+    done = sum(step.status in ("succeeded", "skipped") for step in real)
+    return f"{done}/{len(real)}"
+
+
+def _run_row(ctx: ConsoleContext, run: RunRecord) -> dict[str, Any]:
+    steps = ctx.store.get_steps(run.run_id)
+    return {
+        "run_id": run.run_id,
+        "recipe": run.recipe,
+        "event_id": run.event_id,
+        "status": run.status,
+        "steps_done": _step_count(steps),
+        "created_at": _iso(run.created_at),
+        "updated_at": _iso(run.updated_at),
+    }
+
+
+def runs_view(
+    ctx: ConsoleContext,
+    *,
+    recipe: str | None = None,
+    status: RunStatus | None = None,
+    day: date | None = None,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """Runs matching the filters, newest first (as ``practiceflow runs list``).
+
+    Args:
+        ctx: the console context.
+        recipe: only this recipe's.
+        status: only runs in this status.
+        day: only runs started on this UTC day.
+        limit: at most this many.
+
+    Returns:
+        One row per run.
+    """
+    since = datetime.combine(day, time(), UTC) if day else None
+    found = ctx.store.list_runs(
+        practice=ctx.practice, recipe=recipe, status=status, since=since, limit=limit
+    )
+    if day is not None:
+        found = [run for run in found if run.created_at.astimezone(UTC).date() == day]
+    return [ctx.redactor.secrets(_run_row(ctx, run)) for run in found]
+
+
+def _use_of(step: StepRecord, recipe: ValidRecipe | None) -> str | None:
+    if isinstance(step.request, dict) and isinstance(step.request.get("use"), str):
+        return str(step.request["use"])
+    if recipe is not None:
+        base = step.step_id.split("[", 1)[0]
+        for candidate in recipe.recipe.steps:
+            if candidate.id == base:
+                return candidate.use
+    return None
+
+
+def _step_view(ctx: ConsoleContext, step: StepRecord, recipe: ValidRecipe | None) -> dict[str, Any]:
+    red = ctx.redactor
+    use = _use_of(step, recipe)
+    error = red.error(use, step.error, step.request)
+    note = red.error(use, step.resolution_note, step.request)
+    shown = replace(step, error=error, output=None, resolution_note=note)
+    output = red.output(use, step.output)
+    history = [
+        {
+            "from": move.from_status,
+            "to": move.to_status,
+            "at": _iso(move.at),
+            "at_precise": move.at.isoformat(),
+            "who": move.who,
+            "note": red.error(use, move.note, step.request),
+            "detail": red.error(use, move.detail, step.request),
+        }
+        for move in ctx.store.step_history(step.run_id, step.step_id)
+    ]
+    return {
+        "step": step.step_id,
+        "use": use,
+        "status": step.status,
+        "attempts": step.attempts,
+        "detail": red.text(detail(shown) if step.status != "succeeded" else brief(output)),
+        "request": red.request(step.request),
+        "output": output,
+        "error": error,
+        "created_at": _iso(step.created_at),
+        "sent_at": _iso(step.sent_at),
+        "updated_at": _iso(step.updated_at),
+        "duration_s": _answer_time(history),
+        "resolved_by": step.resolved_by,
+        "resolved_at": _iso(step.resolved_at),
+        "resolution_note": note,
+        "resolvable": step.status in ("in_doubt", "failed"),
+        "history": history,
+    }
+
+
+def _answer_time(history: Sequence[dict[str, Any]]) -> float | None:
+    """Seconds from the last send to the move that followed it (the answer, or in doubt)."""
+    for index in range(len(history) - 1, -1, -1):
+        if history[index]["to"] == "sent" and index + 1 < len(history):
+            start = datetime.fromisoformat(history[index]["at_precise"])
+            end = datetime.fromisoformat(history[index + 1]["at_precise"])
+            return round((end - start).total_seconds(), 3)
+    return None
+
+
+def _recipe_named(ctx: ConsoleContext, name: str) -> ValidRecipe | None:
+    return next((recipe for recipe in ctx.recipes if recipe.name == name), None)
+
+
+def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
+    """One run with its event and every step's journal, masked.
+
+    Args:
+        ctx: the console context.
+        run_id: the run.
+
+    Returns:
+        The run, or None when there is no such run (or it is another practice's).
+    """
+    run = ctx.store.get_run(run_id)
+    if run is None or (ctx.practice is not None and run.practice != ctx.practice):
+        return None
+    recipe = _recipe_named(ctx, run.recipe)
+    steps = ctx.store.get_steps(run_id)
+    origin = next((step for step in steps if step.step_id == TRIGGER_STEP), None)
+    held = [step.step_id for step in steps if step.status == "in_doubt"]
+    advice = None
+    if run.status == "in_doubt":
+        advice = (
+            "held for a person: check the practice's records, then "
+            f"'practiceflow runs resolve {run_id} --step {held[0] if held else 'ID'} "
+            "--as done|retry'"
+        )
+    red = ctx.redactor
+    values = frozenset().union(
+        red.event_personal(origin.error if origin else None),
+        *(red.personal(_use_of(step, recipe), step.request) for step in steps),
+    )
+    data = _run_row(ctx, run)
+    data.update(
+        error=ctx.redactor.secrets(run.error),
+        event=ctx.redactor.event(origin.error) if origin else None,
+        steps=[_step_view(ctx, step, recipe) for step in steps if step.step_id != TRIGGER_STEP],
+        advice=advice,
+        duration_s=_seconds(run.created_at, run.updated_at),
+    )
+    return red.drop(data, values)  # type: ignore[no-any-return]
+
+
+def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
+    """Steps waiting for a person: in doubt, with what the read-back looked at.
+
+    Args:
+        ctx: the console context.
+
+    Returns:
+        One row per in-doubt step of a held run.
+    """
+    rows: list[dict[str, Any]] = []
+    for run in ctx.store.list_runs(practice=ctx.practice, status="in_doubt", limit=500):
+        recipe = _recipe_named(ctx, run.recipe)
+        steps = ctx.store.get_steps(run.run_id)
+        values = frozenset().union(
+            *(ctx.redactor.personal(_use_of(step, recipe), step.request) for step in steps)
+        )
+        for step in steps:
+            if step.status != "in_doubt":
+                continue
+            view = _step_view(ctx, step, recipe)
+            looked = run.error.get("reason") if isinstance(run.error, dict) else None
+            rows.append(
+                ctx.redactor.drop(
+                    {
+                        "run_id": run.run_id,
+                        "recipe": run.recipe,
+                        "event_id": run.event_id,
+                        "step": step.step_id,
+                        "use": view["use"],
+                        "since": view["updated_at"],
+                        "why_in_doubt": view["detail"],
+                        "reconciliation": ctx.redactor.error(view["use"], looked, step.request),
+                        "request": view["request"],
+                    },
+                    values,
+                )
+            )
+    return rows
+
+
+# --- budget --------------------------------------------------------------------------------
+
+
+def _buckets(
+    store: StateStore, practice: str, end: datetime, width: timedelta, count: int
+) -> list[dict[str, Any]]:
+    edges = [end - width * index for index in range(count, -1, -1)]
+    totals = [store.request_counts(practice, edge) for edge in edges]
+    return [
+        {"start": _iso(edges[index]), "requests": totals[index] - totals[index + 1]}
+        for index in range(count)
+    ]
+
+
+def budget_view(ctx: ConsoleContext) -> dict[str, Any]:
+    """Requests per minute (last hour) and per hour (last day) against the three limits,
+    from the store's request bookkeeping, with the ``practiceflow plan`` forecast.
+
+    Args:
+        ctx: the console context.
+
+    Returns:
+        ``limits``, ``per_minute``, ``per_hour``, ``last_day`` (None when no practice is
+        known), and ``forecast`` (None without recipes).
+    """
+    limits = {
+        "per_minute": ctx.limits.per_minute,
+        "per_hour": ctx.limits.per_hour,
+        "per_day": ctx.limits.per_day,
+    }
+    data: dict[str, Any] = {
+        "practice": ctx.practice,
+        "limits": limits,
+        "per_minute": None,
+        "per_hour": None,
+        "last_day": None,
+        "forecast": None,
+    }
+    if ctx.practice is not None:
+        now = ctx.store.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+        data["per_minute"] = _buckets(ctx.store, ctx.practice, now, timedelta(minutes=1), 60)
+        data["per_hour"] = _buckets(ctx.store, ctx.practice, now, timedelta(hours=1), 24)
+        data["last_day"] = ctx.store.request_counts(ctx.practice, now - timedelta(days=1))
+    if ctx.recipes:
+        try:
+            made = plan(
+                list(ctx.recipes), webhook_url=ctx.webhook_url, daily_budget=limits["per_day"]
+            )
+        except PracticeflowError as exc:
+            data["forecast"] = {"error": str(exc)}
+        else:
+            data["forecast"] = {
+                "per_day": made.per_day,
+                "share": made.share,
+                "daily_budget": made.daily_budget,
+                "warnings": made.warnings,
+                "recipes": [
+                    {
+                        "name": cost.name,
+                        "per_run": cost.per_run,
+                        "events_per_day": cost.events_per_day,
+                        "poll_per_hour": cost.poll_per_hour,
+                        "per_day": cost.per_day,
+                    }
+                    for cost in made.recipes
+                ],
+            }
+    return ctx.redactor.secrets(data)  # type: ignore[no-any-return]

@@ -1,0 +1,255 @@
+"""What the console masks before anything is rendered or returned as JSON.
+
+The runner journals requests already masked (:mod:`practiceflow.runner.redact`); the
+console masks again, because a journal may come from an older version, another tool, or a
+bug, and a page is a place where a leak is seen by many. Three passes, all on copies:
+
+* personal data by schema: the ``x-pii`` paths of the step's action (input and output) and
+  of the run's trigger (the event payload); personal values of the input are also masked
+  wherever they reappear in the rendered request;
+* secrets by name: any field whose name says secret, password, token, authorization, API
+  key, cookie or credential, and any ``Bearer`` / ``Basic`` credential inside text;
+* secrets by value: every secret the console knows (webhook secrets of the store's
+  subscriptions, the client secret, the console token) wherever it appears in any text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from practiceflow.engine.masking import MASK
+from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, lint
+from practiceflow.runner.redact import mask_input, mask_output, mask_request, personal_values
+
+__all__ = ["MASK", "Redactor"]
+
+_SECRET_NAME = re.compile(
+    r"secret|passw|token|authori[sz]ation|api[-_]?key|cookie|credential|signature",
+    re.IGNORECASE,
+)
+_CREDENTIAL_TEXT = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
+#: Secrets shorter than this are not searched for inside other text (too many false hits).
+_MIN_SECRET = 6
+
+
+class Redactor:
+    """Masks journal data for display (see the module docstring).
+
+    Args:
+        registry: modules whose ``x-pii`` tags apply (shipped plus the user's).
+        secrets: secret values to hide wherever they appear.
+    """
+
+    def __init__(self, registry: ModuleRegistry | None, secrets: Iterable[str] = ()) -> None:
+        self.registry = registry
+        self._secrets: set[str] = {value for value in secrets if len(value) >= _MIN_SECRET}
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        """Learn more secret values (subscriptions made since the console started).
+
+        Args:
+            values: the secrets.
+        """
+        self._secrets.update(value for value in values if len(value) >= _MIN_SECRET)
+
+    def _action(self, use: Any) -> ActionModule | None:
+        if self.registry is None or not isinstance(use, str):
+            return None
+        return self.registry.actions.get(use)
+
+    def _trigger(self, key: Any) -> TriggerModule | None:
+        if self.registry is None or not isinstance(key, str):
+            return None
+        return self.registry.triggers.get(key)
+
+    def secrets(self, tree: Any) -> Any:
+        """Mask secrets by field name, credential text and known value.
+
+        Args:
+            tree: any JSON value.
+
+        Returns:
+            A masked copy.
+        """
+        if isinstance(tree, Mapping):
+            return {
+                key: MASK if _SECRET_NAME.search(str(key)) else self.secrets(child)
+                for key, child in tree.items()
+            }
+        if isinstance(tree, list | tuple):
+            return [self.secrets(child) for child in tree]
+        if isinstance(tree, str):
+            return self.text(tree)
+        return tree
+
+    def text(self, text: str) -> str:
+        """Mask credentials and known secrets inside one piece of text.
+
+        Args:
+            text: the text.
+
+        Returns:
+            The masked text.
+        """
+        text = _CREDENTIAL_TEXT.sub(lambda found: f"{found.group(1)} {MASK}", text)
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+
+    def request(self, entry: Any) -> Any:
+        """Mask a journaled request entry (``{"use", "input", "request"}``).
+
+        Args:
+            entry: the step's ``request`` column.
+
+        Returns:
+            A masked copy.
+        """
+        if not isinstance(entry, Mapping):
+            return self.secrets(entry)
+        action = self._action(entry.get("use"))
+        shown = dict(entry)
+        if action is not None and action.pii_paths:
+            raw = entry.get("input")
+            values = personal_values(raw, action.pii_paths)
+            if raw is not None:
+                shown["input"] = mask_input(raw, action.pii_paths)
+            inner = entry.get("request")
+            if isinstance(inner, Mapping) and values:
+                shown["request"] = mask_request(inner, raw, action.pii_paths)
+        return self.secrets(shown)
+
+    def output(self, use: Any, output: Any) -> Any:
+        """Mask a step's output by its action's output schema.
+
+        Args:
+            use: the action key the step used.
+            output: the output.
+
+        Returns:
+            A masked copy.
+        """
+        action = self._action(use)
+        if action is not None:
+            output = mask_output(output, action.output.schema)
+            # A field named like a personal input field is personal in the output too,
+            # whether or not the output schema repeats the tag.
+            names = frozenset(path[-1] for path in action.pii_paths if path)
+            output = _mask_names(output, names)
+        return self.secrets(output)
+
+    def event(self, origin: Any) -> Any:
+        """Mask the journaled event of a run (the ``@trigger`` entry).
+
+        Args:
+            origin: ``{"event_key", "event_id", "source", "payload", ...}``.
+
+        Returns:
+            A masked copy.
+        """
+        if not isinstance(origin, Mapping):
+            return self.secrets(origin)
+        shown = dict(origin)
+        trigger = self._trigger(origin.get("source"))
+        if trigger is not None and "payload" in shown:
+            pii = lint.pii_paths(trigger.output_schema)
+            if pii:
+                values = personal_values(shown["payload"], pii)
+                shown["payload"] = _drop_values(mask_input(shown["payload"], pii), values)
+        return self.secrets(shown)
+
+    def personal(self, use: Any, entry: Any) -> frozenset[str]:
+        """The personal values of a journaled request entry's input.
+
+        Args:
+            use: the action key the step used.
+            entry: the step's ``request`` column.
+
+        Returns:
+            The values (empty when the action is unknown or tags nothing).
+        """
+        action = self._action(use)
+        if action is None or not action.pii_paths or not isinstance(entry, Mapping):
+            return frozenset()
+        return personal_values(entry.get("input"), action.pii_paths)
+
+    def event_personal(self, origin: Any) -> frozenset[str]:
+        """The personal values of a run's journaled event (by its trigger's schema).
+
+        Args:
+            origin: the ``@trigger`` entry.
+
+        Returns:
+            The values.
+        """
+        if not isinstance(origin, Mapping):
+            return frozenset()
+        trigger = self._trigger(origin.get("source"))
+        if trigger is None:
+            return frozenset()
+        return personal_values(origin.get("payload"), lint.pii_paths(trigger.output_schema))
+
+    def drop(self, tree: Any, values: frozenset[str]) -> Any:
+        """Mask known personal values wherever they appear in a tree.
+
+        A value tagged personal in one step is personal in every other step of the run,
+        whatever the other step's schema says (a name copied into a note, say).
+
+        Args:
+            tree: any JSON value.
+            values: the personal values.
+
+        Returns:
+            A masked copy.
+        """
+        return _drop_values(tree, values)
+
+    def error(self, use: Any, error: Any, input_entry: Any = None) -> Any:
+        """Mask an error or reason, including personal values of the step's input.
+
+        Args:
+            use: the action key the step used.
+            error: the error JSON.
+            input_entry: the step's journaled request entry, for its personal values.
+
+        Returns:
+            A masked copy.
+        """
+        action = self._action(use)
+        if action is not None and action.pii_paths and isinstance(input_entry, Mapping):
+            values = personal_values(input_entry.get("input"), action.pii_paths)
+            error = _drop_values(error, values)
+        return self.secrets(error)
+
+
+def _mask_names(tree: Any, names: frozenset[str]) -> Any:
+    if not names:
+        return tree
+    if isinstance(tree, Mapping):
+        return {
+            key: MASK if key in names and child is not None else _mask_names(child, names)
+            for key, child in tree.items()
+        }
+    if isinstance(tree, list):
+        return [_mask_names(child, names) for child in tree]
+    return tree
+
+
+def _drop_values(tree: Any, values: frozenset[str]) -> Any:
+    if not values:
+        return tree
+    if isinstance(tree, Mapping):
+        return {key: _drop_values(child, values) for key, child in tree.items()}
+    if isinstance(tree, list):
+        return [_drop_values(child, values) for child in tree]
+    if isinstance(tree, str):
+        if tree in values:
+            return MASK
+        for value in values:
+            if len(value) >= 4 and value in tree:
+                tree = tree.replace(value, MASK)
+        return tree
+    return tree

@@ -1,0 +1,151 @@
+"""The console's guards: where it may listen, who may read it, which POSTs are genuine.
+
+* :func:`check_bind`: loopback by default; any other address needs a token, and the
+  console refuses to start without one.
+* :class:`Guard` checks the token (a ``Bearer`` header, or the cookie set after a first
+  visit with ``?token=``) on every request when one is configured.
+* CSRF: every visitor gets a random session id in an ``HttpOnly``, ``SameSite=Strict``
+  cookie; each form carries ``HMAC(key, session id | purpose)``, and a POST whose token is
+  missing or does not match is refused with 403. The check is server-side; no JavaScript
+  is involved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import secrets
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+
+from practiceflow.errors import ConfigError
+
+__all__ = [
+    "CSRF_FIELD",
+    "SESSION_COOKIE",
+    "TOKEN_COOKIE",
+    "Guard",
+    "check_bind",
+    "is_loopback",
+]
+
+#: Cookie holding the visitor's random session id (the CSRF tokens are bound to it).
+SESSION_COOKIE = "pf_console_session"
+#: Cookie holding the console token after a visit with ``?token=``.
+TOKEN_COOKIE = "pf_console_token"  # noqa: S105 - a cookie name, not a secret
+#: Name of the hidden form field carrying the CSRF token.
+CSRF_FIELD = "csrf_token"
+
+
+def is_loopback(host: str) -> bool:
+    """Tell whether ``host`` is a loopback address (or ``localhost``).
+
+    Args:
+        host: an IP address or host name.
+
+    Returns:
+        True for 127.0.0.0/8, ::1 and ``localhost``.
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to listen beyond loopback without a token.
+
+    Args:
+        host: the address the console would listen on.
+        token: the console token, if one was given.
+
+    Raises:
+        ConfigError: ``host`` is not loopback and no token was given.
+    """
+    if is_loopback(host) or (token and token.strip()):
+        return
+    message = (
+        f"console: got listen address {host!r} with no token; anyone who can reach it could "
+        "resolve steps. Pass --console-token (or PRACTICEFLOW_CONSOLE_TOKEN), or listen on "
+        "127.0.0.1"
+    )
+    raise ConfigError(message)
+
+
+@dataclass
+class Guard:
+    """Token and CSRF checks of one console (see the module docstring).
+
+    Attributes:
+        token: the access token; None when the console is loopback-only and open.
+        key: the secret the CSRF tokens are signed with (random per process).
+    """
+
+    token: str | None = None
+    key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+
+    def allowed(self, request: Request) -> bool:
+        """Whether the request carries the token (always True without one).
+
+        Args:
+            request: the incoming request.
+
+        Returns:
+            True when no token is configured or the request presents it.
+        """
+        if not self.token:
+            return True
+        header = request.headers.get("authorization", "")
+        offered = header[7:] if header.lower().startswith("bearer ") else ""
+        offered = offered or request.cookies.get(TOKEN_COOKIE, "")
+        offered = offered or request.query_params.get("token", "")
+        return bool(offered) and hmac.compare_digest(offered.encode(), self.token.encode())
+
+    @staticmethod
+    def session_of(request: Request) -> str | None:
+        """The visitor's session id, if the cookie is there."""
+        value = request.cookies.get(SESSION_COOKIE)
+        return value if value and len(value) >= 16 else None
+
+    @staticmethod
+    def new_session() -> str:
+        """A fresh random session id."""
+        return secrets.token_urlsafe(24)
+
+    def csrf_token(self, session: str, purpose: str) -> str:
+        """The form token of a session for one purpose (such as ``resolve:RUN:STEP``).
+
+        Args:
+            session: the visitor's session id.
+            purpose: what the form does; a token for one form cannot post another.
+
+        Returns:
+            The token, as hex.
+        """
+        message = f"{session}|{purpose}".encode()
+        return hmac.new(self.key, message, hashlib.sha256).hexdigest()
+
+    def csrf_ok(self, request: Request, purpose: str, offered: str | None) -> bool:
+        """Check a POST's CSRF token and, when the browser sends one, its ``Origin``.
+
+        Args:
+            request: the POST.
+            purpose: the purpose the form was issued for.
+            offered: the token the form carried.
+
+        Returns:
+            True when the token matches this visitor's session and purpose.
+        """
+        session = self.session_of(request)
+        if session is None or not offered:
+            return False
+        origin = request.headers.get("origin")
+        if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
+            return False
+        expected = self.csrf_token(session, purpose)
+        return hmac.compare_digest(expected.encode(), offered.encode())

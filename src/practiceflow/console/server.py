@@ -1,0 +1,187 @@
+"""The console served by uvicorn in a background thread, as ``serve`` runs it.
+
+:class:`ConsoleServer` refuses to start on a non-loopback address without a token
+(:func:`~practiceflow.console.security.check_bind`), and has the ``start`` / ``stop``
+pair that :class:`~practiceflow.runner.service.Service` calls around its loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import uvicorn
+
+from practiceflow.console.app import PREFIX, create_app
+from practiceflow.console.data import ConsoleContext
+from practiceflow.console.security import Guard, check_bind
+from practiceflow.errors import ConfigError
+from practiceflow.runner import ValidRecipe
+from practiceflow.runner.service import Service
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "ConsoleServer",
+    "check_bind",
+    "console_for",
+    "parse_listen",
+]
+
+logger = logging.getLogger("practiceflow.console")
+
+#: The console listens on loopback unless told otherwise.
+DEFAULT_HOST = "127.0.0.1"
+#: The console's default port.
+DEFAULT_PORT = 8470
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """Read ``HOST:PORT`` (or ``PORT`` alone, on loopback).
+
+    Args:
+        text: the value of ``--console-listen``.
+
+    Returns:
+        ``(host, port)``.
+
+    Raises:
+        ConfigError: it is not ``HOST:PORT`` with a port in 0..65535.
+    """
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]") or DEFAULT_HOST
+    if not port.isdigit() or int(port) > 65535:
+        message = f"--console-listen: got {text!r}; expected HOST:PORT, such as 127.0.0.1:8470"
+        raise ConfigError(message)
+    return host, int(port)
+
+
+class ConsoleServer:
+    """The console app served on ``host:port`` in a daemon thread.
+
+    Args:
+        ctx: what the console shows.
+        host: the address to listen on (loopback by default).
+        port: the port; ``0`` picks a free one (read ``.port`` after :meth:`start`).
+        token: required when ``host`` is not loopback.
+        optional: when the port cannot be taken, log a warning and carry on without the
+            console instead of failing (``serve``: the automation matters more).
+
+    Raises:
+        ConfigError: a non-loopback ``host`` without a token.
+    """
+
+    def __init__(
+        self,
+        ctx: ConsoleContext,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        token: str | None = None,
+        optional: bool = False,
+    ) -> None:
+        check_bind(host, token)
+        self.optional = optional
+        self.running = False
+        self.ctx = ctx
+        self.host = host
+        self.port = port
+        self.app = create_app(ctx, Guard(token or None))
+        config = uvicorn.Config(
+            self.app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, name="pf-console", daemon=True)
+
+    def _run(self) -> None:
+        # uvicorn exits when it cannot bind; it logged why, and start() reports it.
+        with contextlib.suppress(SystemExit):
+            self._server.run()
+
+    @property
+    def url(self) -> str:
+        """The console's URL, such as ``http://127.0.0.1:8470/console/``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{PREFIX}/"
+
+    def start(self, timeout: float = 5.0) -> ConsoleServer:
+        """Start serving and wait until the socket listens.
+
+        Returns:
+            The server itself.
+
+        Raises:
+            ConfigError: it did not start within ``timeout`` (port taken, say).
+        """
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                message = f"console on {self.host}:{self.port} did not start (port in use?)"
+                if self.optional:
+                    logger.warning("%s; serving without it", message)
+                    self.stop()
+                    return self
+                raise ConfigError(message)
+            time.sleep(0.01)
+        self.running = True
+        for server in getattr(self._server, "servers", []):
+            for sock in server.sockets:
+                self.port = int(sock.getsockname()[1])
+                break
+        logger.info("console on %s", self.url)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (requests in flight finish first)."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+
+def console_for(
+    service: Service,
+    client: Any,
+    recipes: Sequence[ValidRecipe],
+    practice: str,
+    listen: tuple[str, int],
+    token: str | None,
+) -> ConsoleServer:
+    """The console ``practiceflow serve`` mounts: its store, recipes, budget and intake.
+
+    The console is optional there: a port already taken is a warning, not a failure.
+
+    Args:
+        service: the service (its stop flag; its ``settled`` flag is set on resolutions).
+        client: the API client (its limits; its secret is kept off every page).
+        recipes: the recipes served.
+        practice: the practice key.
+        listen: ``(host, port)``.
+        token: the console token, required beyond loopback.
+
+    Returns:
+        The server, not started (the service starts and stops it).
+
+    Raises:
+        ConfigError: a non-loopback address without a token.
+    """
+    intake = service.intake
+    ctx = ConsoleContext(
+        service.store,
+        practice,
+        recipes,
+        limits=client.limits,
+        secrets=[client.settings.client_secret.reveal()],
+        intake=intake,
+        stop=service.stop,
+        settled=service.settled,
+        webhook_url=getattr(intake, "public_url", None) is not None,
+    )
+    server = ConsoleServer(ctx, *listen, token=token, optional=True)
+    print(f"console: {server.url}", file=sys.stderr)
+    return server
