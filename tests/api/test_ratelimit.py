@@ -233,3 +233,26 @@ def test_retry_after_header_forms(value: str | None, expected: float | None) -> 
 def test_inconsistent_limits_are_refused(kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigError, match="RateLimits"):
         RateLimits(**kwargs)  # type: ignore[arg-type]
+
+
+def test_admitted_requests_are_reported_to_bookkeeping_and_a_failing_callback_is_harmless(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = [1000.0]
+    budget = RateBudget(
+        RateLimits(per_minute=2, per_hour=100, per_day=1000),
+        clock=lambda: clock[0],
+        sleep=lambda seconds: clock.__setitem__(0, clock[0] + seconds),
+    )
+    seen: list[float] = []
+    budget.on_admit(lambda: seen.append(clock[0]))
+
+    def broken() -> None:
+        raise RuntimeError("disk full")
+
+    budget.on_admit(broken)
+    for _ in range(3):
+        budget.acquire("GET", "/api/v1/entities")
+    assert len(seen) == 3  # once per admitted request, the third after waiting
+    assert seen[2] >= seen[0] + 60
+    assert "bookkeeping failed" in caplog.text

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,10 @@ from practiceflow.testing import SandboxHandle
 from runner._support import CLI, MODULES, RECIPES, REPO, cli_env
 
 pytestmark = pytest.mark.integration
+
+
+def _an_hour_ago() -> datetime:
+    return datetime.now(UTC) - timedelta(hours=1)
 
 
 def _env(sandbox: SandboxHandle, state: Path) -> dict[str, str]:
@@ -47,10 +52,18 @@ def test_run_once_then_runs_list_show_and_json(fast_sandbox: SandboxHandle, tmp_
         store.record_event(env["PRACTICEFLOW_CLIENT_ID"], "test_event", "e", "ev1", {"ref": "cli1"})
     cli = CliRunner()
     args = [str(RECIPES / "three_writes.yaml"), "--once", "--json", "--modules", str(MODULES)]
+    before = len(fast_sandbox.admin("GET", "/_admin/requests"))
     result = cli.invoke(run, args, env=env)
     assert result.exit_code == 0, result.output
     (outcome,) = json.loads(result.stdout)
     assert outcome["status"] == "succeeded"
+    # Every request the sandbox received was counted in the store (the console's chart),
+    # except the credentials check made before the store is opened.
+    received = len(fast_sandbox.admin("GET", "/_admin/requests")) - before
+    with open_store(str(state)) as store:
+        counted = store.request_counts(env["PRACTICEFLOW_CLIENT_ID"], since=_an_hour_ago())
+    assert counted == received - 1
+    assert counted >= 3
 
     listed = cli.invoke(runs, ["list", "--json"], env=env)
     assert json.loads(listed.stdout)[0]["run_id"] == outcome["run_id"]

@@ -183,6 +183,26 @@ class RateBudget:
         self._paused_until = -math.inf
         self._admitted = 0
         self._status: RateLimitStatus | None = None
+        self._on_admit: list[Callable[[], None]] = []
+
+    def on_admit(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` after each request the budget admits (for bookkeeping).
+
+        The state store records each admitted request this way, so that the console can
+        chart requests per minute, hour and day against the limits. A callback that fails
+        is logged and never stops the request.
+
+        Args:
+            callback: called with no arguments, on the requesting thread.
+        """
+        self._on_admit.append(callback)
+
+    def _admitted_one(self) -> None:
+        for callback in self._on_admit:
+            try:
+                callback()
+            except Exception:  # bookkeeping must never stop a request
+                logger.warning("rate budget bookkeeping failed", exc_info=True)
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -247,13 +267,16 @@ class RateBudget:
             now = self._clock()
             with self._lock:
                 wait = self._paused_until - now
-                if wait <= 0:
+                paused = wait > 0
+                if not paused:
                     wait = self._try_put(now)
-                    if wait <= 0:
-                        return waited
-                    reason = f"the local rate budget ({self.limits.describe()}) is spent"
-                else:
-                    reason = "the server asked to wait (Retry-After)"
+            if wait <= 0:
+                self._admitted_one()
+                return waited
+            if paused:
+                reason = "the server asked to wait (Retry-After)"
+            else:
+                reason = f"the local rate budget ({self.limits.describe()}) is spent"
             if deadline is not None and now + wait > deadline:
                 hint = (
                     f"{reason}; the next slot is {wait:.1f}s away, past the wait cap "

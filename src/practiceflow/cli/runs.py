@@ -201,6 +201,7 @@ def run(
         return
     client, recipes, key = _connect(api, [recipe], modules_dirs, practice)
     with client, open_state(state) as store:
+        client.budget.on_admit(lambda: store.record_request(key))  # the console's budget chart
         runner = Runner(recipes[0], store, client, practice=key, on_point=_kill_hook())
         outcomes: list[RunOutcome] = []
         service = Service([runner], store, _intake(recipes, store, client, key))
@@ -247,6 +248,7 @@ def _serve(
         check_bind(listen[0], console_token)  # refuse before any request is sent
     client, recipes, key = _connect(api, paths, modules_dirs, practice)
     with client, open_state(state) as store:
+        client.budget.on_admit(lambda: store.record_request(key))  # the console's budget chart
         kill = _kill_hook()
         runners = [Runner(recipe, store, client, practice=key, on_point=kill) for recipe in recipes]
         intake = _intake(recipes, store, client, key)
