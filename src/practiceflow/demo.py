@@ -7,7 +7,10 @@
    verified and stored; the runner creates the bill and sends the eForm; the run is printed;
 4. stop the receiver (unsubscribing), change clients behind its back through the admin
    surface, and show polling catching up: ``recipes/new_client_integrations_to_jsonl.yaml``
-   polls the entities list, finds the new clients, and writes their integration ids.
+   polls the entities list, finds the new clients, and writes their integration ids;
+5. open the run console on 127.0.0.1, print its URL and keep a screenshot of the first
+   run's page in ``demo-out/console-run.png`` (headless Debian chromium; skipped with the
+   reason when chromium or playwright is missing).
 
 Everything runs in this process (threads), and everything stops before it returns.
 """
@@ -25,6 +28,8 @@ from rich.console import Console
 from rich.table import Table
 
 from practiceflow.api import Client
+from practiceflow.console import ConsoleContext, ConsoleServer
+from practiceflow.console.screenshot import screenshot
 from practiceflow.manifest import load_modules
 from practiceflow.runner import TRIGGER_STEP, PriorityBudget, Runner, validate_recipe
 from practiceflow.runner.intake import TriggerIntake
@@ -34,6 +39,8 @@ from practiceflow.testing import running_sandbox
 __all__ = ["main"]
 
 _RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+#: Where the demo keeps its screenshot of the run console (relative to where it runs).
+SCREENSHOT = Path("demo-out") / "console-run.png"
 
 
 def _recipe_path(name: str) -> Path:
@@ -100,6 +107,7 @@ def main() -> int:
             client_id, secret, base_url=sandbox.base_url("anz"), budget=PriorityBudget()
         )
         practice = client_id
+        client.budget.on_admit(lambda: store.record_request(practice))  # the budget chart
         console.print(f"sandbox on {sandbox.url}; state store {folder}/state.db")
         can_write = client.validate().can_write
 
@@ -124,6 +132,7 @@ def main() -> int:
         outcomes = Runner(first, store, client, practice=practice).process_pending()
         for outcome in outcomes:
             console.print(_run_table(store, outcome.run_id, first.name))
+        first_run = outcomes[0].run_id
 
         # -- 2. receiver down: changes behind its back; polling catches up ---------------
         intake.stop()
@@ -152,6 +161,20 @@ def main() -> int:
             for line in written.read_text().splitlines():
                 console.print(json.loads(line))
         poller.stop()
+
+        # -- 3. the run console: the same runs, in a browser -----------------------------
+        context = ConsoleContext(store, practice, [first, fourth])
+        server_console = ConsoleServer(context, port=0).start()
+        try:
+            run_page = f"{server_console.url}runs/{first_run}"
+            console.print(f"run console on {server_console.url} (the first run: {run_page})")
+            shot, reason = screenshot(run_page, SCREENSHOT.resolve())
+            if shot is None:
+                console.print(f"no screenshot: {reason}")
+            else:
+                console.print(f"screenshot of the run page: {shot}")
+        finally:
+            server_console.stop()
         client.close()
     console.rule(f"done in {time.monotonic() - started:.1f} s; sandbox and receiver stopped")
     return 0

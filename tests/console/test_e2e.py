@@ -24,6 +24,7 @@ import pytest
 
 from practiceflow.api import Client, RateLimits
 from practiceflow.console import ConsoleContext, ConsoleServer
+from practiceflow.console.screenshot import CHROMIUM_ARGS
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.runner.service import Service
@@ -34,16 +35,7 @@ from runner._support import FAST, MODULES, write_recipe
 pytestmark = pytest.mark.integration
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+ARGS = CHROMIUM_ARGS
 STEPS = """\
   - id: lead
     use: create_lead
