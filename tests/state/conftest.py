@@ -1,7 +1,9 @@
 """Fixtures of the store-agnostic suite: every test runs against each store backend.
 
-A later issue adds ``postgresql`` to ``BACKENDS`` (and a URL for it in ``store_url``); the
-tests themselves do not change.
+``sqlite`` gets a file in the test's temporary folder; ``postgresql`` gets a fresh
+schema (as its ``search_path``) on the session's throw-away server (``tests/pgserver.py``:
+initdb in a temporary folder, 127.0.0.1 only, stopped at the end). The tests themselves
+do not change.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from pgserver import shared_server
 from practiceflow.state import StateStore, open_store
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgresql"]
 
 START = datetime(2025, 3, 1, 9, 0, 0, tzinfo=UTC)
 
@@ -38,6 +41,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A URL naming a fresh, empty store of each backend."""
     if request.param == "sqlite":
         return f"sqlite://{tmp_path / 'state.db'}"
+    if request.param == "postgresql":
+        return shared_server().new_schema(prefix="state")
     raise NotImplementedError(request.param)  # pragma: no cover
 
 

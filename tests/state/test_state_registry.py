@@ -27,7 +27,7 @@ def test_sqlite_is_registered() -> None:
 @pytest.mark.parametrize(
     "url",
     [
-        "postgresql://user:hunter2@db.internal/pf",
+        "mysql://user:hunter2@db.internal/pf",
         "redis://:hunter2@localhost/0",
         "SQLITE3://x",
     ],

@@ -16,6 +16,8 @@ __all__ = ["open_store", "register_store", "registered_schemes"]
 
 _STORES: Final[dict[str, str | type[StateStore]]] = {
     "sqlite": "practiceflow.state.sqlite:SQLiteStore",
+    "postgresql": "practiceflow.state.postgres:PostgresStore",
+    "postgres": "practiceflow.state.postgres:PostgresStore",
 }
 
 #: The scheme of a URL with none: a plain file path.
@@ -58,7 +60,8 @@ def open_store(url: str, *, clock: Clock | None = None) -> StateStore:
     """Open the state store a URL names.
 
     Args:
-        url: ``sqlite:///absolute/path.db``, or a plain file path (SQLite).
+        url: ``sqlite:///absolute/path.db``, or a plain file path (SQLite), or
+            ``postgresql://user:password@host:port/dbname`` (PostgreSQL).
         clock: the current time, for tests; the system clock when omitted.
 
     Returns:

@@ -1,0 +1,135 @@
+"""``practiceflow db``: create and upgrade the state database.
+
+``db migrate`` applies the numbered migrations of the store's schema (SQLite or
+PostgreSQL) and refuses a database written by a newer practiceflow. On PostgreSQL it
+also installs the fleet's job queue (procrastinate's schema) unless ``--no-queue``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import click
+
+__all__ = ["COMMANDS", "db", "migrate_state"]
+
+#: Where the state store is when neither ``--state`` nor ``PRACTICEFLOW_STATE`` says (the
+#: same default as ``practiceflow run`` and ``serve``).
+DEFAULT_STATE = str(Path(".practiceflow") / "state.db")
+
+
+def _is_postgres(url: str) -> bool:
+    return url.lower().startswith(("postgresql://", "postgres://"))
+
+
+def _sqlite_version(path: Path) -> int:
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(path) as raw:
+            row = raw.execute("SELECT version FROM schema_version").fetchone()
+    except sqlite3.Error:  # no schema_version table yet: an empty database
+        return 0
+    return 0 if row is None else int(row[0])
+
+
+def migrate_state(url: str, *, queue: bool = True) -> dict[str, object]:
+    """Create or upgrade the schema of the state store a URL names.
+
+    Args:
+        url: a ``postgresql://`` URL, a ``sqlite:///`` URL or a plain SQLite path.
+        queue: on PostgreSQL, also install the fleet's job queue schema when missing.
+
+    Returns:
+        What was done: ``store``, ``before``, ``after`` (schema versions) and, on
+        PostgreSQL, ``queue`` (``installed``, ``present`` or ``skipped``).
+
+    Raises:
+        ConfigError: the store cannot be reached, or its schema is newer than this
+            practiceflow knows (it is left untouched).
+    """
+    if _is_postgres(url):
+        from practiceflow.state.postgres import describe_url, migrate
+
+        done = migrate(url)
+        report: dict[str, object] = {
+            "store": describe_url(url),
+            "before": done.before,
+            "after": done.after,
+        }
+        if queue:
+            from practiceflow.fleet.queue import install_queue_schema
+
+            report["queue"] = "installed" if install_queue_schema(url) else "present"
+        else:
+            report["queue"] = "skipped"
+        return report
+    from practiceflow.state.sqlite import SQLiteStore, sqlite_path
+
+    path = sqlite_path(url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    before = _sqlite_version(path)
+    with SQLiteStore(path) as store:
+        after = store.schema_version
+    return {"store": str(path), "before": before, "after": after}
+
+
+@click.group()
+def db() -> None:
+    """Create or upgrade the state database.
+
+    \b
+    Example:
+      practiceflow db migrate --state postgresql://pf:secret@db:5432/practiceflow
+    """
+
+
+@db.command("migrate")
+@click.option(
+    "--state",
+    metavar="URL",
+    envvar="PRACTICEFLOW_STATE",
+    default=None,
+    help="State store: postgresql://..., sqlite:///path or a SQLite path (env "
+    "PRACTICEFLOW_STATE; default .practiceflow/state.db).",
+)
+@click.option(
+    "--queue/--no-queue",
+    default=True,
+    help="On PostgreSQL, also install the fleet's job queue (procrastinate) when missing.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def migrate_command(state: str | None, queue: bool, as_json: bool) -> None:
+    """Create the schema, or upgrade it to this practiceflow's version.
+
+    Safe to run again (nothing to do is not an error) and from several replicas at once
+    (PostgreSQL serializes them). A database written by a newer practiceflow is refused
+    and left untouched (exit code 2). Stop replicas of an older version before upgrading
+    a shared database: they refuse to start against an older schema, and would misread
+    a newer one.
+
+    \b
+    Examples:
+      practiceflow db migrate
+      PRACTICEFLOW_STATE=postgresql://pf@127.0.0.1/pf practiceflow db migrate --json
+    """
+    url = state or DEFAULT_STATE
+    report = migrate_state(url, queue=queue)
+    if as_json:
+        click.echo(json.dumps(report, sort_keys=True))
+        return
+    before, after = report["before"], report["after"]
+    if before == after:
+        line = f"{report['store']}: schema version {after}, up to date"
+    elif before == 0:
+        line = f"{report['store']}: schema created at version {after}"
+    else:
+        line = f"{report['store']}: schema upgraded from version {before} to {after}"
+    click.echo(line)
+    if "queue" in report:
+        click.echo(f"job queue: {report['queue']}")
+
+
+COMMANDS: list[click.Command] = [db]

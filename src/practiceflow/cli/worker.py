@@ -1,0 +1,110 @@
+"""``practiceflow worker``: run one replica of a fleet (PostgreSQL state, procrastinate).
+
+Start as many as you like against the same database; run ``practiceflow db migrate``
+once before the first. Each replica serves every practice of the fleet file, takes jobs
+from the queue, polls, sweeps, and gives the jobs of dead replicas back to the queue.
+SIGTERM or SIGINT: the replica finishes its current jobs (journaled) and stops.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from practiceflow.errors import ConfigError
+
+__all__ = ["COMMANDS", "worker"]
+
+
+@click.command()
+@click.option(
+    "--fleet",
+    "fleet_file",
+    metavar="FILE",
+    envvar="PRACTICEFLOW_FLEET",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The fleet file: practices, their credentials and recipes (env PRACTICEFLOW_FLEET).",
+)
+@click.option(
+    "--state",
+    metavar="URL",
+    envvar="PRACTICEFLOW_STATE",
+    required=True,
+    help="The fleet's PostgreSQL database, postgresql://... (env PRACTICEFLOW_STATE).",
+)
+@click.option("--concurrency", default=1, show_default=True, help="Jobs run at once.")
+@click.option("--heartbeat", default=10.0, show_default=True, help="Seconds between heartbeats.")
+@click.option(
+    "--stalled-after",
+    default=30.0,
+    show_default=True,
+    help="Seconds without a heartbeat after which a replica's jobs go to others.",
+)
+@click.option("--sweep-every", default=30, show_default=True, help="Seconds between sweeps.")
+@click.option("-v", "--verbose", is_flag=True, help="Log every job.")
+def worker(
+    fleet_file: str,
+    state: str,
+    concurrency: int,
+    heartbeat: float,
+    stalled_after: float,
+    sweep_every: int,
+    verbose: bool,
+) -> None:
+    """Run one replica of a fleet until SIGTERM.
+
+    \b
+    Examples:
+      practiceflow db migrate --state postgresql://pf:secret@db/pf
+      practiceflow worker --fleet fleet.yaml --state postgresql://pf:secret@db/pf
+    """
+    from practiceflow.fleet.config import load_fleet
+    from practiceflow.fleet.queue import make_app, set_current_fleet
+    from practiceflow.fleet.runtime import Fleet
+    from practiceflow.state.postgres import PostgresStore, describe_url
+
+    if not state.lower().startswith(("postgresql://", "postgres://")):
+        message = f"worker --state: got {state.partition('://')[0]!r}; expected a postgresql:// URL"
+        raise ConfigError(message)
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    config = load_fleet(fleet_file)
+    app = make_app(state, pool_size=concurrency + 3)
+    with PostgresStore(state, pool_size=concurrency + 2) as store, app.open():
+        _require_queue(state, describe_url(state))
+        fleet = Fleet(config, store, state, app)
+        try:
+            set_current_fleet(fleet)
+            fleet.schedule(sweep_every=sweep_every, retry_stalled_every=max(1, int(heartbeat)))
+            click.echo(
+                f"worker: {len(fleet.practices)} practice(s) on {describe_url(state)}", err=True
+            )
+            app.run_worker(
+                concurrency=concurrency,
+                wait=True,
+                install_signal_handlers=True,
+                update_heartbeat_interval=heartbeat,
+                stalled_worker_timeout=stalled_after,
+                additional_context={"stalled_after": stalled_after},
+                delete_jobs="never",
+            )
+        finally:
+            set_current_fleet(None)
+            fleet.close()
+
+
+def _require_queue(url: str, where: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        row = connection.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
+    if row is None or row[0] is None:
+        message = f"{where} has no job queue yet; run 'practiceflow db migrate --state URL' first"
+        raise ConfigError(message)
+
+
+COMMANDS: list[click.Command] = [worker]

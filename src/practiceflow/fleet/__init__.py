@@ -1,0 +1,34 @@
+"""Scale-out: several replicas sharing one PostgreSQL database serve many practices.
+
+This folder owns what a fleet adds to the single-process runner:
+
+* :mod:`.config`: the fleet file, one entry per practice with its own credentials;
+* :mod:`.budget`: each Client ID's rate budget shared by every replica (pyrate-limiter's
+  PostgreSQL bucket);
+* :mod:`.queue`: the procrastinate job queue, its tasks and their locks;
+* :mod:`.runtime`: :class:`Fleet`, what one replica runs for each practice, and
+  :func:`accept_event` (a received event becomes a job).
+
+State lives in :class:`practiceflow.state.postgres.PostgresStore`; the journal, not the
+queue, decides whether a step was done.
+"""
+
+from __future__ import annotations
+
+from practiceflow.fleet.budget import shared_budget
+from practiceflow.fleet.config import FleetConfig, PracticeConfig, load_fleet
+from practiceflow.fleet.queue import defer_event, install_queue_schema, make_app
+from practiceflow.fleet.runtime import Fleet, PracticeRuntime, accept_event
+
+__all__ = [
+    "Fleet",
+    "FleetConfig",
+    "PracticeConfig",
+    "PracticeRuntime",
+    "accept_event",
+    "defer_event",
+    "install_queue_schema",
+    "load_fleet",
+    "make_app",
+    "shared_budget",
+]

@@ -1,0 +1,91 @@
+"""One rate budget per Client ID, shared in PostgreSQL by every replica of a fleet.
+
+A fleet of ten replicas must never send more than the practice's 60/min, 1000/h and
+10000/day together. Each replica's :class:`~practiceflow.api.RateBudget` counts into the
+same pyrate-limiter ``PostgresBucket``: one table per Client ID holding every admitted
+request's timestamp, where one check counts all three windows, so the windows are shared
+as they are, not divided between replicas.
+
+One change to the library's bucket, and why: ``PostgresBucket`` takes its table lock with
+``NOWAIT`` and answers "not admitted" (with no wait to report) when another replica holds
+it. Under a fleet's steady contention that turns into a loop of 1 ms retries, each one a
+round trip. :class:`WaitingPostgresBucket` waits for the lock instead (held for one count
+and one insert, a millisecond or so), so a refusal always means a full window and comes
+with the real wait.
+
+Timestamps are wall-clock milliseconds (``time.time``): every replica's clock must agree,
+which NTP-synchronised hosts do to well under the windows' resolution. A ``Retry-After``
+pause after a 429 stays in the replica that received it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any, Final
+
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+from pyrate_limiter import PostgresBucket
+
+from practiceflow.api.ratelimit import RateBudget, RateLimits
+
+__all__ = ["WaitingPostgresBucket", "budget_table", "shared_budget"]
+
+_TABLE_PREFIX: Final = "pf_budget_"
+
+
+def budget_table(client_id: str) -> str:
+    """The bucket's table name for a Client ID (a digest: ids need not be identifiers).
+
+    Args:
+        client_id: the practice's Client ID.
+
+    Returns:
+        A lowercase name of at most 40 characters, the same in every replica.
+    """
+    digest = hashlib.sha256(client_id.encode()).hexdigest()[:24]
+    return f"{_TABLE_PREFIX}{digest}"
+
+
+class WaitingPostgresBucket(PostgresBucket):
+    """pyrate-limiter's ``PostgresBucket`` that waits for the table lock (see above).
+
+    Args:
+        pool: a psycopg connection pool (closed with the bucket).
+        table: the bucket's name; the table is ``ratelimit___<table>``.
+        rates: the windows, such as ``RateLimits().rates()``.
+    """
+
+    def __init__(self, pool: ConnectionPool[Any], table: str, rates: list[Any]) -> None:
+        super().__init__(pool, table, rates)
+        self._q_lock = sql.SQL("LOCK TABLE {table} IN EXCLUSIVE MODE").format(
+            table=sql.Identifier(self._full_tbl)
+        )
+
+
+def shared_budget(
+    url: str,
+    client_id: str,
+    limits: RateLimits | None = None,
+    *,
+    pool_size: int = 4,
+) -> RateBudget:
+    """The rate budget of a Client ID, shared through the PostgreSQL database at ``url``.
+
+    Args:
+        url: the fleet's ``postgresql://`` URL (the state store's).
+        client_id: the Client ID whose budget this is; practices never share a bucket.
+        limits: the windows and wait caps; the spec's 60/min, 1000/h, 10000/day if None.
+        pool_size: connections kept for this budget.
+
+    Returns:
+        A budget to pass to :class:`~practiceflow.api.Client` (``budget=``); close it with
+        ``close()`` to release its connections.
+    """
+    limits = limits or RateLimits()
+    pool: ConnectionPool[Any] = ConnectionPool(
+        url, min_size=1, max_size=max(1, pool_size), open=True, name="practiceflow-budget"
+    )
+    bucket = WaitingPostgresBucket(pool, budget_table(client_id), limits.rates())
+    return RateBudget(limits, bucket=bucket, clock=time.time)

@@ -1,0 +1,193 @@
+"""The fleet's job queue on procrastinate: which jobs exist, and the locks that order them.
+
+Jobs (task names under the ``practiceflow`` namespace):
+
+* ``run_event(practice, source, event_id)``: run every recipe of the practice on one
+  stored event. Its procrastinate **lock** is the event's, so two replicas never drive the
+  same run at once; for an ``ordered`` practice it is the practice's, so its runs go one
+  at a time in the order they were queued. The **queueing lock** is the event's: one
+  waiting job per event, however often it is queued.
+* ``poll(practice, trigger)``: poll one trigger of one practice and queue a job per new
+  event. A periodic job per (practice, trigger) with a queueing lock, so one replica polls
+  it at a time and a slow poll never piles up behind itself.
+* ``sweep(practice)``: queue a job for every event of the practice still pending (events a
+  webhook receiver stored, or a replica stored and died before queueing).
+* ``retry_stalled``: give the jobs of a replica that stopped sending heartbeats (killed,
+  frozen) back to the queue. The journal, not the queue, then decides what was done.
+
+The tasks find the running replica's :class:`~practiceflow.fleet.runtime.Fleet` through
+:func:`current_fleet`; the queue itself only carries names and ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+import procrastinate
+import psycopg
+from procrastinate import exceptions as queue_errors
+from procrastinate.jobs import Status
+from procrastinate.schema import SchemaManager
+
+from practiceflow.errors import BugError
+
+if TYPE_CHECKING:
+    from practiceflow.fleet.runtime import Fleet
+
+__all__ = [
+    "NAMESPACE",
+    "STALLED_AFTER_S",
+    "blueprint",
+    "current_fleet",
+    "defer_event",
+    "install_queue_schema",
+    "make_app",
+    "set_current_fleet",
+]
+
+logger = logging.getLogger("practiceflow.fleet")
+
+#: Prefix of every task name in the queue.
+NAMESPACE: Final = "practiceflow"
+#: Seconds without a heartbeat after which a replica's jobs are given to others.
+STALLED_AFTER_S: Final = 30.0
+
+_fleet: Fleet | None = None
+
+
+def set_current_fleet(fleet: Fleet | None) -> None:
+    """Make ``fleet`` the one the tasks of this process work for (``None``: none)."""
+    global _fleet
+    _fleet = fleet
+
+
+def current_fleet() -> Fleet:
+    """The fleet this process works for.
+
+    Raises:
+        BugError: no fleet was set (a job ran outside ``practiceflow worker``).
+    """
+    if _fleet is None:
+        raise BugError("a fleet job ran in a process with no fleet; start it with 'worker'")
+    return _fleet
+
+
+def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
+    """A procrastinate app on the fleet's database, with practiceflow's tasks.
+
+    Args:
+        url: the ``postgresql://`` URL (the state store's).
+        pool_size: connections the queue keeps.
+
+    Returns:
+        The app (not opened).
+    """
+    connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=max(2, pool_size))
+    app = procrastinate.App(connector=connector)
+    app.add_tasks_from(blueprint(), namespace=NAMESPACE)
+    return app
+
+
+def install_queue_schema(url: str) -> bool:
+    """Install procrastinate's schema in the fleet's database when it is missing.
+
+    Args:
+        url: the ``postgresql://`` URL.
+
+    Returns:
+        ``True`` when it was installed now, ``False`` when it was there.
+    """
+    with psycopg.connect(url, autocommit=True) as connection, connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(hashtext('procrastinate schema'))")
+        found = connection.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
+        if found is not None and found[0] is not None:
+            return False
+        schema = SchemaManager.get_schema()
+        connection.execute(schema)
+    return True
+
+
+def event_lock(practice: str, source: str, event_id: str) -> str:
+    """The lock of one event's job: never two replicas on one run."""
+    return f"event:{practice}:{source}:{event_id}"
+
+
+def practice_lock(practice: str) -> str:
+    """The lock of an ordered practice's jobs: one run at a time, in queue order."""
+    return f"practice:{practice}"
+
+
+def defer_event(
+    app: procrastinate.App, practice: str, source: str, event_id: str, *, ordered: bool
+) -> bool:
+    """Queue the job of one stored event, unless one is already waiting.
+
+    Args:
+        app: the open app.
+        practice: the practice the event is filed under.
+        source: its source (the trigger's name).
+        event_id: its id.
+        ordered: take the practice's lock (its runs go one at a time, in order).
+
+    Returns:
+        ``True`` when queued, ``False`` when a job for it was already waiting.
+    """
+    lock = practice_lock(practice) if ordered else event_lock(practice, source, event_id)
+    task = app.tasks[f"{NAMESPACE}:run_event"]
+    try:
+        task.configure(lock=lock, queueing_lock=event_lock(practice, source, event_id)).defer(
+            practice=practice, source=source, event_id=event_id
+        )
+    except queue_errors.AlreadyEnqueued:
+        return False
+    return True
+
+
+def blueprint() -> procrastinate.Blueprint:
+    """practiceflow's tasks, in a new blueprint (an app renames the tasks it adds)."""
+    tasks = procrastinate.Blueprint()
+
+    @tasks.task(name="run_event", retry=procrastinate.RetryStrategy(max_attempts=5, wait=2))
+    def run_event(practice: str, source: str, event_id: str) -> str:
+        """Run every recipe of ``practice`` whose trigger is ``source`` on one event."""
+        return current_fleet().run_event(practice, source, event_id)
+
+    @tasks.task(name="poll")
+    def poll(timestamp: int, practice: str, trigger: str) -> int:
+        """Poll one trigger of one practice; queue the new events."""
+        del timestamp  # given by the periodic scheduler; the poller keeps its own cursor
+        return current_fleet().poll(practice, trigger)
+
+    @tasks.task(name="sweep")
+    def sweep(timestamp: int, practice: str) -> int:
+        """Queue a job for every pending event of one practice."""
+        del timestamp
+        return current_fleet().sweep(practice)
+
+    @tasks.task(name="retry_stalled", pass_context=True)
+    async def retry_stalled(context: procrastinate.JobContext, timestamp: int) -> int:
+        """Give the jobs of replicas without a heartbeat back to the queue."""
+        del timestamp
+        app = context.app
+        stalled_after: Any = (context.additional_context or {}).get(
+            "stalled_after", STALLED_AFTER_S
+        )
+        jobs = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=float(stalled_after))
+        count = 0
+        for job in jobs:
+            if job.task_name == f"{NAMESPACE}:retry_stalled":
+                continue
+            logger.warning(
+                "job %s (%s) of a stalled replica: back to the queue", job.id, job.task_name
+            )
+            try:
+                await app.job_manager.retry_job(job)
+            except queue_errors.UniqueViolation:
+                # A job for the same work is already waiting (a sweep queued it): that one
+                # does it, once this one lets go of the lock.
+                await app.job_manager.finish_job(job, Status.ABORTED, delete_job=False)
+            count += 1
+        return count
+
+    return tasks

@@ -1,0 +1,257 @@
+"""One replica's side of the fleet: the practices it serves and what each job does.
+
+A :class:`Fleet` holds, per practice of the fleet file, its own client (credentials,
+region), its own rate budget shared in PostgreSQL by Client ID, its runners (one per
+recipe) and its pollers. A job names its practice, and only that practice's runners and
+client touch it: practice A's events can never be run with practice B's credentials.
+
+What the queue delivers more than once, the journal absorbs: ``run_event`` on an event
+already handled does nothing, and a run resumed after a replica died sends no step twice
+(a write found ``sent`` is settled by reading back, see :mod:`practiceflow.runner`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import procrastinate
+
+from practiceflow.api import Client
+from practiceflow.api.ratelimit import RateBudget
+from practiceflow.errors import BugError, ConfigError, PracticeflowError
+from practiceflow.fleet.budget import shared_budget
+from practiceflow.fleet.config import FleetConfig, PracticeConfig
+from practiceflow.fleet.queue import NAMESPACE, defer_event
+from practiceflow.manifest import load_modules
+from practiceflow.runner import Runner, validate_recipe
+from practiceflow.state import StateStore
+from practiceflow.templating import render_tree, utcnow
+from practiceflow.triggers import Poller, definition, resolve_mode
+
+__all__ = ["Fleet", "PracticeRuntime", "accept_event"]
+
+logger = logging.getLogger("practiceflow.fleet")
+
+
+@dataclass
+class PracticeRuntime:
+    """Everything one practice runs with in this replica.
+
+    Attributes:
+        config: its part of the fleet file.
+        client: its API client (its own credentials).
+        budget: its rate budget, shared with the other replicas.
+        runners: one per recipe.
+        pollers: trigger name -> poller, for its polling triggers.
+    """
+
+    config: PracticeConfig
+    client: Client
+    budget: RateBudget
+    runners: list[Runner]
+    pollers: dict[str, Poller] = field(default_factory=dict)
+
+
+def accept_event(
+    app: procrastinate.App,
+    store: StateStore,
+    practice: PracticeConfig,
+    source: str,
+    event_key: str,
+    event_id: str,
+    payload: Any,
+    signature: str | None = None,
+) -> bool:
+    """A received event becomes a job: record it (deduplicated), then queue its run.
+
+    Args:
+        app: the open queue.
+        store: the fleet's state store.
+        practice: the practice it belongs to.
+        source: the trigger's name.
+        event_key: the event type.
+        event_id: its id (dedupe key).
+        payload: its body.
+        signature: the webhook signature, when signed.
+
+    Returns:
+        ``True`` when it was new and queued; ``False`` for a duplicate.
+    """
+    name = practice.name
+    if not store.record_event(name, source, event_key, event_id, payload, signature):
+        return False
+    # A crash between the two leaves the event pending: the practice's sweep queues it.
+    defer_event(app, name, source, event_id, ordered=practice.ordered)
+    return True
+
+
+class Fleet:
+    """The practices this replica serves (see the module docstring).
+
+    Args:
+        config: the fleet file.
+        store: the fleet's state store (PostgreSQL).
+        state_url: its URL, for the shared rate budgets.
+        app: the queue, opened by the caller.
+        environ: where secrets named in the fleet file are read; ``os.environ`` if None.
+
+    Raises:
+        ConfigError: a practice's credentials or recipes are unusable.
+    """
+
+    def __init__(
+        self,
+        config: FleetConfig,
+        store: StateStore,
+        state_url: str,
+        app: procrastinate.App,
+        *,
+        environ: dict[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.app = app
+        self.practices: dict[str, PracticeRuntime] = {}
+        registry = load_modules(list(config.modules))
+        try:
+            for name, practice in config.practices.items():
+                settings = practice.settings(environ)
+                budget = shared_budget(state_url, settings.client_id, practice.limits)
+                client = practice.client(budget, environ, settings=settings)
+                recipes = [validate_recipe(path, registry=registry) for path in practice.recipes]
+                runners = [Runner(recipe, store, client, practice=name) for recipe in recipes]
+                runtime = PracticeRuntime(practice, client, budget, runners)
+                self.practices[name] = runtime
+                for recipe in recipes:
+                    found = definition(recipe.trigger)
+                    if found.poll is None or found.key in runtime.pollers:
+                        continue
+                    if resolve_mode(found, recipe.recipe.mode, None) not in ("poll", "both"):
+                        continue
+                    options = render_tree(recipe.recipe.trigger_with, {"now": utcnow()})
+                    runtime.pollers[found.key] = Poller(client, store, name, found, options)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Close every practice's client and budget (not the store or the queue)."""
+        for runtime in self.practices.values():
+            runtime.client.close()
+            runtime.budget.close()
+
+    def _practice(self, name: str) -> PracticeRuntime:
+        runtime = self.practices.get(name)
+        if runtime is None:
+            message = (
+                f"a job names practice {name!r}, which this replica's fleet file "
+                f"({self.config.path}) does not serve; valid values are {sorted(self.practices)}"
+            )
+            raise ConfigError(message)
+        return runtime
+
+    # --- jobs -------------------------------------------------------------------------
+
+    def run_event(self, practice: str, source: str, event_id: str) -> str:
+        """Run every recipe of ``practice`` on one stored event (job ``run_event``).
+
+        Returns:
+            What happened, for the job's log: ``handled`` (nothing to do), the run
+            statuses, or ``interrupted`` (a shutdown; the event stays pending).
+
+        Raises:
+            BugError: the event is not in the store.
+        """
+        runtime = self._practice(practice)
+        event = self.store.get_event(practice, source, event_id)
+        if event is None:
+            message = f"event {event_id!r} of {practice!r} from {source!r} is not stored"
+            raise BugError(message)
+        if event.handled_at is not None:
+            return "handled"
+        runners = [runner for runner in runtime.runners if runner.source == source]
+        outcomes = [runner.run_event(event, mark_handled=False) for runner in runners]
+        if any(outcome is not None and outcome.status == "running" for outcome in outcomes):
+            return "interrupted"
+        self.store.mark_event_handled(practice, source, event_id)
+        return ",".join(outcome.status for outcome in outcomes if outcome is not None) or "test"
+
+    def poll(self, practice: str, trigger: str) -> int:
+        """Poll one trigger of one practice and queue its new events (job ``poll``).
+
+        Returns:
+            How many events were queued.
+        """
+        runtime = self._practice(practice)
+        poller = runtime.pollers.get(trigger)
+        if poller is None:
+            return 0
+        try:
+            result = poller.poll_once()
+        except PracticeflowError as exc:
+            logger.warning("poll of %s / %s skipped: %s", practice, trigger, exc)
+            return 0
+        for event in result.events:
+            defer_event(self.app, practice, poller.name, event.id, ordered=runtime.config.ordered)
+        return len(result.events)
+
+    def sweep(self, practice: str, limit: int = 500) -> int:
+        """Queue a job for each pending event of a practice (job ``sweep``).
+
+        Returns:
+            How many jobs were queued (events with a job already waiting are skipped).
+        """
+        runtime = self._practice(practice)
+        queued = 0
+        for event in self.store.pending_events(practice, limit):
+            ordered = runtime.config.ordered
+            queued += defer_event(self.app, practice, event.source, event.event_id, ordered=ordered)
+        return queued
+
+    def schedule(self, *, sweep_every: int = 30, retry_stalled_every: int = 10) -> None:
+        """Register the periodic jobs: polls, sweeps and the stalled-job check.
+
+        Every replica registers the same schedule; procrastinate queues each tick once.
+
+        Args:
+            sweep_every: seconds between sweeps of each practice.
+            retry_stalled_every: seconds between checks for jobs of dead replicas.
+        """
+        registry = self.app.periodic_registry
+        tasks = self.app.tasks
+        registry.register_task(
+            task=tasks[f"{NAMESPACE}:retry_stalled"],
+            cron=_cron(retry_stalled_every),
+            periodic_id="",
+            configure_kwargs={"queueing_lock": "retry_stalled"},
+        )
+        for name, runtime in self.practices.items():
+            registry.register_task(
+                task=tasks[f"{NAMESPACE}:sweep"],
+                cron=_cron(sweep_every),
+                periodic_id=f"sweep:{name}",
+                configure_kwargs={
+                    "queueing_lock": f"sweep:{name}",
+                    "task_kwargs": {"practice": name},
+                },
+            )
+            for trigger in runtime.pollers:
+                registry.register_task(
+                    task=tasks[f"{NAMESPACE}:poll"],
+                    cron=_cron(runtime.config.poll_every),
+                    periodic_id=f"poll:{name}:{trigger}",
+                    configure_kwargs={
+                        "queueing_lock": f"poll:{name}:{trigger}",
+                        "lock": f"poll:{name}:{trigger}",
+                        "task_kwargs": {"practice": name, "trigger": trigger},
+                    },
+                )
+
+
+def _cron(seconds: int) -> str:
+    """A cron line firing every ``seconds`` (a 6th, seconds column below a minute)."""
+    if seconds < 60:
+        return f"* * * * * */{max(1, seconds)}"
+    return f"*/{max(1, seconds // 60)} * * * *"

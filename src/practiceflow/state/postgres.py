@@ -1,0 +1,576 @@
+"""The fleet's state store: PostgreSQL through psycopg 3 and a psycopg-pool connection pool.
+
+Durability and concurrency choices, and why:
+
+* every method that changes something is one transaction (``READ COMMITTED``), committed
+  before it returns, with the server's default ``synchronous_commit = on``: a step marked
+  ``sent`` is on the server's disk before the request leaves;
+* uniqueness is the database's: one run per (practice, recipe, event) and one event per
+  id or signature are unique indexes, and ``INSERT ... ON CONFLICT DO NOTHING`` makes
+  racing replicas agree without a lock of ours;
+* a read-then-write takes a row lock (``FOR UPDATE`` on the run, for its status and its
+  steps) or a transaction-scoped advisory lock (a cursor and its boundary keys), so two
+  replicas never interleave one;
+* ``pf_schema_version`` holds the schema version. Opening an empty database creates the
+  schema; opening an older one is refused until ``practiceflow db migrate`` upgrades it
+  (a replica of a rolling deploy must not change the schema under the others), and a
+  newer one is refused outright. :func:`migrate` serializes concurrent callers with an
+  advisory lock.
+
+Errors never echo the URL's password: the store's ``repr`` and messages name host, port
+and database only.
+"""
+
+from __future__ import annotations
+
+import uuid
+import zlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, Final, Self
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool
+
+from practiceflow.errors import BugError, ConfigError
+from practiceflow.state._postgres_schema import (
+    CONNECT_TIMEOUT_S,
+    LATEST_VERSION,
+    SELECT_EVENTS,
+    SELECT_RUNS,
+    SELECT_STEPS,
+    SELECT_SUBSCRIPTIONS,
+    Migration,
+    connect,
+    decode_event,
+    decode_run,
+    decode_step,
+    decode_subscription,
+    describe_url,
+    migrate,
+    migrate_on,
+    read_version,
+    refuse_newer,
+    schema_version,
+    utc,
+)
+from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
+from practiceflow.state.rows import (
+    RUN_STATUSES,
+    STEP_STATUSES,
+    SUBSCRIPTION_STATUSES,
+    CursorState,
+    EventRecord,
+    Json,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    StepTransition,
+    SubscriptionRecord,
+    SubscriptionStatus,
+    check_run_transition,
+    check_value,
+    to_json,
+    to_utc,
+)
+
+__all__ = ["Migration", "PostgresStore", "describe_url", "migrate", "schema_version"]
+
+_STEP_FIELDS: Final = ("request", "output", "error")
+_DEFAULT_POOL_SIZE: Final = 8
+
+
+def _aware(value: datetime, what: str) -> datetime:
+    to_utc(value, what)  # refuses a naive datetime with a ConfigError
+    return value.astimezone(UTC)
+
+
+def _json(value: Json, what: str) -> str | None:
+    return None if value is None else to_json(value, what)
+
+
+class PostgresStore(StateStore):
+    """The state store in a PostgreSQL database, shared by every replica of a fleet.
+
+    Args:
+        url: a ``postgresql://user:password@host:port/dbname`` URL (libpq form; any
+            libpq parameter may follow as a query string).
+        clock: the current time, for tests; the system clock when omitted.
+        pool_size: at most this many connections (threads beyond it wait for one).
+
+    Raises:
+        ConfigError: the database cannot be reached, or its schema is older (run
+            ``practiceflow db migrate``) or newer than this practiceflow's.
+    """
+
+    scheme: ClassVar[str] = "postgresql"
+
+    def __init__(
+        self, url: str, *, clock: Clock | None = None, pool_size: int = _DEFAULT_POOL_SIZE
+    ) -> None:
+        super().__init__(clock=clock)
+        self._where = describe_url(url)
+        self._closed = False
+        self._open_schema(url)
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(1, pool_size),
+            open=True,
+            name="practiceflow-state",
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+        )
+
+    @classmethod
+    def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
+        """Open the store at a ``postgresql://`` (or ``postgres://``) URL.
+
+        Raises:
+            ConfigError: see the class.
+        """
+        return cls(url, clock=clock)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._where!r})"
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open database."""
+        with self._tx() as db:
+            return read_version(db)
+
+    def close(self) -> None:
+        """Close the pool; further use raises :class:`BugError`."""
+        self._closed = True
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+
+    # --- connections and transactions -------------------------------------------------------
+
+    def _open_schema(self, url: str) -> None:
+        with connect(url) as connection:
+            current = read_version(connection)
+            connection.commit()
+            refuse_newer(url, current)
+            if current == 0:
+                migrate_on(connection, url)
+            elif current < LATEST_VERSION:
+                message = (
+                    f"state database {self._where} has schema version {current}, older than "
+                    f"the {LATEST_VERSION} this practiceflow needs; run 'practiceflow db "
+                    "migrate --state URL' once (with the older replicas stopped)"
+                )
+                raise ConfigError(message)
+
+    @contextmanager
+    def _tx(self) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction, committed on exit (rolled back on an exception)."""
+        if self._closed:
+            message = f"state store {self._where} is closed; open it again to use it"
+            raise BugError(message)
+        with self._pool.connection() as connection:
+            yield connection
+
+    def _one(self, sql: str, params: Iterable[Any] = ()) -> Any:
+        with self._tx() as db:
+            return db.execute(sql, tuple(params)).fetchone()
+
+    def _all(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        with self._tx() as db:
+            return db.execute(sql, tuple(params)).fetchall()
+
+    def _stamp(self, value: datetime | None, what: str) -> datetime:
+        return _aware(self.now() if value is None else value, what)
+
+    # --- events -----------------------------------------------------------------------------
+
+    def record_event(
+        self,
+        practice: str,
+        source: str,
+        event_key: str,
+        event_id: str,
+        payload: Json,
+        signature: str | None = None,
+        received_at: datetime | None = None,
+    ) -> bool:
+        """See :meth:`StateStore.record_event`."""
+        values = (
+            practice,
+            source,
+            event_key,
+            event_id,
+            signature,
+            to_json(payload, f"payload of event {event_id}"),
+            self._stamp(received_at, "received_at"),
+        )
+        with self._tx() as db:
+            # DO NOTHING without a target covers both unique keys: the id and the signature.
+            cursor = db.execute(
+                "INSERT INTO pf_events (practice, source, event_key, event_id, signature,"
+                " payload, received_at) VALUES (%s, %s, %s, %s, %s, %s::json, %s)"
+                " ON CONFLICT DO NOTHING",
+                values,
+            )
+            return cursor.rowcount == 1
+
+    def seen_event(
+        self, practice: str, source: str, event_id: str, signature: str | None = None
+    ) -> bool:
+        """See :meth:`StateStore.seen_event`."""
+        row = self._one(
+            "SELECT 1 FROM pf_events WHERE practice = %s AND source = %s"
+            " AND (event_id = %s OR (%s::text IS NOT NULL AND signature = %s)) LIMIT 1",
+            (practice, source, event_id, signature, signature),
+        )
+        return row is not None
+
+    def get_event(self, practice: str, source: str, event_id: str) -> EventRecord | None:
+        """See :meth:`StateStore.get_event`."""
+        row = self._one(
+            SELECT_EVENTS + " WHERE practice = %s AND source = %s AND event_id = %s",
+            (practice, source, event_id),
+        )
+        return None if row is None else decode_event(row)
+
+    def pending_events(
+        self, practice: str, limit: int = 100, *, source: str | None = None
+    ) -> list[EventRecord]:
+        """See :meth:`StateStore.pending_events`."""
+        rows = self._all(
+            SELECT_EVENTS + " WHERE practice = %s"
+            " AND handled_at IS NULL AND (%s::text IS NULL OR source = %s)"
+            " ORDER BY received_at, seq LIMIT %s",
+            (practice, source, source, limit),
+        )
+        return [decode_event(row) for row in rows]
+
+    def mark_event_handled(
+        self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
+    ) -> None:
+        """See :meth:`StateStore.mark_event_handled`."""
+        stamp = self._stamp(handled_at, "handled_at")
+        with self._tx() as db:
+            cursor = db.execute(
+                "UPDATE pf_events SET handled_at = coalesce(handled_at, %s)"
+                " WHERE practice = %s AND source = %s AND event_id = %s",
+                (stamp, practice, source, event_id),
+            )
+            if cursor.rowcount == 0:
+                message = f"event {event_id!r} of {practice!r} from {source!r} was never recorded"
+                raise BugError(message)
+
+    def purge_seen(self, older_than: timedelta = DEFAULT_KEEP_SEEN) -> int:
+        """See :meth:`StateStore.purge_seen`."""
+        cutoff = self.now() - older_than
+        with self._tx() as db:
+            cursor = db.execute(
+                "DELETE FROM pf_events WHERE handled_at IS NOT NULL AND received_at < %s",
+                (cutoff,),
+            )
+            return cursor.rowcount
+
+    # --- polling cursors --------------------------------------------------------------------
+
+    def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
+        """See :meth:`StateStore.get_cursor_state`."""
+        key = (practice, trigger_key)
+        with self._tx() as db:
+            # One REPEATABLE READ snapshot: the value and its keys belong together.
+            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            row = db.execute(
+                "SELECT value, updated_at FROM pf_cursors WHERE practice = %s AND trigger_key = %s",
+                key,
+            ).fetchone()
+            if row is None:
+                return None
+            keys = db.execute(
+                "SELECT dedupe_key FROM pf_cursor_keys WHERE practice = %s AND trigger_key = %s",
+                key,
+            ).fetchall()
+        boundary = frozenset(str(k[0]) for k in keys)
+        return CursorState(practice, trigger_key, row[0], boundary, utc(row[1]))
+
+    def set_cursor(
+        self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
+    ) -> None:
+        """See :meth:`StateStore.set_cursor`."""
+        key = (practice, trigger_key)
+        stamp = self._stamp(None, "updated_at")
+        lock = zlib.crc32(f"cursor\0{practice}\0{trigger_key}".encode())
+        with self._tx() as db:
+            # The cursor may not exist yet (no row to lock): an advisory lock on its key.
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
+            row = db.execute(
+                "SELECT value FROM pf_cursors WHERE practice = %s AND trigger_key = %s", key
+            ).fetchone()
+            if row is not None and row[0] != value:
+                db.execute(
+                    "DELETE FROM pf_cursor_keys WHERE practice = %s AND trigger_key = %s", key
+                )
+            db.execute(
+                "INSERT INTO pf_cursors (practice, trigger_key, value, updated_at)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (practice, trigger_key)"
+                " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (*key, value, stamp),
+            )
+            with db.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO pf_cursor_keys (practice, trigger_key, dedupe_key)"
+                    " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                    [(*key, dedupe_key) for dedupe_key in boundary_keys],
+                )
+
+    # --- webhook subscriptions --------------------------------------------------------------
+
+    def save_subscription(
+        self,
+        practice: str,
+        trigger_key: str,
+        subscription_id: str | None,
+        event: str,
+        url: str,
+        secret: str,
+        path_token: str,
+        status: SubscriptionStatus,
+    ) -> SubscriptionRecord:
+        """See :meth:`StateStore.save_subscription`."""
+        check_value("subscription status", status, SUBSCRIPTION_STATUSES)
+        stamp = self._stamp(None, "updated_at")
+        values = (practice, trigger_key, subscription_id, event, url, secret, path_token)
+        try:
+            with self._tx() as db:
+                db.execute(
+                    "INSERT INTO pf_subscriptions (practice, trigger_key, subscription_id,"
+                    " event, url, secret, path_token, status, created_at, updated_at)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                    " ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+                    " subscription_id = excluded.subscription_id, event = excluded.event,"
+                    " url = excluded.url, secret = excluded.secret,"
+                    " path_token = excluded.path_token, status = excluded.status,"
+                    " updated_at = excluded.updated_at",
+                    (*values, status, stamp, stamp),
+                )
+                row = db.execute(
+                    SELECT_SUBSCRIPTIONS + " WHERE practice = %s AND trigger_key = %s",
+                    (practice, trigger_key),
+                ).fetchone()
+        except pg_errors.UniqueViolation as exc:
+            # The server's detail quotes the clashing values; only the constraint is named.
+            message = (
+                f"subscription of {practice!r} / {trigger_key!r} clashes with another "
+                f"subscription's path token or subscription id ({exc.diag.constraint_name})"
+            )
+            raise BugError(message) from None
+        if row is None:  # pragma: no cover - the row was written in this very transaction.
+            raise BugError(f"subscription of {practice!r} / {trigger_key!r} vanished")
+        return decode_subscription(row)
+
+    def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
+        """See :meth:`StateStore.get_subscription`."""
+        row = self._one(
+            SELECT_SUBSCRIPTIONS + " WHERE practice = %s AND trigger_key = %s",
+            (practice, trigger_key),
+        )
+        return None if row is None else decode_subscription(row)
+
+    def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
+        """See :meth:`StateStore.find_subscription_by_path`."""
+        row = self._one(SELECT_SUBSCRIPTIONS + " WHERE path_token = %s", (path_token,))
+        return None if row is None else decode_subscription(row)
+
+    def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
+        """See :meth:`StateStore.list_subscriptions`."""
+        rows = self._all(
+            SELECT_SUBSCRIPTIONS
+            + " WHERE %s::text IS NULL OR practice = %s ORDER BY practice, trigger_key",
+            (practice, practice),
+        )
+        return [decode_subscription(row) for row in rows]
+
+    def delete_subscription(self, practice: str, trigger_key: str) -> bool:
+        """See :meth:`StateStore.delete_subscription`."""
+        with self._tx() as db:
+            cursor = db.execute(
+                "DELETE FROM pf_subscriptions WHERE practice = %s AND trigger_key = %s",
+                (practice, trigger_key),
+            )
+            return cursor.rowcount == 1
+
+    # --- runs -------------------------------------------------------------------------------
+
+    def start_run(self, practice: str, recipe: str, event_id: str) -> tuple[str, bool]:
+        """See :meth:`StateStore.start_run`."""
+        key = (practice, recipe, event_id)
+        stamp = self._stamp(None, "created_at")
+        with self._tx() as db:
+            # A racing insert of the same key waits for the winner's commit, then does
+            # nothing; the SELECT (a new snapshot under READ COMMITTED) sees the winner's row.
+            created = db.execute(
+                "INSERT INTO pf_runs (run_id, practice, recipe, event_id, status, created_at,"
+                " updated_at) VALUES (%s, %s, %s, %s, 'pending', %s, %s)"
+                " ON CONFLICT (practice, recipe, event_id) DO NOTHING RETURNING run_id",
+                (uuid.uuid4().hex, *key, stamp, stamp),
+            ).fetchone()
+            if created is not None:
+                return str(created[0]), True
+            row = db.execute(
+                "SELECT run_id FROM pf_runs WHERE practice = %s AND recipe = %s AND event_id = %s",
+                key,
+            ).fetchone()
+        if row is None:  # pragma: no cover - the conflict means the row exists.
+            raise BugError(f"run of {practice!r} / {recipe!r} / {event_id!r} vanished")
+        return str(row[0]), False
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """See :meth:`StateStore.get_run`."""
+        row = self._one(SELECT_RUNS + " WHERE run_id = %s", (run_id,))
+        return None if row is None else decode_run(row)
+
+    def list_runs(
+        self,
+        *,
+        practice: str | None = None,
+        recipe: str | None = None,
+        status: RunStatus | None = None,
+        event_id: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """See :meth:`StateStore.list_runs`."""
+        if status is not None:
+            check_value("run status", status, RUN_STATUSES)
+        filters: dict[str, object] = {
+            "practice = %s": practice,
+            "recipe = %s": recipe,
+            "status = %s": status,
+            "event_id = %s": event_id,
+            "created_at >= %s": None if since is None else _aware(since, "since"),
+        }
+        given = {clause: value for clause, value in filters.items() if value is not None}
+        where = " AND ".join(given) or "TRUE"
+        rows = self._all(
+            SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT %s",
+            (*given.values(), limit),
+        )
+        return [decode_run(row) for row in rows]
+
+    def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
+        """See :meth:`StateStore.set_run_status`."""
+        check_value("run status", status, RUN_STATUSES)
+        stamp = self._stamp(None, "updated_at")
+        encoded = _json(error, f"error of run {run_id}")
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT status FROM pf_runs WHERE run_id = %s FOR UPDATE", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise BugError(f"run {run_id} does not exist")
+            check_run_transition(run_id, row[0], status)
+            db.execute(
+                "UPDATE pf_runs SET status = %s, error = %s::json, updated_at = %s"
+                " WHERE run_id = %s",
+                (status, encoded, stamp, run_id),
+            )
+
+    # --- step journal -----------------------------------------------------------------------
+
+    def _change_step(self, run_id: str, step_id: str, change: StepChange) -> None:
+        check_value("step status", change.target, STEP_STATUSES)
+        for name in change.fields:
+            check_value("step field", name, _STEP_FIELDS)
+        stamp = self._stamp(None, "updated_at")
+        encoded = {
+            name: _json(value, f"{name} of run {run_id} step {step_id!r}")
+            for name, value in change.fields.items()
+        }
+        with self._tx() as db:
+            # The run's row lock serializes every move of its steps across replicas.
+            locked = db.execute(
+                "SELECT 1 FROM pf_runs WHERE run_id = %s FOR NO KEY UPDATE", (run_id,)
+            ).fetchone()
+            if locked is None:
+                raise BugError(f"run {run_id} does not exist; start_run first")
+            row = db.execute(
+                "SELECT status FROM pf_steps WHERE run_id = %s AND step_id = %s",
+                (run_id, step_id),
+            ).fetchone()
+            current = None if row is None else row[0]
+            change.check(run_id, step_id, current)
+            if current is None:
+                db.execute(
+                    "INSERT INTO pf_steps (run_id, step_id, status, attempts, created_at,"
+                    " updated_at) VALUES (%s, %s, %s, 0, %s, %s)",
+                    (run_id, step_id, change.target, stamp, stamp),
+                )
+            sets = ["status = %s", "updated_at = %s"]
+            sets += [f"{name} = %s::json" for name in encoded]
+            params: list[Any] = [change.target, stamp, *encoded.values()]
+            if change.sent:
+                sets += ["attempts = attempts + 1", "sent_at = %s"]
+                params.append(stamp)
+            if change.resolving:
+                sets += ["resolved_by = %s", "resolved_at = %s", "resolution_note = %s"]
+                params += [change.who, stamp, change.note]
+            # Column names are checked against _STEP_FIELDS above; values are parameters.
+            update = "UPDATE pf_steps SET " + ", ".join(sets)  # noqa: S608 -- see above.
+            db.execute(update + " WHERE run_id = %s AND step_id = %s", (*params, run_id, step_id))
+            db.execute(
+                "INSERT INTO pf_step_journal (run_id, step_id, from_status, to_status, at, who,"
+                " note, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::json)",
+                (
+                    run_id,
+                    step_id,
+                    current,
+                    change.target,
+                    stamp,
+                    change.who,
+                    change.note,
+                    encoded.get("error"),
+                ),
+            )
+
+    def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
+        """See :meth:`StateStore.get_step`."""
+        row = self._one(SELECT_STEPS + " WHERE run_id = %s AND step_id = %s", (run_id, step_id))
+        return None if row is None else decode_step(row)
+
+    def get_steps(self, run_id: str) -> list[StepRecord]:
+        """See :meth:`StateStore.get_steps`."""
+        rows = self._all(SELECT_STEPS + " WHERE run_id = %s ORDER BY seq", (run_id,))
+        return [decode_step(row) for row in rows]
+
+    def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
+        """See :meth:`StateStore.step_history`."""
+        rows = self._all(
+            "SELECT run_id, step_id, from_status, to_status, at, who, note, detail"
+            " FROM pf_step_journal WHERE run_id = %s AND (%s::text IS NULL OR step_id = %s)"
+            " ORDER BY seq",
+            (run_id, step_id, step_id),
+        )
+        return [StepTransition(r[0], r[1], r[2], r[3], utc(r[4]), r[5], r[6], r[7]) for r in rows]
+
+    # --- rate budget bookkeeping ------------------------------------------------------------
+
+    def record_request(self, practice: str, at: datetime | None = None) -> None:
+        """See :meth:`StateStore.record_request`."""
+        stamp = self._stamp(at, "at")
+        with self._tx() as db:
+            db.execute("INSERT INTO pf_requests (practice, at) VALUES (%s, %s)", (practice, stamp))
+
+    def request_counts(self, practice: str, since: datetime) -> int:
+        """See :meth:`StateStore.request_counts`."""
+        row = self._one(
+            "SELECT count(*) FROM pf_requests WHERE practice = %s AND at >= %s",
+            (practice, _aware(since, "since")),
+        )
+        return int(row[0])
+
+    def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
+        """See :meth:`StateStore.purge_requests`."""
+        cutoff = self.now() - older_than
+        with self._tx() as db:
+            return db.execute("DELETE FROM pf_requests WHERE at < %s", (cutoff,)).rowcount

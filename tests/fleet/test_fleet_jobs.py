@@ -1,0 +1,144 @@
+"""Jobs of the fleet, run in this process: per-practice isolation, ordered practices, the
+journal deciding over a redelivered job, and ``practiceflow db migrate``."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _fleet_support import REGIONS, SANDBOX_LIMITS, created_refs, secrets_env, write_fleet
+
+from practiceflow.cli.db import migrate_state
+from practiceflow.fleet import Fleet, accept_event, load_fleet, make_app
+from practiceflow.fleet.queue import set_current_fleet
+from practiceflow.state.postgres import PostgresStore
+from practiceflow.testing import SandboxHandle
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def fleet(
+    pg_url: str, tmp_path: Path, sandbox: SandboxHandle, request: pytest.FixtureRequest
+) -> Iterator[Fleet]:
+    sandbox.admin("POST", "/_admin/config", {"rateLimits": SANDBOX_LIMITS})
+    ordered = bool(getattr(request, "param", False))
+    config = load_fleet(write_fleet(tmp_path, sandbox, ordered=ordered))
+    app = make_app(pg_url)
+    with PostgresStore(pg_url) as store, app.open():
+        made = Fleet(config, store, pg_url, app, environ=secrets_env(sandbox))
+        set_current_fleet(made)
+        try:
+            yield made
+        finally:
+            set_current_fleet(None)
+            made.close()
+
+
+def _accept(fleet: Fleet, practice: str, refs: list[str]) -> None:
+    config = fleet.config.practices[practice]
+    for ref in refs:
+        accept_event(fleet.app, fleet.store, config, "test_event", "test.event", ref, {"ref": ref})
+
+
+def _drain(fleet: Fleet, concurrency: int = 2) -> None:
+    """Work the queue until every event is handled (a worker with ``wait=False`` stops
+    as soon as it finds no job it may take, such as all of them behind a lock)."""
+    for _ in range(50):
+        fleet.app.run_worker(concurrency=concurrency, wait=False, install_signal_handlers=False)
+        if not any(fleet.store.pending_events(name, 1) for name in fleet.practices):
+            return
+    pytest.fail("events left pending after 50 passes of the worker")
+
+
+def test_a_practice_runs_only_its_own_events_with_its_own_credentials(
+    fleet: Fleet, sandbox: SandboxHandle
+) -> None:
+    # The same event ids in both practices: two separate events, two separate runs.
+    refs = {name: [f"{name}-{n}" for n in range(4)] for name in REGIONS}
+    for name, own in refs.items():
+        _accept(fleet, name, own)
+    _accept(fleet, "alpha", ["shared-id"])
+    _accept(fleet, "beta", ["shared-id"])
+
+    _drain(fleet)
+
+    for name, region in REGIONS.items():
+        assert sorted(created_refs(sandbox, region)) == sorted([*refs[name], "shared-id"])
+        assert len(fleet.store.list_runs(practice=name, status="succeeded")) == 5
+    ids = {name: sandbox.credentials(region, "rw")[0] for name, region in REGIONS.items()}
+    for row in sandbox.admin("GET", "/_admin/requests"):
+        name = {region: name for name, region in REGIONS.items()}[row["region"]]
+        assert row["clientId"] == ids[name], row  # never the other practice's credentials
+        assert row["status"] != 429
+
+
+def test_a_job_cannot_reach_another_practices_event(fleet: Fleet) -> None:
+    _accept(fleet, "alpha", ["only-alpha"])
+    with pytest.raises(Exception, match="is not stored"):
+        fleet.run_event("beta", "test_event", "only-alpha")
+    with pytest.raises(Exception, match="valid values are \\['alpha', 'beta'\\]"):
+        fleet.run_event("gamma", "test_event", "only-alpha")
+
+
+@pytest.mark.parametrize("fleet", [True], indirect=True, ids=["ordered"])
+def test_an_ordered_practice_runs_its_events_one_at_a_time_in_order(fleet: Fleet) -> None:
+    refs = [f"ord-{n:02d}" for n in range(10)]
+    _accept(fleet, "alpha", refs)
+
+    _drain(fleet, concurrency=4)
+
+    runs = sorted(fleet.store.list_runs(practice="alpha"), key=lambda run: run.created_at)
+    assert [run.event_id for run in runs] == refs
+    for earlier, later in itertools.pairwise(runs):
+        assert earlier.updated_at <= later.created_at  # the next began after it finished
+
+
+def test_a_redelivered_job_sends_nothing_twice(fleet: Fleet, sandbox: SandboxHandle) -> None:
+    _accept(fleet, "alpha", ["once"])
+    _drain(fleet)
+    posts = [r for r in sandbox.admin("GET", "/_admin/requests") if r["method"] == "POST"]
+
+    assert fleet.run_event("alpha", "test_event", "once") == "handled"
+    assert fleet.sweep("alpha") == 0
+    assert created_refs(sandbox, "anz") == ["once"]
+    again = [r for r in sandbox.admin("GET", "/_admin/requests") if r["method"] == "POST"]
+    assert again == posts
+
+
+def test_db_migrate_creates_state_and_queue_then_has_nothing_to_do(empty_pg_url: str) -> None:
+    pg_url = empty_pg_url
+    from click.testing import CliRunner
+
+    from practiceflow.cli import cli
+
+    runner = CliRunner()
+    first = runner.invoke(cli, ["db", "migrate", "--json"], env={"PRACTICEFLOW_STATE": pg_url})
+    assert first.exit_code == 0, first.output
+    assert '"before": 0' in first.output
+    assert '"queue": "installed"' in first.output
+    again = runner.invoke(cli, ["db", "migrate", "--state", pg_url])
+    assert again.exit_code == 0, again.output
+    assert "up to date" in again.output
+    assert "job queue: present" in again.output
+
+
+def test_db_migrate_refuses_a_newer_schema_with_exit_code_2(pg_url: str) -> None:
+    import psycopg
+    from click.testing import CliRunner
+
+    from practiceflow.cli import cli
+
+    with psycopg.connect(pg_url) as raw:
+        raw.execute("UPDATE pf_schema_version SET version = version + 1")
+    result = CliRunner().invoke(cli, ["db", "migrate", "--state", pg_url])
+    assert result.exit_code == 2
+    assert "newer than" in result.output
+
+
+def test_db_migrate_on_sqlite(tmp_path: Path) -> None:
+    report = migrate_state(str(tmp_path / "s" / "state.db"))
+    assert (report["before"], report["after"]) == (0, 1)
+    assert migrate_state(str(tmp_path / "s" / "state.db"))["before"] == 1

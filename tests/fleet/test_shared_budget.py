@@ -1,0 +1,106 @@
+"""The rate budget of one Client ID is shared by every replica: processes racing for it
+together never exceed any of its three windows."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from pyrate_limiter import RateItem
+
+from practiceflow.api.ratelimit import RateLimits
+from practiceflow.errors import RateLimitError
+from practiceflow.fleet.budget import budget_table, shared_budget
+
+# Small windows of the same shape as the spec's, so a test fills them in a second.
+LIMITS = RateLimits(per_minute=10, per_hour=20, per_day=30, max_wait=0)
+
+_FORK = multiprocessing.get_context("fork")  # children inherit the imports: fast to start
+
+
+def _replica(url: str, client_id: str, barrier: Any, results: Any) -> None:
+    budget = shared_budget(url, client_id, LIMITS)
+    barrier.wait()
+    admitted = 0
+    for _ in range(12):
+        try:
+            budget.acquire("GET", "/api/v1/entities", deadline=time.time())
+            admitted += 1
+        except RateLimitError:
+            pass
+    budget.close()
+    results.put(admitted)
+
+
+def _race(url: str, client_id: str, replicas: int = 4) -> list[int]:
+    """Several processes, each with its own budget and connections, racing for slots."""
+    barrier = _FORK.Barrier(replicas)
+    results = _FORK.Queue()
+    processes = [
+        _FORK.Process(target=_replica, args=(url, client_id, barrier, results))
+        for _ in range(replicas)
+    ]
+    for process in processes:
+        process.start()
+    admitted = [results.get(timeout=60) for _ in processes]
+    for process in processes:
+        process.join(timeout=10)
+    assert [process.exitcode for process in processes] == [0] * replicas
+    return admitted
+
+
+def _prefill(url: str, client_id: str, ages_s: list[tuple[int, int]]) -> None:
+    """Count ``n`` requests ``age`` seconds ago, for each ``(n, age)``."""
+    budget = shared_budget(url, client_id, LIMITS)
+    bucket = budget._bucket
+    now_ms = int(time.time() * 1000)
+    for count, age in ages_s:
+        for _ in range(count):
+            assert bucket.put(RateItem("practiceflow", now_ms - age * 1000))
+    budget.close()
+
+
+@pytest.mark.parametrize(
+    ("prefill", "expected", "window"),
+    [
+        pytest.param([], 10, "minute", id="minute-binds"),
+        pytest.param([(10, 50 * 60), (5, 40 * 60)], 5, "hour", id="hour-binds"),
+        pytest.param([(10, 5 * 3600), (10, 4 * 3600), (5, 3 * 3600)], 5, "day", id="day-binds"),
+    ],
+)
+def test_four_replicas_together_never_exceed_any_window(
+    pg_url: str, prefill: list[tuple[int, int]], expected: int, window: str
+) -> None:
+    _prefill(pg_url, "client-a", prefill)
+
+    admitted = _race(pg_url, "client-a")
+
+    assert sum(admitted) == expected, f"the {window} window was exceeded: {admitted}"
+    table = f"ratelimit___{budget_table('client-a')}"
+    with psycopg.connect(pg_url) as raw:
+        query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
+        row = raw.execute(query).fetchone()
+    assert row == (sum(count for count, _ in prefill) + expected,)
+
+
+def test_each_client_id_has_its_own_budget(pg_url: str) -> None:
+    _prefill(pg_url, "client-a", [(10, 50 * 60), (10, 40 * 60)])  # client-a's hour is spent
+
+    assert sum(_race(pg_url, "client-a", replicas=2)) == 0
+    assert sum(_race(pg_url, "client-b", replicas=2)) == 10
+
+
+def test_a_refusal_says_how_long_until_the_window_frees(pg_url: str) -> None:
+    budget = shared_budget(pg_url, "client-a", LIMITS)
+    try:
+        for _ in range(10):
+            budget.acquire("GET", "/api/v1/entities", deadline=time.time())
+        with pytest.raises(RateLimitError, match="next slot is") as caught:
+            budget.acquire("GET", "/api/v1/entities", deadline=time.time())
+        assert 50 < caught.value.retry_after <= 60
+    finally:
+        budget.close()
