@@ -127,3 +127,41 @@ def test_write_without_read_back_holds_the_run_until_a_person_resolves_it(
     assert resumed.status == "succeeded"
     assert _count(fast_sandbox, "leads", entityName="Held h1") == 1
     assert _count(fast_sandbox, "entities", entityName="After h1") == 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "verdict"),
+    [("drop", "reconciled"), ("server_error", "safe to retry")],
+)
+def test_an_in_doubt_lead_with_an_email_is_found_by_it_among_lead_rows(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+    kind: str,
+    verdict: str,
+):
+    steps = """\
+  - id: lead
+    use: create_lead
+    with:
+      entityType: Individual
+      entityName: "Mail {{ trigger.ref }}"
+      email: "{{ trigger.ref }}@example.com"
+"""
+    recipe = validate_recipe(write_recipe(tmp_path, steps), registry=registry)
+    practice = client.settings.client_id
+    ref = f"lead-{kind}"
+    store.record_event(practice, "test_event", "test.event", ref, {"ref": ref})
+    _arm(fast_sandbox, kind, "/api/v1/leads")
+
+    (outcome,) = Runner(recipe, store, client, practice=practice).process_pending()
+
+    assert outcome.status == "succeeded"
+    assert _count(fast_sandbox, "leads", entityName=f"Mail {ref}") == 1
+    record = store.get_step(outcome.run_id, "lead")
+    assert record is not None
+    assert record.resolved_by == RECONCILER
+    assert verdict in (record.resolution_note or "")
+    assert f"{ref}@example.com" not in (record.resolution_note or "")

@@ -20,7 +20,11 @@ Reconcilers, by action key (spec sections named):
 * ``create_bill``: a bill for the same ``entityKey`` with the same bill date and total, in
   ``GET /api/v1/bills/list?startDate&endDate`` (2.4, 4.2), created after it was sent;
 * ``convert_lead``: the entity is ``Active`` (found) or still a ``Lead`` (absent) in
-  ``GET /api/v1/entities/{key}`` (3).
+  ``GET /api/v1/entities/{key}`` (3);
+* ``create_lead``: a lead is an entity whose status is Lead (1, 2.3), so one created with an
+  ``email`` is found by that email among the Lead rows of ``GET /api/v1/entities?lastUpdated=``
+  from shortly before it was sent (2.1 lists ``email`` and ``status`` on every summary; the
+  leads list's own parameters are not shown, so it is not relied on).
 
 Every other write (eForms, onboardings, AML checks...) has no read-back the spec shows,
 so it is held for a person.
@@ -217,6 +221,30 @@ def _lead_is_active(client: ClientLike, data: Mapping[str, Any], sent_at: dateti
     if status is not None and status.strip().lower() == "lead":
         return Verdict("absent", f"{where}: the entity is still a Lead")
     return Verdict("unknown", f"{where}: status {status!r} does not tell")
+
+
+@register_reconciler("create_lead")
+def _lead_by_email(client: ClientLike, data: Mapping[str, Any], sent_at: datetime) -> Verdict:
+    wanted = str(data.get("email") or "").strip().lower()
+    if not wanted:
+        return Verdict("unknown", "no email was sent, so the new lead cannot be found")
+    since = _since(sent_at)
+    matches = [
+        row
+        for row in _all_rows(client, "/api/v1/entities", {"lastUpdated": since}, None)
+        if isinstance(row, Mapping)
+        and str(row.get("email") or "").strip().lower() == wanted
+        and (tolerant.entity_status(row) or "").strip().lower() == "lead"
+    ]
+    # The email is personal data: the note names the field, never its value.
+    where = f"GET /api/v1/entities?lastUpdated={since.isoformat()}: Lead rows by email"
+    if len(matches) == 1:
+        row = dict(matches[0])
+        return Verdict("found", f"{where}: found {row.get('entityKey')}", row)
+    if not matches:
+        return Verdict("absent", f"{where}: no lead was created")
+    keys = [row.get("entityKey") for row in matches]
+    return Verdict("unknown", f"{where}: {len(matches)} leads match ({keys}); a person decides")
 
 
 def _all_rows(
