@@ -34,11 +34,13 @@ bench: $(STAMP)
 export: $(STAMP)
 	$(VENV)/bin/practiceflow export zapier --out connectors/zapier
 	$(VENV)/bin/practiceflow export openapi --out connectors/openapi
+	$(VENV)/bin/practiceflow export n8n --out connectors/n8n
 
 ## node-deps: install the connectors' Node packages from their lockfiles
 node-deps:
 	@command -v npm >/dev/null || { echo "npm is missing: install Node.js 20+ with npm"; exit 1; }
 	cd connectors/zapier && npm ci --ignore-scripts --no-audit --no-fund
+	cd connectors/n8n && npm ci --ignore-scripts --no-audit --no-fund
 
 clean:
 	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache

@@ -60,7 +60,13 @@ def test_in_doubt_error_names_the_write_and_its_cause() -> None:
 def test_manifest_error_lists_every_issue_with_location() -> None:
     error = ManifestError(
         [
-            Issue("actions/a.yaml", 14, 7, "input.properties.x", "got 'amonut'; did you mean 'amount'?"),
+            Issue(
+                "actions/a.yaml",
+                14,
+                7,
+                "input.properties.x",
+                "got 'amonut'; did you mean 'amount'?",
+            ),
             Issue("actions/a.yaml", 20, 0, "", "template syntax error"),
         ]
     )

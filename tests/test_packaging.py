@@ -36,14 +36,24 @@ def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
     _run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheels[0])],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            str(wheels[0]),
+        ],
         cwd=work,
     )
     return env_dir
 
 
 @pytest.mark.slow
-def test_wheel_finds_shipped_data_outside_the_repository(installed_wheel: Path, tmp_path: Path) -> None:
+def test_wheel_finds_shipped_data_outside_the_repository(
+    installed_wheel: Path, tmp_path: Path
+) -> None:
     python = installed_wheel / "bin" / "python"
     script = (
         "import json\n"

@@ -38,7 +38,7 @@ __all__ = ["COMMANDS", "export_command"]
 def export_command(
     platform: str, out: Path, modules: tuple[Path, ...], check: bool, as_json: bool
 ) -> None:
-    """Generate the PLATFORM connector (zapier, openapi) from the actions and triggers.
+    """Generate the PLATFORM connector (zapier, n8n, openapi) from the actions and triggers.
 
     \b
     Examples:

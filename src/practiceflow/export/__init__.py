@@ -8,7 +8,7 @@ This package owns ``practiceflow export PLATFORM --out DIR`` and what it writes 
   :func:`write_export`, which never overwrites a hand-written file;
 * :mod:`.plan`: module templates as portable expression trees for the JavaScript runtimes;
 * :mod:`.schemas`: JSON Schema helpers (form fields, references);
-* :mod:`.zapier`, :mod:`.openapi`: one generator per platform.
+* :mod:`.zapier`, :mod:`.n8n`, :mod:`.openapi`: one generator per platform.
 
 Every generator is deterministic (sorted keys, stable order), so a test can regenerate an
 export and compare it with the committed copy.
@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from practiceflow.export import n8n as _n8n  # noqa: F401 - registers its exporter
 from practiceflow.export import openapi as _openapi  # noqa: F401 - registers its exporters
 from practiceflow.export import zapier as _zapier  # noqa: F401 - registers its exporter
 from practiceflow.export.base import (
