@@ -28,7 +28,7 @@ test: lint
 
 ## bench: benchmarks that print figures (not tests)
 bench: $(STAMP)
-	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	$(PY) bench/report.py
 
 ## export: regenerate every committed connector from the modules
 export: $(STAMP)

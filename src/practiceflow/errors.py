@@ -16,6 +16,7 @@ class says whose problem it is through ``kind`` (the CLI maps it to an exit code
     │   ├── RateLimitError    429      transient 4
     │   └── ServerError       5xx      transient 4
     ├── TransportError                 transient 4   no usable answer (refused, reset, timeout)
+    ├── StoreError                     transient 4   the state store cannot be used (locked, full)
     ├── InDoubtError                   in_doubt  5   a write may or may not have been acted on
     └── BugError                       bug       70  an invariant of ours broke
 
@@ -44,6 +45,7 @@ __all__ = [
     "PracticeflowError",
     "RateLimitError",
     "ServerError",
+    "StoreError",
     "TemplateError",
     "TransportError",
     "ValidationError",
@@ -260,6 +262,17 @@ class TransportError(PracticeflowError):
         self.path = path
         self.reason = reason
         super().__init__(f"{method} {path}: {reason}")
+
+
+class StoreError(PracticeflowError):
+    """The state store cannot be read or written right now: the database is locked by
+    another process past the wait, the disk is full, or the file cannot be written.
+
+    Nothing was half-done: the transaction was rolled back. Fix the cause (stop the other
+    process, free space) and run again.
+    """
+
+    kind: ClassVar[ErrorKind] = "transient"
 
 
 class InDoubtError(PracticeflowError):

@@ -6,7 +6,9 @@ loader is deliberately stricter than YAML 1.1:
 
 * aliases (``*name``) are refused, which rules out "billion laughs" expansion bombs; anchors
   alone are harmless and accepted;
-* a document may hold at most :data:`MAX_NODES` nodes and :data:`MAX_BYTES` bytes;
+* a document may hold at most :data:`MAX_NODES` nodes and :data:`MAX_BYTES` bytes, nested at
+  most :data:`MAX_DEPTH` deep (both checked first on the event stream, which is not
+  recursive: PyYAML's composer is, and would overflow the stack or take minutes);
 * timestamps are not resolved: ``2024-05-01`` stays the string ``"2024-05-01"``, as in JSON;
 * mapping keys are always strings (``400:`` becomes ``"400"``); merge keys (``<<``) are refused.
 """
@@ -19,11 +21,17 @@ from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
-from yaml.events import AliasEvent
+from yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
+    NodeEvent,
+)
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 __all__ = [
     "MAX_BYTES",
+    "MAX_DEPTH",
     "MAX_NODES",
     "JsonPath",
     "Located",
@@ -36,6 +44,8 @@ __all__ = [
 MAX_NODES = 100_000
 #: Largest document accepted, in bytes.
 MAX_BYTES = 2_000_000
+#: Deepest nesting of mappings and sequences accepted.
+MAX_DEPTH = 100
 
 JsonPath = tuple[str | int, ...]
 
@@ -163,6 +173,7 @@ def load_yaml(text: str) -> Located:
     """
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise YamlLoadError(f"document is larger than {MAX_BYTES} bytes")
+    _check_shape(text)
     if _FastLoader is not None:
         # libyaml is ~15x faster; on any problem the pure-Python loader, which locates
         # aliases where they are written, reports it.
@@ -173,12 +184,55 @@ def load_yaml(text: str) -> Located:
     return _load_with(_Loader, text, refuse_shared=False)
 
 
+def _check_shape(text: str) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` and more than :data:`MAX_NODES` nodes
+    before composing (syntax errors are left to the load, which locates them)."""
+    loader: Any = None
+    try:
+        loader = (_FastLoader or _Loader)(text)
+        depth = nodes = 0
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, NodeEvent):
+                nodes += 1
+                if nodes > MAX_NODES:
+                    mark = event.start_mark
+                    line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+                    raise YamlLoadError(f"document has more than {MAX_NODES} nodes", line, column)
+            if isinstance(event, CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+                    message = f"nesting deeper than {MAX_DEPTH} levels is not accepted"
+                    raise YamlLoadError(message, line, column)
+            elif isinstance(event, CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def _reader_error(text: str, exc: yaml.reader.ReaderError) -> YamlLoadError:
+    """A character YAML does not allow (NUL, other control characters), located."""
+    line = text.count("\n", 0, exc.position) + 1
+    column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+    return YamlLoadError(f"YAML syntax: {exc.reason} (character {exc.character!r})", line, column)
+
+
 def _load_with(loader_class: type[Any], text: str, *, refuse_shared: bool) -> Located:
-    loader = loader_class(text)
+    try:
+        loader = loader_class(text)
+    except yaml.reader.ReaderError as exc:  # the reader checks the first chunk at once
+        raise _reader_error(text, exc) from None
     try:
         root = loader.get_single_node()
     except YamlLoadError:
         raise
+    except yaml.reader.ReaderError as exc:  # ... and later chunks as it reads them
+        raise _reader_error(text, exc) from None
     except (ComposerError, yaml.MarkedYAMLError) as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from practiceflow.errors import PracticeflowError
+from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.runner.budget import Priority, priority
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
@@ -33,12 +33,16 @@ from practiceflow.triggers import (
     resolve_mode,
 )
 
-__all__ = ["PUBLIC_URL_ENV", "TriggerIntake", "build_intake"]
+__all__ = ["LISTEN_ENV", "PUBLIC_URL_ENV", "TriggerIntake", "build_intake", "listen_address"]
 
 logger = logging.getLogger("practiceflow.runner")
 
 #: The public base URL the API delivers webhooks to (``local``: the receiver's own URL).
 PUBLIC_URL_ENV = "PRACTICEFLOW_PUBLIC_URL"
+#: Where the receiver listens, ``host:port`` or ``port`` (default ``127.0.0.1:0``, any
+#: free port). A public URL must route to a fixed port, and a restarted ``serve`` must
+#: listen where the API's retries of its subscription's deliveries go.
+LISTEN_ENV = "PRACTICEFLOW_LISTEN"
 
 
 class TriggerIntake:
@@ -168,13 +172,35 @@ class TriggerIntake:
             self.server.stop()
 
 
+def listen_address(text: str | None) -> tuple[str, int]:
+    """The receiver's listen address from ``PRACTICEFLOW_LISTEN`` (``host:port`` or ``port``).
+
+    Args:
+        text: the variable's value, or None.
+
+    Returns:
+        ``(host, port)``; ``("127.0.0.1", 0)`` when ``text`` is empty.
+
+    Raises:
+        ConfigError: the value is not ``host:port`` with a port from 0 to 65535.
+    """
+    if not text:
+        return ("127.0.0.1", 0)
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        message = f"{LISTEN_ENV}: got {text!r}; expected host:port or port, such as 127.0.0.1:8080"
+        raise ConfigError(message)
+    return (host or "127.0.0.1", int(port))
+
+
 def build_intake(
     recipes: Sequence[ValidRecipe], store: StateStore, client: Any, practice: str
 ) -> TriggerIntake:
     """The intake ``serve`` and ``run`` use, configured from the environment.
 
     ``PRACTICEFLOW_PUBLIC_URL`` gives the public webhook URL (``local`` for the sandbox);
-    without it, triggers poll where their recipe's mode allows.
+    without it, triggers poll where their recipe's mode allows. ``PRACTICEFLOW_LISTEN``
+    gives the receiver's ``host:port`` (default any free port of 127.0.0.1).
 
     Args:
         recipes: the checked recipes.
@@ -186,5 +212,10 @@ def build_intake(
         The intake (not started).
     """
     return TriggerIntake(
-        recipes, store, client, practice, public_url=os.environ.get(PUBLIC_URL_ENV) or None
+        recipes,
+        store,
+        client,
+        practice,
+        public_url=os.environ.get(PUBLIC_URL_ENV) or None,
+        listen=listen_address(os.environ.get(LISTEN_ENV)),
     )

@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar, Final, Self, cast
 
-from practiceflow.errors import BugError, ConfigError
+from practiceflow.errors import BugError, ConfigError, StoreError
 from practiceflow.state._sqlite_schema import (
     LATEST_VERSION,
     MIGRATIONS,
@@ -172,7 +172,32 @@ class SQLiteStore(StateStore):
             return
         os.close(descriptor)
 
+    def _store_error(self, exc: sqlite3.OperationalError) -> StoreError:
+        """What an operational failure of SQLite means to the user (no raw traceback)."""
+        reason = str(exc)
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in reason:
+            message = (
+                f"state database {self.path} is locked by another process (waited "
+                f"{self._busy_timeout_ms / 1000:g} s); stop the other practiceflow process "
+                "using it, or give this one its own --state file, then run again"
+            )
+        elif code == sqlite3.SQLITE_FULL or "full" in reason:
+            message = (
+                f"state database {self.path}: the disk is full, nothing was recorded (the "
+                "transaction was rolled back); free space, then run again"
+            )
+        else:
+            message = f"state database {self.path} cannot be used: {reason}"
+        return StoreError(message)
+
     def _conn(self) -> sqlite3.Connection:
+        try:
+            return self._open_conn()
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
+
+    def _open_conn(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if self._closed:
             message = f"state store {self.path} is closed; open it again to use it"
@@ -193,37 +218,49 @@ class SQLiteStore(StateStore):
     @contextmanager
     def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
         connection = self._conn()
-        if durable:
-            connection.execute("PRAGMA synchronous = FULL")
         try:
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                yield connection
-                connection.execute("COMMIT")
-            except BaseException:
-                # Also when COMMIT itself fails: never leave the connection mid-transaction.
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
-        finally:
             if durable:
-                connection.execute("PRAGMA synchronous = NORMAL")
+                connection.execute("PRAGMA synchronous = FULL")
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    yield connection
+                    connection.execute("COMMIT")
+                except BaseException:
+                    # Also when COMMIT itself fails: never leave the connection mid-transaction.
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    raise
+            finally:
+                if durable:
+                    connection.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         connection = self._conn()
-        connection.execute("BEGIN")
         try:
-            yield connection
-        finally:
-            if connection.in_transaction:
-                connection.execute("COMMIT")
+            connection.execute("BEGIN")
+            try:
+                yield connection
+            finally:
+                if connection.in_transaction:
+                    connection.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
 
     def _one(self, sql: str, params: Iterable[Any] = ()) -> Any:
-        return self._conn().execute(sql, tuple(params)).fetchone()
+        try:
+            return self._conn().execute(sql, tuple(params)).fetchone()
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
 
     def _all(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
-        return self._conn().execute(sql, tuple(params)).fetchall()
+        try:
+            return self._conn().execute(sql, tuple(params)).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
         with self._write():

@@ -11,6 +11,8 @@ the subscription (and its secret) in the state store. For every delivery, in ord
 4. map the body (tolerantly) and store it in **one** transaction, deduplicated by the
    event's dedupe key (the ``X-Svc-Event-Id`` unless the module derives a cross-source key)
    *and* by the signature (the id is not signed, so a replay under a fresh id is caught);
+   when the store cannot be used (locked, disk full: :class:`StoreError`), **503**, so
+   that the sender delivers again later;
 5. only then **200** (``{"stored": true}``, or ``false`` for a duplicate, which the sender
    must also stop retrying).
 
@@ -41,7 +43,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from practiceflow.errors import ConfigError
+from practiceflow.errors import ConfigError, StoreError
 from practiceflow.state import DEFAULT_KEEP_SEEN, StateStore, SubscriptionRecord
 from practiceflow.triggers.base import TriggerEvent, envelope, event_from_record, persist
 from practiceflow.triggers.definition import WebhookSpec
@@ -195,6 +197,16 @@ class Receiver:
         return await run_in_threadpool(self._handle, token, request.headers.raw, body)
 
     def _handle(self, token: str, raw_headers: list[tuple[bytes, bytes]], body: bytes) -> Response:
+        try:
+            return self._verify_and_store(token, raw_headers, body)
+        except StoreError as exc:
+            # Nothing was stored: refuse with a status the sender retries, and say why.
+            logger.warning("delivery not stored, the sender will retry it: %s", exc)
+            return self._refuse(503, "store_unavailable", "the event could not be stored")
+
+    def _verify_and_store(
+        self, token: str, raw_headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> Response:
         subscription = self.store.find_subscription_by_path(token)
         if subscription is None:
             logger.warning("delivery to unknown receiver path %s refused", fingerprint(token))
