@@ -125,6 +125,22 @@ def test_sandbox_refuses_attribute_escapes(source):
         render(source, input={})
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ trigger.update({'entityKey': 'x'}) }}",
+        "{{ trigger.pop('entityKey') }}",
+        "{{ trigger.lines.append(1) }}",
+        "{{ trigger.lines.clear() }}",
+    ],
+)
+def test_sandbox_refuses_changing_what_a_template_reads(source):
+    trigger = {"entityKey": "k", "lines": [1, 2]}
+    with pytest.raises(TemplateError, match=r"sandbox|unsafe"):
+        render(source, trigger=trigger)
+    assert trigger == {"entityKey": "k", "lines": [1, 2]}
+
+
 def test_sandbox_refuses_range_bombs():
     with pytest.raises(TemplateError, match="Range too big"):
         render("{{ range(10**9) | list | length }}")

@@ -2,8 +2,12 @@
 
 Every template in a module or recipe goes through :func:`compile_template` (at load time) and
 :meth:`CompiledTemplate.render` (at run time). The environment is a
-:class:`jinja2.sandbox.SandboxedEnvironment` with :class:`jinja2.StrictUndefined`, no autoescape,
-and these extra guards:
+:class:`jinja2.sandbox.ImmutableSandboxedEnvironment` with :class:`jinja2.StrictUndefined`, no
+autoescape, and these extra guards:
+
+* templates cannot change what they read: ``{{ trigger.update(...) }}`` or
+  ``{{ steps.x.items.append(...) }}`` is refused (the immutable sandbox), so rendering one
+  step can never alter the trigger or another step's output;
 
 * ``*`` and ``**`` are intercepted: no huge powers, no huge repeated strings or lists, and no
   constant folding of them at compile time;
@@ -41,7 +45,7 @@ from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.exceptions import TemplateError as JinjaTemplateError
 from jinja2.runtime import Context, Undefined
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 from jinja2.utils import consume
 
 from practiceflow.errors import Issue, TemplateError
@@ -180,7 +184,7 @@ def _checked_pow(left: Any, right: Any) -> Any:
     return operator.pow(left, right)
 
 
-class _Environment(SandboxedEnvironment):
+class _Environment(ImmutableSandboxedEnvironment):
     """The sandbox plus guards on ``*`` and ``**``."""
 
     intercepted_binops = frozenset({"*", "**"})

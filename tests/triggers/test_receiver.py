@@ -7,8 +7,8 @@ import time
 
 import pytest
 import requests
+from trigger_helpers import post_delivery
 
-from conftest import post_delivery
 from practiceflow.triggers import Receiver, load_definition, serve_receiver
 from practiceflow.webhooks import delivery_headers
 

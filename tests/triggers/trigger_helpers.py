@@ -7,10 +7,12 @@ headers), rows to events, dedupe, and every error status of its list endpoint.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+import requests
 import responses
 from responses import matchers
 
@@ -26,6 +28,7 @@ from practiceflow.errors import (
 )
 from practiceflow.state import SQLiteStore
 from practiceflow.triggers import Poller, TriggerDefinition, load_definition
+from practiceflow.webhooks import delivery_headers
 
 BASE = "https://api.test/anz"
 AUTH = {"X-SVC-Auth-ID": "5a4db0c0-0000-4000-8000-000000000011", "X-SVC-Auth-Key": "s3cret"}
@@ -148,3 +151,19 @@ def run_polls(
 def entity(key: str, status: str, updated: str, **extra: Any) -> dict[str, Any]:
     """An entities-list row (summary) as the spec lists its fields."""
     return {"entityKey": key, "entityName": "N", "status": status, "lastUpdated": updated, **extra}
+
+
+def post_delivery(
+    url: str,
+    secret: str,
+    body: Any,
+    *,
+    event: str = "proposal.accepted",
+    event_id: str = "evt-1",
+    timestamp: int | None = None,
+) -> requests.Response:
+    """POST a delivery signed as the API would sign it."""
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = delivery_headers(secret, event, event_id, raw, timestamp=timestamp)
+    headers["Content-Type"] = "application/json"
+    return requests.post(url, data=raw, headers=headers, timeout=5)
