@@ -6,8 +6,13 @@ own read-write credentials, passed through environment variables named in the fi
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
+
+import psycopg
 
 from practiceflow.testing import SandboxHandle
 
@@ -33,9 +38,16 @@ steps:
 """
 
 
-def write_fleet(folder: Path, sandbox: SandboxHandle, *, ordered: bool = False) -> Path:
+def write_fleet(
+    folder: Path,
+    sandbox: SandboxHandle,
+    *,
+    ordered: bool = False,
+    recipe: str = RECIPE,
+    poll_every: int = 60,
+) -> Path:
     """Write the recipe and a fleet file of the two practices; return the fleet file."""
-    (folder / "one_write.yaml").write_text(RECIPE, encoding="utf-8")
+    (folder / "one_write.yaml").write_text(recipe, encoding="utf-8")
     lines = [f"modules: [{TEST_MODULES}]", "practices:"]
     for name, region in REGIONS.items():
         client_id, _ = sandbox.credentials(region, "rw")  # type: ignore[arg-type]
@@ -46,6 +58,7 @@ def write_fleet(folder: Path, sandbox: SandboxHandle, *, ordered: bool = False) 
             f"    base_url: {sandbox.base_url(region)}",
             "    recipes: [one_write.yaml]",
             f"    ordered: {str(ordered).lower()}",
+            f"    poll_every: {poll_every}",
             f"    limits: {PRACTICE_LIMITS}",
         ]
     path = folder / "fleet.yaml"
@@ -69,3 +82,46 @@ def created_refs(sandbox: SandboxHandle, region: str) -> list[str]:
         for row in rows
         if str(row.get("entityName", "")).startswith("Fleet ")
     ]
+
+
+def start_worker(
+    fleet_file: Path, url: str, env: dict[str, str], log: Path, *extra: str
+) -> subprocess.Popen[bytes]:
+    """Start ``practiceflow worker`` (1 s heartbeats, stalled after 3 s) logging to ``log``."""
+    command = [
+        sys.executable, "-m", "practiceflow", "worker", "--fleet", str(fleet_file),
+        "--state", url, "--heartbeat", "1", "--stalled-after", "3", "-v", *extra,
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603 -- our own CLI.
+
+
+def workers_alive(url: str) -> int:
+    """How many workers sent a heartbeat in the last 5 seconds."""
+    with psycopg.connect(url) as raw:
+        row = raw.execute(
+            "SELECT count(*) FROM procrastinate_workers"
+            " WHERE last_heartbeat > now() - interval '5 seconds'"
+        ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def wait_for_workers(url: str, count: int, logs: list[Path], timeout: float = 45) -> None:
+    """Wait until ``count`` workers send heartbeats; fail with their logs otherwise."""
+    deadline = time.monotonic() + timeout
+    while workers_alive(url) < count:
+        assert time.monotonic() < deadline, [log.read_text() for log in logs if log.exists()]
+        time.sleep(0.2)
+
+
+def stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every live worker; kill what has not stopped within 20 s."""
+    for worker in workers:
+        if worker.poll() is None:
+            worker.terminate()
+    for worker in workers:
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()

@@ -4,6 +4,11 @@ Start as many as you like against the same database; run ``practiceflow db migra
 once before the first. Each replica serves every practice of the fleet file, takes jobs
 from the queue, polls, sweeps, and gives the jobs of dead replicas back to the queue.
 SIGTERM or SIGINT: the replica finishes its current jobs (journaled) and stops.
+
+With ``--listen`` and ``--public-url`` the replica also receives webhooks: deliveries are
+verified against the subscription in the shared store and become jobs at once, and each
+(practice, trigger) is subscribed once for the whole fleet (see
+:mod:`practiceflow.fleet.webhooks`).
 """
 
 from __future__ import annotations
@@ -43,6 +48,21 @@ __all__ = ["COMMANDS", "worker"]
     help="Seconds without a heartbeat after which a replica's jobs go to others.",
 )
 @click.option("--sweep-every", default=30, show_default=True, help="Seconds between sweeps.")
+@click.option(
+    "--listen",
+    metavar="HOST:PORT",
+    envvar="PRACTICEFLOW_LISTEN",
+    default=None,
+    help="Serve the webhook receiver here (env PRACTICEFLOW_LISTEN); needs --public-url.",
+)
+@click.option(
+    "--public-url",
+    metavar="URL",
+    envvar="PRACTICEFLOW_PUBLIC_URL",
+    default=None,
+    help="Where the API reaches the replicas' receivers, such as the load balancer's "
+    "https://hooks.example.com (env PRACTICEFLOW_PUBLIC_URL); the same for every replica.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log every job.")
 def worker(
     fleet_file: str,
@@ -51,6 +71,8 @@ def worker(
     heartbeat: float,
     stalled_after: float,
     sweep_every: int,
+    listen: str | None,
+    public_url: str | None,
     verbose: bool,
 ) -> None:
     """Run one replica of a fleet until SIGTERM.
@@ -59,14 +81,31 @@ def worker(
     Examples:
       practiceflow db migrate --state postgresql://pf:secret@db/pf
       practiceflow worker --fleet fleet.yaml --state postgresql://pf:secret@db/pf
+      practiceflow worker --fleet fleet.yaml --state postgresql://pf:secret@db/pf \\
+          --listen 0.0.0.0:8080 --public-url https://hooks.example.com
     """
     from practiceflow.fleet.config import load_fleet
     from practiceflow.fleet.queue import make_app, set_current_fleet
     from practiceflow.fleet.runtime import Fleet
+    from practiceflow.fleet.webhooks import FleetWebhooks, parse_listen
     from practiceflow.state.postgres import PostgresStore, describe_url
 
     if not state.lower().startswith(("postgresql://", "postgres://")):
         message = f"worker --state: got {state.partition('://')[0]!r}; expected a postgresql:// URL"
+        raise ConfigError(message)
+    if (listen is None) != (public_url is None):
+        given, missing = ("--listen", "--public-url") if listen else ("--public-url", "--listen")
+        message = f"worker {given}: got it without {missing}; give both to receive webhooks"
+        raise ConfigError(message)
+    if public_url is not None and public_url.strip().lower() == "local":
+        message = (
+            "worker --public-url: got 'local'; a fleet needs the URL of the load balancer "
+            "in front of its replicas, the same for every replica"
+        )
+        raise ConfigError(message)
+    address = parse_listen(listen) if listen is not None else None
+    if concurrency < 1:
+        message = f"worker --concurrency: got {concurrency}; expected 1 or more"
         raise ConfigError(message)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
@@ -74,12 +113,19 @@ def worker(
     )
     config = load_fleet(fleet_file)
     app = make_app(state, pool_size=concurrency + 3)
-    with PostgresStore(state, pool_size=concurrency + 2) as store, app.open():
+    # The receiver's threads store deliveries too: a few connections more for them.
+    store_pool = concurrency + 2 + (4 if address is not None else 0)
+    with PostgresStore(state, pool_size=store_pool) as store, app.open():
         _require_queue(state, describe_url(state))
-        fleet = Fleet(config, store, state, app)
+        fleet = Fleet(config, store, state, app, public_url=public_url)
+        hooks: FleetWebhooks | None = None
         try:
             set_current_fleet(fleet)
             fleet.schedule(sweep_every=sweep_every, retry_stalled_every=max(1, int(heartbeat)))
+            if address is not None:
+                hooks = FleetWebhooks(fleet, state, address)
+                server = hooks.start()
+                click.echo(f"worker: receiving webhooks on {server.url}", err=True)
             click.echo(
                 f"worker: {len(fleet.practices)} practice(s) on {describe_url(state)}", err=True
             )
@@ -93,6 +139,8 @@ def worker(
                 delete_jobs="never",
             )
         finally:
+            if hooks is not None:
+                hooks.stop()
             set_current_fleet(None)
             fleet.close()
 

@@ -7,7 +7,9 @@ This folder owns what a fleet adds to the single-process runner:
   PostgreSQL bucket);
 * :mod:`.queue`: the procrastinate job queue, its tasks and their locks;
 * :mod:`.runtime`: :class:`Fleet`, what one replica runs for each practice, and
-  :func:`accept_event` (a received event becomes a job).
+  :func:`accept_event` (a received event becomes a job);
+* :mod:`.webhooks`: :class:`FleetWebhooks`, a replica's webhook receiver (a stored
+  delivery becomes a job at once) and the fleet's one subscription per (practice, trigger).
 
 State lives in :class:`practiceflow.state.postgres.PostgresStore`; the journal, not the
 queue, decides whether a step was done.
@@ -19,10 +21,12 @@ from practiceflow.fleet.budget import shared_budget
 from practiceflow.fleet.config import FleetConfig, PracticeConfig, load_fleet
 from practiceflow.fleet.queue import defer_event, install_queue_schema, make_app
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime, accept_event
+from practiceflow.fleet.webhooks import FleetWebhooks
 
 __all__ = [
     "Fleet",
     "FleetConfig",
+    "FleetWebhooks",
     "PracticeConfig",
     "PracticeRuntime",
     "accept_event",

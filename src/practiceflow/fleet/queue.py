@@ -73,17 +73,25 @@ def current_fleet() -> Fleet:
     return _fleet
 
 
-def make_app(url: str, *, pool_size: int = 4) -> procrastinate.App:
+def make_app(url: str, *, pool_size: int = 4, sync: bool = False) -> procrastinate.App:
     """A procrastinate app on the fleet's database, with practiceflow's tasks.
 
     Args:
         url: the ``postgresql://`` URL (the state store's).
         pool_size: connections the queue keeps.
+        sync: only defer jobs, from any thread (a synchronous connection pool). The
+            worker's app cannot be used from threads of its own: its pool belongs to the
+            worker's event loop. The webhook receiver defers through such an app.
 
     Returns:
         The app (not opened).
     """
-    connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=max(2, pool_size))
+    size = max(2, pool_size)
+    connector: procrastinate.BaseConnector
+    if sync:
+        connector = procrastinate.SyncPsycopgConnector(conninfo=url, min_size=1, max_size=size)
+    else:
+        connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=size)
     app = procrastinate.App(connector=connector)
     app.add_tasks_from(blueprint(), namespace=NAMESPACE)
     return app

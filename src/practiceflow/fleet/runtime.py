@@ -26,9 +26,11 @@ from practiceflow.fleet.config import FleetConfig, PracticeConfig
 from practiceflow.fleet.queue import NAMESPACE, defer_event
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
+from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import Poller, definition, resolve_mode
+from practiceflow.triggers.receiver import Binding
 
 __all__ = ["Fleet", "PracticeRuntime", "accept_event"]
 
@@ -45,6 +47,8 @@ class PracticeRuntime:
         budget: its rate budget, shared with the other replicas.
         runners: one per recipe.
         pollers: trigger name -> poller, for its polling triggers.
+        webhooks: trigger name -> its webhook binding, for the triggers received by
+            webhook (only when the replica has a public URL).
     """
 
     config: PracticeConfig
@@ -52,6 +56,7 @@ class PracticeRuntime:
     budget: RateBudget
     runners: list[Runner]
     pollers: dict[str, Poller] = field(default_factory=dict)
+    webhooks: dict[str, Binding] = field(default_factory=dict)
 
 
 def accept_event(
@@ -96,6 +101,10 @@ class Fleet:
         state_url: its URL, for the shared rate budgets.
         app: the queue, opened by the caller.
         environ: where secrets named in the fleet file are read; ``os.environ`` if None.
+        public_url: the URL (a load balancer's) where the API reaches the replicas'
+            receivers; with it, triggers whose recipe mode allows are received by webhook
+            (see :mod:`practiceflow.fleet.webhooks`); without it they are polled, and
+            webhook-only triggers get their events from a receiver elsewhere (``serve``).
 
     Raises:
         ConfigError: a practice's credentials or recipes are unusable.
@@ -109,8 +118,10 @@ class Fleet:
         app: procrastinate.App,
         *,
         environ: dict[str, str] | None = None,
+        public_url: str | None = None,
     ) -> None:
         self.config = config
+        self.public_url = public_url
         self.store = store
         self.app = app
         self.practices: dict[str, PracticeRuntime] = {}
@@ -125,16 +136,29 @@ class Fleet:
                 runtime = PracticeRuntime(practice, client, budget, runners)
                 self.practices[name] = runtime
                 for recipe in recipes:
-                    found = definition(recipe.trigger)
-                    if found.poll is None or found.key in runtime.pollers:
-                        continue
-                    if resolve_mode(found, recipe.recipe.mode, None) not in ("poll", "both"):
-                        continue
-                    options = render_tree(recipe.recipe.trigger_with, {"now": utcnow()})
-                    runtime.pollers[found.key] = Poller(client, store, name, found, options)
+                    self._add_trigger(runtime, recipe)
         except BaseException:
             self.close()
             raise
+
+    def _add_trigger(self, runtime: PracticeRuntime, recipe: ValidRecipe) -> None:
+        """Give a recipe's trigger a poller and/or a webhook binding, as its mode says."""
+        found = definition(recipe.trigger)
+        if found.key in runtime.pollers or found.key in runtime.webhooks:
+            return
+        try:
+            mode = resolve_mode(found, recipe.recipe.mode, self.public_url)
+        except ConfigError:
+            if self.public_url is not None or found.poll is not None:
+                raise
+            return  # webhook only, and no receiver here: a sweep queues what serve stored
+        options = render_tree(recipe.recipe.trigger_with, {"now": utcnow()})
+        name = runtime.config.name
+        if mode in ("poll", "both") and found.poll is not None:
+            poller = Poller(runtime.client, self.store, name, found, options)
+            runtime.pollers[found.key] = poller
+        if mode in ("webhook", "both") and found.webhook is not None:
+            runtime.webhooks[found.key] = Binding(found.webhook, options)
 
     def close(self) -> None:
         """Close every practice's client and budget (not the store or the queue)."""
@@ -188,13 +212,15 @@ class Fleet:
         poller = runtime.pollers.get(trigger)
         if poller is None:
             return 0
+        logger.info("poll of %s / %s: begins", practice, trigger)
         try:
             result = poller.poll_once()
         except PracticeflowError as exc:
-            logger.warning("poll of %s / %s skipped: %s", practice, trigger, exc)
+            logger.warning("poll of %s / %s: ends, skipped: %s", practice, trigger, exc)
             return 0
         for event in result.events:
             defer_event(self.app, practice, poller.name, event.id, ordered=runtime.config.ordered)
+        logger.info("poll of %s / %s: ends, %d new event(s)", practice, trigger, len(result.events))
         return len(result.events)
 
     def sweep(self, practice: str, limit: int = 500) -> int:

@@ -1,0 +1,174 @@
+"""Webhooks in a fleet: every replica receives, and one subscribes per (practice, trigger).
+
+A replica started with a public URL (``practiceflow worker --listen --public-url``) serves
+the triggers' :class:`~practiceflow.triggers.Receiver` (verify, dedupe, store, then 200).
+Each delivery it stores becomes a ``run_event`` job at once, before the answer: no
+waiting for a sweep. The subscription, its receiver path and its secret live in the shared
+PostgreSQL store, so any replica behind the load balancer can verify and take any
+delivery; the sweep remains the safety net for an event stored by a replica that died
+before queueing it.
+
+Subscriptions are made once for the whole fleet: each replica, on start, takes a
+PostgreSQL advisory lock per (practice, trigger) and only then looks at the store. The
+first one subscribes; the others find the subscription ``active`` under the same public
+URL and keep it. The lock is a transaction's (``pg_advisory_xact_lock``), so a replica that
+dies while holding it lets go with its connection. A replica that stops leaves the
+subscription in place (the others still receive on it); ``practiceflow triggers
+unsubscribe`` removes it when the whole fleet goes away.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+import psycopg
+
+from practiceflow.errors import ConfigError
+from practiceflow.fleet.queue import defer_event, make_app
+from practiceflow.fleet.runtime import Fleet
+from practiceflow.state import SubscriptionRecord
+from practiceflow.triggers import TriggerEvent
+from practiceflow.triggers.receiver import Receiver, ReceiverServer
+from practiceflow.triggers.subscriptions import SubscriptionManager
+
+__all__ = ["SUBSCRIBE_LOCK_PREFIX", "FleetWebhooks", "parse_listen", "subscribe_lock"]
+
+logger = logging.getLogger("practiceflow.fleet")
+
+#: Prefix of the advisory lock's key taken around a (practice, trigger)'s subscribe.
+SUBSCRIBE_LOCK_PREFIX: Final = "practiceflow subscribe:"
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """The receiver's address from ``HOST:PORT`` (or ``PORT``, on 127.0.0.1).
+
+    Args:
+        text: such as ``0.0.0.0:8080``.
+
+    Returns:
+        ``(host, port)``.
+
+    Raises:
+        ConfigError: not a host and a port from 0 to 65535.
+    """
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        message = f"--listen: got {text!r}; expected HOST:PORT or PORT, such as 0.0.0.0:8080"
+        raise ConfigError(message)
+    return (host.strip("[]") or "127.0.0.1", int(port))
+
+
+def subscribe_lock(practice: str, trigger: str) -> str:
+    """The advisory lock's key of one (practice, trigger)'s subscription.
+
+    Args:
+        practice: the practice's name.
+        trigger: the trigger's name.
+
+    Returns:
+        The text hashed into the lock's 64-bit key.
+    """
+    return f"{SUBSCRIBE_LOCK_PREFIX}{practice}:{trigger}"
+
+
+class FleetWebhooks:
+    """One replica's receiver, and its share of the fleet's subscriptions.
+
+    Args:
+        fleet: the replica's fleet (its ``public_url`` set).
+        state_url: the fleet's ``postgresql://`` URL (for the subscribe locks).
+        listen: host and port the receiver listens on (port 0: any free one).
+    """
+
+    def __init__(self, fleet: Fleet, state_url: str, listen: tuple[str, int]) -> None:
+        self.fleet = fleet
+        self.state_url = state_url
+        self.listen = listen
+        # Deliveries are deferred from the receiver's threads: through a synchronous app
+        # of our own, since the worker's pool belongs to the worker's event loop.
+        self.queue = make_app(state_url, pool_size=4, sync=True)
+        self.receiver = Receiver(fleet.store)
+        self.server: ReceiverServer | None = None
+        self.queued = 0
+        for name, runtime in fleet.practices.items():
+            for trigger, binding in runtime.webhooks.items():
+                self.receiver.bind(name, trigger, binding.spec, binding.options)
+        self.receiver.listen(self._queue)
+
+    @property
+    def triggers(self) -> list[tuple[str, str]]:
+        """Every (practice, trigger) this replica receives by webhook."""
+        return [
+            (name, trigger)
+            for name, runtime in self.fleet.practices.items()
+            for trigger in runtime.webhooks
+        ]
+
+    def _queue(self, event: TriggerEvent) -> None:
+        """A stored delivery becomes a job (on the receiver's worker thread)."""
+        runtime = self.fleet.practices.get(event.practice or "")
+        if runtime is None:  # a stored subscription of a practice this file lacks
+            logger.warning("delivery for practice %r, not in the fleet file", event.practice)
+            return
+        ordered = runtime.config.ordered
+        if defer_event(self.queue, runtime.config.name, event.trigger, event.id, ordered=ordered):
+            self.queued += 1
+
+    def start(self) -> ReceiverServer:
+        """Listen, then make sure each webhook trigger is subscribed once for the fleet.
+
+        The receiver listens first, so that a delivery racing the subscribe's answer
+        finds a replica to take it.
+
+        Returns:
+            The running server (its ``port`` is the one chosen when 0 was asked).
+
+        Raises:
+            ConfigError: a subscribe is in doubt, or no public URL is set.
+            ApiError: the API refused a subscribe.
+        """
+        self.queue.open()
+        try:
+            self.server = ReceiverServer(self.receiver, *self.listen).start()
+            for practice, trigger in self.triggers:
+                self.ensure(practice, trigger)
+        except BaseException:
+            self.stop()
+            raise
+        return self.server
+
+    def ensure(self, practice: str, trigger: str) -> SubscriptionRecord:
+        """Subscribe one (practice, trigger) unless the fleet already did (under its lock).
+
+        Args:
+            practice: the practice's name.
+            trigger: the trigger's name.
+
+        Returns:
+            The active subscription.
+        """
+        runtime = self.fleet.practices[practice]
+        binding = runtime.webhooks[trigger]
+        event = binding.spec.event_key(binding.options)
+        manager = SubscriptionManager(
+            runtime.client, self.fleet.store, practice, self.fleet.public_url
+        )
+        with (
+            psycopg.connect(self.state_url, autocommit=True) as connection,
+            connection.transaction(),
+        ):
+            connection.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (subscribe_lock(practice, trigger),),
+            )
+            record = manager.ensure(trigger, event)
+        logger.info("webhook %s / %s: subscription %s", practice, trigger, record.subscription_id)
+        return record
+
+    def stop(self) -> None:
+        """Stop receiving (deliveries in flight finish); subscriptions stay for the fleet."""
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+        self.queue.close()
