@@ -17,6 +17,7 @@ from typing import Any
 
 import uvicorn
 
+from practiceflow import netaddr
 from practiceflow.console.app import PREFIX, create_app
 from practiceflow.console.data import ConsoleContext
 from practiceflow.console.security import Guard, check_bind
@@ -53,12 +54,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     Raises:
         ConfigError: it is not ``HOST:PORT`` with a port in 0..65535.
     """
-    host, _, port = text.rpartition(":")
-    host = host.strip("[]") or DEFAULT_HOST
-    if not port.isdigit() or int(port) > 65535:
-        message = f"--console-listen: got {text!r}; expected HOST:PORT, such as 127.0.0.1:8470"
-        raise ConfigError(message)
-    return host, int(port)
+    return netaddr.parse_listen(text, option="--console-listen", example="127.0.0.1:8470")
 
 
 class ConsoleServer:

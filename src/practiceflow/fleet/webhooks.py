@@ -24,7 +24,7 @@ from typing import Final
 
 import psycopg
 
-from practiceflow.errors import ConfigError
+from practiceflow import netaddr
 from practiceflow.fleet.queue import defer_event, make_app
 from practiceflow.fleet.runtime import Fleet
 from practiceflow.state import SubscriptionRecord
@@ -52,11 +52,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     Raises:
         ConfigError: not a host and a port from 0 to 65535.
     """
-    host, _, port = text.rpartition(":")
-    if not port.isdigit() or int(port) > 65535:
-        message = f"--listen: got {text!r}; expected HOST:PORT or PORT, such as 0.0.0.0:8080"
-        raise ConfigError(message)
-    return (host.strip("[]") or "127.0.0.1", int(port))
+    return netaddr.parse_listen(text, option="--listen", example="0.0.0.0:8080")
 
 
 def subscribe_lock(practice: str, trigger: str) -> str:

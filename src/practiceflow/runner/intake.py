@@ -17,7 +17,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.errors import PracticeflowError
+from practiceflow.netaddr import LOOPBACK, parse_listen
 from practiceflow.runner.budget import Priority, priority
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
@@ -185,12 +186,8 @@ def listen_address(text: str | None) -> tuple[str, int]:
         ConfigError: the value is not ``host:port`` with a port from 0 to 65535.
     """
     if not text:
-        return ("127.0.0.1", 0)
-    host, _, port = text.rpartition(":")
-    if not port.isdigit() or int(port) > 65535:
-        message = f"{LISTEN_ENV}: got {text!r}; expected host:port or port, such as 127.0.0.1:8080"
-        raise ConfigError(message)
-    return (host or "127.0.0.1", int(port))
+        return (LOOPBACK, 0)
+    return parse_listen(text, option=LISTEN_ENV, example="127.0.0.1:8080")
 
 
 def build_intake(
