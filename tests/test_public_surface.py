@@ -23,6 +23,7 @@ PINNED = [
     "PracticeflowError",
     "RateLimitError",
     "ServerError",
+    "StoreError",
     "TemplateError",
     "TransportError",
     "ValidationError",
