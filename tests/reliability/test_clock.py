@@ -5,9 +5,9 @@
   are refused (401, "stale") and nothing is stored or run: a sender whose clock is an hour
   off cannot be told from a replay.
 * Polling: the cursor is the API's own ``lastUpdated``; when the API's clock goes back,
-  the cursor is "in the future" for it. Known bug (xfail, reported in issue 10's notes):
-  every poll is refused with 400 until the clock catches up, and a client created while
-  the clock was back (stamped before the cursor) is never fired.
+  the cursor is "in the future" for it and the API refuses it (400). The poller then steps
+  back from the cursor until the API accepts the time and reads on from there, so a client
+  created while the clock was back (stamped before the cursor) fires, exactly once.
 """
 
 from __future__ import annotations
@@ -79,11 +79,6 @@ def test_sandbox_clock_an_hour_back_refuses_deliveries_and_stores_nothing(
     assert any("refused" in record.getMessage() for record in caplog.records)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a lastUpdated cursor ahead of the API's clock is refused (400) on every "
-    "poll, and a client stamped while the clock was back is never fired",
-)
 def test_polling_survives_the_api_clock_moving_back(rsandbox: SandboxHandle, tmp_path: Path):
     client_id, secret = rsandbox.credentials("anz", "rw")
     limits = RateLimits(per_minute=100_000, per_hour=1_000_000, per_day=10_000_000)

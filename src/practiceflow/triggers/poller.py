@@ -43,7 +43,7 @@ from typing import Any, Final
 
 from practiceflow.api import Client
 from practiceflow.api.paging import MAX_PAGE_NUMBER, extract_items
-from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.errors import ConfigError, PracticeflowError, ValidationError
 from practiceflow.state import StateStore
 from practiceflow.triggers.base import TriggerEvent, envelope, persist
 from practiceflow.triggers.definition import PollSpec, TriggerDefinition, parse_time
@@ -54,6 +54,10 @@ logger = logging.getLogger("practiceflow.triggers.poller")
 
 #: Cursor value of a list whose rows carry no usable cursor field: read whole each poll.
 FULL_SCAN: Final = "*"
+#: How many earlier times a poll tries when the API refuses its cursor (1 min doubling:
+#: the last is about 2 days before the cursor).
+_BEHIND_STEPS: Final = 12
+
 #: Suffix of the cursor row that holds a trigger's known keys.
 KNOWN_SUFFIX: Final = "#known"
 _KNOWN_VALUE: Final = "known"
@@ -175,7 +179,10 @@ class Poller:
             else:
                 value, boundary = state.value, state.boundary_keys
             if self.spec.cursor == "lastUpdated" and value != FULL_SCAN:
-                return self._poll_since(value, boundary, known)
+                try:
+                    return self._poll_since(value, boundary, known)
+                except ValidationError as refused:
+                    return self._poll_behind(value, known, refused)
             return self._poll_whole(known, baseline=False)
 
     def next_interval(self, base: float, maximum: float = 3600.0) -> float:
@@ -321,6 +328,40 @@ class Poller:
         self.store.set_cursor(self.practice, self.name, best_text, best_keys)
         result.cursor = best_text
         return result
+
+    def _poll_behind(self, value: str, known: set[str], refused: ValidationError) -> PollResult:
+        """Read again from earlier when the API refuses the cursor (its clock went back).
+
+        The cursor is a time the API itself wrote; a 400 for it means the API's clock is now
+        behind that time (spec 8: a future ``lastUpdated`` is refused). Records it stamps
+        meanwhile carry times *before* the cursor, so reading on from the cursor would never
+        see them. Step back from the cursor (1 min, 2 min, 4 min ... up to about 2 days)
+        until the API accepts the time, and read from there: rows handed over before are
+        dropped by the store's seen event ids (and known keys), so nothing fires twice.
+
+        Raises:
+            ValidationError: the API refused every earlier time too (it is not the clock).
+        """
+        cursor = parse_time(value)
+        if cursor is None:  # pragma: no cover - _poll_since refused it first
+            raise refused
+        step = timedelta(minutes=1)
+        for _ in range(_BEHIND_STEPS):
+            earlier = (cursor - step).astimezone(UTC).isoformat().replace("+00:00", "Z")
+            try:
+                result = self._poll_since(earlier, frozenset(), known)
+            except ValidationError:
+                step *= 2
+                continue
+            logger.warning(
+                "poll of %s: the API refused the cursor %s (its clock seems behind); "
+                "read again from %s",
+                self.name,
+                value,
+                earlier,
+            )
+            return result
+        raise refused
 
     # -- pieces -----------------------------------------------------------------------------
 
