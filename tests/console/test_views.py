@@ -5,13 +5,17 @@ from __future__ import annotations
 import re
 import threading
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
-from console.conftest import CLIENT_SECRET, PERSONAL, WEBHOOK_SECRET, Seeded
+from console.conftest import CLIENT_SECRET, PERSONAL, PRACTICE, WEBHOOK_SECRET, Seeded
 from practiceflow.console import ConsoleContext, create_app
 from practiceflow.console.security import SESSION_COOKIE, Guard
+from practiceflow.manifest import load_modules
+from practiceflow.runner import validate_recipe
+from runner._support import MODULES, write_recipe
 
 TOKEN_RE = re.compile(r'name="csrf_token" value="([0-9a-f]+)"')
 
@@ -238,6 +242,65 @@ def test_recipes_show_subscription_health_and_not_recorded_where_the_store_has_n
     assert rows["onboard"]["next_poll"] is None
     page = web.get("/console/").text
     assert "not recorded" in page
+
+
+class _LiveIntake:
+    """The part of a live ``serve`` intake the console reads: the next poll time."""
+
+    def __init__(self, when: datetime) -> None:
+        self.when = when
+
+    def next_poll(self, trigger_key: str) -> datetime | None:
+        return self.when if trigger_key == "test_event" else None
+
+
+def test_recipes_show_recorded_subscription_health_and_the_live_next_poll(
+    seeded: Seeded, tmp_path: Path
+):
+    store = seeded.store
+    registry = load_modules([MODULES])
+    recipe = validate_recipe(
+        write_recipe(
+            tmp_path,
+            "  - id: noop\n    use: write_jsonl\n    with: {path: out.jsonl, record: {}}\n",
+        ),
+        registry=registry,
+    )
+    store.save_subscription(
+        PRACTICE, "test_event", "sub-9", "test.event", "http://127.0.0.1:9/hooks/t9", "s9",
+        "tok-t9", "active",
+    )  # fmt: skip
+    ctx = ConsoleContext(store, PRACTICE, [recipe], registry=registry, who="tester")
+    with TestClient(create_app(ctx, Guard()), base_url="http://127.0.0.1") as web:
+        row = web.get("/console/api/recipes").json()[0]
+        assert row["subscription"]["last_delivery"] is None
+        assert row["subscription"]["resubscribes"] == 0
+        assert row["next_poll"] is None
+
+    store.record_event(
+        PRACTICE, "test_event", "test.event", "d1", {"source": "webhook", "data": {}}
+    )
+    store.record_test_delivery(PRACTICE, "test_event")
+    store.count_resubscribe(PRACTICE, "test_event")
+    when = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    ctx.intake, ctx.stop = _LiveIntake(when), threading.Event()
+    health = store.subscription_health(PRACTICE, "test_event")
+    assert health.last_delivery_at is not None
+    assert health.last_test_delivery_at is not None
+    with TestClient(create_app(ctx, Guard()), base_url="http://127.0.0.1") as web:
+        row = web.get("/console/api/recipes").json()[0]
+        sub = row["subscription"]
+        assert sub["last_delivery"] == health.last_delivery_at.isoformat(timespec="seconds")
+        assert sub["last_test_delivery"] == health.last_test_delivery_at.isoformat(
+            timespec="seconds"
+        )
+        assert sub["resubscribes"] == 1
+        assert row["next_poll"] == "2030-01-02T03:04:05+00:00"
+        page = web.get("/console/").text
+    assert "last delivery: " + sub["last_delivery"] in page
+    assert "last test delivery: " + sub["last_test_delivery"] in page
+    assert "re-subscribes: 1" in page
+    assert "2030-01-02T03:04:05+00:00" in page
 
 
 def test_budget_counts_requests_per_minute_and_hour_against_the_limits(web: TestClient):

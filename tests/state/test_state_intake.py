@@ -254,6 +254,42 @@ def test_list_and_delete_subscriptions(store: StateStore) -> None:
     assert len(store.list_subscriptions()) == 2
 
 
+def test_subscription_health_is_empty_before_anything_happens(store: StateStore) -> None:
+    health = store.subscription_health(P, SRC)
+    assert (health.last_delivery_at, health.last_test_delivery_at, health.resubscribes) == (
+        None,
+        None,
+        0,
+    )
+
+
+def test_subscription_health_records_deliveries_tests_and_resubscribes(
+    store: StateStore, clock: FakeClock
+) -> None:
+    webhook = {"source": "webhook", "data": {}}
+    store.record_event(P, SRC, "proposal.accepted", "e1", webhook)
+    clock.advance(timedelta(seconds=10))
+    store.record_event(P, SRC, "proposal.accepted", "e2", webhook)
+    clock.advance(timedelta(seconds=10))
+    # A polled event, another trigger's and another practice's do not count.
+    store.record_event(P, SRC, "proposal.accepted", "e3", {"source": "poll", "data": {}})
+    store.record_event(P, "other", "proposal.accepted", "e4", webhook)
+    store.record_event(Q, SRC, "proposal.accepted", "e5", webhook)
+    store.record_test_delivery(P, SRC)
+    store.record_test_delivery(P, SRC, at=clock.start)  # an older time does not win
+    _subscribe(store, status="active", subscription_id="sub-1")
+    assert store.count_resubscribe(P, SRC) == 1
+    store.delete_subscription(P, SRC)  # a re-subscribe deletes the row; health stays
+    assert store.count_resubscribe(P, SRC) == 2
+
+    health = store.subscription_health(P, SRC)
+    assert health.last_delivery_at == clock.start + timedelta(seconds=10)
+    assert health.last_test_delivery_at == clock.start + timedelta(seconds=20)
+    assert health.resubscribes == 2
+    assert store.subscription_health(Q, SRC).resubscribes == 0
+    assert store.subscription_health(Q, SRC).last_test_delivery_at is None
+
+
 def test_an_unknown_subscription_status_is_refused(store: StateStore) -> None:
     with pytest.raises(BugError, match=r"got 'subscribed'; valid values are \["):
         _subscribe(store, status="subscribed")

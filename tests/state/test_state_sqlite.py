@@ -93,6 +93,19 @@ def test_schema_version_is_recorded_and_reopening_does_not_migrate_again(db_path
         assert raw.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 1
 
 
+def test_a_version_1_database_is_upgraded_in_place_keeping_its_data(db_path: Path) -> None:
+    with SQLiteStore(db_path) as store:
+        store.set_cursor("p", "t", "v")
+    with sqlite3.connect(db_path) as raw:  # what practiceflow with schema 1 left behind
+        raw.execute("DROP TABLE subscription_health")
+        raw.execute("UPDATE schema_version SET version = 1")
+    with SQLiteStore(db_path) as store:
+        assert store.schema_version == LATEST_VERSION == 2
+        assert store.get_cursor("p", "t") == "v"
+        assert store.count_resubscribe("p", "t") == 1
+        assert store.subscription_health("p", "t").resubscribes == 1
+
+
 def test_a_database_of_a_newer_schema_is_refused_untouched(db_path: Path) -> None:
     with SQLiteStore(db_path) as store:
         store.set_cursor("p", "t", "v")

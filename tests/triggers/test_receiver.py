@@ -113,3 +113,15 @@ def test_the_event_is_stored_before_the_answer(store, hook):
     assert record.payload["deliveryId"] == "evt-7"
     assert record.payload["data"]["entityKey"] == "e1"
     assert record.signature is not None
+
+
+def test_a_test_delivery_records_its_time(store, hook):
+    assert store.subscription_health("p", "proposal_accepted").last_test_delivery_at is None
+    post_delivery(hook, SECRET, BODY, event_id="evt-real")
+    assert store.subscription_health("p", "proposal_accepted").last_test_delivery_at is None
+    test_body = {"isTest": True, "data": {"proposalKey": "p2", "entityKey": "e1"}}
+    answer = post_delivery(hook, SECRET, test_body, event_id="evt-test")
+    assert answer.status_code == 200
+    health = store.subscription_health("p", "proposal_accepted")
+    assert health.last_test_delivery_at is not None
+    assert health.last_delivery_at is not None

@@ -87,6 +87,7 @@ def test_a_vanished_subscription_is_found_by_the_test_delivery_and_healed(store)
     assert row is not None
     assert (row.subscription_id, row.status) == ("new", "active")
     assert row.path_token != "a"
+    assert store.subscription_health("p", "t").resubscribes == 1
 
 
 @pytest.mark.parametrize("status", [200, 404])

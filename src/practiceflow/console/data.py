@@ -107,13 +107,24 @@ def _effective_mode(ctx: ConsoleContext, trigger_key: str) -> str | None:
     return None
 
 
-def _last_delivery(ctx: ConsoleContext, trigger_key: str) -> str | None:
+def _last_delivery(ctx: ConsoleContext, trigger_key: str, stored: datetime | None) -> str | None:
+    """The newest webhook event stored, or the live receiver's last (duplicate) delivery."""
     server = getattr(ctx.intake, "server", None)
     receiver = getattr(server, "receiver", None)
-    if receiver is None or ctx.practice is None:
+    stamp = None
+    if receiver is not None and ctx.practice is not None:
+        stamp = receiver.last_delivery(ctx.practice, trigger_key)
+    live = None if stamp is None else datetime.fromtimestamp(stamp, UTC)
+    return _iso(max((t for t in (stored, live) if t is not None), default=None))
+
+
+def _next_poll(ctx: ConsoleContext, trigger_key: str) -> str | None:
+    """When the live intake polls this trigger next (``None`` outside ``serve``)."""
+    next_poll = getattr(ctx.intake, "next_poll", None)
+    if not _live(ctx) or not callable(next_poll):
         return None
-    stamp = receiver.last_delivery(ctx.practice, trigger_key)
-    return None if stamp is None else _iso(datetime.fromtimestamp(stamp, UTC))
+    when = next_poll(trigger_key)
+    return _iso(when) if isinstance(when, datetime) else None
 
 
 def _recipe_row(ctx: ConsoleContext, name: str, recipe: ValidRecipe | None) -> dict[str, Any]:
@@ -137,14 +148,15 @@ def _recipe_row(ctx: ConsoleContext, name: str, recipe: ValidRecipe | None) -> d
     if trigger_key and ctx.practice:
         record = store.get_subscription(ctx.practice, trigger_key)
         if record is not None:
+            health = store.subscription_health(ctx.practice, trigger_key)
             subscription = {
                 "status": record.status,
                 "event": record.event,
                 "subscribed_at": _iso(record.created_at),
                 "updated_at": _iso(record.updated_at),
-                "last_delivery": _last_delivery(ctx, trigger_key),
-                "last_test_delivery": None,
-                "resubscribes": None,
+                "last_delivery": _last_delivery(ctx, trigger_key, health.last_delivery_at),
+                "last_test_delivery": _iso(health.last_test_delivery_at),
+                "resubscribes": health.resubscribes,
             }
         state = store.get_cursor_state(ctx.practice, trigger_key)
         if state is not None:
@@ -158,7 +170,7 @@ def _recipe_row(ctx: ConsoleContext, name: str, recipe: ValidRecipe | None) -> d
         "mode": recipe.recipe.mode if recipe else None,
         "receiving_by": _effective_mode(ctx, trigger_key) if trigger_key else None,
         "last_event": last_event,
-        "next_poll": None,
+        "next_poll": _next_poll(ctx, trigger_key) if trigger_key else None,
         "cursor": cursor,
         "subscription": subscription,
     }

@@ -15,6 +15,7 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from practiceflow.errors import PracticeflowError
@@ -85,6 +86,7 @@ class TriggerIntake:
         self.server: ReceiverServer | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._next_poll: dict[str, datetime] = {}
 
     def _needs_webhook(self) -> bool:
         for recipe in self.recipes:
@@ -123,18 +125,22 @@ class TriggerIntake:
     def start(self) -> None:
         """Start the receiver, subscribe, and start polling in the background."""
         self._build(webhooks=True)
-        for trigger in self.triggers.values():
+        for key, trigger in self.triggers.items():
             trigger.start()
             if isinstance(trigger, PollingTrigger | BothTrigger):
                 thread = threading.Thread(
-                    target=self._poll_loop, args=(trigger,), name=f"pf-poll-{trigger.name}"
+                    target=self._poll_loop, args=(key, trigger), name=f"pf-poll-{trigger.name}"
                 )
                 thread.daemon = True
                 thread.start()
                 self._threads.append(thread)
             logger.info("trigger %s: receiving by %s", trigger.name, trigger.mode)
 
-    def _poll_loop(self, trigger: PollingTrigger | BothTrigger) -> None:
+    def next_poll(self, trigger_key: str) -> datetime | None:
+        """When the running poll loop of a trigger polls next (UTC), or ``None``."""
+        return self._next_poll.get(trigger_key)
+
+    def _poll_loop(self, key: str, trigger: PollingTrigger | BothTrigger) -> None:
         poller = trigger.polling.poller if isinstance(trigger, BothTrigger) else trigger.poller
         while not self._stop.is_set():
             try:
@@ -142,7 +148,10 @@ class TriggerIntake:
                     trigger.poll_once()
             except PracticeflowError as exc:
                 logger.warning("poll of %s failed: %s", trigger.name, exc)
-            self._stop.wait(poller.next_interval(self.poll_interval))
+            wait = poller.next_interval(self.poll_interval)
+            self._next_poll[key] = datetime.now(UTC) + timedelta(seconds=wait)
+            self._stop.wait(wait)
+        self._next_poll.pop(key, None)
 
     def poll_once(self) -> int:
         """Poll every trigger that can be polled, once (``run --once``).

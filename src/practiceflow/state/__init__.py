@@ -33,6 +33,7 @@ from practiceflow.state.rows import (
     StepRecord,
     StepStatus,
     StepTransition,
+    SubscriptionHealth,
     SubscriptionRecord,
     SubscriptionStatus,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "StepRecord",
     "StepStatus",
     "StepTransition",
+    "SubscriptionHealth",
     "SubscriptionRecord",
     "SubscriptionStatus",
     "open_store",

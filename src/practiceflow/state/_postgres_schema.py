@@ -173,8 +173,21 @@ _V1: Final = (
     "CREATE INDEX pf_requests_at ON pf_requests (at)",
 )
 
+# Subscription health, kept apart from subscriptions: a re-subscribe deletes that row.
+_V2: Final = (
+    """
+    CREATE TABLE pf_subscription_health (
+        practice text NOT NULL,
+        trigger_key text NOT NULL,
+        last_test_delivery_at timestamptz,
+        resubscribes integer NOT NULL DEFAULT 0,
+        PRIMARY KEY (practice, trigger_key)
+    )
+    """,
+)
+
 #: Statements of each schema version; all pending ones are applied in one transaction.
-MIGRATIONS: Final[Mapping[int, Sequence[str]]] = {1: _V1}
+MIGRATIONS: Final[Mapping[int, Sequence[str]]] = {1: _V1, 2: _V2}
 
 #: The schema version this practiceflow writes.
 LATEST_VERSION: Final = max(MIGRATIONS)

@@ -160,8 +160,21 @@ _V1: Final = (
     "CREATE INDEX requests_at ON requests (at)",
 )
 
+# Subscription health, kept apart from subscriptions: a re-subscribe deletes that row.
+_V2: Final = (
+    """
+    CREATE TABLE subscription_health (
+        practice TEXT NOT NULL,
+        trigger_key TEXT NOT NULL,
+        last_test_delivery_at TEXT,
+        resubscribes INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (practice, trigger_key)
+    )
+    """,
+)
+
 #: Statements of each schema version, applied in one transaction per open.
-MIGRATIONS: Final[Mapping[int, tuple[str, ...]]] = {1: _V1}
+MIGRATIONS: Final[Mapping[int, tuple[str, ...]]] = {1: _V1, 2: _V2}
 
 #: The schema version this practiceflow writes.
 LATEST_VERSION: Final = max(MIGRATIONS)

@@ -32,6 +32,7 @@ from practiceflow.state.rows import (
     StepRecord,
     StepStatus,
     StepTransition,
+    SubscriptionHealth,
     SubscriptionRecord,
     SubscriptionStatus,
     check_step_transition,
@@ -267,6 +268,23 @@ class StateStore(ABC):
     @abstractmethod
     def delete_subscription(self, practice: str, trigger_key: str) -> bool:
         """Forget a subscription; ``True`` when there was one."""
+
+    @abstractmethod
+    def record_test_delivery(
+        self, practice: str, trigger_key: str, at: datetime | None = None
+    ) -> None:
+        """Note that a verified test delivery reached a trigger (``at``: now if omitted)."""
+
+    @abstractmethod
+    def count_resubscribe(self, practice: str, trigger_key: str) -> int:
+        """Count one re-subscribe of a trigger's lost subscription; returns the new count."""
+
+    @abstractmethod
+    def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
+        """Last delivery (newest webhook event kept), last test delivery and re-subscribes.
+
+        Nothing recorded yet gives ``None`` times and ``0`` re-subscribes.
+        """
 
     # --- runs -------------------------------------------------------------------------------
 

@@ -68,6 +68,7 @@ from practiceflow.state.rows import (
     RunStatus,
     StepRecord,
     StepTransition,
+    SubscriptionHealth,
     SubscriptionRecord,
     SubscriptionStatus,
     check_run_transition,
@@ -399,6 +400,58 @@ class PostgresStore(StateStore):
                 (practice, trigger_key),
             )
             return cursor.rowcount == 1
+
+    def record_test_delivery(
+        self, practice: str, trigger_key: str, at: datetime | None = None
+    ) -> None:
+        """See :meth:`StateStore.record_test_delivery`."""
+        stamp = self._stamp(at, "at")
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO pf_subscription_health (practice, trigger_key,"
+                " last_test_delivery_at) VALUES (%s, %s, %s)"
+                " ON CONFLICT (practice, trigger_key) DO UPDATE SET last_test_delivery_at ="
+                " GREATEST(pf_subscription_health.last_test_delivery_at,"
+                " excluded.last_test_delivery_at)",
+                (practice, trigger_key, stamp),
+            )
+
+    def count_resubscribe(self, practice: str, trigger_key: str) -> int:
+        """See :meth:`StateStore.count_resubscribe`."""
+        with self._tx() as db:
+            row = db.execute(
+                "INSERT INTO pf_subscription_health (practice, trigger_key, resubscribes)"
+                " VALUES (%s, %s, 1) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+                " resubscribes = pf_subscription_health.resubscribes + 1"
+                " RETURNING resubscribes",
+                (practice, trigger_key),
+            ).fetchone()
+        if row is None:  # pragma: no cover - RETURNING always gives the row.
+            raise BugError(f"re-subscribe count of {practice!r} / {trigger_key!r} vanished")
+        return int(row[0])
+
+    def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
+        """See :meth:`StateStore.subscription_health`."""
+        key = (practice, trigger_key)
+        delivered = self._one(
+            "SELECT MAX(received_at) FROM pf_events WHERE practice = %s AND source = %s"
+            " AND payload->>'source' = 'webhook'",
+            key,
+        )
+        row = self._one(
+            "SELECT last_test_delivery_at, resubscribes FROM pf_subscription_health"
+            " WHERE practice = %s AND trigger_key = %s",
+            key,
+        )
+        last = delivered[0] if delivered is not None else None
+        test = row[0] if row is not None else None
+        return SubscriptionHealth(
+            practice,
+            trigger_key,
+            None if last is None else last.astimezone(UTC),
+            None if test is None else test.astimezone(UTC),
+            int(row[1]) if row is not None else 0,
+        )
 
     # --- runs -------------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ __all__ = [
     "StepRecord",
     "StepStatus",
     "StepTransition",
+    "SubscriptionHealth",
     "SubscriptionRecord",
     "SubscriptionStatus",
     "check_run_transition",
@@ -161,6 +162,28 @@ class SubscriptionRecord:
     status: SubscriptionStatus
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True)
+class SubscriptionHealth:
+    """How a trigger's webhook subscription has been faring.
+
+    It outlives the subscription row, which a re-subscribe deletes and saves anew.
+
+    Attributes:
+        practice: the practice.
+        trigger_key: the trigger.
+        last_delivery_at: newest event received by webhook (from the events, so it
+            goes when they are purged); ``None`` when there is none.
+        last_test_delivery_at: when a test delivery last arrived; ``None`` if never.
+        resubscribes: how many times the subscription was re-made after being lost.
+    """
+
+    practice: str
+    trigger_key: str
+    last_delivery_at: datetime | None
+    last_test_delivery_at: datetime | None
+    resubscribes: int
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ from practiceflow.state.rows import (
     StepRecord,
     StepStatus,
     StepTransition,
+    SubscriptionHealth,
     SubscriptionRecord,
     SubscriptionStatus,
     check_run_transition,
@@ -484,6 +485,54 @@ class SQLiteStore(StateStore):
                 (practice, trigger_key),
             )
             return cursor.rowcount == 1
+
+    def record_test_delivery(
+        self, practice: str, trigger_key: str, at: datetime | None = None
+    ) -> None:
+        """See :meth:`StateStore.record_test_delivery`."""
+        stamp = self._stamp(at, "at")
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO subscription_health (practice, trigger_key, last_test_delivery_at)"
+                " VALUES (?, ?, ?) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+                " last_test_delivery_at = MAX(COALESCE(last_test_delivery_at, ''),"
+                " excluded.last_test_delivery_at)",
+                (practice, trigger_key, stamp),
+            )
+
+    def count_resubscribe(self, practice: str, trigger_key: str) -> int:
+        """See :meth:`StateStore.count_resubscribe`."""
+        with self._write() as db:
+            row = db.execute(
+                "INSERT INTO subscription_health (practice, trigger_key, resubscribes)"
+                " VALUES (?, ?, 1) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+                " resubscribes = resubscribes + 1 RETURNING resubscribes",
+                (practice, trigger_key),
+            ).fetchone()
+            return int(row[0])
+
+    def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
+        """See :meth:`StateStore.subscription_health`."""
+        key = (practice, trigger_key)
+        delivered = self._one(
+            "SELECT MAX(received_at) FROM events WHERE practice = ? AND source = ?"
+            " AND json_extract(payload, '$.source') = 'webhook'",
+            key,
+        )
+        row = self._one(
+            "SELECT last_test_delivery_at, resubscribes FROM subscription_health"
+            " WHERE practice = ? AND trigger_key = ?",
+            key,
+        )
+        last = delivered[0] if delivered is not None else None
+        test = row[0] if row is not None else None
+        return SubscriptionHealth(
+            practice,
+            trigger_key,
+            None if last is None else from_utc(last),
+            None if test is None else from_utc(test),
+            int(row[1]) if row is not None else 0,
+        )
 
     # --- runs -------------------------------------------------------------------------------
 

@@ -272,6 +272,8 @@ class Receiver:
             event=headers["event"] or subscription.event,
             signature=signature,
         )
+        if test:
+            self.store.record_test_delivery(practice, name)
         now = self._clock()
         self._last_delivery[(practice, name)] = now
         if stored:

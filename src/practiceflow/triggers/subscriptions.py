@@ -303,9 +303,11 @@ class SubscriptionManager:
         if result.status == "missing":
             self.store.delete_subscription(self.practice, name)
             self._subscribe(name, event)
+            self.store.count_resubscribe(self.practice, name)
             return "resubscribed"
         if result.status == "not_subscribed":
             self._subscribe(name, event)
+            self.store.count_resubscribe(self.practice, name)
             return "resubscribed"
         return "ok" if result.status == "arrived" else result.status
 
