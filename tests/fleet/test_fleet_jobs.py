@@ -139,6 +139,8 @@ def test_db_migrate_refuses_a_newer_schema_with_exit_code_2(pg_url: str) -> None
 
 
 def test_db_migrate_on_sqlite(tmp_path: Path) -> None:
+    from practiceflow.state._sqlite_schema import LATEST_VERSION
+
     report = migrate_state(str(tmp_path / "s" / "state.db"))
-    assert (report["before"], report["after"]) == (0, 1)
-    assert migrate_state(str(tmp_path / "s" / "state.db"))["before"] == 1
+    assert (report["before"], report["after"]) == (0, LATEST_VERSION)
+    assert migrate_state(str(tmp_path / "s" / "state.db"))["before"] == LATEST_VERSION
