@@ -236,6 +236,7 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         override=bool(data.get("override", False)),
         source=file,
         pii_paths=lint.pii_paths(input_schema),
+        secret_paths=lint.pii_paths(output_schema, marker="x-secret"),
         extensions=extensions,
     )
 

@@ -86,6 +86,7 @@ class ActionModule:
         override: whether it replaces a shipped module of the same key.
         source: the file it was loaded from, as shown in messages.
         pii_paths: JSON paths of input fields marked ``x-pii`` (``*`` stands for any index).
+        secret_paths: JSON paths of output fields marked ``x-secret``.
         extensions: the optional ``list``, ``download`` and ``warn_if`` sections.
     """
 
@@ -106,6 +107,7 @@ class ActionModule:
     override: bool
     source: str
     pii_paths: frozenset[tuple[str, ...]] = frozenset()
+    secret_paths: frozenset[tuple[str, ...]] = frozenset()
     extensions: Extensions = field(default_factory=Extensions)
 
     @property

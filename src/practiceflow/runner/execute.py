@@ -525,14 +525,18 @@ class Runner:
             self._point(f"answered:{sid}")
             for warning in result.warnings:
                 logger.warning("run %s step %s: %s", run_id, sid, warning)
-            return self._succeed(run_id, sid, result.output, action.output.schema)
+            return self._succeed(run_id, sid, result.output, action.secret_paths)
         raise BugError("unreachable: the retry loop always returns")  # pragma: no cover
 
     def _succeed(
-        self, run_id: str, sid: str, output: Any, schema: Mapping[str, Any] | None = None
+        self,
+        run_id: str,
+        sid: str,
+        output: Any,
+        secret: frozenset[tuple[str, ...]] = frozenset(),
     ) -> _Result:
         # Secrets never reach the journal; this run's later steps still get the value.
-        self.store.step_succeeded(run_id, sid, mask_secrets(output, schema))
+        self.store.step_succeeded(run_id, sid, mask_secrets(output, secret))
         logger.info(
             "run %s step %s succeeded",
             run_id,

@@ -142,8 +142,8 @@ def mask_output(output: Any, schema: Mapping[str, Any] | None) -> Any:
     return mask_paths(output, pii) if pii else output
 
 
-def mask_secrets(output: Any, schema: Mapping[str, Any] | None) -> Any:
-    """Mask the fields of an output that its schema tags ``x-secret`` (before storing it).
+def mask_secrets(output: Any, secret: frozenset[tuple[str, ...]]) -> Any:
+    """Mask the output fields an action tags ``x-secret`` (before the journal stores them).
 
     Secrets never reach the journal: a step's stored output has them masked, so a run
     resumed after a crash sees the mask where the secret was (a later step that needs a
@@ -151,12 +151,9 @@ def mask_secrets(output: Any, schema: Mapping[str, Any] | None) -> Any:
 
     Args:
         output: a step's output.
-        schema: the action's output schema.
+        secret: the action's secret output paths (computed once, when it is loaded).
 
     Returns:
         A masked copy (the output itself when nothing is secret).
     """
-    if not schema:
-        return output
-    secret = lint.pii_paths(schema, marker="x-secret")
     return mask_paths(output, secret) if secret else output
