@@ -3216,46 +3216,101 @@ export const DEFINITION: Definition = {
 				event: 'eform.submitted',
 				id: {
 					$pf: {
-						if: [
+						let: [
+							'd',
 							{
-								and: [
+								if: [
 									{
 										and: [
 											{
 												test: [
 													'mapping',
 													{
-														ref: ['data'],
+														ref: ['body'],
 													},
 												],
 											},
 											{
 												test: [
-													'defined',
+													'mapping',
 													{
-														ref: ['data', 'formKey'],
+														default: [
+															{
+																ref: ['body', 'data'],
+															},
+															{
+																const: null,
+															},
+														],
 													},
 												],
 											},
 										],
 									},
 									{
-										ref: ['data', 'formKey'],
+										default: [
+											{
+												ref: ['body', 'data'],
+											},
+											{
+												const: null,
+											},
+										],
+									},
+									{
+										ref: ['body'],
 									},
 								],
 							},
 							{
 								concat: [
 									{
-										const: 'eform:',
-									},
-									{
-										ref: ['data', 'formKey'],
+										if: [
+											{
+												and: [
+													{
+														test: [
+															'mapping',
+															{
+																ref: ['d'],
+															},
+														],
+													},
+													{
+														default: [
+															{
+																ref: ['d', 'formKey'],
+															},
+															{
+																const: null,
+															},
+														],
+													},
+												],
+											},
+											{
+												concat: [
+													{
+														const: 'eform:',
+													},
+													{
+														default: [
+															{
+																ref: ['d', 'formKey'],
+															},
+															{
+																const: null,
+															},
+														],
+													},
+												],
+											},
+											{
+												concat: [],
+											},
+										],
 									},
 								],
-							},
-							{
-								concat: [],
 							},
 						],
 					},
@@ -3264,9 +3319,58 @@ export const DEFINITION: Definition = {
 				map: {
 					formKey: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'formKey'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['formKey'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -3276,9 +3380,58 @@ export const DEFINITION: Definition = {
 					},
 					templateId: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'templateId'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['templateId'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -3288,9 +3441,58 @@ export const DEFINITION: Definition = {
 					},
 					entityKey: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'entityKey'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['entityKey'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -3300,9 +3502,58 @@ export const DEFINITION: Definition = {
 					},
 					submittedOn: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'submittedOn'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['submittedOn'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -4175,46 +4426,101 @@ export const DEFINITION: Definition = {
 				},
 				id: {
 					$pf: {
-						if: [
+						let: [
+							'd',
 							{
-								and: [
+								if: [
 									{
 										and: [
 											{
 												test: [
 													'mapping',
 													{
-														ref: ['data'],
+														ref: ['body'],
 													},
 												],
 											},
 											{
 												test: [
-													'defined',
+													'mapping',
 													{
-														ref: ['data', 'onboardingKey'],
+														default: [
+															{
+																ref: ['body', 'data'],
+															},
+															{
+																const: null,
+															},
+														],
 													},
 												],
 											},
 										],
 									},
 									{
-										ref: ['data', 'onboardingKey'],
+										default: [
+											{
+												ref: ['body', 'data'],
+											},
+											{
+												const: null,
+											},
+										],
+									},
+									{
+										ref: ['body'],
 									},
 								],
 							},
 							{
 								concat: [
 									{
-										const: 'onboarding:',
-									},
-									{
-										ref: ['data', 'onboardingKey'],
+										if: [
+											{
+												and: [
+													{
+														test: [
+															'mapping',
+															{
+																ref: ['d'],
+															},
+														],
+													},
+													{
+														default: [
+															{
+																ref: ['d', 'onboardingKey'],
+															},
+															{
+																const: null,
+															},
+														],
+													},
+												],
+											},
+											{
+												concat: [
+													{
+														const: 'onboarding:',
+													},
+													{
+														default: [
+															{
+																ref: ['d', 'onboardingKey'],
+															},
+															{
+																const: null,
+															},
+														],
+													},
+												],
+											},
+											{
+												concat: [],
+											},
+										],
 									},
 								],
-							},
-							{
-								concat: [],
 							},
 						],
 					},
@@ -4223,9 +4529,58 @@ export const DEFINITION: Definition = {
 				map: {
 					onboardingKey: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'onboardingKey'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['onboardingKey'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -4235,9 +4590,58 @@ export const DEFINITION: Definition = {
 					},
 					status: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'status'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['status'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -4247,9 +4651,58 @@ export const DEFINITION: Definition = {
 					},
 					entityKeys: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'entityKeys'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['entityKeys'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -4277,46 +4730,101 @@ export const DEFINITION: Definition = {
 				event: 'proposal.accepted',
 				id: {
 					$pf: {
-						if: [
+						let: [
+							'd',
 							{
-								and: [
+								if: [
 									{
 										and: [
 											{
 												test: [
 													'mapping',
 													{
-														ref: ['data'],
+														ref: ['body'],
 													},
 												],
 											},
 											{
 												test: [
-													'defined',
+													'mapping',
 													{
-														ref: ['data', 'proposalKey'],
+														default: [
+															{
+																ref: ['body', 'data'],
+															},
+															{
+																const: null,
+															},
+														],
 													},
 												],
 											},
 										],
 									},
 									{
-										ref: ['data', 'proposalKey'],
+										default: [
+											{
+												ref: ['body', 'data'],
+											},
+											{
+												const: null,
+											},
+										],
+									},
+									{
+										ref: ['body'],
 									},
 								],
 							},
 							{
 								concat: [
 									{
-										const: 'proposal:',
-									},
-									{
-										ref: ['data', 'proposalKey'],
+										if: [
+											{
+												and: [
+													{
+														test: [
+															'mapping',
+															{
+																ref: ['d'],
+															},
+														],
+													},
+													{
+														default: [
+															{
+																ref: ['d', 'proposalKey'],
+															},
+															{
+																const: null,
+															},
+														],
+													},
+												],
+											},
+											{
+												concat: [
+													{
+														const: 'proposal:',
+													},
+													{
+														default: [
+															{
+																ref: ['d', 'proposalKey'],
+															},
+															{
+																const: null,
+															},
+														],
+													},
+												],
+											},
+											{
+												concat: [],
+											},
+										],
 									},
 								],
-							},
-							{
-								concat: [],
 							},
 						],
 					},
@@ -4325,9 +4833,58 @@ export const DEFINITION: Definition = {
 				map: {
 					proposalKey: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'proposalKey'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['proposalKey'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -4337,9 +4894,58 @@ export const DEFINITION: Definition = {
 					},
 					entityKey: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'entityKey'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['entityKey'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -4349,9 +4955,58 @@ export const DEFINITION: Definition = {
 					},
 					entityName: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'entityName'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['entityName'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -4361,9 +5016,58 @@ export const DEFINITION: Definition = {
 					},
 					title: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'title'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['title'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -4373,9 +5077,58 @@ export const DEFINITION: Definition = {
 					},
 					acceptedOn: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'acceptedOn'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['acceptedOn'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,
@@ -4385,9 +5138,58 @@ export const DEFINITION: Definition = {
 					},
 					totalAmount: {
 						$pf: {
-							default: [
+							if: [
 								{
-									ref: ['data', 'totalAmount'],
+									test: [
+										'mapping',
+										{
+											ref: ['body'],
+										},
+									],
+								},
+								{
+									default: [
+										{
+											path: [
+												{
+													if: [
+														{
+															test: [
+																'mapping',
+																{
+																	default: [
+																		{
+																			ref: ['body', 'data'],
+																		},
+																		{
+																			const: null,
+																		},
+																	],
+																},
+															],
+														},
+														{
+															default: [
+																{
+																	ref: ['body', 'data'],
+																},
+																{
+																	const: null,
+																},
+															],
+														},
+														{
+															ref: ['body'],
+														},
+													],
+												},
+												['totalAmount'],
+											],
+										},
+										{
+											const: null,
+										},
+									],
 								},
 								{
 									const: null,

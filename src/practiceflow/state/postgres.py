@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import uuid
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Final, Self
@@ -56,13 +56,7 @@ from practiceflow.state._postgres_schema import (
     schema_version,
     utc,
 )
-from practiceflow.state.base import (
-    DEFAULT_KEEP_SEEN,
-    Clock,
-    StateStore,
-    StepChange,
-    check_step_changes,
-)
+from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
 from practiceflow.state.rows import (
     RUN_STATUSES,
     STEP_STATUSES,
@@ -70,18 +64,15 @@ from practiceflow.state.rows import (
     CursorState,
     EventRecord,
     Json,
-    NewEvent,
     RunRecord,
     RunStatus,
     StepRecord,
-    StepStatus,
     StepTransition,
     SubscriptionHealth,
     SubscriptionRecord,
     SubscriptionStatus,
     check_run_transition,
     check_value,
-    first_occurrences,
     to_json,
     to_utc,
 )
@@ -90,12 +81,6 @@ __all__ = ["Migration", "PostgresStore", "describe_url", "migrate", "schema_vers
 
 _STEP_FIELDS: Final = ("request", "output", "error")
 _DEFAULT_POOL_SIZE: Final = 8
-_INSERT_EVENTS_HEAD: Final = (
-    "INSERT INTO pf_events (practice, source, event_key, event_id, signature, payload,"
-    " received_at) VALUES "
-)
-_EVENT_VALUES: Final = "(%s, %s, %s, %s, %s, %s::json, %s)"
-_INSERT_EVENTS_TAIL: Final = " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
 
 
 def _aware(value: datetime, what: str) -> datetime:
@@ -105,13 +90,6 @@ def _aware(value: datetime, what: str) -> datetime:
 
 def _json(value: Json, what: str) -> str | None:
     return None if value is None else to_json(value, what)
-
-
-def _encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
-    check_value("step status", change.target, STEP_STATUSES)
-    for name in change.fields:
-        check_value("step field", name, _STEP_FIELDS)
-    return {name: _json(value, f"{name} of {where}") for name, value in change.fields.items()}
 
 
 class PostgresStore(StateStore):
@@ -221,32 +199,24 @@ class PostgresStore(StateStore):
         received_at: datetime | None = None,
     ) -> bool:
         """See :meth:`StateStore.record_event`."""
-        event = NewEvent(practice, source, event_key, event_id, payload, signature, received_at)
-        return self.record_events([event])[0]
-
-    def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
-        """See :meth:`StateStore.record_events`: one transaction, one commit."""
-        rows = [
-            (
-                event.practice,
-                event.source,
-                event.event_key,
-                event.event_id,
-                event.signature,
-                to_json(event.payload, f"payload of event {event.event_id}"),
-                self._stamp(event.received_at, "received_at"),
-            )
-            for event in events
-        ]
-        if not rows:
-            return []
-        sql = _INSERT_EVENTS_HEAD + ", ".join([_EVENT_VALUES] * len(rows)) + _INSERT_EVENTS_TAIL
+        values = (
+            practice,
+            source,
+            event_key,
+            event_id,
+            signature,
+            to_json(payload, f"payload of event {event_id}"),
+            self._stamp(received_at, "received_at"),
+        )
         with self._tx() as db:
-            # One statement for the batch. DO NOTHING without a target covers both unique
-            # keys, the id and the signature, within the batch too.
-            cursor = db.execute(sql, [value for row in rows for value in row])
-            inserted = set(cursor.fetchall())
-        return first_occurrences(rows, inserted)
+            # DO NOTHING without a target covers both unique keys: the id and the signature.
+            cursor = db.execute(
+                "INSERT INTO pf_events (practice, source, event_key, event_id, signature,"
+                " payload, received_at) VALUES (%s, %s, %s, %s, %s, %s::json, %s)"
+                " ON CONFLICT DO NOTHING",
+                values,
+            )
+            return cursor.rowcount == 1
 
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None
@@ -485,22 +455,10 @@ class PostgresStore(StateStore):
 
     # --- runs -------------------------------------------------------------------------------
 
-    def start_run(
-        self,
-        practice: str,
-        recipe: str,
-        event_id: str,
-        *,
-        skipped: Mapping[str, Json] | None = None,
-    ) -> tuple[str, bool]:
+    def start_run(self, practice: str, recipe: str, event_id: str) -> tuple[str, bool]:
         """See :meth:`StateStore.start_run`."""
         key = (practice, recipe, event_id)
         stamp = self._stamp(None, "created_at")
-        run_id = uuid.uuid4().hex
-        skips = [
-            (step_id, StepChange.to_skipped(reason)) for step_id, reason in (skipped or {}).items()
-        ]
-        encoded = [_encode_step_change(move, f"run {run_id} step {sid!r}") for sid, move in skips]
         with self._tx() as db:
             # A racing insert of the same key waits for the winner's commit, then does
             # nothing; the SELECT (a new snapshot under READ COMMITTED) sees the winner's row.
@@ -508,14 +466,10 @@ class PostgresStore(StateStore):
                 "INSERT INTO pf_runs (run_id, practice, recipe, event_id, status, created_at,"
                 " updated_at) VALUES (%s, %s, %s, %s, 'pending', %s, %s)"
                 " ON CONFLICT (practice, recipe, event_id) DO NOTHING RETURNING run_id",
-                (run_id, *key, stamp, stamp),
+                (uuid.uuid4().hex, *key, stamp, stamp),
             ).fetchone()
             if created is not None:
-                # A run created just now has no steps: each skip is the step's first move
-                # (and no other transaction sees the run before this one commits).
-                for (step_id, move), fields in zip(skips, encoded, strict=True):
-                    _apply_step_changes(db, run_id, step_id, None, (move,), (fields,), stamp)
-                return run_id, True
+                return str(created[0]), True
             row = db.execute(
                 "SELECT run_id FROM pf_runs WHERE practice = %s AND recipe = %s AND event_id = %s",
                 key,
@@ -577,11 +531,15 @@ class PostgresStore(StateStore):
 
     # --- step journal -----------------------------------------------------------------------
 
-    def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
-        # Every commit is durable here (synchronous_commit = on): ``durable`` needs nothing.
-        where = f"run {run_id} step {step_id!r}"
-        encoded = [_encode_step_change(change, where) for change in changes]
+    def _change_step(self, run_id: str, step_id: str, change: StepChange) -> None:
+        check_value("step status", change.target, STEP_STATUSES)
+        for name in change.fields:
+            check_value("step field", name, _STEP_FIELDS)
         stamp = self._stamp(None, "updated_at")
+        encoded = {
+            name: _json(value, f"{name} of run {run_id} step {step_id!r}")
+            for name, value in change.fields.items()
+        }
         with self._tx() as db:
             # The run's row lock serializes every move of its steps across replicas.
             locked = db.execute(
@@ -594,7 +552,39 @@ class PostgresStore(StateStore):
                 (run_id, step_id),
             ).fetchone()
             current = None if row is None else row[0]
-            _apply_step_changes(db, run_id, step_id, current, changes, encoded, stamp)
+            change.check(run_id, step_id, current)
+            if current is None:
+                db.execute(
+                    "INSERT INTO pf_steps (run_id, step_id, status, attempts, created_at,"
+                    " updated_at) VALUES (%s, %s, %s, 0, %s, %s)",
+                    (run_id, step_id, change.target, stamp, stamp),
+                )
+            sets = ["status = %s", "updated_at = %s"]
+            sets += [f"{name} = %s::json" for name in encoded]
+            params: list[Any] = [change.target, stamp, *encoded.values()]
+            if change.sent:
+                sets += ["attempts = attempts + 1", "sent_at = %s"]
+                params.append(stamp)
+            if change.resolving:
+                sets += ["resolved_by = %s", "resolved_at = %s", "resolution_note = %s"]
+                params += [change.who, stamp, change.note]
+            # Column names are checked against _STEP_FIELDS above; values are parameters.
+            update = "UPDATE pf_steps SET " + ", ".join(sets)  # noqa: S608 -- see above.
+            db.execute(update + " WHERE run_id = %s AND step_id = %s", (*params, run_id, step_id))
+            db.execute(
+                "INSERT INTO pf_step_journal (run_id, step_id, from_status, to_status, at, who,"
+                " note, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::json)",
+                (
+                    run_id,
+                    step_id,
+                    current,
+                    change.target,
+                    stamp,
+                    change.who,
+                    change.note,
+                    encoded.get("error"),
+                ),
+            )
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """See :meth:`StateStore.get_step`."""
@@ -637,68 +627,3 @@ class PostgresStore(StateStore):
         cutoff = self.now() - older_than
         with self._tx() as db:
             return db.execute("DELETE FROM pf_requests WHERE at < %s", (cutoff,)).rowcount
-
-
-def _apply_step_changes(
-    db: psycopg.Connection[Any],
-    run_id: str,
-    step_id: str,
-    current: StepStatus | None,
-    changes: Sequence[StepChange],
-    encoded: Sequence[Mapping[str, str | None]],
-    stamp: datetime,
-) -> None:
-    """Check and write moves of a step from ``current``, inside the caller's transaction.
-
-    Raises:
-        BugError: a move is illegal.
-    """
-    origins = check_step_changes(run_id, step_id, current, changes)
-    # The step's columns as the last move leaves them (later fields win).
-    columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamp}
-    for fields in encoded:
-        columns.update(fields)
-    sends = sum(1 for change in changes if change.sent)
-    if sends:
-        columns["sent_at"] = stamp
-    resolution = next((c for c in reversed(changes) if c.resolving), None)
-    if resolution is not None:
-        columns["resolved_by"] = resolution.who
-        columns["resolved_at"] = stamp
-        columns["resolution_note"] = resolution.note
-    # Column names are fixed here or checked against _STEP_FIELDS; values are parameters.
-    if current is None:
-        columns.update(run_id=run_id, step_id=step_id, attempts=sends, created_at=stamp)
-        names = ", ".join(columns)
-        marks = ", ".join(_placeholder(name) for name in columns)
-        db.execute(f"INSERT INTO pf_steps ({names}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
-    else:
-        sets = [f"{name} = {_placeholder(name)}" for name in columns]
-        if sends:
-            sets.append(f"attempts = attempts + {sends:d}")
-        db.execute(
-            f"UPDATE pf_steps SET {', '.join(sets)} WHERE run_id = %s AND step_id = %s",  # noqa: S608
-            (*columns.values(), run_id, step_id),
-        )
-    with db.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO pf_step_journal (run_id, step_id, from_status, to_status, at, who,"
-            " note, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::json)",
-            [
-                (
-                    run_id,
-                    step_id,
-                    origin,
-                    change.target,
-                    stamp,
-                    change.who,
-                    change.note,
-                    fields.get("error"),
-                )
-                for origin, change, fields in zip(origins, changes, encoded, strict=True)
-            ],
-        )
-
-
-def _placeholder(column: str) -> str:
-    return "%s::json" if column in _STEP_FIELDS else "%s"

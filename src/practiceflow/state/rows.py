@@ -9,7 +9,7 @@ store (SQLite now, PostgreSQL later) refuses the same illegal moves.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TypeAlias, get_args
@@ -27,7 +27,6 @@ __all__ = [
     "CursorState",
     "EventRecord",
     "Json",
-    "NewEvent",
     "Resolution",
     "RunRecord",
     "RunStatus",
@@ -40,7 +39,6 @@ __all__ = [
     "check_run_transition",
     "check_step_transition",
     "check_value",
-    "first_occurrences",
     "from_json",
     "from_utc",
     "to_json",
@@ -114,29 +112,6 @@ class EventRecord:
     signature: str | None
     received_at: datetime
     handled_at: datetime | None
-
-
-@dataclass(frozen=True)
-class NewEvent:
-    """An event to record (see :meth:`~practiceflow.state.StateStore.record_events`).
-
-    Attributes:
-        practice: the practice it belongs to.
-        source: where it came in (trigger or subscription key); dedupe is per source.
-        event_key: the event type, such as ``proposal.accepted``.
-        event_id: the event's id (``X-Svc-Event-Id``, or a poll's dedupe key).
-        payload: the body, as JSON.
-        signature: the webhook signature, when signed (replay dedupe).
-        received_at: when it arrived; the store's now when ``None``.
-    """
-
-    practice: str
-    source: str
-    event_key: str
-    event_id: str
-    payload: Json = field(repr=False)
-    signature: str | None = None
-    received_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -381,25 +356,3 @@ def to_json(value: Json, what: str) -> str:
 def from_json(text: str | None) -> Json:
     """Decode a value written by :func:`to_json` (``None`` stays ``None``)."""
     return None if text is None else json.loads(text)
-
-
-def first_occurrences(
-    rows: Sequence[tuple[Any, ...]], inserted: set[tuple[Any, ...]]
-) -> list[bool]:
-    """Which rows of a batch ``INSERT ... ON CONFLICT DO NOTHING`` were recorded.
-
-    Args:
-        rows: the event rows inserted, ``(practice, source, event_key, event_id, ...)``.
-        inserted: ``(practice, source, event_id)`` of each row the database returned
-            (consumed).
-
-    Returns:
-        ``True`` for a row the database inserted: the first row of the batch with its key
-        (a later row with the same key was a duplicate of it).
-    """
-    answers: list[bool] = []
-    for row in rows:
-        key = (row[0], row[1], row[3])
-        answers.append(key in inserted)
-        inserted.discard(key)
-    return answers

@@ -9,10 +9,9 @@ Durability and concurrency choices, and why:
   commits. The commits whose loss would repeat or lose something are *durable*: they run
   with ``synchronous=FULL`` and are fsynced, which in WAL also flushes every commit before
   them. They are: an event recorded before its delivery is acknowledged, a subscription
-  (its secret is returned once), a write step marked ``sent`` before its request leaves,
-  and an operator's resolution (see ``StepChange.durable``). Anything lost after the last
-  durable commit is re-derived on restart (a write ``sent`` without its answer becomes in
-  doubt and is reconciled; a read is sent again).
+  (its secret is returned once), a step marked ``sent`` before its request leaves, and an
+  operator's resolution. Anything lost after the last durable commit is re-derived on
+  restart (a ``sent`` step without its answer becomes in doubt and is reconciled).
 * ``busy_timeout``: writers from other threads or processes wait instead of failing.
 * one connection per thread (SQLite connections must not be used by two threads at once);
   every write runs in ``BEGIN IMMEDIATE`` so that a read-then-write is never interleaved.
@@ -28,7 +27,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -48,13 +47,7 @@ from practiceflow.state._sqlite_schema import (
     decode_subscription,
     json_or_null,
 )
-from practiceflow.state.base import (
-    DEFAULT_KEEP_SEEN,
-    Clock,
-    StateStore,
-    StepChange,
-    check_step_changes,
-)
+from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
 from practiceflow.state.rows import (
     RUN_STATUSES,
     STEP_STATUSES,
@@ -62,7 +55,6 @@ from practiceflow.state.rows import (
     CursorState,
     EventRecord,
     Json,
-    NewEvent,
     RunRecord,
     RunStatus,
     StepRecord,
@@ -73,7 +65,6 @@ from practiceflow.state.rows import (
     SubscriptionStatus,
     check_run_transition,
     check_value,
-    first_occurrences,
     from_json,
     from_utc,
     to_json,
@@ -85,14 +76,6 @@ __all__ = ["SQLiteStore", "sqlite_path"]
 _SCHEME: Final = "sqlite"
 _STEP_FIELDS: Final = ("request", "output", "error")
 _DEFAULT_BUSY_TIMEOUT_MS: Final = 10_000
-_STEP_STATUS: Final = "SELECT status FROM steps WHERE run_id = ? AND step_id = ?"
-_RUN_EXISTS: Final = "SELECT 1 FROM runs WHERE run_id = ?"
-_INSERT_EVENTS_HEAD: Final = (
-    "INSERT INTO events (practice, source, event_key, event_id, signature, payload,"
-    " received_at) VALUES "
-)
-_EVENT_VALUES: Final = "(?, ?, ?, ?, ?, ?, ?)"
-_INSERT_EVENTS_TAIL: Final = " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
 
 
 def sqlite_path(url: str) -> Path:
@@ -237,22 +220,21 @@ class SQLiteStore(StateStore):
     def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
         connection = self._conn()
         try:
-            # The level is per connection, and each thread has its own: switch it only
-            # when this commit needs another one than the thread's last commit did.
-            level = "FULL" if durable else "NORMAL"
-            if getattr(self._local, "synchronous", "NORMAL") != level:
-                self._local.synchronous = None  # unknown until the PRAGMA has run
-                connection.execute(f"PRAGMA synchronous = {level}")
-                self._local.synchronous = level
-            connection.execute("BEGIN IMMEDIATE")
+            if durable:
+                connection.execute("PRAGMA synchronous = FULL")
             try:
-                yield connection
-                connection.execute("COMMIT")
-            except BaseException:
-                # Also when COMMIT itself fails: never leave the connection mid-transaction.
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    yield connection
+                    connection.execute("COMMIT")
+                except BaseException:
+                    # Also when COMMIT itself fails: never leave the connection mid-transaction.
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    raise
+            finally:
+                if durable:
+                    connection.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.OperationalError as exc:
             raise self._store_error(exc) from exc
 
@@ -317,32 +299,23 @@ class SQLiteStore(StateStore):
         received_at: datetime | None = None,
     ) -> bool:
         """See :meth:`StateStore.record_event`."""
-        event = NewEvent(practice, source, event_key, event_id, payload, signature, received_at)
-        return self.record_events([event])[0]
-
-    def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
-        """See :meth:`StateStore.record_events`: one ``BEGIN IMMEDIATE``, one fsync."""
-        rows = [
-            (
-                event.practice,
-                event.source,
-                event.event_key,
-                event.event_id,
-                event.signature,
-                to_json(event.payload, f"payload of event {event.event_id}"),
-                self._stamp(event.received_at, "received_at"),
-            )
-            for event in events
-        ]
-        if not rows:
-            return []
-        sql = _INSERT_EVENTS_HEAD + ", ".join([_EVENT_VALUES] * len(rows)) + _INSERT_EVENTS_TAIL
+        values = (
+            practice,
+            source,
+            event_key,
+            event_id,
+            signature,
+            to_json(payload, f"payload of event {event_id}"),
+            self._stamp(received_at, "received_at"),
+        )
         with self._write(durable=True) as db:
-            # One statement for the batch (a batch is one commit, and the writer thread's
-            # fewer calls into SQLite contend less for the GIL). DO NOTHING covers both
-            # unique keys, the event id and the signature, in the batch too.
-            inserted = set(db.execute(sql, [value for row in rows for value in row]).fetchall())
-        return first_occurrences(rows, inserted)
+            # DO NOTHING covers both unique keys: the event id and the signature.
+            cursor = db.execute(
+                "INSERT INTO events (practice, source, event_key, event_id, signature,"
+                " payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                values,
+            )
+            return cursor.rowcount == 1
 
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None
@@ -563,38 +536,21 @@ class SQLiteStore(StateStore):
 
     # --- runs -------------------------------------------------------------------------------
 
-    def start_run(
-        self,
-        practice: str,
-        recipe: str,
-        event_id: str,
-        *,
-        skipped: Mapping[str, Json] | None = None,
-    ) -> tuple[str, bool]:
+    def start_run(self, practice: str, recipe: str, event_id: str) -> tuple[str, bool]:
         """See :meth:`StateStore.start_run`."""
         key = (practice, recipe, event_id)
         stamp = self._stamp(None, "created_at")
-        run_id = uuid.uuid4().hex
-        skips = [
-            (step_id, StepChange.to_skipped(reason)) for step_id, reason in (skipped or {}).items()
-        ]
-        encoded = [_encode_step_change(move, f"run {run_id} step {sid!r}") for sid, move in skips]
         with self._write() as db:
-            created = db.execute(
+            cursor = db.execute(
                 "INSERT INTO runs (run_id, practice, recipe, event_id, status, created_at,"
                 " updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)"
-                " ON CONFLICT (practice, recipe, event_id) DO NOTHING RETURNING run_id",
-                (run_id, *key, stamp, stamp),
-            ).fetchone()
-            if created is not None:
-                # A run created just now has no steps: each skip is the step's first move.
-                for (step_id, move), fields in zip(skips, encoded, strict=True):
-                    _apply_step_changes(db, run_id, step_id, None, (move,), (fields,), stamp)
-                return run_id, True
+                " ON CONFLICT (practice, recipe, event_id) DO NOTHING",
+                (uuid.uuid4().hex, *key, stamp, stamp),
+            )
             row = db.execute(
                 "SELECT run_id FROM runs WHERE practice = ? AND recipe = ? AND event_id = ?", key
             ).fetchone()
-        return str(row[0]), False
+        return str(row[0]), cursor.rowcount == 1
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """See :meth:`StateStore.get_run`."""
@@ -645,19 +601,58 @@ class SQLiteStore(StateStore):
 
     # --- step journal -----------------------------------------------------------------------
 
-    def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
-        where = f"run {run_id} step {step_id!r}"
-        encoded = [_encode_step_change(change, where) for change in changes]
+    def _change_step(self, run_id: str, step_id: str, change: StepChange) -> None:
+        check_value("step status", change.target, STEP_STATUSES)
+        for name in change.fields:
+            check_value("step field", name, _STEP_FIELDS)
         stamp = self._stamp(None, "updated_at")
-        with self._write(durable=any(change.durable for change in changes)) as db:
-            row = db.execute(_STEP_STATUS, (run_id, step_id)).fetchone()
+        encoded = {
+            name: json_or_null(value, f"{name} of run {run_id} step {step_id!r}")
+            for name, value in change.fields.items()
+        }
+        with self._write(durable=change.sent or change.resolving) as db:
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                raise BugError(f"run {run_id} does not exist; start_run first")
+            row = db.execute(
+                "SELECT status FROM steps WHERE run_id = ? AND step_id = ?", (run_id, step_id)
+            ).fetchone()
             current = None if row is None else cast(StepStatus, row[0])
-            try:
-                _apply_step_changes(db, run_id, step_id, current, changes, encoded, stamp)
-            except BugError:
-                if current is None and db.execute(_RUN_EXISTS, (run_id,)).fetchone() is None:
-                    raise _no_run(run_id) from None
-                raise
+            change.check(run_id, step_id, current)
+            if current is None:
+                db.execute(
+                    "INSERT INTO steps (run_id, step_id, status, attempts, created_at,"
+                    " updated_at) VALUES (?, ?, ?, 0, ?, ?)",
+                    (run_id, step_id, change.target, stamp, stamp),
+                )
+            sets = ["status = ?", "updated_at = ?"] + [f"{name} = ?" for name in encoded]
+            params: list[Any] = [change.target, stamp, *encoded.values()]
+            if change.sent:
+                sets += ["attempts = attempts + 1", "sent_at = ?"]
+                params.append(stamp)
+            if change.resolving:
+                sets += ["resolved_by = ?", "resolved_at = ?", "resolution_note = ?"]
+                params += [change.who, stamp, change.note]
+            db.execute(
+                # Column names are checked against _STEP_FIELDS above; values are parameters.
+                "UPDATE steps SET "  # noqa: S608 -- see the comment above.
+                + ", ".join(sets)
+                + " WHERE run_id = ? AND step_id = ?",
+                (*params, run_id, step_id),
+            )
+            db.execute(
+                "INSERT INTO step_journal (run_id, step_id, from_status, to_status, at, who,"
+                " note, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    step_id,
+                    current,
+                    change.target,
+                    stamp,
+                    change.who,
+                    change.note,
+                    encoded.get("error"),
+                ),
+            )
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """See :meth:`StateStore.get_step`."""
@@ -703,81 +698,3 @@ class SQLiteStore(StateStore):
         cutoff = to_utc(self.now() - older_than)
         with self._write() as db:
             return db.execute("DELETE FROM requests WHERE at < ?", (cutoff,)).rowcount
-
-
-def _no_run(run_id: str) -> BugError:
-    return BugError(f"run {run_id} does not exist; start_run first")
-
-
-def _encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
-    check_value("step status", change.target, STEP_STATUSES)
-    for name in change.fields:
-        check_value("step field", name, _STEP_FIELDS)
-    return {
-        name: json_or_null(value, f"{name} of {where}") for name, value in change.fields.items()
-    }
-
-
-def _apply_step_changes(
-    db: sqlite3.Connection,
-    run_id: str,
-    step_id: str,
-    current: StepStatus | None,
-    changes: Sequence[StepChange],
-    encoded: Sequence[Mapping[str, str | None]],
-    stamp: str,
-) -> None:
-    """Check and write moves of a step from ``current``, inside the caller's transaction.
-
-    Raises:
-        BugError: a move is illegal, or the run does not exist.
-    """
-    origins = check_step_changes(run_id, step_id, current, changes)
-    # The step's columns as the last move leaves them (later fields win).
-    columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamp}
-    for fields in encoded:
-        columns.update(fields)
-    sends = sum(1 for change in changes if change.sent)
-    if sends:
-        columns["sent_at"] = stamp
-    resolution = next((c for c in reversed(changes) if c.resolving), None)
-    if resolution is not None:
-        columns["resolved_by"] = resolution.who
-        columns["resolved_at"] = stamp
-        columns["resolution_note"] = resolution.note
-    # Column names are fixed here or checked against _STEP_FIELDS; values are parameters.
-    if current is None:
-        columns.update(run_id=run_id, step_id=step_id, attempts=sends, created_at=stamp)
-        names, marks = ", ".join(columns), ", ".join("?" * len(columns))
-        try:
-            db.execute(f"INSERT INTO steps ({names}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
-        except sqlite3.IntegrityError as exc:
-            # The run's foreign key: the only constraint the values could break here.
-            if "FOREIGN KEY" not in str(exc):  # pragma: no cover - defensive.
-                raise
-            raise _no_run(run_id) from None
-    else:
-        sets = [f"{name} = ?" for name in columns]
-        if sends:
-            sets.append(f"attempts = attempts + {sends:d}")
-        db.execute(
-            f"UPDATE steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?",  # noqa: S608
-            (*columns.values(), run_id, step_id),
-        )
-    db.executemany(
-        "INSERT INTO step_journal (run_id, step_id, from_status, to_status, at, who, note,"
-        " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                run_id,
-                step_id,
-                origin,
-                change.target,
-                stamp,
-                change.who,
-                change.note,
-                fields.get("error"),
-            )
-            for origin, change, fields in zip(origins, changes, encoded, strict=True)
-        ],
-    )
