@@ -5,7 +5,8 @@ The recipe (``recipes/three_writes.yaml``) creates a client as a lead (with an
 ``externalSystemID``), converts it, and bills it. The runner process SIGKILLs itself when
 it reaches the journal point named in ``PRACTICEFLOW_TEST_KILL_AT``:
 
-* ``pending:S``: the rendered request is journaled, nothing sent;
+* ``pending:S``: the request is rendered, nothing of it journaled (its ``pending`` and
+  ``sent`` are one commit) nor sent: on restart it is rendered and sent (once);
 * ``sent:S``: ``sent`` is committed, the request has not left: on restart the write is in
   doubt, the read-back finds nothing, it is sent (once);
 * ``answered:S``: the API acted and answered, the answer is not journaled: on restart the

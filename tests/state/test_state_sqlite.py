@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from practiceflow.errors import ConfigError
-from practiceflow.state import SQLiteStore, open_store
+from practiceflow.state import SQLiteStore, StepChange, open_store
 from practiceflow.state._sqlite_schema import LATEST_VERSION
 from practiceflow.state.sqlite import sqlite_path
 
@@ -74,6 +74,23 @@ def test_only_commits_whose_loss_would_repeat_or_lose_something_are_fsynced(
 
 def connection_level(store: SQLiteStore) -> int:
     return int(store._conn().execute("PRAGMA synchronous").fetchone()[0])
+
+
+def test_a_writes_pending_and_sent_are_one_fsynced_commit_a_reads_one_plain_commit(
+    db_path: Path,
+) -> None:
+    with SQLiteStore(db_path) as store:
+        start = lambda: store.start_run("p", "r", "e1", skipped={"@trigger": {}})  # noqa: E731
+        assert _synced_commits(store, start) == ["NORMAL"]  # the run and its skipped step
+        run_id, _ = store.start_run("p", "r", "e1")
+        write = (StepChange.to_pending({"json": 1}), StepChange.to_sent())
+        assert _synced_commits(store, lambda: store.change_step(run_id, "w", *write)) == ["FULL"]
+        read = (
+            StepChange.to_pending({}),
+            StepChange.to_sent(durable=False),
+            StepChange.to_succeeded({}),
+        )
+        assert _synced_commits(store, lambda: store.change_step(run_id, "r", *read)) == ["NORMAL"]
 
 
 def test_the_file_is_private_to_its_owner(db_path: Path) -> None:

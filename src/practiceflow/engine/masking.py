@@ -45,17 +45,50 @@ def mask_paths(value: Any, pii: PiiPaths, at: tuple[str | int, ...] = ()) -> Any
     Args:
         value: a value shaped like (part of) the input.
         pii: personal paths relative to ``value``.
-        at: the path of ``value`` (used in recursion).
+        at: the path of ``value``, when ``pii`` is relative to an outer value.
 
     Returns:
         The masked copy.
     """
-    if at and pii_match(at, pii):
-        return MASK
+    for key in at:
+        below = _descend(pii, key)
+        if below is None:
+            return MASK
+        pii = below
+    return _mask_below(value, pii)
+
+
+def _descend(pii: PiiPaths, key: str | int) -> PiiPaths | None:
+    """The personal paths below ``key`` (relative to it); None when ``key`` itself is one.
+
+    Same rule as :func:`pii_match`, one step at a time, so that a value is walked once
+    rather than every path of it being matched against every personal path.
+    """
+    below: set[tuple[str, ...]] = set()
+    for candidate in pii:
+        if not candidate:
+            return None
+        head = candidate[0]
+        if head == key or (head == "*" and isinstance(key, int)):
+            if len(candidate) == 1:
+                return None
+            below.add(candidate[1:])
+    return frozenset(below)
+
+
+def _mask_below(value: Any, pii: PiiPaths) -> Any:
     if isinstance(value, Mapping):
-        return {key: mask_paths(child, pii, (*at, key)) for key, child in value.items()}
+        masked: dict[Any, Any] = {}
+        for key, child in value.items():
+            rest = _descend(pii, key) if pii else pii
+            masked[key] = MASK if rest is None else _mask_below(child, rest)
+        return masked
     if isinstance(value, list):
-        return [mask_paths(child, pii, (*at, index)) for index, child in enumerate(value)]
+        items: list[Any] = []
+        for index, child in enumerate(value):
+            rest = _descend(pii, index) if pii else pii
+            items.append(MASK if rest is None else _mask_below(child, rest))
+        return items
     return value
 
 

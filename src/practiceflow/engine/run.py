@@ -285,11 +285,15 @@ def _with_module_hint(exc: ApiError, module: ActionModule) -> ApiError:
 
 def _map_output(module: ActionModule, ctx: ActionContext, response: Any) -> dict[str, Any]:
     data = response.data
-    headers = {str(key).lower(): value for key, value in response.headers.items()}
     spec = module.output
     if spec.map is None:
         mapped: Any = {}
     else:
+        headers = (
+            {str(key).lower(): value for key, value in response.headers.items()}
+            if spec.reads_headers
+            else {}
+        )
         context = {"response": data, "headers": headers, "input": ctx.input, "now": utcnow()}
         mapped = render_tree(spec.map, context)
         if not isinstance(mapped, Mapping):

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from practiceflow.manifest.extensions import Extensions
 from practiceflow.manifest.validation import SchemaValidator
-from practiceflow.templating import CompiledTemplate
+from practiceflow.templating import CompiledTemplate, iter_templates
 
 __all__ = [
     "ActionModule",
@@ -62,6 +63,11 @@ class OutputSpec:
     passthrough: bool
     schema: Mapping[str, Any]
     validator: SchemaValidator
+
+    @cached_property
+    def reads_headers(self) -> bool:
+        """Whether ``map`` reads ``headers`` (the engine gathers them only then)."""
+        return any("headers" in template.names for template in iter_templates(self.map))
 
 
 @dataclass(frozen=True, eq=False)

@@ -2,21 +2,26 @@
 
 The journal (:class:`~practiceflow.state.StateStore`) decides what has been done:
 
-* a step about to send is journaled ``pending`` with its rendered request (personal data
-  masked), then ``sent``, committed *before* the request leaves;
+* a write about to send is journaled ``pending`` with its rendered request (personal data
+  masked) and ``sent``, in one commit fsynced *before* the request leaves;
 * its answer makes it ``succeeded`` (with the output later steps read), ``failed`` (the API
   refused it, or it never left) or ``in_doubt`` (a write left and its outcome is unknown);
+* a read (or a local step) is safe to run again: its ``pending`` and ``sent`` are journaled
+  with its outcome, in one commit after it answered (the history reads the same); a crash
+  before that leaves it to be run again;
 * on restart a run resumes at its first unfinished step: ``succeeded`` steps are never sent
   again (their journaled output is reused), a write found ``sent`` is ``in_doubt``;
 * an ``in_doubt`` write is reconciled by reading back (:mod:`.reconcile`): found (the step
   succeeds), absent (it is sent again), or unknown (the run is held for a person).
 
 The event a run was started for is journaled once, as the pseudo-step ``@trigger`` (payload,
-source and recipe file), so that a run can be resumed or retried without its event.
+source and recipe file), in the transaction that creates the run, so that a run can be
+resumed or retried without its event.
 
-``on_point`` is called at each journal boundary with a label such as ``sent:bill`` (before
-the request leaves) or ``answered:bill`` (answer received, not yet journaled); the CLI uses
-it for crash tests (``PRACTICEFLOW_TEST_KILL_AT``).
+``on_point`` is called at each journal boundary with a label such as ``pending:bill``
+(rendered, not yet journaled), ``sent:bill`` (before the request leaves; a write is
+journaled ``sent`` by then) or ``answered:bill`` (answer received, not yet journaled); the
+CLI uses it for crash tests (``PRACTICEFLOW_TEST_KILL_AT``).
 """
 
 from __future__ import annotations
@@ -47,7 +52,14 @@ from practiceflow.runner.local import LocalContext, LocalStep
 from practiceflow.runner.reconcile import Verdict, reconcile
 from practiceflow.runner.redact import mask_input, mask_request, mask_secrets
 from practiceflow.runner.validate import StepAction, ValidRecipe
-from practiceflow.state import EventRecord, RunStatus, StateStore, StepRecord, StepStatus
+from practiceflow.state import (
+    EventRecord,
+    RunStatus,
+    StateStore,
+    StepChange,
+    StepRecord,
+    StepStatus,
+)
 from practiceflow.templating import render_tree
 from practiceflow.triggers.base import event_from_record
 
@@ -153,6 +165,13 @@ class _SendingClient:
         return self._inner.describe_request(method, path, params=params, json=json, headers=headers)
 
 
+@dataclass(frozen=True)
+class _Fresh:
+    """What the runner knows of a run it has just created: the payload it journaled."""
+
+    payload: Any
+
+
 @dataclass
 class _RunState:
     run_id: str
@@ -195,6 +214,7 @@ class Runner:
         self.stop = stop or threading.Event()
         self._point = on_point or (lambda label: None)
         self._sleep = sleep
+        self._recipe_file = str(Path(recipe.source).resolve())
 
     # -- events ------------------------------------------------------------------------
 
@@ -240,21 +260,24 @@ class Runner:
         if found.is_test:
             self.store.mark_event_handled(self.practice, event.source, event.event_id)
             return None
-        run_id, created = self.store.start_run(self.practice, self.recipe.name, event.event_id)
-        if created or self.store.get_step(run_id, TRIGGER_STEP) is None:
-            self.store.step_skipped(
-                run_id,
-                TRIGGER_STEP,
-                {
-                    "event_key": event.event_key,
-                    "event_id": event.event_id,
-                    "source": event.source,
-                    "via": found.source,
-                    "recipe_file": str(Path(self.recipe.source).resolve()),
-                    "payload": found.payload,
-                },
-            )
-        outcome = self._drive(run_id, created=created)
+        origin = {
+            "event_key": event.event_key,
+            "event_id": event.event_id,
+            "source": event.source,
+            "via": found.source,
+            "recipe_file": self._recipe_file,
+            "payload": found.payload,
+        }
+        # The event is journaled in the transaction that creates the run; a run started
+        # without it (by an older practiceflow, say) gets it now.
+        run_id, created = self.store.start_run(
+            self.practice, self.recipe.name, event.event_id, skipped={TRIGGER_STEP: origin}
+        )
+        if not created and self.store.get_step(run_id, TRIGGER_STEP) is None:
+            self.store.step_skipped(run_id, TRIGGER_STEP, origin)
+        # A run created just now has nothing journaled but its @trigger: no need to read it.
+        fresh = _Fresh(found.payload) if created else None
+        outcome = self._drive(run_id, created=created, fresh=fresh)
         if mark_handled and outcome.status != "running":
             self.store.mark_event_handled(self.practice, event.source, event.event_id)
         return outcome
@@ -276,21 +299,33 @@ class Runner:
 
     # -- one run -----------------------------------------------------------------------
 
-    def _drive(self, run_id: str, *, created: bool, retry_failed: bool = False) -> RunOutcome:
+    def _drive(
+        self,
+        run_id: str,
+        *,
+        created: bool,
+        retry_failed: bool = False,
+        fresh: _Fresh | None = None,
+    ) -> RunOutcome:
         run = self.store.get_run(run_id)
         if run is None:
             message = f"run {run_id} does not exist"
             raise BugError(message)
         if run.status in ("succeeded", "cancelled"):
             return RunOutcome(run_id, run.event_id, run.status, created)
-        journal = {step.step_id: step for step in self.store.get_steps(run_id)}
-        origin = journal.get(TRIGGER_STEP)
-        if origin is None or not isinstance(origin.error, Mapping):
-            message = f"run {run_id} has no {TRIGGER_STEP} entry; it was not started by a runner"
-            raise BugError(message)
-        if len(journal) > 1 or run.status != "pending":
-            self.store.set_run_status(run_id, "running")
-        state = _RunState(run_id, origin.error.get("payload"), run.created_at, journal)
+        if fresh is not None and run.status == "pending":
+            state = _RunState(run_id, fresh.payload, run.created_at, {})
+        else:
+            journal = {step.step_id: step for step in self.store.get_steps(run_id)}
+            origin = journal.get(TRIGGER_STEP)
+            if origin is None or not isinstance(origin.error, Mapping):
+                message = (
+                    f"run {run_id} has no {TRIGGER_STEP} entry; it was not started by a runner"
+                )
+                raise BugError(message)
+            if len(journal) > 1 or run.status != "pending":
+                self.store.set_run_status(run_id, "running")
+            state = _RunState(run_id, origin.error.get("payload"), run.created_at, journal)
         log = {"run": run_id, "recipe": self.recipe.name, "event": run.event_id}
         logger.info("run %s: started", run_id, extra={"pf": {**log, "status": "running"}})
         with priority(Priority.EVENT):
@@ -412,9 +447,16 @@ class Runner:
             status = "in_doubt"
 
     def _fail(
-        self, run_id: str, sid: str, status: StepStatus | None, error: dict[str, Any]
+        self,
+        run_id: str,
+        sid: str,
+        status: StepStatus | None,
+        error: dict[str, Any],
+        held: list[StepChange] | None = None,
     ) -> _Result:
-        if status == "sent":
+        if held:
+            self._journal(run_id, sid, held, StepChange.to_failed(error))
+        elif status == "sent":
             self.store.step_failed(run_id, sid, error)
         elif status == "failed":
             self.store.step_pending(run_id, sid, None)
@@ -462,17 +504,28 @@ class Runner:
         data: Any,
         status: StepStatus | None,
     ) -> _Result:
-        shown = mask_input(data, action.pii_paths)
         journaled: list[StepStatus | None] = [status]
+        # A write's `pending` and `sent` are one commit, fsynced before it leaves. A read
+        # (or a local step) is safe to run again: its moves are held and journaled with
+        # its outcome, in one commit; a crash before that leaves it to be run again.
+        held: list[StepChange] | None = None if action.needs_write else []
 
         def on_send(request: dict[str, Any]) -> None:
+            moves: list[StepChange] = []
+            # A held move keeps its own time: the history shows when the request left.
+            at = None if held is None else self.store.now()
             if journaled[0] != "sent":
-                entry = {"use": step.use, "input": shown}
+                entry = {"use": step.use, "input": mask_input(data, action.pii_paths)}
                 if request:
                     entry["request"] = mask_request(request, data, action.pii_paths)
-                self.store.step_pending(run_id, sid, entry)
+                moves.append(StepChange.to_pending(entry, at=at))
+                # Rendered, nothing of this attempt journaled yet: a crash here sends it later.
                 self._point(f"pending:{sid}")
-            self.store.step_sent(run_id, sid)
+            moves.append(StepChange.to_sent(durable=held is None, at=at))
+            if held is None:
+                self.store.change_step(run_id, sid, *moves)
+            else:
+                held.extend(moves)
             journaled[0] = "sent"
             self._point(f"sent:{sid}")
 
@@ -481,9 +534,17 @@ class Runner:
             try:
                 output = action.func(data, LocalContext(run_id, sid))
             except PracticeflowError as exc:
-                return self._fail(run_id, sid, "sent", error_json(exc))
-            return self._succeed(run_id, sid, output)
-        return self._send(run_id, sid, step, action, data, journaled, on_send)
+                return self._fail(run_id, sid, "sent", error_json(exc), held)
+            return self._succeed(run_id, sid, output, held=held)
+        return self._send(run_id, sid, step, action, data, journaled, on_send, held)
+
+    def _journal(
+        self, run_id: str, sid: str, held: list[StepChange] | None, outcome: StepChange
+    ) -> None:
+        """Journal a step's outcome, with the moves held before it (a read's), in one commit."""
+        self.store.change_step(run_id, sid, *(held or ()), outcome)
+        if held:
+            held.clear()
 
     def _send(
         self,
@@ -494,6 +555,7 @@ class Runner:
         data: Any,
         journaled: list[StepStatus | None],
         on_send: Callable[[dict[str, Any]], None],
+        held: list[StepChange] | None,
     ) -> _Result:
         retry = step.retry or {}
         attempts = 1 if action.needs_write else int(retry.get("attempts", 1))
@@ -501,12 +563,12 @@ class Runner:
         for attempt in range(1, attempts + 1):
             if self.client is None:
                 error = {"message": "no API client configured", "kind": "config"}
-                return self._fail(run_id, sid, journaled[0], error)
+                return self._fail(run_id, sid, journaled[0], error, held)
             proxy = _SendingClient(self.client, on_send)
             try:
                 result = run_action(action, data, proxy)
             except InDoubtError as exc:
-                self.store.step_in_doubt(run_id, sid, error_json(exc))
+                self._journal(run_id, sid, held, StepChange.to_in_doubt(error_json(exc)))
                 self._point(f"in_doubt:{sid}")
                 return _Result("in_doubt")
             except (RateLimitError, ServerError, TransportError) as exc:
@@ -515,17 +577,17 @@ class Runner:
                     logger.info("run %s step %s: %s; retrying", run_id, sid, exc)
                     self._sleep(backoff * 2 ** (attempt - 1))
                     continue
-                return self._fail(run_id, sid, journaled[0], error_json(exc))
+                return self._fail(run_id, sid, journaled[0], error_json(exc), held)
             except PracticeflowError as exc:
                 if proxy.sent and action.needs_write and not isinstance(exc, ApiError):
                     # The write was answered but the answer could not be used: it happened.
                     self.store.step_in_doubt(run_id, sid, error_json(exc))
                     return _Result("held", None, {"step": sid, **error_json(exc)})
-                return self._fail(run_id, sid, journaled[0], error_json(exc))
+                return self._fail(run_id, sid, journaled[0], error_json(exc), held)
             self._point(f"answered:{sid}")
             for warning in result.warnings:
                 logger.warning("run %s step %s: %s", run_id, sid, warning)
-            return self._succeed(run_id, sid, result.output, action.secret_paths)
+            return self._succeed(run_id, sid, result.output, action.secret_paths, held)
         raise BugError("unreachable: the retry loop always returns")  # pragma: no cover
 
     def _succeed(
@@ -534,9 +596,10 @@ class Runner:
         sid: str,
         output: Any,
         secret: frozenset[tuple[str, ...]] = frozenset(),
+        held: list[StepChange] | None = None,
     ) -> _Result:
         # Secrets never reach the journal; this run's later steps still get the value.
-        self.store.step_succeeded(run_id, sid, mask_secrets(output, secret))
+        self._journal(run_id, sid, held, StepChange.to_succeeded(mask_secrets(output, secret)))
         logger.info(
             "run %s step %s succeeded",
             run_id,

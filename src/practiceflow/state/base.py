@@ -13,7 +13,7 @@ the same transition rules (:data:`~practiceflow.state.rows.STEP_TRANSITIONS`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -39,7 +39,7 @@ from practiceflow.state.rows import (
     check_value,
 )
 
-__all__ = ["DEFAULT_KEEP_SEEN", "Clock", "StateStore", "StepChange"]
+__all__ = ["DEFAULT_KEEP_SEEN", "Clock", "StateStore", "StepChange", "check_step_changes"]
 
 #: How long ids of handled events are kept for deduplication by default.
 DEFAULT_KEEP_SEEN = timedelta(days=7)
@@ -54,7 +54,10 @@ def _utc_now() -> datetime:
 
 @dataclass(frozen=True)
 class StepChange:
-    """One move of a step, as the store must apply it (for store implementers).
+    """One move of a step: what :meth:`StateStore.change_step` takes and stores apply.
+
+    The class methods build the runner's moves (each ``step_*`` method of the store makes
+    one of them); ``resolve_step`` builds the operator's.
 
     Attributes:
         target: the status the step goes to.
@@ -64,6 +67,12 @@ class StepChange:
             :data:`~practiceflow.state.rows.RESOLVABLE` statuses, and records who and why.
         who: the operator, when resolving.
         note: the operator's note, when resolving.
+        durable: the commit must survive an OS crash or power loss, not only the
+            process being killed (a store that may relax the other commits, as SQLite's
+            ``synchronous=NORMAL`` does, fsyncs this one).
+        at: when the move happened, for a move journaled after the fact (a read's
+            ``pending`` and ``sent``, journaled with its answer); the commit's time when
+            ``None``.
     """
 
     target: StepStatus
@@ -72,6 +81,44 @@ class StepChange:
     resolving: bool = False
     who: str | None = None
     note: str | None = None
+    durable: bool = False
+    at: datetime | None = None
+
+    @classmethod
+    def to_pending(cls, rendered_request: Json, *, at: datetime | None = None) -> StepChange:
+        """The move of :meth:`StateStore.step_pending` (``at``: see the class)."""
+        return cls("pending", {"request": rendered_request, "error": None}, at=at)
+
+    @classmethod
+    def to_sent(cls, *, durable: bool = True, at: datetime | None = None) -> StepChange:
+        """The move of :meth:`StateStore.step_sent`.
+
+        Args:
+            durable: fsync its commit. Only a request that is safe to send again (a read)
+                may pass ``False``: if an OS crash loses the mark, it is sent again.
+            at: see the class.
+        """
+        return cls("sent", sent=True, durable=durable, at=at)
+
+    @classmethod
+    def to_succeeded(cls, output: Json) -> StepChange:
+        """The move of :meth:`StateStore.step_succeeded`."""
+        return cls("succeeded", {"output": output, "error": None})
+
+    @classmethod
+    def to_failed(cls, error: Json) -> StepChange:
+        """The move of :meth:`StateStore.step_failed`."""
+        return cls("failed", {"error": error})
+
+    @classmethod
+    def to_skipped(cls, reason: Json = None) -> StepChange:
+        """The move of :meth:`StateStore.step_skipped`."""
+        return cls("skipped", {"error": reason})
+
+    @classmethod
+    def to_in_doubt(cls, error: Json) -> StepChange:
+        """The move of :meth:`StateStore.step_in_doubt`."""
+        return cls("in_doubt", {"error": error})
 
     def check(self, run_id: str, step_id: str, current: StepStatus | None) -> None:
         """Refuse this move from ``current``; stores call it inside their transaction.
@@ -89,6 +136,31 @@ class StepChange:
                 f"can be resolved; it is {where}"
             )
             raise BugError(message)
+
+
+def check_step_changes(
+    run_id: str, step_id: str, current: StepStatus | None, changes: Sequence[StepChange]
+) -> list[StepStatus | None]:
+    """Check moves applied one after the other; stores call it inside their transaction.
+
+    Args:
+        run_id: the run.
+        step_id: the step.
+        current: the step's status before the first move (``None``: it has no row).
+        changes: the moves, in order.
+
+    Returns:
+        The status each move starts from (the first is ``current``), for the history.
+
+    Raises:
+        BugError: a move is illegal from where the moves before it left the step.
+    """
+    origins: list[StepStatus | None] = []
+    for change in changes:
+        change.check(run_id, step_id, current)
+        origins.append(current)
+        current = change.target
+    return origins
 
 
 class StateStore(ABC):
@@ -289,11 +361,27 @@ class StateStore(ABC):
     # --- runs -------------------------------------------------------------------------------
 
     @abstractmethod
-    def start_run(self, practice: str, recipe: str, event_id: str) -> tuple[str, bool]:
+    def start_run(
+        self,
+        practice: str,
+        recipe: str,
+        event_id: str,
+        *,
+        skipped: Mapping[str, Json] | None = None,
+    ) -> tuple[str, bool]:
         """Start the one run of ``recipe`` for an event, or find it.
 
         Exactly one run exists per (practice, recipe, event_id), enforced by the
         database, so concurrent callers (threads or processes) agree on it.
+
+        Args:
+            practice: the practice.
+            recipe: the recipe's name.
+            event_id: the event.
+            skipped: steps to journal ``skipped`` (step id -> reason, as
+                :meth:`step_skipped` does) in the same transaction, when the run is
+                created; nothing is journaled when it already existed. The runner records
+                the run's event this way.
 
         Returns:
             ``(run_id, created)``; ``created`` is ``False`` when the run already existed.
@@ -337,14 +425,17 @@ class StateStore(ABC):
     # --- step journal -----------------------------------------------------------------------
 
     @abstractmethod
-    def _change_step(self, run_id: str, step_id: str, change: StepChange) -> None:
-        """Apply one step move in one transaction (store implementers only).
+    def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
+        """Apply one or more moves of a step in one transaction (store implementers only).
 
-        Read the step's current status (``None`` when it has no row), call
-        ``change.check``, write the step and a :class:`StepTransition`, commit.
+        Read the step's current status (``None`` when it has no row), check the moves with
+        :func:`check_step_changes`, write the step as the last move leaves it and one
+        :class:`StepTransition` per move (the same rows as applying the moves one call
+        each), commit; durably when any move is ``durable``. Nothing is written when a
+        move is illegal.
 
         Raises:
-            BugError: unknown run, or the move is illegal.
+            BugError: unknown run, or a move is illegal.
         """
 
     @abstractmethod
@@ -359,38 +450,51 @@ class StateStore(ABC):
     def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
         """Every move of a run's steps (or of one step), oldest first."""
 
+    def change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
+        """Apply several moves of a step in one transaction (the ``step_*`` methods make one).
+
+        The journal and its history read exactly as after one call per move; nothing is
+        written when a move is illegal. The runner journals a read this way once it has
+        answered: ``pending``, ``sent`` and ``succeeded`` in one commit (a read needs no
+        ``sent`` before it leaves: sending it again is harmless).
+
+        Raises:
+            BugError: unknown run, or a move is illegal from where the moves before it
+                left the step.
+        """
+        if not changes:
+            message = f"change_step of run {run_id} step {step_id!r}: got no moves"
+            raise BugError(message)
+        self._change_step(run_id, step_id, *changes)
+
     def step_pending(self, run_id: str, step_id: str, rendered_request: Json) -> None:
         """Record the rendered request of a step about to be sent (or re-rendered).
 
         Keep secrets out of ``rendered_request``: the journal is run history.
         """
-        self._change_step(
-            run_id, step_id, StepChange("pending", {"request": rendered_request, "error": None})
-        )
+        self._change_step(run_id, step_id, StepChange.to_pending(rendered_request))
 
     def step_sent(self, run_id: str, step_id: str) -> None:
         """Record that the request is about to leave; call, and let it commit, *before*
         sending, so that a crash mid-request leaves ``sent`` (the outcome in doubt),
         never ``pending`` (which would send it twice)."""
-        self._change_step(run_id, step_id, StepChange("sent", sent=True))
+        self._change_step(run_id, step_id, StepChange.to_sent())
 
     def step_succeeded(self, run_id: str, step_id: str, output: Json) -> None:
         """Record the step's output; it will never be sent again."""
-        self._change_step(
-            run_id, step_id, StepChange("succeeded", {"output": output, "error": None})
-        )
+        self._change_step(run_id, step_id, StepChange.to_succeeded(output))
 
     def step_failed(self, run_id: str, step_id: str, error: Json) -> None:
         """Record that the step certainly failed (the API refused it, or it never left)."""
-        self._change_step(run_id, step_id, StepChange("failed", {"error": error}))
+        self._change_step(run_id, step_id, StepChange.to_failed(error))
 
     def step_skipped(self, run_id: str, step_id: str, reason: Json = None) -> None:
         """Record that the step was not run (its ``if`` was false, say)."""
-        self._change_step(run_id, step_id, StepChange("skipped", {"error": reason}))
+        self._change_step(run_id, step_id, StepChange.to_skipped(reason))
 
     def step_in_doubt(self, run_id: str, step_id: str, error: Json) -> None:
         """Record that the request left and its outcome is unknown (timeout, 5xx)."""
-        self._change_step(run_id, step_id, StepChange("in_doubt", {"error": error}))
+        self._change_step(run_id, step_id, StepChange.to_in_doubt(error))
 
     def resolve_step(
         self,
@@ -424,7 +528,9 @@ class StateStore(ABC):
             raise ConfigError(message)
         fields: dict[str, Any] = {"output": output} if as_ == "done" else {}
         target: StepStatus = "succeeded" if as_ == "done" else "pending"
-        change = StepChange(target, fields, resolving=True, who=who.strip(), note=note or None)
+        change = StepChange(
+            target, fields, resolving=True, who=who.strip(), note=note or None, durable=True
+        )
         self._change_step(run_id, step_id, change)
 
     # --- rate budget bookkeeping ------------------------------------------------------------

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import uuid
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Final, Self
@@ -56,7 +56,13 @@ from practiceflow.state._postgres_schema import (
     schema_version,
     utc,
 )
-from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
+from practiceflow.state.base import (
+    DEFAULT_KEEP_SEEN,
+    Clock,
+    StateStore,
+    StepChange,
+    check_step_changes,
+)
 from practiceflow.state.rows import (
     RUN_STATUSES,
     STEP_STATUSES,
@@ -67,6 +73,7 @@ from practiceflow.state.rows import (
     RunRecord,
     RunStatus,
     StepRecord,
+    StepStatus,
     StepTransition,
     SubscriptionHealth,
     SubscriptionRecord,
@@ -90,6 +97,13 @@ def _aware(value: datetime, what: str) -> datetime:
 
 def _json(value: Json, what: str) -> str | None:
     return None if value is None else to_json(value, what)
+
+
+def _encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
+    check_value("step status", change.target, STEP_STATUSES)
+    for name in change.fields:
+        check_value("step field", name, _STEP_FIELDS)
+    return {name: _json(value, f"{name} of {where}") for name, value in change.fields.items()}
 
 
 class PostgresStore(StateStore):
@@ -455,10 +469,22 @@ class PostgresStore(StateStore):
 
     # --- runs -------------------------------------------------------------------------------
 
-    def start_run(self, practice: str, recipe: str, event_id: str) -> tuple[str, bool]:
+    def start_run(
+        self,
+        practice: str,
+        recipe: str,
+        event_id: str,
+        *,
+        skipped: Mapping[str, Json] | None = None,
+    ) -> tuple[str, bool]:
         """See :meth:`StateStore.start_run`."""
         key = (practice, recipe, event_id)
         stamp = self._stamp(None, "created_at")
+        run_id = uuid.uuid4().hex
+        skips = [
+            (step_id, StepChange.to_skipped(reason)) for step_id, reason in (skipped or {}).items()
+        ]
+        encoded = [_encode_step_change(move, f"run {run_id} step {sid!r}") for sid, move in skips]
         with self._tx() as db:
             # A racing insert of the same key waits for the winner's commit, then does
             # nothing; the SELECT (a new snapshot under READ COMMITTED) sees the winner's row.
@@ -466,10 +492,14 @@ class PostgresStore(StateStore):
                 "INSERT INTO pf_runs (run_id, practice, recipe, event_id, status, created_at,"
                 " updated_at) VALUES (%s, %s, %s, %s, 'pending', %s, %s)"
                 " ON CONFLICT (practice, recipe, event_id) DO NOTHING RETURNING run_id",
-                (uuid.uuid4().hex, *key, stamp, stamp),
+                (run_id, *key, stamp, stamp),
             ).fetchone()
             if created is not None:
-                return str(created[0]), True
+                # A run created just now has no steps: each skip is the step's first move
+                # (and no other transaction sees the run before this one commits).
+                for (step_id, move), fields in zip(skips, encoded, strict=True):
+                    _apply_step_changes(db, run_id, step_id, None, (move,), (fields,), (stamp,))
+                return run_id, True
             row = db.execute(
                 "SELECT run_id FROM pf_runs WHERE practice = %s AND recipe = %s AND event_id = %s",
                 key,
@@ -531,15 +561,12 @@ class PostgresStore(StateStore):
 
     # --- step journal -----------------------------------------------------------------------
 
-    def _change_step(self, run_id: str, step_id: str, change: StepChange) -> None:
-        check_value("step status", change.target, STEP_STATUSES)
-        for name in change.fields:
-            check_value("step field", name, _STEP_FIELDS)
-        stamp = self._stamp(None, "updated_at")
-        encoded = {
-            name: _json(value, f"{name} of run {run_id} step {step_id!r}")
-            for name, value in change.fields.items()
-        }
+    def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
+        # Every commit is durable here (synchronous_commit = on): ``durable`` needs nothing.
+        where = f"run {run_id} step {step_id!r}"
+        encoded = [_encode_step_change(change, where) for change in changes]
+        now = self._stamp(None, "updated_at")
+        stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
         with self._tx() as db:
             # The run's row lock serializes every move of its steps across replicas.
             locked = db.execute(
@@ -552,39 +579,7 @@ class PostgresStore(StateStore):
                 (run_id, step_id),
             ).fetchone()
             current = None if row is None else row[0]
-            change.check(run_id, step_id, current)
-            if current is None:
-                db.execute(
-                    "INSERT INTO pf_steps (run_id, step_id, status, attempts, created_at,"
-                    " updated_at) VALUES (%s, %s, %s, 0, %s, %s)",
-                    (run_id, step_id, change.target, stamp, stamp),
-                )
-            sets = ["status = %s", "updated_at = %s"]
-            sets += [f"{name} = %s::json" for name in encoded]
-            params: list[Any] = [change.target, stamp, *encoded.values()]
-            if change.sent:
-                sets += ["attempts = attempts + 1", "sent_at = %s"]
-                params.append(stamp)
-            if change.resolving:
-                sets += ["resolved_by = %s", "resolved_at = %s", "resolution_note = %s"]
-                params += [change.who, stamp, change.note]
-            # Column names are checked against _STEP_FIELDS above; values are parameters.
-            update = "UPDATE pf_steps SET " + ", ".join(sets)  # noqa: S608 -- see above.
-            db.execute(update + " WHERE run_id = %s AND step_id = %s", (*params, run_id, step_id))
-            db.execute(
-                "INSERT INTO pf_step_journal (run_id, step_id, from_status, to_status, at, who,"
-                " note, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::json)",
-                (
-                    run_id,
-                    step_id,
-                    current,
-                    change.target,
-                    stamp,
-                    change.who,
-                    change.note,
-                    encoded.get("error"),
-                ),
-            )
+            _apply_step_changes(db, run_id, step_id, current, changes, encoded, stamps)
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """See :meth:`StateStore.get_step`."""
@@ -627,3 +622,78 @@ class PostgresStore(StateStore):
         cutoff = self.now() - older_than
         with self._tx() as db:
             return db.execute("DELETE FROM pf_requests WHERE at < %s", (cutoff,)).rowcount
+
+
+def _apply_step_changes(
+    db: psycopg.Connection[Any],
+    run_id: str,
+    step_id: str,
+    current: StepStatus | None,
+    changes: Sequence[StepChange],
+    encoded: Sequence[Mapping[str, str | None]],
+    stamps: Sequence[datetime],
+) -> None:
+    """Check and write moves of a step from ``current``, inside the caller's transaction.
+
+    Args:
+        db: the connection, in a transaction holding the run's row lock.
+        run_id: the run.
+        step_id: the step.
+        current: the step's status before the first move (``None``: no row yet).
+        changes: the moves, in order.
+        encoded: each move's fields, as JSON text.
+        stamps: when each move happened.
+
+    Raises:
+        BugError: a move is illegal.
+    """
+    origins = check_step_changes(run_id, step_id, current, changes)
+    moves = list(zip(changes, encoded, stamps, strict=True))
+    # The step's columns as the last move leaves them (later fields and times win).
+    columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamps[-1]}
+    sends = 0
+    for change, fields, stamp in moves:
+        columns.update(fields)
+        if change.sent:
+            sends += 1
+            columns["sent_at"] = stamp
+        if change.resolving:
+            columns["resolved_by"] = change.who
+            columns["resolved_at"] = stamp
+            columns["resolution_note"] = change.note
+    # Column names are fixed here or checked against _STEP_FIELDS; values are parameters.
+    if current is None:
+        columns.update(run_id=run_id, step_id=step_id, attempts=sends, created_at=stamps[0])
+        names = ", ".join(columns)
+        marks = ", ".join(_placeholder(name) for name in columns)
+        db.execute(f"INSERT INTO pf_steps ({names}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
+    else:
+        sets = [f"{name} = {_placeholder(name)}" for name in columns]
+        if sends:
+            sets.append(f"attempts = attempts + {sends:d}")
+        db.execute(
+            f"UPDATE pf_steps SET {', '.join(sets)} WHERE run_id = %s AND step_id = %s",  # noqa: S608
+            (*columns.values(), run_id, step_id),
+        )
+    with db.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO pf_step_journal (run_id, step_id, from_status, to_status, at, who,"
+            " note, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::json)",
+            [
+                (
+                    run_id,
+                    step_id,
+                    origin,
+                    change.target,
+                    stamp,
+                    change.who,
+                    change.note,
+                    fields.get("error"),
+                )
+                for origin, (change, fields, stamp) in zip(origins, moves, strict=True)
+            ],
+        )
+
+
+def _placeholder(column: str) -> str:
+    return "%s::json" if column in _STEP_FIELDS else "%s"

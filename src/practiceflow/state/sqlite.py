@@ -9,9 +9,10 @@ Durability and concurrency choices, and why:
   commits. The commits whose loss would repeat or lose something are *durable*: they run
   with ``synchronous=FULL`` and are fsynced, which in WAL also flushes every commit before
   them. They are: an event recorded before its delivery is acknowledged, a subscription
-  (its secret is returned once), a step marked ``sent`` before its request leaves, and an
-  operator's resolution. Anything lost after the last durable commit is re-derived on
-  restart (a ``sent`` step without its answer becomes in doubt and is reconciled).
+  (its secret is returned once), a write step marked ``sent`` before its request leaves,
+  and an operator's resolution (see ``StepChange.durable``). Anything lost after the last
+  durable commit is re-derived on restart (a write ``sent`` without its answer becomes in
+  doubt and is reconciled; a read is sent again).
 * ``busy_timeout``: writers from other threads or processes wait instead of failing.
 * one connection per thread (SQLite connections must not be used by two threads at once);
   every write runs in ``BEGIN IMMEDIATE`` so that a read-then-write is never interleaved.
@@ -27,7 +28,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -47,7 +48,13 @@ from practiceflow.state._sqlite_schema import (
     decode_subscription,
     json_or_null,
 )
-from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
+from practiceflow.state.base import (
+    DEFAULT_KEEP_SEEN,
+    Clock,
+    StateStore,
+    StepChange,
+    check_step_changes,
+)
 from practiceflow.state.rows import (
     RUN_STATUSES,
     STEP_STATUSES,
@@ -76,6 +83,8 @@ __all__ = ["SQLiteStore", "sqlite_path"]
 _SCHEME: Final = "sqlite"
 _STEP_FIELDS: Final = ("request", "output", "error")
 _DEFAULT_BUSY_TIMEOUT_MS: Final = 10_000
+_STEP_STATUS: Final = "SELECT status FROM steps WHERE run_id = ? AND step_id = ?"
+_RUN_EXISTS: Final = "SELECT 1 FROM runs WHERE run_id = ?"
 
 
 def sqlite_path(url: str) -> Path:
@@ -536,21 +545,38 @@ class SQLiteStore(StateStore):
 
     # --- runs -------------------------------------------------------------------------------
 
-    def start_run(self, practice: str, recipe: str, event_id: str) -> tuple[str, bool]:
+    def start_run(
+        self,
+        practice: str,
+        recipe: str,
+        event_id: str,
+        *,
+        skipped: Mapping[str, Json] | None = None,
+    ) -> tuple[str, bool]:
         """See :meth:`StateStore.start_run`."""
         key = (practice, recipe, event_id)
         stamp = self._stamp(None, "created_at")
+        run_id = uuid.uuid4().hex
+        skips = [
+            (step_id, StepChange.to_skipped(reason)) for step_id, reason in (skipped or {}).items()
+        ]
+        encoded = [_encode_step_change(move, f"run {run_id} step {sid!r}") for sid, move in skips]
         with self._write() as db:
-            cursor = db.execute(
+            created = db.execute(
                 "INSERT INTO runs (run_id, practice, recipe, event_id, status, created_at,"
                 " updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)"
-                " ON CONFLICT (practice, recipe, event_id) DO NOTHING",
-                (uuid.uuid4().hex, *key, stamp, stamp),
-            )
+                " ON CONFLICT (practice, recipe, event_id) DO NOTHING RETURNING run_id",
+                (run_id, *key, stamp, stamp),
+            ).fetchone()
+            if created is not None:
+                # A run created just now has no steps: each skip is the step's first move.
+                for (step_id, move), fields in zip(skips, encoded, strict=True):
+                    _apply_step_changes(db, run_id, step_id, None, (move,), (fields,), (stamp,))
+                return run_id, True
             row = db.execute(
                 "SELECT run_id FROM runs WHERE practice = ? AND recipe = ? AND event_id = ?", key
             ).fetchone()
-        return str(row[0]), cursor.rowcount == 1
+        return str(row[0]), False
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """See :meth:`StateStore.get_run`."""
@@ -601,58 +627,20 @@ class SQLiteStore(StateStore):
 
     # --- step journal -----------------------------------------------------------------------
 
-    def _change_step(self, run_id: str, step_id: str, change: StepChange) -> None:
-        check_value("step status", change.target, STEP_STATUSES)
-        for name in change.fields:
-            check_value("step field", name, _STEP_FIELDS)
-        stamp = self._stamp(None, "updated_at")
-        encoded = {
-            name: json_or_null(value, f"{name} of run {run_id} step {step_id!r}")
-            for name, value in change.fields.items()
-        }
-        with self._write(durable=change.sent or change.resolving) as db:
-            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
-                raise BugError(f"run {run_id} does not exist; start_run first")
-            row = db.execute(
-                "SELECT status FROM steps WHERE run_id = ? AND step_id = ?", (run_id, step_id)
-            ).fetchone()
+    def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
+        where = f"run {run_id} step {step_id!r}"
+        encoded = [_encode_step_change(change, where) for change in changes]
+        now = self._stamp(None, "updated_at")
+        stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
+        with self._write(durable=any(change.durable for change in changes)) as db:
+            row = db.execute(_STEP_STATUS, (run_id, step_id)).fetchone()
             current = None if row is None else cast(StepStatus, row[0])
-            change.check(run_id, step_id, current)
-            if current is None:
-                db.execute(
-                    "INSERT INTO steps (run_id, step_id, status, attempts, created_at,"
-                    " updated_at) VALUES (?, ?, ?, 0, ?, ?)",
-                    (run_id, step_id, change.target, stamp, stamp),
-                )
-            sets = ["status = ?", "updated_at = ?"] + [f"{name} = ?" for name in encoded]
-            params: list[Any] = [change.target, stamp, *encoded.values()]
-            if change.sent:
-                sets += ["attempts = attempts + 1", "sent_at = ?"]
-                params.append(stamp)
-            if change.resolving:
-                sets += ["resolved_by = ?", "resolved_at = ?", "resolution_note = ?"]
-                params += [change.who, stamp, change.note]
-            db.execute(
-                # Column names are checked against _STEP_FIELDS above; values are parameters.
-                "UPDATE steps SET "  # noqa: S608 -- see the comment above.
-                + ", ".join(sets)
-                + " WHERE run_id = ? AND step_id = ?",
-                (*params, run_id, step_id),
-            )
-            db.execute(
-                "INSERT INTO step_journal (run_id, step_id, from_status, to_status, at, who,"
-                " note, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    step_id,
-                    current,
-                    change.target,
-                    stamp,
-                    change.who,
-                    change.note,
-                    encoded.get("error"),
-                ),
-            )
+            try:
+                _apply_step_changes(db, run_id, step_id, current, changes, encoded, stamps)
+            except BugError:
+                if current is None and db.execute(_RUN_EXISTS, (run_id,)).fetchone() is None:
+                    raise _no_run(run_id) from None
+                raise
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """See :meth:`StateStore.get_step`."""
@@ -698,3 +686,91 @@ class SQLiteStore(StateStore):
         cutoff = to_utc(self.now() - older_than)
         with self._write() as db:
             return db.execute("DELETE FROM requests WHERE at < ?", (cutoff,)).rowcount
+
+
+def _no_run(run_id: str) -> BugError:
+    return BugError(f"run {run_id} does not exist; start_run first")
+
+
+def _encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
+    check_value("step status", change.target, STEP_STATUSES)
+    for name in change.fields:
+        check_value("step field", name, _STEP_FIELDS)
+    return {
+        name: json_or_null(value, f"{name} of {where}") for name, value in change.fields.items()
+    }
+
+
+def _apply_step_changes(
+    db: sqlite3.Connection,
+    run_id: str,
+    step_id: str,
+    current: StepStatus | None,
+    changes: Sequence[StepChange],
+    encoded: Sequence[Mapping[str, str | None]],
+    stamps: Sequence[str],
+) -> None:
+    """Check and write moves of a step from ``current``, inside the caller's transaction.
+
+    Args:
+        db: the connection, in a write transaction.
+        run_id: the run.
+        step_id: the step.
+        current: the step's status before the first move (``None``: no row yet).
+        changes: the moves, in order.
+        encoded: each move's fields, as JSON text.
+        stamps: when each move happened.
+
+    Raises:
+        BugError: a move is illegal, or the run does not exist.
+    """
+    origins = check_step_changes(run_id, step_id, current, changes)
+    moves = list(zip(changes, encoded, stamps, strict=True))
+    # The step's columns as the last move leaves them (later fields and times win).
+    columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamps[-1]}
+    sends = 0
+    for change, fields, stamp in moves:
+        columns.update(fields)
+        if change.sent:
+            sends += 1
+            columns["sent_at"] = stamp
+        if change.resolving:
+            columns["resolved_by"] = change.who
+            columns["resolved_at"] = stamp
+            columns["resolution_note"] = change.note
+    # Column names are fixed here or checked against _STEP_FIELDS; values are parameters.
+    if current is None:
+        columns.update(run_id=run_id, step_id=step_id, attempts=sends, created_at=stamps[0])
+        names, marks = ", ".join(columns), ", ".join("?" * len(columns))
+        try:
+            db.execute(f"INSERT INTO steps ({names}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
+        except sqlite3.IntegrityError as exc:
+            # The run's foreign key: the only constraint the values could break here.
+            if "FOREIGN KEY" not in str(exc):  # pragma: no cover - defensive.
+                raise
+            raise _no_run(run_id) from None
+    else:
+        sets = [f"{name} = ?" for name in columns]
+        if sends:
+            sets.append(f"attempts = attempts + {sends:d}")
+        db.execute(
+            f"UPDATE steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?",  # noqa: S608
+            (*columns.values(), run_id, step_id),
+        )
+    db.executemany(
+        "INSERT INTO step_journal (run_id, step_id, from_status, to_status, at, who, note,"
+        " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                run_id,
+                step_id,
+                origin,
+                change.target,
+                stamp,
+                change.who,
+                change.note,
+                fields.get("error"),
+            )
+            for origin, (change, fields, stamp) in zip(origins, moves, strict=True)
+        ],
+    )

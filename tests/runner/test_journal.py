@@ -1,0 +1,153 @@
+"""What the journal holds while a step runs: a write is journaled ``pending`` and ``sent``
+(one fsynced commit) before its request leaves; a read, safe to send again, is journaled
+with its answer, in one commit; both read the same in the history."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from practiceflow.api import Client
+from practiceflow.manifest import ModuleRegistry
+from practiceflow.runner import TRIGGER_STEP, Runner, validate_recipe
+from practiceflow.state import StateStore, StepStatus, open_store
+from practiceflow.testing import SandboxHandle
+from runner._support import write_recipe
+
+pytestmark = pytest.mark.integration
+
+STEPS = """\
+  - id: client
+    use: create_client
+    with:
+      entityType: Company
+      entityName: "Journal {{ trigger.n }}"
+      externalSystemID: "journal-{{ trigger.n }}"
+  - id: ids
+    use: get_client_integrations
+    with: {entityKey: "{{ trigger.key or steps.client.entityKey }}"}
+"""
+
+
+def _runner(
+    tmp_path: Path,
+    registry: ModuleRegistry,
+    store: StateStore,
+    client: Client,
+    payload: Any,
+    seen: dict[str, StepStatus | None],
+) -> Runner:
+    """A runner on one recorded event that notes each step's journaled status at each point."""
+    recipe = validate_recipe(write_recipe(tmp_path, STEPS), registry=registry)
+    practice = client.settings.client_id
+    store.record_event(practice, recipe.trigger.key, "x", "ev-1", payload)
+
+    def point(label: str) -> None:
+        (run,) = store.list_runs()
+        step = store.get_step(run.run_id, label.split(":", 1)[1])
+        seen[label] = None if step is None else step.status
+
+    return Runner(recipe, store, client, practice=practice, on_point=point)
+
+
+def test_a_write_is_journaled_sent_before_it_leaves_a_read_with_its_answer(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+):
+    seen: dict[str, StepStatus | None] = {}
+    runner = _runner(tmp_path, registry, store, client, {"n": 1, "key": None}, seen)
+
+    (outcome,) = runner.process_pending()
+
+    assert outcome.status == "succeeded"
+    assert seen == {
+        "pending:client": None,  # rendered, nothing journaled yet
+        "sent:client": "sent",  # committed before the request leaves
+        "answered:client": "sent",
+        "done:client": "succeeded",
+        "pending:ids": None,
+        "sent:ids": None,  # a read: journaled only with its answer
+        "answered:ids": None,
+        "done:ids": "succeeded",
+    }
+    for step_id in ("client", "ids"):
+        history = store.step_history(outcome.run_id, step_id)
+        assert [(t.from_status, t.to_status) for t in history] == [
+            (None, "pending"),
+            ("pending", "sent"),
+            ("sent", "succeeded"),
+        ]
+        step = store.get_step(outcome.run_id, step_id)
+        assert step is not None
+        assert (step.attempts, step.sent_at is not None) == (1, True)
+    # The event is journaled with the run, before any step.
+    assert store.step_history(outcome.run_id)[0].step_id == TRIGGER_STEP
+
+
+def test_a_read_that_fails_is_journaled_pending_sent_failed_with_its_error(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+):
+    missing = "00000000-0000-4000-8000-000000000000"
+    fault = {"kind": "500", "count": 1, "method": "GET", "pathPrefix": "/api/v1/entities/"}
+    fast_sandbox.admin("POST", "/_admin/faults", fault)
+    client.retry = type(client.retry)(max_attempts=1)
+    seen: dict[str, StepStatus | None] = {}
+    runner = _runner(tmp_path, registry, store, client, {"n": 2, "key": missing}, seen)
+
+    (outcome,) = runner.process_pending()
+
+    assert outcome.status == "failed"
+    assert seen["sent:ids"] is None
+    history = store.step_history(outcome.run_id, "ids")
+    assert [t.to_status for t in history] == ["pending", "sent", "failed"]
+    assert history[-1].detail["status"] == 500
+    step = store.get_step(outcome.run_id, "ids")
+    assert step is not None
+    assert (step.status, step.attempts, step.error["status"]) == ("failed", 1, 500)
+    assert step.request["input"] == {"entityKey": missing}
+
+
+def test_a_read_journaled_with_its_answer_keeps_when_it_was_sent(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    tmp_path: Path,
+):
+    start = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+    now = [start]
+    with open_store(str(tmp_path / "clocked.db"), clock=lambda: now[0]) as store:
+        seen: dict[str, StepStatus | None] = {}
+        runner = _runner(tmp_path, registry, store, client, {"n": 3, "key": None}, seen)
+        inner = runner._point
+
+        def point(label: str) -> None:
+            inner(label)
+            if label.startswith("answered:"):
+                now[0] += timedelta(seconds=2)  # the answer took two seconds
+
+        runner._point = point
+        (outcome,) = runner.process_pending()
+
+        history = store.step_history(outcome.run_id, "ids")
+        step = store.get_step(outcome.run_id, "ids")
+    assert [(t.to_status, t.at - start) for t in history] == [
+        ("pending", timedelta(seconds=2)),  # after the write's answer
+        ("sent", timedelta(seconds=2)),
+        ("succeeded", timedelta(seconds=4)),
+    ]
+    assert step is not None
+    assert (step.created_at, step.sent_at, step.updated_at) == (
+        start + timedelta(seconds=2),
+        start + timedelta(seconds=2),
+        start + timedelta(seconds=4),
+    )
