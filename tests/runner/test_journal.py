@@ -1,6 +1,7 @@
 """What the journal holds while a step runs: a write is journaled ``pending`` and ``sent``
 (one fsynced commit) before its request leaves; a read, safe to send again, is journaled
-with its answer, in one commit; both read the same in the history."""
+after its answer, with the run's next commit (the next write's ``sent``, or the run's end
+with its event marked handled); both read the same in the history."""
 
 from __future__ import annotations
 
@@ -39,9 +40,10 @@ def _runner(
     client: Client,
     payload: Any,
     seen: dict[str, StepStatus | None],
+    steps: str = STEPS,
 ) -> Runner:
     """A runner on one recorded event that notes each step's journaled status at each point."""
-    recipe = validate_recipe(write_recipe(tmp_path, STEPS), registry=registry)
+    recipe = validate_recipe(write_recipe(tmp_path, steps), registry=registry)
     practice = client.settings.client_id
     store.record_event(practice, recipe.trigger.key, "x", "ev-1", payload)
 
@@ -74,7 +76,7 @@ def test_a_write_is_journaled_sent_before_it_leaves_a_read_with_its_answer(
         "pending:ids": None,
         "sent:ids": None,  # a read: journaled only with its answer
         "answered:ids": None,
-        "done:ids": "succeeded",
+        "done:ids": None,  # ... committed with the run's end
     }
     for step_id in ("client", "ids"):
         history = store.step_history(outcome.run_id, step_id)
@@ -151,3 +153,55 @@ def test_a_read_journaled_with_its_answer_keeps_when_it_was_sent(
         start + timedelta(seconds=2),
         start + timedelta(seconds=4),
     )
+
+
+READ_THEN_WRITE = """\
+  - id: ids
+    use: get_client_integrations
+    with: {entityKey: "{{ trigger.key }}"}
+  - id: client
+    use: create_client
+    with:
+      entityType: Company
+      entityName: "Journal {{ trigger.n }}"
+      externalSystemID: "journal-{{ trigger.n }}"
+"""
+
+
+def test_a_reads_moves_are_committed_with_the_next_writes_sent(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+):
+    known = client.post("/api/v1/entities", {"entityType": "Company", "entityName": "Known"})
+    seen: dict[str, StepStatus | None] = {}
+    payload = {"n": 4, "key": known["entityKey"]}
+    runner = _runner(tmp_path, registry, store, client, payload, seen, READ_THEN_WRITE)
+    reads: list[StepStatus | None] = []
+    inner = runner._point
+
+    def point(label: str) -> None:
+        inner(label)
+        if label == "sent:client":  # the write's request is about to leave
+            (run,) = store.list_runs()
+            step = store.get_step(run.run_id, "ids")
+            reads.append(None if step is None else step.status)
+
+    runner._point = point
+    (outcome,) = runner.process_pending()
+
+    assert outcome.status == "succeeded"
+    assert (seen["done:ids"], seen["pending:client"]) == (None, None)
+    assert reads == ["succeeded"]  # in the write's fsynced commit, before it left
+    assert [(t.step_id, t.to_status) for t in store.step_history(outcome.run_id)] == [
+        (TRIGGER_STEP, "skipped"),
+        ("ids", "pending"),
+        ("ids", "sent"),
+        ("ids", "succeeded"),
+        ("client", "pending"),
+        ("client", "sent"),
+        ("client", "succeeded"),
+    ]
+    assert store.pending_events(client.settings.client_id) == []

@@ -6,9 +6,10 @@ The journal (:class:`~practiceflow.state.StateStore`) decides what has been done
   masked) and ``sent``, in one commit fsynced *before* the request leaves;
 * its answer makes it ``succeeded`` (with the output later steps read), ``failed`` (the API
   refused it, or it never left) or ``in_doubt`` (a write left and its outcome is unknown);
-* a read (or a local step) is safe to run again: its ``pending`` and ``sent`` are journaled
-  with its outcome, in one commit after it answered (the history reads the same); a crash
-  before that leaves it to be run again;
+* a read (or a local step) is safe to run again: its ``pending``, ``sent`` and outcome are
+  journaled after it answered, with the next commit the run makes (the next write's
+  ``sent``, or the run's end, with its event marked handled); the history reads the same,
+  and a crash before that leaves it to be run again;
 * on restart a run resumes at its first unfinished step: ``succeeded`` steps are never sent
   again (their journaled output is reused), a write found ``sent`` is ``in_doubt``;
 * an ``in_doubt`` write is reconciled by reading back (:mod:`.reconcile`): found (the step
@@ -29,7 +30,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -179,6 +181,8 @@ class _RunState:
     now: Any
     journal: dict[str, StepRecord]
     outputs: dict[str, Any] = field(default_factory=dict)
+    #: Moves of reads that answered, journaled with the run's next commit (step id, moves).
+    deferred: list[tuple[str, tuple[StepChange, ...]]] = field(default_factory=list)
 
 
 class Runner:
@@ -277,10 +281,8 @@ class Runner:
             self.store.step_skipped(run_id, TRIGGER_STEP, origin)
         # A run created just now has nothing journaled but its @trigger: no need to read it.
         fresh = _Fresh(found.payload) if created else None
-        outcome = self._drive(run_id, created=created, fresh=fresh)
-        if mark_handled and outcome.status != "running":
-            self.store.mark_event_handled(self.practice, event.source, event.event_id)
-        return outcome
+        handled = event if mark_handled else None
+        return self._drive(run_id, created=created, fresh=fresh, handled=handled)
 
     def resume(self, run_id: str, *, retry_failed: bool = False) -> RunOutcome:
         """Drive an existing run again from its first unfinished step.
@@ -306,7 +308,10 @@ class Runner:
         created: bool,
         retry_failed: bool = False,
         fresh: _Fresh | None = None,
+        handled: EventRecord | None = None,
     ) -> RunOutcome:
+        """Drive a run from its first unfinished step; ``handled``: the event to mark
+        handled when the run ends (not when it stops, to be resumed)."""
         run = self.store.get_run(run_id)
         if run is None:
             message = f"run {run_id} does not exist"
@@ -332,21 +337,50 @@ class Runner:
             for step in self.recipe.recipe.steps:
                 if self.stop.is_set():
                     logger.info("run %s: stopped before %s", run_id, step.id, extra={"pf": log})
+                    self._flush(state)
                     return RunOutcome(run_id, run.event_id, "running", created)
                 result = self._step(state, step, retry_failed)
                 if result.kind == "stopped":
+                    self._flush(state)
                     return RunOutcome(run_id, run.event_id, "running", created)
                 if result.kind == "held":
-                    return self._finish(state, run.event_id, "in_doubt", created, result.error)
+                    error = result.error
+                    return self._finish(state, run.event_id, "in_doubt", created, error, handled)
                 if result.kind == "failed" and step.on_error == "stop":
-                    return self._finish(state, run.event_id, "failed", created, result.error)
+                    error = result.error
+                    return self._finish(state, run.event_id, "failed", created, error, handled)
                 state.outputs[step.id] = result.output
-        return self._finish(state, run.event_id, "succeeded", created, None)
+        return self._finish(state, run.event_id, "succeeded", created, None, handled)
+
+    @contextmanager
+    def _committing(self, state: _RunState, *, durable: bool = False) -> Iterator[None]:
+        """One commit of the store calls made inside, with the reads' deferred moves first
+        (the history keeps the order things happened in)."""
+        with self.store.atomic(durable=durable):
+            for sid, moves in state.deferred:
+                self.store.change_step(state.run_id, sid, *moves)
+            yield
+        state.deferred.clear()
+
+    def _flush(self, state: _RunState) -> None:
+        """Commit the reads' deferred moves, if any (before the run stops or reconciles)."""
+        if state.deferred:
+            with self._committing(state):
+                pass
 
     def _finish(
-        self, state: _RunState, event_id: str, status: RunStatus, created: bool, error: Any
+        self,
+        state: _RunState,
+        event_id: str,
+        status: RunStatus,
+        created: bool,
+        error: Any,
+        handled: EventRecord | None,
     ) -> RunOutcome:
-        self.store.set_run_status(state.run_id, status, error)
+        with self._committing(state):
+            self.store.set_run_status(state.run_id, status, error)
+            if handled is not None:
+                self.store.mark_event_handled(self.practice, handled.source, handled.event_id)
         held: tuple[str, ...] = ()
         if status == "in_doubt" and isinstance(error, Mapping) and "step" in error:
             held = (str(error["step"]),)
@@ -367,7 +401,9 @@ class Runner:
             return self._fail_early(state, step.id, error)
         if not items:
             if step.id not in state.journal:
-                self.store.step_skipped(state.run_id, step.id, {"reason": "for_each: no items"})
+                with self._committing(state):
+                    reason = {"reason": "for_each: no items"}
+                    self.store.step_skipped(state.run_id, step.id, reason)
             return _Result("skipped", [])
         outputs: list[Any] = []
         failed: Any = None
@@ -389,7 +425,8 @@ class Runner:
         if record is None or record.status in ("pending", "failed"):
             if record is not None and record.status == "failed":
                 return _Result("failed", None, record.error)
-            self.store.step_failed(state.run_id, sid, error)
+            with self._committing(state):
+                self.store.step_failed(state.run_id, sid, error)
         return _Result("failed", None, {"step": sid, **error})
 
     def _one(
@@ -413,27 +450,30 @@ class Runner:
             try:
                 wanted = step.if_.render(context)
             except PracticeflowError as exc:
-                return self._fail(state.run_id, sid, status, error_json(exc))
+                return self._fail(state, sid, status, error_json(exc))
             if not wanted:
-                if status == "failed":
-                    self.store.step_pending(state.run_id, sid, {"use": step.use})
                 reason = {"reason": "if was false", "if": step.if_.source}
-                self.store.step_skipped(state.run_id, sid, reason)
+                with self._committing(state):
+                    if status == "failed":
+                        self.store.step_pending(state.run_id, sid, {"use": step.use})
+                    self.store.step_skipped(state.run_id, sid, reason)
                 return _Result("skipped")
         try:
             data = render_tree(step.with_, context)
         except PracticeflowError as exc:
             if status in ("sent", "in_doubt"):  # cannot happen: the same inputs rendered before
                 return _Result("held", None, {"step": sid, **error_json(exc)})
-            return self._fail(state.run_id, sid, status, error_json(exc))
+            return self._fail(state, sid, status, error_json(exc))
         if status == "sent" and action.needs_write:
             error = {"reason": "found 'sent' with no answer when the run resumed"}
-            self.store.step_in_doubt(state.run_id, sid, error)
+            with self._committing(state):
+                self.store.step_in_doubt(state.run_id, sid, error)
             self._point(f"in_doubt:{sid}")
             status = "in_doubt"
         resends = 0
         while True:
             if status == "in_doubt":
+                self._flush(state)
                 verdict = self._reconcile(state.run_id, sid, action, data)
                 if verdict.outcome == "found":
                     return _Result("ok", verdict.output)
@@ -441,28 +481,27 @@ class Runner:
                     return _Result("held", None, {"step": sid, "reason": verdict.note})
                 status = "pending"
                 resends += 1
-            result = self._execute(state.run_id, sid, step, action, data, status)
+            result = self._execute(state, sid, step, action, data, status)
             if result.kind != "in_doubt":
                 return result
             status = "in_doubt"
 
     def _fail(
         self,
-        run_id: str,
+        state: _RunState,
         sid: str,
         status: StepStatus | None,
         error: dict[str, Any],
         held: list[StepChange] | None = None,
     ) -> _Result:
+        run_id = state.run_id
         if held:
-            self._journal(run_id, sid, held, StepChange.to_failed(error))
-        elif status == "sent":
-            self.store.step_failed(run_id, sid, error)
-        elif status == "failed":
-            self.store.step_pending(run_id, sid, None)
-            self.store.step_failed(run_id, sid, error)
+            self._journal(state, sid, held, StepChange.to_failed(error))
         else:
-            self.store.step_failed(run_id, sid, error)
+            with self._committing(state):
+                if status == "failed":
+                    self.store.step_pending(run_id, sid, None)
+                self.store.step_failed(run_id, sid, error)
         logger.warning(
             "run %s step %s failed: %s",
             run_id,
@@ -497,17 +536,18 @@ class Runner:
 
     def _execute(
         self,
-        run_id: str,
+        state: _RunState,
         sid: str,
         step: RecipeStep,
         action: StepAction,
         data: Any,
         status: StepStatus | None,
     ) -> _Result:
+        run_id = state.run_id
         journaled: list[StepStatus | None] = [status]
         # A write's `pending` and `sent` are one commit, fsynced before it leaves. A read
         # (or a local step) is safe to run again: its moves are held and journaled with
-        # its outcome, in one commit; a crash before that leaves it to be run again.
+        # its outcome, with the run's next commit; a crash before that runs it again.
         held: list[StepChange] | None = None if action.needs_write else []
 
         def on_send(request: dict[str, Any]) -> None:
@@ -523,7 +563,8 @@ class Runner:
                 self._point(f"pending:{sid}")
             moves.append(StepChange.to_sent(durable=held is None, at=at))
             if held is None:
-                self.store.change_step(run_id, sid, *moves)
+                with self._committing(state, durable=True):
+                    self.store.change_step(run_id, sid, *moves)
             else:
                 held.extend(moves)
             journaled[0] = "sent"
@@ -534,21 +575,25 @@ class Runner:
             try:
                 output = action.func(data, LocalContext(run_id, sid))
             except PracticeflowError as exc:
-                return self._fail(run_id, sid, "sent", error_json(exc), held)
-            return self._succeed(run_id, sid, output, held=held)
-        return self._send(run_id, sid, step, action, data, journaled, on_send, held)
+                return self._fail(state, sid, "sent", error_json(exc), held)
+            return self._succeed(state, sid, output, held=held)
+        return self._send(state, sid, step, action, data, journaled, on_send, held)
 
     def _journal(
-        self, run_id: str, sid: str, held: list[StepChange] | None, outcome: StepChange
+        self, state: _RunState, sid: str, held: list[StepChange] | None, outcome: StepChange
     ) -> None:
-        """Journal a step's outcome, with the moves held before it (a read's), in one commit."""
-        self.store.change_step(run_id, sid, *(held or ()), outcome)
-        if held:
-            held.clear()
+        """Journal a step's outcome: a write's now; a read's, with the moves held before it,
+        with the run's next commit (see :meth:`_committing`)."""
+        if held is None:
+            with self._committing(state):
+                self.store.change_step(state.run_id, sid, outcome)
+            return
+        state.deferred.append((sid, (*held, outcome)))
+        held.clear()
 
     def _send(
         self,
-        run_id: str,
+        state: _RunState,
         sid: str,
         step: RecipeStep,
         action: ActionModule,
@@ -557,18 +602,19 @@ class Runner:
         on_send: Callable[[dict[str, Any]], None],
         held: list[StepChange] | None,
     ) -> _Result:
+        run_id = state.run_id
         retry = step.retry or {}
         attempts = 1 if action.needs_write else int(retry.get("attempts", 1))
         backoff = float(retry.get("backoff", 1.0))
         for attempt in range(1, attempts + 1):
             if self.client is None:
                 error = {"message": "no API client configured", "kind": "config"}
-                return self._fail(run_id, sid, journaled[0], error, held)
+                return self._fail(state, sid, journaled[0], error, held)
             proxy = _SendingClient(self.client, on_send)
             try:
                 result = run_action(action, data, proxy)
             except InDoubtError as exc:
-                self._journal(run_id, sid, held, StepChange.to_in_doubt(error_json(exc)))
+                self._journal(state, sid, held, StepChange.to_in_doubt(error_json(exc)))
                 self._point(f"in_doubt:{sid}")
                 return _Result("in_doubt")
             except (RateLimitError, ServerError, TransportError) as exc:
@@ -577,29 +623,31 @@ class Runner:
                     logger.info("run %s step %s: %s; retrying", run_id, sid, exc)
                     self._sleep(backoff * 2 ** (attempt - 1))
                     continue
-                return self._fail(run_id, sid, journaled[0], error_json(exc), held)
+                return self._fail(state, sid, journaled[0], error_json(exc), held)
             except PracticeflowError as exc:
                 if proxy.sent and action.needs_write and not isinstance(exc, ApiError):
                     # The write was answered but the answer could not be used: it happened.
-                    self.store.step_in_doubt(run_id, sid, error_json(exc))
+                    with self._committing(state):
+                        self.store.step_in_doubt(run_id, sid, error_json(exc))
                     return _Result("held", None, {"step": sid, **error_json(exc)})
-                return self._fail(run_id, sid, journaled[0], error_json(exc), held)
+                return self._fail(state, sid, journaled[0], error_json(exc), held)
             self._point(f"answered:{sid}")
             for warning in result.warnings:
                 logger.warning("run %s step %s: %s", run_id, sid, warning)
-            return self._succeed(run_id, sid, result.output, action.secret_paths, held)
+            return self._succeed(state, sid, result.output, action.secret_paths, held)
         raise BugError("unreachable: the retry loop always returns")  # pragma: no cover
 
     def _succeed(
         self,
-        run_id: str,
+        state: _RunState,
         sid: str,
         output: Any,
         secret: frozenset[tuple[str, ...]] = frozenset(),
         held: list[StepChange] | None = None,
     ) -> _Result:
         # Secrets never reach the journal; this run's later steps still get the value.
-        self._journal(run_id, sid, held, StepChange.to_succeeded(mask_secrets(output, secret)))
+        run_id = state.run_id
+        self._journal(state, sid, held, StepChange.to_succeeded(mask_secrets(output, secret)))
         logger.info(
             "run %s step %s succeeded",
             run_id,

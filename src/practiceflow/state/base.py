@@ -13,7 +13,8 @@ the same transition rules (:data:`~practiceflow.state.rows.STEP_TRANSITIONS`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -195,6 +196,23 @@ class StateStore(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections; the store cannot be used afterwards."""
+
+    @contextmanager
+    def atomic(self, *, durable: bool = False) -> Iterator[None]:
+        """Make the calls inside one transaction, where the store can: one commit, all or none.
+
+        Only an optimisation: every call keeps its own meaning, so a caller must be
+        correct when they commit one by one (as this default does). Inside, a call that
+        raises aborts the whole transaction: let the error out of the block rather than go
+        on. The transaction belongs to the thread that opened it; a nested block joins it.
+
+        Args:
+            durable: fsync the commit. Say so when a call inside needs it (a write step's
+                ``sent``, an event before its delivery is acknowledged): a store that
+                fixes durability when the transaction begins, as SQLite does, raises
+                :class:`BugError` for a durable call inside a block opened without it.
+        """
+        yield
 
     def __enter__(self) -> Self:
         return self

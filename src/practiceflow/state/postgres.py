@@ -23,6 +23,7 @@ and database only.
 
 from __future__ import annotations
 
+import threading
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -128,6 +129,7 @@ class PostgresStore(StateStore):
         super().__init__(clock=clock)
         self._where = describe_url(url)
         self._closed = False
+        self._local = threading.local()
         self._open_schema(url)
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             url,
@@ -182,12 +184,32 @@ class PostgresStore(StateStore):
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Connection[Any]]:
-        """One transaction, committed on exit (rolled back on an exception)."""
+        """One transaction, committed on exit (rolled back on an exception); inside
+        :meth:`atomic`, the block's."""
+        outer: psycopg.Connection[Any] | None = getattr(self._local, "atomic", None)
+        if outer is not None:
+            yield outer
+            return
         if self._closed:
             message = f"state store {self._where} is closed; open it again to use it"
             raise BugError(message)
         with self._pool.connection() as connection:
             yield connection
+
+    @contextmanager
+    def atomic(self, *, durable: bool = False) -> Iterator[None]:
+        """See :meth:`StateStore.atomic`: the calls inside share one pooled connection's
+        transaction. Every commit is durable here (``synchronous_commit = on``)."""
+        del durable
+        if getattr(self._local, "atomic", None) is not None:
+            yield
+            return
+        with self._tx() as connection:
+            self._local.atomic = connection
+            try:
+                yield
+            finally:
+                self._local.atomic = None
 
     def _one(self, sql: str, params: Iterable[Any] = ()) -> Any:
         with self._tx() as db:

@@ -30,6 +30,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar, Final, Self, cast
@@ -225,30 +226,74 @@ class SQLiteStore(StateStore):
             self._local.connection = connection
         return connection
 
+    def _synchronous(self, connection: sqlite3.Connection, level: str) -> None:
+        """Set ``PRAGMA synchronous`` for the next commit, only when it changes."""
+        if getattr(self._local, "synchronous", "NORMAL") != level:
+            connection.execute(f"PRAGMA synchronous = {level}")
+            self._local.synchronous = level
+
     @contextmanager
     def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
+        outer: _Atomic | None = getattr(self._local, "atomic", None)
+        if outer is not None:
+            # Inside atomic(): the block began the transaction and commits it.
+            if durable and not outer.durable:
+                message = "a durable write inside atomic() opened without durable=True"
+                raise BugError(message)
+            yield outer.connection
+            return
         connection = self._conn()
         try:
-            if durable:
-                connection.execute("PRAGMA synchronous = FULL")
+            self._synchronous(connection, "FULL" if durable else "NORMAL")
+            connection.execute("BEGIN IMMEDIATE")
             try:
-                connection.execute("BEGIN IMMEDIATE")
-                try:
-                    yield connection
-                    connection.execute("COMMIT")
-                except BaseException:
-                    # Also when COMMIT itself fails: never leave the connection mid-transaction.
-                    if connection.in_transaction:
-                        connection.execute("ROLLBACK")
-                    raise
+                yield connection
+                connection.execute("COMMIT")
+            except BaseException:
+                # Also when COMMIT itself fails: never leave the connection mid-transaction.
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
+
+    @contextmanager
+    def atomic(self, *, durable: bool = False) -> Iterator[None]:
+        """See :meth:`StateStore.atomic`: one ``BEGIN IMMEDIATE`` ... ``COMMIT``.
+
+        SQLite cannot change ``synchronous`` inside a transaction, so ``durable`` is fixed
+        when the block opens.
+        """
+        outer: _Atomic | None = getattr(self._local, "atomic", None)
+        if outer is not None:
+            if durable and not outer.durable:
+                message = "atomic(durable=True) inside atomic() opened without it"
+                raise BugError(message)
+            yield
+            return
+        connection = self._conn()
+        try:
+            self._synchronous(connection, "FULL" if durable else "NORMAL")
+            connection.execute("BEGIN IMMEDIATE")
+            self._local.atomic = _Atomic(connection, durable)
+            try:
+                yield
+                connection.execute("COMMIT")
+            except BaseException:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
             finally:
-                if durable:
-                    connection.execute("PRAGMA synchronous = NORMAL")
+                self._local.atomic = None
         except sqlite3.OperationalError as exc:
             raise self._store_error(exc) from exc
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
+        outer: _Atomic | None = getattr(self._local, "atomic", None)
+        if outer is not None:
+            yield outer.connection
+            return
         connection = self._conn()
         try:
             connection.execute("BEGIN")
@@ -686,6 +731,14 @@ class SQLiteStore(StateStore):
         cutoff = to_utc(self.now() - older_than)
         with self._write() as db:
             return db.execute("DELETE FROM requests WHERE at < ?", (cutoff,)).rowcount
+
+
+@dataclass
+class _Atomic:
+    """An open :meth:`SQLiteStore.atomic` block of one thread."""
+
+    connection: sqlite3.Connection
+    durable: bool
 
 
 def _no_run(run_id: str) -> BugError:
