@@ -59,6 +59,8 @@ SIGNATURE_PREFIX: Final = "sha256="
 DEFAULT_TOLERANCE: Final = 300
 
 _REQUIRED: Final = (EVENT_HEADER, EVENT_ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
+_WANTED: Final = {name.lower(): name for name in _REQUIRED}
+_WANTED_RAW: Final = {name.lower().encode("latin-1"): name for name in _REQUIRED}
 _HEX_DIGITS: Final = frozenset("0123456789abcdef")
 _HEX_LENGTH: Final = hashlib.sha256().digest_size * 2
 # Unix seconds fit in far fewer digits; the cap keeps int() away from absurd inputs.
@@ -253,10 +255,12 @@ def _text(value: str | bytes) -> str:
 def _pick_headers(headers: HeadersLike) -> dict[str, str]:
     pairs: Iterable[tuple[str | bytes, str | bytes]]
     pairs = headers.items() if isinstance(headers, Mapping) else headers
-    wanted = {name.lower(): name for name in _REQUIRED}
     seen: dict[str, set[str]] = {name: set() for name in _REQUIRED}
     for raw_name, raw_value in pairs:
-        canonical = wanted.get(_text(raw_name).strip().lower())
+        # ASGI gives names as lowercase bytes: look those up as they are, others decoded.
+        canonical = _WANTED_RAW.get(raw_name) if isinstance(raw_name, bytes) else None
+        if canonical is None:
+            canonical = _WANTED.get(_text(raw_name).strip().lower())
         if canonical is not None:
             seen[canonical].add(_text(raw_value).strip())
 

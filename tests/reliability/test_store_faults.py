@@ -141,7 +141,8 @@ def test_disk_full_at_the_receiver_refuses_deliveries_until_space_returns(
     serve = InProcessService(rsandbox, _recipe(tmp_path), tmp_path / "state.db").start()
     try:
         wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 20, "subscribe")
-        disk_full.threads = {"AnyIO"}  # the receiver's worker threads
+        # The receiver's threads: its group commit's writer and its worker threads.
+        disk_full.threads = {"pf-group-commit", "AnyIO"}
         disk_full.on = True
         with caplog.at_level(logging.WARNING):
             keys = set(create_clients(rsandbox, 2, "Full"))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state import StateStore
+from practiceflow.state import NewEvent, StateStore
 
 if TYPE_CHECKING:
     from conftest import FakeClock
@@ -52,6 +52,37 @@ def test_events_without_signature_dedupe_by_id_only(store: StateStore) -> None:
     assert store.record_event(P, SRC, "e", "evt-2", {})
     assert store.record_event(P, SRC, "e", "evt-3", {}, signature=SIG1)
     assert store.record_event(P, SRC, "e", "evt-4", {}, signature=SIG2)
+
+
+def test_a_batch_is_recorded_with_the_same_dedupe_in_order(
+    store: StateStore, clock: FakeClock
+) -> None:
+    store.record_event(P, SRC, "e", "evt-old", {"n": 0}, signature=SIG2)
+    batch = [
+        NewEvent(P, SRC, "e", "evt-1", {"n": 1}, SIG1),
+        NewEvent(P, SRC, "e", "evt-1", {"n": 2}),  # same id, earlier in the batch
+        NewEvent(P, SRC, "e", "evt-2", {"n": 3}, SIG1),  # same signature, earlier
+        NewEvent(P, SRC, "e", "evt-3", {"n": 4}, SIG2),  # signature stored before
+        NewEvent(Q, SRC, "e", "evt-1", {"n": 5}, SIG1),  # another practice: its own
+        NewEvent(P, "other", "e", "evt-1", {"n": 6}),  # another source: its own
+        NewEvent(P, SRC, "e", "evt-old", {"n": 7}),  # id stored before
+    ]
+    assert store.record_events(batch) == [True, False, False, False, True, True, False]
+
+    first = store.get_event(P, SRC, "evt-1")
+    assert first is not None
+    assert first.payload == {"n": 1}  # the first one wins
+    assert first.received_at == clock.start
+    assert store.get_event(P, SRC, "evt-2") is None
+    assert [e.payload["n"] for e in store.pending_events(P, source=SRC)] == [0, 1]
+    assert store.record_events([]) == []
+
+
+def test_a_batch_with_a_bad_payload_records_nothing(store: StateStore) -> None:
+    batch = [NewEvent(P, SRC, "e", "evt-1", {}), NewEvent(P, SRC, "e", "evt-2", {"x": {1, 2}})]
+    with pytest.raises(BugError, match="evt-2"):
+        store.record_events(batch)
+    assert not store.seen_event(P, SRC, "evt-1")
 
 
 @pytest.mark.parametrize(

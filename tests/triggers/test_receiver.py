@@ -89,7 +89,9 @@ def test_oversize_chunked_body_is_cut_off_while_reading(store):
 def test_the_same_delivery_three_times_is_stored_once(store, hook):
     answers = [post_delivery(hook, SECRET, BODY, event_id="evt-1") for _ in range(3)]
     assert [a.status_code for a in answers] == [200, 200, 200]
-    assert [a.json()["stored"] for a in answers] == [True, False, False]
+    assert [a.headers["X-Practiceflow-Stored"] for a in answers] == ["true", "false", "false"]
+    assert {a.headers["X-Practiceflow-Event-Key"] for a in answers} == {"proposal:p1"}
+    assert [a.content for a in answers] == [b"", b"", b""]
     events = store.pending_events("p")
     assert [e.event_id for e in events] == ["proposal:p1"]
 
@@ -100,7 +102,8 @@ def test_a_replay_under_a_fresh_event_id_is_caught_by_its_signature(store, hook)
     first = requests.post(hook, data=raw, headers=headers, timeout=5)
     headers["X-Svc-Event-Id"] = "evt-2"  # not covered by the HMAC
     replay = requests.post(hook, data=raw, headers=headers, timeout=5)
-    assert (first.json()["stored"], replay.json()["stored"]) == (True, False)
+    stored = (first.headers["X-Practiceflow-Stored"], replay.headers["X-Practiceflow-Stored"])
+    assert stored == ("true", "false")
     assert len(store.pending_events("p")) == 1
 
 
@@ -125,3 +128,18 @@ def test_a_test_delivery_records_its_time(store, hook):
     health = store.subscription_health("p", "proposal_accepted")
     assert health.last_test_delivery_at is not None
     assert health.last_delivery_at is not None
+
+
+def test_a_replaced_secret_and_a_deleted_path_take_effect_at_the_next_delivery(store, hook, served):
+    assert post_delivery(hook, SECRET, BODY, event_id="evt-1").status_code == 200
+    store.save_subscription(
+        "p", "proposal_accepted", "sub-1", "proposal.accepted", hook, "whsec_new", TOKEN, "active"
+    )
+    other = {"data": {"proposalKey": "p2", "entityKey": "e1"}}
+    old = post_delivery(hook, SECRET, other, event_id="evt-2")
+    assert (old.status_code, old.json()["reason"]) == (401, "signature_mismatch")
+    assert post_delivery(hook, "whsec_new", other, event_id="evt-3").status_code == 200
+    store.delete_subscription("p", "proposal_accepted")
+    gone = {"data": {"proposalKey": "p3", "entityKey": "e1"}}
+    assert post_delivery(hook, "whsec_new", gone, event_id="evt-4").status_code == 404
+    assert [e.event_id for e in store.pending_events("p")] == ["proposal:p1", "proposal:p2"]

@@ -3216,101 +3216,46 @@ export const DEFINITION: Definition = {
 				event: 'eform.submitted',
 				id: {
 					$pf: {
-						let: [
-							'd',
+						if: [
 							{
-								if: [
+								and: [
 									{
 										and: [
 											{
 												test: [
 													'mapping',
 													{
-														ref: ['body'],
+														ref: ['data'],
 													},
 												],
 											},
 											{
 												test: [
-													'mapping',
+													'defined',
 													{
-														default: [
-															{
-																ref: ['body', 'data'],
-															},
-															{
-																const: null,
-															},
-														],
+														ref: ['data', 'formKey'],
 													},
 												],
 											},
 										],
 									},
 									{
-										default: [
-											{
-												ref: ['body', 'data'],
-											},
-											{
-												const: null,
-											},
-										],
-									},
-									{
-										ref: ['body'],
+										ref: ['data', 'formKey'],
 									},
 								],
 							},
 							{
 								concat: [
 									{
-										if: [
-											{
-												and: [
-													{
-														test: [
-															'mapping',
-															{
-																ref: ['d'],
-															},
-														],
-													},
-													{
-														default: [
-															{
-																ref: ['d', 'formKey'],
-															},
-															{
-																const: null,
-															},
-														],
-													},
-												],
-											},
-											{
-												concat: [
-													{
-														const: 'eform:',
-													},
-													{
-														default: [
-															{
-																ref: ['d', 'formKey'],
-															},
-															{
-																const: null,
-															},
-														],
-													},
-												],
-											},
-											{
-												concat: [],
-											},
-										],
+										const: 'eform:',
+									},
+									{
+										ref: ['data', 'formKey'],
 									},
 								],
+							},
+							{
+								concat: [],
 							},
 						],
 					},
@@ -3319,58 +3264,9 @@ export const DEFINITION: Definition = {
 				map: {
 					formKey: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['formKey'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'formKey'],
 								},
 								{
 									const: null,
@@ -3380,58 +3276,9 @@ export const DEFINITION: Definition = {
 					},
 					templateId: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['templateId'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'templateId'],
 								},
 								{
 									const: null,
@@ -3441,58 +3288,9 @@ export const DEFINITION: Definition = {
 					},
 					entityKey: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['entityKey'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'entityKey'],
 								},
 								{
 									const: null,
@@ -3502,58 +3300,9 @@ export const DEFINITION: Definition = {
 					},
 					submittedOn: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['submittedOn'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'submittedOn'],
 								},
 								{
 									const: null,
@@ -4426,101 +4175,46 @@ export const DEFINITION: Definition = {
 				},
 				id: {
 					$pf: {
-						let: [
-							'd',
+						if: [
 							{
-								if: [
+								and: [
 									{
 										and: [
 											{
 												test: [
 													'mapping',
 													{
-														ref: ['body'],
+														ref: ['data'],
 													},
 												],
 											},
 											{
 												test: [
-													'mapping',
+													'defined',
 													{
-														default: [
-															{
-																ref: ['body', 'data'],
-															},
-															{
-																const: null,
-															},
-														],
+														ref: ['data', 'onboardingKey'],
 													},
 												],
 											},
 										],
 									},
 									{
-										default: [
-											{
-												ref: ['body', 'data'],
-											},
-											{
-												const: null,
-											},
-										],
-									},
-									{
-										ref: ['body'],
+										ref: ['data', 'onboardingKey'],
 									},
 								],
 							},
 							{
 								concat: [
 									{
-										if: [
-											{
-												and: [
-													{
-														test: [
-															'mapping',
-															{
-																ref: ['d'],
-															},
-														],
-													},
-													{
-														default: [
-															{
-																ref: ['d', 'onboardingKey'],
-															},
-															{
-																const: null,
-															},
-														],
-													},
-												],
-											},
-											{
-												concat: [
-													{
-														const: 'onboarding:',
-													},
-													{
-														default: [
-															{
-																ref: ['d', 'onboardingKey'],
-															},
-															{
-																const: null,
-															},
-														],
-													},
-												],
-											},
-											{
-												concat: [],
-											},
-										],
+										const: 'onboarding:',
+									},
+									{
+										ref: ['data', 'onboardingKey'],
 									},
 								],
+							},
+							{
+								concat: [],
 							},
 						],
 					},
@@ -4529,58 +4223,9 @@ export const DEFINITION: Definition = {
 				map: {
 					onboardingKey: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['onboardingKey'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'onboardingKey'],
 								},
 								{
 									const: null,
@@ -4590,58 +4235,9 @@ export const DEFINITION: Definition = {
 					},
 					status: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['status'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'status'],
 								},
 								{
 									const: null,
@@ -4651,58 +4247,9 @@ export const DEFINITION: Definition = {
 					},
 					entityKeys: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['entityKeys'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'entityKeys'],
 								},
 								{
 									const: null,
@@ -4730,101 +4277,46 @@ export const DEFINITION: Definition = {
 				event: 'proposal.accepted',
 				id: {
 					$pf: {
-						let: [
-							'd',
+						if: [
 							{
-								if: [
+								and: [
 									{
 										and: [
 											{
 												test: [
 													'mapping',
 													{
-														ref: ['body'],
+														ref: ['data'],
 													},
 												],
 											},
 											{
 												test: [
-													'mapping',
+													'defined',
 													{
-														default: [
-															{
-																ref: ['body', 'data'],
-															},
-															{
-																const: null,
-															},
-														],
+														ref: ['data', 'proposalKey'],
 													},
 												],
 											},
 										],
 									},
 									{
-										default: [
-											{
-												ref: ['body', 'data'],
-											},
-											{
-												const: null,
-											},
-										],
-									},
-									{
-										ref: ['body'],
+										ref: ['data', 'proposalKey'],
 									},
 								],
 							},
 							{
 								concat: [
 									{
-										if: [
-											{
-												and: [
-													{
-														test: [
-															'mapping',
-															{
-																ref: ['d'],
-															},
-														],
-													},
-													{
-														default: [
-															{
-																ref: ['d', 'proposalKey'],
-															},
-															{
-																const: null,
-															},
-														],
-													},
-												],
-											},
-											{
-												concat: [
-													{
-														const: 'proposal:',
-													},
-													{
-														default: [
-															{
-																ref: ['d', 'proposalKey'],
-															},
-															{
-																const: null,
-															},
-														],
-													},
-												],
-											},
-											{
-												concat: [],
-											},
-										],
+										const: 'proposal:',
+									},
+									{
+										ref: ['data', 'proposalKey'],
 									},
 								],
+							},
+							{
+								concat: [],
 							},
 						],
 					},
@@ -4833,58 +4325,9 @@ export const DEFINITION: Definition = {
 				map: {
 					proposalKey: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['proposalKey'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'proposalKey'],
 								},
 								{
 									const: null,
@@ -4894,58 +4337,9 @@ export const DEFINITION: Definition = {
 					},
 					entityKey: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['entityKey'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'entityKey'],
 								},
 								{
 									const: null,
@@ -4955,58 +4349,9 @@ export const DEFINITION: Definition = {
 					},
 					entityName: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['entityName'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'entityName'],
 								},
 								{
 									const: null,
@@ -5016,58 +4361,9 @@ export const DEFINITION: Definition = {
 					},
 					title: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['title'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'title'],
 								},
 								{
 									const: null,
@@ -5077,58 +4373,9 @@ export const DEFINITION: Definition = {
 					},
 					acceptedOn: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['acceptedOn'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'acceptedOn'],
 								},
 								{
 									const: null,
@@ -5138,58 +4385,9 @@ export const DEFINITION: Definition = {
 					},
 					totalAmount: {
 						$pf: {
-							if: [
+							default: [
 								{
-									test: [
-										'mapping',
-										{
-											ref: ['body'],
-										},
-									],
-								},
-								{
-									default: [
-										{
-											path: [
-												{
-													if: [
-														{
-															test: [
-																'mapping',
-																{
-																	default: [
-																		{
-																			ref: ['body', 'data'],
-																		},
-																		{
-																			const: null,
-																		},
-																	],
-																},
-															],
-														},
-														{
-															default: [
-																{
-																	ref: ['body', 'data'],
-																},
-																{
-																	const: null,
-																},
-															],
-														},
-														{
-															ref: ['body'],
-														},
-													],
-												},
-												['totalAmount'],
-											],
-										},
-										{
-											const: null,
-										},
-									],
+									ref: ['data', 'totalAmount'],
 								},
 								{
 									const: null,

@@ -10,7 +10,8 @@ Expression nodes (each a one-key JSON object):
 
 * ``{"const": v}``: a literal; ``{"now": true}``: the current time (ISO 8601, UTC);
 * ``{"ref": ["input", "entityKey"]}``: a lookup on ``input``, ``response``, ``headers``,
-  ``body``, ``item``; missing keys yield ``undefined`` (``x.get('k', d)`` is a lookup with a
+  ``body``, ``data`` (a delivery's ``body.data`` when that is an object, else its body),
+  ``item``; missing keys yield ``undefined`` (``x.get('k', d)`` is a lookup with a
   default); ``{"path": [expr, [key, ...]]}`` is a lookup on a computed value;
 * ``{"default": [expr, fallback]}``: ``expr | default(fallback)``; a third item ``true`` is
   ``default(fallback, true)`` (falsy values are replaced too);
@@ -66,7 +67,7 @@ _TESTS = frozenset(
     | {"integer", "float", "true", "false"}
 )
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "lteq": "<=", "gt": ">", "gteq": ">=", "in": "in"}
-_NAMES = frozenset({"input", "response", "headers", "body", "item"})
+_NAMES = frozenset({"input", "response", "headers", "body", "data", "item"})
 #: Names bound by ``{% set %}`` in the template being translated.
 _LOCALS: ContextVar[frozenset[str]] = ContextVar("_LOCALS", default=frozenset())
 
@@ -94,7 +95,7 @@ def expression(template: CompiledTemplate) -> dict[str, Any]:
     except (_Unsupported, TemplateSyntaxError) as exc:
         message = (
             f"template {template.source!r} cannot be exported: {exc}; exporters support "
-            "lookups on input/response/headers/body/item, default(...), the filters "
+            "lookups on input/response/headers/body/data/item, default(...), the filters "
             f"{sorted(FILTERS)}, comparisons, and/or/not, 'is defined'/'is none' and literals"
         )
         raise ManifestError([template.origin.issue(message)]) from None

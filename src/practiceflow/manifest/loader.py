@@ -55,7 +55,7 @@ ACTION_NAMES = frozenset({"input", "now"})
 OUTPUT_NAMES = frozenset({"response", "headers", "input", "now"})
 #: Names recipe templates may read.
 RECIPE_NAMES = frozenset({"trigger", "steps", "vars", "now", "item"})
-_WEBHOOK_NAMES = frozenset({"body", "headers", "input", "now"})
+_WEBHOOK_NAMES = frozenset({"body", "data", "headers", "input", "now"})
 _POLL_NAMES = frozenset({"item", "input", "now"})
 
 PathLike = str | Path | Traversable

@@ -27,6 +27,7 @@ from practiceflow.state.rows import (
     CursorState,
     EventRecord,
     Json,
+    NewEvent,
     Resolution,
     RunRecord,
     RunStatus,
@@ -172,9 +173,13 @@ class StateStore(ABC):
 
     Attributes:
         scheme: the URL scheme the store is registered under (``sqlite``).
+        local_reads: whether reads are local and quick, never waiting on a network (the
+            webhook receiver then looks subscriptions up on its event loop, not in a
+            thread).
     """
 
     scheme: ClassVar[str]
+    local_reads: ClassVar[bool] = False
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         self._clock: Clock = clock or _utc_now
@@ -253,6 +258,33 @@ class StateStore(ABC):
         Returns:
             ``True`` when recorded, ``False`` when the id or the signature was seen.
         """
+
+    def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
+        """Record several incoming events in **one** durable commit, each unless seen.
+
+        The same dedupe as :meth:`record_event`, applied in order: an event that repeats
+        an id or a signature earlier in ``events`` is a duplicate too. Either all are
+        committed or, on an error, none: callers acknowledge none of them then. The
+        receiver uses it to commit concurrent deliveries together (group commit), paying
+        one fsync for the batch instead of one per delivery.
+
+        This default records them one by one (a commit each); stores override it.
+
+        Returns:
+            For each event, in order, ``True`` when recorded, ``False`` when seen.
+        """
+        return [
+            self.record_event(
+                event.practice,
+                event.source,
+                event.event_key,
+                event.event_id,
+                event.payload,
+                event.signature,
+                event.received_at,
+            )
+            for event in events
+        ]
 
     @abstractmethod
     def seen_event(

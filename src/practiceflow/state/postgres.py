@@ -71,6 +71,7 @@ from practiceflow.state.rows import (
     CursorState,
     EventRecord,
     Json,
+    NewEvent,
     RunRecord,
     RunStatus,
     StepRecord,
@@ -81,6 +82,8 @@ from practiceflow.state.rows import (
     SubscriptionStatus,
     check_run_transition,
     check_value,
+    event_rows,
+    first_occurrences,
     to_json,
     to_utc,
 )
@@ -88,6 +91,12 @@ from practiceflow.state.rows import (
 __all__ = ["Migration", "PostgresStore", "describe_url", "migrate", "schema_version"]
 
 _STEP_FIELDS: Final = ("request", "output", "error")
+_INSERT_EVENTS_HEAD: Final = (
+    "INSERT INTO pf_events (practice, source, event_key, event_id, signature, payload,"
+    " received_at) VALUES "
+)
+_EVENT_VALUES: Final = "(%s, %s, %s, %s, %s, %s::json, %s)"
+_INSERT_EVENTS_TAIL: Final = " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
 _DEFAULT_POOL_SIZE: Final = 8
 
 
@@ -235,24 +244,20 @@ class PostgresStore(StateStore):
         received_at: datetime | None = None,
     ) -> bool:
         """See :meth:`StateStore.record_event`."""
-        values = (
-            practice,
-            source,
-            event_key,
-            event_id,
-            signature,
-            to_json(payload, f"payload of event {event_id}"),
-            self._stamp(received_at, "received_at"),
-        )
+        event = NewEvent(practice, source, event_key, event_id, payload, signature, received_at)
+        return self.record_events([event])[0]
+
+    def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
+        """See :meth:`StateStore.record_events`: one transaction, one commit."""
+        rows = event_rows(events, self._stamp)
+        if not rows:
+            return []
+        sql = _INSERT_EVENTS_HEAD + ", ".join([_EVENT_VALUES] * len(rows)) + _INSERT_EVENTS_TAIL
         with self._tx() as db:
-            # DO NOTHING without a target covers both unique keys: the id and the signature.
-            cursor = db.execute(
-                "INSERT INTO pf_events (practice, source, event_key, event_id, signature,"
-                " payload, received_at) VALUES (%s, %s, %s, %s, %s, %s::json, %s)"
-                " ON CONFLICT DO NOTHING",
-                values,
-            )
-            return cursor.rowcount == 1
+            # One statement for the batch. DO NOTHING without a target covers both unique
+            # keys, the event id and the signature, within the batch too.
+            inserted = db.execute(sql, [value for row in rows for value in row]).fetchall()
+        return first_occurrences(rows, inserted)
 
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None

@@ -9,7 +9,7 @@ store (SQLite now, PostgreSQL later) refuses the same illegal moves.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TypeAlias, get_args
@@ -27,6 +27,7 @@ __all__ = [
     "CursorState",
     "EventRecord",
     "Json",
+    "NewEvent",
     "Resolution",
     "RunRecord",
     "RunStatus",
@@ -39,6 +40,8 @@ __all__ = [
     "check_run_transition",
     "check_step_transition",
     "check_value",
+    "event_rows",
+    "first_occurrences",
     "from_json",
     "from_utc",
     "to_json",
@@ -112,6 +115,29 @@ class EventRecord:
     signature: str | None
     received_at: datetime
     handled_at: datetime | None
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to record (see :meth:`~practiceflow.state.StateStore.record_events`).
+
+    Attributes:
+        practice: the practice it belongs to.
+        source: where it came in (trigger or subscription key); dedupe is per source.
+        event_key: the event type, such as ``proposal.accepted``.
+        event_id: the event's id (``X-Svc-Event-Id``, or a poll's dedupe key).
+        payload: the body, as JSON.
+        signature: the webhook signature, when signed (replay dedupe).
+        received_at: when it arrived; the store's now when ``None``.
+    """
+
+    practice: str
+    source: str
+    event_key: str
+    event_id: str
+    payload: Json = field(repr=False)
+    signature: str | None = None
+    received_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -356,3 +382,55 @@ def to_json(value: Json, what: str) -> str:
 def from_json(text: str | None) -> Json:
     """Decode a value written by :func:`to_json` (``None`` stays ``None``)."""
     return None if text is None else json.loads(text)
+
+
+def event_rows(
+    events: Sequence[NewEvent], stamp: Callable[[datetime | None, str], Any]
+) -> list[tuple[Any, ...]]:
+    """The rows a store inserts for :meth:`~practiceflow.state.StateStore.record_events`.
+
+    Args:
+        events: the events, in order.
+        stamp: the store's encoding of a time (``None``: its now).
+
+    Returns:
+        ``(practice, source, event_key, event_id, signature, payload JSON, received_at)``
+        for each event.
+
+    Raises:
+        BugError: a payload is not JSON.
+    """
+    return [
+        (
+            event.practice,
+            event.source,
+            event.event_key,
+            event.event_id,
+            event.signature,
+            to_json(event.payload, f"payload of event {event.event_id}"),
+            stamp(event.received_at, "received_at"),
+        )
+        for event in events
+    ]
+
+
+def first_occurrences(
+    rows: Sequence[tuple[Any, ...]], inserted: Iterable[tuple[Any, ...]]
+) -> list[bool]:
+    """Which rows of a batch ``INSERT ... ON CONFLICT DO NOTHING`` were recorded.
+
+    Args:
+        rows: the rows of :func:`event_rows`, in order.
+        inserted: ``(practice, source, event_id)`` of each row the database returned.
+
+    Returns:
+        ``True`` for a row the database inserted: the first row of the batch with its key
+        (a later row with the same key was a duplicate of it).
+    """
+    remaining = set(inserted)
+    answers: list[bool] = []
+    for row in rows:
+        key = (row[0], row[1], row[3])
+        answers.append(key in remaining)
+        remaining.discard(key)
+    return answers

@@ -63,6 +63,7 @@ from practiceflow.state.rows import (
     CursorState,
     EventRecord,
     Json,
+    NewEvent,
     RunRecord,
     RunStatus,
     StepRecord,
@@ -73,9 +74,10 @@ from practiceflow.state.rows import (
     SubscriptionStatus,
     check_run_transition,
     check_value,
+    event_rows,
+    first_occurrences,
     from_json,
     from_utc,
-    to_json,
     to_utc,
 )
 
@@ -83,6 +85,12 @@ __all__ = ["SQLiteStore", "sqlite_path"]
 
 _SCHEME: Final = "sqlite"
 _STEP_FIELDS: Final = ("request", "output", "error")
+_INSERT_EVENTS_HEAD: Final = (
+    "INSERT INTO events (practice, source, event_key, event_id, signature, payload,"
+    " received_at) VALUES "
+)
+_EVENT_VALUES: Final = "(?, ?, ?, ?, ?, ?, ?)"
+_INSERT_EVENTS_TAIL: Final = " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
 _DEFAULT_BUSY_TIMEOUT_MS: Final = 10_000
 _STEP_STATUS: Final = "SELECT status FROM steps WHERE run_id = ? AND step_id = ?"
 _RUN_EXISTS: Final = "SELECT 1 FROM runs WHERE run_id = ?"
@@ -123,6 +131,7 @@ class SQLiteStore(StateStore):
     """
 
     scheme: ClassVar[str] = _SCHEME
+    local_reads: ClassVar[bool] = True  # a file; WAL readers never wait for writers
 
     def __init__(
         self,
@@ -229,6 +238,7 @@ class SQLiteStore(StateStore):
     def _synchronous(self, connection: sqlite3.Connection, level: str) -> None:
         """Set ``PRAGMA synchronous`` for the next commit, only when it changes."""
         if getattr(self._local, "synchronous", "NORMAL") != level:
+            self._local.synchronous = None  # unknown until the PRAGMA has run
             connection.execute(f"PRAGMA synchronous = {level}")
             self._local.synchronous = level
 
@@ -353,23 +363,20 @@ class SQLiteStore(StateStore):
         received_at: datetime | None = None,
     ) -> bool:
         """See :meth:`StateStore.record_event`."""
-        values = (
-            practice,
-            source,
-            event_key,
-            event_id,
-            signature,
-            to_json(payload, f"payload of event {event_id}"),
-            self._stamp(received_at, "received_at"),
-        )
+        event = NewEvent(practice, source, event_key, event_id, payload, signature, received_at)
+        return self.record_events([event])[0]
+
+    def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
+        """See :meth:`StateStore.record_events`: one ``BEGIN IMMEDIATE``, one fsync."""
+        rows = event_rows(events, self._stamp)
+        if not rows:
+            return []
+        sql = _INSERT_EVENTS_HEAD + ", ".join([_EVENT_VALUES] * len(rows)) + _INSERT_EVENTS_TAIL
         with self._write(durable=True) as db:
-            # DO NOTHING covers both unique keys: the event id and the signature.
-            cursor = db.execute(
-                "INSERT INTO events (practice, source, event_key, event_id, signature,"
-                " payload, received_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                values,
-            )
-            return cursor.rowcount == 1
+            # One statement for the batch. DO NOTHING without a target covers both unique
+            # keys, the event id and the signature, within the batch too.
+            inserted = db.execute(sql, [value for row in rows for value in row]).fetchall()
+        return first_occurrences(rows, inserted)
 
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None

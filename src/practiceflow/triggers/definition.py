@@ -78,7 +78,8 @@ class WebhookSpec:
 
     Attributes:
         event: the event key, or a template over ``input`` choosing it.
-        map: compiled tree over ``body``, ``headers``, ``input``; ``None``: the body.
+        map: compiled tree over ``body``, ``data``, ``headers``, ``input``; ``None``: the
+            body.
         passthrough: copy body fields that ``map`` does not name.
         id: template of the cross-source dedupe key, or ``None`` (delivery id).
     """
@@ -122,7 +123,13 @@ class WebhookSpec:
             The dedupe key and the event; on a template failure the body is the event
             and the delivery id the key (logged, without the body).
         """
-        context = {"body": body, "headers": dict(headers), "input": options, "now": utcnow()}
+        context = {
+            "body": body,
+            "data": delivery_data(body),
+            "headers": dict(headers),
+            "input": options,
+            "now": utcnow(),
+        }
         key = DELIVERY_PREFIX + delivery_id
         if self.id is not None:
             try:
@@ -230,6 +237,19 @@ class PollSpec:
         key = _render(self.known.key, context)
         remember = True if self.known.when is None else bool(self.known.when.render(context))
         return (None if key is None else str(key)), remember
+
+
+def delivery_data(body: Any) -> Any:
+    """The object a delivery is about: ``body["data"]`` when that is an object, else the body.
+
+    The delivery schema is not shown in the spec; senders of this kind wrap the record in
+    ``data`` or send it bare. Webhook templates read it as ``data``.
+    """
+    if isinstance(body, dict):
+        inner = body.get("data")
+        if isinstance(inner, dict):
+            return inner
+    return body
 
 
 def map_record(tree: Any, passthrough: bool, record: Any, context: Mapping[str, Any]) -> Any:

@@ -603,7 +603,7 @@ export const verifyDelivery = (
 	return given.length === expected.length && timingSafeEqual(given, expected) && fresh;
 };
 
-/** A verified delivery as the trigger's event (its map over body, headers and input). */
+/** A verified delivery as the trigger's event (its map over body, data, headers and input). */
 export const deliveryEvent = (
 	def: Definition,
 	trigger: TriggerDef,
@@ -619,7 +619,9 @@ export const deliveryEvent = (
 		timestamp: headerText(headers, names.timestamp),
 	};
 	const input = prepareInput(values, trigger.inputSchema);
-	const ctx: Context = { body, headers: logical, input };
+	// data: what the delivery is about, body.data when that is an object, else the body.
+	const data = isObject(body) && isObject((body as IDataObject).data) ? (body as IDataObject).data : body;
+	const ctx: Context = { body, data, headers: logical, input };
 	if (!spec || spec.map === null || spec.map === undefined) {
 		return (isObject(body) ? { ...body } : { body }) as IDataObject;
 	}

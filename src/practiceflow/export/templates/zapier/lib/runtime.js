@@ -349,7 +349,9 @@ const hookPerform = (def, trigger) => async (z, bundle) => {
   const headers = logicalHeaders(def, raw);
   const body = bundle.cleanedRequest || {};
   const input = prepareInput(bundle.inputData, trigger.input_schema);
-  const ctx = { body, headers, input };
+  // data: what the delivery is about, body.data when that is an object, else the body.
+  const data = isObject(body) && isObject(body.data) ? body.data : body;
+  const ctx = { body, data, headers, input };
   let event = spec.map ? render(spec.map, ctx) : isObject(body) ? { ...body } : { body };
   if (spec.passthrough && spec.map && isObject(body) && isObject(event)) event = { ...body, ...event };
   let id = spec.id ? render(spec.id, ctx) : undefined;

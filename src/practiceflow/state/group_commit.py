@@ -1,0 +1,154 @@
+"""Group commit: the events handed over within a short window, in one durable transaction.
+
+A webhook delivery may be acknowledged only once its event is durably stored. Storing
+each delivery in its own transaction pays one fsync per delivery, and handing each one to
+a worker thread costs a cross-thread wake-up per delivery (on a virtual machine, more than
+the work it hands over). :class:`GroupCommit` batches instead: a coroutine hands it an
+event and awaits; the first event of a batch opens a short window (``max_wait``, 1 ms by
+default), and every event handed over until the window closes, or while the previous
+batch is still being committed, joins the batch. One writer thread records the batch with
+:meth:`~practiceflow.state.StateStore.record_events` in **one** transaction (one fsync),
+and only then is each awaiting coroutine given its own answer. The event loop keeps
+reading the next deliveries meanwhile. A full batch (``max_batch``) goes at once.
+
+If a batch cannot be committed (:class:`~practiceflow.errors.StoreError`: locked, disk
+full), every event of it gets that error and nothing of the batch is stored, so none is
+acknowledged. Any other error (a payload that is not JSON, say) is a fault of one event:
+the batch is then recorded event by event, so that only the faulty one fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Final
+
+from practiceflow.errors import BugError, StoreError
+from practiceflow.state.base import StateStore
+from practiceflow.state.rows import NewEvent
+
+__all__ = ["DEFAULT_MAX_BATCH", "DEFAULT_MAX_WAIT", "GroupCommit"]
+
+#: Most events committed in one transaction.
+DEFAULT_MAX_BATCH: Final = 256
+#: Seconds the first event of a batch waits for others before the batch is committed.
+DEFAULT_MAX_WAIT: Final = 0.001
+
+_Item = tuple[NewEvent, "asyncio.Future[bool]"]
+_Outcome = bool | Exception
+
+
+class GroupCommit:
+    """Records the events handed to it within ``max_wait`` in one transaction.
+
+    Args:
+        store: the state store to record into.
+        max_batch: most events per transaction.
+        max_wait: seconds the first event of a batch waits for others.
+
+    Attributes:
+        batches: how many transactions it committed.
+        committed: how many events those held (new and duplicate).
+    """
+
+    def __init__(
+        self,
+        store: StateStore,
+        *,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        max_wait: float = DEFAULT_MAX_WAIT,
+    ) -> None:
+        if max_batch < 1 or max_wait < 0:
+            message = f"max_batch {max_batch!r}, max_wait {max_wait!r}: expected >= 1 and >= 0"
+            raise BugError(message)
+        self.store = store
+        self.max_batch = max_batch
+        self.max_wait = max_wait
+        self.batches = 0
+        self.committed = 0
+        self._pending: list[_Item] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._busy = False
+        self._writer: ThreadPoolExecutor | None = None
+
+    def close(self) -> None:
+        """Stop the writer thread once the commit under way ends.
+
+        Idempotent; a later event starts a new writer thread.
+        """
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=True)
+
+    async def record(self, event: NewEvent) -> bool:
+        """Record one event; returns once the batch holding it is committed.
+
+        Returns:
+            ``True`` when recorded, ``False`` when its id or signature was seen.
+
+        Raises:
+            StoreError: the batch could not be committed; nothing of it was stored.
+        """
+        loop = asyncio.get_running_loop()
+        if self._loop is None or self._loop.is_closed():
+            self._loop = loop
+        if loop is not self._loop:
+            # Served from a second event loop: commit alone rather than mix loops.
+            return self.store.record_events([event])[0]
+        future: asyncio.Future[bool] = loop.create_future()
+        self._pending.append((event, future))
+        if len(self._pending) >= self.max_batch:
+            self._flush()
+        elif self._timer is None and not self._busy:
+            self._timer = loop.call_later(self.max_wait, self._flush)
+        return await future
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        loop = self._loop
+        if self._busy or not self._pending or loop is None:
+            return
+        batch = self._pending[: self.max_batch]
+        self._pending = self._pending[self.max_batch :]
+        self._busy = True
+        if self._writer is None:
+            # One writer thread: commits never contend with each other, and the loop
+            # goes on reading the deliveries of the next batch meanwhile.
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="pf-group-commit")
+        done = loop.run_in_executor(self._writer, self._commit, [e for e, _ in batch])
+        done.add_done_callback(lambda finished: self._settled(batch, finished))
+
+    def _settled(self, batch: list[_Item], finished: asyncio.Future[list[_Outcome]]) -> None:
+        self._busy = False
+        try:
+            outcomes = finished.result()
+        except Exception as exc:
+            outcomes = [exc] * len(batch)
+        self.batches += 1
+        self.committed += len(batch)
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            _settle(future, outcome)
+        if self._pending:
+            self._flush()
+
+    def _commit(self, events: list[NewEvent]) -> list[_Outcome]:
+        try:
+            return list(self.store.record_events(events))
+        except StoreError as exc:
+            return [exc] * len(events)
+        except Exception as exc:
+            if len(events) == 1:
+                return [exc]
+            return [outcome for event in events for outcome in self._commit([event])]
+
+
+def _settle(future: asyncio.Future[bool], outcome: bool | Exception) -> None:
+    if future.done():  # its waiter was cancelled (the sender hung up)
+        return
+    if isinstance(outcome, Exception):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
