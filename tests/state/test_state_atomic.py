@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from practiceflow.errors import BugError
-from practiceflow.state import StateStore, StepChange
+from practiceflow.state import NewEvent, StateStore, StepChange
 from practiceflow.state.sqlite import SQLiteStore
 
 P = "practice-a"
@@ -45,6 +45,17 @@ def test_calls_inside_commit_together_and_read_their_own_writes(
     assert run.status == "succeeded"
     assert other.pending_events(P) == []
     assert [t.to_status for t in other.step_history(run_id)] == ["pending", "sent", "succeeded"]
+
+
+def test_events_recorded_inside_join_the_block(
+    store: StateStore, open_store_again: Callable[[], StateStore]
+) -> None:
+    other = open_store_again()
+    with store.atomic(durable=True):
+        assert store.record_events([NewEvent(P, "webhook", "k", "e1", {})]) == [True]
+        assert store.record_event(P, "webhook", "k", "e1", {}) is False  # seen in the block
+        assert other.pending_events(P) == []
+    assert [event.event_id for event in other.pending_events(P)] == ["e1"]
 
 
 def _skip_then_raise(store: StateStore, run_id: str) -> None:

@@ -37,7 +37,8 @@ def test_every_connection_waits_for_writers_and_syncs_normally(db_path: Path) ->
 
 
 def _synced_commits(store: SQLiteStore, action: Callable[[], object]) -> list[str]:
-    """The synchronous level in force at each COMMIT that ``action`` makes."""
+    """The synchronous level in force at each commit ``action`` makes (COMMIT, or a
+    statement run alone, which is its own transaction)."""
     connection = store._conn()
     levels: list[str] = []
     # The level is switched only when a commit needs another one: start from the actual.
@@ -48,6 +49,8 @@ def _synced_commits(store: SQLiteStore, action: Callable[[], object]) -> list[st
             current[0] = statement.rsplit(" ", 1)[1]
         elif statement == "COMMIT":
             levels.append(current[0])
+        elif statement.startswith("INSERT") and not connection.in_transaction:
+            levels.append(current[0])  # a statement alone is its own transaction
 
     connection.set_trace_callback(trace)
     try:

@@ -372,10 +372,23 @@ class SQLiteStore(StateStore):
         if not rows:
             return []
         sql = _INSERT_EVENTS_HEAD + ", ".join([_EVENT_VALUES] * len(rows)) + _INSERT_EVENTS_TAIL
-        with self._write(durable=True) as db:
-            # One statement for the batch. DO NOTHING without a target covers both unique
-            # keys, the event id and the signature, within the batch too.
-            inserted = db.execute(sql, [value for row in rows for value in row]).fetchall()
+        params = [value for row in rows for value in row]
+        # One statement for the batch. DO NOTHING without a target covers both unique keys,
+        # the event id and the signature, within the batch too.
+        if getattr(self._local, "atomic", None) is not None:
+            with self._write(durable=True) as db:
+                inserted = db.execute(sql, params).fetchall()
+            return first_occurrences(rows, inserted)
+        # Alone, the statement is its own transaction (autocommit): all its rows or none,
+        # committed (fsynced) when its last row is read. Two calls into SQLite instead of
+        # four (BEGIN, INSERT, fetch, COMMIT): each is a wait for the GIL when the
+        # receiver's event loop is busy.
+        connection = self._conn()
+        try:
+            self._synchronous(connection, "FULL")
+            inserted = connection.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
         return first_occurrences(rows, inserted)
 
     def seen_event(
