@@ -17,6 +17,7 @@ Run: ``python bench/runner_throughput.py [--events N] [--rounds N]`` (< 60 s).
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 import subprocess
 import sys
@@ -178,6 +179,17 @@ def main() -> None:
     shown = " ".join(f"{value:.2f}" for value in ratios)
     print(f"runner / script time per event, per round: {shown}")
     print(f"median: {ratio:.2f}x ({verdict} the 1.5x target)")
+    result = {
+        "name": "runner: time per event of a 2-step recipe (write, read)",
+        "figure": round(ratio, 2),
+        "unit": "x hand-written script (median of rounds)",
+        "baseline": f"script, {events * rounds / script_wall:.1f} events/s",
+        "target": "<= 1.5x",
+        "measured": f"runner {events * rounds / runner_wall:.1f} events/s, "
+        f"{runner_cpu / steps * 1000:.2f} ms CPU per step (script {script_cpu / steps * 1000:.2f})",
+        "ok": ratio <= 1.5,
+    }
+    print("RESULT " + json.dumps(result))
 
 
 if __name__ == "__main__":
