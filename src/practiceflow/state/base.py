@@ -41,7 +41,15 @@ from practiceflow.state.rows import (
     check_value,
 )
 
-__all__ = ["DEFAULT_KEEP_SEEN", "Clock", "StateStore", "StepChange", "check_step_changes"]
+__all__ = [
+    "DEFAULT_KEEP_SEEN",
+    "Clock",
+    "StateStore",
+    "StepChange",
+    "StepWrite",
+    "check_step_changes",
+    "fold_step_changes",
+]
 
 #: How long ids of handled events are kept for deduplication by default.
 DEFAULT_KEEP_SEEN = timedelta(days=7)
@@ -163,6 +171,65 @@ def check_step_changes(
         origins.append(current)
         current = change.target
     return origins
+
+
+@dataclass(frozen=True)
+class StepWrite:
+    """What a store writes for moves of one step, made by :func:`fold_step_changes`.
+
+    Attributes:
+        columns: the step's columns as the last move leaves them (later fields and times
+            win): ``status``, ``updated_at``, the moves' fields, and ``sent_at`` or the
+            resolution's columns when a move sets them. Names are fixed or checked by
+            the store's encoder; values go in as parameters.
+        sends: how many moves mark the step sent (its ``attempts`` grow by this).
+        journal: one history row per move: ``(run_id, step_id, from_status, to_status,
+            at, who, note, detail)``.
+    """
+
+    columns: dict[str, Any]
+    sends: int
+    journal: list[tuple[Any, ...]]
+
+
+def fold_step_changes(
+    run_id: str,
+    step_id: str,
+    current: StepStatus | None,
+    changes: Sequence[StepChange],
+    encoded: Sequence[Mapping[str, Any]],
+    stamps: Sequence[Any],
+) -> StepWrite:
+    """Check moves of a step from ``current`` and fold them into what a store writes.
+
+    Args:
+        run_id: the run.
+        step_id: the step.
+        current: the step's status before the first move (``None``: it has no row).
+        changes: the moves, in order.
+        encoded: each move's fields, in the store's encoding.
+        stamps: when each move happened, in the store's encoding.
+
+    Raises:
+        BugError: a move is illegal from where the moves before it left the step.
+    """
+    origins = check_step_changes(run_id, step_id, current, changes)
+    columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamps[-1]}
+    sends = 0
+    journal: list[tuple[Any, ...]] = []
+    for origin, change, fields, stamp in zip(origins, changes, encoded, stamps, strict=True):
+        columns.update(fields)
+        if change.sent:
+            sends += 1
+            columns["sent_at"] = stamp
+        if change.resolving:
+            columns["resolved_by"] = change.who
+            columns["resolved_at"] = stamp
+            columns["resolution_note"] = change.note
+        detail = fields.get("error")
+        row = (run_id, step_id, origin, change.target, stamp, change.who, change.note, detail)
+        journal.append(row)
+    return StepWrite(columns, sends, journal)
 
 
 class StateStore(ABC):

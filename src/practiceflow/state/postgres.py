@@ -62,7 +62,7 @@ from practiceflow.state.base import (
     Clock,
     StateStore,
     StepChange,
-    check_step_changes,
+    fold_step_changes,
 )
 from practiceflow.state.rows import (
     RUN_STATUSES,
@@ -674,30 +674,18 @@ def _apply_step_changes(
     Raises:
         BugError: a move is illegal.
     """
-    origins = check_step_changes(run_id, step_id, current, changes)
-    moves = list(zip(changes, encoded, stamps, strict=True))
-    # The step's columns as the last move leaves them (later fields and times win).
-    columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamps[-1]}
-    sends = 0
-    for change, fields, stamp in moves:
-        columns.update(fields)
-        if change.sent:
-            sends += 1
-            columns["sent_at"] = stamp
-        if change.resolving:
-            columns["resolved_by"] = change.who
-            columns["resolved_at"] = stamp
-            columns["resolution_note"] = change.note
-    # Column names are fixed here or checked against _STEP_FIELDS; values are parameters.
+    write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
+    # Column names are fixed or checked by the encoder (see StepWrite); values are parameters.
+    columns = write.columns
     if current is None:
-        columns.update(run_id=run_id, step_id=step_id, attempts=sends, created_at=stamps[0])
+        columns.update(run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0])
         names = ", ".join(columns)
         marks = ", ".join(_placeholder(name) for name in columns)
         db.execute(f"INSERT INTO pf_steps ({names}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
     else:
         sets = [f"{name} = {_placeholder(name)}" for name in columns]
-        if sends:
-            sets.append(f"attempts = attempts + {sends:d}")
+        if write.sends:
+            sets.append(f"attempts = attempts + {write.sends:d}")
         db.execute(
             f"UPDATE pf_steps SET {', '.join(sets)} WHERE run_id = %s AND step_id = %s",  # noqa: S608
             (*columns.values(), run_id, step_id),
@@ -706,19 +694,7 @@ def _apply_step_changes(
         cursor.executemany(
             "INSERT INTO pf_step_journal (run_id, step_id, from_status, to_status, at, who,"
             " note, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::json)",
-            [
-                (
-                    run_id,
-                    step_id,
-                    origin,
-                    change.target,
-                    stamp,
-                    change.who,
-                    change.note,
-                    fields.get("error"),
-                )
-                for origin, (change, fields, stamp) in zip(origins, moves, strict=True)
-            ],
+            write.journal,
         )
 
 

@@ -54,7 +54,7 @@ from practiceflow.state.base import (
     Clock,
     StateStore,
     StepChange,
-    check_step_changes,
+    fold_step_changes,
 )
 from practiceflow.state.rows import (
     RUN_STATUSES,
@@ -797,23 +797,11 @@ def _apply_step_changes(
     Raises:
         BugError: a move is illegal, or the run does not exist.
     """
-    origins = check_step_changes(run_id, step_id, current, changes)
-    moves = list(zip(changes, encoded, stamps, strict=True))
-    # The step's columns as the last move leaves them (later fields and times win).
-    columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamps[-1]}
-    sends = 0
-    for change, fields, stamp in moves:
-        columns.update(fields)
-        if change.sent:
-            sends += 1
-            columns["sent_at"] = stamp
-        if change.resolving:
-            columns["resolved_by"] = change.who
-            columns["resolved_at"] = stamp
-            columns["resolution_note"] = change.note
-    # Column names are fixed here or checked against _STEP_FIELDS; values are parameters.
+    write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
+    # Column names are fixed or checked by the encoder (see StepWrite); values are parameters.
+    columns = write.columns
     if current is None:
-        columns.update(run_id=run_id, step_id=step_id, attempts=sends, created_at=stamps[0])
+        columns.update(run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0])
         names, marks = ", ".join(columns), ", ".join("?" * len(columns))
         try:
             db.execute(f"INSERT INTO steps ({names}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
@@ -824,8 +812,8 @@ def _apply_step_changes(
             raise _no_run(run_id) from None
     else:
         sets = [f"{name} = ?" for name in columns]
-        if sends:
-            sets.append(f"attempts = attempts + {sends:d}")
+        if write.sends:
+            sets.append(f"attempts = attempts + {write.sends:d}")
         db.execute(
             f"UPDATE steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?",  # noqa: S608
             (*columns.values(), run_id, step_id),
@@ -833,17 +821,5 @@ def _apply_step_changes(
     db.executemany(
         "INSERT INTO step_journal (run_id, step_id, from_status, to_status, at, who, note,"
         " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                run_id,
-                step_id,
-                origin,
-                change.target,
-                stamp,
-                change.who,
-                change.note,
-                fields.get("error"),
-            )
-            for origin, (change, fields, stamp) in zip(origins, moves, strict=True)
-        ],
+        write.journal,
     )
