@@ -15,7 +15,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, ClassVar, Self
@@ -23,7 +22,6 @@ from typing import Any, ClassVar, Self
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state.rows import (
     RESOLUTIONS,
-    RESOLVABLE,
     CursorState,
     EventRecord,
     Json,
@@ -37,8 +35,13 @@ from practiceflow.state.rows import (
     SubscriptionHealth,
     SubscriptionRecord,
     SubscriptionStatus,
-    check_step_transition,
     check_value,
+)
+from practiceflow.state.steps import (
+    StepChange,
+    StepWrite,
+    check_step_changes,
+    fold_step_changes,
 )
 
 __all__ = [
@@ -60,176 +63,6 @@ Clock = Callable[[], datetime]
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class StepChange:
-    """One move of a step: what :meth:`StateStore.change_step` takes and stores apply.
-
-    The class methods build the runner's moves (each ``step_*`` method of the store makes
-    one of them); ``resolve_step`` builds the operator's.
-
-    Attributes:
-        target: the status the step goes to.
-        fields: columns to set among ``request``, ``output`` and ``error``.
-        sent: count an attempt and stamp ``sent_at``.
-        resolving: an operator's decision (``resolve_step``): allowed only from
-            :data:`~practiceflow.state.rows.RESOLVABLE` statuses, and records who and why.
-        who: the operator, when resolving.
-        note: the operator's note, when resolving.
-        durable: the commit must survive an OS crash or power loss, not only the
-            process being killed (a store that may relax the other commits, as SQLite's
-            ``synchronous=NORMAL`` does, fsyncs this one).
-        at: when the move happened, for a move journaled after the fact (a read's
-            ``pending`` and ``sent``, journaled with its answer); the commit's time when
-            ``None``.
-    """
-
-    target: StepStatus
-    fields: Mapping[str, Json] = field(default_factory=dict)
-    sent: bool = False
-    resolving: bool = False
-    who: str | None = None
-    note: str | None = None
-    durable: bool = False
-    at: datetime | None = None
-
-    @classmethod
-    def to_pending(cls, rendered_request: Json, *, at: datetime | None = None) -> StepChange:
-        """The move of :meth:`StateStore.step_pending` (``at``: see the class)."""
-        return cls("pending", {"request": rendered_request, "error": None}, at=at)
-
-    @classmethod
-    def to_sent(cls, *, durable: bool = True, at: datetime | None = None) -> StepChange:
-        """The move of :meth:`StateStore.step_sent`.
-
-        Args:
-            durable: fsync its commit. Only a request that is safe to send again (a read)
-                may pass ``False``: if an OS crash loses the mark, it is sent again.
-            at: see the class.
-        """
-        return cls("sent", sent=True, durable=durable, at=at)
-
-    @classmethod
-    def to_succeeded(cls, output: Json) -> StepChange:
-        """The move of :meth:`StateStore.step_succeeded`."""
-        return cls("succeeded", {"output": output, "error": None})
-
-    @classmethod
-    def to_failed(cls, error: Json) -> StepChange:
-        """The move of :meth:`StateStore.step_failed`."""
-        return cls("failed", {"error": error})
-
-    @classmethod
-    def to_skipped(cls, reason: Json = None) -> StepChange:
-        """The move of :meth:`StateStore.step_skipped`."""
-        return cls("skipped", {"error": reason})
-
-    @classmethod
-    def to_in_doubt(cls, error: Json) -> StepChange:
-        """The move of :meth:`StateStore.step_in_doubt`."""
-        return cls("in_doubt", {"error": error})
-
-    def check(self, run_id: str, step_id: str, current: StepStatus | None) -> None:
-        """Refuse this move from ``current``; stores call it inside their transaction.
-
-        Raises:
-            BugError: the move is illegal.
-        """
-        if not self.resolving:
-            check_step_transition(run_id, step_id, current, self.target)
-            return
-        if current not in RESOLVABLE:
-            where = "(new)" if current is None else current
-            message = (
-                f"run {run_id} step {step_id!r}: only a step that is {sorted(RESOLVABLE)} "
-                f"can be resolved; it is {where}"
-            )
-            raise BugError(message)
-
-
-def check_step_changes(
-    run_id: str, step_id: str, current: StepStatus | None, changes: Sequence[StepChange]
-) -> list[StepStatus | None]:
-    """Check moves applied one after the other; stores call it inside their transaction.
-
-    Args:
-        run_id: the run.
-        step_id: the step.
-        current: the step's status before the first move (``None``: it has no row).
-        changes: the moves, in order.
-
-    Returns:
-        The status each move starts from (the first is ``current``), for the history.
-
-    Raises:
-        BugError: a move is illegal from where the moves before it left the step.
-    """
-    origins: list[StepStatus | None] = []
-    for change in changes:
-        change.check(run_id, step_id, current)
-        origins.append(current)
-        current = change.target
-    return origins
-
-
-@dataclass(frozen=True)
-class StepWrite:
-    """What a store writes for moves of one step, made by :func:`fold_step_changes`.
-
-    Attributes:
-        columns: the step's columns as the last move leaves them (later fields and times
-            win): ``status``, ``updated_at``, the moves' fields, and ``sent_at`` or the
-            resolution's columns when a move sets them. Names are fixed or checked by
-            the store's encoder; values go in as parameters.
-        sends: how many moves mark the step sent (its ``attempts`` grow by this).
-        journal: one history row per move: ``(run_id, step_id, from_status, to_status,
-            at, who, note, detail)``.
-    """
-
-    columns: dict[str, Any]
-    sends: int
-    journal: list[tuple[Any, ...]]
-
-
-def fold_step_changes(
-    run_id: str,
-    step_id: str,
-    current: StepStatus | None,
-    changes: Sequence[StepChange],
-    encoded: Sequence[Mapping[str, Any]],
-    stamps: Sequence[Any],
-) -> StepWrite:
-    """Check moves of a step from ``current`` and fold them into what a store writes.
-
-    Args:
-        run_id: the run.
-        step_id: the step.
-        current: the step's status before the first move (``None``: it has no row).
-        changes: the moves, in order.
-        encoded: each move's fields, in the store's encoding.
-        stamps: when each move happened, in the store's encoding.
-
-    Raises:
-        BugError: a move is illegal from where the moves before it left the step.
-    """
-    origins = check_step_changes(run_id, step_id, current, changes)
-    columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamps[-1]}
-    sends = 0
-    journal: list[tuple[Any, ...]] = []
-    for origin, change, fields, stamp in zip(origins, changes, encoded, stamps, strict=True):
-        columns.update(fields)
-        if change.sent:
-            sends += 1
-            columns["sent_at"] = stamp
-        if change.resolving:
-            columns["resolved_by"] = change.who
-            columns["resolved_at"] = stamp
-            columns["resolution_note"] = change.note
-        detail = fields.get("error")
-        row = (run_id, step_id, origin, change.target, stamp, change.who, change.note, detail)
-        journal.append(row)
-    return StepWrite(columns, sends, journal)
 
 
 class StateStore(ABC):

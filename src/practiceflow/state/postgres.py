@@ -57,16 +57,19 @@ from practiceflow.state._postgres_schema import (
     schema_version,
     utc,
 )
+from practiceflow.state._postgres_steps import (
+    apply_step_changes,
+    encode_step_change,
+    json_or_null,
+)
 from practiceflow.state.base import (
     DEFAULT_KEEP_SEEN,
     Clock,
     StateStore,
     StepChange,
-    fold_step_changes,
 )
 from practiceflow.state.rows import (
     RUN_STATUSES,
-    STEP_STATUSES,
     SUBSCRIPTION_STATUSES,
     CursorState,
     EventRecord,
@@ -75,7 +78,6 @@ from practiceflow.state.rows import (
     RunRecord,
     RunStatus,
     StepRecord,
-    StepStatus,
     StepTransition,
     SubscriptionHealth,
     SubscriptionRecord,
@@ -84,13 +86,11 @@ from practiceflow.state.rows import (
     check_value,
     event_rows,
     first_occurrences,
-    to_json,
     to_utc,
 )
 
 __all__ = ["Migration", "PostgresStore", "describe_url", "migrate", "schema_version"]
 
-_STEP_FIELDS: Final = ("request", "output", "error")
 _INSERT_EVENTS_HEAD: Final = (
     "INSERT INTO pf_events (practice, source, event_key, event_id, signature, payload,"
     " received_at) VALUES "
@@ -103,17 +103,6 @@ _DEFAULT_POOL_SIZE: Final = 8
 def _aware(value: datetime, what: str) -> datetime:
     to_utc(value, what)  # refuses a naive datetime with a ConfigError
     return value.astimezone(UTC)
-
-
-def _json(value: Json, what: str) -> str | None:
-    return None if value is None else to_json(value, what)
-
-
-def _encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
-    check_value("step status", change.target, STEP_STATUSES)
-    for name in change.fields:
-        check_value("step field", name, _STEP_FIELDS)
-    return {name: _json(value, f"{name} of {where}") for name, value in change.fields.items()}
 
 
 class PostgresStore(StateStore):
@@ -511,7 +500,7 @@ class PostgresStore(StateStore):
         skips = [
             (step_id, StepChange.to_skipped(reason)) for step_id, reason in (skipped or {}).items()
         ]
-        encoded = [_encode_step_change(move, f"run {run_id} step {sid!r}") for sid, move in skips]
+        encoded = [encode_step_change(move, f"run {run_id} step {sid!r}") for sid, move in skips]
         with self._tx() as db:
             # A racing insert of the same key waits for the winner's commit, then does
             # nothing; the SELECT (a new snapshot under READ COMMITTED) sees the winner's row.
@@ -525,7 +514,7 @@ class PostgresStore(StateStore):
                 # A run created just now has no steps: each skip is the step's first move
                 # (and no other transaction sees the run before this one commits).
                 for (step_id, move), fields in zip(skips, encoded, strict=True):
-                    _apply_step_changes(db, run_id, step_id, None, (move,), (fields,), (stamp,))
+                    apply_step_changes(db, run_id, step_id, None, (move,), (fields,), (stamp,))
                 return run_id, True
             row = db.execute(
                 "SELECT run_id FROM pf_runs WHERE practice = %s AND recipe = %s AND event_id = %s",
@@ -572,7 +561,7 @@ class PostgresStore(StateStore):
         """See :meth:`StateStore.set_run_status`."""
         check_value("run status", status, RUN_STATUSES)
         stamp = self._stamp(None, "updated_at")
-        encoded = _json(error, f"error of run {run_id}")
+        encoded = json_or_null(error, f"error of run {run_id}")
         with self._tx() as db:
             row = db.execute(
                 "SELECT status FROM pf_runs WHERE run_id = %s FOR UPDATE", (run_id,)
@@ -591,7 +580,7 @@ class PostgresStore(StateStore):
     def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
         # Every commit is durable here (synchronous_commit = on): ``durable`` needs nothing.
         where = f"run {run_id} step {step_id!r}"
-        encoded = [_encode_step_change(change, where) for change in changes]
+        encoded = [encode_step_change(change, where) for change in changes]
         now = self._stamp(None, "updated_at")
         stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
         with self._tx() as db:
@@ -606,7 +595,7 @@ class PostgresStore(StateStore):
                 (run_id, step_id),
             ).fetchone()
             current = None if row is None else row[0]
-            _apply_step_changes(db, run_id, step_id, current, changes, encoded, stamps)
+            apply_step_changes(db, run_id, step_id, current, changes, encoded, stamps)
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """See :meth:`StateStore.get_step`."""
@@ -649,54 +638,3 @@ class PostgresStore(StateStore):
         cutoff = self.now() - older_than
         with self._tx() as db:
             return db.execute("DELETE FROM pf_requests WHERE at < %s", (cutoff,)).rowcount
-
-
-def _apply_step_changes(
-    db: psycopg.Connection[Any],
-    run_id: str,
-    step_id: str,
-    current: StepStatus | None,
-    changes: Sequence[StepChange],
-    encoded: Sequence[Mapping[str, str | None]],
-    stamps: Sequence[datetime],
-) -> None:
-    """Check and write moves of a step from ``current``, inside the caller's transaction.
-
-    Args:
-        db: the connection, in a transaction holding the run's row lock.
-        run_id: the run.
-        step_id: the step.
-        current: the step's status before the first move (``None``: no row yet).
-        changes: the moves, in order.
-        encoded: each move's fields, as JSON text.
-        stamps: when each move happened.
-
-    Raises:
-        BugError: a move is illegal.
-    """
-    write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
-    # Column names are fixed or checked by the encoder (see StepWrite); values are parameters.
-    columns = write.columns
-    if current is None:
-        columns.update(run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0])
-        names = ", ".join(columns)
-        marks = ", ".join(_placeholder(name) for name in columns)
-        db.execute(f"INSERT INTO pf_steps ({names}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
-    else:
-        sets = [f"{name} = {_placeholder(name)}" for name in columns]
-        if write.sends:
-            sets.append(f"attempts = attempts + {write.sends:d}")
-        db.execute(
-            f"UPDATE pf_steps SET {', '.join(sets)} WHERE run_id = %s AND step_id = %s",  # noqa: S608
-            (*columns.values(), run_id, step_id),
-        )
-    with db.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO pf_step_journal (run_id, step_id, from_status, to_status, at, who,"
-            " note, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::json)",
-            write.journal,
-        )
-
-
-def _placeholder(column: str) -> str:
-    return "%s::json" if column in _STEP_FIELDS else "%s"

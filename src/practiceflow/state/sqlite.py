@@ -26,19 +26,20 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, ClassVar, Final, Self, cast
+from typing import ClassVar, Final, Self, cast
 
-from practiceflow.errors import BugError, ConfigError, StoreError
+from practiceflow.errors import BugError, ConfigError
+from practiceflow.state._sqlite_db import (
+    SQLiteDatabase,
+    apply_step_changes,
+    encode_step_change,
+    no_run,
+)
 from practiceflow.state._sqlite_schema import (
-    LATEST_VERSION,
-    MIGRATIONS,
     SELECT_EVENTS,
     SELECT_RUNS,
     SELECT_STEPS,
@@ -54,11 +55,9 @@ from practiceflow.state.base import (
     Clock,
     StateStore,
     StepChange,
-    fold_step_changes,
 )
 from practiceflow.state.rows import (
     RUN_STATUSES,
-    STEP_STATUSES,
     SUBSCRIPTION_STATUSES,
     CursorState,
     EventRecord,
@@ -84,7 +83,6 @@ from practiceflow.state.rows import (
 __all__ = ["SQLiteStore", "sqlite_path"]
 
 _SCHEME: Final = "sqlite"
-_STEP_FIELDS: Final = ("request", "output", "error")
 _INSERT_EVENTS_HEAD: Final = (
     "INSERT INTO events (practice, source, event_key, event_id, signature, payload,"
     " received_at) VALUES "
@@ -121,7 +119,7 @@ def sqlite_path(url: str) -> Path:
     return Path(text)
 
 
-class SQLiteStore(StateStore):
+class SQLiteStore(SQLiteDatabase, StateStore):
     """The state store in one SQLite file (WAL; durable commits fsynced, see the module).
 
     Args:
@@ -140,19 +138,8 @@ class SQLiteStore(StateStore):
         clock: Clock | None = None,
         busy_timeout_ms: int = _DEFAULT_BUSY_TIMEOUT_MS,
     ) -> None:
-        super().__init__(clock=clock)
-        self.path = Path(path)
-        self._busy_timeout_ms = busy_timeout_ms
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        self._closed = False
-        self._create_private_file()
-        try:
-            self._migrate(self._conn())
-        except BaseException:
-            self.close()
-            raise
+        StateStore.__init__(self, clock=clock)
+        SQLiteDatabase.__init__(self, path, busy_timeout_ms)
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
@@ -171,181 +158,6 @@ class SQLiteStore(StateStore):
         """The schema version of the open database."""
         row = self._one("SELECT version FROM schema_version")
         return int(row[0])
-
-    def close(self) -> None:
-        """Close every thread's connection; further use raises :class:`BugError`."""
-        with self._lock:
-            self._closed = True
-            connections, self._connections = self._connections, []
-        for connection in connections:
-            connection.close()
-
-    # --- connections and transactions -------------------------------------------------------
-
-    def _create_private_file(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            # An empty file is a valid empty database; SQLite gives -wal and -shm the
-            # same permissions, so the secrets it will hold stay private to the owner.
-            descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:
-            return
-        os.close(descriptor)
-
-    def _store_error(self, exc: sqlite3.OperationalError) -> StoreError:
-        """What an operational failure of SQLite means to the user (no raw traceback)."""
-        reason = str(exc)
-        code = getattr(exc, "sqlite_errorcode", None)
-        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in reason:
-            message = (
-                f"state database {self.path} is locked by another process (waited "
-                f"{self._busy_timeout_ms / 1000:g} s); stop the other practiceflow process "
-                "using it, or give this one its own --state file, then run again"
-            )
-        elif code == sqlite3.SQLITE_FULL or "full" in reason:
-            message = (
-                f"state database {self.path}: the disk is full, nothing was recorded (the "
-                "transaction was rolled back); free space, then run again"
-            )
-        else:
-            message = f"state database {self.path} cannot be used: {reason}"
-        return StoreError(message)
-
-    def _conn(self) -> sqlite3.Connection:
-        try:
-            return self._open_conn()
-        except sqlite3.OperationalError as exc:
-            raise self._store_error(exc) from exc
-
-    def _open_conn(self) -> sqlite3.Connection:
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if self._closed:
-            message = f"state store {self.path} is closed; open it again to use it"
-            raise BugError(message)
-        if connection is None:
-            # isolation_level=None: no implicit transactions; we BEGIN and COMMIT ourselves.
-            # check_same_thread=False only so close() may close other threads' connections.
-            connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            connection.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            connection.execute("PRAGMA foreign_keys = ON")
-            with self._lock:
-                self._connections.append(connection)
-            self._local.connection = connection
-        return connection
-
-    def _synchronous(self, connection: sqlite3.Connection, level: str) -> None:
-        """Set ``PRAGMA synchronous`` for the next commit, only when it changes."""
-        if getattr(self._local, "synchronous", "NORMAL") != level:
-            self._local.synchronous = None  # unknown until the PRAGMA has run
-            connection.execute(f"PRAGMA synchronous = {level}")
-            self._local.synchronous = level
-
-    @contextmanager
-    def _write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
-        outer: _Atomic | None = getattr(self._local, "atomic", None)
-        if outer is not None:
-            # Inside atomic(): the block began the transaction and commits it.
-            if durable and not outer.durable:
-                message = "a durable write inside atomic() opened without durable=True"
-                raise BugError(message)
-            yield outer.connection
-            return
-        connection = self._conn()
-        try:
-            self._synchronous(connection, "FULL" if durable else "NORMAL")
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                yield connection
-                connection.execute("COMMIT")
-            except BaseException:
-                # Also when COMMIT itself fails: never leave the connection mid-transaction.
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
-        except sqlite3.OperationalError as exc:
-            raise self._store_error(exc) from exc
-
-    @contextmanager
-    def atomic(self, *, durable: bool = False) -> Iterator[None]:
-        """See :meth:`StateStore.atomic`: one ``BEGIN IMMEDIATE`` ... ``COMMIT``.
-
-        SQLite cannot change ``synchronous`` inside a transaction, so ``durable`` is fixed
-        when the block opens.
-        """
-        outer: _Atomic | None = getattr(self._local, "atomic", None)
-        if outer is not None:
-            if durable and not outer.durable:
-                message = "atomic(durable=True) inside atomic() opened without it"
-                raise BugError(message)
-            yield
-            return
-        connection = self._conn()
-        try:
-            self._synchronous(connection, "FULL" if durable else "NORMAL")
-            connection.execute("BEGIN IMMEDIATE")
-            self._local.atomic = _Atomic(connection, durable)
-            try:
-                yield
-                connection.execute("COMMIT")
-            except BaseException:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
-            finally:
-                self._local.atomic = None
-        except sqlite3.OperationalError as exc:
-            raise self._store_error(exc) from exc
-
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        outer: _Atomic | None = getattr(self._local, "atomic", None)
-        if outer is not None:
-            yield outer.connection
-            return
-        connection = self._conn()
-        try:
-            connection.execute("BEGIN")
-            try:
-                yield connection
-            finally:
-                if connection.in_transaction:
-                    connection.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
-            raise self._store_error(exc) from exc
-
-    def _one(self, sql: str, params: Iterable[Any] = ()) -> Any:
-        try:
-            return self._conn().execute(sql, tuple(params)).fetchone()
-        except sqlite3.OperationalError as exc:
-            raise self._store_error(exc) from exc
-
-    def _all(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
-        try:
-            return self._conn().execute(sql, tuple(params)).fetchall()
-        except sqlite3.OperationalError as exc:
-            raise self._store_error(exc) from exc
-
-    def _migrate(self, connection: sqlite3.Connection) -> None:
-        with self._write():
-            connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
-            row = connection.execute("SELECT version FROM schema_version").fetchone()
-            current = 0 if row is None else int(row[0])
-            if current > LATEST_VERSION:
-                message = (
-                    f"state database {self.path} has schema version {current}, newer than "
-                    f"the {LATEST_VERSION} this practiceflow knows; upgrade practiceflow, "
-                    "or use another state database"
-                )
-                raise ConfigError(message)
-            for version in range(current + 1, LATEST_VERSION + 1):
-                for statement in MIGRATIONS[version]:
-                    connection.execute(statement)
-            if row is None:
-                connection.execute("INSERT INTO schema_version VALUES (?)", (LATEST_VERSION,))
-            elif current != LATEST_VERSION:
-                connection.execute("UPDATE schema_version SET version = ?", (LATEST_VERSION,))
 
     def _stamp(self, value: datetime | None, what: str) -> str:
         return to_utc(self.now() if value is None else value, what)
@@ -625,7 +437,7 @@ class SQLiteStore(StateStore):
         skips = [
             (step_id, StepChange.to_skipped(reason)) for step_id, reason in (skipped or {}).items()
         ]
-        encoded = [_encode_step_change(move, f"run {run_id} step {sid!r}") for sid, move in skips]
+        encoded = [encode_step_change(move, f"run {run_id} step {sid!r}") for sid, move in skips]
         with self._write() as db:
             created = db.execute(
                 "INSERT INTO runs (run_id, practice, recipe, event_id, status, created_at,"
@@ -636,7 +448,7 @@ class SQLiteStore(StateStore):
             if created is not None:
                 # A run created just now has no steps: each skip is the step's first move.
                 for (step_id, move), fields in zip(skips, encoded, strict=True):
-                    _apply_step_changes(db, run_id, step_id, None, (move,), (fields,), (stamp,))
+                    apply_step_changes(db, run_id, step_id, None, (move,), (fields,), (stamp,))
                 return run_id, True
             row = db.execute(
                 "SELECT run_id FROM runs WHERE practice = ? AND recipe = ? AND event_id = ?", key
@@ -694,17 +506,17 @@ class SQLiteStore(StateStore):
 
     def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
         where = f"run {run_id} step {step_id!r}"
-        encoded = [_encode_step_change(change, where) for change in changes]
+        encoded = [encode_step_change(change, where) for change in changes]
         now = self._stamp(None, "updated_at")
         stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
         with self._write(durable=any(change.durable for change in changes)) as db:
             row = db.execute(_STEP_STATUS, (run_id, step_id)).fetchone()
             current = None if row is None else cast(StepStatus, row[0])
             try:
-                _apply_step_changes(db, run_id, step_id, current, changes, encoded, stamps)
+                apply_step_changes(db, run_id, step_id, current, changes, encoded, stamps)
             except BugError:
                 if current is None and db.execute(_RUN_EXISTS, (run_id,)).fetchone() is None:
-                    raise _no_run(run_id) from None
+                    raise no_run(run_id) from None
                 raise
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
@@ -751,75 +563,3 @@ class SQLiteStore(StateStore):
         cutoff = to_utc(self.now() - older_than)
         with self._write() as db:
             return db.execute("DELETE FROM requests WHERE at < ?", (cutoff,)).rowcount
-
-
-@dataclass
-class _Atomic:
-    """An open :meth:`SQLiteStore.atomic` block of one thread."""
-
-    connection: sqlite3.Connection
-    durable: bool
-
-
-def _no_run(run_id: str) -> BugError:
-    return BugError(f"run {run_id} does not exist; start_run first")
-
-
-def _encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
-    check_value("step status", change.target, STEP_STATUSES)
-    for name in change.fields:
-        check_value("step field", name, _STEP_FIELDS)
-    return {
-        name: json_or_null(value, f"{name} of {where}") for name, value in change.fields.items()
-    }
-
-
-def _apply_step_changes(
-    db: sqlite3.Connection,
-    run_id: str,
-    step_id: str,
-    current: StepStatus | None,
-    changes: Sequence[StepChange],
-    encoded: Sequence[Mapping[str, str | None]],
-    stamps: Sequence[str],
-) -> None:
-    """Check and write moves of a step from ``current``, inside the caller's transaction.
-
-    Args:
-        db: the connection, in a write transaction.
-        run_id: the run.
-        step_id: the step.
-        current: the step's status before the first move (``None``: no row yet).
-        changes: the moves, in order.
-        encoded: each move's fields, as JSON text.
-        stamps: when each move happened.
-
-    Raises:
-        BugError: a move is illegal, or the run does not exist.
-    """
-    write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
-    # Column names are fixed or checked by the encoder (see StepWrite); values are parameters.
-    columns = write.columns
-    if current is None:
-        columns.update(run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0])
-        names, marks = ", ".join(columns), ", ".join("?" * len(columns))
-        try:
-            db.execute(f"INSERT INTO steps ({names}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
-        except sqlite3.IntegrityError as exc:
-            # The run's foreign key: the only constraint the values could break here.
-            if "FOREIGN KEY" not in str(exc):  # pragma: no cover - defensive.
-                raise
-            raise _no_run(run_id) from None
-    else:
-        sets = [f"{name} = ?" for name in columns]
-        if write.sends:
-            sets.append(f"attempts = attempts + {write.sends:d}")
-        db.execute(
-            f"UPDATE steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?",  # noqa: S608
-            (*columns.values(), run_id, step_id),
-        )
-    db.executemany(
-        "INSERT INTO step_journal (run_id, step_id, from_status, to_status, at, who, note,"
-        " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        write.journal,
-    )
