@@ -220,7 +220,8 @@ def test_random_headers_and_bodies_are_refused_with_a_4xx(receiver, body, header
 @SETTINGS
 @given(
     body=st.binary(min_size=1, max_size=500),
-    secret=st.text(min_size=1, max_size=30).filter(lambda s: s != SECRET),
+    # HMAC pads a short key with zero bytes: SECRET + '\x00' signs exactly as SECRET does.
+    secret=st.text(min_size=1, max_size=30).filter(lambda s: s.rstrip("\x00") != SECRET),
     # Well outside the 300 s window: the header is whole seconds (the fraction of now is
     # cut off) and the delivery is checked a moment later, so 301 s ahead could land
     # inside it. The exact edges are unit-tested in tests/test_webhooks.py.
