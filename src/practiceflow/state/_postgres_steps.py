@@ -6,30 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 import psycopg
 
-from practiceflow.state.base import StepChange, fold_step_changes
-from practiceflow.state.rows import STEP_STATUSES, Json, StepStatus, check_value, to_json
+from practiceflow.state.rows import StepStatus
+from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
 
-__all__ = ["apply_step_changes", "encode_step_change", "json_or_null"]
-
-_STEP_FIELDS: Final = ("request", "output", "error")
-
-
-def json_or_null(value: Json, what: str) -> str | None:
-    """A value as JSON text; ``None`` (SQL NULL) stays ``None``."""
-    return None if value is None else to_json(value, what)
-
-
-def encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
-    check_value("step status", change.target, STEP_STATUSES)
-    for name in change.fields:
-        check_value("step field", name, _STEP_FIELDS)
-    return {
-        name: json_or_null(value, f"{name} of {where}") for name, value in change.fields.items()
-    }
+__all__ = ["apply_step_changes"]
 
 
 def apply_step_changes(
@@ -80,4 +64,4 @@ def apply_step_changes(
 
 
 def _placeholder(column: str) -> str:
-    return "%s::json" if column in _STEP_FIELDS else "%s"
+    return "%s::json" if column in STEP_FIELDS else "%s"

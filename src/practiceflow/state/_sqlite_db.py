@@ -13,16 +13,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from practiceflow.errors import BugError, ConfigError, StoreError
-from practiceflow.state._sqlite_schema import LATEST_VERSION, MIGRATIONS, json_or_null
-from practiceflow.state.base import StepChange, fold_step_changes
-from practiceflow.state.rows import STEP_STATUSES, StepStatus, check_value
+from practiceflow.state._sqlite_schema import LATEST_VERSION, MIGRATIONS
+from practiceflow.state.rows import StepStatus
+from practiceflow.state.steps import StepChange, fold_step_changes
 
-__all__ = ["SQLiteDatabase", "apply_step_changes", "encode_step_change", "no_run"]
-
-_STEP_FIELDS: Final = ("request", "output", "error")
+__all__ = ["SQLiteDatabase", "apply_step_changes", "no_run"]
 
 
 class SQLiteDatabase:
@@ -232,15 +230,6 @@ class _Atomic:
 
 def no_run(run_id: str) -> BugError:
     return BugError(f"run {run_id} does not exist; start_run first")
-
-
-def encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
-    check_value("step status", change.target, STEP_STATUSES)
-    for name in change.fields:
-        check_value("step field", name, _STEP_FIELDS)
-    return {
-        name: json_or_null(value, f"{name} of {where}") for name, value in change.fields.items()
-    }
 
 
 def apply_step_changes(

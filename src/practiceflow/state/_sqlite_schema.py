@@ -13,13 +13,11 @@ from typing import Any, Final
 
 from practiceflow.state.rows import (
     EventRecord,
-    Json,
     RunRecord,
     StepRecord,
     SubscriptionRecord,
     from_json,
     from_utc,
-    to_json,
 )
 
 __all__ = [
@@ -33,7 +31,6 @@ __all__ = [
     "decode_run",
     "decode_step",
     "decode_subscription",
-    "json_or_null",
 ]
 
 _STEP_STATUS_CHECK: Final = (
@@ -199,11 +196,6 @@ SELECT_STEPS: Final = (
     "SELECT run_id, step_id, status, request, output, error, attempts, created_at,"
     " updated_at, sent_at, resolved_by, resolved_at, resolution_note FROM steps"
 )
-
-
-def json_or_null(value: Json, what: str) -> str | None:
-    """Encode a JSON column; ``None`` is stored as SQL NULL."""
-    return None if value is None else to_json(value, what)
 
 
 def _maybe_utc(text: str | None) -> datetime | None:

@@ -59,8 +59,6 @@ from practiceflow.state._postgres_schema import (
 )
 from practiceflow.state._postgres_steps import (
     apply_step_changes,
-    encode_step_change,
-    json_or_null,
 )
 from practiceflow.state.base import (
     DEFAULT_KEEP_SEEN,
@@ -86,8 +84,10 @@ from practiceflow.state.rows import (
     check_value,
     event_rows,
     first_occurrences,
+    json_or_null,
     to_utc,
 )
+from practiceflow.state.steps import encode_step_change
 
 __all__ = ["Migration", "PostgresStore", "describe_url", "migrate", "schema_version"]
 

@@ -44,6 +44,7 @@ __all__ = [
     "first_occurrences",
     "from_json",
     "from_utc",
+    "json_or_null",
     "to_json",
     "to_utc",
 ]
@@ -377,6 +378,11 @@ def to_json(value: Json, what: str) -> str:
     except (TypeError, ValueError) as exc:
         message = f"{what} is not JSON: {exc}"
         raise BugError(message) from exc
+
+
+def json_or_null(value: Json, what: str) -> str | None:
+    """Encode a JSON column; ``None`` is stored as SQL NULL (see :func:`to_json`)."""
+    return None if value is None else to_json(value, what)
 
 
 def from_json(text: str | None) -> Json:

@@ -36,7 +36,6 @@ from practiceflow.errors import BugError, ConfigError
 from practiceflow.state._sqlite_db import (
     SQLiteDatabase,
     apply_step_changes,
-    encode_step_change,
     no_run,
 )
 from practiceflow.state._sqlite_schema import (
@@ -48,7 +47,6 @@ from practiceflow.state._sqlite_schema import (
     decode_run,
     decode_step,
     decode_subscription,
-    json_or_null,
 )
 from practiceflow.state.base import (
     DEFAULT_KEEP_SEEN,
@@ -77,8 +75,10 @@ from practiceflow.state.rows import (
     first_occurrences,
     from_json,
     from_utc,
+    json_or_null,
     to_utc,
 )
+from practiceflow.state.steps import encode_step_change
 
 __all__ = ["SQLiteStore", "sqlite_path"]
 

@@ -9,12 +9,30 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from practiceflow.errors import BugError
-from practiceflow.state.rows import RESOLVABLE, Json, StepStatus, check_step_transition
+from practiceflow.state.rows import (
+    RESOLVABLE,
+    STEP_STATUSES,
+    Json,
+    StepStatus,
+    check_step_transition,
+    check_value,
+    json_or_null,
+)
 
-__all__ = ["StepChange", "StepWrite", "check_step_changes", "fold_step_changes"]
+__all__ = [
+    "STEP_FIELDS",
+    "StepChange",
+    "StepWrite",
+    "check_step_changes",
+    "encode_step_change",
+    "fold_step_changes",
+]
+
+#: The JSON fields of a step a move may set.
+STEP_FIELDS: Final = ("request", "output", "error")
 
 
 @dataclass(frozen=True)
@@ -185,3 +203,17 @@ def fold_step_changes(
         row = (run_id, step_id, origin, change.target, stamp, change.who, change.note, detail)
         journal.append(row)
     return StepWrite(columns, sends, journal)
+
+
+def encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
+    """A move's fields as JSON text (``None`` stays SQL NULL), checked first.
+
+    Raises:
+        BugError: an unknown status or field, or a value that is not JSON.
+    """
+    check_value("step status", change.target, STEP_STATUSES)
+    for name in change.fields:
+        check_value("step field", name, STEP_FIELDS)
+    return {
+        name: json_or_null(value, f"{name} of {where}") for name, value in change.fields.items()
+    }
