@@ -205,3 +205,35 @@ def test_a_reads_moves_are_committed_with_the_next_writes_sent(
         ("client", "succeeded"),
     ]
     assert store.pending_events(client.settings.client_id) == []
+
+
+@pytest.mark.parametrize("ended", ["succeeded", "cancelled"])
+def test_an_event_whose_run_already_ended_is_marked_handled_and_nothing_is_sent(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+    ended: str,
+):
+    practice = client.settings.client_id
+    seen: dict[str, StepStatus | None] = {}
+    runner = _runner(tmp_path, registry, store, client, {"n": 6, "key": None}, seen)
+    (event,) = store.pending_events(practice)
+    if ended == "succeeded":  # its event left pending, as when several recipes share it
+        first = runner.run_event(event, mark_handled=False)
+        assert first is not None
+        run_id = first.run_id
+    else:  # a person cancelled it before it ran
+        run_id, _ = store.start_run(practice, runner.recipe.name, event.event_id)
+        store.set_run_status(run_id, "cancelled")
+    assert [e.event_id for e in store.pending_events(practice)] == ["ev-1"]
+    seen.clear()
+    before = fast_sandbox.admin("GET", "/_admin/records/entities")
+
+    (outcome,) = runner.process_pending()
+
+    assert (outcome.run_id, outcome.status, outcome.created) == (run_id, ended, False)
+    assert seen == {}  # no step was rendered, nothing was sent
+    assert fast_sandbox.admin("GET", "/_admin/records/entities") == before
+    assert store.pending_events(practice) == []

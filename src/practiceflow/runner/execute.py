@@ -317,6 +317,10 @@ class Runner:
             message = f"run {run_id} does not exist"
             raise BugError(message)
         if run.status in ("succeeded", "cancelled"):
+            # Its event may still be pending (a run ended before its event was marked, by
+            # an older practiceflow, or cancelled by a person): it has nothing left to do.
+            if handled is not None:
+                self.store.mark_event_handled(self.practice, handled.source, handled.event_id)
             return RunOutcome(run_id, run.event_id, run.status, created)
         if fresh is not None and run.status == "pending":
             state = _RunState(run_id, fresh.payload, run.created_at, {})
