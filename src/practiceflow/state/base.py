@@ -132,7 +132,6 @@ class StateStore(ABC):
 
     # --- events ---------------------------------------------------------------------------
 
-    @abstractmethod
     def record_event(
         self,
         practice: str,
@@ -158,7 +157,10 @@ class StateStore(ABC):
         Returns:
             ``True`` when recorded, ``False`` when the id or the signature was seen.
         """
+        event = NewEvent(practice, source, event_key, event_id, payload, signature, received_at)
+        return self.record_events([event])[0]
 
+    @abstractmethod
     def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
         """Record several incoming events in **one** durable commit, each unless seen.
 
@@ -168,23 +170,9 @@ class StateStore(ABC):
         receiver uses it to commit concurrent deliveries together (group commit), paying
         one fsync for the batch instead of one per delivery.
 
-        This default records them one by one (a commit each); stores override it.
-
         Returns:
             For each event, in order, ``True`` when recorded, ``False`` when seen.
         """
-        return [
-            self.record_event(
-                event.practice,
-                event.source,
-                event.event_key,
-                event.event_id,
-                event.payload,
-                event.signature,
-                event.received_at,
-            )
-            for event in events
-        ]
 
     @abstractmethod
     def seen_event(

@@ -164,20 +164,6 @@ class SQLiteStore(SQLiteDatabase, StateStore):
 
     # --- events -----------------------------------------------------------------------------
 
-    def record_event(
-        self,
-        practice: str,
-        source: str,
-        event_key: str,
-        event_id: str,
-        payload: Json,
-        signature: str | None = None,
-        received_at: datetime | None = None,
-    ) -> bool:
-        """See :meth:`StateStore.record_event`."""
-        event = NewEvent(practice, source, event_key, event_id, payload, signature, received_at)
-        return self.record_events([event])[0]
-
     def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
         """See :meth:`StateStore.record_events`: one ``BEGIN IMMEDIATE``, one fsync."""
         rows = event_rows(events, self._stamp)
