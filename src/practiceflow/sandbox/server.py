@@ -192,7 +192,9 @@ class SandboxHandle:
             self.url + path,
             json=json,
             params=params or None,
-            headers={"X-Admin-Token": self.admin_token},
+            # A fresh connection per call: a pooled one may be closed by the server's
+            # keep-alive timeout just as it is reused (a ConnectionResetError in CI).
+            headers={"X-Admin-Token": self.admin_token, "Connection": "close"},
             timeout=30,
         )
         response.raise_for_status()
