@@ -39,7 +39,7 @@ def _runner(
     store: StateStore,
     client: Client,
     payload: Any,
-    seen: dict[str, StepStatus | None],
+    seen: dict[str, str | None],
     steps: str = STEPS,
 ) -> Runner:
     """A runner on one recorded event that notes each step's journaled status at each point."""
@@ -48,7 +48,11 @@ def _runner(
     store.record_event(practice, recipe.trigger.key, "x", "ev-1", payload)
 
     def point(label: str) -> None:
-        (run,) = store.list_runs()
+        runs = store.list_runs()
+        if not runs:  # a new run is created by its first commit
+            seen[label] = "no run"
+            return
+        (run,) = runs
         step = store.get_step(run.run_id, label.split(":", 1)[1])
         seen[label] = None if step is None else step.status
 
@@ -62,15 +66,15 @@ def test_a_write_is_journaled_sent_before_it_leaves_a_read_with_its_answer(
     store: StateStore,
     tmp_path: Path,
 ):
-    seen: dict[str, StepStatus | None] = {}
+    seen: dict[str, str | None] = {}
     runner = _runner(tmp_path, registry, store, client, {"n": 1, "key": None}, seen)
 
     (outcome,) = runner.process_pending()
 
     assert outcome.status == "succeeded"
     assert seen == {
-        "pending:client": None,  # rendered, nothing journaled yet
-        "sent:client": "sent",  # committed before the request leaves
+        "pending:client": "no run",  # rendered, nothing journaled yet, not even the run
+        "sent:client": "sent",  # committed, with the run, before the request leaves
         "answered:client": "sent",
         "done:client": "succeeded",
         "pending:ids": None,
@@ -103,7 +107,7 @@ def test_a_read_that_fails_is_journaled_pending_sent_failed_with_its_error(
     fault = {"kind": "500", "count": 1, "method": "GET", "pathPrefix": "/api/v1/entities/"}
     fast_sandbox.admin("POST", "/_admin/faults", fault)
     client.retry = type(client.retry)(max_attempts=1)
-    seen: dict[str, StepStatus | None] = {}
+    seen: dict[str, str | None] = {}
     runner = _runner(tmp_path, registry, store, client, {"n": 2, "key": missing}, seen)
 
     (outcome,) = runner.process_pending()
@@ -128,7 +132,7 @@ def test_a_read_journaled_with_its_answer_keeps_when_it_was_sent(
     start = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
     now = [start]
     with open_store(str(tmp_path / "clocked.db"), clock=lambda: now[0]) as store:
-        seen: dict[str, StepStatus | None] = {}
+        seen: dict[str, str | None] = {}
         runner = _runner(tmp_path, registry, store, client, {"n": 3, "key": None}, seen)
         inner = runner._point
 
@@ -176,7 +180,7 @@ def test_a_reads_moves_are_committed_with_the_next_writes_sent(
     tmp_path: Path,
 ):
     known = client.post("/api/v1/entities", {"entityType": "Company", "entityName": "Known"})
-    seen: dict[str, StepStatus | None] = {}
+    seen: dict[str, str | None] = {}
     payload = {"n": 4, "key": known["entityKey"]}
     runner = _runner(tmp_path, registry, store, client, payload, seen, READ_THEN_WRITE)
     reads: list[StepStatus | None] = []
@@ -193,7 +197,8 @@ def test_a_reads_moves_are_committed_with_the_next_writes_sent(
     (outcome,) = runner.process_pending()
 
     assert outcome.status == "succeeded"
-    assert (seen["done:ids"], seen["pending:client"]) == (None, None)
+    # Nothing is committed before the write's `sent`: the run is created by that commit.
+    assert (seen["done:ids"], seen["pending:client"]) == ("no run", "no run")
     assert reads == ["succeeded"]  # in the write's fsynced commit, before it left
     assert [(t.step_id, t.to_status) for t in store.step_history(outcome.run_id)] == [
         (TRIGGER_STEP, "skipped"),
@@ -217,7 +222,7 @@ def test_an_event_whose_run_already_ended_is_marked_handled_and_nothing_is_sent(
     ended: str,
 ):
     practice = client.settings.client_id
-    seen: dict[str, StepStatus | None] = {}
+    seen: dict[str, str | None] = {}
     runner = _runner(tmp_path, registry, store, client, {"n": 6, "key": None}, seen)
     (event,) = store.pending_events(practice)
     if ended == "succeeded":  # its event left pending, as when several recipes share it
@@ -236,4 +241,43 @@ def test_an_event_whose_run_already_ended_is_marked_handled_and_nothing_is_sent(
     assert (outcome.run_id, outcome.status, outcome.created) == (run_id, ended, False)
     assert seen == {}  # no step was rendered, nothing was sent
     assert fast_sandbox.admin("GET", "/_admin/records/entities") == before
+    assert store.pending_events(practice) == []
+
+
+def test_a_run_another_runner_created_first_is_driven_as_it_left_it_not_sent_again(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+):
+    practice = client.settings.client_id
+    seen: dict[str, str | None] = {}
+    late = _runner(tmp_path, registry, store, client, {"n": 7, "key": None}, seen)
+    early = Runner(late.recipe, store, client, practice=practice)
+    (event,) = store.pending_events(practice)
+    other: list[Any] = []
+    inner = late._point
+
+    def point(label: str) -> None:
+        inner(label)
+        if label == "pending:client" and not other:
+            # Between `late` finding no run and its first commit, `early` runs the event.
+            other.append(early.run_event(event, mark_handled=False))
+
+    late._point = point
+
+    (outcome,) = late.process_pending()
+
+    (first,) = other
+    assert first is not None
+    assert (first.status, first.created) == ("succeeded", True)
+    assert (outcome.run_id, outcome.status, outcome.created) == (first.run_id, "succeeded", False)
+    assert [run.run_id for run in store.list_runs()] == [first.run_id]
+    # `late`'s first commit failed before its request left: one client on the sandbox.
+    records = fast_sandbox.admin("GET", "/_admin/records/entities")
+    mine = [r for r in records if r.get("externalSystemID") == "journal-7"]
+    assert len(mine) == 1
+    history = store.step_history(first.run_id, "client")
+    assert [t.to_status for t in history] == ["pending", "sent", "succeeded"]
     assert store.pending_events(practice) == []

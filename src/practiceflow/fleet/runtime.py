@@ -25,7 +25,7 @@ from practiceflow.fleet.budget import shared_budget
 from practiceflow.fleet.config import FleetConfig, PracticeConfig
 from practiceflow.fleet.queue import NAMESPACE, defer_event
 from practiceflow.manifest import load_modules
-from practiceflow.runner import Runner, validate_recipe
+from practiceflow.runner import Runner, run_shared, validate_recipe
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
@@ -196,10 +196,9 @@ class Fleet:
         if event.handled_at is not None:
             return "handled"
         runners = [runner for runner in runtime.runners if runner.source == source]
-        outcomes = [runner.run_event(event, mark_handled=False) for runner in runners]
+        outcomes = run_shared(self.store, practice, runners, event)
         if any(outcome is not None and outcome.status == "running" for outcome in outcomes):
             return "interrupted"
-        self.store.mark_event_handled(practice, source, event_id)
         return ",".join(outcome.status for outcome in outcomes if outcome is not None) or "test"
 
     def poll(self, practice: str, trigger: str) -> int:

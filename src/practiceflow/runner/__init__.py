@@ -25,7 +25,7 @@ from __future__ import annotations
 from practiceflow.runner.budget import Priority, PriorityBudget, current_priority, priority
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.dryrun import DryStep, dry_run
-from practiceflow.runner.execute import RECONCILER, TRIGGER_STEP, Runner, RunOutcome
+from practiceflow.runner.execute import RECONCILER, TRIGGER_STEP, Runner, RunOutcome, run_shared
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep, local_step
 from practiceflow.runner.reconcile import RECONCILERS, Verdict, reconcile, register_reconciler
 from practiceflow.runner.validate import StepAction, ValidRecipe, validate_recipe
@@ -52,5 +52,6 @@ __all__ = [
     "priority",
     "reconcile",
     "register_reconciler",
+    "run_shared",
     "validate_recipe",
 ]

@@ -15,9 +15,12 @@ The journal (:class:`~practiceflow.state.StateStore`) decides what has been done
 * an ``in_doubt`` write is reconciled by reading back (:mod:`.reconcile`): found (the step
   succeeds), absent (it is sent again), or unknown (the run is held for a person).
 
+A new run is created by its first commit (the first write's ``sent``, or the run's end),
+not before: a run stopped before anything was journaled leaves only its event, still pending.
 The event a run was started for is journaled once, as the pseudo-step ``@trigger`` (payload,
 source and recipe file), in the transaction that creates the run, so that a run can be
-resumed or retried without its event.
+resumed or retried without its event. Should another runner create the same run first, that
+commit fails before anything is sent, and the run is driven as the other runner left it.
 
 ``on_point`` is called at each journal boundary with a label such as ``pending:bill``
 (rendered, not yet journaled), ``sent:bill`` (before the request leaves; a write is
@@ -30,7 +33,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,7 +69,7 @@ from practiceflow.state import (
 from practiceflow.templating import render_tree
 from practiceflow.triggers.base import event_from_record
 
-__all__ = ["RECONCILER", "TRIGGER_STEP", "RunOutcome", "Runner", "error_json"]
+__all__ = ["RECONCILER", "TRIGGER_STEP", "RunOutcome", "Runner", "error_json", "run_shared"]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -168,10 +172,15 @@ class _SendingClient:
 
 
 @dataclass(frozen=True)
-class _Fresh:
-    """What the runner knows of a run it has just created: the payload it journaled."""
+class _Start:
+    """A run not created yet: its first commit creates it, with its ``@trigger`` entry."""
 
-    payload: Any
+    event_id: str
+    origin: dict[str, Any]
+
+
+class _LostRace(Exception):
+    """Another runner created the run first; this attempt committed and sent nothing."""
 
 
 @dataclass
@@ -183,6 +192,8 @@ class _RunState:
     outputs: dict[str, Any] = field(default_factory=dict)
     #: Moves of reads that answered, journaled with the run's next commit (step id, moves).
     deferred: list[tuple[str, tuple[StepChange, ...]]] = field(default_factory=list)
+    #: Set while the run exists only here: the run's next commit creates it.
+    start: _Start | None = None
 
 
 class Runner:
@@ -272,17 +283,29 @@ class Runner:
             "recipe_file": self._recipe_file,
             "payload": found.payload,
         }
-        # The event is journaled in the transaction that creates the run; a run started
-        # without it (by an older practiceflow, say) gets it now.
-        run_id, created = self.store.start_run(
-            self.practice, self.recipe.name, event.event_id, skipped={TRIGGER_STEP: origin}
-        )
-        if not created and self.store.get_step(run_id, TRIGGER_STEP) is None:
-            self.store.step_skipped(run_id, TRIGGER_STEP, origin)
-        # A run created just now has nothing journaled but its @trigger: no need to read it.
-        fresh = _Fresh(found.payload) if created else None
         handled = event if mark_handled else None
-        return self._drive(run_id, created=created, fresh=fresh, handled=handled)
+        if self._find_run(event.event_id) is None:
+            # A new run: created, with its @trigger entry, by its first commit.
+            run_id = uuid.uuid4().hex
+            state = _RunState(run_id, found.payload, self.store.now(), {})
+            state.start = _Start(event.event_id, origin)
+            try:
+                return self._steps(state, event.event_id, created=True, handled=handled)
+            except _LostRace:
+                logger.info("run of event %s: started by another runner", event.event_id)
+        existing = self._find_run(event.event_id)
+        if existing is None:  # pragma: no cover - a run is never deleted while it is driven
+            raise BugError(f"the run of event {event.event_id} vanished")
+        # A run started without its event (by an older practiceflow, say) gets it now.
+        if self.store.get_step(existing, TRIGGER_STEP) is None:
+            self.store.step_skipped(existing, TRIGGER_STEP, origin)
+        return self._drive(existing, created=False, handled=handled)
+
+    def _find_run(self, event_id: str) -> str | None:
+        runs = self.store.list_runs(
+            practice=self.practice, recipe=self.recipe.name, event_id=event_id, limit=1
+        )
+        return runs[0].run_id if runs else None
 
     def resume(self, run_id: str, *, retry_failed: bool = False) -> RunOutcome:
         """Drive an existing run again from its first unfinished step.
@@ -307,7 +330,6 @@ class Runner:
         *,
         created: bool,
         retry_failed: bool = False,
-        fresh: _Fresh | None = None,
         handled: EventRecord | None = None,
     ) -> RunOutcome:
         """Drive a run from its first unfinished step; ``handled``: the event to mark
@@ -322,53 +344,82 @@ class Runner:
             if handled is not None:
                 self.store.mark_event_handled(self.practice, handled.source, handled.event_id)
             return RunOutcome(run_id, run.event_id, run.status, created)
-        if fresh is not None and run.status == "pending":
-            state = _RunState(run_id, fresh.payload, run.created_at, {})
-        else:
-            journal = {step.step_id: step for step in self.store.get_steps(run_id)}
-            origin = journal.get(TRIGGER_STEP)
-            if origin is None or not isinstance(origin.error, Mapping):
-                message = (
-                    f"run {run_id} has no {TRIGGER_STEP} entry; it was not started by a runner"
-                )
-                raise BugError(message)
-            if len(journal) > 1 or run.status != "pending":
-                self.store.set_run_status(run_id, "running")
-            state = _RunState(run_id, origin.error.get("payload"), run.created_at, journal)
-        log = {"run": run_id, "recipe": self.recipe.name, "event": run.event_id}
+        journal = {step.step_id: step for step in self.store.get_steps(run_id)}
+        origin = journal.get(TRIGGER_STEP)
+        if origin is None or not isinstance(origin.error, Mapping):
+            message = f"run {run_id} has no {TRIGGER_STEP} entry; it was not started by a runner"
+            raise BugError(message)
+        if len(journal) > 1 or run.status != "pending":
+            self.store.set_run_status(run_id, "running")
+        state = _RunState(run_id, origin.error.get("payload"), run.created_at, journal)
+        return self._steps(
+            state, run.event_id, created=created, retry_failed=retry_failed, handled=handled
+        )
+
+    def _steps(
+        self,
+        state: _RunState,
+        event_id: str,
+        *,
+        created: bool,
+        retry_failed: bool = False,
+        handled: EventRecord | None = None,
+    ) -> RunOutcome:
+        """Run a run's steps from its first unfinished one, and end it (see :meth:`_drive`)."""
+        run_id = state.run_id
+        log = {"run": run_id, "recipe": self.recipe.name, "event": event_id}
         logger.info("run %s: started", run_id, extra={"pf": {**log, "status": "running"}})
         with priority(Priority.EVENT):
             for step in self.recipe.recipe.steps:
                 if self.stop.is_set():
                     logger.info("run %s: stopped before %s", run_id, step.id, extra={"pf": log})
                     self._flush(state)
-                    return RunOutcome(run_id, run.event_id, "running", created)
+                    return RunOutcome(run_id, event_id, "running", created)
                 result = self._step(state, step, retry_failed)
                 if result.kind == "stopped":
                     self._flush(state)
-                    return RunOutcome(run_id, run.event_id, "running", created)
+                    return RunOutcome(run_id, event_id, "running", created)
                 if result.kind == "held":
                     error = result.error
-                    return self._finish(state, run.event_id, "in_doubt", created, error, handled)
+                    return self._finish(state, event_id, "in_doubt", created, error, handled)
                 if result.kind == "failed" and step.on_error == "stop":
                     error = result.error
-                    return self._finish(state, run.event_id, "failed", created, error, handled)
+                    return self._finish(state, event_id, "failed", created, error, handled)
                 state.outputs[step.id] = result.output
-        return self._finish(state, run.event_id, "succeeded", created, None, handled)
+        return self._finish(state, event_id, "succeeded", created, None, handled)
 
     @contextmanager
     def _committing(self, state: _RunState, *, durable: bool = False) -> Iterator[None]:
-        """One commit of the store calls made inside, with the reads' deferred moves first
-        (the history keeps the order things happened in)."""
+        """One commit of the store calls made inside, after the run's creation (its first
+        commit) and the reads' deferred moves (the history keeps the order things happened
+        in).
+
+        Raises:
+            _LostRace: another runner created the run first; nothing was committed.
+        """
         with self.store.atomic(durable=durable):
+            if state.start is not None:
+                start = state.start
+                _, created = self.store.start_run(
+                    self.practice,
+                    self.recipe.name,
+                    start.event_id,
+                    skipped={TRIGGER_STEP: start.origin},
+                    run_id=state.run_id,
+                    created_at=state.now,
+                )
+                if not created:
+                    raise _LostRace(state.run_id)
             for sid, moves in state.deferred:
                 self.store.change_step(state.run_id, sid, *moves)
             yield
+        state.start = None
         state.deferred.clear()
 
     def _flush(self, state: _RunState) -> None:
-        """Commit the reads' deferred moves, if any (before the run stops or reconciles)."""
-        if state.deferred:
+        """Commit what waits for the run's next commit, if anything (the run's creation,
+        the reads' deferred moves), before the run stops or reconciles."""
+        if state.deferred or state.start is not None:
             with self._committing(state):
                 pass
 
@@ -660,6 +711,31 @@ class Runner:
         )
         self._point(f"done:{sid}")
         return _Result("ok", output)
+
+
+def run_shared(
+    store: StateStore, practice: str, runners: Sequence[Runner], event: EventRecord
+) -> list[RunOutcome | None]:
+    """Run every recipe of a trigger on one of its events, and mark the event handled once
+    none of the runs was interrupted (each ended: succeeded, failed or held).
+
+    A lone recipe marks it in its run's last commit; several mark it after the last run.
+
+    Args:
+        store: the store holding the event.
+        practice: the event's practice.
+        runners: the recipes whose trigger stored the event (none: it is only marked).
+        event: the event.
+
+    Returns:
+        Each runner's outcome, in order (None for a test delivery).
+    """
+    if len(runners) == 1:
+        return [runners[0].run_event(event)]
+    outcomes = [runner.run_event(event, mark_handled=False) for runner in runners]
+    if all(outcome is None or outcome.status != "running" for outcome in outcomes):
+        store.mark_event_handled(practice, event.source, event.event_id)
+    return outcomes
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from types import FrameType
 from typing import Protocol
 
 from practiceflow.errors import PracticeflowError
-from practiceflow.runner.execute import Runner, RunOutcome
+from practiceflow.runner.execute import Runner, RunOutcome, run_shared
 from practiceflow.state import StateStore
 
 __all__ = ["Background", "Intake", "Service"]
@@ -143,11 +143,8 @@ class Service:
             for event in self.store.pending_events(practice, limit, source=source):
                 if self.stop.is_set():
                     return count
-                outcomes = [runner.run_event(event, mark_handled=False) for runner in runners]
-                for outcome in outcomes:
+                for outcome in run_shared(self.store, practice, runners, event):
                     self._emit(outcome)
-                if all(outcome is None or outcome.status != "running" for outcome in outcomes):
-                    self.store.mark_event_handled(practice, source, event.event_id)
                 count += 1
         return count
 

@@ -306,6 +306,8 @@ class StateStore(ABC):
         event_id: str,
         *,
         skipped: Mapping[str, Json] | None = None,
+        run_id: str | None = None,
+        created_at: datetime | None = None,
     ) -> tuple[str, bool]:
         """Start the one run of ``recipe`` for an event, or find it.
 
@@ -320,6 +322,9 @@ class StateStore(ABC):
                 :meth:`step_skipped` does) in the same transaction, when the run is
                 created; nothing is journaled when it already existed. The runner records
                 the run's event this way.
+            run_id: the new run's id (a fresh one when omitted); the runner picks it
+                before the run's first commit, which creates the run.
+            created_at: the new run's creation time (now when omitted).
 
         Returns:
             ``(run_id, created)``; ``created`` is ``False`` when the run already existed.

@@ -478,11 +478,13 @@ class PostgresStore(StateStore):
         event_id: str,
         *,
         skipped: Mapping[str, Json] | None = None,
+        run_id: str | None = None,
+        created_at: datetime | None = None,
     ) -> tuple[str, bool]:
         """See :meth:`StateStore.start_run`."""
         key = (practice, recipe, event_id)
-        stamp = self._stamp(None, "created_at")
-        run_id = uuid.uuid4().hex
+        stamp = self._stamp(created_at, "created_at")
+        run_id = run_id or uuid.uuid4().hex
         skips = [
             (step_id, StepChange.to_skipped(reason)) for step_id, reason in (skipped or {}).items()
         ]
