@@ -112,3 +112,55 @@ def test_kill_9_at_each_boundary_then_restart_writes_exactly_once(
         if kind == "sent":  # never left: read back, found absent, sent once
             assert "safe to retry" in (steps[step].resolution_note or "")
         assert not store.pending_events(env["PRACTICEFLOW_CLIENT_ID"])
+
+
+@pytest.mark.parametrize(
+    ("point", "first_ended"), [("pending:client#2", False), ("sent:client#2", True)]
+)
+def test_kill_9_while_the_first_runs_end_waits_for_the_next_commit(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    tmp_path: Path,
+    point: str,
+    first_ended: bool,
+):
+    # `run --once` drains in a batch: run 1's end (status, event handled) is committed
+    # with run 2's first commit, its write's `sent`.
+    state = tmp_path / "state.db"
+    env = cli_env(fast_sandbox)
+    practice = env["PRACTICEFLOW_CLIENT_ID"]
+    refs = [f"carry-{n}-{point.split(':')[0]}" for n in (1, 2)]
+    with open_store(str(state)) as store:
+        for ref in refs:
+            store.record_event(practice, "test_event", "test.event", ref, {"ref": ref})
+
+    killed = _run(state, {**env, "PRACTICEFLOW_TEST_KILL_AT": point})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    with open_store(str(state)) as store:
+        runs = {run.event_id: run for run in store.list_runs()}
+        pending = [event.event_id for event in store.pending_events(practice)]
+        first = runs[refs[0]]
+        steps = {step.step_id: step.status for step in store.get_steps(first.run_id)}
+        assert [steps[s] for s in STEPS] == ["succeeded"] * 3  # each write, as it answered
+        if first_ended:
+            assert first.status == "succeeded"
+            assert pending == [refs[1]]
+            assert runs[refs[1]].status == "pending"  # created with its write's `sent`
+        else:
+            assert first.status == "pending"  # its end was lost with the process
+            assert pending == refs
+            assert refs[1] not in runs
+    assert _writes(fast_sandbox, refs[0]) == {"client": 1, "convert": 1, "bill": 1}
+
+    recipe = validate_recipe(RECIPES / "three_writes.yaml", registry=registry)
+    with open_store(str(state)) as store:
+        runner = Runner(recipe, store, client, practice=practice)
+        outcomes = runner.process_pending()
+        resumed = refs[1:] if first_ended else refs
+        assert [(o.event_id, o.status) for o in outcomes] == [(r, "succeeded") for r in resumed]
+        assert not store.pending_events(practice)
+        assert {run.status for run in store.list_runs()} == {"succeeded"}
+    for ref in refs:
+        assert _writes(fast_sandbox, ref) == {"client": 1, "convert": 1, "bill": 1}

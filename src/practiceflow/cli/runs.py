@@ -48,7 +48,8 @@ __all__ = ["COMMANDS", "DEFAULT_STATE", "KILL_ENV", "open_state", "plan", "run",
 
 #: Where the state store is when neither ``--state`` nor ``PRACTICEFLOW_STATE`` says.
 DEFAULT_STATE = Path(".practiceflow") / "state.db"
-#: Test hook: the runner SIGKILLs itself when it reaches this journal point (``sent:bill``).
+#: Test hook: the runner SIGKILLs itself when it reaches this journal point (``sent:bill``;
+#: ``sent:bill#2``: the second time, in the second run).
 KILL_ENV = "PRACTICEFLOW_TEST_KILL_AT"
 
 _state_option = click.option(
@@ -100,10 +101,14 @@ def _kill_hook() -> Callable[[str], None] | None:
     wanted = os.environ.get(KILL_ENV)
     if not wanted:
         return None
+    wanted, _, nth = wanted.partition("#")
+    left = [int(nth or 1)]
 
     def point(label: str) -> None:
         if label == wanted:
-            os.kill(os.getpid(), signal.SIGKILL)
+            left[0] -= 1
+            if not left[0]:
+                os.kill(os.getpid(), signal.SIGKILL)
 
     return point
 

@@ -15,6 +15,9 @@ The journal (:class:`~practiceflow.state.StateStore`) decides what has been done
 * an ``in_doubt`` write is reconciled by reading back (:mod:`.reconcile`): found (the step
   succeeds), absent (it is sent again), or unknown (the run is held for a person).
 
+Within :meth:`Runner.batch` (``practiceflow run`` and ``serve`` draining stored events), a
+run's end rides on the next run's first commit.
+
 A new run is created by its first commit (the first write's ``sent``, or the run's end),
 not before: a run stopped before anything was journaled leaves only its event, still pending.
 The event a run was started for is journaled once, as the pseudo-step ``@trigger`` (payload,
@@ -196,6 +199,16 @@ class _RunState:
     start: _Start | None = None
 
 
+@dataclass(frozen=True)
+class _End:
+    """A run that ended within :meth:`Runner.batch`, committed with the next commit."""
+
+    state: _RunState
+    status: RunStatus
+    error: Any
+    handled: EventRecord | None
+
+
 class Runner:
     """Runs one recipe's events durably (see the module docstring).
 
@@ -230,6 +243,8 @@ class Runner:
         self._point = on_point or (lambda label: None)
         self._sleep = sleep
         self._recipe_file = str(Path(recipe.source).resolve())
+        #: Runs ended within batch() and not committed yet; None outside batch().
+        self._ends: list[_End] | None = None
 
     # -- events ------------------------------------------------------------------------
 
@@ -252,13 +267,48 @@ class Runner:
             The outcome of each run worked on.
         """
         outcomes = []
-        for event in self.store.pending_events(self.practice, limit, source=self.source):
-            if self.stop.is_set():
-                break
-            outcome = self.run_event(event)
-            if outcome is not None:
-                outcomes.append(outcome)
+        with self.batch():
+            for event in self.store.pending_events(self.practice, limit, source=self.source):
+                if self.stop.is_set():
+                    break
+                outcome = self.run_event(event)
+                if outcome is not None:
+                    outcomes.append(outcome)
         return outcomes
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Run several events, one commit fewer each, from one thread.
+
+        Within, the end of a run that is already stored (its status, its event marked
+        handled, its reads' last moves) is committed with the next commit this runner
+        makes (the next run's first), and on leaving at the latest. Nothing a write did
+        waits: a write's ``sent`` and outcome are committed as always. A crash before that
+        commit leaves the run unfinished and its event pending: the run is resumed, and
+        only its reads after its last write are run again.
+        """
+        if self._ends is not None:  # already batching
+            yield
+            return
+        self._ends = []
+        try:
+            yield
+        finally:
+            ends, self._ends = self._ends, None
+            if ends:
+                with self.store.atomic():
+                    self._commit_ends(ends)
+
+    def _commit_ends(self, ends: list[_End]) -> None:
+        """The store calls that end runs (inside a transaction)."""
+        for end in ends:
+            state = end.state
+            for sid, moves in state.deferred:
+                self.store.change_step(state.run_id, sid, *moves)
+            self.store.set_run_status(state.run_id, end.status, end.error)
+            if end.handled is not None:
+                event = end.handled
+                self.store.mark_event_handled(self.practice, event.source, event.event_id)
 
     def run_event(self, event: EventRecord, *, mark_handled: bool = True) -> RunOutcome | None:
         """Start (or resume) the one run of this recipe for an event and drive it.
@@ -397,7 +447,10 @@ class Runner:
         Raises:
             _LostRace: another runner created the run first; nothing was committed.
         """
+        ends = self._ends
         with self.store.atomic(durable=durable):
+            if ends:
+                self._commit_ends(ends)
             if state.start is not None:
                 start = state.start
                 _, created = self.store.start_run(
@@ -413,6 +466,8 @@ class Runner:
             for sid, moves in state.deferred:
                 self.store.change_step(state.run_id, sid, *moves)
             yield
+        if ends:
+            ends.clear()
         state.start = None
         state.deferred.clear()
 
@@ -432,10 +487,15 @@ class Runner:
         error: Any,
         handled: EventRecord | None,
     ) -> RunOutcome:
-        with self._committing(state):
-            self.store.set_run_status(state.run_id, status, error)
-            if handled is not None:
-                self.store.mark_event_handled(self.practice, handled.source, handled.event_id)
+        if self._ends is not None and state.start is None:
+            # Within batch(): committed with the next commit (a run not created yet is
+            # created now, so that a lost race is this run's own).
+            self._ends.append(_End(state, status, error, handled))
+        else:
+            with self._committing(state):
+                self.store.set_run_status(state.run_id, status, error)
+                if handled is not None:
+                    self.store.mark_event_handled(self.practice, handled.source, handled.event_id)
         held: tuple[str, ...] = ()
         if status == "in_doubt" and isinstance(error, Mapping) and "step" in error:
             held = (str(error["step"]),)

@@ -21,6 +21,7 @@ import logging
 import signal
 import threading
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol
@@ -140,12 +141,15 @@ class Service:
         count = 0
         for source, runners in by_source.items():
             practice = runners[0].practice
-            for event in self.store.pending_events(practice, limit, source=source):
-                if self.stop.is_set():
-                    return count
-                for outcome in run_shared(self.store, practice, runners, event):
-                    self._emit(outcome)
-                count += 1
+            # A lone recipe marks each event with its run's end, which batch() commits with
+            # the next run's first commit; several mark it after their runs, committed.
+            with runners[0].batch() if len(runners) == 1 else nullcontext():
+                for event in self.store.pending_events(practice, limit, source=source):
+                    if self.stop.is_set():
+                        return count
+                    for outcome in run_shared(self.store, practice, runners, event):
+                        self._emit(outcome)
+                    count += 1
         return count
 
     def run_once(self) -> int:
