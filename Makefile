@@ -22,9 +22,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 
-## test: lint, then the whole pytest suite
+## test: lint, then the whole pytest suite (bytecode cached even where the environment
+## says not to: the suite starts the CLI in a subprocess many times)
 test: lint
-	$(PY) -m pytest -q
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q
 
 ## bench: benchmarks that print figures (not tests)
 bench: $(STAMP)

@@ -9,11 +9,13 @@ output (it prints its own demo credentials on purpose; it is started and stopped
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -50,31 +52,33 @@ def test_no_command_and_not_the_demo_ever_shows_the_secret(tmp_path: Path):
         state = tmp_path / "state.db"
         env = cli_env(sandbox, PRACTICEFLOW_STATE=str(state))
         (tmp_path / "out").mkdir()
-        outputs = [
-            _run(practiceflow("--help"), env, tmp_path),
-            _run(practiceflow("auth", "check"), env, tmp_path),
-            _run(practiceflow("auth", "check", "--json"), env, tmp_path),
-            _run(practiceflow("db", "migrate", "--state", str(state)), env, tmp_path),
-            _run(practiceflow("modules", "list"), env, tmp_path),
-            _run(practiceflow("modules", "show", "create_bill"), env, tmp_path),
-            _run(practiceflow("modules", "validate"), env, tmp_path),
-            _run(
-                practiceflow("action", "list_entity_types", "--input", "-", "--json"),
-                env,
-                tmp_path,
-                stdin="{}",
-            ),
-            _run(practiceflow("export", "openapi", "--out", str(tmp_path / "oa")), env, tmp_path),
-            _run(practiceflow("plan", str(RECIPE)), env, tmp_path),
-            _run(practiceflow("run", str(RECIPE), "--dry-run"), env, tmp_path),
-            _run(practiceflow("run", str(POLL_RECIPE), "--once", "-v"), env, tmp_path),
-            _run(practiceflow("triggers", "list"), env, tmp_path),
-            _run(
-                practiceflow("triggers", "poll", "new_client", "--once", "--state", str(state)),
-                env,
-                tmp_path,
-            ),
+        # Commands that leave the state store alone run side by side (the suite's time);
+        # those that write it run one after the other.
+        alone: list[tuple[list[str], str | None]] = [
+            (practiceflow("--help"), None),
+            (practiceflow("auth", "check"), None),
+            (practiceflow("auth", "check", "--json"), None),
+            (practiceflow("modules", "list"), None),
+            (practiceflow("modules", "show", "create_bill"), None),
+            (practiceflow("modules", "validate"), None),
+            (practiceflow("action", "list_entity_types", "--input", "-", "--json"), "{}"),
+            (practiceflow("export", "openapi", "--out", str(tmp_path / "oa")), None),
+            (practiceflow("plan", str(RECIPE)), None),
+            (practiceflow("run", str(RECIPE), "--dry-run"), None),
+            (practiceflow("triggers", "list"), None),
         ]
+        with ThreadPoolExecutor(3) as pool:
+            side = [pool.submit(_run, args, env, tmp_path, stdin) for args, stdin in alone]
+            outputs = [
+                _run(practiceflow("db", "migrate", "--state", str(state)), env, tmp_path),
+                _run(practiceflow("run", str(POLL_RECIPE), "--once", "-v"), env, tmp_path),
+                _run(
+                    practiceflow("triggers", "poll", "new_client", "--once", "--state", str(state)),
+                    env,
+                    tmp_path,
+                ),
+            ]
+            outputs += [future.result() for future in side]
         # serve: receive a webhook, run the recipe (a bill and an eForm), stop on SIGTERM.
         serve_env = {
             **env,
@@ -115,8 +119,12 @@ def test_no_command_and_not_the_demo_ever_shows_the_secret(tmp_path: Path):
             timeout=60,
             check=True,
         ).stdout
-        for run_id in __import__("json").loads(runs):
-            outputs.append(_run(practiceflow("runs", "show", run_id["run_id"]), env, tmp_path))
+        with ThreadPoolExecutor(3) as pool:
+            shows = [
+                pool.submit(_run, practiceflow("runs", "show", run["run_id"]), env, tmp_path)
+                for run in json.loads(runs)
+            ]
+            outputs += [future.result() for future in shows]
     demo = subprocess.run(
         [sys.executable, "-m", "practiceflow.demo"],
         env=cli_env(sandbox),
