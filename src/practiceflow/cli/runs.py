@@ -101,8 +101,11 @@ def _kill_hook() -> Callable[[str], None] | None:
     wanted = os.environ.get(KILL_ENV)
     if not wanted:
         return None
-    wanted, _, nth = wanted.partition("#")
-    left = [int(nth or 1)]
+    label, _, nth = wanted.rpartition("#")
+    count = 1
+    if label and nth.isdigit():
+        wanted, count = label, int(nth)
+    left = [count]
 
     def point(label: str) -> None:
         if label == wanted:
