@@ -15,15 +15,29 @@ Both yield a :class:`practiceflow.testing.SandboxHandle`::
         url = sandbox.base_url("anz") + "/api/v1/auth/validate"
         sandbox.admin("POST", "/_admin/clock", {"advance": 60})  # the admin surface
         sandbox.state                                              # in-process state
+
+Every test also gets the ``practiceflow`` logger back as it found it: a CLI command run
+in-process configures it (handler, level), which would hide later tests' log records.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
 
 from practiceflow.testing import SandboxHandle, running_sandbox
+
+
+@pytest.fixture(autouse=True)
+def _practiceflow_logger_restored() -> Iterator[None]:
+    logger = logging.getLogger("practiceflow")
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+    logger.propagate = propagate
 
 
 @pytest.fixture(scope="session")
