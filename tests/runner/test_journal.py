@@ -5,12 +5,14 @@ with its event marked handled); both read the same in the history."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pgserver import shared_server
 from practiceflow.api import Client
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import TRIGGER_STEP, Runner, validate_recipe
@@ -244,13 +246,25 @@ def test_an_event_whose_run_already_ended_is_marked_handled_and_nothing_is_sent(
     assert store.pending_events(practice) == []
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore]:
+    """A fresh store of each backend."""
+    if request.param == "sqlite":
+        url = str(tmp_path / "state.db")
+    else:
+        url = shared_server().new_schema(prefix="runner")
+    with open_store(url) as opened:
+        yield opened
+
+
 def test_a_run_another_runner_created_first_is_driven_as_it_left_it_not_sent_again(
     fast_sandbox: SandboxHandle,
     client: Client,
     registry: ModuleRegistry,
-    store: StateStore,
+    any_store: StateStore,
     tmp_path: Path,
 ):
+    store = any_store
     practice = client.settings.client_id
     seen: dict[str, str | None] = {}
     late = _runner(tmp_path, registry, store, client, {"n": 7, "key": None}, seen)
