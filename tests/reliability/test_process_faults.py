@@ -53,20 +53,35 @@ def _all_written(sandbox: SandboxHandle, keys: set[str]) -> bool:
     return len(bills) == len(keys) and len(contacts) == len(keys)
 
 
+def _ended(sandbox: SandboxHandle, keys: set[str], state: Path) -> bool:
+    """Every bill written and every run ended (succeeded, or held for a person)."""
+    bills, _ = writes_by_entity(sandbox, keys)
+    with open_store(str(state)) as store:
+        runs = store.list_runs(limit=1000)
+    ended = [run for run in runs if run.status in ("succeeded", "in_doubt")]
+    return len(bills) == len(keys) and len(ended) == len(keys)
+
+
 def _check_exactly_once(
-    sandbox: SandboxHandle, keys: set[str], state: Path, held: int = 0
+    sandbox: SandboxHandle, keys: set[str], state: Path, held: int | None = 0
 ) -> list[str]:
+    """Each write at most once; every run succeeded or (``held`` of them, any number when
+    None) held for a person: a contact in doubt cannot be read back."""
     bills, contacts = writes_by_entity(sandbox, keys)
     assert set(bills) == keys, bills
     assert set(bills.values()) == {1}, bills
-    assert set(contacts) == keys, contacts
-    assert set(contacts.values()) == {1}, contacts
+    assert set(contacts.values()) <= {1}, contacts
     with open_store(str(state)) as store:
         runs = store.list_runs(limit=1000)
-        assert len(runs) == len(keys)
-        statuses = sorted(run.status for run in runs)
+    assert len(runs) == len(keys)
+    statuses = sorted(run.status for run in runs)
+    done = statuses.count("succeeded")
+    if held is not None:
         assert statuses == sorted(["succeeded"] * (len(keys) - held) + ["in_doubt"] * held)
-        return [str(run.error) for run in runs if run.status == "in_doubt"]
+    assert set(statuses) <= {"succeeded", "in_doubt"}, statuses
+    # A held run's contact may or may not have left: never twice, and the others have one.
+    assert done <= len(contacts) <= len(keys), (contacts, statuses)
+    return [str(run.error) for run in runs if run.status == "in_doubt"]
 
 
 def test_serve_killed_mid_burst_and_restarted_loses_and_repeats_nothing(
@@ -82,13 +97,16 @@ def test_serve_killed_mid_burst_and_restarted_loses_and_repeats_nothing(
         # Deliveries while it is down fail and are retried by the sandbox.
         keys |= set(create_clients(rsandbox, BURST // 2, "Kill B"))
         serve.start()
-        wait_until(lambda: _all_written(rsandbox, keys), 60, "every event's writes", every=0.3)
+        state = serve.state
+        wait_until(lambda: _ended(rsandbox, keys, state), 60, "every run's end", every=0.3)
         time.sleep(1.0)
     finally:
         assert serve.stop() == 0, serve.output()
     # The restarted process kept the subscription (same URL), made no second one.
     assert _subscriptions(rsandbox) == [] or _subscriptions(rsandbox)[0]["id"] == subscription["id"]
-    _check_exactly_once(rsandbox, keys, serve.state)
+    # The kill may land while a contact is in doubt: that run is held for a person.
+    errors = _check_exactly_once(rsandbox, keys, serve.state, held=None)
+    assert all("contact" in error for error in errors), errors
     assert "Traceback" not in serve.output()
 
 
