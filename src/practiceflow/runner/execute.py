@@ -200,7 +200,8 @@ class Runner(StepRunner):
             "payload": found.payload,
         }
         handled = event if mark_handled else None
-        if self._find_run(event.event_id) is None:
+        existing = self._find_run(event.event_id)
+        if existing is None:
             # A new run: created, with its @trigger entry, by its first commit.
             run_id = uuid.uuid4().hex
             state = _RunState(run_id, found.payload, self.store.now(), {})
@@ -209,9 +210,9 @@ class Runner(StepRunner):
                 return self._steps(state, event.event_id, created=True, handled=handled)
             except _LostRace:
                 logger.info("run of event %s: started by another runner", event.event_id)
-        existing = self._find_run(event.event_id)
-        if existing is None:  # pragma: no cover - a run is never deleted while it is driven
-            raise BugError(f"the run of event {event.event_id} vanished")
+            existing = self._find_run(event.event_id)
+            if existing is None:  # pragma: no cover - a run is never deleted while driven
+                raise BugError(f"the run of event {event.event_id} vanished")
         # A run started without its event (by an older practiceflow, say) gets it now.
         if self.store.get_step(existing, TRIGGER_STEP) is None:
             self.store.step_skipped(existing, TRIGGER_STEP, origin)
