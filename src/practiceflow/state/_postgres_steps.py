@@ -6,12 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 
 from practiceflow.state.rows import StepStatus
-from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
+from practiceflow.state.steps import (
+    STEP_FIELDS,
+    StepChange,
+    fold_step_changes,
+    journal_sql,
+    step_row_sql,
+)
 
 __all__ = ["apply_step_changes"]
 
@@ -40,27 +46,15 @@ def apply_step_changes(
         BugError: a move is illegal.
     """
     write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
-    # Column names are fixed or checked by the encoder (see StepWrite); values are parameters.
-    columns = write.columns
-    if current is None:
-        columns.update(run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0])
-        names = ", ".join(columns)
-        marks = ", ".join(_placeholder(name) for name in columns)
-        db.execute(f"INSERT INTO pf_steps ({names}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
-    else:
-        sets = [f"{name} = {_placeholder(name)}" for name in columns]
-        if write.sends:
-            sets.append(f"attempts = attempts + {write.sends:d}")
-        db.execute(
-            f"UPDATE pf_steps SET {', '.join(sets)} WHERE run_id = %s AND step_id = %s",  # noqa: S608
-            (*columns.values(), run_id, step_id),
-        )
+    sql, params = step_row_sql(
+        write, run_id, step_id, current, stamps[0], table="pf_steps", mark=_placeholder
+    )
+    db.execute(sql, params)
     with db.cursor() as cursor:
-        cursor.executemany(
-            "INSERT INTO pf_step_journal (run_id, step_id, from_status, to_status, at, who,"
-            " note, detail) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::json)",
-            write.journal,
-        )
+        cursor.executemany(_JOURNAL_INSERT, write.journal)
+
+
+_JOURNAL_INSERT: Final = journal_sql("pf_step_journal", "%s", "%s::json")
 
 
 def _placeholder(column: str) -> str:

@@ -13,12 +13,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from practiceflow.errors import BugError, ConfigError, StoreError
 from practiceflow.state._sqlite_schema import LATEST_VERSION, MIGRATIONS
 from practiceflow.state.rows import StepStatus
-from practiceflow.state.steps import StepChange, fold_step_changes
+from practiceflow.state.steps import StepChange, fold_step_changes, journal_sql, step_row_sql
 
 __all__ = ["SQLiteDatabase", "apply_step_changes", "no_run"]
 
@@ -228,6 +228,9 @@ class _Atomic:
     durable: bool
 
 
+_JOURNAL_INSERT: Final = journal_sql("step_journal", "?", "?")
+
+
 def no_run(run_id: str) -> BugError:
     return BugError(f"run {run_id} does not exist; start_run first")
 
@@ -256,28 +259,14 @@ def apply_step_changes(
         BugError: a move is illegal, or the run does not exist.
     """
     write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
-    # Column names are fixed or checked by the encoder (see StepWrite); values are parameters.
-    columns = write.columns
-    if current is None:
-        columns.update(run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0])
-        names, marks = ", ".join(columns), ", ".join("?" * len(columns))
-        try:
-            db.execute(f"INSERT INTO steps ({names}) VALUES ({marks})", tuple(columns.values()))  # noqa: S608
-        except sqlite3.IntegrityError as exc:
-            # The run's foreign key: the only constraint the values could break here.
-            if "FOREIGN KEY" not in str(exc):  # pragma: no cover - defensive.
-                raise
-            raise no_run(run_id) from None
-    else:
-        sets = [f"{name} = ?" for name in columns]
-        if write.sends:
-            sets.append(f"attempts = attempts + {write.sends:d}")
-        db.execute(
-            f"UPDATE steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?",  # noqa: S608
-            (*columns.values(), run_id, step_id),
-        )
-    db.executemany(
-        "INSERT INTO step_journal (run_id, step_id, from_status, to_status, at, who, note,"
-        " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        write.journal,
+    sql, params = step_row_sql(
+        write, run_id, step_id, current, stamps[0], table="steps", mark=lambda _: "?"
     )
+    try:
+        db.execute(sql, params)
+    except sqlite3.IntegrityError as exc:
+        # The run's foreign key: the only constraint an INSERT's values could break here.
+        if current is not None or "FOREIGN KEY" not in str(exc):  # pragma: no cover
+            raise
+        raise no_run(run_id) from None
+    db.executemany(_JOURNAL_INSERT, write.journal)
