@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,18 +23,31 @@ def _event(number: int, payload: object = None) -> NewEvent:
 
 
 class CountingStore(SQLiteStore):
-    """A SQLite store that remembers the batches it was asked to record."""
+    """A SQLite store that remembers the batches it was asked to record, and where.
+
+    ``calls`` lists every batch, tried at once (on the event loop) or recorded (by the
+    writer thread); ``where`` says which, with the thread that did it.
+    """
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.calls: list[list[str]] = []
+        self.where: list[tuple[str, int]] = []
         self.fail_with: Exception | None = None
 
     def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
         self.calls.append([event.event_id for event in events])
+        self.where.append(("writer", threading.get_ident()))
         if self.fail_with is not None:
             raise self.fail_with
         return super().record_events(events)
+
+    def try_record_events(self, events: Sequence[NewEvent]) -> list[bool] | None:
+        self.calls.append([event.event_id for event in events])
+        self.where.append(("loop", threading.get_ident()))
+        if self.fail_with is not None:
+            raise self.fail_with
+        return super().try_record_events(events)
 
 
 @pytest.fixture
@@ -124,8 +139,11 @@ def test_one_bad_event_fails_alone(store: CountingStore) -> None:
     assert outcomes[0] is True
     assert outcomes[2] is True
     assert isinstance(outcomes[1], BugError)
-    # The batch failed as a whole, then each event was recorded on its own.
-    assert store.calls == [["evt-1", "evt-2", "evt-3"], ["evt-1"], ["evt-2"], ["evt-3"]]
+    # The batch failed as a whole on the loop, then in the writer thread, which then
+    # recorded each event on its own.
+    batch = ["evt-1", "evt-2", "evt-3"]
+    assert store.calls == [batch, batch, ["evt-1"], ["evt-2"], ["evt-3"]]
+    assert [where for where, _ in store.where] == ["loop"] + ["writer"] * 4
     assert _commits(store.path) == 2
 
 
@@ -144,3 +162,75 @@ def test_bad_settings_are_refused(store: CountingStore) -> None:
         GroupCommit(store, max_batch=0)
     with pytest.raises(BugError, match="max_wait"):
         GroupCommit(store, max_wait=-1)
+
+
+def test_a_batch_is_committed_on_the_event_loop_when_nothing_holds_the_lock(
+    store: CountingStore,
+) -> None:
+    group = GroupCommit(store)
+    loop_thread = threading.get_ident()
+    try:
+        outcomes = asyncio.run(_record_all(group, [_event(1), _event(2), _event(1)]))
+    finally:
+        group.close()
+    assert outcomes == [True, True, False]
+    # No cross-thread hand-over: the loop's own thread committed, and no writer started.
+    assert store.where == [("loop", loop_thread)]
+    assert group._writer is None
+    assert _commits(store.path) == 2
+
+
+def test_a_locked_database_sends_the_batch_to_the_writer_and_the_loop_goes_on(
+    store: CountingStore,
+) -> None:
+    # Another process's writer holds the lock for a while.
+    holder = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO cursors VALUES ('x', 'y', 'z', '2026-01-01T00:00:00Z')")
+    release = threading.Timer(0.4, lambda: holder.execute("COMMIT"))
+    group = GroupCommit(store)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    async def scenario() -> tuple[bool, float]:
+        ticking = asyncio.create_task(ticker())
+        started = time.monotonic()
+        release.start()
+        outcome = await group.record(_event(1))
+        ticking.cancel()
+        return outcome, time.monotonic() - started
+
+    try:
+        outcome, waited = asyncio.run(scenario())
+    finally:
+        release.join()
+        group.close()
+        holder.close()
+    assert outcome is True
+    assert waited >= 0.35  # answered only once committed, after the lock was released
+    assert ticks >= 10  # the event loop kept running while the writer waited
+    assert [where for where, _ in store.where] == ["loop", "writer"]
+    assert store.where[1][1] != threading.get_ident()
+    assert _commits(store.path) == 1
+
+
+def test_the_store_records_nothing_at_once_while_another_writer_holds_the_lock(
+    store: CountingStore,
+) -> None:
+    holder = sqlite3.connect(store.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    try:
+        assert store.try_record_events([_event(1)]) is None
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert time.monotonic() - started < 1  # failed at once, not after the busy timeout
+    assert _commits(store.path) == 0
+    assert store.try_record_events([_event(1)]) == [True]  # the lock free: at once
+    assert _commits(store.path) == 1

@@ -89,8 +89,15 @@ class SQLiteDatabase:
         except sqlite3.OperationalError as exc:
             raise self._store_error(exc) from exc
 
-    def _open_conn(self) -> sqlite3.Connection:
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+    def _open_conn(self, *, wait: bool = True) -> sqlite3.Connection:
+        """This thread's connection; with ``wait=False`` its second one, which never waits.
+
+        The second connection fails at once with ``SQLITE_BUSY`` where the first would wait
+        for another writer, and commits with ``synchronous = FULL``: it is for durable
+        writes made where waiting would stall others (the receiver's event loop).
+        """
+        attribute = "connection" if wait else "nowait_connection"
+        connection: sqlite3.Connection | None = getattr(self._local, attribute, None)
         if self._closed:
             message = f"state store {self.path} is closed; open it again to use it"
             raise BugError(message)
@@ -100,11 +107,13 @@ class SQLiteDatabase:
             connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             connection.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
             connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute(f"PRAGMA synchronous = {'NORMAL' if wait else 'FULL'}")
             connection.execute("PRAGMA foreign_keys = ON")
+            if not wait:
+                connection.execute("PRAGMA busy_timeout = 0")
             with self._lock:
                 self._connections.append(connection)
-            self._local.connection = connection
+            setattr(self._local, attribute, connection)
         return connection
 
     def _synchronous(self, connection: sqlite3.Connection, level: str) -> None:

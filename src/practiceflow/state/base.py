@@ -174,6 +174,17 @@ class StateStore(ABC):
             For each event, in order, ``True`` when recorded, ``False`` when seen.
         """
 
+    def try_record_events(self, events: Sequence[NewEvent]) -> list[bool] | None:
+        """:meth:`record_events` when it can be done at once, else ``None`` (nothing done).
+
+        At once means without waiting for another writer's lock or for a network: the
+        webhook receiver commits a batch on its event loop this way, which saves two
+        cross-thread wake-ups per batch, and hands the batch to a worker thread when this
+        returns ``None``. It still waits for the disk (the fsync). A store over a network
+        never can: this default returns ``None``.
+        """
+        return None
+
     @abstractmethod
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None

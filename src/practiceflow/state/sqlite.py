@@ -189,6 +189,28 @@ class SQLiteStore(SQLiteDatabase, StateStore):
             raise self._store_error(exc) from exc
         return first_occurrences(rows, inserted)
 
+    def try_record_events(self, events: Sequence[NewEvent]) -> list[bool] | None:
+        """See :meth:`StateStore.try_record_events`: ``None`` while another writer works.
+
+        The same single statement as :meth:`record_events`, on this thread's second
+        connection, which fails at once rather than wait for the write lock.
+        """
+        if getattr(self._local, "atomic", None) is not None:
+            return None  # inside a transaction of this thread's own: not a separate commit
+        rows = event_rows(events, self._stamp)
+        if not rows:
+            return []
+        sql = _INSERT_EVENTS_HEAD + ", ".join([_EVENT_VALUES] * len(rows)) + _INSERT_EVENTS_TAIL
+        try:
+            connection = self._open_conn(wait=False)
+            inserted = connection.execute(sql, [value for row in rows for value in row]).fetchall()
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", None)
+            if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc):
+                return None  # nothing was written: the statement is its own transaction
+            raise self._store_error(exc) from exc
+        return first_occurrences(rows, inserted)
+
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None
     ) -> bool:
