@@ -7,7 +7,9 @@ and reads its integration ids (a read). The runner journals every step (SQLite W
 commit that marks a write ``sent`` is fsynced before the request leaves, see
 ``practiceflow.state.sqlite``) and masks personal data; the script just sends the two
 requests. The runner side is what ``practiceflow run`` does with events already stored
-(``Service.drain``). Target: the runner within 1.5x of the script's time per event.
+(``Service.drain``), with a client of its own whose requests are counted for the console
+(``RequestLog``), as ``practiceflow run`` does. Target: the runner within 1.5x of the
+script's time per event.
 
 Both are warmed up, then alternated round by round on the same sandbox (which grows as
 they go); the ratio printed is the median of the rounds' ratios.
@@ -33,6 +35,7 @@ from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, RunOutcome, validate_recipe
 from practiceflow.runner.service import Service
 from practiceflow.state import open_store
+from practiceflow.state.request_log import RequestLog
 
 HERE = Path(__file__).resolve().parent
 TOKEN = "bench-admin-token"
@@ -146,14 +149,21 @@ def main() -> None:
         client_id, secret = _credentials(url)
         with (
             Client(client_id, secret, base_url=url + "/anz", limits=LIMITS) as client,
+            Client(client_id, secret, base_url=url + "/anz", limits=LIMITS) as runs,
             tempfile.TemporaryDirectory() as folder,
         ):
             registry = load_modules([HERE.parent / "tests" / "runner" / "modules"])
             path = Path(folder) / "bench.yaml"
             path.write_text(RECIPE, encoding="utf-8")
             recipe = validate_recipe(path, registry=registry)
-            with open_store(str(Path(folder) / "state.db")) as store:
-                one = Runner(recipe, store, client, practice=client.settings.client_id)
+            with (
+                open_store(str(Path(folder) / "state.db")) as store,
+                RequestLog(store, client_id) as counted,
+            ):
+                # The runner's side is set up as `practiceflow run` sets it up: a client of
+                # its own, whose admitted requests are counted for the console's chart.
+                runs.budget.on_admit(counted.admitted)
+                one = Runner(recipe, store, runs, practice=client_id)
                 bench = Service([one], store)
                 # Warm both up (connections, caches, compiled templates, the store's pages).
                 _script(client, 10, 10_000_000)

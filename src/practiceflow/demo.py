@@ -34,6 +34,7 @@ from practiceflow.manifest import load_modules
 from practiceflow.runner import TRIGGER_STEP, PriorityBudget, Runner, validate_recipe
 from practiceflow.runner.intake import TriggerIntake
 from practiceflow.state import StateStore, open_store
+from practiceflow.state.request_log import RequestLog
 from practiceflow.testing import running_sandbox
 
 __all__ = ["main"]
@@ -107,74 +108,78 @@ def main() -> int:
             client_id, secret, base_url=sandbox.base_url("anz"), budget=PriorityBudget()
         )
         practice = client_id
-        client.budget.on_admit(lambda: store.record_request(practice))  # the budget chart
-        console.print(f"sandbox on {sandbox.url}; state store {folder}/state.db")
-        can_write = client.validate().can_write
+        with RequestLog(store, practice) as counted:
+            client.budget.on_admit(counted.admitted)  # the console's budget chart
+            console.print(f"sandbox on {sandbox.url}; state store {folder}/state.db")
+            can_write = client.validate().can_write
 
-        # -- 1. webhook: accepted proposal -> bill -> eForm -----------------------------
-        first = validate_recipe(
-            _recipe_path("proposal_to_bill_and_eform.yaml"), registry=registry, can_write=can_write
-        )
-        intake = TriggerIntake([first], store, client, practice, public_url="local")
-        intake.start()
-        server = intake.server
-        console.print(
-            f"subscribed {first.trigger.key!r}; receiver on {server.url if server else '?'}"
-        )
-        proposal = _pick_proposal(sandbox)
-        sandbox.admin("POST", f"/_admin/proposals/{proposal['proposalKey']}/accept")
-        console.print(f"accepted proposal {proposal['proposalKey']} through the admin surface")
-        if not _wait_for_event(store, practice, first.trigger.key, timeout=5):
-            console.print("[red]no delivery arrived within 5 s[/]")
+            # -- 1. webhook: accepted proposal -> bill -> eForm -----------------------------
+            first = validate_recipe(
+                _recipe_path("proposal_to_bill_and_eform.yaml"),
+                registry=registry,
+                can_write=can_write,
+            )
+            intake = TriggerIntake([first], store, client, practice, public_url="local")
+            intake.start()
+            server = intake.server
+            console.print(
+                f"subscribed {first.trigger.key!r}; receiver on {server.url if server else '?'}"
+            )
+            proposal = _pick_proposal(sandbox)
+            sandbox.admin("POST", f"/_admin/proposals/{proposal['proposalKey']}/accept")
+            console.print(f"accepted proposal {proposal['proposalKey']} through the admin surface")
+            if not _wait_for_event(store, practice, first.trigger.key, timeout=5):
+                console.print("[red]no delivery arrived within 5 s[/]")
+                intake.stop()
+                return 1
+            console.print("signed delivery received, verified and stored")
+            outcomes = Runner(first, store, client, practice=practice).process_pending()
+            for outcome in outcomes:
+                console.print(_run_table(store, outcome.run_id, first.name))
+            first_run = outcomes[0].run_id
+
+            # -- 2. receiver down: changes behind its back; polling catches up ---------------
             intake.stop()
-            return 1
-        console.print("signed delivery received, verified and stored")
-        outcomes = Runner(first, store, client, practice=practice).process_pending()
-        for outcome in outcomes:
-            console.print(_run_table(store, outcome.run_id, first.name))
-        first_run = outcomes[0].run_id
+            console.print("receiver stopped and unsubscribed")
+            fourth = validate_recipe(
+                _recipe_path("new_client_integrations_to_jsonl.yaml"),
+                registry=registry,
+                can_write=can_write,
+            )
+            poller = TriggerIntake([fourth], store, client, practice)
+            poller.poll_once()  # the first poll starts "from now": no flood of history
+            for name in ("Harbour Trust", "Ridge Partners"):
+                body = {"entityType": "Company", "entityName": name, "clientStatus": "Active"}
+                sandbox.admin("POST", "/_admin/entities", body)
+            console.print("two clients created behind the runner's back (admin surface)")
+            found = poller.poll_once()
+            console.print(f"polling caught up: {found} new client event(s)")
+            out = Path(folder) / "client_integrations.jsonl"
+            runner = Runner(fourth, store, client, practice=practice)
+            with contextlib.chdir(Path(folder)):
+                outcomes = runner.process_pending()
+            for outcome in outcomes:
+                console.print(_run_table(store, outcome.run_id, fourth.name))
+            written = Path(folder) / "out" / out.name
+            if written.exists():
+                for line in written.read_text().splitlines():
+                    console.print(json.loads(line))
+            poller.stop()
 
-        # -- 2. receiver down: changes behind its back; polling catches up ---------------
-        intake.stop()
-        console.print("receiver stopped and unsubscribed")
-        fourth = validate_recipe(
-            _recipe_path("new_client_integrations_to_jsonl.yaml"),
-            registry=registry,
-            can_write=can_write,
-        )
-        poller = TriggerIntake([fourth], store, client, practice)
-        poller.poll_once()  # the first poll starts "from now": no flood of history
-        for name in ("Harbour Trust", "Ridge Partners"):
-            body = {"entityType": "Company", "entityName": name, "clientStatus": "Active"}
-            sandbox.admin("POST", "/_admin/entities", body)
-        console.print("two clients created behind the runner's back (admin surface)")
-        found = poller.poll_once()
-        console.print(f"polling caught up: {found} new client event(s)")
-        out = Path(folder) / "client_integrations.jsonl"
-        runner = Runner(fourth, store, client, practice=practice)
-        with contextlib.chdir(Path(folder)):
-            outcomes = runner.process_pending()
-        for outcome in outcomes:
-            console.print(_run_table(store, outcome.run_id, fourth.name))
-        written = Path(folder) / "out" / out.name
-        if written.exists():
-            for line in written.read_text().splitlines():
-                console.print(json.loads(line))
-        poller.stop()
-
-        # -- 3. the run console: the same runs, in a browser -----------------------------
-        context = ConsoleContext(store, practice, [first, fourth])
-        server_console = ConsoleServer(context, port=0).start()
-        try:
-            run_page = f"{server_console.url}runs/{first_run}"
-            console.print(f"run console on {server_console.url} (the first run: {run_page})")
-            shot, reason = screenshot(run_page, SCREENSHOT.resolve())
-            if shot is None:
-                console.print(f"no screenshot: {reason}")
-            else:
-                console.print(f"screenshot of the run page: {shot}")
-        finally:
-            server_console.stop()
+            # -- 3. the run console: the same runs, in a browser -----------------------------
+            counted.flush()  # the budget chart counts every request so far
+            context = ConsoleContext(store, practice, [first, fourth])
+            server_console = ConsoleServer(context, port=0).start()
+            try:
+                run_page = f"{server_console.url}runs/{first_run}"
+                console.print(f"run console on {server_console.url} (the first run: {run_page})")
+                shot, reason = screenshot(run_page, SCREENSHOT.resolve())
+                if shot is None:
+                    console.print(f"no screenshot: {reason}")
+                else:
+                    console.print(f"screenshot of the run page: {shot}")
+            finally:
+                server_console.stop()
         client.close()
     console.rule(f"done in {time.monotonic() - started:.1f} s; sandbox and receiver stopped")
     return 0

@@ -362,6 +362,16 @@ def test_request_counts_since_a_time_per_practice(store: StateStore, clock: Fake
     assert store.request_counts("nobody", clock.start) == 0
 
 
+def test_requests_counted_together_go_in_one_call(store: StateStore, clock: FakeClock) -> None:
+    times = [clock.start + timedelta(seconds=n) for n in range(5)]
+    store.record_requests(P, times)
+    store.record_requests(P, [])  # nothing to write: no error
+
+    assert store.request_counts(P, clock.start) == 5
+    assert store.request_counts(P, clock.start + timedelta(seconds=3)) == 2
+    assert store.request_counts(Q, clock.start) == 0
+
+
 def test_purge_requests_forgets_old_records(store: StateStore, clock: FakeClock) -> None:
     store.record_request(P, at=clock.start - timedelta(days=3))
     store.record_request(P)

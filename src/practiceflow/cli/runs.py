@@ -43,6 +43,7 @@ from practiceflow.runner.plan import plan as make_plan
 from practiceflow.runner.report import brief, detail, outcomes_table
 from practiceflow.runner.service import Intake, Service
 from practiceflow.state import RunRecord, StateStore, open_store
+from practiceflow.state.request_log import RequestLog
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "KILL_ENV", "open_state", "plan", "run", "runs", "serve"]
 
@@ -208,8 +209,8 @@ def run(
         _serve([recipe], practice, state, modules_dirs, api)
         return
     client, recipes, key = _connect(api, [recipe], modules_dirs, practice)
-    with client, open_state(state) as store:
-        client.budget.on_admit(lambda: store.record_request(key))  # the console's budget chart
+    with client, open_state(state) as store, RequestLog(store, key) as counted:
+        client.budget.on_admit(counted.admitted)  # the console's budget chart
         runner = Runner(recipes[0], store, client, practice=key, on_point=_kill_hook())
         outcomes: list[RunOutcome] = []
         service = Service([runner], store, _intake(recipes, store, client, key))
@@ -255,8 +256,8 @@ def _serve(
     if listen is not None:
         check_bind(listen[0], console_token)  # refuse before any request is sent
     client, recipes, key = _connect(api, paths, modules_dirs, practice)
-    with client, open_state(state) as store:
-        client.budget.on_admit(lambda: store.record_request(key))  # the console's budget chart
+    with client, open_state(state) as store, RequestLog(store, key) as counted:
+        client.budget.on_admit(counted.admitted)  # the console's budget chart
         kill = _kill_hook()
         runners = [Runner(recipe, store, client, practice=key, on_point=kill) for recipe in recipes]
         intake = _intake(recipes, store, client, key)

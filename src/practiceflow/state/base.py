@@ -489,9 +489,13 @@ class StateStore(ABC):
 
     # --- rate budget bookkeeping ------------------------------------------------------------
 
-    @abstractmethod
     def record_request(self, practice: str, at: datetime | None = None) -> None:
         """Count one request sent with a practice's credentials (for reports)."""
+        self.record_requests(practice, [self.now() if at is None else at])
+
+    @abstractmethod
+    def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
+        """Count several requests, sent at ``times``, in one commit (see ``RequestLog``)."""
 
     @abstractmethod
     def request_counts(self, practice: str, since: datetime) -> int:

@@ -607,11 +607,13 @@ class PostgresStore(StateStore):
 
     # --- rate budget bookkeeping ------------------------------------------------------------
 
-    def record_request(self, practice: str, at: datetime | None = None) -> None:
-        """See :meth:`StateStore.record_request`."""
-        stamp = self._stamp(at, "at")
-        with self._tx() as db:
-            db.execute("INSERT INTO pf_requests (practice, at) VALUES (%s, %s)", (practice, stamp))
+    def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
+        """See :meth:`StateStore.record_requests`."""
+        rows = [(practice, self._stamp(at, "at")) for at in times]
+        if not rows:
+            return
+        with self._tx() as db, db.cursor() as cursor:
+            cursor.executemany("INSERT INTO pf_requests (practice, at) VALUES (%s, %s)", rows)
 
     def request_counts(self, practice: str, since: datetime) -> int:
         """See :meth:`StateStore.request_counts`."""

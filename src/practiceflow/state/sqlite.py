@@ -554,11 +554,13 @@ class SQLiteStore(SQLiteDatabase, StateStore):
 
     # --- rate budget bookkeeping ------------------------------------------------------------
 
-    def record_request(self, practice: str, at: datetime | None = None) -> None:
-        """See :meth:`StateStore.record_request`."""
-        stamp = self._stamp(at, "at")
+    def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
+        """See :meth:`StateStore.record_requests`."""
+        rows = [(practice, self._stamp(at, "at")) for at in times]
+        if not rows:
+            return
         with self._write() as db:
-            db.execute("INSERT INTO requests (practice, at) VALUES (?, ?)", (practice, stamp))
+            db.executemany("INSERT INTO requests (practice, at) VALUES (?, ?)", rows)
 
     def request_counts(self, practice: str, since: datetime) -> int:
         """See :meth:`StateStore.request_counts`."""
