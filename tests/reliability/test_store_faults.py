@@ -111,17 +111,19 @@ class DiskFull:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.on = False
         self.threads: set[str] | None = None
-        original = SQLiteStore._conn
+        original = SQLiteStore._open_conn
         full = self
 
-        def conn(store: SQLiteStore) -> sqlite3.Connection:
-            connection = original(store)
+        # Every connection of the store comes from _open_conn: each thread's, and its second
+        # one that never waits for a lock (the receiver's commits on its event loop).
+        def conn(store: SQLiteStore, *, wait: bool = True) -> sqlite3.Connection:
+            connection = original(store, wait=wait)
             name = threading.current_thread().name
             if full.on and (full.threads is None or any(t in name for t in full.threads)):
                 return _FullConnection(connection)  # type: ignore[return-value]
             return connection
 
-        monkeypatch.setattr(SQLiteStore, "_conn", conn)
+        monkeypatch.setattr(SQLiteStore, "_open_conn", conn)
 
 
 @pytest.fixture
@@ -141,8 +143,9 @@ def test_disk_full_at_the_receiver_refuses_deliveries_until_space_returns(
     serve = InProcessService(rsandbox, _recipe(tmp_path), tmp_path / "state.db").start()
     try:
         wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 20, "subscribe")
-        # The receiver's threads: its group commit's writer and its worker threads.
-        disk_full.threads = {"pf-group-commit", "AnyIO"}
+        # The receiver's threads: its event loop (which commits when the lock is free), its
+        # group commit's writer (when it is not) and its worker threads.
+        disk_full.threads = {"pf-receiver", "pf-group-commit", "AnyIO"}
         disk_full.on = True
         with caplog.at_level(logging.WARNING):
             keys = set(create_clients(rsandbox, 2, "Full"))
