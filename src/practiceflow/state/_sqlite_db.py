@@ -20,7 +20,13 @@ from practiceflow.state._sqlite_schema import LATEST_VERSION, MIGRATIONS
 from practiceflow.state.rows import StepStatus
 from practiceflow.state.steps import StepChange, fold_step_changes, journal_sql, step_row_sql
 
-__all__ = ["SQLiteDatabase", "apply_step_changes", "no_run"]
+__all__ = ["SQLiteDatabase", "apply_step_changes", "is_busy", "no_run"]
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused because another connection holds a lock (nothing was done)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
 
 
 class SQLiteDatabase:
@@ -68,7 +74,7 @@ class SQLiteDatabase:
         """What an operational failure of SQLite means to the user (no raw traceback)."""
         reason = str(exc)
         code = getattr(exc, "sqlite_errorcode", None)
-        if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in reason:
+        if is_busy(exc):
             message = (
                 f"state database {self.path} is locked by another process (waited "
                 f"{self._busy_timeout_ms / 1000:g} s); stop the other practiceflow process "

@@ -30,12 +30,13 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import ClassVar, Final, Self, cast
+from typing import Any, ClassVar, Final, Self, cast
 
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state._sqlite_db import (
     SQLiteDatabase,
     apply_step_changes,
+    is_busy,
     no_run,
 )
 from practiceflow.state._sqlite_schema import (
@@ -90,6 +91,14 @@ _INSERT_EVENTS_HEAD: Final = (
 _EVENT_VALUES: Final = "(?, ?, ?, ?, ?, ?, ?)"
 _INSERT_EVENTS_TAIL: Final = " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
 _DEFAULT_BUSY_TIMEOUT_MS: Final = 10_000
+
+
+def _insert_events(rows: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
+    """The one INSERT of a batch of :func:`event_rows`, and its parameters."""
+    sql = _INSERT_EVENTS_HEAD + ", ".join([_EVENT_VALUES] * len(rows)) + _INSERT_EVENTS_TAIL
+    return sql, [value for row in rows for value in row]
+
+
 _STEP_STATUS: Final = "SELECT status FROM steps WHERE run_id = ? AND step_id = ?"
 _RUN_EXISTS: Final = "SELECT 1 FROM runs WHERE run_id = ?"
 
@@ -169,8 +178,7 @@ class SQLiteStore(SQLiteDatabase, StateStore):
         rows = event_rows(events, self._stamp)
         if not rows:
             return []
-        sql = _INSERT_EVENTS_HEAD + ", ".join([_EVENT_VALUES] * len(rows)) + _INSERT_EVENTS_TAIL
-        params = [value for row in rows for value in row]
+        sql, params = _insert_events(rows)
         # One statement for the batch. DO NOTHING without a target covers both unique keys,
         # the event id and the signature, within the batch too.
         if getattr(self._local, "atomic", None) is not None:
@@ -200,13 +208,11 @@ class SQLiteStore(SQLiteDatabase, StateStore):
         rows = event_rows(events, self._stamp)
         if not rows:
             return []
-        sql = _INSERT_EVENTS_HEAD + ", ".join([_EVENT_VALUES] * len(rows)) + _INSERT_EVENTS_TAIL
+        sql, params = _insert_events(rows)
         try:
-            connection = self._open_conn(wait=False)
-            inserted = connection.execute(sql, [value for row in rows for value in row]).fetchall()
+            inserted = self._open_conn(wait=False).execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
-            code = getattr(exc, "sqlite_errorcode", None)
-            if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc):
+            if is_busy(exc):
                 return None  # nothing was written: the statement is its own transaction
             raise self._store_error(exc) from exc
         return first_occurrences(rows, inserted)
