@@ -123,7 +123,8 @@ class GroupCommit:
         while not self._busy and self._pending and loop is not None:
             batch = self._pending[: self.max_batch]
             self._pending = self._pending[self.max_batch :]
-            outcomes = self._commit_here([event for event, _ in batch])
+            events = [event for event, _ in batch]
+            outcomes = self._commit_here(events)
             if outcomes is not None:
                 self._finish(batch, outcomes)
                 continue
@@ -132,7 +133,7 @@ class GroupCommit:
                 # One writer thread: commits never contend with each other, and the loop
                 # goes on reading the deliveries of the next batch meanwhile.
                 self._writer = ThreadPoolExecutor(1, thread_name_prefix="pf-group-commit")
-            done = loop.run_in_executor(self._writer, self._commit, [e for e, _ in batch])
+            done = loop.run_in_executor(self._writer, self._commit, events)
             done.add_done_callback(functools.partial(self._settled, batch))
 
     def _settled(self, batch: list[_Item], finished: asyncio.Future[list[_Outcome]]) -> None:
