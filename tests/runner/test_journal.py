@@ -5,7 +5,9 @@ with its event marked handled); both read the same in the history."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import pytest
 
 from pgserver import shared_server
 from practiceflow.api import Client
+from practiceflow.errors import StoreError
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import TRIGGER_STEP, Runner, validate_recipe
 from practiceflow.state import StateStore, StepStatus, open_store
@@ -295,3 +298,116 @@ def test_a_run_another_runner_created_first_is_driven_as_it_left_it_not_sent_aga
     history = store.step_history(first.run_id, "client")
     assert [t.to_status for t in history] == ["pending", "sent", "succeeded"]
     assert store.pending_events(practice) == []
+
+
+class _WatchedCommits:
+    """Wraps a store's ``atomic``: notes when each durable block's commit has returned, and
+    holds its ``before_commit`` hook until the work it started has begun (so that the
+    overlap the runner asks for is seen, not left to thread timing); may fail the commit."""
+
+    def __init__(self, store: StateStore, prepared: threading.Event, *, fail: bool = False):
+        self.store = store
+        self.prepared = prepared
+        self.fail = fail
+        self.committed = 0
+        self.inner = store.atomic
+
+    @contextmanager
+    def atomic(
+        self, *, durable: bool = False, before_commit: Callable[[], None] | None = None
+    ) -> Iterator[None]:
+        hook = before_commit
+
+        def held() -> None:
+            assert hook is not None
+            hook()
+            assert self.prepared.wait(5), "the request was not being built during the commit"
+            if self.fail:
+                raise StoreError("state database: the disk is full (test)")
+
+        with self.inner(durable=durable, before_commit=held if hook else None):
+            yield
+        if durable:
+            self.committed += 1
+
+
+def _watch(
+    monkeypatch: pytest.MonkeyPatch, store: StateStore, client: Client, *, fail: bool = False
+) -> tuple[_WatchedCommits, list[tuple[str, str, int]]]:
+    """Watch the store's commits and the client's prepare/send: each as (what, thread,
+    durable commits returned so far)."""
+    prepared = threading.Event()
+    watched = _WatchedCommits(store, prepared, fail=fail)
+    monkeypatch.setattr(store, "atomic", watched.atomic)
+    calls: list[tuple[str, str, int]] = []
+    prepare, send = client.prepare, client.send
+
+    def watched_prepare(*args: Any, **kwargs: Any) -> Any:
+        calls.append(("prepare", threading.current_thread().name, watched.committed))
+        prepared.set()
+        return prepare(*args, **kwargs)
+
+    def watched_send(call: Any) -> Any:
+        calls.append(("send " + call.method, threading.current_thread().name, watched.committed))
+        return send(call)
+
+    monkeypatch.setattr(client, "prepare", watched_prepare)
+    monkeypatch.setattr(client, "send", watched_send)
+    return watched, calls
+
+
+def test_a_writes_request_is_built_during_its_sent_commit_and_leaves_after_it(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    seen: dict[str, str | None] = {}
+    runner = _runner(tmp_path, registry, store, client, {"n": 7, "key": None}, seen)
+    _, calls = _watch(monkeypatch, store, client)
+
+    (outcome,) = runner.process_pending()
+
+    assert outcome.status == "succeeded"
+    (write_prepared, write_sent, read_prepared, read_sent) = calls
+    # The write's request is built in another thread while its `sent` commit is under
+    # way (no durable commit has returned yet), and leaves only once it has returned.
+    assert write_prepared[0] == "prepare"
+    assert write_prepared[1].startswith("pf-prepare")
+    assert write_prepared[2] == 0
+    assert write_sent == ("send POST", threading.current_thread().name, 1)
+    assert seen["sent:client"] == "sent"
+    # A read has no commit before it leaves: it is built and sent in the runner's thread.
+    assert read_prepared == ("prepare", threading.current_thread().name, 1)
+    assert read_sent[0] == "send GET"
+    created = fast_sandbox.admin("GET", "/_admin/records/entities")
+    assert [e["externalSystemID"] for e in created].count("journal-7") == 1
+
+
+def test_a_write_whose_sent_commit_fails_is_built_but_never_sent(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    seen: dict[str, str | None] = {}
+    runner = _runner(tmp_path, registry, store, client, {"n": 8, "key": None}, seen)
+    watched, calls = _watch(monkeypatch, store, client, fail=True)
+
+    (outcome,) = runner.process_pending()
+
+    assert outcome.status == "failed"
+    assert "disk is full" in str(outcome.error)
+    assert [what for what, _, _ in calls] == ["prepare"]  # built, never sent
+    assert watched.committed == 0
+    assert "sent:client" not in seen
+    created = fast_sandbox.admin("GET", "/_admin/records/entities")
+    assert "journal-8" not in [e["externalSystemID"] for e in created]
+    # The step is journaled failed, never sent: nothing is in doubt.
+    step = store.get_step(outcome.run_id, "client")
+    assert step is not None
+    assert (step.status, step.sent_at) == ("failed", None)

@@ -20,6 +20,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -58,13 +59,33 @@ from practiceflow.errors import (
     TransportError,
 )
 
-__all__ = ["AUTH_VALIDATE_PATH", "ApiResponse", "Client", "Download"]
+__all__ = ["AUTH_VALIDATE_PATH", "ApiResponse", "Client", "Download", "PreparedCall"]
 
 logger = logging.getLogger("practiceflow.api")
 
 AUTH_VALIDATE_PATH: Final = "/api/v1/auth/validate"
 _CHUNK: Final = 64 * 1024
 _USER_AGENT: Final = f"practiceflow/{__version__} python-requests/{requests.__version__}"
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """A request checked and built by :meth:`Client.prepare`; nothing is sent yet.
+
+    Attributes:
+        method: the HTTP method, upper case.
+        path: the path as given (under the base URL).
+        request: the request as it will leave: URL, headers (credentials included), body.
+        json: the JSON body as sent (None: no body).
+        settings: how it is sent (proxies, TLS verification, client certificate), from
+            the session and the environment.
+    """
+
+    method: str
+    path: str
+    request: requests.PreparedRequest = field(repr=False)
+    json: Any = field(repr=False)
+    settings: dict[str, Any] = field(repr=False)
 
 
 class Client:
@@ -253,15 +274,12 @@ class Client:
         Raises:
             ConfigError: the path, parameters or headers are invalid.
         """
-        verb, url, query, body, extra = self._prepare(method, path, params, json, headers)
-        request = requests.Request(verb, url, params=query, json=body, headers=extra)
-        request.auth = self._auth
-        prepared = self._session.prepare_request(request)
+        call = self._build(method, path, params, json, headers, stream=False)
         return {
-            "method": verb,
-            "url": prepared.url,
-            "headers": mask_headers(prepared.headers),
-            "json": body,
+            "method": call.method,
+            "url": call.request.url,
+            "headers": mask_headers(call.request.headers),
+            "json": call.json,
         }
 
     def request(
@@ -292,7 +310,53 @@ class Client:
             TransportError: no usable answer, after the retries allowed.
             InDoubtError: a write may have been acted on (timeout, 5xx, lost connection).
         """
-        response = self._send(method, path, params, json, headers, stream=False)
+        return self.send(self.prepare(method, path, params=params, json=json, headers=headers))
+
+    def prepare(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> PreparedCall:
+        """Check and build a request, to be sent later with :meth:`send`.
+
+        Nothing is sent and no rate budget is spent. :meth:`request` is ``prepare`` then
+        ``send``; the runner prepares a write while the journal entry that must precede it
+        is being made durable, and sends it after.
+
+        Args:
+            method: HTTP method.
+            path: path under the base URL, e.g. ``/api/v1/bills``.
+            params: query parameters (as for :meth:`request`).
+            json: JSON body (a pydantic model is dumped by alias).
+            headers: extra headers (never credentials).
+
+        Returns:
+            The :class:`PreparedCall`.
+
+        Raises:
+            ConfigError: the path, parameters, headers or body are invalid.
+        """
+        return self._build(method, path, params, json, headers, stream=False)
+
+    def send(self, call: PreparedCall) -> ApiResponse:
+        """Send a call made by :meth:`prepare` (with retries where safe), as :meth:`request`.
+
+        Args:
+            call: the prepared call.
+
+        Returns:
+            The :class:`ApiResponse`.
+
+        Raises:
+            ApiError: the API answered with an error status (a subclass per status).
+            TransportError: no usable answer, after the retries allowed.
+            InDoubtError: a write may have been acted on (timeout, 5xx, lost connection).
+        """
+        response = self._send_call(call)
         data, text = parse_body(response)
         return ApiResponse(response.status_code, response.headers, data, text)
 
@@ -457,6 +521,32 @@ class Client:
 
     # -- the send loop ----------------------------------------------------------------
 
+    def _build(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        json: Any,
+        headers: Mapping[str, str] | None,
+        *,
+        stream: bool,
+    ) -> PreparedCall:
+        """Check and build a request, credentials included, as ``requests`` would send it."""
+        verb, url, query, body, extra = self._prepare(method, path, params, json, headers)
+        request = requests.Request(verb, url, params=query, json=body, headers=extra)
+        request.auth = self._auth
+        try:
+            prepared = self._session.prepare_request(request)
+            settings = self._session.merge_environment_settings(
+                prepared.url, {}, stream, None, None
+            )
+        except UNSENDABLE as exc:
+            message = (
+                f"{verb} {log_path(path)}: the request could not be built: {unsendable_reason(exc)}"
+            )
+            raise ConfigError(message) from None
+        return PreparedCall(verb, path, prepared, body, dict(settings))
+
     def _send(
         self,
         method: str,
@@ -467,8 +557,13 @@ class Client:
         *,
         stream: bool,
     ) -> requests.Response:
-        verb, url, query, body, extra = self._prepare(method, path, params, json, headers)
-        where = log_path(path)
+        call = self._build(method, path, params, json, headers, stream=stream)
+        return self._send_call(call)
+
+    def _send_call(self, call: PreparedCall) -> requests.Response:
+        """The send loop: budget, send, retries where safe (the same request each time)."""
+        verb = call.method
+        where = log_path(call.path)
         read = is_read(verb)
         deadline = self._clock() + self.limits.max_wait
         failures = 0
@@ -477,17 +572,12 @@ class Client:
             self._budget.acquire(verb, where, deadline)
             started = time.perf_counter()
             try:
-                response = self._session.request(
-                    verb,
-                    url,
-                    params=query,
-                    json=body,
-                    headers=extra,
-                    auth=self._auth,
+                response = self._session.send(
+                    call.request,
                     timeout=self.timeout,
-                    stream=stream,
                     # Never follow redirects: the credential headers would travel along.
                     allow_redirects=False,
+                    **call.settings,
                 )
             except UNSENDABLE as exc:
                 message = (

@@ -10,12 +10,15 @@ ended. A write's ``pending`` and ``sent`` are one fsynced commit before it leave
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 from practiceflow.engine import run_action
 from practiceflow.errors import (
@@ -83,14 +86,60 @@ def error_json(exc: BaseException) -> dict[str, Any]:
     return data
 
 
+class _Preparing(Protocol):
+    """A client that can build a request ahead of sending it (:class:`~practiceflow.api.Client`)."""
+
+    def prepare(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any: ...
+
+    def send(self, call: Any) -> Any: ...
+
+
+@functools.cache
+def _can_prepare(kind: type) -> bool:
+    """Whether a client class builds requests ahead of sending them (cheaper than a
+    runtime protocol check on every request)."""
+    return all(callable(getattr(kind, name, None)) for name in ("prepare", "send"))
+
+
+_preparer: tuple[int, ThreadPoolExecutor] | None = None
+_preparer_lock = threading.Lock()
+
+
+def _preparer_pool() -> ThreadPoolExecutor:
+    """The threads that build writes' requests while their ``sent`` commit waits for the
+    disk (see :class:`_SendingClient`); this process's own (a forked child's pool would
+    count its parent's threads)."""
+    global _preparer
+    with _preparer_lock:
+        if _preparer is None or _preparer[0] != os.getpid():
+            _preparer = (os.getpid(), ThreadPoolExecutor(4, thread_name_prefix="pf-prepare"))
+        return _preparer[1]
+
+
+OnSend = Callable[[dict[str, Any], Callable[[], None] | None], None]
+
+
 class _SendingClient:
     """The client as the engine sees it: journals ``sent`` just before the request leaves.
 
     Reads made by an action's checks (``get``) pass straight through; the action's own
-    request (``request``) first calls ``on_send`` with what is about to be sent.
+    request (``request``) first calls ``on_send`` with what is about to be sent, and with
+    a callable that ``on_send`` passes on as the durable commit's ``before_commit``.
+    With a client that can prepare a request ahead (:class:`~practiceflow.api.Client`),
+    that callable has the request built in another thread while the commit's fsync holds
+    this one (it lets the other run); the request is sent once the commit has returned,
+    never before. Otherwise the request is built and sent after the commit.
     """
 
-    def __init__(self, inner: ClientLike, on_send: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, inner: ClientLike, on_send: OnSend) -> None:
         self._inner = inner
         self._on_send = on_send
         self.sent = False
@@ -104,11 +153,33 @@ class _SendingClient:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
-        self._on_send(
-            {"method": method, "path": path, "params": params, "json": json, "headers": headers}
-        )
+        described = {
+            "method": method,
+            "path": path,
+            "params": params,
+            "json": json,
+            "headers": headers,
+        }
+        inner = self._inner
+        if not _can_prepare(type(inner)):
+            self._on_send(described, None)
+            self.sent = True
+            return inner.request(method, path, params=params, json=json, headers=headers)
+        preparing = cast(_Preparing, inner)
+        started: list[Future[Any]] = []
+
+        def prepare() -> Any:
+            return preparing.prepare(method, path, params=params, json=json, headers=headers)
+
+        def ahead() -> None:
+            # Called just before the fsync: the other thread gets the interpreter while
+            # this one waits for the disk.
+            started.append(_preparer_pool().submit(prepare))
+
+        self._on_send(described, ahead)
         self.sent = True
-        return self._inner.request(method, path, params=params, json=json, headers=headers)
+        call = started[0].result() if started else prepare()
+        return preparing.send(call)
 
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         return self._inner.get(path, params=params)
@@ -189,7 +260,13 @@ class StepRunner:
                 self.store.mark_event_handled(self.practice, event.source, event.event_id)
 
     @contextmanager
-    def _committing(self, state: _RunState, *, durable: bool = False) -> Iterator[None]:
+    def _committing(
+        self,
+        state: _RunState,
+        *,
+        durable: bool = False,
+        before_commit: Callable[[], None] | None = None,
+    ) -> Iterator[None]:
         """One commit of the store calls made inside, after the run's creation (its first
         commit) and the reads' deferred moves (the history keeps the order things happened
         in).
@@ -198,7 +275,7 @@ class StepRunner:
             _LostRace: another runner created the run first; nothing was committed.
         """
         ends = self._ends
-        with self.store.atomic(durable=durable):
+        with self.store.atomic(durable=durable, before_commit=before_commit):
             if ends:
                 self._commit_ends(ends)
             if state.start is not None:
@@ -390,7 +467,7 @@ class StepRunner:
         # its outcome, with the run's next commit; a crash before that runs it again.
         held: list[StepChange] | None = None if action.needs_write else []
 
-        def on_send(request: dict[str, Any]) -> None:
+        def on_send(request: dict[str, Any], ahead: Callable[[], None] | None) -> None:
             moves: list[StepChange] = []
             # A held move keeps its own time: the history shows when the request left.
             at = None if held is None else self.store.now()
@@ -403,7 +480,7 @@ class StepRunner:
                 self._point(f"pending:{sid}")
             moves.append(StepChange.to_sent(durable=held is None, at=at))
             if held is None:
-                with self._committing(state, durable=True):
+                with self._committing(state, durable=True, before_commit=ahead):
                     self.store.change_step(run_id, sid, *moves)
             else:
                 held.extend(moves)
@@ -411,7 +488,7 @@ class StepRunner:
             self._point(f"sent:{sid}")
 
         if isinstance(action, LocalStep):
-            on_send({})
+            on_send({}, None)
             try:
                 output = action.func(data, LocalContext(run_id, sid))
             except PracticeflowError as exc:
@@ -439,7 +516,7 @@ class StepRunner:
         action: ActionModule,
         data: Any,
         journaled: list[StepStatus | None],
-        on_send: Callable[[dict[str, Any]], None],
+        on_send: OnSend,
         held: list[StepChange] | None,
     ) -> _Result:
         run_id = state.run_id

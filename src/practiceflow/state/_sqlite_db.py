@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,11 +155,14 @@ class SQLiteDatabase:
             raise self._store_error(exc) from exc
 
     @contextmanager
-    def atomic(self, *, durable: bool = False) -> Iterator[None]:
+    def atomic(
+        self, *, durable: bool = False, before_commit: Callable[[], None] | None = None
+    ) -> Iterator[None]:
         """See :meth:`StateStore.atomic`: one ``BEGIN IMMEDIATE`` ... ``COMMIT``.
 
         SQLite cannot change ``synchronous`` inside a transaction, so ``durable`` is fixed
-        when the block opens.
+        when the block opens. ``before_commit`` runs just before ``COMMIT``, during whose
+        fsync other threads run.
         """
         outer: _Atomic | None = getattr(self._local, "atomic", None)
         if outer is not None:
@@ -175,6 +178,8 @@ class SQLiteDatabase:
             self._local.atomic = _Atomic(connection, durable)
             try:
                 yield
+                if before_commit is not None:
+                    before_commit()
                 connection.execute("COMMIT")
             except BaseException:
                 if connection.in_transaction:

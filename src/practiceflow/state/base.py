@@ -103,7 +103,9 @@ class StateStore(ABC):
         """Release connections; the store cannot be used afterwards."""
 
     @contextmanager
-    def atomic(self, *, durable: bool = False) -> Iterator[None]:
+    def atomic(
+        self, *, durable: bool = False, before_commit: Callable[[], None] | None = None
+    ) -> Iterator[None]:
         """Make the calls inside one transaction, where the store can: one commit, all or none.
 
         Only an optimisation: every call keeps its own meaning, so a caller must be
@@ -116,8 +118,15 @@ class StateStore(ABC):
                 ``sent``, an event before its delivery is acknowledged): a store that
                 fixes durability when the transaction begins, as SQLite does, raises
                 :class:`BugError` for a durable call inside a block opened without it.
+            before_commit: called once the block's calls are made, just before the
+                commit (at the block's end where the store has no transaction; never when
+                the block raises; ignored by a block nested in another). Work that needs
+                no store can be started there to overlap the commit's wait for the disk.
+                If it raises, the transaction is rolled back.
         """
         yield
+        if before_commit is not None:
+            before_commit()
 
     def __enter__(self) -> Self:
         return self

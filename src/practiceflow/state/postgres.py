@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 import uuid
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Final, Self
@@ -195,9 +195,12 @@ class PostgresStore(StateStore):
             yield connection
 
     @contextmanager
-    def atomic(self, *, durable: bool = False) -> Iterator[None]:
+    def atomic(
+        self, *, durable: bool = False, before_commit: Callable[[], None] | None = None
+    ) -> Iterator[None]:
         """See :meth:`StateStore.atomic`: the calls inside share one pooled connection's
-        transaction. Every commit is durable here (``synchronous_commit = on``)."""
+        transaction. Every commit is durable here (``synchronous_commit = on``);
+        ``before_commit`` runs just before the commit's round trip to the server."""
         del durable
         if getattr(self._local, "atomic", None) is not None:
             yield
@@ -208,6 +211,8 @@ class PostgresStore(StateStore):
                 yield
             finally:
                 self._local.atomic = None
+            if before_commit is not None:
+                before_commit()
 
     def _one(self, sql: str, params: Iterable[Any] = ()) -> Any:
         with self._tx() as db:
