@@ -345,6 +345,8 @@ class Client:
     def send(self, call: PreparedCall) -> ApiResponse:
         """Send a call made by :meth:`prepare` (with retries where safe), as :meth:`request`.
 
+        A retry sends the same built request again (the credentials are fixed headers).
+
         Args:
             call: the prepared call.
 

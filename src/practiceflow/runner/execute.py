@@ -3,7 +3,8 @@
 The journal (:class:`~practiceflow.state.StateStore`) decides what has been done:
 
 * a write about to send is journaled ``pending`` with its rendered request (personal data
-  masked) and ``sent``, in one commit fsynced *before* the request leaves;
+  masked) and ``sent``, in one commit fsynced *before* the request leaves (the request is
+  built meanwhile, in another thread, while the fsync waits for the disk);
 * its answer makes it ``succeeded`` (with the output later steps read), ``failed`` (the API
   refused it, or it never left) or ``in_doubt`` (a write left and its outcome is unknown);
 * a read (or a local step) is safe to run again: its ``pending``, ``sent`` and outcome are
