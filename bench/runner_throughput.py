@@ -5,11 +5,11 @@ The sandbox runs in a separate process (so that its CPU is not counted as the ru
 with rate limits far above what the benchmark sends. The recipe creates a client (a write)
 and reads its integration ids (a read). The runner journals every step (SQLite WAL; the
 commit that marks a write ``sent`` is fsynced before the request leaves, see
-``practiceflow.state.sqlite``) and masks personal data; the script just sends the two
-requests. The runner side is what ``practiceflow run`` does with events already stored
-(``Service.drain``), with a client of its own whose requests are counted for the console
-(``RequestLog``), as ``practiceflow run`` does. Target: the runner within 1.5x of the
-script's time per event.
+``practiceflow.state.sqlite``, and the request is built in another thread meanwhile) and
+masks personal data; the script just sends the two requests. The runner side is what
+``practiceflow run`` does with events already stored (``Service.drain``), with a client of
+its own whose requests are counted for the console (``RequestLog``), as ``practiceflow
+run`` does. Target: the runner within 1.5x of the script's time per event.
 
 Both are warmed up, then alternated round by round on the same sandbox (which grows as
 they go); the ratio printed is the median of the rounds' ratios.
