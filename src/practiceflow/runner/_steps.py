@@ -10,7 +10,6 @@ ended. A write's ``pending`` and ``sent`` are one fsynced commit before it leave
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import threading
@@ -18,8 +17,9 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal
 
+from practiceflow.api.client import Client, PreparedCall
 from practiceflow.engine import run_action
 from practiceflow.errors import (
     ApiError,
@@ -86,29 +86,6 @@ def error_json(exc: BaseException) -> dict[str, Any]:
     return data
 
 
-class _Preparing(Protocol):
-    """A client that can build a request ahead of sending it (:class:`~practiceflow.api.Client`)."""
-
-    def prepare(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Any: ...
-
-    def send(self, call: Any) -> Any: ...
-
-
-@functools.cache
-def _can_prepare(kind: type) -> bool:
-    """Whether a client class builds requests ahead of sending them (cheaper than a
-    runtime protocol check on every request)."""
-    return all(callable(getattr(kind, name, None)) for name in ("prepare", "send"))
-
-
 _preparer: tuple[int, ThreadPoolExecutor] | None = None
 _preparer_lock = threading.Lock()
 
@@ -133,10 +110,11 @@ class _SendingClient:
     Reads made by an action's checks (``get``) pass straight through; the action's own
     request (``request``) first calls ``on_send`` with what is about to be sent, and with
     a callable that ``on_send`` passes on as the durable commit's ``before_commit``.
-    With a client that can prepare a request ahead (:class:`~practiceflow.api.Client`),
-    that callable has the request built in another thread while the commit's fsync holds
-    this one (it lets the other run); the request is sent once the commit has returned,
-    never before. Otherwise the request is built and sent after the commit.
+    With practiceflow's :class:`~practiceflow.api.Client`, which builds a request ahead
+    of sending it, that callable has the request built in another thread while the
+    commit's fsync holds this one (it lets the other run); the request is sent once the
+    commit has returned, never before. Another client builds and sends it after the
+    commit.
     """
 
     def __init__(self, inner: ClientLike, on_send: OnSend) -> None:
@@ -161,15 +139,14 @@ class _SendingClient:
             "headers": headers,
         }
         inner = self._inner
-        if not _can_prepare(type(inner)):
+        if not isinstance(inner, Client):
             self._on_send(described, None)
             self.sent = True
             return inner.request(method, path, params=params, json=json, headers=headers)
-        preparing = cast(_Preparing, inner)
-        started: list[Future[Any]] = []
+        started: list[Future[PreparedCall]] = []
 
-        def prepare() -> Any:
-            return preparing.prepare(method, path, params=params, json=json, headers=headers)
+        def prepare() -> PreparedCall:
+            return inner.prepare(method, path, params=params, json=json, headers=headers)
 
         def ahead() -> None:
             # Called just before the fsync: the other thread gets the interpreter while
@@ -179,7 +156,7 @@ class _SendingClient:
         self._on_send(described, ahead)
         self.sent = True
         call = started[0].result() if started else prepare()
-        return preparing.send(call)
+        return inner.send(call)
 
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         return self._inner.get(path, params=params)
