@@ -23,9 +23,11 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 ## test: lint, then the whole pytest suite (bytecode cached even where the environment
-## says not to: the suite starts the CLI in a subprocess many times)
+## says not to: the suite starts the CLI in a subprocess many times), in two worker
+## processes (the machine's two cores; a test file stays on one worker, so a module's
+## fixtures, such as the n8n build, run once)
 test: lint
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --dist loadfile
 
 ## bench: benchmarks that print figures (not tests)
 bench: $(STAMP)

@@ -8,10 +8,12 @@ the npm registry, fails these tests with a message saying so: never a silent ski
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +46,18 @@ def npm_ci(folder: Path) -> Path:
     Returns:
         Its node_modules folder.
     """
+    # Test workers running side by side (pytest-xdist) install one at a time; the lock
+    # file lives outside the repository (the connector folders are compared with exports).
+    key = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
+    with (Path(tempfile.gettempdir()) / f"practiceflow-npm-ci-{key}.lock").open("a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        try:
+            return _npm_ci(folder)
+        finally:
+            fcntl.flock(guard, fcntl.LOCK_UN)
+
+
+def _npm_ci(folder: Path) -> Path:
     lock = folder / "package-lock.json"
     digest = hashlib.sha256(lock.read_bytes()).hexdigest()
     modules = folder / "node_modules"
