@@ -491,7 +491,7 @@ class Client:
         attempt = 0
         while True:
             attempt += 1
-            response = self._send("GET", path, params, None, None, stream=True)
+            response = self._send_call(self._build("GET", path, params, None, None, stream=True))
             try:
                 return self._write_body(response, target)
             except requests.RequestException as exc:
@@ -548,19 +548,6 @@ class Client:
             )
             raise ConfigError(message) from None
         return PreparedCall(verb, path, prepared, body, dict(settings))
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        params: Mapping[str, Any] | None,
-        json: Any,
-        headers: Mapping[str, str] | None,
-        *,
-        stream: bool,
-    ) -> requests.Response:
-        call = self._build(method, path, params, json, headers, stream=stream)
-        return self._send_call(call)
 
     def _send_call(self, call: PreparedCall) -> requests.Response:
         """The send loop: budget, send, retries where safe (the same request each time)."""
