@@ -11,7 +11,10 @@ it reaches the journal point named in ``PRACTICEFLOW_TEST_KILL_AT``:
   doubt, the read-back finds nothing, it is sent (once);
 * ``answered:S``: the API acted and answered, the answer is not journaled: on restart the
   read-back finds the record and the step succeeds without a second send;
-* ``done:S``: the step is journaled ``succeeded``: it is never sent again.
+* ``done:S``: the answer is used; its success waits for the next commit or request (the
+  next write's ``sent`` carries it, the next read's flight commits it): on restart it is
+  found by reading back, as at ``answered:S``. At ``sent:S`` the step before is journaled
+  ``succeeded``, and it is never sent again.
 """
 
 from __future__ import annotations
@@ -106,11 +109,13 @@ def test_kill_9_at_each_boundary_then_restart_writes_exactly_once(
         steps = {step.step_id: step for step in store.get_steps(run.run_id)}
         assert [steps[s].status for s in STEPS] == ["succeeded"] * 3
         kind, step = point.split(":")
-        if kind == "answered":  # the API acted: found by reading back, not sent again
+        if kind in ("answered", "done"):  # acted, not journaled: found by reading back
             assert steps[step].resolved_by == RECONCILER
             assert "reconciled" in (steps[step].resolution_note or "")
         if kind == "sent":  # never left: read back, found absent, sent once
             assert "safe to retry" in (steps[step].resolution_note or "")
+            before = STEPS[: STEPS.index(step)]  # journaled `succeeded` with this `sent`
+            assert [steps[s].resolved_by for s in before] == [None] * len(before)
         assert not store.pending_events(env["PRACTICEFLOW_CLIENT_ID"])
 
 
@@ -125,8 +130,9 @@ def test_kill_9_while_the_first_runs_end_waits_for_the_next_commit(
     point: str,
     first_ended: bool,
 ):
-    # `run --once` drains in a batch: run 1's end (status, event handled) is committed
-    # with run 2's first commit, its write's `sent`.
+    # `run --once` drains in a batch: run 1's end (status, event handled, and the success
+    # of its last write, the bill) is committed with run 2's first commit, its write's
+    # `sent`, before that write leaves.
     state = tmp_path / "state.db"
     env = cli_env(fast_sandbox)
     practice = env["PRACTICEFLOW_CLIENT_ID"]
@@ -143,7 +149,10 @@ def test_kill_9_while_the_first_runs_end_waits_for_the_next_commit(
         pending = [event.event_id for event in store.pending_events(practice)]
         first = runs[refs[0]]
         steps = {step.step_id: step.status for step in store.get_steps(first.run_id)}
-        assert [steps[s] for s in STEPS] == ["succeeded"] * 3  # each write, as it answered
+        # Each write's success was carried by the next one's `sent`; the last one's waits
+        # with the run's end.
+        last = "succeeded" if first_ended else "sent"
+        assert [steps[s] for s in STEPS] == ["succeeded", "succeeded", last]
         if first_ended:
             assert first.status == "succeeded"
             assert pending == [refs[1]]
@@ -162,5 +171,8 @@ def test_kill_9_while_the_first_runs_end_waits_for_the_next_commit(
         assert [(o.event_id, o.status) for o in outcomes] == [(r, "succeeded") for r in resumed]
         assert not store.pending_events(practice)
         assert {run.status for run in store.list_runs()} == {"succeeded"}
+        bill = store.get_step(first.run_id, "bill")
+        assert bill is not None
+        assert bill.resolved_by == (None if first_ended else RECONCILER)  # found, not re-sent
     for ref in refs:
         assert _writes(fast_sandbox, ref) == {"client": 1, "convert": 1, "bill": 1}

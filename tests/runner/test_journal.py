@@ -1,7 +1,9 @@
 """What the journal holds while a step runs: a write is journaled ``pending`` and ``sent``
-(one fsynced commit) before its request leaves; a read, safe to send again, is journaled
-after its answer, with the run's next commit (the next write's ``sent``, or the run's end
-with its event marked handled); both read the same in the history."""
+(one fsynced commit) before its request leaves, and its success while the next request is
+in flight (or with the next write's ``sent``, or the run's end, whichever comes first); a
+read, safe to send again, is journaled after its answer, with the run's next commit (the
+next write's ``sent``, or the run's end with its event marked handled); both read the same
+in the history."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pgserver import shared_server
 from practiceflow.api import Client
 from practiceflow.errors import StoreError
 from practiceflow.manifest import ModuleRegistry
-from practiceflow.runner import TRIGGER_STEP, Runner, validate_recipe
+from practiceflow.runner import RECONCILER, TRIGGER_STEP, Runner, validate_recipe
 from practiceflow.state import StateStore, StepStatus, open_store
 from practiceflow.testing import SandboxHandle
 from runner._support import write_recipe
@@ -46,8 +48,10 @@ def _runner(
     payload: Any,
     seen: dict[str, str | None],
     steps: str = STEPS,
+    watch: str | None = None,
 ) -> Runner:
-    """A runner on one recorded event that notes each step's journaled status at each point."""
+    """A runner on one recorded event that notes at each point the journaled status of the
+    point's step (or of step ``watch``)."""
     recipe = validate_recipe(write_recipe(tmp_path, steps), registry=registry)
     practice = client.settings.client_id
     store.record_event(practice, recipe.trigger.key, "x", "ev-1", payload)
@@ -58,7 +62,7 @@ def _runner(
             seen[label] = "no run"
             return
         (run,) = runs
-        step = store.get_step(run.run_id, label.split(":", 1)[1])
+        step = store.get_step(run.run_id, watch or label.split(":", 1)[1])
         seen[label] = None if step is None else step.status
 
     return Runner(recipe, store, client, practice=practice, on_point=point)
@@ -81,7 +85,7 @@ def test_a_write_is_journaled_sent_before_it_leaves_a_read_with_its_answer(
         "pending:client": "no run",  # rendered, nothing journaled yet, not even the run
         "sent:client": "sent",  # committed, with the run, before the request leaves
         "answered:client": "sent",
-        "done:client": "succeeded",
+        "done:client": "sent",  # its success is committed while the read is in flight
         "pending:ids": None,
         "sent:ids": None,  # a read: journaled only with its answer
         "answered:ids": None,
@@ -99,6 +103,140 @@ def test_a_write_is_journaled_sent_before_it_leaves_a_read_with_its_answer(
         assert (step.attempts, step.sent_at is not None) == (1, True)
     # The event is journaled with the run, before any step.
     assert store.step_history(outcome.run_id)[0].step_id == TRIGGER_STEP
+
+
+def test_a_writes_success_is_committed_while_the_next_request_is_in_flight(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+):
+    seen: dict[str, str | None] = {}
+    payload = {"n": 11, "key": None}
+    runner = _runner(tmp_path, registry, store, client, payload, seen, watch="client")
+
+    (outcome,) = runner.process_pending()
+
+    assert outcome.status == "succeeded"
+    assert (seen["done:client"], seen["pending:ids"]) == ("sent", "sent")
+    assert seen["sent:ids"] == "sent"  # the read is about to leave; the success waits
+    assert seen["answered:ids"] == "succeeded"  # committed while the read was in flight
+    history = store.step_history(outcome.run_id, "client")
+    assert [t.to_status for t in history] == ["pending", "sent", "succeeded"]
+
+
+TWO_WRITES = """\
+  - id: first
+    use: create_client
+    with:
+      entityType: Company
+      entityName: "Journal first {{ trigger.n }}"
+      externalSystemID: "journal-first-{{ trigger.n }}"
+  - id: second
+    use: create_client
+    with:
+      entityType: Company
+      entityName: "Journal second {{ trigger.n }}"
+      externalSystemID: "journal-second-{{ trigger.n }}"
+"""
+
+
+def test_a_writes_success_rides_on_the_next_writes_sent_commit(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+):
+    seen: dict[str, str | None] = {}
+    payload = {"n": 12, "key": None}
+    runner = _runner(tmp_path, registry, store, client, payload, seen, TWO_WRITES, watch="first")
+
+    (outcome,) = runner.process_pending()
+
+    assert outcome.status == "succeeded"
+    assert (seen["done:first"], seen["pending:second"]) == ("sent", "sent")
+    # Committed with the second write's `sent`, before that request leaves: at most one
+    # write is ever found `sent` without its answer.
+    assert seen["sent:second"] == "succeeded"
+    # The run ends on a write: its success is committed with the run's end.
+    steps = {step.step_id: step.status for step in store.get_steps(outcome.run_id)}
+    assert (steps["first"], steps["second"]) == ("succeeded", "succeeded")
+    assert store.pending_events(client.settings.client_id) == []
+
+
+def test_a_commit_failing_while_the_read_is_in_flight_stops_the_run_and_nothing_repeats(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    seen: dict[str, str | None] = {}
+    runner = _runner(tmp_path, registry, store, client, {"n": 13, "key": None}, seen)
+    atomic = store.atomic
+    plain_commits: list[bool] = []
+
+    @contextmanager
+    def failing(
+        *, durable: bool = False, before_commit: Callable[[], None] | None = None
+    ) -> Iterator[None]:
+        if not durable:
+            plain_commits.append(True)
+            raise StoreError("state database: the disk is full (test)")
+        with atomic(durable=durable, before_commit=before_commit):
+            yield
+
+    monkeypatch.setattr(store, "atomic", failing)
+
+    with pytest.raises(StoreError, match="disk is full"):
+        runner.process_pending()
+
+    monkeypatch.undo()
+    assert plain_commits  # the client's success, in the read's flight, then on the way out
+    assert "answered:ids" not in seen  # the read's answer is dropped, not journaled
+    (run,) = store.list_runs()
+    step = store.get_step(run.run_id, "client")
+    assert step is not None
+    assert step.status == "sent"
+    # Run again: the write is in doubt, found by reading back, never sent twice.
+    (outcome,) = _runner(tmp_path, registry, store, client, {}, {}).process_pending()
+    assert (outcome.run_id, outcome.status) == (run.run_id, "succeeded")
+    step = store.get_step(run.run_id, "client")
+    assert step is not None
+    assert (step.status, step.resolved_by) == ("succeeded", RECONCILER)
+    created = fast_sandbox.admin("GET", "/_admin/records/entities")
+    assert [e["externalSystemID"] for e in created].count("journal-13") == 1
+
+
+def test_a_run_abandoned_by_an_unexpected_error_keeps_its_writes_success(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    seen: dict[str, str | None] = {}
+    runner = _runner(tmp_path, registry, store, client, {"n": 14, "key": None}, seen)
+    send = client.send
+
+    def broken_read(call: Any, **options: Any) -> Any:
+        if call.method == "GET":
+            raise RuntimeError("a bug in the read (test)")
+        return send(call, **options)
+
+    monkeypatch.setattr(client, "send", broken_read)
+
+    with pytest.raises(RuntimeError, match="a bug in the read"):
+        runner.process_pending()
+
+    (run,) = store.list_runs()
+    history = store.step_history(run.run_id, "client")
+    assert [t.to_status for t in history] == ["pending", "sent", "succeeded"]
+    assert store.get_step(run.run_id, "ids") is None
 
 
 def test_a_read_that_fails_is_journaled_pending_sent_failed_with_its_error(
@@ -347,9 +485,9 @@ def _watch(
         prepared.set()
         return prepare(*args, **kwargs)
 
-    def watched_send(call: Any) -> Any:
+    def watched_send(call: Any, **options: Any) -> Any:
         calls.append(("send " + call.method, threading.current_thread().name, watched.committed))
-        return send(call)
+        return send(call, **options)
 
     monkeypatch.setattr(client, "prepare", watched_prepare)
     monkeypatch.setattr(client, "send", watched_send)

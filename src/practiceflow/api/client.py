@@ -31,6 +31,8 @@ import requests
 from practiceflow import __version__
 from practiceflow.api.auth import make_auth, mask_headers, reject_credential_headers
 from practiceflow.api.config import AuthMethodName, Settings, load_settings
+from practiceflow.api.inflight import InFlightAdapter
+from practiceflow.api.inflight import while_waiting as while_waiting_for
 from practiceflow.api.models import CredentialCheck
 from practiceflow.api.paging import Page, iter_items, iter_pages
 from practiceflow.api.params import encode_params, utc_now
@@ -167,7 +169,12 @@ class Client:
             self.settings.auth_method, self.settings.client_id, self.settings.client_secret
         )
         self._owns_session = session is None
-        self._session = session or requests.Session()
+        if session is None:
+            session = requests.Session()
+            # Its connections let send()'s while_waiting work use the API's time.
+            for prefix in ("https://", "http://"):
+                session.mount(prefix, InFlightAdapter())
+        self._session = session
         self._budget = budget or RateBudget(limits, clock=clock, sleep=sleep)
         self.limits = self._budget.limits
         self._clock = clock or self._budget.clock
@@ -342,13 +349,20 @@ class Client:
         """
         return self._build(method, path, params, json, headers, stream=False)
 
-    def send(self, call: PreparedCall) -> ApiResponse:
+    def send(
+        self, call: PreparedCall, *, while_waiting: Callable[[], None] | None = None
+    ) -> ApiResponse:
         """Send a call made by :meth:`prepare` (with retries where safe), as :meth:`request`.
 
         A retry sends the same built request again (the credentials are fixed headers).
 
         Args:
             call: the prepared call.
+            while_waiting: work to do while the API works on the request: called once,
+                after the request is written and before its answer is read (or, where
+                that moment is not seen, such as with a session of your own, when the
+                exchange is over). Should it raise, its exception is raised by ``send``
+                once the exchange is over, and the answer is dropped.
 
         Returns:
             The :class:`ApiResponse`.
@@ -358,7 +372,8 @@ class Client:
             TransportError: no usable answer, after the retries allowed.
             InDoubtError: a write may have been acted on (timeout, 5xx, lost connection).
         """
-        response = self._send_call(call)
+        with while_waiting_for(while_waiting):
+            response = self._send_call(call)
         data, text = parse_body(response)
         return ApiResponse(response.status_code, response.headers, data, text)
 

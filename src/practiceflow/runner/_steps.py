@@ -4,8 +4,10 @@ journaled, and the commits that carry what waits for them.
 The journal's rules are those of :mod:`practiceflow.runner.execute`, whose
 :class:`~practiceflow.runner.Runner` (run-level: events, runs, batches) builds on
 :class:`StepRunner`. What waits for a run's next commit: a new run's creation (with its
-``@trigger`` entry), the moves of reads that answered, and, within a batch, runs that
-ended. A write's ``pending`` and ``sent`` are one fsynced commit before it leaves.
+``@trigger`` entry), the moves of reads that answered, a write's success, and, within a
+batch, runs that ended. A write's ``pending`` and ``sent`` are one fsynced commit before it
+leaves; what waits is committed while the next request is in flight, if no commit comes
+first.
 """
 
 from __future__ import annotations
@@ -115,12 +117,31 @@ class _SendingClient:
     commit's fsync holds this one (it lets the other run); the request is sent once the
     commit has returned, never before. Another client builds and sends it after the
     commit.
+
+    ``waiting`` (the journal's commit of what no request has to wait for) runs while the
+    API works on the request, with practiceflow's client; another client's request is
+    sent after it. An exception it raises is kept in :attr:`waiting_error`, for the
+    runner to raise once the action is over: it is the journal's failure, not the
+    step's.
     """
 
-    def __init__(self, inner: ClientLike, on_send: OnSend) -> None:
+    def __init__(
+        self, inner: ClientLike, on_send: OnSend, waiting: Callable[[], None] | None = None
+    ) -> None:
         self._inner = inner
         self._on_send = on_send
+        self._waiting = waiting
         self.sent = False
+        self.waiting_error: BaseException | None = None
+
+    def _wait_work(self) -> None:
+        waiting, self._waiting = self._waiting, None
+        if waiting is None:
+            return
+        try:
+            waiting()
+        except BaseException as exc:  # raised by the runner after the action
+            self.waiting_error = exc
 
     def request(
         self,
@@ -142,6 +163,9 @@ class _SendingClient:
         if not isinstance(inner, Client):
             self._on_send(described, None)
             self.sent = True
+            self._wait_work()
+            if self.waiting_error is not None:
+                raise _WaitingFailed
             return inner.request(method, path, params=params, json=json, headers=headers)
         started: list[Future[PreparedCall]] = []
 
@@ -156,7 +180,7 @@ class _SendingClient:
         self._on_send(described, ahead)
         self.sent = True
         call = started[0].result() if started else prepare()
-        return inner.send(call)
+        return inner.send(call, while_waiting=self._wait_work)
 
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         return self._inner.get(path, params=params)
@@ -185,6 +209,11 @@ class _LostRace(Exception):
     """Another runner created the run first; this attempt committed and sent nothing."""
 
 
+class _WaitingFailed(Exception):
+    """The journal's commit due before a request failed; the request was not sent (its
+    error is the :class:`_SendingClient`'s ``waiting_error``)."""
+
+
 @dataclass
 class _RunState:
     run_id: str
@@ -196,6 +225,10 @@ class _RunState:
     deferred: list[tuple[str, tuple[StepChange, ...]]] = field(default_factory=list)
     #: Set while the run exists only here: the run's next commit creates it.
     start: _Start | None = None
+    #: A write's outcome is among the deferred moves: it is committed while the next
+    #: request is in flight, or with the next commit if that comes first (a later
+    #: write's ``sent`` carries it), at the latest.
+    write_waits: bool = False
 
 
 @dataclass(frozen=True)
@@ -245,13 +278,17 @@ class StepRunner:
         before_commit: Callable[[], None] | None = None,
     ) -> Iterator[None]:
         """One commit of the store calls made inside, after the run's creation (its first
-        commit) and the reads' deferred moves (the history keeps the order things happened
-        in).
+        commit) and its deferred moves (the history keeps the order things happened in),
+        with the runs ended within a batch. A durable commit (a write's ``sent``) carries
+        only those whose last write's outcome waits (it is committed before a later write
+        leaves); the others wait for the request's flight (:meth:`_commit_waiting`).
 
         Raises:
             _LostRace: another runner created the run first; nothing was committed.
         """
         ends = self._ends
+        if ends and durable:
+            ends = [end for end in ends if end.state.write_waits]
         with self.store.atomic(durable=durable, before_commit=before_commit):
             if ends:
                 self._commit_ends(ends)
@@ -271,9 +308,37 @@ class StepRunner:
                 self.store.change_step(state.run_id, sid, *moves)
             yield
         if ends:
-            ends.clear()
+            self._forget_ends(ends)
         state.start = None
         state.deferred.clear()
+        state.write_waits = False
+
+    def _forget_ends(self, committed: list[_End]) -> None:
+        if self._ends is committed:
+            committed.clear()
+        elif self._ends is not None:
+            done = {id(end) for end in committed}
+            self._ends[:] = [end for end in self._ends if id(end) not in done]
+
+    def _commit_waiting(self, state: _RunState) -> None:
+        """Commit what no request has to wait for: runs ended within a batch, and this
+        run's deferred moves once a write's outcome is among them. Called while a request
+        is in flight (the API's time pays for it), and when a run is abandoned by an
+        exception."""
+        ends = self._ends
+        if not ends and not state.write_waits:
+            return
+        with self.store.atomic():
+            if ends:
+                self._commit_ends(ends)
+            if state.write_waits:
+                for sid, moves in state.deferred:
+                    self.store.change_step(state.run_id, sid, *moves)
+        if ends:
+            ends.clear()
+        if state.write_waits:
+            state.deferred.clear()
+            state.write_waits = False
 
     def _flush(self, state: _RunState) -> None:
         """Commit what waits for the run's next commit, if anything (the run's creation,
@@ -474,11 +539,23 @@ class StepRunner:
         return self._send(state, sid, step, action, data, journaled, on_send, held)
 
     def _journal(
-        self, state: _RunState, sid: str, held: list[StepChange] | None, outcome: StepChange
+        self,
+        state: _RunState,
+        sid: str,
+        held: list[StepChange] | None,
+        outcome: StepChange,
+        *,
+        succeeded: bool = False,
     ) -> None:
-        """Journal a step's outcome: a write's now; a read's, with the moves held before it,
-        with the run's next commit (see :meth:`_committing`)."""
+        """Journal a step's outcome: a read's with the moves held before it, with the run's
+        next commit (see :meth:`_committing`); a write's success while the next request is
+        in flight, or with the next commit if that comes first (see
+        :meth:`_commit_waiting`); any other outcome of a write now."""
         if held is None:
+            if succeeded:
+                state.deferred.append((sid, (outcome,)))
+                state.write_waits = True
+                return
             with self._committing(state):
                 self.store.change_step(state.run_id, sid, outcome)
             return
@@ -504,14 +581,18 @@ class StepRunner:
             if self.client is None:
                 error = {"message": "no API client configured", "kind": "config"}
                 return self._fail(state, sid, journaled[0], error, held)
-            proxy = _SendingClient(self.client, on_send)
+            proxy = _SendingClient(self.client, on_send, lambda: self._commit_waiting(state))
             try:
                 result = run_action(action, data, proxy)
+            except _WaitingFailed:
+                raise _raised(proxy.waiting_error) from None
             except InDoubtError as exc:
+                _raise_waiting_error(proxy)
                 self._journal(state, sid, held, StepChange.to_in_doubt(error_json(exc)))
                 self._point(f"in_doubt:{sid}")
                 return _Result("in_doubt")
             except (RateLimitError, ServerError, TransportError) as exc:
+                _raise_waiting_error(proxy)
                 retryable = not action.needs_write and attempt < attempts
                 if retryable and not self.stop.is_set():
                     logger.info("run %s step %s: %s; retrying", run_id, sid, exc)
@@ -519,12 +600,14 @@ class StepRunner:
                     continue
                 return self._fail(state, sid, journaled[0], error_json(exc), held)
             except PracticeflowError as exc:
+                _raise_waiting_error(proxy)
                 if proxy.sent and action.needs_write and not isinstance(exc, ApiError):
                     # The write was answered but the answer could not be used: it happened.
                     with self._committing(state):
                         self.store.step_in_doubt(run_id, sid, error_json(exc))
                     return _Result("held", None, {"step": sid, **error_json(exc)})
                 return self._fail(state, sid, journaled[0], error_json(exc), held)
+            _raise_waiting_error(proxy)
             self._point(f"answered:{sid}")
             for warning in result.warnings:
                 logger.warning("run %s step %s: %s", run_id, sid, warning)
@@ -541,7 +624,8 @@ class StepRunner:
     ) -> _Result:
         # Secrets never reach the journal; this run's later steps still get the value.
         run_id = state.run_id
-        self._journal(state, sid, held, StepChange.to_succeeded(mask_secrets(output, secret)))
+        outcome = StepChange.to_succeeded(mask_secrets(output, secret))
+        self._journal(state, sid, held, outcome, succeeded=True)
         logger.info(
             "run %s step %s succeeded",
             run_id,
@@ -550,6 +634,20 @@ class StepRunner:
         )
         self._point(f"done:{sid}")
         return _Result("ok", output)
+
+
+def _raised(error: BaseException | None) -> BaseException:
+    if error is None:  # pragma: no cover - _WaitingFailed is raised with its error kept
+        return BugError("the journal's commit failed with no error kept")
+    return error
+
+
+def _raise_waiting_error(proxy: _SendingClient) -> None:
+    """Raise the failure of the journal's commit made while the request was in flight:
+    the journal's failure comes before whatever the step met (and the step's answer,
+    not journaled, is dropped; a write's is in doubt on restart)."""
+    if proxy.waiting_error is not None:
+        raise proxy.waiting_error
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -6,7 +6,12 @@ The journal (:class:`~practiceflow.state.StateStore`) decides what has been done
   masked) and ``sent``, in one commit fsynced *before* the request leaves (the request is
   built meanwhile, in another thread, while the fsync waits for the disk);
 * its answer makes it ``succeeded`` (with the output later steps read), ``failed`` (the API
-  refused it, or it never left) or ``in_doubt`` (a write left and its outcome is unknown);
+  refused it, or it never left) or ``in_doubt`` (a write left and its outcome is unknown).
+  ``failed`` and ``in_doubt`` are committed at once; ``succeeded`` while the next request
+  is in flight (the API's time pays for the commit), or with the run's next commit if that
+  comes first. A later write's ``sent`` always carries it, so at most one write is ever
+  found ``sent`` without its answer; a crash before that commit leaves the write in doubt,
+  to be read back;
 * a read (or a local step) is safe to run again: its ``pending``, ``sent`` and outcome are
   journaled after it answered, with the next commit the run makes (the next write's
   ``sent``, or the run's end, with its event marked handled); the history reads the same,
@@ -17,7 +22,8 @@ The journal (:class:`~practiceflow.state.StateStore`) decides what has been done
   succeeds), absent (it is sent again), or unknown (the run is held for a person).
 
 Within :meth:`Runner.batch` (``practiceflow run`` and ``serve`` draining stored events), a
-run's end rides on the next run's first commit.
+run's end is committed while the next run's first request is in flight, or with its first
+commit (always with the next write's ``sent`` when the run ended on a write).
 
 A new run is created by its first commit (the first write's ``sent``, or the run's end),
 not before: a run stopped before anything was journaled leaves only its event, still pending.
@@ -159,11 +165,12 @@ class Runner(StepRunner):
         """Run several events, one commit fewer each, from one thread.
 
         Within, the end of a run that is already stored (its status, its event marked
-        handled, its reads' last moves) is committed with the next commit this runner
-        makes (the next run's first), and on leaving at the latest. Nothing a write did
-        waits: a write's ``sent`` and outcome are committed as always. A crash before that
-        commit leaves the run unfinished and its event pending: the run is resumed, and
-        only its reads after its last write are run again.
+        handled, its reads' last moves) is committed while the next request is in flight
+        or with the next commit this runner makes, and on leaving at the latest. A write's
+        ``sent`` never waits, and carries the ends that hold a write's success (a run that
+        ended on a write). A crash before that commit leaves the run unfinished and its
+        event pending: the run is resumed, only its reads after its last write are run
+        again, and a last write whose success was lost is read back.
         """
         if self._ends is not None:  # already batching
             yield
@@ -288,23 +295,38 @@ class Runner(StepRunner):
         log = {"run": run_id, "recipe": self.recipe.name, "event": event_id}
         logger.info("run %s: started", run_id, extra={"pf": {**log, "status": "running"}})
         with priority(Priority.EVENT):
-            for step in self.recipe.recipe.steps:
-                if self.stop.is_set():
-                    logger.info("run %s: stopped before %s", run_id, step.id, extra={"pf": log})
-                    self._flush(state)
-                    return RunOutcome(run_id, event_id, "running", created)
-                result = self._step(state, step, retry_failed)
-                if result.kind == "stopped":
-                    self._flush(state)
-                    return RunOutcome(run_id, event_id, "running", created)
-                if result.kind == "held":
-                    error = result.error
-                    return self._finish(state, event_id, "in_doubt", created, error, handled)
-                if result.kind == "failed" and step.on_error == "stop":
-                    error = result.error
-                    return self._finish(state, event_id, "failed", created, error, handled)
-                state.outputs[step.id] = result.output
+            try:
+                for step in self.recipe.recipe.steps:
+                    if self.stop.is_set():
+                        pf = {"pf": log}
+                        logger.info("run %s: stopped before %s", run_id, step.id, extra=pf)
+                        self._flush(state)
+                        return RunOutcome(run_id, event_id, "running", created)
+                    result = self._step(state, step, retry_failed)
+                    if result.kind == "stopped":
+                        self._flush(state)
+                        return RunOutcome(run_id, event_id, "running", created)
+                    if result.kind == "held":
+                        error = result.error
+                        return self._finish(state, event_id, "in_doubt", created, error, handled)
+                    if result.kind == "failed" and step.on_error == "stop":
+                        error = result.error
+                        return self._finish(state, event_id, "failed", created, error, handled)
+                    state.outputs[step.id] = result.output
+            except BaseException:
+                self._save_waiting(state)
+                raise
         return self._finish(state, event_id, "succeeded", created, None, handled)
+
+    def _save_waiting(self, state: _RunState) -> None:
+        """On the way out of an exception: commit a write's outcome that waits (else it
+        is in doubt when the run resumes), if the store still takes it."""
+        if not state.write_waits:
+            return
+        try:
+            self._commit_waiting(state)
+        except Exception as exc:  # the exception on its way out matters more
+            logger.warning("run %s: a step's outcome could not be journaled: %s", state.run_id, exc)
 
     def _finish(
         self,
