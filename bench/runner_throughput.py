@@ -5,7 +5,8 @@ The sandbox runs in a separate process (so that its CPU is not counted as the ru
 with rate limits far above what the benchmark sends. The recipe creates a client (a write)
 and reads its integration ids (a read). The runner journals every step (SQLite WAL; the
 commit that marks a write ``sent`` is fsynced before the request leaves, see
-``practiceflow.state.sqlite``, and the request is built in another thread meanwhile) and
+``practiceflow.state.sqlite``, and the request is built in another thread meanwhile; the
+write's success and the previous run's end are committed while a request is in flight) and
 masks personal data; the script just sends the two requests. The runner side is what
 ``practiceflow run`` does with events already stored (``Service.drain``), with a client of
 its own whose requests are counted for the console (``RequestLog``), as ``practiceflow
@@ -147,8 +148,14 @@ def _median(values: list[float]) -> float:
 def main() -> None:
     """Print events per second and CPU per step for the runner and the script."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=60, help="events per round")
-    parser.add_argument("--rounds", type=int, default=5, help="alternated rounds of each")
+    parser.add_argument("--events", type=int, default=100, help="events per round")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=9,
+        help="alternated rounds of each (9: a round's ratio swings on a shared machine; the "
+        "median of more is steadier)",
+    )
     parser.add_argument(
         "--latency",
         type=float,
