@@ -166,6 +166,127 @@ def test_a_writes_success_rides_on_the_next_writes_sent_commit(
     assert store.pending_events(client.settings.client_id) == []
 
 
+def test_a_runs_end_is_committed_while_the_next_runs_write_is_in_flight(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+):
+    recipe = validate_recipe(write_recipe(tmp_path, STEPS), registry=registry)
+    practice = client.settings.client_id
+    for n in (15, 16):
+        store.record_event(practice, recipe.trigger.key, "x", f"ev-{n}", {"n": n, "key": None})
+    first_run: list[str] = []
+    seen: list[tuple[str, str]] = []
+
+    def point(label: str) -> None:
+        runs = sorted(store.list_runs(), key=lambda run: run.created_at)
+        if label == "sent:client" and len(runs) == 1:
+            first_run.append(runs[0].run_id)
+        if first_run and len(runs) == 2:  # the second run exists: its write's `sent`
+            first = store.get_run(first_run[0])
+            assert first is not None
+            seen.append((label, first.status))
+
+    runner = Runner(recipe, store, client, practice=practice, on_point=point)
+    outcomes = runner.process_pending()
+
+    assert [o.status for o in outcomes] == ["succeeded", "succeeded"]
+    # Run 1 ended on a read: its end is not in run 2's fsynced `sent` commit, but is
+    # committed while run 2's write is in flight.
+    assert seen[:2] == [("sent:client", "pending"), ("answered:client", "succeeded")]
+    assert store.pending_events(practice) == []
+
+
+class _PlainClient:
+    """A client that is not practiceflow's :class:`Client` (sends with ``request``)."""
+
+    def __init__(self, inner: Client) -> None:
+        self.inner = inner
+        self.sent: list[str] = []
+
+    def request(self, method: str, path: str, **options: Any) -> Any:
+        self.sent.append(method)
+        return self.inner.request(method, path, **options)
+
+    def get(self, path: str, params: Any = None) -> Any:
+        return self.inner.get(path, params=params)
+
+    def describe_request(self, method: str, path: str, **options: Any) -> dict[str, Any]:
+        return self.inner.describe_request(method, path, **options)
+
+
+def test_with_another_client_what_waits_is_committed_before_the_next_request(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    plain = _PlainClient(client)
+    seen: dict[str, str | None] = {}
+    runner = _runner(
+        tmp_path, registry, store, client, {"n": 17, "key": None}, seen, watch="client"
+    )
+    runner.client = plain
+    sends_at_commit: list[list[str]] = []
+    atomic = store.atomic
+
+    @contextmanager
+    def watched(
+        *, durable: bool = False, before_commit: Callable[[], None] | None = None
+    ) -> Iterator[None]:
+        sends_at_commit.append(list(plain.sent))
+        with atomic(durable=durable, before_commit=before_commit):
+            yield
+
+    monkeypatch.setattr(store, "atomic", watched)
+
+    (outcome,) = runner.process_pending()
+
+    assert outcome.status == "succeeded"
+    assert plain.sent == ["POST", "GET"]
+    # The `sent` commit before the POST; the client's success after it, before the GET.
+    assert sends_at_commit[:2] == [[], ["POST"]]
+    assert (seen["sent:ids"], seen["answered:ids"]) == ("sent", "succeeded")
+
+
+def test_with_another_client_a_failing_commit_sends_nothing_more(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    plain = _PlainClient(client)
+    runner = _runner(tmp_path, registry, store, client, {"n": 18, "key": None}, {})
+    runner.client = plain
+    atomic = store.atomic
+
+    @contextmanager
+    def failing(
+        *, durable: bool = False, before_commit: Callable[[], None] | None = None
+    ) -> Iterator[None]:
+        if not durable:
+            raise StoreError("state database: the disk is full (test)")
+        with atomic(durable=durable, before_commit=before_commit):
+            yield
+
+    monkeypatch.setattr(store, "atomic", failing)
+
+    with pytest.raises(StoreError, match="disk is full"):
+        runner.process_pending()
+
+    assert plain.sent == ["POST"]  # the read never left
+    (run,) = store.list_runs()
+    step = store.get_step(run.run_id, "client")
+    assert step is not None
+    assert step.status == "sent"
+
+
 def test_a_commit_failing_while_the_read_is_in_flight_stops_the_run_and_nothing_repeats(
     fast_sandbox: SandboxHandle,
     client: Client,
