@@ -166,6 +166,25 @@ def test_a_writes_success_rides_on_the_next_writes_sent_commit(
     assert store.pending_events(client.settings.client_id) == []
 
 
+def _fail_plain_commits(monkeypatch: pytest.MonkeyPatch, store: StateStore) -> list[bool]:
+    """Fail every commit that is not durable (disk full); returns one entry per attempt."""
+    atomic = store.atomic
+    attempts: list[bool] = []
+
+    @contextmanager
+    def failing(
+        *, durable: bool = False, before_commit: Callable[[], None] | None = None
+    ) -> Iterator[None]:
+        if not durable:
+            attempts.append(True)
+            raise StoreError("state database: the disk is full (test)")
+        with atomic(durable=durable, before_commit=before_commit):
+            yield
+
+    monkeypatch.setattr(store, "atomic", failing)
+    return attempts
+
+
 def test_a_runs_end_is_committed_while_the_next_runs_write_is_in_flight(
     fast_sandbox: SandboxHandle,
     client: Client,
@@ -264,18 +283,7 @@ def test_with_another_client_a_failing_commit_sends_nothing_more(
     plain = _PlainClient(client)
     runner = _runner(tmp_path, registry, store, client, {"n": 18, "key": None}, {})
     runner.client = plain
-    atomic = store.atomic
-
-    @contextmanager
-    def failing(
-        *, durable: bool = False, before_commit: Callable[[], None] | None = None
-    ) -> Iterator[None]:
-        if not durable:
-            raise StoreError("state database: the disk is full (test)")
-        with atomic(durable=durable, before_commit=before_commit):
-            yield
-
-    monkeypatch.setattr(store, "atomic", failing)
+    _fail_plain_commits(monkeypatch, store)
 
     with pytest.raises(StoreError, match="disk is full"):
         runner.process_pending()
@@ -297,20 +305,7 @@ def test_a_commit_failing_while_the_read_is_in_flight_stops_the_run_and_nothing_
 ):
     seen: dict[str, str | None] = {}
     runner = _runner(tmp_path, registry, store, client, {"n": 13, "key": None}, seen)
-    atomic = store.atomic
-    plain_commits: list[bool] = []
-
-    @contextmanager
-    def failing(
-        *, durable: bool = False, before_commit: Callable[[], None] | None = None
-    ) -> Iterator[None]:
-        if not durable:
-            plain_commits.append(True)
-            raise StoreError("state database: the disk is full (test)")
-        with atomic(durable=durable, before_commit=before_commit):
-            yield
-
-    monkeypatch.setattr(store, "atomic", failing)
+    plain_commits = _fail_plain_commits(monkeypatch, store)
 
     with pytest.raises(StoreError, match="disk is full"):
         runner.process_pending()
