@@ -49,15 +49,30 @@ def test_state_db_locked_by_another_process_is_a_clear_transient_error(
     rsandbox: SandboxHandle, tmp_path: Path
 ):
     state = tmp_path / "state.db"
-    open_store(str(state)).close()
+    with open_store(str(state)) as store:
+        run_id, _ = store.start_run("p", "recipe", "e1")
+        store.step_pending(run_id, "form", {"use": "send_eform"})
+        store.step_sent(run_id, "form")
+        store.step_in_doubt(run_id, "form", {"reason": "no answer"})
+    resolve = ("runs", "resolve", run_id, "--step", "form", "--as", "done", "--who", "ops")
     locker = subprocess.Popen(  # noqa: S603 - a fixed script of ours
         [sys.executable, "-c", LOCKER, str(state), "20"], stdout=subprocess.PIPE, text=True
     )
     try:
         assert locker.stdout is not None
         assert locker.stdout.readline().strip() == "locked"
+        # Reading never waits for the writer: opening the store takes no write lock
+        # when its schema is current.
+        listed = subprocess.run(  # noqa: S603 - our own CLI
+            practiceflow("runs", "list", "--state", str(state), "--json"),
+            env=cli_env(rsandbox),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         done = subprocess.run(  # noqa: S603 - our own CLI
-            practiceflow("runs", "list", "--state", str(state)),
+            practiceflow(*resolve, "--state", str(state)),
             env=cli_env(rsandbox),
             capture_output=True,
             text=True,
@@ -69,15 +84,21 @@ def test_state_db_locked_by_another_process_is_a_clear_transient_error(
         locker.wait(timeout=10)
         if locker.stdout is not None:
             locker.stdout.close()
-    # What the user sees: one line naming the file and the way out; exit 4 (transient).
+    assert listed.returncode == 0, listed.stderr
+    assert run_id in listed.stdout
+    # A write: one line naming the file and the way out; exit 4 (transient).
     assert done.returncode == 4, done.stderr
     assert "is locked by another process" in done.stderr
     assert str(state) in done.stderr
     assert "Traceback" not in done.stderr
     assert "sqlite3" not in done.stderr
+    with open_store(str(state)) as store:
+        step = store.get_step(run_id, "form")
+        assert step is not None
+        assert step.status == "in_doubt"  # nothing half-recorded
     # Once the other process is gone the same command works.
     again = subprocess.run(  # noqa: S603 - our own CLI
-        practiceflow("runs", "list", "--state", str(state), "--json"),
+        practiceflow(*resolve, "--state", str(state)),
         env=cli_env(rsandbox),
         capture_output=True,
         text=True,
@@ -85,6 +106,10 @@ def test_state_db_locked_by_another_process_is_a_clear_transient_error(
         check=False,
     )
     assert again.returncode == 0, again.stderr
+    with open_store(str(state)) as store:
+        step = store.get_step(run_id, "form")
+        assert step is not None
+        assert (step.status, step.resolved_by) == ("succeeded", "ops")
 
 
 class _FullConnection:

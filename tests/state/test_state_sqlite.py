@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from practiceflow.errors import ConfigError
+from practiceflow.errors import ConfigError, StoreError
 from practiceflow.state import SQLiteStore, StepChange, open_store
 from practiceflow.state._sqlite_schema import LATEST_VERSION
 from practiceflow.state.sqlite import sqlite_path
@@ -111,6 +111,40 @@ def test_schema_version_is_recorded_and_reopening_does_not_migrate_again(db_path
         assert store.get_cursor("p", "t") == "v"
     with sqlite3.connect(db_path) as raw:
         assert raw.execute("SELECT count(*) FROM schema_version").fetchone()[0] == 1
+
+
+def test_opening_a_current_database_takes_no_write_lock(db_path: Path) -> None:
+    with SQLiteStore(db_path) as store:
+        store.set_cursor("p", "t", "v")
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process's write transaction, left open
+    try:
+        # busy_timeout 0: a store that took the write lock to check its schema would fail.
+        with SQLiteStore(db_path, busy_timeout_ms=0) as store:
+            assert store.get_cursor("p", "t") == "v"
+            with pytest.raises(StoreError, match="locked by another process"):
+                store.set_cursor("p", "t", "w")
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def test_a_version_1_database_upgrade_waits_for_the_write_lock(db_path: Path) -> None:
+    with SQLiteStore(db_path):
+        pass
+    with sqlite3.connect(db_path) as raw:
+        raw.execute("DROP TABLE subscription_health")
+        raw.execute("UPDATE schema_version SET version = 1")
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="locked by another process"):
+            SQLiteStore(db_path, busy_timeout_ms=0)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    with SQLiteStore(db_path) as store:
+        assert store.schema_version == LATEST_VERSION
 
 
 def test_a_version_1_database_is_upgraded_in_place_keeping_its_data(db_path: Path) -> None:

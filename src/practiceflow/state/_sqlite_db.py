@@ -220,17 +220,13 @@ class SQLiteDatabase:
             raise self._store_error(exc) from exc
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
+        if self._schema_is_current(connection):
+            return
         with self._write():
             connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
             row = connection.execute("SELECT version FROM schema_version").fetchone()
             current = 0 if row is None else int(row[0])
-            if current > LATEST_VERSION:
-                message = (
-                    f"state database {self.path} has schema version {current}, newer than "
-                    f"the {LATEST_VERSION} this practiceflow knows; upgrade practiceflow, "
-                    "or use another state database"
-                )
-                raise ConfigError(message)
+            self._refuse_newer(current)
             for version in range(current + 1, LATEST_VERSION + 1):
                 for statement in MIGRATIONS[version]:
                     connection.execute(statement)
@@ -238,6 +234,29 @@ class SQLiteDatabase:
                 connection.execute("INSERT INTO schema_version VALUES (?)", (LATEST_VERSION,))
             elif current != LATEST_VERSION:
                 connection.execute("UPDATE schema_version SET version = ?", (LATEST_VERSION,))
+
+    def _schema_is_current(self, connection: sqlite3.Connection) -> bool:
+        """Whether the file already has this practiceflow's schema, read without the write
+        lock (in WAL a reader never waits for a writer), so that opening a store to read
+        it does not wait behind another process's write; a newer schema is refused."""
+        try:
+            row = connection.execute("SELECT version FROM schema_version").fetchone()
+        except sqlite3.OperationalError:
+            return False  # a new file (no table yet), or unreadable now: the write decides
+        if row is None:
+            return False
+        current = int(row[0])
+        self._refuse_newer(current)
+        return current == LATEST_VERSION
+
+    def _refuse_newer(self, current: int) -> None:
+        if current > LATEST_VERSION:
+            message = (
+                f"state database {self.path} has schema version {current}, newer than "
+                f"the {LATEST_VERSION} this practiceflow knows; upgrade practiceflow, "
+                "or use another state database"
+            )
+            raise ConfigError(message)
 
 
 @dataclass

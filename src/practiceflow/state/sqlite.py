@@ -17,7 +17,9 @@ Durability and concurrency choices, and why:
 * one connection per thread (SQLite connections must not be used by two threads at once);
   every write runs in ``BEGIN IMMEDIATE`` so that a read-then-write is never interleaved.
 * a ``schema_version`` table; migrations run on open, in one transaction, and a database
-  written by a newer practiceflow is refused rather than misread.
+  written by a newer practiceflow is refused rather than misread. A database already at
+  this schema is opened without the write lock (its version is read), so that reading
+  it, ``runs list`` say, never waits behind another process's write.
 
 The file is created readable by its owner only: it holds webhook secrets.
 """
