@@ -31,8 +31,7 @@ import requests
 from practiceflow import __version__
 from practiceflow.api.auth import make_auth, mask_headers, reject_credential_headers
 from practiceflow.api.config import AuthMethodName, Settings, load_settings
-from practiceflow.api.inflight import InFlightAdapter
-from practiceflow.api.inflight import while_waiting as while_waiting_for
+from practiceflow.api.inflight import InFlightAdapter, work_while_waiting
 from practiceflow.api.models import CredentialCheck
 from practiceflow.api.paging import Page, iter_items, iter_pages
 from practiceflow.api.params import encode_params, utc_now
@@ -372,7 +371,7 @@ class Client:
             TransportError: no usable answer, after the retries allowed.
             InDoubtError: a write may have been acted on (timeout, 5xx, lost connection).
         """
-        with while_waiting_for(while_waiting):
+        with work_while_waiting(while_waiting):
             response = self._send_call(call)
         data, text = parse_body(response)
         return ApiResponse(response.status_code, response.headers, data, text)

@@ -8,8 +8,8 @@ own: the API takes longer to answer than they take to commit.
 The moment is seen by the connections of :class:`InFlightAdapter`, which a
 :class:`~practiceflow.api.Client` mounts on the session it creates. Where it is not seen (a
 session of the caller's own, a proxy, a request that failed before it was written),
-:func:`while_waiting` calls the work once the exchange is over. Either way the work runs
-exactly once, on the sending thread, and an exception it raises is raised when the
+:func:`work_while_waiting` calls the work once the exchange is over. Either way the work
+runs exactly once, on the sending thread, and an exception it raises is raised when the
 exchange is over, never in the middle of reading the answer.
 """
 
@@ -25,7 +25,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.response import HTTPResponse
 
-__all__ = ["InFlightAdapter", "while_waiting"]
+__all__ = ["InFlightAdapter", "work_while_waiting"]
 
 _local = threading.local()
 
@@ -57,7 +57,7 @@ def _run_waiting() -> None:
 
 
 @contextmanager
-def while_waiting(work: Callable[[], None] | None) -> Iterator[None]:
+def work_while_waiting(work: Callable[[], None] | None) -> Iterator[None]:
     """Have ``work`` run while the API works on the request sent inside the block.
 
     It runs once: when the first request sent inside has been written, or else when the
@@ -101,8 +101,8 @@ class _TLSPool(HTTPSConnectionPool):
 
 class InFlightAdapter(HTTPAdapter):
     """``requests``' adapter whose connections run the waiting work of
-    :func:`while_waiting` once a request is written (direct connections; a proxy's are
-    left as they are)."""
+    :func:`work_while_waiting` once a request is written (direct connections; a proxy's
+    are left as they are)."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
