@@ -286,9 +286,10 @@ class StepRunner:
         Raises:
             _LostRace: another runner created the run first; nothing was committed.
         """
-        ends = self._ends
-        if ends and durable:
-            ends = [end for end in ends if end.state.write_waits]
+        pending = self._ends
+        ends = pending
+        if pending and durable:
+            ends = [end for end in pending if end.state.write_waits]
         with self.store.atomic(durable=durable, before_commit=before_commit):
             if ends:
                 self._commit_ends(ends)
@@ -307,18 +308,12 @@ class StepRunner:
             for sid, moves in state.deferred:
                 self.store.change_step(state.run_id, sid, *moves)
             yield
-        if ends:
-            self._forget_ends(ends)
+        if pending and ends:
+            # What was carried leaves the list; a durable commit carried only these.
+            pending[:] = [end for end in pending if durable and not end.state.write_waits]
         state.start = None
         state.deferred.clear()
         state.write_waits = False
-
-    def _forget_ends(self, committed: list[_End]) -> None:
-        if self._ends is committed:
-            committed.clear()
-        elif self._ends is not None:
-            done = {id(end) for end in committed}
-            self._ends[:] = [end for end in self._ends if id(end) not in done]
 
     def _commit_waiting(self, state: _RunState) -> None:
         """Commit what no request has to wait for: runs ended within a batch, and this
