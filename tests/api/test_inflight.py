@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,8 +38,11 @@ class _Server:
     release: threading.Event = field(default_factory=threading.Event)
 
 
-@pytest.fixture
-def server() -> Iterator[_Server]:
+TLS = Path(__file__).parent / "tls"  # a self-signed certificate for 127.0.0.1 (tests only)
+
+
+@contextmanager
+def _serving(*, tls: bool = False) -> Iterator[_Server]:
     state = _Server("")
 
     class Handler(BaseHTTPRequestHandler):
@@ -63,7 +69,12 @@ def server() -> Iterator[_Server]:
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/anz"
+    if tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(TLS / "cert.pem", TLS / "key.pem")
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    scheme = "https" if tls else "http"
+    state.url = f"{scheme}://127.0.0.1:{httpd.server_address[1]}/anz"
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
@@ -72,6 +83,12 @@ def server() -> Iterator[_Server]:
         state.release.set()
         httpd.shutdown()
         httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    with _serving() as state:
+        yield state
 
 
 def _client(server: _Server, **options: Any) -> Client:
@@ -114,6 +131,20 @@ def test_the_work_runs_once_the_request_reached_the_server_before_the_answer(
     assert notes == ["received"]
     assert (answer.status, answer.data) == (200, {"n": 1})
     assert server.arrived == ["POST /anz/api/v1/bills"]
+
+
+def test_the_work_runs_in_flight_over_tls_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The real API is HTTPS: its connections are the adapter's TLS ones, verified.
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(TLS / "cert.pem"))
+    notes: list[str] = []
+    with _serving(tls=True) as server, _client(server) as client:
+        answer = client.send(
+            client.prepare("POST", "/api/v1/bills", json={"a": 1}),
+            while_waiting=_work(server, notes),
+        )
+    assert server.url.startswith("https://")
+    assert notes == ["received"]
+    assert (answer.status, answer.data) == (200, {"n": 1})
 
 
 def test_the_work_runs_once_when_a_read_is_retried(server: _Server) -> None:
