@@ -85,10 +85,8 @@ class _Connection(HTTPConnection):
         return super().getresponse()
 
 
-class _TLSConnection(HTTPSConnection):
-    def getresponse(self) -> HTTPResponse:  # type: ignore[override]
-        _run_waiting()
-        return super().getresponse()
+class _TLSConnection(_Connection, HTTPSConnection):
+    """The TLS connection, with :class:`_Connection`'s ``getresponse``."""
 
 
 class _Pool(HTTPConnectionPool):

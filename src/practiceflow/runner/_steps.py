@@ -165,7 +165,7 @@ class _SendingClient:
             self.sent = True
             self._wait_work()
             if self.waiting_error is not None:
-                raise _WaitingFailed
+                raise self.waiting_error  # the request is not sent
             return inner.request(method, path, params=params, json=json, headers=headers)
         started: list[Future[PreparedCall]] = []
 
@@ -207,11 +207,6 @@ class _Start:
 
 class _LostRace(Exception):
     """Another runner created the run first; this attempt committed and sent nothing."""
-
-
-class _WaitingFailed(Exception):
-    """The journal's commit due before a request failed; the request was not sent (its
-    error is the :class:`_SendingClient`'s ``waiting_error``)."""
 
 
 @dataclass
@@ -320,20 +315,13 @@ class StepRunner:
         run's deferred moves once a write's outcome is among them. Called while a request
         is in flight (the API's time pays for it), and when a run is abandoned by an
         exception."""
-        ends = self._ends
-        if not ends and not state.write_waits:
-            return
-        with self.store.atomic():
-            if ends:
-                self._commit_ends(ends)
-            if state.write_waits:
-                for sid, moves in state.deferred:
-                    self.store.change_step(state.run_id, sid, *moves)
-        if ends:
-            ends.clear()
-        if state.write_waits:
-            state.deferred.clear()
-            state.write_waits = False
+        if state.write_waits:  # the run exists: its write's `sent` created it
+            with self._committing(state):
+                pass
+        elif self._ends:
+            with self.store.atomic():
+                self._commit_ends(self._ends)
+            self._ends.clear()
 
     def _flush(self, state: _RunState) -> None:
         """Commit what waits for the run's next commit, if anything (the run's creation,
@@ -579,8 +567,6 @@ class StepRunner:
             proxy = _SendingClient(self.client, on_send, lambda: self._commit_waiting(state))
             try:
                 result = run_action(action, data, proxy)
-            except _WaitingFailed:
-                raise _raised(proxy.waiting_error) from None
             except InDoubtError as exc:
                 _raise_waiting_error(proxy)
                 self._journal(state, sid, held, StepChange.to_in_doubt(error_json(exc)))
@@ -629,12 +615,6 @@ class StepRunner:
         )
         self._point(f"done:{sid}")
         return _Result("ok", output)
-
-
-def _raised(error: BaseException | None) -> BaseException:
-    if error is None:  # pragma: no cover - _WaitingFailed is raised with its error kept
-        return BugError("the journal's commit failed with no error kept")
-    return error
 
 
 def _raise_waiting_error(proxy: _SendingClient) -> None:
