@@ -1,19 +1,47 @@
-# Every target bootstraps .venv from pyproject.toml on a fresh machine; nothing is
-# installed by hand.
+# Every target bootstraps what it needs on a fresh machine; nothing is installed by hand.
+#
+# Python packages come from the lockfile (uv.lock, made by uv): `.venv` holds exactly the
+# locked versions of the package and its dev extras. pyproject.toml keeps open ranges for
+# people who install the wheel; `make lock` refreshes the lock within those ranges.
+# The machine parts the tests use (PostgreSQL server binaries, Debian's chromium) come from
+# .ci/system-deps, which does nothing when they are present.
 PYTHON ?= python3
-VENV := .venv
-PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+UV_VERSION := 0.13.8
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV ?= .venv
+PY = $(VENV)/bin/python
+STAMP = $(VENV)/.installed
+# uv never downloads an interpreter of its own: the machine's python3 is the one we use.
+export UV_PYTHON_DOWNLOADS := never
+export UV_LINK_MODE := copy
 
-.PHONY: demo test lint bench export node-deps clean
+.PHONY: demo test test-latest lint lock bench export node-deps system-deps clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	touch $(STAMP)
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+# --locked: the lock must agree with pyproject.toml (else: run `make lock`), and the venv
+# gets exactly what it pins.
+.venv/.installed: uv.lock pyproject.toml | $(UV)
+	UV_PROJECT_ENVIRONMENT=.venv $(UV) sync --locked --all-extras --python $(PYTHON) --quiet
+	touch $@
+
+# The newest releases allowed by pyproject.toml's ranges, no lock: see a breaking release
+# before the lock is bumped.
+.venv-latest/.installed: pyproject.toml | $(UV)
+	rm -rf .venv-latest
+	$(UV) venv --quiet --python $(PYTHON) .venv-latest
+	$(UV) pip install --quiet --python .venv-latest/bin/python --upgrade -e '.[dev]'
+	touch $@
+
+## system-deps: PostgreSQL server binaries and Debian's chromium, when missing
+system-deps:
+	@bash .ci/system-deps
 
 ## demo: run the sandbox and an example end to end (see README)
-demo: $(STAMP)
+demo: $(STAMP) system-deps
 	$(PY) -m practiceflow.demo
 
 ## lint: ruff (lint + format check) and mypy --strict on src/
@@ -22,12 +50,19 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 
-## test: lint, then the whole pytest suite (bytecode cached even where the environment
-## says not to: the suite starts the CLI in a subprocess many times), in two worker
-## processes (the machine's two cores; a test file stays on one worker, so a module's
-## fixtures, such as the n8n build, run once)
-test: lint
+## test: lint, then the whole pytest suite in two worker processes (the machine's two
+## cores; a test file stays on one worker, so a module's fixtures run once). Bytecode is
+## cached even where the environment says not to: the suite starts the CLI many times.
+test: lint system-deps
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --dist loadfile
+
+## test-latest: the same suite on a throw-away venv of the newest releases (not in CI)
+test-latest:
+	$(MAKE) test VENV=.venv-latest
+
+## lock: refresh uv.lock to the newest releases pyproject.toml allows
+lock: | $(UV)
+	$(UV) lock --upgrade --python $(PYTHON)
 
 ## bench: benchmarks that print figures (not tests)
 bench: $(STAMP)
@@ -46,4 +81,4 @@ node-deps:
 	cd connectors/n8n && npm ci --ignore-scripts --no-audit --no-fund
 
 clean:
-	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache
+	rm -rf .venv .venv-latest $(TOOLS) dist build .mypy_cache .ruff_cache .pytest_cache
