@@ -11,8 +11,8 @@ it. Durability settings are off (``fsync``, ``full_page_writes``): the server is
 away, and a client killed with SIGKILL still loses nothing the server acknowledged.
 
 The binaries are looked up on ``PATH``, then in ``/usr/lib/postgresql/*/bin``. Without
-them the PostgreSQL tests are skipped with the reason, except under CI (``CI`` set) where
-that is a failure: ``.ci/pg-setup`` installs PostgreSQL.
+them the PostgreSQL tests fail, never skip: ``make test`` installs them first
+(``.ci/system-deps``).
 """
 
 from __future__ import annotations
@@ -183,7 +183,11 @@ def shared_server() -> PostgresServer:
             try:
                 _shared = PostgresServer.start()
             except FileNotFoundError:
-                # Never a silent skip: the README says to install them (bash .ci/pg-setup).
-                pytest.fail("PostgreSQL binaries (initdb, pg_ctl) not found; run .ci/pg-setup")
+                # Never a silent skip: make test installs them (.ci/system-deps).
+                message = (
+                    "PostgreSQL server binaries (initdb, pg_ctl) not found; run "
+                    "'bash .ci/system-deps' (Debian: apt-get install -y postgresql)"
+                )
+                pytest.fail(message)
             atexit.register(_shared.stop)
         return _shared

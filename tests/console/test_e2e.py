@@ -118,7 +118,7 @@ def test_a_person_follows_a_run_resolves_its_step_and_sees_the_journal_change(
     tmp_path: Path,
 ):
     if not CHROMIUM.exists():
-        pytest.fail("Debian's chromium is missing: apt-get install -y chromium (.ci/run does)")
+        pytest.fail("Debian's chromium is missing: run 'bash .ci/system-deps' (make test does)")
     _, console, run_id = serving
     secret = client.settings.client_secret.reveal()
     with sync_api.sync_playwright() as playwright:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from practiceflow.manifest import yamlpos
 from practiceflow.manifest.yamlpos import YamlLoadError, format_path, load_yaml
@@ -92,3 +93,61 @@ def test_empty_document_is_none():
 )
 def test_format_path(path, text):
     assert format_path(path) == text
+
+
+@pytest.fixture(params=["libyaml", "pure-python"])
+def parser(request, monkeypatch):
+    """Every limit holds on both of PyYAML's parsers (builds without libyaml exist)."""
+    if request.param == "pure-python":
+        monkeypatch.setattr(yamlpos, "_FastLoader", None)
+    elif yamlpos._FastLoader is None:
+        pytest.fail("this PyYAML build has no libyaml: the lock pins wheels that ship it")
+    return request.param
+
+
+DEEP = {
+    "flow-just-over": ("[" * 101 + "]" * 101, (1, 101)),
+    "flow-libyaml-cap": ("[" * 1_001 + "]" * 1_001, (1, 101)),
+    "flow-very-deep": ("[" * 50_000 + "]" * 50_000, (1, 101)),
+    "flow-unclosed": ("[" * 50_000, (1, 101)),
+    "flow-mapping": ("{a: " * 5_000 + "1" + "}" * 5_000, (1, 401)),
+    "block": ("".join(" " * i + "a:\n" for i in range(1_000)) + " " * 1_000 + "b", (101, 101)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+def test_deep_nesting_is_refused_with_its_position_on_both_parsers(parser, name):
+    text, where = DEEP[name]
+    with pytest.raises(YamlLoadError, match="nesting deeper than 100 levels") as caught:
+        load_yaml(text)
+    assert (caught.value.line, caught.value.column) == where
+
+
+def test_nesting_at_the_limit_loads_on_both_parsers(parser):
+    assert load_yaml("[" * 100 + "]" * 100).data is not None
+
+
+def test_a_syntax_error_before_deep_nesting_is_located_on_both_parsers(parser):
+    with pytest.raises(YamlLoadError, match="YAML syntax") as caught:
+        load_yaml("a: [1\nb: " + "[" * 5_000)
+    assert caught.value.line == 2
+
+
+def test_a_parser_refusing_the_stream_on_its_own_terms_falls_back_to_the_pure_check(monkeypatch):
+    """A libyaml build that caps nesting itself (PyYAML 6.0.4) must not leave the check to
+    the recursive composer."""
+
+    class RefusingLoader(yamlpos._Loader):
+        def check_event(self, *choices):
+            raise yaml.scanner.ScannerError(problem="exceeded maximum nesting depth")
+
+    monkeypatch.setattr(yamlpos, "_FastLoader", RefusingLoader)
+    with pytest.raises(YamlLoadError, match="nesting deeper than 100 levels"):
+        load_yaml("[" * 50_000 + "]" * 50_000)
+
+
+def test_a_recursion_error_while_composing_is_a_load_error(parser, monkeypatch):
+    """Whatever limit a parser has, running out of stack is a clear error, not a traceback."""
+    monkeypatch.setattr(yamlpos, "MAX_DEPTH", 10**9)
+    with pytest.raises(YamlLoadError, match="too deeply nested"):
+        load_yaml("[" * 50_000 + "]" * 50_000)

@@ -178,7 +178,8 @@ def _read_profile(
         return None, {}
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    # tomllib recurses into nested arrays and inline tables: absurd nesting is an error too.
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         message = f"{path}: cannot read the profile file: {exc}"
         raise ConfigError(message) from None
     chosen = name or "default"

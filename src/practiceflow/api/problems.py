@@ -54,7 +54,7 @@ def parse_problem(text: str, content_type: str | None) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # absurd nesting recurses
         data = None
     else:
         if isinstance(data, dict):

@@ -463,7 +463,7 @@ def resolve(
     if output_json is not None:
         try:
             output = json.loads(output_json)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # absurd nesting recurses
             message = f"--output: got text that is not JSON ({exc}); expected a JSON object"
             raise ConfigError(message) from None
     with open_state(state) as store:

@@ -276,7 +276,7 @@ class _Console:
         elif form.get("output", "").strip() and as_ == "done":
             try:
                 output = json.loads(form["output"])
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # absurd nesting recurses
                 problem = f"output: got text that is not JSON ({exc}); expected a JSON object"
         if problem is None:
             try:

@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
 from practiceflow.api import Client
 from practiceflow.api.config import Settings, load_settings
 from practiceflow.api.ratelimit import RateBudget, RateLimits
 from practiceflow.errors import ConfigError
+from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 
 __all__ = ["FleetConfig", "PracticeConfig", "load_fleet"]
 
@@ -208,11 +207,16 @@ def load_fleet(path: str | os.PathLike[str]) -> FleetConfig:
     """
     file = Path(path)
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"fleet file {file}: cannot read it ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"fleet file {file}: not YAML ({exc})") from None
+        if not file.is_file():
+            raise ConfigError(f"fleet file {file}: not a regular file")
+        if file.stat().st_size > MAX_BYTES:
+            raise ConfigError(f"fleet file {file}: larger than {MAX_BYTES} bytes")
+        data = load_yaml(file.read_text(encoding="utf-8")).data
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"fleet file {file}: cannot read it ({exc})") from None
+    except YamlLoadError as exc:
+        where = f":{exc.line}:{exc.column}" if exc.line else ""
+        raise ConfigError(f"fleet file {file}{where}: {exc.message}") from None
     if not isinstance(data, Mapping) or not isinstance(data.get("practices"), Mapping):
         raise _fail(file, "practices", None if not isinstance(data, Mapping) else
                     data.get("practices"), "a mapping of practice name -> settings")  # fmt: skip

@@ -8,7 +8,10 @@ loader is deliberately stricter than YAML 1.1:
   alone are harmless and accepted;
 * a document may hold at most :data:`MAX_NODES` nodes and :data:`MAX_BYTES` bytes, nested at
   most :data:`MAX_DEPTH` deep (both checked first on the event stream, which is not
-  recursive: PyYAML's composer is, and would overflow the stack or take minutes);
+  recursive: PyYAML's composer is, and would overflow the stack or take minutes). When
+  libyaml refuses the stream on its own terms (newer builds cap the nesting themselves), the
+  check is repeated with the pure-Python parser, so the answer is the same on every PyYAML
+  build; a ``RecursionError`` or ``MemoryError`` that escapes anyway is a ``YamlLoadError``;
 * timestamps are not resolved: ``2024-05-01`` stays the string ``"2024-05-01"``, as in JSON;
 * mapping keys are always strings (``400:`` becomes ``"400"``); merge keys (``<<``) are refused.
 """
@@ -173,23 +176,53 @@ def load_yaml(text: str) -> Located:
     """
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise YamlLoadError(f"document is larger than {MAX_BYTES} bytes")
-    _check_shape(text)
+    try:
+        return _load_checked(text)
+    except (RecursionError, MemoryError):
+        message = f"document is too deeply nested or too large to read (at most {MAX_DEPTH} levels)"
+        raise YamlLoadError(message) from None
+
+
+def _load_checked(text: str) -> Located:
     if _FastLoader is not None:
-        # libyaml is ~15x faster; on any problem the pure-Python loader, which locates
-        # aliases where they are written, reports it.
         try:
-            return _load_with(_FastLoader, text, refuse_shared=True)
-        except (_AliasSeen, YamlLoadError, yaml.YAMLError):
-            pass
+            _check_shape(text, _FastLoader)
+        except yaml.YAMLError:
+            # libyaml refused the stream itself (a syntax error, or its own nesting cap):
+            # the pure-Python event stream, which is not recursive, decides.
+            _check_shape_or_leave_to_load(text)
+        else:
+            # libyaml is ~15x faster; on any problem the pure-Python loader, which locates
+            # aliases where they are written, reports it.
+            try:
+                return _load_with(_FastLoader, text, refuse_shared=True)
+            except (_AliasSeen, YamlLoadError, yaml.YAMLError):
+                pass
+    else:
+        _check_shape_or_leave_to_load(text)
     return _load_with(_Loader, text, refuse_shared=False)
 
 
-def _check_shape(text: str) -> None:
+def _check_shape_or_leave_to_load(text: str) -> None:
+    """The shape check on the pure-Python event stream; a syntax error is left to the load,
+    which locates it (the stream reached it within the limits, so composing stays shallow)."""
+    try:
+        _check_shape(text, _Loader)
+    except yaml.YAMLError:
+        return
+
+
+def _check_shape(text: str, loader_class: type[Any]) -> None:
     """Refuse nesting deeper than :data:`MAX_DEPTH` and more than :data:`MAX_NODES` nodes
-    before composing (syntax errors are left to the load, which locates them)."""
+    before composing.
+
+    Raises:
+        YamlLoadError: the document is over a limit.
+        yaml.YAMLError: the parser refused the stream before the limits were reached.
+    """
     loader: Any = None
     try:
-        loader = (_FastLoader or _Loader)(text)
+        loader = loader_class(text)
         depth = nodes = 0
         while loader.check_event():
             event = loader.get_event()
@@ -208,8 +241,6 @@ def _check_shape(text: str) -> None:
                     raise YamlLoadError(message, line, column)
             elif isinstance(event, CollectionEndEvent):
                 depth -= 1
-    except yaml.YAMLError:
-        return
     finally:
         if loader is not None:
             loader.dispose()
