@@ -44,6 +44,10 @@ def _locked_packages() -> dict[str, dict[str, Any]]:
     return {canonicalize_name(p["name"]): p for p in _lock()["package"]}
 
 
+def _named(name: str, extras: list[str]) -> str:
+    return name + "".join(f"[{extra}]" for extra in extras)
+
+
 def _key(name: str, specifier: str, marker: str) -> tuple[str, str, str]:
     return (canonicalize_name(name), str(sorted(specifier.split(","))), marker.replace('"', "'"))
 
@@ -51,13 +55,12 @@ def _key(name: str, specifier: str, marker: str) -> tuple[str, str, str]:
 def test_the_lock_records_exactly_the_ranges_of_pyproject():
     own = _locked_packages()["practiceflow"]
     recorded = {
-        _key(row["name"] + "".join(f"[{e}]" for e in row.get("extras", [])),
-             row.get("specifier", ""), row.get("marker", ""))  # fmt: skip
+        _key(_named(row["name"], row.get("extras", [])), row.get("specifier", ""),
+             row.get("marker", ""))
         for row in own["metadata"]["requires-dist"]
-    }
+    }  # fmt: skip
     declared = {
-        _key(r.name + "".join(f"[{e}]" for e in sorted(r.extras)), str(r.specifier),
-             str(r.marker or ""))  # fmt: skip
+        _key(_named(r.name, sorted(r.extras)), str(r.specifier), str(r.marker or ""))
         for r in _declared()
     }
     assert declared == recorded, (

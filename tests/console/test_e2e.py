@@ -48,7 +48,7 @@ STEPS = """\
 sync_api = pytest.importorskip("playwright.sync_api", reason="the e2e tests need playwright")
 
 
-def _wait(what: str, check: Callable[[], bool], timeout: float = 15) -> None:
+def _wait(what: str, check: Callable[[], bool], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"

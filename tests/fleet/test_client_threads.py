@@ -109,7 +109,7 @@ def test_threads_sharing_a_budget_never_exceed_its_window(
         started = time.monotonic()
         with ThreadPoolExecutor(THREADS) as pool:
             admitted = sum(pool.map(one, range(80)))
-        assert time.monotonic() - started < 30
+        assert time.monotonic() - started < 120  # refused at once (max_wait=0), never waited
     finally:
         client.close()
         budget.close()

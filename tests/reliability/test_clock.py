@@ -41,11 +41,11 @@ def test_sandbox_clock_back_within_the_replay_window_runs_each_event_once(
     recipe.write_text(TWO_STEP_RECIPE, encoding="utf-8")
     serve = InProcessService(rsandbox, recipe, tmp_path / "state.db").start()
     try:
-        wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 20, "subscribe")
+        wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 90, "subscribe")
         keys = set(create_clients(rsandbox, 3, "Before"))
         rsandbox.admin("POST", "/_admin/clock", {"advance": -120})
         keys |= set(create_clients(rsandbox, 3, "After"))
-        wait_until(lambda: len(writes_by_entity(rsandbox, keys)[1]) == 6, 30, "runs", every=0.2)
+        wait_until(lambda: len(writes_by_entity(rsandbox, keys)[1]) == 6, 90, "runs", every=0.2)
     finally:
         serve.stop()
     bills, contacts = writes_by_entity(rsandbox, keys)
@@ -61,7 +61,7 @@ def test_sandbox_clock_an_hour_back_refuses_deliveries_and_stores_nothing(
     recipe.write_text(TWO_STEP_RECIPE, encoding="utf-8")
     serve = InProcessService(rsandbox, recipe, tmp_path / "state.db").start()
     try:
-        wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 20, "subscribe")
+        wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 90, "subscribe")
         rsandbox.admin("POST", "/_admin/clock", {"advance": -3600})
         with caplog.at_level(logging.WARNING):
             keys = set(create_clients(rsandbox, 2, "Stale"))

@@ -80,7 +80,7 @@ def test_burst_with_duplicates_and_reordering_runs_each_event_once(
     state = tmp_path / "state.db"
     serve = InProcessService(rsandbox, recipe, state).start()
     try:
-        wait_until(lambda: _subscribed(rsandbox), 20, "serve to subscribe")
+        wait_until(lambda: _subscribed(rsandbox), 90, "serve to subscribe")
         keys: list[str] = []
         event_ids: list[str] = []
         started = time.monotonic()

@@ -89,7 +89,7 @@ def test_serve_killed_mid_burst_and_restarted_loses_and_repeats_nothing(
 ):
     serve = _service(rsandbox, tmp_path).start()
     try:
-        wait_until(lambda: _subscriptions(rsandbox), 30, "serve to subscribe")
+        wait_until(lambda: _subscriptions(rsandbox), 90, "serve to subscribe")
         (subscription,) = _subscriptions(rsandbox)
         keys = set(create_clients(rsandbox, BURST // 2, "Kill A"))
         time.sleep(0.3)  # some of the burst is received and running
@@ -122,7 +122,7 @@ def test_runner_killed_mid_step_then_restarted_writes_each_once(
     person (``practiceflow runs resolve``): the contact exists once, never twice."""
     serve = _service(rsandbox, tmp_path, PRACTICEFLOW_TEST_KILL_AT=point).start()
     try:
-        wait_until(lambda: _subscriptions(rsandbox), 30, "serve to subscribe")
+        wait_until(lambda: _subscriptions(rsandbox), 90, "serve to subscribe")
         keys = set(create_clients(rsandbox, 3, "Step"))
         assert serve.proc is not None
         assert serve.proc.wait(timeout=30) == -signal.SIGKILL  # it killed itself at `point`

@@ -94,10 +94,10 @@ def test_no_command_and_not_the_demo_ever_shows_the_secret(tmp_path: Path):
             text=True,
         )
         try:
-            wait_until(lambda: sandbox.admin("GET", "/_admin/records/subscriptions"), 30, "sub")
+            wait_until(lambda: sandbox.admin("GET", "/_admin/records/subscriptions"), 90, "sub")
             proposal = sandbox.admin("GET", "/_admin/records/proposals")[0]
             sandbox.admin("POST", f"/_admin/proposals/{proposal['proposalKey']}/accept")
-            wait_until(lambda: sandbox.admin("GET", "/_admin/records/bills"), 30, "a bill")
+            wait_until(lambda: sandbox.admin("GET", "/_admin/records/bills"), 90, "a bill")
             time.sleep(0.5)
         finally:
             serve.send_signal(signal.SIGTERM)

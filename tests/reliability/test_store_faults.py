@@ -167,7 +167,7 @@ def test_disk_full_at_the_receiver_refuses_deliveries_until_space_returns(
 ):
     serve = InProcessService(rsandbox, _recipe(tmp_path), tmp_path / "state.db").start()
     try:
-        wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 20, "subscribe")
+        wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 90, "subscribe")
         # The receiver's threads: its event loop (which commits when the lock is free), its
         # group commit's writer (when it is not) and its worker threads.
         disk_full.threads = {"pf-receiver", "pf-group-commit", "AnyIO"}
@@ -215,7 +215,7 @@ def test_disk_full_in_the_runner_stops_before_sending_and_resumes_once(
     disk_full.threads = {"rel-serve"}  # only the runner's thread finds the disk full
     try:
         serve.start()
-        wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 20, "subscribe")
+        wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 90, "subscribe")
         disk_full.on = True
         keys = set(create_clients(rsandbox, 2, "RunFull"))
         serve.thread.join(timeout=30)

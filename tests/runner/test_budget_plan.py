@@ -45,7 +45,7 @@ def test_event_work_gets_the_next_slot_before_polling_when_the_budget_is_spent()
     ]
     for thread in waiters:
         thread.start()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a bound against a hang; the loop ends when all wait
     while sum(budget.waiting().values()) < len(waiters) and time.monotonic() < deadline:
         time.sleep(0.01)
     gate.set()

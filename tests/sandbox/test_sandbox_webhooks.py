@@ -36,7 +36,7 @@ def _expected_signature(secret: str, timestamp: str, body: bytes) -> str:
     return "sha256=" + digest.hexdigest()
 
 
-def _wait(predicate, timeout: float = 5.0) -> None:
+def _wait(predicate, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"

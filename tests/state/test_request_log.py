@@ -27,6 +27,7 @@ class CountingStore(SQLiteStore):
         self.batches: list[int] = []
         self.threads: list[int] = []
         self.fail_with: Exception | None = None
+        self.written = threading.Condition()
 
     def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
         self.batches.append(len(times))
@@ -34,6 +35,8 @@ class CountingStore(SQLiteStore):
         if self.fail_with is not None:
             raise self.fail_with
         super().record_requests(practice, times)
+        with self.written:
+            self.written.notify_all()
 
 
 @pytest.fixture
@@ -42,13 +45,11 @@ def store(tmp_path: Path) -> Iterator[CountingStore]:
         yield opened
 
 
-def _until(check: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.01)
-    return check()
+def _until(store: CountingStore, check: Callable[[], bool]) -> bool:
+    """Wait until a batch written by the log makes ``check`` true: woken by each write, so
+    a loaded machine only makes it slower; the minute is a bound against a hang."""
+    with store.written:
+        return store.written.wait_for(check, timeout=60)
 
 
 def test_counts_wait_in_memory_and_are_written_together_on_close(store: CountingStore) -> None:
@@ -66,7 +67,7 @@ def test_a_full_batch_is_written_at_once_by_the_log_thread(store: CountingStore)
     with RequestLog(store, P, every=60, most=10) as log:
         for _ in range(25):
             log.admitted()
-        assert _until(lambda: store.request_counts(P, EPOCH) >= 20)
+        assert _until(store, lambda: store.request_counts(P, EPOCH) >= 20)
         assert threading.get_ident() not in store.threads  # not on the requesting thread
     assert sum(store.batches) == 25
     assert len(store.batches) <= 4
@@ -77,7 +78,7 @@ def test_a_lone_request_is_written_within_every_seconds(store: CountingStore) ->
     with RequestLog(store, P, every=0.05) as log:
         log.admitted()
         # A quiet period must not leave the chart behind: no later request, no close.
-        assert _until(lambda: store.request_counts(P, EPOCH) == 1, timeout=2)
+        assert _until(store, lambda: store.request_counts(P, EPOCH) == 1)
     assert store.batches == [1]
 
 

@@ -204,7 +204,7 @@ class SandboxHandle:
         """Return the sandbox to its seed (same as ``POST /_admin/reset``)."""
         self.admin("POST", "/_admin/reset")
 
-    def wait_for_deliveries(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+    def wait_for_deliveries(self, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:
         """Wait until the delivery log holds at least ``count`` attempts.
 
         Args:
