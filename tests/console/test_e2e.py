@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from playwright import sync_api
 
 from practiceflow.api import Client, RateLimits
 from practiceflow.console import ConsoleContext, ConsoleServer
@@ -44,8 +45,6 @@ STEPS = """\
     use: create_client
     with: {entityType: Company, entityName: "After {{ trigger.ref }}"}
 """
-
-sync_api = pytest.importorskip("playwright.sync_api", reason="the e2e tests need playwright")
 
 
 def _wait(what: str, check: Callable[[], bool], timeout: float = 60) -> None:
