@@ -36,8 +36,7 @@ from practiceflow.cli.db import migrate_state  # noqa: E402
 from practiceflow.fleet import accept_event, load_fleet, make_app  # noqa: E402
 from practiceflow.manifest import load_modules  # noqa: E402
 from practiceflow.runner import Runner, validate_recipe  # noqa: E402
-from practiceflow.state import open_store  # noqa: E402
-from practiceflow.state.postgres import PostgresStore  # noqa: E402
+from practiceflow.state import PostgresStore, open_store  # noqa: E402
 
 MODULES = HERE.parent / "tests" / "runner" / "modules"
 RECIPE = """\

@@ -13,7 +13,7 @@ from _fleet_support import REGIONS, SANDBOX_LIMITS, created_refs, secrets_env, w
 from practiceflow.cli.db import migrate_state
 from practiceflow.fleet import Fleet, accept_event, load_fleet, make_app
 from practiceflow.fleet.queue import set_current_fleet
-from practiceflow.state.postgres import PostgresStore
+from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle
 
 pytestmark = pytest.mark.integration
@@ -139,7 +139,7 @@ def test_db_migrate_refuses_a_newer_schema_with_exit_code_2(pg_url: str) -> None
 
 
 def test_db_migrate_on_sqlite(tmp_path: Path) -> None:
-    from practiceflow.state._sqlite_schema import LATEST_VERSION
+    from practiceflow.state._schema import LATEST_VERSION
 
     report = migrate_state(str(tmp_path / "s" / "state.db"))
     assert (report["before"], report["after"]) == (0, LATEST_VERSION)

@@ -31,7 +31,7 @@ from _fleet_support import (
 )
 
 from practiceflow.fleet import accept_event, load_fleet, make_app
-from practiceflow.state.postgres import PostgresStore
+from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle
 
 pytestmark = [

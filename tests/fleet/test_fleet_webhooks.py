@@ -28,7 +28,7 @@ from _fleet_support import (
     write_fleet,
 )
 
-from practiceflow.state.postgres import PostgresStore
+from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle
 
 pytestmark = pytest.mark.integration

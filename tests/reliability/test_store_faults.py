@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from practiceflow.errors import StoreError
-from practiceflow.state import open_store
-from practiceflow.state.sqlite import SQLiteStore
+from practiceflow.state import SQLiteStore, open_store
 from practiceflow.testing import SandboxHandle
 from reliability._support import (
     TWO_STEP_RECIPE,

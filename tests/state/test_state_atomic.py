@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from practiceflow.errors import BugError
-from practiceflow.state import NewEvent, StateStore, StepChange
-from practiceflow.state.sqlite import SQLiteStore
+from practiceflow.state import NewEvent, SQLiteStore, StateStore, StepChange
 
 P = "practice-a"
 

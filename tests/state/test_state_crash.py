@@ -16,8 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from practiceflow.state import StateStore
-from practiceflow.state.sqlite import sqlite_path
+from practiceflow.state import StateStore, sqlite_path
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 

@@ -59,6 +59,6 @@ def test_a_registered_class_serves_its_scheme(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("clean_registry")
 def test_a_registration_that_is_not_a_store_is_a_bug() -> None:
-    register_store("broken", "practiceflow.state.sqlite:sqlite_path")
+    register_store("broken", "practiceflow.state:sqlite_path")
     with pytest.raises(BugError, match="not a StateStore class"):
         open_store("broken://x")

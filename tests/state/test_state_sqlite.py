@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from practiceflow.errors import ConfigError, StoreError
-from practiceflow.state import SQLiteStore, StepChange, open_store
-from practiceflow.state._sqlite_schema import LATEST_VERSION
-from practiceflow.state.sqlite import sqlite_path
+from practiceflow.state import SQLiteStore, StepChange, open_store, sqlite_path
+from practiceflow.state._schema import LATEST_VERSION
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ def migrate_state(url: str, *, queue: bool = True) -> dict[str, object]:
             practiceflow knows (it is left untouched).
     """
     if _is_postgres(url):
-        from practiceflow.state.postgres import describe_url, migrate
+        from practiceflow.state import describe_url, migrate
 
         done = migrate(url)
         report: dict[str, object] = {
@@ -66,7 +66,7 @@ def migrate_state(url: str, *, queue: bool = True) -> dict[str, object]:
         else:
             report["queue"] = "skipped"
         return report
-    from practiceflow.state.sqlite import SQLiteStore, sqlite_path
+    from practiceflow.state import SQLiteStore, sqlite_path
 
     path = sqlite_path(url)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -88,7 +88,7 @@ def worker(
     from practiceflow.fleet.queue import make_app, set_current_fleet
     from practiceflow.fleet.runtime import Fleet
     from practiceflow.fleet.webhooks import FleetWebhooks, parse_listen
-    from practiceflow.state.postgres import PostgresStore, describe_url
+    from practiceflow.state import PostgresStore, describe_url
 
     if not state.lower().startswith(("postgresql://", "postgres://")):
         message = f"worker --state: got {state.partition('://')[0]!r}; expected a postgresql:// URL"

@@ -11,7 +11,7 @@ This folder owns what a fleet adds to the single-process runner:
 * :mod:`.webhooks`: :class:`FleetWebhooks`, a replica's webhook receiver (a stored
   delivery becomes a job at once) and the fleet's one subscription per (practice, trigger).
 
-State lives in :class:`practiceflow.state.postgres.PostgresStore`; the journal, not the
+State lives in :class:`practiceflow.state.PostgresStore`; the journal, not the
 queue, decides whether a step was done.
 """
 

@@ -9,12 +9,18 @@ This folder owns the durable state of triggers and runs, keyed by practice:
 * the count of requests sent, for rate-budget reports.
 
 One interface, :class:`StateStore` (``base.py``), behind a scheme registry
-(:func:`open_store`): SQLite in WAL mode (``sqlite.py``) is the embedded default;
-PostgreSQL joins the registry for fleets.
+(:func:`open_store`), implemented once for SQL (``_sql.py``, schema in ``_schema.py``):
+SQLite in WAL mode (``_sqlite.py``) is the embedded default; PostgreSQL (``_postgres.py``)
+serves a fleet. The PostgreSQL names are imported on first use, so that psycopg costs
+nothing to those who never open such a store.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from practiceflow.state._schema import Migration
+from practiceflow.state._sqlite import SQLiteStore, sqlite_path
 from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
 from practiceflow.state.registry import open_store, register_store, registered_schemes
 from practiceflow.state.rows import (
@@ -38,7 +44,9 @@ from practiceflow.state.rows import (
     SubscriptionRecord,
     SubscriptionStatus,
 )
-from practiceflow.state.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from practiceflow.state._postgres import PostgresStore, describe_url, migrate, schema_version
 
 __all__ = [
     "DEFAULT_KEEP_SEEN",
@@ -52,7 +60,9 @@ __all__ = [
     "CursorState",
     "EventRecord",
     "Json",
+    "Migration",
     "NewEvent",
+    "PostgresStore",
     "Resolution",
     "RunRecord",
     "RunStatus",
@@ -65,7 +75,22 @@ __all__ = [
     "SubscriptionHealth",
     "SubscriptionRecord",
     "SubscriptionStatus",
+    "describe_url",
+    "migrate",
     "open_store",
     "register_store",
     "registered_schemes",
+    "schema_version",
+    "sqlite_path",
 ]
+
+_POSTGRES_NAMES = frozenset({"PostgresStore", "describe_url", "migrate", "schema_version"})
+
+
+def __getattr__(name: str) -> object:
+    if name in _POSTGRES_NAMES:
+        from practiceflow.state import _postgres
+
+        return getattr(_postgres, name)
+    message = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(message)

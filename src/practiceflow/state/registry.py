@@ -15,9 +15,9 @@ from practiceflow.state.base import Clock, StateStore
 __all__ = ["open_store", "register_store", "registered_schemes"]
 
 _STORES: Final[dict[str, str | type[StateStore]]] = {
-    "sqlite": "practiceflow.state.sqlite:SQLiteStore",
-    "postgresql": "practiceflow.state.postgres:PostgresStore",
-    "postgres": "practiceflow.state.postgres:PostgresStore",
+    "sqlite": "practiceflow.state._sqlite:SQLiteStore",
+    "postgresql": "practiceflow.state._postgres:PostgresStore",
+    "postgres": "practiceflow.state._postgres:PostgresStore",
 }
 
 #: The scheme of a URL with none: a plain file path.

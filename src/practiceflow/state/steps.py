@@ -6,7 +6,7 @@ journal), the checks of a sequence of moves, and what a store writes for them
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -29,8 +29,6 @@ __all__ = [
     "check_step_changes",
     "encode_step_change",
     "fold_step_changes",
-    "journal_sql",
-    "step_row_sql",
 ]
 
 #: The JSON fields of a step a move may set.
@@ -219,57 +217,3 @@ def encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
     return {
         name: json_or_null(value, f"{name} of {where}") for name, value in change.fields.items()
     }
-
-
-def step_row_sql(
-    write: StepWrite,
-    run_id: str,
-    step_id: str,
-    current: StepStatus | None,
-    created_at: Any,
-    *,
-    table: str,
-    mark: Callable[[str], str],
-) -> tuple[str, tuple[Any, ...]]:
-    """The statement that writes a step's row as ``write`` leaves it, and its parameters:
-    an INSERT when the step has no row yet (``current`` is None), else an UPDATE.
-
-    Args:
-        write: what :func:`fold_step_changes` made (its ``columns`` gain the key columns
-            on an INSERT).
-        run_id: the run.
-        step_id: the step.
-        current: the step's status before the moves.
-        created_at: the row's creation time, in the store's encoding (INSERT only).
-        table: the steps table's name.
-        mark: a column's placeholder in the store's dialect (``?``, ``%s::json``...).
-    """
-    # Column names are fixed or checked by the encoder (see StepWrite); values are parameters.
-    columns = write.columns
-    if current is None:
-        columns.update(run_id=run_id, step_id=step_id, attempts=write.sends, created_at=created_at)
-        names, marks = ", ".join(columns), ", ".join(mark(name) for name in columns)
-        return f"INSERT INTO {table} ({names}) VALUES ({marks})", tuple(columns.values())  # noqa: S608
-    sets = [f"{name} = {mark(name)}" for name in columns]
-    if write.sends:
-        sets.append(f"attempts = attempts + {write.sends:d}")
-    where = f"run_id = {mark('run_id')} AND step_id = {mark('step_id')}"
-    sql = f"UPDATE {table} SET {', '.join(sets)} WHERE {where}"  # noqa: S608
-    return sql, (*columns.values(), run_id, step_id)
-
-
-#: The columns of a history row, in the order of :attr:`StepWrite.journal`'s tuples.
-_JOURNAL_COLUMNS: Final = ("run_id", "step_id", "from_status", "to_status", "at", "who", "note")
-
-
-def journal_sql(table: str, mark: str, detail_mark: str) -> str:
-    """The INSERT of one history row (``executemany`` over :attr:`StepWrite.journal`).
-
-    Args:
-        table: the journal table's name.
-        mark: the placeholder of the plain columns.
-        detail_mark: the placeholder of the JSON ``detail`` column.
-    """
-    names = ", ".join((*_JOURNAL_COLUMNS, "detail"))
-    marks = ", ".join([mark] * len(_JOURNAL_COLUMNS) + [detail_mark])
-    return f"INSERT INTO {table} ({names}) VALUES ({marks})"  # noqa: S608

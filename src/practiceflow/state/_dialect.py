@@ -1,0 +1,93 @@
+"""What differs between the SQL databases of the store, and a connection that speaks the
+store's one form of SQL: ``?`` for each parameter, ``{p}`` before each table name, and in
+the schema ``{serial}``, ``{time}`` and ``{json}`` for the column types that differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from practiceflow.state.rows import Json
+
+
+class Cursor(Protocol):
+    """What the store reads from a statement's cursor (sqlite3's and psycopg's alike)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def executemany(self, sql: Any, rows: Sequence[Sequence[Any]], /) -> Any: ...
+
+
+class Connection(Protocol):
+    """What the store calls on a database connection (sqlite3's and psycopg's alike)."""
+
+    def execute(self, sql: Any, params: Any = ..., /) -> Cursor: ...
+
+    def cursor(self) -> Cursor: ...
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between databases in the SQL text and in the values.
+
+    Attributes:
+        prefix: put before every table name (``{p}``).
+        mark: a parameter's placeholder (``?``).
+        types: the column types a schema statement names (``{serial}``, ``{time}``,
+            ``{json}``).
+        lock_row: appended to the SELECT of a row that a write transaction reads and then
+            changes, where the database needs it to keep other writers off the row.
+        dump_time: an aware datetime as a parameter (``what`` names it in the error that
+            refuses a naive one).
+        load_time: an instant as read back, as an aware UTC datetime.
+        load_json: a JSON column as read back, as the value (JSON is written as text).
+    """
+
+    prefix: str
+    mark: str
+    types: Mapping[str, str]
+    lock_row: str
+    dump_time: Callable[[datetime, str], Any]
+    load_time: Callable[[Any], datetime]
+    load_json: Callable[[Any], Json]
+
+    def sql(self, statement: str) -> str:
+        """A statement in this database's SQL: table prefix, types and placeholders."""
+        text = statement.format(p=self.prefix, **self.types)
+        return text if self.mark == "?" else text.replace("?", self.mark)
+
+    def maybe_time(self, value: Any) -> datetime | None:
+        """:attr:`load_time` of a column that may be NULL."""
+        return None if value is None else self.load_time(value)
+
+
+class SQLConnection:
+    """A connection taking statements in the store's form, which its dialect translates.
+
+    Args:
+        raw: the database's connection, in the transaction the statements belong to.
+        dialect: the database's dialect.
+    """
+
+    __slots__ = ("dialect", "raw")
+
+    def __init__(self, raw: Connection, dialect: Dialect) -> None:
+        self.raw = raw
+        self.dialect = dialect
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        """Run one statement with its parameters."""
+        return self.raw.execute(self.dialect.sql(sql), params)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each row of parameters (none: nothing is run)."""
+        if rows:
+            self.raw.cursor().executemany(self.dialect.sql(sql), rows)

@@ -1,0 +1,259 @@
+"""The fleet's state store: PostgreSQL through psycopg 3 and a psycopg-pool connection pool.
+
+Durability and concurrency choices, and why:
+
+* every method that changes something is one transaction (``READ COMMITTED``), committed
+  before it returns, with the server's default ``synchronous_commit = on``: every commit
+  is durable, so a step marked ``sent`` is on the server's disk before the request leaves;
+* a read-then-write locks what it read: the run's row (``FOR NO KEY UPDATE``, for its
+  status and its steps) or, where there may be no row yet, a transaction-scoped advisory
+  lock on a key (a cursor and its boundary keys), so two replicas never interleave one;
+* a read of several rows that belong together runs in one ``REPEATABLE READ`` snapshot;
+* tables carry a ``pf_`` prefix: a fleet's database is shared with procrastinate's tables
+  and the rate budget's. Times are ``timestamptz``; JSON columns are ``json`` (not
+  ``jsonb``), which keeps the text as written and accepts every string JSON can carry;
+* ``pf_schema_version`` holds the schema version. Opening an empty database creates the
+  schema; opening an older one is refused until ``practiceflow db migrate`` upgrades it
+  (a replica of a rolling deploy must not change the schema under the others), and a
+  newer one is refused outright. :func:`migrate` serializes concurrent callers with an
+  advisory lock.
+
+Errors never echo the URL's password: the store's ``repr`` and messages name host, port
+and database only.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Final, Self
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
+
+from practiceflow.errors import BugError, ConfigError
+from practiceflow.state import _schema
+from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._schema import Migration
+from practiceflow.state._sql import SQLStore
+from practiceflow.state.base import Clock
+from practiceflow.state.rows import to_utc
+
+#: Seconds to wait for the server when connecting.
+_CONNECT_TIMEOUT_S: Final = 10
+_DEFAULT_POOL_SIZE: Final = 8
+#: Advisory lock key serializing migrations (any constant; CRC-32 of a fixed name).
+_MIGRATION_LOCK: Final = zlib.crc32(b"practiceflow schema migration")
+
+
+def _aware(value: datetime, what: str) -> datetime:
+    to_utc(value, what)  # refuses a naive datetime with a ConfigError
+    return value.astimezone(UTC)
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)  # a timestamptz is read in the session's time zone
+
+
+def _as_read(value: Any) -> Any:
+    return value  # psycopg decodes a json column itself
+
+
+POSTGRES: Final = Dialect(
+    prefix="pf_",
+    mark="%s",
+    types={
+        "serial": "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        "time": "timestamptz",
+        "json": "json",
+    },
+    lock_row=" FOR NO KEY UPDATE",
+    dump_time=_aware,
+    load_time=_utc,
+    load_json=_as_read,
+)
+
+_VERSION: Final = POSTGRES.sql("SELECT version FROM {p}schema_version")
+
+
+def describe_url(url: str) -> str:
+    """``postgresql://host:port/dbname`` of a URL, without user, password or options."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "postgresql://(unparseable URL)"
+    host = parts.get("host") or "localhost"
+    port = parts.get("port") or "5432"
+    return f"postgresql://{host}:{port}/{parts.get('dbname') or ''}"
+
+
+def _connect(url: str) -> psycopg.Connection[Any]:
+    """A new connection (not pooled), for migrations.
+
+    Raises:
+        ConfigError: the server cannot be reached or the URL is unusable; the message
+            names host, port and database, never the password.
+    """
+    try:
+        return psycopg.connect(url, connect_timeout=_CONNECT_TIMEOUT_S)
+    except psycopg.OperationalError as exc:
+        # Only the first line: which host refused, or why; never the conninfo itself.
+        lines = str(exc).strip().splitlines()
+        reason = lines[0] if lines else type(exc).__name__
+        message = f"state store {describe_url(url)}: cannot connect ({reason})"
+        raise ConfigError(message) from None
+    except psycopg.ProgrammingError:
+        message = f"state store URL: got an unusable PostgreSQL URL ({describe_url(url)})"
+        raise ConfigError(message) from None
+
+
+def _read_version(connection: psycopg.Connection[Any]) -> int:
+    """The schema version a connection's database holds (0: none yet)."""
+    table = POSTGRES.sql("{p}schema_version")
+    row = connection.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
+    if row is None or not row[0]:
+        return 0
+    found = connection.execute(_VERSION).fetchone()
+    return 0 if found is None else int(found[0])
+
+
+def schema_version(url: str) -> int:
+    """The schema version of a PostgreSQL state database (0 when it has none yet).
+
+    Raises:
+        ConfigError: the database cannot be reached.
+    """
+    with _connect(url) as connection:
+        return _read_version(connection)
+
+
+def migrate(url: str) -> Migration:
+    """Create or upgrade the schema of a PostgreSQL state database to the latest version.
+
+    All pending migrations run in one transaction, under an advisory lock so that
+    replicas starting together apply them once.
+
+    Returns:
+        The versions before and after.
+
+    Raises:
+        ConfigError: the database cannot be reached, or its schema is newer than this
+            practiceflow knows (it is left untouched).
+    """
+    with _connect(url) as connection:
+        return _migrate_on(connection, url)
+
+
+def _migrate_on(connection: psycopg.Connection[Any], url: str) -> Migration:
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        current = _read_version(connection)
+        _schema.refuse_newer(describe_url(url), current)
+        if current == _schema.LATEST_VERSION:
+            return Migration(current, current)
+        return _schema.apply_migrations(SQLConnection(connection, POSTGRES), current)
+
+
+class PostgresStore(SQLStore):
+    """The state store in a PostgreSQL database, shared by every replica of a fleet.
+
+    Args:
+        url: a ``postgresql://user:password@host:port/dbname`` URL (libpq form; any
+            libpq parameter may follow as a query string).
+        clock: the current time, for tests; the system clock when omitted.
+        pool_size: at most this many connections (threads beyond it wait for one).
+
+    Raises:
+        ConfigError: the database cannot be reached, or its schema is older (run
+            ``practiceflow db migrate``) or newer than this practiceflow's.
+    """
+
+    scheme: ClassVar[str] = "postgresql"
+    dialect: ClassVar[Dialect] = POSTGRES
+    always_durable: ClassVar[bool] = True  # synchronous_commit = on
+
+    def __init__(
+        self, url: str, *, clock: Clock | None = None, pool_size: int = _DEFAULT_POOL_SIZE
+    ) -> None:
+        super().__init__(clock=clock)
+        self._where = describe_url(url)
+        self._closed = False
+        self._open_schema(url)
+        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(1, pool_size),
+            open=True,
+            name="practiceflow-state",
+            kwargs={"connect_timeout": _CONNECT_TIMEOUT_S},
+        )
+
+    @classmethod
+    def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
+        """Open the store at a ``postgresql://`` (or ``postgres://``) URL.
+
+        Raises:
+            ConfigError: see the class.
+        """
+        return cls(url, clock=clock)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._where!r})"
+
+    def close(self) -> None:
+        """Close the pool; further use raises :class:`BugError`."""
+        self._closed = True
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
+
+    def _open_schema(self, url: str) -> None:
+        with _connect(url) as connection:
+            current = _read_version(connection)
+            connection.commit()
+            _schema.refuse_newer(self._where, current)
+            if current == 0:
+                _migrate_on(connection, url)
+            elif current < _schema.LATEST_VERSION:
+                message = (
+                    f"state database {self._where} has schema version {current}, older than "
+                    f"the {_schema.LATEST_VERSION} this practiceflow needs; run 'practiceflow "
+                    "db migrate --state URL' once (with the older replicas stopped)"
+                )
+                raise ConfigError(message)
+
+    # --- connections and transactions -----------------------------------------------------
+
+    @contextmanager
+    def _transaction(
+        self,
+        *,
+        durable: bool = False,
+        snapshot: bool = False,
+        before_commit: Callable[[], None] | None = None,
+    ) -> Iterator[psycopg.Connection[Any]]:
+        del durable  # every commit is
+        if self._closed:
+            message = f"state store {self._where} is closed; open it again to use it"
+            raise BugError(message)
+        # The pool's connection commits when the block ends, and rolls back on an error.
+        with self._pool.connection() as connection:
+            if snapshot:
+                connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield connection
+            if before_commit is not None:
+                before_commit()
+
+    def _statement(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._transaction()
+
+    def _lock(self, db: SQLConnection, key: str) -> None:
+        db.execute("SELECT pg_advisory_xact_lock(?)", (zlib.crc32(key.encode()),))
+
+    def _clash(self, exc: Exception) -> str | None:
+        # The server's detail quotes the clashing values; only the constraint is named.
+        return exc.diag.constraint_name if isinstance(exc, pg_errors.UniqueViolation) else None

@@ -1,0 +1,205 @@
+"""The schema of every SQL store: numbered migrations and how they are applied.
+
+Statements are written once, for both databases, with names each ``Dialect`` fills in
+(``_dialect.py``): ``{p}`` the table prefix, ``{serial}`` a generated primary key, ``{time}``
+and ``{json}`` the column types of an instant and of a JSON value.
+
+Never edit a released migration: add the next number. ``{p}schema_version`` holds the
+number of the last one applied (one row); a database with a higher number is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from practiceflow.errors import ConfigError
+from practiceflow.state._dialect import SQLConnection
+
+_V1: Final = (
+    """
+    CREATE TABLE {p}events (
+        seq {serial},
+        practice text NOT NULL,
+        source text NOT NULL,
+        event_key text NOT NULL,
+        event_id text NOT NULL,
+        signature text,
+        payload {json} NOT NULL,
+        received_at {time} NOT NULL,
+        handled_at {time},
+        UNIQUE (practice, source, event_id)
+    )
+    """,
+    # A replay under a new event id still carries the old signature (the id is unsigned).
+    """
+    CREATE UNIQUE INDEX {p}events_by_signature ON {p}events (practice, source, signature)
+        WHERE signature IS NOT NULL
+    """,
+    """
+    CREATE INDEX {p}events_pending ON {p}events (practice, received_at)
+        WHERE handled_at IS NULL
+    """,
+    "CREATE INDEX {p}events_received ON {p}events (received_at)",
+    """
+    CREATE TABLE {p}cursors (
+        practice text NOT NULL,
+        trigger_key text NOT NULL,
+        value text NOT NULL,
+        updated_at {time} NOT NULL,
+        PRIMARY KEY (practice, trigger_key)
+    )
+    """,
+    """
+    CREATE TABLE {p}cursor_keys (
+        practice text NOT NULL,
+        trigger_key text NOT NULL,
+        dedupe_key text NOT NULL,
+        PRIMARY KEY (practice, trigger_key, dedupe_key),
+        FOREIGN KEY (practice, trigger_key) REFERENCES {p}cursors (practice, trigger_key)
+            ON DELETE CASCADE
+    )
+    """,
+    """
+    CREATE TABLE {p}subscriptions (
+        practice text NOT NULL,
+        trigger_key text NOT NULL,
+        subscription_id text,
+        event text NOT NULL,
+        url text NOT NULL,
+        secret text NOT NULL,
+        path_token text NOT NULL CONSTRAINT {p}subscriptions_path_token UNIQUE,
+        status text NOT NULL
+            CHECK (status IN ('pending', 'active', 'in_doubt', 'failed')),
+        created_at {time} NOT NULL,
+        updated_at {time} NOT NULL,
+        PRIMARY KEY (practice, trigger_key)
+    )
+    """,
+    """
+    CREATE UNIQUE INDEX {p}subscriptions_by_id ON {p}subscriptions (practice, subscription_id)
+        WHERE subscription_id IS NOT NULL
+    """,
+    # One run per (practice, recipe, event): the same event never starts two runs.
+    """
+    CREATE TABLE {p}runs (
+        run_id text PRIMARY KEY,
+        practice text NOT NULL,
+        recipe text NOT NULL,
+        event_id text NOT NULL,
+        status text NOT NULL CHECK (status IN
+            ('pending', 'running', 'succeeded', 'failed', 'in_doubt', 'cancelled')),
+        error {json},
+        created_at {time} NOT NULL,
+        updated_at {time} NOT NULL,
+        UNIQUE (practice, recipe, event_id)
+    )
+    """,
+    "CREATE INDEX {p}runs_created ON {p}runs (created_at)",
+    """
+    CREATE TABLE {p}steps (
+        seq {serial},
+        run_id text NOT NULL REFERENCES {p}runs (run_id) ON DELETE CASCADE,
+        step_id text NOT NULL,
+        status text NOT NULL CHECK (status IN
+            ('pending', 'sent', 'succeeded', 'failed', 'skipped', 'in_doubt')),
+        request {json},
+        output {json},
+        error {json},
+        attempts integer NOT NULL DEFAULT 0,
+        created_at {time} NOT NULL,
+        updated_at {time} NOT NULL,
+        sent_at {time},
+        resolved_by text,
+        resolved_at {time},
+        resolution_note text,
+        UNIQUE (run_id, step_id)
+    )
+    """,
+    """
+    CREATE TABLE {p}step_journal (
+        seq {serial},
+        run_id text NOT NULL REFERENCES {p}runs (run_id) ON DELETE CASCADE,
+        step_id text NOT NULL,
+        from_status text,
+        to_status text NOT NULL,
+        at {time} NOT NULL,
+        who text,
+        note text,
+        detail {json}
+    )
+    """,
+    "CREATE INDEX {p}step_journal_by_run ON {p}step_journal (run_id, step_id)",
+    """
+    CREATE TABLE {p}requests (
+        practice text NOT NULL,
+        at {time} NOT NULL
+    )
+    """,
+    "CREATE INDEX {p}requests_by_practice ON {p}requests (practice, at)",
+    "CREATE INDEX {p}requests_at ON {p}requests (at)",
+)
+
+# Subscription health, kept apart from subscriptions: a re-subscribe deletes that row.
+_V2: Final = (
+    """
+    CREATE TABLE {p}subscription_health (
+        practice text NOT NULL,
+        trigger_key text NOT NULL,
+        last_test_delivery_at {time},
+        resubscribes integer NOT NULL DEFAULT 0,
+        PRIMARY KEY (practice, trigger_key)
+    )
+    """,
+)
+
+#: Statements of each schema version; all pending ones are applied in one transaction.
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2}
+
+#: The schema version this practiceflow writes.
+LATEST_VERSION: int = max(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What a migration did.
+
+    Attributes:
+        before: the schema version found (0: an empty database).
+        after: the schema version now (the latest).
+    """
+
+    before: int
+    after: int
+
+    @property
+    def changed(self) -> bool:
+        """Whether any migration was applied."""
+        return self.before != self.after
+
+
+def refuse_newer(where: str, current: int) -> None:
+    """Refuse a database written by a newer practiceflow.
+
+    Raises:
+        ConfigError: ``current`` is above the latest version this practiceflow knows.
+    """
+    if current > LATEST_VERSION:
+        message = (
+            f"state database {where} has schema version {current}, newer than the "
+            f"{LATEST_VERSION} this practiceflow knows; upgrade practiceflow, or use another "
+            "state database"
+        )
+        raise ConfigError(message)
+
+
+def apply_migrations(db: SQLConnection, current: int) -> Migration:
+    """Apply every migration after ``current`` (0: none yet) in ``db``'s write transaction."""
+    db.execute("CREATE TABLE IF NOT EXISTS {p}schema_version (version integer)")
+    for version in range(current + 1, LATEST_VERSION + 1):
+        for statement in MIGRATIONS[version]:
+            db.execute(statement)
+    db.execute("DELETE FROM {p}schema_version")
+    db.execute("INSERT INTO {p}schema_version VALUES (?)", (LATEST_VERSION,))
+    return Migration(current, LATEST_VERSION)

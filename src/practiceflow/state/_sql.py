@@ -1,0 +1,649 @@
+"""The one SQL store: every :class:`~practiceflow.state.StateStore` method, written once.
+
+:class:`SQLStore` holds the statements and their rules; a subclass gives it a database:
+its ``Dialect`` (what differs in the SQL text and in the values, ``_dialect.py``) and its
+connections and transactions (:meth:`SQLStore._transaction`, :meth:`SQLStore._statement`,
+:meth:`SQLStore._lock`). Statements are written in the store's one form (``?`` for each
+parameter, ``{p}`` before each table name), which the dialect translates.
+
+What every subclass must guarantee, and the methods rely on:
+
+* a write transaction (:meth:`SQLStore._write`) that reads and then writes is never
+  interleaved with another writer's on the same rows: SQLite takes the database's write
+  lock when it begins, PostgreSQL locks the rows read (``Dialect.lock_row``) or a key
+  (:meth:`SQLStore._lock`);
+* uniqueness is the database's (unique indexes, ``ON CONFLICT DO NOTHING``), so that
+  concurrent callers, threads or processes, agree on one event, one run, one subscription;
+* inside :meth:`SQLStore.atomic`, every call of the thread joins the block's transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, ClassVar, Final
+
+from practiceflow.errors import BugError
+from practiceflow.state._dialect import Connection, Dialect, SQLConnection
+from practiceflow.state.base import DEFAULT_KEEP_SEEN, StateStore, StepChange
+from practiceflow.state.rows import (
+    RUN_STATUSES,
+    SUBSCRIPTION_STATUSES,
+    CursorState,
+    EventRecord,
+    Json,
+    NewEvent,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    StepStatus,
+    StepTransition,
+    SubscriptionHealth,
+    SubscriptionRecord,
+    SubscriptionStatus,
+    check_run_transition,
+    check_value,
+    event_rows,
+    first_occurrences,
+    json_or_null,
+)
+from practiceflow.state.steps import encode_step_change, fold_step_changes
+
+# Whole SELECT clauses: call sites append only fixed text, and every value is a parameter.
+_EVENTS: Final = (
+    "SELECT practice, source, event_key, event_id, payload, signature, received_at,"
+    " handled_at FROM {p}events"
+)
+_SUBSCRIPTIONS: Final = (
+    "SELECT practice, trigger_key, subscription_id, event, url, secret, path_token, status,"
+    " created_at, updated_at FROM {p}subscriptions"
+)
+_RUNS: Final = (
+    "SELECT run_id, practice, recipe, event_id, status, error, created_at, updated_at FROM {p}runs"
+)
+_STEPS: Final = (
+    "SELECT run_id, step_id, status, request, output, error, attempts, created_at,"
+    " updated_at, sent_at, resolved_by, resolved_at, resolution_note FROM {p}steps"
+)
+_JOURNAL: Final = (
+    "INSERT INTO {p}step_journal (run_id, step_id, from_status, to_status, at, who, note,"
+    " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def insert_events(rows: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
+    """The one INSERT of a batch of :func:`~practiceflow.state.rows.event_rows`, and its
+    parameters. ``DO NOTHING`` without a target covers both unique keys, the event id and
+    the signature, within the batch too; ``RETURNING`` names the rows inserted."""
+    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+    sql = (
+        "INSERT INTO {p}events (practice, source, event_key, event_id, signature, payload,"
+        f" received_at) VALUES {values}"
+        " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
+    )
+    return sql, [value for row in rows for value in row]
+
+
+@dataclass
+class _Atomic:
+    """An open :meth:`SQLStore.atomic` block of one thread."""
+
+    connection: SQLConnection
+    durable: bool
+
+
+class SQLStore(StateStore):
+    """The state store in a SQL database; subclasses give the dialect and connections."""
+
+    dialect: ClassVar[Dialect]
+    #: Every commit is durable (the database cannot relax one): ``durable`` needs nothing.
+    always_durable: ClassVar[bool] = False
+
+    def __init__(self, *, clock: Callable[[], datetime] | None = None) -> None:
+        super().__init__(clock=clock)
+        self._local = threading.local()
+
+    # --- what a subclass gives ------------------------------------------------------------
+
+    @abstractmethod
+    def _transaction(
+        self,
+        *,
+        durable: bool = False,
+        snapshot: bool = False,
+        before_commit: Callable[[], None] | None = None,
+    ) -> AbstractContextManager[Connection]:
+        """One transaction on a connection of this thread, committed on exit (rolled back
+        on an exception); ``before_commit`` runs just before the commit.
+
+        ``snapshot``: it only reads, and every read sees the same committed state. Else
+        it writes, serialized with other writers (see the module), and its commit
+        survives an OS crash when ``durable``.
+        """
+
+    @abstractmethod
+    def _statement(self) -> AbstractContextManager[Connection]:
+        """A connection for one statement that is its own transaction."""
+
+    def _lock(self, db: SQLConnection, key: str) -> None:
+        """Hold a lock named ``key`` until ``db``'s write transaction ends (this default:
+        the database serializes every write transaction already)."""
+
+    @abstractmethod
+    def _clash(self, exc: Exception) -> str | None:
+        """What names the unique key an exception says was violated (never the values,
+        a secret may be one), or ``None`` when it is something else."""
+
+    # --- transactions ---------------------------------------------------------------------
+
+    def _stamp(self, value: datetime | None, what: str) -> Any:
+        return self.dialect.dump_time(self.now() if value is None else value, what)
+
+    @contextmanager
+    def _write(self, *, durable: bool = False) -> Iterator[SQLConnection]:
+        outer: _Atomic | None = getattr(self._local, "atomic", None)
+        if outer is None:
+            with self._transaction(durable=durable) as db:
+                yield SQLConnection(db, self.dialect)
+            return
+        # Inside atomic(): the block began the transaction and commits it.
+        if durable and not outer.durable:
+            message = "a durable write inside atomic() opened without durable=True"
+            raise BugError(message)
+        yield outer.connection
+
+    @contextmanager
+    def _read(self) -> Iterator[SQLConnection]:
+        outer: _Atomic | None = getattr(self._local, "atomic", None)
+        if outer is None:
+            with self._transaction(snapshot=True) as db:
+                yield SQLConnection(db, self.dialect)
+            return
+        yield outer.connection
+
+    @contextmanager
+    def _joined(self) -> Iterator[SQLConnection]:
+        outer: _Atomic | None = getattr(self._local, "atomic", None)
+        if outer is None:
+            with self._statement() as db:
+                yield SQLConnection(db, self.dialect)
+            return
+        yield outer.connection
+
+    @contextmanager
+    def atomic(
+        self, *, durable: bool = False, before_commit: Callable[[], None] | None = None
+    ) -> Iterator[None]:
+        """See :meth:`StateStore.atomic`: the calls inside share one transaction.
+
+        A store that fixes durability when its transaction begins (SQLite) fixes it when
+        the block opens; ``before_commit`` runs just before the commit.
+        """
+        outer: _Atomic | None = getattr(self._local, "atomic", None)
+        if outer is not None:
+            if durable and not outer.durable:
+                message = "atomic(durable=True) inside atomic() opened without it"
+                raise BugError(message)
+            yield
+            return
+        with self._transaction(durable=durable, before_commit=before_commit) as db:
+            connection = SQLConnection(db, self.dialect)
+            self._local.atomic = _Atomic(connection, durable or self.always_durable)
+            try:
+                yield
+            finally:
+                self._local.atomic = None
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self._joined() as db:
+            return db.execute(sql, params).fetchone()
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._joined() as db:
+            return db.execute(sql, params).fetchall()
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open database."""
+        return int(self._one("SELECT version FROM {p}schema_version")[0])
+
+    # --- rows -----------------------------------------------------------------------------
+
+    def _event(self, row: Sequence[Any]) -> EventRecord:
+        load = self.dialect
+        return EventRecord(
+            row[0], row[1], row[2], row[3], load.load_json(row[4]), row[5],
+            load.load_time(row[6]), load.maybe_time(row[7]),
+        )  # fmt: skip
+
+    def _subscription(self, row: Sequence[Any]) -> SubscriptionRecord:
+        load = self.dialect
+        return SubscriptionRecord(
+            row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+            load.load_time(row[8]), load.load_time(row[9]),
+        )  # fmt: skip
+
+    def _run(self, row: Sequence[Any]) -> RunRecord:
+        load = self.dialect
+        return RunRecord(
+            row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
+            load.load_time(row[6]), load.load_time(row[7]),
+        )  # fmt: skip
+
+    def _step(self, row: Sequence[Any]) -> StepRecord:
+        load = self.dialect
+        return StepRecord(
+            row[0], row[1], row[2], load.load_json(row[3]), load.load_json(row[4]),
+            load.load_json(row[5]), int(row[6]), load.load_time(row[7]), load.load_time(row[8]),
+            load.maybe_time(row[9]), row[10], load.maybe_time(row[11]), row[12],
+        )  # fmt: skip
+
+    # --- events ---------------------------------------------------------------------------
+
+    def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
+        """See :meth:`StateStore.record_events`: one statement, one durable commit."""
+        rows = event_rows(events, self._stamp)
+        if not rows:
+            return []
+        sql, params = insert_events(rows)
+        with self._write(durable=True) as db:
+            inserted = db.execute(sql, params).fetchall()
+        return first_occurrences(rows, inserted)
+
+    def seen_event(
+        self, practice: str, source: str, event_id: str, signature: str | None = None
+    ) -> bool:
+        """See :meth:`StateStore.seen_event`."""
+        where, params = "event_id = ?", [practice, source, event_id]
+        if signature is not None:
+            where, params = "(event_id = ? OR signature = ?)", [*params, signature]
+        sql = "SELECT 1 FROM {p}events WHERE practice = ? AND source = ? AND " + where
+        row = self._one(sql + " LIMIT 1", params)
+        return row is not None
+
+    def get_event(self, practice: str, source: str, event_id: str) -> EventRecord | None:
+        """See :meth:`StateStore.get_event`."""
+        row = self._one(
+            _EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
+            (practice, source, event_id),
+        )
+        return None if row is None else self._event(row)
+
+    def pending_events(
+        self, practice: str, limit: int = 100, *, source: str | None = None
+    ) -> list[EventRecord]:
+        """See :meth:`StateStore.pending_events`."""
+        where, params = "practice = ? AND handled_at IS NULL", [practice]
+        if source is not None:
+            where, params = where + " AND source = ?", [*params, source]
+        rows = self._all(
+            _EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?", (*params, limit)
+        )
+        return [self._event(row) for row in rows]
+
+    def mark_event_handled(
+        self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
+    ) -> None:
+        """See :meth:`StateStore.mark_event_handled`."""
+        stamp = self._stamp(handled_at, "handled_at")
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE {p}events SET handled_at = coalesce(handled_at, ?)"
+                " WHERE practice = ? AND source = ? AND event_id = ?",
+                (stamp, practice, source, event_id),
+            )
+            if cursor.rowcount == 0:
+                message = f"event {event_id!r} of {practice!r} from {source!r} was never recorded"
+                raise BugError(message)
+
+    def purge_seen(self, older_than: timedelta = DEFAULT_KEEP_SEEN) -> int:
+        """See :meth:`StateStore.purge_seen`."""
+        cutoff = self._stamp(self.now() - older_than, "older_than")
+        with self._write() as db:
+            sql = "DELETE FROM {p}events WHERE handled_at IS NOT NULL AND received_at < ?"
+            return db.execute(sql, (cutoff,)).rowcount
+
+    # --- polling cursors ------------------------------------------------------------------
+
+    def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
+        """See :meth:`StateStore.get_cursor_state`."""
+        key = (practice, trigger_key)
+        where = " WHERE practice = ? AND trigger_key = ?"
+        with self._read() as db:  # one snapshot: the value and its keys belong together
+            row = db.execute("SELECT value, updated_at FROM {p}cursors" + where, key).fetchone()
+            if row is None:
+                return None
+            keys = db.execute("SELECT dedupe_key FROM {p}cursor_keys" + where, key).fetchall()
+        boundary = frozenset(str(k[0]) for k in keys)
+        return CursorState(practice, trigger_key, row[0], boundary, self.dialect.load_time(row[1]))
+
+    def set_cursor(
+        self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
+    ) -> None:
+        """See :meth:`StateStore.set_cursor`."""
+        key = (practice, trigger_key)
+        where = " WHERE practice = ? AND trigger_key = ?"
+        stamp = self._stamp(None, "updated_at")
+        with self._write() as db:
+            # The cursor may not exist yet (no row to lock): a lock on its key.
+            self._lock(db, f"cursor\0{practice}\0{trigger_key}")
+            row = db.execute("SELECT value FROM {p}cursors" + where, key).fetchone()
+            if row is not None and row[0] != value:
+                db.execute("DELETE FROM {p}cursor_keys" + where, key)
+            db.execute(
+                "INSERT INTO {p}cursors (practice, trigger_key, value, updated_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key)"
+                " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (*key, value, stamp),
+            )
+            db.executemany(
+                "INSERT INTO {p}cursor_keys (practice, trigger_key, dedupe_key) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                [(*key, dedupe_key) for dedupe_key in boundary_keys],
+            )
+
+    # --- webhook subscriptions ------------------------------------------------------------
+
+    def save_subscription(
+        self,
+        practice: str,
+        trigger_key: str,
+        subscription_id: str | None,
+        event: str,
+        url: str,
+        secret: str,
+        path_token: str,
+        status: SubscriptionStatus,
+    ) -> SubscriptionRecord:
+        """See :meth:`StateStore.save_subscription`: durable (its secret is shown once)."""
+        check_value("subscription status", status, SUBSCRIPTION_STATUSES)
+        stamp = self._stamp(None, "updated_at")
+        values = (practice, trigger_key, subscription_id, event, url, secret, path_token)
+        try:
+            with self._write(durable=True) as db:
+                db.execute(
+                    "INSERT INTO {p}subscriptions (practice, trigger_key, subscription_id,"
+                    " event, url, secret, path_token, status, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+                    " subscription_id = excluded.subscription_id, event = excluded.event,"
+                    " url = excluded.url, secret = excluded.secret,"
+                    " path_token = excluded.path_token, status = excluded.status,"
+                    " updated_at = excluded.updated_at",
+                    (*values, status, stamp, stamp),
+                )
+                row = db.execute(
+                    _SUBSCRIPTIONS + " WHERE practice = ? AND trigger_key = ?",
+                    (practice, trigger_key),
+                ).fetchone()
+        except Exception as exc:
+            clash = self._clash(exc)
+            if clash is None:
+                raise
+            message = (
+                f"subscription of {practice!r} / {trigger_key!r} clashes with another "
+                f"subscription's path token or subscription id ({clash})"
+            )
+            raise BugError(message) from None
+        return self._subscription(row)
+
+    def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
+        """See :meth:`StateStore.get_subscription`."""
+        where = " WHERE practice = ? AND trigger_key = ?"
+        row = self._one(_SUBSCRIPTIONS + where, (practice, trigger_key))
+        return None if row is None else self._subscription(row)
+
+    def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
+        """See :meth:`StateStore.find_subscription_by_path`."""
+        row = self._one(_SUBSCRIPTIONS + " WHERE path_token = ?", (path_token,))
+        return None if row is None else self._subscription(row)
+
+    def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
+        """See :meth:`StateStore.list_subscriptions`."""
+        where, params = ("", ()) if practice is None else (" WHERE practice = ?", (practice,))
+        rows = self._all(_SUBSCRIPTIONS + where + " ORDER BY practice, trigger_key", params)
+        return [self._subscription(row) for row in rows]
+
+    def delete_subscription(self, practice: str, trigger_key: str) -> bool:
+        """See :meth:`StateStore.delete_subscription`."""
+        with self._write() as db:
+            sql = "DELETE FROM {p}subscriptions WHERE practice = ? AND trigger_key = ?"
+            return db.execute(sql, (practice, trigger_key)).rowcount == 1
+
+    def record_test_delivery(
+        self, practice: str, trigger_key: str, at: datetime | None = None
+    ) -> None:
+        """See :meth:`StateStore.record_test_delivery`: the latest time is kept."""
+        stamp = self._stamp(at, "at")
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO {p}subscription_health AS h (practice, trigger_key,"
+                " last_test_delivery_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (practice, trigger_key) DO UPDATE SET last_test_delivery_at ="
+                " CASE WHEN h.last_test_delivery_at > excluded.last_test_delivery_at"
+                " THEN h.last_test_delivery_at ELSE excluded.last_test_delivery_at END",
+                (practice, trigger_key, stamp),
+            )
+
+    def count_resubscribe(self, practice: str, trigger_key: str) -> int:
+        """See :meth:`StateStore.count_resubscribe`."""
+        with self._write() as db:
+            row = db.execute(
+                "INSERT INTO {p}subscription_health AS h (practice, trigger_key,"
+                " resubscribes) VALUES (?, ?, 1) ON CONFLICT (practice, trigger_key)"
+                " DO UPDATE SET resubscribes = h.resubscribes + 1 RETURNING resubscribes",
+                (practice, trigger_key),
+            ).fetchone()
+        return int(row[0])
+
+    def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
+        """See :meth:`StateStore.subscription_health`."""
+        key = (practice, trigger_key)
+        delivered = self._one(
+            "SELECT MAX(received_at) FROM {p}events WHERE practice = ? AND source = ?"
+            " AND payload ->> 'source' = 'webhook'",
+            key,
+        )
+        row = self._one(
+            "SELECT last_test_delivery_at, resubscribes FROM {p}subscription_health"
+            " WHERE practice = ? AND trigger_key = ?",
+            key,
+        )
+        return SubscriptionHealth(
+            practice,
+            trigger_key,
+            self.dialect.maybe_time(None if delivered is None else delivered[0]),
+            self.dialect.maybe_time(None if row is None else row[0]),
+            0 if row is None else int(row[1]),
+        )
+
+    # --- runs -----------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        practice: str,
+        recipe: str,
+        event_id: str,
+        *,
+        skipped: Mapping[str, Json] | None = None,
+        run_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> tuple[str, bool]:
+        """See :meth:`StateStore.start_run`."""
+        key = (practice, recipe, event_id)
+        stamp = self._stamp(created_at, "created_at")
+        run_id = run_id or uuid.uuid4().hex
+        skips = [
+            (step_id, StepChange.to_skipped(reason)) for step_id, reason in (skipped or {}).items()
+        ]
+        encoded = [encode_step_change(move, f"run {run_id} step {sid!r}") for sid, move in skips]
+        with self._write() as db:
+            # A racing insert of the same key waits for the winner's commit, then does
+            # nothing; the SELECT after it sees the winner's row.
+            created = db.execute(
+                "INSERT INTO {p}runs (run_id, practice, recipe, event_id, status,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)"
+                " ON CONFLICT (practice, recipe, event_id) DO NOTHING RETURNING run_id",
+                (run_id, *key, stamp, stamp),
+            ).fetchone()
+            if created is not None:
+                # A run created just now has no steps (and no other transaction sees it
+                # before this one commits): each skip is the step's first move.
+                for (step_id, move), fields in zip(skips, encoded, strict=True):
+                    self._write_step(db, run_id, step_id, None, (move,), (fields,), (stamp,))
+                return run_id, True
+            sql = "SELECT run_id FROM {p}runs WHERE practice = ? AND recipe = ? AND event_id = ?"
+            row = db.execute(sql, key).fetchone()
+        return str(row[0]), False
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """See :meth:`StateStore.get_run`."""
+        row = self._one(_RUNS + " WHERE run_id = ?", (run_id,))
+        return None if row is None else self._run(row)
+
+    def list_runs(
+        self,
+        *,
+        practice: str | None = None,
+        recipe: str | None = None,
+        status: RunStatus | None = None,
+        event_id: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """See :meth:`StateStore.list_runs`."""
+        if status is not None:
+            check_value("run status", status, RUN_STATUSES)
+        filters: dict[str, object] = {
+            "practice = ?": practice,
+            "recipe = ?": recipe,
+            "status = ?": status,
+            "event_id = ?": event_id,
+            "created_at >= ?": None if since is None else self.dialect.dump_time(since, "since"),
+        }
+        given = {clause: value for clause, value in filters.items() if value is not None}
+        where = " AND ".join(given) or "TRUE"
+        rows = self._all(
+            _RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
+            (*given.values(), limit),
+        )
+        return [self._run(row) for row in rows]
+
+    def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
+        """See :meth:`StateStore.set_run_status`."""
+        check_value("run status", status, RUN_STATUSES)
+        stamp = self._stamp(None, "updated_at")
+        encoded = json_or_null(error, f"error of run {run_id}")
+        with self._write() as db:
+            sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
+            row = db.execute(sql, (run_id,)).fetchone()
+            if row is None:
+                raise BugError(f"run {run_id} does not exist")
+            check_run_transition(run_id, row[0], status)
+            db.execute(
+                "UPDATE {p}runs SET status = ?, error = ?, updated_at = ? WHERE run_id = ?",
+                (status, encoded, stamp, run_id),
+            )
+
+    # --- step journal ---------------------------------------------------------------------
+
+    def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
+        where = f"run {run_id} step {step_id!r}"
+        encoded = [encode_step_change(change, where) for change in changes]
+        now = self._stamp(None, "updated_at")
+        stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
+        with self._write(durable=any(change.durable for change in changes)) as db:
+            # The run's row (locked where the database needs it) serializes every move of
+            # its steps.
+            sql = "SELECT 1 FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
+            if db.execute(sql, (run_id,)).fetchone() is None:
+                raise BugError(f"run {run_id} does not exist; start_run first")
+            sql = "SELECT status FROM {p}steps WHERE run_id = ? AND step_id = ?"
+            row = db.execute(sql, (run_id, step_id)).fetchone()
+            current: StepStatus | None = None if row is None else row[0]
+            self._write_step(db, run_id, step_id, current, changes, encoded, stamps)
+
+    def _write_step(
+        self,
+        db: SQLConnection,
+        run_id: str,
+        step_id: str,
+        current: StepStatus | None,
+        changes: Sequence[StepChange],
+        encoded: Sequence[Mapping[str, str | None]],
+        stamps: Sequence[Any],
+    ) -> None:
+        """Check and write moves of a step from ``current`` (``None``: no row yet) inside
+        ``db``'s write transaction: the step's row, and one history row per move."""
+        write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
+        # Column names are fixed or checked by the encoder; values are parameters.
+        columns = write.columns
+        if current is None:
+            columns.update(
+                run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0]
+            )
+            marks = ", ".join("?" * len(columns))
+            sql = f"INSERT INTO {{p}}steps ({', '.join(columns)}) VALUES ({marks})"
+            params: tuple[Any, ...] = tuple(columns.values())
+        else:
+            sets = [f"{name} = ?" for name in columns]
+            if write.sends:
+                sets.append(f"attempts = attempts + {write.sends:d}")
+            sql = f"UPDATE {{p}}steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?"
+            params = (*columns.values(), run_id, step_id)
+        db.execute(sql, params)
+        db.executemany(_JOURNAL, write.journal)
+
+    def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
+        """See :meth:`StateStore.get_step`."""
+        row = self._one(_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
+        return None if row is None else self._step(row)
+
+    def get_steps(self, run_id: str) -> list[StepRecord]:
+        """See :meth:`StateStore.get_steps`."""
+        rows = self._all(_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [self._step(row) for row in rows]
+
+    def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
+        """See :meth:`StateStore.step_history`."""
+        where, params = ("", ()) if step_id is None else (" AND step_id = ?", (step_id,))
+        rows = self._all(
+            "SELECT run_id, step_id, from_status, to_status, at, who, note, detail"
+            " FROM {p}step_journal WHERE run_id = ?" + where + " ORDER BY seq",
+            (run_id, *params),
+        )
+        load = self.dialect
+        return [
+            StepTransition(
+                r[0], r[1], r[2], r[3], load.load_time(r[4]), r[5], r[6], load.load_json(r[7])
+            )
+            for r in rows
+        ]
+
+    # --- rate budget bookkeeping ----------------------------------------------------------
+
+    def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
+        """See :meth:`StateStore.record_requests`."""
+        rows = [(practice, self._stamp(at, "at")) for at in times]
+        if rows:
+            with self._write() as db:
+                db.executemany("INSERT INTO {p}requests (practice, at) VALUES (?, ?)", rows)
+
+    def request_counts(self, practice: str, since: datetime) -> int:
+        """See :meth:`StateStore.request_counts`."""
+        row = self._one(
+            "SELECT count(*) FROM {p}requests WHERE practice = ? AND at >= ?",
+            (practice, self.dialect.dump_time(since, "since")),
+        )
+        return int(row[0])
+
+    def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
+        """See :meth:`StateStore.purge_requests`."""
+        cutoff = self._stamp(self.now() - older_than, "older_than")
+        with self._write() as db:
+            return db.execute("DELETE FROM {p}requests WHERE at < ?", (cutoff,)).rowcount

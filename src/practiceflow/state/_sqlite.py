@@ -1,0 +1,310 @@
+"""The embedded state store: one SQLite file, stdlib ``sqlite3``.
+
+Durability and concurrency choices, and why:
+
+* ``journal_mode=WAL``: readers never block the writer, and a crash leaves the last
+  committed transaction intact.
+* ``synchronous=NORMAL`` with WAL survives the process being killed at any point (a commit
+  is in the WAL before it returns); only an OS crash or power loss can drop the latest
+  commits. The commits whose loss would repeat or lose something are *durable*: they run
+  with ``synchronous=FULL`` and are fsynced, which in WAL also flushes every commit before
+  them. They are: an event recorded before its delivery is acknowledged, a subscription
+  (its secret is returned once), a write step marked ``sent`` before its request leaves,
+  and an operator's resolution (see ``StepChange.durable``). Anything lost after the last
+  durable commit is re-derived on restart (a write ``sent`` without its answer becomes in
+  doubt and is reconciled; a read is sent again).
+* ``busy_timeout``: writers from other threads or processes wait instead of failing.
+* one connection per thread (SQLite connections must not be used by two threads at once);
+  every write runs in ``BEGIN IMMEDIATE``, which takes the file's write lock, so that a
+  read-then-write is never interleaved with another writer.
+* a ``schema_version`` table; migrations run on open, in one transaction, and a database
+  written by a newer practiceflow is refused rather than misread. A database already at
+  this schema is opened without the write lock (its version is read), so that reading
+  it, ``runs list`` say, never waits behind another process's write.
+
+The file is created readable by its owner only: it holds webhook secrets.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import ClassVar, Final, Self
+
+from practiceflow.errors import BugError, ConfigError, StoreError
+from practiceflow.state import _schema
+from practiceflow.state._dialect import Dialect
+from practiceflow.state._sql import SQLStore, insert_events
+from practiceflow.state.base import Clock
+from practiceflow.state.rows import (
+    NewEvent,
+    event_rows,
+    first_occurrences,
+    from_json,
+    from_utc,
+    to_utc,
+)
+
+_SCHEME: Final = "sqlite"
+_DEFAULT_BUSY_TIMEOUT_MS: Final = 10_000
+
+#: Times are ISO 8601 text in UTC, all of one shape, so that text order is time order.
+SQLITE: Final = Dialect(
+    prefix="",
+    mark="?",
+    types={"serial": "INTEGER PRIMARY KEY AUTOINCREMENT", "time": "TEXT", "json": "TEXT"},
+    lock_row="",  # BEGIN IMMEDIATE holds the whole file's write lock already
+    dump_time=to_utc,
+    load_time=from_utc,
+    load_json=from_json,
+)
+
+
+def sqlite_path(url: str) -> Path:
+    """The file a ``sqlite:///path`` URL or a plain path names.
+
+    ``sqlite:///var/lib/pf.db`` is the absolute ``/var/lib/pf.db``; a plain path (with no
+    ``scheme://``) is taken as it is, relative to the current directory if relative.
+
+    Raises:
+        ConfigError: the URL names no file, or an in-memory database (which each
+            thread's connection would see as a different, empty database).
+    """
+    prefix = f"{_SCHEME}://"
+    text = url[len(prefix) :] if url.lower().startswith(prefix) else url
+    if "://" in text:
+        message = f"state store URL: got scheme {url.partition('://')[0]!r}; expected 'sqlite'"
+        raise ConfigError(message)
+    if text in ("", "/", ":memory:", "/:memory:") or text.startswith(("file:", "/file:")):
+        message = (
+            f"state store URL {url!r}: expected a file, as 'sqlite:///absolute/path.db' "
+            "or a plain path; in-memory and URI forms are not supported (use a temporary "
+            "file in tests)"
+        )
+        raise ConfigError(message)
+    return Path(text)
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused because another connection holds a lock (nothing was done)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
+
+
+class SQLiteStore(SQLStore):
+    """The state store in one SQLite file (WAL; durable commits fsynced, see the module).
+
+    Args:
+        path: the database file; created (with its folder, readable by its owner only)
+            when missing, and migrated to the latest schema.
+        clock: the current time, for tests; the system clock when omitted.
+        busy_timeout_ms: how long a write waits for another writer before failing.
+    """
+
+    scheme: ClassVar[str] = _SCHEME
+    local_reads: ClassVar[bool] = True  # a file; WAL readers never wait for writers
+    dialect: ClassVar[Dialect] = SQLITE
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock | None = None,
+        busy_timeout_ms: int = _DEFAULT_BUSY_TIMEOUT_MS,
+    ) -> None:
+        super().__init__(clock=clock)
+        self.path = Path(path)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._connections: list[sqlite3.Connection] = []
+        self._lock_connections = threading.Lock()
+        self._closed = False
+        self._create_private_file()
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
+
+    @classmethod
+    def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
+        """Open the store at ``sqlite:///path`` or a plain path.
+
+        Raises:
+            ConfigError: see :func:`sqlite_path`, and a database of a newer schema.
+        """
+        return cls(sqlite_path(url), clock=clock)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    def close(self) -> None:
+        """Close every thread's connection; further use raises :class:`BugError`."""
+        with self._lock_connections:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            connection.close()
+
+    # --- connections and transactions -----------------------------------------------------
+
+    def _create_private_file(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # An empty file is a valid empty database; SQLite gives -wal and -shm the
+            # same permissions, so the secrets it will hold stay private to the owner.
+            descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            return
+        os.close(descriptor)
+
+    def _store_error(self, exc: sqlite3.OperationalError) -> StoreError:
+        """What an operational failure of SQLite means to the user (no raw traceback)."""
+        reason = str(exc)
+        code = getattr(exc, "sqlite_errorcode", None)
+        if is_busy(exc):
+            message = (
+                f"state database {self.path} is locked by another process (waited "
+                f"{self._busy_timeout_ms / 1000:g} s); stop the other practiceflow process "
+                "using it, or give this one its own --state file, then run again"
+            )
+        elif code == sqlite3.SQLITE_FULL or "full" in reason:
+            message = (
+                f"state database {self.path}: the disk is full, nothing was recorded (the "
+                "transaction was rolled back); free space, then run again"
+            )
+        else:
+            message = f"state database {self.path} cannot be used: {reason}"
+        return StoreError(message)
+
+    def _conn(self) -> sqlite3.Connection:
+        try:
+            return self._open_conn()
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
+
+    def _open_conn(self, *, wait: bool = True) -> sqlite3.Connection:
+        """This thread's connection; with ``wait=False`` its second one, which never waits.
+
+        The second connection fails at once with ``SQLITE_BUSY`` where the first would wait
+        for another writer, and commits with ``synchronous = FULL``: it is for durable
+        writes made where waiting would stall others (the receiver's event loop).
+        """
+        attribute = "connection" if wait else "nowait_connection"
+        connection: sqlite3.Connection | None = getattr(self._local, attribute, None)
+        if self._closed:
+            message = f"state store {self.path} is closed; open it again to use it"
+            raise BugError(message)
+        if connection is None:
+            # isolation_level=None: no implicit transactions; we BEGIN and COMMIT ourselves.
+            # check_same_thread=False only so close() may close other threads' connections.
+            connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            connection.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute(f"PRAGMA synchronous = {'NORMAL' if wait else 'FULL'}")
+            connection.execute("PRAGMA foreign_keys = ON")
+            if not wait:
+                connection.execute("PRAGMA busy_timeout = 0")
+            with self._lock_connections:
+                self._connections.append(connection)
+            setattr(self._local, attribute, connection)
+        return connection
+
+    def _synchronous(self, connection: sqlite3.Connection, level: str) -> None:
+        """Set ``PRAGMA synchronous`` for the next commit, only when it changes (it cannot
+        change inside a transaction, so a transaction's durability is fixed at BEGIN)."""
+        if getattr(self._local, "synchronous", "NORMAL") != level:
+            self._local.synchronous = None  # unknown until the PRAGMA has run
+            connection.execute(f"PRAGMA synchronous = {level}")
+            self._local.synchronous = level
+
+    @contextmanager
+    def _transaction(
+        self,
+        *,
+        durable: bool = False,
+        snapshot: bool = False,
+        before_commit: Callable[[], None] | None = None,
+    ) -> Iterator[sqlite3.Connection]:
+        connection = self._conn()
+        try:
+            if not snapshot:
+                self._synchronous(connection, "FULL" if durable else "NORMAL")
+            connection.execute("BEGIN" if snapshot else "BEGIN IMMEDIATE")
+            try:
+                yield connection
+                if before_commit is not None:
+                    before_commit()
+                connection.execute("COMMIT")
+            except BaseException:
+                # Also when COMMIT itself fails: never leave the connection mid-transaction.
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
+
+    @contextmanager
+    def _statement(self) -> Iterator[sqlite3.Connection]:
+        try:
+            yield self._conn()  # no BEGIN: the statement is its own transaction
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
+
+    def _clash(self, exc: Exception) -> str | None:
+        # sqlite3 names the table and columns of the key, never the values.
+        return str(exc) if isinstance(exc, sqlite3.IntegrityError) else None
+
+    # --- schema -----------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        connection = self._conn()
+        if self._schema_is_current(connection):
+            return
+        with self._write() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS {p}schema_version (version integer)")
+            row = db.execute("SELECT version FROM {p}schema_version").fetchone()
+            current = 0 if row is None else int(row[0])
+            _schema.refuse_newer(str(self.path), current)
+            if current < _schema.LATEST_VERSION:
+                _schema.apply_migrations(db, current)
+
+    def _schema_is_current(self, connection: sqlite3.Connection) -> bool:
+        """Whether the file already has this practiceflow's schema, read without the write
+        lock (in WAL a reader never waits for a writer), so that opening a store to read
+        it does not wait behind another process's write; a newer schema is refused."""
+        try:
+            row = connection.execute("SELECT version FROM schema_version").fetchone()
+        except sqlite3.OperationalError:
+            return False  # a new file (no table yet), or unreadable now: the write decides
+        if row is None:
+            return False
+        _schema.refuse_newer(str(self.path), int(row[0]))
+        return int(row[0]) == _schema.LATEST_VERSION
+
+    # --- events -----------------------------------------------------------------------------
+
+    def try_record_events(self, events: Sequence[NewEvent]) -> list[bool] | None:
+        """See :meth:`StateStore.try_record_events`: ``None`` while another writer works.
+
+        The one statement of :meth:`record_events`, alone (its own transaction: all its
+        rows or none), on this thread's second connection, which fails at once rather
+        than wait for the write lock and commits durably.
+        """
+        if getattr(self._local, "atomic", None) is not None:
+            return None  # inside a transaction of this thread's own: not a separate commit
+        rows = event_rows(events, self._stamp)
+        if not rows:
+            return []
+        sql, params = insert_events(rows)
+        try:
+            connection = self._open_conn(wait=False)
+            inserted = connection.execute(self.dialect.sql(sql), params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                return None  # nothing was written: the statement is its own transaction
+            raise self._store_error(exc) from exc
+        return first_occurrences(rows, inserted)
