@@ -1,4 +1,5 @@
-"""The schema of every SQL store: numbered migrations and how they are applied.
+"""The schema of every SQL store: numbered migrations and how they are applied, the
+SELECTs that read it, and the decoders of their rows.
 
 Statements are written once, for both databases, with names each ``Dialect`` fills in
 (``_dialect.py``): ``{p}`` the table prefix, ``{serial}`` a generated primary key, ``{time}``
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from practiceflow.errors import ConfigError
-from practiceflow.state._dialect import SQLConnection
+from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state.rows import EventRecord, RunRecord, StepRecord, SubscriptionRecord
 
 _V1: Final = (
     """
@@ -203,3 +205,56 @@ def apply_migrations(db: SQLConnection, current: int) -> Migration:
     db.execute("DELETE FROM {p}schema_version")
     db.execute("INSERT INTO {p}schema_version VALUES (?)", (LATEST_VERSION,))
     return Migration(current, LATEST_VERSION)
+
+
+# --- reading rows ------------------------------------------------------------------------------
+
+# Whole SELECT clauses: call sites append only fixed text, and every value is a parameter.
+SELECT_EVENTS: Final = (
+    "SELECT practice, source, event_key, event_id, payload, signature, received_at,"
+    " handled_at FROM {p}events"
+)
+SELECT_SUBSCRIPTIONS: Final = (
+    "SELECT practice, trigger_key, subscription_id, event, url, secret, path_token, status,"
+    " created_at, updated_at FROM {p}subscriptions"
+)
+SELECT_RUNS: Final = (
+    "SELECT run_id, practice, recipe, event_id, status, error, created_at, updated_at FROM {p}runs"
+)
+SELECT_STEPS: Final = (
+    "SELECT run_id, step_id, status, request, output, error, attempts, created_at,"
+    " updated_at, sent_at, resolved_by, resolved_at, resolution_note FROM {p}steps"
+)
+
+
+def decode_event(row: Sequence[Any], load: Dialect) -> EventRecord:
+    """The record of an events row, columns as in :data:`SELECT_EVENTS`."""
+    return EventRecord(
+        row[0], row[1], row[2], row[3], load.load_json(row[4]), row[5],
+        load.load_time(row[6]), load.maybe_time(row[7]),
+    )  # fmt: skip
+
+
+def decode_subscription(row: Sequence[Any], load: Dialect) -> SubscriptionRecord:
+    """The record of a subscriptions row, columns as in :data:`SELECT_SUBSCRIPTIONS`."""
+    return SubscriptionRecord(
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+        load.load_time(row[8]), load.load_time(row[9]),
+    )  # fmt: skip
+
+
+def decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
+    """The record of a runs row, columns as in :data:`SELECT_RUNS`."""
+    return RunRecord(
+        row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
+        load.load_time(row[6]), load.load_time(row[7]),
+    )  # fmt: skip
+
+
+def decode_step(row: Sequence[Any], load: Dialect) -> StepRecord:
+    """The record of a steps row, columns as in :data:`SELECT_STEPS`."""
+    return StepRecord(
+        row[0], row[1], row[2], load.load_json(row[3]), load.load_json(row[4]),
+        load.load_json(row[5]), int(row[6]), load.load_time(row[7]), load.load_time(row[8]),
+        load.maybe_time(row[9]), row[10], load.maybe_time(row[11]), row[12],
+    )  # fmt: skip

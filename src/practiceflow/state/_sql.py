@@ -30,6 +30,16 @@ from typing import Any, ClassVar, Final
 
 from practiceflow.errors import BugError
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection
+from practiceflow.state._schema import (
+    SELECT_EVENTS,
+    SELECT_RUNS,
+    SELECT_STEPS,
+    SELECT_SUBSCRIPTIONS,
+    decode_event,
+    decode_run,
+    decode_step,
+    decode_subscription,
+)
 from practiceflow.state.base import DEFAULT_KEEP_SEEN, StateStore, StepChange
 from practiceflow.state.rows import (
     RUN_STATUSES,
@@ -54,22 +64,6 @@ from practiceflow.state.rows import (
 )
 from practiceflow.state.steps import encode_step_change, fold_step_changes
 
-# Whole SELECT clauses: call sites append only fixed text, and every value is a parameter.
-_EVENTS: Final = (
-    "SELECT practice, source, event_key, event_id, payload, signature, received_at,"
-    " handled_at FROM {p}events"
-)
-_SUBSCRIPTIONS: Final = (
-    "SELECT practice, trigger_key, subscription_id, event, url, secret, path_token, status,"
-    " created_at, updated_at FROM {p}subscriptions"
-)
-_RUNS: Final = (
-    "SELECT run_id, practice, recipe, event_id, status, error, created_at, updated_at FROM {p}runs"
-)
-_STEPS: Final = (
-    "SELECT run_id, step_id, status, request, output, error, attempts, created_at,"
-    " updated_at, sent_at, resolved_by, resolved_at, resolution_note FROM {p}steps"
-)
 _JOURNAL: Final = (
     "INSERT INTO {p}step_journal (run_id, step_id, from_status, to_status, at, who, note,"
     " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -145,35 +139,23 @@ class SQLStore(StateStore):
         return self.dialect.dump_time(self.now() if value is None else value, what)
 
     @contextmanager
-    def _write(self, *, durable: bool = False) -> Iterator[SQLConnection]:
+    def _join(
+        self, begin: Callable[[], AbstractContextManager[Connection]]
+    ) -> Iterator[SQLConnection]:
+        """The connection of this thread's atomic block, else one that ``begin`` opens."""
         outer: _Atomic | None = getattr(self._local, "atomic", None)
-        if outer is None:
-            with self._transaction(durable=durable) as db:
-                yield SQLConnection(db, self.dialect)
+        if outer is not None:
+            yield outer.connection
             return
-        # Inside atomic(): the block began the transaction and commits it.
-        if durable and not outer.durable:
+        with begin() as db:
+            yield SQLConnection(db, self.dialect)
+
+    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]:
+        outer: _Atomic | None = getattr(self._local, "atomic", None)
+        if durable and outer is not None and not outer.durable:
             message = "a durable write inside atomic() opened without durable=True"
             raise BugError(message)
-        yield outer.connection
-
-    @contextmanager
-    def _read(self) -> Iterator[SQLConnection]:
-        outer: _Atomic | None = getattr(self._local, "atomic", None)
-        if outer is None:
-            with self._transaction(snapshot=True) as db:
-                yield SQLConnection(db, self.dialect)
-            return
-        yield outer.connection
-
-    @contextmanager
-    def _joined(self) -> Iterator[SQLConnection]:
-        outer: _Atomic | None = getattr(self._local, "atomic", None)
-        if outer is None:
-            with self._statement() as db:
-                yield SQLConnection(db, self.dialect)
-            return
-        yield outer.connection
+        return self._join(lambda: self._transaction(durable=durable))
 
     @contextmanager
     def atomic(
@@ -200,48 +182,17 @@ class SQLStore(StateStore):
                 self._local.atomic = None
 
     def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        with self._joined() as db:
+        with self._join(self._statement) as db:
             return db.execute(sql, params).fetchone()
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._joined() as db:
+        with self._join(self._statement) as db:
             return db.execute(sql, params).fetchall()
 
     @property
     def schema_version(self) -> int:
         """The schema version of the open database."""
         return int(self._one("SELECT version FROM {p}schema_version")[0])
-
-    # --- rows -----------------------------------------------------------------------------
-
-    def _event(self, row: Sequence[Any]) -> EventRecord:
-        load = self.dialect
-        return EventRecord(
-            row[0], row[1], row[2], row[3], load.load_json(row[4]), row[5],
-            load.load_time(row[6]), load.maybe_time(row[7]),
-        )  # fmt: skip
-
-    def _subscription(self, row: Sequence[Any]) -> SubscriptionRecord:
-        load = self.dialect
-        return SubscriptionRecord(
-            row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-            load.load_time(row[8]), load.load_time(row[9]),
-        )  # fmt: skip
-
-    def _run(self, row: Sequence[Any]) -> RunRecord:
-        load = self.dialect
-        return RunRecord(
-            row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
-            load.load_time(row[6]), load.load_time(row[7]),
-        )  # fmt: skip
-
-    def _step(self, row: Sequence[Any]) -> StepRecord:
-        load = self.dialect
-        return StepRecord(
-            row[0], row[1], row[2], load.load_json(row[3]), load.load_json(row[4]),
-            load.load_json(row[5]), int(row[6]), load.load_time(row[7]), load.load_time(row[8]),
-            load.maybe_time(row[9]), row[10], load.maybe_time(row[11]), row[12],
-        )  # fmt: skip
 
     # --- events ---------------------------------------------------------------------------
 
@@ -269,10 +220,10 @@ class SQLStore(StateStore):
     def get_event(self, practice: str, source: str, event_id: str) -> EventRecord | None:
         """See :meth:`StateStore.get_event`."""
         row = self._one(
-            _EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
+            SELECT_EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
             (practice, source, event_id),
         )
-        return None if row is None else self._event(row)
+        return None if row is None else decode_event(row, self.dialect)
 
     def pending_events(
         self, practice: str, limit: int = 100, *, source: str | None = None
@@ -282,9 +233,10 @@ class SQLStore(StateStore):
         if source is not None:
             where, params = where + " AND source = ?", [*params, source]
         rows = self._all(
-            _EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?", (*params, limit)
+            SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?",
+            (*params, limit),
         )
-        return [self._event(row) for row in rows]
+        return [decode_event(row, self.dialect) for row in rows]
 
     def mark_event_handled(
         self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
@@ -314,7 +266,8 @@ class SQLStore(StateStore):
         """See :meth:`StateStore.get_cursor_state`."""
         key = (practice, trigger_key)
         where = " WHERE practice = ? AND trigger_key = ?"
-        with self._read() as db:  # one snapshot: the value and its keys belong together
+        # One snapshot: the value and its keys belong together.
+        with self._join(lambda: self._transaction(snapshot=True)) as db:
             row = db.execute("SELECT value, updated_at FROM {p}cursors" + where, key).fetchone()
             if row is None:
                 return None
@@ -378,7 +331,7 @@ class SQLStore(StateStore):
                     (*values, status, stamp, stamp),
                 )
                 row = db.execute(
-                    _SUBSCRIPTIONS + " WHERE practice = ? AND trigger_key = ?",
+                    SELECT_SUBSCRIPTIONS + " WHERE practice = ? AND trigger_key = ?",
                     (practice, trigger_key),
                 ).fetchone()
         except Exception as exc:
@@ -390,24 +343,24 @@ class SQLStore(StateStore):
                 f"subscription's path token or subscription id ({clash})"
             )
             raise BugError(message) from None
-        return self._subscription(row)
+        return decode_subscription(row, self.dialect)
 
     def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
         """See :meth:`StateStore.get_subscription`."""
         where = " WHERE practice = ? AND trigger_key = ?"
-        row = self._one(_SUBSCRIPTIONS + where, (practice, trigger_key))
-        return None if row is None else self._subscription(row)
+        row = self._one(SELECT_SUBSCRIPTIONS + where, (practice, trigger_key))
+        return None if row is None else decode_subscription(row, self.dialect)
 
     def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
         """See :meth:`StateStore.find_subscription_by_path`."""
-        row = self._one(_SUBSCRIPTIONS + " WHERE path_token = ?", (path_token,))
-        return None if row is None else self._subscription(row)
+        row = self._one(SELECT_SUBSCRIPTIONS + " WHERE path_token = ?", (path_token,))
+        return None if row is None else decode_subscription(row, self.dialect)
 
     def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
         """See :meth:`StateStore.list_subscriptions`."""
         where, params = ("", ()) if practice is None else (" WHERE practice = ?", (practice,))
-        rows = self._all(_SUBSCRIPTIONS + where + " ORDER BY practice, trigger_key", params)
-        return [self._subscription(row) for row in rows]
+        rows = self._all(SELECT_SUBSCRIPTIONS + where + " ORDER BY practice, trigger_key", params)
+        return [decode_subscription(row, self.dialect) for row in rows]
 
     def delete_subscription(self, practice: str, trigger_key: str) -> bool:
         """See :meth:`StateStore.delete_subscription`."""
@@ -503,8 +456,8 @@ class SQLStore(StateStore):
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """See :meth:`StateStore.get_run`."""
-        row = self._one(_RUNS + " WHERE run_id = ?", (run_id,))
-        return None if row is None else self._run(row)
+        row = self._one(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
+        return None if row is None else decode_run(row, self.dialect)
 
     def list_runs(
         self,
@@ -529,10 +482,10 @@ class SQLStore(StateStore):
         given = {clause: value for clause, value in filters.items() if value is not None}
         where = " AND ".join(given) or "TRUE"
         rows = self._all(
-            _RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
+            SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
             (*given.values(), limit),
         )
-        return [self._run(row) for row in rows]
+        return [decode_run(row, self.dialect) for row in rows]
 
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
         """See :meth:`StateStore.set_run_status`."""
@@ -601,13 +554,13 @@ class SQLStore(StateStore):
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """See :meth:`StateStore.get_step`."""
-        row = self._one(_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
-        return None if row is None else self._step(row)
+        row = self._one(SELECT_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
+        return None if row is None else decode_step(row, self.dialect)
 
     def get_steps(self, run_id: str) -> list[StepRecord]:
         """See :meth:`StateStore.get_steps`."""
-        rows = self._all(_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [self._step(row) for row in rows]
+        rows = self._all(SELECT_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [decode_step(row, self.dialect) for row in rows]
 
     def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
         """See :meth:`StateStore.step_history`."""
