@@ -84,6 +84,7 @@ __all__ = [
     "sqlite_path",
 ]
 
+#: The PostgreSQL store's names, imported on first use (with psycopg and its pool).
 _POSTGRES_NAMES = frozenset({"PostgresStore", "describe_url", "migrate", "schema_version"})
 
 
