@@ -3,7 +3,7 @@
 Rows are frozen dataclasses; fields that may carry a secret or personal data (subscription
 secrets, event payloads, rendered requests, outputs) are kept out of ``repr`` so that
 logging a row cannot leak them. The step transition table lives here, once, so that every
-store (SQLite now, PostgreSQL later) refuses the same illegal moves.
+store (SQLite and PostgreSQL) refuses the same illegal moves.
 """
 
 from __future__ import annotations
