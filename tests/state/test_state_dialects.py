@@ -47,6 +47,13 @@ def test_schema_statements_get_each_databases_column_types() -> None:
     )
 
 
+def test_a_json_text_field_is_read_the_way_each_database_can() -> None:
+    assert SQLITE.json_text.format(column="payload", key="source") == (
+        "json_extract(payload, '$.source')"
+    )
+    assert POSTGRES.json_text.format(column="payload", key="source") == "payload ->> 'source'"
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_a_naive_time_is_refused_naming_the_field(dialect: Dialect) -> None:
     with pytest.raises(ConfigError, match=r"received_at: got naive datetime 2025-03-01"):

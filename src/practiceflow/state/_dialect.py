@@ -45,6 +45,8 @@ class Dialect:
             ``{json}``).
         lock_row: appended to the SELECT of a row that a write transaction reads and then
             changes, where the database needs it to keep other writers off the row.
+        json_text: the expression of a JSON column's top-level text field, with
+            ``{column}`` and ``{key}`` to fill in.
         dump_time: an aware datetime as a parameter (``what`` names it in the error that
             refuses a naive one).
         load_time: an instant as read back, as an aware UTC datetime.
@@ -55,6 +57,7 @@ class Dialect:
     mark: str
     types: Mapping[str, str]
     lock_row: str
+    json_text: str
     dump_time: Callable[[datetime, str], Any]
     load_time: Callable[[Any], datetime]
     load_json: Callable[[Any], Json]

@@ -72,6 +72,7 @@ POSTGRES: Final = Dialect(
         "json": "json",
     },
     lock_row=" FOR NO KEY UPDATE",
+    json_text="{column} ->> '{key}'",
     dump_time=_aware,
     load_time=_utc,
     load_json=_as_read,

@@ -40,7 +40,7 @@ from practiceflow.state._schema import (
     decode_step,
     decode_subscription,
 )
-from practiceflow.state.base import DEFAULT_KEEP_SEEN, StateStore, StepChange
+from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
 from practiceflow.state.rows import (
     RUN_STATUSES,
     SUBSCRIPTION_STATUSES,
@@ -98,7 +98,7 @@ class SQLStore(StateStore):
     #: Every commit is durable (the database cannot relax one): ``durable`` needs nothing.
     always_durable: ClassVar[bool] = False
 
-    def __init__(self, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, *, clock: Clock | None = None) -> None:
         super().__init__(clock=clock)
         self._local = threading.local()
 
@@ -397,9 +397,10 @@ class SQLStore(StateStore):
     def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
         """See :meth:`StateStore.subscription_health`."""
         key = (practice, trigger_key)
+        by_webhook = self.dialect.json_text.format(column="payload", key="source")
         delivered = self._one(
             "SELECT MAX(received_at) FROM {p}events WHERE practice = ? AND source = ?"
-            " AND payload ->> 'source' = 'webhook'",
+            " AND " + by_webhook + " = 'webhook'",
             key,
         )
         row = self._one(

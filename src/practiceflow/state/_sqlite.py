@@ -51,6 +51,7 @@ from practiceflow.state.rows import (
 
 _SCHEME: Final = "sqlite"
 _DEFAULT_BUSY_TIMEOUT_MS: Final = 10_000
+_VERSION: Final = "SELECT version FROM {p}schema_version"
 
 #: Times are ISO 8601 text in UTC, all of one shape, so that text order is time order.
 SQLITE: Final = Dialect(
@@ -58,6 +59,7 @@ SQLITE: Final = Dialect(
     mark="?",
     types={"serial": "INTEGER PRIMARY KEY AUTOINCREMENT", "time": "TEXT", "json": "TEXT"},
     lock_row="",  # BEGIN IMMEDIATE holds the whole file's write lock already
+    json_text="json_extract({column}, '$.{key}')",
     dump_time=to_utc,
     load_time=from_utc,
     load_json=from_json,
@@ -266,7 +268,7 @@ class SQLiteStore(SQLStore):
             return
         with self._write() as db:
             db.execute("CREATE TABLE IF NOT EXISTS {p}schema_version (version integer)")
-            row = db.execute("SELECT version FROM {p}schema_version").fetchone()
+            row = db.execute(_VERSION).fetchone()
             current = 0 if row is None else int(row[0])
             _schema.refuse_newer(str(self.path), current)
             if current < _schema.LATEST_VERSION:
@@ -277,7 +279,7 @@ class SQLiteStore(SQLStore):
         lock (in WAL a reader never waits for a writer), so that opening a store to read
         it does not wait behind another process's write; a newer schema is refused."""
         try:
-            row = connection.execute("SELECT version FROM schema_version").fetchone()
+            row = connection.execute(self.dialect.sql(_VERSION)).fetchone()
         except sqlite3.OperationalError:
             return False  # a new file (no table yet), or unreadable now: the write decides
         if row is None:

@@ -1,12 +1,10 @@
 """The requests a rate budget admits, counted in the state store a batch at a time.
 
 The console charts requests per minute, hour and day against the practice's limits from
-these counts. Writing each admitted request in its own commit cost about 0.3 ms of CPU
-per API call, on the calling thread, just before the request left: for a runner whose
-steps each make one call, that was a tenth of its own work. :class:`RequestLog` keeps the
-times in memory instead and writes them together: at most ``every`` seconds after the
-first of a batch (from its own thread, so that a quiet period does not leave the chart
-behind), at once when ``most`` are waiting, and when it is closed.
+these counts. They are bookkeeping, never in a request's way: :class:`RequestLog` keeps the
+times in memory and writes them together, from its own thread, at most ``every`` seconds
+after the first of a batch (so that a quiet period does not leave the chart behind), at
+once when ``most`` are waiting, and when it is closed.
 
 What a ``kill -9`` costs is the last ``every`` seconds of counts; the runs, their journal
 and the events are not written here and lose nothing. A batch the store refuses (disk
