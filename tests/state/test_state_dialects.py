@@ -12,17 +12,19 @@ import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from conftest import FakeClock
 from pgserver import shared_server
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state import NewEvent, PostgresStore, SQLiteStore, StateStore, StepChange
 from practiceflow.state._dialect import Dialect
 from practiceflow.state._postgres import POSTGRES
 from practiceflow.state._sqlite import SQLITE
+
+if TYPE_CHECKING:
+    from conftest import FakeClock
 
 P = "practice-a"
 DIALECTS = [pytest.param(SQLITE, id="sqlite"), pytest.param(POSTGRES, id="postgresql")]
@@ -83,9 +85,9 @@ def test_sqlite_times_sort_as_text_in_time_order() -> None:
 
 
 @pytest.fixture
-def stores(tmp_path: Path) -> Iterator[list[tuple[StateStore, FakeClock]]]:
+def stores(tmp_path: Path, clock: FakeClock) -> Iterator[list[tuple[StateStore, FakeClock]]]:
     """A fresh SQLite store and a fresh PostgreSQL store, each on a clock of its own."""
-    sqlite_clock, postgres_clock = FakeClock(), FakeClock()
+    sqlite_clock, postgres_clock = clock, type(clock)()  # both start at the same instant
     url = shared_server().new_schema(prefix="dialects")
     pairs: list[tuple[StateStore, FakeClock]] = [
         (SQLiteStore(tmp_path / "state.db", clock=sqlite_clock), sqlite_clock),
