@@ -55,7 +55,11 @@ def test_state_db_locked_by_another_process_is_a_clear_transient_error(
         store.step_in_doubt(run_id, "form", {"reason": "no answer"})
     resolve = ("runs", "resolve", run_id, "--step", "form", "--as", "done", "--who", "ops")
     locker = subprocess.Popen(  # noqa: S603 - a fixed script of ours
-        [sys.executable, "-c", LOCKER, str(state), "20"], stdout=subprocess.PIPE, text=True
+        # It holds the lock until the test kills it: however slow the machine, both CLI
+        # commands meet the lock.
+        [sys.executable, "-c", LOCKER, str(state), "600"],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert locker.stdout is not None
