@@ -1,16 +1,62 @@
-"""``practiceflow sandbox``: run the local simulator of the Partner API on 127.0.0.1."""
+"""``practiceflow sandbox``: run the local simulator of the Partner API on 127.0.0.1.
+
+``practiceflow sandbox`` alone serves it; its subcommands (``fire``, ``fault``, ``records``,
+``deliveries``, ``requests``, ``clock``, ``reset``, in :mod:`practiceflow.cli.sandbox_admin`)
+drive a running sandbox through its admin surface, so nobody needs ``curl`` for the common
+moves.
+"""
 
 from __future__ import annotations
+
+import socket
 
 import click
 
 from practiceflow.errors import ConfigError
+from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES, curl_example
 from practiceflow.sandbox.config import REGIONS, SandboxConfig
 
-__all__ = ["COMMANDS", "sandbox"]
+__all__ = ["COMMANDS", "export_lines", "sandbox"]
 
 
-@click.command("sandbox")
+def _admin_epilog() -> str:
+    lines = ["\b", "Admin routes (header X-Admin-Token; ?region=anz|uk|za where it matters):"]
+    for route in ADMIN_ROUTES:
+        lines.append(f"  {route.method} {route.path}: {route.summary}")
+        example = curl_example(route, "http://127.0.0.1:8765", "sandbox-admin-token")
+        lines.append(f"      {example}")
+    return "\n".join(lines)
+
+
+def _free_port(host: str) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[str]:
+    """The ``export PRACTICEFLOW_*=...`` lines that point every command at this sandbox.
+
+    Args:
+        root: the sandbox's root URL (``http://127.0.0.1:8765``).
+        config: its configuration (credentials, admin token).
+        region: the region whose read-write client the lines name.
+
+    Returns:
+        Shell lines, ready to paste.
+    """
+    credential = config.credentials(region)["rw"]
+    return [
+        f"export PRACTICEFLOW_BASE_URL={root}/{region}",
+        f"export PRACTICEFLOW_CLIENT_ID={credential.client_id}",
+        f"export PRACTICEFLOW_CLIENT_SECRET={credential.secret}",
+        f"export PRACTICEFLOW_SANDBOX_URL={root}",
+        f"export PRACTICEFLOW_SANDBOX_ADMIN_TOKEN={config.admin_token}",
+    ]
+
+
+@click.group("sandbox", invoke_without_command=True, epilog=_admin_epilog(), no_args_is_help=False)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Loopback address only.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed of the data.")
@@ -51,7 +97,9 @@ __all__ = ["COMMANDS", "sandbox"]
     default=None,
     help="Secret of the anz read-write client.",
 )
+@click.pass_context
 def sandbox(
+    ctx: click.Context,
     host: str,
     port: int,
     seed: int,
@@ -66,19 +114,27 @@ def sandbox(
     client_id: str | None,
     client_secret: str | None,
 ) -> None:
-    """Serve a local simulator of the Partner API until Ctrl-C.
+    """Serve a local simulator of the Partner API until Ctrl-C, or drive a running one.
 
-    It binds loopback only, seeds each region (anz, uk, za) from --seed, and prints the
-    base URL of each region, its throwaway credentials and the admin token.
+    Alone, it binds loopback only, seeds each region (anz, uk, za) from --seed, and prints
+    the base URL of each region, its throwaway credentials, the admin token, and the
+    'export PRACTICEFLOW_*=...' lines that point the other commands at it. The
+    subcommands talk to a running sandbox (PRACTICEFLOW_SANDBOX_URL, default
+    http://127.0.0.1:8765): fire an event, arm a fault, read its records and logs.
 
     \b
     Examples:
       practiceflow sandbox
       practiceflow sandbox --port 9000 --seed 7 --entities 100000 --rate-per-minute 600
+      practiceflow sandbox fire proposal-accepted
+      practiceflow sandbox fault 429 --count 3 --retry-after 2
+      practiceflow sandbox records bills
       curl -H 'X-SVC-Auth-ID: 5a4db0c0-0000-4000-8000-000000000011' \\
            -H 'X-SVC-Auth-Key: sandbox-anz-rw-secret' \\
            http://127.0.0.1:8765/anz/api/v1/auth/validate
     """
+    if ctx.invoked_subcommand is not None:
+        return
     from practiceflow.sandbox.config import RateLimits
     from practiceflow.sandbox.server import check_loopback, serve_forever
 
@@ -97,6 +153,8 @@ def sandbox(
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    if port == 0:  # the lines printed below must name the port that will be served
+        port = _free_port(bind)
     shown = f"[{bind}]" if ":" in bind else bind
     root = f"http://{shown}:{port}"
     click.echo(f"practiceflow sandbox on {root}  (seed {seed}, {entities} entities per region)")
@@ -107,8 +165,23 @@ def sandbox(
         click.echo(f"\n{region}: {root}/{region}")
         for kind, credential in config.credentials(region).items():
             click.echo(f"  {kind:<8} client id {credential.client_id}  secret {credential.secret}")
-    click.echo("\nThese credentials are the sandbox's own throwaway values. Ctrl-C stops it.")
+    click.echo("\nPoint the other commands at the anz practice (paste into another shell):")
+    for line in export_lines(root, config):
+        click.echo(f"  {line}")
+    click.echo(
+        "\nThese credentials are the sandbox's own throwaway values. Admin routes: "
+        "'practiceflow sandbox --help'. Ctrl-C stops it.",
+    )
     serve_forever(config, bind, port)
 
+
+def _register() -> None:
+    from practiceflow.cli.sandbox_admin import SUBCOMMANDS
+
+    for command in SUBCOMMANDS:
+        sandbox.add_command(command)
+
+
+_register()
 
 COMMANDS: list[click.Command] = [sandbox]

@@ -1,7 +1,8 @@
 """The admin surface under ``/_admin`` (header ``X-Admin-Token``): what tests and demos
 need to drive the sandbox from outside the API.
 
-- ``GET /_admin``: credentials, regions, clock offset;
+- ``GET /_admin``: credentials, regions, clock offset, and every route below with an
+  example (:mod:`practiceflow.sandbox.admin_catalogue`, the one list of them);
 - ``POST /_admin/reset``: back to the seed (body: optional ``seed``, ``entities``);
 - ``GET, POST /_admin/config``: switches ``walletBalance``, ``ledgerConnected``,
   ``eformEmailFails`` (per ``region``), ``duplicateDeliveries``, ``rateLimits``
@@ -39,6 +40,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import Receive, Scope, Send
 
+from practiceflow.sandbox.admin_catalogue import route_catalogue
 from practiceflow.sandbox.bodies import EntityBody
 from practiceflow.sandbox.config import REGIONS, RateLimits
 from practiceflow.sandbox.faults import FAULT_KINDS, Fault
@@ -127,7 +129,11 @@ class _AdminApp:
         expected = self.state.config.admin_token
         try:
             if not hmac.compare_digest(token.encode(), expected.encode()):
-                raise ApiProblem(401, "The X-Admin-Token header is missing or wrong.")
+                raise ApiProblem(
+                    401,
+                    "The X-Admin-Token header is missing or wrong (the sandbox prints its "
+                    "token at start-up; 'practiceflow sandbox --help' lists the routes).",
+                )
             await self.router(scope, receive, send)
         except ApiProblem as problem:
             await problem_response(problem.status, problem.detail, path)(scope, receive, send)
@@ -159,7 +165,7 @@ class _AdminApp:
     # ---- routes ---------------------------------------------------------------------
 
     async def info(self, request: Request) -> Response:
-        del request
+        root = str(request.base_url).rstrip("/")
         credentials = {
             region: {
                 kind: {
@@ -177,6 +183,7 @@ class _AdminApp:
                 "regions": list(REGIONS),
                 "credentials": credentials,
                 "clockOffset": self.state.clock.offset,
+                "routes": route_catalogue(root, self.state.config.admin_token),
             }
         )
 
