@@ -26,6 +26,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from practiceflow.cli.common import ApiOptions, api_options, build_client
+from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
+from practiceflow.cli.plan import plan
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 from practiceflow.manifest import ModuleRegistry, load_modules
 from practiceflow.runner import (
@@ -37,11 +39,9 @@ from practiceflow.runner import (
     dry_run,
     validate_recipe,
 )
-from practiceflow.runner.intake import build_intake
 from practiceflow.runner.logs import configure_logging
-from practiceflow.runner.plan import plan as make_plan
 from practiceflow.runner.report import brief, detail, outcomes_table
-from practiceflow.runner.service import Intake, Service
+from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord, StateStore, open_store
 from practiceflow.state.request_log import RequestLog
 
@@ -117,13 +117,6 @@ def _kill_hook() -> Callable[[str], None] | None:
     return point
 
 
-def _intake(
-    recipes: Sequence[ValidRecipe], store: StateStore, client: Any, practice: str
-) -> Intake:
-    """The triggers' receiver and pollers (``PRACTICEFLOW_PUBLIC_URL`` for webhooks)."""
-    return build_intake(recipes, store, client, practice)
-
-
 def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
     statuses = {outcome.status for outcome in outcomes}
     if "in_doubt" in statuses:
@@ -173,6 +166,7 @@ def _connect(
     "--dry-run", is_flag=True, help="Render every step with sample outputs; send nothing."
 )
 @click.option("--practice", metavar="KEY", default=None, help="Store key (default: Client ID).")
+@since_option
 @_state_option
 @_modules_option
 @_json_option
@@ -184,6 +178,7 @@ def run(
     once: bool,
     dry_run: bool,
     practice: str | None,
+    since: str | None,
     state: str | None,
     modules_dirs: tuple[str, ...],
     as_json: bool,
@@ -193,11 +188,15 @@ def run(
 ) -> None:
     """Run one recipe: check it, then run its events (continuously, or --once).
 
+    On a trigger's first poll nothing fires: the poll sets a baseline, and only changes
+    after it become events (--since starts earlier).
+
     \b
     Examples:
-      practiceflow run recipes/proposal_to_bill.yaml --dry-run
-      practiceflow run recipes/proposal_to_bill.yaml --once --json
-      practiceflow run recipes/proposal_to_bill.yaml          # until SIGTERM
+      practiceflow run recipes/proposal_to_bill_and_eform.yaml --dry-run
+      practiceflow run recipes/new_client_integrations_to_jsonl.yaml --once --json
+      practiceflow run recipes/won_lead_to_client.yaml --once --since 2026-11-01T00:00:00Z
+      practiceflow run recipes/proposal_to_bill_and_eform.yaml     # until SIGTERM
     """
     configure_logging(json_lines=log_json, verbose=verbose)
     console = Console(stderr=as_json)
@@ -206,14 +205,15 @@ def run(
         _print_dry(checked, as_json, console)
         return
     if not once:
-        _serve([recipe], practice, state, modules_dirs, api)
+        _serve([recipe], practice, state, modules_dirs, api, IntakeOptions(since=since))
         return
     client, recipes, key = _connect(api, [recipe], modules_dirs, practice)
     with client, open_state(state) as store, RequestLog(store, key) as counted:
         client.budget.on_admit(counted.admitted)  # the console's budget chart
         runner = Runner(recipes[0], store, client, practice=key, on_point=_kill_hook())
         outcomes: list[RunOutcome] = []
-        service = Service([runner], store, _intake(recipes, store, client, key))
+        intake = build_cli_intake(recipes, store, client, key, IntakeOptions(since=since))
+        service = Service([runner], store, intake)
         pending = len(store.pending_events(key, 10_000, source=runner.source))
         with Progress(
             TextColumn("[progress.description]{task.description}"),
@@ -238,6 +238,13 @@ def run(
             console.print(outcomes_table(outcomes))
         else:
             console.print("no events to run")
+        if intake.baselines and not outcomes:
+            click.echo(
+                f"hint: the first poll sets a baseline ({', '.join(intake.baselines)}): "
+                "only changes from now on fire. Run again after a change, or "
+                "pass --since ISO-TIME to catch up on earlier ones.",
+                err=True,
+            )
     click.get_current_context().exit(_exit_for(outcomes))
 
 
@@ -247,6 +254,7 @@ def _serve(
     state: str | None,
     modules_dirs: Sequence[str],
     api: ApiOptions,
+    options: IntakeOptions,
     console: str | None = None,
     console_token: str | None = None,
 ) -> None:
@@ -260,7 +268,7 @@ def _serve(
         client.budget.on_admit(counted.admitted)  # the console's budget chart
         kill = _kill_hook()
         runners = [Runner(recipe, store, client, practice=key, on_point=kill) for recipe in recipes]
-        intake = _intake(recipes, store, client, key)
+        intake = build_cli_intake(recipes, store, client, key, options)
         service = Service(runners, store, intake)
         if listen is not None:
             service.console = console_for(service, client, recipes, key, listen, console_token)
@@ -281,6 +289,23 @@ def _serve(
     help="Where the console listens; beyond loopback --console-token is required.",
 )
 @click.option("--console-token", envvar="PRACTICEFLOW_CONSOLE_TOKEN", help="Console token.")
+@click.option(
+    "--listen",
+    metavar="HOST:PORT",
+    envvar="PRACTICEFLOW_LISTEN",
+    default=None,
+    help="Where the webhook receiver listens (env PRACTICEFLOW_LISTEN; default a free port "
+    "of 127.0.0.1). Fix it so that the API's retries reach a restarted serve.",
+)
+@click.option(
+    "--public-url",
+    metavar="URL",
+    envvar="PRACTICEFLOW_PUBLIC_URL",
+    default=None,
+    help="The URL at which the API reaches the receiver (env PRACTICEFLOW_PUBLIC_URL); "
+    "'local' for the receiver's own URL (the sandbox). Without it, mode: auto triggers poll.",
+)
+@since_option
 @_state_option
 @_modules_option
 @_log_option
@@ -292,6 +317,9 @@ def serve(
     console_on: bool,
     console_listen: str,
     console_token: str | None,
+    listen: str | None,
+    public_url: str | None,
+    since: str | None,
     state: str | None,
     modules_dirs: tuple[str, ...],
     log_json: bool,
@@ -302,14 +330,23 @@ def serve(
     finishes, the rest of its run resumes on the next start), with the run console on
     http://127.0.0.1:8470/console/.
 
+    Webhooks need --public-url (the URL at which the API reaches the receiver) and, for an
+    address that survives restarts, --listen; without a public URL, mode: auto triggers
+    poll. At start-up it prints the receiver's address and every subscribed URL (their
+    secret path masked).
+
     \b
-    Example:
-      practiceflow serve recipes/*.yaml --log-json
+    Examples:
+      practiceflow serve recipes/proposal_to_bill_and_eform.yaml --log-json
+      practiceflow serve recipes/proposal_to_bill_and_eform.yaml \\
+          --listen 127.0.0.1:8080 --public-url http://127.0.0.1:8080   # the sandbox
+      practiceflow serve recipes/won_lead_to_client.yaml --since 2026-11-01T00:00:00Z
       practiceflow serve recipes/*.yaml --console-listen 0.0.0.0:8470 --console-token "$T"
     """
     configure_logging(json_lines=log_json, verbose=verbose)
-    listen = console_listen if console_on else None
-    _serve(recipes, practice, state, modules_dirs, api, listen, console_token)
+    options = IntakeOptions(public_url=public_url, listen=listen, since=since)
+    console = console_listen if console_on else None
+    _serve(recipes, practice, state, modules_dirs, api, options, console, console_token)
 
 
 @click.group("runs")
@@ -513,68 +550,6 @@ def retry(
         else:
             Console().print(outcomes_table([outcome]))
     click.get_current_context().exit(_exit_for([outcome]))
-
-
-@click.command("plan")
-@click.argument("recipes", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--events-per-day", default=100, show_default=True, help="Runs a day per recipe.")
-@click.option("--poll-interval", default=60.0, show_default=True, help="Seconds between polls.")
-@click.option("--webhook-url", is_flag=True, help="A public webhook URL is configured.")
-@click.option("--items", default=1, show_default=True, help="Items per for_each step.")
-@_modules_option
-@_json_option
-def plan(
-    recipes: tuple[str, ...],
-    events_per_day: int,
-    poll_interval: float,
-    webhook_url: bool,
-    items: int,
-    modules_dirs: tuple[str, ...],
-    as_json: bool,
-) -> None:
-    """Print what recipes will cost in requests, against the practice's 10,000 a day.
-
-    \b
-    Example:
-      practiceflow plan recipes/*.yaml --events-per-day 40 --poll-interval 300
-    """
-    registry = _registry(modules_dirs)
-    checked = [validate_recipe(path, registry=registry) for path in recipes]
-    result = make_plan(
-        checked,
-        events_per_day=events_per_day,
-        poll_interval=poll_interval,
-        webhook_url=webhook_url,
-        items=items,
-    )
-    if as_json:
-        click.echo(json.dumps(asdict(result), indent=2))
-    else:
-        console = Console()
-        table = Table(title="requests per recipe")
-        for column in ("recipe", "per run", "runs/day", "polling/hour", "polling/day", "per day"):
-            table.add_column(column, justify="right" if column != "recipe" else "left")
-        for cost in result.recipes:
-            table.add_row(
-                cost.name,
-                str(cost.per_run),
-                str(cost.events_per_day),
-                f"{cost.poll_per_hour:.0f}",
-                f"{cost.poll_per_day:.0f}",
-                f"{cost.per_day:,.0f}",
-            )
-        console.print(table)
-        for cost in result.recipes:
-            for step in cost.steps:
-                console.print(f"  {cost.name} / {step.step_id}: {step.requests} ({step.note})")
-        console.print(
-            f"together: {result.per_day:,.0f} requests a day = {result.share:.1%} of "
-            f"{result.daily_budget:,} (one request per {86400 / result.daily_budget:.2f} s)"
-        )
-        for warning in result.warnings:
-            console.print(f"[bold red]warning:[/] {warning}")
-    if result.warnings and result.per_day > result.daily_budget:
-        click.get_current_context().exit(1)
 
 
 COMMANDS: list[click.Command] = [run, serve, runs, plan]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -60,6 +60,14 @@ class TriggerIntake:
         listen: host and port of the receiver (port 0: any free port).
         poll_interval: seconds between polls (stretched as the budget runs low).
         unsubscribe: remove subscriptions on a clean stop (leave no orphans behind).
+        since: where a trigger without a cursor starts polling (ISO 8601) instead of
+            "from now"; a trigger with a cursor goes on from its cursor.
+        on_started: called once :meth:`start` has subscribed and started polling (the
+            CLI prints the receiver's address and the subscribed URLs).
+
+    Attributes:
+        baselines: names of the triggers whose last :meth:`poll_once` was a first poll
+            that only set a baseline (nothing older fires).
     """
 
     def __init__(
@@ -73,6 +81,8 @@ class TriggerIntake:
         listen: tuple[str, int] = ("127.0.0.1", 0),
         poll_interval: float = 60.0,
         unsubscribe: bool = True,
+        since: str | None = None,
+        on_started: Callable[[TriggerIntake], None] | None = None,
     ) -> None:
         self.recipes = list(recipes)
         self.store = store
@@ -82,6 +92,9 @@ class TriggerIntake:
         self.listen = listen
         self.poll_interval = poll_interval
         self.unsubscribe = unsubscribe
+        self.since = since
+        self.on_started = on_started
+        self.baselines: list[str] = []
         self.triggers: dict[str, Trigger] = {}
         self.server: ReceiverServer | None = None
         self._stop = threading.Event()
@@ -120,6 +133,7 @@ class TriggerIntake:
                 client=self.client,
                 receiver=receiver,
                 public_url=url,
+                since=self.since,
             )
 
     def start(self) -> None:
@@ -135,6 +149,8 @@ class TriggerIntake:
                 thread.start()
                 self._threads.append(thread)
             logger.info("trigger %s: receiving by %s", trigger.name, trigger.mode)
+        if self.on_started is not None:
+            self.on_started(self)
 
     def next_poll(self, trigger_key: str) -> datetime | None:
         """When the running poll loop of a trigger polls next (UTC), or ``None``."""
@@ -162,10 +178,14 @@ class TriggerIntake:
         if not self.triggers:
             self._build(webhooks=False)
         stored = 0
+        self.baselines = []
         for trigger in self.triggers.values():
             if isinstance(trigger, PollingTrigger | BothTrigger):
                 with priority(Priority.POLL):
-                    stored += len(trigger.poll_once().events)
+                    result = trigger.poll_once()
+                stored += len(result.events)
+                if result.baseline:
+                    self.baselines.append(trigger.name)
         return stored
 
     def stop(self) -> None:
@@ -200,19 +220,32 @@ def listen_address(text: str | None) -> tuple[str, int]:
 
 
 def build_intake(
-    recipes: Sequence[ValidRecipe], store: StateStore, client: Any, practice: str
+    recipes: Sequence[ValidRecipe],
+    store: StateStore,
+    client: Any,
+    practice: str,
+    *,
+    public_url: str | None = None,
+    listen: str | None = None,
+    since: str | None = None,
+    on_started: Callable[[TriggerIntake], None] | None = None,
 ) -> TriggerIntake:
-    """The intake ``serve`` and ``run`` use, configured from the environment.
+    """The intake ``serve`` and ``run`` use: arguments first, then the environment.
 
-    ``PRACTICEFLOW_PUBLIC_URL`` gives the public webhook URL (``local`` for the sandbox);
-    without it, triggers poll where their recipe's mode allows. ``PRACTICEFLOW_LISTEN``
-    gives the receiver's ``host:port`` (default any free port of 127.0.0.1).
+    ``public_url`` (else ``PRACTICEFLOW_PUBLIC_URL``) is the public webhook URL (``local``
+    for the receiver's own URL); without one, triggers poll where their recipe's mode
+    allows. ``listen`` (else ``PRACTICEFLOW_LISTEN``) is the receiver's ``host:port``
+    (default any free port of 127.0.0.1).
 
     Args:
         recipes: the checked recipes.
         store: the state store.
         client: the API client.
         practice: the practice key.
+        public_url: ``--public-url``, or None for the environment's.
+        listen: ``--listen``, or None for the environment's.
+        since: where triggers without a cursor start polling (ISO 8601).
+        on_started: see :class:`TriggerIntake`.
 
     Returns:
         The intake (not started).
@@ -222,6 +255,8 @@ def build_intake(
         store,
         client,
         practice,
-        public_url=os.environ.get(PUBLIC_URL_ENV) or None,
-        listen=listen_address(os.environ.get(LISTEN_ENV)),
+        public_url=public_url or os.environ.get(PUBLIC_URL_ENV) or None,
+        listen=listen_address(listen or os.environ.get(LISTEN_ENV)),
+        since=since,
+        on_started=on_started,
     )

@@ -1,0 +1,96 @@
+"""``practiceflow plan``: what recipes will cost of the practice's rate budget."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from practiceflow.manifest import load_modules
+from practiceflow.runner import validate_recipe
+from practiceflow.runner.plan import plan as make_plan
+
+__all__ = ["plan"]
+
+_modules_option = click.option(
+    "--modules",
+    "modules_dirs",
+    metavar="DIR",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A folder of your own action and trigger modules (repeatable).",
+)
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+
+
+def _together(per_day: float, share: float, budget: int) -> str:
+    """The summary line: the recipes' use of the daily budget, then the budget's own rate."""
+    use = f"{per_day:,.0f} requests a day"
+    if per_day > 0:
+        use += f" (on average one every {86400 / per_day:,.2f} s)"
+    return (
+        f"together: {use} = {share:.1%} of the daily budget of {budget:,} "
+        f"(which allows one request every {86400 / budget:.2f} s)"
+    )
+
+
+@click.command("plan")
+@click.argument("recipes", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--events-per-day", default=100, show_default=True, help="Runs a day per recipe.")
+@click.option("--poll-interval", default=60.0, show_default=True, help="Seconds between polls.")
+@click.option("--webhook-url", is_flag=True, help="A public webhook URL is configured.")
+@click.option("--items", default=1, show_default=True, help="Items per for_each step.")
+@_modules_option
+@_json_option
+def plan(
+    recipes: tuple[str, ...],
+    events_per_day: int,
+    poll_interval: float,
+    webhook_url: bool,
+    items: int,
+    modules_dirs: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Print what recipes will cost in requests, against the practice's 10,000 a day.
+
+    \b
+    Example:
+      practiceflow plan recipes/*.yaml --events-per-day 40 --poll-interval 300
+    """
+    registry = load_modules(list(modules_dirs))
+    checked = [validate_recipe(path, registry=registry) for path in recipes]
+    result = make_plan(
+        checked,
+        events_per_day=events_per_day,
+        poll_interval=poll_interval,
+        webhook_url=webhook_url,
+        items=items,
+    )
+    if as_json:
+        click.echo(json.dumps(asdict(result), indent=2))
+    else:
+        console = Console()
+        table = Table(title="requests per recipe")
+        for column in ("recipe", "per run", "runs/day", "polling/hour", "polling/day", "per day"):
+            table.add_column(column, justify="right" if column != "recipe" else "left")
+        for cost in result.recipes:
+            table.add_row(
+                cost.name,
+                str(cost.per_run),
+                str(cost.events_per_day),
+                f"{cost.poll_per_hour:.0f}",
+                f"{cost.poll_per_day:.0f}",
+                f"{cost.per_day:,.0f}",
+            )
+        console.print(table)
+        for cost in result.recipes:
+            for step in cost.steps:
+                console.print(f"  {cost.name} / {step.step_id}: {step.requests} ({step.note})")
+        console.print(_together(result.per_day, result.share, result.daily_budget))
+        for warning in result.warnings:
+            console.print(f"[bold red]warning:[/] {warning}")
+    if result.warnings and result.per_day > result.daily_budget:
+        click.get_current_context().exit(1)
