@@ -45,6 +45,7 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     "plan": LazyCommand(
         "practiceflow.cli.runs", "plan", "Forecast the API calls and budget of recipes."
     ),
+    "recipes": LazyCommand("practiceflow.cli.scaffold", "recipes", "Start new recipes."),
     "run": LazyCommand("practiceflow.cli.runs", "run", "Run a recipe (once, or dry-run)."),
     "runs": LazyCommand("practiceflow.cli.runs", "runs", "List, show, retry and resolve runs."),
     "sandbox": LazyCommand(

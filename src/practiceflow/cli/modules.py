@@ -65,6 +65,7 @@ def modules() -> None:
       practiceflow modules list
       practiceflow modules show create_bill
       practiceflow modules validate --modules ./my-modules
+      practiceflow modules new read_client --dir my-modules
     """
 
 
@@ -280,6 +281,38 @@ def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
         click.get_current_context().exit(1)
     what = "all modules" if checked < 0 else f"{checked} file{'s' if checked != 1 else ''}"
     click.echo(f"ok: {what} valid")
+
+
+@modules.command("new")
+@click.argument("key")
+@click.option(
+    "--from",
+    "copy_from",
+    metavar="EXISTING",
+    default=None,
+    help="Start from a copy of this shipped module (an action or a trigger).",
+)
+@click.option(
+    "--dir",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("modules"),
+    show_default=True,
+    help="Your modules folder (use it as --modules DIR); the file goes to DIR/actions/.",
+)
+@click.option("--force", is_flag=True, help="Replace an existing file.")
+def new(key: str, copy_from: str | None, folder: Path, force: bool) -> None:
+    """Write a new, commented module file that validates as written.
+
+    \b
+    Examples:
+      practiceflow modules new read_client --dir my-modules
+      practiceflow modules new my_new_client --from new_client --dir my-modules
+    """
+    from practiceflow.cli.scaffold import new_module
+
+    path = new_module(key, folder, copy_from=copy_from, force=force)
+    click.echo(f"wrote {path}; check it with: practiceflow modules validate --modules {folder}")
 
 
 @modules.command("docs")
