@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -103,20 +104,25 @@ def list_modules(module_dirs: Sequence[Path], as_json: bool) -> None:
     if as_json:
         _echo_json(rows)
         return
-    table = Table(title="practiceflow modules")
-    for column in ("Noun", "Key", "Type", "Title", "Writes", "Source"):
-        table.add_column(column, overflow="fold")
+    table = Table(title="practiceflow modules", box=box.SIMPLE_HEAD, show_edge=False)
+    longest = max((len(row["key"]) for row in rows), default=3)
+    table.add_column("Noun", max_width=12, overflow="fold")  # words: these wrap at spaces
+    table.add_column("Key", no_wrap=True, min_width=longest)  # identifiers never break
+    table.add_column("Type", max_width=8)  # "action (writes)" wraps at its space
+    table.add_column("Title", ratio=1, min_width=12, overflow="fold")
+    if module_dirs:  # shipped modules' source is their key: worth a column only for yours
+        table.add_column("Source", overflow="fold")
     for index, row in enumerate(rows):
         first = index == 0 or rows[index - 1]["noun"] != row["noun"]
         last = index == len(rows) - 1 or rows[index + 1]["noun"] != row["noun"]
-        cells = (
+        cells = [
             row["noun"] if first else "",
             row["key"],
-            row["type"],
+            f"{row['type']} (writes)" if row["needs_write"] else row["type"],
             row["title"],
-            "yes" if row["needs_write"] else "",
-            row["source"],
-        )
+        ]
+        if module_dirs:
+            cells.append(row["source"])
         table.add_row(*(escape(cell) for cell in cells), end_section=last)
     _console().print(table)
 
@@ -211,10 +217,14 @@ def show(key: str, module_dirs: Sequence[Path], as_json: bool) -> None:
             notes.append(f"hook: {module.hook}")
         console.print(escape("; ".join(notes)))
     table = Table(title="Input")
-    for column in ("Field", "Type", "Required", "Description", "Example"):
-        table.add_column(column, overflow="fold")
-    for row in _field_rows(schema, schema.get("$defs", {})):
-        table.add_row(*(escape(cell) for cell in row))
+    fields = _field_rows(schema, schema.get("$defs", {}))
+    longest = max((len(row[0]) for row in fields), default=5)
+    table.add_column("Field", no_wrap=True, min_width=longest)  # identifiers never break
+    table.add_column("Type")
+    table.add_column("Required", no_wrap=True)
+    table.add_column("Description", ratio=1)
+    for row in fields:  # examples: the example input below (a key would not fit whole)
+        table.add_row(*(escape(cell) for cell in row[:4]))
     console.print(table)
     if isinstance(module, ActionModule):
         console.print("[bold]Example input[/bold]")
@@ -381,22 +391,30 @@ def _print_request(request: Mapping[str, Any]) -> None:
 @click.option(
     "--input",
     "input_source",
-    required=True,
+    default=None,
     metavar="FILE|-",
-    help="The action's input as YAML or JSON, from a file or '-' for standard input.",
+    help="The action's input as YAML or JSON, from a file or '-' for standard input "
+    "(leave it out for an action whose input is all optional, such as list_entity_types).",
 )
 @click.option(
     "--dry-run",
     is_flag=True,
     help="Print the exact request (secrets and personal data masked); send nothing.",
 )
+@click.option(
+    "--show-pii",
+    is_flag=True,
+    help="With --dry-run: show your own input's personal data unmasked, on this terminal "
+    "only (credentials stay masked; nothing is journaled or logged).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_modules_option
 @api_options
 def action(
     key: str,
-    input_source: str,
+    input_source: str | None,
     dry_run: bool,
+    show_pii: bool,
     as_json: bool,
     module_dirs: Sequence[Path],
     api: ApiOptions,
@@ -409,15 +427,28 @@ def action(
 
     \b
     Examples:
-      practiceflow action create_bill --input bill.yaml --dry-run
+      practiceflow action list_entity_types
+      practiceflow action create_lead --input lead.yaml --dry-run --show-pii
       echo '{"entityKey": "6f1c2f4e-0d55-4a43-9f7e-3c1d2b8a9e01"}' | \\
-        practiceflow action convert_lead --input - --profile acme --json
+        practiceflow action convert_lead --input - --json
     """
+    if show_pii and not dry_run:
+        raise click.UsageError("--show-pii only goes with --dry-run")
     registry = load_modules(module_dirs)
     module = registry.action(key)
-    located, display, problem = _read_input(input_source)
-    if problem is not None:
-        raise InputError(module.key, [problem])
+    if input_source is None:
+        if module.required:
+            message = (
+                f"{module.key} needs --input FILE (or '-' for standard input) with "
+                f"{', '.join(module.required)}; 'practiceflow modules show {module.key}' "
+                "prints an example input"
+            )
+            raise ConfigError(message)
+        located, display = load_yaml("{}"), "<no input>"
+    else:
+        located, display, problem = _read_input(input_source)
+        if problem is not None:
+            raise InputError(module.key, [problem])
     issues = validate_input(module, located.data, file=display, located=located)
     if issues:
         raise InputError(module.key, issues)
@@ -434,13 +465,22 @@ def action(
             err=True,
         )
     try:
-        result = run_action(module, located.data, client, dry_run=dry_run, registry=registry)
+        result = run_action(
+            module,
+            located.data,
+            client,
+            dry_run=dry_run,
+            registry=registry,
+            show_personal=show_pii,
+        )
     finally:
         close = getattr(client, "close", None)
         if callable(close):
             close()
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
+    if show_pii:
+        click.echo("personal data shown unmasked: for this terminal only", err=True)
     if as_json:
         payload: dict[str, Any] = {
             "action": result.action,

@@ -22,6 +22,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
@@ -40,7 +41,7 @@ from practiceflow.runner import (
     validate_recipe,
 )
 from practiceflow.runner.logs import configure_logging
-from practiceflow.runner.report import brief, detail, outcomes_table
+from practiceflow.runner.report import detail, outcomes_table
 from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord, StateStore, open_store
 from practiceflow.state.request_log import RequestLog
@@ -131,20 +132,20 @@ def _print_dry(recipe: ValidRecipe, as_json: bool, console: Console) -> None:
     if as_json:
         click.echo(json.dumps([asdict(step) for step in steps], indent=2, default=str))
         return
-    table = Table(title=f"dry run of {recipe.name!r}: nothing is sent")
-    for column in ("step", "use", "would", "request"):
-        table.add_column(column, overflow="fold")
+    # One block per step, not a table: a request's URL and keys must never be cut.
+    console.print(f"[bold]dry run of {escape(repr(recipe.name))}[/]: nothing is sent")
     for step in steps:
+        console.print(f"\n[bold]{escape(step.step_id)}[/] ({escape(step.use)}): {step.status}")
         request = step.request
         if isinstance(request, dict) and "method" in request:
-            shown = f"{request['method']} {request.get('url', request.get('path', ''))}"
+            url = request.get("url", request.get("path", ""))
+            click.echo(f"  {request['method']} {url}")
             if request.get("json") is not None:
-                shown += "\n" + json.dumps(request["json"], default=str)
-        else:
-            shown = json.dumps(request, default=str) if request is not None else ""
-        note = step.note or "; ".join(step.warnings)
-        table.add_row(step.step_id, step.use, step.status, shown + (f"\n({note})" if note else ""))
-    console.print(table)
+                click.echo("  " + json.dumps(request["json"], default=str, ensure_ascii=False))
+        elif request is not None:
+            click.echo("  " + json.dumps(request, default=str, ensure_ascii=False))
+        for note in [step.note] if step.note else step.warnings:
+            click.echo(f"  ({note})")
 
 
 def _connect(
@@ -370,6 +371,19 @@ def _run_or_fail(store: StateStore, run_id: str) -> RunRecord:
     return found
 
 
+def _identifiers(output: Any) -> Any:
+    """A step's output as JSON values, identifiers only (as ``brief`` shows them)."""
+    if isinstance(output, list):
+        return [_identifiers(item) for item in output]
+    if not isinstance(output, dict):
+        return None
+    return {
+        key: value
+        for key, value in output.items()
+        if key.endswith(("Key", "ID", "Id", "Number")) and isinstance(value, str | int)
+    }
+
+
 def _run_json(record: RunRecord) -> dict[str, Any]:
     data = asdict(record)
     data["created_at"] = record.created_at.isoformat()
@@ -397,9 +411,13 @@ def list_runs(
         if as_json:
             click.echo(json.dumps([_run_json(record) for record in found], indent=2))
             return
-        table = Table(title=f"runs ({len(found)})")
-        for column in ("run", "recipe", "event", "status", "steps", "updated (UTC)"):
-            table.add_column(column, overflow="fold")
+        # Identifiers and statuses never wrap; the event id is in 'runs show' and --json.
+        table = Table(title=f"runs ({len(found)})", box=None, header_style="bold")
+        longest = max((len(record.run_id) for record in found), default=3)
+        table.add_column("run", no_wrap=True, min_width=longest)
+        table.add_column("recipe", ratio=1, min_width=12, overflow="fold")
+        for column in ("status", "steps", "updated (UTC)"):
+            table.add_column(column, no_wrap=True)
         for record in found:
             steps = [
                 step for step in store.get_steps(record.run_id) if step.step_id != TRIGGER_STEP
@@ -407,11 +425,10 @@ def list_runs(
             done = sum(step.status in ("succeeded", "skipped") for step in steps)
             table.add_row(
                 record.run_id,
-                record.recipe,
-                record.event_id,
+                escape(record.recipe),
                 record.status,
                 f"{done}/{len(steps)}",
-                record.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+                record.updated_at.strftime("%m-%d %H:%M"),
             )
         Console().print(table)
 
@@ -433,7 +450,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
                     "status": step.status,
                     "attempts": step.attempts,
                     "request": step.request,
-                    "output": brief(step.output),
+                    "output": _identifiers(step.output),
                     "error": step.error,
                     "resolved_by": step.resolved_by,
                     "resolution_note": step.resolution_note,
@@ -452,7 +469,8 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
             f"[bold]{record.status}[/]"
         )
         table = Table()
-        for column in ("step", "status", "attempts", "detail"):
+        table.add_column("step", no_wrap=True)  # an identifier: never cut
+        for column in ("status", "attempts", "detail"):
             table.add_column(column, overflow="fold")
         for step in steps:
             table.add_row(step.step_id, step.status, str(step.attempts), detail(step))

@@ -186,7 +186,11 @@ def check(
 
 @triggers.command("poll")
 @click.argument("trigger")
-@click.option("--once", is_flag=True, required=True, help="Poll once and exit.")
+@click.option(
+    "--once",
+    is_flag=True,
+    help="Poll once and exit (what this command always does; 'serve' polls continuously).",
+)
 @click.option("--with", "with_", multiple=True, metavar="NAME=VALUE", help="A trigger option.")
 @click.option("--since", default=None, help="Start here (ISO 8601) instead of from now.")
 @api_options

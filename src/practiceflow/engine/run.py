@@ -92,6 +92,7 @@ def run_action(
     *,
     dry_run: bool = False,
     registry: ModuleRegistry | None = None,
+    show_personal: bool = False,
 ) -> ActionResult:
     """Run one action (see the module docstring for the order of events).
 
@@ -102,6 +103,9 @@ def run_action(
             None in a dry run, which then shows the path without a base URL.
         dry_run: render and describe the request; send nothing.
         registry: where to find the key; default: the shipped modules.
+        show_personal: in a dry run, describe the request with the caller's own personal
+            data unmasked (credentials stay masked). For a person's own terminal only:
+            the runner never asks for it, so nothing unmasked reaches a journal or a log.
 
     Returns:
         The result.
@@ -131,7 +135,7 @@ def run_action(
         extensions.prepare(module, ctx, request, masked)
 
     if dry_run or client is None:
-        described = _describe(client, masked)
+        described = _describe(client, request if show_personal else masked)
         return ActionResult(module.key, {}, ctx.warnings, described, None, True)
 
     described = _describe_sent(client, masked)
