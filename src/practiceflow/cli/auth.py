@@ -20,7 +20,7 @@ def auth() -> None:
     \b
     Example:
       PRACTICEFLOW_CLIENT_ID=... PRACTICEFLOW_CLIENT_SECRET=... \\
-        practiceflow auth check --base-url http://127.0.0.1:8000/anz
+        practiceflow auth check --base-url http://127.0.0.1:8765/anz
     """
 
 

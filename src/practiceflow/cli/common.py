@@ -59,7 +59,7 @@ _OPTIONS = (
         "--base-url",
         metavar="URL",
         default=None,
-        help="Regional base URL, e.g. http://127.0.0.1:8000/anz for the sandbox "
+        help="Regional base URL, e.g. http://127.0.0.1:8765/anz for the sandbox "
         "(env PRACTICEFLOW_BASE_URL).",
     ),
     click.option(

@@ -65,8 +65,8 @@ def modules() -> None:
     Examples:
       practiceflow modules list
       practiceflow modules show create_bill
+      practiceflow modules new my_action --dir my-modules
       practiceflow modules validate --modules ./my-modules
-      practiceflow modules new read_client --dir my-modules
     """
 
 

@@ -405,7 +405,13 @@ def _run_json(record: RunRecord) -> dict[str, Any]:
 def list_runs(
     recipe: str | None, status: Any, limit: int, state: str | None, as_json: bool
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first.
+
+    \b
+    Examples:
+      practiceflow runs list
+      practiceflow runs list --status in_doubt --json
+    """
     with open_state(state) as store:
         found = store.list_runs(recipe=recipe, status=status, limit=limit)
         if as_json:
@@ -438,7 +444,13 @@ def list_runs(
 @_state_option
 @_json_option
 def show(run_id: str, state: str | None, as_json: bool) -> None:
-    """Show a run and its step journal (requests masked; outputs as identifiers only)."""
+    """Show a run and its step journal (requests masked; outputs as identifiers only).
+
+    \b
+    Examples:
+      practiceflow runs show 5f0c...
+      practiceflow runs show 5f0c... --json
+    """
     with open_state(state) as store:
         record = _run_or_fail(store, run_id)
         steps = [step for step in store.get_steps(run_id) if step.step_id != TRIGGER_STEP]

@@ -215,7 +215,7 @@ def fire(event: str, key: str | None, admin: SandboxAdmin) -> None:
     \b
     Examples:
       practiceflow sandbox fire proposal-accepted
-      practiceflow sandbox fire proposal-accepted 3f2a...   # that proposal
+      practiceflow sandbox fire onboarding-completed
       practiceflow sandbox fire client-created "Harbour Trust"
     """
     _, firer = EVENTS[event]
