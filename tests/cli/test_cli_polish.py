@@ -153,6 +153,9 @@ def test_runs_list_show_and_json_keep_identifiers_whole(
     assert all(name.endswith(("Key", "ID", "Id", "Number")) for name in steps[0]["output"])
     table = CliRunner().invoke(cli, ["runs", "show", run_id], env=env, terminal_width=80)
     assert run_id in table.output
+    for step in steps:
+        for name, value in step["output"].items():
+            assert f"{name}={value}" in table.output  # never cut
 
 
 def test_run_dry_run_prints_whole_urls_and_keys() -> None:

@@ -480,12 +480,17 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
             f"run [bold]{record.run_id}[/] of {record.recipe!r} for event {record.event_id}: "
             f"[bold]{record.status}[/]"
         )
-        table = Table()
-        table.add_column("step", no_wrap=True)  # an identifier: never cut
-        for column in ("status", "attempts", "detail"):
-            table.add_column(column, overflow="fold")
+        # Step ids and statuses never wrap; a succeeded step's identifiers go one a line,
+        # so that a key is never cut at 80 columns.
+        table = Table(box=None, header_style="bold")
+        for column in ("step", "status", "attempts"):
+            table.add_column(column, no_wrap=True)
+        table.add_column("detail", ratio=1, overflow="fold")
         for step in steps:
-            table.add_row(step.step_id, step.status, str(step.attempts), detail(step))
+            text = detail(step)
+            if step.status == "succeeded" and not step.resolved_by:
+                text = text.replace(", ", "\n")
+            table.add_row(step.step_id, step.status, str(step.attempts), escape(text))
         console.print(table)
         if record.status == "in_doubt":
             held = [step.step_id for step in steps if step.status == "in_doubt"]
