@@ -28,7 +28,7 @@ from rich.table import Table
 
 from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
-from practiceflow.cli.plan import plan
+from practiceflow.cli.forecast import plan
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 from practiceflow.manifest import ModuleRegistry, load_modules
 from practiceflow.runner import (

@@ -28,11 +28,18 @@ def _admin_epilog() -> str:
     return "\n".join(lines)
 
 
-def _free_port(host: str) -> int:
+def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        message = f"--port {port}: cannot listen on {host} ({exc.strerror or exc})"
+        raise ConfigError(message) from None
+    sock.listen(128)
+    return sock
 
 
 def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[str]:
@@ -153,8 +160,9 @@ def sandbox(
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    if port == 0:  # the lines printed below must name the port that will be served
-        port = _free_port(bind)
+    # Bound before the banner: once the export lines are printed, the port answers.
+    sock = _bind(bind, port)
+    port = int(sock.getsockname()[1])
     shown = f"[{bind}]" if ":" in bind else bind
     root = f"http://{shown}:{port}"
     click.echo(f"practiceflow sandbox on {root}  (seed {seed}, {entities} entities per region)")
@@ -172,7 +180,7 @@ def sandbox(
         "\nThese credentials are the sandbox's own throwaway values. Admin routes: "
         "'practiceflow sandbox --help'. Ctrl-C stops it.",
     )
-    serve_forever(config, bind, port)
+    serve_forever(config, bind, port, sock)
 
 
 def _register() -> None:

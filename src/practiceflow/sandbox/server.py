@@ -244,18 +244,23 @@ def start_sandbox(
     return SandboxHandle(config or SandboxConfig(), host, port).start()
 
 
-def serve_forever(config: SandboxConfig, host: str, port: int) -> None:
+def serve_forever(
+    config: SandboxConfig, host: str, port: int, sock: socket.socket | None = None
+) -> None:
     """Serve in the foreground until Ctrl-C or SIGTERM (uvicorn handles both).
 
     Args:
         config: the options.
         host: a loopback address.
         port: the port.
+        sock: a socket already bound to ``host:port`` (so that a caller can announce the
+            address only once it accepts connections), or None to bind here.
     """
     host = check_loopback(host)
     state = SandboxState(config)
     state.dispatcher.start()
     try:
-        uvicorn.Server(_uvicorn_config(create_app(state), host, port)).run()
+        server = uvicorn.Server(_uvicorn_config(create_app(state), host, port))
+        server.run(sockets=[sock] if sock is not None else None)
     finally:
         state.dispatcher.stop()
