@@ -27,8 +27,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from practiceflow.cli.common import ApiOptions, api_options, build_client
-from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
 from practiceflow.cli.forecast import plan
+from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 from practiceflow.manifest import ModuleRegistry, load_modules
 from practiceflow.runner import (
