@@ -186,3 +186,29 @@ def test_eform_modules_form_one_group() -> None:
     nouns = {module.noun for module in [*registry.actions.values(), *registry.triggers.values()]}
     assert "Form" not in nouns
     assert registry.triggers["eform_submitted"].noun == registry.actions["send_eform"].noun
+
+
+def test_run_once_prints_whole_run_and_event_ids(
+    sandbox: SandboxHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    created = sandbox.admin(
+        "POST",
+        "/_admin/entities",
+        {"entityName": "Whole Ids", "entityType": "Company", "clientStatus": "Active"},
+    )
+    since = (datetime.now(UTC) - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    result = CliRunner().invoke(
+        cli,
+        ["run", str(POLL_RECIPE), "--once", "--since", since],
+        env=_env(sandbox, tmp_path),
+        terminal_width=80,
+    )
+    assert result.exit_code == 0, result.output
+    found = re.search(
+        rf"succeeded +run (\S+)  event client:{created['entityKey']}\n", result.stdout
+    )
+    assert found, result.stdout
+    env = _env(sandbox, tmp_path)
+    listed = json.loads(CliRunner().invoke(cli, ["runs", "list", "--json"], env=env).stdout)
+    assert found[1] in {row["run_id"] for row in listed}  # the whole id, usable as is

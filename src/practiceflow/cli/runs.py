@@ -41,7 +41,7 @@ from practiceflow.runner import (
     validate_recipe,
 )
 from practiceflow.runner.logs import configure_logging
-from practiceflow.runner.report import detail, outcomes_table
+from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord, StateStore, open_store
 from practiceflow.state.request_log import RequestLog
@@ -236,7 +236,7 @@ def run(
         if as_json:
             click.echo(json.dumps([asdict(outcome) for outcome in outcomes], default=str))
         elif outcomes:
-            console.print(outcomes_table(outcomes))
+            _print_outcomes(outcomes)
         else:
             console.print("no events to run")
         if intake.baselines and not outcomes:
@@ -369,6 +369,13 @@ def _run_or_fail(store: StateStore, run_id: str) -> RunRecord:
         message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
         raise ConfigError(message)
     return found
+
+
+def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
+    """One line per run: a run id and an event id are never cut to fit a table."""
+    for outcome in outcomes:
+        held = f"  held at {', '.join(outcome.held)}" if outcome.held else ""
+        click.echo(f"{outcome.status:<10} run {outcome.run_id}  event {outcome.event_id}{held}")
 
 
 def _identifiers(output: Any) -> Any:
@@ -583,7 +590,7 @@ def retry(
         if as_json:
             click.echo(json.dumps(asdict(outcome), default=str))
         else:
-            Console().print(outcomes_table([outcome]))
+            _print_outcomes([outcome])
     click.get_current_context().exit(_exit_for([outcome]))
 
 
