@@ -39,6 +39,9 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     "export": LazyCommand(
         "practiceflow.cli.export", "export_command", "Generate a connector for a platform."
     ),
+    "mcp": LazyCommand(
+        "practiceflow.cli.mcp", "mcp", "Serve the API as tools for AI assistants (MCP)."
+    ),
     "modules": LazyCommand(
         "practiceflow.cli.modules", "modules", "List, show and validate modules."
     ),

@@ -1,0 +1,163 @@
+"""``practiceflow mcp``: serve the practice's API as tools for AI assistants.
+
+Thin over :mod:`practiceflow.mcp`. Over stdio, standard output belongs to the protocol:
+everything this command says goes to standard error.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from practiceflow.cli.common import ApiOptions, api_options, build_client
+from practiceflow.cli.runs import DEFAULT_STATE, open_state
+from practiceflow.manifest import load_modules
+from practiceflow.mcp import (
+    ASSISTANT_LIMITS,
+    build_mcp,
+    check_http_bind,
+    serve_http,
+    serve_stdio,
+)
+from practiceflow.netaddr import parse_listen
+from practiceflow.runner import PriorityBudget, validate_recipe
+from practiceflow.runner.logs import configure_logging
+from practiceflow.state.request_log import RequestLog
+
+__all__ = ["COMMANDS", "mcp"]
+
+logger = logging.getLogger("practiceflow.mcp")
+
+
+@click.command("mcp")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a desktop assistant that starts this command; http for streamable HTTP.",
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:8765",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where --transport http listens (PORT alone: on 127.0.0.1). Beyond loopback a "
+    "--token is required.",
+)
+@click.option(
+    "--token",
+    envvar="PRACTICEFLOW_MCP_TOKEN",
+    default=None,
+    metavar="TOKEN",
+    help="Bearer token HTTP clients must send (env PRACTICEFLOW_MCP_TOKEN); required to "
+    "listen beyond 127.0.0.1.",
+)
+@click.option(
+    "--allow-writes",
+    is_flag=True,
+    help="Offer the write tools (each previewed, then sent once after the user confirms); "
+    "without it, writes are refused and nothing is sent.",
+)
+@click.option(
+    "--recipe",
+    "recipe_paths",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="A recipe to offer as the tool run_recipe_<file stem> (repeatable).",
+)
+@click.option(
+    "--show-personal-data",
+    is_flag=True,
+    help="Show the personal fields of read results (names, emails...) to the assistant; "
+    "masked by default, since they would reach the assistant's model.",
+)
+@click.option("--practice", metavar="KEY", default=None, help="Store key (default: Client ID).")
+@click.option(
+    "--state",
+    metavar="PATH",
+    envvar="PRACTICEFLOW_STATE",
+    default=None,
+    help="State store, as for 'practiceflow run' (env PRACTICEFLOW_STATE; default "
+    ".practiceflow/state.db in the working directory).",
+)
+@click.option(
+    "--modules",
+    "module_dirs",
+    multiple=True,
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="A folder of your own action and trigger modules (repeatable).",
+)
+@click.option("--log-json", is_flag=True, help="Structured logs on stderr (one JSON per line).")
+@api_options
+def mcp(
+    transport: str,
+    listen: str,
+    token: str | None,
+    allow_writes: bool,
+    recipe_paths: tuple[str, ...],
+    show_personal_data: bool,
+    practice: str | None,
+    state: str | None,
+    module_dirs: tuple[str, ...],
+    log_json: bool,
+    api: ApiOptions,
+) -> None:
+    """Serve every action (and --recipe) as an MCP tool for AI assistants.
+
+    Reads and searches run at once. Writes are off unless --allow-writes; then each write
+    answers with a preview and is sent only after the user confirms, once, through the
+    runner's journal ('practiceflow runs' lists it). The assistant spends at most a third
+    of the practice's rate budget.
+
+    \b
+    Examples:
+      practiceflow mcp --profile acme                      # stdio, read-only
+      practiceflow mcp --profile acme --allow-writes       # writes with confirmation
+      practiceflow mcp --transport http --listen 127.0.0.1:8765
+    """
+    configure_logging(json_lines=log_json)
+    host, port = parse_listen(listen, option="--listen", example="127.0.0.1:8765")
+    if transport == "http":
+        check_http_bind(host, token)
+    registry = load_modules(list(module_dirs))
+    for path in recipe_paths:  # recipe problems before the first request
+        validate_recipe(path, registry=registry)
+    budget = PriorityBudget(ASSISTANT_LIMITS)
+    with build_client(api, budget=budget) as client:
+        can_write = bool(client.validate().can_write)
+        writes_on = allow_writes and can_write
+        if allow_writes and not can_write:
+            click.echo(
+                "warning: --allow-writes, but these credentials cannot write (canWrite is "
+                "false): write tools stay off",
+                err=True,
+            )
+        check = can_write if writes_on else None
+        recipes = [validate_recipe(p, registry=registry, can_write=check) for p in recipe_paths]
+        key = practice or client.settings.client_id
+        state_dir = Path(state).parent if state and "://" not in state else DEFAULT_STATE.parent
+        with open_state(state) as store, RequestLog(store, key) as counted:
+            budget.on_admit(counted.admitted)  # the console's budget chart
+            server, _ = build_mcp(
+                client=client,
+                store=store,
+                practice=key,
+                registry=registry,
+                recipes=recipes,
+                writes_on=writes_on,
+                recipes_dir=state_dir / "mcp-recipes",
+                show_personal=show_personal_data,
+            )
+            mode = "writes on (confirmed one by one)" if writes_on else "read-only"
+            logger.info("mcp: %d tools, %s", len(registry.actions) + len(recipes) + 1, mode)
+            if transport == "http":
+                serve_http(server, host, port, token)
+            else:
+                serve_stdio(server)
+
+
+COMMANDS: list[click.Command] = [mcp]

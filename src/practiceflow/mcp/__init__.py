@@ -1,0 +1,42 @@
+"""``practiceflow mcp``: the practice's API as tools for AI assistants (Model Context Protocol).
+
+This package owns the MCP server, built on the official ``mcp`` SDK:
+
+* :mod:`._catalog`: one tool per action module (name, description and input schema from
+  the module), one per recipe, and ``confirm_write``;
+* :mod:`._desk`: carrying out calls: reads at once; writes previewed (a dry run, masked),
+  then sent once confirmed, through the runner's journal as one-step runs keyed by the
+  confirm token (so a confirmation sent twice sends nothing twice);
+* :mod:`._server`: the SDK server: tools, resources (lookup lists, recent runs) and the
+  confirmation by elicitation or confirm token;
+* :mod:`._transport`: stdio, and streamable HTTP on 127.0.0.1 (a token beyond loopback).
+
+The ``mcp`` command (:mod:`practiceflow.cli.mcp`) assembles them with :func:`build_mcp`.
+"""
+
+from __future__ import annotations
+
+from practiceflow.mcp._catalog import CONFIRM_TOOL, RECIPE_PREFIX, ToolEntry, build_catalog
+from practiceflow.mcp._desk import EVENT_SOURCE, WriteDesk, run_key
+from practiceflow.mcp._server import RECENT_RUNS_URI, build_server
+from practiceflow.mcp._setup import ASSISTANT_LIMITS, build_mcp
+from practiceflow.mcp._transport import MCP_PATH, check_http_bind, http_app, serve_http, serve_stdio
+
+__all__ = [
+    "ASSISTANT_LIMITS",
+    "CONFIRM_TOOL",
+    "EVENT_SOURCE",
+    "MCP_PATH",
+    "RECENT_RUNS_URI",
+    "RECIPE_PREFIX",
+    "ToolEntry",
+    "WriteDesk",
+    "build_catalog",
+    "build_mcp",
+    "build_server",
+    "check_http_bind",
+    "http_app",
+    "run_key",
+    "serve_http",
+    "serve_stdio",
+]

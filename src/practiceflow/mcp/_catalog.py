@@ -1,0 +1,228 @@
+"""What the server offers: a tool per action module, a tool per recipe, the confirm tool.
+
+A tool is described by its module alone: the name is the module's key, the title and
+description are the module's, the input schema is the module's input schema as it is
+(titles, descriptions, examples, enums, ``$defs``), so an assistant sees the same form a
+person sees in ``practiceflow modules show``. A write tool says in its description that it
+answers with a preview first, or that it is off when the server was started without
+``--allow-writes``; it is listed either way, so that an assistant can tell the user what it
+cannot do here instead of guessing.
+
+A recipe becomes the tool ``run_recipe_<file stem>``; its input is the shape of its
+trigger's events (the trigger's output schema, with the trigger's sample as example).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import mcp_types as types
+
+from practiceflow.manifest import ActionModule, ModuleRegistry
+from practiceflow.runner import ValidRecipe
+
+__all__ = [
+    "CONFIRM_TOOL",
+    "RECIPE_PREFIX",
+    "ToolEntry",
+    "build_catalog",
+    "recipe_tool_name",
+    "settings_lists",
+]
+
+#: The tool an assistant calls with a confirm token to send a previewed write.
+CONFIRM_TOOL = "confirm_write"
+#: Prefix of the tools that run a recipe for one event.
+RECIPE_PREFIX = "run_recipe_"
+
+ToolKind = Literal["read", "write", "recipe", "confirm"]
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    """One tool and what it runs.
+
+    Attributes:
+        tool: the tool as listed to the assistant.
+        kind: ``read`` (runs at once), ``write`` (preview, then confirmation), ``recipe``
+            (a recipe run: preview, then confirmation) or ``confirm``.
+        action: the action module of a read or write tool.
+        recipe: the recipe of a recipe tool.
+    """
+
+    tool: types.Tool
+    kind: ToolKind
+    action: ActionModule | None = None
+    recipe: ValidRecipe | None = None
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.tool.name
+
+    @property
+    def writes(self) -> bool:
+        """Whether calling it can change the practice's data (it needs a confirmation)."""
+        if self.kind == "write":
+            return True
+        return self.kind == "recipe" and self.recipe is not None and bool(self.recipe.writes())
+
+
+def _object_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    shown = copy.deepcopy(dict(schema))
+    shown.setdefault("type", "object")
+    return shown
+
+
+_WRITE_NOTE = (
+    " Writes to the practice's records: the first call answers with a preview of the exact "
+    "request and sends nothing; it is sent only after the user confirms (in the assistant "
+    f"app, or by calling {CONFIRM_TOOL} with the preview's confirm_token)."
+)
+_OFF_NOTE = (
+    " Off on this server: it was started without --allow-writes (or its credentials cannot "
+    "write), so a call is refused and nothing is sent."
+)
+
+
+def _action_tool(module: ActionModule, writes_on: bool) -> ToolEntry:
+    description = module.description.strip()
+    if module.needs_write:
+        description += _WRITE_NOTE if writes_on else _OFF_NOTE
+    annotations = types.ToolAnnotations(
+        title=module.title,
+        read_only_hint=not module.needs_write,
+        idempotent_hint=not module.needs_write,
+        open_world_hint=True,
+    )
+    tool = types.Tool(
+        name=module.key,
+        title=module.title,
+        description=description,
+        input_schema=_object_schema(module.input_schema),
+        annotations=annotations,
+    )
+    return ToolEntry(tool, "write" if module.needs_write else "read", action=module)
+
+
+def recipe_tool_name(recipe: ValidRecipe) -> str:
+    """The tool name of a recipe: ``run_recipe_`` and its file's stem, as a key.
+
+    Args:
+        recipe: the checked recipe.
+
+    Returns:
+        For example ``run_recipe_proposal_to_bill_and_eform``.
+    """
+    stem = re.sub(r"[^a-z0-9_]+", "_", Path(recipe.source).stem.lower()).strip("_")
+    return RECIPE_PREFIX + (stem or "recipe")
+
+
+def _recipe_tool(recipe: ValidRecipe, writes_on: bool) -> ToolEntry:
+    trigger = recipe.trigger
+    schema = _object_schema(trigger.output_schema)
+    if trigger.sample:
+        schema["examples"] = [copy.deepcopy(dict(trigger.sample))]
+    steps = ", ".join(f"{step.id} ({step.use})" for step in recipe.recipe.steps)
+    description = (
+        f"Runs the recipe {recipe.name!r} once for one {trigger.title} event given as input "
+        f"(the shape of the trigger's events). Steps: {steps}."
+    )
+    if recipe.recipe.description:
+        description = f"{recipe.recipe.description.strip()} {description}"
+    writes = bool(recipe.writes())
+    if writes:
+        description += _WRITE_NOTE if writes_on else _OFF_NOTE
+    annotations = types.ToolAnnotations(
+        title=f"Run recipe: {recipe.name}", read_only_hint=not writes, open_world_hint=True
+    )
+    tool = types.Tool(
+        name=recipe_tool_name(recipe),
+        title=f"Run recipe: {recipe.name}",
+        description=description,
+        input_schema=schema,
+        annotations=annotations,
+    )
+    return ToolEntry(tool, "recipe", recipe=recipe)
+
+
+def _confirm_tool() -> ToolEntry:
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["confirm_token"],
+        "properties": {
+            "confirm_token": {
+                "type": "string",
+                "title": "Confirm token",
+                "description": "The confirm_token of a write's preview. Call this only after "
+                "the user has seen the preview and said yes; sending the same token again "
+                "never sends the request twice.",
+                "examples": ["pfc_3q2Zk7dF0V1m5cXxw9YtJg"],
+            }
+        },
+    }
+    tool = types.Tool(
+        name=CONFIRM_TOOL,
+        title="Confirm a previewed write",
+        description="Sends a write that a tool previewed, once the user has confirmed it. "
+        "The request sent is exactly the previewed one; the answer is the write's result, "
+        "and the run is in the practice's journal ('practiceflow runs').",
+        input_schema=schema,
+        annotations=types.ToolAnnotations(
+            title="Confirm a previewed write", read_only_hint=False, idempotent_hint=True
+        ),
+    )
+    return ToolEntry(tool, "confirm")
+
+
+def build_catalog(
+    registry: ModuleRegistry, recipes: Iterable[ValidRecipe], *, writes_on: bool
+) -> dict[str, ToolEntry]:
+    """Every tool of the server, by name.
+
+    Args:
+        registry: the action modules (one tool each).
+        recipes: the recipes offered as tools.
+        writes_on: whether write tools may be used (``--allow-writes`` and credentials
+            that can write).
+
+    Returns:
+        Tool name -> entry, actions first (by key), then recipes, then the confirm tool.
+
+    Raises:
+        ValueError: two recipes map to the same tool name, or one to an action's key.
+    """
+    catalog: dict[str, ToolEntry] = {}
+    for key in sorted(registry.actions):
+        catalog[key] = _action_tool(registry.actions[key], writes_on)
+    for recipe in recipes:
+        entry = _recipe_tool(recipe, writes_on)
+        if entry.name in catalog:
+            message = f"{recipe.source}: its tool name {entry.name!r} is taken; rename the file"
+            raise ValueError(message)
+        catalog[entry.name] = entry
+    catalog[CONFIRM_TOOL] = _confirm_tool()
+    return catalog
+
+
+def settings_lists(registry: ModuleRegistry) -> list[ActionModule]:
+    """The read-only ``list_*`` actions that need no input: the lookup lists (entity types,
+    lead sources, users, templates...) an assistant reads before it fills a form.
+
+    Args:
+        registry: the action modules.
+
+    Returns:
+        The modules, by key.
+    """
+    return [
+        module
+        for key, module in sorted(registry.actions.items())
+        if key.startswith("list_") and not module.needs_write and not module.required
+    ]

@@ -1,0 +1,302 @@
+"""The MCP server: tools, resources and the confirmation of writes, over the SDK's lowlevel
+``Server`` (the tools are data, one per module, so they are declared, not decorated).
+
+Confirmation of a write, by what the client can do:
+
+* the client supports elicitation, protocol 2026-07-28 and later: the call answers
+  ``input_required`` with a form asking the user to confirm the previewed request; the
+  client retries the call with the user's answer (and the confirm token as request state);
+* the client supports elicitation, earlier protocols: the server asks the client
+  (``elicitation/create``) while the call waits;
+* otherwise: the call answers with the preview and a confirm token; the assistant shows
+  the preview to the user and, once the user agreed, calls ``confirm_write`` with it.
+
+Every error the desk raises becomes a tool result with ``isError`` and the CLI's message,
+so the assistant can read it and correct its call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from practiceflow import __version__
+from practiceflow.errors import PracticeflowError
+from practiceflow.manifest import ActionModule
+from practiceflow.manifest.validation import did_you_mean
+from practiceflow.mcp._catalog import CONFIRM_TOOL, ToolEntry
+from practiceflow.mcp._desk import Preview, RunNotDone, WriteDesk
+
+__all__ = ["RECENT_RUNS_URI", "build_server"]
+
+logger = logging.getLogger("practiceflow.mcp")
+
+#: The resource listing the practice's recent runs.
+RECENT_RUNS_URI = "practiceflow://runs/recent"
+_LIST_PREFIX = "practiceflow://lists/"
+#: The key of the confirmation form in an ``input_required`` answer.
+_CONFIRM_KEY = "confirm"
+_CONFIRM_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "confirm": {
+            "type": "boolean",
+            "title": "Send this request",
+            "description": "Yes sends the request above to the practice's API, once.",
+        }
+    },
+    "required": ["confirm"],
+}
+_INSTRUCTIONS = (
+    "Tools of a practice-management platform's API (clients, leads, bills, proposals, "
+    "eForms, onboarding). Read and search tools run at once. A write answers first with a "
+    "preview of the exact request; show it to the user and send it only when the user "
+    f"agrees ({CONFIRM_TOOL} with the preview's confirm_token, unless the app asked the user "
+    "itself). Look up ids in the lists resources (entity types, lead sources, users...) "
+    "before filling a form, and recent runs in practiceflow://runs/recent."
+)
+
+T = TypeVar("T")
+Ctx = ServerRequestContext[Any, Any]
+
+
+def _text(payload: Any) -> str:
+    return json.dumps(payload, indent=2, ensure_ascii=False, default=str)
+
+
+def _ok(payload: Any) -> types.CallToolResult:
+    structured = payload if isinstance(payload, dict) else {"result": payload}
+    content: list[types.ContentBlock] = [types.TextContent(text=_text(payload))]
+    return types.CallToolResult(content=content, structured_content=structured)
+
+
+def _error(message: str) -> types.CallToolResult:
+    content: list[types.ContentBlock] = [types.TextContent(text=message)]
+    return types.CallToolResult(content=content, is_error=True)
+
+
+def _preview_message(preview: Preview) -> str:
+    entry = preview.entry
+    return (
+        f"{entry.tool.title or entry.name}: the assistant asks to send this to the practice's "
+        f"API (personal data masked here):\n{_text(preview.shown)}\nSend it?"
+    )
+
+
+def _confirmed(answer: types.ElicitResult | None) -> bool:
+    return (
+        answer is not None
+        and answer.action == "accept"
+        and bool((answer.content or {}).get("confirm") is True)
+    )
+
+
+@dataclass
+class _Handlers:
+    """The request handlers, over one desk and one catalog."""
+
+    desk: WriteDesk
+    catalog: Mapping[str, ToolEntry]
+    lists: Mapping[str, ActionModule]
+    recent_runs: int = 20
+
+    async def _blocking(self, func: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(func, *args)
+
+    # -- tools ---------------------------------------------------------------------------
+
+    async def list_tools(
+        self, ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[entry.tool for entry in self.catalog.values()])
+
+    async def call_tool(
+        self, ctx: Ctx, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        entry = self.catalog.get(params.name)
+        if entry is None:
+            match = did_you_mean(params.name, list(self.catalog))
+            hint = f"did you mean {match!r}?" if match else "see the tool list"
+            return _error(f"unknown tool {params.name!r}; {hint}")
+        arguments: dict[str, Any] = dict(params.arguments or {})
+        try:
+            return await self._call(ctx, entry, arguments, params)
+        except (PracticeflowError, RunNotDone) as exc:
+            logger.info("mcp %s: refused (%s)", entry.name, type(exc).__name__)
+            return _error(self.desk.error_text(entry, arguments, exc))
+
+    async def _call(
+        self,
+        ctx: Ctx,
+        entry: ToolEntry,
+        arguments: dict[str, Any],
+        params: types.CallToolRequestParams,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if entry.kind == "read" and entry.action is not None:
+            return _ok(await self._blocking(self.desk.read, entry.action, arguments))
+        if entry.kind == "confirm":
+            token = arguments.get("confirm_token")
+            if not isinstance(token, str) or not token or set(arguments) != {"confirm_token"}:
+                message = (
+                    f"{CONFIRM_TOOL}: expected exactly one argument, confirm_token (the text "
+                    "of a preview's confirm_token); nothing was sent"
+                )
+                return _error(message)
+            return _ok(await self._blocking(self.desk.confirm, token))
+        if params.request_state is not None:
+            return await self._answered(entry, params)
+        self.desk.refuse_if_off(entry)
+        preview = await self._blocking(self.desk.preview, entry, arguments)
+        if not entry.writes:  # a recipe that only reads: nothing to confirm
+            return _ok(await self._blocking(self.desk.confirm, preview.token))
+        capabilities = ctx.session.client_capabilities
+        if capabilities is None or capabilities.elicitation is None:
+            return _ok(self._preview_payload(preview))
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            ask = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(
+                    message=_preview_message(preview), requested_schema=_CONFIRM_FORM
+                )
+            )
+            return types.InputRequiredResult(
+                input_requests={_CONFIRM_KEY: ask}, request_state=preview.token
+            )
+        answer = await ctx.session.elicit_form(
+            _preview_message(preview), _CONFIRM_FORM, related_request_id=ctx.request_id
+        )
+        return await self._decided(preview, answer)
+
+    async def _answered(
+        self, entry: ToolEntry, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """A call retried with the user's answer to the confirmation form."""
+        token = params.request_state or ""
+        preview = self.desk.pending(token)
+        if preview is None or preview.entry.name != entry.name:
+            message = (
+                f"{entry.name}: the confirmation refers to no pending preview of this tool "
+                "(expired, or another tool's); nothing was sent. Call the tool again."
+            )
+            return _error(message)
+        answer = (params.input_responses or {}).get(_CONFIRM_KEY)
+        elicited = answer if isinstance(answer, types.ElicitResult) else None
+        return await self._decided(preview, elicited)
+
+    async def _decided(
+        self, preview: Preview, answer: types.ElicitResult | None
+    ) -> types.CallToolResult:
+        if not _confirmed(answer):
+            action = answer.action if answer is not None else "no answer"
+            message = f"{preview.entry.name}: the user did not confirm ({action}); nothing was sent"
+            return _error(message)
+        return _ok(await self._blocking(self.desk.confirm, preview.token))
+
+    def _preview_payload(self, preview: Preview) -> dict[str, Any]:
+        return {
+            "status": "preview: nothing was sent",
+            "preview": preview.shown,
+            "confirm_token": preview.token,
+            "expires_in_seconds": int(self.desk.ttl),
+            "next": "Show this preview to the user. Only if the user agrees, call "
+            f"{CONFIRM_TOOL} with this confirm_token; it sends exactly this request, once.",
+        }
+
+    # -- resources -----------------------------------------------------------------------
+
+    async def list_resources(
+        self, ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        resources = [
+            types.Resource(
+                uri=_LIST_PREFIX + key,
+                name=key,
+                title=module.title,
+                description=module.description.strip(),
+                mime_type="application/json",
+            )
+            for key, module in self.lists.items()
+        ]
+        resources.append(
+            types.Resource(
+                uri=RECENT_RUNS_URI,
+                name="recent_runs",
+                title="Recent runs",
+                description="The practice's latest runs (recipes and assistant writes), "
+                "newest first: run id, recipe, status, steps. Details: practiceflow runs show.",
+                mime_type="application/json",
+            )
+        )
+        return types.ListResourcesResult(resources=resources)
+
+    async def read_resource(
+        self, ctx: Ctx, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if uri == RECENT_RUNS_URI:
+            payload: Any = await self._blocking(self._recent_runs)
+        elif uri.startswith(_LIST_PREFIX) and uri.removeprefix(_LIST_PREFIX) in self.lists:
+            module = self.lists[uri.removeprefix(_LIST_PREFIX)]
+            payload = await self._blocking(self.desk.read, module, {})
+        else:
+            known = [RECENT_RUNS_URI, *(_LIST_PREFIX + key for key in self.lists)]
+            message = f"unknown resource {uri!r}; valid values are {known}"
+            raise ValueError(message)
+        contents = types.TextResourceContents(
+            uri=uri, mime_type="application/json", text=_text(payload)
+        )
+        return types.ReadResourceResult(contents=[contents])
+
+    def _recent_runs(self) -> list[dict[str, Any]]:
+        store = self.desk.store
+        rows = []
+        for run in store.list_runs(practice=self.desk.practice, limit=self.recent_runs):
+            steps = {
+                step.step_id: step.status
+                for step in store.get_steps(run.run_id)
+                if not step.step_id.startswith("@")
+            }
+            rows.append(
+                {
+                    "run_id": run.run_id,
+                    "recipe": run.recipe,
+                    "status": run.status,
+                    "steps": steps,
+                    "updated_at": run.updated_at.isoformat(),
+                }
+            )
+        return rows
+
+
+def build_server(
+    desk: WriteDesk, catalog: Mapping[str, ToolEntry], lists: Mapping[str, ActionModule]
+) -> Server[Any]:
+    """The MCP server over a desk (see the module docstring).
+
+    Args:
+        desk: carries out the calls.
+        catalog: the tools, by name.
+        lists: the lookup lists offered as resources, by action key.
+
+    Returns:
+        A lowlevel SDK server, to run over stdio or streamable HTTP.
+    """
+    handlers = _Handlers(desk, catalog, lists)
+    return Server(
+        "practiceflow",
+        version=__version__,
+        title="practiceflow",
+        instructions=_INSTRUCTIONS,
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_read_resource=handlers.read_resource,
+    )

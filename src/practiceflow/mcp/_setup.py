@@ -1,0 +1,66 @@
+"""Assembling the server from what the command line gives: modules, recipes, client, store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mcp.server.lowlevel import Server
+
+from practiceflow.api.ratelimit import RateLimits
+from practiceflow.hooks import ClientLike
+from practiceflow.manifest import ModuleRegistry
+from practiceflow.mcp._catalog import build_catalog, settings_lists
+from practiceflow.mcp._desk import WriteDesk
+from practiceflow.mcp._server import build_server
+from practiceflow.runner import ValidRecipe
+from practiceflow.state import StateStore
+
+__all__ = ["ASSISTANT_LIMITS", "build_mcp"]
+
+#: The assistant's share of the practice's budget (60/min, 1000/h, 10000/day): a third of
+#: each window at most, so that the practice's recipes keep the rest whatever an assistant
+#: asks for.
+ASSISTANT_LIMITS = RateLimits(per_minute=20, per_hour=330, per_day=3300, max_wait=60.0)
+
+
+def build_mcp(
+    *,
+    client: ClientLike,
+    store: StateStore,
+    practice: str,
+    registry: ModuleRegistry,
+    recipes: Sequence[ValidRecipe] = (),
+    writes_on: bool = False,
+    recipes_dir: Path,
+    show_personal: bool = False,
+) -> tuple[Server[Any], WriteDesk]:
+    """Build the MCP server of one practice.
+
+    Args:
+        client: the API client (give it a budget of :data:`ASSISTANT_LIMITS` or less).
+        store: the state store the runner journals in.
+        practice: the key runs are stored under (the Client ID by default).
+        registry: the action modules (one tool each).
+        recipes: the recipes offered as tools.
+        writes_on: whether writes may be previewed and sent (``--allow-writes`` and
+            credentials that can write).
+        recipes_dir: where the one-step recipes of assistant writes are written.
+        show_personal: show personal fields of read results to the assistant.
+
+    Returns:
+        The server and its desk.
+    """
+    catalog = build_catalog(registry, recipes, writes_on=writes_on)
+    desk = WriteDesk(
+        store=store,
+        client=client,
+        practice=practice,
+        registry=registry,
+        recipes_dir=recipes_dir,
+        writes_on=writes_on,
+        show_personal=show_personal,
+    )
+    lists = {module.key: module for module in settings_lists(registry)}
+    return build_server(desk, catalog, lists), desk

@@ -1,0 +1,140 @@
+"""Serving the MCP server: over stdio (desktop assistants) or streamable HTTP.
+
+HTTP listens on 127.0.0.1 by default. Any other address needs a token (the console's
+rule, :func:`~practiceflow.console.security.check_bind`): anyone who reaches the port could
+otherwise read the practice's records. With a token every HTTP request must carry
+``Authorization: Bearer <token>``; the token is compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from practiceflow.console.security import is_loopback
+from practiceflow.errors import ConfigError
+
+__all__ = ["MCP_PATH", "check_http_bind", "http_app", "serve_http", "serve_stdio"]
+
+logger = logging.getLogger("practiceflow.mcp")
+
+#: Where the streamable HTTP endpoint is.
+MCP_PATH = "/mcp"
+
+
+def check_http_bind(host: str, token: str | None) -> None:
+    """Refuse to listen beyond loopback without a token.
+
+    Args:
+        host: the address to listen on.
+        token: the bearer token clients must send, if one was given.
+
+    Raises:
+        ConfigError: ``host`` is not loopback and no token was given.
+    """
+    if is_loopback(host) or (token and token.strip()):
+        return
+    message = (
+        f"mcp --listen: got {host!r} with no token; anyone who can reach it could read the "
+        "practice's records. Pass --token (or PRACTICEFLOW_MCP_TOKEN), or listen on "
+        "127.0.0.1."
+    )
+    raise ConfigError(message)
+
+
+class _BearerToken:
+    """Lets through only HTTP requests that carry the token (lifespan events always)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            offered = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(offered, self._expected):
+                body = json.dumps({"error": "missing or wrong bearer token"}).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
+    """The ASGI app serving ``server`` at :data:`MCP_PATH` (token-checked when given).
+
+    Args:
+        server: the MCP server.
+        host: the address it will listen on (loopback keeps the SDK's DNS-rebinding
+            protection; any other address relies on the token).
+        token: the bearer token, or None on loopback.
+
+    Returns:
+        The app.
+
+    Raises:
+        ConfigError: beyond loopback without a token.
+    """
+    check_http_bind(host, token)
+    security = None
+    if not is_loopback(host):
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app: ASGIApp = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, transport_security=security
+    )
+    if token and token.strip():
+        app = _BearerToken(app, token.strip())
+    return app
+
+
+def serve_http(server: Server[Any], host: str, port: int, token: str | None) -> None:
+    """Serve over streamable HTTP until interrupted (SIGINT / SIGTERM).
+
+    Args:
+        server: the MCP server.
+        host: the address.
+        port: the port.
+        token: the bearer token (required beyond loopback).
+
+    Raises:
+        ConfigError: beyond loopback without a token.
+    """
+    app = http_app(server, host, token)
+    shown = f"[{host}]" if ":" in host else host
+    logger.info("mcp: serving streamable HTTP on http://%s:%d%s", shown, port, MCP_PATH)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", access_log=False, lifespan="on"
+    )
+    uvicorn.Server(config).run()
+
+
+def serve_stdio(server: Server[Any]) -> None:
+    """Serve one client over this process's standard input and output until it closes.
+
+    Args:
+        server: the MCP server.
+    """
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
