@@ -92,6 +92,7 @@ logger = logging.getLogger("practiceflow.mcp")
     help="A folder of your own action and trigger modules (repeatable).",
 )
 @click.option("--log-json", is_flag=True, help="Structured logs on stderr (one JSON per line).")
+@click.option("-v", "--verbose", is_flag=True, help="Log every call and step (on stderr).")
 @api_options
 def mcp(
     transport: str,
@@ -104,6 +105,7 @@ def mcp(
     state: str | None,
     module_dirs: tuple[str, ...],
     log_json: bool,
+    verbose: bool,
     api: ApiOptions,
 ) -> None:
     """Serve every action (and --recipe) as an MCP tool for AI assistants.
@@ -119,7 +121,7 @@ def mcp(
       practiceflow mcp --profile acme --allow-writes       # writes with confirmation
       practiceflow mcp --transport http --listen 127.0.0.1:8765
     """
-    configure_logging(json_lines=log_json)
+    configure_logging(json_lines=log_json, verbose=verbose)
     host, port = parse_listen(listen, option="--listen", example="127.0.0.1:8765")
     if transport == "http":
         check_http_bind(host, token)

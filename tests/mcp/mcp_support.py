@@ -1,0 +1,75 @@
+"""Helpers of the MCP tests: the server's environment, sandbox facts, leak checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from practiceflow.testing import SandboxHandle
+
+REPO = Path(__file__).resolve().parents[2]
+#: The command that starts the server, as a desktop assistant would.
+PRACTICEFLOW = [sys.executable, "-m", "practiceflow"]
+
+#: Personal values a test types into a write; none may reach the assistant, a log line or
+#: the journal's step entries.
+PERSONAL = {
+    "entityName": "Zelda",
+    "entitySurname": "Quartermaine",
+    "email": "zelda.quartermaine@example.org",
+    "mobile": "+61 400 123 987",
+}
+
+
+def server_env(sandbox: SandboxHandle, state: Path, kind: str = "rw") -> dict[str, str]:
+    """Environment of a ``practiceflow mcp`` subprocess talking to the sandbox."""
+    client_id, secret = sandbox.credentials("anz", kind)  # type: ignore[arg-type]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRACTICEFLOW_")}
+    env.update(
+        PRACTICEFLOW_CLIENT_ID=client_id,
+        PRACTICEFLOW_CLIENT_SECRET=secret,
+        PRACTICEFLOW_BASE_URL=sandbox.base_url("anz"),
+        PRACTICEFLOW_STATE=str(state),
+        PYTHONPATH=str(REPO / "src"),
+    )
+    return env
+
+
+def active_client(sandbox: SandboxHandle) -> str:
+    """The entityKey of an Active client of the sandbox's ANZ practice."""
+    practice = sandbox.state.practice("anz")
+    return next(entity.key for entity in practice.order if entity.status == "Active")
+
+
+def bill_count(sandbox: SandboxHandle) -> int:
+    """How many bills the sandbox's ANZ practice holds."""
+    return len(sandbox.state.practice("anz").bills)
+
+
+def api_requests(sandbox: SandboxHandle, method: str | None = None) -> list[dict[str, Any]]:
+    """The API requests the sandbox received (``/api/v1/...``), optionally of one method."""
+    rows: list[dict[str, Any]] = sandbox.admin("GET", "/_admin/requests")
+    return [row for row in rows if method is None or row.get("method") == method]
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def leaks(text: str, values: dict[str, str] | None = None) -> list[str]:
+    """The personal values (and the sandbox secret's shape) found in ``text``."""
+    chosen = PERSONAL if values is None else values
+    return [value for value in chosen.values() if value in text]
+
+
+def as_text(payload: Any) -> str:
+    """Any tool result or journal entry as one searchable string."""
+    return json.dumps(payload, default=str, ensure_ascii=False)

@@ -1,0 +1,301 @@
+"""``practiceflow mcp`` over stdio, driven by the SDK's own client against the sandbox.
+
+The server runs as a desktop assistant starts it: a subprocess speaking MCP on its
+standard input and output, credentials in its environment, the state store in a file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from click.testing import CliRunner
+from jsonschema import Draft202012Validator
+from mcp.client.stdio import stdio_client
+from mcp_support import (
+    PERSONAL,
+    PRACTICEFLOW,
+    active_client,
+    api_requests,
+    as_text,
+    bill_count,
+    leaks,
+    server_env,
+)
+
+from mcp import Client, StdioServerParameters
+from practiceflow.cli.runs import runs
+from practiceflow.manifest import default_registry
+from practiceflow.state import open_store
+from practiceflow.testing import SandboxHandle
+
+pytestmark = pytest.mark.integration
+
+Scenario = Callable[[Client], Awaitable[Any]]
+Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult]]
+
+
+def _drive(
+    sandbox: SandboxHandle,
+    tmp_path: Path,
+    scenario: Scenario,
+    *flags: str,
+    elicit: Elicit | None = None,
+    mode: str = "auto",
+) -> Any:
+    """Start the server over stdio, run ``scenario`` with a connected client, stop it."""
+    params = StdioServerParameters(
+        command=PRACTICEFLOW[0],
+        args=[*PRACTICEFLOW[1:], "mcp", "--log-json", *flags],
+        env=server_env(sandbox, tmp_path / "state.db"),
+        cwd=str(tmp_path),
+    )
+
+    async def main() -> Any:
+        with (tmp_path / "server.log").open("a", encoding="utf-8") as errlog:
+            transport = stdio_client(params, errlog=errlog)
+            async with Client(transport, elicitation_callback=elicit, mode=mode) as client:
+                return await scenario(client)
+
+    return anyio.run(main)
+
+
+def _bill_input(sandbox: SandboxHandle) -> dict[str, Any]:
+    return {
+        "entityKey": active_client(sandbox),
+        "billDetails": "Onboarding",
+        "lineItems": [{"amount": 300, "taxPercent": 10, "narration": "Onboarding fee"}],
+    }
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def test_lists_one_tool_per_action_module_with_the_modules_schemas(sandbox, tmp_path):
+    async def scenario(client: Client) -> types.ListToolsResult:
+        return await client.list_tools()
+
+    listed = _drive(sandbox, tmp_path, scenario)
+    tools = {tool.name: tool for tool in listed.tools}
+    registry = default_registry()
+    assert set(tools) == {*registry.actions, "confirm_write"}
+    for key, module in registry.actions.items():
+        tool = tools[key]
+        Draft202012Validator.check_schema(tool.input_schema)
+        assert tool.input_schema["properties"] == module.input_schema["properties"]
+        assert tool.title == module.title
+        assert tool.description.startswith(module.description.strip())
+        assert tool.annotations.read_only_hint is (not module.needs_write)
+    # Without --allow-writes, a write tool says it is off.
+    assert "Off on this server" in tools["create_bill"].description
+    assert "examples" in tools["create_bill"].input_schema["properties"]["entityKey"]
+
+
+def test_a_search_runs_at_once_and_returns_the_modules_output(sandbox, tmp_path):
+    async def scenario(client: Client) -> types.CallToolResult:
+        return await client.call_tool("find_clients", {"limit": 5})
+
+    before = len(api_requests(sandbox, "GET"))
+    result = _drive(sandbox, tmp_path, scenario)
+    assert not result.is_error, _text(result)
+    items = result.structured_content["items"]
+    assert len(items) == 5
+    assert all(len(item["entityKey"]) == 36 for item in items)
+    assert json.loads(_text(result)) == result.structured_content
+    # Personal fields of the result are masked for the assistant by default.
+    assert {item["entityName"] for item in items} == {"***"}
+    got = api_requests(sandbox, "GET")[before:]
+    assert any(row["path"].endswith("/api/v1/entities") for row in got)
+
+
+def test_bad_input_is_a_clear_tool_error_and_nothing_is_sent(sandbox, tmp_path):
+    async def scenario(client: Client) -> list[types.CallToolResult]:
+        return [
+            await client.call_tool("find_clients", {"limit": "many", "entityCode": ""}),
+            await client.call_tool("create_bill", {"entityKey": "acme", "lineItems": []}),
+        ]
+
+    search, write = _drive(sandbox, tmp_path, scenario, "--allow-writes")
+    assert search.is_error
+    assert "input for action 'find_clients' is not valid; nothing was sent" in _text(search)
+    assert "limit: got 'many'; expected an integer" in _text(search)
+    assert "entityCode" in _text(search)
+    assert write.is_error
+    assert "entityKey: got 'acme'; expected a UUID" in _text(write)
+    assert "lineItems" in _text(write)
+    # Only the credentials check at start-up reached the API.
+    assert [row["path"] for row in api_requests(sandbox)] == ["/api/v1/auth/validate"]
+
+
+def test_a_write_is_refused_without_allow_writes_and_nothing_is_sent(sandbox, tmp_path):
+    async def scenario(client: Client) -> types.CallToolResult:
+        return await client.call_tool("create_bill", _bill_input(sandbox))
+
+    bills = bill_count(sandbox)
+    result = _drive(sandbox, tmp_path, scenario)
+    assert result.is_error
+    assert "writes are off on this server, nothing was sent" in _text(result)
+    assert "--allow-writes" in _text(result)
+    assert bill_count(sandbox) == bills
+    assert api_requests(sandbox, "POST") == []
+
+
+def test_read_only_credentials_keep_writes_off_even_with_allow_writes(sandbox, tmp_path):
+    async def scenario(client: Client) -> types.CallToolResult:
+        return await client.call_tool("create_bill", _bill_input(sandbox))
+
+    params_env = server_env(sandbox, tmp_path / "state.db", kind="ro")
+
+    async def main() -> types.CallToolResult:
+        params = StdioServerParameters(
+            command=PRACTICEFLOW[0],
+            args=[*PRACTICEFLOW[1:], "mcp", "--allow-writes"],
+            env=params_env,
+            cwd=str(tmp_path),
+        )
+        with (tmp_path / "server.log").open("a", encoding="utf-8") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                return await scenario(client)
+
+    result = anyio.run(main)
+    assert result.is_error
+    assert "writes are off" in _text(result)
+    assert api_requests(sandbox, "POST") == []
+    assert "cannot write" in (tmp_path / "server.log").read_text(encoding="utf-8")
+
+
+def test_preview_then_confirm_twice_creates_exactly_one_bill_found_in_runs(sandbox, tmp_path):
+    bill = _bill_input(sandbox)
+
+    async def scenario(client: Client) -> tuple[Any, ...]:
+        preview = await client.call_tool("create_bill", bill)
+        token = preview.structured_content["confirm_token"]
+        first = await client.call_tool("confirm_write", {"confirm_token": token})
+        second = await client.call_tool("confirm_write", {"confirm_token": token})
+        return preview, first, second
+
+    bills = bill_count(sandbox)
+    preview, first, second = _drive(sandbox, tmp_path, scenario, "--allow-writes")
+    assert not preview.is_error, _text(preview)
+    shown = preview.structured_content
+    assert shown["status"] == "preview: nothing was sent"
+    request = shown["preview"]["request"]
+    assert request["method"] == "POST"
+    assert request["url"].endswith("/anz/api/v1/bills")
+    assert request["json"]["lineItems"] == bill["lineItems"]
+    assert "X-SVC-Auth-Key" not in as_text(request) or "***" in as_text(request)
+    assert not first.is_error, _text(first)
+    assert not second.is_error, _text(second)
+    assert first.structured_content["status"] == "succeeded"
+    assert second.structured_content["run_id"] == first.structured_content["run_id"]
+    output = first.structured_content["output"]["create_bill"]
+    assert output["billTotal"] == 330
+    assert second.structured_content["output"] == first.structured_content["output"]
+    # Exactly one bill, and one POST, even though the confirmation was sent twice.
+    assert bill_count(sandbox) == bills + 1
+    assert [row["path"] for row in api_requests(sandbox, "POST")] == ["/api/v1/bills"]
+
+    run_id = first.structured_content["run_id"]
+    env = {"PRACTICEFLOW_STATE": str(tmp_path / "state.db")}
+    listed = CliRunner().invoke(runs, ["list", "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
+    (row,) = json.loads(listed.stdout)
+    assert row["run_id"] == run_id
+    assert row["recipe"] == "assistant: create_bill"
+    assert row["status"] == "succeeded"
+    shown_run = CliRunner().invoke(runs, ["show", run_id, "--json"], env=env)
+    steps = json.loads(shown_run.stdout)["steps"]
+    assert [(step["step"], step["status"]) for step in steps] == [("create_bill", "succeeded")]
+    assert steps[0]["request"]["use"] == "create_bill"
+
+
+def test_elicitation_confirms_with_the_user_and_a_decline_sends_nothing(sandbox, tmp_path):
+    asked: list[str] = []
+    answers = iter(["decline", "accept"])
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        action = next(answers)
+        content = {"confirm": True} if action == "accept" else None
+        return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    bill = _bill_input(sandbox)
+
+    async def scenario(client: Client) -> tuple[types.CallToolResult, ...]:
+        declined = await client.call_tool("create_bill", bill)
+        accepted = await client.call_tool("create_bill", bill)
+        return declined, accepted
+
+    bills = bill_count(sandbox)
+    declined, accepted = _drive(sandbox, tmp_path, scenario, "--allow-writes", elicit=elicit)
+    assert declined.is_error
+    assert "did not confirm (decline); nothing was sent" in _text(declined)
+    assert not accepted.is_error, _text(accepted)
+    assert accepted.structured_content["status"] == "succeeded"
+    assert "confirm_token" not in accepted.structured_content
+    assert bill_count(sandbox) == bills + 1
+    assert len(asked) == 2
+    assert "/api/v1/bills" in asked[0]
+
+
+def test_elicitation_on_a_legacy_protocol_client(sandbox, tmp_path):
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    async def scenario(client: Client) -> types.CallToolResult:
+        return await client.call_tool("create_bill", _bill_input(sandbox))
+
+    bills = bill_count(sandbox)
+    result = _drive(sandbox, tmp_path, scenario, "--allow-writes", elicit=elicit, mode="legacy")
+    assert not result.is_error, _text(result)
+    assert result.structured_content["status"] == "succeeded"
+    assert bill_count(sandbox) == bills + 1
+
+
+def test_no_personal_value_in_results_logs_or_journaled_requests(sandbox, tmp_path):
+    client_input = {"entityType": "Individual", **PERSONAL}
+
+    async def scenario(client: Client) -> list[types.CallToolResult]:
+        preview = await client.call_tool("create_client", client_input)
+        token = preview.structured_content["confirm_token"]
+        done = await client.call_tool("confirm_write", {"confirm_token": token})
+        found = await client.call_tool("find_clients", {"email": PERSONAL["email"]})
+        wrong = await client.call_tool("create_client", {**client_input, "email": 5})
+        return [preview, done, found, wrong]
+
+    results = _drive(sandbox, tmp_path, scenario, "--allow-writes", "-v")
+    preview, done, found, wrong = results
+    assert not preview.is_error, _text(preview)
+    assert not done.is_error, _text(done)
+    assert done.structured_content["output"]["create_client"]["entityKey"]
+    assert found.structured_content["items"], "the new client is found by its email"
+    assert wrong.is_error
+    for result in results:
+        assert leaks(_text(result)) == []
+        assert leaks(as_text(result.structured_content)) == []
+    # The client was created with the real values (masking is for what is shown only).
+    practice = sandbox.state.practice("anz")
+    assert any(entity.surname == PERSONAL["entitySurname"] for entity in practice.order)
+
+    log = (tmp_path / "server.log").read_text(encoding="utf-8")
+    assert "mcp create_client" in log  # the calls were logged
+    assert leaks(log) == []
+    _, secret = sandbox.credentials("anz", "rw")
+    assert secret not in log
+
+    run_id = done.structured_content["run_id"]
+    with open_store(str(tmp_path / "state.db")) as store:
+        steps = [step for step in store.get_steps(run_id) if not step.step_id.startswith("@")]
+        assert steps
+        for step in steps:
+            # The journaled request and error are masked; a step's output is kept as the
+            # API answered it (secrets masked), since a resumed run's later steps read it.
+            entry = as_text([step.request, step.error])
+            assert leaks(entry) == []
+            assert secret not in entry + as_text(step.output)
