@@ -1,0 +1,224 @@
+"""``practiceflow mcp --transport http``: streamable HTTP on 127.0.0.1, recipes as tools,
+resources, and the token rule beyond loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from click.testing import CliRunner
+from mcp_support import (
+    PRACTICEFLOW,
+    REPO,
+    active_client,
+    api_requests,
+    bill_count,
+    free_port,
+    server_env,
+)
+from starlette.testclient import TestClient
+
+from mcp import Client
+from practiceflow.api import Client as ApiClient
+from practiceflow.cli import cli
+from practiceflow.cli.runs import runs
+from practiceflow.manifest import default_registry
+from practiceflow.mcp import build_mcp, http_app
+from practiceflow.state import open_store
+from practiceflow.testing import SandboxHandle
+
+pytestmark = pytest.mark.integration
+
+RECIPE = REPO / "recipes" / "proposal_to_bill_and_eform.yaml"
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextmanager
+def _http_server(sandbox: SandboxHandle, tmp_path: Path, *flags: str) -> Iterator[str]:
+    """``practiceflow mcp --transport http`` in a subprocess; yields its MCP URL."""
+    port = free_port()
+    args = ["mcp", "--transport", "http", "--listen", f"127.0.0.1:{port}", *flags]
+    with (tmp_path / "server.log").open("a", encoding="utf-8") as errlog:
+        process = subprocess.Popen(  # noqa: S603 - our own CLI, fixed arguments
+            [*PRACTICEFLOW, *args],
+            env=server_env(sandbox, tmp_path / "state.db"),
+            cwd=tmp_path,
+            stdout=errlog,
+            stderr=errlog,
+        )
+        try:
+            deadline = time.monotonic() + 120  # generous: start-up on a busy machine
+            while not _listening(port):
+                assert process.poll() is None, (tmp_path / "server.log").read_text()
+                assert time.monotonic() < deadline, "the MCP server did not start listening"
+                time.sleep(0.1)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+def _call(url: str, scenario: Callable[[Client], Awaitable[Any]], **options: Any) -> Any:
+    async def main() -> Any:
+        async with Client(url, **options) as client:
+            return await scenario(client)
+
+    return anyio.run(main)
+
+
+def test_over_http_search_then_preview_and_confirm_twice_makes_one_bill(sandbox, tmp_path):
+    bill = {
+        "entityKey": active_client(sandbox),
+        "lineItems": [{"amount": 120, "taxPercent": 10, "narration": "Setup"}],
+    }
+
+    async def scenario(client: Client) -> tuple[Any, ...]:
+        tools = await client.list_tools()
+        found = await client.call_tool("find_clients", {"limit": 3})
+        preview = await client.call_tool("create_bill", bill)
+        token = preview.structured_content["confirm_token"]
+        first = await client.call_tool("confirm_write", {"confirm_token": token})
+        again = await client.call_tool("confirm_write", {"confirm_token": token})
+        return tools, found, preview, first, again
+
+    bills = bill_count(sandbox)
+    with _http_server(sandbox, tmp_path, "--allow-writes") as url:
+        tools, found, preview, first, again = _call(url, scenario)
+    names = {tool.name for tool in tools.tools}
+    assert names == {*default_registry().actions, "confirm_write"}
+    assert not found.is_error
+    assert len(found.structured_content["items"]) == 3
+    assert preview.structured_content["preview"]["request"]["method"] == "POST"
+    assert first.structured_content["status"] == "succeeded"
+    assert again.structured_content == first.structured_content
+    assert bill_count(sandbox) == bills + 1
+    assert [row["path"] for row in api_requests(sandbox, "POST")] == ["/api/v1/bills"]
+    env = {"PRACTICEFLOW_STATE": str(tmp_path / "state.db")}
+    listed = json.loads(CliRunner().invoke(runs, ["list", "--json"], env=env).stdout)
+    assert [(row["run_id"], row["recipe"]) for row in listed] == [
+        (first.structured_content["run_id"], "assistant: create_bill")
+    ]
+
+
+def test_a_recipe_is_a_tool_with_its_triggers_shape_and_runs_once(sandbox, tmp_path):
+    event = {
+        "proposalKey": "549fac26-b50c-4efe-adba-ff5f537c53d1",
+        "entityKey": active_client(sandbox),
+        "title": "Engagement 2026",
+    }
+
+    async def scenario(client: Client) -> tuple[Any, ...]:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        preview = await client.call_tool("run_recipe_proposal_to_bill_and_eform", event)
+        token = preview.structured_content["confirm_token"]
+        done = await client.call_tool("confirm_write", {"confirm_token": token})
+        return tools, preview, done
+
+    bills = bill_count(sandbox)
+    with _http_server(sandbox, tmp_path, "--allow-writes", "--recipe", str(RECIPE)) as url:
+        tools, preview, done = _call(url, scenario)
+    tool = tools["run_recipe_proposal_to_bill_and_eform"]
+    assert tool.input_schema["properties"]["entityKey"]["title"] == "Client entity key"
+    assert tool.input_schema["examples"][0]["proposalKey"]
+    steps = preview.structured_content["preview"]["steps"]
+    assert [(step["step"], step["would"]) for step in steps] == [
+        ("bill", "would_send"),
+        ("form", "would_send"),
+    ]
+    assert bill_count(sandbox) == bills + 1
+    assert not done.is_error, done.content
+    assert done.structured_content["steps"] == {"bill": "succeeded", "form": "succeeded"}
+    posts = [row["path"] for row in api_requests(sandbox, "POST")]
+    assert posts == ["/api/v1/bills", "/api/v1/eforms/send"]
+    with open_store(str(tmp_path / "state.db")) as store:
+        (run,) = store.list_runs()
+    assert run.recipe == "accepted proposal -> first bill -> onboarding eForm"
+    assert run.run_id == done.structured_content["run_id"]
+
+
+def test_resources_give_the_lookup_lists_and_the_recent_runs(sandbox, tmp_path):
+    async def scenario(client: Client) -> tuple[Any, ...]:
+        listed = await client.list_resources()
+        types_list = await client.read_resource("practiceflow://lists/list_entity_types")
+        recent = await client.read_resource("practiceflow://runs/recent")
+        return listed, types_list, recent
+
+    with _http_server(sandbox, tmp_path) as url:
+        listed, types_list, recent = _call(url, scenario)
+    uris = {str(resource.uri) for resource in listed.resources}
+    assert "practiceflow://lists/list_lead_sources" in uris
+    assert "practiceflow://runs/recent" in uris
+    assert not any("create_" in uri for uri in uris)
+    (content,) = types_list.contents
+    assert isinstance(content, types.TextResourceContents)
+    entity_types = json.loads(content.text)
+    names = {row["name"] for row in entity_types["items"]}
+    assert "Individual" in names
+    (runs_content,) = recent.contents
+    assert isinstance(runs_content, types.TextResourceContents)
+    assert json.loads(runs_content.text) == []
+
+
+def test_listening_beyond_loopback_needs_a_token(sandbox, tmp_path):
+    result = CliRunner().invoke(
+        cli,
+        ["mcp", "--transport", "http", "--listen", "0.0.0.0:0"],
+        env=server_env(sandbox, tmp_path / "state.db"),
+    )
+    assert result.exit_code == 2
+    assert "with no token" in result.output
+    assert "--token" in result.output
+    assert api_requests(sandbox) == []  # refused before the credentials check
+
+
+def test_with_a_token_every_http_request_must_carry_it(sandbox, tmp_path):
+    client_id, secret = sandbox.credentials("anz", "rw")
+    with (
+        ApiClient(client_id, secret, base_url=sandbox.base_url("anz")) as api,
+        open_store(str(tmp_path / "state.db")) as store,
+    ):
+        server, _ = build_mcp(
+            client=api,
+            store=store,
+            practice=client_id,
+            registry=default_registry(),
+            recipes_dir=tmp_path / "recipes",
+        )
+        app = http_app(server, "0.0.0.0", "s3cret-token")  # noqa: S104 - token-protected
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        }
+        headers = {"Accept": "application/json, text/event-stream"}
+        with TestClient(app, base_url="http://mcp.example") as http:
+            refused = http.post("/mcp", json=hello, headers=headers)
+            wrong = http.post(
+                "/mcp", json=hello, headers={**headers, "Authorization": "Bearer nope"}
+            )
+            allowed = http.post(
+                "/mcp", json=hello, headers={**headers, "Authorization": "Bearer s3cret-token"}
+            )
+    assert refused.status_code == 401
+    assert wrong.status_code == 401
+    assert "s3cret-token" not in refused.text
+    assert allowed.status_code == 200, allowed.text
+    assert "practiceflow" in allowed.text
