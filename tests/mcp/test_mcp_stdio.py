@@ -299,3 +299,25 @@ def test_no_personal_value_in_results_logs_or_journaled_requests(sandbox, tmp_pa
             entry = as_text([step.request, step.error])
             assert leaks(entry) == []
             assert secret not in entry + as_text(step.output)
+
+
+def test_a_confirmed_call_left_unfinished_is_finished_at_the_next_start(sandbox, tmp_path):
+    # As a server killed right after recording a confirmation leaves it: the event only.
+    client_id, _ = sandbox.credentials("anz", "rw")
+    with open_store(str(tmp_path / "state.db")) as store:
+        store.record_event(
+            client_id, "mcp", "assistant.create_bill", "mcp-" + "0" * 32, _bill_input(sandbox)
+        )
+
+    async def scenario(client: Client) -> Any:
+        return await client.read_resource("practiceflow://runs/recent")
+
+    bills = bill_count(sandbox)
+    recent = _drive(sandbox, tmp_path, scenario, "--allow-writes")
+    (run,) = json.loads(recent.contents[0].text)
+    assert (run["recipe"], run["status"]) == ("assistant: create_bill", "succeeded")
+    assert bill_count(sandbox) == bills + 1
+    # Started again, nothing is left to do and nothing is sent twice.
+    _drive(sandbox, tmp_path, scenario, "--allow-writes")
+    assert bill_count(sandbox) == bills + 1
+    assert len(api_requests(sandbox, "POST")) == 1

@@ -326,6 +326,45 @@ class WriteDesk:
         logger.info("mcp %s: run %s %s", preview.entry.name, outcome.run_id, outcome.status)
         return self._settled(outcome.run_id, outcome.status, outcome, preview)
 
+    def resume_pending(self, catalog: Mapping[str, ToolEntry]) -> list[RunOutcome]:
+        """Finish the confirmed calls a stopped server left unfinished.
+
+        A confirmed call is recorded as an event before its run starts; a server stopped
+        (or killed) before the run ended leaves that event pending. Its run is driven now,
+        by the runner's rules: a step already done is not sent again, a write that left
+        without its answer being journaled is in doubt and read back or held.
+
+        Args:
+            catalog: the tools, to find each event's action or recipe.
+
+        Returns:
+            The outcome of each run driven. Events of a tool not offered now (a recipe
+            not given, writes off) are left pending and logged.
+        """
+        outcomes: list[RunOutcome] = []
+        with self._lock:
+            for event in self.store.pending_events(self.practice, 1000, source=EVENT_SOURCE):
+                name = event.event_key.removeprefix("assistant.")
+                entry = catalog.get(name)
+                if entry is None or not self.writes_on or entry.kind not in ("write", "recipe"):
+                    logger.warning(
+                        "mcp %s: a confirmed call (event %s) is unfinished; start the server "
+                        "with --allow-writes (and its recipe) to finish it",
+                        name,
+                        event.event_id,
+                    )
+                    continue
+                runner = Runner(
+                    self._recipe_of(entry), self.store, self.client, practice=self.practice
+                )
+                outcome = runner.run_event(event)
+                if outcome is not None:
+                    logger.warning(
+                        "mcp %s: resumed run %s: %s", name, outcome.run_id, outcome.status
+                    )
+                    outcomes.append(outcome)
+        return outcomes
+
     def _run(self, recipe: ValidRecipe, preview: Preview, key: str) -> RunOutcome:
         event_key = f"assistant.{preview.entry.name}"
         self.store.record_event(self.practice, EVENT_SOURCE, event_key, key, preview.arguments)

@@ -50,7 +50,8 @@ def build_mcp(
         show_personal: show personal fields of read results to the assistant.
 
     Returns:
-        The server and its desk.
+        The server and its desk (confirmed calls a stopped server left unfinished have
+        been driven by then, when writes are on).
     """
     catalog = build_catalog(registry, recipes, writes_on=writes_on)
     desk = WriteDesk(
@@ -62,5 +63,7 @@ def build_mcp(
         writes_on=writes_on,
         show_personal=show_personal,
     )
+    if writes_on:
+        desk.resume_pending(catalog)
     lists = {module.key: module for module in settings_lists(registry)}
     return build_server(desk, catalog, lists), desk
