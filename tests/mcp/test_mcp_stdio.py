@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +215,12 @@ def test_preview_then_confirm_twice_creates_exactly_one_bill_found_in_runs(sandb
     steps = json.loads(shown_run.stdout)["steps"]
     assert [(step["step"], step["status"]) for step in steps] == [("create_bill", "succeeded")]
     assert steps[0]["request"]["use"] == "create_bill"
+    # The assistant's requests are counted in the practice's store (the console's budget
+    # chart), all but the credentials check made before the store is opened.
+    client_id, _ = sandbox.credentials("anz", "rw")
+    with open_store(str(tmp_path / "state.db")) as store:
+        counted = store.request_counts(client_id, since=datetime.now(UTC) - timedelta(hours=1))
+    assert counted == len(api_requests(sandbox)) - 1
 
 
 def test_elicitation_confirms_with_the_user_and_a_decline_sends_nothing(sandbox, tmp_path):

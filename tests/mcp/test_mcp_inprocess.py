@@ -1,0 +1,132 @@
+"""The MCP server in-process (the SDK's client on its direct transport): the edges of tool
+calls that need no subprocess."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp_support import REPO, active_client, api_requests, bill_count
+
+from mcp import Client
+from practiceflow.api import Client as ApiClient
+from practiceflow.api.ratelimit import RateLimits
+from practiceflow.manifest import default_registry
+from practiceflow.mcp import ASSISTANT_LIMITS, build_catalog, build_mcp, run_key
+from practiceflow.runner import validate_recipe
+from practiceflow.state import open_store
+from practiceflow.testing import SandboxHandle
+
+pytestmark = pytest.mark.integration
+
+RECIPE = REPO / "recipes" / "proposal_to_bill_and_eform.yaml"
+
+
+@pytest.fixture
+def api(sandbox: SandboxHandle) -> Iterator[ApiClient]:
+    client_id, secret = sandbox.credentials("anz", "rw")
+    with ApiClient(client_id, secret, base_url=sandbox.base_url("anz")) as client:
+        yield client
+
+
+def _serve(api: ApiClient, tmp_path: Path, *, writes_on: bool, recipes: Any = ()) -> Any:
+    store = open_store(str(tmp_path / "state.db"))
+    server, desk = build_mcp(
+        client=api,
+        store=store,
+        practice=api.settings.client_id,
+        registry=default_registry(),
+        recipes=recipes,
+        writes_on=writes_on,
+        recipes_dir=tmp_path / "recipes",
+    )
+    return server, desk, store
+
+
+def _calls(server: Any, *calls: tuple[str, dict[str, Any]]) -> list[types.CallToolResult]:
+    async def main() -> list[types.CallToolResult]:
+        async with Client(server) as client:
+            return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    return anyio.run(main)
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def test_unknown_tools_and_bad_confirmations_are_tool_errors_and_send_nothing(
+    sandbox, api, tmp_path
+):
+    server, _, store = _serve(api, tmp_path, writes_on=True)
+    with store:
+        unknown, no_token, extra, stale = _calls(
+            server,
+            ("find_client", {}),
+            ("confirm_write", {}),
+            ("confirm_write", {"confirm_token": "pfc_x", "entityKey": "x"}),
+            ("confirm_write", {"confirm_token": "pfc_never_issued"}),
+        )
+    assert unknown.is_error
+    assert "unknown tool 'find_client'; did you mean 'find_clients'?" in _text(unknown)
+    assert no_token.is_error
+    assert "expected exactly one argument, confirm_token" in _text(no_token)
+    assert extra.is_error
+    assert stale.is_error
+    assert "unknown or expired token; nothing was sent" in _text(stale)
+    assert api_requests(sandbox) == []
+
+
+def test_a_token_confirmed_after_its_preview_expired_still_answers_with_its_run(
+    sandbox, api, tmp_path
+):
+    server, desk, store = _serve(api, tmp_path, writes_on=True)
+    bill = {
+        "entityKey": active_client(sandbox),
+        "lineItems": [{"amount": 50, "taxAmount": 5}],
+    }
+    with store:
+        (preview,) = _calls(server, ("create_bill", bill))
+        token = preview.structured_content["confirm_token"]
+        (first,) = _calls(server, ("confirm_write", {"confirm_token": token}))
+        desk.ttl = 0.0  # every preview is expired from now on
+        desk.pending("anything")  # forgets the expired ones
+        (late,) = _calls(server, ("confirm_write", {"confirm_token": token}))
+        (run,) = store.list_runs(event_id=run_key(token))
+    assert not late.is_error, _text(late)
+    assert late.structured_content["run_id"] == first.structured_content["run_id"] == run.run_id
+    assert len(api_requests(sandbox, "POST")) == 1
+
+
+def test_a_writing_recipe_is_refused_when_writes_are_off(sandbox, api, tmp_path):
+    recipe = validate_recipe(RECIPE)
+    server, _, store = _serve(api, tmp_path, writes_on=False, recipes=[recipe])
+    bills = bill_count(sandbox)
+    with store:
+        (result,) = _calls(
+            server,
+            ("run_recipe_proposal_to_bill_and_eform", {"entityKey": active_client(sandbox)}),
+        )
+    assert result.is_error
+    assert "writes are off on this server, nothing was sent" in _text(result)
+    assert bill_count(sandbox) == bills
+    assert api_requests(sandbox, "POST") == []
+
+
+def test_two_recipes_with_one_tool_name_are_refused(tmp_path):
+    copy = tmp_path / "proposal_to_bill_and_eform.yaml"
+    copy.write_text(RECIPE.read_text(encoding="utf-8"), encoding="utf-8")
+    recipes = [validate_recipe(RECIPE), validate_recipe(copy)]
+    with pytest.raises(ValueError, match="is taken; rename the file"):
+        build_catalog(default_registry(), recipes, writes_on=True)
+
+
+def test_the_assistant_budget_is_at_most_a_third_of_every_window():
+    practice = RateLimits()
+    assert ASSISTANT_LIMITS.per_minute * 3 <= practice.per_minute
+    assert ASSISTANT_LIMITS.per_hour * 3 <= practice.per_hour
+    assert ASSISTANT_LIMITS.per_day * 3 <= practice.per_day
