@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from practiceflow.engine import run_action, validate_input
-from practiceflow.errors import ConfigError, InputError
+from practiceflow.errors import ConfigError, InputError, Issue
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ActionModule, ModuleRegistry, lint
 from practiceflow.manifest.validation import issues_for
@@ -280,7 +280,10 @@ class WriteDesk:
 
     def _check_action_input(self, module: ActionModule, data: Any) -> None:
         if not isinstance(data, Mapping):
-            raise InputError(module.key, [])
+            got = type(data).__name__
+            raise InputError(
+                module.key, [Issue("tool arguments", 0, 0, "", f"got {got}; expected an object")]
+            )
         issues = validate_input(module, data, file="tool arguments")
         if issues:
             raise InputError(module.key, issues)
