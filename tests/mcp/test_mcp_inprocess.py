@@ -130,3 +130,21 @@ def test_the_assistant_budget_is_at_most_a_third_of_every_window():
     assert ASSISTANT_LIMITS.per_minute * 3 <= practice.per_minute
     assert ASSISTANT_LIMITS.per_hour * 3 <= practice.per_hour
     assert ASSISTANT_LIMITS.per_day * 3 <= practice.per_day
+
+
+def test_a_write_the_checks_refuse_at_run_time_is_a_failed_run_and_a_tool_error(
+    sandbox, api, tmp_path
+):
+    lead = next(e.key for e in sandbox.state.practice("anz").order if e.status == "Lead")
+    server, _, store = _serve(api, tmp_path, writes_on=True)
+    bill = {"entityKey": lead, "lineItems": [{"amount": 10, "taxPercent": 10}]}
+    with store:
+        (preview,) = _calls(server, ("create_bill", bill))
+        token = preview.structured_content["confirm_token"]
+        (refused,) = _calls(server, ("confirm_write", {"confirm_token": token}))
+        (run,) = store.list_runs()
+    assert refused.is_error
+    assert f"run {run.run_id} failed" in _text(refused)
+    assert "bills need an Active client" in _text(refused)
+    assert run.status == "failed"
+    assert api_requests(sandbox, "POST") == []

@@ -398,7 +398,7 @@ class WriteDesk:
         if status == "failed":
             cause = outcome.error if outcome is not None else None
             detail = cause.get("message", "") if isinstance(cause, Mapping) else str(cause or "")
-            message = f"run {run_id} failed, nothing was changed; {detail or hint}"
+            message = f"run {run_id} failed: {detail or hint}"
             raise RunNotDone(message)
         steps = [s for s in self.store.get_steps(run_id) if s.step_id != TRIGGER_STEP]
         outputs: dict[str, Any] = {}
