@@ -14,9 +14,8 @@ from mcp_support import REPO, active_client, api_requests, bill_count
 
 from mcp import Client
 from practiceflow.api import Client as ApiClient
-from practiceflow.api.ratelimit import RateLimits
 from practiceflow.manifest import default_registry
-from practiceflow.mcp import ASSISTANT_LIMITS, build_catalog, build_mcp, run_key
+from practiceflow.mcp import build_catalog, build_mcp, run_key
 from practiceflow.runner import validate_recipe
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
@@ -123,13 +122,6 @@ def test_two_recipes_with_one_tool_name_are_refused(tmp_path):
     recipes = [validate_recipe(RECIPE), validate_recipe(copy)]
     with pytest.raises(ValueError, match="is taken; rename the file"):
         build_catalog(default_registry(), recipes, writes_on=True)
-
-
-def test_the_assistant_budget_is_at_most_a_third_of_every_window():
-    practice = RateLimits()
-    assert ASSISTANT_LIMITS.per_minute * 3 <= practice.per_minute
-    assert ASSISTANT_LIMITS.per_hour * 3 <= practice.per_hour
-    assert ASSISTANT_LIMITS.per_day * 3 <= practice.per_day
 
 
 def test_a_write_the_checks_refuse_at_run_time_is_a_failed_run_and_a_tool_error(

@@ -7,6 +7,7 @@ everything this command says goes to standard error.
 from __future__ import annotations
 
 import logging
+from contextlib import closing
 from pathlib import Path
 
 import click
@@ -15,14 +16,14 @@ from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.cli.runs import DEFAULT_STATE, open_state
 from practiceflow.manifest import load_modules
 from practiceflow.mcp import (
-    ASSISTANT_LIMITS,
+    assistant_budget,
     build_mcp,
     check_http_bind,
     serve_http,
     serve_stdio,
 )
 from practiceflow.netaddr import parse_listen
-from practiceflow.runner import PriorityBudget, validate_recipe
+from practiceflow.runner import validate_recipe
 from practiceflow.runner.logs import configure_logging
 from practiceflow.state.request_log import RequestLog
 
@@ -128,8 +129,10 @@ def mcp(
     registry = load_modules(list(module_dirs))
     for path in recipe_paths:  # recipe problems before the first request
         validate_recipe(path, registry=registry)
-    budget = PriorityBudget(ASSISTANT_LIMITS)
-    with build_client(api, budget=budget) as client:
+    with build_client(api) as probe:  # no request: which practice, for its budget
+        settings = probe.settings
+    budget = assistant_budget(state, settings.client_id)
+    with build_client(api, budget=budget, settings=settings) as client, closing(budget):
         can_write = bool(client.validate().can_write)
         writes_on = allow_writes and can_write
         if allow_writes and not can_write:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from practiceflow.mcp._catalog import CONFIRM_TOOL, RECIPE_PREFIX, ToolEntry, build_catalog
 from practiceflow.mcp._desk import EVENT_SOURCE, WriteDesk, run_key
 from practiceflow.mcp._server import RECENT_RUNS_URI, build_server
-from practiceflow.mcp._setup import ASSISTANT_LIMITS, build_mcp
+from practiceflow.mcp._setup import ASSISTANT_LIMITS, assistant_budget, build_mcp
 from practiceflow.mcp._transport import MCP_PATH, check_http_bind, http_app, serve_http, serve_stdio
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "RECIPE_PREFIX",
     "ToolEntry",
     "WriteDesk",
+    "assistant_budget",
     "build_catalog",
     "build_mcp",
     "build_server",

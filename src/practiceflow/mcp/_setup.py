@@ -8,21 +8,45 @@ from typing import Any
 
 from mcp.server.lowlevel import Server
 
-from practiceflow.api.ratelimit import RateLimits
+from practiceflow.api.ratelimit import RateBudget, RateLimits
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.mcp._catalog import build_catalog, settings_lists
 from practiceflow.mcp._desk import WriteDesk
 from practiceflow.mcp._server import build_server
-from practiceflow.runner import ValidRecipe
+from practiceflow.runner import PriorityBudget, ValidRecipe
 from practiceflow.state import StateStore
 
-__all__ = ["ASSISTANT_LIMITS", "build_mcp"]
+__all__ = ["ASSISTANT_LIMITS", "assistant_budget", "build_mcp"]
 
 #: The assistant's share of the practice's budget (60/min, 1000/h, 10000/day): a third of
 #: each window at most, so that the practice's recipes keep the rest whatever an assistant
 #: asks for.
 ASSISTANT_LIMITS = RateLimits(per_minute=20, per_hour=330, per_day=3300, max_wait=60.0)
+
+
+def assistant_budget(state: str | None, client_id: str) -> RateBudget:
+    """The rate budget of an assistant's requests.
+
+    With a PostgreSQL state store (a fleet), the assistant counts in the practice's shared
+    bucket, the one every replica counts in, against :data:`ASSISTANT_LIMITS`: it is
+    admitted only while the whole practice (recipes and assistant) has used less than a
+    third of a window, and the replicas see its requests in theirs. Otherwise it has a
+    budget of :data:`ASSISTANT_LIMITS` of its own (recipes of other processes keep the
+    other two thirds).
+
+    Args:
+        state: the state store's location (``--state``), None for the default file.
+        client_id: the practice's Client ID (the shared bucket's key).
+
+    Returns:
+        The budget to give the client; close it when done.
+    """
+    if state is not None and state.startswith(("postgresql://", "postgres://")):
+        from practiceflow.fleet.budget import shared_budget  # psycopg only for a fleet
+
+        return shared_budget(state, client_id, ASSISTANT_LIMITS, pool_size=1)
+    return PriorityBudget(ASSISTANT_LIMITS)
 
 
 def build_mcp(
