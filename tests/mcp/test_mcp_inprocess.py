@@ -10,10 +10,11 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp_support import REPO, active_client, api_requests, bill_count
+from mcp_support import PERSONAL, REPO, active_client, api_requests, as_text, bill_count, leaks
 
 from mcp import Client
 from practiceflow.api import Client as ApiClient
+from practiceflow.console.data import ConsoleContext, recipes_view, run_view, runs_view
 from practiceflow.manifest import default_registry
 from practiceflow.mcp import build_catalog, build_mcp, run_key
 from practiceflow.runner import validate_recipe
@@ -140,3 +141,24 @@ def test_a_write_the_checks_refuse_at_run_time_is_a_failed_run_and_a_tool_error(
     assert "bills need an Active client" in _text(refused)
     assert run.status == "failed"
     assert api_requests(sandbox, "POST") == []
+
+
+def test_an_assistant_write_shows_in_the_console_with_its_steps_masked(sandbox, api, tmp_path):
+    server, _, store = _serve(api, tmp_path, writes_on=True)
+    person = {"entityType": "Individual", **PERSONAL}
+    with store:
+        (preview,) = _calls(server, ("create_client", person))
+        token = preview.structured_content["confirm_token"]
+        (done,) = _calls(server, ("confirm_write", {"confirm_token": token}))
+        run_id = done.structured_content["run_id"]
+        console = ConsoleContext(store, api.settings.client_id, who="tester")
+        rows = runs_view(console)
+        recipes = recipes_view(console)
+        shown = run_view(console, run_id)
+    assert [(row["run_id"], row["recipe"]) for row in rows] == [
+        (run_id, "assistant: create_client")
+    ]
+    assert "assistant: create_client" in {row["name"] for row in recipes}
+    assert shown is not None
+    assert [step["step"] for step in shown["steps"]] == ["create_client"]
+    assert leaks(as_text(shown["steps"])) == []
