@@ -182,3 +182,31 @@ def test_a_field_with_dynamic_choices_names_its_list_tool(tmp_path):
     )
     field = tool.input_schema["properties"]["lineItems"]["items"]["properties"]["extAccountID"]
     assert field["x-choices"]["action"] == "list_ledger_accounts"
+
+
+def test_two_confirmations_at_once_send_one_bill(sandbox, api, tmp_path):
+    server, _, store = _serve(api, tmp_path, writes_on=True)
+    bill = {"entityKey": active_client(sandbox), "lineItems": [{"amount": 70, "taxPercent": 10}]}
+    bills = bill_count(sandbox)
+
+    async def main() -> list[types.CallToolResult]:
+        async with Client(server) as client:
+            preview = await client.call_tool("create_bill", bill)
+            token = {"confirm_token": preview.structured_content["confirm_token"]}
+            answers: list[types.CallToolResult] = []
+
+            async def confirm() -> None:
+                answers.append(await client.call_tool("confirm_write", token))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(confirm)
+                group.start_soon(confirm)
+            return answers
+
+    with store:
+        first, second = anyio.run(main)
+        assert len(store.list_runs()) == 1
+    assert not first.is_error, _text(first)
+    assert second.structured_content == first.structured_content
+    assert bill_count(sandbox) == bills + 1
+    assert len(api_requests(sandbox, "POST")) == 1
