@@ -39,7 +39,6 @@ from practiceflow.manifest import ActionModule, ModuleRegistry, lint
 from practiceflow.manifest.validation import issues_for
 from practiceflow.mcp._catalog import ToolEntry
 from practiceflow.runner import (
-    TRIGGER_STEP,
     Runner,
     RunOutcome,
     ValidRecipe,
@@ -133,6 +132,11 @@ def recipe_for_action(module: ActionModule, folder: Path) -> Path:
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+def _pseudo_step(step_id: str) -> bool:
+    """Whether a journal entry is the runner's own (``@trigger``...), not a recipe step."""
+    return step_id.startswith("@")
 
 
 def _mask_by_value(tree: Any, data: Any, pii: PiiPaths) -> Any:
@@ -400,7 +404,7 @@ class WriteDesk:
             detail = cause.get("message", "") if isinstance(cause, Mapping) else str(cause or "")
             message = f"run {run_id} failed: {detail or hint}"
             raise RunNotDone(message)
-        steps = [s for s in self.store.get_steps(run_id) if s.step_id != TRIGGER_STEP]
+        steps = [s for s in self.store.get_steps(run_id) if not _pseudo_step(s.step_id)]
         outputs: dict[str, Any] = {}
         for step in steps:
             action = self.registry.actions.get(step.step_id.split("[")[0])
