@@ -65,7 +65,7 @@ def free_port() -> int:
 
 
 def leaks(text: str, values: dict[str, str] | None = None) -> list[str]:
-    """The personal values (and the sandbox secret's shape) found in ``text``."""
+    """The personal values (of ``PERSONAL`` unless given) found in ``text``."""
     chosen = PERSONAL if values is None else values
     return [value for value in chosen.values() if value in text]
 
