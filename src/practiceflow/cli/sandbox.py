@@ -104,6 +104,21 @@ def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[
     default=None,
     help="Secret of the anz read-write client.",
 )
+@click.option(
+    "--variants",
+    "preset",
+    default=None,
+    metavar="PRESET",
+    help="Answers to the spec's open questions: default, hostile or random:SEED "
+    "(see src/practiceflow/sandbox/GUESSES.md, section Variants).",
+)
+@click.option(
+    "--variant",
+    "pairs",
+    multiple=True,
+    metavar="TOPIC=ANSWER",
+    help="Play one answer of one open question (repeatable; on top of --variants).",
+)
 @click.pass_context
 def sandbox(
     ctx: click.Context,
@@ -120,6 +135,8 @@ def sandbox(
     admin_token: str | None,
     client_id: str | None,
     client_secret: str | None,
+    preset: str | None,
+    pairs: tuple[str, ...],
 ) -> None:
     """Serve a local simulator of the Partner API until Ctrl-C, or drive a running one.
 
@@ -136,6 +153,7 @@ def sandbox(
       practiceflow sandbox fire proposal-accepted
       practiceflow sandbox fault 429 --count 3 --retry-after 2
       practiceflow sandbox records bills
+      practiceflow sandbox --variants hostile --variant rounding=per_total
       curl -H 'X-SVC-Auth-ID: 5a4db0c0-0000-4000-8000-000000000011' \\
            -H 'X-SVC-Auth-Key: sandbox-anz-rw-secret' \\
            http://127.0.0.1:8765/anz/api/v1/auth/validate
@@ -144,9 +162,11 @@ def sandbox(
         return
     from practiceflow.sandbox.config import RateLimits
     from practiceflow.sandbox.server import check_loopback, serve_forever
+    from practiceflow.sandbox.variants import Variants
 
     try:
         bind = check_loopback(host)
+        variants = Variants.parse(preset, pairs)
         config = SandboxConfig.from_env(
             seed=seed,
             entities=entities,
@@ -157,6 +177,7 @@ def sandbox(
             admin_token=admin_token,
             client_id=client_id,
             client_secret=client_secret,
+            variants=variants,
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
@@ -166,6 +187,9 @@ def sandbox(
     shown = f"[{bind}]" if ":" in bind else bind
     root = f"http://{shown}:{port}"
     click.echo(f"practiceflow sandbox on {root}  (seed {seed}, {entities} entities per region)")
+    if variants.differences():
+        shown_variants = ", ".join(f"{k}={v}" for k, v in variants.differences().items())
+        click.echo(f"variants: {shown_variants}")
     click.echo(
         f"OpenAPI: {root}/openapi.json   admin: {root}/_admin  X-Admin-Token: {config.admin_token}"
     )

@@ -21,7 +21,8 @@ need to drive the sandbox from outside the API.
 - ``GET /_admin/records/{kind}``: stored rows (entities, leads, contacts, groups, bills,
   proposals, eforms, onboardings, subscriptions, id-verifications, recurring, users);
 - ``GET /_admin/deliveries``: the webhook delivery log, one row per attempt;
-- ``GET /_admin/requests``: every API request received (method, path, client id, status).
+- ``GET /_admin/requests``: every API request received (method, path, client id, status);
+- ``GET, POST /_admin/variants``: the answer played per open question (admin_variants.py).
 
 Every route takes ``?region=`` (default ``anz``) where a practice is involved.
 """
@@ -41,6 +42,7 @@ from starlette.routing import Route, Router
 from starlette.types import Receive, Scope, Send
 
 from practiceflow.sandbox.admin_catalogue import route_catalogue
+from practiceflow.sandbox.admin_variants import variants_route
 from practiceflow.sandbox.bodies import EntityBody
 from practiceflow.sandbox.config import REGIONS, RateLimits
 from practiceflow.sandbox.faults import FAULT_KINDS, Fault
@@ -116,6 +118,7 @@ class _AdminApp:
                 Route("/_admin/records/{kind}", self.records, methods=["GET"]),
                 Route("/_admin/deliveries", self.deliveries, methods=["GET"]),
                 Route("/_admin/requests", self.requests, methods=["GET"]),
+                Route("/_admin/variants", self.variants, methods=["GET", "POST"]),
             ],
             redirect_slashes=False,
         )
@@ -225,6 +228,10 @@ class _AdminApp:
             except (TypeError, ValueError, AttributeError) as exc:
                 raise ApiProblem(400, f"config: {exc}") from None
         return JSONResponse(self._switches(practice))
+
+    async def variants(self, request: Request) -> Response:
+        body = await _json(request) if request.method == "POST" else {}
+        return await variants_route(self.state, request, body)
 
     async def clock(self, request: Request) -> Response:
         if request.method == "POST":

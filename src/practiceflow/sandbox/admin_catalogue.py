@@ -123,6 +123,19 @@ ADMIN_ROUTES: tuple[AdminRoute, ...] = (
         "every API request received (method, path, client id, status)",
         "/_admin/requests",
     ),
+    AdminRoute(
+        "GET",
+        "/_admin/variants",
+        "the answer played to each question the spec leaves open",
+        "/_admin/variants",
+    ),
+    AdminRoute(
+        "POST",
+        "/_admin/variants",
+        "play other answers (preset default, hostile or random:SEED; set TOPIC: ANSWER)",
+        "/_admin/variants",
+        {"preset": "hostile", "set": {"rounding": "per_total"}},
+    ),
 )
 
 

@@ -208,35 +208,42 @@ class SandboxApp:
             if swallow and row["status"] is None:
                 swallow = False
             headers = dict(problem.headers)
-            await problem_response(problem.status, problem.detail, path, headers)(
+            await self._problem(problem.status, problem.detail, path, headers)(
                 scope, receive, send_wrapper
             )
         except HTTPException as exc:
-            await problem_response(exc.status_code, str(exc.detail), path)(
+            await self._problem(exc.status_code, str(exc.detail), path)(
                 scope, receive, send_wrapper
             )
         except Exception:
             logger.exception("sandbox route %s %s failed", method, path)
             if row["status"] is None:
-                await problem_response(500, "Unexpected sandbox error.", path)(
+                await self._problem(500, "Unexpected sandbox error.", path)(
                     scope, receive, send_wrapper
                 )
         finally:
             row["ms"] = round((time.perf_counter() - started) * 1000, 2)
             state.log_request(row, generation)
 
+    def _problem(
+        self, status: int, detail: str, path: str, headers: dict[str, str] | None = None
+    ) -> Response:
+        """A problem answer of the API, ``message`` as variant ``problem_message`` says."""
+        message = self.state.variants.pick("problem_message")
+        return problem_response(status, detail, path, headers, message=message)
+
     async def _fault_answer(
         self, fault: Fault, path: str, scope: Scope, receive: Receive, send: Send
     ) -> None:
         if fault.kind == "server_error":
-            response = problem_response(500, "Injected server error.", path)
+            response = self._problem(500, "Injected server error.", path)
         else:
             limit = self.state.limiter.limits.per_minute
             headers = {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": "0"}
             if fault.retry_after is not None:
                 headers["Retry-After"] = str(fault.retry_after)
                 headers["X-RateLimit-Reset"] = str(fault.retry_after)
-            response = problem_response(429, "Injected rate limit.", path, headers)
+            response = self._problem(429, "Injected rate limit.", path, headers)
         await response(scope, receive, send)
 
 

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from practiceflow.sandbox.variants import Variants
+
 __all__ = [
     "ADMIN_TOKEN_ENV",
     "CLIENT_ID_ENV",
@@ -109,6 +111,7 @@ class SandboxConfig:
         webhook_retry_delays: seconds between delivery attempts (before scaling).
         webhook_retry_scale: factor applied to the delays (tests use a small one).
         webhook_timeout: seconds a delivery attempt may take.
+        variants: the answer played for each open question of the spec (variants.py).
     """
 
     seed: int = 1
@@ -125,6 +128,7 @@ class SandboxConfig:
     webhook_retry_delays: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
     webhook_retry_scale: float = 1.0
     webhook_timeout: float = 5.0
+    variants: Variants = field(default_factory=Variants)
 
     def __post_init__(self) -> None:
         problems: list[str] = []

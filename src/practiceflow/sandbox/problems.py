@@ -49,13 +49,16 @@ class ApiProblem(Exception):
         self.headers = dict(headers or {})
 
 
-def problem_body(status: int, detail: str, instance: str) -> dict[str, object]:
+def problem_body(
+    status: int, detail: str, instance: str, message: str = "some"
+) -> dict[str, object]:
     """Build a problem-details body.
 
     Args:
         status: the HTTP status.
         detail: the explanation.
         instance: the request path (no query string).
+        message: variant ``problem_message``: ``some`` (400 and 404), ``none`` or ``all``.
 
     Returns:
         ``type``, ``title``, ``status``, ``detail``, ``instance``, and ``message`` for 400
@@ -74,13 +77,17 @@ def problem_body(status: int, detail: str, instance: str) -> dict[str, object]:
         "detail": detail,
         "instance": instance,
     }
-    if status in (400, 404):
+    if message == "all" or (message == "some" and status in (400, 404)):
         body["message"] = detail
     return body
 
 
 def problem_response(
-    status: int, detail: str, instance: str, headers: Mapping[str, str] | None = None
+    status: int,
+    detail: str,
+    instance: str,
+    headers: Mapping[str, str] | None = None,
+    message: str = "some",
 ) -> Response:
     """A ``application/problem+json`` response.
 
@@ -89,11 +96,12 @@ def problem_response(
         detail: the explanation.
         instance: the request path.
         headers: extra headers (``Retry-After`` ...).
+        message: as for :func:`problem_body`.
 
     Returns:
         The response.
     """
-    content = json.dumps(problem_body(status, detail, instance)).encode()
+    content = json.dumps(problem_body(status, detail, instance, message)).encode()
     return Response(
         content,
         status_code=status,

@@ -44,6 +44,7 @@ class SandboxState:
         limiter: the rate limiter (replaced when limits change).
         dispatcher: the webhook delivery machinery.
         duplicate_deliveries: how many copies of each event are delivered.
+        variants: the answers played where the spec is silent (``/_admin/variants``).
     """
 
     def __init__(self, config: SandboxConfig) -> None:
@@ -59,6 +60,7 @@ class SandboxState:
             config.webhook_timeout,
         )
         self.duplicate_deliveries = 1
+        self.variants = config.variants
         self._lock = threading.RLock()
         self._practices: dict[str, Practice] = {}
         self._requests: deque[dict[str, Any]] = deque(maxlen=20_000)
@@ -114,6 +116,7 @@ class SandboxState:
             self.limiter = RateLimiter(config.rate_limits, self.clock)
             self.dispatcher.reset()
             self.duplicate_deliveries = 1
+            self.variants = config.variants
             self._requests.clear()
             self.generation += 1
 
@@ -165,8 +168,16 @@ class SandboxState:
                     event_id,
                     data,
                     copies=self.duplicate_deliveries,
+                    **self.delivery_options(),
                 )
         return event_id
+
+    def delivery_options(self) -> dict[str, Any]:
+        """How deliveries are shaped and stamped under the variants in force."""
+        return {
+            "flat": self.variants.is_("delivery_body", "flat"),
+            "stamping": self.variants.pick("retry_timestamp"),
+        }
 
     def now_text(self) -> str:
         """The sandbox clock as ISO 8601 text."""

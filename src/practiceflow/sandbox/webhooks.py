@@ -30,11 +30,14 @@ import requests
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 
-__all__ = ["LOOPBACK_HOSTS", "Delivery", "DeliveryDispatcher", "is_loopback_url", "sign"]
+__all__ = ["LATE_BY", "LOOPBACK_HOSTS", "Delivery", "DeliveryDispatcher", "is_loopback_url", "sign"]
 
 logger = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+#: Seconds a ``first_attempt_late`` delivery's timestamp lies behind the clock: it plays a
+#: retry arriving two hours after a first attempt signed then.
+LATE_BY = 7200
 
 
 def is_loopback_url(url: str) -> bool:
@@ -82,6 +85,8 @@ class Delivery:
     body: bytes
     generation: int
     attempt: int = 0
+    stamping: str = "resigned"
+    first_timestamp: str | None = None
 
 
 class DeliveryDispatcher:
@@ -151,6 +156,9 @@ class DeliveryDispatcher:
         event_id: str,
         data: dict[str, Any],
         copies: int = 1,
+        *,
+        flat: bool = False,
+        stamping: str = "resigned",
     ) -> None:
         """Schedule ``copies`` deliveries of one event to one subscription.
 
@@ -161,14 +169,21 @@ class DeliveryDispatcher:
             event_id: the unique id (``X-Svc-Event-Id``), the same in every copy.
             data: the resource fields of the event.
             copies: how many times the same event is delivered (duplicate mode).
+            flat: the resource fields at the top of the body, not under ``data``
+                (variant ``delivery_body``).
+            stamping: ``resigned``, ``first_attempt`` or ``first_attempt_late`` (variant
+                ``retry_timestamp``).
         """
-        payload = {
+        payload: dict[str, Any] = {
             "eventId": event_id,
             "event": event,
             "occurredAt": format_time(self.clock.now()),
             "webhookId": subscription["id"],
-            "data": data,
         }
+        if flat:
+            payload = {**data, **payload}
+        else:
+            payload["data"] = data
         body = json.dumps(payload, separators=(",", ":")).encode()
         with self._cond:
             for _ in range(max(1, copies)):
@@ -182,6 +197,7 @@ class DeliveryDispatcher:
                     event_id=event_id,
                     body=body,
                     generation=self._generation,
+                    stamping=stamping,
                 )
                 heapq.heappush(self._queue, (time.monotonic(), delivery.delivery_id, delivery))
             self._cond.notify_all()
@@ -231,7 +247,7 @@ class DeliveryDispatcher:
             if not is_loopback_url(delivery.url):
                 error = "refused: the sandbox only delivers to loopback URLs"
             else:
-                timestamp = str(int(self.clock.now()))
+                timestamp = self._timestamp(delivery)
                 headers = {
                     "Content-Type": "application/json",
                     "User-Agent": "practiceflow-sandbox-webhooks",
@@ -281,6 +297,15 @@ class DeliveryDispatcher:
                 due = time.monotonic() + retry_in
                 heapq.heappush(self._queue, (due, delivery.delivery_id, delivery))
                 self._cond.notify_all()
+
+    def _timestamp(self, delivery: Delivery) -> str:
+        """The ``X-Svc-Timestamp`` of this attempt (variant ``retry_timestamp``)."""
+        if delivery.stamping == "resigned":
+            return str(int(self.clock.now()))
+        if delivery.first_timestamp is None:
+            late = LATE_BY if delivery.stamping == "first_attempt_late" else 0
+            delivery.first_timestamp = str(int(self.clock.now()) - late)
+        return delivery.first_timestamp
 
     def _retry_delay(self, attempt: int) -> float | None:
         if attempt > len(self.delays):

@@ -10,20 +10,22 @@ from starlette.responses import Response
 
 from practiceflow.sandbox.bodies import BillBody, BillLineBody
 from practiceflow.sandbox.clock import format_time
-from practiceflow.sandbox.paging import envelope, page_number, page_size
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import (
     PAGE_NUMBER,
     PAGE_SIZE,
+    Ctx,
     Op,
     Param,
     context,
     ok,
     read_body,
 )
+from practiceflow.sandbox.routes.played import created, id_case, paged
 from practiceflow.sandbox.store import Practice
+from practiceflow.sandbox.variants import Variants
 
-__all__ = ["OPS", "TAX_TOLERANCE", "pdf_bytes"]
+__all__ = ["OPS", "SLIM_LEFT_OUT", "TAX_TOLERANCE", "pdf_bytes"]
 
 #: Plus or minus this many percent, a taxPercent matches a ledger tax rate (spec 4.1 rule 2).
 TAX_TOLERANCE = 0.02
@@ -64,7 +66,9 @@ def pdf_bytes(title: str) -> bytes:
     return bytes(out)
 
 
-def _check_line(practice: Practice, index: int, line: BillLineBody) -> tuple[float, float, float]:
+def _check_line(
+    practice: Practice, index: int, line: BillLineBody, variants: Variants
+) -> tuple[float, float, float]:
     where = f"lineItems[{index}]"
     if line.amount is None:
         raise ApiProblem(400, f"{where}.amount is required")
@@ -96,14 +100,18 @@ def _check_line(practice: Practice, index: int, line: BillLineBody) -> tuple[flo
                 f"{line.taxPercent}); ledger rates are {valid}"
             )
             raise ApiProblem(400, detail)
-    amount = round(line.amount, 2)
-    if line.taxPercent is not None:
-        tax = round(amount * line.taxPercent / 100, 2)
+    # Topic rounding: per_line rounds each line to cents; per_total keeps the line
+    # unrounded here and rounds only the bill's totals.
+    cents = 2 if variants.is_("rounding", "per_line") else 9
+    amount = round(line.amount, cents)
+    percent_wins = variants.is_("tax_precedence", "percent") or line.taxAmount is None
+    if line.taxPercent is not None and percent_wins:
+        tax = round(amount * line.taxPercent / 100, cents)
     elif line.taxAmount is not None:
-        tax = round(line.taxAmount, 2)
+        tax = round(line.taxAmount, cents)
     else:
-        tax = round(amount * (ledger_rate or 0.0) / 100, 2)
-    return amount, tax, round(amount + tax, 2)
+        tax = round(amount * (ledger_rate or 0.0) / 100, cents)
+    return amount, tax, round(amount + tax, cents)
 
 
 async def create_bill(request: Request) -> Response:
@@ -117,7 +125,8 @@ async def create_bill(request: Request) -> Response:
     if entity.status != "Active":
         detail = f"entityKey: {entity.key} is a {entity.status}, not an Active client"
         raise ApiProblem(400, detail)
-    totals = [_check_line(practice, n, line) for n, line in enumerate(body.lineItems)]
+    variants = ctx.state.variants
+    totals = [_check_line(practice, n, line, variants) for n, line in enumerate(body.lineItems)]
     today = date.fromisoformat(format_time(practice.now())[:10])
     bill_date = body.billDate or today
     due_date = body.dueDate or bill_date
@@ -130,9 +139,9 @@ async def create_bill(request: Request) -> Response:
     lines = [
         {
             "billingDetailID": bill_id * 10 + n,
-            "billAmount": amount,
-            "billTax": tax,
-            "billTotal": total,
+            "billAmount": round(amount, 2),
+            "billTax": round(tax, 2),
+            "billTotal": round(total, 2),
             "narration": line.narration,
             "extItemID": line.extItemID,
             "extAccountID": line.extAccountID,
@@ -182,7 +191,24 @@ async def create_bill(request: Request) -> Response:
         "lineItems": lines,
     }
     practice.bills[bill_id] = bill
-    return ok(bill, 201, {"Location": f"/{ctx.region}/api/v1/bills/{bill_id}"})
+    location = {"Location": f"/{ctx.region}/api/v1/bills/{bill_id}"}
+    return created(ctx, id_case(ctx, bill), _id_name(ctx, "billingID"), location)
+
+
+def _id_name(ctx: Ctx, name: str) -> str:
+    return str(next(iter(id_case(ctx, {name: None}))))
+
+
+#: Fields a ``slim`` bill list row leaves out (topic ``bill_rows``).
+SLIM_LEFT_OUT = ("entityKey", "createdOn", "billDetails", "lineItems")
+
+
+def _bill_row(ctx: Ctx, bill: dict[str, Any]) -> dict[str, Any]:
+    row = dict(bill)
+    if ctx.state.variants.is_("bill_rows", "slim"):
+        for name in SLIM_LEFT_OUT:
+            row.pop(name, None)
+    return dict(id_case(ctx, row))
 
 
 def _date_param(raw: str | None, name: str) -> date | None:
@@ -198,17 +224,21 @@ async def list_bills(request: Request) -> Response:
     """Bills whose bill date lies in [startDate, endDate], ``pageSize`` envelope."""
     ctx = context(request)
     query = request.query_params
-    number, size = page_number(query), page_size(query)
     start = _date_param(query.get("startDate"), "startDate")
     end = _date_param(query.get("endDate"), "endDate")
+    inclusive = ctx.state.variants.is_("end_date", "inclusive")
     rows = sorted(ctx.practice.bills.values(), key=lambda row: (row["billDate"], row["billingID"]))
     rows = [
-        row
+        _bill_row(ctx, row)
         for row in rows
         if (start is None or row["billDate"] >= start.isoformat())
-        and (end is None or row["billDate"] <= end.isoformat())
+        and (
+            end is None
+            or row["billDate"] < end.isoformat()
+            or (inclusive and row["billDate"] == end.isoformat())
+        )
     ]
-    return ok(envelope(rows, number, size))
+    return paged(ctx, "bills", rows, query)
 
 
 def _bill_or_404(practice: Practice, bill_id: int) -> dict[str, Any]:
@@ -221,7 +251,7 @@ def _bill_or_404(practice: Practice, bill_id: int) -> dict[str, Any]:
 async def get_bill(request: Request) -> Response:
     """One bill with its ledger fields."""
     ctx = context(request)
-    return ok(_bill_or_404(ctx.practice, request.path_params["billingId"]))
+    return ok(id_case(ctx, _bill_or_404(ctx.practice, request.path_params["billingId"])))
 
 
 async def bill_pdf(request: Request) -> Response:
@@ -266,10 +296,8 @@ def _schedule_view(row: dict[str, Any]) -> dict[str, Any]:
 async def list_recurring(request: Request) -> Response:
     """Recurring billing schedules, ``pageSize`` envelope (no ledger numbers on rows)."""
     ctx = context(request)
-    query = request.query_params
-    number, size = page_number(query), page_size(query)
     rows = [_schedule_view(row) for row in ctx.practice.recurring.values()]
-    return ok(envelope(rows, number, size))
+    return paged(ctx, "recurring", rows, request.query_params)
 
 
 def _schedule_or_404(request: Request) -> dict[str, Any]:
@@ -288,7 +316,7 @@ async def get_recurring(request: Request) -> Response:
 
 async def recurring_runs(request: Request) -> Response:
     """The runs of a schedule; each names the generated bill (which has ledger numbers)."""
-    return ok(_schedule_or_404(request)["runs"])
+    return ok(id_case(context(request), _schedule_or_404(request)["runs"]))
 
 
 _BILL_ID = "/api/v1/bills/{billingId:int}"

@@ -9,18 +9,20 @@ from starlette.responses import Response
 
 from practiceflow.sandbox.bodies import ContactBody, EntityBody
 from practiceflow.sandbox.clock import format_time, parse_time
-from practiceflow.sandbox.paging import envelope, page_number, page_size, since
+from practiceflow.sandbox.paging import page_number, since
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import (
     LAST_UPDATED,
     PAGE_NUMBER,
     PAGE_SIZE,
+    Ctx,
     Op,
     context,
     entity_or_404,
     ok,
     read_body,
 )
+from practiceflow.sandbox.routes.played import created, id_case, paged, status_text
 from practiceflow.sandbox.store import Entity, Practice
 
 __all__ = ["OPS", "create_entity"]
@@ -32,8 +34,35 @@ async def list_entities(request: Request) -> Response:
     query = request.query_params
     number = page_number(query)
     after = since(query, ctx.state.clock)
-    rows = ctx.practice.entities_page(number, ctx.state.config.page_size, after)
-    return ok([entity.summary() for entity in rows])
+    size = ctx.state.config.page_size
+    variants = ctx.state.variants
+    if variants.is_("entity_order", "ascending") and variants.is_("leads_in_entities", "listed"):
+        rows = ctx.practice.entities_page(number, size, after)
+    else:
+        rows = _played_order(ctx, after)[(number - 1) * size : number * size]
+    return ok([_summary(ctx, entity) for entity in rows])
+
+
+def _played_order(ctx: Ctx, after: float | None) -> list[Entity]:
+    """Every matching entity in the order of topic ``entity_order`` (under
+    ``lastUpdated``), leads left out when topic ``leads_in_entities`` says so."""
+    variants = ctx.state.variants
+    practice = ctx.practice
+    if after is None or variants.is_("entity_order", "creation"):
+        rows = [row for row in practice.order if after is None or row.updated >= after]
+    else:
+        rows = [row[2] for row in practice.index if row[0] >= after]
+        if variants.is_("entity_order", "descending"):
+            rows.reverse()
+    if variants.is_("leads_in_entities", "hidden"):
+        rows = [row for row in rows if row.status != "Lead"]
+    return rows
+
+
+def _summary(ctx: Ctx, entity: Entity) -> dict[str, Any]:
+    row = entity.summary()
+    row["status"] = status_text(ctx, row["status"])
+    return row
 
 
 def _resolve_type(practice: Practice, body: EntityBody | None, text: str | None) -> dict[str, Any]:
@@ -104,14 +133,21 @@ async def post_entity(request: Request) -> Response:
     event = "lead.created" if entity.status == "Lead" else "client.created"
     ctx.state.emit(ctx.practice, event, {"entityKey": entity.key, "entityName": entity.name})
     location = f"/{ctx.region}/api/v1/entities/{entity.key}"
-    return ok(ctx.practice.entity_detail(entity), 201, {"Location": location})
+    detail = _detail(ctx, entity)
+    return created(ctx, detail, "entityKey", {"Location": location})
+
+
+def _detail(ctx: Ctx, entity: Entity) -> dict[str, Any]:
+    detail = ctx.practice.entity_detail(entity)
+    detail["status"] = status_text(ctx, detail.get("status"))
+    return dict(id_case(ctx, detail))
 
 
 async def get_entity(request: Request) -> Response:
     """The detail record of one entity."""
     ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["key"])
-    return ok(ctx.practice.entity_detail(entity))
+    return ok(_detail(ctx, entity))
 
 
 async def get_integrations(request: Request) -> Response:
@@ -132,12 +168,11 @@ async def list_all_contacts(request: Request) -> Response:
     """Contacts across clients, ``pageSize`` envelope, optional ``lastUpdated``."""
     ctx = context(request)
     query = request.query_params
-    number, size = page_number(query), page_size(query)
     after = since(query, ctx.state.clock)
     rows = list(ctx.practice.contacts.values())
     if after is not None:
         rows = [row for row in rows if parse_time(row["lastUpdated"]) >= after]
-    return ok(envelope(rows, number, size))
+    return paged(ctx, "contacts", rows, query)
 
 
 async def list_contacts(request: Request) -> Response:
@@ -164,7 +199,8 @@ async def create_contact(request: Request) -> Response:
     }
     contact["isPrimary"] = bool(contact["isPrimary"])
     ctx.practice.contacts[key] = contact
-    return ok(contact, 201, {"Location": f"/{ctx.region}/api/v1/entities/{entity.key}/contacts"})
+    location = f"/{ctx.region}/api/v1/entities/{entity.key}/contacts"
+    return created(ctx, contact, "contactKey", {"Location": location})
 
 
 async def update_contact(request: Request) -> Response:

@@ -9,18 +9,20 @@ from starlette.responses import Response
 
 from practiceflow.sandbox.bodies import LeadBody, LeadNoteBody
 from practiceflow.sandbox.clock import format_time
-from practiceflow.sandbox.paging import envelope, page_number, page_size, since
+from practiceflow.sandbox.paging import since
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import (
     LAST_UPDATED,
     PAGE_NUMBER,
     PAGE_SIZE,
+    Ctx,
     Op,
     context,
     entity_or_404,
     ok,
     read_body,
 )
+from practiceflow.sandbox.routes.played import created, paged, status_text
 from practiceflow.sandbox.store import Entity, Practice
 
 __all__ = ["OPS"]
@@ -45,21 +47,27 @@ async def list_leads(request: Request) -> Response:
     """Leads (status Lead), ``pageSize`` envelope, optional ``lastUpdated``."""
     ctx = context(request)
     query = request.query_params
-    number, size = page_number(query), page_size(query)
     after = since(query, ctx.state.clock)
     rows = ctx.practice.order if after is None else [row[2] for row in ctx.practice.index]
     leads = [
-        entity.lead_view()
+        _view(ctx, entity)
         for entity in rows
         if entity.status == "Lead" and (after is None or entity.updated >= after)
     ]
-    return ok(envelope(leads, number, size))
+    return paged(ctx, "leads", leads, query)
+
+
+def _view(ctx: Ctx, entity: Entity) -> dict[str, Any]:
+    view = entity.lead_view()
+    view["status"] = status_text(ctx, view["status"])
+    view["leadStatus"] = status_text(ctx, view["leadStatus"])
+    return view
 
 
 async def get_lead(request: Request) -> Response:
     """One lead."""
     ctx = context(request)
-    return ok(_lead_or_404(ctx.practice, request.path_params["entityKey"]).lead_view())
+    return ok(_view(ctx, _lead_or_404(ctx.practice, request.path_params["entityKey"])))
 
 
 async def create_lead(request: Request) -> Response:
@@ -93,7 +101,7 @@ async def create_lead(request: Request) -> Response:
     practice.add_entity(entity)
     ctx.state.emit(practice, "lead.created", {"entityKey": entity.key, "entityName": entity.name})
     location = f"/{ctx.region}/api/v1/leads/{entity.key}"
-    return ok(entity.lead_view(), 201, {"Location": location})
+    return created(ctx, _view(ctx, entity), "entityKey", {"Location": location})
 
 
 async def list_notes(request: Request) -> Response:

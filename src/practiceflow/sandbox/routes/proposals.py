@@ -16,11 +16,11 @@ from practiceflow.sandbox.bodies import (
     RenewBody,
 )
 from practiceflow.sandbox.clock import format_time
-from practiceflow.sandbox.paging import envelope, page_number, page_size
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import (
     PAGE_NUMBER,
     PAGE_SIZE,
+    Ctx,
     Op,
     Param,
     context,
@@ -28,6 +28,7 @@ from practiceflow.sandbox.routes.common import (
     ok,
     read_body,
 )
+from practiceflow.sandbox.routes.played import paged, status_text
 from practiceflow.sandbox.store import Entity, Practice
 
 __all__ = ["OPS", "PROPOSAL_TEMPLATES", "proposal_or_404"]
@@ -104,7 +105,6 @@ async def list_proposals(request: Request) -> Response:
     """Proposals, optionally of one client (``entityKey``), ``pageSize`` envelope."""
     ctx = context(request)
     query = request.query_params
-    number, size = page_number(query), page_size(query)
     wanted = query.get("entityKey")
     if wanted:
         try:
@@ -112,15 +112,21 @@ async def list_proposals(request: Request) -> Response:
         except ValueError:
             raise ApiProblem(400, f"entityKey: got {wanted!r}; expected a uuid") from None
     rows = [
-        row for row in ctx.practice.proposals.values() if not wanted or row["entityKey"] == wanted
+        _played(ctx, row)
+        for row in ctx.practice.proposals.values()
+        if not wanted or row["entityKey"] == wanted
     ]
-    return ok(envelope(rows, number, size))
+    return paged(ctx, "proposals", rows, query)
+
+
+def _played(ctx: Ctx, row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "status": status_text(ctx, row.get("status"))}
 
 
 async def get_proposal(request: Request) -> Response:
     """One proposal."""
     ctx = context(request)
-    return ok(proposal_or_404(ctx.practice, request.path_params["key"]))
+    return ok(_played(ctx, proposal_or_404(ctx.practice, request.path_params["key"])))
 
 
 async def get_pricing(request: Request) -> Response:

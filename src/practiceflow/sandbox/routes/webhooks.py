@@ -92,9 +92,31 @@ async def test_delivery(request: Request) -> Response:
     ctx = context(request)
     row = _subscription(request)
     event_id = ctx.practice.new_uuid()
-    data = {"isTest": True, "message": "Test delivery from the practiceflow sandbox."}
-    ctx.state.dispatcher.enqueue(ctx.region, row, row["event"], event_id, data)
+    marker = ctx.state.variants.pick("test_marker")
+    data: dict[str, Any] = {}
+    if marker == "isTest":
+        data = {"isTest": True, "message": "Test delivery from the practiceflow sandbox."}
+    elif marker == "sample":
+        data = _sample(ctx.practice.new_uuid(), row["event"])
+    options = ctx.state.delivery_options()
+    ctx.state.dispatcher.enqueue(ctx.region, row, row["event"], event_id, data, **options)
     return ok({"id": row["id"], "event": row["event"], "eventId": event_id, "queued": True})
+
+
+def _sample(key: str, event: str) -> dict[str, Any]:
+    """Made-up fields of ``event``, as a service without a test marker might send."""
+    samples: dict[str, dict[str, Any]] = {
+        "proposal.accepted": {
+            "proposalKey": key,
+            "entityKey": key,
+            "title": "Sample",
+            "status": "Accepted",
+            "totalAmount": 100.0,
+        },
+        "eform.submitted": {"formKey": key, "templateId": 1, "entityKey": key},
+        "onboarding.completed": {"onboardingKey": key, "status": "Completed", "entityKeys": [key]},
+    }
+    return samples.get(event, {"entityKey": key, "entityName": "Sample"})
 
 
 _ID = "/api/v1/webhooks/{id:uuid}"
