@@ -32,6 +32,8 @@ def test_rows_become_events_once(store, changes, expected):
         ({"pageNumber": "1"}, BASELINE),
         ({"pageNumber": "2"}, []),
         ({"lastUpdated": "2025-01-01T10:00:00Z", "pageNumber": "1"}, changes),
+        # one ordered page proves no order: page 2 is read, not a restart from T1
+        ({"lastUpdated": "2025-01-01T10:00:00Z", "pageNumber": "2"}, []),
         ({"lastUpdated": "2025-01-01T10:00:05Z", "pageNumber": "1"}, changes[-1:]),
     ]
     baseline, first, again = run_polls(store, KEY, PATH, pages, polls=3)

@@ -37,6 +37,11 @@ def test_rows_become_events_once(store, changes, expected):
             {"includeMembers": "true", "lastUpdated": "2025-01-01T10:00:00Z", "pageNumber": "1"},
             changes,
         ),
+        # one ordered page proves no order: page 2 is read, not a restart
+        (
+            {"includeMembers": "true", "lastUpdated": "2025-01-01T10:00:00Z", "pageNumber": "2"},
+            [],
+        ),
         (
             {"includeMembers": "true", "lastUpdated": "2025-01-01T10:00:09Z", "pageNumber": "1"},
             changes[-1:],

@@ -132,7 +132,11 @@ def run_polls(
     polls: int = 2,
     **kwargs: Any,
 ) -> list[list[str]]:
-    """Run ``polls`` polls against the exact pages given (each query must be asked)."""
+    """Run ``polls`` polls against the exact pages given (each query must be asked).
+
+    A first page shorter than the ``pageSize`` sent is followed by the one request the
+    poller makes to learn whether the server ignores ``pageSize``: page 2, answered empty.
+    """
     found: list[list[str]] = []
     with responses.RequestsMock(assert_all_requests_are_fired=True) as mocked:
         for query, rows in pages:
@@ -142,6 +146,20 @@ def run_polls(
                 json=rows,
                 match=[matchers.query_param_matcher(dict(query)), matchers.header_matcher(AUTH)],
             )
+            size = query.get("pageSize")
+            if (
+                size is not None
+                and query.get("pageNumber") == "1"
+                and isinstance(rows, list)
+                and 0 < len(rows) < int(size)
+            ):
+                probe = {**query, "pageNumber": "2"}
+                mocked.add(
+                    responses.GET,
+                    BASE + path,
+                    json=[],
+                    match=[matchers.query_param_matcher(probe), matchers.header_matcher(AUTH)],
+                )
         watcher = poller(store, key, options, **kwargs)
         for _ in range(polls):
             found.append([event.id for event in watcher.poll_once().events])

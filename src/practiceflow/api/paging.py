@@ -6,8 +6,12 @@ show the envelope, so both are read. Paging stops at the first of:
 
 * an empty page;
 * ``hasMore: false`` where the answer has it;
-* a page shorter than the page size: the ``pageSize`` sent, or, on lists with a fixed
-  server page size (entities, users), the size learned from the first page fetched.
+* a page shorter than the page size learned from the longest page so far; when the first
+  page is already shorter than the ``pageSize`` sent, the server may be ignoring
+  ``pageSize`` ("where supported", spec 8), so the next page is asked for once: empty, it
+  ends the list (one extra request at most), else its length is the server's page size;
+* a page holding exactly the rows of the page before: the list is not paged at all (it
+  ignores ``pageNumber``), so it is read once and the repeat is dropped.
 
 ``pageNumber`` runs from 1 to 10000; needing page 10001 is an error (narrow the query with
 ``lastUpdated`` or filters), never a silent stop.
@@ -164,18 +168,29 @@ def _generate_pages(
     start_page: int,
 ) -> Iterator[Page]:
     number = start_page
-    size = page_size
+    size: int | None = None  # rows of the longest page seen: the server's page size
+    previous: list[Any] | None = None
     while True:
         query = dict(base)
         query[PAGE_NUMBER] = number
         if page_size is not None:
             query[PAGE_SIZE] = page_size
         items, flag = extract_items(fetch(query), where=f"{where} page {number}")
+        if previous is not None and items and items == previous:
+            return  # the same rows again: the list ignores pageNumber, it was read whole
         if size is None:
-            size = len(items)  # the first page fetched sets the fixed server size
-        more = bool(items) and flag is not False and len(items) >= size
-        if page_size is None and len(items) > size:
-            size = len(items)
+            # The first page sets the size; shorter than the pageSize sent, it may be
+            # the server's own size (pageSize ignored): the next page will tell.
+            more = bool(items) and flag is not False
+            size = len(items) if page_size is None else page_size
+            if flag is None and page_size is not None and 0 < len(items) < page_size:
+                size = len(items)
+        else:
+            size = max(size, len(items))
+            more = bool(items) and flag is not False and len(items) >= size
+        if flag is True and items:
+            more = True
+        previous = items
         if more and number >= MAX_PAGE_NUMBER:
             message = (
                 f"{where}: page {MAX_PAGE_NUMBER} is full and pageNumber cannot go past "

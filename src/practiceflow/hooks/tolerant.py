@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["entity_status", "flag", "names", "rates", "rows"]
+__all__ = ["entity_status", "field", "flag", "names", "rates", "rows"]
 
 _WRAPPERS = ("items", "data", "results", "value", "values", "rows", "list")
 _NAME_KEYS = ("name", "displayname", "title", "label")
@@ -21,6 +21,30 @@ _CONNECTED_KEYS = ("connected", "isconnected", "ledgerconnected", "isledgerconne
 
 def _folded(row: Mapping[str, Any]) -> dict[str, Any]:
     return {str(key).lower(): value for key, value in row.items()}
+
+
+def field(row: Any, name: str) -> tuple[bool, Any]:
+    """Whether ``row`` carries ``name`` in any letter case, and its value.
+
+    The spec spells some fields two ways (``billingId`` / ``billingID``); the exact
+    spelling wins, else the first key equal to ``name`` ignoring case.
+
+    Args:
+        row: a parsed JSON object (anything else carries no field).
+        name: the field name.
+
+    Returns:
+        ``(present, value)``; ``(False, None)`` when absent.
+    """
+    if not isinstance(row, Mapping):
+        return False, None
+    if name in row:
+        return True, row[name]
+    wanted = name.lower()
+    for key, value in row.items():
+        if str(key).lower() == wanted:
+            return True, value
+    return False, None
 
 
 def rows(data: Any) -> list[Any]:

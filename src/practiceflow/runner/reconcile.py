@@ -17,14 +17,24 @@ Reconcilers, by action key (spec sections named):
 
 * ``create_client``: a client created with ``externalSystemID`` (else ``entityCode``) is
   found in ``GET /api/v1/entities?lastUpdated=`` from shortly before it was sent (2.1, 4.1);
-* ``create_bill``: a bill for the same ``entityKey`` with the same bill date and total, in
-  ``GET /api/v1/bills/list?startDate&endDate`` (2.4, 4.2), created after it was sent;
+  "absent" only when every row listed carries that field and the client is no lead;
+* ``create_bill``: a bill for the same client (``entityKey``, else the client's
+  ``entityID``) with the same bill date and a total the server could have computed (either
+  tax field winning, rounding per line or on totals), created after it was sent, in
+  ``GET /api/v1/bills/list?startDate&endDate`` (2.4, 4.2; ``endDate`` one day past, as it
+  may be exclusive); a list row lacking the client or ``createdOn`` is completed from
+  ``GET /api/v1/bills/{id}``; any bill of the client it cannot rule out keeps it unknown;
 * ``convert_lead``: the entity is ``Active`` (found) or still a ``Lead`` (absent) in
   ``GET /api/v1/entities/{key}`` (3);
 * ``create_lead``: a lead is an entity whose status is Lead (1, 2.3), so one created with an
   ``email`` is found by that email among the Lead rows of ``GET /api/v1/entities?lastUpdated=``
-  from shortly before it was sent (2.1 lists ``email`` and ``status`` on every summary; the
-  leads list's own parameters are not shown, so it is not relied on).
+  from shortly before it was sent (2.1 lists ``email`` and ``status`` on every summary),
+  else in ``GET /api/v1/leads`` (leads may be listed there only); "absent" only when both
+  lists were read and every row carries an email.
+
+The rule of every reconciler: "absent" (which sends the write again) needs positive
+evidence, a list that would show the record and does not; whatever it cannot prove is
+``unknown``. Fields are read in any letter case and extra fields are ignored.
 
 Every other write (eForms, onboardings, AML checks...) has no read-back the spec shows,
 so it is held for a person.
@@ -128,6 +138,10 @@ def _since(sent_at: datetime) -> datetime:
     return min(since, datetime.now(UTC) - timedelta(seconds=1))
 
 
+def _value(row: Any, name: str) -> Any:
+    return tolerant.field(row, name)[1]
+
+
 @register_reconciler("create_client")
 def _client_by_identifier(
     client: ClientLike, data: Mapping[str, Any], sent_at: datetime
@@ -138,30 +152,62 @@ def _client_by_identifier(
         note = "no externalSystemID or entityCode was sent, so the new client cannot be found"
         return Verdict("unknown", note)
     since = _since(sent_at)
-    matches = [
+    rows = [
         row
         for row in _all_rows(client, "/api/v1/entities", {"lastUpdated": since}, None)
-        if isinstance(row, Mapping) and row.get(field_name) == wanted
+        if isinstance(row, Mapping)
     ]
+    matches = [row for row in rows if _value(row, field_name) == wanted]
     where = f"GET /api/v1/entities?lastUpdated={since.isoformat()} by {field_name}"
     if len(matches) == 1:
         row = dict(matches[0])
-        return Verdict("found", f"{where}: found {row.get('entityKey')}", row)
-    if not matches:
-        return Verdict("absent", f"{where}: no client was created")
-    keys = [row.get("entityKey") for row in matches]
-    return Verdict("unknown", f"{where}: {len(matches)} clients match ({keys}); a person decides")
+        return Verdict("found", f"{where}: found {_value(row, 'entityKey')}", row)
+    if matches:
+        keys = [_value(row, "entityKey") for row in matches]
+        note = f"{where}: {len(matches)} clients match ({keys}); a person decides"
+        return Verdict("unknown", note)
+    # Absence proves nothing unless every row could have shown the field, and the new
+    # record would be listed at all (leads may be listed only under /leads).
+    blind = sum(1 for row in rows if not tolerant.field(row, field_name)[0])
+    if blind:
+        note = f"{where}: {blind} rows do not carry {field_name}; cannot tell, a person decides"
+        return Verdict("unknown", note)
+    if str(data.get("clientStatus") or "").strip().lower() == "lead":
+        note = f"{where}: no match, but leads may not be listed there; a person decides"
+        return Verdict("unknown", note)
+    return Verdict("absent", f"{where}: no client was created")
 
 
-def _line_total(line: Any) -> float:
+def _line_totals(line: Mapping[str, Any]) -> set[float]:
+    """Every total a server could give one line: either tax field may win when both
+    are sent, and amounts may be rounded to cents per line or not."""
     amount = float(line.get("amount", 0))
+    taxes: list[float] = []
     if line.get("taxAmount") is not None:
-        return amount + float(line["taxAmount"])
-    return amount + amount * float(line.get("taxPercent", 0)) / 100
+        taxes.append(float(line["taxAmount"]))
+    if line.get("taxPercent") is not None:
+        taxes.append(amount * float(line["taxPercent"]) / 100)
+        taxes.append(round(round(amount, 2) * float(line["taxPercent"]) / 100, 2))
+    if not taxes:
+        taxes.append(0.0)
+    totals = {amount + tax for tax in taxes}
+    totals |= {round(amount, 2) + round(tax, 2) for tax in taxes}
+    return totals
+
+
+def _bill_totals(lines: list[Any]) -> set[float]:
+    """The plausible bill totals (sums over the lines' plausible totals, in cents)."""
+    sums = {0.0}
+    for line in lines:
+        if isinstance(line, Mapping):
+            sums = {round(a + b, 6) for a in sums for b in _line_totals(line)}
+            if len(sums) > 256:  # many lines: keep the spread, not every combination
+                sums = {min(sums), max(sums)}
+    return {round(value, 2) for value in sums}
 
 
 def _created(row: Mapping[str, Any]) -> datetime | None:
-    text = row.get("createdOn")
+    text = _value(row, "createdOn")
     if not isinstance(text, str):
         return None
     try:
@@ -171,37 +217,95 @@ def _created(row: Mapping[str, Any]) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+class _BillReader:
+    """Reads what a bill list row leaves out: the bill itself, the client's entityID."""
+
+    def __init__(self, client: ClientLike, entity_key: str) -> None:
+        self.client = client
+        self.entity_key = entity_key
+        self._entity_id: Any = None
+        self._entity_read = False
+
+    def complete(self, row: Mapping[str, Any]) -> Mapping[str, Any]:
+        if tolerant.field(row, "entityKey")[0] and tolerant.field(row, "createdOn")[0]:
+            return row
+        bill_id = _value(row, "billingID")
+        if bill_id is None:
+            return row
+        detail = self.client.get(f"/api/v1/bills/{filter_pathseg(str(bill_id))}")
+        return {**row, **detail} if isinstance(detail, Mapping) else row
+
+    def entity_id(self) -> Any:
+        if not self._entity_read:
+            self._entity_read = True
+            path = f"/api/v1/entities/{filter_pathseg(self.entity_key)}"
+            self._entity_id = _value(self.client.get(path), "entityID")
+        return self._entity_id
+
+    def ours(self, row: Mapping[str, Any]) -> bool | None:
+        """Whether the row is a bill of our client; None when it cannot tell."""
+        has_key, key = tolerant.field(row, "entityKey")
+        if has_key and key is not None:
+            return str(key) == self.entity_key
+        has_id, entity_id = tolerant.field(row, "entityID")
+        if has_id and entity_id is not None and self.entity_id() is not None:
+            return str(entity_id) == str(self.entity_id())
+        return None
+
+
 @register_reconciler("create_bill")
 def _bill_by_entity_date_total(
     client: ClientLike, data: Mapping[str, Any], sent_at: datetime
 ) -> Verdict:
-    key = data.get("entityKey")
+    key = str(data.get("entityKey") or "")
     lines = data.get("lineItems") or []
-    total = round(sum(_line_total(line) for line in lines if isinstance(line, Mapping)), 2)
-    if data.get("billDate"):
-        start = end = date.fromisoformat(str(data["billDate"]))
+    totals = _bill_totals(list(lines))
+    bill_date = str(data["billDate"]) if data.get("billDate") else None
+    if bill_date is not None:
+        start = date.fromisoformat(bill_date)
+        end = start + timedelta(days=1)  # endDate may be exclusive: one day past
     else:  # the server dates it "today" in its own clock: look a day either side
         start = (sent_at - timedelta(days=1)).date()
-        end = (sent_at + timedelta(days=1)).date()
+        end = (sent_at + timedelta(days=2)).date()
     params = {"startDate": start.isoformat(), "endDate": end.isoformat()}
     since = sent_at.astimezone(UTC) - WINDOW
-    matches = []
-    for row in _all_rows(client, "/api/v1/bills/list", params, 100):
-        if not isinstance(row, Mapping) or row.get("entityKey") != key:
+    reader = _BillReader(client, key)
+    matches: list[dict[str, Any]] = []
+    doubts: list[str] = []
+    for listed in _all_rows(client, "/api/v1/bills/list", params, 100):
+        if not isinstance(listed, Mapping):
             continue
-        if abs(float(row.get("billTotal") or 0) - total) > 0.005:
+        row = reader.complete(listed)
+        bill_id = _value(row, "billingID")
+        ours = reader.ours(row)
+        if ours is False:
+            continue
+        if ours is None:
+            doubts.append(f"bill {bill_id} names no client we can compare")
+            continue
+        if bill_date is not None and _value(row, "billDate") not in (None, bill_date):
             continue
         created = _created(row)
         if created is not None and created < since:
             continue
+        total = _value(row, "billTotal")
+        if isinstance(total, int | float) and not any(abs(total - t) <= 0.005 for t in totals):
+            doubts.append(f"bill {bill_id} of this client has total {total}")
+            continue
+        if created is None:
+            doubts.append(f"bill {bill_id} carries no createdOn")
+            continue
         matches.append(dict(row))
-    where = f"GET /api/v1/bills/list {start}..{end}: entity {key}, total {total:.2f}"
-    if len(matches) == 1:
-        return Verdict("found", f"{where}: found bill {matches[0].get('billingID')}", matches[0])
-    if not matches:
+    shown = "/".join(f"{t:.2f}" for t in sorted(totals))
+    where = f"GET /api/v1/bills/list {start}..{end}: entity {key}, total {shown}"
+    if len(matches) == 1 and not doubts:
+        found = matches[0]
+        return Verdict("found", f"{where}: found bill {_value(found, 'billingID')}", found)
+    if not matches and not doubts:
         return Verdict("absent", f"{where}: no such bill was created")
-    ids = [row.get("billingID") for row in matches]
-    return Verdict("unknown", f"{where}: {len(matches)} bills match ({ids}); a person decides")
+    ids = [_value(row, "billingID") for row in matches]
+    note = f"{where}: {len(matches)} bills match ({ids}); cannot tell ({'; '.join(doubts)})"
+    return Verdict("unknown", note + "; a person decides")
 
 
 @register_reconciler("convert_lead")
@@ -223,28 +327,49 @@ def _lead_is_active(client: ClientLike, data: Mapping[str, Any], sent_at: dateti
     return Verdict("unknown", f"{where}: status {status!r} does not tell")
 
 
+def _email(row: Mapping[str, Any]) -> str:
+    return str(_value(row, "email") or "").strip().lower()
+
+
 @register_reconciler("create_lead")
 def _lead_by_email(client: ClientLike, data: Mapping[str, Any], sent_at: datetime) -> Verdict:
     wanted = str(data.get("email") or "").strip().lower()
     if not wanted:
         return Verdict("unknown", "no email was sent, so the new lead cannot be found")
     since = _since(sent_at)
-    matches = [
+    # The email is personal data: notes name the field, never its value.
+    where = f"GET /api/v1/entities?lastUpdated={since.isoformat()}: Lead rows by email"
+    rows = [
         row
         for row in _all_rows(client, "/api/v1/entities", {"lastUpdated": since}, None)
         if isinstance(row, Mapping)
-        and str(row.get("email") or "").strip().lower() == wanted
-        and (tolerant.entity_status(row) or "").strip().lower() == "lead"
     ]
-    # The email is personal data: the note names the field, never its value.
-    where = f"GET /api/v1/entities?lastUpdated={since.isoformat()}: Lead rows by email"
+    matches = [
+        row
+        for row in rows
+        if _email(row) == wanted and (tolerant.entity_status(row) or "").strip().lower() == "lead"
+    ]
+    if not matches:
+        # Leads may be listed only under /leads (its shape is guessed): look there too,
+        # and conclude "absent" only when both lists could show the lead and neither does.
+        where = f"{where}, then GET /api/v1/leads by email"
+        leads = [
+            row
+            for row in _all_rows(client, "/api/v1/leads", {"lastUpdated": since}, 100)
+            if isinstance(row, Mapping)
+        ]
+        matches = [row for row in leads if _email(row) == wanted]
+        rows = rows + leads
     if len(matches) == 1:
         row = dict(matches[0])
-        return Verdict("found", f"{where}: found {row.get('entityKey')}", row)
-    if not matches:
-        return Verdict("absent", f"{where}: no lead was created")
-    keys = [row.get("entityKey") for row in matches]
-    return Verdict("unknown", f"{where}: {len(matches)} leads match ({keys}); a person decides")
+        return Verdict("found", f"{where}: found {_value(row, 'entityKey')}", row)
+    if matches:
+        keys = [_value(row, "entityKey") for row in matches]
+        note = f"{where}: {len(matches)} leads match ({keys}); a person decides"
+        return Verdict("unknown", note)
+    if any(not tolerant.field(row, "email")[0] for row in rows):
+        return Verdict("unknown", f"{where}: some rows carry no email; a person decides")
+    return Verdict("absent", f"{where}: no lead was created")
 
 
 def _all_rows(

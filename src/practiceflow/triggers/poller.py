@@ -20,10 +20,16 @@ The rules:
 * **Same second.** ``lastUpdated`` goes out truncated to the second and is "at or after",
   so rows of the boundary second come back: those at the cursor with a boundary key, and
   any older than the cursor, are skipped; the store's dedupe catches the rest.
-* **Moving pages.** When a full page comes back ordered by the cursor field, the next
-  request starts again from that page's newest second (page 1) instead of asking for
-  page 2, so rows that move while we read (changed again) cannot slip between pages. On an
-  unordered list the pages are read in turn and the cursor moves only at the end.
+* **Moving pages.** Once this walk has shown the list ordered by the cursor field (two
+  pages read, each ordered, the second starting at or after the end of the first), a
+  full page makes the next request start again from that page's newest second (page 1)
+  instead of asking for the next page, so rows that move while we read (changed again)
+  cannot slip between pages. Until then, and on any list seen out of order, the pages are
+  read in turn and the cursor moves only at the end: the order of rows under
+  ``lastUpdated`` is not shown by the spec, so one ordered-looking page proves nothing.
+* **Any paging.** A first page shorter than the ``pageSize`` sent may mean the server
+  ignores ``pageSize``: the next page is asked for once (empty: the end). A page repeating
+  the rows of the page before means the list ignores ``pageNumber``: it was read whole.
 * **Budget.** With nothing changed, a poll is one request. :meth:`Poller.next_interval`
   stretches the interval as the server's ``X-RateLimit-Remaining`` falls.
 
@@ -155,6 +161,8 @@ class Poller:
         self.since = since
         self._today = today or (lambda: datetime.now(UTC).date())
         self._page_size: int | None = self.spec.page_size or self._stored_page_size()
+        self._previous_rows: list[Any] | None = None
+        self._walk_size: int | None = None
         self._lock = threading.Lock()
 
     # -- public ---------------------------------------------------------------------------
@@ -282,6 +290,7 @@ class Poller:
         added: set[str] = set()
         handled: set[str] = set()
         page = 1
+        walk_ordered, walk_pages, walk_last = True, 0, None
         while True:
             params = {**fixed, self.spec.cursor_param: sent}
             rows, full = self._fetch(path, params, page, result)
@@ -290,6 +299,8 @@ class Poller:
                 stamp = self._stamp(row)
                 if stamp is not None:
                     ordered = ordered and (previous is None or stamp >= previous)
+                    if walk_last is not None and previous is None:
+                        ordered = ordered and stamp >= walk_last  # across the page boundary
                     previous = stamp
                     page_newest = stamp if page_newest is None else max(page_newest, stamp)
                 context = self.spec.context(row, self.options)
@@ -314,6 +325,11 @@ class Poller:
                     best_keys.add(key)
             self._remember(added)
             added = set()
+            walk_ordered = walk_ordered and ordered
+            walk_pages += 1
+            walk_last = previous if previous is not None else walk_last
+            # Order is proven only by two pages in a row, each ordered, boundary included.
+            ordered = walk_ordered and walk_pages >= 2
             if ordered and page_newest is not None:
                 # Every row up to this page's newest is stored: the cursor may move here.
                 self.store.set_cursor(self.practice, self.name, best_text, best_keys)
@@ -374,6 +390,14 @@ class Poller:
     def _fetch(
         self, path: str, params: Mapping[str, Any], page: int, result: PollResult
     ) -> tuple[list[Any], bool]:
+        """One page: its rows and whether another page may follow.
+
+        A page that repeats the rows of the page before (the list ignores ``pageNumber``)
+        comes back empty and last; a first page shorter than the ``pageSize`` sent, with
+        no ``hasMore``, asks for one more page (the server may ignore ``pageSize``).
+        """
+        if page == 1:
+            self._previous_rows = None
         query = dict(params)
         query["pageNumber"] = page
         if self.spec.page_size is not None:
@@ -389,6 +413,9 @@ class Poller:
             flag = data.get("hasMore") if isinstance(data.get("hasMore"), bool) else None
         else:
             rows, flag = extract_items(data, where=f"GET {path}")
+        if self._previous_rows is not None and rows and rows == self._previous_rows:
+            return [], False
+        self._previous_rows = rows
         if self.spec.page_size is None and len(rows) > (self._page_size or 0):
             # A fixed server page size is learned from the longest page, and kept so that
             # a restarted poller does not ask for an extra, empty page.
@@ -396,6 +423,13 @@ class Poller:
             self.store.set_cursor(self.practice, self.name + PAGE_SIZE_SUFFIX, str(len(rows)))
         if flag is not None:
             return rows, flag and bool(rows)
+        if self.spec.page_size is not None:
+            if page == 1 and rows:
+                self._walk_size = len(rows)  # the server's size if pageSize is ignored
+                return rows, True
+            walk = self._walk_size or self.spec.page_size
+            self._walk_size = max(walk, len(rows))
+            return rows, bool(rows) and len(rows) >= walk
         size = self._page_size
         return rows, bool(rows) and (size is None or len(rows) >= size)
 
