@@ -19,6 +19,17 @@ re-serialised JSON.
 The event id is *not* covered by the signature: a replayed body under a fresh id still
 carries the old signature, which is why :class:`VerifiedDelivery` exposes ``signature`` for
 deduplication next to ``event_id``.
+
+Replay policy. The spec does not show whether a retried delivery is signed again at each
+attempt or keeps its first timestamp, nor how late a retry may come. A receiver that
+deduplicates should therefore not refuse an old timestamp by ``tolerance`` alone: pass
+``max_age``, the **replay window**, no longer than what its deduplication remembers. The
+project's receiver uses ``max_age = keep_seen - tolerance`` (7 days less 5 minutes by
+default): a delivery signed within the window is accepted and deduplicated by its event id
+and its signature (a replay of one already handled is caught, since handled events are
+kept ``keep_seen`` from their arrival, which is never before their timestamp less
+``tolerance``); one signed before the window is refused as ``stale_timestamp``, since no
+record could tell whether it ran. Nothing within the window is lost, nothing runs twice.
 """
 
 from __future__ import annotations
@@ -183,6 +194,7 @@ def verify(
     tolerance: float = DEFAULT_TOLERANCE,
     *,
     now: float | None = None,
+    max_age: float | None = None,
 ) -> VerifiedDelivery:
     """Check that a delivery comes from the API and is fresh, then return it parsed.
 
@@ -200,16 +212,23 @@ def verify(
         tolerance: seconds the timestamp may be away from ``now``, either way;
             a difference of exactly ``tolerance`` is accepted.
         now: the receiver's clock in unix seconds; ``time.time()`` when omitted.
+        max_age: seconds a timestamp may lie in the past (the replay window, see the
+            module docstring); ``tolerance`` when omitted. Only for receivers that
+            deduplicate by event id and signature for at least this long.
 
     Returns:
         The verified delivery, with the index of the secret that matched.
 
     Raises:
         WebhookVerificationError: the delivery is refused; ``reason`` says why.
-        ValueError: ``tolerance`` is negative (a mistake in the caller's code).
+        ValueError: ``tolerance`` or ``max_age`` is negative (a mistake in the caller's
+            code).
     """
     if tolerance < 0:
         message = f"tolerance must be zero or more seconds; got {tolerance!r}"
+        raise ValueError(message)
+    if max_age is not None and max_age < 0:
+        message = f"max_age must be zero or more seconds; got {max_age!r}"
         raise ValueError(message)
     candidates = _usable_secrets(secrets)
     found = _pick_headers(headers)
@@ -219,7 +238,8 @@ def verify(
     _check_signature_format(signature)
 
     secret_index = _match(candidates, timestamp_text, raw_body, signature)
-    _check_window(timestamp, tolerance, time.time() if now is None else now)
+    past = tolerance if max_age is None else max(max_age, tolerance)
+    _check_window(timestamp, tolerance, time.time() if now is None else now, past)
 
     payload, is_json = _parse_body(raw_body)
     return VerifiedDelivery(
@@ -329,12 +349,12 @@ def _match(
     return matched
 
 
-def _check_window(timestamp: int, tolerance: float, now: float) -> None:
+def _check_window(timestamp: int, tolerance: float, now: float, past: float) -> None:
     skew = now - timestamp
-    if skew > tolerance:
+    if skew > past:
         message = (
-            f"{TIMESTAMP_HEADER} is {skew:.0f}s in the past, beyond the tolerance of "
-            f"{tolerance:g}s; a replay, a long-delayed delivery, or a slow receiver clock"
+            f"{TIMESTAMP_HEADER} is {skew:.0f}s in the past, beyond the replay window of "
+            f"{past:g}s; a replay, a long-delayed delivery, or a slow receiver clock"
         )
         raise WebhookVerificationError("stale_timestamp", message)
     if -skew > tolerance:

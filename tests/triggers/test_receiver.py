@@ -39,7 +39,7 @@ BODY = {"data": {"proposalKey": "p1", "entityKey": "e1"}}
     ("change", "status", "reason"),
     [
         ({"secret": "wrong"}, 401, "signature_mismatch"),
-        ({"timestamp": int(time.time()) - 3600}, 401, "stale_timestamp"),
+        ({"timestamp": int(time.time()) - 8 * 86400}, 401, "stale_timestamp"),
         ({"timestamp": int(time.time()) + 3600}, 401, "future_timestamp"),
     ],
 )
@@ -50,6 +50,19 @@ def test_unverified_deliveries_are_refused_and_never_stored(store, hook, change,
     assert answer.status_code == status
     assert answer.json()["reason"] == reason
     assert store.pending_events("p") == []
+
+
+def test_a_retry_signed_hours_ago_is_stored_once_and_its_replay_is_caught(store, hook):
+    # Retry behaviour is not shown: a retry may keep its first timestamp and come hours
+    # later. Within the replay window (dedupe retention) it is taken, once.
+    hours_ago = int(time.time()) - 3 * 3600
+    first = post_delivery(hook, SECRET, BODY, timestamp=hours_ago, event_id="late-1")
+    assert first.status_code == 200
+    assert first.headers["X-Practiceflow-Stored"] == "true"
+    again = post_delivery(hook, SECRET, BODY, timestamp=hours_ago, event_id="late-2")
+    assert again.status_code == 200
+    assert again.headers["X-Practiceflow-Stored"] == "false"  # same signature: a replay
+    assert len(store.pending_events("p")) == 1
 
 
 def test_unknown_path_is_404_and_logged_without_the_token(store, hook, served, caplog):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["entity_status", "field", "flag", "names", "rates", "rows"]
+__all__ = ["AnyCase", "any_case", "entity_status", "field", "flag", "names", "rates", "rows"]
 
 _WRAPPERS = ("items", "data", "results", "value", "values", "rows", "list")
 _NAME_KEYS = ("name", "displayname", "title", "label")
@@ -45,6 +45,39 @@ def field(row: Any, name: str) -> tuple[bool, Any]:
         if str(key).lower() == wanted:
             return True, value
     return False, None
+
+
+class AnyCase(dict[str, Any]):
+    """A JSON object whose fields are also found in another letter case.
+
+    ``row.get("billingID")`` and ``row["billingID"]`` find ``billingId`` when only that
+    spelling is present (the exact spelling wins). Templates see rows and delivery data
+    through it, so a mapping written for one spelling reads the other.
+    """
+
+    def __missing__(self, key: str) -> Any:
+        present, value = field(dict(self), key) if isinstance(key, str) else (False, None)
+        if present:
+            return value
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and field(dict(self), key)[0]
+
+
+def any_case(value: Any) -> Any:
+    """``value`` with every JSON object in it an :class:`AnyCase` (lists walked)."""
+    if isinstance(value, dict):
+        return AnyCase({key: any_case(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return [any_case(item) for item in value]
+    return value
 
 
 def rows(data: Any) -> list[Any]:

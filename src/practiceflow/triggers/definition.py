@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.hooks.tolerant import any_case
 from practiceflow.manifest import TriggerModule, load_trigger
 from practiceflow.resources import data_dir
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
@@ -125,7 +126,7 @@ class WebhookSpec:
         """
         context = {
             "body": body,
-            "data": delivery_data(body),
+            "data": any_case(delivery_data(body)),
             "headers": dict(headers),
             "input": options,
             "now": utcnow(),
@@ -215,7 +216,7 @@ class PollSpec:
 
     def context(self, row: Any, options: Mapping[str, Any]) -> dict[str, Any]:
         """The names a row's templates read."""
-        return {"item": row, "input": options, "now": utcnow()}
+        return {"item": any_case(row), "input": options, "now": utcnow()}
 
     def dedupe_key(self, context: Mapping[str, Any]) -> str | None:
         """The row's dedupe key, or ``None`` when it renders empty."""

@@ -7,7 +7,9 @@ the subscription (and its secret) in the state store. For every delivery, in ord
    huge body is cut off, not read whole): **413**;
 2. unknown path: **404**, logged with a short fingerprint of the token, never the token;
 3. :func:`practiceflow.webhooks.verify` with the subscription's secret: bad signature,
-   stale or future timestamp, missing header: **401** with the refusal reason;
+   future timestamp, one older than the replay window (``keep_seen`` less ``tolerance``,
+   see the replay policy of :mod:`practiceflow.webhooks`), missing header: **401** with
+   the refusal reason;
 4. map the body (tolerantly) and store it durably, deduplicated by the
    event's dedupe key (the ``X-Svc-Event-Id`` unless the module derives a cross-source key)
    *and* by the signature (the id is not signed, so a replay under a fresh id is caught);
@@ -155,6 +157,9 @@ class Receiver:
         self.max_body = max_body
         self.tolerance = tolerance
         self.keep_seen = keep_seen
+        #: How old a signed delivery may be (replay policy of practiceflow.webhooks):
+        #: what deduplication remembers, less the clock tolerance.
+        self.replay_window = max(tolerance, keep_seen.total_seconds() - tolerance)
         self._clock = clock
         self._bindings: dict[tuple[str, str], Binding] = {}
         self._last_delivery: dict[tuple[str, str], float] = {}
@@ -301,7 +306,14 @@ class Receiver:
             return self._refuse(404, "unknown_path", "no subscription uses this path")
         try:
             now = self._clock()
-            delivery = verify(raw_headers, body, [subscription.secret], self.tolerance, now=now)
+            delivery = verify(
+                raw_headers,
+                body,
+                [subscription.secret],
+                self.tolerance,
+                now=now,
+                max_age=self.replay_window,
+            )
         except WebhookVerificationError as exc:
             logger.warning(
                 "delivery for %s/%s refused: %s",
