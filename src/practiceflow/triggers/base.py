@@ -82,6 +82,7 @@ def envelope(
     event: str,
     delivery_id: str | None = None,
     test: bool = False,
+    unrecognised: str | None = None,
 ) -> dict[str, Any]:
     """Build the stored payload of an event (see the module docstring).
 
@@ -91,12 +92,13 @@ def envelope(
         raw: the body or row as received.
         event: the event key.
         delivery_id: the ``X-Svc-Event-Id``, for webhooks.
-        test: whether it is a test delivery.
+        test: whether it is a test delivery (or one held as unrecognised: never run).
+        unrecognised: why a delivery is held as unrecognised (then ``test`` is true).
 
     Returns:
         The JSON-ready envelope.
     """
-    return {
+    stored = {
         "source": source,
         "data": data,
         "raw": raw,
@@ -104,6 +106,9 @@ def envelope(
         "deliveryId": delivery_id,
         "test": test,
     }
+    if unrecognised is not None:
+        stored["unrecognised"] = unrecognised
+    return stored
 
 
 def event_from_record(record: EventRecord) -> TriggerEvent:

@@ -10,7 +10,9 @@ the subscription (and its secret) in the state store. For every delivery, in ord
    future timestamp, one older than the replay window (``keep_seen`` less ``tolerance``,
    see the replay policy of :mod:`practiceflow.webhooks`), missing header: **401** with
    the refusal reason;
-4. map the body (tolerantly) and store it durably, deduplicated by the
+4. tell test deliveries and unmappable ones apart without relying on a marker
+   (:mod:`practiceflow.triggers.tests_asked`: they are stored but never run), map the
+   body (tolerantly) and store it durably, deduplicated by the
    event's dedupe key (the ``X-Svc-Event-Id`` unless the module derives a cross-source key)
    *and* by the signature (the id is not signed, so a replay under a fresh id is caught);
    deliveries arriving together share one fsynced transaction (group commit, see
@@ -51,8 +53,9 @@ from starlette.routing import Route
 from practiceflow.errors import ConfigError, StoreError
 from practiceflow.state import DEFAULT_KEEP_SEEN, NewEvent, StateStore, SubscriptionRecord
 from practiceflow.state.group_commit import GroupCommit
+from practiceflow.triggers import tests_asked
 from practiceflow.triggers.base import TriggerEvent, envelope, event_from_record
-from practiceflow.triggers.definition import WebhookSpec
+from practiceflow.triggers.definition import DELIVERY_PREFIX, WebhookSpec
 from practiceflow.webhooks import (
     DEFAULT_TOLERANCE,
     VerifiedDelivery,
@@ -102,13 +105,6 @@ def fingerprint(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()[:10]
 
 
-def _looks_like_test(body: Any) -> bool:
-    if not isinstance(body, dict):
-        return False
-    data = body.get("data")
-    return body.get("isTest") is True or (isinstance(data, dict) and data.get("isTest") is True)
-
-
 class _TooLarge(Exception):
     pass
 
@@ -120,6 +116,7 @@ class _Accepted:
     event: NewEvent
     delivery_id: str
     test: bool
+    unrecognised: str | None = None
 
 
 class Receiver:
@@ -281,16 +278,34 @@ class Receiver:
         binding = self._bindings.get((practice, name))
         delivery_id = delivery.event_id
         if binding is None:
-            key, data = "delivery:" + delivery_id, payload
+            key, data = DELIVERY_PREFIX + delivery_id, payload
         else:
             key, data = binding.spec.to_event(payload, headers, binding.options, delivery_id)
-        test = _looks_like_test(payload)
+        # A trigger with a record key that found none could not map the delivery.
+        mapped = binding is None or binding.spec.id is None or key != DELIVERY_PREFIX + delivery_id
+        test, unrecognised = tests_asked.classify(
+            self.store, practice, name, delivery_id, payload, mapped
+        )
+        if unrecognised is not None:
+            logger.warning(
+                "delivery %s for %s/%s held as unrecognised: %s",
+                delivery_id,
+                practice,
+                name,
+                unrecognised,
+            )
         stored_payload = envelope(
-            "webhook", data, payload, event=delivery.event, delivery_id=delivery_id, test=test
+            "webhook",
+            data,
+            payload,
+            event=delivery.event,
+            delivery_id=delivery_id,
+            test=test,
+            unrecognised=unrecognised,
         )
         event_key = delivery.event or subscription.event
         event = NewEvent(practice, name, event_key, key, stored_payload, delivery.signature)
-        return _Accepted(event, delivery_id, test)
+        return _Accepted(event, delivery_id, test, unrecognised)
 
     def _verified(
         self, token: str, raw_headers: list[tuple[bytes, bytes]], body: bytes
@@ -339,6 +354,17 @@ class Receiver:
         try:
             if accepted.test:
                 self.store.record_test_delivery(practice, name)
+                tests_asked.arrived(self.store, practice, name)
+            if accepted.unrecognised is not None and stored:
+                event_key = accepted.event.event_id
+                tests_asked.hold(
+                    self.store,
+                    practice,
+                    name,
+                    event_key,
+                    accepted.delivery_id,
+                    accepted.unrecognised,
+                )
         except StoreError as exc:  # the event is stored: answer 200 regardless
             logger.warning("test delivery of %s/%s not noted: %s", practice, name, exc)
         self._note(accepted, stored)

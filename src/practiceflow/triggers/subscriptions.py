@@ -31,6 +31,7 @@ from typing import Any, Final, Literal
 from practiceflow.api import Client
 from practiceflow.errors import ConfigError, InDoubtError, NotFoundError
 from practiceflow.state import StateStore, SubscriptionRecord
+from practiceflow.triggers import tests_asked
 from practiceflow.triggers.receiver import HOOKS_PREFIX
 
 __all__ = [
@@ -271,8 +272,11 @@ class SubscriptionManager:
             return CheckResult(name, "not_subscribed", None, 0.0)
         if current.subscription_id is None or current.status != "active":
             return CheckResult(name, "in_doubt", current.subscription_id, 0.0)
+        # Noted before asking, so a delivery racing the answer is not run (tests_asked).
+        tests_asked.note_asked(self.store, self.practice, name)
         try:
-            self.client.post(f"{WEBHOOKS_PATH}/{current.subscription_id}/test")
+            answer = self.client.post(f"{WEBHOOKS_PATH}/{current.subscription_id}/test")
+            tests_asked.note_asked(self.store, self.practice, name, answer)
         except NotFoundError:
             logger.warning("subscription of %s disappeared from the API", name)
             return CheckResult(name, "missing", current.subscription_id, 0.0)

@@ -1,0 +1,170 @@
+"""Test deliveries told apart without any marker in the body.
+
+The spec does not show how a test delivery (``POST /api/v1/webhooks/{id}/test``) is
+marked; a real one may look exactly like an event. The project knows when it asked for
+one and on which subscription, so it does not need a marker:
+
+* before sending ``/test``, :func:`note_asked` records the time under
+  ``<trigger>#test-asked`` in the state store (a cursor row, so nothing new in the schema),
+  and the answer's event id when the answer carries one;
+* the receiver asks :func:`classify` about each verified delivery on that subscription:
+  a delivery with a known marker (``isTest``), or with the event id the ``/test`` answer
+  gave, is the test delivery (acknowledged, never run); while a test without an id is
+  awaited (:data:`AWAIT_TEST` after asking), any other delivery is **held** as
+  unrecognised, since it may be the test: it never runs a recipe, it is kept with its
+  reason, logged, and counted as the test's arrival;
+* a delivery the trigger cannot map (its ``webhook.id`` renders no record key, as for a
+  test delivery carrying sample data or none) is held the same way.
+
+A held delivery is stored like a test delivery (the runner acknowledges it without
+running anything) with ``"unrecognised": <reason>`` in its stored envelope, a warning
+names the trigger and the delivery id, and :func:`hold` records a run of the pseudo-recipe
+``unrecognised:<trigger>`` with status ``in_doubt`` and the reason, so that
+``practiceflow runs list`` and the console show it among the runs needing attention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from practiceflow.hooks import tolerant
+from practiceflow.state import StateStore
+
+__all__ = [
+    "ASKED_SUFFIX",
+    "AWAIT_TEST",
+    "DONE",
+    "HELD_RECIPE_PREFIX",
+    "arrived",
+    "classify",
+    "hold",
+    "looks_like_test",
+    "note_asked",
+]
+
+#: Suffix of the cursor row that remembers an asked test delivery.
+ASKED_SUFFIX: Final = "#test-asked"
+#: Value of that row once the test delivery arrived.
+DONE: Final = "done"
+#: How long after asking an id-less test delivery is awaited.
+AWAIT_TEST: Final = timedelta(minutes=10)
+
+
+def looks_like_test(body: Any) -> bool:
+    """Whether a body carries a test marker (``isTest: true`` at the top or in ``data``)."""
+    if not isinstance(body, Mapping):
+        return False
+    data = body.get("data")
+    return body.get("isTest") is True or (isinstance(data, Mapping) and data.get("isTest") is True)
+
+
+def note_asked(store: StateStore, practice: str, trigger: str, answer: Any = None) -> None:
+    """Remember that a test delivery was asked for now (and its event id, when known).
+
+    Call it with ``answer=None`` before sending ``/test``, then with the answer.
+    """
+    asked = store.get_cursor_state(practice, trigger + ASKED_SUFFIX)
+    if answer is None or asked is None or asked.value == DONE:
+        store.set_cursor(practice, trigger + ASKED_SUFFIX, store.now().isoformat())
+        if answer is None:
+            return
+        asked = store.get_cursor_state(practice, trigger + ASKED_SUFFIX)
+    event_id = tolerant.field(answer, "eventId")[1]
+    if asked is not None and isinstance(event_id, str | int) and str(event_id):
+        store.set_cursor(practice, trigger + ASKED_SUFFIX, asked.value, {str(event_id)})
+        _release(store, practice, trigger, str(event_id))
+
+
+def _release(store: StateStore, practice: str, trigger: str, delivery_id: str) -> None:
+    """A delivery held while the answer was on its way, proven the test by the answer's id,
+    needs no person: its run is cancelled with the reason."""
+    held = store.list_runs(
+        practice=practice, recipe=HELD_RECIPE_PREFIX + trigger, status="in_doubt", limit=100
+    )
+    for run in held:
+        if isinstance(run.error, Mapping) and run.error.get("deliveryId") == delivery_id:
+            reason = {"reason": "it was the test delivery asked for", "deliveryId": delivery_id}
+            store.set_run_status(run.run_id, "cancelled", reason)
+
+
+def classify(
+    store: StateStore,
+    practice: str,
+    trigger: str,
+    event_id: str,
+    body: Any,
+    mapped: bool,
+) -> tuple[bool, str | None]:
+    """Tell a test delivery, an unrecognised one and an event apart.
+
+    Args:
+        store: the state store.
+        practice: the subscription's practice.
+        trigger: the subscription's trigger.
+        event_id: the delivery's ``X-Svc-Event-Id``.
+        body: the parsed body.
+        mapped: whether the trigger's mapping found a record key in it.
+
+    Returns:
+        ``(not_to_run, reason)``: ``(True, None)`` for a test delivery, ``(True, reason)``
+        for one held as unrecognised, ``(False, None)`` for an event to run.
+    """
+    if looks_like_test(body):
+        return True, None
+    asked = store.get_cursor_state(practice, trigger + ASKED_SUFFIX)
+    if asked is not None and asked.value != DONE:
+        if event_id in asked.boundary_keys:
+            return True, None
+        when = _parse(asked.value)
+        awaited = when is not None and store.now() - when <= AWAIT_TEST
+        if awaited and not asked.boundary_keys:
+            reason = (
+                "arrived while a test delivery without an event id was awaited: it may be "
+                "that test delivery, so it was not run; check the practice and rerun if not"
+            )
+            return True, reason
+    if not mapped:
+        return True, "the trigger could not map it to a record (no record key); not run"
+    return False, None
+
+
+def arrived(store: StateStore, practice: str, trigger: str) -> None:
+    """Note that the awaited test delivery (or what may be it) arrived."""
+    asked = store.get_cursor_state(practice, trigger + ASKED_SUFFIX)
+    if asked is not None and asked.value != DONE:
+        store.set_cursor(practice, trigger + ASKED_SUFFIX, DONE)
+
+
+#: Recipe name of the run that makes a held delivery visible.
+HELD_RECIPE_PREFIX: Final = "unrecognised:"
+
+
+def hold(
+    store: StateStore, practice: str, trigger: str, event_key: str, delivery_id: str, reason: str
+) -> str:
+    """Make a held delivery visible: a run needing attention that runs nothing.
+
+    Returns:
+        The run's id (the same one for a repeated delivery).
+    """
+    run_id, created = store.start_run(
+        practice,
+        HELD_RECIPE_PREFIX + trigger,
+        event_key,
+        skipped={"@trigger": {"reason": reason, "event": event_key}},
+    )
+    if created:
+        store.set_run_status(run_id, "in_doubt", {"reason": reason, "deliveryId": delivery_id})
+        asked = store.get_cursor_state(practice, trigger + ASKED_SUFFIX)
+        if asked is not None and delivery_id in asked.boundary_keys:  # the answer came first
+            _release(store, practice, trigger, delivery_id)
+    return run_id
+
+
+def _parse(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
