@@ -8,6 +8,10 @@ Fixtures:
     sandbox: function-scoped. The same server, reset to its seed before the test (data,
         clock, faults, rate budgets, switches, logs). Use this one in tests.
 
+A test marked ``@pytest.mark.variants`` that takes the ``variant`` fixture runs once per
+variant of the matrix (``default`` and ``hostile``; every single variant under
+``make test-variants``), and its ``sandbox`` plays that variant.
+
 Both yield a :class:`practiceflow.testing.SandboxHandle`::
 
     def test_validate(sandbox):
@@ -27,6 +31,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from _variants import play_variant, requested_variant, variant_matrix
 from practiceflow.testing import SandboxHandle, running_sandbox
 
 
@@ -47,8 +52,16 @@ def sandbox_server() -> Iterator[SandboxHandle]:
         yield handle
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each ``@pytest.mark.variants`` test once per variant of the matrix."""
+    if metafunc.definition.get_closest_marker("variants") and "variant" in metafunc.fixturenames:
+        metafunc.parametrize("variant", variant_matrix())
+
+
 @pytest.fixture
-def sandbox(sandbox_server: SandboxHandle) -> SandboxHandle:
-    """The session sandbox, reset to its seed before this test."""
+def sandbox(sandbox_server: SandboxHandle, request: pytest.FixtureRequest) -> SandboxHandle:
+    """The session sandbox, reset to its seed before this test (and playing the test's
+    ``variant`` when it runs under the matrix)."""
     sandbox_server.reset()
+    play_variant(sandbox_server, requested_variant(request))
     return sandbox_server

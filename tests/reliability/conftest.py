@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from _variants import play_variant, requested_variant
 from practiceflow.testing import SandboxHandle, running_sandbox
 from reliability._support import FAST
 
@@ -24,8 +25,10 @@ def rsandbox_server() -> Iterator[SandboxHandle]:
 
 
 @pytest.fixture
-def rsandbox(rsandbox_server: SandboxHandle) -> SandboxHandle:
-    """The reliability sandbox, reset, with generous rate limits."""
+def rsandbox(rsandbox_server: SandboxHandle, request: pytest.FixtureRequest) -> SandboxHandle:
+    """The reliability sandbox, reset, with generous rate limits (and the test's variant
+    when it runs under the matrix)."""
     rsandbox_server.reset()
     rsandbox_server.admin("POST", "/_admin/config", {"rateLimits": FAST})
+    play_variant(rsandbox_server, requested_variant(request))
     return rsandbox_server

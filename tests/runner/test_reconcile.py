@@ -20,7 +20,9 @@ from practiceflow.state import StateStore
 from practiceflow.testing import SandboxHandle
 from runner._support import write_recipe
 
-pytestmark = pytest.mark.integration
+# The promises hold whichever way the service answers what the spec leaves open: each test
+# runs under the default and the hostile sandbox (every variant: make test-variants).
+pytestmark = [pytest.mark.integration, pytest.mark.variants]
 
 CLIENT_STEP = """\
   - id: client
@@ -58,6 +60,7 @@ def _count(sandbox: SandboxHandle, kind: str, **match: str) -> int:
 )
 def test_in_doubt_write_is_read_back_and_happens_exactly_once(
     fast_sandbox: SandboxHandle,
+    variant: str,
     client: Client,
     registry: ModuleRegistry,
     store: StateStore,
@@ -92,6 +95,7 @@ def test_in_doubt_write_is_read_back_and_happens_exactly_once(
 
 def test_write_without_read_back_holds_the_run_until_a_person_resolves_it(
     fast_sandbox: SandboxHandle,
+    variant: str,
     client: Client,
     registry: ModuleRegistry,
     store: StateStore,
@@ -135,6 +139,7 @@ def test_write_without_read_back_holds_the_run_until_a_person_resolves_it(
 )
 def test_an_in_doubt_lead_with_an_email_is_found_by_it_among_lead_rows(
     fast_sandbox: SandboxHandle,
+    variant: str,
     client: Client,
     registry: ModuleRegistry,
     store: StateStore,

@@ -15,20 +15,31 @@ Order (nothing is sent before the last check passed):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
 from practiceflow.engine import extensions
+from practiceflow.engine.extensions import Answer
 from practiceflow.engine.masking import mask_for_template, pii_match
-from practiceflow.errors import ApiError, InDoubtError, InputError, Issue, TemplateError
+from practiceflow.errors import (
+    ApiError,
+    InDoubtError,
+    InputError,
+    Issue,
+    PracticeflowError,
+    TemplateError,
+)
 from practiceflow.hooks import ActionContext, ClientLike, get_check, get_hook
 from practiceflow.manifest.models import ActionModule
 from practiceflow.manifest.registry import ModuleRegistry, default_registry
 from practiceflow.manifest.validation import issues_for
 from practiceflow.manifest.yamlpos import JsonPath, Located
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
+
+logger = logging.getLogger("practiceflow.engine")
 
 __all__ = ["ActionResult", "run_action", "validate_input"]
 
@@ -148,8 +159,34 @@ def run_action(
         if isinstance(cause, ApiError) and cause.status in module.errors:
             raise InDoubtError(exc.method, exc.path, _with_module_hint(cause, module)) from exc
         raise
+    response = _completed(module, client, response)
     output = _map_output(module, ctx, response)
     return ActionResult(module.key, output, ctx.warnings, described, response.status, False)
+
+
+def _completed(module: ActionModule, client: ClientLike, response: Any) -> Any:
+    """A create answered 2xx with no body, or with only an id (the body of many creates
+    is not shown by the spec), is completed by reading the record its ``Location`` header
+    names: a read, never a second write. Anything else is returned as it came."""
+    data = response.data
+    if module.kind != "create" or not 200 <= int(response.status) < 300:
+        return response
+    if isinstance(data, Mapping) and len(data) > 1:
+        return response
+    headers = {str(key).lower(): value for key, value in response.headers.items()}
+    location = headers.get("location")
+    if not isinstance(location, str) or "/api/" not in location:
+        return response
+    path = location[location.index("/api/") :].split("?", 1)[0]
+    try:
+        record = client.get(path)
+    except PracticeflowError as exc:
+        logger.warning("%s: reading the created record back failed: %s", module.key, exc)
+        return response
+    if not isinstance(record, Mapping):
+        return response
+    merged = {**record, **(data if isinstance(data, Mapping) else {})}
+    return Answer(int(response.status), dict(response.headers), merged)
 
 
 def _run_hooks(ctx: ActionContext) -> None:
