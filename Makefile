@@ -16,7 +16,7 @@ STAMP = $(VENV)/.installed
 export UV_PYTHON_DOWNLOADS := never
 export UV_LINK_MODE := copy
 
-.PHONY: demo test test-latest lint lock bench export node-deps system-deps clean
+.PHONY: demo test test-variants test-latest lint lock bench export node-deps system-deps clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -55,6 +55,16 @@ lint: $(STAMP)
 ## cached even where the environment says not to: the suite starts the CLI many times.
 test: lint system-deps
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS)
+
+LIST_VARIANTS := from practiceflow.sandbox.variants import single_variants as s; \
+  print(','.join(t + '=' + a for t, a in s()))
+## test-variants: the promise tests (marked `variants`: write safety, each trigger's poll,
+## the example recipes, kill -9) under EVERY single answer of every open question the
+## sandbox plays (src/practiceflow/sandbox/variants.py), plus the hostile preset and a
+## seeded random mix. `make test` runs the same tests under default and hostile only.
+test-variants: $(STAMP) system-deps
+	PRACTICEFLOW_TEST_VARIANTS="$$($(PY) -c "$(LIST_VARIANTS)"),hostile,random:$${SEED:-23}" \
+	  PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --dist loadfile -m variants $(PYTEST_ARGS)
 
 ## test-latest: the same suite on a throw-away venv of the newest releases (not in CI)
 test-latest:

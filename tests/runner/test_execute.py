@@ -214,8 +214,13 @@ def shipped() -> ModuleRegistry:
     return load_modules([MODULES])
 
 
+@pytest.mark.variants
 def test_example_accepted_proposal_bills_and_sends_the_eform(
-    fast_sandbox: SandboxHandle, client: Client, shipped: ModuleRegistry, store: StateStore
+    variant: str,
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    shipped: ModuleRegistry,
+    store: StateStore,
 ):
     entity = _active(fast_sandbox)
     payload = {
@@ -244,7 +249,9 @@ def test_example_accepted_proposal_bills_and_sends_the_eform(
 
 
 @pytest.mark.parametrize(("status", "converted"), [("Won", True), ("Contacted", False)])
+@pytest.mark.variants
 def test_example_won_lead_is_converted_and_its_contact_created(
+    variant: str,
     fast_sandbox: SandboxHandle,
     client: Client,
     shipped: ModuleRegistry,
@@ -279,8 +286,13 @@ def test_example_won_lead_is_converted_and_its_contact_created(
     assert len(contacts) == (1 if converted else 0)
 
 
+@pytest.mark.variants
 def test_example_submitted_eform_starts_an_aml_check(
-    fast_sandbox: SandboxHandle, client: Client, shipped: ModuleRegistry, store: StateStore
+    variant: str,
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    shipped: ModuleRegistry,
+    store: StateStore,
 ):
     key = _active(fast_sandbox)["entityKey"]
     payload = {"formKey": "f", "templateId": 1, "entityKey": key}
@@ -290,7 +302,9 @@ def test_example_submitted_eform_starts_an_aml_check(
     assert [c for c in checks if c.get("entityKey") == key]
 
 
+@pytest.mark.variants
 def test_example_new_client_integration_ids_go_to_a_jsonl_file_once(
+    variant: str,
     fast_sandbox: SandboxHandle,
     client: Client,
     shipped: ModuleRegistry,
