@@ -208,3 +208,37 @@ def test_paging_arguments_are_checked_when_called_not_when_iterated(
     with pytest.raises(ConfigError):
         client.paginate("/api/v1/eforms/templates", **kwargs)
     assert len(rsps.calls) == 0
+
+
+def _walk(pages: list[Any], page_size: int | None) -> tuple[list[Any], list[Page]]:
+    answers = iter(pages)
+    asked: list[dict[str, Any]] = []
+
+    def fetch(query: dict[str, Any]) -> Any:
+        asked.append(query)
+        return next(answers)
+
+    walked = list(iter_pages(fetch, page_size=page_size))
+    return asked, walked
+
+
+def test_a_server_ignoring_page_size_is_read_whole_with_one_probe() -> None:
+    # 45 rows served 20 a page although 100 were asked for (spec 8: "where supported").
+    asked, walked = _walk([rows(0, 20), rows(20, 20), rows(40, 5)], 100)
+    assert [row["id"] for page in walked for row in page.items] == list(range(45))
+    assert [query["pageNumber"] for query in asked] == [1, 2, 3]
+    assert all(query["pageSize"] == 100 for query in asked)
+
+
+def test_a_short_first_page_costs_one_extra_request_at_most() -> None:
+    asked, walked = _walk([rows(0, 7), []], 100)
+    assert [row["id"] for page in walked for row in page.items] == list(range(7))
+    assert len(asked) == 2
+
+
+def test_a_list_ignoring_page_number_is_read_once() -> None:
+    # A bare array served whole on every page: page 2 repeats page 1 and ends the walk.
+    asked, walked = _walk([rows(0, 4), rows(0, 4)], None)
+    assert [row["id"] for page in walked for row in page.items] == list(range(4))
+    assert len(asked) == 2
+    assert walked[-1].repeated

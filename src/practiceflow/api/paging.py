@@ -58,12 +58,15 @@ class Page:
         has_more: whether another page follows (False on the last page).
         page_size: the page size in force: the ``pageSize`` sent, else the size learned
             from the first page.
+        repeated: this page held the very rows of the page before (the list ignores
+            ``pageNumber``); they are left out (``items`` is empty) and the walk ends.
     """
 
     number: int
     items: list[Any]
     has_more: bool
     page_size: int | None = None
+    repeated: bool = False
 
 
 def extract_items(data: Any, *, where: str = "list") -> tuple[list[Any], bool | None]:
@@ -177,7 +180,9 @@ def _generate_pages(
             query[PAGE_SIZE] = page_size
         items, flag = extract_items(fetch(query), where=f"{where} page {number}")
         if previous is not None and items and items == previous:
-            return  # the same rows again: the list ignores pageNumber, it was read whole
+            # The same rows again: the list ignores pageNumber, it was read whole.
+            yield Page(number, [], False, size, repeated=True)
+            return
         if size is None:
             # The first page sets the size; shorter than the pageSize sent, it may be
             # the server's own size (pageSize ignored): the next page will tell.

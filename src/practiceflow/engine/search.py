@@ -120,7 +120,7 @@ def collect_pages(
     count = 0
     for page in pages:
         count += 1
-        if previous is not None and page.items and page.items == previous:
+        if page.repeated or (previous is not None and page.items and page.items == previous):
             warning = (
                 f"{where}: page {page.number} repeats page {page.number - 1}, so the endpoint "
                 "seems to ignore pageNumber; stopped reading there"
