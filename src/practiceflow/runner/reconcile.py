@@ -17,7 +17,8 @@ Reconcilers, by action key (spec sections named):
 
 * ``create_client``: a client created with ``externalSystemID`` (else ``entityCode``) is
   found in ``GET /api/v1/entities?lastUpdated=`` from shortly before it was sent (2.1, 4.1);
-  "absent" only when every row listed carries that field and the client is no lead;
+  "absent" only when every row listed carries that field, and, for a client created as a
+  lead, ``GET /api/v1/leads`` (leads may be listed there only) shows no such lead either;
 * ``create_bill``: a bill for the same client (``entityKey``, else the client's
   ``entityID``) with the same bill date and a total the server could have computed (either
   tax field winning, rounding per line or on totals), created after it was sent, in
@@ -173,9 +174,55 @@ def _client_by_identifier(
         note = f"{where}: {blind} rows do not carry {field_name}; cannot tell, a person decides"
         return Verdict("unknown", note)
     if str(data.get("clientStatus") or "").strip().lower() == "lead":
-        note = f"{where}: no match, but leads may not be listed there; a person decides"
-        return Verdict("unknown", note)
+        return _lead_client_in_leads(client, data, since, field_name, where)
     return Verdict("absent", f"{where}: no client was created")
+
+
+def _lead_client_in_leads(
+    client: ClientLike, data: Mapping[str, Any], since: datetime, field_name: str, where: str
+) -> Verdict:
+    """A client created as a lead may be listed only under ``/leads``: look there by the
+    identifier when its rows carry it, else by name among the rows changed since."""
+    where = f"{where}, then GET /api/v1/leads"
+    rows = [
+        row
+        for row in _all_rows(client, "/api/v1/leads", {"lastUpdated": since}, 100)
+        if isinstance(row, Mapping)
+    ]
+    if rows and all(tolerant.field(row, field_name)[0] for row in rows):
+        matches = [row for row in rows if _value(row, field_name) == data.get(field_name)]
+    else:
+        wanted = str(data.get("entityName") or "").strip().lower()
+        recent = [row for row in rows if _changed_since(row, since)]
+        if not wanted or any(not tolerant.field(row, "entityName")[0] for row in recent):
+            return Verdict("unknown", f"{where}: the lead rows cannot tell; a person decides")
+        if any(_name(row) == wanted for row in recent):
+            # A name is no identifier: a lead of that name proves nothing either way.
+            note = f"{where}: a lead of that name was created since; a person decides"
+            return Verdict("unknown", note)
+        matches = []
+    if len(matches) == 1:
+        row = dict(matches[0])
+        return Verdict("found", f"{where}: found {_value(row, 'entityKey')}", row)
+    if matches:
+        return Verdict("unknown", f"{where}: {len(matches)} leads match; a person decides")
+    return Verdict("absent", f"{where}: no client or lead was created")
+
+
+def _name(row: Mapping[str, Any]) -> str:
+    return str(_value(row, "entityName") or "").strip().lower()
+
+
+def _changed_since(row: Mapping[str, Any], since: datetime) -> bool:
+    """Whether a row changed at or after ``since``; a row without a time may have."""
+    text = _value(row, "lastUpdated")
+    if not isinstance(text, str):
+        return True
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) >= since
 
 
 def _line_totals(line: Mapping[str, Any]) -> set[float]:
