@@ -352,10 +352,7 @@ class Receiver:
         """Follow-ups of a committed delivery that block: test mark, listeners, purge."""
         practice, name = accepted.event.practice, accepted.event.source
         try:
-            if accepted.test:
-                self.store.record_test_delivery(practice, name)
-                tests_asked.arrived(self.store, practice, name)
-            if accepted.unrecognised is not None and stored:
+            if accepted.unrecognised is not None and stored:  # before the test is marked
                 event_key = accepted.event.event_id
                 tests_asked.hold(
                     self.store,
@@ -365,6 +362,9 @@ class Receiver:
                     accepted.delivery_id,
                     accepted.unrecognised,
                 )
+            if accepted.test:
+                self.store.record_test_delivery(practice, name)
+                tests_asked.arrived(self.store, practice, name)
         except StoreError as exc:  # the event is stored: answer 200 regardless
             logger.warning("test delivery of %s/%s not noted: %s", practice, name, exc)
         self._note(accepted, stored)
