@@ -172,3 +172,16 @@ def test_client_posts_models_by_alias(rsps: Any, client: Any) -> None:
     )
     request = BillRequest.model_validate(body)
     assert Bill.model_validate(client.post("/api/v1/bills", json=request)).billing_id == 1
+
+
+def test_fields_spelled_in_another_letter_case_are_read_and_extras_kept() -> None:
+    # Spec 2.4 spells billingID and billingId; a service may add fields at any time.
+    from practiceflow.api.models import EntitySummary
+
+    row = EntitySummary.model_validate(
+        {"entityKey": "5114e089-47cd-4e89-9966-cab520339605", "entityTypeId": 3, "brandNew": 1}
+    )
+    assert row.entity_type_id == 3
+    assert row.model_extra == {"brandNew": 1}
+    exact = EntitySummary.model_validate({"entityTypeID": 4, "entityTypeId": 5})
+    assert exact.entity_type_id == 4  # the spec's own spelling wins

@@ -49,6 +49,24 @@ class ApiModel(BaseModel):
         serialize_by_alias=True,
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _any_letter_case(cls, data: Any) -> Any:
+        """Read a field spelled in another letter case (``billingId`` for ``billingID``:
+        the spec spells some both ways) under its alias; the exact spelling wins."""
+        if not isinstance(data, dict):
+            return data
+        aliases = {
+            (info.alias or name).lower(): info.alias or name
+            for name, info in cls.model_fields.items()
+        }
+        renamed = dict(data)
+        for key in data:
+            alias = aliases.get(str(key).lower())
+            if alias is not None and alias != key and alias not in data:
+                renamed[alias] = renamed.pop(key)
+        return renamed
+
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready dict with the spec's field names, unset fields left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
