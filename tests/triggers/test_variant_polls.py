@@ -142,3 +142,40 @@ def test_a_recurring_run_poll_reads_an_unpaged_list_once(
     poller.poll_once()
     # A bare array that ignores pageNumber: page 2 repeats page 1 and ends the walk.
     assert len(_requests(sandbox, path)) <= 4
+
+
+def test_new_contact_fires_once_for_each_of_many_new_contacts(
+    sandbox, store: SQLiteStore, client, variant: str
+):
+    fast = {"perMinute": 100_000, "perHour": 1_000_000, "perDay": 10_000_000}
+    sandbox.admin("POST", "/_admin/config", {"rateLimits": fast})
+    poller = Poller(client, store, "p", load_definition("new_contact"))
+    assert poller.poll_once().events == []
+    entity = next(
+        row for row in sandbox.admin("GET", "/_admin/records/entities") if row["status"] == "Active"
+    )
+    sandbox.admin("POST", "/_admin/clock", {"advance": -600})  # stamps in our past
+    for number in range(25):  # more than a page of a server that ignores pageSize (20)
+        client.post(f"/api/v1/entities/{entity['entityKey']}/contacts", {"firstName": f"N{number}"})
+    made = {
+        row["contactKey"]
+        for row in sandbox.admin("GET", "/_admin/records/contacts")
+        if row["entityKey"] == entity["entityKey"] and str(row["firstName"]).startswith("N")
+    }
+    fired = [event.id for event in poller.poll_once().events]
+    fired += [event.id for event in poller.poll_once().events]
+    assert sorted(fired) == sorted(f"contact:{key}" for key in made)
+    assert len(made) == 25
+
+
+def test_proposal_accepted_polls_an_acceptance_once(
+    sandbox, store: SQLiteStore, client, variant: str
+):
+    proposal = sandbox.admin("GET", "/_admin/records/proposals")[0]
+    options = {"entityKey": proposal["entityKey"]}
+    poller = Poller(client, store, "p", load_definition("proposal_accepted"), options)
+    assert poller.poll_once().events == []
+    sandbox.admin("POST", f"/_admin/proposals/{proposal['proposalKey']}/accept")
+    events = poller.poll_once().events
+    assert [event.id for event in events] == [f"proposal:{proposal['proposalKey']}"]
+    assert poller.poll_once().events == []
