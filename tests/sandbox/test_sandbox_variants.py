@@ -201,3 +201,14 @@ def test_test_deliveries_without_marker_flat_and_first_timestamp(
     assert ("proposalKey" in body) is (marker == "sample")
     assert first.headers["X-Svc-Timestamp"] == second.headers["X-Svc-Timestamp"]
     assert int(time.time()) - int(second.headers["X-Svc-Timestamp"]) >= 7000
+
+
+def test_credentials_check_reads_client_id_in_either_case(sandbox: SandboxHandle) -> None:
+    from practiceflow.api import Client
+
+    _play(sandbox, field_case="Id")
+    client_id, secret = sandbox.credentials("anz", "rw")
+    with Client(client_id, secret, base_url=sandbox.base_url("anz")) as client:
+        checked = client.validate()
+    assert checked.client_id == client_id
+    assert checked.can_write is True

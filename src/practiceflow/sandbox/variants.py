@@ -79,9 +79,10 @@ TOPICS: tuple[Topic, ...] = (
                  "(every page is the whole list).",
     }, "plain"),
     Topic("field_case", "Letter case of ids the spec spells two ways (`billingId` / "
-          "`billingID`, `runId` / `runID`, `entityId` / `entityID`).", {
-        "ID": "`billingID`, `runID`, `entityID` in bills, bill rows and runs.",
-        "Id": "`billingId`, `runId`, `entityId` in bills, bill rows and runs.",
+          "`billingID`, `runId` / `runID`, `entityId` / `entityID`, `clientId` / `clientID`).", {
+        "ID": "`billingID`, `runID`, `entityID`, `clientID` in bills, bill rows, runs, "
+              "entity details and `auth/validate`.",
+        "Id": "`billingId`, `runId`, `entityId`, `clientId` in the same records.",
     }, "Id"),
     Topic("bill_rows", "Do bill list rows carry every field of the bill record?", {
         "full": "list rows are the whole bill record.",

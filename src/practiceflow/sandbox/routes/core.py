@@ -7,6 +7,7 @@ from starlette.responses import Response
 
 from practiceflow.sandbox.paging import page_number
 from practiceflow.sandbox.routes.common import PAGE_NUMBER, Op, context, ok
+from practiceflow.sandbox.routes.played import id_case
 
 __all__ = ["OPS"]
 
@@ -16,14 +17,17 @@ async def validate(request: Request) -> Response:
     ctx = context(request)
     credential = ctx.credential
     return ok(
-        {
-            "authenticated": True,
-            "message": "Credentials are valid.",
-            "clientID": credential.client_id,
-            "clientName": credential.name,
-            "canWrite": credential.can_write,
-            "timestamp": ctx.state.now_text(),
-        }
+        id_case(
+            ctx,
+            {
+                "authenticated": True,
+                "message": "Credentials are valid.",
+                "clientID": credential.client_id,
+                "clientName": credential.name,
+                "canWrite": credential.can_write,
+                "timestamp": ctx.state.now_text(),
+            },
+        )
     )
 
 

@@ -24,7 +24,7 @@ __all__ = [
 
 #: Rows per page of a list that ignores ``pageSize`` (topic ``page_size.*``).
 IGNORED_PAGE_SIZE = 20
-_ID_FIELDS = ("billingID", "runID", "entityID")
+_ID_FIELDS = ("billingID", "runID", "entityID", "clientID")
 
 
 def paged(ctx: Ctx, name: str, rows: Sequence[Any], query: Mapping[str, str]) -> Response:
