@@ -212,3 +212,20 @@ def test_run_once_prints_whole_run_and_event_ids(
     env = _env(sandbox, tmp_path)
     listed = json.loads(CliRunner().invoke(cli, ["runs", "list", "--json"], env=env).stdout)
     assert found[1] in {row["run_id"] for row in listed}  # the whole id, usable as is
+
+
+def test_identifiers_that_look_like_emoji_codes_print_as_written(tmp_path: Path) -> None:
+    from practiceflow.state import open_store
+
+    state = tmp_path / "state.db"
+    with open_store(str(state)) as store:
+        run_id, _ = store.start_run("p", "lead:smile:", "delivery:x:1")
+        store.step_skipped(run_id, "note", {"reason": ":thumbs_up: as data"})
+    listed = CliRunner().invoke(cli, ["runs", "list", "--state", str(state)], terminal_width=120)
+    assert listed.exit_code == 0, listed.output
+    assert "lead:smile:" in listed.output
+    shown = CliRunner().invoke(cli, ["runs", "show", run_id, "--state", str(state)])
+    assert shown.exit_code == 0, shown.output
+    assert "delivery:x:1" in shown.output
+    assert "❌" not in shown.output + listed.output
+    assert "😄" not in listed.output

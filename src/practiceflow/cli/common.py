@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
+from rich.console import Console
 
 from practiceflow.api import Client
 from practiceflow.api.config import AUTH_METHODS, REGIONS
@@ -69,6 +70,15 @@ _OPTIONS = (
         help="header (X-SVC-Auth-ID/Key, the default) or basic (env PRACTICEFLOW_AUTH_METHOD).",
     ),
 )
+
+
+def terminal(*, stderr: bool = False, **options: Any) -> Console:
+    """The rich console every command prints through.
+
+    Emoji codes are off: identifiers such as ``delivery:x`` or ``lead:smile`` are data and
+    must print as written, never as a picture.
+    """
+    return Console(stderr=stderr, emoji=False, **options)
 
 
 def api_options(func: F) -> F:

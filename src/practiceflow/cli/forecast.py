@@ -6,9 +6,9 @@ import json
 from dataclasses import asdict
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from practiceflow.cli.common import terminal
 from practiceflow.manifest import load_modules
 from practiceflow.runner import validate_recipe
 from practiceflow.runner.plan import plan as make_plan
@@ -72,7 +72,7 @@ def plan(
     if as_json:
         click.echo(json.dumps(asdict(result), indent=2))
     else:
-        console = Console()
+        console = terminal()
         table = Table(title="requests per recipe")
         for column in ("recipe", "per run", "runs/day", "polling/hour", "polling/day", "per day"):
             table.add_column(column, justify="right" if column != "recipe" else "left")

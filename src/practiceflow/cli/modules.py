@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from practiceflow.cli.common import ApiOptions, api_options, build_client
+from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.engine import run_action, validate_input
 from practiceflow.errors import ConfigError, InputError, Issue, ManifestError
 from practiceflow.hooks import ClientLike
@@ -50,7 +50,7 @@ _modules_option = click.option(
 
 
 def _console() -> Console:
-    return Console(soft_wrap=False, highlight=False)
+    return terminal(soft_wrap=False, highlight=False)
 
 
 def _echo_json(payload: Any) -> None:

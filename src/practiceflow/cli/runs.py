@@ -26,7 +26,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from practiceflow.cli.common import ApiOptions, api_options, build_client
+from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
@@ -200,7 +200,7 @@ def run(
       practiceflow run recipes/proposal_to_bill_and_eform.yaml     # until SIGTERM
     """
     configure_logging(json_lines=log_json, verbose=verbose)
-    console = Console(stderr=as_json)
+    console = terminal(stderr=as_json)
     if dry_run:
         checked = validate_recipe(recipe, registry=_registry(modules_dirs))
         _print_dry(checked, as_json, console)
@@ -220,7 +220,7 @@ def run(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            console=Console(stderr=True),
+            console=terminal(stderr=True),
             transient=True,
             disable=as_json or pending < 5,
         ) as progress:
@@ -443,7 +443,7 @@ def list_runs(
                 f"{done}/{len(steps)}",
                 record.updated_at.strftime("%m-%d %H:%M"),
             )
-        Console().print(table)
+        terminal().print(table)
 
 
 @runs.command("show")
@@ -482,7 +482,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
             ]
             click.echo(json.dumps(data, indent=2, default=str))
             return
-        console = Console()
+        console = terminal()
         console.print(
             f"run [bold]{record.run_id}[/] of {record.recipe!r} for event {record.event_id}: "
             f"[bold]{record.status}[/]"
