@@ -32,12 +32,19 @@ for (const item of Object.values(def.searches)) {
 
 const triggers = {};
 for (const item of Object.values(def.triggers)) {
-  const operation = { ...operationBase(item), type: item.type };
-  if (item.type === 'hook') {
+  const operation = { ...operationBase(item), type: item.type === 'hook' ? 'hook' : 'polling' };
+  if (item.type === 'choices') {
+    // Hidden: feeds the dynamic dropdowns of the fields that declare this list.
+    operation.perform = rt.choicesPerform(def, item);
+  } else if (item.type === 'hook') {
     operation.perform = rt.hookPerform(def, item);
     operation.performSubscribe = rt.hookSubscribe(def, item);
     operation.performUnsubscribe = rt.hookUnsubscribe(def);
-    if (item.plan.poll) operation.performList = (z, bundle) => rt.poll(z, bundle, def, item, 1);
+    // A sample while building a Zap: the poll source's newest rows where the module has
+    // one; else the module's own sample (the API has no list of past deliveries).
+    operation.performList = item.plan.poll
+      ? (z, bundle) => rt.poll(z, bundle, def, item, 1)
+      : async () => [item.sample];
   } else {
     operation.perform = (z, bundle) => rt.poll(z, bundle, def, item, def.paging.max_pages);
   }
