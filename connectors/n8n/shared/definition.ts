@@ -6,6 +6,88 @@ import type { Definition } from './runtime';
 
 export const DEFINITION: Definition = {
 	version: '0.1.0',
+	choices: {
+		choices_list_eform_templates: {
+			action: 'list_eform_templates',
+			value: 'formTemplateId',
+			label: 'name',
+			where: {},
+			with: {},
+			search: true,
+		},
+		choices_list_entity_types_by_entityTypeID: {
+			action: 'list_entity_types',
+			value: 'entityTypeID',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+		},
+		choices_list_entity_types_by_name: {
+			action: 'list_entity_types',
+			value: 'name',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+		},
+		choices_list_lead_sources: {
+			action: 'list_lead_sources',
+			value: 'name',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+		},
+		choices_list_lead_statuses: {
+			action: 'list_lead_statuses',
+			value: 'name',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+		},
+		choices_list_ledger_accounts: {
+			action: 'list_ledger_accounts',
+			value: 'accountID',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+		},
+		choices_list_ledger_tax_rates: {
+			action: 'list_ledger_tax_rates',
+			value: 'taxID',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+		},
+		choices_list_proposal_services: {
+			action: 'list_proposal_services',
+			value: 'serviceID',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+		},
+		choices_list_users: {
+			action: 'list_users',
+			value: 'userKey',
+			label: 'name',
+			where: {},
+			with: {},
+			search: true,
+		},
+		choices_list_webhook_events: {
+			action: 'list_webhook_events',
+			value: null,
+			label: null,
+			where: {},
+			with: {},
+			search: false,
+		},
+	},
 	auth: {
 		headers: {
 			client_id: 'X-SVC-Auth-ID',
@@ -896,6 +978,11 @@ export const DEFINITION: Definition = {
 						type: 'array',
 						items: {
 							type: 'object',
+							properties: {
+								serviceID: {
+									type: 'integer',
+								},
+							},
 						},
 					},
 				},

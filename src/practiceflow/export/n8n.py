@@ -38,6 +38,7 @@ from typing import Any
 from practiceflow import __version__
 from practiceflow.errors import ManifestError
 from practiceflow.export.base import Exporter, register
+from practiceflow.export.dropdowns import ChoiceLists
 from practiceflow.export.plan import action_plan, trigger_plan, unsupported
 from practiceflow.export.schemas import FormField, form_fields
 from practiceflow.export.zapier import TOLERANCE_SECONDS, template_text
@@ -55,6 +56,7 @@ _STATIC = (
     "eslint.config.mjs",
     "shared/expr.ts",
     "shared/runtime.ts",
+    "shared/methods.ts",
     "nodes/Practiceflow/practiceflow.svg",
     "nodes/Practiceflow/practiceflow.dark.svg",
 )
@@ -232,12 +234,53 @@ def _json_default(field: FormField) -> str:
     return "[]" if field.children else ""
 
 
-def _parameter(field: FormField, show: Mapping[str, list[str]] | None) -> dict[str, Any]:
+#: n8n's wording for a dynamic option list (its lint checks name and description).
+_DYNAMIC_HELP = (
+    'Choose from the list, or specify {what} using an <a href="https://docs.n8n.io/code/'
+    'expressions/">expression</a>'
+)
+#: Parameters each node has of its own; a module field of the same name would collide.
+RESERVED = {
+    "action": frozenset({"resource", "operation", "additionalFields"}),
+    "trigger": frozenset({"trigger", "additionalFields"}),
+}
+
+
+def _dynamic(field: FormField, name: str, param: dict[str, Any]) -> None:
+    """Make ``param`` a dropdown filled by the ``name`` methods (a search for large lists)."""
+    source = field.source
+    if source is not None and source.search and not field.list:
+        param["type"] = "resourceLocator"
+        param["default"] = {"mode": "list", "value": ""}
+        param["modes"] = [
+            {
+                "displayName": "From List",
+                "name": "list",
+                "type": "list",
+                "typeOptions": {"searchListMethod": name, "searchable": True},
+            },
+            {"displayName": "By ID", "name": "id", "type": "string", "placeholder": "e.g. 12"},
+        ]
+        return
+    param["displayName"] += " Names or IDs" if field.list else " Name or ID"
+    param["type"] = "multiOptions" if field.list else "options"
+    param["typeOptions"] = {"loadOptionsMethod": name}
+    param["default"] = [] if field.list else ""
+
+
+def _parameter(
+    field: FormField, show: Mapping[str, list[str]] | None, lists: ChoiceLists
+) -> dict[str, Any]:
     """One input field as an n8n parameter (``show`` is None inside a collection)."""
     param: dict[str, Any] = {"displayName": title_case(field.label), "name": field.key}
     description = field.help
     kind = field.type
-    if field.choices:
+    dynamic = lists.name_of(field.source) if not field.children else None
+    if dynamic is not None:
+        _dynamic(field, dynamic, param)
+        if param["type"] != "resourceLocator":
+            description = _DYNAMIC_HELP.format(what="IDs" if field.list else "an ID")
+    elif field.choices:
         options = [{"name": title_case(str(choice)), "value": choice} for choice in field.choices]
         options.sort(key=lambda option: str(option["name"]).lower())
         param["type"] = "multiOptions" if field.list else "options"
@@ -278,10 +321,12 @@ def _parameter(field: FormField, show: Mapping[str, list[str]] | None) -> dict[s
         description = "Max number of results to return"
     if field.required and show is not None:
         param["required"] = True
-    if description:
+    if description and description.startswith("Choose from the list"):
+        param["description"] = description
+    elif description:
         param["description"] = describe(description)
     example = field.example
-    textual = param["type"] in ("string", "dateTime")
+    textual = param["type"] in ("string", "dateTime") and dynamic is None
     if textual and example is not None and not isinstance(example, dict | list):
         param["placeholder"] = str(example)
     if show is not None:
@@ -290,7 +335,7 @@ def _parameter(field: FormField, show: Mapping[str, list[str]] | None) -> dict[s
 
 
 def _parameters(
-    fields: list[FormField], show: Mapping[str, list[str]]
+    fields: list[FormField], show: Mapping[str, list[str]], lists: ChoiceLists
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Required fields as parameters, optional ones in an *Additional Fields* collection.
 
@@ -299,9 +344,9 @@ def _parameters(
     """
     required = [field for field in fields if field.required]
     optional = [field for field in fields if not field.required]
-    params = [_parameter(field, show) for field in required]
+    params = [_parameter(field, show, lists) for field in required]
     if optional:
-        options = [_parameter(field, None) for field in optional]
+        options = [_parameter(field, None, lists) for field in optional]
         options.sort(key=lambda option: str(option["displayName"]).lower())
         params.append(
             {
@@ -345,7 +390,7 @@ def _slim(schema: Any) -> Any:
 
 
 def _action_node(
-    actions: Mapping[str, ActionModule],
+    actions: Mapping[str, ActionModule], lists: ChoiceLists
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Resource, operation and input parameters; and each action's top-level names."""
     by_resource: dict[str, list[ActionModule]] = {}
@@ -389,14 +434,14 @@ def _action_node(
         )
         for action in group:
             show = {"resource": [resource], "operation": [action.key]}
-            own, names = _parameters(form_fields(action.input_schema), show)
+            own, names = _parameters(form_fields(action.input_schema), show, lists)
             inputs.extend(own)
             fields[action.key] = names
     return params + inputs, fields
 
 
-def _node_file(actions: Mapping[str, ActionModule]) -> str:
-    properties, _fields = _action_node(actions)
+def _node_file(actions: Mapping[str, ActionModule], lists: ChoiceLists) -> str:
+    properties, _fields = _action_node(actions, lists)
     description = {
         "displayName": "Practiceflow",
         "name": "practiceflow",
@@ -421,12 +466,14 @@ def _node_file(actions: Mapping[str, ActionModule]) -> str:
 # ---- the trigger nodes --------------------------------------------------------------------
 
 
-def _event_parameters(triggers: Mapping[str, TriggerModule], what: str) -> list[dict[str, Any]]:
+def _event_parameters(
+    triggers: Mapping[str, TriggerModule], what: str, lists: ChoiceLists
+) -> list[dict[str, Any]]:
     ordered = sorted(triggers.values(), key=lambda trigger: trigger.title.lower())
     params: list[dict[str, Any]] = [
         {
-            "displayName": "Event",
-            "name": "event",
+            "displayName": "Trigger On",
+            "name": "trigger",
             "type": "options",
             "required": True,
             "noDataExpression": True,
@@ -443,12 +490,16 @@ def _event_parameters(triggers: Mapping[str, TriggerModule], what: str) -> list[
         }
     ]
     for trigger in ordered:
-        own, _names = _parameters(form_fields(trigger.input_schema), {"event": [trigger.key]})
+        own, _names = _parameters(
+            form_fields(trigger.input_schema), {"trigger": [trigger.key]}, lists
+        )
         params.extend(own)
     return params
 
 
-def _trigger_file(name: str, triggers: Mapping[str, TriggerModule], polling: bool) -> str:
+def _trigger_file(
+    name: str, triggers: Mapping[str, TriggerModule], polling: bool, lists: ChoiceLists
+) -> str:
     what = "to watch for (polled)" if polling else "to subscribe to"
     description: dict[str, Any] = {
         "displayName": "Practiceflow Poll Trigger" if polling else "Practiceflow Trigger",
@@ -456,7 +507,7 @@ def _trigger_file(name: str, triggers: Mapping[str, TriggerModule], polling: boo
         "icon": dict(_ICON),
         "group": ["trigger"],
         "version": 1,
-        "subtitle": '={{$parameter["event"]}}',
+        "subtitle": '={{$parameter["trigger"]}}',
         "description": (
             "Starts the workflow when the practice-management API lists a new or changed record"
             if polling
@@ -472,7 +523,7 @@ def _trigger_file(name: str, triggers: Mapping[str, TriggerModule], polling: boo
     else:
         hook = {"name": "default", "httpMethod": "POST", "responseMode": "onReceived"}
         description["webhooks"] = [{**hook, "path": "webhook"}]
-    description["properties"] = _event_parameters(triggers, what)
+    description["properties"] = _event_parameters(triggers, what, lists)
     source = template_text("n8n", f"nodes/Practiceflow/{name}.node.ts.in")
     return source.replace("/*DESCRIPTION*/", ts(description, 1))
 
@@ -571,8 +622,9 @@ def _definition(
     triggers: Mapping[str, TriggerModule],
     trigger_plans: Mapping[str, dict[str, Any]],
     skipped: Mapping[str, str],
+    lists: ChoiceLists,
 ) -> dict[str, Any]:
-    _properties, fields = _action_node(actions)
+    _properties, fields = _action_node(actions, lists)
     paging = connector["paging"]
     hooks = connector["webhooks"]
     regions = {
@@ -585,6 +637,7 @@ def _definition(
     header = connector["auth"]["methods"]["header"]
     return {
         "version": __version__,
+        "choices": {name: source.as_data() for name, source in lists.sources.items()},
         "auth": {
             "headers": {
                 "client_id": header["client_id_header"],
@@ -632,6 +685,17 @@ def _definition(
     }
 
 
+def _collision(module: ActionModule | TriggerModule, reserved: frozenset[str]) -> str | None:
+    """Why a module's input would collide with its node's own parameters, or None."""
+    clashes = sorted({field.key for field in form_fields(module.input_schema)} & reserved)
+    if not clashes:
+        return None
+    return (
+        f"its input field(s) {clashes} have the names of the n8n node's own parameters "
+        f"{sorted(reserved)}; rename the field(s)"
+    )
+
+
 _DEFINITION_HEAD = """\
 // The practiceflow modules as data: input schemas and portable request plans (see
 // src/practiceflow/export/plan.py). Generated by 'practiceflow export n8n'; do not edit by
@@ -666,7 +730,7 @@ class N8nExporter(Exporter):
         actions: dict[str, ActionModule] = {}
         plans: dict[str, dict[str, Any]] = {}
         for key, action in sorted(modules.actions.items()):
-            reason = unsupported(action)
+            reason = unsupported(action) or _collision(action, RESERVED["action"])
             if reason is None:
                 try:
                     plans[key] = action_plan(action)
@@ -678,23 +742,31 @@ class N8nExporter(Exporter):
         triggers: dict[str, TriggerModule] = {}
         trigger_plans: dict[str, dict[str, Any]] = {}
         for key, trigger in sorted(modules.triggers.items()):
+            reason = _collision(trigger, RESERVED["trigger"])
             try:
+                if reason is not None:
+                    raise ManifestError([])
                 trigger_plans[key] = trigger_plan(trigger)
                 triggers[key] = trigger
             except ManifestError as exc:
-                skipped[f"triggers/{key}"] = str(exc.issues[0])
+                skipped[f"triggers/{key}"] = reason or str(exc.issues[0])
+        lists = ChoiceLists(
+            modules,
+            [*actions.values(), *triggers.values()],
+            [key for key, action in actions.items() if action.extensions.list is not None],
+        )
         hooks = {key: t for key, t in triggers.items() if t.webhook is not None}
         polls = {key: t for key, t in triggers.items() if t.poll is not None}
-        definition = _definition(connector, actions, plans, triggers, trigger_plans, skipped)
+        definition = _definition(connector, actions, plans, triggers, trigger_plans, skipped, lists)
         out = {name: template_text("n8n", name) for name in _STATIC}
         out["shared/definition.ts"] = _DEFINITION_HEAD + ts(definition) + ";\n"
         out["credentials/PracticeflowApi.credentials.ts"] = _credentials_file(connector)
-        out["nodes/Practiceflow/Practiceflow.node.ts"] = _node_file(actions)
+        out["nodes/Practiceflow/Practiceflow.node.ts"] = _node_file(actions, lists)
         out["nodes/Practiceflow/PracticeflowTrigger.node.ts"] = _trigger_file(
-            "PracticeflowTrigger", hooks, polling=False
+            "PracticeflowTrigger", hooks, polling=False, lists=lists
         )
         out["nodes/Practiceflow/PracticeflowPollTrigger.node.ts"] = _trigger_file(
-            "PracticeflowPollTrigger", polls, polling=True
+            "PracticeflowPollTrigger", polls, polling=True, lists=lists
         )
         out[".gitignore"] = "node_modules/\ndist/\n"
         return out

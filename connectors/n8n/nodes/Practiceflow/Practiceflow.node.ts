@@ -13,6 +13,7 @@ import type {
 import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { DEFINITION } from '../../shared/definition';
+import { listSearch, loadOptions } from '../../shared/methods';
 import { ApiFailure, baseUrl, runAction } from '../../shared/runtime';
 
 const asItems = (result: unknown, listed: boolean): IDataObject[] => {
@@ -825,19 +826,24 @@ export class Practiceflow implements INodeType {
 						placeholder: 'accounts@acme.example',
 					},
 					{
-						displayName: 'Entity Type',
-						name: 'entityType',
-						type: 'string',
+						displayName: 'Entity Type ID Name or ID',
+						name: 'entityTypeID',
+						type: 'options',
+						typeOptions: {
+							loadOptionsMethod: 'choices_list_entity_types_by_entityTypeID',
+						},
 						default: '',
-						description: 'Type code or display name for the practice\'s country (such as Individual, Company or Trust); resolved to entityTypeID by the API. Example: Company.',
-						placeholder: 'Company',
+						description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 					},
 					{
-						displayName: 'Entity Type ID',
-						name: 'entityTypeID',
-						type: 'number',
-						default: 0,
-						description: 'Numeric type ID from GET /api/v1/settings/entity-types; ignored when entityType is given. Example: 2.',
+						displayName: 'Entity Type Name or ID',
+						name: 'entityType',
+						type: 'options',
+						typeOptions: {
+							loadOptionsMethod: 'choices_list_entity_types_by_name',
+						},
+						default: '',
+						description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 					},
 					{
 						displayName: 'External System ID',
@@ -1254,8 +1260,28 @@ export class Practiceflow implements INodeType {
 			{
 				displayName: 'Template',
 				name: 'templateId',
-				type: 'number',
-				default: 0,
+				type: 'resourceLocator',
+				default: {
+					mode: 'list',
+					value: '',
+				},
+				modes: [
+					{
+						displayName: 'From List',
+						name: 'list',
+						type: 'list',
+						typeOptions: {
+							searchListMethod: 'choices_list_eform_templates',
+							searchable: true,
+						},
+					},
+					{
+						displayName: 'By ID',
+						name: 'id',
+						type: 'string',
+						placeholder: 'e.g. 12',
+					},
+				],
 				required: true,
 				description: 'FormTemplateId of a template from List eForm Templates. Example: 12.',
 				displayOptions: {
@@ -1487,13 +1513,15 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Entity Type',
+				displayName: 'Entity Type Name or ID',
 				name: 'entityType',
-				type: 'string',
+				type: 'options',
+				typeOptions: {
+					loadOptionsMethod: 'choices_list_entity_types_by_name',
+				},
 				default: '',
 				required: true,
-				description: 'Type name or code of the lead, as in GET /api/v1/settings/entity-types (such as Individual or Company). Example: Individual.',
-				placeholder: 'Individual',
+				description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 				displayOptions: {
 					show: {
 						resource: ['lead'],
@@ -1538,20 +1566,24 @@ export class Practiceflow implements INodeType {
 						placeholder: 'jane.citizen@example.com',
 					},
 					{
-						displayName: 'Lead Source',
+						displayName: 'Lead Source Name or ID',
 						name: 'leadSource',
-						type: 'string',
+						type: 'options',
+						typeOptions: {
+							loadOptionsMethod: 'choices_list_lead_sources',
+						},
 						default: '',
-						description: 'Source NAME from GET /api/v1/settings/lead-sources (not an ID). Example: Referral.',
-						placeholder: 'Referral',
+						description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 					},
 					{
-						displayName: 'Lead Status',
+						displayName: 'Lead Status Name or ID',
 						name: 'leadStatus',
-						type: 'string',
+						type: 'options',
+						typeOptions: {
+							loadOptionsMethod: 'choices_list_lead_statuses',
+						},
 						default: '',
-						description: 'Status NAME from GET /api/v1/settings/lead-statuses (not an ID). Example: New.',
-						placeholder: 'New',
+						description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 					},
 					{
 						displayName: 'Surname',
@@ -1667,10 +1699,29 @@ export class Practiceflow implements INodeType {
 					{
 						displayName: 'Assigned To',
 						name: 'userKey',
-						type: 'string',
-						default: '',
+						type: 'resourceLocator',
+						default: {
+							mode: 'list',
+							value: '',
+						},
+						modes: [
+							{
+								displayName: 'From List',
+								name: 'list',
+								type: 'list',
+								typeOptions: {
+									searchListMethod: 'choices_list_users',
+									searchable: true,
+								},
+							},
+							{
+								displayName: 'By ID',
+								name: 'id',
+								type: 'string',
+								placeholder: 'e.g. 12',
+							},
+						],
 						description: 'UserKey of the staff member the job is assigned to (from List Users). Example: 7c2e0ca1-5b3d-4e8f-9a1b-2c3d4e5f6a7b.',
-						placeholder: '7c2e0ca1-5b3d-4e8f-9a1b-2c3d4e5f6a7b',
 					},
 					{
 						displayName: 'Recipient: Mobile',
@@ -1778,7 +1829,7 @@ export class Practiceflow implements INodeType {
 						name: 'services',
 						type: 'json',
 						default: '[{"serviceID": 400, "quantity": 1}]',
-						description: 'Service lines, each sent as given (services come from List Proposal Services)',
+						description: 'Service lines, each sent as given (services come from List Proposal Services). A JSON list of objects with: serviceID.',
 					},
 				],
 			},
@@ -2045,13 +2096,15 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Event',
+				displayName: 'Event Name or ID',
 				name: 'webhookEvent',
-				type: 'string',
+				type: 'options',
+				typeOptions: {
+					loadOptionsMethod: 'choices_list_webhook_events',
+				},
 				default: '',
 				required: true,
-				description: 'An event key from List Webhook Events. Example: proposal.accepted.',
-				placeholder: 'proposal.accepted',
+				description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 				displayOptions: {
 					show: {
 						resource: ['webhook'],
@@ -2114,6 +2167,8 @@ export class Practiceflow implements INodeType {
 			},
 		],
 	};
+
+	methods = { loadOptions, listSearch };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();

@@ -73,8 +73,19 @@ export interface TriggerDef {
 	poll: PollPlan | null;
 }
 
+/** Where a field's choices come from (x-choices): a list action's rows as options. */
+export interface ChoiceDef {
+	action: string;
+	value: string | null;
+	label: string | null;
+	where: IDataObject;
+	with: IDataObject;
+	search: boolean;
+}
+
 export interface Definition {
 	version: string;
+	choices: { [name: string]: ChoiceDef };
 	auth: {
 		headers: { client_id: string; client_secret: string };
 		regions: { [key: string]: { title: string; base_url: string | null } };
@@ -231,7 +242,7 @@ const unflatten = (data: IDataObject): IDataObject => {
 
 /** Form values (flat, text from expressions) as the module's input: typed, nested, no blanks. */
 export const prepareInput = (values: IDataObject, schema: IDataObject): IDataObject =>
-	(coerce(unflatten(values), schema, schema) ?? {}) as IDataObject;
+	(coerce(unflatten(plainValues(values)), schema, schema) ?? {}) as IDataObject;
 
 // ---- requests --------------------------------------------------------------------------
 
@@ -372,6 +383,57 @@ export const runAction = async (
 	const mapped = render(plan.map, { response: data === undefined ? {} : data, headers, input });
 	if (plan.passthrough && isObject(data) && isObject(mapped)) return { ...data, ...mapped };
 	return mapped;
+};
+
+// ---- dynamic choices --------------------------------------------------------------------
+
+const pick = (row: unknown, name: string | null): unknown => {
+	if (name === null) return isObject(row) || Array.isArray(row) ? undefined : row;
+	return isObject(row) ? (row as IDataObject)[name] : undefined;
+};
+
+/** The options a list offers, as practiceflow.manifest.choices.options_from_rows. */
+export const choiceOptions = (rows: unknown[], source: ChoiceDef): Array<{ name: string; value: string | number }> => {
+	const where = source.where ?? {};
+	const seen = new Set<string>();
+	const out: Array<{ name: string; value: string | number }> = [];
+	for (const row of rows) {
+		const keep = Object.keys(where).every((k) => isObject(row) && (row as IDataObject)[k] === where[k]);
+		if (!keep) continue;
+		const value = pick(row, source.value);
+		if (value === undefined || value === null || value === '') continue;
+		const label = source.label ? pick(row, source.label) : undefined;
+		if (seen.has(String(value))) continue;
+		seen.add(String(value));
+		const text = label === undefined || label === null || label === '' ? value : label;
+		out.push({ name: String(text), value: typeof value === 'number' ? value : String(value) });
+	}
+	return out;
+};
+
+/** Read one declared choice list through its list action. */
+export const listChoices = async (
+	send: Send,
+	base: string,
+	def: Definition,
+	name: string,
+): Promise<Array<{ name: string; value: string | number }>> => {
+	const source = def.choices[name];
+	const action = source === undefined ? undefined : def.actions[source.action];
+	if (source === undefined || action === undefined) throw new SetupFailure(`unknown choice list ${name}`);
+	const listed = (await runAction(send, base, def, action, { ...source.with })) as IDataObject;
+	return choiceOptions(Array.isArray(listed.items) ? (listed.items as unknown[]) : [], source);
+};
+
+/** Resource locator values ({__rl, mode, value}) as their plain value, at any depth of a form. */
+export const plainValues = (values: IDataObject): IDataObject => {
+	const out: IDataObject = {};
+	for (const [key, value] of Object.entries(values)) {
+		if (isObject(value) && (value as IDataObject).__rl === true) out[key] = (value as IDataObject).value;
+		else if (isObject(value)) out[key] = plainValues(value as IDataObject);
+		else out[key] = value;
+	}
+	return out;
 };
 
 /** Call the credential check (GET auth/validate); fails when the API refuses. */
