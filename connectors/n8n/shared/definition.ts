@@ -14,6 +14,7 @@ export const DEFINITION: Definition = {
 			where: {},
 			with: {},
 			search: true,
+			collection: 'items',
 		},
 		choices_list_entity_types_by_entityTypeID: {
 			action: 'list_entity_types',
@@ -22,6 +23,7 @@ export const DEFINITION: Definition = {
 			where: {},
 			with: {},
 			search: false,
+			collection: null,
 		},
 		choices_list_entity_types_by_name: {
 			action: 'list_entity_types',
@@ -30,6 +32,7 @@ export const DEFINITION: Definition = {
 			where: {},
 			with: {},
 			search: false,
+			collection: null,
 		},
 		choices_list_lead_sources: {
 			action: 'list_lead_sources',
@@ -38,6 +41,7 @@ export const DEFINITION: Definition = {
 			where: {},
 			with: {},
 			search: false,
+			collection: null,
 		},
 		choices_list_lead_statuses: {
 			action: 'list_lead_statuses',
@@ -46,6 +50,7 @@ export const DEFINITION: Definition = {
 			where: {},
 			with: {},
 			search: false,
+			collection: null,
 		},
 		choices_list_ledger_accounts: {
 			action: 'list_ledger_accounts',
@@ -54,6 +59,7 @@ export const DEFINITION: Definition = {
 			where: {},
 			with: {},
 			search: false,
+			collection: null,
 		},
 		choices_list_ledger_tax_rates: {
 			action: 'list_ledger_tax_rates',
@@ -62,6 +68,7 @@ export const DEFINITION: Definition = {
 			where: {},
 			with: {},
 			search: false,
+			collection: null,
 		},
 		choices_list_proposal_services: {
 			action: 'list_proposal_services',
@@ -70,6 +77,7 @@ export const DEFINITION: Definition = {
 			where: {},
 			with: {},
 			search: false,
+			collection: null,
 		},
 		choices_list_users: {
 			action: 'list_users',
@@ -78,6 +86,7 @@ export const DEFINITION: Definition = {
 			where: {},
 			with: {},
 			search: true,
+			collection: null,
 		},
 		choices_list_webhook_events: {
 			action: 'list_webhook_events',
@@ -86,6 +95,7 @@ export const DEFINITION: Definition = {
 			where: {},
 			with: {},
 			search: false,
+			collection: null,
 		},
 	},
 	auth: {

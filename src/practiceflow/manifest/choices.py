@@ -47,6 +47,7 @@ class ChoiceSource:
         where: equality filters on the rows.
         with_: input for the list action.
         search: the list is large; platforms offer a search over it.
+        collection: where the rows sit in the raw answer (None: a bare array).
     """
 
     action: str
@@ -56,6 +57,7 @@ class ChoiceSource:
     where: Mapping[str, Any] = field(default_factory=dict)
     with_: Mapping[str, Any] = field(default_factory=dict)
     search: bool = False
+    collection: str | None = None
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> ChoiceSource:
@@ -68,6 +70,7 @@ class ChoiceSource:
             where=dict(data.get("where") or {}),
             with_=dict(data.get("with") or {}),
             search=bool(data.get("search", False)),
+            collection=data.get("collection"),
         )
 
     def as_data(self) -> dict[str, Any]:
@@ -79,6 +82,7 @@ class ChoiceSource:
             "where": dict(sorted(self.where.items())),
             "with": dict(sorted(self.with_.items())),
             "search": self.search,
+            "collection": self.collection,
         }
 
 
