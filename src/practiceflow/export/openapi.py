@@ -56,6 +56,7 @@ def file_media_type(action: ActionModule) -> str:
     guessed = mimetypes.guess_type(f"file{Path(str(name)).suffix}")[0] if name else None
     return guessed or FILE_MEDIA_TYPE
 
+
 _ALWAYS = {"401": "Missing, wrong or inactive credentials.", "429": "Rate limit exceeded.",
            "500": "Internal server error."}  # fmt: skip
 _STATUS_TEXT = {"400": "Validation failure.", "403": "Read-only API client on a write route.",
