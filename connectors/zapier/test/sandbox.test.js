@@ -1,6 +1,8 @@
 'use strict';
-// Hand-written proof (not generated): zapier-platform-core's createAppTester runs the
-// generated app against the practiceflow sandbox on 127.0.0.1. tests/export/test_zapier.py
+// The app's own test, shipped with every export (practiceflow/export/templates/zapier/test):
+// zapier-platform-core's createAppTester runs the generated app against the practiceflow
+// sandbox on 127.0.0.1. tests/export/test_zapier.py (and the product proof, which runs it
+// through `zapier-platform test`)
 // starts the sandbox and passes PF_BASE_URL, PF_ADMIN_URL, PF_ADMIN_TOKEN, PF_CLIENT_ID and
 // PF_CLIENT_SECRET; run with NODE_ENV=test so core's output checks throw instead of logging.
 

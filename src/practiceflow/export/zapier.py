@@ -39,7 +39,16 @@ from practiceflow.triggers.definition import DELIVERY_PREFIX
 __all__ = ["ZapierExporter", "is_create"]
 
 #: Files copied verbatim from ``templates/zapier``.
-_STATIC = ("index.js", "lib/expr.js", "lib/runtime.js", "package.json", "package-lock.json")
+_STATIC = (
+    "index.js",
+    "lib/expr.js",
+    "lib/runtime.js",
+    "package.json",
+    "package-lock.json",
+    # The app's own tests travel with it, so `zapier-platform test` on an export runs them.
+    "test/validate.test.js",
+    "test/sandbox.test.js",
+)
 
 #: Pages a polling trigger reads per poll at most.
 MAX_PAGES = 10
