@@ -189,3 +189,33 @@ def n8n_product() -> Path:
     folder = PRODUCTS / "n8n"
     npm_ci(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def n8n_env(node_env: dict[str, str]) -> dict[str, str]:
+    """The Node environment without NODE_ENV=test: n8n's lint plugin treats NODE_ENV=test as
+    its own unit-test run and then checks every file as if it were ``Test.node.ts``."""
+    return {key: value for key, value in node_env.items() if key != "NODE_ENV"}
+
+
+@pytest.fixture(scope="module")
+def n8n_built(n8n_env: dict[str, str]) -> Path:
+    """connectors/n8n installed from its lockfile and built with ``n8n-node build``."""
+    folder = CONNECTORS / "n8n"
+    node_tool("npm")
+    modules = npm_ci(folder)
+    done = subprocess.run(  # noqa: S603 - fixed arguments, the tool from node_modules
+        [str(modules / ".bin" / "n8n-node"), "build"],
+        cwd=folder,
+        env=n8n_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"n8n-node build failed:\n{output[-6000:]}"
+    assert "Build successful" in output, output[-3000:]
+    for listed in ("PracticeflowApi.credentials.js", "Practiceflow.node.js"):
+        assert list((folder / "dist").rglob(listed)), f"n8n-node build wrote no {listed}"
+    return folder

@@ -81,6 +81,8 @@ export interface ChoiceDef {
 	where: IDataObject;
 	with: IDataObject;
 	search: boolean;
+	/** Where the rows sit in the list's raw answer (read by Power Automate; unused here). */
+	collection: string | null;
 }
 
 export interface Definition {
