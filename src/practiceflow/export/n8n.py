@@ -48,7 +48,7 @@ from practiceflow.export.n8n_text import (
     title_case,
     ts,
 )
-from practiceflow.export.plan import action_plan, trigger_plan, unsupported
+from practiceflow.export.plan import action_plan, platform_input, trigger_plan
 from practiceflow.export.schemas import form_fields
 from practiceflow.export.zapier import TOLERANCE_SECONDS, template_text
 from practiceflow.manifest.models import ActionModule, TriggerModule
@@ -147,7 +147,7 @@ def _action_node(
         )
         for action in group:
             show = {"resource": [resource], "operation": [action.key]}
-            own, names = parameters(form_fields(action.input_schema), show, lists)
+            own, names = parameters(form_fields(platform_input(action)), show, lists)
             inputs.extend(own)
             fields[action.key] = names
     return params + inputs, fields
@@ -361,7 +361,7 @@ def _definition(
                 "key": key,
                 "resource": _resource(action),
                 "fields": fields[key],
-                "inputSchema": _slim(action.input_schema),
+                "inputSchema": _slim(platform_input(action)),
                 "plan": plans[key],
             }
             for key, action in sorted(actions.items())
@@ -450,7 +450,7 @@ def _build(
     actions: dict[str, ActionModule] = {}
     plans: dict[str, dict[str, Any]] = {}
     for key, action in sorted(modules.actions.items()):
-        reason = unsupported(action) or collision(action, RESERVED["action"])
+        reason = collision(action, RESERVED["action"])
         if reason is None:
             try:
                 plans[key] = action_plan(action)

@@ -11,14 +11,12 @@ connector (:mod:`practiceflow.export.powerautomate`) is lowered from this docume
 
 from __future__ import annotations
 
-import mimetypes
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from practiceflow import __version__
 from practiceflow.errors import ManifestError
-from practiceflow.export.plan import LEAF, action_plan
+from practiceflow.export.plan import FILE_MEDIA_TYPE, LEAF, action_plan, file_media_type
 from practiceflow.export.schemas import rewrite_refs
 from practiceflow.manifest.models import ActionModule
 from practiceflow.manifest.registry import ModuleRegistry
@@ -38,25 +36,6 @@ _PROBLEM = {
         "message": {"type": ["string", "null"]},
     },
 }
-#: Media type of a downloaded file whose name does not tell.
-FILE_MEDIA_TYPE = "application/octet-stream"
-
-
-def file_media_type(action: ActionModule) -> str:
-    """The media type of an action's downloaded file, from its file name's suffix.
-
-    Args:
-        action: a download action.
-
-    Returns:
-        Such as ``application/pdf``; :data:`FILE_MEDIA_TYPE` when the name does not tell.
-    """
-    spec = action.extensions.download
-    name = getattr(spec.filename, "source", spec.filename) if spec is not None else None
-    guessed = mimetypes.guess_type(f"file{Path(str(name)).suffix}")[0] if name else None
-    return guessed or FILE_MEDIA_TYPE
-
-
 _ALWAYS = {"401": "Missing, wrong or inactive credentials.", "429": "Rate limit exceeded.",
            "500": "Internal server error."}  # fmt: skip
 _STATUS_TEXT = {"400": "Validation failure.", "403": "Read-only API client on a write route.",

@@ -21,6 +21,7 @@ event id), which is what Zapier deduplicates on.
 
 from __future__ import annotations
 
+import mimetypes
 from collections.abc import Mapping
 from importlib.resources import files
 from typing import Any
@@ -29,7 +30,7 @@ from practiceflow import __version__
 from practiceflow.errors import ManifestError, TemplateError
 from practiceflow.export.base import Exporter, dump_json, register
 from practiceflow.export.dropdowns import ChoiceLists
-from practiceflow.export.plan import action_plan, trigger_plan, unsupported
+from practiceflow.export.plan import action_plan, file_media_type, platform_input, trigger_plan
 from practiceflow.export.schemas import FormField, form_fields, main_type, resolve
 from practiceflow.manifest.choices import ChoiceSource
 from practiceflow.manifest.models import ActionModule, TriggerModule
@@ -176,14 +177,25 @@ def _action(action: ActionModule, lists: ChoiceLists, search: bool) -> dict[str,
         rows = sample.get("items") or []
         sample = as_record(rows[0]) if rows else {}
         schema = _row_schema(action)
+    outputs = _output_fields(schema, sample)
+    if action.extensions.download is not None:
+        # The file travels as a Zapier file (a hydrated pointer), not as a local path.
+        media = file_media_type(action)
+        name = f"{action.key}{mimetypes.guess_extension(media) or ''}"
+        sample = {"id": name, "fileName": name, "contentType": media, "file": name}
+        outputs = [
+            {"key": "file", "label": "File", "type": "file"},
+            {"key": "fileName", "label": "File name", "type": "string"},
+            {"key": "contentType", "label": "Content type", "type": "string"},
+        ]
     return {
         "key": action.key,
         "noun": action.noun,
         "display": _display(action),
-        "inputFields": [_field(field, lists) for field in form_fields(action.input_schema)],
-        "outputFields": _output_fields(schema, sample),
+        "inputFields": [_field(field, lists) for field in form_fields(platform_input(action))],
+        "outputFields": outputs,
         "sample": sample,
-        "input_schema": dict(action.input_schema),
+        "input_schema": platform_input(action),
         "plan": action_plan(action),
         "records": listed,
     }
@@ -344,15 +356,11 @@ class ZapierExporter(Exporter):
         triggers: dict[str, Any] = {}
         exportable: dict[str, ActionModule] = {}
         for key, action in sorted(modules.actions.items()):
-            reason = unsupported(action)
-            if reason is None:
-                try:
-                    action_plan(action)
-                    exportable[key] = action
-                    continue
-                except ManifestError as exc:
-                    reason = str(exc.issues[0])
-            skipped[f"actions/{key}"] = reason
+            try:
+                action_plan(action)
+                exportable[key] = action
+            except ManifestError as exc:
+                skipped[f"actions/{key}"] = str(exc.issues[0])
         kept = {
             key: trigger
             for key, trigger in sorted(modules.triggers.items())

@@ -14,7 +14,7 @@ import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workf
 
 import { DEFINITION } from '../../shared/definition';
 import { listSearch, loadOptions } from '../../shared/methods';
-import { ApiFailure, baseUrl, runAction } from '../../shared/runtime';
+import { ApiFailure, baseUrl, downloadFile, runAction } from '../../shared/runtime';
 
 const asItems = (result: unknown, listed: boolean): IDataObject[] => {
 	if (Array.isArray(result)) return result.map((row) => (typeof row === 'object' && row !== null ? row : { value: row }) as IDataObject);
@@ -152,6 +152,12 @@ export class Practiceflow implements INodeType {
 						value: 'create_bill',
 						description: 'Creates an adhoc bill (invoice) for an Active client',
 						action: 'Create bill',
+					},
+					{
+						name: 'Download Bill PDF',
+						value: 'download_bill_pdf',
+						description: 'Downloads a bill\'s invoice PDF and writes it to a file (streamed, never held in memory)',
+						action: 'Download bill PDF',
 					},
 					{
 						name: 'Find Bills',
@@ -326,6 +332,12 @@ export class Practiceflow implements INodeType {
 				},
 				options: [
 					{
+						name: 'Download Verification Certificate',
+						value: 'download_verification_certificate',
+						description: 'Downloads a client\'s identity verification certificate (PDF) and writes it to a file (streamed, never held in memory)',
+						action: 'Download verification certificate',
+					},
+					{
 						name: 'Start AML Check',
 						value: 'start_aml_check',
 						description: 'Runs a standalone AML (anti-money-laundering) screening of an existing client at level standard or extensive',
@@ -338,7 +350,7 @@ export class Practiceflow implements INodeType {
 						action: 'Start ID verification',
 					},
 				],
-				default: 'start_aml_check',
+				default: 'download_verification_certificate',
 			},
 			{
 				displayName: 'Operation',
@@ -400,6 +412,12 @@ export class Practiceflow implements INodeType {
 						value: 'create_onboarding',
 						description: 'Creates an onboarding job: one recipient collects details, documents and optional identity or AML checks for one or more clients',
 						action: 'Create onboarding',
+					},
+					{
+						name: 'Download Onboarding Documents Zip',
+						value: 'download_onboarding_documents_zip',
+						description: 'Downloads every uploaded file of one client entity of an onboarding job as one zip, and writes it to a file (streamed, never held in memory)',
+						action: 'Download onboarding documents zip',
 					},
 					{
 						name: 'Get Onboarding Document URL',
@@ -717,6 +735,20 @@ export class Practiceflow implements INodeType {
 						description: 'Whether to set Sync Now (true) or not. Stored for later ledger sync; the bill is not pushed to the ledger now. Example: False.',
 					},
 				],
+			},
+			{
+				displayName: 'Bill ID',
+				name: 'billingID',
+				type: 'number',
+				default: 0,
+				required: true,
+				description: 'BillingID of the bill. Example: 1042.',
+				displayOptions: {
+					show: {
+						resource: ['bill'],
+						operation: ['download_bill_pdf'],
+					},
+				},
 			},
 			{
 				displayName: 'Additional Fields',
@@ -1397,6 +1429,21 @@ export class Practiceflow implements INodeType {
 				type: 'string',
 				default: '',
 				required: true,
+				description: 'EntityKey of the verified client. Example: 0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58.',
+				placeholder: '0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58',
+				displayOptions: {
+					show: {
+						resource: ['identity'],
+						operation: ['download_verification_certificate'],
+					},
+				},
+			},
+			{
+				displayName: 'Client',
+				name: 'entityKey',
+				type: 'string',
+				default: '',
+				required: true,
 				description: 'EntityKey of an existing client. Example: 0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58.',
 				placeholder: '0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58',
 				displayOptions: {
@@ -1737,6 +1784,35 @@ export class Practiceflow implements INodeType {
 						description: 'Whether to set Send Now (true) or not. true sends the job to the recipient now; false saves it as a Draft. Example: True.',
 					},
 				],
+			},
+			{
+				displayName: 'Onboarding Key',
+				name: 'onboardingKey',
+				type: 'string',
+				default: '',
+				required: true,
+				description: 'The job\'s onboardingKey. Example: 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d.',
+				placeholder: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+				displayOptions: {
+					show: {
+						resource: ['onboarding'],
+						operation: ['download_onboarding_documents_zip'],
+					},
+				},
+			},
+			{
+				displayName: 'Entity Onboarding ID',
+				name: 'entityOnboardingId',
+				type: 'number',
+				default: 0,
+				required: true,
+				description: 'The client entity\'s ID within the job (from List Onboarding Documents). Example: 4411.',
+				displayOptions: {
+					show: {
+						resource: ['onboarding'],
+						operation: ['download_onboarding_documents_zip'],
+					},
+				},
 			},
 			{
 				displayName: 'Onboarding Key',
@@ -2186,6 +2262,14 @@ export class Practiceflow implements INodeType {
 				const values: IDataObject = {};
 				for (const name of action.fields) values[name] = this.getNodeParameter(name, i) as IDataObject[string];
 				Object.assign(values, this.getNodeParameter('additionalFields', i, {}) as IDataObject);
+				if (action.plan.download) {
+					// A file: n8n binary data under "data", its name and type in the JSON.
+					const file = await downloadFile(send, baseUrl(DEFINITION, credentials), action, values);
+					const binary = await this.helpers.prepareBinaryData(file.data, file.fileName, file.contentType);
+					const json = { fileName: file.fileName, contentType: file.contentType, size: file.data.length };
+					returnData.push({ json, binary: { data: binary }, pairedItem: { item: i } });
+					continue;
+				}
 				const result = await runAction(send, baseUrl(DEFINITION, credentials), DEFINITION, action, values);
 				const listed = action.plan.list !== null && (action.plan.map === null || action.plan.map === undefined);
 				for (const json of asItems(result, listed)) returnData.push({ json, pairedItem: { item: i } });

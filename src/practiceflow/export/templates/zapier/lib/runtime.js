@@ -253,6 +253,40 @@ const runSearch = (def, action) => async (z, bundle) => {
   return result === undefined || result === null ? [] : [result];
 };
 
+// ---- files -----------------------------------------------------------------------------
+
+// A download is a search whose record carries the file as a dehydrated pointer: Zapier
+// fetches it (fileHydrator: the API's bytes through z.stashFile) only when a step uses it.
+const runDownload = (def, action, hydrator) => async (z, bundle) => {
+  const input = prepareInput(bundle.inputData, action.input_schema);
+  const path = String(render(action.plan.path, { input }));
+  const spec = action.plan.download;
+  const fileName = spec.name ? String(render(spec.name, { input })) : path.split('/').pop();
+  const pointer = { path, fileName, contentType: spec.type };
+  return [{ id: path, fileName, contentType: spec.type, file: z.dehydrateFile(hydrator, pointer) }];
+};
+
+const fetchFile = async (z, bundle, def, path) => {
+  const response = await z.request({
+    url: baseUrl(z, bundle, def) + path,
+    method: 'GET',
+    raw: true,
+    skipThrowForStatus: true,
+    headers: { Accept: '*/*' },
+  });
+  if (response.status >= 400) {
+    const error = new z.errors.Error(`GET ${path} answered ${response.status}`, 'ApiError', response.status);
+    error.status = response.status;
+    throw error;
+  }
+  return response;
+};
+
+const fileHydrator = (def) => async (z, bundle) => {
+  const { path, fileName, contentType } = bundle.inputData;
+  return z.stashFile(fetchFile(z, bundle, def, path), undefined, fileName, contentType);
+};
+
 // ---- dynamic dropdowns -----------------------------------------------------------------
 
 const pick = (row, name) => {
@@ -440,6 +474,9 @@ const testAuth = (def) => async (z, bundle) => {
 
 module.exports = {
   addAuthHeaders,
+  fetchFile,
+  fileHydrator,
+  runDownload,
   choiceOptions,
   choicesPerform,
   hookPerform,
