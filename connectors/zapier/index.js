@@ -22,22 +22,30 @@ for (const item of Object.values(def.creates)) {
   };
 }
 
+// One hydrator for every download: it must be the very function the app lists.
+const downloadFile = rt.fileHydrator(def);
+
 const searches = {};
 for (const item of Object.values(def.searches)) {
-  searches[item.key] = {
-    ...describe(item),
-    operation: { ...operationBase(item), perform: rt.runSearch(def, item) },
-  };
+  const perform = item.plan.download ? rt.runDownload(def, item, downloadFile) : rt.runSearch(def, item);
+  searches[item.key] = { ...describe(item), operation: { ...operationBase(item), perform } };
 }
 
 const triggers = {};
 for (const item of Object.values(def.triggers)) {
-  const operation = { ...operationBase(item), type: item.type };
-  if (item.type === 'hook') {
+  const operation = { ...operationBase(item), type: item.type === 'hook' ? 'hook' : 'polling' };
+  if (item.type === 'choices') {
+    // Hidden: feeds the dynamic dropdowns of the fields that declare this list.
+    operation.perform = rt.choicesPerform(def, item);
+  } else if (item.type === 'hook') {
     operation.perform = rt.hookPerform(def, item);
     operation.performSubscribe = rt.hookSubscribe(def, item);
     operation.performUnsubscribe = rt.hookUnsubscribe(def);
-    if (item.plan.poll) operation.performList = (z, bundle) => rt.poll(z, bundle, def, item, 1);
+    // A sample while building a Zap: the poll source's newest rows where the module has
+    // one; else the module's own sample (the API has no list of past deliveries).
+    operation.performList = item.plan.poll
+      ? (z, bundle) => rt.poll(z, bundle, def, item, 1)
+      : async () => [item.sample];
   } else {
     operation.perform = (z, bundle) => rt.poll(z, bundle, def, item, def.paging.max_pages);
   }
@@ -57,4 +65,5 @@ module.exports = {
   triggers,
   searches,
   creates,
+  hydrators: { downloadFile },
 };

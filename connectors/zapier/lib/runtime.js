@@ -139,7 +139,9 @@ const raiseFor = (z, response, method, path, advice) => {
     throw new z.errors.ThrottledError(message, Number.isNaN(retry) ? 60 : retry);
   }
   const code = status === 401 ? 'AuthenticationError' : status === 403 ? 'WriteAccessError' : 'ApiError';
-  throw new z.errors.Error(message, code, status);
+  const error = new z.errors.Error(message, code, status);
+  error.status = status; // read by runSearch (a get-by-key's 404 is "no match")
+  throw error;
 };
 
 const send = async (z, bundle, def, { method, path, params, body, headers, advice }) => {
@@ -234,10 +236,86 @@ const runCreate = (def, action) => async (z, bundle) => {
   return isObject(result) ? result : { result };
 };
 
+// Searches answer records, [] when nothing matches (what search-or-create relies on): a
+// list action's rows (plain values as {value}), and a get-by-key's 404 as no match.
+const asRecord = (row) => (isObject(row) ? row : { value: row });
+
 const runSearch = (def, action) => async (z, bundle) => {
-  const result = await runAction(z, bundle, def, action);
-  if (Array.isArray(result)) return result;
+  let result;
+  try {
+    result = await runAction(z, bundle, def, action);
+  } catch (error) {
+    if (!action.records && error && error.status === 404) return [];
+    throw error;
+  }
+  if (action.records) return ((result || {}).items || []).map(asRecord);
+  if (Array.isArray(result)) return result.map(asRecord);
   return result === undefined || result === null ? [] : [result];
+};
+
+// ---- files -----------------------------------------------------------------------------
+
+// A download is a search whose record carries the file as a dehydrated pointer: Zapier
+// fetches it (fileHydrator: the API's bytes through z.stashFile) only when a step uses it.
+const runDownload = (def, action, hydrator) => async (z, bundle) => {
+  const input = prepareInput(bundle.inputData, action.input_schema);
+  const path = String(render(action.plan.path, { input }));
+  const spec = action.plan.download;
+  const fileName = spec.name ? String(render(spec.name, { input })) : path.split('/').pop();
+  const pointer = { path, fileName, contentType: spec.type };
+  return [{ id: path, fileName, contentType: spec.type, file: z.dehydrateFile(hydrator, pointer) }];
+};
+
+const fetchFile = async (z, bundle, def, path) => {
+  const response = await z.request({
+    url: baseUrl(z, bundle, def) + path,
+    method: 'GET',
+    raw: true,
+    skipThrowForStatus: true,
+    headers: { Accept: '*/*' },
+  });
+  if (response.status >= 400) {
+    const error = new z.errors.Error(`GET ${path} answered ${response.status}`, 'ApiError', response.status);
+    error.status = response.status;
+    throw error;
+  }
+  return response;
+};
+
+const fileHydrator = (def) => async (z, bundle) => {
+  const { path, fileName, contentType } = bundle.inputData;
+  return z.stashFile(fetchFile(z, bundle, def, path), undefined, fileName, contentType);
+};
+
+// ---- dynamic dropdowns -----------------------------------------------------------------
+
+const pick = (row, name) => {
+  if (name === null || name === undefined) return isObject(row) || Array.isArray(row) ? undefined : row;
+  return isObject(row) ? row[name] : undefined;
+};
+
+// The (value, label) pairs of a list, as practiceflow.manifest.choices.options_from_rows.
+const choiceOptions = (rows, source) => {
+  const where = source.where || {};
+  const seen = new Set();
+  const out = [];
+  for (const row of rows) {
+    if (Object.keys(where).length && !(isObject(row) && Object.keys(where).every((k) => row[k] === where[k]))) continue;
+    const value = pick(row, source.value);
+    if (value === undefined || value === null || value === '') continue;
+    const label = source.label ? pick(row, source.label) : undefined;
+    if (seen.has(String(value))) continue;
+    seen.add(String(value));
+    out.push({ id: String(value), label: String(label === undefined || label === null || label === '' ? value : label) });
+  }
+  return out;
+};
+
+const choicesPerform = (def, item) => async (z, bundle) => {
+  const source = item.choices;
+  const action = def.searches[source.action];
+  const listed = await runAction(z, { ...bundle, inputData: { ...(source.with || {}) } }, def, action);
+  return choiceOptions((listed || {}).items || [], source);
 };
 
 // ---- polling ---------------------------------------------------------------------------
@@ -396,6 +474,11 @@ const testAuth = (def) => async (z, bundle) => {
 
 module.exports = {
   addAuthHeaders,
+  fetchFile,
+  fileHydrator,
+  runDownload,
+  choiceOptions,
+  choicesPerform,
   hookPerform,
   hookSubscribe,
   hookUnsubscribe,

@@ -1,6 +1,8 @@
 'use strict';
-// Hand-written proof (not generated): zapier-platform-core's createAppTester runs the
-// generated app against the practiceflow sandbox on 127.0.0.1. tests/export/test_zapier.py
+// The app's own test, shipped with every export (practiceflow/export/templates/zapier/test):
+// zapier-platform-core's createAppTester runs the generated app against the practiceflow
+// sandbox on 127.0.0.1. tests/export/test_zapier.py (and the product proof, which runs it
+// through `zapier-platform test`)
 // starts the sandbox and passes PF_BASE_URL, PF_ADMIN_URL, PF_ADMIN_TOKEN, PF_CLIENT_ID and
 // PF_CLIENT_SECRET; run with NODE_ENV=test so core's output checks throw instead of logging.
 
@@ -85,6 +87,106 @@ test('sandbox proofs', { skip }, async (t) => {
     assert.equal(results.length, 1);
     assert.equal(results[0].entityKey, created.entityKey);
     assert.equal(results[0].entityName, 'Zapier Proof Pty Ltd');
+  });
+
+  await t.test('get_client with an unknown key finds nothing ([]), not an error', async () => {
+    const results = await appTester(App.searches.get_client.operation.perform, {
+      authData: authData(),
+      inputData: { entityKey: '00000000-0000-4000-8000-000000000000' },
+    });
+    assert.deepEqual(results, []);
+  });
+
+  await t.test('search-or-create on find_clients creates exactly one client, then finds it', async () => {
+    // What Zapier does for a search-or-create step: search; create only when [] came back.
+    const marker = `zap-soc-${Date.now()}`;
+    const searchOrCreate = async () => {
+      const found = await appTester(App.searches.find_clients.operation.perform, {
+        authData: authData(),
+        inputData: { externalSystemID: marker },
+      });
+      assert.ok(Array.isArray(found));
+      if (found.length) return { found: found[0], created: false };
+      const made = await appTester(App.creates.create_client.operation.perform, {
+        authData: authData(),
+        inputData: { entityName: 'Search Or Create Ltd', entityType: 'Company', externalSystemID: marker },
+      });
+      return { found: made, created: true };
+    };
+    const first = await searchOrCreate();
+    assert.equal(first.created, true, 'no client matched: the step creates one');
+    const second = await searchOrCreate();
+    assert.equal(second.created, false, 'the client now matches: nothing is created');
+    assert.equal(second.found.entityKey, first.found.entityKey, 'the search returns the record itself');
+    const rows = (await admin('GET', '/_admin/records/entities')).filter((row) => row.externalSystemID === marker);
+    assert.equal(rows.length, 1, 'exactly one client carries the marker');
+  });
+
+  const apiList = async (route) => {
+    const response = await fetch(`${env.PF_BASE_URL}${route}`, {
+      headers: { 'X-SVC-Auth-ID': env.PF_CLIENT_ID, 'X-SVC-Auth-Key': env.PF_CLIENT_SECRET },
+    });
+    assert.ok(response.ok, `${route}: ${response.status}`);
+    const data = await response.json();
+    return Array.isArray(data) ? data : Object.values(data).find(Array.isArray);
+  };
+
+  await t.test('dynamic dropdowns show the sandbox\'s own lists', async () => {
+    const dropdown = (operation, key) => {
+      const field = App[operation.kind][operation.key].operation.inputFields.find((f) => f.key === key);
+      assert.ok(field && field.dynamic, `${operation.key}.${key} is a dynamic dropdown`);
+      const [trigger, idField, labelField] = field.dynamic.split('.');
+      assert.ok(App.triggers[trigger], `${field.dynamic} names a trigger of the app`);
+      assert.equal(App.triggers[trigger].display.hidden, true);
+      return { trigger, idField, labelField };
+    };
+    const cases = [
+      [{ kind: 'creates', key: 'create_lead' }, 'entityType', '/api/v1/settings/entity-types', (r) => r.name],
+      [{ kind: 'creates', key: 'create_lead' }, 'leadSource', '/api/v1/settings/lead-sources', (r) => r.name],
+      [{ kind: 'creates', key: 'send_eform' }, 'templateId', '/api/v1/eforms/templates?pageSize=100', (r) => String(r.formTemplateId)],
+    ];
+    for (const [operation, key, route, valueOf] of cases) {
+      const { trigger, idField, labelField } = dropdown(operation, key);
+      const options = await appTester(App.triggers[trigger].operation.perform, { authData: authData(), inputData: {} });
+      const expected = (await apiList(route)).map(valueOf);
+      assert.deepEqual(options.map((o) => o[idField]), expected, `${operation.key}.${key}`);
+      for (const option of options) assert.ok(option[labelField], 'every option has a label');
+    }
+  });
+
+  await t.test('download_bill_pdf gives a Zapier file whose hydrator fetches the PDF', async () => {
+    const bill = (await admin('GET', '/_admin/records/bills'))[0];
+    const [record] = await appTester(App.searches.download_bill_pdf.operation.perform, {
+      authData: authData(),
+      inputData: { billingID: String(bill.billingID) },
+    });
+    assert.equal(record.contentType, 'application/pdf');
+    assert.equal(record.fileName, `bill-${bill.billingID}.pdf`);
+    assert.match(record.file, /^hydrate\|\|\|.*\|\|\|hydrate$/, 'a dehydrated file pointer');
+    const pointer = JSON.parse(record.file.split('|||')[1]);
+    assert.equal(pointer.method, 'hydrators.downloadFile');
+    assert.deepEqual(pointer.bundle, {
+      path: `/api/v1/bills/${bill.billingID}/pdf`,
+      fileName: `bill-${bill.billingID}.pdf`,
+      contentType: 'application/pdf',
+    });
+    // Zapier runs the hydrator when a step uses the file: it fetches the PDF and stashes it
+    // in Zapier's file store, which needs Zapier's service (a deploy key): offline, core
+    // refuses to run it, which is as far as a test without Zapier's account can go.
+    await assert.rejects(
+      appTester(App.hydrators.downloadFile, { authData: authData(), inputData: pointer.bundle }),
+      /ZAPIER_DEPLOY_KEY/,
+    );
+  });
+
+  await t.test('every REST hook has performList giving items with an id', async () => {
+    for (const trigger of Object.values(App.triggers)) {
+      if (trigger.operation.type !== 'hook') continue;
+      assert.equal(typeof trigger.operation.performList, 'function', trigger.key);
+      if (trigger.key === HOOK) continue; // read from the sandbox below
+      const listed = await appTester(trigger.operation.performList, { authData: authData(), inputData: {} });
+      assert.ok(listed.length >= 1 && listed.every((item) => item.id), trigger.key);
+    }
   });
 
   await t.test(`${HOOK}: REST hook subscribe, perform a real delivery, performList, unsubscribe`, async () => {

@@ -1,5 +1,6 @@
 'use strict';
-// Hand-written proof (not generated): the app passes the validation Zapier's CLI runs
+// The app's own test, shipped with every export (practiceflow/export/templates/zapier/test):
+// the app passes the validation Zapier's CLI runs
 // locally, and each trigger / search / create passes its own schema (where a missing
 // sample is caught). Uses zapier-platform-core and zapier-platform-schema only.
 

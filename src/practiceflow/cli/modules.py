@@ -21,6 +21,7 @@ from rich.table import Table
 
 from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.engine import run_action, validate_input
+from practiceflow.engine.choices import check_choices
 from practiceflow.errors import ConfigError, InputError, Issue, ManifestError
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import (
@@ -421,7 +422,10 @@ def action(
 ) -> None:
     """Run one action with input from a file; --dry-run shows the request instead.
 
-    Bad input is reported with its file, line and field, and nothing is sent. Exit codes:
+    Bad input is reported with its file, line and field, and nothing is sent. Online, a
+    field whose choices come from a list (entity types, lead sources, eForm templates...)
+    is checked against that list first, and a value it does not offer is refused with the
+    valid values. Exit codes:
     0 done, 2 bad input or configuration, 3 credentials or write access, 4 transient
     (rate limit, server, network), 5 a write is in doubt.
 
@@ -465,6 +469,13 @@ def action(
             err=True,
         )
     try:
+        if client is not None and not dry_run and module.choices:
+            # Online: the declared lists (x-choices) say which values the API offers.
+            wrong = check_choices(
+                module, located.data, client, registry, file=display, located=located
+            )
+            if wrong:
+                raise InputError(module.key, wrong)
         result = run_action(
             module,
             located.data,

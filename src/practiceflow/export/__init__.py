@@ -8,7 +8,10 @@ This package owns ``practiceflow export PLATFORM --out DIR`` and what it writes 
   :func:`write_export`, which never overwrites a hand-written file;
 * :mod:`.plan`: module templates as portable expression trees for the JavaScript runtimes;
 * :mod:`.schemas`: JSON Schema helpers (form fields, references);
-* :mod:`.zapier`, :mod:`.n8n`, :mod:`.openapi`: one generator per platform.
+* :mod:`.dropdowns`: the declared choice lists (``x-choices``), named once for every platform;
+* :mod:`.zapier`, :mod:`.n8n` (with :mod:`.n8n_text`, :mod:`.n8n_params`): one generator per
+  platform; :mod:`.openapi` builds the OpenAPI 3.1 document and :mod:`.powerautomate` the
+  ``openapi`` exporter with its Power Automate connector folder.
 
 Every generator is deterministic (sorted keys, stable order), so a test can regenerate an
 export and compare it with the committed copy.
@@ -20,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from practiceflow.export import n8n as _n8n  # noqa: F401 - registers its exporter
-from practiceflow.export import openapi as _openapi  # noqa: F401 - registers its exporters
+from practiceflow.export import powerautomate as _powerautomate  # noqa: F401 - registers "openapi"
 from practiceflow.export import zapier as _zapier  # noqa: F401 - registers its exporter
 from practiceflow.export.base import (
     LISTING,
@@ -47,7 +50,7 @@ __all__ = [
 ]
 
 
-def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str]:
+def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str | bytes]:
     """Build one platform's export in memory.
 
     Args:
@@ -55,7 +58,7 @@ def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str]:
         modules: extra module folders (``--modules DIR``) besides the shipped ones.
 
     Returns:
-        Relative path -> file text.
+        Relative path -> file text (bytes for binary files such as icons).
 
     Raises:
         ConfigError: the platform is unknown.
@@ -64,7 +67,7 @@ def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str]:
     exporter = exporter_for(platform)
     extra = list(modules)
     registry = load_modules(extra) if extra else default_registry()
-    return exporter.files(registry, load_connector())
+    return dict(exporter.files(registry, load_connector()))
 
 
 def export(platform: str, out: Path, modules: Iterable[PathLike] = ()) -> ExportResult:

@@ -64,15 +64,17 @@ class Exporter(ABC):
     summary: ClassVar[str]
 
     @abstractmethod
-    def files(self, modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-        """Build the generated files.
+    def files(
+        self, modules: ModuleRegistry, connector: Mapping[str, Any]
+    ) -> Mapping[str, str | bytes]:
+        """Build the generated files (text, or bytes for binary files such as icons).
 
         Args:
             modules: the loaded actions and triggers.
             connector: the connector manifest (``manifests/connector.yaml``) as data.
 
         Returns:
-            Relative POSIX path -> file text.
+            Relative POSIX path -> file text (or bytes).
 
         Raises:
             ManifestError: a module cannot be expressed on this platform.
@@ -136,7 +138,27 @@ class ExportResult:
     removed: tuple[str, ...]
 
 
-def _listing(platform: str, files: Mapping[str, str]) -> str:
+def _same(target: Path, content: str | bytes) -> bool:
+    """Whether a file on disk already holds exactly ``content``."""
+    if not target.is_file():
+        return False
+    if isinstance(content, bytes):
+        return target.read_bytes() == content
+    try:
+        return target.read_text(encoding="utf-8") == content
+    except UnicodeDecodeError:
+        return False
+
+
+def _write(target: Path, content: str | bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        target.write_bytes(content)
+    else:
+        target.write_text(content, encoding="utf-8", newline="\n")
+
+
+def _listing(platform: str, files: Mapping[str, str | bytes]) -> str:
     return dump_json({"files": sorted(files), "notice": _NOTICE, "platform": platform})
 
 
@@ -159,12 +181,12 @@ def _check_path(name: str) -> None:
         raise ConfigError(message)
 
 
-def write_export(platform: str, files: Mapping[str, str], out: Path) -> ExportResult:
+def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> ExportResult:
     """Write generated files into ``out`` without touching hand-written ones.
 
     Args:
         platform: the exporter's name (recorded in ``GENERATED.json``).
-        files: relative path -> text, from :meth:`Exporter.files`.
+        files: relative path -> text (or bytes), from :meth:`Exporter.files`.
         out: the export folder (created when missing).
 
     Returns:
@@ -175,15 +197,14 @@ def write_export(platform: str, files: Mapping[str, str], out: Path) -> ExportRe
     """
     out.mkdir(parents=True, exist_ok=True)
     owned = _owned(out)
-    everything = {**files, LISTING: _listing(platform, files)}
+    everything: dict[str, str | bytes] = {**files, LISTING: _listing(platform, files)}
     clashes = []
     for name in sorted(everything):
         _check_path(name)
         target = out / name
-        if target.exists() and name not in owned and name != LISTING:
-            same = target.is_file() and target.read_text(encoding="utf-8") == everything[name]
-            if not same:
-                clashes.append(name)
+        foreign = target.exists() and name not in owned and name != LISTING
+        if foreign and not _same(target, everything[name]):
+            clashes.append(name)
     if clashes:
         message = (
             f"{out}: refusing to overwrite files that 'practiceflow export' did not write: "
@@ -192,13 +213,12 @@ def write_export(platform: str, files: Mapping[str, str], out: Path) -> ExportRe
         raise ConfigError(message)
     written: list[str] = []
     unchanged: list[str] = []
-    for name, text in sorted(everything.items()):
+    for name, content in sorted(everything.items()):
         target = out / name
-        if target.is_file() and target.read_text(encoding="utf-8") == text:
+        if _same(target, content):
             unchanged.append(name)
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8", newline="\n")
+        _write(target, content)
         written.append(name)
     removed = sorted(owned - set(everything))
     for name in removed:
@@ -207,7 +227,7 @@ def write_export(platform: str, files: Mapping[str, str], out: Path) -> ExportRe
     return ExportResult(out, tuple(written), tuple(unchanged), tuple(removed))
 
 
-def stale_files(platform: str, files: Mapping[str, str], out: Path) -> list[str]:
+def stale_files(platform: str, files: Mapping[str, str | bytes], out: Path) -> list[str]:
     """Compare a fresh export with the copy in ``out``.
 
     Args:
@@ -219,11 +239,7 @@ def stale_files(platform: str, files: Mapping[str, str], out: Path) -> list[str]
         Sorted relative paths that are missing, different, or generated earlier but no
         longer produced; empty when the copy is current.
     """
-    everything = {**files, LISTING: _listing(platform, files)}
-    stale = [
-        name
-        for name, text in everything.items()
-        if not (out / name).is_file() or (out / name).read_text(encoding="utf-8") != text
-    ]
+    everything: dict[str, str | bytes] = {**files, LISTING: _listing(platform, files)}
+    stale = [name for name, content in everything.items() if not _same(out / name, content)]
     stale.extend(name for name in _owned(out) if name not in everything)
     return sorted(stale)

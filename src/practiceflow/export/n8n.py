@@ -31,21 +31,31 @@ every request goes through ``httpRequestWithAuthentication``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from practiceflow import __version__
 from practiceflow.errors import ManifestError
 from practiceflow.export.base import Exporter, register
-from practiceflow.export.plan import action_plan, trigger_plan, unsupported
-from practiceflow.export.schemas import FormField, form_fields
+from practiceflow.export.dropdowns import ChoiceLists
+from practiceflow.export.n8n_params import RESERVED, collision, parameters
+from practiceflow.export.n8n_text import (
+    Raw,
+    camel,
+    describe,
+    first_sentence,
+    sentence_case,
+    title_case,
+    ts,
+)
+from practiceflow.export.plan import action_plan, platform_input, trigger_plan
+from practiceflow.export.schemas import form_fields
 from practiceflow.export.zapier import TOLERANCE_SECONDS, template_text
 from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.registry import ModuleRegistry
 from practiceflow.triggers.definition import DELIVERY_PREFIX
 
-__all__ = ["N8nExporter"]
+__all__ = ["N8nExporter", "node_descriptions"]
 
 #: Files copied verbatim from ``templates/n8n``.
 _STATIC = (
@@ -55,6 +65,7 @@ _STATIC = (
     "eslint.config.mjs",
     "shared/expr.ts",
     "shared/runtime.ts",
+    "shared/methods.ts",
     "nodes/Practiceflow/practiceflow.svg",
     "nodes/Practiceflow/practiceflow.dark.svg",
 )
@@ -64,264 +75,11 @@ MAX_PAGES = 50
 #: The credential type's name (n8n links nodes to credentials by it).
 CREDENTIAL = "practiceflowApi"
 _ICON = {"light": "file:practiceflow.svg", "dark": "file:practiceflow.dark.svg"}
-_IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
-# n8n's lint checks display names with the npm ``title-case`` package and actions with
-# ``sentence-case``; these patterns follow that package's documented rules.
-_SMALL_WORDS = re.compile(
-    r"\b(?:an?d?|a[st]|because|but|by|en|for|i[fn]|neither|nor|o[fnr]|only|over|per|so|some"
-    r"|tha[tn]|the|to|up|upon|vs?\.?|versus|via|when|with|without|yet)\b",
-    re.IGNORECASE,
-)
-_TOKENS = re.compile(r"[^\s:\u2013\u2014-]+|.", re.DOTALL)
-_MANUAL_CASE = re.compile(r".(?=[A-Z]|\..)")
-_WORD_CHAR = re.compile(r"[A-Za-z0-9\u00C0-\u00FF]")
-#: Words n8n wants in capitals wherever they appear (``Id`` -> ``ID``, ``Url`` -> ``URL``).
-_ACRONYMS = (
-    (re.compile(r"\b[iI]d(s?)\b"), r"ID\1"),
-    (re.compile(r"\b[uU]rl(s?)\b"), r"URL\1"),
-    (re.compile(r"\b[jJ]son\b"), "JSON"),
-)
-
-
-class _Raw(str):
-    """TypeScript source emitted verbatim (an identifier, not a string literal)."""
-
-
-_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _string(text: str) -> str:
-    """A single-quoted TypeScript string literal (no needless escapes)."""
-    out = []
-    for char in text:
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif ord(char) < 0x20:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return "'" + "".join(out) + "'"
-
-
-def ts(value: Any, indent: int = 0) -> str:
-    """A JSON-like value as a TypeScript literal (tabs, single quotes, bare keys).
-
-    Args:
-        value: JSON-compatible data; :class:`_Raw` strings are emitted verbatim.
-        indent: the current nesting depth.
-
-    Returns:
-        The source text.
-    """
-    pad = "\t" * (indent + 1)
-    end = "\t" * indent
-    if isinstance(value, _Raw):
-        return str(value)
-    if isinstance(value, str):
-        return _string(value)
-    if value is None:
-        return "null"
-    if isinstance(value, bool | int | float):
-        return json.dumps(value)
-    if isinstance(value, Mapping):
-        if not value:
-            return "{}"
-        lines = []
-        for key, child in value.items():
-            name = key if _IDENT.match(key) else _string(key)
-            lines.append(f"{pad}{name}: {ts(child, indent + 1)},")
-        return "{\n" + "\n".join(lines) + "\n" + end + "}"
-    if isinstance(value, list | tuple):
-        if not value:
-            return "[]"
-        if all(not isinstance(item, Mapping | list | tuple) for item in value):
-            inline = "[" + ", ".join(ts(item) for item in value) + "]"
-            if len(inline) < 80:
-                return inline
-        lines = [f"{pad}{ts(item, indent + 1)}," for item in value]
-        return "[\n" + "\n".join(lines) + "\n" + end + "]"
-    message = f"cannot write {type(value).__name__} as TypeScript"
-    raise TypeError(message)
-
-
-def _acronyms(text: str) -> str:
-    for pattern, replacement in _ACRONYMS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def title_case(text: str) -> str:
-    """Title Case as n8n display names use it.
-
-    Small words stay lower case except first and last; words with capitals inside
-    (``eForm``, ``ID``) are kept; each part of a hyphenated word is capitalised.
-
-    Args:
-        text: a label such as ``Client entity id``.
-
-    Returns:
-        ``Client Entity ID``.
-    """
-    text = _acronyms(" ".join(text.split()))
-    out = []
-    for match in _TOKENS.finditer(text):
-        token, index = match.group(0), match.start()
-        small = _SMALL_WORDS.search(token) is not None
-        at_edge = index == 0 or index + len(token) == len(text)
-        if not _MANUAL_CASE.search(token) and (not small or at_edge):
-            token = _WORD_CHAR.sub(lambda m: m.group(0).upper(), token, count=1)
-        out.append(token)
-    return "".join(out)
-
-
-def sentence_case(text: str) -> str:
-    """An operation's ``action`` text: words lower case (acronyms kept), first one capitalised.
-
-    Args:
-        text: a title such as ``List practice-management staff``.
-
-    Returns:
-        ``List practice management staff``.
-    """
-    words = [word for word in re.split(r"[^A-Za-z0-9]+", text) if word]
-    kept = [word if word.isupper() and len(word) > 1 else word.lower() for word in words]
-    joined = " ".join(kept)
-    return joined[:1].upper() + joined[1:]
-
-
-def describe(text: str) -> str:
-    """A parameter description as n8n's lint wants it.
-
-    One line, first letter capitalised, ``ID`` / ``URL`` / ``JSON`` in capitals, no final
-    period on a single sentence and a final period on several.
-
-    Args:
-        text: the module's description or help text.
-
-    Returns:
-        The description.
-    """
-    flat = _acronyms(" ".join(text.split()).strip())
-    if not flat:
-        return flat
-    flat = flat[:1].upper() + flat[1:]
-    single = len(flat.replace("e.g.", "", 1).split(". ")) == 1
-    if single:
-        return flat.rstrip(".")
-    return flat if flat.endswith((".", "!", "?")) else flat + "."
-
-
-def _camel(text: str) -> str:
-    words = re.split(r"[^A-Za-z0-9]+", text)
-    words = [word for word in words if word]
-    return words[0].lower() + "".join(word[:1].upper() + word[1:] for word in words[1:])
-
-
-def _first_sentence(text: str) -> str:
-    flat = " ".join(text.split())
-    match = re.match(r"(.+?[.!?])(\s|$)", flat)
-    return describe(match.group(1) if match else flat)
-
-
-# ---- parameters --------------------------------------------------------------------------
-
-
-def _json_default(field: FormField) -> str:
-    if field.example is not None and isinstance(field.example, dict | list):
-        return json.dumps(field.example, ensure_ascii=False)
-    return "[]" if field.children else ""
-
-
-def _parameter(field: FormField, show: Mapping[str, list[str]] | None) -> dict[str, Any]:
-    """One input field as an n8n parameter (``show`` is None inside a collection)."""
-    param: dict[str, Any] = {"displayName": title_case(field.label), "name": field.key}
-    description = field.help
-    kind = field.type
-    if field.choices:
-        options = [{"name": title_case(str(choice)), "value": choice} for choice in field.choices]
-        options.sort(key=lambda option: str(option["name"]).lower())
-        param["type"] = "multiOptions" if field.list else "options"
-        param["options"] = options
-        if field.list:
-            param["default"] = []
-        elif field.default is not None:
-            param["default"] = field.default
-        else:
-            param["default"] = options[0]["value"]
-    elif kind == "boolean":
-        param["type"] = "boolean"
-        param["default"] = bool(field.default) if field.default is not None else False
-    elif kind in ("integer", "number") and not field.list:
-        param["type"] = "number"
-        param["default"] = field.default if isinstance(field.default, int | float) else 0
-    elif kind == "datetime" and not field.list:
-        param["type"] = "dateTime"
-        param["default"] = ""
-    elif kind == "json":
-        param["type"] = "json"
-        param["default"] = _json_default(field)
-        if field.children:
-            names = ", ".join(child.key for child in field.children)
-            description = f"{description} A JSON list of objects with: {names}.".strip()
-    else:
-        param["type"] = "string"
-        param["default"] = "" if field.default is None else str(field.default)
-        if field.list:
-            description = f"{description} Separate several values with commas.".strip()
-    if param["type"] == "boolean":
-        # n8n's convention: a boolean's description starts with "Whether".
-        description = f"Whether to set {param['displayName']} (true) or not. {description}"
-    if field.key == "limit" and param["type"] == "number":
-        # n8n's convention for a result limit (its lint checks all three).
-        param["typeOptions"] = {"minValue": 1}
-        param["default"] = 50
-        description = "Max number of results to return"
-    if field.required and show is not None:
-        param["required"] = True
-    if description:
-        param["description"] = describe(description)
-    example = field.example
-    textual = param["type"] in ("string", "dateTime")
-    if textual and example is not None and not isinstance(example, dict | list):
-        param["placeholder"] = str(example)
-    if show is not None:
-        param["displayOptions"] = {"show": dict(show)}
-    return param
-
-
-def _parameters(
-    fields: list[FormField], show: Mapping[str, list[str]]
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Required fields as parameters, optional ones in an *Additional Fields* collection.
-
-    Returns:
-        The parameters and the names of the top-level ones (what ``execute`` reads).
-    """
-    required = [field for field in fields if field.required]
-    optional = [field for field in fields if not field.required]
-    params = [_parameter(field, show) for field in required]
-    if optional:
-        options = [_parameter(field, None) for field in optional]
-        options.sort(key=lambda option: str(option["displayName"]).lower())
-        params.append(
-            {
-                "displayName": "Additional Fields",
-                "name": "additionalFields",
-                "type": "collection",
-                "placeholder": "Add Field",
-                "default": {},
-                "displayOptions": {"show": dict(show)},
-                "options": options,
-            }
-        )
-    return params, [field.key for field in required]
-
-
 # ---- the action node ---------------------------------------------------------------------
 
 
 def _resource(action: ActionModule) -> str:
-    return _camel(action.noun)
+    return camel(action.noun)
 
 
 def _singular(noun: str) -> str:
@@ -345,7 +103,7 @@ def _slim(schema: Any) -> Any:
 
 
 def _action_node(
-    actions: Mapping[str, ActionModule],
+    actions: Mapping[str, ActionModule], lists: ChoiceLists
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Resource, operation and input parameters; and each action's top-level names."""
     by_resource: dict[str, list[ActionModule]] = {}
@@ -379,7 +137,7 @@ def _action_node(
                     {
                         "name": title_case(action.title),
                         "value": action.key,
-                        "description": _first_sentence(action.description),
+                        "description": first_sentence(action.description),
                         "action": sentence_case(action.title),
                     }
                     for action in group
@@ -389,14 +147,14 @@ def _action_node(
         )
         for action in group:
             show = {"resource": [resource], "operation": [action.key]}
-            own, names = _parameters(form_fields(action.input_schema), show)
+            own, names = parameters(form_fields(platform_input(action)), show, lists)
             inputs.extend(own)
             fields[action.key] = names
     return params + inputs, fields
 
 
-def _node_file(actions: Mapping[str, ActionModule]) -> str:
-    properties, _fields = _action_node(actions)
+def _node_description(actions: Mapping[str, ActionModule], lists: ChoiceLists) -> dict[str, Any]:
+    properties, _fields = _action_node(actions, lists)
     description = {
         "displayName": "Practiceflow",
         "name": "practiceflow",
@@ -408,25 +166,25 @@ def _node_file(actions: Mapping[str, ActionModule]) -> str:
         "Partner Integration API",
         "defaults": {"name": "Practiceflow"},
         "usableAsTool": True,
-        "inputs": [_Raw("NodeConnectionTypes.Main")],
-        "outputs": [_Raw("NodeConnectionTypes.Main")],
+        "inputs": [Raw("NodeConnectionTypes.Main")],
+        "outputs": [Raw("NodeConnectionTypes.Main")],
         "credentials": [{"name": CREDENTIAL, "required": True}],
         "properties": properties,
     }
-    return template_text("n8n", "nodes/Practiceflow/Practiceflow.node.ts.in").replace(
-        "/*DESCRIPTION*/", ts(description, 1)
-    )
+    return description
 
 
 # ---- the trigger nodes --------------------------------------------------------------------
 
 
-def _event_parameters(triggers: Mapping[str, TriggerModule], what: str) -> list[dict[str, Any]]:
+def _event_parameters(
+    triggers: Mapping[str, TriggerModule], what: str, lists: ChoiceLists
+) -> list[dict[str, Any]]:
     ordered = sorted(triggers.values(), key=lambda trigger: trigger.title.lower())
     params: list[dict[str, Any]] = [
         {
-            "displayName": "Event",
-            "name": "event",
+            "displayName": "Trigger On",
+            "name": "trigger",
             "type": "options",
             "required": True,
             "noDataExpression": True,
@@ -435,7 +193,7 @@ def _event_parameters(triggers: Mapping[str, TriggerModule], what: str) -> list[
                 {
                     "name": title_case(trigger.title),
                     "value": trigger.key,
-                    "description": _first_sentence(trigger.description),
+                    "description": first_sentence(trigger.description),
                 }
                 for trigger in ordered
             ],
@@ -443,12 +201,16 @@ def _event_parameters(triggers: Mapping[str, TriggerModule], what: str) -> list[
         }
     ]
     for trigger in ordered:
-        own, _names = _parameters(form_fields(trigger.input_schema), {"event": [trigger.key]})
+        own, _names = parameters(
+            form_fields(trigger.input_schema), {"trigger": [trigger.key]}, lists
+        )
         params.extend(own)
     return params
 
 
-def _trigger_file(name: str, triggers: Mapping[str, TriggerModule], polling: bool) -> str:
+def _trigger_description(
+    triggers: Mapping[str, TriggerModule], polling: bool, lists: ChoiceLists
+) -> dict[str, Any]:
     what = "to watch for (polled)" if polling else "to subscribe to"
     description: dict[str, Any] = {
         "displayName": "Practiceflow Poll Trigger" if polling else "Practiceflow Trigger",
@@ -456,7 +218,7 @@ def _trigger_file(name: str, triggers: Mapping[str, TriggerModule], polling: boo
         "icon": dict(_ICON),
         "group": ["trigger"],
         "version": 1,
-        "subtitle": '={{$parameter["event"]}}',
+        "subtitle": '={{$parameter["trigger"]}}',
         "description": (
             "Starts the workflow when the practice-management API lists a new or changed record"
             if polling
@@ -464,7 +226,7 @@ def _trigger_file(name: str, triggers: Mapping[str, TriggerModule], polling: boo
         ),
         "defaults": {"name": "Practiceflow Poll Trigger" if polling else "Practiceflow Trigger"},
         "inputs": [],
-        "outputs": [_Raw("NodeConnectionTypes.Main")],
+        "outputs": [Raw("NodeConnectionTypes.Main")],
         "credentials": [{"name": CREDENTIAL, "required": True}],
     }
     if polling:
@@ -472,9 +234,8 @@ def _trigger_file(name: str, triggers: Mapping[str, TriggerModule], polling: boo
     else:
         hook = {"name": "default", "httpMethod": "POST", "responseMode": "onReceived"}
         description["webhooks"] = [{**hook, "path": "webhook"}]
-    description["properties"] = _event_parameters(triggers, what)
-    source = template_text("n8n", f"nodes/Practiceflow/{name}.node.ts.in")
-    return source.replace("/*DESCRIPTION*/", ts(description, 1))
+    description["properties"] = _event_parameters(triggers, what, lists)
+    return description
 
 
 # ---- credentials ------------------------------------------------------------------------
@@ -571,8 +332,9 @@ def _definition(
     triggers: Mapping[str, TriggerModule],
     trigger_plans: Mapping[str, dict[str, Any]],
     skipped: Mapping[str, str],
+    lists: ChoiceLists,
 ) -> dict[str, Any]:
-    _properties, fields = _action_node(actions)
+    _properties, fields = _action_node(actions, lists)
     paging = connector["paging"]
     hooks = connector["webhooks"]
     regions = {
@@ -585,6 +347,7 @@ def _definition(
     header = connector["auth"]["methods"]["header"]
     return {
         "version": __version__,
+        "choices": {name: source.as_data() for name, source in lists.sources.items()},
         "auth": {
             "headers": {
                 "client_id": header["client_id_header"],
@@ -598,7 +361,7 @@ def _definition(
                 "key": key,
                 "resource": _resource(action),
                 "fields": fields[key],
-                "inputSchema": _slim(action.input_schema),
+                "inputSchema": _slim(platform_input(action)),
                 "plan": plans[key],
             }
             for key, action in sorted(actions.items())
@@ -662,39 +425,70 @@ class N8nExporter(Exporter):
         Raises:
             ManifestError: a module template cannot be exported.
         """
-        skipped: dict[str, str] = {}
-        actions: dict[str, ActionModule] = {}
-        plans: dict[str, dict[str, Any]] = {}
-        for key, action in sorted(modules.actions.items()):
-            reason = unsupported(action)
-            if reason is None:
-                try:
-                    plans[key] = action_plan(action)
-                    actions[key] = action
-                    continue
-                except ManifestError as exc:
-                    reason = str(exc.issues[0])
-            skipped[f"actions/{key}"] = reason
-        triggers: dict[str, TriggerModule] = {}
-        trigger_plans: dict[str, dict[str, Any]] = {}
-        for key, trigger in sorted(modules.triggers.items()):
+        return _build(modules, connector)[0]
+
+
+def node_descriptions(
+    modules: ModuleRegistry, connector: Mapping[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The description of each generated node (what n8n reads), by class name.
+
+    Args:
+        modules: the loaded actions and triggers.
+        connector: the connector manifest as data.
+
+    Returns:
+        Class name -> ``INodeTypeDescription`` as data.
+    """
+    return _build(modules, connector)[1]
+
+
+def _build(
+    modules: ModuleRegistry, connector: Mapping[str, Any]
+) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    skipped: dict[str, str] = {}
+    actions: dict[str, ActionModule] = {}
+    plans: dict[str, dict[str, Any]] = {}
+    for key, action in sorted(modules.actions.items()):
+        reason = collision(action, RESERVED["action"])
+        if reason is None:
             try:
-                trigger_plans[key] = trigger_plan(trigger)
-                triggers[key] = trigger
+                plans[key] = action_plan(action)
+                actions[key] = action
+                continue
             except ManifestError as exc:
-                skipped[f"triggers/{key}"] = str(exc.issues[0])
-        hooks = {key: t for key, t in triggers.items() if t.webhook is not None}
-        polls = {key: t for key, t in triggers.items() if t.poll is not None}
-        definition = _definition(connector, actions, plans, triggers, trigger_plans, skipped)
-        out = {name: template_text("n8n", name) for name in _STATIC}
-        out["shared/definition.ts"] = _DEFINITION_HEAD + ts(definition) + ";\n"
-        out["credentials/PracticeflowApi.credentials.ts"] = _credentials_file(connector)
-        out["nodes/Practiceflow/Practiceflow.node.ts"] = _node_file(actions)
-        out["nodes/Practiceflow/PracticeflowTrigger.node.ts"] = _trigger_file(
-            "PracticeflowTrigger", hooks, polling=False
-        )
-        out["nodes/Practiceflow/PracticeflowPollTrigger.node.ts"] = _trigger_file(
-            "PracticeflowPollTrigger", polls, polling=True
-        )
-        out[".gitignore"] = "node_modules/\ndist/\n"
-        return out
+                reason = str(exc.issues[0])
+        skipped[f"actions/{key}"] = reason
+    triggers: dict[str, TriggerModule] = {}
+    trigger_plans: dict[str, dict[str, Any]] = {}
+    for key, trigger in sorted(modules.triggers.items()):
+        reason = collision(trigger, RESERVED["trigger"])
+        try:
+            if reason is not None:
+                raise ManifestError([])
+            trigger_plans[key] = trigger_plan(trigger)
+            triggers[key] = trigger
+        except ManifestError as exc:
+            skipped[f"triggers/{key}"] = reason or str(exc.issues[0])
+    lists = ChoiceLists(
+        modules,
+        [*actions.values(), *triggers.values()],
+        [key for key, action in actions.items() if action.extensions.list is not None],
+    )
+    hooks = {key: t for key, t in triggers.items() if t.webhook is not None}
+    polls = {key: t for key, t in triggers.items() if t.poll is not None}
+    definition = _definition(connector, actions, plans, triggers, trigger_plans, skipped, lists)
+    out = {name: template_text("n8n", name) for name in _STATIC}
+    out["shared/definition.ts"] = _DEFINITION_HEAD + ts(definition) + ";\n"
+    out["credentials/PracticeflowApi.credentials.ts"] = _credentials_file(connector)
+    nodes = {
+        "Practiceflow": _node_description(actions, lists),
+        "PracticeflowTrigger": _trigger_description(hooks, polling=False, lists=lists),
+        "PracticeflowPollTrigger": _trigger_description(polls, polling=True, lists=lists),
+    }
+    for name, description in nodes.items():
+        source = template_text("n8n", f"nodes/Practiceflow/{name}.node.ts.in")
+        text = source.replace("/*DESCRIPTION*/", ts(description, 1))
+        out[f"nodes/Practiceflow/{name}.node.ts"] = text
+    out[".gitignore"] = "node_modules/\ndist/\n"
+    return out, nodes

@@ -1,19 +1,12 @@
-"""OpenAPI exporters: an OpenAPI 3.1 document of the actions, and a Power Automate variant.
+"""The OpenAPI 3.1 document of the actions (``openapi.json``).
 
-``openapi`` writes ``openapi.json``: one operation per action (``operationId`` = the key);
-path and query parameters and the JSON request body are derived from the action's request
-templates and input schema; the 2xx response from its output schema (only fields read
-straight from the response body; those mapped from headers become response headers); errors
-as problem details. Schemas are JSON Schema 2020-12, which OpenAPI 3.1 uses as is; each
-module's ``$defs`` are hoisted into ``components/schemas``.
-
-The same exporter writes ``powerautomate/apiDefinition.swagger.json``: Power Automate custom
-connectors take OpenAPI 2.0, so schemas are lowered (``type: [x, null]`` ->
-``x-nullable``; ``anyOf``, ``oneOf`` and other 2020-12 keywords are dropped: the 3.1 document
-keeps them), auth is HTTP Basic (spec method
-B; custom connectors accept a single API key only), and the webhook triggers become one
-``x-ms-trigger`` operation on ``POST /api/v1/webhooks`` whose ``hookUrl`` carries
-``x-ms-notification-url`` and whose ``webhookEvent`` offers each trigger's event.
+One operation per action (``operationId`` = the key); path and query parameters and the
+JSON request body are derived from the action's request templates and input schema; the
+2xx response from its output schema (only fields read straight from the response body;
+those mapped from headers become response headers), or a binary body for a download;
+errors as problem details. Schemas are JSON Schema 2020-12, which OpenAPI 3.1 uses as is;
+each module's ``$defs`` are hoisted into ``components/schemas``. The Power Automate
+connector (:mod:`practiceflow.export.powerautomate`) is lowered from this document.
 """
 
 from __future__ import annotations
@@ -23,13 +16,12 @@ from typing import Any
 
 from practiceflow import __version__
 from practiceflow.errors import ManifestError
-from practiceflow.export.base import Exporter, dump_json, register
-from practiceflow.export.plan import LEAF, action_plan, unsupported
+from practiceflow.export.plan import FILE_MEDIA_TYPE, LEAF, action_plan, file_media_type
 from practiceflow.export.schemas import rewrite_refs
 from practiceflow.manifest.models import ActionModule
 from practiceflow.manifest.registry import ModuleRegistry
 
-__all__ = ["OpenApiExporter", "openapi_document", "swagger_document"]
+__all__ = ["FILE_MEDIA_TYPE", "file_media_type", "openapi_document"]
 
 _PROBLEM = {
     "type": "object",
@@ -129,12 +121,36 @@ class _Builder:
             )
         body = None
         if plan["body"] is not None:
-            body = self._body(action, plan["body"], schema)
+            body = self._body(action, plan["body"], schema, path_names)
         return path, parameters, body
 
-    def _body(self, action: ActionModule, tree: Any, schema: Mapping[str, Any]) -> Any:
+    def _body(
+        self, action: ActionModule, tree: Any, schema: Mapping[str, Any], taken: list[str]
+    ) -> Any:
         properties: Mapping[str, Any] = schema.get("properties", {})
         required = set(schema.get("required", ()))
+        whole = _whole_input(tree)
+        if whole is not None:
+            # The body is the input (less what the path and omit() took): those fields only.
+            dropped = set(taken) | whole
+            kept = {name: sub for name, sub in properties.items() if name not in dropped}
+            schema = {
+                key: value
+                for key, value in schema.items()
+                if key not in ("properties", "required", "anyOf", "oneOf", "allOf")
+            } | {"properties": kept}
+            needed = sorted(name for name in required if name in kept)
+            if needed:
+                schema["required"] = needed
+            name = f"{action.key}_request"
+            self.schemas[name] = schema
+            return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
+        field = _direct_ref(tree, "input") if isinstance(tree, Mapping) and LEAF in tree else None
+        if field is not None and field[0] in properties:
+            # The body is one input field (such as {{ input.contact }}): its schema.
+            name = f"{action.key}_request"
+            self.schemas[name] = properties[field[0]]
+            return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
         direct = {key: _direct_ref(leaf, "input") for key, leaf in tree.items()}
         if isinstance(tree, Mapping) and all(direct.values()):
             body_props = {key: properties[ref[0]] for key, ref in direct.items() if ref}
@@ -197,6 +213,18 @@ class _Builder:
         name = f"{action.key}_response"
         self.schemas[name] = output
         return name, headers
+
+
+def _whole_input(tree: Any) -> set[str] | None:
+    """For a body of ``{{ input }}`` or ``{{ input | omit(...) }}``: the omitted names."""
+    if not isinstance(tree, Mapping) or set(tree) != {LEAF}:
+        return None
+    expr = tree[LEAF]
+    if expr == {"ref": ["input"]}:
+        return set()
+    if "filter" in expr and expr["filter"][0] == "omit" and expr["filter"][1] == {"ref": ["input"]}:
+        return {str(arg.get("const")) for arg in expr["filter"][2:]}
+    return None
 
 
 def _spread_query(leaf: Any, properties: Mapping[str, Any], taken: list[str]) -> dict[str, Any]:
@@ -269,12 +297,10 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
     paths: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
     for action in sorted(modules.actions.values(), key=lambda item: item.key):
-        reason = unsupported(action)
+        download = action.extensions.download is not None
         try:
-            if reason is not None:
-                raise ValueError(reason)
             path, parameters, body = builder.request_parts(action)
-            response, headers = builder.response_parts(action)
+            response, headers = ("", {}) if download else builder.response_parts(action)
         except (ValueError, ManifestError) as exc:
             error = exc.issues[0] if isinstance(exc, ManifestError) else exc
             skipped[f"actions/{action.key}"] = str(error)
@@ -285,10 +311,18 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
             skipped[f"actions/{action.key}"] = f"same method and path as {other}: {path}"
             continue
         responses: dict[str, Any] = {}
-        for code in _success_codes(action.request.method):
+        # A download answers the file itself (the module's own saving to disk stays local).
+        content = (
+            {file_media_type(action): {"schema": {"type": "string", "format": "binary"}}}
+            if download
+            else {"application/json": {"schema": _ref(response)}}
+        )
+        for code in ["200"] if download else _success_codes(action.request.method):
             responses[code] = {
-                "description": f"{action.title}: the result.",
-                "content": {"application/json": {"schema": _ref(response)}},
+                "description": f"{action.title}: the file."
+                if download
+                else f"{action.title}: the result.",
+                "content": content,
             } | ({"headers": headers} if headers else {})
         for code, text in _error_codes(action, bool(parameters)).items():
             responses[code] = {
@@ -330,219 +364,6 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
                     "name": header["client_secret_header"],
                 },
                 "basic": {"type": "http", "scheme": "basic"},
-            },
-        },
-    }
-
-
-@register
-class OpenApiExporter(Exporter):
-    """OpenAPI 3.1 document of the actions, plus the Power Automate variant."""
-
-    name = "openapi"
-    summary = "OpenAPI 3.1 document, and a Power Automate custom connector (OpenAPI 2.0)"
-
-    def files(self, modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-        """Build ``openapi.json`` and ``powerautomate/apiDefinition.swagger.json``.
-
-        Args:
-            modules: the loaded modules.
-            connector: the connector manifest as data.
-
-        Returns:
-            Relative path -> text.
-        """
-        return {
-            "openapi.json": dump_json(openapi_document(modules, connector)),
-            "powerautomate/apiDefinition.swagger.json": dump_json(
-                swagger_document(modules, connector)
-            ),
-        }
-
-
-# ---- OpenAPI 2.0 for Power Automate ---------------------------------------------------------
-
-_V2_DROP = frozenset(
-    {"anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired", "const", "examples",
-     "$comment", "$defs", "writeOnly", "deprecated", "exclusiveMinimum", "exclusiveMaximum",
-     "minProperties", "maxProperties", "x-pii"}
-)  # fmt: skip
-
-
-def _lower(schema: Any) -> Any:
-    """JSON Schema 2020-12 -> the OpenAPI 2.0 schema subset."""
-    if not isinstance(schema, Mapping):
-        return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "$ref":
-            out[key] = str(value).replace("#/components/schemas/", "#/definitions/")
-        elif key == "type" and isinstance(value, list):
-            kinds = [kind for kind in value if kind != "null"]
-            out["type"] = kinds[0] if kinds else "string"
-            if "null" in value:
-                out["x-nullable"] = True
-        elif key in ("properties",):
-            out[key] = {name: _lower(sub) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties"):
-            out[key] = _lower(value)
-        elif key == "allOf":
-            out[key] = [_lower(sub) for sub in value]
-        elif key not in _V2_DROP:
-            out[key] = value
-    if "const" in schema:
-        out["enum"] = [schema["const"]]
-    if schema.get("examples"):
-        out["example"] = schema["examples"][0]
-    for bound, flag in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
-        if bound in schema:
-            out[flag] = schema[bound]
-            out[bound] = True
-    if "$ref" in out:
-        return {"$ref": out["$ref"]}
-    return out
-
-
-def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, Any]:
-    """The Power Automate custom-connector definition (OpenAPI 2.0).
-
-    Args:
-        modules: the loaded modules.
-        connector: the connector manifest as data.
-
-    Returns:
-        The document.
-    """
-    source = openapi_document(modules, connector)
-    paths: dict[str, dict[str, Any]] = {}
-    for path, methods in source["paths"].items():
-        for method, operation in methods.items():
-            paths.setdefault(path, {})[method] = _lower_operation(operation)
-    hooks = connector["webhooks"]["subscribe"]
-    events = sorted(
-        {
-            (trigger.webhook["event"], trigger.title)
-            for trigger in modules.triggers.values()
-            if trigger.webhook and isinstance(trigger.webhook["event"], str)
-        }
-    )
-    if events:
-        paths.setdefault(hooks["path"], {})["post"] = _trigger_operation(hooks, events)
-        paths.setdefault(hooks["path"] + "/{id}", {})["delete"] = {
-            "operationId": "DeleteWebhook",
-            "summary": "Delete a webhook subscription",
-            "description": "Called by Power Automate when a flow's trigger is removed.",
-            "x-ms-visibility": "internal",
-            "parameters": [{"name": "id", "in": "path", "required": True, "type": "string"}],
-            "responses": {"200": {"description": "Unsubscribed."}},
-        }
-    return {
-        "swagger": "2.0",
-        "info": source["info"],
-        "host": "api.example.invalid",
-        "basePath": "/",
-        "schemes": ["https"],
-        "consumes": ["application/json"],
-        "produces": ["application/json"],
-        "securityDefinitions": {"basic": {"type": "basic"}},
-        "security": [{"basic": []}],
-        "paths": dict(sorted(paths.items())),
-        "definitions": {
-            name: _lower(schema) for name, schema in source["components"]["schemas"].items()
-        },
-        "x-ms-connector-metadata": [
-            {"propertyName": "Website", "propertyValue": "https://example.invalid"},
-        ],
-    }
-
-
-def _lower_operation(operation: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        key: operation[key] for key in ("operationId", "summary", "description", "tags")
-    }
-    out["x-ms-visibility"] = "important"
-    parameters = []
-    for parameter in operation.get("parameters", []):
-        lowered = {k: v for k, v in parameter.items() if k != "schema"}
-        lowered.update(_lower(parameter["schema"]))
-        lowered.pop("x-nullable", None)
-        lowered.pop("example", None)
-        parameters.append(lowered)
-    body = operation.get("requestBody")
-    if body:
-        schema = body["content"]["application/json"]["schema"]
-        parameters.append(
-            {"name": "body", "in": "body", "required": True, "schema": _lower(schema)}
-        )
-    if parameters:
-        out["parameters"] = parameters
-    responses = {}
-    for code, response in operation["responses"].items():
-        lowered_response: dict[str, Any] = {"description": response["description"]}
-        for content in response.get("content", {}).values():
-            lowered_response["schema"] = _lower(content["schema"])
-        for name, header in response.get("headers", {}).items():
-            lowered_response.setdefault("headers", {})[name] = {
-                "type": "string",
-                "description": header["description"],
-            }
-        responses[code] = lowered_response
-    out["responses"] = responses
-    return out
-
-
-def _trigger_operation(hooks: Mapping[str, Any], events: list[tuple[str, str]]) -> dict[str, Any]:
-    return {
-        "operationId": "OnEvent",
-        "summary": "When an event occurs",
-        "description": "Subscribes a webhook for the chosen event; deliveries arrive as sent "
-        "(signed with X-Svc-Signature; the body's fields are not published by the API).",
-        "x-ms-trigger": "single",
-        "x-ms-trigger-hint": "To see it work, cause the chosen event in the practice.",
-        "parameters": [
-            {
-                "name": "body",
-                "in": "body",
-                "required": True,
-                "schema": {
-                    "type": "object",
-                    "required": [hooks["url_field"], hooks["event_field"]],
-                    "properties": {
-                        hooks["url_field"]: {
-                            "type": "string",
-                            "description": "Callback URL of the flow.",
-                            "x-ms-notification-url": True,
-                            "x-ms-visibility": "internal",
-                        },
-                        hooks["event_field"]: {
-                            "type": "string",
-                            "description": "The event to subscribe to.",
-                            "x-ms-summary": "Event",
-                            "enum": [event for event, _ in events],
-                            "x-ms-enum-values": [
-                                {"value": event, "displayName": title} for event, title in events
-                            ],
-                        },
-                        hooks["name_field"]: {
-                            "type": "string",
-                            "default": "Power Automate",
-                            "x-ms-visibility": "internal",
-                        },
-                    },
-                },
-            }
-        ],
-        "responses": {
-            "201": {
-                "description": "Subscribed; the delivery body is what the flow receives.",
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "format": "uuid"},
-                        "event": {"type": "string"},
-                        "url": {"type": "string"},
-                    },
-                },
             },
         },
     }

@@ -32,24 +32,29 @@ A tree (a request body, an output map) keeps its YAML structure; each template l
 
 from __future__ import annotations
 
+import mimetypes
 from collections.abc import Mapping
 from contextvars import ContextVar
+from pathlib import PurePosixPath
 from typing import Any
 
 from jinja2 import TemplateSyntaxError, nodes
 
 from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest.models import ActionModule, TriggerModule
-from practiceflow.templating import CompiledTemplate, environment
+from practiceflow.templating import CompiledTemplate, environment, iter_templates
 
 __all__ = [
+    "FILE_MEDIA_TYPE",
     "FILTERS",
     "LEAF",
     "action_plan",
     "expression",
+    "file_media_type",
+    "local_fields",
+    "platform_input",
     "tree",
     "trigger_plan",
-    "unsupported",
 ]
 
 #: Marker key of a template leaf in a translated tree.
@@ -297,7 +302,8 @@ def action_plan(action: ActionModule) -> dict[str, Any]:
     Returns:
         ``method``, ``path``, ``query``, ``headers``, ``body``, ``map``, ``passthrough``,
         ``errors`` (status as text -> advice) and ``list`` (the list section: ``paged``,
-        ``page_size``, ``limit``, ``filter``; None for a plain request), ready for JSON.
+        ``page_size``, ``limit``, ``filter``; None for a plain request) and ``download``
+        (the file's ``name`` and media ``type``; None when the answer is JSON), ready for JSON.
 
     Raises:
         ManifestError: a template cannot be exported (see :func:`expression`).
@@ -322,21 +328,71 @@ def action_plan(action: ActionModule) -> dict[str, Any]:
         "passthrough": action.output.passthrough,
         "errors": {str(status): text for status, text in sorted(action.errors.items())},
         "list": listing,
+        "download": None
+        if action.extensions.download is None
+        else {
+            "name": tree(action.extensions.download.filename),
+            "type": file_media_type(action),
+        },
     }
 
 
-def unsupported(action: ActionModule) -> str | None:
-    """Why an action cannot be exported to a JSON-only platform, or None when it can.
+#: Media type of a downloaded file whose name does not tell.
+FILE_MEDIA_TYPE = "application/octet-stream"
+
+
+def file_media_type(action: ActionModule) -> str:
+    """The media type of an action's downloaded file, from its file name's suffix.
+
+    Args:
+        action: a download action.
+
+    Returns:
+        Such as ``application/pdf``; :data:`FILE_MEDIA_TYPE` when the name does not tell.
+    """
+    spec = action.extensions.download
+    name = getattr(spec.filename, "source", spec.filename) if spec is not None else None
+    guessed = mimetypes.guess_type(f"file{PurePosixPath(str(name)).suffix}")[0] if name else None
+    return guessed or FILE_MEDIA_TYPE
+
+
+def local_fields(action: ActionModule) -> frozenset[str]:
+    """Input fields that only say where a download is saved on this machine.
+
+    A platform carries the file itself, so these fields (read by ``download.to`` and by
+    no request template) are left out of its forms.
 
     Args:
         action: a loaded action module.
 
     Returns:
-        The reason (file downloads need each platform's file handling, not done yet).
+        Their names (empty for an action that downloads nothing).
     """
-    if action.extensions.download is not None:
-        return "it downloads a file; file outputs are not exported yet"
-    return None
+    spec = action.extensions.download
+    if spec is None:
+        return frozenset()
+    request = action.request
+    used: set[str] = set()
+    for template in iter_templates([request.path, request.query, request.headers, request.body]):
+        used |= set(template.attributes.get("input", ()))
+    if spec.filename is not None and not isinstance(spec.filename, str):
+        used |= set(spec.filename.attributes.get("input", ()))
+    to = spec.to
+    saved = set(to.attributes.get("input", ())) if isinstance(to, CompiledTemplate) else set()
+    return frozenset(saved - used)
+
+
+def platform_input(action: ActionModule) -> dict[str, Any]:
+    """The action's input schema without its :func:`local_fields`."""
+    local = local_fields(action)
+    schema = dict(action.input_schema)
+    if not local:
+        return schema
+    schema["properties"] = {
+        name: sub for name, sub in (schema.get("properties") or {}).items() if name not in local
+    }
+    schema["required"] = [name for name in schema.get("required", ()) if name not in local]
+    return schema
 
 
 def trigger_plan(trigger: TriggerModule) -> dict[str, Any]:

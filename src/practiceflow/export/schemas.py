@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from practiceflow.manifest.choices import ChoiceSource
+
 __all__ = [
     "FormField",
     "form_fields",
@@ -92,6 +94,7 @@ class FormField:
         default: the schema's default, if any.
         example: the first example value, if any.
         children: line-item fields of an array of objects.
+        source: where the field's choices come from (``x-choices``), if declared.
     """
 
     key: str
@@ -104,6 +107,12 @@ class FormField:
     default: Any = None
     example: Any = None
     children: tuple[FormField, ...] = field(default=())
+    source: ChoiceSource | None = None
+
+
+def _source(schema: Mapping[str, Any]) -> ChoiceSource | None:
+    declared = schema.get("x-choices")
+    return ChoiceSource.from_data(declared) if isinstance(declared, Mapping) else None
 
 
 def _scalar_type(schema: Mapping[str, Any]) -> str:
@@ -127,6 +136,7 @@ def _field(
         "default": resolved.get("default"),
         "example": examples[0],
         "choices": tuple(resolved.get("enum", ())),
+        "source": _source(resolved),
     }
     properties: Mapping[str, Any] = resolved.get("properties") or {}
     if kind == "object" and properties:
@@ -149,6 +159,7 @@ def _field(
             return [FormField(key, type="json", children=children, **common)]
         if main_type(items) in _SCALARS:
             common["choices"] = tuple(items.get("enum", ()))
+            common["source"] = _source(items) or common["source"]
             return [FormField(key, type=_scalar_type(items), list=True, **common)]
         return [FormField(key, type="json", **common)]
     return [FormField(key, type=_scalar_type(resolved), **common)]

@@ -21,6 +21,7 @@ event id), which is what Zapier deduplicates on.
 
 from __future__ import annotations
 
+import mimetypes
 from collections.abc import Mapping
 from importlib.resources import files
 from typing import Any
@@ -28,8 +29,10 @@ from typing import Any
 from practiceflow import __version__
 from practiceflow.errors import ManifestError, TemplateError
 from practiceflow.export.base import Exporter, dump_json, register
-from practiceflow.export.plan import action_plan, trigger_plan, unsupported
+from practiceflow.export.dropdowns import ChoiceLists
+from practiceflow.export.plan import action_plan, file_media_type, platform_input, trigger_plan
 from practiceflow.export.schemas import FormField, form_fields, main_type, resolve
+from practiceflow.manifest.choices import ChoiceSource
 from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.registry import ModuleRegistry
 from practiceflow.triggers.definition import DELIVERY_PREFIX
@@ -37,7 +40,16 @@ from practiceflow.triggers.definition import DELIVERY_PREFIX
 __all__ = ["ZapierExporter", "is_create"]
 
 #: Files copied verbatim from ``templates/zapier``.
-_STATIC = ("index.js", "lib/expr.js", "lib/runtime.js", "package.json", "package-lock.json")
+_STATIC = (
+    "index.js",
+    "lib/expr.js",
+    "lib/runtime.js",
+    "package.json",
+    "package-lock.json",
+    # The app's own tests travel with it, so `zapier-platform test` on an export runs them.
+    "test/validate.test.js",
+    "test/sandbox.test.js",
+)
 
 #: Pages a polling trigger reads per poll at most.
 MAX_PAGES = 10
@@ -73,17 +85,22 @@ def is_create(action: ActionModule) -> bool:
     return action.kind == "create" or (action.kind is None and action.needs_write)
 
 
-def _field(field: FormField) -> dict[str, Any]:
+def _field(field: FormField, lists: ChoiceLists) -> dict[str, Any]:
     out: dict[str, Any] = {"key": field.key, "label": field.label, "required": field.required}
     if field.children:  # Zapier line items: children exclude helpText
-        out["children"] = [_field(child) for child in field.children]
+        out["children"] = [_field(child, lists) for child in field.children]
         return out
     if field.help:
         out["helpText"] = field.help
     out["type"] = _FIELD_TYPES[field.type]
     if field.list:
         out["list"] = True
-    if field.choices:
+    dynamic = lists.name_of(field.source)
+    if dynamic is not None:
+        # A dynamic dropdown: the hidden trigger's results, value in id, label in label.
+        out["dynamic"] = f"{dynamic}.id.label"
+        out["altersDynamicFields"] = False
+    elif field.choices:
         out["choices"] = [str(choice) for choice in field.choices]
     if field.default is not None and field.default != "":
         out["default"] = (
@@ -94,34 +111,93 @@ def _field(field: FormField) -> dict[str, Any]:
     return out
 
 
-def _output_fields(schema: Mapping[str, Any]) -> list[dict[str, Any]]:
+_SAMPLE_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"))
+
+
+def _sample_type(value: Any) -> str | None:
+    for python, name in _SAMPLE_TYPES:
+        if isinstance(value, python):
+            return name
+    return None
+
+
+def _output_fields(schema: Mapping[str, Any], sample: Any) -> list[dict[str, Any]]:
+    """Zapier output fields: the schema's scalar properties, else the sample's scalar keys.
+
+    A property with no declared type is described only when the sample shows a scalar
+    there, so a field and its sample never disagree (an object is left to Zapier, which
+    describes nested values from the sample itself).
+    """
     fields = []
-    for name, sub in (schema.get("properties") or {}).items():
+    example = sample if isinstance(sample, Mapping) else {}
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    for name, sub in properties.items():
         resolved = resolve(sub, schema)
-        kind = main_type(resolved)
+        kind: str
+        if "type" not in resolved and "$ref" not in sub:
+            kind = _sample_type(example.get(name)) or "object"
+        else:
+            kind = main_type(resolved)
         if kind not in ("string", "integer", "number", "boolean"):
             continue
         zapier_type = "datetime" if resolved.get("format") == "date-time" else kind
         fields.append(
             {"key": name, "label": str(resolved.get("title") or name), "type": zapier_type}
         )
+    for name, value in example.items():
+        found = _sample_type(value)
+        if name not in properties and found is not None:
+            fields.append({"key": name, "label": name, "type": found})
     return fields
+
+
+def _row_schema(action: ActionModule) -> Mapping[str, Any]:
+    """The schema of one row of a list action's ``items`` (an empty object when unsaid)."""
+    schema = action.output.schema
+    items = resolve((schema.get("properties") or {}).get("items") or {}, schema)
+    row = resolve(items.get("items") or {}, schema)
+    return {**row, "$defs": schema.get("$defs", {})} if row.get("properties") else {}
+
+
+def as_record(row: Any) -> dict[str, Any]:
+    """A list row as a record: objects as they are, plain values as ``{value}``."""
+    return dict(row) if isinstance(row, Mapping) else {"value": row}
 
 
 def _display(module: ActionModule | TriggerModule) -> dict[str, Any]:
     return {"label": module.title, "description": " ".join(module.description.split())}
 
 
-def _action(action: ActionModule) -> dict[str, Any]:
+def _action(action: ActionModule, lists: ChoiceLists, search: bool) -> dict[str, Any]:
+    sample: Any = dict(action.sample)
+    schema: Mapping[str, Any] = action.output.schema
+    listed = search and action.extensions.list is not None and action.output.map is None
+    if listed:
+        # Zapier's searches return records ([] when nothing matches): the rows themselves.
+        rows = sample.get("items") or []
+        sample = as_record(rows[0]) if rows else {}
+        schema = _row_schema(action)
+    outputs = _output_fields(schema, sample)
+    if action.extensions.download is not None:
+        # The file travels as a Zapier file (a hydrated pointer), not as a local path.
+        media = file_media_type(action)
+        name = f"{action.key}{mimetypes.guess_extension(media) or ''}"
+        sample = {"id": name, "fileName": name, "contentType": media, "file": name}
+        outputs = [
+            {"key": "file", "label": "File", "type": "file"},
+            {"key": "fileName", "label": "File name", "type": "string"},
+            {"key": "contentType", "label": "Content type", "type": "string"},
+        ]
     return {
         "key": action.key,
         "noun": action.noun,
         "display": _display(action),
-        "inputFields": [_field(field) for field in form_fields(action.input_schema)],
-        "outputFields": _output_fields(action.output.schema),
-        "sample": dict(action.sample),
-        "input_schema": dict(action.input_schema),
+        "inputFields": [_field(field, lists) for field in form_fields(platform_input(action))],
+        "outputFields": outputs,
+        "sample": sample,
+        "input_schema": platform_input(action),
         "plan": action_plan(action),
+        "records": listed,
     }
 
 
@@ -141,6 +217,32 @@ def _sample_id(trigger: TriggerModule) -> str:
     return f"{trigger.key}-sample"
 
 
+def _choices_trigger(
+    name: str, source: ChoiceSource, lists: ChoiceLists, modules: ModuleRegistry
+) -> dict[str, Any]:
+    """A hidden trigger that feeds a dynamic dropdown from a list action."""
+    action = modules.action(source.action)
+    options = lists.sample(name) or [("1", "Example")]
+    value, label = options[0]
+    return {
+        "key": name,
+        "noun": action.noun,
+        "display": {
+            "label": f"{action.title} (choices)",
+            "description": f"Feeds the dropdowns that take a value from {action.title}.",
+            "hidden": True,
+        },
+        "type": "choices",
+        "inputFields": [],
+        "outputFields": [
+            {"key": "id", "label": "Value", "type": "string"},
+            {"key": "label", "label": "Label", "type": "string"},
+        ],
+        "sample": {"id": str(value), "label": label},
+        "choices": source.as_data(),
+    }
+
+
 def _trigger_unsupported(trigger: TriggerModule) -> str | None:
     """Why a trigger cannot be a Zapier trigger, or None."""
     known = (trigger.poll or {}).get("known")
@@ -152,17 +254,21 @@ def _trigger_unsupported(trigger: TriggerModule) -> str | None:
     return None
 
 
-def _trigger(trigger: TriggerModule) -> dict[str, Any]:
+def _trigger(trigger: TriggerModule, lists: ChoiceLists) -> dict[str, Any]:
     sample = {**trigger.sample, "id": _sample_id(trigger)}
     return {
         "key": trigger.key,
         "noun": trigger.noun,
         "display": _display(trigger),
         "type": "hook" if trigger.webhook else "polling",
-        "inputFields": [_field(field) for field in form_fields(trigger.input_schema)],
+        "inputFields": [_field(field, lists) for field in form_fields(trigger.input_schema)],
         "outputFields": [
             {"key": "id", "label": "Event id", "type": "string"},
-            *_output_fields(trigger.output_schema),
+            *(
+                field
+                for field in _output_fields(trigger.output_schema, trigger.sample)
+                if field["key"] != "id"
+            ),
         ],
         "sample": sample,
         "input_schema": dict(trigger.input_schema),
@@ -248,25 +354,39 @@ class ZapierExporter(Exporter):
         creates: dict[str, Any] = {}
         searches: dict[str, Any] = {}
         triggers: dict[str, Any] = {}
+        exportable: dict[str, ActionModule] = {}
         for key, action in sorted(modules.actions.items()):
-            reason = unsupported(action)
-            if reason is None:
-                try:
-                    table = creates if is_create(action) else searches
-                    table[key] = _action(action)
-                    continue
-                except ManifestError as exc:
-                    reason = str(exc.issues[0])
-            skipped[f"actions/{key}"] = reason
+            try:
+                action_plan(action)
+                exportable[key] = action
+            except ManifestError as exc:
+                skipped[f"actions/{key}"] = str(exc.issues[0])
+        kept = {
+            key: trigger
+            for key, trigger in sorted(modules.triggers.items())
+            if _trigger_unsupported(trigger) is None
+        }
+        lists = ChoiceLists(
+            modules,
+            [*exportable.values(), *kept.values()],
+            [key for key, action in exportable.items() if action.extensions.list is not None],
+        )
+        for key, action in exportable.items():
+            if is_create(action):
+                creates[key] = _action(action, lists, search=False)
+            else:
+                searches[key] = _action(action, lists, search=True)
         for key, trigger in sorted(modules.triggers.items()):
             reason = _trigger_unsupported(trigger)
             if reason is None:
                 try:
-                    triggers[key] = _trigger(trigger)
+                    triggers[key] = _trigger(trigger, lists)
                     continue
                 except ManifestError as exc:
                     reason = str(exc.issues[0])
             skipped[f"triggers/{key}"] = reason
+        for name, source in lists.sources.items():
+            triggers[name] = _choices_trigger(name, source, lists, modules)
         paging = connector["paging"]
         hooks = connector["webhooks"]
         definition = {

@@ -17,6 +17,7 @@ from typing import Any
 from practiceflow import hooks
 from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest import lint
+from practiceflow.manifest.choices import choice_fields
 from practiceflow.manifest.extensions import compile_extensions
 from practiceflow.manifest.models import (
     ActionModule,
@@ -238,6 +239,7 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         pii_paths=lint.pii_paths(input_schema),
         secret_paths=lint.pii_paths(output_schema, marker="x-secret"),
         extensions=extensions,
+        choices=choice_fields(input_schema),
     )
 
 
@@ -312,6 +314,7 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
         poll=sections["poll"],
         override=bool(data.get("override", False)),
         source=file,
+        choices=choice_fields(input_schema),
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from practiceflow.manifest.choices import ChoiceSource, FieldPath
 from practiceflow.manifest.extensions import Extensions
 from practiceflow.manifest.validation import SchemaValidator
 from practiceflow.templating import CompiledTemplate, iter_templates
@@ -94,6 +95,7 @@ class ActionModule:
         pii_paths: JSON paths of input fields marked ``x-pii`` (``*`` stands for any index).
         secret_paths: JSON paths of output fields marked ``x-secret``.
         extensions: the optional ``list``, ``download`` and ``warn_if`` sections.
+        choices: input fields whose choices a list action reads (``x-choices``), by path.
     """
 
     key: str
@@ -115,6 +117,7 @@ class ActionModule:
     pii_paths: frozenset[tuple[str, ...]] = frozenset()
     secret_paths: frozenset[tuple[str, ...]] = frozenset()
     extensions: Extensions = field(default_factory=Extensions)
+    choices: Mapping[FieldPath, ChoiceSource] = field(default_factory=dict)
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -154,6 +157,7 @@ class TriggerModule:
         poll: the poll section with compiled templates, or None.
         override: whether it replaces a shipped module of the same key.
         source: the file it was loaded from.
+        choices: input fields whose choices a list action reads (``x-choices``), by path.
     """
 
     key: str
@@ -168,6 +172,7 @@ class TriggerModule:
     poll: Mapping[str, Any] | None
     override: bool
     source: str
+    choices: Mapping[FieldPath, ChoiceSource] = field(default_factory=dict)
 
 
 Module = ActionModule | TriggerModule

@@ -15,6 +15,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from practiceflow.errors import ConfigError, Issue, ManifestError
+from practiceflow.manifest.choices import check_sources
 from practiceflow.manifest.loader import PathLike, load_module, read_located
 from practiceflow.manifest.models import ActionModule, Module, TriggerModule
 from practiceflow.manifest.validation import did_you_mean
@@ -148,6 +149,9 @@ def load_modules(dirs: Iterable[PathLike] = (), *, shipped: bool = True) -> Modu
             registry.actions[module.key] = module
         else:
             registry.triggers[module.key] = module
+    lists = [key for key, action in registry.actions.items() if action.extensions.list]
+    for module in registry:
+        issues += check_sources(module.key, module.source, module.choices, lists, registry.actions)
     if issues:
         raise ManifestError(issues)
     return registry

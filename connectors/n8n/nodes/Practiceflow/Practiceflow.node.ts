@@ -13,7 +13,8 @@ import type {
 import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { DEFINITION } from '../../shared/definition';
-import { ApiFailure, baseUrl, runAction } from '../../shared/runtime';
+import { listSearch, loadOptions } from '../../shared/methods';
+import { ApiFailure, baseUrl, downloadFile, runAction } from '../../shared/runtime';
 
 const asItems = (result: unknown, listed: boolean): IDataObject[] => {
 	if (Array.isArray(result)) return result.map((row) => (typeof row === 'object' && row !== null ? row : { value: row }) as IDataObject);
@@ -151,6 +152,12 @@ export class Practiceflow implements INodeType {
 						value: 'create_bill',
 						description: 'Creates an adhoc bill (invoice) for an Active client',
 						action: 'Create bill',
+					},
+					{
+						name: 'Download Bill PDF',
+						value: 'download_bill_pdf',
+						description: 'Downloads a bill\'s invoice PDF and writes it to a file (streamed, never held in memory)',
+						action: 'Download bill PDF',
 					},
 					{
 						name: 'Find Bills',
@@ -325,6 +332,12 @@ export class Practiceflow implements INodeType {
 				},
 				options: [
 					{
+						name: 'Download Verification Certificate',
+						value: 'download_verification_certificate',
+						description: 'Downloads a client\'s identity verification certificate (PDF) and writes it to a file (streamed, never held in memory)',
+						action: 'Download verification certificate',
+					},
+					{
 						name: 'Start AML Check',
 						value: 'start_aml_check',
 						description: 'Runs a standalone AML (anti-money-laundering) screening of an existing client at level standard or extensive',
@@ -337,7 +350,7 @@ export class Practiceflow implements INodeType {
 						action: 'Start ID verification',
 					},
 				],
-				default: 'start_aml_check',
+				default: 'download_verification_certificate',
 			},
 			{
 				displayName: 'Operation',
@@ -399,6 +412,12 @@ export class Practiceflow implements INodeType {
 						value: 'create_onboarding',
 						description: 'Creates an onboarding job: one recipient collects details, documents and optional identity or AML checks for one or more clients',
 						action: 'Create onboarding',
+					},
+					{
+						name: 'Download Onboarding Documents Zip',
+						value: 'download_onboarding_documents_zip',
+						description: 'Downloads every uploaded file of one client entity of an onboarding job as one zip, and writes it to a file (streamed, never held in memory)',
+						action: 'Download onboarding documents zip',
 					},
 					{
 						name: 'Get Onboarding Document URL',
@@ -718,6 +737,20 @@ export class Practiceflow implements INodeType {
 				],
 			},
 			{
+				displayName: 'Bill ID',
+				name: 'billingID',
+				type: 'number',
+				default: 0,
+				required: true,
+				description: 'BillingID of the bill. Example: 1042.',
+				displayOptions: {
+					show: {
+						resource: ['bill'],
+						operation: ['download_bill_pdf'],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -825,19 +858,24 @@ export class Practiceflow implements INodeType {
 						placeholder: 'accounts@acme.example',
 					},
 					{
-						displayName: 'Entity Type',
-						name: 'entityType',
-						type: 'string',
+						displayName: 'Entity Type ID Name or ID',
+						name: 'entityTypeID',
+						type: 'options',
+						typeOptions: {
+							loadOptionsMethod: 'choices_list_entity_types_by_entityTypeID',
+						},
 						default: '',
-						description: 'Type code or display name for the practice\'s country (such as Individual, Company or Trust); resolved to entityTypeID by the API. Example: Company.',
-						placeholder: 'Company',
+						description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 					},
 					{
-						displayName: 'Entity Type ID',
-						name: 'entityTypeID',
-						type: 'number',
-						default: 0,
-						description: 'Numeric type ID from GET /api/v1/settings/entity-types; ignored when entityType is given. Example: 2.',
+						displayName: 'Entity Type Name or ID',
+						name: 'entityType',
+						type: 'options',
+						typeOptions: {
+							loadOptionsMethod: 'choices_list_entity_types_by_name',
+						},
+						default: '',
+						description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 					},
 					{
 						displayName: 'External System ID',
@@ -1254,8 +1292,28 @@ export class Practiceflow implements INodeType {
 			{
 				displayName: 'Template',
 				name: 'templateId',
-				type: 'number',
-				default: 0,
+				type: 'resourceLocator',
+				default: {
+					mode: 'list',
+					value: '',
+				},
+				modes: [
+					{
+						displayName: 'From List',
+						name: 'list',
+						type: 'list',
+						typeOptions: {
+							searchListMethod: 'choices_list_eform_templates',
+							searchable: true,
+						},
+					},
+					{
+						displayName: 'By ID',
+						name: 'id',
+						type: 'string',
+						placeholder: 'e.g. 12',
+					},
+				],
 				required: true,
 				description: 'FormTemplateId of a template from List eForm Templates. Example: 12.',
 				displayOptions: {
@@ -1364,6 +1422,21 @@ export class Practiceflow implements INodeType {
 						placeholder: 'Smith',
 					},
 				],
+			},
+			{
+				displayName: 'Client',
+				name: 'entityKey',
+				type: 'string',
+				default: '',
+				required: true,
+				description: 'EntityKey of the verified client. Example: 0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58.',
+				placeholder: '0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58',
+				displayOptions: {
+					show: {
+						resource: ['identity'],
+						operation: ['download_verification_certificate'],
+					},
+				},
 			},
 			{
 				displayName: 'Client',
@@ -1487,13 +1560,15 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Entity Type',
+				displayName: 'Entity Type Name or ID',
 				name: 'entityType',
-				type: 'string',
+				type: 'options',
+				typeOptions: {
+					loadOptionsMethod: 'choices_list_entity_types_by_name',
+				},
 				default: '',
 				required: true,
-				description: 'Type name or code of the lead, as in GET /api/v1/settings/entity-types (such as Individual or Company). Example: Individual.',
-				placeholder: 'Individual',
+				description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 				displayOptions: {
 					show: {
 						resource: ['lead'],
@@ -1538,20 +1613,24 @@ export class Practiceflow implements INodeType {
 						placeholder: 'jane.citizen@example.com',
 					},
 					{
-						displayName: 'Lead Source',
+						displayName: 'Lead Source Name or ID',
 						name: 'leadSource',
-						type: 'string',
+						type: 'options',
+						typeOptions: {
+							loadOptionsMethod: 'choices_list_lead_sources',
+						},
 						default: '',
-						description: 'Source NAME from GET /api/v1/settings/lead-sources (not an ID). Example: Referral.',
-						placeholder: 'Referral',
+						description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 					},
 					{
-						displayName: 'Lead Status',
+						displayName: 'Lead Status Name or ID',
 						name: 'leadStatus',
-						type: 'string',
+						type: 'options',
+						typeOptions: {
+							loadOptionsMethod: 'choices_list_lead_statuses',
+						},
 						default: '',
-						description: 'Status NAME from GET /api/v1/settings/lead-statuses (not an ID). Example: New.',
-						placeholder: 'New',
+						description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 					},
 					{
 						displayName: 'Surname',
@@ -1667,10 +1746,29 @@ export class Practiceflow implements INodeType {
 					{
 						displayName: 'Assigned To',
 						name: 'userKey',
-						type: 'string',
-						default: '',
+						type: 'resourceLocator',
+						default: {
+							mode: 'list',
+							value: '',
+						},
+						modes: [
+							{
+								displayName: 'From List',
+								name: 'list',
+								type: 'list',
+								typeOptions: {
+									searchListMethod: 'choices_list_users',
+									searchable: true,
+								},
+							},
+							{
+								displayName: 'By ID',
+								name: 'id',
+								type: 'string',
+								placeholder: 'e.g. 12',
+							},
+						],
 						description: 'UserKey of the staff member the job is assigned to (from List Users). Example: 7c2e0ca1-5b3d-4e8f-9a1b-2c3d4e5f6a7b.',
-						placeholder: '7c2e0ca1-5b3d-4e8f-9a1b-2c3d4e5f6a7b',
 					},
 					{
 						displayName: 'Recipient: Mobile',
@@ -1686,6 +1784,35 @@ export class Practiceflow implements INodeType {
 						description: 'Whether to set Send Now (true) or not. true sends the job to the recipient now; false saves it as a Draft. Example: True.',
 					},
 				],
+			},
+			{
+				displayName: 'Onboarding Key',
+				name: 'onboardingKey',
+				type: 'string',
+				default: '',
+				required: true,
+				description: 'The job\'s onboardingKey. Example: 9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d.',
+				placeholder: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+				displayOptions: {
+					show: {
+						resource: ['onboarding'],
+						operation: ['download_onboarding_documents_zip'],
+					},
+				},
+			},
+			{
+				displayName: 'Entity Onboarding ID',
+				name: 'entityOnboardingId',
+				type: 'number',
+				default: 0,
+				required: true,
+				description: 'The client entity\'s ID within the job (from List Onboarding Documents). Example: 4411.',
+				displayOptions: {
+					show: {
+						resource: ['onboarding'],
+						operation: ['download_onboarding_documents_zip'],
+					},
+				},
 			},
 			{
 				displayName: 'Onboarding Key',
@@ -1778,7 +1905,7 @@ export class Practiceflow implements INodeType {
 						name: 'services',
 						type: 'json',
 						default: '[{"serviceID": 400, "quantity": 1}]',
-						description: 'Service lines, each sent as given (services come from List Proposal Services)',
+						description: 'Service lines, each sent as given (services come from List Proposal Services). A JSON list of objects with: serviceID.',
 					},
 				],
 			},
@@ -2045,13 +2172,15 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Event',
+				displayName: 'Event Name or ID',
 				name: 'webhookEvent',
-				type: 'string',
+				type: 'options',
+				typeOptions: {
+					loadOptionsMethod: 'choices_list_webhook_events',
+				},
 				default: '',
 				required: true,
-				description: 'An event key from List Webhook Events. Example: proposal.accepted.',
-				placeholder: 'proposal.accepted',
+				description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 				displayOptions: {
 					show: {
 						resource: ['webhook'],
@@ -2115,6 +2244,8 @@ export class Practiceflow implements INodeType {
 		],
 	};
 
+	methods = { loadOptions, listSearch };
+
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
 		const returnData: INodeExecutionData[] = [];
@@ -2131,6 +2262,14 @@ export class Practiceflow implements INodeType {
 				const values: IDataObject = {};
 				for (const name of action.fields) values[name] = this.getNodeParameter(name, i) as IDataObject[string];
 				Object.assign(values, this.getNodeParameter('additionalFields', i, {}) as IDataObject);
+				if (action.plan.download) {
+					// A file: n8n binary data under "data", its name and type in the JSON.
+					const file = await downloadFile(send, baseUrl(DEFINITION, credentials), action, values);
+					const binary = await this.helpers.prepareBinaryData(file.data, file.fileName, file.contentType);
+					const json = { fileName: file.fileName, contentType: file.contentType, size: file.data.length };
+					returnData.push({ json, binary: { data: binary }, pairedItem: { item: i } });
+					continue;
+				}
 				const result = await runAction(send, baseUrl(DEFINITION, credentials), DEFINITION, action, values);
 				const listed = action.plan.list !== null && (action.plan.map === null || action.plan.map === undefined);
 				for (const json of asItems(result, listed)) returnData.push({ json, pairedItem: { item: i } });

@@ -14,6 +14,7 @@ import type {
 import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { DEFINITION } from '../../shared/definition';
+import { listSearch, loadOptions } from '../../shared/methods';
 import type { PollState } from '../../shared/runtime';
 import { ApiFailure, baseUrl, poll } from '../../shared/runtime';
 
@@ -27,7 +28,7 @@ export class PracticeflowPollTrigger implements INodeType {
 		},
 		group: ['trigger'],
 		version: 1,
-		subtitle: '={{$parameter["event"]}}',
+		subtitle: '={{$parameter["trigger"]}}',
 		description: 'Starts the workflow when the practice-management API lists a new or changed record',
 		defaults: {
 			name: 'Practiceflow Poll Trigger',
@@ -43,8 +44,8 @@ export class PracticeflowPollTrigger implements INodeType {
 		polling: true,
 		properties: [
 			{
-				displayName: 'Event',
-				name: 'event',
+				displayName: 'Trigger On',
+				name: 'trigger',
 				type: 'options',
 				required: true,
 				noDataExpression: true,
@@ -111,7 +112,7 @@ export class PracticeflowPollTrigger implements INodeType {
 				default: {},
 				displayOptions: {
 					show: {
-						event: ['new_group'],
+						trigger: ['new_group'],
 					},
 				},
 				options: [
@@ -133,7 +134,7 @@ export class PracticeflowPollTrigger implements INodeType {
 				description: 'The schedule whose runs are watched (from GET /api/v1/recurring-billing/list). Example: 7001.',
 				displayOptions: {
 					show: {
-						event: ['new_recurring_billing_run'],
+						trigger: ['new_recurring_billing_run'],
 					},
 				},
 			},
@@ -145,7 +146,7 @@ export class PracticeflowPollTrigger implements INodeType {
 				default: {},
 				displayOptions: {
 					show: {
-						event: ['proposal_accepted'],
+						trigger: ['proposal_accepted'],
 					},
 				},
 				options: [
@@ -167,7 +168,7 @@ export class PracticeflowPollTrigger implements INodeType {
 				default: {},
 				displayOptions: {
 					show: {
-						event: ['updated_group'],
+						trigger: ['updated_group'],
 					},
 				},
 				options: [
@@ -183,8 +184,10 @@ export class PracticeflowPollTrigger implements INodeType {
 		],
 	};
 
+	methods = { loadOptions, listSearch };
+
 	async poll(this: IPollFunctions): Promise<INodeExecutionData[][] | null> {
-		const event = this.getNodeParameter('event') as string;
+		const event = this.getNodeParameter('trigger') as string;
 		const trigger = DEFINITION.triggers[event];
 		if (trigger === undefined || trigger.poll === null) {
 			throw new NodeOperationError(this.getNode(), `Unknown polled event ${event}`);
@@ -192,7 +195,7 @@ export class PracticeflowPollTrigger implements INodeType {
 		const params = this.getNode().parameters as IDataObject;
 		const values: IDataObject = { ...((params.additionalFields as IDataObject) ?? {}) };
 		for (const name of Object.keys(params)) {
-			if (name !== 'event' && name !== 'additionalFields') values[name] = params[name];
+			if (name !== 'trigger' && name !== 'additionalFields') values[name] = params[name];
 		}
 		const data = this.getWorkflowStaticData('node');
 		// The cursor belongs to one event and its inputs: a change of either starts afresh.

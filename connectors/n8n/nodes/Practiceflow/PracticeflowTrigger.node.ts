@@ -15,6 +15,7 @@ import type {
 import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { DEFINITION } from '../../shared/definition';
+import { listSearch, loadOptions } from '../../shared/methods';
 import type { TriggerDef } from '../../shared/runtime';
 import { ApiFailure, baseUrl, deliveryEvent, subscribe, unsubscribe, verifyDelivery } from '../../shared/runtime';
 
@@ -24,7 +25,7 @@ const CREDENTIAL = 'practiceflowApi';
 const inputValues = (params: IDataObject): IDataObject => {
 	const values: IDataObject = { ...((params.additionalFields as IDataObject) ?? {}) };
 	for (const name of Object.keys(params)) {
-		if (name !== 'event' && name !== 'additionalFields') values[name] = params[name];
+		if (name !== 'trigger' && name !== 'additionalFields') values[name] = params[name];
 	}
 	return values;
 };
@@ -54,7 +55,7 @@ export class PracticeflowTrigger implements INodeType {
 		},
 		group: ['trigger'],
 		version: 1,
-		subtitle: '={{$parameter["event"]}}',
+		subtitle: '={{$parameter["trigger"]}}',
 		description: 'Starts the workflow when the practice-management API sends a webhook event',
 		defaults: {
 			name: 'Practiceflow Trigger',
@@ -77,8 +78,8 @@ export class PracticeflowTrigger implements INodeType {
 		],
 		properties: [
 			{
-				displayName: 'Event',
-				name: 'event',
+				displayName: 'Trigger On',
+				name: 'trigger',
 				type: 'options',
 				required: true,
 				noDataExpression: true,
@@ -108,16 +109,18 @@ export class PracticeflowTrigger implements INodeType {
 				default: 'any_webhook_event',
 			},
 			{
-				displayName: 'Event Key',
+				displayName: 'Event Key Name or ID',
 				name: 'event',
-				type: 'string',
+				type: 'options',
+				typeOptions: {
+					loadOptionsMethod: 'choices_list_webhook_events',
+				},
 				default: '',
 				required: true,
-				description: 'One of the keys GET /api/v1/webhooks/events lists. Example: proposal.accepted.',
-				placeholder: 'proposal.accepted',
+				description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 				displayOptions: {
 					show: {
-						event: ['any_webhook_event'],
+						trigger: ['any_webhook_event'],
 					},
 				},
 			},
@@ -129,17 +132,19 @@ export class PracticeflowTrigger implements INodeType {
 				default: {},
 				displayOptions: {
 					show: {
-						event: ['onboarding_completed'],
+						trigger: ['onboarding_completed'],
 					},
 				},
 				options: [
 					{
-						displayName: 'Event Key',
+						displayName: 'Event Key Name or ID',
 						name: 'event',
-						type: 'string',
-						default: 'onboarding.completed',
-						description: 'The API\'s event key for a completed onboarding, if it differs. Example: onboarding.completed.',
-						placeholder: 'onboarding.completed',
+						type: 'options',
+						typeOptions: {
+							loadOptionsMethod: 'choices_list_webhook_events',
+						},
+						default: '',
+						description: 'Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>',
 					},
 				],
 			},
@@ -151,7 +156,7 @@ export class PracticeflowTrigger implements INodeType {
 				default: {},
 				displayOptions: {
 					show: {
-						event: ['proposal_accepted'],
+						trigger: ['proposal_accepted'],
 					},
 				},
 				options: [
@@ -168,6 +173,8 @@ export class PracticeflowTrigger implements INodeType {
 		],
 	};
 
+	methods = { loadOptions, listSearch };
+
 	webhookMethods = {
 		default: {
 			// True only when this node's subscription (same URL and event) is on record; a stale
@@ -175,7 +182,7 @@ export class PracticeflowTrigger implements INodeType {
 			async checkExists(this: IHookFunctions): Promise<boolean> {
 				const data = this.getWorkflowStaticData('node');
 				const url = this.getNodeWebhookUrl('default');
-				const event = this.getNodeParameter('event') as string;
+				const event = this.getNodeParameter('trigger') as string;
 				if (data.webhookId === undefined) return false;
 				if (data.webhookUrl === url && data.webhookEvent === event) return true;
 				const send = async (options: IHttpRequestOptions) =>
@@ -196,7 +203,7 @@ export class PracticeflowTrigger implements INodeType {
 			async create(this: IHookFunctions): Promise<boolean> {
 				const data = this.getWorkflowStaticData('node');
 				const url = this.getNodeWebhookUrl('default') as string;
-				const event = this.getNodeParameter('event') as string;
+				const event = this.getNodeParameter('trigger') as string;
 				const values = inputValues(this.getNode().parameters as IDataObject);
 				const send = async (options: IHttpRequestOptions) =>
 					await this.helpers.httpRequestWithAuthentication.call(this, CREDENTIAL, options);
@@ -247,7 +254,7 @@ export class PracticeflowTrigger implements INodeType {
 			this.getResponseObject().status(401).json({ message: 'signature or timestamp does not verify' });
 			return { noWebhookResponse: true };
 		}
-		const event = this.getNodeParameter('event') as string;
+		const event = this.getNodeParameter('trigger') as string;
 		const trigger = chosen(event);
 		if (trigger === undefined) throw new NodeOperationError(this.getNode(), `Unknown webhook event ${event}`);
 		const values = inputValues(this.getNode().parameters as IDataObject);

@@ -27,6 +27,8 @@ export interface ActionPlan {
 	passthrough: boolean;
 	errors: { [status: string]: string };
 	list: null | { paged: boolean; page_size: number | null; limit: unknown; filter: unknown };
+	/** The answer is a file: its name (a plan over input) and media type. */
+	download: null | { name: unknown; type: string };
 }
 
 export interface ActionDef {
@@ -73,8 +75,21 @@ export interface TriggerDef {
 	poll: PollPlan | null;
 }
 
+/** Where a field's choices come from (x-choices): a list action's rows as options. */
+export interface ChoiceDef {
+	action: string;
+	value: string | null;
+	label: string | null;
+	where: IDataObject;
+	with: IDataObject;
+	search: boolean;
+	/** Where the rows sit in the list's raw answer (read by Power Automate; unused here). */
+	collection: string | null;
+}
+
 export interface Definition {
 	version: string;
+	choices: { [name: string]: ChoiceDef };
 	auth: {
 		headers: { client_id: string; client_secret: string };
 		regions: { [key: string]: { title: string; base_url: string | null } };
@@ -231,7 +246,7 @@ const unflatten = (data: IDataObject): IDataObject => {
 
 /** Form values (flat, text from expressions) as the module's input: typed, nested, no blanks. */
 export const prepareInput = (values: IDataObject, schema: IDataObject): IDataObject =>
-	(coerce(unflatten(values), schema, schema) ?? {}) as IDataObject;
+	(coerce(unflatten(plainValues(values)), schema, schema) ?? {}) as IDataObject;
 
 // ---- requests --------------------------------------------------------------------------
 
@@ -372,6 +387,95 @@ export const runAction = async (
 	const mapped = render(plan.map, { response: data === undefined ? {} : data, headers, input });
 	if (plan.passthrough && isObject(data) && isObject(mapped)) return { ...data, ...mapped };
 	return mapped;
+};
+
+// ---- dynamic choices --------------------------------------------------------------------
+
+const pick = (row: unknown, name: string | null): unknown => {
+	if (name === null) return isObject(row) || Array.isArray(row) ? undefined : row;
+	return isObject(row) ? (row as IDataObject)[name] : undefined;
+};
+
+/** The options a list offers, as practiceflow.manifest.choices.options_from_rows. */
+export const choiceOptions = (rows: unknown[], source: ChoiceDef): Array<{ name: string; value: string | number }> => {
+	const where = source.where ?? {};
+	const seen = new Set<string>();
+	const out: Array<{ name: string; value: string | number }> = [];
+	for (const row of rows) {
+		const keep = Object.keys(where).every((k) => isObject(row) && (row as IDataObject)[k] === where[k]);
+		if (!keep) continue;
+		const value = pick(row, source.value);
+		if (value === undefined || value === null || value === '') continue;
+		const label = source.label ? pick(row, source.label) : undefined;
+		if (seen.has(String(value))) continue;
+		seen.add(String(value));
+		const text = label === undefined || label === null || label === '' ? value : label;
+		out.push({ name: String(text), value: typeof value === 'number' ? value : String(value) });
+	}
+	return out;
+};
+
+/** Read one declared choice list through its list action. */
+export const listChoices = async (
+	send: Send,
+	base: string,
+	def: Definition,
+	name: string,
+): Promise<Array<{ name: string; value: string | number }>> => {
+	const source = def.choices[name];
+	const action = source === undefined ? undefined : def.actions[source.action];
+	if (source === undefined || action === undefined) throw new SetupFailure(`unknown choice list ${name}`);
+	const listed = (await runAction(send, base, def, action, { ...source.with })) as IDataObject;
+	return choiceOptions(Array.isArray(listed.items) ? (listed.items as unknown[]) : [], source);
+};
+
+/** Resource locator values ({__rl, mode, value}) as their plain value, at any depth of a form. */
+export const plainValues = (values: IDataObject): IDataObject => {
+	const out: IDataObject = {};
+	for (const [key, value] of Object.entries(values)) {
+		if (isObject(value) && (value as IDataObject).__rl === true) out[key] = (value as IDataObject).value;
+		else if (isObject(value)) out[key] = plainValues(value as IDataObject);
+		else out[key] = value;
+	}
+	return out;
+};
+
+/** A downloaded file: its bytes, name and media type (the node makes it n8n binary data). */
+export interface DownloadedFile {
+	data: Buffer;
+	fileName: string;
+	contentType: string;
+}
+
+/** Run a download action: the API's file, whole, as bytes. */
+export const downloadFile = async (
+	send: Send,
+	base: string,
+	action: ActionDef,
+	values: IDataObject,
+): Promise<DownloadedFile> => {
+	const input = prepareInput(values, action.inputSchema);
+	const spec = action.plan.download;
+	const path = String(render(action.plan.path, { input }));
+	const response = await send({
+		method: 'GET',
+		url: base + path,
+		headers: { Accept: '*/*' },
+		encoding: 'arraybuffer',
+		json: false,
+		returnFullResponse: true,
+		ignoreHttpStatusErrors: true,
+	});
+	const status = response.statusCode;
+	if (status >= 400) {
+		const hint = (action.plan.errors ?? {})[String(status)];
+		const message = [`GET ${path} answered ${status}`, hint].filter(Boolean).join(': ');
+		throw new ApiFailure(message, status, undefined);
+	}
+	const named = spec && spec.name ? render(spec.name, { input }) : undefined;
+	const fileName = named ? String(named) : (path.split('/').pop() ?? 'file');
+	const body = response.body as ArrayBuffer | Buffer;
+	return { data: Buffer.from(body as ArrayBuffer), fileName, contentType: spec ? spec.type : 'application/octet-stream' };
 };
 
 /** Call the credential check (GET auth/validate); fails when the API refuses. */

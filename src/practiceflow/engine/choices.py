@@ -1,0 +1,123 @@
+"""Checking input against declared choices (``x-choices``) before anything is sent.
+
+:func:`check_choices` reads each declared list once (through the list action itself, so
+paging and filters are the module's) and reports every value in the input that the list
+does not offer, naming the valid values. It needs a client: offline (a dry run, or no
+credentials) there is nothing to compare with and nothing is checked. Values are compared
+as text without regard to case (the API resolves names that way for lead settings; the
+module's own checks stay the stricter judge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from practiceflow.engine.run import run_action
+from practiceflow.errors import Issue
+from practiceflow.hooks import ClientLike
+from practiceflow.manifest.choices import (
+    ChoiceSource,
+    FieldPath,
+    accepted_values,
+    options_from_rows,
+)
+from practiceflow.manifest.models import ActionModule, TriggerModule
+from practiceflow.manifest.registry import ModuleRegistry
+from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
+
+__all__ = ["check_choices", "values_at"]
+
+#: Valid values named in one message at most.
+SHOWN = 20
+
+
+def values_at(data: Any, path: FieldPath, at: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
+    """Yield ``(json path, value)`` for every value of the input at a field path.
+
+    Args:
+        data: the input.
+        path: property names from the root, ``*`` for any list index.
+        at: the JSON path walked so far.
+
+    Yields:
+        The concrete places and their values (absent and null ones left out).
+    """
+    if not path:
+        if data is not None:
+            yield at, data
+        return
+    head, rest = path[0], path[1:]
+    if head == "*":
+        if isinstance(data, list):
+            for index, item in enumerate(data):
+                yield from values_at(item, rest, (*at, index))
+        return
+    if isinstance(data, Mapping) and head in data:
+        yield from values_at(data[head], rest, (*at, head))
+
+
+def _valid_text(options: list[tuple[Any, str]]) -> str:
+    shown = [value for value, _label in options[:SHOWN]]
+    more = len(options) - len(shown)
+    text = repr(shown)
+    return f"{text} and {more} more" if more > 0 else text
+
+
+def check_choices(
+    module: ActionModule | TriggerModule,
+    data: Any,
+    client: ClientLike,
+    registry: ModuleRegistry,
+    *,
+    file: str = "input",
+    located: Located | None = None,
+) -> list[Issue]:
+    """Compare the input's choice fields with the lists they come from.
+
+    Args:
+        module: the action (or trigger) whose input it is.
+        data: the input (already valid against the input schema).
+        client: an API client; each declared list is read once.
+        registry: where the list actions are.
+        file: the input's source, for the issues.
+        located: positions, when the input came from a file.
+
+    Returns:
+        One issue per value the list does not offer, naming the valid values.
+
+    Raises:
+        ApiError, TransportError: reading a list failed (the caller sends nothing).
+    """
+    issues: list[Issue] = []
+    lists: dict[tuple[str, str], list[Any]] = {}
+    for path, source in module.choices.items():
+        places = list(values_at(data, path))
+        if not places:
+            continue
+        rows = _rows(source, client, registry, lists)
+        accepted = accepted_values(rows, source)
+        for at, value in places:
+            if str(value).casefold() in accepted:
+                continue
+            options = options_from_rows(rows, source)
+            line, column = located.where(at) if located is not None else (0, 0)
+            message = (
+                f"got {value!r}; valid values are {_valid_text(options)} (from {source.action})"
+            )
+            issues.append(Issue(file, line, column, format_path(at), message))
+    return issues
+
+
+def _rows(
+    source: ChoiceSource,
+    client: ClientLike,
+    registry: ModuleRegistry,
+    cache: dict[tuple[str, str], list[Any]],
+) -> list[Any]:
+    key = (source.action, repr(sorted(source.with_.items())))
+    if key not in cache:
+        result = run_action(source.action, dict(source.with_), client, registry=registry)
+        items = result.output.get("items")
+        cache[key] = list(items) if isinstance(items, list) else []
+    return cache[key]

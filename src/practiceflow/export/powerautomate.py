@@ -1,0 +1,591 @@
+"""The ``openapi`` exporter: ``openapi.json`` plus a Power Automate custom connector folder.
+
+``powerautomate/`` holds what Microsoft's custom-connector tooling imports and what its
+certification asks for:
+
+* ``apiDefinition.swagger.json``: OpenAPI 2.0 lowered from the 3.1 document (``type: [x,
+  null]`` -> ``x-nullable``; ``anyOf``, ``oneOf`` and other 2020-12 keywords dropped),
+  PascalCase ``operationId``\\ s, ``x-ms-summary`` on every parameter and field,
+  ``x-ms-url-encoding`` on path parameters, ``x-ms-dynamic-values`` where a field declares
+  its choices (``x-choices``), binary responses for downloads, HTTP Basic auth (spec
+  method B: a custom connector takes one credential pair), ``x-ms-connector-metadata``, and
+  one webhook trigger: ``POST /api/v1/webhooks`` with ``x-ms-trigger``, the callback in
+  ``hookUrl`` (``x-ms-notification-url``), the delivery's shape in the path's
+  ``x-ms-notification-content`` and a ``Location`` header on the 201, through which Power
+  Automate deletes the subscription when a flow is turned off;
+* ``apiProperties.json``: connection parameters (Client ID and secret as the Basic
+  credential, region, regional host), the brand colour, and the ``dynamichosturl`` policy
+  that sends every call to the connection's regional host;
+* ``icon.png`` (drawn here, in the brand colour) and ``README.md``.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+from practiceflow.export.base import Exporter, dump_json, register
+from practiceflow.export.openapi import openapi_document
+from practiceflow.manifest.registry import ModuleRegistry
+
+__all__ = [
+    "BRAND_COLOR",
+    "TITLE",
+    "OpenApiExporter",
+    "api_properties",
+    "icon_png",
+    "operation_id",
+    "swagger_document",
+]
+
+#: The connector's title (Power Automate: at most 30 characters, no "API").
+TITLE = "Practiceflow"
+#: Brand colour of the icon and the connector card (not #007ee5 or #ffffff).
+BRAND_COLOR = "#1b5e7a"
+#: Where the swagger's host points before a connection sets the real regional host.
+PLACEHOLDER_HOST = "regional-host.example.com"
+#: Publisher metadata; replace the addresses with your own before certification.
+METADATA = {
+    "Website": "https://practiceflow.example.com",
+    "Privacy policy": "https://practiceflow.example.com/privacy",
+    "Categories": "Business Management;Finance",
+}
+_DESCRIPTION = (
+    "Clients, leads, bills, proposals, eForms and onboarding jobs of a practice-management "
+    "platform: create and find records, download documents, and start flows on its events."
+)
+_V2_DROP = frozenset(
+    {"anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired", "const", "examples",
+     "$comment", "$defs", "writeOnly", "deprecated", "exclusiveMinimum", "exclusiveMaximum",
+     "minProperties", "maxProperties", "x-pii", "x-choices", "title"}
+)  # fmt: skip
+
+
+def operation_id(key: str) -> str:
+    """A module key as a PascalCase operationId (``create_client`` -> ``CreateClient``)."""
+    return "".join(part[:1].upper() + part[1:] for part in key.split("_") if part)
+
+
+def _summary(name: str, schema: Mapping[str, Any]) -> str:
+    title = schema.get("title")
+    if isinstance(title, str) and title:
+        return title
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").split()
+    return " ".join(words)[:1].upper() + " ".join(words)[1:]
+
+
+class _Lowering:
+    """JSON Schema 2020-12 -> the OpenAPI 2.0 subset, with Power Automate's annotations."""
+
+    def __init__(self, lists: Mapping[str, str]) -> None:
+        self.lists = lists  # list action key -> its operationId
+
+    def dynamic(self, declared: Any) -> dict[str, Any] | None:
+        """``x-ms-dynamic-values`` for an ``x-choices`` declaration (rows must be objects)."""
+        if not isinstance(declared, Mapping) or declared.get("action") not in self.lists:
+            return None
+        value = declared.get("value")
+        if not value:
+            return None  # plain values: Power Automate's lists need objects
+        out: dict[str, Any] = {
+            "operationId": self.lists[declared["action"]],
+            "value-path": value,
+            "value-title": declared.get("label") or value,
+        }
+        if declared.get("collection"):
+            out["value-collection"] = declared["collection"]
+        if declared.get("with"):
+            out["parameters"] = dict(declared["with"])
+        return out
+
+    def schema(self, schema: Any) -> Any:
+        """Lower one schema (recursively)."""
+        if not isinstance(schema, Mapping):
+            return schema
+        if "$ref" in schema:
+            return {"$ref": str(schema["$ref"]).replace("#/components/schemas/", "#/definitions/")}
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key == "type" and isinstance(value, list):
+                kinds = [kind for kind in value if kind != "null"]
+                out["type"] = kinds[0] if kinds else "string"
+                if "null" in value:
+                    out["x-nullable"] = True
+            elif key == "properties":
+                out[key] = {name: self.field(name, sub) for name, sub in value.items()}
+            elif key in ("items", "additionalProperties"):
+                out[key] = self.schema(value)
+            elif key == "allOf":
+                out[key] = [self.schema(sub) for sub in value]
+            elif key not in _V2_DROP:
+                out[key] = value
+        if "const" in schema:
+            out["enum"] = [schema["const"]]
+        if schema.get("examples") and not isinstance(schema["examples"][0], dict | list):
+            out["x-ms-test-value"] = schema["examples"][0]
+        for bound, flag in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+            if bound in schema:
+                out[flag] = schema[bound]
+                out[bound] = True
+        dynamic = self.dynamic(schema.get("x-choices"))
+        if dynamic is not None:
+            out["x-ms-dynamic-values"] = dynamic
+        return out
+
+    def field(self, name: str, schema: Any) -> Any:
+        """A property: lowered, with ``x-ms-summary`` and a description."""
+        lowered = self.schema(schema)
+        if not isinstance(lowered, dict) or "$ref" in lowered:
+            return lowered
+        summary = _summary(name, schema if isinstance(schema, Mapping) else {})
+        lowered.setdefault("x-ms-summary", summary)
+        lowered.setdefault("description", f"{summary}.")
+        return lowered
+
+
+def _parameter(lowering: _Lowering, parameter: Mapping[str, Any]) -> dict[str, Any]:
+    schema = parameter.get("schema") or {}
+    out: dict[str, Any] = {
+        key: value for key, value in parameter.items() if key not in ("schema", "description")
+    }
+    lowered = lowering.schema(schema)
+    lowered.pop("x-nullable", None)
+    out.update(lowered)
+    out["x-ms-summary"] = _summary(parameter["name"], schema)
+    out["description"] = str(parameter.get("description") or f"{out['x-ms-summary']}.")
+    if parameter["in"] == "path":
+        out["x-ms-url-encoding"] = "single"
+    return out
+
+
+def _operation(
+    lowering: _Lowering, operation: Mapping[str, Any], important: bool
+) -> dict[str, Any]:
+    description = str(operation["description"])
+    out: dict[str, Any] = {
+        "operationId": operation_id(str(operation["operationId"])),
+        "summary": str(operation["summary"]).rstrip("."),
+        "description": description if description.endswith(".") else description + ".",
+        "tags": operation["tags"],
+        "x-ms-visibility": "important" if important else "advanced",
+    }
+    parameters = [_parameter(lowering, parameter) for parameter in operation.get("parameters", [])]
+    body = operation.get("requestBody")
+    if body:
+        schema = body["content"]["application/json"]["schema"]
+        parameters.append(
+            {
+                "name": "body",
+                "in": "body",
+                "required": True,
+                "description": "The fields to send.",
+                "x-ms-summary": "Body",
+                "schema": lowering.schema(schema),
+            }
+        )
+    if parameters:
+        out["parameters"] = parameters
+    responses = {}
+    produces: set[str] = set()
+    for code, response in operation["responses"].items():
+        lowered: dict[str, Any] = {"description": response["description"]}
+        for media, content in response.get("content", {}).items():
+            lowered["schema"] = lowering.schema(content["schema"])
+            if code.startswith("2"):
+                produces.add(media)
+        for name, header in response.get("headers", {}).items():
+            lowered.setdefault("headers", {})[name] = {
+                "type": "string",
+                "description": header["description"],
+                "x-ms-summary": name,
+            }
+        responses[code] = lowered
+    out["responses"] = responses
+    if produces and produces != {"application/json"}:
+        out["produces"] = sorted(produces)
+    return out
+
+
+def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, Any]:
+    """The Power Automate custom-connector definition (OpenAPI 2.0).
+
+    Args:
+        modules: the loaded modules.
+        connector: the connector manifest as data.
+
+    Returns:
+        The document.
+    """
+    source = openapi_document(modules, connector)
+    lists = {
+        str(operation["operationId"]): operation_id(str(operation["operationId"]))
+        for methods in source["paths"].values()
+        for operation in methods.values()
+        if modules.actions[str(operation["operationId"])].extensions.list is not None
+    }
+    lowering = _Lowering(lists)
+    skipped = dict(source["info"]["x-practiceflow-skipped"])
+    hooks = connector["webhooks"]["subscribe"]
+    paths: dict[str, dict[str, Any]] = {}
+    for path, methods in source["paths"].items():
+        for method, operation in methods.items():
+            key = str(operation["operationId"])
+            if path == hooks["path"] and method == "post":
+                # The trigger subscribes on this route; a flow never calls it as an action.
+                skipped[f"actions/{key}"] = (
+                    "its route is the webhook trigger's subscription in Power Automate "
+                    "(When an Event Occurs)"
+                )
+                continue
+            action = modules.actions[key]
+            important = action.kind == "create" or action.needs_write
+            paths.setdefault(path, {})[method] = _operation(lowering, operation, important)
+    events = sorted(
+        {
+            (trigger.webhook["event"], trigger.title)
+            for trigger in modules.triggers.values()
+            if trigger.webhook and isinstance(trigger.webhook["event"], str)
+        }
+    )
+    if events:
+        paths.setdefault(hooks["path"], {})["post"] = _trigger_operation(hooks, events)
+        paths[hooks["path"]]["x-ms-notification-content"] = {
+            "description": "A webhook delivery: its JSON body as the API sends it.",
+            "schema": {
+                "type": "object",
+                "additionalProperties": True,
+                "x-ms-summary": "Delivery",
+                "description": "The delivery body (its fields are not published by the API).",
+            },
+        }
+        delete = paths.setdefault(hooks["path"] + "/{id}", {})
+        if "delete" in delete:
+            delete["delete"]["x-ms-visibility"] = "internal"
+    info = {
+        "title": TITLE,
+        "version": source["info"]["version"],
+        "description": _DESCRIPTION,
+        "contact": {"name": "practiceflow", "url": METADATA["Website"]},
+        "x-practiceflow-skipped": dict(sorted(skipped.items())),
+    }
+    return {
+        "swagger": "2.0",
+        "info": info,
+        "host": PLACEHOLDER_HOST,
+        "basePath": "/",
+        "schemes": ["https"],
+        "consumes": ["application/json"],
+        "produces": ["application/json"],
+        "securityDefinitions": {"basic_auth": {"type": "basic"}},
+        "security": [{"basic_auth": []}],
+        "paths": dict(sorted(paths.items())),
+        "definitions": {
+            name: lowering.schema(schema)
+            for name, schema in source["components"]["schemas"].items()
+        },
+        "x-ms-connector-metadata": [
+            {"propertyName": name, "propertyValue": value} for name, value in METADATA.items()
+        ],
+    }
+
+
+def _trigger_operation(hooks: Mapping[str, Any], events: list[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "operationId": "WhenAnEventOccurs",
+        "summary": "When an event occurs",
+        "description": "Subscribes a webhook for the chosen event and starts the flow with "
+        "each delivery (signed with X-Svc-Signature; the body's fields are not published).",
+        "x-ms-trigger": "single",
+        "x-ms-trigger-hint": "To see it work, cause the chosen event in the practice.",
+        "x-ms-visibility": "important",
+        "parameters": [
+            {
+                "name": "body",
+                "in": "body",
+                "required": True,
+                "description": "The subscription.",
+                "x-ms-summary": "Subscription",
+                "schema": {
+                    "type": "object",
+                    "required": [hooks["url_field"], hooks["event_field"]],
+                    "properties": {
+                        hooks["url_field"]: {
+                            "type": "string",
+                            "description": "Callback URL of the flow.",
+                            "x-ms-summary": "Callback URL",
+                            "x-ms-notification-url": True,
+                            "x-ms-visibility": "internal",
+                        },
+                        hooks["event_field"]: {
+                            "type": "string",
+                            "description": "The event to subscribe to.",
+                            "x-ms-summary": "Event",
+                            "enum": [event for event, _ in events],
+                            "x-ms-enum-values": [
+                                {"value": event, "displayName": title} for event, title in events
+                            ],
+                        },
+                        hooks["name_field"]: {
+                            "type": "string",
+                            "description": "A name for the subscription.",
+                            "x-ms-summary": "Name",
+                            "default": "Power Automate",
+                            "x-ms-visibility": "internal",
+                        },
+                    },
+                },
+            }
+        ],
+        "responses": {
+            "201": {
+                "description": "Subscribed; Power Automate deletes the subscription at the "
+                "Location when the flow is turned off.",
+                "headers": {
+                    "Location": {
+                        "type": "string",
+                        "description": "URL of the new subscription.",
+                        "x-ms-summary": "Location",
+                    }
+                },
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "id": {
+                            "type": "string",
+                            "format": "uuid",
+                            "x-ms-summary": "Subscription ID",
+                            "description": "Subscription ID.",
+                        },
+                        "event": {
+                            "type": "string",
+                            "x-ms-summary": "Event",
+                            "description": "Event key.",
+                        },
+                        "url": {
+                            "type": "string",
+                            "x-ms-summary": "URL",
+                            "description": "Callback URL.",
+                        },
+                    },
+                },
+            },
+        },
+    }
+
+
+def api_properties(connector: Mapping[str, Any]) -> dict[str, Any]:
+    """``apiProperties.json``: connection parameters, brand colour and the host policy.
+
+    Args:
+        connector: the connector manifest as data.
+
+    Returns:
+        The document.
+    """
+    regions = sorted(connector["regions"].items())
+
+    def param(kind: str, name: str, text: str, tab: int, **extra: Any) -> dict[str, Any]:
+        constraints: dict[str, Any] = {"required": "true", "tabIndex": tab, **extra}
+        return {
+            "type": kind,
+            "uiDefinition": {
+                "displayName": name,
+                "description": text,
+                "tooltip": text,
+                "constraints": constraints,
+            },
+        }
+
+    return {
+        "properties": {
+            "connectionParameters": {
+                "username": param(
+                    "securestring",
+                    "Client ID",
+                    "The API client's Client ID (a GUID) from the practice settings.",
+                    1,
+                    clearText=True,
+                ),
+                "password": param(
+                    "securestring",
+                    "Client secret",
+                    "The API client's secret; the practice administrator creates it.",
+                    2,
+                    clearText=False,
+                ),
+                "region": param(
+                    "string",
+                    "Region",
+                    "The region the practice is tied to; each region has its own host.",
+                    3,
+                    allowedValues=[
+                        {"text": region["title"], "value": key} for key, region in regions
+                    ],
+                ),
+                "host": param(
+                    "string",
+                    "Regional host",
+                    "Host name of the practice's region (without https:// and /api/v1); "
+                    "the practice tells you which.",
+                    4,
+                ),
+            },
+            "iconBrandColor": BRAND_COLOR,
+            "capabilities": [],
+            "publisher": "practiceflow",
+            "stackOwner": "practiceflow",
+            "policyTemplateInstances": [
+                {
+                    "templateId": "dynamichosturl",
+                    "title": "Regional host",
+                    "parameters": {
+                        "x-ms-apimTemplateParameter.urlTemplate": (
+                            "https://@connectionParameters('host')"
+                        )
+                    },
+                }
+            ],
+        }
+    }
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    body = kind + data
+    return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+
+def icon_png(size: int = 230) -> bytes:
+    """The connector icon: a white document mark on the brand colour, as a PNG.
+
+    Args:
+        size: width and height in pixels.
+
+    Returns:
+        The PNG bytes (deterministic).
+    """
+    red, green, blue = (int(BRAND_COLOR[i : i + 2], 16) for i in (1, 3, 5))
+    background = bytes((red, green, blue))
+    white = b"\xff\xff\xff"
+    left, right, top, bottom = (
+        size * 30 // 100,
+        size * 70 // 100,
+        size * 22 // 100,
+        size * 78 // 100,
+    )
+    rows = []
+    for y in range(size):
+        row = bytearray(b"\x00")  # filter: none
+        for x in range(size):
+            inside = left <= x < right and top <= y < bottom
+            ruled = (y - top) % (size // 10) in (0, 1) and y > top + size // 10 and x < right - 6
+            row += white if inside and not ruled else background
+        rows.append(bytes(row))
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    data = zlib.compress(b"".join(rows), 9)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", data)
+        + _chunk(b"IEND", b"")
+    )
+
+
+@register
+class OpenApiExporter(Exporter):
+    """OpenAPI 3.1 document of the actions, plus the Power Automate connector folder."""
+
+    name = "openapi"
+    summary = "OpenAPI 3.1 document, and a Power Automate custom connector (OpenAPI 2.0)"
+
+    def files(
+        self, modules: ModuleRegistry, connector: Mapping[str, Any]
+    ) -> dict[str, str | bytes]:
+        """Build ``openapi.json`` and the ``powerautomate/`` folder.
+
+        Args:
+            modules: the loaded modules.
+            connector: the connector manifest as data.
+
+        Returns:
+            Relative path -> text (bytes for the icon).
+        """
+        swagger = swagger_document(modules, connector)
+        return {
+            "openapi.json": dump_json(openapi_document(modules, connector)),
+            "powerautomate/apiDefinition.swagger.json": dump_json(swagger),
+            "powerautomate/apiProperties.json": dump_json(api_properties(connector)),
+            "powerautomate/icon.png": icon_png(),
+            "powerautomate/README.md": readme(swagger),
+        }
+
+
+def readme(swagger: Mapping[str, Any]) -> str:
+    """The connector's README (the sections Microsoft's certification asks for).
+
+    Args:
+        swagger: the connector definition.
+
+    Returns:
+        Markdown text.
+    """
+    actions: list[str] = []
+    triggers: list[str] = []
+    for methods in swagger["paths"].values():
+        for operation in methods.values():
+            if not isinstance(operation, Mapping) or "operationId" not in operation:
+                continue
+            if operation.get("x-ms-visibility") == "internal":
+                continue
+            line = f"### {operation['summary']}\n{operation['description']}\n"
+            (triggers if "x-ms-trigger" in operation else actions).append(line)
+    skipped = swagger["info"].get("x-practiceflow-skipped", {})
+    limits = "".join(f"- `{name}`: {reason}\n" for name, reason in sorted(skipped.items()))
+    return f"""# {TITLE}
+
+{_DESCRIPTION} Generated by `practiceflow export openapi`; do not edit by hand.
+
+## Publisher: practiceflow
+
+## Prerequisites
+
+A practice on the platform and an API client for it (Client ID and secret) created by the
+practice administrator; write actions need the API client's write access (canWrite).
+
+## Supported Operations
+
+Triggers:
+
+{chr(10).join(triggers)}
+Actions:
+
+{chr(10).join(sorted(actions))}
+## Obtaining Credentials
+
+The practice administrator creates an API client in the practice settings and hands over its
+Client ID and secret. Enter them when creating a connection, with the practice's region and
+its regional host (the practice tells you which host serves its region). The connector sends
+them as HTTP Basic credentials; the `dynamichosturl` policy in `apiProperties.json` sends every
+call to `https://<regional host>`.
+
+## Known Issues and Limitations
+
+- The swagger's `host` (`{PLACEHOLDER_HOST}`) is a stand-in: the regional hosts are not
+  published, so each connection supplies its own and the policy uses it.
+- The webhook delivery's body fields are not published: a trigger's output is the body as
+  sent. Power Automate deletes a subscription through the subscribe answer's `Location`
+  header; that header is how the local sandbox answers, not something the API documents.
+- Choices lists whose rows are plain values (webhook event keys) are offered as fixed
+  values, since Power Automate's dynamic lists need objects.
+- Not in this connector:
+
+{limits}
+## Deployment Instructions
+
+Import the folder with Microsoft's connector tool (`paconn create --api-def
+apiDefinition.swagger.json --api-prop apiProperties.json --icon icon.png`) or upload
+`apiDefinition.swagger.json` in the custom-connector wizard and copy the connection
+parameters and policy from `apiProperties.json`.
+"""

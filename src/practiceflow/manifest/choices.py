@@ -1,0 +1,216 @@
+"""Dynamic choices: where an input field's allowed values come from, declared once.
+
+A field of an action's or trigger's input schema may say ``x-choices`` (the format is
+``manifests/action.schema.json#/$defs/choices``): which list action reads the choices, which
+row field is the value and which the label, equality filters on the rows, input for the
+list action, and whether the list is large enough to want a search box. One declaration
+serves every consumer: ``practiceflow action`` checks input against it when online
+(:mod:`practiceflow.engine.choices`), and each exporter turns it into its platform's own
+dropdown mechanism.
+
+This module reads the declarations out of a schema (:func:`choice_fields`), checks that
+they name a list action of the registry (:func:`check_sources`), and reduces list rows to
+``(value, label)`` pairs (:func:`options_from_rows`), the one rule the exporters' JavaScript
+repeats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from practiceflow.errors import Issue
+
+__all__ = [
+    "ChoiceSource",
+    "accepted_values",
+    "check_sources",
+    "choice_fields",
+    "options_from_rows",
+    "row_matches",
+]
+
+#: A field's place in an input: property names from the root, ``*`` for any list index.
+FieldPath = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChoiceSource:
+    """One ``x-choices`` declaration.
+
+    Attributes:
+        action: key of the list action that reads the choices.
+        value: row field holding the value to send; None when rows are plain values.
+        label: row field shown to people; None means the value.
+        also: other row fields whose values the API accepts too (checked, not offered).
+        where: equality filters on the rows.
+        with_: input for the list action.
+        search: the list is large; platforms offer a search over it.
+        collection: where the rows sit in the raw answer (None: a bare array).
+    """
+
+    action: str
+    value: str | None = None
+    label: str | None = None
+    also: tuple[str, ...] = ()
+    where: Mapping[str, Any] = field(default_factory=dict)
+    with_: Mapping[str, Any] = field(default_factory=dict)
+    search: bool = False
+    collection: str | None = None
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> ChoiceSource:
+        """Build one from its (meta-schema valid) YAML mapping."""
+        return cls(
+            action=str(data["action"]),
+            value=data.get("value"),
+            label=data.get("label"),
+            also=tuple(data.get("also", ())),
+            where=dict(data.get("where") or {}),
+            with_=dict(data.get("with") or {}),
+            search=bool(data.get("search", False)),
+            collection=data.get("collection"),
+        )
+
+    def as_data(self) -> dict[str, Any]:
+        """The declaration as JSON-ready data (what exporters embed)."""
+        return {
+            "action": self.action,
+            "value": self.value,
+            "label": self.label or self.value,
+            "where": dict(sorted(self.where.items())),
+            "with": dict(sorted(self.with_.items())),
+            "search": self.search,
+            "collection": self.collection,
+        }
+
+
+def choice_fields(schema: Mapping[str, Any]) -> dict[FieldPath, ChoiceSource]:
+    """Collect the ``x-choices`` declarations of an input schema.
+
+    Args:
+        schema: an action's or trigger's input schema (valid against the meta-schema).
+
+    Returns:
+        Field path -> declaration, in the schema's order.
+    """
+    defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), Mapping) else {}
+    found: dict[FieldPath, ChoiceSource] = {}
+
+    def walk(node: Any, at: FieldPath, depth: int) -> None:
+        if not isinstance(node, Mapping) or depth > 32:
+            return
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            walk(defs.get(ref.removeprefix("#/$defs/")), at, depth + 1)
+        declared = node.get("x-choices")
+        if isinstance(declared, Mapping) and at:
+            found[at] = ChoiceSource.from_data(declared)
+        properties = node.get("properties")
+        if isinstance(properties, Mapping):
+            for name, child in properties.items():
+                walk(child, (*at, str(name)), depth + 1)
+        walk(node.get("items"), (*at, "*"), depth + 1)
+
+    walk(schema, (), 0)
+    return found
+
+
+def check_sources(
+    key: str,
+    file: str,
+    choices: Mapping[FieldPath, ChoiceSource],
+    list_actions: Iterable[str],
+    all_actions: Iterable[str],
+) -> list[Issue]:
+    """Check that every declaration names a list action of the registry.
+
+    Args:
+        key: the declaring module's key.
+        file: its file, for the issues.
+        choices: its declarations.
+        list_actions: keys of the actions that have a ``list`` section.
+        all_actions: keys of every action.
+
+    Returns:
+        One issue per declaration whose action is missing or not a list.
+    """
+    lists = set(list_actions)
+    known = set(all_actions)
+    issues: list[Issue] = []
+    for path, source in choices.items():
+        where = "input." + ".".join(path) + ".x-choices.action"
+        if source.action in lists:
+            continue
+        if source.action in known:
+            message = f"{key}: got {source.action!r}, not a list action (it has no 'list' section)"
+        else:
+            message = f"{key}: got {source.action!r}; valid values are {sorted(lists)}"
+        issues.append(Issue(file, 0, 0, where, message))
+    return issues
+
+
+def row_matches(row: Any, where: Mapping[str, Any]) -> bool:
+    """Whether a list row passes a declaration's equality filters."""
+    if not where:
+        return True
+    if not isinstance(row, Mapping):
+        return False
+    return all(row.get(name) == wanted for name, wanted in where.items())
+
+
+def _pick(row: Any, name: str | None) -> Any:
+    if name is None:
+        return None if isinstance(row, Mapping | list) else row
+    return row.get(name) if isinstance(row, Mapping) else None
+
+
+def options_from_rows(rows: Iterable[Any], source: ChoiceSource) -> list[tuple[Any, str]]:
+    """The ``(value, label)`` pairs a list offers, in the list's order, without repeats.
+
+    Rows failing ``where``, and rows without a value, are left out.
+
+    Args:
+        rows: the list action's ``items``.
+        source: the declaration.
+
+    Returns:
+        The pairs.
+    """
+    out: list[tuple[Any, str]] = []
+    seen: set[str] = set()
+    for row in rows:
+        if not row_matches(row, source.where):
+            continue
+        value = _pick(row, source.value)
+        if value is None or value == "":
+            continue
+        label = _pick(row, source.label) if source.label else None
+        text = str(value if label is None or label == "" else label)
+        if str(value) in seen:
+            continue
+        seen.add(str(value))
+        out.append((value, text))
+    return out
+
+
+def accepted_values(rows: Iterable[Any], source: ChoiceSource) -> set[str]:
+    """Every value the API takes for the field (values and ``also`` fields), lower case.
+
+    Args:
+        rows: the list action's ``items``.
+        source: the declaration.
+
+    Returns:
+        The accepted values as case-folded text.
+    """
+    accepted: set[str] = set()
+    for row in rows:
+        if not row_matches(row, source.where):
+            continue
+        for name in (source.value, *source.also):
+            value = _pick(row, name)
+            if value is not None and value != "":
+                accepted.add(str(value).casefold())
+    return accepted
