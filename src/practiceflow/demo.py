@@ -31,7 +31,7 @@ from practiceflow.api import Client
 from practiceflow.console import ConsoleContext, ConsoleServer
 from practiceflow.console.screenshot import screenshot
 from practiceflow.manifest import load_modules
-from practiceflow.runner import TRIGGER_STEP, PriorityBudget, Runner, validate_recipe
+from practiceflow.runner import PriorityBudget, Runner, validate_recipe
 from practiceflow.runner.intake import TriggerIntake
 from practiceflow.state import StateStore, open_store
 from practiceflow.state.request_log import RequestLog
@@ -57,8 +57,6 @@ def _run_table(store: StateStore, run_id: str, title: str) -> Table:
     for column in ("step", "status", "attempts", "result"):
         table.add_column(column)
     for step in store.get_steps(run_id):
-        if step.step_id == TRIGGER_STEP:
-            continue
         output = step.output if isinstance(step.output, dict) else {}
         ids = {
             k: v

@@ -8,7 +8,7 @@ EXPECTED = {
     "Address", "ApiModel", "ApiResponse", "Bill", "BillLineItem", "BillLineItemRequest",
     "BillRequest", "Client", "CredentialCheck", "Download", "EForm", "EntityCreateRequest",
     "EntityIntegrations", "EntitySummary", "Group", "GroupMember", "Lead", "Onboarding",
-    "OnboardingRecipient", "Page", "PreparedCall", "ProblemDetails", "RateBudget",
+    "OnboardingRecipient", "Page", "ProblemDetails", "RateBudget",
     "RateLimitStatus", "RateLimits", "RetryPolicy", "Secret", "Settings",
     "WebhookSubscribeRequest", "WebhookSubscription", "load_settings", "to_utc_param",
 }  # fmt: skip

@@ -23,7 +23,7 @@ Modules, one concern each:
 
 from __future__ import annotations
 
-from practiceflow.api.client import ApiResponse, Client, Download, PreparedCall
+from practiceflow.api.client import ApiResponse, Client, Download
 from practiceflow.api.config import Settings, load_settings
 from practiceflow.api.models import (
     Address,
@@ -73,7 +73,6 @@ __all__ = [
     "Onboarding",
     "OnboardingRecipient",
     "Page",
-    "PreparedCall",
     "ProblemDetails",
     "RateBudget",
     "RateLimitStatus",

@@ -31,7 +31,6 @@ import requests
 from practiceflow import __version__
 from practiceflow.api.auth import make_auth, mask_headers, reject_credential_headers
 from practiceflow.api.config import AuthMethodName, Settings, load_settings
-from practiceflow.api.inflight import InFlightAdapter, work_while_waiting
 from practiceflow.api.models import CredentialCheck
 from practiceflow.api.paging import Page, iter_items, iter_pages
 from practiceflow.api.params import encode_params, utc_now
@@ -60,7 +59,7 @@ from practiceflow.errors import (
     TransportError,
 )
 
-__all__ = ["AUTH_VALIDATE_PATH", "ApiResponse", "Client", "Download", "PreparedCall"]
+__all__ = ["AUTH_VALIDATE_PATH", "ApiResponse", "Client", "Download"]
 
 logger = logging.getLogger("practiceflow.api")
 
@@ -70,22 +69,14 @@ _USER_AGENT: Final = f"practiceflow/{__version__} python-requests/{requests.__ve
 
 
 @dataclass(frozen=True)
-class PreparedCall:
-    """A request checked and built by :meth:`Client.prepare`; nothing is sent yet.
-
-    Attributes:
-        method: the HTTP method, upper case.
-        path: the path as given (under the base URL).
-        request: the request as it will leave: URL, headers (credentials included), body.
-        json: the JSON body as sent (None: no body).
-        settings: how it is sent (proxies, TLS verification, client certificate), from
-            the session and the environment.
-    """
+class _Call:
+    """A request checked and built, credentials included; nothing is sent yet."""
 
     method: str
     path: str
     request: requests.PreparedRequest = field(repr=False)
     json: Any = field(repr=False)
+    #: How it is sent (proxies, TLS verification, client certificate).
     settings: dict[str, Any] = field(repr=False)
 
 
@@ -170,9 +161,6 @@ class Client:
         self._owns_session = session is None
         if session is None:
             session = requests.Session()
-            # Its connections let send()'s while_waiting work use the API's time.
-            for prefix in ("https://", "http://"):
-                session.mount(prefix, InFlightAdapter())
         self._session = session
         self._budget = budget or RateBudget(limits, clock=clock, sleep=sleep)
         self.limits = self._budget.limits
@@ -296,6 +284,7 @@ class Client:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         headers: Mapping[str, str] | None = None,
+        on_send: Callable[[], None] | None = None,
     ) -> ApiResponse:
         """Send one request (with retries where safe) and return the successful answer.
 
@@ -306,6 +295,10 @@ class Client:
                 booleans are sent as ``true``/``false``.
             json: JSON body (a pydantic model is dumped by alias).
             headers: extra headers (never credentials).
+            on_send: called each time the rate budget has admitted the request,
+                immediately before it leaves (a retry calls it again). Time spent waiting
+                for the budget comes before it; if it raises, nothing is sent and its
+                exception is raised. The runner journals a write's ``sent`` here.
 
         Returns:
             The :class:`ApiResponse`.
@@ -316,63 +309,8 @@ class Client:
             TransportError: no usable answer, after the retries allowed.
             InDoubtError: a write may have been acted on (timeout, 5xx, lost connection).
         """
-        return self.send(self.prepare(method, path, params=params, json=json, headers=headers))
-
-    def prepare(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> PreparedCall:
-        """Check and build a request, to be sent later with :meth:`send`.
-
-        Nothing is sent and no rate budget is spent. :meth:`request` is ``prepare`` then
-        ``send``; the runner prepares a write while the journal entry that must precede it
-        is being made durable, and sends it after.
-
-        Args:
-            method: HTTP method.
-            path: path under the base URL, e.g. ``/api/v1/bills``.
-            params: query parameters (as for :meth:`request`).
-            json: JSON body (a pydantic model is dumped by alias).
-            headers: extra headers (never credentials).
-
-        Returns:
-            The :class:`PreparedCall`.
-
-        Raises:
-            ConfigError: the path, parameters, headers or body are invalid.
-        """
-        return self._build(method, path, params, json, headers, stream=False)
-
-    def send(
-        self, call: PreparedCall, *, while_waiting: Callable[[], None] | None = None
-    ) -> ApiResponse:
-        """Send a call made by :meth:`prepare` (with retries where safe), as :meth:`request`.
-
-        A retry sends the same built request again (the credentials are fixed headers).
-
-        Args:
-            call: the prepared call.
-            while_waiting: work to do while the API works on the request: called once,
-                after the request is written and before its answer is read (or, where
-                that moment is not seen, such as with a session of your own, when the
-                exchange is over). Should it raise, its exception is raised by ``send``
-                once the exchange is over, and the answer is dropped.
-
-        Returns:
-            The :class:`ApiResponse`.
-
-        Raises:
-            ApiError: the API answered with an error status (a subclass per status).
-            TransportError: no usable answer, after the retries allowed.
-            InDoubtError: a write may have been acted on (timeout, 5xx, lost connection).
-        """
-        with work_while_waiting(while_waiting):
-            response = self._send_call(call)
+        call = self._build(method, path, params, json, headers, stream=False)
+        response = self._send_call(call, on_send)
         data, text = parse_body(response)
         return ApiResponse(response.status_code, response.headers, data, text)
 
@@ -546,7 +484,7 @@ class Client:
         headers: Mapping[str, str] | None,
         *,
         stream: bool,
-    ) -> PreparedCall:
+    ) -> _Call:
         """Check and build a request, credentials included, as ``requests`` would send it."""
         verb, url, query, body, extra = self._prepare(method, path, params, json, headers)
         request = requests.Request(verb, url, params=query, json=body, headers=extra)
@@ -561,10 +499,13 @@ class Client:
                 f"{verb} {log_path(path)}: the request could not be built: {unsendable_reason(exc)}"
             )
             raise ConfigError(message) from None
-        return PreparedCall(verb, path, prepared, body, dict(settings))
+        return _Call(verb, path, prepared, body, dict(settings))
 
-    def _send_call(self, call: PreparedCall) -> requests.Response:
-        """The send loop: budget, send, retries where safe (the same request each time)."""
+    def _send_call(
+        self, call: _Call, on_send: Callable[[], None] | None = None
+    ) -> requests.Response:
+        """The send loop: budget, ``on_send``, send, retries where safe (the same request
+        each time)."""
         verb = call.method
         where = log_path(call.path)
         read = is_read(verb)
@@ -573,6 +514,8 @@ class Client:
         rate_limited = 0
         while True:
             self._budget.acquire(verb, where, deadline)
+            if on_send is not None:
+                on_send()
             started = time.perf_counter()
             try:
                 response = self._session.send(

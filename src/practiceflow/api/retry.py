@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass
 from typing import Final
 
-from urllib3.exceptions import ConnectTimeoutError
+import requests
 
 from practiceflow.errors import ConfigError
 
@@ -76,13 +76,20 @@ class RetryPolicy:
         return ceiling / 2 + rng.random() * ceiling / 2
 
 
+#: The transport's errors for a connection that was never opened.
+_CONNECT_FAILURES: Final = frozenset({"ConnectTimeoutError", "NewConnectionError"})
+
+
 def refused_before_sending(exc: BaseException) -> bool:
     """Whether a ``requests`` error means the request never left this machine.
 
     True when the connection could not be opened (refused, unresolvable host, connect
-    timeout): urllib3 reports each of these as a ``ConnectTimeoutError`` (or its subclass
-    ``NewConnectionError``) somewhere in the exception's chain (``args``, ``reason``,
-    ``__cause__``, ``__context__``). A read timeout or a reset is not in that family.
+    timeout): ``requests`` raises :class:`requests.ConnectTimeout`, or carries the
+    transport's ``ConnectTimeoutError`` (or its subclass ``NewConnectionError``) somewhere
+    in the exception's chain (``args``, ``reason``, ``__cause__``, ``__context__``). The
+    transport's classes are recognised by name: they belong to ``requests``' own
+    transport, not to an interface of ours. A read timeout or a reset is not in that
+    family.
 
     Args:
         exc: the exception ``requests`` raised.
@@ -97,7 +104,9 @@ def refused_before_sending(exc: BaseException) -> bool:
         if id(current) in seen or not isinstance(current, BaseException):
             continue
         seen.add(id(current))
-        if isinstance(current, ConnectTimeoutError):
+        if isinstance(current, requests.ConnectTimeout) or _CONNECT_FAILURES.intersection(
+            cls.__name__ for cls in type(current).__mro__
+        ):
             return True
         pending.extend(current.args)
         pending.extend(

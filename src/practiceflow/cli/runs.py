@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
-import signal
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,6 @@ from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, sin
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 from practiceflow.manifest import ModuleRegistry, load_modules
 from practiceflow.runner import (
-    TRIGGER_STEP,
     PriorityBudget,
     Runner,
     RunOutcome,
@@ -46,13 +44,10 @@ from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord, StateStore, open_store
 from practiceflow.state.request_log import RequestLog
 
-__all__ = ["COMMANDS", "DEFAULT_STATE", "KILL_ENV", "open_state", "plan", "run", "runs", "serve"]
+__all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
 
 #: Where the state store is when neither ``--state`` nor ``PRACTICEFLOW_STATE`` says.
 DEFAULT_STATE = Path(".practiceflow") / "state.db"
-#: Test hook: the runner SIGKILLs itself when it reaches this journal point (``sent:bill``;
-#: ``sent:bill#2``: the second time, in the second run).
-KILL_ENV = "PRACTICEFLOW_TEST_KILL_AT"
 
 _state_option = click.option(
     "--state",
@@ -97,25 +92,6 @@ def open_state(state: str | None) -> StateStore:
 
 def _registry(dirs: Sequence[str]) -> ModuleRegistry:
     return load_modules(list(dirs))
-
-
-def _kill_hook() -> Callable[[str], None] | None:
-    wanted = os.environ.get(KILL_ENV)
-    if not wanted:
-        return None
-    label, _, nth = wanted.rpartition("#")
-    count = 1
-    if label and nth.isdigit():
-        wanted, count = label, int(nth)
-    left = [count]
-
-    def point(label: str) -> None:
-        if label == wanted:
-            left[0] -= 1
-            if not left[0]:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-    return point
 
 
 def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
@@ -211,7 +187,7 @@ def run(
     client, recipes, key = _connect(api, [recipe], modules_dirs, practice)
     with client, open_state(state) as store, RequestLog(store, key) as counted:
         client.budget.on_admit(counted.admitted)  # the console's budget chart
-        runner = Runner(recipes[0], store, client, practice=key, on_point=_kill_hook())
+        runner = Runner(recipes[0], store, client, practice=key)
         outcomes: list[RunOutcome] = []
         intake = build_cli_intake(recipes, store, client, key, IntakeOptions(since=since))
         service = Service([runner], store, intake)
@@ -267,10 +243,11 @@ def _serve(
     client, recipes, key = _connect(api, paths, modules_dirs, practice)
     with client, open_state(state) as store, RequestLog(store, key) as counted:
         client.budget.on_admit(counted.admitted)  # the console's budget chart
-        kill = _kill_hook()
-        runners = [Runner(recipe, store, client, practice=key, on_point=kill) for recipe in recipes]
+        runners = [Runner(recipe, store, client, practice=key) for recipe in recipes]
         intake = build_cli_intake(recipes, store, client, key, options)
-        service = Service(runners, store, intake)
+        wake = threading.Event()
+        intake.on_stored = wake.set  # the receiver and pollers wake the runner
+        service = Service(runners, store, intake, wake=wake)
         if listen is not None:
             service.console = console_for(service, client, recipes, key, listen, console_token)
         service.install_signal_handlers()
@@ -393,6 +370,9 @@ def _identifiers(output: Any) -> Any:
 
 def _run_json(record: RunRecord) -> dict[str, Any]:
     data = asdict(record)
+    # The event's payload holds personal data: the console shows it masked, never this.
+    origin = record.origin if isinstance(record.origin, dict) else {}
+    data["origin"] = {key: value for key, value in origin.items() if key != "payload"}
     data["created_at"] = record.created_at.isoformat()
     data["updated_at"] = record.updated_at.isoformat()
     return data
@@ -432,9 +412,7 @@ def list_runs(
         for column in ("status", "steps", "updated (UTC)"):
             table.add_column(column, no_wrap=True)
         for record in found:
-            steps = [
-                step for step in store.get_steps(record.run_id) if step.step_id != TRIGGER_STEP
-            ]
+            steps = store.get_steps(record.run_id)
             done = sum(step.status in ("succeeded", "skipped") for step in steps)
             table.add_row(
                 record.run_id,
@@ -460,7 +438,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
     """
     with open_state(state) as store:
         record = _run_or_fail(store, run_id)
-        steps = [step for step in store.get_steps(run_id) if step.step_id != TRIGGER_STEP]
+        steps = store.get_steps(run_id)
         if as_json:
             data = _run_json(record)
             data["steps"] = [
@@ -578,15 +556,15 @@ def retry(
     """
     with open_state(state) as store:
         record = _run_or_fail(store, run_id)
-        origin = store.get_step(run_id, TRIGGER_STEP)
-        path = recipe_path or (origin.error or {}).get("recipe_file") if origin else recipe_path
+        origin = record.origin if isinstance(record.origin, dict) else {}
+        path = recipe_path or origin.get("recipe_file")
         if not path:
             message = f"run {run_id}: the recipe file is not known; pass --recipe FILE"
             raise ConfigError(message)
         client, recipes, _ = _connect(api, [path], modules_dirs, record.practice)
         with client:
             runner = Runner(recipes[0], store, client, practice=record.practice)
-            outcome = runner.resume(run_id, retry_failed=True)
+            outcome = runner.resume_run(run_id, retry_failed=True)
         if as_json:
             click.echo(json.dumps(asdict(outcome), default=str))
         else:

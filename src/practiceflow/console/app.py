@@ -288,6 +288,8 @@ class _Console:
             return self.page(request, "error.html", context, 409)
         if self.ctx.settled is not None:
             self.ctx.settled.set()
+        if self.ctx.wake is not None:
+            self.ctx.wake.set()
         query = urlencode({"resolved": step_id, "as": as_})
         return RedirectResponse(f"{PREFIX}/runs/{run_id}?{query}", 303)
 

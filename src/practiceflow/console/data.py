@@ -19,7 +19,7 @@ from practiceflow.api import RateLimits
 from practiceflow.console.redact import Redactor
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import ActionModule, ModuleRegistry, default_registry
-from practiceflow.runner import TRIGGER_STEP, ValidRecipe
+from practiceflow.runner import ValidRecipe
 from practiceflow.runner.plan import plan
 from practiceflow.runner.report import brief, detail
 from practiceflow.state import RUN_STATUSES, RunRecord, RunStatus, StateStore, StepRecord
@@ -49,6 +49,7 @@ class ConsoleContext:
         intake: the triggers' side of ``serve`` (receiver, triggers), when live.
         stop: ``serve``'s stop flag, when live.
         settled: set after a person resolves a step, so ``serve`` resumes settled runs.
+        wake: set with ``settled``, so that ``serve`` does so at once.
         who: the default name recorded with a resolution (the OS user, as the CLI does).
         webhook_url: whether a public webhook URL is configured (for the forecast).
     """
@@ -62,6 +63,7 @@ class ConsoleContext:
     intake: Any = None
     stop: threading.Event | None = None
     settled: threading.Event | None = None
+    wake: threading.Event | None = None
     who: str = field(default_factory=getpass.getuser)
     webhook_url: bool = False
     redactor: Redactor = field(init=False)
@@ -228,9 +230,8 @@ def parse_filters(
 
 
 def _step_count(steps: Sequence[StepRecord]) -> str:
-    real = [step for step in steps if step.step_id != TRIGGER_STEP]
-    done = sum(step.status in ("succeeded", "skipped") for step in real)
-    return f"{done}/{len(real)}"
+    done = sum(step.status in ("succeeded", "skipped") for step in steps)
+    return f"{done}/{len(steps)}"
 
 
 def _run_row(ctx: ConsoleContext, run: RunRecord) -> dict[str, Any]:
@@ -355,7 +356,6 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
         return None
     recipe = _recipe_named(ctx, run.recipe)
     steps = ctx.store.get_steps(run_id)
-    origin = next((step for step in steps if step.step_id == TRIGGER_STEP), None)
     held = [step.step_id for step in steps if step.status == "in_doubt"]
     advice = None
     if run.status == "in_doubt":
@@ -366,14 +366,14 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
         )
     red = ctx.redactor
     values = frozenset().union(
-        red.event_personal(origin.error if origin else None),
+        red.event_personal(run.origin),
         *(red.personal(_use_of(step, recipe), step.request) for step in steps),
     )
     data = _run_row(ctx, run)
     data.update(
         error=ctx.redactor.secrets(run.error),
-        event=ctx.redactor.event(origin.error) if origin else None,
-        steps=[_step_view(ctx, step, recipe) for step in steps if step.step_id != TRIGGER_STEP],
+        event=ctx.redactor.event(run.origin) if run.origin is not None else None,
+        steps=[_step_view(ctx, step, recipe) for step in steps],
         advice=advice,
         duration_s=_seconds(run.created_at, run.updated_at),
     )

@@ -142,7 +142,7 @@ class Redactor:
         return self.secrets(output)
 
     def event(self, origin: Any) -> Any:
-        """Mask the journaled event of a run (the ``@trigger`` entry).
+        """Mask the journaled event of a run (its ``origin``).
 
         Args:
             origin: ``{"event_key", "event_id", "source", "payload", ...}``.

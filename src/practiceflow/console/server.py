@@ -176,6 +176,7 @@ def console_for(
         intake=intake,
         stop=service.stop,
         settled=service.settled,
+        wake=service.wake,
         webhook_url=getattr(intake, "public_url", None) is not None,
     )
     server = ConsoleServer(ctx, *listen, token=token, optional=True)

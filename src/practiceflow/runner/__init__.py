@@ -8,7 +8,9 @@ is settled":
   ``item``);
 * :mod:`.local`: built-in local steps such as ``write_jsonl``;
 * :mod:`.redact`: masking of personal values in journal, logs and dry runs;
-* :mod:`.execute`: :class:`Runner`, one run step by step, journaled, crash-safe;
+* :mod:`.journal`: :class:`RunJournal`, the one rule by which a run is journaled;
+* :mod:`.step_executor`: one step, sent and journaled by that rule;
+* :mod:`.execute`: :class:`Runner`, one run step by step, resumable after a crash;
 * :mod:`.reconcile`: read-backs that settle in-doubt writes;
 * :mod:`.dryrun`: :func:`dry_run`, render everything and send nothing;
 * :mod:`.budget`: :class:`PriorityBudget`, one rate budget shared with priorities;
@@ -25,7 +27,8 @@ from __future__ import annotations
 from practiceflow.runner.budget import Priority, PriorityBudget, current_priority, priority
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.dryrun import DryStep, dry_run
-from practiceflow.runner.execute import RECONCILER, TRIGGER_STEP, Runner, RunOutcome, run_shared
+from practiceflow.runner.execute import RECONCILER, Runner, RunOutcome, run_shared
+from practiceflow.runner.journal import RunJournal
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep, local_step
 from practiceflow.runner.reconcile import RECONCILERS, Verdict, reconcile, register_reconciler
 from practiceflow.runner.validate import StepAction, ValidRecipe, validate_recipe
@@ -34,11 +37,11 @@ __all__ = [
     "LOCAL_STEPS",
     "RECONCILER",
     "RECONCILERS",
-    "TRIGGER_STEP",
     "DryStep",
     "LocalStep",
     "Priority",
     "PriorityBudget",
+    "RunJournal",
     "RunOutcome",
     "Runner",
     "StepAction",

@@ -64,6 +64,8 @@ class TriggerIntake:
             "from now"; a trigger with a cursor goes on from its cursor.
         on_started: called once :meth:`start` has subscribed and started polling (the
             CLI prints the receiver's address and the subscribed URLs).
+        on_stored: called whenever the receiver or a poller stored new events (``serve``
+            wakes its runner this way); it must not block.
 
     Attributes:
         baselines: names of the triggers whose last :meth:`poll_once` was a first poll
@@ -83,8 +85,10 @@ class TriggerIntake:
         unsubscribe: bool = True,
         since: str | None = None,
         on_started: Callable[[TriggerIntake], None] | None = None,
+        on_stored: Callable[[], None] | None = None,
     ) -> None:
         self.recipes = list(recipes)
+        self.on_stored = on_stored
         self.store = store
         self.client = client
         self.practice = practice
@@ -116,7 +120,7 @@ class TriggerIntake:
         receiver = None
         url = None
         if webhooks and self.public_url is not None and self._needs_webhook():
-            receiver = Receiver(self.store)
+            receiver = Receiver(self.store, on_stored=self.on_stored)
             self.server = ReceiverServer(receiver, *self.listen).start()
             url = self.server.url if self.public_url == "local" else self.public_url
         for recipe in self.recipes:
@@ -161,7 +165,9 @@ class TriggerIntake:
         while not self._stop.is_set():
             try:
                 with priority(Priority.POLL):
-                    trigger.poll_once()
+                    found = trigger.poll_once()
+                if found.events and self.on_stored is not None:
+                    self.on_stored()
             except PracticeflowError as exc:
                 logger.warning("poll of %s failed: %s", trigger.name, exc)
             wait = poller.next_interval(self.poll_interval)
@@ -229,6 +235,7 @@ def build_intake(
     listen: str | None = None,
     since: str | None = None,
     on_started: Callable[[TriggerIntake], None] | None = None,
+    on_stored: Callable[[], None] | None = None,
 ) -> TriggerIntake:
     """The intake ``serve`` and ``run`` use: arguments first, then the environment.
 
@@ -246,6 +253,7 @@ def build_intake(
         listen: ``--listen``, or None for the environment's.
         since: where triggers without a cursor start polling (ISO 8601).
         on_started: see :class:`TriggerIntake`.
+        on_stored: called whenever new events were stored (see :class:`TriggerIntake`).
 
     Returns:
         The intake (not started).
@@ -259,4 +267,5 @@ def build_intake(
         listen=listen_address(listen or os.environ.get(LISTEN_ENV)),
         since=since,
         on_started=on_started,
+        on_stored=on_stored,
     )

@@ -7,7 +7,10 @@
 2. resume runs a previous process left unfinished (status ``running``: a crash or a stop
    mid-run), and runs a person has settled since (``in_doubt`` runs with no step in doubt);
 3. take pending events, run each through every recipe whose trigger it belongs to, mark it
-   handled once all of them finished; sleep a little when there is nothing to do.
+   handled once all of them finished; when there is nothing to do, wait to be woken:
+   :attr:`Service.wake` is set by whatever stores an event in this process (the webhook
+   receiver, a poller), by a person settling a step, and by a stop. Events stored by
+   another process are found within :attr:`Service.idle` seconds.
 
 SIGTERM or SIGINT sets the stop flag: the step being sent finishes and is journaled, the
 rest of the run stays resumable, the intake is stopped (its subscriptions removed, so that
@@ -21,7 +24,6 @@ import logging
 import signal
 import threading
 from collections.abc import Callable, Iterable
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol
@@ -67,7 +69,9 @@ class Service:
         store: the state store.
         intake: the triggers' side, or None to run only events already stored.
         stop: set to stop gracefully (the signal handlers set it).
-        idle: seconds to sleep when there is nothing to do.
+        idle: seconds to wait for a wake-up before looking at the store anyway.
+        wake: set to make the loop look for events now (the intake sets it when it stores
+            one).
         on_outcome: called with every run outcome (progress display, logs).
         console: the run console (:class:`~practiceflow.console.ConsoleServer`), started
             and stopped with the service, or None.
@@ -79,7 +83,8 @@ class Service:
     store: StateStore
     intake: Intake | None = None
     stop: threading.Event = field(default_factory=threading.Event)
-    idle: float = 0.5
+    idle: float = 5.0
+    wake: threading.Event = field(default_factory=threading.Event)
     on_outcome: Callable[[RunOutcome], None] | None = None
     console: Background | None = None
     settled: threading.Event = field(default_factory=threading.Event)
@@ -95,6 +100,7 @@ class Service:
             del frame
             logger.warning("signal %d: finishing the current step, then stopping", signum)
             self.stop.set()
+            self.wake.set()
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
@@ -122,7 +128,7 @@ class Service:
             for run in [*runs, *settled]:
                 if self.stop.is_set():
                     return count
-                self._emit(runner.resume(run.run_id))
+                self._emit(runner.resume_run(run.run_id))
                 count += 1
         return count
 
@@ -141,15 +147,12 @@ class Service:
         count = 0
         for source, runners in by_source.items():
             practice = runners[0].practice
-            # A lone recipe marks each event with its run's end, which batch() commits with
-            # the next run's first commit; several mark it after their runs, committed.
-            with runners[0].batch() if len(runners) == 1 else nullcontext():
-                for event in self.store.pending_events(practice, limit, source=source):
-                    if self.stop.is_set():
-                        return count
-                    for outcome in run_shared(self.store, practice, runners, event):
-                        self._emit(outcome)
-                    count += 1
+            for event in self.store.pending_events(practice, limit, source=source):
+                if self.stop.is_set():
+                    return count
+                for outcome in run_shared(self.store, practice, runners, event):
+                    self._emit(outcome)
+                count += 1
         return count
 
     def run_once(self) -> int:
@@ -189,8 +192,10 @@ class Service:
                 if self.settled.is_set():
                     self.settled.clear()
                     self.resume_unfinished()
-                if not self.drain():
-                    self.stop.wait(self.idle)
+                # Cleared before draining: an event stored meanwhile wakes the next wait.
+                self.wake.clear()
+                if not self.drain() and not self.settled.is_set():
+                    self.wake.wait(self.idle)
                 loops += 1
                 if max_loops is not None and loops >= max_loops:
                     break

@@ -25,7 +25,7 @@ and database only.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Final, Self
@@ -235,7 +235,6 @@ class PostgresStore(SQLStore):
         *,
         durable: bool = False,
         snapshot: bool = False,
-        before_commit: Callable[[], None] | None = None,
     ) -> Iterator[psycopg.Connection[Any]]:
         del durable  # every commit is
         if self._closed:
@@ -246,8 +245,6 @@ class PostgresStore(SQLStore):
             if snapshot:
                 connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             yield connection
-            if before_commit is not None:
-                before_commit()
 
     def _statement(self) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._transaction()

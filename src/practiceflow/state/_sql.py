@@ -106,14 +106,10 @@ class SQLStore(StateStore):
 
     @abstractmethod
     def _transaction(
-        self,
-        *,
-        durable: bool = False,
-        snapshot: bool = False,
-        before_commit: Callable[[], None] | None = None,
+        self, *, durable: bool = False, snapshot: bool = False
     ) -> AbstractContextManager[Connection]:
         """One transaction on a connection of this thread, committed on exit (rolled back
-        on an exception); ``before_commit`` runs just before the commit.
+        on an exception).
 
         ``snapshot``: it only reads, and every read sees the same committed state. Else
         it writes, serialized with other writers (see the module), and its commit
@@ -158,13 +154,11 @@ class SQLStore(StateStore):
         return self._join(lambda: self._transaction(durable=durable))
 
     @contextmanager
-    def atomic(
-        self, *, durable: bool = False, before_commit: Callable[[], None] | None = None
-    ) -> Iterator[None]:
+    def atomic(self, *, durable: bool = False) -> Iterator[None]:
         """See :meth:`StateStore.atomic`: the calls inside share one transaction.
 
         A store that fixes durability when its transaction begins (SQLite) fixes it when
-        the block opens; ``before_commit`` runs just before the commit.
+        the block opens.
         """
         outer: _Atomic | None = getattr(self._local, "atomic", None)
         if outer is not None:
@@ -173,7 +167,7 @@ class SQLStore(StateStore):
                 raise BugError(message)
             yield
             return
-        with self._transaction(durable=durable, before_commit=before_commit) as db:
+        with self._transaction(durable=durable) as db:
             connection = SQLConnection(db, self.dialect)
             self._local.atomic = _Atomic(connection, durable or self.always_durable)
             try:
@@ -424,7 +418,7 @@ class SQLStore(StateStore):
         recipe: str,
         event_id: str,
         *,
-        skipped: Mapping[str, Json] | None = None,
+        origin: Json = None,
         run_id: str | None = None,
         created_at: datetime | None = None,
     ) -> tuple[str, bool]:
@@ -432,24 +426,17 @@ class SQLStore(StateStore):
         key = (practice, recipe, event_id)
         stamp = self._stamp(created_at, "created_at")
         run_id = run_id or uuid.uuid4().hex
-        skips = [
-            (step_id, StepChange.to_skipped(reason)) for step_id, reason in (skipped or {}).items()
-        ]
-        encoded = [encode_step_change(move, f"run {run_id} step {sid!r}") for sid, move in skips]
+        encoded = json_or_null(origin, f"origin of run {run_id}")
         with self._write() as db:
             # A racing insert of the same key waits for the winner's commit, then does
             # nothing; the SELECT after it sees the winner's row.
             created = db.execute(
-                "INSERT INTO {p}runs (run_id, practice, recipe, event_id, status,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)"
+                "INSERT INTO {p}runs (run_id, practice, recipe, event_id, status, origin,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)"
                 " ON CONFLICT (practice, recipe, event_id) DO NOTHING RETURNING run_id",
-                (run_id, *key, stamp, stamp),
+                (run_id, *key, encoded, stamp, stamp),
             ).fetchone()
             if created is not None:
-                # A run created just now has no steps (and no other transaction sees it
-                # before this one commits): each skip is the step's first move.
-                for (step_id, move), fields in zip(skips, encoded, strict=True):
-                    self._write_step(db, run_id, step_id, None, (move,), (fields,), (stamp,))
                 return run_id, True
             sql = "SELECT run_id FROM {p}runs WHERE practice = ? AND recipe = ? AND event_id = ?"
             row = db.execute(sql, key).fetchone()

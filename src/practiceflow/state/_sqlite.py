@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar, Final, Self
@@ -38,12 +38,9 @@ from typing import ClassVar, Final, Self
 from practiceflow.errors import BugError, ConfigError, StoreError
 from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect
-from practiceflow.state._sql import SQLStore, insert_events
+from practiceflow.state._sql import SQLStore
 from practiceflow.state.base import Clock
 from practiceflow.state.rows import (
-    NewEvent,
-    event_rows,
-    first_occurrences,
     from_json,
     from_utc,
     to_utc,
@@ -188,15 +185,9 @@ class SQLiteStore(SQLStore):
         except sqlite3.OperationalError as exc:
             raise self._store_error(exc) from exc
 
-    def _open_conn(self, *, wait: bool = True) -> sqlite3.Connection:
-        """This thread's connection; with ``wait=False`` its second one, which never waits.
-
-        The second connection fails at once with ``SQLITE_BUSY`` where the first would wait
-        for another writer, and commits with ``synchronous = FULL``: it is for durable
-        writes made where waiting would stall others (the receiver's event loop).
-        """
-        attribute = "connection" if wait else "nowait_connection"
-        connection: sqlite3.Connection | None = getattr(self._local, attribute, None)
+    def _open_conn(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use)."""
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if self._closed:
             message = f"state store {self.path} is closed; open it again to use it"
             raise BugError(message)
@@ -206,13 +197,11 @@ class SQLiteStore(SQLStore):
             connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             connection.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
             connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute(f"PRAGMA synchronous = {'NORMAL' if wait else 'FULL'}")
+            connection.execute("PRAGMA synchronous = NORMAL")
             connection.execute("PRAGMA foreign_keys = ON")
-            if not wait:
-                connection.execute("PRAGMA busy_timeout = 0")
             with self._lock_connections:
                 self._connections.append(connection)
-            setattr(self._local, attribute, connection)
+            self._local.connection = connection
         return connection
 
     def _synchronous(self, connection: sqlite3.Connection, level: str) -> None:
@@ -229,7 +218,6 @@ class SQLiteStore(SQLStore):
         *,
         durable: bool = False,
         snapshot: bool = False,
-        before_commit: Callable[[], None] | None = None,
     ) -> Iterator[sqlite3.Connection]:
         connection = self._conn()
         try:
@@ -238,8 +226,6 @@ class SQLiteStore(SQLStore):
             connection.execute("BEGIN" if snapshot else "BEGIN IMMEDIATE")
             try:
                 yield connection
-                if before_commit is not None:
-                    before_commit()
                 connection.execute("COMMIT")
             except BaseException:
                 # Also when COMMIT itself fails: never leave the connection mid-transaction.
@@ -286,27 +272,3 @@ class SQLiteStore(SQLStore):
             return False
         _schema.refuse_newer(str(self.path), int(row[0]))
         return int(row[0]) == _schema.LATEST_VERSION
-
-    # --- events -----------------------------------------------------------------------------
-
-    def try_record_events(self, events: Sequence[NewEvent]) -> list[bool] | None:
-        """See :meth:`StateStore.try_record_events`: ``None`` while another writer works.
-
-        The one statement of :meth:`record_events`, alone (its own transaction: all its
-        rows or none), on this thread's second connection, which fails at once rather
-        than wait for the write lock and commits durably.
-        """
-        if getattr(self._local, "atomic", None) is not None:
-            return None  # inside a transaction of this thread's own: not a separate commit
-        rows = event_rows(events, self._stamp)
-        if not rows:
-            return []
-        sql, params = insert_events(rows)
-        try:
-            connection = self._open_conn(wait=False)
-            inserted = connection.execute(self.dialect.sql(sql), params).fetchall()
-        except sqlite3.OperationalError as exc:
-            if is_busy(exc):
-                return None  # nothing was written: the statement is its own transaction
-            raise self._store_error(exc) from exc
-        return first_occurrences(rows, inserted)

@@ -13,7 +13,7 @@ the same transition rules (:data:`~practiceflow.state.rows.STEP_TRANSITIONS`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -103,9 +103,7 @@ class StateStore(ABC):
         """Release connections; the store cannot be used afterwards."""
 
     @contextmanager
-    def atomic(
-        self, *, durable: bool = False, before_commit: Callable[[], None] | None = None
-    ) -> Iterator[None]:
+    def atomic(self, *, durable: bool = False) -> Iterator[None]:
         """Make the calls inside one transaction, where the store can: one commit, all or none.
 
         Only an optimisation: every call keeps its own meaning, so a caller must be
@@ -118,15 +116,8 @@ class StateStore(ABC):
                 ``sent``, an event before its delivery is acknowledged): a store that
                 fixes durability when the transaction begins, as SQLite does, raises
                 :class:`BugError` for a durable call inside a block opened without it.
-            before_commit: called once the block's calls are made, just before the
-                commit (at the block's end where the store has no transaction; never when
-                the block raises; ignored by a block nested in another). Work that needs
-                no store can be started there to overlap the commit's wait for the disk.
-                If it raises, the transaction is rolled back.
         """
         yield
-        if before_commit is not None:
-            before_commit()
 
     def __enter__(self) -> Self:
         return self
@@ -182,17 +173,6 @@ class StateStore(ABC):
         Returns:
             For each event, in order, ``True`` when recorded, ``False`` when seen.
         """
-
-    def try_record_events(self, events: Sequence[NewEvent]) -> list[bool] | None:
-        """:meth:`record_events` when it can be done at once, else ``None`` (nothing done).
-
-        At once means without waiting for another writer's lock or for a network: the
-        webhook receiver commits a batch on its event loop this way, which saves two
-        cross-thread wake-ups per batch, and hands the batch to a worker thread when this
-        returns ``None``. It still waits for the disk (the fsync). A store over a network
-        never can: this default returns ``None``.
-        """
-        return None
 
     @abstractmethod
     def seen_event(
@@ -325,7 +305,7 @@ class StateStore(ABC):
         recipe: str,
         event_id: str,
         *,
-        skipped: Mapping[str, Json] | None = None,
+        origin: Json = None,
         run_id: str | None = None,
         created_at: datetime | None = None,
     ) -> tuple[str, bool]:
@@ -338,12 +318,9 @@ class StateStore(ABC):
             practice: the practice.
             recipe: the recipe's name.
             event_id: the event.
-            skipped: steps to journal ``skipped`` (step id -> reason, as
-                :meth:`step_skipped` does) in the same transaction, when the run is
-                created; nothing is journaled when it already existed. The runner records
-                the run's event this way.
-            run_id: the new run's id (a fresh one when omitted); the runner picks it
-                before the run's first commit, which creates the run.
+            origin: what started the run (JSON; the runner's record of its event),
+                stored with a new run and left as it is when the run already existed.
+            run_id: the new run's id (a fresh one when omitted).
             created_at: the new run's creation time (now when omitted).
 
         Returns:

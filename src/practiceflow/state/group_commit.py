@@ -8,17 +8,9 @@ delivery the loop handles meanwhile joins the batch, which is recorded with **on
 transaction (one fsync). Only then is each awaiting coroutine given its own answer. A
 full batch (``max_batch``) goes at once.
 
-Where the commit happens:
-
-* **On the event loop**, when the store can commit without waiting for another writer or
-  a network (:meth:`~practiceflow.state.StateStore.try_record_events`: SQLite, its write
-  lock free). The loop waits for the fsync, but a hand-over to a thread and back costs
-  more: two wake-ups, and a thread fighting the loop for the GIL, about 0.3 ms of CPU per
-  batch on a busy receiver, against the commit's own 0.1-0.2 ms. Deliveries that arrive
-  during the fsync form the next batch.
-* **In one writer thread** otherwise (another writer holds the lock, or a PostgreSQL
-  store), with :meth:`~practiceflow.state.StateStore.record_events`, so that the loop never
-  waits for a lock or a network; deliveries handed over meanwhile wait for the next batch.
+Every commit happens in **one writer thread**, with
+:meth:`~practiceflow.state.StateStore.record_events`: the event loop never waits for a
+lock, a disk or a network, and reads the deliveries of the next batch meanwhile.
 
 If a batch cannot be committed (:class:`~practiceflow.errors.StoreError`: locked, disk
 full), every event of it gets that error and nothing of the batch is stored, so none is
@@ -106,7 +98,7 @@ class GroupCommit:
             self._loop = loop
         if loop is not self._loop:
             # Served from a second event loop: commit alone rather than mix loops.
-            return self.store.record_events([event])[0]
+            return (await asyncio.to_thread(self.store.record_events, [event]))[0]
         future: asyncio.Future[bool] = loop.create_future()
         self._pending.append((event, future))
         if len(self._pending) >= self.max_batch:
@@ -124,10 +116,6 @@ class GroupCommit:
             batch = self._pending[: self.max_batch]
             self._pending = self._pending[self.max_batch :]
             events = [event for event, _ in batch]
-            outcomes = self._commit_here(events)
-            if outcomes is not None:
-                self._finish(batch, outcomes)
-                continue
             self._busy = True
             if self._writer is None:
                 # One writer thread: commits never contend with each other, and the loop
@@ -151,16 +139,6 @@ class GroupCommit:
         self.committed += len(batch)
         for (_, future), outcome in zip(batch, outcomes, strict=True):
             _settle(future, outcome)
-
-    def _commit_here(self, events: list[NewEvent]) -> list[_Outcome] | None:
-        """Commit on the event loop when the store can without waiting; else ``None``."""
-        try:
-            recorded = self.store.try_record_events(events)
-        except StoreError as exc:
-            return [exc] * len(events)
-        except Exception:
-            return None  # the fault of one event, probably: the writer isolates it
-        return None if recorded is None else list(recorded)
 
     def _commit(self, events: list[NewEvent]) -> list[_Outcome]:
         try:

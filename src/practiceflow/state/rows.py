@@ -226,6 +226,8 @@ class RunRecord:
         error: why it failed or is in doubt (JSON), if it did.
         created_at: when it started (UTC).
         updated_at: when its status last changed (UTC).
+        origin: what started it (JSON): the runner's record of its trigger event
+            (payload, source, recipe file), personal data and all; shown masked.
     """
 
     run_id: str
@@ -236,6 +238,7 @@ class RunRecord:
     error: Json
     created_at: datetime
     updated_at: datetime
+    origin: Json = None
 
 
 @dataclass(frozen=True)

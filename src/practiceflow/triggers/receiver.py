@@ -129,6 +129,8 @@ class Receiver:
         keep_seen: how long handled events stay deduplicated (at least the sender's
             retry span; 7 days by default).
         clock: Unix time for the replay window (tests pass a fake).
+        on_stored: called (from the event loop; it must not block) each time a new event
+            is stored: ``serve`` wakes its runner this way.
 
     Attributes:
         app: the starlette application.
@@ -142,6 +144,7 @@ class Receiver:
         tolerance: float = DEFAULT_TOLERANCE,
         keep_seen: timedelta = DEFAULT_KEEP_SEEN,
         clock: Callable[[], float] = time.time,
+        on_stored: Callable[[], None] | None = None,
     ) -> None:
         if max_body < 1:
             message = f"max_body: got {max_body!r}; expected a positive number of bytes"
@@ -158,6 +161,7 @@ class Receiver:
         #: what deduplication remembers, less the clock tolerance.
         self.replay_window = max(tolerance, keep_seen.total_seconds() - tolerance)
         self._clock = clock
+        self._on_stored = on_stored
         self._bindings: dict[tuple[str, str], Binding] = {}
         self._last_delivery: dict[tuple[str, str], float] = {}
         self._listeners: list[Callable[[TriggerEvent], None]] = []
@@ -340,9 +344,11 @@ class Receiver:
         return subscription, delivery
 
     def _note(self, accepted: _Accepted, stored: bool) -> None:
-        """Count a committed delivery and wake :meth:`wait_for_events`."""
+        """Count a committed delivery, wake the runner and :meth:`wait_for_events`."""
         practice, name = accepted.event.practice, accepted.event.source
         self._last_delivery[(practice, name)] = self._clock()
+        if stored and self._on_stored is not None:
+            self._on_stored()
         if stored:
             with self._changed:
                 self._stored += 1

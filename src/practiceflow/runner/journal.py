@@ -1,0 +1,126 @@
+"""The journal of one run: the one rule by which the runner records what it does.
+
+The rule, for every step of a run:
+
+1. **A write's intent is durable before it leaves.** Its rendered request (personal data
+   masked) is journaled ``pending`` then ``sent``, in one fsynced commit made once the
+   rate budget has admitted the request and immediately before it leaves. A wait for the
+   budget is never journaled ``sent``: a write found ``sent`` on restart may have
+   reached the API, and is read back (``in_doubt``) before anything is sent again.
+2. **A read is journaled with its outcome.** A read (or a local step) is safe to send
+   again, so its ``pending`` and ``sent`` (with the time it left) are committed together
+   with its outcome; a crash before that commit sends it again.
+3. **Every outcome is durable before the next step starts.** ``succeeded`` (with the
+   output later steps read), ``failed``, ``skipped`` and ``in_doubt`` are committed,
+   fsynced, before the runner moves on; a step journaled ``succeeded`` is never sent
+   again, and a kill after any successful write resumes without a person.
+
+The run itself ends in one commit: its status and, when asked, its event marked handled.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from practiceflow.state import (
+    EventRecord,
+    RunStatus,
+    StateStore,
+    StepChange,
+    StepRecord,
+    StepStatus,
+)
+
+__all__ = ["RunJournal"]
+
+
+class RunJournal:
+    """The journal of one run, as the step executor writes it (see the module docstring).
+
+    Args:
+        store: the state store holding the run.
+        run_id: the run.
+        steps: the run's journaled steps when it was loaded (step id -> record).
+    """
+
+    def __init__(self, store: StateStore, run_id: str, steps: dict[str, StepRecord]) -> None:
+        self.store = store
+        self.run_id = run_id
+        self._loaded = steps
+
+    def loaded(self, step_id: str) -> StepRecord | None:
+        """The step as journaled when the run was loaded (None: not journaled then)."""
+        return self._loaded.get(step_id)
+
+    def now(self) -> datetime:
+        """The store's clock (the time a move happened)."""
+        return self.store.now()
+
+    def write_intent(self, step_id: str, entry: Any, status: StepStatus | None) -> None:
+        """Rule 1: journal a write ``pending`` (with its masked request) and ``sent``,
+        fsynced, before it leaves.
+
+        Args:
+            step_id: the step.
+            entry: ``{"use", "input", "request"}``, personal data masked.
+            status: the step's status now (``sent`` again after a 429: nothing more).
+        """
+        if status == "sent":
+            return
+        moves = (StepChange.to_pending(entry), StepChange.to_sent(durable=True))
+        with self.store.atomic(durable=True):
+            self.store.change_step(self.run_id, step_id, *moves)
+
+    def read_outcome(
+        self,
+        step_id: str,
+        entry: Any,
+        sent_at: datetime | None,
+        outcome: StepChange,
+        status: StepStatus | None,
+    ) -> None:
+        """Rules 2 and 3: journal a read's ``pending``, ``sent`` (when it left) and its
+        outcome in one fsynced commit.
+
+        Args:
+            step_id: the step.
+            entry: ``{"use", "input", "request"}``, personal data masked.
+            sent_at: when the request left (None: it never did, only its outcome).
+            outcome: the outcome's move.
+            status: the step's status before this attempt.
+        """
+        moves: list[StepChange] = []
+        if status == "failed" or sent_at is not None:
+            moves.append(StepChange.to_pending(entry, at=sent_at))
+        if sent_at is not None:
+            moves.append(StepChange.to_sent(durable=False, at=sent_at))
+        moves.append(outcome)
+        self.outcome(step_id, *moves)
+
+    def outcome(self, step_id: str, *moves: StepChange) -> None:
+        """Rule 3: journal a step's outcome (after the moves that lead to it), fsynced,
+        before the next step starts."""
+        with self.store.atomic(durable=True):
+            self.store.change_step(self.run_id, step_id, *moves)
+
+    def end(
+        self,
+        practice: str,
+        status: RunStatus,
+        error: Any = None,
+        handled: EventRecord | None = None,
+    ) -> None:
+        """End the run: its status and, with ``handled``, its event marked handled, in
+        one commit.
+
+        Args:
+            practice: the practice the event is stored under.
+            status: the run's final status.
+            error: why it failed or is held.
+            handled: the event to mark handled (None: left as it is).
+        """
+        with self.store.atomic(durable=True):
+            self.store.set_run_status(self.run_id, status, error)
+            if handled is not None:
+                self.store.mark_event_handled(practice, handled.source, handled.event_id)

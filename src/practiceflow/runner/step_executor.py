@@ -1,0 +1,461 @@
+"""One step of a run: render it, send it, journal it by the rule of :mod:`.journal`.
+
+:class:`StepExecutor` is built for one run from its :class:`~.journal.RunJournal` and the
+API client. A step is either a :class:`_Write` (its intent is journaled durably once the
+rate budget has admitted it, before it leaves; never retried; a lost answer is in doubt)
+or a :class:`_Read` (a read or a local step: safe to send again, journaled with its
+outcome, retried as the recipe allows). Either way its outcome is journaled, fsynced,
+before :meth:`StepExecutor.run_step` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from practiceflow.api.client import Client
+from practiceflow.engine import run_action
+from practiceflow.errors import (
+    ApiError,
+    BugError,
+    InDoubtError,
+    PracticeflowError,
+    RateLimitError,
+    ServerError,
+    TransportError,
+)
+from practiceflow.hooks import ClientLike
+from practiceflow.manifest import RecipeStep
+from practiceflow.runner.context import build_context, iteration_id
+from practiceflow.runner.journal import RunJournal
+from practiceflow.runner.local import LocalContext, LocalStep
+from practiceflow.runner.reconcile import Verdict, reconcile
+from practiceflow.runner.redact import mask_input, mask_request, mask_secrets
+from practiceflow.runner.validate import StepAction, ValidRecipe
+from practiceflow.state import StepChange, StepStatus
+from practiceflow.templating import render_tree
+
+__all__ = ["RECONCILER", "JournalPoint", "RunContext", "StepExecutor", "StepResult", "error_json"]
+
+logger = logging.getLogger("practiceflow.runner")
+
+#: Who is recorded when the runner settles an in-doubt step by reading back.
+RECONCILER = "practiceflow (read-back)"
+#: How many times one step may be found absent and re-sent within one pass.
+_MAX_RESENDS = 2
+
+#: Called with a label at each journal boundary of a step (``pending:S``, ``sent:S``,
+#: ``answered:S``, ``done:S``, ``in_doubt:S``, ``reconciled:S``).
+JournalPoint = Callable[[str], None]
+
+
+def error_json(exc: BaseException) -> dict[str, Any]:
+    """Describe an error for the journal (its message never holds a secret).
+
+    Args:
+        exc: the error.
+
+    Returns:
+        ``{"type", "kind", "message"}`` plus ``status`` for API errors.
+    """
+    data: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, PracticeflowError):
+        data["kind"] = exc.kind
+    if isinstance(exc, ApiError):
+        data["status"] = exc.status
+    return data
+
+
+@dataclass
+class StepResult:
+    """What one step (all its iterations) came to.
+
+    Attributes:
+        kind: ``ok``, ``skipped``, ``failed``, ``held`` (waits for a person),
+            ``stopped`` (shutdown: resumable) or ``in_doubt`` (a write's answer was
+            lost; read back before anything else).
+        output: the step's output (a list for ``for_each``).
+        error: why it failed or is held.
+    """
+
+    kind: Literal["ok", "skipped", "failed", "held", "stopped", "in_doubt"]
+    output: Any = None
+    error: Any = None
+
+
+@dataclass
+class RunContext:
+    """What the templates of a run read: its trigger payload, start time and the outputs
+    of the steps done so far."""
+
+    trigger: Any
+    now: datetime
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+class _StepClient:
+    """The client as the engine sees it for one step: the step's own request calls
+    ``on_send`` once the rate budget has admitted it, immediately before it leaves.
+
+    With practiceflow's :class:`~practiceflow.api.Client` this is its ``on_send`` seam;
+    another client (a test double, say) cannot say when its budget admits a request, so
+    ``on_send`` is called just before it is asked to send. Reads made by an action's
+    checks (``get``) pass straight through: they are not the step's request.
+    """
+
+    def __init__(self, inner: ClientLike, on_send: Callable[[dict[str, Any]], None]) -> None:
+        self._inner = inner
+        self._on_send = on_send
+        self.sent = False
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        described = {
+            "method": method,
+            "path": path,
+            "params": params,
+            "json": json,
+            "headers": headers,
+        }
+
+        def admitted() -> None:
+            self._on_send(described)
+            self.sent = True
+
+        inner = self._inner
+        if isinstance(inner, Client):
+            return inner.request(
+                method, path, params=params, json=json, headers=headers, on_send=admitted
+            )
+        admitted()
+        return inner.request(method, path, params=params, json=json, headers=headers)
+
+    def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        return self._inner.get(path, params=params)
+
+    def describe_request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        return self._inner.describe_request(method, path, params=params, json=json, headers=headers)
+
+
+class _Write:
+    """A write: its intent is journaled durably once admitted, before it leaves; its
+    outcome right after its answer."""
+
+    def __init__(
+        self, journal: RunJournal, sid: str, entry: dict[str, Any], status: StepStatus | None
+    ) -> None:
+        self.journal = journal
+        self.sid = sid
+        self.entry = entry
+        self.status = status  # as journaled now
+
+    def sending(self) -> None:
+        self.journal.write_intent(self.sid, self.entry, self.status)
+        self.status = "sent"
+
+    def outcome(self, move: StepChange) -> None:
+        moves = [move]
+        if self.status == "failed":  # failed again without leaving: a new attempt first
+            moves.insert(0, StepChange.to_pending(self.entry))
+        self.journal.outcome(self.sid, *moves)
+
+
+class _Read:
+    """A read or a local step: safe to send again, so its ``pending`` and ``sent`` are
+    journaled with its outcome."""
+
+    def __init__(
+        self, journal: RunJournal, sid: str, entry: dict[str, Any], status: StepStatus | None
+    ) -> None:
+        self.journal = journal
+        self.sid = sid
+        self.entry = entry
+        self.status = status  # as journaled before this attempt
+        self.sent_at: datetime | None = None
+
+    def sending(self) -> None:
+        self.sent_at = self.journal.now()
+
+    def outcome(self, move: StepChange) -> None:
+        self.journal.read_outcome(self.sid, self.entry, self.sent_at, move, self.status)
+
+
+class StepExecutor:
+    """Runs the steps of one run, each journaled before the next starts.
+
+    Args:
+        recipe: the checked recipe.
+        journal: the run's journal.
+        client: the API client (None only when every step is local).
+        run: the run's template context.
+        stop: when set, no further iteration starts (graceful shutdown).
+        on_point: called at each journal boundary (progress, crash tests).
+        sleep: how to wait between read retries.
+    """
+
+    def __init__(
+        self,
+        recipe: ValidRecipe,
+        journal: RunJournal,
+        client: ClientLike | None,
+        run: RunContext,
+        *,
+        stop: threading.Event,
+        on_point: JournalPoint,
+        sleep: Callable[[float], None],
+    ) -> None:
+        self.recipe = recipe
+        self.journal = journal
+        self.client = client
+        self.run = run
+        self.stop = stop
+        self._point = on_point
+        self._sleep = sleep
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self.journal.run_id
+
+    def run_step(self, step: RecipeStep, retry_failed: bool = False) -> StepResult:
+        """Run one step of the recipe (every item of a ``for_each``) from where the
+        journal left it.
+
+        Args:
+            step: the step.
+            retry_failed: send a step journaled ``failed`` again (``runs retry``).
+
+        Returns:
+            What the step came to; its outcome is journaled.
+        """
+        if step.for_each is None:
+            return self._run_one(step, step.id, None, retry_failed)
+        context = self._context()
+        try:
+            items = step.for_each.render(context)
+        except PracticeflowError as exc:
+            return self._fail_early(step.id, error_json(exc))
+        if not isinstance(items, list):
+            error = {"message": f"for_each rendered {type(items).__name__}; expected a list"}
+            return self._fail_early(step.id, error)
+        if not items:
+            if self.journal.loaded(step.id) is None:
+                reason = {"reason": "for_each: no items"}
+                self.journal.outcome(step.id, StepChange.to_skipped(reason))
+            return StepResult("skipped", [])
+        outputs: list[Any] = []
+        failed: Any = None
+        for index, item in enumerate(items):
+            if self.stop.is_set():
+                return StepResult("stopped")
+            result = self._run_one(step, iteration_id(step.id, index), item, retry_failed)
+            if result.kind in ("held", "stopped"):
+                return result
+            if result.kind == "failed":
+                if step.on_error == "stop":
+                    return result
+                failed = result.error
+            outputs.append(result.output)
+        return StepResult("ok", outputs, failed)
+
+    def _context(self, item: Any = None) -> dict[str, Any]:
+        run = self.run
+        return build_context(run.trigger, run.outputs, self.recipe.recipe.vars, run.now, item)
+
+    def _fail_early(self, sid: str, error: dict[str, Any]) -> StepResult:
+        record = self.journal.loaded(sid)
+        if record is not None and record.status == "failed":
+            return StepResult("failed", None, record.error)
+        if record is None or record.status == "pending":
+            self.journal.outcome(sid, StepChange.to_failed(error))
+        return StepResult("failed", None, {"step": sid, **error})
+
+    def _run_one(self, step: RecipeStep, sid: str, item: Any, retry_failed: bool) -> StepResult:
+        record = self.journal.loaded(sid)
+        status: StepStatus | None = record.status if record else None
+        if status == "succeeded":
+            return StepResult("ok", record.output if record else None)
+        if status == "skipped":
+            return StepResult("skipped")
+        if status == "failed" and not retry_failed:
+            error = _as_dict(record.error if record else None)
+            return StepResult("failed", None, {"step": sid, **error})
+        action = self.recipe.actions[step.id]
+        context = self._context(item)
+        if step.if_ is not None and status in (None, "pending", "failed"):
+            try:
+                wanted = step.if_.render(context)
+            except PracticeflowError as exc:
+                return self._fail_render(sid, status, error_json(exc))
+            if not wanted:
+                reason = {"reason": "if was false", "if": step.if_.source}
+                moves = [StepChange.to_skipped(reason)]
+                if status == "failed":
+                    moves.insert(0, StepChange.to_pending({"use": step.use}))
+                self.journal.outcome(sid, *moves)
+                return StepResult("skipped")
+        try:
+            data = render_tree(step.with_, context)
+        except PracticeflowError as exc:
+            if status in ("sent", "in_doubt"):  # cannot happen: the same inputs rendered before
+                return StepResult("held", None, {"step": sid, **error_json(exc)})
+            return self._fail_render(sid, status, error_json(exc))
+        if status == "sent" and action.needs_write:
+            error = {"reason": "found 'sent' with no answer when the run resumed"}
+            self.journal.outcome(sid, StepChange.to_in_doubt(error))
+            self._point(f"in_doubt:{sid}")
+            status = "in_doubt"
+        resends = 0
+        while True:
+            if status == "in_doubt":
+                verdict = self._reconcile(sid, action, data)
+                if verdict.outcome == "found":
+                    return StepResult("ok", verdict.output)
+                if verdict.outcome == "unknown" or resends >= _MAX_RESENDS:
+                    return StepResult("held", None, {"step": sid, "reason": verdict.note})
+                status = "pending"
+                resends += 1
+            result = self._attempt(sid, step, action, data, status)
+            if result.kind != "in_doubt":
+                return result
+            status = "in_doubt"
+
+    def _fail_render(
+        self, sid: str, status: StepStatus | None, error: dict[str, Any]
+    ) -> StepResult:
+        """A step whose templates failed: nothing was sent."""
+        moves = [StepChange.to_failed(error)]
+        if status == "failed":
+            moves.insert(0, StepChange.to_pending(None))
+        self.journal.outcome(sid, *moves)
+        _log_failure(self.run_id, sid, error)
+        return StepResult("failed", None, {"step": sid, **error})
+
+    def _reconcile(self, sid: str, action: StepAction, data: Any) -> Verdict:
+        store = self.journal.store
+        run_id = self.run_id
+        record = store.get_step(run_id, sid)
+        sent_at = (record.sent_at if record else None) or store.now()
+        verdict = reconcile(action.key, self.client, data, sent_at)
+        pf = {"run": run_id, "step": sid, "status": "in_doubt", "verdict": verdict.outcome}
+        logger.warning("run %s step %s in doubt: %s", run_id, sid, verdict.note, extra={"pf": pf})
+        if verdict.outcome == "found":
+            note = f"reconciled: {verdict.note}"
+            store.resolve_step(run_id, sid, "done", RECONCILER, note, output=verdict.output)
+        elif verdict.outcome == "absent":
+            note = f"safe to retry: {verdict.note}"
+            store.resolve_step(run_id, sid, "retry", RECONCILER, note)
+        self._point(f"reconciled:{sid}")
+        return verdict
+
+    def _attempt(
+        self,
+        sid: str,
+        step: RecipeStep,
+        action: StepAction,
+        data: Any,
+        status: StepStatus | None,
+    ) -> StepResult:
+        """Send the step once (a read: as many times as its ``retry`` allows) and journal
+        its outcome."""
+        entry: dict[str, Any] = {"use": step.use, "input": mask_input(data, action.pii_paths)}
+        kind: _Write | _Read = (
+            _Write(self.journal, sid, entry, status)
+            if action.needs_write
+            else _Read(self.journal, sid, entry, status)
+        )
+
+        def on_send(request: dict[str, Any]) -> None:
+            if request:
+                entry["request"] = mask_request(request, data, action.pii_paths)
+            self._point(f"pending:{sid}")  # rendered and admitted; nothing journaled yet
+            kind.sending()
+            self._point(f"sent:{sid}")
+
+        if isinstance(action, LocalStep):
+            on_send({})
+            try:
+                output = action.func(data, LocalContext(self.run_id, sid))
+            except PracticeflowError as exc:
+                return self._failed(kind, sid, error_json(exc))
+            return self._succeeded(kind, sid, output, frozenset())
+        if self.client is None:
+            error = {"message": "no API client configured", "kind": "config"}
+            return self._failed(kind, sid, error)
+        retry = step.retry or {}
+        attempts = 1 if action.needs_write else int(retry.get("attempts", 1))
+        backoff = float(retry.get("backoff", 1.0))
+        for attempt in range(1, attempts + 1):
+            client = _StepClient(self.client, on_send)
+            try:
+                result = run_action(action, data, client)
+            except InDoubtError as exc:
+                kind.outcome(StepChange.to_in_doubt(error_json(exc)))
+                self._point(f"in_doubt:{sid}")
+                return StepResult("in_doubt")
+            except (RateLimitError, ServerError, TransportError) as exc:
+                if not action.needs_write and attempt < attempts and not self.stop.is_set():
+                    logger.info("run %s step %s: %s; retrying", self.run_id, sid, exc)
+                    self._sleep(backoff * 2 ** (attempt - 1))
+                    continue
+                return self._failed(kind, sid, error_json(exc))
+            except PracticeflowError as exc:
+                if client.sent and action.needs_write and not isinstance(exc, ApiError):
+                    # The write was answered but the answer could not be used: it happened.
+                    self.journal.outcome(sid, StepChange.to_in_doubt(error_json(exc)))
+                    return StepResult("held", None, {"step": sid, **error_json(exc)})
+                return self._failed(kind, sid, error_json(exc))
+            self._point(f"answered:{sid}")
+            for warning in result.warnings:
+                logger.warning("run %s step %s: %s", self.run_id, sid, warning)
+            return self._succeeded(kind, sid, result.output, action.secret_paths)
+        raise BugError("unreachable: the retry loop always returns")  # pragma: no cover
+
+    def _failed(self, kind: _Write | _Read, sid: str, error: dict[str, Any]) -> StepResult:
+        kind.outcome(StepChange.to_failed(error))
+        _log_failure(self.run_id, sid, error)
+        return StepResult("failed", None, {"step": sid, **error})
+
+    def _succeeded(
+        self,
+        kind: _Write | _Read,
+        sid: str,
+        output: Any,
+        secret: frozenset[tuple[str, ...]],
+    ) -> StepResult:
+        # Secrets never reach the journal; this run's later steps still get the value.
+        kind.outcome(StepChange.to_succeeded(mask_secrets(output, secret)))
+        run_id = self.run_id
+        pf = {"run": run_id, "step": sid, "status": "succeeded"}
+        logger.info("run %s step %s succeeded", run_id, sid, extra={"pf": pf})
+        self._point(f"done:{sid}")
+        return StepResult("ok", output)
+
+
+def _log_failure(run_id: str, sid: str, error: dict[str, Any]) -> None:
+    pf = {"run": run_id, "step": sid, "status": "failed"}
+    message = error.get("message", error)
+    logger.warning("run %s step %s failed: %s", run_id, sid, message, extra={"pf": pf})
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {"error": value}
