@@ -90,6 +90,8 @@ class Serve:
         self.state = state
         self.env = env
         self.logs = logs
+        #: The journal point at which the next start kills itself (``tests/kill_at.py``).
+        self.kill_at: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -98,8 +100,12 @@ class Serve:
         self.starts += 1
         out = (self.logs / f"serve-{self.starts}.out").open("wb")
         err = (self.logs / f"serve-{self.starts}.err").open("wb")
+        command = practiceflow("serve", str(self.recipe), "--state", str(self.state))
+        if self.kill_at is not None:
+            kill_at = Path(__file__).resolve().parents[1] / "kill_at.py"
+            command = [sys.executable, str(kill_at), self.kill_at, *command[3:]]
         self.proc = subprocess.Popen(  # noqa: S603 - our own CLI
-            practiceflow("serve", str(self.recipe), "--state", str(self.state)),
+            command,
             env=self.env,
             stdout=out,
             stderr=err,

@@ -120,13 +120,15 @@ def test_runner_killed_mid_step_then_restarted_writes_each_once(
     the bill is found by reading back, not sent again. ``answered:contact``: contacts
     cannot be read back by the request's fields, so the run is held ``in_doubt`` for a
     person (``practiceflow runs resolve``): the contact exists once, never twice."""
-    serve = _service(rsandbox, tmp_path, PRACTICEFLOW_TEST_KILL_AT=point).start()
+    serve = _service(rsandbox, tmp_path)
+    serve.kill_at = point
+    serve.start()
     try:
         wait_until(lambda: _subscriptions(rsandbox), 90, "serve to subscribe")
         keys = set(create_clients(rsandbox, 3, "Step"))
         assert serve.proc is not None
         assert serve.proc.wait(timeout=30) == -signal.SIGKILL  # it killed itself at `point`
-        serve.env.pop("PRACTICEFLOW_TEST_KILL_AT")
+        serve.kill_at = None
         serve.start()
         wait_until(lambda: _all_written(rsandbox, keys), 60, "every event's writes", every=0.3)
         time.sleep(0.5)

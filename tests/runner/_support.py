@@ -32,6 +32,8 @@ def cli_env(sandbox: SandboxHandle, kind: str = "rw", **extra: str) -> dict[str,
 
 #: The CLI entry of the runner commands, runnable before they are registered.
 CLI = [sys.executable, "-m", "practiceflow.cli.runs"]
+#: The CLI killed by SIGKILL at a journal point: ``[*KILL_AT, "sent:bill", "run", ...]``.
+KILL_AT = [sys.executable, str(HERE.parent / "kill_at.py")]
 
 
 def write_recipe(folder: Path, steps: str, *, name: str = "t", extra: str = "") -> Path:

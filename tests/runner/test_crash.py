@@ -1,36 +1,40 @@
-"""Crash safety: a real ``kill -9`` of the runner at every journal boundary of a three-step
-recipe, then a restart; the sandbox's own records prove each write happened exactly once.
+"""Crash safety: a real ``kill -9`` of the runner at every journal boundary, then a
+restart; the sandbox's own records prove each write happened exactly once.
 
 The recipe (``recipes/three_writes.yaml``) creates a client as a lead (with an
-``externalSystemID``), converts it, and bills it. The runner process SIGKILLs itself when
-it reaches the journal point named in ``PRACTICEFLOW_TEST_KILL_AT``:
+``externalSystemID``), converts it, and bills it. The runner process is started through
+``tests/kill_at.py``, which SIGKILLs it when it reaches the named journal point:
 
-* ``pending:S``: the request is rendered, nothing of it journaled (its ``pending`` and
-  ``sent`` are one commit) nor sent: on restart it is rendered and sent (once);
+* ``pending:S``: the budget admitted the request, nothing of it is journaled nor sent: on
+  restart it is rendered and sent (once);
 * ``sent:S``: ``sent`` is committed, the request has not left: on restart the write is in
   doubt, the read-back finds nothing, it is sent (once);
 * ``answered:S``: the API acted and answered, the answer is not journaled: on restart the
   read-back finds the record and the step succeeds without a second send;
-* ``done:S``: the answer is used; its success waits for the next commit or request (the
-  next write's ``sent`` carries it, the next read's flight commits it): on restart it is
-  found by reading back, as at ``answered:S``. At ``sent:S`` the step before is journaled
-  ``succeeded``, and it is never sent again.
+* ``done:S``: the step is journaled ``succeeded``: it is never sent again.
+
+And for every write action of the catalog: a kill right after its success resumes without
+a person, and the write is never sent again.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from practiceflow.api import Client
+from practiceflow.engine import run_action
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import RECONCILER, Runner, validate_recipe
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
-from runner._support import CLI, MODULES, RECIPES, cli_env
+from runner._support import KILL_AT, MODULES, RECIPES, cli_env, write_recipe
 
 pytestmark = pytest.mark.integration
 
@@ -38,11 +42,15 @@ STEPS = ("client", "convert", "bill")
 POINTS = [f"{point}:{step}" for step in STEPS for point in ("pending", "sent", "answered", "done")]
 
 
-def _run(state: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run(
+    state: Path, env: dict[str, str], point: str, recipe: Path = RECIPES / "three_writes.yaml"
+) -> subprocess.CompletedProcess[str]:
+    """``practiceflow run --once``, killed with SIGKILL at ``point``."""
     command = [
-        *CLI,
+        *KILL_AT,
+        point,
         "run",
-        str(RECIPES / "three_writes.yaml"),
+        str(recipe),
         "--once",
         "--state",
         str(state),
@@ -92,7 +100,7 @@ def test_kill_9_at_each_boundary_then_restart_writes_exactly_once(
             env["PRACTICEFLOW_CLIENT_ID"], "test_event", "test.event", ref, {"ref": ref}
         )
 
-    killed = _run(state, {**env, "PRACTICEFLOW_TEST_KILL_AT": point})
+    killed = _run(state, env, point)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
     # The restart runs in this process (the library, as `run --once` does), from the journal.
@@ -109,70 +117,177 @@ def test_kill_9_at_each_boundary_then_restart_writes_exactly_once(
         steps = {step.step_id: step for step in store.get_steps(run.run_id)}
         assert [steps[s].status for s in STEPS] == ["succeeded"] * 3
         kind, step = point.split(":")
-        if kind in ("answered", "done"):  # acted, not journaled: found by reading back
+        if kind == "answered":  # the API acted: found by reading back, not sent again
             assert steps[step].resolved_by == RECONCILER
             assert "reconciled" in (steps[step].resolution_note or "")
         if kind == "sent":  # never left: read back, found absent, sent once
             assert "safe to retry" in (steps[step].resolution_note or "")
-            before = STEPS[: STEPS.index(step)]  # journaled `succeeded` with this `sent`
-            assert [steps[s].resolved_by for s in before] == [None] * len(before)
+        if kind == "done":  # journaled `succeeded`: never sent again, nothing read back
+            assert steps[step].resolved_by is None
+        before = STEPS[: STEPS.index(step)]  # each journaled `succeeded` before the kill
+        assert [steps[s].resolved_by for s in before] == [None] * len(before)
         assert not store.pending_events(env["PRACTICEFLOW_CLIENT_ID"])
 
 
-@pytest.mark.parametrize(
-    ("point", "first_ended"), [("pending:client#2", False), ("sent:client#2", True)]
-)
-def test_kill_9_while_the_first_runs_end_waits_for_the_next_commit(
+@pytest.mark.parametrize("point", ["pending:client#2", "sent:client#2"])
+def test_kill_9_in_the_second_run_leaves_the_first_ended_and_its_event_handled(
     fast_sandbox: SandboxHandle,
     client: Client,
     registry: ModuleRegistry,
     tmp_path: Path,
     point: str,
-    first_ended: bool,
 ):
-    # `run --once` drains in a batch: run 1's end (status, event handled, and the success
-    # of its last write, the bill) is committed with run 2's first commit, its write's
-    # `sent`, before that write leaves.
+    # `run --once` drains two events: the first run's end (its status, its event handled)
+    # is committed before the second run starts.
     state = tmp_path / "state.db"
     env = cli_env(fast_sandbox)
     practice = env["PRACTICEFLOW_CLIENT_ID"]
-    refs = [f"carry-{n}-{point.split(':')[0]}" for n in (1, 2)]
+    refs = [f"two-{n}-{point.split(':')[0]}" for n in (1, 2)]
     with open_store(str(state)) as store:
         for ref in refs:
             store.record_event(practice, "test_event", "test.event", ref, {"ref": ref})
 
-    killed = _run(state, {**env, "PRACTICEFLOW_TEST_KILL_AT": point})
+    killed = _run(state, env, point)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
     with open_store(str(state)) as store:
         runs = {run.event_id: run for run in store.list_runs()}
-        pending = [event.event_id for event in store.pending_events(practice)]
         first = runs[refs[0]]
         steps = {step.step_id: step.status for step in store.get_steps(first.run_id)}
-        # Each write's success was carried by the next one's `sent`; the last one's waits
-        # with the run's end.
-        last = "succeeded" if first_ended else "sent"
-        assert [steps[s] for s in STEPS] == ["succeeded", "succeeded", last]
-        if first_ended:
-            assert first.status == "succeeded"
-            assert pending == [refs[1]]
-            assert runs[refs[1]].status == "pending"  # created with its write's `sent`
-        else:
-            assert first.status == "pending"  # its end was lost with the process
-            assert pending == refs
-            assert refs[1] not in runs
+        assert [steps[s] for s in STEPS] == ["succeeded"] * 3
+        assert first.status == "succeeded"
+        assert [event.event_id for event in store.pending_events(practice)] == [refs[1]]
     assert _writes(fast_sandbox, refs[0]) == {"client": 1, "convert": 1, "bill": 1}
 
     recipe = validate_recipe(RECIPES / "three_writes.yaml", registry=registry)
     with open_store(str(state)) as store:
         runner = Runner(recipe, store, client, practice=practice)
         outcomes = runner.process_pending()
-        resumed = refs[1:] if first_ended else refs
-        assert [(o.event_id, o.status) for o in outcomes] == [(r, "succeeded") for r in resumed]
+        assert [(o.event_id, o.status) for o in outcomes] == [(refs[1], "succeeded")]
         assert not store.pending_events(practice)
         assert {run.status for run in store.list_runs()} == {"succeeded"}
         bill = store.get_step(first.run_id, "bill")
         assert bill is not None
-        assert bill.resolved_by == (None if first_ended else RECONCILER)  # found, not re-sent
+        assert bill.resolved_by is None  # journaled before the kill, never read back
     for ref in refs:
         assert _writes(fast_sandbox, ref) == {"client": 1, "convert": 1, "bill": 1}
+
+
+def _records(sandbox: SandboxHandle, kind: str) -> list[dict[str, Any]]:
+    return list(sandbox.admin("GET", f"/_admin/records/{kind}"))
+
+
+def _webhook(client: Client) -> dict[str, Any]:
+    made = client.post(
+        "/api/v1/webhooks", {"hookUrl": "http://127.0.0.1:9/h", "webhookEvent": "proposal.accepted"}
+    )
+    return {"id": made["id"]}
+
+
+def _service_id(client: Client) -> Any:
+    services = run_action("list_proposal_services", {}, client).output["items"]
+    return next(value for name, value in services[0].items() if name.lower() == "serviceid")
+
+
+def _active(sandbox: SandboxHandle) -> str:
+    return next(r["entityKey"] for r in _records(sandbox, "entities") if r["status"] == "Active")
+
+
+#: Every write action of the catalog, with an input the sandbox accepts (built from its
+#: seed, or from a record the test makes first).
+WRITE_INPUTS: dict[str, Callable[[SandboxHandle, Client], dict[str, Any]]] = {
+    "add_lead_note": lambda sb, c: {
+        "entityKey": _records(sb, "leads")[0]["entityKey"],
+        "note": "Wants a quote",
+    },
+    "convert_lead": lambda sb, c: {
+        "entityKey": c.post("/api/v1/leads", {"entityType": "Individual", "entityName": "Jo"})[
+            "entityKey"
+        ]
+    },
+    "create_bill": lambda sb, c: {
+        "entityKey": _active(sb),
+        "billDate": "2024-05-01",
+        "dueDate": "2024-05-31",
+        "sendBill": False,
+        "lineItems": [{"amount": 100, "taxPercent": 10, "narration": "Onboarding fee"}],
+    },
+    "create_client": lambda sb, c: {"entityType": "Company", "entityName": "Crash Pty Ltd"},
+    "create_contact": lambda sb, c: {
+        "entityKey": _records(sb, "contacts")[0]["entityKey"],
+        "contact": {"firstName": "Jane", "lastName": "Citizen", "email": "jane@example.com"},
+    },
+    "create_lead": lambda sb, c: {"entityType": "Company", "entityName": "Crash Lead"},
+    "create_onboarding": lambda sb, c: {
+        "recipient": {"name": "Jane", "email": "jane@example.com"},
+        "clients": [{"entityKey": _active(sb)}],
+    },
+    "create_proposal": lambda sb, c: {
+        "entityKey": run_action("find_clients", {"limit": 1}, c).output["items"][0]["entityKey"],
+        "services": [{"serviceID": _service_id(c)}],
+    },
+    "create_proposal_from_template": lambda sb, c: {"entityKey": _active(sb), "templateId": 901},
+    "duplicate_proposal": lambda sb, c: {
+        "proposalKey": _records(sb, "proposals")[0]["proposalKey"]
+    },
+    "renew_proposal": lambda sb, c: {"proposalKey": _records(sb, "proposals")[0]["proposalKey"]},
+    "send_eform": lambda sb, c: {
+        "templateId": run_action("list_eform_templates", {"limit": 1}, c).output["items"][0][
+            "formTemplateId"
+        ],
+        "entityKey": _active(sb),
+    },
+    "start_aml_check": lambda sb, c: {"entityKey": _active(sb), "level": "standard"},
+    "start_id_verification": lambda sb, c: {"entityKey": _active(sb)},
+    "subscribe_webhook": lambda sb, c: {
+        "hookUrl": "http://127.0.0.1:9/hook",
+        "webhookEvent": "proposal.accepted",
+    },
+    "test_webhook": lambda sb, c: _webhook(c),
+    "unsubscribe_webhook": lambda sb, c: _webhook(c),
+    "update_contact": lambda sb, c: {
+        "entityKey": _records(sb, "contacts")[0]["entityKey"],
+        "contactKey": _records(sb, "contacts")[0]["contactKey"],
+        "contact": {"mobile": "0400 111 222"},
+    },
+}
+
+
+def test_the_table_holds_every_write_action(registry: ModuleRegistry):
+    writes = {key for key in registry.actions if registry.action(key).needs_write}
+    assert set(WRITE_INPUTS) == writes
+
+
+@pytest.mark.parametrize("action", sorted(WRITE_INPUTS))
+def test_kill_9_after_any_writes_success_resumes_without_a_person_never_sent_again(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    tmp_path: Path,
+    action: str,
+):
+    data = WRITE_INPUTS[action](fast_sandbox, client)
+    steps = f"  - id: write\n    use: {action}\n    with: {json.dumps(data)}\n"
+    recipe_path = write_recipe(tmp_path, steps, name=f"crash {action}")
+    state = tmp_path / "state.db"
+    env = cli_env(fast_sandbox)
+    practice = env["PRACTICEFLOW_CLIENT_ID"]
+    with open_store(str(state)) as store:
+        store.record_event(practice, "test_event", "test.event", action, {"ref": action})
+    before = len(fast_sandbox.admin("GET", "/_admin/requests"))
+
+    killed = _run(state, env, "done:write", recipe_path)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    sent = fast_sandbox.admin("GET", "/_admin/requests")[before:]
+    writes = [r for r in sent if r["method"] != "GET"]
+    assert len(writes) == 1, sent  # the write left once, and succeeded
+
+    recipe = validate_recipe(recipe_path, registry=registry)
+    with open_store(str(state)) as store:
+        (outcome,) = Runner(recipe, store, client, practice=practice).process_pending()
+        assert (outcome.status, outcome.held) == ("succeeded", ())  # no person needed
+        step = store.get_step(outcome.run_id, "write")
+        assert step is not None
+        assert (step.status, step.attempts, step.resolved_by) == ("succeeded", 1, None)
+    after = fast_sandbox.admin("GET", "/_admin/requests")[before:]
+    assert after == sent  # nothing sent again, not even a read-back

@@ -106,7 +106,7 @@ def test_on_error_stop_fails_the_run_and_retry_sends_only_the_failed_step(
 
     fast_sandbox.admin("DELETE", "/_admin/faults")
     before = len(fast_sandbox.admin("GET", "/_admin/requests"))
-    again = runner.resume(outcome.run_id, retry_failed=True)
+    again = runner.resume_run(outcome.run_id, retry_failed=True)
     sent = fast_sandbox.admin("GET", "/_admin/requests")[before:]
     assert again.status == "succeeded"
     assert [row["path"].endswith("/integrations") for row in sent] == [True]

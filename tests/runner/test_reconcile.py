@@ -126,7 +126,7 @@ def test_write_without_read_back_holds_the_run_until_a_person_resolves_it(
 
     # A person checks the practice, sees the lead, and says it is done.
     store.resolve_step(outcome.run_id, "lead", "done", "alice", "lead seen in the portal")
-    resumed = runner.resume(outcome.run_id)
+    resumed = runner.resume_run(outcome.run_id)
 
     assert resumed.status == "succeeded"
     assert _count(fast_sandbox, "leads", entityName="Held h1") == 1

@@ -26,7 +26,7 @@ from typing import Any
 from practiceflow.errors import BugError
 from practiceflow.hooks import ClientLike
 from practiceflow.runner.budget import Priority, priority
-from practiceflow.runner.journal import RunJournal
+from practiceflow.runner.journal import RunJournal, StepTaken
 from practiceflow.runner.step_executor import (
     RECONCILER,
     JournalPoint,
@@ -155,7 +155,11 @@ class Runner:
         if not created:
             logger.info("run of event %s: found run %s", event.event_id, run_id)
         handled = event if mark_handled else None
-        return self._drive(run_id, created=created, handled=handled)
+        try:
+            return self._drive(run_id, created=created, handled=handled)
+        except StepTaken as exc:
+            logger.info("run %s: %s was taken by another runner; driving it again", run_id, exc)
+        return self._drive(run_id, created=False, handled=handled)
 
     def resume_run(self, run_id: str, *, retry_failed: bool = False) -> RunOutcome:
         """Drive an existing run again from its first unfinished step.

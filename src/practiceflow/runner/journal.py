@@ -32,7 +32,13 @@ from practiceflow.state import (
     StepStatus,
 )
 
-__all__ = ["RunJournal"]
+__all__ = ["RunJournal", "StepTaken"]
+
+
+class StepTaken(Exception):  # noqa: N818 - a signal to the runner, not a failure
+    """Another runner moved this step since the run was loaded (two drove the same run);
+    nothing of this attempt was journaled or sent. The runner drives the run again as
+    the store now holds it."""
 
 
 class RunJournal:
@@ -64,12 +70,19 @@ class RunJournal:
         Args:
             step_id: the step.
             entry: ``{"use", "input", "request"}``, personal data masked.
-            status: the step's status now (``sent`` again after a 429: nothing more).
+            status: the step's status as this runner knows it (``sent`` again after a
+                429: nothing more to journal).
+
+        Raises:
+            StepTaken: the store holds another status: another runner drives the step.
         """
         if status == "sent":
             return
         moves = (StepChange.to_pending(entry), StepChange.to_sent(durable=True))
         with self.store.atomic(durable=True):
+            current = self.store.get_step(self.run_id, step_id)
+            if (current.status if current else None) != status:
+                raise StepTaken(f"run {self.run_id} step {step_id!r}")
             self.store.change_step(self.run_id, step_id, *moves)
 
     def read_outcome(
