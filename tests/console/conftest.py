@@ -23,7 +23,6 @@ from starlette.testclient import TestClient
 
 from practiceflow.console import ConsoleContext, create_app
 from practiceflow.console.security import Guard
-from practiceflow.runner import TRIGGER_STEP
 from practiceflow.state import SQLiteStore, StateStore, open_store
 
 PRACTICE = "anz-test"
@@ -54,18 +53,14 @@ class _Clock:
 
 def _seed(store: StateStore, clock: _Clock) -> Seeded:
     name, email, mobile = PERSONAL
-    run_id, _ = store.start_run(PRACTICE, "onboard", "evt-1")
-    store.step_skipped(
-        run_id,
-        TRIGGER_STEP,
-        {
-            "event_key": "client.created",
-            "event_id": "evt-1",
-            "source": "new_client",
-            "via": "webhook",
-            "payload": {"entityKey": "ent-1", "entityName": name},
-        },
-    )
+    origin = {
+        "event_key": "client.created",
+        "event_id": "evt-1",
+        "source": "new_client",
+        "via": "webhook",
+        "payload": {"entityKey": "ent-1", "entityName": name},
+    }
+    run_id, _ = store.start_run(PRACTICE, "onboard", "evt-1", origin=origin)
     store.set_run_status(run_id, "running")
     request = {
         "use": "create_client",

@@ -25,8 +25,7 @@ def _event(number: int, payload: object = None) -> NewEvent:
 class CountingStore(SQLiteStore):
     """A SQLite store that remembers the batches it was asked to record, and where.
 
-    ``calls`` lists every batch, tried at once (on the event loop) or recorded (by the
-    writer thread); ``where`` says which, with the thread that did it.
+    ``calls`` lists every batch; ``where`` the thread that recorded it.
     """
 
     def __init__(self, path: Path) -> None:
@@ -41,13 +40,6 @@ class CountingStore(SQLiteStore):
         if self.fail_with is not None:
             raise self.fail_with
         return super().record_events(events)
-
-    def try_record_events(self, events: Sequence[NewEvent]) -> list[bool] | None:
-        self.calls.append([event.event_id for event in events])
-        self.where.append(("loop", threading.get_ident()))
-        if self.fail_with is not None:
-            raise self.fail_with
-        return super().try_record_events(events)
 
 
 @pytest.fixture
@@ -139,11 +131,11 @@ def test_one_bad_event_fails_alone(store: CountingStore) -> None:
     assert outcomes[0] is True
     assert outcomes[2] is True
     assert isinstance(outcomes[1], BugError)
-    # The batch failed as a whole on the loop, then in the writer thread, which then
-    # recorded each event on its own.
+    # The batch failed as a whole in the writer thread, which then recorded each event
+    # on its own.
     batch = ["evt-1", "evt-2", "evt-3"]
-    assert store.calls == [batch, batch, ["evt-1"], ["evt-2"], ["evt-3"]]
-    assert [where for where, _ in store.where] == ["loop"] + ["writer"] * 4
+    assert store.calls == [batch, ["evt-1"], ["evt-2"], ["evt-3"]]
+    assert [where for where, _ in store.where] == ["writer"] * 4
     assert _commits(store.path) == 2
 
 
@@ -164,20 +156,21 @@ def test_bad_settings_are_refused(store: CountingStore) -> None:
         GroupCommit(store, max_wait=-1)
 
 
-def test_a_batch_is_committed_on_the_event_loop_when_nothing_holds_the_lock(
+def test_every_batch_is_committed_in_one_writer_thread_off_the_event_loop(
     store: CountingStore,
 ) -> None:
     group = GroupCommit(store)
     loop_thread = threading.get_ident()
     try:
         outcomes = asyncio.run(_record_all(group, [_event(1), _event(2), _event(1)]))
+        outcomes += asyncio.run(_record_all(group, [_event(3)]))
     finally:
         group.close()
-    assert outcomes == [True, True, False]
-    # No cross-thread hand-over: the loop's own thread committed, and no writer started.
-    assert store.where == [("loop", loop_thread)]
-    assert group._writer is None
-    assert _commits(store.path) == 2
+    assert outcomes == [True, True, False, True]
+    threads = {thread for _, thread in store.where}
+    assert len(threads) == 1
+    assert loop_thread not in threads
+    assert _commits(store.path) == 3
 
 
 def test_a_locked_database_sends_the_batch_to_the_writer_and_the_loop_goes_on(
@@ -214,23 +207,6 @@ def test_a_locked_database_sends_the_batch_to_the_writer_and_the_loop_goes_on(
     assert outcome is True
     assert waited >= 0.35  # answered only once committed, after the lock was released
     assert ticks >= 10  # the event loop kept running while the writer waited
-    assert [where for where, _ in store.where] == ["loop", "writer"]
-    assert store.where[1][1] != threading.get_ident()
-    assert _commits(store.path) == 1
-
-
-def test_the_store_records_nothing_at_once_while_another_writer_holds_the_lock(
-    store: CountingStore,
-) -> None:
-    holder = sqlite3.connect(store.path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    started = time.monotonic()
-    try:
-        assert store.try_record_events([_event(1)]) is None
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
-    assert time.monotonic() - started < 1  # failed at once, not after the busy timeout
-    assert _commits(store.path) == 0
-    assert store.try_record_events([_event(1)]) == [True]  # the lock free: at once
+    assert [where for where, _ in store.where] == ["writer"]
+    assert store.where[0][1] != threading.get_ident()
     assert _commits(store.path) == 1

@@ -46,52 +46,6 @@ def test_calls_inside_commit_together_and_read_their_own_writes(
     assert [t.to_status for t in other.step_history(run_id)] == ["pending", "sent", "succeeded"]
 
 
-def test_before_commit_runs_after_the_blocks_calls_before_they_are_committed(
-    store: StateStore, open_store_again: Callable[[], StateStore]
-) -> None:
-    other = open_store_again()
-    seen: list[str] = []
-
-    def before_commit() -> None:
-        # The block's calls are made; nothing is committed yet.
-        seen.append("before")
-        assert other.get_run(run_id) is None
-
-    with store.atomic(durable=True, before_commit=before_commit):
-        run_id, _ = store.start_run(P, "onboard", "e1")
-        store.change_step(run_id, "w", StepChange.to_pending({}), StepChange.to_sent())
-        seen.append("calls")
-    assert seen == ["calls", "before"]
-    assert other.get_run(run_id) is not None
-
-
-def test_before_commit_that_raises_commits_nothing_and_a_block_that_raises_skips_it(
-    store: StateStore,
-) -> None:
-    def refuse() -> None:
-        raise Boom
-
-    with pytest.raises(Boom), store.atomic(durable=True, before_commit=refuse):
-        run_id, _ = store.start_run(P, "onboard", "e1")
-    assert store.get_run(run_id) is None
-    called: list[str] = []
-
-    def block_that_raises() -> None:
-        with store.atomic(before_commit=lambda: called.append("x")):
-            store.start_run(P, "onboard", "e2")
-            raise Boom
-
-    with pytest.raises(Boom):
-        block_that_raises()
-    assert called == []
-    # A nested block's hook is not its own commit's: the outer block commits.
-    with store.atomic(before_commit=lambda: called.append("outer")):
-        with store.atomic(before_commit=lambda: called.append("nested")):
-            store.start_run(P, "onboard", "e3")
-        assert called == []
-    assert called == ["outer"]
-
-
 def test_events_recorded_inside_join_the_block(
     store: StateStore, open_store_again: Callable[[], StateStore]
 ) -> None:

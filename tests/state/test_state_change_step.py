@@ -184,24 +184,26 @@ def test_change_step_needs_a_move(store: StateStore) -> None:
     assert store.get_step(run_id, "s") is None
 
 
-def test_a_run_starts_with_its_skipped_steps_as_if_journaled_after(store: StateStore) -> None:
-    origin = {"event_id": "evt-1", "payload": {"n": 1}}
-    run_id, created = store.start_run(P, "onboard", "evt-1", skipped={"@trigger": origin})
-    reference = _run(store, "evt-2")
-    store.step_skipped(reference, "@trigger", origin)
+def test_a_run_keeps_its_origin_and_has_no_steps(store: StateStore) -> None:
+    origin = {"event_id": "evt-1", "payload": {"n": 1, "name": "Jane"}}
+
+    run_id, created = store.start_run(P, "onboard", "evt-1", origin=origin)
 
     assert created
-    assert _step_state(store.get_step(run_id, "@trigger")) == _step_state(
-        store.get_step(reference, "@trigger")
-    )
-    assert _history(store.step_history(run_id)) == _history(store.step_history(reference))
+    run = store.get_run(run_id)
+    assert run is not None
+    assert run.origin == origin
+    assert store.get_steps(run_id) == []
+    assert store.step_history(run_id) == []
 
 
-def test_finding_an_existing_run_journals_no_skipped_steps(store: StateStore) -> None:
-    run_id = _run(store, "evt-1")
+def test_finding_an_existing_run_keeps_its_first_origin(store: StateStore) -> None:
+    run_id, _ = store.start_run(P, "onboard", "evt-1", origin={"n": 1})
 
-    again, created = store.start_run(P, "onboard", "evt-1", skipped={"@trigger": {"n": 2}})
+    again, created = store.start_run(P, "onboard", "evt-1", origin={"n": 2})
 
     assert (again, created) == (run_id, False)
-    assert store.get_step(run_id, "@trigger") is None
+    run = store.get_run(run_id)
+    assert run is not None
+    assert run.origin == {"n": 1}
     assert store.step_history(run_id) == []

@@ -85,17 +85,6 @@ def test_a_batch_with_a_bad_payload_records_nothing(store: StateStore) -> None:
     assert not store.seen_event(P, SRC, "evt-1")
 
 
-def test_a_batch_is_recorded_at_once_only_where_nothing_is_waited_for(store: StateStore) -> None:
-    batch = [NewEvent(P, SRC, "e", "evt-1", {"n": 1}, SIG1), NewEvent(P, SRC, "e", "evt-1", {})]
-    answer = store.try_record_events(batch)
-    if store.scheme == "sqlite":  # a local file, its write lock free: committed at once
-        assert answer == [True, False]
-        assert store.seen_event(P, SRC, "evt-1", signature=SIG1)
-    else:  # over a network: never on the caller's thread, and nothing done
-        assert answer is None
-        assert not store.seen_event(P, SRC, "evt-1")
-
-
 @pytest.mark.parametrize(
     ("practice", "source", "recorded"),
     [

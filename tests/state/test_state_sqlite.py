@@ -82,8 +82,8 @@ def test_a_writes_pending_and_sent_are_one_fsynced_commit_a_reads_one_plain_comm
     db_path: Path,
 ) -> None:
     with SQLiteStore(db_path) as store:
-        start = lambda: store.start_run("p", "r", "e1", skipped={"@trigger": {}})  # noqa: E731
-        assert _synced_commits(store, start) == ["NORMAL"]  # the run and its skipped step
+        start = lambda: store.start_run("p", "r", "e1", origin={"payload": {}})  # noqa: E731
+        assert _synced_commits(store, start) == ["NORMAL"]  # the run with its origin
         run_id, _ = store.start_run("p", "r", "e1")
         write = (StepChange.to_pending({"json": 1}), StepChange.to_sent())
         assert _synced_commits(store, lambda: store.change_step(run_id, "w", *write)) == ["FULL"]
@@ -133,6 +133,7 @@ def test_a_version_1_database_upgrade_waits_for_the_write_lock(db_path: Path) ->
         pass
     with sqlite3.connect(db_path) as raw:
         raw.execute("DROP TABLE subscription_health")
+        raw.execute("ALTER TABLE runs DROP COLUMN origin")
         raw.execute("UPDATE schema_version SET version = 1")
     writer = sqlite3.connect(db_path, isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")
@@ -151,9 +152,10 @@ def test_a_version_1_database_is_upgraded_in_place_keeping_its_data(db_path: Pat
         store.set_cursor("p", "t", "v")
     with sqlite3.connect(db_path) as raw:  # what practiceflow with schema 1 left behind
         raw.execute("DROP TABLE subscription_health")
+        raw.execute("ALTER TABLE runs DROP COLUMN origin")
         raw.execute("UPDATE schema_version SET version = 1")
     with SQLiteStore(db_path) as store:
-        assert store.schema_version == LATEST_VERSION == 2
+        assert store.schema_version == LATEST_VERSION == 3
         assert store.get_cursor("p", "t") == "v"
         assert store.count_resubscribe("p", "t") == 1
         assert store.subscription_health("p", "t").resubscribes == 1

@@ -20,6 +20,7 @@ The run itself ends in one commit: its status and, when asked, its event marked 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -35,7 +36,7 @@ from practiceflow.state import (
 __all__ = ["RunJournal", "StepTaken"]
 
 
-class StepTaken(Exception):  # noqa: N818 - a signal to the runner, not a failure
+class StepTaken(Exception):
     """Another runner moved this step since the run was loaded (two drove the same run);
     nothing of this attempt was journaled or sent. The runner drives the run again as
     the store now holds it."""
@@ -89,7 +90,7 @@ class RunJournal:
         self,
         step_id: str,
         entry: Any,
-        sent_at: datetime | None,
+        sent_at: Sequence[datetime],
         outcome: StepChange,
         status: StepStatus | None,
     ) -> None:
@@ -99,15 +100,14 @@ class RunJournal:
         Args:
             step_id: the step.
             entry: ``{"use", "input", "request"}``, personal data masked.
-            sent_at: when the request left (None: it never did, only its outcome).
+            sent_at: each time the request left (none: it never did, only its outcome).
             outcome: the outcome's move.
             status: the step's status before this attempt.
         """
         moves: list[StepChange] = []
-        if status == "failed" or sent_at is not None:
-            moves.append(StepChange.to_pending(entry, at=sent_at))
-        if sent_at is not None:
-            moves.append(StepChange.to_sent(durable=False, at=sent_at))
+        if status == "failed" or sent_at:
+            moves.append(StepChange.to_pending(entry, at=sent_at[0] if sent_at else None))
+        moves.extend(StepChange.to_sent(durable=False, at=at) for at in sent_at)
         moves.append(outcome)
         self.outcome(step_id, *moves)
 

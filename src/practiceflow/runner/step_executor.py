@@ -190,10 +190,10 @@ class _Read:
         self.sid = sid
         self.entry = entry
         self.status = status  # as journaled before this attempt
-        self.sent_at: datetime | None = None
+        self.sent_at: list[datetime] = []  # one per time it left (retries included)
 
     def sending(self) -> None:
-        self.sent_at = self.journal.now()
+        self.sent_at.append(self.journal.now())
 
     def outcome(self, move: StepChange) -> None:
         self.journal.read_outcome(self.sid, self.entry, self.sent_at, move, self.status)
