@@ -130,8 +130,8 @@ def _scenario(store: StateStore, clock: FakeClock) -> list[Any]:
     seen += [store.count_resubscribe(P, "t"), store.count_resubscribe(P, "t")]
     seen += [store.subscription_health(P, "t"), store.find_subscription_by_path("tok")]
     seen += [store.list_subscriptions(), store.list_subscriptions("nobody")]
-    trigger = {"@trigger": {"id": 1}}
-    seen.append(store.start_run(P, "onboard", "evt-1", skipped=trigger, run_id="r1"))
+    origin = {"payload": {"id": 1, "name": "Zoë"}}
+    seen.append(store.start_run(P, "onboard", "evt-1", origin=origin, run_id="r1"))
     seen.append(store.start_run(P, "onboard", "evt-1", run_id="r2"))
     store.set_run_status("r1", "running")
     with store.atomic(durable=True):
@@ -173,6 +173,7 @@ def test_the_same_calls_leave_the_same_records_on_sqlite_and_postgresql(
     assert health.last_test_delivery_at == sqlite_clock.start + timedelta(hours=1)
     assert health.last_delivery_at == sqlite_clock.start
     assert on_sqlite[16:18] == [("r1", True), ("r1", False)]
+    assert on_sqlite[18].origin == {"payload": {"id": 1, "name": "Zoë"}}
 
 
 def test_a_unique_key_clash_is_the_same_bug_on_both_without_the_secret(
