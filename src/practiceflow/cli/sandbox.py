@@ -14,7 +14,7 @@ import click
 
 from practiceflow.errors import ConfigError
 from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES, curl_example
-from practiceflow.sandbox.config import REGIONS, SandboxConfig
+from practiceflow.sandbox.config import REGIONS, SandboxConfig, parse_duration
 
 __all__ = ["COMMANDS", "export_lines", "sandbox"]
 
@@ -63,6 +63,13 @@ def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[
     ]
 
 
+def _duration(text: str, option: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
+
+
 @click.group("sandbox", invoke_without_command=True, epilog=_admin_epilog(), no_args_is_help=False)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Loopback address only.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
@@ -86,6 +93,20 @@ def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[
 @click.option("--rate-per-day", default=10000, show_default=True, type=click.IntRange(1))
 @click.option("--wallet", default=1000.0, show_default=True, type=float, help="Wallet balance.")
 @click.option("--ledger-connected", is_flag=True, help="Start with a connected ledger.")
+@click.option(
+    "--latency",
+    default="0ms",
+    show_default=True,
+    callback=lambda ctx, param, value: _duration(value, "--latency"),
+    help="Hold every API answer back this long, as a real API's round trip (150ms, 0.15s).",
+)
+@click.option(
+    "--jitter",
+    default="0ms",
+    show_default=True,
+    callback=lambda ctx, param, value: _duration(value, "--jitter"),
+    help="Up to this much more per answer, at random.",
+)
 @click.option(
     "--admin-token",
     envvar="PRACTICEFLOW_SANDBOX_ADMIN_TOKEN",
@@ -132,6 +153,8 @@ def sandbox(
     rate_per_day: int,
     wallet: float,
     ledger_connected: bool,
+    latency: float,
+    jitter: float,
     admin_token: str | None,
     client_id: str | None,
     client_secret: str | None,
@@ -154,6 +177,7 @@ def sandbox(
       practiceflow sandbox fault 429 --count 3 --retry-after 2
       practiceflow sandbox records bills
       practiceflow sandbox --variants hostile --variant rounding=per_total
+      practiceflow sandbox --latency 150ms --jitter 50ms
       curl -H 'X-SVC-Auth-ID: 5a4db0c0-0000-4000-8000-000000000011' \\
            -H 'X-SVC-Auth-Key: sandbox-anz-rw-secret' \\
            http://127.0.0.1:8765/anz/api/v1/auth/validate
@@ -174,6 +198,8 @@ def sandbox(
             rate_limits=RateLimits(rate_per_minute, rate_per_hour, rate_per_day),
             wallet=wallet,
             ledger_connected=ledger_connected,
+            latency=latency,
+            jitter=jitter,
             admin_token=admin_token,
             client_id=client_id,
             client_secret=client_secret,
@@ -190,6 +216,9 @@ def sandbox(
     if variants.differences():
         shown_variants = ", ".join(f"{k}={v}" for k, v in variants.differences().items())
         click.echo(f"variants: {shown_variants}")
+    if latency or jitter:
+        held = f"{latency * 1000:g} ms" + (f" + up to {jitter * 1000:g} ms" if jitter else "")
+        click.echo(f"every API answer is held back {held}")
     click.echo(
         f"OpenAPI: {root}/openapi.json   admin: {root}/_admin  X-Admin-Token: {config.admin_token}"
     )

@@ -6,7 +6,8 @@ need to drive the sandbox from outside the API.
 - ``POST /_admin/reset``: back to the seed (body: optional ``seed``, ``entities``);
 - ``GET, POST /_admin/config``: switches ``walletBalance``, ``ledgerConnected``,
   ``eformEmailFails`` (per ``region``), ``duplicateDeliveries``, ``rateLimits``
-  (``perMinute``, ``perHour``, ``perDay``), ``pageSize``;
+  (``perMinute``, ``perHour``, ``perDay``), ``pageSize``, ``latencyMs`` and ``jitterMs``
+  (every API answer held back that long, plus up to the jitter at random);
 - ``GET, POST /_admin/clock``: ``{"advance": s}`` or ``{"offset": s}``, either direction;
 - ``GET, POST, DELETE /_admin/faults``: arm ``kind`` (rate_limit or 429, server_error or
   500, slow, drop) for ``count`` requests, optionally only ``method`` / ``pathPrefix`` /
@@ -161,6 +162,8 @@ class _AdminApp:
             "duplicateDeliveries": state.duplicate_deliveries,
             "rateLimits": asdict(state.limiter.limits),
             "pageSize": state.config.page_size,
+            "latencyMs": round(state.config.latency * 1000, 3),
+            "jitterMs": round(state.config.jitter * 1000, 3),
             "seed": state.config.seed,
             "entities": state.config.entities,
         }
@@ -225,6 +228,13 @@ class _AdminApp:
                     )
                 if "pageSize" in body:
                     self.state.config = replace(self.state.config, page_size=int(body["pageSize"]))
+                if "latencyMs" in body or "jitterMs" in body:
+                    config = self.state.config
+                    self.state.config = replace(
+                        config,
+                        latency=float(body.get("latencyMs", config.latency * 1000)) / 1000,
+                        jitter=float(body.get("jitterMs", config.jitter * 1000)) / 1000,
+                    )
             except (TypeError, ValueError, AttributeError) as exc:
                 raise ApiProblem(400, f"config: {exc}") from None
         return JSONResponse(self._switches(practice))

@@ -46,7 +46,7 @@ ADMIN_ROUTES: tuple[AdminRoute, ...] = (
         "POST",
         "/_admin/config",
         "set walletBalance, ledgerConnected, eformEmailFails, duplicateDeliveries, "
-        "rateLimits {perMinute, perHour, perDay}, pageSize",
+        "rateLimits {perMinute, perHour, perDay}, pageSize, latencyMs, jitterMs",
         "/_admin/config",
         {"ledgerConnected": True},
     ),

@@ -175,6 +175,9 @@ class SandboxApp:
                 await send(message)
 
         try:
+            delay = state.answer_delay()
+            if delay:  # the round trip of a real API
+                await asyncio.sleep(delay)
             fault = state.faults.take(method, region, rest)
             if fault is not None:
                 row["fault"] = fault.kind

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Final, Literal
 
 from practiceflow.sandbox.variants import Variants
 
@@ -19,11 +19,13 @@ __all__ = [
     "CLIENT_SECRET_ENV",
     "DEFAULT_ADMIN_TOKEN",
     "DEFAULT_CREDENTIALS",
+    "MAX_LATENCY",
     "REGIONS",
     "ClientKind",
     "Credential",
     "RateLimits",
     "SandboxConfig",
+    "parse_duration",
 ]
 
 #: The three regions; each is served under ``/<region>`` and holds its own practice.
@@ -92,6 +94,33 @@ class RateLimits:
     per_day: int = 10000
 
 
+#: The longest ``latency`` or ``jitter`` the sandbox takes, in seconds.
+MAX_LATENCY: Final = 60.0
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from ``150ms``, ``0.15s`` or ``0.15`` (seconds).
+
+    Raises:
+        ValueError: not a duration, or negative.
+    """
+    value = text.strip().lower()
+    scale = 1.0
+    if value.endswith("ms"):
+        value, scale = value[:-2], 0.001
+    elif value.endswith("s"):
+        value = value[:-1]
+    try:
+        seconds = float(value) * scale
+    except ValueError:
+        message = f"got {text!r}; expected a duration such as 150ms, 0.15s or 0.15"
+        raise ValueError(message) from None
+    if not 0 <= seconds <= MAX_LATENCY:
+        message = f"got {text!r}; expected 0 to {MAX_LATENCY:g} seconds"
+        raise ValueError(message)
+    return seconds
+
+
 @dataclass(frozen=True)
 class SandboxConfig:
     """Options of one sandbox run; ``reset`` returns the state to exactly these.
@@ -112,6 +141,8 @@ class SandboxConfig:
         webhook_retry_scale: factor applied to the delays (tests use a small one).
         webhook_timeout: seconds a delivery attempt may take.
         variants: the answer played for each open question of the spec (variants.py).
+        latency: seconds every API answer is held back, as a real API's round trip is.
+        jitter: up to this many seconds more, drawn at random for each answer.
     """
 
     seed: int = 1
@@ -129,9 +160,15 @@ class SandboxConfig:
     webhook_retry_scale: float = 1.0
     webhook_timeout: float = 5.0
     variants: Variants = field(default_factory=Variants)
+    latency: float = 0.0
+    jitter: float = 0.0
 
     def __post_init__(self) -> None:
         problems: list[str] = []
+        for name in ("latency", "jitter"):
+            value = getattr(self, name)
+            if not 0 <= value <= MAX_LATENCY:
+                problems.append(f"{name}: got {value}; expected 0 to {MAX_LATENCY:g} seconds")
         if not 0 <= self.entities <= 100_000:
             problems.append(f"entities: got {self.entities}; expected 0 to 100000")
         if not 1 <= self.page_size <= 1000:

@@ -7,6 +7,7 @@ first request that reaches a region, so starting (and resetting) is instant even
 
 from __future__ import annotations
 
+import random
 import threading
 from collections import deque
 from dataclasses import replace
@@ -127,6 +128,14 @@ class SandboxState:
             limits: the new windows.
         """
         self.limiter = RateLimiter(limits, self.clock)
+
+    def answer_delay(self) -> float:
+        """Seconds to hold the next API answer back: the configured latency plus a
+        random share of the jitter."""
+        config = self.config
+        if not config.jitter:
+            return config.latency
+        return config.latency + random.uniform(0, config.jitter)  # noqa: S311 - not security
 
     # ---- logs -----------------------------------------------------------------------
 
