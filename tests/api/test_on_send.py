@@ -8,8 +8,9 @@ import pytest
 import responses
 from responses import matchers
 
-from api.conftest import FakeClock
 from practiceflow.api import Client, RateLimits
+
+from .conftest import FakeClock
 
 BILLS = "https://api.test/anz/api/v1/bills"
 BODY = {"entityKey": "k-1", "lineItems": [{"amount": 10}]}

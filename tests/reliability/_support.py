@@ -196,6 +196,7 @@ class InProcessService:
         *,
         listen_port: int = 0,
         timeout: float = 5.0,
+        idle: float = 0.05,
     ) -> None:
         from practiceflow.api import Client, RateLimits
         from practiceflow.manifest import load_modules
@@ -221,7 +222,8 @@ class InProcessService:
             listen=("127.0.0.1", listen_port),
         )
         self.runner = Runner(checked, self.store, self.client, practice=client_id)
-        self.service = Service([self.runner], self.store, self.intake, idle=0.05)
+        self.service = Service([self.runner], self.store, self.intake, idle=idle)
+        self.intake.on_stored = self.service.wake.set  # as the CLI wires it
         self.thread = threading.Thread(target=self.service.run, name="rel-serve", daemon=True)
 
     def start(self) -> InProcessService:
@@ -232,6 +234,7 @@ class InProcessService:
     def stop(self) -> None:
         """Graceful stop (what SIGTERM does), then close the client and the store."""
         self.service.stop.set()
+        self.service.wake.set()
         self.thread.join(timeout=60)
         assert not self.thread.is_alive(), "serve did not stop within 60 s"
         self.client.close()

@@ -171,8 +171,8 @@ def test_disk_full_at_the_receiver_refuses_deliveries_until_space_returns(
     serve = InProcessService(rsandbox, _recipe(tmp_path), tmp_path / "state.db").start()
     try:
         wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 90, "subscribe")
-        # The receiver's threads: its event loop (which commits when the lock is free), its
-        # group commit's writer (when it is not) and its worker threads.
+        # The receiver's threads: its event loop, its group commit's writer and its worker
+        # threads.
         disk_full.threads = {"pf-receiver", "pf-group-commit", "AnyIO"}
         disk_full.on = True
         with caplog.at_level(logging.WARNING):
