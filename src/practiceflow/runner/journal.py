@@ -3,17 +3,21 @@
 The rule, for every step of a run:
 
 1. **A write's intent is durable before it leaves.** Its rendered request (personal data
-   masked) is journaled ``pending`` then ``sent``, in one fsynced commit made once the
-   rate budget has admitted the request and immediately before it leaves. A wait for the
-   budget is never journaled ``sent``: a write found ``sent`` on restart may have
-   reached the API, and is read back (``in_doubt``) before anything is sent again.
+   masked) is journaled ``pending`` then ``sent``, in one commit made once the rate
+   budget has admitted the request and immediately before it leaves, and fsynced: it
+   survives an OS crash, not only the process being killed. A wait for the budget is
+   never journaled ``sent``: a write found ``sent`` on restart may have reached the API,
+   and is read back (``in_doubt``) before anything is sent again.
 2. **A read is journaled with its outcome.** A read (or a local step) is safe to send
    again, so its ``pending`` and ``sent`` (with the time it left) are committed together
    with its outcome; a crash before that commit sends it again.
-3. **Every outcome is durable before the next step starts.** ``succeeded`` (with the
-   output later steps read), ``failed``, ``skipped`` and ``in_doubt`` are committed,
-   fsynced, before the runner moves on; a step journaled ``succeeded`` is never sent
-   again, and a kill after any successful write resumes without a person.
+3. **Every outcome is committed before the next step starts.** ``succeeded`` (with the
+   output later steps read), ``failed``, ``skipped`` and ``in_doubt`` are committed
+   before the runner moves on, so a step journaled ``succeeded`` is never sent again and
+   a process killed after any successful write resumes without a person. The store
+   applies commits in order, so the next write's fsynced intent makes this outcome
+   survive an OS crash too: after a power loss at most a run's last write may be found
+   ``sent``, and it is read back, never sent again on a guess.
 
 The run itself ends in one commit: its status and, when asked, its event marked handled.
 """
@@ -95,7 +99,7 @@ class RunJournal:
         status: StepStatus | None,
     ) -> None:
         """Rules 2 and 3: journal a read's ``pending``, ``sent`` (when it left) and its
-        outcome in one fsynced commit.
+        outcome in one commit.
 
         Args:
             step_id: the step.
@@ -112,9 +116,9 @@ class RunJournal:
         self.outcome(step_id, *moves)
 
     def outcome(self, step_id: str, *moves: StepChange) -> None:
-        """Rule 3: journal a step's outcome (after the moves that lead to it), fsynced,
-        before the next step starts."""
-        with self.store.atomic(durable=True):
+        """Rule 3: journal a step's outcome (after the moves that lead to it) before the
+        next step starts."""
+        with self.store.atomic():
             self.store.change_step(self.run_id, step_id, *moves)
 
     def end(
@@ -133,7 +137,7 @@ class RunJournal:
             error: why it failed or is held.
             handled: the event to mark handled (None: left as it is).
         """
-        with self.store.atomic(durable=True):
+        with self.store.atomic():
             self.store.set_run_status(self.run_id, status, error)
             if handled is not None:
                 self.store.mark_event_handled(practice, handled.source, handled.event_id)
