@@ -6,7 +6,8 @@ prints: ``RESULT {json}`` lines (name, figure, unit, baseline, target, measured,
 for benchmarks that print prose, every line that states a ratio. Every figure is a ratio
 against a baseline measured in the same run, on the machine named at the top.
 
-Usage: ``python bench/report.py`` (``make bench``); ``--only NAME`` runs some of them.
+Usage: ``python bench/report.py`` (``make bench``); ``--only NAME ...`` runs some of them
+and keeps the other benchmarks' rows and outputs from the last report.
 """
 
 from __future__ import annotations
@@ -57,6 +58,27 @@ def _machine() -> list[str]:
         f"- machine: {os.cpu_count()} CPUs, {platform.machine()}, {platform.platform()}",
         f"- python: {platform.python_implementation()} {platform.python_version()}",
     ]
+
+
+def _last_report(exclude: set[str]) -> tuple[list[str], list[str]]:
+    """The rows and output sections of the last report, but those of ``exclude``."""
+    if not REPORT.is_file():
+        return [], []
+    text = REPORT.read_text(encoding="utf-8")
+    head, _, outputs = text.partition("## Output of each benchmark")
+    rows = [
+        line
+        for line in head.splitlines()
+        if line.startswith("| ")
+        and not line.startswith(("| bench ", "|---"))
+        and line.split("|")[1].strip() not in exclude
+    ]
+    sections = [
+        "### " + part.rstrip() + "\n"
+        for part in outputs.split("\n### ")[1:]
+        if part.split(" ", 1)[0] not in exclude
+    ]
+    return rows, sections
 
 
 def main(argv: list[str]) -> int:
@@ -111,6 +133,17 @@ def main(argv: list[str]) -> int:
         "",
         *sections,
     ]
+    if only:
+        kept_rows, kept_sections = _last_report(exclude={path.stem for path in _benches(only)})
+        rows = sorted([*kept_rows, *rows], key=lambda row: row.split("|")[1].strip())
+        sections = sorted([*kept_sections, *sections])
+        lines[
+            lines.index("|---|---|---|---|---|---|") + 1 : lines.index(
+                "## Output of each benchmark"
+            )
+            - 1
+        ] = rows
+        lines[lines.index("## Output of each benchmark") + 2 :] = sections
     REPORT.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {REPORT}")
     return 1 if failed else 0
