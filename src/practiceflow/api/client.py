@@ -12,12 +12,10 @@ status and duration; never headers, secrets or bodies.
 
 from __future__ import annotations
 
-import hashlib
 import json as jsonlib
 import logging
 import os
 import random
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -34,8 +32,7 @@ from practiceflow.api.config import AuthMethodName, Settings, load_settings
 from practiceflow.api.models import CredentialCheck
 from practiceflow.api.paging import Page, iter_items, iter_pages
 from practiceflow.api.params import encode_params, utc_now
-from practiceflow.api.problems import error_for_status, parse_problem
-from practiceflow.api.ratelimit import RateBudget, RateLimits, RateLimitStatus, parse_retry_after
+from practiceflow.api.ratelimit import RateBudget, RateLimits, RateLimitStatus
 from practiceflow.api.retry import RetryPolicy, is_read, refused_before_sending
 from practiceflow.api.wire import (
     UNSENDABLE,
@@ -43,14 +40,15 @@ from practiceflow.api.wire import (
     Download,
     clean_path,
     describe_exception,
+    error_from_response,
     log_path,
     parse_body,
+    save_body,
     unsendable_reason,
     wire_json,
     with_hint,
 )
 from practiceflow.errors import (
-    ApiError,
     ConfigError,
     InDoubtError,
     PracticeflowError,
@@ -64,7 +62,6 @@ __all__ = ["AUTH_VALIDATE_PATH", "ApiResponse", "Client", "Download"]
 logger = logging.getLogger("practiceflow.api")
 
 AUTH_VALIDATE_PATH: Final = "/api/v1/auth/validate"
-_CHUNK: Final = 64 * 1024
 _USER_AGENT: Final = f"practiceflow/{__version__} python-requests/{requests.__version__}"
 
 
@@ -445,7 +442,7 @@ class Client:
             attempt += 1
             response = self._send_call(self._build("GET", path, params, None, None, stream=True))
             try:
-                return self._write_body(response, target)
+                return save_body(response, target)
             except requests.RequestException as exc:
                 error = TransportError(
                     "GET", where, f"download broke off: {describe_exception(exc)}"
@@ -456,22 +453,6 @@ class Client:
                 self._sleep(self.retry.backoff(attempt, self._rng))
             finally:
                 response.close()
-
-    def _write_body(self, response: requests.Response, target: Path) -> Download:
-        digest = hashlib.sha256()
-        size = 0
-        fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                for chunk in response.iter_content(chunk_size=_CHUNK):
-                    handle.write(chunk)
-                    digest.update(chunk)
-                    size += len(chunk)
-            os.replace(temp_name, target)
-        except BaseException:
-            Path(temp_name).unlink(missing_ok=True)
-            raise
-        return Download(target, size, digest.hexdigest(), response.headers.get("Content-Type"))
 
     # -- the send loop ----------------------------------------------------------------
 
@@ -559,7 +540,7 @@ class Client:
             if status < 400:
                 return response
 
-            api_error = self._error_from(verb, where, response)
+            api_error = error_from_response(verb, where, response, self.base_url)
             if isinstance(api_error, RateLimitError):
                 rate_limited += 1
                 self._pause_or_raise(api_error, rate_limited, deadline)
@@ -571,24 +552,6 @@ class Client:
                 self._backoff_or_raise(api_error, failures, deadline, None)
                 continue
             raise api_error
-
-    def _error_from(self, method: str, path: str, response: requests.Response) -> ApiError:
-        try:
-            text = response.text
-        except requests.RequestException:
-            text = ""
-        finally:
-            response.close()
-        retry_after = parse_retry_after(response.headers.get("Retry-After"))
-        problem = parse_problem(text, response.headers.get("Content-Type"))
-        return error_for_status(
-            method,
-            path,
-            response.status_code,
-            problem,
-            retry_after=retry_after,
-            base_url=self.base_url,
-        )
 
     def _pause_or_raise(self, error: RateLimitError, count: int, deadline: float) -> None:
         """After a 429: pause the whole budget until Retry-After, or give up."""

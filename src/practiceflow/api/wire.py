@@ -7,7 +7,10 @@ and describe a ``requests`` failure without quoting anything that could hold a s
 
 from __future__ import annotations
 
+import hashlib
 import json as jsonlib
+import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +19,10 @@ from typing import Any, Final
 import requests
 from pydantic import BaseModel
 
+from practiceflow.api.problems import error_for_status, parse_problem
+from practiceflow.api.ratelimit import parse_retry_after
 from practiceflow.api.retry import refused_before_sending
-from practiceflow.errors import ConfigError, RateLimitError
+from practiceflow.errors import ApiError, ConfigError, RateLimitError
 
 __all__ = [
     "UNSENDABLE",
@@ -25,8 +30,10 @@ __all__ = [
     "Download",
     "clean_path",
     "describe_exception",
+    "error_from_response",
     "log_path",
     "parse_body",
+    "save_body",
     "unsendable_reason",
     "wire_json",
     "with_hint",
@@ -152,4 +159,61 @@ def with_hint(error: RateLimitError, extra: str) -> RateLimitError:
         error.problem,
         retry_after=error.retry_after,
         hint=hint,
+    )
+
+
+#: Bytes read at a time from a streamed body.
+_CHUNK: Final = 64 * 1024
+
+
+def save_body(response: requests.Response, target: Path) -> Download:
+    """Stream a body to ``target`` in chunks; the file appears only once complete.
+
+    Args:
+        response: a streamed response.
+        target: the file to write (its folder must exist).
+
+    Returns:
+        The :class:`Download` with size and SHA-256.
+    """
+    digest = hashlib.sha256()
+    size = 0
+    fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in response.iter_content(chunk_size=_CHUNK):
+                handle.write(chunk)
+                digest.update(chunk)
+                size += len(chunk)
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return Download(target, size, digest.hexdigest(), response.headers.get("Content-Type"))
+
+
+def error_from_response(
+    method: str, path: str, response: requests.Response, base_url: str
+) -> ApiError:
+    """The error an error answer stands for (its body read, the response closed).
+
+    Args:
+        method: the request's method.
+        path: the request's path, as logged.
+        response: the answer (status 400 or more).
+        base_url: the client's base URL (named in hints).
+
+    Returns:
+        The :class:`~practiceflow.errors.ApiError` subclass of its status.
+    """
+    try:
+        text = response.text
+    except requests.RequestException:
+        text = ""
+    finally:
+        response.close()
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    problem = parse_problem(text, response.headers.get("Content-Type"))
+    return error_for_status(
+        method, path, response.status_code, problem, retry_after=retry_after, base_url=base_url
     )
