@@ -124,6 +124,7 @@ def main(argv: list[str]) -> int:
         "ratio against a baseline measured in the same run on this machine.",
         "",
         *_machine(),
+        *([f"- this run: {', '.join(only)}; the other rows are the last report's"] if only else []),
         "",
         "| bench | figure | value | baseline | target | verdict |",
         "|---|---|---|---|---|---|",
