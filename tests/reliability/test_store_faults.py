@@ -142,10 +142,9 @@ class DiskFull:
         original = SQLiteStore._open_conn
         full = self
 
-        # Every connection of the store comes from _open_conn: each thread's, and its second
-        # one that never waits for a lock (the receiver's commits on its event loop).
-        def conn(store: SQLiteStore, *, wait: bool = True) -> sqlite3.Connection:
-            connection = original(store, wait=wait)
+        # Every connection of the store comes from _open_conn: each thread's own.
+        def conn(store: SQLiteStore) -> sqlite3.Connection:
+            connection = original(store)
             name = threading.current_thread().name
             if full.on and (full.threads is None or any(t in name for t in full.threads)):
                 return _FullConnection(connection)  # type: ignore[return-value]
