@@ -180,7 +180,7 @@ class Redactor:
         """The personal values of a run's journaled event (by its trigger's schema).
 
         Args:
-            origin: the ``@trigger`` entry.
+            origin: the run's ``origin``.
 
         Returns:
             The values.

@@ -154,7 +154,7 @@ def hold(
         practice,
         HELD_RECIPE_PREFIX + trigger,
         event_key,
-        skipped={"@trigger": {"reason": reason, "event": event_key}},
+        origin={"reason": reason, "event": event_key},
     )
     if created:
         store.set_run_status(run_id, "in_doubt", {"reason": reason, "deliveryId": delivery_id})
