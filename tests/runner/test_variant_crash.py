@@ -37,7 +37,7 @@ def test_kill_9_then_restart_never_writes_twice(
         store.record_event(
             env["PRACTICEFLOW_CLIENT_ID"], "test_event", "test.event", ref, {"ref": ref}
         )
-    killed = _run(state, {**env, "PRACTICEFLOW_TEST_KILL_AT": point})
+    killed = _run(state, env, point)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 
     recipe = validate_recipe(RECIPES / "three_writes.yaml", registry=registry)

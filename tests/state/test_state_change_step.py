@@ -1,6 +1,5 @@
-"""Store-agnostic: several moves of a step in one transaction (``change_step``), and a run
-started with its first steps (``start_run(skipped=...)``), read exactly as the same moves
-made one call each."""
+"""Store-agnostic: several moves of a step in one transaction (``change_step``) read
+exactly as the same moves made one call each; a run keeps its ``origin``."""
 
 from __future__ import annotations
 
