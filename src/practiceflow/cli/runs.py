@@ -1,9 +1,8 @@
 """``practiceflow run | serve | runs | plan``: run recipes durably and look after their runs.
 
-The state store is ``--state`` (or ``PRACTICEFLOW_STATE``), by default the SQLite file
-``.practiceflow/state.db`` in the working directory: recipes live in a project folder, and
-their events, cursors and journals belong with that folder (as ``.git`` does), not in one
-per-user place shared by every project.
+The state store and the practice key are the ones every command uses
+(:mod:`practiceflow.cli.state`): ``--state``, ``PRACTICEFLOW_STATE``, else
+``.practiceflow/state.db`` in the working directory; the practice defaults to the Client ID.
 
 Exit codes of ``run`` and ``runs retry``: 0 every run succeeded, 1 a run failed, 5 a run is
 held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
@@ -17,7 +16,6 @@ import os
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import click
@@ -29,6 +27,13 @@ from rich.table import Table
 from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
+from practiceflow.cli.state import (
+    DEFAULT_STATE,
+    open_state,
+    practice_key,
+    practice_option,
+    state_option,
+)
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 from practiceflow.manifest import ModuleRegistry, load_modules
 from practiceflow.runner import (
@@ -43,25 +48,15 @@ from practiceflow.runner import (
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
-from practiceflow.state import RunRecord, StateStore, open_store
+from practiceflow.state import RunRecord, StateStore
 from practiceflow.state.request_log import RequestLog
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "KILL_ENV", "open_state", "plan", "run", "runs", "serve"]
 
-#: Where the state store is when neither ``--state`` nor ``PRACTICEFLOW_STATE`` says.
-DEFAULT_STATE = Path(".practiceflow") / "state.db"
 #: Test hook: the runner SIGKILLs itself when it reaches this journal point (``sent:bill``;
 #: ``sent:bill#2``: the second time, in the second run).
 KILL_ENV = "PRACTICEFLOW_TEST_KILL_AT"
 
-_state_option = click.option(
-    "--state",
-    metavar="PATH",
-    envvar="PRACTICEFLOW_STATE",
-    default=None,
-    help="State store (SQLite file or sqlite:/// URL; env PRACTICEFLOW_STATE; default "
-    ".practiceflow/state.db in the working directory).",
-)
 _modules_option = click.option(
     "--modules",
     "modules_dirs",
@@ -75,24 +70,6 @@ _log_option = click.option(
     "--log-json", is_flag=True, help="Structured logs: one JSON object per line on stderr."
 )
 _verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
-
-
-def open_state(state: str | None) -> StateStore:
-    """Open the state store a command names (see the module docstring for the default).
-
-    Args:
-        state: ``--state`` / ``PRACTICEFLOW_STATE``, or None for the default.
-
-    Returns:
-        The open store.
-
-    Raises:
-        ConfigError: the store cannot be opened.
-    """
-    target = state or str(DEFAULT_STATE)
-    if "://" not in target:
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-    return open_store(target)
 
 
 def _registry(dirs: Sequence[str]) -> ModuleRegistry:
@@ -157,7 +134,7 @@ def _connect(
     client = build_client(api, budget=PriorityBudget())
     can_write = client.validate().can_write
     recipes = [validate_recipe(path, registry=registry, can_write=can_write) for path in paths]
-    return client, recipes, practice or client.settings.client_id
+    return client, recipes, practice_key(practice, client.settings.client_id)
 
 
 @click.command("run")
@@ -166,9 +143,9 @@ def _connect(
 @click.option(
     "--dry-run", is_flag=True, help="Render every step with sample outputs; send nothing."
 )
-@click.option("--practice", metavar="KEY", default=None, help="Store key (default: Client ID).")
+@practice_option
 @since_option
-@_state_option
+@state_option
 @_modules_option
 @_json_option
 @_log_option
@@ -279,7 +256,7 @@ def _serve(
 
 @click.command("serve")
 @click.argument("recipes", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--practice", metavar="KEY", default=None, help="Store key (default: Client ID).")
+@practice_option
 @click.option("--console/--no-console", "console_on", default=True, help="Serve the console.")
 @click.option(
     "--console-listen",
@@ -307,7 +284,7 @@ def _serve(
     "'local' for the receiver's own URL (the sandbox). Without it, mode: auto triggers poll.",
 )
 @since_option
-@_state_option
+@state_option
 @_modules_option
 @_log_option
 @_verbose_option
@@ -407,7 +384,7 @@ def _run_json(record: RunRecord) -> dict[str, Any]:
     help="Only runs in this status.",
 )
 @click.option("--limit", default=50, show_default=True, help="At most this many (newest first).")
-@_state_option
+@state_option
 @_json_option
 def list_runs(
     recipe: str | None, status: Any, limit: int, state: str | None, as_json: bool
@@ -448,7 +425,7 @@ def list_runs(
 
 @runs.command("show")
 @click.argument("run_id")
-@_state_option
+@state_option
 @_json_option
 def show(run_id: str, state: str | None, as_json: bool) -> None:
     """Show a run and its step journal (requests masked; outputs as identifiers only).
@@ -521,7 +498,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
 @click.option("--note", default="", help="Why, in your words (kept in the journal).")
 @click.option("--who", default=None, help="Who decided (default: your user name).")
 @click.option("--output", "output_json", default=None, help="With done: the output, as JSON.")
-@_state_option
+@state_option
 def resolve(
     run_id: str,
     step_id: str,
@@ -557,7 +534,7 @@ def resolve(
 @runs.command("retry")
 @click.argument("run_id")
 @click.option("--recipe", "recipe_path", default=None, help="Recipe file (default: the run's).")
-@_state_option
+@state_option
 @_modules_option
 @_json_option
 @api_options
