@@ -50,6 +50,7 @@ from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.state.request_log import RequestLog
+from practiceflow.state.runids import MIN_PREFIX, find_run
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "KILL_ENV", "open_state", "plan", "run", "runs", "serve"]
 
@@ -341,9 +342,15 @@ def runs() -> None:
 
 
 def _run_or_fail(store: StateStore, run_id: str) -> RunRecord:
-    found = store.get_run(run_id)
+    """The run a full id or a unique prefix (8+ characters) names (AmbiguousRunId lists)."""
+    found = find_run(store, run_id)
     if found is None:
-        message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
+        short = (
+            f" (a short id needs {MIN_PREFIX} characters or more)"
+            if len(run_id) < MIN_PREFIX
+            else ""
+        )
+        message = f"no run {run_id!r} in the state store{short}; see 'practiceflow runs list'"
         raise ConfigError(message)
     return found
 
@@ -437,6 +444,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
     """
     with open_state(state) as store:
         record = _run_or_fail(store, run_id)
+        run_id = record.run_id
         steps = [step for step in store.get_steps(run_id) if step.step_id != TRIGGER_STEP]
         if as_json:
             data = _run_json(record)
@@ -523,7 +531,7 @@ def resolve(
             message = f"--output: got text that is not JSON ({exc}); expected a JSON object"
             raise ConfigError(message) from None
     with open_state(state) as store:
-        _run_or_fail(store, run_id)
+        run_id = _run_or_fail(store, run_id).run_id
         store.resolve_step(run_id, step_id, as_, who or getpass.getuser(), note, output=output)
         click.echo(
             f"step {step_id!r} of run {run_id} resolved as {as_}; continue it with "
@@ -555,6 +563,7 @@ def retry(
     """
     with open_state(state) as store:
         record = _run_or_fail(store, run_id)
+        run_id = record.run_id
         origin = store.get_step(run_id, TRIGGER_STEP)
         path = recipe_path or (origin.error or {}).get("recipe_file") if origin else recipe_path
         if not path:
