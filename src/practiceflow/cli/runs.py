@@ -15,6 +15,7 @@ import json
 import os
 import signal
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any
 
@@ -32,6 +33,7 @@ from practiceflow.cli.state import (
     open_state,
     practice_key,
     practice_option,
+    sqlite_file,
     state_option,
 )
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
@@ -45,6 +47,8 @@ from practiceflow.runner import (
     dry_run,
     validate_recipe,
 )
+from practiceflow.runner.intake import LISTEN_ENV
+from practiceflow.runner.lease import ServeLease
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
@@ -242,8 +246,9 @@ def _serve(
     listen = parse_listen(console) if console else None
     if listen is not None:
         check_bind(listen[0], console_token)  # refuse before any request is sent
+    lease = _lease(state, listen)  # a second serve on this file refuses, naming the first
     client, recipes, key = _connect(api, paths, modules_dirs, practice)
-    with client, open_state(state) as store, RequestLog(store, key) as counted:
+    with lease, client, open_state(state) as store, RequestLog(store, key) as counted:
         client.budget.on_admit(counted.admitted)  # the console's budget chart
         kill = _kill_hook()
         runners = [Runner(recipe, store, client, practice=key, on_point=kill) for recipe in recipes]
@@ -253,6 +258,15 @@ def _serve(
             service.console = console_for(service, client, recipes, key, listen, console_token)
         service.install_signal_handlers()
         service.run()
+
+
+def _lease(state: str | None, listen: tuple[str, int] | None) -> ServeLease | nullcontext[None]:
+    """Take the SQLite state file's serve lease (PostgreSQL: none; see runner.lease)."""
+    path = sqlite_file(state)
+    if path is None:
+        return nullcontext()
+    console = f"http://{listen[0]}:{listen[1]}/console/" if listen is not None else None
+    return ServeLease(path).acquire(console=console, receiver=os.environ.get(LISTEN_ENV))
 
 
 @click.command("serve")
@@ -307,7 +321,8 @@ def serve(
 ) -> None:
     """Receive webhooks, poll, and run recipes until SIGTERM (graceful: the current step
     finishes, the rest of its run resumes on the next start), with the run console on
-    http://127.0.0.1:8470/console/.
+    http://127.0.0.1:8470/console/. A second serve on the same SQLite state file refuses
+    to start and names the first (pid, addresses).
 
     Webhooks need --public-url (the URL at which the API reaches the receiver) and, for an
     address that survives restarts, --listen; without a public URL, mode: auto triggers

@@ -33,6 +33,7 @@ __all__ = [
     "open_state",
     "practice_key",
     "practice_option",
+    "sqlite_file",
     "state_option",
     "state_target",
 ]
@@ -96,6 +97,16 @@ def open_state(state: str | None) -> StateStore:
     if "://" not in target:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
     return open_store(target)
+
+
+def sqlite_file(state: str | None) -> Path | None:
+    """The SQLite file a command's store is, or None for a PostgreSQL store."""
+    target = state_target(state)
+    if target.lower().startswith(("postgresql://", "postgres://")):
+        return None
+    from practiceflow.state.sqlite import sqlite_path
+
+    return sqlite_path(target)
 
 
 def practice_key(
