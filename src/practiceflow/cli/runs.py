@@ -15,7 +15,6 @@ import json
 import os
 import signal
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any
 
@@ -33,7 +32,6 @@ from practiceflow.cli.state import (
     open_state,
     practice_key,
     practice_option,
-    sqlite_file,
     state_option,
 )
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
@@ -47,8 +45,6 @@ from practiceflow.runner import (
     dry_run,
     validate_recipe,
 )
-from practiceflow.runner.intake import LISTEN_ENV
-from practiceflow.runner.lease import ServeLease
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
@@ -240,33 +236,22 @@ def _serve(
     options: IntakeOptions,
     console: str | None = None,
     console_token: str | None = None,
+    unsubscribe: bool = False,
 ) -> None:
-    from practiceflow.console.server import check_bind, console_for, parse_listen
+    from practiceflow.cli.serving import serve_recipes
 
-    listen = parse_listen(console) if console else None
-    if listen is not None:
-        check_bind(listen[0], console_token)  # refuse before any request is sent
-    lease = _lease(state, listen)  # a second serve on this file refuses, naming the first
-    client, recipes, key = _connect(api, paths, modules_dirs, practice)
-    with lease, client, open_state(state) as store, RequestLog(store, key) as counted:
-        client.budget.on_admit(counted.admitted)  # the console's budget chart
-        kill = _kill_hook()
-        runners = [Runner(recipe, store, client, practice=key, on_point=kill) for recipe in recipes]
-        intake = build_cli_intake(recipes, store, client, key, options)
-        service = Service(runners, store, intake)
-        if listen is not None:
-            service.console = console_for(service, client, recipes, key, listen, console_token)
-        service.install_signal_handlers()
-        service.run()
-
-
-def _lease(state: str | None, listen: tuple[str, int] | None) -> ServeLease | nullcontext[None]:
-    """Take the SQLite state file's serve lease (PostgreSQL: none; see runner.lease)."""
-    path = sqlite_file(state)
-    if path is None:
-        return nullcontext()
-    console = f"http://{listen[0]}:{listen[1]}/console/" if listen is not None else None
-    return ServeLease(path).acquire(console=console, receiver=os.environ.get(LISTEN_ENV))
+    serve_recipes(
+        paths,
+        practice,
+        state,
+        modules_dirs,
+        api,
+        options,
+        console=console,
+        console_token=console_token,
+        unsubscribe=unsubscribe,
+        on_point=_kill_hook(),
+    )
 
 
 @click.command("serve")
@@ -299,6 +284,12 @@ def _lease(state: str | None, listen: tuple[str, int] | None) -> ServeLease | nu
     "'local' for the receiver's own URL (the sandbox). Without it, mode: auto triggers poll.",
 )
 @since_option
+@click.option(
+    "--unsubscribe-on-exit",
+    is_flag=True,
+    help="Remove the webhook subscriptions on a normal stop (off by default: they are kept, "
+    "so deliveries made while serve is down reach it after a restart).",
+)
 @state_option
 @_modules_option
 @_log_option
@@ -313,6 +304,7 @@ def serve(
     listen: str | None,
     public_url: str | None,
     since: str | None,
+    unsubscribe_on_exit: bool,
     state: str | None,
     modules_dirs: tuple[str, ...],
     log_json: bool,
@@ -321,8 +313,12 @@ def serve(
 ) -> None:
     """Receive webhooks, poll, and run recipes until SIGTERM (graceful: the current step
     finishes, the rest of its run resumes on the next start), with the run console on
-    http://127.0.0.1:8470/console/. A second serve on the same SQLite state file refuses
-    to start and names the first (pid, addresses).
+    http://127.0.0.1:8470/console/. A stop is not a goodbye: webhook subscriptions are kept
+    (remove them with 'practiceflow triggers unsubscribe', or --unsubscribe-on-exit), and on
+    start every trigger with a poll source catches up from where it stopped; a trigger
+    without one (eform_submitted) depends on the sender's retries, and each downtime is
+    listed as needing attention. A second serve on the same SQLite state file refuses to
+    start and names the first (pid, addresses).
 
     Webhooks need --public-url (the URL at which the API reaches the receiver) and, for an
     address that survives restarts, --listen; without a public URL, mode: auto triggers
@@ -340,7 +336,17 @@ def serve(
     configure_logging(json_lines=log_json, verbose=verbose)
     options = IntakeOptions(public_url=public_url, listen=listen, since=since)
     console = console_listen if console_on else None
-    _serve(recipes, practice, state, modules_dirs, api, options, console, console_token)
+    _serve(
+        recipes,
+        practice,
+        state,
+        modules_dirs,
+        api,
+        options,
+        console,
+        console_token,
+        unsubscribe_on_exit,
+    )
 
 
 @click.group("runs")

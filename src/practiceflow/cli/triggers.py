@@ -17,6 +17,7 @@ import click
 from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
+from practiceflow.runner.downtime import has_poll_source
 from practiceflow.state import StateStore
 from practiceflow.triggers import (
     Poller,
@@ -62,6 +63,9 @@ def triggers() -> None:
 def list_triggers(as_json: bool) -> None:
     """List the shipped triggers and how each can be received.
 
+    A trigger marked (*) has no poll source: what happens while serve is down depends on
+    the sender's retries (each downtime is listed as needing attention).
+
     \b
     Example:
       practiceflow triggers list --json
@@ -70,8 +74,24 @@ def list_triggers(as_json: bool) -> None:
     for key in shipped_trigger_keys():
         found = load_definition(key)
         ways = [name for name, part in (("webhook", found.webhook), ("poll", found.poll)) if part]
-        rows.append({"key": key, "title": found.module.title, "receive": ways})
-    lines = [f"{row['key']:<28} {'+'.join(row['receive']):<13} {row['title']}" for row in rows]
+        catch_up = found.webhook is None or has_poll_source(found, {})
+        rows.append(
+            {
+                "key": key,
+                "title": found.module.title,
+                "receive": ways,
+                "downtime": "caught up by polling" if catch_up else "sender retries only",
+            }
+        )
+    lines = [
+        f"{row['key']:<28} {'+'.join(row['receive']):<13} {row['title']}"
+        + ("" if row["downtime"] == "caught up by polling" else "  (*)")
+        for row in rows
+    ]
+    lines.append(
+        "(*) no poll source (without options): events while serve is down depend on the "
+        "sender's retries; each downtime is listed as needing attention"
+    )
     _emit(rows, as_json, "\n".join(lines))
 
 

@@ -10,8 +10,9 @@
    handled once all of them finished; sleep a little when there is nothing to do.
 
 SIGTERM or SIGINT sets the stop flag: the step being sent finishes and is journaled, the
-rest of the run stays resumable, the intake is stopped (its subscriptions removed, so that
-nothing is left delivering to a closed port; polling catches up on the next start), and
+rest of the run stays resumable, the intake is stopped (its subscriptions kept: a stop is
+not a goodbye, the sender retries deliveries to the restarted receiver and polling catches
+up on the next start; ``serve --unsubscribe-on-exit`` removes them), and
 :meth:`Service.run` returns.
 """
 
@@ -45,7 +46,7 @@ class Intake(Protocol):
         """Poll every polling trigger once; returns how many events were stored."""
 
     def stop(self) -> None:
-        """Stop receiving; remove subscriptions on a clean stop."""
+        """Stop receiving (subscriptions are kept unless configured otherwise)."""
 
 
 class Background(Protocol):
