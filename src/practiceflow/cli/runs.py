@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import getpass
 import json
-import os
-import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -42,9 +40,9 @@ from practiceflow.runner import (
     Runner,
     RunOutcome,
     ValidRecipe,
-    dry_run,
     validate_recipe,
 )
+from practiceflow.runner.gaps import GAP_PREFIX, close_settled_gaps
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
@@ -54,9 +52,6 @@ from practiceflow.state.runids import MIN_PREFIX, find_run
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "KILL_ENV", "open_state", "plan", "run", "runs", "serve"]
 
-#: Test hook: the runner SIGKILLs itself when it reaches this journal point (``sent:bill``;
-#: ``sent:bill#2``: the second time, in the second run).
-KILL_ENV = "PRACTICEFLOW_TEST_KILL_AT"
 
 _modules_option = click.option(
     "--modules",
@@ -396,6 +391,13 @@ def _identifiers(output: Any) -> Any:
     }
 
 
+def _needs_person(store: StateStore, record: RunRecord) -> bool:
+    """Held at a step in doubt (what the console lists under "Needs attention")."""
+    if record.status != "in_doubt":
+        return False
+    return any(step.status == "in_doubt" for step in store.get_steps(record.run_id))
+
+
 def _run_json(record: RunRecord) -> dict[str, Any]:
     data = asdict(record)
     data["created_at"] = record.created_at.isoformat()
@@ -417,7 +419,9 @@ def _run_json(record: RunRecord) -> dict[str, Any]:
 def list_runs(
     recipe: str | None, status: Any, limit: int, state: str | None, as_json: bool
 ) -> None:
-    """List runs, newest first.
+    """List runs, newest first. --status in_doubt lists what needs a person, as the
+    console's "Needs attention" does: runs held at a step in doubt, and gap entries (a
+    window serve was down in which a trigger's events may have been missed).
 
     \b
     Examples:
@@ -426,8 +430,14 @@ def list_runs(
     """
     with open_state(state) as store:
         found = store.list_runs(recipe=recipe, status=status, limit=limit)
+        waiting = {record.run_id: _needs_person(store, record) for record in found}
+        if status == "in_doubt":  # a settled run waits for serve or 'runs retry', not a person
+            found = [record for record in found if waiting[record.run_id]]
         if as_json:
-            click.echo(json.dumps([_run_json(record) for record in found], indent=2))
+            rows = [
+                {**_run_json(record), "needs_attention": waiting[record.run_id]} for record in found
+            ]
+            click.echo(json.dumps(rows, indent=2))
             return
         # Identifiers and statuses never wrap; the event id is in 'runs show' and --json.
         table = Table(title=f"runs ({len(found)})", box=None, header_style="bold")
@@ -444,7 +454,9 @@ def list_runs(
             table.add_row(
                 record.run_id,
                 escape(record.recipe),
-                record.status,
+                record.status
+                if waiting[record.run_id] or record.status != "in_doubt"
+                else "in_doubt (settled)",
                 f"{done}/{len(steps)}",
                 record.updated_at.strftime("%m-%d %H:%M"),
             )
@@ -538,7 +550,8 @@ def resolve(
     state: str | None,
 ) -> None:
     """Settle a step held in doubt by a person's decision; the run then continues with
-    'runs retry' (or by itself under 'serve').
+    'runs retry', or by itself within seconds under a running 'serve'. A gap entry (step
+    'gap') is closed once settled.
 
     \b
     Example:
@@ -552,8 +565,13 @@ def resolve(
             message = f"--output: got text that is not JSON ({exc}); expected a JSON object"
             raise ConfigError(message) from None
     with open_state(state) as store:
-        run_id = _run_or_fail(store, run_id).run_id
+        record = _run_or_fail(store, run_id)
+        run_id = record.run_id
         store.resolve_step(run_id, step_id, as_, who or getpass.getuser(), note, output=output)
+        if record.recipe.startswith(GAP_PREFIX):
+            close_settled_gaps(store, record.practice)
+            click.echo(f"{record.recipe} {run_id}: settled ({as_}) and closed")
+            return
         click.echo(
             f"step {step_id!r} of run {run_id} resolved as {as_}; continue it with "
             f"'practiceflow runs retry {run_id}'"

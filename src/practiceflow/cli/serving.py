@@ -23,6 +23,7 @@ from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake
 from practiceflow.cli.state import open_state, practice_key, sqlite_file
 from practiceflow.manifest import load_modules
 from practiceflow.runner import PriorityBudget, Runner, validate_recipe
+from practiceflow.runner.gaps import Heartbeat, note_downtime
 from practiceflow.runner.intake import LISTEN_ENV
 from practiceflow.runner.lease import ServeLease
 from practiceflow.runner.service import Service
@@ -82,6 +83,8 @@ def serve_recipes(
             lease.update(receiver=intake.receiver_url)
         can_write = client.validate().can_write
         recipes = [validate_recipe(path, registry=registry, can_write=can_write) for path in paths]
+        note_downtime(store, key, intake.coverage(), client)  # before the first heartbeat
+        stack.callback(Heartbeat(store, key).start().stop)
         counted = stack.enter_context(RequestLog(store, key))
         client.budget.on_admit(counted.admitted)  # the console's budget chart
         runners = [

@@ -45,6 +45,7 @@ from practiceflow.triggers import (
     definition,
     resolve_mode,
 )
+from practiceflow.triggers.definition import TriggerDefinition
 
 __all__ = [
     "CATCH_UP_EVERY",
@@ -192,6 +193,18 @@ class TriggerIntake:
                     name=key,
                     since=self.since,
                 )
+
+    def coverage(self) -> list[tuple[str, TriggerDefinition, bool]]:
+        """``(name, definition, caught up by polling)`` of each trigger (after receiving)."""
+        rows: list[tuple[str, TriggerDefinition, bool]] = []
+        for recipe in self.recipes:
+            key = recipe.trigger.key
+            if key in (row[0] for row in rows):
+                continue
+            trigger = self.triggers.get(key)
+            polled = isinstance(trigger, PollingTrigger | BothTrigger) or key in self.catch_up
+            rows.append((key, definition(recipe.trigger), polled))
+        return rows
 
     @property
     def receiver_url(self) -> str | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import Protocol
 
 from practiceflow.errors import PracticeflowError
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
+from practiceflow.runner.gaps import close_settled_gaps
 from practiceflow.state import StateStore
 
 __all__ = ["Background", "Intake", "Service"]
@@ -74,6 +76,8 @@ class Service:
             and stopped with the service, or None.
         settled: set when a person resolved a step (the console does): settled runs are
             resumed on the next loop, without waiting for a restart.
+        settle_every: seconds between looks for runs settled elsewhere (``practiceflow
+            runs resolve``, ``store.resolve_step``) and for settled gap entries to close.
     """
 
     runners: list[Runner]
@@ -84,6 +88,7 @@ class Service:
     on_outcome: Callable[[RunOutcome], None] | None = None
     console: Background | None = None
     settled: threading.Event = field(default_factory=threading.Event)
+    settle_every: float = 1.0
 
     def __post_init__(self) -> None:
         for runner in self.runners:
@@ -104,8 +109,12 @@ class Service:
         if outcome is not None and self.on_outcome is not None:
             self.on_outcome(outcome)
 
-    def resume_unfinished(self) -> int:
+    def resume_unfinished(self, *, settled_only: bool = False) -> int:
         """Resume runs left ``running`` and ``in_doubt`` runs a person has settled.
+
+        Args:
+            settled_only: only the settled ones (the loop looks for them every
+                ``settle_every`` seconds, whoever settled them: console, CLI or Python).
 
         Returns:
             How many runs were resumed.
@@ -113,7 +122,11 @@ class Service:
         count = 0
         for runner in self.runners:
             practice, name = runner.practice, runner.recipe.name
-            runs = self.store.list_runs(practice=practice, recipe=name, status="running")
+            runs = (
+                []
+                if settled_only
+                else self.store.list_runs(practice=practice, recipe=name, status="running")
+            )
             held = self.store.list_runs(practice=practice, recipe=name, status="in_doubt")
             settled = [
                 run
@@ -186,10 +199,16 @@ class Service:
         try:
             self.resume_unfinished()
             loops = 0
+            look = time.monotonic() + self.settle_every
             while not self.stop.is_set():
-                if self.settled.is_set():
+                if self.settled.is_set() or time.monotonic() >= look:
+                    # A person's decisions reach the loop however they were made: the
+                    # console sets ``settled``; the CLI and Python are found by looking.
                     self.settled.clear()
-                    self.resume_unfinished()
+                    look = time.monotonic() + self.settle_every
+                    self.resume_unfinished(settled_only=True)
+                    for practice in {runner.practice for runner in self.runners}:
+                        close_settled_gaps(self.store, practice)
                 if not self.drain():
                     self.stop.wait(self.idle)
                 loops += 1
