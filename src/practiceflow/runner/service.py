@@ -109,16 +109,29 @@ class Service:
         if outcome is not None and self.on_outcome is not None:
             self.on_outcome(outcome)
 
-    def resume_unfinished(self, *, settled_only: bool = False) -> int:
+    def resume_unfinished(self) -> int:
         """Resume runs left ``running`` and ``in_doubt`` runs a person has settled.
-
-        Args:
-            settled_only: only the settled ones (the loop looks for them every
-                ``settle_every`` seconds, whoever settled them: console, CLI or Python).
 
         Returns:
             How many runs were resumed.
         """
+        return self._resume(settled_only=False)
+
+    def resume_settled(self) -> int:
+        """Resume the ``in_doubt`` runs a person has settled, and close settled gap entries.
+
+        The loop looks every ``settle_every`` seconds, so a decision made anywhere (the
+        console, ``practiceflow runs resolve``, ``store.resolve_step``) is picked up.
+
+        Returns:
+            How many runs were resumed.
+        """
+        count = self._resume(settled_only=True)
+        for practice in {runner.practice for runner in self.runners}:
+            close_settled_gaps(self.store, practice)
+        return count
+
+    def _resume(self, *, settled_only: bool) -> int:
         count = 0
         for runner in self.runners:
             practice, name = runner.practice, runner.recipe.name
@@ -201,14 +214,14 @@ class Service:
             loops = 0
             look = time.monotonic() + self.settle_every
             while not self.stop.is_set():
-                if self.settled.is_set() or time.monotonic() >= look:
-                    # A person's decisions reach the loop however they were made: the
-                    # console sets ``settled``; the CLI and Python are found by looking.
+                # A person's decisions reach the loop however they were made: the console
+                # sets ``settled``; the CLI and Python are found by looking.
+                if self.settled.is_set():
                     self.settled.clear()
+                    self.resume_unfinished()
+                elif time.monotonic() >= look:
                     look = time.monotonic() + self.settle_every
-                    self.resume_unfinished(settled_only=True)
-                    for practice in {runner.practice for runner in self.runners}:
-                        close_settled_gaps(self.store, practice)
+                    self.resume_settled()
                 if not self.drain():
                     self.stop.wait(self.idle)
                 loops += 1
