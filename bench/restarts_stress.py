@@ -121,7 +121,8 @@ def main() -> int:
             PRACTICEFLOW_PUBLIC_URL="local",
             PYTHONPATH=str(REPO / "src"),
         )
-        command = [sys.executable, "-m", "practiceflow.cli.runs", "serve", "--no-console"]
+        entry = "from practiceflow.cli import main; main()"  # the console script's entry
+        command = [sys.executable, "-c", entry, "serve", "--no-console"]
         command += [str(folder / "accepted.yaml"), str(folder / "changed.yaml")]
         log = (folder / "serve.log").open("ab")
         listen_times: list[float] = []

@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any
@@ -21,6 +23,7 @@ from typing import Any
 from practiceflow.cli.common import ApiOptions, build_client
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake
 from practiceflow.cli.state import open_state, practice_key, sqlite_file
+from practiceflow.early_listen import release
 from practiceflow.manifest import load_modules
 from practiceflow.runner import PriorityBudget, Runner, validate_recipe
 from practiceflow.runner.gaps import Heartbeat, note_downtime
@@ -67,6 +70,9 @@ def serve_recipes(
     listen = parse_listen(console) if console else None
     if listen is not None:
         check_bind(listen[0], console_token)  # refuse before any request is sent
+    stop = threading.Event()  # SIGTERM during start-up stops cleanly too
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     with ExitStack() as stack:
         lease = _lease(state, listen, options.listen or os.environ.get(LISTEN_ENV))
         if lease is not None:
@@ -79,6 +85,7 @@ def serve_recipes(
         intake = build_cli_intake(checked, store, client, key, options, unsubscribe=unsubscribe)
         stack.callback(intake.stop)
         intake.start_receiving()  # deliveries are stored from here on
+        release()  # an early socket no webhook trigger took
         if lease is not None:
             lease.update(receiver=intake.receiver_url)
         can_write = client.validate().can_write
@@ -90,7 +97,7 @@ def serve_recipes(
         runners = [
             Runner(recipe, store, client, practice=key, on_point=on_point) for recipe in recipes
         ]
-        service = Service(runners, store, intake)
+        service = Service(runners, store, intake, stop=stop)
         if listen is not None:
             service.console = console_for(service, client, recipes, key, listen, console_token)
         service.install_signal_handlers()

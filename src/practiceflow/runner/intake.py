@@ -147,7 +147,10 @@ class TriggerIntake:
         url = None
         if webhooks and self.public_url is not None and self._needs_webhook():
             receiver = Receiver(self.store)
-            self.server = ReceiverServer(receiver, *self.listen).start()
+            from practiceflow.early_listen import take  # stdlib only
+
+            early = take(*self.listen)
+            self.server = ReceiverServer(receiver, *self.listen, sock=early).start()
             url = self.server.url if self.public_url == "local" else self.public_url
         for recipe in self.recipes:
             key = recipe.trigger.key
