@@ -104,7 +104,7 @@ def sqlite_file(state: str | None) -> Path | None:
     target = state_target(state)
     if target.lower().startswith(("postgresql://", "postgres://")):
         return None
-    from practiceflow.state.sqlite import sqlite_path
+    from practiceflow.state import sqlite_path
 
     return sqlite_path(target)
 
