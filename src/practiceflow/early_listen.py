@@ -18,7 +18,7 @@ import os
 import socket
 from typing import Final
 
-__all__ = ["claim", "release", "take"]
+__all__ = ["bind_listen", "claim", "release", "take"]
 
 _BACKLOG: Final = 128
 _claimed: dict[tuple[str, int], socket.socket] = {}
@@ -38,14 +38,31 @@ def claim(environ: dict[str, str] | None = None) -> socket.socket | None:
         return None
     try:
         host, port = parse_listen(text, option="PRACTICEFLOW_LISTEN", example="127.0.0.1:8080")
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock = bind_listen(host, port)
+    except Exception:  # any failure is reported by the normal start-up
+        return None
+    _claimed[(host, port)] = sock
+    return sock
+
+
+def bind_listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``(host, port)`` and listening (port 0: any free port).
+
+    Raises:
+        ConfigError: the address cannot be bound (in use, not local).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         sock.listen(_BACKLOG)
-    except Exception:
-        return None
-    _claimed[(host, port)] = sock
+    except OSError as exc:
+        sock.close()
+        from practiceflow.errors import ConfigError
+
+        message = f"webhook receiver on {host}:{port} cannot listen: {exc.strerror or exc}"
+        raise ConfigError(message) from None
     return sock
 
 

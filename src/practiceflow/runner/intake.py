@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from practiceflow.early_listen import bind_listen, take
 from practiceflow.errors import PracticeflowError
 from practiceflow.netaddr import LOOPBACK, parse_listen
 from practiceflow.runner.budget import Priority, priority
@@ -145,13 +146,16 @@ class TriggerIntake:
     def _build(self, *, webhooks: bool) -> None:
         receiver = None
         url = None
+        sock = None
         if webhooks and self.public_url is not None and self._needs_webhook():
             receiver = Receiver(self.store)
-            from practiceflow.early_listen import take  # stdlib only
-
-            early = take(*self.listen)
-            self.server = ReceiverServer(receiver, *self.listen, sock=early).start()
-            url = self.server.url if self.public_url == "local" else self.public_url
+            # The socket first (claimed early by the CLI, or bound now): its port makes the
+            # local URL, and the server starts on it only once every trigger is bound, so
+            # that no delivery is stored unmapped (a queued one is served at once).
+            sock = take(*self.listen) or bind_listen(*self.listen)
+            port = int(sock.getsockname()[1])
+            local = f"http://{self.listen[0]}:{port}"
+            url = local if self.public_url == "local" else self.public_url
         for recipe in self.recipes:
             key = recipe.trigger.key
             if key in self.triggers:
@@ -168,6 +172,12 @@ class TriggerIntake:
                 public_url=url,
                 since=self.since,
             )
+        for trigger in self.triggers.values():
+            hooked = trigger.webhook if isinstance(trigger, BothTrigger) else trigger
+            if isinstance(hooked, WebhookTrigger):
+                hooked.receiver.bind(hooked.practice, hooked.name, hooked.spec, hooked.options)
+        if receiver is not None and sock is not None:
+            self.server = ReceiverServer(receiver, *self.listen, sock=sock).start()
 
     def start_receiving(self) -> None:
         """Build the triggers and start the receiver with every webhook trigger bound.
@@ -178,10 +188,6 @@ class TriggerIntake:
         if self.triggers:
             return
         self._build(webhooks=True)
-        for trigger in self.triggers.values():
-            hooked = trigger.webhook if isinstance(trigger, BothTrigger) else trigger
-            if isinstance(hooked, WebhookTrigger):
-                hooked.receiver.bind(hooked.practice, hooked.name, hooked.spec, hooked.options)
         for recipe in self.recipes:
             key = recipe.trigger.key
             found = definition(recipe.trigger)
