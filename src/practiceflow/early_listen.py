@@ -2,7 +2,7 @@
 
 Importing what ``serve`` needs (the runner, the module registry, the web server) takes a
 few seconds of a loaded machine; a sender whose retry lands then would find the port
-closed. So the ``practiceflow`` command binds and listens on ``PRACTICEFLOW_LISTEN`` first
+closed. So the ``practiceflow`` command binds and listens on ``--listen`` first
 thing when the command is ``serve`` and a public URL is configured: from that moment the
 kernel completes connections and queues them (the listen backlog), and the receiver,
 once started, serves them from the same socket. Nothing is answered before the receiver
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from typing import Final
 
 __all__ = ["bind_listen", "claim", "release", "take"]
@@ -24,8 +25,25 @@ _BACKLOG: Final = 128
 _claimed: dict[tuple[str, int], socket.socket] = {}
 
 
-def claim(environ: dict[str, str] | None = None) -> socket.socket | None:
-    """Bind and listen on ``PRACTICEFLOW_LISTEN`` when a public URL is configured.
+def _argument(argv: list[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` or ``--name=VALUE`` on a command line, if given."""
+    for index, item in enumerate(argv):
+        if item == name and index + 1 < len(argv):
+            return argv[index + 1]
+        if item.startswith(name + "="):
+            return item.partition("=")[2]
+    return None
+
+
+def claim(
+    environ: dict[str, str] | None = None, argv: list[str] | None = None
+) -> socket.socket | None:
+    """Bind and listen on ``--listen`` / ``PRACTICEFLOW_LISTEN`` when a public URL is set.
+
+    Args:
+        environ: the environment (``os.environ`` when None).
+        argv: the command line (``sys.argv[1:]`` when None); its ``--listen`` and
+            ``--public-url`` win over the environment, as they do for ``serve``.
 
     Returns:
         The listening socket, or None when nothing was claimed.
@@ -33,8 +51,10 @@ def claim(environ: dict[str, str] | None = None) -> socket.socket | None:
     from practiceflow.netaddr import parse_listen  # light: no third-party import
 
     env = dict(os.environ) if environ is None else environ
-    text = env.get("PRACTICEFLOW_LISTEN")
-    if not text or not env.get("PRACTICEFLOW_PUBLIC_URL"):
+    args = sys.argv[1:] if argv is None else argv
+    text = _argument(args, "--listen") or env.get("PRACTICEFLOW_LISTEN")
+    public = _argument(args, "--public-url") or env.get("PRACTICEFLOW_PUBLIC_URL")
+    if not text or not public:
         return None
     try:
         host, port = parse_listen(text, option="PRACTICEFLOW_LISTEN", example="127.0.0.1:8080")

@@ -21,7 +21,7 @@ def _port() -> int:
 def test_claim_listens_at_once_and_hands_the_socket_over_once() -> None:
     port = _port()
     env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{port}", "PRACTICEFLOW_PUBLIC_URL": "local"}
-    claimed = claim(env)
+    claimed = claim(env, [])
     try:
         assert claimed is not None
         # Nobody accepts yet, and still the connection is made (queued in the backlog).
@@ -36,11 +36,11 @@ def test_claim_listens_at_once_and_hands_the_socket_over_once() -> None:
 
 def test_nothing_is_claimed_without_a_public_url_or_on_a_taken_port() -> None:
     port = _port()
-    assert claim({"PRACTICEFLOW_LISTEN": f"127.0.0.1:{port}"}) is None
+    assert claim({"PRACTICEFLOW_LISTEN": f"127.0.0.1:{port}"}, []) is None
     with bind_listen("127.0.0.1", 0) as holder:
         taken = int(holder.getsockname()[1])
         env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{taken}", "PRACTICEFLOW_PUBLIC_URL": "x"}
-        assert claim(env) is None
+        assert claim(env, []) is None
         with pytest.raises(ConfigError, match="cannot listen"):
             bind_listen("127.0.0.1", taken)
 
@@ -48,8 +48,22 @@ def test_nothing_is_claimed_without_a_public_url_or_on_a_taken_port() -> None:
 def test_release_closes_what_was_not_taken() -> None:
     port = _port()
     env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{port}", "PRACTICEFLOW_PUBLIC_URL": "local"}
-    claimed = claim(env)
+    claimed = claim(env, [])
     assert claimed is not None
     release()
     assert claimed.fileno() == -1
     assert take("127.0.0.1", port) is None
+
+
+def test_the_command_line_wins_over_the_environment() -> None:
+    port, other = _port(), _port()
+    env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{other}", "PRACTICEFLOW_PUBLIC_URL": "local"}
+    claimed = claim(env, ["serve", "r.yaml", "--listen", f"127.0.0.1:{port}"])
+    try:
+        assert claimed is not None
+        assert claimed.getsockname()[1] == port
+        assert take("127.0.0.1", other) is None
+    finally:
+        release()
+    assert claim({}, ["serve", f"--listen=127.0.0.1:{port}", "--public-url", "local"]) is not None
+    release()

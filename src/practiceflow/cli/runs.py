@@ -17,11 +17,11 @@ from dataclasses import asdict
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from practiceflow.cli._helpers import KILL_ENV, kill_hook, print_dry
 from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
@@ -72,25 +72,6 @@ def _registry(dirs: Sequence[str]) -> ModuleRegistry:
     return load_modules(list(dirs))
 
 
-def _kill_hook() -> Callable[[str], None] | None:
-    wanted = os.environ.get(KILL_ENV)
-    if not wanted:
-        return None
-    label, _, nth = wanted.rpartition("#")
-    count = 1
-    if label and nth.isdigit():
-        wanted, count = label, int(nth)
-    left = [count]
-
-    def point(label: str) -> None:
-        if label == wanted:
-            left[0] -= 1
-            if not left[0]:
-                os.kill(os.getpid(), signal.SIGKILL)
-
-    return point
-
-
 def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
     statuses = {outcome.status for outcome in outcomes}
     if "in_doubt" in statuses:
@@ -98,27 +79,6 @@ def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
     if "failed" in statuses:
         return 1
     return 0
-
-
-def _print_dry(recipe: ValidRecipe, as_json: bool, console: Console) -> None:
-    steps = dry_run(recipe)
-    if as_json:
-        click.echo(json.dumps([asdict(step) for step in steps], indent=2, default=str))
-        return
-    # One block per step, not a table: a request's URL and keys must never be cut.
-    console.print(f"[bold]dry run of {escape(repr(recipe.name))}[/]: nothing is sent")
-    for step in steps:
-        console.print(f"\n[bold]{escape(step.step_id)}[/] ({escape(step.use)}): {step.status}")
-        request = step.request
-        if isinstance(request, dict) and "method" in request:
-            url = request.get("url", request.get("path", ""))
-            click.echo(f"  {request['method']} {url}")
-            if request.get("json") is not None:
-                click.echo("  " + json.dumps(request["json"], default=str, ensure_ascii=False))
-        elif request is not None:
-            click.echo("  " + json.dumps(request, default=str, ensure_ascii=False))
-        for note in [step.note] if step.note else step.warnings:
-            click.echo(f"  ({note})")
 
 
 def _connect(
@@ -176,7 +136,7 @@ def run(
     console = terminal(stderr=as_json)
     if dry_run:
         checked = validate_recipe(recipe, registry=_registry(modules_dirs))
-        _print_dry(checked, as_json, console)
+        print_dry(checked, as_json, console)
         return
     if not once:
         _serve([recipe], practice, state, modules_dirs, api, IntakeOptions(since=since))
@@ -184,7 +144,7 @@ def run(
     client, recipes, key = _connect(api, [recipe], modules_dirs, practice)
     with client, open_state(state) as store, RequestLog(store, key) as counted:
         client.budget.on_admit(counted.admitted)  # the console's budget chart
-        runner = Runner(recipes[0], store, client, practice=key, on_point=_kill_hook())
+        runner = Runner(recipes[0], store, client, practice=key, on_point=kill_hook())
         outcomes: list[RunOutcome] = []
         intake = build_cli_intake(recipes, store, client, key, IntakeOptions(since=since))
         service = Service([runner], store, intake)
@@ -245,7 +205,7 @@ def _serve(
         console=console,
         console_token=console_token,
         unsubscribe=unsubscribe,
-        on_point=_kill_hook(),
+        on_point=kill_hook(),
     )
 
 
