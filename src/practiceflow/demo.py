@@ -117,7 +117,10 @@ def main() -> int:
                 registry=registry,
                 can_write=can_write,
             )
-            intake = TriggerIntake([first], store, client, practice, public_url="local")
+            # The demo's sandbox goes away with it: remove the subscription on stop.
+            intake = TriggerIntake(
+                [first], store, client, practice, public_url="local", unsubscribe=True
+            )
             intake.start()
             server = intake.server
             console.print(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from practiceflow.state import open_store
+from practiceflow.state import RunRecord, StateStore, open_store
 from practiceflow.testing import SandboxHandle
 from reliability._support import (
     TWO_STEP_RECIPE,
@@ -53,11 +53,16 @@ def _all_written(sandbox: SandboxHandle, keys: set[str]) -> bool:
     return len(bills) == len(keys) and len(contacts) == len(keys)
 
 
+def _runs_of_events(store: StateStore) -> list[RunRecord]:
+    """The runs of the recipe, without the gap entries a restart lists (issue 24)."""
+    return [run for run in store.list_runs(limit=1000) if not run.recipe.startswith("gap: ")]
+
+
 def _ended(sandbox: SandboxHandle, keys: set[str], state: Path) -> bool:
     """Every bill written and every run ended (succeeded, or held for a person)."""
     bills, _ = writes_by_entity(sandbox, keys)
     with open_store(str(state)) as store:
-        runs = store.list_runs(limit=1000)
+        runs = _runs_of_events(store)
     ended = [run for run in runs if run.status in ("succeeded", "in_doubt")]
     return len(bills) == len(keys) and len(ended) == len(keys)
 
@@ -72,7 +77,7 @@ def _check_exactly_once(
     assert set(bills.values()) == {1}, bills
     assert set(contacts.values()) <= {1}, contacts
     with open_store(str(state)) as store:
-        runs = store.list_runs(limit=1000)
+        runs = _runs_of_events(store)
     assert len(runs) == len(keys)
     statuses = sorted(run.status for run in runs)
     done = statuses.count("succeeded")

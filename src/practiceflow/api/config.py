@@ -33,7 +33,10 @@ ships no host names: a region's base URL is configuration. The base URL is the f
 the ``base_url`` argument, ``PRACTICEFLOW_BASE_URL``, ``PRACTICEFLOW_BASE_URL_<REGION>``
 and the profile's ``base_url``; a generic base URL that belongs to another region than the
 one chosen (the region argument overrides the environment's or the profile's region) is
-skipped, because credentials sent to the wrong region only earn a 401.
+skipped, because credentials sent to the wrong region only earn a 401. A generic URL belongs
+to the region set beside it (``PRACTICEFLOW_REGION``, the profile's ``region``); when the
+region is an argument, a generic URL with no region beside it is skipped as well (arguments
+win: ``--region uk`` never talks to a URL set for whichever region).
 """
 
 from __future__ import annotations
@@ -288,7 +291,7 @@ def load_settings(
         sources["auth_method"] = "default"
 
     resolved_url, url_source, skipped = _pick_base_url(
-        base_url, env, table, profile_label, resolved_region
+        base_url, env, table, profile_label, resolved_region, region_argument=bool(region)
     )
     if resolved_url is None:
         raise ConfigError(_missing_base_url_message(resolved_region, path, skipped))
@@ -328,26 +331,40 @@ def _pick_base_url(
     table: Mapping[str, Any],
     profile_label: str,
     region: Region | None,
+    *,
+    region_argument: bool = False,
 ) -> tuple[str | None, str, list[str]]:
-    """Return (url, source, notes on candidates skipped for belonging to another region)."""
+    """Return (url, source, notes on candidates skipped for belonging to another region).
+
+    A generic base URL (``PRACTICEFLOW_BASE_URL``, a profile's ``base_url``) belongs to the
+    region set beside it. When the region is an argument, a generic URL with no region
+    beside it is skipped too: arguments win over the environment and the profile, and
+    credentials sent to another region's host only earn a 401.
+    """
     skipped: list[str] = []
     if argument:
         return argument, "argument base_url", skipped
+
+    def fits(own: str | None) -> bool:
+        if region is None:
+            return True
+        return own == region if own is not None or region_argument else True
+
     generic = f"{ENV_PREFIX}BASE_URL"
     if env.get(generic):
         env_region = (env.get(f"{ENV_PREFIX}REGION") or "").strip().lower() or None
-        if env_region is None or region is None or env_region == region:
+        if fits(env_region):
             return env[generic], f"environment {generic}", skipped
-        skipped.append(f"{generic} (set for region {env_region})")
+        skipped.append(f"{generic} (set for region {env_region or 'unnamed'})")
     if region is not None:
         per_region = f"{ENV_PREFIX}BASE_URL_{region.upper()}"
         if env.get(per_region):
             return env[per_region], f"environment {per_region}", skipped
     if table.get("base_url"):
         table_region = str(table.get("region") or "").strip().lower() or None
-        if table_region is None or region is None or table_region == region:
+        if fits(table_region):
             return str(table["base_url"]), f"{profile_label} key base_url", skipped
-        skipped.append(f"{profile_label} base_url (set for region {table_region})")
+        skipped.append(f"{profile_label} base_url (set for region {table_region or 'unnamed'})")
     return None, "", skipped
 
 
@@ -365,5 +382,8 @@ def _missing_base_url_message(region: Region | None, path: Path, skipped: list[s
             f"--base-url / {ENV_PREFIX}BASE_URL, or put base_url in a profile of {path}"
         )
     if skipped:
-        message += "; skipped because they belong to another region: " + ", ".join(skipped)
+        message += (
+            "; skipped because they belong to another region (or to none named): "
+            + ", ".join(skipped)
+        )
     return message

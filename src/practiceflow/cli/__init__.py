@@ -84,6 +84,10 @@ class _Group(click.Group):
         spec = LAZY_COMMANDS.get(cmd_name)
         if spec is None or not _available(cmd_name):
             return None
+        if cmd_name == "serve" and not ctx.resilient_parsing:
+            from practiceflow.early_listen import claim
+
+            claim()  # the receiver's port listens before the slow imports (early_listen)
         command = getattr(importlib.import_module(spec.module), spec.attribute)
         if not isinstance(command, click.Command):  # pragma: no cover - table is tested
             raise TypeError(f"{spec.module}.{spec.attribute} is not a click command")

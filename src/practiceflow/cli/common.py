@@ -1,7 +1,8 @@
 """Options shared by every command that talks to the API, and the client they build.
 
-``--profile``, ``--region``, ``--base-url`` and ``--auth-method`` override the environment
-and the profile file (the precedence of :func:`practiceflow.api.load_settings`). There is
+``--profile``, ``--client-id``, ``--region``, ``--base-url`` and ``--auth-method`` override
+the environment and the profile file (the precedence of
+:func:`practiceflow.api.load_settings`), setting by setting. There is
 deliberately no option for the secret: a command line ends up in shell history and in
 the process list, so the secret comes from ``PRACTICEFLOW_CLIENT_SECRET`` or a profile.
 """
@@ -33,12 +34,14 @@ class ApiOptions:
         region: ``--region``.
         base_url: ``--base-url``.
         auth_method: ``--auth-method``.
+        client_id: ``--client-id``.
     """
 
     profile: str | None = None
     region: str | None = None
     base_url: str | None = None
     auth_method: str | None = None
+    client_id: str | None = None
 
 
 _OPTIONS = (
@@ -48,6 +51,13 @@ _OPTIONS = (
         default=None,
         help="Profile in the profile file (env PRACTICEFLOW_PROFILE; file from "
         "PRACTICEFLOW_PROFILES, default ~/.config/practiceflow/profiles.toml).",
+    ),
+    click.option(
+        "--client-id",
+        metavar="ID",
+        default=None,
+        help="The Client ID (env PRACTICEFLOW_CLIENT_ID); the secret never goes on a command "
+        "line: PRACTICEFLOW_CLIENT_SECRET or a profile.",
     ),
     click.option(
         "--region",
@@ -88,19 +98,20 @@ def api_options(func: F) -> F:
         func: the command function; it must accept a keyword argument ``api``.
 
     Returns:
-        The function with the four options attached.
+        The function with the five options attached.
     """
 
     @functools.wraps(func)
     def wrapper(
         *args: Any,
         profile: str | None,
+        client_id: str | None,
         region: str | None,
         base_url: str | None,
         auth_method: str | None,
         **kwargs: Any,
     ) -> Any:
-        kwargs["api"] = ApiOptions(profile, region, base_url, auth_method)
+        kwargs["api"] = ApiOptions(profile, region, base_url, auth_method, client_id)
         return func(*args, **kwargs)
 
     decorated: Callable[..., Any] = wrapper
@@ -123,6 +134,7 @@ def build_client(options: ApiOptions, **kwargs: Any) -> Client:
         ConfigError: the settings are missing or invalid.
     """
     return Client(
+        options.client_id,
         profile=options.profile,
         region=options.region,
         base_url=options.base_url,

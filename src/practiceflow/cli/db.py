@@ -13,11 +13,9 @@ from pathlib import Path
 
 import click
 
-__all__ = ["COMMANDS", "db", "migrate_state"]
+from practiceflow.cli.state import state_option, state_target
 
-#: Where the state store is when neither ``--state`` nor ``PRACTICEFLOW_STATE`` says (the
-#: same default as ``practiceflow run`` and ``serve``).
-DEFAULT_STATE = str(Path(".practiceflow") / "state.db")
+__all__ = ["COMMANDS", "db", "migrate_state"]
 
 
 def _is_postgres(url: str) -> bool:
@@ -87,14 +85,7 @@ def db() -> None:
 
 
 @db.command("migrate")
-@click.option(
-    "--state",
-    metavar="URL",
-    envvar="PRACTICEFLOW_STATE",
-    default=None,
-    help="State store: postgresql://..., sqlite:///path or a SQLite path (env "
-    "PRACTICEFLOW_STATE; default .practiceflow/state.db).",
-)
+@state_option
 @click.option(
     "--queue/--no-queue",
     default=True,
@@ -115,7 +106,7 @@ def migrate_command(state: str | None, queue: bool, as_json: bool) -> None:
       practiceflow db migrate
       PRACTICEFLOW_STATE=postgresql://pf@127.0.0.1/pf practiceflow db migrate --json
     """
-    url = state or DEFAULT_STATE
+    url = state_target(state)
     report = migrate_state(url, queue=queue)
     if as_json:
         click.echo(json.dumps(report, sort_keys=True))

@@ -90,6 +90,8 @@ def plan(
             for step in cost.steps:
                 console.print(f"  {cost.name} / {step.step_id}: {step.requests} ({step.note})")
         console.print(_together(result.per_day, result.share, result.daily_budget))
+        for note in result.downtime:
+            console.print(f"while serve is down: {note}")
         for warning in result.warnings:
             console.print(f"[bold red]warning:[/] {warning}")
     if result.warnings and result.per_day > result.daily_budget:

@@ -74,6 +74,8 @@ def build_cli_intake(
     client: Any,
     practice: str,
     options: IntakeOptions,
+    *,
+    unsubscribe: bool = False,
 ) -> TriggerIntake:
     """The triggers' receiver and pollers (arguments over the environment).
 
@@ -83,6 +85,7 @@ def build_cli_intake(
         client: the API client.
         practice: the practice key.
         options: what the command line said.
+        unsubscribe: remove the subscriptions on a clean stop (``--unsubscribe-on-exit``).
 
     Returns:
         The intake (not started); it announces itself once started.
@@ -96,6 +99,7 @@ def build_cli_intake(
         listen=options.listen,
         since=options.since,
         on_started=announce,
+        unsubscribe=unsubscribe,
     )
 
 

@@ -1,9 +1,8 @@
 """``practiceflow run | serve | runs | plan``: run recipes durably and look after their runs.
 
-The state store is ``--state`` (or ``PRACTICEFLOW_STATE``), by default the SQLite file
-``.practiceflow/state.db`` in the working directory: recipes live in a project folder, and
-their events, cursors and journals belong with that folder (as ``.git`` does), not in one
-per-user place shared by every project.
+The state store and the practice key are the ones every command uses
+(:mod:`practiceflow.cli.state`): ``--state``, ``PRACTICEFLOW_STATE``, else
+``.practiceflow/state.db`` in the working directory; the practice defaults to the Client ID.
 
 Exit codes of ``run`` and ``runs retry``: 0 every run succeeded, 1 a run failed, 5 a run is
 held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
@@ -13,21 +12,26 @@ from __future__ import annotations
 
 import getpass
 import json
-import threading
 from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from practiceflow.cli._helpers import print_dry
 from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
+from practiceflow.cli.state import (
+    DEFAULT_STATE,
+    open_state,
+    practice_key,
+    practice_option,
+    state_option,
+)
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 from practiceflow.manifest import ModuleRegistry, load_modules
 from practiceflow.runner import (
@@ -35,28 +39,19 @@ from practiceflow.runner import (
     Runner,
     RunOutcome,
     ValidRecipe,
-    dry_run,
     validate_recipe,
 )
+from practiceflow.runner.gaps import GAP_PREFIX, close_settled_gaps
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
-from practiceflow.state import RunRecord, StateStore, open_store
+from practiceflow.state import RunRecord, StateStore
 from practiceflow.state.request_log import RequestLog
+from practiceflow.state.runids import MIN_PREFIX, find_run
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
 
-#: Where the state store is when neither ``--state`` nor ``PRACTICEFLOW_STATE`` says.
-DEFAULT_STATE = Path(".practiceflow") / "state.db"
 
-_state_option = click.option(
-    "--state",
-    metavar="PATH",
-    envvar="PRACTICEFLOW_STATE",
-    default=None,
-    help="State store (SQLite file or sqlite:/// URL; env PRACTICEFLOW_STATE; default "
-    ".practiceflow/state.db in the working directory).",
-)
 _modules_option = click.option(
     "--modules",
     "modules_dirs",
@@ -72,24 +67,6 @@ _log_option = click.option(
 _verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
 
 
-def open_state(state: str | None) -> StateStore:
-    """Open the state store a command names (see the module docstring for the default).
-
-    Args:
-        state: ``--state`` / ``PRACTICEFLOW_STATE``, or None for the default.
-
-    Returns:
-        The open store.
-
-    Raises:
-        ConfigError: the store cannot be opened.
-    """
-    target = state or str(DEFAULT_STATE)
-    if "://" not in target:
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-    return open_store(target)
-
-
 def _registry(dirs: Sequence[str]) -> ModuleRegistry:
     return load_modules(list(dirs))
 
@@ -103,27 +80,6 @@ def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
     return 0
 
 
-def _print_dry(recipe: ValidRecipe, as_json: bool, console: Console) -> None:
-    steps = dry_run(recipe)
-    if as_json:
-        click.echo(json.dumps([asdict(step) for step in steps], indent=2, default=str))
-        return
-    # One block per step, not a table: a request's URL and keys must never be cut.
-    console.print(f"[bold]dry run of {escape(repr(recipe.name))}[/]: nothing is sent")
-    for step in steps:
-        console.print(f"\n[bold]{escape(step.step_id)}[/] ({escape(step.use)}): {step.status}")
-        request = step.request
-        if isinstance(request, dict) and "method" in request:
-            url = request.get("url", request.get("path", ""))
-            click.echo(f"  {request['method']} {url}")
-            if request.get("json") is not None:
-                click.echo("  " + json.dumps(request["json"], default=str, ensure_ascii=False))
-        elif request is not None:
-            click.echo("  " + json.dumps(request, default=str, ensure_ascii=False))
-        for note in [step.note] if step.note else step.warnings:
-            click.echo(f"  ({note})")
-
-
 def _connect(
     api: ApiOptions, paths: Sequence[str], dirs: Sequence[str], practice: str | None
 ) -> tuple[Any, list[ValidRecipe], str]:
@@ -133,7 +89,7 @@ def _connect(
     client = build_client(api, budget=PriorityBudget())
     can_write = client.validate().can_write
     recipes = [validate_recipe(path, registry=registry, can_write=can_write) for path in paths]
-    return client, recipes, practice or client.settings.client_id
+    return client, recipes, practice_key(practice, client.settings.client_id)
 
 
 @click.command("run")
@@ -142,9 +98,9 @@ def _connect(
 @click.option(
     "--dry-run", is_flag=True, help="Render every step with sample outputs; send nothing."
 )
-@click.option("--practice", metavar="KEY", default=None, help="Store key (default: Client ID).")
+@practice_option
 @since_option
-@_state_option
+@state_option
 @_modules_option
 @_json_option
 @_log_option
@@ -179,7 +135,7 @@ def run(
     console = terminal(stderr=as_json)
     if dry_run:
         checked = validate_recipe(recipe, registry=_registry(modules_dirs))
-        _print_dry(checked, as_json, console)
+        print_dry(checked, as_json, console)
         return
     if not once:
         _serve([recipe], practice, state, modules_dirs, api, IntakeOptions(since=since))
@@ -234,29 +190,26 @@ def _serve(
     options: IntakeOptions,
     console: str | None = None,
     console_token: str | None = None,
+    unsubscribe: bool = False,
 ) -> None:
-    from practiceflow.console.server import check_bind, console_for, parse_listen
+    from practiceflow.cli.serving import serve_recipes
 
-    listen = parse_listen(console) if console else None
-    if listen is not None:
-        check_bind(listen[0], console_token)  # refuse before any request is sent
-    client, recipes, key = _connect(api, paths, modules_dirs, practice)
-    with client, open_state(state) as store, RequestLog(store, key) as counted:
-        client.budget.on_admit(counted.admitted)  # the console's budget chart
-        runners = [Runner(recipe, store, client, practice=key) for recipe in recipes]
-        intake = build_cli_intake(recipes, store, client, key, options)
-        wake = threading.Event()
-        intake.on_stored = wake.set  # the receiver and pollers wake the runner
-        service = Service(runners, store, intake, wake=wake)
-        if listen is not None:
-            service.console = console_for(service, client, recipes, key, listen, console_token)
-        service.install_signal_handlers()
-        service.run()
+    serve_recipes(
+        paths,
+        practice,
+        state,
+        modules_dirs,
+        api,
+        options,
+        console=console,
+        console_token=console_token,
+        unsubscribe=unsubscribe,
+    )
 
 
 @click.command("serve")
 @click.argument("recipes", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--practice", metavar="KEY", default=None, help="Store key (default: Client ID).")
+@practice_option
 @click.option("--console/--no-console", "console_on", default=True, help="Serve the console.")
 @click.option(
     "--console-listen",
@@ -284,7 +237,13 @@ def _serve(
     "'local' for the receiver's own URL (the sandbox). Without it, mode: auto triggers poll.",
 )
 @since_option
-@_state_option
+@click.option(
+    "--unsubscribe-on-exit",
+    is_flag=True,
+    help="Remove the webhook subscriptions on a normal stop (off by default: they are kept, "
+    "so deliveries made while serve is down reach it after a restart).",
+)
+@state_option
 @_modules_option
 @_log_option
 @_verbose_option
@@ -298,6 +257,7 @@ def serve(
     listen: str | None,
     public_url: str | None,
     since: str | None,
+    unsubscribe_on_exit: bool,
     state: str | None,
     modules_dirs: tuple[str, ...],
     log_json: bool,
@@ -306,7 +266,12 @@ def serve(
 ) -> None:
     """Receive webhooks, poll, and run recipes until SIGTERM (graceful: the current step
     finishes, the rest of its run resumes on the next start), with the run console on
-    http://127.0.0.1:8470/console/.
+    http://127.0.0.1:8470/console/. A stop is not a goodbye: webhook subscriptions are kept
+    (remove them with 'practiceflow triggers unsubscribe', or --unsubscribe-on-exit), and on
+    start every trigger with a poll source catches up from where it stopped; a trigger
+    without one (eform_submitted) depends on the sender's retries, and each downtime is
+    listed as needing attention. A second serve on the same SQLite state file refuses to
+    start and names the first (pid, addresses).
 
     Webhooks need --public-url (the URL at which the API reaches the receiver) and, for an
     address that survives restarts, --listen; without a public URL, mode: auto triggers
@@ -324,7 +289,17 @@ def serve(
     configure_logging(json_lines=log_json, verbose=verbose)
     options = IntakeOptions(public_url=public_url, listen=listen, since=since)
     console = console_listen if console_on else None
-    _serve(recipes, practice, state, modules_dirs, api, options, console, console_token)
+    _serve(
+        recipes,
+        practice,
+        state,
+        modules_dirs,
+        api,
+        options,
+        console,
+        console_token,
+        unsubscribe_on_exit,
+    )
 
 
 @click.group("runs")
@@ -341,9 +316,15 @@ def runs() -> None:
 
 
 def _run_or_fail(store: StateStore, run_id: str) -> RunRecord:
-    found = store.get_run(run_id)
+    """The run a full id or a unique prefix (8+ characters) names (AmbiguousRunId lists)."""
+    found = find_run(store, run_id)
     if found is None:
-        message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
+        short = (
+            f" (a short id needs {MIN_PREFIX} characters or more)"
+            if len(run_id) < MIN_PREFIX
+            else ""
+        )
+        message = f"no run {run_id!r} in the state store{short}; see 'practiceflow runs list'"
         raise ConfigError(message)
     return found
 
@@ -368,6 +349,13 @@ def _identifiers(output: Any) -> Any:
     }
 
 
+def _needs_person(store: StateStore, record: RunRecord) -> bool:
+    """Held at a step in doubt (what the console lists under "Needs attention")."""
+    if record.status != "in_doubt":
+        return False
+    return any(step.status == "in_doubt" for step in store.get_steps(record.run_id))
+
+
 def _run_json(record: RunRecord) -> dict[str, Any]:
     data = asdict(record)
     # The event's payload holds personal data: the console shows it masked, never this.
@@ -387,12 +375,14 @@ def _run_json(record: RunRecord) -> dict[str, Any]:
     help="Only runs in this status.",
 )
 @click.option("--limit", default=50, show_default=True, help="At most this many (newest first).")
-@_state_option
+@state_option
 @_json_option
 def list_runs(
     recipe: str | None, status: Any, limit: int, state: str | None, as_json: bool
 ) -> None:
-    """List runs, newest first.
+    """List runs, newest first. --status in_doubt lists what needs a person, as the
+    console's "Needs attention" does: runs held at a step in doubt, and gap entries (a
+    window serve was down in which a trigger's events may have been missed).
 
     \b
     Examples:
@@ -401,8 +391,14 @@ def list_runs(
     """
     with open_state(state) as store:
         found = store.list_runs(recipe=recipe, status=status, limit=limit)
+        waiting = {record.run_id: _needs_person(store, record) for record in found}
+        if status == "in_doubt":  # a settled run waits for serve or 'runs retry', not a person
+            found = [record for record in found if waiting[record.run_id]]
         if as_json:
-            click.echo(json.dumps([_run_json(record) for record in found], indent=2))
+            rows = [
+                {**_run_json(record), "needs_attention": waiting[record.run_id]} for record in found
+            ]
+            click.echo(json.dumps(rows, indent=2))
             return
         # Identifiers and statuses never wrap; the event id is in 'runs show' and --json.
         table = Table(title=f"runs ({len(found)})", box=None, header_style="bold")
@@ -417,7 +413,9 @@ def list_runs(
             table.add_row(
                 record.run_id,
                 escape(record.recipe),
-                record.status,
+                record.status
+                if waiting[record.run_id] or record.status != "in_doubt"
+                else "in_doubt (settled)",
                 f"{done}/{len(steps)}",
                 record.updated_at.strftime("%m-%d %H:%M"),
             )
@@ -426,7 +424,7 @@ def list_runs(
 
 @runs.command("show")
 @click.argument("run_id")
-@_state_option
+@state_option
 @_json_option
 def show(run_id: str, state: str | None, as_json: bool) -> None:
     """Show a run and its step journal (requests masked; outputs as identifiers only).
@@ -438,6 +436,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
     """
     with open_state(state) as store:
         record = _run_or_fail(store, run_id)
+        run_id = record.run_id
         steps = store.get_steps(run_id)
         if as_json:
             data = _run_json(record)
@@ -499,7 +498,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
 @click.option("--note", default="", help="Why, in your words (kept in the journal).")
 @click.option("--who", default=None, help="Who decided (default: your user name).")
 @click.option("--output", "output_json", default=None, help="With done: the output, as JSON.")
-@_state_option
+@state_option
 def resolve(
     run_id: str,
     step_id: str,
@@ -510,7 +509,8 @@ def resolve(
     state: str | None,
 ) -> None:
     """Settle a step held in doubt by a person's decision; the run then continues with
-    'runs retry' (or by itself under 'serve').
+    'runs retry', or by itself within seconds under a running 'serve'. A gap entry (step
+    'gap') is closed once settled.
 
     \b
     Example:
@@ -524,8 +524,13 @@ def resolve(
             message = f"--output: got text that is not JSON ({exc}); expected a JSON object"
             raise ConfigError(message) from None
     with open_state(state) as store:
-        _run_or_fail(store, run_id)
+        record = _run_or_fail(store, run_id)
+        run_id = record.run_id
         store.resolve_step(run_id, step_id, as_, who or getpass.getuser(), note, output=output)
+        if record.recipe.startswith(GAP_PREFIX):
+            close_settled_gaps(store, record.practice)
+            click.echo(f"{record.recipe} {run_id}: settled ({as_}) and closed")
+            return
         click.echo(
             f"step {step_id!r} of run {run_id} resolved as {as_}; continue it with "
             f"'practiceflow runs retry {run_id}'"
@@ -535,7 +540,7 @@ def resolve(
 @runs.command("retry")
 @click.argument("run_id")
 @click.option("--recipe", "recipe_path", default=None, help="Recipe file (default: the run's).")
-@_state_option
+@state_option
 @_modules_option
 @_json_option
 @api_options
@@ -556,6 +561,7 @@ def retry(
     """
     with open_state(state) as store:
         record = _run_or_fail(store, run_id)
+        run_id = record.run_id
         origin = record.origin if isinstance(record.origin, dict) else {}
         path = recipe_path or origin.get("recipe_file")
         if not path:

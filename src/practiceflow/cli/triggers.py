@@ -1,8 +1,9 @@
 """``practiceflow triggers``: list, subscribe, unsubscribe, check and poll triggers.
 
-State (cursors, subscriptions and their secrets, events) lives in the state store named by
-``--state`` (env ``PRACTICEFLOW_STATE``, default ``practiceflow-state.db``). Secrets are
-never printed.
+State (cursors, subscriptions and their secrets, events) lives in the one state store every
+command uses (:mod:`practiceflow.cli.state`: ``--state``, ``PRACTICEFLOW_STATE``, default
+``.practiceflow/state.db``), filed under the practice's key (default: the Client ID), so
+``serve`` carries on from a cursor ``triggers poll`` moved. Secrets are never printed.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from typing import Any
 
 import click
 
+from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client
-from practiceflow.state import StateStore, open_store
+from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
+from practiceflow.runner.downtime import has_poll_source
+from practiceflow.state import StateStore
 from practiceflow.triggers import (
     Poller,
     SubscriptionManager,
@@ -25,20 +29,6 @@ from practiceflow.triggers import (
 
 __all__ = ["COMMANDS", "triggers"]
 
-_STATE = click.option(
-    "--state",
-    "state_url",
-    envvar="PRACTICEFLOW_STATE",
-    default="practiceflow-state.db",
-    show_default=True,
-    help="State store: a SQLite path or sqlite:///path (env PRACTICEFLOW_STATE).",
-)
-_PRACTICE = click.option(
-    "--practice",
-    default="default",
-    show_default=True,
-    help="Name of the practice in the state store (one per set of credentials).",
-)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 
@@ -46,8 +36,12 @@ def _emit(data: Any, as_json: bool, human: str) -> None:
     click.echo(json.dumps(data, indent=2, default=str) if as_json else human)
 
 
-def _store(url: str) -> StateStore:
-    return open_store(url)
+def _store(state: str | None) -> StateStore:
+    return open_state(state)
+
+
+def _practice(practice: str | None, client: Client) -> str:
+    return practice_key(practice, client.settings.client_id)
 
 
 @click.group()
@@ -69,6 +63,9 @@ def triggers() -> None:
 def list_triggers(as_json: bool) -> None:
     """List the shipped triggers and how each can be received.
 
+    A trigger marked (*) has no poll source: what happens while serve is down depends on
+    the sender's retries (each downtime is listed as needing attention).
+
     \b
     Example:
       practiceflow triggers list --json
@@ -77,8 +74,24 @@ def list_triggers(as_json: bool) -> None:
     for key in shipped_trigger_keys():
         found = load_definition(key)
         ways = [name for name, part in (("webhook", found.webhook), ("poll", found.poll)) if part]
-        rows.append({"key": key, "title": found.module.title, "receive": ways})
-    lines = [f"{row['key']:<28} {'+'.join(row['receive']):<13} {row['title']}" for row in rows]
+        catch_up = found.webhook is None or has_poll_source(found, {})
+        rows.append(
+            {
+                "key": key,
+                "title": found.module.title,
+                "receive": ways,
+                "downtime": "caught up by polling" if catch_up else "sender retries only",
+            }
+        )
+    lines = [
+        f"{row['key']:<28} {'+'.join(row['receive']):<13} {row['title']}"
+        + ("" if row["downtime"] == "caught up by polling" else "  (*)")
+        for row in rows
+    ]
+    lines.append(
+        "(*) no poll source (without options): events while serve is down depend on the "
+        "sender's retries; each downtime is listed as needing attention"
+    )
     _emit(rows, as_json, "\n".join(lines))
 
 
@@ -92,16 +105,16 @@ def list_triggers(as_json: bool) -> None:
 )
 @click.option("--event", "event_option", default=None, help="Event key, for any_webhook_event.")
 @api_options
-@_STATE
-@_PRACTICE
+@state_option
+@practice_option
 @_JSON
 def subscribe(
     trigger: str,
     public_url: str,
     event_option: str | None,
     api: ApiOptions,
-    state_url: str,
-    practice: str,
+    state: str | None,
+    practice: str | None,
     as_json: bool,
 ) -> None:
     """Subscribe a webhook trigger (POST /api/v1/webhooks); the secret stays in the store.
@@ -115,11 +128,13 @@ def subscribe(
         raise click.UsageError(f"trigger {trigger!r} has no webhook; poll it instead")
     options = {"event": event_option} if event_option else {}
     event = found.webhook.event_key(options)
-    with build_client(api) as client, _store(state_url) as store:
+    with build_client(api) as client, _store(state) as store:
         offered = supported_events(client)
         if offered and event not in offered:
             raise click.UsageError(f"event {event!r} is not offered; valid values are {offered}")
-        record = SubscriptionManager(client, store, practice, public_url).ensure(found.key, event)
+        record = SubscriptionManager(client, store, _practice(practice, client), public_url).ensure(
+            found.key, event
+        )
     data = {"trigger": found.key, "event": event, "id": record.subscription_id, "url": record.url}
     _emit(data, as_json, f"subscribed {found.key} to {event} (id {record.subscription_id})")
 
@@ -132,17 +147,20 @@ def subscribe(
     help="Only forget an in-doubt subscription (after checking the practice by hand).",
 )
 @api_options
-@_STATE
-@_PRACTICE
-def unsubscribe(trigger: str, forget: bool, api: ApiOptions, state_url: str, practice: str) -> None:
+@state_option
+@practice_option
+def unsubscribe(
+    trigger: str, forget: bool, api: ApiOptions, state: str | None, practice: str | None
+) -> None:
     """Unsubscribe a trigger (DELETE /api/v1/webhooks/{id}) and forget it.
 
     \b
     Example:
       practiceflow triggers unsubscribe proposal_accepted
     """
-    with build_client(api) as client, _store(state_url) as store:
-        removed = SubscriptionManager(client, store, practice).remove(trigger, forget_only=forget)
+    with build_client(api) as client, _store(state) as store:
+        key = _practice(practice, client)
+        removed = SubscriptionManager(client, store, key).remove(trigger, forget_only=forget)
     click.echo(f"unsubscribed {trigger}" if removed else f"{trigger} was not subscribed")
 
 
@@ -150,11 +168,16 @@ def unsubscribe(trigger: str, forget: bool, api: ApiOptions, state_url: str, pra
 @click.argument("trigger")
 @click.option("--wait", default=5.0, show_default=True, help="Seconds to wait for the delivery.")
 @api_options
-@_STATE
-@_PRACTICE
+@state_option
+@practice_option
 @_JSON
 def check(
-    trigger: str, wait: float, api: ApiOptions, state_url: str, practice: str, as_json: bool
+    trigger: str,
+    wait: float,
+    api: ApiOptions,
+    state: str | None,
+    practice: str | None,
+    as_json: bool,
 ) -> None:
     """Send the test delivery and report whether it reached the receiver.
 
@@ -165,14 +188,15 @@ def check(
     Example:
       practiceflow triggers check proposal_accepted --wait 10
     """
-    with build_client(api) as client, _store(state_url) as store:
+    with build_client(api) as client, _store(state) as store:
         started = store.now()
+        key = _practice(practice, client)
 
         def arrived() -> bool:
-            events = store.pending_events(practice, 1000, source=trigger)
+            events = store.pending_events(key, 1000, source=trigger)
             return any(event.received_at >= started for event in events)
 
-        result = SubscriptionManager(client, store, practice).check(trigger, arrived, wait=wait)
+        result = SubscriptionManager(client, store, key).check(trigger, arrived, wait=wait)
     data = {
         "trigger": trigger,
         "status": result.status,
@@ -194,8 +218,8 @@ def check(
 @click.option("--with", "with_", multiple=True, metavar="NAME=VALUE", help="A trigger option.")
 @click.option("--since", default=None, help="Start here (ISO 8601) instead of from now.")
 @api_options
-@_STATE
-@_PRACTICE
+@state_option
+@practice_option
 @_JSON
 def poll(
     trigger: str,
@@ -203,8 +227,8 @@ def poll(
     with_: tuple[str, ...],
     since: str | None,
     api: ApiOptions,
-    state_url: str,
-    practice: str,
+    state: str | None,
+    practice: str | None,
     as_json: bool,
 ) -> None:
     """Poll a trigger once: store new events, move its cursor, print what was found.
@@ -217,8 +241,15 @@ def poll(
     del once
     options = dict(item.split("=", 1) for item in with_ if "=" in item)
     started = time.monotonic()
-    with build_client(api) as client, _store(state_url) as store:
-        found = Poller(client, store, practice, load_definition(trigger), options, since=since)
+    with build_client(api) as client, _store(state) as store:
+        found = Poller(
+            client,
+            store,
+            _practice(practice, client),
+            load_definition(trigger),
+            options,
+            since=since,
+        )
         result = found.poll_once()
     data = {
         "trigger": trigger,

@@ -49,6 +49,7 @@ from practiceflow.console.security import (
 )
 from practiceflow.errors import PracticeflowError
 from practiceflow.state import RESOLUTIONS, RUN_STATUSES
+from practiceflow.state.runids import AmbiguousRunId, find_run
 
 __all__ = ["PREFIX", "create_app"]
 
@@ -170,11 +171,21 @@ class _Console:
 
     async def run(self, request: Request) -> Response:
         run_id = str(request.path_params["run_id"])
-        data = await self._data(run_view, run_id)
+        try:
+            data = await self._data(run_view, run_id)
+        except AmbiguousRunId as exc:
+            return self._ambiguous(request, exc)
         if data is None:
             return self._missing(request, run_id)
         context = {"title": f"Run {run_id}", "run": data, "resolved": request.query_params}
         return self.page(request, "run.html", context)
+
+    def _ambiguous(self, request: Request, exc: AmbiguousRunId) -> Response:
+        if request.url.path.startswith(PREFIX + "/api/"):
+            candidates = [run.run_id for run in exc.candidates]
+            return JSONResponse({"error": str(exc), "candidates": candidates}, 409)
+        context = {"message": str(exc), "title": "Which run?"}
+        return self.page(request, "error.html", context, 409)
 
     def _missing(self, request: Request, run_id: str) -> Response:
         message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
@@ -221,7 +232,10 @@ class _Console:
         run_id = str(request.path_params["run_id"])
         step_id = str(request.path_params["step_id"])
         as_ = request.query_params.get("as", "")
-        data = await self._data(run_view, run_id)
+        try:
+            data = await self._data(run_view, run_id)
+        except AmbiguousRunId as exc:
+            return self._ambiguous(request, exc)
         if data is None:
             return self._missing(request, run_id)
         step = next((item for item in data["steps"] if item["step"] == step_id), None)
@@ -298,10 +312,11 @@ class _Console:
     ) -> None:
         # The same operation as ``practiceflow runs resolve``: check the run, then settle.
         store = self.ctx.store
-        if store.get_run(run_id) is None:
+        run = find_run(store, run_id)
+        if run is None:
             message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
             raise PracticeflowError(message)
-        store.resolve_step(run_id, step_id, as_, who, note, output=output)
+        store.resolve_step(run.run_id, step_id, as_, who, note, output=output)
 
     # -- JSON API ----------------------------------------------------------------------
 
@@ -325,7 +340,10 @@ class _Console:
 
     async def api_run(self, request: Request) -> Response:
         run_id = str(request.path_params["run_id"])
-        data = await self._data(run_view, run_id)
+        try:
+            data = await self._data(run_view, run_id)
+        except AmbiguousRunId as exc:
+            return self._ambiguous(request, exc)
         return self._missing(request, run_id) if data is None else JSONResponse(data)
 
     async def api_attention(self, request: Request) -> Response:

@@ -23,6 +23,7 @@ from practiceflow.runner import ValidRecipe
 from practiceflow.runner.plan import plan
 from practiceflow.runner.report import brief, detail
 from practiceflow.state import RUN_STATUSES, RunRecord, RunStatus, StateStore, StepRecord
+from practiceflow.state.runids import find_run
 
 __all__ = [
     "ConsoleContext",
@@ -350,10 +351,14 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
 
     Returns:
         The run, or None when there is no such run (or it is another practice's).
+
+    Raises:
+        AmbiguousRunId: a short id that starts several runs' ids.
     """
-    run = ctx.store.get_run(run_id)
+    run = find_run(ctx.store, run_id)  # a short id is taken too (AmbiguousRunId lists)
     if run is None or (ctx.practice is not None and run.practice != ctx.practice):
         return None
+    run_id = run.run_id
     recipe = _recipe_named(ctx, run.recipe)
     steps = ctx.store.get_steps(run_id)
     held = [step.step_id for step in steps if step.status == "in_doubt"]

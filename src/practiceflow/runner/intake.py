@@ -7,6 +7,14 @@ default); the URL the API delivers to is ``public_url`` (``PRACTICEFLOW_PUBLIC_U
 receiver's own local URL when ``public_url`` is ``"local"`` (the sandbox). Polling runs in
 one background thread per trigger, at :attr:`~practiceflow.runner.budget.Priority.POLL`,
 so that event work goes first when the budget is short.
+
+Start-up order (:meth:`TriggerIntake.start_receiving`, then :meth:`TriggerIntake.start`): the
+receiver listens first, with every webhook trigger bound, before any request is sent, so
+the sender's retries of what it delivered while we were down are stored at once; then the
+subscriptions are made sure of (kept from the last run: a stop is not a goodbye), and every
+trigger with a poll source catches up from its cursor (a webhook trigger too, through a
+catch-up poller under the same name, which keeps its cursor fresh every
+``catch_up_every`` seconds); webhook and poll agree on dedupe keys as in ``mode: both``.
 """
 
 from __future__ import annotations
@@ -18,24 +26,36 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from practiceflow.early_listen import bind_listen, take
 from practiceflow.errors import PracticeflowError
 from practiceflow.netaddr import LOOPBACK, parse_listen
 from practiceflow.runner.budget import Priority, priority
+from practiceflow.runner.downtime import has_poll_source
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import (
     BothTrigger,
+    Poller,
     PollingTrigger,
     Receiver,
     ReceiverServer,
     Trigger,
+    WebhookTrigger,
     build_trigger,
     definition,
     resolve_mode,
 )
+from practiceflow.triggers.definition import TriggerDefinition
 
-__all__ = ["LISTEN_ENV", "PUBLIC_URL_ENV", "TriggerIntake", "build_intake", "listen_address"]
+__all__ = [
+    "CATCH_UP_EVERY",
+    "LISTEN_ENV",
+    "PUBLIC_URL_ENV",
+    "TriggerIntake",
+    "build_intake",
+    "listen_address",
+]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -45,6 +65,8 @@ PUBLIC_URL_ENV = "PRACTICEFLOW_PUBLIC_URL"
 #: free port). A public URL must route to a fixed port, and a restarted ``serve`` must
 #: listen where the API's retries of its subscription's deliveries go.
 LISTEN_ENV = "PRACTICEFLOW_LISTEN"
+#: Seconds between polls of a webhook trigger's catch-up poller (its cursor stays fresh).
+CATCH_UP_EVERY = 3600.0
 
 
 class TriggerIntake:
@@ -59,7 +81,11 @@ class TriggerIntake:
             None polls where the recipe's mode allows.
         listen: host and port of the receiver (port 0: any free port).
         poll_interval: seconds between polls (stretched as the budget runs low).
-        unsubscribe: remove subscriptions on a clean stop (leave no orphans behind).
+        unsubscribe: remove subscriptions on a clean stop (``serve
+            --unsubscribe-on-exit``); off by default: deliveries made while we are down
+            are retried to the restarted receiver.
+        catch_up_every: seconds between the polls that keep a webhook trigger's
+            catch-up cursor fresh (well within the time handled events stay deduplicated).
         since: where a trigger without a cursor starts polling (ISO 8601) instead of
             "from now"; a trigger with a cursor goes on from its cursor.
         on_started: called once :meth:`start` has subscribed and started polling (the
@@ -82,7 +108,8 @@ class TriggerIntake:
         public_url: str | None = None,
         listen: tuple[str, int] = ("127.0.0.1", 0),
         poll_interval: float = 60.0,
-        unsubscribe: bool = True,
+        unsubscribe: bool = False,
+        catch_up_every: float = CATCH_UP_EVERY,
         since: str | None = None,
         on_started: Callable[[TriggerIntake], None] | None = None,
         on_stored: Callable[[], None] | None = None,
@@ -96,12 +123,16 @@ class TriggerIntake:
         self.listen = listen
         self.poll_interval = poll_interval
         self.unsubscribe = unsubscribe
+        self.catch_up_every = catch_up_every
         self.since = since
         self.on_started = on_started
         self.baselines: list[str] = []
         self.triggers: dict[str, Trigger] = {}
+        #: Catch-up pollers of webhook triggers that have a poll source (by trigger key).
+        self.catch_up: dict[str, Poller] = {}
         self.server: ReceiverServer | None = None
         self._stop = threading.Event()
+        self._stopped = False
         self._threads: list[threading.Thread] = []
         self._next_poll: dict[str, datetime] = {}
 
@@ -119,10 +150,16 @@ class TriggerIntake:
     def _build(self, *, webhooks: bool) -> None:
         receiver = None
         url = None
+        sock = None
         if webhooks and self.public_url is not None and self._needs_webhook():
-            receiver = Receiver(self.store, on_stored=self.on_stored)
-            self.server = ReceiverServer(receiver, *self.listen).start()
-            url = self.server.url if self.public_url == "local" else self.public_url
+            receiver = Receiver(self.store, on_stored=self._stored)
+            # The socket first (claimed early by the CLI, or bound now): its port makes the
+            # local URL, and the server starts on it only once every trigger is bound, so
+            # that no delivery is stored unmapped (a queued one is served at once).
+            sock = take(*self.listen) or bind_listen(*self.listen)
+            port = int(sock.getsockname()[1])
+            local = f"http://{self.listen[0]}:{port}"
+            url = local if self.public_url == "local" else self.public_url
         for recipe in self.recipes:
             key = recipe.trigger.key
             if key in self.triggers:
@@ -139,40 +176,113 @@ class TriggerIntake:
                 public_url=url,
                 since=self.since,
             )
+        for trigger in self.triggers.values():
+            hooked = trigger.webhook if isinstance(trigger, BothTrigger) else trigger
+            if isinstance(hooked, WebhookTrigger):
+                hooked.receiver.bind(hooked.practice, hooked.name, hooked.spec, hooked.options)
+        if receiver is not None and sock is not None:
+            self.server = ReceiverServer(receiver, *self.listen, sock=sock).start()
+
+    def start_receiving(self) -> None:
+        """Build the triggers and start the receiver with every webhook trigger bound.
+
+        Sends no request: deliveries are stored (deduplicated by the module's keys) from
+        here on, while the slower start-up work (subscribing, catching up) follows.
+        """
+        if self.triggers:
+            return
+        self._build(webhooks=True)
+        for recipe in self.recipes:
+            key = recipe.trigger.key
+            found = definition(recipe.trigger)
+            options = render_tree(recipe.recipe.trigger_with, {"now": utcnow()})
+            if isinstance(self.triggers[key], WebhookTrigger) and has_poll_source(found, options):
+                self.catch_up[key] = Poller(
+                    self.client,
+                    self.store,
+                    self.practice,
+                    found,
+                    options,
+                    name=key,
+                    since=self.since,
+                )
+
+    def coverage(self) -> list[tuple[str, TriggerDefinition, bool]]:
+        """``(name, definition, caught up by polling)`` of each trigger (after receiving)."""
+        rows: list[tuple[str, TriggerDefinition, bool]] = []
+        for recipe in self.recipes:
+            key = recipe.trigger.key
+            if key in (row[0] for row in rows):
+                continue
+            trigger = self.triggers.get(key)
+            polled = isinstance(trigger, PollingTrigger | BothTrigger) or key in self.catch_up
+            rows.append((key, definition(recipe.trigger), polled))
+        return rows
+
+    @property
+    def receiver_url(self) -> str | None:
+        """The local URL the receiver listens on, once listening."""
+        return None if self.server is None else self.server.url
 
     def start(self) -> None:
-        """Start the receiver, subscribe, and start polling in the background."""
-        self._build(webhooks=True)
-        for key, trigger in self.triggers.items():
+        """Listen, make sure of the subscriptions, catch up, and poll in the background."""
+        self.start_receiving()
+        for trigger in self.triggers.values():
             trigger.start()
-            if isinstance(trigger, PollingTrigger | BothTrigger):
-                thread = threading.Thread(
-                    target=self._poll_loop, args=(key, trigger), name=f"pf-poll-{trigger.name}"
-                )
-                thread.daemon = True
-                thread.start()
-                self._threads.append(thread)
             logger.info("trigger %s: receiving by %s", trigger.name, trigger.mode)
+        pollers: list[tuple[str, Any, float]] = [
+            (key, trigger, self.poll_interval)
+            for key, trigger in self.triggers.items()
+            if isinstance(trigger, PollingTrigger | BothTrigger)
+        ]
+        pollers += [(key, poller, self.catch_up_every) for key, poller in self.catch_up.items()]
+        for key, target, _ in pollers:  # catch up before the runner takes events
+            self._poll(key, target)
+        for key, target, interval in pollers:
+            thread = threading.Thread(
+                target=self._poll_loop, args=(key, target, interval), name=f"pf-poll-{key}"
+            )
+            thread.daemon = True
+            thread.start()
+            self._threads.append(thread)
         if self.on_started is not None:
             self.on_started(self)
+
+    def _poll(self, key: str, target: Any) -> None:
+        try:
+            with priority(Priority.POLL):
+                found = target.poll_once()
+        except PracticeflowError as exc:
+            logger.warning("poll of %s failed: %s", key, exc)
+        else:
+            if found.events:
+                logger.info("poll of %s: %d new event(s)", key, len(found.events))
+                self._stored()
+
+    def _stored(self) -> None:
+        """New events are in the store: tell whoever listens (read at call time, so a
+        listener set after the receiver started is still told)."""
+        if self.on_stored is not None:
+            self.on_stored()
 
     def next_poll(self, trigger_key: str) -> datetime | None:
         """When the running poll loop of a trigger polls next (UTC), or ``None``."""
         return self._next_poll.get(trigger_key)
 
-    def _poll_loop(self, key: str, trigger: PollingTrigger | BothTrigger) -> None:
-        poller = trigger.polling.poller if isinstance(trigger, BothTrigger) else trigger.poller
+    def _poll_loop(self, key: str, target: Any, interval: float) -> None:
+        """Wait, poll, repeat (the first poll was the catch-up in :meth:`start`)."""
+        if isinstance(target, BothTrigger):
+            poller = target.polling.poller
+        elif isinstance(target, PollingTrigger):
+            poller = target.poller
+        else:
+            poller = target
         while not self._stop.is_set():
-            try:
-                with priority(Priority.POLL):
-                    found = trigger.poll_once()
-                if found.events and self.on_stored is not None:
-                    self.on_stored()
-            except PracticeflowError as exc:
-                logger.warning("poll of %s failed: %s", trigger.name, exc)
-            wait = poller.next_interval(self.poll_interval)
+            wait = poller.next_interval(interval)
             self._next_poll[key] = datetime.now(UTC) + timedelta(seconds=wait)
-            self._stop.wait(wait)
+            if self._stop.wait(wait):
+                break
+            self._poll(key, target)
         self._next_poll.pop(key, None)
 
     def poll_once(self) -> int:
@@ -195,7 +305,10 @@ class TriggerIntake:
         return stored
 
     def stop(self) -> None:
-        """Stop polling and the receiver; unsubscribe when configured to."""
+        """Stop polling and the receiver; unsubscribe when configured to (idempotent)."""
+        if self._stopped:
+            return
+        self._stopped = True
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=30)
@@ -236,6 +349,7 @@ def build_intake(
     since: str | None = None,
     on_started: Callable[[TriggerIntake], None] | None = None,
     on_stored: Callable[[], None] | None = None,
+    unsubscribe: bool = False,
 ) -> TriggerIntake:
     """The intake ``serve`` and ``run`` use: arguments first, then the environment.
 
@@ -254,6 +368,7 @@ def build_intake(
         since: where triggers without a cursor start polling (ISO 8601).
         on_started: see :class:`TriggerIntake`.
         on_stored: called whenever new events were stored (see :class:`TriggerIntake`).
+        unsubscribe: remove the subscriptions on a clean stop (``--unsubscribe-on-exit``).
 
     Returns:
         The intake (not started).
@@ -268,4 +383,5 @@ def build_intake(
         since=since,
         on_started=on_started,
         on_stored=on_stored,
+        unsubscribe=unsubscribe,
     )

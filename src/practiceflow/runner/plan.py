@@ -24,7 +24,10 @@ from dataclasses import dataclass, field
 
 from practiceflow.hooks import CHECKS, HOOKS
 from practiceflow.manifest import ActionModule
+from practiceflow.runner.downtime import downtime_note
 from practiceflow.runner.validate import ValidRecipe
+from practiceflow.templating import render_tree, utcnow
+from practiceflow.triggers import definition
 
 __all__ = ["DAILY_BUDGET", "HOURLY_BUDGET", "Plan", "RecipeCost", "StepCost", "plan"]
 
@@ -86,6 +89,8 @@ class Plan:
         share: ``per_day`` as a fraction of the daily budget.
         daily_budget: the budget used.
         warnings: what exceeds or comes close to a limit.
+        downtime: per recipe, what happens to its trigger's events while ``serve`` is
+            down (caught up by polling, or left to the sender's retries).
     """
 
     recipes: list[RecipeCost]
@@ -93,6 +98,7 @@ class Plan:
     share: float
     daily_budget: int
     warnings: list[str] = field(default_factory=list)
+    downtime: list[str] = field(default_factory=list)
 
 
 def _step_cost(step_id: str, use: str, action: object, items: int, looped: bool) -> StepCost:
@@ -169,4 +175,13 @@ def plan(
             f"polling alone would need {hourly:,.0f}+ requests an hour; the hourly "
             f"window is {HOURLY_BUDGET:,}"
         )
-    return Plan(costs, total, share, daily_budget, warnings)
+    downtime = [
+        f"{recipe.name}: {downtime_note(definition(recipe.trigger), _options(recipe))}"
+        for recipe in recipes
+    ]
+    return Plan(costs, total, share, daily_budget, warnings, downtime)
+
+
+def _options(recipe: ValidRecipe) -> dict[str, object]:
+    rendered = render_tree(recipe.recipe.trigger_with, {"now": utcnow()})
+    return dict(rendered) if isinstance(rendered, dict) else {}

@@ -13,8 +13,9 @@
    another process are found within :attr:`Service.idle` seconds.
 
 SIGTERM or SIGINT sets the stop flag: the step being sent finishes and is journaled, the
-rest of the run stays resumable, the intake is stopped (its subscriptions removed, so that
-nothing is left delivering to a closed port; polling catches up on the next start), and
+rest of the run stays resumable, the intake is stopped (its subscriptions kept: a stop is
+not a goodbye, the sender retries deliveries to the restarted receiver and polling catches
+up on the next start; ``serve --unsubscribe-on-exit`` removes them), and
 :meth:`Service.run` returns.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import FrameType
@@ -30,6 +32,7 @@ from typing import Protocol
 
 from practiceflow.errors import PracticeflowError
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
+from practiceflow.runner.gaps import close_settled_gaps
 from practiceflow.state import StateStore
 
 __all__ = ["Background", "Intake", "Service"]
@@ -47,7 +50,7 @@ class Intake(Protocol):
         """Poll every polling trigger once; returns how many events were stored."""
 
     def stop(self) -> None:
-        """Stop receiving; remove subscriptions on a clean stop."""
+        """Stop receiving (subscriptions are kept unless configured otherwise)."""
 
 
 class Background(Protocol):
@@ -77,6 +80,8 @@ class Service:
             and stopped with the service, or None.
         settled: set when a person resolved a step (the console does): settled runs are
             resumed on the next loop, without waiting for a restart.
+        settle_every: seconds between looks for runs settled elsewhere (``practiceflow
+            runs resolve``, ``store.resolve_step``) and for settled gap entries to close.
     """
 
     runners: list[Runner]
@@ -88,6 +93,7 @@ class Service:
     on_outcome: Callable[[RunOutcome], None] | None = None
     console: Background | None = None
     settled: threading.Event = field(default_factory=threading.Event)
+    settle_every: float = 1.0
 
     def __post_init__(self) -> None:
         for runner in self.runners:
@@ -115,10 +121,31 @@ class Service:
         Returns:
             How many runs were resumed.
         """
+        return self._resume(settled_only=False)
+
+    def resume_settled(self) -> int:
+        """Resume the ``in_doubt`` runs a person has settled, and close settled gap entries.
+
+        The loop looks every ``settle_every`` seconds, so a decision made anywhere (the
+        console, ``practiceflow runs resolve``, ``store.resolve_step``) is picked up.
+
+        Returns:
+            How many runs were resumed.
+        """
+        count = self._resume(settled_only=True)
+        for practice in {runner.practice for runner in self.runners}:
+            close_settled_gaps(self.store, practice)
+        return count
+
+    def _resume(self, *, settled_only: bool) -> int:
         count = 0
         for runner in self.runners:
             practice, name = runner.practice, runner.recipe.name
-            runs = self.store.list_runs(practice=practice, recipe=name, status="running")
+            runs = (
+                []
+                if settled_only
+                else self.store.list_runs(practice=practice, recipe=name, status="running")
+            )
             held = self.store.list_runs(practice=practice, recipe=name, status="in_doubt")
             settled = [
                 run
@@ -188,14 +215,20 @@ class Service:
         try:
             self.resume_unfinished()
             loops = 0
+            look = time.monotonic() + self.settle_every
             while not self.stop.is_set():
+                # A person's decisions reach the loop however they were made: the console
+                # sets ``settled``; the CLI and Python are found by looking.
                 if self.settled.is_set():
                     self.settled.clear()
                     self.resume_unfinished()
+                elif time.monotonic() >= look:
+                    look = time.monotonic() + self.settle_every
+                    self.resume_settled()
                 # Cleared before draining: an event stored meanwhile wakes the next wait.
                 self.wake.clear()
                 if not self.drain() and not self.settled.is_set():
-                    self.wake.wait(self.idle)
+                    self.wake.wait(max(0.0, min(self.idle, look - time.monotonic())))
                 loops += 1
                 if max_loops is not None and loops >= max_loops:
                     break

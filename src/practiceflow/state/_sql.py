@@ -61,6 +61,7 @@ from practiceflow.state.rows import (
     event_rows,
     first_occurrences,
     json_or_null,
+    like_prefix,
 )
 from practiceflow.state.steps import encode_step_change, fold_step_changes
 
@@ -456,6 +457,7 @@ class SQLStore(StateStore):
         event_id: str | None = None,
         since: datetime | None = None,
         limit: int = 100,
+        run_id_prefix: str | None = None,
     ) -> list[RunRecord]:
         """See :meth:`StateStore.list_runs`."""
         if status is not None:
@@ -465,6 +467,7 @@ class SQLStore(StateStore):
             "recipe = ?": recipe,
             "status = ?": status,
             "event_id = ?": event_id,
+            "run_id LIKE ? ESCAPE '\\'": like_prefix(run_id_prefix),
             "created_at >= ?": None if since is None else self.dialect.dump_time(since, "since"),
         }
         given = {clause: value for clause, value in filters.items() if value is not None}

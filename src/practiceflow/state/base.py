@@ -341,6 +341,7 @@ class StateStore(ABC):
         event_id: str | None = None,
         since: datetime | None = None,
         limit: int = 100,
+        run_id_prefix: str | None = None,
     ) -> list[RunRecord]:
         """Runs matching every filter given, newest first.
 
@@ -351,6 +352,7 @@ class StateStore(ABC):
             event_id: only runs of this event.
             since: only runs started at or after this time.
             limit: at most this many.
+            run_id_prefix: only runs whose id starts with this (a short id).
         """
 
     @abstractmethod

@@ -45,6 +45,7 @@ __all__ = [
     "from_json",
     "from_utc",
     "json_or_null",
+    "like_prefix",
     "to_json",
     "to_utc",
 ]
@@ -300,6 +301,14 @@ class StepTransition:
     who: str | None
     note: str | None
     detail: Json
+
+
+def like_prefix(prefix: str | None) -> str | None:
+    """A ``LIKE ... ESCAPE '\\'`` pattern matching the strings that start with ``prefix``."""
+    if prefix is None:
+        return None
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
 
 
 def check_value(what: str, value: str, valid: tuple[str, ...]) -> None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -428,7 +429,9 @@ class ReceiverServer:
         port: the port (chosen when ``0`` was asked).
     """
 
-    def __init__(self, receiver: Receiver, host: str, port: int) -> None:
+    def __init__(
+        self, receiver: Receiver, host: str, port: int, sock: socket.socket | None = None
+    ) -> None:
         self.receiver = receiver
         self.host = host
         config = uvicorn.Config(
@@ -440,7 +443,11 @@ class ReceiverServer:
             lifespan="off",
         )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="pf-receiver", daemon=True)
+        # ``sock``: a socket already listening (bound early, see practiceflow.early_listen).
+        sockets = None if sock is None else [sock]
+        self._thread = threading.Thread(
+            target=self._server.run, args=(sockets,), name="pf-receiver", daemon=True
+        )
         self.port = port
 
     @property

@@ -1,0 +1,111 @@
+"""How ``serve`` (and ``run`` without ``--once``) starts, in the order that loses nothing.
+
+1. Take the state file's lease (:mod:`practiceflow.runner.lease`): a second ``serve`` on
+   the same SQLite file refuses here, before anything is sent.
+2. Check the recipes locally, open the store, and **start the receiver** with every webhook
+   trigger bound, before the first request: the sender's retries of what it delivered while
+   we were down are stored from the first moment (``PRACTICEFLOW_LISTEN``).
+3. Note the downtime since the store's last sign of life as a gap
+   (:mod:`practiceflow.runner.gaps`) and start the heartbeat.
+4. Check the credentials, subscribe what is not subscribed yet (subscriptions are kept on a
+   normal stop), catch up every trigger with a poll source, then run the loop.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import Any
+
+from practiceflow.cli.common import ApiOptions, build_client
+from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake
+from practiceflow.cli.state import open_state, practice_key, sqlite_file
+from practiceflow.early_listen import release
+from practiceflow.manifest import load_modules
+from practiceflow.runner import PriorityBudget, Runner, validate_recipe
+from practiceflow.runner.gaps import Heartbeat, note_downtime
+from practiceflow.runner.intake import LISTEN_ENV
+from practiceflow.runner.lease import ServeLease
+from practiceflow.runner.service import Service
+from practiceflow.state.request_log import RequestLog
+
+__all__ = ["serve_recipes"]
+
+
+def serve_recipes(
+    paths: Sequence[str],
+    practice: str | None,
+    state: str | None,
+    modules_dirs: Sequence[str],
+    api: ApiOptions,
+    options: IntakeOptions,
+    *,
+    console: str | None = None,
+    console_token: str | None = None,
+    unsubscribe: bool = False,
+) -> None:
+    """Serve recipes until SIGTERM (see the module docstring for the start-up order).
+
+    Args:
+        paths: the recipe files.
+        practice: ``--practice``, or None for the default key.
+        state: ``--state``, or None for the default store.
+        modules_dirs: folders of the user's own modules.
+        api: the API options.
+        options: ``--public-url``, ``--listen``, ``--since``.
+        console: where the console listens (``HOST:PORT``), or None for no console.
+        console_token: the console's token.
+        unsubscribe: remove the subscriptions on a clean stop (``--unsubscribe-on-exit``).
+
+    Raises:
+        ConfigError: bad input, or another serve holds the state file (``StoreInUse``).
+    """
+    from practiceflow.console.server import check_bind, console_for, parse_listen
+
+    listen = parse_listen(console) if console else None
+    if listen is not None:
+        check_bind(listen[0], console_token)  # refuse before any request is sent
+    stop = threading.Event()  # SIGTERM during start-up stops cleanly too
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with ExitStack() as stack:
+        lease = _lease(state, listen, options.listen or os.environ.get(LISTEN_ENV))
+        if lease is not None:
+            stack.callback(lease.release)
+        registry = load_modules(list(modules_dirs))
+        checked = [validate_recipe(path, registry=registry) for path in paths]
+        client = stack.enter_context(build_client(api, budget=PriorityBudget()))
+        key = practice_key(practice, client.settings.client_id)
+        store = stack.enter_context(open_state(state))
+        intake = build_cli_intake(checked, store, client, key, options, unsubscribe=unsubscribe)
+        stack.callback(intake.stop)
+        intake.start_receiving()  # deliveries are stored from here on
+        release()  # an early socket no webhook trigger took
+        if lease is not None:
+            lease.update(receiver=intake.receiver_url)
+        can_write = client.validate().can_write
+        recipes = [validate_recipe(path, registry=registry, can_write=can_write) for path in paths]
+        note_downtime(store, key, intake.coverage(), client)  # before the first heartbeat
+        stack.callback(Heartbeat(store, key).start().stop)
+        counted = stack.enter_context(RequestLog(store, key))
+        client.budget.on_admit(counted.admitted)  # the console's budget chart
+        runners = [Runner(recipe, store, client, practice=key) for recipe in recipes]
+        wake = threading.Event()
+        intake.on_stored = wake.set  # the receiver and pollers wake the runner
+        service = Service(runners, store, intake, stop=stop, wake=wake)
+        if listen is not None:
+            service.console = console_for(service, client, recipes, key, listen, console_token)
+        service.install_signal_handlers()
+        service.run()
+
+
+def _lease(state: str | None, listen: Any, receiver: str | None) -> ServeLease | None:
+    """Take the SQLite state file's serve lease (PostgreSQL: none; see runner.lease)."""
+    path = sqlite_file(state)
+    if path is None:
+        return None
+    console = f"http://{listen[0]}:{listen[1]}/console/" if listen is not None else None
+    return ServeLease(path).acquire(console=console, receiver=receiver)

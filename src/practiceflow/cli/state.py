@@ -1,0 +1,142 @@
+"""One state store and one practice key for every command.
+
+Every command that reads or writes state (``run``, ``serve``, ``runs``, ``triggers``, ``db``,
+``worker``) finds it the same way, through this module:
+
+* the **store** is ``--state``, else ``PRACTICEFLOW_STATE``, else the SQLite file
+  ``.practiceflow/state.db`` in the working directory: recipes live in a project folder, and
+  their events, cursors and journals belong with that folder (as ``.git`` does);
+* the **practice** (the key cursors, subscriptions, events and runs are filed under) is
+  ``--practice``, else the name a fleet file (``PRACTICEFLOW_FLEET``) gives the practice of
+  these credentials, else the Client ID of the credentials.
+
+So ``practiceflow triggers poll`` moves the cursor that ``practiceflow serve`` carries on
+from, and ``practiceflow runs list`` shows the runs both made.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import click
+
+from practiceflow.errors import ConfigError
+from practiceflow.state import StateStore, open_store
+
+__all__ = [
+    "DEFAULT_STATE",
+    "FLEET_ENV",
+    "STATE_ENV",
+    "open_state",
+    "practice_key",
+    "practice_option",
+    "sqlite_file",
+    "state_option",
+    "state_target",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Where the state store is when neither ``--state`` nor ``PRACTICEFLOW_STATE`` says.
+DEFAULT_STATE: Final = Path(".practiceflow") / "state.db"
+STATE_ENV: Final = "PRACTICEFLOW_STATE"
+FLEET_ENV: Final = "PRACTICEFLOW_FLEET"
+
+_STATE_HELP = (
+    "State store: a SQLite file, sqlite:///path or postgresql://... (env PRACTICEFLOW_STATE; "
+    "default .practiceflow/state.db in the working directory)."
+)
+_PRACTICE_HELP = (
+    "The practice's key in the state store (default: its name in the fleet file "
+    "PRACTICEFLOW_FLEET, else the Client ID)."
+)
+
+
+def state_option(func: F) -> F:
+    """The ``--state`` option (env ``PRACTICEFLOW_STATE``); the command receives ``state``."""
+    option = click.option(
+        "--state", metavar="PATH", envvar=STATE_ENV, default=None, help=_STATE_HELP
+    )
+    return option(func)
+
+
+def practice_option(func: F) -> F:
+    """The ``--practice`` option; the command receives ``practice`` (None: not given)."""
+    option = click.option("--practice", metavar="KEY", default=None, help=_PRACTICE_HELP)
+    return option(func)
+
+
+def state_target(state: str | None) -> str:
+    """The store a command uses: ``state`` (``--state``/``PRACTICEFLOW_STATE``) or the default.
+
+    Args:
+        state: what the command line or the environment said, or None.
+
+    Returns:
+        A SQLite path or a URL.
+    """
+    return state or str(DEFAULT_STATE)
+
+
+def open_state(state: str | None) -> StateStore:
+    """Open the state store a command names (creating the default's folder).
+
+    Args:
+        state: ``--state`` / ``PRACTICEFLOW_STATE``, or None for the default.
+
+    Returns:
+        The open store.
+
+    Raises:
+        ConfigError: the store cannot be opened.
+    """
+    target = state_target(state)
+    if "://" not in target:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    return open_store(target)
+
+
+def sqlite_file(state: str | None) -> Path | None:
+    """The SQLite file a command's store is, or None for a PostgreSQL store."""
+    target = state_target(state)
+    if target.lower().startswith(("postgresql://", "postgres://")):
+        return None
+    from practiceflow.state import sqlite_path
+
+    return sqlite_path(target)
+
+
+def practice_key(
+    practice: str | None, client_id: str, environ: Mapping[str, str] | None = None
+) -> str:
+    """The key a practice's state is filed under (see the module docstring).
+
+    Args:
+        practice: ``--practice``, or None.
+        client_id: the Client ID of the credentials in use.
+        environ: environment to read (``os.environ`` when None).
+
+    Returns:
+        ``practice``; else the fleet file's name for the practice with this Client ID;
+        else the Client ID.
+
+    Raises:
+        ConfigError: the fleet file named by ``PRACTICEFLOW_FLEET`` cannot be read.
+    """
+    if practice:
+        return practice
+    env = os.environ if environ is None else environ
+    fleet_file = env.get(FLEET_ENV)
+    if fleet_file:
+        from practiceflow.fleet.config import load_fleet
+
+        for name, config in load_fleet(fleet_file).practices.items():
+            try:
+                if config.settings(env).client_id == client_id:
+                    return name
+            except ConfigError:  # another practice's credentials are not ours to need
+                continue
+    return client_id

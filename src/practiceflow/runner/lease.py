@@ -1,0 +1,125 @@
+"""One ``serve`` per SQLite state file: the second refuses, naming the first.
+
+Two ``serve`` processes on one SQLite file would both subscribe, both poll with the same
+cursors and both take the same events: the store keeps them from running an event twice,
+but not from doubling the requests, fighting over the file's write lock and printing each
+other's console. So ``serve`` (and ``run`` without ``--once``) takes a **lease** first: an
+exclusive ``flock`` on ``<state file>.serve.lock`` beside the database, held for the life of
+the process. The kernel drops the lock when the process ends, however it ends (a
+``kill -9`` included), so a stale lease never blocks a restart. The file holds who holds it
+(pid, console and receiver addresses), for the message the second process prints.
+
+A PostgreSQL store takes no lease: several processes on one database is what ``practiceflow
+worker`` is for, and it coordinates through the database.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+from typing import Any, Final
+
+from practiceflow.errors import ConfigError
+from practiceflow.templating import utcnow
+
+__all__ = ["LEASE_SUFFIX", "ServeLease", "StoreInUse", "lease_path"]
+
+#: Suffix of the lease file beside a SQLite state file.
+LEASE_SUFFIX: Final = ".serve.lock"
+
+
+class StoreInUse(ConfigError):
+    """Another ``serve`` holds the state file's lease."""
+
+    def __init__(self, state: Path, holder: dict[str, Any]) -> None:
+        self.state = state
+        self.holder = holder
+        where = ", ".join(
+            f"{label} {holder[key]}"
+            for key, label in (("console", "console"), ("receiver", "receiver"))
+            if holder.get(key)
+        )
+        message = (
+            f"state file {state} is in use by another serve (pid {holder.get('pid', '?')}"
+            f"{', ' + where if where else ''}, started {holder.get('started', '?')}); stop "
+            "it first, or give this one its own --state"
+        )
+        super().__init__(message)
+
+
+def lease_path(state: Path) -> Path:
+    """The lease file of a SQLite state file."""
+    return state.with_name(state.name + LEASE_SUFFIX)
+
+
+class ServeLease:
+    """The exclusive lease of one SQLite state file (module docstring).
+
+    Args:
+        state: the SQLite state file.
+    """
+
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        self.path = lease_path(state)
+        self._fd: int | None = None
+        self._info: dict[str, Any] = {}
+
+    def acquire(self, **info: Any) -> ServeLease:
+        """Take the lease, or refuse naming its holder.
+
+        Args:
+            **info: who we are, written to the file (``pid`` and ``started`` are added).
+
+        Returns:
+            The lease (held).
+
+        Raises:
+            StoreInUse: another process holds it.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read(fd)
+            os.close(fd)
+            raise StoreInUse(self.state, holder) from None
+        self._fd = fd
+        self._info = {"pid": os.getpid(), "started": utcnow().isoformat(timespec="seconds")}
+        self.update(**info)
+        return self
+
+    def update(self, **info: Any) -> None:
+        """Add to what the file says about the holder (such as the receiver's address)."""
+        if self._fd is None:
+            return
+        self._info.update({key: value for key, value in info.items() if value is not None})
+        data = json.dumps(self._info).encode("utf-8")
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, data, 0)
+
+    def release(self) -> None:
+        """Give the lease back (the file stays; its lock is what counts)."""
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> ServeLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _read(fd: int) -> dict[str, Any]:
+    try:
+        raw = os.pread(fd, 4096, 0)
+        data = json.loads(raw.decode("utf-8")) if raw else {}
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,72 @@
+"""Short run ids: a run is found by its full id or by any unique prefix of 8 characters or more.
+
+The CLI prints runs by a short id (``run fd908bc4 succeeded``); every place that takes a run
+id (``runs show | resolve | retry``, the console's run pages and its JSON API) finds the run
+through :func:`find_run`, so the id printed is an id accepted.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from practiceflow.errors import ConfigError
+from practiceflow.state.base import StateStore
+from practiceflow.state.rows import RunRecord
+
+__all__ = ["MIN_PREFIX", "SHORT_ID", "AmbiguousRunId", "find_run", "short_id"]
+
+#: The shortest prefix accepted for a run id.
+MIN_PREFIX: Final = 8
+#: How many characters of a run id are printed.
+SHORT_ID: Final = 8
+#: How many candidates an ambiguous prefix lists.
+_LISTED: Final = 10
+
+
+class AmbiguousRunId(ConfigError):
+    """A short id that is the prefix of more than one run; ``candidates`` lists them."""
+
+    def __init__(self, prefix: str, candidates: list[RunRecord]) -> None:
+        self.prefix = prefix
+        self.candidates = candidates
+        shown = ", ".join(
+            f"{run.run_id} ({run.recipe}, {run.status})" for run in candidates[:_LISTED]
+        )
+        more = "" if len(candidates) <= _LISTED else f" and {len(candidates) - _LISTED} more"
+        message = (
+            f"run id {prefix!r} is the start of {len(candidates)} runs: {shown}{more}; "
+            "give more of the id"
+        )
+        super().__init__(message)
+
+
+def short_id(run_id: str) -> str:
+    """The short form of a run id, as printed."""
+    return run_id[:SHORT_ID]
+
+
+def find_run(store: StateStore, run_id: str) -> RunRecord | None:
+    """The run with this id, or the one run whose id starts with it.
+
+    Args:
+        store: the state store.
+        run_id: a full run id, or a prefix of at least :data:`MIN_PREFIX` characters.
+
+    Returns:
+        The run, or None when no run has this id (or, for a prefix, starts with it).
+
+    Raises:
+        AmbiguousRunId: the prefix starts more than one run's id (the error lists them).
+    """
+    text = run_id.strip()
+    found = store.get_run(text)
+    if found is not None or len(text) < MIN_PREFIX:
+        return found
+    matches = [
+        run
+        for run in store.list_runs(run_id_prefix=text, limit=_LISTED + 50)
+        if run.run_id.startswith(text)  # LIKE ignores ASCII case on SQLite
+    ]
+    if len(matches) > 1:
+        raise AmbiguousRunId(text, matches)
+    return matches[0] if matches else None

@@ -1,0 +1,69 @@
+"""The receiver's socket is bound before serve's slow start-up (issue 24): connections made
+then wait in the backlog instead of being refused; a taken port is left to the normal
+start-up to report."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from practiceflow.early_listen import bind_listen, claim, release, take
+from practiceflow.errors import ConfigError
+
+
+def _port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_claim_listens_at_once_and_hands_the_socket_over_once() -> None:
+    port = _port()
+    env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{port}", "PRACTICEFLOW_PUBLIC_URL": "local"}
+    claimed = claim(env, [])
+    try:
+        assert claimed is not None
+        # Nobody accepts yet, and still the connection is made (queued in the backlog).
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+        assert take("127.0.0.1", port) is claimed
+        assert take("127.0.0.1", port) is None
+    finally:
+        if claimed is not None:
+            claimed.close()
+
+
+def test_nothing_is_claimed_without_a_public_url_or_on_a_taken_port() -> None:
+    port = _port()
+    assert claim({"PRACTICEFLOW_LISTEN": f"127.0.0.1:{port}"}, []) is None
+    with bind_listen("127.0.0.1", 0) as holder:
+        taken = int(holder.getsockname()[1])
+        env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{taken}", "PRACTICEFLOW_PUBLIC_URL": "x"}
+        assert claim(env, []) is None
+        with pytest.raises(ConfigError, match="cannot listen"):
+            bind_listen("127.0.0.1", taken)
+
+
+def test_release_closes_what_was_not_taken() -> None:
+    port = _port()
+    env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{port}", "PRACTICEFLOW_PUBLIC_URL": "local"}
+    claimed = claim(env, [])
+    assert claimed is not None
+    release()
+    assert claimed.fileno() == -1
+    assert take("127.0.0.1", port) is None
+
+
+def test_the_command_line_wins_over_the_environment() -> None:
+    port, other = _port(), _port()
+    env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{other}", "PRACTICEFLOW_PUBLIC_URL": "local"}
+    claimed = claim(env, ["serve", "r.yaml", "--listen", f"127.0.0.1:{port}"])
+    try:
+        assert claimed is not None
+        assert claimed.getsockname()[1] == port
+        assert take("127.0.0.1", other) is None
+    finally:
+        release()
+    assert claim({}, ["serve", f"--listen=127.0.0.1:{port}", "--public-url", "local"]) is not None
+    release()
