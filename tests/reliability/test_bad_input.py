@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import os
 import string
 import time
 from collections.abc import Iterator
@@ -22,9 +23,11 @@ from typing import Any
 import pytest
 import requests
 import yaml
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from practiceflow.cli import cli
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import load_module, load_recipe
 from practiceflow.state import StateStore, open_store
@@ -94,6 +97,66 @@ def test_nasty_files_end_in_a_clear_error(tmp_path: Path, name: str):
     assert str(path.name) in str(caught.value) or "recipe" in str(caught.value)
     _load_all_ways(path)
     assert time.monotonic() - started < 20  # no hang, no expansion
+
+
+def _special_file(tmp_path: Path, kind: str) -> Path:
+    path = tmp_path / "recipe.yaml"
+    if kind == "symlink to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "symlink to /dev/urandom":
+        path.symlink_to("/dev/urandom")
+    elif kind == "fifo":  # opening it would block until a writer comes
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "dangling symlink":
+        path.symlink_to(tmp_path / "nowhere.yaml")
+    elif kind == "sparse 3 GB file":
+        with path.open("wb") as stream:
+            stream.truncate(3 * 1024**3)
+    return path
+
+
+SPECIAL_FILES = [
+    "symlink to /dev/zero",
+    "symlink to /dev/urandom",
+    "fifo",
+    "directory",
+    "dangling symlink",
+    "sparse 3 GB file",
+]
+
+
+@pytest.mark.parametrize("kind", SPECIAL_FILES)
+def test_files_are_checked_before_they_are_read(tmp_path: Path, kind: str):
+    path = _special_file(tmp_path, kind)
+    for load in (load_recipe, load_module):
+        with pytest.raises(PracticeflowError) as caught:
+            load(path)
+        text = str(caught.value)
+        assert "recipe.yaml" in text
+        assert "regular file" in text or "limit is" in text or "cannot read" in text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "{path}", "--dry-run"],
+        ["modules", "validate", "{path}"],
+        ["action", "create_lead", "--input", "{path}", "--dry-run"],
+    ],
+)
+@pytest.mark.parametrize("kind", ["symlink to /dev/zero", "fifo", "sparse 3 GB file"])
+def test_the_cli_refuses_special_files_with_exit_2(tmp_path: Path, kind: str, args: list[str]):
+    path = _special_file(tmp_path, kind)
+    env = {name: None for name in os.environ if name.startswith("PRACTICEFLOW_")}
+    env["PRACTICEFLOW_PROFILES"] = str(tmp_path / "none.toml")
+    argv = [arg.replace("{path}", str(path)) for arg in args]
+    result = CliRunner().invoke(cli, argv, env=env)
+    assert result.exit_code in (1, 2), result.output
+    assert "Traceback" not in result.output
+    assert "recipe.yaml" in result.output
+    assert "regular file" in result.output or "limit" in result.output
 
 
 yaml_text = st.text(alphabet=string.printable + "éü€\t", max_size=400)
