@@ -7,7 +7,7 @@ is settled":
 * :mod:`.context`: the names templates read (``trigger``, ``steps``, ``vars``, ``now``,
   ``item``);
 * :mod:`.local`: built-in local steps such as ``write_jsonl``;
-* :mod:`.redact`: masking of personal values in journal, logs and dry runs;
+* masking of personal values in journal, logs and dry runs: :mod:`practiceflow.engine.masking`;
 * :mod:`.execute`: :class:`Runner`, one run step by step, journaled, crash-safe;
 * :mod:`.reconcile`: read-backs that settle in-doubt writes;
 * :mod:`.dryrun`: :func:`dry_run`, render everything and send nothing;

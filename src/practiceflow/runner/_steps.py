@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from practiceflow.api.client import Client, PreparedCall
 from practiceflow.engine import run_action
+from practiceflow.engine.masking import mask_input, mask_request, mask_secrets
 from practiceflow.errors import (
     ApiError,
     BugError,
@@ -37,7 +38,6 @@ from practiceflow.manifest import ActionModule, RecipeStep
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.local import LocalContext, LocalStep
 from practiceflow.runner.reconcile import Verdict, reconcile
-from practiceflow.runner.redact import mask_input, mask_request, mask_secrets
 from practiceflow.runner.validate import StepAction, ValidRecipe
 from practiceflow.state import (
     EventRecord,
