@@ -23,11 +23,13 @@ import threading
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from types import FrameType
 from typing import Protocol
 
 from practiceflow.errors import PracticeflowError
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
+from practiceflow.runner.faults import EventGuard
 from practiceflow.state import StateStore
 
 __all__ = ["Background", "Intake", "Service"]
@@ -73,6 +75,8 @@ class Service:
             and stopped with the service, or None.
         settled: set when a person resolved a step (the console does): settled runs are
             resumed on the next loop, without waiting for a restart.
+        guard: the per-event boundary: an exception no step caught fails that event's runs,
+            recorded, and the service goes on (:mod:`practiceflow.runner.faults`).
     """
 
     runners: list[Runner]
@@ -83,8 +87,10 @@ class Service:
     on_outcome: Callable[[RunOutcome], None] | None = None
     console: Background | None = None
     settled: threading.Event = field(default_factory=threading.Event)
+    guard: EventGuard = field(init=False)
 
     def __post_init__(self) -> None:
+        self.guard = EventGuard(self.store)
         for runner in self.runners:
             runner.stop = self.stop
 
@@ -122,7 +128,9 @@ class Service:
             for run in [*runs, *settled]:
                 if self.stop.is_set():
                     return count
-                self._emit(runner.resume(run.run_id))
+                if self.guard.skips(run.run_id):
+                    continue
+                self._emit(self.guard.resume(run.run_id, partial(runner.resume, run.run_id)))
                 count += 1
         return count
 
@@ -147,7 +155,10 @@ class Service:
                 for event in self.store.pending_events(practice, limit, source=source):
                     if self.stop.is_set():
                         return count
-                    for outcome in run_shared(self.store, practice, runners, event):
+                    if self.guard.skips(f"{event.source}/{event.event_id}"):
+                        continue  # quarantined: not counted, so the loop waits when idle
+                    run = partial(run_shared, self.store, practice, runners, event)
+                    for outcome in self.guard.event(practice, runners, event, run):
                         self._emit(outcome)
                     count += 1
         return count
