@@ -37,7 +37,7 @@ import operator
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
 from jinja2.exceptions import SecurityError
@@ -84,6 +84,9 @@ class _Environment(ImmutableSandboxedEnvironment):
     """The sandbox plus the limits of :mod:`practiceflow._template_bounds`."""
 
     intercepted_binops = frozenset({"*", "**", "+", "%"})
+    # Called by every loop and every ``~`` (not filters: templates cannot name them).
+    pf_counted_iterations = staticmethod(bounds.counted_iterations)
+    pf_concat = staticmethod(bounds.concat)
 
     def call_binop(self, context: Context, operator_: str, left: Any, right: Any) -> Any:
         checked = _BINOPS.get(operator_)
@@ -113,9 +116,9 @@ _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "+": bounds.checked_add,
     "%": bounds.checked_mod,
 }
-#: Hidden filters the compiler puts in every template (see :func:`_bound_tree`).
-_LOOP_FILTER = "_pf_counted"
-_CONCAT_FILTER = "_pf_concat"
+#: Environment attributes the compiler calls in every template (see :func:`_bound_tree`).
+_LOOP_CALL = "pf_counted_iterations"
+_CONCAT_CALL = "pf_concat"
 
 
 def _make_environment() -> _Environment:
@@ -132,8 +135,6 @@ def _make_environment() -> _Environment:
     env.filters["tojson"] = filter_tojson
     env.filters["pathseg"] = filter_pathseg
     env.filters = bounds.bounded_filters(env.filters)
-    env.filters[_LOOP_FILTER] = bounds.counted_iterations
-    env.filters[_CONCAT_FILTER] = bounds.concat
     return env
 
 
@@ -329,20 +330,22 @@ def _compile_cached(source: str) -> _Compiled:
 def _bound_tree(tree: nodes.Template) -> None:
     """Route every loop through the iteration budget and every ``~`` through the size check."""
     for loop in tree.find_all(nodes.For):
-        loop.iter = nodes.Filter(loop.iter, _LOOP_FILTER, [], [], None, None, lineno=loop.lineno)
+        loop.iter = _environment_call(_LOOP_CALL, [cast(nodes.Expr, loop.iter)], loop.lineno)
     for parent in tree.find_all(nodes.Node):
         for field, child in parent.iter_fields():
             if isinstance(child, nodes.Concat):
-                setattr(parent, field, _as_concat_filter(child))
+                setattr(parent, field, _as_concat_call(child))
             elif isinstance(child, list):
-                child[:] = [
-                    _as_concat_filter(c) if isinstance(c, nodes.Concat) else c for c in child
-                ]
+                child[:] = [_as_concat_call(c) if isinstance(c, nodes.Concat) else c for c in child]
 
 
-def _as_concat_filter(node: nodes.Concat) -> nodes.Filter:
-    first, *rest = node.nodes
-    return nodes.Filter(first, _CONCAT_FILTER, rest, [], None, None, lineno=node.lineno)
+def _as_concat_call(node: nodes.Concat) -> nodes.Call:
+    return _environment_call(_CONCAT_CALL, list(node.nodes), node.lineno)
+
+
+def _environment_call(name: str, args: list[nodes.Expr], lineno: int) -> nodes.Call:
+    target = nodes.EnvironmentAttribute(name, lineno=lineno)
+    return nodes.Call(target, args, [], None, None, lineno=lineno)
 
 
 def _check_constants(tree: nodes.Template) -> None:
