@@ -53,3 +53,50 @@ def test_help_lists_examples() -> None:
     result = CliRunner().invoke(cli, ["--help"])
     assert result.exit_code == 0
     assert "practiceflow sandbox" in result.output
+
+
+@pytest.mark.parametrize(
+    "error",
+    [RecursionError("maximum recursion depth exceeded"), KeyError("entityKey"), MemoryError()],
+)
+def test_any_other_exception_is_one_line_internal_error_with_exit_70(
+    error: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    @click.command("boom")
+    def boom() -> None:
+        raise error
+
+    cli.add_command(boom)
+    try:
+        result = CliRunner().invoke(cli, ["boom"])
+    finally:
+        cli.commands.pop("boom")
+    assert result.exit_code == 70
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: internal error ({type(error).__name__}), a bug in practiceflow; "
+        "run with --debug for the traceback"
+    ]
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    logged = [r for r in caplog.records if r.name == "practiceflow.cli"]
+    assert [r.levelname for r in logged] == ["ERROR"]
+    assert type(error).__name__ in logged[0].getMessage()
+    assert logged[0].exc_info is None
+
+
+def test_debug_logs_the_traceback_of_an_internal_error(caplog: pytest.LogCaptureFixture) -> None:
+    @click.command("boom")
+    def boom() -> None:
+        raise ZeroDivisionError("detail of the bug")
+
+    cli.add_command(boom)
+    try:
+        result = CliRunner().invoke(cli, ["--debug", "boom"])
+    finally:
+        cli.commands.pop("boom")
+    assert result.exit_code == 70
+    logged = [r for r in caplog.records if r.name == "practiceflow.cli"]
+    assert "detail of the bug" in logged[0].getMessage()
+    assert logged[0].exc_info is not None
+    assert logged[0].exc_info[0] is ZeroDivisionError

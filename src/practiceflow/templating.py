@@ -9,11 +9,12 @@ autoescape, and these extra guards:
   ``{{ steps.x.items.append(...) }}`` is refused (the immutable sandbox), so rendering one
   step can never alter the trigger or another step's output;
 
-* ``*`` and ``**`` are intercepted: no huge powers, no huge repeated strings or lists, and no
-  constant folding of them at compile time;
 * ``range`` is the sandbox's bounded range; the ``lipsum``, ``cycler`` and ``joiner`` globals
   are removed;
-* attribute access to private or internal attributes (``__class__``...) raises.
+* attribute access to private or internal attributes (``__class__``...) raises;
+* sizes, loop iterations and macro depth are bounded (:mod:`practiceflow._template_bounds`):
+  an operation whose result would exceed the limit is refused before it runs, at load time
+  already when its operands are constants.
 
 Native types: a template that is exactly one expression, such as ``{{ input.amount }}``,
 renders to that expression's Python value (a number stays a number, a list stays a list, a
@@ -32,22 +33,29 @@ Filters: ``date`` (UTC ``YYYY-MM-DD``), ``datetime`` (UTC ISO 8601 ending in ``Z
 
 from __future__ import annotations
 
-import json
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
 from functools import lru_cache
-from typing import Any
-from urllib.parse import quote
+from typing import Any, cast
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.exceptions import TemplateError as JinjaTemplateError
+from jinja2.nodes import EvalContext
 from jinja2.runtime import Context, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 from jinja2.utils import consume
 
+from practiceflow import _template_bounds as bounds
+from practiceflow._template_filters import (
+    filter_date,
+    filter_datetime,
+    filter_pathseg,
+    filter_tojson,
+    set_clock,
+    utcnow,
+)
 from practiceflow.errors import Issue, TemplateError
 
 __all__ = [
@@ -56,6 +64,10 @@ __all__ = [
     "compile_template",
     "compile_tree",
     "environment",
+    "filter_date",
+    "filter_datetime",
+    "filter_pathseg",
+    "filter_tojson",
     "is_template",
     "render_tree",
     "set_clock",
@@ -63,148 +75,66 @@ __all__ = [
 ]
 
 #: Longest string, list or tuple that ``*`` may build in a template.
-MAX_REPEAT = 100_000
+MAX_REPEAT = bounds.MAX_SIZE
 #: Largest integer, in bits, that ``**`` may build.
 MAX_POWER_BITS = 4096
 
 
-def _utc_clock() -> datetime:
-    return datetime.now(UTC)
+class _Environment(ImmutableSandboxedEnvironment):
+    """The sandbox plus the limits of :mod:`practiceflow._template_bounds`."""
 
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    # Called by every loop and every ``~`` (not filters: templates cannot name them).
+    pf_counted_iterations = staticmethod(bounds.counted_iterations)
+    pf_concat = staticmethod(bounds.concat)
 
-_clock: Callable[[], datetime] = _utc_clock
+    def call_binop(self, context: Context, operator_: str, left: Any, right: Any) -> Any:
+        checked = _BINOPS.get(operator_)
+        if checked is not None:
+            return checked(left, right)
+        return super().call_binop(context, operator_, left, right)  # pragma: no cover
 
-
-def set_clock(clock: Callable[[], datetime] | None) -> None:
-    """Replace the clock behind ``now`` (for tests); ``None`` restores the real UTC clock.
-
-    Args:
-        clock: a callable returning an aware datetime, or None.
-    """
-    global _clock
-    _clock = clock or _utc_clock
-
-
-def utcnow() -> datetime:
-    """Return the current time in UTC, from the clock set by :func:`set_clock`."""
-    return _clock().astimezone(UTC)
-
-
-def _as_datetime(value: Any) -> datetime:
-    if isinstance(value, Undefined):
-        value._fail_with_undefined_error()
-    if isinstance(value, str) and value.strip().lower() == "now":
-        return utcnow()
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            message = f"got {value!r}; expected an ISO 8601 date or datetime, or 'now'"
-            raise ValueError(message) from None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    message = f"got {value!r}; expected a date, a datetime, an ISO 8601 string or 'now'"
-    raise ValueError(message)
-
-
-def filter_date(value: Any) -> str:
-    """``{{ x | date }}``: the UTC calendar date as ``YYYY-MM-DD``.
-
-    Args:
-        value: a datetime (naive means UTC), a date, an ISO 8601 string, or ``"now"``.
-
-    Returns:
-        The date in UTC.
-    """
-    if isinstance(value, date) and not isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, str) and len(value.strip()) == 10:  # a bare date has no zone
-        return _as_datetime(value).date().isoformat()
-    return _as_datetime(value).astimezone(UTC).date().isoformat()
-
-
-def filter_datetime(value: Any) -> str:
-    """``{{ x | datetime }}``: UTC ISO 8601 with a ``Z`` suffix, to the second.
-
-    Args:
-        value: a datetime (naive means UTC), a date, an ISO 8601 string, or ``"now"``.
-
-    Returns:
-        Such as ``2024-05-01T09:30:00Z``.
-    """
-    moment = _as_datetime(value).astimezone(UTC).replace(microsecond=0)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def filter_tojson(value: Any, indent: int | None = None) -> str:
-    """``{{ x | tojson }}``: plain JSON text (unlike Jinja's HTML-safe variant).
-
-    Args:
-        value: any JSON-compatible value.
-        indent: optional indentation.
-
-    Returns:
-        The JSON text.
-    """
-    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
-
-
-def filter_pathseg(value: Any) -> str:
-    """``{{ x | pathseg }}``: percent-encode a value for use as one URL path segment.
-
-    Args:
-        value: any value; it is turned into a string first.
-
-    Returns:
-        The encoded segment (``/`` and every reserved character are encoded).
-    """
-    return quote(str(value), safe="")
-
-
-def _checked_mul(left: Any, right: Any) -> Any:
-    for seq, count in ((left, right), (right, left)):
-        sized = isinstance(seq, str | list | tuple) and isinstance(count, int)
-        if sized and len(seq) * count > MAX_REPEAT:
-            message = f"repetition would build more than {MAX_REPEAT} items"
-            raise SecurityError(message)
-    return operator.mul(left, right)
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        args = bounds.check_call(__obj, args, kwargs)
+        call = super().call
+        if bounds.is_nested_call(__obj):
+            return bounds.nested_call(lambda: call(__context, __obj, *args, **kwargs))
+        return call(__context, __obj, *args, **kwargs)
 
 
 def _checked_pow(left: Any, right: Any) -> Any:
     integers = isinstance(left, int) and isinstance(right, int) and right > 0
     if integers and abs(left) > 1 and left.bit_length() * right > MAX_POWER_BITS:
         message = f"{left!r} ** {right!r} would exceed {MAX_POWER_BITS} bits"
-        raise SecurityError(message)
+        raise bounds.LimitError(message)
     return operator.pow(left, right)
 
 
-class _Environment(ImmutableSandboxedEnvironment):
-    """The sandbox plus guards on ``*`` and ``**``."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context: Context, operator_: str, left: Any, right: Any) -> Any:
-        if operator_ == "*":
-            return _checked_mul(left, right)
-        if operator_ == "**":
-            return _checked_pow(left, right)
-        return super().call_binop(context, operator_, left, right)  # pragma: no cover
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "*": bounds.checked_mul,
+    "**": _checked_pow,
+    "+": bounds.checked_add,
+    "%": bounds.checked_mod,
+}
+#: Environment attributes the compiler calls in every template (see :func:`_bound_tree`).
+_LOOP_CALL = "pf_counted_iterations"
+_CONCAT_CALL = "pf_concat"
 
 
 def _make_environment() -> _Environment:
-    env = _Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
+    env = _Environment(
+        undefined=StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=False,
+        finalize=lambda value: bounds.check_size(value, "an output value"),
+    )
     for name in ("lipsum", "cycler", "joiner"):
         env.globals.pop(name, None)
     env.filters["date"] = filter_date
     env.filters["datetime"] = filter_datetime
     env.filters["tojson"] = filter_tojson
     env.filters["pathseg"] = filter_pathseg
+    env.filters = bounds.bounded_filters(env.filters)
     return env
 
 
@@ -292,16 +222,44 @@ class CompiledTemplate:
                 the issue names the template's file, line and field.
         """
         try:
-            return self._run(context)
+            with bounds.render_budget():
+                return bounds.check_size(self._run(context), "the rendered value")
         except SecurityError as exc:
-            message = f"template refused by the sandbox: {exc}"
-            raise TemplateError(self.origin.issue(message)) from None
+            message = f"template {_shown(self.source)} refused by the sandbox: {exc}"
+            raise TemplateError(self._issue(message, exc)) from None
         except JinjaTemplateError as exc:
-            message = f"template {self.source!r} failed: {exc.message or exc}"
-            raise TemplateError(self.origin.issue(message)) from None
-        except (ValueError, TypeError, ArithmeticError, LookupError) as exc:
-            message = f"template {self.source!r} failed: {exc}"
-            raise TemplateError(self.origin.issue(message)) from None
+            message = f"template {_shown(self.source)} failed: {exc.message or exc}"
+            raise TemplateError(self._issue(message, exc)) from None
+        except RecursionError as exc:
+            message = f"template {_shown(self.source)} refused: it recurses too deeply"
+            raise TemplateError(self._issue(message, exc)) from None
+        except MemoryError as exc:
+            message = f"template {_shown(self.source)} refused: it ran out of memory"
+            raise TemplateError(self._issue(message, exc)) from None
+        except Exception as exc:
+            message = f"template {_shown(self.source)} failed: {type(exc).__name__}: {exc}"
+            raise TemplateError(self._issue(message, exc)) from None
+
+    def _issue(self, message: str, exc: BaseException) -> Issue:
+        return self.origin.issue(message, line_offset=_template_line(exc) - 1)
+
+
+def _shown(source: str, limit: int = 120) -> str:
+    """The template's text for an error message, shortened when long."""
+    text = source if len(source) <= limit else source[: limit - 3] + "..."
+    return repr(text)
+
+
+def _template_line(exc: BaseException) -> int:
+    """The line of the template (1-based) where a render failed, from the traceback."""
+    line = 1
+    tb = exc.__traceback__
+    while tb is not None:
+        template = tb.tb_frame.f_globals.get("__jinja_template__")
+        if template is not None:
+            line = template.get_corresponding_lineno(tb.tb_lineno) or line
+        tb = tb.tb_next
+    return line
 
 
 def compile_template(source: str, origin: Origin | None = None) -> CompiledTemplate:
@@ -324,8 +282,16 @@ def compile_template(source: str, origin: Origin | None = None) -> CompiledTempl
         offset = max((exc.lineno or 1) - 1, 0)
         message = f"template syntax: {exc.message}"
         raise TemplateError(where.issue(message, line_offset=offset)) from None
+    except bounds.LimitError as exc:
+        offset = max(getattr(exc, "lineno", 1) - 1, 0)
+        message = f"template {_shown(source)} refused by the sandbox: {exc}"
+        raise TemplateError(where.issue(message, line_offset=offset)) from None
     except SecurityError as exc:
-        raise TemplateError(where.issue(f"template refused by the sandbox: {exc}")) from None
+        message = f"template {_shown(source)} refused by the sandbox: {exc}"
+        raise TemplateError(where.issue(message)) from None
+    except (RecursionError, MemoryError):
+        message = f"template {_shown(source)} refused: it is nested too deeply"
+        raise TemplateError(where.issue(message)) from None
     return CompiledTemplate(source, where, compiled.names, compiled.attributes, compiled.run)
 
 
@@ -333,6 +299,8 @@ def compile_template(source: str, origin: Origin | None = None) -> CompiledTempl
 def _compile_cached(source: str) -> _Compiled:
     tree = _ENV.parse(source)
     names, attributes = _references(tree)
+    _bound_tree(tree)
+    _check_constants(tree)
     body = tree.body
     if (
         len(body) == 1
@@ -346,9 +314,58 @@ def _compile_cached(source: str) -> _Compiled:
     render = template.root_render_func
 
     def run_text(context: Mapping[str, Any]) -> Any:
-        return "".join(render(template.new_context(_with_globals(context), shared=True)))
+        chunks: list[str] = []
+        size = 0
+        for chunk in render(template.new_context(_with_globals(context), shared=True)):
+            size += len(chunk)
+            if size > bounds.MAX_SIZE:
+                message = f"the text would exceed {bounds.MAX_SIZE} characters"
+                raise bounds.LimitError(message)
+            chunks.append(chunk)
+        return "".join(chunks)
 
     return _Compiled(run_text, names, attributes)
+
+
+def _bound_tree(tree: nodes.Template) -> None:
+    """Route every loop through the iteration budget and every ``~`` through the size check."""
+    for loop in tree.find_all(nodes.For):
+        loop.iter = _environment_call(_LOOP_CALL, [cast(nodes.Expr, loop.iter)], loop.lineno)
+    for parent in tree.find_all(nodes.Node):
+        for field, child in parent.iter_fields():
+            if isinstance(child, nodes.Concat):
+                setattr(parent, field, _as_concat_call(child))
+            elif isinstance(child, list):
+                child[:] = [_as_concat_call(c) if isinstance(c, nodes.Concat) else c for c in child]
+
+
+def _as_concat_call(node: nodes.Concat) -> nodes.Call:
+    return _environment_call(_CONCAT_CALL, list(node.nodes), node.lineno)
+
+
+def _environment_call(name: str, args: list[nodes.Expr], lineno: int) -> nodes.Call:
+    target = nodes.EnvironmentAttribute(name, lineno=lineno)
+    return nodes.Call(target, args, [], None, None, lineno=lineno)
+
+
+def _check_constants(tree: nodes.Template) -> None:
+    """Refuse, at load time, a constant operation over the limits (Jinja would fold it)."""
+    eval_ctx = EvalContext(_ENV)
+    for node in tree.find_all((nodes.Filter, nodes.BinExpr)):
+        try:
+            if isinstance(node, nodes.BinExpr) and node.operator in _BINOPS:
+                left, right = node.left.as_const(eval_ctx), node.right.as_const(eval_ctx)
+                _BINOPS[node.operator](left, right)
+            else:
+                node.as_const(eval_ctx)
+        except nodes.Impossible as exc:
+            cause = exc.__cause__
+            if isinstance(cause, bounds.LimitError):
+                cause.lineno = node.lineno  # type: ignore[attr-defined]
+                raise cause from None
+        except bounds.LimitError as exc:
+            exc.lineno = node.lineno  # type: ignore[attr-defined]
+            raise
 
 
 def _native(expr: nodes.Expr) -> Callable[[Mapping[str, Any]], Any]:

@@ -13,6 +13,8 @@ import contextlib
 import hashlib
 import hmac
 import json
+import os
+import re
 import string
 import time
 from collections.abc import Iterator
@@ -22,9 +24,11 @@ from typing import Any
 import pytest
 import requests
 import yaml
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from practiceflow.cli import cli
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import load_module, load_recipe
 from practiceflow.state import StateStore, open_store
@@ -94,6 +98,66 @@ def test_nasty_files_end_in_a_clear_error(tmp_path: Path, name: str):
     assert str(path.name) in str(caught.value) or "recipe" in str(caught.value)
     _load_all_ways(path)
     assert time.monotonic() - started < 20  # no hang, no expansion
+
+
+def _special_file(tmp_path: Path, kind: str) -> Path:
+    path = tmp_path / "recipe.yaml"
+    if kind == "symlink to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "symlink to /dev/urandom":
+        path.symlink_to("/dev/urandom")
+    elif kind == "fifo":  # opening it would block until a writer comes
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "dangling symlink":
+        path.symlink_to(tmp_path / "nowhere.yaml")
+    elif kind == "sparse 3 GB file":
+        with path.open("wb") as stream:
+            stream.truncate(3 * 1024**3)
+    return path
+
+
+SPECIAL_FILES = [
+    "symlink to /dev/zero",
+    "symlink to /dev/urandom",
+    "fifo",
+    "directory",
+    "dangling symlink",
+    "sparse 3 GB file",
+]
+
+
+@pytest.mark.parametrize("kind", SPECIAL_FILES)
+def test_files_are_checked_before_they_are_read(tmp_path: Path, kind: str):
+    path = _special_file(tmp_path, kind)
+    for load in (load_recipe, load_module):
+        with pytest.raises(PracticeflowError) as caught:
+            load(path)
+        text = str(caught.value)
+        assert "recipe.yaml" in text
+        assert "regular file" in text or "limit is" in text or "cannot read" in text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "{path}", "--dry-run"],
+        ["modules", "validate", "{path}"],
+        ["action", "create_lead", "--input", "{path}", "--dry-run"],
+    ],
+)
+@pytest.mark.parametrize("kind", ["symlink to /dev/zero", "fifo", "sparse 3 GB file"])
+def test_the_cli_refuses_special_files_with_exit_2(tmp_path: Path, kind: str, args: list[str]):
+    path = _special_file(tmp_path, kind)
+    env = {name: None for name in os.environ if name.startswith("PRACTICEFLOW_")}
+    env["PRACTICEFLOW_PROFILES"] = str(tmp_path / "none.toml")
+    argv = [arg.replace("{path}", str(path)) for arg in args]
+    result = CliRunner().invoke(cli, argv, env=env)
+    assert result.exit_code in (1, 2), result.output
+    assert "Traceback" not in result.output
+    assert "recipe.yaml" in result.output
+    assert "regular file" in result.output or "limit" in result.output
 
 
 yaml_text = st.text(alphabet=string.printable + "éü€\t", max_size=400)
@@ -307,3 +371,72 @@ def test_random_templates_render_or_refuse_cleanly(source):
     context = {"trigger": {"entityKey": "k"}, "steps": {}, "vars": {}}
     with contextlib.suppress(PracticeflowError):
         compile_template(source).render(context)
+
+
+# ---- the corpus: hostile templates in recipes and modules, through the CLI ----------
+
+HOSTILE_TEMPLATES = {
+    "center": "{{ 'x'|center(2000000000) }}",
+    "printf-width": "{{ '%2000000000s'|format(1) }}",
+    "format-width": "{{ '{:>2000000000}'.format(1) }}",
+    "indent": "{{ trigger.entityKey|indent(2000000000) }}",
+    "join": "{{ range(100000)|join(' '*99999) }}",
+    "replace": "{{ ('a'*99999)|replace('a','a'*99999) }}",
+    "nested-loops": (
+        "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
+    ),
+    "recursive-macro": "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(trigger.entityKey) }}",
+    "constant-recursion": "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
+    "deep-parentheses": "{{ " + "(" * 3000 + "1" + ")" * 3000 + " }}",
+    "repeat": "{{ trigger.entityKey * 1000000000 }}",
+    "power": "{{ 9 ** 99999999 }}",
+    "shared-references": "{% set a = 'a'*199999 %}{{ [a, a, a, a, a, a]|string }}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_TEMPLATES))
+def test_hostile_templates_in_a_recipe_end_in_a_located_error(tmp_path: Path, name: str):
+    recipe = json.loads(json.dumps(VALID_RECIPE))
+    recipe["steps"][0]["with"]["entityKey"] = HOSTILE_TEMPLATES[name]
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["run", str(path), "--dry-run"], env={"COLUMNS": "200"})
+    assert result.exit_code in (0, 2), result.output
+    assert "Traceback" not in result.output
+    assert "internal error" not in result.output
+    flat = " ".join(result.output.split())
+    assert re.search(r"recipe\.yaml:\d+", flat), flat  # the file and the line
+    assert "steps[0].with.entityKey" in flat.replace(" ", "") or "steps[0]" in flat
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_TEMPLATES))
+def test_hostile_templates_in_a_module_end_in_a_located_error(tmp_path: Path, name: str):
+    source = Path(__file__).parents[2] / "actions" / "create_lead.yaml"
+    module = yaml.safe_load(source.read_text(encoding="utf-8"))
+    module["key"] = "hostile_lead"
+    module["request"]["body"]["entityName"] = HOSTILE_TEMPLATES[name].replace("trigger.", "input.")
+    folder = tmp_path / "mods" / "actions"
+    folder.mkdir(parents=True)
+    (folder / "hostile_lead.yaml").write_text(yaml.safe_dump(module), encoding="utf-8")
+    runner = CliRunner()
+    checked = runner.invoke(cli, ["modules", "validate", str(folder / "hostile_lead.yaml")])
+    assert checked.exit_code in (0, 1), checked.output
+    ran = runner.invoke(
+        cli,
+        [
+            "action",
+            "hostile_lead",
+            "--input",
+            "-",
+            "--dry-run",
+            "--modules",
+            str(tmp_path / "mods"),
+        ],
+        input=json.dumps({"entityType": "Individual", "entityName": "Jane"}),
+        env={"COLUMNS": "200"},
+    )
+    for result in (checked, ran):
+        assert "Traceback" not in result.output
+        assert "internal error" not in result.output
+    assert ran.exit_code == 2, ran.output
+    assert "hostile_lead.yaml:" in ran.output

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
+from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.api.secret import Secret
 from practiceflow.errors import ConfigError
 
@@ -80,6 +81,9 @@ ENV_PREFIX: Final = "PRACTICEFLOW_"
 DEFAULT_PROFILES_PATH: Final = Path("~/.config/practiceflow/profiles.toml")
 
 _LOOPBACK_NAMES: Final = frozenset({"localhost"})
+
+#: A profile file is a few lines of TOML; anything larger is refused unread.
+_MAX_PROFILE_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -180,9 +184,9 @@ def _read_profile(
             raise ConfigError(message)
         return None, {}
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
+        document = tomllib.loads(read_text_limited(path, _MAX_PROFILE_BYTES))
     # tomllib recurses into nested arrays and inline tables: absurd nesting is an error too.
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+    except (FileRefused, tomllib.TOMLDecodeError, RecursionError) as exc:
         message = f"{path}: cannot read the profile file: {exc}"
         raise ConfigError(message) from None
     chosen = name or "default"

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 from typing import Any, NamedTuple
 
 import click
 
 from practiceflow import __version__
-from practiceflow.errors import PracticeflowError
+from practiceflow.errors import EXIT_CODES, PracticeflowError
 
 __all__ = ["LAZY_COMMANDS", "LazyCommand", "cli", "main"]
+
+_log = logging.getLogger("practiceflow.cli")
 
 
 class LazyCommand(NamedTuple):
@@ -110,11 +113,31 @@ class _Group(click.Group):
         except PracticeflowError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:  # any other exception is a bug: exit 70
+            _internal_error(ctx, exc)
+
+
+def _internal_error(ctx: click.Context, exc: Exception) -> None:
+    """Report an unexpected exception: one line, the detail in the log, exit code 70.
+
+    The traceback is printed only with ``--debug``: it can hold data from the input.
+    """
+    debug = bool(ctx.find_root().params.get("debug"))
+    kind = type(exc).__name__
+    _log.error("internal error: %s: %s", kind, exc, exc_info=exc if debug else None)
+    hint = "" if debug else "; run with --debug for the traceback"
+    click.echo(f"error: internal error ({kind}), a bug in practiceflow{hint}", err=True)
+    ctx.exit(EXIT_CODES["bug"])
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="practiceflow")
-def cli() -> None:
+@click.option(
+    "--debug", is_flag=True, help="On an internal error (exit code 70), log the traceback."
+)
+def cli(debug: bool) -> None:
     """Declarative actions, triggers and durable recipes for the Partner Integration API.
 
     \b
@@ -124,6 +147,7 @@ def cli() -> None:
       practiceflow modules list            # the shipped actions and triggers
       practiceflow run recipes/proposal_to_bill_and_eform.yaml --dry-run
     """
+    del debug  # read by the error handler from the context
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.engine import run_action, validate_input
 from practiceflow.engine.choices import check_choices
@@ -35,7 +36,7 @@ from practiceflow.manifest import (
 )
 from practiceflow.manifest.loader import read_located
 from practiceflow.manifest.validation import did_you_mean
-from practiceflow.manifest.yamlpos import YamlLoadError, load_yaml
+from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 
 __all__ = ["COMMANDS", "action", "modules"]
 
@@ -362,14 +363,17 @@ def docs(out: Path | None, check: bool, module_dirs: Sequence[Path]) -> None:
 
 def _read_input(source: str) -> tuple[Any, str, Any]:
     if source == "-":
-        text, display = sys.stdin.read(), "<stdin>"
+        text, display = sys.stdin.read(MAX_BYTES + 1), "<stdin>"
+        if len(text) > MAX_BYTES:
+            message = f"--input -: the input is larger than the limit of {MAX_BYTES} bytes"
+            raise ConfigError(message)
     else:
         path = Path(source)
         display = source
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            message = f"--input {source}: cannot read the file ({exc.strerror or exc})"
+            text = read_text_limited(path, MAX_BYTES)
+        except FileRefused as exc:
+            message = f"--input {source}: {exc}"
             raise ConfigError(message) from None
     try:
         located = load_yaml(text)

@@ -1,6 +1,7 @@
 """What the console masks before anything is rendered or returned as JSON.
 
-The runner journals requests already masked (:mod:`practiceflow.runner.redact`); the
+The runner journals requests already masked (:mod:`practiceflow.engine.masking`, the one
+masking path, which this module uses for personal data too); the
 console masks again, because a journal may come from an older version, another tool, or a
 bug, and a page is a place where a leak is seen by many. Three passes, all on copies:
 
@@ -19,9 +20,15 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from practiceflow.engine.masking import MASK
+from practiceflow.engine.masking import (
+    MASK,
+    mask_input,
+    mask_output,
+    mask_request,
+    mask_values,
+    personal_values,
+)
 from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, lint
-from practiceflow.runner.redact import mask_input, mask_output, mask_request, personal_values
 
 __all__ = ["MASK", "Redactor"]
 
@@ -158,7 +165,7 @@ class Redactor:
             pii = lint.pii_paths(trigger.output_schema)
             if pii:
                 values = personal_values(shown["payload"], pii)
-                shown["payload"] = _drop_values(mask_input(shown["payload"], pii), values)
+                shown["payload"] = mask_values(mask_input(shown["payload"], pii), values)
         return self.secrets(shown)
 
     def personal(self, use: Any, entry: Any) -> frozenset[str]:
@@ -205,7 +212,7 @@ class Redactor:
         Returns:
             A masked copy.
         """
-        return _drop_values(tree, values)
+        return mask_values(tree, values)
 
     def error(self, use: Any, error: Any, input_entry: Any = None) -> Any:
         """Mask an error or reason, including personal values of the step's input.
@@ -221,7 +228,7 @@ class Redactor:
         action = self._action(use)
         if action is not None and action.pii_paths and isinstance(input_entry, Mapping):
             values = personal_values(input_entry.get("input"), action.pii_paths)
-            error = _drop_values(error, values)
+            error = mask_values(error, values)
         return self.secrets(error)
 
 
@@ -235,21 +242,4 @@ def _mask_names(tree: Any, names: frozenset[str]) -> Any:
         }
     if isinstance(tree, list):
         return [_mask_names(child, names) for child in tree]
-    return tree
-
-
-def _drop_values(tree: Any, values: frozenset[str]) -> Any:
-    if not values:
-        return tree
-    if isinstance(tree, Mapping):
-        return {key: _drop_values(child, values) for key, child in tree.items()}
-    if isinstance(tree, list):
-        return [_drop_values(child, values) for child in tree]
-    if isinstance(tree, str):
-        if tree in values:
-            return MASK
-        for value in values:
-            if len(value) >= 4 and value in tree:
-                tree = tree.replace(value, MASK)
-        return tree
     return tree

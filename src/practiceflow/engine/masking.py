@@ -1,20 +1,57 @@
-"""Masking personal data (input fields tagged ``x-pii``) in described requests.
+"""The one place personal data (fields tagged ``x-pii``) and secrets are masked.
 
-A request value is masked when its template reads a personal field: wholly (``***``) when
-it reads the field itself, or field by field when it copies a structure that contains
-personal fields (``{{ input.lineItems }}`` with a personal ``narration``, say).
+The dry run, the journal, the logs, errors, ``runs show`` and the console all mask through
+these functions, so that what one shows the others show too. Two rules, applied together:
+
+* **by path**: a field tagged ``x-pii`` in a module's input, output or trigger payload is
+  masked where it sits (:func:`mask_paths`, :func:`mask_input`, :func:`mask_output`); a
+  request value is masked when its template reads a personal field
+  (:func:`mask_for_template`);
+* **by value**: every personal value is masked wherever it reappears in text, however it
+  got there (:func:`mask_text`, :func:`mask_values`, :func:`mask_request`): whole, and any
+  fragment of :data:`MIN_FRAGMENT` characters or more (an API error that echoes the first
+  60 characters of a name, in another letter case). An API error is also masked for the
+  value of every input field it names (:func:`mask_error`).
+
+A value shorter than :data:`MIN_WHOLE` is masked only where it is a whole value, never
+inside longer text (an initial "J" must not blank every J of a message).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
+from practiceflow.errors import ApiError, InDoubtError, PracticeflowError, TransportError
+from practiceflow.manifest import lint
 from practiceflow.templating import CompiledTemplate
 
-__all__ = ["MASK", "mask_for_template", "mask_paths", "pii_match"]
+__all__ = [
+    "MASK",
+    "MIN_FRAGMENT",
+    "MIN_WHOLE",
+    "mask_error",
+    "mask_for_template",
+    "mask_input",
+    "mask_output",
+    "mask_paths",
+    "mask_request",
+    "mask_secrets",
+    "mask_text",
+    "mask_values",
+    "named_values",
+    "personal_values",
+    "pii_match",
+]
 
 MASK = "***"
+#: A fragment of a personal value this long or longer is masked inside any text.
+MIN_FRAGMENT = 6
+#: A personal value this long or longer is masked where it appears whole inside text.
+MIN_WHOLE = 4
+
+ErrorT = TypeVar("ErrorT", bound=BaseException)
 
 PiiPaths = frozenset[tuple[str, ...]]
 
@@ -117,3 +154,270 @@ def mask_for_template(template: CompiledTemplate, value: Any, pii: PiiPaths) -> 
     if isinstance(value, Mapping | list) and len(fields) == 1:
         return mask_paths(value, frozenset(path[1:] for path in nested))
     return MASK
+
+
+# -- by value ------------------------------------------------------------------------------
+
+
+def _leaves(value: Any) -> Iterator[Any]:
+    if isinstance(value, Mapping):
+        for child in value.values():
+            yield from _leaves(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from _leaves(child)
+    elif value is not None and not isinstance(value, bool):
+        yield value
+
+
+def personal_values(data: Any, pii: PiiPaths) -> frozenset[str]:
+    """Collect the text of every personal field of a value (an input, an output, a payload).
+
+    Args:
+        data: the value.
+        pii: its personal paths (``*`` matches any index).
+
+    Returns:
+        The personal values as strings (numbers included as text), empty strings left out.
+    """
+    found: set[str] = set()
+
+    def walk(value: Any, path: tuple[str, ...]) -> None:
+        if not path:
+            found.update(str(leaf) for leaf in _leaves(value) if str(leaf))
+            return
+        head, rest = path[0], path[1:]
+        if head == "*" and isinstance(value, list):
+            for child in value:
+                walk(child, rest)
+        elif isinstance(value, Mapping) and head in value:
+            walk(value[head], rest)
+
+    for path in pii:
+        walk(data, path)
+    return frozenset(found)
+
+
+def named_values(data: Any, text: str) -> frozenset[str]:
+    """The text values of the fields of ``data`` whose names appear in ``text``.
+
+    An API error that names a field (``entityName: too long (got "...")``) may echo its
+    value: that value is masked in the error whether or not the field is tagged.
+
+    Args:
+        data: the input the request was rendered from.
+        text: the error's text (message and problem body).
+
+    Returns:
+        The string values of the named fields.
+    """
+    lowered = text.lower()
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, child in value.items():
+                if isinstance(key, str) and key and key.lower() in lowered:
+                    found.update(leaf for leaf in _leaves(child) if isinstance(leaf, str) and leaf)
+                walk(child)
+        elif isinstance(value, list):
+            for child in value:
+                walk(child)
+
+    walk(data)
+    return frozenset(found)
+
+
+def _spans(text: str, values: Iterable[str]) -> list[tuple[int, int]]:
+    """Where personal values, or fragments of them, sit in ``text`` (case-insensitive)."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a letter whose lower case is longer: match as written
+        lowered = text
+    fold = lowered is not text
+    spans: list[tuple[int, int]] = []
+    for value in values:
+        needle = value.lower() if fold else value
+        if len(needle) >= MIN_FRAGMENT:
+            grams = {needle[i : i + MIN_FRAGMENT] for i in range(len(needle) - MIN_FRAGMENT + 1)}
+            for i in range(len(lowered) - MIN_FRAGMENT + 1):
+                if lowered[i : i + MIN_FRAGMENT] in grams:
+                    spans.append((i, i + MIN_FRAGMENT))
+        elif len(needle) >= MIN_WHOLE:
+            start = lowered.find(needle)
+            while start >= 0:
+                spans.append((start, start + len(needle)))
+                start = lowered.find(needle, start + 1)
+    return spans
+
+
+def mask_text(text: str, values: Iterable[str]) -> str:
+    """Mask personal values in text: whole, and any fragment of 6 characters or more.
+
+    Args:
+        text: the text.
+        values: the personal values.
+
+    Returns:
+        The text with each stretch covered by personal data replaced by ``***``.
+    """
+    values = tuple(values)
+    if not values or not text:
+        return text
+    if text in values:
+        return MASK
+    spans = sorted(_spans(text, values))
+    if not spans:
+        return text
+    out: list[str] = []
+    at = 0
+    start, end = spans[0]
+    for left, right in spans[1:]:
+        if left <= end:
+            end = max(end, right)
+            continue
+        out.append(text[at:start] + MASK)
+        at, (start, end) = end, (left, right)
+    out.append(text[at:start] + MASK)
+    out.append(text[end:])
+    return "".join(out)
+
+
+def mask_values(tree: Any, values: Iterable[str]) -> Any:
+    """Mask personal values wherever they appear in a JSON-like tree (keys kept).
+
+    Args:
+        tree: any JSON value.
+        values: the personal values.
+
+    Returns:
+        A masked copy.
+    """
+    values = frozenset(values)
+    if not values:
+        return tree
+    if isinstance(tree, Mapping):
+        return {key: mask_values(child, values) for key, child in tree.items()}
+    if isinstance(tree, list | tuple):
+        return [mask_values(child, values) for child in tree]
+    if isinstance(tree, str):
+        return mask_text(tree, values)
+    if isinstance(tree, int | float) and not isinstance(tree, bool) and str(tree) in values:
+        return MASK
+    return tree
+
+
+def mask_input(data: Any, pii: PiiPaths) -> Any:
+    """Mask the personal fields of an action's input where they sit.
+
+    Args:
+        data: the rendered input.
+        pii: the action's personal input paths.
+
+    Returns:
+        A masked copy.
+    """
+    return mask_paths(data, pii) if pii else data
+
+
+def mask_request(request: Mapping[str, Any], data: Any, pii: PiiPaths) -> dict[str, Any]:
+    """Mask, in a request (sent, about to be sent or described), every personal value.
+
+    The journal, the logs and every dry run show requests through this function.
+
+    Args:
+        request: ``method``, ``path`` or ``url``, ``params``, ``json``, ``headers``.
+        data: the input the request was rendered from.
+        pii: the action's personal input paths.
+
+    Returns:
+        A masked copy.
+    """
+    values = personal_values(data, pii)
+    shown = {key: value for key, value in request.items() if value is not None}
+    masked: dict[str, Any] = mask_values(shown, values) if values else shown
+    return masked
+
+
+def mask_output(output: Any, schema: Mapping[str, Any] | None) -> Any:
+    """Mask the fields of an output (or a trigger payload) that its schema tags ``x-pii``.
+
+    Args:
+        output: a step's output.
+        schema: the action's output schema.
+
+    Returns:
+        A masked copy (the output itself when nothing is personal).
+    """
+    if not schema:
+        return output
+    pii = lint.pii_paths(schema)
+    return mask_paths(output, pii) if pii else output
+
+
+def mask_secrets(output: Any, secret: frozenset[tuple[str, ...]]) -> Any:
+    """Mask the output fields an action tags ``x-secret`` (before the journal stores them).
+
+    Secrets never reach the journal: a step's stored output has them masked, so a run
+    resumed after a crash sees the mask where the secret was (a later step that needs a
+    secret must run in the same process as the step that produced it).
+
+    Args:
+        output: a step's output.
+        secret: the action's secret output paths (computed once, when it is loaded).
+
+    Returns:
+        A masked copy (the output itself when nothing is secret).
+    """
+    return mask_paths(output, secret) if secret else output
+
+
+# -- errors --------------------------------------------------------------------------------
+
+
+def _error_text(exc: BaseException) -> str:
+    parts = [str(exc)]
+    if isinstance(exc, ApiError) and exc.problem:
+        parts.append(json.dumps(exc.problem, default=str))
+    if isinstance(exc, InDoubtError):
+        parts.append(_error_text(exc.cause))
+    return "\n".join(parts)
+
+
+def mask_error(exc: ErrorT, data: Any, pii: PiiPaths) -> ErrorT:
+    """Mask an error raised while running an action, in place, and return it.
+
+    Its message, its problem-details body (API errors), its cause (in-doubt errors) and its
+    reason (transport errors) lose every personal value of the input, every fragment of one,
+    and the value of every input field the error names.
+
+    Args:
+        exc: the error.
+        data: the action's input.
+        pii: the action's personal input paths.
+
+    Returns:
+        ``exc``, masked.
+    """
+    values = personal_values(data, pii) | named_values(data, _error_text(exc))
+    if values:
+        _mask_error_in_place(exc, values, set())
+    return exc
+
+
+def _mask_error_in_place(exc: BaseException, values: frozenset[str], seen: set[int]) -> None:
+    if id(exc) in seen:
+        return
+    seen.add(id(exc))
+    if isinstance(exc, ApiError):
+        exc.problem = mask_values(exc.problem, values)
+    if isinstance(exc, TransportError):
+        exc.reason = mask_text(exc.reason, values)
+    if isinstance(exc, InDoubtError):
+        _mask_error_in_place(exc.cause, values, seen)
+    exc.args = tuple(mask_text(a, values) if isinstance(a, str) else a for a in exc.args)
+    notes = getattr(exc, "__notes__", None)
+    if isinstance(notes, list):
+        notes[:] = [mask_text(note, values) if isinstance(note, str) else note for note in notes]
+    for linked in (exc.__cause__, exc.__context__):
+        if isinstance(linked, PracticeflowError):
+            _mask_error_in_place(linked, values, seen)

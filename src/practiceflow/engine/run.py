@@ -23,7 +23,13 @@ from urllib.parse import urlencode
 
 from practiceflow.engine import extensions
 from practiceflow.engine.extensions import Answer
-from practiceflow.engine.masking import mask_for_template, pii_match
+from practiceflow.engine.masking import (
+    ErrorT,
+    mask_error,
+    mask_for_template,
+    mask_request,
+    pii_match,
+)
 from practiceflow.errors import (
     ApiError,
     InDoubtError,
@@ -144,6 +150,10 @@ def run_action(
     request, masked = _render_request(module, ctx.input)
     if module.extensions:  # list, download, warn_if: see engine/extensions.py
         extensions.prepare(module, ctx, request, masked)
+    # By value too: a hook or a template may have moved a personal value anywhere.
+    masked = mask_request(
+        mask_request(masked, ctx.input, module.pii_paths), input, module.pii_paths
+    )
 
     if dry_run or client is None:
         described = _describe(client, request if show_personal else masked)
@@ -152,14 +162,11 @@ def run_action(
     described = _describe_sent(client, masked)
     try:
         response = extensions.send(module, ctx, client, request)
-    except ApiError as exc:
-        raise _with_module_hint(exc, module) from exc
-    except InDoubtError as exc:
-        cause = exc.cause
-        if isinstance(cause, ApiError) and cause.status in module.errors:
-            raise InDoubtError(exc.method, exc.path, _with_module_hint(cause, module)) from exc
-        raise
-    response = _completed(module, client, response)
+        response = _completed(module, client, response)
+    except PracticeflowError as exc:
+        # Everything that shows this error (the CLI, logs, the journal, the console) shows
+        # it masked: personal values of the input, fragments of them, and named fields.
+        raise _masked(_with_module_hints(_masked(exc, input, ctx), module), input, ctx) from exc
     output = _map_output(module, ctx, response)
     return ActionResult(module.key, output, ctx.warnings, described, response.status, False)
 
@@ -308,6 +315,26 @@ def _describe_sent(client: ClientLike, masked: Mapping[str, Any]) -> dict[str, A
         "headers": dict(masked.get("headers") or {}),
         "json": masked.get("json"),
     }
+
+
+def _masked(exc: ErrorT, input: Mapping[str, Any], ctx: ActionContext) -> ErrorT:
+    pii = ctx.module.pii_paths
+    return mask_error(mask_error(exc, ctx.input, pii), input, pii)
+
+
+def _with_module_hints(exc: PracticeflowError, module: ActionModule) -> PracticeflowError:
+    if isinstance(exc, ApiError):
+        return _with_module_hint(exc, module)
+    cause = exc.cause if isinstance(exc, InDoubtError) else None
+    if (
+        isinstance(exc, InDoubtError)
+        and isinstance(cause, ApiError)
+        and cause.status in module.errors
+    ):
+        hinted = InDoubtError(exc.method, exc.path, _with_module_hint(cause, module))
+        hinted.__cause__ = exc
+        return hinted
+    return exc
 
 
 def _with_module_hint(exc: ApiError, module: ActionModule) -> ApiError:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.api import Client
 from practiceflow.api.config import Settings, load_settings
 from practiceflow.api.ratelimit import RateBudget, RateLimits
@@ -207,13 +208,9 @@ def load_fleet(path: str | os.PathLike[str]) -> FleetConfig:
     """
     file = Path(path)
     try:
-        if not file.is_file():
-            raise ConfigError(f"fleet file {file}: not a regular file")
-        if file.stat().st_size > MAX_BYTES:
-            raise ConfigError(f"fleet file {file}: larger than {MAX_BYTES} bytes")
-        data = load_yaml(file.read_text(encoding="utf-8")).data
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"fleet file {file}: cannot read it ({exc})") from None
+        data = load_yaml(read_text_limited(file, MAX_BYTES)).data
+    except FileRefused as exc:
+        raise ConfigError(f"fleet file {file}: {exc}") from None
     except YamlLoadError as exc:
         where = f":{exc.line}:{exc.column}" if exc.line else ""
         raise ConfigError(f"fleet file {file}{where}: {exc.message}") from None

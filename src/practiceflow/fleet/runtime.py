@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import procrastinate
@@ -26,6 +27,7 @@ from practiceflow.fleet.config import FleetConfig, PracticeConfig
 from practiceflow.fleet.queue import NAMESPACE, defer_event
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, run_shared, validate_recipe
+from practiceflow.runner.faults import EventGuard
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
@@ -124,6 +126,8 @@ class Fleet:
         self.public_url = public_url
         self.store = store
         self.app = app
+        # An exception no step caught fails that event's runs, recorded (runner/faults.py).
+        self.guard = EventGuard(store)
         self.practices: dict[str, PracticeRuntime] = {}
         registry = load_modules(list(config.modules))
         try:
@@ -196,7 +200,8 @@ class Fleet:
         if event.handled_at is not None:
             return "handled"
         runners = [runner for runner in runtime.runners if runner.source == source]
-        outcomes = run_shared(self.store, practice, runners, event)
+        run = partial(run_shared, self.store, practice, runners, event)
+        outcomes = self.guard.event(practice, runners, event, run)
         if any(outcome is not None and outcome.status == "running" for outcome in outcomes):
             return "interrupted"
         return ",".join(outcome.status for outcome in outcomes if outcome is not None) or "test"

@@ -90,7 +90,8 @@ def check_schema(
         required = sub.get("required")
         if isinstance(properties, Mapping) and isinstance(required, list):
             for index, name in enumerate(required):
-                if name not in properties:
+                # A name that is not a string is the draft meta-schema's to report.
+                if isinstance(name, str) and name not in properties:
                     match = did_you_mean(str(name), properties)
                     hint = (
                         f"did you mean {match!r}?" if match else f"declared: {sorted(properties)}"
@@ -166,12 +167,12 @@ def check_names(
         One issue per unknown name, with "did you mean" or the valid values.
     """
     valid = sorted(known)
+    if not isinstance(names, str | list):  # a wrong type is the meta-schema's to report
+        return []
     items = (
         [(at, names)]
         if isinstance(names, str)
-        else [
-            ((*at, index), name) for index, name in enumerate(names or []) if isinstance(name, str)
-        ]
+        else [((*at, index), name) for index, name in enumerate(names) if isinstance(name, str)]
     )
     issues = []
     for path, name in items:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from practiceflow import hooks
+from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest import lint
 from practiceflow.manifest.choices import choice_fields
@@ -34,7 +35,14 @@ from practiceflow.manifest.validation import (
     issues_for,
     meta_checker,
 )
-from practiceflow.manifest.yamlpos import JsonPath, Located, YamlLoadError, format_path, load_yaml
+from practiceflow.manifest.yamlpos import (
+    MAX_BYTES,
+    JsonPath,
+    Located,
+    YamlLoadError,
+    format_path,
+    load_yaml,
+)
 from practiceflow.resources import data_dir
 from practiceflow.templating import Origin, compile_tree
 
@@ -92,7 +100,12 @@ def read_located(path: PathLike, display: str | None = None) -> tuple[Located, s
     file = display or _display(path)
     target = Path(path) if isinstance(path, str) else path
     try:
-        text = target.read_text(encoding="utf-8")
+        if isinstance(target, Path):  # a user's file: checked before it is read
+            text = read_text_limited(target, MAX_BYTES)
+        else:  # shipped with the package
+            text = target.read_text(encoding="utf-8")
+    except FileRefused as exc:
+        raise ManifestError([Issue(file, 0, 0, "", str(exc))]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ManifestError([Issue(file, 0, 0, "", f"cannot read the file: {exc}")]) from None
     try:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from practiceflow.engine import run_action, validate_input
+from practiceflow.engine.masking import mask_output, mask_request, mask_secrets
 from practiceflow.errors import ConfigError, InputError, Issue
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ActionModule, ModuleRegistry, lint
@@ -45,7 +46,6 @@ from practiceflow.runner import (
     dry_run,
     validate_recipe,
 )
-from practiceflow.runner.redact import mask_output, mask_request, mask_secrets
 from practiceflow.state import StateStore
 
 __all__ = ["EVENT_SOURCE", "Preview", "RunNotDone", "WriteDesk", "recipe_for_action", "run_key"]

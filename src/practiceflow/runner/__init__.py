@@ -7,7 +7,7 @@ is settled":
 * :mod:`.context`: the names templates read (``trigger``, ``steps``, ``vars``, ``now``,
   ``item``);
 * :mod:`.local`: built-in local steps such as ``write_jsonl``;
-* :mod:`.redact`: masking of personal values in journal, logs and dry runs;
+* masking of personal values in journal, logs and dry runs: :mod:`practiceflow.engine.masking`;
 * :mod:`.journal`: :class:`RunJournal`, the one rule by which a run is journaled;
 * :mod:`.step_executor`: one step, sent and journaled by that rule;
 * :mod:`.execute`: :class:`Runner`, one run step by step, resumable after a crash;

@@ -14,11 +14,11 @@ from datetime import datetime
 from typing import Any
 
 from practiceflow.engine import run_action
+from practiceflow.engine.masking import mask_input, mask_request
 from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import ClientLike
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.local import LocalStep
-from practiceflow.runner.redact import mask_input, mask_request
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.templating import render_tree, utcnow
 

@@ -137,20 +137,11 @@ class Runner:
         Returns:
             The run's outcome; None for a test delivery (acknowledged, not run).
         """
-        found = event_from_record(event)
-        if found.is_test:
+        if event_from_record(event).is_test:
             self.store.mark_event_handled(self.practice, event.source, event.event_id)
             return None
-        origin = {
-            "event_key": event.event_key,
-            "event_id": event.event_id,
-            "source": event.source,
-            "via": found.source,
-            "recipe_file": self._recipe_file,
-            "payload": found.payload,
-        }
         run_id, created = self.store.start_run(
-            self.practice, self.recipe.name, event.event_id, origin=origin
+            self.practice, self.recipe.name, event.event_id, origin=self.origin(event)
         )
         if not created:
             logger.info("run of event %s: found run %s", event.event_id, run_id)
@@ -160,6 +151,26 @@ class Runner:
         except StepTaken as exc:
             logger.info("run %s: %s was taken by another runner; driving it again", run_id, exc)
         return self._drive(run_id, created=False, handled=handled)
+
+    def origin(self, event: EventRecord) -> dict[str, Any]:
+        """The record of what starts this recipe's run for an event (the run's origin).
+
+        Args:
+            event: the stored event.
+
+        Returns:
+            Its key, id, source, how it came (webhook or poll), the recipe file (for
+            ``runs retry``) and the trigger's payload.
+        """
+        found = event_from_record(event)
+        return {
+            "event_key": event.event_key,
+            "event_id": event.event_id,
+            "source": event.source,
+            "via": found.source,
+            "recipe_file": self._recipe_file,
+            "payload": found.payload,
+        }
 
     def resume_run(self, run_id: str, *, retry_failed: bool = False) -> RunOutcome:
         """Drive an existing run again from its first unfinished step.

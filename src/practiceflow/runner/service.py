@@ -27,11 +27,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from types import FrameType
 from typing import Protocol
 
 from practiceflow.errors import PracticeflowError
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
+from practiceflow.runner.faults import EventGuard
 from practiceflow.runner.gaps import close_settled_gaps
 from practiceflow.state import StateStore
 
@@ -82,6 +84,8 @@ class Service:
             resumed on the next loop, without waiting for a restart.
         settle_every: seconds between looks for runs settled elsewhere (``practiceflow
             runs resolve``, ``store.resolve_step``) and for settled gap entries to close.
+        guard: the per-event boundary: an exception no step caught fails that event's runs,
+            recorded, and the service goes on (:mod:`practiceflow.runner.faults`).
     """
 
     runners: list[Runner]
@@ -94,8 +98,10 @@ class Service:
     console: Background | None = None
     settled: threading.Event = field(default_factory=threading.Event)
     settle_every: float = 1.0
+    guard: EventGuard = field(init=False)
 
     def __post_init__(self) -> None:
+        self.guard = EventGuard(self.store)
         for runner in self.runners:
             runner.stop = self.stop
 
@@ -155,7 +161,9 @@ class Service:
             for run in [*runs, *settled]:
                 if self.stop.is_set():
                     return count
-                self._emit(runner.resume_run(run.run_id))
+                if self.guard.skips(run.run_id):
+                    continue
+                self._emit(self.guard.resume(run.run_id, partial(runner.resume_run, run.run_id)))
                 count += 1
         return count
 
@@ -177,7 +185,10 @@ class Service:
             for event in self.store.pending_events(practice, limit, source=source):
                 if self.stop.is_set():
                     return count
-                for outcome in run_shared(self.store, practice, runners, event):
+                if self.guard.skips(f"{event.source}/{event.event_id}"):
+                    continue  # quarantined: not counted, so the loop waits when idle
+                run = partial(run_shared, self.store, practice, runners, event)
+                for outcome in self.guard.event(practice, runners, event, run):
                     self._emit(outcome)
                 count += 1
         return count

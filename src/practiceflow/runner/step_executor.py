@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from practiceflow.api.client import Client
 from practiceflow.engine import run_action
+from practiceflow.engine.masking import mask_input, mask_request, mask_secrets
 from practiceflow.errors import (
     ApiError,
     BugError,
@@ -34,7 +35,6 @@ from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.journal import RunJournal
 from practiceflow.runner.local import LocalContext, LocalStep
 from practiceflow.runner.reconcile import Verdict, reconcile
-from practiceflow.runner.redact import mask_input, mask_request, mask_secrets
 from practiceflow.runner.validate import StepAction, ValidRecipe
 from practiceflow.state import StepChange, StepStatus
 from practiceflow.templating import render_tree

@@ -1,0 +1,61 @@
+"""Reading a user's file without trusting it: regular, within a size limit, checked first.
+
+A path may name a device (``/dev/zero``), a FIFO that never ends, a directory, or a symlink
+to any of them; a file may also grow while it is read. :func:`read_text_limited` looks at
+what the path is before opening it, and reads at most one byte more than the limit, so that
+no input makes a command read without end or block.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["FileRefused", "read_text_limited"]
+
+
+class FileRefused(Exception):
+    """The file is not a regular file, is too large, or cannot be read (the message says)."""
+
+
+def read_text_limited(path: str | os.PathLike[str], limit: int) -> str:
+    """Read a UTF-8 text file of at most ``limit`` bytes.
+
+    Args:
+        path: the file (symlinks are followed, then what they name is checked).
+        limit: the most bytes accepted.
+
+    Returns:
+        The text.
+
+    Raises:
+        FileRefused: when the path is not a regular file, is larger than ``limit``, cannot be
+            read, or is not UTF-8.
+    """
+    target = Path(path)
+    try:
+        info = target.stat()
+    except OSError as exc:
+        message = f"cannot read the file: {exc.strerror or exc}"
+        raise FileRefused(message) from None
+    if not stat.S_ISREG(info.st_mode):
+        message = "not a regular file (a directory, device, FIFO or socket cannot be read)"
+        raise FileRefused(message)
+    if info.st_size > limit:
+        message = f"the file is {info.st_size} bytes; the limit is {limit}"
+        raise FileRefused(message)
+    try:
+        with target.open("rb") as stream:
+            data = stream.read(limit + 1)
+    except OSError as exc:
+        message = f"cannot read the file: {exc.strerror or exc}"
+        raise FileRefused(message) from None
+    if len(data) > limit:  # it grew after the check, or reports no size (procfs)
+        message = f"the file is larger than the limit of {limit} bytes"
+        raise FileRefused(message)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        message = f"the file is not UTF-8 text (byte {exc.start}: {exc.reason})"
+        raise FileRefused(message) from None

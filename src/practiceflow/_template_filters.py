@@ -1,0 +1,119 @@
+"""The filters and clock of the template environment (used by :mod:`practiceflow.templating`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, date, datetime
+from typing import Any
+from urllib.parse import quote
+
+from jinja2.runtime import Undefined
+
+__all__ = [
+    "filter_date",
+    "filter_datetime",
+    "filter_pathseg",
+    "filter_tojson",
+    "set_clock",
+    "utcnow",
+]
+
+
+def _utc_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+_clock: Callable[[], datetime] = _utc_clock
+
+
+def set_clock(clock: Callable[[], datetime] | None) -> None:
+    """Replace the clock behind ``now`` (for tests); ``None`` restores the real UTC clock.
+
+    Args:
+        clock: a callable returning an aware datetime, or None.
+    """
+    global _clock
+    _clock = clock or _utc_clock
+
+
+def utcnow() -> datetime:
+    """Return the current time in UTC, from the clock set by :func:`set_clock`."""
+    return _clock().astimezone(UTC)
+
+
+def _as_datetime(value: Any) -> datetime:
+    if isinstance(value, Undefined):
+        value._fail_with_undefined_error()
+    if isinstance(value, str) and value.strip().lower() == "now":
+        return utcnow()
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            message = f"got {value!r}; expected an ISO 8601 date or datetime, or 'now'"
+            raise ValueError(message) from None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    message = f"got {value!r}; expected a date, a datetime, an ISO 8601 string or 'now'"
+    raise ValueError(message)
+
+
+def filter_date(value: Any) -> str:
+    """``{{ x | date }}``: the UTC calendar date as ``YYYY-MM-DD``.
+
+    Args:
+        value: a datetime (naive means UTC), a date, an ISO 8601 string, or ``"now"``.
+
+    Returns:
+        The date in UTC.
+    """
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, str) and len(value.strip()) == 10:  # a bare date has no zone
+        return _as_datetime(value).date().isoformat()
+    return _as_datetime(value).astimezone(UTC).date().isoformat()
+
+
+def filter_datetime(value: Any) -> str:
+    """``{{ x | datetime }}``: UTC ISO 8601 with a ``Z`` suffix, to the second.
+
+    Args:
+        value: a datetime (naive means UTC), a date, an ISO 8601 string, or ``"now"``.
+
+    Returns:
+        Such as ``2024-05-01T09:30:00Z``.
+    """
+    moment = _as_datetime(value).astimezone(UTC).replace(microsecond=0)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def filter_tojson(value: Any, indent: int | None = None) -> str:
+    """``{{ x | tojson }}``: plain JSON text (unlike Jinja's HTML-safe variant).
+
+    Args:
+        value: any JSON-compatible value.
+        indent: optional indentation.
+
+    Returns:
+        The JSON text.
+    """
+    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+
+
+def filter_pathseg(value: Any) -> str:
+    """``{{ x | pathseg }}``: percent-encode a value for use as one URL path segment.
+
+    Args:
+        value: any value; it is turned into a string first.
+
+    Returns:
+        The encoded segment (``/`` and every reserved character are encoded).
+    """
+    return quote(str(value), safe="")
