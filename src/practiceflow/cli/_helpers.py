@@ -14,11 +14,13 @@ from practiceflow.runner import ValidRecipe, dry_run
 __all__ = ["print_dry"]
 
 
-def print_dry(recipe: ValidRecipe, as_json: bool, console: Console) -> None:
+def print_dry(recipe: ValidRecipe, as_json: bool, console: Console) -> bool:
+    """Print a dry run; return whether every step rendered without an error."""
     steps = dry_run(recipe)
+    sound = all(step.status != "error" for step in steps)
     if as_json:
         click.echo(json.dumps([asdict(step) for step in steps], indent=2, default=str))
-        return
+        return sound
     # One block per step, not a table: a request's URL and keys must never be cut.
     console.print(f"[bold]dry run of {escape(repr(recipe.name))}[/]: nothing is sent")
     for step in steps:
@@ -33,3 +35,7 @@ def print_dry(recipe: ValidRecipe, as_json: bool, console: Console) -> None:
             click.echo("  " + json.dumps(request, default=str, ensure_ascii=False))
         for note in [step.note] if step.note else step.warnings:
             click.echo(f"  ({note})")
+    if not sound:
+        errors = sum(step.status == "error" for step in steps)
+        click.echo(f"{errors} step{'s' if errors != 1 else ''} failed to render", err=True)
+    return sound

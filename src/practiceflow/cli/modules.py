@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from practiceflow.manifest import (
 from practiceflow.manifest.loader import read_located
 from practiceflow.manifest.validation import did_you_mean
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
+from practiceflow.runner import validate_recipe
 
 __all__ = ["COMMANDS", "action", "modules"]
 
@@ -235,15 +236,21 @@ def show(key: str, module_dirs: Sequence[Path], as_json: bool) -> None:
     click.echo(json.dumps(module.sample, indent=2, ensure_ascii=False))
 
 
-def _validate_file(path: Path) -> None:
+def _validate_file(path: Path, registry: Callable[[], ModuleRegistry | None]) -> list[str]:
+    """Check one file; return the notes of what could not be checked."""
     located, _ = read_located(path)
     data = located.data if isinstance(located.data, Mapping) else {}
     if "steps" in data:
-        load_recipe(path)
-    elif path.name == "connector.yaml" or "paging" in data:
+        modules = registry()
+        if modules is None:  # the modules themselves have problems, already reported
+            load_recipe(path)
+            return []
+        return list(validate_recipe(path, registry=modules).notes)
+    if path.name == "connector.yaml" or "paging" in data:
         load_connector(path)
     else:
         load_module(path)
+    return []
 
 
 @modules.command("validate")
@@ -262,29 +269,41 @@ def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
       practiceflow modules validate --modules ./my-modules
     """
     issues: list[Issue] = []
+    notes: list[str] = []
     checked = 0
-    if not paths:
-        for step in (lambda: load_modules(module_dirs), load_connector):
+    loaded: list[ModuleRegistry | None] = []
+
+    def registry() -> ModuleRegistry | None:
+        """The modules recipes are checked against, loaded once (None when they fail)."""
+        if not loaded:
             try:
-                step()
+                loaded.append(load_modules(module_dirs))
             except ManifestError as exc:
                 issues.extend(exc.issues)
-        checked = -1
-    for path in paths:
+                loaded.append(None)
+        return loaded[0]
+
+    if not paths:
+        registry()
         try:
-            if path.is_dir():
-                files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
-                for file in files:
-                    checked += 1
-                    try:
-                        _validate_file(file)
-                    except ManifestError as exc:
-                        issues.extend(exc.issues)
-            else:
-                checked += 1
-                _validate_file(path)
+            load_connector()
         except ManifestError as exc:
             issues.extend(exc.issues)
+        checked = -1
+    for path in paths:
+        files = (
+            sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+            if path.is_dir()
+            else [path]
+        )
+        for file in files:
+            checked += 1
+            try:
+                notes += _validate_file(file, registry)
+            except ManifestError as exc:
+                issues.extend(exc.issues)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
     for issue in issues:
         click.echo(str(issue), err=True)
     if issues:

@@ -135,7 +135,10 @@ def run(
     console = terminal(stderr=as_json)
     if dry_run:
         checked = validate_recipe(recipe, registry=_registry(modules_dirs))
-        print_dry(checked, as_json, console)
+        for note in checked.notes:
+            click.echo(f"note: {note}", err=True)
+        if not print_dry(checked, as_json, console):
+            click.get_current_context().exit(1)
         return
     if not once:
         _serve([recipe], practice, state, modules_dirs, api, IntakeOptions(since=since))

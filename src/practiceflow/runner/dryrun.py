@@ -2,13 +2,18 @@
 
 The trigger's ``sample`` stands in for the event, and each step after the first reads the
 ``sample`` outputs of the steps before it, so that every template is rendered exactly as a
-real run would render it. Requests are described as the client would send them, with
-secrets and personal (``x-pii``) values masked. Checks that read the API are not run (the
-engine says so in the step's warnings). Nothing is journaled.
+real run would render it. A field the output schema declares and the sample lacks reads as
+a placeholder of its type (its first ``examples`` entry when it has one): references are
+judged against schemas, not samples (see :mod:`practiceflow.manifest.references`).
+
+Requests are described as the client would send them, with secrets and personal
+(``x-pii``) values masked. Checks that read the API are not run (the engine says so in the
+step's warnings). Nothing is journaled.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,7 +24,7 @@ from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import ClientLike
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.local import LocalStep
-from practiceflow.runner.validate import ValidRecipe
+from practiceflow.runner.validate import ValidRecipe, output_schema
 from practiceflow.templating import render_tree, utcnow
 
 __all__ = ["DryStep", "dry_run"]
@@ -67,7 +72,10 @@ def dry_run(
     Returns:
         One :class:`DryStep` per step and shown iteration.
     """
-    payload = recipe.trigger.sample if trigger is None else trigger
+    if trigger is None:
+        payload = with_declared(recipe.trigger.sample, recipe.trigger.output_schema)
+    else:
+        payload = trigger
     moment = now or utcnow()
     variables = recipe.recipe.vars
     outputs: dict[str, Any] = {}
@@ -81,7 +89,7 @@ def dry_run(
                 rendered = step.for_each.render(context)
             except PracticeflowError as exc:
                 shown.append(DryStep(step.id, step.use, "error", note=str(exc)))
-                outputs[step.id] = [dict(action.sample)]
+                outputs[step.id] = [_sample(action)]
                 continue
             values = rendered if isinstance(rendered, list) else []
             items = [(iteration_id(step.id, n), v) for n, v in enumerate(values)]
@@ -92,7 +100,7 @@ def dry_run(
             shown.append(
                 _render_one(recipe, step, action, sid, payload, outputs, moment, item, client)
             )
-        sample = dict(action.sample)
+        sample = _sample(action)
         outputs[step.id] = [sample for _ in items] if step.for_each is not None else sample
     return shown
 
@@ -123,3 +131,62 @@ def _render_one(
         return DryStep(sid, step.use, "error", note=str(exc))
     request = mask_request(result.request, data, action.pii_paths)
     return DryStep(sid, step.use, "would_send", request, warnings=list(result.warnings))
+
+
+def _sample(action: Any) -> dict[str, Any]:
+    return with_declared(action.sample, output_schema(action))
+
+
+#: Placeholders by ``format``, then by ``type``, for declared fields a sample lacks.
+_BY_FORMAT = {
+    "uuid": "00000000-0000-0000-0000-000000000000",
+    "date": "2000-01-01",
+    "date-time": "2000-01-01T00:00:00Z",
+    "email": "someone@example.com",
+}
+_BY_TYPE: dict[str, Any] = {
+    "string": "",
+    "integer": 0,
+    "number": 0,
+    "boolean": False,
+    "array": [],
+    "object": {},
+}
+
+
+def with_declared(sample: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A sample with a placeholder for each top-level field its schema declares and it lacks.
+
+    Args:
+        sample: the module's sample output.
+        schema: the output schema (None: the sample as it is).
+
+    Returns:
+        A new mapping; the sample's own values are kept.
+    """
+    filled = dict(sample)
+    properties = schema.get("properties") if schema is not None else None
+    if not isinstance(properties, Mapping):
+        return filled
+    for name, declared in properties.items():
+        if name not in filled and isinstance(declared, Mapping):
+            filled[name] = _placeholder(declared)
+    return filled
+
+
+def _placeholder(schema: Mapping[str, Any]) -> Any:
+    for keyword in ("examples", "enum"):
+        values = schema.get(keyword)
+        if isinstance(values, list) and values:
+            return values[0]
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("format") in _BY_FORMAT:
+        return _BY_FORMAT[str(schema["format"])]
+    declared = schema.get("type")
+    kinds = [declared] if isinstance(declared, str) else list(declared or [])
+    for kind in kinds:
+        if kind in _BY_TYPE:
+            value = _BY_TYPE[kind]
+            return type(value)() if isinstance(value, list | dict) else value
+    return None

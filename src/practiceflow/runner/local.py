@@ -57,6 +57,8 @@ class LocalStep:
         input_validator: compiled validator of ``input_schema``.
         sample: an example output (for ``--dry-run``).
         func: the implementation.
+        output_schema: JSON Schema of the output, or None when the step declares none
+            (references to its output are then not checked before a run).
         needs_write: always False: a local step never writes to the API.
         pii_paths: input paths masked in the journal (none for the shipped steps).
     """
@@ -68,6 +70,7 @@ class LocalStep:
     input_validator: Validator
     sample: Mapping[str, Any]
     func: LocalFunc
+    output_schema: Mapping[str, Any] | None = None
     needs_write: bool = False
     pii_paths: frozenset[tuple[str, ...]] = field(default_factory=frozenset)
 
@@ -76,7 +79,11 @@ LOCAL_STEPS: dict[str, LocalStep] = {}
 
 
 def local_step(
-    key: str, title: str, input_schema: Mapping[str, Any], sample: Mapping[str, Any]
+    key: str,
+    title: str,
+    input_schema: Mapping[str, Any],
+    sample: Mapping[str, Any],
+    output_schema: Mapping[str, Any] | None = None,
 ) -> Callable[[LocalFunc], LocalFunc]:
     """Register a local step under ``key`` (decorator).
 
@@ -85,6 +92,7 @@ def local_step(
         title: short title.
         input_schema: JSON Schema of its input.
         sample: example output.
+        output_schema: JSON Schema of the output (what later steps may read of it).
 
     Returns:
         The decorator; the function is registered unchanged.
@@ -99,6 +107,7 @@ def local_step(
             input_validator=compile_validator(input_schema),
             sample=sample,
             func=func,
+            output_schema=output_schema,
         )
         return func
 
@@ -116,11 +125,20 @@ _JSONL_SCHEMA: Mapping[str, Any] = {
 }
 
 
+_JSONL_OUTPUT: Mapping[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["path", "line"],
+    "properties": {"path": {"type": "string"}, "line": {"type": "integer", "minimum": 1}},
+}
+
+
 @local_step(
     "write_jsonl",
     "Write a JSON line to a local file",
     _JSONL_SCHEMA,
     {"path": "out/integrations.jsonl", "line": 1},
+    _JSONL_OUTPUT,
 )
 def write_jsonl(data: Mapping[str, Any], ctx: LocalContext) -> dict[str, Any]:
     """Append ``record`` as one JSON line to ``path``, once per run and step.

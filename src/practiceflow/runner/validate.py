@@ -8,7 +8,11 @@
 * literal inputs fit the action's input schema (fields given by a template are checked when
   they are rendered, at run time); personal values are not echoed;
 * ``retry`` only on steps that do not write;
-* no step writes when the recipe's credentials are known to be read-only (``can_write``).
+* no step writes when the recipe's credentials are known to be read-only (``can_write``);
+* every path a template reads under ``trigger``, ``steps.<id>``, ``vars`` and ``item`` fits
+  the trigger's output schema, the step actions' output schemas, the declared ``vars`` and
+  the elements ``for_each`` yields (:mod:`practiceflow.manifest.references`); samples play no
+  part in it.
 """
 
 from __future__ import annotations
@@ -22,13 +26,22 @@ from practiceflow.engine import validate_input
 from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest import ActionModule, Recipe, TriggerModule, load_recipe
 from practiceflow.manifest.loader import read_located
+from practiceflow.manifest.references import (
+    Position,
+    Target,
+    check_references,
+    items_position,
+    literal_schema,
+    position,
+    references_of,
+)
 from practiceflow.manifest.registry import ModuleRegistry, default_registry
 from practiceflow.manifest.validation import did_you_mean, issues_for
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep
-from practiceflow.templating import is_template
+from practiceflow.templating import CompiledTemplate, is_template, iter_templates
 
-__all__ = ["StepAction", "ValidRecipe", "validate_recipe"]
+__all__ = ["StepAction", "ValidRecipe", "output_schema", "validate_recipe"]
 
 StepAction = ActionModule | LocalStep
 
@@ -42,12 +55,14 @@ class ValidRecipe:
         actions: step id -> the action module or local step it uses.
         trigger: the trigger module.
         source: the file, as shown in messages.
+        notes: what could not be checked (a step whose output has no schema), once each.
     """
 
     recipe: Recipe
     actions: Mapping[str, StepAction]
     trigger: TriggerModule
     source: str
+    notes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -181,7 +196,77 @@ def validate_recipe(
         )
         where = ("trigger", "use")
         issues.append(_issue(file, located, where, f"unknown trigger {trigger_key!r}; {hint}"))
+    notes: list[str] = []
+    if trigger is not None:
+        found, notes = _reference_issues(recipe, actions, trigger)
+        issues += found
     issues.sort(key=lambda issue: (issue.line, issue.column, issue.path))
     if issues or trigger is None:
         raise ManifestError(issues)
-    return ValidRecipe(recipe=recipe, actions=actions, trigger=trigger, source=file)
+    return ValidRecipe(
+        recipe=recipe, actions=actions, trigger=trigger, source=file, notes=tuple(notes)
+    )
+
+
+def output_schema(action: StepAction) -> Mapping[str, Any] | None:
+    """The output schema of an action or local step (None when it declares none)."""
+    if isinstance(action, ActionModule):
+        return action.output.schema
+    return action.output_schema
+
+
+#: ``item`` outside a ``for_each`` step is None: any field read from it is reported.
+_NO_ITEM = Target("item is set only in a step with for_each", position({"type": "null"}))
+
+
+def _reference_issues(
+    recipe: Recipe, actions: Mapping[str, StepAction], trigger: TriggerModule
+) -> tuple[list[Issue], list[str]]:
+    """Check every template path against the output schemas; say once what is unchecked."""
+    issues: list[Issue] = []
+    notes: list[str] = []
+    members: dict[str, Target] = {}
+    base = {
+        "trigger": Target(
+            f"in the output schema of trigger {trigger.key!r}", position(trigger.output_schema)
+        ),
+        "vars": Target("declared in vars", position(literal_schema(recipe.vars))),
+        "steps": Target("", members=members),
+    }
+    for step in recipe.steps:
+        templates: list[CompiledTemplate] = [*iter_templates(step.with_)]
+        if step.if_ is not None:
+            templates.append(step.if_)
+        item = _NO_ITEM
+        if step.for_each is not None:
+            issues += check_references([step.for_each], {**base, "item": _NO_ITEM})
+            elements = items_position(step.for_each, base)
+            item = Target("in the elements for_each yields", elements)
+        issues += check_references(templates, {**base, "item": item})
+        for earlier, target in members.items():
+            if target.position is None and any(
+                ref.name == "steps" and ref.segments[:1] == (earlier,) and len(ref.segments) > 1
+                for template in templates
+                for ref in references_of(template)
+            ):
+                note = (
+                    f"step {earlier!r} ({_use_of(recipe, earlier)!r}) declares no output "
+                    "schema: the paths read from its output are not checked"
+                )
+                if note not in notes:
+                    notes.append(note)
+        members[step.id] = _step_target(step.use, actions.get(step.id), step.for_each)
+    return issues, notes
+
+
+def _use_of(recipe: Recipe, step_id: str) -> str:
+    """The ``use`` of a step, by id."""
+    return next(step.use for step in recipe.steps if step.id == step_id)
+
+
+def _step_target(use: str, action: StepAction | None, for_each: object) -> Target:
+    schema = output_schema(action) if action is not None else None
+    found: Position = position(schema)
+    if found is not None and for_each is not None:  # a for_each step reads as a list
+        found = tuple(({"type": "array", "items": part}, root) for part, root in found)
+    return Target(f"in the output schema of {use!r}", found)

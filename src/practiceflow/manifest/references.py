@@ -1,0 +1,462 @@
+"""Static checks of the paths templates read, against JSON Schemas (never against samples).
+
+A template such as ``{{ steps.bill.billTotl > 0 }}`` is parsed with Jinja's own parser; every
+chain of attribute and item lookups on a name (``steps.bill.billTotl``, ``item['email']``,
+``trigger.lines[0].amount``) is followed through the schema that describes that name: the
+trigger's output schema, an action's output schema, the recipe's ``vars``. A path the schema
+cannot hold is an issue located at the template, with "did you mean" when a declared field
+is close.
+
+What counts as "cannot hold":
+
+* a field under an object whose ``additionalProperties`` is false and that does not declare
+  it;
+* a field under an object that allows more fields than it declares (passthrough outputs)
+  only when it is a near miss of a declared one (``billTotl`` for ``billTotal``): any other
+  name may be an undeclared field the API really sends, so it is accepted;
+* a field of something that is never a mapping (a string, a number, a list).
+
+An open schema (no schema, ``{}``, an object without ``properties``, ``additionalProperties``
+given as a schema, an unresolvable ``$ref``) accepts every path below it. Lookups guarded by
+``is defined`` / ``is undefined`` and the method part of a call (``x.get('k')``) are not
+judged. Names a template assigns itself (``{% set %}``, loop variables) are not judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import nodes
+
+from practiceflow.errors import Issue
+from practiceflow.manifest.validation import did_you_mean
+from practiceflow.templating import CompiledTemplate, environment
+
+__all__ = [
+    "ANY_INDEX",
+    "Position",
+    "Reference",
+    "Target",
+    "check_references",
+    "items_position",
+    "literal_schema",
+    "position",
+    "references_of",
+    "step_into",
+    "union",
+]
+
+
+class _AnyIndex:
+    """A lookup whose key is computed (``x[i]``) or a slice: any element."""
+
+    def __repr__(self) -> str:
+        return "[*]"
+
+
+#: The segment of a computed subscript or a slice.
+ANY_INDEX = _AnyIndex()
+
+Segment = str | int | _AnyIndex
+#: Where a path stands in some schemas: (schema, the document its ``$ref`` resolve in) per
+#: alternative; None when nothing is known (every path below is accepted).
+Position = tuple[tuple[Mapping[str, Any], Mapping[str, Any]], ...] | None
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a top-level name reads, for the checker.
+
+    Attributes:
+        where: how a message names the schema (``in the output schema of 'create_bill'``).
+        position: the schema of the name's value, or None (open).
+        members: for a namespace such as ``steps``: name -> target of each member; a
+            member not listed is left to other checks (``steps.x`` naming an earlier step).
+    """
+
+    where: str
+    position: Position = None
+    members: Mapping[str, Target] | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One chain of lookups on a name in a template.
+
+    Attributes:
+        name: the name it starts from (``steps``).
+        segments: the keys looked up, in order.
+        line: the line inside the template (1-based).
+        node: the Jinja node of the whole chain.
+    """
+
+    name: str
+    segments: tuple[Segment, ...]
+    line: int
+    node: nodes.Expr
+
+
+def position(schema: Mapping[str, Any] | None) -> Position:
+    """The position at the root of a schema (None for no schema)."""
+    return None if schema is None else ((schema, schema),)
+
+
+def union(*positions: Position) -> Position:
+    """A position standing for any of several (open when any of them is)."""
+    out: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
+    for one in positions:
+        if one is None:
+            return None
+        out.extend(one)
+    return tuple(out) if out else None
+
+
+def literal_schema(value: Any) -> Mapping[str, Any]:
+    """A closed schema for literal data, such as a recipe's ``vars``."""
+    if isinstance(value, Mapping):
+        properties = {str(key): literal_schema(child) for key, child in value.items()}
+        return {"type": "object", "additionalProperties": False, "properties": properties}
+    if isinstance(value, list):
+        return {"type": "array"}
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int | float):
+        return {"type": "number"}
+    if isinstance(value, str):
+        return {"type": "string"}
+    return {}
+
+
+# -- finding references ----------------------------------------------------------------------
+
+_PROBES = frozenset({"defined", "undefined"})
+#: Filters whose result holds the same elements as their input.
+_SAME_ITEMS = frozenset(
+    {"list", "sort", "unique", "reverse", "select", "reject", "selectattr", "rejectattr"}
+)
+
+
+def _chain(node: nodes.Expr) -> tuple[str, list[Segment], list[nodes.Expr]] | None:
+    """Split ``a.b[c][0]`` into its name, its segments and its computed keys."""
+    segments: list[Segment] = []
+    computed: list[nodes.Expr] = []
+    current: nodes.Node = node
+    while True:
+        if isinstance(current, nodes.Name):
+            if current.ctx != "load":
+                return None
+            segments.reverse()
+            return current.name, segments, computed
+        if isinstance(current, nodes.Getattr):
+            segments.append(current.attr)
+        elif isinstance(current, nodes.Getitem):
+            arg = current.arg
+            if isinstance(arg, nodes.Const) and isinstance(arg.value, str | int):
+                segments.append(arg.value if not isinstance(arg.value, bool) else ANY_INDEX)
+            else:
+                segments.append(ANY_INDEX)
+                computed.append(arg)
+        else:
+            return None
+        current = current.node
+
+
+def references_of(template: CompiledTemplate) -> list[Reference]:
+    """Every chain of lookups on a free name in a template, outermost chains only.
+
+    Args:
+        template: a compiled template.
+
+    Returns:
+        The references, in the order they are written.
+    """
+    tree = environment().parse(template.source)
+    assigned = {name.name for name in tree.find_all(nodes.Name) if name.ctx in ("store", "param")}
+    found: list[Reference] = []
+
+    def visit(node: nodes.Node, *, call: bool = False, probe: bool = False) -> None:
+        if isinstance(node, nodes.Getattr | nodes.Getitem):
+            chain = _chain(node)
+            if chain is not None:
+                name, segments, computed = chain
+                if call and segments and isinstance(segments[-1], str):
+                    segments = segments[:-1]  # the method called, not a field
+                if segments and not probe and name not in assigned:
+                    found.append(Reference(name, tuple(segments), node.lineno or 1, node))
+                for expr in computed:
+                    visit(expr)
+                return
+        if isinstance(node, nodes.Call):
+            visit(node.node, call=True)
+            arguments: list[nodes.Node | None] = [*node.args, *node.kwargs]
+            for argument in (*arguments, node.dyn_args, node.dyn_kwargs):
+                if argument is not None:
+                    visit(argument)
+            return
+        if isinstance(node, nodes.Test) and node.name in _PROBES:
+            visit(node.node, probe=True)
+            return
+        for child in node.iter_child_nodes():
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+# -- following a path through a schema -------------------------------------------------------
+
+
+def _resolve(
+    schema: Any, root: Mapping[str, Any], depth: int = 0
+) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]] | None]:
+    """The concrete alternatives of a schema (``$ref`` followed, ``anyOf``... expanded).
+
+    Yields None for an alternative that says nothing (anything goes there).
+    """
+    if not isinstance(schema, Mapping) or depth > 16:
+        yield None
+        return
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target = _local_ref(ref, root)
+        if target is None:
+            yield None
+            return
+        yield from _resolve(target, root, depth + 1)
+    combined = False
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        branches = schema.get(keyword)
+        if isinstance(branches, list):
+            combined = True
+            for branch in branches:
+                yield from _resolve(branch, root, depth + 1)
+    shape = {"type", "properties", "items", "additionalProperties", "prefixItems", "enum"}
+    if (ref is None and not combined) or shape & set(schema):
+        yield schema, root
+
+
+def _local_ref(ref: str, root: Mapping[str, Any]) -> Any:
+    if not ref.startswith("#/"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/"):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _types(schema: Mapping[str, Any]) -> set[str] | None:
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return {declared}
+    if isinstance(declared, list):
+        return {str(kind) for kind in declared}
+    if "properties" in schema or "additionalProperties" in schema:
+        return {"object"}
+    if "items" in schema or "prefixItems" in schema:
+        return {"array"}
+    return None
+
+
+@dataclass(frozen=True)
+class _Miss:
+    """Why a segment cannot be looked up."""
+
+    message: str
+
+
+_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+    "array": "a list",
+    "object": "a mapping",
+}
+
+
+def step_into(here: Position, segment: Segment) -> Position | _Miss:
+    """The position one lookup below another, or why there is none.
+
+    Args:
+        here: the current position.
+        segment: a field name, an index or :data:`ANY_INDEX`.
+
+    Returns:
+        The position below (None when open), or a :class:`_Miss` saying what is wrong.
+    """
+    if here is None:
+        return None
+    below: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
+    declared: list[str] = []
+    closed = True
+    kinds: set[str] = set()
+    for alternative in (alt for schema, root in here for alt in _resolve(schema, root)):
+        if alternative is None:
+            return None
+        schema, root = alternative
+        types = _types(schema)
+        if types is None:
+            return None
+        kinds |= types
+        if "array" in types and not isinstance(segment, str):
+            items = schema.get("items")
+            if items is None or items is True:
+                return None
+            if isinstance(items, Mapping):
+                below.append((items, root))
+        if "object" not in types:
+            continue
+        properties = schema.get("properties")
+        extra = schema.get("additionalProperties", True)
+        if not isinstance(properties, Mapping) or not properties:
+            if extra is not False:
+                return None  # an open mapping
+            continue
+        if not isinstance(segment, str):
+            return None  # a computed key on a mapping
+        if segment in properties:
+            below.append((properties[segment], root))
+            continue
+        if isinstance(extra, Mapping) or schema.get("patternProperties"):
+            return None
+        declared.extend(str(name) for name in properties)
+        closed = closed and extra is False
+    if below:
+        return tuple(below)
+    if declared:
+        match = did_you_mean(str(segment), declared)
+        if match is None and not closed:
+            return None  # perhaps an undeclared field the API sends
+        hint = f"did you mean {match!r}?" if match else f"declared: {sorted(set(declared))}"
+        field = "field" if closed else "declared field"
+        return _Miss(f"has no {field} {segment!r}; {hint}")
+    if isinstance(segment, str) and kinds:
+        shown = " or ".join(_WORDS.get(kind, kind) for kind in sorted(kinds))
+        return _Miss(f"is {shown}, it has no field {segment!r}")
+    return None  # an index into a string, say: not judged
+
+
+def _shown(name: str, segments: Sequence[Segment]) -> str:
+    text = name
+    for segment in segments:
+        if isinstance(segment, str) and segment.isidentifier():
+            text += f".{segment}"
+        elif isinstance(segment, str):
+            text += f"[{segment!r}]"
+        elif isinstance(segment, int):
+            text += f"[{segment}]"
+        else:
+            text += "[...]"
+    return text
+
+
+def _follow(target: Target, name: str, segments: Sequence[Segment]) -> str | None:
+    """The problem with one reference, or None when the schemas can hold it."""
+    at = 0
+    if target.members is not None:
+        first = segments[0]
+        member = target.members.get(first) if isinstance(first, str) else None
+        if member is None:
+            return None
+        target, at = member, 1
+    here: Position = target.position
+    for index in range(at, len(segments)):
+        result = step_into(here, segments[index])
+        if isinstance(result, _Miss):
+            return f"{_shown(name, segments[:index])} {result.message} ({target.where})"
+        if result is None:
+            return None
+        here = result
+    return None
+
+
+def check_references(
+    templates: Sequence[CompiledTemplate], targets: Mapping[str, Target]
+) -> list[Issue]:
+    """Check every reference of some templates against the schemas of the names they read.
+
+    Args:
+        templates: compiled templates (their origins locate the issues).
+        targets: top-level name -> what it reads; names not listed are not judged here.
+
+    Returns:
+        One issue per reference the schemas cannot hold.
+    """
+    issues: list[Issue] = []
+    for template in templates:
+        for reference in references_of(template):
+            target = targets.get(reference.name)
+            if target is None:
+                continue
+            problem = _follow(target, reference.name, reference.segments)
+            if problem is not None:
+                issue = template.origin.issue(problem, line_offset=reference.line - 1)
+                if issue not in issues:
+                    issues.append(issue)
+    return issues
+
+
+def items_position(template: CompiledTemplate, targets: Mapping[str, Target]) -> Position:
+    """The schema of the elements a ``for_each`` template yields, when it can be told.
+
+    Understood: a path (``{{ steps.find.results }}``), a list of paths
+    (``{{ [steps.lead] }}``), ``a if c else b`` of those, and filters that keep the elements
+    (``sort``, ``selectattr``...). Anything else is open.
+
+    Args:
+        template: the ``for_each`` template.
+        targets: what each name reads.
+
+    Returns:
+        The position of one element, or None (open).
+    """
+    tree = environment().parse(template.source)
+    body = tree.body
+    if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
+        return None
+    return _items(body[0].nodes[0], targets) or None
+
+
+def _value(expr: nodes.Node, targets: Mapping[str, Target]) -> Position:
+    if isinstance(expr, nodes.Name) and expr.ctx == "load":
+        target = targets.get(expr.name)
+        return None if target is None or target.members is not None else target.position
+    chain = _chain(expr) if isinstance(expr, nodes.Getattr | nodes.Getitem) else None
+    if chain is None:
+        return None
+    name, segments, _ = chain
+    target = targets.get(name)
+    if target is None:
+        return None
+    if target.members is not None:
+        member = target.members.get(segments[0]) if isinstance(segments[0], str) else None
+        if member is None:
+            return None
+        target, segments = member, segments[1:]
+    here: Position = target.position
+    for segment in segments:
+        result = step_into(here, segment)
+        if result is None or isinstance(result, _Miss):
+            return None
+        here = result
+    return here
+
+
+def _items(expr: nodes.Node, targets: Mapping[str, Target]) -> Position:
+    if isinstance(expr, nodes.List):
+        if not expr.items:
+            return ()
+        return union(*(_value(item, targets) for item in expr.items))
+    if isinstance(expr, nodes.CondExpr):
+        other = _items(expr.expr2, targets) if expr.expr2 is not None else ()
+        return union(_items(expr.expr1, targets), other)
+    if isinstance(expr, nodes.Filter) and expr.name in _SAME_ITEMS and expr.node is not None:
+        return _items(expr.node, targets)
+    whole = _value(expr, targets)
+    result = step_into(whole, ANY_INDEX)
+    return None if isinstance(result, _Miss) else result
