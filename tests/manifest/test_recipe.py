@@ -1,4 +1,4 @@
-"""load_recipe: the recipe format is checked with located errors (running is a later issue)."""
+"""load_recipe checks the file on its own, validate_recipe the file against the modules."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 
 from practiceflow.errors import ManifestError
 from practiceflow.manifest import Recipe, default_registry, load_recipe
+from practiceflow.runner import validate_recipe
 
 DESIGN_EXAMPLE = """\
 name: accepted proposal -> first bill
@@ -84,10 +85,10 @@ def test_recipe_mistakes_are_located(tmp_path, old, new, expected):
     assert any(expected in line for line in reported), reported
 
 
-def test_with_a_registry_unknown_modules_are_named(tmp_path):
+def test_against_the_modules_unknown_modules_are_named(tmp_path):
     text = DESIGN_EXAMPLE.replace("use: create_bill", "use: create_bil")
     with pytest.raises(ManifestError) as caught:
-        load_recipe(_write(tmp_path, text), registry=default_registry())
+        validate_recipe(_write(tmp_path, text), registry=default_registry())
     reported = "\n".join(str(issue) for issue in caught.value.issues)
     assert "steps[0].use: unknown action 'create_bil'; did you mean 'create_bill'?" in reported
 
@@ -97,7 +98,7 @@ def test_retry_is_refused_on_a_write_step(tmp_path):
         "    use: create_bill\n", "    use: create_bill\n    retry: {attempts: 3}\n"
     ).replace("use: send_eform", "use: create_lead")
     with pytest.raises(ManifestError) as caught:
-        load_recipe(_write(tmp_path, text), registry=default_registry())
+        validate_recipe(_write(tmp_path, text), registry=default_registry())
     reported = "\n".join(str(issue) for issue in caught.value.issues)
     assert "steps[0].retry: retry is for read steps only" in reported
 

@@ -358,18 +358,17 @@ def load_module(path: PathLike, *, display: str | None = None) -> Module:
     return action_from(located, file, _stem(path))
 
 
-def load_recipe(path: PathLike, *, registry: Any = None, display: str | None = None) -> Recipe:
-    """Load and check a recipe (running it is the runner's job).
+def load_recipe(path: PathLike, *, display: str | None = None) -> Recipe:
+    """Load a recipe and check the file on its own (running it is the runner's job).
 
-    Beyond its schema, step ids must be unique, templates must compile and read only
-    ``trigger``, ``steps``, ``vars``, ``now`` and ``item``, and ``steps.ID`` must name an
-    earlier step. With a registry, the trigger and the actions must exist and ``retry`` is
-    accepted only on steps whose action does not write.
+    Checked here: the recipe schema, unique step ids, template syntax, templates reading only
+    ``trigger``, ``steps``, ``vars``, ``now`` and ``item``, and ``steps.ID`` naming an earlier
+    step. What needs the modules (the trigger and actions exist, literal inputs, ``retry``,
+    every template path against the output schemas) is
+    :func:`practiceflow.runner.validate_recipe`'s, which starts with this.
 
     Args:
         path: the recipe file.
-        registry: a :class:`~practiceflow.manifest.registry.ModuleRegistry` to check the
-            ``use`` keys against; None skips that check.
         display: the file name to use in messages.
 
     Returns:
@@ -379,6 +378,11 @@ def load_recipe(path: PathLike, *, registry: Any = None, display: str | None = N
         ManifestError: with every issue of the file.
     """
     located, file = read_located(path, display)
+    return recipe_from(located, file)
+
+
+def recipe_from(located: Located, file: str) -> Recipe:
+    """Build a recipe from an already read document (see :func:`load_recipe`)."""
     data = located.data
     if not isinstance(data, Mapping):
         raise ManifestError([Issue(file, 1, 1, "", "expected a mapping with name, trigger, steps")])
@@ -404,8 +408,6 @@ def load_recipe(path: PathLike, *, registry: Any = None, display: str | None = N
                 issues += found
         for template in lint.templates_of(*compiled.values()):
             issues += _recipe_template_issues(template, seen)
-        if registry is not None:
-            issues += _recipe_use_issues(raw, registry, at, file, located)
         steps.append(
             RecipeStep(
                 id=raw["id"],
@@ -418,15 +420,6 @@ def load_recipe(path: PathLike, *, registry: Any = None, display: str | None = N
             )
         )
         seen.append(raw["id"])
-    if registry is not None and trigger["use"] not in registry.triggers:
-        issues += lint.check_names(
-            trigger["use"],
-            registry.triggers,
-            what="trigger",
-            at=("trigger", "use"),
-            file=file,
-            located=located,
-        )
     if issues:
         raise ManifestError(issues)
     return Recipe(
@@ -453,24 +446,6 @@ def _recipe_template_issues(template: Any, earlier: list[str]) -> list[Issue]:
         hint = f"earlier steps are {earlier}" if earlier else "no step runs before this one"
         issues.append(template.origin.issue(f"steps.{name} is not an earlier step; {hint}"))
     return issues
-
-
-def _recipe_use_issues(
-    raw: Mapping[str, Any], registry: Any, at: JsonPath, file: str, located: Located
-) -> list[Issue]:
-    if raw["use"] not in registry.actions:
-        return lint.check_names(
-            raw["use"], registry.actions, what="action", at=(*at, "use"), file=file, located=located
-        )
-    action = registry.actions[raw["use"]]
-    if "retry" in raw and action.needs_write:
-        line, column = located.where((*at, "retry"))
-        message = (
-            f"retry is for read steps only; {raw['use']!r} writes, and writes are never "
-            "retried blindly"
-        )
-        return [Issue(file, line, column, format_path((*at, "retry")), message)]
-    return []
 
 
 def load_connector(path: PathLike | None = None) -> dict[str, Any]:

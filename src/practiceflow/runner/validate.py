@@ -1,7 +1,10 @@
 """Checking a recipe before anything runs: every problem at once, each with file, line, field.
 
-:func:`validate_recipe` adds to what :func:`~practiceflow.manifest.load_recipe` checks
-(schema, unique ids, template syntax and names, ``steps.ID`` naming an earlier step):
+:func:`validate_recipe` is the one recipe validator: ``modules validate``, ``run`` (with or
+without ``--dry-run``), ``serve``, ``worker``, ``plan`` and the scaffolds all call it. It
+starts with the checks of the file on its own (:func:`~practiceflow.manifest.load_recipe`:
+schema, unique ids, template syntax and names, ``steps.ID`` naming an earlier step), then
+checks the recipe against the modules:
 
 * ``use`` names an action module or a built-in local step (:mod:`.local`), with "did you
   mean"; ``trigger.use`` names a trigger module;
@@ -24,8 +27,9 @@ from typing import Any
 
 from practiceflow.engine import validate_input
 from practiceflow.errors import Issue, ManifestError
-from practiceflow.manifest import ActionModule, Recipe, TriggerModule, load_recipe
-from practiceflow.manifest.loader import read_located
+from practiceflow.manifest import ActionModule, Recipe, TriggerModule
+from practiceflow.manifest.lint import check_names
+from practiceflow.manifest.loader import read_located, recipe_from
 from practiceflow.manifest.references import (
     Position,
     Target,
@@ -36,7 +40,7 @@ from practiceflow.manifest.references import (
     references_of,
 )
 from practiceflow.manifest.registry import ModuleRegistry, default_registry
-from practiceflow.manifest.validation import did_you_mean, issues_for
+from practiceflow.manifest.validation import issues_for
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep
 from practiceflow.templating import CompiledTemplate, is_template, iter_templates
@@ -135,9 +139,8 @@ def _use_issues(
     action: StepAction | None = registry.actions.get(key) or LOCAL_STEPS.get(key)
     if action is None:
         known = [*registry.actions, *LOCAL_STEPS]
-        match = did_you_mean(key, known)
-        hint = f"did you mean {match!r}?" if match else f"valid values are {sorted(known)}"
-        return None, [_issue(file, located, (*at, "use"), f"unknown action {key!r}; {hint}")]
+        where = (*at, "use")
+        return None, check_names(key, known, what="action", at=where, file=file, located=located)
     issues = _literal_issues(action, raw, at, file, located)
     if "retry" in raw and action.needs_write:
         message = (
@@ -177,8 +180,8 @@ def validate_recipe(
         ManifestError: with every issue, each naming file, line, column and field.
     """
     modules = registry if registry is not None else default_registry()
-    recipe = load_recipe(path, display=display)
     located, file = read_located(path, display)
+    recipe = recipe_from(located, file)
     data = located.data
     issues: list[Issue] = []
     actions: dict[str, StepAction] = {}
@@ -190,12 +193,10 @@ def validate_recipe(
     trigger_key = data["trigger"]["use"]
     trigger = modules.triggers.get(trigger_key)
     if trigger is None:
-        match = did_you_mean(trigger_key, modules.triggers)
-        hint = (
-            f"did you mean {match!r}?" if match else f"valid values are {sorted(modules.triggers)}"
-        )
         where = ("trigger", "use")
-        issues.append(_issue(file, located, where, f"unknown trigger {trigger_key!r}; {hint}"))
+        issues += check_names(
+            trigger_key, modules.triggers, what="trigger", at=where, file=file, located=located
+        )
     notes: list[str] = []
     if trigger is not None:
         found, notes = _reference_issues(recipe, actions, trigger)
