@@ -8,15 +8,13 @@ Two figures, each with its target:
    Printed as the ratio of median times; target under 1.3x.
 2. **Engine CPU per action, no network**: ``run_action`` against an in-memory client that
    answers at once, timed with ``time.process_time`` over many iterations; target under
-   200 microseconds. Shown with the jsonschema-rs fast path (when installed) and with pure
-   Python validation (``PRACTICEFLOW_VALIDATION=python``).
+   200 microseconds.
 
 Modules are loaded once, before any timing. Runtime: about half a minute.
 """
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import time
@@ -197,14 +195,9 @@ def main() -> int:
         )
 
     print(f"\nengine CPU per action, no network ({CPU_ITERATIONS} runs, target < 200 us):")
-    fast = cpu_microseconds(keys)
-    os.environ["PRACTICEFLOW_VALIDATION"] = "python"
-    try:
-        slow = cpu_microseconds(keys)
-    finally:
-        del os.environ["PRACTICEFLOW_VALIDATION"]
+    cpu = cpu_microseconds(keys)
     for key in keys:
-        print(f"  {key:<14} {fast[key]:7.1f} us  (pure-Python validation: {slow[key]:7.1f} us)")
+        print(f"  {key:<14} {cpu[key]:7.1f} us")
     return 0
 
 

@@ -15,7 +15,7 @@ from practiceflow.errors import Issue
 from practiceflow.manifest.validation import (
     compile_validator,
     did_you_mean,
-    draft_checker,
+    draft_validator,
     issues_for,
 )
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
@@ -81,7 +81,9 @@ def check_schema(
     if not isinstance(schema, Mapping):
         return []
     issues = (
-        issues_for(draft_checker(), schema, file=file, located=located, prefix=at) if draft else []
+        issues_for(draft_validator(), schema, file=file, located=located, prefix=at)
+        if draft
+        else []
     )
     sound = draft and not issues
     defs = schema.get("$defs", {})

@@ -30,10 +30,9 @@ from practiceflow.manifest.models import (
     TriggerModule,
 )
 from practiceflow.manifest.validation import (
-    compile_checker,
     compile_validator,
     issues_for,
-    meta_checker,
+    meta_validator,
 )
 from practiceflow.manifest.yamlpos import (
     MAX_BYTES,
@@ -127,7 +126,7 @@ def _start(kind: str, located: Located, file: str, stem: str | None) -> list[Iss
     data = located.data
     if not isinstance(data, Mapping):
         return [Issue(file, 1, 1, "", f"expected a mapping of {kind} fields at the top")]
-    issues = issues_for(meta_checker(kind), data, file=file, located=located)
+    issues = issues_for(meta_validator(kind), data, file=file, located=located)
     key = data.get("key")
     if stem is not None and isinstance(key, str) and key != stem:
         line, column = located.where(("key",))
@@ -219,7 +218,7 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         raise ManifestError(issues)
 
     # The file is sound from here on: the schemas compile.
-    output_validator = compile_checker(output_schema)
+    output_validator = compile_validator(output_schema)
     sample = data["sample"]
     return ActionModule(
         key=data["key"],
@@ -228,7 +227,7 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         noun=data["noun"],
         kind=data.get("kind"),
         input_schema=input_schema,
-        input_validator=compile_checker(input_schema),
+        input_validator=compile_validator(input_schema),
         request=RequestSpec(
             method=request["method"],
             path=trees["path"],
@@ -313,7 +312,7 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
         sections[name] = compiled
     if issues:
         raise ManifestError(issues)
-    validator = compile_checker(output_schema)
+    validator = compile_validator(output_schema)
     return TriggerModule(
         key=data["key"],
         title=data["title"],
@@ -386,7 +385,7 @@ def recipe_from(located: Located, file: str) -> Recipe:
     data = located.data
     if not isinstance(data, Mapping):
         raise ManifestError([Issue(file, 1, 1, "", "expected a mapping with name, trigger, steps")])
-    issues = issues_for(meta_checker("recipe"), data, file=file, located=located)
+    issues = issues_for(meta_validator("recipe"), data, file=file, located=located)
     if issues:
         raise ManifestError(issues)
     origin_for = _origins(file, located)

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from jsonschema.protocols import Validator
+
 from practiceflow.manifest.choices import ChoiceSource, FieldPath
 from practiceflow.manifest.extensions import Extensions
-from practiceflow.manifest.validation import SchemaValidator
 from practiceflow.templating import CompiledTemplate, iter_templates
 
 __all__ = [
@@ -63,7 +64,7 @@ class OutputSpec:
     map: Any
     passthrough: bool
     schema: Mapping[str, Any]
-    validator: SchemaValidator
+    validator: Validator
 
     @cached_property
     def reads_headers(self) -> bool:
@@ -104,7 +105,7 @@ class ActionModule:
     noun: str
     kind: str | None
     input_schema: Mapping[str, Any]
-    input_validator: SchemaValidator
+    input_validator: Validator
     request: RequestSpec
     output: OutputSpec
     sample: Mapping[str, Any]
@@ -166,7 +167,7 @@ class TriggerModule:
     noun: str
     input_schema: Mapping[str, Any]
     output_schema: Mapping[str, Any]
-    output_validator: SchemaValidator
+    output_validator: Validator
     sample: Mapping[str, Any]
     webhook: Mapping[str, Any] | None
     poll: Mapping[str, Any] | None

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError as SchemaValidationError
@@ -32,14 +31,10 @@ from practiceflow.resources import data_dir
 
 __all__ = [
     "FORMAT_CHECKER",
-    "ErrorSource",
-    "SchemaValidator",
-    "compile_checker",
     "compile_validator",
     "did_you_mean",
-    "draft_checker",
+    "draft_validator",
     "issues_for",
-    "meta_checker",
     "meta_schema",
     "meta_validator",
 ]
@@ -90,75 +85,6 @@ _TYPE_WORDS = {
 }
 
 
-class ErrorSource(Protocol):
-    """Anything that lists the validation errors of an instance (a jsonschema validator)."""
-
-    def iter_errors(self, instance: Any) -> Iterable[SchemaValidationError]:
-        """Yield every error of ``instance``."""
-        ...
-
-
-def _accelerator(
-    schema: Mapping[str, Any], resources: Sequence[tuple[str, Any]] = ()
-) -> Callable[[Any], bool] | None:
-    """A fast yes/no check from jsonschema-rs, when it is installed and not switched off.
-
-    It only ever *accepts*: a document it refuses is checked again by jsonschema, which
-    words the errors and has the last word, so both libraries' format checks never
-    disagree in the user's disfavour.
-    """
-    if os.environ.get("PRACTICEFLOW_VALIDATION", "").lower() == "python":
-        return None
-    try:
-        import jsonschema_rs
-    except ImportError:  # pragma: no cover - depends on the install
-        return None
-    try:
-        fast = jsonschema_rs.validator_for(
-            {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema},
-            validate_formats=True,
-            offline=True,
-            registry=jsonschema_rs.Registry(resources) if resources else None,
-        )
-    except Exception:
-        return None
-    return fast.is_valid
-
-
-class SchemaValidator:
-    """A compiled Draft 2020-12 validator with format checks and an optional fast path.
-
-    Attributes:
-        schema: the schema.
-        python: the :mod:`jsonschema` validator (the reference, and the errors' wording).
-        accelerated: whether a jsonschema-rs fast path is in use.
-    """
-
-    def __init__(
-        self,
-        schema: Mapping[str, Any],
-        *,
-        python: Validator | None = None,
-        resources: Sequence[tuple[str, Any]] = (),
-    ) -> None:
-        self.schema = schema
-        self.python = python if python is not None else compile_validator(schema)
-        self._fast = _accelerator(schema, resources)
-        self.accelerated = self._fast is not None
-
-    def is_valid(self, instance: Any) -> bool:
-        """Tell whether an instance is valid."""
-        if self._fast is not None and self._fast(instance):
-            return True
-        return bool(self.python.is_valid(instance))
-
-    def iter_errors(self, instance: Any) -> Iterator[SchemaValidationError]:
-        """Yield every error of an instance (none when the fast path accepts it)."""
-        if self._fast is not None and self._fast(instance):
-            return iter(())
-        return iter(self.python.iter_errors(instance))
-
-
 def compile_validator(schema: Mapping[str, Any]) -> Validator:
     """Build a reusable :mod:`jsonschema` Draft 2020-12 validator with format checks.
 
@@ -169,20 +95,6 @@ def compile_validator(schema: Mapping[str, Any]) -> Validator:
         The validator.
     """
     return Draft202012Validator(schema, format_checker=FORMAT_CHECKER)
-
-
-def compile_checker(schema: Mapping[str, Any]) -> SchemaValidator:
-    """Build a :class:`SchemaValidator`: like :func:`compile_validator`, with the fast path.
-
-    Use it for schemas checked on every run (action input and output).
-
-    Args:
-        schema: a schema already known to be valid.
-
-    Returns:
-        The validator.
-    """
-    return SchemaValidator(schema)
 
 
 @lru_cache(maxsize=8)
@@ -213,25 +125,10 @@ def _meta_registry() -> Registry[Any]:
     return Registry().with_resources(resources)
 
 
-@lru_cache(maxsize=8)
-def meta_checker(kind: str) -> SchemaValidator:
-    """Like :func:`meta_validator`, with the fast path (used by the loaders).
-
-    Args:
-        kind: ``action``, ``trigger``, ``recipe`` or ``connector``.
-
-    Returns:
-        The validator.
-    """
-    resources = [(meta_schema(name)["$id"], dict(meta_schema(name))) for name in META_KINDS]
-    return SchemaValidator(meta_schema(kind), python=meta_validator(kind), resources=resources)
-
-
 @lru_cache(maxsize=1)
-def draft_checker() -> SchemaValidator:
-    """The Draft 2020-12 meta-schema as a validator with the fast path (for module schemas)."""
-    meta = Draft202012Validator.META_SCHEMA
-    return SchemaValidator(meta, python=Draft202012Validator(meta))
+def draft_validator() -> Validator:
+    """The Draft 2020-12 meta-schema as a validator (module schemas are checked with it)."""
+    return Draft202012Validator(Draft202012Validator.META_SCHEMA)
 
 
 @lru_cache(maxsize=8)
@@ -300,7 +197,7 @@ def _suggestion(word: Any, candidates: Iterable[Any]) -> str:
 
 
 def issues_for(
-    validator: ErrorSource,
+    validator: Validator,
     data: Any,
     *,
     file: str,
