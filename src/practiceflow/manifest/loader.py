@@ -29,6 +29,7 @@ from practiceflow.manifest.models import (
     RequestSpec,
     TriggerModule,
 )
+from practiceflow.manifest.references import check_references, input_target
 from practiceflow.manifest.validation import (
     compile_validator,
     issues_for,
@@ -205,6 +206,10 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
     issues += lint.check_template_names(
         lint.templates_of(out_map), allowed=OUTPUT_NAMES, input_fields=fields, file=file
     )
+    if _clean(issues, "input"):
+        issues += check_references(
+            lint.templates_of(*trees.values(), out_map), {"input": input_target(input_schema)}
+        )
     extensions, found = compile_extensions(data, origin_for, fields, file=file, located=located)
     issues += found
     issues += lint.check_names(
@@ -309,6 +314,10 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
         issues += lint.check_template_names(
             lint.templates_of(compiled), allowed=allowed, input_fields=fields, file=file
         )
+        if _clean(issues, "input"):
+            issues += check_references(
+                lint.templates_of(compiled), {"input": input_target(input_schema)}
+            )
         sections[name] = compiled
     if issues:
         raise ManifestError(issues)

@@ -40,6 +40,7 @@ __all__ = [
     "Reference",
     "Target",
     "check_references",
+    "input_target",
     "items_position",
     "literal_schema",
     "position",
@@ -111,6 +112,29 @@ def union(*positions: Position) -> Position:
             return None
         out.extend(one)
     return tuple(out) if out else None
+
+
+def input_target(schema: Mapping[str, Any]) -> Target:
+    """What ``input`` reads in a module's templates: its declared fields, checked below them.
+
+    A first-level field the schema does not declare is left to
+    :func:`~practiceflow.manifest.lint.check_template_names`, which reports it already.
+
+    Args:
+        schema: the module's ``input`` schema.
+
+    Returns:
+        The target for :func:`check_references`.
+    """
+    properties = schema.get("properties")
+    fields = properties if isinstance(properties, Mapping) else {}
+    where = "in the module's input schema"
+    members = {
+        str(name): Target(where, ((child, schema),))
+        for name, child in fields.items()
+        if isinstance(child, Mapping)
+    }
+    return Target(where, members=members)
 
 
 def literal_schema(value: Any) -> Mapping[str, Any]:
