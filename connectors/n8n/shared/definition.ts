@@ -3707,17 +3707,29 @@ export const DEFINITION: Definition = {
 							cmp: [
 								'==',
 								{
-									default: [
+									filter: [
+										'lower',
 										{
-											ref: ['item', 'status'],
-										},
-										{
-											const: null,
+											or: [
+												{
+													default: [
+														{
+															ref: ['item', 'status'],
+														},
+														{
+															const: null,
+														},
+													],
+												},
+												{
+													const: '',
+												},
+											],
 										},
 									],
 								},
 								{
-									const: 'Active',
+									const: 'active',
 								},
 							],
 						},
@@ -3734,17 +3746,29 @@ export const DEFINITION: Definition = {
 							cmp: [
 								'==',
 								{
-									default: [
+									filter: [
+										'lower',
 										{
-											ref: ['item', 'status'],
-										},
-										{
-											const: null,
+											or: [
+												{
+													default: [
+														{
+															ref: ['item', 'status'],
+														},
+														{
+															const: null,
+														},
+													],
+												},
+												{
+													const: '',
+												},
+											],
 										},
 									],
 								},
 								{
-									const: 'Lead',
+									const: 'lead',
 								},
 							],
 						},
@@ -3895,17 +3919,29 @@ export const DEFINITION: Definition = {
 							cmp: [
 								'==',
 								{
-									default: [
+									filter: [
+										'lower',
 										{
-											ref: ['item', 'status'],
-										},
-										{
-											const: null,
+											or: [
+												{
+													default: [
+														{
+															ref: ['item', 'status'],
+														},
+														{
+															const: null,
+														},
+													],
+												},
+												{
+													const: '',
+												},
+											],
 										},
 									],
 								},
 								{
-									const: 'Active',
+									const: 'active',
 								},
 							],
 						},
@@ -4229,17 +4265,29 @@ export const DEFINITION: Definition = {
 							cmp: [
 								'==',
 								{
-									default: [
+									filter: [
+										'lower',
 										{
-											ref: ['item', 'status'],
-										},
-										{
-											const: null,
+											or: [
+												{
+													default: [
+														{
+															ref: ['item', 'status'],
+														},
+														{
+															const: null,
+														},
+													],
+												},
+												{
+													const: '',
+												},
+											],
 										},
 									],
 								},
 								{
-									const: 'Lead',
+									const: 'lead',
 								},
 							],
 						},
@@ -5012,17 +5060,29 @@ export const DEFINITION: Definition = {
 							cmp: [
 								'==',
 								{
-									default: [
+									filter: [
+										'lower',
 										{
-											ref: ['item', 'status'],
-										},
-										{
-											const: null,
+											or: [
+												{
+													default: [
+														{
+															ref: ['item', 'status'],
+														},
+														{
+															const: null,
+														},
+													],
+												},
+												{
+													const: '',
+												},
+											],
 										},
 									],
 								},
 								{
-									const: 'Active',
+									const: 'active',
 								},
 							],
 						},
