@@ -249,3 +249,16 @@ def test_dry_run_exits_non_zero_when_a_step_fails_to_render(tmp_path: Path):
     dry = CliRunner().invoke(cli, ["run", str(path), "--dry-run"])
     assert dry.exit_code == 1, dry.output
     assert "1 step failed to render" in dry.output
+
+
+def test_the_trigger_options_are_checked_against_vars(tmp_path: Path):
+    text = RECIPE.replace(
+        "  use: proposal_accepted\n",
+        "  use: proposal_accepted\n  with: {entityKey: '{{ vars.clent }}'}\n",
+    ).replace("  fee: 100\n", "  fee: 100\n  client: 0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58\n")
+    problems = _problems(tmp_path, text)
+    assert any(
+        "r.yaml:4:21 trigger.with.entityKey: vars has no field 'clent'; did you mean 'client'?"
+        in line
+        for line in problems
+    ), problems

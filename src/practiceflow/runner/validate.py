@@ -234,6 +234,7 @@ def _reference_issues(
         "vars": Target("declared in vars", position(literal_schema(recipe.vars))),
         "steps": Target("", members=members),
     }
+    issues += check_references([*iter_templates(recipe.trigger_with)], {"vars": base["vars"]})
     for step in recipe.steps:
         templates: list[CompiledTemplate] = [*iter_templates(step.with_)]
         if step.if_ is not None:
