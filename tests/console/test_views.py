@@ -330,3 +330,23 @@ def test_a_token_is_required_when_one_is_configured(ctx: ConsoleContext):
         page = web.get("/console/runs")  # the cookie carries it now
         assert page.status_code == 200
         assert "s3cret-console-token" not in page.text
+
+
+def test_an_event_no_trigger_describes_is_shown_with_every_value_masked(
+    web: TestClient, seeded: Seeded
+):
+    """An assistant's confirmed arguments (``source: mcp``) have no trigger schema to say
+    what is personal: every value is masked, on the page and in the JSON."""
+    origin = {
+        "event_key": "assistant.create_client",
+        "event_id": "mcp-1",
+        "source": "mcp",
+        "payload": {"entityName": "Zebediah Quux-Worthington", "email": "zq@example.org"},
+    }
+    run_id, _ = seeded.store.start_run(PRACTICE, "assistant: create_client", "mcp-1", origin=origin)
+    for route in (f"/console/runs/{run_id}", f"/console/api/runs/{run_id}"):
+        response = web.get(route)
+        assert response.status_code == 200, response.text
+        assert "Zebediah" not in response.text
+        assert "zq@example.org" not in response.text
+        assert "entityName" in response.text  # the field is named, its value is not shown

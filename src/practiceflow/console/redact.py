@@ -30,6 +30,9 @@ from practiceflow.engine.masking import (
 )
 from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, lint
 
+#: Every field of a payload (top-level keys kept, values masked).
+_WHOLE: frozenset[tuple[str, ...]] = frozenset({()})
+
 __all__ = ["MASK", "Redactor"]
 
 _SECRET_NAME = re.compile(
@@ -160,13 +163,21 @@ class Redactor:
         if not isinstance(origin, Mapping):
             return self.secrets(origin)
         shown = dict(origin)
-        trigger = self._trigger(origin.get("source"))
-        if trigger is not None and "payload" in shown:
-            pii = lint.pii_paths(trigger.output_schema)
+        if "payload" in shown:
+            pii = self._event_pii(origin)
             if pii:
                 values = personal_values(shown["payload"], pii)
                 shown["payload"] = mask_values(mask_input(shown["payload"], pii), values)
         return self.secrets(shown)
+
+    def _event_pii(self, origin: Mapping[str, Any]) -> frozenset[tuple[str, ...]]:
+        """The personal paths of a run's event: its trigger's, or, for an event no trigger
+        describes (an assistant's arguments, ``source: mcp``), the whole payload: without a
+        schema nothing can be shown as surely not personal."""
+        trigger = self._trigger(origin.get("source"))
+        if trigger is None:
+            return _WHOLE
+        return frozenset(lint.pii_paths(trigger.output_schema))
 
     def personal(self, use: Any, entry: Any) -> frozenset[str]:
         """The personal values of a journaled request entry's input.
@@ -194,10 +205,7 @@ class Redactor:
         """
         if not isinstance(origin, Mapping):
             return frozenset()
-        trigger = self._trigger(origin.get("source"))
-        if trigger is None:
-            return frozenset()
-        return personal_values(origin.get("payload"), lint.pii_paths(trigger.output_schema))
+        return personal_values(origin.get("payload"), self._event_pii(origin))
 
     def drop(self, tree: Any, values: frozenset[str]) -> Any:
         """Mask known personal values wherever they appear in a tree.
