@@ -2,7 +2,8 @@
 
 Each benchmark is run as its own process (one at a time, bounded by ``TIMEOUT`` seconds)
 and its output is kept whole in the report. Figures are read from the lines a benchmark
-prints: ``RESULT {json}`` lines (name, figure, unit, baseline, target, measured, ok), or,
+prints: ``RESULT {json}`` lines (name, figure, unit, baseline, target, measured, ok: true,
+false, or null for a figure judged against no target), or,
 for benchmarks that print prose, every line that states a ratio. Every figure is a ratio
 against a baseline measured in the same run, on the machine named at the top.
 
@@ -98,7 +99,8 @@ def main(argv: list[str]) -> int:
             if line.startswith("RESULT ")
         ]
         for result in results:
-            verdict = "met" if result.get("ok") else "**not met**"
+            ok = result.get("ok")
+            verdict = "figure only" if ok is None else "met" if ok else "**not met**"
             rows.append(
                 f"| {path.stem} | {result['name']} | {result['figure']} {result['unit']} | "
                 f"{result['baseline']} | {result['target']} | {verdict} |"

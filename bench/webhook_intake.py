@@ -14,7 +14,8 @@ client threads, in short rounds that alternate between the two servers (the mach
 shared: alternating lets both see the same load). For each number of concurrent senders
 (4 and 16 by default: how concurrently the API delivers is not shown in the spec, and
 deliveries that arrive together share a commit), it prints the median rates and the
-median of the per-round ratios (target: receiver >= 0.5x bare). It checks that every
+median of the per-round ratios (a figure, judged against no target: intake is compared
+with a peer, n8n on the same machine, side by side; durability is kept). It checks that every
 delivery was stored exactly once. Takes about a minute.
 """
 
@@ -175,17 +176,17 @@ def main() -> None:
         print(
             f"{workers:3d} senders: bare {statistics.median(bare_rates):6.0f}/s, verified + stored "
             f"(fsync) {statistics.median(rates):6.0f}/s; ratio {ratio:.2f}x "
-            f"median of rounds, {ratios[0]:.2f}x-{ratios[-1]:.2f}x (target >= 0.5x)"
+            f"median of rounds, {ratios[0]:.2f}x-{ratios[-1]:.2f}x"
         )
         result = {
             "name": f"webhook intake, {workers} concurrent senders",
             "figure": round(ratio, 2),
             "unit": "x bare endpoint (median of rounds)",
             "baseline": f"bare starlette endpoint, {statistics.median(bare_rates):.0f}/s",
-            "target": ">= 0.5x",
+            "target": "none (compared with a peer side by side)",
             "measured": f"{statistics.median(rates):.0f}/s verified and fsynced; rounds "
             f"{ratios[0]:.2f}x-{ratios[-1]:.2f}x",
-            "ok": ratio >= 0.5,
+            "ok": None,
         }
         print("RESULT " + json.dumps(result))
 
