@@ -54,8 +54,10 @@ def _recipe_path(name: str) -> Path:
 def _run_table(store: StateStore, run_id: str, title: str) -> Table:
     run = store.get_run(run_id)
     table = Table(title=f"{title}: run {run_id[:8]} {run.status if run else '?'}")
-    for column in ("step", "status", "attempts", "result"):
-        table.add_column(column)
+    for column in ("step", "status", "attempts"):
+        table.add_column(column, no_wrap=True)
+    # One identifier a line; folded (never cut with an ellipsis) if the terminal is narrow.
+    table.add_column("result", overflow="fold")
     for step in store.get_steps(run_id):
         output = step.output if isinstance(step.output, dict) else {}
         ids = {
@@ -63,7 +65,7 @@ def _run_table(store: StateStore, run_id: str, title: str) -> Table:
             for k, v in output.items()
             if k.endswith(("Key", "ID", "Number", "line")) and v is not None
         }
-        shown = ", ".join(f"{k}={v}" for k, v in list(ids.items())[:3])
+        shown = "\n".join(f"{k}={v}" for k, v in list(ids.items())[:3])
         table.add_row(step.step_id, step.status, str(step.attempts), shown)
     return table
 

@@ -6,15 +6,11 @@ names, emails and amounts stay in the journal, never on a terminal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from rich.table import Table
-
-from practiceflow.runner.execute import RunOutcome
 from practiceflow.state import StepRecord
 
-__all__ = ["brief", "detail", "outcomes_table"]
+__all__ = ["brief", "detail"]
 
 _ID_SUFFIXES = ("Key", "ID", "Id", "Number")
 
@@ -58,22 +54,3 @@ def detail(step: StepRecord) -> str:
     if step.status == "succeeded":
         return brief(step.output)
     return ""
-
-
-def outcomes_table(outcomes: Sequence[RunOutcome]) -> Table:
-    """A table of the runs a command worked on.
-
-    Args:
-        outcomes: the runs.
-
-    Returns:
-        The rich table.
-    """
-    table = Table(title="runs")
-    for column in ("run", "event", "status", "held step"):
-        table.add_column(column)
-    for outcome in outcomes:
-        table.add_row(
-            outcome.run_id, outcome.event_id, outcome.status, ", ".join(outcome.held) or ""
-        )
-    return table
