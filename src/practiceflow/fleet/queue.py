@@ -7,11 +7,13 @@ Jobs (task names under the ``practiceflow`` namespace):
   same run at once; for an ``ordered`` practice it is the practice's, so its runs go one
   at a time in the order they were queued. The **queueing lock** is the event's: one
   waiting job per event, however often it is queued.
-* ``poll(practice, trigger)``: poll one trigger of one practice and queue a job per new
-  event. A periodic job per (practice, trigger) with a queueing lock, so one replica polls
-  it at a time and a slow poll never piles up behind itself.
-* ``sweep(practice)``: queue a job for every event of the practice still pending (events a
-  webhook receiver stored, or a replica stored and died before queueing).
+* ``tick(timestamp)``: the one periodic job, every second: it queues the polls and sweeps
+  due at that second (:mod:`.schedule` spreads them over their period).
+* ``poll(timestamp, practice, trigger)``: poll one trigger of one practice and queue a job
+  per new event. Its lock and queueing lock are the (practice, trigger)'s, so one replica
+  polls it at a time and a slow poll never piles up behind itself.
+* ``sweep(timestamp, practice)``: queue a job for every event of the practice still
+  pending (events a webhook receiver stored, or a replica stored and died before queueing).
 * ``retry_stalled``: give the jobs of a replica that stopped sending heartbeats (killed,
   frozen) back to the queue. The journal, not the queue, then decides what was done.
 
@@ -161,11 +163,27 @@ def blueprint() -> procrastinate.Blueprint:
         """Run every recipe of ``practice`` whose trigger is ``source`` on one event."""
         return current_fleet().run_event(practice, source, event_id)
 
+    @tasks.task(name="tick", pass_context=True)
+    async def tick(context: procrastinate.JobContext, timestamp: int) -> int:
+        """Queue the polls and sweeps due at this second (see :mod:`.schedule`)."""
+        app = context.app
+        queued = 0
+        for due in current_fleet().due_at(timestamp):
+            kwargs: dict[str, Any] = {"timestamp": timestamp, "practice": due.practice}
+            if due.kind == "poll":
+                kwargs["trigger"] = due.trigger
+            task = app.tasks[f"{NAMESPACE}:{due.kind}"]
+            try:
+                await task.configure(lock=due.lock, queueing_lock=due.lock).defer_async(**kwargs)
+            except queue_errors.AlreadyEnqueued:
+                continue  # the previous one still waits: it polls for this tick too
+            queued += 1
+        return queued
+
     @tasks.task(name="poll")
     def poll(timestamp: int, practice: str, trigger: str) -> int:
-        """Poll one trigger of one practice; queue the new events."""
-        del timestamp  # given by the periodic scheduler; the poller keeps its own cursor
-        return current_fleet().poll(practice, trigger)
+        """Poll one trigger of one practice (due at ``timestamp``); queue the new events."""
+        return current_fleet().poll(practice, trigger, scheduled_at=timestamp)
 
     @tasks.task(name="sweep")
     def sweep(timestamp: int, practice: str) -> int:

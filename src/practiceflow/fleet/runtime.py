@@ -13,11 +13,14 @@ already handled does nothing, and a run resumed after a replica died sends no st
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import procrastinate
+import requests
+from psycopg_pool import ConnectionPool
 
 from practiceflow.api import Client
 from practiceflow.api.ratelimit import RateBudget
@@ -25,7 +28,9 @@ from practiceflow.errors import BugError, ConfigError, PracticeflowError
 from practiceflow.fleet.budget import shared_budget
 from practiceflow.fleet.config import FleetConfig, PracticeConfig
 from practiceflow.fleet.queue import NAMESPACE, defer_event
+from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
+from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
 from practiceflow.runner import Runner, run_shared, validate_recipe
 from practiceflow.runner.faults import EventGuard
 from practiceflow.runner.validate import ValidRecipe
@@ -37,6 +42,13 @@ from practiceflow.triggers.receiver import Binding
 __all__ = ["Fleet", "PracticeRuntime", "accept_event"]
 
 logger = logging.getLogger("practiceflow.fleet")
+
+#: The tick's job priority, above every other job's (0).
+_TICK_PRIORITY = 100
+
+
+def _fixed(name: str) -> Callable[[], str]:
+    return lambda: name
 
 
 @dataclass
@@ -59,6 +71,7 @@ class PracticeRuntime:
     runners: list[Runner]
     pollers: dict[str, Poller] = field(default_factory=dict)
     webhooks: dict[str, Binding] = field(default_factory=dict)
+    session: requests.Session | None = None
 
 
 def accept_event(
@@ -107,6 +120,9 @@ class Fleet:
             receivers; with it, triggers whose recipe mode allows are received by webhook
             (see :mod:`practiceflow.fleet.webhooks`); without it they are polled, and
             webhook-only triggers get their events from a receiver elsewhere (``serve``).
+        metrics: where answers are counted and poll lags recorded (``/metrics``).
+        budget_connections: connections of the one pool every practice's shared budget
+            counts through (about one per job running at once).
 
     Raises:
         ConfigError: a practice's credentials or recipes are unusable.
@@ -121,6 +137,8 @@ class Fleet:
         *,
         environ: dict[str, str] | None = None,
         public_url: str | None = None,
+        metrics: OpsMetrics | None = None,
+        budget_connections: int = 4,
     ) -> None:
         self.config = config
         self.public_url = public_url
@@ -128,16 +146,32 @@ class Fleet:
         self.app = app
         # An exception no step caught fails that event's runs, recorded (runner/faults.py).
         self.guard = EventGuard(store)
+        self.metrics = metrics
         self.practices: dict[str, PracticeRuntime] = {}
+        self.schedule_table = FleetSchedule()
+        # One pool for every practice's budget: a pool per practice would hold a
+        # connection per practice, past PostgreSQL's limit in a fleet of hundreds.
+        self._budget_pool: ConnectionPool[Any] = ConnectionPool(
+            state_url,
+            min_size=1,
+            max_size=max(2, budget_connections),
+            open=True,
+            name="practiceflow-budgets",
+        )
         registry = load_modules(list(config.modules))
         try:
             for name, practice in config.practices.items():
                 settings = practice.settings(environ)
-                budget = shared_budget(state_url, settings.client_id, practice.limits)
-                client = practice.client(budget, environ, settings=settings)
+                budget = shared_budget(
+                    state_url, settings.client_id, practice.limits, pool=self._budget_pool
+                )
+                session = None
+                if metrics is not None:
+                    session = counted_session(metrics.counter(_fixed(name)))
+                client = practice.client(budget, environ, settings=settings, session=session)
                 recipes = [validate_recipe(path, registry=registry) for path in practice.recipes]
                 runners = [Runner(recipe, store, client, practice=name) for recipe in recipes]
-                runtime = PracticeRuntime(practice, client, budget, runners)
+                runtime = PracticeRuntime(practice, client, budget, runners, session=session)
                 self.practices[name] = runtime
                 for recipe in recipes:
                     self._add_trigger(runtime, recipe)
@@ -168,7 +202,21 @@ class Fleet:
         """Close every practice's client and budget (not the store or the queue)."""
         for runtime in self.practices.values():
             runtime.client.close()
+            if runtime.session is not None:
+                runtime.session.close()
             runtime.budget.close()
+        self._budget_pool.close()
+
+    def ops_practices(self) -> list[OpsPractice]:
+        """What ``/metrics`` and ``/readyz`` know of each practice served."""
+        return [
+            OpsPractice(name, runtime.budget, tuple(runtime.webhooks))
+            for name, runtime in self.practices.items()
+        ]
+
+    def due_at(self, timestamp: int) -> list[Due]:
+        """The polls and sweeps due at Unix second ``timestamp`` (job ``tick``)."""
+        return list(self.schedule_table.due_at(timestamp))
 
     def _practice(self, name: str) -> PracticeRuntime:
         runtime = self.practices.get(name)
@@ -206,8 +254,13 @@ class Fleet:
             return "interrupted"
         return ",".join(outcome.status for outcome in outcomes if outcome is not None) or "test"
 
-    def poll(self, practice: str, trigger: str) -> int:
+    def poll(self, practice: str, trigger: str, *, scheduled_at: float | None = None) -> int:
         """Poll one trigger of one practice and queue its new events (job ``poll``).
+
+        Args:
+            practice: the practice's name.
+            trigger: the trigger's name.
+            scheduled_at: Unix time the poll was due (its lag is recorded from it).
 
         Returns:
             How many events were queued.
@@ -216,6 +269,8 @@ class Fleet:
         poller = runtime.pollers.get(trigger)
         if poller is None:
             return 0
+        if scheduled_at is not None and self.metrics is not None:
+            self.metrics.poll_started(practice, scheduled_at)
         logger.info("poll of %s / %s: begins", practice, trigger)
         try:
             result = poller.poll_once()
@@ -241,9 +296,10 @@ class Fleet:
         return queued
 
     def schedule(self, *, sweep_every: int = 30, retry_stalled_every: int = 10) -> None:
-        """Register the periodic jobs: polls, sweeps and the stalled-job check.
+        """Register the periodic jobs: the fleet's tick and the stalled-job check.
 
-        Every replica registers the same schedule; procrastinate queues each tick once.
+        Every replica registers the same schedule; procrastinate queues each tick once,
+        and each tick queues the polls and sweeps due then (:mod:`.schedule`).
 
         Args:
             sweep_every: seconds between sweeps of each practice.
@@ -257,27 +313,17 @@ class Fleet:
             periodic_id="",
             configure_kwargs={"queueing_lock": "retry_stalled"},
         )
+        # Ahead of the polls it queues: a busy queue must not delay the clock.
+        registry.register_task(
+            task=tasks[f"{NAMESPACE}:tick"],
+            cron=_cron(1),
+            periodic_id="",
+            configure_kwargs={"priority": _TICK_PRIORITY},
+        )
         for name, runtime in self.practices.items():
-            registry.register_task(
-                task=tasks[f"{NAMESPACE}:sweep"],
-                cron=_cron(sweep_every),
-                periodic_id=f"sweep:{name}",
-                configure_kwargs={
-                    "queueing_lock": f"sweep:{name}",
-                    "task_kwargs": {"practice": name},
-                },
-            )
+            self.schedule_table.add(Due("sweep", name), sweep_every)
             for trigger in runtime.pollers:
-                registry.register_task(
-                    task=tasks[f"{NAMESPACE}:poll"],
-                    cron=_cron(runtime.config.poll_every),
-                    periodic_id=f"poll:{name}:{trigger}",
-                    configure_kwargs={
-                        "queueing_lock": f"poll:{name}:{trigger}",
-                        "lock": f"poll:{name}:{trigger}",
-                        "task_kwargs": {"practice": name, "trigger": trigger},
-                    },
-                )
+                self.schedule_table.add(Due("poll", name, trigger), runtime.config.poll_every)
 
 
 def _cron(seconds: int) -> str:
