@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import procrastinate
@@ -159,6 +160,8 @@ class Fleet:
             name="practiceflow-budgets",
         )
         registry = load_modules(list(config.modules))
+        # Practices often share recipe files: each is checked once, not once per practice.
+        checked: dict[Path, ValidRecipe] = {}
         try:
             for name, practice in config.practices.items():
                 settings = practice.settings(environ)
@@ -169,7 +172,11 @@ class Fleet:
                 if metrics is not None:
                     session = counted_session(metrics.counter(_fixed(name)))
                 client = practice.client(budget, environ, settings=settings, session=session)
-                recipes = [validate_recipe(path, registry=registry) for path in practice.recipes]
+                recipes = []
+                for path in practice.recipes:
+                    if path not in checked:
+                        checked[path] = validate_recipe(path, registry=registry)
+                    recipes.append(checked[path])
                 runners = [Runner(recipe, store, client, practice=name) for recipe in recipes]
                 runtime = PracticeRuntime(practice, client, budget, runners, session=session)
                 self.practices[name] = runtime

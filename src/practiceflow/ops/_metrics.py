@@ -21,7 +21,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from pyrate_limiter import InMemoryBucket
@@ -211,6 +217,8 @@ class OpsMetrics:
         self.store = store
         self.practices: Callable[[], Sequence[OpsPractice] | None] = practices or _none
         self.registry = CollectorRegistry(auto_describe=False)
+        # The process's own CPU seconds and resident memory (process_*), per scrape.
+        ProcessCollector(registry=self.registry)
         self.requests = Counter(
             "practiceflow_api_requests",
             "Requests sent to the API, by practice and outcome (status class, 429, or "
