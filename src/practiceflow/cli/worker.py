@@ -146,6 +146,7 @@ def worker(
             public_url=public_url,
             metrics=metrics,
             budget_connections=concurrency + 2,
+            slots_per_practice=max(1, concurrency // 4),
         )
         hooks: FleetWebhooks | None = None
         ops: OpsServer | None = None

@@ -23,7 +23,9 @@ The tasks find the running replica's :class:`~practiceflow.fleet.runtime.Fleet` 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 from typing import TYPE_CHECKING, Any, Final
 
 import procrastinate
@@ -45,6 +47,7 @@ __all__ = [
     "defer_event",
     "install_queue_schema",
     "make_app",
+    "postpone",
     "set_current_fleet",
 ]
 
@@ -154,14 +157,52 @@ def defer_event(
     return True
 
 
+def postpone(context: procrastinate.JobContext, seconds: float) -> str:
+    """Queue the running job again, ``seconds`` from now, with its locks and arguments.
+
+    The practice cannot send now (a 429's pause, or all its slots taken): the thread goes
+    to other practices' jobs instead of sleeping. When a job for the same work is already
+    waiting (its queueing lock), that one does it.
+
+    Args:
+        context: the running job's context.
+        seconds: how long to wait.
+
+    Returns:
+        ``postponed``, for the job's log.
+    """
+    job = context.job
+    task = context.app.tasks[job.task_name]
+    delay = max(1, math.ceil(seconds))
+    with contextlib.suppress(queue_errors.AlreadyEnqueued):
+        task.configure(
+            lock=job.lock,
+            queueing_lock=job.queueing_lock,
+            priority=job.priority,
+            schedule_in={"seconds": delay},
+        ).defer(**job.task_kwargs)
+    logger.info("job %s (%s) postponed %ds", job.id, job.task_name, delay)
+    return "postponed"
+
+
 def blueprint() -> procrastinate.Blueprint:
     """practiceflow's tasks, in a new blueprint (an app renames the tasks it adds)."""
     tasks = procrastinate.Blueprint()
 
-    @tasks.task(name="run_event", retry=procrastinate.RetryStrategy(max_attempts=5, wait=2))
-    def run_event(practice: str, source: str, event_id: str) -> str:
+    @tasks.task(
+        name="run_event",
+        retry=procrastinate.RetryStrategy(max_attempts=5, wait=2),
+        pass_context=True,
+    )
+    def run_event(
+        context: procrastinate.JobContext, practice: str, source: str, event_id: str
+    ) -> str:
         """Run every recipe of ``practice`` whose trigger is ``source`` on one event."""
-        return current_fleet().run_event(practice, source, event_id)
+        fleet = current_fleet()
+        with fleet.slot(practice) as wait:
+            if wait:
+                return postpone(context, wait)
+            return fleet.run_event(practice, source, event_id)
 
     @tasks.task(name="tick", pass_context=True)
     async def tick(context: procrastinate.JobContext, timestamp: int) -> int:
@@ -180,10 +221,15 @@ def blueprint() -> procrastinate.Blueprint:
             queued += 1
         return queued
 
-    @tasks.task(name="poll")
-    def poll(timestamp: int, practice: str, trigger: str) -> int:
+    @tasks.task(name="poll", pass_context=True)
+    def poll(context: procrastinate.JobContext, timestamp: int, practice: str, trigger: str) -> int:
         """Poll one trigger of one practice (due at ``timestamp``); queue the new events."""
-        return current_fleet().poll(practice, trigger, scheduled_at=timestamp)
+        fleet = current_fleet()
+        with fleet.slot(practice) as wait:
+            if wait:
+                postpone(context, wait)
+                return 0
+            return fleet.poll(practice, trigger, scheduled_at=timestamp)
 
     @tasks.task(name="sweep")
     def sweep(timestamp: int, practice: str) -> int:

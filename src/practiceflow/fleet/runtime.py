@@ -13,7 +13,9 @@ already handled does nothing, and a run resumed after a replica died sends no st
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -46,6 +48,8 @@ logger = logging.getLogger("practiceflow.fleet")
 
 #: The tick's job priority, above every other job's (0).
 _TICK_PRIORITY = 100
+#: Seconds a job of a practice already using all its slots waits before trying again.
+_BUSY_RETRY_S = 1.0
 
 
 def _fixed(name: str) -> Callable[[], str]:
@@ -124,6 +128,9 @@ class Fleet:
         metrics: where answers are counted and poll lags recorded (``/metrics``).
         budget_connections: connections of the one pool every practice's shared budget
             counts through (about one per job running at once).
+        slots_per_practice: jobs of one practice this replica runs at once; more wait
+            (see :meth:`slot`), so that one practice's slow answers or spent budget never
+            take every thread of the replica.
 
     Raises:
         ConfigError: a practice's credentials or recipes are unusable.
@@ -140,8 +147,12 @@ class Fleet:
         public_url: str | None = None,
         metrics: OpsMetrics | None = None,
         budget_connections: int = 4,
+        slots_per_practice: int = 4,
     ) -> None:
         self.config = config
+        self.slots_per_practice = max(1, slots_per_practice)
+        self._busy: dict[str, int] = {}
+        self._busy_lock = threading.Lock()
         self.public_url = public_url
         self.store = store
         self.app = app
@@ -224,6 +235,48 @@ class Fleet:
     def due_at(self, timestamp: int) -> list[Due]:
         """The polls and sweeps due at Unix second ``timestamp`` (job ``tick``)."""
         return list(self.schedule_table.due_at(timestamp))
+
+    @contextmanager
+    def slot(self, practice: str) -> Iterator[float]:
+        """Take one of the practice's job slots in this replica, or say how long to wait.
+
+        A job asks before it starts. It yields 0 and holds the slot for its ``with``
+        block when the practice may send now; it yields the seconds to wait, holding
+        nothing, when the practice is paused by a 429's ``Retry-After`` or already runs
+        ``slots_per_practice`` jobs here. The caller then queues the job again for later
+        instead of sleeping in a thread that other practices' polls and events need.
+
+        An ordered practice is never postponed (its lock already runs one job at a time,
+        and a job queued again would lose its place).
+
+        Args:
+            practice: the practice's name.
+
+        Yields:
+            0 (run now, the slot is held), or seconds to wait before trying again.
+        """
+        runtime = self._practice(practice)
+        if not runtime.config.ordered:
+            until = runtime.budget.paused_until
+            left = 0.0 if until is None else until - runtime.budget.clock()
+            if left > 0:
+                yield left
+                return
+        with self._busy_lock:
+            busy = self._busy.get(practice, 0)
+            if busy >= self.slots_per_practice and not runtime.config.ordered:
+                wait = _BUSY_RETRY_S
+            else:
+                wait = 0.0
+                self._busy[practice] = busy + 1
+        if wait:
+            yield wait
+            return
+        try:
+            yield 0.0
+        finally:
+            with self._busy_lock:
+                self._busy[practice] -= 1
 
     def _practice(self, name: str) -> PracticeRuntime:
         runtime = self.practices.get(name)
