@@ -164,26 +164,39 @@ def _start_sandbox(practices: int) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def _write_fleet(folder: Path, sandbox: str, practices: int) -> tuple[Path, dict[str, str]]:
+    """The recipes, a profile file holding every practice's credentials, the fleet file.
+
+    The secrets go in a profile file (mode 600), not in N environment variables: every
+    request reads the environment for proxy settings, and a thousand variables there would
+    cost the replicas CPU that a deployment does not spend.
+    """
     for name, trigger in POLL_RECIPES.items():
         (folder / name).write_text(POLL_RECIPE.format(trigger=trigger), encoding="utf-8")
     (folder / "lead_to_client.yaml").write_text(HOOK_RECIPE, encoding="utf-8")
     recipes = [*POLL_RECIPES, "lead_to_client.yaml"]
     lines = ["practices:"]
-    env: dict[str, str] = {}
+    tables = []
     for number in range(practices):
         credential = practice_credential(number, "anz")
-        env[f"BENCH_SECRET_{number}"] = credential.secret
+        tables += [
+            f"[p{number}]",
+            f'client_id = "{credential.client_id}"',
+            f'client_secret = "{credential.secret}"',
+            f'base_url = "{sandbox}/anz"',
+            "",
+        ]
         lines += [
             f"  p{number}:",
-            f"    client_id: {credential.client_id}",
-            f"    client_secret_env: BENCH_SECRET_{number}",
-            f"    base_url: {sandbox}/anz",
+            f"    profile: p{number}",
             f"    recipes: {recipes}",
             "    poll_every: 60",
         ]
+    profiles = folder / "profiles.toml"
+    profiles.touch(mode=0o600)
+    profiles.write_text("\n".join(tables), encoding="utf-8")
     path = folder / "fleet.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path, env
+    return path, {"PRACTICEFLOW_PROFILES": str(profiles)}
 
 
 def _scrape(url: str) -> Samples:
