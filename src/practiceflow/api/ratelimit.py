@@ -205,6 +205,11 @@ class RateBudget:
                 logger.warning("rate budget bookkeeping failed", exc_info=True)
 
     @property
+    def bucket(self) -> AbstractBucket:
+        """The pyrate-limiter bucket counting the windows (read it, never put into it)."""
+        return self._bucket
+
+    @property
     def clock(self) -> Callable[[], float]:
         """The clock the budget counts with."""
         return self._clock

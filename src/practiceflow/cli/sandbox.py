@@ -15,6 +15,7 @@ import click
 from practiceflow.errors import ConfigError
 from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES, curl_example
 from practiceflow.sandbox.config import REGIONS, SandboxConfig, parse_duration
+from practiceflow.sandbox.practices import practice_credential
 
 __all__ = ["COMMANDS", "export_lines", "sandbox"]
 
@@ -26,6 +27,13 @@ def _admin_epilog() -> str:
         example = curl_example(route, "http://127.0.0.1:8765", "sandbox-admin-token")
         lines.append(f"      {example}")
     return "\n".join(lines)
+
+
+def _duration(text: str, option: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -61,13 +69,6 @@ def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[
         f"export PRACTICEFLOW_SANDBOX_URL={root}",
         f"export PRACTICEFLOW_SANDBOX_ADMIN_TOKEN={config.admin_token}",
     ]
-
-
-def _duration(text: str, option: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 @click.group("sandbox", invoke_without_command=True, epilog=_admin_epilog(), no_args_is_help=False)
@@ -106,6 +107,14 @@ def _duration(text: str, option: str) -> float:
     show_default=True,
     callback=lambda ctx, param, value: _duration(value, "--jitter"),
     help="Up to this much more per answer, at random.",
+)
+@click.option(
+    "--practices",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 65536),
+    help="Practices per region, each with its own credentials, budget, records and "
+    "webhooks (practice K's Client ID has K in hex in its second group).",
 )
 @click.option(
     "--admin-token",
@@ -155,6 +164,7 @@ def sandbox(
     ledger_connected: bool,
     latency: float,
     jitter: float,
+    practices: int,
     admin_token: str | None,
     client_id: str | None,
     client_secret: str | None,
@@ -173,6 +183,7 @@ def sandbox(
     Examples:
       practiceflow sandbox
       practiceflow sandbox --port 9000 --seed 7 --entities 100000 --rate-per-minute 600
+      practiceflow sandbox --practices 100 --latency 150ms --jitter 50ms
       practiceflow sandbox fire proposal-accepted
       practiceflow sandbox fault 429 --count 3 --retry-after 2
       practiceflow sandbox records bills
@@ -200,6 +211,7 @@ def sandbox(
             ledger_connected=ledger_connected,
             latency=latency,
             jitter=jitter,
+            practices=practices,
             admin_token=admin_token,
             client_id=client_id,
             client_secret=client_secret,
@@ -219,6 +231,13 @@ def sandbox(
     if latency or jitter:
         held = f"{latency * 1000:g} ms" + (f" + up to {jitter * 1000:g} ms" if jitter else "")
         click.echo(f"every API answer is held back {held}")
+    if practices > 1:
+        sample = practice_credential(practices - 1, "anz")
+        click.echo(
+            f"{practices} practices per region: practice K's clients have K in hex in the "
+            f"Client ID's second group and secret sandbox-pK-<region>-<kind>-secret, e.g. "
+            f"{sample.client_id} / {sample.secret}; admin routes take ?practice=K"
+        )
     click.echo(
         f"OpenAPI: {root}/openapi.json   admin: {root}/_admin  X-Admin-Token: {config.admin_token}"
     )

@@ -64,6 +64,7 @@ def serve_recipes(
         ConfigError: bad input, or another serve holds the state file (``StoreInUse``).
     """
     from practiceflow.console.server import check_bind, console_for, parse_listen
+    from practiceflow.ops import OpsMetrics, counted_session, ops_routes, serve_practices
 
     listen = parse_listen(console) if console else None
     if listen is not None:
@@ -77,10 +78,20 @@ def serve_recipes(
             stack.callback(lease.release)
         registry = load_modules(list(modules_dirs))
         checked = [validate_recipe(path, registry=registry) for path in paths]
-        client = stack.enter_context(build_client(api, budget=PriorityBudget()))
+        metrics = OpsMetrics()  # /healthz, /readyz, /metrics beside the console
+        names: list[str] = []
+        session = stack.enter_context(counted_session(metrics.counter(lambda: names[0])))
+        client = stack.enter_context(build_client(api, budget=PriorityBudget(), session=session))
         key = practice_key(practice, client.settings.client_id)
+        names.append(key)
         store = stack.enter_context(open_state(state))
         intake = build_cli_intake(checked, store, client, key, options, unsubscribe=unsubscribe)
+        metrics.watch(store, serve_practices(key, client.budget, intake))
+
+        def poll_started(due: float) -> None:
+            metrics.poll_started(key, due)
+
+        intake.poll_started = poll_started
         stack.callback(intake.stop)
         intake.start_receiving()  # deliveries are stored from here on
         release()  # an early socket no webhook trigger took
@@ -97,7 +108,9 @@ def serve_recipes(
         intake.on_stored = wake.set  # the receiver and pollers wake the runner
         service = Service(runners, store, intake, stop=stop, wake=wake)
         if listen is not None:
-            service.console = console_for(service, client, recipes, key, listen, console_token)
+            service.console = console_for(
+                service, client, recipes, key, listen, console_token, ops_routes(metrics)
+            )
         service.install_signal_handlers()
         service.run()
 

@@ -9,11 +9,18 @@ With ``--listen`` and ``--public-url`` the replica also receives webhooks: deliv
 verified against the subscription in the shared store and become jobs at once, and each
 (practice, trigger) is subscribed once for the whole fleet (see
 :mod:`practiceflow.fleet.webhooks`).
+
+``GET /healthz``, ``/readyz`` and ``/metrics`` (:mod:`practiceflow.ops`) are served beside the
+receiver, or alone on ``--ops-listen``. ``--concurrency`` jobs run at once, each in a thread
+of the replica's own pool of that size.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import click
 
@@ -63,6 +70,14 @@ __all__ = ["COMMANDS", "worker"]
     help="Where the API reaches the replicas' receivers, such as the load balancer's "
     "https://hooks.example.com (env PRACTICEFLOW_PUBLIC_URL); the same for every replica.",
 )
+@click.option(
+    "--ops-listen",
+    metavar="HOST:PORT",
+    envvar="PRACTICEFLOW_OPS_LISTEN",
+    default=None,
+    help="Serve /healthz, /readyz and /metrics here (env PRACTICEFLOW_OPS_LISTEN); with "
+    "--listen they are also served there.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log every job.")
 def worker(
     fleet_file: str,
@@ -73,6 +88,7 @@ def worker(
     sweep_every: int,
     listen: str | None,
     public_url: str | None,
+    ops_listen: str | None,
     verbose: bool,
 ) -> None:
     """Run one replica of a fleet until SIGTERM.
@@ -83,11 +99,13 @@ def worker(
       practiceflow worker --fleet fleet.yaml --state postgresql://pf:secret@db/pf
       practiceflow worker --fleet fleet.yaml --state postgresql://pf:secret@db/pf \\
           --listen 0.0.0.0:8080 --public-url https://hooks.example.com
+      practiceflow worker --fleet fleet.yaml --state "$URL" --ops-listen 0.0.0.0:9464
     """
     from practiceflow.fleet.config import load_fleet
     from practiceflow.fleet.queue import make_app, set_current_fleet
     from practiceflow.fleet.runtime import Fleet
     from practiceflow.fleet.webhooks import FleetWebhooks, parse_listen
+    from practiceflow.ops import OpsMetrics, OpsServer, ops_routes
     from practiceflow.state import PostgresStore, describe_url
 
     if not state.lower().startswith(("postgresql://", "postgres://")):
@@ -104,6 +122,7 @@ def worker(
         )
         raise ConfigError(message)
     address = parse_listen(listen) if listen is not None else None
+    ops_address = parse_listen(ops_listen) if ops_listen is not None else None
     if concurrency < 1:
         message = f"worker --concurrency: got {concurrency}; expected 1 or more"
         raise ConfigError(message)
@@ -117,32 +136,68 @@ def worker(
     store_pool = concurrency + 2 + (4 if address is not None else 0)
     with PostgresStore(state, pool_size=store_pool) as store, app.open():
         _require_queue(state, describe_url(state))
-        fleet = Fleet(config, store, state, app, public_url=public_url)
+        served: list[Any] = []
+        metrics = OpsMetrics(store, lambda: served or None)
+        fleet = Fleet(
+            config,
+            store,
+            state,
+            app,
+            public_url=public_url,
+            metrics=metrics,
+            budget_connections=concurrency + 2,
+            slots_per_practice=max(1, concurrency // 4),
+        )
         hooks: FleetWebhooks | None = None
+        ops: OpsServer | None = None
         try:
             set_current_fleet(fleet)
             fleet.schedule(sweep_every=sweep_every, retry_stalled_every=max(1, int(heartbeat)))
+            if ops_address is not None:
+                ops = OpsServer(metrics, *ops_address).start()
+                click.echo(f"worker: /healthz /readyz /metrics on {ops.url}", err=True)
             if address is not None:
                 hooks = FleetWebhooks(fleet, state, address)
+                hooks.receiver.app.router.routes.extend(ops_routes(metrics))
                 server = hooks.start()
                 click.echo(f"worker: receiving webhooks on {server.url}", err=True)
+            served.extend(fleet.ops_practices())
             click.echo(
                 f"worker: {len(fleet.practices)} practice(s) on {describe_url(state)}", err=True
             )
-            app.run_worker(
-                concurrency=concurrency,
-                wait=True,
-                install_signal_handlers=True,
-                update_heartbeat_interval=heartbeat,
-                stalled_worker_timeout=stalled_after,
-                additional_context={"stalled_after": stalled_after},
-                delete_jobs="never",
+            asyncio.run(
+                _run_jobs(
+                    app,
+                    concurrency=concurrency,
+                    wait=True,
+                    install_signal_handlers=True,
+                    update_heartbeat_interval=heartbeat,
+                    stalled_worker_timeout=stalled_after,
+                    additional_context={"stalled_after": stalled_after},
+                    delete_jobs="never",
+                )
             )
         finally:
             if hooks is not None:
                 hooks.stop()
+            if ops is not None:
+                ops.stop()
             set_current_fleet(None)
             fleet.close()
+
+
+async def _run_jobs(app: Any, *, concurrency: int, **options: Any) -> None:
+    """Run the queue's worker with a thread per job slot.
+
+    procrastinate runs a synchronous job in the event loop's default executor, which
+    asyncio sizes from the CPU count (6 threads on 2 cores), not from ``--concurrency``:
+    past that, jobs waiting on the API would wait for a thread instead.
+    """
+    loop = asyncio.get_running_loop()
+    executor = ThreadPoolExecutor(max_workers=concurrency + 1, thread_name_prefix="pf-job")
+    loop.set_default_executor(executor)
+    async with app.open_async():
+        await app.run_worker_async(concurrency=concurrency, **options)
 
 
 def _require_queue(url: str, where: str) -> None:

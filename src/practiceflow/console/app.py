@@ -19,7 +19,7 @@ personal data.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -29,7 +29,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from practiceflow.console import chart
 from practiceflow.console.data import (
@@ -355,12 +355,16 @@ class _Console:
         return JSONResponse(await self._data(budget_view))
 
 
-def create_app(ctx: ConsoleContext, guard: Guard | None = None) -> Starlette:
+def create_app(
+    ctx: ConsoleContext, guard: Guard | None = None, extra: Sequence[BaseRoute] = ()
+) -> Starlette:
     """Build the console application.
 
     Args:
         ctx: what the console reads (store, practice, recipes, live parts of ``serve``).
         guard: token and CSRF checks; an open loopback console when None.
+        extra: routes served beside the console, outside its guard (``serve``'s
+            ``/healthz``, ``/readyz`` and ``/metrics``).
 
     Returns:
         The starlette app; every route is under ``/console``.
@@ -384,5 +388,6 @@ def create_app(ctx: ConsoleContext, guard: Guard | None = None) -> Starlette:
         Route(PREFIX + "/api/runs/{run_id}", g(console.api_run)),
         Route(PREFIX + "/api/attention", g(console.api_attention)),
         Route(PREFIX + "/api/budget", g(console.api_budget)),
+        *extra,
     ]
     return Starlette(routes=routes)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import uvicorn
+from starlette.routing import BaseRoute
 
 from practiceflow import netaddr
 from practiceflow.console.app import PREFIX, create_app
@@ -67,6 +68,7 @@ class ConsoleServer:
         token: required when ``host`` is not loopback.
         optional: when the port cannot be taken, log a warning and carry on without the
             console instead of failing (``serve``: the automation matters more).
+        extra: routes served beside the console, outside its guard.
 
     Raises:
         ConfigError: a non-loopback ``host`` without a token.
@@ -80,6 +82,7 @@ class ConsoleServer:
         *,
         token: str | None = None,
         optional: bool = False,
+        extra: Sequence[BaseRoute] = (),
     ) -> None:
         check_bind(host, token)
         self.optional = optional
@@ -87,7 +90,7 @@ class ConsoleServer:
         self.ctx = ctx
         self.host = host
         self.port = port
-        self.app = create_app(ctx, Guard(token or None))
+        self.app = create_app(ctx, Guard(token or None), extra)
         config = uvicorn.Config(
             self.app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
         )
@@ -147,6 +150,7 @@ def console_for(
     practice: str,
     listen: tuple[str, int],
     token: str | None,
+    extra: Sequence[BaseRoute] = (),
 ) -> ConsoleServer:
     """The console ``practiceflow serve`` mounts: its store, recipes, budget and intake.
 
@@ -159,6 +163,7 @@ def console_for(
         practice: the practice key.
         listen: ``(host, port)``.
         token: the console token, required beyond loopback.
+        extra: routes served beside the console (``/healthz``, ``/readyz``, ``/metrics``).
 
     Returns:
         The server, not started (the service starts and stops it).
@@ -179,6 +184,6 @@ def console_for(
         wake=service.wake,
         webhook_url=getattr(intake, "public_url", None) is not None,
     )
-    server = ConsoleServer(ctx, *listen, token=token, optional=True)
+    server = ConsoleServer(ctx, *listen, token=token, optional=True, extra=extra)
     print(f"console: {server.url}", file=sys.stderr)
     return server

@@ -57,11 +57,38 @@ class WaitingPostgresBucket(PostgresBucket):
         rates: the windows, such as ``RateLimits().rates()``.
     """
 
-    def __init__(self, pool: ConnectionPool[Any], table: str, rates: list[Any]) -> None:
+    def __init__(
+        self, pool: ConnectionPool[Any], table: str, rates: list[Any], *, owns_pool: bool = True
+    ) -> None:
         super().__init__(pool, table, rates)
+        self.owns_pool = owns_pool
         self._q_lock = sql.SQL("LOCK TABLE {table} IN EXCLUSIVE MODE").format(
             table=sql.Identifier(self._full_tbl)
         )
+
+    def window_counts(self, now_ms: int, windows_ms: list[int]) -> list[int]:
+        """Requests admitted in each of the last ``windows_ms`` milliseconds, in one query.
+
+        Args:
+            now_ms: the current wall-clock time in milliseconds.
+            windows_ms: the windows' lengths.
+
+        Returns:
+            One count per window, in the same order.
+        """
+        column = sql.SQL("count(*) FILTER (WHERE item_timestamp >= TO_TIMESTAMP(%s))")
+        query = sql.SQL("SELECT {columns} FROM {table}").format(
+            columns=sql.SQL(", ").join([column] * len(windows_ms)),
+            table=sql.Identifier(self._full_tbl),
+        )
+        with self.pool.connection() as connection:
+            row = connection.execute(query, [(now_ms - w) / 1000 for w in windows_ms]).fetchone()
+        return [int(value) for value in row] if row is not None else [0] * len(windows_ms)
+
+    def close(self) -> None:
+        """Close the connection pool, unless other budgets share it."""
+        if self.owns_pool:
+            super().close()  # type: ignore[no-untyped-call]  # pyrate-limiter leaves it untyped
 
 
 def shared_budget(
@@ -70,6 +97,7 @@ def shared_budget(
     limits: RateLimits | None = None,
     *,
     pool_size: int = 4,
+    pool: ConnectionPool[Any] | None = None,
 ) -> RateBudget:
     """The rate budget of a Client ID, shared through the PostgreSQL database at ``url``.
 
@@ -77,15 +105,20 @@ def shared_budget(
         url: the fleet's ``postgresql://`` URL (the state store's).
         client_id: the Client ID whose budget this is; practices never share a bucket.
         limits: the windows and wait caps; the spec's 60/min, 1000/h, 10000/day if None.
-        pool_size: connections kept for this budget.
+        pool_size: connections kept for this budget (when ``pool`` is None).
+        pool: a connection pool shared by many budgets (a fleet's practices): one
+            connection per practice would not scale; its owner closes it.
 
     Returns:
         A budget to pass to :class:`~practiceflow.api.Client` (``budget=``); close it with
         ``close()`` to release its connections.
     """
     limits = limits or RateLimits()
-    pool: ConnectionPool[Any] = ConnectionPool(
-        url, min_size=1, max_size=max(1, pool_size), open=True, name="practiceflow-budget"
-    )
-    bucket = WaitingPostgresBucket(pool, budget_table(client_id), limits.rates())
+    owns_pool = pool is None
+    if pool is None:
+        pool = ConnectionPool(
+            url, min_size=1, max_size=max(1, pool_size), open=True, name="practiceflow-budget"
+        )
+    table = budget_table(client_id)
+    bucket = WaitingPostgresBucket(pool, table, limits.rates(), owns_pool=owns_pool)
     return RateBudget(limits, bucket=bucket, clock=time.time)

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+import requests
+
 from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.api import Client
 from practiceflow.api.config import Settings, load_settings
@@ -113,6 +115,7 @@ class PracticeConfig:
         environ: Mapping[str, str] | None = None,
         *,
         settings: Settings | None = None,
+        session: requests.Session | None = None,
     ) -> Client:
         """Build this practice's client (see :meth:`settings` for where it reads).
 
@@ -120,12 +123,14 @@ class PracticeConfig:
             budget: the (shared) rate budget to spend; a local one when None.
             environ: where ``client_secret_env`` is read; ``os.environ`` when None.
             settings: already resolved settings of this practice.
+            session: the HTTP session to send with (its owner closes it); the client's
+                own when None.
 
         Raises:
             ConfigError: its credentials are missing.
         """
         resolved = settings or self.settings(environ)
-        return Client(settings=resolved, limits=self.limits, budget=budget)
+        return Client(settings=resolved, limits=self.limits, budget=budget, session=session)
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,13 @@ Jobs (task names under the ``practiceflow`` namespace):
   same run at once; for an ``ordered`` practice it is the practice's, so its runs go one
   at a time in the order they were queued. The **queueing lock** is the event's: one
   waiting job per event, however often it is queued.
-* ``poll(practice, trigger)``: poll one trigger of one practice and queue a job per new
-  event. A periodic job per (practice, trigger) with a queueing lock, so one replica polls
-  it at a time and a slow poll never piles up behind itself.
-* ``sweep(practice)``: queue a job for every event of the practice still pending (events a
-  webhook receiver stored, or a replica stored and died before queueing).
+* ``tick(timestamp)``: the one periodic job, every second: it queues the polls and sweeps
+  due at that second (:mod:`.schedule` spreads them over their period).
+* ``poll(timestamp, practice, trigger)``: poll one trigger of one practice and queue a job
+  per new event. Its lock and queueing lock are the (practice, trigger)'s, so one replica
+  polls it at a time and a slow poll never piles up behind itself.
+* ``sweep(timestamp, practice)``: queue a job for every event of the practice still
+  pending (events a webhook receiver stored, or a replica stored and died before queueing).
 * ``retry_stalled``: give the jobs of a replica that stopped sending heartbeats (killed,
   frozen) back to the queue. The journal, not the queue, then decides what was done.
 
@@ -21,7 +23,9 @@ The tasks find the running replica's :class:`~practiceflow.fleet.runtime.Fleet` 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 from typing import TYPE_CHECKING, Any, Final
 
 import procrastinate
@@ -43,6 +47,7 @@ __all__ = [
     "defer_event",
     "install_queue_schema",
     "make_app",
+    "postpone",
     "set_current_fleet",
 ]
 
@@ -152,20 +157,79 @@ def defer_event(
     return True
 
 
+def postpone(context: procrastinate.JobContext, seconds: float) -> str:
+    """Queue the running job again, ``seconds`` from now, with its locks and arguments.
+
+    The practice cannot send now (a 429's pause, or all its slots taken): the thread goes
+    to other practices' jobs instead of sleeping. When a job for the same work is already
+    waiting (its queueing lock), that one does it.
+
+    Args:
+        context: the running job's context.
+        seconds: how long to wait.
+
+    Returns:
+        ``postponed``, for the job's log.
+    """
+    job = context.job
+    task = context.app.tasks[job.task_name]
+    delay = max(1, math.ceil(seconds))
+    with contextlib.suppress(queue_errors.AlreadyEnqueued):
+        task.configure(
+            lock=job.lock,
+            queueing_lock=job.queueing_lock,
+            priority=job.priority,
+            schedule_in={"seconds": delay},
+        ).defer(**job.task_kwargs)
+    logger.info("job %s (%s) postponed %ds", job.id, job.task_name, delay)
+    return "postponed"
+
+
 def blueprint() -> procrastinate.Blueprint:
     """practiceflow's tasks, in a new blueprint (an app renames the tasks it adds)."""
     tasks = procrastinate.Blueprint()
 
-    @tasks.task(name="run_event", retry=procrastinate.RetryStrategy(max_attempts=5, wait=2))
-    def run_event(practice: str, source: str, event_id: str) -> str:
+    @tasks.task(
+        name="run_event",
+        retry=procrastinate.RetryStrategy(max_attempts=5, wait=2),
+        pass_context=True,
+    )
+    def run_event(
+        context: procrastinate.JobContext, practice: str, source: str, event_id: str
+    ) -> str:
         """Run every recipe of ``practice`` whose trigger is ``source`` on one event."""
-        return current_fleet().run_event(practice, source, event_id)
+        fleet = current_fleet()
+        with fleet.slot(practice) as wait:
+            if wait:
+                return postpone(context, wait)
+            return fleet.run_event(practice, source, event_id)
 
-    @tasks.task(name="poll")
-    def poll(timestamp: int, practice: str, trigger: str) -> int:
-        """Poll one trigger of one practice; queue the new events."""
-        del timestamp  # given by the periodic scheduler; the poller keeps its own cursor
-        return current_fleet().poll(practice, trigger)
+    @tasks.task(name="tick", pass_context=True)
+    async def tick(context: procrastinate.JobContext, timestamp: int) -> int:
+        """Queue the polls and sweeps due at this second (see :mod:`.schedule`)."""
+        app = context.app
+        queued = 0
+        for due in current_fleet().due_at(timestamp):
+            kwargs: dict[str, Any] = {"timestamp": timestamp, "practice": due.practice}
+            if due.kind == "poll":
+                kwargs["trigger"] = due.trigger
+            task = app.tasks[f"{NAMESPACE}:{due.kind}"]
+            try:
+                await task.configure(lock=due.lock, queueing_lock=due.lock).defer_async(**kwargs)
+            except queue_errors.AlreadyEnqueued:
+                continue  # the previous one still waits: it polls for this tick too
+            queued += 1
+        return queued
+
+    @tasks.task(name="poll", pass_context=True)
+    def poll(context: procrastinate.JobContext, timestamp: int, practice: str, trigger: str) -> int:
+        """Poll one trigger of one practice (due at ``timestamp``); queue the new events."""
+        fleet = current_fleet()
+        with fleet.slot(practice) as wait:
+            if wait:
+                postpone(context, wait)
+                return 0
+            return fleet.poll(practice, trigger, scheduled_at=timestamp)
 
     @tasks.task(name="sweep")
     def sweep(timestamp: int, practice: str) -> int:

@@ -13,11 +13,17 @@ already handled does nothing, and a run resumed after a replica died sends no st
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import procrastinate
+import requests
+from psycopg_pool import ConnectionPool
 
 from practiceflow.api import Client
 from practiceflow.api.ratelimit import RateBudget
@@ -25,7 +31,9 @@ from practiceflow.errors import BugError, ConfigError, PracticeflowError
 from practiceflow.fleet.budget import shared_budget
 from practiceflow.fleet.config import FleetConfig, PracticeConfig
 from practiceflow.fleet.queue import NAMESPACE, defer_event
+from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
+from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
 from practiceflow.runner import Runner, run_shared, validate_recipe
 from practiceflow.runner.faults import EventGuard
 from practiceflow.runner.validate import ValidRecipe
@@ -37,6 +45,15 @@ from practiceflow.triggers.receiver import Binding
 __all__ = ["Fleet", "PracticeRuntime", "accept_event"]
 
 logger = logging.getLogger("practiceflow.fleet")
+
+#: The tick's job priority, above every other job's (0).
+_TICK_PRIORITY = 100
+#: Seconds a job of a practice already using all its slots waits before trying again.
+_BUSY_RETRY_S = 1.0
+
+
+def _fixed(name: str) -> Callable[[], str]:
+    return lambda: name
 
 
 @dataclass
@@ -59,6 +76,7 @@ class PracticeRuntime:
     runners: list[Runner]
     pollers: dict[str, Poller] = field(default_factory=dict)
     webhooks: dict[str, Binding] = field(default_factory=dict)
+    session: requests.Session | None = None
 
 
 def accept_event(
@@ -107,6 +125,12 @@ class Fleet:
             receivers; with it, triggers whose recipe mode allows are received by webhook
             (see :mod:`practiceflow.fleet.webhooks`); without it they are polled, and
             webhook-only triggers get their events from a receiver elsewhere (``serve``).
+        metrics: where answers are counted and poll lags recorded (``/metrics``).
+        budget_connections: connections of the one pool every practice's shared budget
+            counts through (about one per job running at once).
+        slots_per_practice: jobs of one practice this replica runs at once; more wait
+            (see :meth:`slot`), so that one practice's slow answers or spent budget never
+            take every thread of the replica.
 
     Raises:
         ConfigError: a practice's credentials or recipes are unusable.
@@ -121,23 +145,51 @@ class Fleet:
         *,
         environ: dict[str, str] | None = None,
         public_url: str | None = None,
+        metrics: OpsMetrics | None = None,
+        budget_connections: int = 4,
+        slots_per_practice: int = 4,
     ) -> None:
         self.config = config
+        self.slots_per_practice = max(1, slots_per_practice)
+        self._busy: dict[str, int] = {}
+        self._busy_lock = threading.Lock()
         self.public_url = public_url
         self.store = store
         self.app = app
         # An exception no step caught fails that event's runs, recorded (runner/faults.py).
         self.guard = EventGuard(store)
+        self.metrics = metrics
         self.practices: dict[str, PracticeRuntime] = {}
+        self.schedule_table = FleetSchedule()
+        # One pool for every practice's budget: a pool per practice would hold a
+        # connection per practice, past PostgreSQL's limit in a fleet of hundreds.
+        self._budget_pool: ConnectionPool[Any] = ConnectionPool(
+            state_url,
+            min_size=1,
+            max_size=max(2, budget_connections),
+            open=True,
+            name="practiceflow-budgets",
+        )
         registry = load_modules(list(config.modules))
+        # Practices often share recipe files: each is checked once, not once per practice.
+        checked: dict[Path, ValidRecipe] = {}
         try:
             for name, practice in config.practices.items():
                 settings = practice.settings(environ)
-                budget = shared_budget(state_url, settings.client_id, practice.limits)
-                client = practice.client(budget, environ, settings=settings)
-                recipes = [validate_recipe(path, registry=registry) for path in practice.recipes]
+                budget = shared_budget(
+                    state_url, settings.client_id, practice.limits, pool=self._budget_pool
+                )
+                session = None
+                if metrics is not None:
+                    session = counted_session(metrics.counter(_fixed(name)))
+                client = practice.client(budget, environ, settings=settings, session=session)
+                recipes = []
+                for path in practice.recipes:
+                    if path not in checked:
+                        checked[path] = validate_recipe(path, registry=registry)
+                    recipes.append(checked[path])
                 runners = [Runner(recipe, store, client, practice=name) for recipe in recipes]
-                runtime = PracticeRuntime(practice, client, budget, runners)
+                runtime = PracticeRuntime(practice, client, budget, runners, session=session)
                 self.practices[name] = runtime
                 for recipe in recipes:
                     self._add_trigger(runtime, recipe)
@@ -168,7 +220,63 @@ class Fleet:
         """Close every practice's client and budget (not the store or the queue)."""
         for runtime in self.practices.values():
             runtime.client.close()
+            if runtime.session is not None:
+                runtime.session.close()
             runtime.budget.close()
+        self._budget_pool.close()
+
+    def ops_practices(self) -> list[OpsPractice]:
+        """What ``/metrics`` and ``/readyz`` know of each practice served."""
+        return [
+            OpsPractice(name, runtime.budget, tuple(runtime.webhooks))
+            for name, runtime in self.practices.items()
+        ]
+
+    def due_at(self, timestamp: int) -> list[Due]:
+        """The polls and sweeps due at Unix second ``timestamp`` (job ``tick``)."""
+        return list(self.schedule_table.due_at(timestamp))
+
+    @contextmanager
+    def slot(self, practice: str) -> Iterator[float]:
+        """Take one of the practice's job slots in this replica, or say how long to wait.
+
+        A job asks before it starts. It yields 0 and holds the slot for its ``with``
+        block when the practice may send now; it yields the seconds to wait, holding
+        nothing, when the practice is paused by a 429's ``Retry-After`` or already runs
+        ``slots_per_practice`` jobs here. The caller then queues the job again for later
+        instead of sleeping in a thread that other practices' polls and events need.
+
+        An ordered practice is never postponed (its lock already runs one job at a time,
+        and a job queued again would lose its place).
+
+        Args:
+            practice: the practice's name.
+
+        Yields:
+            0 (run now, the slot is held), or seconds to wait before trying again.
+        """
+        runtime = self._practice(practice)
+        if not runtime.config.ordered:
+            until = runtime.budget.paused_until
+            left = 0.0 if until is None else until - runtime.budget.clock()
+            if left > 0:
+                yield left
+                return
+        with self._busy_lock:
+            busy = self._busy.get(practice, 0)
+            if busy >= self.slots_per_practice and not runtime.config.ordered:
+                wait = _BUSY_RETRY_S
+            else:
+                wait = 0.0
+                self._busy[practice] = busy + 1
+        if wait:
+            yield wait
+            return
+        try:
+            yield 0.0
+        finally:
+            with self._busy_lock:
+                self._busy[practice] -= 1
 
     def _practice(self, name: str) -> PracticeRuntime:
         runtime = self.practices.get(name)
@@ -206,8 +314,13 @@ class Fleet:
             return "interrupted"
         return ",".join(outcome.status for outcome in outcomes if outcome is not None) or "test"
 
-    def poll(self, practice: str, trigger: str) -> int:
+    def poll(self, practice: str, trigger: str, *, scheduled_at: float | None = None) -> int:
         """Poll one trigger of one practice and queue its new events (job ``poll``).
+
+        Args:
+            practice: the practice's name.
+            trigger: the trigger's name.
+            scheduled_at: Unix time the poll was due (its lag is recorded from it).
 
         Returns:
             How many events were queued.
@@ -216,6 +329,8 @@ class Fleet:
         poller = runtime.pollers.get(trigger)
         if poller is None:
             return 0
+        if scheduled_at is not None and self.metrics is not None:
+            self.metrics.poll_started(practice, scheduled_at)
         logger.info("poll of %s / %s: begins", practice, trigger)
         try:
             result = poller.poll_once()
@@ -241,9 +356,10 @@ class Fleet:
         return queued
 
     def schedule(self, *, sweep_every: int = 30, retry_stalled_every: int = 10) -> None:
-        """Register the periodic jobs: polls, sweeps and the stalled-job check.
+        """Register the periodic jobs: the fleet's tick and the stalled-job check.
 
-        Every replica registers the same schedule; procrastinate queues each tick once.
+        Every replica registers the same schedule; procrastinate queues each tick once,
+        and each tick queues the polls and sweeps due then (:mod:`.schedule`).
 
         Args:
             sweep_every: seconds between sweeps of each practice.
@@ -257,27 +373,17 @@ class Fleet:
             periodic_id="",
             configure_kwargs={"queueing_lock": "retry_stalled"},
         )
+        # Ahead of the polls it queues: a busy queue must not delay the clock.
+        registry.register_task(
+            task=tasks[f"{NAMESPACE}:tick"],
+            cron=_cron(1),
+            periodic_id="",
+            configure_kwargs={"priority": _TICK_PRIORITY},
+        )
         for name, runtime in self.practices.items():
-            registry.register_task(
-                task=tasks[f"{NAMESPACE}:sweep"],
-                cron=_cron(sweep_every),
-                periodic_id=f"sweep:{name}",
-                configure_kwargs={
-                    "queueing_lock": f"sweep:{name}",
-                    "task_kwargs": {"practice": name},
-                },
-            )
+            self.schedule_table.add(Due("sweep", name), sweep_every)
             for trigger in runtime.pollers:
-                registry.register_task(
-                    task=tasks[f"{NAMESPACE}:poll"],
-                    cron=_cron(runtime.config.poll_every),
-                    periodic_id=f"poll:{name}:{trigger}",
-                    configure_kwargs={
-                        "queueing_lock": f"poll:{name}:{trigger}",
-                        "lock": f"poll:{name}:{trigger}",
-                        "task_kwargs": {"practice": name, "trigger": trigger},
-                    },
-                )
+                self.schedule_table.add(Due("poll", name, trigger), runtime.config.poll_every)
 
 
 def _cron(seconds: int) -> str:

@@ -20,6 +20,7 @@ unsubscribe`` removes it when the whole fleet goes away.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
 import psycopg
@@ -36,6 +37,8 @@ __all__ = ["SUBSCRIBE_LOCK_PREFIX", "FleetWebhooks", "parse_listen", "subscribe_
 
 logger = logging.getLogger("practiceflow.fleet")
 
+#: Subscribes sent at once on start.
+_SUBSCRIBERS: Final = 4
 #: Prefix of the advisory lock's key taken around a (practice, trigger)'s subscribe.
 SUBSCRIBE_LOCK_PREFIX: Final = "practiceflow subscribe:"
 
@@ -127,8 +130,11 @@ class FleetWebhooks:
         self.queue.open()
         try:
             self.server = ReceiverServer(self.receiver, *self.listen).start()
-            for practice, trigger in self.triggers:
-                self.ensure(practice, trigger)
+            # Each subscribe waits on the API's round trip: a few at once, so that a fleet
+            # of many practices is subscribed in seconds (each under its own lock).
+            with ThreadPoolExecutor(_SUBSCRIBERS, thread_name_prefix="pf-subscribe") as pool:
+                for done in [pool.submit(self.ensure, *pair) for pair in self.triggers]:
+                    done.result()
         except BaseException:
             self.stop()
             raise

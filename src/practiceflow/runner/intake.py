@@ -135,6 +135,8 @@ class TriggerIntake:
         self._stopped = False
         self._threads: list[threading.Thread] = []
         self._next_poll: dict[str, datetime] = {}
+        #: Called with the Unix time a poll was due, as it starts (``/metrics``' poll lag).
+        self.poll_started: Callable[[float], None] | None = None
 
     def _needs_webhook(self) -> bool:
         for recipe in self.recipes:
@@ -282,6 +284,8 @@ class TriggerIntake:
             self._next_poll[key] = datetime.now(UTC) + timedelta(seconds=wait)
             if self._stop.wait(wait):
                 break
+            if self.poll_started is not None:
+                self.poll_started(self._next_poll[key].timestamp())
             self._poll(key, target)
         self._next_poll.pop(key, None)
 

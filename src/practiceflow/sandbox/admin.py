@@ -25,7 +25,8 @@ need to drive the sandbox from outside the API.
 - ``GET /_admin/requests``: every API request received (method, path, client id, status);
 - ``GET, POST /_admin/variants``: the answer played per open question (admin_variants.py).
 
-Every route takes ``?region=`` (default ``anz``) where a practice is involved.
+Every route takes ``?region=`` (default ``anz``) where a practice is involved, and
+``?practice=K`` (default 0) in a sandbox serving several (``--practices``).
 """
 
 from __future__ import annotations
@@ -150,7 +151,11 @@ class _AdminApp:
         region = request.query_params.get("region", REGIONS[0])
         if region not in REGIONS:
             raise ApiProblem(400, f"region: got {region!r}; valid values are {list(REGIONS)}")
-        return self.state.practice(region)
+        text = request.query_params.get("practice", "0")
+        count = self.state.config.practices
+        if not text.isdigit() or int(text) >= count:
+            raise ApiProblem(400, f"practice: got {text!r}; expected 0 to {count - 1}")
+        return self.state.practice(region, int(text))
 
     def _switches(self, practice: Practice) -> dict[str, Any]:
         state = self.state

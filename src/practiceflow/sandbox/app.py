@@ -198,7 +198,8 @@ class SandboxApp:
                 raise ApiProblem(403, detail)
             child: MutableMapping[str, Any] = dict(scope)
             child["root_path"] = scope.get("root_path", "") + f"/{region}"
-            child[CONTEXT_KEY] = Ctx(state, state.practice(region), credential, region)
+            practice = state.practice_of(credential, region)
+            child[CONTEXT_KEY] = Ctx(state, practice, credential, region)
             swallow = fault is not None and fault.kind == "drop"
             await self._api(child, receive, send_wrapper)
             if swallow:

@@ -143,6 +143,8 @@ class SandboxConfig:
         variants: the answer played for each open question of the spec (variants.py).
         latency: seconds every API answer is held back, as a real API's round trip is.
         jitter: up to this many seconds more, drawn at random for each answer.
+        practices: practices served in each region, each with its own credentials,
+            budget, records and subscriptions (:mod:`practiceflow.sandbox.practices`).
     """
 
     seed: int = 1
@@ -162,6 +164,7 @@ class SandboxConfig:
     variants: Variants = field(default_factory=Variants)
     latency: float = 0.0
     jitter: float = 0.0
+    practices: int = 1
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -169,6 +172,8 @@ class SandboxConfig:
             value = getattr(self, name)
             if not 0 <= value <= MAX_LATENCY:
                 problems.append(f"{name}: got {value}; expected 0 to {MAX_LATENCY:g} seconds")
+        if not 1 <= self.practices <= 0x10000:
+            problems.append(f"practices: got {self.practices}; expected 1 to 65536")
         if not 0 <= self.entities <= 100_000:
             problems.append(f"entities: got {self.entities}; expected 0 to 100000")
         if not 1 <= self.page_size <= 1000:

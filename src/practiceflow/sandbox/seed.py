@@ -136,18 +136,25 @@ def _stamp(rng: random.Random) -> float:
     return float(int(SEED_EPOCH - rng.random() * _SPAN))
 
 
-def build_practice(config: SandboxConfig, region: str, clock: SandboxClock) -> Practice:
+def build_practice(
+    config: SandboxConfig, region: str, clock: SandboxClock, practice_number: int = 0
+) -> Practice:
     """Generate the practice of one region from the configured seed.
 
     Args:
         config: the run's options (seed, entity count, wallet, ledger switch).
         region: the region to build.
         clock: the sandbox clock (new records created later read it).
+        practice_number: which of the region's practices (``--practices``); each has its
+            own generator, so its own records.
 
     Returns:
         The practice with every collection seeded.
     """
-    rng = random.Random(f"{config.seed}:{region}")  # noqa: S311 - reproducible fake data
+    key = f"{config.seed}:{region}"
+    if practice_number:
+        key += f":{practice_number}"
+    rng = random.Random(key)  # noqa: S311 - reproducible fake data
     practice = Practice(region=region, clock=clock, rng=rng)
     practice.wallet = config.wallet
     practice.ledger_connected = config.ledger_connected

@@ -16,6 +16,7 @@ from typing import Any
 from practiceflow.sandbox.clock import SandboxClock, format_time
 from practiceflow.sandbox.config import REGIONS, ClientKind, Credential, RateLimits, SandboxConfig
 from practiceflow.sandbox.faults import FaultBoard
+from practiceflow.sandbox.practices import extra_clients
 from practiceflow.sandbox.ratelimit import RateLimiter
 from practiceflow.sandbox.seed import build_practice
 from practiceflow.sandbox.store import Practice
@@ -63,11 +64,12 @@ class SandboxState:
         self.duplicate_deliveries = 1
         self.variants = config.variants
         self._lock = threading.RLock()
-        self._practices: dict[str, Practice] = {}
+        self._practices: dict[tuple[int, str], Practice] = {}
         self._requests: deque[dict[str, Any]] = deque(maxlen=20_000)
         self.generation = 0
         self.clients: dict[str, tuple[str, Credential]] = {}
         self.credentials: dict[str, dict[ClientKind, Credential]] = {}
+        self.practice_numbers: dict[str, int] = {}
         self._load_credentials()
 
     def _load_credentials(self) -> None:
@@ -77,24 +79,34 @@ class SandboxState:
             for region, kinds in self.credentials.items()
             for credential in kinds.values()
         }
+        # Practices 1..N-1 (``--practices N``): a request's credentials choose its practice.
+        for client_id, (region, number, credential) in extra_clients(self.config).items():
+            self.clients[client_id] = (region, credential)
+            self.practice_numbers[client_id] = number
 
-    def practice(self, region: str) -> Practice:
-        """The practice of ``region``, seeded on first use.
+    def practice(self, region: str, number: int = 0) -> Practice:
+        """A practice of ``region``, seeded on first use.
 
         Args:
             region: one of the configured regions.
+            number: which practice (0, the usual one, up to ``config.practices - 1``).
 
         Returns:
             The practice.
         """
-        practice = self._practices.get(region)
+        key = (number, region)
+        practice = self._practices.get(key)
         if practice is None:
             with self._lock:
-                practice = self._practices.get(region)
+                practice = self._practices.get(key)
                 if practice is None:
-                    practice = build_practice(self.config, region, self.clock)
-                    self._practices[region] = practice
+                    practice = build_practice(self.config, region, self.clock, number)
+                    self._practices[key] = practice
         return practice
+
+    def practice_of(self, credential: Credential, region: str) -> Practice:
+        """The practice whose client ``credential`` is (its records, subscriptions)."""
+        return self.practice(region, self.practice_numbers.get(credential.client_id, 0))
 
     def reset(self, seed: int | None = None, entities: int | None = None) -> None:
         """Return to the options the sandbox started with: data, clock, faults, budgets,

@@ -48,6 +48,7 @@ from practiceflow.state.rows import (
     EventRecord,
     Json,
     NewEvent,
+    PracticeCounts,
     RunRecord,
     RunStatus,
     StepRecord,
@@ -591,3 +592,32 @@ class SQLStore(StateStore):
         cutoff = self._stamp(self.now() - older_than, "older_than")
         with self._write() as db:
             return db.execute("DELETE FROM {p}requests WHERE at < ?", (cutoff,)).rowcount
+
+    # --- operations ---------------------------------------------------------------------
+
+    def practice_counts(self) -> dict[str, PracticeCounts]:
+        """See :meth:`StateStore.practice_counts`."""
+        # One snapshot: the three counts describe the same moment.
+        with self._join(lambda: self._transaction(snapshot=True)) as db:
+            runs = db.execute(
+                "SELECT practice, status, count(*) FROM {p}runs GROUP BY practice, status"
+            ).fetchall()
+            doubt = db.execute(
+                "SELECT r.practice, count(*) FROM {p}steps s JOIN {p}runs r"
+                " ON r.run_id = s.run_id WHERE s.status = 'in_doubt' GROUP BY r.practice"
+            ).fetchall()
+            waiting = db.execute(
+                "SELECT practice, count(*) FROM {p}events WHERE handled_at IS NULL"
+                " GROUP BY practice"
+            ).fetchall()
+        by_status: dict[str, dict[str, int]] = {}
+        for practice, status, count in runs:
+            by_status.setdefault(str(practice), {})[str(status)] = int(count)
+        in_doubt = {str(row[0]): int(row[1]) for row in doubt}
+        pending = {str(row[0]): int(row[1]) for row in waiting}
+        return {
+            practice: PracticeCounts(
+                by_status.get(practice, {}), in_doubt.get(practice, 0), pending.get(practice, 0)
+            )
+            for practice in sorted({*by_status, *in_doubt, *pending})
+        }

@@ -26,6 +26,7 @@ from practiceflow.state.rows import (
     EventRecord,
     Json,
     NewEvent,
+    PracticeCounts,
     Resolution,
     RunRecord,
     RunStatus,
@@ -492,3 +493,16 @@ class StateStore(ABC):
     @abstractmethod
     def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
         """Forget request records older than ``older_than``; returns how many."""
+
+    # --- operations -------------------------------------------------------------------------
+
+    @abstractmethod
+    def practice_counts(self) -> dict[str, PracticeCounts]:
+        """Runs by status, steps in doubt and events waiting, for every practice at once.
+
+        What ``/metrics`` reads at each scrape: a few grouped counts, not a walk of the
+        runs. A practice with no run and no event is absent.
+
+        Returns:
+            Practice -> its counts.
+        """

@@ -28,6 +28,7 @@ __all__ = [
     "EventRecord",
     "Json",
     "NewEvent",
+    "PracticeCounts",
     "Resolution",
     "RunRecord",
     "RunStatus",
@@ -452,3 +453,18 @@ def first_occurrences(
         answers.append(key in remaining)
         remaining.discard(key)
     return answers
+
+
+@dataclass(frozen=True)
+class PracticeCounts:
+    """What an operator watches of one practice, counted in one look at the store.
+
+    Attributes:
+        runs: run status -> how many runs are in it.
+        steps_in_doubt: steps held for a person (a write that may or may not have acted).
+        events_waiting: events stored and not yet handled.
+    """
+
+    runs: Mapping[str, int]
+    steps_in_doubt: int
+    events_waiting: int

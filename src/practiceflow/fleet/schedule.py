@@ -1,0 +1,84 @@
+"""When each practice's polls and sweeps are due: one clock tick for the whole fleet.
+
+A fleet of a thousand practices has thousands of (practice, trigger) polls. Registering each
+as its own procrastinate periodic task would make every replica's periodic deferrer walk
+thousands of cron expressions on every tick, and every poll with the same period would be
+due in the same second, so the last of them would wait behind all the others. Instead:
+
+* one periodic task, ``tick``, fires every second (procrastinate defers each second's tick
+  once for the whole fleet, and catches up on seconds missed while no replica ran);
+* each (practice, trigger) has a fixed **phase** inside its period, drawn from a hash of
+  its name, so polls spread evenly over the period instead of piling up at second 0;
+* the tick of second ``t`` queues the poll and sweep jobs due at ``t`` (their queueing
+  locks keep at most one waiting per poll), each carrying ``t`` as the time it was
+  scheduled for, from which the poll measures its lag.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["Due", "FleetSchedule", "phase_of"]
+
+
+def phase_of(name: str, period: int) -> int:
+    """The fixed second of ``period`` at which ``name`` is due (the same in every replica).
+
+    Args:
+        name: what is scheduled, such as ``poll:acme:new_client``.
+        period: seconds between two runs (at least 1).
+
+    Returns:
+        A second from 0 to ``period - 1``.
+    """
+    return zlib.crc32(name.encode("utf-8")) % max(1, period)
+
+
+@dataclass(frozen=True)
+class Due:
+    """One job due at a tick.
+
+    Attributes:
+        kind: ``poll`` or ``sweep``.
+        practice: the practice's name.
+        trigger: the trigger's name (polls), else empty.
+    """
+
+    kind: str
+    practice: str
+    trigger: str = ""
+
+    @property
+    def lock(self) -> str:
+        """Its lock and queueing lock: one running and one waiting at most."""
+        if self.kind == "poll":
+            return f"poll:{self.practice}:{self.trigger}"
+        return f"sweep:{self.practice}"
+
+
+class FleetSchedule:
+    """Every periodic job of the fleet, indexed by period and phase (module docstring)."""
+
+    def __init__(self) -> None:
+        # period -> phase -> jobs: a tick looks at one phase of each distinct period.
+        self._slots: dict[int, dict[int, list[Due]]] = defaultdict(lambda: defaultdict(list))
+        self.count = 0
+
+    def add(self, due: Due, period: int) -> None:
+        """Run ``due`` every ``period`` seconds, at its phase.
+
+        Args:
+            due: the job.
+            period: seconds between two runs.
+        """
+        period = max(1, int(period))
+        self._slots[period][phase_of(due.lock, period)].append(due)
+        self.count += 1
+
+    def due_at(self, timestamp: int) -> Iterable[Due]:
+        """The jobs due at the tick of Unix second ``timestamp``."""
+        for period, phases in self._slots.items():
+            yield from phases.get(timestamp % period, ())

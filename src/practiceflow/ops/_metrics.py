@@ -1,0 +1,350 @@
+"""Prometheus metrics of ``serve`` and ``worker``, per practice.
+
+Most figures are read when Prometheus scrapes, from where they already live, by
+:class:`PracticeCollector`: runs by status, steps in doubt and events waiting from the state
+store (:meth:`~practiceflow.state.StateStore.practice_counts`, a few grouped counts), and
+what is left of each rate window from each practice's budget. Nothing in the runner counts
+for the metrics' sake.
+
+Two figures only the process sees are counted as they happen: answers by outcome (429s
+included), by the :class:`~practiceflow.ops.CountingAdapter` mounted on each practice's
+HTTP session, and poll lag (from the moment a poll was scheduled for to the moment it
+starts sending), by whoever runs the poll (:meth:`OpsMetrics.poll_started`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from pyrate_limiter import InMemoryBucket
+
+from practiceflow.api.ratelimit import RateBudget
+from practiceflow.errors import PracticeflowError
+from practiceflow.state import RUN_STATUSES, StateStore
+
+__all__ = [
+    "OUTCOMES",
+    "POLL_LAG_BUCKETS",
+    "WINDOWS",
+    "OpsMetrics",
+    "OpsPractice",
+    "PracticeCollector",
+    "WindowCounter",
+    "serve_practices",
+    "window_use",
+]
+
+logger = logging.getLogger("practiceflow.ops")
+
+#: The outcome label of ``practiceflow_api_requests_total``.
+OUTCOMES: Final = ("2xx", "3xx", "4xx", "429", "5xx", "error")
+#: The rate windows, by label, with their length in seconds.
+WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
+#: Bucket edges of the poll lag histogram, in seconds (5 s is the alerting line).
+POLL_LAG_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 20.0, 60.0)
+
+
+def _none() -> None:
+    return None
+
+
+class WindowCounter(Protocol):
+    """A bucket that counts its own windows in one look (the fleet's shared bucket)."""
+
+    def window_counts(self, now_ms: int, windows_ms: Sequence[int]) -> list[int]:
+        """How many requests were admitted in each of the last ``windows_ms``."""
+
+
+def window_use(budget: RateBudget) -> dict[str, int] | None:
+    """Requests admitted in each rate window of a budget, by window label.
+
+    Args:
+        budget: the practice's budget (in memory, or shared in PostgreSQL).
+
+    Returns:
+        ``{"minute": n, "hour": n, "day": n}``, or None for a bucket that cannot say.
+    """
+    bucket = budget.bucket
+    now_ms = int(budget.clock() * 1000)
+    lengths = [seconds * 1000 for _, seconds in WINDOWS]
+    if isinstance(bucket, InMemoryBucket):
+        # Items are appended in time order; a copy of the stamps is enough for a gauge.
+        stamps = [item.timestamp for item in list(bucket.items)]
+        counts = [len(stamps) - bisect_left(stamps, now_ms - length) for length in lengths]
+    elif callable(getattr(bucket, "window_counts", None)):
+        counts = bucket.window_counts(now_ms, lengths)  # type: ignore[attr-defined]
+    else:
+        return None
+    return {label: count for (label, _), count in zip(WINDOWS, counts, strict=True)}
+
+
+@dataclass(frozen=True)
+class OpsPractice:
+    """What the metrics and readiness know of one practice.
+
+    Attributes:
+        name: the practice's key in the store.
+        budget: its rate budget.
+        webhooks: triggers that must have an active subscription for it to be ready.
+    """
+
+    name: str
+    budget: RateBudget | None = None
+    webhooks: tuple[str, ...] = field(default=())
+
+
+class PracticeCollector(Collector):
+    """Reads store and budgets at each scrape (see the module docstring).
+
+    Args:
+        store: the state store.
+        practices: the practices served, or None while the process is starting.
+    """
+
+    def __init__(
+        self, store: StateStore, practices: Callable[[], Sequence[OpsPractice] | None]
+    ) -> None:
+        self.store = store
+        self.practices = practices
+
+    def collect(self) -> Iterator[Metric]:
+        """The gauges of every practice (empty families when nothing is served yet)."""
+        served = self.practices() or ()
+        up = GaugeMetricFamily(
+            "practiceflow_store_up", "1 when the state store answered this scrape, else 0"
+        )
+        runs = GaugeMetricFamily(
+            "practiceflow_runs", "Runs by status", labels=["practice", "status"]
+        )
+        doubt = GaugeMetricFamily(
+            "practiceflow_steps_in_doubt",
+            "Steps held for a person: a write that may or may not have acted",
+            labels=["practice"],
+        )
+        waiting = GaugeMetricFamily(
+            "practiceflow_events_waiting", "Events stored, not yet handled", labels=["practice"]
+        )
+        try:
+            counts = self.store.practice_counts()
+        except PracticeflowError as exc:
+            logger.warning("metrics: the state store did not answer: %s", exc)
+            up.add_metric([], 0)
+            yield up
+            counts = None
+        else:
+            up.add_metric([], 1)
+            yield up
+        if counts is not None:
+            names = sorted({*(p.name for p in served), *counts})
+            for name in names:
+                found = counts.get(name)
+                for status in RUN_STATUSES:
+                    runs.add_metric([name, status], found.runs.get(status, 0) if found else 0)
+                doubt.add_metric([name], found.steps_in_doubt if found else 0)
+                waiting.add_metric([name], found.events_waiting if found else 0)
+            yield runs
+            yield doubt
+            yield waiting
+        yield from self._budgets(served)
+
+    def _budgets(self, served: Sequence[OpsPractice]) -> Iterator[Metric]:
+        remaining = GaugeMetricFamily(
+            "practiceflow_budget_remaining",
+            "Requests the practice may still send in each rolling rate window",
+            labels=["practice", "window"],
+        )
+        limit = GaugeMetricFamily(
+            "practiceflow_budget_limit",
+            "The practice's limit in each rate window",
+            labels=["practice", "window"],
+        )
+        paused = GaugeMetricFamily(
+            "practiceflow_budget_paused_seconds",
+            "Seconds the practice's requests are still held after a 429 (Retry-After)",
+            labels=["practice"],
+        )
+        for practice in served:
+            budget = practice.budget
+            if budget is None:
+                continue
+            limits = budget.limits
+            caps = {"minute": limits.per_minute, "hour": limits.per_hour, "day": limits.per_day}
+            try:
+                used = window_use(budget)
+            except Exception as exc:  # a scrape must not fail on one practice's bucket
+                logger.warning("metrics: budget of %s not read: %s", practice.name, exc)
+                used = None
+            for label, _ in WINDOWS:
+                limit.add_metric([practice.name, label], caps[label])
+                if used is not None:
+                    remaining.add_metric([practice.name, label], max(0, caps[label] - used[label]))
+            until = budget.paused_until
+            left = 0.0 if until is None else max(0.0, until - budget.clock())
+            paused.add_metric([practice.name], left)
+        yield remaining
+        yield limit
+        yield paused
+
+
+class OpsMetrics:
+    """The metrics registry of one ``serve`` or ``worker`` process.
+
+    Args:
+        store: the state store.
+        practices: returns the practices served (None while starting); called at each
+            scrape and readiness check, so a process may fill it in after it starts.
+    """
+
+    def __init__(
+        self,
+        store: StateStore | None = None,
+        practices: Callable[[], Sequence[OpsPractice] | None] | None = None,
+    ) -> None:
+        self.store = store
+        self.practices: Callable[[], Sequence[OpsPractice] | None] = practices or _none
+        self.registry = CollectorRegistry(auto_describe=False)
+        # The process's own CPU seconds and resident memory (process_*), per scrape.
+        ProcessCollector(registry=self.registry)
+        self.requests = Counter(
+            "practiceflow_api_requests",
+            "Requests sent to the API, by practice and outcome (status class, 429, or "
+            "error: no answer)",
+            ["practice", "outcome"],
+            registry=self.registry,
+        )
+        self.poll_lag = Histogram(
+            "practiceflow_poll_lag_seconds",
+            "From the moment a poll was scheduled for to the moment it starts sending",
+            ["practice"],
+            buckets=POLL_LAG_BUCKETS,
+            registry=self.registry,
+        )
+        if store is not None:
+            self.watch(store, self.practices)
+
+    def watch(
+        self, store: StateStore, practices: Callable[[], Sequence[OpsPractice] | None]
+    ) -> None:
+        """Read ``store`` and the ``practices``' budgets at each scrape (once per process).
+
+        Args:
+            store: the state store.
+            practices: returns the practices served, or None while starting.
+        """
+        self.store = store
+        self.practices = practices
+        self.registry.register(PracticeCollector(store, practices))
+
+    def counter(self, practice: Callable[[], str]) -> Callable[[str], None]:
+        """A transport hook's callback counting answers for the practice ``practice()``.
+
+        Args:
+            practice: returns the practice's key (read at each answer: ``serve`` learns
+                its key from the credentials, after the session is made).
+
+        Returns:
+            ``count(outcome)``.
+        """
+
+        def count(outcome: str) -> None:
+            self.count(practice(), outcome)
+
+        return count
+
+    def count(self, practice: str, outcome: str) -> None:
+        """Count one answer (or failure to get one) of a practice's request.
+
+        Args:
+            practice: the practice's key.
+            outcome: one of :data:`OUTCOMES`.
+        """
+        self.requests.labels(practice, outcome).inc()
+
+    def poll_started(self, practice: str, scheduled_at: float, now: float | None = None) -> float:
+        """Record a poll's lag: it was due at ``scheduled_at`` and starts now.
+
+        Args:
+            practice: the practice's key.
+            scheduled_at: Unix time the poll was scheduled for.
+            now: Unix time it starts (``time.time()`` when None).
+
+        Returns:
+            The lag recorded, in seconds (never negative).
+        """
+        lag = max(0.0, (time.time() if now is None else now) - scheduled_at)
+        self.poll_lag.labels(practice).observe(lag)
+        return lag
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format of every metric (reads the store: blocking)."""
+        return generate_latest(self.registry)
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Whether the process is ready: started, store reachable, subscriptions active.
+
+        Returns:
+            ``(ready, detail)``; ``detail["problems"]`` says what is missing.
+        """
+        served = self.practices()
+        if served is None or self.store is None:
+            return False, {"problems": ["starting: the practices are not served yet"]}
+        problems: list[str] = []
+        try:
+            subscriptions = {
+                (record.practice, record.trigger_key): record.status
+                for record in self.store.list_subscriptions()
+            }
+        except PracticeflowError as exc:
+            return False, {"problems": [f"the state store did not answer: {exc}"]}
+        for practice in served:
+            for trigger in practice.webhooks:
+                status = subscriptions.get((practice.name, trigger))
+                if status != "active":
+                    shown = "missing" if status is None else status
+                    problems.append(f"{practice.name} / {trigger}: subscription {shown}")
+        return not problems, {"practices": len(served), "problems": problems}
+
+
+def serve_practices(
+    practice: str, budget: RateBudget, intake: object
+) -> Callable[[], list[OpsPractice] | None]:
+    """What ``serve`` reports: its one practice, once its intake has built its triggers.
+
+    Args:
+        practice: the practice's key.
+        budget: its client's rate budget.
+        intake: the service's intake (its ``triggers``: name -> trigger with a ``mode``).
+
+    Returns:
+        The ``practices`` callable of :class:`OpsMetrics`: None until the triggers exist;
+        then the practice, expecting a subscription for each trigger received by webhook.
+    """
+
+    def practices() -> list[OpsPractice] | None:
+        triggers: dict[str, Any] = dict(getattr(intake, "triggers", None) or {})
+        if not triggers:
+            return None
+        webhooks = tuple(
+            sorted(
+                name
+                for name, trigger in triggers.items()
+                if getattr(trigger, "mode", None) in ("webhook", "both")
+            )
+        )
+        return [OpsPractice(practice, budget, webhooks)]
+
+    return practices

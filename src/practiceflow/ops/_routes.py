@@ -1,0 +1,117 @@
+"""``GET /healthz``, ``GET /readyz`` and ``GET /metrics``: the routes an orchestrator calls.
+
+* ``/healthz``: 200 while the process answers at all (alive);
+* ``/readyz``: 200 when the store answers and every webhook trigger has its subscription
+  active, else 503 with what is missing;
+* ``/metrics``: the Prometheus text format of :class:`~practiceflow.ops.OpsMetrics`.
+
+They carry no secret and no personal data (practice keys, trigger names and counts), so
+they need no console token: a probe cannot send one. They are mounted beside the webhook
+receiver or the console, or served alone (:class:`OpsServer`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from practiceflow.errors import ConfigError
+from practiceflow.ops._metrics import OpsMetrics
+
+__all__ = ["OpsServer", "ops_routes"]
+
+
+def ops_routes(metrics: OpsMetrics) -> list[BaseRoute]:
+    """The three routes, bound to one process's metrics.
+
+    Args:
+        metrics: what ``/metrics`` and ``/readyz`` read.
+
+    Returns:
+        Routes to put in a starlette app (before any catch-all).
+    """
+
+    async def healthz(request: Request) -> Response:
+        del request
+        return JSONResponse({"status": "alive"})
+
+    async def readyz(request: Request) -> Response:
+        del request
+        ready, detail = await run_in_threadpool(metrics.readiness)
+        body = {"status": "ready" if ready else "not ready", **detail}
+        return JSONResponse(body, 200 if ready else 503)
+
+    async def scrape(request: Request) -> Response:
+        del request
+        text = await run_in_threadpool(metrics.exposition)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
+
+    return [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", scrape, methods=["GET"]),
+    ]
+
+
+class OpsServer:
+    """The three routes alone, served by uvicorn in a daemon thread (``worker --ops-listen``).
+
+    Args:
+        metrics: the process's metrics.
+        host: the address to listen on.
+        port: the port; 0 picks a free one (read ``.port`` after :meth:`start`).
+    """
+
+    def __init__(self, metrics: OpsMetrics, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        app = Starlette(routes=ops_routes(metrics))
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, name="pf-ops", daemon=True)
+
+    def _run(self) -> None:
+        with contextlib.suppress(SystemExit):  # uvicorn exits when it cannot bind
+            self._server.run()
+
+    @property
+    def url(self) -> str:
+        """The base URL, such as ``http://127.0.0.1:9464``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self, timeout: float = 5.0) -> OpsServer:
+        """Start serving and wait until the socket listens.
+
+        Raises:
+            ConfigError: it did not start within ``timeout`` (the port is taken, say).
+        """
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                message = f"--ops-listen {self.host}:{self.port}: did not start (port in use?)"
+                raise ConfigError(message)
+            time.sleep(0.01)
+        for server in getattr(self._server, "servers", []):
+            for sock in server.sockets:
+                self.port = int(sock.getsockname()[1])
+                break
+        return self
+
+    def stop(self) -> None:
+        """Stop serving (scrapes in flight finish)."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)

@@ -1,0 +1,78 @@
+"""The one hook on the client side: a ``requests`` transport adapter that counts answers.
+
+``requests`` lets a session mount a transport adapter per URL prefix; this one is the stock
+``HTTPAdapter`` with its ``send`` wrapped to count each exchange's outcome for a practice,
+so the client code itself counts nothing. A retry is a second exchange and is counted
+again, as the API sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+
+__all__ = ["CountingAdapter", "counted_session", "outcome_of"]
+
+
+def outcome_of(status: int) -> str:
+    """The outcome label of an HTTP status: ``429`` apart, else its class (``4xx``)."""
+    if status == 429:
+        return "429"
+    return f"{min(max(status // 100, 1), 5)}xx"
+
+
+class CountingAdapter(HTTPAdapter):
+    """An ``HTTPAdapter`` that reports each exchange's outcome to ``count``.
+
+    Args:
+        count: called with the outcome (``2xx`` ... ``5xx``, ``429``, or ``error`` when no
+            answer came: refused, reset, timed out); it must not raise.
+    """
+
+    def __init__(self, count: Callable[[str], None]) -> None:
+        super().__init__()
+        self._count = count
+
+    def send(
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: Any = None,
+        verify: Any = True,
+        cert: Any = None,
+        proxies: Mapping[str, str] | None = None,
+    ) -> requests.Response:
+        """Send as ``HTTPAdapter`` does, then count the outcome."""
+        try:
+            response = super().send(
+                request,
+                stream=stream,
+                timeout=timeout,
+                verify=verify,
+                cert=cert,
+                proxies=dict(proxies) if proxies is not None else None,
+            )
+        except requests.RequestException:
+            self._count("error")
+            raise
+        self._count(outcome_of(response.status_code))
+        return response
+
+
+def counted_session(count: Callable[[str], None]) -> requests.Session:
+    """A new session whose every exchange is counted (give it to ``Client(session=)``).
+
+    Args:
+        count: see :class:`CountingAdapter`.
+
+    Returns:
+        The session; its owner closes it.
+    """
+    session = requests.Session()
+    adapter = CountingAdapter(count)
+    for prefix in ("https://", "http://"):
+        session.mount(prefix, adapter)
+    return session

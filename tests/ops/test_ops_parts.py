@@ -1,0 +1,130 @@
+"""The parts of practiceflow.ops on their own: the answer counter, readiness, budget left.
+
+Readiness and the scrape run over real HTTP (an :class:`OpsServer` on 127.0.0.1) against
+a SQLite store; the counter sits under ``requests`` with ``responses`` faking the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+import responses
+from prometheus_client.parser import text_string_to_metric_families
+
+from practiceflow.api.ratelimit import RateBudget, RateLimits
+from practiceflow.ops import OpsMetrics, OpsPractice, OpsServer, counted_session, window_use
+from practiceflow.state import SQLiteStore, StateStore
+
+API = "http://127.0.0.1:9/anz/api/v1/groups/list"
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [(200, "2xx"), (201, "2xx"), (302, "3xx"), (404, "4xx"), (429, "429"), (503, "5xx")],
+)
+@responses.activate
+def test_each_answer_is_counted_under_its_outcome(status: int, outcome: str) -> None:
+    seen: list[str] = []
+    responses.get(API, status=status, json={})
+    with counted_session(seen.append) as session:
+        answer = session.get(API, allow_redirects=False, timeout=5)
+    assert answer.status_code == status
+    assert seen == [outcome]
+
+
+@responses.activate
+def test_a_request_without_an_answer_is_counted_as_an_error_and_still_raises() -> None:
+    seen: list[str] = []
+    responses.get(API, body=requests.ConnectionError("refused"))
+    with counted_session(seen.append) as session, pytest.raises(requests.ConnectionError):
+        session.get(API, timeout=5)
+    assert seen == ["error"]
+
+
+def test_budget_left_counts_only_the_requests_inside_each_window() -> None:
+    now = [10_000.0]
+    limits = RateLimits(per_minute=5, per_hour=50, per_day=500)
+    budget = RateBudget(limits, clock=lambda: now[0], sleep=lambda _: None)
+    budget.acquire("GET", "/x")  # at 10,000 s
+    now[0] += 120  # two minutes later: out of the minute, inside the hour
+    budget.acquire("GET", "/x")
+    budget.acquire("GET", "/x")
+    assert window_use(budget) == {"minute": 2, "hour": 3, "day": 3}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[StateStore]:
+    with SQLiteStore(tmp_path / "state.db") as opened:
+        yield opened
+
+
+def _serve(metrics: OpsMetrics) -> OpsServer:
+    return OpsServer(metrics, "127.0.0.1", 0).start()
+
+
+def test_readyz_waits_for_start_then_for_every_webhook_subscription(store: StateStore) -> None:
+    served: list[OpsPractice] = []
+    metrics = OpsMetrics(store, lambda: served or None)
+    server = _serve(metrics)
+    try:
+        starting = requests.get(f"{server.url}/readyz", timeout=5)
+        assert starting.status_code == 503
+        assert "starting" in starting.json()["problems"][0]
+        served.append(OpsPractice("acme", None, ("proposal_accepted",)))
+        missing = requests.get(f"{server.url}/readyz", timeout=5)
+        assert missing.status_code == 503
+        assert missing.json()["problems"] == ["acme / proposal_accepted: subscription missing"]
+        store.save_subscription(
+            "acme", "proposal_accepted", None, "proposal.accepted", "http://127.0.0.1:1/h",
+            "secret", "token-1", "pending",
+        )  # fmt: skip
+        pending = requests.get(f"{server.url}/readyz", timeout=5)
+        assert pending.json()["problems"] == ["acme / proposal_accepted: subscription pending"]
+        store.save_subscription(
+            "acme", "proposal_accepted", "sub-1", "proposal.accepted", "http://127.0.0.1:1/h",
+            "secret", "token-1", "active",
+        )  # fmt: skip
+        ready = requests.get(f"{server.url}/readyz", timeout=5)
+        assert ready.status_code == 200
+        assert ready.json() == {"status": "ready", "practices": 1, "problems": []}
+        assert requests.get(f"{server.url}/healthz", timeout=5).json() == {"status": "alive"}
+    finally:
+        server.stop()
+
+
+def test_metrics_show_waiting_events_and_poll_lag_per_practice(store: StateStore) -> None:
+    budget = RateBudget(RateLimits(per_minute=10, per_hour=100, per_day=1000))
+    served = [OpsPractice("acme", budget), OpsPractice("globex", None)]
+    metrics = OpsMetrics(store, lambda: served)
+    store.record_event("acme", "new_client", "client.created", "e1", {"a": 1})
+    store.record_event("acme", "new_client", "client.created", "e2", {"a": 2})
+    metrics.poll_started("globex", scheduled_at=100.0, now=103.5)
+    metrics.count("acme", "429")
+    server = _serve(metrics)
+    try:
+        text = requests.get(f"{server.url}/metrics", timeout=5).text
+    finally:
+        server.stop()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert samples[("practiceflow_events_waiting", (("practice", "acme"),))] == 2
+    assert samples[("practiceflow_events_waiting", (("practice", "globex"),))] == 0
+    assert samples[("practiceflow_poll_lag_seconds_sum", (("practice", "globex"),))] == 3.5
+    bucket = (("le", "4.0"), ("practice", "globex"))
+    assert samples[("practiceflow_poll_lag_seconds_bucket", bucket)] == 1
+    assert samples[("practiceflow_poll_lag_seconds_bucket", (("le", "3.0"), bucket[1]))] == 0
+    rate_limited = (("outcome", "429"), ("practice", "acme"))
+    assert samples[("practiceflow_api_requests_total", rate_limited)] == 1
+    minute = (("practice", "acme"), ("window", "minute"))
+    assert samples[("practiceflow_budget_remaining", minute)] == 10
+    # No budget known for globex: no invented figure.
+    assert (
+        "practiceflow_budget_remaining",
+        (("practice", "globex"), ("window", "minute")),
+    ) not in (samples)
