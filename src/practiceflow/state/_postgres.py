@@ -24,10 +24,12 @@ and database only.
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, ClassVar, Final, Self
 
 import psycopg
@@ -79,6 +81,13 @@ POSTGRES: Final = Dialect(
 )
 
 _VERSION: Final = POSTGRES.sql("SELECT version FROM {p}schema_version")
+
+
+def default_key_file() -> Path:
+    """The key file of a PostgreSQL store when no key is set in the environment:
+    ``$XDG_CONFIG_HOME/practiceflow/state.key`` (``~/.config/...`` by default)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "practiceflow" / "state.key"
 
 
 def describe_url(url: str) -> str:
@@ -180,7 +189,7 @@ class PostgresStore(SQLStore):
     def __init__(
         self, url: str, *, clock: Clock | None = None, pool_size: int = _DEFAULT_POOL_SIZE
     ) -> None:
-        super().__init__(clock=clock)
+        super().__init__(clock=clock, key_file=default_key_file())
         self._where = describe_url(url)
         self._closed = False
         self._open_schema(url)

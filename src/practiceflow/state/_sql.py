@@ -24,8 +24,9 @@ import uuid
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from practiceflow.errors import BugError
@@ -64,6 +65,7 @@ from practiceflow.state.rows import (
     json_or_null,
     like_prefix,
 )
+from practiceflow.state.sealing import Sealer
 from practiceflow.state.steps import encode_step_change, fold_step_changes
 
 _JOURNAL: Final = (
@@ -100,9 +102,15 @@ class SQLStore(StateStore):
     #: Every commit is durable (the database cannot relax one): ``durable`` needs nothing.
     always_durable: ClassVar[bool] = False
 
-    def __init__(self, *, clock: Clock | None = None) -> None:
+    def __init__(self, *, clock: Clock | None = None, key_file: Path | None = None) -> None:
         super().__init__(clock=clock)
         self._local = threading.local()
+        #: Seals every JSON value written and opens it when read (``sealing.py``).
+        self.sealer = Sealer(key_file)
+        #: The dialect as the row decoders use it: JSON columns opened as they are read.
+        self._load = replace(
+            self.dialect, load_json=lambda value: self.sealer.open(self.dialect.load_json(value))
+        )
 
     # --- what a subclass gives ------------------------------------------------------------
 
@@ -194,7 +202,7 @@ class SQLStore(StateStore):
 
     def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
         """See :meth:`StateStore.record_events`: one statement, one durable commit."""
-        rows = event_rows(events, self._stamp)
+        rows = event_rows(events, self._stamp, self.sealer.seal)
         if not rows:
             return []
         sql, params = insert_events(rows)
@@ -219,7 +227,7 @@ class SQLStore(StateStore):
             SELECT_EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
             (practice, source, event_id),
         )
-        return None if row is None else decode_event(row, self.dialect)
+        return None if row is None else decode_event(row, self._load)
 
     def pending_events(
         self, practice: str, limit: int = 100, *, source: str | None = None
@@ -232,7 +240,7 @@ class SQLStore(StateStore):
             SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?",
             (*params, limit),
         )
-        return [decode_event(row, self.dialect) for row in rows]
+        return [decode_event(row, self._load) for row in rows]
 
     def mark_event_handled(
         self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
@@ -339,24 +347,24 @@ class SQLStore(StateStore):
                 f"subscription's path token or subscription id ({clash})"
             )
             raise BugError(message) from None
-        return decode_subscription(row, self.dialect)
+        return decode_subscription(row, self._load)
 
     def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
         """See :meth:`StateStore.get_subscription`."""
         where = " WHERE practice = ? AND trigger_key = ?"
         row = self._one(SELECT_SUBSCRIPTIONS + where, (practice, trigger_key))
-        return None if row is None else decode_subscription(row, self.dialect)
+        return None if row is None else decode_subscription(row, self._load)
 
     def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
         """See :meth:`StateStore.find_subscription_by_path`."""
         row = self._one(SELECT_SUBSCRIPTIONS + " WHERE path_token = ?", (path_token,))
-        return None if row is None else decode_subscription(row, self.dialect)
+        return None if row is None else decode_subscription(row, self._load)
 
     def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
         """See :meth:`StateStore.list_subscriptions`."""
         where, params = ("", ()) if practice is None else (" WHERE practice = ?", (practice,))
         rows = self._all(SELECT_SUBSCRIPTIONS + where + " ORDER BY practice, trigger_key", params)
-        return [decode_subscription(row, self.dialect) for row in rows]
+        return [decode_subscription(row, self._load) for row in rows]
 
     def delete_subscription(self, practice: str, trigger_key: str) -> bool:
         """See :meth:`StateStore.delete_subscription`."""
@@ -428,7 +436,7 @@ class SQLStore(StateStore):
         key = (practice, recipe, event_id)
         stamp = self._stamp(created_at, "created_at")
         run_id = run_id or uuid.uuid4().hex
-        encoded = json_or_null(origin, f"origin of run {run_id}")
+        encoded = json_or_null(self.sealer.seal(origin, f"origin of run {run_id}"), run_id)
         with self._write() as db:
             # A racing insert of the same key waits for the winner's commit, then does
             # nothing; the SELECT after it sees the winner's row.
@@ -447,7 +455,7 @@ class SQLStore(StateStore):
     def get_run(self, run_id: str) -> RunRecord | None:
         """See :meth:`StateStore.get_run`."""
         row = self._one(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
-        return None if row is None else decode_run(row, self.dialect)
+        return None if row is None else decode_run(row, self._load)
 
     def list_runs(
         self,
@@ -477,13 +485,13 @@ class SQLStore(StateStore):
             SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
             (*given.values(), limit),
         )
-        return [decode_run(row, self.dialect) for row in rows]
+        return [decode_run(row, self._load) for row in rows]
 
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
         """See :meth:`StateStore.set_run_status`."""
         check_value("run status", status, RUN_STATUSES)
         stamp = self._stamp(None, "updated_at")
-        encoded = json_or_null(error, f"error of run {run_id}")
+        encoded = json_or_null(self.sealer.seal(error, f"error of run {run_id}"), run_id)
         with self._write() as db:
             sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
             row = db.execute(sql, (run_id,)).fetchone()
@@ -499,7 +507,7 @@ class SQLStore(StateStore):
 
     def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
         where = f"run {run_id} step {step_id!r}"
-        encoded = [encode_step_change(change, where) for change in changes]
+        encoded = [encode_step_change(change, where, self.sealer.seal) for change in changes]
         now = self._stamp(None, "updated_at")
         stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
         with self._write(durable=any(change.durable for change in changes)) as db:
@@ -547,12 +555,12 @@ class SQLStore(StateStore):
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """See :meth:`StateStore.get_step`."""
         row = self._one(SELECT_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
-        return None if row is None else decode_step(row, self.dialect)
+        return None if row is None else decode_step(row, self._load)
 
     def get_steps(self, run_id: str) -> list[StepRecord]:
         """See :meth:`StateStore.get_steps`."""
         rows = self._all(SELECT_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [decode_step(row, self.dialect) for row in rows]
+        return [decode_step(row, self._load) for row in rows]
 
     def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
         """See :meth:`StateStore.step_history`."""
@@ -562,7 +570,7 @@ class SQLStore(StateStore):
             " FROM {p}step_journal WHERE run_id = ?" + where + " ORDER BY seq",
             (run_id, *params),
         )
-        load = self.dialect
+        load = self._load
         return [
             StepTransition(
                 r[0], r[1], r[2], r[3], load.load_time(r[4]), r[5], r[6], load.load_json(r[7])

@@ -63,6 +63,11 @@ SQLITE: Final = Dialect(
 )
 
 
+def key_file_beside(path: Path) -> Path:
+    """The key file of the database file ``path`` (``state.db``: ``state.db.key``)."""
+    return path.with_name(path.name + ".key")
+
+
 def sqlite_path(url: str) -> Path:
     """The file a ``sqlite:///path`` URL or a plain path names.
 
@@ -115,7 +120,7 @@ class SQLiteStore(SQLStore):
         clock: Clock | None = None,
         busy_timeout_ms: int = _DEFAULT_BUSY_TIMEOUT_MS,
     ) -> None:
-        super().__init__(clock=clock)
+        super().__init__(clock=clock, key_file=key_file_beside(Path(path)))
         self.path = Path(path)
         self._busy_timeout_ms = busy_timeout_ms
         self._connections: list[sqlite3.Connection] = []

@@ -404,13 +404,16 @@ def from_json(text: str | None) -> Json:
 
 
 def event_rows(
-    events: Sequence[NewEvent], stamp: Callable[[datetime | None, str], Any]
+    events: Sequence[NewEvent],
+    stamp: Callable[[datetime | None, str], Any],
+    seal: Callable[[Json, str], Json],
 ) -> list[tuple[Any, ...]]:
     """The rows a store inserts for :meth:`~practiceflow.state.StateStore.record_events`.
 
     Args:
         events: the events, in order.
         stamp: the store's encoding of a time (``None``: its now).
+        seal: the store's sealing of a stored JSON value (``sealing.py``).
 
     Returns:
         ``(practice, source, event_key, event_id, signature, payload JSON, received_at)``
@@ -426,7 +429,7 @@ def event_rows(
             event.event_key,
             event.event_id,
             event.signature,
-            to_json(event.payload, f"payload of event {event.event_id}"),
+            to_json(seal(event.payload, f"payload of event {event.event_id}"), "a sealed payload"),
             stamp(event.received_at, "received_at"),
         )
         for event in events

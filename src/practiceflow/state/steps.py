@@ -6,7 +6,7 @@ journal), the checks of a sequence of moves, and what a store writes for them
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -205,8 +205,11 @@ def fold_step_changes(
     return StepWrite(columns, sends, journal)
 
 
-def encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
-    """A move's fields as JSON text (``None`` stays SQL NULL), checked first.
+def encode_step_change(
+    change: StepChange, where: str, seal: Callable[[Json, str], Json]
+) -> dict[str, str | None]:
+    """A move's fields as JSON text (``None`` stays SQL NULL), checked first, each sealed
+    by ``seal`` (the store's, ``sealing.py``).
 
     Raises:
         BugError: an unknown status or field, or a value that is not JSON.
@@ -215,5 +218,6 @@ def encode_step_change(change: StepChange, where: str) -> dict[str, str | None]:
     for name in change.fields:
         check_value("step field", name, STEP_FIELDS)
     return {
-        name: json_or_null(value, f"{name} of {where}") for name, value in change.fields.items()
+        name: json_or_null(seal(value, f"{name} of {where}"), where)
+        for name, value in change.fields.items()
     }

@@ -1,0 +1,150 @@
+"""Stored payloads sealed with a key the user controls (Fernet, from ``cryptography``).
+
+Every JSON value the state store writes (event payloads, rendered requests, step outputs
+and errors, run origins and errors, the step journal's details) may hold a client's
+personal data, so the store seals each one before it is written, as
+``{"$enc": "<Fernet token>"}``, and opens it again when read: a dump or a backup of the
+database shows none of it, while every reader (retries, ``runs show``, reconciliation,
+the console) sees the plain value. A few keys that are never personal and that the store
+queries in SQL (``source`` of an event payload) stay beside the token, in clear.
+
+The key is, in order: ``PRACTICEFLOW_STATE_KEY`` (a Fernet key, as ``practiceflow state
+key`` would print it); else the key file named by ``PRACTICEFLOW_STATE_KEY_FILE``; else
+the store's own key file (for SQLite, ``<database file>.key`` beside it), created with
+0600 permissions the first time a value is sealed. Reading a sealed value without the
+key that sealed it raises a :class:`~practiceflow.errors.ConfigError` saying how to
+supply the key; it never guesses and never writes a value in clear.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Final
+
+from cryptography.fernet import Fernet, InvalidToken
+
+from practiceflow.errors import ConfigError
+from practiceflow.state.rows import to_json
+
+__all__ = ["KEY_ENV", "KEY_FILE_ENV", "MARK", "Sealer", "is_sealed"]
+
+KEY_ENV: Final = "PRACTICEFLOW_STATE_KEY"
+KEY_FILE_ENV: Final = "PRACTICEFLOW_STATE_KEY_FILE"
+#: The key of a sealed value's token.
+MARK: Final = "$enc"
+#: Keys of a sealed object kept in clear: never personal, and queried in SQL.
+_PLAIN_KEYS: Final = ("source",)
+
+
+def is_sealed(value: Any) -> bool:
+    """Whether ``value`` is a sealed value as the store writes it."""
+    return isinstance(value, dict) and isinstance(value.get(MARK), str)
+
+
+class Sealer:
+    """Seals and opens a store's JSON values with its key (read once, on first need).
+
+    Args:
+        key_file: the store's own key file, used when neither environment variable is
+            set; ``None`` when the store has none (then a key must come from them).
+    """
+
+    __slots__ = ("_fernet", "_key_file")
+
+    def __init__(self, key_file: Path | None) -> None:
+        self._key_file = key_file
+        self._fernet: Fernet | None = None
+
+    def _where(self) -> str:
+        """How the key is supplied, for error messages (never the key)."""
+        named = os.environ.get(KEY_FILE_ENV)
+        if os.environ.get(KEY_ENV):
+            return f"the key in {KEY_ENV}"
+        if named:
+            return f"the key file {named} ({KEY_FILE_ENV})"
+        return f"the key file {self._key_file}"
+
+    def _key(self, *, create: bool) -> Fernet | None:
+        if self._fernet is not None:
+            return self._fernet
+        text = os.environ.get(KEY_ENV)
+        named = os.environ.get(KEY_FILE_ENV)
+        path = Path(named) if named else self._key_file
+        if not text and path is not None:
+            if path.is_file():
+                text = path.read_text(encoding="ascii").strip()
+            elif create and not named:
+                text = _create_key_file(path)
+        if not text:
+            return None
+        try:
+            self._fernet = Fernet(text.encode("ascii"))
+        except (ValueError, UnicodeEncodeError):
+            message = f"state store: {self._where()} is not a valid key (expected a Fernet key)"
+            raise ConfigError(message) from None
+        return self._fernet
+
+    def seal(self, value: Any, what: str) -> Any:
+        """``value`` (``what`` names it in errors) sealed for storage (``None`` stays ``None``).
+
+        Raises:
+            ConfigError: no key can be found or created.
+            BugError: ``value`` is not JSON.
+        """
+        if value is None:
+            return None
+        fernet = self._key(create=True)
+        if fernet is None:
+            message = (
+                f"state store: no key to encrypt personal data; set {KEY_ENV} "
+                f"(or {KEY_FILE_ENV} to a key file)"
+            )
+            raise ConfigError(message)
+        text = to_json(value, what)
+        sealed: dict[str, Any] = {MARK: fernet.encrypt(text.encode("utf-8")).decode("ascii")}
+        if isinstance(value, dict):
+            sealed.update({k: value[k] for k in _PLAIN_KEYS if isinstance(value.get(k), str)})
+        return sealed
+
+    def open(self, value: Any) -> Any:
+        """A value as stored, opened (a value that is not sealed is returned as it is).
+
+        Raises:
+            ConfigError: the value is sealed and the key is missing or is not the one
+                that sealed it; the message says how to supply the key.
+        """
+        if not is_sealed(value):
+            return value
+        fernet = self._key(create=False)
+        if fernet is None:
+            message = (
+                f"state store: stored data is encrypted and no key was found ({self._where()} "
+                f"is missing); set {KEY_ENV} to the key that encrypted it, or restore the key file"
+            )
+            raise ConfigError(message)
+        try:
+            plain = fernet.decrypt(value[MARK].encode("ascii"))
+        except InvalidToken:
+            message = (
+                f"state store: stored data cannot be decrypted with {self._where()}; set "
+                f"{KEY_ENV} to the key that encrypted it, or restore its key file"
+            )
+            raise ConfigError(message) from None
+        return json.loads(plain)
+
+
+def _create_key_file(path: Path) -> str:
+    """A new key written to ``path`` (owner read/write only); a racing creator's wins."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = Fernet.generate_key().decode("ascii")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="ascii").strip()
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        out.write(key + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    return key
