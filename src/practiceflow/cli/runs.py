@@ -25,6 +25,7 @@ from practiceflow.cli._helpers import print_dry
 from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
+from practiceflow.cli.retention import purge
 from practiceflow.cli.state import (
     DEFAULT_STATE,
     open_state,
@@ -315,7 +316,11 @@ def runs() -> None:
       practiceflow runs show 5f0c...
       practiceflow runs resolve 5f0c... --step bill --as done --note "found INV-1042"
       practiceflow runs retry 5f0c...
+      practiceflow runs purge --older-than 30d
     """
+
+
+runs.add_command(purge)
 
 
 def _run_or_fail(store: StateStore, run_id: str) -> RunRecord:

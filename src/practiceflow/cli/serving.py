@@ -22,6 +22,7 @@ from typing import Any
 
 from practiceflow.cli.common import ApiOptions, build_client
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake
+from practiceflow.cli.retention import purge_by_setting
 from practiceflow.cli.state import open_state, practice_key, sqlite_file
 from practiceflow.early_listen import release
 from practiceflow.manifest import load_modules
@@ -85,6 +86,7 @@ def serve_recipes(
         key = practice_key(practice, client.settings.client_id)
         names.append(key)
         store = stack.enter_context(open_state(state))
+        purge_by_setting(store)  # PRACTICEFLOW_RETENTION, once at start
         intake = build_cli_intake(checked, store, client, key, options, unsubscribe=unsubscribe)
         metrics.watch(store, serve_practices(key, client.budget, intake))
 

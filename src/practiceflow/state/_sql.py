@@ -42,6 +42,7 @@ from practiceflow.state._schema import (
     decode_subscription,
 )
 from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
+from practiceflow.state.retention import purge_finished
 from practiceflow.state.rows import (
     RUN_STATUSES,
     SUBSCRIPTION_STATUSES,
@@ -502,6 +503,12 @@ class SQLStore(StateStore):
                 "UPDATE {p}runs SET status = ?, error = ?, updated_at = ? WHERE run_id = ?",
                 (status, encoded, stamp, run_id),
             )
+
+    def purge_payloads(self, before: datetime) -> int:
+        """See :meth:`StateStore.purge_payloads` (``retention.py``)."""
+        cutoff = self.dialect.dump_time(before, "before")
+        with self._write(durable=True) as db:
+            return purge_finished(db, cutoff)
 
     # --- step journal ---------------------------------------------------------------------
 

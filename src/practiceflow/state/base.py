@@ -365,6 +365,14 @@ class StateStore(ABC):
                 (see :data:`~practiceflow.state.rows.RUN_TRANSITIONS`).
         """
 
+    @abstractmethod
+    def purge_payloads(self, before: datetime) -> int:
+        """Remove the payloads of runs finished (succeeded, failed, cancelled) before
+        ``before``: run origins, step requests and outputs, and the payloads of events
+        whose runs have all finished. Runs and steps stay listed with status, ids and
+        times. Returns how many runs had payloads removed.
+        """
+
     # --- step journal -----------------------------------------------------------------------
 
     @abstractmethod

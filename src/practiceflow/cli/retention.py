@@ -1,0 +1,88 @@
+"""``practiceflow runs purge``: remove the payloads of finished runs past retention.
+
+The retention is ``--older-than`` (``30d``, ``12h``, ``90m``), or the setting
+``PRACTICEFLOW_RETENTION`` when the option is left out; ``serve`` applies that setting
+when it starts (see :func:`purge_by_setting`). What a purge removes and keeps:
+``practiceflow.state.retention``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+import click
+
+from practiceflow.cli.state import open_state, state_option
+from practiceflow.errors import ConfigError
+from practiceflow.state import StateStore
+
+__all__ = ["RETENTION_ENV", "parse_retention", "purge", "purge_by_setting"]
+
+RETENTION_ENV: Final = "PRACTICEFLOW_RETENTION"
+_UNITS: Final = {"d": 86400, "h": 3600, "m": 60}
+_SHAPE: Final = re.compile(r"\s*(\d{1,6})\s*([dhm])\s*", re.IGNORECASE)
+
+_log = logging.getLogger(__name__)
+
+
+def parse_retention(text: str, where: str) -> timedelta:
+    """A retention such as ``30d``, ``12h`` or ``90m`` (``where`` names its source).
+
+    Raises:
+        ConfigError: not of that shape, or zero.
+    """
+    match = _SHAPE.fullmatch(text)
+    if match is None or int(match.group(1)) == 0:
+        message = f"{where}: got {text!r}; expected a duration such as 30d, 12h or 90m"
+        raise ConfigError(message)
+    return timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def purge_by_setting(store: StateStore) -> int | None:
+    """Apply ``PRACTICEFLOW_RETENTION`` to ``store``; the runs purged, or ``None`` when
+    the setting is not set.
+
+    Raises:
+        ConfigError: the setting is not a duration.
+    """
+    text = os.environ.get(RETENTION_ENV)
+    if not text:
+        return None
+    keep = parse_retention(text, RETENTION_ENV)
+    purged = store.purge_payloads(datetime.now(UTC) - keep)
+    _log.info("retention %s: payloads of %d finished runs removed", text.strip(), purged)
+    return purged
+
+
+@click.command("purge")
+@click.option(
+    "--older-than",
+    "older_than",
+    metavar="DURATION",
+    envvar=RETENTION_ENV,
+    default=None,
+    help="Finished runs older than this (30d, 12h, 90m); env PRACTICEFLOW_RETENTION.",
+)
+@state_option
+def purge(older_than: str | None, state: str | None) -> None:
+    """Remove the payloads of finished runs older than DURATION.
+
+    Runs stay listed with their status, ids and times; their trigger payloads, step
+    requests and outputs are removed. Runs in doubt or still running keep everything.
+
+    \b
+    Examples:
+      practiceflow runs purge --older-than 30d
+      PRACTICEFLOW_RETENTION=90d practiceflow runs purge
+    """
+    if not older_than:
+        message = f"runs purge: give --older-than DURATION (e.g. 30d) or set {RETENTION_ENV}"
+        raise ConfigError(message)
+    keep = parse_retention(older_than, "--older-than")
+    with open_state(state) as store:
+        purged = store.purge_payloads(datetime.now(UTC) - keep)
+    click.echo(f"removed the payloads of {purged} finished run(s) older than {older_than}")
