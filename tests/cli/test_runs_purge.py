@@ -107,3 +107,18 @@ def test_runs_show_without_the_key_is_a_clear_error(env: dict[str, str], tmp_pat
     done = runner.invoke(cli, ["runs", "show", run_id, "--json"], env={**env, KEY_ENV: key})
     assert done.exit_code == 0, done.output
     assert '"status": "succeeded"' in done.output
+
+
+def test_serve_applies_the_retention_setting_at_start(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from practiceflow.cli.retention import purge_by_setting
+
+    url = env["PRACTICEFLOW_STATE"]
+    old = _finished_run(url, "evt-old", timedelta(days=10))
+    with open_store(url) as store:
+        assert purge_by_setting(store) is None  # not set: nothing removed
+        assert store.get_run(old).origin == {"email": EMAIL}  # type: ignore[union-attr]
+        monkeypatch.setenv("PRACTICEFLOW_RETENTION", "7d")
+        assert purge_by_setting(store) == 1
+        assert store.get_run(old).origin is None  # type: ignore[union-attr]
