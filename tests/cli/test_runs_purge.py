@@ -122,3 +122,13 @@ def test_serve_applies_the_retention_setting_at_start(
         monkeypatch.setenv("PRACTICEFLOW_RETENTION", "7d")
         assert purge_by_setting(store) == 1
         assert store.get_run(old).origin is None  # type: ignore[union-attr]
+
+
+def test_a_purged_run_is_not_retried(env: dict[str, str]) -> None:
+    url = env["PRACTICEFLOW_STATE"]
+    old = _finished_run(url, "evt-old", timedelta(days=10))
+    with open_store(url) as store:
+        store.purge_payloads(datetime.now(UTC) - timedelta(days=7))
+    done = CliRunner().invoke(cli, ["runs", "retry", old], env=env)
+    assert done.exit_code == 2, done.output
+    assert "its payloads were removed (runs purge); it cannot be retried" in done.output

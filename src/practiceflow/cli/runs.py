@@ -48,6 +48,7 @@ from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.state.request_log import RequestLog
+from practiceflow.state.retention import FINISHED
 from practiceflow.state.runids import MIN_PREFIX, find_run
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
@@ -570,6 +571,9 @@ def retry(
     with open_state(state) as store:
         record = _run_or_fail(store, run_id)
         run_id = record.run_id
+        if record.origin is None and record.status in FINISHED:
+            message = f"run {run_id}: its payloads were removed (runs purge); it cannot be retried"
+            raise ConfigError(message)
         origin = record.origin if isinstance(record.origin, dict) else {}
         path = recipe_path or origin.get("recipe_file")
         if not path:
