@@ -233,7 +233,9 @@ def compile_extensions(
             message = "a module is a list or a download, not both"
             issues.append(_issue(file, located, ("download",), message))
     warnings: list[WarningSpec] = []
-    for index, raw in enumerate(data.get("warn_if") or []):
+    raw_warnings = data.get("warn_if")
+    # The meta-schema's issues are reported with these; a wrong type is skipped here.
+    for index, raw in enumerate(raw_warnings if isinstance(raw_warnings, list) else []):
         if not isinstance(raw, Mapping):
             continue
         at: JsonPath = ("warn_if", index)
