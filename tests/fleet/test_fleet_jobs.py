@@ -12,7 +12,6 @@ from _fleet_support import REGIONS, SANDBOX_LIMITS, created_refs, secrets_env, w
 
 from practiceflow.cli.db import migrate_state
 from practiceflow.fleet import Fleet, accept_event, load_fleet, make_app
-from practiceflow.fleet.queue import set_current_fleet
 from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle
 
@@ -29,11 +28,9 @@ def fleet(
     app = make_app(pg_url)
     with PostgresStore(pg_url) as store, app.open():
         made = Fleet(config, store, pg_url, app, environ=secrets_env(sandbox))
-        set_current_fleet(made)
         try:
             yield made
         finally:
-            set_current_fleet(None)
             made.close()
 
 
@@ -47,7 +44,12 @@ def _drain(fleet: Fleet, concurrency: int = 2) -> None:
     """Work the queue until every event is handled (a worker with ``wait=False`` stops
     as soon as it finds no job it may take, such as all of them behind a lock)."""
     for _ in range(50):
-        fleet.app.run_worker(concurrency=concurrency, wait=False, install_signal_handlers=False)
+        fleet.app.run_worker(
+            concurrency=concurrency,
+            wait=False,
+            install_signal_handlers=False,
+            additional_context=fleet.job_context(),
+        )
         if not any(fleet.store.pending_events(name, 1) for name in fleet.practices):
             return
     pytest.fail("events left pending after 50 passes of the worker")

@@ -102,7 +102,7 @@ def worker(
       practiceflow worker --fleet fleet.yaml --state "$URL" --ops-listen 0.0.0.0:9464
     """
     from practiceflow.fleet.config import load_fleet
-    from practiceflow.fleet.queue import make_app, set_current_fleet
+    from practiceflow.fleet.queue import make_app
     from practiceflow.fleet.runtime import Fleet
     from practiceflow.fleet.webhooks import FleetWebhooks, parse_listen
     from practiceflow.ops import OpsMetrics, OpsServer, ops_routes
@@ -151,7 +151,6 @@ def worker(
         hooks: FleetWebhooks | None = None
         ops: OpsServer | None = None
         try:
-            set_current_fleet(fleet)
             fleet.schedule(sweep_every=sweep_every, retry_stalled_every=max(1, int(heartbeat)))
             if ops_address is not None:
                 ops = OpsServer(metrics, *ops_address).start()
@@ -173,7 +172,7 @@ def worker(
                     install_signal_handlers=True,
                     update_heartbeat_interval=heartbeat,
                     stalled_worker_timeout=stalled_after,
-                    additional_context={"stalled_after": stalled_after},
+                    additional_context=fleet.job_context(stalled_after=stalled_after),
                     delete_jobs="never",
                 )
             )
@@ -182,7 +181,6 @@ def worker(
                 hooks.stop()
             if ops is not None:
                 ops.stop()
-            set_current_fleet(None)
             fleet.close()
 
 

@@ -17,8 +17,10 @@ Jobs (task names under the ``practiceflow`` namespace):
 * ``retry_stalled``: give the jobs of a replica that stopped sending heartbeats (killed,
   frozen) back to the queue. The journal, not the queue, then decides what was done.
 
-The tasks find the running replica's :class:`~practiceflow.fleet.runtime.Fleet` through
-:func:`current_fleet`; the queue itself only carries names and ids.
+The tasks find the replica's fleet in the job context: the worker is started with
+``additional_context={FLEET_CONTEXT_KEY: fleet}`` (:meth:`.runtime.Fleet.job_context`),
+and :func:`fleet_of` reads it back. The tasks ask only for :class:`FleetJobs`; the queue
+itself only carries names and ids.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from typing import TYPE_CHECKING, Any, Final
+from contextlib import AbstractContextManager
+from typing import Any, Final, Protocol
 
 import procrastinate
 import psycopg
@@ -35,20 +38,19 @@ from procrastinate.jobs import Status
 from procrastinate.schema import SchemaManager
 
 from practiceflow.errors import BugError
-
-if TYPE_CHECKING:
-    from practiceflow.fleet.runtime import Fleet
+from practiceflow.fleet.schedule import Due
 
 __all__ = [
+    "FLEET_CONTEXT_KEY",
     "NAMESPACE",
     "STALLED_AFTER_S",
+    "FleetJobs",
     "blueprint",
-    "current_fleet",
     "defer_event",
+    "fleet_of",
     "install_queue_schema",
     "make_app",
     "postpone",
-    "set_current_fleet",
 ]
 
 logger = logging.getLogger("practiceflow.fleet")
@@ -58,24 +60,34 @@ NAMESPACE: Final = "practiceflow"
 #: Seconds without a heartbeat after which a replica's jobs are given to others.
 STALLED_AFTER_S: Final = 30.0
 
-_fleet: Fleet | None = None
+#: Key of the fleet in the worker's ``additional_context``.
+FLEET_CONTEXT_KEY: Final = "fleet"
 
 
-def set_current_fleet(fleet: Fleet | None) -> None:
-    """Make ``fleet`` the one the tasks of this process work for (``None``: none)."""
-    global _fleet
-    _fleet = fleet
+class FleetJobs(Protocol):
+    """What the tasks ask of the fleet a worker runs them for."""
+
+    def slot(self, practice: str) -> AbstractContextManager[float]: ...
+
+    def due_at(self, timestamp: int) -> list[Due]: ...
+
+    def run_event(self, practice: str, source: str, event_id: str) -> str: ...
+
+    def poll(self, practice: str, trigger: str, *, scheduled_at: float | None = None) -> int: ...
+
+    def sweep(self, practice: str) -> int: ...
 
 
-def current_fleet() -> Fleet:
-    """The fleet this process works for.
+def fleet_of(context: procrastinate.JobContext) -> FleetJobs:
+    """The fleet the worker running this job was started for.
 
     Raises:
-        BugError: no fleet was set (a job ran outside ``practiceflow worker``).
+        BugError: the worker was started without one in its ``additional_context``.
     """
-    if _fleet is None:
-        raise BugError("a fleet job ran in a process with no fleet; start it with 'worker'")
-    return _fleet
+    fleet: FleetJobs | None = (context.additional_context or {}).get(FLEET_CONTEXT_KEY)
+    if fleet is None:
+        raise BugError("a fleet job ran in a worker with no fleet; start it with 'worker'")
+    return fleet
 
 
 def make_app(url: str, *, pool_size: int = 4, sync: bool = False) -> procrastinate.App:
@@ -198,7 +210,7 @@ def blueprint() -> procrastinate.Blueprint:
         context: procrastinate.JobContext, practice: str, source: str, event_id: str
     ) -> str:
         """Run every recipe of ``practice`` whose trigger is ``source`` on one event."""
-        fleet = current_fleet()
+        fleet = fleet_of(context)
         with fleet.slot(practice) as wait:
             if wait:
                 return postpone(context, wait)
@@ -209,7 +221,7 @@ def blueprint() -> procrastinate.Blueprint:
         """Queue the polls and sweeps due at this second (see :mod:`.schedule`)."""
         app = context.app
         queued = 0
-        for due in current_fleet().due_at(timestamp):
+        for due in fleet_of(context).due_at(timestamp):
             kwargs: dict[str, Any] = {"timestamp": timestamp, "practice": due.practice}
             if due.kind == "poll":
                 kwargs["trigger"] = due.trigger
@@ -224,18 +236,18 @@ def blueprint() -> procrastinate.Blueprint:
     @tasks.task(name="poll", pass_context=True)
     def poll(context: procrastinate.JobContext, timestamp: int, practice: str, trigger: str) -> int:
         """Poll one trigger of one practice (due at ``timestamp``); queue the new events."""
-        fleet = current_fleet()
+        fleet = fleet_of(context)
         with fleet.slot(practice) as wait:
             if wait:
                 postpone(context, wait)
                 return 0
             return fleet.poll(practice, trigger, scheduled_at=timestamp)
 
-    @tasks.task(name="sweep")
-    def sweep(timestamp: int, practice: str) -> int:
+    @tasks.task(name="sweep", pass_context=True)
+    def sweep(context: procrastinate.JobContext, timestamp: int, practice: str) -> int:
         """Queue a job for every pending event of one practice."""
         del timestamp
-        return current_fleet().sweep(practice)
+        return fleet_of(context).sweep(practice)
 
     @tasks.task(name="retry_stalled", pass_context=True)
     async def retry_stalled(context: procrastinate.JobContext, timestamp: int) -> int:

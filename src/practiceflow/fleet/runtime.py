@@ -30,7 +30,7 @@ from practiceflow.api.ratelimit import RateBudget
 from practiceflow.errors import BugError, ConfigError, PracticeflowError
 from practiceflow.fleet.budget import shared_budget
 from practiceflow.fleet.config import FleetConfig, PracticeConfig
-from practiceflow.fleet.queue import NAMESPACE, defer_event
+from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, defer_event
 from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
 from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
@@ -231,6 +231,11 @@ class Fleet:
             OpsPractice(name, runtime.budget, tuple(runtime.webhooks))
             for name, runtime in self.practices.items()
         ]
+
+    def job_context(self, **more: Any) -> dict[str, Any]:
+        """The ``additional_context`` of a worker running this fleet's jobs: the fleet
+        itself (the tasks find it there) and ``more`` per-worker data."""
+        return {**more, FLEET_CONTEXT_KEY: self}
 
     def due_at(self, timestamp: int) -> list[Due]:
         """The polls and sweeps due at Unix second ``timestamp`` (job ``tick``)."""
