@@ -6,7 +6,7 @@ import pytest
 
 from practiceflow.console.server import parse_listen as console_listen
 from practiceflow.errors import ConfigError
-from practiceflow.fleet.webhooks import parse_listen as worker_listen
+from practiceflow.fleet.webhook_intake import parse_listen as worker_listen
 from practiceflow.netaddr import parse_listen
 from practiceflow.runner.intake import listen_address
 

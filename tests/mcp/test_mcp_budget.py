@@ -8,9 +8,9 @@ import time
 import pytest
 
 from pgserver import shared_server
-from practiceflow.api.ratelimit import RateLimits
+from practiceflow.api.rate_budget import RateLimits
 from practiceflow.errors import RateLimitError
-from practiceflow.fleet.budget import shared_budget
+from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.mcp import ASSISTANT_LIMITS, assistant_budget
 from practiceflow.runner import PriorityBudget
 

@@ -14,7 +14,7 @@ import requests
 import responses
 from prometheus_client.parser import text_string_to_metric_families
 
-from practiceflow.api.ratelimit import RateBudget, RateLimits
+from practiceflow.api.rate_budget import RateBudget, RateLimits
 from practiceflow.ops import OpsMetrics, OpsPractice, OpsServer, counted_session, window_use
 from practiceflow.state import SQLiteStore, StateStore
 

@@ -20,7 +20,7 @@ import requests
 from pydantic import BaseModel
 
 from practiceflow.api.problems import error_for_status, parse_problem
-from practiceflow.api.ratelimit import parse_retry_after
+from practiceflow.api.rate_budget import parse_retry_after
 from practiceflow.api.retry import refused_before_sending
 from practiceflow.errors import ApiError, ConfigError, RateLimitError
 

@@ -8,7 +8,7 @@ SIGTERM or SIGINT: the replica finishes its current jobs (journaled) and stops.
 With ``--listen`` and ``--public-url`` the replica also receives webhooks: deliveries are
 verified against the subscription in the shared store and become jobs at once, and each
 (practice, trigger) is subscribed once for the whole fleet (see
-:mod:`practiceflow.fleet.webhooks`).
+:mod:`practiceflow.fleet.webhook_intake`).
 
 ``GET /healthz``, ``/readyz`` and ``/metrics`` (:mod:`practiceflow.ops`) are served beside the
 receiver, or alone on ``--ops-listen``. ``--concurrency`` jobs run at once, each in a thread
@@ -104,7 +104,7 @@ def worker(
     from practiceflow.fleet.config import load_fleet
     from practiceflow.fleet.queue import make_app
     from practiceflow.fleet.runtime import Fleet
-    from practiceflow.fleet.webhooks import FleetWebhooks, parse_listen
+    from practiceflow.fleet.webhook_intake import FleetWebhooks, parse_listen
     from practiceflow.ops import OpsMetrics, OpsServer, ops_routes
     from practiceflow.state import PostgresStore, describe_url
 
@@ -188,8 +188,8 @@ async def _run_jobs(app: Any, *, concurrency: int, **options: Any) -> None:
     """Run the queue's worker with a thread per job slot.
 
     procrastinate runs a synchronous job in the event loop's default executor, which
-    asyncio sizes from the CPU count (6 threads on 2 cores), not from ``--concurrency``:
-    past that, jobs waiting on the API would wait for a thread instead.
+    asyncio sizes from the CPU count, not from ``--concurrency``: with fewer threads than
+    slots, jobs waiting on the API would wait for a thread instead.
     """
     loop = asyncio.get_running_loop()
     executor = ThreadPoolExecutor(max_workers=concurrency + 1, thread_name_prefix="pf-job")

@@ -3,12 +3,12 @@
 This folder owns what a fleet adds to the single-process runner:
 
 * :mod:`.config`: the fleet file, one entry per practice with its own credentials;
-* :mod:`.budget`: each Client ID's rate budget shared by every replica (pyrate-limiter's
+* :mod:`.postgres_budget`: each Client ID's rate budget shared by every replica (pyrate-limiter's
   PostgreSQL bucket);
 * :mod:`.queue`: the procrastinate job queue, its tasks and their locks;
 * :mod:`.runtime`: :class:`Fleet`, what one replica runs for each practice, and
   :func:`accept_event` (a received event becomes a job);
-* :mod:`.webhooks`: :class:`FleetWebhooks`, a replica's webhook receiver (a stored
+* :mod:`.webhook_intake`: :class:`FleetWebhooks`, a replica's webhook receiver (a stored
   delivery becomes a job at once) and the fleet's one subscription per (practice, trigger).
 
 State lives in :class:`practiceflow.state.PostgresStore`; the journal, not the
@@ -17,11 +17,11 @@ queue, decides whether a step was done.
 
 from __future__ import annotations
 
-from practiceflow.fleet.budget import shared_budget
 from practiceflow.fleet.config import FleetConfig, PracticeConfig, load_fleet
+from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.fleet.queue import defer_event, install_queue_schema, make_app
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime, accept_event
-from practiceflow.fleet.webhooks import FleetWebhooks
+from practiceflow.fleet.webhook_intake import FleetWebhooks
 
 __all__ = [
     "Fleet",

@@ -26,10 +26,10 @@ import requests
 from psycopg_pool import ConnectionPool
 
 from practiceflow.api import Client
-from practiceflow.api.ratelimit import RateBudget
+from practiceflow.api.rate_budget import RateBudget
 from practiceflow.errors import BugError, ConfigError, PracticeflowError
-from practiceflow.fleet.budget import shared_budget
 from practiceflow.fleet.config import FleetConfig, PracticeConfig
+from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, defer_event
 from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
@@ -123,7 +123,7 @@ class Fleet:
         environ: where secrets named in the fleet file are read; ``os.environ`` if None.
         public_url: the URL (a load balancer's) where the API reaches the replicas'
             receivers; with it, triggers whose recipe mode allows are received by webhook
-            (see :mod:`practiceflow.fleet.webhooks`); without it they are polled, and
+            (see :mod:`practiceflow.fleet.webhook_intake`); without it they are polled, and
             webhook-only triggers get their events from a receiver elsewhere (``serve``).
         metrics: where answers are counted and poll lags recorded (``/metrics``).
         budget_connections: connections of the one pool every practice's shared budget

@@ -192,8 +192,8 @@ def _load_checked(text: str) -> Located:
             # the pure-Python event stream, which is not recursive, decides.
             _check_shape_or_leave_to_load(text)
         else:
-            # libyaml is ~15x faster; on any problem the pure-Python loader, which locates
-            # aliases where they are written, reports it.
+            # libyaml loads the well-formed file; on any problem the pure-Python loader,
+            # which locates aliases where they are written, reports it.
             try:
                 return _load_with(_FastLoader, text, refuse_shared=True)
             except (_AliasSeen, YamlLoadError, yaml.YAMLError):

@@ -8,7 +8,7 @@ from typing import Any
 
 from mcp.server.lowlevel import Server
 
-from practiceflow.api.ratelimit import RateBudget, RateLimits
+from practiceflow.api.rate_budget import RateBudget, RateLimits
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.mcp._catalog import build_catalog, settings_lists
@@ -43,7 +43,7 @@ def assistant_budget(state: str | None, client_id: str) -> RateBudget:
         The budget to give the client; close it when done.
     """
     if state is not None and state.startswith(("postgresql://", "postgres://")):
-        from practiceflow.fleet.budget import shared_budget  # psycopg only for a fleet
+        from practiceflow.fleet.postgres_budget import shared_budget  # psycopg only for a fleet
 
         return shared_budget(state, client_id, ASSISTANT_LIMITS, pool_size=1)
     return PriorityBudget(ASSISTANT_LIMITS)

@@ -13,7 +13,7 @@ is settled":
 * :mod:`.execute`: :class:`Runner`, one run step by step, resumable after a crash;
 * :mod:`.reconcile`: read-backs that settle in-doubt writes;
 * :mod:`.dryrun`: :func:`dry_run`, render everything and send nothing;
-* :mod:`.budget`: :class:`PriorityBudget`, one rate budget shared with priorities;
+* :mod:`.priorities`: :class:`PriorityBudget`, one rate budget shared with priorities;
 * :mod:`.plan`: :func:`plan`, what recipes will cost in requests;
 * :mod:`.service`: :func:`serve`, receiver, pollers and runner together;
 * :mod:`.logs`: text or JSON log lines.
@@ -24,12 +24,12 @@ pending events, runs them and marks them handled.
 
 from __future__ import annotations
 
-from practiceflow.runner.budget import Priority, PriorityBudget, current_priority, priority
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.dryrun import DryStep, dry_run
 from practiceflow.runner.execute import RECONCILER, Runner, RunOutcome, run_shared
 from practiceflow.runner.journal import RunJournal
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep, local_step
+from practiceflow.runner.priorities import Priority, PriorityBudget, current_priority, priority
 from practiceflow.runner.reconcile import RECONCILERS, Verdict, reconcile, register_reconciler
 from practiceflow.runner.validate import StepAction, ValidRecipe, validate_recipe
 

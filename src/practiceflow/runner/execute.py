@@ -25,8 +25,8 @@ from typing import Any
 
 from practiceflow.errors import BugError
 from practiceflow.hooks import ClientLike
-from practiceflow.runner.budget import Priority, priority
 from practiceflow.runner.journal import RunJournal, StepTaken
+from practiceflow.runner.priorities import Priority, priority
 from practiceflow.runner.step_executor import (
     RECONCILER,
     JournalPoint,

@@ -5,7 +5,7 @@ of the recipes (:func:`~practiceflow.triggers.build_trigger`), in the mode each 
 asks for. Webhook triggers share one receiver listening on ``listen`` (127.0.0.1 by
 default); the URL the API delivers to is ``public_url`` (``PRACTICEFLOW_PUBLIC_URL``), or the
 receiver's own local URL when ``public_url`` is ``"local"`` (the sandbox). Polling runs in
-one background thread per trigger, at :attr:`~practiceflow.runner.budget.Priority.POLL`,
+one background thread per trigger, at :attr:`~practiceflow.runner.priorities.Priority.POLL`,
 so that event work goes first when the budget is short.
 
 Start-up order (:meth:`TriggerIntake.start_receiving`, then :meth:`TriggerIntake.start`): the
@@ -29,8 +29,8 @@ from typing import Any
 from practiceflow.early_listen import bind_listen, take
 from practiceflow.errors import PracticeflowError
 from practiceflow.netaddr import LOOPBACK, parse_listen
-from practiceflow.runner.budget import Priority, priority
 from practiceflow.runner.downtime import has_poll_source
+from practiceflow.runner.priorities import Priority, priority
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow

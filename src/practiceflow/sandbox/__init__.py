@@ -6,11 +6,11 @@ never imports ``practiceflow.api``). By concern:
 - ``config``: options, regions, the throwaway default credentials and admin token;
 - ``clock``: the movable sandbox clock; ``seed`` / ``store``: reproducible practice data
   and its paging indexes; ``state``: one run's state and the webhook event fan-out;
-- ``auth``, ``ratelimit``, ``faults``, ``paging``, ``problems``: the rules of spec
+- ``auth``, ``rate_limiter``, ``faults``, ``paging``, ``problems``: the rules of spec
   sections 5, 7 and 8 and the injected faults;
 - ``bodies`` and ``routes/``: the operations, one module per resource family, in one
   route table that ``openapi`` also describes (``/openapi.json``);
-- ``webhooks``: signed deliveries, retries and the delivery log; ``admin``: ``/_admin``;
+- ``deliveries``: signed deliveries, retries and the delivery log; ``admin``: ``/_admin``;
 - ``app``: the ASGI pipeline; ``server``: uvicorn in a thread or the foreground.
 
 Shapes the spec does not show are guesses, all listed in ``GUESSES.md`` next to this file.
@@ -26,9 +26,9 @@ from practiceflow.sandbox.config import (
     RateLimits,
     SandboxConfig,
 )
+from practiceflow.sandbox.deliveries import sign
 from practiceflow.sandbox.server import SandboxHandle, start_sandbox
 from practiceflow.sandbox.state import EVENTS, SandboxState
-from practiceflow.sandbox.webhooks import sign
 
 __all__ = [
     "DEFAULT_ADMIN_TOKEN",

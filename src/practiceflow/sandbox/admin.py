@@ -54,7 +54,7 @@ from practiceflow.sandbox.routes.entities import create_entity
 from practiceflow.sandbox.routes.groups import group_view
 from practiceflow.sandbox.routes.onboarding import onboarding_or_404
 from practiceflow.sandbox.routes.proposals import proposal_or_404
-from practiceflow.sandbox.routes.webhooks import public_subscription
+from practiceflow.sandbox.routes.webhook_subscriptions import public_subscription
 from practiceflow.sandbox.state import SandboxState
 from practiceflow.sandbox.store import Practice
 

@@ -116,7 +116,7 @@ _VERSION_SET = (0x4000 << 64) | (0x8000 << 48)
 
 
 def uuid_from_bits(bits: int) -> str:
-    """Format 128 random bits as a version-4 UUID string (faster than ``uuid.UUID``).
+    """Format 128 random bits as a version-4 UUID string (version and variant bits set).
 
     Args:
         bits: a 128-bit integer.

@@ -94,7 +94,7 @@ class SandboxHandle:
 
     def _make_server(self) -> tuple[uvicorn.Server, threading.Thread]:
         # uvicorn binds the port itself: handing it a pre-bound socket loses TCP_NODELAY on
-        # accepted connections (small answers then wait ~40 ms for delayed ACKs).
+        # accepted connections (small answers would then wait for the peer's delayed ACK).
         server = uvicorn.Server(_uvicorn_config(create_app(self.state), self.host, self.port))
         thread = threading.Thread(target=server.run, daemon=True, name=f"sandbox-{self.port}")
         return server, thread

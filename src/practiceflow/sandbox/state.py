@@ -15,12 +15,12 @@ from typing import Any
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 from practiceflow.sandbox.config import REGIONS, ClientKind, Credential, RateLimits, SandboxConfig
+from practiceflow.sandbox.deliveries import DeliveryDispatcher
 from practiceflow.sandbox.faults import FaultBoard
 from practiceflow.sandbox.practices import extra_clients
-from practiceflow.sandbox.ratelimit import RateLimiter
+from practiceflow.sandbox.rate_limiter import RateLimiter
 from practiceflow.sandbox.seed import build_practice
 from practiceflow.sandbox.store import Practice
-from practiceflow.sandbox.webhooks import DeliveryDispatcher
 
 __all__ = ["EVENTS", "SandboxState"]
 

@@ -15,7 +15,7 @@ from practiceflow.sandbox.routes import (
     leads,
     onboarding,
     proposals,
-    webhooks,
+    webhook_subscriptions,
 )
 from practiceflow.sandbox.routes.common import Op
 
@@ -29,5 +29,5 @@ ALL_OPS: list[Op] = [
     *billing.OPS,
     *proposals.OPS,
     *onboarding.OPS,
-    *webhooks.OPS,
+    *webhook_subscriptions.OPS,
 ]

@@ -8,10 +8,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from practiceflow.sandbox.bodies import WebhookBody
+from practiceflow.sandbox.deliveries import is_loopback_url
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import Op, context, ok, read_body
 from practiceflow.sandbox.state import EVENTS
-from practiceflow.sandbox.webhooks import is_loopback_url
 
 __all__ = ["OPS", "public_subscription"]
 

@@ -8,10 +8,10 @@ as they are, not divided between replicas.
 
 One change to the library's bucket, and why: ``PostgresBucket`` takes its table lock with
 ``NOWAIT`` and answers "not admitted" (with no wait to report) when another replica holds
-it. Under a fleet's steady contention that turns into a loop of 1 ms retries, each one a
-round trip. :class:`WaitingPostgresBucket` waits for the lock instead (held for one count
-and one insert, a millisecond or so), so a refusal always means a full window and comes
-with the real wait.
+it. Under a fleet's steady contention that turns into a busy loop of retries, each one a
+round trip. :class:`WaitingPostgresBucket` waits for the lock instead (held only for one
+count and one insert), so a refusal always means a full window and comes with the real
+wait.
 
 Timestamps are wall-clock milliseconds (``time.time``): every replica's clock must agree,
 which NTP-synchronised hosts do to well under the windows' resolution. A ``Retry-After``
@@ -28,7 +28,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 from pyrate_limiter import PostgresBucket
 
-from practiceflow.api.ratelimit import RateBudget, RateLimits
+from practiceflow.api.rate_budget import RateBudget, RateLimits
 
 __all__ = ["WaitingPostgresBucket", "budget_table", "shared_budget"]
 
