@@ -12,7 +12,7 @@ from practiceflow.api.config import load_settings
 from practiceflow.api.problems import parse_problem
 from practiceflow.cli import cli
 from practiceflow.errors import ConfigError
-from practiceflow.fleet.config import load_fleet
+from practiceflow.fleet.fleet_file import load_fleet
 
 DEEP_JSON = "[" * 100_000 + "]" * 100_000
 

@@ -131,7 +131,7 @@ def practice_key(
     env = os.environ if environ is None else environ
     fleet_file = env.get(FLEET_ENV)
     if fleet_file:
-        from practiceflow.fleet.config import load_fleet
+        from practiceflow.fleet.fleet_file import load_fleet
 
         for name, config in load_fleet(fleet_file).practices.items():
             try:

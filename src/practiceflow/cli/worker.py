@@ -101,7 +101,7 @@ def worker(
           --listen 0.0.0.0:8080 --public-url https://hooks.example.com
       practiceflow worker --fleet fleet.yaml --state "$URL" --ops-listen 0.0.0.0:9464
     """
-    from practiceflow.fleet.config import load_fleet
+    from practiceflow.fleet.fleet_file import load_fleet
     from practiceflow.fleet.queue import make_app
     from practiceflow.fleet.runtime import Fleet
     from practiceflow.fleet.webhook_intake import FleetWebhooks, parse_listen

@@ -2,7 +2,7 @@
 
 This folder owns what a fleet adds to the single-process runner:
 
-* :mod:`.config`: the fleet file, one entry per practice with its own credentials;
+* :mod:`.fleet_file`: the fleet file, one entry per practice with its own credentials;
 * :mod:`.postgres_budget`: each Client ID's rate budget shared by every replica (pyrate-limiter's
   PostgreSQL bucket);
 * :mod:`.queue`: the procrastinate job queue, its tasks and their locks;
@@ -17,7 +17,7 @@ queue, decides whether a step was done.
 
 from __future__ import annotations
 
-from practiceflow.fleet.config import FleetConfig, PracticeConfig, load_fleet
+from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig, load_fleet
 from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.fleet.queue import defer_event, install_queue_schema, make_app
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime, accept_event

@@ -28,7 +28,7 @@ from psycopg_pool import ConnectionPool
 from practiceflow.api import Client
 from practiceflow.api.rate_budget import RateBudget
 from practiceflow.errors import BugError, ConfigError, PracticeflowError
-from practiceflow.fleet.config import FleetConfig, PracticeConfig
+from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig
 from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, defer_event
 from practiceflow.fleet.schedule import Due, FleetSchedule
