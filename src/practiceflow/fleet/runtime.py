@@ -30,7 +30,7 @@ from practiceflow.api.rate_budget import RateBudget
 from practiceflow.errors import BugError, ConfigError, PracticeflowError
 from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig
 from practiceflow.fleet.postgres_budget import shared_budget
-from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, defer_event
+from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, FleetJobs, defer_event
 from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
 from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
@@ -235,7 +235,8 @@ class Fleet:
     def job_context(self, **more: Any) -> dict[str, Any]:
         """The ``additional_context`` of a worker running this fleet's jobs: the fleet
         itself (the tasks find it there) and ``more`` per-worker data."""
-        return {**more, FLEET_CONTEXT_KEY: self}
+        jobs: FleetJobs = self  # what the tasks ask of it, checked by the type checker
+        return {**more, FLEET_CONTEXT_KEY: jobs}
 
     def due_at(self, timestamp: int) -> list[Due]:
         """The polls and sweeps due at Unix second ``timestamp`` (job ``tick``)."""
