@@ -40,14 +40,14 @@ steps:
   - id: bill
     use: create_bill
     with:
-      entityKey: "{{ trigger.body.data.entityKey }}"
-      billDetails: "reliability {{ trigger.body.data.entityName }}"
+      entityKey: "{{ (trigger.body.data | default(trigger.body)).entityKey }}"
+      billDetails: "reliability {{ (trigger.body.data | default(trigger.body)).entityName }}"
       lineItems:
         - {amount: 100, taxPercent: 10, narration: Onboarding fee}
   - id: contact
     use: create_contact
     with:
-      entityKey: "{{ trigger.body.data.entityKey }}"
+      entityKey: "{{ (trigger.body.data | default(trigger.body)).entityKey }}"
       contact:
         firstName: Rel
         lastName: "Bill {{ steps.bill.billingID }}"

@@ -237,7 +237,8 @@ def test_example_accepted_proposal_bills_and_sends_the_eform(
     bills = [
         b
         for b in fast_sandbox.admin("GET", "/_admin/records/bills")
-        if b["entityKey"] == entity["entityKey"] and b["billDetails"] == "Onboarding - Engagement"
+        if b["entityKey"] == entity["entityKey"]
+        and b["billDetails"].startswith("Onboarding - Engagement [pf-")
     ]
     forms = [
         f

@@ -14,6 +14,7 @@ import pytest
 from practiceflow.api import Client
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import Runner, validate_recipe
+from practiceflow.runner.marker import marker_for
 from practiceflow.state import StateStore
 from practiceflow.testing import SandboxHandle
 from runner._support import write_recipe
@@ -108,15 +109,19 @@ def test_a_bill_whose_answer_was_lost_exists_once(
     assert outcome.status == "succeeded"  # found by reading back, not held
 
 
+@pytest.mark.parametrize("marked", [False, True])
 def test_a_near_miss_keeps_the_bill_in_doubt_rather_than_sending_it_again(
     fast_sandbox: SandboxHandle,
     client: Client,
     registry: ModuleRegistry,
     store: StateStore,
     tmp_path: Path,
+    marked: bool,
 ):
-    # Another bill of the same client, same day, created in the read-back's window: the
-    # read-back cannot prove ours is absent, so it holds the step for a person.
+    # Another bill of the same client, same day, created in the read-back's window: without
+    # the marker the read-back cannot prove ours is absent, so it holds the step for a
+    # person; with it, every bill of the range is read and none carries the marker, so the
+    # bill (refused by the 500) is sent again, once.
     key = _active(fast_sandbox)
     client.post("/api/v1/bills", {"entityKey": key, "lineItems": [{"amount": 7, "taxPercent": 0}]})
     fast_sandbox.admin(
@@ -124,14 +129,71 @@ def test_a_near_miss_keeps_the_bill_in_doubt_rather_than_sending_it_again(
         "/_admin/faults",
         {"kind": "server_error", "count": 1, "method": "POST", "pathPrefix": "/api/v1/bills"},
     )
+    extra = "" if marked else "marker: false\n"
     recipe = validate_recipe(
-        write_recipe(tmp_path, _bill_steps(BOTH_TAXES, None)), registry=registry
+        write_recipe(tmp_path, _bill_steps(BOTH_TAXES, None), extra=extra), registry=registry
     )
     practice = client.settings.client_id
     store.record_event(practice, "test_event", "test.event", "e-1", {"entityKey": key})
     (outcome,) = Runner(recipe, store, client, practice=practice).process_pending()
-    assert outcome.status == "in_doubt"
-    assert outcome.held == ("bill",)
+    bills = [
+        row for row in fast_sandbox.admin("GET", "/_admin/records/bills") if row["entityKey"] == key
+    ]
+    ours = [row for row in bills if "[pf-" in str(row.get("billDetails"))]
+    if not marked:
+        assert outcome.status == "in_doubt"
+        assert outcome.held == ("bill",)
+        assert ours == []
+        return
+    assert outcome.status == "succeeded"
+    assert len(ours) == 1
+    step = store.get_step(outcome.run_id, "bill")
+    assert step is not None
+    assert "safe to retry" in str(step.resolution_note)
+    assert "marker" in str(step.resolution_note)
+
+
+CLIENT_STEPS = """\
+  - id: client
+    use: create_client
+    with: {entityType: Company, entityName: Marked Pty Ltd}
+"""
+
+
+@pytest.mark.variants
+@pytest.mark.parametrize("action", ["create_bill", "create_client"])
+def test_a_lost_answer_is_settled_by_the_run_marker(
+    variant: str,
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+    action: str,
+):
+    key = _active(fast_sandbox)
+    if action == "create_bill":
+        steps, path, kind = _bill_steps(THIRDS, None), "/api/v1/bills", "bills"
+    else:
+        steps, path, kind = CLIENT_STEPS, "/api/v1/entities", "entities"
+    outcome = _run_once_with_lost_answer(
+        fast_sandbox, client, registry, store, tmp_path, steps, {"entityKey": key}, path
+    )
+    sid = "bill" if action == "create_bill" else "client"
+    marker = marker_for(outcome.run_id, sid)
+    field = "billDetails" if action == "create_bill" else "externalSystemID"
+    rows = fast_sandbox.admin("GET", f"/_admin/records/{kind}")
+    carrying = [
+        row for row in rows if marker in str(row.get(field) or (row.get("extra") or {}).get(field))
+    ]
+    assert len(carrying) == 1  # acted once, never sent again
+    assert outcome.status == "succeeded", outcome
+    step = store.get_step(outcome.run_id, sid)
+    assert step is not None
+    assert step.status == "succeeded"
+    assert step.resolved_by is not None
+    assert "reconciled" in str(step.resolution_note)
+    assert marker in str(step.resolution_note)
 
 
 def test_a_lead_listed_only_under_leads_is_found_not_created_twice(

@@ -318,6 +318,7 @@ def runs() -> None:
       practiceflow runs resolve 5f0c... --step bill --as done --note "found INV-1042"
       practiceflow runs retry 5f0c...
       practiceflow runs purge --older-than 30d
+      practiceflow runs cancel 5f0c... --reason "our own test delivery"
     """
 
 
@@ -544,6 +545,40 @@ def resolve(
             f"step {step_id!r} of run {run_id} resolved as {as_}; continue it with "
             f"'practiceflow runs retry {run_id}'"
         )
+
+
+@runs.command("cancel")
+@click.argument("run_id")
+@click.option("--reason", required=True, help="Why, in your words (kept with the run).")
+@click.option("--who", default=None, help="Who decided (default: your user name).")
+@state_option
+def cancel(run_id: str, reason: str, who: str | None, state: str | None) -> None:
+    """Settle a run that needs attention without running it: a delivery held as
+    'unrecognised:<trigger>', a gap entry, or a failed or held run a person gives up on.
+    Nothing is sent; the run is kept, cancelled, with who and why.
+
+    \b
+    Example:
+      practiceflow runs cancel 5f0c... --reason "it was our own test delivery"
+    """
+    if not reason.strip():
+        raise ConfigError("--reason: give a reason (it is kept with the run)")
+    with open_state(state) as store:
+        record = _run_or_fail(store, run_id)
+        run_id = record.run_id
+        if record.status not in ("pending", "failed", "in_doubt"):
+            message = (
+                f"run {run_id} is {record.status}; only a pending, failed or in_doubt run "
+                "can be cancelled"
+            )
+            raise ConfigError(message)
+        decided = {
+            "reason": reason,
+            "cancelled_by": who or getpass.getuser(),
+            "was": record.error if record.error is not None else record.status,
+        }
+        store.set_run_status(run_id, "cancelled", decided)
+        click.echo(f"{record.recipe} {run_id}: cancelled ({reason})")
 
 
 @runs.command("retry")

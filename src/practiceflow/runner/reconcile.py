@@ -33,6 +33,12 @@ Reconcilers, by action key (spec sections named):
   else in ``GET /api/v1/leads`` (leads may be listed there only); "absent" only when both
   lists were read and every row carries an email.
 
+A write carrying the run's marker (:mod:`practiceflow.runner.marker`) is looked for by it
+first: ``create_client`` by the marker as its ``externalSystemID``, ``create_bill`` by the
+marker in ``billDetails`` among every bill of the date range (a row lacking the field is
+completed from ``GET /api/v1/bills/{id}``): one bill carrying it is found, none in a
+complete read is absent; otherwise the rules above apply.
+
 The rule of every reconciler: "absent" (which sends the write again) needs positive
 evidence, a list that would show the record and does not; whatever it cannot prove is
 ``unknown``. Fields are read in any letter case and extra fields are ignored.
@@ -51,6 +57,7 @@ from typing import Any, Literal
 
 from practiceflow.errors import NotFoundError, PracticeflowError
 from practiceflow.hooks import ClientLike, tolerant
+from practiceflow.runner.marker import marker_in
 from practiceflow.templating import filter_pathseg
 
 __all__ = [
@@ -160,6 +167,8 @@ def _client_by_identifier(
     ]
     matches = [row for row in rows if _value(row, field_name) == wanted]
     where = f"GET /api/v1/entities?lastUpdated={since.isoformat()} by {field_name}"
+    if marker_in(wanted) == wanted:  # the run's marker, not the caller's own identifier
+        where += f" (marker {wanted})"
     if len(matches) == 1:
         row = dict(matches[0])
         return Verdict("found", f"{where}: found {_value(row, 'entityKey')}", row)
@@ -273,8 +282,9 @@ class _BillReader:
         self._entity_id: Any = None
         self._entity_read = False
 
-    def complete(self, row: Mapping[str, Any]) -> Mapping[str, Any]:
-        if tolerant.field(row, "entityKey")[0] and tolerant.field(row, "createdOn")[0]:
+    def complete(self, row: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
+        wanted = names or ("entityKey", "createdOn")
+        if all(tolerant.field(row, name)[0] for name in wanted):
             return row
         bill_id = _value(row, "billingID")
         if bill_id is None:
@@ -317,9 +327,15 @@ def _bill_by_entity_date_total(
     params = {"startDate": start.isoformat(), "endDate": end.isoformat()}
     since = sent_at.astimezone(UTC) - WINDOW
     reader = _BillReader(client, key)
+    listed_rows = [row for row in _all_rows(client, "/api/v1/bills/list", params, 100)]
+    tag = marker_in(data.get("billDetails"))
+    if tag is not None:
+        by_marker = _bill_by_marker(reader, listed_rows, tag, f"{start}..{end}")
+        if by_marker is not None:
+            return by_marker
     matches: list[dict[str, Any]] = []
     doubts: list[str] = []
-    for listed in _all_rows(client, "/api/v1/bills/list", params, 100):
+    for listed in listed_rows:
         if not isinstance(listed, Mapping):
             continue
         row = reader.complete(listed)
@@ -353,6 +369,30 @@ def _bill_by_entity_date_total(
     ids = [_value(row, "billingID") for row in matches]
     note = f"{where}: {len(matches)} bills match ({ids}); cannot tell ({'; '.join(doubts)})"
     return Verdict("unknown", note + "; a person decides")
+
+
+def _bill_by_marker(
+    reader: _BillReader, listed_rows: list[Any], tag: str, span: str
+) -> Verdict | None:
+    """Look for the run's marker in ``billDetails``; None when that cannot settle it."""
+    where = f"GET /api/v1/bills/list {span}: billDetails with marker {tag}"
+    hits: list[dict[str, Any]] = []
+    blind = 0
+    for listed in listed_rows:
+        if not isinstance(listed, Mapping):
+            blind += 1
+            continue
+        row = reader.complete(listed, "billDetails")
+        has, text = tolerant.field(row, "billDetails")
+        if not has:
+            blind += 1
+        elif marker_in(text) == tag:
+            hits.append(dict(row))
+    if len(hits) == 1:
+        return Verdict("found", f"{where}: found bill {_value(hits[0], 'billingID')}", hits[0])
+    if not hits and not blind:
+        return Verdict("absent", f"{where}: every bill read, none carries it")
+    return None
 
 
 @register_reconciler("convert_lead")

@@ -31,6 +31,7 @@ from practiceflow.errors import (
 )
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import RecipeStep
+from practiceflow.runner import marker
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.journal import RunJournal
 from practiceflow.runner.local import LocalContext, LocalStep
@@ -319,6 +320,8 @@ class StepExecutor:
             if status in ("sent", "in_doubt"):  # cannot happen: the same inputs rendered before
                 return StepResult("held", None, {"step": sid, **error_json(exc)})
             return self._fail_render(sid, status, error_json(exc))
+        if action.needs_write and marker.enabled(self.recipe.recipe.raw, step.id):
+            data = marker.add_marker(action.key, data, marker.marker_for(self.run_id, sid))
         if status == "sent" and action.needs_write:
             error = {"reason": "found 'sent' with no answer when the run resumed"}
             self.journal.outcome(sid, StepChange.to_in_doubt(error))

@@ -1,0 +1,69 @@
+"""``practiceflow runs cancel``: a person settles a held delivery or a run they give up on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from practiceflow.cli import cli
+from practiceflow.state import open_store
+from practiceflow.triggers import tests_asked
+
+DONE = "ab12cd34ee55ee55ee55ee55ee55ee55"
+
+
+def _held(path: Path) -> str:
+    with open_store(str(path)) as store:
+        run_id = tests_asked.hold(
+            store, "p", "new_client", "new_client:evt-1", "evt-1", "looks like a test delivery"
+        )
+        store.start_run("p", "r", "e-done", run_id=DONE)
+        store.set_run_status(DONE, "running")
+        store.set_run_status(DONE, "succeeded")
+    return run_id
+
+
+def test_cancel_settles_a_held_delivery_by_short_id_with_who_and_why(tmp_path: Path) -> None:
+    state = tmp_path / "s.db"
+    run_id = _held(state)
+    runner = CliRunner(env={"PRACTICEFLOW_STATE": str(state)})
+
+    result = runner.invoke(
+        cli, ["runs", "cancel", run_id[:10], "--reason", "our own test", "--who", "ann"]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "unrecognised:new_client" in result.output
+    with open_store(str(state)) as store:
+        record = store.get_run(run_id)
+        assert record is not None
+        assert record.status == "cancelled"
+        assert isinstance(record.error, dict)
+        assert record.error["reason"] == "our own test"
+        assert record.error["cancelled_by"] == "ann"
+        assert record.error["was"]["deliveryId"] == "evt-1"
+        held = store.list_runs(practice="p", status="in_doubt", limit=10)
+        assert held == []
+
+
+def test_cancel_refuses_a_finished_run_and_an_empty_reason(tmp_path: Path) -> None:
+    state = tmp_path / "s.db"
+    run_id = _held(state)
+    runner = CliRunner(env={"PRACTICEFLOW_STATE": str(state)})
+
+    finished = runner.invoke(cli, ["runs", "cancel", DONE, "--reason", "x"])
+    assert finished.exit_code == 2
+    assert "succeeded" in finished.output
+
+    blank = runner.invoke(cli, ["runs", "cancel", run_id, "--reason", "  "])
+    assert blank.exit_code == 2
+    assert "--reason" in blank.output
+
+    with open_store(str(state)) as store:
+        done = store.get_run(DONE)
+        held = store.get_run(run_id)
+        assert done is not None
+        assert done.status == "succeeded"
+        assert held is not None
+        assert held.status == "in_doubt"
