@@ -33,3 +33,23 @@ def test_marker_false_on_the_recipe_or_a_step_turns_it_off() -> None:
     off = {"marker": False, "steps": steps}
     assert not enabled(off, "a")
     assert enabled(off, "c")
+
+
+def test_a_bill_text_cut_short_by_the_service_keeps_the_marker_read_back_open() -> None:
+    """The service may cut a long billDetails, the marker with it: a row holding a leading
+    part of what was sent is no proof of absence (the write would be repeated)."""
+    from practiceflow.runner.reconcile import _bill_by_marker, _BillReader
+
+    tag = marker_for("run", "bill")
+    sent = f"Onboarding services [{tag}]"
+    reader = _BillReader(client=None, entity_key="k")  # type: ignore[arg-type]
+    cut = [{"billingID": 1, "billDetails": "Onboarding serv"}]
+    assert _bill_by_marker(reader, cut, tag, "span", sent) is None
+    other = [{"billingID": 2, "billDetails": "Annual fees [pf-0123456789]"}]
+    verdict = _bill_by_marker(reader, other, tag, "span", sent)
+    assert verdict is not None
+    assert verdict.outcome == "absent"
+    ours = [*other, {"billingID": 3, "billDetails": sent}]
+    found = _bill_by_marker(reader, ours, tag, "span", sent)
+    assert found is not None
+    assert found.outcome == "found"

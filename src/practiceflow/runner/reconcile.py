@@ -330,7 +330,8 @@ def _bill_by_entity_date_total(
     listed_rows = [row for row in _all_rows(client, "/api/v1/bills/list", params, 100)]
     tag = marker_in(data.get("billDetails"))
     if tag is not None:
-        by_marker = _bill_by_marker(reader, listed_rows, tag, f"{start}..{end}")
+        sent = str(data.get("billDetails"))
+        by_marker = _bill_by_marker(reader, listed_rows, tag, f"{start}..{end}", sent)
         if by_marker is not None:
             return by_marker
     matches: list[dict[str, Any]] = []
@@ -372,9 +373,13 @@ def _bill_by_entity_date_total(
 
 
 def _bill_by_marker(
-    reader: _BillReader, listed_rows: list[Any], tag: str, span: str
+    reader: _BillReader, listed_rows: list[Any], tag: str, span: str, sent: str
 ) -> Verdict | None:
-    """Look for the run's marker in ``billDetails``; None when that cannot settle it."""
+    """Look for the run's marker in ``billDetails``; None when that cannot settle it.
+
+    A row whose ``billDetails`` is a leading part of what was sent (the service may cut a
+    long text, the marker with it) is no evidence either way: it keeps the verdict open.
+    """
     where = f"GET /api/v1/bills/list {span}: billDetails with marker {tag}"
     hits: list[dict[str, Any]] = []
     blind = 0
@@ -388,6 +393,8 @@ def _bill_by_marker(
             blind += 1
         elif marker_in(text) == tag:
             hits.append(dict(row))
+        elif isinstance(text, str) and text and sent.startswith(text):
+            blind += 1  # our text, perhaps cut short: the marker may have been cut off
     if len(hits) == 1:
         return Verdict("found", f"{where}: found bill {_value(hits[0], 'billingID')}", hits[0])
     if not hits and not blind:
