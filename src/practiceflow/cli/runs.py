@@ -10,7 +10,6 @@ held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
 
 from __future__ import annotations
 
-import getpass
 import json
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -26,11 +25,13 @@ from practiceflow.cli.common import ApiOptions, api_options, build_client, termi
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
 from practiceflow.cli.retention import purge
+from practiceflow.cli.settle import cancel, resolve
 from practiceflow.cli.state import (
     DEFAULT_STATE,
     open_state,
     practice_key,
     practice_option,
+    run_or_fail,
     state_option,
 )
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
@@ -42,14 +43,12 @@ from practiceflow.runner import (
     ValidRecipe,
     validate_recipe,
 )
-from practiceflow.runner.gaps import GAP_PREFIX, close_settled_gaps
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.state.request_log import RequestLog
 from practiceflow.state.retention import FINISHED
-from practiceflow.state.runids import MIN_PREFIX, find_run
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
 
@@ -323,20 +322,8 @@ def runs() -> None:
 
 
 runs.add_command(purge)
-
-
-def _run_or_fail(store: StateStore, run_id: str) -> RunRecord:
-    """The run a full id or a unique prefix (8+ characters) names (AmbiguousRunId lists)."""
-    found = find_run(store, run_id)
-    if found is None:
-        short = (
-            f" (a short id needs {MIN_PREFIX} characters or more)"
-            if len(run_id) < MIN_PREFIX
-            else ""
-        )
-        message = f"no run {run_id!r} in the state store{short}; see 'practiceflow runs list'"
-        raise ConfigError(message)
-    return found
+runs.add_command(resolve)
+runs.add_command(cancel)
 
 
 def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
@@ -445,7 +432,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
       practiceflow runs show 5f0c... --json
     """
     with open_state(state) as store:
-        record = _run_or_fail(store, run_id)
+        record = run_or_fail(store, run_id)
         run_id = record.run_id
         steps = store.get_steps(run_id)
         if as_json:
@@ -495,92 +482,6 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
             )
 
 
-@runs.command("resolve")
-@click.argument("run_id")
-@click.option("--step", "step_id", required=True, help="The step in doubt (or failed).")
-@click.option(
-    "--as",
-    "as_",
-    type=click.Choice(["done", "retry"]),
-    required=True,
-    help="done: it happened (later steps continue); retry: it did not, send it again.",
-)
-@click.option("--note", default="", help="Why, in your words (kept in the journal).")
-@click.option("--who", default=None, help="Who decided (default: your user name).")
-@click.option("--output", "output_json", default=None, help="With done: the output, as JSON.")
-@state_option
-def resolve(
-    run_id: str,
-    step_id: str,
-    as_: Any,
-    note: str,
-    who: str | None,
-    output_json: str | None,
-    state: str | None,
-) -> None:
-    """Settle a step held in doubt by a person's decision; the run then continues with
-    'runs retry', or by itself within seconds under a running 'serve'. A gap entry (step
-    'gap') is closed once settled.
-
-    \b
-    Example:
-      practiceflow runs resolve 5f0c... --step form --as done --note "form seen in portal"
-    """
-    output = None
-    if output_json is not None:
-        try:
-            output = json.loads(output_json)
-        except (ValueError, RecursionError) as exc:  # absurd nesting recurses
-            message = f"--output: got text that is not JSON ({exc}); expected a JSON object"
-            raise ConfigError(message) from None
-    with open_state(state) as store:
-        record = _run_or_fail(store, run_id)
-        run_id = record.run_id
-        store.resolve_step(run_id, step_id, as_, who or getpass.getuser(), note, output=output)
-        if record.recipe.startswith(GAP_PREFIX):
-            close_settled_gaps(store, record.practice)
-            click.echo(f"{record.recipe} {run_id}: settled ({as_}) and closed")
-            return
-        click.echo(
-            f"step {step_id!r} of run {run_id} resolved as {as_}; continue it with "
-            f"'practiceflow runs retry {run_id}'"
-        )
-
-
-@runs.command("cancel")
-@click.argument("run_id")
-@click.option("--reason", required=True, help="Why, in your words (kept with the run).")
-@click.option("--who", default=None, help="Who decided (default: your user name).")
-@state_option
-def cancel(run_id: str, reason: str, who: str | None, state: str | None) -> None:
-    """Settle a run that needs attention without running it: a delivery held as
-    'unrecognised:<trigger>', a gap entry, or a failed or held run a person gives up on.
-    Nothing is sent; the run is kept, cancelled, with who and why.
-
-    \b
-    Example:
-      practiceflow runs cancel 5f0c... --reason "it was our own test delivery"
-    """
-    if not reason.strip():
-        raise ConfigError("--reason: give a reason (it is kept with the run)")
-    with open_state(state) as store:
-        record = _run_or_fail(store, run_id)
-        run_id = record.run_id
-        if record.status not in ("pending", "failed", "in_doubt"):
-            message = (
-                f"run {run_id} is {record.status}; only a pending, failed or in_doubt run "
-                "can be cancelled"
-            )
-            raise ConfigError(message)
-        decided = {
-            "reason": reason,
-            "cancelled_by": who or getpass.getuser(),
-            "was": record.error if record.error is not None else record.status,
-        }
-        store.set_run_status(run_id, "cancelled", decided)
-        click.echo(f"{record.recipe} {run_id}: cancelled ({reason})")
-
-
 @runs.command("retry")
 @click.argument("run_id")
 @click.option("--recipe", "recipe_path", default=None, help="Recipe file (default: the run's).")
@@ -604,7 +505,7 @@ def retry(
       practiceflow runs retry 5f0c...
     """
     with open_state(state) as store:
-        record = _run_or_fail(store, run_id)
+        record = run_or_fail(store, run_id)
         run_id = record.run_id
         if record.origin is None and record.status in FINISHED:
             message = f"run {run_id}: its payloads were removed (runs purge); it cannot be retried"

@@ -24,7 +24,8 @@ from typing import Any, Final, TypeVar
 import click
 
 from practiceflow.errors import ConfigError
-from practiceflow.state import StateStore, open_store
+from practiceflow.state import RunRecord, StateStore, open_store
+from practiceflow.state.runids import MIN_PREFIX, find_run
 
 __all__ = [
     "DEFAULT_STATE",
@@ -33,6 +34,7 @@ __all__ = [
     "open_state",
     "practice_key",
     "practice_option",
+    "run_or_fail",
     "sqlite_file",
     "state_option",
     "state_target",
@@ -140,3 +142,22 @@ def practice_key(
             except ConfigError:  # another practice's credentials are not ours to need
                 continue
     return client_id
+
+
+def run_or_fail(store: StateStore, run_id: str) -> RunRecord:
+    """The run a full id or a unique prefix (8+ characters) names.
+
+    Raises:
+        ConfigError: no run has that id or prefix (an ambiguous prefix raises the store's
+            error listing the candidates).
+    """
+    found = find_run(store, run_id)
+    if found is None:
+        short = (
+            f" (a short id needs {MIN_PREFIX} characters or more)"
+            if len(run_id) < MIN_PREFIX
+            else ""
+        )
+        message = f"no run {run_id!r} in the state store{short}; see 'practiceflow runs list'"
+        raise ConfigError(message)
+    return found
