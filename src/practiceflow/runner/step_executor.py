@@ -19,7 +19,13 @@ from typing import Any, Literal
 
 from practiceflow.api.client import Client
 from practiceflow.engine import run_action
-from practiceflow.engine.masking import mask_input, mask_request, mask_secrets
+from practiceflow.engine.masking import (
+    mask_input,
+    mask_request,
+    mask_secrets,
+    mask_text,
+    personal_values,
+)
 from practiceflow.errors import (
     ApiError,
     BugError,
@@ -31,6 +37,7 @@ from practiceflow.errors import (
 )
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import RecipeStep
+from practiceflow.manifest.lint import pii_paths
 from practiceflow.runner import marker
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.journal import RunJournal
@@ -254,7 +261,7 @@ class StepExecutor:
         try:
             items = step.for_each.render(context)
         except PracticeflowError as exc:
-            return self._fail_early(step.id, error_json(exc))
+            return self._fail_early(step.id, self._template_error(exc))
         if not isinstance(items, list):
             error = {"message": f"for_each rendered {type(items).__name__}; expected a list"}
             return self._fail_early(step.id, error)
@@ -277,6 +284,20 @@ class StepExecutor:
                 failed = result.error
             outputs.append(result.output)
         return StepResult("ok", outputs, failed)
+
+    def _template_error(self, exc: PracticeflowError) -> dict[str, Any]:
+        """A template's error for the journal, with every personal value of the run's data
+        masked: a filter's message may quote the value it refused (``got '...'``)."""
+        error = error_json(exc)
+        run = self.run
+        values = set(personal_values(run.trigger, pii_paths(self.recipe.trigger.output_schema)))
+        for step_id, output in run.outputs.items():
+            action = self.recipe.actions.get(step_id)
+            schema = getattr(getattr(action, "output", None), "schema", None)
+            if isinstance(schema, Mapping):
+                values.update(personal_values(output, pii_paths(schema)))
+        error["message"] = mask_text(str(error["message"]), values)
+        return error
 
     def _context(self, item: Any = None) -> dict[str, Any]:
         run = self.run
@@ -306,7 +327,7 @@ class StepExecutor:
             try:
                 wanted = step.if_.render(context)
             except PracticeflowError as exc:
-                return self._fail_render(sid, status, error_json(exc))
+                return self._fail_render(sid, status, self._template_error(exc))
             if not wanted:
                 reason = {"reason": "if was false", "if": step.if_.source}
                 moves = [StepChange.to_skipped(reason)]
@@ -317,9 +338,10 @@ class StepExecutor:
         try:
             data = render_tree(step.with_, context)
         except PracticeflowError as exc:
+            error = self._template_error(exc)
             if status in ("sent", "in_doubt"):  # cannot happen: the same inputs rendered before
-                return StepResult("held", None, {"step": sid, **error_json(exc)})
-            return self._fail_render(sid, status, error_json(exc))
+                return StepResult("held", None, {"step": sid, **error})
+            return self._fail_render(sid, status, error)
         if action.needs_write and marker.enabled(self.recipe.recipe.raw, step.id):
             data = marker.add_marker(action.key, data, marker.marker_for(self.run_id, sid))
         if status == "sent" and action.needs_write:
