@@ -257,7 +257,10 @@ def _start_and_beat(serve: Serve, practice: str) -> None:
 
     def beat(store):  # type: ignore[no-untyped-def]
         alive = last_alive(store, practice)
-        subscribed = store.get_subscription(practice, "eform_submitted") is not None
+        # Active, not merely pending: a kill while the subscribe is in flight leaves it in
+        # doubt (by design), which this test is not about.
+        subscription = store.get_subscription(practice, "eform_submitted")
+        subscribed = subscription is not None and subscription.status == "active"
         return subscribed and alive is not None and alive >= started
 
     wait_for("serve to subscribe and beat", lambda: in_store(serve.state, beat))
