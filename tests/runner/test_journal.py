@@ -374,3 +374,45 @@ def test_a_write_waiting_for_the_rate_budget_is_not_journaled_sent(
     assert all(status is None for _, status in waits)  # waited, never `sent` meanwhile
     assert sum(seconds for seconds, _ in waits) >= 59  # for the next slot of the minute
     assert (seen["pending:client"], seen["sent:client"]) == (None, "sent")
+
+
+def test_a_write_answered_429_waits_as_pending_not_sent(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+):
+    """The API refused the write (429) without acting on it: while the budget pauses, the
+    step is journaled ``pending`` again, so a kill during that wait leaves nothing in
+    doubt; the write is journaled ``sent`` again just before it leaves once more."""
+    fault = {"kind": "429", "count": 1, "method": "POST", "pathPrefix": "/api/v1/entities"}
+    fast_sandbox.admin("POST", "/_admin/faults", {**fault, "retryAfter": 1})
+    recipe = validate_recipe(write_recipe(tmp_path, STEPS), registry=registry)
+    practice = client.settings.client_id
+    store.record_event(practice, recipe.trigger.key, "x", "ev-1", {"n": 7, "key": None})
+    seen: list[tuple[str, StepStatus | None]] = []
+
+    def point(label: str) -> None:
+        if label.endswith(":client"):
+            (run,) = store.list_runs()
+            step = store.get_step(run.run_id, "client")
+            seen.append((label, None if step is None else step.status))
+
+    (outcome,) = Runner(recipe, store, client, practice=practice, on_point=point).process_pending()
+
+    assert outcome.status == "succeeded"
+    assert seen == [
+        ("pending:client", None),
+        ("sent:client", "sent"),
+        ("pending:client", "pending"),  # after the 429 and the budget's pause
+        ("sent:client", "sent"),
+        ("answered:client", "sent"),
+        ("done:client", "succeeded"),
+    ]
+    posts = [
+        row["status"]
+        for row in fast_sandbox.admin("GET", "/_admin/requests")
+        if row["method"] == "POST" and row["path"].endswith("/api/v1/entities")
+    ]
+    assert posts == [429, 201]

@@ -50,6 +50,7 @@ PATHS = [
     ["pending", "sent", "in_doubt"],
     ["pending", "sent", "sent", "succeeded"],
     ["pending", "pending", "sent"],
+    ["pending", "sent", "pending", "sent", "succeeded"],  # a write refused with 429
     ["pending", "skipped"],
     ["skipped"],
     ["pending", "failed", "pending", "sent", "succeeded"],
@@ -146,7 +147,7 @@ ILLEGAL = [
     ([], ["pending", "sent", "succeeded", "sent"]),
     (["pending", "sent", "succeeded"], ["pending", "sent"]),
     (["pending", "sent", "in_doubt"], ["pending", "sent"]),
-    (["pending"], ["sent", "pending"]),
+    (["pending"], ["sent", "skipped"]),
 ]
 
 

@@ -212,6 +212,7 @@ LEGAL = [
     ["pending", "sent", "in_doubt"],
     ["pending", "pending", "sent"],
     ["pending", "sent", "sent", "succeeded"],
+    ["pending", "sent", "pending", "sent", "succeeded"],  # a write refused with 429
     ["pending", "skipped"],
     ["skipped"],
     ["failed"],
@@ -239,7 +240,6 @@ ILLEGAL = [
     (["pending", "sent", "in_doubt"], "succeeded"),
     (["pending", "sent", "failed"], "sent"),
     (["pending", "skipped"], "pending"),
-    (["pending", "sent"], "pending"),
     (["pending", "sent"], "skipped"),
     (["pending"], "succeeded"),
     (["pending"], "in_doubt"),

@@ -282,6 +282,7 @@ class Client:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
         on_send: Callable[[], None] | None = None,
+        on_refused: Callable[[], None] | None = None,
     ) -> ApiResponse:
         """Send one request (with retries where safe) and return the successful answer.
 
@@ -296,6 +297,10 @@ class Client:
                 immediately before it leaves (a retry calls it again). Time spent waiting
                 for the budget comes before it; if it raises, nothing is sent and its
                 exception is raised. The runner journals a write's ``sent`` here.
+            on_refused: called when the API answered 429 (it did not act on the request),
+                before the budget pauses and the request waits to be sent again. The
+                runner journals a write back to ``pending`` here, so a wait after a 429 is
+                never journaled ``sent`` either.
 
         Returns:
             The :class:`ApiResponse`.
@@ -307,7 +312,7 @@ class Client:
             InDoubtError: a write may have been acted on (timeout, 5xx, lost connection).
         """
         call = self._build(method, path, params, json, headers, stream=False)
-        response = self._send_call(call, on_send)
+        response = self._send_call(call, on_send, on_refused)
         data, text = parse_body(response)
         return ApiResponse(response.status_code, response.headers, data, text)
 
@@ -483,10 +488,13 @@ class Client:
         return _Call(verb, path, prepared, body, dict(settings))
 
     def _send_call(
-        self, call: _Call, on_send: Callable[[], None] | None = None
+        self,
+        call: _Call,
+        on_send: Callable[[], None] | None = None,
+        on_refused: Callable[[], None] | None = None,
     ) -> requests.Response:
         """The send loop: budget, ``on_send``, send, retries where safe (the same request
-        each time)."""
+        each time); ``on_refused`` after a 429."""
         verb = call.method
         where = log_path(call.path)
         read = is_read(verb)
@@ -542,6 +550,8 @@ class Client:
 
             api_error = error_from_response(verb, where, response, self.base_url)
             if isinstance(api_error, RateLimitError):
+                if on_refused is not None:
+                    on_refused()
                 rate_limited += 1
                 self._pause_or_raise(api_error, rate_limited, deadline)
                 continue

@@ -75,20 +75,23 @@ class RunJournal:
         Args:
             step_id: the step.
             entry: ``{"use", "input", "request"}``, personal data masked.
-            status: the step's status as this runner knows it (``sent`` again after a
-                429: nothing more to journal).
+            status: the step's status as this runner knows it.
 
         Raises:
             StepTaken: the store holds another status: another runner drives the step.
         """
-        if status == "sent":
-            return
         moves = (StepChange.to_pending(entry), StepChange.to_sent(durable=True))
         with self.store.atomic(durable=True):
             current = self.store.get_step(self.run_id, step_id)
             if (current.status if current else None) != status:
                 raise StepTaken(f"run {self.run_id} step {step_id!r}")
             self.store.change_step(self.run_id, step_id, *moves)
+
+    def refused(self, step_id: str, entry: Any) -> None:
+        """Rule 1 after a 429: the API refused the write without acting on it, so it goes
+        back to ``pending`` while it waits to be admitted again. Not fsynced: if an OS
+        crash loses this commit, the step is found ``sent`` and read back, as before."""
+        self.outcome(step_id, StepChange.to_pending(entry))
 
     def read_outcome(
         self,

@@ -2,10 +2,12 @@
 
 :class:`StepExecutor` is built for one run from its :class:`~.journal.RunJournal` and the
 API client. A step is either a :class:`_Write` (its intent is journaled durably once the
-rate budget has admitted it, before it leaves; never retried; a lost answer is in doubt)
-or a :class:`_Read` (a read or a local step: safe to send again, journaled with its
-outcome, retried as the recipe allows). Either way its outcome is journaled, fsynced,
-before :meth:`StepExecutor.run_step` returns.
+rate budget has admitted it, before it leaves, and journaled ``pending`` again when the
+API answers 429; never sent again once its answer may be lost: that is in doubt) or a
+:class:`_Read` (a read or a local step: safe to send again, journaled with its outcome,
+retried as the recipe allows). Either way its outcome is committed before
+:meth:`StepExecutor.run_step` returns (kill-safe at once; the next write's fsynced intent
+makes it survive an OS crash too).
 """
 
 from __future__ import annotations
@@ -115,9 +117,15 @@ class _StepClient:
     checks (``get``) pass straight through: they are not the step's request.
     """
 
-    def __init__(self, inner: ClientLike, on_send: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(
+        self,
+        inner: ClientLike,
+        on_send: Callable[[dict[str, Any]], None],
+        on_refused: Callable[[], None],
+    ) -> None:
         self._inner = inner
         self._on_send = on_send
+        self._on_refused = on_refused
         self.sent = False
 
     def request(
@@ -144,7 +152,13 @@ class _StepClient:
         inner = self._inner
         if isinstance(inner, Client):
             return inner.request(
-                method, path, params=params, json=json, headers=headers, on_send=admitted
+                method,
+                path,
+                params=params,
+                json=json,
+                headers=headers,
+                on_send=admitted,
+                on_refused=self._on_refused,
             )
         admitted()
         return inner.request(method, path, params=params, json=json, headers=headers)
@@ -180,6 +194,11 @@ class _Write:
         self.journal.write_intent(self.sid, self.entry, self.status)
         self.status = "sent"
 
+    def refused(self) -> None:
+        """The API answered 429: it did not act, so the write waits as ``pending``."""
+        self.journal.refused(self.sid, self.entry)
+        self.status = "pending"
+
     def outcome(self, move: StepChange) -> None:
         moves = [move]
         if self.status == "failed":  # failed again without leaving: a new attempt first
@@ -202,6 +221,9 @@ class _Read:
 
     def sending(self) -> None:
         self.sent_at.append(self.journal.now())
+
+    def refused(self) -> None:
+        """A read answered 429 is sent again; its answer is journaled with the last one."""
 
     def outcome(self, move: StepChange) -> None:
         self.journal.read_outcome(self.sid, self.entry, self.sent_at, move, self.status)
@@ -430,7 +452,7 @@ class StepExecutor:
         attempts = 1 if action.needs_write else int(retry.get("attempts", 1))
         backoff = float(retry.get("backoff", 1.0))
         for attempt in range(1, attempts + 1):
-            client = _StepClient(self.client, on_send)
+            client = _StepClient(self.client, on_send, kind.refused)
             try:
                 result = run_action(action, data, client)
             except InDoubtError as exc:

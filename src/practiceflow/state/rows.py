@@ -69,12 +69,13 @@ RESOLUTIONS: Final[tuple[Resolution, ...]] = get_args(Resolution)
 #: Where a step may go next by the runner's own moves (``None``: the step has no row yet).
 #: ``sent`` is committed before the request leaves; ``succeeded`` and ``skipped`` are final;
 #: ``in_doubt`` (and ``failed``) leave only through :meth:`StateStore.resolve_step`, which
-#: records who decided. ``sent -> sent`` is a re-send the runner knows to be safe (a read,
-#: or a write the API certainly did not act on); ``failed -> pending`` is a retry.
+#: records who decided. ``sent -> sent`` is a re-send the runner knows to be safe (a
+#: read); ``sent -> pending`` is a write the API refused without acting on it (429),
+#: waiting to be admitted again; ``failed -> pending`` is a retry.
 STEP_TRANSITIONS: Final[Mapping[StepStatus | None, frozenset[StepStatus]]] = {
     None: frozenset({"pending", "skipped", "failed"}),
     "pending": frozenset({"pending", "sent", "skipped", "failed"}),
-    "sent": frozenset({"sent", "succeeded", "failed", "in_doubt"}),
+    "sent": frozenset({"pending", "sent", "succeeded", "failed", "in_doubt"}),
     "failed": frozenset({"pending"}),
     "in_doubt": frozenset(),
     "succeeded": frozenset(),
