@@ -39,6 +39,10 @@ def test_runs_show_and_resolve_take_a_unique_prefix_and_list_an_ambiguous_one(
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["run_id"] == HELD
 
+    capitals = runner.invoke(cli, ["runs", "show", "FD908BC4A", "--json"])
+    assert capitals.exit_code == 0, capitals.output  # typed in capitals, found all the same
+    assert json.loads(capitals.stdout)["run_id"] == HELD
+
     ambiguous = runner.invoke(cli, ["runs", "show", "fd908bc4"])
     assert ambiguous.exit_code == 2
     assert HELD in ambiguous.output

@@ -63,7 +63,8 @@ def resolve(
             click.echo(f"{record.recipe} {run_id}: settled ({as_}) and closed")
             return
         click.echo(
-            f"step {step_id!r} of run {run_id} resolved as {as_}; continue it with "
+            f"step {step_id!r} of run {run_id} resolved as {as_}; a serve running on this "
+            f"state continues it by itself, else continue it with "
             f"'practiceflow runs retry {run_id}'"
         )
 

@@ -62,10 +62,13 @@ def find_run(store: StateStore, run_id: str) -> RunRecord | None:
     found = store.get_run(text)
     if found is not None or len(text) < MIN_PREFIX:
         return found
+    # Generated ids are lowercase hex; a prefix typed in capitals finds them too (LIKE
+    # ignores ASCII case on SQLite but not on PostgreSQL, hence the lowercase prefix).
+    prefix = text.lower()
     matches = [
         run
-        for run in store.list_runs(run_id_prefix=text, limit=_LISTED + 50)
-        if run.run_id.startswith(text)  # LIKE ignores ASCII case on SQLite
+        for run in store.list_runs(run_id_prefix=prefix, limit=_LISTED + 50)
+        if run.run_id.lower().startswith(prefix)
     ]
     if len(matches) > 1:
         raise AmbiguousRunId(text, matches)
