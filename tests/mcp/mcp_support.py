@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
+
 from practiceflow.testing import SandboxHandle
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,6 +47,15 @@ def active_client(sandbox: SandboxHandle) -> str:
     return next(entity.key for entity in practice.order if entity.status == "Active")
 
 
+def bill_input(sandbox: SandboxHandle) -> dict[str, Any]:
+    """A valid create_bill input for an Active client of the sandbox's ANZ practice."""
+    return {
+        "entityKey": active_client(sandbox),
+        "billDetails": "Onboarding",
+        "lineItems": [{"amount": 300, "taxPercent": 10, "narration": "Onboarding fee"}],
+    }
+
+
 def bill_count(sandbox: SandboxHandle) -> int:
     """How many bills the sandbox's ANZ practice holds."""
     return len(sandbox.state.practice("anz").bills)
@@ -73,3 +84,8 @@ def leaks(text: str, values: dict[str, str] | None = None) -> list[str]:
 def as_text(payload: Any) -> str:
     """Any tool result or journal entry as one searchable string."""
     return json.dumps(payload, default=str, ensure_ascii=False)
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """The text blocks of a tool result, joined."""
+    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))

@@ -1,8 +1,10 @@
-"""``practiceflow mcp --transport http``: streamable HTTP on 127.0.0.1, recipes as tools,
-resources, and the token rule beyond loopback."""
+"""``practiceflow mcp --transport http``: streamable HTTP on 127.0.0.1, the cases every
+transport must pass (:mod:`mcp_cases`), recipes as tools, resources, the token rule beyond
+loopback and a taken port."""
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import subprocess
@@ -13,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_cases
 import mcp_types as types
 import pytest
 from click.testing import CliRunner
+from mcp_cases import Scenario
 from mcp_support import (
     PRACTICEFLOW,
     REPO,
@@ -30,9 +34,11 @@ from starlette.testclient import TestClient
 from mcp import Client
 from practiceflow.api import Client as ApiClient
 from practiceflow.cli import cli
+from practiceflow.cli.mcp import mcp as mcp_command
 from practiceflow.cli.runs import runs
+from practiceflow.cli.sandbox import sandbox as sandbox_command
 from practiceflow.manifest import default_registry
-from practiceflow.mcp import build_mcp, http_app
+from practiceflow.mcp import DEFAULT_LISTEN, build_mcp, http_app
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
 
@@ -77,6 +83,34 @@ def _call(url: str, scenario: Callable[[Client], Awaitable[Any]], **options: Any
             return await scenario(client)
 
     return anyio.run(main)
+
+
+def _drive(sandbox: SandboxHandle, tmp_path: Path, scenario: Scenario, *flags: str) -> Any:
+    """Start the server over HTTP, run ``scenario`` with a connected client, stop it."""
+    with _http_server(sandbox, tmp_path, *flags) as url:
+        return _call(url, scenario)
+
+
+def _driver(sandbox: SandboxHandle, tmp_path: Path) -> mcp_cases.Drive:
+    return functools.partial(_drive, sandbox, tmp_path)
+
+
+def test_over_http_bad_input_is_a_clear_tool_error_and_nothing_is_sent(sandbox, tmp_path):
+    mcp_cases.bad_input_is_a_clear_tool_error_and_nothing_is_sent(
+        sandbox, _driver(sandbox, tmp_path)
+    )
+
+
+def test_over_http_a_write_is_refused_without_allow_writes_and_nothing_is_sent(sandbox, tmp_path):
+    mcp_cases.a_write_is_refused_without_allow_writes_and_nothing_is_sent(
+        sandbox, _driver(sandbox, tmp_path)
+    )
+
+
+def test_over_http_no_personal_value_in_results_logs_or_journaled_requests(sandbox, tmp_path):
+    mcp_cases.no_personal_value_in_results_logs_or_journaled_requests(
+        sandbox, tmp_path, _driver(sandbox, tmp_path)
+    )
 
 
 def test_over_http_search_then_preview_and_confirm_twice_makes_one_bill(sandbox, tmp_path):
@@ -222,3 +256,27 @@ def test_with_a_token_every_http_request_must_carry_it(sandbox, tmp_path):
     assert "s3cret-token" not in refused.text
     assert allowed.status_code == 200, allowed.text
     assert "practiceflow" in allowed.text
+
+
+def test_a_taken_port_is_a_configuration_error_naming_the_address(sandbox, tmp_path):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = CliRunner().invoke(
+            cli,
+            ["mcp", "--transport", "http", "--listen", f"127.0.0.1:{port}"],
+            env=server_env(sandbox, tmp_path / "state.db"),
+        )
+    assert result.exit_code == 2, result.output  # configuration, not credentials (3)
+    assert f"mcp --listen 127.0.0.1:{port}: cannot listen" in result.output
+    assert "pass --listen with a free port" in result.output
+    assert "Errno" not in result.output
+    assert api_requests(sandbox) == []  # refused before the credentials check
+
+
+def test_the_default_http_address_is_not_the_sandboxs():
+    listen = next(p for p in mcp_command.params if p.name == "listen")
+    port = next(p for p in sandbox_command.params if p.name == "port")
+    assert listen.default == DEFAULT_LISTEN == "127.0.0.1:8766"
+    assert not DEFAULT_LISTEN.endswith(f":{port.default}")

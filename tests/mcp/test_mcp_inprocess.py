@@ -10,7 +10,16 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp_support import PERSONAL, REPO, active_client, api_requests, as_text, bill_count, leaks
+from mcp_support import (
+    PERSONAL,
+    REPO,
+    active_client,
+    api_requests,
+    as_text,
+    bill_count,
+    leaks,
+    result_text,
+)
 
 from mcp import Client
 from practiceflow.api import Client as ApiClient
@@ -55,10 +64,6 @@ def _calls(server: Any, *calls: tuple[str, dict[str, Any]]) -> list[types.CallTo
     return anyio.run(main)
 
 
-def _text(result: types.CallToolResult) -> str:
-    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
-
-
 def test_unknown_tools_and_bad_confirmations_are_tool_errors_and_send_nothing(
     sandbox, api, tmp_path
 ):
@@ -72,12 +77,12 @@ def test_unknown_tools_and_bad_confirmations_are_tool_errors_and_send_nothing(
             ("confirm_write", {"confirm_token": "pfc_never_issued"}),
         )
     assert unknown.is_error
-    assert "unknown tool 'find_client'; did you mean 'find_clients'?" in _text(unknown)
+    assert "unknown tool 'find_client'; did you mean 'find_clients'?" in result_text(unknown)
     assert no_token.is_error
-    assert "expected exactly one argument, confirm_token" in _text(no_token)
+    assert "expected exactly one argument, confirm_token" in result_text(no_token)
     assert extra.is_error
     assert stale.is_error
-    assert "unknown or expired token; nothing was sent" in _text(stale)
+    assert "unknown or expired token; nothing was sent" in result_text(stale)
     assert api_requests(sandbox) == []
 
 
@@ -97,7 +102,7 @@ def test_a_token_confirmed_after_its_preview_expired_still_answers_with_its_run(
         desk.pending("anything")  # forgets the expired ones
         (late,) = _calls(server, ("confirm_write", {"confirm_token": token}))
         (run,) = store.list_runs(event_id=run_key(token))
-    assert not late.is_error, _text(late)
+    assert not late.is_error, result_text(late)
     assert late.structured_content["run_id"] == first.structured_content["run_id"] == run.run_id
     assert len(api_requests(sandbox, "POST")) == 1
 
@@ -112,7 +117,7 @@ def test_a_writing_recipe_is_refused_when_writes_are_off(sandbox, api, tmp_path)
             ("run_recipe_proposal_to_bill_and_eform", {"entityKey": active_client(sandbox)}),
         )
     assert result.is_error
-    assert "writes are off on this server, nothing was sent" in _text(result)
+    assert "writes are off on this server, nothing was sent" in result_text(result)
     assert bill_count(sandbox) == bills
     assert api_requests(sandbox, "POST") == []
 
@@ -137,8 +142,8 @@ def test_a_write_the_checks_refuse_at_run_time_is_a_failed_run_and_a_tool_error(
         (refused,) = _calls(server, ("confirm_write", {"confirm_token": token}))
         (run,) = store.list_runs()
     assert refused.is_error
-    assert f"run {run.run_id} failed" in _text(refused)
-    assert "bills need an Active client" in _text(refused)
+    assert f"run {run.run_id} failed" in result_text(refused)
+    assert "bills need an Active client" in result_text(refused)
     assert run.status == "failed"
     assert api_requests(sandbox, "POST") == []
 
@@ -197,7 +202,7 @@ def test_two_confirmations_at_once_send_one_bill(sandbox, api, tmp_path):
     with store:
         first, second = anyio.run(main)
         assert len(store.list_runs()) == 1
-    assert not first.is_error, _text(first)
+    assert not first.is_error, result_text(first)
     assert second.structured_content == first.structured_content
     assert bill_count(sandbox) == bills + 1
     assert len(api_requests(sandbox, "POST")) == 1

@@ -6,6 +6,7 @@ standard input and output, credentials in its environment, the state store in a 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -13,19 +14,22 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_cases
 import mcp_types as types
 import pytest
 from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 from mcp.client.stdio import stdio_client
+from mcp_cases import Scenario
 from mcp_support import (
     PERSONAL,
     PRACTICEFLOW,
-    active_client,
     api_requests,
     as_text,
     bill_count,
+    bill_input,
     leaks,
+    result_text,
     server_env,
 )
 
@@ -37,7 +41,6 @@ from practiceflow.testing import SandboxHandle
 
 pytestmark = pytest.mark.integration
 
-Scenario = Callable[[Client], Awaitable[Any]]
 Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult]]
 
 
@@ -66,16 +69,8 @@ def _drive(
     return anyio.run(main)
 
 
-def _bill_input(sandbox: SandboxHandle) -> dict[str, Any]:
-    return {
-        "entityKey": active_client(sandbox),
-        "billDetails": "Onboarding",
-        "lineItems": [{"amount": 300, "taxPercent": 10, "narration": "Onboarding fee"}],
-    }
-
-
-def _text(result: types.CallToolResult) -> str:
-    return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+def _driver(sandbox: SandboxHandle, tmp_path: Path) -> mcp_cases.Drive:
+    return functools.partial(_drive, sandbox, tmp_path)
 
 
 def test_lists_one_tool_per_action_module_with_the_modules_schemas(sandbox, tmp_path):
@@ -104,11 +99,11 @@ def test_a_search_runs_at_once_and_returns_the_modules_output(sandbox, tmp_path)
 
     before = len(api_requests(sandbox, "GET"))
     result = _drive(sandbox, tmp_path, scenario)
-    assert not result.is_error, _text(result)
+    assert not result.is_error, result_text(result)
     items = result.structured_content["items"]
     assert len(items) == 5
     assert all(len(item["entityKey"]) == 36 for item in items)
-    assert json.loads(_text(result)) == result.structured_content
+    assert json.loads(result_text(result)) == result.structured_content
     # Personal fields of the result are masked for the assistant by default.
     assert {item["entityName"] for item in items} == {"***"}
     got = api_requests(sandbox, "GET")[before:]
@@ -116,40 +111,20 @@ def test_a_search_runs_at_once_and_returns_the_modules_output(sandbox, tmp_path)
 
 
 def test_bad_input_is_a_clear_tool_error_and_nothing_is_sent(sandbox, tmp_path):
-    async def scenario(client: Client) -> list[types.CallToolResult]:
-        return [
-            await client.call_tool("find_clients", {"limit": "many", "entityCode": ""}),
-            await client.call_tool("create_bill", {"entityKey": "acme", "lineItems": []}),
-        ]
-
-    search, write = _drive(sandbox, tmp_path, scenario, "--allow-writes")
-    assert search.is_error
-    assert "input for action 'find_clients' is not valid; nothing was sent" in _text(search)
-    assert "limit: got 'many'; expected an integer" in _text(search)
-    assert "entityCode" in _text(search)
-    assert write.is_error
-    assert "entityKey: got 'acme'; expected a UUID" in _text(write)
-    assert "lineItems" in _text(write)
-    # Only the credentials check at start-up reached the API.
-    assert [row["path"] for row in api_requests(sandbox)] == ["/api/v1/auth/validate"]
+    mcp_cases.bad_input_is_a_clear_tool_error_and_nothing_is_sent(
+        sandbox, _driver(sandbox, tmp_path)
+    )
 
 
 def test_a_write_is_refused_without_allow_writes_and_nothing_is_sent(sandbox, tmp_path):
-    async def scenario(client: Client) -> types.CallToolResult:
-        return await client.call_tool("create_bill", _bill_input(sandbox))
-
-    bills = bill_count(sandbox)
-    result = _drive(sandbox, tmp_path, scenario)
-    assert result.is_error
-    assert "writes are off on this server, nothing was sent" in _text(result)
-    assert "--allow-writes" in _text(result)
-    assert bill_count(sandbox) == bills
-    assert api_requests(sandbox, "POST") == []
+    mcp_cases.a_write_is_refused_without_allow_writes_and_nothing_is_sent(
+        sandbox, _driver(sandbox, tmp_path)
+    )
 
 
 def test_read_only_credentials_keep_writes_off_even_with_allow_writes(sandbox, tmp_path):
     async def scenario(client: Client) -> types.CallToolResult:
-        return await client.call_tool("create_bill", _bill_input(sandbox))
+        return await client.call_tool("create_bill", bill_input(sandbox))
 
     params_env = server_env(sandbox, tmp_path / "state.db", kind="ro")
 
@@ -166,13 +141,13 @@ def test_read_only_credentials_keep_writes_off_even_with_allow_writes(sandbox, t
 
     result = anyio.run(main)
     assert result.is_error
-    assert "writes are off" in _text(result)
+    assert "writes are off" in result_text(result)
     assert api_requests(sandbox, "POST") == []
     assert "cannot write" in (tmp_path / "server.log").read_text(encoding="utf-8")
 
 
 def test_preview_then_confirm_twice_creates_exactly_one_bill_found_in_runs(sandbox, tmp_path):
-    bill = _bill_input(sandbox)
+    bill = bill_input(sandbox)
 
     async def scenario(client: Client) -> tuple[Any, ...]:
         preview = await client.call_tool("create_bill", bill)
@@ -183,7 +158,7 @@ def test_preview_then_confirm_twice_creates_exactly_one_bill_found_in_runs(sandb
 
     bills = bill_count(sandbox)
     preview, first, second = _drive(sandbox, tmp_path, scenario, "--allow-writes")
-    assert not preview.is_error, _text(preview)
+    assert not preview.is_error, result_text(preview)
     shown = preview.structured_content
     assert shown["status"] == "preview: nothing was sent"
     request = shown["preview"]["request"]
@@ -191,9 +166,9 @@ def test_preview_then_confirm_twice_creates_exactly_one_bill_found_in_runs(sandb
     assert request["url"].endswith("/anz/api/v1/bills")
     assert request["json"]["lineItems"] == bill["lineItems"]
     _, secret = sandbox.credentials("anz", "rw")
-    assert secret not in _text(preview)
-    assert not first.is_error, _text(first)
-    assert not second.is_error, _text(second)
+    assert secret not in result_text(preview)
+    assert not first.is_error, result_text(first)
+    assert not second.is_error, result_text(second)
     assert first.structured_content["status"] == "succeeded"
     assert second.structured_content["run_id"] == first.structured_content["run_id"]
     output = first.structured_content["output"]["create_bill"]
@@ -233,7 +208,7 @@ def test_elicitation_confirms_with_the_user_and_a_decline_sends_nothing(sandbox,
         content = {"confirm": True} if action == "accept" else None
         return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
 
-    bill = _bill_input(sandbox)
+    bill = bill_input(sandbox)
 
     async def scenario(client: Client) -> tuple[types.CallToolResult, ...]:
         declined = await client.call_tool("create_bill", bill)
@@ -243,8 +218,8 @@ def test_elicitation_confirms_with_the_user_and_a_decline_sends_nothing(sandbox,
     bills = bill_count(sandbox)
     declined, accepted = _drive(sandbox, tmp_path, scenario, "--allow-writes", elicit=elicit)
     assert declined.is_error
-    assert "did not confirm (decline); nothing was sent" in _text(declined)
-    assert not accepted.is_error, _text(accepted)
+    assert "did not confirm (decline); nothing was sent" in result_text(declined)
+    assert not accepted.is_error, result_text(accepted)
     assert accepted.structured_content["status"] == "succeeded"
     assert "confirm_token" not in accepted.structured_content
     assert bill_count(sandbox) == bills + 1
@@ -252,61 +227,56 @@ def test_elicitation_confirms_with_the_user_and_a_decline_sends_nothing(sandbox,
     assert "/api/v1/bills" in asked[0]
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_the_user_confirms_the_real_values_while_the_assistant_sees_them_masked(
+    sandbox, tmp_path, mode
+):
+    # The elicitation goes to the user, who must see what will be sent; the tool result
+    # goes to the model, which must not.
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    async def scenario(client: Client) -> types.CallToolResult:
+        return await client.call_tool("create_client", {"entityType": "Individual", **PERSONAL})
+
+    result = _drive(sandbox, tmp_path, scenario, "--allow-writes", "-v", elicit=elicit, mode=mode)
+    (question,) = asked
+    shown = json.loads(question[question.index("{") : question.rindex("}") + 1])
+    body = shown["request"]["json"]
+    assert {key: body[key] for key in PERSONAL} == PERSONAL
+    assert sorted(leaks(question)) == sorted(PERSONAL.values())
+    # The credentials stay masked, even for the user.
+    _, secret = sandbox.credentials("anz", "rw")
+    assert secret not in question
+    assert "***" in as_text(shown["request"]["headers"])
+    assert not result.is_error, result_text(result)
+    assert result.structured_content["status"] == "succeeded"
+    assert leaks(result_text(result)) == []
+    assert leaks(as_text(result.structured_content)) == []
+    mcp_cases.assert_log_and_journal_masked(sandbox, tmp_path, result.structured_content["run_id"])
+
+
 def test_elicitation_on_a_legacy_protocol_client(sandbox, tmp_path):
     async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"confirm": True})
 
     async def scenario(client: Client) -> types.CallToolResult:
-        return await client.call_tool("create_bill", _bill_input(sandbox))
+        return await client.call_tool("create_bill", bill_input(sandbox))
 
     bills = bill_count(sandbox)
     result = _drive(sandbox, tmp_path, scenario, "--allow-writes", elicit=elicit, mode="legacy")
-    assert not result.is_error, _text(result)
+    assert not result.is_error, result_text(result)
     assert result.structured_content["status"] == "succeeded"
     assert bill_count(sandbox) == bills + 1
 
 
 def test_no_personal_value_in_results_logs_or_journaled_requests(sandbox, tmp_path):
-    client_input = {"entityType": "Individual", **PERSONAL}
-
-    async def scenario(client: Client) -> list[types.CallToolResult]:
-        preview = await client.call_tool("create_client", client_input)
-        token = preview.structured_content["confirm_token"]
-        done = await client.call_tool("confirm_write", {"confirm_token": token})
-        found = await client.call_tool("find_clients", {"email": PERSONAL["email"]})
-        wrong = await client.call_tool("create_client", {**client_input, "email": 5})
-        return [preview, done, found, wrong]
-
-    results = _drive(sandbox, tmp_path, scenario, "--allow-writes", "-v")
-    preview, done, found, wrong = results
-    assert not preview.is_error, _text(preview)
-    assert not done.is_error, _text(done)
-    assert done.structured_content["output"]["create_client"]["entityKey"]
-    assert found.structured_content["items"], "the new client is found by its email"
-    assert wrong.is_error
-    for result in results:
-        assert leaks(_text(result)) == []
-        assert leaks(as_text(result.structured_content)) == []
-    # The client was created with the real values (masking is for what is shown only).
-    practice = sandbox.state.practice("anz")
-    assert any(entity.surname == PERSONAL["entitySurname"] for entity in practice.order)
-
-    log = (tmp_path / "server.log").read_text(encoding="utf-8")
-    assert "mcp create_client" in log  # the calls were logged
-    assert leaks(log) == []
-    _, secret = sandbox.credentials("anz", "rw")
-    assert secret not in log
-
-    run_id = done.structured_content["run_id"]
-    with open_store(str(tmp_path / "state.db")) as store:
-        steps = [step for step in store.get_steps(run_id) if not step.step_id.startswith("@")]
-        assert steps
-        for step in steps:
-            # The journaled request and error are masked; a step's output is kept as the
-            # API answered it (secrets masked), since a resumed run's later steps read it.
-            entry = as_text([step.request, step.error])
-            assert leaks(entry) == []
-            assert secret not in entry + as_text(step.output)
+    mcp_cases.no_personal_value_in_results_logs_or_journaled_requests(
+        sandbox, tmp_path, _driver(sandbox, tmp_path)
+    )
 
 
 def test_a_confirmed_call_left_unfinished_is_finished_at_the_next_start(sandbox, tmp_path):
@@ -314,7 +284,7 @@ def test_a_confirmed_call_left_unfinished_is_finished_at_the_next_start(sandbox,
     client_id, _ = sandbox.credentials("anz", "rw")
     with open_store(str(tmp_path / "state.db")) as store:
         store.record_event(
-            client_id, "mcp", "assistant.create_bill", "mcp-" + "0" * 32, _bill_input(sandbox)
+            client_id, "mcp", "assistant.create_bill", "mcp-" + "0" * 32, bill_input(sandbox)
         )
 
     async def scenario(client: Client) -> Any:

@@ -7,7 +7,8 @@ everything this command says goes to standard error.
 from __future__ import annotations
 
 import logging
-from contextlib import closing
+import socket
+from contextlib import ExitStack, closing
 from pathlib import Path
 
 import click
@@ -16,7 +17,9 @@ from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.cli.runs import DEFAULT_STATE, open_state
 from practiceflow.manifest import load_modules
 from practiceflow.mcp import (
+    DEFAULT_LISTEN,
     assistant_budget,
+    bind_http,
     build_mcp,
     check_http_bind,
     serve_http,
@@ -42,7 +45,7 @@ logger = logging.getLogger("practiceflow.mcp")
 )
 @click.option(
     "--listen",
-    default="127.0.0.1:8765",
+    default=DEFAULT_LISTEN,
     show_default=True,
     metavar="HOST:PORT",
     help="Where --transport http listens (PORT alone: on 127.0.0.1). Beyond loopback a "
@@ -120,49 +123,53 @@ def mcp(
     Examples:
       practiceflow mcp --profile acme                      # stdio, read-only
       practiceflow mcp --profile acme --allow-writes       # writes with confirmation
-      practiceflow mcp --transport http --listen 127.0.0.1:8765
+      practiceflow mcp --transport http --listen 127.0.0.1:8766
     """
     configure_logging(json_lines=log_json, verbose=verbose)
-    host, port = parse_listen(listen, option="--listen", example="127.0.0.1:8765")
-    if transport == "http":
-        check_http_bind(host, token)
-    registry = load_modules(list(module_dirs))
-    for path in recipe_paths:  # recipe problems before the first request
-        validate_recipe(path, registry=registry)
-    with build_client(api) as probe:  # no request: which practice, for its budget
-        settings = probe.settings
-    budget = assistant_budget(state, settings.client_id)
-    with build_client(api, budget=budget, settings=settings) as client, closing(budget):
-        can_write = bool(client.validate().can_write)
-        writes_on = allow_writes and can_write
-        if allow_writes and not can_write:
-            click.echo(
-                "warning: --allow-writes, but these credentials cannot write (canWrite is "
-                "false): write tools stay off",
-                err=True,
-            )
-        check = can_write if writes_on else None
-        recipes = [validate_recipe(p, registry=registry, can_write=check) for p in recipe_paths]
-        key = practice or client.settings.client_id
-        state_dir = Path(state).parent if state and "://" not in state else DEFAULT_STATE.parent
-        with open_state(state) as store, RequestLog(store, key) as counted:
-            budget.on_admit(counted.admitted)  # the console's budget chart
-            server, _ = build_mcp(
-                client=client,
-                store=store,
-                practice=key,
-                registry=registry,
-                recipes=recipes,
-                writes_on=writes_on,
-                recipes_dir=state_dir / "mcp-recipes",
-                show_personal=show_personal_data,
-            )
-            mode = "writes on (confirmed one by one)" if writes_on else "read-only"
-            logger.info("mcp: %d tools, %s", len(registry.actions) + len(recipes) + 1, mode)
-            if transport == "http":
-                serve_http(server, host, port, token)
-            else:
-                serve_stdio(server)
+    host, port = parse_listen(listen, option="--listen", example=DEFAULT_LISTEN)
+    with ExitStack() as stack:
+        sock: socket.socket | None = None
+        if transport == "http":
+            check_http_bind(host, token)
+            # Bound now: a taken port is a configuration error before any request is made.
+            sock = stack.enter_context(bind_http(host, port))
+        registry = load_modules(list(module_dirs))
+        for path in recipe_paths:  # recipe problems before the first request
+            validate_recipe(path, registry=registry)
+        with build_client(api) as probe:  # no request: which practice, for its budget
+            settings = probe.settings
+        budget = assistant_budget(state, settings.client_id)
+        with build_client(api, budget=budget, settings=settings) as client, closing(budget):
+            can_write = bool(client.validate().can_write)
+            writes_on = allow_writes and can_write
+            if allow_writes and not can_write:
+                click.echo(
+                    "warning: --allow-writes, but these credentials cannot write (canWrite is "
+                    "false): write tools stay off",
+                    err=True,
+                )
+            check = can_write if writes_on else None
+            recipes = [validate_recipe(p, registry=registry, can_write=check) for p in recipe_paths]
+            key = practice or client.settings.client_id
+            state_dir = Path(state).parent if state and "://" not in state else DEFAULT_STATE.parent
+            with open_state(state) as store, RequestLog(store, key) as counted:
+                budget.on_admit(counted.admitted)  # the console's budget chart
+                server, _ = build_mcp(
+                    client=client,
+                    store=store,
+                    practice=key,
+                    registry=registry,
+                    recipes=recipes,
+                    writes_on=writes_on,
+                    recipes_dir=state_dir / "mcp-recipes",
+                    show_personal=show_personal_data,
+                )
+                mode = "writes on (confirmed one by one)" if writes_on else "read-only"
+                logger.info("mcp: %d tools, %s", len(registry.actions) + len(recipes) + 1, mode)
+                if sock is not None:
+                    serve_http(server, sock, token)
+                else:
+                    serve_stdio(server)
 
 
 COMMANDS: list[click.Command] = [mcp]

@@ -9,7 +9,8 @@ This package owns the MCP server, built on the official ``mcp`` SDK:
   confirm token (so a confirmation sent twice sends nothing twice);
 * :mod:`._server`: the SDK server: tools, resources (lookup lists, recent runs) and the
   confirmation by elicitation or confirm token;
-* :mod:`._transport`: stdio, and streamable HTTP on 127.0.0.1 (a token beyond loopback).
+* :mod:`._transport`: stdio, and streamable HTTP on 127.0.0.1:8766 (a token beyond
+  loopback; the port bound before the start-up, so that a taken one is said at once).
 
 The ``mcp`` command (:mod:`practiceflow.cli.mcp`) assembles them with :func:`build_mcp`.
 """
@@ -20,11 +21,20 @@ from practiceflow.mcp._catalog import CONFIRM_TOOL, RECIPE_PREFIX, ToolEntry, bu
 from practiceflow.mcp._desk import EVENT_SOURCE, WriteDesk, run_key
 from practiceflow.mcp._server import RECENT_RUNS_URI, build_server
 from practiceflow.mcp._setup import ASSISTANT_LIMITS, assistant_budget, build_mcp
-from practiceflow.mcp._transport import MCP_PATH, check_http_bind, http_app, serve_http, serve_stdio
+from practiceflow.mcp._transport import (
+    DEFAULT_LISTEN,
+    MCP_PATH,
+    bind_http,
+    check_http_bind,
+    http_app,
+    serve_http,
+    serve_stdio,
+)
 
 __all__ = [
     "ASSISTANT_LIMITS",
     "CONFIRM_TOOL",
+    "DEFAULT_LISTEN",
     "EVENT_SOURCE",
     "MCP_PATH",
     "RECENT_RUNS_URI",
@@ -32,6 +42,7 @@ __all__ = [
     "ToolEntry",
     "WriteDesk",
     "assistant_budget",
+    "bind_http",
     "build_catalog",
     "build_mcp",
     "build_server",

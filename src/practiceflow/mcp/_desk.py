@@ -8,7 +8,9 @@ A write goes through three moves:
 
 1. :meth:`WriteDesk.preview` checks the input (the CLI's messages; nothing is sent on a bad
    input), renders the request with a dry run and keeps the call under a fresh confirm
-   token. What the assistant sees of the request has secrets and personal data masked.
+   token. What the assistant sees of the request has secrets and personal data masked;
+   the user's view (:attr:`Preview.for_user`) has the personal values as they will be
+   sent, and only the elicitation shows it (it goes to the user, never to the model).
 2. The user confirms (MCP elicitation, or the assistant passes the token back).
 3. :meth:`WriteDesk.confirm` runs the call through the runner, as a one-step recipe
    (``practiceflow run`` would): the confirmed arguments are recorded as an event whose id
@@ -28,7 +30,8 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,7 @@ from practiceflow.runner import (
     validate_recipe,
 )
 from practiceflow.state import StateStore
+from practiceflow.templating import utcnow
 
 __all__ = ["EVENT_SOURCE", "Preview", "RunNotDone", "WriteDesk", "recipe_for_action", "run_key"]
 
@@ -90,15 +94,20 @@ class Preview:
         token: the confirm token.
         entry: the tool that was called.
         arguments: the call's arguments, as given (never shown to the assistant as such).
-        shown: what the assistant and the user see: the rendered request(s), masked.
+        shown: what the assistant sees: the rendered request(s), secrets and personal
+            data masked.
         expires: when it stops being confirmable (the desk's clock).
+        for_user: the same request(s) with the personal values unmasked (secrets still
+            masked), for the user's confirmation only: never in a tool result, a log line
+            or the journal.
     """
 
     token: str
     entry: ToolEntry
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = field(repr=False)
     shown: dict[str, Any]
     expires: float
+    for_user: dict[str, Any] = field(repr=False)
 
 
 def recipe_for_action(module: ActionModule, folder: Path) -> Path:
@@ -245,29 +254,53 @@ class WriteDesk:
         with self._lock:
             if entry.action is not None:
                 shown = self._preview_action(entry.action, data)
+                for_user = self._preview_action(entry.action, data, show_personal=True)
             elif entry.recipe is not None:
-                shown = self._preview_recipe(entry.recipe, data)
+                moment = utcnow()  # both views render the templates at one time
+                shown = self._preview_recipe(entry.recipe, data, moment)
+                for_user = self._preview_recipe(entry.recipe, data, moment, show_personal=True)
             else:  # pragma: no cover - the server sends only writes and recipes here
                 raise ConfigError(f"{entry.name}: not a write")
             token = "pfc_" + secrets.token_urlsafe(16)
-            preview = Preview(token, entry, data, shown, self._clock() + self.ttl)
+            expires = self._clock() + self.ttl
+            preview = Preview(token, entry, data, shown, expires, for_user=for_user)
             self._forget_expired()
             self._pending[token] = preview
         logger.info("mcp %s: previewed (run key %s)", entry.name, run_key(token))
         return preview
 
-    def _preview_action(self, module: ActionModule, data: dict[str, Any]) -> dict[str, Any]:
+    def _preview_action(
+        self, module: ActionModule, data: dict[str, Any], *, show_personal: bool = False
+    ) -> dict[str, Any]:
         self._check_action_input(module, data)
-        result = run_action(module, data, self.client, dry_run=True, registry=self.registry)
-        request = _mask_by_value(result.request, data, module.pii_paths)
+        result = run_action(
+            module,
+            data,
+            self.client,
+            dry_run=True,
+            registry=self.registry,
+            show_personal=show_personal,
+        )
+        request = result.request
+        if not show_personal:
+            request = _mask_by_value(request, data, module.pii_paths)
         return {"tool": module.key, "request": request, "warnings": list(result.warnings)}
 
-    def _preview_recipe(self, recipe: ValidRecipe, data: dict[str, Any]) -> dict[str, Any]:
+    def _preview_recipe(
+        self,
+        recipe: ValidRecipe,
+        data: dict[str, Any],
+        now: datetime,
+        *,
+        show_personal: bool = False,
+    ) -> dict[str, Any]:
         issues = issues_for(recipe.trigger.output_validator, data, file="tool arguments")
         if issues:
             raise InputError(recipe.trigger.key, issues)
-        steps = dry_run(recipe, trigger=data, client=self.client)
-        pii = self._recipe_pii(recipe)
+        steps = dry_run(
+            recipe, trigger=data, client=self.client, now=now, show_personal=show_personal
+        )
+        pii = frozenset() if show_personal else self._recipe_pii(recipe)
         return {
             "recipe": recipe.name,
             "steps": [

@@ -84,11 +84,14 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=content, is_error=True)
 
 
-def _preview_message(preview: Preview) -> str:
+def _question(preview: Preview) -> str:
+    """The confirmation question for the user. An elicitation goes to the user, not to the
+    model, so it shows the request as it will be sent (:attr:`Preview.for_user`); it must
+    never be returned as a tool result or logged."""
     entry = preview.entry
     return (
         f"{entry.tool.title or entry.name}: the assistant asks to send this to the practice's "
-        f"API (personal data masked here):\n{_text(preview.shown)}\nSend it?"
+        f"API:\n{_text(preview.for_user)}\nSend it?"
     )
 
 
@@ -164,14 +167,14 @@ class _Handlers:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             ask = types.ElicitRequest(
                 params=types.ElicitRequestFormParams(
-                    message=_preview_message(preview), requested_schema=_CONFIRM_FORM
+                    message=_question(preview), requested_schema=_CONFIRM_FORM
                 )
             )
             return types.InputRequiredResult(
                 input_requests={_CONFIRM_KEY: ask}, request_state=preview.token
             )
         answer = await ctx.session.elicit_form(
-            _preview_message(preview), _CONFIRM_FORM, related_request_id=ctx.request_id
+            _question(preview), _CONFIRM_FORM, related_request_id=ctx.request_id
         )
         return await self._decided(preview, answer)
 

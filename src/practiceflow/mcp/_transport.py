@@ -1,16 +1,23 @@
 """Serving the MCP server: over stdio (desktop assistants) or streamable HTTP.
 
-HTTP listens on 127.0.0.1 by default. Any other address needs a token (the console's
-rule, :func:`~practiceflow.console.security.check_bind`): anyone who reaches the port could
+HTTP listens on 127.0.0.1:8766 by default (:data:`DEFAULT_LISTEN`; the sandbox has 8765).
+Any other address needs a token (the console's rule,
+:func:`~practiceflow.console.security.check_bind`): anyone who reaches the port could
 otherwise read the practice's records. With a token every HTTP request must carry
 ``Authorization: Bearer <token>``; the token is compared in constant time and never logged.
+
+The command binds its socket (:func:`bind_http`) before it checks the credentials and hands
+it to the web server, so that a taken port is a configuration error naming the address,
+not the web server's own exit code after the start-up.
 """
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
 import logging
+import socket
 from typing import Any
 
 import anyio
@@ -23,12 +30,24 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from practiceflow.console.security import is_loopback
 from practiceflow.errors import ConfigError
 
-__all__ = ["MCP_PATH", "check_http_bind", "http_app", "serve_http", "serve_stdio"]
+__all__ = [
+    "DEFAULT_LISTEN",
+    "MCP_PATH",
+    "bind_http",
+    "check_http_bind",
+    "http_app",
+    "serve_http",
+    "serve_stdio",
+]
 
 logger = logging.getLogger("practiceflow.mcp")
 
 #: Where the streamable HTTP endpoint is.
 MCP_PATH = "/mcp"
+#: Where ``--transport http`` listens unless told otherwise: not the sandbox's 8765, which
+#: is running whenever someone tries the server against it.
+DEFAULT_LISTEN = "127.0.0.1:8766"
+_BACKLOG = 128
 
 
 def check_http_bind(host: str, token: str | None) -> None:
@@ -49,6 +68,44 @@ def check_http_bind(host: str, token: str | None) -> None:
         "127.0.0.1."
     )
     raise ConfigError(message)
+
+
+def _shown(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def bind_http(host: str, port: int) -> socket.socket:
+    """Bind and listen on ``(host, port)`` for :func:`serve_http` (port 0: any free one).
+
+    Args:
+        host: the address.
+        port: the port.
+
+    Returns:
+        The listening socket (connections wait in its backlog until the server starts).
+
+    Raises:
+        ConfigError: the address is taken or is not one of this machine's.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        address = _shown(host, port)
+        if exc.errno == errno.EADDRINUSE:
+            hint = (
+                "another program listens there (the sandbox's default is 127.0.0.1:8765). "
+                "Stop it, or pass --listen with a free port (PORT 0 picks one)"
+            )
+        else:
+            hint = "pass --listen with an address of this machine, such as 127.0.0.1:8766"
+        message = f"mcp --listen {address}: cannot listen ({exc.strerror or exc}); {hint}"
+        raise ConfigError(message) from None
+    return sock
 
 
 class _BearerToken:
@@ -105,25 +162,24 @@ def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
     return app
 
 
-def serve_http(server: Server[Any], host: str, port: int, token: str | None) -> None:
-    """Serve over streamable HTTP until interrupted (SIGINT / SIGTERM).
+def serve_http(server: Server[Any], sock: socket.socket, token: str | None) -> None:
+    """Serve over streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM).
 
     Args:
         server: the MCP server.
-        host: the address.
-        port: the port.
+        sock: the listening socket, from :func:`bind_http` (the caller closes it).
         token: the bearer token (required beyond loopback).
 
     Raises:
         ConfigError: beyond loopback without a token.
     """
+    host, port = sock.getsockname()[:2]
     app = http_app(server, host, token)
-    shown = f"[{host}]" if ":" in host else host
-    logger.info("mcp: serving streamable HTTP on http://%s:%d%s", shown, port, MCP_PATH)
+    logger.info("mcp: serving streamable HTTP on http://%s%s", _shown(host, port), MCP_PATH)
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="on"
     )
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def serve_stdio(server: Server[Any]) -> None:

@@ -7,7 +7,8 @@ a placeholder of its type (its first ``examples`` entry when it has one): refere
 judged against schemas, not samples (see :mod:`practiceflow.manifest.references`).
 
 Requests are described as the client would send them, with secrets and personal
-(``x-pii``) values masked. Checks that read the API are not run (the engine says so in the
+(``x-pii``) values masked (personal values shown only when the caller asks, for a person's
+own eyes: ``show_personal``). Checks that read the API are not run (the engine says so in the
 step's warnings). Nothing is journaled.
 """
 
@@ -60,6 +61,7 @@ def dry_run(
     trigger: Any = None,
     client: ClientLike | None = None,
     now: datetime | None = None,
+    show_personal: bool = False,
 ) -> list[DryStep]:
     """Render every step with sample outputs; send nothing.
 
@@ -68,6 +70,9 @@ def dry_run(
         trigger: the event payload (default: the trigger module's sample).
         client: used only to describe the exact URL (base URL, auth headers masked).
         now: the run's time (default: now, UTC).
+        show_personal: describe the requests with their personal values unmasked
+            (secrets stay masked), for the person whose data it is or who confirms the
+            run; never for a journal, a log or an AI model.
 
     Returns:
         One :class:`DryStep` per step and shown iteration.
@@ -98,7 +103,9 @@ def dry_run(
                 shown.append(DryStep(step.id, step.use, "would_skip", note="for_each: no items"))
         for sid, item in items:
             shown.append(
-                _render_one(recipe, step, action, sid, payload, outputs, moment, item, client)
+                _render_one(
+                    recipe, step, action, sid, payload, outputs, moment, item, client, show_personal
+                )
             )
         sample = _sample(action)
         outputs[step.id] = [sample for _ in items] if step.for_each is not None else sample
@@ -115,6 +122,7 @@ def _render_one(
     now: datetime,
     item: Any,
     client: ClientLike | None,
+    show_personal: bool,
 ) -> DryStep:
     context = build_context(payload, outputs, recipe.recipe.vars, now, item)
     try:
@@ -124,12 +132,15 @@ def _render_one(
     except PracticeflowError as exc:
         return DryStep(sid, step.use, "error", note=str(exc))
     if isinstance(action, LocalStep):
-        return DryStep(sid, step.use, "would_send", mask_input(data, action.pii_paths))
+        shown = data if show_personal else mask_input(data, action.pii_paths)
+        return DryStep(sid, step.use, "would_send", shown)
     try:
-        result = run_action(action, data, client, dry_run=True)
+        result = run_action(action, data, client, dry_run=True, show_personal=show_personal)
     except PracticeflowError as exc:
         return DryStep(sid, step.use, "error", note=str(exc))
-    request = mask_request(result.request, data, action.pii_paths)
+    request = result.request
+    if not show_personal:
+        request = mask_request(request, data, action.pii_paths)
     return DryStep(sid, step.use, "would_send", request, warnings=list(result.warnings))
 
 
