@@ -51,12 +51,13 @@ def _drive(
     *flags: str,
     elicit: Elicit | None = None,
     mode: str = "auto",
+    extra_env: dict[str, str] | None = None,
 ) -> Any:
     """Start the server over stdio, run ``scenario`` with a connected client, stop it."""
     params = StdioServerParameters(
         command=PRACTICEFLOW[0],
         args=[*PRACTICEFLOW[1:], "mcp", "--log-json", *flags],
-        env=server_env(sandbox, tmp_path / "state.db"),
+        env={**server_env(sandbox, tmp_path / "state.db"), **(extra_env or {})},
         cwd=str(tmp_path),
     )
 
@@ -299,3 +300,34 @@ def test_a_confirmed_call_left_unfinished_is_finished_at_the_next_start(sandbox,
     _drive(sandbox, tmp_path, scenario, "--allow-writes")
     assert bill_count(sandbox) == bills + 1
     assert len(api_requests(sandbox, "POST")) == 1
+
+
+def test_a_practice_named_in_the_fleet_file_files_the_assistants_runs_under_that_name(
+    sandbox, tmp_path
+):
+    """One state for every command (issue 24): mcp keys its runs as serve does."""
+    client_id, secret = sandbox.credentials("anz", "rw")
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        "practices:\n"
+        "  acme:\n"
+        f"    client_id: {client_id}\n"
+        "    client_secret_env: ACME_SECRET\n"
+        f"    base_url: {sandbox.base_url('anz')}\n"
+        f"    recipes: [{Path(__file__).parents[2] / 'recipes' / 'won_lead_to_client.yaml'}]\n",
+        encoding="utf-8",
+    )
+    bill = bill_input(sandbox)
+
+    async def scenario(client: Client) -> Any:
+        preview = await client.call_tool("create_bill", bill)
+        token = preview.structured_content["confirm_token"]
+        return await client.call_tool("confirm_write", {"confirm_token": token})
+
+    extra = {"PRACTICEFLOW_FLEET": str(fleet), "ACME_SECRET": secret}
+    done = _drive(sandbox, tmp_path, scenario, "--allow-writes", extra_env=extra)
+    assert not done.is_error, result_text(done)
+    with open_store(str(tmp_path / "state.db")) as store:
+        (run,) = store.list_runs()
+    assert run.run_id == done.structured_content["run_id"]
+    assert run.practice == "acme"

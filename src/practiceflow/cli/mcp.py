@@ -15,6 +15,7 @@ import click
 
 from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.cli.runs import DEFAULT_STATE, open_state
+from practiceflow.cli.state import practice_key
 from practiceflow.manifest import load_modules
 from practiceflow.mcp import (
     DEFAULT_LISTEN,
@@ -150,7 +151,7 @@ def mcp(
                 )
             check = can_write if writes_on else None
             recipes = [validate_recipe(p, registry=registry, can_write=check) for p in recipe_paths]
-            key = practice or client.settings.client_id
+            key = practice_key(practice, client.settings.client_id)  # as serve files it
             state_dir = Path(state).parent if state and "://" not in state else DEFAULT_STATE.parent
             with open_state(state) as store, RequestLog(store, key) as counted:
                 budget.on_admit(counted.admitted)  # the console's budget chart
