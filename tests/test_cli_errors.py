@@ -100,3 +100,23 @@ def test_debug_logs_the_traceback_of_an_internal_error(caplog: pytest.LogCapture
     assert "detail of the bug" in logged[0].getMessage()
     assert logged[0].exc_info is not None
     assert logged[0].exc_info[0] is ZeroDivisionError
+
+
+@pytest.mark.parametrize("content", [b"hello\n", bytes(range(256)) * 20], ids=["text", "noise"])
+def test_a_state_file_that_is_not_a_database_is_a_clear_error(tmp_path, content: bytes) -> None:
+    state = tmp_path / "state.db"
+    state.write_bytes(content)
+    result = CliRunner(env={"PRACTICEFLOW_STATE": str(state)}).invoke(cli, ["runs", "list"])
+    assert result.exit_code == 2, result.output
+    assert "cannot be read as a SQLite database" in result.output
+    assert "internal error" not in result.output
+    assert state.read_bytes() == content  # left as it was
+
+
+def test_a_limit_too_large_for_the_store_is_refused_by_the_option(tmp_path) -> None:
+    env = {"PRACTICEFLOW_STATE": str(tmp_path / "state.db")}
+    huge = ["runs", "list", "--limit", "99999999999999999999"]
+    result = CliRunner(env=env).invoke(cli, huge)
+    assert result.exit_code == 2, result.output
+    assert "--limit" in result.output
+    assert "internal error" not in result.output

@@ -172,3 +172,25 @@ def test_purge_removes_payloads_of_finished_old_runs_only(
     held_event = store.get_event(P, "new_client", "evt-held")
     assert held_event is not None
     assert held_event.payload["entityName"] == NAME
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        (KEY_ENV, "abc", "not a valid key"),
+        (KEY_FILE_ENV, "/nonexistent/state.key", "not a file"),
+    ],
+)
+def test_an_unusable_key_is_refused_when_the_store_opens(
+    tmp_path: Path, variable: str, value: str, said: str
+) -> None:
+    """Said at once by any command (exit 2), not found out at the first write."""
+    from click.testing import CliRunner
+
+    from practiceflow.cli import cli
+
+    env = {KEY_ENV: None, KEY_FILE_ENV: None, "PRACTICEFLOW_STATE": str(tmp_path / "s.db")}
+    result = CliRunner(env={**env, variable: value}).invoke(cli, ["runs", "list"])
+    assert result.exit_code == 2, result.output
+    assert said in result.output
+    assert variable in result.output

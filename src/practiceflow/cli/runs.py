@@ -371,7 +371,13 @@ def _run_json(record: RunRecord) -> dict[str, Any]:
     default=None,
     help="Only runs in this status.",
 )
-@click.option("--limit", default=50, show_default=True, help="At most this many (newest first).")
+@click.option(
+    "--limit",
+    default=50,
+    show_default=True,
+    type=click.IntRange(1, 1_000_000),
+    help="At most this many (newest first).",
+)
 @state_option
 @_json_option
 def list_runs(

@@ -108,6 +108,7 @@ class SQLStore(StateStore):
         self._local = threading.local()
         #: Seals every JSON value written and opens it when read (``sealing.py``).
         self.sealer = Sealer(key_file)
+        self.sealer.check()  # a key given but unusable is said at open, not at a first write
         #: The dialect as the row decoders use it: JSON columns opened as they are read.
         self._load = replace(
             self.dialect, load_json=lambda value: self.sealer.open(self.dialect.load_json(value))

@@ -129,6 +129,14 @@ class SQLiteStore(SQLStore):
         self._create_private_file()
         try:
             self._migrate()
+        except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
+            self.close()
+            message = (
+                f"state database {self.path} cannot be read as a SQLite database ({exc}); "
+                "check that --state (PRACTICEFLOW_STATE) names the right file, or restore it "
+                "from a backup"
+            )
+            raise ConfigError(message) from None
         except BaseException:
             self.close()
             raise

@@ -86,6 +86,19 @@ class Sealer:
             raise ConfigError(message) from None
         return self._fernet
 
+    def check(self) -> None:
+        """Refuse a key that is given but unusable (not a Fernet key, or a key file named
+        by ``PRACTICEFLOW_STATE_KEY_FILE`` that does not exist); nothing is created.
+
+        Raises:
+            ConfigError: the key given cannot be used; the message names where it came from.
+        """
+        named = os.environ.get(KEY_FILE_ENV)
+        if named and not os.environ.get(KEY_ENV) and not Path(named).is_file():
+            message = f"state store: {KEY_FILE_ENV} names {named}, which is not a file"
+            raise ConfigError(message)
+        self._key(create=False)
+
     def seal(self, value: Any, what: str) -> Any:
         """``value`` (``what`` names it in errors) sealed for storage (``None`` stays ``None``).
 
