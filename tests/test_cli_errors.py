@@ -120,3 +120,13 @@ def test_a_limit_too_large_for_the_store_is_refused_by_the_option(tmp_path) -> N
     assert result.exit_code == 2, result.output
     assert "--limit" in result.output
     assert "internal error" not in result.output
+
+
+def test_modules_list_reports_a_module_file_that_cannot_be_read(tmp_path) -> None:
+    """As modules validate does: never skipped in silence."""
+    (tmp_path / "zero.yaml").symlink_to("/dev/zero")
+    (tmp_path / "gone.yaml").symlink_to(tmp_path / "missing.yaml")
+    result = CliRunner().invoke(cli, ["modules", "list", "--modules", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "zero.yaml: not a regular file" in result.output
+    assert "gone.yaml" in result.output

@@ -75,8 +75,10 @@ def _missing(table: Mapping[str, Module], key: str, what: str) -> ConfigError:
 def _files(folder: Traversable) -> list[Traversable]:
     if not folder.is_dir():
         return []
+    # Anything named like a module but a folder is loaded, so that a FIFO, a device or a
+    # dangling link is reported (not a regular file) instead of silently skipped.
     return sorted(
-        (item for item in folder.iterdir() if item.is_file() and item.name.endswith(_SUFFIXES)),
+        (item for item in folder.iterdir() if item.name.endswith(_SUFFIXES) and not item.is_dir()),
         key=lambda item: item.name,
     )
 
