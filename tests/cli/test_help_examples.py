@@ -1,8 +1,9 @@
 """Every example in every ``--help`` exists: each parses with the command's real options and
 files, and those that can run on one machine run against the sandbox and exit 0.
 
-Examples that need what a test cannot have (a PostgreSQL fleet, a public URL, a run held in
-doubt, a serve that runs until stopped) are parsed only: their command, options, choices and
+Examples that need what this test cannot have (a PostgreSQL fleet, a public URL, a named
+profile, a subscription to check, a run held in doubt, a server that runs until stopped:
+serve, sandbox, mcp) are parsed only: their command, options, choices and
 file arguments are checked by click exactly as when a person types them.
 """
 
@@ -46,6 +47,20 @@ RUNNABLE = (
     "practiceflow sandbox requests",
     "practiceflow sandbox clock",
     "practiceflow sandbox reset",
+)
+#: Examples run for real as written whole (a prefix would take their siblings that need a
+#: profile, a subscription or a fleet).
+RUNNABLE_WHOLE = frozenset(
+    {
+        "practiceflow auth check",
+        "practiceflow db migrate",
+        "practiceflow db migrate --json",
+        "practiceflow runs purge --older-than 30d",
+        "practiceflow export zapier --out /tmp/z",
+        "practiceflow export zapier --out connectors/zapier",
+        "practiceflow export openapi --out connectors/openapi --check",
+        "practiceflow run recipes/won_lead_to_client.yaml --once --since 2026-11-01T00:00:00Z",
+    }
 )
 
 
@@ -119,7 +134,7 @@ def test_example_parses(owner: str, example: str, monkeypatch: pytest.MonkeyPatc
 def test_runnable_examples_run_against_the_sandbox(
     sandbox: SandboxHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for folder in ("recipes", "actions"):
+    for folder in ("recipes", "actions", "connectors/openapi"):
         shutil.copytree(REPO / folder, tmp_path / folder)
     (tmp_path / "docs").mkdir()
     (tmp_path / "my-modules").mkdir()
@@ -152,12 +167,13 @@ def test_runnable_examples_run_against_the_sandbox(
     port = sandbox.url.rsplit(":", 1)[1]
     ran = 0
     for _, example in ALL:
-        if not example.startswith(RUNNABLE):
+        if not example.startswith(RUNNABLE) and example not in RUNNABLE_WHOLE:
             continue
         text = example.replace("5f0c...", run_id).replace(":8765", f":{port}")
+        text = text.replace("/tmp/z", str(tmp_path / "z"))  # noqa: S108 - the help text's path
         words = shlex.split(text)[1:]
         expanded = [match for word in words for match in (sorted(glob.glob(word)) or [word])]
         result = CliRunner().invoke(cli, expanded, env=env)
         assert result.exit_code == 0, f"{example}\n{result.output}"
         ran += 1
-    assert ran >= 35
+    assert ran >= 35 + len(RUNNABLE_WHOLE)
