@@ -2,7 +2,7 @@
 
 The runner journals requests already masked (:mod:`practiceflow.engine.masking`, the one
 masking path, which this module uses for personal data too); the
-console masks again, because a journal may come from an older version, another tool, or a
+console masks again, because a journal may have been written by another tool or with a
 bug, and a page is a place where a leak is seen by many. Three passes, all on copies:
 
 * personal data by schema: the ``x-pii`` paths of the step's action (input and output) and

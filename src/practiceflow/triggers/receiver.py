@@ -225,8 +225,8 @@ class Receiver:
             await run_in_threadpool(self._after, answer, stored)
         else:
             self._note(answer, stored)
-        # No body: on a loopback socket the second write a body costs is a good part of
-        # a delivery's time. What a body would say is in the headers.
+        # No body: the answer is its status and headers (stored or not, the event's key),
+        # so the sender's connection carries one write.
         return Response(
             status_code=200,
             headers={
@@ -242,9 +242,9 @@ class Receiver:
     async def _receive(self, request: Request) -> _Accepted | Response:
         """Read, look up, verify and map a delivery; a refusal is a response.
 
-        This runs on the event loop when the store's reads are local (SQLite: an indexed
-        read and a few hundred microseconds of CPU), else in a worker thread; the commit
-        that follows is shared with the deliveries handled alongside.
+        This runs on the event loop when the store's reads are local (SQLite: indexed
+        reads of one file, which never wait for a writer), else in a worker thread; the
+        commit that follows is shared with the deliveries handled alongside.
         """
         token = str(request.path_params["token"])
         declared = request.headers.get("content-length", "")
