@@ -17,6 +17,7 @@ A ``Retry-After`` pause lives in this process only.
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import logging
 import math
 import threading
@@ -34,6 +35,7 @@ __all__ = [
     "RateBudget",
     "RateLimitStatus",
     "RateLimits",
+    "budget_table",
     "parse_retry_after",
 ]
 
@@ -41,6 +43,24 @@ logger = logging.getLogger("practiceflow.api")
 
 _ITEM_NAME: Final = "practiceflow"
 _LEAK_EVERY: Final = 256
+_TABLE_PREFIX: Final = "pf_budget_"
+
+
+def budget_table(client_id: str) -> str:
+    """The name of a Client ID's table in a shared bucket (a digest: ids need not be
+    identifiers).
+
+    Every process that counts a practice's requests in one database (SQLite beside the
+    state file, or a fleet's PostgreSQL) finds the practice's table by this name.
+
+    Args:
+        client_id: the practice's Client ID.
+
+    Returns:
+        A lowercase name of at most 40 characters, the same in every process.
+    """
+    digest = hashlib.sha256(client_id.encode()).hexdigest()[:24]
+    return f"{_TABLE_PREFIX}{digest}"
 
 
 @dataclass(frozen=True)

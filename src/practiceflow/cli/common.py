@@ -18,9 +18,9 @@ import click
 from rich.console import Console
 
 from practiceflow.api import Client
-from practiceflow.api.config import AUTH_METHODS, REGIONS
+from practiceflow.api.config import AUTH_METHODS, REGIONS, Settings, load_settings
 
-__all__ = ["ApiOptions", "api_options", "build_client"]
+__all__ = ["ApiOptions", "api_options", "api_settings", "build_client"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -118,6 +118,27 @@ def api_options(func: F) -> F:
     for option in reversed(_OPTIONS):
         decorated = option(decorated)
     return decorated  # type: ignore[return-value]  # same call shape for click's purposes
+
+
+def api_settings(options: ApiOptions) -> Settings:
+    """Resolve the settings the shared options name, without building a client.
+
+    Args:
+        options: what the command line said.
+
+    Returns:
+        The settings (pass them on with ``build_client(options, settings=...)``).
+
+    Raises:
+        ConfigError: the settings are missing or invalid.
+    """
+    return load_settings(
+        options.client_id,
+        profile=options.profile,
+        region=options.region,
+        base_url=options.base_url,
+        auth_method=options.auth_method,
+    )
 
 
 def build_client(options: ApiOptions, **kwargs: Any) -> Client:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from practiceflow.cli.common import ApiOptions, api_options, build_client
+from practiceflow.cli.common import ApiOptions, api_options, api_settings, build_client
 from practiceflow.cli.runs import DEFAULT_STATE, open_state
 from practiceflow.cli.state import practice_key
 from practiceflow.manifest import load_modules
@@ -137,8 +137,7 @@ def mcp(
         registry = load_modules(list(module_dirs))
         for path in recipe_paths:  # recipe problems before the first request
             validate_recipe(path, registry=registry)
-        with build_client(api) as probe:  # no request: which practice, for its budget
-            settings = probe.settings
+        settings = api_settings(api)  # which practice, for its budget
         budget = assistant_budget(state, settings.client_id)
         with build_client(api, budget=budget, settings=settings) as client, closing(budget):
             can_write = bool(client.validate().can_write)

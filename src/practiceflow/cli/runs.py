@@ -11,7 +11,8 @@ held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
@@ -20,8 +21,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from practiceflow.api import Client
 from practiceflow.cli._helpers import print_dry
-from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
+from practiceflow.cli.common import ApiOptions, api_options, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
 from practiceflow.cli.retention import purge
@@ -29,6 +31,7 @@ from practiceflow.cli.settle import cancel, resolve
 from practiceflow.cli.state import (
     DEFAULT_STATE,
     open_state,
+    practice_client,
     practice_key,
     practice_option,
     run_or_fail,
@@ -37,7 +40,6 @@ from practiceflow.cli.state import (
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 from practiceflow.manifest import ModuleRegistry, load_modules
 from practiceflow.runner import (
-    PriorityBudget,
     Runner,
     RunOutcome,
     ValidRecipe,
@@ -81,16 +83,22 @@ def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
     return 0
 
 
+@contextmanager
 def _connect(
-    api: ApiOptions, paths: Sequence[str], dirs: Sequence[str], practice: str | None
-) -> tuple[Any, list[ValidRecipe], str]:
+    api: ApiOptions,
+    paths: Sequence[str],
+    dirs: Sequence[str],
+    practice: str | None,
+    state: str | None,
+) -> Iterator[tuple[Client, list[ValidRecipe], str]]:
+    """The client (the practice's budget shared on ``state``), checked recipes, and key."""
     registry = _registry(dirs)
     for path in paths:  # report recipe problems before the first request
         validate_recipe(path, registry=registry)
-    client = build_client(api, budget=PriorityBudget())
-    can_write = client.validate().can_write
-    recipes = [validate_recipe(path, registry=registry, can_write=can_write) for path in paths]
-    return client, recipes, practice_key(practice, client.settings.client_id)
+    with practice_client(api, state) as client:
+        can_write = client.validate().can_write
+        recipes = [validate_recipe(path, registry=registry, can_write=can_write) for path in paths]
+        yield client, recipes, practice_key(practice, client.settings.client_id)
 
 
 @click.command("run")
@@ -144,8 +152,11 @@ def run(
     if not once:
         _serve([recipe], practice, state, modules_dirs, api, IntakeOptions(since=since))
         return
-    client, recipes, key = _connect(api, [recipe], modules_dirs, practice)
-    with client, open_state(state) as store, RequestLog(store, key) as counted:
+    with (
+        _connect(api, [recipe], modules_dirs, practice, state) as (client, recipes, key),
+        open_state(state) as store,
+        RequestLog(store, key) as counted,
+    ):
         client.budget.on_admit(counted.admitted)  # the console's budget chart
         runner = Runner(recipes[0], store, client, practice=key)
         outcomes: list[RunOutcome] = []
@@ -521,8 +532,7 @@ def retry(
         if not path:
             message = f"run {run_id}: the recipe file is not known; pass --recipe FILE"
             raise ConfigError(message)
-        client, recipes, _ = _connect(api, [path], modules_dirs, record.practice)
-        with client:
+        with _connect(api, [path], modules_dirs, record.practice, state) as (client, recipes, _):
             runner = Runner(recipes[0], store, client, practice=record.practice)
             outcome = runner.resume_run(run_id, retry_failed=True)
         if as_json:

@@ -20,13 +20,13 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from practiceflow.cli.common import ApiOptions, build_client
+from practiceflow.cli.common import ApiOptions
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake
 from practiceflow.cli.retention import purge_by_setting
-from practiceflow.cli.state import open_state, practice_key, sqlite_file
+from practiceflow.cli.state import open_state, practice_client, practice_key, sqlite_file
 from practiceflow.early_listen import release
 from practiceflow.manifest import load_modules
-from practiceflow.runner import PriorityBudget, Runner, validate_recipe
+from practiceflow.runner import Runner, validate_recipe
 from practiceflow.runner.gaps import Heartbeat, note_downtime
 from practiceflow.runner.intake import LISTEN_ENV
 from practiceflow.runner.lease import ServeLease
@@ -82,7 +82,8 @@ def serve_recipes(
         metrics = OpsMetrics()  # /healthz, /readyz, /metrics beside the console
         names: list[str] = []
         session = stack.enter_context(counted_session(metrics.counter(lambda: names[0])))
-        client = stack.enter_context(build_client(api, budget=PriorityBudget(), session=session))
+        # The practice's budget, shared with run and mcp on this store (cli.state).
+        client = stack.enter_context(practice_client(api, state, session=session))
         key = practice_key(practice, client.settings.client_id)
         names.append(key)
         store = stack.enter_context(open_state(state))

@@ -12,18 +12,30 @@ Every command that reads or writes state (``run``, ``serve``, ``runs``, ``trigge
 
 So ``practiceflow triggers poll`` moves the cursor that ``practiceflow serve`` carries on
 from, and ``practiceflow runs list`` shows the runs both made.
+
+The **rate budget** of a practice is found beside its store (:func:`practice_budget`), so
+that ``serve``, ``run`` and ``mcp`` on one store count their requests together: a SQLite
+store's budget is ``budget.db`` in the state file's folder, a PostgreSQL store's is a table
+in its database; either way one table per Client ID.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import click
 
+from practiceflow.api import Client
+from practiceflow.api.rate_budget import RateBudget, RateLimits
+from practiceflow.api.sqlite_budget import budget_file, open_bucket
+from practiceflow.cli.common import ApiOptions, api_settings, build_client
 from practiceflow.errors import ConfigError
+from practiceflow.runner.priorities import PriorityBudget
 from practiceflow.state import RunRecord, StateStore, open_store
 from practiceflow.state.runids import MIN_PREFIX, find_run
 
@@ -32,6 +44,8 @@ __all__ = [
     "FLEET_ENV",
     "STATE_ENV",
     "open_state",
+    "practice_budget",
+    "practice_client",
     "practice_key",
     "practice_option",
     "run_or_fail",
@@ -104,11 +118,74 @@ def open_state(state: str | None) -> StateStore:
 def sqlite_file(state: str | None) -> Path | None:
     """The SQLite file a command's store is, or None for a PostgreSQL store."""
     target = state_target(state)
-    if target.lower().startswith(("postgresql://", "postgres://")):
+    if _is_postgres(target):
         return None
     from practiceflow.state import sqlite_path
 
     return sqlite_path(target)
+
+
+def _is_postgres(target: str) -> bool:
+    return target.lower().startswith(("postgresql://", "postgres://"))
+
+
+def practice_budget(
+    state: str | None, client_id: str, limits: RateLimits | None = None
+) -> RateBudget:
+    """The rate budget of a practice, shared by every process on the same store.
+
+    Requests wait by priority (:class:`~practiceflow.runner.PriorityBudget`) and count in
+    the store's shared bucket: ``budget.db`` beside a SQLite state file (see
+    :mod:`practiceflow.api.sqlite_budget`), the store's own database for PostgreSQL (see
+    :mod:`practiceflow.fleet.postgres_budget`). A store with no file of its own (another
+    scheme, or ``:memory:``, which the SQLite store refuses) gets a budget in memory.
+
+    Args:
+        state: ``--state`` / ``PRACTICEFLOW_STATE``, or None for the default store.
+        client_id: the practice's Client ID (its table in the shared bucket).
+        limits: this process's windows: the spec's 60/min, 1000/h, 10000/day if None; an
+            assistant passes smaller ones to be admitted only while the practice as a
+            whole has used less than those.
+
+    Returns:
+        The budget to give the client; close it when the command ends.
+    """
+    limits = limits or RateLimits()
+    target = state_target(state)
+    if _is_postgres(target):
+        from practiceflow.fleet.postgres_budget import shared_budget  # psycopg only here
+
+        return shared_budget(target, client_id, limits, pool_size=2, budget_type=PriorityBudget)
+    try:
+        path = sqlite_file(state)
+    except ConfigError:  # not a SQLite file: opening the store says what is wrong
+        path = None
+    if path is None:
+        return PriorityBudget(limits)
+    bucket = open_bucket(budget_file(path), client_id, limits)
+    return PriorityBudget(limits, bucket=bucket, clock=time.time)
+
+
+@contextmanager
+def practice_client(api: ApiOptions, state: str | None, **kwargs: Any) -> Iterator[Client]:
+    """The API client of a command that spends the practice's budget (``serve``, ``run``).
+
+    Args:
+        api: the shared API options.
+        state: ``--state`` / ``PRACTICEFLOW_STATE``, or None: where the budget is shared.
+        **kwargs: further :func:`~practiceflow.cli.common.build_client` arguments.
+
+    Yields:
+        The client, with the practice's full budget (:func:`practice_budget`); client and
+        budget are closed on exit.
+
+    Raises:
+        ConfigError: the settings are missing or invalid.
+    """
+    settings = api_settings(api)
+    budget = practice_budget(state, settings.client_id)
+    with closing(budget), build_client(api, budget=budget, settings=settings, **kwargs) as client:
+        yield client
 
 
 def practice_key(

@@ -20,32 +20,16 @@ pause after a 429 stays in the replica that received it.
 
 from __future__ import annotations
 
-import hashlib
 import time
-from typing import Any, Final
+from typing import Any
 
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 from pyrate_limiter import PostgresBucket
 
-from practiceflow.api.rate_budget import RateBudget, RateLimits
+from practiceflow.api.rate_budget import RateBudget, RateLimits, budget_table
 
 __all__ = ["WaitingPostgresBucket", "budget_table", "shared_budget"]
-
-_TABLE_PREFIX: Final = "pf_budget_"
-
-
-def budget_table(client_id: str) -> str:
-    """The bucket's table name for a Client ID (a digest: ids need not be identifiers).
-
-    Args:
-        client_id: the practice's Client ID.
-
-    Returns:
-        A lowercase name of at most 40 characters, the same in every replica.
-    """
-    digest = hashlib.sha256(client_id.encode()).hexdigest()[:24]
-    return f"{_TABLE_PREFIX}{digest}"
 
 
 class WaitingPostgresBucket(PostgresBucket):
@@ -98,6 +82,7 @@ def shared_budget(
     *,
     pool_size: int = 4,
     pool: ConnectionPool[Any] | None = None,
+    budget_type: type[RateBudget] = RateBudget,
 ) -> RateBudget:
     """The rate budget of a Client ID, shared through the PostgreSQL database at ``url``.
 
@@ -108,6 +93,8 @@ def shared_budget(
         pool_size: connections kept for this budget (when ``pool`` is None).
         pool: a connection pool shared by many budgets (a fleet's practices): one
             connection per practice would not scale; its owner closes it.
+        budget_type: the budget class, e.g. ``PriorityBudget`` for a process whose
+            requests wait by priority (``serve`` on a PostgreSQL store).
 
     Returns:
         A budget to pass to :class:`~practiceflow.api.Client` (``budget=``); close it with
@@ -121,4 +108,4 @@ def shared_budget(
         )
     table = budget_table(client_id)
     bucket = WaitingPostgresBucket(pool, table, limits.rates(), owns_pool=owns_pool)
-    return RateBudget(limits, bucket=bucket, clock=time.time)
+    return budget_type(limits, bucket=bucket, clock=time.time)

@@ -9,12 +9,13 @@ from typing import Any
 from mcp.server.lowlevel import Server
 
 from practiceflow.api.rate_budget import RateBudget, RateLimits
+from practiceflow.cli.state import practice_budget
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.mcp._catalog import build_catalog, settings_lists
 from practiceflow.mcp._desk import WriteDesk
 from practiceflow.mcp._server import build_server
-from practiceflow.runner import PriorityBudget, ValidRecipe
+from practiceflow.runner import ValidRecipe
 from practiceflow.state import StateStore
 
 __all__ = ["ASSISTANT_LIMITS", "assistant_budget", "build_mcp"]
@@ -26,14 +27,14 @@ ASSISTANT_LIMITS = RateLimits(per_minute=20, per_hour=330, per_day=3300, max_wai
 
 
 def assistant_budget(state: str | None, client_id: str) -> RateBudget:
-    """The rate budget of an assistant's requests.
+    """The rate budget of an assistant's requests: a third of the practice's, at most.
 
-    With a PostgreSQL state store (a fleet), the assistant counts in the practice's shared
-    bucket, the one every replica counts in, against :data:`ASSISTANT_LIMITS`: it is
-    admitted only while the whole practice (recipes and assistant) has used less than a
-    third of a window, and the replicas see its requests in theirs. Otherwise it has a
-    budget of :data:`ASSISTANT_LIMITS` of its own (recipes of other processes keep the
-    other two thirds).
+    The assistant counts in the practice's shared bucket on the same store as ``serve``
+    and ``run`` (``budget.db`` beside a SQLite state file; the database of a PostgreSQL
+    store, where every replica of a fleet counts too) against :data:`ASSISTANT_LIMITS`:
+    it is admitted only while the whole practice (recipes and assistant) has used less
+    than a third of each window, and the recipes see its requests in theirs. A store
+    with no file of its own gets a budget of :data:`ASSISTANT_LIMITS` in memory.
 
     Args:
         state: the state store's location (``--state``), None for the default file.
@@ -42,11 +43,7 @@ def assistant_budget(state: str | None, client_id: str) -> RateBudget:
     Returns:
         The budget to give the client; close it when done.
     """
-    if state is not None and state.startswith(("postgresql://", "postgres://")):
-        from practiceflow.fleet.postgres_budget import shared_budget  # psycopg only for a fleet
-
-        return shared_budget(state, client_id, ASSISTANT_LIMITS, pool_size=1)
-    return PriorityBudget(ASSISTANT_LIMITS)
+    return practice_budget(state, client_id, ASSISTANT_LIMITS)
 
 
 def build_mcp(

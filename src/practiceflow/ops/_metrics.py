@@ -63,7 +63,8 @@ def _none() -> None:
 
 
 class WindowCounter(Protocol):
-    """A bucket that counts its own windows in one look (the fleet's shared bucket)."""
+    """A bucket that counts its own windows in one look (a shared bucket: SQLite or
+    PostgreSQL)."""
 
     def window_counts(self, now_ms: int, windows_ms: Sequence[int]) -> list[int]:
         """How many requests were admitted in each of the last ``windows_ms``."""
@@ -73,7 +74,7 @@ def window_use(budget: RateBudget) -> dict[str, int] | None:
     """Requests admitted in each rate window of a budget, by window label.
 
     Args:
-        budget: the practice's budget (in memory, or shared in PostgreSQL).
+        budget: the practice's budget (in memory, or shared in SQLite or PostgreSQL).
 
     Returns:
         ``{"minute": n, "hour": n, "day": n}``, or None for a bucket that cannot say.

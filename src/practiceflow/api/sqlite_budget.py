@@ -1,0 +1,180 @@
+"""One rate budget per Client ID, shared through a SQLite file by the processes of a host.
+
+``serve`` (or ``run``) and ``mcp`` on one SQLite state store are separate processes that
+spend the same practice's 60/min, 1000/h and 10000/day. Each counts into pyrate-limiter's
+``SQLiteBucket`` on one file beside the state file (:data:`BUDGET_FILE`, e.g.
+``.practiceflow/budget.db``): one table per Client ID (:func:`budget_table`) holding every
+admitted request's timestamp, so that each process sees the others' requests in every
+window.
+
+``SQLiteBucket.put`` counts the windows, then inserts, under its ``lock``. For that to be
+one step across processes the lock is :class:`BudgetFileLock`: an ``flock`` on
+``budget.db.lock`` taken by the outermost holder, behind a thread ``RLock`` (the bucket
+takes its lock again while holding it, and threads of one process must queue too).
+
+Timestamps are wall-clock milliseconds (a budget over this bucket uses ``clock=time.time``,
+as ``SQLiteBucket.now()`` does): processes compare each other's timestamps, and monotonic
+clocks of different processes need not agree.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+from pyrate_limiter import SQLiteBucket
+from pyrate_limiter.buckets.sqlite_bucket import Queries
+
+from practiceflow.api.rate_budget import RateLimits, budget_table
+
+__all__ = ["BUDGET_FILE", "BudgetFileLock", "SQLiteBudgetBucket", "budget_file", "open_bucket"]
+
+#: The budget file's name, in the folder of the SQLite state file.
+BUDGET_FILE: Final = "budget.db"
+_LOCK_SUFFIX: Final = ".lock"
+
+
+def budget_file(state_file: Path) -> Path:
+    """The budget file of a SQLite state file: ``budget.db`` in the same folder.
+
+    Args:
+        state_file: the SQLite state file.
+
+    Returns:
+        The budget file's path (created on first use).
+    """
+    return state_file.with_name(BUDGET_FILE)
+
+
+class BudgetFileLock:
+    """A lock that is exclusive across processes and threads and reentrant per thread.
+
+    The first ``acquire`` of a thread takes the thread lock, then an exclusive ``flock``
+    on ``path``; nested acquires by the same thread only count; the last release drops
+    the ``flock``, then the thread lock. The file is opened for each outermost hold, so
+    no descriptor outlives a hold (nothing to close, and a forked child never shares a
+    held lock's open file).
+
+    Args:
+        path: the lock file (created if missing).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._thread_lock = threading.RLock()
+        self._depth = 0  # changed only by the thread holding _thread_lock
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Wait for the lock (reentrant for the thread holding it).
+
+        Returns:
+            True, once held.
+        """
+        self._thread_lock.acquire()
+        if self._depth == 0:
+            try:
+                self._fd = self._lock_file()
+            except BaseException:
+                self._thread_lock.release()
+                raise
+        self._depth += 1
+        return True
+
+    def release(self) -> None:
+        """Release one hold; the last one unlocks the file for other processes."""
+        self._depth -= 1
+        if self._depth == 0 and self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+        self._thread_lock.release()
+
+    def _lock_file(self) -> int:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+class SQLiteBudgetBucket(SQLiteBucket):
+    """pyrate-limiter's ``SQLiteBucket`` that can also say how full each window is.
+
+    Counting and admitting are the library's; :meth:`window_counts` serves the
+    ``/metrics`` gauges, as the PostgreSQL bucket's does.
+    """
+
+    def window_counts(self, now_ms: int, windows_ms: list[int]) -> list[int]:
+        """Requests admitted (by every process) in each of the last ``windows_ms``.
+
+        Args:
+            now_ms: the current wall-clock time in milliseconds.
+            windows_ms: the windows' lengths.
+
+        Returns:
+            One count per window, in the same order.
+        """
+        columns = ", ".join(["COUNT(CASE WHEN item_timestamp >= ? THEN 1 END)"] * len(windows_ms))
+        # The table's name is a digest (budget_table); the bounds are parameters.
+        query = f"SELECT {columns} FROM '{self.table}'"  # noqa: S608 - see the comment
+        with self.lock:
+            row = self.conn.execute(query, [now_ms - w for w in windows_ms]).fetchone()
+        return [int(value) for value in row]
+
+
+def open_bucket(file: Path, client_id: str, limits: RateLimits) -> SQLiteBudgetBucket:
+    """Open a Client ID's shared bucket in the budget file ``file``.
+
+    Args:
+        file: the budget file (see :func:`budget_file`); its folder is created if missing.
+        client_id: the practice's Client ID (its own table: practices never share a count).
+        limits: the windows this process is admitted under. Processes may use different
+            limits on one table: an assistant's smaller ones are reached while the
+            practice as a whole has used only part of its own.
+
+    Returns:
+        The bucket, for ``PriorityBudget(limits, bucket=..., clock=time.time)``; the
+        budget's ``close()`` closes its connection.
+    """
+    file.parent.mkdir(parents=True, exist_ok=True)
+    lock = BudgetFileLock(file.with_name(file.name + _LOCK_SUFFIX))
+    table = budget_table(client_id)
+    # Used from the threads of one process, one at a time under the lock.
+    connection = sqlite3.connect(file, timeout=30.0, check_same_thread=False)
+    try:
+        with lock:
+            connection.execute("PRAGMA journal_mode=WAL")
+            # No fsync per admitted request: an OS crash may lose the last rows, which
+            # only lets a few more requests through once; the API's own 429 and the
+            # Retry-After pause still hold.
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute(Queries.CREATE_BUCKET_TABLE.format(table=table))
+            connection.execute(
+                Queries.CREATE_INDEX_ON_TIMESTAMP.format(index_name=f"{table}_at", table_name=table)
+            )
+            connection.commit()
+    except BaseException:
+        connection.close()
+        raise
+    return SQLiteBudgetBucket(limits.rates(), connection, table, lock=lock)
