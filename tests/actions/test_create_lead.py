@@ -97,6 +97,26 @@ def test_bad_input_names_the_field_and_sends_nothing(api, client, data, expected
     assert len(api.calls) == 0
 
 
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (  # entityName is a declared field of its own, never a misspelt entityType
+            {key: value for key, value in LEAD.items() if key != "entityType"},
+            "entityType: required field is missing",
+        ),
+        (
+            {**{k: v for k, v in LEAD.items() if k != "entityType"}, "entityTyp": "Individual"},
+            "entityType: required field is missing (found 'entityTyp': a misspelling?)",
+        ),
+    ],
+)
+def test_a_missing_field_suggests_only_an_undeclared_key(api, client, data, expected):
+    with pytest.raises(InputError) as caught:
+        run_action("create_lead", data, client)
+    found = [f"{issue.path}: {issue.message}" for issue in caught.value.issues]
+    assert expected in found, found
+
+
 # -- the rendered request and output ---------------------------------------------------------
 
 

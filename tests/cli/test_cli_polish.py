@@ -146,7 +146,7 @@ def test_runs_list_show_and_json_keep_identifiers_whole(
     assert ran.exit_code == 0, ran.output
     run_id = json.loads(ran.stdout)[0]["run_id"]
     listed = CliRunner().invoke(cli, ["runs", "list"], env=env, terminal_width=80)
-    assert any(line.split(" ")[1:2] == [run_id] for line in _lines(listed.output)), listed.output
+    assert any(line.split(" ")[:1] == [run_id] for line in _lines(listed.output)), listed.output
     shown = CliRunner().invoke(cli, ["runs", "show", run_id, "--json"], env=env)
     steps = json.loads(shown.stdout)["steps"]
     assert isinstance(steps[0]["output"], dict)  # structured, not "a=1, b=2"
@@ -229,3 +229,33 @@ def test_identifiers_that_look_like_emoji_codes_print_as_written(tmp_path: Path)
     assert "delivery:x:1" in shown.output
     assert "❌" not in shown.output + listed.output
     assert "😄" not in listed.output
+
+
+@pytest.mark.parametrize(
+    ("recipe", "fits"),
+    [
+        ("welcome_new_clients", True),  # fits at 80 once the status and time wrap
+        ("accepted proposal -> first bill and onboarding forms", False),  # cannot fit
+    ],
+)
+def test_runs_list_at_80_columns_never_breaks_a_recipe_name(
+    tmp_path: Path, recipe: str, fits: bool
+) -> None:
+    from practiceflow.state import open_store
+
+    state = tmp_path / "state.db"
+    with open_store(str(state)) as store:
+        run_id, _ = store.start_run("p", recipe, "delivery:x:1")
+        store.step_skipped(run_id, "note", {"reason": "done"})
+        store.set_run_status(run_id, "succeeded")
+    env = {"COLUMNS": "80"}
+    listed = CliRunner().invoke(cli, ["runs", "list", "--state", str(state)], env=env)
+    assert listed.exit_code == 0, listed.output
+    row = next(line for line in listed.output.splitlines() if run_id in line)
+    assert row.startswith(f"{run_id}  {recipe} "), listed.output  # both whole, on one line
+    width = max(len(line.rstrip()) for line in listed.output.splitlines())
+    assert (width <= 80) is fits, listed.output
+    # The name as printed is the one --recipe filters on.
+    args = ["runs", "list", "--state", str(state), "--recipe", recipe, "--json"]
+    only = CliRunner().invoke(cli, args)
+    assert [found["run_id"] for found in json.loads(only.stdout)] == [run_id]

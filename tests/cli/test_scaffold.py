@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,23 @@ def test_recipes_new_wires_inputs_and_validates_as_written(tmp_path: Path) -> No
     assert "TODO" in out.read_text(encoding="utf-8")  # the example values are marked
     dry = CliRunner().invoke(cli, ["run", str(out), "--dry-run", "--json"])
     assert dry.exit_code == 0, dry.output
+
+
+def test_recipes_new_hint_with_modules_runs_as_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    made = CliRunner().invoke(cli, ["modules", "new", "read_client", "--dir", "my modules"])
+    assert made.exit_code == 0, made.output
+    args = ["recipes", "new", "welcome", "--trigger", "new_client", "--step", "read_client"]
+    result = CliRunner().invoke(cli, [*args, "--modules", "my modules"])
+    assert result.exit_code == 0, result.output
+    hint = result.output.split("try it with: ", 1)[1].strip()
+    assert hint == "practiceflow run recipes/welcome.yaml --modules 'my modules' --dry-run"
+    program, *words = shlex.split(hint)
+    assert program == "practiceflow"
+    dry = CliRunner().invoke(cli, words)
+    assert dry.exit_code == 0, dry.output  # the custom step is found: the flags came along
 
 
 def test_recipes_new_reads_earlier_steps_outputs_by_name(

@@ -7,12 +7,14 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from practiceflow.api import RateLimits
+from practiceflow.cli import cli
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import Priority, PriorityBudget, priority, validate_recipe
 from practiceflow.runner.plan import plan
-from runner._support import REPO, write_recipe
+from runner._support import MODULES, REPO, write_recipe
 
 
 def test_event_work_gets_the_next_slot_before_polling_when_the_budget_is_spent():
@@ -87,3 +89,29 @@ def test_plan_warns_when_the_recipes_exceed_the_daily_budget(
     assert result.per_day == 12_000
     assert result.share == pytest.approx(1.2)
     assert "one request per 8.64 s" in result.warnings[0]
+
+
+def test_plan_counts_the_elements_of_a_literal_for_each_list(
+    registry: ModuleRegistry, tmp_path: Path
+):
+    steps = (
+        "  - id: listed\n    use: get_client\n    for_each: '{{ vars.clients }}'\n"
+        "    with: {entityKey: '{{ item }}'}\n"
+        "  - id: from_event\n    use: get_client\n    for_each: '{{ [trigger.entityKey] }}'\n"
+        "    with: {entityKey: '{{ item }}'}\n"
+    )
+    two = (
+        "vars:\n  clients:\n    - 1b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58\n"
+        "    - 2c6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58\n"
+    )
+    path = write_recipe(tmp_path, steps, extra=two)
+    result = plan([validate_recipe(path, registry=registry)], items=3)
+    listed, from_event = result.recipes[0].steps
+    assert (listed.requests, listed.note) == (2, "1 request, x2 items")
+    assert (from_event.requests, from_event.note) == (3, "1 request, x3 items (assumed)")
+    shown = CliRunner().invoke(
+        cli, ["plan", str(path), "--modules", str(MODULES)], env={"COLUMNS": "200"}
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "t / listed: 2 (1 request, x2 items)" in shown.output
+    assert "t / from_event: 1 (1 request, x1 items (assumed))" in shown.output

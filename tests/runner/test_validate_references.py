@@ -262,3 +262,79 @@ def test_the_trigger_options_are_checked_against_vars(tmp_path: Path):
         in line
         for line in problems
     ), problems
+
+
+# -- for_each over literal lists: vars and lists written in the template ----------------------
+
+LITERAL_LISTS = """\
+name: a contact per listed person
+trigger:
+  use: proposal_accepted
+vars:
+  people:
+    - {name: Ann, email: ann@example.com}
+    - {name: Bob, email: bob@example.com, phone: "0400 000 000"}
+  forms: [101, 108]
+  mixed: [{name: Ann}, Bob]
+steps:
+  - id: contacts
+    use: create_contact
+    for_each: "{{ vars.people }}"
+    with:
+      entityKey: "{{ trigger.entityKey }}"
+      contact: {firstName: "{{ item.name }}", email: "{{ item.email }}"}
+"""
+
+
+@pytest.mark.parametrize(
+    ("edits", "expected"),
+    [
+        pytest.param(
+            [("item.email", "item.emial")],
+            "r.yaml:16:54 steps[0].with.contact.email: item has no field 'emial'; did you mean "
+            "'email'? (in the elements for_each yields)",
+            id="vars-list-of-mappings-misspelt-key",
+        ),
+        pytest.param(
+            [("vars.people", "vars.forms")],
+            "r.yaml:16:28 steps[0].with.contact.firstName: item is a number, it has no field "
+            "'name' (in the elements for_each yields)",
+            id="vars-list-of-scalars",
+        ),
+        pytest.param(
+            [
+                ("vars.people", "[{'name': 'Cy', 'email': 'cy@example.com'}]"),
+                ("item.email", "item.emial"),
+            ],
+            "item has no field 'emial'; did you mean 'email'?",
+            id="list-literal-in-the-template",
+        ),
+    ],
+)
+def test_item_over_a_literal_list_is_checked_against_its_elements(
+    tmp_path: Path, edits: list[tuple[str, str]], expected: str
+):
+    text = LITERAL_LISTS
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new, 1)
+    problems = _problems(tmp_path, text)
+    assert any(expected in line for line in problems), problems
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ item.name }}",
+        "{{ item.phone }}",  # a key of some elements only: the union of the keys
+        "{{ item['email'] }}",
+    ],
+)
+def test_item_keys_the_literal_elements_hold_pass(tmp_path: Path, template: str):
+    text = LITERAL_LISTS.replace("{{ item.name }}", template)
+    validate_recipe(_write(tmp_path, text), registry=default_registry())
+
+
+def test_item_over_elements_of_different_shapes_is_not_judged(tmp_path: Path):
+    text = LITERAL_LISTS.replace("vars.people", "vars.mixed").replace("item.email", "item.other")
+    validate_recipe(_write(tmp_path, text), registry=default_registry())

@@ -51,6 +51,16 @@ def test_document_describes_every_route_under_one_region_with_both_auth_schemes(
     assert all(path.startswith("/anz/api/v1/") for path in document["paths"])
 
 
+def test_document_points_to_the_admin_surface_it_does_not_describe(
+    roomy_sandbox: SandboxHandle,
+) -> None:
+    description = _document(roomy_sandbox)["info"]["description"]
+    assert "GET /_admin" in description
+    assert "practiceflow sandbox --help" in description
+    listed = roomy_sandbox.admin("GET", "/_admin")  # the route it names answers
+    assert any("/_admin/faults" in str(route) for route in listed["routes"])
+
+
 def test_generated_requests_never_get_a_server_error(roomy_sandbox: SandboxHandle) -> None:
     sandbox = roomy_sandbox
     client_id, secret = sandbox.credentials("anz", "rw")

@@ -42,7 +42,12 @@ def _together(per_day: float, share: float, budget: int) -> str:
 @click.option("--events-per-day", default=100, show_default=True, help="Runs a day per recipe.")
 @click.option("--poll-interval", default=60.0, show_default=True, help="Seconds between polls.")
 @click.option("--webhook-url", is_flag=True, help="A public webhook URL is configured.")
-@click.option("--items", default=1, show_default=True, help="Items per for_each step.")
+@click.option(
+    "--items",
+    default=1,
+    show_default=True,
+    help="Items assumed per for_each step whose list is known only in a run.",
+)
 @_modules_option
 @_json_option
 def plan(

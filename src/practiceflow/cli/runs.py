@@ -17,6 +17,7 @@ from dataclasses import asdict
 from typing import Any
 
 import click
+from rich.cells import cell_len
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
@@ -414,13 +415,16 @@ def list_runs(
             ]
             click.echo(json.dumps(rows, indent=2))
             return
-        # Identifiers and statuses never wrap; the event id is in 'runs show' and --json.
-        table = Table(title=f"runs ({len(found)})", box=None, header_style="bold")
-        longest = max((len(record.run_id) for record in found), default=3)
-        table.add_column("run", no_wrap=True, min_width=longest)
-        table.add_column("recipe", ratio=1, min_width=12, overflow="fold")
-        for column in ("status", "steps", "updated (UTC)"):
-            table.add_column(column, no_wrap=True)
+        # The run id and the recipe name (what --recipe matches) never break: the status and
+        # the time wrap at their spaces instead. The event id is in 'runs show' and --json.
+        table = Table(title=f"runs ({len(found)})", box=None, header_style="bold", pad_edge=False)
+        longest_id = max((cell_len(record.run_id) for record in found), default=3)
+        longest_name = max((cell_len(record.recipe) for record in found), default=6)
+        table.add_column("run", no_wrap=True, min_width=longest_id)
+        table.add_column("recipe", no_wrap=True, min_width=longest_name)
+        table.add_column("status")
+        table.add_column("steps", no_wrap=True)
+        table.add_column("updated (UTC)")
         for record in found:
             steps = store.get_steps(record.run_id)
             done = sum(step.status in ("succeeded", "skipped") for step in steps)
@@ -433,7 +437,13 @@ def list_runs(
                 f"{done}/{len(steps)}",
                 record.updated_at.strftime("%m-%d %H:%M"),
             )
-        terminal().print(table)
+        console = terminal()
+        # Narrower than the identifiers need, the lines run past the edge (unwrapped) rather
+        # than cut one.
+        needed = console.measure(table, options=console.options.update_width(10_000))
+        if needed.minimum > console.width:
+            console = terminal(width=needed.maximum)
+        console.print(table)
 
 
 @runs.command("show")

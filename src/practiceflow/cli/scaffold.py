@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -352,7 +353,9 @@ def new_recipe(
         path.unlink()
         message = f"the scaffold of recipe {name!r} does not validate: {exc}"
         raise BugError(message) from None
-    click.echo(f"wrote {path}; try it with: practiceflow run {path} --dry-run")
+    flags = [part for folder in module_dirs for part in ("--modules", str(folder))]
+    hint = shlex.join(["practiceflow", "run", str(path), *flags, "--dry-run"])
+    click.echo(f"wrote {path}; try it with: {hint}")
 
 
 COMMANDS: list[click.Command] = [recipes]

@@ -138,19 +138,45 @@ def input_target(schema: Mapping[str, Any]) -> Target:
 
 
 def literal_schema(value: Any) -> Mapping[str, Any]:
-    """A closed schema for literal data, such as a recipe's ``vars``."""
-    if isinstance(value, Mapping):
-        properties = {str(key): literal_schema(child) for key, child in value.items()}
+    """A closed schema for literal data, such as a recipe's ``vars``.
+
+    A list's ``items`` holds every element: mappings give the union of their keys (each
+    key's schema holding its values in every element that has it), scalars of one or more
+    types their types; elements that differ in shape (a mapping beside a string, a list, a
+    null) give an open schema, so no path read from them is refused.
+    """
+    return _schema_of([value])
+
+
+def _schema_of(values: Sequence[Any]) -> dict[str, Any]:
+    """One schema that every value given fits (open when they differ in shape)."""
+    if not values:
+        return {}
+    if all(isinstance(value, Mapping) for value in values):
+        fields: dict[str, list[Any]] = {}
+        for value in values:
+            for key, child in value.items():
+                fields.setdefault(str(key), []).append(child)
+        properties = {key: _schema_of(children) for key, children in fields.items()}
         return {"type": "object", "additionalProperties": False, "properties": properties}
-    if isinstance(value, list):
-        return {"type": "array"}
+    if all(isinstance(value, list | tuple) for value in values):
+        return {"type": "array", "items": _schema_of([item for value in values for item in value])}
+    kinds = {_scalar_type(value) for value in values}
+    if None in kinds:
+        return {}
+    names = sorted(str(kind) for kind in kinds)
+    return {"type": names[0] if len(names) == 1 else names}
+
+
+def _scalar_type(value: Any) -> str | None:
+    """The JSON Schema type of a scalar (None for null, a mapping or a list)."""
     if isinstance(value, bool):
-        return {"type": "boolean"}
+        return "boolean"
     if isinstance(value, int | float):
-        return {"type": "number"}
+        return "number"
     if isinstance(value, str):
-        return {"type": "string"}
-    return {}
+        return "string"
+    return None
 
 
 # -- finding references ----------------------------------------------------------------------
@@ -428,9 +454,10 @@ def check_references(
 def items_position(template: CompiledTemplate, targets: Mapping[str, Target]) -> Position:
     """The schema of the elements a ``for_each`` template yields, when it can be told.
 
-    Understood: a path (``{{ steps.find.results }}``), a list of paths
-    (``{{ [steps.lead] }}``), ``a if c else b`` of those, and filters that keep the elements
-    (``sort``, ``selectattr``...). Anything else is open.
+    Understood: a path (``{{ steps.find.results }}``, ``{{ vars.forms }}``), a list of paths
+    or literals (``{{ [steps.lead] }}``, ``{{ [{'email': 'a@b.c'}] }}``), ``a if c else b``
+    of those, and filters that keep the elements (``sort``, ``selectattr``...). Anything
+    else is open.
 
     Args:
         template: the ``for_each`` template.
@@ -446,7 +473,20 @@ def items_position(template: CompiledTemplate, targets: Mapping[str, Target]) ->
     return _items(body[0].nodes[0], targets) or None
 
 
+def _constant(expr: nodes.Node) -> tuple[Any, ...] | None:
+    """The value of a literal node (``'a'``, ``[1, 2]``, ``{'k': 'v'}``) as a 1-tuple."""
+    if not isinstance(expr, nodes.Const | nodes.List | nodes.Tuple | nodes.Dict):
+        return None
+    try:
+        return (expr.as_const(),)
+    except nodes.Impossible:
+        return None  # a literal holding a name or a call
+
+
 def _value(expr: nodes.Node, targets: Mapping[str, Target]) -> Position:
+    constant = _constant(expr)
+    if constant is not None:
+        return position(literal_schema(constant[0]))
     if isinstance(expr, nodes.Name) and expr.ctx == "load":
         target = targets.get(expr.name)
         return None if target is None or target.members is not None else target.position
@@ -472,10 +512,11 @@ def _value(expr: nodes.Node, targets: Mapping[str, Target]) -> Position:
 
 
 def _items(expr: nodes.Node, targets: Mapping[str, Target]) -> Position:
-    if isinstance(expr, nodes.List):
+    if isinstance(expr, nodes.List | nodes.Tuple):
         if not expr.items:
-            return ()
-        return union(*(_value(item, targets) for item in expr.items))
+            return ()  # no element: adds nothing to the alternatives beside it
+        if _constant(expr) is None:
+            return union(*(_value(item, targets) for item in expr.items))
     if isinstance(expr, nodes.CondExpr):
         other = _items(expr.expr2, targets) if expr.expr2 is not None else ()
         return union(_items(expr.expr1, targets), other)

@@ -270,9 +270,11 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
         return _unknown_keys(path, value, schema)
     if kind == "required" and isinstance(value, Mapping):
         missing = [name for name in expected if name not in value]
+        # Only a key the schema does not declare can be the missing one misspelt.
+        undeclared = _undeclared_keys(value, schema)
         out: list[_Explained] = []
         for name in missing:
-            hint = _suggest(name, value.keys())
+            hint = _suggest(name, undeclared)
             note = f" (found {hint[len('; did you mean ') : -1]}: a misspelling?)" if hint else ""
             out.append(((*path, name), f"required field is missing{note}", None))
         return out
@@ -312,16 +314,22 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
     return [(path, error.message, None)]
 
 
+def _undeclared_keys(value: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """The keys of a mapping that its schema neither names nor matches by pattern."""
+    known = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    return [
+        key
+        for key in value
+        if key not in known and not any(re.search(pattern, str(key)) for pattern in patterns)
+    ]
+
+
 def _unknown_keys(
     path: JsonPath, value: Mapping[str, Any], schema: Mapping[str, Any]
 ) -> list[_Explained]:
     known = list(schema.get("properties", {}))
-    patterns = list(schema.get("patternProperties", {}))
-    extras = [
-        key
-        for key in value
-        if key not in known and not any(re.search(pattern, key) for pattern in patterns)
-    ]
+    extras = _undeclared_keys(value, schema)
     # A misspelt field often sits beside the fields it was meant to join.
     siblings = value.get("properties")
     candidates = known + (list(siblings) if isinstance(siblings, Mapping) else [])

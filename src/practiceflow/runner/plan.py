@@ -6,8 +6,9 @@ credentials shares it. For each recipe, :func:`plan` counts:
 
 * the calls of one run: each API step's request, plus each of its action's checks and
   hook that read the API (``create_bill`` reads the client and the ledger status first);
-  a ``for_each`` step counts ``items`` times (an assumption shown in the plan); local steps
-  cost nothing;
+  a ``for_each`` step counts once per element when its list is known before a run (it
+  reads only ``vars``, or is written out: ``{{ vars.forms }}``, ``{{ [1, 2] }}``), else
+  ``items`` times (an assumption shown in the plan); local steps cost nothing;
 * the polling cost: one request per poll when nothing changed (more pages when much did),
   every ``poll_interval`` seconds, for triggers that poll (``mode`` poll, both, or auto
   without a public webhook URL);
@@ -19,14 +20,16 @@ warning when it exceeds it (or exceeds the hourly window of 1,000).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import CHECKS, HOOKS
 from practiceflow.manifest import ActionModule
 from practiceflow.runner.downtime import downtime_note
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.templating import render_tree, utcnow
+from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 from practiceflow.triggers import definition
 
 __all__ = ["DAILY_BUDGET", "HOURLY_BUDGET", "Plan", "RecipeCost", "StepCost", "plan"]
@@ -101,7 +104,9 @@ class Plan:
     downtime: list[str] = field(default_factory=list)
 
 
-def _step_cost(step_id: str, use: str, action: object, items: int, looped: bool) -> StepCost:
+def _step_cost(
+    step_id: str, use: str, action: object, items: int, known: int | None, looped: bool
+) -> StepCost:
     if not isinstance(action, ActionModule):
         return StepCost(step_id, use, 0, "local step: no request")
     reads = [name for name in action.checks if CHECKS[name].reads]
@@ -109,10 +114,24 @@ def _step_cost(step_id: str, use: str, action: object, items: int, looped: bool)
         reads.append(action.hook)
     per_item = 1 + len(reads)
     note = "1 request" + (f" + reads of {', '.join(reads)}" if reads else "")
+    if looped and known is not None:
+        note += f", x{known} items"
+        return StepCost(step_id, use, per_item * known, note)
     if looped:
         note += f", x{items} items (assumed)"
         return StepCost(step_id, use, per_item * items, note)
     return StepCost(step_id, use, per_item, note)
+
+
+def _known_length(for_each: CompiledTemplate | None, variables: Mapping[str, Any]) -> int | None:
+    """The elements a ``for_each`` yields in every run: known when it reads only ``vars``."""
+    if for_each is None or not for_each.names <= {"vars"}:
+        return None  # the list depends on the event, earlier steps or the time
+    try:
+        rendered = for_each.render({"vars": dict(variables)})
+    except PracticeflowError:
+        return None  # the run reports it; the plan falls back to the assumption
+    return len(rendered) if isinstance(rendered, list) else None
 
 
 def plan(
@@ -132,7 +151,7 @@ def plan(
         poll_interval: seconds between polls of a polling trigger.
         webhook_url: whether a public webhook URL is configured (``mode: auto`` then
             receives by webhook and does not poll).
-        items: items assumed for each ``for_each`` step.
+        items: items assumed for each ``for_each`` step whose list is known only in a run.
         daily_budget: the practice's daily budget.
 
     Returns:
@@ -140,8 +159,16 @@ def plan(
     """
     costs: list[RecipeCost] = []
     for recipe in recipes:
+        variables = recipe.recipe.vars
         steps = [
-            _step_cost(step.id, step.use, recipe.actions[step.id], items, step.for_each is not None)
+            _step_cost(
+                step.id,
+                step.use,
+                recipe.actions[step.id],
+                items,
+                _known_length(step.for_each, variables),
+                step.for_each is not None,
+            )
             for step in recipe.recipe.steps
         ]
         per_run = sum(step.requests for step in steps)

@@ -125,7 +125,10 @@ def build_openapi(region: str = "anz") -> dict[str, Any]:
             "title": "Partner Integration API (practiceflow sandbox)",
             "version": "v1",
             "description": "A local simulator of the Partner Integration API. Operations "
-            "marked x-sandbox-guess have shapes the specification does not show.",
+            "marked x-sandbox-guess have shapes the specification does not show. Its admin "
+            "surface (accept a proposal, submit an eForm, arm faults, read the request and "
+            "delivery logs) is not described here: GET /_admin (header X-Admin-Token) lists "
+            "every admin route with an example, as does `practiceflow sandbox --help`.",
         },
         "servers": [{"url": "/"}],
         "paths": paths,
