@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -16,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from practiceflow.api.rate_budget import RateBudget, RateLimits
 from practiceflow.ops import OpsMetrics, OpsPractice, OpsServer, counted_session, window_use
+from practiceflow.runner.gaps import record_subscription_doubt
 from practiceflow.state import SQLiteStore, StateStore
 
 API = "http://127.0.0.1:9/anz/api/v1/groups/list"
@@ -89,10 +91,37 @@ def test_readyz_waits_for_start_then_for_every_webhook_subscription(store: State
         )  # fmt: skip
         ready = requests.get(f"{server.url}/readyz", timeout=5)
         assert ready.status_code == 200
-        assert ready.json() == {"status": "ready", "practices": 1, "problems": []}
+        assert ready.json() == {
+            "status": "ready",
+            "practices": 1,
+            "problems": [],
+            "attention": [],
+        }
         assert requests.get(f"{server.url}/healthz", timeout=5).json() == {"status": "alive"}
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("status", ["pending", "in_doubt"])
+def test_readyz_stays_ready_with_a_subscription_in_doubt_listed_as_needing_attention(
+    store: StateStore, status: Any
+) -> None:
+    served = [OpsPractice("acme", None, ("proposal_accepted", "eform_submitted"))]
+    metrics = OpsMetrics(store, lambda: served)
+    for trigger, state in (("proposal_accepted", status), ("eform_submitted", "active")):
+        store.save_subscription(
+            "acme", trigger, None, "e", "http://127.0.0.1:1/h", "", trigger, state
+        )
+    ready, detail = metrics.readiness()
+    assert not ready  # not yet listed: the process may still be starting
+    assert detail["problems"] == [f"acme / proposal_accepted: subscription {status}"]
+    # serve (or worker) went on without it and listed it: the other triggers' receiver
+    # must stay in the load balancer.
+    record_subscription_doubt(store, "acme", "proposal_accepted", polled=False)
+    ready, detail = metrics.readiness()
+    assert ready
+    assert detail["problems"] == []
+    assert detail["attention"] == [f"acme / proposal_accepted: subscription {status}"]
 
 
 def test_metrics_show_waiting_events_and_poll_lag_per_practice(store: StateStore) -> None:

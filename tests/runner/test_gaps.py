@@ -10,6 +10,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
@@ -22,11 +23,14 @@ from practiceflow.console.security import Guard
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.runner.gaps import (
+    DOUBT_PREFIX,
     GAP_STEP,
     close_settled_gaps,
+    close_subscription_doubt,
     last_alive,
     mark_alive,
     note_downtime,
+    record_subscription_doubt,
 )
 from practiceflow.runner.service import Service
 from practiceflow.state import StateStore, open_store
@@ -160,3 +164,55 @@ def test_settled_gap_entries_are_closed_by_whoever_looks(store: StateStore) -> N
     run = store.get_run(gap)
     assert run is not None
     assert run.status == "succeeded"
+
+
+def test_a_subscription_in_doubt_is_listed_once_while_open_and_again_once_closed(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "s.db"
+    with open_store(str(state)) as store:
+        first = record_subscription_doubt(store, "p", "proposal_accepted", polled=True)
+        assert record_subscription_doubt(store, "p", "proposal_accepted", polled=True) == first
+        run = store.get_run(first)
+        assert run is not None
+        assert (run.recipe, run.status) == (DOUBT_PREFIX + "proposal_accepted", "in_doubt")
+    # A person settles the entry in the console or the CLI without forgetting the
+    # subscription: it is closed, and the next start lists the doubt again.
+    runner = CliRunner(env={"PRACTICEFLOW_STATE": str(state)})
+    done = runner.invoke(cli, ["runs", "resolve", first, "--step", GAP_STEP, "--as", "done"])
+    assert done.exit_code == 0, done.output
+    assert "closed" in done.output
+    with open_store(str(state)) as store:
+        closed = store.get_run(first)
+        assert closed is not None
+        assert closed.status == "succeeded"
+        second = record_subscription_doubt(store, "p", "proposal_accepted", polled=True)
+        assert second != first
+        assert close_subscription_doubt(store, "p", "proposal_accepted", "ann", "forgot") == [
+            second
+        ]
+        step = store.get_step(second, GAP_STEP)
+        assert step is not None
+        assert step.status == "succeeded"
+        assert close_subscription_doubt(store, "p", "proposal_accepted", "ann", "again") == []
+
+
+@pytest.mark.parametrize(
+    ("polled", "fleet", "says"),
+    [
+        (True, False, ["received by polling", "unsubscribe t --forget'", "restart serve"]),
+        (False, False, ["NOT being received", "no poll source"]),
+        (True, True, ["--forget --practice acme --state", "restart the workers"]),
+    ],
+)
+def test_a_subscription_in_doubt_entry_says_what_happens_and_what_to_do(
+    store: StateStore, polled: bool, fleet: bool, says: list[str]
+) -> None:
+    run_id = record_subscription_doubt(store, "acme", "t", polled=polled, fleet=fleet)
+    step = store.get_step(run_id, GAP_STEP)
+    assert step is not None
+    assert isinstance(step.error, dict)
+    message = str(step.error["message"])
+    assert "check the practice's webhook settings" in message
+    for words in says:
+        assert words in message, message

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from practiceflow.cli.triggers import COMMANDS
+from practiceflow.runner.gaps import record_subscription_doubt
 from practiceflow.state import SQLiteStore
 from practiceflow.triggers import Receiver, serve_receiver
 
@@ -72,3 +73,32 @@ def test_poll_once_starts_from_now_then_reports_changes(cli, env, sandbox):
     data = json.loads(second.output)
     assert [event["payload"]["entityKey"] for event in data["events"]] == [key]
     assert data["requests"] == 1
+
+
+def test_unsubscribe_refuses_a_subscription_in_doubt_until_told_to_forget_it(
+    cli, env, sandbox, tmp_path
+):
+    practice, _ = sandbox.credentials("anz", "rw")
+    with SQLiteStore(tmp_path / "state.db") as store:
+        url = "http://127.0.0.1:9/hooks/left"
+        store.save_subscription(
+            practice, "proposal_accepted", None, "proposal.accepted", url, "", "left", "pending"
+        )
+        entry = record_subscription_doubt(store, practice, "proposal_accepted", polled=False)
+    runner = CliRunner(env=env)
+    refused = runner.invoke(cli, ["triggers", "unsubscribe", "proposal_accepted"])
+    assert refused.exit_code != 0
+    assert "--forget" in str(refused.exception)
+    forgot = runner.invoke(cli, ["triggers", "unsubscribe", "proposal_accepted", "--forget"])
+    assert forgot.exit_code == 0, forgot.output
+    assert f"closed subscription in doubt: proposal_accepted (run {entry})" in forgot.output
+    with SQLiteStore(tmp_path / "state.db") as store:
+        assert store.get_subscription(practice, "proposal_accepted") is None
+        run = store.get_run(entry)
+        assert run is not None
+        assert run.status == "succeeded"
+    sent = sandbox.admin("GET", "/_admin/requests")
+    assert [row for row in sent if row["method"] == "DELETE"] == []  # nothing to delete by id
+    helped = runner.invoke(cli, ["triggers", "unsubscribe", "--help"])
+    assert "subscription in doubt" in helped.output
+    assert "--forget" in helped.output

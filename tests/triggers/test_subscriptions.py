@@ -99,3 +99,17 @@ def test_remove_deletes_and_forgets_even_when_already_gone(store, status):
     responses.add(responses.DELETE, BASE + "/api/v1/webhooks/sub", status=status, json={})
     assert manager(store).remove("t")
     assert store.get_subscription("p", "t") is None
+
+
+@pytest.mark.parametrize("status", ["pending", "in_doubt"])
+@responses.activate
+def test_a_subscription_in_doubt_is_forgotten_only_when_a_person_says_so(store, status):
+    # pending: the process died while the subscribe was in flight; its id is unknown too.
+    url = PUBLIC + "/hooks/a"
+    store.save_subscription("p", "t", None, "proposal.accepted", url, "", "a", status)
+    with pytest.raises(SubscriptionInDoubt, match="--forget"):
+        manager(store).remove("t")
+    assert store.get_subscription("p", "t") is not None
+    assert manager(store).remove("t", forget_only=True)
+    assert store.get_subscription("p", "t") is None
+    assert len(responses.calls) == 0

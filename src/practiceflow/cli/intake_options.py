@@ -58,7 +58,14 @@ def announce(intake: TriggerIntake) -> None:
     subscribed = {row.trigger_key: row for row in intake.store.list_subscriptions(intake.practice)}
     for key, trigger in intake.triggers.items():
         row = subscribed.get(key)
-        if row is not None and trigger.mode in ("webhook", "both"):
+        if key in intake.in_doubt:
+            meanwhile = "polled meanwhile" if intake.in_doubt[key] else "its events NOT received"
+            click.echo(
+                f"trigger {key}: {trigger.mode}, subscription IN DOUBT, not repeated: "
+                f"{meanwhile}; see 'practiceflow runs list --status in_doubt'",
+                err=True,
+            )
+        elif row is not None and trigger.mode in ("webhook", "both"):
             click.echo(
                 f"trigger {key}: {trigger.mode}, subscribed {row.event} at "
                 f"{_mask_hook(row.url)} ({row.status})",

@@ -286,8 +286,10 @@ def serve(
     (remove them with 'practiceflow triggers unsubscribe', or --unsubscribe-on-exit), and on
     start every trigger with a poll source catches up from where it stopped; a trigger
     without one (eform_submitted) depends on the sender's retries, and each downtime is
-    listed as needing attention. A second serve on the same SQLite state file refuses to
-    start and names the first (pid, addresses).
+    listed as needing attention. A webhook subscription in doubt (serve killed while
+    subscribing) is never repeated and stops nothing else: it is listed as needing
+    attention, and its trigger polled meanwhile where it can be. A second serve on the same
+    SQLite state file refuses to start and names the first (pid, addresses).
 
     Webhooks need --public-url (the URL at which the API reaches the receiver) and, for an
     address that survives restarts, --listen; without a public URL, mode: auto triggers
@@ -396,8 +398,10 @@ def list_runs(
     recipe: str | None, status: Any, limit: int, state: str | None, as_json: bool
 ) -> None:
     """List runs, newest first. --status in_doubt lists what needs a person, as the
-    console's "Needs attention" does: runs held at a step in doubt, and gap entries (a
-    window serve was down in which a trigger's events may have been missed).
+    console's "Needs attention" does: runs held at a step in doubt, gap entries (a window
+    serve was down in which a trigger's events may have been missed), and webhook
+    subscriptions in doubt ('subscription in doubt: TRIGGER': see 'triggers unsubscribe
+    --help').
 
     \b
     Examples:

@@ -11,7 +11,7 @@ import click
 
 from practiceflow.cli.state import open_state, run_or_fail, state_option
 from practiceflow.errors import ConfigError
-from practiceflow.runner.gaps import GAP_PREFIX, close_settled_gaps
+from practiceflow.runner.gaps import close_settled_gaps, is_attention_entry
 
 __all__ = ["cancel", "resolve"]
 
@@ -40,8 +40,8 @@ def resolve(
     state: str | None,
 ) -> None:
     """Settle a step held in doubt by a person's decision; the run then continues with
-    'runs retry', or by itself within seconds under a running 'serve'. A gap entry (step
-    'gap') is closed once settled.
+    'runs retry', or by itself within seconds under a running 'serve'. A gap entry or a
+    'subscription in doubt' entry (step 'gap') is closed once settled.
 
     \b
     Example:
@@ -58,7 +58,7 @@ def resolve(
         record = run_or_fail(store, run_id)
         run_id = record.run_id
         store.resolve_step(run_id, step_id, as_, who or getpass.getuser(), note, output=output)
-        if record.recipe.startswith(GAP_PREFIX):
+        if is_attention_entry(record.recipe):
             close_settled_gaps(store, record.practice)
             click.echo(f"{record.recipe} {run_id}: settled ({as_}) and closed")
             return

@@ -8,6 +8,7 @@ command uses (:mod:`practiceflow.cli.state`: ``--state``, ``PRACTICEFLOW_STATE``
 
 from __future__ import annotations
 
+import getpass
 import json
 import time
 from typing import Any
@@ -18,6 +19,7 @@ from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
 from practiceflow.runner.downtime import has_poll_source
+from practiceflow.runner.gaps import DOUBT_PREFIX, close_subscription_doubt
 from practiceflow.state import StateStore
 from practiceflow.triggers import (
     Poller,
@@ -144,7 +146,8 @@ def subscribe(
 @click.option(
     "--forget",
     is_flag=True,
-    help="Only forget an in-doubt subscription (after checking the practice by hand).",
+    help="Only forget the stored subscription, sending nothing: for one in doubt, after "
+    "checking the practice's webhook settings by hand.",
 )
 @api_options
 @state_option
@@ -154,14 +157,30 @@ def unsubscribe(
 ) -> None:
     """Unsubscribe a trigger (DELETE /api/v1/webhooks/{id}) and forget it.
 
+    A subscription in doubt (its subscribe got no answer, or serve was killed while it was
+    in flight) may exist on the server under an id nobody knows, so serve does not repeat
+    it: it lists 'subscription in doubt: TRIGGER' as needing attention ('runs list
+    --status in_doubt', the console) and goes on, polling the trigger meanwhile where it
+    can. To settle it: check the practice's webhook settings (delete a subscription found
+    there), run this command with --forget, which also closes that entry, and restart
+    serve (or the workers): it subscribes again.
+
     \b
-    Example:
+    Examples:
       practiceflow triggers unsubscribe proposal_accepted
+      practiceflow triggers unsubscribe proposal_accepted --forget   # one in doubt
     """
     with build_client(api) as client, _store(state) as store:
         key = _practice(practice, client)
         removed = SubscriptionManager(client, store, key).remove(trigger, forget_only=forget)
-    click.echo(f"unsubscribed {trigger}" if removed else f"{trigger} was not subscribed")
+        note = "forgotten (triggers unsubscribe --forget)" if forget else "unsubscribed"
+        closed = close_subscription_doubt(store, key, trigger, getpass.getuser(), note)
+    if not removed:
+        click.echo(f"{trigger} was not subscribed")
+    else:
+        click.echo(f"forgot {trigger}'s subscription" if forget else f"unsubscribed {trigger}")
+    for run_id in closed:
+        click.echo(f"closed {DOUBT_PREFIX}{trigger} (run {run_id}); restart to subscribe again")
 
 
 @triggers.command("check")

@@ -35,6 +35,7 @@ from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
 from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
 from practiceflow.runner import Runner, run_shared, validate_recipe
+from practiceflow.runner.downtime import has_poll_source
 from practiceflow.runner.faults import EventGuard
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
@@ -68,6 +69,9 @@ class PracticeRuntime:
         pollers: trigger name -> poller, for its polling triggers.
         webhooks: trigger name -> its webhook binding, for the triggers received by
             webhook (only when the replica has a public URL).
+        standby: trigger name -> poller, for the webhook-only triggers with a poll
+            source; one polls only while its subscription is in doubt
+            (:meth:`Fleet.poll_instead`).
     """
 
     config: PracticeConfig
@@ -76,6 +80,7 @@ class PracticeRuntime:
     runners: list[Runner]
     pollers: dict[str, Poller] = field(default_factory=dict)
     webhooks: dict[str, Binding] = field(default_factory=dict)
+    standby: dict[str, Poller] = field(default_factory=dict)
     session: requests.Session | None = None
 
 
@@ -161,6 +166,7 @@ class Fleet:
         self.metrics = metrics
         self.practices: dict[str, PracticeRuntime] = {}
         self.schedule_table = FleetSchedule()
+        self._scheduled = False
         # One pool for every practice's budget: a pool per practice would hold a
         # connection per practice, past PostgreSQL's limit in a fleet of hundreds.
         self._budget_pool: ConnectionPool[Any] = ConnectionPool(
@@ -215,6 +221,39 @@ class Fleet:
             runtime.pollers[found.key] = poller
         if mode in ("webhook", "both") and found.webhook is not None:
             runtime.webhooks[found.key] = Binding(found.webhook, options)
+            if found.key not in runtime.pollers and has_poll_source(found, options):
+                standby = Poller(runtime.client, self.store, name, found, options)
+                runtime.standby[found.key] = standby
+
+    def can_poll(self, practice: str, trigger: str) -> bool:
+        """Whether a webhook trigger is polled, or can be while its subscription is in doubt.
+
+        Args:
+            practice: the practice's name.
+            trigger: the trigger's name.
+        """
+        runtime = self._practice(practice)
+        return trigger in runtime.pollers or trigger in runtime.standby
+
+    def poll_instead(self, practice: str, trigger: str) -> bool:
+        """Poll a webhook trigger whose subscription is in doubt, every ``poll_every``.
+
+        Called at start, before the job loop runs (a tick reads the schedule unlocked).
+
+        Args:
+            practice: the practice's name.
+            trigger: the trigger's name.
+
+        Returns:
+            Whether it is polled (False: it has no poll source).
+        """
+        runtime = self._practice(practice)
+        standby = runtime.standby.pop(trigger, None)
+        if standby is not None:
+            runtime.pollers[trigger] = standby
+            if self._scheduled:  # else schedule() adds it with the others
+                self.schedule_table.add(Due("poll", practice, trigger), runtime.config.poll_every)
+        return trigger in runtime.pollers
 
     def close(self) -> None:
         """Close every practice's client and budget (not the store or the queue)."""
@@ -390,6 +429,7 @@ class Fleet:
             self.schedule_table.add(Due("sweep", name), sweep_every)
             for trigger in runtime.pollers:
                 self.schedule_table.add(Due("poll", name, trigger), runtime.config.poll_every)
+        self._scheduled = True
 
 
 def _cron(seconds: int) -> str:

@@ -15,6 +15,11 @@ URL and keep it. The lock is a transaction's (``pg_advisory_xact_lock``), so a r
 dies while holding it lets go with its connection. A replica that stops leaves the
 subscription in place (the others still receive on it); ``practiceflow triggers
 unsubscribe`` removes it when the whole fleet goes away.
+
+A subscription in doubt (an earlier subscribe got no answer) is not repeated and stops
+nothing else: under the same lock it is listed once as needing attention
+(:func:`~practiceflow.runner.gaps.record_subscription_doubt`), and a trigger with a poll
+source is polled every ``poll_every`` instead (:meth:`.Fleet.poll_instead`).
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from typing import Final
 import psycopg
 
 from practiceflow import netaddr
+from practiceflow.errors import InDoubtError
 from practiceflow.fleet.queue import defer_event, make_app
 from practiceflow.fleet.runtime import Fleet
+from practiceflow.runner.gaps import close_subscription_doubt, record_subscription_doubt
 from practiceflow.state import SubscriptionRecord
 from practiceflow.triggers import TriggerEvent
 from practiceflow.triggers.receiver import Receiver, ReceiverServer
-from practiceflow.triggers.subscriptions import SubscriptionManager
+from practiceflow.triggers.subscriptions import SubscriptionInDoubt, SubscriptionManager
 
 __all__ = ["SUBSCRIBE_LOCK_PREFIX", "FleetWebhooks", "parse_listen", "subscribe_lock"]
 
@@ -124,7 +131,7 @@ class FleetWebhooks:
             The running server (its ``port`` is the one chosen when 0 was asked).
 
         Raises:
-            ConfigError: a subscribe is in doubt, or no public URL is set.
+            ConfigError: no public URL is set.
             ApiError: the API refused a subscribe.
         """
         self.queue.open()
@@ -133,14 +140,16 @@ class FleetWebhooks:
             # Each subscribe waits on the API's round trip: a few at once, so that a fleet
             # of many practices is subscribed in seconds (each under its own lock).
             with ThreadPoolExecutor(_SUBSCRIBERS, thread_name_prefix="pf-subscribe") as pool:
-                for done in [pool.submit(self.ensure, *pair) for pair in self.triggers]:
-                    done.result()
+                started = [(pair, pool.submit(self.ensure, *pair)) for pair in self.triggers]
+                for pair, done in started:
+                    if done.result() is None:  # in doubt: listed by ensure
+                        self.fleet.poll_instead(*pair)
         except BaseException:
             self.stop()
             raise
         return self.server
 
-    def ensure(self, practice: str, trigger: str) -> SubscriptionRecord:
+    def ensure(self, practice: str, trigger: str) -> SubscriptionRecord | None:
         """Subscribe one (practice, trigger) unless the fleet already did (under its lock).
 
         Args:
@@ -148,7 +157,8 @@ class FleetWebhooks:
             trigger: the trigger's name.
 
         Returns:
-            The active subscription.
+            The active subscription, or None when it is in doubt: then it is listed as
+            needing attention (once while that entry is open), not repeated.
         """
         runtime = self.fleet.practices[practice]
         binding = runtime.webhooks[trigger]
@@ -164,7 +174,26 @@ class FleetWebhooks:
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                 (subscribe_lock(practice, trigger),),
             )
-            record = manager.ensure(trigger, event)
+            try:
+                record = manager.ensure(trigger, event)
+            except (SubscriptionInDoubt, InDoubtError) as exc:
+                polled = self.fleet.can_poll(practice, trigger)
+                run_id = record_subscription_doubt(
+                    self.fleet.store, practice, trigger, polled=polled, fleet=True
+                )
+                logger.error(
+                    "webhook %s / %s: %s. Not repeated; listed as needing attention (run %s), "
+                    "and %s",
+                    practice,
+                    trigger,
+                    exc,
+                    run_id[:8],
+                    "polled meanwhile" if polled else "its events are NOT received meanwhile",
+                )
+                return None
+            close_subscription_doubt(
+                self.fleet.store, practice, trigger, "practiceflow worker", "subscribed again"
+            )
         logger.info("webhook %s / %s: subscription %s", practice, trigger, record.subscription_id)
         return record
 

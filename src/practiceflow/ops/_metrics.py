@@ -34,6 +34,7 @@ from pyrate_limiter import InMemoryBucket
 
 from practiceflow.api.rate_budget import RateBudget
 from practiceflow.errors import PracticeflowError
+from practiceflow.runner.gaps import DOUBT_PREFIX
 from practiceflow.state import RUN_STATUSES, StateStore
 
 __all__ = [
@@ -297,6 +298,11 @@ class OpsMetrics:
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """Whether the process is ready: started, store reachable, subscriptions active.
 
+        A subscription in doubt that is listed as needing attention (the process started
+        and went on without it) does not make the process unready, which would take the
+        receiver of every other trigger out of a load balancer: it is named under
+        ``detail["attention"]``.
+
         Returns:
             ``(ready, detail)``; ``detail["problems"]`` says what is missing.
         """
@@ -304,20 +310,30 @@ class OpsMetrics:
         if served is None or self.store is None:
             return False, {"problems": ["starting: the practices are not served yet"]}
         problems: list[str] = []
+        attention: list[str] = []
         try:
             subscriptions = {
                 (record.practice, record.trigger_key): record.status
                 for record in self.store.list_subscriptions()
             }
+            for practice in served:
+                for trigger in practice.webhooks:
+                    status = subscriptions.get((practice.name, trigger))
+                    if status == "active":
+                        continue
+                    shown = f"{practice.name} / {trigger}: subscription "
+                    shown += "missing" if status is None else status
+                    listed = self.store.list_runs(
+                        practice=practice.name,
+                        recipe=DOUBT_PREFIX + trigger,
+                        status="in_doubt",
+                        limit=1,
+                    )
+                    (attention if status is not None and listed else problems).append(shown)
         except PracticeflowError as exc:
             return False, {"problems": [f"the state store did not answer: {exc}"]}
-        for practice in served:
-            for trigger in practice.webhooks:
-                status = subscriptions.get((practice.name, trigger))
-                if status != "active":
-                    shown = "missing" if status is None else status
-                    problems.append(f"{practice.name} / {trigger}: subscription {shown}")
-        return not problems, {"practices": len(served), "problems": problems}
+        detail = {"practices": len(served), "problems": problems, "attention": attention}
+        return not problems, detail
 
 
 def serve_practices(

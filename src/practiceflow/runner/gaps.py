@@ -19,6 +19,15 @@ An entry is a run of the pseudo-recipe ``gap: <trigger>`` held ``in_doubt`` at i
 in_doubt`` and the console's "Needs attention" list it like any held run. A person checks
 the practice for the window and settles it (``practiceflow runs resolve RUN --step gap --as
 done``, or the console); the settled entry is then closed as ``succeeded``.
+
+A webhook subscription **in doubt** (its subscribe got no answer, or the process died while
+it was in flight: it may exist on the server, and the spec has no list of subscriptions to
+look in) is not repeated, and stops nothing else: ``serve`` and ``worker`` list it the same
+way, as ``subscription in doubt: <trigger>`` held at its step ``gap``, with the steps a
+person takes (:func:`record_subscription_doubt`), once while that entry is open. Until it
+is settled, a trigger with a poll source is polled instead; one without says its events are
+not being received. ``practiceflow triggers unsubscribe NAME --forget`` closes the entry
+(:func:`close_subscription_doubt`), and the next start subscribes again.
 """
 
 from __future__ import annotations
@@ -36,14 +45,18 @@ from practiceflow.triggers.definition import TriggerDefinition, parse_time
 
 __all__ = [
     "ALIVE_KEY",
+    "DOUBT_PREFIX",
     "GAP_PREFIX",
     "GAP_STEP",
     "Heartbeat",
     "close_settled_gaps",
+    "close_subscription_doubt",
+    "is_attention_entry",
     "last_alive",
     "mark_alive",
     "note_downtime",
     "record_gap",
+    "record_subscription_doubt",
 ]
 
 logger = logging.getLogger("practiceflow.runner")
@@ -52,7 +65,9 @@ logger = logging.getLogger("practiceflow.runner")
 ALIVE_KEY: Final = "serve#alive"
 #: Recipe name prefix of a gap entry.
 GAP_PREFIX: Final = "gap: "
-#: The one step of a gap entry.
+#: Recipe name prefix of the entry of a webhook subscription in doubt.
+DOUBT_PREFIX: Final = "subscription in doubt: "
+#: The one step of a gap entry (and of a subscription-in-doubt entry).
 GAP_STEP: Final = "gap"
 #: Seconds between heartbeats.
 HEARTBEAT_EVERY: Final = 5.0
@@ -130,20 +145,110 @@ def record_gap(
         "from": start.isoformat(),
         "to": end.isoformat(),
     }
-    store.step_pending(run_id, GAP_STEP, request)
-    store.step_sent(run_id, GAP_STEP)
     error = {"type": "Downtime", "message": message, "trigger": trigger, "window": window}
-    store.step_in_doubt(run_id, GAP_STEP, error)
-    store.set_run_status(run_id, "in_doubt", {"step": GAP_STEP, "reason": message})
+    _hold(store, run_id, request, error)
     logger.warning("gap listed as needing attention: %s", message)
     return run_id
 
 
+def is_attention_entry(recipe: str) -> bool:
+    """Whether a run's recipe name is one of the entries of this module, not a recipe's."""
+    return recipe.startswith((GAP_PREFIX, DOUBT_PREFIX))
+
+
+def _hold(store: StateStore, run_id: str, request: dict[str, Any], error: dict[str, Any]) -> None:
+    """Hold a new entry in doubt at its one step, ``error["message"]`` saying why."""
+    store.step_pending(run_id, GAP_STEP, request)
+    store.step_sent(run_id, GAP_STEP)
+    store.step_in_doubt(run_id, GAP_STEP, error)
+    store.set_run_status(run_id, "in_doubt", {"step": GAP_STEP, "reason": error["message"]})
+
+
+def record_subscription_doubt(
+    store: StateStore, practice: str, trigger: str, *, polled: bool, fleet: bool = False
+) -> str:
+    """List a trigger whose webhook subscription is in doubt (module docstring).
+
+    While an entry of the trigger is open, a restart lists nothing new; once a person closed
+    it, a subscription still in doubt is listed again.
+
+    Args:
+        store: the state store.
+        practice: the practice key.
+        trigger: the trigger's name.
+        polled: whether the trigger is polled meanwhile (it has a poll source).
+        fleet: the entry is for ``worker`` (the commands to run name the practice).
+
+    Returns:
+        The entry's run id.
+    """
+    recipe = DOUBT_PREFIX + trigger
+    earlier = store.list_runs(practice=practice, recipe=recipe, limit=1000)
+    for run in earlier:
+        if run.status == "in_doubt":
+            return run.run_id
+    # Numbered: callers that race to list it (two workers) agree on one entry.
+    run_id, created = store.start_run(
+        practice, recipe, f"subscription-doubt:{trigger}#{len(earlier) + 1}"
+    )
+    if not created:
+        return run_id
+    meanwhile = (
+        "Meanwhile its events are received by polling (deduplicated with the webhook, as in "
+        "mode: both)."
+        if polled
+        else "Its events are NOT being received meanwhile: it has no poll source."
+    )
+    forget = f"practiceflow triggers unsubscribe {trigger} --forget"
+    if fleet:
+        forget += f" --practice {practice} --state <the fleet's postgresql:// URL>"
+    message = (
+        f"the webhook subscription of trigger {trigger!r} is in doubt: its subscribe (POST "
+        "/api/v1/webhooks) got no answer, so it may exist on the server; it is not repeated "
+        f"(a second one could deliver twice). {meanwhile} To settle it: 1. check the "
+        "practice's webhook settings and delete a subscription of this trigger's event "
+        f"found there; 2. run '{forget}', which closes this entry; 3. restart "
+        f"{'the workers' if fleet else 'serve'}: it subscribes again"
+    )
+    request = {"use": "subscribe", "trigger": trigger, "polled": polled}
+    error = {"type": "SubscriptionInDoubt", "message": message, "trigger": trigger}
+    _hold(store, run_id, request, error)
+    logger.warning("listed as needing attention (run %s): %s", run_id[:8], message)
+    return run_id
+
+
+def close_subscription_doubt(
+    store: StateStore, practice: str, trigger: str, who: str, note: str
+) -> list[str]:
+    """Close the open subscription-in-doubt entries of a trigger (it was forgotten or
+    subscribed again).
+
+    Args:
+        store: the state store.
+        practice: the practice key.
+        trigger: the trigger's name.
+        who: who settled it (kept in the journal).
+        note: how.
+
+    Returns:
+        The run ids of the entries closed.
+    """
+    closed: list[str] = []
+    recipe = DOUBT_PREFIX + trigger
+    for run in store.list_runs(practice=practice, recipe=recipe, status="in_doubt", limit=100):
+        step = store.get_step(run.run_id, GAP_STEP)
+        if step is not None and step.status == "in_doubt":
+            store.resolve_step(run.run_id, GAP_STEP, "done", who, note)
+        store.set_run_status(run.run_id, "succeeded")
+        closed.append(run.run_id)
+    return closed
+
+
 def close_settled_gaps(store: StateStore, practice: str | None) -> int:
-    """Close (``succeeded``) the gap entries a person has settled; how many were closed."""
+    """Close (``succeeded``) the entries a person has settled; how many were closed."""
     closed = 0
     for run in store.list_runs(practice=practice, status="in_doubt", limit=500):
-        if not run.recipe.startswith(GAP_PREFIX):
+        if not is_attention_entry(run.recipe):
             continue
         if any(step.status == "in_doubt" for step in store.get_steps(run.run_id)):
             continue

@@ -15,6 +15,12 @@ subscriptions are made sure of (kept from the last run: a stop is not a goodbye)
 trigger with a poll source catches up from its cursor (a webhook trigger too, through a
 catch-up poller under the same name, which keeps its cursor fresh every
 ``catch_up_every`` seconds); webhook and poll agree on dedupe keys as in ``mode: both``.
+
+A subscription in doubt (an earlier subscribe got no answer, or the process died while it
+was in flight) is not repeated and stops nothing else: the trigger is listed as needing
+attention (:func:`~practiceflow.runner.gaps.record_subscription_doubt`), and its catch-up
+poller, if it has one, polls every ``poll_interval`` seconds instead, so that its events
+still come in (a ``both`` trigger polls anyway).
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from practiceflow.early_listen import bind_listen, take
-from practiceflow.errors import PracticeflowError
+from practiceflow.errors import InDoubtError, PracticeflowError
 from practiceflow.netaddr import LOOPBACK, parse_listen
 from practiceflow.runner.downtime import has_poll_source
+from practiceflow.runner.gaps import close_subscription_doubt, record_subscription_doubt
 from practiceflow.runner.priorities import Priority, priority
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
@@ -40,6 +47,7 @@ from practiceflow.triggers import (
     PollingTrigger,
     Receiver,
     ReceiverServer,
+    SubscriptionInDoubt,
     Trigger,
     WebhookTrigger,
     build_trigger,
@@ -96,6 +104,8 @@ class TriggerIntake:
     Attributes:
         baselines: names of the triggers whose last :meth:`poll_once` was a first poll
             that only set a baseline (nothing older fires).
+        in_doubt: the triggers whose subscription :meth:`start` found in doubt, each
+            with whether it is polled meanwhile.
     """
 
     def __init__(
@@ -127,6 +137,7 @@ class TriggerIntake:
         self.since = since
         self.on_started = on_started
         self.baselines: list[str] = []
+        self.in_doubt: dict[str, bool] = {}
         self.triggers: dict[str, Trigger] = {}
         #: Catch-up pollers of webhook triggers that have a poll source (by trigger key).
         self.catch_up: dict[str, Poller] = {}
@@ -230,14 +241,16 @@ class TriggerIntake:
         """Listen, make sure of the subscriptions, catch up, and poll in the background."""
         self.start_receiving()
         for trigger in self.triggers.values():
-            trigger.start()
-            logger.info("trigger %s: receiving by %s", trigger.name, trigger.mode)
+            self._start_trigger(trigger)
         pollers: list[tuple[str, Any, float]] = [
             (key, trigger, self.poll_interval)
             for key, trigger in self.triggers.items()
             if isinstance(trigger, PollingTrigger | BothTrigger)
         ]
-        pollers += [(key, poller, self.catch_up_every) for key, poller in self.catch_up.items()]
+        pollers += [
+            (key, poller, self.poll_interval if key in self.in_doubt else self.catch_up_every)
+            for key, poller in self.catch_up.items()
+        ]
         for key, target, _ in pollers:  # catch up before the runner takes events
             self._poll(key, target)
         for key, target, interval in pollers:
@@ -249,6 +262,32 @@ class TriggerIntake:
             self._threads.append(thread)
         if self.on_started is not None:
             self.on_started(self)
+
+    def _start_trigger(self, trigger: Trigger) -> None:
+        """Start one trigger; a subscription in doubt is listed, and the others go on."""
+        try:
+            trigger.start()
+        except (SubscriptionInDoubt, InDoubtError) as exc:
+            polled = isinstance(trigger, BothTrigger) or trigger.name in self.catch_up
+            self.in_doubt[trigger.name] = polled
+            run_id = record_subscription_doubt(
+                self.store, self.practice, trigger.name, polled=polled
+            )
+            logger.error(
+                "trigger %s: %s. Not repeated; listed as needing attention (run %s), and %s",
+                trigger.name,
+                exc,
+                run_id[:8],
+                "polled meanwhile" if polled else "its events are NOT received meanwhile",
+            )
+            return
+        if trigger.mode in ("webhook", "both"):
+            closed = close_subscription_doubt(
+                self.store, self.practice, trigger.name, "practiceflow serve", "subscribed again"
+            )
+            for run_id in closed:
+                logger.info("trigger %s: subscribed again; closed run %s", trigger.name, run_id)
+        logger.info("trigger %s: receiving by %s", trigger.name, trigger.mode)
 
     def _poll(self, key: str, target: Any) -> None:
         try:

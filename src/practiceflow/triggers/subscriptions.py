@@ -10,8 +10,12 @@ made. The rules:
   lives only in the state store, never in a log line, an error or a ``repr``;
 * an answer that was lost (:class:`~practiceflow.errors.InDoubtError`: a timeout, a 5xx)
   is saved ``in_doubt`` and reported; it is **not** repeated, because a second subscribe
-  could leave an orphan delivering to us forever. The operator settles it with
-  ``practiceflow triggers unsubscribe`` (forget it) and subscribes again;
+  could leave an orphan delivering to us forever. A row left ``pending`` (the process died
+  while the subscribe was in flight) is in doubt alike. :meth:`SubscriptionManager.ensure`
+  raises :class:`SubscriptionInDoubt` for both; ``serve`` and ``worker`` list it as needing
+  attention and carry on (:mod:`practiceflow.runner.gaps`). The operator checks the
+  practice's webhook settings, settles it with ``practiceflow triggers unsubscribe NAME
+  --forget`` and restarts, which subscribes again;
 * :meth:`SubscriptionManager.check` sends the test delivery
   (``POST /api/v1/webhooks/{id}/test``): a 404 means the subscription disappeared, and
   :meth:`SubscriptionManager.heal` re-subscribes;
@@ -229,6 +233,8 @@ class SubscriptionManager:
             ``True`` when there was a subscription to remove.
 
         Raises:
+            SubscriptionInDoubt: it is in doubt (or its subscribe was interrupted) and
+                ``forget_only`` was not given: its id is unknown, so it cannot be deleted.
             ApiError: the API refused the delete (other than 404, already gone).
             InDoubtError: the delete got no answer; the row is kept so it can be retried.
         """
@@ -240,7 +246,8 @@ class SubscriptionManager:
                 self.client.delete(f"{WEBHOOKS_PATH}/{current.subscription_id}")
             except NotFoundError:
                 logger.info("subscription of %s was already gone", name)
-        elif current.status == "in_doubt" and not forget_only:
+        elif current.status in ("in_doubt", "pending") and not forget_only:
+            # Its id is unknown: only a person who checked the practice may forget it.
             raise SubscriptionInDoubt(self.practice, name)
         self.store.delete_subscription(self.practice, name)
         logger.info("unsubscribed %s", name)
