@@ -34,7 +34,7 @@ from practiceflow.manifest import load_module, load_recipe
 from practiceflow.state import StateStore, open_store
 from practiceflow.templating import compile_template
 from practiceflow.triggers import Receiver
-from practiceflow.triggers.receiver import serve_receiver
+from practiceflow.triggers.webhook_receiver import serve_receiver
 
 SETTINGS = settings(
     max_examples=60,

@@ -41,7 +41,7 @@ from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import Poller, definition, resolve_mode
-from practiceflow.triggers.receiver import Binding
+from practiceflow.triggers.webhook_receiver import Binding
 
 __all__ = ["Fleet", "PracticeRuntime", "accept_event"]
 

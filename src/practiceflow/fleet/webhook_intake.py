@@ -37,8 +37,8 @@ from practiceflow.fleet.runtime import Fleet
 from practiceflow.runner.gaps import close_subscription_doubt, record_subscription_doubt
 from practiceflow.state import SubscriptionRecord
 from practiceflow.triggers import TriggerEvent
-from practiceflow.triggers.receiver import Receiver, ReceiverServer
 from practiceflow.triggers.subscriptions import SubscriptionInDoubt, SubscriptionManager
+from practiceflow.triggers.webhook_receiver import Receiver, ReceiverServer
 
 __all__ = ["SUBSCRIBE_LOCK_PREFIX", "FleetWebhooks", "parse_listen", "subscribe_lock"]
 

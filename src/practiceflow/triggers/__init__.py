@@ -34,18 +34,18 @@ from practiceflow.triggers.modes import (
     resolve_mode,
 )
 from practiceflow.triggers.poller import Poller, PollResult, adapt_interval
-from practiceflow.triggers.receiver import (
-    DEFAULT_MAX_BODY,
-    HOOKS_PREFIX,
-    Receiver,
-    ReceiverServer,
-    serve_receiver,
-)
 from practiceflow.triggers.subscriptions import (
     CheckResult,
     SubscriptionInDoubt,
     SubscriptionManager,
     supported_events,
+)
+from practiceflow.triggers.webhook_receiver import (
+    DEFAULT_MAX_BODY,
+    HOOKS_PREFIX,
+    Receiver,
+    ReceiverServer,
+    serve_receiver,
 )
 
 __all__ = [

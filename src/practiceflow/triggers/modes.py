@@ -29,12 +29,12 @@ from practiceflow.state import StateStore
 from practiceflow.triggers.base import Trigger
 from practiceflow.triggers.definition import TriggerDefinition
 from practiceflow.triggers.poller import Poller, PollResult
-from practiceflow.triggers.receiver import Receiver
 from practiceflow.triggers.subscriptions import (
     CheckResult,
     SubscriptionManager,
     supported_events,
 )
+from practiceflow.triggers.webhook_receiver import Receiver
 
 __all__ = [
     "MODES",

@@ -36,7 +36,7 @@ from practiceflow.api import Client
 from practiceflow.errors import ConfigError, InDoubtError, NotFoundError
 from practiceflow.state import StateStore, SubscriptionRecord
 from practiceflow.triggers import tests_asked
-from practiceflow.triggers.receiver import HOOKS_PREFIX
+from practiceflow.triggers.webhook_receiver import HOOKS_PREFIX
 
 __all__ = [
     "EVENTS_PATH",

@@ -75,7 +75,7 @@ __all__ = [
     "serve_receiver",
 ]
 
-logger = logging.getLogger("practiceflow.triggers.receiver")
+logger = logging.getLogger("practiceflow.triggers.webhook_receiver")
 
 #: Largest delivery body accepted by default (bytes).
 DEFAULT_MAX_BODY: Final = 256 * 1024
