@@ -1,4 +1,4 @@
-"""Helpers of the fleet tests: a fleet file for two sandbox practices, and a recipe.
+"""Helpers of the fleet tests: a fleet file for two sandbox practices, and recipes.
 
 Practice ``alpha`` is the sandbox's ANZ practice and ``beta`` its UK one, each with its
 own read-write credentials, passed through environment variables named in the file.
@@ -35,6 +35,29 @@ steps:
       clientStatus: Lead
       entityName: "Fleet {{ trigger.ref }}"
       externalSystemID: "{{ trigger.ref }}"
+"""
+#: A webhook-only recipe (eForm submitted has no poll source).
+FORMS = """\
+name: fleet forms
+trigger:
+  use: eform_submitted
+steps:
+  - id: read
+    use: get_client
+    with:
+      entityKey: "{{ trigger.entityKey }}"
+"""
+#: A polling recipe.
+CHANGED = """\
+name: fleet changed
+trigger:
+  use: updated_client
+  mode: poll
+steps:
+  - id: read
+    use: get_client
+    with:
+      entityKey: "{{ trigger.entityKey }}"
 """
 
 
@@ -125,3 +148,23 @@ def stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait()
+
+
+def write_fleet_file(folder: Path, sandbox: SandboxHandle, recipes: dict[str, str]) -> Path:
+    """A fleet file of the two sandbox practices, each serving every recipe given."""
+    for file, text in recipes.items():
+        (folder / file).write_text(text, encoding="utf-8")
+    lines = [f"modules: [{TEST_MODULES}]", "practices:"]
+    for name, region in REGIONS.items():
+        client_id, _ = sandbox.credentials(region, "rw")  # type: ignore[arg-type]
+        lines += [
+            f"  {name}:",
+            f"    client_id: {client_id}",
+            f"    client_secret_env: SECRET_{name.upper()}",
+            f"    base_url: {sandbox.base_url(region)}",
+            f"    recipes: [{', '.join(recipes)}]",
+            f"    limits: {PRACTICE_LIMITS}",
+        ]
+    path = folder / "fleet.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -399,9 +399,9 @@ def list_runs(
 ) -> None:
     """List runs, newest first. --status in_doubt lists what needs a person, as the
     console's "Needs attention" does: runs held at a step in doubt, gap entries (a window
-    serve was down in which a trigger's events may have been missed), and webhook
-    subscriptions in doubt ('subscription in doubt: TRIGGER': see 'triggers unsubscribe
-    --help').
+    serve, or every worker of a fleet, was down in which a trigger's events may have been
+    missed), and webhook subscriptions in doubt ('subscription in doubt: TRIGGER': see
+    'triggers unsubscribe --help').
 
     \b
     Examples:

@@ -8,7 +8,10 @@ SIGTERM or SIGINT: the replica finishes its current jobs (journaled) and stops.
 With ``--listen`` and ``--public-url`` the replica also receives webhooks: deliveries are
 verified against the subscription in the shared store and become jobs at once, and each
 (practice, trigger) is subscribed once for the whole fleet (see
-:mod:`practiceflow.fleet.webhook_intake`).
+:mod:`practiceflow.fleet.webhook_intake`). Such a replica also keeps the fleet's one sign of
+life; started after a time when no replica received, it lists that window as needing
+attention for every webhook trigger that polling cannot read back
+(:mod:`practiceflow.fleet.outage`).
 
 ``GET /healthz``, ``/readyz`` and ``/metrics`` (:mod:`practiceflow.ops`) are served beside the
 receiver, or alone on ``--ops-listen``. ``--concurrency`` jobs run at once, each in a thread
@@ -102,6 +105,7 @@ def worker(
       practiceflow worker --fleet fleet.yaml --state "$URL" --ops-listen 0.0.0.0:9464
     """
     from practiceflow.fleet.fleet_file import load_fleet
+    from practiceflow.fleet.outage import FleetPresence
     from practiceflow.fleet.queue import make_app
     from practiceflow.fleet.runtime import Fleet
     from practiceflow.fleet.webhook_intake import FleetWebhooks, parse_listen
@@ -149,6 +153,7 @@ def worker(
             slots_per_practice=max(1, concurrency // 4),
         )
         hooks: FleetWebhooks | None = None
+        presence: FleetPresence | None = None
         ops: OpsServer | None = None
         try:
             fleet.schedule(sweep_every=sweep_every, retry_stalled_every=max(1, int(heartbeat)))
@@ -160,6 +165,15 @@ def worker(
                 hooks.receiver.app.router.routes.extend(ops_routes(metrics))
                 server = hooks.start()
                 click.echo(f"worker: receiving webhooks on {server.url}", err=True)
+                presence = FleetPresence(fleet, state, every=heartbeat, stale_after=stalled_after)
+                listed = presence.join()  # the window of an outage ends once we receive
+                if listed:
+                    click.echo(
+                        f"worker: no replica received webhooks since the fleet's last sign of "
+                        f"life; {len(listed)} window(s) listed as needing attention: "
+                        "practiceflow runs list --status in_doubt --state URL",
+                        err=True,
+                    )
             served.extend(fleet.ops_practices())
             click.echo(
                 f"worker: {len(fleet.practices)} practice(s) on {describe_url(state)}", err=True
@@ -179,6 +193,8 @@ def worker(
         finally:
             if hooks is not None:
                 hooks.stop()
+            if presence is not None:
+                presence.leave()  # after the receiver stopped: the last sign of life
             if ops is not None:
                 ops.stop()
             fleet.close()

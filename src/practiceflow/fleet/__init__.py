@@ -8,6 +8,8 @@ This folder owns what a fleet adds to the single-process runner:
 * :mod:`.queue`: the procrastinate job queue, its tasks and their locks;
 * :mod:`.runtime`: :class:`Fleet`, what one replica runs for each practice, and
   :func:`accept_event` (a received event becomes a job);
+* :mod:`.outage`: :class:`FleetPresence`, the fleet's one sign of life, and the listing of
+  a time when no replica received webhooks (no silent gaps);
 * :mod:`.webhook_intake`: :class:`FleetWebhooks`, a replica's webhook receiver (a stored
   delivery becomes a job at once) and the fleet's one subscription per (practice, trigger).
 
@@ -18,6 +20,7 @@ queue, decides whether a step was done.
 from __future__ import annotations
 
 from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig, load_fleet
+from practiceflow.fleet.outage import FleetPresence, list_outage
 from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.fleet.queue import defer_event, install_queue_schema, make_app
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime, accept_event
@@ -26,12 +29,14 @@ from practiceflow.fleet.webhook_intake import FleetWebhooks
 __all__ = [
     "Fleet",
     "FleetConfig",
+    "FleetPresence",
     "FleetWebhooks",
     "PracticeConfig",
     "PracticeRuntime",
     "accept_event",
     "defer_event",
     "install_queue_schema",
+    "list_outage",
     "load_fleet",
     "make_app",
     "shared_budget",

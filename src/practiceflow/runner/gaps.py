@@ -76,37 +76,46 @@ CLIENT_BUDGET: Final = 25
 _ENTITIES: Final = "/api/v1/entities/list"
 
 
-def last_alive(store: StateStore, practice: str) -> datetime | None:
-    """When a ``serve`` of the practice last showed a sign of life, if ever."""
-    value = store.get_cursor(practice, ALIVE_KEY)
+def last_alive(store: StateStore, practice: str, key: str = ALIVE_KEY) -> datetime | None:
+    """When a ``serve`` of the practice (or what ``key`` names) last showed a sign of life."""
+    value = store.get_cursor(practice, key)
     return None if value is None else datetime.fromisoformat(value)
 
 
-def mark_alive(store: StateStore, practice: str, at: datetime | None = None) -> None:
-    """Record a sign of life (now, unless ``at`` says)."""
-    store.set_cursor(practice, ALIVE_KEY, (at or store.now()).isoformat())
+def mark_alive(
+    store: StateStore, practice: str, at: datetime | None = None, key: str = ALIVE_KEY
+) -> None:
+    """Record a sign of life (now, unless ``at`` says) in the cursor row ``key``."""
+    store.set_cursor(practice, key, (at or store.now()).isoformat())
 
 
 class Heartbeat:
     """Marks the practice alive every ``every`` seconds in a thread, and once at stop."""
 
-    def __init__(self, store: StateStore, practice: str, every: float = HEARTBEAT_EVERY) -> None:
+    def __init__(
+        self,
+        store: StateStore,
+        practice: str,
+        every: float = HEARTBEAT_EVERY,
+        key: str = ALIVE_KEY,
+    ) -> None:
         self.store = store
         self.practice = practice
         self.every = every
+        self.key = key
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pf-heartbeat", daemon=True)
 
     def start(self) -> Heartbeat:
         """Mark alive now, then keep doing so in the background."""
-        mark_alive(self.store, self.practice)
+        mark_alive(self.store, self.practice, key=self.key)
         self._thread.start()
         return self
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             try:
-                mark_alive(self.store, self.practice)
+                mark_alive(self.store, self.practice, key=self.key)
             except PracticeflowError as exc:  # a busy store: the next beat tries again
                 logger.warning("heartbeat not recorded: %s", exc)
 
@@ -116,15 +125,24 @@ class Heartbeat:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         try:
-            mark_alive(self.store, self.practice)
+            mark_alive(self.store, self.practice, key=self.key)
         except PracticeflowError as exc:
             logger.warning("last heartbeat not recorded: %s", exc)
 
 
 def record_gap(
-    store: StateStore, practice: str, trigger: str, start: datetime, end: datetime, why: str
+    store: StateStore,
+    practice: str,
+    trigger: str,
+    start: datetime,
+    end: datetime,
+    why: str,
+    who: str = "serve",
 ) -> str:
     """List a window in which a trigger's events may have been missed (module docstring).
+
+    ``who`` names what was down in the entry's message (``serve``, or every worker of a
+    fleet, :mod:`practiceflow.fleet.outage`).
 
     Returns:
         The entry's run id (the same one when this window was recorded before).
@@ -134,7 +152,7 @@ def record_gap(
     if not created:
         return run_id
     message = (
-        f"serve was down from {start.isoformat(timespec='seconds')} to "
+        f"{who} was down from {start.isoformat(timespec='seconds')} to "
         f"{end.isoformat(timespec='seconds')}: {trigger} events in this window may have been "
         f"missed ({why}). Check the practice for them, start what is missing by hand, then "
         f"resolve: practiceflow runs resolve {run_id[:8]} --step {GAP_STEP} --as done"

@@ -1,0 +1,210 @@
+"""No silent gaps in a fleet: a time when no replica received webhooks is listed.
+
+One sign of life for the whole fleet, whatever its number of practices. Every replica that
+receives webhooks (``worker --listen --public-url``) takes part in it:
+
+* it holds a **shared** PostgreSQL advisory lock, the fleet's *presence*, on a connection
+  of its own for as long as it runs. The server lets go of it when that connection ends,
+  so a replica killed with SIGKILL stops counting at once;
+* it refreshes one cursor row, ``fleet#alive`` under the practice key ``fleet#`` (a
+  practice of the fleet file cannot be named with a ``#``), every ``--heartbeat`` seconds
+  and once when it stops (:class:`~practiceflow.runner.gaps.Heartbeat`).
+
+On start, once its receiver listens, a replica takes the fleet's *check* lock (replicas
+check one at a time) and decides whether some replica received all along: one holds the
+presence **and** the sign of life is newer than ``--stalled-after``. The second condition
+covers a replica whose host vanished without closing its connection: the server keeps its
+presence until TCP gives up, but its heartbeat stops.
+
+When none did, the window from the last sign of life to now is a **known gap** for the
+whole fleet. For each practice, each trigger it receives by webhook that the fleet cannot
+read back by polling gets an entry that needs attention
+(:func:`~practiceflow.runner.gaps.record_gap`, "every worker of the fleet was down"),
+listed by ``practiceflow runs list --status in_doubt --state URL`` and the console. A
+trigger polled from a cursor kept before the window needs none: its next poll job reads
+the window back. ``proposal_accepted`` without ``entityKey`` is listed: the read of the
+proposals of changed clients that ``serve`` does at start would cost every practice up to
+26 requests before any job of the fleet ran.
+
+Only then does the replica join the presence and mark the fleet alive, and let go of the
+check lock. So a replica starting right after (even at the same moment) finds the fleet
+alive and lists nothing: a window is listed once. A replica that dies while listing lets
+go of the lock with its connection, the sign of life unmoved: the next one lists the
+window again, up to its own start (an entry may then repeat; none is missed).
+
+A replica without a receiver takes no part: it receives nothing, so its being alive says
+nothing about deliveries (webhook triggers are then received by ``serve``, which keeps its
+own sign of life).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import psycopg
+
+from practiceflow.fleet.runtime import Fleet, PracticeRuntime
+from practiceflow.runner.downtime import has_poll_source
+from practiceflow.runner.gaps import Heartbeat, last_alive, mark_alive, record_gap
+from practiceflow.triggers import definition
+
+__all__ = ["FLEET_ALIVE_KEY", "FLEET_KEY", "FLEET_WHO", "FleetPresence", "list_outage"]
+
+logger = logging.getLogger("practiceflow.fleet")
+
+#: The reserved practice key of the fleet's own rows.
+FLEET_KEY: Final = "fleet#"
+#: The cursor row, under :data:`FLEET_KEY`, holding the fleet's last sign of life.
+FLEET_ALIVE_KEY: Final = "fleet#alive"
+#: Who was down, in the message of a fleet's gap entry.
+FLEET_WHO: Final = "every worker of the fleet"
+#: Texts hashed into the advisory locks' keys.
+_PRESENCE_LOCK: Final = "practiceflow fleet presence"
+_CHECK_LOCK: Final = "practiceflow fleet outage check"
+_LOCK: Final = "SELECT pg_advisory_lock(hashtextextended(%s, 0))"
+_LOCK_SHARED: Final = "SELECT pg_advisory_lock_shared(hashtextextended(%s, 0))"
+_TRY_LOCK: Final = "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))"
+_UNLOCK: Final = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
+_UNLOCK_SHARED: Final = "SELECT pg_advisory_unlock_shared(hashtextextended(%s, 0))"
+
+
+def _unwatched(fleet: Fleet, name: str, runtime: PracticeRuntime) -> list[tuple[str, str]]:
+    """``(trigger, why)`` of each trigger of a practice whose events an outage may cost."""
+    found: list[tuple[str, str]] = []
+    for trigger, binding in runtime.webhooks.items():
+        poller = runtime.pollers.get(trigger)
+        if poller is not None and fleet.store.get_cursor_state(name, poller.name) is not None:
+            continue  # its next poll reads the window back from the cursor
+        recipe = next(runner.recipe for runner in runtime.runners if runner.source == trigger)
+        module = definition(recipe.trigger)
+        if poller is not None:
+            why = "its polling began after the window, so it cannot read the window back"
+        elif has_poll_source(module, binding.options):
+            why = (
+                "it is received by webhook only (mode: webhook), so they depend on the "
+                "sender's retries; with mode: both it is also polled, which reads such a "
+                "window back"
+            )
+        elif module.key == "proposal_accepted" and module.poll is not None:
+            why = (
+                "it has no poll source without entityKey, so they depend on the sender's "
+                "retries; the fleet does not read the proposals of the clients changed in "
+                "the window"
+            )
+        else:
+            why = "no poll source, so they depend on the sender's retries"
+        found.append((trigger, why))
+    return found
+
+
+def list_outage(fleet: Fleet, start: datetime, end: datetime) -> list[str]:
+    """List, for every practice of the fleet, what a window without receivers may have cost.
+
+    Args:
+        fleet: this replica's fleet (its webhook triggers and pollers).
+        start: the fleet's last sign of life.
+        end: now.
+
+    Returns:
+        The run ids of the entries (an entry of the same window, listed before, again).
+    """
+    listed: list[str] = []
+    for name, runtime in fleet.practices.items():
+        triggers = _unwatched(fleet, name, runtime)
+        with fleet.store.atomic():  # one commit per practice, not five per entry
+            for trigger, why in triggers:
+                listed.append(
+                    record_gap(fleet.store, name, trigger, start, end, why, who=FLEET_WHO)
+                )
+    return listed
+
+
+class FleetPresence:
+    """This replica's part in the fleet's sign of life (see the module docstring).
+
+    Args:
+        fleet: this replica's fleet.
+        state_url: the fleet's ``postgresql://`` URL (for the locks' connection).
+        every: seconds between heartbeats.
+        stale_after: seconds after which the sign of life of a replica still holding the
+            presence is no longer believed (the worker's ``--stalled-after``).
+    """
+
+    def __init__(self, fleet: Fleet, state_url: str, *, every: float, stale_after: float) -> None:
+        self.fleet = fleet
+        self.state_url = state_url
+        self.every = every
+        self.stale_after = timedelta(seconds=stale_after)
+        self._connection: psycopg.Connection[Any] | None = None
+        self._heartbeat: Heartbeat | None = None
+
+    def join(self) -> list[str]:
+        """List the outage that ends now, if there was one, then take part in the sign of life.
+
+        Call it once the receiver listens: the window listed ends at this call.
+
+        Returns:
+            The run ids of the entries listed (none when a replica received all along, or
+            on the fleet's first start).
+        """
+        store = self.fleet.store
+        connection = psycopg.connect(self.state_url, autocommit=True)
+        try:
+            connection.execute(_LOCK, (_CHECK_LOCK,))
+            try:
+                listed: list[str] = []
+                start = last_alive(store, FLEET_KEY, FLEET_ALIVE_KEY)
+                end = store.now()
+                if start is not None and not self._received(connection, start, end):
+                    listed = list_outage(self.fleet, start, end)
+                    logger.warning(
+                        "no replica of the fleet received webhooks from %s to %s: %d "
+                        "entr(ies) listed as needing attention",
+                        start.isoformat(timespec="seconds"),
+                        end.isoformat(timespec="seconds"),
+                        len(listed),
+                    )
+                connection.execute(_LOCK_SHARED, (_PRESENCE_LOCK,))
+                mark_alive(store, FLEET_KEY, end, key=FLEET_ALIVE_KEY)
+            finally:
+                connection.execute(_UNLOCK, (_CHECK_LOCK,))
+        except BaseException:
+            connection.close()
+            raise
+        self._connection = connection
+        self._heartbeat = Heartbeat(store, FLEET_KEY, self.every, key=FLEET_ALIVE_KEY).start()
+        return listed
+
+    def _received(
+        self, connection: psycopg.Connection[Any], start: datetime, end: datetime
+    ) -> bool:
+        """Whether another replica receives now.
+
+        It joined through this same check, so a time before it when none received was
+        listed by it: the fleet has received since ``start``.
+        """
+        if end - start > self.stale_after:
+            return False
+        row = connection.execute(_TRY_LOCK, (_PRESENCE_LOCK,)).fetchone()
+        if row is None or not row[0]:
+            return True  # held shared by a live replica
+        connection.execute(_UNLOCK, (_PRESENCE_LOCK,))
+        return False
+
+    def leave(self) -> None:
+        """Stop the heartbeat (the last sign of life is now) and leave the presence."""
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+        if self._connection is not None:
+            # Let go before closing: the server releases a closed session's locks only
+            # once its backend has ended, and a replica started right after must find
+            # none left.
+            try:
+                self._connection.execute(_UNLOCK_SHARED, (_PRESENCE_LOCK,))
+            except psycopg.Error as exc:  # a lost connection let go of it already
+                logger.warning("fleet presence: %s", exc)
+            self._connection.close()
+            self._connection = None

@@ -1,0 +1,230 @@
+"""No silent gaps in a fleet (issue 24): a time when no replica received webhooks is listed
+once, for every practice and every webhook trigger that polling cannot read back; a replica
+that starts while another receives lists nothing.
+
+The fleet here is built in this process (its receivers are not started: what is listed
+depends on which triggers are received by webhook and which are polled, not on
+deliveries); ``test_fleet_outage_workers.py`` starts real workers."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from _fleet_support import CHANGED, FORMS, secrets_env, write_fleet_file
+from click.testing import CliRunner
+
+from practiceflow.cli import cli
+from practiceflow.fleet import Fleet, FleetPresence, list_outage, load_fleet, make_app
+from practiceflow.fleet.outage import FLEET_ALIVE_KEY, FLEET_KEY
+from practiceflow.runner.gaps import GAP_STEP, last_alive, mark_alive
+from practiceflow.state import PostgresStore
+from practiceflow.testing import SandboxHandle
+
+pytestmark = pytest.mark.integration
+
+ENTITY = "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58"
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+END = START + timedelta(minutes=7)
+DOWN = "every worker of the fleet was down from 2026-01-05T09:00:00+00:00 to 2026-01-05T09:07:00"
+#: No beat between join and leave: the tests move the sign of life themselves.
+QUIET = 3600.0
+
+
+def accepted(mode: str, entity: str | None = None) -> str:
+    """A proposal_accepted recipe in ``mode``, for one client (``entity``) or any."""
+    options = f"  with:\n    entityKey: {entity}\n" if entity else ""
+    return (
+        f"name: fleet accepted\ntrigger:\n  use: proposal_accepted\n  mode: {mode}\n{options}"
+        "steps:\n  - id: read\n    use: get_client\n"
+        '    with:\n      entityKey: "{{ trigger.entityKey }}"\n'
+    )
+
+
+@contextmanager
+def receiving_fleet(
+    url: str, folder: Path, sandbox: SandboxHandle, recipes: dict[str, str]
+) -> Iterator[Fleet]:
+    """The fleet of a replica with a public URL (its webhook triggers bound, not served)."""
+    config = load_fleet(write_fleet_file(folder, sandbox, recipes))
+    app = make_app(url)
+    with PostgresStore(url) as store, app.open():
+        fleet = Fleet(
+            config,
+            store,
+            url,
+            app,
+            environ=secrets_env(sandbox),
+            public_url="http://127.0.0.1:9",
+        )
+        try:
+            yield fleet
+        finally:
+            fleet.close()
+
+
+def gap_entries(store: PostgresStore) -> list[tuple[str, str]]:
+    """(practice, recipe) of every entry that needs attention, sorted."""
+    return sorted((run.practice, run.recipe) for run in store.list_runs(status="in_doubt"))
+
+
+def message(store: PostgresStore, run_id: str) -> str:
+    step = store.get_step(run_id, GAP_STEP)
+    assert step is not None
+    return str(step.error["message"])  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("recipe", "polled_before", "why"),
+    [
+        (FORMS, False, "no poll source, so they depend on the sender's retries"),
+        (accepted("auto"), False, "the fleet does not read the proposals of the clients"),
+        (accepted("webhook", ENTITY), False, "received by webhook only (mode: webhook)"),
+        (accepted("both", ENTITY), False, "its polling began after the window"),
+        (accepted("both", ENTITY), True, None),  # its next poll reads the window back
+        (CHANGED, True, None),  # polled only: its next poll reads the window back
+    ],
+    ids=["eform", "accepted-any", "accepted-webhook", "both-new", "both-polled", "polled"],
+)
+def test_an_outage_lists_each_practices_triggers_that_polling_cannot_read_back(
+    recipe: str,
+    polled_before: bool,
+    why: str | None,
+    pg_url: str,
+    tmp_path: Path,
+    sandbox: SandboxHandle,
+) -> None:
+    with receiving_fleet(pg_url, tmp_path, sandbox, {"r.yaml": recipe}) as fleet:
+        (trigger,) = {runner.source for runner in fleet.practices["alpha"].runners}
+        if polled_before:
+            for name in fleet.practices:
+                fleet.store.set_cursor(name, trigger, "2026-01-05T08:59:00")
+        listed = list_outage(fleet, START, END)
+        if why is None:
+            assert listed == []
+            return
+        assert gap_entries(fleet.store) == [
+            ("alpha", f"gap: {trigger}"),
+            ("beta", f"gap: {trigger}"),
+        ]
+        for run_id in listed:
+            text = message(fleet.store, run_id)
+            assert DOWN in text
+            assert why in text
+        assert list_outage(fleet, START, END) == listed  # the same window: the same entries
+
+
+def test_a_worker_started_after_an_outage_lists_the_window_and_runs_list_shows_it(
+    pg_url: str, tmp_path: Path, sandbox: SandboxHandle
+) -> None:
+    recipes = {"forms.yaml": FORMS, "changed.yaml": CHANGED}
+    with receiving_fleet(pg_url, tmp_path, sandbox, recipes) as fleet:
+        mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+        presence = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
+        try:
+            listed = presence.join()
+        finally:
+            presence.leave()
+        assert gap_entries(fleet.store) == [
+            ("alpha", "gap: eform_submitted"),
+            ("beta", "gap: eform_submitted"),
+        ]
+    result = CliRunner().invoke(
+        cli, ["runs", "list", "--status", "in_doubt", "--state", pg_url, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert sorted(row["run_id"] for row in rows) == sorted(listed)
+    for row in rows:
+        reason = row["error"]["reason"]
+        assert "every worker of the fleet was down from 2026-01-05T09:00:00+00:00" in reason
+        assert "eform_submitted events in this window may have been missed" in reason
+
+
+def test_replicas_starting_together_after_an_outage_list_the_window_once(
+    pg_url: str, tmp_path: Path, sandbox: SandboxHandle
+) -> None:
+    with receiving_fleet(pg_url, tmp_path, sandbox, {"forms.yaml": FORMS}) as fleet:
+        mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+        replicas = [FleetPresence(fleet, pg_url, every=QUIET, stale_after=30) for _ in range(3)]
+        together = threading.Barrier(len(replicas))
+        found: list[list[str]] = []
+
+        def start(presence: FleetPresence) -> None:
+            together.wait()
+            found.append(presence.join())
+
+        threads = [threading.Thread(target=start, args=(one,)) for one in replicas]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        for presence in replicas:
+            presence.leave()
+        assert sorted(len(listed) for listed in found) == [0, 0, 2]
+        assert gap_entries(fleet.store) == [
+            ("alpha", "gap: eform_submitted"),
+            ("beta", "gap: eform_submitted"),
+        ]
+
+
+def test_a_worker_started_while_another_receives_lists_nothing(
+    pg_url: str, tmp_path: Path, sandbox: SandboxHandle
+) -> None:
+    with receiving_fleet(pg_url, tmp_path, sandbox, {"forms.yaml": FORMS}) as fleet:
+        mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+        first = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
+        second = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
+        try:
+            assert len(first.join()) == 2  # the outage before it
+            assert second.join() == []
+        finally:
+            second.leave()
+            first.leave()
+        assert len(gap_entries(fleet.store)) == 2
+
+
+def test_a_restart_of_the_only_replica_lists_the_time_it_was_down(
+    pg_url: str, tmp_path: Path, sandbox: SandboxHandle
+) -> None:
+    """However short: nothing received in between, and the sender may have given up."""
+    with receiving_fleet(pg_url, tmp_path, sandbox, {"forms.yaml": FORMS}) as fleet:
+        first = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
+        assert first.join() == []  # the fleet's first start: nothing before it
+        first.leave()
+        stopped = last_alive(fleet.store, FLEET_KEY, FLEET_ALIVE_KEY)
+        assert stopped is not None
+        again = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
+        try:
+            listed = again.join()
+        finally:
+            again.leave()
+        assert len(listed) == 2
+        for run_id in listed:
+            assert f"was down from {stopped.isoformat(timespec='seconds')} to" in message(
+                fleet.store, run_id
+            )
+
+
+def test_a_replica_whose_sign_of_life_went_stale_is_not_believed_alive(
+    pg_url: str, tmp_path: Path, sandbox: SandboxHandle
+) -> None:
+    """Its host vanished without closing its connection: the server still holds its
+    presence, but its heartbeat stopped."""
+    with receiving_fleet(pg_url, tmp_path, sandbox, {"forms.yaml": FORMS}) as fleet:
+        vanished = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
+        vanished.join()
+        try:
+            mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+            newcomer = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
+            try:
+                assert len(newcomer.join()) == 2
+            finally:
+                newcomer.leave()
+        finally:
+            vanished.leave()
