@@ -169,6 +169,60 @@ def test_list_runs_filters_and_orders_newest_first(store: StateStore, clock: Fak
     assert store.list_runs(practice="nobody") == []
 
 
+# --- starts: what quarantine counts -----------------------------------------------------------
+
+
+def _starts(store: StateStore, run_id: str) -> tuple[str, int]:
+    run = store.get_run(run_id)
+    assert run is not None
+    return run.status, run.starts
+
+
+def test_starts_are_counted_durably_until_the_run_ends(
+    store: StateStore, run_id: str, open_store_again: Callable[[], StateStore]
+) -> None:
+    assert _starts(store, run_id) == ("pending", 0)
+    assert [store.count_start(run_id) for _ in range(3)] == [1, 2, 3]
+    # Another handle (another process, after a crash) sees every start.
+    assert _starts(open_store_again(), run_id) == ("running", 3)
+
+    store.set_run_status(run_id, "running", {"kind": "bug", "message": "boom"})
+    assert _starts(store, run_id) == ("running", 3)  # an error recorded: still unfinished
+    store.set_run_status(run_id, "in_doubt", {"kind": "quarantined"})
+    assert _starts(store, run_id) == ("in_doubt", 0)  # held for a person: counted afresh
+    assert store.count_start(run_id) == 1
+    store.set_run_status(run_id, "failed", {"message": "refused"})
+    assert _starts(store, run_id) == ("failed", 0)
+
+
+def test_a_start_clears_the_last_error_and_a_stop_in_order_takes_it_back(
+    store: StateStore, run_id: str
+) -> None:
+    store.count_start(run_id)
+    store.set_run_status(run_id, "running", {"kind": "bug", "message": "boom"})
+    store.count_start(run_id)
+    run = store.get_run(run_id)
+    assert run is not None
+    assert (run.status, run.error, run.starts) == ("running", None, 2)
+
+    store.uncount_start(run_id)
+    store.uncount_start(run_id)
+    store.uncount_start(run_id)  # never below zero
+    assert _starts(store, run_id) == ("running", 0)
+
+
+def test_a_finished_or_unknown_run_cannot_be_started(store: StateStore, run_id: str) -> None:
+    store.count_start(run_id)
+    store.set_run_status(run_id, "succeeded")
+    with pytest.raises(BugError, match="valid next states are"):
+        store.count_start(run_id)
+    assert _starts(store, run_id) == ("succeeded", 0)
+    with pytest.raises(BugError, match="does not exist"):
+        store.count_start("no-such-run")
+    with pytest.raises(BugError, match="does not exist"):
+        store.uncount_start("no-such-run")
+
+
 # --- steps -------------------------------------------------------------------------------------
 
 

@@ -47,6 +47,7 @@ from practiceflow.runner import (
     validate_recipe,
 )
 from practiceflow.runner.logs import configure_logging
+from practiceflow.runner.quarantine import is_quarantined, quarantine_reason
 from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord, StateStore
@@ -361,10 +362,21 @@ def _identifiers(output: Any) -> Any:
 
 
 def _needs_person(store: StateStore, record: RunRecord) -> bool:
-    """Held at a step in doubt (what the console lists under "Needs attention")."""
+    """Held at a step in doubt, or quarantined (what the console lists under "Needs
+    attention")."""
     if record.status != "in_doubt":
         return False
+    if is_quarantined(record):
+        return True
     return any(step.status == "in_doubt" for step in store.get_steps(record.run_id))
+
+
+def _status_label(record: RunRecord, needs_person: bool) -> str:
+    if is_quarantined(record):
+        return "in_doubt (quarantined)"
+    if record.status == "in_doubt" and not needs_person:
+        return "in_doubt (settled)"
+    return record.status
 
 
 def _run_json(record: RunRecord) -> dict[str, Any]:
@@ -398,7 +410,8 @@ def list_runs(
     recipe: str | None, status: Any, limit: int, state: str | None, as_json: bool
 ) -> None:
     """List runs, newest first. --status in_doubt lists what needs a person, as the
-    console's "Needs attention" does: runs held at a step in doubt, gap entries (a window
+    console's "Needs attention" does: runs held at a step in doubt, quarantined runs
+    (started again and again without ending; 'runs show' says why), gap entries (a window
     serve, or every worker of a fleet, was down in which a trigger's events may have been
     missed), and webhook subscriptions in doubt ('subscription in doubt: TRIGGER': see
     'triggers unsubscribe --help').
@@ -435,9 +448,7 @@ def list_runs(
             table.add_row(
                 record.run_id,
                 escape(record.recipe),
-                record.status
-                if waiting[record.run_id] or record.status != "in_doubt"
-                else "in_doubt (settled)",
+                _status_label(record, waiting[record.run_id]),
                 f"{done}/{len(steps)}",
                 record.updated_at.strftime("%m-%d %H:%M"),
             )
@@ -504,7 +515,10 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
                 text = text.replace(", ", "\n")
             table.add_row(step.step_id, step.status, str(step.attempts), escape(text))
         console.print(table)
-        if record.status == "in_doubt":
+        reason = quarantine_reason(record)
+        if reason is not None:
+            console.print(escape(reason))
+        elif record.status == "in_doubt":
             held = [step.step_id for step in steps if step.status == "in_doubt"]
             console.print(
                 f"held for a person: check the practice's records, then "
@@ -528,8 +542,8 @@ def retry(
     as_json: bool,
     api: ApiOptions,
 ) -> None:
-    """Run a failed or settled run again from its first unfinished step (failed steps are
-    sent again; succeeded steps never are).
+    """Run a failed, settled or quarantined run again from its first unfinished step
+    (failed steps are sent again; succeeded steps never are).
 
     \b
     Example:

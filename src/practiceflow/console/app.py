@@ -4,7 +4,8 @@ Pages (server-rendered Jinja, autoescaped; one small stylesheet; no JavaScript):
 
 * ``/console/`` recipes: live or not, trigger mode, last event, cursor, subscription health;
 * ``/console/runs`` (filters ``recipe``, ``status``, ``date``) and ``/console/runs/{id}``;
-* ``/console/attention``: steps in doubt, with a "mark done" and a "retry" button each;
+* ``/console/attention``: steps in doubt, with a "mark done" and a "retry" button each,
+  and quarantined runs with their reason;
 * ``/console/runs/{id}/steps/{step}/resolve?as=done|retry``: the confirmation form, whose
   POST does what ``practiceflow runs resolve`` does (:meth:`StateStore.resolve_step`, with
   who and when in the journal);

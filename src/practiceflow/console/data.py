@@ -21,6 +21,7 @@ from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import ActionModule, ModuleRegistry, default_registry
 from practiceflow.runner import ValidRecipe
 from practiceflow.runner.plan import plan
+from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import brief, detail
 from practiceflow.state import RUN_STATUSES, RunRecord, RunStatus, StateStore, StepRecord
 from practiceflow.state.runids import find_run
@@ -362,8 +363,8 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
     recipe = _recipe_named(ctx, run.recipe)
     steps = ctx.store.get_steps(run_id)
     held = [step.step_id for step in steps if step.status == "in_doubt"]
-    advice = None
-    if run.status == "in_doubt":
+    advice = quarantine_reason(run)
+    if advice is None and run.status == "in_doubt":
         advice = (
             "held for a person: check the practice's records, then "
             f"'practiceflow runs resolve {run_id} --step {held[0] if held else 'ID'} "
@@ -385,17 +386,41 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
     return red.drop(data, values)  # type: ignore[no-any-return]
 
 
+def _quarantine_row(ctx: ConsoleContext, run: RunRecord, reason: str) -> dict[str, Any]:
+    """A quarantined run's row: no step to settle, its reason says what to do."""
+    row = {
+        "run_id": run.run_id,
+        "recipe": run.recipe,
+        "event_id": run.event_id,
+        "step": None,
+        "use": None,
+        "since": _iso(run.updated_at),
+        "why_in_doubt": ctx.redactor.text(reason),
+        "reconciliation": None,
+        "request": None,
+        "quarantined": True,
+    }
+    masked: dict[str, Any] = ctx.redactor.drop(row, ctx.redactor.event_personal(run.origin))
+    return masked
+
+
 def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
-    """Steps waiting for a person: in doubt, with what the read-back looked at.
+    """What waits for a person: steps in doubt, with what the read-back looked at, and
+    quarantined runs, with their reason.
 
     Args:
         ctx: the console context.
 
     Returns:
-        One row per in-doubt step of a held run.
+        One row per in-doubt step of a held run, and one per quarantined run (its
+        ``step`` None, ``quarantined`` True).
     """
     rows: list[dict[str, Any]] = []
     for run in ctx.store.list_runs(practice=ctx.practice, status="in_doubt", limit=500):
+        reason = quarantine_reason(run)
+        if reason is not None:
+            rows.append(_quarantine_row(ctx, run, reason))
+            continue
         recipe = _recipe_named(ctx, run.recipe)
         steps = ctx.store.get_steps(run.run_id)
         values = frozenset().union(
@@ -418,6 +443,7 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
                         "why_in_doubt": view["detail"],
                         "reconciliation": ctx.redactor.error(view["use"], looked, step.request),
                         "request": view["request"],
+                        "quarantined": False,
                     },
                     values,
                 )

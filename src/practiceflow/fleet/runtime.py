@@ -161,7 +161,8 @@ class Fleet:
         self.public_url = public_url
         self.store = store
         self.app = app
-        # An exception no step caught fails that event's runs, recorded (runner/faults.py).
+        # An exception no step caught is recorded on its run, which is started again until
+        # it is quarantined (runner/faults.py, runner/quarantine.py).
         self.guard = EventGuard(store)
         self.metrics = metrics
         self.practices: dict[str, PracticeRuntime] = {}
@@ -340,7 +341,9 @@ class Fleet:
 
         Returns:
             What happened, for the job's log: ``handled`` (nothing to do), the run
-            statuses, or ``interrupted`` (a shutdown; the event stays pending).
+            statuses, ``interrupted`` (a shutdown, or an exception no step caught; the
+            event stays pending), or ``skipped`` (it failed too often in this replica
+            without its failure being recorded).
 
         Raises:
             BugError: the event is not in the store.
@@ -352,6 +355,8 @@ class Fleet:
             raise BugError(message)
         if event.handled_at is not None:
             return "handled"
+        if self.guard.skips(f"{source}/{event_id}"):
+            return "skipped"
         runners = [runner for runner in runtime.runners if runner.source == source]
         run = partial(run_shared, self.store, practice, runners, event)
         outcomes = self.guard.event(practice, runners, event, run)

@@ -9,6 +9,10 @@ never sent again (their journaled output is reused), a write found ``sent`` is
 ``in_doubt`` and is reconciled by reading back (:mod:`.reconcile`): found (the step
 succeeds), absent (it is sent again), or unknown (the run is held for a person).
 
+Each start of a run is counted in the store before its first step; a run that was
+started :data:`~.quarantine.QUARANTINE_AFTER` times without ending is quarantined
+instead of started again (:mod:`.quarantine`).
+
 Should another runner create the same run first, this one drives the run as the other
 left it.
 """
@@ -27,6 +31,7 @@ from practiceflow.errors import BugError
 from practiceflow.hooks import ClientLike
 from practiceflow.runner.journal import RunJournal, StepTaken
 from practiceflow.runner.priorities import Priority, priority
+from practiceflow.runner.quarantine import QUARANTINE_AFTER, is_quarantined, quarantine_error
 from practiceflow.runner.step_executor import (
     RECONCILER,
     JournalPoint,
@@ -35,7 +40,7 @@ from practiceflow.runner.step_executor import (
     error_json,
 )
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.state import EventRecord, RunStatus, StateStore
+from practiceflow.state import EventRecord, RunRecord, RunStatus, StateStore
 from practiceflow.triggers.base import event_from_record
 
 __all__ = ["RECONCILER", "RunOutcome", "Runner", "error_json", "run_shared"]
@@ -150,6 +155,7 @@ class Runner:
             return self._drive(run_id, created=created, handled=handled)
         except StepTaken as exc:
             logger.info("run %s: %s was taken by another runner; driving it again", run_id, exc)
+            self.store.uncount_start(run_id)  # this start ended in order, not in a crash
         return self._drive(run_id, created=False, handled=handled)
 
     def origin(self, event: EventRecord) -> dict[str, Any]:
@@ -177,7 +183,8 @@ class Runner:
 
         Args:
             run_id: the run.
-            retry_failed: send failed steps again (``runs retry``).
+            retry_failed: send failed steps again, and start a quarantined run (a person's
+                ``runs retry``).
 
         Returns:
             The run's outcome.
@@ -196,22 +203,29 @@ class Runner:
         handled: EventRecord | None = None,
     ) -> RunOutcome:
         """Drive a run from its first unfinished step; ``handled``: the event to mark
-        handled when the run ends (not when it stops, to be resumed)."""
+        handled when the run ends (not when it stops, to be resumed). Only a person
+        (``retry_failed``) starts a quarantined run, or one due to be."""
         run = self.store.get_run(run_id)
         if run is None:
             message = f"run {run_id} does not exist"
             raise BugError(message)
-        if run.status in ("succeeded", "cancelled"):
-            # A person may cancel a run while its event waits: nothing is left to do.
+        quarantined = is_quarantined(run) and not retry_failed
+        if run.status in ("succeeded", "cancelled") or quarantined:
+            # A person may cancel a run while its event waits: nothing is left to do; a
+            # quarantined run waits for a person.
             if handled is not None:
                 self.store.mark_event_handled(self.practice, handled.source, handled.event_id)
-            return RunOutcome(run_id, run.event_id, run.status, created)
+            return RunOutcome(
+                run_id, run.event_id, run.status, created, (), run.error if quarantined else None
+            )
         if not isinstance(run.origin, Mapping):
             message = f"run {run_id} has no origin; it was not started by a runner"
             raise BugError(message)
+        if run.starts >= QUARANTINE_AFTER and not retry_failed:
+            return self._quarantine(run, created, handled)
         steps = {step.step_id: step for step in self.store.get_steps(run_id)}
-        if steps or run.status != "pending":
-            self.store.set_run_status(run_id, "running")
+        # Committed before the first step: a start the process does not survive counts.
+        self.store.count_start(run_id)
         journal = RunJournal(self.store, run_id, steps)
         context = RunContext(run.origin.get("payload"), run.created_at)
         executor = StepExecutor(
@@ -231,10 +245,10 @@ class Runner:
             for step in self.recipe.recipe.steps:
                 if self.stop.is_set():
                     logger.info("run %s: stopped before %s", run_id, step.id, extra={"pf": log})
-                    return RunOutcome(run_id, run.event_id, "running", created)
+                    return self._stopped(run, created)
                 result = executor.run_step(step, retry_failed)
                 if result.kind == "stopped":
-                    return RunOutcome(run_id, run.event_id, "running", created)
+                    return self._stopped(run, created)
                 if result.kind == "held":
                     status, error = "in_doubt", result.error
                     break
@@ -243,6 +257,20 @@ class Runner:
                     break
                 context.outputs[step.id] = result.output
         return self._end(journal, run.event_id, status, created, error, handled)
+
+    def _stopped(self, run: RunRecord, created: bool) -> RunOutcome:
+        """A graceful stop: the run stays ``running``, to be resumed, and this start is
+        not counted towards quarantine (the process stopped in order)."""
+        self.store.uncount_start(run.run_id)
+        return RunOutcome(run.run_id, run.event_id, "running", created)
+
+    def _quarantine(self, run: RunRecord, created: bool, handled: EventRecord | None) -> RunOutcome:
+        """Hold a run started too often without ending, instead of starting it again."""
+        error = quarantine_error(run)
+        pf = {"run": run.run_id, "recipe": self.recipe.name, "event": run.event_id}
+        logger.error("run %s: %s", run.run_id, error["reason"], extra={"pf": pf})
+        journal = RunJournal(self.store, run.run_id, {})
+        return self._end(journal, run.event_id, "in_doubt", created, error, handled)
 
     def _end(
         self,

@@ -4,13 +4,18 @@ A step's expected failures (API errors, template errors, refused input) fail the
 are journaled by the runner. Anything else (a bug, an exhausted resource, a hook that
 raised) reaches the service's per-event boundary, where :class:`EventGuard`:
 
-* fails the event's runs with the error recorded (``kind: bug``) and marks the event
-  handled, so that the service goes on with the next event and the failed run is listed
-  with its reason (``runs list --status failed``, the console), to be retried by a person
-  (``runs retry``) once the cause is fixed; it is never retried in a loop;
-* when even that cannot be recorded (the store refuses), counts the failure; after
-  :data:`QUARANTINE_AFTER` failures of the same event the same way, the event is
-  quarantined: skipped by this process and logged as needing attention.
+* records the error (``kind: bug``) on the run that raised, which stays unfinished, its
+  event pending, so that the service goes on with the next event. The run is started
+  again on a later pass, which settles a passing cause; each start is counted in the
+  store, and a run started :data:`~.quarantine.QUARANTINE_AFTER` times without ending is
+  quarantined by the runner: held ``in_doubt`` with its reason, listed as needing
+  attention (``runs list --status in_doubt``, the console) and never started again but by
+  a person (``runs retry`` once the cause is fixed, or ``runs cancel``). See
+  :mod:`.quarantine`; the same count catches a run whose start kills the process;
+* counts the failure in this process too, the last resort for what cannot be recorded
+  (the store refuses, or the exception came before the run was started): after
+  :data:`SKIP_AFTER` failures of the same event (or run) this process skips it, and logs
+  it as needing attention.
 
 A transient store error (:class:`~practiceflow.errors.StoreError`) is not the event's
 fault: it is raised on, as before.
@@ -25,14 +30,17 @@ from typing import Any, TypeVar
 
 from practiceflow.errors import StoreError
 from practiceflow.runner.execute import Runner, RunOutcome
+from practiceflow.runner.quarantine import QUARANTINE_AFTER
 from practiceflow.state import EventRecord, StateStore
 
-__all__ = ["QUARANTINE_AFTER", "EventGuard"]
+__all__ = ["SKIP_AFTER", "EventGuard"]
 
 logger = logging.getLogger("practiceflow.runner")
 
-#: Failures of one event, the same way, that could not be recorded before it is skipped.
-QUARANTINE_AFTER = 3
+#: Failures of one event (or run) after which this process skips it: one more than the
+#: starts after which the runner quarantines a run, so that a run whose failures are
+#: recorded is quarantined in the store (listed, and kept across restarts) first.
+SKIP_AFTER = QUARANTINE_AFTER + 1
 
 T = TypeVar("T")
 
@@ -54,12 +62,12 @@ class EventGuard:
 
     def __init__(self, store: StateStore) -> None:
         self.store = store
-        self.failures: Counter[tuple[str, str]] = Counter()
-        self.quarantined: set[str] = set()
+        self.failures: Counter[str] = Counter()
+        self.skipped: set[str] = set()
 
     def skips(self, key: str) -> bool:
-        """Tell whether an event (``source/event_id``) or a run id is quarantined."""
-        return key in self.quarantined
+        """Tell whether this process skips an event (``source/event_id``) or a run id."""
+        return key in self.skipped
 
     def event(
         self,
@@ -68,7 +76,8 @@ class EventGuard:
         event: EventRecord,
         run: Callable[[], list[RunOutcome | None]],
     ) -> list[RunOutcome | None]:
-        """Run one event's runs; on an unexpected exception fail them, recorded.
+        """Run one event's runs; on an unexpected exception record it on the run that
+        raised (the event stays pending, to be run again or quarantined).
 
         Args:
             practice: the event's practice.
@@ -77,7 +86,7 @@ class EventGuard:
             run: runs it (``run_shared``).
 
         Returns:
-            The outcomes (failed ones when the exception was recorded).
+            The outcomes (the failed run's is ``running``, with the error).
         """
         try:
             return run()
@@ -86,14 +95,12 @@ class EventGuard:
         except Exception as exc:  # anything a step did not catch: this event's problem only
             error = _error(exc)
             logger.error("event %s: %s", event.event_id, error["message"], exc_info=exc)
-            recorded = self._record(lambda: self._fail_event(practice, runners, event, error))
-            if recorded is None:
-                self._count(f"{event.source}/{event.event_id}", exc)
-                return []
-            return list(recorded)
+            self._count(f"{event.source}/{event.event_id}", exc)
+            recorded = self._record(lambda: self._note_event(practice, runners, event, error))
+            return list(recorded or [])
 
     def resume(self, run_id: str, run: Callable[[], RunOutcome]) -> RunOutcome | None:
-        """Resume one run; on an unexpected exception fail it, recorded.
+        """Resume one run; on an unexpected exception record it on the run.
 
         Args:
             run_id: the run.
@@ -109,54 +116,51 @@ class EventGuard:
         except Exception as exc:  # anything a step did not catch: this run's problem only
             error = _error(exc)
             logger.error("run %s: %s", run_id, error["message"], exc_info=exc)
-            recorded = self._record(lambda: self._fail_run(run_id, error))
-            if recorded is None:
-                self._count(run_id, exc)
-            return recorded
+            self._count(run_id, exc)
+            return self._record(lambda: self._note_run(run_id, error))
 
     def _record(self, record: Callable[[], T]) -> T | None:
         try:
             with self.store.atomic():
                 return record()
-        except Exception as exc:  # the store refused too: counted towards quarantine
+        except Exception as exc:  # the store refused too: the count in this process holds
             logger.error("the failure could not be recorded: %s: %s", type(exc).__name__, exc)
             return None
 
     def _count(self, key: str, exc: BaseException) -> None:
-        self.failures[(key, type(exc).__name__)] += 1
-        if self.failures[(key, type(exc).__name__)] >= QUARANTINE_AFTER:
-            self.quarantined.add(key)
+        self.failures[key] += 1
+        if self.failures[key] >= SKIP_AFTER and key not in self.skipped:
+            self.skipped.add(key)
             logger.error(
-                "%s failed %d times with %s: quarantined, it needs attention (not run again "
-                "by this process; restart after fixing the cause)",
+                "%s failed %d times in this process, the last time with %s: it needs "
+                "attention; this process skips it from now on (restart after fixing the cause)",
                 key,
-                QUARANTINE_AFTER,
+                self.failures[key],
                 type(exc).__name__,
             )
 
-    def _fail_run(self, run_id: str, error: dict[str, Any]) -> RunOutcome | None:
+    def _note_run(self, run_id: str, error: dict[str, Any]) -> RunOutcome | None:
+        """Record the error on a run left ``running`` (its start stays counted)."""
         run = self.store.get_run(run_id)
-        if run is None:
+        if run is None or run.status != "running":
             return None
-        if run.status in ("succeeded", "failed", "cancelled"):
-            return RunOutcome(run_id, run.event_id, run.status)
-        self.store.set_run_status(run_id, "failed", error)
-        return RunOutcome(run_id, run.event_id, "failed", False, (), error)
+        self.store.set_run_status(run_id, "running", error)
+        return RunOutcome(run_id, run.event_id, "running", False, (), error)
 
-    def _fail_event(
+    def _note_event(
         self,
         practice: str,
         runners: Sequence[Runner],
         event: EventRecord,
         error: dict[str, Any],
     ) -> list[RunOutcome | None]:
+        """Record the error on the event's runs left ``running``: the one that raised
+        (the runs before it ended; those after it did not start)."""
         outcomes: list[RunOutcome | None] = []
         for runner in runners:
-            run_id, created = self.store.start_run(
-                practice, runner.recipe.name, event.event_id, origin=runner.origin(event)
+            found = self.store.list_runs(
+                practice=practice, recipe=runner.recipe.name, event_id=event.event_id, limit=1
             )
-            outcome = self._fail_run(run_id, error)
-            if outcome is not None:
-                outcomes.append(RunOutcome(run_id, event.event_id, outcome.status, created))
-        self.store.mark_event_handled(practice, event.source, event.event_id)
-        return outcomes
+            for run in found:
+                outcomes.append(self._note_run(run.run_id, error))
+        return [outcome for outcome in outcomes if outcome is not None]

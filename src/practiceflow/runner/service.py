@@ -5,7 +5,8 @@
 1. start the intake (webhook receiver, subscriptions, pollers: whatever
    :class:`Intake` is given), so events start arriving in the state store;
 2. resume runs a previous process left unfinished (status ``running``: a crash or a stop
-   mid-run), and runs a person has settled since (``in_doubt`` runs with no step in doubt);
+   mid-run), and runs a person has settled since (``in_doubt`` runs with no step in doubt,
+   not quarantined: :mod:`.quarantine`);
 3. take pending events, run each through every recipe whose trigger it belongs to, mark it
    handled once all of them finished; when there is nothing to do, wait to be woken:
    :attr:`Service.wake` is set by whatever stores an event in this process (the webhook
@@ -35,6 +36,7 @@ from practiceflow.errors import PracticeflowError
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
 from practiceflow.runner.faults import EventGuard
 from practiceflow.runner.gaps import close_settled_gaps
+from practiceflow.runner.quarantine import is_quarantined
 from practiceflow.state import StateStore
 
 __all__ = ["Background", "Intake", "Service"]
@@ -80,12 +82,13 @@ class Service:
         on_outcome: called with every run outcome (progress display, logs).
         console: the run console (:class:`~practiceflow.console.ConsoleServer`), started
             and stopped with the service, or None.
-        settled: set when a person resolved a step (the console does): settled runs are
-            resumed on the next loop, without waiting for a restart.
+        settled: set when a person resolved a step (the console does), or when the guard
+            recorded a resumed run's failure: unfinished and settled runs are resumed on
+            the next loop, without waiting for a restart.
         settle_every: seconds between looks for runs settled elsewhere (``practiceflow
             runs resolve``, ``store.resolve_step``) and for settled gap entries to close.
-        guard: the per-event boundary: an exception no step caught fails that event's runs,
-            recorded, and the service goes on (:mod:`practiceflow.runner.faults`).
+        guard: the per-event boundary: an exception no step caught is recorded on the run
+            that raised, and the service goes on (:mod:`practiceflow.runner.faults`).
     """
 
     runners: list[Runner]
@@ -156,14 +159,20 @@ class Service:
             settled = [
                 run
                 for run in held
-                if not any(step.status == "in_doubt" for step in self.store.get_steps(run.run_id))
+                if not is_quarantined(run)  # waits for a person's 'runs retry'
+                and not any(step.status == "in_doubt" for step in self.store.get_steps(run.run_id))
             ]
             for run in [*runs, *settled]:
                 if self.stop.is_set():
                     return count
                 if self.guard.skips(run.run_id):
                     continue
-                self._emit(self.guard.resume(run.run_id, partial(runner.resume_run, run.run_id)))
+                outcome = self.guard.resume(run.run_id, partial(runner.resume_run, run.run_id))
+                if outcome is not None and outcome.status == "running" and outcome.error:
+                    # Its failure was recorded: started again (or quarantined) next loop,
+                    # even when its event is handled and no drain brings it back.
+                    self.settled.set()
+                self._emit(outcome)
                 count += 1
         return count
 
@@ -186,7 +195,7 @@ class Service:
                 if self.stop.is_set():
                     return count
                 if self.guard.skips(f"{event.source}/{event.event_id}"):
-                    continue  # quarantined: not counted, so the loop waits when idle
+                    continue  # skipped: not counted, so the loop waits when idle
                 run = partial(run_shared, self.store, practice, runners, event)
                 for outcome in self.guard.event(practice, runners, event, run):
                     self._emit(outcome)

@@ -159,8 +159,11 @@ _V2: Final = (
 # What started a run (its trigger event), kept on the run itself.
 _V3: Final = ("ALTER TABLE {p}runs ADD COLUMN origin {json}",)
 
+# A run's starts that did not end (RunRecord.starts): a crash loop is seen across processes.
+_V4: Final = ("ALTER TABLE {p}runs ADD COLUMN starts integer NOT NULL DEFAULT 0",)
+
 #: Statements of each schema version; all pending ones are applied in one transaction.
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3}
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 
 #: The schema version this practiceflow writes.
 LATEST_VERSION: int = max(MIGRATIONS)
@@ -222,8 +225,8 @@ SELECT_SUBSCRIPTIONS: Final = (
     " created_at, updated_at FROM {p}subscriptions"
 )
 SELECT_RUNS: Final = (
-    "SELECT run_id, practice, recipe, event_id, status, error, created_at, updated_at, origin"
-    " FROM {p}runs"
+    "SELECT run_id, practice, recipe, event_id, status, error, created_at, updated_at, origin,"
+    " starts FROM {p}runs"
 )
 SELECT_STEPS: Final = (
     "SELECT run_id, step_id, status, request, output, error, attempts, created_at,"
@@ -251,7 +254,7 @@ def decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
     """The record of a runs row, columns as in :data:`SELECT_RUNS`."""
     return RunRecord(
         row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
-        load.load_time(row[6]), load.load_time(row[7]), load.load_json(row[8]),
+        load.load_time(row[6]), load.load_time(row[7]), load.load_json(row[8]), int(row[9]),
     )  # fmt: skip
 
 

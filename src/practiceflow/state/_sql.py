@@ -500,9 +500,33 @@ class SQLStore(StateStore):
             if row is None:
                 raise BugError(f"run {run_id} does not exist")
             check_run_transition(run_id, row[0], status)
+            reset = "" if status == "running" else ", starts = 0"
+            sql = "UPDATE {p}runs SET status = ?, error = ?, updated_at = ?" + reset
+            db.execute(sql + " WHERE run_id = ?", (status, encoded, stamp, run_id))
+
+    def count_start(self, run_id: str) -> int:
+        """See :meth:`StateStore.count_start`."""
+        stamp = self._stamp(None, "updated_at")
+        with self._write() as db:
+            sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
+            row = db.execute(sql, (run_id,)).fetchone()
+            if row is None:
+                raise BugError(f"run {run_id} does not exist")
+            check_run_transition(run_id, row[0], "running")
+            counted = db.execute(
+                "UPDATE {p}runs SET status = 'running', error = NULL, updated_at = ?,"
+                " starts = starts + 1 WHERE run_id = ? RETURNING starts",
+                (stamp, run_id),
+            ).fetchone()
+        return int(counted[0])
+
+    def uncount_start(self, run_id: str) -> None:
+        """See :meth:`StateStore.uncount_start`."""
+        with self._write() as db:
+            if db.execute("SELECT 1 FROM {p}runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                raise BugError(f"run {run_id} does not exist")
             db.execute(
-                "UPDATE {p}runs SET status = ?, error = ?, updated_at = ? WHERE run_id = ?",
-                (status, encoded, stamp, run_id),
+                "UPDATE {p}runs SET starts = starts - 1 WHERE run_id = ? AND starts > 0", (run_id,)
             )
 
     def purge_payloads(self, before: datetime) -> int:

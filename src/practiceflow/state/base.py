@@ -360,9 +360,34 @@ class StateStore(ABC):
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
         """Change a run's status; ``error`` says why it failed or is in doubt.
 
+        Any status but ``running`` (the run ended, is held or cancelled) sets its
+        ``starts`` back to 0; ``running`` leaves them as they are.
+
         Raises:
             BugError: unknown run, unknown status, or an illegal change
                 (see :data:`~practiceflow.state.rows.RUN_TRANSITIONS`).
+        """
+
+    @abstractmethod
+    def count_start(self, run_id: str) -> int:
+        """Record that a runner starts driving a run: it becomes ``running`` (its error
+        cleared) and its ``starts`` grow by one, in one commit. Call it before the run's
+        first step, so that a start the process does not survive stays counted.
+
+        Returns:
+            The run's starts, this one included.
+
+        Raises:
+            BugError: unknown run, or one that may not run again (succeeded, cancelled).
+        """
+
+    @abstractmethod
+    def uncount_start(self, run_id: str) -> None:
+        """Take back one start of a run (never below 0): the runner stopped it in order
+        (a graceful shutdown), which is no sign of a crash loop.
+
+        Raises:
+            BugError: unknown run.
         """
 
     @abstractmethod

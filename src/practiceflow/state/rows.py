@@ -231,6 +231,11 @@ class RunRecord:
         updated_at: when its status last changed (UTC).
         origin: what started it (JSON): the runner's record of its trigger event
             (payload, source, recipe file), personal data and all; shown masked.
+        starts: how many times a runner started driving it since it last left
+            ``running`` (ended, held or cancelled), less those it stopped in order (a
+            graceful shutdown): each start the process did not survive, or that an
+            exception no step caught cut short, stays counted (the runner quarantines a
+            run at :data:`~practiceflow.runner.quarantine.QUARANTINE_AFTER`).
     """
 
     run_id: str
@@ -242,6 +247,7 @@ class RunRecord:
     created_at: datetime
     updated_at: datetime
     origin: Json = None
+    starts: int = 0
 
 
 @dataclass(frozen=True)
