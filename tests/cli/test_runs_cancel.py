@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from starlette.testclient import TestClient
 
 from practiceflow.cli import cli
+from practiceflow.console import ConsoleContext
+from practiceflow.console.app import create_app
+from practiceflow.console.security import Guard
 from practiceflow.state import open_store
 from practiceflow.triggers import tests_asked
 
@@ -67,3 +72,30 @@ def test_cancel_refuses_a_finished_run_and_an_empty_reason(tmp_path: Path) -> No
         assert done.status == "succeeded"
         assert held is not None
         assert held.status == "in_doubt"
+
+
+def test_a_held_delivery_is_listed_as_needing_attention_until_cancelled(tmp_path: Path) -> None:
+    """Nothing lost without a trace: a delivery held unrun is in the CLI's and the
+    console's attention lists, with what to do, until a person settles it."""
+    state = tmp_path / "s.db"
+    run_id = _held(state)
+    runner = CliRunner(env={"PRACTICEFLOW_STATE": str(state)})
+
+    listed = runner.invoke(cli, ["runs", "list", "--status", "in_doubt", "--json"])
+    assert listed.exit_code == 0, listed.output
+    (row,) = json.loads(listed.stdout)
+    assert (row["run_id"], row["needs_attention"]) == (run_id, True)
+    with open_store(str(state)) as store:
+        app = create_app(ConsoleContext(store, "p", who="t"), Guard())
+        with TestClient(app, base_url="http://127.0.0.1") as web:
+            (shown,) = web.get("/console/api/attention").json()
+            assert (shown["run_id"], shown["held"], shown["step"]) == (run_id, True, None)
+            assert "looks like a test delivery" in shown["why_in_doubt"]
+            assert f"runs cancel {run_id[:8]}" in shown["why_in_doubt"]
+            page = web.get("/console/attention")
+            assert "delivery held" in page.text
+
+    settled = runner.invoke(cli, ["runs", "cancel", run_id, "--reason", "our own test"])
+    assert settled.exit_code == 0, settled.output
+    after = runner.invoke(cli, ["runs", "list", "--status", "in_doubt", "--json"])
+    assert json.loads(after.stdout) == []

@@ -53,6 +53,7 @@ from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.state.request_log import RequestLog
 from practiceflow.state.retention import FINISHED
+from practiceflow.triggers.tests_asked import HELD_RECIPE_PREFIX
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
 
@@ -362,12 +363,12 @@ def _identifiers(output: Any) -> Any:
 
 
 def _needs_person(store: StateStore, record: RunRecord) -> bool:
-    """Held at a step in doubt, or quarantined (what the console lists under "Needs
-    attention")."""
+    """Held at a step in doubt, quarantined, or a delivery held as unrecognised (what the
+    console lists under "Needs attention")."""
     if record.status != "in_doubt":
         return False
-    if is_quarantined(record):
-        return True
+    if is_quarantined(record) or record.recipe.startswith(HELD_RECIPE_PREFIX):
+        return True  # no step to settle: 'runs retry' or 'runs cancel' does
     return any(step.status == "in_doubt" for step in store.get_steps(record.run_id))
 
 

@@ -25,6 +25,7 @@ from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import brief, detail
 from practiceflow.state import RUN_STATUSES, RunRecord, RunStatus, StateStore, StepRecord
 from practiceflow.state.runids import find_run
+from practiceflow.triggers.tests_asked import HELD_RECIPE_PREFIX
 
 __all__ = [
     "ConsoleContext",
@@ -386,8 +387,24 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
     return red.drop(data, values)  # type: ignore[no-any-return]
 
 
-def _quarantine_row(ctx: ConsoleContext, run: RunRecord, reason: str) -> dict[str, Any]:
-    """A quarantined run's row: no step to settle, its reason says what to do."""
+def _held_reason(run: RunRecord) -> str | None:
+    """Why a delivery was held without running (``unrecognised:<trigger>``), or None."""
+    if not run.recipe.startswith(HELD_RECIPE_PREFIX):
+        return None
+    error = run.error if isinstance(run.error, dict) else {}
+    why = str(error.get("reason") or error.get("message") or "the trigger could not map it")
+    return (
+        f"a delivery held without running: {why}. If it was not a real event, settle it with "
+        f"'practiceflow runs cancel {run.run_id[:8]} --reason ...'; if it was, start what it "
+        "asked for by hand, then cancel it with that reason"
+    )
+
+
+def _unsettled_row(
+    ctx: ConsoleContext, run: RunRecord, reason: str, *, quarantined: bool
+) -> dict[str, Any]:
+    """A row for a run with no step to settle (quarantined, or a held delivery): its reason
+    says what to do."""
     row = {
         "run_id": run.run_id,
         "recipe": run.recipe,
@@ -398,28 +415,34 @@ def _quarantine_row(ctx: ConsoleContext, run: RunRecord, reason: str) -> dict[st
         "why_in_doubt": ctx.redactor.text(reason),
         "reconciliation": None,
         "request": None,
-        "quarantined": True,
+        "quarantined": quarantined,
+        "held": not quarantined,
     }
     masked: dict[str, Any] = ctx.redactor.drop(row, ctx.redactor.event_personal(run.origin))
     return masked
 
 
 def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
-    """What waits for a person: steps in doubt, with what the read-back looked at, and
-    quarantined runs, with their reason.
+    """What waits for a person: steps in doubt, with what the read-back looked at,
+    quarantined runs and held deliveries, with their reason.
 
     Args:
         ctx: the console context.
 
     Returns:
-        One row per in-doubt step of a held run, and one per quarantined run (its
-        ``step`` None, ``quarantined`` True).
+        One row per in-doubt step of a held run, one per quarantined run (its ``step``
+        None, ``quarantined`` True) and one per delivery held as unrecognised (its ``step``
+        None, ``held`` True).
     """
     rows: list[dict[str, Any]] = []
     for run in ctx.store.list_runs(practice=ctx.practice, status="in_doubt", limit=500):
         reason = quarantine_reason(run)
         if reason is not None:
-            rows.append(_quarantine_row(ctx, run, reason))
+            rows.append(_unsettled_row(ctx, run, reason, quarantined=True))
+            continue
+        held = _held_reason(run)
+        if held is not None:
+            rows.append(_unsettled_row(ctx, run, held, quarantined=False))
             continue
         recipe = _recipe_named(ctx, run.recipe)
         steps = ctx.store.get_steps(run.run_id)
@@ -444,6 +467,7 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
                         "reconciliation": ctx.redactor.error(view["use"], looked, step.request),
                         "request": view["request"],
                         "quarantined": False,
+                        "held": False,
                     },
                     values,
                 )
