@@ -36,7 +36,7 @@ from practiceflow.manifest import load_modules
 from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
 from practiceflow.runner import Runner, run_shared, validate_recipe
 from practiceflow.runner.downtime import has_poll_source
-from practiceflow.runner.faults import EventGuard
+from practiceflow.runner.event_guard import EventGuard
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow

@@ -33,8 +33,8 @@ from types import FrameType
 from typing import Protocol
 
 from practiceflow.errors import PracticeflowError
+from practiceflow.runner.event_guard import EventGuard
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
-from practiceflow.runner.faults import EventGuard
 from practiceflow.runner.gaps import close_settled_gaps
 from practiceflow.runner.quarantine import is_quarantined
 from practiceflow.state import StateStore
@@ -88,7 +88,7 @@ class Service:
         settle_every: seconds between looks for runs settled elsewhere (``practiceflow
             runs resolve``, ``store.resolve_step``) and for settled gap entries to close.
         guard: the per-event boundary: an exception no step caught is recorded on the run
-            that raised, and the service goes on (:mod:`practiceflow.runner.faults`).
+            that raised, and the service goes on (:mod:`practiceflow.runner.event_guard`).
     """
 
     runners: list[Runner]

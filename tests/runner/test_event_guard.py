@@ -24,7 +24,7 @@ from practiceflow.cli import cli
 from practiceflow.console.data import ConsoleContext, attention_view, run_view
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import LOCAL_STEPS, Runner, local_step, validate_recipe
-from practiceflow.runner.faults import SKIP_AFTER
+from practiceflow.runner.event_guard import SKIP_AFTER
 from practiceflow.runner.local import LocalContext
 from practiceflow.runner.quarantine import QUARANTINE_AFTER
 from practiceflow.runner.service import Service
