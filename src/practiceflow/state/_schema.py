@@ -1,5 +1,5 @@
 """The schema of every SQL store: numbered migrations and how they are applied, the
-SELECTs that read it, and the decoders of their rows.
+SELECTs that read it, the decoders of their rows, and the longer statements that write it.
 
 Statements are written once, for both databases, with names each ``Dialect`` fills in
 (``_dialect.py``): ``{p}`` the table prefix, ``{serial}`` a generated primary key, ``{time}``
@@ -17,7 +17,13 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError
 from practiceflow.state._dialect import Dialect, SQLConnection
-from practiceflow.state.rows import EventRecord, RunRecord, StepRecord, SubscriptionRecord
+from practiceflow.state.rows import (
+    EventRecord,
+    PracticeCounts,
+    RunRecord,
+    StepRecord,
+    SubscriptionRecord,
+)
 
 _V1: Final = (
     """
@@ -265,3 +271,70 @@ def decode_step(row: Sequence[Any], load: Dialect) -> StepRecord:
         load.load_json(row[5]), int(row[6]), load.load_time(row[7]), load.load_time(row[8]),
         load.maybe_time(row[9]), row[10], load.maybe_time(row[11]), row[12],
     )  # fmt: skip
+
+
+# --- writing rows ------------------------------------------------------------------------------
+
+JOURNAL: Final = (
+    "INSERT INTO {p}step_journal (run_id, step_id, from_status, to_status, at, who, note,"
+    " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+UPSERT_SUBSCRIPTION: Final = (
+    "INSERT INTO {p}subscriptions (practice, trigger_key, subscription_id, event, url, secret,"
+    " path_token, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+    " subscription_id = excluded.subscription_id, event = excluded.event,"
+    " url = excluded.url, secret = excluded.secret, path_token = excluded.path_token,"
+    " status = excluded.status, updated_at = excluded.updated_at"
+)
+#: The latest test delivery time is kept.
+UPSERT_TEST_DELIVERY: Final = (
+    "INSERT INTO {p}subscription_health AS h (practice, trigger_key, last_test_delivery_at)"
+    " VALUES (?, ?, ?) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+    " last_test_delivery_at = CASE WHEN h.last_test_delivery_at > excluded.last_test_delivery_at"
+    " THEN h.last_test_delivery_at ELSE excluded.last_test_delivery_at END"
+)
+COUNT_RESUBSCRIBE: Final = (
+    "INSERT INTO {p}subscription_health AS h (practice, trigger_key, resubscribes)"
+    " VALUES (?, ?, 1) ON CONFLICT (practice, trigger_key)"
+    " DO UPDATE SET resubscribes = h.resubscribes + 1 RETURNING resubscribes"
+)
+
+
+def insert_events(rows: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
+    """The one INSERT of a batch of :func:`~practiceflow.state.rows.event_rows`, and its
+    parameters. ``DO NOTHING`` without a target covers both unique keys, the event id and
+    the signature, within the batch too; ``RETURNING`` names the rows inserted."""
+    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+    sql = (
+        "INSERT INTO {p}events (practice, source, event_key, event_id, signature, payload,"
+        f" received_at) VALUES {values}"
+        " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
+    )
+    return sql, [value for row in rows for value in row]
+
+
+def count_by_practice(db: SQLConnection) -> dict[str, PracticeCounts]:
+    """Runs by status, steps in doubt and events waiting, per practice, read in ``db``
+    (one snapshot, so that the three describe the same moment)."""
+    runs = db.execute(
+        "SELECT practice, status, count(*) FROM {p}runs GROUP BY practice, status"
+    ).fetchall()
+    doubt = db.execute(
+        "SELECT r.practice, count(*) FROM {p}steps s JOIN {p}runs r"
+        " ON r.run_id = s.run_id WHERE s.status = 'in_doubt' GROUP BY r.practice"
+    ).fetchall()
+    waiting = db.execute(
+        "SELECT practice, count(*) FROM {p}events WHERE handled_at IS NULL GROUP BY practice"
+    ).fetchall()
+    by_status: dict[str, dict[str, int]] = {}
+    for practice, status, count in runs:
+        by_status.setdefault(str(practice), {})[str(status)] = int(count)
+    in_doubt = {str(row[0]): int(row[1]) for row in doubt}
+    pending = {str(row[0]): int(row[1]) for row in waiting}
+    return {
+        practice: PracticeCounts(
+            by_status.get(practice, {}), in_doubt.get(practice, 0), pending.get(practice, 0)
+        )
+        for practice in sorted({*by_status, *in_doubt, *pending})
+    }

@@ -27,19 +27,25 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 from practiceflow.errors import BugError
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection
 from practiceflow.state._schema import (
+    COUNT_RESUBSCRIBE,
+    JOURNAL,
     SELECT_EVENTS,
     SELECT_RUNS,
     SELECT_STEPS,
     SELECT_SUBSCRIPTIONS,
+    UPSERT_SUBSCRIPTION,
+    UPSERT_TEST_DELIVERY,
+    count_by_practice,
     decode_event,
     decode_run,
     decode_step,
     decode_subscription,
+    insert_events,
 )
 from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
 from practiceflow.state.retention import purge_finished
@@ -68,24 +74,6 @@ from practiceflow.state.rows import (
 )
 from practiceflow.state.sealing import Sealer
 from practiceflow.state.steps import encode_step_change, fold_step_changes
-
-_JOURNAL: Final = (
-    "INSERT INTO {p}step_journal (run_id, step_id, from_status, to_status, at, who, note,"
-    " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-
-def insert_events(rows: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
-    """The one INSERT of a batch of :func:`~practiceflow.state.rows.event_rows`, and its
-    parameters. ``DO NOTHING`` without a target covers both unique keys, the event id and
-    the signature, within the batch too; ``RETURNING`` names the rows inserted."""
-    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(rows))
-    sql = (
-        "INSERT INTO {p}events (practice, source, event_key, event_id, signature, payload,"
-        f" received_at) VALUES {values}"
-        " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
-    )
-    return sql, [value for row in rows for value in row]
 
 
 @dataclass
@@ -325,17 +313,7 @@ class SQLStore(StateStore):
         values = (practice, trigger_key, subscription_id, event, url, secret, path_token)
         try:
             with self._write(durable=True) as db:
-                db.execute(
-                    "INSERT INTO {p}subscriptions (practice, trigger_key, subscription_id,"
-                    " event, url, secret, path_token, status, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (practice, trigger_key) DO UPDATE SET"
-                    " subscription_id = excluded.subscription_id, event = excluded.event,"
-                    " url = excluded.url, secret = excluded.secret,"
-                    " path_token = excluded.path_token, status = excluded.status,"
-                    " updated_at = excluded.updated_at",
-                    (*values, status, stamp, stamp),
-                )
+                db.execute(UPSERT_SUBSCRIPTION, (*values, status, stamp, stamp))
                 row = db.execute(
                     SELECT_SUBSCRIPTIONS + " WHERE practice = ? AND trigger_key = ?",
                     (practice, trigger_key),
@@ -380,24 +358,12 @@ class SQLStore(StateStore):
         """See :meth:`StateStore.record_test_delivery`: the latest time is kept."""
         stamp = self._stamp(at, "at")
         with self._write() as db:
-            db.execute(
-                "INSERT INTO {p}subscription_health AS h (practice, trigger_key,"
-                " last_test_delivery_at) VALUES (?, ?, ?)"
-                " ON CONFLICT (practice, trigger_key) DO UPDATE SET last_test_delivery_at ="
-                " CASE WHEN h.last_test_delivery_at > excluded.last_test_delivery_at"
-                " THEN h.last_test_delivery_at ELSE excluded.last_test_delivery_at END",
-                (practice, trigger_key, stamp),
-            )
+            db.execute(UPSERT_TEST_DELIVERY, (practice, trigger_key, stamp))
 
     def count_resubscribe(self, practice: str, trigger_key: str) -> int:
         """See :meth:`StateStore.count_resubscribe`."""
         with self._write() as db:
-            row = db.execute(
-                "INSERT INTO {p}subscription_health AS h (practice, trigger_key,"
-                " resubscribes) VALUES (?, ?, 1) ON CONFLICT (practice, trigger_key)"
-                " DO UPDATE SET resubscribes = h.resubscribes + 1 RETURNING resubscribes",
-                (practice, trigger_key),
-            ).fetchone()
+            row = db.execute(COUNT_RESUBSCRIBE, (practice, trigger_key)).fetchone()
         return int(row[0])
 
     def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
@@ -582,7 +548,7 @@ class SQLStore(StateStore):
             sql = f"UPDATE {{p}}steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?"
             params = (*columns.values(), run_id, step_id)
         db.execute(sql, params)
-        db.executemany(_JOURNAL, write.journal)
+        db.executemany(JOURNAL, write.journal)
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """See :meth:`StateStore.get_step`."""
@@ -639,25 +605,4 @@ class SQLStore(StateStore):
         """See :meth:`StateStore.practice_counts`."""
         # One snapshot: the three counts describe the same moment.
         with self._join(lambda: self._transaction(snapshot=True)) as db:
-            runs = db.execute(
-                "SELECT practice, status, count(*) FROM {p}runs GROUP BY practice, status"
-            ).fetchall()
-            doubt = db.execute(
-                "SELECT r.practice, count(*) FROM {p}steps s JOIN {p}runs r"
-                " ON r.run_id = s.run_id WHERE s.status = 'in_doubt' GROUP BY r.practice"
-            ).fetchall()
-            waiting = db.execute(
-                "SELECT practice, count(*) FROM {p}events WHERE handled_at IS NULL"
-                " GROUP BY practice"
-            ).fetchall()
-        by_status: dict[str, dict[str, int]] = {}
-        for practice, status, count in runs:
-            by_status.setdefault(str(practice), {})[str(status)] = int(count)
-        in_doubt = {str(row[0]): int(row[1]) for row in doubt}
-        pending = {str(row[0]): int(row[1]) for row in waiting}
-        return {
-            practice: PracticeCounts(
-                by_status.get(practice, {}), in_doubt.get(practice, 0), pending.get(practice, 0)
-            )
-            for practice in sorted({*by_status, *in_doubt, *pending})
-        }
+            return count_by_practice(db)
