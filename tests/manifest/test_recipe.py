@@ -74,6 +74,16 @@ def test_the_design_example_loads(tmp_path):
         ),
         ("{{ now | date }}", "{{ now | date }", "14:17 steps[0].with.billDate: template syntax"),
         ("  - id: bill", "  - id: Bill", "10:9 steps[0].id: got 'Bill'; expected text matching"),
+        (
+            'if: "{{ steps.bill.billTotal > 0 }}"',
+            'if: "yes"',
+            "19:9 steps[1].if: got 'yes', which is plain text, not a template",
+        ),
+        (
+            'if: "{{ steps.bill.billTotal > 0 }}"',
+            'for_each: "forms"',
+            "19:15 steps[1].for_each: got 'forms', which is plain text, not a template",
+        ),
     ],
 )
 def test_recipe_mistakes_are_located(tmp_path, old, new, expected):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from practiceflow import hooks
 from practiceflow._safe_read import FileRefused, read_text_limited
@@ -414,6 +414,8 @@ def recipe_from(located: Located, file: str) -> Recipe:
             if part in raw:
                 compiled[part], found = compile_tree(raw[part], origin_for, (*at, part))
                 issues += found
+                if part != "with" and isinstance(compiled[part], str) and not found:
+                    issues.append(_not_a_template(file, located, (*at, part), compiled[part]))
         for template in lint.templates_of(*compiled.values()):
             issues += _recipe_template_issues(template, seen)
         steps.append(
@@ -474,3 +476,17 @@ def load_connector(path: PathLike | None = None) -> dict[str, Any]:
     if issues:
         raise ManifestError(issues)
     return dict(located.data)
+
+
+_EXAMPLES: Final = {"if": "{{ trigger.amount > 0 }}", "for_each": "{{ vars.forms }}"}
+
+
+def _not_a_template(file: str, located: Located, at: JsonPath, text: str) -> Issue:
+    """``if`` and ``for_each`` are read as templates; plain text would be a constant."""
+    line, column = located.where(at)
+    part = str(at[-1])
+    message = (
+        f"got {text[:60]!r}, which is plain text, not a template; {part} is computed from the "
+        f"event, such as {_EXAMPLES[part]!r}"
+    )
+    return Issue(file, line, column, format_path(at), message)
