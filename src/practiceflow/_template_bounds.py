@@ -1,4 +1,4 @@
-"""Size, loop and recursion limits of the template sandbox (used by :mod:`practiceflow.templating`).
+"""Size limits of the template sandbox (used by :mod:`practiceflow.templating`).
 
 Jinja's sandbox stops attribute escapes but not templates that allocate gigabytes or recurse
 without end. Every operation that can build a value much larger than its inputs is checked
@@ -7,65 +7,97 @@ without end. Every operation that can build a value much larger than its inputs 
 * the size of a value is counted as a tree: characters of a string, plus one per item of a
   list, tuple or mapping and everything inside it (a list holding the same big string twice
   counts it twice, because that is what printing it costs);
-* no filter, method or operator receives a value larger than :data:`MAX_SIZE`, and no
-  rendered value or text output exceeds it;
+* no filter, test, method, operator or comparison receives a value larger than
+  :data:`MAX_SIZE`, and no rendered value or text output exceeds it;
 * the amplifying operations (padding and centering, printf and ``str.format`` widths and
   precisions, ``*`` and ``+``, ``~``, ``join``, ``replace``, ``indent``, ``wordwrap``,
   ``batch`` and ``slice`` fills, ``translate``, ``expandtabs``, ``tojson`` indentation) are
-  refused when their result would exceed it;
-* one render runs at most :data:`MAX_ITERATIONS` loop iterations in all, and macros (and
-  recursive loops) nest at most :data:`MAX_CALL_DEPTH` deep.
+  refused when their result would exceed it.
 
-A refusal raises :class:`LimitError` (a :class:`jinja2.exceptions.SecurityError`) whose text
-names the operation, the size it would reach and the limit.
+What one render does in all (work, text, loop iterations, macro depth) is bounded by
+:mod:`practiceflow._template_budget`: the functions here charge its budget for what each
+operation reads (the items and characters the size check walks) and returns.
+
+A refusal raises :class:`~practiceflow._template_budget.LimitError` (a
+:class:`jinja2.exceptions.SecurityError`) whose text names the operation, the size it would
+reach and the limit.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 import string
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextvars import ContextVar
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from functools import wraps
+from types import ModuleType
 from typing import Any
 
-from jinja2 import pass_context
-from jinja2.exceptions import SecurityError
-from jinja2.runtime import Context, LoopContext, Macro
+from jinja2.runtime import Context, Macro
+
+from practiceflow._template_budget import (
+    SCALARS,
+    LimitError,
+    charge_length,
+    charge_result,
+    current_budget,
+)
 
 __all__ = [
-    "MAX_CALL_DEPTH",
-    "MAX_ITERATIONS",
     "MAX_SIZE",
-    "LimitError",
     "bounded_filters",
+    "bounded_tests",
+    "call_name",
     "check_call",
+    "check_input",
     "check_size",
     "checked_add",
+    "checked_compare",
     "checked_mod",
     "checked_mul",
-    "counted_iterations",
-    "nested_call",
-    "render_budget",
+    "concat",
 ]
 
 #: Largest value (characters plus items, see the module docstring) a template may build.
 MAX_SIZE = 1_000_000
-#: Loop iterations one render may run, all loops together.
-MAX_ITERATIONS = 100_000
-#: How deep macro calls (and recursive loops) may nest.
-MAX_CALL_DEPTH = 25
-
-
-class LimitError(SecurityError):
-    """A template operation would exceed one of the limits."""
 
 
 def _refuse(what: str, size: int, unit: str = "characters") -> None:
     if size > MAX_SIZE:
         message = f"{what} would build {size} {unit}; the limit is {MAX_SIZE}"
         raise LimitError(message)
+
+
+def _measure(value: Any, limit: int = MAX_SIZE) -> tuple[int, int, int]:
+    """Walk a value as a tree (module docstring), stopping once its size passes ``limit``.
+
+    Returns:
+        Its size, the items walked and the characters of the strings walked (the size is
+        above ``limit`` when the value is larger).
+    """
+    size = items = chars = 0
+    stack = [value]
+    while stack and size <= limit:
+        item = stack.pop()
+        items += 1
+        if isinstance(item, str | bytes):
+            size += len(item)
+            chars += len(item)
+        elif isinstance(item, SCALARS):  # the common leaves, before the slower Mapping check
+            size += 1
+        elif isinstance(item, list | tuple | set | frozenset):
+            size += 1
+            stack.extend(item)
+        elif isinstance(item, Context):  # registered as a Mapping; not data
+            size += 1
+        elif isinstance(item, Mapping):
+            size += 1 + len(item)
+            for key, child in item.items():
+                stack.append(key)
+                stack.append(child)
+        else:
+            size += 1
+    return size, items, chars
 
 
 def size_of(value: Any, limit: int = MAX_SIZE) -> int:
@@ -78,25 +110,7 @@ def size_of(value: Any, limit: int = MAX_SIZE) -> int:
     Returns:
         The size, or a number above ``limit`` when it is larger.
     """
-    total = 0
-    stack = [value]
-    while stack and total <= limit:
-        item = stack.pop()
-        if isinstance(item, str | bytes):
-            total += len(item)
-        elif isinstance(item, Context):  # registered as a Mapping; not data
-            total += 1
-        elif isinstance(item, Mapping):
-            total += 1 + len(item)
-            for key, child in item.items():
-                stack.append(key)
-                stack.append(child)
-        elif isinstance(item, list | tuple | set | frozenset):
-            total += 1
-            stack.extend(item)
-        else:
-            total += 1
-    return total
+    return _measure(value, limit)[0]
 
 
 def check_size(value: Any, what: str) -> Any:
@@ -119,89 +133,22 @@ def check_size(value: Any, what: str) -> Any:
     return value
 
 
-# -- per-render budget -------------------------------------------------------------------
-
-
-@dataclass
-class _Budget:
-    iterations: int = 0
-    depth: int = 0
-
-
-_BUDGET: ContextVar[_Budget | None] = ContextVar("practiceflow_template_budget", default=None)
-
-
-class render_budget:
-    """Give one render its own loop and call-depth budget."""
-
-    def __enter__(self) -> None:
-        self._token = _BUDGET.set(_Budget())
-
-    def __exit__(self, *exc: object) -> None:
-        _BUDGET.reset(self._token)
-
-
-def _budget() -> _Budget:
-    budget = _BUDGET.get()
-    if budget is None:  # rendered outside CompiledTemplate.render: a budget of its own
-        budget = _Budget()
-        _BUDGET.set(budget)
-    return budget
-
-
-def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
-    budget = _budget()
-    for item in iterable:
-        budget.iterations += 1
-        if budget.iterations > MAX_ITERATIONS:
-            message = f"loops would run more than {MAX_ITERATIONS} iterations in one render"
-            raise LimitError(message)
-        yield item
-
-
-@pass_context
-def counted_iterations(context: Context, iterable: Any) -> Any:
-    """The filter every ``{% for %}`` iterates through: counts against the render's budget.
+def check_input(value: Any, what: str) -> None:
+    """Check what an operation reads for size and charge the render for reading it.
 
     Args:
-        context: the render's context (makes the filter impossible to fold at compile time).
-        iterable: what the loop iterates.
-
-    Returns:
-        A counting iterator (an undefined value is passed through for Jinja to report).
-    """
-    del context
-    if not isinstance(iterable, Iterable):
-        return iterable
-    return _counted(iterable)
-
-
-def nested_call(call: Callable[[], Any]) -> Any:
-    """Run a macro or recursive-loop call one level deeper, refusing past the limit.
-
-    Args:
-        call: the call to make.
-
-    Returns:
-        What it returns.
+        value: an argument of a filter, test, method or comparison.
+        what: the operation, for the message (``'sort'``, ``str.center``).
 
     Raises:
-        LimitError: past :data:`MAX_CALL_DEPTH`.
+        LimitError: when the value is larger than :data:`MAX_SIZE`, or reading it would
+            take the render past its budget.
     """
-    budget = _budget()
-    if budget.depth >= MAX_CALL_DEPTH:
-        message = f"macro calls nest deeper than {MAX_CALL_DEPTH} levels"
+    size, items, chars = _measure(value)
+    if size > MAX_SIZE:
+        message = f"the input of {what} is larger than the limit of {MAX_SIZE} characters and items"
         raise LimitError(message)
-    budget.depth += 1
-    try:
-        return call()
-    finally:
-        budget.depth -= 1
-
-
-def is_nested_call(obj: Any) -> bool:
-    """Tell whether a call is to a macro or a recursive loop (counted by depth)."""
-    return isinstance(obj, Macro | LoopContext)
+    current_budget().charge(what, work=items, text=chars)
 
 
 # -- operators -----------------------------------------------------------------------------
@@ -212,14 +159,14 @@ def checked_mul(left: Any, right: Any) -> Any:
     for seq, count in ((left, right), (right, left)):
         if isinstance(seq, str | list | tuple) and isinstance(count, int) and count > 0:
             _refuse("repetition", size_of(seq) * count, "characters and items")
-    return left * right
+    return charge_result(left * right, "'*'")
 
 
 def checked_add(left: Any, right: Any) -> Any:
     """``+`` refusing strings or lists joined beyond the limit."""
     if isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
         _refuse("'+'", size_of(left) + size_of(right), "characters and items")
-    return left + right
+    return charge_result(left + right, "'+'")
 
 
 _PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d*))?[hlL]?[a-zA-Z%]")
@@ -239,8 +186,37 @@ def checked_mod(left: Any, right: Any) -> Any:
     """``%`` with printf widths and precisions checked when the left side is text."""
     if isinstance(left, str):
         _check_printf(left, "'%' formatting")
-        check_size(right, "a value formatted with '%'")
-    return left % right
+        check_input(right, "'%'")
+    return charge_result(left % right, "'%'")
+
+
+_COMPARISONS: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
+    "eq": ("==", operator.eq),
+    "ne": ("!=", operator.ne),
+    "gt": (">", operator.gt),
+    "gteq": (">=", operator.ge),
+    "lt": ("<", operator.lt),
+    "lteq": ("<=", operator.le),
+    "in": ("in", lambda left, right: left in right),
+    "notin": ("not in", lambda left, right: left not in right),
+}
+
+
+def checked_compare(left: Any, op: str, right: Any) -> Any:
+    """A comparison (``==``, ``<``, ``in``...), charged for reading both sides.
+
+    Args:
+        left: the left operand.
+        op: Jinja's name of the operator (``eq``, ``in``, ``notin``...).
+        right: the right operand.
+
+    Returns:
+        The comparison's result.
+    """
+    symbol, compare = _COMPARISONS[op]
+    check_input(left, f"'{symbol}'")
+    check_input(right, f"'{symbol}'")
+    return compare(left, right)
 
 
 # -- str.format ----------------------------------------------------------------------------
@@ -284,25 +260,45 @@ def _replaced(
     _refuse(what, len(text) + hits * max(len(new) - len(old), 0))
 
 
-def check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """Check a method call a template makes; return its (possibly materialised) arguments.
+def call_name(obj: Any) -> str:
+    """How a message names a call: ``str.center``, ``macro f``, ``'dict'``."""
+    if isinstance(obj, Macro):
+        return f"macro {obj.name}"
+    # The sandbox wraps str.format in a function of its own; the method is __wrapped__.
+    target = getattr(obj, "__wrapped__", obj)
+    name = getattr(target, "__name__", type(obj).__name__)
+    name = "range" if name == "safe_range" else name  # the sandbox's range
+    owner = getattr(target, "__self__", None)
+    if owner is None or isinstance(owner, ModuleType):
+        return f"'{name}'"
+    return f"{type(owner).__name__}.{name}"
+
+
+def check_call(
+    obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], what: str
+) -> tuple[Any, ...]:
+    """Check a call a template makes; return its (possibly materialised) arguments.
+
+    The call is charged for reading its arguments and the object it is a method of.
 
     Args:
         obj: the callable.
         args: positional arguments.
         kwargs: keyword arguments.
+        what: the call as messages name it (:func:`call_name`).
 
     Returns:
         The positional arguments to call with (``join``'s iterable is made a list here, so
         that it is counted and still there for the call).
 
     Raises:
-        LimitError: when an argument or the result would be too large.
+        LimitError: when an argument or the result would be too large, or the call would
+            take the render past its budget.
     """
     for value in (*args, *kwargs.values()):
-        check_size(value, "an argument")
-    # The sandbox wraps str.format in a function of its own; the method is __wrapped__.
+        check_input(value, what)
     owner = getattr(getattr(obj, "__wrapped__", obj), "__self__", None)
+    charge_length(owner, what)
     if not isinstance(owner, str | bytes):
         return args
     name = getattr(obj, "__name__", "")
@@ -314,7 +310,8 @@ def check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple
         if isinstance(size, int):
             _refuse(name, len(owner) + tabs * size)
     elif name == "join" and args:
-        items = list(_counted(args[0])) if not isinstance(args[0], str) else args[0]
+        items = list(args[0]) if not isinstance(args[0], str) else args[0]
+        current_budget().charge(what, work=len(items))
         lengths = sum(len(item) for item in items if isinstance(item, str | bytes))
         _refuse(name, lengths + len(owner) * max(len(items) - 1, 0))
         return (items, *args[1:])
@@ -331,19 +328,24 @@ def check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple
 # -- filters -------------------------------------------------------------------------------
 
 
-def _checked_inputs(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    @wraps(func)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        for value in (*args, *kwargs.values()):
-            check_size(value, f"the input of '{name}'")
-        return func(*args, **kwargs)
+def _charged(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a filter or test: inputs checked for size, reading and result charged."""
+    what = f"'{name}'"
 
-    return checked
+    @wraps(func)
+    def charged(*args: Any, **kwargs: Any) -> Any:
+        for value in args:
+            check_input(value, what)
+        for value in kwargs.values():
+            check_input(value, what)
+        return charge_result(func(*args, **kwargs), what)
+
+    return charged
 
 
 def _bounded(name: str, func: Callable[..., Any], check: Callable[..., None]) -> Callable[..., Any]:
     """Wrap a filter: inputs checked for size, then ``check`` sees the data arguments."""
-    inner = _checked_inputs(name, func)
+    inner = _charged(name, func)
     passes = getattr(func, "jinja_pass_arg", None)
 
     @wraps(func)
@@ -405,12 +407,12 @@ def _join(filters: Mapping[str, Callable[..., Any]]) -> Callable[..., Any]:
 
     @wraps(join)
     def bounded_join(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> Any:
-        items = list(_counted(value)) if isinstance(value, Iterable) else value
-        check_size(items, "the input of 'join'")
+        items = list(value) if isinstance(value, Iterable) else value
+        check_input(items, "'join'")
         if isinstance(items, list) and attribute is None:
             lengths = sum(len(str(item)) for item in items)
             _refuse("join", lengths + len(str(d)) * max(len(items) - 1, 0))
-        return join(eval_ctx, items, d, attribute)
+        return charge_result(join(eval_ctx, items, d, attribute), "'join'")
 
     return bounded_join
 
@@ -419,10 +421,12 @@ def concat(*parts: Any) -> str:
     """The ``~`` operator: parts turned to text and joined, within the limit."""
     total = 0
     for part in parts:
-        check_size(part, "a value joined with '~'")
+        check_input(part, "'~'")
         total += len(part) if isinstance(part, str) else size_of(part)
     _refuse("'~'", total)
-    return "".join(str(part) for part in parts)
+    text = "".join(str(part) for part in parts)
+    charge_length(text, "'~'")
+    return text
 
 
 def bounded_filters(filters: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
@@ -451,5 +455,17 @@ def bounded_filters(filters: Mapping[str, Callable[..., Any]]) -> dict[str, Call
         elif name in checks:
             wrapped[name] = _bounded(name, func, checks[name])
         else:
-            wrapped[name] = _checked_inputs(name, func)
+            wrapped[name] = _charged(name, func)
     return wrapped
+
+
+def bounded_tests(tests: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
+    """Wrap every test of an environment (``is in``, ``is eq``...): inputs checked and charged.
+
+    Args:
+        tests: the environment's tests.
+
+    Returns:
+        The wrapped tests.
+    """
+    return {name: _charged(name, func) for name, func in tests.items()}

@@ -12,9 +12,12 @@ autoescape, and these extra guards:
 * ``range`` is the sandbox's bounded range; the ``lipsum``, ``cycler`` and ``joiner`` globals
   are removed;
 * attribute access to private or internal attributes (``__class__``...) raises;
-* sizes, loop iterations and macro depth are bounded (:mod:`practiceflow._template_bounds`):
-  an operation whose result would exceed the limit is refused before it runs, at load time
-  already when its operands are constants.
+* sizes are bounded (:mod:`practiceflow._template_bounds`): an operation whose result would
+  exceed the limit is refused before it runs; a filter or operator whose operands are all
+  literals (which Jinja folds into a constant) is checked when the template is compiled;
+* what one render does in all (work, text, loop iterations, macro depth) is bounded by a
+  budget per render (:mod:`practiceflow._template_budget`): every loop, filter, test, call,
+  operator and comparison charges it, and the render is refused once it passes a limit.
 
 Native types: a template that is exactly one expression, such as ``{{ input.amount }}``,
 renders to that expression's Python value (a number stays a number, a list stays a list, a
@@ -33,21 +36,21 @@ Filters: ``date`` (UTC ``YYYY-MM-DD``), ``datetime`` (UTC ISO 8601 ending in ``Z
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
+from jinja2 import TemplateSyntaxError, meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.exceptions import TemplateError as JinjaTemplateError
-from jinja2.nodes import EvalContext
-from jinja2.runtime import Context, Undefined
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
+from jinja2.runtime import Undefined
+from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import consume
 
 from practiceflow import _template_bounds as bounds
+from practiceflow import _template_budget as budget
+from practiceflow import _template_sandbox as sandbox
 from practiceflow._template_filters import (
     filter_date,
     filter_datetime,
@@ -61,6 +64,7 @@ from practiceflow.errors import Issue, TemplateError
 __all__ = [
     "CompiledTemplate",
     "Origin",
+    "add_filter",
     "compile_template",
     "compile_tree",
     "environment",
@@ -76,74 +80,26 @@ __all__ = [
 
 #: Longest string, list or tuple that ``*`` may build in a template.
 MAX_REPEAT = bounds.MAX_SIZE
-#: Largest integer, in bits, that ``**`` may build.
-MAX_POWER_BITS = 4096
 
-
-class _Environment(ImmutableSandboxedEnvironment):
-    """The sandbox plus the limits of :mod:`practiceflow._template_bounds`."""
-
-    intercepted_binops = frozenset({"*", "**", "+", "%"})
-    # Called by every loop and every ``~`` (not filters: templates cannot name them).
-    pf_counted_iterations = staticmethod(bounds.counted_iterations)
-    pf_concat = staticmethod(bounds.concat)
-
-    def call_binop(self, context: Context, operator_: str, left: Any, right: Any) -> Any:
-        checked = _BINOPS.get(operator_)
-        if checked is not None:
-            return checked(left, right)
-        return super().call_binop(context, operator_, left, right)  # pragma: no cover
-
-    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        args = bounds.check_call(__obj, args, kwargs)
-        call = super().call
-        if bounds.is_nested_call(__obj):
-            return bounds.nested_call(lambda: call(__context, __obj, *args, **kwargs))
-        return call(__context, __obj, *args, **kwargs)
-
-
-def _checked_pow(left: Any, right: Any) -> Any:
-    integers = isinstance(left, int) and isinstance(right, int) and right > 0
-    if integers and abs(left) > 1 and left.bit_length() * right > MAX_POWER_BITS:
-        message = f"{left!r} ** {right!r} would exceed {MAX_POWER_BITS} bits"
-        raise bounds.LimitError(message)
-    return operator.pow(left, right)
-
-
-_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
-    "*": bounds.checked_mul,
-    "**": _checked_pow,
-    "+": bounds.checked_add,
-    "%": bounds.checked_mod,
-}
-#: Environment attributes the compiler calls in every template (see :func:`_bound_tree`).
-_LOOP_CALL = "pf_counted_iterations"
-_CONCAT_CALL = "pf_concat"
-
-
-def _make_environment() -> _Environment:
-    env = _Environment(
-        undefined=StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=False,
-        finalize=lambda value: bounds.check_size(value, "an output value"),
-    )
-    for name in ("lipsum", "cycler", "joiner"):
-        env.globals.pop(name, None)
-    env.filters["date"] = filter_date
-    env.filters["datetime"] = filter_datetime
-    env.filters["tojson"] = filter_tojson
-    env.filters["pathseg"] = filter_pathseg
-    env.filters = bounds.bounded_filters(env.filters)
-    return env
-
-
-_ENV = _make_environment()
+_ENV = sandbox.make_environment()
 
 
 def environment() -> SandboxedEnvironment:
-    """Return the one shared environment (for adding a filter from a plugin, say)."""
+    """Return the one shared environment (add filters with :func:`add_filter`)."""
     return _ENV
+
+
+def add_filter(name: str, func: Callable[..., Any]) -> None:
+    """Add a filter to the shared environment, bounded like the built-in ones.
+
+    Its inputs are checked for size and it is charged for what it reads and returns
+    (:mod:`practiceflow._template_bounds`). A filter of that name already there is kept.
+
+    Args:
+        name: the filter's name in templates.
+        func: the filter.
+    """
+    _ENV.filters.setdefault(name, bounds.bounded_filters({name: func})[name])
 
 
 def is_template(text: str) -> bool:
@@ -222,7 +178,7 @@ class CompiledTemplate:
                 the issue names the template's file, line and field.
         """
         try:
-            with bounds.render_budget():
+            with budget.render_budget():
                 return bounds.check_size(self._run(context), "the rendered value")
         except SecurityError as exc:
             message = f"template {_shown(self.source)} refused by the sandbox: {exc}"
@@ -282,7 +238,7 @@ def compile_template(source: str, origin: Origin | None = None) -> CompiledTempl
         offset = max((exc.lineno or 1) - 1, 0)
         message = f"template syntax: {exc.message}"
         raise TemplateError(where.issue(message, line_offset=offset)) from None
-    except bounds.LimitError as exc:
+    except budget.LimitError as exc:
         offset = max(getattr(exc, "lineno", 1) - 1, 0)
         message = f"template {_shown(source)} refused by the sandbox: {exc}"
         raise TemplateError(where.issue(message, line_offset=offset)) from None
@@ -299,8 +255,8 @@ def compile_template(source: str, origin: Origin | None = None) -> CompiledTempl
 def _compile_cached(source: str) -> _Compiled:
     tree = _ENV.parse(source)
     names, attributes = _references(tree)
-    _bound_tree(tree)
-    _check_constants(tree)
+    sandbox.bound_tree(tree)
+    sandbox.check_constants(tree, _ENV)
     body = tree.body
     if (
         len(body) == 1
@@ -320,52 +276,11 @@ def _compile_cached(source: str) -> _Compiled:
             size += len(chunk)
             if size > bounds.MAX_SIZE:
                 message = f"the text would exceed {bounds.MAX_SIZE} characters"
-                raise bounds.LimitError(message)
+                raise budget.LimitError(message)
             chunks.append(chunk)
         return "".join(chunks)
 
     return _Compiled(run_text, names, attributes)
-
-
-def _bound_tree(tree: nodes.Template) -> None:
-    """Route every loop through the iteration budget and every ``~`` through the size check."""
-    for loop in tree.find_all(nodes.For):
-        loop.iter = _environment_call(_LOOP_CALL, [cast(nodes.Expr, loop.iter)], loop.lineno)
-    for parent in tree.find_all(nodes.Node):
-        for field, child in parent.iter_fields():
-            if isinstance(child, nodes.Concat):
-                setattr(parent, field, _as_concat_call(child))
-            elif isinstance(child, list):
-                child[:] = [_as_concat_call(c) if isinstance(c, nodes.Concat) else c for c in child]
-
-
-def _as_concat_call(node: nodes.Concat) -> nodes.Call:
-    return _environment_call(_CONCAT_CALL, list(node.nodes), node.lineno)
-
-
-def _environment_call(name: str, args: list[nodes.Expr], lineno: int) -> nodes.Call:
-    target = nodes.EnvironmentAttribute(name, lineno=lineno)
-    return nodes.Call(target, args, [], None, None, lineno=lineno)
-
-
-def _check_constants(tree: nodes.Template) -> None:
-    """Refuse, at load time, a constant operation over the limits (Jinja would fold it)."""
-    eval_ctx = EvalContext(_ENV)
-    for node in tree.find_all((nodes.Filter, nodes.BinExpr)):
-        try:
-            if isinstance(node, nodes.BinExpr) and node.operator in _BINOPS:
-                left, right = node.left.as_const(eval_ctx), node.right.as_const(eval_ctx)
-                _BINOPS[node.operator](left, right)
-            else:
-                node.as_const(eval_ctx)
-        except nodes.Impossible as exc:
-            cause = exc.__cause__
-            if isinstance(cause, bounds.LimitError):
-                cause.lineno = node.lineno  # type: ignore[attr-defined]
-                raise cause from None
-        except bounds.LimitError as exc:
-            exc.lineno = node.lineno  # type: ignore[attr-defined]
-            raise
 
 
 def _native(expr: nodes.Expr) -> Callable[[Mapping[str, Any]], Any]:

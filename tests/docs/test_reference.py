@@ -5,7 +5,9 @@
 - every recipe marked ``<!-- example: ... -->`` runs against the sandbox for one event of
   an active client, and each step and the run end as the marker says;
 - every filter practiceflow adds and every context name a step reads is documented;
-- every YAML module of the guide marked ``<!-- module: PATH -->`` loads and validates.
+- every YAML module of the guide marked ``<!-- module: PATH -->`` loads and validates;
+- the template limits the reference states are the ones enforced, and each example it gives
+  of a limit checked at load or at render is refused then.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import Any
 import pytest
 from jinja2.filters import FILTERS
 
+from practiceflow._template_budget import MAX_CALL_DEPTH, MAX_ITERATIONS, MAX_TEXT, MAX_WORK
 from practiceflow.api import Client
+from practiceflow.errors import TemplateError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.runner.context import build_context
@@ -67,6 +71,43 @@ def test_every_added_filter_and_every_context_name_is_documented() -> None:
         assert f"| `{name}" in REFERENCE, name
     for key in LOCAL_STEPS:
         assert f"| `{key}` |" in REFERENCE
+
+
+LIMITS = REFERENCE.split("### Limits\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_template_limits_stated_are_the_ones_enforced() -> None:
+    for stated in (
+        f"| {MAX_WORK:,} units |",
+        f"| {MAX_TEXT:,} characters |",
+        f"| {MAX_ITERATIONS:,} |",
+        f"| {MAX_CALL_DEPTH} deep |",
+    ):
+        assert stated in LIMITS
+
+
+def _limit_examples(when: str) -> list[str]:
+    """The templates and the expressions (code with a call) the reference gives as examples."""
+    paragraph = LIMITS.split(f"**When the {when}**", 1)[1].split("**When", 1)[0]
+    return [
+        code
+        for code in re.findall(r"`([^`]+)`", paragraph.replace("\n", " "))
+        if code.startswith("{{") or "(" in code
+    ]
+
+
+@pytest.mark.parametrize("template", _limit_examples("recipe loads"))
+def test_the_limits_said_to_be_checked_at_load_are(template: str) -> None:
+    with pytest.raises(TemplateError, match="refused by the sandbox"):
+        compile_template(template)
+
+
+@pytest.mark.parametrize("expression", _limit_examples("step renders"))
+def test_the_limits_said_to_be_checked_at_render_are_not_checked_at_load(expression: str) -> None:
+    template = expression if expression.startswith("{{") else "{{ " + expression + " }}"
+    compiled = compile_template(template)  # loads
+    with pytest.raises(TemplateError, match="refused by the sandbox"):
+        compiled.render({})
 
 
 def test_every_recipe_key_is_documented() -> None:

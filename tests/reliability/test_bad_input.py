@@ -392,6 +392,10 @@ HOSTILE_TEMPLATES = {
     "repeat": "{{ trigger.entityKey * 1000000000 }}",
     "power": "{{ 9 ** 99999999 }}",
     "shared-references": "{% set a = 'a'*199999 %}{{ [a, a, a, a, a, a]|string }}",
+    "sort-in-a-loop": (
+        "{% for i in range(100000) %}{{ range(100000)|list|sort|length }}{% endfor %}"
+    ),
+    "map-chain": "{{ range(100000)|map('string')|map('center', 999999)|list }}",
 }
 
 

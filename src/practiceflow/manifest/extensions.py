@@ -24,7 +24,7 @@ from typing import Any
 from practiceflow.errors import Issue
 from practiceflow.manifest import lint
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
-from practiceflow.templating import CompiledTemplate, Origin, compile_tree, environment
+from practiceflow.templating import CompiledTemplate, Origin, add_filter, compile_tree
 
 __all__ = [
     "DOWNLOAD_NAMES",
@@ -74,7 +74,7 @@ def filter_omit(value: Any, *keys: str) -> dict[str, Any]:
     return {key: item for key, item in value.items() if key not in keys}
 
 
-environment().filters.setdefault("omit", filter_omit)
+add_filter("omit", filter_omit)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,218 @@
+"""The sandboxed Jinja environment of practiceflow and the rewrites that bound every template.
+
+Used by :mod:`practiceflow.templating`, which owns the one environment and compiles every
+template through :func:`bound_tree` and :func:`check_constants`:
+
+* :class:`BoundedEnvironment` is Jinja's immutable sandbox whose operators ``*``, ``**``,
+  ``+`` and ``%``, calls, filters and tests check sizes and charge the render's budget
+  (:mod:`practiceflow._template_bounds`, :mod:`practiceflow._template_budget`);
+* :func:`bound_tree` rewrites a parsed template so that every loop iterates through the
+  budget (each iteration charged for the size of the loop's body), every macro and
+  ``{% call %}`` body charges its size each time it runs, and every ``~`` and comparison
+  goes through a checked function;
+* :func:`check_constants` refuses at load time a constant operation over the limits.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+from collections.abc import Callable
+from typing import Any, cast
+
+from jinja2 import StrictUndefined, nodes
+from jinja2.nodes import EvalContext
+from jinja2.runtime import Context
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from practiceflow import _template_bounds as bounds
+from practiceflow import _template_budget as budget
+from practiceflow._template_filters import (
+    filter_date,
+    filter_datetime,
+    filter_pathseg,
+    filter_tojson,
+)
+
+__all__ = [
+    "MAX_POWER_BITS",
+    "BoundedEnvironment",
+    "bound_tree",
+    "check_constants",
+    "make_environment",
+]
+
+#: Largest integer, in bits, that ``**`` may build.
+MAX_POWER_BITS = 4096
+
+
+class BoundedEnvironment(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox whose operators, calls, filters and tests are bounded."""
+
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    # Called by every loop, ``~`` and comparison (not filters: templates cannot name them).
+    pf_counted_iterations = staticmethod(budget.counted_iterations)
+    pf_concat = staticmethod(bounds.concat)
+    pf_compare = staticmethod(bounds.checked_compare)
+    pf_charge_body = staticmethod(budget.charge_body)
+
+    def call_binop(self, context: Context, operator_: str, left: Any, right: Any) -> Any:
+        checked = _BINOPS.get(operator_)
+        if checked is not None:
+            return checked(left, right)
+        return super().call_binop(context, operator_, left, right)  # pragma: no cover
+
+    def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if __obj in _OWN_CALLS:
+            # Calls the compiler inserted (see bound_tree): positional arguments only (the
+            # keywords are Jinja's bookkeeping); they check and charge for themselves.
+            return __obj(*args)
+        what = bounds.call_name(__obj)
+        args = bounds.check_call(__obj, args, kwargs, what)
+        call = super().call
+        if budget.is_nested_call(__obj):
+            result = budget.nested_call(lambda: call(__context, __obj, *args, **kwargs))
+        else:
+            result = call(__context, __obj, *args, **kwargs)
+        return budget.charge_result(result, what)
+
+
+def _checked_pow(left: Any, right: Any) -> Any:
+    integers = isinstance(left, int) and isinstance(right, int) and right > 0
+    if integers and abs(left) > 1 and left.bit_length() * right > MAX_POWER_BITS:
+        message = f"{left!r} ** {right!r} would exceed {MAX_POWER_BITS} bits"
+        raise budget.LimitError(message)
+    return operator.pow(left, right)
+
+
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "*": bounds.checked_mul,
+    "**": _checked_pow,
+    "+": bounds.checked_add,
+    "%": bounds.checked_mod,
+}
+#: Environment attributes the compiler calls in every template (see :func:`bound_tree`).
+_LOOP_CALL = "pf_counted_iterations"
+_CONCAT_CALL = "pf_concat"
+_COMPARE_CALL = "pf_compare"
+_BODY_CALL = "pf_charge_body"
+_OWN_CALLS = frozenset(
+    {budget.counted_iterations, bounds.concat, bounds.checked_compare, budget.charge_body}
+)
+
+
+def make_environment() -> BoundedEnvironment:
+    """Build the sandboxed environment with the limits and the filters of practiceflow."""
+    env = BoundedEnvironment(
+        undefined=StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=False,
+        finalize=lambda value: bounds.check_size(value, "an output value"),
+    )
+    for name in ("lipsum", "cycler", "joiner"):
+        env.globals.pop(name, None)
+    env.filters["date"] = filter_date
+    env.filters["datetime"] = filter_datetime
+    env.filters["tojson"] = filter_tojson
+    env.filters["pathseg"] = filter_pathseg
+    env.filters = bounds.bounded_filters(env.filters)
+    env.tests.update(bounds.bounded_tests(env.tests))
+    return env
+
+
+def bound_tree(tree: nodes.Template) -> None:
+    """Route every loop, ``~`` and comparison through the size checks and the budget.
+
+    Each run of a loop's, macro's or ``{% call %}`` block's body is charged its size (its
+    nodes, counted here) by a first statement added to it, so that repeating a long body
+    costs in proportion even when its operations are cheap (a recursive loop's inner runs
+    included, which do not go through the loop's counting iterator).
+
+    Args:
+        tree: a parsed template, changed in place.
+    """
+    blocks: list[nodes.For | nodes.Macro | nodes.CallBlock] = [
+        *tree.find_all(nodes.For),
+        *tree.find_all(nodes.Macro),
+        *tree.find_all(nodes.CallBlock),
+    ]
+    for block in blocks:
+        charge = _environment_call(_BODY_CALL, [nodes.Const(_size(block.body))], block.lineno)
+        block.body.insert(0, nodes.ExprStmt(charge, lineno=block.lineno))
+    for loop in tree.find_all(nodes.For):
+        loop.iter = _environment_call(_LOOP_CALL, [cast(nodes.Expr, loop.iter)], loop.lineno)
+    for parent in tree.find_all(nodes.Node):
+        for field, child in parent.iter_fields():
+            if isinstance(child, nodes.Node):
+                setattr(parent, field, _as_checked_call(child))
+            elif isinstance(child, list):
+                child[:] = [_as_checked_call(c) if isinstance(c, nodes.Node) else c for c in child]
+
+
+def _size(body: list[nodes.Node]) -> int:
+    """The nodes of a block's body, all levels."""
+    return sum(1 + sum(1 for _ in node.find_all(nodes.Node)) for node in body)
+
+
+def _as_checked_call(node: nodes.Node) -> nodes.Node:
+    if isinstance(node, nodes.Concat):
+        return _environment_call(_CONCAT_CALL, list(node.nodes), node.lineno)
+    if isinstance(node, nodes.Compare):
+        return _as_compare_calls(node)
+    return node
+
+
+def _as_compare_calls(node: nodes.Compare) -> nodes.Expr:
+    """``a < b < c`` as ``compare(a, 'lt', b) and compare(b, 'lt', c)``, as Python chains."""
+    calls: list[nodes.Expr] = []
+    left = node.expr
+    for operand in node.ops:
+        args = [left, nodes.Const(operand.op), operand.expr]
+        calls.append(_environment_call(_COMPARE_CALL, args, node.lineno))
+        left = copy.deepcopy(operand.expr)  # a node sits at one place in the tree
+    result = calls[-1]
+    for call in reversed(calls[:-1]):
+        result = nodes.And(call, result, lineno=node.lineno)
+    return result
+
+
+def _environment_call(name: str, args: list[nodes.Expr], lineno: int) -> nodes.Call:
+    target = nodes.EnvironmentAttribute(name, lineno=lineno)
+    return nodes.Call(target, args, [], None, None, lineno=lineno)
+
+
+def check_constants(tree: nodes.Template, env: BoundedEnvironment) -> None:
+    """Refuse, at load time, a constant operation over the limits (Jinja would fold it).
+
+    The operations Jinja evaluates when it compiles (filters and the operators ``*``, ``**``,
+    ``+``, ``%`` whose operands are all literals) are evaluated here first, sharing one
+    budget as they would in a render; everything else is checked when the template renders.
+
+    Args:
+        tree: the parsed template.
+        env: the environment it is compiled in.
+
+    Raises:
+        LimitError: with ``lineno`` set to the operation's line.
+    """
+    with budget.render_budget():
+        _check_constant_nodes(tree, env)
+
+
+def _check_constant_nodes(tree: nodes.Template, env: BoundedEnvironment) -> None:
+    eval_ctx = EvalContext(env)
+    for node in tree.find_all((nodes.Filter, nodes.BinExpr)):
+        try:
+            if isinstance(node, nodes.BinExpr) and node.operator in _BINOPS:
+                left, right = node.left.as_const(eval_ctx), node.right.as_const(eval_ctx)
+                _BINOPS[node.operator](left, right)
+            else:
+                node.as_const(eval_ctx)
+        except nodes.Impossible as exc:
+            cause = exc.__cause__
+            if isinstance(cause, budget.LimitError):
+                cause.lineno = node.lineno  # type: ignore[attr-defined]
+                raise cause from None
+        except budget.LimitError as exc:
+            exc.lineno = node.lineno  # type: ignore[attr-defined]
+            raise
