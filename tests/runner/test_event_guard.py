@@ -160,8 +160,9 @@ def test_a_quarantined_run_is_listed_as_needing_attention_with_its_reason(
     (row,) = json.loads(listed.stdout)
     assert (row["run_id"], row["needs_attention"]) == (run.run_id, True)
     assert row["error"]["reason"] == reason
-    table = cli_runner.invoke(cli, ["runs", "list", "--status", "in_doubt"])
-    assert "in_doubt (quarantined)" in table.stdout
+    wide = CliRunner(env={"PRACTICEFLOW_STATE": store_url, "COLUMNS": "160"})
+    table = wide.invoke(cli, ["runs", "list", "--status", "in_doubt"])
+    assert "in_doubt (quarantined)" in table.stdout  # at 80 columns the status wraps
     shown = cli_runner.invoke(cli, ["runs", "show", run.run_id])
     assert "quarantined: started" in " ".join(shown.stdout.split())
 
