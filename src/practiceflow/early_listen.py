@@ -71,21 +71,15 @@ def bind_listen(host: str, port: int) -> socket.socket:
     Raises:
         ConfigError: the address cannot be bound (in use, not local).
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
-    # accepted connections inherit it (else small answers wait for the delayed ACK).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    from practiceflow.netaddr import listen_tcp
+
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(_BACKLOG)
+        return listen_tcp(host, port, _BACKLOG)
     except OSError as exc:
-        sock.close()
         from practiceflow.errors import ConfigError
 
         message = f"webhook receiver on {host}:{port} cannot listen: {exc.strerror or exc}"
         raise ConfigError(message) from None
-    return sock
 
 
 def take(host: str, port: int) -> socket.socket | None:

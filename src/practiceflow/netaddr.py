@@ -2,14 +2,18 @@
 
 The receiver (``PRACTICEFLOW_LISTEN``), a fleet worker (``--listen``) and the console
 (``--console-listen``) all read their address with :func:`parse_listen`, so each says the
-same thing about a bad value.
+same thing about a bad value. A socket bound before a server takes it (the sandbox
+command, serve's early receiver socket, ``mcp --transport http``) comes from
+:func:`listen_tcp`.
 """
 
 from __future__ import annotations
 
+import socket
+
 from practiceflow.errors import ConfigError
 
-__all__ = ["LOOPBACK", "parse_listen"]
+__all__ = ["LOOPBACK", "listen_tcp", "parse_listen"]
 
 #: Where everything listens unless told otherwise.
 LOOPBACK = "127.0.0.1"
@@ -34,3 +38,25 @@ def parse_listen(text: str, *, option: str, example: str) -> tuple[str, int]:
         message = f"{option}: got {text!r}; expected HOST:PORT or PORT, such as {example}"
         raise ConfigError(message)
     return host.strip("[]") or LOOPBACK, int(port)
+
+
+def listen_tcp(host: str, port: int, backlog: int = 128) -> socket.socket:
+    """A TCP socket bound to ``(host, port)`` and listening (port 0: any free port).
+
+    The socket is created as ``IPPROTO_TCP``: asyncio sets ``TCP_NODELAY`` only on accepted
+    connections whose protocol says TCP, and without it a small answer written in two
+    parts waits for the peer's delayed ACK.
+
+    Raises:
+        OSError: the address cannot be bound (the caller says what to do about it).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -13,6 +13,7 @@ import socket
 import click
 
 from practiceflow.errors import ConfigError
+from practiceflow.netaddr import listen_tcp
 from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES, curl_example
 from practiceflow.sandbox.config import REGIONS, SandboxConfig, parse_duration
 from practiceflow.sandbox.practices import practice_credential
@@ -37,19 +38,11 @@ def _duration(text: str, option: str) -> float:
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
-    # accepted connections inherit it (else small answers wait for the delayed ACK).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        return listen_tcp(host, port)
     except OSError as exc:
-        sock.close()
         message = f"--port {port}: cannot listen on {host} ({exc.strerror or exc})"
         raise ConfigError(message) from None
-    sock.listen(128)
-    return sock
 
 
 def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[str]:

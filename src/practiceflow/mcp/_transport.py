@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from practiceflow.console.security import is_loopback
 from practiceflow.errors import ConfigError
+from practiceflow.netaddr import listen_tcp
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -87,16 +88,9 @@ def bind_http(host: str, port: int) -> socket.socket:
     Raises:
         ConfigError: the address is taken or is not one of this machine's.
     """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and
-    # accepted connections inherit it (else small answers wait for the delayed ACK).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(_BACKLOG)
+        return listen_tcp(host, port, _BACKLOG)
     except OSError as exc:
-        sock.close()
         address = _shown(host, port)
         if exc.errno == errno.EADDRINUSE:
             hint = (
@@ -107,7 +101,6 @@ def bind_http(host: str, port: int) -> socket.socket:
             hint = "pass --listen with an address of this machine, such as 127.0.0.1:8766"
         message = f"mcp --listen {address}: cannot listen ({exc.strerror or exc}); {hint}"
         raise ConfigError(message) from None
-    return sock
 
 
 class _BearerToken:
