@@ -17,6 +17,33 @@ from practiceflow.testing import SandboxHandle
 from runner._support import CLI, cli_env
 
 #: Generous bound against a hang; never a speed assertion.
+#: A webhook recipe on one client's accepted proposals (``.format(entity=KEY)``).
+ACCEPTED = """\
+name: accepted
+trigger:
+  use: proposal_accepted
+  with:
+    entityKey: {entity}
+steps:
+  - id: read
+    use: get_client
+    with:
+      entityKey: "{{{{ trigger.entityKey }}}}"
+"""
+#: A recipe that writes each submitted eForm to a file (``.format(out=PATH)``).
+FORMS = """\
+name: forms
+trigger:
+  use: eform_submitted
+steps:
+  - id: save
+    use: write_jsonl
+    with:
+      path: "{out}"
+      record:
+        formKey: "{{{{ trigger.formKey | default(None) }}}}"
+"""
+
 PATIENCE = 90.0
 
 

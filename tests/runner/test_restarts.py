@@ -19,22 +19,19 @@ from click.testing import CliRunner
 from practiceflow.cli import cli
 from practiceflow.runner.gaps import last_alive
 from practiceflow.testing import SandboxHandle
-from runner._serving import Serve, api_client, in_store, new_proposal, serving, wait_for
+from runner._serving import (
+    ACCEPTED,
+    FORMS,
+    Serve,
+    api_client,
+    in_store,
+    new_proposal,
+    serving,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
-ACCEPTED = """\
-name: accepted
-trigger:
-  use: proposal_accepted
-  with:
-    entityKey: {entity}
-steps:
-  - id: read
-    use: get_client
-    with:
-      entityKey: "{{{{ trigger.entityKey }}}}"
-"""
 CHANGED = """\
 name: changed
 trigger:
@@ -201,26 +198,12 @@ def test_kill_9_or_sigterm_at_random_moments_loses_no_event(
     assert "Traceback" not in serve.errors()
 
 
-EFORM_RECIPE = """\
-name: forms
-trigger:
-  use: eform_submitted
-steps:
-  - id: save
-    use: write_jsonl
-    with:
-      path: "{out}"
-      record:
-        formKey: "{{{{ trigger.formKey | default(None) }}}}"
-"""
-
-
 def test_a_crash_loop_in_which_the_sender_gives_up_lists_every_missed_window(
     fast_sandbox: SandboxHandle, tmp_path: Path
 ) -> None:
     practice, _ = fast_sandbox.credentials("anz", "rw")
     recipe = tmp_path / "forms.yaml"
-    recipe.write_text(EFORM_RECIPE.format(out=tmp_path / "forms.jsonl"), encoding="utf-8")
+    recipe.write_text(FORMS.format(out=tmp_path / "forms.jsonl"), encoding="utf-8")
     entity = _active_clients(fast_sandbox)[0]
     missed: list[datetime] = []
     with api_client(fast_sandbox) as client, serving(fast_sandbox, tmp_path, [recipe]) as serve:

@@ -18,34 +18,19 @@ from click.testing import CliRunner
 from practiceflow.cli import cli
 from practiceflow.runner.gaps import DOUBT_PREFIX, GAP_STEP
 from practiceflow.testing import SandboxHandle
-from runner._serving import Serve, api_client, in_store, new_proposal, serving, wait_for
+from runner._serving import (
+    ACCEPTED,
+    FORMS,
+    Serve,
+    api_client,
+    in_store,
+    new_proposal,
+    serving,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
-ACCEPTED = """\
-name: accepted
-trigger:
-  use: proposal_accepted
-  with:
-    entityKey: {entity}
-steps:
-  - id: read
-    use: get_client
-    with:
-      entityKey: "{{{{ trigger.entityKey }}}}"
-"""
-FORMS = """\
-name: forms
-trigger:
-  use: eform_submitted
-steps:
-  - id: save
-    use: write_jsonl
-    with:
-      path: "{out}"
-      record:
-        formKey: "{{{{ trigger.formKey | default(None) }}}}"
-"""
 ENTRY = DOUBT_PREFIX + "proposal_accepted"
 
 
@@ -101,7 +86,8 @@ def test_a_kill_mid_subscribe_leaves_serve_serving_and_the_doubt_listed_once(
         serving(fast_sandbox, tmp_path, _recipes(tmp_path, entity)) as serve,
     ):
         proposals = [new_proposal(client, entity) for _ in range(2)]
-        fault = {"kind": "slow", "delay": 6, "method": "POST", "pathPrefix": "/api/v1/webhooks"}
+        # Held back far longer than a loaded machine needs to see it pending and kill serve.
+        fault = {"kind": "slow", "delay": 60, "method": "POST", "pathPrefix": "/api/v1/webhooks"}
         fast_sandbox.admin("POST", "/_admin/faults", fault)
         serve.start("--since", since)
         wait_for(

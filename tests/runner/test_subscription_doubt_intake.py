@@ -18,34 +18,10 @@ from practiceflow.runner.intake import TriggerIntake
 from practiceflow.state import StateStore
 from practiceflow.testing import SandboxHandle
 from practiceflow.triggers import SubscriptionManager
-from runner._serving import new_proposal, wait_for
+from runner._serving import ACCEPTED, FORMS, new_proposal, wait_for
 
 pytestmark = pytest.mark.integration
 
-ACCEPTED = """\
-name: accepted
-trigger:
-  use: proposal_accepted
-  with:
-    entityKey: {entity}
-steps:
-  - id: read
-    use: get_client
-    with:
-      entityKey: "{{{{ trigger.entityKey }}}}"
-"""
-FORMS = """\
-name: forms
-trigger:
-  use: eform_submitted
-steps:
-  - id: save
-    use: write_jsonl
-    with:
-      path: "{out}"
-      record:
-        formKey: "{{{{ trigger.formKey | default(None) }}}}"
-"""
 EVENTS = {"proposal_accepted": "proposal.accepted", "eform_submitted": "eform.submitted"}
 
 
