@@ -46,14 +46,14 @@ from practiceflow.runner import (
     ValidRecipe,
     validate_recipe,
 )
+from practiceflow.runner.attention import needs_person
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.quarantine import is_quarantined, quarantine_reason
 from practiceflow.runner.report import detail
 from practiceflow.runner.service import Service
-from practiceflow.state import RunRecord, StateStore
+from practiceflow.state import RunRecord
 from practiceflow.state.request_log import RequestLog
 from practiceflow.state.retention import FINISHED
-from practiceflow.triggers.tests_asked import HELD_RECIPE_PREFIX
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
 
@@ -362,16 +362,6 @@ def _identifiers(output: Any) -> Any:
     }
 
 
-def _needs_person(store: StateStore, record: RunRecord) -> bool:
-    """Held at a step in doubt, quarantined, or a delivery held as unrecognised (what the
-    console lists under "Needs attention")."""
-    if record.status != "in_doubt":
-        return False
-    if is_quarantined(record) or record.recipe.startswith(HELD_RECIPE_PREFIX):
-        return True  # no step to settle: 'runs retry' or 'runs cancel' does
-    return any(step.status == "in_doubt" for step in store.get_steps(record.run_id))
-
-
 def _status_label(record: RunRecord, needs_person: bool) -> str:
     if is_quarantined(record):
         return "in_doubt (quarantined)"
@@ -424,7 +414,7 @@ def list_runs(
     """
     with open_state(state) as store:
         found = store.list_runs(recipe=recipe, status=status, limit=limit)
-        waiting = {record.run_id: _needs_person(store, record) for record in found}
+        waiting = {record.run_id: needs_person(store, record) for record in found}
         if status == "in_doubt":  # a settled run waits for serve or 'runs retry', not a person
             found = [record for record in found if waiting[record.run_id]]
         if as_json:

@@ -20,12 +20,12 @@ from practiceflow.console.redact import Redactor
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import ActionModule, ModuleRegistry, default_registry
 from practiceflow.runner import ValidRecipe
+from practiceflow.runner.attention import held_reason
 from practiceflow.runner.plan import plan
 from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import brief, detail
 from practiceflow.state import RUN_STATUSES, RunRecord, RunStatus, StateStore, StepRecord
 from practiceflow.state.runids import find_run
-from practiceflow.triggers.tests_asked import HELD_RECIPE_PREFIX
 
 __all__ = [
     "ConsoleContext",
@@ -387,19 +387,6 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
     return red.drop(data, values)  # type: ignore[no-any-return]
 
 
-def _held_reason(run: RunRecord) -> str | None:
-    """Why a delivery was held without running (``unrecognised:<trigger>``), or None."""
-    if not run.recipe.startswith(HELD_RECIPE_PREFIX):
-        return None
-    error = run.error if isinstance(run.error, dict) else {}
-    why = str(error.get("reason") or error.get("message") or "the trigger could not map it")
-    return (
-        f"a delivery held without running: {why}. If it was not a real event, settle it with "
-        f"'practiceflow runs cancel {run.run_id[:8]} --reason ...'; if it was, start what it "
-        "asked for by hand, then cancel it with that reason"
-    )
-
-
 def _unsettled_row(
     ctx: ConsoleContext, run: RunRecord, reason: str, *, quarantined: bool
 ) -> dict[str, Any]:
@@ -440,7 +427,7 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
         if reason is not None:
             rows.append(_unsettled_row(ctx, run, reason, quarantined=True))
             continue
-        held = _held_reason(run)
+        held = held_reason(run)
         if held is not None:
             rows.append(_unsettled_row(ctx, run, held, quarantined=False))
             continue

@@ -162,7 +162,7 @@ class Fleet:
         self.store = store
         self.app = app
         # An exception no step caught is recorded on its run, which is started again until
-        # it is quarantined (runner/faults.py, runner/quarantine.py).
+        # it is quarantined (runner/event_guard.py, runner/quarantine.py).
         self.guard = EventGuard(store)
         self.metrics = metrics
         self.practices: dict[str, PracticeRuntime] = {}

@@ -12,7 +12,7 @@ is settled":
 * :mod:`.step_executor`: one step, sent and journaled by that rule;
 * :mod:`.execute`: :class:`Runner`, one run step by step, resumable after a crash;
 * :mod:`.reconcile`: read-backs that settle in-doubt writes;
-* :mod:`.faults` and :mod:`.quarantine`: an exception no step caught is recorded and the
+* :mod:`.event_guard` and :mod:`.quarantine`: an exception no step caught is recorded and the
   service goes on; a run started too often without ending is held for a person;
 * :mod:`.dryrun`: :func:`dry_run`, render everything and send nothing;
 * :mod:`.priorities`: :class:`PriorityBudget`, one rate budget shared with priorities;

@@ -5,7 +5,7 @@ step (:attr:`~practiceflow.state.RunRecord.starts`: starts since the run last en
 was held, less those stopped in order by a graceful shutdown). A start that stays counted
 means the process died during the run (killed, out of memory, crashed) or the service's
 boundary caught an exception no step caught and recorded it on the run
-(:mod:`.faults`). The run is then started again automatically, which settles a passing
+(:mod:`.event_guard`). The run is then started again automatically, which settles a passing
 cause; but a run about to be started automatically that already has
 :data:`QUARANTINE_AFTER` such starts is not started again. It is **quarantined**: held
 ``in_doubt`` with its reason (error ``kind: quarantined``, see :func:`quarantine_error`)

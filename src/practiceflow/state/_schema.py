@@ -234,6 +234,10 @@ SELECT_RUNS: Final = (
     "SELECT run_id, practice, recipe, event_id, status, error, created_at, updated_at, origin,"
     " starts FROM {p}runs"
 )
+SELECT_HEALTH: Final = (
+    "SELECT last_test_delivery_at, resubscribes FROM {p}subscription_health"
+    " WHERE practice = ? AND trigger_key = ?"
+)
 SELECT_STEPS: Final = (
     "SELECT run_id, step_id, status, request, output, error, attempts, created_at,"
     " updated_at, sent_at, resolved_by, resolved_at, resolution_note FROM {p}steps"
@@ -298,6 +302,12 @@ COUNT_RESUBSCRIBE: Final = (
     "INSERT INTO {p}subscription_health AS h (practice, trigger_key, resubscribes)"
     " VALUES (?, ?, 1) ON CONFLICT (practice, trigger_key)"
     " DO UPDATE SET resubscribes = h.resubscribes + 1 RETURNING resubscribes"
+)
+
+#: A run started (again): counted, so that one started too often without ending is seen.
+COUNT_START: Final = (
+    "UPDATE {p}runs SET status = 'running', error = NULL, updated_at = ?,"
+    " starts = starts + 1 WHERE run_id = ? RETURNING starts"
 )
 
 

@@ -33,8 +33,10 @@ from practiceflow.errors import BugError
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection
 from practiceflow.state._schema import (
     COUNT_RESUBSCRIBE,
+    COUNT_START,
     JOURNAL,
     SELECT_EVENTS,
+    SELECT_HEALTH,
     SELECT_RUNS,
     SELECT_STEPS,
     SELECT_SUBSCRIPTIONS,
@@ -375,11 +377,7 @@ class SQLStore(StateStore):
             " AND " + by_webhook + " = 'webhook'",
             key,
         )
-        row = self._one(
-            "SELECT last_test_delivery_at, resubscribes FROM {p}subscription_health"
-            " WHERE practice = ? AND trigger_key = ?",
-            key,
-        )
+        row = self._one(SELECT_HEALTH, key)
         return SubscriptionHealth(
             practice,
             trigger_key,
@@ -461,36 +459,33 @@ class SQLStore(StateStore):
         stamp = self._stamp(None, "updated_at")
         encoded = json_or_null(self.sealer.seal(error, f"error of run {run_id}"), run_id)
         with self._write() as db:
-            sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
-            row = db.execute(sql, (run_id,)).fetchone()
-            if row is None:
-                raise BugError(f"run {run_id} does not exist")
-            check_run_transition(run_id, row[0], status)
+            check_run_transition(run_id, self._locked_run(db, run_id), status)
             reset = "" if status == "running" else ", starts = 0"
             sql = "UPDATE {p}runs SET status = ?, error = ?, updated_at = ?" + reset
             db.execute(sql + " WHERE run_id = ?", (status, encoded, stamp, run_id))
+
+    def _locked_run(self, db: SQLConnection, run_id: str) -> RunStatus:
+        """The run's status, its row locked for this write transaction where the database
+        needs it (every move of a run or of its steps goes through here)."""
+        sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
+        row = db.execute(sql, (run_id,)).fetchone()
+        if row is None:
+            raise BugError(f"run {run_id} does not exist; start_run first")
+        status: RunStatus = row[0]
+        return status
 
     def count_start(self, run_id: str) -> int:
         """See :meth:`StateStore.count_start`."""
         stamp = self._stamp(None, "updated_at")
         with self._write() as db:
-            sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
-            row = db.execute(sql, (run_id,)).fetchone()
-            if row is None:
-                raise BugError(f"run {run_id} does not exist")
-            check_run_transition(run_id, row[0], "running")
-            counted = db.execute(
-                "UPDATE {p}runs SET status = 'running', error = NULL, updated_at = ?,"
-                " starts = starts + 1 WHERE run_id = ? RETURNING starts",
-                (stamp, run_id),
-            ).fetchone()
+            check_run_transition(run_id, self._locked_run(db, run_id), "running")
+            counted = db.execute(COUNT_START, (stamp, run_id)).fetchone()
         return int(counted[0])
 
     def uncount_start(self, run_id: str) -> None:
         """See :meth:`StateStore.uncount_start`."""
         with self._write() as db:
-            if db.execute("SELECT 1 FROM {p}runs WHERE run_id = ?", (run_id,)).fetchone() is None:
-                raise BugError(f"run {run_id} does not exist")
+            self._locked_run(db, run_id)
             db.execute(
                 "UPDATE {p}runs SET starts = starts - 1 WHERE run_id = ? AND starts > 0", (run_id,)
             )
@@ -509,11 +504,7 @@ class SQLStore(StateStore):
         now = self._stamp(None, "updated_at")
         stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
         with self._write(durable=any(change.durable for change in changes)) as db:
-            # The run's row (locked where the database needs it) serializes every move of
-            # its steps.
-            sql = "SELECT 1 FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
-            if db.execute(sql, (run_id,)).fetchone() is None:
-                raise BugError(f"run {run_id} does not exist; start_run first")
+            self._locked_run(db, run_id)  # serializes every move of the run's steps
             sql = "SELECT status FROM {p}steps WHERE run_id = ? AND step_id = ?"
             row = db.execute(sql, (run_id, step_id)).fetchone()
             current: StepStatus | None = None if row is None else row[0]
