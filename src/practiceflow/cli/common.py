@@ -154,11 +154,5 @@ def build_client(options: ApiOptions, **kwargs: Any) -> Client:
     Raises:
         ConfigError: the settings are missing or invalid.
     """
-    return Client(
-        options.client_id,
-        profile=options.profile,
-        region=options.region,
-        base_url=options.base_url,
-        auth_method=options.auth_method,  # type: ignore[arg-type]  # click.Choice checked it
-        **kwargs,
-    )
+    settings = kwargs.pop("settings", None) or api_settings(options)
+    return Client(settings=settings, **kwargs)
