@@ -1,18 +1,4 @@
-"""Public helpers for testing code against the Partner API without credentials.
-
-``running_sandbox`` starts the local simulator (``practiceflow.sandbox``) on a free port
-of 127.0.0.1 in a background thread::
-
-    from practiceflow.testing import running_sandbox
-
-    with running_sandbox(seed=7, entities=500) as sandbox:
-        client_id, secret = sandbox.credentials("anz", "rw")
-        base = sandbox.base_url("anz")          # http://127.0.0.1:PORT/anz
-        sandbox.admin("POST", "/_admin/proposals/<key>/accept")
-
-The pytest fixtures ``sandbox_server`` (session) and ``sandbox`` (reset before each test)
-of this project's ``tests/conftest.py`` are built on it.
-"""
+"""The running sandbox of :mod:`practiceflow.testing`: :func:`running_sandbox`."""
 
 from __future__ import annotations
 

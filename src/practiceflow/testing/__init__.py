@@ -1,0 +1,67 @@
+"""Public helpers for testing code against the Partner API without credentials.
+
+* a running sandbox: :func:`running_sandbox` starts the local simulator
+  (``practiceflow.sandbox``) on a free port of 127.0.0.1 in a background thread::
+
+      from practiceflow.testing import running_sandbox
+
+      with running_sandbox(seed=7, entities=500) as sandbox:
+          client_id, secret = sandbox.credentials("anz", "rw")
+          base = sandbox.base_url("anz")          # http://127.0.0.1:PORT/anz
+          sandbox.admin("POST", "/_admin/proposals/<key>/accept")
+
+  The pytest fixtures ``sandbox_server`` (session) and ``sandbox`` (reset before each test)
+  of this project's ``tests/conftest.py`` are built on it.
+
+* cassettes: a module's recorded exchange with the API (:mod:`._cassette` describes the
+  file), recorded with :class:`CassetteRecorder` and replayed without a server by
+  :class:`CassettePlayer` (:mod:`._replay`).
+"""
+
+from __future__ import annotations
+
+from practiceflow.testing._cassette import (
+    CASSETTE_VERSION,
+    Cassette,
+    Exchange,
+    RecordedRequest,
+    RecordedResponse,
+    load_cassette,
+    save_cassette,
+    scrub,
+)
+from practiceflow.testing._replay import (
+    REPLAY_BASE_URL,
+    CassetteMismatch,
+    CassettePlayer,
+    CassetteRecorder,
+    recorded_request,
+    request_differences,
+)
+from practiceflow.testing._sandbox import (
+    RateLimits,
+    SandboxConfig,
+    SandboxHandle,
+    running_sandbox,
+)
+
+__all__ = [
+    "CASSETTE_VERSION",
+    "REPLAY_BASE_URL",
+    "Cassette",
+    "CassetteMismatch",
+    "CassettePlayer",
+    "CassetteRecorder",
+    "Exchange",
+    "RateLimits",
+    "RecordedRequest",
+    "RecordedResponse",
+    "SandboxConfig",
+    "SandboxHandle",
+    "load_cassette",
+    "recorded_request",
+    "request_differences",
+    "running_sandbox",
+    "save_cassette",
+    "scrub",
+]

@@ -1,0 +1,335 @@
+"""The cassette file format: one module's recorded exchange with the API, readable and versioned.
+
+A cassette is a YAML file::
+
+    version: 1
+    module: find_clients        # an action or trigger key
+    kind: action                # action | trigger
+    preset: default             # the sandbox variant preset it was recorded under
+    input: {limit: 120}         # the module's input (personal values scrubbed)
+    exchanges:
+      - request:
+          method: GET
+          path: /api/v1/entities          # under the base URL (no region prefix)
+          query: {pageNumber: '1'}        # as sent: text values, a list when repeated
+          body: null                      # JSON, or {text: ...} when not JSON
+          headers: {}                     # only headers a module sets, never credentials
+        response:
+          status: 200
+          headers: {Content-Type: application/json}
+          body: {...}                     # JSON; {text: ...} or {base64: ...} otherwise
+
+Personal values (fields tagged ``x-pii``) and secrets (``x-secret``) are replaced by
+:func:`scrub`, deterministically: a value becomes a token of the same shape (letters stay
+letters, digits stay digits, ``@`` and ``.`` stay) derived from a hash of the value, the same
+token wherever the value appears (input, requests, answers). Re-recording the same data gives
+the same file, and a replay sends exactly what the scrubbed cassette holds.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import yaml
+
+from practiceflow.errors import ConfigError
+
+__all__ = [
+    "CASSETTE_VERSION",
+    "Cassette",
+    "Exchange",
+    "RecordedRequest",
+    "RecordedResponse",
+    "load_cassette",
+    "save_cassette",
+    "scrub",
+]
+
+#: The format version this code reads and writes.
+CASSETTE_VERSION: Final = 1
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$")
+#: Values shorter than this are never scrubbed inside other text (an initial, a code).
+_MIN_SCRUBBED = 3
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as it left the client.
+
+    Attributes:
+        method: HTTP method, upper case.
+        path: path under the base URL, such as ``/api/v1/entities``.
+        query: query parameters as sent (text; a list when a name repeats).
+        body: the JSON body; ``{"text": ...}`` for a body that is not JSON; None when empty.
+        headers: headers a module set (never credentials or the client's own).
+    """
+
+    method: str
+    path: str
+    query: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The request as the cassette file holds it."""
+        data: dict[str, Any] = {"method": self.method, "path": self.path}
+        data["query"] = dict(self.query)
+        data["body"] = self.body
+        if self.headers:
+            data["headers"] = dict(self.headers)
+        return data
+
+
+@dataclass(frozen=True)
+class RecordedResponse:
+    """The answer to one request.
+
+    Attributes:
+        status: HTTP status.
+        headers: the headers that change what a client does (content type, location ...).
+        body: the JSON body; ``{"text": ...}`` or ``{"base64": ...}`` otherwise; None when
+            empty.
+        json: whether ``body`` is JSON (False: a text or base64 wrapper).
+    """
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    json: bool = True
+
+    def content(self) -> bytes:
+        """The body as bytes on the wire."""
+        if self.body is None:
+            return b""
+        if not self.json:
+            if "base64" in self.body:
+                return base64.b64decode(self.body["base64"])
+            return str(self.body["text"]).encode()
+        return json.dumps(self.body).encode()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The answer as the cassette file holds it."""
+        return {"status": self.status, "headers": dict(self.headers), "body": self.body}
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request and its answer."""
+
+    request: RecordedRequest
+    response: RecordedResponse
+
+    def as_dict(self) -> dict[str, Any]:
+        """The exchange as the cassette file holds it."""
+        return {"request": self.request.as_dict(), "response": self.response.as_dict()}
+
+
+@dataclass(frozen=True)
+class Cassette:
+    """A module's recorded exchange (see the module docstring for the file).
+
+    Attributes:
+        module: the action or trigger key.
+        kind: ``action`` or ``trigger``.
+        preset: the sandbox preset it was recorded under.
+        input: the module's input (a trigger's: its poll settings, usually empty).
+        exchanges: the requests in the order they were sent, each with its answer.
+        source: the file it was read from (for error messages).
+    """
+
+    module: str
+    kind: Literal["action", "trigger"]
+    preset: str
+    input: dict[str, Any]
+    exchanges: tuple[Exchange, ...]
+    source: str = "<cassette>"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The cassette as its file holds it."""
+        return {
+            "version": CASSETTE_VERSION,
+            "module": self.module,
+            "kind": self.kind,
+            "preset": self.preset,
+            "input": self.input,
+            "exchanges": [exchange.as_dict() for exchange in self.exchanges],
+        }
+
+
+def _problem(source: str, where: str, message: str) -> ConfigError:
+    return ConfigError(f"{source}: {where}: {message}")
+
+
+def _request(raw: Any, source: str, where: str) -> RecordedRequest:
+    if not isinstance(raw, Mapping):
+        raise _problem(source, where, f"got {type(raw).__name__}; expected a mapping")
+    method, path = raw.get("method"), raw.get("path")
+    if not isinstance(method, str) or not isinstance(path, str) or not path.startswith("/"):
+        message = f"got method={method!r} path={path!r}; expected a method and a path '/api/...'"
+        raise _problem(source, where, message)
+    query = raw.get("query") or {}
+    headers = raw.get("headers") or {}
+    if not isinstance(query, Mapping) or not isinstance(headers, Mapping):
+        raise _problem(source, where, "query and headers must be mappings")
+    return RecordedRequest(
+        method.upper(),
+        path,
+        {str(k): v for k, v in query.items()},
+        raw.get("body"),
+        {str(k): str(v) for k, v in headers.items()},
+    )
+
+
+def _response(raw: Any, source: str, where: str) -> RecordedResponse:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("status"), int):
+        raise _problem(source, where, "expected a mapping with an integer status")
+    headers = raw.get("headers") or {}
+    if not isinstance(headers, Mapping):
+        raise _problem(source, where + ".headers", "expected a mapping")
+    body = raw.get("body")
+    wrapped = isinstance(body, Mapping) and set(body) in ({"text"}, {"base64"})
+    return RecordedResponse(
+        raw["status"], {str(k): str(v) for k, v in headers.items()}, body, json=not wrapped
+    )
+
+
+def load_cassette(path: str | Path) -> Cassette:
+    """Read a cassette file.
+
+    Args:
+        path: the YAML file.
+
+    Returns:
+        The cassette.
+
+    Raises:
+        ConfigError: the file is not a cassette of a version this code reads (the message
+            names the file and the field).
+    """
+    source = str(path)
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        message = f"{source}: cannot read the cassette: {exc}"
+        raise ConfigError(message) from None
+    if not isinstance(raw, Mapping):
+        raise _problem(source, "(top)", "expected a mapping with version, module, exchanges")
+    if raw.get("version") != CASSETTE_VERSION:
+        message = f"got {raw.get('version')!r}; expected {CASSETTE_VERSION}"
+        raise _problem(source, "version", message)
+    kind = raw.get("kind")
+    if kind not in ("action", "trigger"):
+        raise _problem(source, "kind", f"got {kind!r}; valid values are action, trigger")
+    module = raw.get("module")
+    if not isinstance(module, str) or not module:
+        raise _problem(source, "module", f"got {module!r}; expected a module key")
+    exchanges = raw.get("exchanges")
+    if not isinstance(exchanges, list):
+        raise _problem(source, "exchanges", "expected a list of {request, response}")
+    parsed = []
+    for index, item in enumerate(exchanges):
+        where = f"exchanges[{index}]"
+        if not isinstance(item, Mapping):
+            raise _problem(source, where, "expected a mapping with request and response")
+        parsed.append(
+            Exchange(
+                _request(item.get("request"), source, where + ".request"),
+                _response(item.get("response"), source, where + ".response"),
+            )
+        )
+    data = raw.get("input") or {}
+    if not isinstance(data, Mapping):
+        raise _problem(source, "input", f"got {type(data).__name__}; expected a mapping")
+    return Cassette(module, kind, str(raw.get("preset", "default")), dict(data), tuple(parsed), source)
+
+
+def save_cassette(cassette: Cassette, path: str | Path) -> Path:
+    """Write a cassette file (the folder is created); keys keep their recorded order.
+
+    Args:
+        cassette: what to write.
+        path: the YAML file.
+
+    Returns:
+        The path written.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(
+        cassette.as_dict(), sort_keys=False, allow_unicode=True, width=100, default_flow_style=False
+    )
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+# -- scrubbing ---------------------------------------------------------------------------------
+
+
+def _token(value: str) -> str:
+    """A value's stand-in: same length and shape, letters and digits drawn from its hash."""
+    digest = hashlib.sha256(value.encode()).digest()
+    out = []
+    for index, char in enumerate(value):
+        byte = digest[index % len(digest)] ^ (index // len(digest))
+        if char.isdigit():
+            out.append(string.digits[byte % 10])
+        elif char.isalpha():
+            letters = string.ascii_uppercase if char.isupper() else string.ascii_lowercase
+            out.append(letters[byte % 26])
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def scrubbable(value: str) -> bool:
+    """Whether a personal value is replaced: keys and timestamps are structure, not persons."""
+    return len(value) >= _MIN_SCRUBBED and not _UUID.match(value) and not _ISO_TIME.match(value)
+
+
+def scrub(tree: Any, values: Iterable[str]) -> Any:
+    """Replace personal values and secrets in a JSON-like tree, deterministically.
+
+    Each value becomes :func:`_token` of itself, where it is a whole string and where it
+    appears inside longer text (longest values first); mapping keys are kept.
+
+    Args:
+        tree: any JSON value (a cassette's ``as_dict()``).
+        values: the personal and secret values (strings); UUIDs, timestamps and values of
+            fewer than three characters are left alone.
+
+    Returns:
+        A scrubbed copy.
+    """
+    chosen = sorted({v for v in values if isinstance(v, str) and scrubbable(v)}, key=len)[::-1]
+    if not chosen:
+        return tree
+    tokens = {value: _token(value) for value in chosen}
+
+    def text(value: str) -> str:
+        if value in tokens:
+            return tokens[value]
+        for personal in chosen:
+            if personal in value:
+                value = value.replace(personal, tokens[personal])
+        return value
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            return {key: walk(child) for key, child in node.items()}
+        if isinstance(node, list | tuple):
+            return [walk(child) for child in node]
+        if isinstance(node, str):
+            return text(node)
+        return node
+
+    return walk(tree)

@@ -1,0 +1,174 @@
+"""A module's recorded exchanges made into a cassette, with its personal values scrubbed.
+
+Which values are personal follows the engine's masking rules
+(:mod:`practiceflow.engine.masking`): the input fields a module tags ``x-pii``, the output
+fields it tags ``x-pii`` (in its output, and in the rows of every answer, where a paged list
+holds more rows than the output), and the output fields it tags ``x-secret``. The cassette
+is then checked: none of those values may be left in its text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from practiceflow.api.paging import extract_items
+from practiceflow.engine.masking import personal_values
+from practiceflow.errors import BugError, ConfigError
+from practiceflow.manifest import lint
+from practiceflow.testing._cassette import Cassette, Exchange, scrub, scrubbable
+
+__all__ = ["make_cassette", "personal_names"]
+
+PiiPaths = frozenset[tuple[str, ...]]
+
+
+def _answer_rows(body: Any) -> list[Any]:
+    if not isinstance(body, list | dict):
+        return []
+    try:
+        rows, _ = extract_items(body)
+    except ConfigError:
+        return []
+    return rows
+
+
+def _personal(
+    data: Any,
+    output: Any,
+    exchanges: Sequence[Exchange],
+    input_pii: PiiPaths,
+    output_pii: PiiPaths,
+    row_pii: PiiPaths,
+) -> set[str]:
+    found = set(personal_values(data, input_pii)) | set(personal_values(output, output_pii))
+    for exchange in exchanges:
+        body = exchange.response.body
+        if not exchange.response.json:
+            continue
+        found |= personal_values(body, output_pii)
+        for row in _answer_rows(body):
+            found |= personal_values(row, row_pii)
+    return found
+
+
+def _named(tree: Any, names: frozenset[str]) -> set[str]:
+    """The text of every value under a key named in ``names``, anywhere in a tree."""
+    found: set[str] = set()
+
+    def walk(node: Any, inside: bool) -> None:
+        if isinstance(node, Mapping):
+            for key, child in node.items():
+                walk(child, inside or key in names)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child, inside)
+        elif inside and isinstance(node, str) and node:
+            found.add(node)
+
+    walk(tree, False)
+    return found
+
+
+def personal_names(schemas: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The names of the fields tagged ``x-pii`` in some schemas (the last name of each path).
+
+    Args:
+        schemas: input and output schemas of modules.
+
+    Returns:
+        Field names, such as ``email`` or ``physicalAddress``.
+    """
+    names: set[str] = set()
+    for schema in schemas:
+        for path in lint.pii_paths(schema):
+            named = [part for part in path if part != "*"]
+            if named:
+                names.add(named[-1])
+    return frozenset(names)
+
+
+def _texts(tree: Any) -> list[str]:
+    """Every string value of a tree (keys left out: a field name is not a value)."""
+    if isinstance(tree, Mapping):
+        return [text for child in tree.values() for text in _texts(child)]
+    if isinstance(tree, list):
+        return [text for child in tree for text in _texts(child)]
+    return [tree] if isinstance(tree, str) else []
+
+
+def _row_paths(pii: PiiPaths) -> PiiPaths:
+    """The personal paths of one row of a list output (``items.*.email`` -> ``email``)."""
+    rows = {path[2:] for path in pii if len(path) > 2 and path[1] == "*"}
+    return frozenset(rows) if rows else pii
+
+
+def make_cassette(
+    module: str,
+    kind: Literal["action", "trigger"],
+    preset: str,
+    data: Mapping[str, Any],
+    exchanges: Iterable[Exchange],
+    *,
+    output: Any = None,
+    input_pii: PiiPaths = frozenset(),
+    output_schema: Mapping[str, Any] | None = None,
+    secret_paths: PiiPaths = frozenset(),
+    names: frozenset[str] = frozenset(),
+) -> Cassette:
+    """Build a scrubbed cassette from what a recording saw.
+
+    Args:
+        module: the action or trigger key.
+        kind: ``action`` or ``trigger``.
+        preset: the sandbox preset recorded under.
+        data: the module's input.
+        exchanges: the recorded exchanges, in order.
+        output: what the module returned (its personal fields name values to scrub).
+        input_pii: the module's personal input paths.
+        output_schema: its output (a trigger's: event) schema, read for ``x-pii``.
+        secret_paths: its output paths tagged ``x-secret``.
+        names: field names personal wherever they appear (:func:`personal_names` of every
+            module): an answer may hold a record another module describes.
+
+    Returns:
+        The cassette, personal values and secrets replaced by stable tokens.
+
+    Raises:
+        BugError: a personal value is still in the cassette after scrubbing.
+    """
+    recorded = tuple(exchanges)
+    output_pii = lint.pii_paths(output_schema) if output_schema else frozenset()
+    values = _personal(data, output, recorded, input_pii, output_pii, _row_paths(output_pii))
+    values |= set(personal_values(output, secret_paths))
+    if names:
+        values |= _named(data, names)
+        for exchange in recorded:
+            values |= _named(exchange.response.body, names) | _named(exchange.request.body, names)
+    raw = Cassette(module, kind, preset, dict(data), recorded).as_dict()
+    cleaned = scrub(raw, values)
+    texts = _texts(cleaned)
+    left = [v for v in values if scrubbable(v) and any(v in text for text in texts)]
+    if left:
+        # The values themselves stay out of the message: it may be shown anywhere.
+        message = f"{module} ({preset}): {len(left)} personal value(s) left after scrubbing"
+        raise BugError(message)
+    exchanges_out = []
+    for item in cleaned["exchanges"]:
+        request, response = item["request"], item["response"]
+        original = recorded[len(exchanges_out)]
+        exchanges_out.append(
+            Exchange(
+                type(original.request)(
+                    request["method"],
+                    request["path"],
+                    request["query"],
+                    request["body"],
+                    request.get("headers", {}),
+                ),
+                type(original.response)(
+                    response["status"], response["headers"], response["body"], original.response.json
+                ),
+            )
+        )
+    return Cassette(module, kind, preset, cleaned["input"], tuple(exchanges_out))

@@ -1,0 +1,293 @@
+"""Recording and replaying cassettes at the client's one transport seam.
+
+Both are ``requests`` transport adapters, mounted on the session a
+:class:`practiceflow.api.Client` sends with (``Client(session=...)``), so every caller of the
+client (an action, a recipe step, a worker job, an MCP tool) is recorded or replayed with
+nothing of its own changed::
+
+    from practiceflow.api import Client
+    from practiceflow.testing import CassettePlayer, REPLAY_BASE_URL, load_cassette
+
+    player = CassettePlayer(load_cassette("tests/cassettes/default/get_client.yaml"))
+    with Client("id", "secret", base_url=REPLAY_BASE_URL, session=player.session()) as api:
+        run_action("get_client", player.cassette.input, api)
+    player.check()          # every exchange played, no request unmatched
+
+:class:`CassettePlayer` answers each request with the first exchange not yet played whose
+request is the same (method, path, query, body and module-set headers); a request that
+matches none is refused with :class:`CassetteMismatch`, which lists the differences to the
+nearest candidates. No server is involved.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+from urllib.parse import parse_qsl, urlsplit
+
+import requests
+from requests.adapters import BaseAdapter, HTTPAdapter
+from requests.structures import CaseInsensitiveDict
+
+from practiceflow.testing._cassette import Cassette, Exchange, RecordedRequest, RecordedResponse
+
+__all__ = [
+    "REPLAY_BASE_URL",
+    "CassetteMismatch",
+    "CassettePlayer",
+    "CassetteRecorder",
+    "recorded_request",
+    "request_differences",
+]
+
+#: The base URL a replayed client is given; nothing is ever sent to it.
+REPLAY_BASE_URL: Final = "https://cassette.invalid/anz"
+
+#: Request headers the client sets on every request: not part of a module's exchange.
+_CLIENT_HEADERS: Final = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "user-agent",
+        "x-svc-auth-id",
+        "x-svc-auth-key",
+    }
+)
+#: Answer headers that change what a client does; the others are not recorded.
+_ANSWER_HEADERS: Final = ("Content-Type", "Location", "Retry-After", "Content-Disposition")
+
+
+class CassetteMismatch(AssertionError):  # noqa: N818 - reads as a test failure, like pytest's
+    """A replayed request matched no exchange of the cassette (the message says why)."""
+
+
+def _base_path(base_url: str) -> str:
+    return urlsplit(base_url).path.rstrip("/")
+
+
+def _body(raw: bytes | str | None) -> Any:
+    if raw is None or raw in (b"", ""):
+        return None
+    text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"text": text}
+
+
+def recorded_request(request: requests.PreparedRequest, base_url: str) -> RecordedRequest:
+    """A request as a cassette records it: path under the base URL, query, body, headers.
+
+    Args:
+        request: the prepared request.
+        base_url: the client's base URL (its path, such as ``/anz``, is taken off).
+
+    Returns:
+        The request without credentials or the client's own headers.
+    """
+    parts = urlsplit(request.url or "")
+    prefix = _base_path(base_url)
+    path = parts.path[len(prefix) :] if prefix and parts.path.startswith(prefix) else parts.path
+    query: dict[str, Any] = {}
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name in query:
+            previous = query[name]
+            query[name] = [*previous, value] if isinstance(previous, list) else [previous, value]
+        else:
+            query[name] = value
+    headers = {
+        name: str(value)
+        for name, value in request.headers.items()
+        if name.lower() not in _CLIENT_HEADERS
+    }
+    return RecordedRequest(
+        (request.method or "GET").upper(), path, query, _body(request.body), headers
+    )
+
+
+def _answer(response: requests.Response) -> RecordedResponse:
+    content = response.content or b""
+    headers = {name: response.headers[name] for name in _ANSWER_HEADERS if name in response.headers}
+    if not content:
+        return RecordedResponse(response.status_code, headers, None)
+    try:
+        return RecordedResponse(response.status_code, headers, json.loads(content))
+    except ValueError:
+        pass
+    try:
+        return RecordedResponse(
+            response.status_code, headers, {"text": content.decode("utf-8")}, json=False
+        )
+    except UnicodeDecodeError:
+        encoded = base64.b64encode(content).decode("ascii")
+        return RecordedResponse(response.status_code, headers, {"base64": encoded}, json=False)
+
+
+def _mounted(adapter: BaseAdapter) -> requests.Session:
+    session = requests.Session()
+    session.trust_env = False  # no proxy or netrc of the machine takes part
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+class CassetteRecorder(HTTPAdapter):
+    """Sends requests as usual and records each with its answer (for a cassette).
+
+    Args:
+        base_url: the client's base URL (its path is taken off the recorded paths).
+    """
+
+    def __init__(self, base_url: str) -> None:
+        super().__init__(max_retries=0)
+        self.base_url = base_url
+        self.exchanges: list[Exchange] = []
+
+    def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
+        """Send, read the whole answer, and record the exchange."""
+        response = super().send(request, *args, **kwargs)
+        self.exchanges.append(Exchange(recorded_request(request, self.base_url), _answer(response)))
+        return response
+
+    def session(self) -> requests.Session:
+        """A session that sends through this recorder."""
+        return _mounted(self)
+
+
+def _diff(sent: Any, recorded: Any, where: str, out: list[str]) -> None:
+    if isinstance(sent, Mapping) and isinstance(recorded, Mapping):
+        for key in sorted(set(sent) | set(recorded), key=str):
+            if key not in recorded:
+                out.append(f"{where}.{key}: sent {sent[key]!r}, not recorded")
+            elif key not in sent:
+                out.append(f"{where}.{key}: not sent, recorded {recorded[key]!r}")
+            else:
+                _diff(sent[key], recorded[key], f"{where}.{key}", out)
+    elif isinstance(sent, list) and isinstance(recorded, list) and len(sent) == len(recorded):
+        for index, (left, right) in enumerate(zip(sent, recorded, strict=True)):
+            _diff(left, right, f"{where}[{index}]", out)
+    elif sent != recorded:
+        out.append(f"{where}: sent {sent!r}, recorded {recorded!r}")
+
+
+def request_differences(sent: RecordedRequest, recorded: RecordedRequest) -> list[str]:
+    """What differs between two requests, field by field (empty: they are the same)."""
+    out: list[str] = []
+    _diff(sent.as_dict(), recorded.as_dict(), "request", out)
+    return out
+
+
+def _short(request: RecordedRequest) -> str:
+    query = "&".join(f"{k}={v}" for k, v in request.query.items())
+    return f"{request.method} {request.path}" + (f"?{query}" if query else "")
+
+
+class CassettePlayer(BaseAdapter):
+    """Answers requests from a cassette; sends nothing (see the module docstring).
+
+    Args:
+        cassette: the recorded exchange.
+        base_url: the base URL of the client it is mounted under.
+        normalize: applied to every request, sent and recorded, before they are compared
+            (a runtime's declared difference, such as a run-unique marker, is taken out).
+
+    Attributes:
+        sent: every request received, as recorded (after ``normalize``).
+        mismatches: the message of each request that matched no exchange.
+    """
+
+    def __init__(
+        self,
+        cassette: Cassette,
+        *,
+        base_url: str = REPLAY_BASE_URL,
+        normalize: Callable[[RecordedRequest], RecordedRequest] | None = None,
+    ) -> None:
+        super().__init__()
+        self.cassette = cassette
+        self.base_url = base_url
+        self._normalize = normalize or (lambda request: request)
+        self._played = [False] * len(cassette.exchanges)
+        self.sent: list[RecordedRequest] = []
+        self.raw_sent: list[RecordedRequest] = []
+        self.mismatches: list[str] = []
+
+    def session(self) -> requests.Session:
+        """A session whose every request is answered by this player."""
+        return _mounted(self)
+
+    @property
+    def unplayed(self) -> list[Exchange]:
+        """The exchanges no request has matched (yet)."""
+        return [ex for ex, done in zip(self.cassette.exchanges, self._played, strict=True) if not done]
+
+    def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
+        """Answer from the first unplayed exchange with the same request, else refuse it."""
+        del args, kwargs
+        raw = recorded_request(request, self.base_url)
+        self.raw_sent.append(raw)
+        wanted = self._normalize(raw)
+        self.sent.append(wanted)
+        candidates: list[tuple[int, list[str]]] = []
+        for index, exchange in enumerate(self.cassette.exchanges):
+            if self._played[index]:
+                continue
+            differences = request_differences(wanted, self._normalize(exchange.request))
+            if not differences:
+                self._played[index] = True
+                return self._response(exchange.response, request)
+            candidates.append((index, differences))
+        message = self._mismatch(wanted, candidates)
+        self.mismatches.append(message)
+        raise CassetteMismatch(message)
+
+    def _mismatch(self, wanted: RecordedRequest, candidates: list[tuple[int, list[str]]]) -> str:
+        lines = [f"{self.cassette.source}: {_short(wanted)} matches no exchange left to play"]
+        if not candidates:
+            lines.append("  every recorded exchange was already played (an extra request)")
+        for index, differences in sorted(candidates, key=lambda item: len(item[1]))[:3]:
+            lines.append(f"  exchanges[{index}]:")
+            lines.extend(f"    {line}" for line in differences[:8])
+        return "\n".join(lines)
+
+    def _response(
+        self, answer: RecordedResponse, request: requests.PreparedRequest
+    ) -> requests.Response:
+        response = requests.Response()
+        response.status_code = answer.status
+        headers = dict(answer.headers)
+        if answer.json and answer.body is not None:
+            headers.setdefault("Content-Type", "application/json")
+        response.headers = CaseInsensitiveDict(headers)
+        content = answer.content()
+        response.raw = io.BytesIO(content)
+        response._content = content  # noqa: SLF001 - the body is known: no stream to read
+        response._content_consumed = True  # noqa: SLF001 - (as requests' own test adapters do)
+        response.encoding = "utf-8"
+        response.url = request.url or ""
+        response.request = request
+        response.reason = "OK" if answer.status < 400 else "Error"
+        return response
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def check(self) -> None:
+        """Raise when a request matched nothing or an exchange was never played.
+
+        Raises:
+            CassetteMismatch: the differences, and the exchanges left unplayed.
+        """
+        problems = list(self.mismatches)
+        for exchange in self.unplayed:
+            problems.append(f"{self.cassette.source}: {_short(exchange.request)} was never sent")
+        if problems:
+            raise CassetteMismatch("\n".join(problems))
+
