@@ -76,6 +76,7 @@ class Outcome:
     unplayed: list[str] = field(default_factory=list)
     declared: list[str] = field(default_factory=list)
     sent: list[RecordedRequest] = field(default_factory=list)
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -91,9 +92,12 @@ def _client(player: CassettePlayer) -> Client:
     return Client(*CREDENTIALS, base_url=REPLAY_BASE_URL, session=player.session(), timeout=5)
 
 
-def _finish(player: CassettePlayer, result: tuple[str, Any], declared: list[str]) -> Outcome:
+def _finish(
+    player: CassettePlayer, result: tuple[str, Any], declared: list[str], detail: str = ""
+) -> Outcome:
     unplayed = [f"{ex.request.method} {ex.request.path} {ex.request.query}" for ex in player.unplayed]
-    return Outcome(result, list(player.mismatches), unplayed, declared, list(player.raw_sent))
+    sent = list(player.raw_sent)
+    return Outcome(result, list(player.mismatches), unplayed, declared, sent, detail)
 
 
 def _error(exc: BaseException) -> tuple[str, Any]:
@@ -153,11 +157,12 @@ def run_with_action(case: Case) -> Outcome:
     player = CassettePlayer(cassette)
     data = _input(case)
     with _client(player) as api:
+        detail = ""
         try:
             result: tuple[str, Any] = ("ok", run_action(cassette.module, data, api).output)
         except (PracticeflowError, CassetteMismatch) as exc:
-            result = _error(exc)
-    return _finish(player, result, [])
+            result, detail = _error(exc), str(exc)
+    return _finish(player, result, [], detail)
 
 
 def _input(case: Case) -> dict[str, Any]:
@@ -195,12 +200,12 @@ def _run_recipe(case: Case, store: StateStore, drive: Callable[..., Any]) -> Out
     steps = {step.step_id: step for step in store.get_steps(outcome.run_id)}
     step = steps.get("step")
     if step is not None and step.status == "succeeded":
-        result: tuple[str, Any] = ("ok", step.output)
-    else:
-        error = step.error if step is not None else outcome.error
-        status = error.get("status") if isinstance(error, Mapping) else None
-        result = ("error", status or (error or {}).get("type") if isinstance(error, Mapping) else str(error))
-    return _finish(player, result, [])
+        return _finish(player, ("ok", step.output), [])
+    error = step.error if step is not None else outcome.error
+    if not isinstance(error, Mapping):
+        return _finish(player, ("error", str(error)), [], str(error))
+    result = ("error", error.get("status") or error.get("type"))
+    return _finish(player, result, [], str(error.get("message", "")))
 
 
 def _single(store: StateStore, practice: str, runners: list[Runner], event: Any) -> list[Any]:
@@ -248,8 +253,9 @@ def run_as_mcp_tool(case: Case) -> Outcome:
     payload = answer.structured_content
     if answer.is_error:
         text = " ".join(getattr(part, "text", "") for part in answer.content)
-        found = re.search(r"\b([45]\d\d)\b", text)
+        found = re.search(r"-> ([45]\d\d)\b", text)
         result: tuple[str, Any] = ("error", int(found.group(1)) if found else text[:80])
+        return _finish(player, result, [], text)
     elif isinstance(payload, Mapping) and "run_id" in payload and "output" in payload:
         result = ("ok", payload["output"].get("step", payload["output"].get(cassette.module)))
     else:
@@ -312,12 +318,17 @@ def run_with_openapi(case: Case, document: Mapping[str, Any]) -> Outcome:
     content = operation.get("requestBody", {}).get("content", {}).get("application/json")
     if content is not None:
         schema = _schema(document, content.get("schema", {}))
-        names = set(schema.get("properties", {}))
-        open_schema = schema.get("additionalProperties", True) is not False
-        taken = {p["name"] for p in parameters}
-        body = {
-            k: v for k, v in data.items() if (k in names or open_schema) and k not in taken
-        }
+        fields = default_registry().action(cassette.module).input_schema.get("properties", {})
+        whole = [name for name, field_schema in fields.items() if field_schema == schema]
+        if whole and whole[0] in data:  # the body is one input field (create_contact's contact)
+            body = data[whole[0]]
+        else:
+            names = set(schema.get("properties", {}))
+            open_schema = schema.get("additionalProperties", True) is not False
+            taken = {p["name"] for p in parameters}
+            body = {
+                k: v for k, v in data.items() if (k in names or open_schema) and k not in taken
+            }
     session = player.session()
     answers: list[Any] = []
     status: int | None = None
@@ -348,10 +359,15 @@ def run_with_openapi(case: Case, document: Mapping[str, Any]) -> Outcome:
             break
         number += 1
     extra_reads = [ex for ex in player.unplayed if ex.request.method == "GET"]
-    if extra_reads and len(extra_reads) == len(player.unplayed):
+    if extra_reads:
         declared.append(
             f"{len(extra_reads)} read(s) only the engine makes (checks, read-back, pages)"
         )
+    player.mismatches += [
+        f"not sent: {ex.request.method} {ex.request.path}"
+        for ex in player.unplayed
+        if ex.request.method != "GET"
+    ]
     return _finish(player, ("ok", answers[-1] if len(answers) == 1 else answers), declared)
 
 
@@ -377,11 +393,10 @@ def poll_trigger(case: Case, store: StateStore) -> Outcome:
         poller = Poller(api, store, practice, found, options, since=SINCE, today=lambda: TODAY)
         try:
             poller.poll_once()
-            events = [event.payload for event in store.pending_events(practice, 10_000)]
-            result: tuple[str, Any] = ("ok", events)
         except (PracticeflowError, CassetteMismatch) as exc:
-            result = _error(exc)
-    return _finish(player, result, [])
+            return _finish(player, _error(exc), [], str(exc))
+        events = [event.payload for event in store.pending_events(practice, 10_000)]
+    return _finish(player, ("ok", events), [])
 
 
 def rows(answer: Any) -> list[Any]:

@@ -53,15 +53,19 @@ def _judge(
     name: str, outcome: Outcome, reference: Outcome, compare: Any = None
 ) -> tuple[str, list[str]]:
     """The cell's text and, when red, why."""
-    problems = list(outcome.mismatches)
-    if outcome.unplayed and not outcome.declared:
-        problems += [f"not sent: {text}" for text in outcome.unplayed]
+    problems: list[str] = []
     kind, value = outcome.result
     ref_kind, ref_value = reference.result
     if (kind, kind == "error" and value) != (ref_kind, ref_kind == "error" and ref_value):
-        problems.append(f"ended {kind} {dumps(value)}; action ended {ref_kind} {dumps(ref_value)}")
+        said = f" ({outcome.detail[:200]})" if outcome.detail else ""
+        problems.append(
+            f"ended {kind} {dumps(value)}{said}; action ended {ref_kind} {dumps(ref_value)}"
+        )
     elif kind == "ok" and compare is not None and compare(value) != compare(ref_value):
         problems.append(f"output {dumps(compare(value))} != action's {dumps(compare(ref_value))}")
+    problems += outcome.mismatches
+    if outcome.unplayed and not outcome.declared:
+        problems += [f"not sent: {text}" for text in outcome.unplayed]
     if problems:
         return f"RED: {problems[0][:160]}", problems
     if outcome.declared:
