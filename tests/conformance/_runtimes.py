@@ -95,7 +95,9 @@ def _client(player: CassettePlayer) -> Client:
 def _finish(
     player: CassettePlayer, result: tuple[str, Any], declared: list[str], detail: str = ""
 ) -> Outcome:
-    unplayed = [f"{ex.request.method} {ex.request.path} {ex.request.query}" for ex in player.unplayed]
+    unplayed = [
+        f"{ex.request.method} {ex.request.path} {ex.request.query}" for ex in player.unplayed
+    ]
     sent = list(player.raw_sent)
     return Outcome(result, list(player.mismatches), unplayed, declared, sent, detail)
 
@@ -326,9 +328,7 @@ def run_with_openapi(case: Case, document: Mapping[str, Any]) -> Outcome:
             names = set(schema.get("properties", {}))
             open_schema = schema.get("additionalProperties", True) is not False
             taken = {p["name"] for p in parameters}
-            body = {
-                k: v for k, v in data.items() if (k in names or open_schema) and k not in taken
-            }
+            body = {k: v for k, v in data.items() if (k in names or open_schema) and k not in taken}
     session = player.session()
     answers: list[Any] = []
     status: int | None = None
@@ -350,9 +350,11 @@ def run_with_openapi(case: Case, document: Mapping[str, Any]) -> Outcome:
         status = response.status_code
         if status >= 400:
             return _finish(player, ("error", status), declared)
-        answer = response.json() if response.content and "json" in response.headers.get(
-            "Content-Type", ""
-        ) else None
+        answer = (
+            response.json()
+            if response.content and "json" in response.headers.get("Content-Type", "")
+            else None
+        )
         answers.append(answer)
         more = isinstance(answer, Mapping) and answer.get("hasMore") is True
         if not (pages and more):

@@ -1,4 +1,4 @@
-"""Record the cassettes of every shipped action and trigger against the sandbox (``make cassettes``).
+"""Record the cassettes of every shipped action and trigger on the sandbox (``make cassettes``).
 
 For each sandbox preset (``default``, ``hostile``) a sandbox is started on 127.0.0.1; before
 each module it is reset to its seed, and the module is run once through the engine with a
@@ -183,12 +183,15 @@ def record_action(module: ActionModule, preset: str, sandbox: SandboxHandle) -> 
     """Run one action against the reset sandbox and make its cassette."""
     client_id, secret = sandbox.credentials("anz", "rw")
     base = sandbox.base_url("anz")
-    with tempfile.TemporaryDirectory() as saves, Client(
-        client_id, secret, base_url=base, limits=FAST
-    ) as helper:
+    with (
+        tempfile.TemporaryDirectory() as saves,
+        Client(client_id, secret, base_url=base, limits=FAST) as helper,
+    ):
         data = module_input(module, sandbox, helper, Path(saves))
         recorder = CassetteRecorder(base)
-        with Client(client_id, secret, base_url=base, limits=FAST, session=recorder.session()) as api:
+        with Client(
+            client_id, secret, base_url=base, limits=FAST, session=recorder.session()
+        ) as api:
             try:
                 output: Any = run_action(module, data, api).output
             except PracticeflowError as exc:
@@ -221,11 +224,13 @@ def record_trigger(key: str, preset: str, sandbox: SandboxHandle) -> Cassette:
     if found.poll is not None:
         with Client(client_id, secret, base_url=base, limits=FAST) as helper:
             options = module_input(found.module, sandbox, helper, Path())
-        with tempfile.TemporaryDirectory() as folder, open_store(
-            str(Path(folder) / "state.db")
-        ) as store, Client(
-            client_id, secret, base_url=base, limits=FAST, session=recorder.session()
-        ) as api:
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            open_store(str(Path(folder) / "state.db")) as store,
+            Client(
+                client_id, secret, base_url=base, limits=FAST, session=recorder.session()
+            ) as api,
+        ):
             poller = Poller(api, store, "anz", found, options, since=SINCE, today=lambda: TODAY)
             poller.poll_once()
             payloads = [event.payload for event in store.pending_events("anz", 10_000)]

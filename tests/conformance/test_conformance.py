@@ -170,10 +170,15 @@ def test_every_cassette_belongs_to_a_shipped_module() -> None:
 
 def test_the_table_says_which_runtime_differs_and_why() -> None:
     rows = {
-        "default/a": {"action": "ok", "run": "RED: not sent: GET /x", "openapi": "ok*: cannot page"},
+        "default/a": {
+            "action": "ok",
+            "run": "RED: not sent: GET /x",
+            "openapi": "ok*: cannot page",
+        },
     }
     text = render(rows)
-    assert "default/a" in text and "RED" in text
+    assert "default/a" in text
+    assert "RED" in text
     assert "default/a run: not sent: GET /x" in text
     assert "default/a openapi: cannot page" in text
     assert "1 rows, 1 red cell(s)" in text

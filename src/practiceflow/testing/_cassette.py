@@ -48,6 +48,7 @@ __all__ = [
     "Exchange",
     "RecordedRequest",
     "RecordedResponse",
+    "cassette_from_dict",
     "load_cassette",
     "save_cassette",
     "scrub",
@@ -222,6 +223,22 @@ def load_cassette(path: str | Path) -> Cassette:
     except (OSError, yaml.YAMLError) as exc:
         message = f"{source}: cannot read the cassette: {exc}"
         raise ConfigError(message) from None
+    return cassette_from_dict(raw, source)
+
+
+def cassette_from_dict(raw: Any, source: str = "<cassette>") -> Cassette:
+    """Check and read a cassette held as plain data (a loaded file's content).
+
+    Args:
+        raw: the data.
+        source: where it came from, for messages.
+
+    Returns:
+        The cassette.
+
+    Raises:
+        ConfigError: it is not a cassette of a version this code reads.
+    """
     if not isinstance(raw, Mapping):
         raise _problem(source, "(top)", "expected a mapping with version, module, exchanges")
     if raw.get("version") != CASSETTE_VERSION:
@@ -250,7 +267,8 @@ def load_cassette(path: str | Path) -> Cassette:
     data = raw.get("input") or {}
     if not isinstance(data, Mapping):
         raise _problem(source, "input", f"got {type(data).__name__}; expected a mapping")
-    return Cassette(module, kind, str(raw.get("preset", "default")), dict(data), tuple(parsed), source)
+    preset = str(raw.get("preset", "default"))
+    return Cassette(module, kind, preset, dict(data), tuple(parsed), source)
 
 
 def save_cassette(cassette: Cassette, path: str | Path) -> Path:

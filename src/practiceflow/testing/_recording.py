@@ -16,7 +16,13 @@ from practiceflow.api.paging import extract_items
 from practiceflow.engine.masking import personal_values
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.manifest import lint
-from practiceflow.testing._cassette import Cassette, Exchange, scrub, scrubbable
+from practiceflow.testing._cassette import (
+    Cassette,
+    Exchange,
+    cassette_from_dict,
+    scrub,
+    scrubbable,
+)
 
 __all__ = ["make_cassette", "personal_names"]
 
@@ -153,22 +159,4 @@ def make_cassette(
         # The values themselves stay out of the message: it may be shown anywhere.
         message = f"{module} ({preset}): {len(left)} personal value(s) left after scrubbing"
         raise BugError(message)
-    exchanges_out = []
-    for item in cleaned["exchanges"]:
-        request, response = item["request"], item["response"]
-        original = recorded[len(exchanges_out)]
-        exchanges_out.append(
-            Exchange(
-                type(original.request)(
-                    request["method"],
-                    request["path"],
-                    request["query"],
-                    request["body"],
-                    request.get("headers", {}),
-                ),
-                type(original.response)(
-                    response["status"], response["headers"], response["body"], original.response.json
-                ),
-            )
-        )
-    return Cassette(module, kind, preset, cleaned["input"], tuple(exchanges_out))
+    return cassette_from_dict(cleaned, f"{module} ({preset})")

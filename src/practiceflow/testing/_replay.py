@@ -64,7 +64,7 @@ _CLIENT_HEADERS: Final = frozenset(
 _ANSWER_HEADERS: Final = ("Content-Type", "Location", "Retry-After", "Content-Disposition")
 
 
-class CassetteMismatch(AssertionError):  # noqa: N818 - reads as a test failure, like pytest's
+class CassetteMismatch(AssertionError):
     """A replayed request matched no exchange of the cassette (the message says why)."""
 
 
@@ -226,7 +226,9 @@ class CassettePlayer(BaseAdapter):
     @property
     def unplayed(self) -> list[Exchange]:
         """The exchanges no request has matched (yet)."""
-        return [ex for ex, done in zip(self.cassette.exchanges, self._played, strict=True) if not done]
+        return [
+            ex for ex, done in zip(self.cassette.exchanges, self._played, strict=True) if not done
+        ]
 
     def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
         """Answer from the first unplayed exchange with the same request, else refuse it."""
@@ -268,8 +270,7 @@ class CassettePlayer(BaseAdapter):
         response.headers = CaseInsensitiveDict(headers)
         content = answer.content()
         response.raw = io.BytesIO(content)
-        response._content = content  # noqa: SLF001 - the body is known: no stream to read
-        response._content_consumed = True  # noqa: SLF001 - (as requests' own test adapters do)
+        response._content = content  # the body is known: .content, .json() read it from here
         response.encoding = "utf-8"
         response.url = request.url or ""
         response.request = request
@@ -290,4 +291,3 @@ class CassettePlayer(BaseAdapter):
             problems.append(f"{self.cassette.source}: {_short(exchange.request)} was never sent")
         if problems:
             raise CassetteMismatch("\n".join(problems))
-
