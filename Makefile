@@ -16,7 +16,7 @@ STAMP = $(VENV)/.installed
 export UV_PYTHON_DOWNLOADS := never
 export UV_LINK_MODE := copy
 
-.PHONY: demo test test-connectors test-variants test-latest lint lock bench export node-deps system-deps clean
+.PHONY: demo test cassettes test-connectors test-variants test-latest lint lock bench export node-deps system-deps clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -55,6 +55,11 @@ lint: $(STAMP)
 ## cached even where the environment says not to: the suite starts the CLI many times.
 test: lint system-deps
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --dist loadfile -m "not products" $(PYTEST_ARGS)
+
+## cassettes: record every shipped action and trigger against the sandbox (default and
+## hostile presets) into tests/cassettes/, replayed by the conformance run of make test
+cassettes: $(STAMP)
+	$(PY) tests/conformance/record.py
 
 ## test-connectors: the exports inside the platforms' own products (Zapier's CLI on Node 22
 ## from the pinned PyPI wheel, n8n 2.8.4 on Node 20 with a PostgreSQL database); too heavy

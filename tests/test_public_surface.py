@@ -59,6 +59,35 @@ def test_public_names_are_the_library_objects() -> None:
     assert practiceflow.webhooks.verify is verify
 
 
+TESTING = [
+    "CASSETTE_VERSION",
+    "REPLAY_BASE_URL",
+    "Cassette",
+    "CassetteMismatch",
+    "CassettePlayer",
+    "CassetteRecorder",
+    "Exchange",
+    "RateLimits",
+    "RecordedRequest",
+    "RecordedResponse",
+    "SandboxConfig",
+    "SandboxHandle",
+    "load_cassette",
+    "recorded_request",
+    "request_differences",
+    "running_sandbox",
+    "save_cassette",
+    "scrub",
+]
+
+
+def test_the_testing_helpers_are_pinned() -> None:
+    import practiceflow.testing
+
+    assert sorted(practiceflow.testing.__all__) == sorted(TESTING)
+    assert all(getattr(practiceflow.testing, name) is not None for name in TESTING)
+
+
 def test_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = practiceflow.nope  # type: ignore[attr-defined]

@@ -294,16 +294,17 @@ def save_cassette(cassette: Cassette, path: str | Path) -> Path:
 
 
 def _token(value: str) -> str:
-    """A value's stand-in: same length and shape, letters and digits drawn from its hash."""
-    digest = hashlib.sha256(value.encode()).digest()
+    """A value's stand-in: same length and shape, letters and digits drawn from a hash of
+    the value in lower case (so every letter case of a value gets the same letters)."""
+    digest = hashlib.sha256(value.lower().encode()).digest()
     out = []
     for index, char in enumerate(value):
         byte = digest[index % len(digest)] ^ (index // len(digest))
         if char.isdigit():
             out.append(string.digits[byte % 10])
         elif char.isalpha():
-            letters = string.ascii_uppercase if char.isupper() else string.ascii_lowercase
-            out.append(letters[byte % 26])
+            letter = string.ascii_lowercase[byte % 26]
+            out.append(letter.upper() if char.isupper() else letter)
         else:
             out.append(char)
     return "".join(out)
@@ -317,8 +318,9 @@ def scrubbable(value: str) -> bool:
 def scrub(tree: Any, values: Iterable[str]) -> Any:
     """Replace personal values and secrets in a JSON-like tree, deterministically.
 
-    Each value becomes :func:`_token` of itself, where it is a whole string and where it
-    appears inside longer text (longest values first); mapping keys are kept.
+    Each value becomes :func:`_token` of itself, in any letter case, where it is a whole
+    string and where it appears inside longer text (longest values first); mapping keys are
+    kept.
 
     Args:
         tree: any JSON value (a cassette's ``as_dict()``).
@@ -331,15 +333,11 @@ def scrub(tree: Any, values: Iterable[str]) -> Any:
     chosen = sorted({v for v in values if isinstance(v, str) and scrubbable(v)}, key=len)[::-1]
     if not chosen:
         return tree
-    tokens = {value: _token(value) for value in chosen}
+    # Longest first, any letter case: a value inside a longer text is replaced too.
+    pattern = re.compile("|".join(re.escape(value) for value in chosen), re.IGNORECASE)
 
     def text(value: str) -> str:
-        if value in tokens:
-            return tokens[value]
-        for personal in chosen:
-            if personal in value:
-                value = value.replace(personal, tokens[personal])
-        return value
+        return pattern.sub(lambda found: _token(found.group(0)), value)
 
     def walk(node: Any) -> Any:
         if isinstance(node, Mapping):

@@ -153,8 +153,8 @@ def make_cassette(
             values |= _named(exchange.response.body, names) | _named(exchange.request.body, names)
     raw = Cassette(module, kind, preset, dict(data), recorded).as_dict()
     cleaned = scrub(raw, values)
-    texts = _texts(cleaned)
-    left = [v for v in values if scrubbable(v) and any(v in text for text in texts)]
+    texts = [text.lower() for text in _texts(cleaned)]
+    left = [v for v in values if scrubbable(v) and any(v.lower() in text for text in texts)]
     if left:
         # The values themselves stay out of the message: it may be shown anywhere.
         message = f"{module} ({preset}): {len(left)} personal value(s) left after scrubbing"
