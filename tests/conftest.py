@@ -27,12 +27,26 @@ in-process configures it (handler, level), which would hide later tests' log rec
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from _variants import play_variant, requested_variant, variant_matrix
 from practiceflow.testing import SandboxHandle, running_sandbox
+
+_SESSION_STARTED = time.time()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Print the modules x runtimes table of the conformance run, when it ran."""
+    from conformance.table import summary
+
+    text = summary(config, _SESSION_STARTED)
+    if text is not None:
+        terminalreporter.write_sep("=", "conformance: modules x runtimes")
+        terminalreporter.write_line(text)
 
 
 @pytest.fixture(autouse=True)

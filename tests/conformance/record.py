@@ -24,6 +24,7 @@ Run: ``.venv/bin/python tests/conformance/record.py [--preset default] [module .
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import sys
 import tempfile
@@ -39,7 +40,9 @@ from practiceflow.manifest import ActionModule, TriggerModule, default_registry
 from practiceflow.sandbox.variants import PRESETS, Variants
 from practiceflow.state import open_store
 from practiceflow.testing import (
+    REPLAY_BASE_URL,
     Cassette,
+    CassettePlayer,
     CassetteRecorder,
     SandboxHandle,
     running_sandbox,
@@ -199,7 +202,7 @@ def record_action(module: ActionModule, preset: str, sandbox: SandboxHandle) -> 
                 print(f"  {module.key} ({preset}): {exc}", file=sys.stderr)
     if "saveTo" in data:
         data["saveTo"] = "./downloads"
-    return make_cassette(
+    cassette = make_cassette(
         module.key,
         "action",
         preset,
@@ -211,6 +214,22 @@ def record_action(module: ActionModule, preset: str, sandbox: SandboxHandle) -> 
         secret_paths=module.secret_paths,
         names=_names(),
     )
+    _replays(module, cassette)
+    return cassette
+
+
+def _replays(module: ActionModule, cassette: Cassette) -> None:
+    """The scrubbed cassette must replay through the engine as it was recorded."""
+    player = CassettePlayer(cassette)
+    data = dict(cassette.input)
+    with tempfile.TemporaryDirectory() as saves:
+        if "saveTo" in data:
+            data["saveTo"] = saves
+        with Client("id", "secret", base_url=REPLAY_BASE_URL, session=player.session()) as api:
+            # An error answer is recorded too; the player says what was sent.
+            with contextlib.suppress(PracticeflowError):
+                run_action(module, data, api)
+    player.check()
 
 
 def record_trigger(key: str, preset: str, sandbox: SandboxHandle) -> Cassette:

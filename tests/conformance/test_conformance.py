@@ -18,7 +18,7 @@ shipped module without a cassette fails.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,7 @@ from conformance._runtimes import (
     run_with_openapi,
     shown,
 )
-from conformance.conftest import TABLE_KEY
-from conformance.table import RUNTIMES, render
+from conformance.table import RUNTIMES, record_row, render
 from practiceflow.manifest import default_registry
 from practiceflow.runner import marker
 from practiceflow.sandbox.variants import PRESETS
@@ -73,14 +72,6 @@ def _judge(
     return "ok", []
 
 
-def _record_row(config: pytest.Config, row: str, cells: Mapping[str, str]) -> None:
-    if config.cache is None:
-        return
-    table = config.cache.get(TABLE_KEY, {})
-    table[row] = dict(cells)
-    config.cache.set(TABLE_KEY, table)
-
-
 def _action_row(case: Case, openapi: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
     module = REGISTRY.actions[case.cassette.module]
     data = case.cassette.input
@@ -88,23 +79,32 @@ def _action_row(case: Case, openapi: Mapping[str, Any]) -> tuple[dict[str, str],
     def view(output: Any) -> Any:
         return shown(module, data, output)
 
-    reference = run_with_action(case)
+    reference = _guarded(run_with_action, case)
     cells: dict[str, str] = {}
     problems: list[str] = []
     cells["action"], found = _judge("action", reference, reference)
     problems += found
     runtimes = {"run": run_as_recipe_step, "worker": run_as_worker_job, "mcp": run_as_mcp_tool}
     for name, runtime in runtimes.items():
-        outcome = runtime(case)
+        outcome = _guarded(runtime, case)
         cells[name], found = _judge(name, outcome, reference, view)
         found += _marker_problems(case, outcome)
         if found and not cells[name].startswith("RED"):
             cells[name] = f"RED: {found[0]}"
         problems += [f"{name}: {line}" for line in found]
-    outcome = run_with_openapi(case, openapi)
+    outcome = _guarded(lambda case: run_with_openapi(case, openapi), case)
     cells["openapi"], found = _judge("openapi", outcome, reference)
     problems += [f"openapi: {line}" for line in found]
     return cells, problems
+
+
+def _guarded(runtime: Callable[[Case], Outcome], case: Case) -> Outcome:
+    """The runtime's outcome; an exception it let out is a red cell, not a stopped row."""
+    try:
+        return runtime(case)
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        return Outcome(("error", f"crashed: {type(exc).__name__}"), detail=text)
 
 
 def _marker_problems(case: Case, outcome: Outcome) -> list[str]:
@@ -154,7 +154,7 @@ def test_every_runtime_sends_the_recorded_requests_and_shows_the_same_output(
     else:
         cells, problems = _trigger_row(case, conformance_pg_url)
     row = f"{preset}/{key}"
-    _record_row(request.config, row, cells)
+    record_row(request.config, row, cells)
     print("\n" + render({row: cells}))
     assert not problems, f"{row}:\n" + "\n".join(problems)
 

@@ -37,7 +37,9 @@ FAST = RateLimits(per_minute=100_000, per_hour=1_000_000, per_day=10_000_000)
 def _page(number: int, rows: list[Any], more: bool) -> Exchange:
     return Exchange(
         RecordedRequest("GET", "/api/v1/users/list", {"pageNumber": str(number)}),
-        RecordedResponse(200, {"Content-Type": "application/json"}, {"items": rows, "hasMore": more}),
+        RecordedResponse(
+            200, {"Content-Type": "application/json"}, {"items": rows, "hasMore": more}
+        ),
     )
 
 
@@ -66,7 +68,9 @@ def test_a_recording_of_the_sandbox_replays_without_it(
         live = run_action("find_clients", {"limit": 120}, api).output
     pages = [exchange.request.query for exchange in recorder.exchanges]
     assert pages == [{"pageNumber": "1"}, {"pageNumber": "2"}]
-    recorded = Cassette("find_clients", "action", "default", {"limit": 120}, tuple(recorder.exchanges))
+    recorded = Cassette(
+        "find_clients", "action", "default", {"limit": 120}, tuple(recorder.exchanges)
+    )
     path = save_cassette(recorded, tmp_path / "find_clients.yaml")
     text = path.read_text(encoding="utf-8")
     assert secret not in text
@@ -123,7 +127,10 @@ def test_normalize_takes_a_declared_difference_out_of_both_sides() -> None:
     [
         ("version: 2\nmodule: x\nkind: action\nexchanges: []\n", "version: got 2; expected 1"),
         ("version: 1\nmodule: x\nkind: recipe\nexchanges: []\n", "kind: got 'recipe'"),
-        ("version: 1\nmodule: x\nkind: action\nexchanges: [{request: {}}]\n", "exchanges[0].request"),
+        (
+            "version: 1\nmodule: x\nkind: action\nexchanges: [{request: {}}]\n",
+            "exchanges[0].request",
+        ),
         ("version: 1\nmodule: x\nkind: action\n", "exchanges: expected a list"),
         ("- not a mapping\n", "(top)"),
     ],

@@ -59,8 +59,10 @@ CASSETTE_VERSION: Final = 1
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$")
-#: Values shorter than this are never scrubbed inside other text (an initial, a code).
+#: Values shorter than this are never scrubbed (an initial, a two-letter code).
 _MIN_SCRUBBED = 3
+#: Values shorter than this are scrubbed where they are a whole value, never inside text.
+_MIN_INSIDE = 6
 
 
 @dataclass(frozen=True)
@@ -295,8 +297,12 @@ def save_cassette(cassette: Cassette, path: str | Path) -> Path:
 
 def _token(value: str) -> str:
     """A value's stand-in: same length and shape, letters and digits drawn from a hash of
-    the value in lower case (so every letter case of a value gets the same letters)."""
+    the value in lower case (so every letter case of a value gets the same letters); a
+    URL keeps its scheme."""
     digest = hashlib.sha256(value.lower().encode()).digest()
+    scheme, sep, rest = value.partition("://")
+    if sep and scheme.isalpha():  # a URL stays a URL of its scheme
+        return scheme + sep + _token(rest)
     out = []
     for index, char in enumerate(value):
         byte = digest[index % len(digest)] ^ (index // len(digest))
@@ -319,8 +325,9 @@ def scrub(tree: Any, values: Iterable[str]) -> Any:
     """Replace personal values and secrets in a JSON-like tree, deterministically.
 
     Each value becomes :func:`_token` of itself, in any letter case, where it is a whole
-    string and where it appears inside longer text (longest values first); mapping keys are
-    kept.
+    string, and where it appears inside longer text when it has six characters or more
+    (longest values first); a request path is scrubbed segment by segment; mapping keys
+    are kept.
 
     Args:
         tree: any JSON value (a cassette's ``as_dict()``).
@@ -333,19 +340,33 @@ def scrub(tree: Any, values: Iterable[str]) -> Any:
     chosen = sorted({v for v in values if isinstance(v, str) and scrubbable(v)}, key=len)[::-1]
     if not chosen:
         return tree
-    # Longest first, any letter case: a value inside a longer text is replaced too.
-    pattern = re.compile("|".join(re.escape(value) for value in chosen), re.IGNORECASE)
+    whole = {value.lower() for value in chosen}
+    # Inside longer text only values of _MIN_INSIDE characters or more, longest first, in
+    # any letter case (as the engine masks fragments): a shorter one would hit words.
+    inside = [value for value in chosen if len(value) >= _MIN_INSIDE]
+    pattern = (
+        re.compile("|".join(re.escape(value) for value in inside), re.IGNORECASE)
+        if inside
+        else None
+    )
 
     def text(value: str) -> str:
+        if value.lower() in whole:
+            return _token(value)
+        if pattern is None:
+            return value
         return pattern.sub(lambda found: _token(found.group(0)), value)
 
-    def walk(node: Any) -> Any:
+    def path(value: str) -> str:
+        return "/".join(text(part) if part.lower() in whole else part for part in value.split("/"))
+
+    def walk(node: Any, key: Any = None) -> Any:
         if isinstance(node, Mapping):
-            return {key: walk(child) for key, child in node.items()}
+            return {name: walk(child, name) for name, child in node.items()}
         if isinstance(node, list | tuple):
             return [walk(child) for child in node]
         if isinstance(node, str):
-            return text(node)
+            return path(node) if key == "path" else text(node)
         return node
 
     return walk(tree)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from practiceflow.api.paging import extract_items
-from practiceflow.engine.masking import personal_values
+from practiceflow.engine.masking import MIN_FRAGMENT, personal_values
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.manifest import lint
 from practiceflow.testing._cassette import (
@@ -153,8 +153,11 @@ def make_cassette(
             values |= _named(exchange.response.body, names) | _named(exchange.request.body, names)
     raw = Cassette(module, kind, preset, dict(data), recorded).as_dict()
     cleaned = scrub(raw, values)
+    # Checked for values of MIN_FRAGMENT characters or more: a shorter one may turn up by
+    # chance inside another value's token.
     texts = [text.lower() for text in _texts(cleaned)]
-    left = [v for v in values if scrubbable(v) and any(v.lower() in text for text in texts)]
+    checked = [v for v in values if scrubbable(v) and len(v) >= MIN_FRAGMENT]
+    left = [v for v in checked if any(v.lower() in text for text in texts)]
     if left:
         # The values themselves stay out of the message: it may be shown anywhere.
         message = f"{module} ({preset}): {len(left)} personal value(s) left after scrubbing"
