@@ -38,7 +38,7 @@ from practiceflow.errors import (
     TransportError,
 )
 from practiceflow.hooks import ClientLike
-from practiceflow.manifest import RecipeStep
+from practiceflow.manifest import ActionModule, RecipeStep
 from practiceflow.manifest.lint import pii_paths
 from practiceflow.runner import marker
 from practiceflow.runner.context import build_context, iteration_id
@@ -293,8 +293,8 @@ class StepExecutor:
             if status in ("sent", "in_doubt"):  # cannot happen: the same inputs rendered before
                 return StepResult("held", None, {"step": sid, **error})
             return self._fail_render(sid, status, error)
-        if action.needs_write and marker.enabled(self.recipe.recipe.raw, step.id):
-            data = marker.add_marker(action.key, data, marker.marker_for(self.run_id, sid))
+        if isinstance(action, ActionModule) and marker.enabled(self.recipe.recipe.raw, step.id):
+            data = marker.add_marker(action, data, marker.marker_for(self.run_id, sid))
         if status == "sent" and action.needs_write:
             error = {"reason": "found 'sent' with no answer when the run resumed"}
             self.journal.outcome(sid, StepChange.to_in_doubt(error))
@@ -331,7 +331,11 @@ class StepExecutor:
         run_id = self.run_id
         record = store.get_step(run_id, sid)
         sent_at = (record.sent_at if record else None) or store.now()
-        verdict = reconcile(action.key, self.client, data, sent_at)
+        verdict = (
+            reconcile(action, self.client, data, sent_at)
+            if isinstance(action, ActionModule)
+            else Verdict("unknown", f"{action.key!r} is a local step; a person decides")
+        )
         pf = {"run": run_id, "step": sid, "status": "in_doubt", "verdict": verdict.outcome}
         logger.warning("run %s step %s in doubt: %s", run_id, sid, verdict.note, extra={"pf": pf})
         if verdict.outcome == "found":
