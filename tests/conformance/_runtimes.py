@@ -115,12 +115,12 @@ def _error(exc: BaseException) -> tuple[str, Any]:
 
 
 def unmarked(request: RecordedRequest) -> RecordedRequest:
-    """A request without the runner's run-unique marker (runner/marker.py): declared."""
+    """A request without the runner's run-unique marker (runner/marker.py; the field is
+    the module's ``read_back.marker``): a declared difference."""
     if not isinstance(request.body, Mapping):
         return request
     body = dict(request.body)
-    for name in marker.MARKED.values():
-        value = body.get(name)
+    for name, value in request.body.items():  # the module's declared marker field
         if isinstance(value, str) and marker.marker_in(value):
             stripped = _MARKER.sub("", value).strip()
             if stripped:

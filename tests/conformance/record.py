@@ -225,10 +225,12 @@ def _replays(module: ActionModule, cassette: Cassette) -> None:
     with tempfile.TemporaryDirectory() as saves:
         if "saveTo" in data:
             data["saveTo"] = saves
-        with Client("id", "secret", base_url=REPLAY_BASE_URL, session=player.session()) as api:
-            # An error answer is recorded too; the player says what was sent.
-            with contextlib.suppress(PracticeflowError):
-                run_action(module, data, api)
+        # An error answer is recorded too; the player says what was sent.
+        with (
+            Client("id", "secret", base_url=REPLAY_BASE_URL, session=player.session()) as api,
+            contextlib.suppress(PracticeflowError),
+        ):
+            run_action(module, data, api)
     player.check()
 
 

@@ -5,8 +5,9 @@ A cell is green when the runtime sent exactly the recorded requests (method, pat
 body) and its user saw the same output (in the view every runtime may show: secrets and
 personal fields masked), or differed only in a declared way:
 
-* ``run``, ``worker``, ``mcp``: the runner's run-unique marker in the module's free field
-  (runner/marker.py); the request is compared without it, and the marker must be there;
+* ``run``, ``worker``, ``mcp``: the runner's run-unique marker in the field the module
+  declares (``read_back.marker``); the request is compared without it, and the marker
+  must be there;
 * ``openapi``: a platform client sends the operation's one request: the reads only the
   engine makes (checks, the read-back of an empty create answer, further pages) are not
   sent, and where the export declares no ``pageNumber`` it reads page one only (noted);
@@ -109,7 +110,8 @@ def _guarded(runtime: Callable[[Case], Outcome], case: Case) -> Outcome:
 
 def _marker_problems(case: Case, outcome: Outcome) -> list[str]:
     """The declared difference must be real: a marked module's write carries the marker."""
-    field = marker.MARKED.get(case.cassette.module)
+    declared = REGISTRY.actions[case.cassette.module].read_back
+    field = declared.marker_field if declared is not None else None
     if field is None or outcome.result[0] != "ok":
         return []
     writes = [r for r in outcome.sent if r.method == "POST" and isinstance(r.body, Mapping)]
