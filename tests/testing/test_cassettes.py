@@ -223,3 +223,16 @@ def test_the_replayed_client_never_opens_a_connection(monkeypatch: pytest.Monkey
     with _replayed(player) as api:
         assert len(list(api.paginate("/api/v1/users/list"))) == 3
     player.check()
+
+
+@pytest.mark.integration
+def test_the_guide_example_records_and_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "modules-guide.md").read_text(
+        encoding="utf-8"
+    )
+    code = guide.split("<!-- cassette example -->\n```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/modules-guide.md", "exec"), {})  # noqa: S102 - the doc's own example
+    assert load_cassette(tmp_path / "lead_sources.yaml").exchanges
