@@ -73,6 +73,8 @@ TESTING = [
     "SandboxConfig",
     "SandboxHandle",
     "load_cassette",
+    "make_cassette",
+    "personal_names",
     "recorded_request",
     "request_differences",
     "running_sandbox",

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,9 +31,9 @@ import anyio
 import mcp_types as types
 import yaml
 
+from conformance.record import SINCE, TODAY
 from mcp import Client as McpClient
 from practiceflow.api import Client
-from practiceflow.api.paging import extract_items
 from practiceflow.engine import run_action
 from practiceflow.engine.masking import mask_output, mask_secrets, mask_values, personal_values
 from practiceflow.errors import ApiError, ConfigError, PracticeflowError
@@ -52,9 +51,6 @@ from practiceflow.testing import (
 from practiceflow.triggers.definition import definition
 from practiceflow.triggers.poller import Poller
 
-#: Matches the recorder's fixed poll start and day (tests/conformance/record.py).
-SINCE = "2024-01-01T00:00:00Z"
-TODAY = __import__("datetime").date(2025, 6, 30)
 CREDENTIALS = ("11111111-2222-3333-4444-555555555555", "conformance-secret")
 _MARKER = re.compile(r" ?\[?\bpf-[0-9a-f]{10}\b\]?")
 
@@ -401,14 +397,6 @@ def poll_trigger(case: Case, store: StateStore) -> Outcome:
     return _finish(player, ("ok", events), [])
 
 
-def rows(answer: Any) -> list[Any]:
-    """The rows of a list answer (or the answer itself)."""
-    try:
-        return extract_items(answer)[0]
-    except ConfigError:
-        return [answer]
-
-
 def dumps(value: Any) -> str:
     """Stable text of a value for comparisons in messages."""
     return json.dumps(value, sort_keys=True, default=str)[:300]
@@ -419,13 +407,11 @@ __all__ = [
     "Outcome",
     "dumps",
     "poll_trigger",
-    "rows",
     "run_as_mcp_tool",
     "run_as_recipe_step",
     "run_as_worker_job",
     "run_with_action",
     "run_with_openapi",
     "shown",
-    "tempfile",
     "unmarked",
 ]

@@ -45,10 +45,11 @@ from practiceflow.testing import (
     CassettePlayer,
     CassetteRecorder,
     SandboxHandle,
+    make_cassette,
+    personal_names,
     running_sandbox,
     save_cassette,
 )
-from practiceflow.testing._recording import make_cassette, personal_names
 from practiceflow.triggers.definition import definition
 from practiceflow.triggers.poller import Poller
 

@@ -25,10 +25,10 @@ from practiceflow.testing import (
     RecordedResponse,
     SandboxHandle,
     load_cassette,
+    make_cassette,
     save_cassette,
     scrub,
 )
-from practiceflow.testing._recording import make_cassette
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 FAST = RateLimits(per_minute=100_000, per_hour=1_000_000, per_day=10_000_000)

@@ -15,7 +15,8 @@
 
 * cassettes: a module's recorded exchange with the API (:mod:`._cassette` describes the
   file), recorded with :class:`CassetteRecorder` and replayed without a server by
-  :class:`CassettePlayer` (:mod:`._replay`).
+  :class:`CassettePlayer` (:mod:`._replay`); :func:`make_cassette` turns a recording into
+  a cassette with personal values and secrets scrubbed (:mod:`._recording`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from practiceflow.testing._cassette import (
     save_cassette,
     scrub,
 )
+from practiceflow.testing._recording import make_cassette, personal_names
 from practiceflow.testing._replay import (
     REPLAY_BASE_URL,
     CassetteMismatch,
@@ -59,6 +61,8 @@ __all__ = [
     "SandboxConfig",
     "SandboxHandle",
     "load_cassette",
+    "make_cassette",
+    "personal_names",
     "recorded_request",
     "request_differences",
     "running_sandbox",
