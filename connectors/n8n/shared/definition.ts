@@ -983,10 +983,10 @@ export const DEFINITION: Definition = {
 		create_proposal: {
 			key: 'create_proposal',
 			resource: 'proposal',
-			fields: ['entityKey'],
+			fields: ['entityKey', 'services'],
 			inputSchema: {
 				type: 'object',
-				required: ['entityKey'],
+				required: ['entityKey', 'services'],
 				properties: {
 					entityKey: {
 						type: 'string',
@@ -5163,7 +5163,12 @@ export const DEFINITION: Definition = {
 	skipped: {},
 	paging: {
 		cursor_param: 'lastUpdated',
-		fixed_size: ['/api/v1/entities', '/api/v1/entities/list', '/api/v1/users/list'],
+		fixed_size: [
+			'/api/v1/entities',
+			'/api/v1/entities/list',
+			'/api/v1/groups/list',
+			'/api/v1/users/list',
+		],
 		has_more_field: 'hasMore',
 		max_pages: 50,
 		page_param: 'pageNumber',

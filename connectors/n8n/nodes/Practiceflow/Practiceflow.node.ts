@@ -448,7 +448,7 @@ export class Practiceflow implements INodeType {
 					{
 						name: 'Create Proposal',
 						value: 'create_proposal',
-						description: 'Creates an adhoc draft proposal for a client: its services and, optionally, practice-management jobs, forms-tool jobs and billings',
+						description: 'Creates an adhoc draft proposal for a client: its services (at least one; the spec names them without "optional") and, optionally, practice-management jobs, forms-tool jobs and billings',
 						action: 'Create proposal',
 					},
 					{
@@ -1888,26 +1888,18 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Additional Fields',
-				name: 'additionalFields',
-				type: 'collection',
-				placeholder: 'Add Field',
-				default: {},
+				displayName: 'Services',
+				name: 'services',
+				type: 'json',
+				default: '[{"serviceID": 400, "quantity": 1}]',
+				required: true,
+				description: 'Service lines, each sent as given (services come from List Proposal Services). A JSON list of objects with: serviceID.',
 				displayOptions: {
 					show: {
 						resource: ['proposal'],
 						operation: ['create_proposal'],
 					},
 				},
-				options: [
-					{
-						displayName: 'Services',
-						name: 'services',
-						type: 'json',
-						default: '[{"serviceID": 400, "quantity": 1}]',
-						description: 'Service lines, each sent as given (services come from List Proposal Services). A JSON list of objects with: serviceID.',
-					},
-				],
 			},
 			{
 				displayName: 'Client',
