@@ -15,7 +15,8 @@ hasMore}``; an exported operation is one request of the API, so a platform user 
   of the OpenAPI 3.1 document.
 
 The rows are the module's own row schema (``output.items.items``), so a platform's designer
-offers the fields of a row.
+offers the fields of a row; where the spec does not show a list's rows, the row fields that
+other modules' choices (``x-choices``: value, label, ``also``) name are declared on them.
 """
 
 from __future__ import annotations
@@ -25,16 +26,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from practiceflow.api.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_NUMBER, MAX_PAGE_SIZE
-from practiceflow.manifest.models import ActionModule
+from practiceflow.manifest.models import ActionModule, TriggerModule
+from practiceflow.manifest.registry import ModuleRegistry
 
 __all__ = [
     "ENVELOPE_ITEMS",
     "ListShape",
+    "choice_fields",
     "list_shape",
     "page_parameters",
     "paging_note",
     "response_alternatives",
     "row_schema",
+    "with_fields",
 ]
 
 #: Where the rows sit in an enveloped list answer.
@@ -136,6 +140,45 @@ def row_schema(output: Mapping[str, Any]) -> Any:
     if isinstance(rows, Mapping) and rows:
         return dict(rows)
     return {"type": "object", "additionalProperties": True}
+
+
+def choice_fields(registry: ModuleRegistry) -> dict[str, dict[str, Any]]:
+    """Row fields of each list action that the modules' choices name.
+
+    Args:
+        registry: every loaded module.
+
+    Returns:
+        List action key -> field name -> a schema saying which choice names it.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    modules: list[ActionModule | TriggerModule] = [
+        *registry.actions.values(),
+        *registry.triggers.values(),
+    ]
+    for module in sorted(modules, key=lambda item: item.key):
+        for source in module.choices.values():
+            for name in (source.value, source.label, *source.also):
+                if name:
+                    text = f"The row field {module.key}'s choices read."
+                    found.setdefault(source.action, {}).setdefault(name, {"description": text})
+    return found
+
+
+def with_fields(row: Any, fields: Mapping[str, Any]) -> Any:
+    """A row schema with more declared properties (those it already has win).
+
+    Args:
+        row: a row schema.
+        fields: field name -> schema.
+
+    Returns:
+        The row schema, with the fields added to its ``properties``.
+    """
+    if not fields or not isinstance(row, Mapping):
+        return row
+    properties = {**fields, **dict(row.get("properties") or {})}
+    return {**row, "properties": dict(sorted(properties.items()))}
 
 
 def response_alternatives(shape: ListShape, row_ref: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -18,11 +18,13 @@ from practiceflow import __version__
 from practiceflow.errors import ManifestError
 from practiceflow.export.descriptions import export_description
 from practiceflow.export.lists import (
+    choice_fields,
     list_shape,
     page_parameters,
     paging_note,
     response_alternatives,
     row_schema,
+    with_fields,
 )
 from practiceflow.export.plan import FILE_MEDIA_TYPE, LEAF, action_plan, file_media_type
 from practiceflow.export.schemas import portable_types, rewrite_refs
@@ -88,8 +90,9 @@ def _path(plan_path: Any) -> tuple[str, list[str]]:
 class _Builder:
     """Collects component schemas while the operations are built."""
 
-    def __init__(self, connector: Mapping[str, Any]) -> None:
+    def __init__(self, connector: Mapping[str, Any], modules: ModuleRegistry) -> None:
         self.connector = connector
+        self.choice_fields = choice_fields(modules)
         self.schemas: dict[str, Any] = {"Problem": _PROBLEM}
 
     def hoist(self, prefix: str, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -206,7 +209,8 @@ class _Builder:
         if shape is not None:
             # One page of the API's answer (the action itself would turn every page into
             # {items, count, hasMore}): its rows typed by the module's row schema.
-            self.schemas[f"{action.key}_row"] = row_schema(output)
+            fields = self.choice_fields.get(action.key, {})
+            self.schemas[f"{action.key}_row"] = with_fields(row_schema(output), fields)
             output = {"anyOf": response_alternatives(shape, _ref(f"{action.key}_row"))}
         elif mapping is not None:
             plan = action_plan(action)["map"]
@@ -316,7 +320,7 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
     Returns:
         The document.
     """
-    builder = _Builder(connector)
+    builder = _Builder(connector, modules)
     paths: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
     for action in sorted(modules.actions.values(), key=lambda item: item.key):
