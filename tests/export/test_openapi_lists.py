@@ -11,6 +11,8 @@ runner's own paging, over more than one page where the sandbox holds more than o
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -216,3 +218,24 @@ def test_a_client_of_the_document_alone_reads_every_row_the_runner_reads(
     if key in ("find_clients", "find_bills"):
         # The issue's figures: 305 clients and 58 bills on the sandbox, over two pages or more.
         assert pages >= 2, f"{key}: {len(rows)} rows in {pages} page"
+
+
+def test_schemathesis_cli_loads_the_document_and_its_examples_fit_the_sandbox(
+    documents, roomy_sandbox: SandboxHandle, tmp_path
+):
+    """The CLI analyses every schema on load (a list of types inside anyOf used to crash it),
+    then sends each operation's examples and checks each answer against its schema."""
+    spec = tmp_path / "openapi.json"
+    spec.write_text(json.dumps(documents["openapi.json"]), encoding="utf-8")
+    client_id, secret = roomy_sandbox.credentials("anz", "rw")
+    done = subprocess.run(  # noqa: S603 - fixed arguments, this interpreter's schemathesis
+        [sys.executable, "-m", "schemathesis.cli", "run", str(spec),
+         "--url", roomy_sandbox.base_url("anz"),
+         "-H", f"X-SVC-Auth-ID: {client_id}", "-H", f"X-SVC-Auth-Key: {secret}",
+         "--phases", "examples", "-c", "response_schema_conformance"],
+        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    assert "Traceback" not in output
+    assert " passed" in output
