@@ -239,3 +239,42 @@ def test_schemathesis_cli_loads_the_document_and_its_examples_fit_the_sandbox(
     assert done.returncode == 0, output[-4000:]
     assert "Traceback" not in output
     assert " passed" in output
+
+
+def test_dropdowns_read_the_rows_where_the_answer_holds_them(documents):
+    swagger = documents["powerautomate/apiDefinition.swagger.json"]
+    by_id = {op["operationId"]: op for _p, _m, op in _operations(swagger)}
+    found = 0
+    for at, node in _walk(swagger):
+        dynamic = node.get("x-ms-dynamic-values")
+        if not isinstance(dynamic, dict):
+            continue
+        answer = _resolve(swagger, by_id[dynamic["operationId"]]["responses"]["200"]["schema"])
+        expected = "items" if answer["type"] == "object" else None
+        assert dynamic.get("value-collection") == expected, at
+        found += 1
+    assert found >= 5
+
+
+def _operations(document: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            if isinstance(operation, dict) and "operationId" in operation:
+                yield path, method, operation
+
+
+def _walk(node: Any, at: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    if isinstance(node, dict):
+        yield at, node
+        for name, value in node.items():
+            yield from _walk(value, f"{at}/{name}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _walk(value, f"{at}/{index}")
+
+
+def test_power_automate_keeps_nullable_fields_of_a_typed_row(documents):
+    swagger = documents["powerautomate/apiDefinition.swagger.json"]
+    email = swagger["definitions"]["find_clients_row"]["properties"]["email"]
+    assert (email["type"], email["x-nullable"]) == ("string", True)
+    assert "anyOf" not in email

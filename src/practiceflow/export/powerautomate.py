@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from practiceflow.export.base import Exporter, dump_json, register
+from practiceflow.export.lists import ENVELOPE_ITEMS, list_shape
 from practiceflow.export.openapi import openapi_document
 from practiceflow.export.powerautomate_assets import (
     BRAND_COLOR,
@@ -72,8 +73,9 @@ def _summary(name: str, schema: Mapping[str, Any]) -> str:
 class _Lowering:
     """JSON Schema 2020-12 -> the OpenAPI 2.0 subset, with Power Automate's annotations."""
 
-    def __init__(self, lists: Mapping[str, str]) -> None:
+    def __init__(self, lists: Mapping[str, str], enveloped: frozenset[str]) -> None:
         self.lists = lists  # list action key -> its operationId
+        self.enveloped = enveloped  # list actions whose answer is described as {items, ...}
 
     def dynamic(self, declared: Any) -> dict[str, Any] | None:
         """``x-ms-dynamic-values`` for an ``x-choices`` declaration (rows must be objects)."""
@@ -89,6 +91,8 @@ class _Lowering:
         }
         if declared.get("collection"):
             out["value-collection"] = declared["collection"]
+        elif declared["action"] in self.enveloped:
+            out["value-collection"] = ENVELOPE_ITEMS
         if declared.get("with"):
             out["parameters"] = dict(declared["with"])
         return out
@@ -241,7 +245,12 @@ def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
         for operation in methods.values()
         if modules.actions[str(operation["operationId"])].extensions.list is not None
     }
-    lowering = _Lowering(lists)
+    enveloped = frozenset(
+        key
+        for key in lists
+        if (shape := list_shape(modules.actions[key], connector)) and shape.shape == "envelope"
+    )
+    lowering = _Lowering(lists, enveloped)
     skipped = dict(source["info"]["x-practiceflow-skipped"])
     hooks = connector["webhooks"]["subscribe"]
     paths: dict[str, dict[str, Any]] = {}
