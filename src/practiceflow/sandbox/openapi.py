@@ -60,7 +60,7 @@ def _query(param: Param) -> dict[str, Any]:
     return {
         "name": param.name,
         "in": "query",
-        "required": False,
+        "required": param.required,
         "description": param.description,
         "schema": schema,
     }
