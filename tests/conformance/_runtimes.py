@@ -285,8 +285,9 @@ def _schema(document: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str
 
 def run_with_openapi(case: Case, document: Mapping[str, Any]) -> Outcome:
     """A generic client that knows only the exported OpenAPI document: the operation's path
-    and query parameters and its request body, built from the input; pages only where the
-    document declares ``pageNumber``."""
+    and query parameters and its request body, built from the input; where the document
+    declares ``pageNumber`` it pages by the rule the operation's description states, and
+    stops once it holds the ``limit`` rows its user asked for."""
     cassette = case.cassette
     method, template, operation = _operation(document, cassette.module)
     parameters = operation.get("parameters", [])
@@ -325,9 +326,16 @@ def run_with_openapi(case: Case, document: Mapping[str, Any]) -> Outcome:
             open_schema = schema.get("additionalProperties", True) is not False
             taken = {p["name"] for p in parameters}
             body = {k: v for k, v in data.items() if (k in names or open_schema) and k not in taken}
+    if pages and "pageSize" in {p["name"] for p in parameters} and cassette.exchanges:
+        # The page size is the user's choice: the one the recording used.
+        size = cassette.exchanges[0].request.query.get("pageSize")
+        if size is not None:
+            query["pageSize"] = size
+    need = data.get("limit") if isinstance(data.get("limit"), int) else None
     session = player.session()
     answers: list[Any] = []
-    status: int | None = None
+    rows: list[Any] = []
+    first: int | None = None
     number = 1
     while True:
         sent_query = dict(query)
@@ -343,17 +351,24 @@ def run_with_openapi(case: Case, document: Mapping[str, Any]) -> Outcome:
             )
         except CassetteMismatch:
             return _finish(player, ("error", "CassetteMismatch"), declared)
-        status = response.status_code
-        if status >= 400:
-            return _finish(player, ("error", status), declared)
+        if response.status_code >= 400:
+            return _finish(player, ("error", response.status_code), declared)
         answer = (
             response.json()
             if response.content and "json" in response.headers.get("Content-Type", "")
             else None
         )
         answers.append(answer)
-        more = isinstance(answer, Mapping) and answer.get("hasMore") is True
-        if not (pages and more):
+        if not pages:
+            break
+        # The document's rule: the next page while hasMore, or, without hasMore, while a
+        # page is as full as the first; the user stops once they have the rows they need.
+        page = _rows(answer)
+        rows += page
+        first = len(page) if first is None else first
+        flag = answer.get("hasMore") if isinstance(answer, Mapping) else None
+        more = flag is True if isinstance(flag, bool) else bool(page) and len(page) >= first
+        if not more or (need is not None and len(rows) >= need):
             break
         number += 1
     extra_reads = [ex for ex in player.unplayed if ex.request.method == "GET"]
@@ -367,6 +382,16 @@ def run_with_openapi(case: Case, document: Mapping[str, Any]) -> Outcome:
         if ex.request.method != "GET"
     ]
     return _finish(player, ("ok", answers[-1] if len(answers) == 1 else answers), declared)
+
+
+def _rows(answer: Any) -> list[Any]:
+    if isinstance(answer, list):
+        return answer
+    if isinstance(answer, Mapping):
+        for value in answer.values():
+            if isinstance(value, list):
+                return value
+    return []
 
 
 def _text(value: Any) -> Any:
