@@ -9,9 +9,9 @@ Inputs are generic, taken from each module's input schema:
 
 * the first ``examples`` entry of each required field (and of the first ``anyOf``
   alternative's required fields);
-* a field naming a record of the practice (``entityKey``, ``billingID``, ``proposalKey`` ...)
-  gets a real one of the sandbox (:data:`REFERENCES`); one with ``x-choices`` gets the first
-  choice its list action offers;
+* a field naming a record of the practice (``entityKey``, ``billingID``, ``proposalKey`` ...),
+  required or not, gets a real one of the sandbox (:data:`REFERENCES`); one with
+  ``x-choices`` gets the first choice its list action offers;
 * a paged list gets ``limit: 120``, past the first page of every list the sandbox pages;
 * :data:`OVERRIDES` replaces the few examples a sandbox cannot serve.
 
@@ -104,6 +104,13 @@ def _onboarding(sandbox: SandboxHandle) -> dict[str, Any]:
     return _records(sandbox, "onboardings")[0]
 
 
+def _contact(sandbox: SandboxHandle, module: str) -> str:
+    """A contact of the client :func:`_entity` picks for the module."""
+    owner = _entity(sandbox, module)
+    rows = _records(sandbox, "contacts")
+    return str(next(row["contactKey"] for row in rows if row["entityKey"] == owner))
+
+
 def _subscription(sb: SandboxHandle, api: Client) -> str:
     subscribe = default_registry().action("subscribe_webhook")
     made = run_action(subscribe, module_input(subscribe, sb, api, Path()), api).output
@@ -126,6 +133,7 @@ REFERENCES: Final[Mapping[str, Callable[[SandboxHandle, Client, str], Any]]] = {
         "documentId"
     ],
     "id": lambda sb, api, module: _subscription(sb, api),
+    "contactKey": lambda sb, api, module: _contact(sb, module),
 }
 
 
@@ -151,6 +159,8 @@ def module_input(
     for alternative in schema.get("anyOf") or []:
         names += [n for n in alternative.get("required", []) if n not in names]
         break
+    # An optional field naming a record (update_contact's contactKey) picks which one.
+    names += [n for n in properties if n in REFERENCES and n not in names]
     data: dict[str, Any] = {}
     for name in names:
         examples = properties.get(name, {}).get("examples")
