@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -89,3 +90,24 @@ def as_text(payload: Any) -> str:
 def result_text(result: types.CallToolResult) -> str:
     """The text blocks of a tool result, joined."""
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def user_code(notices: str, write_id: str) -> str:
+    """The confirmation code the server printed for a write (``notices``: what it wrote on
+    its standard error), as the user reads it there."""
+    found = re.findall(
+        rf"\(write {write_id[:8]}\)\. If you agree, give the assistant this "
+        r"code: (\d{6})",
+        notices,
+    )
+    assert found, f"no code printed for write {write_id}"
+    return str(found[-1])
+
+
+def confirmation(preview: types.CallToolResult, notices: str) -> dict[str, str]:
+    """The arguments of ``confirm_write`` for a preview, with the code the user reads."""
+    shown = preview.structured_content or {}
+    return {
+        "confirm_token": shown["confirm_token"],
+        "user_code": user_code(notices, shown["write_id"]),
+    }

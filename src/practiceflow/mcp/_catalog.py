@@ -86,7 +86,8 @@ def _object_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 _WRITE_NOTE = (
     " Writes to the practice's records: the first call answers with a preview of the exact "
     "request and sends nothing; it is sent only after the user confirms (in the assistant "
-    f"app, or by calling {CONFIRM_TOOL} with the preview's confirm_token)."
+    f"app, or by calling {CONFIRM_TOOL} with the preview's confirm_token and the code the "
+    "user reads on the server's terminal)."
 )
 _OFF_NOTE = (
     " Off on this server: it was started without --allow-writes (or its credentials cannot "
@@ -203,19 +204,32 @@ def _confirm_tool() -> ToolEntry:
                 "description": "The confirm_token of a write's preview. Call this only after "
                 "the user has seen the preview and said yes; sending the same token again "
                 "never sends the request twice.",
-                "examples": ["pfc_3q2Zk7dF0V1m5cXxw9YtJg"],
-            }
+                "examples": ["pfw1.gAAAAABn..."],
+            },
+            "user_code": {
+                "type": "string",
+                "title": "User's confirmation code",
+                "description": "The 6-digit code the practiceflow server printed for this "
+                "preview on its terminal (or the assistant app's MCP log), as the user gives "
+                "it to you. It is never in a tool result: ask the user, never guess.",
+                "examples": ["482913"],
+            },
         },
     }
     tool = types.Tool(
         name=CONFIRM_TOOL,
         title="Confirm a previewed write",
         description="Sends a write that a tool previewed, once the user has confirmed it. "
-        "The request sent is exactly the previewed one; the answer is the write's result, "
-        "and the run is in the practice's journal ('practiceflow runs').",
+        "The request sent is exactly the previewed one, at most once whichever server "
+        "process receives the confirmation; the answer is the write's result, and the run "
+        "is in the practice's journal ('practiceflow runs').",
         input_schema=schema,
         annotations=types.ToolAnnotations(
-            title="Confirm a previewed write", read_only_hint=False, idempotent_hint=True
+            title="Confirm a previewed write",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=True,
         ),
     )
     return ToolEntry(tool, "confirm")

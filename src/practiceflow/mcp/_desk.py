@@ -23,15 +23,13 @@ A write goes through three moves:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import secrets
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +40,16 @@ from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ActionModule, ModuleRegistry, lint
 from practiceflow.manifest.validation import issues_for
 from practiceflow.mcp._catalog import ToolEntry
+from practiceflow.mcp._confirmation import (
+    MAX_CODE_MISSES,
+    Claimant,
+    SealedState,
+    arguments_digest,
+    new_code,
+    open_state,
+    same_code,
+    seal_state,
+)
 from practiceflow.runner import (
     Runner,
     RunOutcome,
@@ -49,7 +57,13 @@ from practiceflow.runner import (
     dry_run,
     validate_recipe,
 )
-from practiceflow.state import StateStore
+from practiceflow.state import (
+    EventRecord,
+    PendingWrite,
+    PendingWriteStore,
+    RunRecord,
+    StateStore,
+)
 from practiceflow.templating import utcnow
 
 __all__ = ["EVENT_SOURCE", "Preview", "RunNotDone", "WriteDesk", "recipe_for_action", "run_key"]
@@ -63,51 +77,65 @@ EVENT_SOURCE = "mcp"
 _RECIPE_TRIGGER = "any_webhook_event"
 #: How long a preview may wait for its confirmation.
 DEFAULT_TTL = 15 * 60.0
+#: How long an expired, never confirmed preview is kept before it is forgotten.
+_KEEP_EXPIRED = timedelta(days=1)
+#: Run statuses that end a run: a confirmation of its write answers with it, sending nothing.
+_ENDED = ("succeeded", "failed", "in_doubt", "cancelled")
+#: What a confirmation without elicitation needs, said to the assistant.
+ASK_FOR_CODE = (
+    "Ask the user for the 6-digit confirmation code the practiceflow server printed for "
+    "this preview (in the terminal that started it, or the assistant app's MCP server log) "
+    "and call confirm_write with confirm_token and user_code. The code is never in a tool "
+    "result; do not guess it."
+)
 
 PiiPaths = frozenset[tuple[str, ...]]
 
 
 class RunNotDone(Exception):
-    """A confirmed write's run failed or is held for a person; the message says which."""
+    """A confirmed write's run failed, is held for a person, or is being sent by another
+    process; the message says which."""
 
 
-def run_key(token: str) -> str:
-    """The event id (and so the run) a confirm token stands for.
-
-    A digest, so that the journal never holds the token itself (whoever holds a token can
-    confirm its write).
+def run_key(write_id: str) -> str:
+    """The event id (and so the run) of a previewed write once confirmed.
 
     Args:
-        token: the confirm token.
+        write_id: the previewed write's id.
 
     Returns:
-        ``mcp-`` and 32 hex digits.
+        ``mcp-`` and the id.
     """
-    return "mcp-" + hashlib.sha256(token.encode()).hexdigest()[:32]
+    return "mcp-" + write_id
 
 
 @dataclass(frozen=True)
 class Preview:
-    """A write that waits for its confirmation.
+    """A write that waits for its confirmation (kept in the store, see the module).
 
     Attributes:
-        token: the confirm token.
+        state: the sealed confirmation state handed to the client (``confirm_token``).
+        write_id: the previewed write's id in the store.
         entry: the tool that was called.
         arguments: the call's arguments, as given (never shown to the assistant as such).
         shown: what the assistant sees: the rendered request(s), secrets and personal
             data masked.
-        expires: when it stops being confirmable (the desk's clock).
+        expires_at: when it stops being confirmable.
         for_user: the same request(s) with the personal values unmasked (secrets still
             masked), for the user's confirmation only: never in a tool result, a log line
             or the journal.
+        code: the code the user gives when the client cannot ask the user itself; shown
+            only on the server's standard error.
     """
 
-    token: str
+    state: str = field(repr=False)
+    write_id: str
     entry: ToolEntry
     arguments: dict[str, Any] = field(repr=False)
     shown: dict[str, Any]
-    expires: float
+    expires_at: datetime
     for_user: dict[str, Any] = field(repr=False)
+    code: str = field(repr=False)
 
 
 def recipe_for_action(module: ActionModule, folder: Path) -> Path:
@@ -157,15 +185,20 @@ class WriteDesk:
     """Carries out tool calls for one practice (see the module docstring).
 
     Args:
-        store: the state store (journal, events, runs).
+        store: the state store (journal, events, runs, previewed writes).
         client: the API client (its rate budget is the assistant's share).
         practice: the key runs are stored under (the Client ID, as for ``practiceflow run``).
         registry: the action modules.
+        catalog: the tools, by name (to find a confirmed write's tool).
         recipes_dir: where the generated one-step recipes are written.
         writes_on: whether writes may be previewed and sent.
         show_personal: show personal fields of read results to the assistant.
+        assistant_confirms: accept ``confirm_write`` without the user's code (the
+            ``--confirm-by-assistant`` flag: the model's own yes is then enough).
         ttl: seconds a preview stays confirmable.
-        clock: monotonic seconds (tests pass their own).
+
+    Raises:
+        ConfigError: the store cannot keep previewed writes.
     """
 
     def __init__(
@@ -175,22 +208,28 @@ class WriteDesk:
         client: ClientLike,
         practice: str,
         registry: ModuleRegistry,
+        catalog: Mapping[str, ToolEntry],
         recipes_dir: Path,
         writes_on: bool,
         show_personal: bool = False,
+        assistant_confirms: bool = False,
         ttl: float = DEFAULT_TTL,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if not isinstance(store, PendingWriteStore):
+            message = f"state store {type(store).__name__}: cannot keep previewed writes"
+            raise ConfigError(message)
         self.store = store
+        self.pending_writes: PendingWriteStore = store
         self.client = client
         self.practice = practice
         self.registry = registry
+        self.catalog = catalog
         self.recipes_dir = recipes_dir
         self.writes_on = writes_on
         self.show_personal = show_personal
+        self.assistant_confirms = assistant_confirms
         self.ttl = ttl
-        self._clock = clock
-        self._pending: dict[str, Preview] = {}
+        self.claimant = Claimant()
         self._recipes: dict[str, ValidRecipe] = {}
         self._lock = threading.Lock()
 
@@ -261,13 +300,30 @@ class WriteDesk:
                 for_user = self._preview_recipe(entry.recipe, data, moment, show_personal=True)
             else:  # pragma: no cover - the server sends only writes and recipes here
                 raise ConfigError(f"{entry.name}: not a write")
-            token = "pfc_" + secrets.token_urlsafe(16)
-            expires = self._clock() + self.ttl
-            preview = Preview(token, entry, data, shown, expires, for_user=for_user)
-            self._forget_expired()
-            self._pending[token] = preview
-        logger.info("mcp %s: previewed (run key %s)", entry.name, run_key(token))
+            preview = self._keep(entry, data, shown, for_user)
+        logger.info("mcp %s: previewed (write %s)", entry.name, preview.write_id)
         return preview
+
+    def _keep(
+        self,
+        entry: ToolEntry,
+        data: dict[str, Any],
+        shown: dict[str, Any],
+        for_user: dict[str, Any],
+    ) -> Preview:
+        """Keep a previewed write in the store and seal its confirmation state."""
+        now = self.store.now()
+        write_id = secrets.token_hex(16)
+        expires = now + timedelta(seconds=self.ttl)
+        digest = arguments_digest(data)
+        code = new_code()
+        self.pending_writes.purge_pending_writes(now - _KEEP_EXPIRED)
+        self.pending_writes.add_pending_write(
+            self.practice, write_id, entry.name, {"arguments": data, "code": code}, digest, expires
+        )
+        bound = SealedState(write_id, self.practice, entry.name, digest, expires)
+        state = seal_state(self.store.sealer, bound)
+        return Preview(state, write_id, entry, data, shown, expires, for_user, code)
 
     def _preview_action(
         self, module: ActionModule, data: dict[str, Any], *, show_personal: bool = False
@@ -327,55 +383,167 @@ class WriteDesk:
 
     # -- writes: confirm -----------------------------------------------------------------
 
-    def pending(self, token: str) -> Preview | None:
-        """The preview a token stands for, while it can be confirmed."""
-        with self._lock:
-            self._forget_expired()
-            return self._pending.get(token)
+    def confirm(
+        self,
+        state: str,
+        *,
+        tool: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        code: str | None = None,
+        person_confirmed: bool = False,
+    ) -> dict[str, Any]:
+        """Send a previewed write through the runner's journal, at most once.
 
-    def confirm(self, token: str) -> dict[str, Any]:
-        """Send a previewed write through the runner's journal, once per token.
+        Any process sharing the store may confirm a write another one previewed. A write
+        already confirmed answers with its run's result and sends nothing; one that
+        another live process is sending is refused for now (nothing sent by this call);
+        one whose sender died mid-send is driven on by the runner, which reads the write
+        back rather than sending it again on a guess, or holds it for a person.
 
         Args:
-            token: the preview's confirm token.
+            state: the preview's sealed state (``confirm_token``, or ``requestState``).
+            tool: the tool the confirmation came with (an ``input_required`` retry).
+            arguments: the arguments it came with: they must be the previewed ones.
+            code: the user's confirmation code (``confirm_write`` without elicitation).
+            person_confirmed: the user said yes through the client itself (elicitation),
+                or the call needs no yes (a recipe that only reads).
 
         Returns:
             ``run_id``, ``status`` and the step outputs the assistant may see.
 
         Raises:
-            ConfigError: unknown or expired token, or writes are off.
-            RunNotDone: the run failed (the API refused the write) or is held for a person
-                (the write may or may not have been acted on).
+            ConfigError: the state is not this store's, altered, another practice's or
+                tool's, for other arguments, expired, or the code is missing or wrong;
+                nothing was sent.
+            RunNotDone: the run failed, is held for a person, or another process is
+                sending it now.
         """
-        key = run_key(token)
+        bound = self._bound(state, tool, arguments)
+        key = run_key(bound.write_id)
         with self._lock:
-            self._forget_expired()
-            preview = self._pending.get(token)
-            if preview is None:
-                done = self.store.list_runs(practice=self.practice, event_id=key, limit=1)
-                if done:  # confirmed before, and its preview has expired since
-                    return self._settled(done[0].run_id, done[0].status, None)
+            run = self._run_of(key)
+            row = self.pending_writes.get_pending_write(self.practice, bound.write_id)
+            kept = row.sealed if row is not None and isinstance(row.sealed, dict) else {}
+            given = dict(kept.get("arguments") or {})
+            if run is not None and run.status in _ENDED:
+                return self._settled(run.run_id, run.status, None, given)
+            if run is None:
+                self._check_confirmable(bound, row, code, person_confirmed)
+            elif row is None:
                 message = (
-                    "confirm_token: got an unknown or expired token; nothing was sent. Call "
-                    "the tool again for a fresh preview and ask the user to confirm it."
+                    f"run {run.run_id} is unfinished; the next start of 'practiceflow mcp "
+                    "--allow-writes' finishes it (reading the write back first). Nothing was "
+                    "sent by this call."
                 )
-                raise ConfigError(message)
-            self.refuse_if_off(preview.entry)
-            recipe = self._recipe_of(preview.entry)
-            outcome = self._run(recipe, preview, key)
-        logger.info("mcp %s: run %s %s", preview.entry.name, outcome.run_id, outcome.status)
-        return self._settled(outcome.run_id, outcome.status, outcome, preview)
+                raise RunNotDone(message)
+            entry = self._entry(bound.tool)
+            self.refuse_if_off(entry)
+            holder = self.pending_writes.claim_pending_write(
+                self.practice, bound.write_id, self.claimant.name, self._may_take
+            )
+            if holder is not None:
+                message = (
+                    f"{bound.tool}: another practiceflow mcp process ({holder}) is sending this "
+                    "write now; nothing was sent by this call. Confirm again in a minute for "
+                    "its result."
+                )
+                raise RunNotDone(message)
+            try:
+                outcome = self._run(entry, given, key)
+            finally:
+                self.pending_writes.release_pending_write(
+                    self.practice, bound.write_id, self.claimant.name
+                )
+        logger.info("mcp %s: run %s %s", entry.name, outcome.run_id, outcome.status)
+        return self._settled(outcome.run_id, outcome.status, outcome, given)
 
-    def resume_pending(self, catalog: Mapping[str, ToolEntry]) -> list[RunOutcome]:
+    def _bound(
+        self, state: str, tool: str | None, arguments: Mapping[str, Any] | None
+    ) -> SealedState:
+        """The sealed state, checked against this server and what came with it."""
+        bound = open_state(self.store.sealer, state)
+        if bound.practice != self.practice:
+            message = (
+                "confirm_token: this confirmation is another practice's (previewed by its "
+                "server); nothing was sent"
+            )
+            raise ConfigError(message)
+        if tool is not None and bound.tool != tool:
+            message = (
+                f"{tool}: the confirmation is of a {bound.tool} preview; nothing was sent. "
+                "Call the tool again."
+            )
+            raise ConfigError(message)
+        if arguments is not None and arguments_digest(arguments) != bound.digest:
+            message = (
+                f"{bound.tool}: the arguments are not the previewed ones; nothing was sent. "
+                "Call the tool again for a preview of these."
+            )
+            raise ConfigError(message)
+        return bound
+
+    def _check_confirmable(
+        self,
+        bound: SealedState,
+        row: PendingWrite | None,
+        code: str | None,
+        person_confirmed: bool,
+    ) -> None:
+        """Refuse a first confirmation that is expired, voided or lacks the user's code."""
+        fresh = "Call the tool again for a fresh preview and ask the user to confirm it."
+        if row is None or row.tool != bound.tool or row.digest != bound.digest:
+            message = f"confirm_token: its preview is no longer kept; nothing was sent. {fresh}"
+            raise ConfigError(message)
+        if self.store.now() >= bound.expires_at:
+            expired = bound.expires_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+            message = f"confirm_token: the preview expired at {expired}; nothing was sent. {fresh}"
+            raise ConfigError(message)
+        if row.code_misses >= MAX_CODE_MISSES:
+            message = (
+                "confirm_write: too many wrong codes voided this preview; nothing was sent. "
+                + fresh
+            )
+            raise ConfigError(message)
+        if person_confirmed or self.assistant_confirms:
+            return
+        if not code:
+            message = f"confirm_write: user_code is missing; nothing was sent. {ASK_FOR_CODE}"
+            raise ConfigError(message)
+        kept = row.sealed if isinstance(row.sealed, dict) else {}
+        if not same_code(str(kept.get("code")), code):
+            misses = self.pending_writes.miss_pending_code(self.practice, bound.write_id)
+            left = max(MAX_CODE_MISSES - misses, 0)
+            message = (
+                f"confirm_write: user_code is not this preview's code ({left} tries left); "
+                f"nothing was sent. {ASK_FOR_CODE}"
+            )
+            raise ConfigError(message)
+
+    def _may_take(self, holder: str, since: datetime) -> bool:
+        return self.claimant.may_take(holder, since, self.store.now())
+
+    def _run_of(self, key: str) -> RunRecord | None:
+        runs = self.store.list_runs(practice=self.practice, event_id=key, limit=1)
+        return runs[0] if runs else None
+
+    def _entry(self, tool: str) -> ToolEntry:
+        entry = self.catalog.get(tool)
+        if entry is None or entry.kind not in ("write", "recipe"):
+            message = (
+                f"{tool}: this server does not offer that tool now (a recipe not given?); "
+                "nothing was sent"
+            )
+            raise ConfigError(message)
+        return entry
+
+    def resume_pending(self) -> list[RunOutcome]:
         """Finish the confirmed calls a stopped server left unfinished.
 
         A confirmed call is recorded as an event before its run starts; a server stopped
         (or killed) before the run ended leaves that event pending. Its run is driven now,
         by the runner's rules: a step already done is not sent again, a write that left
-        without its answer being journaled is in doubt and read back or held.
-
-        Args:
-            catalog: the tools, to find each event's action or recipe.
+        without its answer being journaled is in doubt and read back or held. A call that
+        another live process is sending is left to it.
 
         Returns:
             The outcome of each run driven. Events of a tool not offered now (a recipe
@@ -385,7 +553,7 @@ class WriteDesk:
         with self._lock:
             for event in self.store.pending_events(self.practice, 1000, source=EVENT_SOURCE):
                 name = event.event_key.removeprefix("assistant.")
-                entry = catalog.get(name)
+                entry = self.catalog.get(name)
                 if entry is None or not self.writes_on or entry.kind not in ("write", "recipe"):
                     logger.warning(
                         "mcp %s: a confirmed call (event %s) is unfinished; start the server "
@@ -394,10 +562,7 @@ class WriteDesk:
                         event.event_id,
                     )
                     continue
-                runner = Runner(
-                    self._recipe_of(entry), self.store, self.client, practice=self.practice
-                )
-                outcome = runner.run_event(event)
+                outcome = self._resume(entry, event)
                 if outcome is not None:
                     logger.warning(
                         "mcp %s: resumed run %s: %s", name, outcome.run_id, outcome.status
@@ -405,15 +570,35 @@ class WriteDesk:
                     outcomes.append(outcome)
         return outcomes
 
-    def _run(self, recipe: ValidRecipe, preview: Preview, key: str) -> RunOutcome:
-        event_key = f"assistant.{preview.entry.name}"
-        self.store.record_event(self.practice, EVENT_SOURCE, event_key, key, preview.arguments)
+    def _resume(self, entry: ToolEntry, event: EventRecord) -> RunOutcome | None:
+        write_id = event.event_id.removeprefix("mcp-")
+        claimed = self.pending_writes.get_pending_write(self.practice, write_id) is not None
+        if claimed:
+            holder = self.pending_writes.claim_pending_write(
+                self.practice, write_id, self.claimant.name, self._may_take
+            )
+            if holder is not None:
+                logger.info("mcp %s: %s is sending write %s", entry.name, holder, write_id)
+                return None
+        runner = Runner(self._recipe_of(entry), self.store, self.client, practice=self.practice)
+        try:
+            return runner.run_event(event)
+        finally:
+            if claimed:
+                self.pending_writes.release_pending_write(
+                    self.practice, write_id, self.claimant.name
+                )
+
+    def _run(self, entry: ToolEntry, arguments: dict[str, Any], key: str) -> RunOutcome:
+        event_key = f"assistant.{entry.name}"
+        self.store.record_event(self.practice, EVENT_SOURCE, event_key, key, arguments)
         event = self.store.get_event(self.practice, EVENT_SOURCE, key)
         if event is None:  # pragma: no cover - recorded just above
-            raise ConfigError(f"the event of {preview.entry.name} was not recorded")
+            raise ConfigError(f"the event of {entry.name} was not recorded")
+        recipe = self._recipe_of(entry)
         outcome = Runner(recipe, self.store, self.client, practice=self.practice).run_event(event)
         if outcome is None:  # pragma: no cover - our events are never test deliveries
-            raise ConfigError(f"{preview.entry.name}: the run did not start")
+            raise ConfigError(f"{entry.name}: the run did not start")
         return outcome
 
     def _settled(
@@ -421,7 +606,7 @@ class WriteDesk:
         run_id: str,
         status: str,
         outcome: RunOutcome | None,
-        preview: Preview | None = None,
+        arguments: Mapping[str, Any],
     ) -> dict[str, Any]:
         hint = f"see 'practiceflow runs show {run_id}'"
         if status == "in_doubt":
@@ -433,7 +618,7 @@ class WriteDesk:
             )
             raise RunNotDone(message.strip())
         if status == "failed":
-            cause = outcome.error if outcome is not None else None
+            cause = outcome.error if outcome is not None else self._run_error(run_id)
             detail = cause.get("message", "") if isinstance(cause, Mapping) else str(cause or "")
             message = f"run {run_id} failed: {detail or hint}"
             raise RunNotDone(message)
@@ -441,7 +626,6 @@ class WriteDesk:
         outputs: dict[str, Any] = {}
         for step in steps:
             action = self.registry.actions.get(step.step_id.split("[")[0])
-            arguments = preview.arguments if preview is not None else {}
             if action is not None and step.output is not None:
                 outputs[step.step_id] = self._write_output(action, arguments, step.output)
         return {
@@ -451,6 +635,10 @@ class WriteDesk:
             "output": outputs,
             "journal": hint,
         }
+
+    def _run_error(self, run_id: str) -> Any:
+        run = self.store.get_run(run_id)
+        return run.error if run is not None else None
 
     def _write_output(self, module: ActionModule, arguments: Any, output: Any) -> Any:
         # A write's answer always has personal data masked: it was typed by the user, and
@@ -483,11 +671,6 @@ class WriteDesk:
     @staticmethod
     def _recipe_pii(recipe: ValidRecipe) -> PiiPaths:
         return frozenset(lint.pii_paths(recipe.trigger.output_schema))
-
-    def _forget_expired(self) -> None:
-        now = self._clock()
-        for token in [t for t, p in self._pending.items() if p.expires <= now]:
-            del self._pending[token]
 
     def error_text(self, entry: ToolEntry, arguments: Any, exc: BaseException) -> str:
         """An error's message as the assistant may read it (the call's personal values

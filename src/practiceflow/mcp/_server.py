@@ -17,8 +17,10 @@ so the assistant can read it and correct its call.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -34,7 +36,7 @@ from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import ActionModule
 from practiceflow.manifest.validation import did_you_mean
 from practiceflow.mcp._catalog import CONFIRM_TOOL, ToolEntry
-from practiceflow.mcp._desk import Preview, RunNotDone, WriteDesk
+from practiceflow.mcp._desk import ASK_FOR_CODE, Preview, RunNotDone, WriteDesk
 
 __all__ = ["RECENT_RUNS_URI", "build_server"]
 
@@ -95,6 +97,38 @@ def _question(preview: Preview) -> str:
     )
 
 
+def _declined(entry: ToolEntry, answer: types.ElicitResult | None) -> types.CallToolResult:
+    action = answer.action if answer is not None else "no answer"
+    return _error(f"{entry.name}: the user did not confirm ({action}); nothing was sent")
+
+
+def _code_notice(preview: Preview) -> str:
+    """The line the user reads on the server's standard error: the code that confirms a
+    write, with what it confirms (masked as the assistant sees it)."""
+    until = preview.expires_at.strftime("%H:%M UTC")
+    return (
+        f"practiceflow mcp: the assistant asks to send {preview.entry.name}"
+        f"{_request_line(preview.shown)} (write {preview.write_id[:8]}). If you agree, give "
+        f"the assistant this code: {preview.code} (valid until {until}). If you did not ask "
+        "for it, give no code and nothing is sent."
+    )
+
+
+def _request_line(shown: Mapping[str, Any]) -> str:
+    request = shown.get("request")
+    if isinstance(request, Mapping):
+        return f": {request.get('method', '')} {request.get('url', '')}"
+    steps = shown.get("steps")
+    if isinstance(steps, list):
+        return " (recipe steps: " + ", ".join(str(step.get("step")) for step in steps) + ")"
+    return ""
+
+
+def _stderr(line: str) -> None:
+    """Write a line for the person at the server's terminal (never to the protocol)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _confirmed(answer: types.ElicitResult | None) -> bool:
     return (
         answer is not None
@@ -110,6 +144,7 @@ class _Handlers:
     desk: WriteDesk
     catalog: Mapping[str, ToolEntry]
     lists: Mapping[str, ActionModule]
+    announce: Callable[[str], None] = _stderr
     recent_runs: int = 20
 
     async def _blocking(self, func: Callable[..., T], *args: Any) -> T:
@@ -147,22 +182,17 @@ class _Handlers:
         if entry.kind == "read" and entry.action is not None:
             return _ok(await self._blocking(self.desk.read, entry.action, arguments))
         if entry.kind == "confirm":
-            token = arguments.get("confirm_token")
-            if not isinstance(token, str) or not token or set(arguments) != {"confirm_token"}:
-                message = (
-                    f"{CONFIRM_TOOL}: expected exactly one argument, confirm_token (the text "
-                    "of a preview's confirm_token); nothing was sent"
-                )
-                return _error(message)
-            return _ok(await self._blocking(self.desk.confirm, token))
+            return await self._confirm_write(arguments)
         if params.request_state is not None:
-            return await self._answered(entry, params)
+            return await self._answered(entry, arguments, params)
         self.desk.refuse_if_off(entry)
         preview = await self._blocking(self.desk.preview, entry, arguments)
         if not entry.writes:  # a recipe that only reads: nothing to confirm
-            return _ok(await self._blocking(self.desk.confirm, preview.token))
+            return _ok(await self._confirm(preview.state, person_confirmed=True))
         capabilities = ctx.session.client_capabilities
         if capabilities is None or capabilities.elicitation is None:
+            if not self.desk.assistant_confirms:
+                self.announce(_code_notice(preview))
             return _ok(self._preview_payload(preview))
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             ask = types.ElicitRequest(
@@ -171,46 +201,75 @@ class _Handlers:
                 )
             )
             return types.InputRequiredResult(
-                input_requests={_CONFIRM_KEY: ask}, request_state=preview.token
+                input_requests={_CONFIRM_KEY: ask}, request_state=preview.state
             )
         answer = await ctx.session.elicit_form(
             _question(preview), _CONFIRM_FORM, related_request_id=ctx.request_id
         )
-        return await self._decided(preview, answer)
+        return await self._decided(entry, preview.state, answer)
 
-    async def _answered(
-        self, entry: ToolEntry, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        """A call retried with the user's answer to the confirmation form."""
-        token = params.request_state or ""
-        preview = self.desk.pending(token)
-        if preview is None or preview.entry.name != entry.name:
+    async def _confirm(self, state: str, **options: Any) -> dict[str, Any]:
+        confirm = functools.partial(self.desk.confirm, state, **options)
+        return await anyio.to_thread.run_sync(confirm)
+
+    async def _confirm_write(self, arguments: dict[str, Any]) -> types.CallToolResult:
+        """``confirm_write``: the confirm token, and the user's code unless the server
+        accepts the assistant's own confirmation."""
+        token = arguments.get("confirm_token")
+        code = arguments.get("user_code")
+        if (
+            not isinstance(token, str)
+            or not token
+            or not set(arguments) <= {"confirm_token", "user_code"}
+            or not isinstance(code, str | None)
+        ):
             message = (
-                f"{entry.name}: the confirmation refers to no pending preview of this tool "
-                "(expired, or another tool's); nothing was sent. Call the tool again."
+                f"{CONFIRM_TOOL}: expected confirm_token (the text of a preview's "
+                "confirm_token) and user_code (the code the user gives you); nothing was sent"
             )
             return _error(message)
+        return _ok(await self._confirm(token, code=code))
+
+    async def _answered(
+        self, entry: ToolEntry, arguments: dict[str, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """A call retried with the user's answer to the confirmation form; its request
+        state is the preview's sealed state, which any process sharing the store opens."""
         answer = (params.input_responses or {}).get(_CONFIRM_KEY)
         elicited = answer if isinstance(answer, types.ElicitResult) else None
-        return await self._decided(preview, elicited)
+        state = params.request_state or ""
+        if not _confirmed(elicited):
+            return _declined(entry, elicited)
+        return _ok(
+            await self._confirm(state, tool=entry.name, arguments=arguments, person_confirmed=True)
+        )
 
     async def _decided(
-        self, preview: Preview, answer: types.ElicitResult | None
+        self, entry: ToolEntry, state: str, answer: types.ElicitResult | None
     ) -> types.CallToolResult:
         if not _confirmed(answer):
-            action = answer.action if answer is not None else "no answer"
-            message = f"{preview.entry.name}: the user did not confirm ({action}); nothing was sent"
-            return _error(message)
-        return _ok(await self._blocking(self.desk.confirm, preview.token))
+            return _declined(entry, answer)
+        return _ok(await self._confirm(state, person_confirmed=True))
 
     def _preview_payload(self, preview: Preview) -> dict[str, Any]:
+        if self.desk.assistant_confirms:
+            how = (
+                "Show this preview to the user. Only if the user agrees, call "
+                f"{CONFIRM_TOOL} with this confirm_token; it sends exactly this request, once."
+            )
+        else:
+            how = (
+                "Show this preview to the user. It is sent only if the user agrees and gives "
+                f"you the confirmation code of write {preview.write_id[:8]}: call "
+                f"{CONFIRM_TOOL} with this confirm_token and user_code. {ASK_FOR_CODE}"
+            )
         return {
             "status": "preview: nothing was sent",
             "preview": preview.shown,
-            "confirm_token": preview.token,
+            "write_id": preview.write_id,
+            "confirm_token": preview.state,
             "expires_in_seconds": int(self.desk.ttl),
-            "next": "Show this preview to the user. Only if the user agrees, call "
-            f"{CONFIRM_TOOL} with this confirm_token; it sends exactly this request, once.",
+            "next": how,
         }
 
     # -- resources -----------------------------------------------------------------------
@@ -280,7 +339,11 @@ class _Handlers:
 
 
 def build_server(
-    desk: WriteDesk, catalog: Mapping[str, ToolEntry], lists: Mapping[str, ActionModule]
+    desk: WriteDesk,
+    catalog: Mapping[str, ToolEntry],
+    lists: Mapping[str, ActionModule],
+    *,
+    announce: Callable[[str], None] = _stderr,
 ) -> Server[Any]:
     """The MCP server over a desk (see the module docstring).
 
@@ -288,11 +351,13 @@ def build_server(
         desk: carries out the calls.
         catalog: the tools, by name.
         lists: the lookup lists offered as resources, by action key.
+        announce: shows a line to the person at the server (the confirmation code of a
+            write when the client cannot ask the user); standard error by default.
 
     Returns:
         A lowlevel SDK server, to run over stdio or streamable HTTP.
     """
-    handlers = _Handlers(desk, catalog, lists)
+    handlers = _Handlers(desk, catalog, lists, announce)
     return Server(
         "practiceflow",
         version=__version__,

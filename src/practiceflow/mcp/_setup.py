@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,8 @@ def build_mcp(
     writes_on: bool = False,
     recipes_dir: Path,
     show_personal: bool = False,
+    assistant_confirms: bool = False,
+    announce: Callable[[str], None] | None = None,
 ) -> tuple[Server[Any], WriteDesk]:
     """Build the MCP server of one practice.
 
@@ -69,6 +71,10 @@ def build_mcp(
             credentials that can write).
         recipes_dir: where the one-step recipes of assistant writes are written.
         show_personal: show personal fields of read results to the assistant.
+        assistant_confirms: accept ``confirm_write`` without the user's code
+            (``--confirm-by-assistant``).
+        announce: shows the confirmation code of a write to the person at the server
+            (standard error when None).
 
     Returns:
         The server and its desk (confirmed calls a stopped server left unfinished have
@@ -80,11 +86,15 @@ def build_mcp(
         client=client,
         practice=practice,
         registry=registry,
+        catalog=catalog,
         recipes_dir=recipes_dir,
         writes_on=writes_on,
         show_personal=show_personal,
+        assistant_confirms=assistant_confirms,
     )
     if writes_on:
-        desk.resume_pending(catalog)
+        desk.resume_pending()
     lists = {module.key: module for module in settings_lists(registry)}
-    return build_server(desk, catalog, lists), desk
+    if announce is None:
+        return build_server(desk, catalog, lists), desk
+    return build_server(desk, catalog, lists, announce=announce), desk
