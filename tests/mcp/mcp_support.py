@@ -6,7 +6,11 @@ import json
 import os
 import re
 import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +115,44 @@ def confirmation(preview: types.CallToolResult, notices: str) -> dict[str, str]:
         "confirm_token": shown["confirm_token"],
         "user_code": user_code(notices, shown["write_id"]),
     }
+
+
+@contextmanager
+def http_server(
+    sandbox: SandboxHandle,
+    tmp_path: Path,
+    *flags: str,
+    state: str | None = None,
+    log: str = "server.log",
+    env: dict[str, str] | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``practiceflow mcp --transport http`` in a subprocess over the store ``state``
+    (``tmp_path/state.db`` by default); yields its MCP URL and its process (stopped on
+    exit unless the test killed it). Its standard error goes to ``tmp_path/log``."""
+    port = free_port()
+    args = ["mcp", "--transport", "http", "--listen", f"127.0.0.1:{port}", *flags]
+    store = state or str(tmp_path / "state.db")
+    with (tmp_path / log).open("a", encoding="utf-8") as errlog:
+        process = subprocess.Popen(  # noqa: S603 - our own CLI, fixed arguments
+            [*PRACTICEFLOW, *args],
+            env={**server_env(sandbox, Path(store)), **(env or {}), "PRACTICEFLOW_STATE": store},
+            cwd=tmp_path,
+            stdout=errlog,
+            stderr=errlog,
+        )
+        try:
+            deadline = time.monotonic() + 120  # generous: start-up on a busy machine
+            while not _listening(port):
+                assert process.poll() is None, (tmp_path / log).read_text()
+                assert time.monotonic() < deadline, "the MCP server did not start listening"
+                time.sleep(0.1)
+            yield f"http://127.0.0.1:{port}/mcp", process
+        finally:
+            if process.poll() is None:
+                process.terminate()
+            process.wait(timeout=60)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
