@@ -32,19 +32,19 @@ from mcp.server.lowlevel import Server
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from practiceflow import __version__
-from practiceflow.errors import PracticeflowError
+from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.manifest import ActionModule
 from practiceflow.manifest.validation import did_you_mean
 from practiceflow.mcp._catalog import CONFIRM_TOOL, ToolEntry
-from practiceflow.mcp._desk import ASK_FOR_CODE, Preview, RunNotDone, WriteDesk
+from practiceflow.mcp._desk import Preview, WriteDesk
+from practiceflow.mcp._resources import Resources
+from practiceflow.mcp._results import wraps_result
+from practiceflow.mcp._sending import ASK_FOR_CODE, RunNotDone
 
-__all__ = ["RECENT_RUNS_URI", "build_server"]
+__all__ = ["build_server"]
 
 logger = logging.getLogger("practiceflow.mcp")
 
-#: The resource listing the practice's recent runs.
-RECENT_RUNS_URI = "practiceflow://runs/recent"
-_LIST_PREFIX = "practiceflow://lists/"
 #: The key of the confirmation form in an ``input_required`` answer.
 _CONFIRM_KEY = "confirm"
 _CONFIRM_FORM: dict[str, Any] = {
@@ -145,7 +145,9 @@ class _Handlers:
     catalog: Mapping[str, ToolEntry]
     lists: Mapping[str, ActionModule]
     announce: Callable[[str], None] = _stderr
-    recent_runs: int = 20
+
+    def __post_init__(self) -> None:
+        self.resources = Resources(self.desk, self.lists)
 
     async def _blocking(self, func: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(func, *args)
@@ -180,7 +182,8 @@ class _Handlers:
         params: types.CallToolRequestParams,
     ) -> types.CallToolResult | types.InputRequiredResult:
         if entry.kind == "read" and entry.action is not None:
-            return _ok(await self._blocking(self.desk.read, entry.action, arguments))
+            output = await self._blocking(self.desk.read, entry.action, arguments)
+            return _ok({"result": output} if wraps_result(entry.action) else output)
         if entry.kind == "confirm":
             return await self._confirm_write(arguments)
         if params.request_state is not None:
@@ -272,70 +275,30 @@ class _Handlers:
             "next": how,
         }
 
-    # -- resources -----------------------------------------------------------------------
+    # -- resources ---------------------------------------------------------------------
 
     async def list_resources(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        resources = [
-            types.Resource(
-                uri=_LIST_PREFIX + key,
-                name=key,
-                title=module.title,
-                description=module.description.strip(),
-                mime_type="application/json",
-            )
-            for key, module in self.lists.items()
-        ]
-        resources.append(
-            types.Resource(
-                uri=RECENT_RUNS_URI,
-                name="recent_runs",
-                title="Recent runs",
-                description="The practice's latest runs (recipes and assistant writes), "
-                "newest first: run id, recipe, status, steps. Details: practiceflow runs show.",
-                mime_type="application/json",
-            )
-        )
-        return types.ListResourcesResult(resources=resources)
+        return types.ListResourcesResult(resources=self.resources.listed())
+
+    async def list_resource_templates(
+        self, ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=self.resources.templates())
 
     async def read_resource(
         self, ctx: Ctx, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        if uri == RECENT_RUNS_URI:
-            payload: Any = await self._blocking(self._recent_runs)
-        elif uri.startswith(_LIST_PREFIX) and uri.removeprefix(_LIST_PREFIX) in self.lists:
-            module = self.lists[uri.removeprefix(_LIST_PREFIX)]
-            payload = await self._blocking(self.desk.read, module, {})
-        else:
-            known = [RECENT_RUNS_URI, *(_LIST_PREFIX + key for key in self.lists)]
-            message = f"unknown resource {uri!r}; valid values are {known}"
-            raise ValueError(message)
+        try:
+            payload = await self._blocking(self.resources.read, uri)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
         contents = types.TextResourceContents(
             uri=uri, mime_type="application/json", text=_text(payload)
         )
         return types.ReadResourceResult(contents=[contents])
-
-    def _recent_runs(self) -> list[dict[str, Any]]:
-        store = self.desk.store
-        rows = []
-        for run in store.list_runs(practice=self.desk.practice, limit=self.recent_runs):
-            steps = {
-                step.step_id: step.status
-                for step in store.get_steps(run.run_id)
-                if not step.step_id.startswith("@")
-            }
-            rows.append(
-                {
-                    "run_id": run.run_id,
-                    "recipe": run.recipe,
-                    "status": run.status,
-                    "steps": steps,
-                    "updated_at": run.updated_at.isoformat(),
-                }
-            )
-        return rows
 
 
 def build_server(
@@ -366,5 +329,6 @@ def build_server(
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
         on_list_resources=handlers.list_resources,
+        on_list_resource_templates=handlers.list_resource_templates,
         on_read_resource=handlers.read_resource,
     )

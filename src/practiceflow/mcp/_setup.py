@@ -8,22 +8,18 @@ from typing import Any
 
 from mcp.server.lowlevel import Server
 
-from practiceflow.api.rate_budget import RateBudget, RateLimits
+from practiceflow.api.rate_budget import RateBudget
 from practiceflow.cli.state import practice_budget
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.mcp._catalog import build_catalog, settings_lists
 from practiceflow.mcp._desk import WriteDesk
+from practiceflow.mcp._resources import ASSISTANT_LIMITS
 from practiceflow.mcp._server import build_server
 from practiceflow.runner import ValidRecipe
 from practiceflow.state import StateStore
 
 __all__ = ["ASSISTANT_LIMITS", "assistant_budget", "build_mcp"]
-
-#: The assistant's share of the practice's budget (60/min, 1000/h, 10000/day): a third of
-#: each window at most, so that the practice's recipes keep the rest whatever an assistant
-#: asks for.
-ASSISTANT_LIMITS = RateLimits(per_minute=20, per_hour=330, per_day=3300, max_wait=60.0)
 
 
 def assistant_budget(state: str | None, client_id: str) -> RateBudget:
