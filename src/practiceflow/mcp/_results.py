@@ -70,7 +70,9 @@ def wraps_result(module: ActionModule) -> bool:
 
 def read_result_schema(module: ActionModule) -> dict[str, Any]:
     """The output schema of a read tool (see the module docstring)."""
-    schema = _open_masked(copy.deepcopy(dict(module.output.schema)))
+    # The root is never masked whole (a tag there is not a field's), as in masking.
+    root = copy.deepcopy(dict(module.output.schema))
+    schema = {key: _open_masked(value) for key, value in root.items()}
     if not wraps_result(module):
         return dict(schema)
     return {"type": "object", "required": ["result"], "properties": {"result": schema}}

@@ -29,6 +29,8 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from practiceflow import __version__
@@ -293,8 +295,8 @@ class _Handlers:
         uri = str(params.uri)
         try:
             payload = await self._blocking(self.resources.read, uri)
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from None
+        except ConfigError as exc:  # an unknown resource: the client's parameter
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
         contents = types.TextResourceContents(
             uri=uri, mime_type="application/json", text=_text(payload)
         )
