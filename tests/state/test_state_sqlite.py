@@ -135,6 +135,7 @@ def test_a_version_1_database_upgrade_waits_for_the_write_lock(db_path: Path) ->
         raw.execute("DROP TABLE subscription_health")
         raw.execute("ALTER TABLE runs DROP COLUMN origin")
         raw.execute("ALTER TABLE runs DROP COLUMN starts")
+        raw.execute("DROP TABLE pending_writes")
         raw.execute("UPDATE schema_version SET version = 1")
     writer = sqlite3.connect(db_path, isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")
