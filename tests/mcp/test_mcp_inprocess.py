@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -405,3 +406,22 @@ def test_two_confirmations_at_once_send_one_bill(sandbox, api, tmp_path):
     assert second.structured_content == first.structured_content
     assert bill_count(sandbox) == bills + 1
     assert len(api_requests(sandbox, "POST")) == 1
+
+
+def test_a_previewed_write_is_kept_encrypted_in_the_store(sandbox, api, tmp_path):
+    served = _serve(api, tmp_path, writes_on=True)
+    with served.store:
+        (preview,) = _calls(
+            served.server, ("create_client", {"entityType": "Individual", **PERSONAL})
+        )
+        kept = served.store.get_pending_write(
+            api.settings.client_id, preview.structured_content["write_id"]
+        )
+    assert kept is not None
+    assert {
+        key: kept.sealed["arguments"][key] for key in PERSONAL
+    } == PERSONAL  # the store reads it
+    with sqlite3.connect(tmp_path / "state.db") as db:  # a dump of the file does not
+        rows = repr(db.execute("SELECT * FROM pending_writes").fetchall())
+    assert leaks(rows) == []
+    assert kept.write_id in rows
