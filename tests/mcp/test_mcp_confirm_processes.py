@@ -13,16 +13,19 @@ import anyio
 import mcp_types as types
 import pytest
 from cryptography.fernet import Fernet
+from mcp.client.stdio import stdio_client
 from mcp_support import (
+    PRACTICEFLOW,
     api_requests,
     bill_count,
     bill_input,
     confirmation,
     http_server,
     result_text,
+    server_env,
 )
 
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from pgserver import shared_server
 from practiceflow.testing import SandboxHandle
 
@@ -42,6 +45,46 @@ def _call(url: str, scenario: Callable[[Client], Awaitable[Any]], **options: Any
 
 async def _never_asked(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
     raise AssertionError("the test answers the input_required itself")
+
+
+def _stdio(
+    sandbox: SandboxHandle, tmp_path: Any, scenario: Callable[[Client], Awaitable[Any]]
+) -> Any:
+    """One stdio server process for one scenario, as the MCP Inspector starts one per call."""
+    params = StdioServerParameters(
+        command=PRACTICEFLOW[0],
+        args=[*PRACTICEFLOW[1:], "mcp", "--allow-writes"],
+        env=server_env(sandbox, tmp_path / "state.db"),
+        cwd=str(tmp_path),
+    )
+
+    async def main() -> Any:
+        with (tmp_path / "server.log").open("a", encoding="utf-8") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                return await scenario(client)
+
+    return anyio.run(main)
+
+
+def test_a_stdio_process_per_call_confirms_what_the_previous_one_previewed(
+    sandbox: SandboxHandle, tmp_path: Any
+) -> None:
+    bill = bill_input(sandbox)
+
+    async def preview(client: Client) -> types.CallToolResult:
+        return await client.call_tool("create_bill", bill)
+
+    shown = _stdio(sandbox, tmp_path, preview)
+    arguments = confirmation(shown, (tmp_path / "server.log").read_text(encoding="utf-8"))
+
+    async def confirm(client: Client) -> types.CallToolResult:
+        return await client.call_tool("confirm_write", arguments)
+
+    first = _stdio(sandbox, tmp_path, confirm)
+    again = _stdio(sandbox, tmp_path, confirm)
+    assert not first.is_error, result_text(first)
+    assert again.structured_content == first.structured_content
+    assert [row["path"] for row in api_requests(sandbox, "POST")] == ["/api/v1/bills"]
 
 
 def _tampered(state: str) -> str:
