@@ -79,15 +79,24 @@ def read_result_schema(module: ActionModule) -> dict[str, Any]:
 
 
 def _open_masked(node: Any) -> Any:
-    """The schema with each personal or secret field's constraints dropped (it may be
-    ``***``); its title, description and tags stay."""
+    """The schema with each personal or secret field opened to the mask: its type also
+    admits a string and its value constraints are dropped (it may be ``***``); its title,
+    description and tags stay."""
     if isinstance(node, list):
         return [_open_masked(item) for item in node]
     if not isinstance(node, Mapping):
         return node
     if node.get("x-pii") is True or node.get("x-secret") is True:
-        return {key: value for key, value in node.items() if key in _KEPT or key.startswith("x-")}
+        opened = {key: value for key, value in node.items() if key not in _CONSTRAINTS}
+        declared = node.get("type")
+        if isinstance(declared, str | list):
+            kinds = [declared] if isinstance(declared, str) else list(declared)
+            opened["type"] = kinds if "string" in kinds else [*kinds, "string"]
+        return opened
     return {key: _open_masked(value) for key, value in node.items()}
 
 
-_KEPT: Final = frozenset({"title", "description", "examples"})
+#: What a masked value (``***``) could break in a field's schema.
+_CONSTRAINTS: Final = frozenset(
+    {"enum", "const", "format", "pattern", "minLength", "maxLength", "$ref", "oneOf", "anyOf"}
+)
