@@ -137,7 +137,8 @@ class WriteSender:
     thread-safe: the desk calls it one call at a time.
 
     Args:
-        store: the state store (journal, events, runs, previewed writes).
+        store: the state store (journal, events, runs).
+        pending_writes: the same store, as the keeper of previewed writes.
         client: the API client.
         practice: the key runs are stored under.
         registry: the action modules.
