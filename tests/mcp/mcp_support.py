@@ -21,6 +21,8 @@ from practiceflow.testing import SandboxHandle
 REPO = Path(__file__).resolve().parents[2]
 #: The command that starts the server, as a desktop assistant would.
 PRACTICEFLOW = [sys.executable, "-m", "practiceflow"]
+#: The same, killing itself at a journal point given next (``tests/kill_at.py``).
+KILL_AT = [sys.executable, str(REPO / "tests" / "kill_at.py")]
 
 #: Personal values a test types into a write; none may reach the assistant, a log line or
 #: the journal's step entries.
@@ -125,16 +127,19 @@ def http_server(
     state: str | None = None,
     log: str = "server.log",
     env: dict[str, str] | None = None,
+    kill_at: str | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """``practiceflow mcp --transport http`` in a subprocess over the store ``state``
     (``tmp_path/state.db`` by default); yields its MCP URL and its process (stopped on
-    exit unless the test killed it). Its standard error goes to ``tmp_path/log``."""
+    exit unless it died). Its standard error goes to ``tmp_path/log``. ``kill_at``: a
+    journal point where the process kills itself (``tests/kill_at.py``)."""
     port = free_port()
     args = ["mcp", "--transport", "http", "--listen", f"127.0.0.1:{port}", *flags]
     store = state or str(tmp_path / "state.db")
     with (tmp_path / log).open("a", encoding="utf-8") as errlog:
+        command = PRACTICEFLOW if kill_at is None else [*KILL_AT, kill_at]
         process = subprocess.Popen(  # noqa: S603 - our own CLI, fixed arguments
-            [*PRACTICEFLOW, *args],
+            [*command, *args],
             env={**server_env(sandbox, Path(store)), **(env or {}), "PRACTICEFLOW_STATE": store},
             cwd=tmp_path,
             stdout=errlog,

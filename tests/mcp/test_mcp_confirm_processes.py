@@ -127,6 +127,45 @@ def test_a_write_previewed_by_a_killed_process_is_sent_once_by_the_next(
     assert len(api_requests(sandbox, "POST")) == 1
 
 
+@pytest.mark.parametrize(
+    ("point", "new_posts"),
+    [
+        ("sent:create_bill", 1),  # journaled sent, never left: read back absent, sent once
+        ("answered:create_bill", 0),  # the API acted, the answer was lost: read back, found
+    ],
+)
+def test_a_sender_killed_mid_send_leaves_the_write_to_a_read_back_not_a_guess(
+    sandbox: SandboxHandle, tmp_path: Any, point: str, new_posts: int
+) -> None:
+    bill = bill_input(sandbox)
+    bills = bill_count(sandbox)
+
+    async def preview(client: Client) -> types.CallToolResult:
+        return await client.call_tool("create_bill", bill)
+
+    flags = ("--allow-writes",)
+    with http_server(sandbox, tmp_path, *flags, log="one.log", kill_at=point) as (url, one):
+        arguments = confirmation(
+            _call(url, preview), (tmp_path / "one.log").read_text(encoding="utf-8")
+        )
+
+        async def confirm(client: Client) -> types.CallToolResult:
+            return await client.call_tool("confirm_write", arguments)
+
+        with pytest.raises(Exception):  # noqa: B017, PT011 - the server died mid-call
+            _call(url, confirm)
+        assert one.wait(timeout=60) == -9
+    posts_before = len(api_requests(sandbox, "POST"))
+    with http_server(sandbox, tmp_path, *flags, log="two.log") as (url, _):
+        done = _call(url, confirm)
+        again = _call(url, confirm)
+    assert not done.is_error, result_text(done)
+    assert done.structured_content["status"] == "succeeded"
+    assert again.structured_content == done.structured_content
+    assert len(api_requests(sandbox, "POST")) == posts_before + new_posts
+    assert bill_count(sandbox) == bills + 1
+
+
 def test_an_input_required_answer_is_settled_once_by_another_process(
     sandbox: SandboxHandle, tmp_path: Any
 ) -> None:
