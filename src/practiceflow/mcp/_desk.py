@@ -187,7 +187,7 @@ class WriteDesk:
             arguments: the tool's arguments.
 
         Returns:
-            The preview, kept under its confirm token until it expires.
+            The preview, kept in the store (and confirmable) until it expires.
 
         Raises:
             PracticeflowError: writes are off, or the input does not fit (nothing sent).
