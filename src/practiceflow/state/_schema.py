@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError
 from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state.pending_writes import PENDING_WRITES_MIGRATION
 from practiceflow.state.rows import (
     EventRecord,
     PracticeCounts,
@@ -169,7 +170,13 @@ _V3: Final = ("ALTER TABLE {p}runs ADD COLUMN origin {json}",)
 _V4: Final = ("ALTER TABLE {p}runs ADD COLUMN starts integer NOT NULL DEFAULT 0",)
 
 #: Statements of each schema version; all pending ones are applied in one transaction.
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+MIGRATIONS: Mapping[int, Sequence[str]] = {
+    1: _V1,
+    2: _V2,
+    3: _V3,
+    4: _V4,
+    5: PENDING_WRITES_MIGRATION,  # writes an assistant previewed (pending_writes.py)
+}
 
 #: The schema version this practiceflow writes.
 LATEST_VERSION: int = max(MIGRATIONS)

@@ -50,6 +50,7 @@ from practiceflow.state._schema import (
     insert_events,
 )
 from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
+from practiceflow.state.pending_writes import PendingWriteStore
 from practiceflow.state.retention import purge_finished
 from practiceflow.state.rows import (
     RUN_STATUSES,
@@ -86,7 +87,7 @@ class _Atomic:
     durable: bool
 
 
-class SQLStore(StateStore):
+class SQLStore(PendingWriteStore, StateStore):
     """The state store in a SQL database; subclasses give the dialect and connections."""
 
     dialect: ClassVar[Dialect]
