@@ -37,6 +37,9 @@ class LazyCommand(NamedTuple):
 
 LAZY_COMMANDS: dict[str, LazyCommand] = {
     "action": LazyCommand("practiceflow.cli.modules", "action", "Run one action module."),
+    "attention": LazyCommand(
+        "practiceflow.cli.attention", "attention", "List and settle what needs a person."
+    ),
     "auth": LazyCommand("practiceflow.cli.auth", "auth", "Check the API credentials."),
     "db": LazyCommand("practiceflow.cli.db", "db", "Create or upgrade the state database."),
     "export": LazyCommand(
