@@ -228,10 +228,10 @@ class GapSweep:
         try:
             with priority(Priority.BACKFILL):
                 values = self._enumerate(enum_path, enum_field)
-                done = 0
+                done, last = 0, through
                 for value, changed in values:
                     if self.stop.is_set():
-                        self._note(entries, result, lists, through)
+                        self._note(entries, result, lists, last)
                         return None
                     if (
                         through is not None
@@ -242,7 +242,7 @@ class GapSweep:
                         continue
                     self._read(trigger, definition, {option: value}, result)
                     result.clients += 1
-                    done += 1
+                    done, last = done + 1, value
                     if done % CHUNK == 0:
                         self._note(entries, result, lists, value)
         except PracticeflowError as exc:
