@@ -170,5 +170,13 @@ def test_an_event_the_sender_gave_up_on_is_recovered_by_the_sweep_and_runs_once(
         return run.origin
 
     assert in_store(serve.state, origin)["via"] == "poll"
+    # The ledger agrees with the sandbox's own records: one acceptance, never delivered.
+    audit = CliRunner(env=serve.env).invoke(cli, ["audit", "completeness", "--json"])
+    assert audit.exit_code == 0, audit.output
+    (row,) = json.loads(audit.stdout)["triggers"]
+    counted = (row["seen"], row["received"], row["recovered"], row["ran"], row["missing"])
+    assert counted == (1, 0, 1, 1, 0)
+    deliveries = [row for row in small_sandbox.admin("GET", "/_admin/deliveries") if row["ok"]]
+    assert deliveries == []  # what ran came from the sweep, not the sender
     assert "sweep of proposal_accepted recovered" not in serve.errors()  # INFO, not shown
     assert "1 recovered by the sweep" in serve.errors()

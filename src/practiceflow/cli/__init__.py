@@ -40,6 +40,9 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     "attention": LazyCommand(
         "practiceflow.cli.attention", "attention", "List and settle what needs a person."
     ),
+    "audit": LazyCommand(
+        "practiceflow.cli.audit", "audit", "Check what was received and ran (completeness)."
+    ),
     "auth": LazyCommand("practiceflow.cli.auth", "auth", "Check the API credentials."),
     "db": LazyCommand("practiceflow.cli.db", "db", "Create or upgrade the state database."),
     "export": LazyCommand(

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._schema import SELECT_EVENTS, decode_event
 from practiceflow.state.attention import (
     ATTENTION_KINDS,
     ATTENTION_STATUSES,
@@ -18,7 +19,7 @@ from practiceflow.state.attention import (
     AttentionRows,
     AttentionStatus,
 )
-from practiceflow.state.rows import Json, check_value, json_or_null, like_prefix
+from practiceflow.state.rows import EventRecord, Json, check_value, json_or_null, like_prefix
 from practiceflow.state.sealing import Sealer
 
 __all__ = ["SQLAttention"]
@@ -167,3 +168,13 @@ class SQLAttention(AttentionRows):
             " GROUP BY practice, kind, status"
         )
         return {(str(row[0]), str(row[1]), str(row[2])): int(row[3]) for row in rows}
+
+    def ledger_events(
+        self, since: datetime, *, practice: str | None = None, limit: int = 100_000
+    ) -> list[EventRecord]:
+        """See :meth:`AttentionRows.ledger_events`."""
+        where, params = "received_at >= ?", [self._stamp(since, "since")]
+        if practice is not None:
+            where, params = where + " AND practice = ?", [*params, practice]
+        sql = SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?"
+        return [decode_event(row, self._load) for row in self._all(sql, (*params, limit))]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
-from practiceflow.state.rows import Json
+from practiceflow.state.rows import EventRecord, Json
 
 __all__ = [
     "ATTENTION_KINDS",
@@ -146,3 +146,10 @@ class AttentionRows(ABC):
     @abstractmethod
     def count_attention(self) -> dict[tuple[str, str, str], int]:
         """How many entries there are by ``(practice, kind, status)``."""
+
+    @abstractmethod
+    def ledger_events(
+        self, since: datetime, *, practice: str | None = None, limit: int = 100_000
+    ) -> list[EventRecord]:
+        """The events received since ``since``, oldest first: what the completeness
+        ledger (``practiceflow audit completeness``) counts beside the gaps."""
