@@ -143,3 +143,14 @@ def test_a_sweep_stopped_midway_resumes_where_it_got_to(store: StateStore) -> No
     closed = store.get_attention(gap)
     assert closed is not None
     assert closed.status == "closed"
+
+
+def test_a_gap_of_a_trigger_no_longer_served_is_handed_to_a_person(store: StateStore) -> None:
+    gap = _gap(store)
+    lists = Lists({"c1": []})
+    assert GapSweep(store, "p", lists, {}).run() == []
+    entry = store.get_attention(gap)
+    assert entry is not None
+    assert entry.status == "open"
+    assert "no recipe served now receives it" in entry.reason
+    assert lists.reads == []

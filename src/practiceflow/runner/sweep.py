@@ -193,7 +193,11 @@ class GapSweep:
             definition = self.triggers.get(trigger)
             option = None if definition is None else sweep_option(definition)
             if definition is None or option is None:
-                continue  # not served now: it stays checking until it is
+                # Never left checking where no sweep will come: a person's, saying why.
+                why = "no recipe served now receives it, so no sweep checks this window"
+                for entry in entries:
+                    hold_for_person(self.store, entry, f"{entry.reason}; {why}", entry.evidence)
+                continue
             try:
                 result = self._sweep(trigger, definition, option, entries)
             except PracticeflowError as exc:  # the store: the next start sweeps again
@@ -216,8 +220,10 @@ class GapSweep:
         assert spec is not None  # sweep_option said so
         starts = [entry.window_start for entry in entries if entry.window_start is not None]
         ends = [entry.window_end for entry in entries if entry.window_end is not None]
-        if not starts or not ends:
-            return None  # listed before windows were kept: a person's
+        if not starts or not ends:  # cannot happen for entries listed by note_downtime
+            for entry in entries:
+                hold_for_person(self.store, entry, f"{entry.reason}; no window", entry.evidence)
+            return None
         start, end = min(starts) - MARGIN, max(ends)
         result = SweepResult(trigger, [entry.attention_id for entry in entries], (start, end))
         enum_path, enum_field = ENUMERABLE[option]
