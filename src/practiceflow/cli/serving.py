@@ -33,6 +33,7 @@ from practiceflow.runner.gaps import Heartbeat, last_alive, note_downtime
 from practiceflow.runner.intake import LISTEN_ENV
 from practiceflow.runner.lease import ServeLease
 from practiceflow.runner.service import Service
+from practiceflow.runner.silence import SilenceWatch, healer, silence_settings
 from practiceflow.runner.sweep import GapSweep
 from practiceflow.state.request_log import RequestLog
 
@@ -119,9 +120,16 @@ def serve_recipes(
         service.on_outcome = report.outcome
         unpolled = {name: found for name, found, polled in coverage if not polled}
         sweep = GapSweep(store, key, client, unpolled, on_stored=wake.set, on_done=report.swept)
-        stack.callback(report.stopped)  # last: after the sweep and the intake stopped
+        every, grace = silence_settings()
+        silence = SilenceWatch(
+            store, key, client, unpolled, healer(intake.triggers), every=every, grace=grace,
+            since=report.back, on_stored=wake.set,
+        )  # fmt: skip
+        stack.callback(report.stopped)  # last: after the sweeps and the intake stopped
         stack.callback(sweep.join, 30.0)
+        stack.callback(silence.join, 30.0)
         sweep.start()
+        silence.start()
         if listen is not None:
             service.console = console_for(
                 service, client, recipes, key, listen, console_token, ops_routes(metrics)

@@ -56,6 +56,7 @@ KIND_LABELS: Final = {
     "gap": "gap: ",
     "subscription_in_doubt": "subscription in doubt: ",
     "unrecognised": "unrecognised:",
+    "silent_subscription": "silent subscription: ",
 }
 
 

@@ -101,6 +101,8 @@ class SweepResult:
         undated: dedupe keys of rows with no time of event that never arrived.
         error: why a list could not be read, or None.
         closed: whether the gaps were closed by this evidence.
+        bounded: rows after the window's end are left for a later sweep (a check while
+            serving, :mod:`.silence`), not stored.
     """
 
     trigger: str
@@ -114,6 +116,7 @@ class SweepResult:
     undated: list[str] = field(default_factory=list)
     error: str | None = None
     closed: bool = False
+    bounded: bool = False
 
     def evidence(self, lists: Sequence[str], through: str | None = None) -> dict[str, Any]:
         """The JSON evidence kept on the entries."""
@@ -256,6 +259,28 @@ class GapSweep:
         self._settle(entries, result, lists)
         return result
 
+    def sweep_window(
+        self, trigger: str, definition: TriggerDefinition, window: tuple[datetime, datetime]
+    ) -> SweepResult:
+        """Read a trigger's lists over a window, storing what never arrived (no entry is
+        involved: the check of :mod:`.silence` while serving)."""
+        option = sweep_option(definition)
+        result = SweepResult(trigger, [], window, bounded=True)
+        if option is None:
+            result.error = "it has no list to sweep"
+            return result
+        try:
+            with priority(Priority.BACKFILL):
+                for value, _ in self._enumerate(*ENUMERABLE[option]):
+                    if self.stop.is_set():
+                        result.error = "stopped"
+                        break
+                    self._read(trigger, definition, {option: value}, result)
+                    result.clients += 1
+        except PracticeflowError as exc:
+            result.error = str(exc)
+        return result
+
     def _enumerate(self, path: str, name: str) -> list[tuple[str, datetime | None]]:
         """Every value of the option (sorted), with when its record last changed."""
         found: dict[str, datetime | None] = {}
@@ -285,7 +310,7 @@ class GapSweep:
                 if not self.store.seen_event(self.practice, trigger, key):
                     result.undated.append(key)
                 continue
-            if when < result.window[0]:
+            if when < result.window[0] or (result.bounded and when > result.window[1]):
                 continue
             result.found += 1
             data = spec.to_event(row, context)
@@ -293,7 +318,7 @@ class GapSweep:
             stored["sweep"] = True
             if persist(self.store, self.practice, trigger, key, stored, event=trigger):
                 result.recovered.append(key)
-                logger.info("sweep of %s recovered %s (missed while down)", trigger, key)
+                logger.info("sweep of %s recovered %s (never delivered)", trigger, key)
                 if self.on_stored is not None:
                     self.on_stored()
             else:

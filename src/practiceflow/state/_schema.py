@@ -178,7 +178,8 @@ _V5: Final = (
     """
     CREATE TABLE {p}attention (
         attention_id text PRIMARY KEY,
-        kind text NOT NULL CHECK (kind IN ('gap', 'subscription_in_doubt', 'unrecognised')),
+        kind text NOT NULL CHECK (kind IN
+            ('gap', 'subscription_in_doubt', 'unrecognised', 'silent_subscription')),
         practice text NOT NULL,
         trigger_key text NOT NULL,
         dedupe text NOT NULL,

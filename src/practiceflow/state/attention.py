@@ -2,7 +2,8 @@
 
 An entry is a thing nobody can settle by running a recipe: a window in which a trigger's
 events may have been missed (``gap``), a webhook subscription that may exist on the
-server (``subscription_in_doubt``), a delivery held without running (``unrecognised``).
+server (``subscription_in_doubt``), a delivery held without running (``unrecognised``), a
+webhook found silent by a sweep while serving (``silent_subscription``).
 Runs hold recipe runs only; a run held in doubt is read from the runs.
 
 An entry is ``checking`` while something the service runs may still settle it by
@@ -31,10 +32,15 @@ __all__ = [
     "AttentionStatus",
 ]
 
-AttentionKind = Literal["gap", "subscription_in_doubt", "unrecognised"]
+AttentionKind = Literal["gap", "subscription_in_doubt", "unrecognised", "silent_subscription"]
 AttentionStatus = Literal["checking", "open", "closed"]
 #: Every kind of entry.
-ATTENTION_KINDS: Final[tuple[AttentionKind, ...]] = ("gap", "subscription_in_doubt", "unrecognised")
+ATTENTION_KINDS: Final[tuple[AttentionKind, ...]] = (
+    "gap",
+    "subscription_in_doubt",
+    "unrecognised",
+    "silent_subscription",
+)
 #: Every status of an entry.
 ATTENTION_STATUSES: Final[tuple[AttentionStatus, ...]] = ("checking", "open", "closed")
 
