@@ -7,6 +7,7 @@ reaches a running serve however it is made."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -155,6 +156,34 @@ def test_a_resolution_made_outside_the_console_reaches_a_running_serve(
             service.stop.set()
             thread.join(timeout=60)
     assert not service.settled.is_set()  # the console's path was not used
+
+
+def test_the_console_settles_an_entry_with_who_and_why(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "s.db")) as store:
+        gap, _ = _gap_and_held_run(store)
+        ctx = ConsoleContext(store, "p", who="t")
+        with TestClient(create_app(ctx, Guard()), base_url="http://127.0.0.1") as web:
+            page = web.get("/console/attention").text
+            found = re.search(
+                rf'/attention/{gap}/settle".*?name="csrf_token" value="(\w+)"', page, re.S
+            )
+            assert found is not None, page
+            action = f"/console/attention/{gap}/settle"
+            blank = web.post(action, data={"csrf_token": found[1], "who": "ann", "note": " "})
+            assert blank.status_code == 409
+            forged = web.post(action, data={"csrf_token": "0" * 64, "note": "x"})
+            assert forged.status_code == 403
+            data = {"csrf_token": found[1], "who": "ann", "note": "no form in that hour"}
+            done = web.post(action, data=data, follow_redirects=False)
+            assert done.status_code == 303
+            assert f"entry {gap[:8]} settled" in web.get(done.headers["location"]).text
+        entry = store.get_attention(gap)
+        assert entry is not None
+        assert (entry.status, entry.settled_by, entry.note) == (
+            "closed",
+            "ann",
+            "no form in that hour",
+        )
 
 
 def test_attention_settle_closes_an_entry_with_who_and_why(tmp_path: Path) -> None:
