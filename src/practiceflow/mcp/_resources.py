@@ -33,7 +33,7 @@ from practiceflow.engine.masking import mask_output, mask_secrets
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import ActionModule
 from practiceflow.mcp._desk import WriteDesk
-from practiceflow.runner.attention import held_reason, needs_person
+from practiceflow.runner.attention import label, needs_person, open_entries, settle_command
 from practiceflow.state import RunRecord, StepRecord
 
 __all__ = [
@@ -173,7 +173,17 @@ class Resources:
         if uri == HELD_RUNS_URI:
             store = self.desk.store
             held = [run for run in self._runs(status="in_doubt") if needs_person(store, run)]
-            return [{**self._summary(run), "held": self._held(run)} for run in held]
+            entries = [
+                {
+                    "attention_id": entry.attention_id,
+                    "kind": label(entry),
+                    "trigger": entry.trigger,
+                    "why": entry.reason,
+                    "settle": settle_command(entry),
+                }
+                for entry in open_entries(store, self.desk.practice)
+            ]
+            return [{**self._summary(run), "held": self._held(run)} for run in held] + entries
         if uri == BUDGET_URI:
             return {window: self._window(window) for window in _WINDOWS}
         if uri.startswith(BUDGET_URI + "/") and uri.removeprefix(BUDGET_URI + "/") in _WINDOWS:
@@ -238,9 +248,8 @@ class Resources:
 
     def _held(self, run: RunRecord) -> list[dict[str, Any]]:
         short = run.run_id[:8]
-        reason = held_reason(run)
-        if reason is not None or run.status != "in_doubt":
-            return [] if reason is None else [{"step": None, "why": reason}]
+        if run.status != "in_doubt":
+            return []
         held: list[dict[str, Any]] = []
         for step in self._journaled(run):
             if step.status != "in_doubt":

@@ -137,9 +137,9 @@ class PendingWriteStore:
     def get_pending_write(self, practice: str, write_id: str) -> PendingWrite | None:
         """The previewed write of ``practice`` with that id, if it is still kept."""
         row = self._one(_SELECT, (practice, write_id))
-        return None if row is None else self._decode(row)
+        return None if row is None else self._decode_pending(row)
 
-    def _decode(self, row: Sequence[Any]) -> PendingWrite:
+    def _decode_pending(self, row: Sequence[Any]) -> PendingWrite:
         load = self._load
         return PendingWrite(
             row[0], row[1], row[2], load.load_json(row[3]), row[4], load.load_time(row[5]),
