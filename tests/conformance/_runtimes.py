@@ -229,13 +229,20 @@ def run_as_mcp_tool(case: Case) -> Outcome:
     player = CassettePlayer(cassette, normalize=unmarked)
     data = _input(case)
 
+    notices: list[str] = []
+
     async def call(server: Any) -> types.CallToolResult:
         async with McpClient(server) as client:
             first = await client.call_tool(cassette.module, data)
-            token = (first.structured_content or {}).get("confirm_token")
+            shown = first.structured_content or {}
+            token = shown.get("confirm_token")
             if first.is_error or not token:
                 return first
-            return await client.call_tool("confirm_write", {"confirm_token": token})
+            # The user reads the code the server printed for this write, and gives it.
+            write = str(shown.get("write_id", ""))[:8]
+            codes = re.findall(rf"\(write {write}\).*?code: (\d{{6}})", "\n".join(notices))
+            confirm = {"confirm_token": token, "user_code": codes[-1] if codes else ""}
+            return await client.call_tool("confirm_write", confirm)
 
     with _client(player) as api, open_store(str(case.folder / "mcp.db")) as store:
         server, _ = build_mcp(
@@ -246,6 +253,7 @@ def run_as_mcp_tool(case: Case) -> Outcome:
             writes_on=True,
             recipes_dir=case.folder / "mcp-recipes",
             show_personal=True,
+            announce=notices.append,
         )
         answer = anyio.run(call, server)
     payload = answer.structured_content

@@ -104,8 +104,11 @@ def _guarded(runtime: Callable[[Case], Outcome], case: Case) -> Outcome:
     try:
         return runtime(case)
     except Exception as exc:
-        text = f"{type(exc).__name__}: {exc}"
-        return Outcome(("error", f"crashed: {type(exc).__name__}"), detail=text)
+        found: BaseException = exc
+        while isinstance(found, BaseExceptionGroup) and found.exceptions:
+            found = found.exceptions[0]  # a task group's first error is the one to read
+        text = f"{type(found).__name__}: {found}"
+        return Outcome(("error", f"crashed: {type(found).__name__}"), detail=text)
 
 
 def _marker_problems(case: Case, outcome: Outcome) -> list[str]:
