@@ -62,8 +62,8 @@ class ServeLease:
     """
 
     def __init__(self, state: Path) -> None:
-        self.state = state
-        self.path = lease_path(state)
+        self.state = state.resolve()  # a symlink or a relative name: the same file's lease
+        self.path = lease_path(self.state)
         self._fd: int | None = None
         self._info: dict[str, Any] = {}
 

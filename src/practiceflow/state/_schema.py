@@ -24,6 +24,7 @@ from practiceflow.state.rows import (
     StepRecord,
     SubscriptionRecord,
 )
+from practiceflow.state.run_leases import LEASE_TABLE
 
 _V1: Final = (
     """
@@ -168,8 +169,11 @@ _V3: Final = ("ALTER TABLE {p}runs ADD COLUMN origin {json}",)
 # A run's starts that did not end (RunRecord.starts): a crash loop is seen across processes.
 _V4: Final = ("ALTER TABLE {p}runs ADD COLUMN starts integer NOT NULL DEFAULT 0",)
 
+# Which live process drives a run (run_leases.py): one driver per run across processes.
+_V5: Final = LEASE_TABLE
+
 #: Statements of each schema version; all pending ones are applied in one transaction.
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 
 #: The schema version this practiceflow writes.
 LATEST_VERSION: int = max(MIGRATIONS)
