@@ -55,6 +55,7 @@ from practiceflow.errors import ConfigError, StoreError
 from practiceflow.state import DEFAULT_KEEP_SEEN, NewEvent, StateStore, SubscriptionRecord
 from practiceflow.state.group_commit import GroupCommit
 from practiceflow.triggers import tests_asked
+from practiceflow.triggers.any_json import standard_json
 from practiceflow.triggers.base import TriggerEvent, envelope, event_from_record
 from practiceflow.triggers.definition import DELIVERY_PREFIX, WebhookSpec
 from practiceflow.webhooks import (
@@ -278,7 +279,11 @@ class Receiver:
             "eventId": delivery.event_id,
             "timestamp": str(delivery.timestamp),
         }
-        payload = delivery.payload if delivery.payload_is_json else body.decode("utf-8", "replace")
+        payload = (
+            standard_json(body, delivery.payload)  # NaN, 1e999, lone surrogates kept as text
+            if delivery.payload_is_json
+            else body.decode("utf-8", "replace")
+        )
         practice, name = subscription.practice, subscription.trigger_key
         binding = self._bindings.get((practice, name))
         delivery_id = delivery.event_id
