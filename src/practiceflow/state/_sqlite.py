@@ -40,7 +40,7 @@ from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect
 from practiceflow.state._sql import SQLStore
 from practiceflow.state.base import Clock
-from practiceflow.state.file_identity import check_identity, file_identity
+from practiceflow.state.file_identity import StoreUnusable, check_identity, file_identity
 from practiceflow.state.rows import (
     from_json,
     from_utc,
@@ -170,13 +170,19 @@ class SQLiteStore(SQLStore):
     # --- connections and transactions -----------------------------------------------------
 
     def _create_private_file(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             # An empty file is a valid empty database; SQLite gives -wal and -shm the
             # same permissions, so the secrets it will hold stay private to the owner.
             descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except FileExistsError:
             return
+        except OSError as exc:  # a read-only folder, no permission, a full disk
+            message = (
+                f"state database {self.path} cannot be created: {exc.strerror}; give "
+                "--state (PRACTICEFLOW_STATE) a file in a folder this process can write"
+            )
+            raise StoreUnusable(message) from None
         os.close(descriptor)
 
     def _store_error(self, exc: sqlite3.OperationalError) -> StoreError:
@@ -194,6 +200,13 @@ class SQLiteStore(SQLStore):
                 f"state database {self.path}: the disk is full, nothing was recorded (the "
                 "transaction was rolled back); free space, then run again"
             )
+        elif code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+            message = (
+                f"state database {self.path} cannot be written here ({reason}): the file or "
+                "its folder is read-only for this process; give --state (PRACTICEFLOW_STATE) "
+                "a writable place, or make it writable"
+            )
+            return StoreUnusable(message)
         else:
             message = f"state database {self.path} cannot be used: {reason}"
         return StoreError(message)

@@ -16,18 +16,30 @@ from typing import ClassVar
 
 from practiceflow.errors import ErrorKind, StoreError
 
-__all__ = ["FileIdentity", "StateFileGone", "check_identity", "file_identity"]
+__all__ = [
+    "FileIdentity",
+    "StateFileGone",
+    "StoreUnusable",
+    "check_identity",
+    "file_identity",
+]
 
 #: A file's device and inode.
 FileIdentity = tuple[int, int]
 
 
-class StateFileGone(StoreError):
-    """The state file was deleted or replaced while this process had it open: nothing
-    more is recorded (a delivery is refused with 503, the sender retries it), and the
-    process stops. A configuration fault (exit 2), not a passing one."""
+class StoreUnusable(StoreError):
+    """The state file cannot be used where it is (a read-only file or folder, a folder
+    that cannot be created): a configuration fault (exit 2) that waiting does not cure.
+    As every :class:`StoreError`, a delivery meeting it is refused with 503."""
 
     kind: ClassVar[ErrorKind] = "config"
+
+
+class StateFileGone(StoreUnusable):
+    """The state file was deleted or replaced while this process had it open: nothing
+    more is recorded (a delivery is refused with 503, the sender retries it), and the
+    process stops (exit 2)."""
 
 
 def file_identity(path: Path) -> FileIdentity | None:
