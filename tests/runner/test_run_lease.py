@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from practiceflow.api import Client
 from practiceflow.manifest import ModuleRegistry
-from practiceflow.runner import Runner, validate_recipe
+from practiceflow.runner import Runner, run_lease, validate_recipe
 from practiceflow.runner.run_lease import LEASE_TTL, hold_run, known_dead
 from practiceflow.state import StateStore
 from practiceflow.state.run_leases import RunLease
@@ -129,3 +130,17 @@ def test_known_dead_needs_positive_evidence(store: StateStore) -> None:
     finished.wait()
     assert known_dead(replace(mine, pid=finished.pid))
     assert mine.expires_at - mine.taken_at == LEASE_TTL
+
+
+def test_a_held_lease_is_renewed_while_the_run_is_driven(
+    store: StateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_lease, "HEARTBEAT", 0.05)
+    run_id, _ = store.start_run("p", "r", "e")
+    with hold_run(store, run_id) as held:
+        assert held.taken
+        deadline = time.monotonic() + 60  # generous: only a hang fails
+        while store.run_lease(run_id).expires_at == held.lease.expires_at:  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "the lease was never renewed"
+            time.sleep(0.05)
+    assert store.run_lease(run_id) is None

@@ -8,8 +8,8 @@ keeps it while it drives:
 
 * the lease is a row in the store: a token unique to this driving, the host, the process
   id and start time, and an expiry :data:`LEASE_TTL` ahead, pushed on every
-  :data:`HEARTBEAT` seconds by a thread beside the run (a write may wait on the rate budget
-  or a slow answer for longer than any fixed lease);
+  :data:`HEARTBEAT` seconds by one thread per store beside the runs, never in a step's
+  path (a write may wait on the rate budget or a slow answer longer than any fixed lease);
 * another process finds it held and leaves the run alone (its event stays pending: the
   holder ends it); ``runs retry`` says who holds it;
 * a write's ``sent`` is journaled only while the lease is held, checked in the same
@@ -31,7 +31,9 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -145,18 +147,63 @@ def _wanted(store: StateStore, run_id: str) -> RunLease:
     return RunLease(run_id, owner, host, os.getpid(), identity, now, now + LEASE_TTL)
 
 
-def _heartbeat(store: StateStore, lease: RunLease, stop: threading.Event) -> None:
-    """Push the lease's expiry on until ``stop``; a lost lease is logged (the next
-    ``sent`` of the run finds it lost and stops driving)."""
-    while not stop.wait(HEARTBEAT):
+class _Keeper:
+    """The heartbeat of every lease this process holds on one store: one thread (so one
+    connection of the store), renewing each lease every :data:`HEARTBEAT` seconds while
+    any is held. A lost lease is logged; the run's next ``sent`` finds it lost and stops."""
+
+    def __init__(self, store: StateStore) -> None:
+        self.store = weakref.ref(store)  # the keepers' table must not keep a store alive
+        self.held: dict[str, RunLease] = {}  # owner token -> lease
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+    def add(self, lease: RunLease) -> None:
+        with self.lock:
+            self.held[lease.owner] = lease
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._beat, name="run-leases", daemon=True)
+                self.thread.start()
+
+    def remove(self, lease: RunLease) -> None:
+        with self.lock:
+            self.held.pop(lease.owner, None)
+
+    def _beat(self) -> None:
+        while True:
+            time.sleep(HEARTBEAT)
+            with self.lock:
+                leases = list(self.held.values())
+                if not leases:  # nothing held: the next lease starts a new thread
+                    self.thread = None
+                    return
+            for lease in leases:
+                self._renew(lease)
+
+    def _renew(self, lease: RunLease) -> None:
+        store = self.store()
+        if store is None:
+            return
         try:
             kept = store.renew_run_lease(lease.run_id, lease.owner, store.now() + LEASE_TTL)
         except Exception as exc:  # the store refused a heartbeat: the next one may pass
             logger.warning("run %s: lease heartbeat failed: %s", lease.run_id, exc)
-            continue
+            return
         if not kept:
             logger.error("run %s: its lease was taken by another process", lease.run_id)
-            return
+            self.remove(lease)
+
+
+_keepers: weakref.WeakKeyDictionary[StateStore, _Keeper] = weakref.WeakKeyDictionary()
+_keepers_lock = threading.Lock()
+
+
+def _keeper(store: StateStore) -> _Keeper:
+    with _keepers_lock:
+        keeper = _keepers.get(store)
+        if keeper is None:
+            keeper = _keepers[store] = _Keeper(store)
+        return keeper
 
 
 @contextmanager
@@ -176,16 +223,12 @@ def hold_run(store: StateStore, run_id: str) -> Iterator[HeldLease]:
     if found.owner != wanted.owner:
         yield HeldLease(False, found)
         return
-    stop = threading.Event()
-    beat = threading.Thread(
-        target=_heartbeat, args=(store, wanted, stop), name=f"lease-{run_id[:8]}", daemon=True
-    )
-    beat.start()
+    keeper = _keeper(store)
+    keeper.add(wanted)
     try:
         yield HeldLease(True, wanted)
     finally:
-        stop.set()
-        beat.join()
+        keeper.remove(wanted)
         try:
             store.release_run_lease(run_id, wanted.owner)
         except Exception as exc:  # it lapses on its own; the run's outcome is committed
