@@ -216,7 +216,8 @@ def test_store_repr_names_the_file(db_path: Path) -> None:
     ],
 )
 def test_sqlite_urls_and_plain_paths(url: str, expected: Path) -> None:
-    assert sqlite_path(url) == expected
+    # Resolved: relative to the working directory, symlinks followed (one file, one name).
+    assert sqlite_path(url) == expected.resolve()
 
 
 @pytest.mark.parametrize("url", ["sqlite://", "sqlite://:memory:", ":memory:", "", "file:x.db"])
