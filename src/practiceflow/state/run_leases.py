@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from practiceflow.state._dialect import SQLConnection
 
-__all__ = ["LEASE_TABLE", "RunLease", "read_lease", "take_lease"]
+__all__ = ["LEASE_TABLE", "RunLease", "drop_lease", "read_lease", "renew_lease", "take_lease"]
 
 #: The migration that adds the table (schema version 5).
 LEASE_TABLE: Final = (
@@ -120,3 +120,14 @@ def take_lease(
         ),
     )  # fmt: skip
     return wanted
+
+
+def renew_lease(db: SQLConnection, run_id: str, owner: str, expires_at: Any) -> bool:
+    """Push a lease's expiry (already dumped) on; False when ``owner`` does not hold it."""
+    sql = "UPDATE {p}run_leases SET expires_at = ? WHERE run_id = ? AND owner = ?"
+    return db.execute(sql, (expires_at, run_id, owner)).rowcount == 1
+
+
+def drop_lease(db: SQLConnection, run_id: str, owner: str) -> None:
+    """Give a lease back, when ``owner`` still holds it."""
+    db.execute("DELETE FROM {p}run_leases WHERE run_id = ? AND owner = ?", (run_id, owner))
