@@ -38,7 +38,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import cache
 from pathlib import Path
 from typing import Final
 
@@ -107,10 +106,9 @@ def _pid_namespace() -> str:
         return ""
 
 
-@cache
 def _this_process() -> tuple[str, str]:
     """This process's host and identity (pid namespace and start time; empty when the
-    system does not say)."""
+    system does not say). Read each time: a forked child is another process."""
     stat = _proc_stat("self")
     started = stat[19] if stat and len(stat) > 19 else ""  # starttime: field 22
     namespace = _pid_namespace()
