@@ -13,15 +13,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from practiceflow.api import Client
+from practiceflow.cli import cli
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import Runner, run_lease, validate_recipe
 from practiceflow.runner.run_lease import LEASE_TTL, hold_run, known_dead
 from practiceflow.state import StateStore
 from practiceflow.state.run_leases import RunLease
 from practiceflow.testing import SandboxHandle
-from runner._support import write_recipe
+from runner._support import MODULES, cli_env, write_recipe
 
 pytestmark = pytest.mark.integration
 
@@ -144,3 +146,23 @@ def test_a_held_lease_is_renewed_while_the_run_is_driven(
             assert time.monotonic() < deadline, "the lease was never renewed"
             time.sleep(0.05)
     assert store.run_lease(run_id) is None
+
+
+def test_runs_retry_of_a_run_another_process_drives_names_it_and_sends_nothing(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+) -> None:
+    _, run_id, ref = _setup(fast_sandbox, client, registry, store, tmp_path)
+    other = _this_process_lease(store, run_id)
+    store.take_run_lease(other, known_dead)
+    state = Path(str(store.path))  # type: ignore[attr-defined]
+    env = {**cli_env(fast_sandbox), "PRACTICEFLOW_STATE": str(state)}
+    args = ["runs", "retry", run_id, "--modules", str(MODULES)]
+    result = CliRunner().invoke(cli, args, env=env)
+    assert result.exit_code == 4, result.output
+    assert f"pid {os.getpid()}" in result.output
+    assert "being driven by another process" in result.output
+    assert _bills(fast_sandbox, ref) == 0
