@@ -28,12 +28,13 @@ from reliability._support import (
     writes_by_entity,
 )
 
-pytestmark = pytest.mark.integration
-
 #: Events per test: the issue's 100 in the full run, fewer in ``make test``.
 EVENTS = 100 if FULL else 8
 #: Seconds each ``POST /bills`` is held back before the sandbox performs it.
 SLOW = 1.5
+
+# The full run's bills alone take EVENTS * SLOW seconds, one after the other.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800 if FULL else 300)]
 
 BILL_ONLY = """\
 name: bill once
