@@ -92,7 +92,7 @@ def test_run_once_and_runs_retry_beside_serve_never_send_a_write_twice(
             env=env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=1500 if FULL else 300,  # run --once drives what serve has not reached
             check=False,
         )
         side_codes.append(done.returncode)
