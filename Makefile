@@ -16,7 +16,7 @@ STAMP = $(VENV)/.installed
 export UV_PYTHON_DOWNLOADS := never
 export UV_LINK_MODE := copy
 
-.PHONY: demo test cassettes test-connectors test-variants test-latest lint lock bench export node-deps system-deps clean
+.PHONY: demo test cassettes test-connectors test-variants test-faults test-latest lint lock bench export node-deps system-deps clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -76,6 +76,16 @@ LIST_VARIANTS := from practiceflow.sandbox.variants import single_variants as s;
 test-variants: $(STAMP) system-deps
 	PRACTICEFLOW_TEST_VARIANTS="$$($(PY) -c "$(LIST_VARIANTS)"),hostile,random:$${SEED:-23}" \
 	  PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --dist loadfile -m variants $(PYTEST_ARGS)
+
+## test-faults: the machine's and the operator's faults at the issue's sizes (`make test`
+## runs the same files smaller): two drivers on one store with slow writes over 100 events,
+## the state file deleted, replaced, full or read-only, a database restart under a worker
+FAULT_TESTS := tests/reliability/test_two_drivers.py tests/reliability/test_state_file_gone.py \
+  tests/reliability/test_store_faults.py tests/fleet/test_fleet_db_restart.py \
+  tests/cli/test_read_only_state.py tests/cli/test_state_path_resolved.py \
+  tests/triggers/test_receiver_any_json.py tests/runner/test_run_lease.py
+test-faults: $(STAMP) system-deps
+	PRACTICEFLOW_RELIABILITY_FULL=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q $(FAULT_TESTS) $(PYTEST_ARGS)
 
 ## test-latest: the same suite on a throw-away venv of the newest releases (not in CI)
 test-latest:

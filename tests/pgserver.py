@@ -143,6 +143,15 @@ class PostgresServer:
         )
         shutil.rmtree(self.folder, ignore_errors=True)
 
+    def halt(self) -> None:
+        """Stop the server at once, keeping its data (a crash, or a restart's first half)."""
+        pg_ctl = str(self.bin_dir / "pg_ctl")
+        self._run(pg_ctl, "-D", str(self.folder / "data"), "-m", "immediate", "stop")
+
+    def resume(self) -> None:
+        """Start a halted server again on the same port and data."""
+        self._start()
+
     def _run(self, *args: str) -> None:
         result = subprocess.run(  # noqa: S603 -- our own binaries, fixed arguments.
             [*self._as_user, *args], capture_output=True, text=True, check=False
@@ -159,6 +168,10 @@ class PostgresServer:
             str(self.bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
             "-E", "UTF8", "--no-sync", "--no-instructions",
         )  # fmt: skip
+        self._start()
+
+    def _start(self) -> None:
+        data = self.folder / "data"
         options = " ".join(f"-c {name}={value}" for name, value in _SETTINGS.items())
         options += f" -p {self.port} -k {self.folder}"
         self._run(

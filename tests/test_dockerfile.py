@@ -16,6 +16,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +38,13 @@ def _run_lines() -> list[str]:
 
 def test_the_compose_file_builds_this_dockerfile():
     assert "build: ." in (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+
+
+def test_the_compose_file_restarts_a_worker_that_gave_up_on_its_database():
+    deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    compose = deploy.split("```yaml\n# compose.yaml\n", 1)[1].split("```", 1)[0]
+    services = yaml.safe_load(compose)["services"]
+    assert services["worker"]["restart"] in ("unless-stopped", "always", "on-failure")
 
 
 def test_uv_is_the_makefiles_version_and_nothing_else_is_installed_by_pip():

@@ -86,7 +86,8 @@ def test_every_command_family_sees_the_same_cursors_runs_and_subscriptions(
     )
     assert "subscribed proposal_accepted" in subscribed
     migrated = json.loads(_ok(runner, "db", "migrate", "--json"))
-    assert Path(str(migrated["store"])) == Path(".practiceflow") / "state.db"
+    # The default store, named as resolved (the lease, key and budget files go by it).
+    assert Path(str(migrated["store"])) == (Path(".practiceflow") / "state.db").resolve()
 
     with open_store(str(tmp_path / ".practiceflow" / "state.db")) as store:
         subscription = store.get_subscription(env["PRACTICEFLOW_CLIENT_ID"], "proposal_accepted")

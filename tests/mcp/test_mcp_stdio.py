@@ -36,6 +36,7 @@ from mcp_support import (
 
 from mcp import Client, StdioServerParameters
 from practiceflow.cli.runs import runs
+from practiceflow.export.schemas import portable_schema
 from practiceflow.manifest import default_registry
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
@@ -86,7 +87,10 @@ def test_lists_one_tool_per_action_module_with_the_modules_schemas(sandbox, tmp_
     for key, module in registry.actions.items():
         tool = tools[key]
         Draft202012Validator.check_schema(tool.input_schema)
-        assert tool.input_schema["properties"] == module.input_schema["properties"]
+        portable = portable_schema(module.input_schema)
+        assert tool.input_schema["properties"] == portable["properties"]
+        assert not _listed_types(tool.input_schema), key  # clients warn on `type: [x, null]`
+        assert not _listed_types(tool.output_schema), key
         assert tool.title == module.title
         assert tool.description.startswith(module.description.strip())
         assert tool.annotations.read_only_hint is (not module.needs_write)
@@ -336,3 +340,13 @@ def test_a_practice_named_in_the_fleet_file_files_the_assistants_runs_under_that
         (run,) = store.list_runs()
     assert run.run_id == done.structured_content["run_id"]
     assert run.practice == "acme"
+
+
+def _listed_types(node: object) -> list[object]:
+    """Every list-valued ``type`` keyword in a schema."""
+    if isinstance(node, dict):
+        found = [node["type"]] if isinstance(node.get("type"), list) else []
+        return found + [hit for value in node.values() for hit in _listed_types(value)]
+    if isinstance(node, list):
+        return [hit for value in node for hit in _listed_types(value)]
+    return []

@@ -246,3 +246,40 @@ def test_disk_full_in_the_runner_stops_before_sending_and_resumes_once(
     bills, contacts = writes_by_entity(rsandbox, keys)
     assert set(bills.values()) == {1}
     assert set(contacts.values()) == {1}
+
+
+def test_deliveries_refused_until_the_sender_gave_up_are_listed_once_space_returns(
+    rsandbox: SandboxHandle, tmp_path: Path, disk_full: DiskFull
+):
+    """Issue 35: the sender's retries ended while the disk was full; once a delivery is
+    stored again, the window of refusals is listed as a gap needing attention."""
+    serve = InProcessService(rsandbox, _recipe(tmp_path), tmp_path / "state.db").start()
+    try:
+        wait_until(lambda: rsandbox.admin("GET", "/_admin/records/subscriptions"), 90, "subscribe")
+        disk_full.threads = {"pf-receiver", "pf-group-commit", "AnyIO"}
+        disk_full.on = True
+        lost = set(create_clients(rsandbox, 2, "Lost"))
+        wait_until(
+            lambda: len([r for r in rsandbox.state.dispatcher.log() if not r["willRetry"]]) >= 2,
+            60,
+            "the sender to give both deliveries up",
+            every=0.2,
+        )
+        disk_full.on = False
+        later = set(create_clients(rsandbox, 1, "Later"))
+        wait_until(lambda: len(writes_by_entity(rsandbox, later)[0]) == 1, 30, "the later run")
+        held = serve.store.list_runs
+        gaps = wait_until(
+            lambda: [run for run in held(status="in_doubt") if run.recipe.startswith("gap: ")],
+            30,
+            "the refused window listed",
+        )
+        (gap,) = gaps
+        step = serve.store.get_step(gap.run_id, "gap")
+    finally:
+        serve.stop()
+    assert writes_by_entity(rsandbox, lost)[0] == {}  # lost: never stored, never run
+    assert gap.recipe == "gap: any_webhook_event"
+    assert step is not None
+    assert "the state store was down" in step.error["message"]
+    assert "refused with 503" in step.error["message"]

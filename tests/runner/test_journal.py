@@ -279,7 +279,12 @@ def test_a_step_another_runner_journaled_meanwhile_is_not_sent_again(
     def point(label: str) -> None:
         inner(label)
         if label == "pending:client" and not other:
-            # Between `late` loading the run and journaling its write, `early` runs it.
+            # Between `late` loading the run and journaling its write, its lease lapses
+            # (a frozen process) and `early` runs it.
+            (run,) = store.list_runs()
+            lease = store.run_lease(run.run_id)
+            assert lease is not None
+            store.release_run_lease(run.run_id, lease.owner)
             other.append(early.run_event(event, mark_handled=False))
 
     late._point = point
@@ -291,7 +296,7 @@ def test_a_step_another_runner_journaled_meanwhile_is_not_sent_again(
     assert (first.status, first.created) == ("succeeded", False)  # `late` created the run
     assert (outcome.run_id, outcome.status) == (first.run_id, "succeeded")
     assert [run.run_id for run in store.list_runs()] == [first.run_id]
-    # `late`'s intent commit found the step taken before its request left: one client.
+    # `late`'s intent commit found its lease lost before its request left: one client.
     records = fast_sandbox.admin("GET", "/_admin/records/entities")
     mine = [r for r in records if r.get("externalSystemID") == "journal-7"]
     assert len(mine) == 1

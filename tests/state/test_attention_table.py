@@ -85,6 +85,7 @@ def test_a_version_4_database_moves_its_attention_runs_into_the_table(tmp_path: 
     with sqlite3.connect(path) as raw:  # what practiceflow with schema 4 left behind
         raw.execute("DROP TABLE attention")
         raw.execute("DROP TABLE pending_writes")
+        raw.execute("DROP TABLE run_leases")
         raw.execute("UPDATE schema_version SET version = 4")
     with SQLiteStore(path) as store:
         assert store.schema_version == LATEST_VERSION

@@ -123,6 +123,7 @@ def test_migration_6_moves_the_attention_runs_into_their_table(
         kept, _ = store.start_run("p", "lead", "ev-1")
     _raw(url, "DROP TABLE pf_attention")
     _raw(url, "DROP TABLE pf_pending_writes")
+    _raw(url, "DROP TABLE pf_run_leases")
     _raw(url, "UPDATE pf_schema_version SET version = 4")
     assert migrate(url).changed
     store = PostgresStore(url)

@@ -133,6 +133,7 @@ def test_a_version_1_database_upgrade_waits_for_the_write_lock(db_path: Path) ->
         pass
     with sqlite3.connect(db_path) as raw:
         raw.execute("DROP TABLE subscription_health")
+        raw.execute("DROP TABLE run_leases")
         raw.execute("ALTER TABLE runs DROP COLUMN origin")
         raw.execute("ALTER TABLE runs DROP COLUMN starts")
         raw.execute("DROP TABLE pending_writes")
@@ -155,13 +156,14 @@ def test_a_version_1_database_is_upgraded_in_place_keeping_its_data(db_path: Pat
         store.set_cursor("p", "t", "v")
     with sqlite3.connect(db_path) as raw:  # what practiceflow with schema 1 left behind
         raw.execute("DROP TABLE subscription_health")
+        raw.execute("DROP TABLE run_leases")
         raw.execute("ALTER TABLE runs DROP COLUMN origin")
         raw.execute("ALTER TABLE runs DROP COLUMN starts")
         raw.execute("DROP TABLE pending_writes")
         raw.execute("DROP TABLE attention")
         raw.execute("UPDATE schema_version SET version = 1")
     with SQLiteStore(db_path) as store:
-        assert store.schema_version == LATEST_VERSION == 6
+        assert store.schema_version == LATEST_VERSION == 7
         assert store.get_cursor("p", "t") == "v"
         assert store.count_resubscribe("p", "t") == 1
         assert store.subscription_health("p", "t").resubscribes == 1
@@ -171,6 +173,7 @@ def test_a_version_3_database_gains_the_runs_starts_keeping_its_runs(db_path: Pa
     with SQLiteStore(db_path) as store:
         run_id, _ = store.start_run("p", "r", "e")
     with sqlite3.connect(db_path) as raw:  # what practiceflow with schema 3 left behind
+        raw.execute("DROP TABLE run_leases")
         raw.execute("ALTER TABLE runs DROP COLUMN starts")
         raw.execute("DROP TABLE pending_writes")
         raw.execute("DROP TABLE attention")
@@ -219,7 +222,8 @@ def test_store_repr_names_the_file(db_path: Path) -> None:
     ],
 )
 def test_sqlite_urls_and_plain_paths(url: str, expected: Path) -> None:
-    assert sqlite_path(url) == expected
+    # Resolved: relative to the working directory, symlinks followed (one file, one name).
+    assert sqlite_path(url) == expected.resolve()
 
 
 @pytest.mark.parametrize("url", ["sqlite://", "sqlite://:memory:", ":memory:", "", "file:x.db"])

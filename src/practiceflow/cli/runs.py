@@ -51,6 +51,7 @@ from practiceflow.runner.attention import label, needs_person
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.quarantine import is_quarantined, quarantine_reason
 from practiceflow.runner.report import detail
+from practiceflow.runner.run_lease import RunDrivenElsewhere
 from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord
 from practiceflow.state.request_log import RequestLog
@@ -347,6 +348,8 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
     """One line per run: a run id and an event id are never cut to fit a table."""
     for outcome in outcomes:
         held = f"  held at {', '.join(outcome.held)}" if outcome.held else ""
+        if outcome.driven_elsewhere:
+            held = f"  left to the process driving it ({outcome.driven_elsewhere})"
         click.echo(f"{outcome.status:<10} run {outcome.run_id}  event {outcome.event_id}{held}")
 
 
@@ -559,6 +562,8 @@ def retry(
         with _connect(api, [path], modules_dirs, record.practice, state) as (client, recipes, _):
             runner = Runner(recipes[0], store, client, practice=record.practice)
             outcome = runner.resume_run(run_id, retry_failed=True)
+        if outcome.driven_elsewhere:
+            raise RunDrivenElsewhere(run_id, outcome.driven_elsewhere)
         if as_json:
             click.echo(json.dumps(asdict(outcome), default=str))
         else:

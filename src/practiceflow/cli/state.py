@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -111,7 +111,8 @@ def open_state(state: str | None) -> StateStore:
     """
     target = state_target(state)
     if "://" not in target:
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        with suppress(OSError):  # a read-only place: the store says so, naming the file
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
     return open_store(target)
 
 

@@ -3,7 +3,9 @@
 Start as many as you like against the same database; run ``practiceflow db migrate``
 once before the first. Each replica serves every practice of the fleet file, takes jobs
 from the queue, polls, sweeps, and gives the jobs of dead replicas back to the queue.
-SIGTERM or SIGINT: the replica finishes its current jobs (journaled) and stops.
+SIGTERM or SIGINT: the replica finishes its current jobs (journaled) and stops. A database
+restart is ridden out (:mod:`practiceflow.fleet.worker_loop`); a database away for longer
+than ``--give-up-after`` seconds stops the replica with exit status 4.
 
 With ``--listen`` and ``--public-url`` the replica also receives webhooks: deliveries are
 verified against the subscription in the shared store and become jobs at once, and each
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import click
@@ -59,6 +60,13 @@ __all__ = ["COMMANDS", "worker"]
 )
 @click.option("--sweep-every", default=30, show_default=True, help="Seconds between sweeps.")
 @click.option(
+    "--give-up-after",
+    default=300.0,
+    show_default=True,
+    help="Seconds without the database (a restart rides it out) after which the replica "
+    "stops with exit status 4.",
+)
+@click.option(
     "--listen",
     metavar="HOST:PORT",
     envvar="PRACTICEFLOW_LISTEN",
@@ -89,6 +97,7 @@ def worker(
     heartbeat: float,
     stalled_after: float,
     sweep_every: int,
+    give_up_after: float,
     listen: str | None,
     public_url: str | None,
     ops_listen: str | None,
@@ -109,6 +118,7 @@ def worker(
     from practiceflow.fleet.queue import make_app
     from practiceflow.fleet.runtime import Fleet
     from practiceflow.fleet.webhook_intake import FleetWebhooks, parse_listen
+    from practiceflow.fleet.worker_loop import run_worker
     from practiceflow.ops import OpsMetrics, OpsServer, ops_routes
     from practiceflow.state import PostgresStore, describe_url
 
@@ -179,11 +189,13 @@ def worker(
                 f"worker: {len(fleet.practices)} practice(s) on {describe_url(state)}", err=True
             )
             asyncio.run(
-                _run_jobs(
+                run_worker(
                     app,
+                    state,
+                    describe_url(state),
                     concurrency=concurrency,
+                    give_up_after=give_up_after,
                     wait=True,
-                    install_signal_handlers=True,
                     update_heartbeat_interval=heartbeat,
                     stalled_worker_timeout=stalled_after,
                     additional_context=fleet.job_context(stalled_after=stalled_after),
@@ -198,20 +210,6 @@ def worker(
             if ops is not None:
                 ops.stop()
             fleet.close()
-
-
-async def _run_jobs(app: Any, *, concurrency: int, **options: Any) -> None:
-    """Run the queue's worker with a thread per job slot.
-
-    procrastinate runs a synchronous job in the event loop's default executor, which
-    asyncio sizes from the CPU count, not from ``--concurrency``: with fewer threads than
-    slots, jobs waiting on the API would wait for a thread instead.
-    """
-    loop = asyncio.get_running_loop()
-    executor = ThreadPoolExecutor(max_workers=concurrency + 1, thread_name_prefix="pf-job")
-    loop.set_default_executor(executor)
-    async with app.open_async():
-        await app.run_worker_async(concurrency=concurrency, **options)
 
 
 def _require_queue(url: str, where: str) -> None:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import mcp_types as types
 
+from practiceflow.export.schemas import portable_schema
 from practiceflow.manifest import ActionModule, ModuleRegistry
 from practiceflow.mcp._results import RUN_RESULT_SCHEMA, WRITE_RESULT_SCHEMA, read_result_schema
 from practiceflow.runner import ValidRecipe
@@ -79,7 +80,8 @@ class ToolEntry:
 
 
 def _object_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    shown = copy.deepcopy(dict(schema))
+    # Lists of types spelled as anyOf: clients (the MCP Inspector) warn on `type: [x, null]`.
+    shown = dict(portable_schema(copy.deepcopy(dict(schema))))
     shown.setdefault("type", "object")
     return shown
 

@@ -17,6 +17,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
+from practiceflow.export.schemas import portable_schema
 from practiceflow.manifest import ActionModule
 
 __all__ = [
@@ -72,7 +73,7 @@ def read_result_schema(module: ActionModule) -> dict[str, Any]:
     """The output schema of a read tool (see the module docstring)."""
     # The root is never masked whole (a tag there is not a field's), as in masking.
     root = copy.deepcopy(dict(module.output.schema))
-    schema = {key: _open_masked(value) for key, value in root.items()}
+    schema = portable_schema({key: _open_masked(value) for key, value in root.items()})
     if not wraps_result(module):
         return dict(schema)
     return {"type": "object", "required": ["result"], "properties": {"result": schema}}

@@ -32,6 +32,7 @@ from practiceflow.hooks import ClientLike
 from practiceflow.runner.journal import RunJournal, StepTaken
 from practiceflow.runner.priorities import Priority, priority
 from practiceflow.runner.quarantine import QUARANTINE_AFTER, is_quarantined, quarantine_error
+from practiceflow.runner.run_lease import hold_run
 from practiceflow.runner.step_executor import (
     RECONCILER,
     JournalPoint,
@@ -59,6 +60,8 @@ class RunOutcome:
         created: whether this pass started the run (False: resumed or already done).
         held: ids of steps waiting for a person (``in_doubt``).
         error: why it failed or is held, when it is.
+        driven_elsewhere: who drives the run when another live process does (this one
+            left it alone: :mod:`.run_lease`).
     """
 
     run_id: str
@@ -67,6 +70,7 @@ class RunOutcome:
     created: bool = False
     held: tuple[str, ...] = ()
     error: Any = None
+    driven_elsewhere: str | None = None
 
 
 class Runner:
@@ -192,6 +196,11 @@ class Runner:
         Raises:
             BugError: the run does not exist or has no origin.
         """
+        try:
+            return self._drive(run_id, created=False, retry_failed=retry_failed)
+        except StepTaken as exc:
+            logger.info("run %s: %s was taken by another runner", run_id, exc)
+            self.store.uncount_start(run_id)
         return self._drive(run_id, created=False, retry_failed=retry_failed)
 
     def _drive(
@@ -201,6 +210,26 @@ class Runner:
         created: bool,
         retry_failed: bool = False,
         handled: EventRecord | None = None,
+    ) -> RunOutcome:
+        """Drive a run holding its lease (:mod:`.run_lease`); one another live process
+        drives is left to it, its event pending."""
+        with hold_run(self.store, run_id) as held:
+            if not held.taken:
+                run = self.store.get_run(run_id)
+                event_id = run.event_id if run is not None else ""
+                status: RunStatus = run.status if run is not None else "running"
+                who = held.lease.describe()
+                logger.info("run %s: driven by another process (%s); left to it", run_id, who)
+                return RunOutcome(run_id, event_id, status, created, driven_elsewhere=who)
+            return self._drive_held(run_id, created, retry_failed, handled, held.lease.owner)
+
+    def _drive_held(
+        self,
+        run_id: str,
+        created: bool,
+        retry_failed: bool,
+        handled: EventRecord | None,
+        lease: str,
     ) -> RunOutcome:
         """Drive a run from its first unfinished step; ``handled``: the event to mark
         handled when the run ends (not when it stops, to be resumed). Only a person
@@ -226,7 +255,7 @@ class Runner:
         steps = {step.step_id: step for step in self.store.get_steps(run_id)}
         # Committed before the first step: a start the process does not survive counts.
         self.store.count_start(run_id)
-        journal = RunJournal(self.store, run_id, steps)
+        journal = RunJournal(self.store, run_id, steps, lease)
         context = RunContext(run.origin.get("payload"), run.created_at)
         executor = StepExecutor(
             self.recipe,

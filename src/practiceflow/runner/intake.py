@@ -35,7 +35,11 @@ from typing import Any
 from practiceflow.early_listen import bind_listen, take
 from practiceflow.errors import InDoubtError, PracticeflowError
 from practiceflow.netaddr import LOOPBACK, parse_listen
-from practiceflow.runner.attention import close_subscription_doubt, record_subscription_doubt
+from practiceflow.runner.attention import (
+    close_subscription_doubt,
+    list_gap,
+    record_subscription_doubt,
+)
 from practiceflow.runner.downtime import has_poll_source
 from practiceflow.runner.priorities import Priority, priority
 from practiceflow.runner.validate import ValidRecipe
@@ -165,7 +169,9 @@ class TriggerIntake:
         url = None
         sock = None
         if webhooks and self.public_url is not None and self._needs_webhook():
-            receiver = Receiver(self.store, on_stored=self._stored)
+            receiver = Receiver(
+                self.store, on_stored=self._stored, on_refused_window=self._refused_window
+            )
             # The socket first (claimed early by the CLI, or bound now): its port makes the
             # local URL, and the server starts on it only once every trigger is bound, so
             # that no delivery is stored unmapped (a queued one is served at once).
@@ -305,6 +311,11 @@ class TriggerIntake:
         listener set after the receiver started is still told)."""
         if self.on_stored is not None:
             self.on_stored()
+
+    def _refused_window(self, practice: str, trigger: str, start: datetime, end: datetime) -> None:
+        """List the window in which the store refused a trigger's deliveries (503)."""
+        why = "its deliveries were refused with 503 while the store could not record them"
+        list_gap(self.store, practice, trigger, start, end, why, who="the state store")
 
     def next_poll(self, trigger_key: str) -> datetime | None:
         """When the running poll loop of a trigger polls next (UTC), or ``None``."""

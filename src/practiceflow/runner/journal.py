@@ -53,12 +53,21 @@ class RunJournal:
         store: the state store holding the run.
         run_id: the run.
         steps: the run's journaled steps when it was loaded (step id -> record).
+        lease: the owner token of the run's lease this runner holds
+            (:mod:`.run_lease`): a write's ``sent`` is journaled only while it is held.
     """
 
-    def __init__(self, store: StateStore, run_id: str, steps: dict[str, StepRecord]) -> None:
+    def __init__(
+        self,
+        store: StateStore,
+        run_id: str,
+        steps: dict[str, StepRecord],
+        lease: str | None = None,
+    ) -> None:
         self.store = store
         self.run_id = run_id
         self._loaded = steps
+        self._lease = lease
 
     def loaded(self, step_id: str) -> StepRecord | None:
         """The step as journaled when the run was loaded (None: not journaled then)."""
@@ -78,10 +87,15 @@ class RunJournal:
             status: the step's status as this runner knows it.
 
         Raises:
-            StepTaken: the store holds another status: another runner drives the step.
+            StepTaken: the store holds another status, or another process took the run's
+                lease: another runner drives the step.
         """
         moves = (StepChange.to_pending(entry), StepChange.to_sent(durable=True))
         with self.store.atomic(durable=True):
+            if self._lease is not None:
+                held = self.store.run_lease(self.run_id)  # locked until this commit
+                if held is None or held.owner != self._lease:
+                    raise StepTaken(f"run {self.run_id}: its lease was taken by another process")
             current = self.store.get_step(self.run_id, step_id)
             if (current.status if current else None) != status:
                 raise StepTaken(f"run {self.run_id} step {step_id!r}")

@@ -62,8 +62,8 @@ class ServeLease:
     """
 
     def __init__(self, state: Path) -> None:
-        self.state = state
-        self.path = lease_path(state)
+        self.state = state.resolve()  # a symlink or a relative name: the same file's lease
+        self.path = lease_path(self.state)
         self._fd: int | None = None
         self._info: dict[str, Any] = {}
 
@@ -79,8 +79,16 @@ class ServeLease:
         Raises:
             StoreInUse: another process holds it.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:  # a read-only folder, no permission
+            message = (
+                f"state file {self.state}: its lease file {self.path} cannot be written "
+                f"({exc.strerror}); give --state (PRACTICEFLOW_STATE) a file in a folder "
+                "this process can write"
+            )
+            raise ConfigError(message) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -193,9 +193,13 @@ class Service:
                 if self.guard.skips(f"{event.source}/{event.event_id}"):
                     continue  # skipped: not counted, so the loop waits when idle
                 run = partial(run_shared, self.store, practice, runners, event)
-                for outcome in self.guard.event(practice, runners, event, run):
+                outcomes = self.guard.event(practice, runners, event, run)
+                for outcome in outcomes:
                     self._emit(outcome)
-                count += 1
+                # An event whose runs another process drives is its to end: not counted,
+                # so that the loop waits (and run --once ends) instead of spinning on it.
+                if not outcomes or not all(o and o.driven_elsewhere for o in outcomes):
+                    count += 1
         return count
 
     def run_once(self) -> int:

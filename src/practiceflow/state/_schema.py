@@ -25,6 +25,7 @@ from practiceflow.state.rows import (
     StepRecord,
     SubscriptionRecord,
 )
+from practiceflow.state.run_leases import LEASE_TABLE
 
 _V1: Final = (
     """
@@ -228,6 +229,9 @@ _V6: Final = (
     "DELETE FROM {p}runs WHERE " + _ATTENTION_RUNS,
 )
 
+# Which live process drives a run (run_leases.py): one driver per run across processes.
+_V7: Final = LEASE_TABLE
+
 #: Statements of each schema version; all pending ones are applied in one transaction.
 MIGRATIONS: Mapping[int, Sequence[str]] = {
     1: _V1,
@@ -236,6 +240,7 @@ MIGRATIONS: Mapping[int, Sequence[str]] = {
     4: _V4,
     5: PENDING_WRITES_MIGRATION,  # writes an assistant previewed (pending_writes.py)
     6: _V6,
+    7: _V7,
 }
 
 #: The schema version this practiceflow writes.

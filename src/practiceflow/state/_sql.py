@@ -76,6 +76,7 @@ from practiceflow.state.rows import (
     json_or_null,
     like_prefix,
 )
+from practiceflow.state.run_leases import RunLease, drop_lease, read_lease, renew_lease, take_lease
 from practiceflow.state.sealing import Sealer
 from practiceflow.state.steps import encode_step_change, fold_step_changes
 
@@ -497,6 +498,32 @@ class SQLStore(PendingWriteStore, SQLAttention, StateStore):
         cutoff = self.dialect.dump_time(before, "before")
         with self._write(durable=True) as db:
             return purge_finished(db, cutoff)
+
+    # --- run leases (run_leases.py) -----------------------------------------------------
+
+    def take_run_lease(self, wanted: RunLease, dead: Callable[[RunLease], bool]) -> RunLease:
+        """See :meth:`StateStore.take_run_lease`."""
+        with self._write() as db:
+            self._locked_run(db, wanted.run_id)
+            return take_lease(db, wanted, self.now(), dead)
+
+    def renew_run_lease(self, run_id: str, owner: str, expires_at: datetime) -> bool:
+        """See :meth:`StateStore.renew_run_lease`."""
+        with self._write() as db:
+            return renew_lease(db, run_id, owner, self._stamp(expires_at, "expires_at"))
+
+    def release_run_lease(self, run_id: str, owner: str) -> None:
+        """See :meth:`StateStore.release_run_lease`."""
+        with self._write() as db:
+            drop_lease(db, run_id, owner)
+
+    def run_lease(self, run_id: str) -> RunLease | None:
+        """See :meth:`StateStore.run_lease`."""
+        locked = getattr(self._local, "atomic", None) is not None
+        with self._write() if locked else self._join(self._statement) as db:
+            if locked:
+                self._locked_run(db, run_id)
+            return read_lease(db, run_id)
 
     # --- step journal ---------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect
 from practiceflow.state._sql import SQLStore
 from practiceflow.state.base import Clock
+from practiceflow.state.file_identity import StoreUnusable, check_identity, file_identity
 from practiceflow.state.rows import (
     from_json,
     from_utc,
@@ -72,7 +73,9 @@ def sqlite_path(url: str) -> Path:
     """The file a ``sqlite:///path`` URL or a plain path names.
 
     ``sqlite:///var/lib/pf.db`` is the absolute ``/var/lib/pf.db``; a plain path (with no
-    ``scheme://``) is taken as it is, relative to the current directory if relative.
+    ``scheme://``) is taken relative to the current directory if relative. The path is
+    resolved (symlinks followed): the one-``serve`` lease, the key file and the budget file
+    beside it are the same whichever name of the file a command was given.
 
     Raises:
         ConfigError: the URL names no file, or an in-memory database (which each
@@ -90,7 +93,7 @@ def sqlite_path(url: str) -> Path:
             "file in tests)"
         )
         raise ConfigError(message)
-    return Path(text)
+    return Path(text).resolve()
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -120,13 +123,16 @@ class SQLiteStore(SQLStore):
         clock: Clock | None = None,
         busy_timeout_ms: int = _DEFAULT_BUSY_TIMEOUT_MS,
     ) -> None:
-        super().__init__(clock=clock, key_file=key_file_beside(Path(path)))
-        self.path = Path(path)
+        # Resolved (symlinks, relative parts): every name of one file finds one key file.
+        resolved = Path(path).resolve()
+        super().__init__(clock=clock, key_file=key_file_beside(resolved))
+        self.path = resolved
         self._busy_timeout_ms = busy_timeout_ms
         self._connections: list[sqlite3.Connection] = []
         self._lock_connections = threading.Lock()
         self._closed = False
         self._create_private_file()
+        self._opened = file_identity(self.path)  # checked before every use (file_identity.py)
         try:
             self._migrate()
         except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
@@ -164,13 +170,19 @@ class SQLiteStore(SQLStore):
     # --- connections and transactions -----------------------------------------------------
 
     def _create_private_file(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             # An empty file is a valid empty database; SQLite gives -wal and -shm the
             # same permissions, so the secrets it will hold stay private to the owner.
             descriptor = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         except FileExistsError:
             return
+        except OSError as exc:  # a read-only folder, no permission, a full disk
+            message = (
+                f"state database {self.path} cannot be created: {exc.strerror}; give "
+                "--state (PRACTICEFLOW_STATE) a file in a folder this process can write"
+            )
+            raise StoreUnusable(message) from None
         os.close(descriptor)
 
     def _store_error(self, exc: sqlite3.OperationalError) -> StoreError:
@@ -188,11 +200,19 @@ class SQLiteStore(SQLStore):
                 f"state database {self.path}: the disk is full, nothing was recorded (the "
                 "transaction was rolled back); free space, then run again"
             )
+        elif code in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+            message = (
+                f"state database {self.path} cannot be written here ({reason}): the file or "
+                "its folder is read-only for this process; give --state (PRACTICEFLOW_STATE) "
+                "a writable place, or make it writable"
+            )
+            return StoreUnusable(message)
         else:
             message = f"state database {self.path} cannot be used: {reason}"
         return StoreError(message)
 
     def _conn(self) -> sqlite3.Connection:
+        check_identity(self.path, self._opened)
         try:
             return self._open_conn()
         except sqlite3.OperationalError as exc:
@@ -239,6 +259,8 @@ class SQLiteStore(SQLStore):
             connection.execute("BEGIN" if snapshot else "BEGIN IMMEDIATE")
             try:
                 yield connection
+                if not snapshot:
+                    check_identity(self.path, self._opened)  # never commit into a lost file
                 connection.execute("COMMIT")
             except BaseException:
                 # Also when COMMIT itself fails: never leave the connection mid-transaction.

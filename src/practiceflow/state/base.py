@@ -39,6 +39,7 @@ from practiceflow.state.rows import (
     SubscriptionStatus,
     check_value,
 )
+from practiceflow.state.run_leases import RunLease
 from practiceflow.state.steps import (
     StepChange,
     StepWrite,
@@ -398,6 +399,36 @@ class StateStore(AttentionRows, ABC):
         whose runs have all finished. Runs and steps stay listed with status, ids and
         times. Returns how many runs had payloads removed.
         """
+
+    # --- run leases (one driver per run) ---------------------------------------------------
+
+    @abstractmethod
+    def take_run_lease(self, wanted: RunLease, dead: Callable[[RunLease], bool]) -> RunLease:
+        """Take a run's lease unless a live process holds it (``state/run_leases.py``).
+
+        Args:
+            wanted: the lease to take (holder and times set).
+            dead: whether another holder is known dead (its process gone).
+
+        Returns:
+            The run's lease now: ``wanted`` when taken, else the live holder's.
+
+        Raises:
+            BugError: unknown run.
+        """
+
+    @abstractmethod
+    def renew_run_lease(self, run_id: str, owner: str, expires_at: datetime) -> bool:
+        """Push a held lease's expiry on; False when ``owner`` no longer holds it."""
+
+    @abstractmethod
+    def release_run_lease(self, run_id: str, owner: str) -> None:
+        """Give a lease back (nothing happens when ``owner`` no longer holds it)."""
+
+    @abstractmethod
+    def run_lease(self, run_id: str) -> RunLease | None:
+        """A run's lease; inside :meth:`atomic`, read with the run's row locked, so that
+        no other process takes it before the block commits."""
 
     # --- step journal -----------------------------------------------------------------------
 

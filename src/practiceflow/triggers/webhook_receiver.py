@@ -55,8 +55,10 @@ from practiceflow.errors import ConfigError, StoreError
 from practiceflow.state import DEFAULT_KEEP_SEEN, NewEvent, StateStore, SubscriptionRecord
 from practiceflow.state.group_commit import GroupCommit
 from practiceflow.triggers import tests_asked
+from practiceflow.triggers.any_json import standard_json
 from practiceflow.triggers.base import TriggerEvent, envelope, event_from_record
 from practiceflow.triggers.definition import DELIVERY_PREFIX, WebhookSpec
+from practiceflow.triggers.refused_windows import RefusedWindows, WindowHandler
 from practiceflow.webhooks import (
     DEFAULT_TOLERANCE,
     VerifiedDelivery,
@@ -132,6 +134,8 @@ class Receiver:
         clock: Unix time for the replay window (tests pass a fake).
         on_stored: called (from the event loop; it must not block) each time a new event
             is stored: ``serve`` wakes its runner this way.
+        on_refused_window: lists a window of deliveries refused because the store could
+            not take them, once it can again (:mod:`.refused_windows`); None: not listed.
 
     Attributes:
         app: the starlette application.
@@ -146,6 +150,7 @@ class Receiver:
         keep_seen: timedelta = DEFAULT_KEEP_SEEN,
         clock: Callable[[], float] = time.time,
         on_stored: Callable[[], None] | None = None,
+        on_refused_window: WindowHandler | None = None,
     ) -> None:
         if max_body < 1:
             message = f"max_body: got {max_body!r}; expected a positive number of bytes"
@@ -170,6 +175,7 @@ class Receiver:
         self._stored = 0
         self._last_purge = 0.0
         self._group = GroupCommit(store)
+        self._refused = RefusedWindows(on_refused_window) if on_refused_window else None
         self.app = Starlette(
             routes=[Route(HOOKS_PREFIX + "{token}", self._deliver, methods=["POST"])]
         )
@@ -219,7 +225,11 @@ class Receiver:
         except StoreError as exc:
             # Nothing was stored: refuse with a status the sender retries, and say why.
             logger.warning("delivery not stored, the sender will retry it: %s", exc)
+            if self._refused is not None:
+                self._refused.refused(answer.event.practice, answer.event.source, self.store.now())
             return self._refuse(503, "store_unavailable", "the event could not be stored")
+        if self._refused is not None and self._refused.pending:
+            await run_in_threadpool(self._refused.close, self.store.now())
         if answer.test or self._listeners or self._purge_due():
             # Blocking follow-ups (store writes, listeners) run off the event loop.
             await run_in_threadpool(self._after, answer, stored)
@@ -278,7 +288,11 @@ class Receiver:
             "eventId": delivery.event_id,
             "timestamp": str(delivery.timestamp),
         }
-        payload = delivery.payload if delivery.payload_is_json else body.decode("utf-8", "replace")
+        payload = (
+            standard_json(body, delivery.payload)  # NaN, 1e999, lone surrogates kept as text
+            if delivery.payload_is_json
+            else body.decode("utf-8", "replace")
+        )
         practice, name = subscription.practice, subscription.trigger_key
         binding = self._bindings.get((practice, name))
         delivery_id = delivery.event_id

@@ -1,0 +1,233 @@
+"""One driver per run, whatever the processes: the run lease and its heartbeat.
+
+``serve``, ``run --once``, ``runs retry``, ``mcp`` and fleet workers may share one store.
+Two of them driving the same run would each find the other's write in flight journaled
+``sent``, take it for a crash, read back before it landed, and send it again. So a runner
+takes the run's **lease** (:mod:`practiceflow.state.run_leases`) before its first step and
+keeps it while it drives:
+
+* the lease is a row in the store: a token unique to this driving, the host, the process
+  id and start time, and an expiry :data:`LEASE_TTL` ahead, pushed on every
+  :data:`HEARTBEAT` seconds by one thread per store beside the runs, never in a step's
+  path (a write may wait on the rate budget or a slow answer longer than any fixed lease);
+* another process finds it held and leaves the run alone (its event stays pending: the
+  holder ends it); ``runs retry`` says who holds it;
+* a write's ``sent`` is journaled only while the lease is held, checked in the same
+  commit (:meth:`~practiceflow.runner.journal.RunJournal.write_intent`), so a step found
+  ``sent`` was sent by a driver that is gone;
+* a lease is taken over when it expired, or at once when its holder is known dead: a
+  process of the same host (and pid namespace) that no longer runs, or runs a different
+  program under a reused id. A holder on another host is trusted until its lease expires.
+
+What a lease cannot do: a holder stopped (``SIGSTOP``, a frozen VM) for longer than
+:data:`LEASE_TTL` between journaling ``sent`` and sending loses the run to another
+driver, and its write may then leave twice. The run marker written into the record lets
+the read-back find such a write.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Final
+
+from practiceflow.errors import PracticeflowError
+from practiceflow.state import StateStore
+from practiceflow.state.run_leases import RunLease
+
+__all__ = [
+    "HEARTBEAT",
+    "LEASE_TTL",
+    "HeldLease",
+    "RunDrivenElsewhere",
+    "hold_run",
+    "known_dead",
+]
+
+logger = logging.getLogger("practiceflow.runner")
+
+#: How long a lease lasts without a heartbeat.
+LEASE_TTL: Final = timedelta(seconds=60)
+#: Seconds between heartbeats (a few per lease, so one late heartbeat loses nothing).
+HEARTBEAT: Final = 10.0
+
+
+class RunDrivenElsewhere(PracticeflowError):
+    """Another live process drives the run (``runs retry`` of a run in flight)."""
+
+    kind = "transient"
+
+    def __init__(self, run_id: str, holder: str) -> None:
+        self.run_id = run_id
+        self.holder = holder
+        message = (
+            f"run {run_id} is being driven by another process ({holder}); "
+            "it is left to that process: look again when it ends (runs show)"
+        )
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class HeldLease:
+    """What :func:`hold_run` came to.
+
+    Attributes:
+        taken: whether this process holds the run's lease.
+        lease: the lease (this process's when ``taken``, else the live holder's).
+    """
+
+    taken: bool
+    lease: RunLease
+
+
+def _proc_stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name, or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    return text.rpartition(")")[2].split()
+
+
+def _pid_namespace() -> str:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def _this_process() -> tuple[str, str]:
+    """This process's host and identity (pid namespace and start time; empty when the
+    system does not say). Read each time: a forked child is another process."""
+    stat = _proc_stat("self")
+    started = stat[19] if stat and len(stat) > 19 else ""  # starttime: field 22
+    namespace = _pid_namespace()
+    return socket.gethostname(), f"{namespace}@{started}" if namespace and started else ""
+
+
+def known_dead(lease: RunLease) -> bool:
+    """Whether a lease's holder is certainly gone: a process of this host and pid
+    namespace whose id no longer runs, is a zombie, or started at another time (a reused
+    id). Anything it cannot tell (another host, no ``/proc``) is alive.
+
+    Args:
+        lease: the lease found.
+
+    Returns:
+        True only on positive evidence that its holder no longer runs.
+    """
+    host, identity = _this_process()
+    if lease.host != host or not identity or not lease.process:
+        return False
+    namespace, _, started = lease.process.partition("@")
+    if namespace != identity.partition("@")[0]:
+        return False
+    stat = _proc_stat(lease.pid)
+    if stat is None:
+        return True  # no such process in our namespace
+    return stat[0] == "Z" or (len(stat) > 19 and stat[19] != started)
+
+
+def _wanted(store: StateStore, run_id: str) -> RunLease:
+    host, identity = _this_process()
+    now = store.now()
+    owner = uuid.uuid4().hex
+    return RunLease(run_id, owner, host, os.getpid(), identity, now, now + LEASE_TTL)
+
+
+class _Keeper:
+    """The heartbeat of every lease this process holds on one store: one thread (so one
+    connection of the store), renewing each lease every :data:`HEARTBEAT` seconds while
+    any is held. A lost lease is logged; the run's next ``sent`` finds it lost and stops."""
+
+    def __init__(self, store: StateStore) -> None:
+        self.store = weakref.ref(store)  # the keepers' table must not keep a store alive
+        self.held: dict[str, RunLease] = {}  # owner token -> lease
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+    def add(self, lease: RunLease) -> None:
+        with self.lock:
+            self.held[lease.owner] = lease
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._beat, name="run-leases", daemon=True)
+                self.thread.start()
+
+    def remove(self, lease: RunLease) -> None:
+        with self.lock:
+            self.held.pop(lease.owner, None)
+
+    def _beat(self) -> None:
+        while True:
+            time.sleep(HEARTBEAT)
+            with self.lock:
+                leases = list(self.held.values())
+                if not leases:  # nothing held: the next lease starts a new thread
+                    self.thread = None
+                    return
+            for lease in leases:
+                self._renew(lease)
+
+    def _renew(self, lease: RunLease) -> None:
+        store = self.store()
+        if store is None:
+            return
+        try:
+            kept = store.renew_run_lease(lease.run_id, lease.owner, store.now() + LEASE_TTL)
+        except Exception as exc:  # the store refused a heartbeat: the next one may pass
+            logger.warning("run %s: lease heartbeat failed: %s", lease.run_id, exc)
+            return
+        if not kept:
+            logger.error("run %s: its lease was taken by another process", lease.run_id)
+            self.remove(lease)
+
+
+_keepers: weakref.WeakKeyDictionary[StateStore, _Keeper] = weakref.WeakKeyDictionary()
+_keepers_lock = threading.Lock()
+
+
+def _keeper(store: StateStore) -> _Keeper:
+    with _keepers_lock:
+        keeper = _keepers.get(store)
+        if keeper is None:
+            keeper = _keepers[store] = _Keeper(store)
+        return keeper
+
+
+@contextmanager
+def hold_run(store: StateStore, run_id: str) -> Iterator[HeldLease]:
+    """Hold a run's lease for the block, or learn who holds it.
+
+    Args:
+        store: the store holding the run.
+        run_id: the run.
+
+    Yields:
+        Whether the lease was taken, and the lease; a taken lease is renewed while the
+        block runs and given back when it ends.
+    """
+    wanted = _wanted(store, run_id)
+    found = store.take_run_lease(wanted, known_dead)
+    if found.owner != wanted.owner:
+        yield HeldLease(False, found)
+        return
+    keeper = _keeper(store)
+    keeper.add(wanted)
+    try:
+        yield HeldLease(True, wanted)
+    finally:
+        keeper.remove(wanted)
+        try:
+            store.release_run_lease(run_id, wanted.owner)
+        except Exception as exc:  # it lapses on its own; the run's outcome is committed
+            logger.warning("run %s: lease not given back (it lapses): %s", run_id, exc)
