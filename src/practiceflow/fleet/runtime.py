@@ -423,6 +423,12 @@ class Fleet:
             periodic_id="",
             configure_kwargs={"queueing_lock": "retry_stalled"},
         )
+        registry.register_task(
+            task=tasks[f"{NAMESPACE}:prune_jobs"],
+            cron="17 * * * *",
+            periodic_id="",
+            configure_kwargs={"queueing_lock": "prune_jobs"},
+        )
         # Ahead of the polls it queues: a busy queue must not delay the clock.
         registry.register_task(
             task=tasks[f"{NAMESPACE}:tick"],
