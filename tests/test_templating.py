@@ -65,7 +65,14 @@ def test_a_string_that_looks_like_a_number_stays_a_string():
 
 def test_a_method_is_not_data():
     with pytest.raises(TemplateError, match="renders a function"):
-        render("{{ input.items }}", input={"items": [1]})
+        render("{{ input.keys }}", input={"items": [1]})
+
+
+def test_a_key_comes_before_a_method_of_the_same_name():
+    # Every list action's output field is ``items``: ``steps.find.items[0]`` is its first row.
+    rows = [{"entityKey": "k1"}]
+    assert render("{{ input.items[0].entityKey }}", input={"items": rows}) == "k1"
+    assert render("{{ input.values | length }}", input={"values": [1, 2]}) == 2
 
 
 def test_templates_are_compiled_once_per_source():

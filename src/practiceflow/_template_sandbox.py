@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from jinja2 import StrictUndefined, nodes
@@ -55,6 +55,16 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
     pf_concat = staticmethod(bounds.concat)
     pf_compare = staticmethod(bounds.checked_compare)
     pf_charge_body = staticmethod(budget.charge_body)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        # A mapping's keys come before Python's attributes: ``steps.find.items`` is the
+        # list a search returned (every list action's output field), never ``dict.items``.
+        if isinstance(obj, Mapping):
+            try:
+                return obj[attribute]
+            except (KeyError, TypeError):
+                pass
+        return super().getattr(obj, attribute)
 
     def call_binop(self, context: Context, operator_: str, left: Any, right: Any) -> Any:
         checked = _BINOPS.get(operator_)

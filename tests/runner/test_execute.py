@@ -356,3 +356,51 @@ def test_a_secret_in_a_step_output_is_masked_in_the_journal_but_reaches_later_st
     database = (tmp_path / "state.db").read_bytes() + (tmp_path / "state.db-wal").read_bytes()
     for secret in secrets:
         assert secret.encode() not in database
+
+
+FIND_OR_CREATE = """\
+  - id: find
+    use: find_clients
+    with: {entityCode: "{{ trigger.ref }}"}
+  - id: create
+    use: create_client
+    if: "{{ steps.find.items | length == 0 }}"
+    with:
+      entityName: "{{ trigger.ref }} Pty Ltd"
+      entityType: Company
+      entityCode: "{{ trigger.ref }}"
+  - id: read
+    use: get_client
+    with:
+      entityKey: >-
+        {{ steps.find.items[0].entityKey if steps.find.items else steps.create.entityKey }}
+"""
+
+
+def test_find_or_create_pages_past_page_one_inside_a_recipe(
+    fast_sandbox: SandboxHandle,
+    client: Client,
+    registry: ModuleRegistry,
+    store: StateStore,
+    tmp_path: Path,
+):
+    entities = fast_sandbox.admin("GET", "/_admin/records/entities")
+    last = next(row for row in reversed(entities) if row.get("entityCode"))
+    assert entities.index(last) >= 100, "the seeded client must sit beyond the first page"
+    recipe = write_recipe(tmp_path, FIND_OR_CREATE)
+
+    _, found = _run(recipe, registry, store, client, {"ref": last["entityCode"]})
+    _, created = _run(recipe, registry, store, client, {"ref": "NEWCODE9"})
+
+    assert found.status == "succeeded", found
+    assert _statuses(store, found.run_id) == {
+        "find": "succeeded",
+        "create": "skipped",
+        "read": "succeeded",
+    }
+    (read,) = [s for s in store.get_steps(found.run_id) if s.step_id == "read"]
+    assert read.output["entityKey"] == last["entityKey"]
+    assert created.status == "succeeded", created
+    assert _statuses(store, created.run_id)["create"] == "succeeded"
+    codes = [row.get("entityCode") for row in fast_sandbox.admin("GET", "/_admin/records/entities")]
+    assert codes.count("NEWCODE9") == 1

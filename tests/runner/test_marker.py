@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from practiceflow.manifest import default_registry
 from practiceflow.runner.marker import add_marker, enabled, marker_for, marker_in
+
+ACTIONS = default_registry().actions
 
 
 def test_the_marker_is_stable_per_run_and_step_and_differs_between_them() -> None:
@@ -17,13 +20,16 @@ def test_the_marker_is_stable_per_run_and_step_and_differs_between_them() -> Non
 
 def test_the_marker_goes_into_the_free_field_and_keeps_the_callers_value() -> None:
     tag = marker_for("r", "s")
-    assert add_marker("create_bill", {"billDetails": "Fees"}, tag)["billDetails"] == f"Fees [{tag}]"
-    assert add_marker("create_bill", {"entityKey": "k"}, tag)["billDetails"] == f"[{tag}]"
-    assert add_marker("create_client", {"entityName": "A"}, tag)["externalSystemID"] == tag
+    assert (
+        add_marker(ACTIONS["create_bill"], {"billDetails": "Fees"}, tag)["billDetails"]
+        == f"Fees [{tag}]"
+    )
+    assert add_marker(ACTIONS["create_bill"], {"entityKey": "k"}, tag)["billDetails"] == f"[{tag}]"
+    assert add_marker(ACTIONS["create_client"], {"entityName": "A"}, tag)["externalSystemID"] == tag
     own = {"externalSystemID": "crm-1"}
-    assert add_marker("create_client", own, tag) == own
+    assert add_marker(ACTIONS["create_client"], own, tag) == own
     data = {"entityKey": "k"}
-    assert add_marker("send_eform", data, tag) is data
+    assert add_marker(ACTIONS["send_eform"], data, tag) is data
 
 
 def test_marker_false_on_the_recipe_or_a_step_turns_it_off() -> None:
@@ -38,7 +44,7 @@ def test_marker_false_on_the_recipe_or_a_step_turns_it_off() -> None:
 def test_a_bill_text_cut_short_by_the_service_keeps_the_marker_read_back_open() -> None:
     """The service may cut a long billDetails, the marker with it: a row holding a leading
     part of what was sent is no proof of absence (the write would be repeated)."""
-    from practiceflow.runner.reconcile import _bill_by_marker, _BillReader
+    from practiceflow.hooks.read_backs import _bill_by_marker, _BillReader
 
     tag = marker_for("run", "bill")
     sent = f"Onboarding services [{tag}]"

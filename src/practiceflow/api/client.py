@@ -12,6 +12,7 @@ status and duration; never headers, secrets or bodies.
 
 from __future__ import annotations
 
+import copy
 import json as jsonlib
 import logging
 import os
@@ -57,7 +58,7 @@ from practiceflow.errors import (
     TransportError,
 )
 
-__all__ = ["AUTH_VALIDATE_PATH", "ApiResponse", "Client", "Download"]
+__all__ = ["AUTH_VALIDATE_PATH", "ApiResponse", "Client", "Download", "RequestHooks"]
 
 logger = logging.getLogger("practiceflow.api")
 
@@ -75,6 +76,25 @@ class _Call:
     json: Any = field(repr=False)
     #: How it is sent (proxies, TLS verification, client certificate).
     settings: dict[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class RequestHooks:
+    """What a caller is told about each request a client sends (httpx's event hooks).
+
+    Attributes:
+        on_send: called with ``{"method", "path", "params", "json", "headers"}`` (as the
+            caller passed them) each time the rate budget has admitted a request,
+            immediately before it leaves (a retry calls it again; every page of a list
+            too). If it raises, nothing is sent and its exception is raised. The runner
+            journals a write's ``sent`` here.
+        on_refused: called when the API answered 429 (it did not act on the request),
+            before the budget pauses and the request waits to be sent again. The runner
+            journals a write back to ``pending`` here.
+    """
+
+    on_send: Callable[[dict[str, Any]], None] | None = None
+    on_refused: Callable[[], None] | None = None
 
 
 class Client:
@@ -166,6 +186,23 @@ class Client:
         self.retry = retry or RetryPolicy()
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not security
         self._utcnow = utcnow or utc_now
+        self._hooks = RequestHooks()
+
+    def hooked(self, hooks: RequestHooks) -> Self:
+        """The same client (settings, session, budget, retries) telling ``hooks`` about
+        each request it sends: every method (paging and downloads included) goes through
+        them, so no caller works with a thinner client than the real one.
+
+        Args:
+            hooks: what to call around each request.
+
+        Returns:
+            A client sharing this one's session and budget; closing it closes nothing.
+        """
+        twin = copy.copy(self)
+        twin._hooks = hooks
+        twin._owns_session = False
+        return twin
 
     # -- properties -------------------------------------------------------------------
 
@@ -281,8 +318,6 @@ class Client:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         headers: Mapping[str, str] | None = None,
-        on_send: Callable[[], None] | None = None,
-        on_refused: Callable[[], None] | None = None,
     ) -> ApiResponse:
         """Send one request (with retries where safe) and return the successful answer.
 
@@ -293,14 +328,6 @@ class Client:
                 booleans are sent as ``true``/``false``.
             json: JSON body (a pydantic model is dumped by alias).
             headers: extra headers (never credentials).
-            on_send: called each time the rate budget has admitted the request,
-                immediately before it leaves (a retry calls it again). Time spent waiting
-                for the budget comes before it; if it raises, nothing is sent and its
-                exception is raised. The runner journals a write's ``sent`` here.
-            on_refused: called when the API answered 429 (it did not act on the request),
-                before the budget pauses and the request waits to be sent again. The
-                runner journals a write back to ``pending`` here, so a wait after a 429 is
-                never journaled ``sent`` either.
 
         Returns:
             The :class:`ApiResponse`.
@@ -312,7 +339,14 @@ class Client:
             InDoubtError: a write may have been acted on (timeout, 5xx, lost connection).
         """
         call = self._build(method, path, params, json, headers, stream=False)
-        response = self._send_call(call, on_send, on_refused)
+        described = {
+            "method": call.method,
+            "path": path,
+            "params": params,
+            "json": json,
+            "headers": headers,
+        }
+        response = self._send_call(call, described)
         data, text = parse_body(response)
         return ApiResponse(response.status_code, response.headers, data, text)
 
@@ -445,7 +479,9 @@ class Client:
         attempt = 0
         while True:
             attempt += 1
-            response = self._send_call(self._build("GET", path, params, None, None, stream=True))
+            call = self._build("GET", path, params, None, None, stream=True)
+            described = {"method": "GET", "path": path, "params": params}
+            response = self._send_call(call, described)
             try:
                 return save_body(response, target)
             except requests.RequestException as exc:
@@ -487,14 +523,11 @@ class Client:
             raise ConfigError(message) from None
         return _Call(verb, path, prepared, body, dict(settings))
 
-    def _send_call(
-        self,
-        call: _Call,
-        on_send: Callable[[], None] | None = None,
-        on_refused: Callable[[], None] | None = None,
-    ) -> requests.Response:
-        """The send loop: budget, ``on_send``, send, retries where safe (the same request
-        each time); ``on_refused`` after a 429."""
+    def _send_call(self, call: _Call, described: dict[str, Any]) -> requests.Response:
+        """The send loop: budget, the ``on_send`` hook, send, retries where safe (the same
+        request each time); the ``on_refused`` hook after a 429."""
+        on_send = self._hooks.on_send
+        on_refused = self._hooks.on_refused
         verb = call.method
         where = log_path(call.path)
         read = is_read(verb)
@@ -504,7 +537,7 @@ class Client:
         while True:
             self._budget.acquire(verb, where, deadline)
             if on_send is not None:
-                on_send()
+                on_send(described)
             started = time.perf_counter()
             try:
                 response = self._session.send(

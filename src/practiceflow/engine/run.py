@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from practiceflow.api.client import RequestHooks
 from practiceflow.engine import extensions
 from practiceflow.engine.extensions import Answer
 from practiceflow.engine.masking import (
@@ -110,6 +111,7 @@ def run_action(
     dry_run: bool = False,
     registry: ModuleRegistry | None = None,
     show_personal: bool = False,
+    hooks: RequestHooks | None = None,
 ) -> ActionResult:
     """Run one action (see the module docstring for the order of events).
 
@@ -123,6 +125,8 @@ def run_action(
         show_personal: in a dry run, describe the request with the caller's own personal
             data unmasked (credentials stay masked). For a person's own terminal only:
             the runner never asks for it, so nothing unmasked reaches a journal or a log.
+        hooks: told about the action's own request(s) (every page of a list), not about
+            the reads its checks, hooks or read-back make; the runner journals through it.
 
     Returns:
         The result.
@@ -161,7 +165,8 @@ def run_action(
 
     described = _describe_sent(client, masked)
     try:
-        response = extensions.send(module, ctx, client, request)
+        sender = client if hooks is None else client.hooked(hooks)
+        response = extensions.send(module, ctx, sender, request)
         response = _completed(module, client, response)
     except PracticeflowError as exc:
         # Everything that shows this error (the CLI, logs, the journal, the console) shows

@@ -8,12 +8,14 @@ Registered here:
 
 * checks ``lead_settings_names`` (leads), ``entity_is_active_client`` and ``ledger_rules``
   (bills);
-* hook ``canonical_lead_names`` (leads).
+* hook ``canonical_lead_names`` (leads);
+* read-backs ``client_by_identifier``, ``bill_by_entity_date_total``, ``lead_is_active`` and
+  ``lead_by_email`` (:mod:`.read_backs`), that modules name in ``read_back.hook``.
 """
 
 from __future__ import annotations
 
-from practiceflow.hooks import bills, leads
+from practiceflow.hooks import bills, leads, read_backs
 from practiceflow.hooks.context import ActionContext, ClientLike, ResponseLike
 from practiceflow.hooks.registry import (
     CHECKS,
@@ -36,6 +38,7 @@ __all__ = [
     "get_check",
     "get_hook",
     "leads",
+    "read_backs",
     "register_check",
     "register_hook",
 ]

@@ -14,6 +14,9 @@ from practiceflow.errors import BugError, Issue
 from practiceflow.manifest.yamlpos import JsonPath, format_path
 
 if TYPE_CHECKING:
+    from typing import Self
+
+    from practiceflow.api.client import RequestHooks
     from practiceflow.manifest.models import ActionModule
 
 __all__ = ["ActionContext", "ClientLike", "ResponseLike"]
@@ -62,6 +65,10 @@ class ClientLike(Protocol):
         headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Describe the exact request that would be sent, secrets masked."""
+
+    def hooked(self, hooks: RequestHooks) -> Self:
+        """The same client, telling ``hooks`` about each request it sends (the seam the
+        runner journals through; see :meth:`practiceflow.api.Client.hooked`)."""
 
 
 @dataclass

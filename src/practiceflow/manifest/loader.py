@@ -24,6 +24,7 @@ from practiceflow.manifest.models import (
     ActionModule,
     Module,
     OutputSpec,
+    ReadBackSpec,
     Recipe,
     RecipeStep,
     RequestSpec,
@@ -219,6 +220,21 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         issues += lint.check_names(
             data.get("hook"), hooks.HOOKS, what="hook", at=("hook",), file=file, located=located
         )
+    read_back = _as_dict(data.get("read_back"))
+    if read_back:
+        issues += lint.check_names(
+            read_back.get("hook"),
+            hooks.read_backs.READ_BACKS,
+            what="read-back",
+            at=("read_back", "hook"),
+            file=file,
+            located=located,
+        )
+        marked = _as_dict(read_back.get("marker")).get("field")
+        if marked is not None and marked not in fields:
+            where = located.where(("read_back", "marker", "field"))
+            message = f"got {marked!r}; the marker's field must be an input field: {fields}"
+            issues.append(Issue(file, *where, "read_back.marker.field", message))
     if issues:
         raise ManifestError(issues)
 
@@ -257,6 +273,18 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         secret_paths=lint.pii_paths(output_schema, marker="x-secret"),
         extensions=extensions,
         choices=choice_fields(input_schema),
+        read_back=_read_back(read_back),
+    )
+
+
+def _read_back(data: Mapping[str, Any]) -> ReadBackSpec | None:
+    if not data:
+        return None
+    marker = _as_dict(data.get("marker"))
+    return ReadBackSpec(
+        hook=str(data["hook"]),
+        marker_field=marker.get("field"),
+        marker_placement=str(marker.get("placement", "when_empty")),
     )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "ActionModule",
     "Module",
     "OutputSpec",
+    "ReadBackSpec",
     "Recipe",
     "RecipeStep",
     "RequestSpec",
@@ -72,6 +73,23 @@ class OutputSpec:
         return any("headers" in template.names for template in iter_templates(self.map))
 
 
+@dataclass(frozen=True)
+class ReadBackSpec:
+    """How an in-doubt write of the action is looked for (``read_back`` in its YAML).
+
+    Attributes:
+        hook: the named read-back (:mod:`practiceflow.hooks.read_backs`).
+        marker_field: the input field that carries the run marker, if the API keeps one.
+        marker_placement: ``when_empty`` (the marker fills the field only when the recipe
+            leaves it empty: the caller's own value is looked for instead) or ``append``
+            (added in brackets after the caller's text).
+    """
+
+    hook: str
+    marker_field: str | None = None
+    marker_placement: str = "when_empty"
+
+
 @dataclass(frozen=True, eq=False)
 class ActionModule:
     """A loaded action module (see ``manifests/action.schema.json`` for every field).
@@ -97,6 +115,7 @@ class ActionModule:
         secret_paths: JSON paths of output fields marked ``x-secret``.
         extensions: the optional ``list``, ``download`` and ``warn_if`` sections.
         choices: input fields whose choices a list action reads (``x-choices``), by path.
+        read_back: how an in-doubt write is looked for; None: a person decides.
     """
 
     key: str
@@ -119,6 +138,7 @@ class ActionModule:
     secret_paths: frozenset[tuple[str, ...]] = frozenset()
     extensions: Extensions = field(default_factory=Extensions)
     choices: Mapping[FieldPath, ChoiceSource] = field(default_factory=dict)
+    read_back: ReadBackSpec | None = None
 
     @property
     def required(self) -> tuple[str, ...]:

@@ -164,6 +164,58 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions) of two short words."""
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other))
+            )
+        previous = current
+    return previous[-1]
+
+
+def near_misses(schema: Any, data: Any, path: JsonPath = ()) -> list[tuple[JsonPath, str]]:
+    """Unknown keys within two edits of a declared one, where the schema allows
+    extra keys (``mutte`` beside ``mute``): a typo there would otherwise be sent as is.
+
+    Args:
+        schema: an input schema (its ``properties``, nested objects and array items).
+        data: the input.
+        path: where ``data`` sits.
+
+    Returns:
+        ``(path of the key, message)`` for each near miss.
+    """
+    found: list[tuple[JsonPath, str]] = []
+    if not isinstance(schema, Mapping):
+        return found
+    if isinstance(data, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(data):
+            found.extend(near_misses(schema["items"], item, (*path, index)))
+        return found
+    declared = schema.get("properties")
+    if not isinstance(data, Mapping) or not isinstance(declared, Mapping):
+        return found
+    for key, value in data.items():
+        if key in declared:
+            found.extend(near_misses(declared[key], value, (*path, key)))
+            continue
+        if schema.get("additionalProperties") is False or not isinstance(key, str):
+            continue  # the schema itself refuses it, with its own message
+        # Two edits for longer names, one for names of up to four letters (``code`` and
+        # ``mode`` are both real words; ``mutte`` is a typo of ``mute``).
+        close = sorted(
+            (_edits(key.lower(), name.lower()), name) for name in declared if len(name) > 2
+        )
+        if close and close[0][0] <= (1 if len(close[0][1]) <= 4 else 2):
+            message = f"unknown field {key!r}; did you mean {close[0][1]!r}?"
+            found.append(((*path, key), message))
+    return found
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, Mapping):
         return "a mapping"
@@ -220,6 +272,10 @@ def issues_for(
         The issues; empty when the data is valid.
     """
     issues: list[Issue] = []
+    for path, message in near_misses(validator.schema, data):
+        full = (*prefix, *path)
+        line, column = located.where(full, key=True) if located is not None else (0, 0)
+        issues.append(Issue(file, line, column, format_path(full), message))
     for error in validator.iter_errors(data):
         masked = redact is not None and redact((*prefix, *error.absolute_path))
         for path, message, key_path in _explain(error, masked):

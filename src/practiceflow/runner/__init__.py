@@ -32,13 +32,13 @@ from practiceflow.runner.execute import RECONCILER, Runner, RunOutcome, run_shar
 from practiceflow.runner.journal import RunJournal
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep, local_step
 from practiceflow.runner.priorities import Priority, PriorityBudget, current_priority, priority
-from practiceflow.runner.reconcile import RECONCILERS, Verdict, reconcile, register_reconciler
+from practiceflow.runner.reconcile import READ_BACKS, Verdict, reconcile, register_read_back
 from practiceflow.runner.validate import StepAction, ValidRecipe, validate_recipe
 
 __all__ = [
     "LOCAL_STEPS",
+    "READ_BACKS",
     "RECONCILER",
-    "RECONCILERS",
     "DryStep",
     "LocalStep",
     "Priority",
@@ -56,7 +56,7 @@ __all__ = [
     "local_step",
     "priority",
     "reconcile",
-    "register_reconciler",
+    "register_read_back",
     "run_shared",
     "validate_recipe",
 ]

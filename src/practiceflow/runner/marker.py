@@ -5,10 +5,11 @@ run and the step (``pf-`` and ten hex digits, the same every time the step is re
 it, so that an in-doubt write can be recognised for certain when it is read back
 (:mod:`practiceflow.runner.reconcile`):
 
-* ``create_client``: ``externalSystemID`` (stored and returned on list and load, spec 2.1),
-  only when the recipe leaves it empty: the caller's own identifier already names the client;
-* ``create_bill``: ``billDetails`` (the bill's free text, spec 2.4): the marker is added in
-  brackets after the recipe's text, ``Onboarding services [pf-3f9a0c1d2e]``.
+The field is declared by the action module (``read_back.marker``): ``field`` and a
+``placement``, ``when_empty`` (``create_client``'s ``externalSystemID``: only when the recipe
+leaves it empty, the caller's own identifier already names the client) or ``append``
+(``create_bill``'s ``billDetails``: in brackets after the recipe's text,
+``Onboarding services [pf-3f9a0c1d2e]``).
 
 It is on by default and visible in the practice's records; ``marker: false`` at the top of a
 recipe, or on one step, turns it off (then only the other evidence rules apply).
@@ -17,19 +18,13 @@ recipe, or on one step, turns it off (then only the other evidence rules apply).
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
-__all__ = ["MARKED", "add_marker", "enabled", "marker_for", "marker_in"]
+from practiceflow.hooks.read_backs import marker_in
+from practiceflow.manifest import ActionModule
 
-#: Action key -> the field that carries the marker.
-MARKED: Final[Mapping[str, str]] = {
-    "create_client": "externalSystemID",
-    "create_bill": "billDetails",
-}
-
-_PATTERN: Final = re.compile(r"\bpf-[0-9a-f]{10}\b")
+__all__ = ["add_marker", "enabled", "marker_for", "marker_in"]
 
 
 def marker_for(run_id: str, step_id: str) -> str:
@@ -47,22 +42,16 @@ def enabled(raw_recipe: Mapping[str, Any], step_id: str) -> bool:
     return raw_recipe.get("marker") is not False
 
 
-def add_marker(action_key: str, data: Any, marker: str) -> Any:
-    """The step's input with the marker in the action's free field (unchanged otherwise)."""
-    name = MARKED.get(action_key)
-    if name is None or not isinstance(data, Mapping):
+def add_marker(action: ActionModule, data: Any, marker: str) -> Any:
+    """The step's input with the marker in the action's declared free field (unchanged
+    when it declares none)."""
+    declared = action.read_back
+    name = declared.marker_field if declared is not None else None
+    if declared is None or name is None or not isinstance(data, Mapping):
         return data
     current = data.get(name)
-    if name == "externalSystemID":
+    if declared.marker_placement == "when_empty":
         return data if current else {**data, name: marker}
     if isinstance(current, str) and current.strip():
         return {**data, name: f"{current} [{marker}]"}
     return {**data, name: f"[{marker}]"}
-
-
-def marker_in(value: Any) -> str | None:
-    """The marker a free field's value carries, if any."""
-    if not isinstance(value, str):
-        return None
-    found = _PATTERN.search(value)
-    return found.group(0) if found else None

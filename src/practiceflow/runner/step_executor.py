@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from practiceflow.api.client import Client
+from practiceflow.api.client import RequestHooks
 from practiceflow.engine import run_action
 from practiceflow.engine.masking import (
     mask_input,
@@ -38,7 +38,7 @@ from practiceflow.errors import (
     TransportError,
 )
 from practiceflow.hooks import ClientLike
-from practiceflow.manifest import RecipeStep
+from practiceflow.manifest import ActionModule, RecipeStep
 from practiceflow.manifest.lint import pii_paths
 from practiceflow.runner import marker
 from practiceflow.runner.context import build_context, iteration_id
@@ -105,77 +105,6 @@ class RunContext:
     trigger: Any
     now: datetime
     outputs: dict[str, Any] = field(default_factory=dict)
-
-
-class _StepClient:
-    """The client as the engine sees it for one step: the step's own request calls
-    ``on_send`` once the rate budget has admitted it, immediately before it leaves.
-
-    With practiceflow's :class:`~practiceflow.api.Client` this is its ``on_send`` seam;
-    another client (a test double, say) cannot say when its budget admits a request, so
-    ``on_send`` is called just before it is asked to send. Reads made by an action's
-    checks (``get``) pass straight through: they are not the step's request.
-    """
-
-    def __init__(
-        self,
-        inner: ClientLike,
-        on_send: Callable[[dict[str, Any]], None],
-        on_refused: Callable[[], None],
-    ) -> None:
-        self._inner = inner
-        self._on_send = on_send
-        self._on_refused = on_refused
-        self.sent = False
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Any:
-        described = {
-            "method": method,
-            "path": path,
-            "params": params,
-            "json": json,
-            "headers": headers,
-        }
-
-        def admitted() -> None:
-            self._on_send(described)
-            self.sent = True
-
-        inner = self._inner
-        if isinstance(inner, Client):
-            return inner.request(
-                method,
-                path,
-                params=params,
-                json=json,
-                headers=headers,
-                on_send=admitted,
-                on_refused=self._on_refused,
-            )
-        admitted()
-        return inner.request(method, path, params=params, json=json, headers=headers)
-
-    def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
-        return self._inner.get(path, params=params)
-
-    def describe_request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> dict[str, Any]:
-        return self._inner.describe_request(method, path, params=params, json=json, headers=headers)
 
 
 class _Write:
@@ -364,8 +293,8 @@ class StepExecutor:
             if status in ("sent", "in_doubt"):  # cannot happen: the same inputs rendered before
                 return StepResult("held", None, {"step": sid, **error})
             return self._fail_render(sid, status, error)
-        if action.needs_write and marker.enabled(self.recipe.recipe.raw, step.id):
-            data = marker.add_marker(action.key, data, marker.marker_for(self.run_id, sid))
+        if isinstance(action, ActionModule) and marker.enabled(self.recipe.recipe.raw, step.id):
+            data = marker.add_marker(action, data, marker.marker_for(self.run_id, sid))
         if status == "sent" and action.needs_write:
             error = {"reason": "found 'sent' with no answer when the run resumed"}
             self.journal.outcome(sid, StepChange.to_in_doubt(error))
@@ -402,7 +331,11 @@ class StepExecutor:
         run_id = self.run_id
         record = store.get_step(run_id, sid)
         sent_at = (record.sent_at if record else None) or store.now()
-        verdict = reconcile(action.key, self.client, data, sent_at)
+        verdict = (
+            reconcile(action, self.client, data, sent_at)
+            if isinstance(action, ActionModule)
+            else Verdict("unknown", f"{action.key!r} is a local step; a person decides")
+        )
         pf = {"run": run_id, "step": sid, "status": "in_doubt", "verdict": verdict.outcome}
         logger.warning("run %s step %s in doubt: %s", run_id, sid, verdict.note, extra={"pf": pf})
         if verdict.outcome == "found":
@@ -431,11 +364,14 @@ class StepExecutor:
             else _Read(self.journal, sid, entry, status)
         )
 
+        sent: list[bool] = []
+
         def on_send(request: dict[str, Any]) -> None:
-            if request:
+            if request and "request" not in entry:  # a list's first page, a write's one
                 entry["request"] = mask_request(request, data, action.pii_paths)
             self._point(f"pending:{sid}")  # rendered and admitted; nothing journaled yet
             kind.sending()
+            sent.append(True)
             self._point(f"sent:{sid}")
 
         if isinstance(action, LocalStep):
@@ -451,10 +387,10 @@ class StepExecutor:
         retry = step.retry or {}
         attempts = 1 if action.needs_write else int(retry.get("attempts", 1))
         backoff = float(retry.get("backoff", 1.0))
+        hooks = RequestHooks(on_send=on_send, on_refused=kind.refused)
         for attempt in range(1, attempts + 1):
-            client = _StepClient(self.client, on_send, kind.refused)
             try:
-                result = run_action(action, data, client)
+                result = run_action(action, data, self.client, hooks=hooks)
             except InDoubtError as exc:
                 kind.outcome(StepChange.to_in_doubt(error_json(exc)))
                 self._point(f"in_doubt:{sid}")
@@ -466,7 +402,7 @@ class StepExecutor:
                     continue
                 return self._failed(kind, sid, error_json(exc))
             except PracticeflowError as exc:
-                if client.sent and action.needs_write and not isinstance(exc, ApiError):
+                if sent and action.needs_write and not isinstance(exc, ApiError):
                     # The write was answered but the answer could not be used: it happened.
                     self.journal.outcome(sid, StepChange.to_in_doubt(error_json(exc)))
                     return StepResult("held", None, {"step": sid, **error_json(exc)})

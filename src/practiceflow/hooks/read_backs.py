@@ -1,0 +1,451 @@
+"""The named read-backs that action modules declare (``read_back.hook``), and the run
+marker's shape: how an in-doubt write is looked for, by endpoint.
+
+A read-back is given the client, the step's input (rendered again exactly as it was sent,
+the run marker included) and when the step was marked ``sent``, and returns a
+:class:`Verdict`: ``found`` (the write happened: the found record becomes the step's
+output), ``absent`` (it certainly did not: the step is sent again) or ``unknown`` (a person
+decides). "absent" needs positive evidence, a list that would show the record and does not;
+whatever a read-back cannot prove is ``unknown``. Fields are read in any letter case and
+extra fields are ignored.
+
+Registered here (spec sections named):
+
+* ``client_by_identifier`` (``create_client``): a client created with ``externalSystemID``
+  (else ``entityCode``) is found in ``GET /api/v1/entities?lastUpdated=`` from shortly
+  before it was sent (2.1, 4.1); "absent" only when every row listed carries that field,
+  and, for a client created as a lead, ``GET /api/v1/leads`` (leads may be listed there
+  only) shows no such lead either;
+* ``bill_by_entity_date_total`` (``create_bill``): the bill carrying the run's marker in
+  ``billDetails`` among every bill of the date range; else a bill for the same client
+  (``entityKey``, else the client's ``entityID``) with the same bill date and a total the
+  server could have computed (either tax field winning, rounding per line or on totals),
+  created after it was sent, in ``GET /api/v1/bills/list?startDate&endDate`` (2.4, 4.2;
+  ``endDate`` one day past, as it may be exclusive); a list row lacking the client or
+  ``createdOn`` is completed from ``GET /api/v1/bills/{id}``; any bill of the client it
+  cannot rule out keeps it unknown;
+* ``lead_is_active`` (``convert_lead``): the entity is ``Active`` (found) or still a
+  ``Lead`` (absent) in ``GET /api/v1/entities/{key}`` (3);
+* ``lead_by_email`` (``create_lead``): a lead is an entity whose status is Lead (1, 2.3), so
+  one created with an ``email`` is found by that email among the Lead rows of
+  ``GET /api/v1/entities?lastUpdated=`` from shortly before it was sent, else in
+  ``GET /api/v1/leads``; "absent" only when both lists were read and every row carries an
+  email.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Final, Literal
+
+from practiceflow.errors import BugError, NotFoundError
+from practiceflow.hooks import tolerant
+from practiceflow.hooks.context import ClientLike
+from practiceflow.templating import filter_pathseg
+
+__all__ = [
+    "READ_BACKS",
+    "WINDOW",
+    "ReadBack",
+    "Verdict",
+    "marker_in",
+    "register_read_back",
+]
+
+logger = logging.getLogger("practiceflow.runner")
+
+#: How far before the ``sent`` time a read-back looks (clock skew between us and the API).
+WINDOW = timedelta(minutes=10)
+
+Outcome = Literal["found", "absent", "unknown"]
+
+_MARKER: Final = re.compile(r"\bpf-[0-9a-f]{10}\b")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a read-back found.
+
+    Attributes:
+        outcome: ``found``, ``absent`` or ``unknown`` (see the module docstring).
+        note: what was looked for and what was seen, for the journal.
+        output: with ``found``, the step's output.
+    """
+
+    outcome: Outcome
+    note: str
+    output: dict[str, Any] = field(default_factory=dict)
+
+
+ReadBack = Callable[[ClientLike, Mapping[str, Any], datetime], Verdict]
+
+READ_BACKS: dict[str, ReadBack] = {}
+
+
+def register_read_back(name: str) -> Callable[[ReadBack], ReadBack]:
+    """Register a read-back under the name modules use in ``read_back.hook`` (decorator).
+
+    Args:
+        name: the name.
+
+    Returns:
+        The decorator; the function is registered unchanged.
+
+    Raises:
+        BugError: the name is registered twice.
+    """
+
+    def register(func: ReadBack) -> ReadBack:
+        if name in READ_BACKS:
+            message = f"read-back {name!r} is registered twice"
+            raise BugError(message)
+        READ_BACKS[name] = func
+        return func
+
+    return register
+
+
+def marker_in(value: Any) -> str | None:
+    """The run marker (``pf-`` and ten hex digits) a free field's value carries, if any."""
+    if not isinstance(value, str):
+        return None
+    found = _MARKER.search(value)
+    return found.group(0) if found else None
+
+
+def _since(sent_at: datetime) -> datetime:
+    since = sent_at.astimezone(UTC) - WINDOW
+    return min(since, datetime.now(UTC) - timedelta(seconds=1))
+
+
+def _value(row: Any, name: str) -> Any:
+    return tolerant.field(row, name)[1]
+
+
+@register_read_back("client_by_identifier")
+def _client_by_identifier(
+    client: ClientLike, data: Mapping[str, Any], sent_at: datetime
+) -> Verdict:
+    field_name = "externalSystemID" if data.get("externalSystemID") else "entityCode"
+    wanted = data.get(field_name)
+    if not wanted:
+        note = "no externalSystemID or entityCode was sent, so the new client cannot be found"
+        return Verdict("unknown", note)
+    since = _since(sent_at)
+    rows = [
+        row
+        for row in _all_rows(client, "/api/v1/entities", {"lastUpdated": since}, None)
+        if isinstance(row, Mapping)
+    ]
+    matches = [row for row in rows if _value(row, field_name) == wanted]
+    where = f"GET /api/v1/entities?lastUpdated={since.isoformat()} by {field_name}"
+    if marker_in(wanted) == wanted:  # the run's marker, not the caller's own identifier
+        where += f" (marker {wanted})"
+    if len(matches) == 1:
+        row = dict(matches[0])
+        return Verdict("found", f"{where}: found {_value(row, 'entityKey')}", row)
+    if matches:
+        keys = [_value(row, "entityKey") for row in matches]
+        note = f"{where}: {len(matches)} clients match ({keys}); a person decides"
+        return Verdict("unknown", note)
+    # Absence proves nothing unless every row could have shown the field, and the new
+    # record would be listed at all (leads may be listed only under /leads).
+    blind = sum(1 for row in rows if not tolerant.field(row, field_name)[0])
+    if blind:
+        note = f"{where}: {blind} rows do not carry {field_name}; cannot tell, a person decides"
+        return Verdict("unknown", note)
+    if str(data.get("clientStatus") or "").strip().lower() == "lead":
+        return _lead_client_in_leads(client, data, since, field_name, where)
+    return Verdict("absent", f"{where}: no client was created")
+
+
+def _lead_client_in_leads(
+    client: ClientLike, data: Mapping[str, Any], since: datetime, field_name: str, where: str
+) -> Verdict:
+    """A client created as a lead may be listed only under ``/leads``: look there by the
+    identifier when its rows carry it, else by name among the rows changed since."""
+    where = f"{where}, then GET /api/v1/leads"
+    rows = [
+        row
+        for row in _all_rows(client, "/api/v1/leads", {"lastUpdated": since}, 100)
+        if isinstance(row, Mapping)
+    ]
+    if rows and all(tolerant.field(row, field_name)[0] for row in rows):
+        matches = [row for row in rows if _value(row, field_name) == data.get(field_name)]
+    else:
+        wanted = str(data.get("entityName") or "").strip().lower()
+        recent = [row for row in rows if _changed_since(row, since)]
+        if not wanted or any(not tolerant.field(row, "entityName")[0] for row in recent):
+            return Verdict("unknown", f"{where}: the lead rows cannot tell; a person decides")
+        if any(_name(row) == wanted for row in recent):
+            # A name is no identifier: a lead of that name proves nothing either way.
+            note = f"{where}: a lead of that name was created since; a person decides"
+            return Verdict("unknown", note)
+        matches = []
+    if len(matches) == 1:
+        row = dict(matches[0])
+        return Verdict("found", f"{where}: found {_value(row, 'entityKey')}", row)
+    if matches:
+        return Verdict("unknown", f"{where}: {len(matches)} leads match; a person decides")
+    return Verdict("absent", f"{where}: no client or lead was created")
+
+
+def _name(row: Mapping[str, Any]) -> str:
+    return str(_value(row, "entityName") or "").strip().lower()
+
+
+def _changed_since(row: Mapping[str, Any], since: datetime) -> bool:
+    """Whether a row changed at or after ``since``; a row without a time may have."""
+    text = _value(row, "lastUpdated")
+    if not isinstance(text, str):
+        return True
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) >= since
+
+
+def _line_totals(line: Mapping[str, Any]) -> set[float]:
+    """Every total a server could give one line: either tax field may win when both
+    are sent, and amounts may be rounded to cents per line or not."""
+    amount = float(line.get("amount", 0))
+    taxes: list[float] = []
+    if line.get("taxAmount") is not None:
+        taxes.append(float(line["taxAmount"]))
+    if line.get("taxPercent") is not None:
+        taxes.append(amount * float(line["taxPercent"]) / 100)
+        taxes.append(round(round(amount, 2) * float(line["taxPercent"]) / 100, 2))
+    if not taxes:
+        taxes.append(0.0)
+    totals = {amount + tax for tax in taxes}
+    totals |= {round(amount, 2) + round(tax, 2) for tax in taxes}
+    return totals
+
+
+def _bill_totals(lines: list[Any]) -> set[float]:
+    """The plausible bill totals (sums over the lines' plausible totals, in cents)."""
+    sums = {0.0}
+    for line in lines:
+        if isinstance(line, Mapping):
+            sums = {round(a + b, 6) for a in sums for b in _line_totals(line)}
+            if len(sums) > 256:  # many lines: keep the spread, not every combination
+                sums = {min(sums), max(sums)}
+    return {round(value, 2) for value in sums}
+
+
+def _created(row: Mapping[str, Any]) -> datetime | None:
+    text = _value(row, "createdOn")
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+class _BillReader:
+    """Reads what a bill list row leaves out: the bill itself, the client's entityID."""
+
+    def __init__(self, client: ClientLike, entity_key: str) -> None:
+        self.client = client
+        self.entity_key = entity_key
+        self._entity_id: Any = None
+        self._entity_read = False
+
+    def complete(self, row: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
+        wanted = names or ("entityKey", "createdOn")
+        if all(tolerant.field(row, name)[0] for name in wanted):
+            return row
+        bill_id = _value(row, "billingID")
+        if bill_id is None:
+            return row
+        detail = self.client.get(f"/api/v1/bills/{filter_pathseg(str(bill_id))}")
+        return {**row, **detail} if isinstance(detail, Mapping) else row
+
+    def entity_id(self) -> Any:
+        if not self._entity_read:
+            self._entity_read = True
+            path = f"/api/v1/entities/{filter_pathseg(self.entity_key)}"
+            self._entity_id = _value(self.client.get(path), "entityID")
+        return self._entity_id
+
+    def ours(self, row: Mapping[str, Any]) -> bool | None:
+        """Whether the row is a bill of our client; None when it cannot tell."""
+        has_key, key = tolerant.field(row, "entityKey")
+        if has_key and key is not None:
+            return str(key) == self.entity_key
+        has_id, entity_id = tolerant.field(row, "entityID")
+        if has_id and entity_id is not None and self.entity_id() is not None:
+            return str(entity_id) == str(self.entity_id())
+        return None
+
+
+@register_read_back("bill_by_entity_date_total")
+def _bill_by_entity_date_total(
+    client: ClientLike, data: Mapping[str, Any], sent_at: datetime
+) -> Verdict:
+    key = str(data.get("entityKey") or "")
+    lines = data.get("lineItems") or []
+    totals = _bill_totals(list(lines))
+    bill_date = str(data["billDate"]) if data.get("billDate") else None
+    if bill_date is not None:
+        start = date.fromisoformat(bill_date)
+        end = start + timedelta(days=1)  # endDate may be exclusive: one day past
+    else:  # the server dates it "today" in its own clock: look a day either side
+        start = (sent_at - timedelta(days=1)).date()
+        end = (sent_at + timedelta(days=2)).date()
+    params = {"startDate": start.isoformat(), "endDate": end.isoformat()}
+    since = sent_at.astimezone(UTC) - WINDOW
+    reader = _BillReader(client, key)
+    listed_rows = [row for row in _all_rows(client, "/api/v1/bills/list", params, 100)]
+    tag = marker_in(data.get("billDetails"))
+    if tag is not None:
+        sent = str(data.get("billDetails"))
+        by_marker = _bill_by_marker(reader, listed_rows, tag, f"{start}..{end}", sent)
+        if by_marker is not None:
+            return by_marker
+    matches: list[dict[str, Any]] = []
+    doubts: list[str] = []
+    for listed in listed_rows:
+        if not isinstance(listed, Mapping):
+            continue
+        row = reader.complete(listed)
+        bill_id = _value(row, "billingID")
+        ours = reader.ours(row)
+        if ours is False:
+            continue
+        if ours is None:
+            doubts.append(f"bill {bill_id} names no client we can compare")
+            continue
+        if bill_date is not None and _value(row, "billDate") not in (None, bill_date):
+            continue
+        created = _created(row)
+        if created is not None and created < since:
+            continue
+        total = _value(row, "billTotal")
+        if isinstance(total, int | float) and not any(abs(total - t) <= 0.005 for t in totals):
+            doubts.append(f"bill {bill_id} of this client has total {total}")
+            continue
+        if created is None:
+            doubts.append(f"bill {bill_id} carries no createdOn")
+            continue
+        matches.append(dict(row))
+    shown = "/".join(f"{t:.2f}" for t in sorted(totals))
+    where = f"GET /api/v1/bills/list {start}..{end}: entity {key}, total {shown}"
+    if len(matches) == 1 and not doubts:
+        found = matches[0]
+        return Verdict("found", f"{where}: found bill {_value(found, 'billingID')}", found)
+    if not matches and not doubts:
+        return Verdict("absent", f"{where}: no such bill was created")
+    ids = [_value(row, "billingID") for row in matches]
+    note = f"{where}: {len(matches)} bills match ({ids}); cannot tell ({'; '.join(doubts)})"
+    return Verdict("unknown", note + "; a person decides")
+
+
+def _bill_by_marker(
+    reader: _BillReader, listed_rows: list[Any], tag: str, span: str, sent: str
+) -> Verdict | None:
+    """Look for the run's marker in ``billDetails``; None when that cannot settle it.
+
+    A row whose ``billDetails`` is a leading part of what was sent (the service may cut a
+    long text, the marker with it) is no evidence either way: it keeps the verdict open.
+    """
+    where = f"GET /api/v1/bills/list {span}: billDetails with marker {tag}"
+    hits: list[dict[str, Any]] = []
+    blind = 0
+    for listed in listed_rows:
+        if not isinstance(listed, Mapping):
+            blind += 1
+            continue
+        row = reader.complete(listed, "billDetails")
+        has, text = tolerant.field(row, "billDetails")
+        if not has:
+            blind += 1
+        elif marker_in(text) == tag:
+            hits.append(dict(row))
+        elif isinstance(text, str) and text and sent.startswith(text):
+            blind += 1  # our text, perhaps cut short: the marker may have been cut off
+    if len(hits) == 1:
+        return Verdict("found", f"{where}: found bill {_value(hits[0], 'billingID')}", hits[0])
+    if not hits and not blind:
+        return Verdict("absent", f"{where}: every bill read, none carries it")
+    return None
+
+
+@register_read_back("lead_is_active")
+def _lead_is_active(client: ClientLike, data: Mapping[str, Any], sent_at: datetime) -> Verdict:
+    del sent_at
+    key = str(data.get("entityKey", ""))
+    where = f"GET /api/v1/entities/{key}"
+    try:
+        entity = client.get(f"/api/v1/entities/{filter_pathseg(key)}")
+    except NotFoundError:
+        return Verdict("unknown", f"{where}: not found; a person decides")
+    status = tolerant.entity_status(entity)
+    if status is not None and status.strip().lower() == "active":
+        return Verdict(
+            "found", f"{where}: the entity is Active", {"entityKey": key, "status": "Active"}
+        )
+    if status is not None and status.strip().lower() == "lead":
+        return Verdict("absent", f"{where}: the entity is still a Lead")
+    return Verdict("unknown", f"{where}: status {status!r} does not tell")
+
+
+def _email(row: Mapping[str, Any]) -> str:
+    return str(_value(row, "email") or "").strip().lower()
+
+
+@register_read_back("lead_by_email")
+def _lead_by_email(client: ClientLike, data: Mapping[str, Any], sent_at: datetime) -> Verdict:
+    wanted = str(data.get("email") or "").strip().lower()
+    if not wanted:
+        return Verdict("unknown", "no email was sent, so the new lead cannot be found")
+    since = _since(sent_at)
+    # The email is personal data: notes name the field, never its value.
+    where = f"GET /api/v1/entities?lastUpdated={since.isoformat()}: Lead rows by email"
+    rows = [
+        row
+        for row in _all_rows(client, "/api/v1/entities", {"lastUpdated": since}, None)
+        if isinstance(row, Mapping)
+    ]
+    matches = [
+        row
+        for row in rows
+        if _email(row) == wanted and (tolerant.entity_status(row) or "").strip().lower() == "lead"
+    ]
+    if not matches:
+        # Leads may be listed only under /leads (its shape is guessed): look there too,
+        # and conclude "absent" only when both lists could show the lead and neither does.
+        where = f"{where}, then GET /api/v1/leads by email"
+        leads = [
+            row
+            for row in _all_rows(client, "/api/v1/leads", {"lastUpdated": since}, 100)
+            if isinstance(row, Mapping)
+        ]
+        matches = [row for row in leads if _email(row) == wanted]
+        rows = rows + leads
+    if len(matches) == 1:
+        row = dict(matches[0])
+        return Verdict("found", f"{where}: found {_value(row, 'entityKey')}", row)
+    if matches:
+        keys = [_value(row, "entityKey") for row in matches]
+        note = f"{where}: {len(matches)} leads match ({keys}); a person decides"
+        return Verdict("unknown", note)
+    if any(not tolerant.field(row, "email")[0] for row in rows):
+        return Verdict("unknown", f"{where}: some rows carry no email; a person decides")
+    return Verdict("absent", f"{where}: no lead was created")
+
+
+def _all_rows(
+    client: ClientLike, path: str, params: Mapping[str, Any], page_size: int | None
+) -> list[Any]:
+    paginate = getattr(client, "paginate", None)
+    if callable(paginate):
+        return list(paginate(path, params=params, page_size=page_size))
+    return tolerant.rows(client.get(path, params=params))
