@@ -50,7 +50,7 @@ from typing import Any, Final
 from practiceflow.api import Client
 from practiceflow.api.paging import MAX_PAGE_NUMBER, extract_items
 from practiceflow.errors import ConfigError, PracticeflowError, ValidationError
-from practiceflow.state import StateStore
+from practiceflow.state import CursorState, StateStore
 from practiceflow.triggers.base import TriggerEvent, envelope, persist
 from practiceflow.triggers.definition import PollSpec, TriggerDefinition, parse_time
 
@@ -188,10 +188,10 @@ class Poller:
                 value, boundary = state.value, state.boundary_keys
             if self.spec.cursor == "lastUpdated" and value != FULL_SCAN:
                 try:
-                    return self._poll_since(value, boundary, known)
+                    return self._poll_since(value, boundary, known, stored=state is not None)
                 except ValidationError as refused:
                     return self._poll_behind(value, known, refused)
-            return self._poll_whole(known, baseline=False)
+            return self._poll_whole(known, baseline=False, stored=state)
 
     def next_interval(self, base: float, maximum: float = 3600.0) -> float:
         """The seconds to wait before the next poll, given the budget left.
@@ -238,7 +238,9 @@ class Poller:
         result.baseline = True
         return result
 
-    def _poll_whole(self, known: set[str], *, baseline: bool) -> PollResult:
+    def _poll_whole(
+        self, known: set[str], *, baseline: bool, stored: CursorState | None = None
+    ) -> PollResult:
         path, fixed = self.spec.request(self.options)
         if self.spec.cursor == "date_range":
             today = self._today()
@@ -274,11 +276,14 @@ class Poller:
             result.cursor = value
         else:
             value = self._today().isoformat() if self.spec.cursor == "date_range" else FULL_SCAN
-            self.store.set_cursor(self.practice, self.name, value)
+            if stored is None or stored.value != value:  # a cursor that did not move stays
+                self.store.set_cursor(self.practice, self.name, value)
             result.cursor = value
         return result
 
-    def _poll_since(self, value: str, boundary: frozenset[str], known: set[str]) -> PollResult:
+    def _poll_since(
+        self, value: str, boundary: frozenset[str], known: set[str], *, stored: bool = False
+    ) -> PollResult:
         path, fixed = self.spec.request(self.options)
         cursor = parse_time(value)
         if cursor is None:
@@ -341,7 +346,9 @@ class Poller:
                 sent, page = self._sendable(page_newest), 1
             else:
                 page += 1
-        self.store.set_cursor(self.practice, self.name, best_text, best_keys)
+        if not stored or best_text != value or best_keys != boundary:
+            # Written only when it moved: an empty poll writes nothing.
+            self.store.set_cursor(self.practice, self.name, best_text, best_keys)
         result.cursor = best_text
         return result
 
