@@ -138,8 +138,8 @@ def _ages(url: str, client_id: str) -> list[float]:
     ("stale", "in_day", "admitted"),
     [
         pytest.param(0, 0, 10, id="empty: the minute binds"),
-        pytest.param(500, 0, 10, id="only stale rows: none of them counts"),
-        pytest.param(500, 25, 5, id="a day nearly spent: the day binds, stale rows aside"),
+        pytest.param(300, 0, 10, id="only stale rows: none of them counts"),
+        pytest.param(300, 25, 5, id="a day nearly spent: the day binds, stale rows aside"),
         pytest.param(0, 30, 0, id="a day spent"),
     ],
 )

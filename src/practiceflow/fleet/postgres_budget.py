@@ -28,7 +28,7 @@ pause after a 429 stays in the replica that received it.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Final
 
 from psycopg import sql
 from psycopg_pool import ConnectionPool
@@ -37,6 +37,9 @@ from pyrate_limiter import PostgresBucket
 from practiceflow.api.rate_budget import RateBudget, RateLimits, budget_table
 
 __all__ = ["WaitingPostgresBucket", "budget_table", "shared_budget"]
+
+#: Most rows older than the day deleted by one admission.
+_PRUNE_BATCH: Final = 100
 
 
 class WaitingPostgresBucket(PostgresBucket):
@@ -91,10 +94,14 @@ def _bounded_count(table: str, windows: int) -> sql.Composed:
     and the deletion of the rows older than it, in one statement.
 
     It takes the library's parameters (each window's start, in seconds, in the order of the
-    rates). ``w`` is inlined where it is used (``NOT MATERIALIZED``), so the planner sees
-    the window's start as a value and picks the index or a scan from the table's
-    statistics. A data-modifying ``WITH`` runs once and to its end whatever the ``SELECT``
-    reads; both see the table as it was before the deletion (the counts skip those rows).
+    rates). At most :data:`_PRUNE_BATCH` old rows go per admission, oldest first through the
+    index: about one row leaves the day per admission, so a batch keeps up, and the rows a
+    long-stopped replica left behind go over a few admissions instead of in one long one
+    (the counts never read them meanwhile). ``w`` is inlined where it is used (``NOT
+    MATERIALIZED``), so the planner sees the window's start as a value and picks the index
+    or a scan from the table's statistics. A data-modifying ``WITH`` runs once and to its
+    end whatever the ``SELECT`` reads; both see the table as it was before the deletion
+    (the counts skip those rows).
     """
     names = [sql.Identifier(f"s{n}") for n in range(windows)]
     starts = sql.SQL(", ").join(sql.SQL("TO_TIMESTAMP(%s) AS {}").format(name) for name in names)
@@ -104,9 +111,17 @@ def _bounded_count(table: str, windows: int) -> sql.Composed:
     )
     return sql.SQL(
         "WITH w AS NOT MATERIALIZED (SELECT {starts}),"
-        " gone AS (DELETE FROM {table} USING w WHERE item_timestamp < {oldest})"
+        " gone AS (DELETE FROM {table} WHERE ctid = ANY(ARRAY("
+        "SELECT ctid FROM {table}, w WHERE item_timestamp < {oldest}"
+        " ORDER BY item_timestamp LIMIT {batch})))"
         " SELECT {counts} FROM {table}, w WHERE item_timestamp >= {oldest}"
-    ).format(starts=starts, table=sql.Identifier(table), oldest=oldest, counts=counts)
+    ).format(
+        starts=starts,
+        table=sql.Identifier(table),
+        oldest=oldest,
+        counts=counts,
+        batch=sql.Literal(_PRUNE_BATCH),
+    )
 
 
 def shared_budget(
