@@ -547,6 +547,13 @@ def main() -> None:
         for name, figure, unit, target, ok in (
             ("poll lag p99", r["poll_lag_p99_s"], "s", "< 5 s", r["poll_lag_p99_s"] < 5),
             ("429s", r["rate_limited"], "", "0", r["rate_limited"] == 0),
+            (
+                "event -> first write p99",
+                r["event_to_write_p99_s"],
+                "s",
+                "< 2 s",
+                r["event_to_write_p99_s"] < 2,
+            ),
             ("worker CPU per 1000 requests", r["worker_cpu_per_1000"], "s", "(measured)", True),
         ):
             print(
