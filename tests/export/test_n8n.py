@@ -94,3 +94,31 @@ def test_n8n_nodes_run_in_n8n_core_against_the_sandbox(
     sent = {(row["method"], row["path"].rsplit("/api/v1/", 1)[-1]) for row in requests}
     assert ("POST", "entities") in sent
     assert any(method == "DELETE" and path.startswith("webhooks/") for method, path in sent)
+
+
+@pytest.mark.timeout(900)
+def test_npm_test_passes_in_a_fresh_export(
+    n8n_built: Path, n8n_env: dict[str, str], tmp_path: Path
+):
+    """What a user gets from 'practiceflow export n8n': `npm test` builds the package (its
+    pretest) and runs the exported test folder: the classes package.json lists load, each
+    operation has its module, and Return All reads every page of each paged list."""
+    from practiceflow.export import export
+
+    out = tmp_path / "n8n"
+    result = export("n8n", out)
+    assert "test/package.test.js" in result.written
+    (out / "node_modules").symlink_to(n8n_built / "node_modules", target_is_directory=True)
+    done = subprocess.run(  # noqa: S603 - fixed arguments, npm from PATH
+        [_SUPPORT.node_tool("npm"), "test"],
+        cwd=out,
+        env=n8n_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    assert re.search(r"^# pass 3$", output, re.MULTILINE), output[-4000:]
+    assert re.search(r"^# fail 0$", output, re.MULTILINE), output[-4000:]

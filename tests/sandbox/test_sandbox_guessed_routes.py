@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from practiceflow.sandbox.routes import ALL_OPS
+from practiceflow.sandbox.routes import ALL_OPS, Op
 
 pytestmark = pytest.mark.integration
 
-PLAIN_GETS = [op.path for op in ALL_OPS if op.method == "GET" and "{" not in op.path]
+PLAIN_GETS = [op for op in ALL_OPS if op.method == "GET" and "{" not in op.path]
+#: A value of each required query parameter (the route's own rules are tested elsewhere).
+REQUIRED_VALUES = {"entityKey": "00000000-0000-4000-8000-000000000000"}
 
 
-@pytest.mark.parametrize("path", PLAIN_GETS)
-def test_every_plain_read_route_answers_200(api, path: str) -> None:
-    response = api.get(path)
+@pytest.mark.parametrize("op", PLAIN_GETS, ids=[op.path for op in PLAIN_GETS])
+def test_every_plain_read_route_answers_200(api, op: Op) -> None:
+    params = {param.name: REQUIRED_VALUES[param.name] for param in op.query if param.required}
+    response = api.get(op.path, params=params)
     assert response.status_code == 200, response.text
     assert response.headers["Content-Type"].startswith("application/json")
 

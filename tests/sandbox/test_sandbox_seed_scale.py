@@ -29,7 +29,7 @@ def _snapshot(sandbox: SandboxHandle) -> list:
     return [
         session.get(base + "/api/v1/entities", params={"pageNumber": 2}, timeout=10).json(),
         session.get(base + "/api/v1/groups/list?includeMembers=true", timeout=10).json(),
-        session.get(base + "/api/v1/proposals/list", timeout=10).json(),
+        sandbox.admin("GET", "/_admin/records/proposals"),
         session.get(base + "/api/v1/users/list", timeout=10).json(),
         session.get(base + "/api/v1/bills/list", timeout=10).json(),
     ]

@@ -161,7 +161,12 @@ def test_problem_message(sandbox, api, answer: str, has: bool) -> None:
 
 
 def test_page_size_ignored_and_plain_recurring(sandbox, api) -> None:
-    _play(sandbox, page_size__proposals="ignored", list_shape__recurring="plain")
+    _play(
+        sandbox,
+        page_size__proposals="ignored",
+        list_shape__recurring="plain",
+        proposals_filter="optional",  # every proposal: more than one page of 20
+    )
     page = api.get("/api/v1/proposals/list", params={"pageSize": 100}).json()
     assert page["pageSize"] == 20
     assert len(page["items"]) == 20

@@ -124,6 +124,7 @@ export const DEFINITION: Definition = {
 			key: 'add_lead_note',
 			resource: 'lead',
 			fields: ['entityKey', 'note'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey', 'note'],
@@ -189,6 +190,7 @@ export const DEFINITION: Definition = {
 			key: 'check_credentials',
 			resource: 'auth',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -212,6 +214,7 @@ export const DEFINITION: Definition = {
 			key: 'convert_lead',
 			resource: 'lead',
 			fields: ['entityKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey'],
@@ -287,6 +290,7 @@ export const DEFINITION: Definition = {
 			key: 'create_bill',
 			resource: 'bill',
 			fields: ['entityKey', 'lineItems'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey', 'lineItems'],
@@ -436,6 +440,7 @@ export const DEFINITION: Definition = {
 			key: 'create_client',
 			resource: 'client',
 			fields: ['entityName'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityName'],
@@ -744,6 +749,7 @@ export const DEFINITION: Definition = {
 			key: 'create_contact',
 			resource: 'contact',
 			fields: ['entityKey', 'contact'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey', 'contact'],
@@ -801,6 +807,7 @@ export const DEFINITION: Definition = {
 			key: 'create_lead',
 			resource: 'lead',
 			fields: ['entityType', 'entityName'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityType', 'entityName'],
@@ -918,6 +925,7 @@ export const DEFINITION: Definition = {
 			key: 'create_onboarding',
 			resource: 'onboarding',
 			fields: ['recipient__name', 'recipient__email', 'clients'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['recipient', 'clients'],
@@ -983,10 +991,11 @@ export const DEFINITION: Definition = {
 		create_proposal: {
 			key: 'create_proposal',
 			resource: 'proposal',
-			fields: ['entityKey'],
+			fields: ['entityKey', 'services'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
-				required: ['entityKey'],
+				required: ['entityKey', 'services'],
 				properties: {
 					entityKey: {
 						type: 'string',
@@ -1030,6 +1039,7 @@ export const DEFINITION: Definition = {
 			key: 'create_proposal_from_template',
 			resource: 'proposal',
 			fields: ['entityKey', 'templateId'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey', 'templateId'],
@@ -1068,6 +1078,7 @@ export const DEFINITION: Definition = {
 			key: 'download_bill_pdf',
 			resource: 'bill',
 			fields: ['billingID'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['billingID'],
@@ -1132,6 +1143,7 @@ export const DEFINITION: Definition = {
 			key: 'download_onboarding_documents_zip',
 			resource: 'onboarding',
 			fields: ['onboardingKey', 'entityOnboardingId'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['onboardingKey', 'entityOnboardingId'],
@@ -1211,6 +1223,7 @@ export const DEFINITION: Definition = {
 			key: 'download_verification_certificate',
 			resource: 'identity',
 			fields: ['entityKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey'],
@@ -1276,6 +1289,7 @@ export const DEFINITION: Definition = {
 			key: 'duplicate_proposal',
 			resource: 'proposal',
 			fields: ['proposalKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['proposalKey'],
@@ -1326,6 +1340,7 @@ export const DEFINITION: Definition = {
 			key: 'find_bills',
 			resource: 'bill',
 			fields: [],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				properties: {
@@ -1389,6 +1404,7 @@ export const DEFINITION: Definition = {
 			key: 'find_clients',
 			resource: 'client',
 			fields: [],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				properties: {
@@ -1588,6 +1604,7 @@ export const DEFINITION: Definition = {
 			key: 'find_contacts',
 			resource: 'contact',
 			fields: [],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				properties: {
@@ -1647,6 +1664,7 @@ export const DEFINITION: Definition = {
 			key: 'find_groups',
 			resource: 'group',
 			fields: [],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				properties: {
@@ -1767,6 +1785,7 @@ export const DEFINITION: Definition = {
 			key: 'find_leads',
 			resource: 'lead',
 			fields: [],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				properties: {
@@ -1826,6 +1845,7 @@ export const DEFINITION: Definition = {
 			key: 'find_proposals',
 			resource: 'proposal',
 			fields: ['entityKey'],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey'],
@@ -1887,6 +1907,7 @@ export const DEFINITION: Definition = {
 			key: 'find_recurring_billings',
 			resource: 'recurringBilling',
 			fields: [],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				properties: {
@@ -1942,6 +1963,7 @@ export const DEFINITION: Definition = {
 			key: 'get_bill',
 			resource: 'bill',
 			fields: ['billingID'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['billingID'],
@@ -1986,6 +2008,7 @@ export const DEFINITION: Definition = {
 			key: 'get_client',
 			resource: 'client',
 			fields: ['entityKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey'],
@@ -2031,6 +2054,7 @@ export const DEFINITION: Definition = {
 			key: 'get_client_integrations',
 			resource: 'client',
 			fields: ['entityKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey'],
@@ -2079,6 +2103,7 @@ export const DEFINITION: Definition = {
 			key: 'get_lead',
 			resource: 'lead',
 			fields: ['entityKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey'],
@@ -2124,6 +2149,7 @@ export const DEFINITION: Definition = {
 			key: 'get_ledger_status',
 			resource: 'bill',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2166,6 +2192,7 @@ export const DEFINITION: Definition = {
 			key: 'get_onboarding_document_url',
 			resource: 'onboarding',
 			fields: ['onboardingKey', 'entityOnboardingId', 'documentId'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['onboardingKey', 'entityOnboardingId', 'documentId'],
@@ -2260,6 +2287,7 @@ export const DEFINITION: Definition = {
 			key: 'get_proposal',
 			resource: 'proposal',
 			fields: ['proposalKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['proposalKey'],
@@ -2305,6 +2333,7 @@ export const DEFINITION: Definition = {
 			key: 'get_proposal_pricing',
 			resource: 'proposal',
 			fields: ['proposalKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['proposalKey'],
@@ -2353,6 +2382,7 @@ export const DEFINITION: Definition = {
 			key: 'get_recurring_billing',
 			resource: 'recurringBilling',
 			fields: ['recurringBillingId'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['recurringBillingId'],
@@ -2397,6 +2427,7 @@ export const DEFINITION: Definition = {
 			key: 'list_client_contacts',
 			resource: 'contact',
 			fields: ['entityKey'],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey'],
@@ -2464,6 +2495,7 @@ export const DEFINITION: Definition = {
 			key: 'list_eform_templates',
 			resource: 'eform',
 			fields: [],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				properties: {
@@ -2507,6 +2539,7 @@ export const DEFINITION: Definition = {
 			key: 'list_entity_types',
 			resource: 'settings',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2533,6 +2566,7 @@ export const DEFINITION: Definition = {
 			key: 'list_fyi_job_states',
 			resource: 'proposal',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2559,6 +2593,7 @@ export const DEFINITION: Definition = {
 			key: 'list_fyi_job_templates',
 			resource: 'proposal',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2585,6 +2620,7 @@ export const DEFINITION: Definition = {
 			key: 'list_lead_sources',
 			resource: 'settings',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2611,6 +2647,7 @@ export const DEFINITION: Definition = {
 			key: 'list_lead_statuses',
 			resource: 'settings',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2637,6 +2674,7 @@ export const DEFINITION: Definition = {
 			key: 'list_ledger_accounts',
 			resource: 'bill',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2663,6 +2701,7 @@ export const DEFINITION: Definition = {
 			key: 'list_ledger_branding_themes',
 			resource: 'bill',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2689,6 +2728,7 @@ export const DEFINITION: Definition = {
 			key: 'list_ledger_tax_rates',
 			resource: 'bill',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2715,6 +2755,7 @@ export const DEFINITION: Definition = {
 			key: 'list_onboarding_documents',
 			resource: 'onboarding',
 			fields: ['onboardingKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['onboardingKey'],
@@ -2768,6 +2809,7 @@ export const DEFINITION: Definition = {
 			key: 'list_proposal_services',
 			resource: 'proposal',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2794,6 +2836,7 @@ export const DEFINITION: Definition = {
 			key: 'list_recurring_billing_runs',
 			resource: 'recurringBilling',
 			fields: ['recurringBillingId'],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				required: ['recurringBillingId'],
@@ -2860,6 +2903,7 @@ export const DEFINITION: Definition = {
 			key: 'list_users',
 			resource: 'user',
 			fields: [],
+			returnAll: true,
 			inputSchema: {
 				type: 'object',
 				properties: {
@@ -2901,6 +2945,7 @@ export const DEFINITION: Definition = {
 			key: 'list_webhook_events',
 			resource: 'webhook',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2927,6 +2972,7 @@ export const DEFINITION: Definition = {
 			key: 'list_xpm_job_categories',
 			resource: 'proposal',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2953,6 +2999,7 @@ export const DEFINITION: Definition = {
 			key: 'list_xpm_job_templates',
 			resource: 'proposal',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -2979,6 +3026,7 @@ export const DEFINITION: Definition = {
 			key: 'list_xpm_staff',
 			resource: 'proposal',
 			fields: [],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				properties: {},
@@ -3005,6 +3053,7 @@ export const DEFINITION: Definition = {
 			key: 'preview_proposal_renewal',
 			resource: 'proposal',
 			fields: ['proposalKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['proposalKey'],
@@ -3053,6 +3102,7 @@ export const DEFINITION: Definition = {
 			key: 'renew_proposal',
 			resource: 'proposal',
 			fields: ['proposalKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['proposalKey'],
@@ -3115,6 +3165,7 @@ export const DEFINITION: Definition = {
 			key: 'send_eform',
 			resource: 'eform',
 			fields: ['templateId'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['templateId'],
@@ -3159,6 +3210,7 @@ export const DEFINITION: Definition = {
 			key: 'start_aml_check',
 			resource: 'identity',
 			fields: ['entityKey', 'level'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey', 'level'],
@@ -3198,6 +3250,7 @@ export const DEFINITION: Definition = {
 			key: 'start_id_verification',
 			resource: 'identity',
 			fields: ['entityKey'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey'],
@@ -3236,6 +3289,7 @@ export const DEFINITION: Definition = {
 			key: 'subscribe_webhook',
 			resource: 'webhook',
 			fields: ['hookUrl', 'webhookEvent'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['hookUrl', 'webhookEvent'],
@@ -3295,6 +3349,7 @@ export const DEFINITION: Definition = {
 			key: 'test_webhook',
 			resource: 'webhook',
 			fields: ['id'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['id'],
@@ -3384,6 +3439,7 @@ export const DEFINITION: Definition = {
 			key: 'unsubscribe_webhook',
 			resource: 'webhook',
 			fields: ['id'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['id'],
@@ -3437,6 +3493,7 @@ export const DEFINITION: Definition = {
 			key: 'update_contact',
 			resource: 'contact',
 			fields: ['entityKey', 'contact'],
+			returnAll: false,
 			inputSchema: {
 				type: 'object',
 				required: ['entityKey', 'contact'],
@@ -5163,9 +5220,15 @@ export const DEFINITION: Definition = {
 	skipped: {},
 	paging: {
 		cursor_param: 'lastUpdated',
-		fixed_size: ['/api/v1/entities', '/api/v1/entities/list', '/api/v1/users/list'],
+		fixed_size: [
+			'/api/v1/entities',
+			'/api/v1/entities/list',
+			'/api/v1/groups/list',
+			'/api/v1/users/list',
+		],
 		has_more_field: 'hasMore',
 		max_pages: 50,
+		page_max: 10000,
 		page_param: 'pageNumber',
 		size_param: 'pageSize',
 	},

@@ -36,6 +36,8 @@ export interface ActionDef {
 	resource: string;
 	/** Names of the node parameters that are not under Additional Fields. */
 	fields: string[];
+	/** A list action with a limit: the node offers Return All (every page, no limit). */
+	returnAll: boolean;
 	inputSchema: IDataObject;
 	plan: ActionPlan;
 }
@@ -103,6 +105,8 @@ export interface Definition {
 		fixed_size: string[];
 		has_more_field: string;
 		max_pages: number;
+		/** The API's last pageNumber: a list action reads up to it (polls stop at max_pages). */
+		page_max: number;
 		page_param: string;
 		size_param: string;
 	};
@@ -323,15 +327,17 @@ const collect = async (
 	spec: NonNullable<ActionPlan['list']>,
 	request: Request,
 	input: IDataObject,
+	all: boolean,
 ): Promise<IDataObject> => {
-	const rawLimit = spec.limit === null || spec.limit === undefined ? null : render(spec.limit, { input });
+	const rawLimit = all || spec.limit === null || spec.limit === undefined ? null : render(spec.limit, { input });
 	const limit = rawLimit === null || rawLimit === undefined ? null : Number(rawLimit);
 	const keep = (item: unknown): boolean => !spec.filter || Boolean(render(spec.filter, { item, input }));
 	const items: unknown[] = [];
 	let beyond = false;
 	let flag: boolean | undefined;
 	let firstLength: number | null = null;
-	const lastPage = spec.paged ? def.paging.max_pages : 1;
+	let ended = !spec.paged;
+	const lastPage = spec.paged ? def.paging.page_max : 1;
 	for (let page = 1; page <= lastPage; page += 1) {
 		const query: IDataObject = { ...(request.query ?? {}) };
 		if (spec.paged) {
@@ -350,10 +356,12 @@ const collect = async (
 			items.push(row);
 		}
 		if (firstLength === null) firstLength = rows.length;
-		if (beyond || rows.length === 0 || hasMore === false) break;
-		if (hasMore !== true && rows.length < (spec.page_size || firstLength)) break;
+		ended = rows.length === 0 || hasMore === false || (hasMore !== true && rows.length < (spec.page_size || firstLength));
+		if (beyond || ended) break;
 	}
-	return { items: items as IDataObject[], count: items.length, hasMore: beyond || flag === true };
+	// Stopped at the API's last page with more said to follow: more remain, never a silent cut.
+	const more = beyond || flag === true || !ended;
+	return { items: items as IDataObject[], count: items.length, hasMore: more };
 };
 
 /** Run one action with the node's form values; returns what its output map gives. */
@@ -363,6 +371,7 @@ export const runAction = async (
 	def: Definition,
 	action: ActionDef,
 	values: IDataObject,
+	all = false,
 ): Promise<unknown> => {
 	const plan = action.plan;
 	const input = prepareInput(values, action.inputSchema);
@@ -376,7 +385,7 @@ export const runAction = async (
 		advice: plan.errors,
 	};
 	if (plan.list) {
-		const listed = await collect(send, base, def, plan.list, request, input);
+		const listed = await collect(send, base, def, plan.list, request, input, all && action.returnAll);
 		if (plan.map === null || plan.map === undefined) return listed;
 		return render(plan.map, { response: listed, headers: {}, input });
 	}
@@ -425,7 +434,8 @@ export const listChoices = async (
 	const source = def.choices[name];
 	const action = source === undefined ? undefined : def.actions[source.action];
 	if (source === undefined || action === undefined) throw new SetupFailure(`unknown choice list ${name}`);
-	const listed = (await runAction(send, base, def, action, { ...source.with })) as IDataObject;
+	// A dropdown offers every row: all pages, no limit.
+	const listed = (await runAction(send, base, def, action, { ...source.with }, true)) as IDataObject;
 	return choiceOptions(Array.isArray(listed.items) ? (listed.items as unknown[]) : [], source);
 };
 

@@ -38,7 +38,12 @@ from practiceflow import __version__
 from practiceflow.errors import ManifestError
 from practiceflow.export.base import Exporter, register
 from practiceflow.export.dropdowns import ChoiceLists
-from practiceflow.export.n8n_params import RESERVED, collision, parameters
+from practiceflow.export.n8n_params import (
+    RESERVED,
+    collision,
+    parameters,
+    return_all_parameter,
+)
 from practiceflow.export.n8n_text import (
     Raw,
     camel,
@@ -68,6 +73,7 @@ _STATIC = (
     "shared/methods.ts",
     "nodes/Practiceflow/practiceflow.svg",
     "nodes/Practiceflow/practiceflow.dark.svg",
+    "test/package.test.js",
 )
 
 #: Pages a list action or a poll reads at most.
@@ -100,6 +106,13 @@ def _slim(schema: Any) -> Any:
                 out[key] = _slim(value) if key == "items" else value
         return out
     return schema
+
+
+def _returns_all(action: ActionModule) -> bool:
+    """A list action with a ``limit`` field: its node offers n8n's *Return All*."""
+    spec = action.extensions.list
+    fields = action.input_schema.get("properties", {})
+    return spec is not None and spec.limit is not None and "limit" in fields
 
 
 def _action_node(
@@ -148,6 +161,8 @@ def _action_node(
         for action in group:
             show = {"resource": [resource], "operation": [action.key]}
             own, names = parameters(form_fields(platform_input(action)), show, lists)
+            if _returns_all(action):
+                own.insert(len(names), return_all_parameter(show))
             inputs.extend(own)
             fields[action.key] = names
     return params + inputs, fields
@@ -361,6 +376,7 @@ def _definition(
                 "key": key,
                 "resource": _resource(action),
                 "fields": fields[key],
+                "returnAll": _returns_all(action),
                 "inputSchema": _slim(platform_input(action)),
                 "plan": plans[key],
             }
@@ -382,6 +398,7 @@ def _definition(
             "fixed_size": sorted(paging["fixed_size"]),
             "has_more_field": paging.get("has_more_field", "hasMore"),
             "max_pages": MAX_PAGES,
+            "page_max": paging["page_max"],
             "page_param": paging["page_param"],
             "size_param": paging["size_param"],
         },

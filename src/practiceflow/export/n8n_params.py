@@ -18,7 +18,7 @@ from practiceflow.export.n8n_text import describe, title_case
 from practiceflow.export.schemas import FormField, form_fields
 from practiceflow.manifest.models import ActionModule, TriggerModule
 
-__all__ = ["RESERVED", "collision", "parameters"]
+__all__ = ["RESERVED", "collision", "parameters", "return_all_parameter"]
 
 
 def _json_default(field: FormField) -> str:
@@ -34,7 +34,7 @@ _DYNAMIC_HELP = (
 )
 #: Parameters each node has of its own; a module field of the same name would collide.
 RESERVED = {
-    "action": frozenset({"resource", "operation", "additionalFields"}),
+    "action": frozenset({"resource", "operation", "additionalFields", "returnAll"}),
     "trigger": frozenset({"trigger", "additionalFields"}),
 }
 
@@ -153,6 +153,25 @@ def parameters(
             }
         )
     return params, [field.key for field in required]
+
+
+def return_all_parameter(show: Mapping[str, list[str]]) -> dict[str, Any]:
+    """n8n's *Return All* switch of a list operation: every page, no limit.
+
+    Args:
+        show: the operation's display options.
+
+    Returns:
+        The parameter (n8n's name, label and wording, which its lint checks).
+    """
+    return {
+        "displayName": "Return All",
+        "name": "returnAll",
+        "type": "boolean",
+        "default": False,
+        "description": "Whether to return all results or only up to a given limit",
+        "displayOptions": {"show": dict(show)},
+    }
 
 
 def collision(module: ActionModule | TriggerModule, reserved: frozenset[str]) -> str | None:

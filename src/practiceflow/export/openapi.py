@@ -16,8 +16,18 @@ from typing import Any
 
 from practiceflow import __version__
 from practiceflow.errors import ManifestError
+from practiceflow.export.descriptions import export_description
+from practiceflow.export.lists import (
+    choice_fields,
+    list_shape,
+    page_parameters,
+    paging_note,
+    response_alternatives,
+    row_schema,
+    with_fields,
+)
 from practiceflow.export.plan import FILE_MEDIA_TYPE, LEAF, action_plan, file_media_type
-from practiceflow.export.schemas import rewrite_refs
+from practiceflow.export.schemas import portable_types, rewrite_refs
 from practiceflow.manifest.models import ActionModule
 from practiceflow.manifest.registry import ModuleRegistry
 
@@ -80,7 +90,9 @@ def _path(plan_path: Any) -> tuple[str, list[str]]:
 class _Builder:
     """Collects component schemas while the operations are built."""
 
-    def __init__(self) -> None:
+    def __init__(self, connector: Mapping[str, Any], modules: ModuleRegistry) -> None:
+        self.connector = connector
+        self.choice_fields = choice_fields(modules)
         self.schemas: dict[str, Any] = {"Problem": _PROBLEM}
 
     def hoist(self, prefix: str, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,8 +104,8 @@ class _Builder:
         body = {key: value for key, value in schema.items() if key != "$defs"}
         return rewrite_refs(body, mapping)  # type: ignore[no-any-return]
 
-    def request_parts(self, action: ActionModule) -> tuple[str, list[Any], Any]:
-        """Path, parameters and request body of one action."""
+    def request_parts(self, action: ActionModule) -> tuple[str, list[Any], Any, set[str]]:
+        """Path, parameters, request body and the input fields they carry, of one action."""
         plan = action_plan(action)
         schema = self.hoist(f"{action.key}_input", action.input_schema)
         properties: Mapping[str, Any] = schema.get("properties", {})
@@ -104,12 +116,14 @@ class _Builder:
             | _describe(properties.get(name, {}))
             for name in path_names
         ]
+        carried = set(path_names)
         query = plan["query"] or {}
         if LEAF in query:
             query = _spread_query(query, properties, path_names)
         for name, leaf in sorted(query.items()):
             found = _direct_ref(leaf, "input")
             source = found[0] if found else name
+            carried.add(source)
             parameters.append(
                 {
                     "name": name,
@@ -119,14 +133,24 @@ class _Builder:
                 }
                 | _describe(properties.get(source, {}))
             )
+        shape = list_shape(action, self.connector)
+        if shape is not None:
+            taken = {parameter["name"] for parameter in parameters}
+            parameters.extend(
+                parameter
+                for parameter in page_parameters(shape, self.connector)
+                if parameter["name"] not in taken
+            )
         body = None
         if plan["body"] is not None:
-            body = self._body(action, plan["body"], schema, path_names)
-        return path, parameters, body
+            body, fields = self._body(action, plan["body"], schema, path_names)
+            carried |= fields
+        return path, parameters, body, carried
 
     def _body(
         self, action: ActionModule, tree: Any, schema: Mapping[str, Any], taken: list[str]
-    ) -> Any:
+    ) -> tuple[Any, set[str]]:
+        """The request body of one action, and the input fields it carries."""
         properties: Mapping[str, Any] = schema.get("properties", {})
         required = set(schema.get("required", ()))
         whole = _whole_input(tree)
@@ -144,15 +168,17 @@ class _Builder:
                 schema["required"] = needed
             name = f"{action.key}_request"
             self.schemas[name] = schema
-            return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
+            return _json_body(name), set(kept)
         field = _direct_ref(tree, "input") if isinstance(tree, Mapping) and LEAF in tree else None
         if field is not None and field[0] in properties:
             # The body is one input field (such as {{ input.contact }}): its schema.
             name = f"{action.key}_request"
             self.schemas[name] = properties[field[0]]
-            return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
+            return _json_body(name), {field[0]}
         direct = {key: _direct_ref(leaf, "input") for key, leaf in tree.items()}
+        carried = set(properties)
         if isinstance(tree, Mapping) and all(direct.values()):
+            carried = {ref[0] for ref in direct.values() if ref}
             body_props = {key: properties[ref[0]] for key, ref in direct.items() if ref}
             body: dict[str, Any] = {
                 "type": "object",
@@ -172,23 +198,20 @@ class _Builder:
             body = dict(schema)
         name = f"{action.key}_request"
         self.schemas[name] = body
-        return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
+        return _json_body(name), carried
 
     def response_parts(self, action: ActionModule) -> tuple[str, dict[str, Any]]:
         """Component name of the response body schema, and response headers."""
         output = self.hoist(f"{action.key}_output", action.output.schema)
         mapping = action.output.map
         headers: dict[str, Any] = {}
-        if action.extensions.list is not None:
-            # The API answers the rows (a bare array, or an object holding one); the action
-            # itself turns them into {items, count, hasMore}.
-            rows = output.get("properties", {}).get("items", {}).get("items", True)
-            output = {
-                "anyOf": [
-                    {"type": "array", "items": rows},
-                    {"type": "object", "additionalProperties": True},
-                ]
-            }
+        shape = list_shape(action, self.connector)
+        if shape is not None:
+            # One page of the API's answer (the action itself would turn every page into
+            # {items, count, hasMore}): its rows typed by the module's row schema.
+            fields = self.choice_fields.get(action.key, {})
+            self.schemas[f"{action.key}_row"] = with_fields(row_schema(output), fields)
+            output = {"anyOf": response_alternatives(shape, _ref(f"{action.key}_row"))}
         elif mapping is not None:
             plan = action_plan(action)["map"]
             properties = {}
@@ -213,6 +236,10 @@ class _Builder:
         name = f"{action.key}_response"
         self.schemas[name] = output
         return name, headers
+
+
+def _json_body(name: str) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
 
 
 def _whole_input(tree: Any) -> set[str] | None:
@@ -293,13 +320,13 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
     Returns:
         The document.
     """
-    builder = _Builder()
+    builder = _Builder(connector, modules)
     paths: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
     for action in sorted(modules.actions.values(), key=lambda item: item.key):
         download = action.extensions.download is not None
         try:
-            path, parameters, body = builder.request_parts(action)
+            path, parameters, body, carried = builder.request_parts(action)
             response, headers = ("", {}) if download else builder.response_parts(action)
         except (ValueError, ManifestError) as exc:
             error = exc.issues[0] if isinstance(exc, ManifestError) else exc
@@ -329,10 +356,15 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
                 "description": text,
                 "content": {"application/problem+json": {"schema": _ref("Problem")}},
             }
+        shape = list_shape(action, connector)
+        missing = set(action.input_schema.get("properties", {})) - carried
+        notes = [paging_note(shape)] if shape is not None else []
+        if download:
+            notes.append("The answer is the file itself.")
         operation: dict[str, Any] = {
             "operationId": action.key,
             "summary": action.title,
-            "description": " ".join(action.description.split()),
+            "description": export_description(action.description, action.title, missing, notes),
             "tags": [action.noun],
             "responses": responses,
             "x-practiceflow-needs-write": action.needs_write,
@@ -343,6 +375,17 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
             operation["requestBody"] = body
         paths.setdefault(path, {})[method] = operation
     header = connector["auth"]["methods"]["header"]
+    document: dict[str, Any] = portable_types(_document(connector, builder, paths, skipped, header))
+    return document
+
+
+def _document(
+    connector: Mapping[str, Any],
+    builder: _Builder,
+    paths: Mapping[str, Any],
+    skipped: Mapping[str, str],
+    header: Mapping[str, Any],
+) -> dict[str, Any]:
     return {
         "openapi": "3.1.0",
         "info": {
@@ -352,18 +395,31 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
             "x-practiceflow-skipped": skipped,
         },
         "servers": _servers(connector),
-        "security": [{"clientId": [], "clientSecret": []}, {"basic": []}],
+        # Basic first: an importer that keeps one scheme of the first requirement (Postman)
+        # then still sends both halves of the credential; the header pair is the other
+        # way, its two schemes AND-ed in one requirement (spec 5: never mixed with Basic).
+        "security": [{"basic": []}, {"clientId": [], "clientSecret": []}],
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": dict(sorted(builder.schemas.items())),
             "securitySchemes": {
-                "clientId": {"type": "apiKey", "in": "header", "name": header["client_id_header"]},
+                "clientId": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": header["client_id_header"],
+                    "description": "The Client ID; always sent with clientSecret.",
+                },
                 "clientSecret": {
                     "type": "apiKey",
                     "in": "header",
                     "name": header["client_secret_header"],
+                    "description": "The Client secret; always sent with clientId.",
                 },
-                "basic": {"type": "http", "scheme": "basic"},
+                "basic": {
+                    "type": "http",
+                    "scheme": "basic",
+                    "description": "Client ID as the user name, Client secret as the password.",
+                },
             },
         },
     }

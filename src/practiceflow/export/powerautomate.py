@@ -16,19 +16,28 @@ certification asks for:
 * ``apiProperties.json``: connection parameters (Client ID and secret as the Basic
   credential, region, regional host), the brand colour, and the ``dynamichosturl`` policy
   that sends every call to the connection's regional host;
-* ``icon.png`` (drawn here, in the brand colour) and ``README.md``.
+* ``icon.png`` (in the brand colour) and ``README.md``
+  (:mod:`practiceflow.export.powerautomate_assets`).
 """
 
 from __future__ import annotations
 
 import re
-import struct
-import zlib
 from collections.abc import Mapping
 from typing import Any
 
 from practiceflow.export.base import Exporter, dump_json, register
+from practiceflow.export.lists import ENVELOPE_ITEMS, list_shape
 from practiceflow.export.openapi import openapi_document
+from practiceflow.export.powerautomate_assets import (
+    BRAND_COLOR,
+    DESCRIPTION,
+    METADATA,
+    PLACEHOLDER_HOST,
+    TITLE,
+    icon_png,
+    readme,
+)
 from practiceflow.manifest.registry import ModuleRegistry
 
 __all__ = [
@@ -41,22 +50,6 @@ __all__ = [
     "swagger_document",
 ]
 
-#: The connector's title (Power Automate: at most 30 characters, no "API").
-TITLE = "Practiceflow"
-#: Brand colour of the icon and the connector card (not #007ee5 or #ffffff).
-BRAND_COLOR = "#1b5e7a"
-#: Where the swagger's host points before a connection sets the real regional host.
-PLACEHOLDER_HOST = "regional-host.example.com"
-#: Publisher metadata; replace the addresses with your own before certification.
-METADATA = {
-    "Website": "https://practiceflow.example.com",
-    "Privacy policy": "https://practiceflow.example.com/privacy",
-    "Categories": "Business Management;Finance",
-}
-_DESCRIPTION = (
-    "Clients, leads, bills, proposals, eForms and onboarding jobs of a practice-management "
-    "platform: create and find records, download documents, and start flows on its events."
-)
 _V2_DROP = frozenset(
     {"anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired", "const", "examples",
      "$comment", "$defs", "writeOnly", "deprecated", "exclusiveMinimum", "exclusiveMaximum",
@@ -80,8 +73,9 @@ def _summary(name: str, schema: Mapping[str, Any]) -> str:
 class _Lowering:
     """JSON Schema 2020-12 -> the OpenAPI 2.0 subset, with Power Automate's annotations."""
 
-    def __init__(self, lists: Mapping[str, str]) -> None:
+    def __init__(self, lists: Mapping[str, str], enveloped: frozenset[str]) -> None:
         self.lists = lists  # list action key -> its operationId
+        self.enveloped = enveloped  # list actions whose answer is described as {items, ...}
 
     def dynamic(self, declared: Any) -> dict[str, Any] | None:
         """``x-ms-dynamic-values`` for an ``x-choices`` declaration (rows must be objects)."""
@@ -97,6 +91,8 @@ class _Lowering:
         }
         if declared.get("collection"):
             out["value-collection"] = declared["collection"]
+        elif declared["action"] in self.enveloped:
+            out["value-collection"] = ENVELOPE_ITEMS
         if declared.get("with"):
             out["parameters"] = dict(declared["with"])
         return out
@@ -107,6 +103,7 @@ class _Lowering:
             return schema
         if "$ref" in schema:
             return {"$ref": str(schema["$ref"]).replace("#/components/schemas/", "#/definitions/")}
+        schema = _one_shape(schema)
         out: dict[str, Any] = {}
         for key, value in schema.items():
             if key == "type" and isinstance(value, list):
@@ -144,6 +141,28 @@ class _Lowering:
         lowered.setdefault("x-ms-summary", summary)
         lowered.setdefault("description", f"{summary}.")
         return lowered
+
+
+def _one_shape(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """OpenAPI 2.0 has no ``anyOf``: alternatives of types become one type (maybe null).
+
+    ``anyOf`` of bare types (``[{type: integer}, {type: "null"}]``) is a list of types;
+    ``anyOf`` of shapes (each with a ``type`` or a ``$ref``, such as a list's envelope or
+    bare array, the likely one first) becomes its first shape; any other ``anyOf`` (such
+    as alternatives of required fields) is dropped by the lowering.
+    """
+    branches = schema.get("anyOf")
+    if not isinstance(branches, list) or not branches:
+        return schema
+    if not all(isinstance(branch, Mapping) for branch in branches):
+        return schema
+    rest = {key: value for key, value in schema.items() if key != "anyOf"}
+    if all(set(branch) == {"type"} and isinstance(branch["type"], str) for branch in branches):
+        return rest | {"type": [branch["type"] for branch in branches]}
+    if all("type" in branch or "$ref" in branch for branch in branches):
+        first = branches[0]
+        return {**first, **rest} if "$ref" not in first else first
+    return schema
 
 
 def _parameter(lowering: _Lowering, parameter: Mapping[str, Any]) -> dict[str, Any]:
@@ -226,7 +245,12 @@ def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
         for operation in methods.values()
         if modules.actions[str(operation["operationId"])].extensions.list is not None
     }
-    lowering = _Lowering(lists)
+    enveloped = frozenset(
+        key
+        for key in lists
+        if (shape := list_shape(modules.actions[key], connector)) and shape.shape == "envelope"
+    )
+    lowering = _Lowering(lists, enveloped)
     skipped = dict(source["info"]["x-practiceflow-skipped"])
     hooks = connector["webhooks"]["subscribe"]
     paths: dict[str, dict[str, Any]] = {}
@@ -267,7 +291,7 @@ def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
     info = {
         "title": TITLE,
         "version": source["info"]["version"],
-        "description": _DESCRIPTION,
+        "description": DESCRIPTION,
         "contact": {"name": "practiceflow", "url": METADATA["Website"]},
         "x-practiceflow-skipped": dict(sorted(skipped.items())),
     }
@@ -452,47 +476,6 @@ def api_properties(connector: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    body = kind + data
-    return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
-
-
-def icon_png(size: int = 230) -> bytes:
-    """The connector icon: a white document mark on the brand colour, as a PNG.
-
-    Args:
-        size: width and height in pixels.
-
-    Returns:
-        The PNG bytes (deterministic).
-    """
-    red, green, blue = (int(BRAND_COLOR[i : i + 2], 16) for i in (1, 3, 5))
-    background = bytes((red, green, blue))
-    white = b"\xff\xff\xff"
-    left, right, top, bottom = (
-        size * 30 // 100,
-        size * 70 // 100,
-        size * 22 // 100,
-        size * 78 // 100,
-    )
-    rows = []
-    for y in range(size):
-        row = bytearray(b"\x00")  # filter: none
-        for x in range(size):
-            inside = left <= x < right and top <= y < bottom
-            ruled = (y - top) % (size // 10) in (0, 1) and y > top + size // 10 and x < right - 6
-            row += white if inside and not ruled else background
-        rows.append(bytes(row))
-    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
-    data = zlib.compress(b"".join(rows), 9)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + _chunk(b"IHDR", header)
-        + _chunk(b"IDAT", data)
-        + _chunk(b"IEND", b"")
-    )
-
-
 @register
 class OpenApiExporter(Exporter):
     """OpenAPI 3.1 document of the actions, plus the Power Automate connector folder."""
@@ -520,72 +503,3 @@ class OpenApiExporter(Exporter):
             "powerautomate/icon.png": icon_png(),
             "powerautomate/README.md": readme(swagger),
         }
-
-
-def readme(swagger: Mapping[str, Any]) -> str:
-    """The connector's README (the sections Microsoft's certification asks for).
-
-    Args:
-        swagger: the connector definition.
-
-    Returns:
-        Markdown text.
-    """
-    actions: list[str] = []
-    triggers: list[str] = []
-    for methods in swagger["paths"].values():
-        for operation in methods.values():
-            if not isinstance(operation, Mapping) or "operationId" not in operation:
-                continue
-            if operation.get("x-ms-visibility") == "internal":
-                continue
-            line = f"### {operation['summary']}\n{operation['description']}\n"
-            (triggers if "x-ms-trigger" in operation else actions).append(line)
-    skipped = swagger["info"].get("x-practiceflow-skipped", {})
-    limits = "".join(f"- `{name}`: {reason}\n" for name, reason in sorted(skipped.items()))
-    return f"""# {TITLE}
-
-{_DESCRIPTION} Generated by `practiceflow export openapi`; do not edit by hand.
-
-## Publisher: practiceflow
-
-## Prerequisites
-
-A practice on the platform and an API client for it (Client ID and secret) created by the
-practice administrator; write actions need the API client's write access (canWrite).
-
-## Supported Operations
-
-Triggers:
-
-{chr(10).join(triggers)}
-Actions:
-
-{chr(10).join(sorted(actions))}
-## Obtaining Credentials
-
-The practice administrator creates an API client in the practice settings and hands over its
-Client ID and secret. Enter them when creating a connection, with the practice's region and
-its regional host (the practice tells you which host serves its region). The connector sends
-them as HTTP Basic credentials; the `dynamichosturl` policy in `apiProperties.json` sends every
-call to `https://<regional host>`.
-
-## Known Issues and Limitations
-
-- The swagger's `host` (`{PLACEHOLDER_HOST}`) is a stand-in: the regional hosts are not
-  published, so each connection supplies its own and the policy uses it.
-- The webhook delivery's body fields are not published: a trigger's output is the body as
-  sent. Power Automate deletes a subscription through the subscribe answer's `Location`
-  header; that header is how the local sandbox answers, not something the API documents.
-- Choices lists whose rows are plain values (webhook event keys) are offered as fixed
-  values, since Power Automate's dynamic lists need objects.
-- Not in this connector:
-
-{limits}
-## Deployment Instructions
-
-Import the folder with Microsoft's connector tool (`paconn create --api-def
-apiDefinition.swagger.json --api-prop apiProperties.json --icon icon.png`) or upload
-`apiDefinition.swagger.json` in the custom-connector wizard and copy the connection
-parameters and policy from `apiProperties.json`.
-"""

@@ -1,5 +1,10 @@
 """JSON Schema helpers shared by the exporters: local ``$ref``, types, and form fields.
 
+Module schemas may give a list of types (``type: [string, "null"]``); some tools that read
+an exported document do not take that inside ``anyOf`` (schemathesis fails to load it, the
+MCP Inspector warns), so :func:`portable_schema` spells each list of types as ``anyOf`` of
+single types, which means the same.
+
 Module schemas use a limited dialect (``manifests/action.schema.json#/$defs/schema``): local
 ``$ref`` into ``$defs`` only. Form-based platforms (Zapier, n8n) need flat fields, so
 :func:`form_fields` describes each input property as a :class:`FormField`: scalars as they
@@ -20,6 +25,8 @@ __all__ = [
     "form_fields",
     "help_text",
     "main_type",
+    "portable_schema",
+    "portable_types",
     "resolve",
     "rewrite_refs",
 ]
@@ -201,3 +208,79 @@ def rewrite_refs(schema: Any, mapping: Mapping[str, str]) -> Any:
     if isinstance(schema, list):
         return [rewrite_refs(item, mapping) for item in schema]
     return schema
+
+
+#: Keywords whose value is one subschema.
+_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains",
+        "propertyNames", "unevaluatedItems", "unevaluatedProperties")  # fmt: skip
+#: Keywords whose value is a list of subschemas.
+_MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
+#: Keywords whose value maps names to subschemas.
+_NAMED = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def portable_schema(schema: Any) -> Any:
+    """A copy of a schema with every list of types spelled as ``anyOf`` of single types.
+
+    ``{"type": ["integer", "string"], ...}`` becomes ``{"anyOf": [{"type": "integer"},
+    {"type": "string"}], ...}`` (into ``allOf`` when the schema already has an ``anyOf``);
+    a list of one type becomes that type. Data keywords (``enum``, ``examples``,
+    ``default``, ``const``) are left as they are.
+
+    Args:
+        schema: a JSON Schema (2020-12), or anything else (returned as is).
+
+    Returns:
+        The rewritten copy.
+    """
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _ONE:
+            out[key] = portable_schema(value)
+        elif key in _MANY and isinstance(value, list):
+            out[key] = [portable_schema(item) for item in value]
+        elif key in _NAMED and isinstance(value, Mapping):
+            out[key] = {name: portable_schema(item) for name, item in value.items()}
+        else:
+            out[key] = value
+    kinds = out.get("type")
+    if isinstance(kinds, list):
+        del out["type"]
+        if len(kinds) == 1:
+            out["type"] = kinds[0]
+        else:
+            branches = [{"type": kind} for kind in kinds]
+            if "anyOf" in out:
+                out["allOf"] = [*out.get("allOf", []), {"anyOf": branches}]
+            else:
+                out["anyOf"] = branches
+    return out
+
+
+def portable_types(document: Any) -> Any:
+    """Apply :func:`portable_schema` to every schema of an OpenAPI 3.1 document.
+
+    Args:
+        document: the document (or any part of it).
+
+    Returns:
+        A rewritten copy: each ``schema`` value and each schema of
+        ``components/schemas``.
+    """
+    if isinstance(document, list):
+        return [portable_types(item) for item in document]
+    if not isinstance(document, Mapping):
+        return document
+    out: dict[str, Any] = {}
+    for key, value in document.items():
+        if key == "schema":
+            out[key] = portable_schema(value)
+        elif key == "schemas" and isinstance(value, Mapping):
+            out[key] = {name: portable_schema(item) for name, item in value.items()}
+        elif key in ("example", "examples"):
+            out[key] = value
+        else:
+            out[key] = portable_types(value)
+    return out

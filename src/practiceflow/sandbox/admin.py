@@ -33,22 +33,24 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
 from dataclasses import asdict, replace
 from typing import Any
 
 import pydantic
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import Receive, Scope, Send
 
 from practiceflow.sandbox.admin_catalogue import route_catalogue
 from practiceflow.sandbox.admin_variants import variants_route
+from practiceflow.sandbox.allow import allow_header
 from practiceflow.sandbox.bodies import EntityBody
 from practiceflow.sandbox.config import REGIONS, RateLimits
 from practiceflow.sandbox.faults import FAULT_KINDS, Fault
-from practiceflow.sandbox.problems import ApiProblem, problem_response
+from practiceflow.sandbox.problems import ApiProblem, log_disconnect, problem_response
 from practiceflow.sandbox.routes.common import entity_or_404
 from practiceflow.sandbox.routes.entities import create_entity
 from practiceflow.sandbox.routes.groups import group_view
@@ -59,6 +61,8 @@ from practiceflow.sandbox.state import SandboxState
 from practiceflow.sandbox.store import Practice
 
 __all__ = ["admin_router"]
+
+logger = logging.getLogger(__name__)
 
 
 class _FaultBody(pydantic.BaseModel):
@@ -142,8 +146,13 @@ class _AdminApp:
             await self.router(scope, receive, send)
         except ApiProblem as problem:
             await problem_response(problem.status, problem.detail, path)(scope, receive, send)
+        except ClientDisconnect:
+            log_disconnect(logger, scope["method"], path)
         except HTTPException as exc:
-            await problem_response(exc.status_code, str(exc.detail), path)(scope, receive, send)
+            allow = {"Allow": allow_header(self.router, scope)} if exc.status_code == 405 else {}
+            await problem_response(exc.status_code, str(exc.detail), path, allow)(
+                scope, receive, send
+            )
 
     # ---- helpers --------------------------------------------------------------------
 

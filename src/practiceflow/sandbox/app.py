@@ -25,16 +25,18 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import Message, Receive, Scope, Send
 
 from practiceflow.sandbox.admin import admin_router
+from practiceflow.sandbox.allow import allow_header
 from practiceflow.sandbox.auth import authenticate
 from practiceflow.sandbox.config import REGIONS
 from practiceflow.sandbox.faults import Fault
 from practiceflow.sandbox.openapi import build_openapi
-from practiceflow.sandbox.problems import ApiProblem, problem_response
+from practiceflow.sandbox.problems import ApiProblem, log_disconnect, problem_response
 from practiceflow.sandbox.routes import ALL_OPS
 from practiceflow.sandbox.routes.common import CONTEXT_KEY, Ctx
 from practiceflow.sandbox.state import SandboxState
@@ -160,6 +162,8 @@ class SandboxApp:
         }
         extra_headers: dict[str, str] = {}
         swallow = False
+        child: MutableMapping[str, Any] = dict(scope)
+        child["root_path"] = scope.get("root_path", "") + f"/{region}"
 
         async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -196,8 +200,6 @@ class SandboxApp:
             if method not in _READ_METHODS and not credential.can_write:
                 detail = "This API client is read-only (canWrite is false); writes need canWrite."
                 raise ApiProblem(403, detail)
-            child: MutableMapping[str, Any] = dict(scope)
-            child["root_path"] = scope.get("root_path", "") + f"/{region}"
             practice = state.practice_of(credential, region)
             child[CONTEXT_KEY] = Ctx(state, practice, credential, region)
             swallow = fault is not None and fault.kind == "drop"
@@ -216,9 +218,12 @@ class SandboxApp:
                 scope, receive, send_wrapper
             )
         except HTTPException as exc:
-            await self._problem(exc.status_code, str(exc.detail), path)(
+            allow = {"Allow": allow_header(self._api, child)} if exc.status_code == 405 else {}
+            await self._problem(exc.status_code, str(exc.detail), path, allow)(
                 scope, receive, send_wrapper
             )
+        except ClientDisconnect:
+            log_disconnect(logger, method, path)
         except Exception:
             logger.exception("sandbox route %s %s failed", method, path)
             if row["status"] is None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
+from practiceflow.sandbox.openapi_rules import refine_bodies
 from practiceflow.sandbox.routes import ALL_OPS
 from practiceflow.sandbox.routes.common import Op, Param
 
@@ -60,7 +61,7 @@ def _query(param: Param) -> dict[str, Any]:
     return {
         "name": param.name,
         "in": "query",
-        "required": False,
+        "required": param.required,
         "description": param.description,
         "schema": schema,
     }
@@ -118,6 +119,7 @@ def build_openapi(region: str = "anz") -> dict[str, Any]:
         path = "/" + region + _PARAM.sub(lambda match: "{" + match.group(1) + "}", op.path)
         paths.setdefault(path, {})[op.method.lower()] = _operation(op, number)
     all_schemas = dict(schemas.get("$defs", {}))
+    refine_bodies(all_schemas, region)
     all_schemas["Problem"] = _PROBLEM
     return {
         "openapi": "3.1.0",

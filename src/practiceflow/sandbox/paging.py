@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Mapping, Sequence
+from datetime import date
 from typing import Any
 
 from practiceflow.sandbox.clock import SandboxClock, parse_time
@@ -15,17 +18,20 @@ __all__ = [
     "page_number",
     "page_size",
     "query_bool",
+    "query_date",
+    "query_uuid",
     "since",
 ]
 
 MAX_PAGE_NUMBER = 10_000
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def _integer(query: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
     raw = query.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return default
     try:
         value = int(raw)
@@ -63,7 +69,7 @@ def since(query: Mapping[str, str], clock: SandboxClock, name: str = "lastUpdate
         ApiProblem: 400 for an unparsable or future value.
     """
     raw = query.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return None
     try:
         value = parse_time(raw)
@@ -83,7 +89,7 @@ def query_bool(query: Mapping[str, str], name: str) -> bool | None:
         ApiProblem: 400 for any other value.
     """
     raw = query.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return None
     lowered = raw.lower()
     if lowered in ("true", "1"):
@@ -92,6 +98,58 @@ def query_bool(query: Mapping[str, str], name: str) -> bool | None:
         return False
     detail = f"{name}: got {raw!r}; expected true or false"
     raise ApiProblem(400, detail)
+
+
+def query_date(query: Mapping[str, str], name: str, required: bool = False) -> date | None:
+    """Parse a date parameter (``YYYY-MM-DD``); an empty value is not a date.
+
+    Args:
+        query: the query parameters.
+        name: the parameter name.
+        required: whether an absent parameter is a 400 too.
+
+    Returns:
+        The date, or ``None`` when absent (and not required).
+
+    Raises:
+        ApiProblem: 400 for an empty or unparsable value, or a required one absent.
+    """
+    raw = query.get(name)
+    if raw is None:
+        if required:
+            raise ApiProblem(400, f"{name} is required: a date YYYY-MM-DD")
+        return None
+    try:
+        if not _DATE.fullmatch(raw):
+            raise ValueError(raw)
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise ApiProblem(400, f"{name}: got {raw!r}; expected a date YYYY-MM-DD") from None
+
+
+def query_uuid(query: Mapping[str, str], name: str, required: bool = False) -> str | None:
+    """Parse a uuid parameter (its canonical text); an empty value is not a uuid.
+
+    Args:
+        query: the query parameters.
+        name: the parameter name.
+        required: whether an absent parameter is a 400 too.
+
+    Returns:
+        The uuid in canonical form, or ``None`` when absent (and not required).
+
+    Raises:
+        ApiProblem: 400 for an empty or unparsable value, or a required one absent.
+    """
+    raw = query.get(name)
+    if raw is None:
+        if required:
+            raise ApiProblem(400, f"{name} is required: a uuid")
+        return None
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError:
+        raise ApiProblem(400, f"{name}: got {raw!r}; expected a uuid") from None
 
 
 def envelope(rows: Sequence[Any], number: int, size: int) -> dict[str, Any]:

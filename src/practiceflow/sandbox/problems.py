@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 
 from starlette.responses import Response
 
-__all__ = ["TITLES", "ApiProblem", "problem_body", "problem_response"]
+__all__ = ["TITLES", "ApiProblem", "log_disconnect", "problem_body", "problem_response"]
 
 #: Title of each status, as the problem-details ``title``.
 TITLES: Mapping[int, str] = {
@@ -108,3 +109,17 @@ def problem_response(
         headers=dict(headers or {}),
         media_type="application/problem+json",
     )
+
+
+def log_disconnect(logger: logging.Logger, method: str, path: str) -> None:
+    """Log, as one INFO line, a client that hung up before its request was read.
+
+    Nothing is answered (nobody is listening); it is the client's doing, not a fault of
+    the sandbox, so it is neither an error nor a traceback.
+
+    Args:
+        logger: the logger of the surface that noticed it.
+        method: the request's method.
+        path: the request's path (no query string: it may carry values of a caller).
+    """
+    logger.info("%s %s: the client disconnected before its request was read", method, path)

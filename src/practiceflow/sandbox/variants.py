@@ -137,6 +137,16 @@ TOPICS: tuple[Topic, ...] = (
         "id_only": "only the new record's key or id.",
         "empty": "no body (the `Location` header names the record).",
     }, "empty"),
+    Topic("proposals_filter", "Does `/proposals/list` need `entityKey` (spec 4.2 shows "
+          "`/proposals/list?entityKey=`; its query parameters are not shown)?", {
+        "required": "`entityKey` is required: without it, or empty, the answer is 400.",
+        "optional": "without `entityKey` every proposal of the practice is listed.",
+    }, "required"),
+    Topic("bill_range", "Does `/bills/list` need both ends of its bill-date range (spec 4.2 "
+          "names `startDate` and `endDate`, not whether they are required)?", {
+        "optional": "either end may be left out: the range is open on that side.",
+        "required": "`startDate` and `endDate` are both required (400 without either).",
+    }, "required"),
     Topic("problem_message", "Does a problem body carry `message` next to `detail`?", {
         "some": "`message` on 400 and 404 only.",
         "none": "never a `message`.",

@@ -448,7 +448,7 @@ export class Practiceflow implements INodeType {
 					{
 						name: 'Create Proposal',
 						value: 'create_proposal',
-						description: 'Creates an adhoc draft proposal for a client: its services and, optionally, practice-management jobs, forms-tool jobs and billings',
+						description: 'Creates an adhoc draft proposal for a client: its services (at least one; the spec names them without "optional") and, optionally, practice-management jobs, forms-tool jobs and billings',
 						action: 'Create proposal',
 					},
 					{
@@ -751,6 +751,19 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
+				displayOptions: {
+					show: {
+						resource: ['bill'],
+						operation: ['find_bills'],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -1024,6 +1037,19 @@ export class Practiceflow implements INodeType {
 				],
 			},
 			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
+				displayOptions: {
+					show: {
+						resource: ['client'],
+						operation: ['find_clients'],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -1140,6 +1166,19 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
+				displayOptions: {
+					show: {
+						resource: ['contact'],
+						operation: ['find_contacts'],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -1180,6 +1219,19 @@ export class Practiceflow implements INodeType {
 				required: true,
 				description: 'EntityKey of the client. Example: 0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58.',
 				placeholder: '0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58',
+				displayOptions: {
+					show: {
+						resource: ['contact'],
+						operation: ['list_client_contacts'],
+					},
+				},
+			},
+			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
 				displayOptions: {
 					show: {
 						resource: ['contact'],
@@ -1263,6 +1315,19 @@ export class Practiceflow implements INodeType {
 						placeholder: '5d1e8a7c-2b44-4f0e-9c1d-3a6b7e8f9012',
 					},
 				],
+			},
+			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
+				displayOptions: {
+					show: {
+						resource: ['eform'],
+						operation: ['list_eform_templates'],
+					},
+				},
 			},
 			{
 				displayName: 'Additional Fields',
@@ -1359,6 +1424,19 @@ export class Practiceflow implements INodeType {
 						description: 'Whether to set Mute Email (true) or not. true sends no email; you deliver the accessUrl yourself. Example: False.',
 					},
 				],
+			},
+			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
+				displayOptions: {
+					show: {
+						resource: ['group'],
+						operation: ['find_groups'],
+					},
+				},
 			},
 			{
 				displayName: 'Additional Fields',
@@ -1643,6 +1721,19 @@ export class Practiceflow implements INodeType {
 				],
 			},
 			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
+				displayOptions: {
+					show: {
+						resource: ['lead'],
+						operation: ['find_leads'],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -1888,26 +1979,18 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Additional Fields',
-				name: 'additionalFields',
-				type: 'collection',
-				placeholder: 'Add Field',
-				default: {},
+				displayName: 'Services',
+				name: 'services',
+				type: 'json',
+				default: '[{"serviceID": 400, "quantity": 1}]',
+				required: true,
+				description: 'Service lines, each sent as given (services come from List Proposal Services). A JSON list of objects with: serviceID.',
 				displayOptions: {
 					show: {
 						resource: ['proposal'],
 						operation: ['create_proposal'],
 					},
 				},
-				options: [
-					{
-						displayName: 'Services',
-						name: 'services',
-						type: 'json',
-						default: '[{"serviceID": 400, "quantity": 1}]',
-						description: 'Service lines, each sent as given (services come from List Proposal Services). A JSON list of objects with: serviceID.',
-					},
-				],
 			},
 			{
 				displayName: 'Client',
@@ -1961,6 +2044,19 @@ export class Practiceflow implements INodeType {
 				required: true,
 				description: 'EntityKey of the client whose proposals to list. Example: 0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58.',
 				placeholder: '0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58',
+				displayOptions: {
+					show: {
+						resource: ['proposal'],
+						operation: ['find_proposals'],
+					},
+				},
+			},
+			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
 				displayOptions: {
 					show: {
 						resource: ['proposal'],
@@ -2054,6 +2150,19 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
+				displayOptions: {
+					show: {
+						resource: ['recurringBilling'],
+						operation: ['find_recurring_billings'],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -2107,6 +2216,19 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
+				displayOptions: {
+					show: {
+						resource: ['recurringBilling'],
+						operation: ['list_recurring_billing_runs'],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -2130,6 +2252,19 @@ export class Practiceflow implements INodeType {
 						description: 'Max number of results to return',
 					},
 				],
+			},
+			{
+				displayName: 'Return All',
+				name: 'returnAll',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to return all results or only up to a given limit',
+				displayOptions: {
+					show: {
+						resource: ['user'],
+						operation: ['list_users'],
+					},
+				},
 			},
 			{
 				displayName: 'Additional Fields',
@@ -2270,7 +2405,8 @@ export class Practiceflow implements INodeType {
 					returnData.push({ json, binary: { data: binary }, pairedItem: { item: i } });
 					continue;
 				}
-				const result = await runAction(send, baseUrl(DEFINITION, credentials), DEFINITION, action, values);
+				const all = action.returnAll && (this.getNodeParameter('returnAll', i, false) as boolean);
+				const result = await runAction(send, baseUrl(DEFINITION, credentials), DEFINITION, action, values, all);
 				const listed = action.plan.list !== null && (action.plan.map === null || action.plan.map === undefined);
 				for (const json of asItems(result, listed)) returnData.push({ json, pairedItem: { item: i } });
 			} catch (error) {

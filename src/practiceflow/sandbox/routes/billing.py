@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from practiceflow.sandbox.bodies import BillBody, BillLineBody
 from practiceflow.sandbox.clock import format_time
+from practiceflow.sandbox.paging import query_date
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import (
     PAGE_NUMBER,
@@ -72,13 +73,10 @@ def _check_line(
     where = f"lineItems[{index}]"
     if line.amount is None:
         raise ApiProblem(400, f"{where}.amount is required")
-    if (
-        line.taxAmount is None
-        and line.taxPercent is None
-        and not (practice.ledger_connected and line.extTaxID is not None)
-    ):
+    if line.taxAmount is None and line.taxPercent is None:
+        # spec 2.4: every line needs one of them, an extTaxID included (rule 2 of 4.1
+        # adds a ledger reference on top; it does not stand in for the tax)
         raise ApiProblem(400, f"{where}: taxAmount or taxPercent is required")
-    ledger_rate: float | None = None
     if practice.ledger_connected:
         if line.extAccountID is None and line.extItemID is None:
             detail = f"{where}: the ledger is connected, so extAccountID or extItemID is required"
@@ -89,7 +87,6 @@ def _check_line(
                 valid = ", ".join(str(key) for key in rates)
                 detail = f"{where}.extTaxID: got {line.extTaxID}; valid values are {valid}"
                 raise ApiProblem(400, detail)
-            ledger_rate = rates[line.extTaxID]
         elif line.taxPercent is None or not any(
             abs(line.taxPercent - rate) <= TAX_TOLERANCE + 1e-9 for rate in rates.values()
         ):
@@ -107,10 +104,8 @@ def _check_line(
     percent_wins = variants.is_("tax_precedence", "percent") or line.taxAmount is None
     if line.taxPercent is not None and percent_wins:
         tax = round(amount * line.taxPercent / 100, cents)
-    elif line.taxAmount is not None:
-        tax = round(line.taxAmount, cents)
     else:
-        tax = round(amount * (ledger_rate or 0.0) / 100, cents)
+        tax = round(line.taxAmount or 0.0, cents)
     return amount, tax, round(amount + tax, cents)
 
 
@@ -211,21 +206,13 @@ def _bill_row(ctx: Ctx, bill: dict[str, Any]) -> dict[str, Any]:
     return dict(id_case(ctx, row))
 
 
-def _date_param(raw: str | None, name: str) -> date | None:
-    if not raw:
-        return None
-    try:
-        return date.fromisoformat(raw)
-    except ValueError:
-        raise ApiProblem(400, f"{name}: got {raw!r}; expected a date YYYY-MM-DD") from None
-
-
 async def list_bills(request: Request) -> Response:
     """Bills whose bill date lies in [startDate, endDate], ``pageSize`` envelope."""
     ctx = context(request)
     query = request.query_params
-    start = _date_param(query.get("startDate"), "startDate")
-    end = _date_param(query.get("endDate"), "endDate")
+    required = ctx.state.variants.is_("bill_range", "required")
+    start = query_date(query, "startDate", required=required)
+    end = query_date(query, "endDate", required=required)
     inclusive = ctx.state.variants.is_("end_date", "inclusive")
     rows = sorted(ctx.practice.bills.values(), key=lambda row: (row["billDate"], row["billingID"]))
     rows = [

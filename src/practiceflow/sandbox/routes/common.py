@@ -44,6 +44,7 @@ class Param:
     minimum: int | None = None
     maximum: int | None = None
     description: str = ""
+    required: bool = False
 
 
 PAGE_NUMBER = Param("pageNumber", "integer", minimum=1, maximum=10000, description="1-based page")

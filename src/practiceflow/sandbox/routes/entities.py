@@ -96,7 +96,8 @@ def create_entity(practice: Practice, body: EntityBody) -> Entity:
         ApiProblem: 400 for an unknown type or status.
     """
     row = _resolve_type(practice, body, body.entityType)
-    status_text = (body.clientStatus or "Active").strip().casefold()
+    given = body.clientStatus if body.clientStatus is not None else "Active"
+    status_text = given.strip().casefold()
     if status_text not in ("lead", "active"):
         detail = f"clientStatus: got {body.clientStatus!r}; valid values are Lead, Active"
         raise ApiProblem(400, detail)

@@ -80,9 +80,12 @@ async def create_lead(request: Request) -> Response:
         valid = ", ".join(f"{t['code']} ({t['name']})" for t in practice.entity_types)
         raise ApiProblem(400, f"entityType: got {body.entityType!r}; valid values are {valid}")
     source = (
-        _name_of(practice.lead_sources, body.leadSource, "leadSource") if body.leadSource else None
+        _name_of(practice.lead_sources, body.leadSource, "leadSource")
+        if body.leadSource is not None
+        else None
     )
-    status = _name_of(practice.lead_statuses, body.leadStatus or "New", "leadStatus")
+    given = body.leadStatus if body.leadStatus is not None else "New"
+    status = _name_of(practice.lead_statuses, given, "leadStatus")
     entity = Entity(
         key=practice.new_uuid(),
         seq=0,

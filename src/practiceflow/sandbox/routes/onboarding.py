@@ -58,7 +58,7 @@ async def create_onboarding(request: Request) -> Response:
     practice = ctx.practice
     body = await read_body(request, OnboardingBody)
     if body.userKey is not None and practice.find_user(str(body.userKey)) is None:
-        raise ApiProblem(400, f"userKey: got {body.userKey}; no such user in this practice")
+        raise ApiProblem(404, f"userKey: got {body.userKey}; no such user in this practice")
     existing: list[Entity | None] = []
     for n, row in enumerate(body.clients):
         if row.entityKey is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import uuid
 from typing import Any
 
 from starlette.requests import Request
@@ -16,6 +15,7 @@ from practiceflow.sandbox.bodies import (
     RenewBody,
 )
 from practiceflow.sandbox.clock import format_time
+from practiceflow.sandbox.paging import query_uuid
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import (
     PAGE_NUMBER,
@@ -105,12 +105,8 @@ async def list_proposals(request: Request) -> Response:
     """Proposals, optionally of one client (``entityKey``), ``pageSize`` envelope."""
     ctx = context(request)
     query = request.query_params
-    wanted = query.get("entityKey")
-    if wanted:
-        try:
-            wanted = str(uuid.UUID(wanted))
-        except ValueError:
-            raise ApiProblem(400, f"entityKey: got {wanted!r}; expected a uuid") from None
+    required = ctx.state.variants.is_("proposals_filter", "required")
+    wanted = query_uuid(query, "entityKey", required=required)
     rows = [
         _played(ctx, row)
         for row in ctx.practice.proposals.values()
@@ -236,7 +232,8 @@ _KEY = "/api/v1/proposals/{key:uuid}"
 # fmt: off
 OPS = [
     Op("GET", "/api/v1/proposals/list", list_proposals, "Proposals of a client", "proposals",
-       query=(Param("entityKey", format="uuid"), PAGE_NUMBER, PAGE_SIZE), statuses=(200, 400),
+       query=(Param("entityKey", format="uuid", required=True), PAGE_NUMBER, PAGE_SIZE),
+       statuses=(200, 400),
        guess=True),
     *(_catalog(name) for name in ("services", "xpm-job-templates", "xpm-job-categories",
                                   "xpm-staff", "fyi-job-templates", "fyi-job-states")),

@@ -25,8 +25,8 @@ async def subscribe(request: Request) -> Response:
     """One subscription row per event; the server generates the secret."""
     ctx = context(request)
     body = await read_body(request, WebhookBody)
-    url = body.hookUrl or body.targetUrl
-    if not url:
+    url = body.hookUrl if body.hookUrl is not None else body.targetUrl
+    if url is None:
         raise ApiProblem(400, "hookUrl (or targetUrl) is required")
     if body.webhookEvent not in EVENTS:
         valid = ", ".join(EVENTS)

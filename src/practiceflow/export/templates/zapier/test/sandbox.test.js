@@ -131,6 +131,25 @@ test('sandbox proofs', { skip }, async (t) => {
     return Array.isArray(data) ? data : Object.values(data).find(Array.isArray);
   };
 
+  await t.test('a search with a limit above one page reads every page of the list', async () => {
+    // The API's own pages, read directly: what every page holds together.
+    const every = [];
+    for (let page = 1; ; page += 1) {
+      const rows = await apiList(`/api/v1/entities?pageNumber=${page}`);
+      every.push(...rows);
+      if (rows.length === 0 || (page > 1 && rows.length < every.length / page)) break;
+    }
+    assert.ok(every.length > 100, `the sandbox lists ${every.length} clients: more than one page`);
+    const before = (await admin('GET', '/_admin/requests')).length;
+    const found = await appTester(App.searches.find_clients.operation.perform, {
+      authData: authData(),
+      inputData: { limit: 100000 },
+    });
+    assert.deepEqual(found.map((row) => row.entityKey).sort(), every.map((row) => row.entityKey).sort());
+    const pages = (await requestsSince(before)).map((row) => new URLSearchParams(row.query || '').get('pageNumber'));
+    assert.ok(pages.includes('2'), `pages read: ${pages}`);
+  });
+
   await t.test('dynamic dropdowns show the sandbox\'s own lists', async () => {
     const dropdown = (operation, key) => {
       const field = App[operation.kind][operation.key].operation.inputFields.find((f) => f.key === key);

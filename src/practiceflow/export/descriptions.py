@@ -1,0 +1,103 @@
+"""Descriptions of exported operations, derived from the module's own text.
+
+A module's description is written for the runner, which does more than one request: it
+pages through a list and stops at ``limit``, matches rows locally, saves downloads to
+``saveTo``. An exported operation (OpenAPI, Power Automate) is one request of the API, so its
+description keeps only what holds for that request. It is derived, never written twice:
+
+* a sentence that names an input field the operation does not carry (as a parameter or a
+  body field), or that states something only the runner does (:data:`RUNNER_ONLY`), is left
+  out; in the first sentence (what the operation is) the text is cut before it instead;
+* what the operation itself does is added from its shape (how to page a list; that a
+  download answers the file).
+
+:func:`runner_only_mentions` is the check behind it, which the tests run over every exported
+operation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["RUNNER_ONLY", "export_description", "runner_only_mentions"]
+
+#: Phrases that describe what only the runner does (paging for the caller, limits, local
+#: matching, saving files, output maps, pre-send checks, warnings).
+RUNNER_ONLY = (
+    "page by page",
+    "pages through",
+    "stops at limit",
+    "hasmore says",
+    "hasmore is true when",
+    "matched here",
+    "writes it to a file",
+    "the file's path",
+    "as a query parameter as given",
+    "is returned as",
+    "reported as a warning",
+    "checked against the settings lists",
+    "checks this",
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
+_TRAILING = re.compile(r"(?:[\s,;:(]|\b(?:and|with|or)\b)+$")
+#: A cut first sentence must keep at least this many words, else the title stands in.
+_MIN_WORDS = 3
+
+
+def _first_offence(sentence: str, missing: Iterable[str]) -> int | None:
+    """Where the first runner-only phrase or missing field starts in a sentence, if any."""
+    lowered = sentence.lower()
+    found = [lowered.find(phrase) for phrase in RUNNER_ONLY]
+    found += [m.start() for name in missing for m in [_word(name).search(sentence)] if m]
+    hits = [at for at in found if at >= 0]
+    return min(hits) if hits else None
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+
+
+def runner_only_mentions(text: str, missing: Iterable[str]) -> list[str]:
+    """Runner-only phrases and missing field names that a description mentions.
+
+    Args:
+        text: a description.
+        missing: input fields of the module that the exported operation does not carry.
+
+    Returns:
+        What it mentions (empty when the description fits the operation).
+    """
+    lowered = text.lower()
+    found = [phrase for phrase in RUNNER_ONLY if phrase in lowered]
+    found += [name for name in missing if _word(name).search(text)]
+    return found
+
+
+def export_description(
+    description: str, title: str, missing: Iterable[str], extra: Iterable[str] = ()
+) -> str:
+    """The description of an exported operation.
+
+    Args:
+        description: the module's description.
+        title: the module's title (stands in for a first sentence with nothing left).
+        missing: input fields of the module that the operation does not carry.
+        extra: sentences about the operation itself (such as how to page it).
+
+    Returns:
+        One paragraph.
+    """
+    names = sorted(set(missing))
+    sentences = _SENTENCE.split(" ".join(description.split()))
+    kept: list[str] = []
+    for index, sentence in enumerate(sentences):
+        offence = _first_offence(sentence, names)
+        if offence is None:
+            kept.append(sentence)
+            continue
+        if index == 0:
+            head = _TRAILING.sub("", sentence[:offence]).strip()
+            kept.append(head + "." if len(head.split()) >= _MIN_WORDS else title + ".")
+    kept.extend(text for text in extra if text)
+    return " ".join(kept)

@@ -1,0 +1,232 @@
+"""List operations as the platforms that read an OpenAPI document page them (spec section 8).
+
+A list module of the runner pages by itself (``list.paged``) and hands back ``{items, count,
+hasMore}``; an exported operation is one request of the API, so a platform user pages it:
+
+* ``pageNumber`` (1-based, at most 10000) on every list the module pages;
+* ``pageSize`` (1 to 100, default 50) on those of them whose page size is not fixed by the
+  server (``paging.fixed_size`` of the connector manifest: the spec lists the parameters of
+  those lists, and ``pageSize`` is not among them);
+* the answer: the rows as a bare array, or an object holding them in ``items`` with
+  ``hasMore`` (the spec does not show the envelope; both are read by the runner, see
+  :mod:`practiceflow.api.paging`). Lists that take ``pageSize`` most likely answer the
+  envelope (spec 8: "``hasMore`` where present"), the others a bare array: that is the shape
+  a one-shape platform (Power Automate's OpenAPI 2.0) is given, and the first alternative
+  of the OpenAPI 3.1 document.
+
+The rows are the module's own row schema (``output.items.items``), so a platform's designer
+offers the fields of a row; where the spec does not show a list's rows, the row fields that
+other modules' choices (``x-choices``: value, label, ``also``) name are declared on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from practiceflow.api.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_NUMBER, MAX_PAGE_SIZE
+from practiceflow.manifest.models import ActionModule, TriggerModule
+from practiceflow.manifest.registry import ModuleRegistry
+
+__all__ = [
+    "ENVELOPE_ITEMS",
+    "ListShape",
+    "choice_fields",
+    "list_shape",
+    "page_parameters",
+    "paging_note",
+    "response_alternatives",
+    "row_schema",
+    "with_fields",
+]
+
+#: Where the rows sit in an enveloped list answer.
+ENVELOPE_ITEMS = "items"
+
+Shape = Literal["array", "envelope"]
+
+
+@dataclass(frozen=True)
+class ListShape:
+    """How one list operation pages and what it answers.
+
+    Attributes:
+        paged: the list takes ``pageNumber``.
+        page_size: the list takes ``pageSize`` (its page size is not fixed by the server).
+        shape: the answer most likely given: ``array`` (bare) or ``envelope``
+            (``{items, hasMore, ...}``).
+    """
+
+    paged: bool
+    page_size: bool
+    shape: Shape
+
+
+def list_shape(action: ActionModule, connector: Mapping[str, Any]) -> ListShape | None:
+    """The paging and answer shape of a list action (None for any other action).
+
+    Args:
+        action: an action module.
+        connector: the connector manifest as data (its ``paging`` section).
+
+    Returns:
+        The list's shape, or None when the action has no ``list`` section.
+    """
+    spec = action.extensions.list
+    if spec is None:
+        return None
+    fixed = set(connector.get("paging", {}).get("fixed_size", ()))
+    page_size = spec.paged and action.request.path not in fixed
+    return ListShape(spec.paged, page_size, "envelope" if page_size else "array")
+
+
+def page_parameters(shape: ListShape, connector: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The OpenAPI 3.1 query parameters that choose a page.
+
+    Args:
+        shape: the list's shape.
+        connector: the connector manifest as data.
+
+    Returns:
+        ``pageNumber`` (and ``pageSize`` where the list takes it); empty when not paged.
+    """
+    if not shape.paged:
+        return []
+    paging = connector.get("paging", {})
+    number = {
+        "name": paging.get("page_param", "pageNumber"),
+        "in": "query",
+        "required": False,
+        "description": "The page to read, 1-based; ask for the next page while the answer "
+        "says hasMore, or while a page is full.",
+        "schema": {
+            "type": "integer",
+            "minimum": int(paging.get("page_min", 1)),
+            "maximum": int(paging.get("page_max", MAX_PAGE_NUMBER)),
+            "default": 1,
+        },
+    }
+    if not shape.page_size:
+        return [number]
+    size = {
+        "name": paging.get("size_param", "pageSize"),
+        "in": "query",
+        "required": False,
+        "description": "Rows per page, where the list supports it (a list that does not "
+        "answers its own page size).",
+        "schema": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": int(paging.get("size_max", MAX_PAGE_SIZE)),
+            "default": int(paging.get("size_default", DEFAULT_PAGE_SIZE)),
+        },
+    }
+    return [number, size]
+
+
+def row_schema(output: Mapping[str, Any]) -> Any:
+    """The schema of one row of a list action's answer (its ``output.items.items``).
+
+    Args:
+        output: a list action's output schema.
+
+    Returns:
+        The row schema (``{"type": "object", "additionalProperties": true}`` when the
+        module says nothing about its rows).
+    """
+    items = output.get("properties", {}).get("items", {})
+    rows = items.get("items") if isinstance(items, Mapping) else None
+    if isinstance(rows, Mapping) and rows:
+        return dict(rows)
+    return {"type": "object", "additionalProperties": True}
+
+
+def choice_fields(registry: ModuleRegistry) -> dict[str, dict[str, Any]]:
+    """Row fields of each list action that the modules' choices name.
+
+    Args:
+        registry: every loaded module.
+
+    Returns:
+        List action key -> field name -> a schema saying which choice names it.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    modules: list[ActionModule | TriggerModule] = [
+        *registry.actions.values(),
+        *registry.triggers.values(),
+    ]
+    for module in sorted(modules, key=lambda item: item.key):
+        for source in module.choices.values():
+            for name in (source.value, source.label, *source.also):
+                if name:
+                    text = f"The row field {module.key}'s choices read."
+                    found.setdefault(source.action, {}).setdefault(name, {"description": text})
+    return found
+
+
+def with_fields(row: Any, fields: Mapping[str, Any]) -> Any:
+    """A row schema with more declared properties (those it already has win).
+
+    Args:
+        row: a row schema.
+        fields: field name -> schema.
+
+    Returns:
+        The row schema, with the fields added to its ``properties``.
+    """
+    if not fields or not isinstance(row, Mapping):
+        return row
+    properties = {**fields, **dict(row.get("properties") or {})}
+    return {**row, "properties": dict(sorted(properties.items()))}
+
+
+def response_alternatives(shape: ListShape, row_ref: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The answer of one page: the likely shape first, then the other.
+
+    Args:
+        shape: the list's shape.
+        row_ref: the row schema (usually a ``$ref``).
+
+    Returns:
+        Two schemas: a bare array of rows, and the envelope.
+    """
+    array = {"type": "array", "items": dict(row_ref)}
+    envelope = {
+        "type": "object",
+        "additionalProperties": True,
+        "properties": {
+            ENVELOPE_ITEMS: {
+                "type": "array",
+                "items": dict(row_ref),
+                "description": "The rows of this page.",
+            },
+            "hasMore": {
+                "type": "boolean",
+                "description": "True when another page follows; read pageNumber + 1.",
+            },
+            "pageNumber": {"type": "integer", "description": "This page's number."},
+            "pageSize": {"type": "integer", "description": "Rows per page."},
+            "totalCount": {"type": "integer", "description": "Rows in the whole list."},
+        },
+    }
+    return [envelope, array] if shape.shape == "envelope" else [array, envelope]
+
+
+def paging_note(shape: ListShape) -> str:
+    """A sentence for the operation's description saying how to read every page.
+
+    Args:
+        shape: the list's shape.
+
+    Returns:
+        The sentence (empty when the list is read in one request).
+    """
+    if not shape.paged:
+        return "The whole list comes in one answer."
+    size = "; pageSize sets the rows per page (1 to 100)" if shape.page_size else ""
+    return (
+        f"One page per call: pageNumber picks the page (1-based){size}. To read the whole "
+        "list, ask for the next page while the answer's hasMore is true, or, where the answer "
+        "has no hasMore, until a page holds fewer rows than the first."
+    )
