@@ -32,6 +32,23 @@ for (const item of Object.values(def.searches)) {
 }
 
 const triggers = {};
+// Whether every input field a poll's query reads ({"ref": ["input", NAME]}) was given.
+const pollInputsGiven = (params, inputData) => {
+  const wanted = [];
+  const walk = (node) => {
+    if (Array.isArray(node)) {
+      node.forEach(walk);
+    } else if (node && typeof node === 'object') {
+      if (Array.isArray(node.ref) && node.ref[0] === 'input' && typeof node.ref[1] === 'string') {
+        wanted.push(node.ref[1]);
+      }
+      Object.values(node).forEach(walk);
+    }
+  };
+  walk(params);
+  return wanted.every((name) => inputData[name] !== undefined && inputData[name] !== '');
+};
+
 for (const item of Object.values(def.triggers)) {
   const operation = { ...operationBase(item), type: item.type === 'hook' ? 'hook' : 'polling' };
   if (item.type === 'choices') {
@@ -42,9 +59,13 @@ for (const item of Object.values(def.triggers)) {
     operation.performSubscribe = rt.hookSubscribe(def, item);
     operation.performUnsubscribe = rt.hookUnsubscribe(def);
     // A sample while building a Zap: the poll source's newest rows where the module has
-    // one; else the module's own sample (the API has no list of past deliveries).
+    // one and the Zap gave the input its request reads (proposals are listed per client);
+    // else the module's own sample (the API has no list of past deliveries).
     operation.performList = item.plan.poll
-      ? (z, bundle) => rt.poll(z, bundle, def, item, 1)
+      ? async (z, bundle) =>
+          pollInputsGiven(item.plan.poll.params, bundle.inputData || {})
+            ? rt.poll(z, bundle, def, item, 1)
+            : [item.sample]
       : async () => [item.sample];
   } else {
     operation.perform = (z, bundle) => rt.poll(z, bundle, def, item, def.paging.max_pages);

@@ -8,9 +8,11 @@
 4. stop the receiver (unsubscribing), change clients behind its back through the admin
    surface, and show polling catching up: ``recipes/new_client_integrations_to_jsonl.yaml``
    polls the entities list, finds the new clients, and writes their integration ids;
-5. open the run console on 127.0.0.1, print its URL and keep a screenshot of the first
-   run's page in ``demo-out/console-run.png`` (headless Debian chromium; skipped with the
-   reason when chromium or playwright is missing).
+5. open the run console on 127.0.0.1 and keep a screenshot of the first run's page in
+   ``demo-out/console-run.png`` (headless Debian chromium; skipped with the reason when
+   chromium or playwright is missing). Its URL is printed only while it answers: at a
+   terminal, the console stays up until Enter is pressed; otherwise it stops with the demo,
+   and the demo says so instead of printing an address that no longer answers.
 
 Everything runs in this process (threads), and everything stops before it returns.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -175,14 +178,25 @@ def main() -> int:
             server_console = ConsoleServer(context, port=0).start()
             try:
                 run_page = f"{server_console.url}runs/{first_run}"
-                console.print(f"run console on {server_console.url} (the first run: {run_page})")
                 shot, reason = screenshot(run_page, SCREENSHOT.resolve())
                 if shot is None:
                     console.print(f"no screenshot: {reason}")
                 else:
                     console.print(f"screenshot of the run page: {shot}")
+                if sys.stdin.isatty():
+                    console.print(
+                        f"run console on {server_console.url} (the first run: {run_page})"
+                    )
+                    with contextlib.suppress(EOFError, KeyboardInterrupt):
+                        input("press Enter to stop the console and end the demo ")
+                else:
+                    console.print(
+                        "the run console answered on 127.0.0.1 for the screenshot and stops "
+                        "with the demo (run it at a terminal to keep it open)"
+                    )
             finally:
                 server_console.stop()
+                console.print("run console stopped")
         client.close()
     console.rule(f"done in {time.monotonic() - started:.1f} s; sandbox and receiver stopped")
     return 0

@@ -1,4 +1,5 @@
-"""``practiceflow runs cancel``: a person settles a held delivery or a run they give up on."""
+"""``practiceflow runs cancel``: a person settles a held delivery (an entry of the attention
+table, as ``attention settle`` does) or a run they give up on."""
 
 from __future__ import annotations
 
@@ -41,15 +42,13 @@ def test_cancel_settles_a_held_delivery_by_short_id_with_who_and_why(tmp_path: P
     assert result.exit_code == 0, result.output
     assert "unrecognised:new_client" in result.output
     with open_store(str(state)) as store:
-        record = store.get_run(run_id)
-        assert record is not None
-        assert record.status == "cancelled"
-        assert isinstance(record.error, dict)
-        assert record.error["reason"] == "our own test"
-        assert record.error["cancelled_by"] == "ann"
-        assert record.error["was"]["deliveryId"] == "evt-1"
-        held = store.list_runs(practice="p", status="in_doubt", limit=10)
-        assert held == []
+        entry = store.get_attention(run_id)
+        assert entry is not None
+        assert (entry.status, entry.settled_by, entry.note) == ("closed", "ann", "our own test")
+        assert isinstance(entry.evidence, dict)
+        assert entry.evidence["deliveryId"] == "evt-1"
+        assert store.list_attention(practice="p", statuses=("open",)) == []
+        assert store.list_runs(practice="p", status="in_doubt", limit=10) == []
 
 
 def test_cancel_refuses_a_finished_run_and_an_empty_reason(tmp_path: Path) -> None:
@@ -67,11 +66,11 @@ def test_cancel_refuses_a_finished_run_and_an_empty_reason(tmp_path: Path) -> No
 
     with open_store(str(state)) as store:
         done = store.get_run(DONE)
-        held = store.get_run(run_id)
+        held = store.get_attention(run_id)
         assert done is not None
         assert done.status == "succeeded"
         assert held is not None
-        assert held.status == "in_doubt"
+        assert held.status == "open"
 
 
 def test_a_held_delivery_is_listed_as_needing_attention_until_cancelled(tmp_path: Path) -> None:
@@ -91,7 +90,7 @@ def test_a_held_delivery_is_listed_as_needing_attention_until_cancelled(tmp_path
             (shown,) = web.get("/console/api/attention").json()
             assert (shown["run_id"], shown["held"], shown["step"]) == (run_id, True, None)
             assert "looks like a test delivery" in shown["why_in_doubt"]
-            assert f"runs cancel {run_id[:8]}" in shown["why_in_doubt"]
+            assert shown["settle"] == f"practiceflow attention settle {run_id[:8]} --note TEXT"
             page = web.get("/console/attention")
             assert "delivery held" in page.text
 

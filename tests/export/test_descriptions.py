@@ -97,3 +97,26 @@ def test_the_module_texts_do_carry_runner_only_promises():
     """The check has something to find: the modules' own texts carry such phrases."""
     texts = " ".join(action.description for action in REGISTRY.actions.values()).lower()
     assert sum(phrase in " ".join(texts.split()) for phrase in RUNNER_ONLY) >= 8
+
+
+def test_zapier_and_n8n_describe_no_file_saved_here_nor_a_hook_or_warning():
+    """The apps run the module's plan (paging, limit, filters hold) but save no file on this
+    machine and run no hook, check or warning: their descriptions say nothing of those."""
+    from practiceflow.export.descriptions import LOCAL_ONLY
+    from practiceflow.export.plan import local_fields
+
+    zapier = json.loads(generate("zapier")["definition.json"])
+    node = generate("n8n")["nodes/Practiceflow/Practiceflow.node.ts"]
+    seen = 0
+    for kind in ("searches", "creates"):
+        for key, entry in zapier[kind].items():
+            if key not in REGISTRY.actions:
+                continue
+            local = local_fields(REGISTRY.actions[key])
+            text = entry["display"]["description"]
+            assert runner_only_mentions(text, local, LOCAL_ONLY) == [], key
+            seen += 1
+    assert seen >= 40
+    for phrase in LOCAL_ONLY:
+        assert phrase not in node.lower()
+    assert "saveTo" not in node

@@ -22,7 +22,8 @@ from click.testing import CliRunner
 from practiceflow.cli import cli
 from practiceflow.fleet import Fleet, FleetPresence, list_outage, load_fleet, make_app
 from practiceflow.fleet.outage import FLEET_ALIVE_KEY, FLEET_KEY
-from practiceflow.runner.gaps import GAP_STEP, last_alive, mark_alive
+from practiceflow.runner.attention import label
+from practiceflow.runner.gaps import last_alive, mark_alive
 from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle
 
@@ -69,21 +70,22 @@ def receiving_fleet(
 
 
 def gap_entries(store: PostgresStore) -> list[tuple[str, str]]:
-    """(practice, recipe) of every entry that needs attention, sorted."""
-    return sorted((run.practice, run.recipe) for run in store.list_runs(status="in_doubt"))
+    """(practice, entry) of every entry that needs attention, sorted."""
+    entries = store.list_attention(statuses=("open",))
+    return sorted((entry.practice, label(entry)) for entry in entries)
 
 
-def message(store: PostgresStore, run_id: str) -> str:
-    step = store.get_step(run_id, GAP_STEP)
-    assert step is not None
-    return str(step.error["message"])  # type: ignore[index]
+def message(store: PostgresStore, entry_id: str) -> str:
+    entry = store.get_attention(entry_id)
+    assert entry is not None
+    return entry.reason
 
 
 @pytest.mark.parametrize(
     ("recipe", "polled_before", "why"),
     [
         (FORMS, False, "no poll source, so they depend on the sender's retries"),
-        (accepted("auto"), False, "the fleet does not read the proposals of the clients"),
+        (accepted("auto"), False, "a sweep of every record, which the fleet does not run"),
         (accepted("webhook", ENTITY), False, "received by webhook only (mode: webhook)"),
         (accepted("both", ENTITY), False, "its polling began after the window"),
         (accepted("both", ENTITY), True, None),  # its next poll reads the window back
@@ -141,7 +143,7 @@ def test_a_worker_started_after_an_outage_lists_the_window_and_runs_list_shows_i
     rows = json.loads(result.stdout)
     assert sorted(row["run_id"] for row in rows) == sorted(listed)
     for row in rows:
-        reason = row["error"]["reason"]
+        reason = row["reason"]
         assert "every worker of the fleet was down from 2026-01-05T09:00:00+00:00" in reason
         assert "eform_submitted events in this window may have been missed" in reason
 

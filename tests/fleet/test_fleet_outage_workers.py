@@ -91,7 +91,7 @@ def test_workers_started_after_an_outage_list_its_window_once_per_practice(
             ("beta", "gap: eform_submitted"),
         ]
         for row in rows:
-            reason = row["error"]["reason"]
+            reason = row["reason"]
             assert f"every worker of the fleet was down from {down.isoformat()} to " in reason
         listed = sorted(row["run_id"] for row in rows)
         said = [log.read_text(errors="replace") for log in logs[:2]]

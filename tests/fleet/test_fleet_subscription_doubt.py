@@ -22,7 +22,6 @@ from _fleet_support import (
     stop_workers,
 )
 
-from practiceflow.runner.gaps import DOUBT_PREFIX, GAP_STEP
 from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle
 
@@ -51,7 +50,10 @@ steps:
     with:
       entityKey: "{{ trigger.entityKey }}"
 """
-ENTRY = DOUBT_PREFIX + "proposal_accepted"
+
+
+def _entries(store: PostgresStore) -> list[Any]:
+    return store.list_attention(kind="subscription_in_doubt", trigger="proposal_accepted")
 
 
 def _fleet(folder: Path, sandbox: SandboxHandle, entity: str) -> Path:
@@ -129,8 +131,8 @@ def test_a_worker_lists_a_subscription_in_doubt_once_and_polls_its_trigger_inste
                 return row is not None and row.status == "active"
 
             assert _read(pg_url, subscribed)
-            entries = _read(pg_url, lambda store: store.list_runs(recipe=ENTRY, limit=10))
-            assert [(run.practice, run.status) for run in entries] == [("alpha", "in_doubt")]
+            entries = _read(pg_url, _entries)
+            assert [(entry.practice, entry.status) for entry in entries] == [("alpha", "open")]
             ready = _wait(
                 "readiness (the other trigger's receiver must stay in the balancer)",
                 lambda: _ready(public),
@@ -161,9 +163,8 @@ def test_a_worker_lists_a_subscription_in_doubt_once_and_polls_its_trigger_inste
     finally:
         stop_workers(workers)
 
-    (entry,) = _read(pg_url, lambda store: store.list_runs(recipe=ENTRY, limit=10))
-    step = _read(pg_url, lambda store: store.get_step(entry.run_id, GAP_STEP))
-    message = str(step.error["message"])
+    (entry,) = _read(pg_url, _entries)
+    message = entry.reason
     assert "received by polling" in message
     assert "unsubscribe proposal_accepted --forget --practice alpha" in message
     kept = _read(pg_url, lambda store: store.get_subscription("alpha", "proposal_accepted"))

@@ -20,6 +20,7 @@ from mcp_support import (
     as_text,
     bill_count,
     bill_input,
+    confirmation,
     leaks,
     result_text,
 )
@@ -80,8 +81,8 @@ def no_personal_value_in_results_logs_or_journaled_requests(
 
     async def scenario(client: Client) -> list[types.CallToolResult]:
         preview = await client.call_tool("create_client", client_input)
-        token = preview.structured_content["confirm_token"]
-        done = await client.call_tool("confirm_write", {"confirm_token": token})
+        printed = (tmp_path / "server.log").read_text(encoding="utf-8")
+        done = await client.call_tool("confirm_write", confirmation(preview, printed))
         found = await client.call_tool("find_clients", {"email": PERSONAL["email"]})
         wrong = await client.call_tool("create_client", {**client_input, "email": 5})
         return [preview, done, found, wrong]

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +21,8 @@ from practiceflow.testing import SandboxHandle
 REPO = Path(__file__).resolve().parents[2]
 #: The command that starts the server, as a desktop assistant would.
 PRACTICEFLOW = [sys.executable, "-m", "practiceflow"]
+#: The same, killing itself at a journal point given next (``tests/kill_at.py``).
+KILL_AT = [sys.executable, str(REPO / "tests" / "kill_at.py")]
 
 #: Personal values a test types into a write; none may reach the assistant, a log line or
 #: the journal's step entries.
@@ -89,3 +96,68 @@ def as_text(payload: Any) -> str:
 def result_text(result: types.CallToolResult) -> str:
     """The text blocks of a tool result, joined."""
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+def user_code(notices: str, write_id: str) -> str:
+    """The confirmation code the server printed for a write (``notices``: what it wrote on
+    its standard error), as the user reads it there."""
+    found = re.findall(
+        rf"\(write {write_id[:8]}\)\. If you agree, give the assistant this "
+        r"code: (\d{6})",
+        notices,
+    )
+    assert found, f"no code printed for write {write_id}"
+    return str(found[-1])
+
+
+def confirmation(preview: types.CallToolResult, notices: str) -> dict[str, str]:
+    """The arguments of ``confirm_write`` for a preview, with the code the user reads."""
+    shown = preview.structured_content or {}
+    return {
+        "confirm_token": shown["confirm_token"],
+        "user_code": user_code(notices, shown["write_id"]),
+    }
+
+
+@contextmanager
+def http_server(
+    sandbox: SandboxHandle,
+    tmp_path: Path,
+    *flags: str,
+    state: str | None = None,
+    log: str = "server.log",
+    env: dict[str, str] | None = None,
+    kill_at: str | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``practiceflow mcp --transport http`` in a subprocess over the store ``state``
+    (``tmp_path/state.db`` by default); yields its MCP URL and its process (stopped on
+    exit unless it died). Its standard error goes to ``tmp_path/log``. ``kill_at``: a
+    journal point where the process kills itself (``tests/kill_at.py``)."""
+    port = free_port()
+    args = ["mcp", "--transport", "http", "--listen", f"127.0.0.1:{port}", *flags]
+    store = state or str(tmp_path / "state.db")
+    with (tmp_path / log).open("a", encoding="utf-8") as errlog:
+        command = PRACTICEFLOW if kill_at is None else [*KILL_AT, kill_at]
+        process = subprocess.Popen(  # noqa: S603 - our own CLI, fixed arguments
+            [*command, *args],
+            env={**server_env(sandbox, Path(store)), **(env or {}), "PRACTICEFLOW_STATE": store},
+            cwd=tmp_path,
+            stdout=errlog,
+            stderr=errlog,
+        )
+        try:
+            deadline = time.monotonic() + 120  # generous: start-up on a busy machine
+            while not _listening(port):
+                assert process.poll() is None, (tmp_path / log).read_text()
+                assert time.monotonic() < deadline, "the MCP server did not start listening"
+                time.sleep(0.1)
+            yield f"http://127.0.0.1:{port}/mcp", process
+        finally:
+            if process.poll() is None:
+                process.terminate()
+            process.wait(timeout=60)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0

@@ -26,6 +26,7 @@ from mcp_support import (
     active_client,
     api_requests,
     bill_count,
+    confirmation,
     free_port,
     server_env,
 )
@@ -123,9 +124,9 @@ def test_over_http_search_then_preview_and_confirm_twice_makes_one_bill(sandbox,
         tools = await client.list_tools()
         found = await client.call_tool("find_clients", {"limit": 3})
         preview = await client.call_tool("create_bill", bill)
-        token = preview.structured_content["confirm_token"]
-        first = await client.call_tool("confirm_write", {"confirm_token": token})
-        again = await client.call_tool("confirm_write", {"confirm_token": token})
+        printed = (tmp_path / "server.log").read_text(encoding="utf-8")
+        first = await client.call_tool("confirm_write", confirmation(preview, printed))
+        again = await client.call_tool("confirm_write", confirmation(preview, printed))
         return tools, found, preview, first, again
 
     bills = bill_count(sandbox)
@@ -157,8 +158,8 @@ def test_a_recipe_is_a_tool_with_its_triggers_shape_and_runs_once(sandbox, tmp_p
     async def scenario(client: Client) -> tuple[Any, ...]:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         preview = await client.call_tool("run_recipe_proposal_to_bill_and_eform", event)
-        token = preview.structured_content["confirm_token"]
-        done = await client.call_tool("confirm_write", {"confirm_token": token})
+        printed = (tmp_path / "server.log").read_text(encoding="utf-8")
+        done = await client.call_tool("confirm_write", confirmation(preview, printed))
         return tools, preview, done
 
     bills = bill_count(sandbox)

@@ -28,6 +28,7 @@ from mcp_support import (
     as_text,
     bill_count,
     bill_input,
+    confirmation,
     leaks,
     result_text,
     server_env,
@@ -152,9 +153,10 @@ def test_preview_then_confirm_twice_creates_exactly_one_bill_found_in_runs(sandb
 
     async def scenario(client: Client) -> tuple[Any, ...]:
         preview = await client.call_tool("create_bill", bill)
-        token = preview.structured_content["confirm_token"]
-        first = await client.call_tool("confirm_write", {"confirm_token": token})
-        second = await client.call_tool("confirm_write", {"confirm_token": token})
+        # The user reads the code where the server was started (here: its log).
+        printed = (tmp_path / "server.log").read_text(encoding="utf-8")
+        first = await client.call_tool("confirm_write", confirmation(preview, printed))
+        second = await client.call_tool("confirm_write", confirmation(preview, printed))
         return preview, first, second
 
     bills = bill_count(sandbox)
@@ -324,8 +326,11 @@ def test_a_practice_named_in_the_fleet_file_files_the_assistants_runs_under_that
         token = preview.structured_content["confirm_token"]
         return await client.call_tool("confirm_write", {"confirm_token": token})
 
+    # --confirm-by-assistant: the model's confirmation alone sends it, and no code is printed.
     extra = {"PRACTICEFLOW_FLEET": str(fleet), "ACME_SECRET": secret}
-    done = _drive(sandbox, tmp_path, scenario, "--allow-writes", extra_env=extra)
+    flags = ("--allow-writes", "--confirm-by-assistant")
+    done = _drive(sandbox, tmp_path, scenario, *flags, extra_env=extra)
+    assert "give the assistant this code" not in (tmp_path / "server.log").read_text()
     assert not done.is_error, result_text(done)
     with open_store(str(tmp_path / "state.db")) as store:
         (run,) = store.list_runs()

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from practiceflow.api.rate_budget import RateBudget, RateLimits
 from practiceflow.ops import OpsMetrics, OpsPractice, OpsServer, counted_session, window_use
-from practiceflow.runner.gaps import record_subscription_doubt
+from practiceflow.runner.attention import record_subscription_doubt
 from practiceflow.state import SQLiteStore, StateStore
 
 API = "http://127.0.0.1:9/anz/api/v1/groups/list"
@@ -130,6 +130,8 @@ def test_metrics_show_waiting_events_and_poll_lag_per_practice(store: StateStore
     metrics = OpsMetrics(store, lambda: served)
     store.record_event("acme", "new_client", "client.created", "e1", {"a": 1})
     store.record_event("acme", "new_client", "client.created", "e2", {"a": 2})
+    record_subscription_doubt(store, "acme", "proposal_accepted", polled=False)
+    store.add_attention("gap", "globex", "proposal_accepted", "w", "swept", status="checking")
     metrics.poll_started("globex", scheduled_at=100.0, now=103.5)
     metrics.count("acme", "429")
     server = _serve(metrics)
@@ -144,6 +146,10 @@ def test_metrics_show_waiting_events_and_poll_lag_per_practice(store: StateStore
     }
     assert samples[("practiceflow_events_waiting", (("practice", "acme"),))] == 2
     assert samples[("practiceflow_events_waiting", (("practice", "globex"),))] == 0
+    doubt = (("kind", "subscription_in_doubt"), ("practice", "acme"), ("status", "open"))
+    assert samples[("practiceflow_attention", doubt)] == 1
+    checking = (("kind", "gap"), ("practice", "globex"), ("status", "checking"))
+    assert samples[("practiceflow_attention", checking)] == 1
     assert samples[("practiceflow_poll_lag_seconds_sum", (("practice", "globex"),))] == 3.5
     bucket = (("le", "4.0"), ("practice", "globex"))
     assert samples[("practiceflow_poll_lag_seconds_bucket", bucket)] == 1

@@ -227,9 +227,10 @@ def test_a_crash_loop_in_which_the_sender_gives_up_lists_every_missed_window(
         assert serve.stop() == 0, serve.errors()
     for moment in missed:  # every moment an event was missed lies in a listed window
         assert any(start <= moment <= end for start, end in gaps), (moment, gaps)
-    listed = [row for row in json.loads(attention.stdout) if row["recipe"].startswith("gap: ")]
+    listed = [row for row in json.loads(attention.stdout) if row["kind"] == "gap"]
     assert len(listed) == len(gaps)
     assert {row["recipe"] for row in listed} == {"gap: eform_submitted"}
+    assert all("no list endpoint" in row["reason"] for row in listed)
     assert not (tmp_path / "forms.jsonl").exists()  # nothing ran: nothing arrived
 
 
@@ -256,15 +257,10 @@ def _given_up(sandbox: SandboxHandle, missed: list[datetime]) -> bool:
 
 
 def _gap_windows(state: Path) -> list[tuple[datetime, datetime]]:
-    """The windows of the ``eform_submitted`` gap entries (from their ``gap`` step)."""
+    """The windows of the ``eform_submitted`` gap entries."""
 
     def read(store):  # type: ignore[no-untyped-def]
-        windows = []
-        for run in store.list_runs(status="in_doubt", limit=100):
-            if run.recipe == "gap: eform_submitted":
-                window = store.get_step(run.run_id, "gap").request
-                start, end = window["from"], window["to"]
-                windows.append((datetime.fromisoformat(start), datetime.fromisoformat(end)))
-        return windows
+        entries = store.list_attention(kind="gap", trigger="eform_submitted", statuses=("open",))
+        return [(entry.window_start, entry.window_end) for entry in entries]
 
     return in_store(state, read)  # type: ignore[no-any-return]

@@ -16,7 +16,6 @@ import pytest
 from click.testing import CliRunner
 
 from practiceflow.cli import cli
-from practiceflow.runner.gaps import DOUBT_PREFIX, GAP_STEP
 from practiceflow.testing import SandboxHandle
 from runner._serving import (
     ACCEPTED,
@@ -31,7 +30,7 @@ from runner._serving import (
 
 pytestmark = pytest.mark.integration
 
-ENTRY = DOUBT_PREFIX + "proposal_accepted"
+ENTRY = "subscription in doubt: proposal_accepted"
 
 
 def _recipes(folder: Path, entity: str) -> list[Path]:
@@ -52,7 +51,12 @@ def _status(serve: Serve, practice: str, trigger: str) -> str | None:
 
 
 def _entries(serve: Serve) -> list[Any]:
-    return in_store(serve.state, lambda store: store.list_runs(recipe=ENTRY, limit=100))  # type: ignore[no-any-return]
+    """The attention entries of the subscription in doubt."""
+
+    def read(store: Any) -> list[Any]:
+        return store.list_attention(kind="subscription_in_doubt", trigger="proposal_accepted")  # type: ignore[no-any-return]
+
+    return in_store(serve.state, read)  # type: ignore[no-any-return]
 
 
 def _runs(serve: Serve, recipe: str) -> list[Any]:
@@ -122,23 +126,24 @@ def test_a_kill_mid_subscribe_leaves_serve_serving_and_the_doubt_listed_once(
         assert accepted.event_id == f"proposal:{proposals[0]}"
         assert accepted.origin["via"] == "poll"
         (entry,) = _entries(serve)
-        assert entry.status == "in_doubt"
+        assert entry.status == "open"
         assert serve.stop() == 0, serve.errors()
 
         serve.start("--since", since)  # a second restart lists nothing new
         wait_for("serve to start again", lambda: _started(serve, 2) or not serve.alive())
         assert serve.alive(), serve.errors()
-        assert [(run.run_id, run.status) for run in _entries(serve)] == [(entry.run_id, "in_doubt")]
+        assert [(e.attention_id, e.status) for e in _entries(serve)] == [
+            (entry.attention_id, "open")
+        ]
         listed = CliRunner(env=serve.env).invoke(
             cli, ["runs", "list", "--status", "in_doubt", "--json"]
         )
         assert listed.exit_code == 0, listed.output
         doubts = [row for row in json.loads(listed.stdout) if row["recipe"] == ENTRY]
-        assert [row["run_id"] for row in doubts] == [entry.run_id]  # beside the downtime gaps
+        assert [row["run_id"] for row in doubts] == [entry.attention_id]  # beside any gaps
         assert serve.stop() == 0, serve.errors()
 
-        step = in_store(serve.state, lambda store: store.get_step(entry.run_id, GAP_STEP))
-        message = str(step.error["message"])
+        message = entry.reason
         for needed in (
             "check the practice's webhook settings",
             "practiceflow triggers unsubscribe proposal_accepted --forget",
@@ -151,7 +156,7 @@ def test_a_kill_mid_subscribe_leaves_serve_serving_and_the_doubt_listed_once(
             cli, ["triggers", "unsubscribe", "proposal_accepted", "--forget"]
         )
         assert forgot.exit_code == 0, forgot.output
-        assert f"closed {ENTRY} (run {entry.run_id})" in forgot.output
+        assert f"closed {ENTRY} (entry {entry.attention_id})" in forgot.output
         assert _subscription(serve, practice, "proposal_accepted") is None
 
         serve.start("--since", since)  # subscribes normally
@@ -169,7 +174,8 @@ def test_a_kill_mid_subscribe_leaves_serve_serving_and_the_doubt_listed_once(
         assert vias == {f"proposal:{proposals[0]}": "poll", f"proposal:{proposals[1]}": "webhook"}
         assert serve.stop() == 0, serve.errors()
 
-    assert [(run.run_id, run.status) for run in _entries(serve)] == [(entry.run_id, "succeeded")]
+    found = [(e.attention_id, e.status) for e in _entries(serve)]
+    assert found == [(entry.attention_id, "closed")]
     url = _subscription(serve, practice, "proposal_accepted").url
     remote = fast_sandbox.admin("GET", "/_admin/records/subscriptions")
     assert url in {row["url"] for row in remote}, remote

@@ -13,7 +13,6 @@ import pytest
 from practiceflow.api import Client
 from practiceflow.manifest import load_modules
 from practiceflow.runner import validate_recipe
-from practiceflow.runner.gaps import DOUBT_PREFIX, GAP_STEP
 from practiceflow.runner.intake import TriggerIntake
 from practiceflow.state import StateStore
 from practiceflow.testing import SandboxHandle
@@ -49,7 +48,7 @@ def _intake(folder: Path, store: StateStore, client: Client, entity: str) -> Tri
 
 
 def _entries(store: StateStore, trigger: str) -> list[Any]:
-    return store.list_runs(recipe=DOUBT_PREFIX + trigger, limit=100)
+    return store.list_attention(kind="subscription_in_doubt", trigger=trigger)
 
 
 def _started(intake: TriggerIntake) -> TriggerIntake:
@@ -74,7 +73,7 @@ def test_a_subscribe_without_answer_at_start_is_listed_and_its_trigger_polled_me
         assert other is not None
         assert other.status == "active"
         (entry,) = _entries(store, "proposal_accepted")
-        assert entry.status == "in_doubt"
+        assert entry.status == "open"
         # Polled every poll_interval, not hourly: an acceptance while running comes in.
         proposal = new_proposal(client, entity)
         fast_sandbox.admin("POST", f"/_admin/proposals/{proposal}/accept")
@@ -90,8 +89,8 @@ def test_a_subscribe_without_answer_at_start_is_listed_and_its_trigger_polled_me
     again = _started(_intake(tmp_path, store, client, entity))  # a restart
     again.stop()
     assert again.in_doubt == {"proposal_accepted": True}
-    assert [(run.run_id, run.status) for run in _entries(store, "proposal_accepted")] == [
-        (entry.run_id, "in_doubt")
+    assert [(e.attention_id, e.status) for e in _entries(store, "proposal_accepted")] == [
+        (entry.attention_id, "open")
     ]
     # Never repeated: the fault answered one subscribe, and the API holds no other.
     remote = fast_sandbox.admin("GET", "/_admin/records/subscriptions")
@@ -108,10 +107,8 @@ def test_a_subscribe_without_answer_at_start_is_listed_and_its_trigger_polled_me
     assert active is not None
     assert active.status == "active"
     (closed,) = _entries(store, "proposal_accepted")
-    assert (closed.run_id, closed.status) == (entry.run_id, "succeeded")
-    step = store.get_step(entry.run_id, GAP_STEP)
-    assert step is not None
-    assert step.status == "succeeded"
+    assert (closed.attention_id, closed.status) == (entry.attention_id, "closed")
+    assert (closed.settled_by, closed.note) == ("practiceflow serve", "subscribed again")
 
 
 @pytest.mark.parametrize(
@@ -145,10 +142,8 @@ def test_a_stored_doubt_is_listed_with_what_happens_to_its_events(
     assert kept is not None
     assert kept.status == status  # never repeated, never forgotten by itself
     (entry,) = _entries(store, trigger)
-    step = store.get_step(entry.run_id, GAP_STEP)
-    assert step is not None
-    assert step.status == "in_doubt"
-    message = str(step.error["message"]) if isinstance(step.error, dict) else ""
+    assert entry.status == "open"
+    message = entry.reason
     assert says in message
     assert f"practiceflow triggers unsubscribe {trigger} --forget" in message
     remote = fast_sandbox.admin("GET", "/_admin/records/subscriptions")

@@ -113,6 +113,31 @@ def test_an_older_schema_is_refused_until_db_migrate_upgrades_it(
     assert _raw(url, "SELECT count(*) FROM information_schema.columns WHERE column_name = 'note'")
 
 
+def test_migration_6_moves_the_attention_runs_into_their_table(
+    url: str, opened: list[StateStore]
+) -> None:
+    with PostgresStore(url) as store:
+        gap, _ = store.start_run("p", "gap: eform_submitted", "gap:eform_submitted:w")
+        store.step_pending(gap, "gap", {"use": "downtime"})
+        store.set_run_status(gap, "in_doubt", {"reason": "down"})
+        kept, _ = store.start_run("p", "lead", "ev-1")
+    _raw(url, "DROP TABLE pf_attention")
+    _raw(url, "DROP TABLE pf_pending_writes")
+    _raw(url, "UPDATE pf_schema_version SET version = 4")
+    assert migrate(url).changed
+    store = PostgresStore(url)
+    opened.append(store)
+    assert [run.run_id for run in store.list_runs()] == [kept]
+    (entry,) = store.list_attention()
+    assert (entry.attention_id, entry.kind, entry.trigger, entry.status) == (
+        gap,
+        "gap",
+        "eform_submitted",
+        "open",
+    )
+    assert entry.evidence == {"reason": "down"}
+
+
 def test_replicas_migrating_together_apply_the_schema_once(url: str) -> None:
     results: list[schema.Migration] = []
     errors: list[BaseException] = []

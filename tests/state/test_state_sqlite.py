@@ -135,6 +135,8 @@ def test_a_version_1_database_upgrade_waits_for_the_write_lock(db_path: Path) ->
         raw.execute("DROP TABLE subscription_health")
         raw.execute("ALTER TABLE runs DROP COLUMN origin")
         raw.execute("ALTER TABLE runs DROP COLUMN starts")
+        raw.execute("DROP TABLE pending_writes")
+        raw.execute("DROP TABLE attention")
         raw.execute("UPDATE schema_version SET version = 1")
     writer = sqlite3.connect(db_path, isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")
@@ -155,9 +157,11 @@ def test_a_version_1_database_is_upgraded_in_place_keeping_its_data(db_path: Pat
         raw.execute("DROP TABLE subscription_health")
         raw.execute("ALTER TABLE runs DROP COLUMN origin")
         raw.execute("ALTER TABLE runs DROP COLUMN starts")
+        raw.execute("DROP TABLE pending_writes")
+        raw.execute("DROP TABLE attention")
         raw.execute("UPDATE schema_version SET version = 1")
     with SQLiteStore(db_path) as store:
-        assert store.schema_version == LATEST_VERSION == 4
+        assert store.schema_version == LATEST_VERSION == 6
         assert store.get_cursor("p", "t") == "v"
         assert store.count_resubscribe("p", "t") == 1
         assert store.subscription_health("p", "t").resubscribes == 1
@@ -168,6 +172,8 @@ def test_a_version_3_database_gains_the_runs_starts_keeping_its_runs(db_path: Pa
         run_id, _ = store.start_run("p", "r", "e")
     with sqlite3.connect(db_path) as raw:  # what practiceflow with schema 3 left behind
         raw.execute("ALTER TABLE runs DROP COLUMN starts")
+        raw.execute("DROP TABLE pending_writes")
+        raw.execute("DROP TABLE attention")
         raw.execute("UPDATE schema_version SET version = 3")
     with SQLiteStore(db_path) as store:
         assert store.schema_version == LATEST_VERSION

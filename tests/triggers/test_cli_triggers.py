@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from practiceflow.cli.triggers import COMMANDS
-from practiceflow.runner.gaps import record_subscription_doubt
+from practiceflow.runner.attention import record_subscription_doubt
 from practiceflow.state import SQLiteStore
 from practiceflow.triggers import Receiver, serve_receiver
 
@@ -91,12 +91,12 @@ def test_unsubscribe_refuses_a_subscription_in_doubt_until_told_to_forget_it(
     assert "--forget" in str(refused.exception)
     forgot = runner.invoke(cli, ["triggers", "unsubscribe", "proposal_accepted", "--forget"])
     assert forgot.exit_code == 0, forgot.output
-    assert f"closed subscription in doubt: proposal_accepted (run {entry})" in forgot.output
+    assert f"closed subscription in doubt: proposal_accepted (entry {entry})" in forgot.output
     with SQLiteStore(tmp_path / "state.db") as store:
         assert store.get_subscription(practice, "proposal_accepted") is None
-        run = store.get_run(entry)
-        assert run is not None
-        assert run.status == "succeeded"
+        closed = store.get_attention(entry)
+        assert closed is not None
+        assert closed.status == "closed"
     sent = sandbox.admin("GET", "/_admin/requests")
     assert [row for row in sent if row["method"] == "DELETE"] == []  # nothing to delete by id
     helped = runner.invoke(cli, ["triggers", "unsubscribe", "--help"])

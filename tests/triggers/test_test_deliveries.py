@@ -67,10 +67,14 @@ def test_an_unmappable_delivery_is_held_visible_and_never_run(
         client.post(f"/api/v1/webhooks/{record.subscription_id}/test")
         assert receiver.wait_for_events(1, timeout=60)
         assert trigger.pending() == []
-        (held,) = store.list_runs()
-        assert held.status == "in_doubt"
-        assert held.recipe == "unrecognised:proposal_accepted"
-        assert "could not map" in str(held.error)
+        assert store.list_runs() == []  # runs hold recipe runs only
+        (held,) = store.list_attention()
+        assert (held.kind, held.trigger, held.status) == (
+            "unrecognised",
+            "proposal_accepted",
+            "open",
+        )
+        assert "could not map" in held.reason
     finally:
         trigger.stop()
 

@@ -48,6 +48,11 @@ test('each operation of the action node is an action of the definition, Return A
 			(p) => p.name === 'returnAll' && p.displayOptions.show.operation.includes(action.key),
 		);
 		assert.equal(switches.length, action.returnAll ? 1 : 0, `${action.key}: Return All`);
+		const limits = properties.filter(
+			(p) => p.name === 'limit' && p.displayOptions.show.operation.includes(action.key),
+		);
+		const whenOff = limits.map((p) => JSON.stringify(p.displayOptions.show.returnAll));
+		assert.deepEqual(whenOff, action.returnAll ? ['[false]'] : [], `${action.key}: Limit beside Return All`);
 	}
 });
 

@@ -37,6 +37,12 @@ class LazyCommand(NamedTuple):
 
 LAZY_COMMANDS: dict[str, LazyCommand] = {
     "action": LazyCommand("practiceflow.cli.modules", "action", "Run one action module."),
+    "attention": LazyCommand(
+        "practiceflow.cli.attention", "attention", "List and settle what needs a person."
+    ),
+    "audit": LazyCommand(
+        "practiceflow.cli.audit", "audit", "Check what was received and ran (completeness)."
+    ),
     "auth": LazyCommand("practiceflow.cli.auth", "auth", "Check the API credentials."),
     "db": LazyCommand("practiceflow.cli.db", "db", "Create or upgrade the state database."),
     "export": LazyCommand(

@@ -7,7 +7,7 @@ subscribed, with the secret path token that routes deliveries masked.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -42,11 +42,13 @@ def _mask_hook(url: str) -> str:
     return f"{head}{marker}***" if marker else url
 
 
-def announce(intake: TriggerIntake) -> None:
+def announce(intake: TriggerIntake, reused: Collection[str] = ()) -> None:
     """Print where the receiver listens and every URL subscribed (tokens masked).
 
     Args:
         intake: the started intake.
+        reused: the ids of the subscriptions that existed before it started (kept from an
+            earlier run: "reusing subscription"; any other was made now: "subscribed").
     """
     if intake.server is not None:
         click.echo(f"webhook receiver listening on {intake.server.url}", err=True)
@@ -62,12 +64,17 @@ def announce(intake: TriggerIntake) -> None:
             meanwhile = "polled meanwhile" if intake.in_doubt[key] else "its events NOT received"
             click.echo(
                 f"trigger {key}: {trigger.mode}, subscription IN DOUBT, not repeated: "
-                f"{meanwhile}; see 'practiceflow runs list --status in_doubt'",
+                f"{meanwhile}; see 'practiceflow attention list'",
                 err=True,
             )
         elif row is not None and trigger.mode in ("webhook", "both"):
+            how = (
+                f"reusing subscription {row.subscription_id} of"
+                if row.subscription_id in reused
+                else "subscribed"
+            )
             click.echo(
-                f"trigger {key}: {trigger.mode}, subscribed {row.event} at "
+                f"trigger {key}: {trigger.mode}, {how} {row.event} at "
                 f"{_mask_hook(row.url)} ({row.status})",
                 err=True,
             )

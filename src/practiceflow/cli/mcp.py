@@ -67,6 +67,14 @@ logger = logging.getLogger("practiceflow.mcp")
     "without it, writes are refused and nothing is sent.",
 )
 @click.option(
+    "--confirm-by-assistant",
+    is_flag=True,
+    help="Let the assistant confirm a write with confirm_write alone, without the code "
+    "this command prints for the user. For clients that cannot ask the user: the model's "
+    "own yes is then enough, and text planted in a record could make it confirm a write "
+    "the user never saw.",
+)
+@click.option(
     "--recipe",
     "recipe_paths",
     multiple=True,
@@ -104,6 +112,7 @@ def mcp(
     listen: str,
     token: str | None,
     allow_writes: bool,
+    confirm_by_assistant: bool,
     recipe_paths: tuple[str, ...],
     show_personal_data: bool,
     practice: str | None,
@@ -163,6 +172,7 @@ def mcp(
                     writes_on=writes_on,
                     recipes_dir=state_dir / "mcp-recipes",
                     show_personal=show_personal_data,
+                    assistant_confirms=confirm_by_assistant,
                 )
                 mode = "writes on (confirmed one by one)" if writes_on else "read-only"
                 logger.info("mcp: %d tools, %s", len(registry.actions) + len(recipes) + 1, mode)

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from practiceflow.api import Client
 from practiceflow.cli._helpers import print_dry
+from practiceflow.cli.attention import entry_json, open_entry_rows
 from practiceflow.cli.common import ApiOptions, api_options, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
@@ -46,7 +47,7 @@ from practiceflow.runner import (
     ValidRecipe,
     validate_recipe,
 )
-from practiceflow.runner.attention import needs_person
+from practiceflow.runner.attention import label, needs_person
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.quarantine import is_quarantined, quarantine_reason
 from practiceflow.runner.report import detail
@@ -402,10 +403,9 @@ def list_runs(
 ) -> None:
     """List runs, newest first. --status in_doubt lists what needs a person, as the
     console's "Needs attention" does: runs held at a step in doubt, quarantined runs
-    (started again and again without ending; 'runs show' says why), gap entries (a window
-    serve, or every worker of a fleet, was down in which a trigger's events may have been
-    missed), and webhook subscriptions in doubt ('subscription in doubt: TRIGGER': see
-    'triggers unsubscribe --help').
+    (started again and again without ending; 'runs show' says why), then the open entries
+    of 'attention list' (gaps nobody could prove complete, subscriptions in doubt,
+    deliveries held without running).
 
     \b
     Examples:
@@ -415,13 +415,15 @@ def list_runs(
     with open_state(state) as store:
         found = store.list_runs(recipe=recipe, status=status, limit=limit)
         waiting = {record.run_id: needs_person(store, record) for record in found}
+        entries = []
         if status == "in_doubt":  # a settled run waits for serve or 'runs retry', not a person
             found = [record for record in found if waiting[record.run_id]]
+            entries = [] if recipe else open_entry_rows(store)
         if as_json:
             rows = [
                 {**_run_json(record), "needs_attention": waiting[record.run_id]} for record in found
             ]
-            click.echo(json.dumps(rows, indent=2))
+            click.echo(json.dumps(rows + [entry_json(entry) for entry in entries], indent=2))
             return
         # The run id and the recipe name (what --recipe matches) never break: the status and
         # the time wrap at their spaces instead. The event id is in 'runs show' and --json.
@@ -443,6 +445,9 @@ def list_runs(
                 f"{done}/{len(steps)}",
                 record.updated_at.strftime("%m-%d %H:%M"),
             )
+        for entry in entries:  # the run column holds the id 'attention settle' takes
+            when = entry.updated_at.strftime("%m-%d %H:%M")
+            table.add_row(entry.attention_id, escape(label(entry)), "needs attention", "-", when)
         console = terminal()
         # Narrower than the identifiers need, the lines run past the edge (unwrapped) rather
         # than cut one.

@@ -6,7 +6,8 @@
    trigger bound, before the first request: the sender's retries of what it delivered while
    we were down are stored from the first moment (``PRACTICEFLOW_LISTEN``).
 3. Note the downtime since the store's last sign of life as a gap
-   (:mod:`practiceflow.runner.gaps`) and start the heartbeat.
+   (:mod:`practiceflow.runner.gaps`), start the heartbeat, and sweep in the background the
+   gaps a list can prove complete (:mod:`practiceflow.runner.sweep`).
 4. Check the credentials, subscribe what is not subscribed yet (subscriptions are kept on a
    normal stop), catch up every trigger with a poll source, then run the loop.
 """
@@ -21,16 +22,19 @@ from contextlib import ExitStack
 from typing import Any
 
 from practiceflow.cli.common import ApiOptions
-from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake
+from practiceflow.cli.intake_options import IntakeOptions, announce, build_cli_intake
 from practiceflow.cli.retention import purge_by_setting
+from practiceflow.cli.serve_report import ServeReport
 from practiceflow.cli.state import open_state, practice_client, practice_key, sqlite_file
 from practiceflow.early_listen import release
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.gaps import Heartbeat, note_downtime
+from practiceflow.runner.gaps import Heartbeat, last_alive, note_downtime
 from practiceflow.runner.intake import LISTEN_ENV
 from practiceflow.runner.lease import ServeLease
 from practiceflow.runner.service import Service
+from practiceflow.runner.silence import SilenceWatch, healer, silence_settings
+from practiceflow.runner.sweep import GapSweep
 from practiceflow.state.request_log import RequestLog
 
 __all__ = ["serve_recipes"]
@@ -102,14 +106,30 @@ def serve_recipes(
             lease.update(receiver=intake.receiver_url)
         can_write = client.validate().can_write
         recipes = [validate_recipe(path, registry=registry, can_write=can_write) for path in paths]
-        note_downtime(store, key, intake.coverage(), client)  # before the first heartbeat
+        report = ServeReport(store, key, last_alive(store, key), unsubscribe=unsubscribe)
+        coverage = intake.coverage()
+        note_downtime(store, key, coverage, now=report.back)  # before the first heartbeat
         stack.callback(Heartbeat(store, key).start().stop)
+        intake.on_started = report.started(announce)
         counted = stack.enter_context(RequestLog(store, key))
         client.budget.on_admit(counted.admitted)  # the console's budget chart
         runners = [Runner(recipe, store, client, practice=key) for recipe in recipes]
         wake = threading.Event()
         intake.on_stored = wake.set  # the receiver and pollers wake the runner
         service = Service(runners, store, intake, stop=stop, wake=wake)
+        service.on_outcome = report.outcome
+        unpolled = {name: found for name, found, polled in coverage if not polled}
+        sweep = GapSweep(store, key, client, unpolled, on_stored=wake.set, on_done=report.swept)
+        every, grace = silence_settings()
+        silence = SilenceWatch(
+            store, key, client, unpolled, healer(intake.triggers), every=every, grace=grace,
+            since=report.back, on_stored=wake.set,
+        )  # fmt: skip
+        stack.callback(report.stopped)  # last: after the sweeps and the intake stopped
+        stack.callback(sweep.join, 30.0)
+        stack.callback(silence.join, 30.0)
+        sweep.start()
+        silence.start()
         if listen is not None:
             service.console = console_for(
                 service, client, recipes, key, listen, console_token, ops_routes(metrics)

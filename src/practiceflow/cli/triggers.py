@@ -18,8 +18,8 @@ import click
 from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
+from practiceflow.runner.attention import close_subscription_doubt
 from practiceflow.runner.downtime import has_poll_source
-from practiceflow.runner.gaps import DOUBT_PREFIX, close_subscription_doubt
 from practiceflow.state import StateStore
 from practiceflow.triggers import (
     Poller,
@@ -159,8 +159,8 @@ def unsubscribe(
 
     A subscription in doubt (its subscribe got no answer, or serve was killed while it was
     in flight) may exist on the server under an id nobody knows, so serve does not repeat
-    it: it lists 'subscription in doubt: TRIGGER' as needing attention ('runs list
-    --status in_doubt', the console) and goes on, polling the trigger meanwhile where it
+    it: it lists 'subscription in doubt: TRIGGER' as needing attention ('attention
+    list', the console) and goes on, polling the trigger meanwhile where it
     can. To settle it: check the practice's webhook settings (delete a subscription found
     there), run this command with --forget, which also closes that entry, and restart
     serve (or the workers): it subscribes again.
@@ -179,8 +179,11 @@ def unsubscribe(
         click.echo(f"{trigger} was not subscribed")
     else:
         click.echo(f"forgot {trigger}'s subscription" if forget else f"unsubscribed {trigger}")
-    for run_id in closed:
-        click.echo(f"closed {DOUBT_PREFIX}{trigger} (run {run_id}); restart to subscribe again")
+    for entry_id in closed:
+        click.echo(
+            f"closed subscription in doubt: {trigger} (entry {entry_id}); restart to "
+            "subscribe again"
+        )
 
 
 @triggers.command("check")

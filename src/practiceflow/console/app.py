@@ -5,7 +5,9 @@ Pages (server-rendered Jinja, autoescaped; one small stylesheet; no JavaScript):
 * ``/console/`` recipes: live or not, trigger mode, last event, cursor, subscription health;
 * ``/console/runs`` (filters ``recipe``, ``status``, ``date``) and ``/console/runs/{id}``;
 * ``/console/attention``: steps in doubt, with a "mark done" and a "retry" button each,
-  and quarantined runs with their reason;
+  quarantined runs with their reason, and the open entries of the attention table, each
+  with a "settle" form whose POST (``/console/attention/{id}/settle``, who and a note)
+  does what ``practiceflow attention settle`` does;
 * ``/console/runs/{id}/steps/{step}/resolve?as=done|retry``: the confirmation form, whose
   POST does what ``practiceflow runs resolve`` does (:meth:`StateStore.resolve_step`, with
   who and when in the journal);
@@ -49,6 +51,7 @@ from practiceflow.console.security import (
     Guard,
 )
 from practiceflow.errors import PracticeflowError
+from practiceflow.runner.attention import settle
 from practiceflow.state import RESOLUTIONS, RUN_STATUSES
 from practiceflow.state.runids import AmbiguousRunId, find_run
 
@@ -196,7 +199,53 @@ class _Console:
 
     async def attention(self, request: Request) -> Response:
         rows = await self._data(attention_view)
-        return self.page(request, "attention.html", {"title": "Needs attention", "steps": rows})
+        session = Guard.session_of(request)
+        fresh = session is None
+        session = session or Guard.new_session()
+        for row in rows:  # an entry of the attention table is settled from here
+            if row.get("entry"):
+                row["csrf"] = self.guard.csrf_token(session, f"settle:{row['run_id']}")
+        context = {
+            "title": "Needs attention",
+            "steps": rows,
+            "who": self.ctx.who,
+            "csrf_field": CSRF_FIELD,
+            "settled": request.query_params.get("settled"),
+        }
+        response = self.page(request, "attention.html", context)
+        if fresh:
+            self._set_session(response, session)
+        return response
+
+    async def settle(self, request: Request) -> Response:
+        """Settle an attention entry: what ``practiceflow attention settle`` does."""
+        entry_id = str(request.path_params["entry_id"])
+        raw = await request.body()
+        if len(raw) > _MAX_FORM:
+            return self.page(request, "error.html", {"message": "form too large"}, 413)
+        form = {key: values[-1] for key, values in parse_qs(raw.decode("utf-8", "replace")).items()}
+        if not self.guard.csrf_ok(request, f"settle:{entry_id}", form.get(CSRF_FIELD)):
+            message = "this form has no valid CSRF token; open 'Needs attention' again"
+            return self.page(request, "error.html", {"message": message, "title": "Refused"}, 403)
+        who = form.get("who", "").strip() or self.ctx.who
+        note = form.get("note", "").strip()
+        problem = None if note else "note: say what you checked (it is kept with the entry)"
+        if problem is None:
+            try:
+                await run_in_threadpool(self._settle, entry_id, who, note)
+            except PracticeflowError as exc:
+                problem = str(exc)
+        if problem is not None:
+            context = {"message": self.ctx.redactor.text(problem), "title": "Not settled"}
+            return self.page(request, "error.html", context, 409)
+        return RedirectResponse(f"{PREFIX}/attention?{urlencode({'settled': entry_id})}", 303)
+
+    def _settle(self, entry_id: str, who: str, note: str) -> None:
+        entry = self.ctx.store.get_attention(entry_id)
+        if entry is None or entry.practice != self.ctx.practice:
+            message = f"no attention entry {entry_id!r}; see 'practiceflow attention list'"
+            raise PracticeflowError(message)
+        settle(self.ctx.store, entry, who, note)
 
     async def budget(self, request: Request) -> Response:
         data = await self._data(budget_view)
@@ -380,6 +429,7 @@ def create_app(
         Route(PREFIX + "/runs", g(console.runs)),
         Route(PREFIX + "/runs/{run_id}", g(console.run)),
         Route(PREFIX + "/attention", g(console.attention)),
+        Route(PREFIX + "/attention/{entry_id}/settle", g(console.settle), methods=["POST"]),
         Route(PREFIX + "/budget", g(console.budget)),
         Route(step, g(console.confirm), methods=["GET"]),
         Route(step, g(console.resolve), methods=["POST"]),

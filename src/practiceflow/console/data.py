@@ -20,7 +20,7 @@ from practiceflow.console.redact import Redactor
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import ActionModule, ModuleRegistry, default_registry
 from practiceflow.runner import ValidRecipe
-from practiceflow.runner.attention import held_reason
+from practiceflow.runner.attention import label, settle_command
 from practiceflow.runner.plan import plan
 from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import brief, detail
@@ -411,25 +411,21 @@ def _unsettled_row(
 
 def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
     """What waits for a person: steps in doubt, with what the read-back looked at,
-    quarantined runs and held deliveries, with their reason.
+    quarantined runs, and the open entries of the attention table, with their reason.
 
     Args:
         ctx: the console context.
 
     Returns:
         One row per in-doubt step of a held run, one per quarantined run (its ``step``
-        None, ``quarantined`` True) and one per delivery held as unrecognised (its ``step``
-        None, ``held`` True).
+        None, ``quarantined`` True) and one per open attention entry (its ``step`` None,
+        ``entry`` True, ``held`` True for a delivery held as unrecognised).
     """
     rows: list[dict[str, Any]] = []
     for run in ctx.store.list_runs(practice=ctx.practice, status="in_doubt", limit=500):
         reason = quarantine_reason(run)
         if reason is not None:
             rows.append(_unsettled_row(ctx, run, reason, quarantined=True))
-            continue
-        held = held_reason(run)
-        if held is not None:
-            rows.append(_unsettled_row(ctx, run, held, quarantined=False))
             continue
         recipe = _recipe_named(ctx, run.recipe)
         steps = ctx.store.get_steps(run.run_id)
@@ -459,6 +455,25 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
                     values,
                 )
             )
+    for entry in ctx.store.list_attention(practice=ctx.practice, statuses=("open",)):
+        rows.append(
+            {
+                "run_id": entry.attention_id,
+                "recipe": label(entry),
+                "event_id": entry.dedupe,
+                "step": None,
+                "use": None,
+                "since": _iso(entry.created_at),
+                "why_in_doubt": ctx.redactor.text(entry.reason),
+                "reconciliation": None,
+                "request": None,
+                "quarantined": False,
+                "held": entry.kind == "unrecognised",
+                "entry": True,
+                "kind": entry.kind,
+                "settle": settle_command(entry),
+            }
+        )
     return rows
 
 

@@ -7,11 +7,16 @@ This package owns ``practiceflow export PLATFORM --out DIR`` and what it writes 
   (:func:`exporter_for` says "valid values are ..." for an unknown name), and
   :func:`write_export`, which never overwrites a hand-written file;
 * :mod:`.plan`: module templates as portable expression trees for the JavaScript runtimes;
-* :mod:`.schemas`: JSON Schema helpers (form fields, references);
+* :mod:`.schemas`: JSON Schema helpers (form fields, references, lists of types as
+  ``anyOf``);
 * :mod:`.dropdowns`: the declared choice lists (``x-choices``), named once for every platform;
+* :mod:`.lists`: how list operations page on the OpenAPI platforms and what a page answers;
+* :mod:`.descriptions`: operation descriptions derived from the module's text, without
+  what the platform does not do;
 * :mod:`.zapier`, :mod:`.n8n` (with :mod:`.n8n_text`, :mod:`.n8n_params`): one generator per
   platform; :mod:`.openapi` builds the OpenAPI 3.1 document and :mod:`.powerautomate` the
-  ``openapi`` exporter with its Power Automate connector folder.
+  ``openapi`` exporter with its Power Automate connector folder (:mod:`.powerautomate_assets`:
+  its icon and README).
 
 Every generator is deterministic (sorted keys, stable order), so a test can regenerate an
 export and compare it with the committed copy.

@@ -20,35 +20,47 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["RUNNER_ONLY", "export_description", "runner_only_mentions"]
+__all__ = [
+    "LOCAL_ONLY",
+    "PLAN_ONLY",
+    "RUNNER_ONLY",
+    "export_description",
+    "runner_only_mentions",
+]
 
-#: Phrases that describe what only the runner does (paging for the caller, limits, local
-#: matching, saving files, output maps, pre-send checks, warnings).
-RUNNER_ONLY = (
+#: Phrases of what only this machine does: save a download to a file, run a module's hooks
+#: and pre-send checks, report warnings. No export does these (Zapier and n8n included).
+LOCAL_ONLY = (
+    "writes it to a file",
+    "the file's path",
+    "reported as a warning",
+    "checked against the settings lists",
+    "checks this",
+)
+#: Phrases of what the runner (and the Zapier and n8n runtimes, which run the module's plan)
+#: does beyond one request: paging for the caller, limits, local matching, output maps.
+PLAN_ONLY = (
     "page by page",
     "pages through",
     "stops at limit",
     "hasmore says",
     "hasmore is true when",
     "matched here",
-    "writes it to a file",
-    "the file's path",
     "as a query parameter as given",
     "is returned as",
-    "reported as a warning",
-    "checked against the settings lists",
-    "checks this",
 )
+#: What an operation of one request (OpenAPI, Power Automate) must not promise.
+RUNNER_ONLY = PLAN_ONLY + LOCAL_ONLY
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
 _TRAILING = re.compile(r"(?:[\s,;:(]|\b(?:and|with|or)\b)+$")
 #: A cut first sentence must keep at least this many words, else the title stands in.
 _MIN_WORDS = 3
 
 
-def _first_offence(sentence: str, missing: Iterable[str]) -> int | None:
-    """Where the first runner-only phrase or missing field starts in a sentence, if any."""
+def _first_offence(sentence: str, missing: Iterable[str], phrases: Iterable[str]) -> int | None:
+    """Where the first of the phrases or missing fields starts in a sentence, if any."""
     lowered = sentence.lower()
-    found = [lowered.find(phrase) for phrase in RUNNER_ONLY]
+    found = [lowered.find(phrase) for phrase in phrases]
     found += [m.start() for name in missing for m in [_word(name).search(sentence)] if m]
     hits = [at for at in found if at >= 0]
     return min(hits) if hits else None
@@ -58,24 +70,31 @@ def _word(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
 
 
-def runner_only_mentions(text: str, missing: Iterable[str]) -> list[str]:
+def runner_only_mentions(
+    text: str, missing: Iterable[str], phrases: Iterable[str] = RUNNER_ONLY
+) -> list[str]:
     """Runner-only phrases and missing field names that a description mentions.
 
     Args:
         text: a description.
         missing: input fields of the module that the exported operation does not carry.
+        phrases: what the platform does not do (:data:`RUNNER_ONLY` for one request).
 
     Returns:
         What it mentions (empty when the description fits the operation).
     """
     lowered = text.lower()
-    found = [phrase for phrase in RUNNER_ONLY if phrase in lowered]
+    found = [phrase for phrase in phrases if phrase in lowered]
     found += [name for name in missing if _word(name).search(text)]
     return found
 
 
 def export_description(
-    description: str, title: str, missing: Iterable[str], extra: Iterable[str] = ()
+    description: str,
+    title: str,
+    missing: Iterable[str],
+    extra: Iterable[str] = (),
+    phrases: Iterable[str] = RUNNER_ONLY,
 ) -> str:
     """The description of an exported operation.
 
@@ -84,15 +103,18 @@ def export_description(
         title: the module's title (stands in for a first sentence with nothing left).
         missing: input fields of the module that the operation does not carry.
         extra: sentences about the operation itself (such as how to page it).
+        phrases: what the platform does not do (:data:`RUNNER_ONLY` for one request,
+            :data:`LOCAL_ONLY` for the platforms that run the module's plan).
 
     Returns:
         One paragraph.
     """
     names = sorted(set(missing))
+    said = tuple(phrases)
     sentences = _SENTENCE.split(" ".join(description.split()))
     kept: list[str] = []
     for index, sentence in enumerate(sentences):
-        offence = _first_offence(sentence, names)
+        offence = _first_offence(sentence, names, said)
         if offence is None:
             kept.append(sentence)
             continue

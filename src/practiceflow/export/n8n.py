@@ -37,12 +37,13 @@ from typing import Any
 from practiceflow import __version__
 from practiceflow.errors import ManifestError
 from practiceflow.export.base import Exporter, register
+from practiceflow.export.descriptions import LOCAL_ONLY, export_description
 from practiceflow.export.dropdowns import ChoiceLists
 from practiceflow.export.n8n_params import (
     RESERVED,
     collision,
     parameters,
-    return_all_parameter,
+    return_all_parameters,
 )
 from practiceflow.export.n8n_text import (
     Raw,
@@ -53,7 +54,7 @@ from practiceflow.export.n8n_text import (
     title_case,
     ts,
 )
-from practiceflow.export.plan import action_plan, platform_input, trigger_plan
+from practiceflow.export.plan import action_plan, local_fields, platform_input, trigger_plan
 from practiceflow.export.schemas import form_fields
 from practiceflow.export.zapier import TOLERANCE_SECONDS, template_text
 from practiceflow.manifest.models import ActionModule, TriggerModule
@@ -150,7 +151,15 @@ def _action_node(
                     {
                         "name": title_case(action.title),
                         "value": action.key,
-                        "description": first_sentence(action.description),
+                        "description": first_sentence(
+                            export_description(
+                                action.description,
+                                action.title,
+                                local_fields(action),
+                                (),
+                                LOCAL_ONLY,
+                            )
+                        ),
                         "action": sentence_case(action.title),
                     }
                     for action in group
@@ -162,7 +171,7 @@ def _action_node(
             show = {"resource": [resource], "operation": [action.key]}
             own, names = parameters(form_fields(platform_input(action)), show, lists)
             if _returns_all(action):
-                own.insert(len(names), return_all_parameter(show))
+                own[len(names) : len(names)] = return_all_parameters(own, show)
             inputs.extend(own)
             fields[action.key] = names
     return params + inputs, fields

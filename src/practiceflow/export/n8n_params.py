@@ -18,7 +18,7 @@ from practiceflow.export.n8n_text import describe, title_case
 from practiceflow.export.schemas import FormField, form_fields
 from practiceflow.manifest.models import ActionModule, TriggerModule
 
-__all__ = ["RESERVED", "collision", "parameters", "return_all_parameter"]
+__all__ = ["RESERVED", "collision", "parameters", "return_all_parameters"]
 
 
 def _json_default(field: FormField) -> str:
@@ -155,16 +155,22 @@ def parameters(
     return params, [field.key for field in required]
 
 
-def return_all_parameter(show: Mapping[str, list[str]]) -> dict[str, Any]:
-    """n8n's *Return All* switch of a list operation: every page, no limit.
+def return_all_parameters(
+    params: list[dict[str, Any]], show: Mapping[str, list[str]]
+) -> list[dict[str, Any]]:
+    """n8n's *Return All* switch of a list operation, and its *Limit* shown when it is off.
+
+    The ``limit`` field leaves *Additional Fields* (``params`` is changed in place) and
+    stands after the switch, n8n's own layout (its lint checks names, labels and wording).
 
     Args:
+        params: the operation's parameters, from :func:`parameters`.
         show: the operation's display options.
 
     Returns:
-        The parameter (n8n's name, label and wording, which its lint checks).
+        The switch and the limit, to put before *Additional Fields*.
     """
-    return {
+    switch = {
         "displayName": "Return All",
         "name": "returnAll",
         "type": "boolean",
@@ -172,6 +178,17 @@ def return_all_parameter(show: Mapping[str, list[str]]) -> dict[str, Any]:
         "description": "Whether to return all results or only up to a given limit",
         "displayOptions": {"show": dict(show)},
     }
+    moved: list[dict[str, Any]] = []
+    for param in list(params):
+        if param["name"] == "additionalFields":
+            moved = [option for option in param["options"] if option["name"] == "limit"]
+            param["options"] = [option for option in param["options"] if option["name"] != "limit"]
+            if not param["options"]:
+                params.remove(param)  # limit was its only field
+    limits = [
+        {**option, "displayOptions": {"show": {**show, "returnAll": [False]}}} for option in moved
+    ]
+    return [switch, *limits]
 
 
 def collision(module: ActionModule | TriggerModule, reserved: frozenset[str]) -> str | None:

@@ -29,8 +29,15 @@ from typing import Any
 from practiceflow import __version__
 from practiceflow.errors import ManifestError, TemplateError
 from practiceflow.export.base import Exporter, dump_json, register
+from practiceflow.export.descriptions import LOCAL_ONLY, export_description
 from practiceflow.export.dropdowns import ChoiceLists
-from practiceflow.export.plan import action_plan, file_media_type, platform_input, trigger_plan
+from practiceflow.export.plan import (
+    action_plan,
+    file_media_type,
+    local_fields,
+    platform_input,
+    trigger_plan,
+)
 from practiceflow.export.schemas import FormField, form_fields, main_type, resolve
 from practiceflow.manifest.choices import ChoiceSource
 from practiceflow.manifest.models import ActionModule, TriggerModule
@@ -165,6 +172,11 @@ def as_record(row: Any) -> dict[str, Any]:
 
 
 def _display(module: ActionModule | TriggerModule) -> dict[str, Any]:
+    if isinstance(module, ActionModule):
+        # The app runs the module's plan (paging, limit, filters) but saves no file here.
+        missing = local_fields(module)
+        text = export_description(module.description, module.title, missing, (), LOCAL_ONLY)
+        return {"label": module.title, "description": text}
     return {"label": module.title, "description": " ".join(module.description.split())}
 
 

@@ -19,12 +19,12 @@ presence until TCP gives up, but its heartbeat stops.
 When none did, the window from the last sign of life to now is a **known gap** for the
 whole fleet. For each practice, each trigger it receives by webhook that the fleet cannot
 read back by polling gets an entry that needs attention
-(:func:`~practiceflow.runner.gaps.record_gap`, "every worker of the fleet was down"),
-listed by ``practiceflow runs list --status in_doubt --state URL`` and the console. A
+(:func:`~practiceflow.runner.attention.list_gap`, "every worker of the fleet was down"),
+listed by ``practiceflow attention list --state URL`` and the console. A
 trigger polled from a cursor kept before the window needs none: its next poll job reads
-the window back. ``proposal_accepted`` without ``entityKey`` is listed: the read of the
-proposals of changed clients that ``serve`` does at start would cost every practice up to
-26 requests before any job of the fleet ran.
+the window back. ``proposal_accepted`` without ``entityKey`` is listed: the sweep of every client's
+proposals that ``serve`` runs after a downtime would cost every practice one request per
+client.
 
 Only then does the replica join the presence and mark the fleet alive, and let go of the
 check lock. So a replica starting right after (even at the same moment) finds the fleet
@@ -46,8 +46,10 @@ from typing import Any, Final
 import psycopg
 
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime
+from practiceflow.runner.attention import list_gap
 from practiceflow.runner.downtime import has_poll_source
-from practiceflow.runner.gaps import Heartbeat, last_alive, mark_alive, record_gap
+from practiceflow.runner.gaps import Heartbeat, last_alive, mark_alive
+from practiceflow.runner.sweep import can_sweep
 from practiceflow.triggers import definition
 
 __all__ = ["FLEET_ALIVE_KEY", "FLEET_KEY", "FLEET_WHO", "FleetPresence", "list_outage"]
@@ -87,11 +89,10 @@ def _unwatched(fleet: Fleet, name: str, runtime: PracticeRuntime) -> list[tuple[
                 "sender's retries; with mode: both it is also polled, which reads such a "
                 "window back"
             )
-        elif module.key == "proposal_accepted" and module.poll is not None:
+        elif can_sweep(module):
             why = (
-                "it has no poll source without entityKey, so they depend on the sender's "
-                "retries; the fleet does not read the proposals of the clients changed in "
-                "the window"
+                "its list can be read back only by a sweep of every record, which the "
+                "fleet does not run (serve does), so they depend on the sender's retries"
             )
         else:
             why = "no poll source, so they depend on the sender's retries"
@@ -108,16 +109,15 @@ def list_outage(fleet: Fleet, start: datetime, end: datetime) -> list[str]:
         end: now.
 
     Returns:
-        The run ids of the entries (an entry of the same window, listed before, again).
+        The ids of the entries (an entry of the same window, listed before, again).
     """
     listed: list[str] = []
     for name, runtime in fleet.practices.items():
         triggers = _unwatched(fleet, name, runtime)
         with fleet.store.atomic():  # one commit per practice, not five per entry
             for trigger, why in triggers:
-                listed.append(
-                    record_gap(fleet.store, name, trigger, start, end, why, who=FLEET_WHO)
-                )
+                entry = list_gap(fleet.store, name, trigger, start, end, why, who=FLEET_WHO)
+                listed.append(entry.attention_id)
     return listed
 
 
@@ -146,7 +146,7 @@ class FleetPresence:
         Call it once the receiver listens: the window listed ends at this call.
 
         Returns:
-            The run ids of the entries listed (none when a replica received all along, or
+            The ids of the entries listed (none when a replica received all along, or
             on the fleet's first start).
         """
         store = self.fleet.store

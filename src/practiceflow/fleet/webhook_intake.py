@@ -18,7 +18,7 @@ unsubscribe`` removes it when the whole fleet goes away.
 
 A subscription in doubt (an earlier subscribe got no answer) is not repeated and stops
 nothing else: under the same lock it is listed once as needing attention
-(:func:`~practiceflow.runner.gaps.record_subscription_doubt`), and a trigger with a poll
+(:func:`~practiceflow.runner.attention.record_subscription_doubt`), and a trigger with a poll
 source is polled every ``poll_every`` instead (:meth:`.Fleet.poll_instead`).
 """
 
@@ -34,7 +34,7 @@ from practiceflow import netaddr
 from practiceflow.errors import InDoubtError
 from practiceflow.fleet.queue import defer_event, make_app
 from practiceflow.fleet.runtime import Fleet
-from practiceflow.runner.gaps import close_subscription_doubt, record_subscription_doubt
+from practiceflow.runner.attention import close_subscription_doubt, record_subscription_doubt
 from practiceflow.state import SubscriptionRecord
 from practiceflow.triggers import TriggerEvent
 from practiceflow.triggers.subscriptions import SubscriptionInDoubt, SubscriptionManager
@@ -178,16 +178,16 @@ class FleetWebhooks:
                 record = manager.ensure(trigger, event)
             except (SubscriptionInDoubt, InDoubtError) as exc:
                 polled = self.fleet.can_poll(practice, trigger)
-                run_id = record_subscription_doubt(
+                entry_id = record_subscription_doubt(
                     self.fleet.store, practice, trigger, polled=polled, fleet=True
                 )
                 logger.error(
-                    "webhook %s / %s: %s. Not repeated; listed as needing attention (run %s), "
+                    "webhook %s / %s: %s. Not repeated; listed as needing attention (entry %s), "
                     "and %s",
                     practice,
                     trigger,
                     exc,
-                    run_id[:8],
+                    entry_id[:8],
                     "polled meanwhile" if polled else "its events are NOT received meanwhile",
                 )
                 return None

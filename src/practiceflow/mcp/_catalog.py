@@ -28,6 +28,7 @@ from typing import Any, Literal
 import mcp_types as types
 
 from practiceflow.manifest import ActionModule, ModuleRegistry
+from practiceflow.mcp._results import RUN_RESULT_SCHEMA, WRITE_RESULT_SCHEMA, read_result_schema
 from practiceflow.runner import ValidRecipe
 
 __all__ = [
@@ -86,8 +87,12 @@ def _object_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 _WRITE_NOTE = (
     " Writes to the practice's records: the first call answers with a preview of the exact "
     "request and sends nothing; it is sent only after the user confirms (in the assistant "
-    f"app, or by calling {CONFIRM_TOOL} with the preview's confirm_token)."
+    f"app, or by calling {CONFIRM_TOOL} with the preview's confirm_token and the code the "
+    "user reads on the server's terminal)."
 )
+#: Methods whose write may change or remove what exists (a tool's ``destructiveHint``); a
+#: POST adds a record.
+_OVERWRITING = frozenset({"PUT", "PATCH", "DELETE"})
 _OFF_NOTE = (
     " Off on this server: it was started without --allow-writes (or its credentials cannot "
     "write), so a call is refused and nothing is sent."
@@ -132,12 +137,14 @@ def _choice_note(schema: Mapping[str, Any]) -> str:
 
 def _action_tool(module: ActionModule, writes_on: bool) -> ToolEntry:
     description = module.description.strip() + _choice_note(module.input_schema)
-    if module.needs_write:
+    writes = module.needs_write
+    if writes:
         description += _WRITE_NOTE if writes_on else _OFF_NOTE
     annotations = types.ToolAnnotations(
         title=module.title,
-        read_only_hint=not module.needs_write,
-        idempotent_hint=not module.needs_write,
+        read_only_hint=not writes,
+        destructive_hint=writes and module.request.method.upper() in _OVERWRITING,
+        idempotent_hint=not writes,
         open_world_hint=True,
     )
     tool = types.Tool(
@@ -145,9 +152,10 @@ def _action_tool(module: ActionModule, writes_on: bool) -> ToolEntry:
         title=module.title,
         description=description,
         input_schema=_object_schema(module.input_schema),
+        output_schema=WRITE_RESULT_SCHEMA if writes else read_result_schema(module),
         annotations=annotations,
     )
-    return ToolEntry(tool, "write" if module.needs_write else "read", action=module)
+    return ToolEntry(tool, "write" if writes else "read", action=module)
 
 
 def recipe_tool_name(recipe: ValidRecipe) -> str:
@@ -178,14 +186,23 @@ def _recipe_tool(recipe: ValidRecipe, writes_on: bool) -> ToolEntry:
     writes = bool(recipe.writes())
     if writes:
         description += _WRITE_NOTE if writes_on else _OFF_NOTE
+    methods = {
+        str(getattr(getattr(action, "request", None), "method", "")).upper()
+        for action in recipe.actions.values()
+    }
     annotations = types.ToolAnnotations(
-        title=f"Run recipe: {recipe.name}", read_only_hint=not writes, open_world_hint=True
+        title=f"Run recipe: {recipe.name}",
+        read_only_hint=not writes,
+        destructive_hint=writes and bool(methods & _OVERWRITING),
+        idempotent_hint=not writes,
+        open_world_hint=True,
     )
     tool = types.Tool(
         name=recipe_tool_name(recipe),
         title=f"Run recipe: {recipe.name}",
         description=description,
         input_schema=schema,
+        output_schema=WRITE_RESULT_SCHEMA,
         annotations=annotations,
     )
     return ToolEntry(tool, "recipe", recipe=recipe)
@@ -203,19 +220,33 @@ def _confirm_tool() -> ToolEntry:
                 "description": "The confirm_token of a write's preview. Call this only after "
                 "the user has seen the preview and said yes; sending the same token again "
                 "never sends the request twice.",
-                "examples": ["pfc_3q2Zk7dF0V1m5cXxw9YtJg"],
-            }
+                "examples": ["pfw1.gAAAAABn..."],
+            },
+            "user_code": {
+                "type": "string",
+                "title": "User's confirmation code",
+                "description": "The 6-digit code the practiceflow server printed for this "
+                "preview on its terminal (or the assistant app's MCP log), as the user gives "
+                "it to you. It is never in a tool result: ask the user, never guess.",
+                "examples": ["482913"],
+            },
         },
     }
     tool = types.Tool(
         name=CONFIRM_TOOL,
         title="Confirm a previewed write",
         description="Sends a write that a tool previewed, once the user has confirmed it. "
-        "The request sent is exactly the previewed one; the answer is the write's result, "
-        "and the run is in the practice's journal ('practiceflow runs').",
+        "The request sent is exactly the previewed one, at most once whichever server "
+        "process receives the confirmation; the answer is the write's result, and the run "
+        "is in the practice's journal ('practiceflow runs').",
         input_schema=schema,
+        output_schema=RUN_RESULT_SCHEMA,
         annotations=types.ToolAnnotations(
-            title="Confirm a previewed write", read_only_hint=False, idempotent_hint=True
+            title="Confirm a previewed write",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=True,
         ),
     )
     return ToolEntry(tool, "confirm")

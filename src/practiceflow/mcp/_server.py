@@ -1,15 +1,18 @@
 """The MCP server: tools, resources and the confirmation of writes, over the SDK's lowlevel
 ``Server`` (the tools are data, one per module, so they are declared, not decorated).
 
-Confirmation of a write, by what the client can do:
+Confirmation of a write, by what the client can do (a person's yes, not the model's):
 
 * the client supports elicitation, protocol 2026-07-28 and later: the call answers
   ``input_required`` with a form asking the user to confirm the previewed request; the
-  client retries the call with the user's answer (and the confirm token as request state);
+  client retries the call with the user's answer and, as request state, the preview's
+  sealed state, which any process sharing the store can settle;
 * the client supports elicitation, earlier protocols: the server asks the client
   (``elicitation/create``) while the call waits;
-* otherwise: the call answers with the preview and a confirm token; the assistant shows
-  the preview to the user and, once the user agreed, calls ``confirm_write`` with it.
+* otherwise: the call answers with the preview and its sealed state (``confirm_token``),
+  and the server prints a code for the user on its standard error (``announce``), never in
+  a tool result; the assistant calls ``confirm_write`` with the token and the code the
+  user gives it (with ``--confirm-by-assistant``, the token alone).
 
 Every error the desk raises becomes a tool result with ``isError`` and the CLI's message,
 so the assistant can read it and correct its call.
@@ -17,8 +20,10 @@ so the assistant can read it and correct its call.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -27,22 +32,24 @@ import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from practiceflow import __version__
-from practiceflow.errors import PracticeflowError
+from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.manifest import ActionModule
 from practiceflow.manifest.validation import did_you_mean
 from practiceflow.mcp._catalog import CONFIRM_TOOL, ToolEntry
-from practiceflow.mcp._desk import Preview, RunNotDone, WriteDesk
+from practiceflow.mcp._desk import Preview, WriteDesk
+from practiceflow.mcp._resources import Resources
+from practiceflow.mcp._results import wraps_result
+from practiceflow.mcp._sending import ASK_FOR_CODE, RunNotDone
 
-__all__ = ["RECENT_RUNS_URI", "build_server"]
+__all__ = ["build_server"]
 
 logger = logging.getLogger("practiceflow.mcp")
 
-#: The resource listing the practice's recent runs.
-RECENT_RUNS_URI = "practiceflow://runs/recent"
-_LIST_PREFIX = "practiceflow://lists/"
 #: The key of the confirmation form in an ``input_required`` answer.
 _CONFIRM_KEY = "confirm"
 _CONFIRM_FORM: dict[str, Any] = {
@@ -95,6 +102,38 @@ def _question(preview: Preview) -> str:
     )
 
 
+def _declined(entry: ToolEntry, answer: types.ElicitResult | None) -> types.CallToolResult:
+    action = answer.action if answer is not None else "no answer"
+    return _error(f"{entry.name}: the user did not confirm ({action}); nothing was sent")
+
+
+def _code_notice(preview: Preview) -> str:
+    """The line the user reads on the server's standard error: the code that confirms a
+    write, with what it confirms (masked as the assistant sees it)."""
+    until = preview.expires_at.strftime("%H:%M UTC")
+    return (
+        f"practiceflow mcp: the assistant asks to send {preview.entry.name}"
+        f"{_request_line(preview.shown)} (write {preview.write_id[:8]}). If you agree, give "
+        f"the assistant this code: {preview.code} (valid until {until}). If you did not ask "
+        "for it, give no code and nothing is sent."
+    )
+
+
+def _request_line(shown: Mapping[str, Any]) -> str:
+    request = shown.get("request")
+    if isinstance(request, Mapping):
+        return f": {request.get('method', '')} {request.get('url', '')}"
+    steps = shown.get("steps")
+    if isinstance(steps, list):
+        return " (recipe steps: " + ", ".join(str(step.get("step")) for step in steps) + ")"
+    return ""
+
+
+def _stderr(line: str) -> None:
+    """Write a line for the person at the server's terminal (never to the protocol)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _confirmed(answer: types.ElicitResult | None) -> bool:
     return (
         answer is not None
@@ -110,7 +149,10 @@ class _Handlers:
     desk: WriteDesk
     catalog: Mapping[str, ToolEntry]
     lists: Mapping[str, ActionModule]
-    recent_runs: int = 20
+    announce: Callable[[str], None] = _stderr
+
+    def __post_init__(self) -> None:
+        self.resources = Resources(self.desk, self.lists)
 
     async def _blocking(self, func: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(func, *args)
@@ -145,24 +187,20 @@ class _Handlers:
         params: types.CallToolRequestParams,
     ) -> types.CallToolResult | types.InputRequiredResult:
         if entry.kind == "read" and entry.action is not None:
-            return _ok(await self._blocking(self.desk.read, entry.action, arguments))
+            output = await self._blocking(self.desk.read, entry.action, arguments)
+            return _ok({"result": output} if wraps_result(entry.action) else output)
         if entry.kind == "confirm":
-            token = arguments.get("confirm_token")
-            if not isinstance(token, str) or not token or set(arguments) != {"confirm_token"}:
-                message = (
-                    f"{CONFIRM_TOOL}: expected exactly one argument, confirm_token (the text "
-                    "of a preview's confirm_token); nothing was sent"
-                )
-                return _error(message)
-            return _ok(await self._blocking(self.desk.confirm, token))
+            return await self._confirm_write(arguments)
         if params.request_state is not None:
-            return await self._answered(entry, params)
+            return await self._answered(entry, arguments, params)
         self.desk.refuse_if_off(entry)
         preview = await self._blocking(self.desk.preview, entry, arguments)
         if not entry.writes:  # a recipe that only reads: nothing to confirm
-            return _ok(await self._blocking(self.desk.confirm, preview.token))
+            return _ok(await self._confirm(preview.state, person_confirmed=True))
         capabilities = ctx.session.client_capabilities
         if capabilities is None or capabilities.elicitation is None:
+            if not self.desk.assistant_confirms:
+                self.announce(_code_notice(preview))
             return _ok(self._preview_payload(preview))
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             ask = types.ElicitRequest(
@@ -171,116 +209,109 @@ class _Handlers:
                 )
             )
             return types.InputRequiredResult(
-                input_requests={_CONFIRM_KEY: ask}, request_state=preview.token
+                input_requests={_CONFIRM_KEY: ask}, request_state=preview.state
             )
         answer = await ctx.session.elicit_form(
             _question(preview), _CONFIRM_FORM, related_request_id=ctx.request_id
         )
-        return await self._decided(preview, answer)
+        return await self._decided(entry, preview.state, answer)
 
-    async def _answered(
-        self, entry: ToolEntry, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        """A call retried with the user's answer to the confirmation form."""
-        token = params.request_state or ""
-        preview = self.desk.pending(token)
-        if preview is None or preview.entry.name != entry.name:
+    async def _confirm(self, state: str, **options: Any) -> dict[str, Any]:
+        confirm = functools.partial(self.desk.confirm, state, **options)
+        return await anyio.to_thread.run_sync(confirm)
+
+    async def _confirm_write(self, arguments: dict[str, Any]) -> types.CallToolResult:
+        """``confirm_write``: the confirm token, and the user's code unless the server
+        accepts the assistant's own confirmation."""
+        token = arguments.get("confirm_token")
+        code = arguments.get("user_code")
+        if (
+            not isinstance(token, str)
+            or not token
+            or not set(arguments) <= {"confirm_token", "user_code"}
+            or not isinstance(code, str | None)
+        ):
             message = (
-                f"{entry.name}: the confirmation refers to no pending preview of this tool "
-                "(expired, or another tool's); nothing was sent. Call the tool again."
+                f"{CONFIRM_TOOL}: expected confirm_token (the text of a preview's "
+                "confirm_token) and user_code (the code the user gives you); nothing was sent"
             )
             return _error(message)
+        return _ok(await self._confirm(token, code=code))
+
+    async def _answered(
+        self, entry: ToolEntry, arguments: dict[str, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """A call retried with the user's answer to the confirmation form; its request
+        state is the preview's sealed state, which any process sharing the store opens."""
         answer = (params.input_responses or {}).get(_CONFIRM_KEY)
         elicited = answer if isinstance(answer, types.ElicitResult) else None
-        return await self._decided(preview, elicited)
+        state = params.request_state or ""
+        if not _confirmed(elicited):
+            return _declined(entry, elicited)
+        return _ok(
+            await self._confirm(state, tool=entry.name, arguments=arguments, person_confirmed=True)
+        )
 
     async def _decided(
-        self, preview: Preview, answer: types.ElicitResult | None
+        self, entry: ToolEntry, state: str, answer: types.ElicitResult | None
     ) -> types.CallToolResult:
         if not _confirmed(answer):
-            action = answer.action if answer is not None else "no answer"
-            message = f"{preview.entry.name}: the user did not confirm ({action}); nothing was sent"
-            return _error(message)
-        return _ok(await self._blocking(self.desk.confirm, preview.token))
+            return _declined(entry, answer)
+        return _ok(await self._confirm(state, person_confirmed=True))
 
     def _preview_payload(self, preview: Preview) -> dict[str, Any]:
+        if self.desk.assistant_confirms:
+            how = (
+                "Show this preview to the user. Only if the user agrees, call "
+                f"{CONFIRM_TOOL} with this confirm_token; it sends exactly this request, once."
+            )
+        else:
+            how = (
+                "Show this preview to the user. It is sent only if the user agrees and gives "
+                f"you the confirmation code of write {preview.write_id[:8]}: call "
+                f"{CONFIRM_TOOL} with this confirm_token and user_code. {ASK_FOR_CODE}"
+            )
         return {
             "status": "preview: nothing was sent",
             "preview": preview.shown,
-            "confirm_token": preview.token,
+            "write_id": preview.write_id,
+            "confirm_token": preview.state,
             "expires_in_seconds": int(self.desk.ttl),
-            "next": "Show this preview to the user. Only if the user agrees, call "
-            f"{CONFIRM_TOOL} with this confirm_token; it sends exactly this request, once.",
+            "next": how,
         }
 
-    # -- resources -----------------------------------------------------------------------
+    # -- resources ---------------------------------------------------------------------
 
     async def list_resources(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        resources = [
-            types.Resource(
-                uri=_LIST_PREFIX + key,
-                name=key,
-                title=module.title,
-                description=module.description.strip(),
-                mime_type="application/json",
-            )
-            for key, module in self.lists.items()
-        ]
-        resources.append(
-            types.Resource(
-                uri=RECENT_RUNS_URI,
-                name="recent_runs",
-                title="Recent runs",
-                description="The practice's latest runs (recipes and assistant writes), "
-                "newest first: run id, recipe, status, steps. Details: practiceflow runs show.",
-                mime_type="application/json",
-            )
-        )
-        return types.ListResourcesResult(resources=resources)
+        return types.ListResourcesResult(resources=self.resources.listed())
+
+    async def list_resource_templates(
+        self, ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=self.resources.templates())
 
     async def read_resource(
         self, ctx: Ctx, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        if uri == RECENT_RUNS_URI:
-            payload: Any = await self._blocking(self._recent_runs)
-        elif uri.startswith(_LIST_PREFIX) and uri.removeprefix(_LIST_PREFIX) in self.lists:
-            module = self.lists[uri.removeprefix(_LIST_PREFIX)]
-            payload = await self._blocking(self.desk.read, module, {})
-        else:
-            known = [RECENT_RUNS_URI, *(_LIST_PREFIX + key for key in self.lists)]
-            message = f"unknown resource {uri!r}; valid values are {known}"
-            raise ValueError(message)
+        try:
+            payload = await self._blocking(self.resources.read, uri)
+        except ConfigError as exc:  # an unknown resource: the client's parameter
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
         contents = types.TextResourceContents(
             uri=uri, mime_type="application/json", text=_text(payload)
         )
         return types.ReadResourceResult(contents=[contents])
 
-    def _recent_runs(self) -> list[dict[str, Any]]:
-        store = self.desk.store
-        rows = []
-        for run in store.list_runs(practice=self.desk.practice, limit=self.recent_runs):
-            steps = {
-                step.step_id: step.status
-                for step in store.get_steps(run.run_id)
-                if not step.step_id.startswith("@")
-            }
-            rows.append(
-                {
-                    "run_id": run.run_id,
-                    "recipe": run.recipe,
-                    "status": run.status,
-                    "steps": steps,
-                    "updated_at": run.updated_at.isoformat(),
-                }
-            )
-        return rows
-
 
 def build_server(
-    desk: WriteDesk, catalog: Mapping[str, ToolEntry], lists: Mapping[str, ActionModule]
+    desk: WriteDesk,
+    catalog: Mapping[str, ToolEntry],
+    lists: Mapping[str, ActionModule],
+    *,
+    announce: Callable[[str], None] = _stderr,
 ) -> Server[Any]:
     """The MCP server over a desk (see the module docstring).
 
@@ -288,11 +319,13 @@ def build_server(
         desk: carries out the calls.
         catalog: the tools, by name.
         lists: the lookup lists offered as resources, by action key.
+        announce: shows a line to the person at the server (the confirmation code of a
+            write when the client cannot ask the user); standard error by default.
 
     Returns:
         A lowlevel SDK server, to run over stdio or streamable HTTP.
     """
-    handlers = _Handlers(desk, catalog, lists)
+    handlers = _Handlers(desk, catalog, lists, announce)
     return Server(
         "practiceflow",
         version=__version__,
@@ -301,5 +334,6 @@ def build_server(
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
         on_list_resources=handlers.list_resources,
+        on_list_resource_templates=handlers.list_resource_templates,
         on_read_resource=handlers.read_resource,
     )

@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcp.server.lowlevel import Server
 
-from practiceflow.api.rate_budget import RateBudget, RateLimits
+from practiceflow.api.rate_budget import RateBudget
 from practiceflow.cli.state import practice_budget
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.mcp._catalog import build_catalog, settings_lists
 from practiceflow.mcp._desk import WriteDesk
+from practiceflow.mcp._resources import ASSISTANT_LIMITS
 from practiceflow.mcp._server import build_server
 from practiceflow.runner import ValidRecipe
 from practiceflow.state import StateStore
 
 __all__ = ["ASSISTANT_LIMITS", "assistant_budget", "build_mcp"]
-
-#: The assistant's share of the practice's budget (60/min, 1000/h, 10000/day): a third of
-#: each window at most, so that the practice's recipes keep the rest whatever an assistant
-#: asks for.
-ASSISTANT_LIMITS = RateLimits(per_minute=20, per_hour=330, per_day=3300, max_wait=60.0)
 
 
 def assistant_budget(state: str | None, client_id: str) -> RateBudget:
@@ -56,6 +52,8 @@ def build_mcp(
     writes_on: bool = False,
     recipes_dir: Path,
     show_personal: bool = False,
+    assistant_confirms: bool = False,
+    announce: Callable[[str], None] | None = None,
 ) -> tuple[Server[Any], WriteDesk]:
     """Build the MCP server of one practice.
 
@@ -69,6 +67,10 @@ def build_mcp(
             credentials that can write).
         recipes_dir: where the one-step recipes of assistant writes are written.
         show_personal: show personal fields of read results to the assistant.
+        assistant_confirms: accept ``confirm_write`` without the user's code
+            (``--confirm-by-assistant``).
+        announce: shows the confirmation code of a write to the person at the server
+            (standard error when None).
 
     Returns:
         The server and its desk (confirmed calls a stopped server left unfinished have
@@ -80,11 +82,15 @@ def build_mcp(
         client=client,
         practice=practice,
         registry=registry,
+        catalog=catalog,
         recipes_dir=recipes_dir,
         writes_on=writes_on,
         show_personal=show_personal,
+        assistant_confirms=assistant_confirms,
     )
     if writes_on:
-        desk.resume_pending(catalog)
+        desk.resume_pending()
     lists = {module.key: module for module in settings_lists(registry)}
-    return build_server(desk, catalog, lists), desk
+    if announce is None:
+        return build_server(desk, catalog, lists), desk
+    return build_server(desk, catalog, lists, announce=announce), desk

@@ -2,7 +2,8 @@
 
 Most figures are read when Prometheus scrapes, from where they already live, by
 :class:`PracticeCollector`: runs by status, steps in doubt and events waiting from the state
-store (:meth:`~practiceflow.state.StateStore.practice_counts`, a few grouped counts), and
+store (:meth:`~practiceflow.state.StateStore.practice_counts`, a few grouped counts, and
+the attention table's entries by kind and status), and
 what is left of each rate window from each practice's budget. Nothing in the runner counts
 for the metrics' sake.
 
@@ -34,7 +35,6 @@ from pyrate_limiter import InMemoryBucket
 
 from practiceflow.api.rate_budget import RateBudget
 from practiceflow.errors import PracticeflowError
-from practiceflow.runner.gaps import DOUBT_PREFIX
 from practiceflow.state import RUN_STATUSES, StateStore
 
 __all__ = [
@@ -140,8 +140,15 @@ class PracticeCollector(Collector):
         waiting = GaugeMetricFamily(
             "practiceflow_events_waiting", "Events stored, not yet handled", labels=["practice"]
         )
+        attention = GaugeMetricFamily(
+            "practiceflow_attention",
+            "Attention entries (gaps, subscriptions in doubt, held deliveries) by status:"
+            " open waits for a person, checking for a sweep, closed was settled",
+            labels=["practice", "kind", "status"],
+        )
         try:
             counts = self.store.practice_counts()
+            entries = self.store.count_attention()
         except PracticeflowError as exc:
             logger.warning("metrics: the state store did not answer: %s", exc)
             up.add_metric([], 0)
@@ -161,6 +168,9 @@ class PracticeCollector(Collector):
             yield runs
             yield doubt
             yield waiting
+            for (name, kind, state), count in sorted(entries.items()):
+                attention.add_metric([name, kind, state], count)
+            yield attention
         yield from self._budgets(served)
 
     def _budgets(self, served: Sequence[OpsPractice]) -> Iterator[Metric]:
@@ -323,10 +333,11 @@ class OpsMetrics:
                         continue
                     shown = f"{practice.name} / {trigger}: subscription "
                     shown += "missing" if status is None else status
-                    listed = self.store.list_runs(
+                    listed = self.store.list_attention(
                         practice=practice.name,
-                        recipe=DOUBT_PREFIX + trigger,
-                        status="in_doubt",
+                        kind="subscription_in_doubt",
+                        trigger=trigger,
+                        statuses=("open",),
                         limit=1,
                     )
                     (attention if status is not None and listed else problems).append(shown)

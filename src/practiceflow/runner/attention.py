@@ -1,41 +1,306 @@
-"""What needs a person: one definition for ``runs list --status in_doubt`` and the console.
+"""What needs a person: the one writer of the attention table, and the one definition read
+by ``practiceflow attention list``, ``runs list --status in_doubt``, the console and
+``/metrics``.
 
-A run needs a person when it is held ``in_doubt`` and
+Two things need a person:
 
-* it is quarantined (:mod:`.quarantine`), or it is a delivery held as
-  ``unrecognised:<trigger>``: it has no step to settle, ``runs retry`` or ``runs cancel``
-  does;
-* or one of its steps is ``in_doubt`` (a write whose outcome is unknown, a gap entry).
+* an **entry** of the attention table (:mod:`practiceflow.state.attention`) that is
+  ``open``: a window in which a trigger's events may have been missed and that no sweep
+  could prove complete (``gap``), a webhook subscription that may exist on the server
+  (``subscription_in_doubt``), a delivery held without running (``unrecognised``). A
+  person settles it with ``practiceflow attention settle ID --note ...`` (or the console);
+* a **run** held ``in_doubt`` that is quarantined (:mod:`.quarantine`) or has a step in
+  doubt (a write whose outcome is unknown): ``runs resolve`` / ``runs retry`` /
+  ``runs cancel``. A held run whose steps were all settled waits for ``serve``.
 
-A held run whose steps were all settled waits for ``serve`` or ``runs retry``, not a person.
+Every entry is written here, nowhere else.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+from practiceflow.errors import ConfigError
 from practiceflow.runner.quarantine import is_quarantined
 from practiceflow.state import RunRecord, StateStore
-from practiceflow.triggers.tests_asked import HELD_RECIPE_PREFIX
+from practiceflow.state.attention import AttentionRecord, AttentionStatus
+from practiceflow.state.runids import MIN_PREFIX
 
-__all__ = ["held_reason", "needs_person"]
+__all__ = [
+    "KIND_LABELS",
+    "SWEEP",
+    "close_by_evidence",
+    "close_subscription_doubt",
+    "find_entry",
+    "hold_delivery",
+    "hold_for_person",
+    "label",
+    "list_gap",
+    "needs_person",
+    "open_entries",
+    "record_subscription_doubt",
+    "release_delivery",
+    "settle",
+    "settle_command",
+]
+
+logger = logging.getLogger("practiceflow.runner")
+
+#: Who closes an entry that evidence settled.
+SWEEP: Final = "sweep"
+#: How each kind is shown where runs are listed (the recipe column).
+KIND_LABELS: Final = {
+    "gap": "gap: ",
+    "subscription_in_doubt": "subscription in doubt: ",
+    "unrecognised": "unrecognised:",
+    "silent_subscription": "silent subscription: ",
+}
 
 
-def held_reason(run: RunRecord) -> str | None:
-    """Why a delivery was held without running, and how to settle it; None for any other run."""
-    if not run.recipe.startswith(HELD_RECIPE_PREFIX):
-        return None
-    error = run.error if isinstance(run.error, dict) else {}
-    why = str(error.get("reason") or error.get("message") or "the trigger could not map it")
-    return (
-        f"a delivery held without running: {why}. If it was not a real event, settle it with "
-        f"'practiceflow runs cancel {run.run_id[:8]} --reason ...'; if it was, start what it "
-        "asked for by hand, then cancel it with that reason"
+def label(entry: AttentionRecord) -> str:
+    """The entry as named in lists (``gap: eform_submitted``)."""
+    return KIND_LABELS.get(entry.kind, entry.kind + ": ") + entry.trigger
+
+
+def settle_command(entry: AttentionRecord | str) -> str:
+    """The command that settles an entry."""
+    ident = entry if isinstance(entry, str) else entry.attention_id
+    return f"practiceflow attention settle {ident[:8]} --note TEXT"
+
+
+def _window(start: datetime, end: datetime) -> str:
+    return f"{start.isoformat(timespec='seconds')}..{end.isoformat(timespec='seconds')}"
+
+
+# --- gaps ------------------------------------------------------------------------------------
+
+
+def list_gap(
+    store: StateStore,
+    practice: str,
+    trigger: str,
+    start: datetime,
+    end: datetime,
+    why: str,
+    *,
+    who: str = "serve",
+    checking: bool = False,
+) -> AttentionRecord:
+    """List a window in which a trigger's events may have been missed.
+
+    Args:
+        store: the state store.
+        practice: the practice key.
+        trigger: the trigger's name.
+        start: the last sign of life.
+        end: when listening began again.
+        why: why its events may have been missed (or what a sweep will check).
+        who: what was down (``serve``, or every worker of a fleet).
+        checking: a sweep will try to prove the window complete before asking a person.
+
+    Returns:
+        The entry (the same one when this window was listed before).
+    """
+    reason = (
+        f"{who} was down from {start.isoformat(timespec='seconds')} to "
+        f"{end.isoformat(timespec='seconds')}: {trigger} events in this window may have been "
+        f"missed ({why})"
+    )
+    status: AttentionStatus = "checking" if checking else "open"
+    entry, created = store.add_attention(
+        "gap",
+        practice,
+        trigger,
+        f"gap:{trigger}:{_window(start, end)}",
+        reason
+        if checking
+        else f"{reason}. Check the practice for them, start what is "
+        "missing by hand, then settle it",
+        window=(start, end),
+        status=status,
+    )
+    if created and not checking:
+        logger.warning("needs attention (%s): %s", settle_command(entry), entry.reason)
+    return entry
+
+
+def close_by_evidence(store: StateStore, entry: AttentionRecord, note: str, evidence: Any) -> bool:
+    """Close an entry that a check proved settled (``settled_by`` :data:`SWEEP`)."""
+    return store.update_attention(
+        entry.attention_id, "closed", evidence=evidence, settled_by=SWEEP, note=note
     )
 
 
+def hold_for_person(store: StateStore, entry: AttentionRecord, reason: str, evidence: Any) -> None:
+    """Hand an entry a check could not settle to a person, saying what could not be checked."""
+    text = f"{reason}. Check the practice for them, start what is missing by hand, then settle it"
+    if store.update_attention(entry.attention_id, "open", reason=text, evidence=evidence):
+        logger.warning("needs attention (%s): %s", settle_command(entry), text)
+
+
+# --- subscriptions in doubt ------------------------------------------------------------------
+
+
+def record_subscription_doubt(
+    store: StateStore, practice: str, trigger: str, *, polled: bool, fleet: bool = False
+) -> str:
+    """List a trigger whose webhook subscription is in doubt: its subscribe got no answer,
+    so it may exist on the server, and it is not repeated (a second one could deliver
+    twice).
+
+    While an entry of the trigger is open, a restart lists nothing new; once a person closed
+    it, a subscription still in doubt is listed again.
+
+    Args:
+        store: the state store.
+        practice: the practice key.
+        trigger: the trigger's name.
+        polled: whether the trigger is polled meanwhile (it has a poll source).
+        fleet: the entry is for ``worker`` (the commands to run name the practice).
+
+    Returns:
+        The entry's id.
+    """
+    earlier = store.list_attention(
+        practice=practice, kind="subscription_in_doubt", trigger=trigger, limit=1000
+    )
+    for entry in earlier:
+        if entry.status != "closed":
+            return entry.attention_id
+    meanwhile = (
+        "Meanwhile its events are received by polling (deduplicated with the webhook, as in "
+        "mode: both)."
+        if polled
+        else "Its events are NOT being received meanwhile: it has no poll source."
+    )
+    forget = f"practiceflow triggers unsubscribe {trigger} --forget"
+    if fleet:
+        forget += f" --practice {practice} --state <the fleet's postgresql:// URL>"
+    reason = (
+        f"the webhook subscription of trigger {trigger!r} is in doubt: its subscribe (POST "
+        "/api/v1/webhooks) got no answer, so it may exist on the server; it is not repeated "
+        f"(a second one could deliver twice). {meanwhile} To settle it: 1. check the "
+        "practice's webhook settings and delete a subscription of this trigger's event "
+        f"found there; 2. run '{forget}', which closes this entry; 3. restart "
+        f"{'the workers' if fleet else 'serve'}: it subscribes again"
+    )
+    # Numbered: callers that race to list it (two workers) agree on one entry.
+    entry, _ = store.add_attention(
+        "subscription_in_doubt",
+        practice,
+        trigger,
+        f"subscription-doubt:{trigger}#{len(earlier) + 1}",
+        reason,
+        evidence={"trigger": trigger, "polled": polled},
+    )
+    logger.warning("needs attention (entry %s): %s", entry.attention_id[:8], reason)
+    return entry.attention_id
+
+
+def close_subscription_doubt(
+    store: StateStore, practice: str, trigger: str, who: str, note: str
+) -> list[str]:
+    """Close the open subscription-in-doubt entries of a trigger (it was forgotten or
+    subscribed again); returns their ids."""
+    closed: list[str] = []
+    for entry in store.list_attention(
+        practice=practice,
+        kind="subscription_in_doubt",
+        trigger=trigger,
+        statuses=("open", "checking"),
+    ):
+        if store.update_attention(entry.attention_id, "closed", settled_by=who, note=note):
+            closed.append(entry.attention_id)
+    return closed
+
+
+# --- deliveries held -------------------------------------------------------------------------
+
+
+def hold_delivery(
+    store: StateStore, practice: str, trigger: str, event_key: str, delivery_id: str, reason: str
+) -> tuple[str, bool]:
+    """List a delivery held without running (it may be a test delivery, or it could not be
+    mapped); returns the entry's id (the same one for a repeated delivery) and whether it
+    is new."""
+    text = (
+        f"a delivery held without running: {reason}. If it was not a real event, settle it; "
+        "if it was, start what it asked for by hand, then settle it saying so"
+    )
+    entry, created = store.add_attention(
+        "unrecognised",
+        practice,
+        trigger,
+        event_key,
+        text,
+        evidence={"deliveryId": delivery_id, "event": event_key, "reason": reason},
+    )
+    return entry.attention_id, created
+
+
+def release_delivery(store: StateStore, practice: str, trigger: str, delivery_id: str) -> None:
+    """Close the entry of a held delivery proven to be the test delivery asked for."""
+    for entry in store.list_attention(
+        practice=practice, kind="unrecognised", trigger=trigger, statuses=("open",)
+    ):
+        evidence = entry.evidence if isinstance(entry.evidence, Mapping) else {}
+        if evidence.get("deliveryId") == delivery_id:
+            store.update_attention(
+                entry.attention_id,
+                "closed",
+                settled_by="practiceflow",
+                note="it was the test delivery asked for",
+            )
+
+
+# --- reading and settling --------------------------------------------------------------------
+
+
+def open_entries(store: StateStore, practice: str | None) -> list[AttentionRecord]:
+    """The entries that wait for a person."""
+    return store.list_attention(practice=practice, statuses=("open",))
+
+
+def find_entry(store: StateStore, ident: str) -> AttentionRecord | None:
+    """The entry with this id, or the one whose id starts with it (8+ characters).
+
+    Raises:
+        ConfigError: the prefix starts more than one entry's id.
+    """
+    text = ident.strip().lower()
+    found = store.get_attention(text)
+    if found is not None or len(text) < MIN_PREFIX:
+        return found
+    matches = store.list_attention(id_prefix=text, limit=20)
+    if len(matches) > 1:
+        shown = ", ".join(f"{entry.attention_id} ({label(entry)})" for entry in matches)
+        message = f"id {ident!r} is the start of {len(matches)} entries: {shown}; give more"
+        raise ConfigError(message)
+    return matches[0] if matches else None
+
+
+def settle(store: StateStore, entry: AttentionRecord, who: str, note: str) -> None:
+    """A person's settling of an entry.
+
+    Raises:
+        ConfigError: it was settled already (who, when and how are said).
+    """
+    if not store.update_attention(entry.attention_id, "closed", settled_by=who, note=note):
+        message = (
+            f"{label(entry)} {entry.attention_id} was settled already by {entry.settled_by} "
+            f"at {entry.settled_at.isoformat(timespec='seconds') if entry.settled_at else '?'}"
+            f" ({entry.note or 'no note'})"
+        )
+        raise ConfigError(message)
+
+
 def needs_person(store: StateStore, run: RunRecord) -> bool:
-    """Whether the run waits for a person (see the module docstring)."""
+    """Whether a run waits for a person: held in doubt, quarantined or with a step in doubt."""
     if run.status != "in_doubt":
         return False
-    if is_quarantined(run) or held_reason(run) is not None:
+    if is_quarantined(run):
         return True
     return any(step.status == "in_doubt" for step in store.get_steps(run.run_id))

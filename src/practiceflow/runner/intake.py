@@ -18,7 +18,7 @@ catch-up poller under the same name, which keeps its cursor fresh every
 
 A subscription in doubt (an earlier subscribe got no answer, or the process died while it
 was in flight) is not repeated and stops nothing else: the trigger is listed as needing
-attention (:func:`~practiceflow.runner.gaps.record_subscription_doubt`), and its catch-up
+attention (:func:`~practiceflow.runner.attention.record_subscription_doubt`), and its catch-up
 poller, if it has one, polls every ``poll_interval`` seconds instead, so that its events
 still come in (a ``both`` trigger polls anyway).
 """
@@ -35,8 +35,8 @@ from typing import Any
 from practiceflow.early_listen import bind_listen, take
 from practiceflow.errors import InDoubtError, PracticeflowError
 from practiceflow.netaddr import LOOPBACK, parse_listen
+from practiceflow.runner.attention import close_subscription_doubt, record_subscription_doubt
 from practiceflow.runner.downtime import has_poll_source
-from practiceflow.runner.gaps import close_subscription_doubt, record_subscription_doubt
 from practiceflow.runner.priorities import Priority, priority
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
@@ -270,14 +270,14 @@ class TriggerIntake:
         except (SubscriptionInDoubt, InDoubtError) as exc:
             polled = isinstance(trigger, BothTrigger) or trigger.name in self.catch_up
             self.in_doubt[trigger.name] = polled
-            run_id = record_subscription_doubt(
+            entry_id = record_subscription_doubt(
                 self.store, self.practice, trigger.name, polled=polled
             )
             logger.error(
-                "trigger %s: %s. Not repeated; listed as needing attention (run %s), and %s",
+                "trigger %s: %s. Not repeated; listed as needing attention (entry %s), and %s",
                 trigger.name,
                 exc,
-                run_id[:8],
+                entry_id[:8],
                 "polled meanwhile" if polled else "its events are NOT received meanwhile",
             )
             return
@@ -285,8 +285,8 @@ class TriggerIntake:
             closed = close_subscription_doubt(
                 self.store, self.practice, trigger.name, "practiceflow serve", "subscribed again"
             )
-            for run_id in closed:
-                logger.info("trigger %s: subscribed again; closed run %s", trigger.name, run_id)
+            for entry_id in closed:
+                logger.info("trigger %s: subscribed again; closed entry %s", trigger.name, entry_id)
         logger.info("trigger %s: receiving by %s", trigger.name, trigger.mode)
 
     def _poll(self, key: str, target: Any) -> None:

@@ -35,7 +35,6 @@ from typing import Protocol
 from practiceflow.errors import PracticeflowError
 from practiceflow.runner.event_guard import EventGuard
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
-from practiceflow.runner.gaps import close_settled_gaps
 from practiceflow.runner.quarantine import is_quarantined
 from practiceflow.state import StateStore
 
@@ -133,7 +132,7 @@ class Service:
         return self._resume(settled_only=False)
 
     def resume_settled(self) -> int:
-        """Resume the ``in_doubt`` runs a person has settled, and close settled gap entries.
+        """Resume the ``in_doubt`` runs a person has settled.
 
         The loop looks every ``settle_every`` seconds, so a decision made anywhere (the
         console, ``practiceflow runs resolve``, ``store.resolve_step``) is picked up.
@@ -141,10 +140,7 @@ class Service:
         Returns:
             How many runs were resumed.
         """
-        count = self._resume(settled_only=True)
-        for practice in {runner.practice for runner in self.runners}:
-            close_settled_gaps(self.store, practice)
-        return count
+        return self._resume(settled_only=True)
 
     def _resume(self, *, settled_only: bool) -> int:
         count = 0

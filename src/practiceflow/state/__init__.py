@@ -6,7 +6,8 @@ This folder owns the durable state of triggers and runs, keyed by practice:
 * polling cursors with the dedupe keys seen at the cursor boundary;
 * webhook subscriptions (secrets included, never shown);
 * runs (one per recipe and event) and their step journals;
-* the count of requests sent, for rate-budget reports.
+* the count of requests sent, for rate-budget reports;
+* writes an assistant previewed, until confirmed (``pending_writes.py``).
 
 One interface, :class:`StateStore` (``base.py``), behind a scheme registry
 (:func:`open_store`), implemented once for SQL (``_sql.py``, schema in ``_schema.py``):
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from practiceflow.state._schema import Migration
 from practiceflow.state._sqlite import SQLiteStore, sqlite_path
 from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
+from practiceflow.state.pending_writes import PendingWrite, PendingWriteStore
 from practiceflow.state.registry import open_store, register_store, registered_schemes
 from practiceflow.state.rows import (
     RESOLUTIONS,
@@ -63,6 +65,8 @@ __all__ = [
     "Json",
     "Migration",
     "NewEvent",
+    "PendingWrite",
+    "PendingWriteStore",
     "PostgresStore",
     "PracticeCounts",
     "Resolution",

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError
 from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state.pending_writes import PENDING_WRITES_MIGRATION
 from practiceflow.state.rows import (
     EventRecord,
     PracticeCounts,
@@ -168,8 +169,74 @@ _V3: Final = ("ALTER TABLE {p}runs ADD COLUMN origin {json}",)
 # A run's starts that did not end (RunRecord.starts): a crash loop is seen across processes.
 _V4: Final = ("ALTER TABLE {p}runs ADD COLUMN starts integer NOT NULL DEFAULT 0",)
 
+# What needs a person, as rows (state/attention.py): the pseudo-runs that held it before
+# ("gap: ", "subscription in doubt: ", "unrecognised:") move here, under their run ids.
+_ATTENTION_RUNS: Final = (
+    "(substr(recipe, 1, 5) = 'gap: ' OR substr(recipe, 1, 23) = 'subscription in doubt: '"
+    " OR substr(recipe, 1, 13) = 'unrecognised:')"
+)
+_V6: Final = (
+    """
+    CREATE TABLE {p}attention (
+        attention_id text PRIMARY KEY,
+        kind text NOT NULL CHECK (kind IN
+            ('gap', 'subscription_in_doubt', 'unrecognised', 'silent_subscription')),
+        practice text NOT NULL,
+        trigger_key text NOT NULL,
+        dedupe text NOT NULL,
+        window_start {time},
+        window_end {time},
+        reason text NOT NULL,
+        evidence {json},
+        status text NOT NULL CHECK (status IN ('checking', 'open', 'closed')),
+        created_at {time} NOT NULL,
+        updated_at {time} NOT NULL,
+        settled_by text,
+        settled_at {time},
+        note text,
+        UNIQUE (practice, kind, dedupe)
+    )
+    """,
+    "CREATE INDEX {p}attention_open ON {p}attention (practice, status)",
+    """
+    INSERT INTO {p}attention (attention_id, kind, practice, trigger_key, dedupe, reason,
+        evidence, status, created_at, updated_at, settled_by, settled_at, note)
+    SELECT run_id,
+        CASE WHEN substr(recipe, 1, 5) = 'gap: ' THEN 'gap'
+             WHEN substr(recipe, 1, 13) = 'unrecognised:' THEN 'unrecognised'
+             ELSE 'subscription_in_doubt' END,
+        practice,
+        CASE WHEN substr(recipe, 1, 5) = 'gap: ' THEN substr(recipe, 6)
+             WHEN substr(recipe, 1, 13) = 'unrecognised:' THEN substr(recipe, 14)
+             ELSE substr(recipe, 24) END,
+        event_id,
+        'listed before the attention table as ' || recipe || ' (' || event_id || ')',
+        error,
+        CASE WHEN status = 'in_doubt' THEN 'open' ELSE 'closed' END,
+        created_at, updated_at,
+        CASE WHEN status = 'in_doubt' THEN NULL ELSE 'practiceflow' END,
+        CASE WHEN status = 'in_doubt' THEN NULL ELSE updated_at END,
+        CASE WHEN status = 'in_doubt' THEN NULL ELSE 'settled as a run (' || status || ')' END
+    FROM {p}runs WHERE """
+    + _ATTENTION_RUNS,
+    "DELETE FROM {p}step_journal WHERE run_id IN (SELECT run_id FROM {p}runs WHERE "
+    + _ATTENTION_RUNS
+    + ")",
+    "DELETE FROM {p}steps WHERE run_id IN (SELECT run_id FROM {p}runs WHERE "
+    + _ATTENTION_RUNS
+    + ")",
+    "DELETE FROM {p}runs WHERE " + _ATTENTION_RUNS,
+)
+
 #: Statements of each schema version; all pending ones are applied in one transaction.
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+MIGRATIONS: Mapping[int, Sequence[str]] = {
+    1: _V1,
+    2: _V2,
+    3: _V3,
+    4: _V4,
+    5: PENDING_WRITES_MIGRATION,  # writes an assistant previewed (pending_writes.py)
+    6: _V6,
+}
 
 #: The schema version this practiceflow writes.
 LATEST_VERSION: int = max(MIGRATIONS)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from practiceflow.errors import BugError
+from practiceflow.state._attention_sql import SQLAttention
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection
 from practiceflow.state._schema import (
     COUNT_RESUBSCRIBE,
@@ -50,6 +51,7 @@ from practiceflow.state._schema import (
     insert_events,
 )
 from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
+from practiceflow.state.pending_writes import PendingWriteStore
 from practiceflow.state.retention import purge_finished
 from practiceflow.state.rows import (
     RUN_STATUSES,
@@ -86,7 +88,7 @@ class _Atomic:
     durable: bool
 
 
-class SQLStore(StateStore):
+class SQLStore(PendingWriteStore, SQLAttention, StateStore):
     """The state store in a SQL database; subclasses give the dialect and connections."""
 
     dialect: ClassVar[Dialect]

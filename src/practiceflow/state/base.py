@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from practiceflow.errors import BugError, ConfigError
+from practiceflow.state.attention import AttentionRows
 from practiceflow.state.rows import (
     RESOLUTIONS,
     CursorState,
@@ -66,7 +67,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class StateStore(ABC):
+class StateStore(AttentionRows, ABC):
     """Durable state of triggers and runs; see the package docstring for what it holds.
 
     Stores are opened with :func:`practiceflow.state.open_store` and closed with

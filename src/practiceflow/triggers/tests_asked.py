@@ -18,19 +18,18 @@ one and on which subscription, so it does not need a marker:
 
 A held delivery is stored like a test delivery (the runner acknowledges it without
 running anything) with ``"unrecognised": <reason>`` in its stored envelope, a warning
-names the trigger and the delivery id, and :func:`hold` records a run of the pseudo-recipe
-``unrecognised:<trigger>`` with status ``in_doubt`` and the reason, so that
-``practiceflow runs list`` and the console show it among the runs needing attention.
+names the trigger and the delivery id, and :func:`hold` lists an ``unrecognised`` entry of
+the attention table with the reason (:mod:`practiceflow.runner.attention`), so that
+``practiceflow attention list``, ``runs list --status in_doubt`` and the console show it
+among what needs attention.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from practiceflow.errors import BugError
 from practiceflow.hooks import tolerant
 from practiceflow.state import StateStore
 
@@ -38,7 +37,6 @@ __all__ = [
     "ASKED_SUFFIX",
     "AWAIT_TEST",
     "DONE",
-    "HELD_RECIPE_PREFIX",
     "arrived",
     "classify",
     "hold",
@@ -79,15 +77,11 @@ def note_asked(store: StateStore, practice: str, trigger: str, answer: Any = Non
 
 def _release(store: StateStore, practice: str, trigger: str, delivery_id: str) -> None:
     """A delivery held while the answer was on its way, proven the test by the answer's id,
-    needs no person: its run is cancelled with the reason."""
-    held = store.list_runs(
-        practice=practice, recipe=HELD_RECIPE_PREFIX + trigger, status="in_doubt", limit=100
-    )
-    for run in held:
-        if isinstance(run.error, Mapping) and run.error.get("deliveryId") == delivery_id:
-            reason = {"reason": "it was the test delivery asked for", "deliveryId": delivery_id}
-            with contextlib.suppress(BugError):  # released by the other side of the race
-                store.set_run_status(run.run_id, "cancelled", reason)
+    needs no person: its entry is closed with the reason."""
+    # Imported here: the runner's package imports the triggers.
+    from practiceflow.runner.attention import release_delivery
+
+    release_delivery(store, practice, trigger, delivery_id)
 
 
 def classify(
@@ -138,30 +132,22 @@ def arrived(store: StateStore, practice: str, trigger: str) -> None:
         store.set_cursor(practice, trigger + ASKED_SUFFIX, DONE)
 
 
-#: Recipe name of the run that makes a held delivery visible.
-HELD_RECIPE_PREFIX: Final = "unrecognised:"
-
-
 def hold(
     store: StateStore, practice: str, trigger: str, event_key: str, delivery_id: str, reason: str
 ) -> str:
-    """Make a held delivery visible: a run needing attention that runs nothing.
+    """Make a held delivery visible: an entry needing attention (it runs nothing).
 
     Returns:
-        The run's id (the same one for a repeated delivery).
+        The entry's id (the same one for a repeated delivery).
     """
-    run_id, created = store.start_run(
-        practice,
-        HELD_RECIPE_PREFIX + trigger,
-        event_key,
-        origin={"reason": reason, "event": event_key},
-    )
+    from practiceflow.runner.attention import hold_delivery
+
+    entry_id, created = hold_delivery(store, practice, trigger, event_key, delivery_id, reason)
     if created:
-        store.set_run_status(run_id, "in_doubt", {"reason": reason, "deliveryId": delivery_id})
         asked = store.get_cursor_state(practice, trigger + ASKED_SUFFIX)
         if asked is not None and delivery_id in asked.boundary_keys:  # the answer came first
             _release(store, practice, trigger, delivery_id)
-    return run_id
+    return entry_id
 
 
 def _parse(text: str) -> datetime | None:

@@ -156,7 +156,7 @@ export class Practiceflow implements INodeType {
 					{
 						name: 'Download Bill PDF',
 						value: 'download_bill_pdf',
-						description: 'Downloads a bill\'s invoice PDF and writes it to a file (streamed, never held in memory)',
+						description: 'Downloads a bill\'s invoice PDF',
 						action: 'Download bill PDF',
 					},
 					{
@@ -334,7 +334,7 @@ export class Practiceflow implements INodeType {
 					{
 						name: 'Download Verification Certificate',
 						value: 'download_verification_certificate',
-						description: 'Downloads a client\'s identity verification certificate (PDF) and writes it to a file (streamed, never held in memory)',
+						description: 'Downloads a client\'s identity verification certificate (PDF)',
 						action: 'Download verification certificate',
 					},
 					{
@@ -416,7 +416,7 @@ export class Practiceflow implements INodeType {
 					{
 						name: 'Download Onboarding Documents Zip',
 						value: 'download_onboarding_documents_zip',
-						description: 'Downloads every uploaded file of one client entity of an onboarding job as one zip, and writes it to a file (streamed, never held in memory)',
+						description: 'Downloads every uploaded file of one client entity of an onboarding job as one zip',
 						action: 'Download onboarding documents zip',
 					},
 					{
@@ -764,6 +764,23 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
+				displayOptions: {
+					show: {
+						resource: ['bill'],
+						operation: ['find_bills'],
+						returnAll: [false],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -783,16 +800,6 @@ export class Practiceflow implements INodeType {
 						default: '',
 						description: 'First bill date to include, YYYY-MM-DD. Example: 2024-05-01.',
 						placeholder: '2024-05-01',
-					},
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
 					},
 					{
 						displayName: 'To Bill Date',
@@ -1050,6 +1057,23 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
+				displayOptions: {
+					show: {
+						resource: ['client'],
+						operation: ['find_clients'],
+						returnAll: [false],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -1093,16 +1117,6 @@ export class Practiceflow implements INodeType {
 						default: '',
 						description: 'Keep only clients with this externalSystemID (matched here). Example: crm-4711.',
 						placeholder: 'crm-4711',
-					},
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
 					},
 				],
 			},
@@ -1179,6 +1193,23 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
+				displayOptions: {
+					show: {
+						resource: ['contact'],
+						operation: ['find_contacts'],
+						returnAll: [false],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -1198,16 +1229,6 @@ export class Practiceflow implements INodeType {
 						default: '',
 						description: 'Only contacts created or changed at or after this UTC time (not in the future). Example: 2024-05-01T00:00:00Z.',
 						placeholder: '2024-05-01T00:00:00Z',
-					},
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
 					},
 				],
 			},
@@ -1240,29 +1261,21 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Additional Fields',
-				name: 'additionalFields',
-				type: 'collection',
-				placeholder: 'Add Field',
-				default: {},
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
 				displayOptions: {
 					show: {
 						resource: ['contact'],
 						operation: ['list_client_contacts'],
+						returnAll: [false],
 					},
 				},
-				options: [
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
-					},
-				],
 			},
 			{
 				displayName: 'Client',
@@ -1330,29 +1343,21 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Additional Fields',
-				name: 'additionalFields',
-				type: 'collection',
-				placeholder: 'Add Field',
-				default: {},
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
 				displayOptions: {
 					show: {
 						resource: ['eform'],
 						operation: ['list_eform_templates'],
+						returnAll: [false],
 					},
 				},
-				options: [
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
-					},
-				],
 			},
 			{
 				displayName: 'Template',
@@ -1439,6 +1444,23 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
+				displayOptions: {
+					show: {
+						resource: ['group'],
+						operation: ['find_groups'],
+						returnAll: [false],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -1480,16 +1502,6 @@ export class Practiceflow implements INodeType {
 						type: 'boolean',
 						default: false,
 						description: 'Whether to set Include Members (true) or not. Return each group\'s members (entityKey, entityName, entityEmail). Example: True.',
-					},
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
 					},
 					{
 						displayName: 'Name Contains',
@@ -1734,6 +1746,23 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
+				displayOptions: {
+					show: {
+						resource: ['lead'],
+						operation: ['find_leads'],
+						returnAll: [false],
+					},
+				},
+			},
+			{
 				displayName: 'Additional Fields',
 				name: 'additionalFields',
 				type: 'collection',
@@ -1753,16 +1782,6 @@ export class Practiceflow implements INodeType {
 						default: '',
 						description: 'Only leads created or changed at or after this UTC time (not in the future). Example: 2024-05-01T00:00:00Z.',
 						placeholder: '2024-05-01T00:00:00Z',
-					},
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
 					},
 				],
 			},
@@ -2065,29 +2084,21 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Additional Fields',
-				name: 'additionalFields',
-				type: 'collection',
-				placeholder: 'Add Field',
-				default: {},
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
 				displayOptions: {
 					show: {
 						resource: ['proposal'],
 						operation: ['find_proposals'],
+						returnAll: [false],
 					},
 				},
-				options: [
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
-					},
-				],
 			},
 			{
 				displayName: 'Proposal',
@@ -2163,29 +2174,21 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Additional Fields',
-				name: 'additionalFields',
-				type: 'collection',
-				placeholder: 'Add Field',
-				default: {},
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
 				displayOptions: {
 					show: {
 						resource: ['recurringBilling'],
 						operation: ['find_recurring_billings'],
+						returnAll: [false],
 					},
 				},
-				options: [
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
-					},
-				],
 			},
 			{
 				displayName: 'Schedule ID',
@@ -2229,29 +2232,21 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Additional Fields',
-				name: 'additionalFields',
-				type: 'collection',
-				placeholder: 'Add Field',
-				default: {},
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
 				displayOptions: {
 					show: {
 						resource: ['recurringBilling'],
 						operation: ['list_recurring_billing_runs'],
+						returnAll: [false],
 					},
 				},
-				options: [
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
-					},
-				],
 			},
 			{
 				displayName: 'Return All',
@@ -2267,29 +2262,21 @@ export class Practiceflow implements INodeType {
 				},
 			},
 			{
-				displayName: 'Additional Fields',
-				name: 'additionalFields',
-				type: 'collection',
-				placeholder: 'Add Field',
-				default: {},
+				displayName: 'Limit',
+				name: 'limit',
+				type: 'number',
+				default: 50,
+				typeOptions: {
+					minValue: 1,
+				},
+				description: 'Max number of results to return',
 				displayOptions: {
 					show: {
 						resource: ['user'],
 						operation: ['list_users'],
+						returnAll: [false],
 					},
 				},
-				options: [
-					{
-						displayName: 'Limit',
-						name: 'limit',
-						type: 'number',
-						default: 50,
-						typeOptions: {
-							minValue: 1,
-						},
-						description: 'Max number of results to return',
-					},
-				],
 			},
 			{
 				displayName: 'URL',
@@ -2405,7 +2392,9 @@ export class Practiceflow implements INodeType {
 					returnData.push({ json, binary: { data: binary }, pairedItem: { item: i } });
 					continue;
 				}
+				// Return All reads every page; off, the Limit beside it holds.
 				const all = action.returnAll && (this.getNodeParameter('returnAll', i, false) as boolean);
+				if (action.returnAll && !all) values.limit = this.getNodeParameter('limit', i, 50) as number;
 				const result = await runAction(send, baseUrl(DEFINITION, credentials), DEFINITION, action, values, all);
 				const listed = action.plan.list !== null && (action.plan.map === null || action.plan.map === undefined);
 				for (const json of asItems(result, listed)) returnData.push({ json, pairedItem: { item: i } });

@@ -268,7 +268,13 @@ test('sandbox proofs', { skip }, async (t) => {
         /signature/,
       );
 
-      const listed = await appTester(trigger.operation.performList, { authData: authData(), inputData: {} });
+      // Proposals are listed per client: without the client, the module's sample.
+      const sampled = await appTester(trigger.operation.performList, { authData: authData(), inputData: {} });
+      assert.deepEqual(sampled, [trigger.operation.sample]);
+      const listed = await appTester(trigger.operation.performList, {
+        authData: authData(),
+        inputData: { entityKey: proposal.entityKey },
+      });
       assert.ok(Array.isArray(listed));
       assert.ok(listed.length >= 1, 'performList finds the accepted proposal');
       for (const item of listed) assert.ok(item.id, 'every performList result has an id');

@@ -1,0 +1,146 @@
+"""``practiceflow attention``: what needs a person, listed and settled.
+
+Entries of the attention table (:mod:`practiceflow.runner.attention`): gaps nobody could
+prove complete, subscriptions in doubt, deliveries held without running. ``runs list
+--status in_doubt`` lists them too, after the runs held in doubt.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from practiceflow.cli.common import terminal
+from practiceflow.cli.state import open_state, state_option
+from practiceflow.errors import ConfigError
+from practiceflow.runner.attention import find_entry, label, settle, settle_command
+from practiceflow.state import StateStore
+from practiceflow.state.attention import ATTENTION_KINDS, AttentionRecord
+
+__all__ = ["COMMANDS", "attention", "entry_json", "entry_or_fail", "open_entry_rows"]
+
+
+def entry_json(entry: AttentionRecord) -> dict[str, Any]:
+    """An entry as JSON (the same keys as a run's where they mean the same)."""
+
+    def iso(value: Any) -> str | None:
+        return None if value is None else str(value.isoformat())
+
+    return {
+        "run_id": entry.attention_id,
+        "id": entry.attention_id,
+        "recipe": label(entry),
+        "kind": entry.kind,
+        "practice": entry.practice,
+        "trigger": entry.trigger,
+        "status": "in_doubt" if entry.status != "closed" else "closed",
+        "attention_status": entry.status,
+        "needs_attention": entry.needs_person,
+        "window": [iso(entry.window_start), iso(entry.window_end)],
+        "reason": entry.reason,
+        "evidence": entry.evidence,
+        "created_at": iso(entry.created_at),
+        "updated_at": iso(entry.updated_at),
+        "settled_by": entry.settled_by,
+        "settled_at": iso(entry.settled_at),
+        "note": entry.note,
+        "settle": settle_command(entry) if entry.status == "open" else None,
+    }
+
+
+def open_entry_rows(store: StateStore, practice: str | None = None) -> list[AttentionRecord]:
+    """The entries waiting for a person."""
+    return store.list_attention(practice=practice, statuses=("open",))
+
+
+def entry_or_fail(store: StateStore, ident: str) -> AttentionRecord:
+    """The entry an id or a unique prefix names.
+
+    Raises:
+        ConfigError: none does.
+    """
+    found = find_entry(store, ident)
+    if found is None:
+        message = (
+            f"no attention entry {ident!r} in the state store; see 'practiceflow attention list'"
+        )
+        raise ConfigError(message)
+    return found
+
+
+@click.group("attention")
+def attention() -> None:
+    """What needs a person: gaps in what was received that nobody could prove complete,
+    webhook subscriptions in doubt, deliveries held without running. Runs held at a step in
+    doubt are settled with 'runs resolve' ('runs list --status in_doubt' lists both).
+
+    \b
+    Examples:
+      practiceflow attention list
+      practiceflow attention list --all --json
+      practiceflow attention settle 5f0c1a2b --note "checked the portal: nothing missing"
+    """
+
+
+@attention.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Also entries settled or being checked.")
+@click.option("--kind", type=click.Choice(ATTENTION_KINDS), default=None, help="Only this kind.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+@state_option
+def list_entries(show_all: bool, kind: Any, as_json: bool, state: str | None) -> None:
+    """List the entries that wait for a person, newest first (--all: every entry, with who
+    settled it and how; a gap a sweep closed says what it read).
+
+    \b
+    Examples:
+      practiceflow attention list
+      practiceflow attention list --kind gap --all --json
+    """
+    with open_state(state) as store:
+        found = store.list_attention(kind=kind, statuses=None if show_all else ("open",))
+    if as_json:
+        click.echo(json.dumps([entry_json(entry) for entry in found], indent=2))
+        return
+    if not found:
+        click.echo("nothing needs attention" if not show_all else "no entries")
+        return
+    table = Table(title=f"attention ({len(found)})", box=None, header_style="bold")
+    table.add_column("id", no_wrap=True)
+    table.add_column("entry", no_wrap=True)
+    table.add_column("status")
+    table.add_column("reason")
+    for entry in found:
+        status = entry.status
+        if entry.status == "closed":
+            status = f"settled by {entry.settled_by}"
+        table.add_row(entry.attention_id[:8], escape(label(entry)), status, escape(entry.reason))
+    terminal().print(table)
+
+
+@attention.command("settle")
+@click.argument("entry_id")
+@click.option("--note", required=True, help="What you checked or did (kept with the entry).")
+@click.option("--who", default=None, help="Who decided (default: your user name).")
+@state_option
+def settle_entry(entry_id: str, note: str, who: str | None, state: str | None) -> None:
+    """Settle an entry once you have checked the practice (and started by hand what was
+    missing). Nothing is sent; the entry is kept, closed, with who and why.
+
+    \b
+    Example:
+      practiceflow attention settle 5f0c1a2b --note "no form submitted in that window"
+    """
+    if not note.strip():
+        raise ConfigError("--note: say what you checked (it is kept with the entry)")
+    with open_state(state) as store:
+        entry = entry_or_fail(store, entry_id)
+        settle(store, entry, who or getpass.getuser(), note)
+    click.echo(f"{label(entry)} {entry.attention_id}: settled")
+
+
+COMMANDS: list[click.Command] = [attention]

@@ -1,0 +1,118 @@
+"""What ``serve`` tells at the default log level, on stderr: what it did, not how.
+
+* at start: the receiver, each trigger ("reusing subscription ..." for one kept from an
+  earlier run, "subscribed ..." for one made now), and after a downtime "caught up N
+  event(s) after a downtime of T" (what the sender's retries and the catch-up polls
+  brought before the first run);
+* one line per run: its event, its recipe and how it ended;
+* what a sweep of a downtime found ("gap ... closed by evidence", or what it hands to a
+  person);
+* at the end: "stopped; subscriptions kept" (or removed, with ``--unsubscribe-on-exit``).
+
+Ids, recipe names and statuses only: nothing personal or secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import click
+
+from practiceflow.runner import RunOutcome
+from practiceflow.runner.intake import TriggerIntake
+from practiceflow.runner.sweep import SweepResult
+from practiceflow.state import StateStore
+
+__all__ = ["ServeReport", "duration"]
+
+
+def duration(span: timedelta) -> str:
+    """A span as people say it (``2 h 5 min``, ``42 s``)."""
+    seconds = max(0, int(span.total_seconds()))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {seconds} s"
+    return f"{seconds} s"
+
+
+class ServeReport:
+    """The lines ``serve`` prints about itself (see the module docstring).
+
+    Args:
+        store: the state store.
+        practice: the practice served.
+        down_since: the last sign of life before this start (None: a first start).
+        unsubscribe: whether the subscriptions are removed at the end.
+    """
+
+    def __init__(
+        self, store: StateStore, practice: str, down_since: datetime | None, *, unsubscribe: bool
+    ) -> None:
+        self.store = store
+        self.practice = practice
+        self.down_since = down_since
+        self.back = store.now()
+        self.unsubscribe = unsubscribe
+        self.kept = {
+            row.subscription_id
+            for row in store.list_subscriptions(practice)
+            if row.status == "active" and row.subscription_id
+        }
+
+    def started(
+        self, announce: Callable[[TriggerIntake, frozenset[str]], None]
+    ) -> Callable[[TriggerIntake], None]:
+        """The intake's ``on_started``: announce it, then what the catch-up brought."""
+
+        def on_started(intake: TriggerIntake) -> None:
+            announce(intake, frozenset(str(key) for key in self.kept))
+            if self.down_since is None:
+                return
+            waiting = len(self.store.pending_events(self.practice, limit=100_000))
+            click.echo(
+                f"caught up {waiting} event(s) after a downtime of "
+                f"{duration(self.back - self.down_since)}",
+                err=True,
+            )
+
+        return on_started
+
+    def outcome(self, outcome: RunOutcome) -> None:
+        """One line per run: event, recipe, result."""
+        run = self.store.get_run(outcome.run_id)
+        recipe = run.recipe if run is not None else "?"
+        held = f" at {', '.join(outcome.held)}" if outcome.held else ""
+        click.echo(
+            f"run {outcome.run_id[:8]} {recipe} event {outcome.event_id}: {outcome.status}{held}",
+            err=True,
+        )
+
+    def swept(self, result: SweepResult) -> None:
+        """What a sweep of a downtime found."""
+        if result.closed:
+            click.echo(
+                f"gap of {result.trigger} closed by evidence: {result.found} event(s) in the "
+                f"window, {len(result.recovered)} recovered by the sweep, none missing",
+                err=True,
+            )
+        else:
+            click.echo(
+                f"gap of {result.trigger} could not be proven complete: needs attention "
+                "(practiceflow attention list)",
+                err=True,
+            )
+
+    def stopped(self) -> None:
+        """The last line."""
+        if self.unsubscribe:
+            click.echo("serve: stopped; subscriptions removed (--unsubscribe-on-exit)", err=True)
+        else:
+            click.echo(
+                "serve: stopped; subscriptions kept (the sender's retries reach the next start;"
+                " remove them with 'practiceflow triggers unsubscribe')",
+                err=True,
+            )

@@ -1,0 +1,102 @@
+"""The shapes of tool results, declared as each tool's ``outputSchema``.
+
+* A read tool answers with its module's output, its personal (``x-pii``) and secret
+  (``x-secret``) fields masked as ``***`` unless shown: its schema is the module's output
+  schema with those fields' types left open (a masked value is a string whatever the field
+  held). A module whose output is not an object answers ``{"result": ...}``.
+* A write tool or a recipe tool answers with a preview (nothing sent) or, once confirmed
+  through the client, with the run's result: :data:`WRITE_RESULT_SCHEMA`.
+* ``confirm_write`` answers with the run's result: :data:`RUN_RESULT_SCHEMA`.
+
+An error is a result with ``isError`` and the message as text, with no structured content.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Final
+
+from practiceflow.manifest import ActionModule
+
+__all__ = [
+    "PREVIEW_SCHEMA",
+    "RUN_RESULT_SCHEMA",
+    "WRITE_RESULT_SCHEMA",
+    "read_result_schema",
+    "wraps_result",
+]
+
+#: A write's preview: nothing was sent.
+PREVIEW_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "required": ["status", "preview", "write_id", "confirm_token", "next"],
+    "properties": {
+        "status": {"type": "string", "const": "preview: nothing was sent"},
+        "preview": {"type": "object", "description": "The request(s), masked."},
+        "write_id": {"type": "string", "description": "The previewed write."},
+        "confirm_token": {"type": "string", "description": "Its sealed confirmation."},
+        "expires_in_seconds": {"type": "integer"},
+        "next": {"type": "string", "description": "How the user confirms it."},
+    },
+}
+#: A confirmed write's run (or a recipe's run).
+RUN_RESULT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "required": ["run_id", "status", "steps", "output"],
+    "properties": {
+        "run_id": {"type": "string"},
+        "status": {"type": "string", "description": "The run's status (succeeded...)."},
+        "steps": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "Each step's status.",
+        },
+        "output": {"type": "object", "description": "Each step's output, masked."},
+        "journal": {"type": "string", "description": "Where the run is journaled."},
+    },
+}
+#: What a write or recipe tool answers: a preview, or the run once confirmed.
+WRITE_RESULT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "anyOf": [PREVIEW_SCHEMA, RUN_RESULT_SCHEMA],
+}
+
+
+def wraps_result(module: ActionModule) -> bool:
+    """Whether a read tool answers ``{"result": output}`` (its output is not an object)."""
+    return module.output.schema.get("type") != "object"
+
+
+def read_result_schema(module: ActionModule) -> dict[str, Any]:
+    """The output schema of a read tool (see the module docstring)."""
+    # The root is never masked whole (a tag there is not a field's), as in masking.
+    root = copy.deepcopy(dict(module.output.schema))
+    schema = {key: _open_masked(value) for key, value in root.items()}
+    if not wraps_result(module):
+        return dict(schema)
+    return {"type": "object", "required": ["result"], "properties": {"result": schema}}
+
+
+def _open_masked(node: Any) -> Any:
+    """The schema with each personal or secret field opened to the mask: its type also
+    admits a string and its value constraints are dropped (it may be ``***``); its title,
+    description and tags stay."""
+    if isinstance(node, list):
+        return [_open_masked(item) for item in node]
+    if not isinstance(node, Mapping):
+        return node
+    if node.get("x-pii") is True or node.get("x-secret") is True:
+        opened = {key: value for key, value in node.items() if key not in _CONSTRAINTS}
+        declared = node.get("type")
+        if isinstance(declared, str | list):
+            kinds = [declared] if isinstance(declared, str) else list(declared)
+            opened["type"] = kinds if "string" in kinds else [*kinds, "string"]
+        return opened
+    return {key: _open_masked(value) for key, value in node.items()}
+
+
+#: What a masked value (``***``) could break in a field's schema.
+_CONSTRAINTS: Final = frozenset(
+    {"enum", "const", "format", "pattern", "minLength", "maxLength", "$ref", "oneOf", "anyOf"}
+)

@@ -1,0 +1,199 @@
+"""Silent subscriptions are found: a webhook that receives nothing while its list shows
+events it should have delivered is broken, healed, and the episode listed.
+
+A subscription can stop delivering without a word: removed on the API's side, or a public
+URL that no longer reaches the receiver. While ``serve`` runs, every ``every`` seconds
+(``PRACTICEFLOW_SILENCE_EVERY``; off when unset or 0: a check reads every client's list,
+one request per client, so it is opt-in), :class:`SilenceWatch` sweeps each webhook trigger
+a sweep can read (:mod:`.sweep`) over the time since the last check, up to ``grace``
+seconds ago (a delivery in flight is not a silence). An event in that window that never
+arrived is stored (it runs once); any such event means the subscription was silent:
+
+* it is checked and healed (:meth:`~practiceflow.triggers.subscriptions.SubscriptionManager.heal`:
+  ``POST /api/v1/webhooks/{id}/test``; a 404, the API forgot it, re-subscribes);
+* the episode is an entry ``silent_subscription`` of the attention table with the sweep's
+  evidence: closed by ``practiceflow`` when it was re-subscribed, open for a person when
+  the API still knows the subscription (deliveries do not reach us: check the public URL);
+* ``/metrics`` counts the episodes (``practiceflow_attention{kind="silent_subscription"}``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.runner.sweep import GapSweep, SweepResult, can_sweep
+from practiceflow.state import StateStore
+from practiceflow.triggers.definition import TriggerDefinition
+from practiceflow.triggers.modes import BothTrigger, WebhookTrigger
+
+__all__ = ["EVERY_ENV", "GRACE_ENV", "SilenceWatch", "healer", "silence_settings"]
+
+logger = logging.getLogger("practiceflow.runner")
+
+#: Seconds between two checks (unset or 0: no check).
+EVERY_ENV: Final = "PRACTICEFLOW_SILENCE_EVERY"
+#: Seconds an event may take to be delivered before its absence counts.
+GRACE_ENV: Final = "PRACTICEFLOW_SILENCE_GRACE"
+DEFAULT_GRACE: Final = 120.0
+
+
+def silence_settings() -> tuple[float, float]:
+    """``(every, grace)`` from the environment.
+
+    Raises:
+        ConfigError: a value that is not a number of seconds (>= 0).
+    """
+    values: list[float] = []
+    for name, default in ((EVERY_ENV, 0.0), (GRACE_ENV, DEFAULT_GRACE)):
+        text = os.environ.get(name, "").strip()
+        try:
+            value = float(text) if text else default
+        except ValueError:
+            value = -1.0
+        if value < 0:
+            message = f"{name}: got {text!r}; expected a number of seconds (0 or more)"
+            raise ConfigError(message)
+        values.append(value)
+    return values[0], values[1]
+
+
+def healer(triggers: Mapping[str, Any]) -> Callable[[str], str]:
+    """``heal(name)`` over an intake's triggers: check the webhook's subscription and
+    re-subscribe when the API forgot it."""
+
+    def heal(name: str) -> str:
+        trigger = triggers.get(name)
+        hooked = trigger.webhook if isinstance(trigger, BothTrigger) else trigger
+        if not isinstance(hooked, WebhookTrigger):
+            return "not received by webhook"
+        return hooked.manager.heal(name, hooked.event_key)
+
+    return heal
+
+
+class SilenceWatch:
+    """Checks the served webhook triggers for silence (module docstring).
+
+    Args:
+        store: the state store.
+        practice: the practice key.
+        client: the API client.
+        triggers: name -> definition of the webhook triggers served.
+        heal: ``heal(trigger)`` checks and heals a subscription, returning the outcome of
+            :meth:`~practiceflow.triggers.subscriptions.SubscriptionManager.heal`.
+        every: seconds between checks.
+        grace: seconds an event may take to be delivered.
+        since: where the first check starts (serve's start).
+        on_stored: wakes the runner after an event was stored.
+    """
+
+    def __init__(
+        self,
+        store: StateStore,
+        practice: str,
+        client: Any,
+        triggers: Mapping[str, TriggerDefinition],
+        heal: Callable[[str], str],
+        *,
+        every: float,
+        grace: float,
+        since: datetime,
+        on_stored: Callable[[], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.practice = practice
+        self.triggers = {name: found for name, found in triggers.items() if can_sweep(found)}
+        self.heal = heal
+        self.every = every
+        self.grace = timedelta(seconds=grace)
+        self.checked = {name: since for name in self.triggers}
+        self.stop = threading.Event()
+        self._sweep = GapSweep(store, practice, client, self.triggers, stop=self.stop)
+        self._sweep.on_stored = on_stored
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> SilenceWatch:
+        """Check in a background thread (nothing to watch, or off: no thread)."""
+        if self.every > 0 and self.triggers:
+            self._thread = threading.Thread(target=self._run, name="pf-silence", daemon=True)
+            self._thread.start()
+        return self
+
+    def join(self, timeout: float | None = None) -> None:
+        """Stop at the next read and wait for the thread."""
+        self.stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every):
+            try:
+                self.check()
+            except PracticeflowError as exc:  # the store or the API: the next check
+                logger.warning("silence check stopped: %s", exc)
+
+    def check(self) -> list[str]:
+        """One check of every trigger; the ids of the episodes listed."""
+        listed: list[str] = []
+        for name, found in self.triggers.items():
+            subscription = self.store.get_subscription(self.practice, name)
+            if subscription is None or subscription.status != "active":
+                continue  # not received by webhook now: nothing to be silent
+            window = (self.checked[name], self.store.now() - self.grace)
+            if window[1] <= window[0]:
+                continue
+            result = self._sweep.sweep_window(name, found, window)
+            if result.error is not None:
+                logger.warning("silence check of %s: %s", name, result.error)
+                continue
+            self.checked[name] = window[1]
+            if result.recovered:
+                listed.append(self._episode(name, result))
+        return listed
+
+    def _episode(self, name: str, result: SweepResult) -> str:
+        """Heal the subscription and list what happened."""
+        try:
+            outcome = self.heal(name)
+        except PracticeflowError as exc:
+            outcome = f"not healed ({exc})"
+        start, end = (moment.isoformat(timespec="seconds") for moment in result.window)
+        evidence = {**result.evidence(_LISTS), "heal": outcome}
+        missed = len(result.recovered)
+        reason = (
+            f"the webhook of trigger {name!r} delivered none of {missed} event(s) its list "
+            f"shows from {start} to {end}; they were recovered by a sweep and run"
+        )
+        if outcome == "resubscribed":
+            entry, _ = self.store.add_attention(
+                "silent_subscription", self.practice, name, f"silent:{name}:{end}", reason,
+                window=result.window, evidence=evidence, status="checking",
+            )  # fmt: skip
+            self.store.update_attention(
+                entry.attention_id,
+                "closed",
+                settled_by="practiceflow",
+                note="the API no longer knew the subscription: subscribed again",
+            )
+            logger.warning("%s; the API no longer knew the subscription: subscribed again", reason)
+            return entry.attention_id
+        text = (
+            f"{reason}; the subscription check said {outcome!r}, so the API still knows it but "
+            "its deliveries do not reach us: check the public URL (PRACTICEFLOW_PUBLIC_URL) "
+            "and the practice's webhook settings, then settle it"
+        )
+        entry, _ = self.store.add_attention(
+            "silent_subscription", self.practice, name, f"silent:{name}:{end}", text,
+            window=result.window, evidence=evidence,
+        )  # fmt: skip
+        logger.warning("needs attention (entry %s): %s", entry.attention_id[:8], text)
+        return entry.attention_id
+
+
+_LISTS: Final = ["GET /api/v1/entities/list (every page)", "the trigger's list for each"]

@@ -1,0 +1,375 @@
+"""A gap closes by evidence: a sweep of the list endpoints proves a downtime complete.
+
+While ``serve`` was down, a webhook trigger's deliveries failed; the sender retries them
+for a time the spec does not give. A trigger polled from a cursor reads the window back
+by itself (:mod:`.intake`). A trigger whose poll source needs an option the recipe does
+not give (``proposal_accepted`` without ``entityKey``: proposals are listed per client)
+is **swept**: every value of that option is read from its own list (every client of
+``/api/v1/entities/list``), then the trigger's list for each (the client's proposals),
+at the lowest priority of the rate budget (:class:`~.priorities.Priority.BACKFILL`).
+
+Each row the trigger's filters pass whose time of event (``acceptedOn``...) lies in the
+window (from :data:`MARGIN` before the last sign of life) is stored under the trigger's
+dedupe key, shared with the webhook: one the sender's retry delivered is found already
+received, one it gave up on is stored now and runs once. When every list was read, the
+gap is closed by the sweep with its evidence (which lists were read over which window,
+what was found, what was recovered); nothing is asked of a person. What the sweep cannot
+prove is held for a person, saying what could not be checked and why: a list that could
+not be read, or rows that carry no time of event.
+
+The sweep goes on in the background while the service runs, and notes how far it got in
+the entries' evidence after every :data:`CHUNK` clients: a restart resumes it there (a
+client changed since the window began is read again: it may be new).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from practiceflow.errors import PracticeflowError
+from practiceflow.runner.attention import close_by_evidence, hold_for_person
+from practiceflow.runner.priorities import Priority, priority
+from practiceflow.state import StateStore
+from practiceflow.state.attention import AttentionRecord
+from practiceflow.triggers.base import envelope, persist
+from practiceflow.triggers.definition import TriggerDefinition, parse_time
+
+__all__ = ["CHUNK", "MARGIN", "GapSweep", "SweepResult", "can_sweep", "sweep_option"]
+
+logger = logging.getLogger("practiceflow.runner")
+
+#: Options a list can enumerate: the option's name -> (list path, field of each row).
+ENUMERABLE: Final[Mapping[str, tuple[str, str]]] = {
+    "entityKey": ("/api/v1/entities/list", "entityKey"),
+}
+#: Row fields that tell when the event of a row happened, the first one present wins.
+EVENT_TIME: Final = ("acceptedOn", "submittedOn", "completedOn")
+#: How long before the last sign of life the window is read (a kill lands up to a
+#: heartbeat after it; a delivery in flight then may have been lost).
+MARGIN: Final = timedelta(minutes=5)
+#: Clients read between two notes of progress.
+CHUNK: Final = 25
+
+
+def sweep_option(definition: TriggerDefinition) -> str | None:
+    """The option a sweep enumerates to read the trigger's poll source, or None."""
+    spec = definition.poll
+    if spec is None:
+        return None
+    for name in ENUMERABLE:
+        try:
+            spec.request({name: "00000000-0000-0000-0000-000000000000"})
+        except PracticeflowError:
+            continue
+        return name
+    return None
+
+
+def can_sweep(definition: TriggerDefinition) -> bool:
+    """Whether a downtime of the trigger can be proven complete by a sweep."""
+    return sweep_option(definition) is not None
+
+
+def _when(row: Any) -> datetime | None:
+    if not isinstance(row, Mapping):
+        return None
+    for name in EVENT_TIME:
+        value = row.get(name)
+        if value:
+            return parse_time(str(value))
+    return None
+
+
+@dataclass
+class SweepResult:
+    """What a sweep of one trigger found.
+
+    Attributes:
+        trigger: the trigger's name.
+        entries: the ids of the gap entries it covered.
+        window: the instants read (start with :data:`MARGIN`, end).
+        clients: how many values of the option were read (clients).
+        resumed: how many were skipped, read before a restart.
+        found: rows of events in the window.
+        received: of those, how many had arrived already (by webhook, or a poll).
+        recovered: the dedupe keys of those stored now (they run once).
+        undated: dedupe keys of rows with no time of event that never arrived.
+        error: why a list could not be read, or None.
+        closed: whether the gaps were closed by this evidence.
+        bounded: rows after the window's end are left for a later sweep (a check while
+            serving, :mod:`.silence`), not stored.
+    """
+
+    trigger: str
+    entries: list[str]
+    window: tuple[datetime, datetime]
+    clients: int = 0
+    resumed: int = 0
+    found: int = 0
+    received: int = 0
+    recovered: list[str] = field(default_factory=list)
+    undated: list[str] = field(default_factory=list)
+    error: str | None = None
+    closed: bool = False
+    bounded: bool = False
+
+    def evidence(self, lists: Sequence[str], through: str | None = None) -> dict[str, Any]:
+        """The JSON evidence kept on the entries."""
+        return {
+            "window": [self.window[0].isoformat(), self.window[1].isoformat()],
+            "lists": list(lists),
+            "clients": self.clients,
+            "resumed": self.resumed,
+            "found": self.found,
+            "received": self.received,
+            "recovered": self.recovered,
+            "undated": self.undated[:20],
+            "error": self.error,
+            "through": through,
+        }
+
+
+class GapSweep:
+    """Sweeps the gaps a downtime left ``checking`` (see the module docstring).
+
+    Args:
+        store: the state store.
+        practice: the practice key.
+        client: the API client (its budget is the practice's).
+        triggers: name -> definition of the triggers served.
+        stop: set to stop between two reads (the sweep resumes at the next start).
+        on_stored: called after an event was recovered (wakes the runner).
+        on_done: called with what each trigger's sweep found, once it is over.
+    """
+
+    def __init__(
+        self,
+        store: StateStore,
+        practice: str,
+        client: Any,
+        triggers: Mapping[str, TriggerDefinition],
+        *,
+        stop: threading.Event | None = None,
+        on_stored: Callable[[], None] | None = None,
+        on_done: Callable[[SweepResult], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.practice = practice
+        self.client = client
+        self.triggers = dict(triggers)
+        self.stop = stop or threading.Event()
+        self.on_stored = on_stored
+        self.on_done = on_done
+        self._thread: threading.Thread | None = None
+
+    def pending(self) -> dict[str, list[AttentionRecord]]:
+        """The gap entries still to check, by trigger."""
+        found: dict[str, list[AttentionRecord]] = {}
+        for entry in self.store.list_attention(
+            practice=self.practice, kind="gap", statuses=("checking",)
+        ):
+            found.setdefault(entry.trigger, []).append(entry)
+        return found
+
+    def start(self) -> GapSweep:
+        """Sweep in a background thread (nothing to check: no thread)."""
+        if self.pending():
+            self._thread = threading.Thread(target=self.run, name="pf-gap-sweep", daemon=True)
+            self._thread.start()
+        return self
+
+    def join(self, timeout: float | None = None) -> None:
+        """Stop at the next read and wait for the thread."""
+        self.stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def run(self) -> list[SweepResult]:
+        """Sweep every trigger with entries to check; what each sweep found."""
+        results: list[SweepResult] = []
+        for trigger, entries in self.pending().items():
+            definition = self.triggers.get(trigger)
+            option = None if definition is None else sweep_option(definition)
+            if definition is None or option is None:
+                # Never left checking where no sweep will come: a person's, saying why.
+                why = "no recipe served now receives it, so no sweep checks this window"
+                for entry in entries:
+                    hold_for_person(self.store, entry, f"{entry.reason}; {why}", entry.evidence)
+                continue
+            try:
+                result = self._sweep(trigger, definition, option, entries)
+            except PracticeflowError as exc:  # the store: the next start sweeps again
+                logger.warning("sweep of %s stopped: %s", trigger, exc)
+                continue
+            if result is not None:
+                results.append(result)
+                if self.on_done is not None:
+                    self.on_done(result)
+        return results
+
+    def _sweep(
+        self,
+        trigger: str,
+        definition: TriggerDefinition,
+        option: str,
+        entries: list[AttentionRecord],
+    ) -> SweepResult | None:
+        spec = definition.poll
+        assert spec is not None  # sweep_option said so
+        starts = [entry.window_start for entry in entries if entry.window_start is not None]
+        ends = [entry.window_end for entry in entries if entry.window_end is not None]
+        if not starts or not ends:  # cannot happen for entries listed by note_downtime
+            for entry in entries:
+                hold_for_person(self.store, entry, f"{entry.reason}; no window", entry.evidence)
+            return None
+        start, end = min(starts) - MARGIN, max(ends)
+        result = SweepResult(trigger, [entry.attention_id for entry in entries], (start, end))
+        enum_path, enum_field = ENUMERABLE[option]
+        throughs = [_through(entry) for entry in entries]
+        through = None if any(value is None for value in throughs) else min(map(str, throughs))
+        path_shown = str(spec.request({option: "{" + option + "}"})[0])
+        lists = [f"GET {enum_path} (every page)", f"GET {path_shown} for each {option}"]
+        try:
+            with priority(Priority.BACKFILL):
+                values = self._enumerate(enum_path, enum_field)
+                done, last = 0, through
+                for value, changed in values:
+                    if self.stop.is_set():
+                        self._note(entries, result, lists, last)
+                        return None
+                    if (
+                        through is not None
+                        and value <= through
+                        and (changed is None or changed < start)
+                    ):
+                        result.resumed += 1
+                        continue
+                    self._read(trigger, definition, {option: value}, result)
+                    result.clients += 1
+                    done, last = done + 1, value
+                    if done % CHUNK == 0:
+                        self._note(entries, result, lists, value)
+        except PracticeflowError as exc:
+            result.error = str(exc)
+        self._settle(entries, result, lists)
+        return result
+
+    def sweep_window(
+        self, trigger: str, definition: TriggerDefinition, window: tuple[datetime, datetime]
+    ) -> SweepResult:
+        """Read a trigger's lists over a window, storing what never arrived (no entry is
+        involved: the check of :mod:`.silence` while serving)."""
+        option = sweep_option(definition)
+        result = SweepResult(trigger, [], window, bounded=True)
+        if option is None:
+            result.error = "it has no list to sweep"
+            return result
+        try:
+            with priority(Priority.BACKFILL):
+                for value, _ in self._enumerate(*ENUMERABLE[option]):
+                    if self.stop.is_set():
+                        result.error = "stopped"
+                        break
+                    self._read(trigger, definition, {option: value}, result)
+                    result.clients += 1
+        except PracticeflowError as exc:
+            result.error = str(exc)
+        return result
+
+    def _enumerate(self, path: str, name: str) -> list[tuple[str, datetime | None]]:
+        """Every value of the option (sorted), with when its record last changed."""
+        found: dict[str, datetime | None] = {}
+        for row in self.client.paginate(path):
+            if isinstance(row, Mapping) and isinstance(row.get(name), str):
+                changed = row.get("lastUpdated")
+                found[row[name]] = parse_time(str(changed)) if changed else None
+        return sorted(found.items())
+
+    def _read(
+        self,
+        trigger: str,
+        definition: TriggerDefinition,
+        options: Mapping[str, Any],
+        result: SweepResult,
+    ) -> None:
+        spec = definition.poll
+        assert spec is not None
+        path, params = spec.request(options)
+        for row in self.client.paginate(path, params=params, page_size=spec.page_size):
+            context = spec.context(row, options)
+            key = spec.dedupe_key(context)
+            if key is None or not spec.passes(context):
+                continue
+            when = _when(row)
+            if when is None:
+                if not self.store.seen_event(self.practice, trigger, key):
+                    result.undated.append(key)
+                continue
+            if when < result.window[0] or (result.bounded and when > result.window[1]):
+                continue
+            result.found += 1
+            data = spec.to_event(row, context)
+            stored = envelope("poll", data, row, event=trigger)
+            stored["sweep"] = True
+            if persist(self.store, self.practice, trigger, key, stored, event=trigger):
+                result.recovered.append(key)
+                logger.info("sweep of %s recovered %s (never delivered)", trigger, key)
+                if self.on_stored is not None:
+                    self.on_stored()
+            else:
+                result.received += 1
+
+    def _note(
+        self,
+        entries: list[AttentionRecord],
+        result: SweepResult,
+        lists: Sequence[str],
+        through: str | None,
+    ) -> None:
+        """Keep how far the sweep got on the entries (a restart resumes there)."""
+        for entry in entries:
+            self.store.update_attention(
+                entry.attention_id, "checking", evidence=result.evidence(lists, through)
+            )
+
+    def _settle(
+        self, entries: list[AttentionRecord], result: SweepResult, lists: Sequence[str]
+    ) -> None:
+        evidence = result.evidence(lists)
+        window = (
+            f"{result.window[0].isoformat(timespec='seconds')}.."
+            f"{result.window[1].isoformat(timespec='seconds')}"
+        )
+        if result.error is not None or result.undated:
+            why = (
+                f"the sweep could not read every list ({result.error})"
+                if result.error is not None
+                else f"{len(result.undated)} row(s) of {result.trigger} that never arrived "
+                f"carry no time of event ({', '.join(EVENT_TIME)}), so the sweep cannot tell "
+                "whether they happened in the window"
+            )
+            for entry in entries:
+                hold_for_person(self.store, entry, f"{entry.reason}; {why}", evidence)
+            return
+        note = (
+            f"swept {lists[0]} and {lists[1]} ({result.clients} read, {result.resumed} read "
+            f"before a restart) over {window}: {result.found} event(s) in it, "
+            f"{result.received} received already, {len(result.recovered)} recovered and run; "
+            "none missing"
+        )
+        for entry in entries:
+            close_by_evidence(self.store, entry, note, evidence)
+        result.closed = True
+        logger.info("gap of %s closed by evidence: %s", result.trigger, note)
+
+
+def _through(entry: AttentionRecord) -> str | None:
+    evidence = entry.evidence
+    if isinstance(evidence, Mapping) and isinstance(evidence.get("through"), str):
+        return str(evidence["through"])
+    return None

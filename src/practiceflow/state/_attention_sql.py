@@ -1,0 +1,180 @@
+"""The attention table in SQL (:mod:`practiceflow.state.attention`), mixed into ``SQLStore``."""
+
+from __future__ import annotations
+
+import uuid
+from abc import abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, Final
+
+from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._schema import SELECT_EVENTS, decode_event
+from practiceflow.state.attention import (
+    ATTENTION_KINDS,
+    ATTENTION_STATUSES,
+    AttentionKind,
+    AttentionRecord,
+    AttentionRows,
+    AttentionStatus,
+)
+from practiceflow.state.rows import EventRecord, Json, check_value, json_or_null, like_prefix
+from practiceflow.state.sealing import Sealer
+
+__all__ = ["SQLAttention"]
+
+_SELECT: Final = (
+    "SELECT attention_id, kind, practice, trigger_key, dedupe, window_start, window_end,"
+    " reason, evidence, status, created_at, updated_at, settled_by, settled_at, note"
+    " FROM {p}attention"
+)
+
+
+class SQLAttention(AttentionRows):
+    """:class:`AttentionRows` on the store's connections (the rest is ``SQLStore``'s)."""
+
+    sealer: Sealer
+    _load: Dialect
+
+    @abstractmethod
+    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
+
+    @abstractmethod
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    @abstractmethod
+    def _stamp(self, value: datetime | None, what: str) -> Any: ...
+
+    def _decode_attention(self, row: Sequence[Any]) -> AttentionRecord:
+        load = self._load
+        return AttentionRecord(
+            row[0], row[1], row[2], row[3], row[4], load.maybe_time(row[5]),
+            load.maybe_time(row[6]), row[7], load.load_json(row[8]), row[9],
+            load.load_time(row[10]), load.load_time(row[11]), row[12],
+            load.maybe_time(row[13]), row[14],
+        )  # fmt: skip
+
+    def _evidence(self, evidence: Json, attention_id: str) -> str | None:
+        what = f"evidence of attention entry {attention_id}"
+        return json_or_null(self.sealer.seal(evidence, what), attention_id)
+
+    def add_attention(
+        self,
+        kind: AttentionKind,
+        practice: str,
+        trigger: str,
+        dedupe: str,
+        reason: str,
+        *,
+        window: tuple[datetime, datetime] | None = None,
+        evidence: Json = None,
+        status: AttentionStatus = "open",
+    ) -> tuple[AttentionRecord, bool]:
+        """See :meth:`AttentionRows.add_attention`."""
+        check_value("attention kind", kind, ATTENTION_KINDS)
+        check_value("attention status", status, ATTENTION_STATUSES)
+        attention_id = uuid.uuid4().hex
+        stamp = self._stamp(None, "created_at")
+        start, end = (
+            (None, None)
+            if window is None
+            else (self._stamp(window[0], "window start"), self._stamp(window[1], "window end"))
+        )
+        with self._write() as db:
+            inserted = db.execute(
+                "INSERT INTO {p}attention (attention_id, kind, practice, trigger_key, dedupe,"
+                " window_start, window_end, reason, evidence, status, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (practice, kind, dedupe) DO NOTHING RETURNING attention_id",
+                (
+                    attention_id, kind, practice, trigger, dedupe, start, end, reason,
+                    self._evidence(evidence, attention_id), status, stamp, stamp,
+                ),
+            ).fetchone()  # fmt: skip
+            sql = _SELECT + " WHERE practice = ? AND kind = ? AND dedupe = ?"
+            row = db.execute(sql, (practice, kind, dedupe)).fetchone()
+        return self._decode_attention(row), inserted is not None
+
+    def get_attention(self, attention_id: str) -> AttentionRecord | None:
+        """See :meth:`AttentionRows.get_attention`."""
+        rows = self._all(_SELECT + " WHERE attention_id = ?", (attention_id,))
+        return self._decode_attention(rows[0]) if rows else None
+
+    def list_attention(
+        self,
+        *,
+        practice: str | None = None,
+        kind: AttentionKind | None = None,
+        trigger: str | None = None,
+        statuses: Sequence[AttentionStatus] | None = None,
+        id_prefix: str | None = None,
+        limit: int = 500,
+    ) -> list[AttentionRecord]:
+        """See :meth:`AttentionRows.list_attention`."""
+        filters: dict[str, object] = {
+            "practice = ?": practice,
+            "kind = ?": kind,
+            "trigger_key = ?": trigger,
+            "attention_id LIKE ? ESCAPE '\\'": like_prefix(id_prefix),
+        }
+        given = {clause: value for clause, value in filters.items() if value is not None}
+        clauses, params = list(given), list(given.values())
+        if statuses is not None:
+            for status in statuses:
+                check_value("attention status", status, ATTENTION_STATUSES)
+            clauses.append("status IN (" + ", ".join("?" * len(statuses)) + ")")
+            params.extend(statuses)
+        where = " AND ".join(clauses) or "TRUE"
+        sql = _SELECT + " WHERE " + where + " ORDER BY created_at DESC, attention_id LIMIT ?"
+        return [self._decode_attention(row) for row in self._all(sql, (*params, limit))]
+
+    def update_attention(
+        self,
+        attention_id: str,
+        status: AttentionStatus,
+        *,
+        reason: str | None = None,
+        evidence: Json = None,
+        settled_by: str | None = None,
+        note: str | None = None,
+    ) -> bool:
+        """See :meth:`AttentionRows.update_attention`."""
+        check_value("attention status", status, ATTENTION_STATUSES)
+        stamp = self._stamp(None, "updated_at")
+        sets = ["status = ?", "updated_at = ?"]
+        params: list[Any] = [status, stamp]
+        if reason is not None:
+            sets.append("reason = ?")
+            params.append(reason)
+        if evidence is not None:
+            sets.append("evidence = ?")
+            params.append(self._evidence(evidence, attention_id))
+        if status == "closed":
+            sets += ["settled_by = ?", "settled_at = ?", "note = ?"]
+            params += [settled_by, stamp, note]
+        # Only the fixed column names above are joined; every value is a parameter.
+        sql = "UPDATE {p}attention SET " + ", ".join(sets)  # noqa: S608
+        with self._write() as db:
+            cursor = db.execute(
+                sql + " WHERE attention_id = ? AND status <> 'closed'", (*params, attention_id)
+            )
+            return cursor.rowcount > 0
+
+    def count_attention(self) -> dict[tuple[str, str, str], int]:
+        """See :meth:`AttentionRows.count_attention`."""
+        rows = self._all(
+            "SELECT practice, kind, status, count(*) FROM {p}attention"
+            " GROUP BY practice, kind, status"
+        )
+        return {(str(row[0]), str(row[1]), str(row[2])): int(row[3]) for row in rows}
+
+    def ledger_events(
+        self, since: datetime, *, practice: str | None = None, limit: int = 100_000
+    ) -> list[EventRecord]:
+        """See :meth:`AttentionRows.ledger_events`."""
+        where, params = "received_at >= ?", [self._stamp(since, "since")]
+        if practice is not None:
+            where, params = where + " AND practice = ?", [*params, practice]
+        sql = SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?"
+        return [decode_event(row, self._load) for row in self._all(sql, (*params, limit))]

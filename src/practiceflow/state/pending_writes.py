@@ -1,0 +1,211 @@
+"""Writes an assistant previewed, kept in the store until they are confirmed (``practiceflow
+mcp``), so that a confirmation reaching any process or replica sharing the store finds them.
+
+A row holds what a preview promised to send: the practice, the tool, the exact arguments
+(sealed with the store's key, as every JSON value the store writes), a digest of them, when
+the preview expires, how many wrong confirmation codes were offered, and the claim of the
+process sending it. The claim is what makes a confirmation single-use across processes: a
+process sends a previewed write only while it holds its claim, and another process takes a
+claim over only when the holder's is stale or its holder is known to be gone (the caller
+decides, :meth:`PendingWriteStore.claim_pending_write`).
+
+The rows live in the table ``{p}pending_writes`` (schema version 5,
+:data:`PENDING_WRITES_MIGRATION`); :class:`PendingWriteStore` is a part of every SQL store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from practiceflow.state.rows import Json, to_json
+
+if TYPE_CHECKING:
+    from practiceflow.state._dialect import Dialect, SQLConnection
+    from practiceflow.state.sealing import Sealer
+
+__all__ = ["PENDING_WRITES_MIGRATION", "PendingWrite", "PendingWriteStore"]
+
+#: The statements of the schema version that adds the table.
+PENDING_WRITES_MIGRATION: Final = (
+    """
+    CREATE TABLE {p}pending_writes (
+        practice text NOT NULL,
+        write_id text NOT NULL,
+        tool text NOT NULL,
+        sealed {json} NOT NULL,
+        digest text NOT NULL,
+        created_at {time} NOT NULL,
+        expires_at {time} NOT NULL,
+        code_misses integer NOT NULL DEFAULT 0,
+        claimed_by text,
+        claimed_at {time},
+        PRIMARY KEY (practice, write_id)
+    )
+    """,
+    "CREATE INDEX {p}pending_writes_expires ON {p}pending_writes (expires_at)",
+)
+
+_SELECT: Final = (
+    "SELECT practice, write_id, tool, sealed, digest, created_at, expires_at, code_misses,"
+    " claimed_by, claimed_at FROM {p}pending_writes WHERE practice = ? AND write_id = ?"
+)
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """A previewed write, as stored.
+
+    Attributes:
+        practice: the practice it is for.
+        write_id: its id (not secret: the sealed confirmation state is what confirms it).
+        tool: the tool that previewed it.
+        sealed: what was sealed with it (the arguments, the confirmation code), opened.
+        digest: the digest of the exact arguments.
+        created_at: when it was previewed.
+        expires_at: when it stops being confirmable.
+        code_misses: wrong confirmation codes offered so far.
+        claimed_by: the process sending it now (None: nobody).
+        claimed_at: when that process claimed it.
+    """
+
+    practice: str
+    write_id: str
+    tool: str
+    sealed: Json = field(repr=False)
+    digest: str
+    created_at: datetime
+    expires_at: datetime
+    code_misses: int
+    claimed_by: str | None
+    claimed_at: datetime | None
+
+
+class PendingWriteStore:
+    """The pending writes of a SQL store (mixed into it; see the module docstring)."""
+
+    if TYPE_CHECKING:
+        sealer: Sealer
+        _load: Dialect
+
+        def now(self) -> datetime: ...
+
+        def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
+
+        def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+
+        def _stamp(self, value: datetime | None, what: str) -> Any: ...
+
+    def add_pending_write(
+        self,
+        practice: str,
+        write_id: str,
+        tool: str,
+        sealed: Json,
+        digest: str,
+        expires_at: datetime,
+    ) -> None:
+        """Keep a previewed write (one durable commit).
+
+        Args:
+            practice: the practice.
+            write_id: a fresh id.
+            tool: the tool that previewed it.
+            sealed: what only the store may read again (arguments, code): sealed.
+            digest: the digest of the exact arguments.
+            expires_at: when it stops being confirmable.
+        """
+        value = to_json(self.sealer.seal(sealed, f"pending write {write_id}"), write_id)
+        with self._write(durable=True) as db:
+            db.execute(
+                "INSERT INTO {p}pending_writes (practice, write_id, tool, sealed, digest,"
+                " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    practice,
+                    write_id,
+                    tool,
+                    value,
+                    digest,
+                    self._stamp(None, "created_at"),
+                    self._stamp(expires_at, "expires_at"),
+                ),
+            )
+
+    def get_pending_write(self, practice: str, write_id: str) -> PendingWrite | None:
+        """The previewed write of ``practice`` with that id, if it is still kept."""
+        row = self._one(_SELECT, (practice, write_id))
+        return None if row is None else self._decode_pending(row)
+
+    def _decode_pending(self, row: Sequence[Any]) -> PendingWrite:
+        load = self._load
+        return PendingWrite(
+            row[0], row[1], row[2], load.load_json(row[3]), row[4], load.load_time(row[5]),
+            load.load_time(row[6]), int(row[7]), row[8], load.maybe_time(row[9]),
+        )  # fmt: skip
+
+    def miss_pending_code(self, practice: str, write_id: str) -> int:
+        """Count a wrong confirmation code offered for a write; return how many so far."""
+        with self._write() as db:
+            row = db.execute(
+                "UPDATE {p}pending_writes SET code_misses = code_misses + 1"
+                " WHERE practice = ? AND write_id = ? RETURNING code_misses",
+                (practice, write_id),
+            ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def claim_pending_write(
+        self,
+        practice: str,
+        write_id: str,
+        claimant: str,
+        may_take: Callable[[str, datetime], bool],
+    ) -> str | None:
+        """Claim a write for sending, unless another process holds it.
+
+        Args:
+            practice: the practice.
+            write_id: the write.
+            claimant: who claims it (a process's name).
+            may_take: given the current holder and when it claimed, whether its claim may
+                be taken over (a stale claim, or one whose process is gone).
+
+        Returns:
+            None when ``claimant`` now holds the claim; else the holder that keeps it.
+        """
+        stamp = self._stamp(None, "claimed_at")
+        with self._write(durable=True) as db:
+            sql = (
+                "SELECT claimed_by, claimed_at FROM {p}pending_writes"
+                " WHERE practice = ? AND write_id = ?" + self._load.lock_row
+            )
+            row = db.execute(sql, (practice, write_id)).fetchone()
+            if row is not None and row[0] is not None and row[0] != claimant:
+                holder, since = str(row[0]), self._load.load_time(row[1])
+                if not may_take(holder, since):
+                    return holder
+            db.execute(
+                "UPDATE {p}pending_writes SET claimed_by = ?, claimed_at = ?"
+                " WHERE practice = ? AND write_id = ?",
+                (claimant, stamp, practice, write_id),
+            )
+        return None
+
+    def release_pending_write(self, practice: str, write_id: str, claimant: str) -> None:
+        """Give up ``claimant``'s claim of a write (nothing when another holds it)."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE {p}pending_writes SET claimed_by = NULL, claimed_at = NULL"
+                " WHERE practice = ? AND write_id = ? AND claimed_by = ?",
+                (practice, write_id, claimant),
+            )
+
+    def purge_pending_writes(self, before: datetime) -> int:
+        """Forget the previewed writes that expired before ``before`` and nobody holds (a
+        confirmed one is answered from its run, which the journal keeps); return how many."""
+        cutoff = self._stamp(before, "before")
+        with self._write() as db:
+            sql = "DELETE FROM {p}pending_writes WHERE expires_at < ? AND claimed_by IS NULL"
+            return int(db.execute(sql, (cutoff,)).rowcount)
