@@ -37,13 +37,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import requests
+from cryptography.fernet import Fernet
 from prometheus_client.parser import text_string_to_metric_families
 
 HERE = Path(__file__).resolve().parent
@@ -52,6 +53,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from pgserver import PostgresServer  # noqa: E402 -- the tests' throw-away server helper
 from practiceflow.cli.db import migrate_state  # noqa: E402
 from practiceflow.sandbox.practices import practice_credential  # noqa: E402
+from practiceflow.state import PostgresStore  # noqa: E402
+from practiceflow.state.sealing import KEY_ENV  # noqa: E402
 
 TOKEN = "bench-admin-token"
 EVENTS_PER_DAY = 200
@@ -73,6 +76,7 @@ steps:
     use: find_groups
     with: {{name: bench}}
 """
+HOOK_NAME = "bench lead to client"
 HOOK_RECIPE = """\
 name: bench lead to client
 trigger:
@@ -284,22 +288,47 @@ def _fire(sandbox: str, plan: list[Any], fired: dict[str, float], stop_at: float
                 pool.submit(one, number, sequence[number])
 
 
-def _event_to_write(state: str, fired: dict[str, float]) -> list[float]:
-    """Seconds from each fired event to its run's write being sent (journaled ``sent``)."""
-    with psycopg.connect(state) as connection:
-        rows = connection.execute(
-            "SELECT e.payload::text, s.sent_at FROM pf_events e"
-            " JOIN pf_runs r ON r.practice = e.practice AND r.event_id = e.event_id"
-            " JOIN pf_steps s ON s.run_id = r.run_id"
-            " WHERE s.step_id = 'copy' AND s.sent_at IS NOT NULL"
-        ).fetchall()
+def _event_to_write(store: PostgresStore, fired: dict[str, float]) -> list[float]:
+    """Seconds from each fired event to its run's write being sent (journaled ``sent``).
+
+    Read through the store (the journal's values are sealed at rest): each run of the
+    webhook recipe names its event in its origin, and its write step's ``sent_at`` says
+    when the intent was committed, just before the request left.
+    """
     delays = []
-    for payload, sent_at in rows:
-        found = _NAME.search(payload)
-        if found is None or found[0] not in fired:
+    for run in store.list_runs(recipe=HOOK_NAME, limit=len(fired) * 2 + 100):
+        step = store.get_step(run.run_id, "copy")
+        found = _NAME.search(json.dumps(run.origin))
+        if step is None or step.sent_at is None or found is None or found[0] not in fired:
             continue
-        delays.append(sent_at.timestamp() - fired[found[0]])
+        delays.append(step.sent_at.timestamp() - fired[found[0]])
     return delays
+
+
+def run_failures(
+    statuses: dict[str, int], pending: int, fired: int, writes: int, polls: int
+) -> list[str]:
+    """What makes a run's figures meaningless: every reason, or an empty list.
+
+    Args:
+        statuses: runs by status, every recipe of every practice.
+        pending: events still not handled after the drain.
+        fired: events the bench fired.
+        writes: fired events whose write was sent.
+        polls: polls recorded in the window.
+    """
+    problems = [
+        f"{count} run(s) ended {status}"
+        for status, count in sorted(statuses.items())
+        if status != "succeeded" and count
+    ]
+    if pending:
+        problems.append(f"{pending} event(s) still pending after the drain")
+    if writes < fired:
+        problems.append(f"{fired - writes} of {fired} fired event(s) have no write sent")
+    if polls == 0:
+        problems.append("no poll was recorded in the window")
+    return problems
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -358,16 +387,20 @@ def run_one(
         cpu_after = (_cpu_of(sandbox.pid), _postgres_cpu(server), time.monotonic())
         # Let the last events run before reading the journal.
         deadline = time.monotonic() + 90
+        pending = 0
         with psycopg.connect(state) as connection:
             while time.monotonic() < deadline:
                 row = connection.execute(
                     "SELECT count(*) FROM pf_events WHERE handled_at IS NULL"
                 ).fetchone()
-                if row is not None and row[0] == 0:
+                pending = 0 if row is None else int(row[0])
+                if pending == 0:
                     break
                 time.sleep(1)
         final = [_scrape(base) for base in bases]
-        delays = _event_to_write(state, fired)
+        with PostgresStore(state) as store:
+            delays = _event_to_write(store, fired)
+            statuses = Counter(run.status for run in store.list_runs(limit=1_000_000))
     finally:
         for process in processes:
             process.terminate()
@@ -384,6 +417,17 @@ def run_one(
     lag = _lag_buckets(after)
     for edge, value in _lag_buckets(before).items():
         lag[edge] -= value
+    problems = run_failures(
+        dict(statuses), pending, len(fired), len(delays), int(lag.get(math.inf, 0))
+    )
+    if problems:
+        logs_at = ", ".join(str(folder / f"worker{n}.log") for n in range(workers))
+        message = (
+            f"N={practices} workers={workers}: the runs failed, so no figures: "
+            f"{'; '.join(problems)} (worker logs: {logs_at})"
+        )
+        raise SystemExit(message)
+    result["runs"] = dict(statuses)
     requests_sent = sum(
         _sum(a, "practiceflow_api_requests_total") - _sum(b, "practiceflow_api_requests_total")
         for a, b in zip(after, before, strict=True)
@@ -461,6 +505,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.practices, args.workers = [100], [1]
+    # The store seals payloads at rest: the replicas and this process (which reads the
+    # journal back) share one throw-away key instead of a key file in the home folder.
+    os.environ.setdefault(KEY_ENV, Fernet.generate_key().decode())
     server = PostgresServer.start()
     results = []
     try:
@@ -500,6 +547,13 @@ def main() -> None:
         for name, figure, unit, target, ok in (
             ("poll lag p99", r["poll_lag_p99_s"], "s", "< 5 s", r["poll_lag_p99_s"] < 5),
             ("429s", r["rate_limited"], "", "0", r["rate_limited"] == 0),
+            (
+                "event -> first write p99",
+                r["event_to_write_p99_s"],
+                "s",
+                "< 2 s",
+                r["event_to_write_p99_s"] < 2,
+            ),
             ("worker CPU per 1000 requests", r["worker_cpu_per_1000"], "s", "(measured)", True),
         ):
             print(

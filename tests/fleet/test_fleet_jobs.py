@@ -77,6 +77,23 @@ def test_a_practice_runs_only_its_own_events_with_its_own_credentials(
         assert row["status"] != 429
 
 
+def test_practices_share_one_warm_connection_each_request_with_its_own_credentials(
+    fleet: Fleet, sandbox: SandboxHandle
+) -> None:
+    for _ in range(5):
+        for name in REGIONS:  # alternately: each request reuses the other's connection
+            fleet.practices[name].client.get("/api/v1/entities", {"pageNumber": 1})
+
+    # Ten requests of two practices, one after the other: one connection opened.
+    pools = fleet.connections.pools
+    opened = sum(pools[key].num_connections for key in pools.keys())  # noqa: SIM118 -- urllib3 refuses iterating it
+    assert opened == 1
+    ids = {region: sandbox.credentials(region, "rw")[0] for region in REGIONS.values()}  # type: ignore[arg-type]
+    log = sandbox.admin("GET", "/_admin/requests")
+    assert [row["region"] for row in log] == list(REGIONS.values()) * 5
+    assert all(row["clientId"] == ids[row["region"]] and row["status"] == 200 for row in log)
+
+
 def test_a_job_cannot_reach_another_practices_event(fleet: Fleet) -> None:
     _accept(fleet, "alpha", ["only-alpha"])
     with pytest.raises(Exception, match="is not stored"):

@@ -18,6 +18,7 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
+import psycopg
 import pytest
 from _fleet_support import (
     REGIONS,
@@ -131,6 +132,11 @@ def test_two_replicas_poll_one_at_a_time_and_each_new_client_runs_once(
                 assert time.monotonic() < deadline, [log.read_text()[-2000:] for log in logs]
                 time.sleep(0.5)
             runs = store.list_runs(limit=100)
+        with psycopg.connect(pg_url) as raw:
+            kept = raw.execute(
+                "SELECT task_name, count(*) FROM procrastinate_jobs"
+                " WHERE status = 'succeeded' GROUP BY 1"
+            ).fetchall()
     finally:
         stop_workers(workers)
 
@@ -150,3 +156,5 @@ def test_two_replicas_poll_one_at_a_time_and_each_new_client_runs_once(
             assert ended <= started, f"two polls of {name} / new_client overlapped: {polls}"
     for log in logs:  # both replicas polled: the lock, not one replica, kept polls apart
         assert "/ new_client: begins" in log.read_text(), log.read_text()[-2000:]
+    # Hundreds of ticks, polls and runs succeeded: none of them is kept in the queue.
+    assert kept == []

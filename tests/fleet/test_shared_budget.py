@@ -104,3 +104,67 @@ def test_a_refusal_says_how_long_until_the_window_frees(pg_url: str) -> None:
         assert 50 < caught.value.retry_after <= 60
     finally:
         budget.close()
+
+
+def _insert(url: str, client_id: str, ages_s: list[tuple[int, int]]) -> None:
+    """Rows of ``n`` requests ``age`` seconds old, written behind the budget's back."""
+    table = sql.Identifier(f"ratelimit___{budget_table(client_id)}")
+    now = time.time()
+    with psycopg.connect(url) as raw:
+        for count, age in ages_s:
+            raw.execute(
+                sql.SQL(
+                    "INSERT INTO {} (name, weight, item_timestamp)"
+                    " SELECT 'practiceflow', 1, TO_TIMESTAMP(%s) FROM generate_series(1, %s)"
+                ).format(table),
+                (now - age, count),
+            )
+
+
+def _ages(url: str, client_id: str) -> list[float]:
+    """The age in hours of every row in the budget's table, oldest first."""
+    table = sql.Identifier(f"ratelimit___{budget_table(client_id)}")
+    with psycopg.connect(url) as raw:
+        rows = raw.execute(
+            sql.SQL(
+                "SELECT extract(epoch FROM now() - item_timestamp::timestamptz) / 3600"
+                " FROM {} ORDER BY item_timestamp"
+            ).format(table)
+        ).fetchall()
+    return [float(age) for (age,) in rows]
+
+
+@pytest.mark.parametrize(
+    ("stale", "in_day", "admitted"),
+    [
+        pytest.param(0, 0, 10, id="empty: the minute binds"),
+        pytest.param(300, 0, 10, id="only stale rows: none of them counts"),
+        pytest.param(300, 25, 5, id="a day nearly spent: the day binds, stale rows aside"),
+        pytest.param(0, 30, 0, id="a day spent"),
+    ],
+)
+def test_an_admission_counts_only_its_windows_and_prunes_older_rows(
+    pg_url: str, stale: int, in_day: int, admitted: int
+) -> None:
+    budget = shared_budget(pg_url, "client-a", LIMITS)
+    try:
+        # Rows from before the day window (a replica that stopped long ago left them),
+        # and rows 2 h old: in the day's window only.
+        _insert(pg_url, "client-a", [(stale, 25 * 3600), (in_day, 2 * 3600)])
+        sent = 0
+        for _ in range(12):
+            try:
+                budget.acquire("GET", "/api/v1/entities", deadline=time.time())
+            except RateLimitError:
+                break
+            sent += 1
+        ages = _ages(pg_url, "client-a")
+        now_ms = int(time.time() * 1000)
+        counts = budget.bucket.window_counts(now_ms, [60_000, 3_600_000, 86_400_000])  # type: ignore[attr-defined]
+    finally:
+        budget.close()
+
+    assert sent == admitted
+    assert all(age < 24 for age in ages), "a row older than the day window was kept"
+    assert len(ages) == in_day + admitted
+    assert counts == [admitted, admitted, in_day + admitted]

@@ -115,7 +115,7 @@ def worker(
     """
     from practiceflow.fleet.fleet_file import load_fleet
     from practiceflow.fleet.outage import FleetPresence
-    from practiceflow.fleet.queue import make_app
+    from practiceflow.fleet.queue import DELETE_JOBS, make_app
     from practiceflow.fleet.runtime import Fleet
     from practiceflow.fleet.webhook_intake import FleetWebhooks, parse_listen
     from practiceflow.fleet.worker_loop import run_worker
@@ -199,7 +199,7 @@ def worker(
                     update_heartbeat_interval=heartbeat,
                     stalled_worker_timeout=stalled_after,
                     additional_context=fleet.job_context(stalled_after=stalled_after),
-                    delete_jobs="never",
+                    delete_jobs=DELETE_JOBS,
                 )
             )
         finally:

@@ -13,6 +13,13 @@ round trip. :class:`WaitingPostgresBucket` waits for the lock instead (held only
 count and one insert), so a refusal always means a full window and comes with the real
 wait.
 
+The library's check counts the three windows over the whole table, so its cost grows
+with every row left behind (rows older than a day are pruned only every few hundred
+admissions of one process). Here the check reads only its windows, through the
+timestamp index (rows at or after the longest window's start), and the same statement
+deletes the rows older than that start, under the lock the check already holds: the
+table holds at most a day's admissions and one admission's cost is bounded by them.
+
 Timestamps are wall-clock milliseconds (``time.time``): every replica's clock must agree,
 which NTP-synchronised hosts do to well under the windows' resolution. A ``Retry-After``
 pause after a 429 stays in the replica that received it.
@@ -21,7 +28,7 @@ pause after a 429 stays in the replica that received it.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Final
 
 from psycopg import sql
 from psycopg_pool import ConnectionPool
@@ -30,6 +37,9 @@ from pyrate_limiter import PostgresBucket
 from practiceflow.api.rate_budget import RateBudget, RateLimits, budget_table
 
 __all__ = ["WaitingPostgresBucket", "budget_table", "shared_budget"]
+
+#: Most rows older than the day deleted by one admission.
+_PRUNE_BATCH: Final = 100
 
 
 class WaitingPostgresBucket(PostgresBucket):
@@ -49,6 +59,7 @@ class WaitingPostgresBucket(PostgresBucket):
         self._q_lock = sql.SQL("LOCK TABLE {table} IN EXCLUSIVE MODE").format(
             table=sql.Identifier(self._full_tbl)
         )
+        self._q_count_windows = _bounded_count(self._full_tbl, len(rates))
 
     def window_counts(self, now_ms: int, windows_ms: list[int]) -> list[int]:
         """Requests admitted in each of the last ``windows_ms`` milliseconds, in one query.
@@ -61,18 +72,56 @@ class WaitingPostgresBucket(PostgresBucket):
             One count per window, in the same order.
         """
         column = sql.SQL("count(*) FILTER (WHERE item_timestamp >= TO_TIMESTAMP(%s))")
-        query = sql.SQL("SELECT {columns} FROM {table}").format(
+        query = sql.SQL(
+            "SELECT {columns} FROM {table} WHERE item_timestamp >= TO_TIMESTAMP(%s)"
+        ).format(
             columns=sql.SQL(", ").join([column] * len(windows_ms)),
             table=sql.Identifier(self._full_tbl),
         )
+        starts = [(now_ms - w) / 1000 for w in windows_ms]
         with self.pool.connection() as connection:
-            row = connection.execute(query, [(now_ms - w) / 1000 for w in windows_ms]).fetchone()
+            row = connection.execute(query, [*starts, min(starts, default=0)]).fetchone()
         return [int(value) for value in row] if row is not None else [0] * len(windows_ms)
 
     def close(self) -> None:
         """Close the connection pool, unless other budgets share it."""
         if self.owns_pool:
             super().close()  # type: ignore[no-untyped-call]  # pyrate-limiter leaves it untyped
+
+
+def _bounded_count(table: str, windows: int) -> sql.Composed:
+    """The admission's check: one count per window, reading only the longest window's rows,
+    and the deletion of the rows older than it, in one statement.
+
+    It takes the library's parameters (each window's start, in seconds, in the order of the
+    rates). At most :data:`_PRUNE_BATCH` old rows go per admission, oldest first through the
+    index: about one row leaves the day per admission, so a batch keeps up, and the rows a
+    long-stopped replica left behind go over a few admissions instead of in one long one
+    (the counts never read them meanwhile). ``w`` is inlined where it is used (``NOT
+    MATERIALIZED``), so the planner sees the window's start as a value and picks the index
+    or a scan from the table's statistics. A data-modifying ``WITH`` runs once and to its
+    end whatever the ``SELECT`` reads; both see the table as it was before the deletion
+    (the counts skip those rows).
+    """
+    names = [sql.Identifier(f"s{n}") for n in range(windows)]
+    starts = sql.SQL(", ").join(sql.SQL("TO_TIMESTAMP(%s) AS {}").format(name) for name in names)
+    oldest = sql.SQL("LEAST({})").format(sql.SQL(", ").join(names))
+    counts = sql.SQL(", ").join(
+        sql.SQL("count(*) FILTER (WHERE item_timestamp >= {})").format(name) for name in names
+    )
+    return sql.SQL(
+        "WITH w AS NOT MATERIALIZED (SELECT {starts}),"
+        " gone AS (DELETE FROM {table} WHERE ctid = ANY(ARRAY("
+        "SELECT ctid FROM {table}, w WHERE item_timestamp < {oldest}"
+        " ORDER BY item_timestamp LIMIT {batch})))"
+        " SELECT {counts} FROM {table}, w WHERE item_timestamp >= {oldest}"
+    ).format(
+        starts=starts,
+        table=sql.Identifier(table),
+        oldest=oldest,
+        counts=counts,
+        batch=sql.Literal(_PRUNE_BATCH),
+    )
 
 
 def shared_budget(

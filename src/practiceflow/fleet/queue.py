@@ -16,6 +16,13 @@ Jobs (task names under the ``practiceflow`` namespace):
   pending (events a webhook receiver stored, or a replica stored and died before queueing).
 * ``retry_stalled``: give the jobs of a replica that stopped sending heartbeats (killed,
   frozen) back to the queue. The journal, not the queue, then decides what was done.
+* ``prune_jobs``: delete the jobs that ended other than in success (failed, cancelled,
+  aborted) once they are :data:`KEEP_ENDED_JOBS_H` hours old.
+
+A job that succeeds is deleted as it ends (:data:`DELETE_JOBS`): one poll or event is one
+job, so keeping them would grow the queue's table by millions of rows a day, and nothing
+reads them. The state store's journal, not a job row, records what was done; the jobs
+that did not succeed stay a week for whoever investigates them.
 
 The tasks find the replica's fleet in the job context: the worker is started with
 ``additional_context={FLEET_CONTEXT_KEY: fleet}`` (:meth:`.runtime.Fleet.job_context`),
@@ -41,7 +48,9 @@ from practiceflow.errors import BugError
 from practiceflow.fleet.schedule import Due
 
 __all__ = [
+    "DELETE_JOBS",
     "FLEET_CONTEXT_KEY",
+    "KEEP_ENDED_JOBS_H",
     "NAMESPACE",
     "STALLED_AFTER_S",
     "FleetJobs",
@@ -51,6 +60,7 @@ __all__ = [
     "install_queue_schema",
     "make_app",
     "postpone",
+    "prune_jobs",
 ]
 
 logger = logging.getLogger("practiceflow.fleet")
@@ -62,6 +72,10 @@ STALLED_AFTER_S: Final = 30.0
 
 #: Key of the fleet in the worker's ``additional_context``.
 FLEET_CONTEXT_KEY: Final = "fleet"
+#: Which ended jobs the worker deletes as they end (procrastinate's ``delete_jobs``).
+DELETE_JOBS: Final = "successful"
+#: Hours a job that failed, was cancelled or aborted is kept (``prune_jobs``).
+KEEP_ENDED_JOBS_H: Final = 24 * 7
 
 
 class FleetJobs(Protocol):
@@ -197,6 +211,18 @@ def postpone(context: procrastinate.JobContext, seconds: float) -> str:
     return "postponed"
 
 
+async def prune_jobs(app: procrastinate.App, keep_hours: int = KEEP_ENDED_JOBS_H) -> None:
+    """Delete the jobs that failed, were cancelled or aborted more than ``keep_hours`` ago.
+
+    Args:
+        app: the open app.
+        keep_hours: how long such a job is kept after it ended.
+    """
+    await app.job_manager.delete_old_jobs(
+        nb_hours=keep_hours, include_failed=True, include_cancelled=True, include_aborted=True
+    )
+
+
 def blueprint() -> procrastinate.Blueprint:
     """practiceflow's tasks, in a new blueprint (an app renames the tasks it adds)."""
     tasks = procrastinate.Blueprint()
@@ -273,5 +299,11 @@ def blueprint() -> procrastinate.Blueprint:
                 await app.job_manager.finish_job(job, Status.ABORTED, delete_job=False)
             count += 1
         return count
+
+    @tasks.task(name="prune_jobs", pass_context=True)
+    async def prune_jobs_task(context: procrastinate.JobContext, timestamp: int) -> None:
+        """Delete the ended jobs kept long enough (see :func:`prune_jobs`)."""
+        del timestamp
+        await prune_jobs(context.app)
 
     return tasks

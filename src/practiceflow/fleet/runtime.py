@@ -5,6 +5,16 @@ region), its own rate budget shared in PostgreSQL by Client ID, its runners (one
 recipe) and its pollers. A job names its practice, and only that practice's runners and
 client touch it: practice A's events can never be run with practice B's credentials.
 
+The practices' clients share one pool of HTTP connections (:attr:`Fleet.connections`, a
+urllib3 ``PoolManager``): a practice polls once a minute, longer than a server keeps an
+idle connection open, so a pool per practice would open a connection (a TLS handshake)
+for nearly every poll, while one pool for all keeps its connections busy and warm. Each
+practice still has its own ``requests.Session`` (its own cookies and its own count of
+answers), and its client sets its credentials on every request it sends, so a connection
+carries nothing of one practice into another's request: HTTP/1.1 keeps no state on a
+connection between requests. urllib3's pools are thread-safe: a connection serves one
+request at a time and goes back to the pool once its answer was read.
+
 What the queue delivers more than once, the journal absorbs: ``run_event`` on an event
 already handled does nothing, and a run resumed after a replica died sends no step twice
 (a write found ``sent`` is settled by reading back, see :mod:`practiceflow.runner`).
@@ -24,6 +34,7 @@ from typing import Any
 import procrastinate
 import requests
 from psycopg_pool import ConnectionPool
+from urllib3 import PoolManager
 
 from practiceflow.api import Client
 from practiceflow.api.rate_budget import RateBudget
@@ -55,6 +66,10 @@ _BUSY_RETRY_S = 1.0
 
 def _fixed(name: str) -> Callable[[], str]:
     return lambda: name
+
+
+def _uncounted(outcome: str) -> None:
+    del outcome  # no /metrics in this replica
 
 
 @dataclass
@@ -132,7 +147,8 @@ class Fleet:
             webhook-only triggers get their events from a receiver elsewhere (``serve``).
         metrics: where answers are counted and poll lags recorded (``/metrics``).
         budget_connections: connections of the one pool every practice's shared budget
-            counts through (about one per job running at once).
+            counts through (about one per job running at once); as many HTTP connections
+            per host are kept open for the practices' clients.
         slots_per_practice: jobs of one practice this replica runs at once; more wait
             (see :meth:`slot`), so that one practice's slow answers or spent budget never
             take every thread of the replica.
@@ -177,6 +193,8 @@ class Fleet:
             open=True,
             name="practiceflow-budgets",
         )
+        # One pool of HTTP connections for every practice (see the module docstring).
+        self.connections = PoolManager(maxsize=max(2, budget_connections), block=False)
         registry = load_modules(list(config.modules))
         # Practices often share recipe files: each is checked once, not once per practice.
         checked: dict[Path, ValidRecipe] = {}
@@ -186,9 +204,8 @@ class Fleet:
                 budget = shared_budget(
                     state_url, settings.client_id, practice.limits, pool=self._budget_pool
                 )
-                session = None
-                if metrics is not None:
-                    session = counted_session(metrics.counter(_fixed(name)))
+                count = _uncounted if metrics is None else metrics.counter(_fixed(name))
+                session = counted_session(count, connections=self.connections)
                 client = practice.client(budget, environ, settings=settings, session=session)
                 recipes = []
                 for path in practice.recipes:
@@ -264,6 +281,7 @@ class Fleet:
                 runtime.session.close()
             runtime.budget.close()
         self._budget_pool.close()
+        self.connections.clear()
 
     def ops_practices(self) -> list[OpsPractice]:
         """What ``/metrics`` and ``/readyz`` know of each practice served."""
@@ -422,6 +440,12 @@ class Fleet:
             cron=_cron(retry_stalled_every),
             periodic_id="",
             configure_kwargs={"queueing_lock": "retry_stalled"},
+        )
+        registry.register_task(
+            task=tasks[f"{NAMESPACE}:prune_jobs"],
+            cron="17 * * * *",
+            periodic_id="",
+            configure_kwargs={"queueing_lock": "prune_jobs"},
         )
         # Ahead of the polls it queues: a busy queue must not delay the clock.
         registry.register_task(

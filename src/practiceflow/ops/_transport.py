@@ -13,6 +13,7 @@ from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3 import PoolManager
 
 __all__ = ["CountingAdapter", "counted_session", "outcome_of"]
 
@@ -30,11 +31,29 @@ class CountingAdapter(HTTPAdapter):
     Args:
         count: called with the outcome (``2xx`` ... ``5xx``, ``429``, or ``error`` when no
             answer came: refused, reset, timed out); it must not raise.
+        connections: a urllib3 pool manager shared with other adapters (other practices'
+            sessions), whose owner closes it; the adapter's own when None.
     """
 
-    def __init__(self, count: Callable[[str], None]) -> None:
+    def __init__(
+        self, count: Callable[[str], None], *, connections: PoolManager | None = None
+    ) -> None:
+        self._shared = connections
         super().__init__()
         self._count = count
+
+    def init_poolmanager(
+        self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any
+    ) -> None:
+        """Use the shared pool manager when there is one (``requests`` calls this)."""
+        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
+        if self._shared is not None:
+            self.poolmanager = self._shared  # the adapter's own manager held no connection
+
+    def close(self) -> None:
+        """Close the adapter's connections, unless they are shared (their owner does)."""
+        if self._shared is None:
+            super().close()
 
     def send(
         self,
@@ -62,17 +81,20 @@ class CountingAdapter(HTTPAdapter):
         return response
 
 
-def counted_session(count: Callable[[str], None]) -> requests.Session:
+def counted_session(
+    count: Callable[[str], None], *, connections: PoolManager | None = None
+) -> requests.Session:
     """A new session whose every exchange is counted (give it to ``Client(session=)``).
 
     Args:
         count: see :class:`CountingAdapter`.
+        connections: see :class:`CountingAdapter`.
 
     Returns:
         The session; its owner closes it.
     """
     session = requests.Session()
-    adapter = CountingAdapter(count)
+    adapter = CountingAdapter(count, connections=connections)
     for prefix in ("https://", "http://"):
         session.mount(prefix, adapter)
     return session

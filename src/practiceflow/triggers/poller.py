@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -50,7 +50,7 @@ from typing import Any, Final
 from practiceflow.api import Client
 from practiceflow.api.paging import MAX_PAGE_NUMBER, extract_items
 from practiceflow.errors import ConfigError, PracticeflowError, ValidationError
-from practiceflow.state import StateStore
+from practiceflow.state import CursorState, StateStore
 from practiceflow.triggers.base import TriggerEvent, envelope, persist
 from practiceflow.triggers.definition import PollSpec, TriggerDefinition, parse_time
 
@@ -69,6 +69,34 @@ KNOWN_SUFFIX: Final = "#known"
 _KNOWN_VALUE: Final = "known"
 #: Suffix of the cursor row that keeps a learned fixed server page size.
 PAGE_SIZE_SUFFIX: Final = "#page_size"
+
+
+class _KnownKeys:
+    """A trigger's known keys for one poll, read from the store when first asked.
+
+    A poll that finds no row past its cursor never asks, so it does not read them.
+
+    Args:
+        load: reads the keys (called at most once).
+    """
+
+    __slots__ = ("_keys", "_load")
+
+    def __init__(self, load: Callable[[], set[str]]) -> None:
+        self._load = load
+        self._keys: set[str] | None = None
+
+    def _loaded(self) -> set[str]:
+        if self._keys is None:
+            self._keys = self._load()
+        return self._keys
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._loaded()
+
+    def add(self, key: str) -> None:
+        """Count ``key`` as known for the rest of the poll."""
+        self._loaded().add(key)
 
 
 @dataclass
@@ -179,7 +207,7 @@ class Poller:
         """
         with self._lock:
             state = self.store.get_cursor_state(self.practice, self.name)
-            known = self._known()
+            known = _KnownKeys(self._known)  # read on first use: an empty poll needs none
             if state is None and self.since is None:
                 return self._baseline(known)
             if state is None:
@@ -188,10 +216,10 @@ class Poller:
                 value, boundary = state.value, state.boundary_keys
             if self.spec.cursor == "lastUpdated" and value != FULL_SCAN:
                 try:
-                    return self._poll_since(value, boundary, known)
+                    return self._poll_since(value, boundary, known, stored=state is not None)
                 except ValidationError as refused:
                     return self._poll_behind(value, known, refused)
-            return self._poll_whole(known, baseline=False)
+            return self._poll_whole(known, baseline=False, stored=state)
 
     def next_interval(self, base: float, maximum: float = 3600.0) -> float:
         """The seconds to wait before the next poll, given the budget left.
@@ -232,13 +260,15 @@ class Poller:
             raise ConfigError(message)
         return given
 
-    def _baseline(self, known: set[str]) -> PollResult:
+    def _baseline(self, known: _KnownKeys) -> PollResult:
         """The first poll: read everything once, remember, fire nothing."""
         result = self._poll_whole(known, baseline=True)
         result.baseline = True
         return result
 
-    def _poll_whole(self, known: set[str], *, baseline: bool) -> PollResult:
+    def _poll_whole(
+        self, known: _KnownKeys, *, baseline: bool, stored: CursorState | None = None
+    ) -> PollResult:
         path, fixed = self.spec.request(self.options)
         if self.spec.cursor == "date_range":
             today = self._today()
@@ -274,11 +304,14 @@ class Poller:
             result.cursor = value
         else:
             value = self._today().isoformat() if self.spec.cursor == "date_range" else FULL_SCAN
-            self.store.set_cursor(self.practice, self.name, value)
+            if stored is None or stored.value != value:  # a cursor that did not move stays
+                self.store.set_cursor(self.practice, self.name, value)
             result.cursor = value
         return result
 
-    def _poll_since(self, value: str, boundary: frozenset[str], known: set[str]) -> PollResult:
+    def _poll_since(
+        self, value: str, boundary: frozenset[str], known: _KnownKeys, *, stored: bool = False
+    ) -> PollResult:
         path, fixed = self.spec.request(self.options)
         cursor = parse_time(value)
         if cursor is None:
@@ -341,11 +374,13 @@ class Poller:
                 sent, page = self._sendable(page_newest), 1
             else:
                 page += 1
-        self.store.set_cursor(self.practice, self.name, best_text, best_keys)
+        if not stored or best_text != value or best_keys != boundary:
+            # Written only when it moved: an empty poll writes nothing.
+            self.store.set_cursor(self.practice, self.name, best_text, best_keys)
         result.cursor = best_text
         return result
 
-    def _poll_behind(self, value: str, known: set[str], refused: ValidationError) -> PollResult:
+    def _poll_behind(self, value: str, known: _KnownKeys, refused: ValidationError) -> PollResult:
         """Read again from earlier when the API refuses the cursor (its clock went back).
 
         The cursor is a time the API itself wrote; a 400 for it means the API's clock is now
@@ -454,7 +489,7 @@ class Poller:
         row: Any,
         context: Mapping[str, Any],
         key: str,
-        known: set[str],
+        known: _KnownKeys,
         added: set[str],
         result: PollResult,
         *,

@@ -1,0 +1,55 @@
+"""A bench whose runs fail prints no figures: ``bench/many_practices.py`` names every reason
+and exits instead (its figures would be NaN or describe work that never happened)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "many_practices.py"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("many_practices", BENCH)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("statuses", "pending", "fired", "writes", "polls", "expected"),
+    [
+        pytest.param({"succeeded": 31}, 0, 31, 31, 150, [], id="every run succeeded"),
+        pytest.param(
+            {"succeeded": 30, "failed": 1}, 0, 31, 30, 150,
+            ["1 run(s) ended failed", "1 of 31 fired event(s) have no write sent"],
+            id="a run failed",
+        ),
+        pytest.param(
+            {"succeeded": 31, "in_doubt": 2}, 0, 31, 31, 150, ["2 run(s) ended in_doubt"],
+            id="runs in doubt",
+        ),
+        pytest.param(
+            {}, 31, 31, 0, 150,
+            ["31 event(s) still pending after the drain",
+             "31 of 31 fired event(s) have no write sent"],
+            id="no run happened",
+        ),
+        pytest.param({"succeeded": 31}, 0, 31, 31, 0, ["no poll was recorded in the window"],
+                     id="no poll"),
+    ],
+)  # fmt: skip
+def test_a_bench_whose_runs_fail_names_why_instead_of_printing_figures(
+    statuses: dict[str, int],
+    pending: int,
+    fired: int,
+    writes: int,
+    polls: int,
+    expected: list[str],
+) -> None:
+    assert _bench().run_failures(statuses, pending, fired, writes, polls) == expected
