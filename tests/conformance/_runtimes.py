@@ -343,6 +343,7 @@ def run_with_openapi(case: Case, document: Mapping[str, Any]) -> Outcome:
     session = player.session()
     answers: list[Any] = []
     rows: list[Any] = []
+    previous: list[Any] | None = None
     first: int | None = None
     number = 1
     while True:
@@ -370,12 +371,16 @@ def run_with_openapi(case: Case, document: Mapping[str, Any]) -> Outcome:
         if not pages:
             break
         # The document's rule: the next page while hasMore, or, without hasMore, while a
-        # page is as full as the first; the user stops once they have the rows they need.
+        # page is as full as the first and not the page before again; the user stops once
+        # they have the rows they need.
         page = _rows(answer)
-        rows += page
+        repeated = bool(page) and page == previous
+        previous = page
+        rows += [] if repeated else page
         first = len(page) if first is None else first
         flag = answer.get("hasMore") if isinstance(answer, Mapping) else None
         more = flag is True if isinstance(flag, bool) else bool(page) and len(page) >= first
+        more = more and not repeated
         if not more or (need is not None and len(rows) >= need):
             break
         number += 1

@@ -228,5 +228,6 @@ def paging_note(shape: ListShape) -> str:
     return (
         f"One page per call: pageNumber picks the page (1-based){size}. To read the whole "
         "list, ask for the next page while the answer's hasMore is true, or, where the answer "
-        "has no hasMore, until a page holds fewer rows than the first."
+        "has no hasMore, until a page holds fewer rows than the first or repeats the page "
+        "before (a service that ignores pageNumber answers every page alike)."
     )

@@ -73,10 +73,27 @@ def read_result_schema(module: ActionModule) -> dict[str, Any]:
     """The output schema of a read tool (see the module docstring)."""
     # The root is never masked whole (a tag there is not a field's), as in masking.
     root = copy.deepcopy(dict(module.output.schema))
-    schema = portable_schema({key: _open_masked(value) for key, value in root.items()})
+    schema = portable_schema(
+        _unrequired({key: _open_masked(value) for key, value in root.items()})
+    )
     if not wraps_result(module):
         return dict(schema)
     return {"type": "object", "required": ["result"], "properties": {"result": schema}}
+
+
+def _unrequired(node: Any) -> Any:
+    """The schema without ``required``: the API may spell a field in another letter case
+    (``billingId``), which the engine keeps as it came, and a client validating structured
+    content must not refuse the answer for it."""
+    if isinstance(node, list):
+        return [_unrequired(item) for item in node]
+    if not isinstance(node, Mapping):
+        return node
+    return {
+        key: _unrequired(value)
+        for key, value in node.items()
+        if not (key == "required" and isinstance(value, list))
+    }
 
 
 def _open_masked(node: Any) -> Any:
