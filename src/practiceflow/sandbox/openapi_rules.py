@@ -92,8 +92,10 @@ def refine_bodies(schemas: dict[str, Any], region: str) -> None:
     for name in ("hookUrl", "targetUrl"):
         hook["properties"][name]["anyOf"][0] = dict(url)
     # the route reads hookUrl first: when it is given, it is the URL that must be loopback
-    _one_of_fields(hook, {"hookUrl": url}, {"hookUrl": {"type": "null"}, "targetUrl": url})
-    hook["anyOf"][1]["required"] = ["targetUrl"]
+    hook["anyOf"] = [
+        {"required": ["hookUrl"], "properties": {"hookUrl": url}},
+        {"required": ["targetUrl"], "properties": {"hookUrl": {"type": "null"}, "targetUrl": url}},
+    ]
 
     _enum(schemas["ProposalServiceBody"], "serviceID", services)
     _enum(schemas["ProposalFromTemplateBody"], "templateId", list(PROPOSAL_TEMPLATES))
