@@ -24,6 +24,7 @@ __all__ = [
     "IdVerificationBody",
     "LeadBody",
     "LeadNoteBody",
+    "NewContactBody",
     "OnboardingBody",
     "OnboardingClientBody",
     "ProposalBody",
@@ -165,6 +166,11 @@ class ContactBody(_Body):
     mobile: str | None = None
     role: str | None = None
     isPrimary: bool | None = None
+
+
+class NewContactBody(ContactBody):
+    """A contact to add: ``firstName``, ``lastName`` or ``email`` is required (the route
+    checks; the OpenAPI document says so)."""
 
 
 class IdVerificationBody(_Body):
