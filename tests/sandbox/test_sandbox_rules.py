@@ -102,6 +102,20 @@ def test_a_bill_line_with_ext_tax_id_and_no_tax_is_refused_with_a_connected_ledg
     assert api.post("/api/v1/bills", _bill(active["entityKey"], line)).status_code == 201
 
 
+def test_a_write_without_a_body_is_400_except_a_renew_whose_body_is_optional(
+    sandbox: SandboxHandle, api
+) -> None:
+    contact = sandbox.admin("GET", "/_admin/records/contacts")[0]
+    path = f"/api/v1/entities/{contact['entityKey']}/contacts/{contact['contactKey']}"
+    missing = api.request("PUT", path)
+    assert missing.status_code == 400
+    assert missing.json()["detail"] == "body: missing; expected a JSON object"
+    assert api.request("PUT", path, json={}).status_code == 200  # an empty object is a body
+    proposal = sandbox.admin("GET", "/_admin/records/proposals")[0]
+    renewed = api.request("POST", f"/api/v1/proposals/{proposal['proposalKey']}/renew")
+    assert renewed.status_code == 201
+
+
 def test_an_onboarding_job_for_an_unknown_user_is_404_and_creates_nothing(
     sandbox: SandboxHandle, api
 ) -> None:
