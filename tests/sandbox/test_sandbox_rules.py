@@ -58,6 +58,8 @@ REFUSED: list[tuple[str, str, dict[str, str] | None, Any, str]] = [
     ("POST", "/api/v1/webhooks", None,
      {"hookUrl": "", "targetUrl": "http://127.0.0.1:9/h", "webhookEvent": "lead.created"},
      "hookUrl: got ''"),
+    ("POST", "/api/v1/eforms/send", None,
+     {"templateId": 101, "recipient": {"name": "Ada", "email": "a@b.c"}, "mute": 1}, "mute"),
     ("POST", "/api/v1/bills", None, "ACTIVE_BILL:extTaxID", "taxAmount or taxPercent"),
     ("POST", "/api/v1/bills", None, "ACTIVE_BILL:bare", "taxAmount or taxPercent"),
     ("POST", "/api/v1/bills", None, {"entityKey": ZERO_KEY, "billDate": "", "lineItems": [{}]},

@@ -157,9 +157,7 @@ async def read_body(request: Request, model: type[ModelT], optional: bool = Fals
         detail = f"body: got a JSON {type(data).__name__}; expected an object"
         raise ApiProblem(400, detail)
     try:
-        # strict: a JSON number is not a boolean nor a string, and a string not a number
-        # (the document's types are the rule); JSON mode still reads uuids and dates
-        return model.model_validate_json(raw or b"{}", strict=True)
+        return model.model_validate(data)
     except pydantic.ValidationError as exc:
         detail = "; ".join(_describe(error) for error in exc.errors()[:5])
         raise ApiProblem(400, detail) from None
