@@ -49,6 +49,17 @@ REFUSED: list[tuple[str, str, dict[str, str] | None, Any, str]] = [
      "telephone"),
     ("POST", "/api/v1/entities", None, {"entityName": "A", "entityType": "IND", "mobile": 4.5},
      "mobile"),
+    ("POST", "/api/v1/entities", None, {"entityName": "A", "entityType": "IND", "clientStatus": ""},
+     "clientStatus: got ''"),
+    ("POST", "/api/v1/leads", None, {"entityName": "A", "entityType": "IND", "leadStatus": ""},
+     "leadStatus: got ''"),
+    ("POST", "/api/v1/leads", None, {"entityName": "A", "entityType": "IND", "leadSource": ""},
+     "leadSource: got ''"),
+    ("POST", "/api/v1/webhooks", None,
+     {"hookUrl": "", "targetUrl": "http://127.0.0.1:9/h", "webhookEvent": "lead.created"},
+     "hookUrl: got ''"),
+    ("POST", "/api/v1/eforms/send", None,
+     {"templateId": 101, "recipient": {"name": "Ada", "email": "a@b.c"}, "mute": 1}, "mute"),
     ("POST", "/api/v1/bills", None, "ACTIVE_BILL:extTaxID", "taxAmount or taxPercent"),
     ("POST", "/api/v1/bills", None, "ACTIVE_BILL:bare", "taxAmount or taxPercent"),
     ("POST", "/api/v1/bills", None, {"entityKey": ZERO_KEY, "billDate": "", "lineItems": [{}]},
@@ -91,6 +102,35 @@ def test_a_bill_line_with_ext_tax_id_and_no_tax_is_refused_with_a_connected_ledg
     assert len(sandbox.admin("GET", "/_admin/records/bills")) == stored  # nothing created
     line["taxPercent"] = 10
     assert api.post("/api/v1/bills", _bill(active["entityKey"], line)).status_code == 201
+
+
+def test_a_write_without_a_body_is_400_except_a_renew_whose_body_is_optional(
+    sandbox: SandboxHandle, api
+) -> None:
+    contact = sandbox.admin("GET", "/_admin/records/contacts")[0]
+    path = f"/api/v1/entities/{contact['entityKey']}/contacts/{contact['contactKey']}"
+    missing = api.request("PUT", path)
+    assert missing.status_code == 400
+    assert missing.json()["detail"] == "body: missing; expected a JSON object"
+    assert api.request("PUT", path, json={}).status_code == 200  # an empty object is a body
+    proposal = sandbox.admin("GET", "/_admin/records/proposals")[0]
+    renewed = api.request("POST", f"/api/v1/proposals/{proposal['proposalKey']}/renew")
+    assert renewed.status_code == 201
+
+
+def test_an_onboarding_job_for_an_unknown_user_is_404_and_creates_nothing(
+    sandbox: SandboxHandle, api
+) -> None:
+    body = {
+        "userKey": ZERO_KEY,
+        "recipient": {"name": "Ada", "email": "ada@example.invalid"},
+        "clients": [{"entityType": "IND", "entityName": "Ada"}],
+    }
+    stored = len(sandbox.admin("GET", "/_admin/records/onboardings"))
+    response = api.post("/api/v1/onboardings/create", body)
+    assert response.status_code == 404
+    assert response.json()["detail"] == f"userKey: got {ZERO_KEY}; no such user in this practice"
+    assert len(sandbox.admin("GET", "/_admin/records/onboardings")) == stored
 
 
 @pytest.mark.parametrize(

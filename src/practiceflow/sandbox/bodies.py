@@ -2,7 +2,8 @@
 
 Fields the spec names keep its names; the shapes of 4.2 bodies and of unnamed fields
 (quick-add clients, ad-hoc recipients, contacts, proposals, notes) are guesses listed in
-GUESSES.md. Unknown fields are ignored, as a lenient server would.
+GUESSES.md. Unknown fields are ignored, as a lenient server would; a boolean must be a JSON
+boolean (``0`` or ``"true"`` is not one).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from datetime import date
 from typing import Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 __all__ = [
     "Address",
@@ -24,6 +25,7 @@ __all__ = [
     "IdVerificationBody",
     "LeadBody",
     "LeadNoteBody",
+    "NewContactBody",
     "OnboardingBody",
     "OnboardingClientBody",
     "ProposalBody",
@@ -90,8 +92,8 @@ class BillBody(_Body):
     billDate: date | None = None
     dueDate: date | None = None
     billDetails: str | None = None
-    sendBill: bool = False
-    syncNow: bool = False
+    sendBill: StrictBool = False
+    syncNow: StrictBool = False
     lineItems: list[BillLineBody] = Field(min_length=1, max_length=500)
 
 
@@ -124,7 +126,7 @@ class OnboardingClientBody(_Body):
 class OnboardingBody(_Body):
     """``POST /api/v1/onboardings/create`` (spec 2.7, 4.1)."""
 
-    sendToRecipient: bool = False
+    sendToRecipient: StrictBool = False
     userKey: UUID | None = None
     recipient: Recipient
     clients: list[OnboardingClientBody] = Field(min_length=1, max_length=50)
@@ -136,7 +138,7 @@ class EformSendBody(_Body):
     templateId: int
     entityKey: UUID | None = None
     recipient: Recipient | None = None
-    mute: bool = False
+    mute: StrictBool = False
 
 
 class LeadBody(_Body):
@@ -164,14 +166,19 @@ class ContactBody(_Body):
     email: str | None = None
     mobile: str | None = None
     role: str | None = None
-    isPrimary: bool | None = None
+    isPrimary: StrictBool | None = None
+
+
+class NewContactBody(ContactBody):
+    """A contact to add: ``firstName``, ``lastName`` or ``email`` is required (the route
+    checks; the OpenAPI document says so)."""
 
 
 class IdVerificationBody(_Body):
     """``POST /api/v1/id-verifications/send`` (guessed beyond includeAml)."""
 
     entityKey: UUID
-    includeAml: bool = False
+    includeAml: StrictBool = False
 
 
 class AmlCheckBody(_Body):

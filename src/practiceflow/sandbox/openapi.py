@@ -93,7 +93,7 @@ def _operation(op: Op, number: int) -> dict[str, Any]:
     }
     if op.body is not None:
         operation["requestBody"] = {
-            "required": True,
+            "required": not op.body_optional,
             "content": {
                 "application/json": {"schema": {"$ref": f"#/components/schemas/{op.body.__name__}"}}
             },

@@ -2,8 +2,9 @@
 
 The routes check more than a model can say: a field that is one of a practice's fixed
 settings (entity types, lead sources and statuses, eForm and proposal templates, catalog
-services, webhook events), one of two fields that must be given (``entityType`` or
-``entityTypeID``, ``hookUrl`` or ``targetUrl``, ``taxAmount`` or ``taxPercent``), a subscriber
+services, webhook events), one of several fields that must be given (``entityType`` or
+``entityTypeID``, ``hookUrl`` or ``targetUrl``, ``taxAmount`` or ``taxPercent``, a new
+contact's name or email), a subscriber
 URL on loopback. The document states the same rules, so that a request the document calls
 valid is one the sandbox accepts (schemathesis's ``positive_data_acceptance`` holds it to
 that). The values are those of the region the document describes, read from a practice
@@ -92,8 +93,14 @@ def refine_bodies(schemas: dict[str, Any], region: str) -> None:
     for name in ("hookUrl", "targetUrl"):
         hook["properties"][name]["anyOf"][0] = dict(url)
     # the route reads hookUrl first: when it is given, it is the URL that must be loopback
-    _one_of_fields(hook, {"hookUrl": url}, {"hookUrl": {"type": "null"}, "targetUrl": url})
-    hook["anyOf"][1]["required"] = ["targetUrl"]
+    hook["anyOf"] = [
+        {"required": ["hookUrl"], "properties": {"hookUrl": url}},
+        {"required": ["targetUrl"], "properties": {"hookUrl": {"type": "null"}, "targetUrl": url}},
+    ]
+
+    _one_of_fields(
+        schemas["NewContactBody"], {"firstName": text}, {"lastName": text}, {"email": text}
+    )
 
     _enum(schemas["ProposalServiceBody"], "serviceID", services)
     _enum(schemas["ProposalFromTemplateBody"], "templateId", list(PROPOSAL_TEMPLATES))

@@ -69,6 +69,7 @@ class Op:
         statuses: the statuses documented besides 401/429/500.
         guess: True when the spec does not show this operation's shape (GUESSES.md).
         produces: the media type of a 2xx answer.
+        body_optional: whether the request may carry no body at all.
     """
 
     method: str
@@ -81,6 +82,7 @@ class Op:
     statuses: tuple[int, ...] = (200,)
     guess: bool = False
     produces: str = "application/json"
+    body_optional: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -128,20 +130,25 @@ def _describe(error: Mapping[str, Any]) -> str:
     return f"{location}: {error.get('msg', 'invalid')} (got {shown})"
 
 
-async def read_body(request: Request, model: type[ModelT]) -> ModelT:
+async def read_body(request: Request, model: type[ModelT], optional: bool = False) -> ModelT:
     """Parse and validate the JSON body.
 
     Args:
         request: the request.
         model: the pydantic model of the body.
+        optional: whether the request may carry no body at all (read as ``{}``); the
+            OpenAPI document says so (``Op.body_optional``).
 
     Returns:
         The validated body.
 
     Raises:
-        ApiProblem: 400 when the body is not a JSON object or does not fit the model.
+        ApiProblem: 400 when the body is missing (and not optional), is not a JSON object
+            or does not fit the model.
     """
     raw = await request.body()
+    if not raw and not optional:
+        raise ApiProblem(400, "body: missing; expected a JSON object")
     try:
         data = json.loads(raw or b"{}")
     except (ValueError, UnicodeDecodeError):

@@ -7,7 +7,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from practiceflow.sandbox.bodies import ContactBody, EntityBody
+from practiceflow.sandbox.bodies import ContactBody, EntityBody, NewContactBody
 from practiceflow.sandbox.clock import format_time, parse_time
 from practiceflow.sandbox.paging import page_number, since
 from practiceflow.sandbox.problems import ApiProblem
@@ -187,7 +187,7 @@ async def create_contact(request: Request) -> Response:
     """Add a contact to a client; bumps the client's ``lastUpdated``."""
     ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
-    body = await read_body(request, ContactBody)
+    body = await read_body(request, NewContactBody)
     if not (body.firstName or body.lastName or body.email):
         raise ApiProblem(400, "firstName, lastName or email is required")
     key = ctx.practice.new_uuid()
@@ -235,7 +235,7 @@ OPS = [
     Op("GET", "/api/v1/entities/{entityKey:uuid}/contacts", list_contacts,
        "Contacts of a client", "contacts", statuses=(200, 404), guess=True),
     Op("POST", "/api/v1/entities/{entityKey:uuid}/contacts", create_contact,
-       "Add a contact to a client", "contacts", body=ContactBody, statuses=(201, 400, 403, 404),
+       "Add a contact to a client", "contacts", body=NewContactBody, statuses=(201, 400, 403, 404),
        guess=True),
     Op("PUT", "/api/v1/entities/{entityKey:uuid}/contacts/{contactKey:uuid}", update_contact,
        "Update a contact of a client", "contacts", body=ContactBody,

@@ -182,7 +182,7 @@ async def renew(request: Request) -> Response:
     """The original becomes Renewed; a new Draft with copied pricing is returned."""
     ctx = context(request)
     original = proposal_or_404(ctx.practice, request.path_params["key"])
-    await read_body(request, RenewBody)
+    await read_body(request, RenewBody, optional=True)
     proposal = _copy(ctx.practice, original)
     proposal["renewedFrom"] = original["proposalKey"]
     original["status"] = "Renewed"
@@ -248,7 +248,7 @@ OPS = [
     Op("GET", _KEY + "/renew-preview", renew_preview, "Preview a renew", "proposals",
        statuses=(200, 404), guess=True),
     Op("POST", _KEY + "/renew", renew, "Renew a proposal", "proposals", body=RenewBody,
-       statuses=(201, 400, 403, 404)),
+       statuses=(201, 400, 403, 404), body_optional=True),
     Op("POST", _KEY + "/duplicate", duplicate, "Duplicate a proposal", "proposals",
        statuses=(201, 403, 404)),
 ]
