@@ -73,9 +73,16 @@ def _path(plan_path: Any) -> tuple[str, list[str]]:
     if isinstance(plan_path, str):
         return plan_path, []
     expr = plan_path[LEAF]
-    parts = expr.get("concat", [expr])
+    parts = list(expr.get("concat", [expr]))
     text, names = "", []
-    for part in parts:
+    while parts:
+        part = parts.pop(0)
+        then = _optional_segment(part)
+        if then is not None:
+            # A segment sent only when its field is given: OpenAPI has no optional path
+            # part, so the operation takes the fuller path and the field becomes required.
+            parts[:0] = then
+            continue
         if "const" in part:
             text += str(part["const"])
             continue
@@ -85,6 +92,19 @@ def _path(plan_path: Any) -> tuple[str, list[str]]:
         text += "{" + found[0] + "}"
         names.append(found[0])
     return text, names
+
+
+def _optional_segment(part: Any) -> list[Any] | None:
+    """The parts of ``{% if input.X is defined %}...{% endif %}`` (nothing in its else)."""
+    branches = part.get("if") if isinstance(part, Mapping) else None
+    if not isinstance(branches, list) or len(branches) != 3:
+        return None
+    test, then, otherwise = branches
+    if not (isinstance(test, Mapping) and test.get("test", [None])[0] == "defined"):
+        return None
+    if otherwise != {"concat": []} or not isinstance(then, Mapping):
+        return None
+    return list(then.get("concat", [then]))
 
 
 class _Builder:

@@ -73,9 +73,7 @@ def read_result_schema(module: ActionModule) -> dict[str, Any]:
     """The output schema of a read tool (see the module docstring)."""
     # The root is never masked whole (a tag there is not a field's), as in masking.
     root = copy.deepcopy(dict(module.output.schema))
-    schema = portable_schema(
-        _unrequired({key: _open_masked(value) for key, value in root.items()})
-    )
+    schema = portable_schema(_unrequired({key: _open_masked(value) for key, value in root.items()}))
     if not wraps_result(module):
         return dict(schema)
     return {"type": "object", "required": ["result"], "properties": {"result": schema}}
