@@ -12,7 +12,7 @@ from practiceflow.errors import BugError, ConfigError
 from practiceflow.state import NewEvent, StateStore
 
 if TYPE_CHECKING:
-    from conftest import FakeClock
+    from state.conftest import FakeClock
 
 
 P, Q = "practice-a", "practice-b"

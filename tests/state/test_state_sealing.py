@@ -20,10 +20,10 @@ import pytest
 from cryptography.fernet import Fernet
 from psycopg import sql
 
-from conftest import FakeClock
 from practiceflow.errors import ConfigError
 from practiceflow.state import NewEvent, StateStore
 from practiceflow.state.sealing import KEY_ENV, KEY_FILE_ENV
+from state.conftest import FakeClock
 
 P = "practice-1"
 EMAIL = "wilhelmina.canary@example.org"
