@@ -268,18 +268,16 @@ def test_deliveries_refused_until_the_sender_gave_up_are_listed_once_space_retur
         disk_full.on = False
         later = set(create_clients(rsandbox, 1, "Later"))
         wait_until(lambda: len(writes_by_entity(rsandbox, later)[0]) == 1, 30, "the later run")
-        held = serve.store.list_runs
         gaps = wait_until(
-            lambda: [run for run in held(status="in_doubt") if run.recipe.startswith("gap: ")],
+            lambda: serve.store.list_attention(kind="gap", statuses=("open", "checking")),
             30,
             "the refused window listed",
         )
         (gap,) = gaps
-        step = serve.store.get_step(gap.run_id, "gap")
     finally:
         serve.stop()
     assert writes_by_entity(rsandbox, lost)[0] == {}  # lost: never stored, never run
-    assert gap.recipe == "gap: any_webhook_event"
-    assert step is not None
-    assert "the state store was down" in step.error["message"]
-    assert "refused with 503" in step.error["message"]
+    assert gap.trigger == "any_webhook_event"
+    assert gap.window_start is not None and gap.window_end is not None
+    assert "the state store was down" in gap.reason
+    assert "refused with 503" in gap.reason
