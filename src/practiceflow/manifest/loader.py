@@ -257,6 +257,7 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         secret_paths=lint.pii_paths(output_schema, marker="x-secret"),
         extensions=extensions,
         choices=choice_fields(input_schema),
+        text=located.text,
     )
 
 
@@ -336,6 +337,7 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
         override=bool(data.get("override", False)),
         source=file,
         choices=choice_fields(input_schema),
+        text=located.text,
     )
 
 
@@ -443,6 +445,7 @@ def recipe_from(located: Located, file: str) -> Recipe:
         steps=tuple(steps),
         source=file,
         raw=data,
+        text=located.text,
     )
 
 

@@ -97,6 +97,7 @@ class ActionModule:
         secret_paths: JSON paths of output fields marked ``x-secret``.
         extensions: the optional ``list``, ``download`` and ``warn_if`` sections.
         choices: input fields whose choices a list action reads (``x-choices``), by path.
+        text: the YAML text it was built from (a run's version records it).
     """
 
     key: str
@@ -119,6 +120,7 @@ class ActionModule:
     secret_paths: frozenset[tuple[str, ...]] = frozenset()
     extensions: Extensions = field(default_factory=Extensions)
     choices: Mapping[FieldPath, ChoiceSource] = field(default_factory=dict)
+    text: str = ""
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -159,6 +161,7 @@ class TriggerModule:
         override: whether it replaces a shipped module of the same key.
         source: the file it was loaded from.
         choices: input fields whose choices a list action reads (``x-choices``), by path.
+        text: the YAML text it was built from (a run's version records it).
     """
 
     key: str
@@ -174,6 +177,7 @@ class TriggerModule:
     override: bool
     source: str
     choices: Mapping[FieldPath, ChoiceSource] = field(default_factory=dict)
+    text: str = ""
 
 
 Module = ActionModule | TriggerModule
@@ -216,6 +220,8 @@ class Recipe:
         vars: named values templates read as ``vars``.
         steps: the steps, in order.
         source: the file it was loaded from.
+        raw: the document as plain data.
+        text: the YAML text it was built from (a run's version records it).
     """
 
     name: str
@@ -228,3 +234,4 @@ class Recipe:
     steps: tuple[RecipeStep, ...]
     source: str
     raw: Mapping[str, Any] = field(default_factory=dict)
+    text: str = ""

@@ -168,8 +168,24 @@ _V3: Final = ("ALTER TABLE {p}runs ADD COLUMN origin {json}",)
 # A run's starts that did not end (RunRecord.starts): a crash loop is seen across processes.
 _V4: Final = ("ALTER TABLE {p}runs ADD COLUMN starts integer NOT NULL DEFAULT 0",)
 
+# Recipe versions, content-addressed (practiceflow.versions): each stored once, by digest;
+# a run names the version it started on.
+_V5: Final = (
+    """
+    CREATE TABLE {p}versions (
+        digest text PRIMARY KEY,
+        kind text NOT NULL,
+        name text NOT NULL,
+        content {json} NOT NULL,
+        created_at {time} NOT NULL
+    )
+    """,
+    "ALTER TABLE {p}runs ADD COLUMN version text",
+    "CREATE INDEX {p}runs_by_version ON {p}runs (version)",
+)
+
 #: Statements of each schema version; all pending ones are applied in one transaction.
-MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+MIGRATIONS: Mapping[int, Sequence[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 
 #: The schema version this practiceflow writes.
 LATEST_VERSION: int = max(MIGRATIONS)
@@ -232,7 +248,7 @@ SELECT_SUBSCRIPTIONS: Final = (
 )
 SELECT_RUNS: Final = (
     "SELECT run_id, practice, recipe, event_id, status, error, created_at, updated_at, origin,"
-    " starts FROM {p}runs"
+    " starts, version FROM {p}runs"
 )
 SELECT_HEALTH: Final = (
     "SELECT last_test_delivery_at, resubscribes FROM {p}subscription_health"
@@ -265,6 +281,7 @@ def decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
     return RunRecord(
         row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
         load.load_time(row[6]), load.load_time(row[7]), load.load_json(row[8]), int(row[9]),
+        row[10],
     )  # fmt: skip
 
 
