@@ -22,7 +22,7 @@ from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.versions._recorded import VersionUnavailable, load_version, rebuild, short
 
-__all__ = ["orphan_runs", "recipe_for_run", "version_hold"]
+__all__ = ["orphan_runs", "recipe_for_run", "settle_orphan_event", "version_hold"]
 
 
 def recipe_for_run(
@@ -80,3 +80,16 @@ def orphan_runs(
     # Entries that are not recipe runs (gaps, subscriptions in doubt, held deliveries)
     # have no origin: a runner never drives them.
     return [run for run in found if run.recipe not in served and isinstance(run.origin, Mapping)]
+
+
+def settle_orphan_event(store: StateStore, run: RunRecord, sources: Collection[str]) -> None:
+    """Mark the event of a run no longer served handled once the run ended, unless a
+    served recipe still takes events from its source (that recipe's own run of it marks
+    it, and marking it here would lose the event for that recipe)."""
+    origin = run.origin if isinstance(run.origin, Mapping) else {}
+    source = origin.get("source")
+    if not isinstance(source, str) or source in sources:
+        return
+    event = store.get_event(run.practice, source, run.event_id)
+    if event is not None and event.handled_at is None:
+        store.mark_event_handled(run.practice, source, run.event_id)
