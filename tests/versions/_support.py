@@ -99,7 +99,7 @@ def _insert(recipe: Path, modules: Path) -> None:
         "    use: create_client\n"
         "    with:\n"
         "      entityType: Company\n"
-        "      entityName: \"Inserted {{ trigger.ref }}\"\n"
+        '      entityName: "Inserted {{ trigger.ref }}"\n'
     )
     _replace(recipe, "  - id: client\n", inserted + "  - id: client\n")
 
@@ -109,7 +109,7 @@ def _use(recipe: Path, modules: Path) -> None:
 
 
 def _with(recipe: Path, modules: Path) -> None:
-    _replace(recipe, "billDetails: \"first bill for", "billDetails: \"EDITED bill for")
+    _replace(recipe, 'billDetails: "first bill for', 'billDetails: "EDITED bill for')
     _replace(recipe, "fee: 100", "fee: 250")
 
 
@@ -148,14 +148,18 @@ def written(sandbox: SandboxHandle, ref: str) -> dict[str, Any]:
     converts = [
         r
         for r in sandbox.admin("GET", "/_admin/requests")
-        if r["method"] == "POST" and "convert-to-client" in r["path"]
+        if r["method"] == "POST"
+        and "convert-to-client" in r["path"]
         and any(key in r["path"] for key in keys)
     ]
+    first = f"first bill for {ref}"
     return {
         "client": len(ours),
         "convert": len(converts),
         "bill": len(bills),
-        "first bill": sum(str(b.get("billDetails")).startswith(f"first bill for {ref}") for b in bills),
+        "first bill": sum(
+            str(b.get("billDetails")).startswith(f"first bill for {ref}") for b in bills
+        ),
         "fees": sorted(float(line["billAmount"]) for b in bills for line in b.get("lineItems", [])),
         "inserted": sum(e.get("entityName") == f"Inserted {ref}" for e in entities),
     }

@@ -43,9 +43,7 @@ def _kill(state: Path, env: dict[str, str], point: str, recipe: Path, modules: P
 
 
 #: Each edit with the two points its runs are killed at.
-CASES = [
-    (edit, (POINTS[n % 4], POINTS[(n + 1) % 4])) for n, edit in enumerate(sorted(EDITS))
-]
+CASES = [(edit, (POINTS[n % 4], POINTS[(n + 1) % 4])) for n, edit in enumerate(sorted(EDITS))]
 
 
 @pytest.mark.parametrize(("edit", "points"), CASES, ids=[edit for edit, _ in CASES])
