@@ -157,9 +157,7 @@ def written(sandbox: SandboxHandle, ref: str) -> dict[str, Any]:
         "client": len(ours),
         "convert": len(converts),
         "bill": len(bills),
-        "first bill": sum(
-            str(b.get("billDetails")).startswith(f"first bill for {ref}") for b in bills
-        ),
+        "first bill": sum(str(b.get("billDetails")).startswith(first) for b in bills),
         "fees": sorted(float(line["billAmount"]) for b in bills for line in b.get("lineItems", [])),
         "inserted": sum(e.get("entityName") == f"Inserted {ref}" for e in entities),
     }
