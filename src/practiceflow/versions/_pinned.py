@@ -4,7 +4,7 @@
 on every start (resume, retry, reconciliation): a run on the served version uses the served
 recipe; a run on another version uses that version, rebuilt from the store; a run started
 before versions were recorded uses the served recipe of its name, and is held when none
-is served. A run whose version cannot be rebuilt is held for a person with the reason
+is served or the served one lacks a step the run took. A run whose version cannot be rebuilt is held for a person with the reason
 (:func:`version_hold`), never driven on something else.
 
 :func:`orphan_runs` finds the unfinished runs of recipes no longer served (a recipe file
@@ -41,13 +41,22 @@ def recipe_for_run(
             recipe is not the one served.
     """
     if run.version is None:
-        if run.recipe == served.name:
-            return served
-        message = (
-            f"run {run.run_id} of recipe {run.recipe!r} was started before versions were "
-            f"recorded, and that recipe is not served here (serving {served.name!r})"
-        )
-        raise VersionUnavailable(message)
+        if run.recipe != served.name:
+            message = (
+                f"run {run.run_id} of recipe {run.recipe!r} was started before versions were "
+                f"recorded, and that recipe is not served here (serving {served.name!r})"
+            )
+            raise VersionUnavailable(message)
+        # Its own version is unknown: the served one, unless it lacks a step the run took.
+        ids = {step.id for step in served.recipe.steps}
+        for step in store.get_steps(run.run_id):
+            if step.status != "pending" and step.step_id.split("[", 1)[0] not in ids:
+                message = (
+                    f"run {run.run_id} was started before versions were recorded, and its "
+                    f"step {step.step_id!r} is not in the recipe served now"
+                )
+                raise VersionUnavailable(message)
+        return served
     if run.version == served_digest:
         return served
     return rebuild(load_version(store, run.version))
