@@ -295,7 +295,7 @@ def recipes() -> None:
     Example:
       practiceflow recipes new welcome --trigger proposal_accepted \\
           --step get_client --step create_bill --out welcome.yaml
-      practiceflow recipes check welcome.yaml --migrate
+      practiceflow recipes check recipes/proposal_to_bill_and_eform.yaml --migrate
     """
 
 

@@ -158,8 +158,9 @@ def replay_command(
     \b
     Examples:
       practiceflow replay 5f0c... --recipe recipes/proposal_to_bill_and_eform.yaml
-      practiceflow replay --recipe new_fee.yaml --since 30d
-      practiceflow replay --recipe new_fee.yaml --recipe-name "accepted proposal -> bill" --json
+      practiceflow replay --recipe recipes/proposal_to_bill_and_eform.yaml --since 30d
+      practiceflow replay --recipe recipes/proposal_to_bill_and_eform.yaml \\
+          --recipe-name "accepted proposal -> first bill" --json
     """
     recipe = validate_recipe(recipe_path, registry=load_modules(list(modules_dirs)))
     with open_state(state) as store:
@@ -226,7 +227,7 @@ def check(
     \b
     Examples:
       practiceflow recipes check recipes/proposal_to_bill_and_eform.yaml
-      practiceflow recipes check new_fee.yaml --recipe-name "accepted proposal -> bill"
+      practiceflow recipes check recipes/proposal_to_bill_and_eform.yaml --evidence 30d
       practiceflow recipes check recipes/proposal_to_bill_and_eform.yaml --migrate
     """
     recipe = validate_recipe(recipe_path, registry=load_modules(list(modules_dirs)))

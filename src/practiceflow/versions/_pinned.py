@@ -4,8 +4,9 @@
 on every start (resume, retry, reconciliation): a run on the served version uses the served
 recipe; a run on another version uses that version, rebuilt from the store; a run started
 before versions were recorded uses the served recipe of its name, and is held when none
-is served or the served one lacks a step the run took. A run whose version cannot be rebuilt is held for a person with the reason
-(:func:`version_hold`), never driven on something else.
+is served or the served one lacks a step the run took. A run whose version cannot be
+rebuilt is held for a person with the reason (:func:`version_hold`), never driven on
+something else.
 
 :func:`orphan_runs` finds the unfinished runs of recipes no longer served (a recipe file
 removed or renamed while its runs waited): ``serve`` drives them to their end on their
