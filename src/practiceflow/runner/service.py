@@ -278,6 +278,8 @@ class Service:
         if self.intake is not None:
             self.intake.start()
         try:
+            if self.reload_wanted.is_set():  # a SIGHUP during start-up
+                self.reload_recipes()
             self.resume_unfinished()
             loops = 0
             look = time.monotonic() + self.settle_every
