@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import click
 
-from practiceflow.errors import ConfigError
+from practiceflow.errors import ConfigError, PracticeflowError
 
 __all__ = ["COMMANDS", "worker"]
 
@@ -175,6 +176,7 @@ def worker(
                         err=True,
                     )
             served.extend(fleet.ops_practices())
+            signal.signal(signal.SIGHUP, lambda *_: _reload(fleet))
             click.echo(
                 f"worker: {len(fleet.practices)} practice(s) on {describe_url(state)}", err=True
             )
@@ -198,6 +200,17 @@ def worker(
             if ops is not None:
                 ops.stop()
             fleet.close()
+
+
+def _reload(fleet: Any) -> None:
+    """SIGHUP: the recipe files again; refused as a whole, with the reason, when one does
+    not load."""
+    try:
+        fleet.reload_recipes()
+    except PracticeflowError as exc:
+        click.echo(f"worker: reload refused, the recipes run are unchanged: {exc}", err=True)
+        return
+    click.echo("worker: recipes reloaded; runs in flight keep their versions", err=True)
 
 
 async def _run_jobs(app: Any, *, concurrency: int, **options: Any) -> None:
