@@ -17,8 +17,7 @@ from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.state import StateStore, open_store
 from practiceflow.testing import SandboxHandle
-from practiceflow.versions import recipe_version
-from practiceflow.versions._gate import check_runs, in_flight
+from practiceflow.versions import check_runs, in_flight, recipe_version
 from versions._support import EDITS, make_folder, written
 
 pytestmark = pytest.mark.integration

@@ -23,9 +23,17 @@ from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import validate_recipe
 from practiceflow.state import RunRecord, StateStore
-from practiceflow.versions import recipe_version, short
-from practiceflow.versions._gate import RunCheck, check_runs, in_flight, migrate
-from practiceflow.versions._replay import Replay, ReplayedStep, replay
+from practiceflow.versions import (
+    Replay,
+    ReplayedStep,
+    RunCheck,
+    check_runs,
+    in_flight,
+    migrate,
+    recipe_version,
+    replay,
+    short,
+)
 
 __all__ = ["COMMANDS", "check", "replay_command"]
 

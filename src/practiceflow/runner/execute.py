@@ -46,9 +46,13 @@ from practiceflow.runner.step_executor import (
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import EventRecord, RunRecord, RunStatus, StateStore
 from practiceflow.triggers.base import event_from_record
-from practiceflow.versions import VersionUnavailable, recipe_version, save_version
-from practiceflow.versions._pinned import recipe_for_run, version_hold
-from practiceflow.versions._recorded import remember_built
+from practiceflow.versions.pinned import recipe_for_run, version_hold
+from practiceflow.versions.recorded import (
+    VersionUnavailable,
+    recipe_version,
+    remember_built,
+    save_version,
+)
 
 __all__ = ["RECONCILER", "RunOutcome", "Runner", "error_json", "run_shared"]
 

@@ -38,7 +38,7 @@ from practiceflow.runner.execute import Runner, RunOutcome, run_shared
 from practiceflow.runner.gaps import close_settled_gaps
 from practiceflow.runner.quarantine import is_quarantined
 from practiceflow.state import RunRecord, StateStore
-from practiceflow.versions._pinned import orphan_runs, settle_orphan_event
+from practiceflow.versions.pinned import orphan_runs, settle_orphan_event
 
 __all__ = ["Background", "Intake", "Service"]
 

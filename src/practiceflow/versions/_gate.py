@@ -26,14 +26,14 @@ from typing import Literal
 
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import RunRecord, RunStatus, StateStore
-from practiceflow.versions._recorded import (
+from practiceflow.versions._replay import Replay, replay
+from practiceflow.versions.recorded import (
     RecipeVersion,
     VersionUnavailable,
     load_version,
     rebuild,
     save_version,
 )
-from practiceflow.versions._replay import Replay, replay
 
 __all__ = ["Decision", "RunCheck", "check_runs", "in_flight", "migrate"]
 

@@ -32,7 +32,7 @@ from practiceflow.runner.local import LocalStep
 from practiceflow.runner.validate import StepAction, ValidRecipe
 from practiceflow.state import RunRecord, StateStore, StepRecord
 from practiceflow.templating import render_tree
-from practiceflow.versions._recorded import VersionUnavailable, load_version, rebuild
+from practiceflow.versions.recorded import VersionUnavailable, load_version, rebuild
 
 __all__ = ["Replay", "ReplayedStep", "replay"]
 

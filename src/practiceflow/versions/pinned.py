@@ -21,7 +21,7 @@ from typing import Any
 from practiceflow.runner.quarantine import VERSION_HELD, is_quarantined
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import RunRecord, StateStore
-from practiceflow.versions._recorded import VersionUnavailable, load_version, rebuild, short
+from practiceflow.versions.recorded import VersionUnavailable, load_version, rebuild, short
 
 __all__ = ["orphan_runs", "recipe_for_run", "settle_orphan_event", "version_hold"]
 
