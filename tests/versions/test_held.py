@@ -1,0 +1,35 @@
+"""A run whose version cannot be rebuilt is held for a person with the reason, never
+driven on the recipe served now; a person's retry tries again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from practiceflow.manifest import load_modules
+from practiceflow.runner import Runner, validate_recipe
+from practiceflow.runner.attention import needs_person
+from practiceflow.state import open_store
+from versions._support import make_folder
+
+
+def test_a_run_whose_version_is_not_stored_is_held_with_the_reason(tmp_path: Path) -> None:
+    recipe, modules = make_folder(tmp_path)
+    served = validate_recipe(recipe, registry=load_modules([modules]))
+    with open_store(str(tmp_path / "state.db")) as store:
+        store.record_event("anz", "test_event", "test.event", "e1", {"ref": "e1"})
+        origin = {"source": "test_event", "payload": {"ref": "e1"}}
+        run_id, _ = store.start_run("anz", served.name, "e1", origin=origin, version="0" * 64)
+        runner = Runner(served, store, None, practice="anz")
+
+        (outcome,) = runner.process_pending()
+
+        assert outcome.status == "in_doubt"
+        assert "recipe version 000000000000 cannot be rebuilt" in outcome.error["reason"]
+        assert "it is not in the state store" in outcome.error["reason"]
+        run = store.get_run(run_id)
+        assert run is not None
+        assert needs_person(store, run)
+        assert store.get_steps(run_id) == []  # nothing was sent, not even journaled
+        assert not store.pending_events("anz")  # held, in sight, not left waiting
+        again = runner.resume_run(run_id, retry_failed=True)  # 'runs retry'
+        assert again.status == "in_doubt"
