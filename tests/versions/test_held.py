@@ -1,10 +1,15 @@
 """A run whose version cannot be rebuilt is held for a person with the reason, never
-driven on the recipe served now; a person's retry tries again."""
+driven on the recipe served now; a person's retry tries again. ``runs list`` shows and
+filters the version."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from practiceflow.cli.runs import runs
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.runner.attention import needs_person
@@ -33,3 +38,19 @@ def test_a_run_whose_version_is_not_stored_is_held_with_the_reason(tmp_path: Pat
         assert not store.pending_events("anz")  # held, in sight, not left waiting
         again = runner.resume_run(run_id, retry_failed=True)  # 'runs retry'
         assert again.status == "in_doubt"
+
+
+def test_runs_list_shows_each_runs_version_and_filters_by_a_prefix(tmp_path: Path) -> None:
+    state = str(tmp_path / "state.db")
+    with open_store(state) as store:
+        old, _ = store.start_run("anz", "r", "e1", version="a1" * 32)
+        new, _ = store.start_run("anz", "r", "e2", version="b2" * 32)
+    base = ["list", "--state", state]
+
+    shown = CliRunner().invoke(runs, base, terminal_width=200)
+    assert "a1a1a1a1a1a1" in shown.output
+    assert "b2b2b2b2b2b2" in shown.output
+
+    picked = CliRunner().invoke(runs, [*base, "--version", "b2b2b2b2", "--json"])
+    assert [row["run_id"] for row in json.loads(picked.output)] == [new]
+    assert old not in picked.output
