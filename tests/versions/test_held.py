@@ -10,6 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from practiceflow.cli.runs import runs
+from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.runner.attention import needs_person
@@ -54,3 +55,25 @@ def test_runs_list_shows_each_runs_version_and_filters_by_a_prefix(tmp_path: Pat
     picked = CliRunner().invoke(runs, [*base, "--version", "b2b2b2b2", "--json"])
     assert [row["run_id"] for row in json.loads(picked.output)] == [new]
     assert old not in picked.output
+
+
+def test_runs_recipe_prints_the_stored_version_whatever_the_file_says_now(
+    tmp_path: Path,
+) -> None:
+    recipe, modules = make_folder(tmp_path)
+    served = validate_recipe(recipe, registry=load_modules([modules]))
+    state = str(tmp_path / "state.db")
+    with open_store(state) as store:
+        store.record_event("anz", "test_event", "test.event", "e1", {"ref": "e1"})
+        (outcome,) = Runner(served, store, None, practice="anz").process_pending()
+    original = recipe.read_text(encoding="utf-8")
+    recipe.write_text(original.replace("fee: 100", "fee: 250"), encoding="utf-8")
+
+    shown = CliRunner().invoke(runs, ["recipe", outcome.run_id, "--state", state])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout == original
+    module = ["recipe", outcome.run_id, "--module", "create_bill", "--state", state]
+    assert "override: true" in CliRunner().invoke(runs, module).stdout
+    wrong = CliRunner().invoke(runs, [*module[:3], "nope", "--state", state])
+    assert isinstance(wrong.exception, ConfigError)  # exit 2 under the CLI's main
+    assert "the version's modules are ['convert_lead', 'create_bill'" in str(wrong.exception)

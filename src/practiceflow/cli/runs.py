@@ -38,6 +38,7 @@ from practiceflow.cli.state import (
     run_or_fail,
     state_option,
 )
+from practiceflow.cli.versions import run_recipe
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 from practiceflow.manifest import ModuleRegistry, load_modules
 from practiceflow.runner import (
@@ -341,6 +342,7 @@ def runs() -> None:
 runs.add_command(purge)
 runs.add_command(resolve)
 runs.add_command(cancel)
+runs.add_command(run_recipe)
 
 
 def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:

@@ -29,13 +29,14 @@ from practiceflow.versions import (
     RunCheck,
     check_runs,
     in_flight,
+    load_version,
     migrate,
     recipe_version,
     replay,
     short,
 )
 
-__all__ = ["COMMANDS", "check", "replay_command"]
+__all__ = ["COMMANDS", "check", "replay_command", "run_recipe"]
 
 _modules_option = click.option(
     "--modules",
@@ -287,6 +288,38 @@ def _print_checks(
         console.print(f"moved {len(moved)} runs to version {digest}")
     elif any(one.decision == "can move" for one in checks):
         console.print("run again with --migrate to move the runs that can move")
+
+
+@click.command("recipe")
+@click.argument("run_id")
+@click.option("--module", "module_key", default=None, help="Print this module's text instead.")
+@state_option
+def run_recipe(run_id: str, module_key: str | None, state: str | None) -> None:
+    """Print the recipe a run runs on, as its version stored it (whatever the file says
+    now), or one of that version's modules.
+
+    \b
+    Examples:
+      practiceflow runs recipe 5f0c...
+      practiceflow runs recipe 5f0c... --module create_bill
+    """
+    with open_state(state) as store:
+        record = run_or_fail(store, run_id)
+        if record.version is None:
+            message = f"run {record.run_id}: it started before versions were recorded"
+            raise ConfigError(message)
+        version = load_version(store, record.version)
+    if module_key is None:
+        click.echo(f"# version {short(record.version)} of {version.file}", err=True)
+        click.echo(version.text, nl=False)
+        return
+    found = [module for module in version.modules.values() if module.key == module_key]
+    if not found:
+        known = sorted(module.key for module in version.modules.values())
+        message = f"--module: got {module_key!r}; the version's modules are {known}"
+        raise ConfigError(message)
+    click.echo(f"# {found[0].kind} {found[0].key} from {found[0].source}", err=True)
+    click.echo(found[0].text, nl=False)
 
 
 COMMANDS: list[click.Command] = [replay_command]
