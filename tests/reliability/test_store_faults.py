@@ -278,6 +278,7 @@ def test_deliveries_refused_until_the_sender_gave_up_are_listed_once_space_retur
         serve.stop()
     assert writes_by_entity(rsandbox, lost)[0] == {}  # lost: never stored, never run
     assert gap.trigger == "any_webhook_event"
-    assert gap.window_start is not None and gap.window_end is not None
+    assert gap.window_start is not None
+    assert gap.window_end is not None
     assert "the state store was down" in gap.reason
     assert "refused with 503" in gap.reason

@@ -86,6 +86,9 @@ def test_a_version_4_database_moves_its_attention_runs_into_the_table(tmp_path: 
         raw.execute("DROP TABLE attention")
         raw.execute("DROP TABLE pending_writes")
         raw.execute("DROP TABLE run_leases")
+        raw.execute("DROP TABLE versions")
+        raw.execute("DROP INDEX runs_by_version")
+        raw.execute("ALTER TABLE runs DROP COLUMN version")
         raw.execute("UPDATE schema_version SET version = 4")
     with SQLiteStore(path) as store:
         assert store.schema_version == LATEST_VERSION

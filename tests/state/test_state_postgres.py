@@ -124,6 +124,9 @@ def test_migration_6_moves_the_attention_runs_into_their_table(
     _raw(url, "DROP TABLE pf_attention")
     _raw(url, "DROP TABLE pf_pending_writes")
     _raw(url, "DROP TABLE pf_run_leases")
+    _raw(url, "DROP TABLE pf_versions")
+    _raw(url, "DROP INDEX pf_runs_by_version")
+    _raw(url, "ALTER TABLE pf_runs DROP COLUMN version")
     _raw(url, "UPDATE pf_schema_version SET version = 4")
     assert migrate(url).changed
     store = PostgresStore(url)

@@ -134,6 +134,9 @@ def test_a_version_1_database_upgrade_waits_for_the_write_lock(db_path: Path) ->
     with sqlite3.connect(db_path) as raw:
         raw.execute("DROP TABLE subscription_health")
         raw.execute("DROP TABLE run_leases")
+        raw.execute("DROP TABLE versions")
+        raw.execute("DROP INDEX runs_by_version")
+        raw.execute("ALTER TABLE runs DROP COLUMN version")
         raw.execute("ALTER TABLE runs DROP COLUMN origin")
         raw.execute("ALTER TABLE runs DROP COLUMN starts")
         raw.execute("DROP TABLE pending_writes")
@@ -157,13 +160,16 @@ def test_a_version_1_database_is_upgraded_in_place_keeping_its_data(db_path: Pat
     with sqlite3.connect(db_path) as raw:  # what practiceflow with schema 1 left behind
         raw.execute("DROP TABLE subscription_health")
         raw.execute("DROP TABLE run_leases")
+        raw.execute("DROP TABLE versions")
+        raw.execute("DROP INDEX runs_by_version")
+        raw.execute("ALTER TABLE runs DROP COLUMN version")
         raw.execute("ALTER TABLE runs DROP COLUMN origin")
         raw.execute("ALTER TABLE runs DROP COLUMN starts")
         raw.execute("DROP TABLE pending_writes")
         raw.execute("DROP TABLE attention")
         raw.execute("UPDATE schema_version SET version = 1")
     with SQLiteStore(db_path) as store:
-        assert store.schema_version == LATEST_VERSION == 7
+        assert store.schema_version == LATEST_VERSION == 8
         assert store.get_cursor("p", "t") == "v"
         assert store.count_resubscribe("p", "t") == 1
         assert store.subscription_health("p", "t").resubscribes == 1
@@ -174,6 +180,9 @@ def test_a_version_3_database_gains_the_runs_starts_keeping_its_runs(db_path: Pa
         run_id, _ = store.start_run("p", "r", "e")
     with sqlite3.connect(db_path) as raw:  # what practiceflow with schema 3 left behind
         raw.execute("DROP TABLE run_leases")
+        raw.execute("DROP TABLE versions")
+        raw.execute("DROP INDEX runs_by_version")
+        raw.execute("ALTER TABLE runs DROP COLUMN version")
         raw.execute("ALTER TABLE runs DROP COLUMN starts")
         raw.execute("DROP TABLE pending_writes")
         raw.execute("DROP TABLE attention")

@@ -58,6 +58,9 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
         "practiceflow.cli.runs", "plan", "Forecast the API calls and budget of recipes."
     ),
     "recipes": LazyCommand("practiceflow.cli.scaffold", "recipes", "Start new recipes."),
+    "replay": LazyCommand(
+        "practiceflow.cli.versions", "replay_command", "Replay runs under another version."
+    ),
     "run": LazyCommand("practiceflow.cli.runs", "run", "Run a recipe (once, or dry-run)."),
     "runs": LazyCommand("practiceflow.cli.runs", "runs", "List, show, retry and resolve runs."),
     "sandbox": LazyCommand(

@@ -39,6 +39,7 @@ from practiceflow.cli.state import (
     run_or_fail,
     state_option,
 )
+from practiceflow.cli.versions import run_recipe
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 from practiceflow.manifest import ModuleRegistry, load_modules
 from practiceflow.runner import (
@@ -56,6 +57,7 @@ from practiceflow.runner.service import Service
 from practiceflow.state import RunRecord
 from practiceflow.state.request_log import RequestLog
 from practiceflow.state.retention import FINISHED
+from practiceflow.versions import load_version, rebuild, short
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
 
@@ -342,6 +344,7 @@ def runs() -> None:
 runs.add_command(purge)
 runs.add_command(resolve)
 runs.add_command(cancel)
+runs.add_command(run_recipe)
 
 
 def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
@@ -399,10 +402,16 @@ def _run_json(record: RunRecord) -> dict[str, Any]:
     type=click.IntRange(1, 1_000_000),
     help="At most this many (newest first).",
 )
+@click.option("--version", "version", default=None, help="Only runs on this recipe version.")
 @state_option
 @_json_option
 def list_runs(
-    recipe: str | None, status: Any, limit: int, state: str | None, as_json: bool
+    recipe: str | None,
+    status: Any,
+    limit: int,
+    version: str | None,
+    state: str | None,
+    as_json: bool,
 ) -> None:
     """List runs, newest first. --status in_doubt lists what needs a person, as the
     console's "Needs attention" does: runs held at a step in doubt, quarantined runs
@@ -414,9 +423,10 @@ def list_runs(
     Examples:
       practiceflow runs list
       practiceflow runs list --status in_doubt --json
+      practiceflow runs list --version 3f2a9c01b7de
     """
     with open_state(state) as store:
-        found = store.list_runs(recipe=recipe, status=status, limit=limit)
+        found = store.list_runs(recipe=recipe, status=status, limit=limit, version=version)
         waiting = {record.run_id: needs_person(store, record) for record in found}
         entries = []
         if status == "in_doubt":  # a settled run waits for serve or 'runs retry', not a person
@@ -437,6 +447,7 @@ def list_runs(
         table.add_column("recipe", no_wrap=True, min_width=longest_name)
         table.add_column("status")
         table.add_column("steps", no_wrap=True)
+        table.add_column("version", no_wrap=True)
         table.add_column("updated (UTC)")
         for record in found:
             steps = store.get_steps(record.run_id)
@@ -446,6 +457,7 @@ def list_runs(
                 escape(record.recipe),
                 _status_label(record, waiting[record.run_id]),
                 f"{done}/{len(steps)}",
+                short(record.version),
                 record.updated_at.strftime("%m-%d %H:%M"),
             )
         for entry in entries:  # the run column holds the id 'attention settle' takes
@@ -499,8 +511,8 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
             return
         console = terminal()
         console.print(
-            f"run [bold]{record.run_id}[/] of {record.recipe!r} for event {record.event_id}: "
-            f"[bold]{record.status}[/]"
+            f"run [bold]{record.run_id}[/] of {record.recipe!r} (version "
+            f"{short(record.version)}) for event {record.event_id}: [bold]{record.status}[/]"
         )
         # Step ids and statuses never wrap; a succeeded step's identifiers go one a line,
         # so that a key is never cut at 80 columns.
@@ -556,12 +568,19 @@ def retry(
             raise ConfigError(message)
         origin = record.origin if isinstance(record.origin, dict) else {}
         path = recipe_path or origin.get("recipe_file")
-        if not path:
+        if record.version and not recipe_path:  # the run's own version, whatever the file says
+            with practice_client(api, state) as client:
+                recipe = rebuild(load_version(store, record.version))
+                runner = Runner(recipe, store, client, practice=record.practice)
+                outcome = runner.resume_run(run_id, retry_failed=True)
+        elif not path:
             message = f"run {run_id}: the recipe file is not known; pass --recipe FILE"
             raise ConfigError(message)
-        with _connect(api, [path], modules_dirs, record.practice, state) as (client, recipes, _):
-            runner = Runner(recipes[0], store, client, practice=record.practice)
-            outcome = runner.resume_run(run_id, retry_failed=True)
+        else:
+            paths = [path]
+            with _connect(api, paths, modules_dirs, record.practice, state) as (client, found, _):
+                runner = Runner(found[0], store, client, practice=record.practice)
+                outcome = runner.resume_run(run_id, retry_failed=True)
         if outcome.driven_elsewhere:
             raise RunDrivenElsewhere(run_id, outcome.driven_elsewhere)
         if as_json:

@@ -289,12 +289,13 @@ def recipe_text(
 
 @click.group("recipes")
 def recipes() -> None:
-    """Start new recipes.
+    """Start new recipes, and check a new version against the runs in flight.
 
     \b
     Example:
       practiceflow recipes new welcome --trigger proposal_accepted \\
           --step get_client --step create_bill --out welcome.yaml
+      practiceflow recipes check recipes/proposal_to_bill_and_eform.yaml --migrate
     """
 
 
@@ -357,5 +358,14 @@ def new_recipe(
     hint = shlex.join(["practiceflow", "run", str(path), *flags, "--dry-run"])
     click.echo(f"wrote {path}; try it with: {hint}")
 
+
+def _check() -> None:
+    """``recipes check`` lives with the versions commands (cli/versions.py)."""
+    from practiceflow.cli.versions import check
+
+    recipes.add_command(check)
+
+
+_check()
 
 COMMANDS: list[click.Command] = [recipes]

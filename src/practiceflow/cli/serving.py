@@ -27,6 +27,7 @@ from practiceflow.cli.retention import purge_by_setting
 from practiceflow.cli.serve_report import ServeReport
 from practiceflow.cli.state import open_state, practice_client, practice_key, sqlite_file
 from practiceflow.early_listen import release
+from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.runner.gaps import Heartbeat, last_alive, note_downtime
@@ -130,6 +131,18 @@ def serve_recipes(
         stack.callback(silence.join, 30.0)
         sweep.start()
         silence.start()
+        triggers = {recipe.trigger.key for recipe in recipes}
+
+        def reload() -> list[Runner]:
+            """The recipe files as they are now (SIGHUP): same triggers, new versions."""
+            fresh = load_modules(list(modules_dirs))
+            now = [validate_recipe(path, registry=fresh, can_write=can_write) for path in paths]
+            if {recipe.trigger.key for recipe in now} != triggers:
+                message = "the recipes' triggers changed; restart serve to subscribe them"
+                raise ConfigError(message)
+            return [Runner(recipe, store, client, practice=key) for recipe in now]
+
+        service.reload = reload
         if listen is not None:
             service.console = console_for(
                 service, client, recipes, key, listen, console_token, ops_routes(metrics)

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from typing import Any
 
 import click
 
-from practiceflow.errors import ConfigError
+from practiceflow.errors import ConfigError, PracticeflowError
 
 __all__ = ["COMMANDS", "worker"]
 
@@ -181,10 +182,11 @@ def worker(
                     click.echo(
                         f"worker: no replica received webhooks since the fleet's last sign of "
                         f"life; {len(listed)} window(s) listed as needing attention: "
-                        "practiceflow runs list --status in_doubt --state URL",
+                        "practiceflow attention list --state URL",
                         err=True,
                     )
             served.extend(fleet.ops_practices())
+            signal.signal(signal.SIGHUP, lambda *_: _reload(fleet))
             click.echo(
                 f"worker: {len(fleet.practices)} practice(s) on {describe_url(state)}", err=True
             )
@@ -210,6 +212,17 @@ def worker(
             if ops is not None:
                 ops.stop()
             fleet.close()
+
+
+def _reload(fleet: Any) -> None:
+    """SIGHUP: the recipe files again; refused as a whole, with the reason, when one does
+    not load."""
+    try:
+        fleet.reload_recipes()
+    except PracticeflowError as exc:
+        click.echo(f"worker: reload refused, the recipes run are unchanged: {exc}", err=True)
+        return
+    click.echo("worker: recipes reloaded; runs in flight keep their versions", err=True)
 
 
 def _require_queue(url: str, where: str) -> None:

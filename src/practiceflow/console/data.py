@@ -26,6 +26,7 @@ from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import brief, detail
 from practiceflow.state import RUN_STATUSES, RunRecord, RunStatus, StateStore, StepRecord
 from practiceflow.state.runids import find_run
+from practiceflow.versions import VersionUnavailable, load_version, rebuild, short
 
 __all__ = [
     "ConsoleContext",
@@ -245,6 +246,7 @@ def _run_row(ctx: ConsoleContext, run: RunRecord) -> dict[str, Any]:
         "event_id": run.event_id,
         "status": run.status,
         "steps_done": _step_count(steps),
+        "version": short(run.version),
         "created_at": _iso(run.created_at),
         "updated_at": _iso(run.updated_at),
     }
@@ -344,6 +346,16 @@ def _recipe_named(ctx: ConsoleContext, name: str) -> ValidRecipe | None:
     return next((recipe for recipe in ctx.recipes if recipe.name == name), None)
 
 
+def _recipe_of(ctx: ConsoleContext, run: RunRecord) -> ValidRecipe | None:
+    """The recipe a run runs on: its stored version, else the served one of its name."""
+    if run.version is not None:
+        try:
+            return rebuild(load_version(ctx.store, run.version))
+        except VersionUnavailable:
+            pass
+    return _recipe_named(ctx, run.recipe)
+
+
 def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
     """One run with its event and every step's journal, masked.
 
@@ -361,7 +373,7 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
     if run is None or (ctx.practice is not None and run.practice != ctx.practice):
         return None
     run_id = run.run_id
-    recipe = _recipe_named(ctx, run.recipe)
+    recipe = _recipe_of(ctx, run)
     steps = ctx.store.get_steps(run_id)
     held = [step.step_id for step in steps if step.status == "in_doubt"]
     advice = quarantine_reason(run)
@@ -427,7 +439,7 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
         if reason is not None:
             rows.append(_unsettled_row(ctx, run, reason, quarantined=True))
             continue
-        recipe = _recipe_named(ctx, run.recipe)
+        recipe = _recipe_of(ctx, run)
         steps = ctx.store.get_steps(run.run_id)
         values = frozenset().union(
             *(ctx.redactor.personal(_use_of(step, recipe), step.request) for step in steps)

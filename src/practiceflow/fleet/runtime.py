@@ -221,6 +221,29 @@ class Fleet:
             self.close()
             raise
 
+    def reload_recipes(self) -> None:
+        """Read every practice's recipe files again (``worker`` on SIGHUP): new events take
+        the new versions, runs in flight keep theirs (:mod:`practiceflow.versions`).
+
+        Raises:
+            ConfigError: a recipe does not load, or its trigger changed (a restart
+                subscribes a new trigger); nothing is swapped then.
+        """
+        registry = load_modules(list(self.config.modules))
+        checked: dict[Path, ValidRecipe] = {}
+        fresh: dict[str, list[Runner]] = {}
+        for name, runtime in self.practices.items():
+            for path in runtime.config.recipes:
+                if path not in checked:
+                    checked[path] = validate_recipe(path, registry=registry)
+            recipes = [checked[path] for path in runtime.config.recipes]
+            if {recipe.trigger.key for recipe in recipes} != {r.source for r in runtime.runners}:
+                message = f"practice {name}: the recipes' triggers changed; restart the worker"
+                raise ConfigError(message)
+            fresh[name] = [Runner(r, self.store, runtime.client, practice=name) for r in recipes]
+        for name, runners in fresh.items():  # each job takes the list it finds at its start
+            self.practices[name].runners = runners
+
     def _add_trigger(self, runtime: PracticeRuntime, recipe: ValidRecipe) -> None:
         """Give a recipe's trigger a poller and/or a webhook binding, as its mode says."""
         found = definition(recipe.trigger)

@@ -274,6 +274,7 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         extensions=extensions,
         choices=choice_fields(input_schema),
         read_back=_read_back(read_back),
+        text=located.text,
     )
 
 
@@ -364,6 +365,7 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
         override=bool(data.get("override", False)),
         source=file,
         choices=choice_fields(input_schema),
+        text=located.text,
     )
 
 
@@ -471,6 +473,7 @@ def recipe_from(located: Located, file: str) -> Recipe:
         steps=tuple(steps),
         source=file,
         raw=data,
+        text=located.text,
     )
 
 

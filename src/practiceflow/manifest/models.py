@@ -116,6 +116,7 @@ class ActionModule:
         extensions: the optional ``list``, ``download`` and ``warn_if`` sections.
         choices: input fields whose choices a list action reads (``x-choices``), by path.
         read_back: how an in-doubt write is looked for; None: a person decides.
+        text: the YAML text it was built from (a run's version records it).
     """
 
     key: str
@@ -139,6 +140,7 @@ class ActionModule:
     extensions: Extensions = field(default_factory=Extensions)
     choices: Mapping[FieldPath, ChoiceSource] = field(default_factory=dict)
     read_back: ReadBackSpec | None = None
+    text: str = ""
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -179,6 +181,7 @@ class TriggerModule:
         override: whether it replaces a shipped module of the same key.
         source: the file it was loaded from.
         choices: input fields whose choices a list action reads (``x-choices``), by path.
+        text: the YAML text it was built from (a run's version records it).
     """
 
     key: str
@@ -194,6 +197,7 @@ class TriggerModule:
     override: bool
     source: str
     choices: Mapping[FieldPath, ChoiceSource] = field(default_factory=dict)
+    text: str = ""
 
 
 Module = ActionModule | TriggerModule
@@ -236,6 +240,8 @@ class Recipe:
         vars: named values templates read as ``vars``.
         steps: the steps, in order.
         source: the file it was loaded from.
+        raw: the document as plain data.
+        text: the YAML text it was built from (a run's version records it).
     """
 
     name: str
@@ -248,3 +254,4 @@ class Recipe:
     steps: tuple[RecipeStep, ...]
     source: str
     raw: Mapping[str, Any] = field(default_factory=dict)
+    text: str = ""

@@ -114,11 +114,13 @@ class Located:
         data: the document as plain data (dict, list, str, int, float, bool, None).
         positions: JSON path -> (line, column) of the value at that path (1-based).
         key_positions: JSON path -> (line, column) of the mapping key that ends the path.
+        text: the text it was read from (what a run's version records).
     """
 
     data: Any
     positions: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
     key_positions: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+    text: str = ""
 
     def where(self, path: JsonPath, *, key: bool = False) -> tuple[int, int]:
         """Return the best known (line, column) for a path: itself, else its nearest parent.
@@ -177,10 +179,12 @@ def load_yaml(text: str) -> Located:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise YamlLoadError(f"document is larger than {MAX_BYTES} bytes")
     try:
-        return _load_checked(text)
+        located = _load_checked(text)
     except (RecursionError, MemoryError):
         message = f"document is too deeply nested or too large to read (at most {MAX_DEPTH} levels)"
         raise YamlLoadError(message) from None
+    located.text = text
+    return located
 
 
 def _load_checked(text: str) -> Located:

@@ -15,6 +15,10 @@ instead of started again (:mod:`.quarantine`).
 
 Should another runner create the same run first, this one drives the run as the other
 left it.
+
+A run keeps its version (:mod:`practiceflow.versions`): the recipe version is stored when
+the run is created, and every start drives the run with it, whatever the files say now; a
+run whose version cannot be rebuilt is held for a person with the reason.
 """
 
 from __future__ import annotations
@@ -43,6 +47,13 @@ from practiceflow.runner.step_executor import (
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import EventRecord, RunRecord, RunStatus, StateStore
 from practiceflow.triggers.base import event_from_record
+from practiceflow.versions.pinned import recipe_for_run, version_hold
+from practiceflow.versions.recorded import (
+    VersionUnavailable,
+    recipe_version,
+    remember_built,
+    save_version,
+)
 
 __all__ = ["RECONCILER", "RunOutcome", "Runner", "error_json", "run_shared"]
 
@@ -107,6 +118,20 @@ class Runner:
         self._point = on_point or (lambda label: None)
         self._sleep = sleep
         self._recipe_file = str(Path(recipe.source).resolve())
+        self._version = recipe_version(recipe)
+        self._digest: str | None = None  # set once the version is stored
+
+    @property
+    def version(self) -> str | None:
+        """The digest of the served recipe's version (None: it was not read from text)."""
+        return None if self._version is None else self._version.digest
+
+    def _stored_version(self) -> str | None:
+        """Store the served version (once per runner) before a run names it."""
+        if self._digest is None and self._version is not None:
+            self._digest = save_version(self.store, self._version)
+            remember_built(self._digest, self.recipe)
+        return self._digest
 
     @property
     def source(self) -> str:
@@ -150,7 +175,11 @@ class Runner:
             self.store.mark_event_handled(self.practice, event.source, event.event_id)
             return None
         run_id, created = self.store.start_run(
-            self.practice, self.recipe.name, event.event_id, origin=self.origin(event)
+            self.practice,
+            self.recipe.name,
+            event.event_id,
+            origin=self.origin(event),
+            version=self._stored_version(),
         )
         if not created:
             logger.info("run of event %s: found run %s", event.event_id, run_id)
@@ -252,13 +281,17 @@ class Runner:
             raise BugError(message)
         if run.starts >= QUARANTINE_AFTER and not retry_failed:
             return self._quarantine(run, created, handled)
+        try:
+            recipe = recipe_for_run(self.store, run, self.recipe, self._stored_version())
+        except VersionUnavailable as exc:
+            return self._hold(run, created, handled, version_hold(run, exc))
         steps = {step.step_id: step for step in self.store.get_steps(run_id)}
         # Committed before the first step: a start the process does not survive counts.
         self.store.count_start(run_id)
         journal = RunJournal(self.store, run_id, steps, lease)
         context = RunContext(run.origin.get("payload"), run.created_at)
         executor = StepExecutor(
-            self.recipe,
+            recipe,
             journal,
             self.client,
             context,
@@ -266,12 +299,12 @@ class Runner:
             on_point=self._point,
             sleep=self._sleep,
         )
-        log = {"run": run_id, "recipe": self.recipe.name, "event": run.event_id}
+        log = {"run": run_id, "recipe": recipe.name, "event": run.event_id}
         logger.info("run %s: started", run_id, extra={"pf": {**log, "status": "running"}})
         status: RunStatus = "succeeded"
         error: Any = None
         with priority(Priority.EVENT):
-            for step in self.recipe.recipe.steps:
+            for step in recipe.recipe.steps:
                 if self.stop.is_set():
                     logger.info("run %s: stopped before %s", run_id, step.id, extra={"pf": log})
                     return self._stopped(run, created)
@@ -295,7 +328,12 @@ class Runner:
 
     def _quarantine(self, run: RunRecord, created: bool, handled: EventRecord | None) -> RunOutcome:
         """Hold a run started too often without ending, instead of starting it again."""
-        error = quarantine_error(run)
+        return self._hold(run, created, handled, quarantine_error(run))
+
+    def _hold(
+        self, run: RunRecord, created: bool, handled: EventRecord | None, error: dict[str, Any]
+    ) -> RunOutcome:
+        """Hold a run for a person, with the reason, before any step of this start."""
         pf = {"run": run.run_id, "recipe": self.recipe.name, "event": run.event_id}
         logger.error("run %s: %s", run.run_id, error["reason"], extra={"pf": pf})
         journal = RunJournal(self.store, run.run_id, {})

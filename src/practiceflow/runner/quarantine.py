@@ -30,6 +30,7 @@ from practiceflow.state import RunRecord
 __all__ = [
     "QUARANTINED",
     "QUARANTINE_AFTER",
+    "VERSION_HELD",
     "is_quarantined",
     "quarantine_error",
     "quarantine_reason",
@@ -41,13 +42,17 @@ QUARANTINE_AFTER: Final = 3
 #: The ``kind`` of a quarantined run's error.
 QUARANTINED: Final = "quarantined"
 
+#: The ``kind`` of the error of a run held because its recipe version cannot be rebuilt
+#: (:mod:`practiceflow.versions`): held like a quarantined run, until a person acts.
+VERSION_HELD: Final = "version_unavailable"
+
 
 def quarantine_reason(run: RunRecord) -> str | None:
     """Why a run is quarantined and what to do, or None when it is not quarantined."""
     error = run.error
     if run.status != "in_doubt" or not isinstance(error, Mapping):
         return None
-    return str(error.get("reason")) if error.get("kind") == QUARANTINED else None
+    return str(error.get("reason")) if error.get("kind") in (QUARANTINED, VERSION_HELD) else None
 
 
 def is_quarantined(run: RunRecord) -> bool:

@@ -36,7 +36,8 @@ from practiceflow.errors import PracticeflowError
 from practiceflow.runner.event_guard import EventGuard
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
 from practiceflow.runner.quarantine import is_quarantined
-from practiceflow.state import StateStore
+from practiceflow.state import RunRecord, StateStore
+from practiceflow.versions.pinned import orphan_runs, settle_orphan_event
 
 __all__ = ["Background", "Intake", "Service"]
 
@@ -88,6 +89,9 @@ class Service:
             runs resolve``, ``store.resolve_step``) and for settled gap entries to close.
         guard: the per-event boundary: an exception no step caught is recorded on the run
             that raised, and the service goes on (:mod:`practiceflow.runner.event_guard`).
+        reload: builds the runners again from the recipe files (``serve`` on SIGHUP), or
+            None. New events take the new versions; runs in flight keep theirs.
+        reload_wanted: set (by SIGHUP) to reload at the top of the next loop.
     """
 
     runners: list[Runner]
@@ -101,6 +105,8 @@ class Service:
     settled: threading.Event = field(default_factory=threading.Event)
     settle_every: float = 1.0
     guard: EventGuard = field(init=False)
+    reload: Callable[[], list[Runner]] | None = None
+    reload_wanted: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         self.guard = EventGuard(self.store)
@@ -118,6 +124,30 @@ class Service:
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
+        if self.reload is not None:
+
+            def hang_up(signum: int, frame: FrameType | None) -> None:
+                del signum, frame
+                self.reload_wanted.set()
+                self.wake.set()
+
+            signal.signal(signal.SIGHUP, hang_up)
+
+    def reload_recipes(self) -> None:
+        """Build the runners again (:attr:`reload`); a recipe that no longer loads keeps
+        the runners as they were, and says why."""
+        self.reload_wanted.clear()
+        if self.reload is None:
+            return
+        try:
+            runners = self.reload()
+        except PracticeflowError as exc:
+            logger.error("reload refused, the recipes served are unchanged: %s", exc)
+            return
+        for runner in runners:
+            runner.stop = self.stop
+        self.runners = runners
+        logger.info("reloaded: %s", ", ".join(runner.recipe.name for runner in runners))
 
     def _emit(self, outcome: RunOutcome | None) -> None:
         if outcome is not None and self.on_outcome is not None:
@@ -161,16 +191,31 @@ class Service:
             for run in [*runs, *settled]:
                 if self.stop.is_set():
                     return count
-                if self.guard.skips(run.run_id):
-                    continue
-                outcome = self.guard.resume(run.run_id, partial(runner.resume_run, run.run_id))
-                if outcome is not None and outcome.status == "running" and outcome.error:
-                    # Its failure was recorded: started again (or quarantined) next loop,
-                    # even when its event is handled and no drain brings it back.
-                    self.settled.set()
-                self._emit(outcome)
+                self._resume_one(runner, run)
+                count += 1
+        # Runs of recipes no longer served finish on their own versions (versions package).
+        served = {runner.recipe.name for runner in self.runners}
+        sources = {runner.source for runner in self.runners}
+        for practice in {runner.practice for runner in self.runners}:
+            for run in orphan_runs(self.store, practice, served, settled_only=settled_only):
+                if self.stop.is_set():
+                    return count
+                outcome = self._resume_one(self.runners[0], run)
+                if outcome is not None and outcome.status != "running":
+                    settle_orphan_event(self.store, run, sources)
                 count += 1
         return count
+
+    def _resume_one(self, runner: Runner, run: RunRecord) -> RunOutcome | None:
+        if self.guard.skips(run.run_id):
+            return None
+        outcome = self.guard.resume(run.run_id, partial(runner.resume_run, run.run_id))
+        if outcome is not None and outcome.status == "running" and outcome.error:
+            # Its failure was recorded: started again (or quarantined) next loop,
+            # even when its event is handled and no drain brings it back.
+            self.settled.set()
+        self._emit(outcome)
+        return outcome
 
     def drain(self, limit: int = 100) -> int:
         """Run the pending events of every recipe's trigger once.
@@ -233,10 +278,14 @@ class Service:
         if self.intake is not None:
             self.intake.start()
         try:
+            if self.reload_wanted.is_set():  # a SIGHUP during start-up
+                self.reload_recipes()
             self.resume_unfinished()
             loops = 0
             look = time.monotonic() + self.settle_every
             while not self.stop.is_set():
+                if self.reload_wanted.is_set():
+                    self.reload_recipes()
                 # A person's decisions reach the loop however they were made: the console
                 # sets ``settled``; the CLI and Python are found by looking.
                 if self.settled.is_set():

@@ -45,7 +45,7 @@ from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep
 from practiceflow.templating import CompiledTemplate, is_template, iter_templates
 
-__all__ = ["StepAction", "ValidRecipe", "output_schema", "validate_recipe"]
+__all__ = ["StepAction", "ValidRecipe", "check_recipe", "output_schema", "validate_recipe"]
 
 StepAction = ActionModule | LocalStep
 
@@ -179,8 +179,24 @@ def validate_recipe(
     Raises:
         ManifestError: with every issue, each naming file, line, column and field.
     """
-    modules = registry if registry is not None else default_registry()
     located, file = read_located(path, display)
+    return check_recipe(located, file, registry=registry, can_write=can_write)
+
+
+def check_recipe(
+    located: Located,
+    file: str,
+    *,
+    registry: ModuleRegistry | None = None,
+    can_write: bool | None = None,
+) -> ValidRecipe:
+    """Check a recipe already read (see :func:`validate_recipe`; a run's stored version is
+    checked this way against its stored modules).
+
+    Raises:
+        ManifestError: with every issue, each naming file, line, column and field.
+    """
+    modules = registry if registry is not None else default_registry()
     recipe = recipe_from(located, file)
     data = located.data
     issues: list[Issue] = []

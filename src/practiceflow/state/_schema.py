@@ -232,6 +232,22 @@ _V6: Final = (
 # Which live process drives a run (run_leases.py): one driver per run across processes.
 _V7: Final = LEASE_TABLE
 
+# Recipe versions, content-addressed (practiceflow.versions): each stored once, by digest;
+# a run names the version it started on.
+_V8: Final = (
+    """
+    CREATE TABLE {p}versions (
+        digest text PRIMARY KEY,
+        kind text NOT NULL,
+        name text NOT NULL,
+        content {json} NOT NULL,
+        created_at {time} NOT NULL
+    )
+    """,
+    "ALTER TABLE {p}runs ADD COLUMN version text",
+    "CREATE INDEX {p}runs_by_version ON {p}runs (version)",
+)
+
 #: Statements of each schema version; all pending ones are applied in one transaction.
 MIGRATIONS: Mapping[int, Sequence[str]] = {
     1: _V1,
@@ -241,6 +257,7 @@ MIGRATIONS: Mapping[int, Sequence[str]] = {
     5: PENDING_WRITES_MIGRATION,  # writes an assistant previewed (pending_writes.py)
     6: _V6,
     7: _V7,
+    8: _V8,
 }
 
 #: The schema version this practiceflow writes.
@@ -304,7 +321,7 @@ SELECT_SUBSCRIPTIONS: Final = (
 )
 SELECT_RUNS: Final = (
     "SELECT run_id, practice, recipe, event_id, status, error, created_at, updated_at, origin,"
-    " starts FROM {p}runs"
+    " starts, version FROM {p}runs"
 )
 SELECT_HEALTH: Final = (
     "SELECT last_test_delivery_at, resubscribes FROM {p}subscription_health"
@@ -337,6 +354,7 @@ def decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
     return RunRecord(
         row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
         load.load_time(row[6]), load.load_time(row[7]), load.load_json(row[8]), int(row[9]),
+        row[10],
     )  # fmt: skip
 
 

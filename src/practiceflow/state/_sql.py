@@ -69,6 +69,7 @@ from practiceflow.state.rows import (
     SubscriptionHealth,
     SubscriptionRecord,
     SubscriptionStatus,
+    VersionRecord,
     check_run_transition,
     check_value,
     event_rows,
@@ -400,6 +401,7 @@ class SQLStore(PendingWriteStore, SQLAttention, StateStore):
         origin: Json = None,
         run_id: str | None = None,
         created_at: datetime | None = None,
+        version: str | None = None,
     ) -> tuple[str, bool]:
         """See :meth:`StateStore.start_run`."""
         key = (practice, recipe, event_id)
@@ -411,9 +413,9 @@ class SQLStore(PendingWriteStore, SQLAttention, StateStore):
             # nothing; the SELECT after it sees the winner's row.
             created = db.execute(
                 "INSERT INTO {p}runs (run_id, practice, recipe, event_id, status, origin,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)"
+                " created_at, updated_at, version) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)"
                 " ON CONFLICT (practice, recipe, event_id) DO NOTHING RETURNING run_id",
-                (run_id, *key, encoded, stamp, stamp),
+                (run_id, *key, encoded, stamp, stamp, version),
             ).fetchone()
             if created is not None:
                 return run_id, True
@@ -436,6 +438,7 @@ class SQLStore(PendingWriteStore, SQLAttention, StateStore):
         since: datetime | None = None,
         limit: int = 100,
         run_id_prefix: str | None = None,
+        version: str | None = None,
     ) -> list[RunRecord]:
         """See :meth:`StateStore.list_runs`."""
         if status is not None:
@@ -446,6 +449,7 @@ class SQLStore(PendingWriteStore, SQLAttention, StateStore):
             "status = ?": status,
             "event_id = ?": event_id,
             "run_id LIKE ? ESCAPE '\\'": like_prefix(run_id_prefix),
+            "version LIKE ? ESCAPE '\\'": like_prefix(version),
             "created_at >= ?": None if since is None else self.dialect.dump_time(since, "since"),
         }
         given = {clause: value for clause, value in filters.items() if value is not None}
@@ -455,6 +459,31 @@ class SQLStore(PendingWriteStore, SQLAttention, StateStore):
             (*given.values(), limit),
         )
         return [decode_run(row, self._load) for row in rows]
+
+    def save_version(self, digest: str, kind: str, name: str, content: Json) -> bool:
+        """See :meth:`StateStore.save_version`."""
+        encoded = json_or_null(self.sealer.seal(content, f"version {digest}"), digest)
+        sql = "INSERT INTO {p}versions VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
+        with self._write() as db:
+            params = (digest, kind, name, encoded, self._stamp(None, "created_at"))
+            return db.execute(sql, params).fetchone() is not None
+
+    def get_version(self, digest: str) -> VersionRecord | None:
+        """See :meth:`StateStore.get_version`."""
+        sql = "SELECT digest, kind, name, content, created_at FROM {p}versions WHERE digest = ?"
+        row = self._one(sql, (digest,))
+        if row is None:
+            return None
+        content, created_at = self._load.load_json(row[3]), self._load.load_time(row[4])
+        return VersionRecord(str(row[0]), str(row[1]), str(row[2]), content, created_at)
+
+    def move_run_version(self, run_id: str, from_digest: str | None, to_digest: str) -> bool:
+        """See :meth:`StateStore.move_run_version`."""
+        was = "version IS NULL" if from_digest is None else "version = ?"
+        sql = "UPDATE {p}runs SET version = ? WHERE run_id = ? AND " + was + " RETURNING 1"
+        params = (to_digest, run_id) + (() if from_digest is None else (from_digest,))
+        with self._write(durable=True) as db:
+            return db.execute(sql, params).fetchone() is not None
 
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
         """See :meth:`StateStore.set_run_status`."""

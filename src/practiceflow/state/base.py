@@ -37,6 +37,7 @@ from practiceflow.state.rows import (
     SubscriptionHealth,
     SubscriptionRecord,
     SubscriptionStatus,
+    VersionRecord,
     check_value,
 )
 from practiceflow.state.run_leases import RunLease
@@ -311,6 +312,7 @@ class StateStore(AttentionRows, ABC):
         origin: Json = None,
         run_id: str | None = None,
         created_at: datetime | None = None,
+        version: str | None = None,
     ) -> tuple[str, bool]:
         """Start the one run of ``recipe`` for an event, or find it.
 
@@ -325,6 +327,8 @@ class StateStore(AttentionRows, ABC):
                 stored with a new run and left as it is when the run already existed.
             run_id: the new run's id (a fresh one when omitted).
             created_at: the new run's creation time (now when omitted).
+            version: the digest of the recipe version it runs on (stored with
+                :meth:`save_version` first), kept with a new run.
 
         Returns:
             ``(run_id, created)``; ``created`` is ``False`` when the run already existed.
@@ -345,6 +349,7 @@ class StateStore(AttentionRows, ABC):
         since: datetime | None = None,
         limit: int = 100,
         run_id_prefix: str | None = None,
+        version: str | None = None,
     ) -> list[RunRecord]:
         """Runs matching every filter given, newest first.
 
@@ -356,7 +361,22 @@ class StateStore(AttentionRows, ABC):
             since: only runs started at or after this time.
             limit: at most this many.
             run_id_prefix: only runs whose id starts with this (a short id).
+            version: only runs whose version digest starts with this.
         """
+
+    @abstractmethod
+    def save_version(self, digest: str, kind: str, name: str, content: Json) -> bool:
+        """Store a version under its digest unless it is stored already (content-addressed:
+        the same content is stored once). Returns ``True`` when it was new."""
+
+    @abstractmethod
+    def get_version(self, digest: str) -> VersionRecord | None:
+        """One stored version, or ``None``."""
+
+    @abstractmethod
+    def move_run_version(self, run_id: str, from_digest: str | None, to_digest: str) -> bool:
+        """Move a run to another stored version, only if it is still on ``from_digest``
+        (an explicit migration; :mod:`practiceflow.versions`). Returns whether it moved."""
 
     @abstractmethod
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:

@@ -236,6 +236,8 @@ class RunRecord:
             graceful shutdown): each start the process did not survive, or that an
             exception no step caught cut short, stays counted (the runner quarantines a
             run at :data:`~practiceflow.runner.quarantine.QUARANTINE_AFTER`).
+        version: the digest of the recipe version it runs on (:mod:`practiceflow.versions`);
+            None for a run started before versions were recorded.
     """
 
     run_id: str
@@ -248,6 +250,26 @@ class RunRecord:
     updated_at: datetime
     origin: Json = None
     starts: int = 0
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    """One stored version of a recipe or a module, content-addressed.
+
+    Attributes:
+        digest: the sha256 of its content (hex), its key.
+        kind: ``recipe``, ``action`` or ``trigger``.
+        name: the recipe's name or the module's key.
+        content: what was stored (JSON; :mod:`practiceflow.versions` says its shape).
+        created_at: when it was first stored (UTC).
+    """
+
+    digest: str
+    kind: str
+    name: str
+    content: Json = field(repr=False)
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)
