@@ -17,6 +17,7 @@ from practiceflow.api import Client
 from practiceflow.cli.db import db
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.state import open_store
+from practiceflow.state._schema import LATEST_VERSION
 from practiceflow.testing import SandboxHandle
 from runner._support import REPO
 from versions.fixtures.make_schema4 import FIXTURE_KEY
@@ -35,7 +36,7 @@ def _migrated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     done = CliRunner().invoke(db, ["migrate", "--state", str(state)])
     assert done.exit_code == 0, done.output
     with sqlite3.connect(state) as raw:
-        assert raw.execute("SELECT version FROM schema_version").fetchone() == (5,)
+        assert raw.execute("SELECT version FROM schema_version").fetchone() == (LATEST_VERSION,)
     return state
 
 

@@ -440,36 +440,60 @@ def list_runs(
             return
         # The run id and the recipe name (what --recipe matches) never break: the status and
         # the time wrap at their spaces instead. The event id is in 'runs show' and --json.
-        table = Table(title=f"runs ({len(found)})", box=None, header_style="bold", pad_edge=False)
-        longest_id = max((cell_len(record.run_id) for record in found), default=3)
-        longest_name = max((cell_len(record.recipe) for record in found), default=6)
-        table.add_column("run", no_wrap=True, min_width=longest_id)
-        table.add_column("recipe", no_wrap=True, min_width=longest_name)
-        table.add_column("status")
-        table.add_column("steps", no_wrap=True)
-        table.add_column("version", no_wrap=True)
-        table.add_column("updated (UTC)")
+        console = terminal()
+        cells: list[tuple[str, ...]] = []
         for record in found:
             steps = store.get_steps(record.run_id)
             done = sum(step.status in ("succeeded", "skipped") for step in steps)
-            table.add_row(
-                record.run_id,
-                escape(record.recipe),
-                _status_label(record, waiting[record.run_id]),
-                f"{done}/{len(steps)}",
-                short(record.version),
-                record.updated_at.strftime("%m-%d %H:%M"),
+            cells.append(
+                (
+                    record.run_id,
+                    escape(record.recipe),
+                    _status_label(record, waiting[record.run_id]),
+                    f"{done}/{len(steps)}",
+                    short(record.version),
+                    record.updated_at.strftime("%m-%d %H:%M"),
+                )
             )
         for entry in entries:  # the run column holds the id 'attention settle' takes
             when = entry.updated_at.strftime("%m-%d %H:%M")
-            table.add_row(entry.attention_id, escape(label(entry)), "needs attention", "-", when)
-        console = terminal()
+            row = (entry.attention_id, escape(label(entry)), "needs attention", "-", "-", when)
+            cells.append(row)
+        # The version goes first when the identifiers leave no room for it ('runs show' and
+        # --json name it; --version filters by it).
+        table = _runs_table(found, cells, with_version=True)
+        if _measure(console, table).minimum > console.width:
+            table = _runs_table(found, cells, with_version=False)
         # Narrower than the identifiers need, the lines run past the edge (unwrapped) rather
         # than cut one.
-        needed = console.measure(table, options=console.options.update_width(10_000))
+        needed = _measure(console, table)
         if needed.minimum > console.width:
             console = terminal(width=needed.maximum)
         console.print(table)
+
+
+def _measure(console: Any, table: Table) -> Any:
+    return console.measure(table, options=console.options.update_width(10_000))
+
+
+def _runs_table(
+    found: list[RunRecord], rows: list[tuple[str, ...]], *, with_version: bool
+) -> Table:
+    """The runs listing: the run id and the recipe name (what --recipe matches) never
+    break; the status and the time wrap at their spaces instead."""
+    table = Table(title=f"runs ({len(found)})", box=None, header_style="bold", pad_edge=False)
+    longest_id = max((cell_len(row[0]) for row in rows), default=3)
+    longest_name = max((cell_len(record.recipe) for record in found), default=6)
+    table.add_column("run", no_wrap=True, min_width=longest_id)
+    table.add_column("recipe", no_wrap=True, min_width=longest_name)
+    table.add_column("status")
+    table.add_column("steps", no_wrap=True)
+    if with_version:
+        table.add_column("version", no_wrap=True)
+    table.add_column("updated (UTC)")
+    for row in rows:
+        table.add_row(*(row if with_version else row[:4] + row[5:]))
+    return table
 
 
 @runs.command("show")

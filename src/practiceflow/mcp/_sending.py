@@ -91,10 +91,10 @@ def run_key(write_id: str) -> str:
 def recipe_for_action(module: ActionModule, folder: Path) -> Path:
     """Write (or keep) the one-step recipe that runs an action for an assistant.
 
-    Each top-level input field is passed through from the event's ``body`` (the event has
-    the shape of the ``any_webhook_event`` trigger's output, whose ``body`` is open, so every
-    field name passes the recipe check); a field the assistant did not give renders to None
-    and is left out (the templating omission rule).
+    Each top-level input field is passed through from the event (``trigger``), read with
+    ``trigger.get(NAME)``: a field the assistant did not give renders to None and is left
+    out (the templating omission rule), and no field name is taken for a misspelling of one
+    the trigger declares (``webhookName`` beside ``webhookEvent``).
     The file stays after the server stops: ``practiceflow runs retry`` reads it.
 
     Args:
@@ -105,7 +105,7 @@ def recipe_for_action(module: ActionModule, folder: Path) -> Path:
         The recipe file.
     """
     fields = module.input_schema.get("properties", {})
-    with_ = {name: f"{{{{ trigger.body[{name!r}] | default(None) }}}}" for name in fields}
+    with_ = {name: f"{{{{ trigger.get({name!r}) }}}}" for name in fields}
     recipe = {
         "name": f"assistant: {module.key}",
         "description": f"{module.title}, called by an AI assistant through practiceflow mcp "
@@ -392,8 +392,7 @@ class WriteSender:
 
     def _run(self, entry: ToolEntry, arguments: dict[str, Any], key: str) -> RunOutcome:
         event_key = f"assistant.{entry.name}"
-        payload = {"webhookEvent": event_key, "deliveryId": key, "body": arguments}
-        self.store.record_event(self.practice, EVENT_SOURCE, event_key, key, payload)
+        self.store.record_event(self.practice, EVENT_SOURCE, event_key, key, arguments)
         event = self.store.get_event(self.practice, EVENT_SOURCE, key)
         if event is None:  # pragma: no cover - recorded just above
             raise ConfigError(f"the event of {entry.name} was not recorded")
