@@ -98,3 +98,18 @@ def test_a_held_delivery_is_listed_as_needing_attention_until_cancelled(tmp_path
     assert settled.exit_code == 0, settled.output
     after = runner.invoke(cli, ["runs", "list", "--status", "in_doubt", "--json"])
     assert json.loads(after.stdout) == []
+
+
+def test_runs_show_of_an_attention_entry_says_what_it_is_and_how_to_settle_it(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "s.db"
+    entry_id = _held(state)
+    runner = CliRunner(env={"PRACTICEFLOW_STATE": str(state)})
+
+    result = runner.invoke(cli, ["runs", "show", entry_id[:10]])
+
+    assert result.exit_code == 2, result.output
+    assert "is not a run but an entry needing attention" in result.output
+    assert "practiceflow attention list" in result.output
+    assert f"practiceflow attention settle {entry_id[:8]}" in result.output

@@ -35,8 +35,10 @@ from practiceflow.api.rate_budget import RateBudget, RateLimits
 from practiceflow.api.sqlite_budget import budget_file, open_bucket
 from practiceflow.cli.common import ApiOptions, api_settings, build_client
 from practiceflow.errors import ConfigError
+from practiceflow.runner.attention import find_entry, label, settle_command
 from practiceflow.runner.priorities import PriorityBudget
 from practiceflow.state import RunRecord, StateStore, open_store
+from practiceflow.state.attention import AttentionRecord
 from practiceflow.state.runids import MIN_PREFIX, find_run
 
 __all__ = [
@@ -237,5 +239,20 @@ def run_or_fail(store: StateStore, run_id: str) -> RunRecord:
             else ""
         )
         message = f"no run {run_id!r} in the state store{short}; see 'practiceflow runs list'"
+        entry = _attention_entry(store, run_id)
+        if entry is not None:
+            message = (
+                f"{run_id!r} is not a run but an entry needing attention ({label(entry)}: "
+                f"{entry.status}); see 'practiceflow attention list', settle it with "
+                f"'{settle_command(entry)}'"
+            )
         raise ConfigError(message)
     return found
+
+
+def _attention_entry(store: StateStore, ident: str) -> AttentionRecord | None:
+    """The attention entry an id names, if any (a gap's id is not a run's)."""
+    try:
+        return find_entry(store, ident)
+    except ConfigError:  # a prefix of several entries: the run's message says enough
+        return None
