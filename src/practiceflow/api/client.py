@@ -39,6 +39,7 @@ from practiceflow.api.wire import (
     UNSENDABLE,
     ApiResponse,
     Download,
+    RequestHooks,
     clean_path,
     describe_exception,
     error_from_response,
@@ -76,25 +77,6 @@ class _Call:
     json: Any = field(repr=False)
     #: How it is sent (proxies, TLS verification, client certificate).
     settings: dict[str, Any] = field(repr=False)
-
-
-@dataclass(frozen=True)
-class RequestHooks:
-    """What a caller is told about each request a client sends (httpx's event hooks).
-
-    Attributes:
-        on_send: called with ``{"method", "path", "params", "json", "headers"}`` (as the
-            caller passed them) each time the rate budget has admitted a request,
-            immediately before it leaves (a retry calls it again; every page of a list
-            too). If it raises, nothing is sent and its exception is raised. The runner
-            journals a write's ``sent`` here.
-        on_refused: called when the API answered 429 (it did not act on the request),
-            before the budget pauses and the request waits to be sent again. The runner
-            journals a write back to ``pending`` here.
-    """
-
-    on_send: Callable[[dict[str, Any]], None] | None = None
-    on_refused: Callable[[], None] | None = None
 
 
 class Client:

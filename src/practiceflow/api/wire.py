@@ -11,7 +11,7 @@ import hashlib
 import json as jsonlib
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -28,6 +28,7 @@ __all__ = [
     "UNSENDABLE",
     "ApiResponse",
     "Download",
+    "RequestHooks",
     "clean_path",
     "describe_exception",
     "error_from_response",
@@ -217,3 +218,22 @@ def error_from_response(
     return error_for_status(
         method, path, response.status_code, problem, retry_after=retry_after, base_url=base_url
     )
+
+
+@dataclass(frozen=True)
+class RequestHooks:
+    """What a caller is told about each request a client sends (httpx's event hooks).
+
+    Attributes:
+        on_send: called with ``{"method", "path", "params", "json", "headers"}`` (as the
+            caller passed them) each time the rate budget has admitted a request,
+            immediately before it leaves (a retry calls it again; every page of a list
+            too). If it raises, nothing is sent and its exception is raised. The runner
+            journals a write's ``sent`` here.
+        on_refused: called when the API answered 429 (it did not act on the request),
+            before the budget pauses and the request waits to be sent again. The runner
+            journals a write back to ``pending`` here.
+    """
+
+    on_send: Callable[[dict[str, Any]], None] | None = None
+    on_refused: Callable[[], None] | None = None

@@ -17,7 +17,6 @@ from dataclasses import asdict
 from typing import Any
 
 import click
-from rich.cells import cell_len
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
@@ -29,6 +28,7 @@ from practiceflow.cli.common import ApiOptions, api_options, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
 from practiceflow.cli.retention import purge
+from practiceflow.cli.runs_view import identifiers, measure, run_json, runs_table, status_label
 from practiceflow.cli.settle import cancel, resolve
 from practiceflow.cli.state import (
     DEFAULT_STATE,
@@ -50,11 +50,10 @@ from practiceflow.runner import (
 )
 from practiceflow.runner.attention import label, needs_person
 from practiceflow.runner.logs import configure_logging
-from practiceflow.runner.quarantine import is_quarantined, quarantine_reason
+from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import detail
 from practiceflow.runner.run_lease import RunDrivenElsewhere
 from practiceflow.runner.service import Service
-from practiceflow.state import RunRecord
 from practiceflow.state.request_log import RequestLog
 from practiceflow.state.retention import FINISHED
 from practiceflow.versions import load_version, rebuild, short
@@ -356,37 +355,6 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
         click.echo(f"{outcome.status:<10} run {outcome.run_id}  event {outcome.event_id}{held}")
 
 
-def _identifiers(output: Any) -> Any:
-    """A step's output as JSON values, identifiers only (as ``brief`` shows them)."""
-    if isinstance(output, list):
-        return [_identifiers(item) for item in output]
-    if not isinstance(output, dict):
-        return None
-    return {
-        key: value
-        for key, value in output.items()
-        if key.endswith(("Key", "ID", "Id", "Number")) and isinstance(value, str | int)
-    }
-
-
-def _status_label(record: RunRecord, needs_person: bool) -> str:
-    if is_quarantined(record):
-        return "in_doubt (quarantined)"
-    if record.status == "in_doubt" and not needs_person:
-        return "in_doubt (settled)"
-    return record.status
-
-
-def _run_json(record: RunRecord) -> dict[str, Any]:
-    data = asdict(record)
-    # The event's payload holds personal data: the console shows it masked, never this.
-    origin = record.origin if isinstance(record.origin, dict) else {}
-    data["origin"] = {key: value for key, value in origin.items() if key != "payload"}
-    data["created_at"] = record.created_at.isoformat()
-    data["updated_at"] = record.updated_at.isoformat()
-    return data
-
-
 @runs.command("list")
 @click.option("--recipe", default=None, help="Only this recipe's runs.")
 @click.option(
@@ -434,7 +402,7 @@ def list_runs(
             entries = [] if recipe else open_entry_rows(store)
         if as_json:
             rows = [
-                {**_run_json(record), "needs_attention": waiting[record.run_id]} for record in found
+                {**run_json(record), "needs_attention": waiting[record.run_id]} for record in found
             ]
             click.echo(json.dumps(rows + [entry_json(entry) for entry in entries], indent=2))
             return
@@ -449,7 +417,7 @@ def list_runs(
                 (
                     record.run_id,
                     escape(record.recipe),
-                    _status_label(record, waiting[record.run_id]),
+                    status_label(record, waiting[record.run_id]),
                     f"{done}/{len(steps)}",
                     short(record.version),
                     record.updated_at.strftime("%m-%d %H:%M"),
@@ -461,39 +429,15 @@ def list_runs(
             cells.append(row)
         # The version goes first when the identifiers leave no room for it ('runs show' and
         # --json name it; --version filters by it).
-        table = _runs_table(found, cells, with_version=True)
-        if _measure(console, table).minimum > console.width:
-            table = _runs_table(found, cells, with_version=False)
+        table = runs_table(found, cells, with_version=True)
+        if measure(console, table).minimum > console.width:
+            table = runs_table(found, cells, with_version=False)
         # Narrower than the identifiers need, the lines run past the edge (unwrapped) rather
         # than cut one.
-        needed = _measure(console, table)
+        needed = measure(console, table)
         if needed.minimum > console.width:
             console = terminal(width=needed.maximum)
         console.print(table)
-
-
-def _measure(console: Any, table: Table) -> Any:
-    return console.measure(table, options=console.options.update_width(10_000))
-
-
-def _runs_table(
-    found: list[RunRecord], rows: list[tuple[str, ...]], *, with_version: bool
-) -> Table:
-    """The runs listing: the run id and the recipe name (what --recipe matches) never
-    break; the status and the time wrap at their spaces instead."""
-    table = Table(title=f"runs ({len(found)})", box=None, header_style="bold", pad_edge=False)
-    longest_id = max((cell_len(row[0]) for row in rows), default=3)
-    longest_name = max((cell_len(record.recipe) for record in found), default=6)
-    table.add_column("run", no_wrap=True, min_width=longest_id)
-    table.add_column("recipe", no_wrap=True, min_width=longest_name)
-    table.add_column("status")
-    table.add_column("steps", no_wrap=True)
-    if with_version:
-        table.add_column("version", no_wrap=True)
-    table.add_column("updated (UTC)")
-    for row in rows:
-        table.add_row(*(row if with_version else row[:4] + row[5:]))
-    return table
 
 
 @runs.command("show")
@@ -513,14 +457,14 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
         run_id = record.run_id
         steps = store.get_steps(run_id)
         if as_json:
-            data = _run_json(record)
+            data = run_json(record)
             data["steps"] = [
                 {
                     "step": step.step_id,
                     "status": step.status,
                     "attempts": step.attempts,
                     "request": step.request,
-                    "output": _identifiers(step.output),
+                    "output": identifiers(step.output),
                     "error": step.error,
                     "resolved_by": step.resolved_by,
                     "resolution_note": step.resolution_note,

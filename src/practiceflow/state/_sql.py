@@ -50,6 +50,7 @@ from practiceflow.state._schema import (
     decode_subscription,
     insert_events,
 )
+from practiceflow.state._versions_sql import SQLVersions
 from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
 from practiceflow.state.pending_writes import PendingWriteStore
 from practiceflow.state.retention import purge_finished
@@ -69,7 +70,6 @@ from practiceflow.state.rows import (
     SubscriptionHealth,
     SubscriptionRecord,
     SubscriptionStatus,
-    VersionRecord,
     check_run_transition,
     check_value,
     event_rows,
@@ -90,7 +90,7 @@ class _Atomic:
     durable: bool
 
 
-class SQLStore(PendingWriteStore, SQLAttention, StateStore):
+class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
     """The state store in a SQL database; subclasses give the dialect and connections."""
 
     dialect: ClassVar[Dialect]
@@ -459,31 +459,6 @@ class SQLStore(PendingWriteStore, SQLAttention, StateStore):
             (*given.values(), limit),
         )
         return [decode_run(row, self._load) for row in rows]
-
-    def save_version(self, digest: str, kind: str, name: str, content: Json) -> bool:
-        """See :meth:`StateStore.save_version`."""
-        encoded = json_or_null(self.sealer.seal(content, f"version {digest}"), digest)
-        sql = "INSERT INTO {p}versions VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
-        with self._write() as db:
-            params = (digest, kind, name, encoded, self._stamp(None, "created_at"))
-            return db.execute(sql, params).fetchone() is not None
-
-    def get_version(self, digest: str) -> VersionRecord | None:
-        """See :meth:`StateStore.get_version`."""
-        sql = "SELECT digest, kind, name, content, created_at FROM {p}versions WHERE digest = ?"
-        row = self._one(sql, (digest,))
-        if row is None:
-            return None
-        content, created_at = self._load.load_json(row[3]), self._load.load_time(row[4])
-        return VersionRecord(str(row[0]), str(row[1]), str(row[2]), content, created_at)
-
-    def move_run_version(self, run_id: str, from_digest: str | None, to_digest: str) -> bool:
-        """See :meth:`StateStore.move_run_version`."""
-        was = "version IS NULL" if from_digest is None else "version = ?"
-        sql = "UPDATE {p}runs SET version = ? WHERE run_id = ? AND " + was + " RETURNING 1"
-        params = (to_digest, run_id) + (() if from_digest is None else (from_digest,))
-        with self._write(durable=True) as db:
-            return db.execute(sql, params).fetchone() is not None
 
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
         """See :meth:`StateStore.set_run_status`."""

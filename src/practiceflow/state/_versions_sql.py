@@ -1,0 +1,57 @@
+"""Recipe versions in SQL (``{p}versions``, the run's ``version`` column), mixed into
+``SQLStore``: each version stored once by digest, sealed like every payload."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state.rows import Json, VersionRecord, json_or_null
+from practiceflow.state.sealing import Sealer
+
+__all__ = ["SQLVersions"]
+
+
+class SQLVersions:
+    """The version methods of the store interface on the store's connections."""
+
+    sealer: Sealer
+    _load: Dialect
+
+    @abstractmethod
+    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
+
+    @abstractmethod
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+
+    @abstractmethod
+    def _stamp(self, value: datetime | None, what: str) -> Any: ...
+
+    def save_version(self, digest: str, kind: str, name: str, content: Json) -> bool:
+        """See :meth:`StateStore.save_version`."""
+        encoded = json_or_null(self.sealer.seal(content, f"version {digest}"), digest)
+        sql = "INSERT INTO {p}versions VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
+        with self._write() as db:
+            params = (digest, kind, name, encoded, self._stamp(None, "created_at"))
+            return db.execute(sql, params).fetchone() is not None
+
+    def get_version(self, digest: str) -> VersionRecord | None:
+        """See :meth:`StateStore.get_version`."""
+        sql = "SELECT digest, kind, name, content, created_at FROM {p}versions WHERE digest = ?"
+        row = self._one(sql, (digest,))
+        if row is None:
+            return None
+        content, created_at = self._load.load_json(row[3]), self._load.load_time(row[4])
+        return VersionRecord(str(row[0]), str(row[1]), str(row[2]), content, created_at)
+
+    def move_run_version(self, run_id: str, from_digest: str | None, to_digest: str) -> bool:
+        """See :meth:`StateStore.move_run_version`."""
+        was = "version IS NULL" if from_digest is None else "version = ?"
+        sql = "UPDATE {p}runs SET version = ? WHERE run_id = ? AND " + was + " RETURNING 1"
+        params = (to_digest, run_id) + (() if from_digest is None else (from_digest,))
+        with self._write(durable=True) as db:
+            return db.execute(sql, params).fetchone() is not None
