@@ -22,14 +22,15 @@ from practiceflow.cli import cli
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import default_registry
 from practiceflow.runner import dry_run, validate_recipe
-from reliability._support import REPO
+from reliability._support import FULL, REPO
 
 # Each example runs the CLI in-process; a loaded machine is slower, never wrong: the bound
 # is against a hang, far above the time of the examples on an idle machine.
 pytestmark = pytest.mark.timeout(900)
 
+# 15 examples a test in make test; 60 in make test-faults (PRACTICEFLOW_RELIABILITY_FULL=1).
 FUZZ = settings(
-    max_examples=40,
+    max_examples=60 if FULL else 15,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
