@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 from pyrate_limiter import InMemoryBucket
 
-from practiceflow.api.rate_budget import RateLimits, budget_table
-from practiceflow.api.sqlite_budget import SQLiteBudgetBucket
+from practiceflow.budget.rate_budget import RateLimits, budget_table
+from practiceflow.budget.sqlite_bucket import SQLiteBudgetBucket
 from practiceflow.cli import cli
 from practiceflow.cli.state import practice_budget
 from practiceflow.errors import RateLimitError

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from pgserver import shared_server
-from practiceflow.api.rate_budget import RateLimits
+from practiceflow.budget.postgres_bucket import shared_budget
+from practiceflow.budget.rate_budget import RateLimits
 from practiceflow.cli.common import ApiOptions
 from practiceflow.cli.state import practice_client
 from practiceflow.errors import RateLimitError
-from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.mcp import ASSISTANT_LIMITS, assistant_budget
 from practiceflow.runner import PriorityBudget
 

@@ -31,12 +31,12 @@ from typing import Any, Final, TypeVar
 import click
 
 from practiceflow.api import Client
-from practiceflow.api.rate_budget import RateBudget, RateLimits
-from practiceflow.api.sqlite_budget import budget_file, open_bucket
+from practiceflow.budget.priorities import PriorityBudget
+from practiceflow.budget.rate_budget import RateBudget, RateLimits
+from practiceflow.budget.sqlite_bucket import budget_file, open_bucket
 from practiceflow.cli.common import ApiOptions, api_settings, build_client
 from practiceflow.errors import ConfigError
 from practiceflow.runner.attention import find_entry, label, settle_command
-from practiceflow.runner.priorities import PriorityBudget
 from practiceflow.state import RunRecord, StateStore, open_store
 from practiceflow.state.attention import AttentionRecord
 from practiceflow.state.runids import MIN_PREFIX, find_run
@@ -139,8 +139,8 @@ def practice_budget(
 
     Requests wait by priority (:class:`~practiceflow.runner.PriorityBudget`) and count in
     the store's shared bucket: ``budget.db`` beside a SQLite state file (see
-    :mod:`practiceflow.api.sqlite_budget`), the store's own database for PostgreSQL (see
-    :mod:`practiceflow.fleet.postgres_budget`). A store with no file of its own (another
+    :mod:`practiceflow.budget.sqlite_bucket`), the store's own database for PostgreSQL (see
+    :mod:`practiceflow.budget.postgres_bucket`). A store with no file of its own (another
     scheme, or ``:memory:``, which the SQLite store refuses) gets a budget in memory.
 
     Args:
@@ -156,7 +156,7 @@ def practice_budget(
     limits = limits or RateLimits()
     target = state_target(state)
     if _is_postgres(target):
-        from practiceflow.fleet.postgres_budget import shared_budget  # psycopg only here
+        from practiceflow.budget.postgres_bucket import shared_budget  # psycopg only here
 
         return shared_budget(target, client_id, limits, pool_size=2, budget_type=PriorityBudget)
     try:

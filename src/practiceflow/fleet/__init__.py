@@ -19,9 +19,9 @@ queue, decides whether a step was done.
 
 from __future__ import annotations
 
+from practiceflow.budget.postgres_bucket import shared_budget
 from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig, load_fleet
 from practiceflow.fleet.outage import FleetPresence, list_outage
-from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.fleet.queue import defer_event, install_queue_schema, make_app
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime, accept_event
 from practiceflow.fleet.webhook_intake import FleetWebhooks

@@ -26,12 +26,12 @@ pending events, runs them and marks them handled.
 
 from __future__ import annotations
 
+from practiceflow.budget.priorities import Priority, PriorityBudget, current_priority, priority
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.dryrun import DryStep, dry_run
 from practiceflow.runner.execute import RECONCILER, Runner, RunOutcome, run_shared
 from practiceflow.runner.journal import RunJournal
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep, local_step
-from practiceflow.runner.priorities import Priority, PriorityBudget, current_priority, priority
 from practiceflow.runner.reconcile import READ_BACKS, Verdict, reconcile, register_read_back
 from practiceflow.runner.validate import StepAction, ValidRecipe, validate_recipe
 

@@ -30,7 +30,7 @@ from typing import Final
 from pyrate_limiter import SQLiteBucket
 from pyrate_limiter.buckets.sqlite_bucket import Queries
 
-from practiceflow.api.rate_budget import RateLimits, budget_table
+from practiceflow.budget.rate_budget import RateLimits, budget_table
 
 __all__ = ["BUDGET_FILE", "BudgetFileLock", "SQLiteBudgetBucket", "budget_file", "open_bucket"]
 

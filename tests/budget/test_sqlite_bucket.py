@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from practiceflow.api.rate_budget import RateBudget, RateLimits
-from practiceflow.api.sqlite_budget import BudgetFileLock, budget_file, open_bucket
+from practiceflow.budget.rate_budget import RateBudget, RateLimits
+from practiceflow.budget.sqlite_bucket import BudgetFileLock, budget_file, open_bucket
 from practiceflow.errors import RateLimitError
 from practiceflow.runner import PriorityBudget
 
@@ -106,8 +106,8 @@ def test_threads_of_two_budgets_admit_no_more_than_the_limit_together(
 CHILD = """
 import sys, time
 from pathlib import Path
-from practiceflow.api.rate_budget import RateBudget, RateLimits
-from practiceflow.api.sqlite_budget import open_bucket
+from practiceflow.budget.rate_budget import RateBudget, RateLimits
+from practiceflow.budget.sqlite_bucket import open_bucket
 from practiceflow.errors import RateLimitError
 
 file, ready, go = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])

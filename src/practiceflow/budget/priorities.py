@@ -28,7 +28,7 @@ from enum import IntEnum
 
 from pyrate_limiter import AbstractBucket
 
-from practiceflow.api.rate_budget import RateBudget, RateLimits
+from practiceflow.budget.rate_budget import RateBudget, RateLimits
 
 __all__ = ["Priority", "PriorityBudget", "current_priority", "priority"]
 

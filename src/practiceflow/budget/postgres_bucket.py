@@ -34,7 +34,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 from pyrate_limiter import PostgresBucket
 
-from practiceflow.api.rate_budget import RateBudget, RateLimits, budget_table
+from practiceflow.budget.rate_budget import RateBudget, RateLimits, budget_table
 
 __all__ = ["WaitingPostgresBucket", "budget_table", "shared_budget"]
 

@@ -9,7 +9,7 @@ import pytest
 import responses
 
 from practiceflow.api import Client, RateBudget, RateLimits, RetryPolicy
-from practiceflow.api.rate_budget import parse_retry_after
+from practiceflow.budget.rate_budget import parse_retry_after
 from practiceflow.errors import ConfigError, RateLimitError
 
 from .conftest import BASE, FakeClock
