@@ -12,7 +12,7 @@ Modules, one concern each:
 * :mod:`~practiceflow.api.secret`: the masked :class:`Secret`
 * :mod:`~practiceflow.api.auth`: header and HTTP Basic authentication
 * :mod:`~practiceflow.api.params`: query values, ``lastUpdated`` as UTC
-* :mod:`~practiceflow.budget.rate_budget`: the rate budget (pyrate-limiter) and ``Retry-After``
+* :mod:`practiceflow.budget`: the rate budget (pyrate-limiter) and ``Retry-After``
 * :mod:`~practiceflow.api.retry`: which failures are retried, and backoff
 * :mod:`~practiceflow.api.problems`: error answers to exceptions
 * :mod:`~practiceflow.api.paging`: pages and items of list endpoints
