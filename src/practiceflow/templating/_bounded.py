@@ -15,10 +15,10 @@ without end. Every operation that can build a value much larger than its inputs 
   refused when their result would exceed it.
 
 What one render does in all (work, text, loop iterations, macro depth) is bounded by
-:mod:`practiceflow._template_budget`: the functions here charge its budget for what each
+:mod:`practiceflow.templating._limits`: the functions here charge its budget for what each
 operation reads (the items and characters the size check walks) and returns.
 
-A refusal raises :class:`~practiceflow._template_budget.LimitError` (a
+A refusal raises :class:`~practiceflow.templating._limits.LimitError` (a
 :class:`jinja2.exceptions.SecurityError`) whose text names the operation, the size it would
 reach and the limit.
 """
@@ -35,7 +35,7 @@ from typing import Any
 
 from jinja2.runtime import Context, Macro
 
-from practiceflow._template_budget import (
+from practiceflow.templating._limits import (
     SCALARS,
     LimitError,
     charge_length,

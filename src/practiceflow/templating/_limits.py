@@ -1,6 +1,6 @@
-"""The per-render budget of the template sandbox (used by :mod:`practiceflow._template_bounds`).
+"""The per-render budget of the template sandbox (used by :mod:`practiceflow.templating._bounded`).
 
-The size limits of :mod:`practiceflow._template_bounds` hold for each value; this module
+The size limits of :mod:`practiceflow.templating._bounded` hold for each value; this module
 bounds what one render does in all, so that no template (nor a short one repeated by a
 loop) can hold a process for long or fill its memory. Each render of a template, and the
 load-time evaluation of its constant expressions, gets a fresh :class:`RenderBudget` (see
