@@ -10,8 +10,7 @@ import pytest
 
 from practiceflow.errors import TemplateError
 from practiceflow.templating import Origin, compile_template
-from practiceflow.templating._bounded import MAX_SIZE
-from practiceflow.templating._limits import MAX_CALL_DEPTH, MAX_ITERATIONS
+from practiceflow.templating._limits import MAX_CALL_DEPTH, MAX_ITERATIONS, MAX_SIZE
 
 ORIGIN = Origin("recipes/hostile.yaml", 12, 9, "steps[0].with.note")
 

@@ -12,7 +12,7 @@ autoescape, and these extra guards:
 * ``range`` is the sandbox's bounded range; the ``lipsum``, ``cycler`` and ``joiner`` globals
   are removed;
 * attribute access to private or internal attributes (``__class__``...) raises;
-* sizes are bounded (:mod:`practiceflow.templating._bounded`): an operation whose result would
+* sizes are bounded (:mod:`practiceflow.templating._limits`): an operation whose result would
   exceed the limit is refused before it runs; a filter or operator whose operands are all
   literals (which Jinja folds into a constant) is checked when the template is compiled;
 * what one render does in all (work, text, loop iterations, macro depth) is bounded by a
@@ -79,7 +79,7 @@ __all__ = [
 ]
 
 #: Longest string, list or tuple that ``*`` may build in a template.
-MAX_REPEAT = bounds.MAX_SIZE
+MAX_REPEAT = budget.MAX_SIZE
 
 _ENV = sandbox.make_environment()
 
@@ -179,7 +179,7 @@ class CompiledTemplate:
         """
         try:
             with budget.render_budget():
-                return bounds.check_size(self._run(context), "the rendered value")
+                return budget.check_size(self._run(context), "the rendered value")
         except SecurityError as exc:
             message = f"template {_shown(self.source)} refused by the sandbox: {exc}"
             raise TemplateError(self._issue(message, exc)) from None
@@ -274,8 +274,8 @@ def _compile_cached(source: str) -> _Compiled:
         size = 0
         for chunk in render(template.new_context(_with_globals(context), shared=True)):
             size += len(chunk)
-            if size > bounds.MAX_SIZE:
-                message = f"the text would exceed {bounds.MAX_SIZE} characters"
+            if size > budget.MAX_SIZE:
+                message = f"the text would exceed {budget.MAX_SIZE} characters"
                 raise budget.LimitError(message)
             chunks.append(chunk)
         return "".join(chunks)

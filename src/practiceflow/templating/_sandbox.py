@@ -117,7 +117,7 @@ def make_environment() -> BoundedEnvironment:
         undefined=StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
-        finalize=lambda value: bounds.check_size(value, "an output value"),
+        finalize=lambda value: budget.check_size(value, "an output value"),
     )
     for name in ("lipsum", "cycler", "joiner"):
         env.globals.pop(name, None)
