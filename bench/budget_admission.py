@@ -34,8 +34,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from pgserver import PostgresServer  # noqa: E402 -- the tests' throw-away server helper
-from practiceflow.api.rate_budget import RateLimits  # noqa: E402
-from practiceflow.fleet.postgres_budget import WaitingPostgresBucket  # noqa: E402
+from practiceflow.budget.postgres_bucket import WaitingPostgresBucket  # noqa: E402
+from practiceflow.budget.rate_budget import RateLimits  # noqa: E402
 
 #: Limits no case reaches: every admission is admitted, so each is one full check.
 LIMITS = RateLimits(per_minute=1_000_000, per_hour=10_000_000, per_day=100_000_000)

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from _variants import play_variant, requested_variant, variant_matrix
-from practiceflow.testing import SandboxHandle, running_sandbox
+from practiceflow.testing import FakeClock, SandboxHandle, running_sandbox
 
 _SESSION_STARTED = time.time()
 
@@ -57,6 +57,12 @@ def _practiceflow_logger_restored() -> Iterator[None]:
     logger.handlers[:] = handlers
     logger.setLevel(level)
     logger.propagate = propagate
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A fake clock at 2025-03-01 09:00 UTC that moves only when told to."""
+    return FakeClock()
 
 
 @pytest.fixture(scope="session")

@@ -67,6 +67,7 @@ TESTING = [
     "CassettePlayer",
     "CassetteRecorder",
     "Exchange",
+    "FakeClock",
     "RateLimits",
     "RecordedRequest",
     "RecordedResponse",

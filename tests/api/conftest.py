@@ -13,31 +13,12 @@ import pytest
 import responses
 
 from practiceflow.api import Client, RateLimits, RetryPolicy
+from practiceflow.testing import FakeClock
 
 BASE = "https://api.test/anz"
 CLIENT_ID = "11111111-2222-3333-4444-555555555555"
 SECRET = "s3cr3t-VALUE-never-shown"
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
-
-
-class FakeClock:
-    """A clock that only moves when something sleeps on it; records every sleep."""
-
-    def __init__(self, start: float = 1_000.0) -> None:
-        self.now = start
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        assert seconds > 0, f"a sleep of {seconds} would be a busy loop"
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    @property
-    def slept(self) -> float:
-        return sum(self.sleeps)
 
 
 @pytest.fixture(autouse=True)
@@ -48,11 +29,6 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if name.startswith("PRACTICEFLOW_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("PRACTICEFLOW_PROFILES", str(tmp_path / "no-profiles.toml"))
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 @pytest.fixture
@@ -70,7 +46,7 @@ def make_client(clock: FakeClock) -> Iterator[Callable[..., Client]]:
             "client_id": CLIENT_ID,
             "client_secret": SECRET,
             "base_url": BASE,
-            "clock": clock,
+            "clock": clock.monotonic,
             "sleep": clock.sleep,
             "rng": random.Random(1234),
             "utcnow": lambda: NOW,

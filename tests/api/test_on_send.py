@@ -11,8 +11,7 @@ from responses import matchers
 
 from practiceflow.api import Client, RateLimits
 from practiceflow.api.client import RequestHooks
-
-from .conftest import FakeClock
+from practiceflow.testing import FakeClock
 
 BILLS = "https://api.test/anz/api/v1/bills"
 BODY = {"entityKey": "k-1", "lineItems": [{"amount": 10}]}
@@ -26,15 +25,18 @@ def test_on_send_comes_after_the_budgets_wait_and_before_the_request_leaves(
     rsps.add_callback(
         responses.POST,
         BILLS,
-        callback=lambda request: (events.append(("sent", clock())), (201, {}, '{"billKey": "b"}'))[
-            1
-        ],
+        callback=lambda request: (
+            events.append(("sent", clock.monotonic())),
+            (201, {}, '{"billKey": "b"}'),
+        )[1],
         match=[matchers.json_params_matcher(BODY)],
     )
     rsps.get("https://api.test/anz/api/v1/groups/list", json=[])
     client.get("/api/v1/groups/list")  # spends the minute's only slot
 
-    hooked = client.hooked(RequestHooks(on_send=lambda _: events.append(("admitted", clock()))))
+    hooked = client.hooked(
+        RequestHooks(on_send=lambda _: events.append(("admitted", clock.monotonic())))
+    )
     answer = hooked.request("POST", "/api/v1/bills", json=BODY)
 
     assert answer.data == {"billKey": "b"}
@@ -50,7 +52,7 @@ def test_on_send_is_called_again_for_a_request_sent_again_after_a_429(
     rsps.post(BILLS, status=201, json={"billKey": "b"})
     admitted: list[float] = []
 
-    hooked = client.hooked(RequestHooks(on_send=lambda _: admitted.append(clock())))
+    hooked = client.hooked(RequestHooks(on_send=lambda _: admitted.append(clock.monotonic())))
     hooked.request("POST", "/api/v1/bills", json=BODY)
 
     assert admitted == [1000, 1003]

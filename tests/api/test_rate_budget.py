@@ -9,16 +9,17 @@ import pytest
 import responses
 
 from practiceflow.api import Client, RateBudget, RateLimits, RetryPolicy
-from practiceflow.api.rate_budget import parse_retry_after
+from practiceflow.budget.rate_budget import parse_retry_after
 from practiceflow.errors import ConfigError, RateLimitError
+from practiceflow.testing import FakeClock
 
-from .conftest import BASE, FakeClock
+from .conftest import BASE
 
 GROUPS = f"{BASE}/api/v1/groups/list"
 
 
 def _budget(clock: FakeClock, limits: RateLimits | None = None) -> RateBudget:
-    return RateBudget(limits, clock=clock, sleep=clock.sleep)
+    return RateBudget(limits, clock=clock.monotonic, sleep=clock.sleep)
 
 
 def test_61st_call_in_a_minute_waits_for_the_window(
@@ -27,7 +28,7 @@ def test_61st_call_in_a_minute_waits_for_the_window(
     sent_at: list[float] = []
 
     def answer(_request: object) -> tuple[int, dict[str, str], str]:
-        sent_at.append(clock())
+        sent_at.append(clock.monotonic())
         return 200, {}, "[]"
 
     rsps.add_callback(responses.GET, GROUPS, callback=answer)
@@ -53,7 +54,7 @@ def test_longer_windows_hold_too(
     admitted: list[float] = []
     for _ in range(calls):
         budget.acquire("GET", "/x")
-        admitted.append(clock())
+        admitted.append(clock.monotonic())
     # The last call waited until the first one left the longest window it shares.
     assert admitted[-1] - admitted[0] >= window
     # ... and never more often than the minute window allows in any rolling minute.
@@ -85,7 +86,7 @@ def test_429_with_retry_after_pauses_then_retries(
     sent_at: list[float] = []
 
     def answer(_request: object) -> tuple[int, dict[str, str], str]:
-        sent_at.append(clock())
+        sent_at.append(clock.monotonic())
         return 200, {}, "[1]"
 
     rsps.add_callback(responses.GET, GROUPS, callback=answer)

@@ -22,8 +22,9 @@ from urllib3.exceptions import (
 from practiceflow.api import Client, RetryPolicy
 from practiceflow.api.retry import refused_before_sending
 from practiceflow.errors import InDoubtError, ServerError, TransportError
+from practiceflow.testing import FakeClock
 
-from .conftest import BASE, CLIENT_ID, SECRET, FakeClock
+from .conftest import BASE, CLIENT_ID, SECRET
 
 BILLS = f"{BASE}/api/v1/bills"
 GROUPS = f"{BASE}/api/v1/groups/list"
@@ -202,7 +203,12 @@ def test_real_refused_connection_retries_a_write(make_client: Callable[..., Clie
 def test_real_timeout_on_a_write_is_in_doubt_and_sent_once(slow_server: str) -> None:
     clock = FakeClock()
     client = Client(
-        CLIENT_ID, SECRET, base_url=slow_server, timeout=0.2, clock=clock, sleep=clock.sleep
+        CLIENT_ID,
+        SECRET,
+        base_url=slow_server,
+        timeout=0.2,
+        clock=clock.monotonic,
+        sleep=clock.sleep,
     )
     with client, pytest.raises(InDoubtError):
         client.post("/api/v1/bills", json={"entityKey": "k"})

@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 from pyrate_limiter import InMemoryBucket
 
-from practiceflow.api.rate_budget import RateLimits, budget_table
-from practiceflow.api.sqlite_budget import SQLiteBudgetBucket
+from practiceflow.budget import RateBudget
+from practiceflow.budget.rate_budget import RateLimits, budget_table
+from practiceflow.budget.sqlite_bucket import SQLiteBudgetBucket
 from practiceflow.cli import cli
 from practiceflow.cli.state import practice_budget
 from practiceflow.errors import RateLimitError
-from practiceflow.runner import PriorityBudget
 from practiceflow.testing import SandboxHandle
 
 RECIPE = """\
@@ -42,7 +42,7 @@ def test_a_sqlite_store_shares_its_budget_through_the_file_beside_it(tmp_path: P
     first = practice_budget(str(tmp_path / "state.db"), "client-a", limits)
     second = practice_budget(f"sqlite:///{tmp_path / 'other.db'}", "client-a", limits)
     try:
-        assert isinstance(first, PriorityBudget)
+        assert isinstance(first, RateBudget)
         assert isinstance(first.bucket, SQLiteBudgetBucket)
         for _ in range(3):
             first.acquire("GET", "/api/v1/entities", deadline=time.time())
@@ -59,7 +59,7 @@ def test_a_sqlite_store_shares_its_budget_through_the_file_beside_it(tmp_path: P
 @pytest.mark.parametrize("state", [":memory:", "sqlite:///:memory:", "elsewhere://store"])
 def test_a_store_without_a_file_keeps_a_budget_in_memory(state: str) -> None:
     budget = practice_budget(state, "client-a")
-    assert isinstance(budget, PriorityBudget)
+    assert isinstance(budget, RateBudget)
     assert isinstance(budget.bucket, InMemoryBucket)
     assert budget.limits == RateLimits()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from practiceflow.api.sqlite_budget import budget_file
+from practiceflow.budget.sqlite_bucket import budget_file
 from practiceflow.cli.state import sqlite_file
 from practiceflow.runner.lease import ServeLease, StoreInUse
 from practiceflow.state import SQLiteStore

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from jinja2.filters import FILTERS
 
-from practiceflow._template_budget import MAX_CALL_DEPTH, MAX_ITERATIONS, MAX_TEXT, MAX_WORK
 from practiceflow.api import Client
 from practiceflow.errors import TemplateError
 from practiceflow.manifest import load_modules
@@ -30,6 +29,7 @@ from practiceflow.runner.context import build_context
 from practiceflow.runner.local import LOCAL_STEPS
 from practiceflow.state import open_store
 from practiceflow.templating import compile_template, environment
+from practiceflow.templating._limits import MAX_CALL_DEPTH, MAX_ITERATIONS, MAX_TEXT, MAX_WORK
 from practiceflow.testing import SandboxHandle
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -19,9 +19,9 @@ import pytest
 from _fleet_support import REGIONS, SANDBOX_LIMITS
 
 from practiceflow.api import Client
-from practiceflow.api.rate_budget import RateLimits
+from practiceflow.budget.postgres_bucket import shared_budget
+from practiceflow.budget.rate_budget import RateLimits
 from practiceflow.errors import RateLimitError
-from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.testing import SandboxHandle
 
 pytestmark = pytest.mark.integration

@@ -12,9 +12,9 @@ import pytest
 from psycopg import sql
 from pyrate_limiter import RateItem
 
-from practiceflow.api.rate_budget import RateLimits
+from practiceflow.budget.postgres_bucket import budget_table, shared_budget
+from practiceflow.budget.rate_budget import RateLimits
 from practiceflow.errors import RateLimitError
-from practiceflow.fleet.postgres_budget import budget_table, shared_budget
 
 # Small windows of the same shape as the spec's, so a test fills them in a second.
 LIMITS = RateLimits(per_minute=10, per_hour=20, per_day=30, max_wait=0)

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from pgserver import shared_server
-from practiceflow.api.rate_budget import RateLimits
+from practiceflow.budget import RateBudget
+from practiceflow.budget.postgres_bucket import shared_budget
+from practiceflow.budget.rate_budget import RateLimits
 from practiceflow.cli.common import ApiOptions
 from practiceflow.cli.state import practice_client
 from practiceflow.errors import RateLimitError
-from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.mcp import ASSISTANT_LIMITS, assistant_budget
-from practiceflow.runner import PriorityBudget
 
 
 def test_the_assistant_budget_is_at_most_a_third_of_every_window():
@@ -47,8 +47,8 @@ def test_the_assistant_only_uses_what_serve_leaves_on_the_same_store(
     with practice_client(ApiOptions(), state) as client:
         assistant = assistant_budget(state, client.settings.client_id)  # ... and mcp's budget
         try:
-            assert isinstance(client.budget, PriorityBudget)  # recipes wait by priority
-            assert isinstance(assistant, PriorityBudget)
+            assert isinstance(client.budget, RateBudget)  # recipes wait by priority
+            assert isinstance(assistant, RateBudget)
             assert assistant.limits == ASSISTANT_LIMITS
             recipes = client.budget
             for _ in range(ASSISTANT_LIMITS.per_minute - 1):

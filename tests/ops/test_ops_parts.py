@@ -15,7 +15,7 @@ import requests
 import responses
 from prometheus_client.parser import text_string_to_metric_families
 
-from practiceflow.api.rate_budget import RateBudget, RateLimits
+from practiceflow.budget.rate_budget import RateBudget, RateLimits
 from practiceflow.ops import OpsMetrics, OpsPractice, OpsServer, counted_session, window_use
 from practiceflow.runner.attention import record_subscription_doubt
 from practiceflow.state import SQLiteStore, StateStore

@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from practiceflow.api import RateLimits
+from practiceflow.budget import Priority, RateBudget, priority
 from practiceflow.cli import cli
 from practiceflow.manifest import ModuleRegistry
-from practiceflow.runner import Priority, PriorityBudget, priority, validate_recipe
+from practiceflow.runner import validate_recipe
 from practiceflow.runner.plan import plan
 from runner._support import MODULES, REPO, write_recipe
 
@@ -25,7 +26,7 @@ def test_event_work_gets_the_next_slot_before_polling_when_the_budget_is_spent()
         gate.wait(5)  # the first waiter holds the limiter until every other one queued
         now[0] += seconds
 
-    budget = PriorityBudget(
+    budget = RateBudget(
         RateLimits(per_minute=1, per_hour=60, per_day=1440), clock=lambda: now[0], sleep=sleep
     )
     budget.acquire("GET", "/first")  # spends the minute

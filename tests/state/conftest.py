@@ -9,31 +9,18 @@ do not change.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from pgserver import shared_server
 from practiceflow.state import StateStore, open_store
+from practiceflow.testing import FakeClock
 
 BACKENDS = ["sqlite", "postgresql"]
 
 START = datetime(2025, 3, 1, 9, 0, 0, tzinfo=UTC)
-
-
-class FakeClock:
-    """A clock that moves only when told to."""
-
-    def __init__(self, now: datetime = START) -> None:
-        self.start = now
-        self.current = now
-
-    def __call__(self) -> datetime:
-        return self.current
-
-    def advance(self, delta: timedelta) -> None:
-        self.current += delta
 
 
 @pytest.fixture(params=BACKENDS)
@@ -44,11 +31,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "postgresql":
         return shared_server().new_schema(prefix="state")
     raise NotImplementedError(request.param)  # pragma: no cover
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from practiceflow.errors import BugError, ConfigError
 from practiceflow.state import StateStore, StepChange, StepRecord, StepTransition
 
 if TYPE_CHECKING:
-    from state.conftest import FakeClock
+    from practiceflow.testing import FakeClock
 
 P = "practice-a"
 REQUEST = {"method": "POST", "path": "/api/v1/bills", "json": {"entityKey": "k", "amount": 100}}

@@ -24,7 +24,7 @@ from practiceflow.state._postgres import POSTGRES
 from practiceflow.state._sqlite import SQLITE
 
 if TYPE_CHECKING:
-    from state.conftest import FakeClock
+    from practiceflow.testing import FakeClock
 
 P = "practice-a"
 DIALECTS = [pytest.param(SQLITE, id="sqlite"), pytest.param(POSTGRES, id="postgresql")]

@@ -12,7 +12,7 @@ from practiceflow.errors import BugError, ConfigError
 from practiceflow.state import NewEvent, StateStore
 
 if TYPE_CHECKING:
-    from state.conftest import FakeClock
+    from practiceflow.testing import FakeClock
 
 
 P, Q = "practice-a", "practice-b"

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from practiceflow.state import StateStore
 from practiceflow.state.run_leases import RunLease
-from state.conftest import FakeClock
+from practiceflow.testing import FakeClock
 
 
 def _lease(store: StateStore, run_id: str, owner: str, ttl: float = 60) -> RunLease:

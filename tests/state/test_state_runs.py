@@ -13,7 +13,7 @@ from practiceflow.errors import BugError, ConfigError
 from practiceflow.state import StateStore
 
 if TYPE_CHECKING:
-    from state.conftest import FakeClock
+    from practiceflow.testing import FakeClock
 
 P, Q = "practice-a", "practice-b"
 REQUEST = {"method": "POST", "path": "/api/v1/bills", "json": {"entityKey": "k", "amount": 100}}

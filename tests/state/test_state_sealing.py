@@ -23,7 +23,7 @@ from psycopg import sql
 from practiceflow.errors import ConfigError
 from practiceflow.state import NewEvent, StateStore
 from practiceflow.state.sealing import KEY_ENV, KEY_FILE_ENV
-from state.conftest import FakeClock
+from practiceflow.testing import FakeClock
 
 P = "practice-1"
 EMAIL = "wilhelmina.canary@example.org"

@@ -12,7 +12,7 @@ Modules, one concern each:
 * :mod:`~practiceflow.api.secret`: the masked :class:`Secret`
 * :mod:`~practiceflow.api.auth`: header and HTTP Basic authentication
 * :mod:`~practiceflow.api.params`: query values, ``lastUpdated`` as UTC
-* :mod:`~practiceflow.api.rate_budget`: the rate budget (pyrate-limiter) and ``Retry-After``
+* :mod:`practiceflow.budget`: the rate budget (pyrate-limiter) and ``Retry-After``
 * :mod:`~practiceflow.api.retry`: which failures are retried, and backoff
 * :mod:`~practiceflow.api.problems`: error answers to exceptions
 * :mod:`~practiceflow.api.paging`: pages and items of list endpoints
@@ -48,9 +48,9 @@ from practiceflow.api.models import (
 )
 from practiceflow.api.paging import Page
 from practiceflow.api.params import to_utc_param
-from practiceflow.api.rate_budget import RateBudget, RateLimits, RateLimitStatus
 from practiceflow.api.retry import RetryPolicy
 from practiceflow.api.secret import Secret
+from practiceflow.budget.rate_budget import RateBudget, RateLimits, RateLimitStatus
 
 __all__ = [
     "Address",

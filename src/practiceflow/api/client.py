@@ -1,7 +1,7 @@
 """The typed HTTP client of the Partner Integration API.
 
 :class:`Client` sends one request at a time through the rate budget
-(:mod:`practiceflow.api.rate_budget`), authenticates with exactly one method
+(:mod:`practiceflow.budget.rate_budget`), authenticates with exactly one method
 (:mod:`practiceflow.api.auth`), retries by the rules of :mod:`practiceflow.api.retry`,
 turns error answers into :mod:`practiceflow.errors` exceptions, pages lists
 (:mod:`practiceflow.api.paging`) and streams downloads to disk.
@@ -33,7 +33,6 @@ from practiceflow.api.config import AuthMethodName, Settings, load_settings
 from practiceflow.api.models import CredentialCheck
 from practiceflow.api.paging import Page, iter_items, iter_pages
 from practiceflow.api.params import encode_params, utc_now
-from practiceflow.api.rate_budget import RateBudget, RateLimits, RateLimitStatus
 from practiceflow.api.retry import RetryPolicy, is_read, refused_before_sending
 from practiceflow.api.wire import (
     UNSENDABLE,
@@ -50,6 +49,7 @@ from practiceflow.api.wire import (
     wire_json,
     with_hint,
 )
+from practiceflow.budget.rate_budget import RateBudget, RateLimits, RateLimitStatus
 from practiceflow.errors import (
     ConfigError,
     InDoubtError,

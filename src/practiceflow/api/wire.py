@@ -20,8 +20,8 @@ import requests
 from pydantic import BaseModel
 
 from practiceflow.api.problems import error_for_status, parse_problem
-from practiceflow.api.rate_budget import parse_retry_after
 from practiceflow.api.retry import refused_before_sending
+from practiceflow.budget.rate_budget import parse_retry_after
 from practiceflow.errors import ApiError, ConfigError, RateLimitError
 
 __all__ = [

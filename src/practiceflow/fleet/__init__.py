@@ -3,8 +3,6 @@
 This folder owns what a fleet adds to the single-process runner:
 
 * :mod:`.fleet_file`: the fleet file, one entry per practice with its own credentials;
-* :mod:`.postgres_budget`: each Client ID's rate budget shared by every replica (pyrate-limiter's
-  PostgreSQL bucket);
 * :mod:`.queue`: the procrastinate job queue, its tasks and their locks;
 * :mod:`.runtime`: :class:`Fleet`, what one replica runs for each practice, and
   :func:`accept_event` (a received event becomes a job);
@@ -14,14 +12,15 @@ This folder owns what a fleet adds to the single-process runner:
   delivery becomes a job at once) and the fleet's one subscription per (practice, trigger).
 
 State lives in :class:`practiceflow.state.PostgresStore`; the journal, not the
-queue, decides whether a step was done.
+queue, decides whether a step was done. Each Client ID's rate budget is shared by every
+replica in PostgreSQL (:mod:`practiceflow.budget.postgres_bucket`).
 """
 
 from __future__ import annotations
 
+from practiceflow.budget.postgres_bucket import shared_budget
 from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig, load_fleet
 from practiceflow.fleet.outage import FleetPresence, list_outage
-from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.fleet.queue import defer_event, install_queue_schema, make_app
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime, accept_event
 from practiceflow.fleet.webhook_intake import FleetWebhooks

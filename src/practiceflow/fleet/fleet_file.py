@@ -33,7 +33,7 @@ import requests
 from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.api import Client
 from practiceflow.api.config import Settings, load_settings
-from practiceflow.api.rate_budget import RateBudget, RateLimits
+from practiceflow.budget.rate_budget import RateBudget, RateLimits
 from practiceflow.errors import ConfigError
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 

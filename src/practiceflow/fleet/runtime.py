@@ -37,10 +37,10 @@ from psycopg_pool import ConnectionPool
 from urllib3 import PoolManager
 
 from practiceflow.api import Client
-from practiceflow.api.rate_budget import RateBudget
+from practiceflow.budget.postgres_bucket import shared_budget
+from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import BugError, ConfigError, PracticeflowError
 from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig
-from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, FleetJobs, defer_event
 from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules

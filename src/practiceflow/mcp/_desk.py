@@ -99,9 +99,6 @@ class WriteDesk:
         assistant_confirms: accept ``confirm_write`` without the user's code (the
             ``--confirm-by-assistant`` flag: the model's own yes is then enough).
         ttl: seconds a preview stays confirmable.
-
-    Raises:
-        ConfigError: the store cannot keep previewed writes.
     """
 
     def __init__(
@@ -118,9 +115,6 @@ class WriteDesk:
         assistant_confirms: bool = False,
         ttl: float = DEFAULT_TTL,
     ) -> None:
-        if not isinstance(store, PendingWriteStore):
-            message = f"state store {type(store).__name__}: cannot keep previewed writes"
-            raise ConfigError(message)
         self.store = store
         self.pending_writes: PendingWriteStore = store
         self.client = client

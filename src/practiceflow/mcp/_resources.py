@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import mcp_types as types
 
-from practiceflow.api.rate_budget import RateLimits
+from practiceflow.budget.rate_budget import RateLimits
 from practiceflow.engine.masking import mask_output, mask_secrets
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import ActionModule

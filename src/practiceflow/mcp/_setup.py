@@ -8,7 +8,7 @@ from typing import Any
 
 from mcp.server.lowlevel import Server
 
-from practiceflow.api.rate_budget import RateBudget
+from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.cli.state import practice_budget
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ModuleRegistry

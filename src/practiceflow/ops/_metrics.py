@@ -33,7 +33,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from pyrate_limiter import InMemoryBucket
 
-from practiceflow.api.rate_budget import RateBudget
+from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import PracticeflowError
 from practiceflow.state import RUN_STATUSES, StateStore
 

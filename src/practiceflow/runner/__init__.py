@@ -15,7 +15,6 @@ is settled":
 * :mod:`.event_guard` and :mod:`.quarantine`: an exception no step caught is recorded and the
   service goes on; a run started too often without ending is held for a person;
 * :mod:`.dryrun`: :func:`dry_run`, render everything and send nothing;
-* :mod:`.priorities`: :class:`PriorityBudget`, one rate budget shared with priorities;
 * :mod:`.plan`: :func:`plan`, what recipes will cost in requests;
 * :mod:`.service`: :func:`serve`, receiver, pollers and runner together;
 * :mod:`.logs`: text or JSON log lines.
@@ -26,14 +25,17 @@ pending events, runs them and marks them handled.
 
 from __future__ import annotations
 
+from practiceflow.budget import Priority, RateBudget, current_priority, priority
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.dryrun import DryStep, dry_run
 from practiceflow.runner.execute import RECONCILER, Runner, RunOutcome, run_shared
 from practiceflow.runner.journal import RunJournal
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep, local_step
-from practiceflow.runner.priorities import Priority, PriorityBudget, current_priority, priority
 from practiceflow.runner.reconcile import READ_BACKS, Verdict, reconcile, register_read_back
 from practiceflow.runner.validate import StepAction, ValidRecipe, validate_recipe
+
+#: The former name of :class:`~practiceflow.budget.RateBudget`, which admits by priority.
+PriorityBudget = RateBudget
 
 __all__ = [
     "LOCAL_STEPS",

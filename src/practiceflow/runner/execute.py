@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from practiceflow.budget.priorities import Priority, priority
 from practiceflow.errors import BugError
 from practiceflow.hooks import ClientLike
 from practiceflow.runner.journal import RunJournal, StepTaken
-from practiceflow.runner.priorities import Priority, priority
 from practiceflow.runner.quarantine import QUARANTINE_AFTER, is_quarantined, quarantine_error
 from practiceflow.runner.run_lease import hold_run
 from practiceflow.runner.step_executor import (

@@ -5,7 +5,7 @@ of the recipes (:func:`~practiceflow.triggers.build_trigger`), in the mode each 
 asks for. Webhook triggers share one receiver listening on ``listen`` (127.0.0.1 by
 default); the URL the API delivers to is ``public_url`` (``PRACTICEFLOW_PUBLIC_URL``), or the
 receiver's own local URL when ``public_url`` is ``"local"`` (the sandbox). Polling runs in
-one background thread per trigger, at :attr:`~practiceflow.runner.priorities.Priority.POLL`,
+one background thread per trigger, at :attr:`~practiceflow.budget.priorities.Priority.POLL`,
 so that event work goes first when the budget is short.
 
 Start-up order (:meth:`TriggerIntake.start_receiving`, then :meth:`TriggerIntake.start`): the
@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from practiceflow.budget.priorities import Priority, priority
 from practiceflow.early_listen import bind_listen, take
 from practiceflow.errors import InDoubtError, PracticeflowError
 from practiceflow.netaddr import LOOPBACK, parse_listen
@@ -41,7 +42,6 @@ from practiceflow.runner.attention import (
     record_subscription_doubt,
 )
 from practiceflow.runner.downtime import has_poll_source
-from practiceflow.runner.priorities import Priority, priority
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow

@@ -9,11 +9,11 @@ This folder owns the durable state of triggers and runs, keyed by practice:
 * the count of requests sent, for rate-budget reports;
 * writes an assistant previewed, until confirmed (``pending_writes.py``).
 
-One interface, :class:`StateStore` (``base.py``), behind a scheme registry
-(:func:`open_store`), implemented once for SQL (``_sql.py``, schema in ``_schema.py``):
-SQLite in WAL mode (``_sqlite.py``) is the embedded default; PostgreSQL (``_postgres.py``)
-serves a fleet. The PostgreSQL names are imported on first use, so that psycopg costs
-nothing to those who never open such a store.
+One store, :class:`StateStore` (``_sql.py``, schema in ``_schema.py``), written once in
+SQL and opened by URL through a scheme registry (:func:`open_store`): SQLite in WAL mode
+(``_sqlite.py``) is the embedded default; PostgreSQL (``_postgres.py``) serves a fleet.
+The PostgreSQL names are imported on first use, so that psycopg costs nothing to those
+who never open such a store.
 """
 
 from __future__ import annotations
@@ -21,17 +21,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from practiceflow.state._schema import Migration
+from practiceflow.state._sql import StateStore
 from practiceflow.state._sqlite import SQLiteStore, sqlite_path
-from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
 from practiceflow.state.pending_writes import PendingWrite, PendingWriteStore
 from practiceflow.state.registry import open_store, register_store, registered_schemes
 from practiceflow.state.rows import (
+    DEFAULT_KEEP_SEEN,
     RESOLUTIONS,
     RUN_STATUSES,
     RUN_TRANSITIONS,
     STEP_STATUSES,
     STEP_TRANSITIONS,
     SUBSCRIPTION_STATUSES,
+    Clock,
     CursorState,
     EventRecord,
     Json,
@@ -47,6 +49,7 @@ from practiceflow.state.rows import (
     SubscriptionRecord,
     SubscriptionStatus,
 )
+from practiceflow.state.steps import StepChange
 
 if TYPE_CHECKING:
     from practiceflow.state._postgres import PostgresStore, describe_url, migrate, schema_version

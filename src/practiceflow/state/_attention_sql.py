@@ -1,4 +1,4 @@
-"""The attention table in SQL (:mod:`practiceflow.state.attention`), mixed into ``SQLStore``."""
+"""The attention table in SQL (:mod:`practiceflow.state.attention`), mixed into ``StateStore``."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ _SELECT: Final = (
 
 
 class SQLAttention(AttentionRows):
-    """:class:`AttentionRows` on the store's connections (the rest is ``SQLStore``'s)."""
+    """:class:`AttentionRows` on the store's connections (the rest is ``StateStore``'s)."""
 
     sealer: Sealer
     _load: Dialect

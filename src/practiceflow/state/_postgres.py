@@ -41,9 +41,8 @@ from practiceflow.errors import BugError, ConfigError
 from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect, SQLConnection
 from practiceflow.state._schema import Migration
-from practiceflow.state._sql import SQLStore
-from practiceflow.state.base import Clock
-from practiceflow.state.rows import to_utc
+from practiceflow.state._sql import StateStore
+from practiceflow.state.rows import Clock, to_utc
 
 #: Seconds to wait for the server when connecting.
 _CONNECT_TIMEOUT_S: Final = 10
@@ -168,7 +167,7 @@ def _migrate_on(connection: psycopg.Connection[Any], url: str) -> Migration:
         return _schema.apply_migrations(SQLConnection(connection, POSTGRES), current)
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(StateStore):
     """The state store in a PostgreSQL database, shared by every replica of a fleet.
 
     Args:

@@ -1,104 +1,115 @@
-"""The one SQL store: every :class:`~practiceflow.state.StateStore` method, written once.
+"""The state store, :class:`StateStore`: every method written once, in SQL.
 
-:class:`SQLStore` holds the statements and their rules; a subclass gives it a database:
-its ``Dialect`` (what differs in the SQL text and in the values, ``_dialect.py``) and its
-connections and transactions (:meth:`SQLStore._transaction`, :meth:`SQLStore._statement`,
-:meth:`SQLStore._lock`). Statements are written in the store's one form (``?`` for each
-parameter, ``{p}`` before each table name), which the dialect translates.
+Everything is keyed by ``practice`` (a string naming the practice / credentials) so that
+two practices sharing a store never see each other's events, cursors or runs. Each method
+that changes something is one committed transaction: when it returns, the change survives
+a crash.
+
+:class:`StateStore` holds the statements and their rules (the runs and step journals in
+``_runs_sql.py``, recipe versions in ``_versions_sql.py``, the attention table in
+``_attention_sql.py``, previewed writes in ``pending_writes.py``); a subclass gives it a
+database: its ``Dialect`` (what differs in the SQL text and in the values, ``_dialect.py``)
+and its connections and transactions (:meth:`StateStore._transaction`,
+:meth:`StateStore._statement`, :meth:`StateStore._lock`): SQLite (``_sqlite.py``) and
+PostgreSQL (``_postgres.py``). Statements are written in the store's one form (``?`` for
+each parameter, ``{p}`` before each table name), which the dialect translates.
 
 What every subclass must guarantee, and the methods rely on:
 
-* a write transaction (:meth:`SQLStore._write`) that reads and then writes is never
+* a write transaction (:meth:`StateStore._write`) that reads and then writes is never
   interleaved with another writer's on the same rows: SQLite takes the database's write
   lock when it begins, PostgreSQL locks the rows read (``Dialect.lock_row``) or a key
-  (:meth:`SQLStore._lock`);
+  (:meth:`StateStore._lock`);
 * uniqueness is the database's (unique indexes, ``ON CONFLICT DO NOTHING``), so that
   concurrent callers, threads or processes, agree on one event, one run, one subscription;
-* inside :meth:`SQLStore.atomic`, every call of the thread joins the block's transaction.
+* inside :meth:`StateStore.atomic`, every call of the thread joins the block's transaction.
 """
 
 from __future__ import annotations
 
 import threading
-import uuid
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, ClassVar
+from types import TracebackType
+from typing import Any, ClassVar, Self
 
 from practiceflow.errors import BugError
 from practiceflow.state._attention_sql import SQLAttention
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection
+from practiceflow.state._runs_sql import SQLRuns
 from practiceflow.state._schema import (
     COUNT_RESUBSCRIBE,
-    COUNT_START,
-    JOURNAL,
     SELECT_EVENTS,
     SELECT_HEALTH,
-    SELECT_RUNS,
-    SELECT_STEPS,
     SELECT_SUBSCRIPTIONS,
     UPSERT_SUBSCRIPTION,
     UPSERT_TEST_DELIVERY,
     count_by_practice,
     decode_event,
-    decode_run,
-    decode_step,
     decode_subscription,
     insert_events,
 )
 from practiceflow.state._versions_sql import SQLVersions
-from practiceflow.state.base import DEFAULT_KEEP_SEEN, Clock, StateStore, StepChange
 from practiceflow.state.pending_writes import PendingWriteStore
-from practiceflow.state.retention import purge_finished
 from practiceflow.state.rows import (
-    RUN_STATUSES,
+    DEFAULT_KEEP_SEEN,
     SUBSCRIPTION_STATUSES,
+    Clock,
     CursorState,
     EventRecord,
     Json,
     NewEvent,
     PracticeCounts,
-    RunRecord,
-    RunStatus,
-    StepRecord,
-    StepStatus,
-    StepTransition,
     SubscriptionHealth,
     SubscriptionRecord,
     SubscriptionStatus,
-    check_run_transition,
     check_value,
     event_rows,
     first_occurrences,
-    json_or_null,
-    like_prefix,
 )
 from practiceflow.state.run_leases import RunLease, drop_lease, read_lease, renew_lease, take_lease
 from practiceflow.state.sealing import Sealer
-from practiceflow.state.steps import encode_step_change, fold_step_changes
+
+__all__ = ["StateStore"]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass
 class _Atomic:
-    """An open :meth:`SQLStore.atomic` block of one thread."""
+    """An open :meth:`StateStore.atomic` block of one thread."""
 
     connection: SQLConnection
     durable: bool
 
 
-class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
-    """The state store in a SQL database; subclasses give the dialect and connections."""
+class StateStore(PendingWriteStore, SQLAttention, SQLVersions, SQLRuns):
+    """Durable state of triggers and runs; see the package docstring for what it holds.
 
+    Stores are opened with :func:`practiceflow.state.open_store` and closed with
+    :meth:`close` (or used as a context manager). They are safe to share between threads.
+
+    Attributes:
+        scheme: the URL scheme the store is registered under (``sqlite``).
+        local_reads: whether reads are local and quick, never waiting on a network (the
+            webhook receiver then looks subscriptions up on its event loop, not in a
+            thread).
+    """
+
+    scheme: ClassVar[str]
+    local_reads: ClassVar[bool] = False
     dialect: ClassVar[Dialect]
     #: Every commit is durable (the database cannot relax one): ``durable`` needs nothing.
     always_durable: ClassVar[bool] = False
 
     def __init__(self, *, clock: Clock | None = None, key_file: Path | None = None) -> None:
-        super().__init__(clock=clock)
+        self._clock: Clock = clock or _utc_now
         self._local = threading.local()
         #: Seals every JSON value written and opens it when read (``sealing.py``).
         self.sealer = Sealer(key_file)
@@ -107,6 +118,35 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
         self._load = replace(
             self.dialect, load_json=lambda value: self.sealer.open(self.dialect.load_json(value))
         )
+
+    @classmethod
+    @abstractmethod
+    def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
+        """Open the store a URL names (already known to use this store's scheme).
+
+        Raises:
+            ConfigError: the URL is unusable, or the store was written by a newer
+                practiceflow.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections; the store cannot be used afterwards."""
+
+    def now(self) -> datetime:
+        """The store's current time (UTC), from the injected clock when there is one."""
+        return self._clock().astimezone(UTC)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     # --- what a subclass gives ------------------------------------------------------------
 
@@ -161,10 +201,18 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
 
     @contextmanager
     def atomic(self, *, durable: bool = False) -> Iterator[None]:
-        """See :meth:`StateStore.atomic`: the calls inside share one transaction.
+        """Make the calls inside one transaction, where the store can: one commit, all or none.
 
-        A store that fixes durability when its transaction begins (SQLite) fixes it when
-        the block opens.
+        Only an optimisation: every call keeps its own meaning, so a caller must be
+        correct when they commit one by one. Inside, a call that
+        raises aborts the whole transaction: let the error out of the block rather than go
+        on. The transaction belongs to the thread that opened it; a nested block joins it.
+
+        Args:
+            durable: fsync the commit. Say so when a call inside needs it (a write step's
+                ``sent``, an event before its delivery is acknowledged): a store that
+                fixes durability when the transaction begins, as SQLite does, raises
+                :class:`BugError` for a durable call inside a block opened without it.
         """
         outer: _Atomic | None = getattr(self._local, "atomic", None)
         if outer is not None:
@@ -196,8 +244,46 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
 
     # --- events ---------------------------------------------------------------------------
 
+    def record_event(
+        self,
+        practice: str,
+        source: str,
+        event_key: str,
+        event_id: str,
+        payload: Json,
+        signature: str | None = None,
+        received_at: datetime | None = None,
+    ) -> bool:
+        """Record an incoming event unless it was already seen.
+
+        Args:
+            practice: the practice it belongs to.
+            source: where it came in (trigger or subscription key); dedupe is per source.
+            event_key: the event type, such as ``proposal.accepted``.
+            event_id: the event's id (``X-Svc-Event-Id``, or a poll's dedupe key).
+            payload: the body, as JSON.
+            signature: the webhook signature, when signed: a replay under a new event id
+                carries the same signature and is caught by it.
+            received_at: when it arrived; now when omitted.
+
+        Returns:
+            ``True`` when recorded, ``False`` when the id or the signature was seen.
+        """
+        event = NewEvent(practice, source, event_key, event_id, payload, signature, received_at)
+        return self.record_events([event])[0]
+
     def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
-        """See :meth:`StateStore.record_events`: one statement, one durable commit."""
+        """Record several incoming events in **one** durable commit, each unless seen.
+
+        The same dedupe as :meth:`record_event`, applied in order: an event that repeats
+        an id or a signature earlier in ``events`` is a duplicate too. Either all are
+        committed or, on an error, none: callers acknowledge none of them then. The
+        receiver uses it to commit concurrent deliveries together (group commit), paying
+        one fsync for the batch instead of one per delivery.
+
+        Returns:
+            For each event, in order, ``True`` when recorded, ``False`` when seen.
+        """
         rows = event_rows(events, self._stamp, self.sealer.seal)
         if not rows:
             return []
@@ -209,7 +295,7 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None
     ) -> bool:
-        """See :meth:`StateStore.seen_event`."""
+        """Whether an event with this id (or, when given, this signature) was recorded."""
         where, params = "event_id = ?", [practice, source, event_id]
         if signature is not None:
             where, params = "(event_id = ? OR signature = ?)", [*params, signature]
@@ -218,7 +304,7 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
         return row is not None
 
     def get_event(self, practice: str, source: str, event_id: str) -> EventRecord | None:
-        """See :meth:`StateStore.get_event`."""
+        """One recorded event, or ``None``."""
         row = self._one(
             SELECT_EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
             (practice, source, event_id),
@@ -228,7 +314,13 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
     def pending_events(
         self, practice: str, limit: int = 100, *, source: str | None = None
     ) -> list[EventRecord]:
-        """See :meth:`StateStore.pending_events`."""
+        """Events not yet handled, oldest first.
+
+        Args:
+            practice: whose events.
+            limit: at most this many.
+            source: only those from this source, when given.
+        """
         where, params = "practice = ? AND handled_at IS NULL", [practice]
         if source is not None:
             where, params = where + " AND source = ?", [*params, source]
@@ -241,7 +333,11 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
     def mark_event_handled(
         self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
     ) -> None:
-        """See :meth:`StateStore.mark_event_handled`."""
+        """Mark an event handled (idempotent: the first time is kept).
+
+        Raises:
+            BugError: no such event was recorded.
+        """
         stamp = self._stamp(handled_at, "handled_at")
         with self._write() as db:
             cursor = db.execute(
@@ -254,7 +350,14 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
                 raise BugError(message)
 
     def purge_seen(self, older_than: timedelta = DEFAULT_KEEP_SEEN) -> int:
-        """See :meth:`StateStore.purge_seen`."""
+        """Forget handled events received more than ``older_than`` ago.
+
+        Unhandled events are never purged. Ids stay deduplicated for at least
+        ``older_than``; a redelivery after that would be taken as new.
+
+        Returns:
+            How many events were forgotten.
+        """
         cutoff = self._stamp(self.now() - older_than, "older_than")
         with self._write() as db:
             sql = "DELETE FROM {p}events WHERE handled_at IS NOT NULL AND received_at < ?"
@@ -263,7 +366,7 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
     # --- polling cursors ------------------------------------------------------------------
 
     def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
-        """See :meth:`StateStore.get_cursor_state`."""
+        """The cursor with its boundary keys, or ``None`` before the first poll."""
         key = (practice, trigger_key)
         where = " WHERE practice = ? AND trigger_key = ?"
         # One snapshot: the value and its keys belong together.
@@ -275,10 +378,20 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
         boundary = frozenset(str(k[0]) for k in keys)
         return CursorState(practice, trigger_key, row[0], boundary, self.dialect.load_time(row[1]))
 
+    def get_cursor(self, practice: str, trigger_key: str) -> str | None:
+        """The cursor value, or ``None`` before the first poll."""
+        state = self.get_cursor_state(practice, trigger_key)
+        return None if state is None else state.value
+
     def set_cursor(
         self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
     ) -> None:
-        """See :meth:`StateStore.set_cursor`."""
+        """Move the cursor, in one transaction with its boundary keys.
+
+        When ``value`` is the stored one, ``boundary_keys`` are added to those already
+        kept (more records handled at the same ``lastUpdated``); when it differs, they
+        replace them. Call it only after the events up to ``value`` are handled.
+        """
         key = (practice, trigger_key)
         where = " WHERE practice = ? AND trigger_key = ?"
         stamp = self._stamp(None, "updated_at")
@@ -313,7 +426,15 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
         path_token: str,
         status: SubscriptionStatus,
     ) -> SubscriptionRecord:
-        """See :meth:`StateStore.save_subscription`: durable (its secret is shown once)."""
+        """Create or replace the subscription of (practice, trigger_key).
+
+        Save it as ``pending`` before subscribing (so a delivery racing the answer finds
+        it), then ``active`` with the id and secret, or ``in_doubt`` if the answer was lost.
+
+        Raises:
+            BugError: ``status`` is not valid, or ``path_token`` belongs to another
+                subscription.
+        """
         check_value("subscription status", status, SUBSCRIPTION_STATUSES)
         stamp = self._stamp(None, "updated_at")
         values = (practice, trigger_key, subscription_id, event, url, secret, path_token)
@@ -336,24 +457,24 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
         return decode_subscription(row, self._load)
 
     def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
-        """See :meth:`StateStore.get_subscription`."""
+        """The subscription of a trigger, or ``None``."""
         where = " WHERE practice = ? AND trigger_key = ?"
         row = self._one(SELECT_SUBSCRIPTIONS + where, (practice, trigger_key))
         return None if row is None else decode_subscription(row, self._load)
 
     def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
-        """See :meth:`StateStore.find_subscription_by_path`."""
+        """The subscription a delivery's URL path token routes to, or ``None``."""
         row = self._one(SELECT_SUBSCRIPTIONS + " WHERE path_token = ?", (path_token,))
         return None if row is None else decode_subscription(row, self._load)
 
     def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
-        """See :meth:`StateStore.list_subscriptions`."""
+        """Subscriptions of one practice, or of all when ``practice`` is ``None``."""
         where, params = ("", ()) if practice is None else (" WHERE practice = ?", (practice,))
         rows = self._all(SELECT_SUBSCRIPTIONS + where + " ORDER BY practice, trigger_key", params)
         return [decode_subscription(row, self._load) for row in rows]
 
     def delete_subscription(self, practice: str, trigger_key: str) -> bool:
-        """See :meth:`StateStore.delete_subscription`."""
+        """Forget a subscription; ``True`` when there was one."""
         with self._write() as db:
             sql = "DELETE FROM {p}subscriptions WHERE practice = ? AND trigger_key = ?"
             return db.execute(sql, (practice, trigger_key)).rowcount == 1
@@ -361,19 +482,23 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
     def record_test_delivery(
         self, practice: str, trigger_key: str, at: datetime | None = None
     ) -> None:
-        """See :meth:`StateStore.record_test_delivery`: the latest time is kept."""
+        """Note that a verified test delivery reached a trigger (``at``: now if omitted); the
+        latest time is kept."""
         stamp = self._stamp(at, "at")
         with self._write() as db:
             db.execute(UPSERT_TEST_DELIVERY, (practice, trigger_key, stamp))
 
     def count_resubscribe(self, practice: str, trigger_key: str) -> int:
-        """See :meth:`StateStore.count_resubscribe`."""
+        """Count one re-subscribe of a trigger's lost subscription; returns the new count."""
         with self._write() as db:
             row = db.execute(COUNT_RESUBSCRIBE, (practice, trigger_key)).fetchone()
         return int(row[0])
 
     def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
-        """See :meth:`StateStore.subscription_health`."""
+        """Last delivery (newest webhook event kept), last test delivery and re-subscribes.
+
+        Nothing recorded yet gives ``None`` times and ``0`` re-subscribes.
+        """
         key = (practice, trigger_key)
         by_webhook = self.dialect.json_text.format(column="payload", key="source")
         delivered = self._one(
@@ -390,227 +515,59 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
             0 if row is None else int(row[1]),
         )
 
-    # --- runs -----------------------------------------------------------------------------
-
-    def start_run(
-        self,
-        practice: str,
-        recipe: str,
-        event_id: str,
-        *,
-        origin: Json = None,
-        run_id: str | None = None,
-        created_at: datetime | None = None,
-        version: str | None = None,
-    ) -> tuple[str, bool]:
-        """See :meth:`StateStore.start_run`."""
-        key = (practice, recipe, event_id)
-        stamp = self._stamp(created_at, "created_at")
-        run_id = run_id or uuid.uuid4().hex
-        encoded = json_or_null(self.sealer.seal(origin, f"origin of run {run_id}"), run_id)
-        with self._write() as db:
-            # A racing insert of the same key waits for the winner's commit, then does
-            # nothing; the SELECT after it sees the winner's row.
-            created = db.execute(
-                "INSERT INTO {p}runs (run_id, practice, recipe, event_id, status, origin,"
-                " created_at, updated_at, version) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)"
-                " ON CONFLICT (practice, recipe, event_id) DO NOTHING RETURNING run_id",
-                (run_id, *key, encoded, stamp, stamp, version),
-            ).fetchone()
-            if created is not None:
-                return run_id, True
-            sql = "SELECT run_id FROM {p}runs WHERE practice = ? AND recipe = ? AND event_id = ?"
-            row = db.execute(sql, key).fetchone()
-        return str(row[0]), False
-
-    def get_run(self, run_id: str) -> RunRecord | None:
-        """See :meth:`StateStore.get_run`."""
-        row = self._one(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
-        return None if row is None else decode_run(row, self._load)
-
-    def list_runs(
-        self,
-        *,
-        practice: str | None = None,
-        recipe: str | None = None,
-        status: RunStatus | None = None,
-        event_id: str | None = None,
-        since: datetime | None = None,
-        limit: int = 100,
-        run_id_prefix: str | None = None,
-        version: str | None = None,
-    ) -> list[RunRecord]:
-        """See :meth:`StateStore.list_runs`."""
-        if status is not None:
-            check_value("run status", status, RUN_STATUSES)
-        filters: dict[str, object] = {
-            "practice = ?": practice,
-            "recipe = ?": recipe,
-            "status = ?": status,
-            "event_id = ?": event_id,
-            "run_id LIKE ? ESCAPE '\\'": like_prefix(run_id_prefix),
-            "version LIKE ? ESCAPE '\\'": like_prefix(version),
-            "created_at >= ?": None if since is None else self.dialect.dump_time(since, "since"),
-        }
-        given = {clause: value for clause, value in filters.items() if value is not None}
-        where = " AND ".join(given) or "TRUE"
-        rows = self._all(
-            SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
-            (*given.values(), limit),
-        )
-        return [decode_run(row, self._load) for row in rows]
-
-    def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
-        """See :meth:`StateStore.set_run_status`."""
-        check_value("run status", status, RUN_STATUSES)
-        stamp = self._stamp(None, "updated_at")
-        encoded = json_or_null(self.sealer.seal(error, f"error of run {run_id}"), run_id)
-        with self._write() as db:
-            check_run_transition(run_id, self._locked_run(db, run_id), status)
-            reset = "" if status == "running" else ", starts = 0"
-            sql = "UPDATE {p}runs SET status = ?, error = ?, updated_at = ?" + reset
-            db.execute(sql + " WHERE run_id = ?", (status, encoded, stamp, run_id))
-
-    def _locked_run(self, db: SQLConnection, run_id: str) -> RunStatus:
-        """The run's status, its row locked for this write transaction where the database
-        needs it (every move of a run or of its steps goes through here)."""
-        sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
-        row = db.execute(sql, (run_id,)).fetchone()
-        if row is None:
-            raise BugError(f"run {run_id} does not exist; start_run first")
-        status: RunStatus = row[0]
-        return status
-
-    def count_start(self, run_id: str) -> int:
-        """See :meth:`StateStore.count_start`."""
-        stamp = self._stamp(None, "updated_at")
-        with self._write() as db:
-            check_run_transition(run_id, self._locked_run(db, run_id), "running")
-            counted = db.execute(COUNT_START, (stamp, run_id)).fetchone()
-        return int(counted[0])
-
-    def uncount_start(self, run_id: str) -> None:
-        """See :meth:`StateStore.uncount_start`."""
-        with self._write() as db:
-            self._locked_run(db, run_id)
-            db.execute(
-                "UPDATE {p}runs SET starts = starts - 1 WHERE run_id = ? AND starts > 0", (run_id,)
-            )
-
-    def purge_payloads(self, before: datetime) -> int:
-        """See :meth:`StateStore.purge_payloads` (``retention.py``)."""
-        cutoff = self.dialect.dump_time(before, "before")
-        with self._write(durable=True) as db:
-            return purge_finished(db, cutoff)
-
     # --- run leases (run_leases.py) -----------------------------------------------------
 
     def take_run_lease(self, wanted: RunLease, dead: Callable[[RunLease], bool]) -> RunLease:
-        """See :meth:`StateStore.take_run_lease`."""
+        """Take a run's lease unless a live process holds it (``state/run_leases.py``).
+
+        Args:
+            wanted: the lease to take (holder and times set).
+            dead: whether another holder is known dead (its process gone).
+
+        Returns:
+            The run's lease now: ``wanted`` when taken, else the live holder's.
+
+        Raises:
+            BugError: unknown run.
+        """
         with self._write() as db:
             self._locked_run(db, wanted.run_id)
             return take_lease(db, wanted, self.now(), dead)
 
     def renew_run_lease(self, run_id: str, owner: str, expires_at: datetime) -> bool:
-        """See :meth:`StateStore.renew_run_lease`."""
+        """Push a held lease's expiry on; False when ``owner`` no longer holds it."""
         with self._write() as db:
             return renew_lease(db, run_id, owner, self._stamp(expires_at, "expires_at"))
 
     def release_run_lease(self, run_id: str, owner: str) -> None:
-        """See :meth:`StateStore.release_run_lease`."""
+        """Give a lease back (nothing happens when ``owner`` no longer holds it)."""
         with self._write() as db:
             drop_lease(db, run_id, owner)
 
     def run_lease(self, run_id: str) -> RunLease | None:
-        """See :meth:`StateStore.run_lease`."""
+        """A run's lease; inside :meth:`atomic`, read with the run's row locked, so that
+        no other process takes it before the block commits."""
         locked = getattr(self._local, "atomic", None) is not None
         with self._write() if locked else self._join(self._statement) as db:
             if locked:
                 self._locked_run(db, run_id)
             return read_lease(db, run_id)
 
-    # --- step journal ---------------------------------------------------------------------
-
-    def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
-        where = f"run {run_id} step {step_id!r}"
-        encoded = [encode_step_change(change, where, self.sealer.seal) for change in changes]
-        now = self._stamp(None, "updated_at")
-        stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
-        with self._write(durable=any(change.durable for change in changes)) as db:
-            self._locked_run(db, run_id)  # serializes every move of the run's steps
-            sql = "SELECT status FROM {p}steps WHERE run_id = ? AND step_id = ?"
-            row = db.execute(sql, (run_id, step_id)).fetchone()
-            current: StepStatus | None = None if row is None else row[0]
-            self._write_step(db, run_id, step_id, current, changes, encoded, stamps)
-
-    def _write_step(
-        self,
-        db: SQLConnection,
-        run_id: str,
-        step_id: str,
-        current: StepStatus | None,
-        changes: Sequence[StepChange],
-        encoded: Sequence[Mapping[str, str | None]],
-        stamps: Sequence[Any],
-    ) -> None:
-        """Check and write moves of a step from ``current`` (``None``: no row yet) inside
-        ``db``'s write transaction: the step's row, and one history row per move."""
-        write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
-        # Column names are fixed or checked by the encoder; values are parameters.
-        columns = write.columns
-        if current is None:
-            columns.update(
-                run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0]
-            )
-            marks = ", ".join("?" * len(columns))
-            sql = f"INSERT INTO {{p}}steps ({', '.join(columns)}) VALUES ({marks})"
-            params: tuple[Any, ...] = tuple(columns.values())
-        else:
-            sets = [f"{name} = ?" for name in columns]
-            if write.sends:
-                sets.append(f"attempts = attempts + {write.sends:d}")
-            sql = f"UPDATE {{p}}steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?"
-            params = (*columns.values(), run_id, step_id)
-        db.execute(sql, params)
-        db.executemany(JOURNAL, write.journal)
-
-    def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
-        """See :meth:`StateStore.get_step`."""
-        row = self._one(SELECT_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
-        return None if row is None else decode_step(row, self._load)
-
-    def get_steps(self, run_id: str) -> list[StepRecord]:
-        """See :meth:`StateStore.get_steps`."""
-        rows = self._all(SELECT_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [decode_step(row, self._load) for row in rows]
-
-    def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
-        """See :meth:`StateStore.step_history`."""
-        where, params = ("", ()) if step_id is None else (" AND step_id = ?", (step_id,))
-        rows = self._all(
-            "SELECT run_id, step_id, from_status, to_status, at, who, note, detail"
-            " FROM {p}step_journal WHERE run_id = ?" + where + " ORDER BY seq",
-            (run_id, *params),
-        )
-        load = self._load
-        return [
-            StepTransition(
-                r[0], r[1], r[2], r[3], load.load_time(r[4]), r[5], r[6], load.load_json(r[7])
-            )
-            for r in rows
-        ]
-
     # --- rate budget bookkeeping ----------------------------------------------------------
 
+    def record_request(self, practice: str, at: datetime | None = None) -> None:
+        """Count one request sent with a practice's credentials (for reports)."""
+        self.record_requests(practice, [self.now() if at is None else at])
+
     def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
-        """See :meth:`StateStore.record_requests`."""
+        """Count several requests, sent at ``times``, in one commit (see ``RequestLog``)."""
         rows = [(practice, self._stamp(at, "at")) for at in times]
         if rows:
             with self._write() as db:
                 db.executemany("INSERT INTO {p}requests (practice, at) VALUES (?, ?)", rows)
 
     def request_counts(self, practice: str, since: datetime) -> int:
-        """See :meth:`StateStore.request_counts`."""
+        """How many requests were recorded for a practice at or after ``since``."""
         row = self._one(
             "SELECT count(*) FROM {p}requests WHERE practice = ? AND at >= ?",
             (practice, self.dialect.dump_time(since, "since")),
@@ -618,7 +575,7 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
         return int(row[0])
 
     def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
-        """See :meth:`StateStore.purge_requests`."""
+        """Forget request records older than ``older_than``; returns how many."""
         cutoff = self._stamp(self.now() - older_than, "older_than")
         with self._write() as db:
             return db.execute("DELETE FROM {p}requests WHERE at < ?", (cutoff,)).rowcount
@@ -626,7 +583,14 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
     # --- operations ---------------------------------------------------------------------
 
     def practice_counts(self) -> dict[str, PracticeCounts]:
-        """See :meth:`StateStore.practice_counts`."""
+        """Runs by status, steps in doubt and events waiting, for every practice at once.
+
+        What ``/metrics`` reads at each scrape: a few grouped counts, not a walk of the
+        runs. A practice with no run and no event is absent.
+
+        Returns:
+            Practice -> its counts.
+        """
         # One snapshot: the three counts describe the same moment.
         with self._join(lambda: self._transaction(snapshot=True)) as db:
             return count_by_practice(db)

@@ -38,10 +38,10 @@ from typing import ClassVar, Final, Self
 from practiceflow.errors import BugError, ConfigError, StoreError
 from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect
-from practiceflow.state._sql import SQLStore
-from practiceflow.state.base import Clock
+from practiceflow.state._sql import StateStore
 from practiceflow.state.file_identity import StoreUnusable, check_identity, file_identity
 from practiceflow.state.rows import (
+    Clock,
     from_json,
     from_utc,
     to_utc,
@@ -102,7 +102,7 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
     return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
 
 
-class SQLiteStore(SQLStore):
+class SQLiteStore(StateStore):
     """The state store in one SQLite file (WAL; durable commits fsynced, see the module).
 
     Args:

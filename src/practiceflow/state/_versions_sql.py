@@ -1,5 +1,5 @@
 """Recipe versions in SQL (``{p}versions``, the run's ``version`` column), mixed into
-``SQLStore``: each version stored once by digest, sealed like every payload."""
+``StateStore``: each version stored once by digest, sealed like every payload."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ class SQLVersions:
     def _stamp(self, value: datetime | None, what: str) -> Any: ...
 
     def save_version(self, digest: str, kind: str, name: str, content: Json) -> bool:
-        """See :meth:`StateStore.save_version`."""
+        """Store a version under its digest unless it is stored already (content-addressed:
+        the same content is stored once). Returns ``True`` when it was new."""
         encoded = json_or_null(self.sealer.seal(content, f"version {digest}"), digest)
         sql = "INSERT INTO {p}versions VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
         with self._write() as db:
@@ -40,7 +41,7 @@ class SQLVersions:
             return db.execute(sql, params).fetchone() is not None
 
     def get_version(self, digest: str) -> VersionRecord | None:
-        """See :meth:`StateStore.get_version`."""
+        """One stored version, or ``None``."""
         sql = "SELECT digest, kind, name, content, created_at FROM {p}versions WHERE digest = ?"
         row = self._one(sql, (digest,))
         if row is None:
@@ -49,7 +50,8 @@ class SQLVersions:
         return VersionRecord(str(row[0]), str(row[1]), str(row[2]), content, created_at)
 
     def move_run_version(self, run_id: str, from_digest: str | None, to_digest: str) -> bool:
-        """See :meth:`StateStore.move_run_version`."""
+        """Move a run to another stored version, only if it is still on ``from_digest``
+        (an explicit migration; :mod:`practiceflow.versions`). Returns whether it moved."""
         was = "version IS NULL" if from_digest is None else "version = ?"
         sql = "UPDATE {p}runs SET version = ? WHERE run_id = ? AND " + was + " RETURNING 1"
         params = (to_digest, run_id) + (() if from_digest is None else (from_digest,))

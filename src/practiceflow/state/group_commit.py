@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
 from practiceflow.errors import BugError, StoreError
-from practiceflow.state.base import StateStore
+from practiceflow.state._sql import StateStore
 from practiceflow.state.rows import NewEvent
 
 __all__ = ["DEFAULT_MAX_BATCH", "DEFAULT_MAX_WAIT", "GroupCommit"]

@@ -10,7 +10,8 @@ import importlib
 from typing import Final
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state.base import Clock, StateStore
+from practiceflow.state._sql import StateStore
+from practiceflow.state.rows import Clock
 
 __all__ = ["open_store", "register_store", "registered_schemes"]
 

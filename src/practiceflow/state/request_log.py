@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Final
 
 from practiceflow.errors import StoreError
-from practiceflow.state.base import StateStore
+from practiceflow.state._sql import StateStore
 
 __all__ = ["DEFAULT_EVERY", "DEFAULT_MOST", "RequestLog"]
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 from practiceflow.errors import BugError, ConfigError
 
 __all__ = [
+    "DEFAULT_KEEP_SEEN",
     "RESOLUTIONS",
     "RESOLVABLE",
     "RUN_STATUSES",
@@ -24,6 +25,7 @@ __all__ = [
     "STEP_STATUSES",
     "STEP_TRANSITIONS",
     "SUBSCRIPTION_STATUSES",
+    "Clock",
     "CursorState",
     "EventRecord",
     "Json",
@@ -50,6 +52,12 @@ __all__ = [
     "to_json",
     "to_utc",
 ]
+
+#: How long ids of handled events are kept for deduplication by default.
+DEFAULT_KEEP_SEEN: Final = timedelta(days=7)
+
+#: A function returning the current time, timezone-aware; injected by tests.
+Clock: TypeAlias = Callable[[], datetime]
 
 #: A value that survives ``json.dumps``: payloads, rendered requests, outputs, errors.
 Json: TypeAlias = Any

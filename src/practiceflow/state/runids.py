@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from practiceflow.errors import ConfigError
-from practiceflow.state.base import StateStore
+from practiceflow.state._sql import StateStore
 from practiceflow.state.rows import RunRecord
 
 __all__ = ["MIN_PREFIX", "SHORT_ID", "AmbiguousRunId", "find_run", "short_id"]

@@ -13,6 +13,10 @@
   The pytest fixtures ``sandbox_server`` (session) and ``sandbox`` (reset before each test)
   of this project's ``tests/conftest.py`` are built on it.
 
+* a fake clock: :class:`FakeClock` moves only when a test advances it or code sleeps on
+  it; hand it to a state store (``clock=clock``) and to a client or rate budget
+  (``clock=clock.monotonic, sleep=clock.sleep``).
+
 * cassettes: a module's recorded exchange with the API (:mod:`._cassette` describes the
   file), recorded with :class:`CassetteRecorder` and replayed without a server by
   :class:`CassettePlayer` (:mod:`._replay`); :func:`make_cassette` turns a recording into
@@ -31,6 +35,7 @@ from practiceflow.testing._cassette import (
     save_cassette,
     scrub,
 )
+from practiceflow.testing._clock import FakeClock
 from practiceflow.testing._recording import make_cassette, personal_names
 from practiceflow.testing._replay import (
     REPLAY_BASE_URL,
@@ -55,6 +60,7 @@ __all__ = [
     "CassettePlayer",
     "CassetteRecorder",
     "Exchange",
+    "FakeClock",
     "RateLimits",
     "RecordedRequest",
     "RecordedResponse",

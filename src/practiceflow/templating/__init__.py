@@ -12,11 +12,11 @@ autoescape, and these extra guards:
 * ``range`` is the sandbox's bounded range; the ``lipsum``, ``cycler`` and ``joiner`` globals
   are removed;
 * attribute access to private or internal attributes (``__class__``...) raises;
-* sizes are bounded (:mod:`practiceflow._template_bounds`): an operation whose result would
+* sizes are bounded (:mod:`practiceflow.templating._limits`): an operation whose result would
   exceed the limit is refused before it runs; a filter or operator whose operands are all
   literals (which Jinja folds into a constant) is checked when the template is compiled;
 * what one render does in all (work, text, loop iterations, macro depth) is bounded by a
-  budget per render (:mod:`practiceflow._template_budget`): every loop, filter, test, call,
+  budget per render (:mod:`practiceflow.templating._limits`): every loop, filter, test, call,
   operator and comparison charges it, and the render is refused once it passes a limit.
 
 Native types: a template that is exactly one expression, such as ``{{ input.amount }}``,
@@ -48,10 +48,11 @@ from jinja2.runtime import Undefined
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import consume
 
-from practiceflow import _template_bounds as bounds
-from practiceflow import _template_budget as budget
-from practiceflow import _template_sandbox as sandbox
-from practiceflow._template_filters import (
+from practiceflow.errors import Issue, TemplateError
+from practiceflow.templating import _bounded as bounds
+from practiceflow.templating import _limits as budget
+from practiceflow.templating import _sandbox as sandbox
+from practiceflow.templating._filters import (
     filter_date,
     filter_datetime,
     filter_pathseg,
@@ -59,7 +60,6 @@ from practiceflow._template_filters import (
     set_clock,
     utcnow,
 )
-from practiceflow.errors import Issue, TemplateError
 
 __all__ = [
     "CompiledTemplate",
@@ -79,7 +79,7 @@ __all__ = [
 ]
 
 #: Longest string, list or tuple that ``*`` may build in a template.
-MAX_REPEAT = bounds.MAX_SIZE
+MAX_REPEAT = budget.MAX_SIZE
 
 _ENV = sandbox.make_environment()
 
@@ -93,7 +93,7 @@ def add_filter(name: str, func: Callable[..., Any]) -> None:
     """Add a filter to the shared environment, bounded like the built-in ones.
 
     Its inputs are checked for size and it is charged for what it reads and returns
-    (:mod:`practiceflow._template_bounds`). A filter of that name already there is kept.
+    (:mod:`practiceflow.templating._bounded`). A filter of that name already there is kept.
 
     Args:
         name: the filter's name in templates.
@@ -179,7 +179,7 @@ class CompiledTemplate:
         """
         try:
             with budget.render_budget():
-                return bounds.check_size(self._run(context), "the rendered value")
+                return budget.check_size(self._run(context), "the rendered value")
         except SecurityError as exc:
             message = f"template {_shown(self.source)} refused by the sandbox: {exc}"
             raise TemplateError(self._issue(message, exc)) from None
@@ -274,8 +274,8 @@ def _compile_cached(source: str) -> _Compiled:
         size = 0
         for chunk in render(template.new_context(_with_globals(context), shared=True)):
             size += len(chunk)
-            if size > bounds.MAX_SIZE:
-                message = f"the text would exceed {bounds.MAX_SIZE} characters"
+            if size > budget.MAX_SIZE:
+                message = f"the text would exceed {budget.MAX_SIZE} characters"
                 raise budget.LimitError(message)
             chunks.append(chunk)
         return "".join(chunks)

@@ -30,7 +30,7 @@ from typing import Final
 from pyrate_limiter import SQLiteBucket
 from pyrate_limiter.buckets.sqlite_bucket import Queries
 
-from practiceflow.api.rate_budget import RateLimits, budget_table
+from practiceflow.budget.rate_budget import RateLimits, budget_table
 
 __all__ = ["BUDGET_FILE", "BudgetFileLock", "SQLiteBudgetBucket", "budget_file", "open_bucket"]
 
@@ -154,7 +154,7 @@ def open_bucket(file: Path, client_id: str, limits: RateLimits) -> SQLiteBudgetB
             practice as a whole has used only part of its own.
 
     Returns:
-        The bucket, for ``PriorityBudget(limits, bucket=..., clock=time.time)``; the
+        The bucket, for ``RateBudget(limits, bucket=..., clock=time.time)``; the
         budget's ``close()`` closes its connection.
     """
     file.parent.mkdir(parents=True, exist_ok=True)

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from practiceflow._template_budget import MAX_TEXT, MAX_WORK
 from practiceflow.errors import TemplateError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import dry_run, validate_recipe
 from practiceflow.runner.context import build_context
 from practiceflow.templating import Origin, compile_template, render_tree
+from practiceflow.templating._limits import MAX_TEXT, MAX_WORK
 
 ORIGIN = Origin("recipes/hostile.yaml", 12, 9, "steps[0].with.note")
-TEST_MODULES = Path(__file__).parent / "runner" / "modules"
+TEST_MODULES = Path(__file__).parents[1] / "runner" / "modules"
 
 CPU = "{% for i in range(100000) %}{{ range(100000)|list|sort|length }}{% endfor %}"
 MEMORY = "{{ range(100000)|map('string')|map('center', WIDTH)|list }}"

@@ -34,7 +34,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 from pyrate_limiter import PostgresBucket
 
-from practiceflow.api.rate_budget import RateBudget, RateLimits, budget_table
+from practiceflow.budget.rate_budget import RateBudget, RateLimits, budget_table
 
 __all__ = ["WaitingPostgresBucket", "budget_table", "shared_budget"]
 
@@ -131,7 +131,6 @@ def shared_budget(
     *,
     pool_size: int = 4,
     pool: ConnectionPool[Any] | None = None,
-    budget_type: type[RateBudget] = RateBudget,
 ) -> RateBudget:
     """The rate budget of a Client ID, shared through the PostgreSQL database at ``url``.
 
@@ -142,8 +141,6 @@ def shared_budget(
         pool_size: connections kept for this budget (when ``pool`` is None).
         pool: a connection pool shared by many budgets (a fleet's practices): one
             connection per practice would not scale; its owner closes it.
-        budget_type: the budget class, e.g. ``PriorityBudget`` for a process whose
-            requests wait by priority (``serve`` on a PostgreSQL store).
 
     Returns:
         A budget to pass to :class:`~practiceflow.api.Client` (``budget=``); close it with
@@ -157,4 +154,4 @@ def shared_budget(
         )
     table = budget_table(client_id)
     bucket = WaitingPostgresBucket(pool, table, limits.rates(), owns_pool=owns_pool)
-    return budget_type(limits, bucket=bucket, clock=time.time)
+    return RateBudget(limits, bucket=bucket, clock=time.time)

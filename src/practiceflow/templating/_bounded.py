@@ -1,26 +1,11 @@
-"""Size limits of the template sandbox (used by :mod:`practiceflow.templating`).
+"""Jinja's filters, tests, operators and calls wrapped with the limits of ``_limits.py``.
 
-Jinja's sandbox stops attribute escapes but not templates that allocate gigabytes or recurse
-without end. Every operation that can build a value much larger than its inputs is checked
-*before* it runs against :data:`MAX_SIZE`:
-
-* the size of a value is counted as a tree: characters of a string, plus one per item of a
-  list, tuple or mapping and everything inside it (a list holding the same big string twice
-  counts it twice, because that is what printing it costs);
-* no filter, test, method, operator or comparison receives a value larger than
-  :data:`MAX_SIZE`, and no rendered value or text output exceeds it;
-* the amplifying operations (padding and centering, printf and ``str.format`` widths and
-  precisions, ``*`` and ``+``, ``~``, ``join``, ``replace``, ``indent``, ``wordwrap``,
-  ``batch`` and ``slice`` fills, ``translate``, ``expandtabs``, ``tojson`` indentation) are
-  refused when their result would exceed it.
-
-What one render does in all (work, text, loop iterations, macro depth) is bounded by
-:mod:`practiceflow._template_budget`: the functions here charge its budget for what each
-operation reads (the items and characters the size check walks) and returns.
-
-A refusal raises :class:`~practiceflow._template_budget.LimitError` (a
-:class:`jinja2.exceptions.SecurityError`) whose text names the operation, the size it would
-reach and the limit.
+Every wrapped operation checks its inputs (size, and the render's budget charged for
+reading them) in one step, and charges its result. The amplifying operations (padding and
+centering, printf and ``str.format`` widths and precisions, ``*`` and ``+``, ``~``,
+``join``, ``replace``, ``indent``, ``wordwrap``, ``batch`` and ``slice`` fills,
+``translate``, ``expandtabs``, ``tojson`` indentation) are refused before they run when
+their result would exceed :data:`~practiceflow.templating._limits.MAX_SIZE`.
 """
 
 from __future__ import annotations
@@ -33,123 +18,30 @@ from functools import wraps
 from types import ModuleType
 from typing import Any
 
-from jinja2.runtime import Context, Macro
+from jinja2.runtime import Macro
 
-from practiceflow._template_budget import (
-    SCALARS,
+from practiceflow.templating._limits import (
     LimitError,
     charge_length,
     charge_result,
+    check_input,
+    check_inputs,
     current_budget,
+    refuse_over,
+    size_of,
 )
 
 __all__ = [
-    "MAX_SIZE",
     "bounded_filters",
     "bounded_tests",
     "call_name",
     "check_call",
-    "check_input",
-    "check_size",
     "checked_add",
     "checked_compare",
     "checked_mod",
     "checked_mul",
     "concat",
 ]
-
-#: Largest value (characters plus items, see the module docstring) a template may build.
-MAX_SIZE = 1_000_000
-
-
-def _refuse(what: str, size: int, unit: str = "characters") -> None:
-    if size > MAX_SIZE:
-        message = f"{what} would build {size} {unit}; the limit is {MAX_SIZE}"
-        raise LimitError(message)
-
-
-def _measure(value: Any, limit: int = MAX_SIZE) -> tuple[int, int, int]:
-    """Walk a value as a tree (module docstring), stopping once its size passes ``limit``.
-
-    Returns:
-        Its size, the items walked and the characters of the strings walked (the size is
-        above ``limit`` when the value is larger).
-    """
-    size = items = chars = 0
-    stack = [value]
-    while stack and size <= limit:
-        item = stack.pop()
-        items += 1
-        if isinstance(item, str | bytes):
-            size += len(item)
-            chars += len(item)
-        elif isinstance(item, SCALARS):  # the common leaves, before the slower Mapping check
-            size += 1
-        elif isinstance(item, list | tuple | set | frozenset):
-            size += 1
-            stack.extend(item)
-        elif isinstance(item, Context):  # registered as a Mapping; not data
-            size += 1
-        elif isinstance(item, Mapping):
-            size += 1 + len(item)
-            for key, child in item.items():
-                stack.append(key)
-                stack.append(child)
-        else:
-            size += 1
-    return size, items, chars
-
-
-def size_of(value: Any, limit: int = MAX_SIZE) -> int:
-    """Count a value as a tree (module docstring), stopping once past ``limit``.
-
-    Args:
-        value: any value.
-        limit: stop counting beyond this.
-
-    Returns:
-        The size, or a number above ``limit`` when it is larger.
-    """
-    return _measure(value, limit)[0]
-
-
-def check_size(value: Any, what: str) -> Any:
-    """Refuse a value larger than :data:`MAX_SIZE`; return it otherwise.
-
-    Args:
-        value: the value.
-        what: what it is, for the message.
-
-    Returns:
-        ``value``.
-
-    Raises:
-        LimitError: when it is too large.
-    """
-    size = size_of(value)
-    if size > MAX_SIZE:
-        message = f"{what} is larger than the limit of {MAX_SIZE} characters and items"
-        raise LimitError(message)
-    return value
-
-
-def check_input(value: Any, what: str) -> None:
-    """Check what an operation reads for size and charge the render for reading it.
-
-    Args:
-        value: an argument of a filter, test, method or comparison.
-        what: the operation, for the message (``'sort'``, ``str.center``).
-
-    Raises:
-        LimitError: when the value is larger than :data:`MAX_SIZE`, or reading it would
-            take the render past its budget.
-    """
-    size, items, chars = _measure(value)
-    if size > MAX_SIZE:
-        message = f"the input of {what} is larger than the limit of {MAX_SIZE} characters and items"
-        raise LimitError(message)
-    current_budget().charge(what, work=items, text=chars)
-
 
 # -- operators -----------------------------------------------------------------------------
 
@@ -158,14 +50,14 @@ def checked_mul(left: Any, right: Any) -> Any:
     """``*`` refusing a repetition larger than the limit."""
     for seq, count in ((left, right), (right, left)):
         if isinstance(seq, str | list | tuple) and isinstance(count, int) and count > 0:
-            _refuse("repetition", size_of(seq) * count, "characters and items")
+            refuse_over("repetition", size_of(seq) * count, "characters and items")
     return charge_result(left * right, "'*'")
 
 
 def checked_add(left: Any, right: Any) -> Any:
     """``+`` refusing strings or lists joined beyond the limit."""
     if isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple):
-        _refuse("'+'", size_of(left) + size_of(right), "characters and items")
+        refuse_over("'+'", size_of(left) + size_of(right), "characters and items")
     return charge_result(left + right, "'+'")
 
 
@@ -179,7 +71,7 @@ def _check_printf(text: str, what: str) -> None:
             raise LimitError(message)
         for number in (width, precision):
             if number:
-                _refuse(what, int(number))
+                refuse_over(what, int(number))
 
 
 def checked_mod(left: Any, right: Any) -> Any:
@@ -236,7 +128,7 @@ def _check_format_string(text: str, what: str) -> None:
             message = f"{what}: a nested field in a format spec is not allowed in templates"
             raise LimitError(message)
         for number in _DIGITS.findall(spec):
-            _refuse(what, int(number))
+            refuse_over(what, int(number))
 
 
 # -- methods -------------------------------------------------------------------------------
@@ -257,7 +149,7 @@ def _replaced(
     hits = text.count(old) if old else len(text) + 1  # type: ignore[arg-type]
     if count >= 0:
         hits = min(hits, count)
-    _refuse(what, len(text) + hits * max(len(new) - len(old), 0))
+    refuse_over(what, len(text) + hits * max(len(new) - len(old), 0))
 
 
 def call_name(obj: Any) -> str:
@@ -295,25 +187,24 @@ def check_call(
         LimitError: when an argument or the result would be too large, or the call would
             take the render past its budget.
     """
-    for value in (*args, *kwargs.values()):
-        check_input(value, what)
+    check_inputs((*args, *kwargs.values()), what)
     owner = getattr(getattr(obj, "__wrapped__", obj), "__self__", None)
     charge_length(owner, what)
     if not isinstance(owner, str | bytes):
         return args
     name = getattr(obj, "__name__", "")
     if name in ("center", "ljust", "rjust", "zfill"):
-        _refuse(name, _padded(owner, args, kwargs))
+        refuse_over(name, _padded(owner, args, kwargs))
     elif name == "expandtabs":
         size = args[0] if args else kwargs.get("tabsize", 8)
         tabs = owner.count(b"\t") if isinstance(owner, bytes) else owner.count("\t")
         if isinstance(size, int):
-            _refuse(name, len(owner) + tabs * size)
+            refuse_over(name, len(owner) + tabs * size)
     elif name == "join" and args:
         items = list(args[0]) if not isinstance(args[0], str) else args[0]
         current_budget().charge(what, work=len(items))
         lengths = sum(len(item) for item in items if isinstance(item, str | bytes))
-        _refuse(name, lengths + len(owner) * max(len(items) - 1, 0))
+        refuse_over(name, lengths + len(owner) * max(len(items) - 1, 0))
         return (items, *args[1:])
     elif name == "replace" and len(args) >= 2:
         _replaced(owner, *args[:3])
@@ -321,7 +212,7 @@ def check_call(
         _check_format_string(owner, f"str.{name}")
     elif name == "translate" and args and isinstance(args[0], Mapping):
         longest = max((len(v) for v in args[0].values() if isinstance(v, str)), default=1)
-        _refuse(name, len(owner) * max(longest, 1))
+        refuse_over(name, len(owner) * max(longest, 1))
     return args
 
 
@@ -334,10 +225,7 @@ def _charged(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
     @wraps(func)
     def charged(*args: Any, **kwargs: Any) -> Any:
-        for value in args:
-            check_input(value, what)
-        for value in kwargs.values():
-            check_input(value, what)
+        check_inputs((*args, *kwargs.values()), what)
         return charge_result(func(*args, **kwargs), what)
 
     return charged
@@ -359,7 +247,7 @@ def _bounded(name: str, func: Callable[..., Any], check: Callable[..., None]) ->
 
 def _check_center(value: Any, width: Any = 80) -> None:
     if isinstance(width, int):
-        _refuse("center", max(len(str(value)), width))
+        refuse_over("center", max(len(str(value)), width))
 
 
 def _check_format(value: Any, *args: Any, **kwargs: Any) -> None:
@@ -371,7 +259,7 @@ def _check_indent(text: Any, width: Any = 4, first: bool = False, blank: bool = 
     del first, blank
     pad = width if isinstance(width, int) else len(str(width))
     text = str(text)
-    _refuse("indent", len(text) + (text.count("\n") + 1) * max(pad, 0))
+    refuse_over("indent", len(text) + (text.count("\n") + 1) * max(pad, 0))
 
 
 def _check_replace(text: Any, old: Any, new: Any, count: Any = None) -> None:
@@ -383,14 +271,14 @@ def _check_wordwrap(text: Any, width: Any = 79, *args: Any, **kwargs: Any) -> No
     wrap = kwargs.get("wrapstring", args[1] if len(args) > 1 else None)
     if isinstance(wrap, str):
         length = len(str(text))
-        _refuse("wordwrap", length + (length + 1) * len(wrap))
+        refuse_over("wordwrap", length + (length + 1) * len(wrap))
 
 
 def _check_fill(name: str) -> Callable[..., None]:
     def check(value: Any, count: Any, fill_with: Any = None) -> None:
         del value
         if isinstance(count, int) and (fill_with is not None or name == "slice"):
-            _refuse(name, count, "items")
+            refuse_over(name, count, "items")
 
     return check
 
@@ -411,7 +299,7 @@ def _join(filters: Mapping[str, Callable[..., Any]]) -> Callable[..., Any]:
         check_input(items, "'join'")
         if isinstance(items, list) and attribute is None:
             lengths = sum(len(str(item)) for item in items)
-            _refuse("join", lengths + len(str(d)) * max(len(items) - 1, 0))
+            refuse_over("join", lengths + len(str(d)) * max(len(items) - 1, 0))
         return charge_result(join(eval_ctx, items, d, attribute), "'join'")
 
     return bounded_join
@@ -423,7 +311,7 @@ def concat(*parts: Any) -> str:
     for part in parts:
         check_input(part, "'~'")
         total += len(part) if isinstance(part, str) else size_of(part)
-    _refuse("'~'", total)
+    refuse_over("'~'", total)
     text = "".join(str(part) for part in parts)
     charge_length(text, "'~'")
     return text

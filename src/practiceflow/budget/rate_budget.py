@@ -9,6 +9,17 @@ clock and has no way to pause the whole budget until a server's ``Retry-After``,
 this client needs an injectable clock and sleep (tests never really wait), a cap on the
 total wait, and a budget-wide pause after a 429.
 
+Every recipe and trigger using the same credentials spends one budget, so when it runs
+short, who goes first matters: requests enter the bucket one at a time, best
+:class:`~practiceflow.budget.priorities.Priority` first (then first come, first served),
+so the next free slot goes to the most urgent waiter. The priority of the current thread's
+requests is set with :func:`~practiceflow.budget.priorities.priority`::
+
+    budget = RateBudget()
+    client = Client(..., budget=budget)          # every client of these credentials
+    with priority(Priority.POLL):
+        client.get("/api/v1/entities", {...})    # waits behind event work
+
 Timestamps come from the budget's clock (``time.monotonic`` by default); a bucket shared
 between processes needs a wall clock (``clock=time.time``) so that their timestamps agree.
 A ``Retry-After`` pause lives in this process only.
@@ -18,6 +29,8 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
+import heapq
+import itertools
 import logging
 import math
 import threading
@@ -29,6 +42,7 @@ from typing import Any, Final
 
 from pyrate_limiter import AbstractBucket, Duration, InMemoryBucket, Rate, RateItem
 
+from practiceflow.budget.priorities import Priority, current_priority
 from practiceflow.errors import BugError, ConfigError, RateLimitError
 
 __all__ = [
@@ -173,7 +187,8 @@ def parse_retry_after(
 
 
 class RateBudget:
-    """The multi-window budget of one Client ID, shared by every thread using it.
+    """The multi-window budget of one Client ID, shared by every thread using it; waiting
+    requests are admitted best priority first (see the module).
 
     Args:
         limits: the windows and waits; spec defaults when None.
@@ -204,6 +219,20 @@ class RateBudget:
         self._admitted = 0
         self._status: RateLimitStatus | None = None
         self._on_admit: list[Callable[[], None]] = []
+        self._turn = threading.Condition()
+        self._queue: list[tuple[int, int]] = []
+        self._serial = itertools.count()
+        self._busy = False
+        #: Requests admitted so far, by priority.
+        self.admitted_by_priority: dict[Priority, int] = {level: 0 for level in Priority}
+
+    def waiting(self) -> dict[Priority, int]:
+        """How many requests wait for the budget now, by priority."""
+        with self._turn:
+            counts = {level: 0 for level in Priority}
+            for level, _ in self._queue:
+                counts[Priority(level)] += 1
+            return counts
 
     def on_admit(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after each request the budget admits (for bookkeeping).
@@ -273,7 +302,7 @@ class RateBudget:
         )
 
     def acquire(self, method: str, path: str, deadline: float | None = None) -> float:
-        """Wait until the budget admits one request, then count it.
+        """Wait for this request's turn by priority, then until the budget admits it; count it.
 
         Args:
             method: HTTP method of the request, for the error message.
@@ -287,6 +316,25 @@ class RateBudget:
             RateLimitError: admitting the request would mean waiting past ``deadline``;
                 ``retry_after`` says how long the wait would have been.
         """
+        level = current_priority()
+        ticket = (int(level), next(self._serial))
+        with self._turn:
+            heapq.heappush(self._queue, ticket)
+            while self._busy or self._queue[0] != ticket:
+                self._turn.wait()
+            heapq.heappop(self._queue)
+            self._busy = True
+        try:
+            waited = self._admit(method, path, deadline)
+            self.admitted_by_priority[level] += 1
+            return waited
+        finally:
+            with self._turn:
+                self._busy = False
+                self._turn.notify_all()
+
+    def _admit(self, method: str, path: str, deadline: float | None) -> float:
+        """Wait until the bucket admits one request; return the seconds waited."""
         waited = 0.0
         while True:
             now = self._clock()

@@ -5,7 +5,7 @@ template through :func:`bound_tree` and :func:`check_constants`:
 
 * :class:`BoundedEnvironment` is Jinja's immutable sandbox whose operators ``*``, ``**``,
   ``+`` and ``%``, calls, filters and tests check sizes and charge the render's budget
-  (:mod:`practiceflow._template_bounds`, :mod:`practiceflow._template_budget`);
+  (:mod:`practiceflow.templating._bounded`, :mod:`practiceflow.templating._limits`);
 * :func:`bound_tree` rewrites a parsed template so that every loop iterates through the
   budget (each iteration charged for the size of the loop's body), every macro and
   ``{% call %}`` body charges its size each time it runs, and every ``~`` and comparison
@@ -25,9 +25,9 @@ from jinja2.nodes import EvalContext
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from practiceflow import _template_bounds as bounds
-from practiceflow import _template_budget as budget
-from practiceflow._template_filters import (
+from practiceflow.templating import _bounded as bounds
+from practiceflow.templating import _limits as budget
+from practiceflow.templating._filters import (
     filter_date,
     filter_datetime,
     filter_pathseg,
@@ -117,7 +117,7 @@ def make_environment() -> BoundedEnvironment:
         undefined=StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
-        finalize=lambda value: bounds.check_size(value, "an output value"),
+        finalize=lambda value: budget.check_size(value, "an output value"),
     )
     for name in ("lipsum", "cycler", "joiner"):
         env.globals.pop(name, None)

@@ -1,27 +1,37 @@
-"""The per-render budget of the template sandbox (used by :mod:`practiceflow._template_bounds`).
+"""The limits of the template sandbox, in one place: how large a value may be, and what one
+render may spend (the Jinja operations wrapped with these checks are in ``_bounded.py``).
 
-The size limits of :mod:`practiceflow._template_bounds` hold for each value; this module
-bounds what one render does in all, so that no template (nor a short one repeated by a
-loop) can hold a process for long or fill its memory. Each render of a template, and the
-load-time evaluation of its constant expressions, gets a fresh :class:`RenderBudget` (see
-:class:`render_budget`), which every bounded operation charges as it goes:
+Jinja's sandbox stops attribute escapes but not templates that allocate gigabytes or recurse
+without end.
+
+**Sizes.** The size of a value is counted as a tree: characters of a string, plus one per
+item of a list, tuple or mapping and everything inside it (a list holding the same big
+string twice counts it twice, because that is what printing it costs). No filter, test,
+method, operator or comparison receives a value larger than :data:`MAX_SIZE`, no rendered
+value or text output exceeds it, and the amplifying operations are refused *before* they
+run when their result would exceed it.
+
+**The render budget.** Each render of a template, and the load-time evaluation of its
+constant expressions, gets a fresh :class:`RenderBudget` (see :class:`render_budget`),
+which every bounded operation charges as it goes:
 
 * **work**, in units: one per loop iteration plus one per node of the loop's body (and a
   macro's body its nodes at each call), one per item of each collection that a filter,
   method, global (``range``) or operator returns, one per item pulled from a lazy result
   (``map``, ``select``, ``reject``, ``batch``... are charged item by item, so a chain of
   them is charged as it runs), and one per item of every argument a filter, test, method or
-  comparison reads;
+  comparison reads (counted by the same walk as its size: one check per operation);
 * **text**, in characters: every character of every string such an operation returns or
   reads;
 * **iterations**: loop iterations, all loops together;
 * **depth**: macro calls (and recursive loops) in progress.
 
-A charge past a limit raises :class:`LimitError` before the operation goes on, so a render
-stops after a bounded amount of work and memory whatever the template. A unit stands for one
-small step of interpreted work, so :data:`MAX_WORK` keeps a render well under a second, and
-with :data:`MAX_TEXT` what it allocates well under 100 MB; ordinary recipes use a small
-fraction of either.
+A charge past a limit raises :class:`LimitError` (a :class:`jinja2.exceptions.SecurityError`
+whose text names the operation, the size it would reach and the limit) before the
+operation goes on, so a render stops after a bounded amount of work and memory whatever the
+template. A unit stands for one small step of interpreted work, so :data:`MAX_WORK` keeps a
+render well under a second, and with :data:`MAX_TEXT` what it allocates well under 100 MB;
+ordinary recipes use a small fraction of either.
 
 Outside a render (a plugin rendering through the environment itself) each operation is
 charged to a budget of its own.
@@ -29,17 +39,18 @@ charged to a budget of its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, MappingView
+from collections.abc import Callable, Iterable, Iterator, Mapping, MappingView
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from jinja2.exceptions import SecurityError
-from jinja2.runtime import LoopContext, Macro
+from jinja2.runtime import Context, LoopContext, Macro
 
 __all__ = [
     "MAX_CALL_DEPTH",
     "MAX_ITERATIONS",
+    "MAX_SIZE",
     "MAX_TEXT",
     "MAX_WORK",
     "SCALARS",
@@ -48,11 +59,17 @@ __all__ = [
     "charge_body",
     "charge_length",
     "charge_result",
+    "check_input",
+    "check_inputs",
+    "check_size",
     "counted_iterations",
     "current_budget",
     "is_nested_call",
+    "measure",
     "nested_call",
+    "refuse_over",
     "render_budget",
+    "size_of",
 ]
 
 #: Units of work (loop iterations and items built or read) one render may do.
@@ -247,3 +264,118 @@ def nested_call(call: Callable[[], Any]) -> Any:
 def is_nested_call(obj: Any) -> bool:
     """Tell whether a call is to a macro or a recursive loop (counted by depth)."""
     return isinstance(obj, Macro | LoopContext)
+
+
+# -- sizes ---------------------------------------------------------------------------------
+
+#: Largest value (characters plus items, see the module docstring) a template may build.
+MAX_SIZE = 1_000_000
+
+
+def refuse_over(what: str, size: int, unit: str = "characters") -> None:
+    """Refuse an operation whose result would be ``size`` (past :data:`MAX_SIZE`)."""
+    if size > MAX_SIZE:
+        message = f"{what} would build {size} {unit}; the limit is {MAX_SIZE}"
+        raise LimitError(message)
+
+
+def measure(value: Any, limit: int = MAX_SIZE) -> tuple[int, int, int]:
+    """Walk a value as a tree (module docstring), stopping once its size passes ``limit``.
+
+    Returns:
+        Its size, the items walked and the characters of the strings walked (the size is
+        above ``limit`` when the value is larger).
+    """
+    size = items = chars = 0
+    stack = [value]
+    while stack and size <= limit:
+        item = stack.pop()
+        items += 1
+        if isinstance(item, str | bytes):
+            size += len(item)
+            chars += len(item)
+        elif isinstance(item, SCALARS):  # the common leaves, before the slower Mapping check
+            size += 1
+        elif isinstance(item, list | tuple | set | frozenset):
+            size += 1
+            stack.extend(item)
+        elif isinstance(item, Context):  # registered as a Mapping; not data
+            size += 1
+        elif isinstance(item, Mapping):
+            size += 1 + len(item)
+            for key, child in item.items():
+                stack.append(key)
+                stack.append(child)
+        else:
+            size += 1
+    return size, items, chars
+
+
+def size_of(value: Any, limit: int = MAX_SIZE) -> int:
+    """Count a value as a tree (module docstring), stopping once past ``limit``.
+
+    Args:
+        value: any value.
+        limit: stop counting beyond this.
+
+    Returns:
+        The size, or a number above ``limit`` when it is larger.
+    """
+    return measure(value, limit)[0]
+
+
+def check_size(value: Any, what: str) -> Any:
+    """Refuse a value larger than :data:`MAX_SIZE`; return it otherwise.
+
+    Args:
+        value: the value.
+        what: what it is, for the message.
+
+    Returns:
+        ``value``.
+
+    Raises:
+        LimitError: when it is too large.
+    """
+    size = size_of(value)
+    if size > MAX_SIZE:
+        message = f"{what} is larger than the limit of {MAX_SIZE} characters and items"
+        raise LimitError(message)
+    return value
+
+
+def check_input(value: Any, what: str) -> None:
+    """Check what an operation reads for size and charge the render for reading it.
+
+    Args:
+        value: an argument of a filter, test, method or comparison.
+        what: the operation, for the message (``'sort'``, ``str.center``).
+
+    Raises:
+        LimitError: when the value is larger than :data:`MAX_SIZE`, or reading it would
+            take the render past its budget.
+    """
+    check_inputs((value,), what)
+
+
+def check_inputs(values: Iterable[Any], what: str) -> None:
+    """:func:`check_input` for every argument of one operation, charged in one step.
+
+    Args:
+        values: the arguments of a filter, test, method or operator.
+        what: the operation, for the message.
+
+    Raises:
+        LimitError: as :func:`check_input`.
+    """
+    work = text = 0
+    for value in values:
+        size, items, chars = measure(value)
+        if size > MAX_SIZE:
+            message = (
+                f"the input of {what} is larger than the limit of {MAX_SIZE} characters and items"
+            )
+            raise LimitError(message)
+        work += items
+        text += chars
+    current_budget().charge(what, work=work, text=text)

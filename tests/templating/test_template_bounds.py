@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from practiceflow._template_bounds import MAX_SIZE
-from practiceflow._template_budget import MAX_CALL_DEPTH, MAX_ITERATIONS
 from practiceflow.errors import TemplateError
 from practiceflow.templating import Origin, compile_template
+from practiceflow.templating._limits import MAX_CALL_DEPTH, MAX_ITERATIONS, MAX_SIZE
 
 ORIGIN = Origin("recipes/hostile.yaml", 12, 9, "steps[0].with.note")
 

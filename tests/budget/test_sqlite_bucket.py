@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from practiceflow.api.rate_budget import RateBudget, RateLimits
-from practiceflow.api.sqlite_budget import BudgetFileLock, budget_file, open_bucket
+from practiceflow.budget.rate_budget import RateBudget, RateLimits
+from practiceflow.budget.sqlite_bucket import BudgetFileLock, budget_file, open_bucket
 from practiceflow.errors import RateLimitError
-from practiceflow.runner import PriorityBudget
 
 FIVE = RateLimits(per_minute=5, per_hour=50, per_day=500, max_wait=0)
 FIFTY = RateLimits(per_minute=50, per_hour=500, per_day=5000, max_wait=0)
@@ -28,8 +27,8 @@ PRACTICE = RateLimits(per_minute=6, per_hour=60, per_day=600, max_wait=0)
 ASSISTANT = RateLimits(per_minute=2, per_hour=20, per_day=200, max_wait=0)
 
 
-def _budget(file: Path, limits: RateLimits, client_id: str = "client-a") -> PriorityBudget:
-    return PriorityBudget(limits, bucket=open_bucket(file, client_id, limits), clock=time.time)
+def _budget(file: Path, limits: RateLimits, client_id: str = "client-a") -> RateBudget:
+    return RateBudget(limits, bucket=open_bucket(file, client_id, limits), clock=time.time)
 
 
 def _admitted(budget: RateBudget) -> bool:
@@ -46,8 +45,8 @@ def file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def budgets() -> Iterator[list[PriorityBudget]]:
-    opened: list[PriorityBudget] = []
+def budgets() -> Iterator[list[RateBudget]]:
+    opened: list[RateBudget] = []
     yield opened
     for budget in opened:
         budget.close()
@@ -58,7 +57,7 @@ def test_the_budget_file_lies_beside_the_state_file(tmp_path: Path) -> None:
 
 
 def test_two_budgets_on_one_file_admit_no_more_than_the_limit_together(
-    file: Path, budgets: list[PriorityBudget]
+    file: Path, budgets: list[RateBudget]
 ) -> None:
     # Two connections to one file, as two processes would have.
     first, second = _budget(file, FIVE), _budget(file, FIVE)
@@ -73,7 +72,7 @@ def test_two_budgets_on_one_file_admit_no_more_than_the_limit_together(
 
 
 def test_another_client_id_has_its_own_count_in_the_same_file(
-    file: Path, budgets: list[PriorityBudget]
+    file: Path, budgets: list[RateBudget]
 ) -> None:
     spent, other = _budget(file, FIVE, "client-a"), _budget(file, FIVE, "client-b")
     budgets += [spent, other]
@@ -83,7 +82,7 @@ def test_another_client_id_has_its_own_count_in_the_same_file(
 
 
 def test_threads_of_two_budgets_admit_no_more_than_the_limit_together(
-    file: Path, budgets: list[PriorityBudget]
+    file: Path, budgets: list[RateBudget]
 ) -> None:
     first, second = _budget(file, FIFTY), _budget(file, FIFTY)
     budgets += [first, second]
@@ -106,8 +105,8 @@ def test_threads_of_two_budgets_admit_no_more_than_the_limit_together(
 CHILD = """
 import sys, time
 from pathlib import Path
-from practiceflow.api.rate_budget import RateBudget, RateLimits
-from practiceflow.api.sqlite_budget import open_bucket
+from practiceflow.budget.rate_budget import RateBudget, RateLimits
+from practiceflow.budget.sqlite_bucket import open_bucket
 from practiceflow.errors import RateLimitError
 
 file, ready, go = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
@@ -154,7 +153,7 @@ def test_processes_on_one_file_admit_no_more_than_the_limit_together(
 
 
 def test_an_assistant_is_refused_once_the_practice_has_used_a_third(
-    file: Path, budgets: list[PriorityBudget]
+    file: Path, budgets: list[RateBudget]
 ) -> None:
     practice, assistant = _budget(file, PRACTICE), _budget(file, ASSISTANT)
     budgets += [practice, assistant]

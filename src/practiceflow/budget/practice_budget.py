@@ -1,0 +1,47 @@
+"""The rate budget of a practice, found beside its state store.
+
+``serve``, ``run`` and ``mcp`` on one store count their requests together: a SQLite store's
+budget is ``budget.db`` in the state file's folder (:mod:`.sqlite_bucket`), a PostgreSQL
+store's is a table in its database (:mod:`.postgres_bucket`); either way one table per
+Client ID.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from practiceflow.budget.rate_budget import RateBudget, RateLimits
+from practiceflow.budget.sqlite_bucket import budget_file, open_bucket
+
+__all__ = ["store_budget"]
+
+
+def store_budget(
+    target: str, state_file: Path | None, client_id: str, limits: RateLimits | None = None
+) -> RateBudget:
+    """The rate budget of a practice, shared by every process on the same store.
+
+    A store with no file of its own (another scheme, or ``:memory:``) gets a budget in
+    memory.
+
+    Args:
+        target: the store's URL or path (``--state`` resolved).
+        state_file: the SQLite state file, or None when the store is no SQLite file.
+        client_id: the practice's Client ID (its table in the shared bucket).
+        limits: this process's windows: the spec's 60/min, 1000/h, 10000/day if None; an
+            assistant passes smaller ones to be admitted only while the practice as a
+            whole has used less than those.
+
+    Returns:
+        The budget to give the client; close it when the command ends.
+    """
+    limits = limits or RateLimits()
+    if target.lower().startswith(("postgresql://", "postgres://")):
+        from practiceflow.budget.postgres_bucket import shared_budget  # psycopg only here
+
+        return shared_budget(target, client_id, limits, pool_size=2)
+    if state_file is None:
+        return RateBudget(limits)
+    bucket = open_bucket(budget_file(state_file), client_id, limits)
+    return RateBudget(limits, bucket=bucket, clock=time.time)

@@ -1,0 +1,389 @@
+"""Runs and their step journals in SQL (``{p}runs``, ``{p}steps``, ``{p}step_journal``),
+mixed into the store (``_sql.py``).
+
+The step journal methods (``step_pending`` ... ``resolve_step``) are written once on
+:meth:`SQLRuns._change_step`, so that every move obeys the same transition rules
+(:data:`~practiceflow.state.rows.STEP_TRANSITIONS`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, ClassVar
+
+from practiceflow.errors import BugError, ConfigError
+from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._schema import (
+    COUNT_START,
+    JOURNAL,
+    SELECT_RUNS,
+    SELECT_STEPS,
+    decode_run,
+    decode_step,
+)
+from practiceflow.state.retention import purge_finished
+from practiceflow.state.rows import (
+    RESOLUTIONS,
+    RUN_STATUSES,
+    Json,
+    Resolution,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    StepStatus,
+    StepTransition,
+    check_run_transition,
+    check_value,
+    json_or_null,
+    like_prefix,
+)
+from practiceflow.state.sealing import Sealer
+from practiceflow.state.steps import StepChange, encode_step_change, fold_step_changes
+
+__all__ = ["SQLRuns"]
+
+
+class SQLRuns:
+    """The run and step journal methods of the store on the store's connections."""
+
+    dialect: ClassVar[Dialect]
+    sealer: Sealer
+    _load: Dialect
+
+    @abstractmethod
+    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
+
+    @abstractmethod
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+
+    @abstractmethod
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    @abstractmethod
+    def _stamp(self, value: datetime | None, what: str) -> Any: ...
+
+    # --- runs -----------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        practice: str,
+        recipe: str,
+        event_id: str,
+        *,
+        origin: Json = None,
+        run_id: str | None = None,
+        created_at: datetime | None = None,
+        version: str | None = None,
+    ) -> tuple[str, bool]:
+        """Start the one run of ``recipe`` for an event, or find it.
+
+        Exactly one run exists per (practice, recipe, event_id), enforced by the
+        database, so concurrent callers (threads or processes) agree on it.
+
+        Args:
+            practice: the practice.
+            recipe: the recipe's name.
+            event_id: the event.
+            origin: what started the run (JSON; the runner's record of its event),
+                stored with a new run and left as it is when the run already existed.
+            run_id: the new run's id (a fresh one when omitted).
+            created_at: the new run's creation time (now when omitted).
+            version: the digest of the recipe version it runs on (stored with
+                :meth:`save_version` first), kept with a new run.
+
+        Returns:
+            ``(run_id, created)``; ``created`` is ``False`` when the run already existed.
+        """
+        key = (practice, recipe, event_id)
+        stamp = self._stamp(created_at, "created_at")
+        run_id = run_id or uuid.uuid4().hex
+        encoded = json_or_null(self.sealer.seal(origin, f"origin of run {run_id}"), run_id)
+        with self._write() as db:
+            # A racing insert of the same key waits for the winner's commit, then does
+            # nothing; the SELECT after it sees the winner's row.
+            created = db.execute(
+                "INSERT INTO {p}runs (run_id, practice, recipe, event_id, status, origin,"
+                " created_at, updated_at, version) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)"
+                " ON CONFLICT (practice, recipe, event_id) DO NOTHING RETURNING run_id",
+                (run_id, *key, encoded, stamp, stamp, version),
+            ).fetchone()
+            if created is not None:
+                return run_id, True
+            sql = "SELECT run_id FROM {p}runs WHERE practice = ? AND recipe = ? AND event_id = ?"
+            row = db.execute(sql, key).fetchone()
+        return str(row[0]), False
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """One run, or ``None``."""
+        row = self._one(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
+        return None if row is None else decode_run(row, self._load)
+
+    def list_runs(
+        self,
+        *,
+        practice: str | None = None,
+        recipe: str | None = None,
+        status: RunStatus | None = None,
+        event_id: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+        run_id_prefix: str | None = None,
+        version: str | None = None,
+    ) -> list[RunRecord]:
+        """Runs matching every filter given, newest first.
+
+        Args:
+            practice: only this practice's.
+            recipe: only this recipe's.
+            status: only runs in this status.
+            event_id: only runs of this event.
+            since: only runs started at or after this time.
+            limit: at most this many.
+            run_id_prefix: only runs whose id starts with this (a short id).
+            version: only runs whose version digest starts with this.
+        """
+        if status is not None:
+            check_value("run status", status, RUN_STATUSES)
+        filters: dict[str, object] = {
+            "practice = ?": practice,
+            "recipe = ?": recipe,
+            "status = ?": status,
+            "event_id = ?": event_id,
+            "run_id LIKE ? ESCAPE '\\'": like_prefix(run_id_prefix),
+            "version LIKE ? ESCAPE '\\'": like_prefix(version),
+            "created_at >= ?": None if since is None else self.dialect.dump_time(since, "since"),
+        }
+        given = {clause: value for clause, value in filters.items() if value is not None}
+        where = " AND ".join(given) or "TRUE"
+        rows = self._all(
+            SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
+            (*given.values(), limit),
+        )
+        return [decode_run(row, self._load) for row in rows]
+
+    def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
+        """Change a run's status; ``error`` says why it failed or is in doubt.
+
+        Any status but ``running`` (the run ended, is held or cancelled) sets its
+        ``starts`` back to 0; ``running`` leaves them as they are.
+
+        Raises:
+            BugError: unknown run, unknown status, or an illegal change
+                (see :data:`~practiceflow.state.rows.RUN_TRANSITIONS`).
+        """
+        check_value("run status", status, RUN_STATUSES)
+        stamp = self._stamp(None, "updated_at")
+        encoded = json_or_null(self.sealer.seal(error, f"error of run {run_id}"), run_id)
+        with self._write() as db:
+            check_run_transition(run_id, self._locked_run(db, run_id), status)
+            reset = "" if status == "running" else ", starts = 0"
+            sql = "UPDATE {p}runs SET status = ?, error = ?, updated_at = ?" + reset
+            db.execute(sql + " WHERE run_id = ?", (status, encoded, stamp, run_id))
+
+    def _locked_run(self, db: SQLConnection, run_id: str) -> RunStatus:
+        """The run's status, its row locked for this write transaction where the database
+        needs it (every move of a run or of its steps goes through here)."""
+        sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
+        row = db.execute(sql, (run_id,)).fetchone()
+        if row is None:
+            raise BugError(f"run {run_id} does not exist; start_run first")
+        status: RunStatus = row[0]
+        return status
+
+    def count_start(self, run_id: str) -> int:
+        """Record that a runner starts driving a run: it becomes ``running`` (its error
+        cleared) and its ``starts`` grow by one, in one commit. Call it before the run's
+        first step, so that a start the process does not survive stays counted.
+
+        Returns:
+            The run's starts, this one included.
+
+        Raises:
+            BugError: unknown run, or one that may not run again (succeeded, cancelled).
+        """
+        stamp = self._stamp(None, "updated_at")
+        with self._write() as db:
+            check_run_transition(run_id, self._locked_run(db, run_id), "running")
+            counted = db.execute(COUNT_START, (stamp, run_id)).fetchone()
+        return int(counted[0])
+
+    def uncount_start(self, run_id: str) -> None:
+        """Take back one start of a run (never below 0): the runner stopped it in order
+        (a graceful shutdown), which is no sign of a crash loop.
+
+        Raises:
+            BugError: unknown run.
+        """
+        with self._write() as db:
+            self._locked_run(db, run_id)
+            db.execute(
+                "UPDATE {p}runs SET starts = starts - 1 WHERE run_id = ? AND starts > 0", (run_id,)
+            )
+
+    def purge_payloads(self, before: datetime) -> int:
+        """Remove the payloads of runs finished (succeeded, failed, cancelled) before
+        ``before``: run origins, step requests and outputs, and the payloads of events
+        whose runs have all finished. Runs and steps stay listed with status, ids and
+        times. Returns how many runs had payloads removed.
+        """
+        cutoff = self.dialect.dump_time(before, "before")
+        with self._write(durable=True) as db:
+            return purge_finished(db, cutoff)
+
+    # --- step journal ---------------------------------------------------------------------
+
+    def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
+        where = f"run {run_id} step {step_id!r}"
+        encoded = [encode_step_change(change, where, self.sealer.seal) for change in changes]
+        now = self._stamp(None, "updated_at")
+        stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
+        with self._write(durable=any(change.durable for change in changes)) as db:
+            self._locked_run(db, run_id)  # serializes every move of the run's steps
+            sql = "SELECT status FROM {p}steps WHERE run_id = ? AND step_id = ?"
+            row = db.execute(sql, (run_id, step_id)).fetchone()
+            current: StepStatus | None = None if row is None else row[0]
+            self._write_step(db, run_id, step_id, current, changes, encoded, stamps)
+
+    def _write_step(
+        self,
+        db: SQLConnection,
+        run_id: str,
+        step_id: str,
+        current: StepStatus | None,
+        changes: Sequence[StepChange],
+        encoded: Sequence[Mapping[str, str | None]],
+        stamps: Sequence[Any],
+    ) -> None:
+        """Check and write moves of a step from ``current`` (``None``: no row yet) inside
+        ``db``'s write transaction: the step's row, and one history row per move."""
+        write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
+        # Column names are fixed or checked by the encoder; values are parameters.
+        columns = write.columns
+        if current is None:
+            columns.update(
+                run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0]
+            )
+            marks = ", ".join("?" * len(columns))
+            sql = f"INSERT INTO {{p}}steps ({', '.join(columns)}) VALUES ({marks})"
+            params: tuple[Any, ...] = tuple(columns.values())
+        else:
+            sets = [f"{name} = ?" for name in columns]
+            if write.sends:
+                sets.append(f"attempts = attempts + {write.sends:d}")
+            sql = f"UPDATE {{p}}steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?"
+            params = (*columns.values(), run_id, step_id)
+        db.execute(sql, params)
+        db.executemany(JOURNAL, write.journal)
+
+    def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
+        """One step's journal entry, or ``None``."""
+        row = self._one(SELECT_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
+        return None if row is None else decode_step(row, self._load)
+
+    def get_steps(self, run_id: str) -> list[StepRecord]:
+        """The journal of a run, steps in the order they were first written."""
+        rows = self._all(SELECT_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [decode_step(row, self._load) for row in rows]
+
+    def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
+        """Every move of a run's steps (or of one step), oldest first."""
+        where, params = ("", ()) if step_id is None else (" AND step_id = ?", (step_id,))
+        rows = self._all(
+            "SELECT run_id, step_id, from_status, to_status, at, who, note, detail"
+            " FROM {p}step_journal WHERE run_id = ?" + where + " ORDER BY seq",
+            (run_id, *params),
+        )
+        load = self._load
+        return [
+            StepTransition(
+                r[0], r[1], r[2], r[3], load.load_time(r[4]), r[5], r[6], load.load_json(r[7])
+            )
+            for r in rows
+        ]
+
+    def change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
+        """Apply several moves of a step in one transaction (the ``step_*`` methods make one).
+
+        The journal and its history read exactly as after one call per move; nothing is
+        written when a move is illegal. The runner journals a read this way once it has
+        answered: ``pending``, ``sent`` and ``succeeded`` in one commit (a read needs no
+        ``sent`` before it leaves: sending it again is harmless).
+
+        Raises:
+            BugError: unknown run, or a move is illegal from where the moves before it
+                left the step.
+        """
+        if not changes:
+            message = f"change_step of run {run_id} step {step_id!r}: got no moves"
+            raise BugError(message)
+        self._change_step(run_id, step_id, *changes)
+
+    def step_pending(self, run_id: str, step_id: str, rendered_request: Json) -> None:
+        """Record the rendered request of a step about to be sent (or re-rendered).
+
+        Keep secrets out of ``rendered_request``: the journal is run history.
+        """
+        self._change_step(run_id, step_id, StepChange.to_pending(rendered_request))
+
+    def step_sent(self, run_id: str, step_id: str) -> None:
+        """Record that the request is about to leave; call, and let it commit, *before*
+        sending, so that a crash mid-request leaves ``sent`` (the outcome in doubt),
+        never ``pending`` (which would send it twice)."""
+        self._change_step(run_id, step_id, StepChange.to_sent())
+
+    def step_succeeded(self, run_id: str, step_id: str, output: Json) -> None:
+        """Record the step's output; it will never be sent again."""
+        self._change_step(run_id, step_id, StepChange.to_succeeded(output))
+
+    def step_failed(self, run_id: str, step_id: str, error: Json) -> None:
+        """Record that the step certainly failed (the API refused it, or it never left)."""
+        self._change_step(run_id, step_id, StepChange.to_failed(error))
+
+    def step_skipped(self, run_id: str, step_id: str, reason: Json = None) -> None:
+        """Record that the step was not run (its ``if`` was false, say)."""
+        self._change_step(run_id, step_id, StepChange.to_skipped(reason))
+
+    def step_in_doubt(self, run_id: str, step_id: str, error: Json) -> None:
+        """Record that the request left and its outcome is unknown (timeout, 5xx)."""
+        self._change_step(run_id, step_id, StepChange.to_in_doubt(error))
+
+    def resolve_step(
+        self,
+        run_id: str,
+        step_id: str,
+        as_: Resolution,
+        who: str,
+        note: str = "",
+        *,
+        output: Json = None,
+    ) -> None:
+        """Settle an ``in_doubt`` or ``failed`` step by a person's decision.
+
+        Args:
+            run_id: the run.
+            step_id: the step.
+            as_: ``done`` (it did happen: the step becomes ``succeeded``) or ``retry``
+                (it did not: the step goes back to ``pending`` and will be sent again).
+            who: who decided; recorded in the journal with the time.
+            note: why, in their words.
+            output: with ``done``, the output to give later steps (read back by hand).
+
+        Raises:
+            ConfigError: ``who`` is empty.
+            BugError: ``as_`` is not valid, or the step is not in doubt or failed.
+        """
+        check_value("resolve_step as_", as_, RESOLUTIONS)
+        if not who.strip():
+            message = f"resolve_step of run {run_id} step {step_id!r}: got an empty 'who'; "
+            message += "say who decided, it is recorded in the journal"
+            raise ConfigError(message)
+        fields: dict[str, Any] = {"output": output} if as_ == "done" else {}
+        target: StepStatus = "succeeded" if as_ == "done" else "pending"
+        change = StepChange(
+            target, fields, resolving=True, who=who.strip(), note=note or None, durable=True
+        )
+        self._change_step(run_id, step_id, change)
