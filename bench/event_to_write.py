@@ -31,8 +31,8 @@ from runner_throughput import TOKEN, _credentials, _start_sandbox
 from practiceflow.api import Client, RateLimits
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.intake import TriggerIntake
-from practiceflow.runner.service import Service
+from practiceflow.service.intake import TriggerIntake
+from practiceflow.service.loop import Service
 from practiceflow.state import open_store
 
 RECIPE = """\

@@ -24,8 +24,8 @@ from pathlib import Path
 from practiceflow.api import Client, RateLimits
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.intake import TriggerIntake
-from practiceflow.runner.service import Service
+from practiceflow.service.intake import TriggerIntake
+from practiceflow.service.loop import Service
 from practiceflow.state import open_store
 from practiceflow.testing import running_sandbox
 

@@ -35,7 +35,7 @@ from practiceflow.console import ConsoleContext, ConsoleServer
 from practiceflow.console.screenshot import screenshot
 from practiceflow.manifest import load_modules
 from practiceflow.runner import PriorityBudget, Runner, validate_recipe
-from practiceflow.runner.intake import TriggerIntake
+from practiceflow.service.intake import TriggerIntake
 from practiceflow.state import StateStore, open_store
 from practiceflow.state.request_log import RequestLog
 from practiceflow.testing import running_sandbox

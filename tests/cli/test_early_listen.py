@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from practiceflow.early_listen import bind_listen, claim, release, take
 from practiceflow.errors import ConfigError
+from practiceflow.service.early_listen import bind_listen, claim, release, take
 
 
 def _port() -> int:

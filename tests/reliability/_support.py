@@ -183,7 +183,7 @@ def create_clients(sandbox: SandboxHandle, count: int, prefix: str) -> list[str]
 class InProcessService:
     """``serve`` in this process: receiver (``public_url="local"``), runner, state store.
 
-    The same :class:`~practiceflow.runner.service.Service` the CLI builds, with a client
+    The same :class:`~practiceflow.service.loop.Service` the CLI builds, with a client
     whose local budget matches the sandbox's raised limits (the CLI's client keeps the
     spec's 60/min default, which would make a 1,000-event burst take half an hour).
     """
@@ -201,8 +201,8 @@ class InProcessService:
         from practiceflow.api import Client, RateLimits
         from practiceflow.manifest import load_modules
         from practiceflow.runner import Runner, validate_recipe
-        from practiceflow.runner.intake import TriggerIntake
-        from practiceflow.runner.service import Service
+        from practiceflow.service.intake import TriggerIntake
+        from practiceflow.service.loop import Service
         from practiceflow.state import open_store
 
         client_id, secret = sandbox.credentials("anz", "rw")

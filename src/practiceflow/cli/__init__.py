@@ -97,7 +97,7 @@ class _Group(click.Group):
         if spec is None or not _available(cmd_name):
             return None
         if cmd_name == "serve" and not ctx.resilient_parsing:
-            from practiceflow.early_listen import claim
+            from practiceflow.service.early_listen import claim
 
             claim()  # the receiver's port listens before the slow imports (early_listen)
         command = getattr(importlib.import_module(spec.module), spec.attribute)

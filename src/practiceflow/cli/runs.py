@@ -48,12 +48,12 @@ from practiceflow.runner import (
     ValidRecipe,
     validate_recipe,
 )
-from practiceflow.runner.attention import label, needs_person
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import detail
 from practiceflow.runner.run_lease import RunDrivenElsewhere
-from practiceflow.runner.service import Service
+from practiceflow.service.attention import label, needs_person
+from practiceflow.service.loop import Service
 from practiceflow.state.request_log import RequestLog
 from practiceflow.state.retention import FINISHED
 from practiceflow.versions import load_version, rebuild, short

@@ -1,13 +1,13 @@
 """How ``serve`` (and ``run`` without ``--once``) starts, in the order that loses nothing.
 
-1. Take the state file's lease (:mod:`practiceflow.runner.lease`): a second ``serve`` on
+1. Take the state file's lease (:mod:`practiceflow.service.lease`): a second ``serve`` on
    the same SQLite file refuses here, before anything is sent.
 2. Check the recipes locally, open the store, and **start the receiver** with every webhook
    trigger bound, before the first request: the sender's retries of what it delivered while
    we were down are stored from the first moment (``PRACTICEFLOW_LISTEN``).
 3. Note the downtime since the store's last sign of life as a gap
-   (:mod:`practiceflow.runner.gaps`), start the heartbeat, and sweep in the background the
-   gaps a list can prove complete (:mod:`practiceflow.runner.sweep`).
+   (:mod:`practiceflow.service.gaps`), start the heartbeat, and sweep in the background the
+   gaps a list can prove complete (:mod:`practiceflow.service.sweep`).
 4. Check the credentials, subscribe what is not subscribed yet (subscriptions are kept on a
    normal stop), catch up every trigger with a poll source, then run the loop.
 """
@@ -26,16 +26,16 @@ from practiceflow.cli.intake_options import IntakeOptions, announce, build_cli_i
 from practiceflow.cli.retention import purge_by_setting
 from practiceflow.cli.serve_report import ServeReport
 from practiceflow.cli.state import open_state, practice_client, practice_key, sqlite_file
-from practiceflow.early_listen import release
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.gaps import Heartbeat, last_alive, note_downtime
-from practiceflow.runner.intake import LISTEN_ENV
-from practiceflow.runner.lease import ServeLease
-from practiceflow.runner.service import Service
-from practiceflow.runner.silence import SilenceWatch, healer, silence_settings
-from practiceflow.runner.sweep import GapSweep
+from practiceflow.service.early_listen import release
+from practiceflow.service.gaps import Heartbeat, last_alive, note_downtime
+from practiceflow.service.intake import LISTEN_ENV
+from practiceflow.service.lease import ServeLease
+from practiceflow.service.loop import Service
+from practiceflow.service.silence import SilenceWatch, healer, silence_settings
+from practiceflow.service.sweep import GapSweep
 from practiceflow.state.request_log import RequestLog
 
 __all__ = ["serve_recipes"]

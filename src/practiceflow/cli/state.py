@@ -35,8 +35,8 @@ from practiceflow.api.rate_budget import RateBudget, RateLimits
 from practiceflow.api.sqlite_budget import budget_file, open_bucket
 from practiceflow.cli.common import ApiOptions, api_settings, build_client
 from practiceflow.errors import ConfigError
-from practiceflow.runner.attention import find_entry, label, settle_command
 from practiceflow.runner.priorities import PriorityBudget
+from practiceflow.service.attention import find_entry, label, settle_command
 from practiceflow.state import RunRecord, StateStore, open_store
 from practiceflow.state.attention import AttentionRecord
 from practiceflow.state.runids import MIN_PREFIX, find_run

@@ -32,8 +32,8 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from practiceflow.errors import PracticeflowError
-from practiceflow.runner.attention import close_by_evidence, hold_for_person
 from practiceflow.runner.priorities import Priority, priority
+from practiceflow.service.attention import close_by_evidence, hold_for_person
 from practiceflow.state import StateStore
 from practiceflow.state.attention import AttentionRecord
 from practiceflow.triggers.base import envelope, persist

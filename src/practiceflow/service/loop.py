@@ -33,9 +33,9 @@ from types import FrameType
 from typing import Protocol
 
 from practiceflow.errors import PracticeflowError
-from practiceflow.runner.event_guard import EventGuard
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
 from practiceflow.runner.quarantine import is_quarantined
+from practiceflow.service.event_guard import EventGuard
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.versions.pinned import orphan_runs, settle_orphan_event
 
@@ -88,7 +88,7 @@ class Service:
         settle_every: seconds between looks for runs settled elsewhere (``practiceflow
             runs resolve``, ``store.resolve_step``) and for settled gap entries to close.
         guard: the per-event boundary: an exception no step caught is recorded on the run
-            that raised, and the service goes on (:mod:`practiceflow.runner.event_guard`).
+            that raised, and the service goes on (:mod:`practiceflow.service.event_guard`).
         reload: builds the runners again from the recipe files (``serve`` on SIGHUP), or
             None. New events take the new versions; runs in flight keep theirs.
         reload_wanted: set (by SIGHUP) to reload at the top of the next loop.

@@ -18,7 +18,7 @@ catch-up poller under the same name, which keeps its cursor fresh every
 
 A subscription in doubt (an earlier subscribe got no answer, or the process died while it
 was in flight) is not repeated and stops nothing else: the trigger is listed as needing
-attention (:func:`~practiceflow.runner.attention.record_subscription_doubt`), and its catch-up
+attention (:func:`~practiceflow.service.attention.record_subscription_doubt`), and its catch-up
 poller, if it has one, polls every ``poll_interval`` seconds instead, so that its events
 still come in (a ``both`` trigger polls anyway).
 """
@@ -32,17 +32,17 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from practiceflow.early_listen import bind_listen, take
 from practiceflow.errors import InDoubtError, PracticeflowError
 from practiceflow.netaddr import LOOPBACK, parse_listen
-from practiceflow.runner.attention import (
+from practiceflow.runner.priorities import Priority, priority
+from practiceflow.runner.validate import ValidRecipe
+from practiceflow.service.attention import (
     close_subscription_doubt,
     list_gap,
     record_subscription_doubt,
 )
-from practiceflow.runner.downtime import has_poll_source
-from practiceflow.runner.priorities import Priority, priority
-from practiceflow.runner.validate import ValidRecipe
+from practiceflow.service.downtime import has_poll_source
+from practiceflow.service.early_listen import bind_listen, take
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import (

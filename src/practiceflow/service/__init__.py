@@ -1,0 +1,1 @@
+"""The long-running process: receiver, pollers, sweeps and the runner loop together."""
