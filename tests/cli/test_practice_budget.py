@@ -13,9 +13,9 @@ from pyrate_limiter import InMemoryBucket
 from practiceflow.api.rate_budget import RateLimits, budget_table
 from practiceflow.api.sqlite_budget import SQLiteBudgetBucket
 from practiceflow.cli import cli
-from practiceflow.cli.state import practice_budget
 from practiceflow.errors import RateLimitError
 from practiceflow.runner import PriorityBudget
+from practiceflow.service.practice_budget import practice_budget
 from practiceflow.testing import SandboxHandle
 
 RECIPE = """\

@@ -214,6 +214,7 @@ def _serve(
     unsubscribe: bool = False,
 ) -> None:
     from practiceflow.cli.serving import serve_recipes
+    from practiceflow.service.early_listen import EARLY_SOCKET
 
     serve_recipes(
         paths,
@@ -225,6 +226,7 @@ def _serve(
         console=console,
         console_token=console_token,
         unsubscribe=unsubscribe,
+        listen_socket=click.get_current_context().meta.pop(EARLY_SOCKET, None),
     )
 
 
