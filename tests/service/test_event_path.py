@@ -18,8 +18,9 @@ import pytest
 pytestmark = pytest.mark.integration
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "event_path.py"
-#: The files counted when this test was written; a layer added on the path fails it.
-CEILING = 26
+#: The files counted when this test was written (27 before practiceflow.service; the target
+#: of issue 33 is 15): a layer added on the path fails it.
+CEILING = 25
 
 
 def _bench() -> ModuleType:

@@ -267,6 +267,8 @@ class Service:
         up, poll); :meth:`close` stops them. Idempotent."""
         if self._intake_started:
             return
+        for runner in self.runners:  # the versions runs will name, stored once, up front
+            runner.stored_version()
         for part in [*self.parts, *([self.console] if self.console is not None else [])]:
             part.start()
             self._started.append(part)
