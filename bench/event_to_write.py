@@ -1,8 +1,9 @@
 """Event -> first write with ``serve``: from a webhook received (stored by the receiver) to
 the run's first write sent, p50 and p99, with every API answer held back 150 ms.
 
-``serve`` is set up as the CLI sets it up (receiver on 127.0.0.1 subscribed to the
-sandbox, a runner woken by the receiver when it stores an event, one SQLite state store).
+``serve`` is set up as the CLI sets it up, by :func:`practiceflow.service.serve` (receiver
+on 127.0.0.1 subscribed to the sandbox, a runner woken by the receiver when it stores an
+event, one SQLite state store).
 The sandbox runs in its own process with its ``latency`` setting at 150 ms. One event at a
 time is made on the sandbox (an entity created behind the API's back fires
 ``client.created``), and the next only once the previous run ended, so that the figure is
@@ -30,9 +31,8 @@ from runner_throughput import TOKEN, _credentials, _start_sandbox
 
 from practiceflow.api import Client, RateLimits
 from practiceflow.manifest import load_modules
-from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.intake import TriggerIntake
-from practiceflow.runner.service import Service
+from practiceflow.runner import validate_recipe
+from practiceflow.service import ServeOptions, serve
 from practiceflow.state import open_store
 
 RECIPE = """\
@@ -95,12 +95,9 @@ def main() -> None:
             path.write_text(RECIPE, encoding="utf-8")
             recipe = validate_recipe(path, registry=load_modules(), can_write=True)
             with open_store(str(Path(folder) / "state.db")) as store:
-                wake = threading.Event()
-                intake = TriggerIntake(
-                    [recipe], store, client, client_id, public_url="local", on_stored=wake.set
-                )
-                runner = Runner(recipe, store, client, practice=client_id)
-                service = Service([runner], store, intake, idle=600.0, wake=wake)
+                options = ServeOptions(public_url="local", idle=600.0)
+                service = serve([recipe], store, client, client_id, options)
+                runner = service.runners[0]
                 thread = threading.Thread(target=service.run, name="bench-serve", daemon=True)
                 thread.start()
                 try:
@@ -125,7 +122,7 @@ def main() -> None:
                         seconds.append((step.sent_at - event.received_at).total_seconds())
                 finally:
                     service.stop.set()
-                    wake.set()
+                    service.wake.set()
                     thread.join(timeout=60)
     finally:
         process.terminate()

@@ -23,9 +23,8 @@ from pathlib import Path
 
 from practiceflow.api import Client, RateLimits
 from practiceflow.manifest import load_modules
-from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.intake import TriggerIntake
-from practiceflow.runner.service import Service
+from practiceflow.runner import validate_recipe
+from practiceflow.service import ServeOptions, serve
 from practiceflow.state import open_store
 from practiceflow.testing import running_sandbox
 
@@ -55,9 +54,8 @@ def main() -> int:
         client = Client(client_id, secret, base_url=sandbox.base_url("anz"), limits=limits)
         store = open_store(str(folder / "state.db"))
         recipe = validate_recipe(folder / "r.yaml", registry=load_modules(), can_write=True)
-        intake = TriggerIntake([recipe], store, client, client_id, poll_interval=INTERVAL)
-        runner = Runner(recipe, store, client, practice=client_id)
-        service = Service([runner], store, intake, idle=0.02)
+        options = ServeOptions(poll_interval=INTERVAL, idle=0.02)
+        service = serve([recipe], store, client, client_id, options)
         thread = threading.Thread(target=service.run, daemon=True)
         thread.start()
         try:

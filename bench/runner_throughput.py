@@ -36,7 +36,7 @@ import requests
 from practiceflow.api import Client, RateLimits
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, RunOutcome, validate_recipe
-from practiceflow.runner.service import Service
+from practiceflow.service.loop import Service
 from practiceflow.state import open_store
 from practiceflow.state.request_log import RequestLog
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 import pytest
 
 from practiceflow.cli.sandbox import _bind
-from practiceflow.early_listen import bind_listen
 from practiceflow.mcp import bind_http
+from practiceflow.service.early_listen import bind_listen
 
 BINDERS: dict[str, Callable[[str, int], socket.socket]] = {
     "sandbox": _bind,

@@ -8,7 +8,7 @@ from practiceflow.console.server import parse_listen as console_listen
 from practiceflow.errors import ConfigError
 from practiceflow.fleet.webhook_intake import parse_listen as worker_listen
 from practiceflow.netaddr import parse_listen
-from practiceflow.runner.intake import listen_address
+from practiceflow.service.intake import listen_address
 
 
 @pytest.mark.parametrize(

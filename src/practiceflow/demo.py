@@ -34,8 +34,8 @@ from practiceflow.api import Client
 from practiceflow.console import ConsoleContext, ConsoleServer
 from practiceflow.console.screenshot import screenshot
 from practiceflow.manifest import load_modules
-from practiceflow.runner import PriorityBudget, Runner, validate_recipe
-from practiceflow.runner.intake import TriggerIntake
+from practiceflow.runner import PriorityBudget, RunOutcome, validate_recipe
+from practiceflow.service import ServeOptions, serve
 from practiceflow.state import StateStore, open_store
 from practiceflow.state.request_log import RequestLog
 from practiceflow.testing import running_sandbox
@@ -71,15 +71,6 @@ def _run_table(store: StateStore, run_id: str, title: str) -> Table:
         shown = "\n".join(f"{k}={v}" for k, v in list(ids.items())[:3])
         table.add_row(step.step_id, step.status, str(step.attempts), shown)
     return table
-
-
-def _wait_for_event(store: StateStore, practice: str, source: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if store.pending_events(practice, 1, source=source):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _pick_proposal(sandbox: Any) -> dict[str, Any]:
@@ -122,55 +113,60 @@ def main() -> int:
                 registry=registry,
                 can_write=can_write,
             )
-            # The demo's sandbox goes away with it: remove the subscription on stop.
-            intake = TriggerIntake(
-                [first], store, client, practice, public_url="local", unsubscribe=True
-            )
-            intake.start()
-            server = intake.server
-            console.print(
-                f"subscribed {first.trigger.key!r}; receiver on {server.url if server else '?'}"
-            )
-            proposal = _pick_proposal(sandbox)
-            sandbox.admin("POST", f"/_admin/proposals/{proposal['proposalKey']}/accept")
-            console.print(f"accepted proposal {proposal['proposalKey']} through the admin surface")
-            if not _wait_for_event(store, practice, first.trigger.key, timeout=5):
-                console.print("[red]no delivery arrived within 5 s[/]")
-                intake.stop()
-                return 1
-            console.print("signed delivery received, verified and stored")
-            outcomes = Runner(first, store, client, practice=practice).process_pending()
-            for outcome in outcomes:
-                console.print(_run_table(store, outcome.run_id, first.name))
-            first_run = outcomes[0].run_id
+            # The demo's sandbox goes away with it: remove the subscription on stop. The
+            # demo is not the practice's long-running service: no heartbeat, no gap sweeps.
+            once = ServeOptions(public_url="local", unsubscribe=True, watch_gaps=False)
+            service = serve([first], store, client, practice, once)
+            outcomes: list[RunOutcome] = []
+            service.on_outcome = outcomes.append
+            try:
+                service.start()
+                server = service.intake.server if service.intake else None
+                console.print(
+                    f"subscribed {first.trigger.key!r}; receiver on {server.url if server else '?'}"
+                )
+                proposal = _pick_proposal(sandbox)
+                sandbox.admin("POST", f"/_admin/proposals/{proposal['proposalKey']}/accept")
+                console.print(
+                    f"accepted proposal {proposal['proposalKey']} through the admin surface"
+                )
+                if not service.run_until(lambda: bool(outcomes), timeout=10):
+                    console.print("[red]no delivery arrived and ran within 10 s[/]")
+                    return 1
+                console.print("signed delivery received, verified and stored")
+                for outcome in outcomes:
+                    console.print(_run_table(store, outcome.run_id, first.name))
+                first_run = outcomes[0].run_id
+            finally:
+                service.close()
 
             # -- 2. receiver down: changes behind its back; polling catches up ---------------
-            intake.stop()
             console.print("receiver stopped and unsubscribed")
             fourth = validate_recipe(
                 _recipe_path("new_client_integrations_to_jsonl.yaml"),
                 registry=registry,
                 can_write=can_write,
             )
-            poller = TriggerIntake([fourth], store, client, practice)
-            poller.poll_once()  # the first poll starts "from now": no flood of history
+            polling = serve([fourth], store, client, practice, ServeOptions(watch_gaps=False))
+            assert polling.intake is not None  # serve builds one
+            polling.intake.poll_once()  # the first poll starts "from now": no flood of history
             for name in ("Harbour Trust", "Ridge Partners"):
                 body = {"entityType": "Company", "entityName": name, "clientStatus": "Active"}
                 sandbox.admin("POST", "/_admin/entities", body)
             console.print("two clients created behind the runner's back (admin surface)")
-            found = poller.poll_once()
-            console.print(f"polling caught up: {found} new client event(s)")
             out = Path(folder) / "client_integrations.jsonl"
-            runner = Runner(fourth, store, client, practice=practice)
+            outcomes = []
+            polling.on_outcome = outcomes.append
             with contextlib.chdir(Path(folder)):
-                outcomes = runner.process_pending()
+                found = polling.run_once()  # poll, then run what it found
+            polling.close()
+            console.print(f"polling caught up: {found} new client event(s)")
             for outcome in outcomes:
                 console.print(_run_table(store, outcome.run_id, fourth.name))
             written = Path(folder) / "out" / out.name
             if written.exists():
                 for line in written.read_text().splitlines():
                     console.print(json.loads(line))
-            poller.stop()
 
             # -- 3. the run console: the same runs, in a browser -----------------------------
             counted.flush()  # the budget chart counts every request so far

@@ -5,11 +5,14 @@ start-up to report."""
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
-from practiceflow.early_listen import bind_listen, claim, release, take
 from practiceflow.errors import ConfigError
+from practiceflow.service.early_listen import bind_listen, claim
+from practiceflow.service.intake import TriggerIntake
+from practiceflow.state import open_store
 
 
 def _port() -> int:
@@ -18,7 +21,7 @@ def _port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_claim_listens_at_once_and_hands_the_socket_over_once() -> None:
+def test_claim_listens_at_once_and_returns_the_socket() -> None:
     port = _port()
     env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{port}", "PRACTICEFLOW_PUBLIC_URL": "local"}
     claimed = claim(env, [])
@@ -27,8 +30,7 @@ def test_claim_listens_at_once_and_hands_the_socket_over_once() -> None:
         # Nobody accepts yet, and still the connection is made (queued in the backlog).
         with socket.create_connection(("127.0.0.1", port), timeout=5):
             pass
-        assert take("127.0.0.1", port) is claimed
-        assert take("127.0.0.1", port) is None
+        assert claimed.getsockname()[1] == port
     finally:
         if claimed is not None:
             claimed.close()
@@ -45,25 +47,27 @@ def test_nothing_is_claimed_without_a_public_url_or_on_a_taken_port() -> None:
             bind_listen("127.0.0.1", taken)
 
 
-def test_release_closes_what_was_not_taken() -> None:
+def test_an_intake_without_webhook_triggers_closes_the_socket_it_was_given(
+    tmp_path: Path,
+) -> None:
     port = _port()
     env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{port}", "PRACTICEFLOW_PUBLIC_URL": "local"}
     claimed = claim(env, [])
     assert claimed is not None
-    release()
+    with open_store(str(tmp_path / "state.db")) as store:
+        intake = TriggerIntake([], store, None, "p", listen=("127.0.0.1", port), sock=claimed)
+        intake.start_receiving()
     assert claimed.fileno() == -1
-    assert take("127.0.0.1", port) is None
+    assert intake.server is None
 
 
 def test_the_command_line_wins_over_the_environment() -> None:
     port, other = _port(), _port()
     env = {"PRACTICEFLOW_LISTEN": f"127.0.0.1:{other}", "PRACTICEFLOW_PUBLIC_URL": "local"}
     claimed = claim(env, ["serve", "r.yaml", "--listen", f"127.0.0.1:{port}"])
-    try:
-        assert claimed is not None
-        assert claimed.getsockname()[1] == port
-        assert take("127.0.0.1", other) is None
-    finally:
-        release()
-    assert claim({}, ["serve", f"--listen=127.0.0.1:{port}", "--public-url", "local"]) is not None
-    release()
+    assert claimed is not None
+    assert claimed.getsockname()[1] == port
+    claimed.close()
+    again = claim({}, ["serve", f"--listen=127.0.0.1:{port}", "--public-url", "local"])
+    assert again is not None
+    again.close()

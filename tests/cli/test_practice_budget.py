@@ -14,8 +14,8 @@ from practiceflow.budget import RateBudget
 from practiceflow.budget.rate_budget import RateLimits, budget_table
 from practiceflow.budget.sqlite_bucket import SQLiteBudgetBucket
 from practiceflow.cli import cli
-from practiceflow.cli.state import practice_budget
 from practiceflow.errors import RateLimitError
+from practiceflow.service.practice_budget import practice_budget
 from practiceflow.testing import SandboxHandle
 
 RECIPE = """\

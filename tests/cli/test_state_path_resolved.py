@@ -10,7 +10,7 @@ import pytest
 
 from practiceflow.budget.sqlite_bucket import budget_file
 from practiceflow.cli.state import sqlite_file
-from practiceflow.runner.lease import ServeLease, StoreInUse
+from practiceflow.service.lease import ServeLease, StoreInUse
 from practiceflow.state import SQLiteStore
 
 

@@ -28,7 +28,7 @@ from practiceflow.console import ConsoleContext, ConsoleServer
 from practiceflow.console.screenshot import CHROMIUM_ARGS
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.service import Service
+from practiceflow.service.loop import Service
 from practiceflow.state import StateStore, open_store
 from practiceflow.testing import SandboxHandle
 from runner._support import FAST, MODULES, write_recipe

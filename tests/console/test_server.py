@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from practiceflow.cli.runs import serve
 from practiceflow.console import ConsoleContext, ConsoleServer, check_bind, parse_listen
 from practiceflow.errors import ConfigError
-from practiceflow.runner.service import Service
+from practiceflow.service.loop import Service
 from practiceflow.state import StateStore
 from runner._support import RECIPES
 

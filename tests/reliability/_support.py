@@ -183,7 +183,7 @@ def create_clients(sandbox: SandboxHandle, count: int, prefix: str) -> list[str]
 class InProcessService:
     """``serve`` in this process: receiver (``public_url="local"``), runner, state store.
 
-    The same :class:`~practiceflow.runner.service.Service` the CLI builds, with a client
+    Built by :func:`practiceflow.service.serve` as the CLI builds it, with a client
     whose local budget matches the sandbox's raised limits (the CLI's client keeps the
     spec's 60/min default, which would make a 1,000-event burst take half an hour).
     """
@@ -200,9 +200,8 @@ class InProcessService:
     ) -> None:
         from practiceflow.api import Client, RateLimits
         from practiceflow.manifest import load_modules
-        from practiceflow.runner import Runner, validate_recipe
-        from practiceflow.runner.intake import TriggerIntake
-        from practiceflow.runner.service import Service
+        from practiceflow.runner import validate_recipe
+        from practiceflow.service import ServeOptions, serve
         from practiceflow.state import open_store
 
         client_id, secret = sandbox.credentials("anz", "rw")
@@ -213,17 +212,12 @@ class InProcessService:
         self.store = open_store(str(state))
         self.practice = client_id
         checked = validate_recipe(recipe, registry=load_modules(), can_write=True)
-        self.intake = TriggerIntake(
-            [checked],
-            self.store,
-            self.client,
-            client_id,
-            public_url="local",
-            listen=("127.0.0.1", listen_port),
+        options = ServeOptions(
+            public_url="local", listen=("127.0.0.1", listen_port), idle=idle, watch_gaps=False
         )
-        self.runner = Runner(checked, self.store, self.client, practice=client_id)
-        self.service = Service([self.runner], self.store, self.intake, idle=idle)
-        self.intake.on_stored = self.service.wake.set  # as the CLI wires it
+        self.service = serve([checked], self.store, self.client, client_id, options)
+        self.intake = self.service.intake
+        self.runner = self.service.runners[0]
         self.thread = threading.Thread(target=self.service.run, name="rel-serve", daemon=True)
 
     def start(self) -> InProcessService:

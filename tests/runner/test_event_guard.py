@@ -24,10 +24,10 @@ from practiceflow.cli import cli
 from practiceflow.console.data import ConsoleContext, attention_view, run_view
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import LOCAL_STEPS, Runner, local_step, validate_recipe
-from practiceflow.runner.event_guard import SKIP_AFTER
 from practiceflow.runner.local import LocalContext
 from practiceflow.runner.quarantine import QUARANTINE_AFTER
-from practiceflow.runner.service import Service
+from practiceflow.service.event_guard import SKIP_AFTER
+from practiceflow.service.loop import Service
 from practiceflow.state import RunRecord, StateStore, open_store
 from runner._support import write_recipe
 

@@ -13,7 +13,7 @@ import pytest
 from practiceflow.api import Client
 from practiceflow.manifest import load_modules
 from practiceflow.runner import validate_recipe
-from practiceflow.runner.intake import TriggerIntake
+from practiceflow.service.intake import TriggerIntake
 from practiceflow.state import StateStore
 from practiceflow.testing import SandboxHandle
 from practiceflow.triggers import SubscriptionManager

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from practiceflow.errors import ApiError
-from practiceflow.runner.gaps import mark_alive, note_downtime
-from practiceflow.runner.sweep import CHUNK, GapSweep, can_sweep
+from practiceflow.service.gaps import mark_alive, note_downtime
+from practiceflow.service.sweep import CHUNK, GapSweep, can_sweep
 from practiceflow.state import StateStore
 from practiceflow.triggers import load_definition
 

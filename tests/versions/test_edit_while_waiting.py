@@ -23,7 +23,7 @@ import pytest
 from practiceflow.api import Client
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.service import Service
+from practiceflow.service.loop import Service
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
 from runner._support import KILL_AT, cli_env

@@ -14,7 +14,7 @@ from practiceflow.api import Client
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.service import Service
+from practiceflow.service.loop import Service
 from practiceflow.state import StateStore, open_store
 from practiceflow.testing import SandboxHandle
 from versions._support import make_folder, written

@@ -97,9 +97,10 @@ class _Group(click.Group):
         if spec is None or not _available(cmd_name):
             return None
         if cmd_name == "serve" and not ctx.resilient_parsing:
-            from practiceflow.early_listen import claim
+            from practiceflow.service.early_listen import EARLY_SOCKET, claim
 
-            claim()  # the receiver's port listens before the slow imports (early_listen)
+            # The receiver's port listens before the slow imports; serve takes the socket.
+            ctx.meta[EARLY_SOCKET] = claim()
         command = getattr(importlib.import_module(spec.module), spec.attribute)
         if not isinstance(command, click.Command):  # pragma: no cover - table is tested
             raise TypeError(f"{spec.module}.{spec.attribute} is not a click command")

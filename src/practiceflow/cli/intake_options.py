@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from practiceflow.runner import ValidRecipe
-from practiceflow.runner.intake import TriggerIntake, build_intake
+from practiceflow.service.intake import TriggerIntake, build_intake
 from practiceflow.state import StateStore
 
 __all__ = ["IntakeOptions", "announce", "build_cli_intake", "since_option"]

@@ -19,7 +19,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.engine import run_action, validate_input
 from practiceflow.engine.choices import check_choices
@@ -38,6 +37,7 @@ from practiceflow.manifest.loader import read_located
 from practiceflow.manifest.validation import did_you_mean
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 from practiceflow.runner import validate_recipe
+from practiceflow.safe_read import FileRefused, read_text_limited
 
 __all__ = ["COMMANDS", "action", "modules"]
 

@@ -48,12 +48,12 @@ from practiceflow.runner import (
     ValidRecipe,
     validate_recipe,
 )
-from practiceflow.runner.attention import label, needs_person
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import detail
 from practiceflow.runner.run_lease import RunDrivenElsewhere
-from practiceflow.runner.service import Service
+from practiceflow.service.attention import label, needs_person
+from practiceflow.service.loop import Service
 from practiceflow.state.request_log import RequestLog
 from practiceflow.state.retention import FINISHED
 from practiceflow.versions import load_version, rebuild, short
@@ -214,6 +214,7 @@ def _serve(
     unsubscribe: bool = False,
 ) -> None:
     from practiceflow.cli.serving import serve_recipes
+    from practiceflow.service.early_listen import EARLY_SOCKET
 
     serve_recipes(
         paths,
@@ -225,6 +226,7 @@ def _serve(
         console=console,
         console_token=console_token,
         unsubscribe=unsubscribe,
+        listen_socket=click.get_current_context().meta.pop(EARLY_SOCKET, None),
     )
 
 

@@ -20,8 +20,8 @@ from datetime import datetime, timedelta
 import click
 
 from practiceflow.runner import RunOutcome
-from practiceflow.runner.intake import TriggerIntake
-from practiceflow.runner.sweep import SweepResult
+from practiceflow.service.intake import TriggerIntake
+from practiceflow.service.sweep import SweepResult
 from practiceflow.state import StateStore
 
 __all__ = ["ServeReport", "duration"]

@@ -1,41 +1,47 @@
 """How ``serve`` (and ``run`` without ``--once``) starts, in the order that loses nothing.
 
-1. Take the state file's lease (:mod:`practiceflow.runner.lease`): a second ``serve`` on
+The service itself is :func:`practiceflow.service.serve`; this module adds what is the
+command line's alone:
+
+1. Take the state file's lease (:mod:`practiceflow.service.lease`): a second ``serve`` on
    the same SQLite file refuses here, before anything is sent.
-2. Check the recipes locally, open the store, and **start the receiver** with every webhook
-   trigger bound, before the first request: the sender's retries of what it delivered while
-   we were down are stored from the first moment (``PRACTICEFLOW_LISTEN``).
-3. Note the downtime since the store's last sign of life as a gap
-   (:mod:`practiceflow.runner.gaps`), start the heartbeat, and sweep in the background the
-   gaps a list can prove complete (:mod:`practiceflow.runner.sweep`).
-4. Check the credentials, subscribe what is not subscribed yet (subscriptions are kept on a
-   normal stop), catch up every trigger with a poll source, then run the loop.
+2. Check the recipes locally, open the store, and build the service: its **receiver
+   starts** with every webhook trigger bound, before the first request, so the sender's
+   retries of what it delivered while we were down are stored from the first moment
+   (``PRACTICEFLOW_LISTEN``; the socket may have been bound before the slow imports,
+   :mod:`practiceflow.service.early_listen`).
+3. Check the credentials (a write step with read-only credentials refuses here), then run:
+   the downtime is noted, the heartbeat and the sweeps start, subscriptions are made sure
+   of, every trigger with a poll source catches up, and the loop runs until SIGTERM.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
 
 from practiceflow.cli.common import ApiOptions
-from practiceflow.cli.intake_options import IntakeOptions, announce, build_cli_intake
+from practiceflow.cli.intake_options import IntakeOptions, announce
 from practiceflow.cli.retention import purge_by_setting
 from practiceflow.cli.serve_report import ServeReport
 from practiceflow.cli.state import open_state, practice_client, practice_key, sqlite_file
-from practiceflow.early_listen import release
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.gaps import Heartbeat, last_alive, note_downtime
-from practiceflow.runner.intake import LISTEN_ENV
-from practiceflow.runner.lease import ServeLease
-from practiceflow.runner.service import Service
-from practiceflow.runner.silence import SilenceWatch, healer, silence_settings
-from practiceflow.runner.sweep import GapSweep
+from practiceflow.service.compose import ServeOptions, serve
+from practiceflow.service.gaps import last_alive
+from practiceflow.service.intake import (
+    LISTEN_ENV,
+    PUBLIC_URL_ENV,
+    listen_address,
+)
+from practiceflow.service.lease import ServeLease
+from practiceflow.service.silence import silence_settings
 from practiceflow.state.request_log import RequestLog
 
 __all__ = ["serve_recipes"]
@@ -52,6 +58,7 @@ def serve_recipes(
     console: str | None = None,
     console_token: str | None = None,
     unsubscribe: bool = False,
+    listen_socket: socket.socket | None = None,
 ) -> None:
     """Serve recipes until SIGTERM (see the module docstring for the start-up order).
 
@@ -65,6 +72,7 @@ def serve_recipes(
         console: where the console listens (``HOST:PORT``), or None for no console.
         console_token: the console's token.
         unsubscribe: remove the subscriptions on a clean stop (``--unsubscribe-on-exit``).
+        listen_socket: the receiver's socket, bound before the slow imports, or None.
 
     Raises:
         ConfigError: bad input, or another serve holds the state file (``StoreInUse``).
@@ -79,7 +87,10 @@ def serve_recipes(
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     with ExitStack() as stack:
-        lease = _lease(state, listen, options.listen or os.environ.get(LISTEN_ENV))
+        if listen_socket is not None:
+            stack.callback(listen_socket.close)  # a refusal below closes it; serve takes it
+        receiver = options.listen or os.environ.get(LISTEN_ENV)
+        lease = _lease(state, listen, receiver)
         if lease is not None:
             stack.callback(lease.release)
         registry = load_modules(list(modules_dirs))
@@ -93,44 +104,35 @@ def serve_recipes(
         names.append(key)
         store = stack.enter_context(open_state(state))
         purge_by_setting(store)  # PRACTICEFLOW_RETENTION, once at start
-        intake = build_cli_intake(checked, store, client, key, options, unsubscribe=unsubscribe)
-        metrics.watch(store, serve_practices(key, client.budget, intake))
+        report = ServeReport(store, key, last_alive(store, key), unsubscribe=unsubscribe)
+        every, grace = silence_settings()
 
         def poll_started(due: float) -> None:
             metrics.poll_started(key, due)
 
-        intake.poll_started = poll_started
-        stack.callback(intake.stop)
-        intake.start_receiving()  # deliveries are stored from here on
-        release()  # an early socket no webhook trigger took
-        if lease is not None:
-            lease.update(receiver=intake.receiver_url)
+        settings = ServeOptions(
+            public_url=options.public_url or os.environ.get(PUBLIC_URL_ENV) or None,
+            listen=listen_address(receiver),
+            listen_socket=listen_socket,
+            since=options.since,
+            unsubscribe=unsubscribe,
+            silence_every=every,
+            silence_grace=grace,
+            on_started=report.started(announce),
+            on_outcome=report.outcome,
+            on_swept=report.swept,
+            on_poll_started=poll_started,
+        )
+        service = serve(checked, store, client, key, settings, stop=stop)
+        stack.callback(service.close)  # a refusal below stops the receiver
+        metrics.watch(store, serve_practices(key, client.budget, service.intake))
+        if lease is not None and service.intake is not None:
+            lease.update(receiver=service.intake.receiver_url)
         can_write = client.validate().can_write
         recipes = [validate_recipe(path, registry=registry, can_write=can_write) for path in paths]
-        report = ServeReport(store, key, last_alive(store, key), unsubscribe=unsubscribe)
-        coverage = intake.coverage()
-        note_downtime(store, key, coverage, now=report.back)  # before the first heartbeat
-        stack.callback(Heartbeat(store, key).start().stop)
-        intake.on_started = report.started(announce)
         counted = stack.enter_context(RequestLog(store, key))
         client.budget.on_admit(counted.admitted)  # the console's budget chart
-        runners = [Runner(recipe, store, client, practice=key) for recipe in recipes]
-        wake = threading.Event()
-        intake.on_stored = wake.set  # the receiver and pollers wake the runner
-        service = Service(runners, store, intake, stop=stop, wake=wake)
-        service.on_outcome = report.outcome
-        unpolled = {name: found for name, found, polled in coverage if not polled}
-        sweep = GapSweep(store, key, client, unpolled, on_stored=wake.set, on_done=report.swept)
-        every, grace = silence_settings()
-        silence = SilenceWatch(
-            store, key, client, unpolled, healer(intake.triggers), every=every, grace=grace,
-            since=report.back, on_stored=wake.set,
-        )  # fmt: skip
-        stack.callback(report.stopped)  # last: after the sweeps and the intake stopped
-        stack.callback(sweep.join, 30.0)
-        stack.callback(silence.join, 30.0)
-        sweep.start()
-        silence.start()
+        stack.callback(report.stopped)  # after the sweeps and the intake stopped
         triggers = {recipe.trigger.key for recipe in recipes}
 
         def reload() -> list[Runner]:
@@ -152,7 +154,7 @@ def serve_recipes(
 
 
 def _lease(state: str | None, listen: Any, receiver: str | None) -> ServeLease | None:
-    """Take the SQLite state file's serve lease (PostgreSQL: none; see runner.lease)."""
+    """Take the SQLite state file's serve lease (PostgreSQL: none; see service.lease)."""
     path = sqlite_file(state)
     if path is None:
         return None

@@ -30,10 +30,15 @@ from typing import Any, Final, TypeVar
 import click
 
 from practiceflow.api import Client
-from practiceflow.budget import RateBudget, RateLimits, store_budget
 from practiceflow.cli.common import ApiOptions, api_settings, build_client
 from practiceflow.errors import ConfigError
-from practiceflow.runner.attention import find_entry, label, settle_command
+from practiceflow.service.attention import find_entry, label, settle_command
+from practiceflow.service.practice_budget import (
+    DEFAULT_STATE,
+    practice_budget,
+    sqlite_file,
+    state_target,
+)
 from practiceflow.state import RunRecord, StateStore, open_store
 from practiceflow.state.attention import AttentionRecord
 from practiceflow.state.runids import MIN_PREFIX, find_run
@@ -55,8 +60,6 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Where the state store is when neither ``--state`` nor ``PRACTICEFLOW_STATE`` says.
-DEFAULT_STATE: Final = Path(".practiceflow") / "state.db"
 STATE_ENV: Final = "PRACTICEFLOW_STATE"
 FLEET_ENV: Final = "PRACTICEFLOW_FLEET"
 
@@ -84,18 +87,6 @@ def practice_option(func: F) -> F:
     return option(func)
 
 
-def state_target(state: str | None) -> str:
-    """The store a command uses: ``state`` (``--state``/``PRACTICEFLOW_STATE``) or the default.
-
-    Args:
-        state: what the command line or the environment said, or None.
-
-    Returns:
-        A SQLite path or a URL.
-    """
-    return state or str(DEFAULT_STATE)
-
-
 def open_state(state: str | None) -> StateStore:
     """Open the state store a command names (creating the default's folder).
 
@@ -113,41 +104,6 @@ def open_state(state: str | None) -> StateStore:
         with suppress(OSError):  # a read-only place: the store says so, naming the file
             Path(target).parent.mkdir(parents=True, exist_ok=True)
     return open_store(target)
-
-
-def sqlite_file(state: str | None) -> Path | None:
-    """The SQLite file a command's store is, or None for a PostgreSQL store."""
-    target = state_target(state)
-    if _is_postgres(target):
-        return None
-    from practiceflow.state import sqlite_path
-
-    return sqlite_path(target)
-
-
-def _is_postgres(target: str) -> bool:
-    return target.lower().startswith(("postgresql://", "postgres://"))
-
-
-def practice_budget(
-    state: str | None, client_id: str, limits: RateLimits | None = None
-) -> RateBudget:
-    """The rate budget of a practice, shared by every process on the same store
-    (:func:`practiceflow.budget.store_budget`).
-
-    Args:
-        state: ``--state`` / ``PRACTICEFLOW_STATE``, or None for the default store.
-        client_id: the practice's Client ID (its table in the shared bucket).
-        limits: this process's windows (the spec's if None).
-
-    Returns:
-        The budget to give the client; close it when the command ends.
-    """
-    try:
-        path = sqlite_file(state)
-    except ConfigError:  # not a SQLite file: opening the store says what is wrong
-        path = None
-    return store_budget(state_target(state), path, client_id, limits)
 
 
 @contextmanager

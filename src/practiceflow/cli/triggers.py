@@ -18,8 +18,8 @@ import click
 from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
-from practiceflow.runner.attention import close_subscription_doubt
-from practiceflow.runner.downtime import has_poll_source
+from practiceflow.service.attention import close_subscription_doubt
+from practiceflow.service.downtime import has_poll_source
 from practiceflow.state import StateStore
 from practiceflow.triggers import (
     Poller,

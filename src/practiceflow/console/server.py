@@ -2,7 +2,7 @@
 
 :class:`ConsoleServer` refuses to start on a non-loopback address without a token
 (:func:`~practiceflow.console.security.check_bind`), and has the ``start`` / ``stop``
-pair that :class:`~practiceflow.runner.service.Service` calls around its loop.
+pair that :class:`~practiceflow.service.loop.Service` calls around its loop.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from practiceflow.console.data import ConsoleContext
 from practiceflow.console.security import Guard, check_bind
 from practiceflow.errors import ConfigError
 from practiceflow.runner import ValidRecipe
-from practiceflow.runner.service import Service
+from practiceflow.service.loop import Service
 
 __all__ = [
     "DEFAULT_HOST",

@@ -8,7 +8,7 @@ receives webhooks (``worker --listen --public-url``) takes part in it:
   so a replica killed with SIGKILL stops counting at once;
 * it refreshes one cursor row, ``fleet#alive`` under the practice key ``fleet#`` (a
   practice of the fleet file cannot be named with a ``#``), every ``--heartbeat`` seconds
-  and once when it stops (:class:`~practiceflow.runner.gaps.Heartbeat`).
+  and once when it stops (:class:`~practiceflow.service.gaps.Heartbeat`).
 
 On start, once its receiver listens, a replica takes the fleet's *check* lock (replicas
 check one at a time) and decides whether some replica received all along: one holds the
@@ -19,7 +19,7 @@ presence until TCP gives up, but its heartbeat stops.
 When none did, the window from the last sign of life to now is a **known gap** for the
 whole fleet. For each practice, each trigger it receives by webhook that the fleet cannot
 read back by polling gets an entry that needs attention
-(:func:`~practiceflow.runner.attention.list_gap`, "every worker of the fleet was down"),
+(:func:`~practiceflow.service.attention.list_gap`, "every worker of the fleet was down"),
 listed by ``practiceflow attention list --state URL`` and the console. A
 trigger polled from a cursor kept before the window needs none: its next poll job reads
 the window back. ``proposal_accepted`` without ``entityKey`` is listed: the sweep of every client's
@@ -46,10 +46,10 @@ from typing import Any, Final
 import psycopg
 
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime
-from practiceflow.runner.attention import list_gap
-from practiceflow.runner.downtime import has_poll_source
-from practiceflow.runner.gaps import Heartbeat, last_alive, mark_alive
-from practiceflow.runner.sweep import can_sweep
+from practiceflow.service.attention import list_gap
+from practiceflow.service.downtime import has_poll_source
+from practiceflow.service.gaps import Heartbeat, last_alive, mark_alive
+from practiceflow.service.sweep import can_sweep
 from practiceflow.triggers import definition
 
 __all__ = ["FLEET_ALIVE_KEY", "FLEET_KEY", "FLEET_WHO", "FleetPresence", "list_outage"]

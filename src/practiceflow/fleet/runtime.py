@@ -46,9 +46,9 @@ from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
 from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
 from practiceflow.runner import Runner, run_shared, validate_recipe
-from practiceflow.runner.downtime import has_poll_source
-from practiceflow.runner.event_guard import EventGuard
 from practiceflow.runner.validate import ValidRecipe
+from practiceflow.service.downtime import has_poll_source
+from practiceflow.service.event_guard import EventGuard
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import Poller, definition, resolve_mode
@@ -178,7 +178,7 @@ class Fleet:
         self.store = store
         self.app = app
         # An exception no step caught is recorded on its run, which is started again until
-        # it is quarantined (runner/event_guard.py, runner/quarantine.py).
+        # it is quarantined (service/event_guard.py, runner/quarantine.py).
         self.guard = EventGuard(store)
         self.metrics = metrics
         self.practices: dict[str, PracticeRuntime] = {}

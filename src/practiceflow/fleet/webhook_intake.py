@@ -18,7 +18,7 @@ unsubscribe`` removes it when the whole fleet goes away.
 
 A subscription in doubt (an earlier subscribe got no answer) is not repeated and stops
 nothing else: under the same lock it is listed once as needing attention
-(:func:`~practiceflow.runner.attention.record_subscription_doubt`), and a trigger with a poll
+(:func:`~practiceflow.service.attention.record_subscription_doubt`), and a trigger with a poll
 source is polled every ``poll_every`` instead (:meth:`.Fleet.poll_instead`).
 """
 
@@ -34,7 +34,7 @@ from practiceflow import netaddr
 from practiceflow.errors import InDoubtError
 from practiceflow.fleet.queue import defer_event, make_app
 from practiceflow.fleet.runtime import Fleet
-from practiceflow.runner.attention import close_subscription_doubt, record_subscription_doubt
+from practiceflow.service.attention import close_subscription_doubt, record_subscription_doubt
 from practiceflow.state import SubscriptionRecord
 from practiceflow.triggers import TriggerEvent
 from practiceflow.triggers.subscriptions import SubscriptionInDoubt, SubscriptionManager

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Final
 
 from practiceflow import hooks
-from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest import lint
 from practiceflow.manifest.choices import choice_fields
@@ -45,6 +44,7 @@ from practiceflow.manifest.yamlpos import (
     load_yaml,
 )
 from practiceflow.resources import data_dir
+from practiceflow.safe_read import FileRefused, read_text_limited
 from practiceflow.templating import Origin, compile_tree
 
 __all__ = [

@@ -9,7 +9,6 @@ from typing import Any
 from mcp.server.lowlevel import Server
 
 from practiceflow.budget.rate_budget import RateBudget
-from practiceflow.cli.state import practice_budget
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.mcp._catalog import build_catalog, settings_lists
@@ -17,6 +16,7 @@ from practiceflow.mcp._desk import WriteDesk
 from practiceflow.mcp._resources import ASSISTANT_LIMITS
 from practiceflow.mcp._server import build_server
 from practiceflow.runner import ValidRecipe
+from practiceflow.service.practice_budget import practice_budget
 from practiceflow.state import StateStore
 
 __all__ = ["ASSISTANT_LIMITS", "assistant_budget", "build_mcp"]

@@ -1,7 +1,8 @@
-"""The runner: executes recipes durably, one run per trigger event.
+"""The runner: one durable run per trigger event.
 
 This package owns what happens between "an event was recorded" and "every step of its run
-is settled":
+is settled" (the long-running process that brings events and drives runners is
+:mod:`practiceflow.service`):
 
 * :mod:`.validate`: checks a recipe before anything runs (:func:`validate_recipe`);
 * :mod:`.context`: the names templates read (``trigger``, ``steps``, ``vars``, ``now``,
@@ -12,11 +13,10 @@ is settled":
 * :mod:`.step_executor`: one step, sent and journaled by that rule;
 * :mod:`.execute`: :class:`Runner`, one run step by step, resumable after a crash;
 * :mod:`.reconcile`: read-backs that settle in-doubt writes;
-* :mod:`.event_guard` and :mod:`.quarantine`: an exception no step caught is recorded and the
-  service goes on; a run started too often without ending is held for a person;
+* :mod:`.quarantine`: a run started too often without ending is held for a person;
+* :mod:`.run_lease`: one driver per run, by a lease in the store;
 * :mod:`.dryrun`: :func:`dry_run`, render everything and send nothing;
 * :mod:`.plan`: :func:`plan`, what recipes will cost in requests;
-* :mod:`.service`: :func:`serve`, receiver, pollers and runner together;
 * :mod:`.logs`: text or JSON log lines.
 
 The boundary with triggers is the state store: triggers record events, the runner takes

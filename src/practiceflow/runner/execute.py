@@ -126,8 +126,9 @@ class Runner:
         """The digest of the served recipe's version (None: it was not read from text)."""
         return None if self._version is None else self._version.digest
 
-    def _stored_version(self) -> str | None:
-        """Store the served version (once per runner) before a run names it."""
+    def stored_version(self) -> str | None:
+        """Store the served version (once per runner) before a run names it; the service
+        does so as it starts, so that no event waits for it. Returns its digest."""
         if self._digest is None and self._version is not None:
             self._digest = save_version(self.store, self._version)
             remember_built(self._digest, self.recipe)
@@ -179,7 +180,7 @@ class Runner:
             self.recipe.name,
             event.event_id,
             origin=self.origin(event),
-            version=self._stored_version(),
+            version=self.stored_version(),
         )
         if not created:
             logger.info("run of event %s: found run %s", event.event_id, run_id)
@@ -282,7 +283,7 @@ class Runner:
         if run.starts >= QUARANTINE_AFTER and not retry_failed:
             return self._quarantine(run, created, handled)
         try:
-            recipe = recipe_for_run(self.store, run, self.recipe, self._stored_version())
+            recipe = recipe_for_run(self.store, run, self.recipe, self.stored_version())
         except VersionUnavailable as exc:
             return self._hold(run, created, handled, version_hold(run, exc))
         steps = {step.step_id: step for step in self.store.get_steps(run_id)}

@@ -27,8 +27,8 @@ from typing import Any
 from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import CHECKS, HOOKS
 from practiceflow.manifest import ActionModule
-from practiceflow.runner.downtime import downtime_note
 from practiceflow.runner.validate import ValidRecipe
+from practiceflow.service.downtime import downtime_note
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 from practiceflow.triggers import definition
 

@@ -13,7 +13,7 @@ made. The rules:
   could leave an orphan delivering to us forever. A row left ``pending`` (the process died
   while the subscribe was in flight) is in doubt alike. :meth:`SubscriptionManager.ensure`
   raises :class:`SubscriptionInDoubt` for both; ``serve`` and ``worker`` list it as needing
-  attention and carry on (:mod:`practiceflow.runner.gaps`). The operator checks the
+  attention and carry on (:mod:`practiceflow.service.gaps`). The operator checks the
   practice's webhook settings, settles it with ``practiceflow triggers unsubscribe NAME
   --forget`` and restarts, which subscribes again;
 * :meth:`SubscriptionManager.check` sends the test delivery

@@ -5,8 +5,10 @@ few seconds of a loaded machine; a sender whose retry lands then would find the 
 closed. So the ``practiceflow`` command binds and listens on ``--listen`` first
 thing when the command is ``serve`` and a public URL is configured: from that moment the
 kernel completes connections and queues them (the listen backlog), and the receiver,
-once started, serves them from the same socket. Nothing is answered before the receiver
-can verify and store; nothing is refused either.
+once started, serves them from the same socket: the command hands it to
+:func:`practiceflow.service.serve` (``ServeOptions.listen_socket``), which closes it when no
+webhook trigger needs it. Nothing is answered before the receiver can verify and store;
+nothing is refused either.
 
 A bind that fails (the port is taken, say by a first ``serve``) is ignored here: the normal
 start-up reports it, after the clearer checks (such as the state file's lease).
@@ -19,10 +21,11 @@ import socket
 import sys
 from typing import Final
 
-__all__ = ["bind_listen", "claim", "release", "take"]
+__all__ = ["EARLY_SOCKET", "bind_listen", "claim"]
 
 _BACKLOG: Final = 128
-_claimed: dict[tuple[str, int], socket.socket] = {}
+#: Where the command line keeps the claimed socket for ``serve`` (``click.Context.meta``).
+EARLY_SOCKET: Final = "practiceflow.early_socket"
 
 
 def _argument(argv: list[str], name: str) -> str | None:
@@ -46,7 +49,8 @@ def claim(
             ``--public-url`` win over the environment, as they do for ``serve``.
 
     Returns:
-        The listening socket, or None when nothing was claimed.
+        The listening socket (its caller closes it, or hands it to the receiver), or None
+        when nothing was claimed.
     """
     from practiceflow.netaddr import parse_listen  # light: no third-party import
 
@@ -58,11 +62,9 @@ def claim(
         return None
     try:
         host, port = parse_listen(text, option="PRACTICEFLOW_LISTEN", example="127.0.0.1:8080")
-        sock = bind_listen(host, port)
+        return bind_listen(host, port)
     except Exception:  # any failure is reported by the normal start-up
         return None
-    _claimed[(host, port)] = sock
-    return sock
 
 
 def bind_listen(host: str, port: int) -> socket.socket:
@@ -80,15 +82,3 @@ def bind_listen(host: str, port: int) -> socket.socket:
 
         message = f"webhook receiver on {host}:{port} cannot listen: {exc.strerror or exc}"
         raise ConfigError(message) from None
-
-
-def take(host: str, port: int) -> socket.socket | None:
-    """The socket claimed for ``(host, port)``, handed over once (None when none was)."""
-    return _claimed.pop((host, port), None)
-
-
-def release() -> None:
-    """Close what was claimed and not taken (no webhook trigger needed it)."""
-    while _claimed:
-        _, sock = _claimed.popitem()
-        sock.close()

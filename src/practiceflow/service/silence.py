@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from practiceflow.errors import ConfigError, PracticeflowError
-from practiceflow.runner.sweep import GapSweep, SweepResult, can_sweep
+from practiceflow.service.sweep import GapSweep, SweepResult, can_sweep
 from practiceflow.state import StateStore
 from practiceflow.triggers.definition import TriggerDefinition
 from practiceflow.triggers.modes import BothTrigger, WebhookTrigger

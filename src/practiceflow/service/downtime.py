@@ -8,7 +8,7 @@ handled point, and the webhook and the poll agree on each event's dedupe key, as
 ``mode: both``; a trigger **without one** (``eform_submitted``, ``onboarding_completed``,
 ``any_webhook_event``, ``proposal_accepted`` without ``entityKey``) depends on the sender's
 retries, and says so in ``triggers list``, in ``plan`` and, for each downtime, in the list
-of what needs attention (:mod:`practiceflow.runner.gaps`).
+of what needs attention (:mod:`practiceflow.service.gaps`).
 """
 
 from __future__ import annotations

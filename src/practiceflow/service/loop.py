@@ -2,11 +2,13 @@
 
 :class:`Service` owns the loop of a long-running process:
 
-1. start the intake (webhook receiver, subscriptions, pollers: whatever
-   :class:`Intake` is given), so events start arriving in the state store;
+1. start what runs beside the loop (:attr:`Service.parts`: heartbeat, gap sweeps), then
+   the intake (webhook receiver, subscriptions, pollers:
+   :class:`~practiceflow.service.intake.TriggerIntake`), so events start arriving in the
+   state store;
 2. resume runs a previous process left unfinished (status ``running``: a crash or a stop
    mid-run), and runs a person has settled since (``in_doubt`` runs with no step in doubt,
-   not quarantined: :mod:`.quarantine`);
+   not quarantined: :mod:`practiceflow.runner.quarantine`);
 3. take pending events, run each through every recipe whose trigger it belongs to, mark it
    handled once all of them finished; when there is nothing to do, wait to be woken:
    :attr:`Service.wake` is set by whatever stores an event in this process (the webhook
@@ -33,28 +35,16 @@ from types import FrameType
 from typing import Protocol
 
 from practiceflow.errors import PracticeflowError
-from practiceflow.runner.event_guard import EventGuard
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
 from practiceflow.runner.quarantine import is_quarantined
+from practiceflow.service.event_guard import EventGuard
+from practiceflow.service.intake import TriggerIntake
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.versions.pinned import orphan_runs, settle_orphan_event
 
-__all__ = ["Background", "Intake", "Service"]
+__all__ = ["Background", "Service"]
 
 logger = logging.getLogger("practiceflow.runner")
-
-
-class Intake(Protocol):
-    """What brings events into the store: receiver, subscriptions and pollers."""
-
-    def start(self) -> None:
-        """Start receiving (subscribe, listen, prime cursors)."""
-
-    def poll_once(self) -> int:
-        """Poll every polling trigger once; returns how many events were stored."""
-
-    def stop(self) -> None:
-        """Stop receiving (subscriptions are kept unless configured otherwise)."""
 
 
 class Background(Protocol):
@@ -88,15 +78,17 @@ class Service:
         settle_every: seconds between looks for runs settled elsewhere (``practiceflow
             runs resolve``, ``store.resolve_step``) and for settled gap entries to close.
         guard: the per-event boundary: an exception no step caught is recorded on the run
-            that raised, and the service goes on (:mod:`practiceflow.runner.event_guard`).
+            that raised, and the service goes on (:mod:`practiceflow.service.event_guard`).
         reload: builds the runners again from the recipe files (``serve`` on SIGHUP), or
             None. New events take the new versions; runs in flight keep theirs.
         reload_wanted: set (by SIGHUP) to reload at the top of the next loop.
+        parts: what runs beside the loop (heartbeat and gap sweeps: :class:`GapWatch`),
+            started before the intake and stopped after it, in reverse order.
     """
 
     runners: list[Runner]
     store: StateStore
-    intake: Intake | None = None
+    intake: TriggerIntake | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     idle: float = 5.0
     wake: threading.Event = field(default_factory=threading.Event)
@@ -107,6 +99,9 @@ class Service:
     guard: EventGuard = field(init=False)
     reload: Callable[[], list[Runner]] | None = None
     reload_wanted: threading.Event = field(default_factory=threading.Event)
+    parts: list[Background] = field(default_factory=list)
+    _started: list[Background] = field(default_factory=list, init=False, repr=False)
+    _intake_started: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.guard = EventGuard(self.store)
@@ -267,17 +262,61 @@ class Service:
                 break
         return total
 
+    def start(self) -> None:
+        """Start what runs beside the loop, the console, then the intake (subscribe, catch
+        up, poll); :meth:`close` stops them. Idempotent."""
+        if self._intake_started:
+            return
+        for runner in self.runners:  # the versions runs will name, stored once, up front
+            runner.stored_version()
+        for part in [*self.parts, *([self.console] if self.console is not None else [])]:
+            part.start()
+            self._started.append(part)
+        self._intake_started = True
+        if self.intake is not None:
+            self.intake.start()
+
+    def close(self) -> None:
+        """Stop the intake (subscriptions kept unless configured otherwise), the console
+        and the parts, in that order (idempotent)."""
+        try:
+            if self.intake is not None:
+                self.intake.stop()
+        finally:
+            while self._started:
+                self._started.pop().stop()
+
+    def run_until(self, done: Callable[[], bool], timeout: float) -> bool:
+        """Run the loop (started first) until ``done()`` holds, a stop, or ``timeout``.
+
+        For a program that embeds the service for a task, such as the demo: the service
+        stays started; :meth:`close` stops it.
+
+        Args:
+            done: checked after every loop.
+            timeout: seconds to give up after.
+
+        Returns:
+            Whether ``done()`` held.
+        """
+        self.start()
+        deadline = time.monotonic() + timeout
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            if done():
+                return True
+            self.wake.clear()
+            if not self.drain() and not done():
+                self.wake.wait(max(0.0, min(self.idle, 0.05, deadline - time.monotonic())))
+        return done()
+
     def run(self, *, max_loops: int | None = None) -> None:
         """Serve until stopped (see the module docstring).
 
         Args:
             max_loops: stop after this many idle-or-busy loops (tests); forever when None.
         """
-        if self.console is not None:
-            self.console.start()
-        if self.intake is not None:
-            self.intake.start()
         try:
+            self.start()
             if self.reload_wanted.is_set():  # a SIGHUP during start-up
                 self.reload_recipes()
             self.resume_unfinished()
@@ -302,10 +341,7 @@ class Service:
                 if max_loops is not None and loops >= max_loops:
                     break
         finally:
-            if self.intake is not None:
-                self.intake.stop()
-            if self.console is not None:
-                self.console.stop()
+            self.close()
             logger.info("serve: stopped; unfinished runs resume on the next start")
 
 

@@ -6,15 +6,15 @@ the window from that last sign of life to now is a **known gap**: events may hav
 sent while nothing listened, and the sender may have given up retrying them (the spec does
 not say how long it retries). For every trigger of the recipes being served:
 
-* a trigger polled from a cursor catches up by polling (:mod:`practiceflow.runner.intake`):
+* a trigger polled from a cursor catches up by polling (:mod:`practiceflow.service.intake`):
   nothing is listed;
 * a trigger a sweep can read back (``proposal_accepted`` without ``entityKey``: every
   client's proposals) gets a gap entry ``checking``, which the sweep closes by evidence, or
-  hands to a person saying what it could not check (:mod:`practiceflow.runner.sweep`);
+  hands to a person saying what it could not check (:mod:`practiceflow.service.sweep`);
 * any other trigger (``eform_submitted``: there is no list of submitted forms) gets a gap
   entry that needs a person, saying why.
 
-Entries are rows of the attention table (:mod:`practiceflow.runner.attention`, its one
+Entries are rows of the attention table (:mod:`practiceflow.service.attention`, its one
 writer): ``practiceflow attention list``, ``runs list --status in_doubt``, the console's
 "Needs attention" and ``/metrics`` read them; a person settles one with ``practiceflow
 attention settle ID --note ...``.
@@ -29,8 +29,8 @@ from datetime import datetime
 from typing import Final
 
 from practiceflow.errors import PracticeflowError
-from practiceflow.runner.attention import list_gap
-from practiceflow.runner.sweep import can_sweep
+from practiceflow.service.attention import list_gap
+from practiceflow.service.sweep import can_sweep
 from practiceflow.state import StateStore
 from practiceflow.triggers.definition import TriggerDefinition
 
@@ -112,7 +112,7 @@ def note_downtime(
         store: the state store.
         practice: the practice key.
         triggers: ``(name, definition, caught up by polling)`` of every trigger served
-            (:meth:`~practiceflow.runner.intake.TriggerIntake.coverage`).
+            (:meth:`~practiceflow.service.intake.TriggerIntake.coverage`).
         now: the end of the window (now by default).
 
     Returns:

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from practiceflow.budget.priorities import Priority, priority
 from practiceflow.errors import PracticeflowError
-from practiceflow.runner.attention import close_by_evidence, hold_for_person
+from practiceflow.service.attention import close_by_evidence, hold_for_person
 from practiceflow.state import StateStore
 from practiceflow.state.attention import AttentionRecord
 from practiceflow.triggers.base import envelope, persist

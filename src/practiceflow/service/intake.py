@@ -18,7 +18,7 @@ catch-up poller under the same name, which keeps its cursor fresh every
 
 A subscription in doubt (an earlier subscribe got no answer, or the process died while it
 was in flight) is not repeated and stops nothing else: the trigger is listed as needing
-attention (:func:`~practiceflow.runner.attention.record_subscription_doubt`), and its catch-up
+attention (:func:`~practiceflow.service.attention.record_subscription_doubt`), and its catch-up
 poller, if it has one, polls every ``poll_interval`` seconds instead, so that its events
 still come in (a ``both`` trigger polls anyway).
 """
@@ -27,22 +27,23 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from practiceflow.budget.priorities import Priority, priority
-from practiceflow.early_listen import bind_listen, take
 from practiceflow.errors import InDoubtError, PracticeflowError
 from practiceflow.netaddr import LOOPBACK, parse_listen
-from practiceflow.runner.attention import (
+from practiceflow.runner.validate import ValidRecipe
+from practiceflow.service.attention import (
     close_subscription_doubt,
     list_gap,
     record_subscription_doubt,
 )
-from practiceflow.runner.downtime import has_poll_source
-from practiceflow.runner.validate import ValidRecipe
+from practiceflow.service.downtime import has_poll_source
+from practiceflow.service.early_listen import bind_listen
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import (
@@ -104,6 +105,9 @@ class TriggerIntake:
             CLI prints the receiver's address and the subscribed URLs).
         on_stored: called whenever the receiver or a poller stored new events (``serve``
             wakes its runner this way); it must not block.
+        sock: a socket already listening on ``listen`` (bound early by the command line,
+            :mod:`practiceflow.service.early_listen`): the receiver serves on it; closed
+            by :meth:`start_receiving` when no webhook trigger needs it.
 
     Attributes:
         baselines: names of the triggers whose last :meth:`poll_once` was a first poll
@@ -127,8 +131,10 @@ class TriggerIntake:
         since: str | None = None,
         on_started: Callable[[TriggerIntake], None] | None = None,
         on_stored: Callable[[], None] | None = None,
+        sock: socket.socket | None = None,
     ) -> None:
         self.recipes = list(recipes)
+        self.sock = sock
         self.on_stored = on_stored
         self.store = store
         self.client = client
@@ -172,10 +178,10 @@ class TriggerIntake:
             receiver = Receiver(
                 self.store, on_stored=self._stored, on_refused_window=self._refused_window
             )
-            # The socket first (claimed early by the CLI, or bound now): its port makes the
+            # The socket first (bound early by the CLI, or bound now): its port makes the
             # local URL, and the server starts on it only once every trigger is bound, so
             # that no delivery is stored unmapped (a queued one is served at once).
-            sock = take(*self.listen) or bind_listen(*self.listen)
+            sock, self.sock = self.sock or bind_listen(*self.listen), None
             port = int(sock.getsockname()[1])
             local = f"http://{self.listen[0]}:{port}"
             url = local if self.public_url == "local" else self.public_url
@@ -211,6 +217,9 @@ class TriggerIntake:
         if self.triggers:
             return
         self._build(webhooks=True)
+        if self.sock is not None:  # bound early, and no webhook trigger took it
+            self.sock.close()
+            self.sock = None
         for recipe in self.recipes:
             key = recipe.trigger.key
             found = definition(recipe.trigger)
