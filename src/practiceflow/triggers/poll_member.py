@@ -44,6 +44,8 @@ FULL_SCAN: Final = "*"
 #: Suffix of the cursor row that holds a trigger's known keys.
 KNOWN_SUFFIX: Final = "#known"
 _KNOWN_VALUE: Final = "known"
+#: Separates a stored known key from the time of the row that taught it.
+_TAUGHT_AT: Final = "\x1f"
 #: Suffix of the cursor row that keeps a learned fixed server page size.
 PAGE_SIZE_SUFFIX: Final = "#page_size"
 
@@ -70,29 +72,57 @@ class PollResult:
 class _KnownKeys:
     """A trigger's known keys for one poll, read from the store when first asked.
 
+    Each key is kept with the time of the row that taught it (when the row has one). A
+    row at or before that time is the very row that taught it (read again after a crash
+    between remembering the key and moving the cursor), so it counts as not known yet,
+    as it did the first time: the same row never fires ``known`` twice over.
+
     A poll that finds no row past its cursor never asks, so it does not read them.
 
     Args:
-        load: reads the keys (called at most once).
+        load: reads the stored entries (called at most once).
     """
 
     __slots__ = ("_keys", "_load")
 
     def __init__(self, load: Callable[[], set[str]]) -> None:
         self._load = load
-        self._keys: set[str] | None = None
+        self._keys: dict[str, datetime | None] | None = None
 
-    def _loaded(self) -> set[str]:
+    def _loaded(self) -> dict[str, datetime | None]:
         if self._keys is None:
-            self._keys = self._load()
+            self._keys = {}
+            for entry in self._load():
+                key, taught = entry, ""
+                if _TAUGHT_AT in entry:
+                    key, _, taught = entry.rpartition(_TAUGHT_AT)
+                moment = parse_time(taught)
+                if key not in self._keys or moment is None:
+                    self._keys[key] = moment
+                else:
+                    earlier = self._keys[key]
+                    self._keys[key] = None if earlier is None else min(earlier, moment)
         return self._keys
+
+    def known(self, key: str, stamp: datetime | None) -> bool:
+        """Whether ``key`` was known before the row stamped ``stamp`` was read."""
+        keys = self._loaded()
+        if key not in keys:
+            return False
+        taught = keys[key]
+        return taught is None or stamp is None or stamp > taught
 
     def __contains__(self, key: object) -> bool:
         return key in self._loaded()
 
-    def add(self, key: str) -> None:
-        """Count ``key`` as known for the rest of the poll."""
-        self._loaded().add(key)
+    def add(self, key: str, stamp: datetime | None) -> None:
+        """Count ``key`` as known for the rest of the poll, taught at ``stamp``."""
+        self._loaded()[key] = stamp
+
+
+def known_entry(key: str, stamp_text: str | None) -> str:
+    """How a known key is stored: the key, then the time of the row that taught it."""
+    return key if not stamp_text else f"{key}{_TAUGHT_AT}{stamp_text}"
 
 
 class PollMember:
@@ -209,7 +239,10 @@ class PollMember:
             ):
                 return  # handed over by an earlier poll, or earlier in this one
             self._handled.add(key)
-        self._consider(row, context, key)
+        # Rows of the other cursor kinds are read again by design, each poll: their keys
+        # are known from the first read on, whatever its time.
+        taught = stamp if self.spec.cursor == "lastUpdated" else None
+        self._consider(row, context, key, taught)
         if stamp is None:
             return
         _, best, keys = self._best
@@ -269,7 +302,9 @@ class PollMember:
             self.result.skipped += 1
         return key
 
-    def _consider(self, row: Any, context: Mapping[str, Any], key: str) -> None:
+    def _consider(
+        self, row: Any, context: Mapping[str, Any], key: str, stamp: datetime | None
+    ) -> None:
         spec = self.spec
         try:
             passes = spec.passes(context)
@@ -279,13 +314,14 @@ class PollMember:
             self.result.skipped += 1
             return
         if spec.known is not None:
-            was_known = known_key is not None and known_key in self._known
+            was_known = known_key is not None and self._known.known(known_key, stamp)
             passes = passes and (was_known if spec.known.fire == "known" else not was_known)
         if self._fire and passes:
             self._store_event(row, context, key)
         if remember and known_key is not None and known_key not in self._known:
-            self._known.add(known_key)
-            self._added.add(known_key)
+            self._known.add(known_key, stamp)
+            taught = row.get(self.spec.cursor_field) if stamp is not None else None
+            self._added.add(known_entry(known_key, str(taught) if taught else None))
 
     def _store_event(self, row: Any, context: Mapping[str, Any], key: str) -> None:
         if self.store.seen_event(self.practice, self.name, key):
