@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from practiceflow.errors import ConfigError
+from practiceflow.errors import ConfigError, ManifestError
+from practiceflow.manifest import load_recipe
 from practiceflow.triggers.cadence import (
     Cadence,
     PollNeed,
@@ -115,3 +116,34 @@ def test_next_due_names_the_poll_due_first():
     assert PracticeCadence().next_due() is None
     with pytest.raises(ConfigError, match="fastest"):
         Cadence(60, 30)
+
+
+RECIPE = """\
+name: new clients
+trigger:
+  use: new_client
+  max_delay: {value}
+steps:
+  - id: note
+    use: create_lead
+    with: {{entityName: "{{{{ trigger.entityName }}}}"}}
+"""
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("15m", 900.0), ("300", 300.0), ("null", None)])
+def test_a_recipe_gives_its_trigger_a_max_delay(tmp_path, value, seconds):
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        RECIPE.format(value=value)
+        if value != "null"
+        else RECIPE.replace("  max_delay: {value}\n", "").format()
+    )
+    assert load_recipe(path).max_delay == seconds
+
+
+def test_a_recipe_with_a_bad_max_delay_names_file_line_and_field(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text(RECIPE.format(value="2 weeks"))
+    with pytest.raises(ManifestError) as caught:
+        load_recipe(path)
+    assert f"{path}:4:14 trigger.max_delay: got '2 weeks'; expected a duration" in str(caught.value)

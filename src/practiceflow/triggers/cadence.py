@@ -31,9 +31,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
 
 from practiceflow.errors import ConfigError
+from practiceflow.manifest.durations import MAX_DELAY_RANGE, max_delay_problem, read_max_delay
 
 __all__ = [
     "MAX_DELAY_RANGE",
@@ -43,11 +43,6 @@ __all__ = [
     "group_cadence",
     "parse_max_delay",
 ]
-
-#: The ``max_delay`` a recipe may ask for, in seconds: from 10 s (the daily budget allows
-#: one request per 8.64 s) to one day.
-MAX_DELAY_RANGE: Final = (10.0, 86400.0)
-_UNITS: Final[Mapping[str, float]] = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_max_delay(value: object, *, where: str = "trigger.max_delay") -> float:
@@ -63,23 +58,9 @@ def parse_max_delay(value: object, *, where: str = "trigger.max_delay") -> float
     Raises:
         ConfigError: not a duration, or outside :data:`MAX_DELAY_RANGE`.
     """
-    low, high = MAX_DELAY_RANGE
-    seconds: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str) and value.strip():
-        text = value.strip().lower()
-        unit = _UNITS.get(text[-1])
-        number = text[:-1] if unit is not None else text
-        try:
-            seconds = float(number) * (unit or 1.0)
-        except ValueError:
-            seconds = None
-    if seconds is None or not low <= seconds <= high:
-        message = (
-            f"{where}: got {value!r}; expected a duration from {low:.0f} s to {high:.0f} s, "
-            "as seconds or with a unit (90s, 15m, 2h, 1d)"
-        )
+    seconds = read_max_delay(value)
+    if seconds is None:
+        message = f"{where}: {max_delay_problem(value)}"
         raise ConfigError(message)
     return seconds
 
