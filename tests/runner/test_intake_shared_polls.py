@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from practiceflow.api import Client
+from practiceflow.api import Client, RateLimits
 from practiceflow.manifest import load_modules
-from practiceflow.runner import validate_recipe
+from practiceflow.runner import Priority, PriorityBudget, validate_recipe
 from practiceflow.runner.intake import TriggerIntake
 from practiceflow.state import StateStore
 from practiceflow.testing import SandboxHandle
@@ -101,3 +101,19 @@ def test_the_shared_poll_backs_off_to_the_shortest_max_delay_and_a_delivery_rese
     assert group.cadence.interval == slowest
     intake._stored()  # what the receiver calls when it stored a delivery
     assert group.cadence.interval == 60.0
+
+
+def test_the_shared_poll_waits_behind_event_work_for_the_budget(
+    fast_sandbox: SandboxHandle, store: StateStore, tmp_path: Path
+) -> None:
+    limits = RateLimits(per_minute=100_000, per_hour=1_000_000, per_day=10_000_000)
+    budget = PriorityBudget(limits)
+    client_id, secret = fast_sandbox.credentials("anz", "rw")
+    base = fast_sandbox.base_url("anz")
+    with Client(client_id, secret, base_url=base, budget=budget, timeout=5) as client:
+        intake = _intake(tmp_path, store, client, {})
+        intake.poll_once()
+        intake.poll_once()
+    # Every request of the polls was admitted at poll priority, behind event work.
+    assert budget.admitted_by_priority[Priority.POLL] >= 2
+    assert budget.admitted_by_priority[Priority.EVENT] == 0
