@@ -48,7 +48,7 @@ def _intake(
 
 def _list_requests(sandbox: SandboxHandle) -> int:
     log: list[dict[str, Any]] = sandbox.admin("GET", "/_admin/requests")
-    return sum(1 for row in log if row["path"] == "/api/v1/entities/list")
+    return sum(1 for row in log if row["path"] == "/api/v1/entities/list" and row["status"] == 200)
 
 
 def test_four_recipes_on_the_entities_list_cost_one_request_a_poll(

@@ -35,7 +35,11 @@ def _members(store: SQLiteStore, keys: Iterable[str] = ENTITY_TRIGGERS) -> list[
 
 
 def _list_requests(sandbox: Any) -> int:
-    return sum(1 for row in sandbox.admin("GET", "/_admin/requests") if row["path"] == LIST)
+    return sum(
+        1
+        for row in sandbox.admin("GET", "/_admin/requests")
+        if row["path"] == LIST and row["status"] == 200
+    )
 
 
 def _stored(store: SQLiteStore, name: str) -> list[str]:
