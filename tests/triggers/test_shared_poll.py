@@ -7,6 +7,10 @@ two triggers' handling (injected into the store) loses nothing and fires nothing
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -195,6 +199,44 @@ def test_a_failure_between_two_triggers_loses_nothing_and_fires_nothing_twice(
         again = SharedPoll(client, _members(reopened)).poll_once()
         assert again.events == []
         assert not again.changed
+
+
+KILLER = Path(__file__).with_name("kill_shared_poll.py")
+
+
+@pytest.mark.parametrize(
+    "point",
+    ["event:lead_converted#1", "cursor:lead_converted#1", "cursor:updated_client#1"],
+)
+def test_a_kill_between_two_triggers_loses_nothing_and_fires_nothing_twice(
+    sandbox, client, tmp_path, point
+):
+    db = tmp_path / "state.db"
+    with SQLiteStore(db) as store:
+        SharedPoll(client, _members(store)).poll_once()  # the baseline
+    expected = _make_changes(sandbox)
+    client_id, secret = sandbox.credentials("anz", "rw")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PRACTICEFLOW_")},
+        "PRACTICEFLOW_CLIENT_ID": client_id,
+        "PRACTICEFLOW_CLIENT_SECRET": secret,
+    }
+    killed = subprocess.run(  # noqa: S603 - our own test script
+        [sys.executable, str(KILLER), str(db), sandbox.base_url("anz"), point],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with SQLiteStore(db) as store:
+        stored_before = {key: _stored(store, key) for key in ENTITY_TRIGGERS}
+        result = SharedPoll(client, _members(store)).poll_once()  # the restart
+        for key in ENTITY_TRIGGERS:
+            fired = [event.id for event in result.results[key].events]
+            assert sorted(stored_before[key] + fired) == sorted(expected[key]), key
+        assert SharedPoll(client, _members(store)).poll_once().events == []
 
 
 def test_a_trigger_added_later_reads_the_list_whole_once_and_the_others_go_on(
