@@ -11,7 +11,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -145,12 +146,22 @@ def test_four_entity_triggers_spend_the_requests_of_one_and_each_fires_its_own(
 
 
 class _FailingStore(SQLiteStore):
-    """A store whose ``when``-th write of ``what`` for trigger ``name`` fails once."""
+    """A store whose ``when``-th write of ``what`` for trigger ``name`` fails once;
+    ``batched=False`` commits write by write (as a store without transactions would)."""
 
-    def __init__(self, path: Path, what: str, name: str, when: int) -> None:
+    def __init__(self, path: Path, what: str, name: str, when: int, *, batched: bool) -> None:
         super().__init__(path)
         self.fail = (what, name, when)
         self.count = 0
+        self.batched = batched
+
+    @contextmanager
+    def atomic(self, *, durable: bool = False) -> Iterator[None]:
+        if not self.batched:
+            yield
+            return
+        with super().atomic(durable=durable):
+            yield
 
     def _maybe_fail(self, what: str, name: str) -> None:
         if (what, name) == self.fail[:2]:
@@ -167,6 +178,7 @@ class _FailingStore(SQLiteStore):
         super().set_cursor(practice, trigger_key, *args, **kwargs)
 
 
+@pytest.mark.parametrize("batched", [True, False], ids=["one-commit-a-page", "write-by-write"])
 @pytest.mark.parametrize(
     ("what", "name", "when"),
     [
@@ -177,10 +189,10 @@ class _FailingStore(SQLiteStore):
     ],
 )
 def test_a_failure_between_two_triggers_loses_nothing_and_fires_nothing_twice(
-    sandbox, client, tmp_path, what, name, when
+    sandbox, client, tmp_path, what, name, when, batched
 ):
     db = tmp_path / "state.db"
-    store = _FailingStore(db, what, name, when)
+    store = _FailingStore(db, what, name, when, batched=batched)
     shared = SharedPoll(client, _members(store))
     shared.poll_once()  # the baseline: every trigger remembers, nothing fires
     expected = _make_changes(sandbox)

@@ -18,6 +18,11 @@ skips them. Nothing is lost and nothing fires twice.
 A trigger with no cursor yet (a first poll, "from now") needs the whole list once: those
 are read together in one whole read, apart from the triggers that go on from a cursor.
 
+What one page hands over (every trigger's events, known keys and cursors) is written in
+one transaction where the store can (:meth:`~practiceflow.state.StateStore.atomic`): one
+durable commit per page instead of one per write. That is only an optimisation; the order
+above is what keeps the promises on a store that commits write by write.
+
 :class:`SharedPoll` is what ``serve`` and the fleet call: "poll this practice's group
 once, given a client and a store", returning each trigger's events and cursor.
 :func:`group_members` builds the groups of a practice from its triggers.
@@ -32,6 +37,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
@@ -263,16 +269,18 @@ class SharedPoll:
         page = 1
         while True:
             rows, full = self._fetch(path, fixed, page, members)
-            for row in rows:
-                stamp = self._stamp(row)
-                for member in members:
-                    member.take(row, stamp)
+            with _one_commit(members):
+                for row in rows:
+                    stamp = self._stamp(row)
+                    for member in members:
+                        member.take(row, stamp)
             if not full or page >= MAX_PAGE_NUMBER:
                 break
             page += 1
         day = today.isoformat() if self.spec.cursor == "date_range" else None
-        for member in members:
-            member.finish_whole(day)
+        with _one_commit(members):
+            for member in members:
+                member.finish_whole(day)
 
     def _read_since_or_behind(self, members: list[PollMember]) -> None:
         starts = [(member, *member.start_value(), member.state is not None) for member in members]
@@ -294,24 +302,26 @@ class SharedPoll:
             params = {**fixed, self.spec.cursor_param: sent}
             rows, full = self._fetch(path, params, page, members)
             ordered, previous, page_newest = True, None, None
-            for row in rows:
-                stamp = self._stamp(row)
+            stamps = [self._stamp(row) for row in rows]
+            for stamp in stamps:
                 if stamp is not None:
                     ordered = ordered and (previous is None or stamp >= previous)
                     if walk_last is not None and previous is None:
                         ordered = ordered and stamp >= walk_last  # across the page boundary
                     previous = stamp
                     page_newest = stamp if page_newest is None else max(page_newest, stamp)
-                for member in members:
-                    member.take(row, stamp)
             walk_ordered = walk_ordered and ordered
             walk_pages += 1
             walk_last = previous if previous is not None else walk_last
             # Order is proven only by two pages in a row, each ordered, boundary included.
             ordered = walk_ordered and walk_pages >= 2
-            for member in members:
-                # Every row up to this page's newest is stored: each cursor may move here.
-                member.page_done(may_move=ordered and page_newest is not None)
+            with _one_commit(members):
+                for row, stamp in zip(rows, stamps, strict=True):
+                    for member in members:
+                        member.take(row, stamp)
+                for member in members:
+                    # Every row up to this page's newest is stored: each cursor may move.
+                    member.page_done(may_move=ordered and page_newest is not None)
             if not full or page >= MAX_PAGE_NUMBER:
                 break
             restart = ordered and page_newest is not None and self._sendable(page_newest) > sent
@@ -319,8 +329,9 @@ class SharedPoll:
                 sent, page = self._sendable(page_newest), 1
             else:
                 page += 1
-        for member in members:
-            member.finish_since()
+        with _one_commit(members):
+            for member in members:
+                member.finish_since()
 
     def _read_behind(self, members: list[PollMember], value: str, refused: ValidationError) -> None:
         """Read again from earlier when the API refuses the cursor (its clock went back).
@@ -414,6 +425,14 @@ class SharedPoll:
             return rows, bool(rows) and len(rows) >= walk
         size = self._page_size
         return rows, bool(rows) and (size is None or len(rows) >= size)
+
+
+def _one_commit(members: Sequence[PollMember]) -> AbstractContextManager[None]:
+    """One durable transaction for the members' writes, when they share one store."""
+    stores = {id(member.store): member.store for member in members}
+    if len(stores) != 1:
+        return nullcontext()
+    return next(iter(stores.values())).atomic(durable=True)
 
 
 def _time(value: str) -> datetime:
