@@ -25,7 +25,16 @@ above is what keeps the promises on a store that commits write by write.
 
 :class:`SharedPoll` is what ``serve`` and the fleet call: "poll this practice's group
 once, given a client and a store", returning each trigger's events and cursor.
-:func:`group_members` builds the groups of a practice from its triggers.
+:func:`group_members` builds the groups of a practice from its triggers::
+
+    members = [PollMember(store, practice, load_definition(key)) for key in keys]
+    polls = [SharedPoll(client, group) for group in group_members(members)]
+    for poll in polls:                       # keep them: each remembers its list's paging
+        result = poll.poll_once()            # SharedPollResult
+        result.results["new_client"].events  # that trigger's new events, already stored
+        result.cursors                       # trigger name -> its cursor now
+
+:mod:`.practice_polls` adds the cadence (when each group is due).
 
 The read itself keeps the rules of :mod:`practiceflow.triggers.poller` (same second,
 moving pages, any paging, a refused cursor), once for the whole group.
