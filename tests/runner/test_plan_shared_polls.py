@@ -66,3 +66,29 @@ def test_plan_shows_the_shared_poll_its_cost_and_its_quiet_cost(tmp_path):
     ) in " ".join(result.output.split())
     shown = CliRunner().invoke(cli, ["plan", "--json", *paths])
     assert '"idle_per_day": 96.0' in shown.output
+
+
+WEBHOOK = """\
+name: accepted
+trigger:
+  use: proposal_accepted
+  with: {entityKey: 5114e089-47cd-4e89-9966-cab520339605}
+steps:
+  - id: save
+    use: write_jsonl
+    with:
+      path: out.jsonl
+      record: {key: "{{ trigger.entityKey }}"}
+"""
+
+
+def test_a_webhook_trigger_is_swept_hourly_not_polled(tmp_path):
+    path = tmp_path / "accepted.yaml"
+    path.write_text(WEBHOOK)
+    checked = validate_recipe(path, registry=load_modules())
+    (sweep,) = plan([checked], events_per_day=0, webhook_url=True).polls
+    assert (sweep.sweep, sweep.per_day, sweep.triggers) == (True, 24.0, ["proposal_accepted"])
+    (polled,) = plan([checked], events_per_day=0, webhook_url=False).polls
+    assert (polled.sweep, polled.per_day) == (False, 1440.0)
+    result = CliRunner().invoke(cli, ["plan", "--webhook-url", str(path)])
+    assert "sweep GET /api/v1/proposals/list" in result.output

@@ -92,6 +92,12 @@ def plan(
             )
         console.print(table)
         for poll in result.polls:
+            if poll.sweep:
+                console.print(
+                    f"sweep {poll.source}: {poll.per_day:,.0f} requests a day, to catch up "
+                    f"what webhook deliveries missed; for {', '.join(poll.triggers)}"
+                )
+                continue
             console.print(
                 f"poll {poll.source}: {poll.per_day:,.0f} requests a day ({poll.share:.1%} of "
                 f"the budget), {poll.idle_per_day:,.0f} while the practice is quiet; "

@@ -61,7 +61,7 @@ from practiceflow.triggers import (
     definition,
     resolve_mode,
 )
-from practiceflow.triggers.cadence import PollNeed
+from practiceflow.triggers.cadence import SWEEP_EVERY, PollNeed
 from practiceflow.triggers.definition import TriggerDefinition
 from practiceflow.triggers.practice_polls import PollTarget, PracticePolls, ScheduledPoll
 
@@ -83,7 +83,7 @@ PUBLIC_URL_ENV = "PRACTICEFLOW_PUBLIC_URL"
 #: listen where the API's retries of its subscription's deliveries go.
 LISTEN_ENV = "PRACTICEFLOW_LISTEN"
 #: Seconds between polls of a webhook trigger's catch-up poller (its cursor stays fresh).
-CATCH_UP_EVERY = 3600.0
+CATCH_UP_EVERY = SWEEP_EVERY
 
 
 class TriggerIntake:

@@ -30,10 +30,11 @@ from typing import Any
 from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import CHECKS, HOOKS
 from practiceflow.manifest import ActionModule
-from practiceflow.runner.downtime import downtime_note
+from practiceflow.runner.downtime import downtime_note, has_poll_source
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 from practiceflow.triggers import definition
+from practiceflow.triggers.cadence import SWEEP_EVERY
 from practiceflow.triggers.shared_poll import PollSource, poll_source
 
 __all__ = [
@@ -108,6 +109,8 @@ class PollCost:
         per_day: requests a day at the fastest rate.
         idle_per_day: requests a day when the practice is quiet (once per ``max_delay``).
         share: ``per_day`` as a fraction of the daily budget.
+        sweep: every trigger of it is received by webhook: the list is read only to
+            catch up what deliveries missed.
     """
 
     source: str
@@ -117,6 +120,7 @@ class PollCost:
     per_day: float
     idle_per_day: float
     share: float
+    sweep: bool = False
 
 
 @dataclass(frozen=True)
@@ -217,12 +221,13 @@ def plan(
         # A shared poll is split between the recipes it serves: the sum counts it once.
         per_hour = poll.per_hour / len(poll.recipes) if poll is not None else 0.0
         per_day = per_run * events_per_day + per_hour * 24
+        polled = poll is not None and not poll.sweep and _polled(recipe, webhook_url)
         costs.append(
             RecipeCost(
                 recipe.name,
                 per_run,
                 steps,
-                poll is not None,
+                polled,
                 per_hour,
                 per_hour * 24,
                 events_per_day,
@@ -260,39 +265,56 @@ def plan(
 def _polls(
     recipes: Sequence[ValidRecipe], poll_interval: float, webhook_url: bool, daily_budget: int
 ) -> list[PollCost]:
-    """The practice's polls: recipes whose triggers read the same list share one."""
-    groups: dict[object, list[ValidRecipe]] = {}
+    """The practice's polls: recipes whose triggers read the same list share one.
+
+    A trigger received by webhook that has a poll source is swept for completeness every
+    :data:`~practiceflow.triggers.cadence.SWEEP_EVERY` seconds, for free on a list that
+    polled triggers read anyway.
+    """
+    groups: dict[object, list[tuple[ValidRecipe, bool]]] = {}
     for recipe in recipes:
         mode = recipe.recipe.mode
         found = definition(recipe.trigger)
-        if found.poll is None or not (
+        options = _options(recipe)
+        polled = found.poll is not None and (
             mode in ("poll", "both") or (mode == "auto" and not webhook_url)
-        ):
+        )
+        if not polled and not has_poll_source(found, options):
             continue
         try:
-            key: object = poll_source(found, _options(recipe))
+            key: object = poll_source(found, options)
         except PracticeflowError:
             key = recipe.name  # its list needs an option the recipe does not give
-        groups.setdefault(key, []).append(recipe)
+        groups.setdefault(key, []).append((recipe, polled))
     polls: list[PollCost] = []
     for key, members in groups.items():
-        delays = [m.recipe.max_delay for m in members if m.recipe.max_delay is not None]
-        slowest = min(delays, default=poll_interval)
-        fastest = min(poll_interval, slowest)
+        delays = [m.recipe.max_delay for m, polled in members if polled and m.recipe.max_delay]
+        if any(polled for _, polled in members):
+            slowest = min(delays, default=poll_interval)
+            fastest = min(poll_interval, slowest)
+        else:
+            slowest = fastest = SWEEP_EVERY
         per_hour = 3600.0 / fastest
         source = key.describe() if isinstance(key, PollSource) else f"the list of {key}"
         polls.append(
             PollCost(
                 source=source,
-                triggers=sorted({m.trigger.key for m in members}),
-                recipes=[m.name for m in members],
+                triggers=sorted({m.trigger.key for m, _ in members}),
+                recipes=[m.name for m, _ in members],
                 per_hour=per_hour,
                 per_day=per_hour * 24,
                 idle_per_day=86400.0 / slowest,
                 share=per_hour * 24 / daily_budget,
+                sweep=not any(polled for _, polled in members),
             )
         )
     return polls
+
+
+def _polled(recipe: ValidRecipe, webhook_url: bool) -> bool:
+    mode = recipe.recipe.mode
+    can_poll = recipe.trigger.poll is not None
+    return can_poll and (mode in ("poll", "both") or (mode == "auto" and not webhook_url))
 
 
 def _options(recipe: ValidRecipe) -> dict[str, object]:
