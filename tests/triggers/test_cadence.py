@@ -147,3 +147,39 @@ def test_a_recipe_with_a_bad_max_delay_names_file_line_and_field(tmp_path):
     with pytest.raises(ManifestError) as caught:
         load_recipe(path)
     assert f"{path}:4:14 trigger.max_delay: got '2 weeks'; expected a duration" in str(caught.value)
+
+
+def _one_day(max_delay: float, changes: int) -> tuple[int, float]:
+    """Polls in a day of a practice with ``changes`` evenly spread, and the worst lag."""
+    clock = Clock()
+    clock.now = 0.0
+    cadence = Cadence(60, max_delay, clock=clock)
+    pending = [i * 86400 / changes for i in range(changes)]
+    polls, worst = 0, 0.0
+    while cadence.due < 86400:
+        clock.now = cadence.due
+        seen = [moment for moment in pending if moment <= clock.now]
+        pending = pending[len(seen) :]
+        worst = max([worst, *(clock.now - moment for moment in seen)])
+        cadence.polled(changed=bool(seen))
+        polls += 1
+    return polls, worst
+
+
+@pytest.mark.parametrize(
+    ("max_delay", "changes", "most"),
+    [
+        (60, 2, 1440),  # the default: today's rate
+        (900, 0, 99),  # quiet all day: about one poll per max_delay
+        (900, 2, 102),  # "changes twice a day": 102, not 1,440
+        (900, 48, 240),
+        (3600, 2, 34),
+        (900, 1440, 1440),  # changes every minute: the fastest rate all day
+    ],
+)
+def test_a_day_of_polls_costs_what_the_practice_changes_and_never_waits_past_max_delay(
+    max_delay, changes, most
+):
+    polls, worst = _one_day(max_delay, changes)
+    assert polls <= most
+    assert worst <= max_delay
