@@ -304,7 +304,9 @@ class SharedPoll:
         path, fixed = self.spec.request(members[0].options)
         for member, value, boundary, stored in starts:
             member.start_since(value, boundary, stored=stored)  # checks the cursor first
-        sent = self._sendable(min(_time(start[1]) for start in starts))
+        earliest = min(_time(start[1]) for start in starts)
+        sent = self._sendable(earliest)
+        fresh_walk = False
         page = 1
         walk_ordered, walk_pages, walk_last = True, 0, None
         while True:
@@ -324,7 +326,11 @@ class SharedPoll:
             walk_last = previous if previous is not None else walk_last
             # Order is proven only by two pages in a row, each ordered, boundary included.
             ordered = walk_ordered and walk_pages >= 2
-            with _one_commit(members):
+            # Only rows after the earliest cursor can be written: a page of the boundary
+            # second alone (every empty poll) opens no transaction.
+            fresh = any(stamp is None or stamp > earliest for stamp in stamps)
+            fresh_walk = fresh_walk or fresh
+            with _one_commit(members) if fresh else nullcontext():
                 for row, stamp in zip(rows, stamps, strict=True):
                     for member in members:
                         member.take(row, stamp)
@@ -338,7 +344,7 @@ class SharedPoll:
                 sent, page = self._sendable(page_newest), 1
             else:
                 page += 1
-        with _one_commit(members):
+        with _one_commit(members) if fresh_walk else nullcontext():
             for member in members:
                 member.finish_since()
 
