@@ -118,13 +118,15 @@ class ScheduledPoll:
         Returns:
             True when due, False when stopped.
         """
-        while not stop.is_set():
+        while True:
+            # Cleared before looking: a nudge (or a stop's wake) from here on ends the wait.
+            self.cadence.nudged.clear()
+            if stop.is_set():
+                return False
             wait = self.cadence.wait()
             if wait <= 0:
                 return True
-            self.cadence.nudged.clear()
             self.cadence.nudged.wait(wait)
-        return False
 
 
 class PracticePolls:
