@@ -91,6 +91,18 @@ def plan(
                 f"{cost.per_day:,.0f}",
             )
         console.print(table)
+        for poll in result.polls:
+            if poll.sweep:
+                console.print(
+                    f"sweep {poll.source}: {poll.per_day:,.0f} requests a day, to catch up "
+                    f"what webhook deliveries missed; for {', '.join(poll.triggers)}"
+                )
+                continue
+            console.print(
+                f"poll {poll.source}: {poll.per_day:,.0f} requests a day ({poll.share:.1%} of "
+                f"the budget), {poll.idle_per_day:,.0f} while the practice is quiet; "
+                f"shared by {', '.join(poll.triggers)}"
+            )
         for cost in result.recipes:
             for step in cost.steps:
                 console.print(f"  {cost.name} / {step.step_id}: {step.requests} ({step.note})")

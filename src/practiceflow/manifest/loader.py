@@ -18,6 +18,7 @@ from practiceflow import hooks
 from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest import lint
 from practiceflow.manifest.choices import choice_fields
+from practiceflow.manifest.durations import max_delay_problem, read_max_delay
 from practiceflow.manifest.extensions import compile_extensions
 from practiceflow.manifest.models import (
     ActionModule,
@@ -431,6 +432,9 @@ def recipe_from(located: Located, file: str) -> Recipe:
     trigger = data["trigger"]
     trigger_with, found = compile_tree(trigger.get("with", {}), origin_for, ("trigger", "with"))
     issues += found
+    if "max_delay" in trigger and (problem := max_delay_problem(trigger["max_delay"])):
+        line, column = located.where(("trigger", "max_delay"))
+        issues.append(Issue(file, line, column, "trigger.max_delay", problem))
     seen: list[str] = []
     steps: list[RecipeStep] = []
     for index, raw in enumerate(data["steps"]):
@@ -470,6 +474,7 @@ def recipe_from(located: Located, file: str) -> Recipe:
         mode=trigger.get("mode", "auto"),
         trigger_with=trigger_with,
         vars=data.get("vars", {}),
+        max_delay=read_max_delay(trigger.get("max_delay")),
         steps=tuple(steps),
         source=file,
         raw=data,

@@ -242,6 +242,8 @@ class Recipe:
         source: the file it was loaded from.
         raw: the document as plain data.
         text: the YAML text it was built from (a run's version records it).
+        max_delay: seconds the trigger's events may wait to be seen (``trigger.max_delay``),
+            or None: the poll interval.
     """
 
     name: str
@@ -255,3 +257,4 @@ class Recipe:
     source: str
     raw: Mapping[str, Any] = field(default_factory=dict)
     text: str = ""
+    max_delay: float | None = None

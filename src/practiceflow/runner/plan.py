@@ -11,7 +11,10 @@ credentials shares it. For each recipe, :func:`plan` counts:
   ``items`` times (an assumption shown in the plan); local steps cost nothing;
 * the polling cost: one request per poll when nothing changed (more pages when much did),
   every ``poll_interval`` seconds, for triggers that poll (``mode`` poll, both, or auto
-  without a public webhook URL);
+  without a public webhook URL). Triggers that read the same list with the same cursor
+  (as their modules declare: :func:`~practiceflow.triggers.shared_poll.poll_source`) share
+  one poll, counted once (:class:`PollCost`) and split between their recipes; a quiet
+  practice is polled less often, down to once per ``max_delay`` (the idle figure);
 * the runs a day (``events_per_day``, an assumption the user gives).
 
 It then sums the day over all recipes and states the share of the daily budget, with a
@@ -28,11 +31,21 @@ from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import CHECKS, HOOKS
 from practiceflow.manifest import ActionModule
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.service.downtime import downtime_note
+from practiceflow.service.downtime import downtime_note, has_poll_source
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 from practiceflow.triggers import definition
+from practiceflow.triggers.cadence import SWEEP_EVERY
+from practiceflow.triggers.shared_poll import PollSource, poll_source
 
-__all__ = ["DAILY_BUDGET", "HOURLY_BUDGET", "Plan", "RecipeCost", "StepCost", "plan"]
+__all__ = [
+    "DAILY_BUDGET",
+    "HOURLY_BUDGET",
+    "Plan",
+    "PollCost",
+    "RecipeCost",
+    "StepCost",
+    "plan",
+]
 
 #: Requests a day per Client ID (spec section 8 default): one per 8.64 s sustained.
 DAILY_BUDGET = 10_000
@@ -70,6 +83,7 @@ class RecipeCost:
         poll_per_day: polling requests a day.
         events_per_day: runs a day assumed.
         per_day: requests a day in all.
+        poll: the list its trigger polls (:attr:`PollCost.source`), or None.
     """
 
     name: str
@@ -80,6 +94,33 @@ class RecipeCost:
     poll_per_day: float
     events_per_day: int
     per_day: float
+    poll: str | None = None
+
+
+@dataclass(frozen=True)
+class PollCost:
+    """One poll of the practice, shared by every recipe whose trigger reads that list.
+
+    Attributes:
+        source: what it reads (``GET /api/v1/entities/list?lastUpdated=``).
+        triggers: the triggers it serves.
+        recipes: the recipes they belong to.
+        per_hour: requests an hour at the fastest rate (a busy practice).
+        per_day: requests a day at the fastest rate.
+        idle_per_day: requests a day when the practice is quiet (once per ``max_delay``).
+        share: ``per_day`` as a fraction of the daily budget.
+        sweep: every trigger of it is received by webhook: the list is read only to
+            catch up what deliveries missed.
+    """
+
+    source: str
+    triggers: list[str]
+    recipes: list[str]
+    per_hour: float
+    per_day: float
+    idle_per_day: float
+    share: float
+    sweep: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,6 +135,7 @@ class Plan:
         warnings: what exceeds or comes close to a limit.
         downtime: per recipe, what happens to its trigger's events while ``serve`` is
             down (caught up by polling, or left to the sender's retries).
+        polls: the practice's polls, each counted once however many recipes share it.
     """
 
     recipes: list[RecipeCost]
@@ -102,6 +144,7 @@ class Plan:
     daily_budget: int
     warnings: list[str] = field(default_factory=list)
     downtime: list[str] = field(default_factory=list)
+    polls: list[PollCost] = field(default_factory=list)
 
 
 def _step_cost(
@@ -157,6 +200,8 @@ def plan(
     Returns:
         The plan, with warnings when the budget would be exceeded.
     """
+    polls = _polls(recipes, poll_interval, webhook_url, daily_budget)
+    shared = {recipe: poll for poll in polls for recipe in poll.recipes}
     costs: list[RecipeCost] = []
     for recipe in recipes:
         variables = recipe.recipe.vars
@@ -172,14 +217,22 @@ def plan(
             for step in recipe.recipe.steps
         ]
         per_run = sum(step.requests for step in steps)
-        mode = recipe.recipe.mode
-        can_poll = recipe.trigger.poll is not None
-        polls = can_poll and (mode in ("poll", "both") or (mode == "auto" and not webhook_url))
-        per_hour = 3600.0 / poll_interval if polls else 0.0
+        poll = shared.get(recipe.name)
+        # A shared poll is split between the recipes it serves: the sum counts it once.
+        per_hour = poll.per_hour / len(poll.recipes) if poll is not None else 0.0
         per_day = per_run * events_per_day + per_hour * 24
+        polled = poll is not None and not poll.sweep and _polled(recipe, webhook_url)
         costs.append(
             RecipeCost(
-                recipe.name, per_run, steps, polls, per_hour, per_hour * 24, events_per_day, per_day
+                recipe.name,
+                per_run,
+                steps,
+                polled,
+                per_hour,
+                per_hour * 24,
+                events_per_day,
+                per_day,
+                poll.source if poll is not None else None,
             )
         )
     total = sum(cost.per_day for cost in costs)
@@ -206,7 +259,62 @@ def plan(
         f"{recipe.name}: {downtime_note(definition(recipe.trigger), _options(recipe))}"
         for recipe in recipes
     ]
-    return Plan(costs, total, share, daily_budget, warnings, downtime)
+    return Plan(costs, total, share, daily_budget, warnings, downtime, polls)
+
+
+def _polls(
+    recipes: Sequence[ValidRecipe], poll_interval: float, webhook_url: bool, daily_budget: int
+) -> list[PollCost]:
+    """The practice's polls: recipes whose triggers read the same list share one.
+
+    A trigger received by webhook that has a poll source is swept for completeness every
+    :data:`~practiceflow.triggers.cadence.SWEEP_EVERY` seconds, for free on a list that
+    polled triggers read anyway.
+    """
+    groups: dict[object, list[tuple[ValidRecipe, bool]]] = {}
+    for recipe in recipes:
+        mode = recipe.recipe.mode
+        found = definition(recipe.trigger)
+        options = _options(recipe)
+        polled = found.poll is not None and (
+            mode in ("poll", "both") or (mode == "auto" and not webhook_url)
+        )
+        if not polled and not has_poll_source(found, options):
+            continue
+        try:
+            key: object = poll_source(found, options)
+        except PracticeflowError:
+            key = recipe.name  # its list needs an option the recipe does not give
+        groups.setdefault(key, []).append((recipe, polled))
+    polls: list[PollCost] = []
+    for key, members in groups.items():
+        delays = [m.recipe.max_delay for m, polled in members if polled and m.recipe.max_delay]
+        if any(polled for _, polled in members):
+            slowest = min(delays, default=poll_interval)
+            fastest = min(poll_interval, slowest)
+        else:
+            slowest = fastest = SWEEP_EVERY
+        per_hour = 3600.0 / fastest
+        source = key.describe() if isinstance(key, PollSource) else f"the list of {key}"
+        polls.append(
+            PollCost(
+                source=source,
+                triggers=sorted({m.trigger.key for m, _ in members}),
+                recipes=[m.name for m, _ in members],
+                per_hour=per_hour,
+                per_day=per_hour * 24,
+                idle_per_day=86400.0 / slowest,
+                share=per_hour * 24 / daily_budget,
+                sweep=not any(polled for _, polled in members),
+            )
+        )
+    return polls
+
+
+def _polled(recipe: ValidRecipe, webhook_url: bool) -> bool:
+    mode = recipe.recipe.mode
+    can_poll = recipe.trigger.poll is not None
+    return can_poll and (mode in ("poll", "both") or (mode == "auto" and not webhook_url))
 
 
 def _options(recipe: ValidRecipe) -> dict[str, object]:

@@ -5,8 +5,10 @@ of the recipes (:func:`~practiceflow.triggers.build_trigger`), in the mode each 
 asks for. Webhook triggers share one receiver listening on ``listen`` (127.0.0.1 by
 default); the URL the API delivers to is ``public_url`` (``PRACTICEFLOW_PUBLIC_URL``), or the
 receiver's own local URL when ``public_url`` is ``"local"`` (the sandbox). Polling runs in
-one background thread per trigger, at :attr:`~practiceflow.budget.priorities.Priority.POLL`,
-so that event work goes first when the budget is short.
+one background thread per list polled (triggers reading the same list share one poll:
+:mod:`practiceflow.triggers.practice_polls`), each on an adaptive cadence (up to each
+recipe's ``max_delay``), at :attr:`~practiceflow.budget.priorities.Priority.POLL`, so that
+event work goes first when the budget is short.
 
 Start-up order (:meth:`TriggerIntake.start_receiving`, then :meth:`TriggerIntake.start`): the
 receiver listens first, with every webhook trigger bound, before any request is sent, so
@@ -29,6 +31,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -59,7 +62,9 @@ from practiceflow.triggers import (
     definition,
     resolve_mode,
 )
+from practiceflow.triggers.cadence import SWEEP_EVERY, PollNeed
 from practiceflow.triggers.definition import TriggerDefinition
+from practiceflow.triggers.practice_polls import PollTarget, PracticePolls, ScheduledPoll
 
 __all__ = [
     "CATCH_UP_EVERY",
@@ -79,7 +84,7 @@ PUBLIC_URL_ENV = "PRACTICEFLOW_PUBLIC_URL"
 #: listen where the API's retries of its subscription's deliveries go.
 LISTEN_ENV = "PRACTICEFLOW_LISTEN"
 #: Seconds between polls of a webhook trigger's catch-up poller (its cursor stays fresh).
-CATCH_UP_EVERY = 3600.0
+CATCH_UP_EVERY = SWEEP_EVERY
 
 
 class TriggerIntake:
@@ -158,6 +163,9 @@ class TriggerIntake:
         self._next_poll: dict[str, datetime] = {}
         #: Called with the Unix time a poll was due, as it starts (``/metrics``' poll lag).
         self.poll_started: Callable[[float], None] | None = None
+        #: The practice's polls, grouped by list, once :meth:`start` or :meth:`poll_once`
+        #: built them.
+        self.polls: PracticePolls | None = None
 
     def _needs_webhook(self) -> bool:
         for recipe in self.recipes:
@@ -257,20 +265,12 @@ class TriggerIntake:
         self.start_receiving()
         for trigger in self.triggers.values():
             self._start_trigger(trigger)
-        pollers: list[tuple[str, Any, float]] = [
-            (key, trigger, self.poll_interval)
-            for key, trigger in self.triggers.items()
-            if isinstance(trigger, PollingTrigger | BothTrigger)
-        ]
-        pollers += [
-            (key, poller, self.poll_interval if key in self.in_doubt else self.catch_up_every)
-            for key, poller in self.catch_up.items()
-        ]
-        for key, target, _ in pollers:  # catch up before the runner takes events
-            self._poll(key, target)
-        for key, target, interval in pollers:
+        self.polls = self._practice_polls(catch_up=True)
+        for group in self.polls.groups:  # catch up before the runner takes events
+            self._poll(group.name, group)
+        for group in self.polls.groups:
             thread = threading.Thread(
-                target=self._poll_loop, args=(key, target, interval), name=f"pf-poll-{key}"
+                target=self._poll_loop, args=(group.name, group), name=f"pf-poll-{group.name}"
             )
             thread.daemon = True
             thread.start()
@@ -304,6 +304,30 @@ class TriggerIntake:
                 logger.info("trigger %s: subscribed again; closed entry %s", trigger.name, entry_id)
         logger.info("trigger %s: receiving by %s", trigger.name, trigger.mode)
 
+    def _practice_polls(self, *, catch_up: bool) -> PracticePolls:
+        """The polled triggers (and, with ``catch_up``, the webhook triggers' sweeps),
+        grouped by the list they read, each asking what its recipes ask."""
+        targets: list[PollTarget] = []
+        for key, trigger in self.triggers.items():
+            if isinstance(trigger, PollingTrigger | BothTrigger):
+                polling = trigger.polling if isinstance(trigger, BothTrigger) else trigger
+                delays = [r.recipe.max_delay for r in self.recipes if r.trigger.key == key]
+                given = [delay for delay in delays if delay is not None]
+                need = PollNeed.polled(self.poll_interval, min(given, default=None))
+                after = trigger.note_poll if isinstance(trigger, BothTrigger) else None
+                targets.append(PollTarget(polling.poller.member, need, after))
+        for key, poller in self.catch_up.items() if catch_up else ():
+            # A webhook trigger's list is read for completeness only, unless its
+            # subscription is in doubt: then it is polled like any other.
+            in_doubt = key in self.in_doubt
+            need = (
+                PollNeed.polled(self.poll_interval, None)
+                if in_doubt
+                else PollNeed.sweep(self.catch_up_every)
+            )
+            targets.append(PollTarget(poller.member, need))
+        return PracticePolls(self.client, targets)
+
     def _poll(self, key: str, target: Any) -> None:
         try:
             with priority(Priority.POLL):
@@ -317,7 +341,10 @@ class TriggerIntake:
 
     def _stored(self) -> None:
         """New events are in the store: tell whoever listens (read at call time, so a
-        listener set after the receiver started is still told)."""
+        listener set after the receiver started is still told). The practice is busy:
+        its polls go back to their fastest."""
+        if self.polls is not None:
+            self.polls.activity()
         if self.on_stored is not None:
             self.on_stored()
 
@@ -330,23 +357,19 @@ class TriggerIntake:
         """When the running poll loop of a trigger polls next (UTC), or ``None``."""
         return self._next_poll.get(trigger_key)
 
-    def _poll_loop(self, key: str, target: Any, interval: float) -> None:
-        """Wait, poll, repeat (the first poll was the catch-up in :meth:`start`)."""
-        if isinstance(target, BothTrigger):
-            poller = target.polling.poller
-        elif isinstance(target, PollingTrigger):
-            poller = target.poller
-        else:
-            poller = target
+    def _poll_loop(self, key: str, target: ScheduledPoll) -> None:
+        """Wait until due, poll, repeat (the first poll was the catch-up in :meth:`start`)."""
         while not self._stop.is_set():
-            wait = poller.next_interval(interval)
-            self._next_poll[key] = datetime.now(UTC) + timedelta(seconds=wait)
-            if self._stop.wait(wait):
+            due = datetime.now(UTC) + timedelta(seconds=target.cadence.wait())
+            for name in target.names:
+                self._next_poll[name] = due
+            if not target.wait_due(self._stop):
                 break
             if self.poll_started is not None:
-                self.poll_started(self._next_poll[key].timestamp())
+                self.poll_started(time.time() - target.lateness())
             self._poll(key, target)
-        self._next_poll.pop(key, None)
+        for name in target.names:
+            self._next_poll.pop(name, None)
 
     def poll_once(self) -> int:
         """Poll every trigger that can be polled, once (``run --once``).
@@ -356,15 +379,15 @@ class TriggerIntake:
         """
         if not self.triggers:
             self._build(webhooks=False)
+        if self.polls is None:
+            self.polls = self._practice_polls(catch_up=False)
         stored = 0
         self.baselines = []
-        for trigger in self.triggers.values():
-            if isinstance(trigger, PollingTrigger | BothTrigger):
-                with priority(Priority.POLL):
-                    result = trigger.poll_once()
-                stored += len(result.events)
-                if result.baseline:
-                    self.baselines.append(trigger.name)
+        for group in self.polls.groups:
+            with priority(Priority.POLL):
+                found = group.poll_once()
+            stored += len(found.events)
+            self.baselines += [name for name, one in found.results.items() if one.baseline]
         return stored
 
     def stop(self) -> None:
@@ -373,6 +396,8 @@ class TriggerIntake:
             return
         self._stopped = True
         self._stop.set()
+        if self.polls is not None:
+            self.polls.wake_all()
         for thread in self._threads:
             thread.join(timeout=30)
         for trigger in self.triggers.values():

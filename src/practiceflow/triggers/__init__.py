@@ -7,6 +7,10 @@ This package owns turning trigger modules (``triggers/*.yaml``) into events for 
 * :mod:`.receiver`: the starlette receiver (verify, dedupe, store, then 2xx);
 * :mod:`.subscriptions`: subscribe, check, heal and unsubscribe webhook subscriptions;
 * :mod:`.poller`: cursor polling (from now, same-second overlap, budget-aware);
+* :mod:`.shared_poll` and :mod:`.poll_member`: one list read for every trigger reading that
+  list, each with its own filter, dedupe and cursor;
+* :mod:`.cadence` and :mod:`.practice_polls`: a practice's polls on adaptive intervals (up to
+  each recipe's ``max_delay``), tied together so that a change anywhere speeds them all up;
 * :mod:`.modes`: ``auto``, ``webhook``, ``poll`` and ``both``, and :func:`build_trigger`.
 
 Every event is in the state store before it is acknowledged to its sender; the runner
@@ -16,6 +20,7 @@ reads them with :meth:`Trigger.pending` and acknowledges with :meth:`Trigger.ack
 from __future__ import annotations
 
 from practiceflow.triggers.base import Trigger, TriggerEvent, event_from_record
+from practiceflow.triggers.cadence import Cadence, PollNeed, PracticeCadence
 from practiceflow.triggers.definition import (
     KnownKeys,
     PollSpec,
@@ -33,7 +38,16 @@ from practiceflow.triggers.modes import (
     build_trigger,
     resolve_mode,
 )
+from practiceflow.triggers.poll_member import PollMember
 from practiceflow.triggers.poller import Poller, PollResult, adapt_interval
+from practiceflow.triggers.practice_polls import PollTarget, PracticePolls, ScheduledPoll
+from practiceflow.triggers.shared_poll import (
+    PollSource,
+    SharedPoll,
+    SharedPollResult,
+    group_members,
+    poll_source,
+)
 from practiceflow.triggers.subscriptions import (
     CheckResult,
     SubscriptionInDoubt,
@@ -53,14 +67,24 @@ __all__ = [
     "HOOKS_PREFIX",
     "MODES",
     "BothTrigger",
+    "Cadence",
     "CheckResult",
     "KnownKeys",
+    "PollMember",
+    "PollNeed",
     "PollResult",
+    "PollSource",
     "PollSpec",
+    "PollTarget",
     "Poller",
     "PollingTrigger",
+    "PracticeCadence",
+    "PracticePolls",
     "Receiver",
     "ReceiverServer",
+    "ScheduledPoll",
+    "SharedPoll",
+    "SharedPollResult",
     "SubscriptionInDoubt",
     "SubscriptionManager",
     "Trigger",
@@ -72,7 +96,9 @@ __all__ = [
     "build_trigger",
     "definition",
     "event_from_record",
+    "group_members",
     "load_definition",
+    "poll_source",
     "resolve_mode",
     "serve_receiver",
     "shipped_trigger_keys",

@@ -268,7 +268,15 @@ class BothTrigger(Trigger):
 
     def poll_once(self) -> PollResult:
         """Poll; when polls keep finding what no delivery brought, heal the subscription."""
-        result = self.polling.poll_once()
+        return self.note_poll(self.polling.poll_once())
+
+    def note_poll(self, result: PollResult) -> PollResult:
+        """Look at a poll's result (this trigger's, of a poll it may share with others):
+        when polls keep finding what no delivery brought, heal the subscription.
+
+        Returns:
+            ``result``.
+        """
         last = self.webhook.receiver.last_delivery(self.practice, self.name)
         quiet = last is None or self._clock() - last > self.grace
         self._suspicious = self._suspicious + 1 if result.events and quiet else 0

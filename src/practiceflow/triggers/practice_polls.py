@@ -1,0 +1,178 @@
+"""A practice's polls: its triggers grouped into shared polls, each on an adaptive cadence.
+
+``serve`` (and the fleet, for the practices a replica owns) hand this the practice's
+polled triggers, each a :class:`PollTarget` (its :class:`~.poll_member.PollMember`, what it
+needs of the poll, and what to do after each poll). :class:`PracticePolls` groups them by
+the list they read (:func:`~.shared_poll.group_members`), gives each group one
+:class:`ScheduledPoll` (one :class:`~.shared_poll.SharedPoll`, one
+:class:`~.cadence.Cadence`) and ties the cadences of the practice together: a change
+found by any poll, or a webhook delivery (:meth:`PracticePolls.activity`), brings every
+poll of the practice back to its fastest.
+
+Nothing here starts a thread or sleeps on its own: a caller either polls a group when it
+is due (:meth:`ScheduledPoll.wait_due` blocks until then, waking early when the due time
+moves), or asks :meth:`PracticePolls.next_due` and schedules it itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from practiceflow.triggers.cadence import Cadence, PollNeed, PracticeCadence, group_cadence
+from practiceflow.triggers.poll_member import PollMember, PollResult
+from practiceflow.triggers.poller import budget_interval
+from practiceflow.triggers.shared_poll import SharedPoll, SharedPollResult, group_members
+
+__all__ = ["PollTarget", "PracticePolls", "ScheduledPoll"]
+
+
+@dataclass(frozen=True)
+class PollTarget:
+    """One polled trigger of a practice.
+
+    Attributes:
+        member: the trigger's side of the read (its name, filter, dedupe, cursor).
+        need: how fast it must be polled (:class:`~.cadence.PollNeed`).
+        after: called with its result after each poll (a ``both`` trigger checks its
+            webhook this way), or ``None``.
+    """
+
+    member: PollMember
+    need: PollNeed
+    after: Callable[[PollResult], object] | None = None
+
+
+class ScheduledPoll:
+    """One shared poll of a practice with its cadence.
+
+    Args:
+        client: the API client.
+        targets: the triggers reading the same list.
+        practice: the practice's cadences (this poll's is added to them).
+        clock: seconds, monotonic.
+        today: the current date for ``date_range`` lists (tests pass a fake).
+    """
+
+    def __init__(
+        self,
+        client: object,
+        targets: Sequence[PollTarget],
+        practice: PracticeCadence,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        today: Callable[[], date] | None = None,
+    ) -> None:
+        self.targets = list(targets)
+        self.shared = SharedPoll(client, [target.member for target in self.targets], today=today)
+        self.name = "+".join(self.names)
+        self._clock = clock
+        self.cadence: Cadence = group_cadence(
+            [target.need for target in self.targets],
+            clock=clock,
+            stretch=lambda seconds: budget_interval(client, seconds),
+        )
+        self._practice = practice
+        practice.add(self.name, self.cadence)
+
+    @property
+    def names(self) -> list[str]:
+        """The names of the triggers it serves."""
+        return [target.member.name for target in self.targets]
+
+    def poll_once(self) -> SharedPollResult:
+        """Poll now for every trigger of the group, then schedule the next poll.
+
+        Returns:
+            The events and cursors of each trigger.
+
+        Raises:
+            PracticeflowError: as :meth:`SharedPoll.poll_once`; the next poll is still
+                scheduled (as after a poll that found nothing).
+        """
+        try:
+            result = self.shared.poll_once()
+        except Exception:
+            self._practice.polled(self.name, changed=False)
+            raise
+        for target in self.targets:
+            if target.after is not None:
+                target.after(result.results[target.member.name])
+        self._practice.polled(self.name, changed=result.changed)
+        return result
+
+    def lateness(self) -> float:
+        """Seconds since the poll was due (0 when it is not due yet)."""
+        return max(0.0, self._clock() - self.cadence.due)
+
+    def wait_due(self, stop: threading.Event) -> bool:
+        """Block until the poll is due (waking early when its due time moves).
+
+        Args:
+            stop: ends the wait; set :attr:`Cadence.nudged` too to wake a waiter at once
+                (:meth:`PracticePolls.wake_all`).
+
+        Returns:
+            True when due, False when stopped.
+        """
+        while True:
+            # Cleared before looking: a nudge (or a stop's wake) from here on ends the wait.
+            self.cadence.nudged.clear()
+            if stop.is_set():
+                return False
+            wait = self.cadence.wait()
+            if wait <= 0:
+                return True
+            self.cadence.nudged.wait(wait)
+
+
+class PracticePolls:
+    """Every poll of one practice, grouped by list, on cadences tied together.
+
+    Args:
+        client: the practice's API client.
+        targets: its polled triggers.
+        clock: seconds, monotonic.
+        today: the current date for ``date_range`` lists (tests pass a fake).
+    """
+
+    def __init__(
+        self,
+        client: object,
+        targets: Sequence[PollTarget],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        today: Callable[[], date] | None = None,
+    ) -> None:
+        self.cadence = PracticeCadence()
+        by_member = {id(target.member): target for target in targets}
+        self.groups = [
+            ScheduledPoll(
+                client,
+                [by_member[id(member)] for member in members],
+                self.cadence,
+                clock=clock,
+                today=today,
+            )
+            for members in group_members(target.member for target in targets)
+        ]
+
+    def activity(self) -> None:
+        """A change or a webhook delivery: every poll of the practice goes fastest."""
+        self.cadence.activity()
+
+    def wake_all(self) -> None:
+        """Wake every :meth:`ScheduledPoll.wait_due` (to stop)."""
+        for group in self.groups:
+            group.cadence.nudged.set()
+
+    def next_due(self) -> tuple[ScheduledPoll, float] | None:
+        """The poll due first and the seconds until it is due, or ``None`` without polls."""
+        found = self.cadence.next_due()
+        if found is None:
+            return None
+        name, wait = found
+        return next(group for group in self.groups if group.name == name), wait

@@ -1,0 +1,458 @@
+"""One list request feeds every trigger that reads the same list with the same cursor.
+
+``new_client``, ``new_lead``, ``lead_converted`` and ``updated_client`` all read
+``GET /api/v1/entities/list?lastUpdated=``. Their modules say so (``poll.path`` and
+``poll.cursor``), so their polls of one practice are grouped by that declaration, their
+:class:`PollSource`, never by trigger names: one read serves them all, and each trigger
+(:class:`~practiceflow.triggers.poll_member.PollMember`) keeps its own filter, dedupe, known
+keys and cursor.
+
+**The shared cursor is the earliest of its triggers' cursors.** A read starts from it, so
+it advances only past what every trigger has handled; a trigger whose cursor is later
+skips the rows it handled before (its cursor and boundary keys, then the store's seen
+event ids). Within a page, each trigger stores its events and only then moves its own
+cursor, one trigger after the other: a crash between two of them leaves the second
+behind, and the next read (from the earliest) hands it the rows again while the first
+skips them. Nothing is lost and nothing fires twice.
+
+A trigger with no cursor yet (a first poll, "from now") needs the whole list once: those
+are read together in one whole read, apart from the triggers that go on from a cursor.
+
+What one page hands over (every trigger's events, known keys and cursors) is written in
+one transaction where the store can (:meth:`~practiceflow.state.StateStore.atomic`): one
+durable commit per page instead of one per write. That is only an optimisation; the order
+above is what keeps the promises on a store that commits write by write.
+
+:class:`SharedPoll` is what ``serve`` and the fleet call: "poll this practice's group
+once, given a client and a store", returning each trigger's events and cursor.
+:func:`group_members` builds the groups of a practice from its triggers::
+
+    members = [PollMember(store, practice, load_definition(key)) for key in keys]
+    polls = [SharedPoll(client, group) for group in group_members(members)]
+    for poll in polls:                       # keep them: each remembers its list's paging
+        result = poll.poll_once()            # SharedPollResult
+        result.results["new_client"].events  # that trigger's new events, already stored
+        result.cursors                       # trigger name -> its cursor now
+
+:mod:`.practice_polls` adds the cadence (when each group is due).
+
+The read itself keeps the rules of :mod:`practiceflow.triggers.poller` (same second,
+moving pages, any paging, a refused cursor), once for the whole group.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Final
+
+from practiceflow.api.paging import MAX_PAGE_NUMBER, extract_items
+from practiceflow.errors import ConfigError, ValidationError
+from practiceflow.triggers.definition import CursorKind, TriggerDefinition, parse_time
+from practiceflow.triggers.poll_member import FULL_SCAN, PollMember, PollResult
+
+__all__ = [
+    "PollSource",
+    "SharedPoll",
+    "SharedPollResult",
+    "group_members",
+    "poll_source",
+]
+
+logger = logging.getLogger("practiceflow.triggers.poller")
+
+#: How many earlier times a read tries when the API refuses its cursor (1 min doubling:
+#: the last is about 2 days before the cursor).
+_BEHIND_STEPS: Final = 12
+
+
+@dataclass(frozen=True)
+class PollSource:
+    """What a poll reads, as its trigger module declares it: the key of a shared poll.
+
+    Two triggers with equal sources read the same rows with the same requests.
+
+    Attributes:
+        path: the list path, rendered with the trigger's options.
+        query: the fixed query parameters, rendered, as sorted ``(name, JSON)`` pairs.
+        cursor: the cursor kind (``lastUpdated``, ``date_range``, ``none``).
+        cursor_param: the query parameter of a ``lastUpdated`` cursor.
+        cursor_field: the row field carrying the cursor.
+        window: ``(start_param, end_param, lookback_days)`` of a ``date_range`` cursor.
+        page_size: the ``pageSize`` sent, or ``None``.
+        items: where the rows are in a wrapped answer.
+    """
+
+    path: str
+    query: tuple[tuple[str, str], ...]
+    cursor: CursorKind
+    cursor_param: str
+    cursor_field: str | None
+    window: tuple[str, str, int] | None
+    page_size: int | None
+    items: str | None
+
+    def describe(self) -> str:
+        """``GET /api/v1/entities/list?lastUpdated=`` and the like, for people."""
+        names = [name for name, _ in self.query]
+        if self.cursor == "lastUpdated":
+            names.append(f"{self.cursor_param}=")
+        elif self.window is not None:
+            names += [f"{self.window[0]}=", f"{self.window[1]}="]
+        return f"GET {self.path}" + (f"?{'&'.join(names)}" if names else "")
+
+
+def poll_source(definition: TriggerDefinition, options: Mapping[str, Any]) -> PollSource:
+    """The source a trigger polls with these options.
+
+    Args:
+        definition: the trigger (with a ``poll`` section).
+        options: its options.
+
+    Returns:
+        The source.
+
+    Raises:
+        ConfigError: the trigger cannot be polled.
+        TemplateError: an option its path or query needs is missing.
+    """
+    spec = definition.poll
+    if spec is None:
+        message = f"trigger {definition.key!r} cannot be polled: {definition.module.description}"
+        raise ConfigError(message)
+    path, fixed = spec.request(options)
+    query = tuple(sorted((name, json.dumps(value, default=str)) for name, value in fixed.items()))
+    window = (
+        (spec.start_param, spec.end_param, spec.lookback_days)
+        if spec.cursor == "date_range"
+        else None
+    )
+    return PollSource(
+        path=path,
+        query=query,
+        cursor=spec.cursor,
+        cursor_param=spec.cursor_param,
+        cursor_field=spec.cursor_field,
+        window=window,
+        page_size=spec.page_size,
+        items=spec.items,
+    )
+
+
+def group_members(members: Iterable[PollMember]) -> list[list[PollMember]]:
+    """Group triggers by what they read (:func:`poll_source`), in order of first appearance.
+
+    Raises:
+        ConfigError: two members have the same name.
+    """
+    groups: dict[PollSource, list[PollMember]] = {}
+    names: set[str] = set()
+    for member in members:
+        if member.name in names:
+            raise ConfigError(f"two polls of one practice are both named {member.name!r}")
+        names.add(member.name)
+        groups.setdefault(poll_source(member.definition, member.options), []).append(member)
+    return list(groups.values())
+
+
+@dataclass
+class SharedPollResult:
+    """What one shared poll did.
+
+    Attributes:
+        results: trigger name -> its events, cursor and whether it was a first poll.
+        requests: the requests the poll sent, for every trigger together.
+        changed: whether anything changed: an event, a cursor that moved, a key learned.
+    """
+
+    results: dict[str, PollResult] = field(default_factory=dict)
+    requests: int = 0
+    changed: bool = False
+
+    @property
+    def events(self) -> list[Any]:
+        """Every trigger's new events, trigger by trigger."""
+        return [event for result in self.results.values() for event in result.events]
+
+    @property
+    def cursors(self) -> dict[str, str | None]:
+        """Trigger name -> its cursor after the poll."""
+        return {name: result.cursor for name, result in self.results.items()}
+
+
+class SharedPoll:
+    """Polls one list for every trigger of a practice that reads it (module docstring).
+
+    Args:
+        client: the API client (``get``, ``rate_limit_status``).
+        members: the triggers, all reading the same :class:`PollSource`.
+        today: the current UTC date for ``date_range`` windows (tests pass a fake).
+
+    Raises:
+        ConfigError: no members, or members that read different sources.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        members: Sequence[PollMember],
+        *,
+        today: Callable[[], date] | None = None,
+    ) -> None:
+        if not members:
+            raise ConfigError("a shared poll needs at least one trigger")
+        sources = {poll_source(member.definition, member.options) for member in members}
+        if len(sources) != 1:
+            names = [member.name for member in members]
+            message = f"triggers {names} read different lists; they cannot share a poll"
+            raise ConfigError(message)
+        self.client = client
+        self.members = list(members)
+        self.source = sources.pop()
+        self.spec = self.members[0].spec
+        self._today = today or (lambda: datetime.now(UTC).date())
+        learned = [size for m in self.members if (size := m.stored_page_size()) is not None]
+        self._page_size: int | None = self.spec.page_size or max(learned, default=None)
+        self._previous_rows: list[Any] | None = None
+        self._walk_size: int | None = None
+        self._requests = 0
+        self._lock = threading.Lock()
+
+    @property
+    def names(self) -> list[str]:
+        """The triggers' names."""
+        return [member.name for member in self.members]
+
+    def poll_once(self) -> SharedPollResult:
+        """Read the list once for every trigger: store their events, then their cursors.
+
+        Returns:
+            Each trigger's result, the requests sent and whether anything changed.
+
+        Raises:
+            ApiError: the list endpoint refused (401, 403, 404, 400...); no cursor moved
+                past what was stored.
+            TransportError: no answer; no cursor moved past what was stored.
+        """
+        with self._lock:
+            self._requests = 0
+            whole: list[PollMember] = []
+            since: list[PollMember] = []
+            for member in self.members:
+                state = member.begin()
+                scan = state is not None and state.value == FULL_SCAN
+                if self.spec.cursor != "lastUpdated" or member.needs_baseline or scan:
+                    whole.append(member)
+                else:
+                    since.append(member)
+            try:
+                if whole:
+                    self._read_whole(whole)
+                if since:
+                    self._read_since_or_behind(since)
+            finally:
+                for member in self.members:
+                    member.result.requests = self._requests
+            return SharedPollResult(
+                results={member.name: member.result for member in self.members},
+                requests=self._requests,
+                changed=any(member.changed for member in self.members),
+            )
+
+    # -- the two ways to read -------------------------------------------------------------
+
+    def _read_whole(self, members: list[PollMember]) -> None:
+        path, fixed = self.spec.request(members[0].options)
+        today = self._today()
+        if self.spec.cursor == "date_range":
+            start = today - timedelta(days=self.spec.lookback_days)
+            end = today + timedelta(days=1)
+            fixed = {**fixed, self.spec.start_param: start, self.spec.end_param: end}
+        for member in members:
+            member.start_whole()
+        page = 1
+        while True:
+            rows, full = self._fetch(path, fixed, page, members)
+            with _one_commit(members):
+                for row in rows:
+                    stamp = self._stamp(row)
+                    for member in members:
+                        member.take(row, stamp)
+            if not full or page >= MAX_PAGE_NUMBER:
+                break
+            page += 1
+        day = today.isoformat() if self.spec.cursor == "date_range" else None
+        with _one_commit(members):
+            for member in members:
+                member.finish_whole(day)
+
+    def _read_since_or_behind(self, members: list[PollMember]) -> None:
+        starts = [(member, *member.start_value(), member.state is not None) for member in members]
+        try:
+            self._read_since(starts)
+        except ValidationError as refused:
+            earliest = min((start[1] for start in starts), key=_time)
+            self._read_behind(members, earliest, refused)
+
+    def _read_since(self, starts: list[tuple[PollMember, str, frozenset[str], bool]]) -> None:
+        members = [start[0] for start in starts]
+        path, fixed = self.spec.request(members[0].options)
+        for member, value, boundary, stored in starts:
+            member.start_since(value, boundary, stored=stored)  # checks the cursor first
+        earliest = min(_time(start[1]) for start in starts)
+        sent = self._sendable(earliest)
+        fresh_walk = False
+        page = 1
+        walk_ordered, walk_pages, walk_last = True, 0, None
+        while True:
+            params = {**fixed, self.spec.cursor_param: sent}
+            rows, full = self._fetch(path, params, page, members)
+            ordered, previous, page_newest = True, None, None
+            stamps = [self._stamp(row) for row in rows]
+            for stamp in stamps:
+                if stamp is not None:
+                    ordered = ordered and (previous is None or stamp >= previous)
+                    if walk_last is not None and previous is None:
+                        ordered = ordered and stamp >= walk_last  # across the page boundary
+                    previous = stamp
+                    page_newest = stamp if page_newest is None else max(page_newest, stamp)
+            walk_ordered = walk_ordered and ordered
+            walk_pages += 1
+            walk_last = previous if previous is not None else walk_last
+            # Order is proven only by two pages in a row, each ordered, boundary included.
+            ordered = walk_ordered and walk_pages >= 2
+            # Only rows after the earliest cursor can be written: a page of the boundary
+            # second alone (every empty poll) opens no transaction.
+            fresh = any(stamp is None or stamp > earliest for stamp in stamps)
+            fresh_walk = fresh_walk or fresh
+            with _one_commit(members) if fresh else nullcontext():
+                for row, stamp in zip(rows, stamps, strict=True):
+                    for member in members:
+                        member.take(row, stamp)
+                for member in members:
+                    # Every row up to this page's newest is stored: each cursor may move.
+                    member.page_done(may_move=ordered and page_newest is not None)
+            if not full or page >= MAX_PAGE_NUMBER:
+                break
+            restart = ordered and page_newest is not None and self._sendable(page_newest) > sent
+            if restart and page_newest is not None:
+                sent, page = self._sendable(page_newest), 1
+            else:
+                page += 1
+        with _one_commit(members) if fresh_walk else nullcontext():
+            for member in members:
+                member.finish_since()
+
+    def _read_behind(self, members: list[PollMember], value: str, refused: ValidationError) -> None:
+        """Read again from earlier when the API refuses the cursor (its clock went back).
+
+        The cursor is a time the API itself wrote; a 400 for it means the API's clock is now
+        behind that time (spec 8: a future ``lastUpdated`` is refused). Records it stamps
+        meanwhile carry times *before* the cursor, so reading on from the cursor would never
+        see them. Step back from the earliest cursor (1 min, 2 min, 4 min ... up to about 2
+        days) until the API accepts the time, and read from there for every trigger: rows
+        handed over before are dropped by the store's seen event ids (and known keys), so
+        nothing fires twice.
+
+        Raises:
+            ValidationError: the API refused every earlier time too (it is not the clock).
+        """
+        cursor = parse_time(value)
+        if cursor is None:  # pragma: no cover - the first read refused it first
+            raise refused
+        step = timedelta(minutes=1)
+        for _ in range(_BEHIND_STEPS):
+            earlier = (cursor - step).astimezone(UTC).isoformat().replace("+00:00", "Z")
+            try:
+                self._read_since([(member, earlier, frozenset(), False) for member in members])
+            except ValidationError:
+                step *= 2
+                continue
+            logger.warning(
+                "poll of %s: the API refused the cursor %s (its clock seems behind); "
+                "read again from %s",
+                ", ".join(member.name for member in members),
+                value,
+                earlier,
+            )
+            return
+        raise refused
+
+    # -- pieces -----------------------------------------------------------------------------
+
+    def _sendable(self, moment: datetime) -> datetime:
+        """The instant to send: never after the local clock, whole seconds (earlier is safe)."""
+        local = datetime.now(UTC)
+        chosen = min(moment, local)
+        return chosen.replace(microsecond=0)
+
+    def _stamp(self, row: Any) -> datetime | None:
+        field_name = self.spec.cursor_field
+        if field_name is None or not isinstance(row, dict):
+            return None
+        return parse_time(row.get(field_name))
+
+    def _fetch(
+        self, path: str, params: Mapping[str, Any], page: int, members: Sequence[PollMember]
+    ) -> tuple[list[Any], bool]:
+        """One page: its rows and whether another page may follow.
+
+        A page that repeats the rows of the page before (the list ignores ``pageNumber``)
+        comes back empty and last; a first page shorter than the ``pageSize`` sent, with
+        no ``hasMore``, asks for one more page (the server may ignore ``pageSize``).
+        """
+        if page == 1:
+            self._previous_rows = None
+        query = dict(params)
+        query["pageNumber"] = page
+        if self.spec.page_size is not None:
+            query["pageSize"] = self.spec.page_size
+        data = self.client.get(path, query)
+        self._requests += 1
+        items = self.spec.items
+        if items and isinstance(data, dict) and isinstance(data.get(items), list):
+            rows: list[Any] = data[items]
+            flag = data.get("hasMore") if isinstance(data.get("hasMore"), bool) else None
+        else:
+            rows, flag = extract_items(data, where=f"GET {path}")
+        if self._previous_rows is not None and rows and rows == self._previous_rows:
+            return [], False
+        self._previous_rows = rows
+        if self.spec.page_size is None and len(rows) > (self._page_size or 0):
+            # A fixed server page size is learned from the longest page, and kept so that
+            # a restarted poll does not ask for an extra, empty page.
+            self._page_size = len(rows)
+            for member in members:
+                member.learn_page_size(len(rows))
+        if flag is not None:
+            return rows, flag and bool(rows)
+        if self.spec.page_size is not None:
+            if page == 1 and rows:
+                self._walk_size = len(rows)  # the server's size if pageSize is ignored
+                return rows, True
+            walk = self._walk_size or self.spec.page_size
+            self._walk_size = max(walk, len(rows))
+            return rows, bool(rows) and len(rows) >= walk
+        size = self._page_size
+        return rows, bool(rows) and (size is None or len(rows) >= size)
+
+
+def _one_commit(members: Sequence[PollMember]) -> AbstractContextManager[None]:
+    """One durable transaction for the members' writes, when they share one store."""
+    stores = {id(member.store): member.store for member in members}
+    if len(stores) != 1:
+        return nullcontext()
+    return next(iter(stores.values())).atomic(durable=True)
+
+
+def _time(value: str) -> datetime:
+    moment = parse_time(value)
+    if moment is None:
+        message = f"stored cursor is not a timestamp: {value!r}"
+        raise ConfigError(message)
+    return moment
