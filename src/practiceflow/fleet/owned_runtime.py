@@ -8,14 +8,17 @@ owned, the shared table its ledger) and gives its pollers a
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
 
 import procrastinate
 
+from practiceflow.api import Client
 from practiceflow.api.rate_budget import RateBudget, RateLimits, budget_table
-from practiceflow.errors import PracticeflowError
+from practiceflow.errors import PracticeflowError, RateLimitError
 from practiceflow.fleet.cursor_cache import CursorCache
 from practiceflow.fleet.owned_budget import BudgetLedger, LeasedBucket
 from practiceflow.fleet.postgres_budget import WaitingPostgresBucket
@@ -27,9 +30,23 @@ if TYPE_CHECKING:
     from practiceflow.fleet.runtime import PracticeRuntime
     from practiceflow.ops import OpsMetrics
 
-__all__ = ["OwnedPractices", "leased_budget"]
+__all__ = ["POLL_MAX_WAIT", "OwnedPractices", "leased_budget", "poll_client"]
 
 logger = logging.getLogger("practiceflow.fleet")
+
+
+#: Longest a poll waits for its practice's budget or a 429's pause, seconds; past it the
+#: poll is skipped (its cursor unmoved) and the practice waits in the schedule instead,
+#: holding no thread.
+POLL_MAX_WAIT: Final = 5.0
+
+
+def poll_client(client: Client) -> Client:
+    """The practice's client as its polls use it: the same session, credentials and
+    budget, but waiting at most :data:`POLL_MAX_WAIT` (a shallow copy)."""
+    polling = copy.copy(client)
+    polling.limits = replace(client.limits, max_wait=min(client.limits.max_wait, POLL_MAX_WAIT))
+    return polling
 
 
 def leased_budget(pool: ConnectionPool[Any], client_id: str, limits: RateLimits) -> RateBudget:
@@ -86,6 +103,12 @@ class OwnedPractices:
         for trigger, poller in list(runtime.pollers.items()):
             try:
                 result = poller.poll_once()
+            except RateLimitError as exc:
+                # The server's Retry-After (or the spent budget's wait), past what a poll
+                # waits: the practice waits in the schedule (paused_for), not in a thread.
+                runtime.budget.pause_for(exc.retry_after or 0.0)
+                logger.warning("poll of %s / %s: paused: %s", practice, trigger, exc)
+                break
             except PracticeflowError as exc:
                 logger.warning("poll of %s / %s: skipped: %s", practice, trigger, exc)
                 continue

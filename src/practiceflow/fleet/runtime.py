@@ -42,7 +42,7 @@ from practiceflow.errors import BugError, ConfigError, PracticeflowError
 from practiceflow.fleet.cursor_cache import CursorCache
 from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig
 from practiceflow.fleet.owned_budget import BudgetLedger
-from practiceflow.fleet.owned_runtime import OwnedPractices, leased_budget
+from practiceflow.fleet.owned_runtime import OwnedPractices, leased_budget, poll_client
 from practiceflow.fleet.postgres_budget import shared_budget
 from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, FleetJobs, defer_event
 from practiceflow.fleet.schedule import Due, FleetSchedule
@@ -270,14 +270,16 @@ class Fleet(OwnedPractices):
             return  # webhook only, and no receiver here: a sweep queues what serve stored
         options = render_tree(recipe.recipe.trigger_with, {"now": utcnow()})
         name = runtime.config.name
-        store = self.store if self.cursors is None else self.cursors.as_store()
+        store, client = self.store, runtime.client
+        if self.cursors is not None:  # owned: polls wait little, the schedule waits instead
+            store, client = self.cursors.as_store(), poll_client(runtime.client)
         if mode in ("poll", "both") and found.poll is not None:
-            poller = Poller(runtime.client, store, name, found, options)
+            poller = Poller(client, store, name, found, options)
             runtime.pollers[found.key] = poller
         if mode in ("webhook", "both") and found.webhook is not None:
             runtime.webhooks[found.key] = Binding(found.webhook, options)
             if found.key not in runtime.pollers and has_poll_source(found, options):
-                standby = Poller(runtime.client, store, name, found, options)
+                standby = Poller(client, store, name, found, options)
                 runtime.standby[found.key] = standby
 
     def can_poll(self, practice: str, trigger: str) -> bool:
