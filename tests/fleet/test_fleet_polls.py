@@ -3,9 +3,9 @@
 With ``--polls queue``, each replica registers the same poll schedule (every second per
 practice and trigger) and has spare workers (``--concurrency 4``). The sandbox answers the
 list in 1.2 s, longer than the interval, so polls of one (practice, trigger) would overlap
-if the poll job's lock did not hold them apart (dropping it makes this test fail); its queueing lock keeps
-one waiting poll at most. Clients created behind the fleet's back (the sandbox's admin
-surface) each fire once, and each run writes once.
+if the poll job's lock did not hold them apart (dropping it makes this test fail); its
+queueing lock keeps one waiting poll at most. Clients created behind the fleet's back (the
+sandbox's admin surface) each fire once, and each run writes once.
 """
 
 from __future__ import annotations
