@@ -49,6 +49,9 @@ LEASE_S: Final = 30.0
 #: Part of the timeout a replica keeps in hand: it stops polling that long before expiry.
 _MARGIN: Final = 0.2
 
+#: Longest wait for a new connection, seconds.
+_CONNECT_S: Final = 5
+
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS pf_fleet_replicas ("
     " replica text PRIMARY KEY, seen_at timestamptz NOT NULL)",
@@ -112,7 +115,7 @@ class PracticeLeases:
 
     def _db(self) -> psycopg.Connection[Any]:
         if self._connection is None or self._connection.closed:
-            self._connection = psycopg.connect(self.url)
+            self._connection = psycopg.connect(self.url, connect_timeout=_CONNECT_S)
             with self._connection.transaction():
                 self._connection.execute("SELECT pg_advisory_xact_lock(hashtext('pf leases'))")
                 for statement in _SCHEMA:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from bisect import bisect_left
+from collections.abc import Sequence
 from typing import Any, Final
 
 from psycopg import sql
@@ -40,6 +42,8 @@ __all__ = ["BudgetLedger", "LeasedBucket"]
 logger = logging.getLogger("practiceflow.fleet")
 
 _DAY_MS: Final = 86_400_000
+#: Longest wait for a connection of the pool, seconds (the database away: try later).
+_WAIT_S: Final = 5.0
 #: Flushes between two deletions of a table's rows older than the day.
 _PRUNE_EVERY: Final = 600
 
@@ -101,6 +105,14 @@ class LeasedBucket(AbstractBucket):
                 self._pending.append(item.timestamp)
             return decision
 
+    def window_counts(self, now_ms: int, windows_ms: Sequence[int]) -> list[int]:
+        """Requests admitted in each of the last ``windows_ms`` (``/metrics``): from memory
+        while owned, else from the shared table."""
+        if not self.owned:
+            return self.shared.window_counts(now_ms, list(windows_ms))
+        stamps = [item.timestamp for item in list(self.memory.items)]
+        return [len(stamps) - bisect_left(stamps, now_ms - length) for length in windows_ms]
+
     def waiting(self, item: RateItem) -> Any:
         return self.active.waiting(item)
 
@@ -138,7 +150,7 @@ class BudgetLedger:
             "SELECT (extract(epoch FROM item_timestamp) * 1000)::bigint FROM {table}"
             " WHERE item_timestamp >= TO_TIMESTAMP(%s) ORDER BY item_timestamp"
         ).format(table=table)
-        with self.pool.connection() as connection:
+        with self.pool.connection(timeout=_WAIT_S) as connection:
             rows = connection.execute(query, [(now_ms - _DAY_MS) / 1000]).fetchall()
         bucket.own([int(row[0]) for row in rows])
 
@@ -154,7 +166,7 @@ class BudgetLedger:
         if not batch:
             return 0
         try:
-            with self.pool.connection() as connection, connection.pipeline():
+            with self.pool.connection(timeout=_WAIT_S) as connection, connection.pipeline():
                 for bucket, stamps in batch:
                     table = sql.Identifier(bucket.shared.full_table)
                     connection.execute(

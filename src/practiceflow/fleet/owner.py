@@ -31,7 +31,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from functools import partial
 from typing import Protocol
 
@@ -94,8 +94,10 @@ class PracticeOwner:
         self._heap: list[tuple[float, int, str, str, float]] = []
         self._order = itertools.count()
         self._busy: set[tuple[str, str]] = set()
+        self._running: set[Future[None]] = set()
         self._seeded: set[str] = set()
-        self._lock = threading.Lock()
+        # Re-entrant: a future already done calls _done at once, in _dispatch's thread.
+        self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -111,21 +113,31 @@ class PracticeOwner:
             self._threads.append(thread)
         return self
 
-    def stop(self, *, release: bool = True) -> None:
+    def stop(self, *, release: bool = True, patience: float = 20.0) -> None:
         """Stop scheduling, let the polls under way end, write the ledger, and give the
-        leases back (``release``) so that the other replicas take them at once."""
+        leases back (``release``) so that the other replicas take them at once.
+
+        Bounded by about ``patience`` seconds: with the database away (a replica giving
+        up), what is left undone is what the lease timeout undoes.
+        """
         self._stop.set()
         with self._wake:
             self._wake.notify_all()
-        for thread in self._threads:
-            thread.join(timeout=30)
-        self._pool.shutdown(wait=True)
-        for practice in sorted(self.owned):
-            self.fleet.disown(practice)
-        self.fleet.flush_ledger()
-        if release:
-            self.leases.release()
-        self.leases.close()
+        deadline = time.monotonic() + patience
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            running = list(self._running)
+        wait(running, timeout=max(0.0, deadline - time.monotonic()))
+
+        def goodbye() -> None:
+            self.fleet.flush_ledger()
+            if release:
+                self.leases.release()
+            self.leases.close()
+
+        last = threading.Thread(target=goodbye, name="pf-leases-release", daemon=True)
+        last.start()
+        last.join(timeout=max(1.0, deadline - time.monotonic()))
         self.owned.clear()
 
     # --- leases -----------------------------------------------------------------------
@@ -212,7 +224,12 @@ class PracticeOwner:
         if key in self._busy:
             return  # the one under way takes this turn too
         self._busy.add(key)
-        future = self._pool.submit(self._run, kind, practice, scheduled)
+        try:
+            future = self._pool.submit(self._run, kind, practice, scheduled)
+        except RuntimeError:  # the pool shut down: the replica stops
+            self._busy.discard(key)
+            return
+        self._running.add(future)
         future.add_done_callback(partial(self._done, key=key))
 
     def _run(self, kind: str, practice: str, scheduled: float) -> None:
@@ -230,6 +247,9 @@ class PracticeOwner:
     def _done(self, future: Future[None], *, key: tuple[str, str]) -> None:
         with self._lock:
             self._busy.discard(key)
+            self._running.discard(future)
+        if future.cancelled():
+            return
         error = future.exception()
         if error is not None:
             logger.warning("%s of %s failed: %s", key[0], key[1], error)
