@@ -179,8 +179,10 @@ class PracticeLeases:
             (self.practices,),
         ).fetchall()
         free = [str(r[0]) for r in rows]
-        # In a random order: two replicas starting together claim mostly different rows.
-        chosen = random.sample(free, min(wanted, len(free)))
+        # Chosen at random, so that two replicas starting together claim mostly different
+        # rows; locked in name order, so that two claims never wait on each other in a
+        # circle (a deadlock).
+        chosen = sorted(random.sample(free, min(wanted, len(free))))
         if not chosen:
             return set()
         claimed = db.execute(
