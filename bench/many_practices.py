@@ -370,7 +370,7 @@ def run_one(
             _wait(
                 lambda base=base: requests.get(f"{base}/readyz", timeout=30).status_code == 200,
                 f"{base}/readyz",
-                600,
+                args.ready_timeout,
             )
         result["start_s"] = round(time.monotonic() - started, 1)
         time.sleep(args.warmup)  # every poll takes its baseline; subscriptions settle
@@ -539,6 +539,9 @@ def main() -> None:
     parser.add_argument("--measure", type=float, default=60.0)
     parser.add_argument(
         "--polls", choices=["owned", "queue"], default="owned", help="the workers' --polls"
+    )
+    parser.add_argument(
+        "--ready-timeout", type=float, default=1800.0, help="seconds the replicas may take to start"
     )
     parser.add_argument(
         "--no-baseline", dest="baseline", action="store_false", help="skip the lean poller"
