@@ -1,8 +1,10 @@
 """``practiceflow worker``: run one replica of a fleet (PostgreSQL state, procrastinate).
 
 Start as many as you like against the same database; run ``practiceflow db migrate``
-once before the first. Each replica serves every practice of the fleet file, takes jobs
-from the queue, polls, sweeps, and gives the jobs of dead replicas back to the queue.
+once before the first. The replicas share the fleet file's practices by lease; each polls
+and sweeps the practices it owns in-process (:mod:`practiceflow.fleet.owner`; with
+``--polls queue``, polls are queue jobs instead), runs events' jobs from the queue for any
+practice, and gives the jobs of dead replicas back to the queue.
 SIGTERM or SIGINT: the replica finishes its current jobs (journaled) and stops. A database
 restart is ridden out (:mod:`practiceflow.fleet.worker_loop`); a database away for longer
 than ``--give-up-after`` seconds stops the replica with exit status 4.
