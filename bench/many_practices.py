@@ -359,7 +359,7 @@ def run_one(
             sys.executable, "-m", "practiceflow", "worker", "--fleet", str(fleet_file),
             "--state", state, "--concurrency", str(args.concurrency), "--listen",
             f"127.0.0.1:{port}", "--public-url", public, "--sweep-every", "300",
-            "--heartbeat", "5", "--stalled-after", "60",
+            "--heartbeat", "5", "--stalled-after", "60", "--polls", args.polls,
         ]  # fmt: skip
         processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
     bases = [f"http://127.0.0.1:{port}" for port in ports]
@@ -370,7 +370,7 @@ def run_one(
             _wait(
                 lambda base=base: requests.get(f"{base}/readyz", timeout=30).status_code == 200,
                 f"{base}/readyz",
-                600,
+                args.ready_timeout,
             )
         result["start_s"] = round(time.monotonic() - started, 1)
         time.sleep(args.warmup)  # every poll takes its baseline; subscriptions settle
@@ -401,14 +401,11 @@ def run_one(
         with PostgresStore(state) as store:
             delays = _event_to_write(store, fired)
             statuses = Counter(run.status for run in store.list_runs(limit=1_000_000))
+        _stop(processes)
+        if args.baseline:  # the lean poller, alone against the same sandbox
+            result["baseline"] = _lean(url, practices, args)
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        _stop(processes)
         for log in logs:
             log.close()
         sandbox.terminate()
@@ -468,7 +465,48 @@ def run_one(
         rss_per_practice_kib=round(rss / practices / 1024, 1),
         load_1min=round(os.getloadavg()[0], 2),
     )
+    # Requests a practice would send in a real day: polls at their real period, the
+    # (time-compressed) events' writes divided by the speedup.
+    polls_per_s = (requests_sent - len(delays)) / window
+    writes_per_s = len(delays) / window / args.speedup
+    result["requests_per_practice_day"] = round((polls_per_s + writes_per_s) * 86400 / practices)
+    baseline = result.get("baseline")
+    if baseline:
+        result["cpu_ratio_to_lean"] = round(
+            result["worker_cpu_per_1000"] / max(baseline["cpu_per_1000"], 1e-9), 2
+        )
+        result["cpu_ratio_to_lean_with_pg"] = round(
+            (result["worker_cpu_per_1000"] + result["postgres_cpu_per_1000"])
+            / max(baseline["cpu_per_1000"], 1e-9),
+            2,
+        )
     return result
+
+
+def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _lean(sandbox: str, practices: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Run the lean baseline poller (bench/_lean_poller.py) and read its figures."""
+    command = [
+        sys.executable, str(HERE / "_lean_poller.py"), "--sandbox", sandbox,
+        "--practices", str(practices), "--warmup", str(max(62.0, args.warmup)),
+        "--measure", str(args.measure), "--threads", str(args.concurrency),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"the lean baseline failed: {done.stderr[-2000:]}")
+    found: dict[str, Any] = json.loads(lines[-1])
+    return found
 
 
 def _project(results: list[dict[str, Any]]) -> list[str]:
@@ -494,11 +532,20 @@ def _project(results: list[dict[str, Any]]) -> list[str]:
 def main() -> None:
     """Run every (N, workers) asked for and print the table and RESULT lines."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--practices", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--practices", type=int, nargs="+", default=[1000, 3000])
+    parser.add_argument("--workers", type=int, nargs="+", default=[2])
     parser.add_argument("--concurrency", type=int, default=24)
-    parser.add_argument("--warmup", type=float, default=75.0)
-    parser.add_argument("--measure", type=float, default=120.0)
+    parser.add_argument("--warmup", type=float, default=65.0)
+    parser.add_argument("--measure", type=float, default=60.0)
+    parser.add_argument(
+        "--polls", choices=["owned", "queue"], default="owned", help="the workers' --polls"
+    )
+    parser.add_argument(
+        "--ready-timeout", type=float, default=1800.0, help="seconds the replicas may take to start"
+    )
+    parser.add_argument(
+        "--no-baseline", dest="baseline", action="store_false", help="skip the lean poller"
+    )
     parser.add_argument("--speedup", type=float, default=5.0)
     parser.add_argument("--quick", action="store_true", help="N = 100, one worker")
     parser.add_argument("--json", dest="json_out", help="also write the figures here")
@@ -538,6 +585,21 @@ def main() -> None:
             f"{r['worker_cpu_per_1000']:>10}{r['postgres_cpu_per_1000']:>6}"
             f"{r['sandbox_cpu_per_1000']:>6}{r['rss_per_practice_kib']:>11}{r['load_1min']:>6}"
         )
+    for r in results:
+        lean = r.get("baseline")
+        if lean:
+            print(
+                f"N={r['practices']} lean baseline poller (bench/_lean_poller.py, same sandbox, "
+                f"polls only): {lean['cpu_per_1000']} s CPU per 1000 requests, lag p99 "
+                f"{lean['poll_lag_p99_s']} s, {lean['rss_per_practice_kib']} KiB/practice; "
+                f"practiceflow's worker CPU per request {r['cpu_ratio_to_lean']}x the lean "
+                f"poller's ({r['cpu_ratio_to_lean_with_pg']}x with PostgreSQL's)"
+            )
+        print(
+            f"N={r['practices']}: {r['requests_per_practice_day']} requests per practice per "
+            f"day (real rate) of the 10,000/day budget; {r['practices_with_429']} practice(s) "
+            "answered 429"
+        )
     sustained = [r["practices"] for r in results if r["poll_lag_p99_s"] < LAG_TARGET_S]
     print(f"largest N with poll lag p99 under {LAG_TARGET_S:g} s: {max(sustained, default=0)}")
     for line in _project(results):
@@ -555,6 +617,34 @@ def main() -> None:
                 r["event_to_write_p99_s"] < 2,
             ),
             ("worker CPU per 1000 requests", r["worker_cpu_per_1000"], "s", "(measured)", True),
+            (
+                "practices answered 429",
+                r["practices_with_429"],
+                "",
+                "0",
+                r["practices_with_429"] == 0,
+            ),
+            ("RSS per practice", r["rss_per_practice_kib"], "KiB", "(measured)", True),
+            (
+                "requests per practice per day (real rate)",
+                r["requests_per_practice_day"],
+                "",
+                "<= 10,000 (the budget)",
+                r["requests_per_practice_day"] <= 10_000,
+            ),
+            *(
+                [
+                    (
+                        "worker CPU per request / lean baseline poller's",
+                        r["cpu_ratio_to_lean"],
+                        "x",
+                        "<= 2x",
+                        r["cpu_ratio_to_lean"] <= 2,
+                    )
+                ]
+                if "cpu_ratio_to_lean" in r
+                else []
+            ),
         ):
             print(
                 "RESULT "

@@ -1,11 +1,11 @@
 """Two ``practiceflow worker`` replicas poll the sandbox through periodic jobs.
 
-Each replica registers the same poll schedule (every second per practice and trigger) and
-has spare workers (``--concurrency 4``). The sandbox answers the list in 1.2 s, longer
-than the interval, so polls of one (practice, trigger) would overlap if the poll job's
-lock did not hold them apart (dropping it makes this test fail); its queueing lock keeps
-one waiting poll at most. Clients created behind the fleet's back (the sandbox's admin
-surface) each fire once, and each run writes once.
+With ``--polls queue``, each replica registers the same poll schedule (every second per
+practice and trigger) and has spare workers (``--concurrency 4``). The sandbox answers the
+list in 1.2 s, longer than the interval, so polls of one (practice, trigger) would overlap
+if the poll job's lock did not hold them apart (dropping it makes this test fail); its
+queueing lock keeps one waiting poll at most. Clients created behind the fleet's back (the
+sandbox's admin surface) each fire once, and each run writes once.
 """
 
 from __future__ import annotations
@@ -52,7 +52,14 @@ steps:
 """
 WAVES = 2
 PER_WAVE = {"alpha": 3, "beta": 2}
-ARGS = ("--sweep-every", "3600", "--concurrency", "4")  # spare workers: a lock must hold
+ARGS = (
+    "--sweep-every",
+    "3600",
+    "--concurrency",
+    "4",
+    "--polls",
+    "queue",
+)  # spare workers: a lock must hold
 LIST_DELAY_S = 1.2  # longer than the poll interval: unlocked polls would overlap
 
 

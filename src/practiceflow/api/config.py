@@ -41,6 +41,7 @@ win: ``--region uk`` never talks to a URL set for whichever region).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import tomllib
@@ -171,6 +172,20 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=4)
+def _parsed_profiles(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    """The profile file parsed, once per version of it: a fleet of thousands of practices
+    reads its one profile file once, not once per practice (``mtime_ns`` and ``size`` say
+    when it changed). Callers copy what they keep."""
+    del mtime_ns, size  # the cache's key only
+    try:
+        return tomllib.loads(read_text_limited(Path(path), _MAX_PROFILE_BYTES))
+    # tomllib recurses into nested arrays and inline tables: absurd nesting is an error too.
+    except (FileRefused, tomllib.TOMLDecodeError, RecursionError) as exc:
+        message = f"{path}: cannot read the profile file: {exc}"
+        raise ConfigError(message) from None
+
+
 def _read_profile(
     path: Path, name: str | None, *, explicit: bool
 ) -> tuple[str | None, dict[str, Any]]:
@@ -183,12 +198,8 @@ def _read_profile(
             )
             raise ConfigError(message)
         return None, {}
-    try:
-        document = tomllib.loads(read_text_limited(path, _MAX_PROFILE_BYTES))
-    # tomllib recurses into nested arrays and inline tables: absurd nesting is an error too.
-    except (FileRefused, tomllib.TOMLDecodeError, RecursionError) as exc:
-        message = f"{path}: cannot read the profile file: {exc}"
-        raise ConfigError(message) from None
+    stat = path.stat()
+    document = _parsed_profiles(str(path), stat.st_mtime_ns, stat.st_size)
     chosen = name or "default"
     table = document.get(chosen)
     if table is None:
@@ -211,7 +222,7 @@ def _read_profile(
                 f"{path} [{chosen}].{key}: got {type(value).__name__} {value!r}; expected a string"
             )
             raise ConfigError(message)
-    return chosen, table
+    return chosen, dict(table)
 
 
 def _check_region(value: str, source: str) -> Region:

@@ -61,6 +61,11 @@ class WaitingPostgresBucket(PostgresBucket):
         )
         self._q_count_windows = _bounded_count(self._full_tbl, len(rates))
 
+    @property
+    def full_table(self) -> str:
+        """The table's name in the database (``ratelimit___<table>``)."""
+        return str(self._full_tbl)
+
     def window_counts(self, now_ms: int, windows_ms: list[int]) -> list[int]:
         """Requests admitted in each of the last ``windows_ms`` milliseconds, in one query.
 

@@ -1,8 +1,10 @@
 """``practiceflow worker``: run one replica of a fleet (PostgreSQL state, procrastinate).
 
 Start as many as you like against the same database; run ``practiceflow db migrate``
-once before the first. Each replica serves every practice of the fleet file, takes jobs
-from the queue, polls, sweeps, and gives the jobs of dead replicas back to the queue.
+once before the first. The replicas share the fleet file's practices by lease; each polls
+and sweeps the practices it owns in-process (:mod:`practiceflow.fleet.owner`; with
+``--polls queue``, polls are queue jobs instead), runs events' jobs from the queue for any
+practice, and gives the jobs of dead replicas back to the queue.
 SIGTERM or SIGINT: the replica finishes its current jobs (journaled) and stops. A database
 restart is ridden out (:mod:`practiceflow.fleet.worker_loop`); a database away for longer
 than ``--give-up-after`` seconds stops the replica with exit status 4.
@@ -90,6 +92,20 @@ __all__ = ["COMMANDS", "worker"]
     help="Serve /healthz, /readyz and /metrics here (env PRACTICEFLOW_OPS_LISTEN); with "
     "--listen they are also served there.",
 )
+@click.option(
+    "--polls",
+    type=click.Choice(["owned", "queue"]),
+    default="owned",
+    show_default=True,
+    help="owned: the replicas share the practices by lease and each polls its own "
+    "in-process; queue: every poll is a job any replica takes.",
+)
+@click.option(
+    "--lease",
+    default=30.0,
+    show_default=True,
+    help="Seconds after which a replica that stopped renewing loses its practices (--polls owned).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log every job.")
 def worker(
     fleet_file: str,
@@ -102,6 +118,8 @@ def worker(
     listen: str | None,
     public_url: str | None,
     ops_listen: str | None,
+    polls: str,
+    lease: float,
     verbose: bool,
 ) -> None:
     """Run one replica of a fleet until SIGTERM.
@@ -115,7 +133,9 @@ def worker(
       practiceflow worker --fleet fleet.yaml --state "$URL" --ops-listen 0.0.0.0:9464
     """
     from practiceflow.fleet.fleet_file import load_fleet
+    from practiceflow.fleet.leases import PracticeLeases
     from practiceflow.fleet.outage import FleetPresence
+    from practiceflow.fleet.owner import PracticeOwner
     from practiceflow.fleet.queue import DELETE_JOBS, make_app
     from practiceflow.fleet.runtime import Fleet
     from practiceflow.fleet.webhook_intake import FleetWebhooks, parse_listen
@@ -138,6 +158,9 @@ def worker(
         raise ConfigError(message)
     address = parse_listen(listen) if listen is not None else None
     ops_address = parse_listen(ops_listen) if ops_listen is not None else None
+    if lease <= 0:
+        message = f"worker --lease: got {lease:g}; expected seconds > 0"
+        raise ConfigError(message)
     if concurrency < 1:
         message = f"worker --concurrency: got {concurrency}; expected 1 or more"
         raise ConfigError(message)
@@ -147,9 +170,12 @@ def worker(
     )
     config = load_fleet(fleet_file)
     app = make_app(state, pool_size=concurrency + 3)
+    owned = polls == "owned"
+    # The owner's threads queue events through a synchronous app (the worker's is async).
+    defer_app = make_app(state, pool_size=4, sync=True)
     # The receiver's threads store deliveries too: a few connections more for them.
     store_pool = concurrency + 2 + (4 if address is not None else 0)
-    with PostgresStore(state, pool_size=store_pool) as store, app.open():
+    with PostgresStore(state, pool_size=store_pool) as store, app.open(), defer_app.open():
         _require_queue(state, describe_url(state))
         served: list[Any] = []
         metrics = OpsMetrics(store, lambda: served or None)
@@ -162,12 +188,22 @@ def worker(
             metrics=metrics,
             budget_connections=concurrency + 2,
             slots_per_practice=max(1, concurrency // 4),
+            owned=owned,
         )
+        fleet.defer_app = defer_app
         hooks: FleetWebhooks | None = None
+        owner: PracticeOwner | None = None
         presence: FleetPresence | None = None
         ops: OpsServer | None = None
         try:
-            fleet.schedule(sweep_every=sweep_every, retry_stalled_every=max(1, int(heartbeat)))
+            fleet.schedule(
+                sweep_every=sweep_every, retry_stalled_every=max(1, int(heartbeat)), polls=not owned
+            )
+            if owned:
+                leases = PracticeLeases(state, fleet.practices, lease_s=lease)
+                owner = PracticeOwner(
+                    fleet, leases, threads=max(4, concurrency), sweep_every=sweep_every
+                ).start()
             if ops_address is not None:
                 ops = OpsServer(metrics, *ops_address).start()
                 click.echo(f"worker: /healthz /readyz /metrics on {ops.url}", err=True)
@@ -205,6 +241,8 @@ def worker(
                 )
             )
         finally:
+            if owner is not None:
+                owner.stop()  # the leases go back: the other replicas take them now
             if hooks is not None:
                 hooks.stop()
             if presence is not None:

@@ -40,7 +40,10 @@ from practiceflow.api import Client
 from practiceflow.budget.postgres_bucket import shared_budget
 from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import BugError, ConfigError, PracticeflowError
+from practiceflow.fleet.cursor_cache import CursorCache
 from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig
+from practiceflow.fleet.owned_budget import BudgetLedger
+from practiceflow.fleet.owned_runtime import OwnedPractices, leased_budget, poll_client
 from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, FleetJobs, defer_event
 from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
@@ -132,7 +135,7 @@ def accept_event(
     return True
 
 
-class Fleet:
+class Fleet(OwnedPractices):
     """The practices this replica serves (see the module docstring).
 
     Args:
@@ -152,6 +155,9 @@ class Fleet:
         slots_per_practice: jobs of one practice this replica runs at once; more wait
             (see :meth:`slot`), so that one practice's slow answers or spent budget never
             take every thread of the replica.
+        owned: the replica polls the practices it holds a lease on, in-process
+            (:mod:`.owner`): budgets counted in memory by the owner, cursors written in
+            batches. Without it, every poll is a queue job (``schedule``).
 
     Raises:
         ConfigError: a practice's credentials or recipes are unusable.
@@ -169,6 +175,7 @@ class Fleet:
         metrics: OpsMetrics | None = None,
         budget_connections: int = 4,
         slots_per_practice: int = 4,
+        owned: bool = False,
     ) -> None:
         self.config = config
         self.slots_per_practice = max(1, slots_per_practice)
@@ -195,15 +202,21 @@ class Fleet:
         )
         # One pool of HTTP connections for every practice (see the module docstring).
         self.connections = PoolManager(maxsize=max(2, budget_connections), block=False)
+        self.cursors = CursorCache(store) if owned else None
+        self.ledger = BudgetLedger(self._budget_pool) if owned else None
+        self.defer_app: procrastinate.App | None = None
         registry = load_modules(list(config.modules))
         # Practices often share recipe files: each is checked once, not once per practice.
         checked: dict[Path, ValidRecipe] = {}
         try:
             for name, practice in config.practices.items():
                 settings = practice.settings(environ)
-                budget = shared_budget(
-                    state_url, settings.client_id, practice.limits, pool=self._budget_pool
-                )
+                if owned:
+                    budget = leased_budget(self._budget_pool, settings.client_id, practice.limits)
+                else:
+                    budget = shared_budget(
+                        state_url, settings.client_id, practice.limits, pool=self._budget_pool
+                    )
                 count = _uncounted if metrics is None else metrics.counter(_fixed(name))
                 session = counted_session(count, connections=self.connections)
                 client = practice.client(budget, environ, settings=settings, session=session)
@@ -257,13 +270,16 @@ class Fleet:
             return  # webhook only, and no receiver here: a sweep queues what serve stored
         options = render_tree(recipe.recipe.trigger_with, {"now": utcnow()})
         name = runtime.config.name
+        store, client = self.store, runtime.client
+        if self.cursors is not None:  # owned: polls wait little, the schedule waits instead
+            store, client = self.cursors.as_store(), poll_client(runtime.client)
         if mode in ("poll", "both") and found.poll is not None:
-            poller = Poller(runtime.client, self.store, name, found, options)
+            poller = Poller(client, store, name, found, options)
             runtime.pollers[found.key] = poller
         if mode in ("webhook", "both") and found.webhook is not None:
             runtime.webhooks[found.key] = Binding(found.webhook, options)
             if found.key not in runtime.pollers and has_poll_source(found, options):
-                standby = Poller(runtime.client, self.store, name, found, options)
+                standby = Poller(client, store, name, found, options)
                 runtime.standby[found.key] = standby
 
     def can_poll(self, practice: str, trigger: str) -> bool:
@@ -428,6 +444,8 @@ class Fleet:
         except PracticeflowError as exc:
             logger.warning("poll of %s / %s: ends, skipped: %s", practice, trigger, exc)
             return 0
+        if self.cursors is not None:
+            self.cursors.flush(practice)
         for event in result.events:
             defer_event(self.app, practice, poller.name, event.id, ordered=runtime.config.ordered)
         logger.info("poll of %s / %s: ends, %d new event(s)", practice, trigger, len(result.events))
@@ -446,7 +464,9 @@ class Fleet:
             queued += defer_event(self.app, practice, event.source, event.event_id, ordered=ordered)
         return queued
 
-    def schedule(self, *, sweep_every: int = 30, retry_stalled_every: int = 10) -> None:
+    def schedule(
+        self, *, sweep_every: int = 30, retry_stalled_every: int = 10, polls: bool = True
+    ) -> None:
         """Register the periodic jobs: the fleet's tick and the stalled-job check.
 
         Every replica registers the same schedule; procrastinate queues each tick once,
@@ -455,6 +475,8 @@ class Fleet:
         Args:
             sweep_every: seconds between sweeps of each practice.
             retry_stalled_every: seconds between checks for jobs of dead replicas.
+            polls: queue the polls and sweeps (the tick); False when the replica polls
+                the practices it owns in-process (:mod:`.owner`).
         """
         registry = self.app.periodic_registry
         tasks = self.app.tasks
@@ -470,6 +492,8 @@ class Fleet:
             periodic_id="",
             configure_kwargs={"queueing_lock": "prune_jobs"},
         )
+        if not polls:
+            return
         # Ahead of the polls it queues: a busy queue must not delay the clock.
         registry.register_task(
             task=tasks[f"{NAMESPACE}:tick"],

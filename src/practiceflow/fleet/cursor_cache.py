@@ -1,0 +1,109 @@
+"""Cursors of the practices a replica owns: read once, kept in memory, written in batches.
+
+While a replica holds a practice's lease no other replica polls it, so the cursors read
+at the first poll stay true: later polls read them from memory (an empty poll touches no
+cursor row). A poll's cursor moves are kept in order and written together, in one
+transaction, by :meth:`CursorCache.flush`, which the owner calls after the practice's
+triggers were polled and **before** their events are queued: an event is stored
+(deduplicated) as the poll finds it, its cursor is durable before its job exists, and a
+replica that dies between the two leaves a cursor behind its events, never ahead (the
+next owner reads those rows again; the store's seen events drop them).
+
+:class:`CursorCache` stands in for the store in a :class:`~practiceflow.triggers.Poller`:
+cursor reads and writes stay here, everything else goes to the store.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any, cast
+
+from practiceflow.state import CursorState, StateStore
+
+__all__ = ["CursorCache"]
+
+
+class CursorCache:
+    """A store whose cursors are cached and written in batches (see the module).
+
+    Args:
+        store: the fleet's state store.
+    """
+
+    def __init__(self, store: StateStore) -> None:
+        self.store = store
+        self._known: dict[tuple[str, str], CursorState | None] = {}
+        self._pending: dict[str, list[tuple[str, str, frozenset[str]]]] = {}
+        self._lock = threading.Lock()
+
+    def as_store(self) -> StateStore:
+        """This cache, typed as the store the pollers take."""
+        return cast("StateStore", self)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
+        """The cursor, from memory once read."""
+        key = (practice, trigger_key)
+        with self._lock:
+            if key in self._known:
+                return self._known[key]
+        state = self.store.get_cursor_state(practice, trigger_key)
+        with self._lock:
+            return self._known.setdefault(key, state)
+
+    def get_cursor(self, practice: str, trigger_key: str) -> str | None:
+        """The cursor's value, from memory once read."""
+        state = self.get_cursor_state(practice, trigger_key)
+        return None if state is None else state.value
+
+    def set_cursor(
+        self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
+    ) -> None:
+        """Move the cursor in memory; written at the practice's next :meth:`flush`.
+
+        Same rule as the store: the same value adds its boundary keys, a new one replaces.
+        """
+        keys = frozenset(boundary_keys)
+        self.get_cursor_state(practice, trigger_key)  # read first: the merge needs it
+        with self._lock:
+            old = self._known.get((practice, trigger_key))
+            same = old is not None and old.value == value
+            keys_now = old.boundary_keys | keys if old is not None and same else keys
+            self._known[(practice, trigger_key)] = CursorState(
+                practice, trigger_key, value, keys_now, self.store.now()
+            )
+            self._pending.setdefault(practice, []).append((trigger_key, value, keys))
+
+    def flush(self, practice: str) -> int:
+        """Write the practice's cursor moves in one transaction.
+
+        Returns:
+            How many moves were written.
+
+        Raises:
+            StoreError: the database refused; the practice's cursors are forgotten (read
+                again at its next poll) and its moves dropped: its events are stored, so
+                reading again repeats nothing.
+        """
+        with self._lock:
+            moves = self._pending.pop(practice, [])
+        if not moves:
+            return 0
+        try:
+            with self.store.atomic():
+                for trigger_key, value, keys in moves:
+                    self.store.set_cursor(practice, trigger_key, value, keys)
+        except BaseException:
+            self.forget(practice)
+            raise
+        return len(moves)
+
+    def forget(self, practice: str) -> None:
+        """Drop what is kept of a practice (its lease ended, or a write failed)."""
+        with self._lock:
+            self._pending.pop(practice, None)
+            for key in [key for key in self._known if key[0] == practice]:
+                del self._known[key]

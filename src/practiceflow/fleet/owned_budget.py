@@ -1,0 +1,195 @@
+"""A practice's rate budget counted in memory by its owner, the shared table its ledger.
+
+In a fleet whose replicas own their practices (:mod:`.leases`), the owner sends nearly
+every request of a practice: its polls, and its events' runs when they run there. Asking
+PostgreSQL before each request (lock, count, insert: :mod:`.postgres_budget`) would cost
+more than the request's own work. So the owner decides in memory, and the practice's
+shared table stays the durable ledger across owners:
+
+* when a replica gains a practice, its bucket is **seeded** from the table: the
+  admissions of the last day (one read of the longest window's rows, through the
+  timestamp index), so a new owner goes on counting where the last one stopped;
+* each admission is appended to the ledger in **batches** (:meth:`BudgetLedger.flush`,
+  every second: one pipelined round trip for every practice's rows), with the rows older
+  than a day deleted now and then;
+* a replica that does **not** own a practice (an event's run taken from the queue by
+  another replica) counts through the shared table as before (:class:`LeasedBucket`
+  switches between the two).
+
+What this gives up, honestly: admissions by a non-owner reach the owner's memory only at
+the owner's next seeding, and an owner's last second of admissions is lost if it is
+killed. Either can let a minute's window take a few requests more than 60 near its limit,
+which the API answers with 429 and ``Retry-After`` (the client pauses; nothing is sent
+twice). Polls alone spend 3 a minute per trigger group, far from the limits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from bisect import bisect_left
+from collections.abc import Sequence
+from typing import Any, Final
+
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+from pyrate_limiter import AbstractBucket, InMemoryBucket, RateItem
+
+from practiceflow.budget.postgres_bucket import WaitingPostgresBucket
+
+__all__ = ["BudgetLedger", "LeasedBucket"]
+
+logger = logging.getLogger("practiceflow.fleet")
+
+_DAY_MS: Final = 86_400_000
+#: Longest wait for a connection of the pool, seconds (the database away: try later).
+_WAIT_S: Final = 5.0
+#: Flushes between two deletions of a table's rows older than the day.
+_PRUNE_EVERY: Final = 600
+
+
+class LeasedBucket(AbstractBucket):
+    """In memory while this replica owns the practice, else the shared table.
+
+    Args:
+        shared: the practice's shared bucket (its table is the ledger).
+        rates: the windows.
+    """
+
+    is_async = False
+
+    def __init__(self, shared: WaitingPostgresBucket, rates: list[Any]) -> None:
+        super().__init__()
+        self.rates = rates
+        self.shared = shared
+        self.memory = InMemoryBucket(rates)
+        self.owned = False
+        self._pending: list[int] = []
+        self._lock = threading.Lock()
+
+    @property
+    def active(self) -> AbstractBucket:
+        """The bucket deciding now."""
+        return self.memory if self.owned else self.shared
+
+    def own(self, admitted_ms: list[int]) -> None:
+        """Count in memory from now, starting from the ledger's ``admitted_ms`` (sorted)."""
+        with self._lock:
+            self.memory.flush()
+            self.memory.items = [RateItem("practiceflow", stamp) for stamp in admitted_ms]
+            self.owned = True
+
+    def disown(self) -> list[int]:
+        """Count through the shared table again; returns the admissions not yet written."""
+        with self._lock:
+            self.owned = False
+            pending, self._pending = self._pending, []
+        return pending
+
+    def take_pending(self) -> list[int]:
+        """The admissions counted in memory and not yet in the ledger (emptied)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        return pending
+
+    def put(self, item: RateItem) -> bool:
+        decision: Any = self.put_decision(item)
+        return bool(decision.allowed)
+
+    def put_decision(self, item: RateItem) -> Any:
+        with self._lock:
+            if not self.owned:
+                return self.shared.put_decision(item)
+            decision: Any = self.memory.put_decision(item)
+            if decision.allowed:
+                self._pending.append(item.timestamp)
+            return decision
+
+    def window_counts(self, now_ms: int, windows_ms: Sequence[int]) -> list[int]:
+        """Requests admitted in each of the last ``windows_ms`` (``/metrics``): from memory
+        while owned, else from the shared table."""
+        if not self.owned:
+            return self.shared.window_counts(now_ms, list(windows_ms))
+        stamps = [item.timestamp for item in list(self.memory.items)]
+        return [len(stamps) - bisect_left(stamps, now_ms - length) for length in windows_ms]
+
+    def waiting(self, item: RateItem) -> Any:
+        return self.active.waiting(item)
+
+    def leak(self, current_timestamp: int | None = None) -> Any:
+        return self.active.leak(current_timestamp)
+
+    def flush(self) -> None:
+        self.memory.flush()
+
+    def count(self) -> Any:
+        return self.active.count()
+
+    def peek(self, index: int) -> Any:
+        return self.active.peek(index)
+
+    def close(self) -> None:
+        self.shared.close()
+
+
+class BudgetLedger:
+    """Writes the owned buckets' admissions to their tables, and seeds new owners.
+
+    Args:
+        pool: the fleet's budget connection pool.
+    """
+
+    def __init__(self, pool: ConnectionPool[Any]) -> None:
+        self.pool = pool
+        self._flushes: dict[str, int] = {}
+
+    def seed(self, bucket: LeasedBucket, now_ms: int) -> None:
+        """Make ``bucket`` count in memory from the ledger's last day (one read)."""
+        table = sql.Identifier(bucket.shared.full_table)
+        query = sql.SQL(
+            "SELECT (extract(epoch FROM item_timestamp) * 1000)::bigint FROM {table}"
+            " WHERE item_timestamp >= TO_TIMESTAMP(%s) ORDER BY item_timestamp"
+        ).format(table=table)
+        with self.pool.connection(timeout=_WAIT_S) as connection:
+            rows = connection.execute(query, [(now_ms - _DAY_MS) / 1000]).fetchall()
+        bucket.own([int(row[0]) for row in rows])
+
+    def flush(self, buckets: list[LeasedBucket], now_ms: int) -> int:
+        """Write every bucket's pending admissions, in one pipelined transaction.
+
+        Returns:
+            How many admissions were written. On an error they are put back, to be
+            written at the next flush.
+        """
+        batch = [(bucket, bucket.take_pending()) for bucket in buckets]
+        batch = [(bucket, stamps) for bucket, stamps in batch if stamps]
+        if not batch:
+            return 0
+        try:
+            with self.pool.connection(timeout=_WAIT_S) as connection, connection.pipeline():
+                for bucket, stamps in batch:
+                    table = sql.Identifier(bucket.shared.full_table)
+                    connection.execute(
+                        sql.SQL(
+                            "INSERT INTO {table} (name, weight, item_timestamp)"
+                            " SELECT 'practiceflow', 1, TO_TIMESTAMP(s / 1000.0)"
+                            " FROM unnest(%s::bigint[]) AS s"
+                        ).format(table=table),
+                        [stamps],
+                    )
+                    name = bucket.shared.full_table
+                    self._flushes[name] = self._flushes.get(name, 0) + 1
+                    if self._flushes[name] % _PRUNE_EVERY == 1:
+                        connection.execute(
+                            sql.SQL(
+                                "DELETE FROM {table} WHERE item_timestamp < TO_TIMESTAMP(%s)"
+                            ).format(table=table),
+                            [(now_ms - _DAY_MS) / 1000],
+                        )
+        except Exception:
+            for bucket, stamps in batch:
+                with bucket._lock:
+                    bucket._pending[:0] = stamps
+            logger.warning("budget ledger: could not write; kept for the next flush", exc_info=True)
+            return 0
+        return sum(len(stamps) for _, stamps in batch)

@@ -1,0 +1,152 @@
+"""The fleet's side of owning practices: what :class:`.owner.PracticeOwner` calls.
+
+:class:`OwnedPractices` is mixed into :class:`.runtime.Fleet`. With ``owned=True`` a fleet
+counts each practice's budget in a :class:`.owned_budget.LeasedBucket` (in memory while
+owned, the shared table its ledger) and gives its pollers a
+:class:`.cursor_cache.CursorCache` (cursors read once, written in batches).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
+
+import procrastinate
+
+from practiceflow.api import Client
+from practiceflow.budget.postgres_bucket import WaitingPostgresBucket
+from practiceflow.budget.rate_budget import RateBudget, RateLimits, budget_table
+from practiceflow.errors import PracticeflowError, RateLimitError
+from practiceflow.fleet.cursor_cache import CursorCache
+from practiceflow.fleet.owned_budget import BudgetLedger, LeasedBucket
+from practiceflow.fleet.queue import defer_event
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
+
+    from practiceflow.fleet.runtime import PracticeRuntime
+    from practiceflow.ops import OpsMetrics
+
+__all__ = ["POLL_MAX_WAIT", "OwnedPractices", "leased_budget", "poll_client"]
+
+logger = logging.getLogger("practiceflow.fleet")
+
+
+#: Longest a poll waits for its practice's budget or a 429's pause, seconds; past it the
+#: poll is skipped (its cursor unmoved) and the practice waits in the schedule instead,
+#: holding no thread.
+POLL_MAX_WAIT: Final = 5.0
+
+
+def poll_client(client: Client) -> Client:
+    """The practice's client as its polls use it: the same session, credentials and
+    budget, but waiting at most :data:`POLL_MAX_WAIT` (a shallow copy)."""
+    polling = copy.copy(client)
+    polling.limits = replace(client.limits, max_wait=min(client.limits.max_wait, POLL_MAX_WAIT))
+    return polling
+
+
+def leased_budget(pool: ConnectionPool[Any], client_id: str, limits: RateLimits) -> RateBudget:
+    """A practice's budget that its owner counts in memory (:class:`LeasedBucket`)."""
+    shared = WaitingPostgresBucket(pool, budget_table(client_id), limits.rates(), owns_pool=False)
+    return RateBudget(limits, bucket=LeasedBucket(shared, limits.rates()), clock=time.time)
+
+
+class OwnedPractices:
+    """Polls of one practice at a time, for the practices this replica owns."""
+
+    practices: dict[str, PracticeRuntime]
+    metrics: OpsMetrics | None
+    app: procrastinate.App
+    #: Set by the owner: cursors kept in memory and written in batches.
+    cursors: CursorCache | None
+    #: Set by the owner: where owned budgets' admissions are written.
+    ledger: BudgetLedger | None
+    #: An app to queue events from the owner's threads (a synchronous one).
+    defer_app: procrastinate.App | None
+
+    def _runtime(self, practice: str) -> PracticeRuntime:
+        return self.practices[practice]
+
+    def poll_period(self, practice: str) -> float:
+        """Seconds between two polls of the practice."""
+        return float(self._runtime(practice).config.poll_every)
+
+    def paused_for(self, practice: str) -> float:
+        """Seconds left of the practice's 429 pause (0: it may send)."""
+        budget = self._runtime(practice).budget
+        until = budget.paused_until
+        return 0.0 if until is None else max(0.0, until - budget.clock())
+
+    def poll_practice(self, practice: str, *, scheduled_at: float | None = None) -> int:
+        """Poll every trigger of one practice once; queue the new events.
+
+        The triggers' cursor moves are written in one transaction, and only then are the
+        events queued: a job never exists for an event whose cursor could go back. When
+        that write fails, the events stay pending (stored) and the practice's sweep
+        queues them.
+
+        Args:
+            practice: the practice's name.
+            scheduled_at: Unix time the poll was due (its lag is recorded from it).
+
+        Returns:
+            How many events were found.
+        """
+        runtime = self._runtime(practice)
+        if scheduled_at is not None and self.metrics is not None:
+            self.metrics.poll_started(practice, scheduled_at)
+        found: list[tuple[str, str]] = []
+        for trigger, poller in list(runtime.pollers.items()):
+            try:
+                result = poller.poll_once()
+            except RateLimitError as exc:
+                # The server's Retry-After (or the spent budget's wait), past what a poll
+                # waits: the practice waits in the schedule (paused_for), not in a thread.
+                runtime.budget.pause_for(exc.retry_after or 0.0)
+                logger.warning("poll of %s / %s: paused: %s", practice, trigger, exc)
+                break
+            except PracticeflowError as exc:
+                logger.warning("poll of %s / %s: skipped: %s", practice, trigger, exc)
+                continue
+            found += [(poller.name, event.id) for event in result.events]
+        if self.cursors is not None:
+            self.cursors.flush(practice)
+        queue = self.defer_app or self.app
+        for source, event_id in found:
+            defer_event(queue, practice, source, event_id, ordered=runtime.config.ordered)
+        if found:
+            logger.info("poll of %s: %d new event(s)", practice, len(found))
+        return len(found)
+
+    def own(self, practice: str) -> None:
+        """This replica now owns the practice: count its budget in memory."""
+        bucket = self._runtime(practice).budget.bucket
+        if self.ledger is not None and isinstance(bucket, LeasedBucket) and not bucket.owned:
+            self.ledger.seed(bucket, int(time.time() * 1000))
+
+    def disown(self, practice: str) -> None:
+        """This replica no longer owns the practice: write what it counted, forget its
+        cursors, count through the shared table again."""
+        bucket = self._runtime(practice).budget.bucket
+        if isinstance(bucket, LeasedBucket) and bucket.owned:
+            pending = bucket.disown()
+            if pending and self.ledger is not None:
+                bucket._pending[:0] = pending
+                self.ledger.flush([bucket], int(time.time() * 1000))
+        if self.cursors is not None:
+            self.cursors.forget(practice)
+
+    def flush_ledger(self) -> int:
+        """Write every owned budget's admissions to its table (the keeper, each second)."""
+        if self.ledger is None:
+            return 0
+        buckets = [
+            bucket
+            for runtime in self.practices.values()
+            if isinstance(bucket := runtime.budget.bucket, LeasedBucket) and bucket.owned
+        ]
+        return self.ledger.flush(buckets, int(time.time() * 1000))
