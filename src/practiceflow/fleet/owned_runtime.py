@@ -23,6 +23,7 @@ from practiceflow.errors import PracticeflowError, RateLimitError
 from practiceflow.fleet.cursor_cache import CursorCache
 from practiceflow.fleet.owned_budget import BudgetLedger, LeasedBucket
 from practiceflow.fleet.queue import defer_event
+from practiceflow.triggers.shared_poll import SharedPoll, group_members
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -47,6 +48,21 @@ def poll_client(client: Client) -> Client:
     polling = copy.copy(client)
     polling.limits = replace(client.limits, max_wait=min(client.limits.max_wait, POLL_MAX_WAIT))
     return polling
+
+
+def shared_polls(runtime: PracticeRuntime) -> list[SharedPoll]:
+    """The practice's polls, one per list its triggers read (triggers.shared_poll).
+
+    Built again only when the practice's pollers change (a reload, a standby taking over),
+    so a shared poll keeps what it learned (page size, the previous page) between polls.
+    """
+    names = tuple(runtime.pollers)
+    if runtime.shared_polls is None or runtime.shared_polls[0] != names:
+        members = [poller.member for poller in runtime.pollers.values()]
+        client = next(iter(runtime.pollers.values())).client if names else None
+        groups = [SharedPoll(client, group) for group in group_members(members)]
+        runtime.shared_polls = (names, groups)
+    return runtime.shared_polls[1]
 
 
 def leased_budget(pool: ConnectionPool[Any], client_id: str, limits: RateLimits) -> RateBudget:
@@ -100,19 +116,22 @@ class OwnedPractices:
         if scheduled_at is not None and self.metrics is not None:
             self.metrics.poll_started(practice, scheduled_at)
         found: list[tuple[str, str]] = []
-        for trigger, poller in list(runtime.pollers.items()):
+        for shared in shared_polls(runtime):
+            names = ", ".join(shared.names)
             try:
-                result = poller.poll_once()
+                done = shared.poll_once()
             except RateLimitError as exc:
                 # The server's Retry-After (or the spent budget's wait), past what a poll
                 # waits: the practice waits in the schedule (paused_for), not in a thread.
                 runtime.budget.pause_for(exc.retry_after or 0.0)
-                logger.warning("poll of %s / %s: paused: %s", practice, trigger, exc)
+                logger.warning("poll of %s / %s: paused: %s", practice, names, exc)
                 break
             except PracticeflowError as exc:
-                logger.warning("poll of %s / %s: skipped: %s", practice, trigger, exc)
+                logger.warning("poll of %s / %s: skipped: %s", practice, names, exc)
                 continue
-            found += [(poller.name, event.id) for event in result.events]
+            found += [
+                (name, event.id) for name, result in done.results.items() for event in result.events
+            ]
         if self.cursors is not None:
             self.cursors.flush(practice)
         queue = self.defer_app or self.app

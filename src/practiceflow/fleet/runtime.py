@@ -55,6 +55,7 @@ from practiceflow.service.event_guard import EventGuard
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import Poller, definition, resolve_mode
+from practiceflow.triggers.shared_poll import SharedPoll
 from practiceflow.triggers.webhook_receiver import Binding
 
 __all__ = ["Fleet", "PracticeRuntime", "accept_event"]
@@ -90,6 +91,8 @@ class PracticeRuntime:
         standby: trigger name -> poller, for the webhook-only triggers with a poll
             source; one polls only while its subscription is in doubt
             (:meth:`Fleet.poll_instead`).
+        shared_polls: an owner's polls of ``pollers``, one per list they read, with the
+            trigger names they were built for (see ``owned_runtime.shared_polls``).
     """
 
     config: PracticeConfig
@@ -100,6 +103,7 @@ class PracticeRuntime:
     webhooks: dict[str, Binding] = field(default_factory=dict)
     standby: dict[str, Poller] = field(default_factory=dict)
     session: requests.Session | None = None
+    shared_polls: tuple[tuple[str, ...], list[SharedPoll]] | None = None
 
 
 def accept_event(
