@@ -50,9 +50,9 @@ from pathlib import Path
 from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
-from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.api.secret import Secret
 from practiceflow.errors import ConfigError
+from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 
 __all__ = [
     "AUTH_METHODS",

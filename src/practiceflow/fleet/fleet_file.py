@@ -30,11 +30,11 @@ from typing import Any, Final
 
 import requests
 
-from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.api import Client
 from practiceflow.api.config import Settings, load_settings
 from practiceflow.budget.rate_budget import RateBudget, RateLimits
 from practiceflow.errors import ConfigError
+from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 
 __all__ = ["FleetConfig", "PracticeConfig", "load_fleet"]

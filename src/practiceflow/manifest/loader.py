@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from practiceflow import hooks
-from practiceflow._safe_read import FileRefused, read_text_limited
 from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest import lint
 from practiceflow.manifest.choices import choice_fields
-from practiceflow.manifest.extensions import compile_extensions
 from practiceflow.manifest.models import (
     ActionModule,
     Module,
@@ -30,7 +28,10 @@ from practiceflow.manifest.models import (
     RequestSpec,
     TriggerModule,
 )
+from practiceflow.manifest.optional_sections import compile_extensions
 from practiceflow.manifest.references import check_references, input_target
+from practiceflow.manifest.resources import data_dir
+from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 from practiceflow.manifest.validation import (
     compile_validator,
     issues_for,
@@ -44,7 +45,6 @@ from practiceflow.manifest.yamlpos import (
     format_path,
     load_yaml,
 )
-from practiceflow.resources import data_dir
 from practiceflow.templating import Origin, compile_tree
 
 __all__ = [
