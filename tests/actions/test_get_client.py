@@ -48,11 +48,6 @@ def test_the_detail_record_is_marked_personal():
     assert default_registry().action(KEY).output.schema["x-pii"] is True
 
 
-@pytest.mark.parametrize("status", [401, 404, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, {"entityKey": ENTITY}, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, sandbox):
     from practiceflow.engine import run_action

@@ -43,11 +43,6 @@ def test_a_field_the_spec_forbids_is_reported(kit):
     assert any("surprise" in warning for warning in result.warnings)
 
 
-@pytest.mark.parametrize("status", [401, 404, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, {"entityKey": ENTITY}, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live):
     first = run_action("find_clients", {"limit": 1}, live).output["items"][0]

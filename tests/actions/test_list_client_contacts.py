@@ -41,11 +41,6 @@ def test_a_limit_cuts_the_list_and_says_more_remain(kit):
     assert result.output == {"items": ROWS[:2], "count": 2, "hasMore": True}
 
 
-@pytest.mark.parametrize("status", [401, 404, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, {"entityKey": ENTITY}, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, sandbox):
     contact = sandbox.admin("GET", "/_admin/records/contacts")[0]

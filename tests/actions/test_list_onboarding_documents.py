@@ -41,11 +41,6 @@ def test_reads_the_requirements(kit, body):
     kit.fits(KEY, result)
 
 
-@pytest.mark.parametrize("status", [401, 404, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, {"onboardingKey": JOB}, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, sandbox):
     job = sandbox.admin("GET", "/_admin/records/onboardings")[0]

@@ -34,11 +34,6 @@ def test_reads_the_runs(kit):
     kit.fits(KEY, result)
 
 
-@pytest.mark.parametrize("status", [401, 404, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, {"recurringBillingId": 77}, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, sandbox):
     schedule = sandbox.admin("GET", "/_admin/records/recurring")[0]

@@ -38,11 +38,6 @@ def test_sends_the_exact_request_and_passes_the_answer_through(kit):
     kit.fits(KEY, result)
 
 
-@pytest.mark.parametrize("status", [401, 404, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, INPUT, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, sandbox):
     proposal = sandbox.admin("GET", "/_admin/records/proposals")[0]

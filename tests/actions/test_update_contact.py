@@ -90,11 +90,6 @@ def test_dry_run_masks_the_contact(kit):
     assert "new@example.com" not in repr(result)
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 429, 500])
-def test_error_statuses_and_in_doubt_on_5xx(kit, status):
-    kit.error_status(KEY, INPUT, "PUT", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, live_ro, sandbox):
     contact = sandbox.admin("GET", "/_admin/records/contacts")[0]
