@@ -23,11 +23,6 @@ ANSWER = {"noteID": 5, "note": "Called back"}
     ("data", "path", "message"),
     [
         (
-            {"entityKey": "6f1c2f4e-0d55-4a43-9f7e-3c1d2b8a9e01"},
-            "note",
-            "required field is missing",
-        ),
-        (
             {"entityKey": "6f1c2f4e-0d55-4a43-9f7e-3c1d2b8a9e01", "note": ""},
             "note",
             "got ***; expected a length of at least 1",

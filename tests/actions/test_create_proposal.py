@@ -22,7 +22,6 @@ ANSWER = {"proposalKey": "5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d", "status": "Draf
 @pytest.mark.parametrize(
     ("data", "path", "message"),
     [
-        ({"services": [{"serviceID": 1}]}, "entityKey", "required field is missing"),
         # Spec 4.2 names services without "optional" (jobs and billings are optional).
         ({"entityKey": EK}, "services", "required field is missing"),
         (

@@ -19,11 +19,6 @@ ANSWER = {"proposalKey": "5b7d9f1a-3c5e-4a7b-8d9f-1a3c5e7a9b1d", "status": "Draf
     ("data", "path", "message"),
     [
         (
-            {"entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58"},
-            "templateId",
-            "required field is missing",
-        ),
-        (
             {"entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58", "templateId": True},
             "templateId",
             "got true; expected an integer or a string",

@@ -21,7 +21,6 @@ DETAIL = {
 @pytest.mark.parametrize(
     ("data", "path", "message"),
     [
-        ({}, "entityKey", "required field is missing"),
         ({"entityKey": "ACME01"}, "entityKey", "got 'ACME01'; expected a UUID"),
         ({"entityKey": 7}, "entityKey", "got 7; expected a string"),
         ({"entityKey": ENTITY, "extra": 1}, "", "'extra' is not a known field"),

@@ -22,7 +22,6 @@ IDS = {
 @pytest.mark.parametrize(
     ("data", "path", "message"),
     [
-        ({}, "entityKey", "required field is missing"),
         ({"entityKey": "not-a-key"}, "entityKey", "got 'not-a-key'; expected a UUID"),
     ],
 )

@@ -20,7 +20,6 @@ BODY = {
 @pytest.mark.parametrize(
     ("data", "path", "message"),
     [
-        ({}, "proposalKey", "required field is missing"),
         ({"proposalKey": 5}, "proposalKey", "got 5; expected a string"),
         ({**INPUT, "extra": 1}, "", "'extra' is not a known field"),
     ],

@@ -16,7 +16,6 @@ BODY = {"frequency": "Monthly", "amount": 123.0}
 @pytest.mark.parametrize(
     ("data", "path", "message"),
     [
-        ({}, "recurringBillingId", "required field is missing"),
         (
             {"recurringBillingId": "seventy"},
             "recurringBillingId",

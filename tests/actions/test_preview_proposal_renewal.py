@@ -19,7 +19,6 @@ BODY = {
 @pytest.mark.parametrize(
     ("data", "path", "message"),
     [
-        ({}, "proposalKey", "required field is missing"),
         ({**INPUT, "extra": 1}, "", "'extra' is not a known field"),
     ],
 )

@@ -23,11 +23,6 @@ ANSWER = {
     ("data", "path", "message"),
     [
         (
-            {"entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58"},
-            "level",
-            "required field is missing",
-        ),
-        (
             {"entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58", "level": "deep"},
             "level",
             "got 'deep'; expected one of ['standard', 'extensive']",

@@ -22,7 +22,6 @@ ANSWER = {"entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58", "status": "Sent"}
 @pytest.mark.parametrize(
     ("data", "path", "message"),
     [
-        ({}, "entityKey", "required field is missing"),
         (
             {"entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58", "includeAml": "yes"},
             "includeAml",

@@ -17,16 +17,6 @@ INPUT = {"id": "3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"}
 ANSWER = {"queued": True}
 
 
-@pytest.mark.parametrize(
-    ("data", "path", "message"),
-    [
-        ({}, "id", "required field is missing"),
-    ],
-)
-def test_bad_input_names_the_field_and_sends_nothing(kit, data, path, message):
-    kit.bad_input(KEY, data, path, message)
-
-
 def test_sends_the_exact_request(kit):
     kit.api.add(
         "POST",

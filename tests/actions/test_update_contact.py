@@ -27,11 +27,6 @@ ANSWER = {"email": "new@example.com"}
     ("data", "path", "message"),
     [
         (
-            {"entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58"},
-            "contact",
-            "required field is missing",
-        ),
-        (
             {
                 "entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58",
                 "contactKey": "",
