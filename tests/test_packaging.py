@@ -56,7 +56,7 @@ def test_wheel_finds_shipped_data_outside_the_repository(
     python = installed_wheel / "bin" / "python"
     script = (
         "import json\n"
-        "from practiceflow.resources import data_dir\n"
+        "from practiceflow.manifest.resources import data_dir\n"
         "import practiceflow\n"
         "out = {'module': practiceflow.__file__}\n"
         "for kind in ('actions', 'triggers', 'manifests'):\n"

@@ -22,23 +22,9 @@ ANSWER = {"contactKey": "c-1", "firstName": "Jane", "email": "jane@example.com"}
     ("data", "path", "message"),
     [
         (
-            {"entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58"},
-            "contact",
-            "required field is missing",
-        ),
-        (
             {"entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58", "contact": {}},
             "contact",
             "{} should be non-empty",
-        ),
-        (
-            {
-                "entityKey": "0b6a3c1e-5f0d-4c8e-9a2b-7d4e1f3a6c58",
-                "contact": {"a": 1},
-                "firstName": "J",
-            },
-            "",
-            "'firstName' is not a known field",
         ),
     ],
 )
@@ -70,11 +56,6 @@ def test_needs_write_access():
     from practiceflow.manifest import default_registry
 
     assert default_registry().action(KEY).needs_write is True
-
-
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 429, 500])
-def test_error_statuses_and_in_doubt_on_5xx(kit, status):
-    kit.error_status(KEY, INPUT, "POST", kit.url(PATH), status)
 
 
 @pytest.mark.integration

@@ -108,11 +108,6 @@ def test_insufficient_wallet_is_a_clear_nothing_was_created_error(kit):
     assert "Insufficient wallet balance" in str(caught.value)
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 429, 500])
-def test_error_statuses_and_in_doubt_on_5xx(kit, status):
-    kit.error_status(KEY, INPUT, "POST", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, live_ro, sandbox):
     client = run_action("find_clients", {"limit": 1}, live).output["items"][0]["entityKey"]

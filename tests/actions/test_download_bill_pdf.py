@@ -19,7 +19,6 @@ CONTENT = b"%PDF-" + bytes(range(256)) * 300  # bigger than one streamed chunk
 @pytest.mark.parametrize(
     ("data", "path", "message"),
     [
-        ({"saveTo": "x.pdf"}, "billingID", "required field is missing"),
         (
             {"billingID": "INV-1", "saveTo": "x.pdf"},
             "billingID",

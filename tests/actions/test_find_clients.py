@@ -124,11 +124,6 @@ def test_dry_run_describes_the_first_page(kit):
     assert len(kit.api.calls) == 0
 
 
-@pytest.mark.parametrize("status", [400, 401, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, {}, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live):
     everything = run_action(KEY, {"limit": 1000}, live).output

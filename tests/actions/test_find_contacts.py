@@ -66,11 +66,6 @@ def test_has_more_false_in_an_envelope_ends_the_list(kit):
     assert kit.run(KEY, INPUT).output["count"] == 3
 
 
-@pytest.mark.parametrize("status", [400, 401, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, INPUT, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, sandbox):
     total = len(sandbox.admin("GET", "/_admin/records/contacts"))

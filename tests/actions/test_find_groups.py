@@ -90,11 +90,6 @@ def test_pages_through_and_stops_at_the_limit(kit):
     assert result.output["hasMore"] is True
 
 
-@pytest.mark.parametrize("status", [400, 401, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, {}, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, sandbox):
     stored = sandbox.admin("GET", "/_admin/records/groups")

@@ -35,11 +35,6 @@ def test_the_answer_passes_through_whatever_its_shape(kit, body, expected):
     kit.fits(KEY, result)
 
 
-@pytest.mark.parametrize("status", [401, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, {}, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, sandbox):
     sandbox.admin("POST", "/_admin/config", {"ledgerConnected": True})

@@ -51,11 +51,6 @@ def test_the_signed_url_is_returned_whatever_the_shape(kit, body, expected):
     kit.fits(KEY, result)
 
 
-@pytest.mark.parametrize("status", [401, 404, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, INPUT, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, sandbox):
     job = sandbox.admin("GET", "/_admin/records/onboardings")[0]

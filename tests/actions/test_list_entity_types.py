@@ -30,11 +30,6 @@ def test_rows_are_read_from_any_list_envelope(kit, body):
     kit.fits(KEY, result)
 
 
-@pytest.mark.parametrize("status", [401, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, {}, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live):
     result = run_action(KEY, {}, live)

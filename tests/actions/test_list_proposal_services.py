@@ -40,11 +40,6 @@ def test_an_envelope_saying_more_remain_is_reported(kit):
     assert kit.run(KEY, {}).output["hasMore"] is True
 
 
-@pytest.mark.parametrize("status", [401, 429, 500])
-def test_error_statuses(kit, status):
-    kit.error_status(KEY, {}, "GET", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live):
     result = run_action(KEY, {}, live)

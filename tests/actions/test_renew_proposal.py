@@ -18,16 +18,6 @@ INPUT = {
 ANSWER = {"proposalKey": "7d9f1b3c-5e7a-4b9d-8f1a-3c5e7a9b1d3f", "status": "Draft"}
 
 
-@pytest.mark.parametrize(
-    ("data", "path", "message"),
-    [
-        ({"signatoryKey": "x"}, "proposalKey", "required field is missing"),
-    ],
-)
-def test_bad_input_names_the_field_and_sends_nothing(kit, data, path, message):
-    kit.bad_input(KEY, data, path, message)
-
-
 def test_sends_the_exact_request(kit):
     kit.api.add(
         "POST",
@@ -52,11 +42,6 @@ def test_needs_write_access():
     from practiceflow.manifest import default_registry
 
     assert default_registry().action(KEY).needs_write is True
-
-
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 429, 500])
-def test_error_statuses_and_in_doubt_on_5xx(kit, status):
-    kit.error_status(KEY, INPUT, "POST", kit.url(PATH), status)
 
 
 @pytest.mark.integration

@@ -82,11 +82,6 @@ def test_a_form_left_as_a_draft_is_a_warning_with_the_access_url(kit):
     assert URL in result.warnings[0]
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 429, 500])
-def test_error_statuses_and_in_doubt_on_5xx(kit, status):
-    kit.error_status(KEY, INPUT, "POST", kit.url(PATH), status)
-
-
 @pytest.mark.integration
 def test_against_the_sandbox(live, live_ro, sandbox):
     template = run_action("list_eform_templates", {"limit": 1}, live).output["items"][0]

@@ -27,13 +27,7 @@ ANSWER = {
 @pytest.mark.parametrize(
     ("data", "path", "message"),
     [
-        ({"webhookEvent": "proposal.accepted"}, "hookUrl", "required field is missing"),
         ({"hookUrl": "ftp://x", "webhookEvent": "proposal.accepted"}, "hookUrl", "got 'ftp://x'"),
-        (
-            {"hookUrl": "https://x.example", "webhookEvent": "a", "webhookSecret": "mine"},
-            "",
-            "'webhookSecret' is not a known field",
-        ),
     ],
 )
 def test_bad_input_names_the_field_and_sends_nothing(kit, data, path, message):
@@ -74,11 +68,6 @@ def test_needs_write_access():
     from practiceflow.manifest import default_registry
 
     assert default_registry().action(KEY).needs_write is True
-
-
-@pytest.mark.parametrize("status", [400, 401, 403, 429, 500])
-def test_error_statuses_and_in_doubt_on_5xx(kit, status):
-    kit.error_status(KEY, INPUT, "POST", kit.url(PATH), status)
 
 
 @pytest.mark.integration

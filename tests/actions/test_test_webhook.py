@@ -17,16 +17,6 @@ INPUT = {"id": "3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"}
 ANSWER = {"queued": True}
 
 
-@pytest.mark.parametrize(
-    ("data", "path", "message"),
-    [
-        ({}, "id", "required field is missing"),
-    ],
-)
-def test_bad_input_names_the_field_and_sends_nothing(kit, data, path, message):
-    kit.bad_input(KEY, data, path, message)
-
-
 def test_sends_the_exact_request(kit):
     kit.api.add(
         "POST",
@@ -49,11 +39,6 @@ def test_needs_write_access():
     from practiceflow.manifest import default_registry
 
     assert default_registry().action(KEY).needs_write is True
-
-
-@pytest.mark.parametrize("status", [401, 403, 404, 429, 500])
-def test_error_statuses_and_in_doubt_on_5xx(kit, status):
-    kit.error_status(KEY, INPUT, "POST", kit.url(PATH), status)
 
 
 @pytest.mark.integration

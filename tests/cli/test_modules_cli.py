@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from responses import matchers
 
 from practiceflow.cli import cli
-from practiceflow.resources import data_dir
+from practiceflow.manifest.resources import data_dir
 
 BASE = "https://api.test/anz"
 CLIENT_ID = "11111111-2222-3333-4444-555555555555"

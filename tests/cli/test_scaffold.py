@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from practiceflow.cli import cli
 from practiceflow.cli.scaffold import recipe_text
 from practiceflow.manifest import load_modules
-from practiceflow.manifest.registry import ModuleRegistry
+from practiceflow.manifest.module_registry import ModuleRegistry
 from practiceflow.runner import validate_recipe
 
 

@@ -13,11 +13,11 @@ from responses import matchers
 
 from practiceflow.api import Client
 from practiceflow.cli import cli
-from practiceflow.engine.choices import check_choices, values_at
+from practiceflow.engine.choice_check import check_choices, values_at
 from practiceflow.errors import ManifestError
 from practiceflow.manifest import default_registry, load_modules
 from practiceflow.manifest.choices import ChoiceSource, accepted_values, options_from_rows
-from practiceflow.resources import data_dir
+from practiceflow.manifest.resources import data_dir
 
 BASE = "https://api.test/anz"
 CLIENT_ID = "11111111-2222-3333-4444-555555555555"

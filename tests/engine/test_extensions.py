@@ -12,7 +12,7 @@ from practiceflow.engine.binary import resolve_destination
 from practiceflow.engine.search import collect_pages, collect_rows
 from practiceflow.errors import ConfigError, ManifestError
 from practiceflow.manifest import load_action
-from practiceflow.manifest.extensions import filter_omit
+from practiceflow.manifest.optional_sections import filter_omit
 
 MODULE = """\
 key: probe

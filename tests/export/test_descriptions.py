@@ -103,7 +103,7 @@ def test_zapier_and_n8n_describe_no_file_saved_here_nor_a_hook_or_warning():
     """The apps run the module's plan (paging, limit, filters hold) but save no file on this
     machine and run no hook, check or warning: their descriptions say nothing of those."""
     from practiceflow.export.descriptions import LOCAL_ONLY
-    from practiceflow.export.plan import local_fields
+    from practiceflow.export.expression_tree import local_fields
 
     zapier = json.loads(generate("zapier")["definition.json"])
     node = generate("n8n")["nodes/Practiceflow/Practiceflow.node.ts"]

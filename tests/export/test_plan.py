@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from practiceflow.errors import ManifestError
-from practiceflow.export.plan import expression, tree
+from practiceflow.export.expression_tree import expression, tree
 from practiceflow.templating import compile_template, compile_tree
 
 EXPR_JS = Path(__file__).resolve().parents[2] / "connectors" / "zapier" / "lib" / "expr.js"

@@ -6,8 +6,8 @@ import pytest
 
 from practiceflow.errors import ManifestError
 from practiceflow.manifest import load_connector
+from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.validation import issues_for, meta_validator
-from practiceflow.resources import data_dir
 
 
 def test_connector_validates_against_its_schema():

@@ -14,7 +14,7 @@ from practiceflow.manifest import (
     load_module,
     load_modules,
 )
-from practiceflow.resources import data_dir
+from practiceflow.manifest.resources import data_dir
 
 CASES = Path(__file__).parent / "cases"
 SHIPPED = ["convert_lead", "create_bill", "create_client", "create_lead"]

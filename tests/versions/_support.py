@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from practiceflow.resources import data_dir
+from practiceflow.manifest.resources import data_dir
 from practiceflow.testing import SandboxHandle
 from runner._support import MODULES
 

@@ -53,7 +53,7 @@ from urllib.parse import urlsplit
 
 from practiceflow.api.secret import Secret
 from practiceflow.errors import ConfigError
-from practiceflow.safe_read import FileRefused, read_text_limited
+from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 
 __all__ = [
     "AUTH_METHODS",

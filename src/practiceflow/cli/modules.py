@@ -21,7 +21,7 @@ from rich.table import Table
 
 from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.engine import run_action, validate_input
-from practiceflow.engine.choices import check_choices
+from practiceflow.engine.choice_check import check_choices
 from practiceflow.errors import ConfigError, InputError, Issue, ManifestError
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import (
@@ -34,10 +34,11 @@ from practiceflow.manifest import (
     load_recipe,
 )
 from practiceflow.manifest.loader import read_located
+from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 from practiceflow.manifest.validation import did_you_mean
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 from practiceflow.runner import validate_recipe
-from practiceflow.safe_read import FileRefused, read_text_limited
+from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 
 __all__ = ["COMMANDS", "action", "modules"]
 

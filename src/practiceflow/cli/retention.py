@@ -3,7 +3,7 @@
 The retention is ``--older-than`` (``30d``, ``12h``, ``90m``), or the setting
 ``PRACTICEFLOW_RETENTION`` when the option is left out; ``serve`` applies that setting
 when it starts (see :func:`purge_by_setting`). What a purge removes and keeps:
-``practiceflow.state.retention``.
+``practiceflow.state.payload_purge``.
 """
 
 from __future__ import annotations

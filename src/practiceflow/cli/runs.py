@@ -54,8 +54,8 @@ from practiceflow.runner.report import detail
 from practiceflow.runner.run_lease import RunDrivenElsewhere
 from practiceflow.service.attention import label, needs_person
 from practiceflow.service.loop import Service
+from practiceflow.state.payload_purge import FINISHED
 from practiceflow.state.request_log import RequestLog
-from practiceflow.state.retention import FINISHED
 from practiceflow.versions import load_version, rebuild, short
 
 __all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]

@@ -21,8 +21,8 @@ import click
 
 from practiceflow.errors import BugError, ConfigError, ManifestError
 from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, load_modules
+from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.validation import did_you_mean
-from practiceflow.resources import data_dir
 
 __all__ = ["COMMANDS", "new_module", "recipe_text", "recipes"]
 

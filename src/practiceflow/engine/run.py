@@ -22,8 +22,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from practiceflow.api.client import RequestHooks
-from practiceflow.engine import extensions
-from practiceflow.engine.extensions import Answer
+from practiceflow.engine import run_sections
 from practiceflow.engine.masking import (
     ErrorT,
     mask_error,
@@ -31,6 +30,7 @@ from practiceflow.engine.masking import (
     mask_request,
     pii_match,
 )
+from practiceflow.engine.run_sections import Answer
 from practiceflow.errors import (
     ApiError,
     InDoubtError,
@@ -41,7 +41,7 @@ from practiceflow.errors import (
 )
 from practiceflow.hooks import ActionContext, ClientLike, get_check, get_hook
 from practiceflow.manifest.models import ActionModule
-from practiceflow.manifest.registry import ModuleRegistry, default_registry
+from practiceflow.manifest.module_registry import ModuleRegistry, default_registry
 from practiceflow.manifest.validation import issues_for
 from practiceflow.manifest.yamlpos import JsonPath, Located
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
@@ -152,8 +152,8 @@ def run_action(
     ctx = ActionContext(module=module, input=dict(input), client=client, dry_run=dry_run)
     _run_hooks(ctx)
     request, masked = _render_request(module, ctx.input)
-    if module.extensions:  # list, download, warn_if: see engine/extensions.py
-        extensions.prepare(module, ctx, request, masked)
+    if module.extensions:  # list, download, warn_if: see engine/run_sections.py
+        run_sections.prepare(module, ctx, request, masked)
     # By value too: a hook or a template may have moved a personal value anywhere.
     masked = mask_request(
         mask_request(masked, ctx.input, module.pii_paths), input, module.pii_paths
@@ -166,7 +166,7 @@ def run_action(
     described = _describe_sent(client, masked)
     try:
         sender = client if hooks is None else client.hooked(hooks)
-        response = extensions.send(module, ctx, sender, request)
+        response = run_sections.send(module, ctx, sender, request)
         response = _completed(module, client, response)
     except PracticeflowError as exc:
         # Everything that shows this error (the CLI, logs, the journal, the console) shows

@@ -3,10 +3,11 @@
 This package owns ``practiceflow export PLATFORM --out DIR`` and what it writes into
 ``connectors/``:
 
-* :mod:`.base`: the :class:`Exporter` ABC, its name -> class registry
+* :mod:`.exporter`: the :class:`Exporter` ABC, its name -> class registry
   (:func:`exporter_for` says "valid values are ..." for an unknown name), and
   :func:`write_export`, which never overwrites a hand-written file;
-* :mod:`.plan`: module templates as portable expression trees for the JavaScript runtimes;
+* :mod:`.expression_tree`: module templates as portable expression trees for the JavaScript
+  runtimes;
 * :mod:`.schemas`: JSON Schema helpers (form fields, references, lists of types as
   ``anyOf``);
 * :mod:`.dropdowns`: the declared choice lists (``x-choices``), named once for every platform;
@@ -30,7 +31,7 @@ from pathlib import Path
 from practiceflow.export import n8n as _n8n  # noqa: F401 - registers its exporter
 from practiceflow.export import powerautomate as _powerautomate  # noqa: F401 - registers "openapi"
 from practiceflow.export import zapier as _zapier  # noqa: F401 - registers its exporter
-from practiceflow.export.base import (
+from practiceflow.export.exporter import (
     LISTING,
     Exporter,
     ExportResult,

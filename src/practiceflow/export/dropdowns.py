@@ -14,7 +14,7 @@ from typing import Any
 
 from practiceflow.manifest.choices import ChoiceSource, options_from_rows
 from practiceflow.manifest.models import ActionModule, TriggerModule
-from practiceflow.manifest.registry import ModuleRegistry
+from practiceflow.manifest.module_registry import ModuleRegistry
 
 __all__ = ["ChoiceLists", "source_id"]
 

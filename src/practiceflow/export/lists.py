@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from practiceflow.api.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_NUMBER, MAX_PAGE_SIZE
 from practiceflow.manifest.models import ActionModule, TriggerModule
-from practiceflow.manifest.registry import ModuleRegistry
+from practiceflow.manifest.module_registry import ModuleRegistry
 
 __all__ = [
     "ENVELOPE_ITEMS",

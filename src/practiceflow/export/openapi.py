@@ -17,6 +17,7 @@ from typing import Any
 from practiceflow import __version__
 from practiceflow.errors import ManifestError
 from practiceflow.export.descriptions import export_description
+from practiceflow.export.expression_tree import FILE_MEDIA_TYPE, LEAF, action_plan, file_media_type
 from practiceflow.export.lists import (
     choice_fields,
     list_shape,
@@ -26,10 +27,9 @@ from practiceflow.export.lists import (
     row_schema,
     with_fields,
 )
-from practiceflow.export.plan import FILE_MEDIA_TYPE, LEAF, action_plan, file_media_type
 from practiceflow.export.schemas import portable_types, rewrite_refs
 from practiceflow.manifest.models import ActionModule
-from practiceflow.manifest.registry import ModuleRegistry
+from practiceflow.manifest.module_registry import ModuleRegistry
 
 __all__ = ["FILE_MEDIA_TYPE", "file_media_type", "openapi_document"]
 

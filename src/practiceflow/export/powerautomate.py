@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from practiceflow.export.base import Exporter, dump_json, register
+from practiceflow.export.exporter import Exporter, dump_json, register
 from practiceflow.export.lists import ENVELOPE_ITEMS, list_shape
 from practiceflow.export.openapi import openapi_document
 from practiceflow.export.powerautomate_assets import (
@@ -38,7 +38,7 @@ from practiceflow.export.powerautomate_assets import (
     icon_png,
     readme,
 )
-from practiceflow.manifest.registry import ModuleRegistry
+from practiceflow.manifest.module_registry import ModuleRegistry
 
 __all__ = [
     "BRAND_COLOR",

@@ -4,7 +4,7 @@ What is generated (``connectors/zapier/``):
 
 * ``definition.json``: the modules as data: auth fields, every create/search/trigger with its
   display text, input fields, output fields, sample and portable request plan
-  (:mod:`practiceflow.export.plan`);
+  (:mod:`practiceflow.export.expression_tree`);
 * ``index.js``, ``lib/runtime.js``, ``lib/expr.js``: the fixed JavaScript that turns the
   definition into the app object Zapier loads (shipped with this package under
   ``templates/zapier``);
@@ -28,10 +28,10 @@ from typing import Any
 
 from practiceflow import __version__
 from practiceflow.errors import ManifestError, TemplateError
-from practiceflow.export.base import Exporter, dump_json, register
 from practiceflow.export.descriptions import LOCAL_ONLY, export_description
 from practiceflow.export.dropdowns import ChoiceLists
-from practiceflow.export.plan import (
+from practiceflow.export.exporter import Exporter, dump_json, register
+from practiceflow.export.expression_tree import (
     action_plan,
     file_media_type,
     local_fields,
@@ -41,7 +41,7 @@ from practiceflow.export.plan import (
 from practiceflow.export.schemas import FormField, form_fields, main_type, resolve
 from practiceflow.manifest.choices import ChoiceSource
 from practiceflow.manifest.models import ActionModule, TriggerModule
-from practiceflow.manifest.registry import ModuleRegistry
+from practiceflow.manifest.module_registry import ModuleRegistry
 from practiceflow.triggers.definition import DELIVERY_PREFIX
 
 __all__ = ["ZapierExporter", "is_create"]

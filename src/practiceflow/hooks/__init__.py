@@ -16,7 +16,7 @@ Registered here:
 from __future__ import annotations
 
 from practiceflow.hooks import bills, leads, read_backs
-from practiceflow.hooks.context import ActionContext, ClientLike, ResponseLike
+from practiceflow.hooks.action_context import ActionContext, ClientLike, ResponseLike
 from practiceflow.hooks.registry import (
     CHECKS,
     HOOKS,

@@ -13,7 +13,7 @@ from typing import Any
 
 from practiceflow.errors import NotFoundError
 from practiceflow.hooks import tolerant
-from practiceflow.hooks.context import ActionContext
+from practiceflow.hooks.action_context import ActionContext
 from practiceflow.hooks.registry import register_check
 from practiceflow.templating import filter_pathseg
 

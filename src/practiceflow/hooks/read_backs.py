@@ -44,7 +44,7 @@ from typing import Any, Final, Literal
 
 from practiceflow.errors import BugError, NotFoundError
 from practiceflow.hooks import tolerant
-from practiceflow.hooks.context import ClientLike
+from practiceflow.hooks.action_context import ClientLike
 from practiceflow.templating import filter_pathseg
 
 __all__ = [

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.hooks.context import ActionContext
+from practiceflow.hooks.action_context import ActionContext
 
 __all__ = [
     "CHECKS",

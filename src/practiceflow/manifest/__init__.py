@@ -8,7 +8,8 @@ This package owns the file formats whose one definition is the JSON Schemas in
 * :mod:`.lint`: load-time checks a schema cannot express;
 * :mod:`.loader`: :func:`load_action`, :func:`load_trigger`, :func:`load_module`,
   :func:`load_recipe`, :func:`load_connector`;
-* :mod:`.registry`: discovery of shipped and ``--modules DIR`` modules (:func:`load_modules`);
+* :mod:`.module_registry`: discovery of shipped and ``--modules DIR`` modules
+  (:func:`load_modules`);
 * :mod:`.models`: the loaded forms the engine runs.
 
 Every loader raises one :class:`~practiceflow.errors.ManifestError` with all the issues of a
@@ -33,7 +34,7 @@ from practiceflow.manifest.models import (
     RequestSpec,
     TriggerModule,
 )
-from practiceflow.manifest.registry import (
+from practiceflow.manifest.module_registry import (
     ModuleRegistry,
     default_registry,
     discover,

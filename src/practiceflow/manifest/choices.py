@@ -5,7 +5,7 @@ A field of an action's or trigger's input schema may say ``x-choices`` (the form
 row field is the value and which the label, equality filters on the rows, input for the
 list action, and whether the list is large enough to want a search box. One declaration
 serves every consumer: ``practiceflow action`` checks input against it when online
-(:mod:`practiceflow.engine.choices`), and each exporter turns it into its platform's own
+(:mod:`practiceflow.engine.choice_check`), and each exporter turns it into its platform's own
 dropdown mechanism.
 
 This module reads the declarations out of a schema (:func:`choice_fields`), checks that

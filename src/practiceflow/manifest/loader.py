@@ -19,7 +19,6 @@ from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest import lint
 from practiceflow.manifest.choices import choice_fields
 from practiceflow.manifest.durations import max_delay_problem, read_max_delay
-from practiceflow.manifest.extensions import compile_extensions
 from practiceflow.manifest.models import (
     ActionModule,
     Module,
@@ -30,7 +29,10 @@ from practiceflow.manifest.models import (
     RequestSpec,
     TriggerModule,
 )
+from practiceflow.manifest.optional_sections import compile_extensions
 from practiceflow.manifest.references import check_references, input_target
+from practiceflow.manifest.resources import data_dir
+from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 from practiceflow.manifest.validation import (
     compile_validator,
     issues_for,
@@ -44,8 +46,6 @@ from practiceflow.manifest.yamlpos import (
     format_path,
     load_yaml,
 )
-from practiceflow.resources import data_dir
-from practiceflow.safe_read import FileRefused, read_text_limited
 from practiceflow.templating import Origin, compile_tree
 
 __all__ = [

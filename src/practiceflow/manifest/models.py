@@ -16,7 +16,7 @@ from typing import Any
 from jsonschema.protocols import Validator
 
 from practiceflow.manifest.choices import ChoiceSource, FieldPath
-from practiceflow.manifest.extensions import Extensions
+from practiceflow.manifest.optional_sections import Extensions
 from practiceflow.templating import CompiledTemplate, iter_templates
 
 __all__ = [

@@ -26,8 +26,8 @@ from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 
 from practiceflow.errors import Issue
+from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
-from practiceflow.resources import data_dir
 
 __all__ = [
     "FORMAT_CHECKER",

@@ -14,7 +14,7 @@ This package owns the MCP server, built on the official ``mcp`` SDK:
   person, the rate budget);
 * :mod:`._server`: the SDK server: tools, resources and the confirmation by elicitation
   (or ``input_required`` on 2026-07-28), or by confirm token and the user's code;
-* :mod:`._transport`: stdio, and streamable HTTP on 127.0.0.1:8766 (a token beyond
+* :mod:`._serving`: stdio, and streamable HTTP on 127.0.0.1:8766 (a token beyond
   loopback; the port bound before the start-up, so that a taken one is said at once).
 
 The ``mcp`` command (:mod:`practiceflow.cli.mcp`) assembles them with :func:`build_mcp`.
@@ -27,8 +27,7 @@ from practiceflow.mcp._desk import WriteDesk
 from practiceflow.mcp._resources import BUDGET_URI, HELD_RUNS_URI, RECENT_RUNS_URI
 from practiceflow.mcp._sending import EVENT_SOURCE, run_key
 from practiceflow.mcp._server import build_server
-from practiceflow.mcp._setup import ASSISTANT_LIMITS, assistant_budget, build_mcp
-from practiceflow.mcp._transport import (
+from practiceflow.mcp._serving import (
     DEFAULT_LISTEN,
     MCP_PATH,
     bind_http,
@@ -37,6 +36,7 @@ from practiceflow.mcp._transport import (
     serve_http,
     serve_stdio,
 )
+from practiceflow.mcp._setup import ASSISTANT_LIMITS, assistant_budget, build_mcp
 
 __all__ = [
     "ASSISTANT_LIMITS",

@@ -13,6 +13,7 @@ This folder owns what an orchestrator and a monitoring system read of a running 
 
 from __future__ import annotations
 
+from practiceflow.ops._answer_counter import CountingAdapter, counted_session, outcome_of
 from practiceflow.ops._metrics import (
     OUTCOMES,
     WINDOWS,
@@ -23,7 +24,6 @@ from practiceflow.ops._metrics import (
     window_use,
 )
 from practiceflow.ops._routes import OpsServer, ops_routes
-from practiceflow.ops._transport import CountingAdapter, counted_session, outcome_of
 
 __all__ = [
     "OUTCOMES",

@@ -30,6 +30,7 @@ from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest import ActionModule, Recipe, TriggerModule
 from practiceflow.manifest.lint import check_names
 from practiceflow.manifest.loader import read_located, recipe_from
+from practiceflow.manifest.module_registry import ModuleRegistry, default_registry
 from practiceflow.manifest.references import (
     Position,
     Target,
@@ -39,7 +40,6 @@ from practiceflow.manifest.references import (
     position,
     references_of,
 )
-from practiceflow.manifest.registry import ModuleRegistry, default_registry
 from practiceflow.manifest.validation import issues_for
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep

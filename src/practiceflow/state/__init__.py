@@ -24,7 +24,6 @@ from practiceflow.state._schema import Migration
 from practiceflow.state._sql import StateStore
 from practiceflow.state._sqlite import SQLiteStore, sqlite_path
 from practiceflow.state.pending_writes import PendingWrite, PendingWriteStore
-from practiceflow.state.registry import open_store, register_store, registered_schemes
 from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,
     RESOLUTIONS,
@@ -49,6 +48,7 @@ from practiceflow.state.rows import (
     SubscriptionRecord,
     SubscriptionStatus,
 )
+from practiceflow.state.schemes import open_store, register_store, registered_schemes
 from practiceflow.state.steps import StepChange
 
 if TYPE_CHECKING:

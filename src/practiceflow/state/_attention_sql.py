@@ -16,7 +16,6 @@ from practiceflow.state.attention import (
     ATTENTION_STATUSES,
     AttentionKind,
     AttentionRecord,
-    AttentionRows,
     AttentionStatus,
 )
 from practiceflow.state.rows import EventRecord, Json, check_value, json_or_null, like_prefix
@@ -31,8 +30,9 @@ _SELECT: Final = (
 )
 
 
-class SQLAttention(AttentionRows):
-    """:class:`AttentionRows` on the store's connections (the rest is ``StateStore``'s)."""
+class SQLAttention:
+    """The attention table's part of :class:`~practiceflow.state.StateStore`, on the store's
+    connections."""
 
     sealer: Sealer
     _load: Dialect
@@ -71,7 +71,11 @@ class SQLAttention(AttentionRows):
         evidence: Json = None,
         status: AttentionStatus = "open",
     ) -> tuple[AttentionRecord, bool]:
-        """See :meth:`AttentionRows.add_attention`."""
+        """List an entry, once per ``(practice, kind, dedupe)``.
+
+        Returns:
+            The entry (the earlier one when it was listed before) and whether it is new.
+        """
         check_value("attention kind", kind, ATTENTION_KINDS)
         check_value("attention status", status, ATTENTION_STATUSES)
         attention_id = uuid.uuid4().hex
@@ -97,7 +101,7 @@ class SQLAttention(AttentionRows):
         return self._decode_attention(row), inserted is not None
 
     def get_attention(self, attention_id: str) -> AttentionRecord | None:
-        """See :meth:`AttentionRows.get_attention`."""
+        """One entry by its full id."""
         rows = self._all(_SELECT + " WHERE attention_id = ?", (attention_id,))
         return self._decode_attention(rows[0]) if rows else None
 
@@ -111,7 +115,7 @@ class SQLAttention(AttentionRows):
         id_prefix: str | None = None,
         limit: int = 500,
     ) -> list[AttentionRecord]:
-        """See :meth:`AttentionRows.list_attention`."""
+        """Entries, newest first, filtered by what is given."""
         filters: dict[str, object] = {
             "practice = ?": practice,
             "kind = ?": kind,
@@ -139,7 +143,14 @@ class SQLAttention(AttentionRows):
         settled_by: str | None = None,
         note: str | None = None,
     ) -> bool:
-        """See :meth:`AttentionRows.update_attention`."""
+        """Move an entry that is not closed (a closed one stays as it was settled).
+
+        ``reason`` and ``evidence`` replace the entry's when given; moving to ``closed``
+        records ``settled_by``, ``note`` and now.
+
+        Returns:
+            Whether it moved (False: no such entry, or it was closed already).
+        """
         check_value("attention status", status, ATTENTION_STATUSES)
         stamp = self._stamp(None, "updated_at")
         sets = ["status = ?", "updated_at = ?"]
@@ -162,7 +173,7 @@ class SQLAttention(AttentionRows):
             return cursor.rowcount > 0
 
     def count_attention(self) -> dict[tuple[str, str, str], int]:
-        """See :meth:`AttentionRows.count_attention`."""
+        """How many entries there are by ``(practice, kind, status)``."""
         rows = self._all(
             "SELECT practice, kind, status, count(*) FROM {p}attention"
             " GROUP BY practice, kind, status"
@@ -172,7 +183,8 @@ class SQLAttention(AttentionRows):
     def ledger_events(
         self, since: datetime, *, practice: str | None = None, limit: int = 100_000
     ) -> list[EventRecord]:
-        """See :meth:`AttentionRows.ledger_events`."""
+        """The events received since ``since``, oldest first: what the completeness
+        ledger (``practiceflow audit completeness``) counts beside the gaps."""
         where, params = "received_at >= ?", [self._stamp(since, "since")]
         if practice is not None:
             where, params = where + " AND practice = ?", [*params, practice]

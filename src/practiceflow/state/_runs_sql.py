@@ -25,7 +25,7 @@ from practiceflow.state._schema import (
     decode_run,
     decode_step,
 )
-from practiceflow.state.retention import purge_finished
+from practiceflow.state.payload_purge import purge_finished
 from practiceflow.state.rows import (
     RESOLUTIONS,
     RUN_STATUSES,

@@ -10,25 +10,23 @@ An entry is ``checking`` while something the service runs may still settle it by
 evidence (a sweep of a list endpoint over a gap's window), ``open`` while it waits for a
 person, and ``closed`` once settled, with who settled it (a person, or ``sweep`` when
 evidence did), when, and how. The one writer of entries is
-:mod:`practiceflow.service.attention`; this module is the table's interface.
+:mod:`practiceflow.service.attention`; this module holds its rows (the store's methods
+are in ``_attention_sql.py``).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
-from practiceflow.state.rows import EventRecord, Json
+from practiceflow.state.rows import Json
 
 __all__ = [
     "ATTENTION_KINDS",
     "ATTENTION_STATUSES",
     "AttentionKind",
     "AttentionRecord",
-    "AttentionRows",
     "AttentionStatus",
 ]
 
@@ -88,74 +86,3 @@ class AttentionRecord:
     def needs_person(self) -> bool:
         """Whether it waits for a person (open)."""
         return self.status == "open"
-
-
-class AttentionRows(ABC):
-    """The attention table's part of the :class:`~practiceflow.state.StateStore` interface."""
-
-    @abstractmethod
-    def add_attention(
-        self,
-        kind: AttentionKind,
-        practice: str,
-        trigger: str,
-        dedupe: str,
-        reason: str,
-        *,
-        window: tuple[datetime, datetime] | None = None,
-        evidence: Json = None,
-        status: AttentionStatus = "open",
-    ) -> tuple[AttentionRecord, bool]:
-        """List an entry, once per ``(practice, kind, dedupe)``.
-
-        Returns:
-            The entry (the earlier one when it was listed before) and whether it is new.
-        """
-
-    @abstractmethod
-    def get_attention(self, attention_id: str) -> AttentionRecord | None:
-        """One entry by its full id."""
-
-    @abstractmethod
-    def list_attention(
-        self,
-        *,
-        practice: str | None = None,
-        kind: AttentionKind | None = None,
-        trigger: str | None = None,
-        statuses: Sequence[AttentionStatus] | None = None,
-        id_prefix: str | None = None,
-        limit: int = 500,
-    ) -> list[AttentionRecord]:
-        """Entries, newest first, filtered by what is given."""
-
-    @abstractmethod
-    def update_attention(
-        self,
-        attention_id: str,
-        status: AttentionStatus,
-        *,
-        reason: str | None = None,
-        evidence: Json = None,
-        settled_by: str | None = None,
-        note: str | None = None,
-    ) -> bool:
-        """Move an entry that is not closed (a closed one stays as it was settled).
-
-        ``reason`` and ``evidence`` replace the entry's when given; moving to ``closed``
-        records ``settled_by``, ``note`` and now.
-
-        Returns:
-            Whether it moved (False: no such entry, or it was closed already).
-        """
-
-    @abstractmethod
-    def count_attention(self) -> dict[tuple[str, str, str], int]:
-        """How many entries there are by ``(practice, kind, status)``."""
-
-    @abstractmethod
-    def ledger_events(
-        self, since: datetime, *, practice: str | None = None, limit: int = 100_000
-    ) -> list[EventRecord]:
-        """The events received since ``since``, oldest first: what the completeness
-        ledger (``practiceflow audit completeness``) counts beside the gaps."""

@@ -50,8 +50,8 @@ from jinja2.utils import consume
 
 from practiceflow.errors import Issue, TemplateError
 from practiceflow.templating import _bounded as bounds
+from practiceflow.templating import _environment as sandbox
 from practiceflow.templating import _limits as budget
-from practiceflow.templating import _sandbox as sandbox
 from practiceflow.templating._filters import (
     filter_date,
     filter_datetime,

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.hooks.tolerant import any_case
 from practiceflow.manifest import TriggerModule, load_trigger
-from practiceflow.resources import data_dir
+from practiceflow.manifest.resources import data_dir
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 
 __all__ = [

@@ -6,7 +6,7 @@ This package owns what a run's version is and what is done with it:
   names they need), stored once per content in the state store and rebuilt from there;
 * :mod:`.pinned`: which recipe a run is driven with (its own version, whatever the files
   say now), and runs whose recipe is no longer served;
-* :mod:`._replay`: a run rendered again under another version, reads from its journal,
+* :mod:`._rerender`: a run rendered again under another version, reads from its journal,
   nothing sent;
 * :mod:`._gate`: ``recipes check``, every run in flight replayed against a new version,
   and the explicit migration of those that can move.
@@ -15,7 +15,7 @@ This package owns what a run's version is and what is done with it:
 from __future__ import annotations
 
 from practiceflow.versions._gate import Decision, RunCheck, check_runs, in_flight, migrate
-from practiceflow.versions._replay import Replay, ReplayedStep, replay
+from practiceflow.versions._rerender import Replay, ReplayedStep, replay
 from practiceflow.versions.pinned import (
     orphan_runs,
     recipe_for_run,

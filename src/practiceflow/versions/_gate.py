@@ -26,7 +26,7 @@ from typing import Literal
 
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import RunRecord, RunStatus, StateStore
-from practiceflow.versions._replay import Replay, replay
+from practiceflow.versions._rerender import Replay, replay
 from practiceflow.versions.recorded import (
     RecipeVersion,
     VersionUnavailable,

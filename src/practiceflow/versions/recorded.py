@@ -25,7 +25,7 @@ from typing import Any
 from practiceflow.errors import ConfigError, ManifestError
 from practiceflow.manifest import ActionModule, TriggerModule
 from practiceflow.manifest.loader import action_from, trigger_from
-from practiceflow.manifest.registry import ModuleRegistry
+from practiceflow.manifest.module_registry import ModuleRegistry
 from practiceflow.manifest.yamlpos import YamlLoadError, load_yaml
 from practiceflow.runner.validate import ValidRecipe, check_recipe
 from practiceflow.state import StateStore

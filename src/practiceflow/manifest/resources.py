@@ -29,5 +29,5 @@ def data_dir(kind: DataKind) -> Traversable:
     packaged = files("practiceflow") / "_data" / kind
     if packaged.is_dir():
         return packaged
-    # Source checkout: src/practiceflow/resources.py -> repository root.
-    return Path(__file__).resolve().parents[2] / kind
+    # Source checkout: src/practiceflow/manifest/resources.py -> repository root.
+    return Path(__file__).resolve().parents[3] / kind

@@ -23,7 +23,7 @@ from practiceflow.manifest.choices import (
     options_from_rows,
 )
 from practiceflow.manifest.models import ActionModule, TriggerModule
-from practiceflow.manifest.registry import ModuleRegistry
+from practiceflow.manifest.module_registry import ModuleRegistry
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 
 __all__ = ["check_choices", "values_at"]

@@ -20,8 +20,8 @@ from practiceflow.engine.binary import DownloadClient, download_output, resolve_
 from practiceflow.engine.search import Collected, PagingClient, collect_pages, collect_rows
 from practiceflow.errors import BugError, ConfigError, InputError, Issue
 from practiceflow.hooks import ActionContext, ClientLike
-from practiceflow.manifest.extensions import Template
 from practiceflow.manifest.models import ActionModule
+from practiceflow.manifest.optional_sections import Template
 from practiceflow.templating import CompiledTemplate, utcnow
 
 __all__ = ["Answer", "prepare", "send"]

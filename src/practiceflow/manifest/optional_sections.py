@@ -12,7 +12,7 @@ They let a module declare what a plain request/response cannot:
 
 This module compiles those sections at load time (templates, names they may read) and
 registers the ``omit`` filter that tolerant modules use to send the input's extra fields
-as given. Running them is :mod:`practiceflow.engine.extensions`' business.
+as given. Running them is :mod:`practiceflow.engine.run_sections`' business.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from practiceflow.errors import ConfigError
-from practiceflow.manifest.registry import ModuleRegistry
+from practiceflow.manifest.module_registry import ModuleRegistry
 
 __all__ = [
     "LISTING",

@@ -18,8 +18,8 @@ from practiceflow.errors import ConfigError, Issue, ManifestError
 from practiceflow.manifest.choices import check_sources
 from practiceflow.manifest.loader import PathLike, load_module, read_located
 from practiceflow.manifest.models import ActionModule, Module, TriggerModule
+from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.validation import did_you_mean
-from practiceflow.resources import data_dir
 
 __all__ = ["ModuleRegistry", "default_registry", "discover", "load_modules"]
 
