@@ -38,7 +38,6 @@ from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 from practiceflow.manifest.validation import did_you_mean
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 from practiceflow.runner import validate_recipe
-from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 
 __all__ = ["COMMANDS", "action", "modules"]
 

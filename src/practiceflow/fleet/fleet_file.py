@@ -36,7 +36,6 @@ from practiceflow.budget.rate_budget import RateBudget, RateLimits
 from practiceflow.errors import ConfigError
 from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
-from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 
 __all__ = ["FleetConfig", "PracticeConfig", "load_fleet"]
 
