@@ -211,9 +211,6 @@ def _path_issues(raw: Mapping[str, Any], base: Path, file: str, located: Located
     issues = []
     checks: list[tuple[tuple[str | int, ...], Any]] = [(("recipe",), raw.get("recipe"))]
     checks.append((("modules",), raw.get("modules")))
-    for index, case in enumerate(raw.get("cases") or []):
-        cassette = (case.get("given") or {}).get("cassette")
-        checks.append((("cases", index, "given", "cassette"), cassette))
     module = raw.get("module")
     if isinstance(module, str) and module.endswith((".yaml", ".yml")):
         checks.append((("module",), module))

@@ -26,7 +26,7 @@ from requests.adapters import BaseAdapter
 from practiceflow.api import Client
 from practiceflow.engine import run_action
 from practiceflow.engine.masking import personal_values
-from practiceflow.errors import InDoubtError, PracticeflowError
+from practiceflow.errors import ConfigError, InDoubtError, PracticeflowError
 from practiceflow.manifest import (
     ActionModule,
     ModuleRegistry,
@@ -237,6 +237,12 @@ def run_case(
     if target is None or registry is None:
         target, registry = load_target(test, registry)
     if cassette is None and case.cassette is not None and fallback is None:
+        if not case.cassette.exists():
+            message = (
+                f"{test.display}:{case.line} given.cassette: {case.given['cassette']} does not "
+                "exist yet; record it with 'practiceflow test --record'"
+            )
+            raise ConfigError(message)
         cassette = load_cassette(case.cassette)
     values = case_personal_values(target, registry, case)
     answers = ScriptedAnswers(

@@ -174,7 +174,8 @@ def _trigger(expected: Mapping[str, Any], result: CaseResult) -> list[str]:
         if not events:
             out.append("event: expected one, got no event")
         elif all(candidates):
-            out += min(candidates, key=lambda lines: len(lines))
+            nearest = sorted(candidates, key=len)[0]
+            out += nearest
     if "key" in expected and expected["key"] != result.key:
         out.append(f"key: expected {expected['key']!r}, got {result.key!r}")
     return out

@@ -34,7 +34,7 @@ from practiceflow.testing._recording import make_cassette, registry_personal_nam
 from practiceflow.testing._replay import CassetteRecorder
 from practiceflow.testing._sandbox import running_sandbox
 
-__all__ = ["Server", "record_case", "server"]
+__all__ = ["Server", "record_case", "recording_server"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Server:
 
 
 @contextmanager
-def server(base_url: str | None) -> Iterator[Server]:
+def recording_server(base_url: str | None) -> Iterator[Server]:
     """The server to record against: ``base_url`` with the environment's credentials, or
     a sandbox started on 127.0.0.1 for the duration (its read-write credentials)."""
     if base_url is not None:
