@@ -93,6 +93,7 @@ TESTING = [
     "request_differences",
     "run_all",
     "run_case",
+    "run_recipe_once",
     "run_test_file",
     "running_sandbox",
     "save_cassette",

@@ -29,7 +29,13 @@
 from __future__ import annotations
 
 from practiceflow.testing._case import TestCase, TestFile, load_test_file
-from practiceflow.testing._case_run import CaseResult, StepView, load_target, run_case
+from practiceflow.testing._case_run import (
+    CaseResult,
+    StepView,
+    load_target,
+    run_case,
+    run_recipe_once,
+)
 from practiceflow.testing._cassette import (
     CASSETTE_VERSION,
     Cassette,
@@ -100,6 +106,7 @@ __all__ = [
     "request_differences",
     "run_all",
     "run_case",
+    "run_recipe_once",
     "run_test_file",
     "running_sandbox",
     "save_cassette",

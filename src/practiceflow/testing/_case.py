@@ -48,6 +48,7 @@ __all__ = [
     "TestCase",
     "TestFile",
     "load_test_file",
+    "test_file_from",
 ]
 
 #: The suffix that marks a test file.
@@ -239,6 +240,23 @@ def load_test_file(path: str | Path, *, display: str | None = None) -> TestFile:
     """
     target = Path(path)
     located, file = read_located(target, display or str(path))
+    return test_file_from(located, target, file)
+
+
+def test_file_from(located: Located, path: Path, file: str) -> TestFile:
+    """Check a test document (read from ``path``, or built in code) and read it.
+
+    Args:
+        located: the document and its positions (empty positions for one built in code).
+        path: the file it is (or stands for): relative paths in it are read from its folder.
+        file: its name in messages.
+
+    Returns:
+        The test file.
+
+    Raises:
+        ManifestError: with every problem, each naming the file, line and field.
+    """
     data = located.data
     if not isinstance(data, Mapping):
         message = "expected a mapping with recipe (or module) and cases at the top"
@@ -246,10 +264,10 @@ def load_test_file(path: str | Path, *, display: str | None = None) -> TestFile:
     issues = issues_for(_validator(), data, file=file, located=located)
     if not issues:
         issues += _kind_issues(data, file, located)
-        issues += _path_issues(data, target.parent, file, located)
+        issues += _path_issues(data, path.parent, file, located)
     if issues:
         raise ManifestError(issues)
-    base = target.parent
+    base = path.parent
     cases = []
     for index, raw in enumerate(data["cases"]):
         given = dict(raw.get("given") or {})
@@ -269,4 +287,4 @@ def load_test_file(path: str | Path, *, display: str | None = None) -> TestFile:
         )
     recipe = (base / data["recipe"]).resolve() if "recipe" in data else None
     modules = (base / data["modules"]).resolve() if "modules" in data else None
-    return TestFile(target, file, recipe, data.get("module"), modules, tuple(cases), located)
+    return TestFile(path, file, recipe, data.get("module"), modules, tuple(cases), located)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,12 +34,13 @@ from practiceflow.manifest import (
     load_module,
     load_modules,
 )
+from practiceflow.manifest.yamlpos import Located
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.runner.execute import error_json
 from practiceflow.state import open_store
 from practiceflow.templating import set_clock
 from practiceflow.testing._answers import ScriptedAnswers, SentRequest
-from practiceflow.testing._case import TestCase, TestFile
+from practiceflow.testing._case import TestCase, TestFile, test_file_from
 from practiceflow.testing._cassette import Cassette, RecordedRequest, load_cassette, scrub
 from practiceflow.testing._clock import ManualClock
 from practiceflow.testing._recording import named_values, registry_personal_names
@@ -54,6 +55,7 @@ __all__ = [
     "case_personal_values",
     "load_target",
     "run_case",
+    "run_recipe_once",
     "strip_markers",
 ]
 
@@ -357,3 +359,51 @@ def _run_recipe(
     for step in recipe.recipe.steps:  # a step the run never reached
         steps.setdefault(step.id, StepView("not run"))
     return CaseResult(status, steps)
+
+
+def run_recipe_once(
+    recipe: str | Path,
+    event: Mapping[str, Any] | None = None,
+    *,
+    variables: Mapping[str, Any] | None = None,
+    answers: Sequence[Mapping[str, Any]] = (),
+    cassette: str | Path | None = None,
+    now: str | None = None,
+    modules: str | Path | None = None,
+) -> CaseResult:
+    """Run a recipe offline for one event, as a test file's case would (from Python).
+
+    Args:
+        recipe: the recipe file.
+        event: the trigger event (default: the trigger's sample).
+        variables: values laid over the recipe's ``vars``.
+        answers: written answers, as in ``given.answers``.
+        cassette: a cassette file to answer the rest from.
+        now: the clock's start (ISO 8601, UTC).
+        modules: a folder of your own modules.
+
+    Returns:
+        The run: its status, each step's journal entry (``steps``) and the requests it
+        sent (``requests``), and the requests nothing answered (``problems``).
+
+    Raises:
+        ManifestError: the recipe, a module or an answer does not load.
+    """
+    path = Path(recipe).resolve()
+    given: dict[str, Any] = {"event": dict(event) if event is not None else "sample"}
+    if variables:
+        given["vars"] = dict(variables)
+    if answers:
+        given["answers"] = [dict(answer) for answer in answers]
+    if cassette is not None:
+        given["cassette"] = str(Path(cassette).resolve())
+    if now is not None:
+        given["now"] = now
+    document: dict[str, Any] = {
+        "recipe": str(path),
+        "cases": [{"name": "run", "given": given, "expect": {}}],
+    }
+    if modules is not None:
+        document["modules"] = str(Path(modules).resolve())
+    test = test_file_from(Located(document), path, f"{path.name} (run from Python)")
+    return run_case(test, test.cases[0])
