@@ -98,6 +98,7 @@ TESTING = [
     "running_sandbox",
     "save_cassette",
     "scrub",
+    "test_file_from",
 ]
 
 

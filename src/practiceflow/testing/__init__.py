@@ -28,7 +28,7 @@
 
 from __future__ import annotations
 
-from practiceflow.testing._case import TestCase, TestFile, load_test_file
+from practiceflow.testing._case import TestCase, TestFile, load_test_file, test_file_from
 from practiceflow.testing._case_run import (
     CaseResult,
     StepView,
@@ -111,4 +111,5 @@ __all__ = [
     "running_sandbox",
     "save_cassette",
     "scrub",
+    "test_file_from",
 ]

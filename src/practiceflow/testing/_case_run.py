@@ -31,6 +31,7 @@ from practiceflow.manifest import (
     ActionModule,
     ModuleRegistry,
     TriggerModule,
+    default_registry,
     load_module,
     load_modules,
 )
@@ -116,7 +117,9 @@ def load_target(test: TestFile, registry: ModuleRegistry | None = None) -> tuple
         ManifestError, ConfigError: it does not load (the message names its file).
     """
     if registry is None:
-        registry = load_modules([test.modules] if test.modules else [])
+        # The shipped modules are loaded once per process; a folder of one's own each time
+        # (a test run sees its latest edit).
+        registry = load_modules([test.modules]) if test.modules else default_registry()
     if test.recipe is not None:
         return validate_recipe(test.recipe, registry=registry), registry
     path = test.module_path()
