@@ -146,8 +146,8 @@ def trigger_test(key: str) -> dict[str, Any]:
 def write(document: dict[str, Any], path: Path) -> None:
     """Write a test file with a line saying where it came from."""
     header = (
-        f"# The tests of the shipped module {document['module']!r}, first written from its cassette\n"
-        "# by tests/conformance/module_tests.py; run with `practiceflow test` or pytest.\n"
+        f"# The tests of the shipped module {document['module']!r}, first written from its\n"
+        "# cassette by tests/conformance/module_tests.py; run with `practiceflow test` or pytest.\n"
     )
     text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
     path.write_text(header + text, encoding="utf-8")
