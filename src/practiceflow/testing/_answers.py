@@ -18,7 +18,7 @@ is reported by the case with the differences to the nearest recorded request.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import requests
@@ -147,6 +147,11 @@ class ScriptedAnswers(BaseAdapter):
             "or record a cassette (practiceflow test --record)"
         )
         raise requests.ConnectTimeout("no answer written")
+
+    def assign_unclaimed(self, step: str) -> None:
+        """Give the requests sent outside any step so far (a step's checks, before its
+        first journal point) to ``step``."""
+        self.sent = [replace(sent, step=step) if not sent.step else sent for sent in self.sent]
 
     def _where(self) -> str:
         return f"step {self.step}: " if self.step else ""

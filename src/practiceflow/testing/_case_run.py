@@ -343,8 +343,12 @@ def _run_recipe(
     payload = case_event(recipe, case)
 
     def on_point(label: str) -> None:
-        _, _, sid = label.partition(":")
-        answers.step = sid
+        # A step's checks (reads before its request) come before its first label: the
+        # requests sent since the last step finished are its own.
+        moment, _, sid = label.partition(":")
+        if moment == "pending" and answers.step != sid:
+            answers.assign_unclaimed(sid)
+        answers.step = "" if moment == "done" else sid
 
     with (
         tempfile.TemporaryDirectory() as folder,
@@ -359,6 +363,9 @@ def _run_recipe(
             for step in store.get_steps(outcome.run_id):
                 steps[step.step_id] = StepView(step.status, step.output, step.error)
         status = outcome.status if outcome is not None else "skipped"
+    unfinished = [sid for sid, view in steps.items() if view.status not in ("succeeded", "skipped")]
+    if unfinished:  # a step that failed before its request: its checks' requests are its own
+        answers.assign_unclaimed(unfinished[0])
     for step in recipe.recipe.steps:  # a step the run never reached
         steps.setdefault(step.id, StepView("not run"))
     return CaseResult(status, steps)

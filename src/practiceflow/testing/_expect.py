@@ -194,7 +194,7 @@ def case_differences(case: TestCase, result: CaseResult, *, recipe: bool) -> lis
         Lines naming the step (for a recipe) and the field.
     """
     expect = case.expect
-    out = list(result.problems)
+    out = list(dict.fromkeys(result.problems))  # a read retried asks the same thing again
     out += [f"unused: {line}" for line in result.unused]
     if not recipe:
         out += _step(expect, result.steps.get("", StepView(result.status)))
