@@ -157,7 +157,7 @@ def _record(
                     click.echo(f"note: {test.display}:{case.line} {case.name}: names no "
                                "given.cassette; not recorded", err=True)  # fmt: skip
                     continue
-                written, result = record_case(test, case, where)
+                written, _, result = record_case(test, case, where)
                 click.echo(f"recorded {written}", err=True)
                 lines = case_differences(case, result, recipe=test.recipe is not None)
                 outcome = CaseOutcome(

@@ -58,7 +58,9 @@ def recording_server(base_url: str | None) -> Iterator[Server]:
         yield Server(sandbox.base_url("anz"), client_id, secret)
 
 
-def record_case(test: TestFile, case: TestCase, where: Server) -> tuple[Path, CaseResult]:
+def record_case(
+    test: TestFile, case: TestCase, where: Server
+) -> tuple[Path, CaseResult, CaseResult]:
     """Record one case's cassette and replay the case from it.
 
     Args:
@@ -67,7 +69,8 @@ def record_case(test: TestFile, case: TestCase, where: Server) -> tuple[Path, Ca
         where: the server to record against.
 
     Returns:
-        The cassette written, and the result of replaying the case from it.
+        The cassette written, what the case came to against the server, and what it came
+        to replayed from the new cassette (offline).
 
     Raises:
         ConfigError: the case names no cassette, or the server refused the credentials.
@@ -82,7 +85,7 @@ def record_case(test: TestFile, case: TestCase, where: Server) -> tuple[Path, Ca
         del clock
         return Client(where.client_id, where.secret, base_url=where.base_url, session=session)
 
-    run_case(
+    live = run_case(
         test,
         case,
         target=target,
@@ -94,7 +97,7 @@ def record_case(test: TestFile, case: TestCase, where: Server) -> tuple[Path, Ca
     cassette = _cassette(test, case, target, registry, recorder, where)
     path = save_cassette(cassette, case.cassette)
     replayed = run_case(test, case, target=target, registry=registry)
-    return path, replayed
+    return path, live, replayed
 
 
 def _cassette(
