@@ -98,7 +98,7 @@ TESTING = [
     "running_sandbox",
     "save_cassette",
     "scrub",
-    "test_file_from",
+    "build_test_file",
 ]
 
 

@@ -29,10 +29,10 @@ from conformance.record import SINCE, TODAY  # noqa: E402 - after the path is se
 from practiceflow.manifest import default_registry  # noqa: E402
 from practiceflow.manifest.yamlpos import Located  # noqa: E402
 from practiceflow.testing import (  # noqa: E402
+    build_test_file,
     load_cassette,
     load_target,
     run_case,
-    test_file_from,
 )
 
 CASSETTES = TESTS / "cassettes" / "default"
@@ -77,7 +77,7 @@ def _request(exchange: Any) -> dict[str, Any]:
 
 
 def _run(document: dict[str, Any], path: Path) -> Any:
-    test = test_file_from(Located(document), path, path.name)
+    test = build_test_file(Located(document), path, path.name)
     target, registry = load_target(test)
     return run_case(test, test.cases[0], target=target, registry=registry)
 

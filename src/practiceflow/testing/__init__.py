@@ -28,7 +28,7 @@
 
 from __future__ import annotations
 
-from practiceflow.testing._case import TestCase, TestFile, load_test_file, test_file_from
+from practiceflow.testing._case import TestCase, TestFile, build_test_file, load_test_file
 from practiceflow.testing._case_run import (
     CaseResult,
     StepView,
@@ -64,6 +64,7 @@ from practiceflow.testing._sandbox import (
     SandboxHandle,
     running_sandbox,
 )
+from practiceflow.testing._scaffold import write_module_test, write_recipe_test
 from practiceflow.testing._suite import (
     CaseOutcome,
     find_test_files,
@@ -71,6 +72,7 @@ from practiceflow.testing._suite import (
     run_all,
     run_test_file,
 )
+from practiceflow.testing._untested import untested
 
 __all__ = [
     "CASSETTE_VERSION",
@@ -92,6 +94,7 @@ __all__ = [
     "StepView",
     "TestCase",
     "TestFile",
+    "build_test_file",
     "case_differences",
     "find_test_files",
     "junit_xml",
@@ -111,5 +114,7 @@ __all__ = [
     "running_sandbox",
     "save_cassette",
     "scrub",
-    "test_file_from",
+    "untested",
+    "write_module_test",
+    "write_recipe_test",
 ]

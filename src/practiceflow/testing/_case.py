@@ -47,8 +47,8 @@ __all__ = [
     "Answer",
     "TestCase",
     "TestFile",
+    "build_test_file",
     "load_test_file",
-    "test_file_from",
 ]
 
 #: The suffix that marks a test file.
@@ -240,10 +240,10 @@ def load_test_file(path: str | Path, *, display: str | None = None) -> TestFile:
     """
     target = Path(path)
     located, file = read_located(target, display or str(path))
-    return test_file_from(located, target, file)
+    return build_test_file(located, target, file)
 
 
-def test_file_from(located: Located, path: Path, file: str) -> TestFile:
+def build_test_file(located: Located, path: Path, file: str) -> TestFile:
     """Check a test document (read from ``path``, or built in code) and read it.
 
     Args:

@@ -41,7 +41,7 @@ from practiceflow.runner.execute import error_json
 from practiceflow.state import open_store
 from practiceflow.templating import set_clock
 from practiceflow.testing._answers import ScriptedAnswers, SentRequest
-from practiceflow.testing._case import TestCase, TestFile, test_file_from
+from practiceflow.testing._case import TestCase, TestFile, build_test_file
 from practiceflow.testing._cassette import Cassette, RecordedRequest, load_cassette, scrub
 from practiceflow.testing._clock import ManualClock
 from practiceflow.testing._recording import named_values, registry_personal_names
@@ -415,5 +415,5 @@ def run_recipe_once(
     }
     if modules is not None:
         document["modules"] = str(Path(modules).resolve())
-    test = test_file_from(Located(document), path, f"{path.name} (run from Python)")
+    test = build_test_file(Located(document), path, f"{path.name} (run from Python)")
     return run_case(test, test.cases[0])
