@@ -99,6 +99,9 @@ TESTING = [
     "save_cassette",
     "scrub",
     "build_test_file",
+    "untested",
+    "write_module_test",
+    "write_recipe_test",
 ]
 
 
