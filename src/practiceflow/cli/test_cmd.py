@@ -24,11 +24,15 @@ __all__ = ["test_command"]
 _EXAMPLES = """
 \b
 Examples:
-  practiceflow test                              # every *.test.yaml under this folder
-  practiceflow test recipes/tests/onboard.test.yaml
-  practiceflow test my_modules/ --junit-xml reports/practiceflow.xml
-  practiceflow test --record recipes/tests/      # record each case's cassette (sandbox)
+  practiceflow test
+  practiceflow test recipes/tests/proposal_to_bill_and_eform.test.yaml
+  practiceflow test recipes/tests/ --junit-xml reports/practiceflow.xml
+  practiceflow test --record recipes/tests/
   practiceflow test --record --base-url http://127.0.0.1:8765/anz recipes/tests/
+
+\b
+Without PATH, every *.test.yaml under this folder. --record starts a sandbox on 127.0.0.1
+unless --base-url names a server (credentials from the environment or profile).
 
 \b
 A test file names a recipe (or a module) and its cases: given an event, vars, the clock
