@@ -223,3 +223,14 @@ def test_the_shipped_test_files_load() -> None:
     assert len(files) == 4 + 57 + 13
     for path in files:
         assert load_test_file(path).cases
+
+
+def test_files_run_in_worker_processes_come_out_the_same(tmp_path: Path) -> None:
+    from practiceflow.testing import run_all
+
+    files = [_copy_example(tmp_path / "a"), _copy_example(tmp_path / "b")]
+    _plant(tmp_path / "b" / f"{RECIPE}.yaml", "fee: 300", "fee: 350")
+    alone = [(o.name, o.result, o.lines) for o in run_all(files)]
+    together = [(o.name, o.result, o.lines) for o in run_all(files, jobs=2)]
+    assert together == alone
+    assert [result for _, result, _ in alone].count("failed") == 2

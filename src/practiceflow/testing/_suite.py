@@ -8,6 +8,7 @@ asked; :func:`junit_xml` writes the JUnit XML that CI services read.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import time
 import xml.etree.ElementTree as ET
@@ -165,12 +166,21 @@ def run_all(
                 results.append(outcome)
         return results
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_quiet_worker
+    ) as pool:
         for outcomes in pool.map(run_test_file, files):
             for outcome in outcomes:
                 report(outcome)
                 results.append(outcome)
     return results
+
+
+def _quiet_worker() -> None:
+    """A worker reports outcomes, not the engine's warnings about the faults a test planted."""
+    logger = logging.getLogger("practiceflow")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
 
 
 def junit_xml(outcomes: Sequence[CaseOutcome], path: str | Path) -> Path:
