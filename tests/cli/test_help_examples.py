@@ -47,7 +47,6 @@ RUNNABLE = (
     "practiceflow sandbox requests",
     "practiceflow sandbox clock",
     "practiceflow sandbox reset",
-    "practiceflow test recipes/tests/",
 )
 #: Examples run for real as written whole (a prefix would take their siblings that need a
 #: profile, a subscription or a fleet).

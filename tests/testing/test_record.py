@@ -14,11 +14,11 @@ from practiceflow.api import Client
 from practiceflow.cli import cli
 from practiceflow.testing import (
     SandboxHandle,
+    Server,
     load_test_file,
     record_case,
     run_case,
 )
-from practiceflow.testing._recorder import Server
 
 pytestmark = pytest.mark.integration
 
