@@ -125,7 +125,7 @@ def test_recipes_new_hint_with_modules_runs_as_printed(
     args = ["recipes", "new", "welcome", "--trigger", "new_client", "--step", "read_client"]
     result = CliRunner().invoke(cli, [*args, "--modules", "my modules"])
     assert result.exit_code == 0, result.output
-    hint = result.output.split("try it with: ", 1)[1].strip()
+    hint = result.output.split("try it with: ", 1)[1].splitlines()[0].strip()
     assert hint == "practiceflow run recipes/welcome.yaml --modules 'my modules' --dry-run"
     program, *words = shlex.split(hint)
     assert program == "practiceflow"

@@ -126,7 +126,10 @@ def test_normalize_takes_a_declared_difference_out_of_both_sides() -> None:
     ("text", "where"),
     [
         ("version: 2\nmodule: x\nkind: action\nexchanges: []\n", "version: got 2; expected 1"),
-        ("version: 1\nmodule: x\nkind: recipe\nexchanges: []\n", "kind: got 'recipe'"),
+        (
+            "version: 1\nmodule: x\nkind: flow\nexchanges: []\n",
+            "kind: got 'flow'; valid values are action, trigger, recipe",
+        ),
         (
             "version: 1\nmodule: x\nkind: action\nexchanges: [{request: {}}]\n",
             "exchanges[0].request",

@@ -69,6 +69,9 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     "serve": LazyCommand(
         "practiceflow.cli.runs", "serve", "Run recipes as a service (receiver + pollers)."
     ),
+    "test": LazyCommand(
+        "practiceflow.cli.test_cmd", "test_command", "Test recipes and modules offline."
+    ),
     "triggers": LazyCommand(
         "practiceflow.cli.triggers", "triggers", "Subscribe, check and poll triggers."
     ),

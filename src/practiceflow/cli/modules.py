@@ -253,6 +253,22 @@ def _validate_file(path: Path, registry: Callable[[], ModuleRegistry | None]) ->
     return []
 
 
+def _warn_untested(files: Sequence[Path], module_dirs: Sequence[Path]) -> None:
+    """Name each recipe or module no test file names (a warning; the exit code stays)."""
+    from practiceflow.testing import untested
+
+    for folder in module_dirs:
+        for kind in ("actions", "triggers", "."):
+            if (folder / kind).is_dir():
+                files = [*files, *sorted((folder / kind).glob("*.yaml"))]
+    for file in untested(dict.fromkeys(files)):
+        click.echo(
+            f"warning: {file} has no test (a *.test.yaml naming it, beside it or in tests/);"
+            " see docs/testing.md",
+            err=True,
+        )
+
+
 @modules.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @_modules_option
@@ -290,12 +306,21 @@ def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
         except ManifestError as exc:
             issues.extend(exc.issues)
         checked = -1
+    validated: list[Path] = []
     for path in paths:
         files = (
-            sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+            sorted(
+                p
+                for p in path.rglob("*")
+                if p.suffix in (".yaml", ".yml")
+                # tests and their cassettes are checked by 'practiceflow test'
+                and not p.name.endswith((".test.yaml", ".test.yml"))
+                and "cassettes" not in p.relative_to(path).parts
+            )
             if path.is_dir()
             else [path]
         )
+        validated += files
         for file in files:
             checked += 1
             try:
@@ -304,6 +329,7 @@ def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
                 issues.extend(exc.issues)
     for note in notes:
         click.echo(f"note: {note}", err=True)
+    _warn_untested(validated, module_dirs)
     for issue in issues:
         click.echo(str(issue), err=True)
     if issues:
@@ -344,6 +370,8 @@ def new(key: str, copy_from: str | None, folder: Path, force: bool) -> None:
 
     path = new_module(key, folder, copy_from=copy_from, force=force)
     click.echo(f"wrote {path}; check it with: practiceflow modules validate --modules {folder}")
+    test = folder / "tests" / f"{key}.test.yaml"
+    click.echo(f"wrote {test}; run it with: practiceflow test {test}")
 
 
 @modules.command("docs")

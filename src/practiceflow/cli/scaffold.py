@@ -170,6 +170,9 @@ def new_module(
         path.unlink()
         message = f"the scaffold of {key!r} does not validate: {exc}"
         raise BugError(message) from None
+    from practiceflow.testing import write_module_test
+
+    write_module_test(path, folder / "tests", key)  # a passing first test, in DIR/tests/
     return path
 
 
@@ -357,6 +360,11 @@ def new_recipe(
     flags = [part for folder in module_dirs for part in ("--modules", str(folder))]
     hint = shlex.join(["practiceflow", "run", str(path), *flags, "--dry-run"])
     click.echo(f"wrote {path}; try it with: {hint}")
+    from practiceflow.testing import write_recipe_test
+
+    modules = module_dirs[0] if module_dirs else None
+    test = write_recipe_test(path, path.parent / "tests", modules)
+    click.echo(f"wrote {test}; run it with: practiceflow test {test}")
 
 
 def _check() -> None:

@@ -24,6 +24,8 @@ from practiceflow.manifest.validation import did_you_mean
 __all__ = ["ModuleRegistry", "default_registry", "discover", "load_modules"]
 
 _SUFFIXES = (".yaml", ".yml")
+#: Test files (``practiceflow test``) may sit beside modules; they are not modules.
+_TESTS = (".test.yaml", ".test.yml")
 
 
 @dataclass
@@ -78,7 +80,13 @@ def _files(folder: Traversable) -> list[Traversable]:
     # Anything named like a module but a folder is loaded, so that a FIFO, a device or a
     # dangling link is reported (not a regular file) instead of silently skipped.
     return sorted(
-        (item for item in folder.iterdir() if item.name.endswith(_SUFFIXES) and not item.is_dir()),
+        (
+            item
+            for item in folder.iterdir()
+            if item.name.endswith(_SUFFIXES)
+            and not item.name.endswith(_TESTS)  # a test file beside its module
+            and not item.is_dir()
+        ),
         key=lambda item: item.name,
     )
 

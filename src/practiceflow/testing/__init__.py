@@ -21,10 +21,25 @@
   file), recorded with :class:`CassetteRecorder` and replayed without a server by
   :class:`CassettePlayer` (:mod:`._replay`); :func:`make_cassette` turns a recording into
   a cassette with personal values and secrets scrubbed (:mod:`._recording`).
+
+* test files (``*.test.yaml``, :mod:`._case`): cases of a recipe or module, each ``given``
+  an event, vars, a clock and the API's answers, and what to ``expect`` of each step; run
+  offline by :func:`run_case` / :func:`run_test_file` (``practiceflow test``), compared by
+  :func:`case_differences`, recorded by :func:`record_case`. :class:`FakeClock` is the
+  fake clock they run on. The pytest plugin (:mod:`practiceflow.testing.pytest_plugin`)
+  collects test files as items and gives Python tests the same pieces as fixtures.
 """
 
 from __future__ import annotations
 
+from practiceflow.testing._case import TestCase, TestFile, build_test_file, load_test_file
+from practiceflow.testing._case_run import (
+    CaseResult,
+    StepView,
+    load_target,
+    run_case,
+    run_recipe_once,
+)
 from practiceflow.testing._cassette import (
     CASSETTE_VERSION,
     Cassette,
@@ -36,6 +51,8 @@ from practiceflow.testing._cassette import (
     scrub,
 )
 from practiceflow.testing._clock import FakeClock
+from practiceflow.testing._expect import case_differences
+from practiceflow.testing._recorder import Server, record_case, recording_server
 from practiceflow.testing._recording import make_cassette, personal_names
 from practiceflow.testing._replay import (
     REPLAY_BASE_URL,
@@ -51,10 +68,21 @@ from practiceflow.testing._sandbox import (
     SandboxHandle,
     running_sandbox,
 )
+from practiceflow.testing._scaffold import write_module_test, write_recipe_test
+from practiceflow.testing._suite import (
+    CaseOutcome,
+    find_test_files,
+    junit_xml,
+    run_all,
+    run_test_file,
+)
+from practiceflow.testing._untested import untested
 
 __all__ = [
     "CASSETTE_VERSION",
     "REPLAY_BASE_URL",
+    "CaseOutcome",
+    "CaseResult",
     "Cassette",
     "CassetteMismatch",
     "CassettePlayer",
@@ -66,12 +94,31 @@ __all__ = [
     "RecordedResponse",
     "SandboxConfig",
     "SandboxHandle",
+    "Server",
+    "StepView",
+    "TestCase",
+    "TestFile",
+    "build_test_file",
+    "case_differences",
+    "find_test_files",
+    "junit_xml",
     "load_cassette",
+    "load_target",
+    "load_test_file",
     "make_cassette",
     "personal_names",
+    "record_case",
     "recorded_request",
+    "recording_server",
     "request_differences",
+    "run_all",
+    "run_case",
+    "run_recipe_once",
+    "run_test_file",
     "running_sandbox",
     "save_cassette",
     "scrub",
+    "untested",
+    "write_module_test",
+    "write_recipe_test",
 ]

@@ -4,7 +4,7 @@ A cassette is a YAML file::
 
     version: 1
     module: find_clients        # an action or trigger key
-    kind: action                # action | trigger
+    kind: action                # action | trigger | recipe
     preset: default             # the sandbox variant preset it was recorded under
     input: {limit: 120}         # the module's input (personal values scrubbed)
     exchanges:
@@ -142,8 +142,8 @@ class Cassette:
     """A module's recorded exchange (see the module docstring for the file).
 
     Attributes:
-        module: the action or trigger key.
-        kind: ``action`` or ``trigger``.
+        module: the action or trigger key (a recipe's cassette: the recipe's name).
+        kind: ``action``, ``trigger`` or ``recipe`` (a test case's whole run).
         preset: the sandbox preset it was recorded under.
         input: the module's input (a trigger's: its poll settings, usually empty).
         exchanges: the requests in the order they were sent, each with its answer.
@@ -151,7 +151,7 @@ class Cassette:
     """
 
     module: str
-    kind: Literal["action", "trigger"]
+    kind: Literal["action", "trigger", "recipe"]
     preset: str
     input: dict[str, Any]
     exchanges: tuple[Exchange, ...]
@@ -247,8 +247,9 @@ def cassette_from_dict(raw: Any, source: str = "<cassette>") -> Cassette:
         message = f"got {raw.get('version')!r}; expected {CASSETTE_VERSION}"
         raise _problem(source, "version", message)
     kind = raw.get("kind")
-    if kind not in ("action", "trigger"):
-        raise _problem(source, "kind", f"got {kind!r}; valid values are action, trigger")
+    if kind not in ("action", "trigger", "recipe"):
+        message = f"got {kind!r}; valid values are action, trigger, recipe"
+        raise _problem(source, "kind", message)
     module = raw.get("module")
     if not isinstance(module, str) or not module:
         raise _problem(source, "module", f"got {module!r}; expected a module key")

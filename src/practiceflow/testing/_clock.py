@@ -24,7 +24,7 @@ class FakeClock:
         clock.advance(timedelta(minutes=5))
 
     Args:
-        start: the wall-clock time at the start (timezone-aware).
+        start: the wall-clock time at the start (UTC; a naive time is taken as UTC).
 
     Attributes:
         start: the time it started at.
@@ -32,7 +32,7 @@ class FakeClock:
     """
 
     def __init__(self, start: datetime = DEFAULT_START) -> None:
-        self.start = start
+        self.start = start if start.tzinfo else start.replace(tzinfo=UTC)
         self.sleeps: list[float] = []
         self._elapsed = 0.0
 
@@ -45,6 +45,10 @@ class FakeClock:
         """The current wall-clock time."""
         return self.start + timedelta(seconds=self._elapsed)
 
+    def utcnow(self) -> datetime:
+        """The current wall-clock time (what templates read as ``now``: ``set_clock``)."""
+        return self.current
+
     def monotonic(self) -> float:
         """The current time in seconds, as ``time.monotonic`` (a rate budget's ``clock``)."""
         return MONOTONIC_START + self._elapsed
@@ -56,11 +60,13 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         """Sleep on the clock: record the sleep and move on by it (a rate budget's ``sleep``).
 
+        A sleep of 0 (a ``Retry-After: 0``) is recorded and moves nothing.
+
         Raises:
-            AssertionError: ``seconds`` is not positive, which would be a busy loop.
+            AssertionError: ``seconds`` is negative.
         """
-        if not seconds > 0:
-            message = f"a sleep of {seconds} would be a busy loop"
+        if not seconds >= 0:
+            message = f"a sleep of {seconds} seconds"
             raise AssertionError(message)
         self.sleeps.append(seconds)
         self._elapsed += seconds

@@ -24,7 +24,7 @@ from practiceflow.testing._cassette import (
     scrubbable,
 )
 
-__all__ = ["make_cassette", "personal_names"]
+__all__ = ["make_cassette", "named_values", "personal_names", "registry_personal_names"]
 
 PiiPaths = frozenset[tuple[str, ...]]
 
@@ -76,6 +76,30 @@ def _named(tree: Any, names: frozenset[str]) -> set[str]:
     return found
 
 
+def named_values(tree: Any, names: frozenset[str]) -> set[str]:
+    """The text of every value under a key named in ``names``, anywhere in a tree."""
+    return _named(tree, names)
+
+
+def registry_personal_names(registry: Any) -> frozenset[str]:
+    """The names of the fields any module of a registry tags ``x-pii`` or ``x-secret``
+    (inputs, outputs, events): personal or secret wherever they appear.
+
+    Args:
+        registry: a :class:`~practiceflow.manifest.ModuleRegistry`.
+
+    Returns:
+        Field names, such as ``email`` or ``webhookSecret``.
+    """
+    schemas: list[Mapping[str, Any]] = []
+    secrets: set[str] = set()
+    for action in registry.actions.values():
+        schemas += [action.input_schema, action.output.schema]
+        secrets |= {path[-1] for path in action.secret_paths if path and path[-1] != "*"}
+    schemas += [trigger.output_schema for trigger in registry.triggers.values()]
+    return personal_names(schemas) | frozenset(secrets)
+
+
 def personal_names(schemas: Iterable[Mapping[str, Any]]) -> frozenset[str]:
     """The names of the fields tagged ``x-pii`` in some schemas (the last name of each path).
 
@@ -111,7 +135,7 @@ def _row_paths(pii: PiiPaths) -> PiiPaths:
 
 def make_cassette(
     module: str,
-    kind: Literal["action", "trigger"],
+    kind: Literal["action", "trigger", "recipe"],
     preset: str,
     data: Mapping[str, Any],
     exchanges: Iterable[Exchange],
@@ -121,6 +145,7 @@ def make_cassette(
     output_schema: Mapping[str, Any] | None = None,
     secret_paths: PiiPaths = frozenset(),
     names: frozenset[str] = frozenset(),
+    extra: Iterable[str] = (),
 ) -> Cassette:
     """Build a scrubbed cassette from what a recording saw.
 
@@ -147,6 +172,7 @@ def make_cassette(
     output_pii = lint.pii_paths(output_schema) if output_schema else frozenset()
     values = _personal(data, output, recorded, input_pii, output_pii, _row_paths(output_pii))
     values |= set(personal_values(output, secret_paths))
+    values |= {value for value in extra if isinstance(value, str)}
     if names:
         values |= _named(data, names)
         for exchange in recorded:

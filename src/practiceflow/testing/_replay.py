@@ -39,6 +39,8 @@ __all__ = [
     "CassetteMismatch",
     "CassettePlayer",
     "CassetteRecorder",
+    "answer_response",
+    "mounted_session",
     "recorded_request",
     "request_differences",
 ]
@@ -128,6 +130,39 @@ def _answer(response: requests.Response) -> RecordedResponse:
     except UnicodeDecodeError:
         encoded = base64.b64encode(content).decode("ascii")
         return RecordedResponse(response.status_code, headers, {"base64": encoded}, json=False)
+
+
+def answer_response(
+    answer: RecordedResponse, request: requests.PreparedRequest
+) -> requests.Response:
+    """A ``requests`` response carrying a recorded (or written) answer to a request.
+
+    Args:
+        answer: the status, headers and body.
+        request: the request it answers.
+
+    Returns:
+        The response, its body already read.
+    """
+    response = requests.Response()
+    response.status_code = answer.status
+    headers = dict(answer.headers)
+    if answer.json and answer.body is not None:
+        headers.setdefault("Content-Type", "application/json")
+    response.headers = CaseInsensitiveDict(headers)
+    content = answer.content()
+    response.raw = io.BytesIO(content)
+    response._content = content  # the body is known: .content, .json() read it from here
+    response.encoding = "utf-8"
+    response.url = request.url or ""
+    response.request = request
+    response.reason = "OK" if answer.status < 400 else "Error"
+    return response
+
+
+def mounted_session(adapter: BaseAdapter) -> requests.Session:
+    """A session whose every request goes through ``adapter`` (no proxy of the machine)."""
+    return _mounted(adapter)
 
 
 def _mounted(adapter: BaseAdapter) -> requests.Session:
@@ -262,20 +297,7 @@ class CassettePlayer(BaseAdapter):
     def _response(
         self, answer: RecordedResponse, request: requests.PreparedRequest
     ) -> requests.Response:
-        response = requests.Response()
-        response.status_code = answer.status
-        headers = dict(answer.headers)
-        if answer.json and answer.body is not None:
-            headers.setdefault("Content-Type", "application/json")
-        response.headers = CaseInsensitiveDict(headers)
-        content = answer.content()
-        response.raw = io.BytesIO(content)
-        response._content = content  # the body is known: .content, .json() read it from here
-        response.encoding = "utf-8"
-        response.url = request.url or ""
-        response.request = request
-        response.reason = "OK" if answer.status < 400 else "Error"
-        return response
+        return answer_response(answer, request)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -1,0 +1,169 @@
+"""The API's answers in a test: written in the test file, recorded in a cassette, or both.
+
+:class:`ScriptedAnswers` is a ``requests`` transport adapter mounted under a real
+:class:`practiceflow.api.Client` (the client's one transport seam), so a recipe step, an
+action or a poll sends exactly as it would to the API, and nothing leaves the process.
+Each request is answered by the first answer written in the test (``given.answers``) that
+is left and matches its method, path and query; else by the cassette
+(:class:`~._replay.CassettePlayer`, which matches the whole request). A written answer can
+be a fault: ``drop`` (the request left and no answer came: a timeout), ``refuse`` (the
+connection was refused before anything was sent), or any status (429 with
+``Retry-After``, 500 ...).
+
+A request nothing answers is refused as a connection that never opened (the client then
+knows for certain nothing was sent, so no write can be in doubt because of the test), and
+is reported by the case with the differences to the nearest recorded request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import requests
+from requests.adapters import BaseAdapter
+
+from practiceflow.testing._case import Answer
+from practiceflow.testing._cassette import Cassette, RecordedRequest, RecordedResponse
+from practiceflow.testing._replay import (
+    REPLAY_BASE_URL,
+    CassetteMismatch,
+    CassettePlayer,
+    answer_response,
+    mounted_session,
+    recorded_request,
+)
+
+__all__ = ["ScriptedAnswers", "SentRequest"]
+
+
+@dataclass(frozen=True)
+class SentRequest:
+    """One request a case sent.
+
+    Attributes:
+        step: the recipe step it was sent for (``""`` for a module's own test).
+        request: the request as sent.
+        answered: how it was answered: ``answers[i]``, ``cassette`` or ``nothing``.
+    """
+
+    step: str
+    request: RecordedRequest
+    answered: str
+
+
+def _query_matches(wanted: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
+    return all(name in sent and str(sent[name]) == str(value) for name, value in wanted.items())
+
+
+class ScriptedAnswers(BaseAdapter):
+    """Answers a case's requests (see the module docstring).
+
+    Args:
+        answers: the answers written in the test.
+        cassette: a recorded exchange to answer the rest from.
+        normalize: applied to a request (sent and recorded) before it is compared with the
+            cassette (the run-unique marker and scrubbed personal values are taken out).
+        base_url: the base URL of the client it is mounted under.
+        fallback: where a request no written answer matches goes instead of the cassette
+            (a recording sends it on to a server).
+
+    Attributes:
+        step: the step requests are sent for now (set by the case's runner).
+        sent: every request, in order.
+        problems: requests nothing answered, each with why.
+    """
+
+    def __init__(
+        self,
+        answers: Sequence[Answer] = (),
+        cassette: Cassette | None = None,
+        *,
+        normalize: Callable[[RecordedRequest], RecordedRequest] | None = None,
+        base_url: str = REPLAY_BASE_URL,
+        fallback: BaseAdapter | None = None,
+    ) -> None:
+        super().__init__()
+        self.base_url = base_url
+        self.fallback = fallback
+        self.answers = list(answers)
+        self._left = [answer.times for answer in self.answers]
+        self.player = (
+            CassettePlayer(cassette, base_url=REPLAY_BASE_URL, normalize=normalize)
+            if cassette is not None
+            else None
+        )
+        self.step = ""
+        self.sent: list[SentRequest] = []
+        self.problems: list[str] = []
+
+    def session(self) -> requests.Session:
+        """A session whose every request this adapter answers."""
+        return mounted_session(self)
+
+    def _written(self, request: RecordedRequest) -> int | None:
+        for index, answer in enumerate(self.answers):
+            if (
+                self._left[index] > 0
+                and answer.method == request.method
+                and answer.path == request.path
+                and _query_matches(answer.query, request.query)
+            ):
+                return index
+        return None
+
+    def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
+        """Answer one request, or refuse it as never sent."""
+        raw = recorded_request(request, self.base_url)
+        index = self._written(raw)
+        if index is not None:
+            self._left[index] -= 1
+            self.sent.append(SentRequest(self.step, raw, f"answers[{index}]"))
+            answer = self.answers[index]
+            if answer.refuse:
+                raise requests.ConnectTimeout(f"refused by the test ({answer.where})")
+            if answer.drop:
+                raise requests.ReadTimeout(f"no answer, by the test ({answer.where})")
+            recorded = RecordedResponse(answer.status, dict(answer.headers), answer.body)
+            return answer_response(recorded, request)
+        if self.fallback is not None:
+            self.sent.append(SentRequest(self.step, raw, "server"))
+            return self.fallback.send(request, *args, **kwargs)
+        if self.player is not None:
+            try:
+                response = self.player.send(request, *args, **kwargs)
+            except CassetteMismatch as exc:
+                self.sent.append(SentRequest(self.step, raw, "nothing"))
+                self.problems.append(self._where() + str(exc))
+                raise requests.ConnectTimeout("no recorded answer") from None
+            self.sent.append(SentRequest(self.step, raw, "cassette"))
+            return response
+        self.sent.append(SentRequest(self.step, raw, "nothing"))
+        query = "&".join(f"{k}={v}" for k, v in raw.query.items())
+        short = f"{raw.method} {raw.path}" + (f"?{query}" if query else "")
+        self.problems.append(
+            f"{self._where()}{short} has no answer: write one under given.answers "
+            "or record a cassette (practiceflow test --record)"
+        )
+        raise requests.ConnectTimeout("no answer written")
+
+    def assign_unclaimed(self, step: str) -> None:
+        """Give the requests sent outside any step so far (a step's checks, before its
+        first journal point) to ``step``."""
+        self.sent = [replace(sent, step=step) if not sent.step else sent for sent in self.sent]
+
+    def _where(self) -> str:
+        return f"step {self.step}: " if self.step else ""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def unused(self) -> list[str]:
+        """Answers written in the test that no request asked for (a recorded exchange left
+        unplayed is not one: a cassette may serve cases that stop early, or a fault)."""
+        return [
+            f"answers[{index}] {answer.describe()} ({answer.where}) was never asked for"
+            for index, answer in enumerate(self.answers)
+            if self._left[index] > 0
+        ]

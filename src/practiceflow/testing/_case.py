@@ -1,0 +1,290 @@
+"""The test file format (``*.test.yaml``): what a person writes to test a recipe or a module.
+
+A test file names what it tests and holds cases, each ``given`` what the world looks like
+and what to ``expect`` (the format is checked against ``manifests/test.schema.json``, and
+every problem names the file, line and field)::
+
+    recipe: ../proposal_to_bill_and_eform.yaml     # or  module: create_bill
+    cases:
+      - name: an accepted proposal is billed the fee, and the form follows
+        given:
+          event: {entityKey: 66f52ac4-8158-444d-90de-69dbd17646e8}
+          vars: {fee: 300}
+          now: "2026-11-27T09:00:00Z"
+          cassette: cassettes/accepted.yaml          # recorded answers, or inline:
+          answers:
+            - {method: POST, path: /api/v1/bills, status: 429, headers: {Retry-After: "2"}}
+        expect:
+          status: succeeded
+          steps:
+            bill:
+              request: {method: POST, path: /api/v1/bills, body: {lineItems: [{amount: 300}]}}
+              output: {billTotal: 330.0}
+            form: {status: skipped}
+
+``docs/testing.md`` is the guide to every key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Final
+
+from jsonschema import Draft202012Validator
+
+from practiceflow.errors import Issue, ManifestError
+from practiceflow.manifest.loader import read_located
+from practiceflow.manifest.validation import issues_for, meta_schema
+from practiceflow.manifest.yamlpos import Located
+
+__all__ = [
+    "DEFAULT_NOW",
+    "TEST_SUFFIX",
+    "Answer",
+    "TestCase",
+    "TestFile",
+    "build_test_file",
+    "load_test_file",
+]
+
+#: The suffix that marks a test file.
+TEST_SUFFIX: Final = ".test.yaml"
+#: The clock of a case that does not set ``given.now``.
+DEFAULT_NOW: Final = "2026-01-05T09:00:00Z"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer written in a test (``given.answers[i]``).
+
+    Attributes:
+        method: the request's method it answers.
+        path: the request's path (under the base URL).
+        query: query parameters the request must carry (a subset).
+        status: the HTTP status.
+        headers: answer headers (``Retry-After`` ...).
+        body: the JSON body.
+        drop: the request left and its answer never came (a timeout).
+        refuse: the connection was refused before anything was sent.
+        times: how many matching requests it answers.
+        where: ``file:line`` of the answer, for messages.
+    """
+
+    method: str
+    path: str
+    query: dict[str, Any] = field(default_factory=dict)
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    drop: bool = False
+    refuse: bool = False
+    times: int = 1
+    where: str = ""
+
+    def describe(self) -> str:
+        """``METHOD /path`` and the fault, for messages."""
+        fault = " (dropped)" if self.drop else " (refused)" if self.refuse else ""
+        return f"{self.method} {self.path} -> {self.status}{fault}"
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One case of a test file.
+
+    Attributes:
+        name: what it shows, as a sentence.
+        given: the ``given`` mapping as written.
+        expect: the ``expect`` mapping as written.
+        answers: ``given.answers``, parsed.
+        cassette: ``given.cassette`` resolved against the test file's folder.
+        now: the clock's start (UTC).
+        index: its position in the file.
+        line: the line it starts on.
+    """
+
+    __test__ = False  # not a pytest class, whatever its name
+
+    name: str
+    given: dict[str, Any]
+    expect: dict[str, Any]
+    answers: tuple[Answer, ...]
+    cassette: Path | None
+    now: datetime
+    index: int
+    line: int
+
+
+@dataclass(frozen=True)
+class TestFile:
+    """A loaded test file.
+
+    Attributes:
+        path: the file.
+        display: its name in messages.
+        recipe: the recipe it tests (resolved), or None.
+        module: the module key or file it tests, or None.
+        modules: the folder of the user's own modules (resolved), or None.
+        cases: its cases.
+        located: the document with positions (for messages that name a line).
+    """
+
+    __test__ = False
+
+    path: Path
+    display: str
+    recipe: Path | None
+    module: str | None
+    modules: Path | None
+    cases: tuple[TestCase, ...]
+    located: Located
+
+    def line_of(self, *path: str | int) -> int:
+        """The line of a field of the document (its nearest known parent's)."""
+        return self.located.where(tuple(path))[0]
+
+    def module_path(self) -> Path | None:
+        """The module file it tests, when ``module`` names a file rather than a key."""
+        if self.module is None or not self.module.endswith((".yaml", ".yml")):
+            return None
+        return (self.path.parent / self.module).resolve()
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(meta_schema("test"))
+
+
+def _parse_now(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    return moment.astimezone(UTC)
+
+
+def _answers(raw: Any, file: str, located: Located, at: tuple[str | int, ...]) -> list[Answer]:
+    answers = []
+    for index, item in enumerate(raw or []):
+        line = located.where((*at, index))[0]
+        headers = {str(k): str(v) for k, v in (item.get("headers") or {}).items()}
+        answers.append(
+            Answer(
+                str(item["method"]).upper(),
+                str(item["path"]),
+                dict(item.get("query") or {}),
+                int(item.get("status", 200)),
+                headers,
+                item.get("body"),
+                bool(item.get("drop", False)),
+                bool(item.get("refuse", False)),
+                int(item.get("times", 1)),
+                f"{file}:{line}",
+            )
+        )
+    return answers
+
+
+def _kind_issues(data: Mapping[str, Any], file: str, located: Located) -> list[Issue]:
+    """Keys of ``given``/``expect`` that make no sense for what the file tests."""
+    issues = []
+    recipe_only = {"event", "overrides", "vars"}
+    action_only = {"input"}
+    trigger_only = {"delivery", "poll"}
+    tested = "recipe" if "recipe" in data else "module"
+    for index, case in enumerate(data.get("cases") or []):
+        given = case.get("given") or {}
+        wrong = (action_only | trigger_only) if tested == "recipe" else recipe_only
+        for key in sorted(set(given) & wrong):
+            line, column = located.where(("cases", index, "given", key), key=True)
+            message = f"got {key!r} in a test of a {tested}; it belongs to a test of a " + (
+                "module" if tested == "recipe" else "recipe"
+            )
+            issues.append(Issue(file, line, column, f"cases[{index}].given.{key}", message))
+        if "delivery" in given and "poll" in given:
+            line, column = located.where(("cases", index, "given", "poll"), key=True)
+            message = "got both delivery and poll; a case tests one way of receiving"
+            issues.append(Issue(file, line, column, f"cases[{index}].given.poll", message))
+    return issues
+
+
+def _path_issues(raw: Mapping[str, Any], base: Path, file: str, located: Located) -> list[Issue]:
+    issues = []
+    checks: list[tuple[tuple[str | int, ...], Any]] = [(("recipe",), raw.get("recipe"))]
+    checks.append((("modules",), raw.get("modules")))
+    module = raw.get("module")
+    if isinstance(module, str) and module.endswith((".yaml", ".yml")):
+        checks.append((("module",), module))
+    for at, value in checks:
+        if isinstance(value, str) and not (base / value).exists():
+            line, column = located.where(at)
+            where = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in at)
+            where = where.replace(".[", "[")
+            message = f"got {value!r}; no such file or folder beside {file}"
+            issues.append(Issue(file, line, column, where, message))
+    return issues
+
+
+def load_test_file(path: str | Path, *, display: str | None = None) -> TestFile:
+    """Read and check a test file.
+
+    Args:
+        path: the ``*.test.yaml`` file.
+        display: its name in messages (default: as given).
+
+    Returns:
+        The test file.
+
+    Raises:
+        ManifestError: with every problem, each naming the file, line and field.
+    """
+    target = Path(path)
+    located, file = read_located(target, display or str(path))
+    return build_test_file(located, target, file)
+
+
+def build_test_file(located: Located, path: Path, file: str) -> TestFile:
+    """Check a test document (read from ``path``, or built in code) and read it.
+
+    Args:
+        located: the document and its positions (empty positions for one built in code).
+        path: the file it is (or stands for): relative paths in it are read from its folder.
+        file: its name in messages.
+
+    Returns:
+        The test file.
+
+    Raises:
+        ManifestError: with every problem, each naming the file, line and field.
+    """
+    data = located.data
+    if not isinstance(data, Mapping):
+        message = "expected a mapping with recipe (or module) and cases at the top"
+        raise ManifestError([Issue(file, 1, 1, "", message)])
+    issues = issues_for(_validator(), data, file=file, located=located)
+    if not issues:
+        issues += _kind_issues(data, file, located)
+        issues += _path_issues(data, path.parent, file, located)
+    if issues:
+        raise ManifestError(issues)
+    base = path.parent
+    cases = []
+    for index, raw in enumerate(data["cases"]):
+        given = dict(raw.get("given") or {})
+        at = ("cases", index, "given", "answers")
+        cassette = base / given["cassette"] if "cassette" in given else None
+        cases.append(
+            TestCase(
+                raw["name"],
+                given,
+                dict(raw["expect"]),
+                tuple(_answers(given.get("answers"), file, located, at)),
+                cassette,
+                _parse_now(str(given.get("now", DEFAULT_NOW))),
+                index,
+                located.where(("cases", index))[0],
+            )
+        )
+    recipe = (base / data["recipe"]).resolve() if "recipe" in data else None
+    modules = (base / data["modules"]).resolve() if "modules" in data else None
+    return TestFile(path, file, recipe, data.get("module"), modules, tuple(cases), located)

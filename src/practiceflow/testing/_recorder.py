@@ -1,0 +1,133 @@
+"""``practiceflow test --record``: run a test's cases against a server and keep the answers.
+
+Each case that names a cassette (``given.cassette``) is run as the test runs it (the same
+event, vars, clock for ``now`` and written answers, which still answer locally: a fault
+stays a fault) but every other request goes to a server: a sandbox started on 127.0.0.1
+(:func:`~._sandbox.running_sandbox`), or the base URL given, with the credentials of the
+environment or profile. The exchanges are written as the case's cassette with personal
+values (``x-pii``, anywhere a module names such a field) and secrets (``x-secret``, the
+client secret) scrubbed; writing refuses a cassette that would still hold one. The case
+is then replayed from the new cassette, offline, as ``practiceflow test`` will.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from practiceflow.api import Client
+from practiceflow.manifest import ActionModule, TriggerModule
+from practiceflow.testing._case import TestCase, TestFile
+from practiceflow.testing._case_run import (
+    CaseResult,
+    case_event,
+    case_personal_values,
+    load_target,
+    run_case,
+)
+from practiceflow.testing._cassette import Cassette, save_cassette
+from practiceflow.testing._clock import FakeClock
+from practiceflow.testing._recording import make_cassette, registry_personal_names
+from practiceflow.testing._replay import CassetteRecorder
+from practiceflow.testing._sandbox import running_sandbox
+
+__all__ = ["Server", "record_case", "recording_server"]
+
+
+@dataclass(frozen=True)
+class Server:
+    """Where a recording sends: a base URL and the credentials for it."""
+
+    base_url: str
+    client_id: str | None
+    secret: str | None
+
+
+@contextmanager
+def recording_server(base_url: str | None) -> Iterator[Server]:
+    """The server to record against: ``base_url`` with the environment's credentials, or
+    a sandbox started on 127.0.0.1 for the duration (its read-write credentials)."""
+    if base_url is not None:
+        yield Server(base_url, None, None)
+        return
+    with running_sandbox() as sandbox:
+        client_id, secret = sandbox.credentials("anz", "rw")
+        yield Server(sandbox.base_url("anz"), client_id, secret)
+
+
+def record_case(
+    test: TestFile, case: TestCase, where: Server
+) -> tuple[Path, CaseResult, CaseResult]:
+    """Record one case's cassette and replay the case from it.
+
+    Args:
+        test: the test file.
+        case: a case that names ``given.cassette``.
+        where: the server to record against.
+
+    Returns:
+        The cassette written, what the case came to against the server, and what it came
+        to replayed from the new cassette (offline).
+
+    Raises:
+        ConfigError: the case names no cassette, or the server refused the credentials.
+        BugError: a personal value or secret would have been left in the cassette.
+    """
+    assert case.cassette is not None  # the caller picks cases that name one
+    target, registry = load_target(test)
+    recorder = CassetteRecorder(where.base_url)
+
+    def client_for(session: Any, clock: FakeClock) -> Client:
+        # Written answers first, then the server; the server's own clock paces a recording.
+        del clock
+        return Client(where.client_id, where.secret, base_url=where.base_url, session=session)
+
+    live = run_case(
+        test,
+        case,
+        target=target,
+        registry=registry,
+        client_for=client_for,
+        base_url=where.base_url,
+        fallback=recorder,
+    )
+    cassette = _cassette(test, case, target, registry, recorder, where)
+    path = save_cassette(cassette, case.cassette)
+    replayed = run_case(test, case, target=target, registry=registry)
+    return path, live, replayed
+
+
+def _cassette(
+    test: TestFile,
+    case: TestCase,
+    target: Any,
+    registry: Any,
+    recorder: CassetteRecorder,
+    where: Server,
+) -> Cassette:
+    extra = set(case_personal_values(target, registry, case))
+    if where.secret:
+        extra.add(where.secret)
+    names = registry_personal_names(registry)
+    if isinstance(target, ActionModule):
+        data = dict(case.given.get("input") or {})
+        return make_cassette(
+            target.key, "action", "recorded", data, recorder.exchanges,
+            input_pii=target.pii_paths, output_schema=target.output.schema,
+            secret_paths=target.secret_paths, names=names, extra=extra,
+        )  # fmt: skip
+    if isinstance(target, TriggerModule):
+        data = dict((case.given.get("poll") or {}).get("with") or {})
+        return make_cassette(
+            target.key, "trigger", "recorded", data, recorder.exchanges,
+            output_schema={"type": "array", "items": target.output_schema},
+            names=names, extra=extra,
+        )  # fmt: skip
+    event = case_event(target, case)
+    return make_cassette(
+        target.name, "recipe", "recorded", {"event": event}, recorder.exchanges,
+        names=names, extra=extra,
+    )  # fmt: skip
