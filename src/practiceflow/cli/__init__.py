@@ -127,6 +127,8 @@ class _Group(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except OSError as exc:  # the machine's fault (a full disk, /dev/full, a folder)
+            if ctx.find_root().params.get("debug"):
+                _log.error("cannot read or write a file", exc_info=exc)
             click.echo(f"error: cannot read or write a file: {exc}", err=True)
             ctx.exit(EXIT_CODES["config"])
         except Exception as exc:  # any other exception is a bug: exit 70
