@@ -90,17 +90,6 @@ def _hits(where: str, text: str, canaries: dict[str, str]) -> list[str]:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "leaks found, not yet fixed: (1) a root x-pii mark (get_client's output) is ignored by "
-        "lint.pii_paths, so its undeclared fields (idNumber, regNumber, taxNumber, addresses, "
-        "phones) show in runs show (text and --json) and the console run page (HTML and JSON); "
-        "(2) values derived from x-pii fields through templates (billDetails 'Fee for "
-        "{{ steps.client.entityName }}') show unmasked in the journal's request; (3) a webhook "
-        "secret's encoding was found in the subscriptions table"
-    ),
-)
 def test_no_canary_reaches_a_table_a_log_or_a_page(tmp_path: Path):
     registry = default_registry()
     schemas = [m.output.schema or {} for m in registry.actions.values()]

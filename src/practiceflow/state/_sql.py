@@ -76,6 +76,7 @@ from practiceflow.state.rows import (
     first_occurrences,
     json_or_null,
     like_prefix,
+    to_json,
 )
 from practiceflow.state.run_leases import RunLease, drop_lease, read_lease, renew_lease, take_lease
 from practiceflow.state.sealing import Sealer
@@ -316,7 +317,18 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
         """See :meth:`StateStore.save_subscription`: durable (its secret is shown once)."""
         check_value("subscription status", status, SUBSCRIPTION_STATUSES)
         stamp = self._stamp(None, "updated_at")
-        values = (practice, trigger_key, subscription_id, event, url, secret, path_token)
+        # The secret signs deliveries: sealed at rest like the runs' data (a dump or a
+        # backup shows none of it); the empty secret of a pending subscription stays empty.
+        stored = to_json(self.sealer.seal(secret, "webhook secret"), "a sealed secret")
+        values = (
+            practice,
+            trigger_key,
+            subscription_id,
+            event,
+            url,
+            stored if secret else secret,
+            path_token,
+        )
         try:
             with self._write(durable=True) as db:
                 db.execute(UPSERT_SUBSCRIPTION, (*values, status, stamp, stamp))
