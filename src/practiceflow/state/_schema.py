@@ -343,10 +343,8 @@ def decode_event(row: Sequence[Any], load: Dialect) -> EventRecord:
 
 def decode_subscription(row: Sequence[Any], load: Dialect) -> SubscriptionRecord:
     """The record of a subscriptions row, columns as in :data:`SELECT_SUBSCRIPTIONS`."""
-    # A sealed secret is stored as JSON; one written before sealing, as its text.
-    secret = load.load_json(row[5]) if str(row[5]).startswith("{") else row[5]
     return SubscriptionRecord(
-        row[0], row[1], row[2], row[3], row[4], secret, row[6], row[7],
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
         load.load_time(row[8]), load.load_time(row[9]),
     )  # fmt: skip
 

@@ -19,6 +19,7 @@ What every subclass must guarantee, and the methods rely on:
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from abc import abstractmethod
@@ -345,24 +346,32 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
                 f"subscription's path token or subscription id ({clash})"
             )
             raise BugError(message) from None
-        return decode_subscription(row, self._load)
+        return self._subscription(row)
 
     def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
         """See :meth:`StateStore.get_subscription`."""
         where = " WHERE practice = ? AND trigger_key = ?"
         row = self._one(SELECT_SUBSCRIPTIONS + where, (practice, trigger_key))
-        return None if row is None else decode_subscription(row, self._load)
+        return None if row is None else self._subscription(row)
 
     def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
         """See :meth:`StateStore.find_subscription_by_path`."""
         row = self._one(SELECT_SUBSCRIPTIONS + " WHERE path_token = ?", (path_token,))
-        return None if row is None else decode_subscription(row, self._load)
+        return None if row is None else self._subscription(row)
 
     def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
         """See :meth:`StateStore.list_subscriptions`."""
         where, params = ("", ()) if practice is None else (" WHERE practice = ?", (practice,))
         rows = self._all(SELECT_SUBSCRIPTIONS + where + " ORDER BY practice, trigger_key", params)
-        return [decode_subscription(row, self._load) for row in rows]
+        return [self._subscription(row) for row in rows]
+
+    def _subscription(self, row: Any) -> SubscriptionRecord:
+        """A subscriptions row as a record, its secret opened (one stored before secrets
+        were sealed is its plain text)."""
+        record = decode_subscription(row, self._load)
+        if record.secret.startswith("{"):
+            return replace(record, secret=self.sealer.open(json.loads(record.secret)))
+        return record
 
     def delete_subscription(self, practice: str, trigger_key: str) -> bool:
         """See :meth:`StateStore.delete_subscription`."""
