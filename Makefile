@@ -84,6 +84,7 @@ test-variants: $(STAMP) system-deps
 FAULT_TESTS := tests/reliability/test_two_drivers.py tests/reliability/test_state_file_gone.py \
   tests/reliability/test_store_faults.py tests/fleet/test_fleet_db_restart.py \
   tests/cli/test_read_only_state.py tests/cli/test_state_path_resolved.py \
+  tests/cli/test_full_disk_at_start.py tests/reliability/test_no_input_is_a_bug.py \
   tests/triggers/test_receiver_any_json.py tests/runner/test_run_lease.py \
   tests/versions/test_edit_while_waiting.py tests/reliability/test_fuzz.py
 test-faults: $(STAMP) system-deps

@@ -31,6 +31,7 @@ from pyrate_limiter import SQLiteBucket
 from pyrate_limiter.buckets.sqlite_bucket import Queries
 
 from practiceflow.budget.rate_budget import RateLimits, budget_table
+from practiceflow.errors import ConfigError
 
 __all__ = ["BUDGET_FILE", "BudgetFileLock", "SQLiteBudgetBucket", "budget_file", "open_bucket"]
 
@@ -156,6 +157,10 @@ def open_bucket(file: Path, client_id: str, limits: RateLimits) -> SQLiteBudgetB
     Returns:
         The bucket, for ``RateBudget(limits, bucket=..., clock=time.time)``; the
         budget's ``close()`` closes its connection.
+
+    Raises:
+        ConfigError: the file cannot be created or written (a full disk, a read-only
+            folder), when a process starts: exit 2.
     """
     file.parent.mkdir(parents=True, exist_ok=True)
     lock = BudgetFileLock(file.with_name(file.name + _LOCK_SUFFIX))
@@ -174,6 +179,13 @@ def open_bucket(file: Path, client_id: str, limits: RateLimits) -> SQLiteBudgetB
                 Queries.CREATE_INDEX_ON_TIMESTAMP.format(index_name=f"{table}_at", table_name=table)
             )
             connection.commit()
+    except (sqlite3.OperationalError, OSError) as exc:  # a full disk, a read-only folder
+        connection.close()
+        message = (
+            f"rate budget file {file} cannot be written ({exc}): free space on its disk, or "
+            "give --state (PRACTICEFLOW_STATE) a writable place with room; nothing was sent"
+        )
+        raise ConfigError(message) from None
     except BaseException:
         connection.close()
         raise

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import io
 import logging
+import sys
 from typing import Any, NamedTuple
 
 import click
@@ -128,6 +130,11 @@ class _Group(click.Group):
             ctx.exit(exc.exit_code)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except OSError as exc:  # the machine's fault (a full disk, /dev/full, a folder)
+            if ctx.find_root().params.get("debug"):
+                _log.error("cannot read or write a file", exc_info=exc)
+            click.echo(f"error: cannot read or write a file: {exc}", err=True)
+            ctx.exit(EXIT_CODES["config"])
         except Exception as exc:  # any other exception is a bug: exit 70
             _internal_error(ctx, exc)
 
@@ -165,6 +172,11 @@ def cli(debug: bool) -> None:
 
 def main() -> None:
     """Entry point of the console script."""
+    for stream in (sys.stdout, sys.stderr):
+        # A lone surrogate (a name cut inside an emoji) is printed as its escape, never
+        # raised from a print or a log line.
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     cli(prog_name="practiceflow")
 
 

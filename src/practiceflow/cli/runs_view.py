@@ -10,6 +10,7 @@ from rich.cells import cell_len
 from rich.table import Table
 
 from practiceflow.runner.quarantine import is_quarantined
+from practiceflow.runner.report import is_identifier
 from practiceflow.state import RunRecord
 
 __all__ = ["identifiers", "measure", "run_json", "runs_table", "status_label"]
@@ -21,11 +22,7 @@ def identifiers(output: Any) -> Any:
         return [identifiers(item) for item in output]
     if not isinstance(output, dict):
         return None
-    return {
-        key: value
-        for key, value in output.items()
-        if key.endswith(("Key", "ID", "Id", "Number")) and isinstance(value, str | int)
-    }
+    return {key: value for key, value in output.items() if is_identifier(key, value)}
 
 
 def status_label(record: RunRecord, needs_person: bool) -> str:

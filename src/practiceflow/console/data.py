@@ -387,6 +387,7 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
     values = frozenset().union(
         red.event_personal(run.origin),
         *(red.personal(_use_of(step, recipe), step.request) for step in steps),
+        *(red.output_personal(_use_of(step, recipe), step.output) for step in steps),
     )
     data = _run_row(ctx, run)
     data.update(
@@ -442,7 +443,8 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
         recipe = _recipe_of(ctx, run)
         steps = ctx.store.get_steps(run.run_id)
         values = frozenset().union(
-            *(ctx.redactor.personal(_use_of(step, recipe), step.request) for step in steps)
+            *(ctx.redactor.personal(_use_of(step, recipe), step.request) for step in steps),
+            *(ctx.redactor.output_personal(_use_of(step, recipe), step.output) for step in steps),
         )
         for step in steps:
             if step.status != "in_doubt":

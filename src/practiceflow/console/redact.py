@@ -26,6 +26,7 @@ from practiceflow.engine.masking import (
     mask_output,
     mask_request,
     mask_values,
+    output_pii,
     personal_values,
 )
 from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, lint
@@ -193,6 +194,22 @@ class Redactor:
         if action is None or not action.pii_paths or not isinstance(entry, Mapping):
             return frozenset()
         return personal_values(entry.get("input"), action.pii_paths)
+
+    def output_personal(self, use: Any, output: Any) -> frozenset[str]:
+        """The personal values of a step's output (by its action's output schema).
+
+        Args:
+            use: the action key the step used.
+            output: the step's output.
+
+        Returns:
+            The values (empty when the action is unknown or tags nothing).
+        """
+        action = self._action(use)
+        schema = action.output.schema if action is not None else None
+        if not isinstance(schema, Mapping):
+            return frozenset()
+        return personal_values(output, output_pii(output, schema))
 
     def event_personal(self, origin: Any) -> frozenset[str]:
         """The personal values of a run's journaled event (by its trigger's schema).

@@ -41,6 +41,7 @@ __all__ = [
     "mask_text",
     "mask_values",
     "named_values",
+    "output_pii",
     "personal_values",
     "pii_match",
 ]
@@ -350,8 +351,29 @@ def mask_output(output: Any, schema: Mapping[str, Any] | None) -> Any:
     """
     if not schema:
         return output
-    pii = lint.pii_paths(schema)
+    pii = output_pii(output, schema)
     return mask_paths(output, pii) if pii else output
+
+
+def output_pii(output: Any, schema: Mapping[str, Any]) -> PiiPaths:
+    """The personal paths of one output: its schema's tags, and, when the schema marks the
+    whole record ``x-pii`` at its root, every field the schema does not declare (a record
+    that passes through, such as a client's detail: only declared, untagged fields are
+    known not to be personal).
+
+    Args:
+        output: the output (or trigger payload).
+        schema: its schema.
+
+    Returns:
+        The paths.
+    """
+    pii = lint.pii_paths(schema)
+    if schema.get("x-pii") is True and isinstance(output, Mapping):
+        declared = schema.get("properties")
+        known = declared if isinstance(declared, Mapping) else {}
+        pii = pii | {(key,) for key in output if isinstance(key, str) and key not in known}
+    return pii
 
 
 def mask_secrets(output: Any, secret: frozenset[tuple[str, ...]]) -> Any:

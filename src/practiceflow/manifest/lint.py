@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from practiceflow.errors import Issue
+from practiceflow.manifest.patterns import pattern_problem
 from practiceflow.manifest.validation import (
     compile_validator,
     did_you_mean,
@@ -65,7 +66,8 @@ def check_schema(
     """Check a schema a module declares (``input``, ``output.schema``).
 
     It must be valid Draft 2020-12, each ``required`` entry must be one of its
-    ``properties``, and each property's ``examples`` must fit that property.
+    ``properties``, each ``pattern`` must compile for linear-time matching (RE2), and each
+    property's ``examples`` must fit that property.
 
     Args:
         schema: the schema as written.
@@ -85,6 +87,12 @@ def check_schema(
         if draft
         else []
     )
+    for sub, path in _subschemas(schema, at):
+        pattern = sub.get("pattern")
+        problem = pattern_problem(pattern) if isinstance(pattern, str) else None
+        if problem:
+            issues.append(_issue(file, located, (*path, "pattern"), problem))
+    issues += _ref_loops(schema, at, file=file, located=located)
     sound = draft and not issues
     defs = schema.get("$defs", {})
     for sub, path in _subschemas(schema, at):
@@ -113,6 +121,61 @@ def check_schema(
                         prefix=(*path, "examples", index),
                     )
                 )
+    return issues
+
+
+_SAME_VALUE = ("allOf", "anyOf", "oneOf")
+_SAME_VALUE_ONE = ("not", "if", "then", "else")
+
+
+def _refs_here(schema: Any, at: JsonPath) -> Iterator[tuple[str, JsonPath]]:
+    """The ``$defs`` names a schema refers to for the same value (without entering a field)."""
+    if not isinstance(schema, Mapping):
+        return
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        yield ref.removeprefix("#/$defs/"), (*at, "$ref")
+    for keyword in _SAME_VALUE:
+        children = schema.get(keyword)
+        if isinstance(children, list):
+            for index, child in enumerate(children):
+                yield from _refs_here(child, (*at, keyword, index))
+    for keyword in _SAME_VALUE_ONE:
+        yield from _refs_here(schema.get(keyword), (*at, keyword))
+
+
+def _ref_loops(
+    schema: Mapping[str, Any], at: JsonPath, *, file: str, located: Located
+) -> list[Issue]:
+    """A ``$ref`` that comes back to itself for the same value would never end a validation.
+
+    A recursive definition that enters a field first (a tree of nodes) is fine: the data
+    ends. One that refers to itself, directly or through other definitions, ``allOf``,
+    ``anyOf``, ``oneOf``, ``not`` or ``if``, never does.
+    """
+    defs = schema.get("$defs")
+    if not isinstance(defs, Mapping):
+        return []
+    edges = {name: list(_refs_here(child, (*at, "$defs", name))) for name, child in defs.items()}
+    issues: list[Issue] = []
+    for start in edges:
+        stack: list[tuple[str, tuple[str, ...]]] = [(start, (start,))]
+        seen: set[str] = set()
+        while stack:
+            name, chain = stack.pop()
+            for target, where in edges.get(name, []):
+                if target == start:
+                    loop = " -> ".join((*chain, target))
+                    message = (
+                        f"$ref loops back to itself without entering a field ({loop}); "
+                        "validating any value would never end"
+                    )
+                    issues.append(_issue(file, located, where, message))
+                    stack.clear()
+                    break
+                if target not in seen:
+                    seen.add(target)
+                    stack.append((target, (*chain, target)))
     return issues
 
 

@@ -158,12 +158,19 @@ def write_jsonl(data: Mapping[str, Any], ctx: LocalContext) -> dict[str, Any]:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         count = 0
+        if target.exists() and not target.is_file():
+            # /dev/full, /dev/zero or a fifo: reading it for the run's line never ends.
+            message = f"write_jsonl: cannot write {target}: not a regular file"
+            raise ConfigError(message)
         if target.exists():
             with target.open(encoding="utf-8") as handle:
                 for count, line in enumerate(handle, start=1):
                     if marker in line and json.loads(line).get("_run") == marker:
                         return {"path": str(target), "line": count}
-        line_text = json.dumps({**dict(data["record"]), "_run": marker}, ensure_ascii=False)
+        record = {**dict(data["record"]), "_run": marker}
+        line_text = json.dumps(record, ensure_ascii=False)
+        if not line_text.isascii() and not _utf8(line_text):
+            line_text = json.dumps(record)  # a lone surrogate, kept as its escape
         with target.open("a", encoding="utf-8") as handle:
             handle.write(line_text + "\n")
             handle.flush()
@@ -172,3 +179,11 @@ def write_jsonl(data: Mapping[str, Any], ctx: LocalContext) -> dict[str, Any]:
         message = f"write_jsonl: cannot write {target}: {exc}"
         raise ConfigError(message) from None
     return {"path": str(target), "line": count + 1}
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -10,9 +10,24 @@ from typing import Any
 
 from practiceflow.state import StepRecord
 
-__all__ = ["brief", "detail"]
+__all__ = ["PERSONAL_NUMBERS", "brief", "detail", "is_identifier"]
 
 _ID_SUFFIXES = ("Key", "ID", "Id", "Number")
+#: Numbers the spec names personal data (a person's tax, registration and id numbers):
+#: named like identifiers, never shown as one.
+PERSONAL_NUMBERS = frozenset({"taxNumber", "regNumber", "idNumber"})
+
+
+def is_identifier(key: Any, value: Any) -> bool:
+    """Whether an output field is shown as an identifier (``...Key``, ``...ID``,
+    ``...Number``, not a personal number)."""
+    return (
+        isinstance(key, str)
+        and key.endswith(_ID_SUFFIXES)
+        and key not in PERSONAL_NUMBERS
+        and isinstance(value, str | int)
+        and value != ""
+    )
 
 
 def brief(output: Any) -> str:
@@ -28,11 +43,7 @@ def brief(output: Any) -> str:
         return f"{len(output)} item(s)"
     if not isinstance(output, dict):
         return ""
-    ids = {
-        key: value
-        for key, value in output.items()
-        if key.endswith(_ID_SUFFIXES) and isinstance(value, str | int) and value != ""
-    }
+    ids = {key: value for key, value in output.items() if is_identifier(key, value)}
     return ", ".join(f"{key}={value}" for key, value in list(ids.items())[:3])
 
 

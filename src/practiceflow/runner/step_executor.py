@@ -26,6 +26,8 @@ from practiceflow.engine.masking import (
     mask_request,
     mask_secrets,
     mask_text,
+    mask_values,
+    output_pii,
     personal_values,
 )
 from practiceflow.errors import (
@@ -39,7 +41,6 @@ from practiceflow.errors import (
 )
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ActionModule, RecipeStep
-from practiceflow.manifest.lint import pii_paths
 from practiceflow.runner import marker
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.journal import RunJournal
@@ -240,15 +241,21 @@ class StepExecutor:
         """A template's error for the journal, with every personal value of the run's data
         masked: a filter's message may quote the value it refused (``got '...'``)."""
         error = error_json(exc)
+        error["message"] = mask_text(str(error["message"]), self._run_personal())
+        return error
+
+    def _run_personal(self) -> frozenset[str]:
+        """Every personal value the run has read so far (its event's and its steps'
+        outputs'): a value a template copies into another step's field stays masked there."""
         run = self.run
-        values = set(personal_values(run.trigger, pii_paths(self.recipe.trigger.output_schema)))
+        trigger = self.recipe.trigger.output_schema
+        values = set(personal_values(run.trigger, output_pii(run.trigger, trigger)))
         for step_id, output in run.outputs.items():
             action = self.recipe.actions.get(step_id)
             schema = getattr(getattr(action, "output", None), "schema", None)
             if isinstance(schema, Mapping):
-                values.update(personal_values(output, pii_paths(schema)))
-        error["message"] = mask_text(str(error["message"]), values)
-        return error
+                values.update(personal_values(output, output_pii(output, schema)))
+        return frozenset(values)
 
     def _context(self, item: Any = None) -> dict[str, Any]:
         run = self.run
@@ -357,7 +364,11 @@ class StepExecutor:
     ) -> StepResult:
         """Send the step once (a read: as many times as its ``retry`` allows) and journal
         its outcome."""
-        entry: dict[str, Any] = {"use": step.use, "input": mask_input(data, action.pii_paths)}
+        personal = self._run_personal()
+        entry: dict[str, Any] = {
+            "use": step.use,
+            "input": mask_values(mask_input(data, action.pii_paths), personal),
+        }
         kind: _Write | _Read = (
             _Write(self.journal, sid, entry, status)
             if action.needs_write
@@ -368,7 +379,9 @@ class StepExecutor:
 
         def on_send(request: dict[str, Any]) -> None:
             if request and "request" not in entry:  # a list's first page, a write's one
-                entry["request"] = mask_request(request, data, action.pii_paths)
+                entry["request"] = mask_values(
+                    mask_request(request, data, action.pii_paths), personal
+                )
             self._point(f"pending:{sid}")  # rendered and admitted; nothing journaled yet
             kind.sending()
             sent.append(True)

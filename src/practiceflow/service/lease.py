@@ -97,7 +97,16 @@ class ServeLease:
             raise StoreInUse(self.state, holder) from None
         self._fd = fd
         self._info = {"pid": os.getpid(), "started": utcnow().isoformat(timespec="seconds")}
-        self.update(**info)
+        try:
+            self.update(**info)
+        except OSError as exc:  # a full disk
+            self.release()
+            message = (
+                f"state file {self.state}: its lease file {self.path} cannot be written "
+                f"({exc.strerror}); free space on its disk, or give --state "
+                "(PRACTICEFLOW_STATE) a file on a disk with room"
+            )
+            raise ConfigError(message) from None
         return self
 
     def update(self, **info: Any) -> None:

@@ -27,6 +27,7 @@ What every subclass must guarantee, and the methods rely on:
 
 from __future__ import annotations
 
+import json
 import threading
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -70,6 +71,7 @@ from practiceflow.state.rows import (
     check_value,
     event_rows,
     first_occurrences,
+    to_json,
 )
 from practiceflow.state.run_leases import RunLease, drop_lease, read_lease, renew_lease, take_lease
 from practiceflow.state.sealing import Sealer
@@ -437,7 +439,18 @@ class StateStore(PendingWriteStore, SQLAttention, SQLVersions, SQLRuns):
         """
         check_value("subscription status", status, SUBSCRIPTION_STATUSES)
         stamp = self._stamp(None, "updated_at")
-        values = (practice, trigger_key, subscription_id, event, url, secret, path_token)
+        # The secret signs deliveries: sealed at rest like the runs' data (a dump or a
+        # backup shows none of it); the empty secret of a pending subscription stays empty.
+        stored = to_json(self.sealer.seal(secret, "webhook secret"), "a sealed secret")
+        values = (
+            practice,
+            trigger_key,
+            subscription_id,
+            event,
+            url,
+            stored if secret else secret,
+            path_token,
+        )
         try:
             with self._write(durable=True) as db:
                 db.execute(UPSERT_SUBSCRIPTION, (*values, status, stamp, stamp))
@@ -454,24 +467,32 @@ class StateStore(PendingWriteStore, SQLAttention, SQLVersions, SQLRuns):
                 f"subscription's path token or subscription id ({clash})"
             )
             raise BugError(message) from None
-        return decode_subscription(row, self._load)
+        return self._subscription(row)
 
     def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
         """The subscription of a trigger, or ``None``."""
         where = " WHERE practice = ? AND trigger_key = ?"
         row = self._one(SELECT_SUBSCRIPTIONS + where, (practice, trigger_key))
-        return None if row is None else decode_subscription(row, self._load)
+        return None if row is None else self._subscription(row)
 
     def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
         """The subscription a delivery's URL path token routes to, or ``None``."""
         row = self._one(SELECT_SUBSCRIPTIONS + " WHERE path_token = ?", (path_token,))
-        return None if row is None else decode_subscription(row, self._load)
+        return None if row is None else self._subscription(row)
 
     def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
         """Subscriptions of one practice, or of all when ``practice`` is ``None``."""
         where, params = ("", ()) if practice is None else (" WHERE practice = ?", (practice,))
         rows = self._all(SELECT_SUBSCRIPTIONS + where + " ORDER BY practice, trigger_key", params)
-        return [decode_subscription(row, self._load) for row in rows]
+        return [self._subscription(row) for row in rows]
+
+    def _subscription(self, row: Any) -> SubscriptionRecord:
+        """A subscriptions row as a record, its secret opened (one stored before secrets
+        were sealed is its plain text)."""
+        record = decode_subscription(row, self._load)
+        if record.secret.startswith("{"):
+            return replace(record, secret=self.sealer.open(json.loads(record.secret)))
+        return record
 
     def delete_subscription(self, practice: str, trigger_key: str) -> bool:
         """Forget a subscription; ``True`` when there was one."""

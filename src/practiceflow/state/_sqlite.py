@@ -143,6 +143,15 @@ class SQLiteStore(StateStore):
                 "from a backup"
             )
             raise ConfigError(message) from None
+        except StoreError as exc:
+            self.close()
+            cause = exc.__cause__
+            if isinstance(exc, StoreUnusable) or (
+                isinstance(cause, sqlite3.OperationalError) and is_busy(cause)
+            ):
+                raise
+            # At start, a full disk (or an I/O error) is the machine's to fix: exit 2.
+            raise StoreUnusable(str(exc)) from None
         except BaseException:
             self.close()
             raise

@@ -420,11 +420,15 @@ def from_utc(text: str) -> datetime:
 def to_json(value: Json, what: str) -> str:
     """Encode a payload, request, output or error, with sorted keys.
 
+    The text is ASCII (``\\uXXXX`` escapes): a lone surrogate (a name cut inside an emoji
+    by a UTF-16 service, or rendered by a template) is kept losslessly, where UTF-8 text
+    could not carry it into SQLite, PostgreSQL or the sealing key.
+
     Raises:
         BugError: ``value`` cannot be represented as JSON.
     """
     try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        return json.dumps(value, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         message = f"{what} is not JSON: {exc}"
         raise BugError(message) from exc

@@ -215,7 +215,10 @@ def _check_constant_nodes(tree: nodes.Template, env: BoundedEnvironment) -> None
         try:
             if isinstance(node, nodes.BinExpr) and node.operator in _BINOPS:
                 left, right = node.left.as_const(eval_ctx), node.right.as_const(eval_ctx)
-                _BINOPS[node.operator](left, right)
+                try:
+                    _BINOPS[node.operator](left, right)
+                except (TypeError, ValueError, ArithmeticError):
+                    continue  # not folded by Jinja either: the render reports it, located
             else:
                 node.as_const(eval_ctx)
         except nodes.Impossible as exc:

@@ -1,0 +1,78 @@
+"""The ``pattern`` of a module's schema, matched in linear time.
+
+A module's schema is the user's input; the text it is matched against comes from the API,
+a webhook sender or an assistant. Python's backtracking engine takes exponential time on a
+pattern such as ``^(a+)+$`` and a text of 30 ``a`` and a ``!``, which would hang ``action``,
+a recipe run or ``serve``. RE2 (google-re2) matches in time linear in the text, whatever the
+pattern, so no timeout is needed: a pattern RE2 cannot compile (a back-reference, a
+look-around) is refused when the module is loaded, with its file, line and field.
+
+Meta-schemas shipped in ``manifests/`` are ours and keep Python's engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from typing import Any
+
+import re2
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import ValidationError
+
+__all__ = ["LinearValidator", "compile_pattern", "pattern_problem"]
+
+
+def _options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # the problem is reported as an Issue, not on stderr
+    return options
+
+
+@lru_cache(maxsize=512)
+def compile_pattern(text: str) -> Any:
+    """Compile a module's pattern with RE2 (linear-time matching).
+
+    Args:
+        text: the pattern as the schema writes it.
+
+    Returns:
+        The compiled pattern.
+
+    Raises:
+        re2.error: when RE2 cannot compile it (see :func:`pattern_problem`).
+    """
+    return re2.compile(text, _options())
+
+
+def pattern_problem(text: str) -> str | None:
+    """Say why a module's pattern cannot be used, or None when it can.
+
+    Args:
+        text: the pattern.
+
+    Returns:
+        A message for an Issue (what it got and what is valid), or None.
+    """
+    try:
+        compile_pattern(text)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args else str(exc)
+        return (
+            f"got {text!r}: {reason}; patterns are matched in linear time (RE2 syntax: "
+            "no back-references or look-around)"
+        )
+    return None
+
+
+def _pattern(
+    validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not compile_pattern(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+#: Draft 2020-12 whose ``pattern`` keyword matches with RE2 (a module's schemas only).
+LinearValidator: Any = validators.extend(  # type: ignore[no-untyped-call]  # jsonschema is untyped here
+    Draft202012Validator, {"pattern": _pattern}
+)
