@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from practiceflow.cli import cli
 from practiceflow.fleet import Fleet, FleetPresence, list_outage, load_fleet, make_app
-from practiceflow.fleet.outage import FLEET_ALIVE_KEY, FLEET_KEY
+from practiceflow.fleet.outage import FLEET_KEY
 from practiceflow.runner.attention import label
 from practiceflow.runner.gaps import last_alive, mark_alive
 from practiceflow.state import PostgresStore
@@ -126,7 +126,7 @@ def test_a_worker_started_after_an_outage_lists_the_window_and_runs_list_shows_i
 ) -> None:
     recipes = {"forms.yaml": FORMS, "changed.yaml": CHANGED}
     with receiving_fleet(pg_url, tmp_path, sandbox, recipes) as fleet:
-        mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+        mark_alive(fleet.store, FLEET_KEY, START, "fleet")
         presence = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         try:
             listed = presence.join()
@@ -152,7 +152,7 @@ def test_replicas_starting_together_after_an_outage_list_the_window_once(
     pg_url: str, tmp_path: Path, sandbox: SandboxHandle
 ) -> None:
     with receiving_fleet(pg_url, tmp_path, sandbox, {"forms.yaml": FORMS}) as fleet:
-        mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+        mark_alive(fleet.store, FLEET_KEY, START, "fleet")
         replicas = [FleetPresence(fleet, pg_url, every=QUIET, stale_after=30) for _ in range(3)]
         together = threading.Barrier(len(replicas))
         found: list[list[str]] = []
@@ -179,7 +179,7 @@ def test_a_worker_started_while_another_receives_lists_nothing(
     pg_url: str, tmp_path: Path, sandbox: SandboxHandle
 ) -> None:
     with receiving_fleet(pg_url, tmp_path, sandbox, {"forms.yaml": FORMS}) as fleet:
-        mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+        mark_alive(fleet.store, FLEET_KEY, START, "fleet")
         first = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         second = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         try:
@@ -199,7 +199,7 @@ def test_a_restart_of_the_only_replica_lists_the_time_it_was_down(
         first = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         assert first.join() == []  # the fleet's first start: nothing before it
         first.leave()
-        stopped = last_alive(fleet.store, FLEET_KEY, FLEET_ALIVE_KEY)
+        stopped = last_alive(fleet.store, FLEET_KEY, "fleet")
         assert stopped is not None
         again = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         try:
@@ -222,7 +222,7 @@ def test_a_replica_whose_sign_of_life_went_stale_is_not_believed_alive(
         vanished = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         vanished.join()
         try:
-            mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+            mark_alive(fleet.store, FLEET_KEY, START, "fleet")
             newcomer = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
             try:
                 assert len(newcomer.join()) == 2

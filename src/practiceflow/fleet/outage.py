@@ -6,9 +6,9 @@ receives webhooks (``worker --listen --public-url``) takes part in it:
 * it holds a **shared** PostgreSQL advisory lock, the fleet's *presence*, on a connection
   of its own for as long as it runs. The server lets go of it when that connection ends,
   so a replica killed with SIGKILL stops counting at once;
-* it refreshes one cursor row, ``fleet#alive`` under the practice key ``fleet#`` (a
-  practice of the fleet file cannot be named with a ``#``), every ``--heartbeat`` seconds
-  and once when it stops (:class:`~practiceflow.runner.gaps.Heartbeat`).
+* it refreshes the fleet's one row of the heartbeats table (kind ``fleet``, practice
+  ``*``) every ``--heartbeat`` seconds and once when it stops
+  (:class:`~practiceflow.runner.heartbeat.Heartbeat`).
 
 On start, once its receiver listens, a replica takes the fleet's *check* lock (replicas
 check one at a time) and decides whether some replica received all along: one holds the
@@ -48,18 +48,17 @@ import psycopg
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime
 from practiceflow.runner.attention import list_gap
 from practiceflow.runner.downtime import has_poll_source
-from practiceflow.runner.gaps import Heartbeat, last_alive, mark_alive
+from practiceflow.runner.heartbeat import Heartbeat, last_alive, mark_alive
 from practiceflow.runner.sweep import can_sweep
+from practiceflow.state.heartbeats import WHOLE_FLEET
 from practiceflow.triggers import definition
 
-__all__ = ["FLEET_ALIVE_KEY", "FLEET_KEY", "FLEET_WHO", "FleetPresence", "list_outage"]
+__all__ = ["FLEET_KEY", "FLEET_WHO", "FleetPresence", "list_outage"]
 
 logger = logging.getLogger("practiceflow.fleet")
 
-#: The reserved practice key of the fleet's own rows.
-FLEET_KEY: Final = "fleet#"
-#: The cursor row, under :data:`FLEET_KEY`, holding the fleet's last sign of life.
-FLEET_ALIVE_KEY: Final = "fleet#alive"
+#: The practice key of the fleet's heartbeat row.
+FLEET_KEY: Final = WHOLE_FLEET
 #: Who was down, in the message of a fleet's gap entry.
 FLEET_WHO: Final = "every worker of the fleet"
 #: Texts hashed into the advisory locks' keys.
@@ -155,7 +154,7 @@ class FleetPresence:
             connection.execute(_LOCK, (_CHECK_LOCK,))
             try:
                 listed: list[str] = []
-                start = last_alive(store, FLEET_KEY, FLEET_ALIVE_KEY)
+                start = last_alive(store, FLEET_KEY, "fleet")
                 end = store.now()
                 if start is not None and not self._received(connection, start, end):
                     listed = list_outage(self.fleet, start, end)
@@ -167,14 +166,15 @@ class FleetPresence:
                         len(listed),
                     )
                 connection.execute(_LOCK_SHARED, (_PRESENCE_LOCK,))
-                mark_alive(store, FLEET_KEY, end, key=FLEET_ALIVE_KEY)
+                mark_alive(store, FLEET_KEY, end, "fleet", start=True)
             finally:
                 connection.execute(_UNLOCK, (_CHECK_LOCK,))
         except BaseException:
             connection.close()
             raise
         self._connection = connection
-        self._heartbeat = Heartbeat(store, FLEET_KEY, self.every, key=FLEET_ALIVE_KEY).start()
+        self._heartbeat = Heartbeat(store, FLEET_KEY, self.every, "fleet")
+        self._heartbeat.start(end)
         return listed
 
     def _received(

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from practiceflow.errors import BugError
 from practiceflow.state._attention_sql import SQLAttention
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection
+from practiceflow.state._heartbeats_sql import SQLHeartbeats
 from practiceflow.state._schema import (
     COUNT_RESUBSCRIBE,
     COUNT_START,
@@ -42,6 +43,7 @@ from practiceflow.state._schema import (
     SELECT_STEPS,
     SELECT_SUBSCRIPTIONS,
     UPSERT_SUBSCRIPTION,
+    UPSERT_TEST_ASKED,
     UPSERT_TEST_DELIVERY,
     count_by_practice,
     decode_event,
@@ -90,7 +92,7 @@ class _Atomic:
     durable: bool
 
 
-class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
+class SQLStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, StateStore):
     """The state store in a SQL database; subclasses give the dialect and connections."""
 
     dialect: ClassVar[Dialect]
@@ -372,6 +374,14 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
             row = db.execute(COUNT_RESUBSCRIBE, (practice, trigger_key)).fetchone()
         return int(row[0])
 
+    def set_test_asked(
+        self, practice: str, trigger_key: str, asked_at: datetime | None, event_id: str | None
+    ) -> None:
+        """See :meth:`StateStore.set_test_asked`."""
+        stamp = None if asked_at is None else self._stamp(asked_at, "asked at")
+        with self._write() as db:
+            db.execute(UPSERT_TEST_ASKED, (practice, trigger_key, stamp, event_id))
+
     def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
         """See :meth:`StateStore.subscription_health`."""
         key = (practice, trigger_key)
@@ -388,6 +398,8 @@ class SQLStore(PendingWriteStore, SQLAttention, SQLVersions, StateStore):
             self.dialect.maybe_time(None if delivered is None else delivered[0]),
             self.dialect.maybe_time(None if row is None else row[0]),
             0 if row is None else int(row[1]),
+            self.dialect.maybe_time(None if row is None else row[2]),
+            None if row is None else row[3],
         )
 
     # --- runs -----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Self
 
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state.attention import AttentionRows
+from practiceflow.state.heartbeats import HeartbeatRows
 from practiceflow.state.rows import (
     RESOLUTIONS,
     CursorState,
@@ -69,7 +70,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class StateStore(AttentionRows, ABC):
+class StateStore(AttentionRows, HeartbeatRows, ABC):
     """Durable state of triggers and runs; see the package docstring for what it holds.
 
     Stores are opened with :func:`practiceflow.state.open_store` and closed with
@@ -292,6 +293,13 @@ class StateStore(AttentionRows, ABC):
     @abstractmethod
     def count_resubscribe(self, practice: str, trigger_key: str) -> int:
         """Count one re-subscribe of a trigger's lost subscription; returns the new count."""
+
+    @abstractmethod
+    def set_test_asked(
+        self, practice: str, trigger_key: str, asked_at: datetime | None, event_id: str | None
+    ) -> None:
+        """Note a test delivery asked for at ``asked_at`` (with the event id its answer
+        gave, when known), or none awaited any more (``asked_at`` None)."""
 
     @abstractmethod
     def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
