@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from practiceflow.errors import ConfigError, PracticeflowError
-from practiceflow.runner.sweep import GapSweep, SweepResult, can_sweep
+from practiceflow.runner.sweep import GapSweep, SweepResult, can_sweep, lists_read
 from practiceflow.state import StateStore
 from practiceflow.triggers.definition import TriggerDefinition
 from practiceflow.triggers.modes import BothTrigger, WebhookTrigger
@@ -164,7 +164,7 @@ class SilenceWatch:
         except PracticeflowError as exc:
             outcome = f"not healed ({exc})"
         start, end = (moment.isoformat(timespec="seconds") for moment in result.window)
-        evidence = {**result.evidence(_LISTS), "heal": outcome}
+        evidence = {**result.evidence(lists_read(self.triggers[name])), "heal": outcome}
         missed = len(result.recovered)
         reason = (
             f"the webhook of trigger {name!r} delivered none of {missed} event(s) its list "
@@ -194,6 +194,3 @@ class SilenceWatch:
         )  # fmt: skip
         logger.warning("needs attention (entry %s): %s", entry.attention_id[:8], text)
         return entry.attention_id
-
-
-_LISTS: Final = ["GET /api/v1/entities/list (every page)", "the trigger's list for each"]
