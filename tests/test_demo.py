@@ -67,7 +67,7 @@ def test_at_a_terminal_the_demo_prints_the_console_url_only_while_it_answers(
     import urllib.request
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRACTICEFLOW_")}
-    env["COLUMNS"] = "200"
+    env.update(COLUMNS="200", NO_COLOR="1")
     leader, follower = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "practiceflow.demo"],
@@ -75,7 +75,7 @@ def test_at_a_terminal_the_demo_prints_the_console_url_only_while_it_answers(
         env=env,
         stdin=follower,
         stdout=follower,
-        stderr=subprocess.DEVNULL,
+        stderr=follower,  # input() at a terminal writes its prompt there
     )
     os.close(follower)
     said = b""
@@ -94,7 +94,7 @@ def test_at_a_terminal_the_demo_prints_the_console_url_only_while_it_answers(
 
     try:
         read_until(b"press Enter")
-        found = re.search(rb"run console on (http://127\.0\.0\.1:\d+/)", said)
+        found = re.search(rb"run console on \S*?(http://127\.0\.0\.1:\d+/console/)", said)
         assert found is not None, said.decode(errors="replace")
         url = found.group(1).decode()
         with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 - 127.0.0.1
