@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from practiceflow.cli import cli
 from practiceflow.fleet import Fleet, FleetPresence, list_outage, load_fleet, make_app
-from practiceflow.fleet.outage import FLEET_ALIVE_KEY, FLEET_KEY
+from practiceflow.fleet.outage import FLEET_KEY, sweep_gaps
 from practiceflow.service.attention import label
 from practiceflow.service.gaps import last_alive, mark_alive
 from practiceflow.state import PostgresStore
@@ -35,6 +35,8 @@ END = START + timedelta(minutes=7)
 DOWN = "every worker of the fleet was down from 2026-01-05T09:00:00+00:00 to 2026-01-05T09:07:00"
 #: No beat between join and leave: the tests move the sign of life themselves.
 QUIET = 3600.0
+#: Sandbox rate limits far above what the tests send.
+FAST = {"perMinute": 100_000, "perHour": 1_000_000, "perDay": 10_000_000}
 
 
 def accepted(mode: str, entity: str | None = None) -> str:
@@ -69,9 +71,9 @@ def receiving_fleet(
             fleet.close()
 
 
-def gap_entries(store: PostgresStore) -> list[tuple[str, str]]:
-    """(practice, entry) of every entry that needs attention, sorted."""
-    entries = store.list_attention(statuses=("open",))
+def gap_entries(store: PostgresStore, status: str = "open") -> list[tuple[str, str]]:
+    """(practice, entry) of every entry that needs attention (or is ``status``), sorted."""
+    entries = store.list_attention(statuses=(status,))  # type: ignore[arg-type]
     return sorted((entry.practice, label(entry)) for entry in entries)
 
 
@@ -82,14 +84,15 @@ def message(store: PostgresStore, entry_id: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("recipe", "polled_before", "why"),
+    ("recipe", "polled_before", "why", "status"),
     [
-        (FORMS, False, "no poll source, so they depend on the sender's retries"),
-        (accepted("auto"), False, "a sweep of every record, which the fleet does not run"),
-        (accepted("webhook", ENTITY), False, "received by webhook only (mode: webhook)"),
-        (accepted("both", ENTITY), False, "its polling began after the window"),
-        (accepted("both", ENTITY), True, None),  # its next poll reads the window back
-        (CHANGED, True, None),  # polled only: its next poll reads the window back
+        (FORMS, False, "no poll source, so they depend on the sender's retries", "open"),
+        # Its module declares a sweep: the same evidence sweep as serve's checks it.
+        (accepted("auto"), False, "a sweep of its list endpoints checks the window", "checking"),
+        (accepted("webhook", ENTITY), False, "received by webhook only (mode: webhook)", "open"),
+        (accepted("both", ENTITY), False, "its polling began after the window", "open"),
+        (accepted("both", ENTITY), True, None, ""),  # its next poll reads the window back
+        (CHANGED, True, None, ""),  # polled only: its next poll reads the window back
     ],
     ids=["eform", "accepted-any", "accepted-webhook", "both-new", "both-polled", "polled"],
 )
@@ -97,6 +100,7 @@ def test_an_outage_lists_each_practices_triggers_that_polling_cannot_read_back(
     recipe: str,
     polled_before: bool,
     why: str | None,
+    status: str,
     pg_url: str,
     tmp_path: Path,
     sandbox: SandboxHandle,
@@ -110,7 +114,7 @@ def test_an_outage_lists_each_practices_triggers_that_polling_cannot_read_back(
         if why is None:
             assert listed == []
             return
-        assert gap_entries(fleet.store) == [
+        assert gap_entries(fleet.store, status) == [
             ("alpha", f"gap: {trigger}"),
             ("beta", f"gap: {trigger}"),
         ]
@@ -126,7 +130,7 @@ def test_a_worker_started_after_an_outage_lists_the_window_and_runs_list_shows_i
 ) -> None:
     recipes = {"forms.yaml": FORMS, "changed.yaml": CHANGED}
     with receiving_fleet(pg_url, tmp_path, sandbox, recipes) as fleet:
-        mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+        mark_alive(fleet.store, FLEET_KEY, START, "fleet")
         presence = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         try:
             listed = presence.join()
@@ -152,7 +156,7 @@ def test_replicas_starting_together_after_an_outage_list_the_window_once(
     pg_url: str, tmp_path: Path, sandbox: SandboxHandle
 ) -> None:
     with receiving_fleet(pg_url, tmp_path, sandbox, {"forms.yaml": FORMS}) as fleet:
-        mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+        mark_alive(fleet.store, FLEET_KEY, START, "fleet")
         replicas = [FleetPresence(fleet, pg_url, every=QUIET, stale_after=30) for _ in range(3)]
         together = threading.Barrier(len(replicas))
         found: list[list[str]] = []
@@ -179,7 +183,7 @@ def test_a_worker_started_while_another_receives_lists_nothing(
     pg_url: str, tmp_path: Path, sandbox: SandboxHandle
 ) -> None:
     with receiving_fleet(pg_url, tmp_path, sandbox, {"forms.yaml": FORMS}) as fleet:
-        mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+        mark_alive(fleet.store, FLEET_KEY, START, "fleet")
         first = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         second = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         try:
@@ -199,7 +203,7 @@ def test_a_restart_of_the_only_replica_lists_the_time_it_was_down(
         first = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         assert first.join() == []  # the fleet's first start: nothing before it
         first.leave()
-        stopped = last_alive(fleet.store, FLEET_KEY, FLEET_ALIVE_KEY)
+        stopped = last_alive(fleet.store, FLEET_KEY, "fleet")
         assert stopped is not None
         again = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         try:
@@ -222,7 +226,7 @@ def test_a_replica_whose_sign_of_life_went_stale_is_not_believed_alive(
         vanished = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
         vanished.join()
         try:
-            mark_alive(fleet.store, FLEET_KEY, START, key=FLEET_ALIVE_KEY)
+            mark_alive(fleet.store, FLEET_KEY, START, "fleet")
             newcomer = FleetPresence(fleet, pg_url, every=QUIET, stale_after=30)
             try:
                 assert len(newcomer.join()) == 2
@@ -230,3 +234,41 @@ def test_a_replica_whose_sign_of_life_went_stale_is_not_believed_alive(
                 newcomer.leave()
         finally:
             vanished.leave()
+
+
+def test_an_outage_of_a_sweepable_trigger_is_swept_and_closed_by_evidence(
+    pg_url: str, tmp_path: Path, sandbox: SandboxHandle
+) -> None:
+    """The fleet runs serve's evidence sweep: an acceptance fired while every worker was
+    down, whose delivery never came, is stored (the fleet's sweep job runs it) and the
+    window is closed by the sweep; nothing is left for a person."""
+    sandbox.admin("POST", "/_admin/reset", {"entities": 6})
+    sandbox.admin("POST", "/_admin/config", {"rateLimits": FAST})
+    entity = next(
+        row["entityKey"]
+        for row in sandbox.admin("GET", "/_admin/records/entities")
+        if row["status"] == "Active"
+    )
+    with receiving_fleet(pg_url, tmp_path, sandbox, {"r.yaml": accepted("auto")}) as fleet:
+        client = fleet.practices["alpha"].client
+        made = client.post(
+            "/api/v1/proposals", json={"entityKey": entity, "services": [{"serviceID": 400}]}
+        )
+        sandbox.admin("POST", f"/_admin/proposals/{made['proposalKey']}/accept")
+        now = fleet.store.now()
+        listed = list_outage(fleet, now - timedelta(minutes=2), now + timedelta(minutes=1))
+        assert len(listed) == 2
+        sweeps = sweep_gaps(fleet)
+        for sweep in sweeps:
+            assert sweep.wait(timeout=120)
+        assert len(sweeps) == 2
+        assert gap_entries(fleet.store, "checking") == []
+        assert gap_entries(fleet.store) == [], [e.reason for e in fleet.store.list_attention()]
+        closed = {entry.practice: entry for entry in fleet.store.list_attention(kind="gap")}
+        assert {entry.settled_by for entry in closed.values()} == {"sweep"}
+        key = f"proposal:{made['proposalKey']}"
+        assert closed["alpha"].evidence["recovered"] == [key]
+        assert closed["beta"].evidence["recovered"] == []  # another practice's records
+        assert closed["alpha"].evidence["lists"][0] == "GET /api/v1/entities/list (every page)"
+        assert fleet.store.seen_event("alpha", "proposal_accepted", key)
+        assert fleet.sweep("alpha") == 1  # the fleet's sweep job runs it once

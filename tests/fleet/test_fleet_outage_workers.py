@@ -31,7 +31,7 @@ from _fleet_support import (
 from click.testing import CliRunner
 
 from practiceflow.cli import cli
-from practiceflow.fleet.outage import FLEET_ALIVE_KEY, FLEET_KEY
+from practiceflow.fleet.outage import FLEET_KEY
 from practiceflow.service.gaps import mark_alive
 from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle
@@ -71,7 +71,7 @@ def test_workers_started_after_an_outage_list_its_window_once_per_practice(
     fleet_file = write_fleet_file(tmp_path, sandbox, {"forms.yaml": FORMS, "changed.yaml": CHANGED})
     with PostgresStore(pg_url) as store:
         down = (store.now() - timedelta(hours=1)).replace(microsecond=0)
-        mark_alive(store, FLEET_KEY, down, key=FLEET_ALIVE_KEY)
+        mark_alive(store, FLEET_KEY, down, "fleet")
     env = {**os.environ, **secrets_env(sandbox)}
     ports = [_free_port() for _ in range(3)]
     public = f"http://127.0.0.1:{ports[0]}"

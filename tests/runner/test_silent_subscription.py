@@ -1,5 +1,6 @@
 """Silent subscriptions are found (issue 36): a subscription deleted on the API's side
-delivers nothing; the check while serving (``PRACTICEFLOW_SILENCE_EVERY``) finds the event
+delivers nothing; the check while serving (on by default; ``PRACTICEFLOW_SILENCE_EVERY``
+sets its cadence here to a second, so that one check comes at once) finds the event
 its list shows, runs it once, re-subscribes, and lists the episode; the next event comes by
 webhook again. A real ``serve`` against the sandbox."""
 
@@ -10,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from practiceflow.errors import ConfigError
+from practiceflow.ops import OpsMetrics
+from practiceflow.service.silence import DEFAULT_EVERY, DEFAULT_GRACE, silence_settings
 from practiceflow.state import StateStore
 from practiceflow.testing import SandboxHandle
 from runner._serving import api_client, in_store, new_proposal, serving, wait_for
@@ -85,13 +89,46 @@ def test_a_subscription_deleted_on_the_api_side_is_found_healed_and_its_event_ru
     assert done[f"proposal:{second}"].origin["via"] == "webhook"
 
     def episodes(store: StateStore) -> Any:
-        return store.list_attention(kind="silent_subscription"), store.count_attention()
+        metrics = OpsMetrics(store).exposition().decode()
+        return store.list_attention(kind="silent_subscription"), store.count_attention(), metrics
 
-    (episode,), counts = in_store(serve.state, episodes)
+    (episode,), counts, metrics = in_store(serve.state, episodes)
     assert (episode.status, episode.settled_by) == ("closed", "practiceflow")
     assert episode.evidence["recovered"] == [missed]
     assert episode.evidence["heal"] == "resubscribed"
-    assert counts[(practice, "silent_subscription", "closed")] == 1  # what /metrics shows
+    assert counts[(practice, "silent_subscription", "closed")] == 1
+    counted = (
+        f'practiceflow_attention{{kind="silent_subscription",practice="{practice}",'
+        'status="closed"} 1.0'
+    )
+    assert counted in metrics.splitlines()  # /metrics counts the episode
     remote = small_sandbox.admin("GET", "/_admin/records/subscriptions")
     assert [row["id"] for row in remote] == [new.subscription_id]
     assert "subscribed again" in serve.errors()
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, (DEFAULT_EVERY, DEFAULT_GRACE)),  # on by default
+        ({"PRACTICEFLOW_SILENCE_EVERY": "0"}, (0.0, DEFAULT_GRACE)),  # turned off
+        ({"PRACTICEFLOW_SILENCE_EVERY": "60", "PRACTICEFLOW_SILENCE_GRACE": "5"}, (60.0, 5.0)),
+    ],
+)
+def test_the_silence_check_is_on_by_default_and_can_be_turned_off(
+    env: dict[str, str], expected: tuple[float, float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("PRACTICEFLOW_SILENCE_EVERY", "PRACTICEFLOW_SILENCE_GRACE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert silence_settings() == expected
+
+
+@pytest.mark.parametrize("value", ["-1", "soon"])
+def test_a_bad_silence_cadence_is_refused_naming_the_variable(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRACTICEFLOW_SILENCE_EVERY", value)
+    with pytest.raises(ConfigError, match="PRACTICEFLOW_SILENCE_EVERY: got"):
+        silence_settings()

@@ -85,6 +85,9 @@ def test_a_version_4_database_moves_its_attention_runs_into_the_table(tmp_path: 
     with sqlite3.connect(path) as raw:  # what practiceflow with schema 4 left behind
         raw.execute("DROP TABLE attention")
         raw.execute("DROP TABLE pending_writes")
+        raw.execute("DROP TABLE heartbeats")
+        raw.execute("ALTER TABLE subscription_health DROP COLUMN test_asked_at")
+        raw.execute("ALTER TABLE subscription_health DROP COLUMN test_event_id")
         raw.execute("DROP TABLE run_leases")
         raw.execute("DROP TABLE versions")
         raw.execute("DROP INDEX runs_by_version")

@@ -123,6 +123,9 @@ def test_migration_6_moves_the_attention_runs_into_their_table(
         kept, _ = store.start_run("p", "lead", "ev-1")
     _raw(url, "DROP TABLE pf_attention")
     _raw(url, "DROP TABLE pf_pending_writes")
+    _raw(url, "DROP TABLE pf_heartbeats")
+    _raw(url, "ALTER TABLE pf_subscription_health DROP COLUMN test_asked_at")
+    _raw(url, "ALTER TABLE pf_subscription_health DROP COLUMN test_event_id")
     _raw(url, "DROP TABLE pf_run_leases")
     _raw(url, "DROP TABLE pf_versions")
     _raw(url, "DROP INDEX pf_runs_by_version")
@@ -216,3 +219,27 @@ def test_eight_processes_racing_start_exactly_one_run(
     assert sum(int(created) for _, created in results) == 1
     assert len({run_id for run_id, _ in results}) == 1
     assert len(open_store_again().list_runs(event_id="evt-race")) == 1
+
+
+def test_migration_9_moves_the_signs_of_life_and_awaited_tests(
+    url: str, opened: list[StateStore]
+) -> None:
+    with PostgresStore(url) as store:
+        store.set_cursor("p", "serve#alive", "2025-03-01T09:00:00+00:00")
+        store.set_cursor("fleet#", "fleet#alive", "2025-03-01T09:00:00+00:00")
+        store.set_cursor("p", "eform_submitted#test-asked", "2025-03-01T09:00:00+00:00", {"e-9"})
+    _raw(url, "DROP TABLE pf_heartbeats")
+    _raw(url, "ALTER TABLE pf_subscription_health DROP COLUMN test_asked_at")
+    _raw(url, "ALTER TABLE pf_subscription_health DROP COLUMN test_event_id")
+    _raw(url, "UPDATE pf_schema_version SET version = 8")
+    assert migrate(url).changed
+    store = PostgresStore(url)
+    opened.append(store)
+    rows = [(row.kind, row.practice, row.beat_at.isoformat()) for row in store.list_heartbeats()]
+    assert rows == [
+        ("fleet", "*", "2025-03-01T09:00:00+00:00"),
+        ("serve", "p", "2025-03-01T09:00:00+00:00"),
+    ]
+    health = store.subscription_health("p", "eform_submitted")
+    assert health.test_event_id == "e-9"
+    assert _raw(url, "SELECT count(*) FROM pf_cursors") == [(0,)]

@@ -6,9 +6,9 @@ receives webhooks (``worker --listen --public-url``) takes part in it:
 * it holds a **shared** PostgreSQL advisory lock, the fleet's *presence*, on a connection
   of its own for as long as it runs. The server lets go of it when that connection ends,
   so a replica killed with SIGKILL stops counting at once;
-* it refreshes one cursor row, ``fleet#alive`` under the practice key ``fleet#`` (a
-  practice of the fleet file cannot be named with a ``#``), every ``--heartbeat`` seconds
-  and once when it stops (:class:`~practiceflow.service.gaps.Heartbeat`).
+* it refreshes the fleet's one row of the heartbeats table (kind ``fleet``, practice
+  ``*``) every ``--heartbeat`` seconds and once when it stops
+  (:class:`~practiceflow.service.heartbeat.Heartbeat`).
 
 On start, once its receiver listens, a replica takes the fleet's *check* lock (replicas
 check one at a time) and decides whether some replica received all along: one holds the
@@ -17,14 +17,21 @@ covers a replica whose host vanished without closing its connection: the server 
 presence until TCP gives up, but its heartbeat stops.
 
 When none did, the window from the last sign of life to now is a **known gap** for the
-whole fleet. For each practice, each trigger it receives by webhook that the fleet cannot
-read back by polling gets an entry that needs attention
-(:func:`~practiceflow.service.attention.list_gap`, "every worker of the fleet was down"),
-listed by ``practiceflow attention list --state URL`` and the console. A
-trigger polled from a cursor kept before the window needs none: its next poll job reads
-the window back. ``proposal_accepted`` without ``entityKey`` is listed: the sweep of every client's
-proposals that ``serve`` runs after a downtime would cost every practice one request per
-client.
+whole fleet, handled as ``serve`` handles its own downtime (:mod:`practiceflow.service.gaps`),
+with the same rows and the same sweep. For each practice, each trigger it receives by
+webhook that the fleet cannot read back by polling gets a gap entry of the attention table
+(:func:`~practiceflow.service.attention.list_gap`, "every worker of the fleet was down"):
+
+* ``checking`` when its module declares a sweep (``poll.sweep``): this replica sweeps the
+  window in the background (:class:`~practiceflow.service.sweep.GapSweep`, at the lowest
+  priority of the practice's rate budget), storing each event that never arrived (the
+  fleet's ``sweep`` job runs it once) and closing the entry by evidence, or handing it to a
+  person saying what it could not check. An entry left ``checking`` by a replica that
+  died is swept by the next one to join;
+* ``open`` (a person's) otherwise, saying why.
+
+A trigger polled from a cursor kept before the window needs none: its next poll job reads
+the window back. Nothing here names an endpoint: what can be swept is the module's word.
 
 Only then does the replica join the presence and mark the fleet alive, and let go of the
 check lock. So a replica starting right after (even at the same moment) finds the fleet
@@ -40,6 +47,7 @@ own sign of life).
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -48,18 +56,18 @@ import psycopg
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime
 from practiceflow.service.attention import list_gap
 from practiceflow.service.downtime import has_poll_source
-from practiceflow.service.gaps import Heartbeat, last_alive, mark_alive
-from practiceflow.service.sweep import can_sweep
+from practiceflow.service.heartbeat import Heartbeat, last_alive, mark_alive
+from practiceflow.service.sweep import GapSweep, can_sweep
+from practiceflow.state.heartbeats import WHOLE_FLEET
 from practiceflow.triggers import definition
+from practiceflow.triggers.definition import TriggerDefinition
 
-__all__ = ["FLEET_ALIVE_KEY", "FLEET_KEY", "FLEET_WHO", "FleetPresence", "list_outage"]
+__all__ = ["FLEET_KEY", "FLEET_WHO", "FleetPresence", "list_outage", "sweep_gaps"]
 
 logger = logging.getLogger("practiceflow.fleet")
 
-#: The reserved practice key of the fleet's own rows.
-FLEET_KEY: Final = "fleet#"
-#: The cursor row, under :data:`FLEET_KEY`, holding the fleet's last sign of life.
-FLEET_ALIVE_KEY: Final = "fleet#alive"
+#: The practice key of the fleet's heartbeat row.
+FLEET_KEY: Final = WHOLE_FLEET
 #: Who was down, in the message of a fleet's gap entry.
 FLEET_WHO: Final = "every worker of the fleet"
 #: Texts hashed into the advisory locks' keys.
@@ -72,15 +80,28 @@ _UNLOCK: Final = "SELECT pg_advisory_unlock(hashtextextended(%s, 0))"
 _UNLOCK_SHARED: Final = "SELECT pg_advisory_unlock_shared(hashtextextended(%s, 0))"
 
 
-def _unwatched(fleet: Fleet, name: str, runtime: PracticeRuntime) -> list[tuple[str, str]]:
-    """``(trigger, why)`` of each trigger of a practice whose events an outage may cost."""
-    found: list[tuple[str, str]] = []
+def _webhook_triggers(runtime: PracticeRuntime) -> dict[str, TriggerDefinition]:
+    """Name -> definition of each trigger a practice receives by webhook."""
+    found: dict[str, TriggerDefinition] = {}
+    for trigger in runtime.webhooks:
+        recipe = next(runner.recipe for runner in runtime.runners if runner.source == trigger)
+        found[trigger] = definition(recipe.trigger)
+    return found
+
+
+def _unwatched(fleet: Fleet, name: str, runtime: PracticeRuntime) -> list[tuple[str, str, bool]]:
+    """``(trigger, why, checking)`` of each trigger of a practice whose events an outage
+    may cost; ``checking``: a sweep can prove the window complete."""
+    found: list[tuple[str, str, bool]] = []
+    modules = _webhook_triggers(runtime)
     for trigger, binding in runtime.webhooks.items():
         poller = runtime.pollers.get(trigger)
         if poller is not None and fleet.store.get_cursor_state(name, poller.name) is not None:
             continue  # its next poll reads the window back from the cursor
-        recipe = next(runner.recipe for runner in runtime.runners if runner.source == trigger)
-        module = definition(recipe.trigger)
+        module = modules[trigger]
+        if can_sweep(module) and not has_poll_source(module, binding.options):
+            found.append((trigger, "a sweep of its list endpoints checks the window", True))
+            continue
         if poller is not None:
             why = "its polling began after the window, so it cannot read the window back"
         elif has_poll_source(module, binding.options):
@@ -89,14 +110,9 @@ def _unwatched(fleet: Fleet, name: str, runtime: PracticeRuntime) -> list[tuple[
                 "sender's retries; with mode: both it is also polled, which reads such a "
                 "window back"
             )
-        elif can_sweep(module):
-            why = (
-                "its list can be read back only by a sweep of every record, which the "
-                "fleet does not run (serve does), so they depend on the sender's retries"
-            )
         else:
             why = "no poll source, so they depend on the sender's retries"
-        found.append((trigger, why))
+        found.append((trigger, why, False))
     return found
 
 
@@ -115,10 +131,27 @@ def list_outage(fleet: Fleet, start: datetime, end: datetime) -> list[str]:
     for name, runtime in fleet.practices.items():
         triggers = _unwatched(fleet, name, runtime)
         with fleet.store.atomic():  # one commit per practice, not five per entry
-            for trigger, why in triggers:
-                entry = list_gap(fleet.store, name, trigger, start, end, why, who=FLEET_WHO)
+            for trigger, why, checking in triggers:
+                entry = list_gap(
+                    fleet.store, name, trigger, start, end, why, who=FLEET_WHO, checking=checking
+                )
                 listed.append(entry.attention_id)
     return listed
+
+
+def sweep_gaps(fleet: Fleet, stop: threading.Event | None = None) -> list[GapSweep]:
+    """Start a background sweep of each practice's gaps left ``checking`` (by this
+    replica's outage, or by one that died before its sweep ended).
+
+    Returns:
+        The sweeps started (one per practice with something to check).
+    """
+    started: list[GapSweep] = []
+    for name, runtime in fleet.practices.items():
+        sweep = GapSweep(fleet.store, name, runtime.client, _webhook_triggers(runtime), stop=stop)
+        if sweep.pending():
+            started.append(sweep.start())
+    return started
 
 
 class FleetPresence:
@@ -139,6 +172,9 @@ class FleetPresence:
         self.stale_after = timedelta(seconds=stale_after)
         self._connection: psycopg.Connection[Any] | None = None
         self._heartbeat: Heartbeat | None = None
+        self._stop_sweeps = threading.Event()
+        #: The sweeps of gaps this replica started at join (joined at leave).
+        self.sweeps: list[GapSweep] = []
 
     def join(self) -> list[str]:
         """List the outage that ends now, if there was one, then take part in the sign of life.
@@ -155,7 +191,7 @@ class FleetPresence:
             connection.execute(_LOCK, (_CHECK_LOCK,))
             try:
                 listed: list[str] = []
-                start = last_alive(store, FLEET_KEY, FLEET_ALIVE_KEY)
+                start = last_alive(store, FLEET_KEY, "fleet")
                 end = store.now()
                 if start is not None and not self._received(connection, start, end):
                     listed = list_outage(self.fleet, start, end)
@@ -167,14 +203,16 @@ class FleetPresence:
                         len(listed),
                     )
                 connection.execute(_LOCK_SHARED, (_PRESENCE_LOCK,))
-                mark_alive(store, FLEET_KEY, end, key=FLEET_ALIVE_KEY)
+                mark_alive(store, FLEET_KEY, end, "fleet", start=True)
             finally:
                 connection.execute(_UNLOCK, (_CHECK_LOCK,))
         except BaseException:
             connection.close()
             raise
         self._connection = connection
-        self._heartbeat = Heartbeat(store, FLEET_KEY, self.every, key=FLEET_ALIVE_KEY).start()
+        self._heartbeat = Heartbeat(store, FLEET_KEY, self.every, "fleet")
+        self._heartbeat.start(end)
+        self.sweeps = sweep_gaps(self.fleet, self._stop_sweeps)
         return listed
 
     def _received(
@@ -194,7 +232,12 @@ class FleetPresence:
         return False
 
     def leave(self) -> None:
-        """Stop the heartbeat (the last sign of life is now) and leave the presence."""
+        """Stop the sweeps (the next replica resumes them), stop the heartbeat (the last
+        sign of life is now) and leave the presence."""
+        self._stop_sweeps.set()
+        for sweep in self.sweeps:
+            sweep.join(timeout=10)
+        self.sweeps = []
         if self._heartbeat is not None:
             self._heartbeat.stop()
             self._heartbeat = None

@@ -1,7 +1,7 @@
 """No silent gaps: the time ``serve`` was down is known, and what it may have missed is listed.
 
-Each ``serve`` process writes a heartbeat into the state store (the cursor row
-``serve#alive`` of its practice) every few seconds and when it stops. On the next start
+Each ``serve`` process writes a heartbeat into the state store (its row of the
+heartbeats table, :mod:`.heartbeat`) every few seconds and when it stops. On the next start
 the window from that last sign of life to now is a **known gap**: events may have been
 sent while nothing listened, and the sender may have given up retrying them (the spec does
 not say how long it retries). For every trigger of the recipes being served:
@@ -22,80 +22,16 @@ attention settle ID --note ...``.
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Final
 
-from practiceflow.errors import PracticeflowError
 from practiceflow.service.attention import list_gap
+from practiceflow.service.heartbeat import Heartbeat, last_alive, mark_alive
 from practiceflow.service.sweep import can_sweep
 from practiceflow.state import StateStore
 from practiceflow.triggers.definition import TriggerDefinition
 
-__all__ = ["ALIVE_KEY", "Heartbeat", "last_alive", "mark_alive", "note_downtime"]
-
-logger = logging.getLogger("practiceflow.runner")
-
-#: The cursor row holding a practice's last sign of life.
-ALIVE_KEY: Final = "serve#alive"
-#: Seconds between heartbeats.
-HEARTBEAT_EVERY: Final = 5.0
-
-
-def last_alive(store: StateStore, practice: str, key: str = ALIVE_KEY) -> datetime | None:
-    """When a ``serve`` of the practice (or what ``key`` names) last showed a sign of life."""
-    value = store.get_cursor(practice, key)
-    return None if value is None else datetime.fromisoformat(value)
-
-
-def mark_alive(
-    store: StateStore, practice: str, at: datetime | None = None, key: str = ALIVE_KEY
-) -> None:
-    """Record a sign of life (now, unless ``at`` says) in the cursor row ``key``."""
-    store.set_cursor(practice, key, (at or store.now()).isoformat())
-
-
-class Heartbeat:
-    """Marks the practice alive every ``every`` seconds in a thread, and once at stop."""
-
-    def __init__(
-        self,
-        store: StateStore,
-        practice: str,
-        every: float = HEARTBEAT_EVERY,
-        key: str = ALIVE_KEY,
-    ) -> None:
-        self.store = store
-        self.practice = practice
-        self.every = every
-        self.key = key
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pf-heartbeat", daemon=True)
-
-    def start(self) -> Heartbeat:
-        """Mark alive now, then keep doing so in the background."""
-        mark_alive(self.store, self.practice, key=self.key)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every):
-            try:
-                mark_alive(self.store, self.practice, key=self.key)
-            except PracticeflowError as exc:  # a busy store: the next beat tries again
-                logger.warning("heartbeat not recorded: %s", exc)
-
-    def stop(self) -> None:
-        """Stop beating; the last sign of life is now."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
-        try:
-            mark_alive(self.store, self.practice, key=self.key)
-        except PracticeflowError as exc:
-            logger.warning("last heartbeat not recorded: %s", exc)
+__all__ = ["Heartbeat", "last_alive", "mark_alive", "note_downtime"]
 
 
 def note_downtime(

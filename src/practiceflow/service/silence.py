@@ -3,10 +3,12 @@ events it should have delivered is broken, healed, and the episode listed.
 
 A subscription can stop delivering without a word: removed on the API's side, or a public
 URL that no longer reaches the receiver. While ``serve`` runs, every ``every`` seconds
-(``PRACTICEFLOW_SILENCE_EVERY``; off when unset or 0: a check reads every client's list,
-one request per client, so it is opt-in), :class:`SilenceWatch` sweeps each webhook trigger
-a sweep can read (:mod:`.sweep`) over the time since the last check, up to ``grace``
-seconds ago (a delivery in flight is not a silence). An event in that window that never
+(``PRACTICEFLOW_SILENCE_EVERY``, :data:`DEFAULT_EVERY` when unset, 0 turns it off),
+:class:`SilenceWatch` sweeps each webhook trigger a sweep can read (:mod:`.sweep`) over the
+time since the last check, up to ``grace`` seconds ago (a delivery in flight is not a
+silence). A check reads every client's list, one request per client, at the lowest
+priority of the rate budget: every 15 minutes, 300 clients cost 20 requests a minute,
+which any other request goes before. An event in that window that never
 arrived is stored (it runs once); any such event means the subscription was silent:
 
 * it is checked and healed (:meth:`~practiceflow.triggers.subscriptions.SubscriptionManager.heal`:
@@ -27,17 +29,26 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from practiceflow.errors import ConfigError, PracticeflowError
-from practiceflow.service.sweep import GapSweep, SweepResult, can_sweep
+from practiceflow.service.sweep import GapSweep, SweepResult, can_sweep, lists_read
 from practiceflow.state import StateStore
 from practiceflow.triggers.definition import TriggerDefinition
 from practiceflow.triggers.modes import BothTrigger, WebhookTrigger
 
-__all__ = ["EVERY_ENV", "GRACE_ENV", "SilenceWatch", "healer", "silence_settings"]
+__all__ = [
+    "DEFAULT_EVERY",
+    "EVERY_ENV",
+    "GRACE_ENV",
+    "SilenceWatch",
+    "healer",
+    "silence_settings",
+]
 
 logger = logging.getLogger("practiceflow.runner")
 
-#: Seconds between two checks (unset or 0: no check).
+#: Seconds between two checks (0: no check).
 EVERY_ENV: Final = "PRACTICEFLOW_SILENCE_EVERY"
+#: Seconds between two checks when the environment does not say.
+DEFAULT_EVERY: Final = 900.0
 #: Seconds an event may take to be delivered before its absence counts.
 GRACE_ENV: Final = "PRACTICEFLOW_SILENCE_GRACE"
 DEFAULT_GRACE: Final = 120.0
@@ -50,7 +61,7 @@ def silence_settings() -> tuple[float, float]:
         ConfigError: a value that is not a number of seconds (>= 0).
     """
     values: list[float] = []
-    for name, default in ((EVERY_ENV, 0.0), (GRACE_ENV, DEFAULT_GRACE)):
+    for name, default in ((EVERY_ENV, DEFAULT_EVERY), (GRACE_ENV, DEFAULT_GRACE)):
         text = os.environ.get(name, "").strip()
         try:
             value = float(text) if text else default
@@ -164,7 +175,7 @@ class SilenceWatch:
         except PracticeflowError as exc:
             outcome = f"not healed ({exc})"
         start, end = (moment.isoformat(timespec="seconds") for moment in result.window)
-        evidence = {**result.evidence(_LISTS), "heal": outcome}
+        evidence = {**result.evidence(lists_read(self.triggers[name])), "heal": outcome}
         missed = len(result.recovered)
         reason = (
             f"the webhook of trigger {name!r} delivered none of {missed} event(s) its list "
@@ -194,6 +205,3 @@ class SilenceWatch:
         )  # fmt: skip
         logger.warning("needs attention (entry %s): %s", entry.attention_id[:8], text)
         return entry.attention_id
-
-
-_LISTS: Final = ["GET /api/v1/entities/list (every page)", "the trigger's list for each"]

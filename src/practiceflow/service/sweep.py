@@ -4,12 +4,13 @@ While ``serve`` was down, a webhook trigger's deliveries failed; the sender retr
 for a time the spec does not give. A trigger polled from a cursor reads the window back
 by itself (:mod:`.intake`). A trigger whose poll source needs an option the recipe does
 not give (``proposal_accepted`` without ``entityKey``: proposals are listed per client)
-is **swept**: every value of that option is read from its own list (every client of
-``/api/v1/entities/list``), then the trigger's list for each (the client's proposals),
-at the lowest priority of the rate budget (:class:`~.priorities.Priority.BACKFILL`).
+is **swept** as its module declares (``poll.sweep``, :class:`~practiceflow.triggers.
+definition.SweepSource`): every value of that option is read from its own list (every
+client), then the trigger's list for each (the client's proposals), at the lowest priority
+of the rate budget (:class:`~.priorities.Priority.BACKFILL`). No endpoint is named here.
 
-Each row the trigger's filters pass whose time of event (``acceptedOn``...) lies in the
-window (from :data:`MARGIN` before the last sign of life) is stored under the trigger's
+Each row the trigger's filters pass whose time of event (the declared ``when`` fields) lies
+in the window (from :data:`MARGIN` before the last sign of life) is stored under the trigger's
 dedupe key, shared with the webhook: one the sender's retry delivered is found already
 received, one it gave up on is stored now and runs once. When every list was read, the
 gap is closed by the sweep with its evidence (which lists were read over which window,
@@ -37,18 +38,12 @@ from practiceflow.service.attention import close_by_evidence, hold_for_person
 from practiceflow.state import StateStore
 from practiceflow.state.attention import AttentionRecord
 from practiceflow.triggers.base import envelope, persist
-from practiceflow.triggers.definition import TriggerDefinition, parse_time
+from practiceflow.triggers.definition import SweepSource, TriggerDefinition, parse_time
 
-__all__ = ["CHUNK", "MARGIN", "GapSweep", "SweepResult", "can_sweep", "sweep_option"]
+__all__ = ["CHUNK", "MARGIN", "GapSweep", "SweepResult", "can_sweep", "lists_read", "sweep_option"]
 
 logger = logging.getLogger("practiceflow.runner")
 
-#: Options a list can enumerate: the option's name -> (list path, field of each row).
-ENUMERABLE: Final[Mapping[str, tuple[str, str]]] = {
-    "entityKey": ("/api/v1/entities/list", "entityKey"),
-}
-#: Row fields that tell when the event of a row happened, the first one present wins.
-EVENT_TIME: Final = ("acceptedOn", "submittedOn", "completedOn")
 #: How long before the last sign of life the window is read (a kill lands up to a
 #: heartbeat after it; a delivery in flight then may have been lost).
 MARGIN: Final = timedelta(minutes=5)
@@ -56,33 +51,29 @@ MARGIN: Final = timedelta(minutes=5)
 CHUNK: Final = 25
 
 
+def _source(definition: TriggerDefinition) -> SweepSource | None:
+    """The sweep the trigger's module declares (``poll.sweep``), or None."""
+    return None if definition.poll is None else definition.poll.sweep
+
+
 def sweep_option(definition: TriggerDefinition) -> str | None:
     """The option a sweep enumerates to read the trigger's poll source, or None."""
-    spec = definition.poll
-    if spec is None:
-        return None
-    for name in ENUMERABLE:
-        try:
-            spec.request({name: "00000000-0000-0000-0000-000000000000"})
-        except PracticeflowError:
-            continue
-        return name
-    return None
+    source = _source(definition)
+    return None if source is None else source.each
 
 
 def can_sweep(definition: TriggerDefinition) -> bool:
     """Whether a downtime of the trigger can be proven complete by a sweep."""
-    return sweep_option(definition) is not None
+    return _source(definition) is not None
 
 
-def _when(row: Any) -> datetime | None:
-    if not isinstance(row, Mapping):
-        return None
-    for name in EVENT_TIME:
-        value = row.get(name)
-        if value:
-            return parse_time(str(value))
-    return None
+def lists_read(definition: TriggerDefinition) -> list[str]:
+    """The lists a sweep of the trigger reads, as its evidence names them."""
+    source, spec = _source(definition), definition.poll
+    if source is None or spec is None:
+        return []
+    shown = str(spec.request({source.each: "{" + source.each + "}"})[0])
+    return [f"GET {source.path} (every page)", f"GET {shown} for each {source.each}"]
 
 
 @dataclass
@@ -103,6 +94,7 @@ class SweepResult:
         closed: whether the gaps were closed by this evidence.
         bounded: rows after the window's end are left for a later sweep (a check while
             serving, :mod:`.silence`), not stored.
+        when: the row fields read as the time of event.
     """
 
     trigger: str
@@ -117,6 +109,7 @@ class SweepResult:
     error: str | None = None
     closed: bool = False
     bounded: bool = False
+    when: tuple[str, ...] = ()
 
     def evidence(self, lists: Sequence[str], through: str | None = None) -> dict[str, Any]:
         """The JSON evidence kept on the entries."""
@@ -189,6 +182,13 @@ class GapSweep:
         if self._thread is not None:
             self._thread.join(timeout)
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the sweep to end by itself; whether it did."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
+
     def run(self) -> list[SweepResult]:
         """Sweep every trigger with entries to check; what each sweep found."""
         results: list[SweepResult] = []
@@ -229,14 +229,15 @@ class GapSweep:
             return None
         start, end = min(starts) - MARGIN, max(ends)
         result = SweepResult(trigger, [entry.attention_id for entry in entries], (start, end))
-        enum_path, enum_field = ENUMERABLE[option]
+        result.when = spec.sweep.when if spec.sweep is not None else ()
+        source = spec.sweep
+        assert source is not None  # sweep_option said so
         throughs = [_through(entry) for entry in entries]
         through = None if any(value is None for value in throughs) else min(map(str, throughs))
-        path_shown = str(spec.request({option: "{" + option + "}"})[0])
-        lists = [f"GET {enum_path} (every page)", f"GET {path_shown} for each {option}"]
+        lists = lists_read(definition)
         try:
             with priority(Priority.BACKFILL):
-                values = self._enumerate(enum_path, enum_field)
+                values = self._enumerate(source)
                 done, last = 0, through
                 for value, changed in values:
                     if self.stop.is_set():
@@ -264,30 +265,30 @@ class GapSweep:
     ) -> SweepResult:
         """Read a trigger's lists over a window, storing what never arrived (no entry is
         involved: the check of :mod:`.silence` while serving)."""
-        option = sweep_option(definition)
+        source = _source(definition)
         result = SweepResult(trigger, [], window, bounded=True)
-        if option is None:
+        if source is None:
             result.error = "it has no list to sweep"
             return result
         try:
             with priority(Priority.BACKFILL):
-                for value, _ in self._enumerate(*ENUMERABLE[option]):
+                for value, _ in self._enumerate(source):
                     if self.stop.is_set():
                         result.error = "stopped"
                         break
-                    self._read(trigger, definition, {option: value}, result)
+                    self._read(trigger, definition, {source.each: value}, result)
                     result.clients += 1
         except PracticeflowError as exc:
             result.error = str(exc)
         return result
 
-    def _enumerate(self, path: str, name: str) -> list[tuple[str, datetime | None]]:
+    def _enumerate(self, source: SweepSource) -> list[tuple[str, datetime | None]]:
         """Every value of the option (sorted), with when its record last changed."""
         found: dict[str, datetime | None] = {}
-        for row in self.client.paginate(path):
-            if isinstance(row, Mapping) and isinstance(row.get(name), str):
-                changed = row.get("lastUpdated")
-                found[row[name]] = parse_time(str(changed)) if changed else None
+        for row in self.client.paginate(source.path):
+            if isinstance(row, Mapping) and isinstance(row.get(source.field), str):
+                changed = row.get(source.changed) if source.changed else None
+                found[row[source.field]] = parse_time(str(changed)) if changed else None
         return sorted(found.items())
 
     def _read(
@@ -299,13 +300,14 @@ class GapSweep:
     ) -> None:
         spec = definition.poll
         assert spec is not None
+        assert spec.sweep is not None
         path, params = spec.request(options)
         for row in self.client.paginate(path, params=params, page_size=spec.page_size):
             context = spec.context(row, options)
             key = spec.dedupe_key(context)
             if key is None or not spec.passes(context):
                 continue
-            when = _when(row)
+            when = spec.sweep.event_time(row)
             if when is None:
                 if not self.store.seen_event(self.practice, trigger, key):
                     result.undated.append(key)
@@ -350,7 +352,7 @@ class GapSweep:
                 f"the sweep could not read every list ({result.error})"
                 if result.error is not None
                 else f"{len(result.undated)} row(s) of {result.trigger} that never arrived "
-                f"carry no time of event ({', '.join(EVENT_TIME)}), so the sweep cannot tell "
+                f"carry no time of event ({', '.join(result.when)}), so the sweep cannot tell "
                 "whether they happened in the window"
             )
             for entry in entries:

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError
 from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._heartbeats_sql import HEARTBEATS_MIGRATION
 from practiceflow.state.pending_writes import PENDING_WRITES_MIGRATION
 from practiceflow.state.rows import (
     EventRecord,
@@ -258,6 +259,7 @@ MIGRATIONS: Mapping[int, Sequence[str]] = {
     6: _V6,
     7: _V7,
     8: _V8,
+    9: HEARTBEATS_MIGRATION,  # who listens since when (heartbeats.py); cursor rows move
 }
 
 #: The schema version this practiceflow writes.
@@ -324,7 +326,8 @@ SELECT_RUNS: Final = (
     " starts, version FROM {p}runs"
 )
 SELECT_HEALTH: Final = (
-    "SELECT last_test_delivery_at, resubscribes FROM {p}subscription_health"
+    "SELECT last_test_delivery_at, resubscribes, test_asked_at, test_event_id"
+    " FROM {p}subscription_health"
     " WHERE practice = ? AND trigger_key = ?"
 )
 SELECT_STEPS: Final = (
@@ -387,6 +390,11 @@ UPSERT_TEST_DELIVERY: Final = (
     " VALUES (?, ?, ?) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
     " last_test_delivery_at = CASE WHEN h.last_test_delivery_at > excluded.last_test_delivery_at"
     " THEN h.last_test_delivery_at ELSE excluded.last_test_delivery_at END"
+)
+UPSERT_TEST_ASKED: Final = (
+    "INSERT INTO {p}subscription_health (practice, trigger_key, test_asked_at, test_event_id)"
+    " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+    " test_asked_at = excluded.test_asked_at, test_event_id = excluded.test_event_id"
 )
 COUNT_RESUBSCRIBE: Final = (
     "INSERT INTO {p}subscription_health AS h (practice, trigger_key, resubscribes)"

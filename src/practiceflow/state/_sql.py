@@ -42,12 +42,14 @@ from practiceflow.errors import BugError
 from practiceflow.state._attention_sql import SQLAttention
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection
 from practiceflow.state._runs_sql import SQLRuns
+from practiceflow.state._heartbeats_sql import SQLHeartbeats
 from practiceflow.state._schema import (
     COUNT_RESUBSCRIBE,
     SELECT_EVENTS,
     SELECT_HEALTH,
     SELECT_SUBSCRIPTIONS,
     UPSERT_SUBSCRIPTION,
+    UPSERT_TEST_ASKED,
     UPSERT_TEST_DELIVERY,
     count_by_practice,
     decode_event,
@@ -91,7 +93,7 @@ class _Atomic:
     durable: bool
 
 
-class StateStore(PendingWriteStore, SQLAttention, SQLVersions, SQLRuns):
+class StateStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQLRuns):
     """Durable state of triggers and runs; see the package docstring for what it holds.
 
     Stores are opened with :func:`practiceflow.state.open_store` and closed with
@@ -515,6 +517,14 @@ class StateStore(PendingWriteStore, SQLAttention, SQLVersions, SQLRuns):
             row = db.execute(COUNT_RESUBSCRIBE, (practice, trigger_key)).fetchone()
         return int(row[0])
 
+    def set_test_asked(
+        self, practice: str, trigger_key: str, asked_at: datetime | None, event_id: str | None
+    ) -> None:
+        """See :meth:`StateStore.set_test_asked`."""
+        stamp = None if asked_at is None else self._stamp(asked_at, "asked at")
+        with self._write() as db:
+            db.execute(UPSERT_TEST_ASKED, (practice, trigger_key, stamp, event_id))
+
     def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
         """Last delivery (newest webhook event kept), last test delivery and re-subscribes.
 
@@ -534,6 +544,8 @@ class StateStore(PendingWriteStore, SQLAttention, SQLVersions, SQLRuns):
             self.dialect.maybe_time(None if delivered is None else delivered[0]),
             self.dialect.maybe_time(None if row is None else row[0]),
             0 if row is None else int(row[1]),
+            self.dialect.maybe_time(None if row is None else row[2]),
+            None if row is None else row[3],
         )
 
     # --- run leases (run_leases.py) -----------------------------------------------------

@@ -215,6 +215,8 @@ class SubscriptionHealth:
             goes when they are purged); ``None`` when there is none.
         last_test_delivery_at: when a test delivery last arrived; ``None`` if never.
         resubscribes: how many times the subscription was re-made after being lost.
+        test_asked_at: when a test delivery was asked for and is still awaited, or None.
+        test_event_id: the event id the ``/test`` answer gave it, when it gave one.
     """
 
     practice: str
@@ -222,6 +224,8 @@ class SubscriptionHealth:
     last_delivery_at: datetime | None
     last_test_delivery_at: datetime | None
     resubscribes: int
+    test_asked_at: datetime | None = None
+    test_event_id: str | None = None
 
 
 @dataclass(frozen=True)

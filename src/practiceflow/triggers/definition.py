@@ -32,6 +32,7 @@ __all__ = [
     "CursorKind",
     "KnownKeys",
     "PollSpec",
+    "SweepSource",
     "TriggerDefinition",
     "WebhookSpec",
     "definition",
@@ -166,6 +167,35 @@ class KnownKeys:
 
 
 @dataclass(frozen=True)
+class SweepSource:
+    """How a downtime is proven complete when the poll needs an input (``poll.sweep``).
+
+    Attributes:
+        each: the input enumerated (``entityKey``).
+        path: the list giving every value of it.
+        field: the row field of that list holding the value.
+        changed: the row field telling when that record last changed, or None.
+        when: row fields of the poll's list telling when the event happened.
+    """
+
+    each: str
+    path: str
+    field: str
+    changed: str | None
+    when: tuple[str, ...]
+
+    def event_time(self, row: Any) -> datetime | None:
+        """When the event of a poll row happened (the first field present), or None."""
+        if not isinstance(row, Mapping):
+            return None
+        for name in self.when:
+            value = row.get(name)
+            if value:
+                return parse_time(str(value))
+        return None
+
+
+@dataclass(frozen=True)
 class PollSpec:
     """How a trigger receives by polling a list endpoint.
 
@@ -185,6 +215,7 @@ class PollSpec:
         passthrough: copy row fields that ``map`` does not name.
         page_size: ``pageSize`` to send, or ``None`` (a fixed server page size).
         known: remembered keys, or ``None``.
+        sweep: how a downtime is swept when the poll needs an input, or ``None``.
     """
 
     path: CompiledTemplate | str
@@ -202,6 +233,7 @@ class PollSpec:
     passthrough: bool
     page_size: int | None
     known: KnownKeys | None
+    sweep: SweepSource | None = None
 
     def request(self, options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """The path and fixed query of a poll, rendered with the trigger's options.
@@ -308,6 +340,19 @@ def _known(section: Mapping[str, Any] | None) -> KnownKeys | None:
     )
 
 
+def _sweep(section: Mapping[str, Any] | None) -> SweepSource | None:
+    if not section:
+        return None
+    changed = section.get("changed")
+    return SweepSource(
+        each=str(section["each"]),
+        path=str(section["from"]),
+        field=str(section["field"]),
+        changed=None if changed is None else str(changed),
+        when=tuple(str(name) for name in section["when"]),
+    )
+
+
 def definition(module: TriggerModule) -> TriggerDefinition:
     """Read a loaded trigger module into its webhook and poll specs.
 
@@ -348,6 +393,7 @@ def definition(module: TriggerModule) -> TriggerDefinition:
             passthrough=bool(section.get("passthrough", False)),
             page_size=section.get("page_size"),
             known=_known(section.get("known")),
+            sweep=_sweep(section.get("sweep")),
         )
     return TriggerDefinition(module=module, webhook=webhook, poll=poll)
 

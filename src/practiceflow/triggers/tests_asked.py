@@ -4,9 +4,9 @@ The spec does not show how a test delivery (``POST /api/v1/webhooks/{id}/test``)
 marked; a real one may look exactly like an event. The project knows when it asked for
 one and on which subscription, so it does not need a marker:
 
-* before sending ``/test``, :func:`note_asked` records the time under
-  ``<trigger>#test-asked`` in the state store (a cursor row, so nothing new in the schema),
-  and the answer's event id when the answer carries one;
+* before sending ``/test``, :func:`note_asked` records the time on the subscription's
+  health row in the state store (``test_asked_at``: a fact of the subscription, kept as
+  long as its health, not a cursor), and the answer's event id when the answer carries one;
 * the receiver asks :func:`classify` about each verified delivery on that subscription:
   a delivery with a known marker (``isTest``), or with the event id the ``/test`` answer
   gave, is the test delivery (acknowledged, never run); while a test without an id is
@@ -27,16 +27,14 @@ among what needs attention.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Final
 
 from practiceflow.hooks import tolerant
 from practiceflow.state import StateStore
 
 __all__ = [
-    "ASKED_SUFFIX",
     "AWAIT_TEST",
-    "DONE",
     "arrived",
     "classify",
     "hold",
@@ -44,10 +42,6 @@ __all__ = [
     "note_asked",
 ]
 
-#: Suffix of the cursor row that remembers an asked test delivery.
-ASKED_SUFFIX: Final = "#test-asked"
-#: Value of that row once the test delivery arrived.
-DONE: Final = "done"
 #: How long after asking an id-less test delivery is awaited.
 AWAIT_TEST: Final = timedelta(minutes=10)
 
@@ -66,12 +60,12 @@ def note_asked(store: StateStore, practice: str, trigger: str, answer: Any = Non
     Call it with ``answer=None`` before sending ``/test``, then with the answer.
     """
     if answer is None:
-        store.set_cursor(practice, trigger + ASKED_SUFFIX, store.now().isoformat())
+        store.set_test_asked(practice, trigger, store.now(), None)
         return
-    asked = store.get_cursor_state(practice, trigger + ASKED_SUFFIX)
+    asked = store.subscription_health(practice, trigger).test_asked_at
     event_id = tolerant.field(answer, "eventId")[1]
     if asked is not None and isinstance(event_id, str | int) and str(event_id):
-        store.set_cursor(practice, trigger + ASKED_SUFFIX, asked.value, {str(event_id)})
+        store.set_test_asked(practice, trigger, asked, str(event_id))
         _release(store, practice, trigger, str(event_id))
 
 
@@ -108,13 +102,13 @@ def classify(
     """
     if looks_like_test(body):
         return True, None
-    asked = store.get_cursor_state(practice, trigger + ASKED_SUFFIX)
-    if asked is not None and asked.value != DONE:
-        if event_id in asked.boundary_keys:
+    health = store.subscription_health(practice, trigger)
+    when = health.test_asked_at
+    if when is not None:
+        if event_id == health.test_event_id:
             return True, None
-        when = _parse(asked.value)
-        awaited = when is not None and store.now() - when <= AWAIT_TEST
-        if awaited and not asked.boundary_keys:
+        awaited = store.now() - when <= AWAIT_TEST
+        if awaited and health.test_event_id is None:
             reason = (
                 "arrived while a test delivery without an event id was awaited: it may be "
                 "that test delivery, so it was not run; check the practice and rerun if not"
@@ -127,9 +121,8 @@ def classify(
 
 def arrived(store: StateStore, practice: str, trigger: str) -> None:
     """Note that the awaited test delivery (or what may be it) arrived."""
-    asked = store.get_cursor_state(practice, trigger + ASKED_SUFFIX)
-    if asked is not None and asked.value != DONE:
-        store.set_cursor(practice, trigger + ASKED_SUFFIX, DONE)
+    if store.subscription_health(practice, trigger).test_asked_at is not None:
+        store.set_test_asked(practice, trigger, None, None)
 
 
 def hold(
@@ -144,14 +137,8 @@ def hold(
 
     entry_id, created = hold_delivery(store, practice, trigger, event_key, delivery_id, reason)
     if created:
-        asked = store.get_cursor_state(practice, trigger + ASKED_SUFFIX)
-        if asked is not None and delivery_id in asked.boundary_keys:  # the answer came first
+        health = store.subscription_health(practice, trigger)
+        if health.test_asked_at is not None and delivery_id == health.test_event_id:
+            # the answer came first
             _release(store, practice, trigger, delivery_id)
     return entry_id
-
-
-def _parse(text: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None

@@ -1,0 +1,125 @@
+"""The heartbeats table in SQL (:mod:`practiceflow.state.heartbeats`), mixed into ``SQLStore``."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, Final
+
+from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state.heartbeats import (
+    HEARTBEAT_KINDS,
+    HeartbeatKind,
+    HeartbeatRecord,
+    HeartbeatRows,
+)
+from practiceflow.state.rows import check_value
+
+__all__ = ["HEARTBEATS_MIGRATION", "SQLHeartbeats"]
+
+_SELECT: Final = "SELECT kind, practice, holder, since, beat_at, stopped_at FROM {p}heartbeats"
+
+# The cursor rows that held these facts before (``serve#alive`` of a practice,
+# ``fleet#alive`` of the practice ``fleet#``, ``<trigger>#test-asked``) move here and to
+# the subscription's health row: a store upgraded keeps its downtime and awaited tests.
+_BEAT: Final = (
+    "INSERT INTO {p}heartbeats (kind, practice, holder, since, beat_at, stopped_at)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kind, practice) DO UPDATE SET"
+    " holder = excluded.holder, beat_at = excluded.beat_at, stopped_at = excluded.stopped_at"
+)
+#: A new listening: ``since`` starts again.
+_BEGIN: Final = _BEAT + ", since = excluded.since"
+
+HEARTBEATS_MIGRATION: Final = (
+    """
+    CREATE TABLE {p}heartbeats (
+        kind text NOT NULL CHECK (kind IN ('serve', 'fleet')),
+        practice text NOT NULL,
+        holder text,
+        since {time} NOT NULL,
+        beat_at {time} NOT NULL,
+        stopped_at {time},
+        PRIMARY KEY (kind, practice)
+    )
+    """,
+    """
+    INSERT INTO {p}heartbeats (kind, practice, holder, since, beat_at, stopped_at)
+    SELECT CASE WHEN trigger_key = 'serve#alive' THEN 'serve' ELSE 'fleet' END,
+        CASE WHEN trigger_key = 'serve#alive' THEN practice ELSE '*' END,
+        NULL, CAST(value AS {time}), CAST(value AS {time}), NULL
+    FROM {p}cursors WHERE trigger_key IN ('serve#alive', 'fleet#alive')
+    """,
+    # An asked test delivery is a fact of the subscription (its health row), not a cursor.
+    "ALTER TABLE {p}subscription_health ADD COLUMN test_asked_at {time}",
+    "ALTER TABLE {p}subscription_health ADD COLUMN test_event_id text",
+    """
+    INSERT INTO {p}subscription_health AS h (practice, trigger_key, test_asked_at,
+        test_event_id)
+    SELECT c.practice, substr(c.trigger_key, 1, length(c.trigger_key) - 11),
+        CAST(c.value AS {time}),
+        (SELECT min(k.dedupe_key) FROM {p}cursor_keys k
+            WHERE k.practice = c.practice AND k.trigger_key = c.trigger_key)
+    FROM {p}cursors c WHERE c.value <> 'done'
+        AND substr(c.trigger_key, length(c.trigger_key) - 10) = '#test-asked'
+    ON CONFLICT (practice, trigger_key) DO UPDATE SET
+        test_asked_at = excluded.test_asked_at, test_event_id = excluded.test_event_id
+    """,
+    """
+    DELETE FROM {p}cursor_keys WHERE trigger_key IN ('serve#alive', 'fleet#alive')
+        OR substr(trigger_key, length(trigger_key) - 10) = '#test-asked'
+    """,
+    """
+    DELETE FROM {p}cursors WHERE trigger_key IN ('serve#alive', 'fleet#alive')
+        OR substr(trigger_key, length(trigger_key) - 10) = '#test-asked'
+    """,
+)
+
+
+class SQLHeartbeats(HeartbeatRows):
+    """:class:`HeartbeatRows` on the store's connections (the rest is ``SQLStore``'s)."""
+
+    _load: Dialect
+
+    @abstractmethod
+    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
+
+    @abstractmethod
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    @abstractmethod
+    def _stamp(self, value: datetime | None, what: str) -> Any: ...
+
+    def _decode_heartbeat(self, row: Sequence[Any]) -> HeartbeatRecord:
+        load = self._load
+        return HeartbeatRecord(
+            row[0], row[1], row[2], load.load_time(row[3]), load.load_time(row[4]),
+            load.maybe_time(row[5]),
+        )  # fmt: skip
+
+    def beat(
+        self,
+        kind: HeartbeatKind,
+        practice: str,
+        holder: str,
+        *,
+        at: datetime | None = None,
+        start: bool = False,
+        stop: bool = False,
+    ) -> None:
+        """See :meth:`HeartbeatRows.beat`."""
+        check_value("heartbeat kind", kind, HEARTBEAT_KINDS)
+        stamp = self._stamp(at, "heartbeat")
+        stopped = stamp if stop else None
+        with self._write() as db:
+            db.execute(_BEGIN if start else _BEAT, (kind, practice, holder, stamp, stamp, stopped))
+
+    def get_heartbeat(self, kind: HeartbeatKind, practice: str) -> HeartbeatRecord | None:
+        """See :meth:`HeartbeatRows.get_heartbeat`."""
+        rows = self._all(_SELECT + " WHERE kind = ? AND practice = ?", (kind, practice))
+        return self._decode_heartbeat(rows[0]) if rows else None
+
+    def list_heartbeats(self) -> list[HeartbeatRecord]:
+        """See :meth:`HeartbeatRows.list_heartbeats`."""
+        return [self._decode_heartbeat(row) for row in self._all(_SELECT + " ORDER BY 1, 2")]
