@@ -1,4 +1,5 @@
-"""Every shipped module loads, is self-consistent, and has its own test file."""
+"""Every shipped module loads, is self-consistent, and has its own tests: a ``*.test.yaml``
+in the users' format (docs/testing.md) and, for an action, a Python test file."""
 
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ def test_each_action_has_its_own_test_file(key):
     assert (TESTS / "actions" / f"test_{key}.py").is_file()
 
 
-def test_each_trigger_has_its_own_test_file():
+def test_each_module_has_its_own_test_yaml():
     missing = [
-        key for key in REGISTRY.triggers if not (TESTS / "triggers" / f"test_{key}.py").is_file()
+        f"{kind}/{key}"
+        for kind, keys in (("actions", REGISTRY.actions), ("triggers", REGISTRY.triggers))
+        for key in keys
+        if not (TESTS / kind / f"{key}.test.yaml").is_file()
     ]
     assert missing == []
 

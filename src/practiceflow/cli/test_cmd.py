@@ -19,7 +19,7 @@ from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 if TYPE_CHECKING:
     from practiceflow.testing import CaseOutcome
 
-__all__ = ["test_command"]
+__all__ = ["COMMANDS", "test_command"]
 
 _EXAMPLES = """
 \b
@@ -171,3 +171,6 @@ def _record(
                 show(outcome)
                 outcomes.append(outcome)
     return outcomes
+
+
+COMMANDS: list[click.Command] = [test_command]

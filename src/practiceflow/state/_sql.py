@@ -41,8 +41,8 @@ from typing import Any, ClassVar, Self
 from practiceflow.errors import BugError
 from practiceflow.state._attention_sql import SQLAttention
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection
-from practiceflow.state._runs_sql import SQLRuns
 from practiceflow.state._heartbeats_sql import SQLHeartbeats
+from practiceflow.state._runs_sql import SQLRuns
 from practiceflow.state._schema import (
     COUNT_RESUBSCRIBE,
     SELECT_EVENTS,
