@@ -5078,13 +5078,6 @@ export const DEFINITION: Definition = {
 						},
 					},
 				},
-				sweep: {
-					each: 'entityKey',
-					from: '/api/v1/entities/list',
-					field: 'entityKey',
-					changed: 'lastUpdated',
-					when: ['acceptedOn'],
-				},
 			},
 		},
 		updated_client: {

@@ -402,9 +402,14 @@ def trigger_plan(trigger: TriggerModule) -> dict[str, Any]:
         trigger: a loaded trigger module.
 
     Returns:
-        ``webhook`` and ``poll`` (each None when the trigger has no such section).
+        ``webhook`` and ``poll`` (each None when the trigger has no such section). The
+        poll's ``sweep`` (the list ``serve`` reads to close a downtime gap) is left out:
+        a platform polls on its own schedule and keeps no downtime to close.
 
     Raises:
         ManifestError: a template cannot be exported (see :func:`expression`).
     """
-    return {"webhook": tree(trigger.webhook), "poll": tree(trigger.poll)}
+    poll = trigger.poll
+    if poll is not None and "sweep" in poll:
+        poll = {key: value for key, value in poll.items() if key != "sweep"}
+    return {"webhook": tree(trigger.webhook), "poll": tree(poll)}
