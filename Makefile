@@ -50,13 +50,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 
-## test: lint, then the whole pytest suite in three worker processes on the machine's two
-## cores: about half of its time is spent waiting on the processes, servers and leases it
-## starts (the fleet and fault tests use ~1 core in 2), so a third worker fills that wait.
-## A test file stays on one worker, so a module's fixtures run once. Bytecode is cached
-## even where the environment says not to: the suite starts the CLI many times.
+## test: lint, then the whole pytest suite in two worker processes (the machine's two
+## cores; a test file stays on one worker, so a module's fixtures run once). Bytecode is
+## cached even where the environment says not to: the suite starts the CLI many times.
 test: lint system-deps
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 3 --dist loadfile -m "not products" $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n 2 --dist loadfile -m "not products" $(PYTEST_ARGS)
 
 ## cassettes: record every shipped action and trigger against the sandbox (default and
 ## hostile presets) into tests/cassettes/, replayed by the conformance run of make test
