@@ -83,6 +83,7 @@ def test_a_version_4_database_moves_its_attention_runs_into_the_table(tmp_path: 
         store.set_run_status(held, "in_doubt", {"reason": "no key", "deliveryId": "d1"})
         recipe_run, _ = store.start_run("p", "lead", "ev-1")
     with sqlite3.connect(path) as raw:  # what practiceflow with schema 4 left behind
+        raw.execute("DROP TABLE run_retries")
         raw.execute("DROP TABLE attention")
         raw.execute("DROP TABLE pending_writes")
         raw.execute("DROP TABLE heartbeats")

@@ -67,6 +67,7 @@ def test_the_heartbeat_writer_names_this_process_and_stops_cleanly(store: StateS
 def _as_version_8(path: Path) -> None:
     """Make a latest database look as practiceflow with schema 8 left it."""
     with sqlite3.connect(path) as raw:
+        raw.execute("DROP TABLE run_retries")
         raw.execute("DROP TABLE heartbeats")
         raw.execute("ALTER TABLE subscription_health DROP COLUMN test_asked_at")
         raw.execute("ALTER TABLE subscription_health DROP COLUMN test_event_id")

@@ -133,6 +133,7 @@ def test_a_version_1_database_upgrade_waits_for_the_write_lock(db_path: Path) ->
         pass
     with sqlite3.connect(db_path) as raw:
         raw.execute("DROP TABLE subscription_health")
+        raw.execute("DROP TABLE run_retries")
         raw.execute("DROP TABLE heartbeats")
         raw.execute("DROP TABLE run_leases")
         raw.execute("DROP TABLE versions")
@@ -160,6 +161,7 @@ def test_a_version_1_database_is_upgraded_in_place_keeping_its_data(db_path: Pat
         store.set_cursor("p", "t", "v")
     with sqlite3.connect(db_path) as raw:  # what practiceflow with schema 1 left behind
         raw.execute("DROP TABLE subscription_health")
+        raw.execute("DROP TABLE run_retries")
         raw.execute("DROP TABLE heartbeats")
         raw.execute("DROP TABLE run_leases")
         raw.execute("DROP TABLE versions")
@@ -171,7 +173,7 @@ def test_a_version_1_database_is_upgraded_in_place_keeping_its_data(db_path: Pat
         raw.execute("DROP TABLE attention")
         raw.execute("UPDATE schema_version SET version = 1")
     with SQLiteStore(db_path) as store:
-        assert store.schema_version == LATEST_VERSION == 9
+        assert store.schema_version == LATEST_VERSION == 10
         assert store.get_cursor("p", "t") == "v"
         assert store.count_resubscribe("p", "t") == 1
         assert store.subscription_health("p", "t").resubscribes == 1
@@ -181,6 +183,7 @@ def test_a_version_3_database_gains_the_runs_starts_keeping_its_runs(db_path: Pa
     with SQLiteStore(db_path) as store:
         run_id, _ = store.start_run("p", "r", "e")
     with sqlite3.connect(db_path) as raw:  # what practiceflow with schema 3 left behind
+        raw.execute("DROP TABLE run_retries")
         raw.execute("DROP TABLE heartbeats")
         raw.execute("ALTER TABLE subscription_health DROP COLUMN test_asked_at")
         raw.execute("ALTER TABLE subscription_health DROP COLUMN test_event_id")

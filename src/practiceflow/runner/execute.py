@@ -35,8 +35,14 @@ from practiceflow.budget.priorities import Priority, priority
 from practiceflow.errors import BugError
 from practiceflow.hooks import ClientLike
 from practiceflow.runner.journal import RunJournal, StepTaken
-from practiceflow.runner.quarantine import QUARANTINE_AFTER, is_quarantined, quarantine_error
+from practiceflow.runner.quarantine import (
+    QUARANTINE_AFTER,
+    Progress,
+    is_quarantined,
+    quarantine_error,
+)
 from practiceflow.runner.run_lease import hold_run
+from practiceflow.runner.run_retry import after_run
 from practiceflow.runner.step_executor import (
     RECONCILER,
     JournalPoint,
@@ -297,7 +303,7 @@ class Runner:
             self.client,
             context,
             stop=self.stop,
-            on_point=self._point,
+            on_point=Progress(self.store, run, self._point),
             sleep=self._sleep,
         )
         log = {"run": run_id, "recipe": recipe.name, "event": run.event_id}
@@ -350,6 +356,7 @@ class Runner:
         handled: EventRecord | None,
     ) -> RunOutcome:
         journal.end(self.practice, status, error, handled)
+        after_run(self.store, self.recipe, self.practice, journal.run_id, status, error)
         held: tuple[str, ...] = ()
         if status == "in_doubt" and isinstance(error, Mapping) and "step" in error:
             held = (str(error["step"]),)

@@ -37,6 +37,7 @@ from typing import Protocol
 from practiceflow.errors import PracticeflowError
 from practiceflow.runner.execute import Runner, RunOutcome, run_shared
 from practiceflow.runner.quarantine import is_quarantined
+from practiceflow.runner.run_retry import take_due
 from practiceflow.service.event_guard import EventGuard
 from practiceflow.service.intake import TriggerIntake
 from practiceflow.state import RunRecord, StateStore
@@ -167,8 +168,25 @@ class Service:
         """
         return self._resume(settled_only=True)
 
-    def _resume(self, *, settled_only: bool) -> int:
+    def resume_due_retries(self) -> int:
+        """Try again the failed runs whose retry is due (the recipe's ``retry`` policy:
+        :mod:`practiceflow.runner.run_retry`), from their failed step.
+
+        Returns:
+            How many runs were tried again.
+        """
         count = 0
+        for runner in self.runners:
+            for run_id in take_due(self.store, runner.practice, runner.recipe.name):
+                if self.stop.is_set():
+                    return count
+                again = partial(runner.resume_run, run_id, retry_failed=True)
+                self._emit(self.guard.resume(run_id, again))
+                count += 1
+        return count
+
+    def _resume(self, *, settled_only: bool) -> int:
+        count = self.resume_due_retries()
         for runner in self.runners:
             practice, name = runner.practice, runner.recipe.name
             runs = (

@@ -27,6 +27,7 @@ from practiceflow.state.rows import (
     SubscriptionRecord,
 )
 from practiceflow.state.run_leases import LEASE_TABLE
+from practiceflow.state.run_retries import RUN_RETRIES_MIGRATION
 
 _V1: Final = (
     """
@@ -260,6 +261,7 @@ MIGRATIONS: Mapping[int, Sequence[str]] = {
     7: _V7,
     8: _V8,
     9: HEARTBEATS_MIGRATION,  # who listens since when (heartbeats.py); cursor rows move
+    10: RUN_RETRIES_MIGRATION,  # a recipe's retry policy (run_retries.py); retries_exhausted
 }
 
 #: The schema version this practiceflow writes.

@@ -76,6 +76,7 @@ from practiceflow.state.rows import (
     to_json,
 )
 from practiceflow.state.run_leases import RunLease, drop_lease, read_lease, renew_lease, take_lease
+from practiceflow.state.run_retries import SQLRunRetries
 from practiceflow.state.sealing import Sealer
 
 __all__ = ["StateStore"]
@@ -93,7 +94,9 @@ class _Atomic:
     durable: bool
 
 
-class StateStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQLRuns):
+class StateStore(
+    PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQLRuns, SQLRunRetries
+):
     """Durable state of triggers and runs; see the package docstring for what it holds.
 
     Stores are opened with :func:`practiceflow.state.open_store` and closed with

@@ -3,7 +3,8 @@
 An entry is a thing nobody can settle by running a recipe: a window in which a trigger's
 events may have been missed (``gap``), a webhook subscription that may exist on the
 server (``subscription_in_doubt``), a delivery held without running (``unrecognised``), a
-webhook found silent by a sweep while serving (``silent_subscription``).
+webhook found silent by a sweep while serving (``silent_subscription``), a run a recipe's
+retry policy gave up on (``retries_exhausted``: :mod:`practiceflow.runner.run_retry`).
 Runs hold recipe runs only; a run held in doubt is read from the runs.
 
 An entry is ``checking`` while something the service runs may still settle it by
@@ -30,7 +31,9 @@ __all__ = [
     "AttentionStatus",
 ]
 
-AttentionKind = Literal["gap", "subscription_in_doubt", "unrecognised", "silent_subscription"]
+AttentionKind = Literal[
+    "gap", "subscription_in_doubt", "unrecognised", "silent_subscription", "retries_exhausted"
+]
 AttentionStatus = Literal["checking", "open", "closed"]
 #: Every kind of entry.
 ATTENTION_KINDS: Final[tuple[AttentionKind, ...]] = (
@@ -38,6 +41,7 @@ ATTENTION_KINDS: Final[tuple[AttentionKind, ...]] = (
     "subscription_in_doubt",
     "unrecognised",
     "silent_subscription",
+    "retries_exhausted",
 )
 #: Every status of an entry.
 ATTENTION_STATUSES: Final[tuple[AttentionStatus, ...]] = ("checking", "open", "closed")

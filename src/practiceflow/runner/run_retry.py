@@ -1,0 +1,181 @@
+"""A recipe's retry policy: a run that failed on a transient cause is tried again, or listed.
+
+A recipe may declare ``retry: {attempts, backoff}`` (default :data:`DEFAULT_ATTEMPTS`
+attempts, the first retry :data:`DEFAULT_BACKOFF` seconds after the failure, the wait
+doubling each time; ``attempts: 1`` turns retries off). When a run ends ``failed``, the
+runner asks :func:`after_run` whether the cause was **transient**, that is whether the
+API certainly did nothing and the same request may succeed later:
+
+* a rate limit (429) the client still met after its own patience ran out;
+* a server error (5xx) or a network failure on a read;
+* a write the client refused to send or that was refused before anything left (a 429, a
+  connection refused): the client raises these for a write only when the API did not act.
+
+A write whose outcome is unknown (a timeout or a 5xx after sending) never gets here: its
+step is ``in_doubt`` and the run is held for a person, as before. Anything else (a 4xx,
+a template error, a local step's error) is permanent and is not retried.
+
+A transient failure with attempts left is scheduled (:class:`~practiceflow.state.
+run_retries.RunRetry`: ``next_at``); whatever drives runs (``serve``'s loop, ``run
+--once``) takes the due ones (:func:`take_due`) and resumes them like ``runs retry``: the
+journal keeps every succeeded step, so only the failed step is sent again. When no attempt
+is left, the run stays ``failed`` and one attention entry ``retries_exhausted`` lists it
+with the cause and the attempts (``attention list``, ``runs list --status in_doubt``, the
+console), settled like any other entry.
+
+A taken attempt is claimed for :data:`CLAIM` (its ``next_at`` pushed ahead), not cleared:
+a process that dies before the run ends leaves the attempt to come due again.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Final
+
+from practiceflow.runner.validate import ValidRecipe
+from practiceflow.state import RunStatus, StateStore
+
+__all__ = [
+    "CLAIM",
+    "DEFAULT_ATTEMPTS",
+    "DEFAULT_BACKOFF",
+    "EXHAUSTED",
+    "RetryPolicy",
+    "after_run",
+    "policy_of",
+    "take_due",
+    "transient_cause",
+]
+
+logger = logging.getLogger("practiceflow.runner")
+
+#: Attempts in all (the first included) when a recipe declares no ``retry``.
+DEFAULT_ATTEMPTS: Final = 3
+#: Seconds from a failure to the first retry when a recipe declares no ``backoff``.
+DEFAULT_BACKOFF: Final = 60.0
+#: How long a taken attempt is claimed: a process dying during it leaves it due again after.
+CLAIM: Final = timedelta(minutes=10)
+#: The attention kind of a run the policy gave up on.
+EXHAUSTED: Final = "retries_exhausted"
+
+#: Errors raised only when the API certainly did nothing (see the module docstring).
+_TRANSIENT: Final = frozenset({"RateLimitError", "ServerError", "TransportError"})
+_ITERATION: Final = re.compile(r"\[\d+\]$")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """A recipe's ``retry``.
+
+    Attributes:
+        attempts: attempts in all, the first included (1: no retry).
+        backoff: seconds from the first failure to the first retry; doubles each time.
+    """
+
+    attempts: int = DEFAULT_ATTEMPTS
+    backoff: float = DEFAULT_BACKOFF
+
+    def delay(self, failed: int) -> timedelta:
+        """The wait after the ``failed``-th failed attempt."""
+        return timedelta(seconds=self.backoff * 2 ** (failed - 1))
+
+
+def policy_of(recipe: ValidRecipe) -> RetryPolicy:
+    """The retry policy a recipe declares (checked by ``recipe.schema.json``), or the default."""
+    declared = recipe.recipe.raw.get("retry")
+    if not isinstance(declared, Mapping):
+        return RetryPolicy()
+    return RetryPolicy(
+        int(declared.get("attempts", DEFAULT_ATTEMPTS)),
+        float(declared.get("backoff", DEFAULT_BACKOFF)),
+    )
+
+
+def transient_cause(recipe: ValidRecipe, error: Any) -> dict[str, Any] | None:
+    """The cause of a failed run when it is transient, else None (permanent).
+
+    Args:
+        recipe: the run's recipe (which steps write).
+        error: the run's error (the failed step's, with ``step``, ``type``, ``status``).
+
+    Returns:
+        ``{"step", "type", "status"}``: no message, which may quote the data.
+    """
+    if not isinstance(error, Mapping) or error.get("type") not in _TRANSIENT:
+        return None
+    step = str(error.get("step", ""))
+    action = recipe.actions.get(_ITERATION.sub("", step))
+    if action is None:
+        return None
+    if error["type"] == "ServerError" and action.needs_write:
+        return None  # the client holds a write's 5xx in doubt; never retried on a guess
+    return {"step": step, "type": error["type"], "status": error.get("status")}
+
+
+def after_run(
+    store: StateStore,
+    recipe: ValidRecipe,
+    practice: str,
+    run_id: str,
+    status: RunStatus,
+    error: Any,
+) -> None:
+    """Apply the recipe's policy to a run that just ended (see the module docstring)."""
+    row = store.run_retry(run_id)
+    cause = transient_cause(recipe, error) if status == "failed" else None
+    if cause is None:
+        if row is not None and row.next_at is not None:  # ended otherwise: nothing due
+            store.save_run_retry(run_id, practice, recipe.name, row.attempts, None, row.cause)
+        return
+    policy = policy_of(recipe)
+    failed = (row.attempts if row is not None else 0) + 1
+    pf = {"run": run_id, "recipe": recipe.name, "attempts": failed}
+    if failed < policy.attempts:
+        due = store.now() + policy.delay(failed)
+        store.save_run_retry(run_id, practice, recipe.name, failed, due, cause)
+        logger.warning(
+            "run %s failed on a transient cause (%s); attempt %d of %d at %s",
+            run_id, _describe(cause), failed + 1, policy.attempts,
+            due.isoformat(timespec="seconds"), extra={"pf": pf},
+        )  # fmt: skip
+        return
+    store.save_run_retry(run_id, practice, recipe.name, failed, None, cause)
+    reason = (
+        f"run {run_id} of recipe {recipe.name!r} failed {failed} time(s) on a transient cause "
+        f"({_describe(cause)}) and its retry policy ({policy.attempts} attempt(s)) gave up. "
+        f"Once the cause has passed, 'practiceflow runs retry {run_id}' (its succeeded steps "
+        f"are not sent again), or 'practiceflow runs cancel {run_id} --reason TEXT'; then "
+        "settle this entry"
+    )
+    evidence = {"run": run_id, "attempts": failed, "cause": cause}
+    entry, _ = store.add_attention(
+        EXHAUSTED, practice, recipe.name, f"retries:{run_id}:{failed}", reason, evidence=evidence
+    )
+    logger.error("needs attention (entry %s): %s", entry.attention_id[:8], reason, extra={"pf": pf})
+
+
+def take_due(store: StateStore, practice: str, recipe: str) -> list[str]:
+    """Take the due attempts of a recipe's runs (each claimed for :data:`CLAIM`).
+
+    Returns:
+        The ids of the failed runs to resume, by this process only; a due run that is no
+        longer ``failed`` (a person retried or cancelled it) is dropped from the schedule.
+    """
+    taken = []
+    for row in store.due_run_retries(practice, recipe):
+        run = store.get_run(row.run_id)
+        if run is None or run.status != "failed":
+            store.save_run_retry(row.run_id, practice, recipe, row.attempts, None, row.cause)
+            continue
+        if store.claim_run_retry(row.run_id, store.now() + CLAIM):
+            taken.append(row.run_id)
+    return taken
+
+
+def _describe(cause: Mapping[str, Any]) -> str:
+    status = f" {cause['status']}" if cause.get("status") is not None else ""
+    return f"{cause['type']}{status} at step {cause['step']}"

@@ -1,0 +1,186 @@
+"""When a failed run is tried again: one row per run the retry policy has seen fail.
+
+A recipe's ``retry`` policy (:mod:`practiceflow.runner.run_retry`) tries a run that failed
+on a transient cause again after a backoff. This table holds, per run, how many attempts
+ended failed on such a cause, when the next one is due (NULL: none is scheduled: the
+policy gave up, the run succeeded, or a process has taken the attempt), and the cause of
+the last failure (its error type, HTTP status and step only: never a message, which may
+quote the data). The rows live in ``{p}run_retries`` (schema version 10,
+:data:`RUN_RETRIES_MIGRATION`); :class:`SQLRunRetries` is a part of every SQL store.
+
+The same schema version adds the attention kind ``retries_exhausted`` (the entry listed
+when the policy gives up): the attention table is rebuilt with the wider ``CHECK``, every
+row kept.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state.rows import Json, json_or_null
+
+__all__ = ["RUN_RETRIES_MIGRATION", "RunRetry", "SQLRunRetries"]
+
+_ATTENTION_COLUMNS: Final = (
+    "attention_id, kind, practice, trigger_key, dedupe, window_start, window_end, reason,"
+    " evidence, status, created_at, updated_at, settled_by, settled_at, note"
+)
+
+#: The statements of the schema version that adds the table (and the attention kind).
+RUN_RETRIES_MIGRATION: Final = (
+    """
+    CREATE TABLE {p}run_retries (
+        run_id text PRIMARY KEY REFERENCES {p}runs (run_id) ON DELETE CASCADE,
+        practice text NOT NULL,
+        recipe text NOT NULL,
+        attempts integer NOT NULL,
+        next_at {time},
+        cause {json},
+        updated_at {time} NOT NULL
+    )
+    """,
+    "CREATE INDEX {p}run_retries_due ON {p}run_retries (practice, recipe, next_at)",
+    """
+    CREATE TABLE {p}attention_v10 (
+        attention_id text PRIMARY KEY,
+        kind text NOT NULL CHECK (kind IN ('gap', 'subscription_in_doubt', 'unrecognised',
+            'silent_subscription', 'retries_exhausted')),
+        practice text NOT NULL,
+        trigger_key text NOT NULL,
+        dedupe text NOT NULL,
+        window_start {time},
+        window_end {time},
+        reason text NOT NULL,
+        evidence {json},
+        status text NOT NULL CHECK (status IN ('checking', 'open', 'closed')),
+        created_at {time} NOT NULL,
+        updated_at {time} NOT NULL,
+        settled_by text,
+        settled_at {time},
+        note text,
+        UNIQUE (practice, kind, dedupe)
+    )
+    """,
+    "INSERT INTO {p}attention_v10 ("
+    + _ATTENTION_COLUMNS
+    + ") SELECT "  # noqa: S608 - constants
+    + _ATTENTION_COLUMNS
+    + " FROM {p}attention",
+    "DROP TABLE {p}attention",
+    "ALTER TABLE {p}attention_v10 RENAME TO {p}attention",
+    "CREATE INDEX {p}attention_open ON {p}attention (practice, status)",
+)
+
+_SELECT: Final = (
+    "SELECT run_id, practice, recipe, attempts, next_at, cause, updated_at FROM {p}run_retries"
+)
+
+
+@dataclass(frozen=True)
+class RunRetry:
+    """What the retry policy knows of one run.
+
+    Attributes:
+        run_id: the run.
+        practice: its practice.
+        recipe: its recipe.
+        attempts: attempts that ended failed on a transient cause.
+        next_at: when the next attempt is due (None: none is scheduled).
+        cause: the last such failure (``type``, ``status``, ``step``).
+        updated_at: when the row last changed.
+    """
+
+    run_id: str
+    practice: str
+    recipe: str
+    attempts: int
+    next_at: datetime | None
+    cause: Json
+    updated_at: datetime
+
+
+class SQLRunRetries:
+    """The run retries' part of :class:`~practiceflow.state.StateStore`."""
+
+    _load: Dialect
+
+    @abstractmethod
+    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
+
+    @abstractmethod
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+
+    @abstractmethod
+    def _stamp(self, value: datetime | None, what: str) -> Any: ...
+
+    def _decode_retry(self, row: Sequence[Any]) -> RunRetry:
+        load = self._load
+        return RunRetry(
+            row[0], row[1], row[2], int(row[3]), load.maybe_time(row[4]), load.load_json(row[5]),
+            load.load_time(row[6]),
+        )  # fmt: skip
+
+    def run_retry(self, run_id: str) -> RunRetry | None:
+        """The retry row of a run, or None when the policy never saw it fail."""
+        rows = self._all(_SELECT + " WHERE run_id = ?", (run_id,))
+        return self._decode_retry(rows[0]) if rows else None
+
+    def save_run_retry(
+        self,
+        run_id: str,
+        practice: str,
+        recipe: str,
+        attempts: int,
+        next_at: datetime | None,
+        cause: Json,
+    ) -> None:
+        """Record a run's failed attempts and its next one (None: none scheduled)."""
+        stamp = self._stamp(None, "updated_at")
+        due = None if next_at is None else self._stamp(next_at, "next_at")
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO {p}run_retries (run_id, practice, recipe, attempts, next_at, cause,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET"
+                " attempts = excluded.attempts, next_at = excluded.next_at,"
+                " cause = excluded.cause, updated_at = excluded.updated_at",
+                (run_id, practice, recipe, attempts, due, json_or_null(cause, run_id), stamp),
+            )
+
+    def due_run_retries(self, practice: str, recipe: str) -> list[RunRetry]:
+        """The runs of a recipe whose next attempt is due now, the longest due first."""
+        now = self._stamp(None, "now")
+        rows = self._all(
+            _SELECT + " WHERE practice = ? AND recipe = ? AND next_at IS NOT NULL"
+            " AND next_at <= ? ORDER BY next_at",
+            (practice, recipe, now),
+        )
+        return [self._decode_retry(row) for row in rows]
+
+    def claim_run_retry(self, run_id: str, until: datetime) -> bool:
+        """Take a due attempt: its ``next_at`` moves to ``until``, so that one process
+        makes it, and a process dying during it leaves it due again then.
+
+        Returns:
+            Whether this call took it (False: another process did, or it is not due).
+        """
+        now = self._stamp(None, "now")
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE {p}run_retries SET next_at = ?, updated_at = ?"
+                " WHERE run_id = ? AND next_at IS NOT NULL AND next_at <= ?",
+                (self._stamp(until, "until"), now, run_id, now),
+            )
+            return bool(cursor.rowcount == 1)
+
+    def forgive_starts(self, run_id: str) -> None:
+        """Take back the earlier unended starts of a run (its ``starts`` back to 1, this
+        one): it made progress in this start, so the process deaths during its earlier
+        starts were not its doing (:mod:`practiceflow.runner.quarantine`)."""
+        with self._write() as db:
+            db.execute("UPDATE {p}runs SET starts = 1 WHERE run_id = ? AND starts > 1", (run_id,))
