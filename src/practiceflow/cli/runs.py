@@ -52,6 +52,7 @@ from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import detail
 from practiceflow.runner.run_lease import RunDrivenElsewhere
+from practiceflow.runner.run_retry import retry_json, retry_line
 from practiceflow.service.attention import label, needs_person
 from practiceflow.service.loop import Service
 from practiceflow.state.payload_purge import FINISHED
@@ -460,6 +461,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
         steps = store.get_steps(run_id)
         if as_json:
             data = run_json(record)
+            data["retry"] = retry_json(store.run_retry(run_id))
             data["steps"] = [
                 {
                     "step": step.step_id,
@@ -496,6 +498,9 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
                 text = text.replace(", ", "\n")
             table.add_row(step.step_id, step.status, str(step.attempts), escape(text))
         console.print(table)
+        retried = retry_line(store.run_retry(run_id))
+        if retried:
+            console.print(escape(retried))
         reason = quarantine_reason(record)
         if reason is not None:
             console.print(escape(reason))

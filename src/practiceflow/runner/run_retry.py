@@ -38,6 +38,7 @@ from typing import Any, Final
 
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import RunStatus, StateStore
+from practiceflow.state.run_retries import RunRetry
 
 __all__ = [
     "CLAIM",
@@ -47,6 +48,8 @@ __all__ = [
     "RetryPolicy",
     "after_run",
     "policy_of",
+    "retry_json",
+    "retry_line",
     "take_due",
     "transient_cause",
 ]
@@ -174,6 +177,25 @@ def take_due(store: StateStore, practice: str, recipe: str) -> list[str]:
         if store.claim_run_retry(row.run_id, store.now() + CLAIM):
             taken.append(row.run_id)
     return taken
+
+
+def retry_json(row: RunRetry | None) -> dict[str, Any] | None:
+    """A run's retries as ``runs show --json`` gives them (None: never retried)."""
+    if row is None:
+        return None
+    due = None if row.next_at is None else row.next_at.isoformat()
+    return {"attempts": row.attempts, "next_at": due, "cause": row.cause}
+
+
+def retry_line(row: RunRetry | None) -> str | None:
+    """A run's retries as ``runs show`` says them (None: never retried)."""
+    if row is None:
+        return None
+    cause = _describe(row.cause) if isinstance(row.cause, Mapping) else "unknown cause"
+    text = f"retried: {row.attempts} attempt(s) failed on a transient cause (last: {cause})"
+    if row.next_at is None:
+        return f"{text}; no attempt is scheduled"
+    return f"{text}; next attempt at {row.next_at.isoformat(timespec='seconds')}"
 
 
 def _describe(cause: Mapping[str, Any]) -> str:

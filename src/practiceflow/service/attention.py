@@ -7,7 +7,9 @@ Two things need a person:
 * an **entry** of the attention table (:mod:`practiceflow.state.attention`) that is
   ``open``: a window in which a trigger's events may have been missed and that no sweep
   could prove complete (``gap``), a webhook subscription that may exist on the server
-  (``subscription_in_doubt``), a delivery held without running (``unrecognised``). A
+  (``subscription_in_doubt``), a delivery held without running (``unrecognised``), a
+  failed run its recipe's retry policy gave up on (``retries_exhausted``, written by
+  :mod:`practiceflow.runner.run_retry`). A
   person settles it with ``practiceflow attention settle ID --note ...`` (or the console);
 * a **run** held ``in_doubt`` that is quarantined (:mod:`.quarantine`) or has a step in
   doubt (a write whose outcome is unknown): ``runs resolve`` / ``runs retry`` /
@@ -57,6 +59,7 @@ KIND_LABELS: Final = {
     "subscription_in_doubt": "subscription in doubt: ",
     "unrecognised": "unrecognised:",
     "silent_subscription": "silent subscription: ",
+    "retries_exhausted": "retries exhausted: ",
 }
 
 

@@ -27,11 +27,6 @@ from practiceflow.state.rows import Json, json_or_null
 
 __all__ = ["RUN_RETRIES_MIGRATION", "RunRetry", "SQLRunRetries"]
 
-_ATTENTION_COLUMNS: Final = (
-    "attention_id, kind, practice, trigger_key, dedupe, window_start, window_end, reason,"
-    " evidence, status, created_at, updated_at, settled_by, settled_at, note"
-)
-
 #: The statements of the schema version that adds the table (and the attention kind).
 RUN_RETRIES_MIGRATION: Final = (
     """
@@ -67,11 +62,14 @@ RUN_RETRIES_MIGRATION: Final = (
         UNIQUE (practice, kind, dedupe)
     )
     """,
-    "INSERT INTO {p}attention_v10 ("
-    + _ATTENTION_COLUMNS
-    + ") SELECT "  # noqa: S608 - constants
-    + _ATTENTION_COLUMNS
-    + " FROM {p}attention",
+    """
+    INSERT INTO {p}attention_v10 (attention_id, kind, practice, trigger_key, dedupe,
+        window_start, window_end, reason, evidence, status, created_at, updated_at,
+        settled_by, settled_at, note)
+    SELECT attention_id, kind, practice, trigger_key, dedupe, window_start, window_end,
+        reason, evidence, status, created_at, updated_at, settled_by, settled_at, note
+    FROM {p}attention
+    """,
     "DROP TABLE {p}attention",
     "ALTER TABLE {p}attention_v10 RENAME TO {p}attention",
     "CREATE INDEX {p}attention_open ON {p}attention (practice, status)",
