@@ -144,8 +144,10 @@ def test_recipe_example_runs_as_documented(
         row for row in sandbox.admin("GET", "/_admin/records/entities") if row["status"] == "Active"
     )
     fault = expect.pop("fault", None)
+    count = int(expect.pop("faults", "1"))
+    retried = expect.pop("retry", None)
     if fault is not None:
-        body = {"kind": fault, "count": 1, "method": "GET", "pathPrefix": "/api/v1/entities"}
+        body = {"kind": fault, "count": count, "method": "GET", "pathPrefix": "/api/v1/entities"}
         sandbox.admin("POST", "/_admin/faults", body)
     run_status = expect.pop("run")
     payload = {"entityKey": entity["entityKey"], "entityName": entity["entityName"]}
@@ -156,9 +158,13 @@ def test_recipe_example_runs_as_documented(
         store.record_event(client_id, recipe.trigger.key, "client.created", "ev-1", payload)
         (outcome,) = Runner(recipe, store, client, practice=client_id).process_pending()
         steps = {step.step_id: step.status for step in store.get_steps(outcome.run_id)}
+        scheduled = store.run_retry(outcome.run_id)
     assert outcome.status == run_status
     for step_id, status in expect.items():
         assert steps[step_id] == status, steps
+    if retried is not None:  # the run's next attempt is scheduled by the recipe's retry
+        assert scheduled is not None
+        assert (scheduled.attempts, scheduled.next_at is not None) == (int(retried), True)
     if fault is not None:
         assert sandbox.admin("GET", "/_admin/faults") == []  # the fault was met and ridden out
     if "tags" in text:
