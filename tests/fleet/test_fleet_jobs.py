@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from _fleet_support import REGIONS, SANDBOX_LIMITS, created_refs, secrets_env, write_fleet
 
+from practiceflow.api import RetryPolicy
 from practiceflow.cli.db import migrate_state
 from practiceflow.fleet import Fleet, accept_event, load_fleet, make_app
 from practiceflow.state import PostgresStore
@@ -163,3 +165,31 @@ def test_db_migrate_on_sqlite(tmp_path: Path) -> None:
     report = migrate_state(str(tmp_path / "s" / "state.db"))
     assert (report["before"], report["after"]) == (0, LATEST_VERSION)
     assert migrate_state(str(tmp_path / "s" / "state.db"))["before"] == LATEST_VERSION
+
+
+def test_the_sweep_tries_again_a_run_whose_retry_is_due(
+    fleet: Fleet, sandbox: SandboxHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The write is refused by 429s until the client gives up: nothing was made, and the
+    # recipe's retry schedules the run again; the fleet's sweep job takes it when due.
+    client = fleet.practices["alpha"].client
+    monkeypatch.setattr(client, "retry", RetryPolicy(max_attempts=1, max_rate_limited=1))
+    fault = {"kind": "rate_limit", "count": 2, "method": "POST", "retryAfter": 0}
+    sandbox.admin("POST", "/_admin/faults", fault)
+    _accept(fleet, "alpha", ["later"])
+    _drain(fleet)
+    (run,) = fleet.store.list_runs(practice="alpha")
+    scheduled = fleet.store.run_retry(run.run_id)
+    assert run.status == "failed"
+    assert scheduled is not None
+    assert scheduled.next_at is not None
+    assert created_refs(sandbox, "anz") == []
+
+    assert fleet.sweep("alpha") == 0  # not due yet: nothing tried
+    assert fleet.store.get_run(run.run_id).status == "failed"  # type: ignore[union-attr]
+    due = fleet.store.now() - timedelta(seconds=1)  # as if its backoff had passed
+    fleet.store.save_run_retry(run.run_id, "alpha", run.recipe, 1, due, scheduled.cause)
+    fleet.sweep("alpha")
+
+    assert fleet.store.get_run(run.run_id).status == "succeeded"  # type: ignore[union-attr]
+    assert created_refs(sandbox, "anz") == ["later"]

@@ -49,6 +49,7 @@ from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
 from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
 from practiceflow.runner import Runner, run_shared, validate_recipe
+from practiceflow.runner.run_retry import take_due
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.service.downtime import has_poll_source
 from practiceflow.service.event_guard import EventGuard
@@ -456,12 +457,16 @@ class Fleet(OwnedPractices):
         return len(result.events)
 
     def sweep(self, practice: str, limit: int = 500) -> int:
-        """Queue a job for each pending event of a practice (job ``sweep``).
+        """Queue a job for each pending event of a practice (job ``sweep``), and try again
+        its failed runs whose retry is due (:mod:`practiceflow.runner.run_retry`).
 
         Returns:
             How many jobs were queued (events with a job already waiting are skipped).
         """
         runtime = self._practice(practice)
+        for runner in runtime.runners:
+            for run_id in take_due(self.store, practice, runner.recipe.name):
+                self.guard.resume(run_id, partial(runner.resume_run, run_id, retry_failed=True))
         queued = 0
         for event in self.store.pending_events(practice, limit):
             ordered = runtime.config.ordered
