@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from practiceflow.api import Client, RateLimits, RetryPolicy
 from practiceflow.cli.attention import attention
 from practiceflow.cli.runs import runs
+from practiceflow.console.data import ConsoleContext, attention_view
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.runner.run_retry import EXHAUSTED, policy_of, transient_cause
@@ -228,6 +229,9 @@ def test_a_run_the_policy_gives_up_on_is_one_attention_entry_settled_like_the_ot
 
     listed = CliRunner().invoke(runs, ["list", "--status", "in_doubt", "--json", "--state", state])
     assert [row.get("kind") for row in json.loads(listed.output)] == [EXHAUSTED]
+    (shown_row,) = attention_view(ConsoleContext(store=timed_store, practice=PRACTICE))
+    assert (shown_row["kind"], shown_row["recipe"]) == (EXHAUSTED, "retries exhausted: billing")
+    assert shown_row["settle"].startswith("practiceflow attention settle ")
     settled = CliRunner().invoke(
         attention, ["settle", entry.attention_id[:8], "--note", "retried by hand", "--state", state]
     )
