@@ -89,7 +89,7 @@ FAULT_TESTS := tests/reliability/test_two_drivers.py tests/reliability/test_stat
   tests/cli/test_full_disk_at_start.py tests/reliability/test_no_input_is_a_bug.py \
   tests/triggers/test_receiver_any_json.py tests/runner/test_run_lease.py \
   tests/versions/test_edit_while_waiting.py tests/reliability/test_fuzz.py \
-  tests/runner/test_restarts_complete.py
+  tests/runner/test_restarts_complete.py tests/runner/test_operator_kills.py
 test-faults: $(STAMP) system-deps
 	PRACTICEFLOW_RELIABILITY_FULL=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q $(FAULT_TESTS) $(PYTEST_ARGS)
 

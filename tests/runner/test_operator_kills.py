@@ -7,12 +7,14 @@ start that completes a step takes back the run's earlier unended starts
 quarantined; a run that dies at the same step every time still is
 (``test_crash_loop.py``, kept as it was).
 
-The kills are real: ``practiceflow run --once`` started through ``tests/kill_at.py``.
+The kills are real: ``practiceflow run --once`` (and ``serve``, in ``make test-faults``)
+started through ``tests/kill_at.py``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -20,12 +22,17 @@ from pathlib import Path
 import pytest
 
 from practiceflow.runner.quarantine import QUARANTINE_AFTER
-from practiceflow.state import open_store
+from practiceflow.state import RunRecord, open_store
 from practiceflow.testing import SandboxHandle
+from runner._serving import PATIENCE, in_store, serving, wait_for
 from runner._support import KILL_AT, MODULES, cli_env, write_recipe
 from runner.test_crash_loop import PRACTICEFLOW
 
 pytestmark = pytest.mark.integration
+
+#: The serve variant starts serve four times (tens of seconds): ``make test-faults`` only;
+#: the ``run --once`` variant drives the same runner in ``make test``.
+FULL = os.environ.get("PRACTICEFLOW_RELIABILITY_FULL") == "1"
 
 STEP = """\
   - id: {id}
@@ -84,3 +91,55 @@ def test_a_run_in_flight_during_three_kills_that_goes_on_between_them_is_not_qua
         check=True,
     )
     assert json.loads(listed.stdout) == []
+
+
+FORM_STEP = """\
+  - id: {id}
+    use: write_jsonl
+    with:
+      path: "{out}"
+      record: {{form: "{{{{ trigger.formKey | default(None) }}}}", step: {id}}}
+"""
+
+
+def _ended(runs: list[RunRecord]) -> list[RunRecord] | None:
+    """The runs once there are three and none is left to resume, else None."""
+    if len(runs) == 3 and all(run.status not in ("pending", "running") for run in runs):
+        return runs
+    return None
+
+
+@pytest.mark.skipif(not FULL, reason="serve started four times: make test-faults")
+def test_three_kill_9s_of_serve_with_runs_in_flight_quarantine_nothing(
+    fast_sandbox: SandboxHandle, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    steps = "".join(FORM_STEP.format(id=step, out=out) for step in ("a", "b", "c", "d"))
+    recipe = tmp_path / "forms.yaml"
+    recipe.write_text(f"name: forms\ntrigger:\n  use: eform_submitted\nsteps:\n{steps}")
+    forms = ["f-long", "f-next", "f-last"]
+    with serving(fast_sandbox, tmp_path, [recipe]) as serve:
+        practice = serve.env["PRACTICEFLOW_CLIENT_ID"]
+        with open_store(str(serve.state)) as store:  # stored, as the receiver would
+            for form in forms:
+                store.record_event(practice, "eform_submitted", "eform.submitted", form, {
+                    "formKey": form,
+                })  # fmt: skip
+        command = [*KILL_AT, "", "serve", str(recipe), "--no-console"]
+        for point in ("pending:b", "pending:c", "pending:d"):  # the same run, one step on
+            command[len(KILL_AT)] = point
+            killed = subprocess.run(  # noqa: S603 - our own CLI
+                command, env=serve.env, capture_output=True, timeout=PATIENCE, check=False
+            )
+            assert killed.returncode == -signal.SIGKILL, killed.stderr
+        serve.start()
+        ended = wait_for(
+            "every run to end",
+            lambda: in_store(serve.state, lambda s: _ended(s.list_runs(practice=practice))),
+        )
+        assert [run.status for run in ended] == ["succeeded"] * 3  # none quarantined
+        assert serve.stop() == 0, serve.errors()
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted((line["form"], line["step"]) for line in lines) == sorted(
+        (form, step) for form in forms for step in "abcd"
+    )  # every step once
