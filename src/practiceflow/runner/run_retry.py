@@ -18,8 +18,9 @@ a template error, a local step's error) is permanent and is not retried.
 A transient failure with attempts left is scheduled (:class:`~practiceflow.state.
 run_retries.RunRetry`: ``next_at``); whatever drives runs (``serve``'s loop, ``run
 --once``, a fleet's sweep job) takes the due ones (:func:`take_due`) and resumes them like
-``runs retry``: the journal keeps every succeeded step, so only failed steps are sent again. When no attempt
-is left, the run stays ``failed`` and one attention entry ``retries_exhausted`` lists it
+``runs retry``: the journal keeps every succeeded step, so only failed steps are sent
+again. When no attempt is left, the run stays ``failed`` and one attention entry
+``retries_exhausted`` lists it
 with the cause and the attempts (``attention list``, ``runs list --status in_doubt``, the
 console), settled like any other entry.
 
