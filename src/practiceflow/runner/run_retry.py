@@ -20,9 +20,8 @@ run_retries.RunRetry`: ``next_at``); whatever drives runs (``serve``'s loop, ``r
 --once``, a fleet's sweep job) takes the due ones (:func:`take_due`) and resumes them like
 ``runs retry``: the journal keeps every succeeded step, so only failed steps are sent
 again. When no attempt is left, the run stays ``failed`` and one attention entry
-``retries_exhausted`` lists it
-with the cause and the attempts (``attention list``, ``runs list --status in_doubt``, the
-console), settled like any other entry.
+``retries_exhausted`` lists it with the cause and the attempts (``attention list``, ``runs
+list --status in_doubt``, the console), settled like any other entry.
 
 A taken attempt is claimed for :data:`CLAIM` (its ``next_at`` pushed ahead), not cleared:
 a process that dies before the run ends leaves the attempt to come due again.
