@@ -206,6 +206,8 @@ class World:
     typed: dict[str, str] = field(default_factory=dict)
     #: Texts the user sent (scanned for every canary but the ones they typed).
     sent: Found = field(default_factory=list)
+    #: What a scenario found besides canaries (a real-looking personal value in a sample).
+    problems: list[str] = field(default_factory=list)
 
     def contact_written(self, email: str) -> bool:
         """Whether the sandbox holds a contact of the planted client with ``email``."""

@@ -27,7 +27,8 @@ from reliability._canary import (
     postgres_texts,
     sqlite_texts,
 )
-from reliability._support import cli_env, free_port, practiceflow, wait_until
+from reliability._real_looking import real_looking
+from reliability._support import REPO, cli_env, free_port, practiceflow, wait_until
 
 #: What the assistant types into the writes it asks for (it never sees the planted values).
 TYPED = {
@@ -126,9 +127,11 @@ def mcp_sink(world: World) -> None:
     folder = world.folder / "mcp"
     folder.mkdir()
     state, log = folder / "state.db", folder / "server.log"
+    (folder / "canary.yaml").write_text(world.recipe, encoding="utf-8")
+    recipe = ["--recipe", str(folder / "canary.yaml")]
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "practiceflow", "mcp", "--allow-writes", "--log-json", "-v"],
+        args=["-m", "practiceflow", "mcp", "--allow-writes", "--log-json", "-v", *recipe],
         env=cli_env(world.sandbox, PRACTICEFLOW_STATE=str(state)),
         cwd=str(folder),
     )
@@ -172,6 +175,16 @@ def mcp_sink(world: World) -> None:
                     client, "start_aml_check", {**key, "level": "standard"}
                 )
                 got["start_id_verification"] = await write(client, "start_id_verification", key)
+                event = {**key, "proposalKey": world.proposal_key}
+                got["run_recipe_canary"] = await write(client, "run_recipe_canary", event)
+                uris = ["practiceflow://runs/recent", "practiceflow://runs/held"]
+                uris += [
+                    f"practiceflow://runs/{done.structured_content['run_id']}"
+                    for done in got.values()
+                    if done.structured_content and "run_id" in done.structured_content
+                ]
+                for uri in uris:
+                    await client.read_resource(uri)
                 return got
 
     got = anyio.run(scenario)
@@ -180,6 +193,9 @@ def mcp_sink(world: World) -> None:
     found = got["find_clients"].structured_content["items"]
     assert world.planted.entity_key in {row["entityKey"] for row in found}
     assert world.contact_written(TYPED["typed new email"]), "the update reached the sandbox"
+    assert world.contact_written(world.planted.values["email"]), "the recipe wrote its contact"
+    assert all(text in "\n".join(sent) for text in TYPED.values()), "what the assistant typed"
+    assert '"practiceflow://runs/recent"' in "\n".join(sent)
     world.found.append(("mcp transcript, server to client", "\n".join(received)))
     world.found.append(("mcp log", log.read_text(encoding="utf-8")))
     world.sent.append(("mcp transcript, client to server", "\n".join(sent)))
@@ -306,6 +322,32 @@ def cassette_sink(world: World) -> None:
 
 
 def export_sink(world: World) -> None:
-    """``practiceflow export`` of a user's module whose sample and input examples carry the
-    canaries in their ``x-pii`` fields."""
-    raise NotImplementedError
+    """``practiceflow export`` of every platform, credentials in its environment: no secret
+    in what it writes, and no example or sample there (nor in the modules' reference) holds
+    a real-looking personal value.
+
+    The sandbox's canaries cannot reach an export (it reads modules, never the API), and
+    a module's sample is what its author wrote: the shipped samples are the ones that must
+    be fictitious, so they are what is checked.
+    """
+    folder = world.folder / "export"
+    env = cli_env(world.sandbox)
+    for platform in ("zapier", "n8n", "openapi"):
+        done = subprocess.run(  # noqa: S603 - our own CLI
+            practiceflow("export", platform, "--out", str(folder / platform)),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        world.found.append((f"export {platform}", done.stdout + done.stderr))
+    written = file_texts(folder)
+    assert len(written) > 10, written
+    world.found += written
+    reference = REPO / "docs" / "modules.md"
+    published = [*written, (str(reference), reference.read_text(encoding="utf-8"))]
+    for where, text in published:
+        if not where.endswith("package-lock.json"):  # npm's own metadata, not a sample
+            world.problems += real_looking(where, text)

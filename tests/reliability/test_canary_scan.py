@@ -37,7 +37,7 @@ from practiceflow.console import ConsoleContext, create_app
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle, running_sandbox
 from reliability._canary import World, plant_client, scan, sqlite_texts
-from reliability._canary_sinks import cassette_sink, fleet_sink, mcp_sink
+from reliability._canary_sinks import cassette_sink, export_sink, fleet_sink, mcp_sink
 from reliability._support import FAST, cli_env, free_port, practiceflow, wait_until
 
 pytestmark = pytest.mark.integration
@@ -173,6 +173,7 @@ SINKS: dict[str, Callable[[World], None]] = {
     "mcp": mcp_sink,
     "fleet": fleet_sink,
     "cassette": cassette_sink,
+    "export": export_sink,
 }
 
 
@@ -182,5 +183,5 @@ def test_no_canary_reaches_a_table_a_log_a_page_or_a_transcript(sink: str, world
     assert world.found, "the scenario handed back nothing to scan"
     canaries = {**world.planted.values, **world.secrets, **world.typed}
     sent_canaries = {**world.planted.values, **world.secrets}
-    hits = scan(world.found, canaries) + scan(world.sent, sent_canaries)
+    hits = scan(world.found, canaries) + scan(world.sent, sent_canaries) + world.problems
     assert hits == [], "\n".join(hits)
