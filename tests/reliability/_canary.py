@@ -23,6 +23,7 @@ import psycopg
 
 from practiceflow.manifest import default_registry
 from practiceflow.sandbox.store import Entity, Practice
+from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle, personal_names
 
 #: Where a text was found, and the text.
@@ -174,6 +175,34 @@ def keep_every_row_version(url: str) -> None:
                 f'CREATE TRIGGER canary_keep AFTER INSERT OR UPDATE ON "{name}"'
                 " FOR EACH ROW EXECUTE FUNCTION canary_keep()"
             )
+
+
+def keep_every_sqlite_row_version(path: Path) -> None:
+    """Create the SQLite store at ``path`` and copy every row any of its tables is given
+    (inserted or updated, before it may be deleted) into a table :func:`sqlite_texts`
+    scans with the others."""
+    with open_store(str(path)):
+        pass
+    db = sqlite3.connect(path)
+    try:
+        db.execute(f"CREATE TABLE {_ROW_VERSIONS} (source TEXT, row_version TEXT)")
+        names = [
+            str(row[0])
+            for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not str(row[0]).startswith(("sqlite_", _ROW_VERSIONS))
+        ]
+        for name in names:
+            columns = [str(row[1]) for row in db.execute(f'PRAGMA table_info("{name}")')]
+            row = " || '|' || ".join(f'quote(NEW."{column}")' for column in columns)
+            keep = f"INSERT INTO {_ROW_VERSIONS} VALUES ('{name}', {row})"  # noqa: S608 - ours
+            for operation in ("INSERT", "UPDATE"):
+                db.execute(
+                    f'CREATE TRIGGER "canary_{operation}_{name}" AFTER {operation} ON "{name}"'
+                    f" BEGIN {keep}; END"
+                )
+        db.commit()
+    finally:
+        db.close()
 
 
 def file_texts(folder: Path) -> Found:

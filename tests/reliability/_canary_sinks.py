@@ -24,6 +24,7 @@ from reliability._canary import (
     World,
     file_texts,
     keep_every_row_version,
+    keep_every_sqlite_row_version,
     postgres_texts,
     sqlite_texts,
 )
@@ -127,6 +128,7 @@ def mcp_sink(world: World) -> None:
     folder = world.folder / "mcp"
     folder.mkdir()
     state, log = folder / "state.db", folder / "server.log"
+    keep_every_sqlite_row_version(state)
     (folder / "canary.yaml").write_text(world.recipe, encoding="utf-8")
     recipe = ["--recipe", str(folder / "canary.yaml")]
     params = StdioServerParameters(

@@ -36,7 +36,13 @@ from starlette.testclient import TestClient
 from practiceflow.console import ConsoleContext, create_app
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle, running_sandbox
-from reliability._canary import World, plant_client, scan, sqlite_texts
+from reliability._canary import (
+    World,
+    keep_every_sqlite_row_version,
+    plant_client,
+    scan,
+    sqlite_texts,
+)
 from reliability._canary_sinks import cassette_sink, export_sink, fleet_sink, mcp_sink
 from reliability._support import FAST, cli_env, free_port, practiceflow, wait_until
 
@@ -96,6 +102,7 @@ def cli_sink(world: World) -> None:
     recipe = world.folder / "canary.yaml"
     recipe.write_text(world.recipe, encoding="utf-8")
     state = world.folder / "state.db"
+    keep_every_sqlite_row_version(state)
     env = cli_env(sandbox, PRACTICEFLOW_STATE=str(state))
     action = _cli(env, "action", "get_client", "--input", "-", "--json", stdin=planted.entity_key)
     # Its stdout is the record the user asked for; its log lines are scanned.
