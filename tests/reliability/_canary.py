@@ -37,6 +37,7 @@ _ENTITY_ATTRIBUTES = {
     "email": "email",
 }
 _ADDRESSES = ("physicalAddress", "postalAddress")
+_CONTACT_FIELDS = ("firstName", "lastName", "email", "mobile")
 
 
 def canary(field_name: str) -> str:
@@ -86,6 +87,12 @@ def plant_client(practice: Practice, entity: Entity) -> Planted:
             continue
         planted.values[name] = canary(name)
     entity.extra = extra
+    # A contact of the client, every field of it personal (the contacts' whole record is
+    # tagged, their fields are not shown by the spec).
+    contact = {name: canary(f"contact {name}").replace(" ", "") for name in _CONTACT_FIELDS}
+    key = practice.new_uuid()
+    practice.contacts[key] = {"contactKey": key, "entityKey": entity.key, **contact}
+    planted.values.update({f"contact {name}": value for name, value in contact.items()})
     practice.touch(entity)
     assert len(planted.values) >= 8, planted
     return planted

@@ -13,12 +13,14 @@ from typing import Any
 import anyio
 import mcp_types as types
 import psycopg
+from click.testing import CliRunner
 from cryptography.fernet import Fernet
 from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
 
 from mcp import Client, StdioServerParameters
 from pgserver import shared_server
+from practiceflow.cli import cli
 from practiceflow.cli.db import migrate_state
 from reliability._canary import (
     World,
@@ -142,11 +144,13 @@ def mcp_sink(world: World) -> None:
     key = {"entityKey": world.planted.entity_key}
     world.typed.update(TYPED)
 
-    async def write(client: Client, tool: str, given: dict[str, Any]) -> types.CallToolResult:
+    async def write(
+        client: Client, tool: str, given: dict[str, Any], fails: bool = False
+    ) -> types.CallToolResult:
         preview = await client.call_tool(tool, given)
         assert not preview.is_error, preview
         done = await client.call_tool("confirm_write", _user_code(log, preview))
-        assert not done.is_error, done
+        assert done.is_error is fails, done
         return done
 
     async def scenario() -> dict[str, types.CallToolResult]:
@@ -178,7 +182,9 @@ def mcp_sink(world: World) -> None:
                 )
                 got["start_id_verification"] = await write(client, "start_id_verification", key)
                 event = {**key, "proposalKey": world.proposal_key}
-                got["run_recipe_canary"] = await write(client, "run_recipe_canary", event)
+                got["run_recipe_canary"] = await write(
+                    client, "run_recipe_canary", event, fails=True
+                )
                 uris = ["practiceflow://runs/recent", "practiceflow://runs/held"]
                 uris += [
                     f"practiceflow://runs/{done.structured_content['run_id']}"
@@ -261,7 +267,7 @@ def fleet_sink(world: World) -> None:
         world.sandbox.admin("POST", f"/_admin/proposals/{world.proposal_key}/accept")
         email = world.planted.values["email"]
         wait_until(lambda: world.contact_written(email), 90, "the contact from the record")
-        wait_until(lambda: _run_statuses(url) == ["succeeded"], 30, "the run's outcome")
+        wait_until(lambda: _run_statuses(url) == ["failed"], 30, "the run's outcome")
     finally:
         worker.terminate()
         try:
@@ -288,7 +294,7 @@ cases:
       now: "2026-11-27T09:00:00Z"
       cassette: cassettes/canary.yaml
     expect:
-      status: succeeded
+      status: failed
 """
 
 
@@ -305,18 +311,10 @@ def cassette_sink(world: World) -> None:
     env = cli_env(world.sandbox, PRACTICEFLOW_PROFILES=str(folder / "no-profiles.toml"))
     url = world.sandbox.base_url("anz")
     for args in (["--record", "--base-url", url], []):
-        done = subprocess.run(  # noqa: S603 - our own CLI
-            practiceflow("test", *args, str(test)),
-            env=env,
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, (done.stdout, done.stderr)
-        assert "1 passed" in done.stdout + done.stderr
-        world.found.append((f"test {' '.join(args)}", done.stdout + done.stderr))
+        done = CliRunner().invoke(cli, ["test", *args, str(test)], env=env)
+        assert done.exit_code == 0, done.output
+        assert "1 passed" in done.output
+        world.found.append((f"test {' '.join(args)}", done.output))
     assert world.contact_written(world.planted.values["email"]), "the recording wrote"
     cassette = folder / "cassettes" / "canary.yaml"
     assert "exchanges" in cassette.read_text(encoding="utf-8")
@@ -335,16 +333,10 @@ def export_sink(world: World) -> None:
     folder = world.folder / "export"
     env = cli_env(world.sandbox)
     for platform in ("zapier", "n8n", "openapi"):
-        done = subprocess.run(  # noqa: S603 - our own CLI
-            practiceflow("export", platform, "--out", str(folder / platform)),
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, (done.stdout, done.stderr)
-        world.found.append((f"export {platform}", done.stdout + done.stderr))
+        out = str(folder / platform)
+        done = CliRunner().invoke(cli, ["export", platform, "--out", out], env=env)
+        assert done.exit_code == 0, done.output
+        world.found.append((f"export {platform}", done.output))
     written = file_texts(folder)
     assert len(written) > 10, written
     world.found += written
