@@ -242,6 +242,8 @@ class World:
     typed: dict[str, str] = field(default_factory=dict)
     #: Texts the user sent (scanned for every canary but the ones they typed).
     sent: Found = field(default_factory=list)
+    #: Texts that show the personal values on purpose (scanned for secrets only).
+    shown: Found = field(default_factory=list)
     #: What a scenario found besides canaries (a real-looking personal value in a sample).
     problems: list[str] = field(default_factory=list)
 

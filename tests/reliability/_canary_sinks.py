@@ -4,6 +4,7 @@ produced (``World.found``; what a user typed and sent in ``World.sent``)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -123,19 +124,27 @@ def _contact_key(world: World, email: str) -> str:
     return next(str(row["contactKey"]) for row in rows if row.get("email") == email)
 
 
-def mcp_sink(world: World) -> None:
+def mcp_sink(world: World, shown: bool = False) -> None:
     """``practiceflow mcp`` over stdio: the tools that read the client (get it, find it,
     list its contacts) and the ones that write (a contact typed by the assistant, its
-    update, an AML check, an ID verification), each write confirmed by the user's code."""
+    update, an AML check, an ID verification, the recipe), each write confirmed by the
+    user's code; then the resources of its runs.
+
+    Args:
+        world: the planted sandbox.
+        shown: ``--show-personal-data``: the assistant is shown the personal values (so
+            the transcript is scanned for secrets only); its log and store still hold none.
+    """
     folder = world.folder / "mcp"
     folder.mkdir()
     state, log = folder / "state.db", folder / "server.log"
     keep_every_sqlite_row_version(state)
     (folder / "canary.yaml").write_text(world.recipe, encoding="utf-8")
     recipe = ["--recipe", str(folder / "canary.yaml")]
+    flags = ["--show-personal-data"] if shown else []
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "practiceflow", "mcp", "--allow-writes", "--log-json", "-v", *recipe],
+        args=["-m", "practiceflow", "mcp", "--allow-writes", "--log-json", "-v", *recipe, *flags],
         env=cli_env(world.sandbox, PRACTICEFLOW_STATE=str(state)),
         cwd=str(folder),
     )
@@ -198,13 +207,16 @@ def mcp_sink(world: World) -> None:
     got = anyio.run(scenario)
     assert not got["get_client"].is_error, got["get_client"]
     assert got["get_client"].structured_content["entityKey"] == world.planted.entity_key
+    name = got["get_client"].structured_content["entityName"]
+    assert name == (world.planted.values["entityName"] if shown else "***")
     found = got["find_clients"].structured_content["items"]
     assert world.planted.entity_key in {row["entityKey"] for row in found}
     assert world.contact_written(TYPED["typed new email"]), "the update reached the sandbox"
     assert world.contact_written(world.planted.values["email"]), "the recipe wrote its contact"
     assert all(text in "\n".join(sent) for text in TYPED.values()), "what the assistant typed"
     assert '"practiceflow://runs/recent"' in "\n".join(sent)
-    world.found.append(("mcp transcript, server to client", "\n".join(received)))
+    transcript = ("mcp transcript, server to client", "\n".join(received))
+    (world.shown if shown else world.found).append(transcript)
     world.found.append(("mcp log", log.read_text(encoding="utf-8")))
     world.sent.append(("mcp transcript, client to server", "\n".join(sent)))
     world.found += [(f"mcp {where}", text) for where, text in sqlite_texts(state)]
@@ -278,6 +290,13 @@ def fleet_sink(world: World) -> None:
     for i, row in enumerate(world.sandbox.state.practice("anz").subscriptions.values()):
         world.secrets[f"webhook secret {i}"] = row["secret"]
     world.found.append(("worker log", log.read_text(errors="replace")))
+    listed = CliRunner().invoke(cli, ["runs", "list", "--json", "--state", url], env=env)
+    assert listed.exit_code == 0, listed.output
+    run_id = json.loads(listed.stdout)[0]["run_id"]
+    for args in (["runs", "list"], ["runs", "show", run_id], ["runs", "show", run_id, "--json"]):
+        done = CliRunner().invoke(cli, [*args, "--state", url], env=env)
+        assert done.exit_code == 0, done.output
+        world.found.append((f"fleet {' '.join(args)}", done.output))
     tables = postgres_texts(url)
     kept = dict(tables)["table canary_row_versions"]
     assert "procrastinate_jobs" in kept, "the queue's jobs were kept"

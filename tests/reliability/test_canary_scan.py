@@ -1,20 +1,25 @@
 """The canary scan (issue 35), one row per sink: a distinct canary is planted in every
-personal field of a sandbox client (the fields come from the modules' ``x-pii`` tags) and
-every secret is a canary too (the client secret, the webhook secrets, the state key); then
-each sink's scenario reads that client and writes what it read, for real, against the
-sandbox:
+personal field of a sandbox client and of one of its contacts (the fields come from the
+modules' ``x-pii`` tags), and every secret is a canary too (the client secret, the webhook
+secrets, the state keys); then each sink's scenario reads that client and writes what it
+read, for real, against the sandbox, ending with a write the API refuses with an answer
+that echoes the personal value it got:
 
-- ``cli``: ``action``, ``serve`` running a recipe from a webhook delivery, ``runs list`` and
-  ``runs show`` (text and JSON), the console's pages (HTML and JSON), the SQLite store;
+- ``cli``: ``action``, ``serve`` running the recipe from a webhook delivery, ``runs list``
+  and ``runs show`` (text and JSON), the console's pages (HTML and JSON), the SQLite store
+  (every row version any table was given, deleted ones included);
 - ``mcp``: ``practiceflow mcp`` over stdio calling the tools that read the client and the
-  ones that write (confirmed with the code a person reads), its transcript both ways, its
-  log and its store;
+  ones that write (confirmed with the code a person reads), the recipe as a tool and the
+  runs' resources: its transcript both ways, its log and its store; with
+  ``--show-personal-data`` the assistant sees the values, its log and store still do not;
 - ``fleet``: a ``practiceflow worker`` on PostgreSQL receiving the delivery and running the
-  recipe, every table of the database (the job queue's included) and the worker's log;
-- ``cassette``: ``practiceflow test --record`` against the sandbox, the cassette written,
-  what the command printed;
-- ``export``: ``practiceflow export`` of a user's module whose sample and examples carry
-  the canaries in its ``x-pii`` fields, every file written.
+  recipe: every row version of every table (the job queue's included), the worker's log,
+  ``runs list/show`` over the database;
+- ``cassette``: ``practiceflow test --record`` against the sandbox, then its replay: the
+  cassette and what the command printed;
+- ``export``: ``practiceflow export`` of every platform with credentials in its
+  environment: the files written, and no real-looking personal value in any example or
+  sample published there or in ``docs/modules.md``.
 
 Each text is searched for each canary, plain, lower case, JSON-escaped, URL-encoded,
 base64 and hex (``_canary.hits``): 0 hits.
@@ -22,6 +27,7 @@ base64 and hex (``_canary.hits``): 0 hits.
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import subprocess
@@ -186,6 +192,7 @@ def _cli(env: dict[str, str], *args: str, stdin: str | None = None) -> Result:
 SINKS: dict[str, Callable[[World], None]] = {
     "cli": cli_sink,
     "mcp": mcp_sink,
+    "mcp --show-personal-data": functools.partial(mcp_sink, shown=True),
     "fleet": fleet_sink,
     "cassette": cassette_sink,
     "export": export_sink,
@@ -199,4 +206,5 @@ def test_no_canary_reaches_a_table_a_log_a_page_or_a_transcript(sink: str, world
     canaries = {**world.planted.values, **world.secrets, **world.typed}
     sent_canaries = {**world.planted.values, **world.secrets}
     hits = scan(world.found, canaries) + scan(world.sent, sent_canaries) + world.problems
+    hits += scan(world.shown, world.secrets)
     assert hits == [], "\n".join(hits)
