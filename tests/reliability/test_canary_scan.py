@@ -163,6 +163,8 @@ def cli_sink(world: World) -> None:
         ["runs", "show", run_id],
         ["attention", "list"],
         ["replay", run_id, "--recipe", str(changed)],
+        ["recipes", "check", str(changed), "--evidence", "1d"],
+        ["audit", "completeness"],
         ["runs", "retry", run_id],
     ):
         for extra in ([], ["--json"]):
