@@ -1,39 +1,66 @@
-"""The canary scan (issue 35): a distinct canary value is planted in every personal field of
-a client (the field names are derived from the modules' ``x-pii`` tags) and in every secret
-(the client secret, the webhook secret, the state key); then ``action``, ``serve`` with a
-webhook delivery running a recipe that reads the client and writes what it read, ``runs
-list`` and ``runs show``, and the console (HTML and JSON) run against it. Every table of the
-state database, every line those commands printed and every page is searched for each
-canary, plain, JSON-escaped, URL-encoded, base64 and hex: 0 hits.
+"""The canary scan (issue 35), one row per sink: a distinct canary is planted in every
+personal field of a sandbox client and of one of its contacts (the fields come from the
+modules' ``x-pii`` tags), and every secret is a canary too (the client secret, the webhook
+secrets, the state keys); then each sink's scenario reads that client and writes what it
+read, for real, against the sandbox, ending with a write the API refuses with an answer
+that echoes the personal value it got:
 
-Not scanned here (see the report of issue 35): MCP transcripts, the fleet on PostgreSQL,
-cassette recording (their own tests check their masking).
+- ``cli``: ``action``, ``serve`` running the recipe from a webhook delivery, ``runs list``
+  and ``runs show`` (text and JSON), the console's pages (HTML and JSON), the SQLite store
+  (every row version any table was given, deleted ones included);
+- ``mcp``: ``practiceflow mcp`` over stdio calling the tools that read the client and the
+  ones that write (confirmed with the code a person reads), the recipe as a tool and the
+  runs' resources: its transcript both ways, its log and its store; with
+  ``--show-personal-data`` the assistant sees the values, its log and store still do not
+  (that row under ``PRACTICEFLOW_RELIABILITY_FULL=1``, ``make test-faults``);
+- ``fleet``: a ``practiceflow worker`` on PostgreSQL receiving the delivery and running the
+  recipe: every row version of every table (the job queue's included), the worker's log,
+  ``runs list/show`` over the database;
+- ``cassette``: ``practiceflow test --record`` against the sandbox, then its replay: the
+  cassette and what the command printed;
+- ``export``: ``practiceflow export`` of every platform with credentials in its
+  environment: the files written, and no real-looking personal value in any example or
+  sample published there or in ``docs/modules.md``.
+
+Each text is searched for each canary, plain, lower case, JSON-escaped, URL-encoded,
+base64 and hex (``_canary.hits``): 0 hits.
 """
 
 from __future__ import annotations
 
-import base64
+import functools
 import json
 import signal
-import sqlite3
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import quote, quote_plus
 
 import pytest
+from click.testing import CliRunner, Result
 from starlette.testclient import TestClient
 
+from practiceflow.cli import cli
 from practiceflow.console import ConsoleContext, create_app
-from practiceflow.manifest import default_registry
 from practiceflow.state import open_store
-from practiceflow.testing import personal_names, running_sandbox
-from reliability._support import FAST, cli_env, free_port, practiceflow, wait_until
+from practiceflow.testing import SandboxHandle, running_sandbox
+from reliability._canary import (
+    World,
+    hits,
+    keep_every_sqlite_row_version,
+    plant_client,
+    scan,
+    sqlite_texts,
+)
+from reliability._canary_sinks import cassette_sink, export_sink, fleet_sink, mcp_sink
+from reliability._support import FAST, FULL, cli_env, free_port, practiceflow, wait_until
 
 pytestmark = pytest.mark.integration
 
 CLIENT_SECRET = "Qz7clientSecretWv4"
 
+#: Reads the client, then writes what it read: a bill, a contact, and a contact the API
+#: refuses with an answer that echoes the value it got (a personal one).
 RECIPE = """\
 name: canary
 trigger: {use: proposal_accepted, mode: webhook}
@@ -56,156 +83,98 @@ steps:
         firstName: "{{ steps.client.entityName }}"
         lastName: "{{ steps.client.entitySurname }}"
         email: "{{ steps.client.email }}"
+  - id: refused
+    use: create_contact
+    with:
+      entityKey: "{{ trigger.entityKey }}"
+      contact: {firstName: Refused, isPrimary: "{{ steps.client.taxNumber }}"}
 """
 
-#: The personal fields of a client record that the sandbox can hold, by the attribute or
-#: the ``extra`` key where it keeps them.
-ENTITY_ATTRIBUTES = {"entityName": "name", "entitySurname": "surname", "entityInitials": "initials"}
+
+@pytest.fixture(scope="module")
+def canary_sandbox() -> Iterator[SandboxHandle]:
+    """One sandbox for the module, its client secret a canary."""
+    with running_sandbox(client_secret=CLIENT_SECRET, webhook_retry_scale=0.05) as handle:
+        yield handle
 
 
-def _canary(field: str) -> str:
-    if field in ("email", "entityEmail"):
-        return f"qz7{field.lower()}wv4@example.org"
-    return f"Qz7{field}Wv4"
+@pytest.fixture
+def world(canary_sandbox: SandboxHandle, tmp_path: Path) -> World:
+    """The sandbox reset, a canary in every personal field of one client with an open
+    proposal."""
+    canary_sandbox.reset()
+    canary_sandbox.admin("POST", "/_admin/config", {"rateLimits": FAST})
+    practice = canary_sandbox.state.practice("anz")
+    proposals = canary_sandbox.admin("GET", "/_admin/records/proposals")
+    proposal = next(row for row in proposals if row["status"] in ("Sent", "Draft"))
+    planted = plant_client(practice, practice.entities[proposal["entityKey"]])
+    # The scan finds each canary where it is: in the sandbox's own records.
+    records = canary_sandbox.admin("GET", "/_admin/records/entities")
+    records += canary_sandbox.admin("GET", "/_admin/records/contacts")
+    found = {
+        hit.split(" in ")[0] for hit in hits("the sandbox", json.dumps(records), planted.values)
+    }
+    assert found == set(planted.values)
+    return World(canary_sandbox, tmp_path, planted, proposal["proposalKey"], RECIPE, CLIENT_SECRET)
 
 
-def _encodings(value: str) -> set[str]:
-    raw = value.encode("utf-8")
-    found = {value, value.lower(), json.dumps(value)[1:-1], quote(value), quote_plus(value)}
-    found.add(raw.hex())
-    for shift in range(3):  # base64 of the value wherever it starts inside a longer text
-        encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii")
-        found.add(encoded[4 * ((shift + 2) // 3) : -4])
-        urlsafe = base64.urlsafe_b64encode(b"\0" * shift + raw).decode("ascii")
-        found.add(urlsafe[4 * ((shift + 2) // 3) : -4])
-    return {text for text in found if len(text) >= 8}
+def cli_sink(world: World) -> None:
+    """``action``, ``serve`` on a delivery, ``runs list/show``, the console, the store."""
+    sandbox, planted = world.sandbox, world.planted
+    recipe = world.folder / "canary.yaml"
+    recipe.write_text(world.recipe, encoding="utf-8")
+    state = world.folder / "state.db"
+    keep_every_sqlite_row_version(state)
+    env = cli_env(sandbox, PRACTICEFLOW_STATE=str(state))
+    action = _cli(env, "action", "get_client", "--input", "-", "--json", stdin=planted.entity_key)
+    # Its stdout is the record the user asked for; its log lines are scanned.
+    world.found.append(("action get_client (log)", action.stderr))
 
+    listen = f"127.0.0.1:{free_port()}"
+    serve_env = {**env, "PRACTICEFLOW_PUBLIC_URL": "local", "PRACTICEFLOW_LISTEN": listen}
+    serve = subprocess.Popen(  # noqa: S603 - our own CLI
+        practiceflow("serve", str(recipe), "-v", "--log-json", "--no-console"),
+        env=serve_env,
+        cwd=world.folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: sandbox.admin("GET", "/_admin/records/subscriptions"), 90, "sub")
+        sandbox.admin("POST", f"/_admin/proposals/{world.proposal_key}/accept")
+        email = planted.values["email"]
+        wait_until(lambda: world.contact_written(email), 90, "the contact from the record")
+        time.sleep(0.5)  # let serve journal the step's outcome before it is stopped
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        out, err = serve.communicate(timeout=60)
+    world.found.append(("serve", out + err))
+    for i, row in enumerate(sandbox.state.practice("anz").subscriptions.values()):
+        world.secrets[f"webhook secret {i}"] = row["secret"]
 
-def _hits(where: str, text: str, canaries: dict[str, str]) -> list[str]:
-    lowered = text.lower()
-    return [
-        f"{name} in {where}"
-        for name, value in canaries.items()
-        if any(encoded.lower() in lowered for encoded in _encodings(value))
-    ]
-
-
-def test_no_canary_reaches_a_table_a_log_or_a_page(tmp_path: Path):
-    registry = default_registry()
-    schemas = [m.output.schema or {} for m in registry.actions.values()]
-    schemas += [m.input_schema for m in registry.actions.values()]
-    personal = sorted(personal_names(schemas))
-    assert {"entityName", "email", "taxNumber"} <= set(personal)
-    recipe = tmp_path / "canary.yaml"
-    recipe.write_text(RECIPE, encoding="utf-8")
-    state = tmp_path / "state.db"
-    outputs: list[tuple[str, str]] = []
-    with running_sandbox(client_secret=CLIENT_SECRET, webhook_retry_scale=0.05) as sandbox:
-        sandbox.admin("POST", "/_admin/config", {"rateLimits": FAST})
-        practice = sandbox.state.practice("anz")
-        proposal = sandbox.admin("GET", "/_admin/records/proposals")[0]
-        entity = practice.entities[proposal["entityKey"]]
-        planted: dict[str, str] = {}
-        detail = practice.entity_detail(entity)
-        for field in personal:
-            if field in ENTITY_ATTRIBUTES:
-                setattr(entity, ENTITY_ATTRIBUTES[field], _canary(field))
-            elif field == "email":
-                entity.email = _canary(field)
-            elif field in detail and field not in ("physicalAddress", "postalAddress"):
-                entity.extra = {**(entity.extra or {}), field: _canary(field)}
-            else:
-                continue
-            planted[field] = _canary(field)
-        for field in ("physicalAddress", "postalAddress"):
-            if field in personal:
-                address = {"address1": _canary(field), "city": "Qz7cityWv4", "country": "Australia"}
-                entity.extra = {**(entity.extra or {}), field: address}
-                planted[field] = _canary(field)
-        practice.touch(entity)
-        assert len(planted) >= 8, planted
-
-        env = cli_env(sandbox, PRACTICEFLOW_STATE=str(state))
-        action = subprocess.run(  # noqa: S603 - our own CLI
-            practiceflow("action", "get_client", "--input", "-", "--json"),
-            input=json.dumps({"entityKey": entity.key}),
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert action.returncode == 0, action.stderr
-        # Its stdout is the record the user asked for; its log lines are scanned.
-        outputs.append(("action get_client (log)", action.stderr))
-
-        serve_env = {
-            **env,
-            "PRACTICEFLOW_PUBLIC_URL": "local",
-            "PRACTICEFLOW_LISTEN": f"127.0.0.1:{free_port()}",
-        }
-        serve = subprocess.Popen(  # noqa: S603 - our own CLI
-            practiceflow("serve", str(recipe), "-v", "--log-json", "--no-console"),
-            env=serve_env,
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            wait_until(lambda: sandbox.admin("GET", "/_admin/records/subscriptions"), 90, "sub")
-            sandbox.admin("POST", f"/_admin/proposals/{proposal['proposalKey']}/accept")
-            wait_until(
-                lambda: [
-                    row
-                    for row in sandbox.admin("GET", "/_admin/records/contacts")
-                    if row.get("entityKey") == entity.key and row.get("email") == planted["email"]
-                ],
-                90,
-                "the contact written from the client's record",
-            )
-            time.sleep(0.5)
-        finally:
-            serve.send_signal(signal.SIGTERM)
-            out, err = serve.communicate(timeout=60)
-        outputs.append(("serve", out + err))
-        webhook_secrets = [row["secret"] for row in practice.subscriptions.values()]
-        assert webhook_secrets
-
-        runs = json.loads(
-            subprocess.run(  # noqa: S603 - our own CLI
-                practiceflow("runs", "list", "--json"),
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=True,
-            ).stdout
-        )
-        assert [run["status"] for run in runs] == ["succeeded"], runs
-        for args in (["runs", "list"], ["runs", "show", runs[0]["run_id"]]):
-            for extra in ([], ["--json"]):
-                done = subprocess.run(  # noqa: S603 - our own CLI
-                    practiceflow(*args, *extra),
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=60,
-                    check=False,
-                )
-                assert done.returncode == 0, done.stderr
-                outputs.append((" ".join(args + extra), done.stdout + done.stderr))
-
-    key_files = [path for path in tmp_path.iterdir() if path.name.endswith(".key")]
-    secrets = {"client secret": CLIENT_SECRET}
-    secrets.update({f"webhook secret {i}": s for i, s in enumerate(webhook_secrets)})
-    secrets.update({f"state key {p.name}": p.read_text().strip() for p in key_files})
-    canaries = {**planted, **secrets}
+    runs = json.loads(_cli(env, "runs", "list", "--json").stdout)
+    assert [run["status"] for run in runs] == ["failed"], runs
+    run_id = runs[0]["run_id"]
+    # A new version whose writes render the personal values otherwise: replay prints how.
+    changed = world.folder / "canary_v2.yaml"
+    changed.write_text(world.recipe.replace("Fee for", "Fees for"), encoding="utf-8")
+    for args in (
+        ["runs", "list"],
+        ["runs", "show", run_id],
+        ["attention", "list"],
+        ["replay", run_id, "--recipe", str(changed)],
+        ["recipes", "check", str(changed), "--evidence", "1d"],
+        ["audit", "completeness"],
+        ["runs", "retry", run_id],
+    ):
+        for extra in ([], ["--json"]):
+            done = _cli(env, *args, *extra, allowed=(0, 1))
+            world.found.append((" ".join(args + extra), done.stdout + done.stderr))
 
     with open_store(str(state)) as store:
         console = ConsoleContext(store, None, secrets=[CLIENT_SECRET], who="tester")
         with TestClient(create_app(console), base_url="http://127.0.0.1") as web:
-            run_id = runs[0]["run_id"]
             for page in (
                 "/console/",
                 "/console/runs",
@@ -217,17 +186,43 @@ def test_no_canary_reaches_a_table_a_log_or_a_page(tmp_path: Path):
             ):
                 response = web.get(page)
                 assert response.status_code == 200, (page, response.text[:300])
-                outputs.append((page, response.text))
+                world.found.append((page, response.text))
+    world.found += sqlite_texts(state)
+    for key in world.folder.glob("*.key"):
+        world.secrets[f"state key {key.name}"] = key.read_text().strip()
 
-    hits: list[str] = []
-    for where, text in outputs:
-        hits += _hits(where, text, canaries)
-    db = sqlite3.connect(state)
-    try:
-        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        for table in tables:
-            rows = db.execute(f"SELECT * FROM {table}").fetchall()  # noqa: S608 - our tables
-            hits += _hits(f"table {table}", repr(rows), canaries)
-    finally:
-        db.close()
+
+def _cli(
+    env: dict[str, str], *args: str, stdin: str | None = None, allowed: tuple[int, ...] = (0,)
+) -> Result:
+    """A command in this process (its own process costs seconds on a busy machine); it
+    must exit with one of the ``allowed`` codes."""
+    given = None if stdin is None else json.dumps({"entityKey": stdin})
+    done = CliRunner().invoke(cli, list(args), input=given, env=env, catch_exceptions=False)
+    assert done.exit_code in allowed, (args, done.output)
+    return done
+
+
+#: Each sink and its scenario.
+SINKS: dict[str, Callable[[World], None]] = {
+    "cli": cli_sink,
+    "mcp": mcp_sink,
+    "fleet": fleet_sink,
+    "cassette": cassette_sink,
+    "export": export_sink,
+}
+
+
+if FULL:  # a variant of a sink, in make test-faults
+    SINKS["mcp --show-personal-data"] = functools.partial(mcp_sink, shown=True)
+
+
+@pytest.mark.parametrize("sink", SINKS)
+def test_no_canary_reaches_a_table_a_log_a_page_or_a_transcript(sink: str, world: World) -> None:
+    SINKS[sink](world)
+    assert world.found, "the scenario handed back nothing to scan"
+    canaries = {**world.planted.values, **world.secrets, **world.typed}
+    sent_canaries = {**world.planted.values, **world.secrets}
+    hits = scan(world.found, canaries) + scan(world.sent, sent_canaries) + world.problems
+    hits += scan(world.shown, world.secrets)
     assert hits == [], "\n".join(hits)

@@ -122,6 +122,28 @@ def test_normalize_takes_a_declared_difference_out_of_both_sides() -> None:
     assert [request.query for request in player.raw_sent] == [{}]
 
 
+def test_a_literal_the_recording_scrubbed_from_a_personal_field_still_matches() -> None:
+    # A recipe writes a literal into a personal field (a contact's firstName): the recording
+    # scrubbed it to its stand-in, and the replay sends the literal again.
+    def contact(first_name: str) -> RecordedRequest:
+        body = {"firstName": first_name, "isPrimary": True}
+        return RecordedRequest("POST", "/api/v1/entities/e1/contacts", {}, body)
+
+    answer = RecordedResponse(201, {"Content-Type": "application/json"}, {"contactKey": "c1"})
+    exchanges = [Exchange(contact("Refused"), answer)]
+    recorded = make_cassette(
+        "c", "action", "default", {}, exchanges, names=frozenset({"firstName"})
+    )
+    assert recorded.exchanges[0].request.body["firstName"] != "Refused"
+    player = CassettePlayer(recorded)
+    with _replayed(player) as api:
+        with pytest.raises(CassetteMismatch, match="firstName: sent 'Other'"):
+            api.post("/api/v1/entities/e1/contacts", {"firstName": "Other", "isPrimary": True})
+        sent = {"firstName": "Refused", "isPrimary": True}
+        assert api.post("/api/v1/entities/e1/contacts", sent) == {"contactKey": "c1"}
+    assert player.unplayed == []
+
+
 @pytest.mark.parametrize(
     ("text", "where"),
     [

@@ -99,3 +99,52 @@ def test_a_renamed_step_is_matched_and_the_fee_difference_shown(
     assert code == 1
     assert "invoice (was bill)  create_bill  differs" in output
     assert "json.lineItems[0].amount: sent 300, would send 350" in output
+
+
+PERSONAL_RECIPE = """\
+name: fee named after the client
+trigger: {use: proposal_accepted}
+steps:
+  - id: client
+    use: get_client
+    with: {entityKey: "{{ trigger.entityKey }}"}
+  - id: bill
+    use: create_bill
+    with:
+      entityKey: "{{ trigger.entityKey }}"
+      billDetails: "Fee for {{ steps.client.entityName }} <{{ steps.client.email }}>"
+      lineItems: [{amount: 100, taxPercent: 10, narration: Fee}]
+"""
+
+
+@pytest.mark.parametrize("fee", ["Fee for", "Fees for"])
+def test_a_personal_value_a_template_copied_stays_masked_in_the_replay(
+    fast_sandbox: SandboxHandle, client: Client, tmp_path: Path, fee: str
+) -> None:
+    entities = fast_sandbox.admin("GET", "/_admin/records/entities")
+    entity = next(
+        row
+        for row in entities
+        if row["status"] == "Active" and len(row["entityName"]) >= 8 and row.get("email")
+    )
+    recipe, state = tmp_path / "fee.yaml", tmp_path / "state.db"
+    recipe.write_text(PERSONAL_RECIPE, encoding="utf-8")
+    with open_store(str(state)) as store:
+        payload = {"entityKey": entity["entityKey"], "proposalKey": "p-1"}
+        store.record_event("anz", "proposal_accepted", "proposal.accepted", "e1", payload)
+        runner = Runner(validate_recipe(recipe), store, client, practice="anz")
+        (outcome,) = runner.process_pending(limit=1)
+    assert outcome.status == "succeeded"
+    new = tmp_path / "new.yaml"
+    new.write_text(PERSONAL_RECIPE.replace("Fee for", fee), encoding="utf-8")
+
+    text = _replay(state, outcome.run_id, "--recipe", str(new))[1]
+    code, output = _replay(state, outcome.run_id, "--recipe", str(new), "--json")
+
+    for shown in (text, output):
+        assert entity["entityName"].lower() not in shown.lower()
+        assert entity["email"].lower() not in shown.lower()
+    (bill,) = [step for step in json.loads(output)[0]["steps"] if step["step"] == "bill"]
+    assert bill["would_send"]["json"]["billDetails"].startswith(f"{fee} *** <***> [pf-")
+    # Masked alike on both sides, an unchanged version replays the same requests.
+    assert (code, bill["verdict"]) == ((0, "same") if fee == "Fee for" else (1, "differs"))

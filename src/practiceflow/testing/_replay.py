@@ -14,7 +14,9 @@ nothing of its own changed::
     player.check()          # every exchange played, no request unmatched
 
 :class:`CassettePlayer` answers each request with the first exchange not yet played whose
-request is the same (method, path, query, body and module-set headers); a request that
+request is the same (method, path, query, body and module-set headers); a sent string
+is the same as a recorded one that is its scrubbed stand-in (a literal the recipe writes
+into a personal field, scrubbed when recorded, sent as written when replayed); a request that
 matches none is refused with :class:`CassetteMismatch`, which lists the differences to the
 nearest candidates. No server is involved.
 """
@@ -32,7 +34,13 @@ import requests
 from requests.adapters import BaseAdapter, HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
-from practiceflow.testing._cassette import Cassette, Exchange, RecordedRequest, RecordedResponse
+from practiceflow.testing._cassette import (
+    Cassette,
+    Exchange,
+    RecordedRequest,
+    RecordedResponse,
+    scrub,
+)
 
 __all__ = [
     "REPLAY_BASE_URL",
@@ -208,7 +216,7 @@ def _diff(sent: Any, recorded: Any, where: str, out: list[str]) -> None:
     elif isinstance(sent, list) and isinstance(recorded, list) and len(sent) == len(recorded):
         for index, (left, right) in enumerate(zip(sent, recorded, strict=True)):
             _diff(left, right, f"{where}[{index}]", out)
-    elif sent != recorded:
+    elif sent != recorded and not (isinstance(sent, str) and scrub(sent, [sent]) == recorded):
         out.append(f"{where}: sent {sent!r}, recorded {recorded!r}")
 
 

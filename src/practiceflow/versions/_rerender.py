@@ -23,7 +23,13 @@ from typing import Any, Literal
 from urllib.parse import urlencode
 
 from practiceflow.engine import run_action
-from practiceflow.engine.masking import mask_input
+from practiceflow.engine.masking import (
+    mask_input,
+    mask_text,
+    mask_values,
+    output_pii,
+    personal_values,
+)
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import ActionModule, RecipeStep, default_registry
 from practiceflow.runner import marker
@@ -230,6 +236,7 @@ def _one(
 ) -> tuple[ReplayedStep, Any]:
     """One step (one iteration): its verdict and the output later steps read."""
     writes = action.needs_write
+    personal = _personal(recipe, trigger, outputs)
     matched = journal.match(sid, step.use)
     sent = comparable(_request_of(matched)) if matched is not None else None
     recorded = matched.output if matched is not None and matched.status == "succeeded" else None
@@ -242,7 +249,7 @@ def _one(
             return ReplayedStep(sid, step.use, writes, verdict, sent, None, name, note), None
         data = render_tree(step.with_, context)
     except PracticeflowError as exc:
-        note = f"cannot be rendered from the journal: {exc}"
+        note = mask_text(f"cannot be rendered from the journal: {exc}", personal)
         return ReplayedStep(sid, step.use, writes, "error", sent, None, name, note), recorded
     if not writes:
         note = "" if matched is not None else "no recorded output: the run never made this read"
@@ -255,6 +262,21 @@ def _one(
         try:
             would = comparable(run_action(action, data, None, dry_run=True).request)
         except PracticeflowError as exc:
-            return ReplayedStep(sid, step.use, True, "error", sent, None, name, str(exc)), recorded
+            note = mask_text(str(exc), personal)
+            return ReplayedStep(sid, step.use, True, "error", sent, None, name, note), recorded
+    # Masked as the run journaled what it sent: a personal value the run had read stays
+    # masked wherever a template copied it.
+    would = mask_values(would, personal)
     verdict = "new" if sent is None else "same" if would == sent else "differs"
     return ReplayedStep(sid, step.use, True, verdict, sent, would, name), recorded
+
+
+def _personal(recipe: ValidRecipe, trigger: Any, outputs: Mapping[str, Any]) -> frozenset[str]:
+    """Every personal value a run had read before a step: its event's and the outputs'
+    of the steps before (each by its module's output schema)."""
+    values = set(personal_values(trigger, output_pii(trigger, recipe.trigger.output_schema)))
+    for sid, output in outputs.items():
+        schema = getattr(getattr(recipe.actions.get(sid), "output", None), "schema", None)
+        if isinstance(schema, Mapping):
+            values.update(personal_values(output, output_pii(output, schema)))
+    return frozenset(values)
