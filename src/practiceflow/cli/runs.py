@@ -24,7 +24,7 @@ from rich.table import Table
 from practiceflow.api import Client
 from practiceflow.cli._helpers import print_dry
 from practiceflow.cli.attention import entry_json, open_entry_rows
-from practiceflow.cli.common import ApiOptions, api_options, terminal
+from practiceflow.cli.common import ApiOptions, api_options, json_option, modules_option, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
 from practiceflow.cli.retention import purge
@@ -61,15 +61,6 @@ from practiceflow.versions import load_version, rebuild, short
 __all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
 
 
-_modules_option = click.option(
-    "--modules",
-    "modules_dirs",
-    metavar="DIR",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="A folder of your own action and trigger modules (repeatable).",
-)
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 _log_option = click.option(
     "--log-json", is_flag=True, help="Structured logs: one JSON object per line on stderr."
 )
@@ -116,8 +107,8 @@ def _connect(
 @practice_option
 @since_option
 @state_option
-@_modules_option
-@_json_option
+@modules_option
+@json_option
 @_log_option
 @_verbose_option
 @api_options
@@ -267,7 +258,7 @@ def _serve(
     "so deliveries made while serve is down reach it after a restart).",
 )
 @state_option
-@_modules_option
+@modules_option
 @_log_option
 @_verbose_option
 @api_options
@@ -374,7 +365,7 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
 )
 @click.option("--version", "version", default=None, help="Only runs on this recipe version.")
 @state_option
-@_json_option
+@json_option
 def list_runs(
     recipe: str | None,
     status: Any,
@@ -445,7 +436,7 @@ def list_runs(
 @runs.command("show")
 @click.argument("run_id")
 @state_option
-@_json_option
+@json_option
 def show(run_id: str, state: str | None, as_json: bool) -> None:
     """Show a run and its step journal (requests masked; outputs as identifiers only).
 
@@ -512,8 +503,8 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
 @click.argument("run_id")
 @click.option("--recipe", "recipe_path", default=None, help="Recipe file (default: the run's).")
 @state_option
-@_modules_option
-@_json_option
+@modules_option
+@json_option
 @api_options
 def retry(
     run_id: str,
