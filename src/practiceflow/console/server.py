@@ -18,7 +18,6 @@ from typing import Any
 import uvicorn
 from starlette.routing import BaseRoute
 
-from practiceflow import netaddr
 from practiceflow.console.app import PREFIX, create_app
 from practiceflow.console.data import ConsoleContext
 from practiceflow.console.security import Guard, check_bind
@@ -32,7 +31,6 @@ __all__ = [
     "ConsoleServer",
     "check_bind",
     "console_for",
-    "parse_listen",
 ]
 
 logger = logging.getLogger("practiceflow.console")
@@ -41,21 +39,6 @@ logger = logging.getLogger("practiceflow.console")
 DEFAULT_HOST = "127.0.0.1"
 #: The console's default port.
 DEFAULT_PORT = 8470
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """Read ``HOST:PORT`` (or ``PORT`` alone, on loopback).
-
-    Args:
-        text: the value of ``--console-listen``.
-
-    Returns:
-        ``(host, port)``.
-
-    Raises:
-        ConfigError: it is not ``HOST:PORT`` with a port in 0..65535.
-    """
-    return netaddr.parse_listen(text, option="--console-listen", example="127.0.0.1:8470")
 
 
 class ConsoleServer:
