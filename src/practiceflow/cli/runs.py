@@ -11,6 +11,7 @@ held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -147,7 +148,18 @@ def run(
             click.get_current_context().exit(1)
         return
     if not once:
-        _serve([recipe], practice, state, modules_dirs, api, IntakeOptions(since=since))
+        from practiceflow.cli.serving import serve_recipes
+
+        early = _early_socket()
+        serve_recipes(
+            [recipe],
+            practice,
+            state,
+            modules_dirs,
+            api,
+            IntakeOptions(since=since),
+            listen_socket=early,
+        )
         return
     with (
         _connect(api, [recipe], modules_dirs, practice, state) as (client, recipes, key),
@@ -193,32 +205,11 @@ def run(
     click.get_current_context().exit(_exit_for(outcomes))
 
 
-def _serve(
-    paths: Sequence[str],
-    practice: str | None,
-    state: str | None,
-    modules_dirs: Sequence[str],
-    api: ApiOptions,
-    options: IntakeOptions,
-    console: str | None = None,
-    console_token: str | None = None,
-    unsubscribe: bool = False,
-) -> None:
-    from practiceflow.cli.serving import serve_recipes
+def _early_socket() -> socket.socket | None:
+    """The receiver's socket, bound before the slow imports (``cli._Group``), if any."""
     from practiceflow.service.early_listen import EARLY_SOCKET
 
-    serve_recipes(
-        paths,
-        practice,
-        state,
-        modules_dirs,
-        api,
-        options,
-        console=console,
-        console_token=console_token,
-        unsubscribe=unsubscribe,
-        listen_socket=click.get_current_context().meta.pop(EARLY_SOCKET, None),
-    )
+    return click.get_current_context().meta.pop(EARLY_SOCKET, None)  # type: ignore[no-any-return]
 
 
 @click.command("serve")
@@ -305,16 +296,19 @@ def serve(
     configure_logging(json_lines=log_json, verbose=verbose)
     options = IntakeOptions(public_url=public_url, listen=listen, since=since)
     console = console_listen if console_on else None
-    _serve(
+    from practiceflow.cli.serving import serve_recipes
+
+    serve_recipes(
         recipes,
         practice,
         state,
         modules_dirs,
         api,
         options,
-        console,
-        console_token,
-        unsubscribe_on_exit,
+        console=console,
+        console_token=console_token,
+        unsubscribe=unsubscribe_on_exit,
+        listen_socket=_early_socket(),
     )
 
 
