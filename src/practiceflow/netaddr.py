@@ -9,14 +9,32 @@ command, serve's early receiver socket, ``mcp --transport http``) comes from
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 
 from practiceflow.errors import ConfigError
 
-__all__ = ["LOOPBACK", "listen_tcp", "parse_listen"]
+__all__ = ["LOOPBACK", "is_loopback", "listen_tcp", "parse_listen"]
 
 #: Where everything listens unless told otherwise.
 LOOPBACK = "127.0.0.1"
+
+
+def is_loopback(host: str) -> bool:
+    """Tell whether ``host`` is a loopback address (or ``localhost``).
+
+    Args:
+        host: an IP address or host name.
+
+    Returns:
+        True for 127.0.0.0/8, ::1 and ``localhost``.
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_listen(text: str, *, option: str, example: str) -> tuple[str, int]:
