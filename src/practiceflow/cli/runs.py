@@ -42,7 +42,7 @@ from practiceflow.cli.state import (
 )
 from practiceflow.cli.versions import run_recipe
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
-from practiceflow.manifest import ModuleRegistry, load_modules
+from practiceflow.manifest import load_modules
 from practiceflow.runner import (
     Runner,
     RunOutcome,
@@ -68,10 +68,6 @@ _log_option = click.option(
 _verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
 
 
-def _registry(dirs: Sequence[str]) -> ModuleRegistry:
-    return load_modules(list(dirs))
-
-
 def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
     statuses = {outcome.status for outcome in outcomes}
     if "in_doubt" in statuses:
@@ -90,7 +86,7 @@ def _connect(
     state: str | None,
 ) -> Iterator[tuple[Client, list[ValidRecipe], str]]:
     """The client (the practice's budget shared on ``state``), checked recipes, and key."""
-    registry = _registry(dirs)
+    registry = load_modules(list(dirs))
     for path in paths:  # report recipe problems before the first request
         validate_recipe(path, registry=registry)
     with practice_client(api, state) as client:
@@ -141,7 +137,7 @@ def run(
     configure_logging(json_lines=log_json, verbose=verbose)
     console = terminal(stderr=as_json)
     if dry_run:
-        checked = validate_recipe(recipe, registry=_registry(modules_dirs))
+        checked = validate_recipe(recipe, registry=load_modules(list(modules_dirs)))
         for note in checked.notes:
             click.echo(f"note: {note}", err=True)
         if not print_dry(checked, as_json, console):
