@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from practiceflow.console.server import parse_listen as console_listen
+import click
+import pytest
+from click.testing import CliRunner
+
+from practiceflow.cli.runs import serve
+from practiceflow.cli.worker import worker
 from practiceflow.errors import ConfigError
-from practiceflow.fleet.webhook_intake import parse_listen as worker_listen
 from practiceflow.netaddr import parse_listen
 from practiceflow.service.intake import listen_address
 
@@ -34,12 +38,28 @@ def test_a_bad_address_names_the_option_the_value_and_an_example(text: str) -> N
     )
 
 
-def test_each_caller_names_its_own_option() -> None:
+_RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "proposal_to_bill_and_eform.yaml"
+_WORKER = ["--fleet", "fleet.yaml", "--state", "postgresql://127.0.0.1:1/pf"]
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "option"),
+    [
+        (worker, [*_WORKER, "--listen", "x", "--public-url", "https://hooks.example"], "--listen"),
+        (worker, [*_WORKER, "--ops-listen", "x"], "--ops-listen"),
+        (serve, [str(_RECIPE), "--console-listen", "x"], "--console-listen"),
+    ],
+)
+def test_each_command_names_its_own_option(
+    command: click.Command, args: list[str], option: str
+) -> None:
+    result = CliRunner().invoke(command, args)
+    assert isinstance(result.exception, ConfigError)
+    assert str(result.exception).startswith(f"{option}: got 'x'; expected HOST:PORT")
+
+
+def test_the_receiver_variable_is_named_in_its_error() -> None:
     with pytest.raises(ConfigError, match=r"^PRACTICEFLOW_LISTEN: got 'x'"):
         listen_address("x")
-    with pytest.raises(ConfigError, match=r"^--listen: got 'x'"):
-        worker_listen("x")
-    with pytest.raises(ConfigError, match=r"^--console-listen: got 'x'"):
-        console_listen("x")
     assert listen_address(None) == ("127.0.0.1", 0)
     assert listen_address("9001") == ("127.0.0.1", 9001)

@@ -4,19 +4,42 @@ The receiver (``PRACTICEFLOW_LISTEN``), a fleet worker (``--listen``) and the co
 (``--console-listen``) all read their address with :func:`parse_listen`, so each says the
 same thing about a bad value. A socket bound before a server takes it (the sandbox
 command, serve's early receiver socket, ``mcp --transport http``) comes from
-:func:`listen_tcp`.
+:func:`listen_tcp`; an app served in a thread of the process (the console,
+``worker --ops-listen``) runs in a :class:`ThreadedServer`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import socket
+import threading
+import time
+from typing import Any
 
 from practiceflow.errors import ConfigError
 
-__all__ = ["LOOPBACK", "listen_tcp", "parse_listen"]
+__all__ = ["LOOPBACK", "ThreadedServer", "is_loopback", "listen_tcp", "parse_listen"]
 
 #: Where everything listens unless told otherwise.
 LOOPBACK = "127.0.0.1"
+
+
+def is_loopback(host: str) -> bool:
+    """Tell whether ``host`` is a loopback address (or ``localhost``).
+
+    Args:
+        host: an IP address or host name.
+
+    Returns:
+        True for 127.0.0.0/8, ::1 and ``localhost``.
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_listen(text: str, *, option: str, example: str) -> tuple[str, int]:
@@ -60,3 +83,63 @@ def listen_tcp(host: str, port: int, backlog: int = 128) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+class ThreadedServer:
+    """An ASGI app served by uvicorn in a daemon thread of this process.
+
+    uvicorn is imported when a server is built, not with this module, which stays light for
+    serve's early socket.
+
+    Args:
+        app: the ASGI app.
+        host: the address to listen on.
+        port: the port; 0 picks a free one (read ``.port`` once :meth:`serve` returned True).
+        name: the thread's name.
+    """
+
+    def __init__(self, app: Any, host: str, port: int, name: str) -> None:
+        import uvicorn
+
+        self.host = host
+        self.port = port
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _run(self) -> None:
+        # uvicorn exits when it cannot bind; it logged why, and serve() reports it.
+        with contextlib.suppress(SystemExit):
+            self._server.run()
+
+    @property
+    def root(self) -> str:
+        """``http://HOST:PORT`` (an IPv6 host in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def serve(self, timeout: float) -> bool:
+        """Start serving and wait until the socket listens (then ``.port`` is the bound one).
+
+        Returns:
+            False when it did not listen within ``timeout`` seconds (the port is taken, say).
+        """
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                return False
+            time.sleep(0.01)
+        for server in getattr(self._server, "servers", []):
+            for sock in server.sockets:
+                self.port = int(sock.getsockname()[1])
+                break
+        return True
+
+    def stop(self) -> None:
+        """Stop serving (requests in flight finish first)."""
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from practiceflow.cli.runs import serve
-from practiceflow.console import ConsoleContext, ConsoleServer, check_bind, parse_listen
+from practiceflow.console import ConsoleContext, ConsoleServer, check_bind
 from practiceflow.errors import ConfigError
 from practiceflow.service.loop import Service
 from practiceflow.state import StateStore
@@ -27,24 +27,6 @@ def test_any_other_address_is_refused_without_a_token(host: str):
     with pytest.raises(ConfigError):
         check_bind(host, "   ")
     check_bind(host, "a-token")
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("127.0.0.1:8470", ("127.0.0.1", 8470)),
-        ("9000", ("127.0.0.1", 9000)),
-        ("[::1]:0", ("::1", 0)),
-    ],
-)
-def test_listen_addresses_are_read(text: str, expected: tuple[str, int]):
-    assert parse_listen(text) == expected
-
-
-@pytest.mark.parametrize("text", ["127.0.0.1:http", "127.0.0.1:70000", "nowhere"])
-def test_a_bad_listen_address_says_what_would_be_valid(text: str):
-    with pytest.raises(ConfigError, match="expected HOST:PORT"):
-        parse_listen(text)
 
 
 def test_the_server_refuses_to_start_beyond_loopback_without_a_token(

@@ -20,7 +20,14 @@ from rich.console import Console
 from practiceflow.api import Client
 from practiceflow.api.config import AUTH_METHODS, REGIONS, Settings, load_settings
 
-__all__ = ["ApiOptions", "api_options", "api_settings", "build_client"]
+__all__ = [
+    "ApiOptions",
+    "api_options",
+    "api_settings",
+    "build_client",
+    "json_option",
+    "modules_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,6 +86,19 @@ _OPTIONS = (
         default=None,
         help="header (X-SVC-Auth-ID/Key, the default) or basic (env PRACTICEFLOW_AUTH_METHOD).",
     ),
+)
+
+
+#: ``--json``: the command receives ``as_json``.
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
+#: ``--modules DIR`` (repeatable): the command receives ``modules_dirs``.
+modules_option = click.option(
+    "--modules",
+    "modules_dirs",
+    metavar="DIR",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A folder of your own action and trigger modules (repeatable).",
 )
 
 

@@ -8,22 +8,12 @@ from dataclasses import asdict
 import click
 from rich.table import Table
 
-from practiceflow.cli.common import terminal
+from practiceflow.cli.common import json_option, modules_option, terminal
 from practiceflow.manifest import load_modules
 from practiceflow.runner import validate_recipe
 from practiceflow.runner.plan import plan as make_plan
 
 __all__ = ["plan"]
-
-_modules_option = click.option(
-    "--modules",
-    "modules_dirs",
-    metavar="DIR",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="A folder of your own action and trigger modules (repeatable).",
-)
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 
 
 def _together(per_day: float, share: float, budget: int) -> str:
@@ -48,8 +38,8 @@ def _together(per_day: float, share: float, budget: int) -> str:
     show_default=True,
     help="Items assumed per for_each step whose list is known only in a run.",
 )
-@_modules_option
-@_json_option
+@modules_option
+@json_option
 def plan(
     recipes: tuple[str, ...],
     events_per_day: int,

@@ -13,9 +13,15 @@ from pathlib import Path
 
 import click
 
-from practiceflow.cli.common import ApiOptions, api_options, api_settings, build_client
+from practiceflow.cli.common import (
+    ApiOptions,
+    api_options,
+    api_settings,
+    build_client,
+    modules_option,
+)
 from practiceflow.cli.runs import DEFAULT_STATE, open_state
-from practiceflow.cli.state import practice_key
+from practiceflow.cli.state import practice_key, practice_option, state_option
 from practiceflow.manifest import load_modules
 from practiceflow.mcp import (
     DEFAULT_LISTEN,
@@ -87,23 +93,9 @@ logger = logging.getLogger("practiceflow.mcp")
     help="Show the personal fields of read results (names, emails...) to the assistant; "
     "masked by default, since they would reach the assistant's model.",
 )
-@click.option("--practice", metavar="KEY", default=None, help="Store key (default: Client ID).")
-@click.option(
-    "--state",
-    metavar="PATH",
-    envvar="PRACTICEFLOW_STATE",
-    default=None,
-    help="State store, as for 'practiceflow run' (env PRACTICEFLOW_STATE; default "
-    ".practiceflow/state.db in the working directory).",
-)
-@click.option(
-    "--modules",
-    "module_dirs",
-    multiple=True,
-    metavar="DIR",
-    type=click.Path(file_okay=False),
-    help="A folder of your own action and trigger modules (repeatable).",
-)
+@practice_option
+@state_option
+@modules_option
 @click.option("--log-json", is_flag=True, help="Structured logs on stderr (one JSON per line).")
 @click.option("-v", "--verbose", is_flag=True, help="Log every call and step (on stderr).")
 @api_options
@@ -117,7 +109,7 @@ def mcp(
     show_personal_data: bool,
     practice: str | None,
     state: str | None,
-    module_dirs: tuple[str, ...],
+    modules_dirs: tuple[str, ...],
     log_json: bool,
     verbose: bool,
     api: ApiOptions,
@@ -143,7 +135,7 @@ def mcp(
             check_http_bind(host, token)
             # Bound now: a taken port is a configuration error before any request is made.
             sock = stack.enter_context(bind_http(host, port))
-        registry = load_modules(list(module_dirs))
+        registry = load_modules(list(modules_dirs))
         for path in recipe_paths:  # recipe problems before the first request
             validate_recipe(path, registry=registry)
         settings = api_settings(api)  # which practice, for its budget

@@ -159,26 +159,17 @@ def _type_of(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> str:
 
 def _field_rows(
     schema: Mapping[str, Any], defs: Mapping[str, Any], prefix: str = ""
-) -> list[tuple[str, str, str, str, str]]:
-    rows: list[tuple[str, str, str, str, str]] = []
+) -> list[tuple[str, str, str, str]]:
+    rows: list[tuple[str, str, str, str]] = []
     required = set(schema.get("required", ()))
     for name, field in schema.get("properties", {}).items():
         ref = field.get("$ref")
         resolved = defs.get(ref.removeprefix("#/$defs/"), {}) if isinstance(ref, str) else {}
         merged = {**resolved, **field}
-        example = merged.get("examples", [None])[0]
-        shown = "" if example is None else json.dumps(example, ensure_ascii=False)
         pii = " [personal data]" if merged.get("x-pii") else ""
         description = (merged.get("description") or merged.get("title") or "") + pii
-        rows.append(
-            (
-                prefix + name,
-                _type_of(field, defs),
-                "yes" if name in required else "",
-                description,
-                shown,
-            )
-        )
+        mark = "yes" if name in required else ""
+        rows.append((prefix + name, _type_of(field, defs), mark, description))
         items = merged.get("items")
         if merged.get("type") == "array" and isinstance(items, Mapping) and "properties" in items:
             rows.extend(_field_rows(items, defs, f"{prefix}{name}[]."))
@@ -227,7 +218,7 @@ def show(key: str, module_dirs: Sequence[Path], as_json: bool) -> None:
     table.add_column("Required", no_wrap=True)
     table.add_column("Description", ratio=1)
     for row in fields:  # examples: the example input below (a key would not fit whole)
-        table.add_row(*(escape(cell) for cell in row[:4]))
+        table.add_row(*(escape(cell) for cell in row))
     console.print(table)
     if isinstance(module, ActionModule):
         console.print("[bold]Example input[/bold]")

@@ -11,6 +11,7 @@ held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -24,7 +25,7 @@ from rich.table import Table
 from practiceflow.api import Client
 from practiceflow.cli._helpers import print_dry
 from practiceflow.cli.attention import entry_json, open_entry_rows
-from practiceflow.cli.common import ApiOptions, api_options, terminal
+from practiceflow.cli.common import ApiOptions, api_options, json_option, modules_option, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
 from practiceflow.cli.retention import purge
@@ -41,7 +42,7 @@ from practiceflow.cli.state import (
 )
 from practiceflow.cli.versions import run_recipe
 from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
-from practiceflow.manifest import ModuleRegistry, load_modules
+from practiceflow.manifest import load_modules
 from practiceflow.runner import (
     Runner,
     RunOutcome,
@@ -62,23 +63,10 @@ from practiceflow.versions import load_version, rebuild, short
 __all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
 
 
-_modules_option = click.option(
-    "--modules",
-    "modules_dirs",
-    metavar="DIR",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="A folder of your own action and trigger modules (repeatable).",
-)
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 _log_option = click.option(
     "--log-json", is_flag=True, help="Structured logs: one JSON object per line on stderr."
 )
 _verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
-
-
-def _registry(dirs: Sequence[str]) -> ModuleRegistry:
-    return load_modules(list(dirs))
 
 
 def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
@@ -99,7 +87,7 @@ def _connect(
     state: str | None,
 ) -> Iterator[tuple[Client, list[ValidRecipe], str]]:
     """The client (the practice's budget shared on ``state``), checked recipes, and key."""
-    registry = _registry(dirs)
+    registry = load_modules(list(dirs))
     for path in paths:  # report recipe problems before the first request
         validate_recipe(path, registry=registry)
     with practice_client(api, state) as client:
@@ -117,8 +105,8 @@ def _connect(
 @practice_option
 @since_option
 @state_option
-@_modules_option
-@_json_option
+@modules_option
+@json_option
 @_log_option
 @_verbose_option
 @api_options
@@ -150,14 +138,25 @@ def run(
     configure_logging(json_lines=log_json, verbose=verbose)
     console = terminal(stderr=as_json)
     if dry_run:
-        checked = validate_recipe(recipe, registry=_registry(modules_dirs))
+        checked = validate_recipe(recipe, registry=load_modules(list(modules_dirs)))
         for note in checked.notes:
             click.echo(f"note: {note}", err=True)
         if not print_dry(checked, as_json, console):
             click.get_current_context().exit(1)
         return
     if not once:
-        _serve([recipe], practice, state, modules_dirs, api, IntakeOptions(since=since))
+        from practiceflow.cli.serving import serve_recipes
+
+        early = _early_socket()
+        serve_recipes(
+            [recipe],
+            practice,
+            state,
+            modules_dirs,
+            api,
+            IntakeOptions(since=since),
+            listen_socket=early,
+        )
         return
     with (
         _connect(api, [recipe], modules_dirs, practice, state) as (client, recipes, key),
@@ -203,32 +202,11 @@ def run(
     click.get_current_context().exit(_exit_for(outcomes))
 
 
-def _serve(
-    paths: Sequence[str],
-    practice: str | None,
-    state: str | None,
-    modules_dirs: Sequence[str],
-    api: ApiOptions,
-    options: IntakeOptions,
-    console: str | None = None,
-    console_token: str | None = None,
-    unsubscribe: bool = False,
-) -> None:
-    from practiceflow.cli.serving import serve_recipes
+def _early_socket() -> socket.socket | None:
+    """The receiver's socket, bound before the slow imports (``cli._Group``), if any."""
     from practiceflow.service.early_listen import EARLY_SOCKET
 
-    serve_recipes(
-        paths,
-        practice,
-        state,
-        modules_dirs,
-        api,
-        options,
-        console=console,
-        console_token=console_token,
-        unsubscribe=unsubscribe,
-        listen_socket=click.get_current_context().meta.pop(EARLY_SOCKET, None),
-    )
+    return click.get_current_context().meta.pop(EARLY_SOCKET, None)  # type: ignore[no-any-return]
 
 
 @click.command("serve")
@@ -268,7 +246,7 @@ def _serve(
     "so deliveries made while serve is down reach it after a restart).",
 )
 @state_option
-@_modules_option
+@modules_option
 @_log_option
 @_verbose_option
 @api_options
@@ -315,16 +293,19 @@ def serve(
     configure_logging(json_lines=log_json, verbose=verbose)
     options = IntakeOptions(public_url=public_url, listen=listen, since=since)
     console = console_listen if console_on else None
-    _serve(
+    from practiceflow.cli.serving import serve_recipes
+
+    serve_recipes(
         recipes,
         practice,
         state,
         modules_dirs,
         api,
         options,
-        console,
-        console_token,
-        unsubscribe_on_exit,
+        console=console,
+        console_token=console_token,
+        unsubscribe=unsubscribe_on_exit,
+        listen_socket=_early_socket(),
     )
 
 
@@ -375,7 +356,7 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
 )
 @click.option("--version", "version", default=None, help="Only runs on this recipe version.")
 @state_option
-@_json_option
+@json_option
 def list_runs(
     recipe: str | None,
     status: Any,
@@ -446,7 +427,7 @@ def list_runs(
 @runs.command("show")
 @click.argument("run_id")
 @state_option
-@_json_option
+@json_option
 def show(run_id: str, state: str | None, as_json: bool) -> None:
     """Show a run and its step journal (requests masked; outputs as identifiers only).
 
@@ -517,8 +498,8 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
 @click.argument("run_id")
 @click.option("--recipe", "recipe_path", default=None, help="Recipe file (default: the run's).")
 @state_option
-@_modules_option
-@_json_option
+@modules_option
+@json_option
 @api_options
 def retry(
     run_id: str,

@@ -9,7 +9,6 @@ and talk to loopback only: the sandbox never binds anything else.
 from __future__ import annotations
 
 import functools
-import ipaddress
 import json
 import uuid
 from collections.abc import Callable
@@ -21,6 +20,7 @@ import click
 import requests
 
 from practiceflow.errors import ConfigError, TransportError
+from practiceflow.netaddr import is_loopback
 from practiceflow.sandbox.config import DEFAULT_ADMIN_TOKEN, REGIONS
 
 __all__ = ["EVENTS", "SUBCOMMANDS", "SandboxAdmin"]
@@ -87,12 +87,7 @@ class SandboxAdmin:
 
 def _loopback_url(url: str) -> str:
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if parts.scheme != "http" or not loopback:
+    if parts.scheme != "http" or not is_loopback(parts.hostname or ""):
         message = f"--url: got {url!r}; expected the sandbox's http:// URL on 127.0.0.1"
         raise ConfigError(message)
     return url.rstrip("/")

@@ -77,10 +77,12 @@ def serve_recipes(
     Raises:
         ConfigError: bad input, or another serve holds the state file (``StoreInUse``).
     """
-    from practiceflow.console.server import check_bind, console_for, parse_listen
+    from practiceflow.console.server import check_bind, console_for
+    from practiceflow.netaddr import parse_listen
     from practiceflow.ops import OpsMetrics, counted_session, ops_routes, serve_practices
 
-    listen = parse_listen(console) if console else None
+    where = "--console-listen"
+    listen = parse_listen(console, option=where, example="127.0.0.1:8470") if console else None
     if listen is not None:
         check_bind(listen[0], console_token)  # refuse before any request is sent
     stop = threading.Event()  # SIGTERM during start-up stops cleanly too

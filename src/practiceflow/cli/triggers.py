@@ -15,12 +15,10 @@ from typing import Any
 
 import click
 
-from practiceflow.api import Client
-from practiceflow.cli.common import ApiOptions, api_options, build_client
+from practiceflow.cli.common import ApiOptions, api_options, build_client, json_option
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
 from practiceflow.service.attention import close_subscription_doubt
 from practiceflow.service.downtime import has_poll_source
-from practiceflow.state import StateStore
 from practiceflow.triggers import (
     Poller,
     SubscriptionManager,
@@ -31,19 +29,9 @@ from practiceflow.triggers import (
 
 __all__ = ["COMMANDS", "triggers"]
 
-_JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-
 
 def _emit(data: Any, as_json: bool, human: str) -> None:
     click.echo(json.dumps(data, indent=2, default=str) if as_json else human)
-
-
-def _store(state: str | None) -> StateStore:
-    return open_state(state)
-
-
-def _practice(practice: str | None, client: Client) -> str:
-    return practice_key(practice, client.settings.client_id)
 
 
 @click.group()
@@ -61,7 +49,7 @@ def triggers() -> None:
 
 
 @triggers.command("list")
-@_JSON
+@json_option
 def list_triggers(as_json: bool) -> None:
     """List the shipped triggers and how each can be received.
 
@@ -109,7 +97,7 @@ def list_triggers(as_json: bool) -> None:
 @api_options
 @state_option
 @practice_option
-@_JSON
+@json_option
 def subscribe(
     trigger: str,
     public_url: str,
@@ -130,13 +118,12 @@ def subscribe(
         raise click.UsageError(f"trigger {trigger!r} has no webhook; poll it instead")
     options = {"event": event_option} if event_option else {}
     event = found.webhook.event_key(options)
-    with build_client(api) as client, _store(state) as store:
+    with build_client(api) as client, open_state(state) as store:
         offered = supported_events(client)
         if offered and event not in offered:
             raise click.UsageError(f"event {event!r} is not offered; valid values are {offered}")
-        record = SubscriptionManager(client, store, _practice(practice, client), public_url).ensure(
-            found.key, event
-        )
+        key = practice_key(practice, client.settings.client_id)
+        record = SubscriptionManager(client, store, key, public_url).ensure(found.key, event)
     data = {"trigger": found.key, "event": event, "id": record.subscription_id, "url": record.url}
     _emit(data, as_json, f"subscribed {found.key} to {event} (id {record.subscription_id})")
 
@@ -170,8 +157,8 @@ def unsubscribe(
       practiceflow triggers unsubscribe proposal_accepted
       practiceflow triggers unsubscribe proposal_accepted --forget   # one in doubt
     """
-    with build_client(api) as client, _store(state) as store:
-        key = _practice(practice, client)
+    with build_client(api) as client, open_state(state) as store:
+        key = practice_key(practice, client.settings.client_id)
         removed = SubscriptionManager(client, store, key).remove(trigger, forget_only=forget)
         note = "forgotten (triggers unsubscribe --forget)" if forget else "unsubscribed"
         closed = close_subscription_doubt(store, key, trigger, getpass.getuser(), note)
@@ -192,7 +179,7 @@ def unsubscribe(
 @api_options
 @state_option
 @practice_option
-@_JSON
+@json_option
 def check(
     trigger: str,
     wait: float,
@@ -210,9 +197,9 @@ def check(
     Example:
       practiceflow triggers check proposal_accepted --wait 10
     """
-    with build_client(api) as client, _store(state) as store:
+    with build_client(api) as client, open_state(state) as store:
         started = store.now()
-        key = _practice(practice, client)
+        key = practice_key(practice, client.settings.client_id)
 
         def arrived() -> bool:
             events = store.pending_events(key, 1000, source=trigger)
@@ -242,7 +229,7 @@ def check(
 @api_options
 @state_option
 @practice_option
-@_JSON
+@json_option
 def poll(
     trigger: str,
     once: bool,
@@ -263,11 +250,11 @@ def poll(
     del once
     options = dict(item.split("=", 1) for item in with_ if "=" in item)
     started = time.monotonic()
-    with build_client(api) as client, _store(state) as store:
+    with build_client(api) as client, open_state(state) as store:
         found = Poller(
             client,
             store,
-            _practice(practice, client),
+            practice_key(practice, client.settings.client_id),
             load_definition(trigger),
             options,
             since=since,

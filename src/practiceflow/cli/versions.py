@@ -16,7 +16,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from practiceflow.cli.common import terminal
+from practiceflow.cli.common import json_option, modules_option, terminal
 from practiceflow.cli.retention import parse_retention
 from practiceflow.cli.state import open_state, run_or_fail, state_option
 from practiceflow.errors import ConfigError
@@ -37,16 +37,6 @@ from practiceflow.versions import (
 )
 
 __all__ = ["COMMANDS", "check", "replay_command", "run_recipe"]
-
-_modules_option = click.option(
-    "--modules",
-    "modules_dirs",
-    metavar="DIR",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="A folder of your own action and trigger modules (repeatable).",
-)
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 
 
 def _since(text: str | None, store: StateStore) -> datetime | None:
@@ -148,8 +138,8 @@ def _print_replay(found: Replay, run: RunRecord) -> None:
 )
 @click.option("--limit", default=1000, show_default=True, type=click.IntRange(1, 1_000_000))
 @state_option
-@_modules_option
-@_json_option
+@modules_option
+@json_option
 def replay_command(
     run_id: str | None,
     recipe_path: str,
@@ -217,8 +207,8 @@ def _check_json(check: RunCheck) -> dict[str, Any]:
 )
 @click.option("--evidence", default="7d", show_default=True, help="Replay runs this recent too.")
 @state_option
-@_modules_option
-@_json_option
+@modules_option
+@json_option
 def check(
     recipe_path: str,
     do_migrate: bool,

@@ -32,6 +32,7 @@ from typing import Any
 import click
 
 from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.netaddr import parse_listen
 
 __all__ = ["COMMANDS", "worker"]
 
@@ -138,7 +139,7 @@ def worker(
     from practiceflow.fleet.owner import PracticeOwner
     from practiceflow.fleet.queue import DELETE_JOBS, make_app
     from practiceflow.fleet.runtime import Fleet
-    from practiceflow.fleet.webhook_intake import FleetWebhooks, parse_listen
+    from practiceflow.fleet.webhook_intake import FleetWebhooks
     from practiceflow.fleet.worker_loop import run_worker
     from practiceflow.ops import OpsMetrics, OpsServer, ops_routes
     from practiceflow.state import PostgresStore, describe_url
@@ -156,8 +157,12 @@ def worker(
             "in front of its replicas, the same for every replica"
         )
         raise ConfigError(message)
-    address = parse_listen(listen) if listen is not None else None
-    ops_address = parse_listen(ops_listen) if ops_listen is not None else None
+    address = None
+    if listen is not None:
+        address = parse_listen(listen, option="--listen", example="0.0.0.0:8080")
+    ops_address = None
+    if ops_listen is not None:
+        ops_address = parse_listen(ops_listen, option="--ops-listen", example="127.0.0.1:9464")
     if lease <= 0:
         message = f"worker --lease: got {lease:g}; expected seconds > 0"
         raise ConfigError(message)

@@ -21,7 +21,7 @@ from practiceflow.console.app import PREFIX, create_app
 from practiceflow.console.data import ConsoleContext
 from practiceflow.console.redact import Redactor
 from practiceflow.console.security import Guard, check_bind
-from practiceflow.console.server import DEFAULT_HOST, DEFAULT_PORT, ConsoleServer, parse_listen
+from practiceflow.console.server import DEFAULT_HOST, DEFAULT_PORT, ConsoleServer
 
 __all__ = [
     "DEFAULT_HOST",
@@ -33,5 +33,4 @@ __all__ = [
     "Redactor",
     "check_bind",
     "create_app",
-    "parse_listen",
 ]

@@ -114,11 +114,11 @@ class _Console:
                 )
                 return response
             self.ctx.refresh_secrets()
+            session = Guard.session_of(request)
+            request.state.session = session or Guard.new_session()  # forms' CSRF tokens use it
             response = await handler(request)
-            if Guard.session_of(request) is None and SESSION_COOKIE not in response.headers.get(
-                "set-cookie", ""
-            ):
-                self._set_session(response, Guard.new_session())
+            if session is None:
+                self._set_session(response, request.state.session)
             response.headers.setdefault("Cache-Control", "no-store")
             response.headers.setdefault("X-Frame-Options", "DENY")
             response.headers.setdefault("Referrer-Policy", "no-referrer")
@@ -129,6 +129,21 @@ class _Console:
     @staticmethod
     def _set_session(response: Response, session: str) -> None:
         response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path=PREFIX)
+
+    async def _form(self, request: Request) -> dict[str, str] | None:
+        """The POSTed form's fields (the last value of each), or None when it is too large."""
+        raw = await request.body()
+        if len(raw) > _MAX_FORM:
+            return None
+        return {key: values[-1] for key, values in parse_qs(raw.decode("utf-8", "replace")).items()}
+
+    async def _run(self, request: Request, run_id: str) -> tuple[Any, Response | None]:
+        """The run's view, or the response saying it is ambiguous or missing."""
+        try:
+            data = await self._data(run_view, run_id)
+        except AmbiguousRunId as exc:
+            return None, self._ambiguous(request, exc)
+        return data, self._missing(request, run_id) if data is None else None
 
     def page(
         self, request: Request, name: str, context: dict[str, Any], status: int = 200
@@ -175,12 +190,9 @@ class _Console:
 
     async def run(self, request: Request) -> Response:
         run_id = str(request.path_params["run_id"])
-        try:
-            data = await self._data(run_view, run_id)
-        except AmbiguousRunId as exc:
-            return self._ambiguous(request, exc)
-        if data is None:
-            return self._missing(request, run_id)
+        data, refused = await self._run(request, run_id)
+        if refused is not None:
+            return refused
         context = {"title": f"Run {run_id}", "run": data, "resolved": request.query_params}
         return self.page(request, "run.html", context)
 
@@ -199,9 +211,7 @@ class _Console:
 
     async def attention(self, request: Request) -> Response:
         rows = await self._data(attention_view)
-        session = Guard.session_of(request)
-        fresh = session is None
-        session = session or Guard.new_session()
+        session = request.state.session
         for row in rows:  # an entry of the attention table is settled from here
             if row.get("entry"):
                 row["csrf"] = self.guard.csrf_token(session, f"settle:{row['run_id']}")
@@ -212,18 +222,14 @@ class _Console:
             "csrf_field": CSRF_FIELD,
             "settled": request.query_params.get("settled"),
         }
-        response = self.page(request, "attention.html", context)
-        if fresh:
-            self._set_session(response, session)
-        return response
+        return self.page(request, "attention.html", context)
 
     async def settle(self, request: Request) -> Response:
         """Settle an attention entry: what ``practiceflow attention settle`` does."""
         entry_id = str(request.path_params["entry_id"])
-        raw = await request.body()
-        if len(raw) > _MAX_FORM:
+        form = await self._form(request)
+        if form is None:
             return self.page(request, "error.html", {"message": "form too large"}, 413)
-        form = {key: values[-1] for key, values in parse_qs(raw.decode("utf-8", "replace")).items()}
         if not self.guard.csrf_ok(request, f"settle:{entry_id}", form.get(CSRF_FIELD)):
             message = "this form has no valid CSRF token; open 'Needs attention' again"
             return self.page(request, "error.html", {"message": message, "title": "Refused"}, 403)
@@ -282,12 +288,9 @@ class _Console:
         run_id = str(request.path_params["run_id"])
         step_id = str(request.path_params["step_id"])
         as_ = request.query_params.get("as", "")
-        try:
-            data = await self._data(run_view, run_id)
-        except AmbiguousRunId as exc:
-            return self._ambiguous(request, exc)
-        if data is None:
-            return self._missing(request, run_id)
+        data, refused = await self._run(request, run_id)
+        if refused is not None:
+            return refused
         step = next((item for item in data["steps"] if item["step"] == step_id), None)
         problem = None
         if as_ not in RESOLUTIONS:
@@ -299,9 +302,7 @@ class _Console:
                 f"run {run_id} step {step_id!r}: only a step that is ['failed', 'in_doubt'] "
                 f"can be resolved; it is {step['status']}"
             )
-        session = Guard.session_of(request)
-        fresh = session is None
-        session = session or Guard.new_session()
+        session = request.state.session
         context = {
             "title": "Confirm",
             "run": data,
@@ -312,18 +313,14 @@ class _Console:
             "csrf_field": CSRF_FIELD,
             "csrf": self.guard.csrf_token(session, self._purpose(run_id, step_id)),
         }
-        response = self.page(request, "confirm.html", context, 409 if problem else 200)
-        if fresh:
-            self._set_session(response, session)
-        return response
+        return self.page(request, "confirm.html", context, 409 if problem else 200)
 
     async def resolve(self, request: Request) -> Response:
         run_id = str(request.path_params["run_id"])
         step_id = str(request.path_params["step_id"])
-        raw = await request.body()
-        if len(raw) > _MAX_FORM:
+        form = await self._form(request)
+        if form is None:
             return self.page(request, "error.html", {"message": "form too large"}, 413)
-        form = {key: values[-1] for key, values in parse_qs(raw.decode("utf-8", "replace")).items()}
         if not self.guard.csrf_ok(request, self._purpose(run_id, step_id), form.get(CSRF_FIELD)):
             message = (
                 "this form has no valid CSRF token (it expired, or did not come from this "
@@ -389,12 +386,8 @@ class _Console:
         return JSONResponse(await self._data(runs_view, recipe=recipe, status=status, day=day))
 
     async def api_run(self, request: Request) -> Response:
-        run_id = str(request.path_params["run_id"])
-        try:
-            data = await self._data(run_view, run_id)
-        except AmbiguousRunId as exc:
-            return self._ambiguous(request, exc)
-        return self._missing(request, run_id) if data is None else JSONResponse(data)
+        data, refused = await self._run(request, str(request.path_params["run_id"]))
+        return refused or JSONResponse(data)
 
     async def api_attention(self, request: Request) -> Response:
         del request

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import secrets
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -22,6 +21,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 
 from practiceflow.errors import ConfigError
+from practiceflow.netaddr import is_loopback
 
 __all__ = [
     "CSRF_FIELD",
@@ -29,7 +29,6 @@ __all__ = [
     "TOKEN_COOKIE",
     "Guard",
     "check_bind",
-    "is_loopback",
 ]
 
 #: Cookie holding the visitor's random session id (the CSRF tokens are bound to it).
@@ -38,23 +37,6 @@ SESSION_COOKIE = "pf_console_session"
 TOKEN_COOKIE = "pf_console_token"  # noqa: S105 - a cookie name, not a secret
 #: Name of the hidden form field carrying the CSRF token.
 CSRF_FIELD = "csrf_token"
-
-
-def is_loopback(host: str) -> bool:
-    """Tell whether ``host`` is a loopback address (or ``localhost``).
-
-    Args:
-        host: an IP address or host name.
-
-    Returns:
-        True for 127.0.0.0/8, ::1 and ``localhost``.
-    """
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, token: str | None) -> None:

@@ -7,22 +7,18 @@ pair that :class:`~practiceflow.service.loop.Service` calls around its loop.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
-import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
-import uvicorn
 from starlette.routing import BaseRoute
 
-from practiceflow import netaddr
 from practiceflow.console.app import PREFIX, create_app
 from practiceflow.console.data import ConsoleContext
 from practiceflow.console.security import Guard, check_bind
 from practiceflow.errors import ConfigError
+from practiceflow.netaddr import ThreadedServer
 from practiceflow.runner import ValidRecipe
 from practiceflow.service.loop import Service
 
@@ -32,7 +28,6 @@ __all__ = [
     "ConsoleServer",
     "check_bind",
     "console_for",
-    "parse_listen",
 ]
 
 logger = logging.getLogger("practiceflow.console")
@@ -43,22 +38,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8470
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """Read ``HOST:PORT`` (or ``PORT`` alone, on loopback).
-
-    Args:
-        text: the value of ``--console-listen``.
-
-    Returns:
-        ``(host, port)``.
-
-    Raises:
-        ConfigError: it is not ``HOST:PORT`` with a port in 0..65535.
-    """
-    return netaddr.parse_listen(text, option="--console-listen", example="127.0.0.1:8470")
-
-
-class ConsoleServer:
+class ConsoleServer(ThreadedServer):
     """The console app served on ``host:port`` in a daemon thread.
 
     Args:
@@ -88,25 +68,13 @@ class ConsoleServer:
         self.optional = optional
         self.running = False
         self.ctx = ctx
-        self.host = host
-        self.port = port
         self.app = create_app(ctx, Guard(token or None), extra)
-        config = uvicorn.Config(
-            self.app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._run, name="pf-console", daemon=True)
-
-    def _run(self) -> None:
-        # uvicorn exits when it cannot bind; it logged why, and start() reports it.
-        with contextlib.suppress(SystemExit):
-            self._server.run()
+        super().__init__(self.app, host, port, "pf-console")
 
     @property
     def url(self) -> str:
         """The console's URL, such as ``http://127.0.0.1:8470/console/``."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{PREFIX}/"
+        return f"{self.root}{PREFIX}/"
 
     def start(self, timeout: float = 5.0) -> ConsoleServer:
         """Start serving and wait until the socket listens.
@@ -117,30 +85,16 @@ class ConsoleServer:
         Raises:
             ConfigError: it did not start within ``timeout`` (port taken, say).
         """
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                message = f"console on {self.host}:{self.port} did not start (port in use?)"
-                if self.optional:
-                    logger.warning("%s; serving without it", message)
-                    self.stop()
-                    return self
-                raise ConfigError(message)
-            time.sleep(0.01)
+        if not self.serve(timeout):
+            message = f"console on {self.host}:{self.port} did not start (port in use?)"
+            if self.optional:
+                logger.warning("%s; serving without it", message)
+                self.stop()
+                return self
+            raise ConfigError(message)
         self.running = True
-        for server in getattr(self._server, "servers", []):
-            for sock in server.sockets:
-                self.port = int(sock.getsockname()[1])
-                break
         logger.info("console on %s", self.url)
         return self
-
-    def stop(self) -> None:
-        """Stop serving (requests in flight finish first)."""
-        self._server.should_exit = True
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
 
 
 def console_for(

@@ -444,18 +444,7 @@ class N8nExporter(Exporter):
     summary = "n8n community node package (TypeScript, n8n-workflow)"
 
     def files(self, modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-        """Build the package (see the module docstring for the layout and mapping).
-
-        Args:
-            modules: the loaded actions and triggers.
-            connector: the connector manifest as data.
-
-        Returns:
-            Relative path -> text.
-
-        Raises:
-            ManifestError: a module template cannot be exported.
-        """
+        """Build the package (see the module docstring for the layout and mapping)."""
         return _build(modules, connector)[0]
 
 

@@ -486,15 +486,7 @@ class OpenApiExporter(Exporter):
     def files(
         self, modules: ModuleRegistry, connector: Mapping[str, Any]
     ) -> dict[str, str | bytes]:
-        """Build ``openapi.json`` and the ``powerautomate/`` folder.
-
-        Args:
-            modules: the loaded modules.
-            connector: the connector manifest as data.
-
-        Returns:
-            Relative path -> text (bytes for the icon).
-        """
+        """Build ``openapi.json`` and the ``powerautomate/`` folder."""
         swagger = swagger_document(modules, connector)
         return {
             "openapi.json": dump_json(openapi_document(modules, connector)),

@@ -350,18 +350,7 @@ class ZapierExporter(Exporter):
     summary = "Zapier CLI app on zapier-platform-core"
 
     def files(self, modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-        """Build the app (see the module docstring for the layout and mapping).
-
-        Args:
-            modules: the loaded actions and triggers.
-            connector: the connector manifest as data.
-
-        Returns:
-            Relative path -> text.
-
-        Raises:
-            ManifestError: a module template cannot be exported.
-        """
+        """Build the app (see the module docstring for the layout and mapping)."""
         skipped: dict[str, str] = {}
         creates: dict[str, Any] = {}
         searches: dict[str, Any] = {}

@@ -30,7 +30,6 @@ from typing import Final
 
 import psycopg
 
-from practiceflow import netaddr
 from practiceflow.errors import InDoubtError
 from practiceflow.fleet.queue import defer_event, make_app
 from practiceflow.fleet.runtime import Fleet
@@ -40,7 +39,7 @@ from practiceflow.triggers import TriggerEvent
 from practiceflow.triggers.subscriptions import SubscriptionInDoubt, SubscriptionManager
 from practiceflow.triggers.webhook_receiver import Receiver, ReceiverServer
 
-__all__ = ["SUBSCRIBE_LOCK_PREFIX", "FleetWebhooks", "parse_listen", "subscribe_lock"]
+__all__ = ["SUBSCRIBE_LOCK_PREFIX", "FleetWebhooks", "subscribe_lock"]
 
 logger = logging.getLogger("practiceflow.fleet")
 
@@ -48,21 +47,6 @@ logger = logging.getLogger("practiceflow.fleet")
 _SUBSCRIBERS: Final = 4
 #: Prefix of the advisory lock's key taken around a (practice, trigger)'s subscribe.
 SUBSCRIBE_LOCK_PREFIX: Final = "practiceflow subscribe:"
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """The receiver's address from ``HOST:PORT`` (or ``PORT``, on 127.0.0.1).
-
-    Args:
-        text: such as ``0.0.0.0:8080``.
-
-    Returns:
-        ``(host, port)``.
-
-    Raises:
-        ConfigError: not a host and a port from 0 to 65535.
-    """
-    return netaddr.parse_listen(text, option="--listen", example="0.0.0.0:8080")
 
 
 def subscribe_lock(practice: str, trigger: str) -> str:

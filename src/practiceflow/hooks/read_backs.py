@@ -145,13 +145,8 @@ def _client_by_identifier(
     where = f"GET /api/v1/entities?lastUpdated={since.isoformat()} by {field_name}"
     if marker_in(wanted) == wanted:  # the run's marker, not the caller's own identifier
         where += f" (marker {wanted})"
-    if len(matches) == 1:
-        row = dict(matches[0])
-        return Verdict("found", f"{where}: found {_value(row, 'entityKey')}", row)
     if matches:
-        keys = [_value(row, "entityKey") for row in matches]
-        note = f"{where}: {len(matches)} clients match ({keys}); a person decides"
-        return Verdict("unknown", note)
+        return _one_entity(matches, where, "clients")
     # Absence proves nothing unless every row could have shown the field, and the new
     # record would be listed at all (leads may be listed only under /leads).
     blind = sum(1 for row in rows if not tolerant.field(row, field_name)[0])
@@ -186,12 +181,18 @@ def _lead_client_in_leads(
             note = f"{where}: a lead of that name was created since; a person decides"
             return Verdict("unknown", note)
         matches = []
+    if matches:
+        return _one_entity(matches, where, "leads")
+    return Verdict("absent", f"{where}: no client or lead was created")
+
+
+def _one_entity(matches: list[Any], where: str, noun: str) -> Verdict:
+    """``found`` for the one entity that matches; ``unknown`` when several do."""
     if len(matches) == 1:
         row = dict(matches[0])
         return Verdict("found", f"{where}: found {_value(row, 'entityKey')}", row)
-    if matches:
-        return Verdict("unknown", f"{where}: {len(matches)} leads match; a person decides")
-    return Verdict("absent", f"{where}: no client or lead was created")
+    keys = [_value(row, "entityKey") for row in matches]
+    return Verdict("unknown", f"{where}: {len(matches)} {noun} match ({keys}); a person decides")
 
 
 def _name(row: Mapping[str, Any]) -> str:
@@ -430,13 +431,8 @@ def _lead_by_email(client: ClientLike, data: Mapping[str, Any], sent_at: datetim
         ]
         matches = [row for row in leads if _email(row) == wanted]
         rows = rows + leads
-    if len(matches) == 1:
-        row = dict(matches[0])
-        return Verdict("found", f"{where}: found {_value(row, 'entityKey')}", row)
     if matches:
-        keys = [_value(row, "entityKey") for row in matches]
-        note = f"{where}: {len(matches)} leads match ({keys}); a person decides"
-        return Verdict("unknown", note)
+        return _one_entity(matches, where, "leads")
     if any(not tolerant.field(row, "email")[0] for row in rows):
         return Verdict("unknown", f"{where}: some rows carry no email; a person decides")
     return Verdict("absent", f"{where}: no lead was created")

@@ -149,6 +149,36 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
+def _schema_issues(
+    data: Mapping[str, Any],
+    input_schema: dict[str, Any],
+    output_schema: dict[str, Any],
+    issues: list[Issue],
+    file: str,
+    located: Located,
+) -> list[Issue]:
+    """The module's input and output schemas, and its sample against the output schema.
+
+    A schema with a meta-schema issue already is not drafted again, and a sample is checked
+    only against an output schema that is sound.
+    """
+    found: list[Issue] = []
+    if "input" in data:
+        found += lint.check_schema(
+            input_schema, ("input",), file=file, located=located, draft=_clean(issues, "input")
+        )
+    output_ok = _clean(issues, "output.schema")
+    found += lint.check_schema(
+        output_schema, ("output", "schema"), file=file, located=located, draft=output_ok
+    )
+    if _clean(issues + found, "output.schema") and "sample" in data:
+        validator = compile_validator(output_schema)
+        found += issues_for(
+            validator, data["sample"], file=file, located=located, prefix=("sample",)
+        )
+    return found
+
+
 def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
     """Load and check one action module.
 
@@ -176,22 +206,7 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
     output = _as_dict(data.get("output"))
     output_schema = _as_dict(output.get("schema"))
     request = _as_dict(data.get("request"))
-    issues += lint.check_schema(
-        input_schema, ("input",), file=file, located=located, draft=_clean(issues, "input")
-    )
-    output_ok = _clean(issues, "output.schema")
-    issues += lint.check_schema(
-        output_schema, ("output", "schema"), file=file, located=located, draft=output_ok
-    )
-    output_ok = _clean(issues, "output.schema")
-    if output_ok and "sample" in data:
-        issues += issues_for(
-            compile_validator(output_schema),
-            data["sample"],
-            file=file,
-            located=located,
-            prefix=("sample",),
-        )
+    issues += _schema_issues(data, input_schema, output_schema, issues, file, located)
 
     origin_for = _origins(file, located)
     trees: dict[str, Any] = {}
@@ -315,23 +330,7 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
         raise ManifestError(issues)
     input_schema = _as_dict(data.get("input")) or {"type": "object", "properties": {}}
     output_schema = _as_dict(_as_dict(data.get("output")).get("schema"))
-    if "input" in data:
-        issues += lint.check_schema(
-            input_schema, ("input",), file=file, located=located, draft=_clean(issues, "input")
-        )
-    output_ok = _clean(issues, "output.schema")
-    issues += lint.check_schema(
-        output_schema, ("output", "schema"), file=file, located=located, draft=output_ok
-    )
-    output_ok = _clean(issues, "output.schema")
-    if output_ok and "sample" in data:
-        issues += issues_for(
-            compile_validator(output_schema),
-            data["sample"],
-            file=file,
-            located=located,
-            prefix=("sample",),
-        )
+    issues += _schema_issues(data, input_schema, output_schema, issues, file, located)
     origin_for = _origins(file, located)
     fields = list(_as_dict(input_schema.get("properties")))
     sections: dict[str, dict[str, Any] | None] = {}

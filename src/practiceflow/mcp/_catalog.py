@@ -101,44 +101,20 @@ _OFF_NOTE = (
 )
 
 
-def _choices(schema: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """The fields whose values come from a list action (``x-choices``), with their path."""
-    defs = schema.get("$defs") if isinstance(schema.get("$defs"), Mapping) else {}
-    found: list[tuple[str, Mapping[str, Any]]] = []
-
-    def walk(node: Any, at: str, depth: int) -> None:
-        if not isinstance(node, Mapping) or depth > 16:
-            return
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(defs, Mapping):
-            walk(defs.get(ref.removeprefix("#/$defs/")), at, depth + 1)
-        choices = node.get("x-choices")
-        if isinstance(choices, Mapping) and isinstance(choices.get("action"), str) and at:
-            found.append((at, choices))
-        properties = node.get("properties")
-        if isinstance(properties, Mapping):
-            for name, child in properties.items():
-                walk(child, f"{at}.{name}" if at else str(name), depth + 1)
-        walk(node.get("items"), f"{at}[]", depth + 1)
-
-    walk(schema, "", 0)
-    return found
-
-
-def _choice_note(schema: Mapping[str, Any]) -> str:
+def _choice_note(module: ActionModule) -> str:
     """A sentence naming where the allowed values of fields come from (dynamic choices)."""
     parts = []
-    for path, choices in _choices(schema):
-        value = choices.get("value")
-        field = f" (its {value})" if isinstance(value, str) else ""
-        parts.append(f"{path}: a row of {choices['action']}{field}")
+    for path, source in module.choices.items():
+        shown = "".join("[]" if part == "*" else f".{part}" for part in path).lstrip(".")
+        field = f" (its {source.value})" if source.value else ""
+        parts.append(f"{shown}: a row of {source.action}{field}")
     if not parts:
         return ""
     return " Allowed values come from list tools: " + "; ".join(parts) + "."
 
 
 def _action_tool(module: ActionModule, writes_on: bool) -> ToolEntry:
-    description = module.description.strip() + _choice_note(module.input_schema)
+    description = module.description.strip() + _choice_note(module)
     writes = module.needs_write
     if writes:
         description += _WRITE_NOTE if writes_on else _OFF_NOTE

@@ -27,9 +27,8 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from practiceflow.console.security import is_loopback
 from practiceflow.errors import ConfigError
-from practiceflow.netaddr import listen_tcp
+from practiceflow.netaddr import is_loopback, listen_tcp
 
 __all__ = [
     "DEFAULT_LISTEN",

@@ -12,11 +12,6 @@ receiver or the console, or served alone (:class:`OpsServer`).
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import time
-
-import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -25,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from practiceflow.errors import ConfigError
+from practiceflow.netaddr import ThreadedServer
 from practiceflow.ops._metrics import OpsMetrics
 
 __all__ = ["OpsServer", "ops_routes"]
@@ -62,7 +58,7 @@ def ops_routes(metrics: OpsMetrics) -> list[BaseRoute]:
     ]
 
 
-class OpsServer:
+class OpsServer(ThreadedServer):
     """The three routes alone, served by uvicorn in a daemon thread (``worker --ops-listen``).
 
     Args:
@@ -72,24 +68,12 @@ class OpsServer:
     """
 
     def __init__(self, metrics: OpsMetrics, host: str, port: int) -> None:
-        self.host = host
-        self.port = port
-        app = Starlette(routes=ops_routes(metrics))
-        config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._run, name="pf-ops", daemon=True)
-
-    def _run(self) -> None:
-        with contextlib.suppress(SystemExit):  # uvicorn exits when it cannot bind
-            self._server.run()
+        super().__init__(Starlette(routes=ops_routes(metrics)), host, port, "pf-ops")
 
     @property
     def url(self) -> str:
         """The base URL, such as ``http://127.0.0.1:9464``."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return self.root
 
     def start(self, timeout: float = 5.0) -> OpsServer:
         """Start serving and wait until the socket listens.
@@ -97,21 +81,7 @@ class OpsServer:
         Raises:
             ConfigError: it did not start within ``timeout`` (the port is taken, say).
         """
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                message = f"--ops-listen {self.host}:{self.port}: did not start (port in use?)"
-                raise ConfigError(message)
-            time.sleep(0.01)
-        for server in getattr(self._server, "servers", []):
-            for sock in server.sockets:
-                self.port = int(sock.getsockname()[1])
-                break
+        if not self.serve(timeout):
+            message = f"--ops-listen {self.host}:{self.port}: did not start (port in use?)"
+            raise ConfigError(message)
         return self
-
-    def stop(self) -> None:
-        """Stop serving (scrapes in flight finish)."""
-        self._server.should_exit = True
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)

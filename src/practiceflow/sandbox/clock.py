@@ -30,10 +30,6 @@ class SandboxClock:
         """The sandbox time as Unix seconds."""
         return time.time() + self._offset
 
-    def now_datetime(self) -> datetime:
-        """The sandbox time as an aware UTC datetime."""
-        return datetime.fromtimestamp(self.now(), tz=UTC)
-
     def advance(self, seconds: float) -> float:
         """Move the clock by ``seconds`` (negative moves it back).
 

@@ -129,7 +129,6 @@ class TestFile:
         module: the module key or file it tests, or None.
         modules: the folder of the user's own modules (resolved), or None.
         cases: its cases.
-        located: the document with positions (for messages that name a line).
     """
 
     __test__ = False
@@ -140,11 +139,6 @@ class TestFile:
     module: str | None
     modules: Path | None
     cases: tuple[TestCase, ...]
-    located: Located
-
-    def line_of(self, *path: str | int) -> int:
-        """The line of a field of the document (its nearest known parent's)."""
-        return self.located.where(tuple(path))[0]
 
     def module_path(self) -> Path | None:
         """The module file it tests, when ``module`` names a file rather than a key."""
@@ -287,4 +281,4 @@ def build_test_file(located: Located, path: Path, file: str) -> TestFile:
         )
     recipe = (base / data["recipe"]).resolve() if "recipe" in data else None
     modules = (base / data["modules"]).resolve() if "modules" in data else None
-    return TestFile(path, file, recipe, data.get("module"), modules, tuple(cases), located)
+    return TestFile(path, file, recipe, data.get("module"), modules, tuple(cases))

@@ -58,7 +58,7 @@ def _personal(
     return found
 
 
-def _named(tree: Any, names: frozenset[str]) -> set[str]:
+def named_values(tree: Any, names: frozenset[str]) -> set[str]:
     """The text of every value under a key named in ``names``, anywhere in a tree."""
     found: set[str] = set()
 
@@ -74,11 +74,6 @@ def _named(tree: Any, names: frozenset[str]) -> set[str]:
 
     walk(tree, False)
     return found
-
-
-def named_values(tree: Any, names: frozenset[str]) -> set[str]:
-    """The text of every value under a key named in ``names``, anywhere in a tree."""
-    return _named(tree, names)
 
 
 def registry_personal_names(registry: Any) -> frozenset[str]:
@@ -174,9 +169,10 @@ def make_cassette(
     values |= set(personal_values(output, secret_paths))
     values |= {value for value in extra if isinstance(value, str)}
     if names:
-        values |= _named(data, names)
+        values |= named_values(data, names)
         for exchange in recorded:
-            values |= _named(exchange.response.body, names) | _named(exchange.request.body, names)
+            values |= named_values(exchange.response.body, names)
+            values |= named_values(exchange.request.body, names)
     raw = Cassette(module, kind, preset, dict(data), recorded).as_dict()
     cleaned = scrub(raw, values)
     # Checked for values of MIN_FRAGMENT characters or more: a shorter one may turn up by

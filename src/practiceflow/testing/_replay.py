@@ -170,10 +170,6 @@ def answer_response(
 
 def mounted_session(adapter: BaseAdapter) -> requests.Session:
     """A session whose every request goes through ``adapter`` (no proxy of the machine)."""
-    return _mounted(adapter)
-
-
-def _mounted(adapter: BaseAdapter) -> requests.Session:
     session = requests.Session()
     session.trust_env = False  # no proxy or netrc of the machine takes part
     session.mount("http://", adapter)
@@ -201,7 +197,7 @@ class CassetteRecorder(HTTPAdapter):
 
     def session(self) -> requests.Session:
         """A session that sends through this recorder."""
-        return _mounted(self)
+        return mounted_session(self)
 
 
 def _diff(sent: Any, recorded: Any, where: str, out: list[str]) -> None:
@@ -264,7 +260,7 @@ class CassettePlayer(BaseAdapter):
 
     def session(self) -> requests.Session:
         """A session whose every request is answered by this player."""
-        return _mounted(self)
+        return mounted_session(self)
 
     @property
     def unplayed(self) -> list[Exchange]:
