@@ -21,20 +21,20 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from forked_cli import Done, run_cli
 from practiceflow.api import Client
 from practiceflow.engine import run_action
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import RECONCILER, Runner, validate_recipe
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
-from runner._support import KILL_AT, MODULES, RECIPES, cli_env, write_recipe
+from runner._support import MODULES, RECIPES, cli_env, write_recipe
 
 pytestmark = pytest.mark.integration
 
@@ -44,10 +44,9 @@ POINTS = [f"{point}:{step}" for step in STEPS for point in ("pending", "sent", "
 
 def _run(
     state: Path, env: dict[str, str], point: str, recipe: Path = RECIPES / "three_writes.yaml"
-) -> subprocess.CompletedProcess[str]:
-    """``practiceflow run --once``, killed with SIGKILL at ``point``."""
+) -> Done:
+    """``practiceflow run --once`` in a process of its own, killed with SIGKILL at ``point``."""
     command = [
-        *KILL_AT,
         point,
         "run",
         str(recipe),
@@ -57,9 +56,7 @@ def _run(
         "--modules",
         str(MODULES),
     ]
-    return subprocess.run(  # noqa: S603 - our own CLI
-        command, env=env, capture_output=True, text=True, timeout=60, check=False
-    )
+    return run_cli(command, env)
 
 
 def _writes(sandbox: SandboxHandle, ref: str) -> dict[str, int]:
