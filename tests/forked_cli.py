@@ -124,18 +124,10 @@ def run_cli(args: Sequence[str], env: Mapping[str, str], *, timeout: float = 60)
 def _warm() -> None:
     """Import what the CLI's commands import, and cache module loading by file content."""
     import practiceflow.cli.runs
+    from module_cache import load_module_cached
     from practiceflow.manifest import module_registry
 
-    load = module_registry.load_module
-    cache: dict[tuple[str, str | None, bytes], Any] = {}
-
-    def cached(path: Any, *, display: str | None = None) -> Any:
-        key = (str(path), display, path.read_bytes())
-        if key not in cache:
-            cache[key] = load(path, display=display)
-        return cache[key]
-
-    module_registry.load_module = cached  # type: ignore[assignment]
+    module_registry.load_module = load_module_cached  # type: ignore[assignment]
     module_registry.load_modules([HERE / "runner" / "modules"])
     del practiceflow
 

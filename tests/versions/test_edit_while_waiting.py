@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 
+from forked_cli import run_cli
+from module_cache import load_modules_cached
 from practiceflow.api import Client
-from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.service.loop import Service
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
-from runner._support import KILL_AT, cli_env
+from runner._support import cli_env
 from versions._support import EDITS, OTHER, make_folder, written
 
 pytestmark = pytest.mark.integration
@@ -38,11 +38,8 @@ STEPS = ["client", "convert", "look", "bill"]
 
 
 def _kill(state: Path, env: dict[str, str], point: str, recipe: Path, modules: Path) -> None:
-    command = [*KILL_AT, point, "run", str(recipe), "--once"]
-    command += ["--state", str(state), "--modules", str(modules)]
-    done = subprocess.run(  # noqa: S603 - our own CLI
-        command, env=env, capture_output=True, text=True, timeout=60, check=False
-    )
+    command = [point, "run", str(recipe), "--once", "--state", str(state)]
+    done = run_cli([*command, "--modules", str(modules)], env)  # a process of its own
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
@@ -57,7 +54,7 @@ def _stopped(
     state: Path, client: Client, practice: str, recipe: Path, modules: Path, edit: str
 ) -> list[str]:
     """STOPPED runs left in flight after ``client``, ``convert`` or ``look``; their refs."""
-    served = validate_recipe(recipe, registry=load_modules([modules]))
+    served = validate_recipe(recipe, registry=load_modules_cached([modules]))
     refs = []
     with open_store(str(state)) as store:
         for n in range(STOPPED):
@@ -109,7 +106,7 @@ def test_runs_killed_then_recipe_edited_finish_on_their_own_version(
             started = {run.run_id: run.version for run in store.list_runs()}
             assert len(started) == len(refs)
             assert None not in started.values()
-            registry = load_modules([modules])
+            registry = load_modules_cached([modules])
             if recipe.exists():  # serve started again with the edited recipe
                 served = validate_recipe(recipe, registry=registry)
                 runner = Runner(served, store, client, practice=practice)
