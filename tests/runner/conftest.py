@@ -19,16 +19,10 @@ from practiceflow.testing import SandboxHandle
 from runner._support import FAST, MODULES
 
 
-@pytest.fixture(scope="session")
-def _loaded_registry() -> ModuleRegistry:
-    return load_modules([MODULES])
-
-
 @pytest.fixture
-def registry(_loaded_registry: ModuleRegistry) -> ModuleRegistry:
-    """Shipped modules plus the test trigger: loaded once (~2 s: every module is linted), a
-    fresh registry each test (the modules are frozen; the tables are the test's own)."""
-    return ModuleRegistry(dict(_loaded_registry.actions), dict(_loaded_registry.triggers))
+def registry() -> ModuleRegistry:
+    """Shipped modules plus the test trigger."""
+    return load_modules([MODULES])
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from forked_cli import run_cli
-from module_cache import load_modules_cached
 from practiceflow.api import Client
+from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.service.loop import Service
 from practiceflow.state import open_store
@@ -54,7 +54,7 @@ def _stopped(
     state: Path, client: Client, practice: str, recipe: Path, modules: Path, edit: str
 ) -> list[str]:
     """STOPPED runs left in flight after ``client``, ``convert`` or ``look``; their refs."""
-    served = validate_recipe(recipe, registry=load_modules_cached([modules]))
+    served = validate_recipe(recipe, registry=load_modules([modules]))
     refs = []
     with open_store(str(state)) as store:
         for n in range(STOPPED):
@@ -106,7 +106,7 @@ def test_runs_killed_then_recipe_edited_finish_on_their_own_version(
             started = {run.run_id: run.version for run in store.list_runs()}
             assert len(started) == len(refs)
             assert None not in started.values()
-            registry = load_modules_cached([modules])
+            registry = load_modules([modules])
             if recipe.exists():  # serve started again with the edited recipe
                 served = validate_recipe(recipe, registry=registry)
                 runner = Runner(served, store, client, practice=practice)
