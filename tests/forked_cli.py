@@ -20,6 +20,7 @@ loaded afresh.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -79,15 +81,21 @@ def _close(helper: subprocess.Popen[str]) -> None:
 
 
 def _line(helper: subprocess.Popen[str], timeout: float) -> dict[str, Any]:
+    """The helper's next line, read byte by byte from its pipe (no buffer to hide a line
+    from ``select``)."""
     assert helper.stdout is not None
-    ready, _, _ = select.select([helper.stdout], [], [], timeout)
-    if not ready:
-        raise TimeoutError
-    line = helper.stdout.readline()
-    if not line:  # pragma: no cover - the helper died
-        message = f"the fork helper stopped (status {helper.poll()})"
-        raise RuntimeError(message)
-    result: dict[str, Any] = json.loads(line)
+    fd, read = helper.stdout.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while not read.endswith(b"\n"):
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise TimeoutError
+        byte = os.read(fd, 1)
+        if not byte:  # pragma: no cover - the helper died
+            message = f"the fork helper stopped (status {helper.poll()})"
+            raise RuntimeError(message)
+        read += byte
+    result: dict[str, Any] = json.loads(read)
     return result
 
 
@@ -112,7 +120,8 @@ def run_cli(args: Sequence[str], env: Mapping[str, str], *, timeout: float = 60)
         try:
             status = _line(helper, timeout)["status"]
         except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
             _line(helper, 30)
             raise
         return Done(status, out.read_text(errors="replace"), err.read_text(errors="replace"))
