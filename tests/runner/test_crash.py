@@ -2,8 +2,9 @@
 restart; the sandbox's own records prove each write happened exactly once.
 
 The recipe (``recipes/three_writes.yaml``) creates a client as a lead (with an
-``externalSystemID``), converts it, and bills it. The runner process is started through
-``tests/kill_at.py``, which SIGKILLs it when it reaches the named journal point:
+``externalSystemID``), converts it, and bills it. The runner is a process of its own,
+forked from a warm helper (``tests/forked_cli.py``) as ``tests/kill_at.py`` runs it,
+which SIGKILLs it when it reaches the named journal point:
 
 * ``pending:S``: the budget admitted the request, nothing of it is journaled nor sent: on
   restart it is rendered and sent (once);

@@ -2,12 +2,12 @@
 edited (every kind of edit), finish on the version they started with: no write is sent
 twice, none of the new version's steps runs in them, and none is dropped.
 
-Each case kills two runs (each in its own state, through ``tests/kill_at.py``) at two of
-:data:`POINTS`, every point taken by four edits, and stops :data:`STOPPED` more in order
-after a step; applies one edit; then resumes them as a restarted ``serve`` does, with the
-edited files. 8 edits x 13 runs: 104 runs under ``make test-faults`` (8 x 5 in ``make
-test``), every one finished on its own version, and the sandbox's own records count each
-write once.
+Each case kills two runs (each in its own state, in a process forked as
+``tests/kill_at.py`` runs it) at two of :data:`POINTS`, every point taken by four edits,
+and stops :data:`STOPPED` more in order after a step; applies one edit; then resumes them
+as a restarted ``serve`` does, with the edited files. 8 edits x 13 runs: 104 runs under
+``make test-faults`` (8 x 5 in ``make test``), every one finished on its own version, and
+the sandbox's own records count each write once.
 """
 
 from __future__ import annotations
