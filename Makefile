@@ -82,7 +82,8 @@ test-variants: $(STAMP) system-deps
 ## the state file deleted, replaced, full or read-only, a database restart under a worker,
 ## 104 runs killed or stopped and their recipe edited under them, 500 events over ten
 ## minutes with serve killed or stopped 10 times (every event ran once or is listed missing),
-## 60 fuzzed cases a test, the canary scan with its variants
+## a fleet replica killed in a burst of 1,000 events, 60 fuzzed cases a test, the canary scan
+## with its variants, serve killed three times under a run that goes on
 FAULT_TESTS := tests/reliability/test_two_drivers.py tests/reliability/test_state_file_gone.py \
   tests/reliability/test_store_faults.py tests/fleet/test_fleet_db_restart.py \
   tests/cli/test_read_only_state.py tests/cli/test_state_path_resolved.py \
@@ -90,7 +91,7 @@ FAULT_TESTS := tests/reliability/test_two_drivers.py tests/reliability/test_stat
   tests/triggers/test_receiver_any_json.py tests/runner/test_run_lease.py \
   tests/versions/test_edit_while_waiting.py tests/reliability/test_fuzz.py \
   tests/runner/test_restarts_complete.py tests/runner/test_operator_kills.py \
-  tests/reliability/test_canary_scan.py
+  tests/reliability/test_canary_scan.py tests/fleet/test_fleet_kill.py
 test-faults: $(STAMP) system-deps
 	PRACTICEFLOW_RELIABILITY_FULL=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q $(FAULT_TESTS) $(PYTEST_ARGS)
 

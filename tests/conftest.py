@@ -30,10 +30,13 @@ import logging
 import time
 from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from _variants import play_variant, requested_variant, variant_matrix
+from module_cache import load_module_cached
+from practiceflow.manifest import module_registry
 from practiceflow.testing import FakeClock, SandboxHandle, running_sandbox
 
 _SESSION_STARTED = time.time()
@@ -57,6 +60,15 @@ def _practiceflow_logger_restored() -> Iterator[None]:
     logger.handlers[:] = handlers
     logger.setLevel(level)
     logger.propagate = propagate
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _modules_loaded_once_per_content() -> Iterator[None]:
+    """Each module file is loaded (and linted, ~2 s for the shipped set) once per content in
+    this process: every CLI command run in-process loads them all (``tests/module_cache.py``;
+    an edited file is loaded afresh, a file that fails is loaded each time)."""
+    with mock.patch.object(module_registry, "load_module", load_module_cached):
+        yield
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """docs/tutorial.md, walked as a newcomer would: every command, every file, in order.
 
 The tutorial's ``sh`` blocks are run line by line in a fresh folder (``export`` sets the
-environment, a trailing ``&`` starts a background job, ``kill %N`` stops the Nth); a YAML
+environment, a trailing ``&`` starts a background job, a process of its own, ``kill %N``
+stops the Nth; a command in the foreground runs through the CLI in this process); a YAML
 block under ``<!-- file: PATH -->`` is written to PATH. The only liberty taken: the
 sandbox's port 8765 and the receiver's port 8080 become free ports, so that the test can
 run beside anything else. The ``text`` blocks that show output are checked against what
@@ -23,6 +24,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from practiceflow.cli import cli
 
 REPO = Path(__file__).resolve().parents[2]
 TUTORIAL = REPO / "docs" / "tutorial.md"
@@ -137,22 +142,29 @@ class Shell:
             return
         if words[1:3] == ["runs", "list"]:
             self.wait_for_run()
-        done = subprocess.run(  # noqa: S603 - our own interpreter
-            command, cwd=self.folder, env=self.env, capture_output=True, text=True, timeout=WAIT
-        )
-        assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+        done = self.invoke(words[1:])
+        assert done.exit_code == 0, f"{line}\n{done.output}\n{done.exception!r}"
         self.outputs[" ".join(words[1:])] = done.stdout
         self.outputs[" ".join(words[1:3])] = done.stdout + done.stderr
 
+    def invoke(self, args: list[str]) -> Result:
+        """``practiceflow ARGS`` in the folder with the shell's environment, in this process
+        (the CLI's own entry; a process start of its own would add only time)."""
+        env: dict[str, str | None] = dict.fromkeys(os.environ)  # only the shell's variables
+        env.update(self.env)
+        before = Path.cwd()
+        os.chdir(self.folder)
+        try:
+            return CliRunner().invoke(cli, args, env=env)
+        finally:
+            os.chdir(before)
+
     def wait_for_run(self) -> None:
         """The event arrives asynchronously: wait (generously) for its run to end."""
-        command = [sys.executable, "-m", "practiceflow", "runs", "list", "--json"]
         deadline = time.monotonic() + WAIT
         while True:
-            done = subprocess.run(  # noqa: S603 - our own interpreter
-                command, cwd=self.folder, env=self.env, capture_output=True, text=True
-            )
-            runs = json.loads(done.stdout) if done.returncode == 0 and done.stdout else []
+            done = self.invoke(["runs", "list", "--json"])
+            runs = json.loads(done.stdout) if done.exit_code == 0 and done.stdout else []
             if runs and runs[0]["status"] not in ("pending", "running"):
                 return
             assert time.monotonic() < deadline, "the run did not end"

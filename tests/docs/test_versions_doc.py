@@ -1,7 +1,8 @@
-"""docs/versions.md, run as written: its files are written, its commands run against a
-state store holding the runs the page describes (one finished, one waiting to send its
-eForm, both of the shipped proposal recipe against the sandbox), and each ``text`` block
-of output is what the command before it printed (``…`` stands for an id or a digest)."""
+"""docs/versions.md, run as written: its files are written, its commands run (through the
+CLI, in this process) against a state store holding the runs the page describes (one
+finished, one waiting to send its eForm, both of the shipped proposal recipe against the
+sandbox), and each ``text`` block of output is what the command before it printed (``…``
+stands for an id or a digest)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from practiceflow.api import Client, RateLimits
+from practiceflow.cli import cli
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
@@ -62,13 +63,13 @@ def _pattern(line: str) -> re.Pattern[str]:
 
 
 def test_every_command_of_the_versions_page_prints_what_it_shows(
-    sandbox: SandboxHandle, tmp_path: Path
+    sandbox: SandboxHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "recipes").mkdir()
     shutil.copy(REPO / "recipes" / "proposal_to_bill_and_eform.yaml", tmp_path / "recipes")
     _runs(sandbox, tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRACTICEFLOW_")}
-    env.update(PRACTICEFLOW_STATE="state.db", COLUMNS="250", PYTHONPATH=str(REPO / "src"))
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("PRACTICEFLOW_")}
+    env.update(PRACTICEFLOW_STATE="state.db", COLUMNS="250")
     printed = ""
     shown = 0
     for match in BLOCK.finditer(PAGE.read_text(encoding="utf-8")):
@@ -79,16 +80,9 @@ def test_every_command_of_the_versions_page_prints_what_it_shows(
             (line,) = body.strip().splitlines()
             argv = shlex.split(line)
             assert argv[0] == "practiceflow"
-            done = subprocess.run(  # noqa: S603 - our own CLI
-                [sys.executable, "-m", "practiceflow", *argv[1:]],
-                cwd=tmp_path,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
-            assert done.returncode in (0, 1), done.stderr
+            monkeypatch.chdir(tmp_path)  # the CLI in this process, in the page's folder
+            done = CliRunner().invoke(cli, argv[1:], env=env)
+            assert done.exit_code in (0, 1), (done.stderr, done.exception)
             printed = " ".join(done.stdout.split())
         elif match["lang"] == "text":
             for expected in body.strip().splitlines():

@@ -2,8 +2,9 @@
 restart; the sandbox's own records prove each write happened exactly once.
 
 The recipe (``recipes/three_writes.yaml``) creates a client as a lead (with an
-``externalSystemID``), converts it, and bills it. The runner process is started through
-``tests/kill_at.py``, which SIGKILLs it when it reaches the named journal point:
+``externalSystemID``), converts it, and bills it. The runner is a process of its own,
+forked from a warm helper (``tests/forked_cli.py``) as ``tests/kill_at.py`` runs it,
+which SIGKILLs it when it reaches the named journal point:
 
 * ``pending:S``: the budget admitted the request, nothing of it is journaled nor sent: on
   restart it is rendered and sent (once);
@@ -21,20 +22,20 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from forked_cli import Done, run_cli
 from practiceflow.api import Client
 from practiceflow.engine import run_action
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import RECONCILER, Runner, validate_recipe
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
-from runner._support import KILL_AT, MODULES, RECIPES, cli_env, write_recipe
+from runner._support import MODULES, RECIPES, cli_env, write_recipe
 
 pytestmark = pytest.mark.integration
 
@@ -44,10 +45,9 @@ POINTS = [f"{point}:{step}" for step in STEPS for point in ("pending", "sent", "
 
 def _run(
     state: Path, env: dict[str, str], point: str, recipe: Path = RECIPES / "three_writes.yaml"
-) -> subprocess.CompletedProcess[str]:
-    """``practiceflow run --once``, killed with SIGKILL at ``point``."""
+) -> Done:
+    """``practiceflow run --once`` in a process of its own, killed with SIGKILL at ``point``."""
     command = [
-        *KILL_AT,
         point,
         "run",
         str(recipe),
@@ -57,9 +57,7 @@ def _run(
         "--modules",
         str(MODULES),
     ]
-    return subprocess.run(  # noqa: S603 - our own CLI
-        command, env=env, capture_output=True, text=True, timeout=60, check=False
-    )
+    return run_cli(command, env)
 
 
 def _writes(sandbox: SandboxHandle, ref: str) -> dict[str, int]:

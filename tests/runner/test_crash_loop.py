@@ -2,8 +2,8 @@
 OOM killer does) is quarantined by the next process that comes to it, instead of killing
 that one too; the events behind it run; a person retries it with ``runs retry``.
 
-The kills are real: ``practiceflow run --once`` is started through ``tests/kill_at.py``,
-which SIGKILLs it when the run reaches its step, every time.
+The kills are real: ``practiceflow run --once`` is forked as ``tests/kill_at.py`` runs it
+(``tests/forked_cli.py``), and SIGKILLed when the run reaches its step, every time.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from forked_cli import run_cli
 from practiceflow.runner.quarantine import QUARANTINE_AFTER
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
-from runner._support import KILL_AT, MODULES, cli_env, write_recipe
+from runner._support import MODULES, cli_env, write_recipe
 
 pytestmark = pytest.mark.integration
 
@@ -35,12 +36,9 @@ STEPS = """\
 """
 
 
-def _cli(
-    env: dict[str, str], *args: str, kill_at: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    command = [*KILL_AT, kill_at] if kill_at else PRACTICEFLOW
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # noqa: S603 - our own CLI
-        [*command, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+        [*PRACTICEFLOW, *args], env=env, capture_output=True, text=True, timeout=60, check=False
     )
 
 
@@ -61,7 +59,7 @@ def test_a_run_whose_every_start_is_killed_is_quarantined_and_the_rest_run(
     run = ["run", str(recipe), "--once", "--modules", str(MODULES)]
 
     for _ in range(QUARANTINE_AFTER):
-        killed = _cli(env, *run, kill_at="pending:save")
+        killed = run_cli(["pending:save", *run], env)  # a process of its own, as kill_at.py
         assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert not out.exists()  # each process died as the deadly run reached its step
 

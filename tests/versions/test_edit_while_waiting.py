@@ -2,31 +2,31 @@
 edited (every kind of edit), finish on the version they started with: no write is sent
 twice, none of the new version's steps runs in them, and none is dropped.
 
-Each case kills two runs (each in its own state, through ``tests/kill_at.py``) at two of
-:data:`POINTS`, every point taken by four edits, and stops :data:`STOPPED` more in order
-after a step; applies one edit; then resumes them as a restarted ``serve`` does, with the
-edited files. 8 edits x 13 runs: 104 runs under ``make test-faults`` (8 x 5 in ``make
-test``), every one finished on its own version, and the sandbox's own records count each
-write once.
+Each case kills two runs (each in its own state, in a process forked as
+``tests/kill_at.py`` runs it) at two of :data:`POINTS`, every point taken by four edits,
+and stops :data:`STOPPED` more in order after a step; applies one edit; then resumes them
+as a restarted ``serve`` does, with the edited files. 8 edits x 13 runs: 104 runs under
+``make test-faults`` (8 x 5 in ``make test``), every one finished on its own version, and
+the sandbox's own records count each write once.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import threading
 from pathlib import Path
 
 import pytest
 
+from forked_cli import run_cli
 from practiceflow.api import Client
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.service.loop import Service
 from practiceflow.state import open_store
 from practiceflow.testing import SandboxHandle
-from runner._support import KILL_AT, cli_env
+from runner._support import cli_env
 from versions._support import EDITS, OTHER, make_folder, written
 
 pytestmark = pytest.mark.integration
@@ -38,11 +38,8 @@ STEPS = ["client", "convert", "look", "bill"]
 
 
 def _kill(state: Path, env: dict[str, str], point: str, recipe: Path, modules: Path) -> None:
-    command = [*KILL_AT, point, "run", str(recipe), "--once"]
-    command += ["--state", str(state), "--modules", str(modules)]
-    done = subprocess.run(  # noqa: S603 - our own CLI
-        command, env=env, capture_output=True, text=True, timeout=60, check=False
-    )
+    command = [point, "run", str(recipe), "--once", "--state", str(state)]
+    done = run_cli([*command, "--modules", str(modules)], env)  # a process of its own
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
