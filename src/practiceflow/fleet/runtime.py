@@ -27,7 +27,6 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -419,8 +418,10 @@ class Fleet(OwnedPractices):
         if self.guard.skips(f"{source}/{event_id}"):
             return "skipped"
         runners = [runner for runner in runtime.runners if runner.source == source]
-        run = partial(run_shared, self.store, practice, runners, event)
-        outcomes = self.guard.event(practice, runners, event, run)
+        try:
+            outcomes = run_shared(self.store, practice, runners, event)
+        except Exception as exc:  # recorded by the guard (a StoreError goes up)
+            outcomes = self.guard.event_failed(practice, runners, event, exc)
         if any(outcome is not None and outcome.status == "running" for outcome in outcomes):
             return "interrupted"
         return ",".join(outcome.status for outcome in outcomes if outcome is not None) or "test"
