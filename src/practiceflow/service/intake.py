@@ -7,7 +7,7 @@ default); the URL the API delivers to is ``public_url`` (``PRACTICEFLOW_PUBLIC_U
 receiver's own local URL when ``public_url`` is ``"local"`` (the sandbox). Polling runs in
 one background thread per list polled (triggers reading the same list share one poll:
 :mod:`practiceflow.triggers.practice_polls`), each on an adaptive cadence (up to each
-recipe's ``max_delay``), at :attr:`~practiceflow.budget.priorities.Priority.POLL`, so that
+recipe's ``max_delay``), at :attr:`~practiceflow.budget.Priority.POLL`, so that
 event work goes first when the budget is short.
 
 Start-up order (:meth:`TriggerIntake.start_receiving`, then :meth:`TriggerIntake.start`): the
@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from practiceflow.budget.priorities import Priority, priority
+from practiceflow.budget import Priority, priority
 from practiceflow.errors import InDoubtError, PracticeflowError
 from practiceflow.netaddr import LOOPBACK, parse_listen
 from practiceflow.runner.validate import ValidRecipe
