@@ -344,7 +344,7 @@ class TriggerIntake:
         listener set after the receiver started is still told). The practice is busy:
         its polls go back to their fastest."""
         if self.polls is not None:
-            self.polls.activity()
+            self.polls.cadence.activity()
         if self.on_stored is not None:
             self.on_stored()
 
