@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, ClassVar
@@ -22,13 +22,12 @@ from practiceflow.state._schema import (
     JOURNAL,
     SELECT_RUNS,
     SELECT_STEPS,
-    decode_run,
-    decode_step,
 )
 from practiceflow.state.payload_purge import purge_finished
 from practiceflow.state.rows import (
     RESOLUTIONS,
     RUN_STATUSES,
+    STEP_STATUSES,
     Json,
     Resolution,
     RunRecord,
@@ -38,13 +37,48 @@ from practiceflow.state.rows import (
     StepTransition,
     check_run_transition,
     check_value,
-    json_or_null,
     like_prefix,
 )
-from practiceflow.state.sealing import Sealer
-from practiceflow.state.steps import StepChange, encode_step_change, fold_step_changes
+from practiceflow.state.sealing import Sealer, json_or_null
+from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
 
 __all__ = ["SQLRuns"]
+
+
+def _decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
+    """The record of a runs row, columns as in :data:`SELECT_RUNS`."""
+    return RunRecord(
+        row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
+        load.load_time(row[6]), load.load_time(row[7]), load.load_json(row[8]), int(row[9]),
+        row[10],
+    )  # fmt: skip
+
+
+def _decode_step(row: Sequence[Any], load: Dialect) -> StepRecord:
+    """The record of a steps row, columns as in :data:`SELECT_STEPS`."""
+    return StepRecord(
+        row[0], row[1], row[2], load.load_json(row[3]), load.load_json(row[4]),
+        load.load_json(row[5]), int(row[6]), load.load_time(row[7]), load.load_time(row[8]),
+        load.maybe_time(row[9]), row[10], load.maybe_time(row[11]), row[12],
+    )  # fmt: skip
+
+
+def _encode_step_change(
+    change: StepChange, where: str, seal: Callable[[Json, str], Json]
+) -> dict[str, str | None]:
+    """A move's fields as JSON text (``None`` stays SQL NULL), checked first, each sealed
+    by ``seal`` (the store's, ``sealing.py``).
+
+    Raises:
+        BugError: an unknown status or field, or a value that is not JSON.
+    """
+    check_value("step status", change.target, STEP_STATUSES)
+    for name in change.fields:
+        check_value("step field", name, STEP_FIELDS)
+    return {
+        name: json_or_null(seal(value, f"{name} of {where}"), where)
+        for name, value in change.fields.items()
+    }
 
 
 class SQLRuns:
@@ -120,7 +154,7 @@ class SQLRuns:
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""
         row = self._one(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
-        return None if row is None else decode_run(row, self._load)
+        return None if row is None else _decode_run(row, self._load)
 
     def list_runs(
         self,
@@ -163,7 +197,7 @@ class SQLRuns:
             SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
             (*given.values(), limit),
         )
-        return [decode_run(row, self._load) for row in rows]
+        return [_decode_run(row, self._load) for row in rows]
 
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
         """Change a run's status; ``error`` says why it failed or is in doubt.
@@ -238,7 +272,7 @@ class SQLRuns:
 
     def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
         where = f"run {run_id} step {step_id!r}"
-        encoded = [encode_step_change(change, where, self.sealer.seal) for change in changes]
+        encoded = [_encode_step_change(change, where, self.sealer.seal) for change in changes]
         now = self._stamp(None, "updated_at")
         stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
         with self._write(durable=any(change.durable for change in changes)) as db:
@@ -282,12 +316,12 @@ class SQLRuns:
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """One step's journal entry, or ``None``."""
         row = self._one(SELECT_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
-        return None if row is None else decode_step(row, self._load)
+        return None if row is None else _decode_step(row, self._load)
 
     def get_steps(self, run_id: str) -> list[StepRecord]:
         """The journal of a run, steps in the order they were first written."""
         rows = self._all(SELECT_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [decode_step(row, self._load) for row in rows]
+        return [_decode_step(row, self._load) for row in rows]
 
     def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
         """Every move of a run's steps (or of one step), oldest first."""

@@ -52,8 +52,6 @@ from practiceflow.state._schema import (
     UPSERT_TEST_ASKED,
     UPSERT_TEST_DELIVERY,
     count_by_practice,
-    decode_event,
-    decode_subscription,
     insert_events,
 )
 from practiceflow.state._versions_sql import SQLVersions
@@ -71,18 +69,86 @@ from practiceflow.state.rows import (
     SubscriptionRecord,
     SubscriptionStatus,
     check_value,
-    event_rows,
-    first_occurrences,
-    to_json,
 )
 from practiceflow.state.run_leases import RunLease, drop_lease, read_lease, renew_lease, take_lease
-from practiceflow.state.sealing import Sealer
+from practiceflow.state.sealing import Sealer, to_json
 
 __all__ = ["StateStore"]
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _event_rows(
+    events: Sequence[NewEvent],
+    stamp: Callable[[datetime | None, str], Any],
+    seal: Callable[[Json, str], Json],
+) -> list[tuple[Any, ...]]:
+    """The rows a store inserts for :meth:`~practiceflow.state.StateStore.record_events`.
+
+    Args:
+        events: the events, in order.
+        stamp: the store's encoding of a time (``None``: its now).
+        seal: the store's sealing of a stored JSON value (``sealing.py``).
+
+    Returns:
+        ``(practice, source, event_key, event_id, signature, payload JSON, received_at)``
+        for each event.
+
+    Raises:
+        BugError: a payload is not JSON.
+    """
+    return [
+        (
+            event.practice,
+            event.source,
+            event.event_key,
+            event.event_id,
+            event.signature,
+            to_json(seal(event.payload, f"payload of event {event.event_id}"), "a sealed payload"),
+            stamp(event.received_at, "received_at"),
+        )
+        for event in events
+    ]
+
+
+def _first_occurrences(
+    rows: Sequence[tuple[Any, ...]], inserted: Iterable[tuple[Any, ...]]
+) -> list[bool]:
+    """Which rows of a batch ``INSERT ... ON CONFLICT DO NOTHING`` were recorded.
+
+    Args:
+        rows: the rows of :func:`_event_rows`, in order.
+        inserted: ``(practice, source, event_id)`` of each row the database returned.
+
+    Returns:
+        ``True`` for a row the database inserted: the first row of the batch with its key
+        (a later row with the same key was a duplicate of it).
+    """
+    remaining = set(inserted)
+    answers: list[bool] = []
+    for row in rows:
+        key = (row[0], row[1], row[3])
+        answers.append(key in remaining)
+        remaining.discard(key)
+    return answers
+
+
+def _decode_event(row: Sequence[Any], load: Dialect) -> EventRecord:
+    """The record of an events row, columns as in :data:`SELECT_EVENTS`."""
+    return EventRecord(
+        row[0], row[1], row[2], row[3], load.load_json(row[4]), row[5],
+        load.load_time(row[6]), load.maybe_time(row[7]),
+    )  # fmt: skip
+
+
+def _decode_subscription(row: Sequence[Any], load: Dialect) -> SubscriptionRecord:
+    """The record of a subscriptions row, columns as in :data:`SELECT_SUBSCRIPTIONS`."""
+    return SubscriptionRecord(
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+        load.load_time(row[8]), load.load_time(row[9]),
+    )  # fmt: skip
 
 
 @dataclass
@@ -288,13 +354,17 @@ class StateStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQ
         Returns:
             For each event, in order, ``True`` when recorded, ``False`` when seen.
         """
-        rows = event_rows(events, self._stamp, self.sealer.seal)
+        rows = _event_rows(events, self._stamp, self.sealer.seal)
         if not rows:
             return []
         sql, params = insert_events(rows)
         with self._write(durable=True) as db:
             inserted = db.execute(sql, params).fetchall()
-        return first_occurrences(rows, inserted)
+        return _first_occurrences(rows, inserted)
+
+    def _event(self, row: Sequence[Any]) -> EventRecord:
+        """An events row as a record (columns as in ``SELECT_EVENTS``), its payload opened."""
+        return _decode_event(row, self._load)
 
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None
@@ -313,7 +383,7 @@ class StateStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQ
             SELECT_EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
             (practice, source, event_id),
         )
-        return None if row is None else decode_event(row, self._load)
+        return None if row is None else self._event(row)
 
     def pending_events(
         self, practice: str, limit: int = 100, *, source: str | None = None
@@ -332,7 +402,7 @@ class StateStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQ
             SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?",
             (*params, limit),
         )
-        return [decode_event(row, self._load) for row in rows]
+        return [self._event(row) for row in rows]
 
     def mark_event_handled(
         self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
@@ -491,7 +561,7 @@ class StateStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQ
     def _subscription(self, row: Any) -> SubscriptionRecord:
         """A subscriptions row as a record, its secret opened (one stored before secrets
         were sealed is its plain text)."""
-        record = decode_subscription(row, self._load)
+        record = _decode_subscription(row, self._load)
         if record.secret.startswith("{"):
             return replace(record, secret=self.sealer.open(json.loads(record.secret)))
         return record

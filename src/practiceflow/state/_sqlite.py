@@ -40,12 +40,8 @@ from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect
 from practiceflow.state._sql import StateStore
 from practiceflow.state.file_identity import StateFileGone, StoreUnusable
-from practiceflow.state.rows import (
-    Clock,
-    from_json,
-    from_utc,
-    to_utc,
-)
+from practiceflow.state.rows import Clock, from_utc, to_utc
+from practiceflow.state.sealing import from_json
 
 _SCHEME: Final = "sqlite"
 _DEFAULT_BUSY_TIMEOUT_MS: Final = 10_000
