@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._dialect import Connection, Dialect, SQLConnection
 from practiceflow.state._schema import (
     COUNT_START,
     JOURNAL,
@@ -39,6 +39,7 @@ from practiceflow.state.rows import (
     check_value,
     like_prefix,
 )
+from practiceflow.state.run_leases import SELECT_LEASE, RunLease
 from practiceflow.state.sealing import Sealer, json_or_null
 from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
 
@@ -81,6 +82,18 @@ def _encode_step_change(
     }
 
 
+def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
+    """The lease of a run as ``db``'s transaction sees it, or None."""
+    row = db.execute(SELECT_LEASE, (run_id,)).fetchone()
+    if row is None:
+        return None
+    load = db.dialect.load_time
+    return RunLease(
+        str(row[0]), str(row[1]), str(row[2]), int(row[3]), str(row[4]),
+        load(row[5]), load(row[6]),
+    )  # fmt: skip
+
+
 class SQLRuns:
     """The run and step journal methods of the store on the store's connections."""
 
@@ -99,6 +112,20 @@ class SQLRuns:
 
     @abstractmethod
     def _stamp(self, value: datetime | None, what: str) -> Any: ...
+
+    @abstractmethod
+    def _join(
+        self, begin: Callable[[], AbstractContextManager[Connection]]
+    ) -> AbstractContextManager[SQLConnection]: ...
+
+    @abstractmethod
+    def _statement(self) -> AbstractContextManager[Connection]: ...
+
+    @abstractmethod
+    def _in_atomic(self) -> bool: ...
+
+    @abstractmethod
+    def now(self) -> datetime: ...
 
     # --- runs -----------------------------------------------------------------------------
 
@@ -421,3 +448,65 @@ class SQLRuns:
             target, fields, resolving=True, who=who.strip(), note=note or None, durable=True
         )
         self._change_step(run_id, step_id, change)
+
+    # --- run leases (the table and RunLease: run_leases.py) --------------------------------
+
+    def take_run_lease(self, wanted: RunLease, dead: Callable[[RunLease], bool]) -> RunLease:
+        """Take a run's lease unless a live process holds it: one that has not expired and
+        whose holder is not known dead (``dead``: a process gone from this host).
+
+        Args:
+            wanted: the lease to take (holder and times set).
+            dead: whether another holder is known dead (its process gone).
+
+        Returns:
+            The run's lease now: ``wanted`` when taken, else the live holder's.
+
+        Raises:
+            BugError: unknown run.
+        """
+        with self._write() as db:
+            self._locked_run(db, wanted.run_id)
+            current = _read_lease(db, wanted.run_id)
+            if (
+                current is not None
+                and current.owner != wanted.owner
+                and current.expires_at > self.now()
+                and not dead(current)
+            ):
+                return current
+            dump = db.dialect.dump_time
+            db.execute(
+                "INSERT INTO {p}run_leases (run_id, owner, host, pid, process, taken_at,"
+                " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET"
+                " owner = excluded.owner, host = excluded.host, pid = excluded.pid,"
+                " process = excluded.process, taken_at = excluded.taken_at,"
+                " expires_at = excluded.expires_at",
+                (
+                    wanted.run_id, wanted.owner, wanted.host, wanted.pid, wanted.process,
+                    dump(wanted.taken_at, "taken_at"), dump(wanted.expires_at, "expires_at"),
+                ),
+            )  # fmt: skip
+            return wanted
+
+    def renew_run_lease(self, run_id: str, owner: str, expires_at: datetime) -> bool:
+        """Push a held lease's expiry on; False when ``owner`` no longer holds it."""
+        stamp = self._stamp(expires_at, "expires_at")
+        sql = "UPDATE {p}run_leases SET expires_at = ? WHERE run_id = ? AND owner = ?"
+        with self._write() as db:
+            return db.execute(sql, (stamp, run_id, owner)).rowcount == 1
+
+    def release_run_lease(self, run_id: str, owner: str) -> None:
+        """Give a lease back (nothing happens when ``owner`` no longer holds it)."""
+        sql = "DELETE FROM {p}run_leases WHERE run_id = ? AND owner = ?"
+        with self._write() as db:
+            db.execute(sql, (run_id, owner))
+
+    def run_lease(self, run_id: str) -> RunLease | None:
+        """A run's lease; inside ``atomic()``, read with the run's row locked, so that no
+        other process takes it before the block commits."""
+        locked = self._in_atomic()
+        with self._write() if locked else self._join(self._statement) as db:
+            if locked:
+                self._locked_run(db, run_id)
+            return _read_lease(db, run_id)

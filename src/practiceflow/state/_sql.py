@@ -6,7 +6,8 @@ that changes something is one committed transaction: when it returns, the change
 a crash.
 
 :class:`StateStore` holds the statements and their rules (the runs and step journals in
-``_runs_sql.py``, recipe versions in ``_versions_sql.py``, the attention table in
+``_runs_sql.py``, polling cursors and request counts in ``_cursors_sql.py``, recipe
+versions in ``_versions_sql.py``, the attention table in
 ``_attention_sql.py``, previewed writes in ``pending_writes.py``); a subclass gives it a
 database: its ``Dialect`` (what differs in the SQL text and in the values, ``_dialect.py``)
 and its connections and transactions (:meth:`StateStore._transaction`,
@@ -40,6 +41,7 @@ from typing import Any, ClassVar, Self
 
 from practiceflow.errors import BugError
 from practiceflow.state._attention_sql import SQLAttention
+from practiceflow.state._cursors_sql import SQLCursors
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection
 from practiceflow.state._heartbeats_sql import SQLHeartbeats
 from practiceflow.state._runs_sql import SQLRuns
@@ -60,7 +62,6 @@ from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,
     SUBSCRIPTION_STATUSES,
     Clock,
-    CursorState,
     EventRecord,
     Json,
     NewEvent,
@@ -70,7 +71,6 @@ from practiceflow.state.rows import (
     SubscriptionStatus,
     check_value,
 )
-from practiceflow.state.run_leases import RunLease, drop_lease, read_lease, renew_lease, take_lease
 from practiceflow.state.sealing import Sealer, to_json
 
 __all__ = ["StateStore"]
@@ -159,7 +159,7 @@ class _Atomic:
     durable: bool
 
 
-class StateStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQLRuns):
+class StateStore(PendingWriteStore, SQLAttention, SQLCursors, SQLHeartbeats, SQLVersions, SQLRuns):
     """Durable state of triggers and runs; see the package docstring for what it holds.
 
     Stores are opened with :func:`practiceflow.state.open_store` and closed with
@@ -299,6 +299,10 @@ class StateStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQ
             finally:
                 self._local.atomic = None
 
+    def _in_atomic(self) -> bool:
+        """Whether this thread is inside an :meth:`atomic` block."""
+        return getattr(self._local, "atomic", None) is not None
+
     def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
         with self._join(self._statement) as db:
             return db.execute(sql, params).fetchone()
@@ -437,56 +441,6 @@ class StateStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQ
             sql = "DELETE FROM {p}events WHERE handled_at IS NOT NULL AND received_at < ?"
             return db.execute(sql, (cutoff,)).rowcount
 
-    # --- polling cursors ------------------------------------------------------------------
-
-    def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
-        """The cursor with its boundary keys, or ``None`` before the first poll."""
-        key = (practice, trigger_key)
-        where = " WHERE practice = ? AND trigger_key = ?"
-        # One snapshot: the value and its keys belong together.
-        with self._join(lambda: self._transaction(snapshot=True)) as db:
-            row = db.execute("SELECT value, updated_at FROM {p}cursors" + where, key).fetchone()
-            if row is None:
-                return None
-            keys = db.execute("SELECT dedupe_key FROM {p}cursor_keys" + where, key).fetchall()
-        boundary = frozenset(str(k[0]) for k in keys)
-        return CursorState(practice, trigger_key, row[0], boundary, self.dialect.load_time(row[1]))
-
-    def get_cursor(self, practice: str, trigger_key: str) -> str | None:
-        """The cursor value, or ``None`` before the first poll."""
-        state = self.get_cursor_state(practice, trigger_key)
-        return None if state is None else state.value
-
-    def set_cursor(
-        self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
-    ) -> None:
-        """Move the cursor, in one transaction with its boundary keys.
-
-        When ``value`` is the stored one, ``boundary_keys`` are added to those already
-        kept (more records handled at the same ``lastUpdated``); when it differs, they
-        replace them. Call it only after the events up to ``value`` are handled.
-        """
-        key = (practice, trigger_key)
-        where = " WHERE practice = ? AND trigger_key = ?"
-        stamp = self._stamp(None, "updated_at")
-        with self._write() as db:
-            # The cursor may not exist yet (no row to lock): a lock on its key.
-            self._lock(db, f"cursor\0{practice}\0{trigger_key}")
-            row = db.execute("SELECT value FROM {p}cursors" + where, key).fetchone()
-            if row is not None and row[0] != value:
-                db.execute("DELETE FROM {p}cursor_keys" + where, key)
-            db.execute(
-                "INSERT INTO {p}cursors (practice, trigger_key, value, updated_at)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key)"
-                " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                (*key, value, stamp),
-            )
-            db.executemany(
-                "INSERT INTO {p}cursor_keys (practice, trigger_key, dedupe_key) VALUES (?, ?, ?)"
-                " ON CONFLICT DO NOTHING",
-                [(*key, dedupe_key) for dedupe_key in boundary_keys],
-            )
-
     # --- webhook subscriptions ------------------------------------------------------------
 
     def save_subscription(
@@ -617,71 +571,6 @@ class StateStore(PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQ
             self.dialect.maybe_time(None if row is None else row[2]),
             None if row is None else row[3],
         )
-
-    # --- run leases (run_leases.py) -----------------------------------------------------
-
-    def take_run_lease(self, wanted: RunLease, dead: Callable[[RunLease], bool]) -> RunLease:
-        """Take a run's lease unless a live process holds it (``state/run_leases.py``).
-
-        Args:
-            wanted: the lease to take (holder and times set).
-            dead: whether another holder is known dead (its process gone).
-
-        Returns:
-            The run's lease now: ``wanted`` when taken, else the live holder's.
-
-        Raises:
-            BugError: unknown run.
-        """
-        with self._write() as db:
-            self._locked_run(db, wanted.run_id)
-            return take_lease(db, wanted, self.now(), dead)
-
-    def renew_run_lease(self, run_id: str, owner: str, expires_at: datetime) -> bool:
-        """Push a held lease's expiry on; False when ``owner`` no longer holds it."""
-        with self._write() as db:
-            return renew_lease(db, run_id, owner, self._stamp(expires_at, "expires_at"))
-
-    def release_run_lease(self, run_id: str, owner: str) -> None:
-        """Give a lease back (nothing happens when ``owner`` no longer holds it)."""
-        with self._write() as db:
-            drop_lease(db, run_id, owner)
-
-    def run_lease(self, run_id: str) -> RunLease | None:
-        """A run's lease; inside :meth:`atomic`, read with the run's row locked, so that
-        no other process takes it before the block commits."""
-        locked = getattr(self._local, "atomic", None) is not None
-        with self._write() if locked else self._join(self._statement) as db:
-            if locked:
-                self._locked_run(db, run_id)
-            return read_lease(db, run_id)
-
-    # --- rate budget bookkeeping ----------------------------------------------------------
-
-    def record_request(self, practice: str, at: datetime | None = None) -> None:
-        """Count one request sent with a practice's credentials (for reports)."""
-        self.record_requests(practice, [self.now() if at is None else at])
-
-    def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
-        """Count several requests, sent at ``times``, in one commit (see ``RequestLog``)."""
-        rows = [(practice, self._stamp(at, "at")) for at in times]
-        if rows:
-            with self._write() as db:
-                db.executemany("INSERT INTO {p}requests (practice, at) VALUES (?, ?)", rows)
-
-    def request_counts(self, practice: str, since: datetime) -> int:
-        """How many requests were recorded for a practice at or after ``since``."""
-        row = self._one(
-            "SELECT count(*) FROM {p}requests WHERE practice = ? AND at >= ?",
-            (practice, self.dialect.dump_time(since, "since")),
-        )
-        return int(row[0])
-
-    def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
-        """Forget request records older than ``older_than``; returns how many."""
-        cutoff = self._stamp(self.now() - older_than, "older_than")
-        with self._write() as db:
-            return db.execute("DELETE FROM {p}requests WHERE at < ?", (cutoff,)).rowcount
 
     # --- operations ---------------------------------------------------------------------
 
