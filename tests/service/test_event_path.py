@@ -19,8 +19,9 @@ pytestmark = pytest.mark.integration
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "event_path.py"
 #: Issue 33's target: the receiver, the loop, the runner (execute, step executor,
-#: journal), the engine and one hook, the client, the store (its SQL, its runs' SQL, the
-#: group commit), templating and the trigger's mapping. A layer added on the path fails it.
+#: journal), the engine and the action's check (hooks), the client, the store (its SQL,
+#: its runs' SQL, the group commit), templating and the trigger's mapping. A layer added
+#: on the path fails it.
 CEILING = 15
 
 
