@@ -19,7 +19,6 @@ from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
 from practiceflow.service.attention import close_subscription_doubt
-from practiceflow.service.downtime import has_poll_source
 from practiceflow.state import StateStore
 from practiceflow.triggers import (
     Poller,
@@ -28,6 +27,7 @@ from practiceflow.triggers import (
     shipped_trigger_keys,
     supported_events,
 )
+from practiceflow.triggers.downtime import has_poll_source
 
 __all__ = ["COMMANDS", "triggers"]
 

@@ -49,11 +49,11 @@ from practiceflow.manifest import load_modules
 from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
 from practiceflow.runner import Runner, run_shared, validate_recipe
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.service.downtime import has_poll_source
 from practiceflow.service.event_guard import EventGuard
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import Poller, definition, resolve_mode
+from practiceflow.triggers.downtime import has_poll_source
 from practiceflow.triggers.shared_poll import SharedPoll
 from practiceflow.triggers.webhook_receiver import Binding
 

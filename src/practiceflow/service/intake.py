@@ -45,7 +45,6 @@ from practiceflow.service.attention import (
     list_gap,
     record_subscription_doubt,
 )
-from practiceflow.service.downtime import has_poll_source
 from practiceflow.service.early_listen import bind_listen
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
@@ -64,6 +63,7 @@ from practiceflow.triggers import (
 )
 from practiceflow.triggers.cadence import SWEEP_EVERY, PollNeed
 from practiceflow.triggers.definition import TriggerDefinition
+from practiceflow.triggers.downtime import has_poll_source
 from practiceflow.triggers.practice_polls import PollTarget, PracticePolls, ScheduledPoll
 
 __all__ = [
