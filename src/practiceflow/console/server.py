@@ -18,12 +18,12 @@ from typing import Any
 import uvicorn
 from starlette.routing import BaseRoute
 
-from practiceflow import netaddr
 from practiceflow.console.app import PREFIX, create_app
 from practiceflow.console.data import ConsoleContext
 from practiceflow.console.security import Guard, check_bind
 from practiceflow.errors import ConfigError
 from practiceflow.runner import ValidRecipe
+from practiceflow.service import netaddr
 from practiceflow.service.loop import Service
 
 __all__ = [

@@ -30,10 +30,10 @@ from typing import Final
 
 import psycopg
 
-from practiceflow import netaddr
 from practiceflow.errors import InDoubtError
 from practiceflow.fleet.queue import defer_event, make_app
 from practiceflow.fleet.runtime import Fleet
+from practiceflow.service import netaddr
 from practiceflow.service.attention import close_subscription_doubt, record_subscription_doubt
 from practiceflow.state import SubscriptionRecord
 from practiceflow.triggers import TriggerEvent

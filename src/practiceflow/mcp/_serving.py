@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from practiceflow.console.security import is_loopback
 from practiceflow.errors import ConfigError
-from practiceflow.netaddr import listen_tcp
+from practiceflow.service.netaddr import listen_tcp
 
 __all__ = [
     "DEFAULT_LISTEN",

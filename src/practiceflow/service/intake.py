@@ -38,7 +38,6 @@ from typing import Any
 
 from practiceflow.budget import Priority, priority
 from practiceflow.errors import InDoubtError, PracticeflowError
-from practiceflow.netaddr import LOOPBACK, parse_listen
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.service.attention import (
     close_subscription_doubt,
@@ -46,6 +45,7 @@ from practiceflow.service.attention import (
     record_subscription_doubt,
 )
 from practiceflow.service.early_listen import bind_listen
+from practiceflow.service.netaddr import LOOPBACK, parse_listen
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import (

@@ -7,8 +7,8 @@ import pytest
 from practiceflow.console.server import parse_listen as console_listen
 from practiceflow.errors import ConfigError
 from practiceflow.fleet.webhook_intake import parse_listen as worker_listen
-from practiceflow.netaddr import parse_listen
 from practiceflow.service.intake import listen_address
+from practiceflow.service.netaddr import parse_listen
 
 
 @pytest.mark.parametrize(
