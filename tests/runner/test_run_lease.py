@@ -19,7 +19,7 @@ from practiceflow.api import Client
 from practiceflow.cli import cli
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import Runner, run_lease, validate_recipe
-from practiceflow.runner.run_lease import LEASE_TTL, hold_run, known_dead
+from practiceflow.runner.run_lease import LEASE_TTL, keeping, known_dead, lease_for
 from practiceflow.state import StateStore
 from practiceflow.state.run_leases import RunLease
 from practiceflow.testing import SandboxHandle
@@ -69,9 +69,7 @@ def _setup(
 
 def _this_process_lease(store: StateStore, run_id: str) -> RunLease:
     """A lease as another driver in this (live) process would hold it."""
-    with hold_run(store, run_id) as held:
-        lease = held.lease
-    return replace(lease, owner="another driver")
+    return replace(lease_for(run_id, store.now()), owner="another driver")
 
 
 def test_a_run_another_live_process_drives_is_left_to_it(
@@ -139,10 +137,11 @@ def test_a_held_lease_is_renewed_while_the_run_is_driven(
 ) -> None:
     monkeypatch.setattr(run_lease, "HEARTBEAT", 0.05)
     run_id, _ = store.start_run("p", "r", "e")
-    with hold_run(store, run_id) as held:
-        assert held.taken
+    wanted = lease_for(run_id, store.now())
+    assert store.take_run_lease(wanted, known_dead) == wanted
+    with keeping(store, wanted):
         deadline = time.monotonic() + 60  # generous: only a hang fails
-        while store.run_lease(run_id).expires_at == held.lease.expires_at:  # type: ignore[union-attr]
+        while store.run_lease(run_id).expires_at == wanted.expires_at:  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "the lease was never renewed"
             time.sleep(0.05)
     assert store.run_lease(run_id) is None

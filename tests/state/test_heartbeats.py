@@ -21,6 +21,14 @@ from practiceflow.triggers import load_definition, tests_asked
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
 
+def _classify(
+    store: SQLiteStore, trigger: str, event_id: str, body: object
+) -> tuple[bool, str | None]:
+    """What the receiver asks of a mapped delivery, with the subscription's health."""
+    health = store.subscription_health("p", trigger)
+    return tests_asked.classify(health, store.now(), event_id, body, True)
+
+
 def test_a_beat_keeps_since_until_a_new_start_and_a_stop_is_marked(store: StateStore) -> None:
     assert store.get_heartbeat("serve", "p") is None
     store.beat("serve", "p", "h:1", at=START, start=True)
@@ -111,4 +119,4 @@ def test_a_version_8_store_keeps_its_downtime_and_awaited_test_after_migrating(
         assert entry is not None
         assert (entry.window_start, entry.window_end) == (START, later)
         # The awaited test is still told apart by the id its answer gave.
-        assert tests_asked.classify(store, "p", "eform_submitted", "e-42", {}, True) == (True, None)
+        assert _classify(store, "eform_submitted", "e-42", {}) == (True, None)

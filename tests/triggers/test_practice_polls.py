@@ -94,7 +94,7 @@ def test_a_practice_of_webhook_sweeps_only_keeps_its_pace_and_stops_on_request(t
         stop = threading.Event()
         assert sweep.wait_due(stop)  # due at once: it catches up first
         sweep.poll_once()
-        polls.activity()  # a delivery does not make a sweep poll sooner
+        polls.cadence.activity()  # a delivery does not make a sweep poll sooner
         assert sweep.cadence.wait() == 3600
         stop.set()
         polls.wake_all()

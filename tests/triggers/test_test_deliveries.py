@@ -53,6 +53,14 @@ def test_a_test_delivery_never_becomes_an_event_whatever_its_shape(
         trigger.stop()
 
 
+def _classify(
+    store: SQLiteStore, trigger: str, event_id: str, body: object
+) -> tuple[bool, str | None]:
+    """What the receiver asks of a mapped delivery, with the subscription's health."""
+    health = store.subscription_health("p", trigger)
+    return tests_asked.classify(health, store.now(), event_id, body, True)
+
+
 def test_an_unmappable_delivery_is_held_visible_and_never_run(
     sandbox, store, client, receiver, served
 ):
@@ -83,17 +91,17 @@ def test_while_an_id_less_test_is_awaited_a_delivery_is_held_not_run(tmp_path) -
     with SQLiteStore(str(tmp_path / "s.db")) as store:
         tests_asked.note_asked(store, "p", "t")
         tests_asked.note_asked(store, "p", "t", {"queued": True})  # the answer has no id
-        test, reason = tests_asked.classify(store, "p", "t", "e-1", {"data": {"k": 1}}, True)
+        test, reason = _classify(store, "t", "e-1", {"data": {"k": 1}})
         assert test is True
         assert reason is not None
         assert "awaited" in reason
         tests_asked.arrived(store, "p", "t")
-        assert tests_asked.classify(store, "p", "t", "e-2", {"data": {"k": 2}}, True) == (
+        assert _classify(store, "t", "e-2", {"data": {"k": 2}}) == (
             False,
             None,
         )
         # With an id in the answer, only that delivery is the test.
         tests_asked.note_asked(store, "p", "t")
         tests_asked.note_asked(store, "p", "t", {"eventId": "e-3"})
-        assert tests_asked.classify(store, "p", "t", "e-4", {}, True) == (False, None)
-        assert tests_asked.classify(store, "p", "t", "e-3", {}, True) == (True, None)
+        assert _classify(store, "t", "e-4", {}) == (False, None)
+        assert _classify(store, "t", "e-3", {}) == (True, None)

@@ -9,8 +9,8 @@ models of the resources the spec names.
 Modules, one concern each:
 
 * :mod:`~practiceflow.api.config`: settings from arguments, environment, profile file
-* :mod:`~practiceflow.api.secret`: the masked :class:`Secret`
-* :mod:`~practiceflow.api.auth`: header and HTTP Basic authentication
+* :mod:`~practiceflow.api.auth`: the masked :class:`Secret`, header and HTTP Basic
+  authentication
 * :mod:`~practiceflow.api.params`: query values, ``lastUpdated`` as UTC
 * :mod:`practiceflow.budget`: the rate budget (pyrate-limiter) and ``Retry-After``
 * :mod:`~practiceflow.api.retry`: which failures are retried, and backoff
@@ -23,6 +23,7 @@ Modules, one concern each:
 
 from __future__ import annotations
 
+from practiceflow.api.auth import Secret
 from practiceflow.api.client import ApiResponse, Client, Download
 from practiceflow.api.config import Settings, load_settings
 from practiceflow.api.models import (
@@ -49,7 +50,6 @@ from practiceflow.api.models import (
 from practiceflow.api.paging import Page
 from practiceflow.api.params import to_utc_param
 from practiceflow.api.retry import RetryPolicy
-from practiceflow.api.secret import Secret
 from practiceflow.budget.rate_budget import RateBudget, RateLimits, RateLimitStatus
 
 __all__ = [

@@ -47,7 +47,6 @@ from practiceflow.api.wire import (
     save_body,
     unsendable_reason,
     wire_json,
-    with_hint,
 )
 from practiceflow.budget.rate_budget import RateBudget, RateLimits, RateLimitStatus
 from practiceflow.errors import (
@@ -546,7 +545,7 @@ class Client:
                 if not read and not refused_before_sending(exc):
                     raise InDoubtError(verb, where, error) from exc
                 failures += 1
-                self._backoff_or_raise(error, failures, deadline, exc)
+                self._wait(error, failures, deadline, exc)
                 continue
 
             status = response.status_code
@@ -568,46 +567,32 @@ class Client:
                 if on_refused is not None:
                     on_refused()
                 rate_limited += 1
-                self._pause_or_raise(api_error, rate_limited, deadline)
+                pause = self.retry.pause_after_429(
+                    api_error,
+                    rate_limited,
+                    self._rng,
+                    self.limits,
+                    now=self._clock(),
+                    deadline=deadline,
+                )
+                logger.warning("%s %s -> 429; pausing the budget %.3fs", verb, where, pause)
+                self._budget.pause_for(pause)
                 continue
             if isinstance(api_error, ServerError):
                 if not read:
                     raise InDoubtError(verb, where, api_error) from api_error
                 failures += 1
-                self._backoff_or_raise(api_error, failures, deadline, None)
+                self._wait(api_error, failures, deadline, None)
                 continue
             raise api_error
 
-    def _pause_or_raise(self, error: RateLimitError, count: int, deadline: float) -> None:
-        """After a 429: pause the whole budget until Retry-After, or give up."""
-        if error.retry_after is not None:
-            pause = max(error.retry_after, self.limits.retry_after_floor)
-        else:
-            pause = max(self.retry.backoff(count, self._rng), self.limits.retry_after_floor)
-        if count > self.retry.max_rate_limited:
-            extra = f"gave up after {count} answers of 429 (RetryPolicy.max_rate_limited)"
-            raise with_hint(error, extra)
-        if self._clock() + pause > deadline:
-            extra = (
-                f"waiting {pause:g}s more would pass the wait cap "
-                f"(RateLimits.max_wait={self.limits.max_wait:g}s)"
-            )
-            raise with_hint(error, extra)
-        logger.warning("%s %s -> 429; pausing the budget %.3fs", error.method, error.path, pause)
-        self._budget.pause_for(pause)
-
-    def _backoff_or_raise(
-        self,
-        error: PracticeflowError,
-        failures: int,
-        deadline: float,
-        cause: BaseException | None,
+    def _wait(
+        self, error: PracticeflowError, failures: int, deadline: float, cause: Exception | None
     ) -> None:
-        """After a retryable failure: wait with backoff, or raise when out of attempts."""
-        if failures >= self.retry.max_attempts:
-            raise error from cause
-        delay = self.retry.backoff(failures, self._rng)
-        if self._clock() + delay > deadline:
-            raise error from cause
+        """Back off before the next attempt, or raise (:meth:`RetryPolicy.delay_or_raise`)."""
+        now = self._clock()
+        delay = self.retry.delay_or_raise(
+            error, failures, self._rng, now=now, deadline=deadline, cause=cause
+        )
         logger.info("retrying after %.3fs (attempt %d failed)", delay, failures)
         self._sleep(delay)

@@ -15,9 +15,10 @@ from typing import Final
 
 import requests
 
-from practiceflow.errors import ConfigError
+from practiceflow.budget.rate_budget import RateLimits
+from practiceflow.errors import ConfigError, PracticeflowError, RateLimitError
 
-__all__ = ["SAFE_METHODS", "RetryPolicy", "is_read", "refused_before_sending"]
+__all__ = ["SAFE_METHODS", "RetryPolicy", "is_read", "refused_before_sending", "with_hint"]
 
 #: Methods that change nothing on the server, so repeating them is harmless.
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -74,6 +75,85 @@ class RetryPolicy:
         """
         ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** max(0, attempt - 1))
         return ceiling / 2 + rng.random() * ceiling / 2
+
+    def pause_after_429(
+        self,
+        error: RateLimitError,
+        count: int,
+        rng: random.Random,
+        limits: RateLimits,
+        *,
+        now: float,
+        deadline: float,
+    ) -> float:
+        """How long to pause the whole budget after the ``count``-th 429 of one call.
+
+        Args:
+            error: the 429.
+            count: 429 answers of this call so far.
+            rng: the random source, for the backoff when the answer gave no Retry-After.
+            limits: the shortest pause (``retry_after_floor``) and the wait cap
+                (``max_wait``, named in the error).
+            now: the budget's clock now.
+            deadline: when the call stops waiting (its start + ``max_wait``).
+
+        Returns:
+            Seconds to pause: ``Retry-After`` (or a backoff), at least the floor.
+
+        Raises:
+            RateLimitError: ``error`` with a hint, when this call gives up.
+        """
+        floor = limits.retry_after_floor
+        if error.retry_after is not None:
+            pause = max(error.retry_after, floor)
+        else:
+            pause = max(self.backoff(count, rng), floor)
+        if count > self.max_rate_limited:
+            extra = f"gave up after {count} answers of 429 (RetryPolicy.max_rate_limited)"
+            raise with_hint(error, extra)
+        if now + pause > deadline:
+            extra = (
+                f"waiting {pause:g}s more would pass the wait cap "
+                f"(RateLimits.max_wait={limits.max_wait:g}s)"
+            )
+            raise with_hint(error, extra)
+        return pause
+
+    def delay_or_raise(
+        self,
+        error: PracticeflowError,
+        failures: int,
+        rng: random.Random,
+        *,
+        now: float,
+        deadline: float,
+        cause: BaseException | None,
+    ) -> float:
+        """After a retryable failure: the backoff before the next attempt.
+
+        Raises:
+            PracticeflowError: ``error`` (from ``cause``), when out of attempts or when
+                the backoff would pass ``deadline``.
+        """
+        if failures >= self.max_attempts:
+            raise error from cause
+        delay = self.backoff(failures, rng)
+        if now + delay > deadline:
+            raise error from cause
+        return delay
+
+
+def with_hint(error: RateLimitError, extra: str) -> RateLimitError:
+    """The same 429 error with ``extra`` appended to its hint (the message is rebuilt)."""
+    hint = f"{error.hint}; {extra}" if error.hint else extra
+    return RateLimitError(
+        error.method,
+        error.path,
+        error.status,
+        error.problem,
+        retry_after=error.retry_after,
+        hint=hint,
+    )
 
 
 #: The transport's errors for a connection that was never opened.

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from practiceflow.api.problems import error_for_status, parse_problem
 from practiceflow.api.retry import refused_before_sending
 from practiceflow.budget.rate_budget import parse_retry_after
-from practiceflow.errors import ApiError, ConfigError, RateLimitError
+from practiceflow.errors import ApiError, ConfigError
 
 __all__ = [
     "UNSENDABLE",
@@ -37,7 +37,6 @@ __all__ = [
     "save_body",
     "unsendable_reason",
     "wire_json",
-    "with_hint",
 ]
 
 
@@ -148,19 +147,6 @@ def describe_exception(exc: requests.RequestException) -> str:
     if isinstance(exc, requests.ConnectionError):
         return "the connection broke"
     return f"the answer could not be read ({type(exc).__name__})"
-
-
-def with_hint(error: RateLimitError, extra: str) -> RateLimitError:
-    """The same 429 error with ``extra`` appended to its hint (the message is rebuilt)."""
-    hint = f"{error.hint}; {extra}" if error.hint else extra
-    return RateLimitError(
-        error.method,
-        error.path,
-        error.status,
-        error.problem,
-        retry_after=error.retry_after,
-        hint=hint,
-    )
 
 
 #: Bytes read at a time from a streamed body.

@@ -3,8 +3,8 @@
 This folder owns the budget of one Client ID (60/min, 1000/h, 10000/day by default):
 
 * :mod:`.rate_budget`: :class:`RateBudget`, the windows counted by pyrate-limiter, the
-  ``Retry-After`` pause after a 429, waiters admitted by priority;
-* :mod:`.priorities`: :class:`Priority` and :func:`priority`, who goes first;
+  ``Retry-After`` pause after a 429, waiters admitted by priority (:class:`Priority`,
+  set for a block with :func:`priority`);
 * :mod:`.sqlite_bucket`: one budget shared by the processes of a host (``budget.db``
   beside a SQLite state file);
 * :mod:`.postgres_bucket`: one budget shared by every replica of a fleet (PostgreSQL;
@@ -15,13 +15,15 @@ This folder owns the budget of one Client ID (60/min, 1000/h, 10000/day by defau
 from __future__ import annotations
 
 from practiceflow.budget.practice_budget import store_budget
-from practiceflow.budget.priorities import Priority, current_priority, priority
 from practiceflow.budget.rate_budget import (
+    Priority,
     RateBudget,
     RateLimits,
     RateLimitStatus,
     budget_table,
+    current_priority,
     parse_retry_after,
+    priority,
 )
 
 __all__ = [

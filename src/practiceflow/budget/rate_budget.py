@@ -11,9 +11,10 @@ total wait, and a budget-wide pause after a 429.
 
 Every recipe and trigger using the same credentials spends one budget, so when it runs
 short, who goes first matters: requests enter the bucket one at a time, best
-:class:`~practiceflow.budget.priorities.Priority` first (then first come, first served),
-so the next free slot goes to the most urgent waiter. The priority of the current thread's
-requests is set with :func:`~practiceflow.budget.priorities.priority`::
+:class:`Priority` first (then first come, first served), so the next free slot goes to
+the most urgent waiter: a person waiting on their own ``action`` call and the steps of an
+event already received go before polling, and polling goes before backfill. The priority
+of the current thread's requests is set with :func:`priority`::
 
     budget = RateBudget()
     client = Client(..., budget=budget)          # every client of these credentials
@@ -27,6 +28,7 @@ A ``Retry-After`` pause lives in this process only.
 
 from __future__ import annotations
 
+import contextvars
 import email.utils
 import hashlib
 import heapq
@@ -35,23 +37,68 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import IntEnum
 from inspect import isawaitable
 from typing import Any, Final
 
 from pyrate_limiter import AbstractBucket, Duration, InMemoryBucket, Rate, RateItem
 
-from practiceflow.budget.priorities import Priority, current_priority
 from practiceflow.errors import BugError, ConfigError, RateLimitError
 
 __all__ = [
+    "Priority",
     "RateBudget",
     "RateLimitStatus",
     "RateLimits",
     "budget_table",
+    "current_priority",
     "parse_retry_after",
+    "priority",
 ]
+
+
+class Priority(IntEnum):
+    """Who is asking; a lower value goes first."""
+
+    ACTION = 0
+    """A person's own call (``practiceflow action ...``): someone is waiting."""
+    EVENT = 1
+    """A step of a run for an event already received."""
+    POLL = 2
+    """A polling trigger looking for changes."""
+    BACKFILL = 3
+    """A full import or backfill: whatever budget is left."""
+
+
+_PRIORITY: contextvars.ContextVar[Priority] = contextvars.ContextVar(
+    "practiceflow_priority", default=Priority.EVENT
+)
+
+
+def current_priority() -> Priority:
+    """The priority of requests made now on this thread (``EVENT`` unless set)."""
+    return _PRIORITY.get()
+
+
+@contextmanager
+def priority(level: Priority) -> Iterator[None]:
+    """Make the requests of this block wait with ``level`` priority.
+
+    Args:
+        level: the priority.
+
+    Yields:
+        Nothing; the previous priority is restored on exit.
+    """
+    token = _PRIORITY.set(level)
+    try:
+        yield
+    finally:
+        _PRIORITY.reset(token)
+
 
 logger = logging.getLogger("practiceflow.api")
 

@@ -32,9 +32,9 @@ from practiceflow.mcp import (
     serve_http,
     serve_stdio,
 )
-from practiceflow.netaddr import parse_listen
 from practiceflow.runner import validate_recipe
 from practiceflow.runner.logs import configure_logging
+from practiceflow.service.netaddr import parse_listen
 from practiceflow.state.request_log import RequestLog
 
 __all__ = ["COMMANDS", "mcp"]

@@ -13,10 +13,10 @@ import socket
 import click
 
 from practiceflow.errors import ConfigError
-from practiceflow.netaddr import listen_tcp
 from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES, curl_example
 from practiceflow.sandbox.config import REGIONS, SandboxConfig, parse_duration
 from practiceflow.sandbox.practices import practice_credential
+from practiceflow.service.netaddr import listen_tcp
 
 __all__ = ["COMMANDS", "export_lines", "sandbox"]
 

@@ -20,8 +20,8 @@ import click
 import requests
 
 from practiceflow.errors import ConfigError, TransportError
-from practiceflow.netaddr import is_loopback
 from practiceflow.sandbox.config import DEFAULT_ADMIN_TOKEN, REGIONS
+from practiceflow.service.netaddr import is_loopback
 
 __all__ = ["EVENTS", "SUBCOMMANDS", "SandboxAdmin"]
 

@@ -78,8 +78,8 @@ def serve_recipes(
         ConfigError: bad input, or another serve holds the state file (``StoreInUse``).
     """
     from practiceflow.console.server import check_bind, console_for
-    from practiceflow.netaddr import parse_listen
     from practiceflow.ops import OpsMetrics, counted_session, ops_routes, serve_practices
+    from practiceflow.service.netaddr import parse_listen
 
     where = "--console-listen"
     listen = parse_listen(console, option=where, example="127.0.0.1:8470") if console else None

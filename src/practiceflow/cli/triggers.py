@@ -18,7 +18,6 @@ import click
 from practiceflow.cli.common import ApiOptions, api_options, build_client, json_option
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
 from practiceflow.service.attention import close_subscription_doubt
-from practiceflow.service.downtime import has_poll_source
 from practiceflow.triggers import (
     Poller,
     SubscriptionManager,
@@ -26,6 +25,7 @@ from practiceflow.triggers import (
     shipped_trigger_keys,
     supported_events,
 )
+from practiceflow.triggers.downtime import has_poll_source
 
 __all__ = ["COMMANDS", "triggers"]
 

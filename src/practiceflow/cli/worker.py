@@ -32,7 +32,7 @@ from typing import Any
 import click
 
 from practiceflow.errors import ConfigError, PracticeflowError
-from practiceflow.netaddr import parse_listen
+from practiceflow.service.netaddr import parse_listen
 
 __all__ = ["COMMANDS", "worker"]
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 
 from practiceflow.errors import ConfigError
-from practiceflow.netaddr import is_loopback
+from practiceflow.service.netaddr import is_loopback
 
 __all__ = [
     "CSRF_FIELD",

@@ -18,9 +18,9 @@ from practiceflow.console.app import PREFIX, create_app
 from practiceflow.console.data import ConsoleContext
 from practiceflow.console.security import Guard, check_bind
 from practiceflow.errors import ConfigError
-from practiceflow.netaddr import ThreadedServer
 from practiceflow.runner import ValidRecipe
 from practiceflow.service.loop import Service
+from practiceflow.service.netaddr import ThreadedServer
 
 __all__ = [
     "DEFAULT_HOST",

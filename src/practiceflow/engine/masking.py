@@ -355,7 +355,7 @@ def mask_output(output: Any, schema: Mapping[str, Any] | None) -> Any:
     return mask_paths(output, pii) if pii else output
 
 
-def output_pii(output: Any, schema: Mapping[str, Any]) -> PiiPaths:
+def output_pii(output: Any, schema: Mapping[str, Any], tagged: PiiPaths | None = None) -> PiiPaths:
     """The personal paths of one output: its schema's tags, and, when the schema marks the
     whole record ``x-pii`` at its root, every field the schema does not declare (a record
     that passes through, such as a client's detail: only declared, untagged fields are
@@ -364,11 +364,13 @@ def output_pii(output: Any, schema: Mapping[str, Any]) -> PiiPaths:
     Args:
         output: the output (or trigger payload).
         schema: its schema.
+        tagged: the paths its schema tags, as the module found them when it was loaded
+            (``output_pii_paths``); read from ``schema`` when not given.
 
     Returns:
         The paths.
     """
-    pii = lint.pii_paths(schema)
+    pii = lint.pii_paths(schema) if tagged is None else tagged
     if schema.get("x-pii") is True and isinstance(output, Mapping):
         declared = schema.get("properties")
         known = declared if isinstance(declared, Mapping) else {}

@@ -55,12 +55,12 @@ import psycopg
 
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime
 from practiceflow.service.attention import list_gap
-from practiceflow.service.downtime import has_poll_source
 from practiceflow.service.heartbeat import Heartbeat, last_alive, mark_alive
 from practiceflow.service.sweep import GapSweep, can_sweep
 from practiceflow.state.heartbeats import WHOLE_FLEET
 from practiceflow.triggers import definition
 from practiceflow.triggers.definition import TriggerDefinition
+from practiceflow.triggers.downtime import has_poll_source
 
 __all__ = ["FLEET_KEY", "FLEET_WHO", "FleetPresence", "list_outage", "sweep_gaps"]
 

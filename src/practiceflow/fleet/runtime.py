@@ -27,7 +27,6 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +50,11 @@ from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
 from practiceflow.runner import Runner, run_shared, validate_recipe
 from practiceflow.runner.run_retry import take_due
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.service.downtime import has_poll_source
 from practiceflow.service.event_guard import EventGuard
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import Poller, definition, resolve_mode
+from practiceflow.triggers.downtime import has_poll_source
 from practiceflow.triggers.shared_poll import SharedPoll
 from practiceflow.triggers.webhook_receiver import Binding
 
@@ -420,8 +419,10 @@ class Fleet(OwnedPractices):
         if self.guard.skips(f"{source}/{event_id}"):
             return "skipped"
         runners = [runner for runner in runtime.runners if runner.source == source]
-        run = partial(run_shared, self.store, practice, runners, event)
-        outcomes = self.guard.event(practice, runners, event, run)
+        try:
+            outcomes = run_shared(self.store, practice, runners, event)
+        except Exception as exc:  # recorded by the guard (a StoreError goes up)
+            outcomes = self.guard.event_failed(practice, runners, event, exc)
         if any(outcome is not None and outcome.status == "running" for outcome in outcomes):
             return "interrupted"
         return ",".join(outcome.status for outcome in outcomes if outcome is not None) or "test"
@@ -466,7 +467,12 @@ class Fleet(OwnedPractices):
         runtime = self._practice(practice)
         for runner in runtime.runners:
             for run_id in take_due(self.store, practice, runner.recipe.name):
-                self.guard.resume(run_id, partial(runner.resume_run, run_id, retry_failed=True))
+                if self.guard.skips(run_id):
+                    continue
+                try:
+                    runner.resume_run(run_id, retry_failed=True)
+                except Exception as exc:  # recorded on the run by the guard (a StoreError goes up)
+                    self.guard.run_failed(run_id, exc)
         queued = 0
         for event in self.store.pending_events(practice, limit):
             ordered = runtime.config.ordered

@@ -287,6 +287,7 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         source=file,
         pii_paths=lint.pii_paths(input_schema),
         secret_paths=lint.pii_paths(output_schema, marker="x-secret"),
+        output_pii_paths=lint.pii_paths(output_schema),
         extensions=extensions,
         choices=choice_fields(input_schema),
         read_back=_read_back(read_back),
@@ -366,6 +367,7 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
         source=file,
         choices=choice_fields(input_schema),
         text=located.text,
+        output_pii_paths=lint.pii_paths(output_schema),
     )
 
 

@@ -113,6 +113,8 @@ class ActionModule:
         source: the file it was loaded from, as shown in messages.
         pii_paths: JSON paths of input fields marked ``x-pii`` (``*`` stands for any index).
         secret_paths: JSON paths of output fields marked ``x-secret``.
+        output_pii_paths: JSON paths of output fields marked ``x-pii`` (found when the
+            module is loaded, not for each output).
         extensions: the optional ``list``, ``download`` and ``warn_if`` sections.
         choices: input fields whose choices a list action reads (``x-choices``), by path.
         read_back: how an in-doubt write is looked for; None: a person decides.
@@ -137,6 +139,7 @@ class ActionModule:
     source: str
     pii_paths: frozenset[tuple[str, ...]] = frozenset()
     secret_paths: frozenset[tuple[str, ...]] = frozenset()
+    output_pii_paths: frozenset[tuple[str, ...]] = frozenset()
     extensions: Extensions = field(default_factory=Extensions)
     choices: Mapping[FieldPath, ChoiceSource] = field(default_factory=dict)
     read_back: ReadBackSpec | None = None
@@ -182,6 +185,8 @@ class TriggerModule:
         source: the file it was loaded from.
         choices: input fields whose choices a list action reads (``x-choices``), by path.
         text: the YAML text it was built from (a run's version records it).
+        output_pii_paths: JSON paths of event fields marked ``x-pii`` (found when the
+            module is loaded, not for each event).
     """
 
     key: str
@@ -198,6 +203,7 @@ class TriggerModule:
     source: str
     choices: Mapping[FieldPath, ChoiceSource] = field(default_factory=dict)
     text: str = ""
+    output_pii_paths: frozenset[tuple[str, ...]] = frozenset()
 
 
 Module = ActionModule | TriggerModule

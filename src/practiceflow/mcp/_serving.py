@@ -28,7 +28,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from practiceflow.errors import ConfigError
-from practiceflow.netaddr import is_loopback, listen_tcp
+from practiceflow.service.netaddr import is_loopback, listen_tcp
 
 __all__ = [
     "DEFAULT_LISTEN",

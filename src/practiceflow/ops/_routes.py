@@ -20,8 +20,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from practiceflow.errors import ConfigError
-from practiceflow.netaddr import ThreadedServer
 from practiceflow.ops._metrics import OpsMetrics
+from practiceflow.service.netaddr import ThreadedServer
 
 __all__ = ["OpsServer", "ops_routes"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from practiceflow.budget.priorities import Priority, priority
+from practiceflow.budget import Priority, priority
 from practiceflow.errors import BugError
 from practiceflow.hooks import ClientLike
 from practiceflow.runner.journal import RunJournal, StepTaken
@@ -41,7 +41,7 @@ from practiceflow.runner.quarantine import (
     is_quarantined,
     quarantine_error,
 )
-from practiceflow.runner.run_lease import hold_run
+from practiceflow.runner.run_lease import keeping, known_dead, lease_for
 from practiceflow.runner.run_retry import after_run
 from practiceflow.runner.step_executor import (
     RECONCILER,
@@ -249,15 +249,17 @@ class Runner:
     ) -> RunOutcome:
         """Drive a run holding its lease (:mod:`.run_lease`); one another live process
         drives is left to it, its event pending."""
-        with hold_run(self.store, run_id) as held:
-            if not held.taken:
-                run = self.store.get_run(run_id)
-                event_id = run.event_id if run is not None else ""
-                status: RunStatus = run.status if run is not None else "running"
-                who = held.lease.describe()
-                logger.info("run %s: driven by another process (%s); left to it", run_id, who)
-                return RunOutcome(run_id, event_id, status, created, driven_elsewhere=who)
-            return self._drive_held(run_id, created, retry_failed, handled, held.lease.owner)
+        wanted = lease_for(run_id, self.store.now())
+        lease = self.store.take_run_lease(wanted, known_dead)
+        if lease.owner != wanted.owner:
+            run = self.store.get_run(run_id)
+            event_id = run.event_id if run is not None else ""
+            status: RunStatus = run.status if run is not None else "running"
+            who = lease.describe()
+            logger.info("run %s: driven by another process (%s); left to it", run_id, who)
+            return RunOutcome(run_id, event_id, status, created, driven_elsewhere=who)
+        with keeping(self.store, lease):
+            return self._drive_held(run_id, created, retry_failed, handled, lease.owner)
 
     def _drive_held(
         self,

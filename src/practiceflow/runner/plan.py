@@ -31,10 +31,10 @@ from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import CHECKS, HOOKS
 from practiceflow.manifest import ActionModule
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.service.downtime import downtime_note, has_poll_source
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 from practiceflow.triggers import definition
 from practiceflow.triggers.cadence import SWEEP_EVERY
+from practiceflow.triggers.downtime import downtime_note, has_poll_source
 from practiceflow.triggers.shared_poll import PollSource, poll_source
 
 __all__ = [

@@ -3,8 +3,9 @@
 ``serve``, ``run --once``, ``runs retry``, ``mcp`` and fleet workers may share one store.
 Two of them driving the same run would each find the other's write in flight journaled
 ``sent``, take it for a crash, read back before it landed, and send it again. So a runner
-takes the run's **lease** (:mod:`practiceflow.state.run_leases`) before its first step and
-keeps it while it drives:
+takes the run's **lease** (:mod:`practiceflow.state.run_leases`) before its first step
+(``store.take_run_lease(lease_for(run_id, store.now()), known_dead)``) and keeps it while
+it drives (:func:`keeping`):
 
 * the lease is a row in the store: a token unique to this driving, the host, the process
   id and start time, and an expiry :data:`LEASE_TTL` ahead, pushed on every
@@ -36,8 +37,7 @@ import uuid
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Final
 
@@ -48,10 +48,10 @@ from practiceflow.state.run_leases import RunLease
 __all__ = [
     "HEARTBEAT",
     "LEASE_TTL",
-    "HeldLease",
     "RunDrivenElsewhere",
-    "hold_run",
+    "keeping",
     "known_dead",
+    "lease_for",
 ]
 
 logger = logging.getLogger("practiceflow.runner")
@@ -75,19 +75,6 @@ class RunDrivenElsewhere(PracticeflowError):
             "it is left to that process: look again when it ends (runs show)"
         )
         super().__init__(message)
-
-
-@dataclass(frozen=True)
-class HeldLease:
-    """What :func:`hold_run` came to.
-
-    Attributes:
-        taken: whether this process holds the run's lease.
-        lease: the lease (this process's when ``taken``, else the live holder's).
-    """
-
-    taken: bool
-    lease: RunLease
 
 
 def _proc_stat(pid: int | str) -> list[str] | None:
@@ -138,9 +125,15 @@ def known_dead(lease: RunLease) -> bool:
     return stat[0] == "Z" or (len(stat) > 19 and stat[19] != started)
 
 
-def _wanted(store: StateStore, run_id: str) -> RunLease:
+def lease_for(run_id: str, now: datetime) -> RunLease:
+    """The lease this process asks for to drive a run (``StateStore.take_run_lease``): a
+    new owner token, this process as its holder, expiring :data:`LEASE_TTL` after ``now``.
+
+    Args:
+        run_id: the run.
+        now: the store's time.
+    """
     host, identity = _this_process()
-    now = store.now()
     owner = uuid.uuid4().hex
     return RunLease(run_id, owner, host, os.getpid(), identity, now, now + LEASE_TTL)
 
@@ -205,29 +198,21 @@ def _keeper(store: StateStore) -> _Keeper:
 
 
 @contextmanager
-def hold_run(store: StateStore, run_id: str) -> Iterator[HeldLease]:
-    """Hold a run's lease for the block, or learn who holds it.
+def keeping(store: StateStore, lease: RunLease) -> Iterator[None]:
+    """Keep a lease this process took (``store.take_run_lease``) for the block: renewed
+    every :data:`HEARTBEAT` seconds while the block runs, given back when it ends.
 
     Args:
         store: the store holding the run.
-        run_id: the run.
-
-    Yields:
-        Whether the lease was taken, and the lease; a taken lease is renewed while the
-        block runs and given back when it ends.
+        lease: the lease taken.
     """
-    wanted = _wanted(store, run_id)
-    found = store.take_run_lease(wanted, known_dead)
-    if found.owner != wanted.owner:
-        yield HeldLease(False, found)
-        return
     keeper = _keeper(store)
-    keeper.add(wanted)
+    keeper.add(lease)
     try:
-        yield HeldLease(True, wanted)
+        yield
     finally:
-        keeper.remove(wanted)
+        keeper.remove(lease)
         try:
-            store.release_run_lease(run_id, wanted.owner)
+            store.release_run_lease(lease.run_id, lease.owner)
         except Exception as exc:  # it lapses on its own; the run's outcome is committed
-            logger.warning("run %s: lease not given back (it lapses): %s", run_id, exc)
+            logger.warning("run %s: lease not given back (it lapses): %s", lease.run_id, exc)

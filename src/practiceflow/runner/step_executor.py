@@ -248,13 +248,15 @@ class StepExecutor:
         """Every personal value the run has read so far (its event's and its steps'
         outputs'): a value a template copies into another step's field stays masked there."""
         run = self.run
-        trigger = self.recipe.trigger.output_schema
-        values = set(personal_values(run.trigger, output_pii(run.trigger, trigger)))
+        trigger = self.recipe.trigger
+        tagged = output_pii(run.trigger, trigger.output_schema, trigger.output_pii_paths)
+        values = set(personal_values(run.trigger, tagged))
         for step_id, output in run.outputs.items():
             action = self.recipe.actions.get(step_id)
             schema = getattr(getattr(action, "output", None), "schema", None)
             if isinstance(schema, Mapping):
-                values.update(personal_values(output, output_pii(output, schema)))
+                tagged = output_pii(output, schema, getattr(action, "output_pii_paths", None))
+                values.update(personal_values(output, tagged))
         return frozenset(values)
 
     def _context(self, item: Any = None) -> dict[str, Any]:

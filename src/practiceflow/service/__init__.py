@@ -9,8 +9,9 @@ the benches and your own program are its callers. The package owns the process's
 * :mod:`.loop`: :class:`Service`, the loop that takes pending events to the runners;
 * :mod:`.intake`: :class:`TriggerIntake`, receiver, subscriptions and pollers;
 * :mod:`.event_guard`: an exception no step caught is recorded and the service goes on;
-* :mod:`.gaps`, :mod:`.downtime`, :mod:`.sweep`, :mod:`.silence`: no silent gaps (heartbeat,
-  downtime listed, sweeps that close gaps by evidence, quiet webhooks checked);
+* :mod:`.gaps`, :mod:`.sweep`, :mod:`.silence`: no silent gaps (heartbeat, downtime listed,
+  sweeps that close gaps by evidence, quiet webhooks checked; what a trigger can do about
+  a downtime is the trigger's: :mod:`practiceflow.triggers.downtime`);
 * :mod:`.attention`: the one writer of what needs a person;
 * :mod:`.lease`: one ``serve`` per SQLite state file;
 * :mod:`.early_listen`: the receiver's socket bound before the command's slow imports

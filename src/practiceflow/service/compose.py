@@ -28,12 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from practiceflow.netaddr import LOOPBACK
 from practiceflow.runner.execute import Runner, RunOutcome
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.service.gaps import Heartbeat, note_downtime
 from practiceflow.service.intake import CATCH_UP_EVERY, TriggerIntake
 from practiceflow.service.loop import Service
+from practiceflow.service.netaddr import LOOPBACK
 from practiceflow.service.silence import DEFAULT_GRACE, SilenceWatch, healer
 from practiceflow.service.sweep import GapSweep, SweepResult
 from practiceflow.state import StateStore

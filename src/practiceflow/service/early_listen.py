@@ -52,7 +52,7 @@ def claim(
         The listening socket (its caller closes it, or hands it to the receiver), or None
         when nothing was claimed.
     """
-    from practiceflow.netaddr import parse_listen  # light: no third-party import
+    from practiceflow.service.netaddr import parse_listen  # light: no third-party import
 
     env = dict(os.environ) if environ is None else environ
     args = sys.argv[1:] if argv is None else argv
@@ -73,7 +73,7 @@ def bind_listen(host: str, port: int) -> socket.socket:
     Raises:
         ConfigError: the address cannot be bound (in use, not local).
     """
-    from practiceflow.netaddr import listen_tcp
+    from practiceflow.service.netaddr import listen_tcp
 
     try:
         return listen_tcp(host, port, _BACKLOG)

@@ -54,7 +54,9 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 
 class EventGuard:
-    """The service's per-event and per-run boundary (see the module docstring).
+    """The service's per-event and per-run boundary (see the module docstring): the
+    caller runs the event (or resumes the run) and hands what escaped to
+    :meth:`event_failed` (or :meth:`run_failed`).
 
     Args:
         store: the state store.
@@ -69,55 +71,56 @@ class EventGuard:
         """Tell whether this process skips an event (``source/event_id``) or a run id."""
         return key in self.skipped
 
-    def event(
+    def event_failed(
         self,
         practice: str,
         runners: Sequence[Runner],
         event: EventRecord,
-        run: Callable[[], list[RunOutcome | None]],
+        exc: Exception,
     ) -> list[RunOutcome | None]:
-        """Run one event's runs; on an unexpected exception record it on the run that
-        raised (the event stays pending, to be run again or quarantined).
+        """Record an exception no step caught while running one event's runs (the caller
+        runs them, ``run_shared``, and hands over what escaped) on the run that raised;
+        the event stays pending, to be run again or quarantined.
 
         Args:
             practice: the event's practice.
             runners: the recipes the event runs through.
             event: the event.
-            run: runs it (``run_shared``).
+            exc: what escaped the runs.
 
         Returns:
             The outcomes (the failed run's is ``running``, with the error).
-        """
-        try:
-            return run()
-        except StoreError:
-            raise
-        except Exception as exc:  # anything a step did not catch: this event's problem only
-            error = _error(exc)
-            logger.error("event %s: %s", event.event_id, error["message"], exc_info=exc)
-            self._count(f"{event.source}/{event.event_id}", exc)
-            recorded = self._record(lambda: self._note_event(practice, runners, event, error))
-            return list(recorded or [])
 
-    def resume(self, run_id: str, run: Callable[[], RunOutcome]) -> RunOutcome | None:
-        """Resume one run; on an unexpected exception record it on the run.
+        Raises:
+            StoreError: ``exc`` is one, a transient fault of the store, not the event's.
+        """
+        if isinstance(exc, StoreError):
+            raise exc
+        error = _error(exc)
+        logger.error("event %s: %s", event.event_id, error["message"], exc_info=exc)
+        self._count(f"{event.source}/{event.event_id}", exc)
+        recorded = self._record(lambda: self._note_event(practice, runners, event, error))
+        return list(recorded or [])
+
+    def run_failed(self, run_id: str, exc: Exception) -> RunOutcome | None:
+        """Record an exception no step caught while resuming one run, on the run.
 
         Args:
             run_id: the run.
-            run: resumes it.
+            exc: what escaped the run.
 
         Returns:
             Its outcome (None when the failure could not be recorded).
+
+        Raises:
+            StoreError: ``exc`` is one (see :meth:`event_failed`).
         """
-        try:
-            return run()
-        except StoreError:
-            raise
-        except Exception as exc:  # anything a step did not catch: this run's problem only
-            error = _error(exc)
-            logger.error("run %s: %s", run_id, error["message"], exc_info=exc)
-            self._count(run_id, exc)
-            return self._record(lambda: self._note_run(run_id, error))
+        if isinstance(exc, StoreError):
+            raise exc
+        error = _error(exc)
+        logger.error("run %s: %s", run_id, error["message"], exc_info=exc)
+        self._count(run_id, exc)
+        return self._record(lambda: self._note_run(run_id, error))
 
     def _record(self, record: Callable[[], T]) -> T | None:
         try:

@@ -7,7 +7,7 @@ default); the URL the API delivers to is ``public_url`` (``PRACTICEFLOW_PUBLIC_U
 receiver's own local URL when ``public_url`` is ``"local"`` (the sandbox). Polling runs in
 one background thread per list polled (triggers reading the same list share one poll:
 :mod:`practiceflow.triggers.practice_polls`), each on an adaptive cadence (up to each
-recipe's ``max_delay``), at :attr:`~practiceflow.budget.priorities.Priority.POLL`, so that
+recipe's ``max_delay``), at :attr:`~practiceflow.budget.Priority.POLL`, so that
 event work goes first when the budget is short.
 
 Start-up order (:meth:`TriggerIntake.start_receiving`, then :meth:`TriggerIntake.start`): the
@@ -36,17 +36,16 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from practiceflow.budget.priorities import Priority, priority
+from practiceflow.budget import Priority, priority
 from practiceflow.errors import InDoubtError, PracticeflowError
-from practiceflow.netaddr import LOOPBACK, parse_listen
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.service.attention import (
     close_subscription_doubt,
     list_gap,
     record_subscription_doubt,
 )
-from practiceflow.service.downtime import has_poll_source
 from practiceflow.service.early_listen import bind_listen
+from practiceflow.service.netaddr import LOOPBACK, parse_listen
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import (
@@ -64,6 +63,7 @@ from practiceflow.triggers import (
 )
 from practiceflow.triggers.cadence import SWEEP_EVERY, PollNeed
 from practiceflow.triggers.definition import TriggerDefinition
+from practiceflow.triggers.downtime import has_poll_source
 from practiceflow.triggers.practice_polls import PollTarget, PracticePolls, ScheduledPoll
 
 __all__ = [
@@ -344,7 +344,7 @@ class TriggerIntake:
         listener set after the receiver started is still told). The practice is busy:
         its polls go back to their fastest."""
         if self.polls is not None:
-            self.polls.activity()
+            self.polls.cadence.activity()
         if self.on_stored is not None:
             self.on_stored()
 

@@ -30,7 +30,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from types import FrameType
 from typing import Protocol
 
@@ -180,8 +179,13 @@ class Service:
             for run_id in take_due(self.store, runner.practice, runner.recipe.name):
                 if self.stop.is_set():
                     return count
-                again = partial(runner.resume_run, run_id, retry_failed=True)
-                self._emit(self.guard.resume(run_id, again))
+                if self.guard.skips(run_id):
+                    continue
+                try:
+                    outcome: RunOutcome | None = runner.resume_run(run_id, retry_failed=True)
+                except Exception as exc:  # recorded on the run by the guard (a StoreError goes up)
+                    outcome = self.guard.run_failed(run_id, exc)
+                self._emit(outcome)
                 count += 1
         return count
 
@@ -222,7 +226,10 @@ class Service:
     def _resume_one(self, runner: Runner, run: RunRecord) -> RunOutcome | None:
         if self.guard.skips(run.run_id):
             return None
-        outcome = self.guard.resume(run.run_id, partial(runner.resume_run, run.run_id))
+        try:
+            outcome: RunOutcome | None = runner.resume_run(run.run_id)
+        except Exception as exc:  # recorded on the run by the guard (a StoreError goes up)
+            outcome = self.guard.run_failed(run.run_id, exc)
         if outcome is not None and outcome.status == "running" and outcome.error:
             # Its failure was recorded: started again (or quarantined) next loop,
             # even when its event is handled and no drain brings it back.
@@ -250,8 +257,10 @@ class Service:
                     return count
                 if self.guard.skips(f"{event.source}/{event.event_id}"):
                     continue  # skipped: not counted, so the loop waits when idle
-                run = partial(run_shared, self.store, practice, runners, event)
-                outcomes = self.guard.event(practice, runners, event, run)
+                try:
+                    outcomes = run_shared(self.store, practice, runners, event)
+                except Exception as exc:  # recorded by the guard (a StoreError goes up)
+                    outcomes = self.guard.event_failed(practice, runners, event, exc)
                 for outcome in outcomes:
                     self._emit(outcome)
                 # An event whose runs another process drives is its to end: not counted,

@@ -7,7 +7,7 @@ not give (``proposal_accepted`` without ``entityKey``: proposals are listed per 
 is **swept** as its module declares (``poll.sweep``, :class:`~practiceflow.triggers.
 definition.SweepSource`): every value of that option is read from its own list (every
 client), then the trigger's list for each (the client's proposals), at the lowest priority
-of the rate budget (:class:`~.priorities.Priority.BACKFILL`). No endpoint is named here.
+of the rate budget (:class:`~practiceflow.budget.Priority.BACKFILL`). No endpoint is named here.
 
 Each row the trigger's filters pass whose time of event (the declared ``when`` fields) lies
 in the window (from :data:`MARGIN` before the last sign of life) is stored under the trigger's
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from practiceflow.budget.priorities import Priority, priority
+from practiceflow.budget import Priority, priority
 from practiceflow.errors import PracticeflowError
 from practiceflow.service.attention import close_by_evidence, hold_for_person
 from practiceflow.state import StateStore

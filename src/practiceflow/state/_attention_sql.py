@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from practiceflow.state._dialect import Dialect, SQLConnection
-from practiceflow.state._schema import SELECT_EVENTS, decode_event
+from practiceflow.state._schema import SELECT_EVENTS
 from practiceflow.state.attention import (
     ATTENTION_KINDS,
     ATTENTION_STATUSES,
@@ -18,8 +18,8 @@ from practiceflow.state.attention import (
     AttentionRecord,
     AttentionStatus,
 )
-from practiceflow.state.rows import EventRecord, Json, check_value, json_or_null, like_prefix
-from practiceflow.state.sealing import Sealer
+from practiceflow.state.rows import EventRecord, Json, check_value, like_prefix
+from practiceflow.state.sealing import Sealer, json_or_null
 
 __all__ = ["SQLAttention"]
 
@@ -45,6 +45,9 @@ class SQLAttention:
 
     @abstractmethod
     def _stamp(self, value: datetime | None, what: str) -> Any: ...
+
+    @abstractmethod
+    def _event(self, row: Sequence[Any]) -> EventRecord: ...
 
     def _decode_attention(self, row: Sequence[Any]) -> AttentionRecord:
         load = self._load
@@ -189,4 +192,4 @@ class SQLAttention:
         if practice is not None:
             where, params = where + " AND practice = ?", [*params, practice]
         sql = SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?"
-        return [decode_event(row, self._load) for row in self._all(sql, (*params, limit))]
+        return [self._event(row) for row in self._all(sql, (*params, limit))]

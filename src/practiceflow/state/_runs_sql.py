@@ -10,25 +10,24 @@ from __future__ import annotations
 
 import uuid
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, ClassVar
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._dialect import Connection, Dialect, SQLConnection
 from practiceflow.state._schema import (
     COUNT_START,
     JOURNAL,
     SELECT_RUNS,
     SELECT_STEPS,
-    decode_run,
-    decode_step,
 )
 from practiceflow.state.payload_purge import purge_finished
 from practiceflow.state.rows import (
     RESOLUTIONS,
     RUN_STATUSES,
+    STEP_STATUSES,
     Json,
     Resolution,
     RunRecord,
@@ -38,13 +37,61 @@ from practiceflow.state.rows import (
     StepTransition,
     check_run_transition,
     check_value,
-    json_or_null,
     like_prefix,
 )
-from practiceflow.state.sealing import Sealer
-from practiceflow.state.steps import StepChange, encode_step_change, fold_step_changes
+from practiceflow.state.run_leases import SELECT_LEASE, RunLease
+from practiceflow.state.sealing import Sealer, json_or_null
+from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
 
 __all__ = ["SQLRuns"]
+
+
+def _decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
+    """The record of a runs row, columns as in :data:`SELECT_RUNS`."""
+    return RunRecord(
+        row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
+        load.load_time(row[6]), load.load_time(row[7]), load.load_json(row[8]), int(row[9]),
+        row[10],
+    )  # fmt: skip
+
+
+def _decode_step(row: Sequence[Any], load: Dialect) -> StepRecord:
+    """The record of a steps row, columns as in :data:`SELECT_STEPS`."""
+    return StepRecord(
+        row[0], row[1], row[2], load.load_json(row[3]), load.load_json(row[4]),
+        load.load_json(row[5]), int(row[6]), load.load_time(row[7]), load.load_time(row[8]),
+        load.maybe_time(row[9]), row[10], load.maybe_time(row[11]), row[12],
+    )  # fmt: skip
+
+
+def _encode_step_change(
+    change: StepChange, where: str, seal: Callable[[Json, str], Json]
+) -> dict[str, str | None]:
+    """A move's fields as JSON text (``None`` stays SQL NULL), checked first, each sealed
+    by ``seal`` (the store's, ``sealing.py``).
+
+    Raises:
+        BugError: an unknown status or field, or a value that is not JSON.
+    """
+    check_value("step status", change.target, STEP_STATUSES)
+    for name in change.fields:
+        check_value("step field", name, STEP_FIELDS)
+    return {
+        name: json_or_null(seal(value, f"{name} of {where}"), where)
+        for name, value in change.fields.items()
+    }
+
+
+def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
+    """The lease of a run as ``db``'s transaction sees it, or None."""
+    row = db.execute(SELECT_LEASE, (run_id,)).fetchone()
+    if row is None:
+        return None
+    load = db.dialect.load_time
+    return RunLease(
+        str(row[0]), str(row[1]), str(row[2]), int(row[3]), str(row[4]),
+        load(row[5]), load(row[6]),
+    )  # fmt: skip
 
 
 class SQLRuns:
@@ -65,6 +112,20 @@ class SQLRuns:
 
     @abstractmethod
     def _stamp(self, value: datetime | None, what: str) -> Any: ...
+
+    @abstractmethod
+    def _join(
+        self, begin: Callable[[], AbstractContextManager[Connection]]
+    ) -> AbstractContextManager[SQLConnection]: ...
+
+    @abstractmethod
+    def _statement(self) -> AbstractContextManager[Connection]: ...
+
+    @abstractmethod
+    def _in_atomic(self) -> bool: ...
+
+    @abstractmethod
+    def now(self) -> datetime: ...
 
     # --- runs -----------------------------------------------------------------------------
 
@@ -120,7 +181,7 @@ class SQLRuns:
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""
         row = self._one(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
-        return None if row is None else decode_run(row, self._load)
+        return None if row is None else _decode_run(row, self._load)
 
     def list_runs(
         self,
@@ -163,7 +224,7 @@ class SQLRuns:
             SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
             (*given.values(), limit),
         )
-        return [decode_run(row, self._load) for row in rows]
+        return [_decode_run(row, self._load) for row in rows]
 
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
         """Change a run's status; ``error`` says why it failed or is in doubt.
@@ -238,7 +299,7 @@ class SQLRuns:
 
     def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
         where = f"run {run_id} step {step_id!r}"
-        encoded = [encode_step_change(change, where, self.sealer.seal) for change in changes]
+        encoded = [_encode_step_change(change, where, self.sealer.seal) for change in changes]
         now = self._stamp(None, "updated_at")
         stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
         with self._write(durable=any(change.durable for change in changes)) as db:
@@ -282,12 +343,12 @@ class SQLRuns:
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """One step's journal entry, or ``None``."""
         row = self._one(SELECT_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
-        return None if row is None else decode_step(row, self._load)
+        return None if row is None else _decode_step(row, self._load)
 
     def get_steps(self, run_id: str) -> list[StepRecord]:
         """The journal of a run, steps in the order they were first written."""
         rows = self._all(SELECT_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [decode_step(row, self._load) for row in rows]
+        return [_decode_step(row, self._load) for row in rows]
 
     def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
         """Every move of a run's steps (or of one step), oldest first."""
@@ -387,3 +448,65 @@ class SQLRuns:
             target, fields, resolving=True, who=who.strip(), note=note or None, durable=True
         )
         self._change_step(run_id, step_id, change)
+
+    # --- run leases (the table and RunLease: run_leases.py) --------------------------------
+
+    def take_run_lease(self, wanted: RunLease, dead: Callable[[RunLease], bool]) -> RunLease:
+        """Take a run's lease unless a live process holds it: one that has not expired and
+        whose holder is not known dead (``dead``: a process gone from this host).
+
+        Args:
+            wanted: the lease to take (holder and times set).
+            dead: whether another holder is known dead (its process gone).
+
+        Returns:
+            The run's lease now: ``wanted`` when taken, else the live holder's.
+
+        Raises:
+            BugError: unknown run.
+        """
+        with self._write() as db:
+            self._locked_run(db, wanted.run_id)
+            current = _read_lease(db, wanted.run_id)
+            if (
+                current is not None
+                and current.owner != wanted.owner
+                and current.expires_at > self.now()
+                and not dead(current)
+            ):
+                return current
+            dump = db.dialect.dump_time
+            db.execute(
+                "INSERT INTO {p}run_leases (run_id, owner, host, pid, process, taken_at,"
+                " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET"
+                " owner = excluded.owner, host = excluded.host, pid = excluded.pid,"
+                " process = excluded.process, taken_at = excluded.taken_at,"
+                " expires_at = excluded.expires_at",
+                (
+                    wanted.run_id, wanted.owner, wanted.host, wanted.pid, wanted.process,
+                    dump(wanted.taken_at, "taken_at"), dump(wanted.expires_at, "expires_at"),
+                ),
+            )  # fmt: skip
+            return wanted
+
+    def renew_run_lease(self, run_id: str, owner: str, expires_at: datetime) -> bool:
+        """Push a held lease's expiry on; False when ``owner`` no longer holds it."""
+        stamp = self._stamp(expires_at, "expires_at")
+        sql = "UPDATE {p}run_leases SET expires_at = ? WHERE run_id = ? AND owner = ?"
+        with self._write() as db:
+            return db.execute(sql, (stamp, run_id, owner)).rowcount == 1
+
+    def release_run_lease(self, run_id: str, owner: str) -> None:
+        """Give a lease back (nothing happens when ``owner`` no longer holds it)."""
+        sql = "DELETE FROM {p}run_leases WHERE run_id = ? AND owner = ?"
+        with self._write() as db:
+            db.execute(sql, (run_id, owner))
+
+    def run_lease(self, run_id: str) -> RunLease | None:
+        """A run's lease; inside ``atomic()``, read with the run's row locked, so that no
+        other process takes it before the block commits."""
+        locked = self._in_atomic()
+        with self._write() if locked else self._join(self._statement) as db:
+            if locked:
+                self._locked_run(db, run_id)
+            return _read_lease(db, run_id)

@@ -16,16 +16,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from practiceflow.errors import ConfigError
-from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._dialect import SQLConnection
 from practiceflow.state._heartbeats_sql import HEARTBEATS_MIGRATION
 from practiceflow.state.pending_writes import PENDING_WRITES_MIGRATION
-from practiceflow.state.rows import (
-    EventRecord,
-    PracticeCounts,
-    RunRecord,
-    StepRecord,
-    SubscriptionRecord,
-)
+from practiceflow.state.rows import PracticeCounts
 from practiceflow.state.run_leases import LEASE_TABLE
 from practiceflow.state.run_retries import RUN_RETRIES_MIGRATION
 
@@ -338,40 +332,6 @@ SELECT_STEPS: Final = (
 )
 
 
-def decode_event(row: Sequence[Any], load: Dialect) -> EventRecord:
-    """The record of an events row, columns as in :data:`SELECT_EVENTS`."""
-    return EventRecord(
-        row[0], row[1], row[2], row[3], load.load_json(row[4]), row[5],
-        load.load_time(row[6]), load.maybe_time(row[7]),
-    )  # fmt: skip
-
-
-def decode_subscription(row: Sequence[Any], load: Dialect) -> SubscriptionRecord:
-    """The record of a subscriptions row, columns as in :data:`SELECT_SUBSCRIPTIONS`."""
-    return SubscriptionRecord(
-        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-        load.load_time(row[8]), load.load_time(row[9]),
-    )  # fmt: skip
-
-
-def decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
-    """The record of a runs row, columns as in :data:`SELECT_RUNS`."""
-    return RunRecord(
-        row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
-        load.load_time(row[6]), load.load_time(row[7]), load.load_json(row[8]), int(row[9]),
-        row[10],
-    )  # fmt: skip
-
-
-def decode_step(row: Sequence[Any], load: Dialect) -> StepRecord:
-    """The record of a steps row, columns as in :data:`SELECT_STEPS`."""
-    return StepRecord(
-        row[0], row[1], row[2], load.load_json(row[3]), load.load_json(row[4]),
-        load.load_json(row[5]), int(row[6]), load.load_time(row[7]), load.load_time(row[8]),
-        load.maybe_time(row[9]), row[10], load.maybe_time(row[11]), row[12],
-    )  # fmt: skip
-
-
 # --- writing rows ------------------------------------------------------------------------------
 
 JOURNAL: Final = (
@@ -412,7 +372,7 @@ COUNT_START: Final = (
 
 
 def insert_events(rows: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
-    """The one INSERT of a batch of :func:`~practiceflow.state.rows.event_rows`, and its
+    """The one INSERT of a batch of events (``StateStore.record_events``), and its
     parameters. ``DO NOTHING`` without a target covers both unique keys, the event id and
     the signature, within the batch too; ``RETURNING`` names the rows inserted."""
     values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(rows))

@@ -6,7 +6,8 @@ that changes something is one committed transaction: when it returns, the change
 a crash.
 
 :class:`StateStore` holds the statements and their rules (the runs and step journals in
-``_runs_sql.py``, recipe versions in ``_versions_sql.py``, the attention table in
+``_runs_sql.py``, polling cursors and request counts in ``_cursors_sql.py``, recipe
+versions in ``_versions_sql.py``, the attention table in
 ``_attention_sql.py``, previewed writes in ``pending_writes.py``); a subclass gives it a
 database: its ``Dialect`` (what differs in the SQL text and in the values, ``_dialect.py``)
 and its connections and transactions (:meth:`StateStore._transaction`,
@@ -40,6 +41,7 @@ from typing import Any, ClassVar, Self
 
 from practiceflow.errors import BugError
 from practiceflow.state._attention_sql import SQLAttention
+from practiceflow.state._cursors_sql import SQLCursors
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection
 from practiceflow.state._heartbeats_sql import SQLHeartbeats
 from practiceflow.state._runs_sql import SQLRuns
@@ -52,8 +54,6 @@ from practiceflow.state._schema import (
     UPSERT_TEST_ASKED,
     UPSERT_TEST_DELIVERY,
     count_by_practice,
-    decode_event,
-    decode_subscription,
     insert_events,
 )
 from practiceflow.state._versions_sql import SQLVersions
@@ -62,7 +62,6 @@ from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,
     SUBSCRIPTION_STATUSES,
     Clock,
-    CursorState,
     EventRecord,
     Json,
     NewEvent,
@@ -71,19 +70,86 @@ from practiceflow.state.rows import (
     SubscriptionRecord,
     SubscriptionStatus,
     check_value,
-    event_rows,
-    first_occurrences,
-    to_json,
 )
-from practiceflow.state.run_leases import RunLease, drop_lease, read_lease, renew_lease, take_lease
 from practiceflow.state.run_retries import SQLRunRetries
-from practiceflow.state.sealing import Sealer
+from practiceflow.state.sealing import Sealer, to_json
 
 __all__ = ["StateStore"]
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _event_rows(
+    events: Sequence[NewEvent],
+    stamp: Callable[[datetime | None, str], Any],
+    seal: Callable[[Json, str], Json],
+) -> list[tuple[Any, ...]]:
+    """The rows a store inserts for :meth:`~practiceflow.state.StateStore.record_events`.
+
+    Args:
+        events: the events, in order.
+        stamp: the store's encoding of a time (``None``: its now).
+        seal: the store's sealing of a stored JSON value (``sealing.py``).
+
+    Returns:
+        ``(practice, source, event_key, event_id, signature, payload JSON, received_at)``
+        for each event.
+
+    Raises:
+        BugError: a payload is not JSON.
+    """
+    return [
+        (
+            event.practice,
+            event.source,
+            event.event_key,
+            event.event_id,
+            event.signature,
+            to_json(seal(event.payload, f"payload of event {event.event_id}"), "a sealed payload"),
+            stamp(event.received_at, "received_at"),
+        )
+        for event in events
+    ]
+
+
+def _first_occurrences(
+    rows: Sequence[tuple[Any, ...]], inserted: Iterable[tuple[Any, ...]]
+) -> list[bool]:
+    """Which rows of a batch ``INSERT ... ON CONFLICT DO NOTHING`` were recorded.
+
+    Args:
+        rows: the rows of :func:`_event_rows`, in order.
+        inserted: ``(practice, source, event_id)`` of each row the database returned.
+
+    Returns:
+        ``True`` for a row the database inserted: the first row of the batch with its key
+        (a later row with the same key was a duplicate of it).
+    """
+    remaining = set(inserted)
+    answers: list[bool] = []
+    for row in rows:
+        key = (row[0], row[1], row[3])
+        answers.append(key in remaining)
+        remaining.discard(key)
+    return answers
+
+
+def _decode_event(row: Sequence[Any], load: Dialect) -> EventRecord:
+    """The record of an events row, columns as in :data:`SELECT_EVENTS`."""
+    return EventRecord(
+        row[0], row[1], row[2], row[3], load.load_json(row[4]), row[5],
+        load.load_time(row[6]), load.maybe_time(row[7]),
+    )  # fmt: skip
+
+
+def _decode_subscription(row: Sequence[Any], load: Dialect) -> SubscriptionRecord:
+    """The record of a subscriptions row, columns as in :data:`SELECT_SUBSCRIPTIONS`."""
+    return SubscriptionRecord(
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+        load.load_time(row[8]), load.load_time(row[9]),
+    )  # fmt: skip
 
 
 @dataclass
@@ -95,7 +161,13 @@ class _Atomic:
 
 
 class StateStore(
-    PendingWriteStore, SQLAttention, SQLHeartbeats, SQLVersions, SQLRuns, SQLRunRetries
+    PendingWriteStore,
+    SQLAttention,
+    SQLCursors,
+    SQLHeartbeats,
+    SQLVersions,
+    SQLRuns,
+    SQLRunRetries,
 ):
     """Durable state of triggers and runs; see the package docstring for what it holds.
 
@@ -236,6 +308,10 @@ class StateStore(
             finally:
                 self._local.atomic = None
 
+    def _in_atomic(self) -> bool:
+        """Whether this thread is inside an :meth:`atomic` block."""
+        return getattr(self._local, "atomic", None) is not None
+
     def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
         with self._join(self._statement) as db:
             return db.execute(sql, params).fetchone()
@@ -291,13 +367,17 @@ class StateStore(
         Returns:
             For each event, in order, ``True`` when recorded, ``False`` when seen.
         """
-        rows = event_rows(events, self._stamp, self.sealer.seal)
+        rows = _event_rows(events, self._stamp, self.sealer.seal)
         if not rows:
             return []
         sql, params = insert_events(rows)
         with self._write(durable=True) as db:
             inserted = db.execute(sql, params).fetchall()
-        return first_occurrences(rows, inserted)
+        return _first_occurrences(rows, inserted)
+
+    def _event(self, row: Sequence[Any]) -> EventRecord:
+        """An events row as a record (columns as in ``SELECT_EVENTS``), its payload opened."""
+        return _decode_event(row, self._load)
 
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None
@@ -316,7 +396,7 @@ class StateStore(
             SELECT_EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
             (practice, source, event_id),
         )
-        return None if row is None else decode_event(row, self._load)
+        return None if row is None else self._event(row)
 
     def pending_events(
         self, practice: str, limit: int = 100, *, source: str | None = None
@@ -335,7 +415,7 @@ class StateStore(
             SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?",
             (*params, limit),
         )
-        return [decode_event(row, self._load) for row in rows]
+        return [self._event(row) for row in rows]
 
     def mark_event_handled(
         self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
@@ -369,56 +449,6 @@ class StateStore(
         with self._write() as db:
             sql = "DELETE FROM {p}events WHERE handled_at IS NOT NULL AND received_at < ?"
             return db.execute(sql, (cutoff,)).rowcount
-
-    # --- polling cursors ------------------------------------------------------------------
-
-    def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
-        """The cursor with its boundary keys, or ``None`` before the first poll."""
-        key = (practice, trigger_key)
-        where = " WHERE practice = ? AND trigger_key = ?"
-        # One snapshot: the value and its keys belong together.
-        with self._join(lambda: self._transaction(snapshot=True)) as db:
-            row = db.execute("SELECT value, updated_at FROM {p}cursors" + where, key).fetchone()
-            if row is None:
-                return None
-            keys = db.execute("SELECT dedupe_key FROM {p}cursor_keys" + where, key).fetchall()
-        boundary = frozenset(str(k[0]) for k in keys)
-        return CursorState(practice, trigger_key, row[0], boundary, self.dialect.load_time(row[1]))
-
-    def get_cursor(self, practice: str, trigger_key: str) -> str | None:
-        """The cursor value, or ``None`` before the first poll."""
-        state = self.get_cursor_state(practice, trigger_key)
-        return None if state is None else state.value
-
-    def set_cursor(
-        self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
-    ) -> None:
-        """Move the cursor, in one transaction with its boundary keys.
-
-        When ``value`` is the stored one, ``boundary_keys`` are added to those already
-        kept (more records handled at the same ``lastUpdated``); when it differs, they
-        replace them. Call it only after the events up to ``value`` are handled.
-        """
-        key = (practice, trigger_key)
-        where = " WHERE practice = ? AND trigger_key = ?"
-        stamp = self._stamp(None, "updated_at")
-        with self._write() as db:
-            # The cursor may not exist yet (no row to lock): a lock on its key.
-            self._lock(db, f"cursor\0{practice}\0{trigger_key}")
-            row = db.execute("SELECT value FROM {p}cursors" + where, key).fetchone()
-            if row is not None and row[0] != value:
-                db.execute("DELETE FROM {p}cursor_keys" + where, key)
-            db.execute(
-                "INSERT INTO {p}cursors (practice, trigger_key, value, updated_at)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key)"
-                " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                (*key, value, stamp),
-            )
-            db.executemany(
-                "INSERT INTO {p}cursor_keys (practice, trigger_key, dedupe_key) VALUES (?, ?, ?)"
-                " ON CONFLICT DO NOTHING",
-                [(*key, dedupe_key) for dedupe_key in boundary_keys],
-            )
 
     # --- webhook subscriptions ------------------------------------------------------------
 
@@ -494,7 +524,7 @@ class StateStore(
     def _subscription(self, row: Any) -> SubscriptionRecord:
         """A subscriptions row as a record, its secret opened (one stored before secrets
         were sealed is its plain text)."""
-        record = decode_subscription(row, self._load)
+        record = _decode_subscription(row, self._load)
         if record.secret.startswith("{"):
             return replace(record, secret=self.sealer.open(json.loads(record.secret)))
         return record
@@ -550,71 +580,6 @@ class StateStore(
             self.dialect.maybe_time(None if row is None else row[2]),
             None if row is None else row[3],
         )
-
-    # --- run leases (run_leases.py) -----------------------------------------------------
-
-    def take_run_lease(self, wanted: RunLease, dead: Callable[[RunLease], bool]) -> RunLease:
-        """Take a run's lease unless a live process holds it (``state/run_leases.py``).
-
-        Args:
-            wanted: the lease to take (holder and times set).
-            dead: whether another holder is known dead (its process gone).
-
-        Returns:
-            The run's lease now: ``wanted`` when taken, else the live holder's.
-
-        Raises:
-            BugError: unknown run.
-        """
-        with self._write() as db:
-            self._locked_run(db, wanted.run_id)
-            return take_lease(db, wanted, self.now(), dead)
-
-    def renew_run_lease(self, run_id: str, owner: str, expires_at: datetime) -> bool:
-        """Push a held lease's expiry on; False when ``owner`` no longer holds it."""
-        with self._write() as db:
-            return renew_lease(db, run_id, owner, self._stamp(expires_at, "expires_at"))
-
-    def release_run_lease(self, run_id: str, owner: str) -> None:
-        """Give a lease back (nothing happens when ``owner`` no longer holds it)."""
-        with self._write() as db:
-            drop_lease(db, run_id, owner)
-
-    def run_lease(self, run_id: str) -> RunLease | None:
-        """A run's lease; inside :meth:`atomic`, read with the run's row locked, so that
-        no other process takes it before the block commits."""
-        locked = getattr(self._local, "atomic", None) is not None
-        with self._write() if locked else self._join(self._statement) as db:
-            if locked:
-                self._locked_run(db, run_id)
-            return read_lease(db, run_id)
-
-    # --- rate budget bookkeeping ----------------------------------------------------------
-
-    def record_request(self, practice: str, at: datetime | None = None) -> None:
-        """Count one request sent with a practice's credentials (for reports)."""
-        self.record_requests(practice, [self.now() if at is None else at])
-
-    def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
-        """Count several requests, sent at ``times``, in one commit (see ``RequestLog``)."""
-        rows = [(practice, self._stamp(at, "at")) for at in times]
-        if rows:
-            with self._write() as db:
-                db.executemany("INSERT INTO {p}requests (practice, at) VALUES (?, ?)", rows)
-
-    def request_counts(self, practice: str, since: datetime) -> int:
-        """How many requests were recorded for a practice at or after ``since``."""
-        row = self._one(
-            "SELECT count(*) FROM {p}requests WHERE practice = ? AND at >= ?",
-            (practice, self.dialect.dump_time(since, "since")),
-        )
-        return int(row[0])
-
-    def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
-        """Forget request records older than ``older_than``; returns how many."""
-        cutoff = self._stamp(self.now() - older_than, "older_than")
-        with self._write() as db:
-            return db.execute("DELETE FROM {p}requests WHERE at < ?", (cutoff,)).rowcount
 
     # --- operations ---------------------------------------------------------------------
 

@@ -39,13 +39,9 @@ from practiceflow.errors import BugError, ConfigError, StoreError
 from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect
 from practiceflow.state._sql import StateStore
-from practiceflow.state.file_identity import StoreUnusable, check_identity, file_identity
-from practiceflow.state.rows import (
-    Clock,
-    from_json,
-    from_utc,
-    to_utc,
-)
+from practiceflow.state.file_identity import StateFileGone, StoreUnusable
+from practiceflow.state.rows import Clock, from_utc, to_utc
+from practiceflow.state.sealing import from_json
 
 _SCHEME: Final = "sqlite"
 _DEFAULT_BUSY_TIMEOUT_MS: Final = 10_000
@@ -102,6 +98,43 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
     return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
 
 
+#: A file's device and inode.
+_FileIdentity = tuple[int, int]
+
+
+def _file_identity(path: Path) -> _FileIdentity | None:
+    """The device and inode ``path`` names now, or None when it names nothing."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _check_identity(path: Path, opened: _FileIdentity | None) -> None:
+    """Raise when ``path`` no longer names the file opened as ``opened``.
+
+    Args:
+        path: the state file's path.
+        opened: its device and inode when the store opened it (None: not known).
+
+    Raises:
+        StateFileGone: the path names no file, or another one.
+    """
+    if opened is None:
+        return
+    now = _file_identity(path)
+    if now == opened:
+        return
+    what = "was deleted" if now is None else "was replaced by another file"
+    message = (
+        f"state database {path} {what} while this process had it open; nothing more is "
+        "recorded or acknowledged (deliveries get 503 and are retried by the sender). "
+        "Restore the file, or start again to use the new one"
+    )
+    raise StateFileGone(message)
+
+
 class SQLiteStore(StateStore):
     """The state store in one SQLite file (WAL; durable commits fsynced, see the module).
 
@@ -132,7 +165,7 @@ class SQLiteStore(StateStore):
         self._lock_connections = threading.Lock()
         self._closed = False
         self._create_private_file()
-        self._opened = file_identity(self.path)  # checked before every use (file_identity.py)
+        self._opened = _file_identity(self.path)  # checked before every use
         try:
             self._migrate()
         except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
@@ -221,7 +254,7 @@ class SQLiteStore(StateStore):
         return StoreError(message)
 
     def _conn(self) -> sqlite3.Connection:
-        check_identity(self.path, self._opened)
+        _check_identity(self.path, self._opened)
         try:
             return self._open_conn()
         except sqlite3.OperationalError as exc:
@@ -269,7 +302,7 @@ class SQLiteStore(StateStore):
             try:
                 yield connection
                 if not snapshot:
-                    check_identity(self.path, self._opened)  # never commit into a lost file
+                    _check_identity(self.path, self._opened)  # never commit into a lost file
                 connection.execute("COMMIT")
             except BaseException:
                 # Also when COMMIT itself fails: never leave the connection mid-transaction.

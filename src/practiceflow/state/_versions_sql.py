@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from practiceflow.state._dialect import Dialect, SQLConnection
-from practiceflow.state.rows import Json, VersionRecord, json_or_null
-from practiceflow.state.sealing import Sealer
+from practiceflow.state.rows import Json, VersionRecord
+from practiceflow.state.sealing import Sealer, json_or_null
 
 __all__ = ["SQLVersions"]
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from practiceflow.state.rows import Json, to_json
+from practiceflow.state.rows import Json
+from practiceflow.state.sealing import to_json
 
 if TYPE_CHECKING:
     from practiceflow.state._dialect import Dialect, SQLConnection

@@ -8,8 +8,7 @@ store (SQLite and PostgreSQL) refuses the same illegal moves.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Literal, TypeAlias, get_args
@@ -41,15 +40,9 @@ __all__ = [
     "SubscriptionRecord",
     "SubscriptionStatus",
     "check_run_transition",
-    "check_step_transition",
     "check_value",
-    "event_rows",
-    "first_occurrences",
-    "from_json",
     "from_utc",
-    "json_or_null",
     "like_prefix",
-    "to_json",
     "to_utc",
 ]
 
@@ -364,29 +357,6 @@ def check_value(what: str, value: str, valid: tuple[str, ...]) -> None:
         raise BugError(message)
 
 
-def check_step_transition(
-    run_id: str, step_id: str, current: StepStatus | None, target: StepStatus
-) -> None:
-    """Refuse a step move that the journal's rules forbid.
-
-    Raises:
-        BugError: the move is illegal, such as ``succeeded -> sent``.
-    """
-    allowed = STEP_TRANSITIONS[current]
-    if target not in allowed:
-        where = "(new)" if current is None else current
-        hint = (
-            "; settle it with resolve_step (who and why are recorded)"
-            if current in RESOLVABLE
-            else ""
-        )
-        message = (
-            f"run {run_id} step {step_id!r}: cannot go from {where} to {target}; "
-            f"valid next states are {sorted(allowed)}{hint}"
-        )
-        raise BugError(message)
-
-
 def check_run_transition(run_id: str, current: RunStatus, target: RunStatus) -> None:
     """Refuse a run status change that the rules forbid (staying put is fine).
 
@@ -419,88 +389,6 @@ def to_utc(value: datetime, what: str = "datetime") -> str:
 def from_utc(text: str) -> datetime:
     """Decode a time written by :func:`to_utc`."""
     return datetime.fromisoformat(text).astimezone(UTC)
-
-
-def to_json(value: Json, what: str) -> str:
-    """Encode a payload, request, output or error, with sorted keys.
-
-    The text is ASCII (``\\uXXXX`` escapes): a lone surrogate (a name cut inside an emoji
-    by a UTF-16 service, or rendered by a template) is kept losslessly, where UTF-8 text
-    could not carry it into SQLite, PostgreSQL or the sealing key.
-
-    Raises:
-        BugError: ``value`` cannot be represented as JSON.
-    """
-    try:
-        return json.dumps(value, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        message = f"{what} is not JSON: {exc}"
-        raise BugError(message) from exc
-
-
-def json_or_null(value: Json, what: str) -> str | None:
-    """Encode a JSON column; ``None`` is stored as SQL NULL (see :func:`to_json`)."""
-    return None if value is None else to_json(value, what)
-
-
-def from_json(text: str | None) -> Json:
-    """Decode a value written by :func:`to_json` (``None`` stays ``None``)."""
-    return None if text is None else json.loads(text)
-
-
-def event_rows(
-    events: Sequence[NewEvent],
-    stamp: Callable[[datetime | None, str], Any],
-    seal: Callable[[Json, str], Json],
-) -> list[tuple[Any, ...]]:
-    """The rows a store inserts for :meth:`~practiceflow.state.StateStore.record_events`.
-
-    Args:
-        events: the events, in order.
-        stamp: the store's encoding of a time (``None``: its now).
-        seal: the store's sealing of a stored JSON value (``sealing.py``).
-
-    Returns:
-        ``(practice, source, event_key, event_id, signature, payload JSON, received_at)``
-        for each event.
-
-    Raises:
-        BugError: a payload is not JSON.
-    """
-    return [
-        (
-            event.practice,
-            event.source,
-            event.event_key,
-            event.event_id,
-            event.signature,
-            to_json(seal(event.payload, f"payload of event {event.event_id}"), "a sealed payload"),
-            stamp(event.received_at, "received_at"),
-        )
-        for event in events
-    ]
-
-
-def first_occurrences(
-    rows: Sequence[tuple[Any, ...]], inserted: Iterable[tuple[Any, ...]]
-) -> list[bool]:
-    """Which rows of a batch ``INSERT ... ON CONFLICT DO NOTHING`` were recorded.
-
-    Args:
-        rows: the rows of :func:`event_rows`, in order.
-        inserted: ``(practice, source, event_id)`` of each row the database returned.
-
-    Returns:
-        ``True`` for a row the database inserted: the first row of the batch with its key
-        (a later row with the same key was a duplicate of it).
-    """
-    remaining = set(inserted)
-    answers: list[bool] = []
-    for row in rows:
-        key = (row[0], row[1], row[3])
-        answers.append(key in remaining)
-        remaining.discard(key)
-    return answers
 
 
 @dataclass(frozen=True)

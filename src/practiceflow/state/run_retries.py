@@ -23,7 +23,8 @@ from datetime import datetime
 from typing import Any, Final
 
 from practiceflow.state._dialect import Dialect, SQLConnection
-from practiceflow.state.rows import Json, json_or_null
+from practiceflow.state.rows import Json
+from practiceflow.state.sealing import json_or_null
 
 __all__ = ["RUN_RETRIES_MIGRATION", "RunRetry", "SQLRunRetries"]
 

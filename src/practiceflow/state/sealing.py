@@ -1,4 +1,5 @@
-"""Stored payloads sealed with a key the user controls (Fernet, from ``cryptography``).
+"""How the store writes a JSON value: its text (:func:`to_json`), sealed with a key the
+user controls (Fernet, from ``cryptography``).
 
 Every JSON value the state store writes (event payloads, rendered requests, step outputs
 and errors, run origins and errors, the step journal's details) may hold a client's
@@ -25,10 +26,19 @@ from typing import Any, Final
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from practiceflow.errors import ConfigError
-from practiceflow.state.rows import to_json
+from practiceflow.errors import BugError, ConfigError
+from practiceflow.state.rows import Json
 
-__all__ = ["KEY_ENV", "KEY_FILE_ENV", "MARK", "Sealer", "is_sealed"]
+__all__ = [
+    "KEY_ENV",
+    "KEY_FILE_ENV",
+    "MARK",
+    "Sealer",
+    "from_json",
+    "is_sealed",
+    "json_or_null",
+    "to_json",
+]
 
 KEY_ENV: Final = "PRACTICEFLOW_STATE_KEY"
 KEY_FILE_ENV: Final = "PRACTICEFLOW_STATE_KEY_FILE"
@@ -36,6 +46,33 @@ KEY_FILE_ENV: Final = "PRACTICEFLOW_STATE_KEY_FILE"
 MARK: Final = "$enc"
 #: Keys of a sealed object kept in clear: never personal, and queried in SQL.
 _PLAIN_KEYS: Final = ("source",)
+
+
+def to_json(value: Json, what: str) -> str:
+    """Encode a payload, request, output or error, with sorted keys.
+
+    The text is ASCII (``\\uXXXX`` escapes): a lone surrogate (a name cut inside an emoji
+    by a UTF-16 service, or rendered by a template) is kept losslessly, where UTF-8 text
+    could not carry it into SQLite, PostgreSQL or the sealing key.
+
+    Raises:
+        BugError: ``value`` cannot be represented as JSON.
+    """
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        message = f"{what} is not JSON: {exc}"
+        raise BugError(message) from exc
+
+
+def json_or_null(value: Json, what: str) -> str | None:
+    """Encode a JSON column; ``None`` is stored as SQL NULL (see :func:`to_json`)."""
+    return None if value is None else to_json(value, what)
+
+
+def from_json(text: str | None) -> Json:
+    """Decode a value written by :func:`to_json` (``None`` stays ``None``)."""
+    return None if text is None else json.loads(text)
 
 
 def is_sealed(value: Any) -> bool:

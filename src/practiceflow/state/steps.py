@@ -6,33 +6,48 @@ journal), the checks of a sequence of moves, and what a store writes for them
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
 from practiceflow.errors import BugError
-from practiceflow.state.rows import (
-    RESOLVABLE,
-    STEP_STATUSES,
-    Json,
-    StepStatus,
-    check_step_transition,
-    check_value,
-    json_or_null,
-)
+from practiceflow.state.rows import RESOLVABLE, STEP_TRANSITIONS, Json, StepStatus
 
 __all__ = [
     "STEP_FIELDS",
     "StepChange",
     "StepWrite",
     "check_step_changes",
-    "encode_step_change",
+    "check_step_transition",
     "fold_step_changes",
 ]
 
 #: The JSON fields of a step a move may set.
 STEP_FIELDS: Final = ("request", "output", "error")
+
+
+def check_step_transition(
+    run_id: str, step_id: str, current: StepStatus | None, target: StepStatus
+) -> None:
+    """Refuse a step move that the journal's rules forbid.
+
+    Raises:
+        BugError: the move is illegal, such as ``succeeded -> sent``.
+    """
+    allowed = STEP_TRANSITIONS[current]
+    if target not in allowed:
+        where = "(new)" if current is None else current
+        hint = (
+            "; settle it with resolve_step (who and why are recorded)"
+            if current in RESOLVABLE
+            else ""
+        )
+        message = (
+            f"run {run_id} step {step_id!r}: cannot go from {where} to {target}; "
+            f"valid next states are {sorted(allowed)}{hint}"
+        )
+        raise BugError(message)
 
 
 @dataclass(frozen=True)
@@ -203,21 +218,3 @@ def fold_step_changes(
         row = (run_id, step_id, origin, change.target, stamp, change.who, change.note, detail)
         journal.append(row)
     return StepWrite(columns, sends, journal)
-
-
-def encode_step_change(
-    change: StepChange, where: str, seal: Callable[[Json, str], Json]
-) -> dict[str, str | None]:
-    """A move's fields as JSON text (``None`` stays SQL NULL), checked first, each sealed
-    by ``seal`` (the store's, ``sealing.py``).
-
-    Raises:
-        BugError: an unknown status or field, or a value that is not JSON.
-    """
-    check_value("step status", change.target, STEP_STATUSES)
-    for name in change.fields:
-        check_value("step field", name, STEP_FIELDS)
-    return {
-        name: json_or_null(seal(value, f"{name} of {where}"), where)
-        for name, value in change.fields.items()
-    }

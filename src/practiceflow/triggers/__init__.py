@@ -11,6 +11,8 @@ This package owns turning trigger modules (``triggers/*.yaml``) into events for 
   list, each with its own filter, dedupe and cursor;
 * :mod:`.cadence` and :mod:`.practice_polls`: a practice's polls on adaptive intervals (up to
   each recipe's ``max_delay``), tied together so that a change anywhere speeds them all up;
+* :mod:`.downtime`: whether a trigger can catch up on a downtime of ``serve`` (a poll
+  source), and what ``plan`` and ``triggers list`` say of it;
 * :mod:`.modes`: ``auto``, ``webhook``, ``poll`` and ``both``, and :func:`build_trigger`.
 
 Every event is in the state store before it is acknowledged to its sender; the runner

@@ -160,10 +160,6 @@ class PracticePolls:
             for members in group_members(target.member for target in targets)
         ]
 
-    def activity(self) -> None:
-        """A change or a webhook delivery: every poll of the practice goes fastest."""
-        self.cadence.activity()
-
     def wake_all(self) -> None:
         """Wake every :meth:`ScheduledPoll.wait_due` (to stop)."""
         for group in self.groups:

@@ -7,7 +7,8 @@ one and on which subscription, so it does not need a marker:
 * before sending ``/test``, :func:`note_asked` records the time on the subscription's
   health row in the state store (``test_asked_at``: a fact of the subscription, kept as
   long as its health, not a cursor), and the answer's event id when the answer carries one;
-* the receiver asks :func:`classify` about each verified delivery on that subscription:
+* the receiver asks :func:`classify` about each verified delivery on that subscription
+  (with the subscription's health, which the receiver reads from the store):
   a delivery with a known marker (``isTest``), or with the event id the ``/test`` answer
   gave, is the test delivery (acknowledged, never run); while a test without an id is
   awaited (:data:`AWAIT_TEST` after asking), any other delivery is **held** as
@@ -27,11 +28,11 @@ among what needs attention.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from practiceflow.hooks import tolerant
-from practiceflow.state import StateStore
+from practiceflow.state import StateStore, SubscriptionHealth
 
 __all__ = [
     "AWAIT_TEST",
@@ -79,19 +80,19 @@ def _release(store: StateStore, practice: str, trigger: str, delivery_id: str) -
 
 
 def classify(
-    store: StateStore,
-    practice: str,
-    trigger: str,
+    health: SubscriptionHealth,
+    now: datetime,
     event_id: str,
     body: Any,
     mapped: bool,
 ) -> tuple[bool, str | None]:
-    """Tell a test delivery, an unrecognised one and an event apart.
+    """Tell a test delivery, an unrecognised one and an event apart (from what the store
+    says of the subscription: the caller reads it, this only decides).
 
     Args:
-        store: the state store.
-        practice: the subscription's practice.
-        trigger: the subscription's trigger.
+        health: the subscription's health (``StateStore.subscription_health``): when a
+            test was asked for, and its event id.
+        now: the store's time.
         event_id: the delivery's ``X-Svc-Event-Id``.
         body: the parsed body.
         mapped: whether the trigger's mapping found a record key in it.
@@ -102,12 +103,11 @@ def classify(
     """
     if looks_like_test(body):
         return True, None
-    health = store.subscription_health(practice, trigger)
     when = health.test_asked_at
     if when is not None:
         if event_id == health.test_event_id:
             return True, None
-        awaited = store.now() - when <= AWAIT_TEST
+        awaited = now - when <= AWAIT_TEST
         if awaited and health.test_event_id is None:
             reason = (
                 "arrived while a test delivery without an event id was awaited: it may be "

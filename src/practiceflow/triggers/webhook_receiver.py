@@ -302,8 +302,9 @@ class Receiver:
             key, data = binding.spec.to_event(payload, headers, binding.options, delivery_id)
         # A trigger with a record key that found none could not map the delivery.
         mapped = binding is None or binding.spec.id is None or key != DELIVERY_PREFIX + delivery_id
+        health = self.store.subscription_health(practice, name)
         test, unrecognised = tests_asked.classify(
-            self.store, practice, name, delivery_id, payload, mapped
+            health, self.store.now(), delivery_id, payload, mapped
         )
         if unrecognised is not None:
             logger.warning(

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from practiceflow.cli.runs import serve
 from practiceflow.cli.worker import worker
 from practiceflow.errors import ConfigError
-from practiceflow.netaddr import parse_listen
 from practiceflow.service.intake import listen_address
+from practiceflow.service.netaddr import parse_listen
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,124 @@
+"""Polling cursors and the count of requests sent, in SQL, mixed into ``StateStore``.
+
+A cursor moves in one transaction with its boundary keys (the dedupe keys of the records
+handled at the cursor's ``lastUpdated``); the request counts are what budget reports read.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+from practiceflow.state._dialect import Connection, Dialect, SQLConnection
+from practiceflow.state.rows import CursorState
+
+__all__ = ["SQLCursors"]
+
+
+class SQLCursors:
+    """The cursor and request-count methods of the store on the store's connections."""
+
+    dialect: ClassVar[Dialect]
+
+    @abstractmethod
+    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
+
+    @abstractmethod
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+
+    @abstractmethod
+    def _stamp(self, value: datetime | None, what: str) -> Any: ...
+
+    @abstractmethod
+    def _join(
+        self, begin: Callable[[], AbstractContextManager[Connection]]
+    ) -> AbstractContextManager[SQLConnection]: ...
+
+    @abstractmethod
+    def _transaction(
+        self, *, durable: bool = False, snapshot: bool = False
+    ) -> AbstractContextManager[Connection]: ...
+
+    @abstractmethod
+    def _lock(self, db: SQLConnection, key: str) -> None: ...
+
+    @abstractmethod
+    def now(self) -> datetime: ...
+
+    def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
+        """The cursor with its boundary keys, or ``None`` before the first poll."""
+        key = (practice, trigger_key)
+        where = " WHERE practice = ? AND trigger_key = ?"
+        # One snapshot: the value and its keys belong together.
+        with self._join(lambda: self._transaction(snapshot=True)) as db:
+            row = db.execute("SELECT value, updated_at FROM {p}cursors" + where, key).fetchone()
+            if row is None:
+                return None
+            keys = db.execute("SELECT dedupe_key FROM {p}cursor_keys" + where, key).fetchall()
+        boundary = frozenset(str(k[0]) for k in keys)
+        return CursorState(practice, trigger_key, row[0], boundary, self.dialect.load_time(row[1]))
+
+    def get_cursor(self, practice: str, trigger_key: str) -> str | None:
+        """The cursor value, or ``None`` before the first poll."""
+        state = self.get_cursor_state(practice, trigger_key)
+        return None if state is None else state.value
+
+    def set_cursor(
+        self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
+    ) -> None:
+        """Move the cursor, in one transaction with its boundary keys.
+
+        When ``value`` is the stored one, ``boundary_keys`` are added to those already
+        kept (more records handled at the same ``lastUpdated``); when it differs, they
+        replace them. Call it only after the events up to ``value`` are handled.
+        """
+        key = (practice, trigger_key)
+        where = " WHERE practice = ? AND trigger_key = ?"
+        stamp = self._stamp(None, "updated_at")
+        with self._write() as db:
+            # The cursor may not exist yet (no row to lock): a lock on its key.
+            self._lock(db, f"cursor\0{practice}\0{trigger_key}")
+            row = db.execute("SELECT value FROM {p}cursors" + where, key).fetchone()
+            if row is not None and row[0] != value:
+                db.execute("DELETE FROM {p}cursor_keys" + where, key)
+            db.execute(
+                "INSERT INTO {p}cursors (practice, trigger_key, value, updated_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key)"
+                " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (*key, value, stamp),
+            )
+            db.executemany(
+                "INSERT INTO {p}cursor_keys (practice, trigger_key, dedupe_key) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                [(*key, dedupe_key) for dedupe_key in boundary_keys],
+            )
+
+    # --- requests sent ------------------------------------------------------------------
+
+    def record_request(self, practice: str, at: datetime | None = None) -> None:
+        """Count one request sent with a practice's credentials (for reports)."""
+        self.record_requests(practice, [self.now() if at is None else at])
+
+    def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
+        """Count several requests, sent at ``times``, in one commit (see ``RequestLog``)."""
+        rows = [(practice, self._stamp(at, "at")) for at in times]
+        if rows:
+            with self._write() as db:
+                db.executemany("INSERT INTO {p}requests (practice, at) VALUES (?, ?)", rows)
+
+    def request_counts(self, practice: str, since: datetime) -> int:
+        """How many requests were recorded for a practice at or after ``since``."""
+        row = self._one(
+            "SELECT count(*) FROM {p}requests WHERE practice = ? AND at >= ?",
+            (practice, self.dialect.dump_time(since, "since")),
+        )
+        return int(row[0])
+
+    def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
+        """Forget request records older than ``older_than``; returns how many."""
+        cutoff = self._stamp(self.now() - older_than, "older_than")
+        with self._write() as db:
+            return db.execute("DELETE FROM {p}requests WHERE at < ?", (cutoff,)).rowcount
