@@ -290,6 +290,8 @@ def _fire(sandbox: str, plan: list[Any], fired: dict[str, float], stop_at: float
             for _ in range(count):
                 sequence[number] += 1
                 pool.submit(one, number, sequence[number])
+    # The window lasts its length even when nothing is planned (--speedup 0).
+    time.sleep(max(0.0, stop_at - time.time()))
 
 
 def _event_to_write(store: PostgresStore, fired: dict[str, float]) -> list[float]:
