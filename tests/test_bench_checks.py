@@ -4,6 +4,7 @@ and exits instead (its figures would be NaN or describe work that never happened
 from __future__ import annotations
 
 import importlib.util
+import random
 from pathlib import Path
 from types import ModuleType
 
@@ -53,3 +54,10 @@ def test_a_bench_whose_runs_fail_names_why_instead_of_printing_figures(
     expected: list[str],
 ) -> None:
     assert _bench().run_failures(statuses, pending, fired, writes, polls) == expected
+
+
+@pytest.mark.parametrize(("speedup", "fires"), [(0.0, False), (5.0, True)])
+def test_speedup_zero_plans_no_event_for_a_polls_only_run(speedup: float, fires: bool) -> None:
+    plan = _bench()._schedule(200, 600.0, speedup, random.Random(1))
+
+    assert bool(plan) is fires

@@ -49,6 +49,7 @@ from practiceflow.fleet.schedule import Due
 
 __all__ = [
     "DELETE_JOBS",
+    "FETCH_EVERY_S",
     "FLEET_CONTEXT_KEY",
     "KEEP_ENDED_JOBS_H",
     "NAMESPACE",
@@ -76,6 +77,11 @@ FLEET_CONTEXT_KEY: Final = "fleet"
 DELETE_JOBS: Final = "successful"
 #: Hours a job that failed, was cancelled or aborted is kept (``prune_jobs``).
 KEEP_ENDED_JOBS_H: Final = 24 * 7
+#: Seconds between the worker's looks for jobs that became due (procrastinate's
+#: ``fetch_job_polling_interval``). A job queued for later (:func:`postpone`: a practice
+#: whose slots were all taken, a burst of its events) wakes no worker when its time comes:
+#: without a look this often it waits for the next job queued, or procrastinate's 5 s.
+FETCH_EVERY_S: Final = 0.5
 
 
 class FleetJobs(Protocol):

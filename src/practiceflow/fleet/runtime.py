@@ -41,6 +41,7 @@ from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import BugError, ConfigError, PracticeflowError
 from practiceflow.fleet.cursor_cache import CursorCache
 from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig
+from practiceflow.fleet.http_session import http_connections, settle_environment
 from practiceflow.fleet.owned_budget import BudgetLedger
 from practiceflow.fleet.owned_runtime import OwnedPractices, leased_budget, poll_client
 from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, FleetJobs, defer_event
@@ -155,7 +156,8 @@ class Fleet(OwnedPractices):
         metrics: where answers are counted and poll lags recorded (``/metrics``).
         budget_connections: connections of the one pool every practice's shared budget
             counts through (about one per job running at once); as many HTTP connections
-            per host are kept open for the practices' clients.
+            per host are kept open for the practices' clients, twice as many when the
+            replica also polls in-process (``owned``: see :func:`http_connections`).
         slots_per_practice: jobs of one practice this replica runs at once; more wait
             (see :meth:`slot`), so that one practice's slow answers or spent budget never
             take every thread of the replica.
@@ -205,7 +207,7 @@ class Fleet(OwnedPractices):
             name="practiceflow-budgets",
         )
         # One pool of HTTP connections for every practice (see the module docstring).
-        self.connections = PoolManager(maxsize=max(2, budget_connections), block=False)
+        self.connections = PoolManager(maxsize=http_connections(budget_connections, owned))
         self.cursors = CursorCache(store) if owned else None
         self.ledger = BudgetLedger(self._budget_pool) if owned else None
         self.defer_app: procrastinate.App | None = None
@@ -223,6 +225,7 @@ class Fleet(OwnedPractices):
                     )
                 count = _uncounted if metrics is None else metrics.counter(_fixed(name))
                 session = counted_session(count, connections=self.connections)
+                settle_environment(session, settings.base_url)  # read once, not per request
                 client = practice.client(budget, environ, settings=settings, session=session)
                 recipes = []
                 for path in practice.recipes:

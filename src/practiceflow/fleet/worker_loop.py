@@ -26,6 +26,7 @@ import procrastinate
 import psycopg
 
 from practiceflow.errors import StoreError
+from practiceflow.fleet.queue import FETCH_EVERY_S
 
 __all__ = ["run_worker"]
 
@@ -106,7 +107,8 @@ async def run_worker(
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
-    options = {**options, "concurrency": concurrency}
+    # A postponed job is looked for as soon as it is due (queue.FETCH_EVERY_S).
+    options = {"fetch_job_polling_interval": FETCH_EVERY_S, **options, "concurrency": concurrency}
     lost_at: float | None = None
     wait = _FIRST_WAIT
     while not stopping.is_set():

@@ -209,15 +209,27 @@ def near_misses(schema: Any, data: Any, path: JsonPath = ()) -> list[tuple[JsonP
             continue
         if schema.get("additionalProperties") is False or not isinstance(key, str):
             continue  # the schema itself refuses it, with its own message
-        # Two edits for longer names, one for names of up to four letters (``code`` and
-        # ``mode`` are both real words; ``mutte`` is a typo of ``mute``).
-        close = sorted(
-            (_edits(key.lower(), name.lower()), name) for name in declared if len(name) > 2
-        )
-        if close and close[0][0] <= (1 if len(close[0][1]) <= 4 else 2):
-            message = f"unknown field {key!r}; did you mean {close[0][1]!r}?"
-            found.append(((*path, key), message))
+        match = _near_miss(key, tuple(name for name in declared if isinstance(name, str)))
+        if match is not None:
+            found.append(((*path, key), f"unknown field {key!r}; did you mean {match!r}?"))
     return found
+
+
+@lru_cache(maxsize=4096)
+def _near_miss(key: str, declared: tuple[str, ...]) -> str | None:
+    """The declared name ``key`` is a near miss of, or None (remembered: an API's answers
+    bring the same unknown keys every time, each checked against every declared name)."""
+    # Two edits for longer names, one for names of up to four letters (``code`` and
+    # ``mode`` are both real words; ``mutte`` is a typo of ``mute``). A name three or
+    # more letters longer or shorter is three edits away or more: never close enough.
+    close = sorted(
+        (_edits(key.lower(), name.lower()), name)
+        for name in declared
+        if len(name) > 2 and abs(len(name) - len(key)) <= 2
+    )
+    if close and close[0][0] <= (1 if len(close[0][1]) <= 4 else 2):
+        return close[0][1]
+    return None
 
 
 def _shown(value: Any) -> str:
