@@ -38,7 +38,7 @@ def test_a_bad_address_names_the_option_the_value_and_an_example(text: str) -> N
     )
 
 
-_RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "proposal_to_bill_and_eform.yaml"
+_RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "proposal_to_bill_and_eform.yaml"
 _WORKER = ["--fleet", "fleet.yaml", "--state", "postgresql://127.0.0.1:1/pf"]
 
 

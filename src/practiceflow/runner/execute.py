@@ -35,12 +35,7 @@ from practiceflow.budget import Priority, priority
 from practiceflow.errors import BugError
 from practiceflow.hooks import ClientLike
 from practiceflow.runner.journal import RunJournal, StepTaken
-from practiceflow.runner.quarantine import (
-    QUARANTINE_AFTER,
-    Progress,
-    is_quarantined,
-    quarantine_error,
-)
+from practiceflow.runner.quarantine import QUARANTINE_AFTER, is_quarantined, quarantine_error
 from practiceflow.runner.run_lease import keeping, known_dead, lease_for
 from practiceflow.runner.run_retry import after_run
 from practiceflow.runner.step_executor import (
@@ -305,7 +300,7 @@ class Runner:
             self.client,
             context,
             stop=self.stop,
-            on_point=Progress(self.store, run, self._point),
+            on_point=self._progress(run),
             sleep=self._sleep,
         )
         log = {"run": run_id, "recipe": recipe.name, "event": run.event_id}
@@ -334,6 +329,21 @@ class Runner:
         not counted towards quarantine (the process stopped in order)."""
         self.store.uncount_start(run.run_id)
         return RunOutcome(run.run_id, run.event_id, "running", created)
+
+    def _progress(self, run: RunRecord) -> JournalPoint:
+        """The journal points of this start, passed on to ``on_point``; the first step
+        this start completes takes back the run's earlier unended starts, so a run an
+        operator kills while it goes on is not quarantined (:mod:`.quarantine`)."""
+        earlier = run.starts > 0
+
+        def point(label: str) -> None:
+            nonlocal earlier
+            if earlier and label.startswith("done:"):
+                earlier = False
+                self.store.forgive_starts(run.run_id)
+            self._point(label)
+
+        return point
 
     def _quarantine(self, run: RunRecord, created: bool, handled: EventRecord | None) -> RunOutcome:
         """Hold a run started too often without ending, instead of starting it again."""

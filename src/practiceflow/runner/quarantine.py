@@ -18,20 +18,24 @@ and its event marked handled, in one commit. It is listed as needing attention
 The count is in the store, not in a process, so a run whose every start kills the process
 is quarantined when the restarted service comes to it the next time, instead of killing
 that process too: no crash loop.
+
+An operator's kill is told from a crash by progress: the first step a start completes
+takes back the run's earlier unended starts (the runner's ``_progress``), so only starts
+in a row that completed no step count. A run killed three times at the very same
+unfinished step still looks like a crash; ``runs retry`` releases it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
-from practiceflow.state import RunRecord, StateStore
+from practiceflow.state import RunRecord
 
 __all__ = [
     "QUARANTINED",
     "QUARANTINE_AFTER",
     "VERSION_HELD",
-    "Progress",
     "is_quarantined",
     "quarantine_error",
     "quarantine_reason",
@@ -87,26 +91,3 @@ def quarantine_error(run: RunRecord) -> dict[str, Any]:
         f"or give it up with 'practiceflow runs cancel {run.run_id} --reason TEXT'"
     )
     return {"kind": QUARANTINED, "reason": reason, "starts": run.starts, "last_error": last}
-
-
-class Progress:
-    """A run's journal points, passed on; the first step this start completes takes back
-    the run's earlier unended starts (see the module docstring).
-
-    Args:
-        store: the state store.
-        run: the run as loaded before this start was counted.
-        then: called with every label (the runner's own ``on_point``).
-    """
-
-    def __init__(self, store: StateStore, run: RunRecord, then: Callable[[str], None]) -> None:
-        self._store = store
-        self._run_id = run.run_id
-        self._earlier = run.starts > 0
-        self._then = then
-
-    def __call__(self, label: str) -> None:
-        if self._earlier and label.startswith("done:"):
-            self._earlier = False
-            self._store.forgive_starts(self._run_id)
-        self._then(label)
