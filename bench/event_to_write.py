@@ -95,8 +95,8 @@ def main() -> None:
             path.write_text(RECIPE, encoding="utf-8")
             recipe = validate_recipe(path, registry=load_modules(), can_write=True)
             with open_store(str(Path(folder) / "state.db")) as store:
-                options = ServeOptions(public_url="local", idle=600.0)
-                service = serve([recipe], store, client, client_id, options)
+                serve_options = ServeOptions(public_url="local", idle=600.0)
+                service = serve([recipe], store, client, client_id, serve_options)
                 runner = service.runners[0]
                 thread = threading.Thread(target=service.run, name="bench-serve", daemon=True)
                 thread.start()
