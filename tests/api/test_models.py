@@ -25,7 +25,7 @@ from practiceflow.api import (
     WebhookSubscribeRequest,
     WebhookSubscription,
 )
-from practiceflow.api.models import ApiModel
+from practiceflow.api.resource_models import ApiModel
 
 KEY = "3f2b8c1e-6d4a-4e8b-9a51-2c7d0e9f1a23"
 
@@ -176,7 +176,7 @@ def test_client_posts_models_by_alias(rsps: Any, client: Any) -> None:
 
 def test_fields_spelled_in_another_letter_case_are_read_and_extras_kept() -> None:
     # Spec 2.4 spells billingID and billingId; a service may add fields at any time.
-    from practiceflow.api.models import EntitySummary
+    from practiceflow.api.resource_models import EntitySummary
 
     row = EntitySummary.model_validate(
         {"entityKey": "5114e089-47cd-4e89-9966-cab520339605", "entityTypeId": 3, "brandNew": 1}

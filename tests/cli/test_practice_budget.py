@@ -15,7 +15,7 @@ from practiceflow.budget.rate_budget import RateLimits, budget_table
 from practiceflow.budget.sqlite_bucket import SQLiteBudgetBucket
 from practiceflow.cli import cli
 from practiceflow.errors import RateLimitError
-from practiceflow.service.practice_budget import practice_budget
+from practiceflow.service.state_location import practice_budget
 from practiceflow.testing import SandboxHandle
 
 RECIPE = """\

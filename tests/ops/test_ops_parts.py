@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from practiceflow.budget.rate_budget import RateBudget, RateLimits
 from practiceflow.ops import OpsMetrics, OpsPractice, OpsServer, counted_session, window_use
-from practiceflow.service.attention import record_subscription_doubt
+from practiceflow.service.needs_person import record_subscription_doubt
 from practiceflow.state import SQLiteStore, StateStore
 
 API = "http://127.0.0.1:9/anz/api/v1/groups/list"

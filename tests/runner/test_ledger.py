@@ -11,7 +11,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from practiceflow.cli import cli
-from practiceflow.service.attention import close_by_evidence, list_gap
+from practiceflow.service.needs_person import close_by_evidence, list_gap
 from practiceflow.state import StateStore, open_store
 from practiceflow.triggers.base import envelope
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from practiceflow.cli.triggers import COMMANDS
-from practiceflow.service.attention import record_subscription_doubt
+from practiceflow.service.needs_person import record_subscription_doubt
 from practiceflow.state import SQLiteStore
 from practiceflow.triggers import Receiver, serve_receiver
 

@@ -13,7 +13,7 @@ from practiceflow.cli.runs import runs
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.service.attention import needs_person
+from practiceflow.service.needs_person import needs_person
 from practiceflow.state import open_store
 from versions._support import make_folder
 

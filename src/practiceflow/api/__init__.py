@@ -9,7 +9,7 @@ models of the resources the spec names.
 Modules, one concern each:
 
 * :mod:`~practiceflow.api.config`: settings from arguments, environment, profile file
-* :mod:`~practiceflow.api.auth`: the masked :class:`Secret`, header and HTTP Basic
+* :mod:`~practiceflow.api.auth_methods`: the masked :class:`Secret`, header and HTTP Basic
   authentication
 * :mod:`~practiceflow.api.params`: query values, ``lastUpdated`` as UTC
 * :mod:`practiceflow.budget`: the rate budget (pyrate-limiter) and ``Retry-After``
@@ -18,15 +18,17 @@ Modules, one concern each:
 * :mod:`~practiceflow.api.paging`: pages and items of list endpoints
 * :mod:`~practiceflow.api.client`: :class:`Client`, the send loop, downloads
 * :mod:`~practiceflow.api.wire`: result types and conversions around one request
-* :mod:`~practiceflow.api.models`: the resource models
+* :mod:`~practiceflow.api.resource_models`: the resource models
 """
 
 from __future__ import annotations
 
-from practiceflow.api.auth import Secret
+from practiceflow.api.auth_methods import Secret
 from practiceflow.api.client import ApiResponse, Client, Download
 from practiceflow.api.config import Settings, load_settings
-from practiceflow.api.models import (
+from practiceflow.api.paging import Page
+from practiceflow.api.params import to_utc_param
+from practiceflow.api.resource_models import (
     Address,
     ApiModel,
     Bill,
@@ -47,8 +49,6 @@ from practiceflow.api.models import (
     WebhookSubscribeRequest,
     WebhookSubscription,
 )
-from practiceflow.api.paging import Page
-from practiceflow.api.params import to_utc_param
 from practiceflow.api.retry import RetryPolicy
 from practiceflow.budget.rate_budget import RateBudget, RateLimits, RateLimitStatus
 

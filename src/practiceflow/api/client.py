@@ -2,7 +2,7 @@
 
 :class:`Client` sends one request at a time through the rate budget
 (:mod:`practiceflow.budget.rate_budget`), authenticates with exactly one method
-(:mod:`practiceflow.api.auth`), retries by the rules of :mod:`practiceflow.api.retry`,
+(:mod:`practiceflow.api.auth_methods`), retries by the rules of :mod:`practiceflow.api.retry`,
 turns error answers into :mod:`practiceflow.errors` exceptions, pages lists
 (:mod:`practiceflow.api.paging`) and streams downloads to disk.
 
@@ -28,11 +28,11 @@ from typing import Any, Final, Self
 import requests
 
 from practiceflow import __version__
-from practiceflow.api.auth import make_auth, mask_headers, reject_credential_headers
+from practiceflow.api.auth_methods import make_auth, mask_headers, reject_credential_headers
 from practiceflow.api.config import AuthMethodName, Settings, load_settings
-from practiceflow.api.models import CredentialCheck
 from practiceflow.api.paging import Page, iter_items, iter_pages
 from practiceflow.api.params import encode_params, utc_now
+from practiceflow.api.resource_models import CredentialCheck
 from practiceflow.api.retry import RetryPolicy, is_read, refused_before_sending
 from practiceflow.api.wire import (
     UNSENDABLE,

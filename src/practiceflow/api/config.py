@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
-from practiceflow.api.auth import Secret
+from practiceflow.api.auth_methods import Secret
 from practiceflow.errors import ConfigError
 from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 

@@ -1,6 +1,6 @@
 """``practiceflow attention``: what needs a person, listed and settled.
 
-Entries of the attention table (:mod:`practiceflow.service.attention`): gaps nobody could
+Entries of the attention table (:mod:`practiceflow.service.needs_person`): gaps nobody could
 prove complete, subscriptions in doubt, deliveries held without running. ``runs list
 --status in_doubt`` lists them too, after the runs held in doubt.
 """
@@ -18,9 +18,9 @@ from rich.table import Table
 from practiceflow.cli.common import terminal
 from practiceflow.cli.state import open_state, state_option
 from practiceflow.errors import ConfigError
-from practiceflow.service.attention import find_entry, label, settle, settle_command
+from practiceflow.service.needs_person import find_entry, label, settle, settle_command
 from practiceflow.state import StateStore
-from practiceflow.state.attention import ATTENTION_KINDS, AttentionRecord
+from practiceflow.state.attention_rows import ATTENTION_KINDS, AttentionRecord
 
 __all__ = ["COMMANDS", "attention", "entry_json", "entry_or_fail", "open_entry_rows"]
 

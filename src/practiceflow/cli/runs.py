@@ -54,8 +54,8 @@ from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import detail
 from practiceflow.runner.run_lease import RunDrivenElsewhere
 from practiceflow.runner.run_retry import retry_json, retry_line
-from practiceflow.service.attention import label, needs_person
 from practiceflow.service.loop import Service
+from practiceflow.service.needs_person import label, needs_person
 from practiceflow.state.payload_purge import FINISHED
 from practiceflow.state.request_log import RequestLog
 from practiceflow.versions import load_version, rebuild, short

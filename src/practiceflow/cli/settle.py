@@ -14,9 +14,9 @@ import click
 
 from practiceflow.cli.state import open_state, run_or_fail, state_option
 from practiceflow.errors import ConfigError
-from practiceflow.service.attention import find_entry, label, settle, settle_command
+from practiceflow.service.needs_person import find_entry, label, settle, settle_command
 from practiceflow.state import RunRecord, StateStore
-from practiceflow.state.attention import AttentionRecord
+from practiceflow.state.attention_rows import AttentionRecord
 from practiceflow.state.runids import find_run
 
 __all__ = ["cancel", "resolve"]

@@ -32,15 +32,15 @@ import click
 from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_settings, build_client
 from practiceflow.errors import ConfigError
-from practiceflow.service.attention import find_entry, label, settle_command
-from practiceflow.service.practice_budget import (
+from practiceflow.service.needs_person import find_entry, label, settle_command
+from practiceflow.service.state_location import (
     DEFAULT_STATE,
     practice_budget,
     sqlite_file,
     state_target,
 )
 from practiceflow.state import RunRecord, StateStore, open_store
-from practiceflow.state.attention import AttentionRecord
+from practiceflow.state.attention_rows import AttentionRecord
 from practiceflow.state.runids import MIN_PREFIX, find_run
 
 __all__ = [

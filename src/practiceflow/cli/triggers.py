@@ -17,7 +17,7 @@ import click
 
 from practiceflow.cli.common import ApiOptions, api_options, build_client, json_option
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
-from practiceflow.service.attention import close_subscription_doubt
+from practiceflow.service.needs_person import close_subscription_doubt
 from practiceflow.triggers import (
     Poller,
     SubscriptionManager,

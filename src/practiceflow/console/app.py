@@ -51,7 +51,7 @@ from practiceflow.console.security import (
     Guard,
 )
 from practiceflow.errors import PracticeflowError
-from practiceflow.service.attention import settle
+from practiceflow.service.needs_person import settle
 from practiceflow.state import RESOLUTIONS, RUN_STATUSES
 from practiceflow.state.runids import AmbiguousRunId, find_run
 

@@ -23,7 +23,7 @@ from practiceflow.runner import ValidRecipe
 from practiceflow.runner.plan import plan
 from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import brief, detail
-from practiceflow.service.attention import label, settle_command
+from practiceflow.service.needs_person import label, settle_command
 from practiceflow.state import RUN_STATUSES, RunRecord, RunStatus, StateStore, StepRecord
 from practiceflow.state.runids import find_run
 from practiceflow.versions import VersionUnavailable, load_version, rebuild, short

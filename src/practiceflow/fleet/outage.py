@@ -20,7 +20,7 @@ When none did, the window from the last sign of life to now is a **known gap** f
 whole fleet, handled as ``serve`` handles its own downtime (:mod:`practiceflow.service.gaps`),
 with the same rows and the same sweep. For each practice, each trigger it receives by
 webhook that the fleet cannot read back by polling gets a gap entry of the attention table
-(:func:`~practiceflow.service.attention.list_gap`, "every worker of the fleet was down"):
+(:func:`~practiceflow.service.needs_person.list_gap`, "every worker of the fleet was down"):
 
 * ``checking`` when its module declares a sweep (``poll.sweep``): this replica sweeps the
   window in the background (:class:`~practiceflow.service.sweep.GapSweep`, at the lowest
@@ -54,8 +54,8 @@ from typing import Any, Final
 import psycopg
 
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime
-from practiceflow.service.attention import list_gap
 from practiceflow.service.heartbeat import Heartbeat, last_alive, mark_alive
+from practiceflow.service.needs_person import list_gap
 from practiceflow.service.sweep import GapSweep, can_sweep
 from practiceflow.state.heartbeats import WHOLE_FLEET
 from practiceflow.triggers import definition

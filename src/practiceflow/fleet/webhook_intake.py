@@ -18,7 +18,7 @@ unsubscribe`` removes it when the whole fleet goes away.
 
 A subscription in doubt (an earlier subscribe got no answer) is not repeated and stops
 nothing else: under the same lock it is listed once as needing attention
-(:func:`~practiceflow.service.attention.record_subscription_doubt`), and a trigger with a poll
+(:func:`~practiceflow.service.needs_person.record_subscription_doubt`), and a trigger with a poll
 source is polled every ``poll_every`` instead (:meth:`.Fleet.poll_instead`).
 """
 
@@ -33,7 +33,7 @@ import psycopg
 from practiceflow.errors import InDoubtError
 from practiceflow.fleet.queue import defer_event, make_app
 from practiceflow.fleet.runtime import Fleet
-from practiceflow.service.attention import close_subscription_doubt, record_subscription_doubt
+from practiceflow.service.needs_person import close_subscription_doubt, record_subscription_doubt
 from practiceflow.state import SubscriptionRecord
 from practiceflow.triggers import TriggerEvent
 from practiceflow.triggers.subscriptions import SubscriptionInDoubt, SubscriptionManager

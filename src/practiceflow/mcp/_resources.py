@@ -6,7 +6,7 @@ Static resources:
   read through the desk (so masked like a read tool's result);
 * ``practiceflow://runs/recent``: the latest runs, newest first;
 * ``practiceflow://runs/held``: the runs waiting for a person (the definition of
-  ``runs list`` and the console, :mod:`practiceflow.service.attention`), each with its held
+  ``runs list`` and the console, :mod:`practiceflow.service.needs_person`), each with its held
   steps and why;
 * ``practiceflow://budget``: the requests the practice sent in each window of its rate
   budget, against the practice's limits and the assistant's share.
@@ -33,7 +33,7 @@ from practiceflow.engine.masking import mask_output, mask_secrets
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import ActionModule
 from practiceflow.mcp._desk import WriteDesk
-from practiceflow.service.attention import label, needs_person, open_entries, settle_command
+from practiceflow.service.needs_person import label, needs_person, open_entries, settle_command
 from practiceflow.state import RunRecord, StepRecord
 
 __all__ = [

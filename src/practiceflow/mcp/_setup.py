@@ -16,7 +16,7 @@ from practiceflow.mcp._desk import WriteDesk
 from practiceflow.mcp._resources import ASSISTANT_LIMITS
 from practiceflow.mcp._server import build_server
 from practiceflow.runner import ValidRecipe
-from practiceflow.service.practice_budget import practice_budget
+from practiceflow.service.state_location import practice_budget
 from practiceflow.state import StateStore
 
 __all__ = ["ASSISTANT_LIMITS", "assistant_budget", "build_mcp"]

@@ -4,7 +4,7 @@ windows nobody was listening, with what proved them complete.
 Read from the state store only (``practiceflow audit completeness``): the events received
 since a moment (by webhook, by a poll, or recovered by a sweep after a downtime:
 :mod:`.sweep`), the runs of those events, and the gap entries of the attention table
-(:mod:`.attention`). Counts:
+(:mod:`practiceflow.service.needs_person`). Counts:
 
 * ``seen``: events stored (test deliveries and deliveries held without running apart:
   ``held``);
@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from practiceflow.state import EventRecord, StateStore
-from practiceflow.state.attention import AttentionRecord
+from practiceflow.state.attention_rows import AttentionRecord
 
 __all__ = ["TriggerLedger", "completeness"]
 

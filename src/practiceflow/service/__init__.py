@@ -12,11 +12,11 @@ the benches and your own program are its callers. The package owns the process's
 * :mod:`.gaps`, :mod:`.sweep`, :mod:`.silence`: no silent gaps (heartbeat, downtime listed,
   sweeps that close gaps by evidence, quiet webhooks checked; what a trigger can do about
   a downtime is the trigger's: :mod:`practiceflow.triggers.downtime`);
-* :mod:`.attention`: the one writer of what needs a person;
+* :mod:`.needs_person`: the one writer of what needs a person;
 * :mod:`.lease`: one ``serve`` per SQLite state file;
 * :mod:`.early_listen`: the receiver's socket bound before the command's slow imports
   (standard library only: importing this package stays light, the rest loads on use);
-* :mod:`.practice_budget`: where a command's store is, and the practice's budget beside it.
+* :mod:`.state_location`: where a command's store is, and the practice's budget beside it.
 
     >>> from practiceflow.service import ServeOptions, serve
     >>> service = serve(recipes, store, client, practice, ServeOptions())  # doctest: +SKIP

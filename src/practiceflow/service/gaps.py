@@ -14,7 +14,7 @@ not say how long it retries). For every trigger of the recipes being served:
 * any other trigger (``eform_submitted``: there is no list of submitted forms) gets a gap
   entry that needs a person, saying why.
 
-Entries are rows of the attention table (:mod:`practiceflow.service.attention`, its one
+Entries are rows of the attention table (:mod:`practiceflow.service.needs_person`, its one
 writer): ``practiceflow attention list``, ``runs list --status in_doubt``, the console's
 "Needs attention" and ``/metrics`` read them; a person settles one with ``practiceflow
 attention settle ID --note ...``.
@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from practiceflow.service.attention import list_gap
 from practiceflow.service.heartbeat import Heartbeat, last_alive, mark_alive
+from practiceflow.service.needs_person import list_gap
 from practiceflow.service.sweep import can_sweep
 from practiceflow.state import StateStore
 from practiceflow.triggers.definition import TriggerDefinition

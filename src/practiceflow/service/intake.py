@@ -20,7 +20,7 @@ catch-up poller under the same name, which keeps its cursor fresh every
 
 A subscription in doubt (an earlier subscribe got no answer, or the process died while it
 was in flight) is not repeated and stops nothing else: the trigger is listed as needing
-attention (:func:`~practiceflow.service.attention.record_subscription_doubt`), and its catch-up
+attention (:func:`~practiceflow.service.needs_person.record_subscription_doubt`), and its catch-up
 poller, if it has one, polls every ``poll_interval`` seconds instead, so that its events
 still come in (a ``both`` trigger polls anyway).
 """
@@ -39,12 +39,12 @@ from typing import Any
 from practiceflow.budget import Priority, priority
 from practiceflow.errors import InDoubtError, PracticeflowError
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.service.attention import (
+from practiceflow.service.early_listen import bind_listen
+from practiceflow.service.needs_person import (
     close_subscription_doubt,
     list_gap,
     record_subscription_doubt,
 )
-from practiceflow.service.early_listen import bind_listen
 from practiceflow.service.netaddr import LOOPBACK, parse_listen
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow

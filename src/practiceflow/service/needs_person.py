@@ -4,7 +4,7 @@ by ``practiceflow attention list``, ``runs list --status in_doubt``, the console
 
 Two things need a person:
 
-* an **entry** of the attention table (:mod:`practiceflow.state.attention`) that is
+* an **entry** of the attention table (:mod:`practiceflow.state.attention_rows`) that is
   ``open``: a window in which a trigger's events may have been missed and that no sweep
   could prove complete (``gap``), a webhook subscription that may exist on the server
   (``subscription_in_doubt``), a delivery held without running (``unrecognised``), a
@@ -28,7 +28,7 @@ from typing import Any, Final
 from practiceflow.errors import ConfigError
 from practiceflow.runner.quarantine import is_quarantined
 from practiceflow.state import RunRecord, StateStore
-from practiceflow.state.attention import AttentionRecord, AttentionStatus
+from practiceflow.state.attention_rows import AttentionRecord, AttentionStatus
 from practiceflow.state.runids import MIN_PREFIX
 
 __all__ = [

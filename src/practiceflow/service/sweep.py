@@ -34,9 +34,9 @@ from typing import Any, Final
 
 from practiceflow.budget import Priority, priority
 from practiceflow.errors import PracticeflowError
-from practiceflow.service.attention import close_by_evidence, hold_for_person
+from practiceflow.service.needs_person import close_by_evidence, hold_for_person
 from practiceflow.state import StateStore
-from practiceflow.state.attention import AttentionRecord
+from practiceflow.state.attention_rows import AttentionRecord
 from practiceflow.triggers.base import envelope, persist
 from practiceflow.triggers.definition import SweepSource, TriggerDefinition, parse_time
 

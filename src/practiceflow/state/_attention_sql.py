@@ -1,4 +1,4 @@
-"""The attention table in SQL (:mod:`practiceflow.state.attention`), mixed into ``StateStore``."""
+"""The attention table in SQL (:mod:`.attention_rows`), mixed into ``StateStore``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from practiceflow.state._dialect import Dialect, SQLConnection
 from practiceflow.state._schema import SELECT_EVENTS
-from practiceflow.state.attention import (
+from practiceflow.state.attention_rows import (
     ATTENTION_KINDS,
     ATTENTION_STATUSES,
     AttentionKind,

@@ -166,7 +166,7 @@ _V3: Final = ("ALTER TABLE {p}runs ADD COLUMN origin {json}",)
 # A run's starts that did not end (RunRecord.starts): a crash loop is seen across processes.
 _V4: Final = ("ALTER TABLE {p}runs ADD COLUMN starts integer NOT NULL DEFAULT 0",)
 
-# What needs a person, as rows (state/attention.py): the pseudo-runs that held it before
+# What needs a person, as rows (state/attention_rows.py): the pseudo-runs that held it before
 # ("gap: ", "subscription in doubt: ", "unrecognised:") move here, under their run ids.
 _ATTENTION_RUNS: Final = (
     "(substr(recipe, 1, 5) = 'gap: ' OR substr(recipe, 1, 23) = 'subscription in doubt: '"

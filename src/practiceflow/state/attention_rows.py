@@ -11,7 +11,7 @@ An entry is ``checking`` while something the service runs may still settle it by
 evidence (a sweep of a list endpoint over a gap's window), ``open`` while it waits for a
 person, and ``closed`` once settled, with who settled it (a person, or ``sweep`` when
 evidence did), when, and how. The one writer of entries is
-:mod:`practiceflow.service.attention`; this module holds its rows (the store's methods
+:mod:`practiceflow.service.needs_person`; this module holds its rows (the store's methods
 are in ``_attention_sql.py``).
 """
 

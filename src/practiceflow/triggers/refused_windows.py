@@ -5,7 +5,7 @@ receiver answers 503 and the sender retries; but its retries may end before the 
 usable again, and then nothing says that events were missed. So the receiver notes, per
 (practice, trigger), when it first refused one; once a later delivery is stored (the store
 takes writes again) each such window is handed to ``on_window``, which lists it as a gap
-needing attention (:func:`practiceflow.service.attention.list_gap`), like any downtime.
+needing attention (:func:`practiceflow.service.needs_person.list_gap`), like any downtime.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ one and on which subscription, so it does not need a marker:
 A held delivery is stored like a test delivery (the runner acknowledges it without
 running anything) with ``"unrecognised": <reason>`` in its stored envelope, a warning
 names the trigger and the delivery id, and :func:`hold` lists an ``unrecognised`` entry of
-the attention table with the reason (:mod:`practiceflow.service.attention`), so that
+the attention table with the reason (:mod:`practiceflow.service.needs_person`), so that
 ``practiceflow attention list``, ``runs list --status in_doubt`` and the console show it
 among what needs attention.
 """
@@ -74,7 +74,7 @@ def _release(store: StateStore, practice: str, trigger: str, delivery_id: str) -
     """A delivery held while the answer was on its way, proven the test by the answer's id,
     needs no person: its entry is closed with the reason."""
     # Imported here: the runner's package imports the triggers.
-    from practiceflow.service.attention import release_delivery
+    from practiceflow.service.needs_person import release_delivery
 
     release_delivery(store, practice, trigger, delivery_id)
 
@@ -133,7 +133,7 @@ def hold(
     Returns:
         The entry's id (the same one for a repeated delivery).
     """
-    from practiceflow.service.attention import hold_delivery
+    from practiceflow.service.needs_person import hold_delivery
 
     entry_id, created = hold_delivery(store, practice, trigger, event_key, delivery_id, reason)
     if created:
