@@ -1,37 +1,11 @@
 """The one Jinja environment of practiceflow: sandboxed, strict, native, compiled once.
 
-Every template in a module or recipe goes through :func:`compile_template` (at load time) and
-:meth:`CompiledTemplate.render` (at run time). The environment is a
-:class:`jinja2.sandbox.ImmutableSandboxedEnvironment` with :class:`jinja2.StrictUndefined`, no
-autoescape, and these extra guards:
-
-* templates cannot change what they read: ``{{ trigger.update(...) }}`` or
-  ``{{ steps.x.items.append(...) }}`` is refused (the immutable sandbox), so rendering one
-  step can never alter the trigger or another step's output;
-
-* ``range`` is the sandbox's bounded range; the ``lipsum``, ``cycler`` and ``joiner`` globals
-  are removed;
-* attribute access to private or internal attributes (``__class__``...) raises;
-* sizes are bounded (:mod:`practiceflow.templating._limits`): an operation whose result would
-  exceed the limit is refused before it runs; a filter or operator whose operands are all
-  literals (which Jinja folds into a constant) is checked when the template is compiled;
-* what one render does in all (work, text, loop iterations, macro depth) is bounded by a
-  budget per render (:mod:`practiceflow.templating._limits`): every loop, filter, test, call,
-  operator and comparison charges it, and the render is refused once it passes a limit.
-
-Native types: a template that is exactly one expression, such as ``{{ input.amount }}``,
-renders to that expression's Python value (a number stays a number, a list stays a list, a
-string stays a string even when it looks like a number). A template with text around its
-expressions renders to a string.
-
-Trees: :func:`compile_tree` turns a YAML structure whose string leaves are templates into a
-tree that :func:`render_tree` renders. **Omission rule:** a value that renders to ``None`` is
-left out: its key is dropped from a mapping and its item is removed from a list. So
-``email: "{{ input.email | default(None) }}"`` sends no ``email`` at all when the input has
-none. Strings without ``{{``, ``{%`` or ``{#`` are constants and are not rendered.
-
-Filters: ``date`` (UTC ``YYYY-MM-DD``), ``datetime`` (UTC ISO 8601 ending in ``Z``), ``tojson``
-(plain JSON, not HTML-escaped), ``pathseg`` (percent-encode one URL path segment).
+Every template of a module or recipe is compiled by :func:`compile_template` at load time
+and rendered by :meth:`CompiledTemplate.render`. The rules users see (native values, strict
+names, the omission rule of :func:`render_tree`, the filters, the sandbox and its limits)
+are documented once, in ``docs/recipes-reference.md`` ("Templates" and "Limits"); the
+limits are enforced by ``_limits.py`` and ``_bounded.py``, the environment is built in
+``_environment.py``.
 """
 
 from __future__ import annotations
@@ -78,9 +52,6 @@ __all__ = [
     "utcnow",
 ]
 
-#: Longest string, list or tuple that ``*`` may build in a template.
-MAX_REPEAT = budget.MAX_SIZE
-
 _ENV = sandbox.make_environment()
 
 
@@ -90,14 +61,9 @@ def environment() -> SandboxedEnvironment:
 
 
 def add_filter(name: str, func: Callable[..., Any]) -> None:
-    """Add a filter to the shared environment, bounded like the built-in ones.
+    """Add a filter ``name`` to the shared environment, bounded like the built-in ones.
 
-    Its inputs are checked for size and it is charged for what it reads and returns
-    (:mod:`practiceflow.templating._bounded`). A filter of that name already there is kept.
-
-    Args:
-        name: the filter's name in templates.
-        func: the filter.
+    A filter of that name already there is kept.
     """
     _ENV.filters.setdefault(name, bounds.bounded_filters({name: func})[name])
 
@@ -109,14 +75,8 @@ def is_template(text: str) -> bool:
 
 @dataclass(frozen=True)
 class Origin:
-    """Where a template was written, for error messages.
-
-    Attributes:
-        file: the file as the user named it.
-        line: 1-based line of the template's first character (0 when unknown).
-        column: 1-based column (0 when unknown).
-        path: JSON path of the field, such as ``request.body.entityName``.
-    """
+    """Where a template was written, for error messages: file, 1-based line and column of
+    its first character (0 when unknown) and the field's path (``request.body.entityName``)."""
 
     file: str = "<template>"
     line: int = 0
@@ -124,15 +84,7 @@ class Origin:
     path: str = ""
 
     def issue(self, message: str, *, line_offset: int = 0) -> Issue:
-        """Build an :class:`~practiceflow.errors.Issue` located at this origin.
-
-        Args:
-            message: what went wrong.
-            line_offset: lines into the template (0 for its first line).
-
-        Returns:
-            The issue.
-        """
+        """An :class:`~practiceflow.errors.Issue` at this origin, ``line_offset`` lines in."""
         line = self.line + line_offset if self.line else 0
         column = self.column if not line_offset else 0
         return Issue(self.file, line, column, self.path, message)
@@ -140,7 +92,7 @@ class Origin:
 
 @dataclass(frozen=True)
 class _Compiled:
-    """What compiling one source yields; shared between templates with the same source."""
+    """What compiling one source yields (shared by templates with the same source)."""
 
     run: Callable[[Mapping[str, Any]], Any]
     names: frozenset[str]
@@ -149,14 +101,8 @@ class _Compiled:
 
 @dataclass(frozen=True, eq=False)
 class CompiledTemplate:
-    """One compiled template and where it was written.
-
-    Attributes:
-        source: the template text.
-        origin: where it was written.
-        names: top-level names it reads (``input``, ``response``...).
-        attributes: for each name, the first-level attributes it reads (``input.amount``).
-    """
+    """One compiled template, where it was written, the top-level names it reads
+    (``input``...) and per name the first-level attributes it reads (``input.amount``)."""
 
     source: str
     origin: Origin
@@ -165,39 +111,31 @@ class CompiledTemplate:
     _run: Callable[[Mapping[str, Any]], Any]
 
     def render(self, context: Mapping[str, Any]) -> Any:
-        """Render against a context.
-
-        Args:
-            context: the names the template may read.
-
-        Returns:
-            The native value of a single-expression template, else a string.
+        """The native value of a single-expression template, else a string.
 
         Raises:
-            TemplateError: on an undefined name, a sandbox refusal or a failing filter;
-                the issue names the template's file, line and field.
+            TemplateError: on an undefined name, a sandbox refusal or a failing filter,
+                located at the template's file, line and field.
         """
         try:
             with budget.render_budget():
                 return budget.check_size(self._run(context), "the rendered value")
-        except SecurityError as exc:
-            message = f"template {_shown(self.source)} refused by the sandbox: {exc}"
-            raise TemplateError(self._issue(message, exc)) from None
-        except JinjaTemplateError as exc:
-            message = f"template {_shown(self.source)} failed: {exc.message or exc}"
-            raise TemplateError(self._issue(message, exc)) from None
-        except RecursionError as exc:
-            message = f"template {_shown(self.source)} refused: it recurses too deeply"
-            raise TemplateError(self._issue(message, exc)) from None
-        except MemoryError as exc:
-            message = f"template {_shown(self.source)} refused: it ran out of memory"
-            raise TemplateError(self._issue(message, exc)) from None
         except Exception as exc:
-            message = f"template {_shown(self.source)} failed: {type(exc).__name__}: {exc}"
-            raise TemplateError(self._issue(message, exc)) from None
+            message = f"template {_shown(self.source)} {_render_failure(exc)}"
+            issue = self.origin.issue(message, line_offset=_template_line(exc) - 1)
+            raise TemplateError(issue) from None
 
-    def _issue(self, message: str, exc: BaseException) -> Issue:
-        return self.origin.issue(message, line_offset=_template_line(exc) - 1)
+
+def _render_failure(exc: Exception) -> str:
+    if isinstance(exc, SecurityError):
+        return f"refused by the sandbox: {exc}"
+    if isinstance(exc, JinjaTemplateError):
+        return f"failed: {exc.message or exc}"
+    if isinstance(exc, RecursionError):
+        return "refused: it recurses too deeply"
+    if isinstance(exc, MemoryError):
+        return "refused: it ran out of memory"
+    return f"failed: {type(exc).__name__}: {exc}"
 
 
 def _shown(source: str, limit: int = 120) -> str:
@@ -221,15 +159,8 @@ def _template_line(exc: BaseException) -> int:
 def compile_template(source: str, origin: Origin | None = None) -> CompiledTemplate:
     """Compile one template (cached by source).
 
-    Args:
-        source: the template text.
-        origin: where it was written, for error messages.
-
-    Returns:
-        The compiled template.
-
     Raises:
-        TemplateError: on a Jinja syntax error, located at the template's line.
+        TemplateError: a syntax error or a constant over the limits, located at its line.
     """
     where = origin or Origin()
     try:
@@ -311,11 +242,11 @@ _Step = tuple[str | int, bool]  # (key, written as attribute)
 def _with_fast_path(
     expr: nodes.Expr, slow: Callable[[Mapping[str, Any]], Any]
 ) -> Callable[[Mapping[str, Any]], Any]:
-    """Skip Jinja for the commonest shapes: ``{{ a.b.c }}`` and ``{{ a.b | default(K) }}``.
+    """Skip Jinja for ``{{ a.b.c }}`` and ``{{ a.b | default(K) }}``.
 
-    The fast path only indexes plain dicts and lists of data with public keys that are not
-    dict attributes, so it can do nothing the sandbox would refuse; anything else (a missing
-    key without a default included) goes through Jinja, which also words the errors.
+    It only indexes plain dicts and lists with public keys that are not dict attributes, so
+    it can do nothing the sandbox would refuse; anything else goes through Jinja, which also
+    words the errors.
     """
     default: Any = _FALLBACK
     target = expr
@@ -390,25 +321,16 @@ def _references(tree: nodes.Template) -> tuple[frozenset[str], Mapping[str, froz
     """Collect the free names a template reads and, per name, its first-level attributes."""
     names = frozenset(meta.find_undeclared_variables(tree) - set(_ENV.globals))
     attributes: dict[str, set[str]] = {}
-    for node in _walk_lookups(tree):
-        attributes.setdefault(node[0], set()).add(node[1])
-    return names, {name: frozenset(attrs) for name, attrs in attributes.items()}
-
-
-def _walk_lookups(tree: nodes.Node) -> Iterator[tuple[str, str]]:
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
         target = getattr(node, "node", None)
         if not isinstance(target, nodes.Name) or target.ctx != "load":
             continue
+        arg = getattr(node, "arg", None)  # a Getitem's subscript
         if isinstance(node, nodes.Getattr):
-            yield target.name, node.attr
-        elif isinstance(node, nodes.Getitem):
-            arg = node.arg
-            if isinstance(arg, nodes.Const) and isinstance(arg.value, str):
-                yield target.name, arg.value
-
-
-# -- trees -------------------------------------------------------------------------------
+            attributes.setdefault(target.name, set()).add(node.attr)
+        elif isinstance(arg, nodes.Const) and isinstance(arg.value, str):
+            attributes.setdefault(target.name, set()).add(arg.value)
+    return names, {name: frozenset(attrs) for name, attrs in attributes.items()}
 
 
 OriginFor = Callable[[tuple[str | int, ...]], Origin]
@@ -417,16 +339,10 @@ OriginFor = Callable[[tuple[str | int, ...]], Origin]
 def compile_tree(
     value: Any, origin_for: OriginFor, path: tuple[str | int, ...] = ()
 ) -> tuple[Any, list[Issue]]:
-    """Compile every template leaf of a YAML structure.
-
-    Args:
-        value: a dict / list / scalar structure whose string leaves may be templates.
-        origin_for: gives the origin of the leaf at a path (for error locations).
-        path: the path of ``value`` itself.
+    """Compile every template leaf of a YAML structure (``origin_for`` locates a leaf).
 
     Returns:
-        The tree (template leaves replaced by :class:`CompiledTemplate`) and the syntax
-        issues found (every one, not just the first).
+        The tree with :class:`CompiledTemplate` leaves, and every issue found.
     """
     issues: list[Issue] = []
 
@@ -449,14 +365,7 @@ def compile_tree(
 
 
 def iter_templates(tree: Any) -> Iterator[CompiledTemplate]:
-    """Yield every compiled template of a tree, depth first.
-
-    Args:
-        tree: a tree from :func:`compile_tree`.
-
-    Yields:
-        Each template leaf.
-    """
+    """Yield every compiled template of a tree from :func:`compile_tree`, depth first."""
     if isinstance(tree, CompiledTemplate):
         yield tree
     elif isinstance(tree, Mapping):
@@ -468,14 +377,7 @@ def iter_templates(tree: Any) -> Iterator[CompiledTemplate]:
 
 
 def render_tree(tree: Any, context: Mapping[str, Any]) -> Any:
-    """Render a compiled tree; values that render to None are omitted (module docstring).
-
-    Args:
-        tree: a tree from :func:`compile_tree`.
-        context: the names templates may read.
-
-    Returns:
-        Plain data.
+    """Render a compiled tree to plain data; a value that renders to None is left out.
 
     Raises:
         TemplateError: when a template fails; nothing has been sent.

@@ -31,20 +31,6 @@ from practiceflow.templating._limits import (
     size_of,
 )
 
-__all__ = [
-    "bounded_filters",
-    "bounded_tests",
-    "call_name",
-    "check_call",
-    "checked_add",
-    "checked_compare",
-    "checked_mod",
-    "checked_mul",
-    "concat",
-]
-
-# -- operators -----------------------------------------------------------------------------
-
 
 def checked_mul(left: Any, right: Any) -> Any:
     """``*`` refusing a repetition larger than the limit."""
@@ -95,23 +81,13 @@ _COMPARISONS: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
 
 
 def checked_compare(left: Any, op: str, right: Any) -> Any:
-    """A comparison (``==``, ``<``, ``in``...), charged for reading both sides.
-
-    Args:
-        left: the left operand.
-        op: Jinja's name of the operator (``eq``, ``in``, ``notin``...).
-        right: the right operand.
-
-    Returns:
-        The comparison's result.
-    """
+    """``left op right`` (``op`` in Jinja's names: ``eq``, ``in``...), charged for reading
+    both sides."""
     symbol, compare = _COMPARISONS[op]
     check_input(left, f"'{symbol}'")
     check_input(right, f"'{symbol}'")
     return compare(left, right)
 
-
-# -- str.format ----------------------------------------------------------------------------
 
 _DIGITS = re.compile(r"\d+")
 
@@ -129,9 +105,6 @@ def _check_format_string(text: str, what: str) -> None:
             raise LimitError(message)
         for number in _DIGITS.findall(spec):
             refuse_over(what, int(number))
-
-
-# -- methods -------------------------------------------------------------------------------
 
 
 def _padded(self: str | bytes, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
@@ -169,24 +142,9 @@ def call_name(obj: Any) -> str:
 def check_call(
     obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], what: str
 ) -> tuple[Any, ...]:
-    """Check a call a template makes; return its (possibly materialised) arguments.
-
-    The call is charged for reading its arguments and the object it is a method of.
-
-    Args:
-        obj: the callable.
-        args: positional arguments.
-        kwargs: keyword arguments.
-        what: the call as messages name it (:func:`call_name`).
-
-    Returns:
-        The positional arguments to call with (``join``'s iterable is made a list here, so
-        that it is counted and still there for the call).
-
-    Raises:
-        LimitError: when an argument or the result would be too large, or the call would
-            take the render past its budget.
-    """
+    """Check a call a template makes, charged for reading its arguments and the object it
+    is a method of; return the positional arguments to call with (``join``'s iterable made
+    a list here, so that it is counted and still there for the call)."""
     check_inputs((*args, *kwargs.values()), what)
     owner = getattr(getattr(obj, "__wrapped__", obj), "__self__", None)
     charge_length(owner, what)
@@ -214,9 +172,6 @@ def check_call(
         longest = max((len(v) for v in args[0].values() if isinstance(v, str)), default=1)
         refuse_over(name, len(owner) * max(longest, 1))
     return args
-
-
-# -- filters -------------------------------------------------------------------------------
 
 
 def _charged(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
@@ -318,14 +273,7 @@ def concat(*parts: Any) -> str:
 
 
 def bounded_filters(filters: Mapping[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
-    """Wrap every filter of an environment with the limits (module docstring).
-
-    Args:
-        filters: the environment's filters.
-
-    Returns:
-        The wrapped filters (the amplifying ones checked for their result, all for inputs).
-    """
+    """Every filter wrapped with the limits (the amplifying ones checked for their result)."""
     checks: dict[str, Callable[..., None]] = {
         "center": _check_center,
         "format": _check_format,
@@ -348,12 +296,5 @@ def bounded_filters(filters: Mapping[str, Callable[..., Any]]) -> dict[str, Call
 
 
 def bounded_tests(tests: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:
-    """Wrap every test of an environment (``is in``, ``is eq``...): inputs checked and charged.
-
-    Args:
-        tests: the environment's tests.
-
-    Returns:
-        The wrapped tests.
-    """
+    """Every test (``is in``, ``is eq``...) wrapped: inputs checked and charged."""
     return {name: _charged(name, func) for name, func in tests.items()}

@@ -1,16 +1,9 @@
-"""The sandboxed Jinja environment of practiceflow and the rewrites that bound every template.
+"""The sandboxed Jinja environment and the rewrites that bound every template.
 
-Used by :mod:`practiceflow.templating`, which owns the one environment and compiles every
-template through :func:`bound_tree` and :func:`check_constants`:
-
-* :class:`BoundedEnvironment` is Jinja's immutable sandbox whose operators ``*``, ``**``,
-  ``+`` and ``%``, calls, filters and tests check sizes and charge the render's budget
-  (:mod:`practiceflow.templating._bounded`, :mod:`practiceflow.templating._limits`);
-* :func:`bound_tree` rewrites a parsed template so that every loop iterates through the
-  budget (each iteration charged for the size of the loop's body), every macro and
-  ``{% call %}`` body charges its size each time it runs, and every ``~`` and comparison
-  goes through a checked function;
-* :func:`check_constants` refuses at load time a constant operation over the limits.
+:class:`BoundedEnvironment` is Jinja's immutable sandbox whose operators, calls, filters and
+tests check sizes and charge the render's budget; :func:`bound_tree` routes every loop,
+macro body, ``~`` and comparison through the budget; :func:`check_constants` refuses at load
+time a constant operation over the limits (Jinja would fold it when compiling).
 """
 
 from __future__ import annotations
@@ -33,14 +26,6 @@ from practiceflow.templating._filters import (
     filter_pathseg,
     filter_tojson,
 )
-
-__all__ = [
-    "MAX_POWER_BITS",
-    "BoundedEnvironment",
-    "bound_tree",
-    "check_constants",
-    "make_environment",
-]
 
 #: Largest integer, in bits, that ``**`` may build.
 MAX_POWER_BITS = 4096
@@ -131,15 +116,13 @@ def make_environment() -> BoundedEnvironment:
 
 
 def bound_tree(tree: nodes.Template) -> None:
-    """Route every loop, ``~`` and comparison through the size checks and the budget.
+    """Route every loop, ``~`` and comparison of a parsed template (changed in place)
+    through the size checks and the budget.
 
     Each run of a loop's, macro's or ``{% call %}`` block's body is charged its size (its
-    nodes, counted here) by a first statement added to it, so that repeating a long body
-    costs in proportion even when its operations are cheap (a recursive loop's inner runs
-    included, which do not go through the loop's counting iterator).
-
-    Args:
-        tree: a parsed template, changed in place.
+    nodes) by a first statement added to it, so that repeating a long body costs in
+    proportion even when its operations are cheap (a recursive loop's inner runs included,
+    which do not go through the loop's counting iterator).
     """
     blocks: list[nodes.For | nodes.Macro | nodes.CallBlock] = [
         *tree.find_all(nodes.For),
@@ -194,13 +177,8 @@ def _environment_call(name: str, args: list[nodes.Expr], lineno: int) -> nodes.C
 def check_constants(tree: nodes.Template, env: BoundedEnvironment) -> None:
     """Refuse, at load time, a constant operation over the limits (Jinja would fold it).
 
-    The operations Jinja evaluates when it compiles (filters and the operators ``*``, ``**``,
-    ``+``, ``%`` whose operands are all literals) are evaluated here first, sharing one
-    budget as they would in a render; everything else is checked when the template renders.
-
-    Args:
-        tree: the parsed template.
-        env: the environment it is compiled in.
+    Filters and the operators ``*``, ``**``, ``+``, ``%`` whose operands are all literals
+    are evaluated here first, sharing one budget as in a render.
 
     Raises:
         LimitError: with ``lineno`` set to the operation's line.

@@ -10,15 +10,6 @@ from urllib.parse import quote
 
 from jinja2.runtime import Undefined
 
-__all__ = [
-    "filter_date",
-    "filter_datetime",
-    "filter_pathseg",
-    "filter_tojson",
-    "set_clock",
-    "utcnow",
-]
-
 
 def _utc_clock() -> datetime:
     return datetime.now(UTC)
@@ -28,11 +19,7 @@ _clock: Callable[[], datetime] = _utc_clock
 
 
 def set_clock(clock: Callable[[], datetime] | None) -> None:
-    """Replace the clock behind ``now`` (for tests); ``None`` restores the real UTC clock.
-
-    Args:
-        clock: a callable returning an aware datetime, or None.
-    """
+    """Replace the clock behind ``now`` (for tests); ``None`` restores the real UTC clock."""
     global _clock
     _clock = clock or _utc_clock
 
@@ -66,14 +53,8 @@ def _as_datetime(value: Any) -> datetime:
 
 
 def filter_date(value: Any) -> str:
-    """``{{ x | date }}``: the UTC calendar date as ``YYYY-MM-DD``.
-
-    Args:
-        value: a datetime (naive means UTC), a date, an ISO 8601 string, or ``"now"``.
-
-    Returns:
-        The date in UTC.
-    """
+    """``{{ x | date }}``: a datetime (naive means UTC), date, ISO 8601 string or ``"now"``
+    as the UTC calendar date ``YYYY-MM-DD``."""
     if isinstance(value, date) and not isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, str) and len(value.strip()) == 10:  # a bare date has no zone
@@ -82,38 +63,18 @@ def filter_date(value: Any) -> str:
 
 
 def filter_datetime(value: Any) -> str:
-    """``{{ x | datetime }}``: UTC ISO 8601 with a ``Z`` suffix, to the second.
-
-    Args:
-        value: a datetime (naive means UTC), a date, an ISO 8601 string, or ``"now"``.
-
-    Returns:
-        Such as ``2024-05-01T09:30:00Z``.
-    """
+    """``{{ x | datetime }}``: the same inputs as ``date`` as UTC ISO 8601 to the second,
+    such as ``2024-05-01T09:30:00Z``."""
     moment = _as_datetime(value).astimezone(UTC).replace(microsecond=0)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def filter_tojson(value: Any, indent: int | None = None) -> str:
-    """``{{ x | tojson }}``: plain JSON text (unlike Jinja's HTML-safe variant).
-
-    Args:
-        value: any JSON-compatible value.
-        indent: optional indentation.
-
-    Returns:
-        The JSON text.
-    """
+    """``{{ x | tojson }}``: plain JSON text (unlike Jinja's HTML-safe variant)."""
     return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
 
 
 def filter_pathseg(value: Any) -> str:
-    """``{{ x | pathseg }}``: percent-encode a value for use as one URL path segment.
-
-    Args:
-        value: any value; it is turned into a string first.
-
-    Returns:
-        The encoded segment (``/`` and every reserved character are encoded).
-    """
+    """``{{ x | pathseg }}``: a value as one URL path segment (``/`` and every reserved
+    character percent-encoded)."""
     return quote(str(value), safe="")

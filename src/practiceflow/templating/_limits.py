@@ -1,40 +1,14 @@
-"""The limits of the template sandbox, in one place: how large a value may be, and what one
-render may spend (the Jinja operations wrapped with these checks are in ``_bounded.py``).
+"""The limits of the template sandbox: how large a value may be, and what one render may
+spend (the Jinja operations wrapped with these checks are in ``_bounded.py``).
 
 Jinja's sandbox stops attribute escapes but not templates that allocate gigabytes or recurse
-without end.
-
-**Sizes.** The size of a value is counted as a tree: characters of a string, plus one per
-item of a list, tuple or mapping and everything inside it (a list holding the same big
-string twice counts it twice, because that is what printing it costs). No filter, test,
-method, operator or comparison receives a value larger than :data:`MAX_SIZE`, no rendered
-value or text output exceeds it, and the amplifying operations are refused *before* they
-run when their result would exceed it.
-
-**The render budget.** Each render of a template, and the load-time evaluation of its
-constant expressions, gets a fresh :class:`RenderBudget` (see :class:`render_budget`),
-which every bounded operation charges as it goes:
-
-* **work**, in units: one per loop iteration plus one per node of the loop's body (and a
-  macro's body its nodes at each call), one per item of each collection that a filter,
-  method, global (``range``) or operator returns, one per item pulled from a lazy result
-  (``map``, ``select``, ``reject``, ``batch``... are charged item by item, so a chain of
-  them is charged as it runs), and one per item of every argument a filter, test, method or
-  comparison reads (counted by the same walk as its size: one check per operation);
-* **text**, in characters: every character of every string such an operation returns or
-  reads;
-* **iterations**: loop iterations, all loops together;
-* **depth**: macro calls (and recursive loops) in progress.
-
-A charge past a limit raises :class:`LimitError` (a :class:`jinja2.exceptions.SecurityError`
-whose text names the operation, the size it would reach and the limit) before the
-operation goes on, so a render stops after a bounded amount of work and memory whatever the
-template. A unit stands for one small step of interpreted work, so :data:`MAX_WORK` keeps a
-render well under a second, and with :data:`MAX_TEXT` what it allocates well under 100 MB;
-ordinary recipes use a small fraction of either.
-
-Outside a render (a plugin rendering through the environment itself) each operation is
-charged to a budget of its own.
+without end. The size of a value is counted as a tree: characters of its strings plus one per
+item of its lists, tuples and mappings (a string held twice counts twice, as printing it
+does). Each render gets a fresh :class:`RenderBudget` of work, text, loop iterations and
+macro depth that every bounded operation charges; a charge past a limit raises
+:class:`LimitError` before the operation goes on. What each limit counts is documented for
+users in ``docs/recipes-reference.md`` ("Limits"). Outside a render (a plugin rendering
+through the environment itself) each operation is charged to a budget of its own.
 """
 
 from __future__ import annotations
@@ -46,31 +20,6 @@ from typing import Any
 
 from jinja2.exceptions import SecurityError
 from jinja2.runtime import Context, LoopContext, Macro
-
-__all__ = [
-    "MAX_CALL_DEPTH",
-    "MAX_ITERATIONS",
-    "MAX_SIZE",
-    "MAX_TEXT",
-    "MAX_WORK",
-    "SCALARS",
-    "LimitError",
-    "RenderBudget",
-    "charge_body",
-    "charge_length",
-    "charge_result",
-    "check_input",
-    "check_inputs",
-    "check_size",
-    "counted_iterations",
-    "current_budget",
-    "is_nested_call",
-    "measure",
-    "nested_call",
-    "refuse_over",
-    "render_budget",
-    "size_of",
-]
 
 #: Units of work (loop iterations and items built or read) one render may do.
 MAX_WORK = 500_000
@@ -93,14 +42,8 @@ class LimitError(SecurityError):
 
 @dataclass
 class RenderBudget:
-    """What one render has spent so far.
-
-    Attributes:
-        work: units of work (module docstring).
-        text: characters built or read.
-        iterations: loop iterations.
-        depth: macro calls in progress.
-    """
+    """What one render has spent so far: units of work, characters built or read, loop
+    iterations, and macro calls in progress."""
 
     work: int = 0
     text: int = 0
@@ -108,12 +51,7 @@ class RenderBudget:
     depth: int = 0
 
     def charge(self, what: str, *, work: int = 0, text: int = 0) -> None:
-        """Add to the work and text spent, refusing past a limit.
-
-        Args:
-            what: the operation, for the message (``'map'``, ``str.center``, ``a loop``).
-            work: units of work.
-            text: characters.
+        """Add to the work and text spent by ``what`` (``'map'``, ``str.center``...).
 
         Raises:
             LimitError: when the render would pass :data:`MAX_WORK` or :data:`MAX_TEXT`.
@@ -137,11 +75,8 @@ _CURRENT: ContextVar[RenderBudget | None] = ContextVar("practiceflow_render_budg
 
 
 class render_budget:
-    """Give one render (or one template's load-time evaluation) a fresh budget.
-
-    ``with render_budget() as budget:`` makes ``budget`` the one every operation charges
-    until the block ends; the previous one (if any) is restored after.
-    """
+    """``with render_budget() as budget:``: a fresh budget for one render (or one template's
+    load-time evaluation) until the block ends; the previous one is restored after."""
 
     def __enter__(self) -> RenderBudget:
         budget = RenderBudget()
@@ -159,18 +94,8 @@ def current_budget() -> RenderBudget:
 
 
 def charge_result(value: Any, what: str) -> Any:
-    """Charge what an operation returned: characters, items, or items as they are pulled.
-
-    Args:
-        value: the result.
-        what: the operation, for the message.
-
-    Returns:
-        ``value``, or for an iterator one that charges each item as it is pulled.
-
-    Raises:
-        LimitError: past a limit of the render's budget.
-    """
+    """Charge what ``what`` returned: characters, items, or (for an iterator, returned
+    wrapped) each item as it is pulled."""
     if isinstance(value, SCALARS):
         return value
     if isinstance(value, Iterator) and not isinstance(value, LoopContext):
@@ -180,15 +105,7 @@ def charge_result(value: Any, what: str) -> Any:
 
 
 def charge_length(value: Any, what: str) -> None:
-    """Charge a string's characters or a collection's items (anything else is free).
-
-    Args:
-        value: any value.
-        what: the operation, for the message.
-
-    Raises:
-        LimitError: past a limit of the render's budget.
-    """
+    """Charge a string's characters or a collection's items (anything else is free)."""
     if isinstance(value, str | bytes):
         current_budget().charge(what, text=len(value))
     elif isinstance(value, _COLLECTIONS):
@@ -196,14 +113,8 @@ def charge_length(value: Any, what: str) -> None:
 
 
 def charge_body(size: int) -> None:
-    """Charge one run of a loop's or a macro's body: one unit per node of its template code.
-
-    Args:
-        size: the body's nodes (counted when the template is compiled).
-
-    Raises:
-        LimitError: past :data:`MAX_WORK`.
-    """
+    """Charge one run of a loop's or a macro's body: its ``size`` in nodes (counted when
+    the template is compiled)."""
     current_budget().charge("a loop's or macro's body", work=size)
 
 
@@ -225,31 +136,16 @@ def _counted(iterable: Iterable[Any]) -> Iterator[Any]:
 
 
 def counted_iterations(iterable: Any) -> Any:
-    """What every ``{% for %}`` iterates through: counts against the render's budget.
-
-    Args:
-        iterable: what the loop iterates.
-
-    Returns:
-        A counting iterator (an undefined value is passed through for Jinja to report).
-    """
+    """What every ``{% for %}`` iterates through: counts against the render's budget
+    (an undefined value is passed through for Jinja to report)."""
     if not isinstance(iterable, Iterable):
         return iterable
     return _counted(iterable)
 
 
 def nested_call(call: Callable[[], Any]) -> Any:
-    """Run a macro or recursive-loop call one level deeper, refusing past the limit.
-
-    Args:
-        call: the call to make.
-
-    Returns:
-        What it returns.
-
-    Raises:
-        LimitError: past :data:`MAX_CALL_DEPTH`.
-    """
+    """Run a macro or recursive-loop call one level deeper, refusing past
+    :data:`MAX_CALL_DEPTH`."""
     budget = current_budget()
     if budget.depth >= MAX_CALL_DEPTH:
         message = f"macro calls nest deeper than {MAX_CALL_DEPTH} levels"
@@ -266,9 +162,7 @@ def is_nested_call(obj: Any) -> bool:
     return isinstance(obj, Macro | LoopContext)
 
 
-# -- sizes ---------------------------------------------------------------------------------
-
-#: Largest value (characters plus items, see the module docstring) a template may build.
+#: Largest value (characters plus items, counted as a tree) a template may build.
 MAX_SIZE = 1_000_000
 
 
@@ -280,12 +174,8 @@ def refuse_over(what: str, size: int, unit: str = "characters") -> None:
 
 
 def measure(value: Any, limit: int = MAX_SIZE) -> tuple[int, int, int]:
-    """Walk a value as a tree (module docstring), stopping once its size passes ``limit``.
-
-    Returns:
-        Its size, the items walked and the characters of the strings walked (the size is
-        above ``limit`` when the value is larger).
-    """
+    """Walk a value as a tree, stopping once its size passes ``limit``: its size, the items
+    walked and the characters of the strings walked."""
     size = items = chars = 0
     stack = [value]
     while stack and size <= limit:
@@ -312,31 +202,12 @@ def measure(value: Any, limit: int = MAX_SIZE) -> tuple[int, int, int]:
 
 
 def size_of(value: Any, limit: int = MAX_SIZE) -> int:
-    """Count a value as a tree (module docstring), stopping once past ``limit``.
-
-    Args:
-        value: any value.
-        limit: stop counting beyond this.
-
-    Returns:
-        The size, or a number above ``limit`` when it is larger.
-    """
+    """A value's size as a tree (a number above ``limit`` when it is larger)."""
     return measure(value, limit)[0]
 
 
 def check_size(value: Any, what: str) -> Any:
-    """Refuse a value larger than :data:`MAX_SIZE`; return it otherwise.
-
-    Args:
-        value: the value.
-        what: what it is, for the message.
-
-    Returns:
-        ``value``.
-
-    Raises:
-        LimitError: when it is too large.
-    """
+    """Return ``value``, refusing it when larger than :data:`MAX_SIZE`."""
     size = size_of(value)
     if size > MAX_SIZE:
         message = f"{what} is larger than the limit of {MAX_SIZE} characters and items"
@@ -345,29 +216,12 @@ def check_size(value: Any, what: str) -> Any:
 
 
 def check_input(value: Any, what: str) -> None:
-    """Check what an operation reads for size and charge the render for reading it.
-
-    Args:
-        value: an argument of a filter, test, method or comparison.
-        what: the operation, for the message (``'sort'``, ``str.center``).
-
-    Raises:
-        LimitError: when the value is larger than :data:`MAX_SIZE`, or reading it would
-            take the render past its budget.
-    """
+    """Check what an operation reads for size and charge the render for reading it."""
     check_inputs((value,), what)
 
 
 def check_inputs(values: Iterable[Any], what: str) -> None:
-    """:func:`check_input` for every argument of one operation, charged in one step.
-
-    Args:
-        values: the arguments of a filter, test, method or operator.
-        what: the operation, for the message.
-
-    Raises:
-        LimitError: as :func:`check_input`.
-    """
+    """:func:`check_input` for every argument of one operation, charged in one step."""
     work = text = 0
     for value in values:
         size, items, chars = measure(value)
