@@ -1,26 +1,11 @@
-"""Exporters: the same action and trigger modules as connectors for automation platforms.
+"""Exporters: the action and trigger modules as connectors for automation platforms.
 
 This package owns ``practiceflow export PLATFORM --out DIR`` and what it writes into
-``connectors/``:
-
-* :mod:`.exporter`: the :class:`Exporter` ABC, its name -> class registry
-  (:func:`exporter_for` says "valid values are ..." for an unknown name), and
-  :func:`write_export`, which never overwrites a hand-written file;
-* :mod:`.expression_tree`: module templates as portable expression trees for the JavaScript
-  runtimes;
-* :mod:`.schemas`: JSON Schema helpers (form fields, references, lists of types as
-  ``anyOf``);
-* :mod:`.dropdowns`: the declared choice lists (``x-choices``), named once for every platform;
-* :mod:`.lists`: how list operations page on the OpenAPI platforms and what a page answers;
-* :mod:`.descriptions`: operation descriptions derived from the module's text, without
-  what the platform does not do;
-* :mod:`.zapier`, :mod:`.n8n` (with :mod:`.n8n_text`, :mod:`.n8n_params`): one generator per
-  platform; :mod:`.openapi` builds the OpenAPI 3.1 document and :mod:`.powerautomate` the
-  ``openapi`` exporter with its Power Automate connector folder (:mod:`.powerautomate_assets`:
-  its icon and README).
-
-Every generator is deterministic (sorted keys, stable order), so a test can regenerate an
-export and compare it with the committed copy.
+``connectors/``: the :class:`Exporter` registry and the writer that never overwrites a
+hand-written file (``exporter.py``), the portable expression trees the JavaScript runtimes
+interpret (``expression_tree.py``), and one generator per platform (``zapier.py``,
+``n8n*.py``, ``openapi.py``, ``powerautomate*.py``). Every generator is deterministic, so a
+test regenerates each export and compares it with the committed copy.
 """
 
 from __future__ import annotations
@@ -57,14 +42,9 @@ __all__ = [
 
 
 def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str | bytes]:
-    """Build one platform's export in memory.
+    """Build one platform's export in memory: relative path -> file text (or bytes).
 
-    Args:
-        platform: an exporter name (see :func:`exporters`).
-        modules: extra module folders (``--modules DIR``) besides the shipped ones.
-
-    Returns:
-        Relative path -> file text (bytes for binary files such as icons).
+    ``modules`` are extra module folders (``--modules DIR``) besides the shipped ones.
 
     Raises:
         ConfigError: the platform is unknown.
@@ -77,15 +57,7 @@ def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str |
 
 
 def export(platform: str, out: Path, modules: Iterable[PathLike] = ()) -> ExportResult:
-    """Generate one platform's export and write it into ``out``.
-
-    Args:
-        platform: an exporter name.
-        out: the export folder (hand-written files in it are left alone).
-        modules: extra module folders besides the shipped ones.
-
-    Returns:
-        What was written.
+    """Generate one platform's export and write it into ``out`` (see :func:`generate`).
 
     Raises:
         ConfigError: the platform is unknown, or a generated file would replace a

@@ -20,14 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = [
-    "LOCAL_ONLY",
-    "PLAN_ONLY",
-    "RUNNER_ONLY",
-    "export_description",
-    "runner_only_mentions",
-]
-
 #: Phrases of what only this machine does: save a download to a file, run a module's hooks
 #: and pre-send checks, report warnings. No export does these (Zapier and n8n included).
 LOCAL_ONLY = (
@@ -73,16 +65,8 @@ def _word(name: str) -> re.Pattern[str]:
 def runner_only_mentions(
     text: str, missing: Iterable[str], phrases: Iterable[str] = RUNNER_ONLY
 ) -> list[str]:
-    """Runner-only phrases and missing field names that a description mentions.
-
-    Args:
-        text: a description.
-        missing: input fields of the module that the exported operation does not carry.
-        phrases: what the platform does not do (:data:`RUNNER_ONLY` for one request).
-
-    Returns:
-        What it mentions (empty when the description fits the operation).
-    """
+    """The ``phrases`` (what the platform does not do) and ``missing`` input fields (that
+    the operation does not carry) a description mentions."""
     lowered = text.lower()
     found = [phrase for phrase in phrases if phrase in lowered]
     found += [name for name in missing if _word(name).search(text)]
@@ -96,18 +80,11 @@ def export_description(
     extra: Iterable[str] = (),
     phrases: Iterable[str] = RUNNER_ONLY,
 ) -> str:
-    """The description of an exported operation.
+    """The description of an exported operation, as one paragraph.
 
-    Args:
-        description: the module's description.
-        title: the module's title (stands in for a first sentence with nothing left).
-        missing: input fields of the module that the operation does not carry.
-        extra: sentences about the operation itself (such as how to page it).
-        phrases: what the platform does not do (:data:`RUNNER_ONLY` for one request,
-            :data:`LOCAL_ONLY` for the platforms that run the module's plan).
-
-    Returns:
-        One paragraph.
+    ``title`` stands in for a first sentence with nothing left; ``extra`` adds sentences
+    about the operation itself (such as how to page it); ``phrases`` is :data:`RUNNER_ONLY`
+    for one request, :data:`LOCAL_ONLY` for the platforms that run the module's plan.
     """
     names = sorted(set(missing))
     said = tuple(phrases)

@@ -16,8 +16,6 @@ from practiceflow.manifest.choices import ChoiceSource, options_from_rows
 from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
 
-__all__ = ["ChoiceLists", "source_id"]
-
 
 def source_id(source: ChoiceSource) -> str:
     """A declaration's identity (two fields with the same declaration share one list)."""
@@ -37,13 +35,8 @@ class ChoiceLists:
         modules: Iterable[ActionModule | TriggerModule],
         available: Iterable[str],
     ) -> None:
-        """Collect the declarations of ``modules`` whose list action is in ``available``.
-
-        Args:
-            registry: every loaded module (the list actions are looked up there).
-            modules: the modules the export carries.
-            available: keys of the list actions the platform's export carries.
-        """
+        """Collect the declarations of ``modules`` (those the export carries) whose list
+        action is ``available`` on the platform's export."""
         usable = set(available)
         found: dict[str, ChoiceSource] = {}
         for module in modules:
@@ -73,14 +66,7 @@ class ChoiceLists:
         return self.names.get(source_id(source))
 
     def sample(self, name: str) -> list[tuple[Any, str]]:
-        """The options the list action's own sample yields (what a platform shows as sample).
-
-        Args:
-            name: a list name.
-
-        Returns:
-            ``(value, label)`` pairs.
-        """
+        """The ``(value, label)`` options the list action's own sample yields."""
         source = self.sources[name]
         sample: Mapping[str, Any] = self._registry.action(source.action).sample
         rows = sample.get("items")

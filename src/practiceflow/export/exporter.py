@@ -20,18 +20,6 @@ from typing import Any, ClassVar
 from practiceflow.errors import ConfigError
 from practiceflow.manifest.module_registry import ModuleRegistry
 
-__all__ = [
-    "LISTING",
-    "ExportResult",
-    "Exporter",
-    "dump_json",
-    "exporter_for",
-    "exporters",
-    "register",
-    "stale_files",
-    "write_export",
-]
-
 #: File in every export folder that lists the files the generator owns.
 LISTING = "GENERATED.json"
 
@@ -42,39 +30,26 @@ _NOTICE = (
 
 
 def dump_json(value: Any) -> str:
-    """Deterministic JSON text: sorted keys, two-space indent, trailing newline.
-
-    Args:
-        value: JSON-compatible data.
-
-    Returns:
-        The text.
-    """
+    """Deterministic JSON text: sorted keys, two-space indent, trailing newline."""
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 class Exporter(ABC):
     """Generates one platform's connector from the modules and the connector manifest.
 
-    Subclasses set :attr:`name` (the CLI's PLATFORM) and :attr:`summary`, and implement
-    :meth:`files`. Output must be deterministic: the same modules give byte-identical files.
+    Subclasses set :attr:`name` (the CLI's PLATFORM) and implement :meth:`files`, whose
+    output must be deterministic: the same modules give byte-identical files.
     """
 
     name: ClassVar[str]
-    summary: ClassVar[str]
 
     @abstractmethod
     def files(
         self, modules: ModuleRegistry, connector: Mapping[str, Any]
     ) -> Mapping[str, str | bytes]:
-        """Build the generated files (text, or bytes for binary files such as icons).
+        """Relative POSIX path -> file text (bytes for binary files such as icons).
 
-        Args:
-            modules: the loaded actions and triggers.
-            connector: the connector manifest (``manifests/connector.yaml``) as data.
-
-        Returns:
-            Relative POSIX path -> file text (or bytes).
+        ``connector`` is the connector manifest (``manifests/connector.yaml``) as data.
 
         Raises:
             ManifestError: a module cannot be expressed on this platform.
@@ -85,14 +60,7 @@ _REGISTRY: dict[str, type[Exporter]] = {}
 
 
 def register(cls: type[Exporter]) -> type[Exporter]:
-    """Class decorator: make an exporter available under its ``name``.
-
-    Args:
-        cls: the exporter class.
-
-    Returns:
-        The class, unchanged.
-    """
+    """Class decorator: make an exporter available under its ``name``."""
     _REGISTRY[cls.name] = cls
     return cls
 
@@ -103,13 +71,7 @@ def exporters() -> dict[str, type[Exporter]]:
 
 
 def exporter_for(name: str) -> Exporter:
-    """Instantiate the exporter registered under ``name``.
-
-    Args:
-        name: a platform name such as ``zapier``.
-
-    Returns:
-        The exporter.
+    """Instantiate the exporter registered under ``name`` (such as ``zapier``).
 
     Raises:
         ConfigError: no exporter has that name (the message lists the valid ones).
@@ -123,14 +85,8 @@ def exporter_for(name: str) -> Exporter:
 
 @dataclass(frozen=True)
 class ExportResult:
-    """What :func:`write_export` did.
-
-    Attributes:
-        out: the export folder.
-        written: files whose content changed (or were new).
-        unchanged: files already up to date.
-        removed: previously generated files that are no longer produced.
-    """
+    """What :func:`write_export` did in ``out``: files written (changed or new), files
+    already up to date, and previously generated files removed as no longer produced."""
 
     out: Path
     written: tuple[str, ...]
@@ -182,15 +138,7 @@ def _check_path(name: str) -> None:
 
 
 def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> ExportResult:
-    """Write generated files into ``out`` without touching hand-written ones.
-
-    Args:
-        platform: the exporter's name (recorded in ``GENERATED.json``).
-        files: relative path -> text (or bytes), from :meth:`Exporter.files`.
-        out: the export folder (created when missing).
-
-    Returns:
-        What was written, left alone and removed.
+    """Write generated files (from :meth:`Exporter.files`) into ``out``.
 
     Raises:
         ConfigError: a generated file would replace a file the generator does not own.
@@ -228,17 +176,8 @@ def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> 
 
 
 def stale_files(platform: str, files: Mapping[str, str | bytes], out: Path) -> list[str]:
-    """Compare a fresh export with the copy in ``out``.
-
-    Args:
-        platform: the exporter's name.
-        files: relative path -> text, from :meth:`Exporter.files`.
-        out: the committed export folder.
-
-    Returns:
-        Sorted relative paths that are missing, different, or generated earlier but no
-        longer produced; empty when the copy is current.
-    """
+    """The files of the copy in ``out`` that a fresh export would change: sorted relative
+    paths missing, different, or generated earlier but no longer produced."""
     everything: dict[str, str | bytes] = {**files, LISTING: _listing(platform, files)}
     stale = [name for name, content in everything.items() if not _same(out / name, content)]
     stale.extend(name for name in _owned(out) if name not in everything)

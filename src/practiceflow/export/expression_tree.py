@@ -44,19 +44,6 @@ from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.templating import CompiledTemplate, environment, iter_templates
 
-__all__ = [
-    "FILE_MEDIA_TYPE",
-    "FILTERS",
-    "LEAF",
-    "action_plan",
-    "expression",
-    "file_media_type",
-    "local_fields",
-    "platform_input",
-    "tree",
-    "trigger_plan",
-]
-
 #: Marker key of a template leaf in a translated tree.
 LEAF = "$pf"
 
@@ -83,12 +70,6 @@ class _Unsupported(Exception):
 
 def expression(template: CompiledTemplate) -> dict[str, Any]:
     """Translate one compiled template into an expression node.
-
-    Args:
-        template: a template from a loaded module.
-
-    Returns:
-        The expression tree.
 
     Raises:
         ManifestError: the template uses something the exporters cannot carry over; the
@@ -261,13 +242,8 @@ def _compare(node: nodes.Compare) -> dict[str, Any]:
 
 
 def tree(value: Any) -> Any:
-    """Translate a compiled tree (request body, query, output map) into its portable form.
-
-    Args:
-        value: a tree from :func:`practiceflow.templating.compile_tree` (or a plain value).
-
-    Returns:
-        The same structure with each template leaf replaced by ``{"$pf": expression}``.
+    """A compiled tree (request body, query, output map) with each template leaf replaced
+    by ``{"$pf": expression}``.
 
     Raises:
         ManifestError: with every leaf that cannot be exported.
@@ -294,16 +270,7 @@ def tree(value: Any) -> Any:
 
 
 def action_plan(action: ActionModule) -> dict[str, Any]:
-    """The request and output of an action in portable form.
-
-    Args:
-        action: a loaded action module.
-
-    Returns:
-        ``method``, ``path``, ``query``, ``headers``, ``body``, ``map``, ``passthrough``,
-        ``errors`` (status as text -> advice) and ``list`` (the list section: ``paged``,
-        ``page_size``, ``limit``, ``filter``; None for a plain request) and ``download``
-        (the file's ``name`` and media ``type``; None when the answer is JSON), ready for JSON.
+    """The request and output of an action in portable form, ready for JSON.
 
     Raises:
         ManifestError: a template cannot be exported (see :func:`expression`).
@@ -342,14 +309,8 @@ FILE_MEDIA_TYPE = "application/octet-stream"
 
 
 def file_media_type(action: ActionModule) -> str:
-    """The media type of an action's downloaded file, from its file name's suffix.
-
-    Args:
-        action: a download action.
-
-    Returns:
-        Such as ``application/pdf``; :data:`FILE_MEDIA_TYPE` when the name does not tell.
-    """
+    """The media type of a download action's file, from its name's suffix
+    (:data:`FILE_MEDIA_TYPE` when the name does not tell)."""
     spec = action.extensions.download
     name = getattr(spec.filename, "source", spec.filename) if spec is not None else None
     guessed = mimetypes.guess_type(f"file{PurePosixPath(str(name)).suffix}")[0] if name else None
@@ -357,17 +318,9 @@ def file_media_type(action: ActionModule) -> str:
 
 
 def local_fields(action: ActionModule) -> frozenset[str]:
-    """Input fields that only say where a download is saved on this machine.
-
-    A platform carries the file itself, so these fields (read by ``download.to`` and by
-    no request template) are left out of its forms.
-
-    Args:
-        action: a loaded action module.
-
-    Returns:
-        Their names (empty for an action that downloads nothing).
-    """
+    """Input fields that only say where a download is saved on this machine (read by
+    ``download.to`` and no request template): a platform carries the file itself, so they
+    are left out of its forms."""
     spec = action.extensions.download
     if spec is None:
         return frozenset()
@@ -396,18 +349,10 @@ def platform_input(action: ActionModule) -> dict[str, Any]:
 
 
 def trigger_plan(trigger: TriggerModule) -> dict[str, Any]:
-    """The webhook and poll sections of a trigger in portable form.
+    """The webhook and poll sections of a trigger in portable form (None when absent).
 
-    Args:
-        trigger: a loaded trigger module.
-
-    Returns:
-        ``webhook`` and ``poll`` (each None when the trigger has no such section). The
-        poll's ``sweep`` (the list ``serve`` reads to close a downtime gap) is left out:
-        a platform polls on its own schedule and keeps no downtime to close.
-
-    Raises:
-        ManifestError: a template cannot be exported (see :func:`expression`).
+    The poll's ``sweep`` (the list ``serve`` reads to close a downtime gap) is left out: a
+    platform polls on its own schedule and keeps no downtime to close.
     """
     poll = trigger.poll
     if poll is not None and "sweep" in poll:

@@ -29,18 +29,6 @@ from practiceflow.api.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_NUMBER, MAX_PAGE
 from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
 
-__all__ = [
-    "ENVELOPE_ITEMS",
-    "ListShape",
-    "choice_fields",
-    "list_shape",
-    "page_parameters",
-    "paging_note",
-    "response_alternatives",
-    "row_schema",
-    "with_fields",
-]
-
 #: Where the rows sit in an enveloped list answer.
 ENVELOPE_ITEMS = "items"
 
@@ -49,14 +37,9 @@ Shape = Literal["array", "envelope"]
 
 @dataclass(frozen=True)
 class ListShape:
-    """How one list operation pages and what it answers.
-
-    Attributes:
-        paged: the list takes ``pageNumber``.
-        page_size: the list takes ``pageSize`` (its page size is not fixed by the server).
-        shape: the answer most likely given: ``array`` (bare) or ``envelope``
-            (``{items, hasMore, ...}``).
-    """
+    """How one list operation pages: whether it takes ``pageNumber`` and ``pageSize`` (its
+    page size not fixed by the server), and the answer most likely given (``array`` or
+    ``envelope``)."""
 
     paged: bool
     page_size: bool
@@ -64,15 +47,7 @@ class ListShape:
 
 
 def list_shape(action: ActionModule, connector: Mapping[str, Any]) -> ListShape | None:
-    """The paging and answer shape of a list action (None for any other action).
-
-    Args:
-        action: an action module.
-        connector: the connector manifest as data (its ``paging`` section).
-
-    Returns:
-        The list's shape, or None when the action has no ``list`` section.
-    """
+    """The paging and answer shape of a list action (None for any other action)."""
     spec = action.extensions.list
     if spec is None:
         return None
@@ -82,15 +57,8 @@ def list_shape(action: ActionModule, connector: Mapping[str, Any]) -> ListShape 
 
 
 def page_parameters(shape: ListShape, connector: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The OpenAPI 3.1 query parameters that choose a page.
-
-    Args:
-        shape: the list's shape.
-        connector: the connector manifest as data.
-
-    Returns:
-        ``pageNumber`` (and ``pageSize`` where the list takes it); empty when not paged.
-    """
+    """The OpenAPI 3.1 query parameters that choose a page: ``pageNumber`` (and
+    ``pageSize`` where the list takes it); none when not paged."""
     if not shape.paged:
         return []
     paging = connector.get("paging", {})
@@ -126,15 +94,8 @@ def page_parameters(shape: ListShape, connector: Mapping[str, Any]) -> list[dict
 
 
 def row_schema(output: Mapping[str, Any]) -> Any:
-    """The schema of one row of a list action's answer (its ``output.items.items``).
-
-    Args:
-        output: a list action's output schema.
-
-    Returns:
-        The row schema (``{"type": "object", "additionalProperties": true}`` when the
-        module says nothing about its rows).
-    """
+    """The schema of one row of a list action's answer (its ``output.items.items``; an open
+    object when the module says nothing about its rows)."""
     items = output.get("properties", {}).get("items", {})
     rows = items.get("items") if isinstance(items, Mapping) else None
     if isinstance(rows, Mapping) and rows:
@@ -143,14 +104,7 @@ def row_schema(output: Mapping[str, Any]) -> Any:
 
 
 def choice_fields(registry: ModuleRegistry) -> dict[str, dict[str, Any]]:
-    """Row fields of each list action that the modules' choices name.
-
-    Args:
-        registry: every loaded module.
-
-    Returns:
-        List action key -> field name -> a schema saying which choice names it.
-    """
+    """List action key -> the row fields the modules' choices name -> a schema saying so."""
     found: dict[str, dict[str, Any]] = {}
     modules: list[ActionModule | TriggerModule] = [
         *registry.actions.values(),
@@ -166,15 +120,7 @@ def choice_fields(registry: ModuleRegistry) -> dict[str, dict[str, Any]]:
 
 
 def with_fields(row: Any, fields: Mapping[str, Any]) -> Any:
-    """A row schema with more declared properties (those it already has win).
-
-    Args:
-        row: a row schema.
-        fields: field name -> schema.
-
-    Returns:
-        The row schema, with the fields added to its ``properties``.
-    """
+    """A row schema with ``fields`` added to its properties (those it already has win)."""
     if not fields or not isinstance(row, Mapping):
         return row
     properties = {**fields, **dict(row.get("properties") or {})}
@@ -182,15 +128,7 @@ def with_fields(row: Any, fields: Mapping[str, Any]) -> Any:
 
 
 def response_alternatives(shape: ListShape, row_ref: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The answer of one page: the likely shape first, then the other.
-
-    Args:
-        shape: the list's shape.
-        row_ref: the row schema (usually a ``$ref``).
-
-    Returns:
-        Two schemas: a bare array of rows, and the envelope.
-    """
+    """The answer of one page: a bare array of rows and the envelope, the likely first."""
     array = {"type": "array", "items": dict(row_ref)}
     envelope = {
         "type": "object",
@@ -214,14 +152,7 @@ def response_alternatives(shape: ListShape, row_ref: Mapping[str, Any]) -> list[
 
 
 def paging_note(shape: ListShape) -> str:
-    """A sentence for the operation's description saying how to read every page.
-
-    Args:
-        shape: the list's shape.
-
-    Returns:
-        The sentence (empty when the list is read in one request).
-    """
+    """A sentence for the operation's description saying how to read every page."""
     if not shape.paged:
         return "The whole list comes in one answer."
     size = "; pageSize sets the rows per page (1 to 100)" if shape.page_size else ""

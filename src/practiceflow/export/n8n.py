@@ -1,23 +1,10 @@
 """The n8n exporter: a community node package (TypeScript) built from the modules.
 
-What is generated (``connectors/n8n/``), in n8n's community-node layout:
-
-* ``credentials/PracticeflowApi.credentials.ts``: Client ID, secret, region and base URL;
-  generic header auth (``X-SVC-Auth-ID`` / ``X-SVC-Auth-Key``) and a credential test that
-  calls ``GET /api/v1/auth/validate``;
-* ``nodes/Practiceflow/Practiceflow.node.ts``: one node, resource (the module's noun) /
-  operation (the action), required inputs as parameters and optional ones under
-  *Additional Fields*;
-* ``nodes/Practiceflow/PracticeflowTrigger.node.ts``: the webhook triggers, with
-  ``webhookMethods`` checkExists / create / delete (subscription id and secret kept in the
-  node's static data) and a ``webhook`` method that verifies ``X-Svc-Signature``;
-* ``nodes/Practiceflow/PracticeflowPollTrigger.node.ts``: the poll triggers, cursor and
-  known keys kept in the node's static data;
-* ``shared/definition.ts``: the modules as data (input schemas and the portable request
-  plans of :mod:`practiceflow.export.expression_tree`);
-* fixed files from ``templates/n8n``: ``shared/expr.ts`` and ``shared/runtime.ts`` (the
-  interpreter of the plans), ``package.json`` / ``package-lock.json``, ``tsconfig.json``,
-  ``eslint.config.mjs`` and the icons.
+It writes, in n8n's community-node layout: the credential (Client ID, secret, region, base
+URL; header auth and a credential test), an actions node (resource = the module's noun,
+operation = the action), a webhook trigger node, a poll trigger node, and
+``shared/definition.ts`` (the modules as data), next to the fixed TypeScript of
+``templates/n8n`` that interprets the plans.
 
 Why ``execute`` rather than declarative routing: module templates carry conditionals,
 ``{% set %}``, filters, the omission rule (a leaf that renders null is left out), list
@@ -61,12 +48,14 @@ from practiceflow.export.n8n_text import (
     ts,
 )
 from practiceflow.export.schemas import form_fields
-from practiceflow.export.zapier import TOLERANCE_SECONDS, template_text
+from practiceflow.export.zapier import (
+    auth_settings,
+    paging_settings,
+    template_text,
+    webhook_settings,
+)
 from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
-from practiceflow.triggers.definition import DELIVERY_PREFIX
-
-__all__ = ["N8nExporter", "node_descriptions"]
 
 #: Files copied verbatim from ``templates/n8n``.
 _STATIC = (
@@ -364,27 +353,11 @@ def _definition(
     lists: ChoiceLists,
 ) -> dict[str, Any]:
     _properties, fields = _action_node(actions, lists)
-    paging = connector["paging"]
     hooks = connector["webhooks"]
-    regions = {
-        key: {
-            "title": region["title"],
-            "base_url": region["base_url"] if region["base_url"].startswith("https://") else None,
-        }
-        for key, region in sorted(connector["regions"].items())
-    }
-    header = connector["auth"]["methods"]["header"]
     return {
         "version": __version__,
         "choices": {name: source.as_data() for name, source in lists.sources.items()},
-        "auth": {
-            "headers": {
-                "client_id": header["client_id_header"],
-                "client_secret": header["client_secret_header"],
-            },
-            "regions": regions,
-            "validate_path": connector["auth"]["validate"]["path"],
-        },
+        "auth": auth_settings(connector),
         "actions": {
             key: {
                 "key": key,
@@ -407,22 +380,10 @@ def _definition(
             for key, trigger in sorted(triggers.items())
         },
         "skipped": dict(sorted(skipped.items())),
-        "paging": {
-            "cursor_param": paging.get("cursor_param", "lastUpdated"),
-            "fixed_size": sorted(paging["fixed_size"]),
-            "has_more_field": paging.get("has_more_field", "hasMore"),
-            "max_pages": MAX_PAGES,
-            "page_max": paging["page_max"],
-            "page_param": paging["page_param"],
-            "size_param": paging["size_param"],
-        },
-        "webhooks": {
-            "delivery_prefix": DELIVERY_PREFIX,
-            "headers": hooks["headers"],
-            "subscribe": hooks["subscribe"],
-            "signature_prefix": hooks.get("signature_prefix", "sha256="),
-            "tolerance_seconds": TOLERANCE_SECONDS,
-        },
+        "paging": paging_settings(connector, MAX_PAGES),
+        "webhooks": webhook_settings(
+            connector, signature_prefix=hooks.get("signature_prefix", "sha256=")
+        ),
     }
 
 
@@ -441,25 +402,16 @@ class N8nExporter(Exporter):
     """n8n community node package (actions node, webhook trigger, polling trigger)."""
 
     name = "n8n"
-    summary = "n8n community node package (TypeScript, n8n-workflow)"
 
     def files(self, modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-        """Build the package (see the module docstring for the layout and mapping)."""
+        """Build the package (the module docstring tells the layout)."""
         return _build(modules, connector)[0]
 
 
 def node_descriptions(
     modules: ModuleRegistry, connector: Mapping[str, Any]
 ) -> dict[str, dict[str, Any]]:
-    """The description of each generated node (what n8n reads), by class name.
-
-    Args:
-        modules: the loaded actions and triggers.
-        connector: the connector manifest as data.
-
-    Returns:
-        Class name -> ``INodeTypeDescription`` as data.
-    """
+    """Each generated node's ``INodeTypeDescription`` (what n8n reads) as data, by class."""
     return _build(modules, connector)[1]
 
 

@@ -18,8 +18,6 @@ from practiceflow.export.n8n_text import describe, title_case
 from practiceflow.export.schemas import FormField, form_fields
 from practiceflow.manifest.models import ActionModule, TriggerModule
 
-__all__ = ["RESERVED", "collision", "parameters", "return_all_parameters"]
-
 
 def _json_default(field: FormField) -> str:
     if field.example is not None and isinstance(field.example, dict | list):
@@ -130,11 +128,8 @@ def _parameter(
 def parameters(
     fields: list[FormField], show: Mapping[str, list[str]], lists: ChoiceLists
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Required fields as parameters, optional ones in an *Additional Fields* collection.
-
-    Returns:
-        The parameters and the names of the top-level ones (what ``execute`` reads).
-    """
+    """Required fields as parameters, optional ones in an *Additional Fields* collection;
+    and the names of the top-level ones (what ``execute`` reads)."""
     required = [field for field in fields if field.required]
     optional = [field for field in fields if not field.required]
     params = [_parameter(field, show, lists) for field in required]
@@ -158,17 +153,11 @@ def parameters(
 def return_all_parameters(
     params: list[dict[str, Any]], show: Mapping[str, list[str]]
 ) -> list[dict[str, Any]]:
-    """n8n's *Return All* switch of a list operation, and its *Limit* shown when it is off.
+    """n8n's *Return All* switch of a list operation and its *Limit* shown when it is off,
+    to put before *Additional Fields*.
 
-    The ``limit`` field leaves *Additional Fields* (``params`` is changed in place) and
-    stands after the switch, n8n's own layout (its lint checks names, labels and wording).
-
-    Args:
-        params: the operation's parameters, from :func:`parameters`.
-        show: the operation's display options.
-
-    Returns:
-        The switch and the limit, to put before *Additional Fields*.
+    The ``limit`` field leaves *Additional Fields* (``params``, from :func:`parameters`, is
+    changed in place) and stands after the switch, n8n's own layout (its lint checks it).
     """
     switch = {
         "displayName": "Return All",

@@ -12,8 +12,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Raw", "camel", "describe", "first_sentence", "sentence_case", "title_case", "ts"]
-
 _IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 # n8n's lint checks display names with the npm ``title-case`` package and actions with
 # ``sentence-case``; these patterns follow that package's documented rules.
@@ -54,15 +52,8 @@ def _string(text: str) -> str:
 
 
 def ts(value: Any, indent: int = 0) -> str:
-    """A JSON-like value as a TypeScript literal (tabs, single quotes, bare keys).
-
-    Args:
-        value: JSON-compatible data; :class:`_Raw` strings are emitted verbatim.
-        indent: the current nesting depth.
-
-    Returns:
-        The source text.
-    """
+    """A JSON-like value as a TypeScript literal (tabs, single quotes, bare keys) at nesting
+    depth ``indent``; :class:`Raw` strings are emitted verbatim."""
     pad = "\t" * (indent + 1)
     end = "\t" * indent
     if isinstance(value, Raw):
@@ -101,16 +92,10 @@ def _acronyms(text: str) -> str:
 
 
 def title_case(text: str) -> str:
-    """Title Case as n8n display names use it.
+    """Title Case as n8n display names use it: ``Client entity id`` -> ``Client Entity ID``.
 
     Small words stay lower case except first and last; words with capitals inside
     (``eForm``, ``ID``) are kept; each part of a hyphenated word is capitalised.
-
-    Args:
-        text: a label such as ``Client entity id``.
-
-    Returns:
-        ``Client Entity ID``.
     """
     text = _acronyms(" ".join(text.split()))
     out = []
@@ -125,14 +110,8 @@ def title_case(text: str) -> str:
 
 
 def sentence_case(text: str) -> str:
-    """An operation's ``action`` text: words lower case (acronyms kept), first one capitalised.
-
-    Args:
-        text: a title such as ``List practice-management staff``.
-
-    Returns:
-        ``List practice management staff``.
-    """
+    """An operation's ``action`` text: words lower case (acronyms kept), first one capitalised
+    (``List practice-management staff`` -> ``List practice management staff``)."""
     words = [word for word in re.split(r"[^A-Za-z0-9]+", text) if word]
     kept = [word if word.isupper() and len(word) > 1 else word.lower() for word in words]
     joined = " ".join(kept)
@@ -140,17 +119,8 @@ def sentence_case(text: str) -> str:
 
 
 def describe(text: str) -> str:
-    """A parameter description as n8n's lint wants it.
-
-    One line, first letter capitalised, ``ID`` / ``URL`` / ``JSON`` in capitals, no final
-    period on a single sentence and a final period on several.
-
-    Args:
-        text: the module's description or help text.
-
-    Returns:
-        The description.
-    """
+    """A parameter description as n8n's lint wants it: one line, first letter capitalised,
+    ``ID`` / ``URL`` / ``JSON`` in capitals, a final period only on several sentences."""
     flat = _acronyms(" ".join(text.split()).strip())
     if not flat:
         return flat
@@ -162,12 +132,14 @@ def describe(text: str) -> str:
 
 
 def camel(text: str) -> str:
+    """``client entities`` -> ``clientEntities``."""
     words = re.split(r"[^A-Za-z0-9]+", text)
     words = [word for word in words if word]
     return words[0].lower() + "".join(word[:1].upper() + word[1:] for word in words[1:])
 
 
 def first_sentence(text: str) -> str:
+    """The first sentence of a text, as :func:`describe` shapes it."""
     flat = " ".join(text.split())
     match = re.match(r"(.+?[.!?])(\s|$)", flat)
     return describe(match.group(1) if match else flat)

@@ -17,7 +17,7 @@ from typing import Any
 from practiceflow import __version__
 from practiceflow.errors import ManifestError
 from practiceflow.export.descriptions import export_description
-from practiceflow.export.expression_tree import FILE_MEDIA_TYPE, LEAF, action_plan, file_media_type
+from practiceflow.export.expression_tree import LEAF, action_plan, file_media_type
 from practiceflow.export.lists import (
     choice_fields,
     list_shape,
@@ -30,8 +30,6 @@ from practiceflow.export.lists import (
 from practiceflow.export.schemas import portable_types, rewrite_refs
 from practiceflow.manifest.models import ActionModule
 from practiceflow.manifest.module_registry import ModuleRegistry
-
-__all__ = ["FILE_MEDIA_TYPE", "file_media_type", "openapi_document"]
 
 _PROBLEM = {
     "type": "object",
@@ -331,15 +329,7 @@ def _servers(connector: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of every action.
-
-    Args:
-        modules: the loaded modules.
-        connector: the connector manifest as data.
-
-    Returns:
-        The document.
-    """
+    """The OpenAPI 3.1 document of every action."""
     builder = _Builder(connector, modules)
     paths: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}

@@ -40,16 +40,6 @@ from practiceflow.export.powerautomate_assets import (
 )
 from practiceflow.manifest.module_registry import ModuleRegistry
 
-__all__ = [
-    "BRAND_COLOR",
-    "TITLE",
-    "OpenApiExporter",
-    "api_properties",
-    "icon_png",
-    "operation_id",
-    "swagger_document",
-]
-
 _V2_DROP = frozenset(
     {"anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired", "const", "examples",
      "$comment", "$defs", "writeOnly", "deprecated", "exclusiveMinimum", "exclusiveMaximum",
@@ -229,15 +219,7 @@ def _operation(
 
 
 def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, Any]:
-    """The Power Automate custom-connector definition (OpenAPI 2.0).
-
-    Args:
-        modules: the loaded modules.
-        connector: the connector manifest as data.
-
-    Returns:
-        The document.
-    """
+    """The Power Automate custom-connector definition (OpenAPI 2.0)."""
     source = openapi_document(modules, connector)
     lists = {
         str(operation["operationId"]): operation_id(str(operation["operationId"]))
@@ -401,14 +383,7 @@ def _trigger_operation(hooks: Mapping[str, Any], events: list[tuple[str, str]]) 
 
 
 def api_properties(connector: Mapping[str, Any]) -> dict[str, Any]:
-    """``apiProperties.json``: connection parameters, brand colour and the host policy.
-
-    Args:
-        connector: the connector manifest as data.
-
-    Returns:
-        The document.
-    """
+    """``apiProperties.json``: connection parameters, brand colour and the host policy."""
     regions = sorted(connector["regions"].items())
 
     def param(kind: str, name: str, text: str, tab: int, **extra: Any) -> dict[str, Any]:
@@ -481,7 +456,6 @@ class OpenApiExporter(Exporter):
     """OpenAPI 3.1 document of the actions, plus the Power Automate connector folder."""
 
     name = "openapi"
-    summary = "OpenAPI 3.1 document, and a Power Automate custom connector (OpenAPI 2.0)"
 
     def files(
         self, modules: ModuleRegistry, connector: Mapping[str, Any]

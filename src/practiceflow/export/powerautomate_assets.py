@@ -11,16 +11,6 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = [
-    "BRAND_COLOR",
-    "DESCRIPTION",
-    "METADATA",
-    "PLACEHOLDER_HOST",
-    "TITLE",
-    "icon_png",
-    "readme",
-]
-
 #: The connector's title (Power Automate: at most 30 characters, no "API").
 TITLE = "Practiceflow"
 #: Brand colour of the icon and the connector card (not #007ee5 or #ffffff).
@@ -45,14 +35,7 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
 
 
 def icon_png(size: int = 230) -> bytes:
-    """The connector icon: a white document mark on the brand colour, as a PNG.
-
-    Args:
-        size: width and height in pixels.
-
-    Returns:
-        The PNG bytes (deterministic).
-    """
+    """The connector icon: a white document mark on the brand colour, as PNG bytes."""
     red, green, blue = (int(BRAND_COLOR[i : i + 2], 16) for i in (1, 3, 5))
     background = bytes((red, green, blue))
     white = b"\xff\xff\xff"
@@ -81,14 +64,7 @@ def icon_png(size: int = 230) -> bytes:
 
 
 def readme(swagger: Mapping[str, Any]) -> str:
-    """The connector's README (the sections Microsoft's certification asks for).
-
-    Args:
-        swagger: the connector definition.
-
-    Returns:
-        Markdown text.
-    """
+    """The connector's README (the sections Microsoft's certification asks for)."""
     actions: list[str] = []
     triggers: list[str] = []
     for methods in swagger["paths"].values():

@@ -20,30 +20,12 @@ from typing import Any
 
 from practiceflow.manifest.choices import ChoiceSource
 
-__all__ = [
-    "FormField",
-    "form_fields",
-    "help_text",
-    "main_type",
-    "portable_schema",
-    "portable_types",
-    "resolve",
-    "rewrite_refs",
-]
-
 _SCALARS = ("string", "integer", "number", "boolean")
 
 
 def resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
-    """Follow a local ``$ref`` (``#/$defs/NAME``); the referring schema's keywords win.
-
-    Args:
-        schema: a (sub)schema.
-        root: the schema that holds ``$defs``.
-
-    Returns:
-        A copy of the schema with the reference merged in.
-    """
+    """A copy of ``schema`` with its local ``$ref`` (``#/$defs/NAME`` of ``root``) merged in;
+    the referring schema's keywords win."""
     merged = dict(schema)
     ref = merged.pop("$ref", None)
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
@@ -54,14 +36,7 @@ def resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any
 
 
 def main_type(schema: Mapping[str, Any]) -> str:
-    """The first non-null type of a schema (``string`` when none is said).
-
-    Args:
-        schema: a resolved schema.
-
-    Returns:
-        One JSON type name.
-    """
+    """The first non-null type of a resolved schema (``string`` when none is said)."""
     declared = schema.get("type", "string")
     types = [declared] if isinstance(declared, str) else list(declared)
     for name in types:
@@ -71,14 +46,7 @@ def main_type(schema: Mapping[str, Any]) -> str:
 
 
 def help_text(schema: Mapping[str, Any]) -> str:
-    """Description plus the first example, as shown next to a form field.
-
-    Args:
-        schema: a resolved schema.
-
-    Returns:
-        The text (may be empty).
-    """
+    """Description plus the first example, as shown next to a form field (may be empty)."""
     parts = [str(schema.get("description", "")).strip()]
     examples = schema.get("examples")
     if examples and not isinstance(examples[0], dict | list):
@@ -90,18 +58,10 @@ def help_text(schema: Mapping[str, Any]) -> str:
 class FormField:
     """One form field derived from an input property.
 
-    Attributes:
-        key: the field key (``parent__child`` for a flattened nested object).
-        label: the human label.
-        help: help text.
-        type: ``string``, ``integer``, ``number``, ``boolean``, ``datetime`` or ``json``.
-        required: whether the field must be filled.
-        list: the value is a list of scalars.
-        choices: allowed values, when the schema has an ``enum``.
-        default: the schema's default, if any.
-        example: the first example value, if any.
-        children: line-item fields of an array of objects.
-        source: where the field's choices come from (``x-choices``), if declared.
+    ``key`` is ``parent__child`` for a flattened nested object; ``type`` is ``string``,
+    ``integer``, ``number``, ``boolean``, ``datetime`` or ``json``; ``list`` means a list of
+    scalars; ``choices`` come from an ``enum``, ``source`` from ``x-choices``; ``children``
+    are the line-item fields of an array of objects.
     """
 
     key: str
@@ -173,14 +133,8 @@ def _field(
 
 
 def form_fields(schema: Mapping[str, Any]) -> list[FormField]:
-    """The form fields of an object schema's top-level properties, required ones first.
-
-    Args:
-        schema: an input schema (``type: object`` with ``properties``).
-
-    Returns:
-        The fields, in a stable order (required first, then the schema's order).
-    """
+    """The form fields of an input schema's top-level properties: required ones first,
+    then the schema's order."""
     properties: Mapping[str, Any] = schema.get("properties") or {}
     required = [name for name in schema.get("required", ()) if name in properties]
     order = required + [name for name in properties if name not in required]
@@ -191,15 +145,7 @@ def form_fields(schema: Mapping[str, Any]) -> list[FormField]:
 
 
 def rewrite_refs(schema: Any, mapping: Mapping[str, str]) -> Any:
-    """Replace ``$ref`` values (``#/$defs/NAME``) by their new locations.
-
-    Args:
-        schema: any schema structure.
-        mapping: old reference -> new reference.
-
-    Returns:
-        A rewritten copy.
-    """
+    """A copy of ``schema`` with its ``$ref`` values moved by ``mapping`` (old -> new)."""
     if isinstance(schema, Mapping):
         return {
             key: (mapping.get(value, value) if key == "$ref" else rewrite_refs(value, mapping))
@@ -225,13 +171,7 @@ def portable_schema(schema: Any) -> Any:
     ``{"type": ["integer", "string"], ...}`` becomes ``{"anyOf": [{"type": "integer"},
     {"type": "string"}], ...}`` (into ``allOf`` when the schema already has an ``anyOf``);
     a list of one type becomes that type. Data keywords (``enum``, ``examples``,
-    ``default``, ``const``) are left as they are.
-
-    Args:
-        schema: a JSON Schema (2020-12), or anything else (returned as is).
-
-    Returns:
-        The rewritten copy.
+    ``default``, ``const``) are left as they are; anything not a mapping is returned as is.
     """
     if not isinstance(schema, Mapping):
         return schema
@@ -260,15 +200,8 @@ def portable_schema(schema: Any) -> Any:
 
 
 def portable_types(document: Any) -> Any:
-    """Apply :func:`portable_schema` to every schema of an OpenAPI 3.1 document.
-
-    Args:
-        document: the document (or any part of it).
-
-    Returns:
-        A rewritten copy: each ``schema`` value and each schema of
-        ``components/schemas``.
-    """
+    """A copy of an OpenAPI 3.1 document (or part) with :func:`portable_schema` applied to
+    each ``schema`` value and each schema of ``components/schemas``."""
     if isinstance(document, list):
         return [portable_types(item) for item in document]
     if not isinstance(document, Mapping):

@@ -1,14 +1,8 @@
 """The Zapier exporter: a Zapier CLI app (``zapier-platform-core``) built from the modules.
 
-What is generated (``connectors/zapier/``):
-
-* ``definition.json``: the modules as data: auth fields, every create/search/trigger with its
-  display text, input fields, output fields, sample and portable request plan
-  (:mod:`practiceflow.export.expression_tree`);
-* ``index.js``, ``lib/runtime.js``, ``lib/expr.js``: the fixed JavaScript that turns the
-  definition into the app object Zapier loads (shipped with this package under
-  ``templates/zapier``);
-* ``package.json`` and ``package-lock.json`` pinning ``zapier-platform-core``.
+It writes ``definition.json`` (the modules as data: auth fields, every create, search and
+trigger with its fields, sample and portable request plan) next to the fixed JavaScript of
+``templates/zapier`` that turns it into the app object Zapier loads.
 
 Mapping: an action that writes (``needs_write`` or ``kind: create``) becomes a *create*; any
 other action becomes a *search* (its result as a one-item list). A trigger with a ``webhook``
@@ -44,8 +38,6 @@ from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
 from practiceflow.triggers.definition import DELIVERY_PREFIX
 
-__all__ = ["ZapierExporter", "is_create"]
-
 #: Files copied verbatim from ``templates/zapier``.
 _STATIC = (
     "index.js",
@@ -74,15 +66,7 @@ _FIELD_TYPES = {
 
 
 def template_text(platform: str, name: str) -> str:
-    """Read one static file shipped under ``practiceflow/export/templates/PLATFORM``.
-
-    Args:
-        platform: the template folder (``zapier``, ``n8n``).
-        name: the relative path inside it.
-
-    Returns:
-        The text.
-    """
+    """The text of ``name`` shipped under ``practiceflow/export/templates/PLATFORM``."""
     node = files("practiceflow.export").joinpath("templates", platform, *name.split("/"))
     return node.read_text(encoding="utf-8")
 
@@ -288,17 +272,60 @@ def _trigger(trigger: TriggerModule, lists: ChoiceLists) -> dict[str, Any]:
     }
 
 
-def _auth(connector: Mapping[str, Any]) -> dict[str, Any]:
-    regions = {
-        key: {
-            "title": region["title"],
-            "base_url": region["base_url"] if region["base_url"].startswith("https://") else None,
-        }
-        for key, region in sorted(connector["regions"].items())
-    }
-    published = all(region["base_url"] for region in regions.values())
+def auth_settings(connector: Mapping[str, Any]) -> dict[str, Any]:
+    """The auth headers, regions (a base URL only where published) and validate path that
+    the JavaScript runtimes of Zapier and n8n read."""
     header = connector["auth"]["methods"]["header"]
+    regions = sorted(connector["regions"].items())
     return {
+        "headers": {
+            "client_id": header["client_id_header"],
+            "client_secret": header["client_secret_header"],
+        },
+        "regions": {
+            key: {
+                "title": region["title"],
+                "base_url": url if (url := region["base_url"]).startswith("https://") else None,
+            }
+            for key, region in regions
+        },
+        "validate_path": connector["auth"]["validate"]["path"],
+    }
+
+
+def paging_settings(connector: Mapping[str, Any], max_pages: int, *also: str) -> dict[str, Any]:
+    """The paging settings the runtimes read (``also``: more keys of the manifest's paging)."""
+    paging = connector["paging"]
+    settings = {
+        "cursor_param": paging.get("cursor_param", "lastUpdated"),
+        "fixed_size": sorted(paging["fixed_size"]),
+        "has_more_field": paging.get("has_more_field", "hasMore"),
+        "max_pages": max_pages,
+        "page_max": paging["page_max"],
+        "page_param": paging["page_param"],
+        "size_param": paging["size_param"],
+    } | {key: paging[key] for key in also}
+    return dict(sorted(settings.items()))
+
+
+def webhook_settings(connector: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+    """The webhook settings the runtimes read."""
+    hooks = connector["webhooks"]
+    return {
+        "delivery_prefix": DELIVERY_PREFIX,
+        "headers": hooks["headers"],
+        "subscribe": hooks["subscribe"],
+        **extra,
+        "tolerance_seconds": TOLERANCE_SECONDS,
+    }
+
+
+def _auth(connector: Mapping[str, Any]) -> dict[str, Any]:
+    settings = auth_settings(connector)
+    regions = settings["regions"]
+    published = all(region["base_url"] for region in regions.values())
+    return {
+        **settings,
         "connection_label": "{{bundle.inputData.clientName}}",
         "fields": [
             {
@@ -333,12 +360,6 @@ def _auth(connector: Mapping[str, Any]) -> dict[str, Any]:
                 "not publish the regional hosts, so ask the practice for it.",
             },
         ],
-        "headers": {
-            "client_id": header["client_id_header"],
-            "client_secret": header["client_secret_header"],
-        },
-        "regions": regions,
-        "validate_path": connector["auth"]["validate"]["path"],
     }
 
 
@@ -347,10 +368,9 @@ class ZapierExporter(Exporter):
     """Zapier CLI app (creates, searches, REST hook and polling triggers)."""
 
     name = "zapier"
-    summary = "Zapier CLI app on zapier-platform-core"
 
     def files(self, modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-        """Build the app (see the module docstring for the layout and mapping)."""
+        """Build the app (the module docstring tells the mapping)."""
         skipped: dict[str, str] = {}
         creates: dict[str, Any] = {}
         searches: dict[str, Any] = {}
@@ -388,8 +408,6 @@ class ZapierExporter(Exporter):
             skipped[f"triggers/{key}"] = reason
         for name, source in lists.sources.items():
             triggers[name] = _choices_trigger(name, source, lists, modules)
-        paging = connector["paging"]
-        hooks = connector["webhooks"]
         definition = {
             "title": connector["title"],
             "version": __version__,
@@ -398,22 +416,8 @@ class ZapierExporter(Exporter):
             "searches": searches,
             "skipped": skipped,
             "triggers": triggers,
-            "paging": {
-                "cursor_param": paging.get("cursor_param", "lastUpdated"),
-                "fixed_size": sorted(paging["fixed_size"]),
-                "has_more_field": paging.get("has_more_field", "hasMore"),
-                "max_pages": MAX_PAGES,
-                "page_max": paging["page_max"],
-                "page_param": paging["page_param"],
-                "size_default": paging["size_default"],
-                "size_param": paging["size_param"],
-            },
-            "webhooks": {
-                "delivery_prefix": DELIVERY_PREFIX,
-                "headers": hooks["headers"],
-                "subscribe": hooks["subscribe"],
-                "tolerance_seconds": TOLERANCE_SECONDS,
-            },
+            "paging": paging_settings(connector, MAX_PAGES, "size_default"),
+            "webhooks": webhook_settings(connector),
         }
         out = {name: template_text("zapier", name) for name in _STATIC}
         out["definition.json"] = dump_json(definition)
