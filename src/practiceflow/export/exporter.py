@@ -14,6 +14,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,6 +33,12 @@ _NOTICE = (
 def dump_json(value: Any) -> str:
     """Deterministic JSON text: sorted keys, two-space indent, trailing newline."""
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def template_text(platform: str, name: str) -> str:
+    """The text of ``name`` shipped under ``practiceflow/export/templates/PLATFORM``."""
+    node = files("practiceflow.export").joinpath("templates", platform, *name.split("/"))
+    return node.read_text(encoding="utf-8")
 
 
 class Exporter(ABC):

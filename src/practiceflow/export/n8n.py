@@ -25,7 +25,7 @@ from practiceflow import __version__
 from practiceflow.errors import ManifestError
 from practiceflow.export.descriptions import LOCAL_ONLY, export_description
 from practiceflow.export.dropdowns import ChoiceLists
-from practiceflow.export.exporter import Exporter, register
+from practiceflow.export.exporter import Exporter, register, template_text
 from practiceflow.export.expression_tree import (
     action_plan,
     local_fields,
@@ -51,7 +51,6 @@ from practiceflow.export.schemas import form_fields
 from practiceflow.export.zapier import (
     auth_settings,
     paging_settings,
-    template_text,
     webhook_settings,
 )
 from practiceflow.manifest.models import ActionModule, TriggerModule

@@ -185,16 +185,8 @@ def _operation(
     body = operation.get("requestBody")
     if body:
         schema = body["content"]["application/json"]["schema"]
-        parameters.append(
-            {
-                "name": "body",
-                "in": "body",
-                "required": True,
-                "description": "The fields to send.",
-                "x-ms-summary": "Body",
-                "schema": lowering.schema(schema),
-            }
-        )
+        lowered_body = lowering.schema(schema)
+        parameters.append(_described("Body", "The fields to send.", **_BODY, schema=lowered_body))
     if parameters:
         out["parameters"] = parameters
     responses = {}
@@ -206,11 +198,8 @@ def _operation(
             if code.startswith("2"):
                 produces.add(media)
         for name, header in response.get("headers", {}).items():
-            lowered.setdefault("headers", {})[name] = {
-                "type": "string",
-                "description": header["description"],
-                "x-ms-summary": name,
-            }
+            described = _described(name, header["description"], type="string")
+            lowered.setdefault("headers", {})[name] = described
         responses[code] = lowered
     out["responses"] = responses
     if produces and produces != {"application/json"}:
@@ -298,7 +287,51 @@ def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
     }
 
 
+#: The request body as an OpenAPI 2.0 parameter.
+_BODY = {"name": "body", "in": "body", "required": True}
+
+
+def _described(summary: str, description: str, **schema: Any) -> dict[str, Any]:
+    """A parameter, field or header with Power Automate's ``x-ms-summary`` and description."""
+    return {"x-ms-summary": summary, "description": description, **schema}
+
+
 def _trigger_operation(hooks: Mapping[str, Any], events: list[tuple[str, str]]) -> dict[str, Any]:
+    internal = {"type": "string", "x-ms-visibility": "internal"}
+    subscription = {
+        "type": "object",
+        "required": [hooks["url_field"], hooks["event_field"]],
+        "properties": {
+            hooks["url_field"]: _described(
+                "Callback URL",
+                "Callback URL of the flow.",
+                **internal,
+                **{"x-ms-notification-url": True},
+            ),
+            hooks["event_field"]: _described(
+                "Event",
+                "The event to subscribe to.",
+                type="string",
+                enum=[event for event, _ in events],
+                **{"x-ms-enum-values": [{"value": e, "displayName": t} for e, t in events]},
+            ),
+            hooks["name_field"]: _described(
+                "Name", "A name for the subscription.", **internal, default="Power Automate"
+            ),
+        },
+    }
+    answer = {
+        "type": "object",
+        "properties": {
+            "id": _described("Subscription ID", "Subscription ID.", type="string", format="uuid"),
+            "event": _described("Event", "Event key.", type="string"),
+            "url": _described("URL", "Callback URL.", type="string"),
+        },
+    }
+    created = (
+        "Subscribed; Power Automate deletes the subscription at the Location when the flow "
+        "is turned off."
+    )
     return {
         "operationId": "WhenAnEventOccurs",
         "summary": "When an event occurs",
@@ -308,75 +341,17 @@ def _trigger_operation(hooks: Mapping[str, Any], events: list[tuple[str, str]]) 
         "x-ms-trigger-hint": "To see it work, cause the chosen event in the practice.",
         "x-ms-visibility": "important",
         "parameters": [
-            {
-                "name": "body",
-                "in": "body",
-                "required": True,
-                "description": "The subscription.",
-                "x-ms-summary": "Subscription",
-                "schema": {
-                    "type": "object",
-                    "required": [hooks["url_field"], hooks["event_field"]],
-                    "properties": {
-                        hooks["url_field"]: {
-                            "type": "string",
-                            "description": "Callback URL of the flow.",
-                            "x-ms-summary": "Callback URL",
-                            "x-ms-notification-url": True,
-                            "x-ms-visibility": "internal",
-                        },
-                        hooks["event_field"]: {
-                            "type": "string",
-                            "description": "The event to subscribe to.",
-                            "x-ms-summary": "Event",
-                            "enum": [event for event, _ in events],
-                            "x-ms-enum-values": [
-                                {"value": event, "displayName": title} for event, title in events
-                            ],
-                        },
-                        hooks["name_field"]: {
-                            "type": "string",
-                            "description": "A name for the subscription.",
-                            "x-ms-summary": "Name",
-                            "default": "Power Automate",
-                            "x-ms-visibility": "internal",
-                        },
-                    },
-                },
-            }
+            _described("Subscription", "The subscription.", **_BODY, schema=subscription)
         ],
         "responses": {
             "201": {
-                "description": "Subscribed; Power Automate deletes the subscription at the "
-                "Location when the flow is turned off.",
+                "description": created,
                 "headers": {
-                    "Location": {
-                        "type": "string",
-                        "description": "URL of the new subscription.",
-                        "x-ms-summary": "Location",
-                    }
+                    "Location": _described(
+                        "Location", "URL of the new subscription.", type="string"
+                    )
                 },
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "id": {
-                            "type": "string",
-                            "format": "uuid",
-                            "x-ms-summary": "Subscription ID",
-                            "description": "Subscription ID.",
-                        },
-                        "event": {
-                            "type": "string",
-                            "x-ms-summary": "Event",
-                            "description": "Event key.",
-                        },
-                        "url": {
-                            "type": "string",
-                            "x-ms-summary": "URL",
-                            "description": "Callback URL.",
-                        },
-                    },
-                },
+                "schema": answer,
             },
         },
     }

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import mimetypes
 from collections.abc import Mapping
-from importlib.resources import files
 from typing import Any
 
 from practiceflow import __version__
 from practiceflow.errors import ManifestError, TemplateError
 from practiceflow.export.descriptions import LOCAL_ONLY, export_description
 from practiceflow.export.dropdowns import ChoiceLists
-from practiceflow.export.exporter import Exporter, dump_json, register
+from practiceflow.export.exporter import Exporter, dump_json, register, template_text
 from practiceflow.export.expression_tree import (
     action_plan,
     file_media_type,
@@ -63,12 +62,6 @@ _FIELD_TYPES = {
     "datetime": "datetime",
     "json": "text",
 }
-
-
-def template_text(platform: str, name: str) -> str:
-    """The text of ``name`` shipped under ``practiceflow/export/templates/PLATFORM``."""
-    node = files("practiceflow.export").joinpath("templates", platform, *name.split("/"))
-    return node.read_text(encoding="utf-8")
 
 
 def is_create(action: ActionModule) -> bool:
