@@ -20,6 +20,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from practiceflow.export.expression_tree import local_fields
+from practiceflow.manifest.models import ActionModule
+
 #: Phrases of what only this machine does: save a download to a file, run a module's hooks
 #: and pre-send checks, report warnings. No export does these (Zapier and n8n included).
 LOCAL_ONLY = (
@@ -100,3 +103,10 @@ def export_description(
             kept.append(head + "." if len(head.split()) >= _MIN_WORDS else title + ".")
     kept.extend(text for text in extra if text)
     return " ".join(kept)
+
+
+def plan_description(action: ActionModule) -> str:
+    """The description of an action on a platform that runs its plan (Zapier, n8n): its
+    paging, limit and filters hold there, but it saves no file."""
+    missing = local_fields(action)
+    return export_description(action.description, action.title, missing, (), LOCAL_ONLY)

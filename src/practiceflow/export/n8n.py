@@ -23,12 +23,11 @@ from typing import Any
 
 from practiceflow import __version__
 from practiceflow.errors import ManifestError
-from practiceflow.export.descriptions import LOCAL_ONLY, export_description
+from practiceflow.export.descriptions import plan_description
 from practiceflow.export.dropdowns import ChoiceLists
 from practiceflow.export.exporter import Exporter, register, template_text
 from practiceflow.export.expression_tree import (
     action_plan,
-    local_fields,
     platform_input,
     trigger_plan,
 )
@@ -75,7 +74,6 @@ MAX_PAGES = 50
 #: The credential type's name (n8n links nodes to credentials by it).
 CREDENTIAL = "practiceflowApi"
 _ICON = {"light": "file:practiceflow.svg", "dark": "file:practiceflow.dark.svg"}
-# ---- the action node ---------------------------------------------------------------------
 
 
 def _resource(action: ActionModule) -> str:
@@ -144,15 +142,7 @@ def _action_node(
                     {
                         "name": title_case(action.title),
                         "value": action.key,
-                        "description": first_sentence(
-                            export_description(
-                                action.description,
-                                action.title,
-                                local_fields(action),
-                                (),
-                                LOCAL_ONLY,
-                            )
-                        ),
+                        "description": first_sentence(plan_description(action)),
                         "action": sentence_case(action.title),
                     }
                     for action in group
@@ -172,7 +162,7 @@ def _action_node(
 
 def _node_description(actions: Mapping[str, ActionModule], lists: ChoiceLists) -> dict[str, Any]:
     properties, _fields = _action_node(actions, lists)
-    description = {
+    return {
         "displayName": "Practiceflow",
         "name": "practiceflow",
         "icon": dict(_ICON),
@@ -188,10 +178,6 @@ def _node_description(actions: Mapping[str, ActionModule], lists: ChoiceLists) -
         "credentials": [{"name": CREDENTIAL, "required": True}],
         "properties": properties,
     }
-    return description
-
-
-# ---- the trigger nodes --------------------------------------------------------------------
 
 
 def _event_parameters(
@@ -253,9 +239,6 @@ def _trigger_description(
         description["webhooks"] = [{**hook, "path": "webhook"}]
     description["properties"] = _event_parameters(triggers, what, lists)
     return description
-
-
-# ---- credentials ------------------------------------------------------------------------
 
 
 def _credentials_file(connector: Mapping[str, Any]) -> str:
@@ -337,9 +320,6 @@ def _credentials_file(connector: Mapping[str, Any]) -> str:
         .replace("/*AUTHENTICATE*/", ts(authenticate, 1))
         .replace("/*TEST*/", ts(test, 1))
     )
-
-
-# ---- the definition ---------------------------------------------------------------------
 
 
 def _definition(

@@ -21,13 +21,12 @@ from typing import Any
 
 from practiceflow import __version__
 from practiceflow.errors import ManifestError, TemplateError
-from practiceflow.export.descriptions import LOCAL_ONLY, export_description
+from practiceflow.export.descriptions import plan_description
 from practiceflow.export.dropdowns import ChoiceLists
 from practiceflow.export.exporter import Exporter, dump_json, register, template_text
 from practiceflow.export.expression_tree import (
     action_plan,
     file_media_type,
-    local_fields,
     platform_input,
     trigger_plan,
 )
@@ -150,10 +149,7 @@ def as_record(row: Any) -> dict[str, Any]:
 
 def _display(module: ActionModule | TriggerModule) -> dict[str, Any]:
     if isinstance(module, ActionModule):
-        # The app runs the module's plan (paging, limit, filters) but saves no file here.
-        missing = local_fields(module)
-        text = export_description(module.description, module.title, missing, (), LOCAL_ONLY)
-        return {"label": module.title, "description": text}
+        return {"label": module.title, "description": plan_description(module)}
     return {"label": module.title, "description": " ".join(module.description.split())}
 
 
