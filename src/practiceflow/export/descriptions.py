@@ -1,18 +1,10 @@
 """Descriptions of exported operations, derived from the module's own text.
 
-A module's description is written for the runner, which does more than one request: it
-pages through a list and stops at ``limit``, matches rows locally, saves downloads to
-``saveTo``. An exported operation (OpenAPI, Power Automate) is one request of the API, so its
-description keeps only what holds for that request. It is derived, never written twice:
-
-* a sentence that names an input field the operation does not carry (as a parameter or a
-  body field), or that states something only the runner does (:data:`RUNNER_ONLY`), is left
-  out; in the first sentence (what the operation is) the text is cut before it instead;
-* what the operation itself does is added from its shape (how to page a list; that a
-  download answers the file).
-
-:func:`runner_only_mentions` is the check behind it, which the tests run over every exported
-operation.
+A module's description is written for the runner, which pages, limits, matches rows locally
+and saves downloads; an exported operation is one request, so its description keeps only
+what holds for it. A sentence that names an input field the operation does not carry, or
+something only the runner does (:data:`RUNNER_ONLY`), is left out (the first sentence is cut
+before it instead); what the operation itself does is added from its shape.
 """
 
 from __future__ import annotations

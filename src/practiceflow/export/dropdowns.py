@@ -1,9 +1,8 @@
 """Dynamic dropdowns for the exporters: each declared choice list (``x-choices``) once.
 
 Every platform turns a declaration into its own mechanism (a hidden Zapier trigger, an n8n
-``loadOptions`` / ``listSearch`` method, a Power Automate ``x-ms-dynamic-values``
-operation). This module gives each distinct declaration a stable name that is a valid
-identifier on every platform, and the sample options a list action's sample yields.
+``loadOptions`` method, a Power Automate ``x-ms-dynamic-values``); this module names each
+distinct declaration once, validly for every platform.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """List operations as the platforms that read an OpenAPI document page them (spec section 8).
 
-A list module of the runner pages by itself (``list.paged``) and hands back ``{items, count,
-hasMore}``; an exported operation is one request of the API, so a platform user pages it:
-
-* ``pageNumber`` (1-based, at most 10000) on every list the module pages;
-* ``pageSize`` (1 to 100, default 50) on those of them whose page size is not fixed by the
-  server (``paging.fixed_size`` of the connector manifest: the spec lists the parameters of
-  those lists, and ``pageSize`` is not among them);
-* the answer: the rows as a bare array, or an object holding them in ``items`` with
-  ``hasMore`` (the spec does not show the envelope; both are read by the runner, see
-  :mod:`practiceflow.api.paging`). Lists that take ``pageSize`` most likely answer the
-  envelope (spec 8: "``hasMore`` where present"), the others a bare array: that is the shape
-  a one-shape platform (Power Automate's OpenAPI 2.0) is given, and the first alternative
-  of the OpenAPI 3.1 document.
-
-The rows are the module's own row schema (``output.items.items``), so a platform's designer
-offers the fields of a row; where the spec does not show a list's rows, the row fields that
-other modules' choices (``x-choices``: value, label, ``also``) name are declared on them.
+A list module of the runner pages by itself; an exported operation is one request, so a
+platform user pages it with ``pageNumber``, and ``pageSize`` where the server does not fix
+the page size (``paging.fixed_size`` of the connector manifest). The spec does not show the
+envelope: lists that take ``pageSize`` most likely answer ``{items, hasMore, ...}`` (spec 8:
+"``hasMore`` where present"), the others a bare array; that likely shape is what a one-shape
+platform (Power Automate's OpenAPI 2.0) is given, and the first alternative in OpenAPI 3.1.
+Rows are the module's row schema, plus the row fields other modules' choices name.
 """
 
 from __future__ import annotations

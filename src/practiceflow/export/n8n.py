@@ -1,18 +1,13 @@
 """The n8n exporter: a community node package (TypeScript) built from the modules.
 
-It writes, in n8n's community-node layout: the credential (Client ID, secret, region, base
-URL; header auth and a credential test), an actions node (resource = the module's noun,
-operation = the action), a webhook trigger node, a poll trigger node, and
-``shared/definition.ts`` (the modules as data), next to the fixed TypeScript of
-``templates/n8n`` that interprets the plans.
+It fills the templates of ``templates/n8n`` (the credential, an actions node, a webhook
+trigger node and a poll trigger node) and writes ``shared/definition.ts``, the modules as
+data for the interpreter of the plans.
 
 Why ``execute`` rather than declarative routing: module templates carry conditionals,
-``{% set %}``, filters, the omission rule (a leaf that renders null is left out), list
-paging with filters and limits, and output maps. n8n's routing expressions could express
-only part of that and each module would need its own hand-made ``preSend`` / ``postReceive``
-hooks; one small interpreter of the plans (the same one the Zapier export runs) keeps every
-platform faithful to the modules. The credential's auth and test *are* declarative, and
-every request goes through ``httpRequestWithAuthentication``.
+``{% set %}``, filters, the omission rule, list paging and output maps, which n8n's routing
+expressions could express only in part, with hand-made hooks per module; one interpreter of
+the plans (the same as the Zapier export's) keeps every platform faithful to the modules.
 """
 
 from __future__ import annotations
@@ -242,6 +237,7 @@ def _trigger_description(
 
 
 def _credentials_file(connector: Mapping[str, Any]) -> str:
+    """The credential: its template with the regions, headers and credential check filled in."""
     regions = sorted(connector["regions"].items())
     published = {
         key: region["base_url"]
@@ -249,77 +245,22 @@ def _credentials_file(connector: Mapping[str, Any]) -> str:
         if str(region["base_url"]).startswith("https://")
     }
     header = connector["auth"]["methods"]["header"]
-    base = (
-        "={{ ($credentials.baseUrl || "
-        + json.dumps(published)
-        + "[$credentials.region] || '').replace(/\\/+$/, '') }}"
-    )
-    properties = [
-        {
-            "displayName": "Client ID",
-            "name": "clientId",
-            "type": "string",
-            "required": True,
-            "default": "",
-            "description": "The API client's Client ID (a GUID) from the practice settings",
-        },
-        {
-            "displayName": "Client Secret",
-            "name": "clientSecret",
-            "type": "string",
-            "typeOptions": {"password": True},
-            "required": True,
-            "default": "",
-            "description": "The API client's secret; ask the practice administrator",
-        },
-        {
-            "displayName": "Region",
-            "name": "region",
-            "type": "options",
-            "options": [{"name": region["title"], "value": key} for key, region in regions],
-            "default": regions[0][0],
-            "description": "The region the practice is tied to; each region has its own host",
-        },
-        {
-            "displayName": "Base URL",
-            "name": "baseUrl",
-            "type": "string",
-            "required": len(published) < len(regions),
-            "default": "",
-            "placeholder": "https://api.example.com",
-            "description": "The practice's regional base URL (without /api/v1). The API does "
-            "not publish the regional hosts, so ask the practice for it.",
-        },
-    ]
-    authenticate = {
-        "type": "generic",
-        "properties": {
-            "headers": {
-                header["client_id_header"]: "={{$credentials.clientId}}",
-                header["client_secret_header"]: "={{$credentials.clientSecret}}",
-            }
-        },
-    }
     validate = connector["auth"]["validate"]
-    test = {
-        "request": {"baseURL": base, "url": validate["path"], "method": validate["method"]},
-        "rules": [
-            {
-                "type": "responseSuccessBody",
-                "properties": {
-                    "key": "authenticated",
-                    "value": False,
-                    "message": "The API refused these credentials",
-                },
-            }
-        ],
+    base = f"={{{{ ($credentials.baseUrl || {json.dumps(published)}[$credentials.region] || '')"
+    values = {
+        "REGIONS": ts([{"name": region["title"], "value": key} for key, region in regions], 3),
+        "REGION": ts(regions[0][0]),
+        "BASE_URL_REQUIRED": ts(len(published) < len(regions)),
+        "CLIENT_ID_HEADER": ts(header["client_id_header"]),
+        "CLIENT_SECRET_HEADER": ts(header["client_secret_header"]),
+        "BASE_URL": ts(base + ".replace(/\\/+$/, '') }}"),
+        "VALIDATE_PATH": ts(validate["path"]),
+        "VALIDATE_METHOD": ts(validate["method"]),
     }
     source = template_text("n8n", "credentials/PracticeflowApi.credentials.ts.in")
-    return (
-        source.replace("/*PROPERTIES*/", ts(properties, 1))
-        .replace("/*AUTHENTICATE*/", ts(authenticate, 1))
-        .replace("/*TEST*/", ts(test, 1))
-    )
+    for name, value in values.items():
+        source = source.replace(f"/*{name}*/", value)
+    return source
 
 
 def _definition(

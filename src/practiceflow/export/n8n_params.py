@@ -1,10 +1,8 @@
 """n8n node parameters from form fields: types, defaults, dropdowns, Additional Fields.
 
-Each module input field (:class:`~practiceflow.export.schemas.FormField`) becomes one n8n
-parameter; a field with declared choices (``x-choices``) becomes an options list filled by
-the node's ``loadOptions`` method, or a resource locator with a ``listSearch`` for large
-lists. Required fields are top-level parameters; optional ones go under *Additional
-Fields*. :data:`RESERVED` lists the names a node keeps for itself.
+Required fields are top-level parameters, optional ones go under *Additional Fields*; a
+field with declared choices becomes an options list (``loadOptions``), or a resource
+locator with a ``listSearch`` for large lists.
 """
 
 from __future__ import annotations

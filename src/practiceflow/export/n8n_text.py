@@ -1,9 +1,5 @@
-"""Text for n8n nodes: TypeScript literals and the casing rules n8n's lint checks.
-
-:func:`ts` writes JSON-like data as a TypeScript literal; :func:`title_case`,
-:func:`sentence_case` and :func:`describe` shape display names, action texts and
-descriptions the way ``n8n-node lint`` (strict) wants them.
-"""
+"""Text for n8n nodes: TypeScript literals (:func:`ts`) and the casing rules that
+``n8n-node lint`` (strict) checks on display names, action texts and descriptions."""
 
 from __future__ import annotations
 

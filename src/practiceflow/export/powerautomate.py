@@ -1,32 +1,22 @@
 """The ``openapi`` exporter: ``openapi.json`` plus a Power Automate custom connector folder.
 
-``powerautomate/`` holds what Microsoft's custom-connector tooling imports and what its
-certification asks for:
-
-* ``apiDefinition.swagger.json``: OpenAPI 2.0 lowered from the 3.1 document (``type: [x,
-  null]`` -> ``x-nullable``; ``anyOf``, ``oneOf`` and other 2020-12 keywords dropped),
-  PascalCase ``operationId``\\ s, ``x-ms-summary`` on every parameter and field,
-  ``x-ms-url-encoding`` on path parameters, ``x-ms-dynamic-values`` where a field declares
-  its choices (``x-choices``), binary responses for downloads, HTTP Basic auth (spec
-  method B: a custom connector takes one credential pair), ``x-ms-connector-metadata``, and
-  one webhook trigger: ``POST /api/v1/webhooks`` with ``x-ms-trigger``, the callback in
-  ``hookUrl`` (``x-ms-notification-url``), the delivery's shape in the path's
-  ``x-ms-notification-content`` and a ``Location`` header on the 201, through which Power
-  Automate deletes the subscription when a flow is turned off;
-* ``apiProperties.json``: connection parameters (Client ID and secret as the Basic
-  credential, region, regional host), the brand colour, and the ``dynamichosturl`` policy
-  that sends every call to the connection's regional host;
-* ``icon.png`` (in the brand colour) and ``README.md``
-  (:mod:`practiceflow.export.powerautomate_assets`).
+``powerautomate/`` holds what Microsoft's custom-connector tooling imports and its
+certification asks for: ``apiDefinition.swagger.json``, OpenAPI 2.0 lowered from the 3.1
+document (2020-12 keywords such as ``anyOf`` dropped, ``x-ms-*`` annotations added, HTTP
+Basic auth since a custom connector takes one credential pair, and one webhook trigger whose
+201 ``Location`` header is how Power Automate deletes the subscription when a flow is turned
+off); ``apiProperties.json`` (connection parameters and the ``dynamichosturl`` policy that
+sends every call to the connection's regional host); the icon and the README.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from practiceflow.export.exporter import Exporter, dump_json, register
+from practiceflow.export.exporter import Exporter, dump_json, register, template_text
 from practiceflow.export.lists import ENVELOPE_ITEMS, list_shape
 from practiceflow.export.openapi import openapi_document
 from practiceflow.export.powerautomate_assets import (
@@ -358,72 +348,14 @@ def _trigger_operation(hooks: Mapping[str, Any], events: list[tuple[str, str]]) 
 
 
 def api_properties(connector: Mapping[str, Any]) -> dict[str, Any]:
-    """``apiProperties.json``: connection parameters, brand colour and the host policy."""
+    """``apiProperties.json``: its template with the brand colour and the regions filled in."""
+    document: dict[str, Any] = json.loads(template_text("powerautomate", "apiProperties.json"))
+    properties = document["properties"]
+    properties["iconBrandColor"] = BRAND_COLOR
+    constraints = properties["connectionParameters"]["region"]["uiDefinition"]["constraints"]
     regions = sorted(connector["regions"].items())
-
-    def param(kind: str, name: str, text: str, tab: int, **extra: Any) -> dict[str, Any]:
-        constraints: dict[str, Any] = {"required": "true", "tabIndex": tab, **extra}
-        return {
-            "type": kind,
-            "uiDefinition": {
-                "displayName": name,
-                "description": text,
-                "tooltip": text,
-                "constraints": constraints,
-            },
-        }
-
-    return {
-        "properties": {
-            "connectionParameters": {
-                "username": param(
-                    "securestring",
-                    "Client ID",
-                    "The API client's Client ID (a GUID) from the practice settings.",
-                    1,
-                    clearText=True,
-                ),
-                "password": param(
-                    "securestring",
-                    "Client secret",
-                    "The API client's secret; the practice administrator creates it.",
-                    2,
-                    clearText=False,
-                ),
-                "region": param(
-                    "string",
-                    "Region",
-                    "The region the practice is tied to; each region has its own host.",
-                    3,
-                    allowedValues=[
-                        {"text": region["title"], "value": key} for key, region in regions
-                    ],
-                ),
-                "host": param(
-                    "string",
-                    "Regional host",
-                    "Host name of the practice's region (without https:// and /api/v1); "
-                    "the practice tells you which.",
-                    4,
-                ),
-            },
-            "iconBrandColor": BRAND_COLOR,
-            "capabilities": [],
-            "publisher": "practiceflow",
-            "stackOwner": "practiceflow",
-            "policyTemplateInstances": [
-                {
-                    "templateId": "dynamichosturl",
-                    "title": "Regional host",
-                    "parameters": {
-                        "x-ms-apimTemplateParameter.urlTemplate": (
-                            "https://@connectionParameters('host')"
-                        )
-                    },
-                }
-            ],
-        }
-    }
+    constraints["allowedValues"] = [{"text": r["title"], "value": key} for key, r in regions]
+    return document
 
 
 @register

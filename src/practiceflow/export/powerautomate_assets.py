@@ -1,8 +1,5 @@
-"""The Power Automate connector folder's other files: its icon and its README.
-
-The definition itself (``apiDefinition.swagger.json``, ``apiProperties.json``) is built in
-:mod:`practiceflow.export.powerautomate`; the names and texts both use live here.
-"""
+"""The Power Automate connector's icon and README, and the names and texts they share with
+its definition (:mod:`practiceflow.export.powerautomate`)."""
 
 from __future__ import annotations
 

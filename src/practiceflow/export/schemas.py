@@ -1,15 +1,9 @@
 """JSON Schema helpers shared by the exporters: local ``$ref``, types, and form fields.
 
-Module schemas may give a list of types (``type: [string, "null"]``); some tools that read
-an exported document do not take that inside ``anyOf`` (schemathesis fails to load it, the
-MCP Inspector warns), so :func:`portable_schema` spells each list of types as ``anyOf`` of
-single types, which means the same.
-
-Module schemas use a limited dialect (``manifests/action.schema.json#/$defs/schema``): local
-``$ref`` into ``$defs`` only. Form-based platforms (Zapier, n8n) need flat fields, so
-:func:`form_fields` describes each input property as a :class:`FormField`: scalars as they
-are, an object with properties flattened into ``parent__child`` fields, an array of objects
-as line items (children), an array of scalars as a list, anything else as JSON text.
+Some tools that read an exported document do not take a list of types inside ``anyOf``
+(schemathesis fails to load it, the MCP Inspector warns), so :func:`portable_schema` spells
+each list of types as ``anyOf`` of single types. Form-based platforms (Zapier, n8n) need flat
+fields, so :func:`form_fields` flattens each input property into :class:`FormField` s.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """The Zapier exporter: a Zapier CLI app (``zapier-platform-core``) built from the modules.
 
-It writes ``definition.json`` (the modules as data: auth fields, every create, search and
-trigger with its fields, sample and portable request plan) next to the fixed JavaScript of
-``templates/zapier`` that turns it into the app object Zapier loads.
-
-Mapping: an action that writes (``needs_write`` or ``kind: create``) becomes a *create*; any
-other action becomes a *search* (its result as a one-item list). A trigger with a ``webhook``
-section becomes a REST hook (``performSubscribe`` posts ``bundle.targetUrl``,
-``performUnsubscribe`` deletes the subscription, ``perform`` verifies the signature and maps
-the delivery, ``performList`` reads the poll definition); a poll-only trigger becomes a
-polling trigger. Every trigger result carries ``id`` (the poll ``dedupe`` key or the delivery's
-event id), which is what Zapier deduplicates on.
+It writes ``definition.json`` (the modules as data) beside the fixed JavaScript of
+``templates/zapier`` that turns it into the app object Zapier loads. An action that writes
+(``needs_write`` or ``kind: create``) becomes a *create*, any other a *search*. A trigger
+with a ``webhook`` section becomes a REST hook, a poll-only one a polling trigger; every
+trigger result carries ``id`` (the poll ``dedupe`` key or the delivery's event id), which is
+what Zapier deduplicates on.
 """
 
 from __future__ import annotations
