@@ -175,8 +175,16 @@ def _operation(
     body = operation.get("requestBody")
     if body:
         schema = body["content"]["application/json"]["schema"]
-        lowered_body = lowering.schema(schema)
-        parameters.append(_described("Body", "The fields to send.", **_BODY, schema=lowered_body))
+        parameters.append(
+            {
+                "name": "body",
+                "in": "body",
+                "required": True,
+                "description": "The fields to send.",
+                "x-ms-summary": "Body",
+                "schema": lowering.schema(schema),
+            }
+        )
     if parameters:
         out["parameters"] = parameters
     responses = {}
@@ -188,8 +196,11 @@ def _operation(
             if code.startswith("2"):
                 produces.add(media)
         for name, header in response.get("headers", {}).items():
-            described = _described(name, header["description"], type="string")
-            lowered.setdefault("headers", {})[name] = described
+            lowered.setdefault("headers", {})[name] = {
+                "type": "string",
+                "description": header["description"],
+                "x-ms-summary": name,
+            }
         responses[code] = lowered
     out["responses"] = responses
     if produces and produces != {"application/json"}:
@@ -236,16 +247,7 @@ def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
         }
     )
     if events:
-        paths.setdefault(hooks["path"], {})["post"] = _trigger_operation(hooks, events)
-        paths[hooks["path"]]["x-ms-notification-content"] = {
-            "description": "A webhook delivery: its JSON body as the API sends it.",
-            "schema": {
-                "type": "object",
-                "additionalProperties": True,
-                "x-ms-summary": "Delivery",
-                "description": "The delivery body (its fields are not published by the API).",
-            },
-        }
+        paths.setdefault(hooks["path"], {}).update(_trigger_path(hooks, events))
         delete = paths.setdefault(hooks["path"] + "/{id}", {})
         if "delete" in delete:
             delete["delete"]["x-ms-visibility"] = "internal"
@@ -277,74 +279,18 @@ def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
     }
 
 
-#: The request body as an OpenAPI 2.0 parameter.
-_BODY = {"name": "body", "in": "body", "required": True}
-
-
-def _described(summary: str, description: str, **schema: Any) -> dict[str, Any]:
-    """A parameter, field or header with Power Automate's ``x-ms-summary`` and description."""
-    return {"x-ms-summary": summary, "description": description, **schema}
-
-
-def _trigger_operation(hooks: Mapping[str, Any], events: list[tuple[str, str]]) -> dict[str, Any]:
-    internal = {"type": "string", "x-ms-visibility": "internal"}
-    subscription = {
-        "type": "object",
-        "required": [hooks["url_field"], hooks["event_field"]],
-        "properties": {
-            hooks["url_field"]: _described(
-                "Callback URL",
-                "Callback URL of the flow.",
-                **internal,
-                **{"x-ms-notification-url": True},
-            ),
-            hooks["event_field"]: _described(
-                "Event",
-                "The event to subscribe to.",
-                type="string",
-                enum=[event for event, _ in events],
-                **{"x-ms-enum-values": [{"value": e, "displayName": t} for e, t in events]},
-            ),
-            hooks["name_field"]: _described(
-                "Name", "A name for the subscription.", **internal, default="Power Automate"
-            ),
-        },
-    }
-    answer = {
-        "type": "object",
-        "properties": {
-            "id": _described("Subscription ID", "Subscription ID.", type="string", format="uuid"),
-            "event": _described("Event", "Event key.", type="string"),
-            "url": _described("URL", "Callback URL.", type="string"),
-        },
-    }
-    created = (
-        "Subscribed; Power Automate deletes the subscription at the Location when the flow "
-        "is turned off."
-    )
-    return {
-        "operationId": "WhenAnEventOccurs",
-        "summary": "When an event occurs",
-        "description": "Subscribes a webhook for the chosen event and starts the flow with "
-        "each delivery (signed with X-Svc-Signature; the body's fields are not published).",
-        "x-ms-trigger": "single",
-        "x-ms-trigger-hint": "To see it work, cause the chosen event in the practice.",
-        "x-ms-visibility": "important",
-        "parameters": [
-            _described("Subscription", "The subscription.", **_BODY, schema=subscription)
-        ],
-        "responses": {
-            "201": {
-                "description": created,
-                "headers": {
-                    "Location": _described(
-                        "Location", "URL of the new subscription.", type="string"
-                    )
-                },
-                "schema": answer,
-            },
-        },
-    }
+def _trigger_path(hooks: Mapping[str, Any], events: list[tuple[str, str]]) -> dict[str, Any]:
+    """The webhook trigger's path item: its template with the subscription's field names
+    (from the connector manifest) and the events to choose from."""
+    item: dict[str, Any] = json.loads(template_text("powerautomate", "webhookTrigger.json"))
+    schema = item["post"]["parameters"][0]["schema"]
+    names = {f"{part.upper()}_FIELD": hooks[f"{part}_field"] for part in ("url", "event", "name")}
+    schema["required"] = [names[field] for field in schema["required"]]
+    schema["properties"] = {names[field]: sub for field, sub in schema["properties"].items()}
+    event = schema["properties"][hooks["event_field"]]
+    event["enum"] = [key for key, _ in events]
+    event["x-ms-enum-values"] = [{"value": key, "displayName": title} for key, title in events]
+    return item
 
 
 def api_properties(connector: Mapping[str, Any]) -> dict[str, Any]:

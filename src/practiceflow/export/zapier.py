@@ -356,8 +356,6 @@ class ZapierExporter(Exporter):
     def files(self, modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
         """Build the app (the module docstring tells the mapping)."""
         skipped: dict[str, str] = {}
-        creates: dict[str, Any] = {}
-        searches: dict[str, Any] = {}
         triggers: dict[str, Any] = {}
         exportable: dict[str, ActionModule] = {}
         for key, action in sorted(modules.actions.items()):
@@ -376,11 +374,8 @@ class ZapierExporter(Exporter):
             [*exportable.values(), *kept.values()],
             [key for key, action in exportable.items() if action.extensions.list is not None],
         )
-        for key, action in exportable.items():
-            if is_create(action):
-                creates[key] = _action(action, lists, search=False)
-            else:
-                searches[key] = _action(action, lists, search=True)
+        creates = {k: _action(a, lists, False) for k, a in exportable.items() if is_create(a)}
+        searches = {k: _action(a, lists, True) for k, a in exportable.items() if not is_create(a)}
         for key, trigger in sorted(modules.triggers.items()):
             reason = _trigger_unsupported(trigger)
             if reason is None:

@@ -174,30 +174,22 @@ def check_call(
     return args
 
 
-def _charged(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a filter or test: inputs checked for size, reading and result charged."""
+def _charged(
+    name: str, func: Callable[..., Any], check: Callable[..., None] | None = None
+) -> Callable[..., Any]:
+    """Wrap a filter or test: ``check`` sees the data arguments first, then the inputs are
+    checked for size, and reading them and the result are charged."""
     what = f"'{name}'"
+    passes = getattr(func, "jinja_pass_arg", None) is not None
 
     @wraps(func)
     def charged(*args: Any, **kwargs: Any) -> Any:
+        if check is not None:
+            check(*(args[1:] if passes else args), **kwargs)
         check_inputs((*args, *kwargs.values()), what)
         return charge_result(func(*args, **kwargs), what)
 
     return charged
-
-
-def _bounded(name: str, func: Callable[..., Any], check: Callable[..., None]) -> Callable[..., Any]:
-    """Wrap a filter: inputs checked for size, then ``check`` sees the data arguments."""
-    inner = _charged(name, func)
-    passes = getattr(func, "jinja_pass_arg", None)
-
-    @wraps(func)
-    def bounded(*args: Any, **kwargs: Any) -> Any:
-        data = args[1:] if passes is not None else args
-        check(*data, **kwargs)
-        return inner(*args, **kwargs)
-
-    return bounded
 
 
 def _check_center(value: Any, width: Any = 80) -> None:
@@ -205,20 +197,11 @@ def _check_center(value: Any, width: Any = 80) -> None:
         refuse_over("center", max(len(str(value)), width))
 
 
-def _check_format(value: Any, *args: Any, **kwargs: Any) -> None:
-    del args, kwargs
-    _check_printf(str(value), "format")
-
-
 def _check_indent(text: Any, width: Any = 4, first: bool = False, blank: bool = False) -> None:
     del first, blank
     pad = width if isinstance(width, int) else len(str(width))
     text = str(text)
     refuse_over("indent", len(text) + (text.count("\n") + 1) * max(pad, 0))
-
-
-def _check_replace(text: Any, old: Any, new: Any, count: Any = None) -> None:
-    _replaced(str(text), old, new, -1 if count is None else count)
 
 
 def _check_wordwrap(text: Any, width: Any = 79, *args: Any, **kwargs: Any) -> None:
@@ -276,23 +259,20 @@ def bounded_filters(filters: Mapping[str, Callable[..., Any]]) -> dict[str, Call
     """Every filter wrapped with the limits (the amplifying ones checked for their result)."""
     checks: dict[str, Callable[..., None]] = {
         "center": _check_center,
-        "format": _check_format,
+        "format": lambda value, *_, **__: _check_printf(str(value), "format"),
         "indent": _check_indent,
-        "replace": _check_replace,
+        "replace": lambda text, old, new, count=None: _replaced(
+            str(text), old, new, -1 if count is None else count
+        ),
         "wordwrap": _check_wordwrap,
         "batch": _check_fill("batch"),
         "slice": _check_fill("slice"),
         "tojson": _check_tojson,
     }
-    wrapped: dict[str, Callable[..., Any]] = {}
-    for name, func in filters.items():
-        if name == "join":
-            wrapped[name] = _join(filters)
-        elif name in checks:
-            wrapped[name] = _bounded(name, func, checks[name])
-        else:
-            wrapped[name] = _charged(name, func)
-    return wrapped
+    return {
+        name: _join(filters) if name == "join" else _charged(name, func, checks.get(name))
+        for name, func in filters.items()
+    }
 
 
 def bounded_tests(tests: Mapping[str, Any]) -> dict[str, Callable[..., Any]]:

@@ -86,11 +86,6 @@ _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "+": bounds.checked_add,
     "%": bounds.checked_mod,
 }
-#: Environment attributes the compiler calls in every template (see :func:`bound_tree`).
-_LOOP_CALL = "pf_counted_iterations"
-_CONCAT_CALL = "pf_concat"
-_COMPARE_CALL = "pf_compare"
-_BODY_CALL = "pf_charge_body"
 _OWN_CALLS = frozenset(
     {budget.counted_iterations, bounds.concat, bounds.checked_compare, budget.charge_body}
 )
@@ -106,10 +101,9 @@ def make_environment() -> BoundedEnvironment:
     )
     for name in ("lipsum", "cycler", "joiner"):
         env.globals.pop(name, None)
-    env.filters["date"] = filter_date
-    env.filters["datetime"] = filter_datetime
-    env.filters["tojson"] = filter_tojson
-    env.filters["pathseg"] = filter_pathseg
+    env.filters.update(
+        date=filter_date, datetime=filter_datetime, tojson=filter_tojson, pathseg=filter_pathseg
+    )
     env.filters = bounds.bounded_filters(env.filters)
     env.tests.update(bounds.bounded_tests(env.tests))
     return env
@@ -130,10 +124,12 @@ def bound_tree(tree: nodes.Template) -> None:
         *tree.find_all(nodes.CallBlock),
     ]
     for block in blocks:
-        charge = _environment_call(_BODY_CALL, [nodes.Const(_size(block.body))], block.lineno)
+        charge = _environment_call("pf_charge_body", [nodes.Const(_size(block.body))], block.lineno)
         block.body.insert(0, nodes.ExprStmt(charge, lineno=block.lineno))
     for loop in tree.find_all(nodes.For):
-        loop.iter = _environment_call(_LOOP_CALL, [cast(nodes.Expr, loop.iter)], loop.lineno)
+        loop.iter = _environment_call(
+            "pf_counted_iterations", [cast(nodes.Expr, loop.iter)], loop.lineno
+        )
     for parent in tree.find_all(nodes.Node):
         for field, child in parent.iter_fields():
             if isinstance(child, nodes.Node):
@@ -149,7 +145,7 @@ def _size(body: list[nodes.Node]) -> int:
 
 def _as_checked_call(node: nodes.Node) -> nodes.Node:
     if isinstance(node, nodes.Concat):
-        return _environment_call(_CONCAT_CALL, list(node.nodes), node.lineno)
+        return _environment_call("pf_concat", list(node.nodes), node.lineno)
     if isinstance(node, nodes.Compare):
         return _as_compare_calls(node)
     return node
@@ -161,7 +157,7 @@ def _as_compare_calls(node: nodes.Compare) -> nodes.Expr:
     left = node.expr
     for operand in node.ops:
         args = [left, nodes.Const(operand.op), operand.expr]
-        calls.append(_environment_call(_COMPARE_CALL, args, node.lineno))
+        calls.append(_environment_call("pf_compare", args, node.lineno))
         left = copy.deepcopy(operand.expr)  # a node sits at one place in the tree
     result = calls[-1]
     for call in reversed(calls[:-1]):
