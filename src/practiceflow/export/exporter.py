@@ -113,14 +113,6 @@ def _same(target: Path, content: str | bytes) -> bool:
         return False
 
 
-def _write(target: Path, content: str | bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        target.write_bytes(content)
-    else:
-        target.write_text(content, encoding="utf-8", newline="\n")
-
-
 def _listing(platform: str, files: Mapping[str, str | bytes]) -> str:
     return dump_json({"files": sorted(files), "notice": _NOTICE, "platform": platform})
 
@@ -173,7 +165,11 @@ def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> 
         if _same(target, content):
             unchanged.append(name)
             continue
-        _write(target, content)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8", newline="\n")
         written.append(name)
     removed = sorted(owned - set(everything))
     for name in removed:

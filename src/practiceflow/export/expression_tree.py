@@ -77,7 +77,7 @@ def expression(template: CompiledTemplate) -> dict[str, Any]:
     """
     try:
         parsed = environment().parse(template.source)
-        return _template(parsed)
+        parts = _parts(parsed.body)
     except (_Unsupported, TemplateSyntaxError) as exc:
         message = (
             f"template {template.source!r} cannot be exported: {exc}; exporters support "
@@ -85,13 +85,7 @@ def expression(template: CompiledTemplate) -> dict[str, Any]:
             f"{sorted(FILTERS)}, comparisons, and/or/not, 'is defined'/'is none' and literals"
         )
         raise ManifestError([template.origin.issue(message)]) from None
-
-
-def _template(parsed: nodes.Template) -> dict[str, Any]:
-    parts = _parts(parsed.body)
-    if len(parts) == 1 and "const" not in parts[0]:
-        return parts[0]
-    return {"concat": parts}
+    return parts[0] if len(parts) == 1 and "const" not in parts[0] else {"concat": parts}
 
 
 def _parts(body: list[nodes.Node]) -> list[dict[str, Any]]:

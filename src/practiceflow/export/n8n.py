@@ -33,7 +33,6 @@ from practiceflow.export.n8n_params import (
     return_all_parameters,
 )
 from practiceflow.export.n8n_text import (
-    Raw,
     camel,
     describe,
     first_sentence,
@@ -66,9 +65,6 @@ _STATIC = (
 
 #: Pages a list action or a poll reads at most.
 MAX_PAGES = 50
-#: The credential type's name (n8n links nodes to credentials by it).
-CREDENTIAL = "practiceflowApi"
-_ICON = {"light": "file:practiceflow.svg", "dark": "file:practiceflow.dark.svg"}
 
 
 def _resource(action: ActionModule) -> str:
@@ -155,26 +151,6 @@ def _action_node(
     return params + inputs, fields
 
 
-def _node_description(actions: Mapping[str, ActionModule], lists: ChoiceLists) -> dict[str, Any]:
-    properties, _fields = _action_node(actions, lists)
-    return {
-        "displayName": "Practiceflow",
-        "name": "practiceflow",
-        "icon": dict(_ICON),
-        "group": ["transform"],
-        "version": 1,
-        "subtitle": '={{$parameter["operation"] + ": " + $parameter["resource"]}}',
-        "description": "Clients, bills, proposals and onboarding in the practice-management "
-        "Partner Integration API",
-        "defaults": {"name": "Practiceflow"},
-        "usableAsTool": True,
-        "inputs": [Raw("NodeConnectionTypes.Main")],
-        "outputs": [Raw("NodeConnectionTypes.Main")],
-        "credentials": [{"name": CREDENTIAL, "required": True}],
-        "properties": properties,
-    }
-
-
 def _event_parameters(
     triggers: Mapping[str, TriggerModule], what: str, lists: ChoiceLists
 ) -> list[dict[str, Any]]:
@@ -204,36 +180,6 @@ def _event_parameters(
         )
         params.extend(own)
     return params
-
-
-def _trigger_description(
-    triggers: Mapping[str, TriggerModule], polling: bool, lists: ChoiceLists
-) -> dict[str, Any]:
-    what = "to watch for (polled)" if polling else "to subscribe to"
-    description: dict[str, Any] = {
-        "displayName": "Practiceflow Poll Trigger" if polling else "Practiceflow Trigger",
-        "name": "practiceflowPollTrigger" if polling else "practiceflowTrigger",
-        "icon": dict(_ICON),
-        "group": ["trigger"],
-        "version": 1,
-        "subtitle": '={{$parameter["trigger"]}}',
-        "description": (
-            "Starts the workflow when the practice-management API lists a new or changed record"
-            if polling
-            else "Starts the workflow when the practice-management API sends a webhook event"
-        ),
-        "defaults": {"name": "Practiceflow Poll Trigger" if polling else "Practiceflow Trigger"},
-        "inputs": [],
-        "outputs": [Raw("NodeConnectionTypes.Main")],
-        "credentials": [{"name": CREDENTIAL, "required": True}],
-    }
-    if polling:
-        description["polling"] = True
-    else:
-        hook = {"name": "default", "httpMethod": "POST", "responseMode": "onReceived"}
-        description["webhooks"] = [{**hook, "path": "webhook"}]
-    description["properties"] = _event_parameters(triggers, what, lists)
-    return description
 
 
 def _credentials_file(connector: Mapping[str, Any]) -> str:
@@ -271,8 +217,8 @@ def _definition(
     trigger_plans: Mapping[str, dict[str, Any]],
     skipped: Mapping[str, str],
     lists: ChoiceLists,
+    fields: Mapping[str, list[str]],
 ) -> dict[str, Any]:
-    _properties, fields = _action_node(actions, lists)
     hooks = connector["webhooks"]
     return {
         "version": __version__,
@@ -331,7 +277,7 @@ class N8nExporter(Exporter):
 def node_descriptions(
     modules: ModuleRegistry, connector: Mapping[str, Any]
 ) -> dict[str, dict[str, Any]]:
-    """Each generated node's ``INodeTypeDescription`` (what n8n reads) as data, by class."""
+    """The parameters (``properties``) of each generated node's description, by class."""
     return _build(modules, connector)[1]
 
 
@@ -369,18 +315,20 @@ def _build(
     )
     hooks = {key: t for key, t in triggers.items() if t.webhook is not None}
     polls = {key: t for key, t in triggers.items() if t.poll is not None}
-    definition = _definition(connector, actions, plans, triggers, trigger_plans, skipped, lists)
+    properties, fields = _action_node(actions, lists)
+    definition = _definition(
+        connector, actions, plans, triggers, trigger_plans, skipped, lists, fields
+    )
     out = {name: template_text("n8n", name) for name in _STATIC}
     out["shared/definition.ts"] = _DEFINITION_HEAD + ts(definition) + ";\n"
     out["credentials/PracticeflowApi.credentials.ts"] = _credentials_file(connector)
     nodes = {
-        "Practiceflow": _node_description(actions, lists),
-        "PracticeflowTrigger": _trigger_description(hooks, polling=False, lists=lists),
-        "PracticeflowPollTrigger": _trigger_description(polls, polling=True, lists=lists),
+        "Practiceflow": properties,
+        "PracticeflowTrigger": _event_parameters(hooks, "to subscribe to", lists),
+        "PracticeflowPollTrigger": _event_parameters(polls, "to watch for (polled)", lists),
     }
-    for name, description in nodes.items():
+    for name, params in nodes.items():
         source = template_text("n8n", f"nodes/Practiceflow/{name}.node.ts.in")
-        text = source.replace("/*DESCRIPTION*/", ts(description, 1))
-        out[f"nodes/Practiceflow/{name}.node.ts"] = text
+        out[f"nodes/Practiceflow/{name}.node.ts"] = source.replace("/*PROPERTIES*/", ts(params, 2))
     out[".gitignore"] = "node_modules/\ndist/\n"
-    return out, nodes
+    return out, {name: {"properties": params} for name, params in nodes.items()}

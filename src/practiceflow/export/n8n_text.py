@@ -27,10 +27,6 @@ _ACRONYMS = (
 )
 
 
-class Raw(str):
-    """TypeScript source emitted verbatim (an identifier, not a string literal)."""
-
-
 _ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -49,11 +45,9 @@ def _string(text: str) -> str:
 
 def ts(value: Any, indent: int = 0) -> str:
     """A JSON-like value as a TypeScript literal (tabs, single quotes, bare keys) at nesting
-    depth ``indent``; :class:`Raw` strings are emitted verbatim."""
+    depth ``indent``."""
     pad = "\t" * (indent + 1)
     end = "\t" * indent
-    if isinstance(value, Raw):
-        return str(value)
     if isinstance(value, str):
         return _string(value)
     if value is None:

@@ -36,17 +36,13 @@ _PROBLEM = {
     "description": "Problem details (spec section 7); 400 and 404 bodies also carry message.",
     "additionalProperties": True,
     "properties": {
-        "type": {"type": ["string", "null"]},
-        "title": {"type": ["string", "null"]},
-        "status": {"type": ["integer", "null"]},
-        "detail": {"type": ["string", "null"]},
-        "instance": {"type": ["string", "null"]},
-        "message": {"type": ["string", "null"]},
+        name: {"type": ["integer" if name == "status" else "string", "null"]}
+        for name in ("type", "title", "status", "detail", "instance", "message")
     },
 }
-_ALWAYS = {"401": "Missing, wrong or inactive credentials.", "429": "Rate limit exceeded.",
-           "500": "Internal server error."}  # fmt: skip
-_STATUS_TEXT = {"400": "Validation failure.", "403": "Read-only API client on a write route.",
+_ALWAYS = {"400": "Validation failure.", "401": "Missing, wrong or inactive credentials.",
+           "429": "Rate limit exceeded.", "500": "Internal server error."}  # fmt: skip
+_STATUS_TEXT = {"403": "Read-only API client on a write route.",
                 "404": "Not found in the practice."}  # fmt: skip
 
 
@@ -299,13 +295,8 @@ def _describe(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {"description": text} if text else {}
 
 
-def _success_codes(method: str) -> list[str]:
-    return ["200", "201"] if method == "POST" else ["200"]
-
-
 def _error_codes(action: ActionModule, has_params: bool) -> dict[str, str]:
     codes = dict(_ALWAYS)
-    codes["400"] = _STATUS_TEXT["400"]
     if has_params:
         codes["404"] = _STATUS_TEXT["404"]
     if action.needs_write:
@@ -354,7 +345,8 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
             if download
             else {"application/json": {"schema": _ref(response)}}
         )
-        for code in ["200"] if download else _success_codes(action.request.method):
+        posted = action.request.method == "POST" and not download
+        for code in ["200", "201"] if posted else ["200"]:
             responses[code] = {
                 "description": f"{action.title}: the file."
                 if download

@@ -48,15 +48,6 @@ MAX_PAGES = 10
 #: Seconds a webhook delivery's timestamp may be away from now.
 TOLERANCE_SECONDS = 300
 
-_FIELD_TYPES = {
-    "string": "string",
-    "integer": "integer",
-    "number": "number",
-    "boolean": "boolean",
-    "datetime": "datetime",
-    "json": "text",
-}
-
 
 def is_create(action: ActionModule) -> bool:
     """Whether an action is exported as a create (it writes) rather than a search."""
@@ -70,7 +61,7 @@ def _field(field: FormField, lists: ChoiceLists) -> dict[str, Any]:
         return out
     if field.help:
         out["helpText"] = field.help
-    out["type"] = _FIELD_TYPES[field.type]
+    out["type"] = "text" if field.type == "json" else field.type
     if field.list:
         out["list"] = True
     dynamic = lists.name_of(field.source)
@@ -93,10 +84,7 @@ _SAMPLE_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "
 
 
 def _sample_type(value: Any) -> str | None:
-    for python, name in _SAMPLE_TYPES:
-        if isinstance(value, python):
-            return name
-    return None
+    return next((name for python, name in _SAMPLE_TYPES if isinstance(value, python)), None)
 
 
 def _output_fields(schema: Mapping[str, Any], sample: Any) -> list[dict[str, Any]]:

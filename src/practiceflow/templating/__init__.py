@@ -26,14 +26,7 @@ from practiceflow.errors import Issue, TemplateError
 from practiceflow.templating import _bounded as bounds
 from practiceflow.templating import _environment as sandbox
 from practiceflow.templating import _limits as budget
-from practiceflow.templating._filters import (
-    filter_date,
-    filter_datetime,
-    filter_pathseg,
-    filter_tojson,
-    set_clock,
-    utcnow,
-)
+from practiceflow.templating._filters import filter_pathseg, set_clock, utcnow
 
 __all__ = [
     "CompiledTemplate",
@@ -42,10 +35,7 @@ __all__ = [
     "compile_template",
     "compile_tree",
     "environment",
-    "filter_date",
-    "filter_datetime",
     "filter_pathseg",
-    "filter_tojson",
     "is_template",
     "render_tree",
     "set_clock",
