@@ -4,7 +4,7 @@ This package owns ``practiceflow export PLATFORM --out DIR`` and what it writes 
 ``connectors/``: the :class:`Exporter` registry and the writer that never overwrites a
 hand-written file (``exporter.py``), the portable expression trees the JavaScript runtimes
 interpret (``expression_tree.py``), and one generator per platform (``zapier.py``,
-``n8n*.py``, ``openapi.py``, ``powerautomate*.py``). Every generator is deterministic, so a
+``n8n*.py``, ``openapi.py``, ``powerautomate.py``). Every generator is deterministic, so a
 test regenerates each export and compares it with the committed copy.
 """
 
