@@ -17,7 +17,6 @@ from typing import Any
 from practiceflow import __version__
 from practiceflow.errors import ManifestError, TemplateError
 from practiceflow.export.descriptions import plan_description
-from practiceflow.export.dropdowns import ChoiceLists
 from practiceflow.export.exporter import Exporter, dump_json, register, template_text
 from practiceflow.export.expression_tree import (
     action_plan,
@@ -25,7 +24,7 @@ from practiceflow.export.expression_tree import (
     platform_input,
     trigger_plan,
 )
-from practiceflow.export.schemas import FormField, form_fields, main_type, resolve
+from practiceflow.export.schemas import ChoiceLists, FormField, form_fields, main_type, resolve
 from practiceflow.manifest.choices import ChoiceSource
 from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
