@@ -52,8 +52,6 @@ FILTERS = frozenset(
     {"pathseg", "date", "datetime", "tojson", "string", "int", "float", "lower", "upper"}
     | {"trim", "length", "omit"}
 )
-#: Filters that take arguments (the others take none).
-_WITH_ARGS = frozenset({"omit"})
 _TESTS = frozenset(
     {"defined", "undefined", "none", "mapping", "string", "number", "sequence", "boolean"}
     | {"integer", "float", "true", "false"}
@@ -215,7 +213,7 @@ def _filter(node: nodes.Filter) -> dict[str, Any]:
         if len(node.args) != 1:
             raise _Unsupported("default(...) needs one argument (and an optional literal flag)")
         return {"default": [target, _expr(node.args[0])]}
-    if node.name not in FILTERS or (node.args and node.name not in _WITH_ARGS):
+    if node.name not in FILTERS or (node.args and node.name != "omit"):
         raise _Unsupported(f"filter {node.name!r}")
     return {"filter": [node.name, target, *(_expr(arg) for arg in node.args)]}
 

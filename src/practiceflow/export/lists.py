@@ -22,8 +22,6 @@ from practiceflow.manifest.module_registry import ModuleRegistry
 #: Where the rows sit in an enveloped list answer.
 ENVELOPE_ITEMS = "items"
 
-Shape = Literal["array", "envelope"]
-
 
 @dataclass(frozen=True)
 class ListShape:
@@ -33,7 +31,7 @@ class ListShape:
 
     paged: bool
     page_size: bool
-    shape: Shape
+    shape: Literal["array", "envelope"]
 
 
 def list_shape(action: ActionModule, connector: Mapping[str, Any]) -> ListShape | None:

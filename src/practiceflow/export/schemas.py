@@ -109,11 +109,11 @@ def _field(
     properties: Mapping[str, Any] = resolved.get("properties") or {}
     if kind == "object" and properties:
         inner = set(resolved.get("required", ()))
-        flat: list[FormField] = []
-        for name, sub in properties.items():
-            for child in _field(f"{key}__{name}", name, sub, root, required and name in inner):
-                flat.append(replace(child, label=f"{title}: {child.label}"))
-        return flat
+        return [
+            replace(child, label=f"{title}: {child.label}")
+            for name, sub in properties.items()
+            for child in _field(f"{key}__{name}", name, sub, root, required and name in inner)
+        ]
     if kind == "array":
         items = resolve(resolved.get("items") or {}, root)
         item_props: Mapping[str, Any] = items.get("properties") or {}
@@ -264,9 +264,7 @@ class ChoiceLists:
 
     def name_of(self, source: ChoiceSource | None) -> str | None:
         """The list's name for a field's declaration; None when it has none on this export."""
-        if source is None:
-            return None
-        return self.names.get(source_id(source))
+        return None if source is None else self.names.get(source_id(source))
 
     def sample(self, name: str) -> list[tuple[Any, str]]:
         """The ``(value, label)`` options the list action's own sample yields."""

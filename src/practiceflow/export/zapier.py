@@ -129,12 +129,6 @@ def as_record(row: Any) -> dict[str, Any]:
     return dict(row) if isinstance(row, Mapping) else {"value": row}
 
 
-def _display(module: ActionModule | TriggerModule) -> dict[str, Any]:
-    if isinstance(module, ActionModule):
-        return {"label": module.title, "description": plan_description(module)}
-    return {"label": module.title, "description": " ".join(module.description.split())}
-
-
 def _action(action: ActionModule, lists: ChoiceLists, search: bool) -> dict[str, Any]:
     sample: Any = dict(action.sample)
     schema: Mapping[str, Any] = action.output.schema
@@ -158,7 +152,7 @@ def _action(action: ActionModule, lists: ChoiceLists, search: bool) -> dict[str,
     return {
         "key": action.key,
         "noun": action.noun,
-        "display": _display(action),
+        "display": {"label": action.title, "description": plan_description(action)},
         "inputFields": [_field(field, lists) for field in form_fields(platform_input(action))],
         "outputFields": outputs,
         "sample": sample,
@@ -226,7 +220,7 @@ def _trigger(trigger: TriggerModule, lists: ChoiceLists) -> dict[str, Any]:
     return {
         "key": trigger.key,
         "noun": trigger.noun,
-        "display": _display(trigger),
+        "display": {"label": trigger.title, "description": " ".join(trigger.description.split())},
         "type": "hook" if trigger.webhook else "polling",
         "inputFields": [_field(field, lists) for field in form_fields(trigger.input_schema)],
         "outputFields": [

@@ -159,13 +159,10 @@ def compile_template(source: str, origin: Origin | None = None) -> CompiledTempl
         offset = max((exc.lineno or 1) - 1, 0)
         message = f"template syntax: {exc.message}"
         raise TemplateError(where.issue(message, line_offset=offset)) from None
-    except budget.LimitError as exc:
+    except SecurityError as exc:  # a LimitError of a constant carries its line
         offset = max(getattr(exc, "lineno", 1) - 1, 0)
         message = f"template {_shown(source)} refused by the sandbox: {exc}"
         raise TemplateError(where.issue(message, line_offset=offset)) from None
-    except SecurityError as exc:
-        message = f"template {_shown(source)} refused by the sandbox: {exc}"
-        raise TemplateError(where.issue(message)) from None
     except (RecursionError, MemoryError):
         message = f"template {_shown(source)} refused: it is nested too deeply"
         raise TemplateError(where.issue(message)) from None
@@ -226,7 +223,6 @@ def _native(expr: nodes.Expr) -> Callable[[Mapping[str, Any]], Any]:
 
 
 _FALLBACK = object()
-_Step = tuple[str | int, bool]  # (key, written as attribute)
 
 
 def _with_fast_path(
@@ -259,7 +255,7 @@ def _with_fast_path(
 
     def run(context: Mapping[str, Any]) -> Any:
         value = context.get(name, _FALLBACK)
-        for key, _ in steps:
+        for key in steps:
             in_dict = isinstance(value, dict) and isinstance(key, str) and key in value
             in_list = (
                 isinstance(value, list) and isinstance(key, int) and -len(value) <= key < len(value)
@@ -277,8 +273,8 @@ def _with_fast_path(
     return run
 
 
-def _chain(expr: nodes.Expr) -> tuple[str, list[_Step]] | None:
-    steps: list[_Step] = []
+def _chain(expr: nodes.Expr) -> tuple[str, list[str | int]] | None:
+    steps: list[str | int] = []
     node = expr
     while True:
         if isinstance(node, nodes.Name) and node.ctx == "load":
@@ -287,14 +283,14 @@ def _chain(expr: nodes.Expr) -> tuple[str, list[_Step]] | None:
         if isinstance(node, nodes.Getattr):
             if node.attr.startswith("_") or hasattr(dict, node.attr):
                 return None
-            steps.append((node.attr, True))
+            steps.append(node.attr)
         elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
             key = node.arg.value
             if not isinstance(key, str | int) or isinstance(key, bool):
                 return None
             if isinstance(key, str) and key.startswith("_"):
                 return None
-            steps.append((key, False))
+            steps.append(key)
         else:
             return None
         node = node.node
