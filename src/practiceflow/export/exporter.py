@@ -113,8 +113,9 @@ def _same(target: Path, content: str | bytes) -> bool:
         return False
 
 
-def _listing(platform: str, files: Mapping[str, str | bytes]) -> str:
-    return dump_json({"files": sorted(files), "notice": _NOTICE, "platform": platform})
+def _with_listing(platform: str, files: Mapping[str, str | bytes]) -> dict[str, str | bytes]:
+    listing = {"files": sorted(files), "notice": _NOTICE, "platform": platform}
+    return {**files, LISTING: dump_json(listing)}
 
 
 def _owned(out: Path) -> set[str]:
@@ -144,7 +145,7 @@ def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> 
     """
     out.mkdir(parents=True, exist_ok=True)
     owned = _owned(out)
-    everything: dict[str, str | bytes] = {**files, LISTING: _listing(platform, files)}
+    everything = _with_listing(platform, files)
     clashes = []
     for name in sorted(everything):
         _check_path(name)
@@ -181,7 +182,7 @@ def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> 
 def stale_files(platform: str, files: Mapping[str, str | bytes], out: Path) -> list[str]:
     """The files of the copy in ``out`` that a fresh export would change: sorted relative
     paths missing, different, or generated earlier but no longer produced."""
-    everything: dict[str, str | bytes] = {**files, LISTING: _listing(platform, files)}
+    everything = _with_listing(platform, files)
     stale = [name for name, content in everything.items() if not _same(out / name, content)]
     stale.extend(name for name in _owned(out) if name not in everything)
     return sorted(stale)

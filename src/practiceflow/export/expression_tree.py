@@ -318,10 +318,9 @@ def local_fields(action: ActionModule) -> frozenset[str]:
         return frozenset()
     request = action.request
     used: set[str] = set()
-    for template in iter_templates([request.path, request.query, request.headers, request.body]):
+    sent = [request.path, request.query, request.headers, request.body, spec.filename]
+    for template in iter_templates(sent):
         used |= set(template.attributes.get("input", ()))
-    if spec.filename is not None and not isinstance(spec.filename, str):
-        used |= set(spec.filename.attributes.get("input", ()))
     to = spec.to
     saved = set(to.attributes.get("input", ())) if isinstance(to, CompiledTemplate) else set()
     return frozenset(saved - used)

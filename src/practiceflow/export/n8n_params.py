@@ -208,23 +208,20 @@ def _parameter(
         else:
             param["default"] = options[0]["value"]
     elif kind == "boolean":
-        param["type"] = "boolean"
-        param["default"] = bool(field.default) if field.default is not None else False
+        param.update(type="boolean", default=bool(field.default))
     elif kind in ("integer", "number") and not field.list:
-        param["type"] = "number"
-        param["default"] = field.default if isinstance(field.default, int | float) else 0
+        param.update(
+            type="number", default=field.default if isinstance(field.default, int | float) else 0
+        )
     elif kind == "datetime" and not field.list:
-        param["type"] = "dateTime"
-        param["default"] = ""
+        param.update(type="dateTime", default="")
     elif kind == "json":
-        param["type"] = "json"
-        param["default"] = _json_default(field)
+        param.update(type="json", default=_json_default(field))
         if field.children:
             names = ", ".join(child.key for child in field.children)
             description = f"{description} A JSON list of objects with: {names}.".strip()
     else:
-        param["type"] = "string"
-        param["default"] = "" if field.default is None else str(field.default)
+        param.update(type="string", default="" if field.default is None else str(field.default))
         if field.list:
             description = f"{description} Separate several values with commas.".strip()
     if param["type"] == "boolean":

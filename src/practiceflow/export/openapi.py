@@ -125,11 +125,7 @@ class _Builder:
         properties: Mapping[str, Any] = schema.get("properties", {})
         required = set(schema.get("required", ()))
         path, path_names = _path(plan["path"])
-        parameters: list[Any] = [
-            {"name": name, "in": "path", "required": True, "schema": _param(properties, name)}
-            | _describe(properties.get(name, {}))
-            for name in path_names
-        ]
+        parameters = [_parameter(name, "path", True, properties, name) for name in path_names]
         carried = set(path_names)
         query = plan["query"] or {}
         if LEAF in query:
@@ -138,15 +134,8 @@ class _Builder:
             found = _direct_ref(leaf, "input")
             source = found[0] if found else name
             carried.add(source)
-            parameters.append(
-                {
-                    "name": name,
-                    "in": "query",
-                    "required": bool(found and source in required and not found[1]),
-                    "schema": _param(properties, source),
-                }
-                | _describe(properties.get(source, {}))
-            )
+            needed = bool(found and source in required and not found[1])
+            parameters.append(_parameter(name, "query", needed, properties, source))
         shape = list_shape(action, self.connector)
         if shape is not None:
             taken = {parameter["name"] for parameter in parameters}
@@ -285,14 +274,15 @@ def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _param(properties: Mapping[str, Any], name: str) -> Any:
-    sub = dict(properties.get(name, {"type": "string"}))
-    return {key: value for key, value in sub.items() if key not in ("title", "description")}
-
-
-def _describe(schema: Mapping[str, Any]) -> dict[str, Any]:
-    text = schema.get("description") or schema.get("title")
-    return {"description": text} if text else {}
+def _parameter(
+    name: str, where: str, required: bool, properties: Mapping[str, Any], field: str
+) -> dict[str, Any]:
+    """A path or query parameter carrying the input ``field``, described by its schema."""
+    sub: Mapping[str, Any] = properties.get(field, {"type": "string"})
+    schema = {key: value for key, value in sub.items() if key not in ("title", "description")}
+    parameter = {"name": name, "in": where, "required": required, "schema": schema}
+    text = sub.get("description") or sub.get("title")
+    return parameter | {"description": text} if text else parameter
 
 
 def _error_codes(action: ActionModule, has_params: bool) -> dict[str, str]:
