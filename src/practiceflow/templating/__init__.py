@@ -11,7 +11,7 @@ limits are enforced by ``_limits.py`` and ``_bounded.py``, the environment is bu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -78,15 +78,6 @@ class Origin:
         line = self.line + line_offset if self.line else 0
         column = self.column if not line_offset else 0
         return Issue(self.file, line, column, self.path, message)
-
-
-@dataclass(frozen=True)
-class _Compiled:
-    """What compiling one source yields (shared by templates with the same source)."""
-
-    run: Callable[[Mapping[str, Any]], Any]
-    names: frozenset[str]
-    attributes: Mapping[str, frozenset[str]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -166,11 +157,11 @@ def compile_template(source: str, origin: Origin | None = None) -> CompiledTempl
     except (RecursionError, MemoryError):
         message = f"template {_shown(source)} refused: it is nested too deeply"
         raise TemplateError(where.issue(message)) from None
-    return CompiledTemplate(source, where, compiled.names, compiled.attributes, compiled.run)
+    return replace(compiled, origin=where)
 
 
 @lru_cache(maxsize=8192)
-def _compile_cached(source: str) -> _Compiled:
+def _compile_cached(source: str) -> CompiledTemplate:
     tree = _ENV.parse(source)
     names, attributes = _references(tree)
     sandbox.bound_tree(tree)
@@ -183,7 +174,8 @@ def _compile_cached(source: str) -> _Compiled:
         and not isinstance(body[0].nodes[0], nodes.TemplateData)
     ):
         expr = body[0].nodes[0]
-        return _Compiled(_with_fast_path(expr, _native(expr)), names, attributes)
+        run = _with_fast_path(expr, _native(expr))
+        return CompiledTemplate(source, Origin(), names, attributes, run)
     template = _ENV.from_string(tree)
     render = template.root_render_func
 
@@ -198,7 +190,7 @@ def _compile_cached(source: str) -> _Compiled:
             chunks.append(chunk)
         return "".join(chunks)
 
-    return _Compiled(run_text, names, attributes)
+    return CompiledTemplate(source, Origin(), names, attributes, run_text)
 
 
 def _native(expr: nodes.Expr) -> Callable[[Mapping[str, Any]], Any]:
