@@ -107,14 +107,7 @@ def _check_format_string(text: str, what: str) -> None:
             refuse_over(what, int(number))
 
 
-def _padded(self: str | bytes, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> int:
-    width = args[0] if args else kwargs.get("width", 0)
-    return max(len(self), width) if isinstance(width, int) else len(self)
-
-
-def _replaced(
-    text: str | bytes, old: Any, new: Any, count: Any = -1, *, what: str = "replace"
-) -> None:
+def _replaced(text: str | bytes, old: Any, new: Any, count: Any = -1) -> None:
     if not isinstance(old, str | bytes) or not isinstance(new, str | bytes):
         return
     if not isinstance(count, int) or isinstance(count, bool):
@@ -122,7 +115,7 @@ def _replaced(
     hits = text.count(old) if old else len(text) + 1  # type: ignore[arg-type]
     if count >= 0:
         hits = min(hits, count)
-    refuse_over(what, len(text) + hits * max(len(new) - len(old), 0))
+    refuse_over("replace", len(text) + hits * max(len(new) - len(old), 0))
 
 
 def call_name(obj: Any) -> str:
@@ -152,7 +145,8 @@ def check_call(
         return args
     name = getattr(obj, "__name__", "")
     if name in ("center", "ljust", "rjust", "zfill"):
-        refuse_over(name, _padded(owner, args, kwargs))
+        width = args[0] if args else kwargs.get("width", 0)
+        refuse_over(name, max(len(owner), width) if isinstance(width, int) else len(owner))
     elif name == "expandtabs":
         size = args[0] if args else kwargs.get("tabsize", 8)
         tabs = owner.count(b"\t") if isinstance(owner, bytes) else owner.count("\t")
