@@ -146,62 +146,11 @@ class _Builder:
             )
         body = None
         if plan["body"] is not None:
-            body, fields = self._body(action, plan["body"], schema, path_names)
+            name = f"{action.key}_request"
+            self.schemas[name], fields = _body_schema(plan["body"], schema, path_names)
+            body = {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
             carried |= fields
         return path, parameters, body, carried
-
-    def _body(
-        self, action: ActionModule, tree: Any, schema: Mapping[str, Any], taken: list[str]
-    ) -> tuple[Any, set[str]]:
-        """The request body of one action, and the input fields it carries."""
-        properties: Mapping[str, Any] = schema.get("properties", {})
-        required = set(schema.get("required", ()))
-        whole = _whole_input(tree)
-        if whole is not None:
-            # The body is the input (less what the path and omit() took): those fields only.
-            dropped = set(taken) | whole
-            kept = {name: sub for name, sub in properties.items() if name not in dropped}
-            schema = {
-                key: value
-                for key, value in schema.items()
-                if key not in ("properties", "required", "anyOf", "oneOf", "allOf")
-            } | {"properties": kept}
-            needed = sorted(name for name in required if name in kept)
-            if needed:
-                schema["required"] = needed
-            name = f"{action.key}_request"
-            self.schemas[name] = schema
-            return _json_body(name), set(kept)
-        field = _direct_ref(tree, "input") if isinstance(tree, Mapping) and LEAF in tree else None
-        if field is not None and field[0] in properties:
-            # The body is one input field (such as {{ input.contact }}): its schema.
-            name = f"{action.key}_request"
-            self.schemas[name] = properties[field[0]]
-            return _json_body(name), {field[0]}
-        direct = {key: _direct_ref(leaf, "input") for key, leaf in tree.items()}
-        carried = set(properties)
-        if isinstance(tree, Mapping) and all(direct.values()):
-            carried = {ref[0] for ref in direct.values() if ref}
-            body_props = {key: properties[ref[0]] for key, ref in direct.items() if ref}
-            body: dict[str, Any] = {
-                "type": "object",
-                "additionalProperties": bool(schema.get("additionalProperties", True)),
-                "properties": body_props,
-            }
-            needed = sorted(
-                k for k, ref in direct.items() if ref and ref[0] in required and not ref[1]
-            )
-            if needed:
-                body["required"] = needed
-            same = all(ref and ref[0] == key for key, ref in direct.items())
-            for keyword in ("anyOf", "oneOf", "allOf", "dependentRequired"):
-                if same and keyword in schema:
-                    body[keyword] = schema[keyword]
-        else:
-            body = dict(schema)
-        name = f"{action.key}_request"
-        self.schemas[name] = body
-        return _json_body(name), carried
 
     def response_parts(self, action: ActionModule) -> tuple[str, dict[str, Any]]:
         """Component name of the response body schema, and response headers."""
@@ -241,8 +190,48 @@ class _Builder:
         return name, headers
 
 
-def _json_body(name: str) -> dict[str, Any]:
-    return {"required": True, "content": {"application/json": {"schema": _ref(name)}}}
+def _body_schema(tree: Any, schema: Mapping[str, Any], taken: list[str]) -> tuple[Any, set[str]]:
+    """The schema of an action's request body, and the input fields it carries."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", ()))
+    whole = _whole_input(tree)
+    if whole is not None:
+        # The body is the input (less what the path and omit() took): those fields only.
+        dropped = set(taken) | whole
+        kept = {name: sub for name, sub in properties.items() if name not in dropped}
+        schema = {
+            key: value
+            for key, value in schema.items()
+            if key not in ("properties", "required", "anyOf", "oneOf", "allOf")
+        } | {"properties": kept}
+        needed = sorted(name for name in required if name in kept)
+        if needed:
+            schema["required"] = needed
+        return schema, set(kept)
+    field = _direct_ref(tree, "input") if isinstance(tree, Mapping) and LEAF in tree else None
+    if field is not None and field[0] in properties:
+        # The body is one input field (such as {{ input.contact }}): its schema.
+        return properties[field[0]], {field[0]}
+    direct = {key: _direct_ref(leaf, "input") for key, leaf in tree.items()}
+    carried = set(properties)
+    if isinstance(tree, Mapping) and all(direct.values()):
+        carried = {ref[0] for ref in direct.values() if ref}
+        body_props = {key: properties[ref[0]] for key, ref in direct.items() if ref}
+        body: dict[str, Any] = {
+            "type": "object",
+            "additionalProperties": bool(schema.get("additionalProperties", True)),
+            "properties": body_props,
+        }
+        needed = sorted(k for k, ref in direct.items() if ref and ref[0] in required and not ref[1])
+        if needed:
+            body["required"] = needed
+        same = all(ref and ref[0] == key for key, ref in direct.items())
+        for keyword in ("anyOf", "oneOf", "allOf", "dependentRequired"):
+            if same and keyword in schema:
+                body[keyword] = schema[keyword]
+    else:
+        body = dict(schema)
+    return body, carried
 
 
 def _whole_input(tree: Any) -> set[str] | None:
