@@ -314,9 +314,7 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
         posted = action.request.method == "POST" and not download
         for code in ["200", "201"] if posted else ["200"]:
             responses[code] = {
-                "description": f"{action.title}: the file."
-                if download
-                else f"{action.title}: the result.",
+                "description": f"{action.title}: the {'file' if download else 'result'}.",
                 "content": content,
             } | ({"headers": headers} if headers else {})
         for code, text in _error_codes(action, bool(parameters)).items():

@@ -180,26 +180,22 @@ def check_constants(tree: nodes.Template, env: BoundedEnvironment) -> None:
         LimitError: with ``lineno`` set to the operation's line.
     """
     with budget.render_budget():
-        _check_constant_nodes(tree, env)
-
-
-def _check_constant_nodes(tree: nodes.Template, env: BoundedEnvironment) -> None:
-    eval_ctx = EvalContext(env)
-    for node in tree.find_all((nodes.Filter, nodes.BinExpr)):
-        try:
-            if isinstance(node, nodes.BinExpr) and node.operator in _BINOPS:
-                left, right = node.left.as_const(eval_ctx), node.right.as_const(eval_ctx)
-                try:
-                    _BINOPS[node.operator](left, right)
-                except (TypeError, ValueError, ArithmeticError):
-                    continue  # not folded by Jinja either: the render reports it, located
-            else:
-                node.as_const(eval_ctx)
-        except nodes.Impossible as exc:
-            cause = exc.__cause__
-            if isinstance(cause, budget.LimitError):
-                cause.lineno = node.lineno  # type: ignore[attr-defined]
-                raise cause from None
-        except budget.LimitError as exc:
-            exc.lineno = node.lineno  # type: ignore[attr-defined]
-            raise
+        eval_ctx = EvalContext(env)
+        for node in tree.find_all((nodes.Filter, nodes.BinExpr)):
+            try:
+                if isinstance(node, nodes.BinExpr) and node.operator in _BINOPS:
+                    left, right = node.left.as_const(eval_ctx), node.right.as_const(eval_ctx)
+                    try:
+                        _BINOPS[node.operator](left, right)
+                    except (TypeError, ValueError, ArithmeticError):
+                        continue  # not folded by Jinja either: the render reports it, located
+                else:
+                    node.as_const(eval_ctx)
+            except nodes.Impossible as exc:
+                cause = exc.__cause__
+                if isinstance(cause, budget.LimitError):
+                    cause.lineno = node.lineno  # type: ignore[attr-defined]
+                    raise cause from None
+            except budget.LimitError as exc:
+                exc.lineno = node.lineno  # type: ignore[attr-defined]
+                raise

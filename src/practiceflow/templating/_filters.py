@@ -10,23 +10,18 @@ from urllib.parse import quote
 
 from jinja2.runtime import Undefined
 
-
-def _utc_clock() -> datetime:
-    return datetime.now(UTC)
-
-
-_clock: Callable[[], datetime] = _utc_clock
+_clock: Callable[[], datetime] | None = None
 
 
 def set_clock(clock: Callable[[], datetime] | None) -> None:
     """Replace the clock behind ``now`` (for tests); ``None`` restores the real UTC clock."""
     global _clock
-    _clock = clock or _utc_clock
+    _clock = clock
 
 
 def utcnow() -> datetime:
     """Return the current time in UTC, from the clock set by :func:`set_clock`."""
-    return _clock().astimezone(UTC)
+    return (_clock() if _clock is not None else datetime.now(UTC)).astimezone(UTC)
 
 
 def _as_datetime(value: Any) -> datetime:
