@@ -5,7 +5,8 @@ and rendered by :meth:`CompiledTemplate.render`. The rules users see (native val
 names, the omission rule of :func:`render_tree`, the filters, the sandbox and its limits)
 are documented once, in ``docs/recipes-reference.md`` ("Templates" and "Limits"); the
 limits are enforced by ``_limits.py`` and ``_bounded.py``, the environment is built in
-``_environment.py``.
+``_environment.py``. The sandbox is immutable, so rendering one step can never alter the
+trigger or another step's output.
 """
 
 from __future__ import annotations
