@@ -11,8 +11,6 @@ from rich.markup import escape
 
 from practiceflow.runner import ValidRecipe, dry_run
 
-__all__ = ["print_dry"]
-
 
 def print_dry(recipe: ValidRecipe, as_json: bool, console: Console) -> bool:
     """Print a dry run; return whether every step rendered without an error."""

@@ -22,8 +22,6 @@ from practiceflow.service.needs_person import find_entry, label, settle, settle_
 from practiceflow.state import StateStore
 from practiceflow.state.attention_rows import ATTENTION_KINDS, AttentionRecord
 
-__all__ = ["COMMANDS", "attention", "entry_json", "entry_or_fail", "open_entry_rows"]
-
 
 def entry_json(entry: AttentionRecord) -> dict[str, Any]:
     """An entry as JSON (the same keys as a run's where they mean the same)."""

@@ -10,8 +10,6 @@ from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.errors import EXIT_CODES
 
-__all__ = ["COMMANDS", "auth"]
-
 
 @click.group()
 def auth() -> None:

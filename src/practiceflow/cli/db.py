@@ -13,9 +13,8 @@ from pathlib import Path
 
 import click
 
-from practiceflow.cli.state import state_option, state_target
-
-__all__ = ["COMMANDS", "db", "migrate_state"]
+from practiceflow.cli.state import state_option
+from practiceflow.service.state_location import state_target
 
 
 def _is_postgres(url: str) -> bool:

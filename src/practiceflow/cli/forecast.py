@@ -13,8 +13,6 @@ from practiceflow.manifest import load_modules
 from practiceflow.runner import validate_recipe
 from practiceflow.runner.plan import plan as make_plan
 
-__all__ = ["plan"]
-
 
 def _together(per_day: float, share: float, budget: int) -> str:
     """The summary line: the recipes' use of the daily budget, then the budget's own rate."""

@@ -20,8 +20,7 @@ from practiceflow.cli.common import (
     build_client,
     modules_option,
 )
-from practiceflow.cli.runs import DEFAULT_STATE, open_state
-from practiceflow.cli.state import practice_key, practice_option, state_option
+from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
 from practiceflow.manifest import load_modules
 from practiceflow.mcp import (
     DEFAULT_LISTEN,
@@ -35,9 +34,8 @@ from practiceflow.mcp import (
 from practiceflow.runner import validate_recipe
 from practiceflow.runner.logs import configure_logging
 from practiceflow.service.netaddr import parse_listen
+from practiceflow.service.state_location import DEFAULT_STATE
 from practiceflow.state.request_log import RequestLog
-
-__all__ = ["COMMANDS", "mcp"]
 
 logger = logging.getLogger("practiceflow.mcp")
 

@@ -39,8 +39,6 @@ from practiceflow.manifest.validation import did_you_mean
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 from practiceflow.runner import validate_recipe
 
-__all__ = ["COMMANDS", "action", "modules"]
-
 _modules_option = click.option(
     "--modules",
     "module_dirs",

@@ -20,8 +20,6 @@ from practiceflow.cli.state import open_state, state_option
 from practiceflow.errors import ConfigError
 from practiceflow.state import StateStore
 
-__all__ = ["RETENTION_ENV", "parse_retention", "purge", "purge_by_setting"]
-
 RETENTION_ENV: Final = "PRACTICEFLOW_RETENTION"
 _UNITS: Final = {"d": 86400, "h": 3600, "m": 60}
 _SHAPE: Final = re.compile(r"\s*(\d{1,6})\s*([dhm])\s*", re.IGNORECASE)

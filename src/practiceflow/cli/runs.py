@@ -15,6 +15,7 @@ import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 import click
@@ -27,12 +28,11 @@ from practiceflow.cli._helpers import print_dry
 from practiceflow.cli.attention import entry_json, open_entry_rows
 from practiceflow.cli.common import ApiOptions, api_options, json_option, modules_option, terminal
 from practiceflow.cli.forecast import plan
-from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
 from practiceflow.cli.retention import purge
 from practiceflow.cli.runs_view import identifiers, measure, run_json, runs_table, status_label
+from practiceflow.cli.serve_report import announce
 from practiceflow.cli.settle import cancel, resolve
 from practiceflow.cli.state import (
-    DEFAULT_STATE,
     open_state,
     practice_client,
     practice_key,
@@ -41,32 +41,48 @@ from practiceflow.cli.state import (
     state_option,
 )
 from practiceflow.cli.versions import run_recipe
-from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
+from practiceflow.errors import EXIT_CODES, ConfigError
 from practiceflow.manifest import load_modules
-from practiceflow.runner import (
-    Runner,
-    RunOutcome,
-    ValidRecipe,
-    validate_recipe,
-)
+from practiceflow.runner import Runner, RunOutcome, ValidRecipe, validate_recipe
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import detail
 from practiceflow.runner.run_lease import RunDrivenElsewhere
 from practiceflow.runner.run_retry import retry_json, retry_line
+from practiceflow.service.intake import build_intake
 from practiceflow.service.loop import Service
 from practiceflow.service.needs_person import label, needs_person
 from practiceflow.state.payload_purge import FINISHED
 from practiceflow.state.request_log import RequestLog
 from practiceflow.versions import load_version, rebuild, short
 
-__all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
-
-
 _log_option = click.option(
     "--log-json", is_flag=True, help="Structured logs: one JSON object per line on stderr."
 )
 _verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
+
+
+def _check_since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        message = f"got {value!r}; expected an ISO 8601 date-time with an offset, such as "
+        raise click.BadParameter(message + "2026-11-01T00:00:00Z")
+    return value.strip()
+
+
+_since_option = click.option(
+    "--since",
+    metavar="ISO",
+    default=None,
+    callback=_check_since,
+    help="Triggers polled for the first time start here (ISO 8601, such as "
+    "2026-11-01T00:00:00Z) instead of 'from now', so earlier changes fire too.",
+)
 
 
 def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
@@ -103,7 +119,7 @@ def _connect(
     "--dry-run", is_flag=True, help="Render every step with sample outputs; send nothing."
 )
 @practice_option
-@since_option
+@_since_option
 @state_option
 @modules_option
 @json_option
@@ -147,15 +163,8 @@ def run(
     if not once:
         from practiceflow.cli.serving import serve_recipes
 
-        early = _early_socket()
         serve_recipes(
-            [recipe],
-            practice,
-            state,
-            modules_dirs,
-            api,
-            IntakeOptions(since=since),
-            listen_socket=early,
+            [recipe], practice, state, modules_dirs, api, since=since, listen_socket=_early_socket()
         )
         return
     with (
@@ -166,7 +175,7 @@ def run(
         client.budget.on_admit(counted.admitted)  # the console's budget chart
         runner = Runner(recipes[0], store, client, practice=key)
         outcomes: list[RunOutcome] = []
-        intake = build_cli_intake(recipes, store, client, key, IntakeOptions(since=since))
+        intake = build_intake(recipes, store, client, key, since=since, on_started=announce)
         service = Service([runner], store, intake)
         pending = len(store.pending_events(key, 10_000, source=runner.source))
         with Progress(
@@ -238,7 +247,7 @@ def _early_socket() -> socket.socket | None:
     help="The URL at which the API reaches the receiver (env PRACTICEFLOW_PUBLIC_URL); "
     "'local' for the receiver's own URL (the sandbox). Without it, mode: auto triggers poll.",
 )
-@since_option
+@_since_option
 @click.option(
     "--unsubscribe-on-exit",
     is_flag=True,
@@ -291,8 +300,6 @@ def serve(
       practiceflow serve recipes/*.yaml --console-listen 0.0.0.0:8470 --console-token "$T"
     """
     configure_logging(json_lines=log_json, verbose=verbose)
-    options = IntakeOptions(public_url=public_url, listen=listen, since=since)
-    console = console_listen if console_on else None
     from practiceflow.cli.serving import serve_recipes
 
     serve_recipes(
@@ -301,8 +308,10 @@ def serve(
         state,
         modules_dirs,
         api,
-        options,
-        console=console,
+        public_url=public_url,
+        listen=listen,
+        since=since,
+        console=console_listen if console_on else None,
         console_token=console_token,
         unsubscribe=unsubscribe_on_exit,
         listen_socket=_early_socket(),
@@ -390,8 +399,6 @@ def list_runs(
             ]
             click.echo(json.dumps(rows + [entry_json(entry) for entry in entries], indent=2))
             return
-        # The run id and the recipe name (what --recipe matches) never break: the status and
-        # the time wrap at their spaces instead. The event id is in 'runs show' and --json.
         console = terminal()
         cells: list[tuple[str, ...]] = []
         for record in found:
@@ -411,13 +418,11 @@ def list_runs(
             when = entry.updated_at.strftime("%m-%d %H:%M")
             row = (entry.attention_id, escape(label(entry)), "needs attention", "-", "-", when)
             cells.append(row)
-        # The version goes first when the identifiers leave no room for it ('runs show' and
-        # --json name it; --version filters by it).
+        # The version goes first when the identifiers leave no room for it.
         table = runs_table(found, cells, with_version=True)
         if measure(console, table).minimum > console.width:
             table = runs_table(found, cells, with_version=False)
-        # Narrower than the identifiers need, the lines run past the edge (unwrapped) rather
-        # than cut one.
+        # Narrower than the identifiers need, lines run past the edge rather than cut one.
         needed = measure(console, table)
         if needed.minimum > console.width:
             console = terminal(width=needed.maximum)
@@ -549,28 +554,7 @@ def retry(
 COMMANDS: list[click.Command] = [run, serve, runs, plan]
 
 
-@click.group()
-def _standalone() -> None:
-    """These commands alone (until they are registered in practiceflow.cli)."""
+if __name__ == "__main__":  # the runner tests' entry: python -m practiceflow.cli.runs
+    from practiceflow.cli import main
 
-
-for _command in COMMANDS:
-    _standalone.add_command(_command)
-
-
-def main() -> None:
-    """Run these commands as ``python -m practiceflow.cli.runs``, errors mapped to exit codes."""
-    try:
-        _standalone.main(prog_name="practiceflow", standalone_mode=False)
-    except PracticeflowError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(exc.exit_code) from None
-    except click.exceptions.Exit as exc:
-        raise SystemExit(exc.exit_code) from None
-    except click.ClickException as exc:
-        exc.show()
-        raise SystemExit(exc.exit_code) from None
-
-
-if __name__ == "__main__":
     main()

@@ -13,8 +13,6 @@ from practiceflow.runner.quarantine import is_quarantined
 from practiceflow.runner.report import is_identifier
 from practiceflow.state import RunRecord
 
-__all__ = ["identifiers", "measure", "run_json", "runs_table", "status_label"]
-
 
 def identifiers(output: Any) -> Any:
     """A step's output as JSON values, identifiers only (as ``brief`` shows them)."""

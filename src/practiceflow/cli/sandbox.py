@@ -18,8 +18,6 @@ from practiceflow.sandbox.config import REGIONS, SandboxConfig, parse_duration
 from practiceflow.sandbox.practices import practice_credential
 from practiceflow.service.netaddr import listen_tcp
 
-__all__ = ["COMMANDS", "export_lines", "sandbox"]
-
 
 def _admin_epilog() -> str:
     lines = ["\b", "Admin routes (header X-Admin-Token; ?region=anz|uk|za where it matters):"]

@@ -23,8 +23,6 @@ from practiceflow.errors import ConfigError, TransportError
 from practiceflow.sandbox.config import DEFAULT_ADMIN_TOKEN, REGIONS
 from practiceflow.service.netaddr import is_loopback
 
-__all__ = ["EVENTS", "SUBCOMMANDS", "SandboxAdmin"]
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Where the helpers look for the sandbox unless told otherwise.

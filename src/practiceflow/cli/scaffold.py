@@ -24,8 +24,6 @@ from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, l
 from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.validation import did_you_mean
 
-__all__ = ["COMMANDS", "new_module", "recipe_text", "recipes"]
-
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 
 

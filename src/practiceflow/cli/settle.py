@@ -19,8 +19,6 @@ from practiceflow.state import RunRecord, StateStore
 from practiceflow.state.attention_rows import AttentionRecord
 from practiceflow.state.runids import find_run
 
-__all__ = ["cancel", "resolve"]
-
 #: The step name an attention entry answered to when it was a run.
 _ENTRY_STEP = "gap"
 

@@ -19,7 +19,6 @@ from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 if TYPE_CHECKING:
     from practiceflow.testing import CaseOutcome
 
-__all__ = ["COMMANDS", "test_command"]
 
 _EXAMPLES = """
 \b

@@ -27,8 +27,6 @@ from practiceflow.triggers import (
 )
 from practiceflow.triggers.downtime import has_poll_source
 
-__all__ = ["COMMANDS", "triggers"]
-
 
 def _emit(data: Any, as_json: bool, human: str) -> None:
     click.echo(json.dumps(data, indent=2, default=str) if as_json else human)

@@ -36,8 +36,6 @@ from practiceflow.versions import (
     short,
 )
 
-__all__ = ["COMMANDS", "check", "replay_command", "run_recipe"]
-
 
 def _since(text: str | None, store: StateStore) -> datetime | None:
     """``--since``: a duration back from now (``30d``) or an ISO time."""

@@ -34,8 +34,6 @@ import click
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.service.netaddr import parse_listen
 
-__all__ = ["COMMANDS", "worker"]
-
 
 @click.command()
 @click.option(

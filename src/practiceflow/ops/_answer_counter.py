@@ -15,8 +15,6 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3 import PoolManager
 
-__all__ = ["CountingAdapter", "counted_session", "outcome_of"]
-
 
 def outcome_of(status: int) -> str:
     """The outcome label of an HTTP status: ``429`` apart, else its class (``4xx``)."""

@@ -37,18 +37,6 @@ from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import PracticeflowError
 from practiceflow.state import RUN_STATUSES, StateStore
 
-__all__ = [
-    "OUTCOMES",
-    "POLL_LAG_BUCKETS",
-    "WINDOWS",
-    "OpsMetrics",
-    "OpsPractice",
-    "PracticeCollector",
-    "WindowCounter",
-    "serve_practices",
-    "window_use",
-]
-
 logger = logging.getLogger("practiceflow.ops")
 
 #: The outcome label of ``practiceflow_api_requests_total``.

@@ -23,8 +23,6 @@ from practiceflow.errors import ConfigError
 from practiceflow.ops._metrics import OpsMetrics
 from practiceflow.service.netaddr import ThreadedServer
 
-__all__ = ["OpsServer", "ops_routes"]
-
 
 def ops_routes(metrics: OpsMetrics) -> list[BaseRoute]:
     """The three routes, bound to one process's metrics.
