@@ -1,9 +1,5 @@
-"""``practiceflow attention``: what needs a person, listed and settled.
-
-Entries of the attention table (:mod:`practiceflow.service.needs_person`): gaps nobody could
-prove complete, subscriptions in doubt, deliveries held without running. ``runs list
---status in_doubt`` lists them too, after the runs held in doubt.
-"""
+"""``practiceflow attention``: what needs a person (:mod:`practiceflow.service.needs_person`),
+listed and settled."""
 
 from __future__ import annotations
 
@@ -19,7 +15,6 @@ from practiceflow.cli.common import terminal
 from practiceflow.cli.state import open_state, state_option
 from practiceflow.errors import ConfigError
 from practiceflow.service.needs_person import find_entry, label, settle, settle_command
-from practiceflow.state import StateStore
 from practiceflow.state.attention_rows import ATTENTION_KINDS, AttentionRecord
 
 
@@ -49,26 +44,6 @@ def entry_json(entry: AttentionRecord) -> dict[str, Any]:
         "note": entry.note,
         "settle": settle_command(entry) if entry.status == "open" else None,
     }
-
-
-def open_entry_rows(store: StateStore, practice: str | None = None) -> list[AttentionRecord]:
-    """The entries waiting for a person."""
-    return store.list_attention(practice=practice, statuses=("open",))
-
-
-def entry_or_fail(store: StateStore, ident: str) -> AttentionRecord:
-    """The entry an id or a unique prefix names.
-
-    Raises:
-        ConfigError: none does.
-    """
-    found = find_entry(store, ident)
-    if found is None:
-        message = (
-            f"no attention entry {ident!r} in the state store; see 'practiceflow attention list'"
-        )
-        raise ConfigError(message)
-    return found
 
 
 @click.group("attention")
@@ -136,7 +111,11 @@ def settle_entry(entry_id: str, note: str, who: str | None, state: str | None) -
     if not note.strip():
         raise ConfigError("--note: say what you checked (it is kept with the entry)")
     with open_state(state) as store:
-        entry = entry_or_fail(store, entry_id)
+        entry = find_entry(store, entry_id)
+        if entry is None:
+            message = f"no attention entry {entry_id!r} in the state store; see "
+            message += "'practiceflow attention list'"
+            raise ConfigError(message)
         settle(store, entry, who or getpass.getuser(), note)
     click.echo(f"{label(entry)} {entry.attention_id}: settled")
 

@@ -1,9 +1,5 @@
-"""``practiceflow db``: create and upgrade the state database.
-
-``db migrate`` applies the numbered migrations of the store's schema (SQLite or
-PostgreSQL) and refuses a database written by a newer practiceflow. On PostgreSQL it
-also installs the fleet's job queue (procrastinate's schema) unless ``--no-queue``.
-"""
+"""``practiceflow db``: create and upgrade the state database (SQLite or PostgreSQL, with
+the fleet's job queue on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -33,19 +29,11 @@ def _sqlite_version(path: Path) -> int:
 
 
 def migrate_state(url: str, *, queue: bool = True) -> dict[str, object]:
-    """Create or upgrade the schema of the state store a URL names.
-
-    Args:
-        url: a ``postgresql://`` URL, a ``sqlite:///`` URL or a plain SQLite path.
-        queue: on PostgreSQL, also install the fleet's job queue schema when missing.
-
-    Returns:
-        What was done: ``store``, ``before``, ``after`` (schema versions) and, on
-        PostgreSQL, ``queue`` (``installed``, ``present`` or ``skipped``).
+    """Create or upgrade the schema of the store ``url`` names (and, on PostgreSQL, the
+    job queue's unless not ``queue``); ``store``, ``before``, ``after`` and ``queue``.
 
     Raises:
-        ConfigError: the store cannot be reached, or its schema is newer than this
-            practiceflow knows (it is left untouched).
+        ConfigError: the store cannot be reached, or its schema is newer (left untouched).
     """
     if _is_postgres(url):
         from practiceflow.state import describe_url, migrate

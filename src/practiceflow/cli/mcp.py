@@ -1,8 +1,5 @@
-"""``practiceflow mcp``: serve the practice's API as tools for AI assistants.
-
-Thin over :mod:`practiceflow.mcp`. Over stdio, standard output belongs to the protocol:
-everything this command says goes to standard error.
-"""
+"""``practiceflow mcp``: serve the practice's API as tools for AI assistants
+(:mod:`practiceflow.mcp`); over stdio everything it says goes to standard error."""
 
 from __future__ import annotations
 

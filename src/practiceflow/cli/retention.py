@@ -1,10 +1,5 @@
-"""``practiceflow runs purge``: remove the payloads of finished runs past retention.
-
-The retention is ``--older-than`` (``30d``, ``12h``, ``90m``), or the setting
-``PRACTICEFLOW_RETENTION`` when the option is left out; ``serve`` applies that setting
-when it starts (see :func:`purge_by_setting`). What a purge removes and keeps:
-``practiceflow.state.payload_purge``.
-"""
+"""``practiceflow runs purge``: remove the payloads of finished runs past retention
+(``--older-than``, else ``PRACTICEFLOW_RETENTION``, which ``serve`` applies at start)."""
 
 from __future__ import annotations
 
@@ -28,11 +23,7 @@ _log = logging.getLogger(__name__)
 
 
 def parse_retention(text: str, where: str) -> timedelta:
-    """A retention such as ``30d``, ``12h`` or ``90m`` (``where`` names its source).
-
-    Raises:
-        ConfigError: not of that shape, or zero.
-    """
+    """A retention such as ``30d``, ``12h`` or ``90m`` (``where`` names its source)."""
     match = _SHAPE.fullmatch(text)
     if match is None or int(match.group(1)) == 0:
         message = f"{where}: got {text!r}; expected a duration such as 30d, 12h or 90m"
@@ -41,12 +32,7 @@ def parse_retention(text: str, where: str) -> timedelta:
 
 
 def purge_by_setting(store: StateStore) -> int | None:
-    """Apply ``PRACTICEFLOW_RETENTION`` to ``store``; the runs purged, or ``None`` when
-    the setting is not set.
-
-    Raises:
-        ConfigError: the setting is not a duration.
-    """
+    """Apply ``PRACTICEFLOW_RETENTION`` to ``store``: the runs purged (None: not set)."""
     text = os.environ.get(RETENTION_ENV)
     if not text:
         return None

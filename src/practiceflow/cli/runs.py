@@ -25,7 +25,7 @@ from rich.table import Table
 
 from practiceflow.api import Client
 from practiceflow.cli._helpers import print_dry
-from practiceflow.cli.attention import entry_json, open_entry_rows
+from practiceflow.cli.attention import entry_json
 from practiceflow.cli.common import ApiOptions, api_options, json_option, modules_option, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.retention import purge
@@ -392,7 +392,7 @@ def list_runs(
         entries = []
         if status == "in_doubt":  # a settled run waits for serve or 'runs retry', not a person
             found = [record for record in found if waiting[record.run_id]]
-            entries = [] if recipe else open_entry_rows(store)
+            entries = [] if recipe else store.list_attention(statuses=("open",))
         if as_json:
             rows = [
                 {**run_json(record), "needs_attention": waiting[record.run_id]} for record in found

@@ -1,10 +1,5 @@
-"""``practiceflow sandbox``: run the local simulator of the Partner API on 127.0.0.1.
-
-``practiceflow sandbox`` alone serves it; its subcommands (``fire``, ``fault``, ``records``,
-``deliveries``, ``requests``, ``clock``, ``reset``, in :mod:`practiceflow.cli.sandbox_admin`)
-drive a running sandbox through its admin surface, so nobody needs ``curl`` for the common
-moves.
-"""
+"""``practiceflow sandbox``: run the local simulator of the Partner API on 127.0.0.1; its
+subcommands (:mod:`practiceflow.cli.sandbox_admin`) drive a running one."""
 
 from __future__ import annotations
 
@@ -44,16 +39,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[str]:
-    """The ``export PRACTICEFLOW_*=...`` lines that point every command at this sandbox.
-
-    Args:
-        root: the sandbox's root URL (``http://127.0.0.1:8765``).
-        config: its configuration (credentials, admin token).
-        region: the region whose read-write client the lines name.
-
-    Returns:
-        Shell lines, ready to paste.
-    """
+    """The ``export PRACTICEFLOW_*=...`` lines that point every command at this sandbox."""
     credential = config.credentials(region)["rw"]
     return [
         f"export PRACTICEFLOW_BASE_URL={root}/{region}",

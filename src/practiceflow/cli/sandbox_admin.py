@@ -1,10 +1,6 @@
-"""``practiceflow sandbox fire | fault | records | deliveries | requests | clock | reset``.
-
-Helpers over the running sandbox's admin surface (see ``practiceflow sandbox --help`` for
-its routes). They find the sandbox at ``--url`` (env ``PRACTICEFLOW_SANDBOX_URL``, default
-``http://127.0.0.1:8765``) with ``--admin-token`` (env ``PRACTICEFLOW_SANDBOX_ADMIN_TOKEN``),
-and talk to loopback only: the sandbox never binds anything else.
-"""
+"""``practiceflow sandbox fire | fault | records | deliveries | requests | clock | reset``:
+helpers over a running sandbox's admin surface, on loopback only (the sandbox binds nothing
+else)."""
 
 from __future__ import annotations
 
@@ -25,39 +21,18 @@ from practiceflow.service.netaddr import is_loopback
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Where the helpers look for the sandbox unless told otherwise.
-DEFAULT_URL = "http://127.0.0.1:8765"
-
 
 @dataclass(frozen=True)
 class SandboxAdmin:
-    """A client of one running sandbox's admin surface.
-
-    Attributes:
-        url: the sandbox's root URL (loopback).
-        token: its admin token.
-        region: the practice's region (``anz``, ``uk``, ``za``).
-    """
+    """A client of one running sandbox's admin surface (``url`` on loopback)."""
 
     url: str
     token: str
     region: str
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
-        """Call an admin route and return its JSON answer.
-
-        Args:
-            method: the HTTP method.
-            path: the route, such as ``/_admin/records/bills``.
-            body: the JSON body, or None.
-
-        Returns:
-            The parsed answer.
-
-        Raises:
-            TransportError: the sandbox cannot be reached.
-            ConfigError: the sandbox refused the call (its problem detail is quoted).
-        """
+        """Call an admin route and return its JSON answer (a TransportError when no sandbox
+        answers, a ConfigError quoting its detail when it refuses)."""
         separator = "&" if "?" in path else "?"
         target = f"{self.url}{path}{separator}region={self.region}"
         with requests.Session() as session:
@@ -95,7 +70,7 @@ def _admin_options(func: F) -> F:
     @click.option(
         "--url",
         envvar="PRACTICEFLOW_SANDBOX_URL",
-        default=DEFAULT_URL,
+        default="http://127.0.0.1:8765",
         show_default=True,
         help="Root URL of the running sandbox (env PRACTICEFLOW_SANDBOX_URL).",
     )
@@ -122,9 +97,6 @@ def _admin_options(func: F) -> F:
 
 def _echo(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
-
-
-# -- events ------------------------------------------------------------------------------
 
 
 def _open_proposal(admin: SandboxAdmin) -> str:
@@ -227,8 +199,6 @@ def fire(event: str, key: str | None, admin: SandboxAdmin) -> None:
     click.echo(f"fired {event}: {where}{suffix}")
 
 
-# -- faults ------------------------------------------------------------------------------
-
 _FAULT_CHOICES = ["rate_limit", "429", "server_error", "500", "slow", "drop", "list", "clear"]
 
 
@@ -275,8 +245,6 @@ def fault(
         body["delay"] = delay
     _echo(admin.call("POST", "/_admin/faults", body))
 
-
-# -- records and logs ----------------------------------------------------------------------
 
 _KINDS = [
     "entities",

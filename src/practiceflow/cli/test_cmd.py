@@ -1,13 +1,11 @@
-"""``practiceflow test``: run the ``*.test.yaml`` tests of recipes and modules, offline.
-
-Thin over :mod:`practiceflow.testing` (``_suite`` runs, ``_recorder`` records).
-"""
+"""``practiceflow test``: run the ``*.test.yaml`` tests of recipes and modules, offline
+(:mod:`practiceflow.testing`)."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,12 +41,6 @@ See docs/testing.md.
 Exit codes: 0 every case passed; 1 a case failed (each difference is printed, naming the
 step and the field); 2 a test file, recipe or module does not load, or no test was found.
 """
-
-
-def _exit_code(results: Sequence[str]) -> int:
-    if "error" in results:
-        return EXIT_CODES["config"]
-    return 1 if "failed" in results else 0
 
 
 @click.command(
@@ -93,8 +85,7 @@ def test_command(
     """Run the tests (see the help text above)."""
     from practiceflow.testing import find_test_files, junit_xml, run_all
 
-    # The engine's warnings (a dropped answer the test planted) are part of what the test
-    # checks, not news for the terminal: they stay out of the report.
+    # The engine's warnings (a dropped answer the test planted) are not news for the terminal.
     quiet_logger = logging.getLogger("practiceflow")
     if not quiet_logger.handlers:
         quiet_logger.addHandler(logging.NullHandler())
@@ -126,7 +117,8 @@ def test_command(
             f"{passed} passed, {failed} failed, {errors} error{'s' if errors != 1 else ''} "
             f"({len(files)} test file{'s' if len(files) != 1 else ''})"
         )
-    click.get_current_context().exit(_exit_code(results))
+    code = EXIT_CODES["config"] if "error" in results else int("failed" in results)
+    click.get_current_context().exit(code)
 
 
 def _record(

@@ -1,9 +1,7 @@
 """The one hook on the client side: a ``requests`` transport adapter that counts answers.
 
-``requests`` lets a session mount a transport adapter per URL prefix; this one is the stock
-``HTTPAdapter`` with its ``send`` wrapped to count each exchange's outcome for a practice,
-so the client code itself counts nothing. A retry is a second exchange and is counted
-again, as the API sees it.
+The stock ``HTTPAdapter`` with ``send`` wrapped, so the client code itself counts nothing.
+A retry is a second exchange and is counted again, as the API sees it.
 """
 
 from __future__ import annotations
@@ -24,14 +22,9 @@ def outcome_of(status: int) -> str:
 
 
 class CountingAdapter(HTTPAdapter):
-    """An ``HTTPAdapter`` that reports each exchange's outcome to ``count``.
-
-    Args:
-        count: called with the outcome (``2xx`` ... ``5xx``, ``429``, or ``error`` when no
-            answer came: refused, reset, timed out); it must not raise.
-        connections: a urllib3 pool manager shared with other adapters (other practices'
-            sessions), whose owner closes it; the adapter's own when None.
-    """
+    """An ``HTTPAdapter`` that reports each exchange's outcome (``2xx`` ... ``5xx``,
+    ``429``, ``error``: no answer) to ``count``; ``connections`` is a pool manager shared
+    with other practices' adapters, closed by its owner."""
 
     def __init__(
         self, count: Callable[[str], None], *, connections: PoolManager | None = None
@@ -82,15 +75,7 @@ class CountingAdapter(HTTPAdapter):
 def counted_session(
     count: Callable[[str], None], *, connections: PoolManager | None = None
 ) -> requests.Session:
-    """A new session whose every exchange is counted (give it to ``Client(session=)``).
-
-    Args:
-        count: see :class:`CountingAdapter`.
-        connections: see :class:`CountingAdapter`.
-
-    Returns:
-        The session; its owner closes it.
-    """
+    """A new session whose every exchange is counted (give it to ``Client(session=)``)."""
     session = requests.Session()
     adapter = CountingAdapter(count, connections=connections)
     for prefix in ("https://", "http://"):

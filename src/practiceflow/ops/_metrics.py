@@ -1,16 +1,9 @@
 """Prometheus metrics of ``serve`` and ``worker``, per practice.
 
-Most figures are read when Prometheus scrapes, from where they already live, by
-:class:`PracticeCollector`: runs by status, steps in doubt and events waiting from the state
-store (:meth:`~practiceflow.state.StateStore.practice_counts`, a few grouped counts, and
-the attention table's entries by kind and status), and
-what is left of each rate window from each practice's budget. Nothing in the runner counts
-for the metrics' sake.
-
-Two figures only the process sees are counted as they happen: answers by outcome (429s
-included), by the :class:`~practiceflow.ops.CountingAdapter` mounted on each practice's
-HTTP session, and poll lag (from the moment a poll was scheduled for to the moment it
-starts sending), by whoever runs the poll (:meth:`OpsMetrics.poll_started`).
+Most figures are read at scrape time from where they already live (:class:`PracticeCollector`:
+the store's counts, each budget's windows), so nothing in the runner counts for the metrics'
+sake. Only answers by outcome (the :class:`~practiceflow.ops.CountingAdapter`) and poll lag
+(:meth:`OpsMetrics.poll_started`) are counted as they happen.
 """
 
 from __future__ import annotations
@@ -19,8 +12,8 @@ import logging
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from dataclasses import dataclass
+from typing import Any, Final
 
 from prometheus_client import (
     CollectorRegistry,
@@ -47,27 +40,9 @@ WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
 POLL_LAG_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 20.0, 60.0)
 
 
-def _none() -> None:
-    return None
-
-
-class WindowCounter(Protocol):
-    """A bucket that counts its own windows in one look (a shared bucket: SQLite or
-    PostgreSQL)."""
-
-    def window_counts(self, now_ms: int, windows_ms: Sequence[int]) -> list[int]:
-        """How many requests were admitted in each of the last ``windows_ms``."""
-
-
 def window_use(budget: RateBudget) -> dict[str, int] | None:
-    """Requests admitted in each rate window of a budget, by window label.
-
-    Args:
-        budget: the practice's budget (in memory, or shared in SQLite or PostgreSQL).
-
-    Returns:
-        ``{"minute": n, "hour": n, "day": n}``, or None for a bucket that cannot say.
-    """
+    """Requests admitted in each rate window of a budget, by label (None: the bucket
+    cannot say)."""
     bucket = budget.bucket
     now_ms = int(budget.clock() * 1000)
     lengths = [seconds * 1000 for _, seconds in WINDOWS]
@@ -84,26 +59,15 @@ def window_use(budget: RateBudget) -> dict[str, int] | None:
 
 @dataclass(frozen=True)
 class OpsPractice:
-    """What the metrics and readiness know of one practice.
-
-    Attributes:
-        name: the practice's key in the store.
-        budget: its rate budget.
-        webhooks: triggers that must have an active subscription for it to be ready.
-    """
+    """One practice served; ``webhooks`` must have an active subscription to be ready."""
 
     name: str
     budget: RateBudget | None = None
-    webhooks: tuple[str, ...] = field(default=())
+    webhooks: tuple[str, ...] = ()
 
 
 class PracticeCollector(Collector):
-    """Reads store and budgets at each scrape (see the module docstring).
-
-    Args:
-        store: the state store.
-        practices: the practices served, or None while the process is starting.
-    """
+    """Reads store and budgets at each scrape (``practices()``: None while starting)."""
 
     def __init__(
         self, store: StateStore, practices: Callable[[], Sequence[OpsPractice] | None]
@@ -201,13 +165,8 @@ class PracticeCollector(Collector):
 
 
 class OpsMetrics:
-    """The metrics registry of one ``serve`` or ``worker`` process.
-
-    Args:
-        store: the state store.
-        practices: returns the practices served (None while starting); called at each
-            scrape and readiness check, so a process may fill it in after it starts.
-    """
+    """The metrics registry of one ``serve`` or ``worker`` process; ``practices()`` is
+    called at each scrape, so a process may fill it in after it starts."""
 
     def __init__(
         self,
@@ -215,7 +174,7 @@ class OpsMetrics:
         practices: Callable[[], Sequence[OpsPractice] | None] | None = None,
     ) -> None:
         self.store = store
-        self.practices: Callable[[], Sequence[OpsPractice] | None] = practices or _none
+        self.practices: Callable[[], Sequence[OpsPractice] | None] = practices or (lambda: None)
         self.registry = CollectorRegistry(auto_describe=False)
         # The process's own CPU seconds and resident memory (process_*), per scrape.
         ProcessCollector(registry=self.registry)
@@ -239,26 +198,14 @@ class OpsMetrics:
     def watch(
         self, store: StateStore, practices: Callable[[], Sequence[OpsPractice] | None]
     ) -> None:
-        """Read ``store`` and the ``practices``' budgets at each scrape (once per process).
-
-        Args:
-            store: the state store.
-            practices: returns the practices served, or None while starting.
-        """
+        """Read ``store`` and the ``practices``' budgets at each scrape (once per process)."""
         self.store = store
         self.practices = practices
         self.registry.register(PracticeCollector(store, practices))
 
     def counter(self, practice: Callable[[], str]) -> Callable[[str], None]:
-        """A transport hook's callback counting answers for the practice ``practice()``.
-
-        Args:
-            practice: returns the practice's key (read at each answer: ``serve`` learns
-                its key from the credentials, after the session is made).
-
-        Returns:
-            ``count(outcome)``.
-        """
+        """A transport hook's ``count(outcome)`` for the practice ``practice()`` (read at each
+        answer: ``serve`` learns its key after the session is made)."""
 
         def count(outcome: str) -> None:
             self.count(practice(), outcome)
@@ -266,25 +213,11 @@ class OpsMetrics:
         return count
 
     def count(self, practice: str, outcome: str) -> None:
-        """Count one answer (or failure to get one) of a practice's request.
-
-        Args:
-            practice: the practice's key.
-            outcome: one of :data:`OUTCOMES`.
-        """
+        """Count one answer (an :data:`OUTCOMES` label) of a practice's request."""
         self.requests.labels(practice, outcome).inc()
 
     def poll_started(self, practice: str, scheduled_at: float, now: float | None = None) -> float:
-        """Record a poll's lag: it was due at ``scheduled_at`` and starts now.
-
-        Args:
-            practice: the practice's key.
-            scheduled_at: Unix time the poll was scheduled for.
-            now: Unix time it starts (``time.time()`` when None).
-
-        Returns:
-            The lag recorded, in seconds (never negative).
-        """
+        """Record (and return) a poll's lag: due at Unix time ``scheduled_at``, started now."""
         lag = max(0.0, (time.time() if now is None else now) - scheduled_at)
         self.poll_lag.labels(practice).observe(lag)
         return lag
@@ -294,15 +227,11 @@ class OpsMetrics:
         return generate_latest(self.registry)
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """Whether the process is ready: started, store reachable, subscriptions active.
+        """``(ready, detail)``: started, store reachable, subscriptions active.
 
-        A subscription in doubt that is listed as needing attention (the process started
-        and went on without it) does not make the process unready, which would take the
-        receiver of every other trigger out of a load balancer: it is named under
-        ``detail["attention"]``.
-
-        Returns:
-            ``(ready, detail)``; ``detail["problems"]`` says what is missing.
+        A subscription in doubt listed as needing attention is named under
+        ``detail["attention"]`` and does not make the process unready: that would take every
+        other trigger's receiver out of a load balancer.
         """
         served = self.practices()
         if served is None or self.store is None:
@@ -338,17 +267,8 @@ class OpsMetrics:
 def serve_practices(
     practice: str, budget: RateBudget, intake: object
 ) -> Callable[[], list[OpsPractice] | None]:
-    """What ``serve`` reports: its one practice, once its intake has built its triggers.
-
-    Args:
-        practice: the practice's key.
-        budget: its client's rate budget.
-        intake: the service's intake (its ``triggers``: name -> trigger with a ``mode``).
-
-    Returns:
-        The ``practices`` callable of :class:`OpsMetrics`: None until the triggers exist;
-        then the practice, expecting a subscription for each trigger received by webhook.
-    """
+    """``serve``'s ``practices`` callable: None until the intake has built its triggers,
+    then the one practice, expecting a subscription per trigger received by webhook."""
 
     def practices() -> list[OpsPractice] | None:
         triggers: dict[str, Any] = dict(getattr(intake, "triggers", None) or {})
