@@ -13,10 +13,6 @@ from practiceflow.cli.state import state_option
 from practiceflow.service.state_location import state_target
 
 
-def _is_postgres(url: str) -> bool:
-    return url.lower().startswith(("postgresql://", "postgres://"))
-
-
 def _sqlite_version(path: Path) -> int:
     if not path.exists():
         return 0
@@ -35,7 +31,7 @@ def migrate_state(url: str, *, queue: bool = True) -> dict[str, object]:
     Raises:
         ConfigError: the store cannot be reached, or its schema is newer (left untouched).
     """
-    if _is_postgres(url):
+    if url.lower().startswith(("postgresql://", "postgres://")):
         from practiceflow.state import describe_url, migrate
 
         done = migrate(url)

@@ -1,9 +1,5 @@
 """``practiceflow run | serve | runs | plan``: run recipes durably and look after their runs.
 
-The state store and the practice key are the ones every command uses
-(:mod:`practiceflow.cli.state`): ``--state``, ``PRACTICEFLOW_STATE``, else
-``.practiceflow/state.db`` in the working directory; the practice defaults to the Client ID.
-
 Exit codes of ``run`` and ``runs retry``: 0 every run succeeded, 1 a run failed, 5 a run is
 held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
 """
@@ -24,12 +20,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from practiceflow.api import Client
-from practiceflow.cli._helpers import print_dry
 from practiceflow.cli.attention import entry_json
 from practiceflow.cli.common import ApiOptions, api_options, json_option, modules_option, terminal
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.retention import purge
-from practiceflow.cli.runs_view import identifiers, measure, run_json, runs_table, status_label
+from practiceflow.cli.runs_view import (
+    identifiers,
+    measure,
+    print_dry,
+    run_json,
+    runs_table,
+    status_label,
+)
 from practiceflow.cli.serve_report import announce
 from practiceflow.cli.settle import cancel, resolve
 from practiceflow.cli.state import (
@@ -87,11 +89,7 @@ _since_option = click.option(
 
 def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
     statuses = {outcome.status for outcome in outcomes}
-    if "in_doubt" in statuses:
-        return EXIT_CODES["in_doubt"]
-    if "failed" in statuses:
-        return 1
-    return 0
+    return EXIT_CODES["in_doubt"] if "in_doubt" in statuses else int("failed" in statuses)
 
 
 @contextmanager

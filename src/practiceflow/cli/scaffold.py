@@ -25,15 +25,6 @@ from practiceflow.manifest.validation import did_you_mean
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def _check_key(key: str, what: str) -> None:
-    if not _KEY.match(key):
-        message = (
-            f"{what}: got {key!r}; expected lower-case letters, digits and '_', "
-            "starting with a letter (such as read_client)"
-        )
-        raise ConfigError(message)
-
-
 def _refuse_existing(path: Path, force: bool) -> None:
     if path.exists() and not force:
         message = f"{path} exists; pass --force to replace it"
@@ -140,7 +131,12 @@ def new_module(
     Raises:
         ConfigError: a bad key, an unknown ``copy_from``, or an existing file.
     """
-    _check_key(key, "KEY")
+    if not _KEY.match(key):
+        message = (
+            f"KEY: got {key!r}; expected lower-case letters, digits and '_', "
+            "starting with a letter (such as read_client)"
+        )
+        raise ConfigError(message)
     kind = "actions"
     if copy_from is None:
         text = _action_text(key)

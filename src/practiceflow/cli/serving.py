@@ -85,9 +85,6 @@ def serve_recipes(
         report = ServeReport(store, key, last_alive(store, key), unsubscribe=unsubscribe)
         every, grace = silence_settings()
 
-        def poll_started(due: float) -> None:
-            metrics.poll_started(key, due)
-
         settings = ServeOptions(
             public_url=public_url or os.environ.get(PUBLIC_URL_ENV) or None,
             listen=listen_address(receiver),
@@ -99,7 +96,7 @@ def serve_recipes(
             on_started=report.started(),
             on_outcome=report.outcome,
             on_swept=report.swept,
-            on_poll_started=poll_started,
+            on_poll_started=lambda due: metrics.poll_started(key, due),
         )
         service = serve(checked, store, client, key, settings, stop=stop)
         stack.callback(service.close)  # a refusal below stops the receiver

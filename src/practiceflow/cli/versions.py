@@ -2,8 +2,8 @@
 recorded runs, nothing sent (:mod:`practiceflow.versions`).
 
 Exit codes of ``replay``: 0 every write of the new version is what the runs sent, 1 some
-differ (or a run could not be replayed), plus the usual 2/70. Of ``recipes check``: 0 no
-run in flight needs a person, 1 some do.
+differ (or a run could not be replayed). Of ``recipes check``: 0 no run in flight needs a
+person, 1 some do.
 """
 
 from __future__ import annotations
@@ -57,16 +57,15 @@ def _since(text: str | None, store: StateStore) -> datetime | None:
 def _leaves(value: Any, at: str = "") -> dict[str, Any]:
     """Every leaf of a JSON value by its path (``json.lineItems[0].amount``)."""
     if isinstance(value, dict):
-        found: dict[str, Any] = {}
-        for key, child in value.items():
-            found.update(_leaves(child, f"{at}.{key}" if at else str(key)))
-        return found
-    if isinstance(value, list):
-        found = {}
-        for index, child in enumerate(value):
-            found.update(_leaves(child, f"{at}[{index}]"))
-        return found or {at: []}
-    return {at: value}
+        children = [(f"{at}.{key}" if at else str(key), child) for key, child in value.items()]
+    elif isinstance(value, list):
+        children = [(f"{at}[{index}]", child) for index, child in enumerate(value)]
+    else:
+        return {at: value}
+    found = {
+        path: leaf for where, child in children for path, leaf in _leaves(child, where).items()
+    }
+    return found or ({at: []} if isinstance(value, list) else {})
 
 
 def differences(sent: Any, would: Any) -> list[str]:
@@ -74,8 +73,8 @@ def differences(sent: Any, would: Any) -> list[str]:
     before, after = _leaves(sent or {}), _leaves(would or {})
     lines = []
     for path in sorted(set(before) | set(after)):
-        if before.get(path, "(none)") != after.get(path, "(none)"):
-            old, new = before.get(path, "(none)"), after.get(path, "(none)")
+        old, new = before.get(path, "(none)"), after.get(path, "(none)")
+        if old != new:
             lines.append(f"{path}: sent {json.dumps(old)}, would send {json.dumps(new)}")
     return lines
 

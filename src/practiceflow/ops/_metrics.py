@@ -216,11 +216,10 @@ class OpsMetrics:
         """Count one answer (an :data:`OUTCOMES` label) of a practice's request."""
         self.requests.labels(practice, outcome).inc()
 
-    def poll_started(self, practice: str, scheduled_at: float, now: float | None = None) -> float:
-        """Record (and return) a poll's lag: due at Unix time ``scheduled_at``, started now."""
+    def poll_started(self, practice: str, scheduled_at: float, now: float | None = None) -> None:
+        """Record a poll's lag: due at Unix time ``scheduled_at``, started ``now``."""
         lag = max(0.0, (time.time() if now is None else now) - scheduled_at)
         self.poll_lag.labels(practice).observe(lag)
-        return lag
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric (reads the store: blocking)."""
