@@ -62,7 +62,7 @@ def attention() -> None:
 
 @attention.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Also entries settled or being checked.")
-@click.option("--kind", type=click.Choice(ATTENTION_KINDS), default=None, help="Only this kind.")
+@click.option("--kind", type=click.Choice(ATTENTION_KINDS), help="Only this kind.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 @state_option
 def list_entries(show_all: bool, kind: Any, as_json: bool, state: str | None) -> None:
@@ -98,7 +98,7 @@ def list_entries(show_all: bool, kind: Any, as_json: bool, state: str | None) ->
 @attention.command("settle")
 @click.argument("entry_id")
 @click.option("--note", required=True, help="What you checked or did (kept with the entry).")
-@click.option("--who", default=None, help="Who decided (default: your user name).")
+@click.option("--who", help="Who decided (default: your user name).")
 @state_option
 def settle_entry(entry_id: str, note: str, who: str | None, state: str | None) -> None:
     """Settle an entry once you have checked the practice (and started by hand what was

@@ -38,35 +38,30 @@ _OPTIONS = (
     click.option(
         "--profile",
         metavar="NAME",
-        default=None,
         help="Profile in the profile file (env PRACTICEFLOW_PROFILE; file from "
         "PRACTICEFLOW_PROFILES, default ~/.config/practiceflow/profiles.toml).",
     ),
     click.option(
         "--client-id",
         metavar="ID",
-        default=None,
         help="The Client ID (env PRACTICEFLOW_CLIENT_ID); the secret never goes on a command "
         "line: PRACTICEFLOW_CLIENT_SECRET or a profile.",
     ),
     click.option(
         "--region",
         type=click.Choice(REGIONS, case_sensitive=False),
-        default=None,
         help="The practice's region (env PRACTICEFLOW_REGION); its base URL comes from "
         "PRACTICEFLOW_BASE_URL_<REGION> or the profile.",
     ),
     click.option(
         "--base-url",
         metavar="URL",
-        default=None,
         help="Regional base URL, e.g. http://127.0.0.1:8765/anz for the sandbox "
         "(env PRACTICEFLOW_BASE_URL).",
     ),
     click.option(
         "--auth-method",
         type=click.Choice(AUTH_METHODS, case_sensitive=False),
-        default=None,
         help="header (X-SVC-Auth-ID/Key, the default) or basic (env PRACTICEFLOW_AUTH_METHOD).",
     ),
 )

@@ -56,7 +56,6 @@ logger = logging.getLogger("practiceflow.mcp")
 @click.option(
     "--token",
     envvar="PRACTICEFLOW_MCP_TOKEN",
-    default=None,
     metavar="TOKEN",
     help="Bearer token HTTP clients must send (env PRACTICEFLOW_MCP_TOKEN); required to "
     "listen beyond 127.0.0.1.",

@@ -335,7 +335,6 @@ def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
     "--from",
     "copy_from",
     metavar="EXISTING",
-    default=None,
     help="Start from a copy of this shipped module (an action or a trigger).",
 )
 @click.option(
@@ -367,7 +366,6 @@ def new(key: str, copy_from: str | None, folder: Path, force: bool) -> None:
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Write the Markdown here instead of printing it (docs/modules.md in this repo).",
 )
 @click.option("--check", is_flag=True, help="Exit 1 when --out differs from a fresh render.")
@@ -432,7 +430,6 @@ def _print_request(request: Mapping[str, Any]) -> None:
 @click.option(
     "--input",
     "input_source",
-    default=None,
     metavar="FILE|-",
     help="The action's input as YAML or JSON, from a file or '-' for standard input "
     "(leave it out for an action whose input is all optional, such as list_entity_types).",

@@ -48,7 +48,6 @@ def purge_by_setting(store: StateStore) -> int | None:
     "older_than",
     metavar="DURATION",
     envvar=RETENTION_ENV,
-    default=None,
     help="Finished runs older than this (30d, 12h, 90m); env PRACTICEFLOW_RETENTION.",
 )
 @state_option

@@ -80,7 +80,6 @@ def _check_since(ctx: click.Context, param: click.Parameter, value: str | None) 
 _since_option = click.option(
     "--since",
     metavar="ISO",
-    default=None,
     callback=_check_since,
     help="Triggers polled for the first time start here (ISO 8601, such as "
     "2026-11-01T00:00:00Z) instead of 'from now', so earlier changes fire too.",
@@ -233,7 +232,6 @@ def _early_socket() -> socket.socket | None:
     "--listen",
     metavar="HOST:PORT",
     envvar="PRACTICEFLOW_LISTEN",
-    default=None,
     help="Where the webhook receiver listens (env PRACTICEFLOW_LISTEN; default a free port "
     "of 127.0.0.1). Fix it so that the API's retries reach a restarted serve.",
 )
@@ -241,7 +239,6 @@ def _early_socket() -> socket.socket | None:
     "--public-url",
     metavar="URL",
     envvar="PRACTICEFLOW_PUBLIC_URL",
-    default=None,
     help="The URL at which the API reaches the receiver (env PRACTICEFLOW_PUBLIC_URL); "
     "'local' for the receiver's own URL (the sandbox). Without it, mode: auto triggers poll.",
 )
@@ -347,11 +344,10 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
 
 
 @runs.command("list")
-@click.option("--recipe", default=None, help="Only this recipe's runs.")
+@click.option("--recipe", help="Only this recipe's runs.")
 @click.option(
     "--status",
     type=click.Choice(["pending", "running", "succeeded", "failed", "in_doubt", "cancelled"]),
-    default=None,
     help="Only runs in this status.",
 )
 @click.option(
@@ -361,7 +357,7 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
     type=click.IntRange(1, 1_000_000),
     help="At most this many (newest first).",
 )
-@click.option("--version", "version", default=None, help="Only runs on this recipe version.")
+@click.option("--version", "version", help="Only runs on this recipe version.")
 @state_option
 @json_option
 def list_runs(
@@ -499,7 +495,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
 
 @runs.command("retry")
 @click.argument("run_id")
-@click.option("--recipe", "recipe_path", default=None, help="Recipe file (default: the run's).")
+@click.option("--recipe", "recipe_path", help="Recipe file (default: the run's).")
 @state_option
 @modules_option
 @json_option

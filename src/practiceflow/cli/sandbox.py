@@ -98,25 +98,21 @@ def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[
 @click.option(
     "--admin-token",
     envvar="PRACTICEFLOW_SANDBOX_ADMIN_TOKEN",
-    default=None,
     help="X-Admin-Token of /_admin (default: sandbox-admin-token).",
 )
 @click.option(
     "--client-id",
     envvar="PRACTICEFLOW_SANDBOX_CLIENT_ID",
-    default=None,
     help="Client ID of the anz read-write client.",
 )
 @click.option(
     "--client-secret",
     envvar="PRACTICEFLOW_SANDBOX_CLIENT_SECRET",
-    default=None,
     help="Secret of the anz read-write client.",
 )
 @click.option(
     "--variants",
     "preset",
-    default=None,
     metavar="PRESET",
     help="Answers to the spec's open questions: default, hostile or random:SEED "
     "(see src/practiceflow/sandbox/GUESSES.md, section Variants).",

@@ -205,9 +205,9 @@ _FAULT_CHOICES = ["rate_limit", "429", "server_error", "500", "slow", "drop", "l
 @click.command("fault")
 @click.argument("kind", type=click.Choice(_FAULT_CHOICES))
 @click.option("--count", default=1, show_default=True, type=click.IntRange(1, 100_000))
-@click.option("--method", default=None, help="Only requests with this method (GET, POST...).")
-@click.option("--path-prefix", default=None, help="Only paths starting with this (/api/v1/bills).")
-@click.option("--retry-after", default=None, type=click.IntRange(0), help="429: Retry-After.")
+@click.option("--method", help="Only requests with this method (GET, POST...).")
+@click.option("--path-prefix", help="Only paths starting with this (/api/v1/bills).")
+@click.option("--retry-after", type=click.IntRange(0), help="429: Retry-After.")
 @click.option("--delay", default=0.0, type=click.FloatRange(0, 120), help="slow: seconds held.")
 @_admin_options
 def fault(
@@ -305,7 +305,7 @@ def requests_log(limit: int, admin: SandboxAdmin) -> None:
 
 
 @click.command("clock")
-@click.option("--advance", default=None, type=float, help="Move the clock by these seconds.")
+@click.option("--advance", type=float, help="Move the clock by these seconds.")
 @_admin_options
 def clock(advance: float | None, admin: SandboxAdmin) -> None:
     """Show the sandbox's clock, or move it with --advance.

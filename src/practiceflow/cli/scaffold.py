@@ -276,7 +276,6 @@ def recipes() -> None:
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="The file to write (default: recipes/NAME.yaml, NAME in lower case with '_').",
 )
 @click.option(

@@ -71,8 +71,8 @@ def _resolve_entry(entry: AttentionRecord, step_id: str, as_: str) -> None:
     help="done: it happened (later steps continue); retry: it did not, send it again.",
 )
 @click.option("--note", default="", help="Why, in your words (kept in the journal).")
-@click.option("--who", default=None, help="Who decided (default: your user name).")
-@click.option("--output", "output_json", default=None, help="With done: the output, as JSON.")
+@click.option("--who", help="Who decided (default: your user name).")
+@click.option("--output", "output_json", help="With done: the output, as JSON.")
 @state_option
 def resolve(
     run_id: str,
@@ -120,7 +120,7 @@ def resolve(
 @click.command("cancel")
 @click.argument("run_id")
 @click.option("--reason", required=True, help="Why, in your words (kept with the run).")
-@click.option("--who", default=None, help="Who decided (default: your user name).")
+@click.option("--who", help="Who decided (default: your user name).")
 @state_option
 def cancel(run_id: str, reason: str, who: str | None, state: str | None) -> None:
     """Settle a run that needs attention without running it: a failed or held run a person

@@ -35,7 +35,6 @@ state_option = click.option(
     "--state",
     metavar="PATH",
     envvar="PRACTICEFLOW_STATE",
-    default=None,
     help="State store: a SQLite file, sqlite:///path or postgresql://... (env "
     "PRACTICEFLOW_STATE; default .practiceflow/state.db in the working directory).",
 )
@@ -43,7 +42,6 @@ state_option = click.option(
 practice_option = click.option(
     "--practice",
     metavar="KEY",
-    default=None,
     help="The practice's key in the state store (default: its name in the fleet file "
     "PRACTICEFLOW_FLEET, else the Client ID).",
 )

@@ -56,12 +56,11 @@ step and the field); 2 a test file, recipe or module does not load, or no test w
 )
 @click.option(
     "--base-url",
-    default=None,
     metavar="URL",
     help="With --record: the server to record against, credentials from the environment "
     "or profile (default: a sandbox started on 127.0.0.1).",
 )
-@click.option("--junit-xml", "junit", type=click.Path(path_type=Path), default=None,
+@click.option("--junit-xml", "junit", type=click.Path(path_type=Path),
               metavar="PATH", help="Also write the results as JUnit XML (for CI).")  # fmt: skip
 @click.option(
     "-j",

@@ -91,7 +91,7 @@ def list_triggers(as_json: bool) -> None:
     required=True,
     help="Base URL the API can reach the receiver at (env PRACTICEFLOW_PUBLIC_URL).",
 )
-@click.option("--event", "event_option", default=None, help="Event key, for any_webhook_event.")
+@click.option("--event", "event_option", help="Event key, for any_webhook_event.")
 @api_options
 @state_option
 @practice_option
@@ -223,7 +223,7 @@ def check(
     help="Poll once and exit (what this command always does; 'serve' polls continuously).",
 )
 @click.option("--with", "with_", multiple=True, metavar="NAME=VALUE", help="A trigger option.")
-@click.option("--since", default=None, help="Start here (ISO 8601) instead of from now.")
+@click.option("--since", help="Start here (ISO 8601) instead of from now.")
 @api_options
 @state_option
 @practice_option

@@ -127,12 +127,10 @@ def _print_replay(found: Replay, run: RunRecord) -> None:
 @click.argument("run_id", required=False)
 @click.option(
     "--recipe", "recipe_path", required=True, type=click.Path(exists=True, dir_okay=False),
-    help="The recipe version to replay under.",
+    help="The recipe version to replay under."
 )  # fmt: skip
-@click.option("--since", default=None, help="Replay every run since (30d, or an ISO time).")
-@click.option(
-    "--recipe-name", default=None, help="Whose runs to replay (default: the recipe's name)."
-)
+@click.option("--since", help="Replay every run since (30d, or an ISO time).")
+@click.option("--recipe-name", help="Whose runs to replay (default: the recipe's name).")
 @click.option("--limit", default=1000, show_default=True, type=click.IntRange(1, 1_000_000))
 @state_option
 @modules_option
@@ -199,9 +197,7 @@ def _check_json(check: RunCheck) -> dict[str, Any]:
 @click.option(
     "--migrate", "do_migrate", is_flag=True, help="Move the runs that can move to this version."
 )
-@click.option(
-    "--recipe-name", default=None, help="Whose runs to check (default: the recipe's name)."
-)
+@click.option("--recipe-name", help="Whose runs to check (default: the recipe's name).")
 @click.option("--evidence", default="7d", show_default=True, help="Replay runs this recent too.")
 @state_option
 @modules_option
@@ -279,7 +275,7 @@ def _print_checks(
 
 @click.command("recipe")
 @click.argument("run_id")
-@click.option("--module", "module_key", default=None, help="Print this module's text instead.")
+@click.option("--module", "module_key", help="Print this module's text instead.")
 @state_option
 def run_recipe(run_id: str, module_key: str | None, state: str | None) -> None:
     """Print the recipe a run runs on, as its version stored it (whatever the file says

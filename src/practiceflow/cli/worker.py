@@ -58,14 +58,12 @@ from practiceflow.service.netaddr import parse_listen
     "--listen",
     metavar="HOST:PORT",
     envvar="PRACTICEFLOW_LISTEN",
-    default=None,
     help="Serve the webhook receiver here (env PRACTICEFLOW_LISTEN); needs --public-url.",
 )
 @click.option(
     "--public-url",
     metavar="URL",
     envvar="PRACTICEFLOW_PUBLIC_URL",
-    default=None,
     help="Where the API reaches the replicas' receivers, such as the load balancer's "
     "https://hooks.example.com (env PRACTICEFLOW_PUBLIC_URL); the same for every replica.",
 )
@@ -73,7 +71,6 @@ from practiceflow.service.netaddr import parse_listen
     "--ops-listen",
     metavar="HOST:PORT",
     envvar="PRACTICEFLOW_OPS_LISTEN",
-    default=None,
     help="Serve /healthz, /readyz and /metrics here (env PRACTICEFLOW_OPS_LISTEN); with "
     "--listen they are also served there.",
 )
