@@ -1,8 +1,8 @@
 """Prometheus metrics of ``serve`` and ``worker``, per practice.
 
-Most figures are read at scrape time from where they already live (:class:`PracticeCollector`:
+Most figures are read at scrape time from where they already live (:meth:`OpsMetrics.collect`:
 the store's counts, each budget's windows), so nothing in the runner counts for the metrics'
-sake. Only answers by outcome (the :class:`~practiceflow.ops.CountingAdapter`) and poll lag
+sake. Only answers by outcome (the counting transport adapter) and poll lag
 (:meth:`OpsMetrics.poll_started`) are counted as they happen.
 """
 
@@ -66,18 +66,52 @@ class OpsPractice:
     webhooks: tuple[str, ...] = ()
 
 
-class PracticeCollector(Collector):
-    """Reads store and budgets at each scrape (``practices()``: None while starting)."""
+class OpsMetrics(Collector):
+    """The metrics registry of one ``serve`` or ``worker`` process, and the collector that
+    reads store and budgets at each scrape: ``practices()`` (None while starting) is called
+    then, so a process may fill it in after it starts."""
 
     def __init__(
-        self, store: StateStore, practices: Callable[[], Sequence[OpsPractice] | None]
+        self,
+        store: StateStore | None = None,
+        practices: Callable[[], Sequence[OpsPractice] | None] | None = None,
     ) -> None:
         self.store = store
+        self.practices: Callable[[], Sequence[OpsPractice] | None] = practices or (lambda: None)
+        self.registry = CollectorRegistry(auto_describe=False)
+        # The process's own CPU seconds and resident memory (process_*), per scrape.
+        ProcessCollector(registry=self.registry)
+        self.requests = Counter(
+            "practiceflow_api_requests",
+            "Requests sent to the API, by practice and outcome (status class, 429, or "
+            "error: no answer)",
+            ["practice", "outcome"],
+            registry=self.registry,
+        )
+        self.poll_lag = Histogram(
+            "practiceflow_poll_lag_seconds",
+            "From the moment a poll was scheduled for to the moment it starts sending",
+            ["practice"],
+            buckets=POLL_LAG_BUCKETS,
+            registry=self.registry,
+        )
+        if store is not None:
+            self.watch(store, self.practices)
+
+    def watch(
+        self, store: StateStore, practices: Callable[[], Sequence[OpsPractice] | None]
+    ) -> None:
+        """Read ``store`` and the ``practices``' budgets at each scrape (once per process)."""
+        self.store = store
         self.practices = practices
+        self.registry.register(self)
 
     def collect(self) -> Iterator[Metric]:
         """The gauges of every practice (empty families when nothing is served yet)."""
         served = self.practices() or ()
+        store = self.store
+        if store is None:  # not watching a store yet: nothing to read
+            return
         up = GaugeMetricFamily(
             "practiceflow_store_up", "1 when the state store answered this scrape, else 0"
         )
@@ -99,16 +133,13 @@ class PracticeCollector(Collector):
             labels=["practice", "kind", "status"],
         )
         try:
-            counts = self.store.practice_counts()
-            entries = self.store.count_attention()
+            counts = store.practice_counts()
+            entries = store.count_attention()
         except PracticeflowError as exc:
             logger.warning("metrics: the state store did not answer: %s", exc)
-            up.add_metric([], 0)
-            yield up
             counts = None
-        else:
-            up.add_metric([], 1)
-            yield up
+        up.add_metric([], 0 if counts is None else 1)
+        yield up
         if counts is not None:
             names = sorted({*(p.name for p in served), *counts})
             for name in names:
@@ -162,46 +193,6 @@ class PracticeCollector(Collector):
         yield remaining
         yield limit
         yield paused
-
-
-class OpsMetrics:
-    """The metrics registry of one ``serve`` or ``worker`` process; ``practices()`` is
-    called at each scrape, so a process may fill it in after it starts."""
-
-    def __init__(
-        self,
-        store: StateStore | None = None,
-        practices: Callable[[], Sequence[OpsPractice] | None] | None = None,
-    ) -> None:
-        self.store = store
-        self.practices: Callable[[], Sequence[OpsPractice] | None] = practices or (lambda: None)
-        self.registry = CollectorRegistry(auto_describe=False)
-        # The process's own CPU seconds and resident memory (process_*), per scrape.
-        ProcessCollector(registry=self.registry)
-        self.requests = Counter(
-            "practiceflow_api_requests",
-            "Requests sent to the API, by practice and outcome (status class, 429, or "
-            "error: no answer)",
-            ["practice", "outcome"],
-            registry=self.registry,
-        )
-        self.poll_lag = Histogram(
-            "practiceflow_poll_lag_seconds",
-            "From the moment a poll was scheduled for to the moment it starts sending",
-            ["practice"],
-            buckets=POLL_LAG_BUCKETS,
-            registry=self.registry,
-        )
-        if store is not None:
-            self.watch(store, self.practices)
-
-    def watch(
-        self, store: StateStore, practices: Callable[[], Sequence[OpsPractice] | None]
-    ) -> None:
-        """Read ``store`` and the ``practices``' budgets at each scrape (once per process)."""
-        self.store = store
-        self.practices = practices
-        self.registry.register(PracticeCollector(store, practices))
 
     def counter(self, practice: Callable[[], str]) -> Callable[[str], None]:
         """A transport hook's ``count(outcome)`` for the practice ``practice()`` (read at each
