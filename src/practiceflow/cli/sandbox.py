@@ -4,9 +4,11 @@ subcommands (:mod:`practiceflow.cli.sandbox_admin`) drive a running one."""
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import click
 
+from practiceflow.cli.sandbox_admin import SUBCOMMANDS
 from practiceflow.errors import ConfigError
 from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES, curl_example
 from practiceflow.sandbox.config import REGIONS, SandboxConfig, parse_duration
@@ -127,24 +129,15 @@ def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[
 @click.pass_context
 def sandbox(
     ctx: click.Context,
+    /,
     host: str,
     port: int,
-    seed: int,
-    entities: int,
-    page_size: int,
     rate_per_minute: int,
     rate_per_hour: int,
     rate_per_day: int,
-    wallet: float,
-    ledger_connected: bool,
-    latency: float,
-    jitter: float,
-    practices: int,
-    admin_token: str | None,
-    client_id: str | None,
-    client_secret: str | None,
     preset: str | None,
     pairs: tuple[str, ...],
+    **overrides: Any,
 ) -> None:
     """Serve a local simulator of the Partner API until Ctrl-C, or drive a running one.
 
@@ -177,21 +170,9 @@ def sandbox(
     try:
         bind = check_loopback(host)
         variants = Variants.parse(preset, pairs)
-        config = SandboxConfig.from_env(
-            seed=seed,
-            entities=entities,
-            page_size=page_size,
-            rate_limits=RateLimits(rate_per_minute, rate_per_hour, rate_per_day),
-            wallet=wallet,
-            ledger_connected=ledger_connected,
-            latency=latency,
-            jitter=jitter,
-            practices=practices,
-            admin_token=admin_token,
-            client_id=client_id,
-            client_secret=client_secret,
-            variants=variants,
-        )
+        rates = RateLimits(rate_per_minute, rate_per_hour, rate_per_day)
+        # The other options are the config's fields by name (None: the environment's).
+        config = SandboxConfig.from_env(rate_limits=rates, variants=variants, **overrides)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     # Bound before the banner: once the export lines are printed, the port answers.
@@ -199,10 +180,14 @@ def sandbox(
     port = int(sock.getsockname()[1])
     shown = f"[{bind}]" if ":" in bind else bind
     root = f"http://{shown}:{port}"
-    click.echo(f"practiceflow sandbox on {root}  (seed {seed}, {entities} entities per region)")
+    click.echo(
+        f"practiceflow sandbox on {root}  (seed {config.seed}, {config.entities} entities "
+        "per region)"
+    )
     if variants.differences():
         shown_variants = ", ".join(f"{k}={v}" for k, v in variants.differences().items())
         click.echo(f"variants: {shown_variants}")
+    latency, jitter, practices = config.latency, config.jitter, config.practices
     if latency or jitter:
         held = f"{latency * 1000:g} ms" + (f" + up to {jitter * 1000:g} ms" if jitter else "")
         click.echo(f"every API answer is held back {held}")
@@ -230,13 +215,7 @@ def sandbox(
     serve_forever(config, bind, port, sock)
 
 
-def _register() -> None:
-    from practiceflow.cli.sandbox_admin import SUBCOMMANDS
-
-    for command in SUBCOMMANDS:
-        sandbox.add_command(command)
-
-
-_register()
+for _command in SUBCOMMANDS:
+    sandbox.add_command(_command)
 
 COMMANDS: list[click.Command] = [sandbox]
