@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import Any
 
 import click
 from rich.table import Table
@@ -39,13 +40,7 @@ def _together(per_day: float, share: float, budget: int) -> str:
 @modules_option
 @json_option
 def plan(
-    recipes: tuple[str, ...],
-    events_per_day: int,
-    poll_interval: float,
-    webhook_url: bool,
-    items: int,
-    modules_dirs: tuple[str, ...],
-    as_json: bool,
+    recipes: tuple[str, ...], modules_dirs: tuple[str, ...], as_json: bool, **assumed: Any
 ) -> None:
     """Print what recipes will cost in requests, against the practice's 10,000 a day.
 
@@ -55,13 +50,7 @@ def plan(
     """
     registry = load_modules(list(modules_dirs))
     checked = [validate_recipe(path, registry=registry) for path in recipes]
-    result = make_plan(
-        checked,
-        events_per_day=events_per_day,
-        poll_interval=poll_interval,
-        webhook_url=webhook_url,
-        items=items,
-    )
+    result = make_plan(checked, **assumed)  # the options are the forecast's by name
     if as_json:
         click.echo(json.dumps(asdict(result), indent=2))
     else:

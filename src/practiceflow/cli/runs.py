@@ -256,19 +256,11 @@ def _early_socket() -> socket.socket | None:
 @api_options
 def serve(
     recipes: tuple[str, ...],
-    practice: str | None,
     console_on: bool,
     console_listen: str,
-    console_token: str | None,
-    listen: str | None,
-    public_url: str | None,
-    since: str | None,
-    unsubscribe_on_exit: bool,
-    state: str | None,
-    modules_dirs: tuple[str, ...],
     log_json: bool,
     verbose: bool,
-    api: ApiOptions,
+    **options: Any,
 ) -> None:
     """Receive webhooks, poll, and run recipes until SIGTERM (graceful: the current step
     finishes, the rest of its run resumes on the next start), with the run console on
@@ -297,20 +289,9 @@ def serve(
     configure_logging(json_lines=log_json, verbose=verbose)
     from practiceflow.cli.serving import serve_recipes
 
-    serve_recipes(
-        recipes,
-        practice,
-        state,
-        modules_dirs,
-        api,
-        public_url=public_url,
-        listen=listen,
-        since=since,
-        console=console_listen if console_on else None,
-        console_token=console_token,
-        unsubscribe=unsubscribe_on_exit,
-        listen_socket=_early_socket(),
-    )
+    console = console_listen if console_on else None
+    # The other options are serve_recipes' arguments by name.
+    serve_recipes(recipes, console=console, listen_socket=_early_socket(), **options)
 
 
 @click.group("runs")

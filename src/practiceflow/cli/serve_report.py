@@ -8,7 +8,7 @@ and statuses only: nothing personal or secret.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 import click
@@ -90,21 +90,17 @@ class ServeReport:
             if row.status == "active" and row.subscription_id
         }
 
-    def started(self) -> Callable[[TriggerIntake], None]:
+    def started(self, intake: TriggerIntake) -> None:
         """The intake's ``on_started``: announce it, then what the catch-up brought."""
-
-        def on_started(intake: TriggerIntake) -> None:
-            announce(intake, frozenset(str(key) for key in self.kept))
-            if self.down_since is None:
-                return
-            waiting = len(self.store.pending_events(self.practice, limit=100_000))
-            click.echo(
-                f"caught up {waiting} event(s) after a downtime of "
-                f"{duration(self.back - self.down_since)}",
-                err=True,
-            )
-
-        return on_started
+        announce(intake, frozenset(str(key) for key in self.kept))
+        if self.down_since is None:
+            return
+        waiting = len(self.store.pending_events(self.practice, limit=100_000))
+        click.echo(
+            f"caught up {waiting} event(s) after a downtime of "
+            f"{duration(self.back - self.down_since)}",
+            err=True,
+        )
 
     def outcome(self, outcome: RunOutcome) -> None:
         """One line per run: event, recipe, result."""

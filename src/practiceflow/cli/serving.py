@@ -46,7 +46,7 @@ def serve_recipes(
     since: str | None = None,
     console: str | None = None,
     console_token: str | None = None,
-    unsubscribe: bool = False,
+    unsubscribe_on_exit: bool = False,
     listen_socket: socket.socket | None = None,
 ) -> None:
     """Serve recipes until SIGTERM, in the start-up order of the module docstring.
@@ -82,7 +82,7 @@ def serve_recipes(
         names.append(key)
         store = stack.enter_context(open_state(state))
         purge_by_setting(store)  # PRACTICEFLOW_RETENTION, once at start
-        report = ServeReport(store, key, last_alive(store, key), unsubscribe=unsubscribe)
+        report = ServeReport(store, key, last_alive(store, key), unsubscribe=unsubscribe_on_exit)
         every, grace = silence_settings()
 
         settings = ServeOptions(
@@ -90,10 +90,10 @@ def serve_recipes(
             listen=listen_address(receiver),
             listen_socket=listen_socket,
             since=since,
-            unsubscribe=unsubscribe,
+            unsubscribe=unsubscribe_on_exit,
             silence_every=every,
             silence_grace=grace,
-            on_started=report.started(),
+            on_started=report.started,
             on_outcome=report.outcome,
             on_swept=report.swept,
             on_poll_started=lambda due: metrics.poll_started(key, due),
