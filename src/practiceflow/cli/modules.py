@@ -1,9 +1,5 @@
-"""``practiceflow modules`` (list, show, validate) and ``practiceflow action``.
-
-Thin over :mod:`practiceflow.manifest` and :mod:`practiceflow.engine`: tables for people,
-``--json`` for machines. Every command accepts ``--modules DIR`` (repeatable) to add a
-folder of the user's own modules to the shipped ones.
-"""
+"""``practiceflow modules`` (list, show, validate, new, docs) and ``practiceflow action``:
+thin over :mod:`practiceflow.manifest` and :mod:`practiceflow.engine`."""
 
 from __future__ import annotations
 
@@ -19,11 +15,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.engine import run_action, validate_input
 from practiceflow.engine.choice_check import check_choices
 from practiceflow.errors import ConfigError, InputError, Issue, ManifestError
-from practiceflow.hooks import ClientLike
 from practiceflow.manifest import (
     ActionModule,
     Module,
@@ -493,7 +489,7 @@ def action(
     issues = validate_input(module, located.data, file=display, located=located)
     if issues:
         raise InputError(module.key, issues)
-    client: ClientLike | None
+    client: Client | None
     try:
         client = build_client(api)
     except ConfigError:
@@ -514,17 +510,11 @@ def action(
             if wrong:
                 raise InputError(module.key, wrong)
         result = run_action(
-            module,
-            located.data,
-            client,
-            dry_run=dry_run,
-            registry=registry,
-            show_personal=show_pii,
+            module, located.data, client, dry_run=dry_run, registry=registry, show_personal=show_pii
         )
     finally:
-        close = getattr(client, "close", None)
-        if callable(close):
-            close()
+        if client is not None:
+            client.close()
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if show_pii:

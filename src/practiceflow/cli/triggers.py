@@ -1,10 +1,6 @@
-"""``practiceflow triggers``: list, subscribe, unsubscribe, check and poll triggers.
-
-State (cursors, subscriptions and their secrets, events) lives in the one state store every
-command uses (:mod:`practiceflow.cli.state`: ``--state``, ``PRACTICEFLOW_STATE``, default
-``.practiceflow/state.db``), filed under the practice's key (default: the Client ID), so
-``serve`` carries on from a cursor ``triggers poll`` moved. Secrets are never printed.
-"""
+"""``practiceflow triggers``: list, subscribe, unsubscribe, check and poll triggers, on the
+state store and practice key every command uses (:mod:`practiceflow.cli.state`), so that
+``serve`` carries on from a cursor ``triggers poll`` moved. Secrets are never printed."""
 
 from __future__ import annotations
 
