@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 import click
@@ -34,6 +34,7 @@ class ApiOptions:
     client_id: str | None = None
 
 
+_FIELDS = [field.name for field in fields(ApiOptions)]
 _OPTIONS = (
     click.option(
         "--profile",
@@ -90,16 +91,8 @@ def api_options(func: F) -> F:
     """Add the shared API options to a click command; it receives them as ``api``."""
 
     @functools.wraps(func)
-    def wrapper(
-        *args: Any,
-        profile: str | None,
-        client_id: str | None,
-        region: str | None,
-        base_url: str | None,
-        auth_method: str | None,
-        **kwargs: Any,
-    ) -> Any:
-        kwargs["api"] = ApiOptions(profile, region, base_url, auth_method, client_id)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs["api"] = ApiOptions(**{name: kwargs.pop(name) for name in _FIELDS})
         return func(*args, **kwargs)
 
     decorated: Callable[..., Any] = wrapper
