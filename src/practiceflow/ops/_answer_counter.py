@@ -6,7 +6,7 @@ A retry is a second exchange and is counted again, as the API sees it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -47,24 +47,11 @@ class CountingAdapter(HTTPAdapter):
             super().close()
 
     def send(
-        self,
-        request: requests.PreparedRequest,
-        stream: bool = False,
-        timeout: Any = None,
-        verify: Any = True,
-        cert: Any = None,
-        proxies: Mapping[str, str] | None = None,
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
     ) -> requests.Response:
         """Send as ``HTTPAdapter`` does, then count the outcome."""
         try:
-            response = super().send(
-                request,
-                stream=stream,
-                timeout=timeout,
-                verify=verify,
-                cert=cert,
-                proxies=dict(proxies) if proxies is not None else None,
-            )
+            response = super().send(request, *args, **kwargs)
         except requests.RequestException:
             self._count("error")
             raise
