@@ -32,8 +32,6 @@ from practiceflow.state import RUN_STATUSES, StateStore
 
 logger = logging.getLogger("practiceflow.ops")
 
-#: The outcome label of ``practiceflow_api_requests_total``.
-OUTCOMES: Final = ("2xx", "3xx", "4xx", "429", "5xx", "error")
 #: The rate windows, by label, with their length in seconds.
 WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
 #: Bucket edges of the poll lag histogram, in seconds (5 s is the alerting line).
@@ -204,7 +202,7 @@ class OpsMetrics(Collector):
         return count
 
     def count(self, practice: str, outcome: str) -> None:
-        """Count one answer (an :data:`OUTCOMES` label) of a practice's request."""
+        """Count one answer of a practice's request: ``2xx`` ... ``5xx``, ``429`` or ``error``."""
         self.requests.labels(practice, outcome).inc()
 
     def poll_started(self, practice: str, scheduled_at: float, now: float | None = None) -> None:
