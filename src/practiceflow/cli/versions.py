@@ -9,7 +9,6 @@ person, 1 some do.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -105,11 +104,8 @@ def _print_replay(found: Replay, run: RunRecord) -> None:
     for step in found.steps:
         if not step.writes:
             continue
-        named = (
-            step.step_id
-            if step.matched in (None, step.step_id)
-            else (f"{step.step_id} (was {step.matched})")
-        )
+        was = "" if step.matched in (None, step.step_id) else f" (was {step.matched})"
+        named = step.step_id + was
         console.print(f"  {escape(named)}  {escape(step.use)}  {step.verdict}")
         if step.verdict == "differs":
             for line in differences(step.sent, step.would_send):
@@ -246,31 +242,21 @@ def check(
         }
         click.echo(json.dumps(data, indent=2))
     else:
-        _print_checks(checks, short(digest), len(recent), differ, moved, do_migrate)
+        console = terminal()
+        console.print(f"version {short(digest)}: {len(checks)} runs in flight")
+        for one in checks:
+            at = f" at {one.step}" if one.step else ""
+            console.print(
+                f"  {one.run.run_id}  {one.run.status:<9} {short(one.run.version)}  "
+                f"[bold]{one.decision}[/]{escape(at)}: {escape(one.reason)}"
+            )
+        replayed = f"{len(recent)} recent runs replayed, {differ} would write otherwise"
+        console.print(f"evidence: {replayed}")
+        if do_migrate:
+            console.print(f"moved {len(moved)} runs to version {short(digest)}")
+        elif any(one.decision == "can move" for one in checks):
+            console.print("run again with --migrate to move the runs that can move")
     click.get_current_context().exit(1 if people else 0)
-
-
-def _print_checks(
-    checks: Sequence[RunCheck],
-    digest: str,
-    recent: int,
-    differ: int,
-    moved: Sequence[str],
-    do_migrate: bool,
-) -> None:
-    console = terminal()
-    console.print(f"version {digest}: {len(checks)} runs in flight")
-    for one in checks:
-        at = f" at {one.step}" if one.step else ""
-        console.print(
-            f"  {one.run.run_id}  {one.run.status:<9} {short(one.run.version)}  "
-            f"[bold]{one.decision}[/]{escape(at)}: {escape(one.reason)}"
-        )
-    console.print(f"evidence: {recent} recent runs replayed, {differ} would write otherwise")
-    if do_migrate:
-        console.print(f"moved {len(moved)} runs to version {digest}")
-    elif any(one.decision == "can move" for one in checks):
-        console.print("run again with --migrate to move the runs that can move")
 
 
 @click.command("recipe")
