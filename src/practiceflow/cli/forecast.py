@@ -15,17 +15,6 @@ from practiceflow.runner import validate_recipe
 from practiceflow.runner.plan import plan as make_plan
 
 
-def _together(per_day: float, share: float, budget: int) -> str:
-    """The summary line: the recipes' use of the daily budget, then the budget's own rate."""
-    use = f"{per_day:,.0f} requests a day"
-    if per_day > 0:
-        use += f" (on average one every {86400 / per_day:,.2f} s)"
-    return (
-        f"together: {use} = {share:.1%} of the daily budget of {budget:,} "
-        f"(which allows one request every {86400 / budget:.2f} s)"
-    )
-
-
 @click.command("plan")
 @click.argument("recipes", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--events-per-day", default=100, show_default=True, help="Runs a day per recipe.")
@@ -83,7 +72,14 @@ def plan(
         for cost in result.recipes:
             for step in cost.steps:
                 console.print(f"  {cost.name} / {step.step_id}: {step.requests} ({step.note})")
-        console.print(_together(result.per_day, result.share, result.daily_budget))
+        per_day, budget = result.per_day, result.daily_budget
+        use = f"{per_day:,.0f} requests a day"
+        if per_day > 0:
+            use += f" (on average one every {86400 / per_day:,.2f} s)"
+        console.print(
+            f"together: {use} = {result.share:.1%} of the daily budget of {budget:,} "
+            f"(which allows one request every {86400 / budget:.2f} s)"
+        )
         for note in result.downtime:
             console.print(f"while serve is down: {note}")
         for warning in result.warnings:

@@ -58,14 +58,6 @@ class SandboxAdmin:
         return data
 
 
-def _loopback_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme != "http" or not is_loopback(parts.hostname or ""):
-        message = f"--url: got {url!r}; expected the sandbox's http:// URL on 127.0.0.1"
-        raise ConfigError(message)
-    return url.rstrip("/")
-
-
 def _admin_options(func: F) -> F:
     @click.option(
         "--url",
@@ -89,7 +81,11 @@ def _admin_options(func: F) -> F:
     )
     @functools.wraps(func)
     def wrapper(*args: Any, url: str, admin_token: str, region: str, **kwargs: Any) -> Any:
-        kwargs["admin"] = SandboxAdmin(_loopback_url(url), admin_token, region)
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not is_loopback(parts.hostname or ""):
+            message = f"--url: got {url!r}; expected the sandbox's http:// URL on 127.0.0.1"
+            raise ConfigError(message)
+        kwargs["admin"] = SandboxAdmin(url.rstrip("/"), admin_token, region)
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]  # same call shape for click's purposes
@@ -99,48 +95,42 @@ def _echo(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-def _open_proposal(admin: SandboxAdmin) -> str:
-    active = {
-        row["entityKey"]
-        for row in admin.call("GET", "/_admin/records/entities")
-        if row.get("status") == "Active"
-    }
-    for proposal in admin.call("GET", "/_admin/records/proposals"):
-        if proposal.get("entityKey") in active and proposal.get("status") != "Accepted":
-            return str(proposal["proposalKey"])
-    message = "the sandbox has no open proposal of an Active client; pass a KEY"
-    raise ConfigError(message)
-
-
-def _sent_eform(admin: SandboxAdmin) -> str:
-    for form in admin.call("GET", "/_admin/records/eforms"):
-        if form.get("status") != "Submitted":
-            return str(form["formKey"])
-    message = "the sandbox has no eForm waiting to be submitted; send one (send_eform) first"
-    raise ConfigError(message)
-
-
-def _open_onboarding(admin: SandboxAdmin) -> str:
-    for job in admin.call("GET", "/_admin/records/onboardings"):
-        if job.get("status") != "Completed":
-            return str(job["onboardingKey"])
-    message = "the sandbox has no onboarding to complete; create one (create_onboarding) first"
-    raise ConfigError(message)
-
-
 def _fire_proposal(admin: SandboxAdmin, key: str | None) -> Any:
-    chosen = key or _open_proposal(admin)
-    return admin.call("POST", f"/_admin/proposals/{chosen}/accept", {})
+    if not key:  # an open proposal of an Active client
+        entities = admin.call("GET", "/_admin/records/entities")
+        active = {row["entityKey"] for row in entities if row.get("status") == "Active"}
+        for proposal in admin.call("GET", "/_admin/records/proposals"):
+            if proposal.get("entityKey") in active and proposal.get("status") != "Accepted":
+                key = str(proposal["proposalKey"])
+                break
+        else:
+            message = "the sandbox has no open proposal of an Active client; pass a KEY"
+            raise ConfigError(message)
+    return admin.call("POST", f"/_admin/proposals/{key}/accept", {})
 
 
 def _fire_eform(admin: SandboxAdmin, key: str | None) -> Any:
-    chosen = key or _sent_eform(admin)
-    return admin.call("POST", f"/_admin/eforms/{chosen}/submit", {})
+    if not key:
+        forms = admin.call("GET", "/_admin/records/eforms")
+        key = next((str(f["formKey"]) for f in forms if f.get("status") != "Submitted"), None)
+        if key is None:
+            message = (
+                "the sandbox has no eForm waiting to be submitted; send one (send_eform) first"
+            )
+            raise ConfigError(message)
+    return admin.call("POST", f"/_admin/eforms/{key}/submit", {})
 
 
 def _fire_onboarding(admin: SandboxAdmin, key: str | None) -> Any:
-    chosen = key or _open_onboarding(admin)
-    return admin.call("POST", f"/_admin/onboardings/{chosen}/complete", {})
+    if not key:
+        jobs = admin.call("GET", "/_admin/records/onboardings")
+        key = next((str(j["onboardingKey"]) for j in jobs if j.get("status") != "Completed"), None)
+        if key is None:
+            message = (
+                "the sandbox has no onboarding to complete; create one (create_onboarding) first"
+            )
+            raise ConfigError(message)
+    return admin.call("POST", f"/_admin/onboardings/{key}/complete", {})
 
 
 def _entity_firer(status: str) -> Callable[[SandboxAdmin, str | None], Any]:

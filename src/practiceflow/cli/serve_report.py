@@ -19,12 +19,6 @@ from practiceflow.service.sweep import SweepResult
 from practiceflow.state import StateStore
 
 
-def _mask_hook(url: str) -> str:
-    """A subscribed URL with its unguessable path token masked (it routes deliveries)."""
-    head, marker, _ = url.partition("/hooks/")
-    return f"{head}{marker}***" if marker else url
-
-
 def announce(intake: TriggerIntake, reused: Collection[str] = ()) -> None:
     """Print where the receiver listens and every URL subscribed (``reused``: the ids of
     the subscriptions kept from an earlier start)."""
@@ -51,9 +45,11 @@ def announce(intake: TriggerIntake, reused: Collection[str] = ()) -> None:
                 if row.subscription_id in reused
                 else "subscribed"
             )
+            # The URL's path token routes deliveries: it is a secret.
+            head, marker, _ = row.url.partition("/hooks/")
+            url = f"{head}{marker}***" if marker else row.url
             click.echo(
-                f"trigger {key}: {trigger.mode}, {how} {row.event} at "
-                f"{_mask_hook(row.url)} ({row.status})",
+                f"trigger {key}: {trigger.mode}, {how} {row.event} at {url} ({row.status})",
                 err=True,
             )
         else:

@@ -16,7 +16,6 @@ import socket
 import threading
 from collections.abc import Sequence
 from contextlib import ExitStack
-from typing import Any
 
 from practiceflow.cli.common import ApiOptions
 from practiceflow.cli.retention import purge_by_setting
@@ -69,8 +68,10 @@ def serve_recipes(
         if listen_socket is not None:
             stack.callback(listen_socket.close)  # a refusal below closes it; serve takes it
         receiver = listen or os.environ.get(LISTEN_ENV)
-        lease = _lease(state, console_at, receiver)
-        if lease is not None:
+        lease, path = None, sqlite_file(state)  # PostgreSQL: no lease (see service.lease)
+        if path is not None:
+            at = f"http://{console_at[0]}:{console_at[1]}/console/" if console_at else None
+            lease = ServeLease(path).acquire(console=at, receiver=receiver)
             stack.callback(lease.release)
         registry = load_modules(list(modules_dirs))
         checked = [validate_recipe(path, registry=registry) for path in paths]
@@ -126,12 +127,3 @@ def serve_recipes(
             )
         service.install_signal_handlers()
         service.run()
-
-
-def _lease(state: str | None, listen: Any, receiver: str | None) -> ServeLease | None:
-    """Take the SQLite state file's serve lease (PostgreSQL: none; see service.lease)."""
-    path = sqlite_file(state)
-    if path is None:
-        return None
-    console = f"http://{listen[0]}:{listen[1]}/console/" if listen is not None else None
-    return ServeLease(path).acquire(console=console, receiver=receiver)
