@@ -412,15 +412,6 @@ def _read_input(source: str) -> tuple[Any, str, Any]:
     return located, display, None
 
 
-def _print_request(request: Mapping[str, Any]) -> None:
-    click.echo(f"{request.get('method')} {request.get('url')}")
-    for name, value in (request.get("headers") or {}).items():
-        click.echo(f"{name}: {value}")
-    if request.get("json") is not None:
-        click.echo("")
-        click.echo(json.dumps(request["json"], indent=2, ensure_ascii=False))
-
-
 @click.command("action")
 @click.argument("key")
 @click.option(
@@ -532,7 +523,13 @@ def action(
         _echo_json(payload)
     elif dry_run:
         click.echo("dry run: this request would be sent (nothing was sent):", err=True)
-        _print_request(result.request)
+        request = result.request
+        click.echo(f"{request.get('method')} {request.get('url')}")
+        for name, value in (request.get("headers") or {}).items():
+            click.echo(f"{name}: {value}")
+        if request.get("json") is not None:
+            click.echo("")
+            click.echo(json.dumps(request["json"], indent=2, ensure_ascii=False))
     else:
         click.echo(f"{module.title}: done (HTTP {result.status})", err=True)
         click.echo(json.dumps(result.output, indent=2, ensure_ascii=False))
