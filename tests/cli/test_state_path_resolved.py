@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from practiceflow.budget.sqlite_bucket import budget_file
-from practiceflow.cli.state import sqlite_file
 from practiceflow.service.lease import ServeLease, StoreInUse
+from practiceflow.service.state_location import sqlite_file
 from practiceflow.state import SQLiteStore
 
 

@@ -38,48 +38,27 @@ class LazyCommand(NamedTuple):
 
 
 LAZY_COMMANDS: dict[str, LazyCommand] = {
-    "action": LazyCommand("practiceflow.cli.modules", "action", "Run one action module."),
-    "attention": LazyCommand(
-        "practiceflow.cli.attention", "attention", "List and settle what needs a person."
-    ),
-    "audit": LazyCommand(
-        "practiceflow.cli.audit", "audit", "Check what was received and ran (completeness)."
-    ),
-    "auth": LazyCommand("practiceflow.cli.auth", "auth", "Check the API credentials."),
-    "db": LazyCommand("practiceflow.cli.db", "db", "Create or upgrade the state database."),
-    "export": LazyCommand(
-        "practiceflow.cli.export", "export_command", "Generate a connector for a platform."
-    ),
-    "mcp": LazyCommand(
-        "practiceflow.cli.mcp", "mcp", "Serve the API as tools for AI assistants (MCP)."
-    ),
-    "modules": LazyCommand(
-        "practiceflow.cli.modules", "modules", "List, show and validate modules."
-    ),
-    "plan": LazyCommand(
-        "practiceflow.cli.runs", "plan", "Forecast the API calls and budget of recipes."
-    ),
-    "recipes": LazyCommand("practiceflow.cli.scaffold", "recipes", "Start new recipes."),
-    "replay": LazyCommand(
-        "practiceflow.cli.versions", "replay_command", "Replay runs under another version."
-    ),
-    "run": LazyCommand("practiceflow.cli.runs", "run", "Run a recipe (once, or dry-run)."),
-    "runs": LazyCommand("practiceflow.cli.runs", "runs", "List, show, retry and resolve runs."),
-    "sandbox": LazyCommand(
-        "practiceflow.cli.sandbox", "sandbox", "Run the local simulator of the API."
-    ),
-    "serve": LazyCommand(
-        "practiceflow.cli.runs", "serve", "Run recipes as a service (receiver + pollers)."
-    ),
-    "test": LazyCommand(
-        "practiceflow.cli.test_cmd", "test_command", "Test recipes and modules offline."
-    ),
-    "triggers": LazyCommand(
-        "practiceflow.cli.triggers", "triggers", "Subscribe, check and poll triggers."
-    ),
-    "worker": LazyCommand(
-        "practiceflow.cli.worker", "worker", "Run one replica of a fleet (PostgreSQL)."
-    ),
+    name: LazyCommand(f"practiceflow.cli.{module}", attribute, summary)
+    for name, module, attribute, summary in [
+        ("action", "modules", "action", "Run one action module."),
+        ("attention", "attention", "attention", "List and settle what needs a person."),
+        ("audit", "audit", "audit", "Check what was received and ran (completeness)."),
+        ("auth", "auth", "auth", "Check the API credentials."),
+        ("db", "db", "db", "Create or upgrade the state database."),
+        ("export", "export", "export_command", "Generate a connector for a platform."),
+        ("mcp", "mcp", "mcp", "Serve the API as tools for AI assistants (MCP)."),
+        ("modules", "modules", "modules", "List, show and validate modules."),
+        ("plan", "runs", "plan", "Forecast the API calls and budget of recipes."),
+        ("recipes", "scaffold", "recipes", "Start new recipes."),
+        ("replay", "versions", "replay_command", "Replay runs under another version."),
+        ("run", "runs", "run", "Run a recipe (once, or dry-run)."),
+        ("runs", "runs", "runs", "List, show, retry and resolve runs."),
+        ("sandbox", "sandbox", "sandbox", "Run the local simulator of the API."),
+        ("serve", "runs", "serve", "Run recipes as a service (receiver + pollers)."),
+        ("test", "test_cmd", "test_command", "Test recipes and modules offline."),
+        ("triggers", "triggers", "triggers", "Subscribe, check and poll triggers."),
+        ("worker", "worker", "worker", "Run one replica of a fleet (PostgreSQL)."),
+    ]
 }
 
 
@@ -135,21 +114,13 @@ class _Group(click.Group):
                 _log.error("cannot read or write a file", exc_info=exc)
             click.echo(f"error: cannot read or write a file: {exc}", err=True)
             ctx.exit(EXIT_CODES["config"])
-        except Exception as exc:  # any other exception is a bug: exit 70
-            _internal_error(ctx, exc)
-
-
-def _internal_error(ctx: click.Context, exc: Exception) -> None:
-    """Report an unexpected exception: one line, the detail in the log, exit code 70.
-
-    The traceback is printed only with ``--debug``: it can hold data from the input.
-    """
-    debug = bool(ctx.find_root().params.get("debug"))
-    kind = type(exc).__name__
-    _log.error("internal error: %s: %s", kind, exc, exc_info=exc if debug else None)
-    hint = "" if debug else "; run with --debug for the traceback"
-    click.echo(f"error: internal error ({kind}), a bug in practiceflow{hint}", err=True)
-    ctx.exit(EXIT_CODES["bug"])
+        except Exception as exc:  # a bug: exit 70; the traceback (it can hold input) on --debug
+            debug = bool(ctx.find_root().params.get("debug"))
+            kind = type(exc).__name__
+            _log.error("internal error: %s: %s", kind, exc, exc_info=exc if debug else None)
+            hint = "" if debug else "; run with --debug for the traceback"
+            click.echo(f"error: internal error ({kind}), a bug in practiceflow{hint}", err=True)
+            ctx.exit(EXIT_CODES["bug"])
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

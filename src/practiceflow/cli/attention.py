@@ -1,9 +1,5 @@
-"""``practiceflow attention``: what needs a person, listed and settled.
-
-Entries of the attention table (:mod:`practiceflow.service.needs_person`): gaps nobody could
-prove complete, subscriptions in doubt, deliveries held without running. ``runs list
---status in_doubt`` lists them too, after the runs held in doubt.
-"""
+"""``practiceflow attention``: what needs a person (:mod:`practiceflow.service.needs_person`),
+listed and settled."""
 
 from __future__ import annotations
 
@@ -19,10 +15,7 @@ from practiceflow.cli.common import terminal
 from practiceflow.cli.state import open_state, state_option
 from practiceflow.errors import ConfigError
 from practiceflow.service.needs_person import find_entry, label, settle, settle_command
-from practiceflow.state import StateStore
 from practiceflow.state.attention_rows import ATTENTION_KINDS, AttentionRecord
-
-__all__ = ["COMMANDS", "attention", "entry_json", "entry_or_fail", "open_entry_rows"]
 
 
 def entry_json(entry: AttentionRecord) -> dict[str, Any]:
@@ -53,26 +46,6 @@ def entry_json(entry: AttentionRecord) -> dict[str, Any]:
     }
 
 
-def open_entry_rows(store: StateStore, practice: str | None = None) -> list[AttentionRecord]:
-    """The entries waiting for a person."""
-    return store.list_attention(practice=practice, statuses=("open",))
-
-
-def entry_or_fail(store: StateStore, ident: str) -> AttentionRecord:
-    """The entry an id or a unique prefix names.
-
-    Raises:
-        ConfigError: none does.
-    """
-    found = find_entry(store, ident)
-    if found is None:
-        message = (
-            f"no attention entry {ident!r} in the state store; see 'practiceflow attention list'"
-        )
-        raise ConfigError(message)
-    return found
-
-
 @click.group("attention")
 def attention() -> None:
     """What needs a person: gaps in what was received that nobody could prove complete,
@@ -89,7 +62,7 @@ def attention() -> None:
 
 @attention.command("list")
 @click.option("--all", "show_all", is_flag=True, help="Also entries settled or being checked.")
-@click.option("--kind", type=click.Choice(ATTENTION_KINDS), default=None, help="Only this kind.")
+@click.option("--kind", type=click.Choice(ATTENTION_KINDS), help="Only this kind.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 @state_option
 def list_entries(show_all: bool, kind: Any, as_json: bool, state: str | None) -> None:
@@ -125,7 +98,7 @@ def list_entries(show_all: bool, kind: Any, as_json: bool, state: str | None) ->
 @attention.command("settle")
 @click.argument("entry_id")
 @click.option("--note", required=True, help="What you checked or did (kept with the entry).")
-@click.option("--who", default=None, help="Who decided (default: your user name).")
+@click.option("--who", help="Who decided (default: your user name).")
 @state_option
 def settle_entry(entry_id: str, note: str, who: str | None, state: str | None) -> None:
     """Settle an entry once you have checked the practice (and started by hand what was
@@ -138,7 +111,11 @@ def settle_entry(entry_id: str, note: str, who: str | None, state: str | None) -
     if not note.strip():
         raise ConfigError("--note: say what you checked (it is kept with the entry)")
     with open_state(state) as store:
-        entry = entry_or_fail(store, entry_id)
+        entry = find_entry(store, entry_id)
+        if entry is None:
+            message = f"no attention entry {entry_id!r} in the state store; see "
+            message += "'practiceflow attention list'"
+            raise ConfigError(message)
         settle(store, entry, who or getpass.getuser(), note)
     click.echo(f"{label(entry)} {entry.attention_id}: settled")
 

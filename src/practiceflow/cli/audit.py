@@ -16,8 +16,6 @@ from practiceflow.cli.state import open_state, state_option
 from practiceflow.errors import ConfigError
 from practiceflow.runner.ledger import completeness
 
-__all__ = ["COMMANDS", "audit"]
-
 
 def _since(text: str, now: datetime) -> datetime:
     """``--since``: an ISO 8601 instant with its offset, or a duration back from now."""

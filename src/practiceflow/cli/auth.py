@@ -6,11 +6,8 @@ import json
 
 import click
 
-from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client
 from practiceflow.errors import EXIT_CODES
-
-__all__ = ["COMMANDS", "auth"]
 
 
 @click.group()
@@ -47,22 +44,16 @@ def check(api: ApiOptions, as_json: bool) -> None:
             payload["authMethod"] = client.settings.auth_method
             click.echo(json.dumps(payload, indent=2, sort_keys=True))
         else:
-            _print_human(client, result.client_name, result.client_id, result.can_write)
+            write = {True: "yes", False: "no (read-only: write routes answer 403)", None: "unknown"}
+            click.echo(f"client:       {result.client_name or '(no name)'}")
+            click.echo(f"client ID:    {result.client_id or client.settings.client_id}")
+            click.echo(f"can write:    {write[result.can_write]}")
+            click.echo(f"base URL:     {client.base_url}")
+            click.echo(f"auth method:  {client.settings.auth_method}")
         if result.authenticated is False:
             if not as_json:
                 click.echo(f"not authenticated: {result.message or 'no reason given'}", err=True)
             click.get_current_context().exit(EXIT_CODES["auth"])
-
-
-def _print_human(
-    client: Client, name: str | None, client_id: str | None, can_write: bool | None
-) -> None:
-    write = {True: "yes", False: "no (read-only: write routes answer 403)", None: "unknown"}
-    click.echo(f"client:       {name or '(no name)'}")
-    click.echo(f"client ID:    {client_id or client.settings.client_id}")
-    click.echo(f"can write:    {write[can_write]}")
-    click.echo(f"base URL:     {client.base_url}")
-    click.echo(f"auth method:  {client.settings.auth_method}")
 
 
 COMMANDS: list[click.Command] = [auth]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 import click
@@ -20,29 +20,12 @@ from rich.console import Console
 from practiceflow.api import Client
 from practiceflow.api.config import AUTH_METHODS, REGIONS, Settings, load_settings
 
-__all__ = [
-    "ApiOptions",
-    "api_options",
-    "api_settings",
-    "build_client",
-    "json_option",
-    "modules_option",
-]
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
 class ApiOptions:
-    """What the shared options said (None where an option was not given).
-
-    Attributes:
-        profile: ``--profile``.
-        region: ``--region``.
-        base_url: ``--base-url``.
-        auth_method: ``--auth-method``.
-        client_id: ``--client-id``.
-    """
+    """What the shared options said (None where an option was not given)."""
 
     profile: str | None = None
     region: str | None = None
@@ -51,39 +34,35 @@ class ApiOptions:
     client_id: str | None = None
 
 
+_FIELDS = [field.name for field in fields(ApiOptions)]
 _OPTIONS = (
     click.option(
         "--profile",
         metavar="NAME",
-        default=None,
         help="Profile in the profile file (env PRACTICEFLOW_PROFILE; file from "
         "PRACTICEFLOW_PROFILES, default ~/.config/practiceflow/profiles.toml).",
     ),
     click.option(
         "--client-id",
         metavar="ID",
-        default=None,
         help="The Client ID (env PRACTICEFLOW_CLIENT_ID); the secret never goes on a command "
         "line: PRACTICEFLOW_CLIENT_SECRET or a profile.",
     ),
     click.option(
         "--region",
         type=click.Choice(REGIONS, case_sensitive=False),
-        default=None,
         help="The practice's region (env PRACTICEFLOW_REGION); its base URL comes from "
         "PRACTICEFLOW_BASE_URL_<REGION> or the profile.",
     ),
     click.option(
         "--base-url",
         metavar="URL",
-        default=None,
         help="Regional base URL, e.g. http://127.0.0.1:8765/anz for the sandbox "
         "(env PRACTICEFLOW_BASE_URL).",
     ),
     click.option(
         "--auth-method",
         type=click.Choice(AUTH_METHODS, case_sensitive=False),
-        default=None,
         help="header (X-SVC-Auth-ID/Key, the default) or basic (env PRACTICEFLOW_AUTH_METHOD).",
     ),
 )
@@ -103,35 +82,17 @@ modules_option = click.option(
 
 
 def terminal(*, stderr: bool = False, **options: Any) -> Console:
-    """The rich console every command prints through.
-
-    Emoji codes are off: identifiers such as ``delivery:x`` or ``lead:smile`` are data and
-    must print as written, never as a picture.
-    """
+    """The rich console every command prints through; no emoji codes (``lead:smile`` is
+    data)."""
     return Console(stderr=stderr, emoji=False, **options)
 
 
 def api_options(func: F) -> F:
-    """Add the shared API options to a click command; it receives them as ``api``.
-
-    Args:
-        func: the command function; it must accept a keyword argument ``api``.
-
-    Returns:
-        The function with the five options attached.
-    """
+    """Add the shared API options to a click command; it receives them as ``api``."""
 
     @functools.wraps(func)
-    def wrapper(
-        *args: Any,
-        profile: str | None,
-        client_id: str | None,
-        region: str | None,
-        base_url: str | None,
-        auth_method: str | None,
-        **kwargs: Any,
-    ) -> Any:
-        kwargs["api"] = ApiOptions(profile, region, base_url, auth_method, client_id)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs["api"] = ApiOptions(**{name: kwargs.pop(name) for name in _FIELDS})
         return func(*args, **kwargs)
 
     decorated: Callable[..., Any] = wrapper
@@ -141,17 +102,7 @@ def api_options(func: F) -> F:
 
 
 def api_settings(options: ApiOptions) -> Settings:
-    """Resolve the settings the shared options name, without building a client.
-
-    Args:
-        options: what the command line said.
-
-    Returns:
-        The settings (pass them on with ``build_client(options, settings=...)``).
-
-    Raises:
-        ConfigError: the settings are missing or invalid.
-    """
+    """The settings the shared options name (a ConfigError when missing or invalid)."""
     return load_settings(
         options.client_id,
         profile=options.profile,
@@ -162,17 +113,6 @@ def api_settings(options: ApiOptions) -> Settings:
 
 
 def build_client(options: ApiOptions, **kwargs: Any) -> Client:
-    """Build a :class:`~practiceflow.api.Client` from the shared options.
-
-    Args:
-        options: what the command line said.
-        **kwargs: further :class:`~practiceflow.api.Client` arguments (e.g. ``timeout``).
-
-    Returns:
-        The client; close it (or use it in a ``with``) when done.
-
-    Raises:
-        ConfigError: the settings are missing or invalid.
-    """
+    """A :class:`~practiceflow.api.Client` from the shared options and ``Client`` arguments."""
     settings = kwargs.pop("settings", None) or api_settings(options)
     return Client(settings=settings, **kwargs)

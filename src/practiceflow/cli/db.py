@@ -1,9 +1,5 @@
-"""``practiceflow db``: create and upgrade the state database.
-
-``db migrate`` applies the numbered migrations of the store's schema (SQLite or
-PostgreSQL) and refuses a database written by a newer practiceflow. On PostgreSQL it
-also installs the fleet's job queue (procrastinate's schema) unless ``--no-queue``.
-"""
+"""``practiceflow db``: create and upgrade the state database (SQLite or PostgreSQL, with
+the fleet's job queue on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -13,13 +9,8 @@ from pathlib import Path
 
 import click
 
-from practiceflow.cli.state import state_option, state_target
-
-__all__ = ["COMMANDS", "db", "migrate_state"]
-
-
-def _is_postgres(url: str) -> bool:
-    return url.lower().startswith(("postgresql://", "postgres://"))
+from practiceflow.cli.state import state_option
+from practiceflow.service.state_location import state_target
 
 
 def _sqlite_version(path: Path) -> int:
@@ -34,21 +25,13 @@ def _sqlite_version(path: Path) -> int:
 
 
 def migrate_state(url: str, *, queue: bool = True) -> dict[str, object]:
-    """Create or upgrade the schema of the state store a URL names.
-
-    Args:
-        url: a ``postgresql://`` URL, a ``sqlite:///`` URL or a plain SQLite path.
-        queue: on PostgreSQL, also install the fleet's job queue schema when missing.
-
-    Returns:
-        What was done: ``store``, ``before``, ``after`` (schema versions) and, on
-        PostgreSQL, ``queue`` (``installed``, ``present`` or ``skipped``).
+    """Create or upgrade the schema of the store ``url`` names (and, on PostgreSQL, the
+    job queue's unless not ``queue``); ``store``, ``before``, ``after`` and ``queue``.
 
     Raises:
-        ConfigError: the store cannot be reached, or its schema is newer than this
-            practiceflow knows (it is left untouched).
+        ConfigError: the store cannot be reached, or its schema is newer (left untouched).
     """
-    if _is_postgres(url):
+    if url.lower().startswith(("postgresql://", "postgres://")):
         from practiceflow.state import describe_url, migrate
 
         done = migrate(url)

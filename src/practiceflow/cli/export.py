@@ -10,8 +10,6 @@ import click
 from practiceflow.errors import ConfigError
 from practiceflow.export import exporters, generate, stale_files, write_export
 
-__all__ = ["COMMANDS", "export_command"]
-
 
 @click.command("export")
 @click.argument("platform", type=click.Choice(sorted(exporters())), metavar="PLATFORM")

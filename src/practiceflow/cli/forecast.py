@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import Any
 
 import click
 from rich.table import Table
@@ -12,19 +13,6 @@ from practiceflow.cli.common import json_option, modules_option, terminal
 from practiceflow.manifest import load_modules
 from practiceflow.runner import validate_recipe
 from practiceflow.runner.plan import plan as make_plan
-
-__all__ = ["plan"]
-
-
-def _together(per_day: float, share: float, budget: int) -> str:
-    """The summary line: the recipes' use of the daily budget, then the budget's own rate."""
-    use = f"{per_day:,.0f} requests a day"
-    if per_day > 0:
-        use += f" (on average one every {86400 / per_day:,.2f} s)"
-    return (
-        f"together: {use} = {share:.1%} of the daily budget of {budget:,} "
-        f"(which allows one request every {86400 / budget:.2f} s)"
-    )
 
 
 @click.command("plan")
@@ -41,13 +29,7 @@ def _together(per_day: float, share: float, budget: int) -> str:
 @modules_option
 @json_option
 def plan(
-    recipes: tuple[str, ...],
-    events_per_day: int,
-    poll_interval: float,
-    webhook_url: bool,
-    items: int,
-    modules_dirs: tuple[str, ...],
-    as_json: bool,
+    recipes: tuple[str, ...], modules_dirs: tuple[str, ...], as_json: bool, **assumed: Any
 ) -> None:
     """Print what recipes will cost in requests, against the practice's 10,000 a day.
 
@@ -57,13 +39,7 @@ def plan(
     """
     registry = load_modules(list(modules_dirs))
     checked = [validate_recipe(path, registry=registry) for path in recipes]
-    result = make_plan(
-        checked,
-        events_per_day=events_per_day,
-        poll_interval=poll_interval,
-        webhook_url=webhook_url,
-        items=items,
-    )
+    result = make_plan(checked, **assumed)  # the options are the forecast's by name
     if as_json:
         click.echo(json.dumps(asdict(result), indent=2))
     else:
@@ -96,7 +72,14 @@ def plan(
         for cost in result.recipes:
             for step in cost.steps:
                 console.print(f"  {cost.name} / {step.step_id}: {step.requests} ({step.note})")
-        console.print(_together(result.per_day, result.share, result.daily_budget))
+        per_day, budget = result.per_day, result.daily_budget
+        use = f"{per_day:,.0f} requests a day"
+        if per_day > 0:
+            use += f" (on average one every {86400 / per_day:,.2f} s)"
+        console.print(
+            f"together: {use} = {result.share:.1%} of the daily budget of {budget:,} "
+            f"(which allows one request every {86400 / budget:.2f} s)"
+        )
         for note in result.downtime:
             console.print(f"while serve is down: {note}")
         for warning in result.warnings:

@@ -1,8 +1,5 @@
-"""``practiceflow mcp``: serve the practice's API as tools for AI assistants.
-
-Thin over :mod:`practiceflow.mcp`. Over stdio, standard output belongs to the protocol:
-everything this command says goes to standard error.
-"""
+"""``practiceflow mcp``: serve the practice's API as tools for AI assistants
+(:mod:`practiceflow.mcp`); over stdio everything it says goes to standard error."""
 
 from __future__ import annotations
 
@@ -20,8 +17,7 @@ from practiceflow.cli.common import (
     build_client,
     modules_option,
 )
-from practiceflow.cli.runs import DEFAULT_STATE, open_state
-from practiceflow.cli.state import practice_key, practice_option, state_option
+from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
 from practiceflow.manifest import load_modules
 from practiceflow.mcp import (
     DEFAULT_LISTEN,
@@ -35,9 +31,8 @@ from practiceflow.mcp import (
 from practiceflow.runner import validate_recipe
 from practiceflow.runner.logs import configure_logging
 from practiceflow.service.netaddr import parse_listen
+from practiceflow.service.state_location import DEFAULT_STATE
 from practiceflow.state.request_log import RequestLog
-
-__all__ = ["COMMANDS", "mcp"]
 
 logger = logging.getLogger("practiceflow.mcp")
 
@@ -61,7 +56,6 @@ logger = logging.getLogger("practiceflow.mcp")
 @click.option(
     "--token",
     envvar="PRACTICEFLOW_MCP_TOKEN",
-    default=None,
     metavar="TOKEN",
     help="Bearer token HTTP clients must send (env PRACTICEFLOW_MCP_TOKEN); required to "
     "listen beyond 127.0.0.1.",

@@ -1,9 +1,5 @@
-"""``practiceflow modules`` (list, show, validate) and ``practiceflow action``.
-
-Thin over :mod:`practiceflow.manifest` and :mod:`practiceflow.engine`: tables for people,
-``--json`` for machines. Every command accepts ``--modules DIR`` (repeatable) to add a
-folder of the user's own modules to the shipped ones.
-"""
+"""``practiceflow modules`` (list, show, validate, new, docs) and ``practiceflow action``:
+thin over :mod:`practiceflow.manifest` and :mod:`practiceflow.engine`."""
 
 from __future__ import annotations
 
@@ -19,11 +15,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
 from practiceflow.engine import run_action, validate_input
 from practiceflow.engine.choice_check import check_choices
 from practiceflow.errors import ConfigError, InputError, Issue, ManifestError
-from practiceflow.hooks import ClientLike
 from practiceflow.manifest import (
     ActionModule,
     Module,
@@ -38,8 +34,6 @@ from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 from practiceflow.manifest.validation import did_you_mean
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 from practiceflow.runner import validate_recipe
-
-__all__ = ["COMMANDS", "action", "modules"]
 
 _modules_option = click.option(
     "--modules",
@@ -337,7 +331,6 @@ def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
     "--from",
     "copy_from",
     metavar="EXISTING",
-    default=None,
     help="Start from a copy of this shipped module (an action or a trigger).",
 )
 @click.option(
@@ -369,7 +362,6 @@ def new(key: str, copy_from: str | None, folder: Path, force: bool) -> None:
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Write the Markdown here instead of printing it (docs/modules.md in this repo).",
 )
 @click.option("--check", is_flag=True, help="Exit 1 when --out differs from a fresh render.")
@@ -420,21 +412,11 @@ def _read_input(source: str) -> tuple[Any, str, Any]:
     return located, display, None
 
 
-def _print_request(request: Mapping[str, Any]) -> None:
-    click.echo(f"{request.get('method')} {request.get('url')}")
-    for name, value in (request.get("headers") or {}).items():
-        click.echo(f"{name}: {value}")
-    if request.get("json") is not None:
-        click.echo("")
-        click.echo(json.dumps(request["json"], indent=2, ensure_ascii=False))
-
-
 @click.command("action")
 @click.argument("key")
 @click.option(
     "--input",
     "input_source",
-    default=None,
     metavar="FILE|-",
     help="The action's input as YAML or JSON, from a file or '-' for standard input "
     "(leave it out for an action whose input is all optional, such as list_entity_types).",
@@ -498,7 +480,7 @@ def action(
     issues = validate_input(module, located.data, file=display, located=located)
     if issues:
         raise InputError(module.key, issues)
-    client: ClientLike | None
+    client: Client | None
     try:
         client = build_client(api)
     except ConfigError:
@@ -519,17 +501,11 @@ def action(
             if wrong:
                 raise InputError(module.key, wrong)
         result = run_action(
-            module,
-            located.data,
-            client,
-            dry_run=dry_run,
-            registry=registry,
-            show_personal=show_pii,
+            module, located.data, client, dry_run=dry_run, registry=registry, show_personal=show_pii
         )
     finally:
-        close = getattr(client, "close", None)
-        if callable(close):
-            close()
+        if client is not None:
+            client.close()
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if show_pii:
@@ -547,7 +523,13 @@ def action(
         _echo_json(payload)
     elif dry_run:
         click.echo("dry run: this request would be sent (nothing was sent):", err=True)
-        _print_request(result.request)
+        request = result.request
+        click.echo(f"{request.get('method')} {request.get('url')}")
+        for name, value in (request.get("headers") or {}).items():
+            click.echo(f"{name}: {value}")
+        if request.get("json") is not None:
+            click.echo("")
+            click.echo(json.dumps(request["json"], indent=2, ensure_ascii=False))
     else:
         click.echo(f"{module.title}: done (HTTP {result.status})", err=True)
         click.echo(json.dumps(result.output, indent=2, ensure_ascii=False))

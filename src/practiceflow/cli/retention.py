@@ -1,10 +1,5 @@
-"""``practiceflow runs purge``: remove the payloads of finished runs past retention.
-
-The retention is ``--older-than`` (``30d``, ``12h``, ``90m``), or the setting
-``PRACTICEFLOW_RETENTION`` when the option is left out; ``serve`` applies that setting
-when it starts (see :func:`purge_by_setting`). What a purge removes and keeps:
-``practiceflow.state.payload_purge``.
-"""
+"""``practiceflow runs purge``: remove the payloads of finished runs past retention
+(``--older-than``, else ``PRACTICEFLOW_RETENTION``, which ``serve`` applies at start)."""
 
 from __future__ import annotations
 
@@ -20,8 +15,6 @@ from practiceflow.cli.state import open_state, state_option
 from practiceflow.errors import ConfigError
 from practiceflow.state import StateStore
 
-__all__ = ["RETENTION_ENV", "parse_retention", "purge", "purge_by_setting"]
-
 RETENTION_ENV: Final = "PRACTICEFLOW_RETENTION"
 _UNITS: Final = {"d": 86400, "h": 3600, "m": 60}
 _SHAPE: Final = re.compile(r"\s*(\d{1,6})\s*([dhm])\s*", re.IGNORECASE)
@@ -30,11 +23,7 @@ _log = logging.getLogger(__name__)
 
 
 def parse_retention(text: str, where: str) -> timedelta:
-    """A retention such as ``30d``, ``12h`` or ``90m`` (``where`` names its source).
-
-    Raises:
-        ConfigError: not of that shape, or zero.
-    """
+    """A retention such as ``30d``, ``12h`` or ``90m`` (``where`` names its source)."""
     match = _SHAPE.fullmatch(text)
     if match is None or int(match.group(1)) == 0:
         message = f"{where}: got {text!r}; expected a duration such as 30d, 12h or 90m"
@@ -43,12 +32,7 @@ def parse_retention(text: str, where: str) -> timedelta:
 
 
 def purge_by_setting(store: StateStore) -> int | None:
-    """Apply ``PRACTICEFLOW_RETENTION`` to ``store``; the runs purged, or ``None`` when
-    the setting is not set.
-
-    Raises:
-        ConfigError: the setting is not a duration.
-    """
+    """Apply ``PRACTICEFLOW_RETENTION`` to ``store``: the runs purged (None: not set)."""
     text = os.environ.get(RETENTION_ENV)
     if not text:
         return None
@@ -64,7 +48,6 @@ def purge_by_setting(store: StateStore) -> int | None:
     "older_than",
     metavar="DURATION",
     envvar=RETENTION_ENV,
-    default=None,
     help="Finished runs older than this (30d, 12h, 90m); env PRACTICEFLOW_RETENTION.",
 )
 @state_option

@@ -1,9 +1,5 @@
 """``practiceflow run | serve | runs | plan``: run recipes durably and look after their runs.
 
-The state store and the practice key are the ones every command uses
-(:mod:`practiceflow.cli.state`): ``--state``, ``PRACTICEFLOW_STATE``, else
-``.practiceflow/state.db`` in the working directory; the practice defaults to the Client ID.
-
 Exit codes of ``run`` and ``runs retry``: 0 every run succeeded, 1 a run failed, 5 a run is
 held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
 """
@@ -15,6 +11,7 @@ import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 import click
@@ -23,16 +20,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from practiceflow.api import Client
-from practiceflow.cli._helpers import print_dry
-from practiceflow.cli.attention import entry_json, open_entry_rows
+from practiceflow.cli.attention import entry_json
 from practiceflow.cli.common import ApiOptions, api_options, json_option, modules_option, terminal
 from practiceflow.cli.forecast import plan
-from practiceflow.cli.intake_options import IntakeOptions, build_cli_intake, since_option
 from practiceflow.cli.retention import purge
-from practiceflow.cli.runs_view import identifiers, measure, run_json, runs_table, status_label
+from practiceflow.cli.runs_view import (
+    identifiers,
+    measure,
+    print_dry,
+    run_json,
+    runs_table,
+    status_label,
+)
+from practiceflow.cli.serve_report import announce
 from practiceflow.cli.settle import cancel, resolve
 from practiceflow.cli.state import (
-    DEFAULT_STATE,
     open_state,
     practice_client,
     practice_key,
@@ -41,27 +43,20 @@ from practiceflow.cli.state import (
     state_option,
 )
 from practiceflow.cli.versions import run_recipe
-from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
+from practiceflow.errors import EXIT_CODES, ConfigError
 from practiceflow.manifest import load_modules
-from practiceflow.runner import (
-    Runner,
-    RunOutcome,
-    ValidRecipe,
-    validate_recipe,
-)
+from practiceflow.runner import Runner, RunOutcome, ValidRecipe, validate_recipe
 from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.quarantine import quarantine_reason
 from practiceflow.runner.report import detail
 from practiceflow.runner.run_lease import RunDrivenElsewhere
 from practiceflow.runner.run_retry import retry_json, retry_line
+from practiceflow.service.intake import build_intake
 from practiceflow.service.loop import Service
 from practiceflow.service.needs_person import label, needs_person
 from practiceflow.state.payload_purge import FINISHED
 from practiceflow.state.request_log import RequestLog
 from practiceflow.versions import load_version, rebuild, short
-
-__all__ = ["COMMANDS", "DEFAULT_STATE", "open_state", "plan", "run", "runs", "serve"]
-
 
 _log_option = click.option(
     "--log-json", is_flag=True, help="Structured logs: one JSON object per line on stderr."
@@ -69,13 +64,31 @@ _log_option = click.option(
 _verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
 
 
+def _check_since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        message = f"got {value!r}; expected an ISO 8601 date-time with an offset, such as "
+        raise click.BadParameter(message + "2026-11-01T00:00:00Z")
+    return value.strip()
+
+
+_since_option = click.option(
+    "--since",
+    metavar="ISO",
+    callback=_check_since,
+    help="Triggers polled for the first time start here (ISO 8601, such as "
+    "2026-11-01T00:00:00Z) instead of 'from now', so earlier changes fire too.",
+)
+
+
 def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
     statuses = {outcome.status for outcome in outcomes}
-    if "in_doubt" in statuses:
-        return EXIT_CODES["in_doubt"]
-    if "failed" in statuses:
-        return 1
-    return 0
+    return EXIT_CODES["in_doubt"] if "in_doubt" in statuses else int("failed" in statuses)
 
 
 @contextmanager
@@ -103,7 +116,7 @@ def _connect(
     "--dry-run", is_flag=True, help="Render every step with sample outputs; send nothing."
 )
 @practice_option
-@since_option
+@_since_option
 @state_option
 @modules_option
 @json_option
@@ -147,15 +160,8 @@ def run(
     if not once:
         from practiceflow.cli.serving import serve_recipes
 
-        early = _early_socket()
         serve_recipes(
-            [recipe],
-            practice,
-            state,
-            modules_dirs,
-            api,
-            IntakeOptions(since=since),
-            listen_socket=early,
+            [recipe], practice, state, modules_dirs, api, since=since, listen_socket=_early_socket()
         )
         return
     with (
@@ -166,7 +172,7 @@ def run(
         client.budget.on_admit(counted.admitted)  # the console's budget chart
         runner = Runner(recipes[0], store, client, practice=key)
         outcomes: list[RunOutcome] = []
-        intake = build_cli_intake(recipes, store, client, key, IntakeOptions(since=since))
+        intake = build_intake(recipes, store, client, key, since=since, on_started=announce)
         service = Service([runner], store, intake)
         pending = len(store.pending_events(key, 10_000, source=runner.source))
         with Progress(
@@ -226,7 +232,6 @@ def _early_socket() -> socket.socket | None:
     "--listen",
     metavar="HOST:PORT",
     envvar="PRACTICEFLOW_LISTEN",
-    default=None,
     help="Where the webhook receiver listens (env PRACTICEFLOW_LISTEN; default a free port "
     "of 127.0.0.1). Fix it so that the API's retries reach a restarted serve.",
 )
@@ -234,11 +239,10 @@ def _early_socket() -> socket.socket | None:
     "--public-url",
     metavar="URL",
     envvar="PRACTICEFLOW_PUBLIC_URL",
-    default=None,
     help="The URL at which the API reaches the receiver (env PRACTICEFLOW_PUBLIC_URL); "
     "'local' for the receiver's own URL (the sandbox). Without it, mode: auto triggers poll.",
 )
-@since_option
+@_since_option
 @click.option(
     "--unsubscribe-on-exit",
     is_flag=True,
@@ -252,19 +256,11 @@ def _early_socket() -> socket.socket | None:
 @api_options
 def serve(
     recipes: tuple[str, ...],
-    practice: str | None,
     console_on: bool,
     console_listen: str,
-    console_token: str | None,
-    listen: str | None,
-    public_url: str | None,
-    since: str | None,
-    unsubscribe_on_exit: bool,
-    state: str | None,
-    modules_dirs: tuple[str, ...],
     log_json: bool,
     verbose: bool,
-    api: ApiOptions,
+    **options: Any,
 ) -> None:
     """Receive webhooks, poll, and run recipes until SIGTERM (graceful: the current step
     finishes, the rest of its run resumes on the next start), with the run console on
@@ -291,22 +287,11 @@ def serve(
       practiceflow serve recipes/*.yaml --console-listen 0.0.0.0:8470 --console-token "$T"
     """
     configure_logging(json_lines=log_json, verbose=verbose)
-    options = IntakeOptions(public_url=public_url, listen=listen, since=since)
-    console = console_listen if console_on else None
     from practiceflow.cli.serving import serve_recipes
 
-    serve_recipes(
-        recipes,
-        practice,
-        state,
-        modules_dirs,
-        api,
-        options,
-        console=console,
-        console_token=console_token,
-        unsubscribe=unsubscribe_on_exit,
-        listen_socket=_early_socket(),
-    )
+    console = console_listen if console_on else None
+    # The other options are serve_recipes' arguments by name.
+    serve_recipes(recipes, console=console, listen_socket=_early_socket(), **options)
 
 
 @click.group("runs")
@@ -340,11 +325,10 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
 
 
 @runs.command("list")
-@click.option("--recipe", default=None, help="Only this recipe's runs.")
+@click.option("--recipe", help="Only this recipe's runs.")
 @click.option(
     "--status",
     type=click.Choice(["pending", "running", "succeeded", "failed", "in_doubt", "cancelled"]),
-    default=None,
     help="Only runs in this status.",
 )
 @click.option(
@@ -354,7 +338,7 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
     type=click.IntRange(1, 1_000_000),
     help="At most this many (newest first).",
 )
-@click.option("--version", "version", default=None, help="Only runs on this recipe version.")
+@click.option("--version", "version", help="Only runs on this recipe version.")
 @state_option
 @json_option
 def list_runs(
@@ -383,15 +367,13 @@ def list_runs(
         entries = []
         if status == "in_doubt":  # a settled run waits for serve or 'runs retry', not a person
             found = [record for record in found if waiting[record.run_id]]
-            entries = [] if recipe else open_entry_rows(store)
+            entries = [] if recipe else store.list_attention(statuses=("open",))
         if as_json:
             rows = [
                 {**run_json(record), "needs_attention": waiting[record.run_id]} for record in found
             ]
             click.echo(json.dumps(rows + [entry_json(entry) for entry in entries], indent=2))
             return
-        # The run id and the recipe name (what --recipe matches) never break: the status and
-        # the time wrap at their spaces instead. The event id is in 'runs show' and --json.
         console = terminal()
         cells: list[tuple[str, ...]] = []
         for record in found:
@@ -411,13 +393,11 @@ def list_runs(
             when = entry.updated_at.strftime("%m-%d %H:%M")
             row = (entry.attention_id, escape(label(entry)), "needs attention", "-", "-", when)
             cells.append(row)
-        # The version goes first when the identifiers leave no room for it ('runs show' and
-        # --json name it; --version filters by it).
+        # The version goes first when the identifiers leave no room for it.
         table = runs_table(found, cells, with_version=True)
         if measure(console, table).minimum > console.width:
             table = runs_table(found, cells, with_version=False)
-        # Narrower than the identifiers need, the lines run past the edge (unwrapped) rather
-        # than cut one.
+        # Narrower than the identifiers need, lines run past the edge rather than cut one.
         needed = measure(console, table)
         if needed.minimum > console.width:
             console = terminal(width=needed.maximum)
@@ -496,7 +476,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
 
 @runs.command("retry")
 @click.argument("run_id")
-@click.option("--recipe", "recipe_path", default=None, help="Recipe file (default: the run's).")
+@click.option("--recipe", "recipe_path", help="Recipe file (default: the run's).")
 @state_option
 @modules_option
 @json_option
@@ -549,28 +529,7 @@ def retry(
 COMMANDS: list[click.Command] = [run, serve, runs, plan]
 
 
-@click.group()
-def _standalone() -> None:
-    """These commands alone (until they are registered in practiceflow.cli)."""
+if __name__ == "__main__":  # the runner tests' entry: python -m practiceflow.cli.runs
+    from practiceflow.cli import main
 
-
-for _command in COMMANDS:
-    _standalone.add_command(_command)
-
-
-def main() -> None:
-    """Run these commands as ``python -m practiceflow.cli.runs``, errors mapped to exit codes."""
-    try:
-        _standalone.main(prog_name="practiceflow", standalone_mode=False)
-    except PracticeflowError as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(exc.exit_code) from None
-    except click.exceptions.Exit as exc:
-        raise SystemExit(exc.exit_code) from None
-    except click.ClickException as exc:
-        exc.show()
-        raise SystemExit(exc.exit_code) from None
-
-
-if __name__ == "__main__":
     main()

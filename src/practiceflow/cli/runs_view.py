@@ -1,19 +1,23 @@
-"""How ``practiceflow runs list`` and ``runs show`` present runs: the table (its columns
-fit the terminal, identifiers never break), a run as JSON, outputs as identifiers only."""
+"""How ``run --dry-run``, ``runs list`` and ``runs show`` present runs: the table (its
+columns fit the terminal, identifiers never break), a run as JSON, outputs as identifiers
+only, a dry run one block per step."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from typing import Any
 
+import click
 from rich.cells import cell_len
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from practiceflow.runner import ValidRecipe, dry_run
 from practiceflow.runner.quarantine import is_quarantined
 from practiceflow.runner.report import is_identifier
 from practiceflow.state import RunRecord
-
-__all__ = ["identifiers", "measure", "run_json", "runs_table", "status_label"]
 
 
 def identifiers(output: Any) -> Any:
@@ -63,3 +67,30 @@ def runs_table(found: list[RunRecord], rows: list[tuple[str, ...]], *, with_vers
     for row in rows:
         table.add_row(*(row if with_version else row[:4] + row[5:]))
     return table
+
+
+def print_dry(recipe: ValidRecipe, as_json: bool, console: Console) -> bool:
+    """Print a dry run; return whether every step rendered without an error."""
+    steps = dry_run(recipe)
+    sound = all(step.status != "error" for step in steps)
+    if as_json:
+        click.echo(json.dumps([asdict(step) for step in steps], indent=2, default=str))
+        return sound
+    # One block per step, not a table: a request's URL and keys must never be cut.
+    console.print(f"[bold]dry run of {escape(repr(recipe.name))}[/]: nothing is sent")
+    for step in steps:
+        console.print(f"\n[bold]{escape(step.step_id)}[/] ({escape(step.use)}): {step.status}")
+        request = step.request
+        if isinstance(request, dict) and "method" in request:
+            url = request.get("url", request.get("path", ""))
+            click.echo(f"  {request['method']} {url}")
+            if request.get("json") is not None:
+                click.echo("  " + json.dumps(request["json"], default=str, ensure_ascii=False))
+        elif request is not None:
+            click.echo("  " + json.dumps(request, default=str, ensure_ascii=False))
+        for note in [step.note] if step.note else step.warnings:
+            click.echo(f"  ({note})")
+    if not sound:
+        errors = sum(step.status == "error" for step in steps)
+        click.echo(f"{errors} step{'s' if errors != 1 else ''} failed to render", err=True)
+    return sound

@@ -1,24 +1,19 @@
-"""``practiceflow sandbox``: run the local simulator of the Partner API on 127.0.0.1.
-
-``practiceflow sandbox`` alone serves it; its subcommands (``fire``, ``fault``, ``records``,
-``deliveries``, ``requests``, ``clock``, ``reset``, in :mod:`practiceflow.cli.sandbox_admin`)
-drive a running sandbox through its admin surface, so nobody needs ``curl`` for the common
-moves.
-"""
+"""``practiceflow sandbox``: run the local simulator of the Partner API on 127.0.0.1; its
+subcommands (:mod:`practiceflow.cli.sandbox_admin`) drive a running one."""
 
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import click
 
+from practiceflow.cli.sandbox_admin import SUBCOMMANDS
 from practiceflow.errors import ConfigError
 from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES, curl_example
 from practiceflow.sandbox.config import REGIONS, SandboxConfig, parse_duration
 from practiceflow.sandbox.practices import practice_credential
 from practiceflow.service.netaddr import listen_tcp
-
-__all__ = ["COMMANDS", "export_lines", "sandbox"]
 
 
 def _admin_epilog() -> str:
@@ -46,16 +41,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[str]:
-    """The ``export PRACTICEFLOW_*=...`` lines that point every command at this sandbox.
-
-    Args:
-        root: the sandbox's root URL (``http://127.0.0.1:8765``).
-        config: its configuration (credentials, admin token).
-        region: the region whose read-write client the lines name.
-
-    Returns:
-        Shell lines, ready to paste.
-    """
+    """The ``export PRACTICEFLOW_*=...`` lines that point every command at this sandbox."""
     credential = config.credentials(region)["rw"]
     return [
         f"export PRACTICEFLOW_BASE_URL={root}/{region}",
@@ -114,25 +100,21 @@ def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[
 @click.option(
     "--admin-token",
     envvar="PRACTICEFLOW_SANDBOX_ADMIN_TOKEN",
-    default=None,
     help="X-Admin-Token of /_admin (default: sandbox-admin-token).",
 )
 @click.option(
     "--client-id",
     envvar="PRACTICEFLOW_SANDBOX_CLIENT_ID",
-    default=None,
     help="Client ID of the anz read-write client.",
 )
 @click.option(
     "--client-secret",
     envvar="PRACTICEFLOW_SANDBOX_CLIENT_SECRET",
-    default=None,
     help="Secret of the anz read-write client.",
 )
 @click.option(
     "--variants",
     "preset",
-    default=None,
     metavar="PRESET",
     help="Answers to the spec's open questions: default, hostile or random:SEED "
     "(see src/practiceflow/sandbox/GUESSES.md, section Variants).",
@@ -147,24 +129,15 @@ def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[
 @click.pass_context
 def sandbox(
     ctx: click.Context,
+    /,
     host: str,
     port: int,
-    seed: int,
-    entities: int,
-    page_size: int,
     rate_per_minute: int,
     rate_per_hour: int,
     rate_per_day: int,
-    wallet: float,
-    ledger_connected: bool,
-    latency: float,
-    jitter: float,
-    practices: int,
-    admin_token: str | None,
-    client_id: str | None,
-    client_secret: str | None,
     preset: str | None,
     pairs: tuple[str, ...],
+    **overrides: Any,
 ) -> None:
     """Serve a local simulator of the Partner API until Ctrl-C, or drive a running one.
 
@@ -197,21 +170,9 @@ def sandbox(
     try:
         bind = check_loopback(host)
         variants = Variants.parse(preset, pairs)
-        config = SandboxConfig.from_env(
-            seed=seed,
-            entities=entities,
-            page_size=page_size,
-            rate_limits=RateLimits(rate_per_minute, rate_per_hour, rate_per_day),
-            wallet=wallet,
-            ledger_connected=ledger_connected,
-            latency=latency,
-            jitter=jitter,
-            practices=practices,
-            admin_token=admin_token,
-            client_id=client_id,
-            client_secret=client_secret,
-            variants=variants,
-        )
+        rates = RateLimits(rate_per_minute, rate_per_hour, rate_per_day)
+        # The other options are the config's fields by name (None: the environment's).
+        config = SandboxConfig.from_env(rate_limits=rates, variants=variants, **overrides)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     # Bound before the banner: once the export lines are printed, the port answers.
@@ -219,10 +180,14 @@ def sandbox(
     port = int(sock.getsockname()[1])
     shown = f"[{bind}]" if ":" in bind else bind
     root = f"http://{shown}:{port}"
-    click.echo(f"practiceflow sandbox on {root}  (seed {seed}, {entities} entities per region)")
+    click.echo(
+        f"practiceflow sandbox on {root}  (seed {config.seed}, {config.entities} entities "
+        "per region)"
+    )
     if variants.differences():
         shown_variants = ", ".join(f"{k}={v}" for k, v in variants.differences().items())
         click.echo(f"variants: {shown_variants}")
+    latency, jitter, practices = config.latency, config.jitter, config.practices
     if latency or jitter:
         held = f"{latency * 1000:g} ms" + (f" + up to {jitter * 1000:g} ms" if jitter else "")
         click.echo(f"every API answer is held back {held}")
@@ -250,13 +215,7 @@ def sandbox(
     serve_forever(config, bind, port, sock)
 
 
-def _register() -> None:
-    from practiceflow.cli.sandbox_admin import SUBCOMMANDS
-
-    for command in SUBCOMMANDS:
-        sandbox.add_command(command)
-
-
-_register()
+for _command in SUBCOMMANDS:
+    sandbox.add_command(_command)
 
 COMMANDS: list[click.Command] = [sandbox]

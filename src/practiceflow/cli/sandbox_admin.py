@@ -1,10 +1,6 @@
-"""``practiceflow sandbox fire | fault | records | deliveries | requests | clock | reset``.
-
-Helpers over the running sandbox's admin surface (see ``practiceflow sandbox --help`` for
-its routes). They find the sandbox at ``--url`` (env ``PRACTICEFLOW_SANDBOX_URL``, default
-``http://127.0.0.1:8765``) with ``--admin-token`` (env ``PRACTICEFLOW_SANDBOX_ADMIN_TOKEN``),
-and talk to loopback only: the sandbox never binds anything else.
-"""
+"""``practiceflow sandbox fire | fault | records | deliveries | requests | clock | reset``:
+helpers over a running sandbox's admin surface, on loopback only (the sandbox binds nothing
+else)."""
 
 from __future__ import annotations
 
@@ -23,43 +19,20 @@ from practiceflow.errors import ConfigError, TransportError
 from practiceflow.sandbox.config import DEFAULT_ADMIN_TOKEN, REGIONS
 from practiceflow.service.netaddr import is_loopback
 
-__all__ = ["EVENTS", "SUBCOMMANDS", "SandboxAdmin"]
-
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: Where the helpers look for the sandbox unless told otherwise.
-DEFAULT_URL = "http://127.0.0.1:8765"
 
 
 @dataclass(frozen=True)
 class SandboxAdmin:
-    """A client of one running sandbox's admin surface.
-
-    Attributes:
-        url: the sandbox's root URL (loopback).
-        token: its admin token.
-        region: the practice's region (``anz``, ``uk``, ``za``).
-    """
+    """A client of one running sandbox's admin surface (``url`` on loopback)."""
 
     url: str
     token: str
     region: str
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
-        """Call an admin route and return its JSON answer.
-
-        Args:
-            method: the HTTP method.
-            path: the route, such as ``/_admin/records/bills``.
-            body: the JSON body, or None.
-
-        Returns:
-            The parsed answer.
-
-        Raises:
-            TransportError: the sandbox cannot be reached.
-            ConfigError: the sandbox refused the call (its problem detail is quoted).
-        """
+        """Call an admin route and return its JSON answer (a TransportError when no sandbox
+        answers, a ConfigError quoting its detail when it refuses)."""
         separator = "&" if "?" in path else "?"
         target = f"{self.url}{path}{separator}region={self.region}"
         with requests.Session() as session:
@@ -85,19 +58,11 @@ class SandboxAdmin:
         return data
 
 
-def _loopback_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme != "http" or not is_loopback(parts.hostname or ""):
-        message = f"--url: got {url!r}; expected the sandbox's http:// URL on 127.0.0.1"
-        raise ConfigError(message)
-    return url.rstrip("/")
-
-
 def _admin_options(func: F) -> F:
     @click.option(
         "--url",
         envvar="PRACTICEFLOW_SANDBOX_URL",
-        default=DEFAULT_URL,
+        default="http://127.0.0.1:8765",
         show_default=True,
         help="Root URL of the running sandbox (env PRACTICEFLOW_SANDBOX_URL).",
     )
@@ -116,7 +81,11 @@ def _admin_options(func: F) -> F:
     )
     @functools.wraps(func)
     def wrapper(*args: Any, url: str, admin_token: str, region: str, **kwargs: Any) -> Any:
-        kwargs["admin"] = SandboxAdmin(_loopback_url(url), admin_token, region)
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not is_loopback(parts.hostname or ""):
+            message = f"--url: got {url!r}; expected the sandbox's http:// URL on 127.0.0.1"
+            raise ConfigError(message)
+        kwargs["admin"] = SandboxAdmin(url.rstrip("/"), admin_token, region)
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]  # same call shape for click's purposes
@@ -126,51 +95,42 @@ def _echo(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
-# -- events ------------------------------------------------------------------------------
-
-
-def _open_proposal(admin: SandboxAdmin) -> str:
-    active = {
-        row["entityKey"]
-        for row in admin.call("GET", "/_admin/records/entities")
-        if row.get("status") == "Active"
-    }
-    for proposal in admin.call("GET", "/_admin/records/proposals"):
-        if proposal.get("entityKey") in active and proposal.get("status") != "Accepted":
-            return str(proposal["proposalKey"])
-    message = "the sandbox has no open proposal of an Active client; pass a KEY"
-    raise ConfigError(message)
-
-
-def _sent_eform(admin: SandboxAdmin) -> str:
-    for form in admin.call("GET", "/_admin/records/eforms"):
-        if form.get("status") != "Submitted":
-            return str(form["formKey"])
-    message = "the sandbox has no eForm waiting to be submitted; send one (send_eform) first"
-    raise ConfigError(message)
-
-
-def _open_onboarding(admin: SandboxAdmin) -> str:
-    for job in admin.call("GET", "/_admin/records/onboardings"):
-        if job.get("status") != "Completed":
-            return str(job["onboardingKey"])
-    message = "the sandbox has no onboarding to complete; create one (create_onboarding) first"
-    raise ConfigError(message)
-
-
 def _fire_proposal(admin: SandboxAdmin, key: str | None) -> Any:
-    chosen = key or _open_proposal(admin)
-    return admin.call("POST", f"/_admin/proposals/{chosen}/accept", {})
+    if not key:  # an open proposal of an Active client
+        entities = admin.call("GET", "/_admin/records/entities")
+        active = {row["entityKey"] for row in entities if row.get("status") == "Active"}
+        for proposal in admin.call("GET", "/_admin/records/proposals"):
+            if proposal.get("entityKey") in active and proposal.get("status") != "Accepted":
+                key = str(proposal["proposalKey"])
+                break
+        else:
+            message = "the sandbox has no open proposal of an Active client; pass a KEY"
+            raise ConfigError(message)
+    return admin.call("POST", f"/_admin/proposals/{key}/accept", {})
 
 
 def _fire_eform(admin: SandboxAdmin, key: str | None) -> Any:
-    chosen = key or _sent_eform(admin)
-    return admin.call("POST", f"/_admin/eforms/{chosen}/submit", {})
+    if not key:
+        forms = admin.call("GET", "/_admin/records/eforms")
+        key = next((str(f["formKey"]) for f in forms if f.get("status") != "Submitted"), None)
+        if key is None:
+            message = (
+                "the sandbox has no eForm waiting to be submitted; send one (send_eform) first"
+            )
+            raise ConfigError(message)
+    return admin.call("POST", f"/_admin/eforms/{key}/submit", {})
 
 
 def _fire_onboarding(admin: SandboxAdmin, key: str | None) -> Any:
-    chosen = key or _open_onboarding(admin)
-    return admin.call("POST", f"/_admin/onboardings/{chosen}/complete", {})
+    if not key:
+        jobs = admin.call("GET", "/_admin/records/onboardings")
+        key = next((str(j["onboardingKey"]) for j in jobs if j.get("status") != "Completed"), None)
+        if key is None:
+            message = (
+                "the sandbox has no onboarding to complete; create one (create_onboarding) first"
+            )
+            raise ConfigError(message)
+    return admin.call("POST", f"/_admin/onboardings/{key}/complete", {})
 
 
 def _entity_firer(status: str) -> Callable[[SandboxAdmin, str | None], Any]:
@@ -229,17 +189,15 @@ def fire(event: str, key: str | None, admin: SandboxAdmin) -> None:
     click.echo(f"fired {event}: {where}{suffix}")
 
 
-# -- faults ------------------------------------------------------------------------------
-
 _FAULT_CHOICES = ["rate_limit", "429", "server_error", "500", "slow", "drop", "list", "clear"]
 
 
 @click.command("fault")
 @click.argument("kind", type=click.Choice(_FAULT_CHOICES))
 @click.option("--count", default=1, show_default=True, type=click.IntRange(1, 100_000))
-@click.option("--method", default=None, help="Only requests with this method (GET, POST...).")
-@click.option("--path-prefix", default=None, help="Only paths starting with this (/api/v1/bills).")
-@click.option("--retry-after", default=None, type=click.IntRange(0), help="429: Retry-After.")
+@click.option("--method", help="Only requests with this method (GET, POST...).")
+@click.option("--path-prefix", help="Only paths starting with this (/api/v1/bills).")
+@click.option("--retry-after", type=click.IntRange(0), help="429: Retry-After.")
 @click.option("--delay", default=0.0, type=click.FloatRange(0, 120), help="slow: seconds held.")
 @_admin_options
 def fault(
@@ -277,8 +235,6 @@ def fault(
         body["delay"] = delay
     _echo(admin.call("POST", "/_admin/faults", body))
 
-
-# -- records and logs ----------------------------------------------------------------------
 
 _KINDS = [
     "entities",
@@ -339,7 +295,7 @@ def requests_log(limit: int, admin: SandboxAdmin) -> None:
 
 
 @click.command("clock")
-@click.option("--advance", default=None, type=float, help="Move the clock by these seconds.")
+@click.option("--advance", type=float, help="Move the clock by these seconds.")
 @_admin_options
 def clock(advance: float | None, admin: SandboxAdmin) -> None:
     """Show the sandbox's clock, or move it with --advance.

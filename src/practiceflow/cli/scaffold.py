@@ -1,11 +1,8 @@
 """``practiceflow modules new`` and ``practiceflow recipes new``: files that validate as written.
 
-Both write YAML text by hand rather than dumping a structure, because the point of a
-scaffold is its comments: each key says what it is for and where to read more
-(``docs/modules-guide.md``, ``docs/recipes-reference.md``). Values are written as JSON,
-which YAML reads as the same values. The file is checked with the same loader that
-``modules validate`` uses before the command says it is done; a scaffold that would not
-validate is a bug (exit 70), never left on disk.
+YAML is written as text, not dumped, because a scaffold's point is its comments. The file
+is checked with the loader ``modules validate`` uses before the command says it is done; a
+scaffold that would not validate is a bug (exit 70), never left on disk.
 """
 
 from __future__ import annotations
@@ -19,23 +16,13 @@ from typing import Any, Literal
 
 import click
 
+from practiceflow.cli.versions import check
 from practiceflow.errors import BugError, ConfigError, ManifestError
 from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, load_modules
 from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.validation import did_you_mean
 
-__all__ = ["COMMANDS", "new_module", "recipe_text", "recipes"]
-
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-def _check_key(key: str, what: str) -> None:
-    if not _KEY.match(key):
-        message = (
-            f"{what}: got {key!r}; expected lower-case letters, digits and '_', "
-            "starting with a letter (such as read_client)"
-        )
-        raise ConfigError(message)
 
 
 def _refuse_existing(path: Path, force: bool) -> None:
@@ -138,22 +125,18 @@ def _module_source(registry: ModuleRegistry, name: str) -> tuple[Path, str]:
 def new_module(
     key: str, folder: Path, *, copy_from: str | None = None, force: bool = False
 ) -> Path:
-    """Write a new module into ``folder/actions`` (or ``folder/triggers`` for a copied trigger).
-
-    Args:
-        key: the new module's key.
-        folder: the user's modules folder (what ``--modules`` names).
-        copy_from: a shipped module to start from, or None for the commented template; a
-            copy under the same key says ``override: true``.
-        force: replace an existing file.
-
-    Returns:
-        The file written; it validates as written.
+    """Write a module that validates into ``folder/actions`` (``folder/triggers`` for a
+    copied trigger), from the commented template or a copy of shipped ``copy_from``.
 
     Raises:
         ConfigError: a bad key, an unknown ``copy_from``, or an existing file.
     """
-    _check_key(key, "KEY")
+    if not _KEY.match(key):
+        message = (
+            f"KEY: got {key!r}; expected lower-case letters, digits and '_', "
+            "starting with a letter (such as read_client)"
+        )
+        raise ConfigError(message)
     kind = "actions"
     if copy_from is None:
         text = _action_text(key)
@@ -174,9 +157,6 @@ def new_module(
 
     write_module_test(path, folder / "tests", key)  # a passing first test, in DIR/tests/
     return path
-
-
-# -- recipes -----------------------------------------------------------------------------
 
 
 def _fields(schema: Mapping[str, Any]) -> set[str]:
@@ -232,23 +212,8 @@ def _wanted_fields(
 def recipe_text(
     name: str, trigger_key: str, action_keys: Sequence[str], registry: ModuleRegistry
 ) -> str:
-    """The commented YAML of a new recipe: a trigger and one step per action.
-
-    Required inputs are wired to a same-named field of the trigger's event or of an
-    earlier step's output where there is one, else to the input's example (marked TODO).
-
-    Args:
-        name: the recipe's name.
-        trigger_key: a trigger module key.
-        action_keys: action module keys, in order.
-        registry: the modules.
-
-    Returns:
-        The YAML text.
-
-    Raises:
-        ConfigError: an unknown trigger or action (with "did you mean").
-    """
+    """The commented YAML of a new recipe: a trigger and one step per action, required
+    inputs wired as ``recipes new --help`` says (a ConfigError for an unknown key)."""
     trigger = registry.trigger(trigger_key)
     lines = [
         "# A recipe: for each event of the trigger, run the steps in order.",
@@ -311,7 +276,6 @@ def recipes() -> None:
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="The file to write (default: recipes/NAME.yaml, NAME in lower case with '_').",
 )
 @click.option(
@@ -367,13 +331,6 @@ def new_recipe(
     click.echo(f"wrote {test}; run it with: practiceflow test {test}")
 
 
-def _check() -> None:
-    """``recipes check`` lives with the versions commands (cli/versions.py)."""
-    from practiceflow.cli.versions import check
-
-    recipes.add_command(check)
-
-
-_check()
+recipes.add_command(check)  # it lives with the versions commands
 
 COMMANDS: list[click.Command] = [recipes]

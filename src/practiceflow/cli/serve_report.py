@@ -1,20 +1,14 @@
 """What ``serve`` tells at the default log level, on stderr: what it did, not how.
 
-* at start: the receiver, each trigger ("reusing subscription ..." for one kept from an
-  earlier run, "subscribed ..." for one made now), and after a downtime "caught up N
-  event(s) after a downtime of T" (what the sender's retries and the catch-up polls
-  brought before the first run);
-* one line per run: its event, its recipe and how it ended;
-* what a sweep of a downtime found ("gap ... closed by evidence", or what it hands to a
-  person);
-* at the end: "stopped; subscriptions kept" (or removed, with ``--unsubscribe-on-exit``).
-
-Ids, recipe names and statuses only: nothing personal or secret.
+At start the receiver and each trigger (every subscribed URL with its secret path token
+masked), and what the catch-up after a downtime brought; one line per run; what a sweep
+of a downtime found; at the end whether the subscriptions were kept. Ids, recipe names
+and statuses only: nothing personal or secret.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 import click
@@ -24,7 +18,42 @@ from practiceflow.service.intake import TriggerIntake
 from practiceflow.service.sweep import SweepResult
 from practiceflow.state import StateStore
 
-__all__ = ["ServeReport", "duration"]
+
+def announce(intake: TriggerIntake, reused: Collection[str] = ()) -> None:
+    """Print where the receiver listens and every URL subscribed (``reused``: the ids of
+    the subscriptions kept from an earlier start)."""
+    if intake.server is not None:
+        click.echo(f"webhook receiver listening on {intake.server.url}", err=True)
+    else:
+        click.echo(
+            "no webhook receiver (no --public-url / PRACTICEFLOW_PUBLIC_URL): triggers poll",
+            err=True,
+        )
+    subscribed = {row.trigger_key: row for row in intake.store.list_subscriptions(intake.practice)}
+    for key, trigger in intake.triggers.items():
+        row = subscribed.get(key)
+        if key in intake.in_doubt:
+            meanwhile = "polled meanwhile" if intake.in_doubt[key] else "its events NOT received"
+            click.echo(
+                f"trigger {key}: {trigger.mode}, subscription IN DOUBT, not repeated: "
+                f"{meanwhile}; see 'practiceflow attention list'",
+                err=True,
+            )
+        elif row is not None and trigger.mode in ("webhook", "both"):
+            how = (
+                f"reusing subscription {row.subscription_id} of"
+                if row.subscription_id in reused
+                else "subscribed"
+            )
+            # The URL's path token routes deliveries: it is a secret.
+            head, marker, _ = row.url.partition("/hooks/")
+            url = f"{head}{marker}***" if marker else row.url
+            click.echo(
+                f"trigger {key}: {trigger.mode}, {how} {row.event} at {url} ({row.status})",
+                err=True,
+            )
+        else:
+            click.echo(f"trigger {key}: {trigger.mode}", err=True)
 
 
 def duration(span: timedelta) -> str:
@@ -40,14 +69,8 @@ def duration(span: timedelta) -> str:
 
 
 class ServeReport:
-    """The lines ``serve`` prints about itself (see the module docstring).
-
-    Args:
-        store: the state store.
-        practice: the practice served.
-        down_since: the last sign of life before this start (None: a first start).
-        unsubscribe: whether the subscriptions are removed at the end.
-    """
+    """The lines ``serve`` prints about itself; ``down_since`` is the last sign of life
+    before this start (None: a first start)."""
 
     def __init__(
         self, store: StateStore, practice: str, down_since: datetime | None, *, unsubscribe: bool
@@ -63,23 +86,17 @@ class ServeReport:
             if row.status == "active" and row.subscription_id
         }
 
-    def started(
-        self, announce: Callable[[TriggerIntake, frozenset[str]], None]
-    ) -> Callable[[TriggerIntake], None]:
+    def started(self, intake: TriggerIntake) -> None:
         """The intake's ``on_started``: announce it, then what the catch-up brought."""
-
-        def on_started(intake: TriggerIntake) -> None:
-            announce(intake, frozenset(str(key) for key in self.kept))
-            if self.down_since is None:
-                return
-            waiting = len(self.store.pending_events(self.practice, limit=100_000))
-            click.echo(
-                f"caught up {waiting} event(s) after a downtime of "
-                f"{duration(self.back - self.down_since)}",
-                err=True,
-            )
-
-        return on_started
+        announce(intake, frozenset(str(key) for key in self.kept))
+        if self.down_since is None:
+            return
+        waiting = len(self.store.pending_events(self.practice, limit=100_000))
+        click.echo(
+            f"caught up {waiting} event(s) after a downtime of "
+            f"{duration(self.back - self.down_since)}",
+            err=True,
+        )
 
     def outcome(self, outcome: RunOutcome) -> None:
         """One line per run: event, recipe, result."""

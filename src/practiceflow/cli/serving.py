@@ -1,18 +1,11 @@
 """How ``serve`` (and ``run`` without ``--once``) starts, in the order that loses nothing.
 
-The service itself is :func:`practiceflow.service.serve`; this module adds what is the
-command line's alone:
-
-1. Take the state file's lease (:mod:`practiceflow.service.lease`): a second ``serve`` on
-   the same SQLite file refuses here, before anything is sent.
-2. Check the recipes locally, open the store, and build the service: its **receiver
-   starts** with every webhook trigger bound, before the first request, so the sender's
-   retries of what it delivered while we were down are stored from the first moment
-   (``PRACTICEFLOW_LISTEN``; the socket may have been bound before the slow imports,
-   :mod:`practiceflow.service.early_listen`).
-3. Check the credentials (a write step with read-only credentials refuses here), then run:
-   the downtime is noted, the heartbeat and the sweeps start, subscriptions are made sure
-   of, every trigger with a poll source catches up, and the loop runs until SIGTERM.
+1. Take the SQLite state file's lease: a second ``serve`` refuses before anything is sent.
+2. Check the recipes, open the store, build the service: its receiver starts with every
+   webhook trigger bound before the first request, so the sender's retries of what came
+   while we were down are stored from the first moment.
+3. Check the credentials (a write step with read-only credentials refuses here), then run
+   (:func:`practiceflow.service.serve`) until SIGTERM.
 """
 
 from __future__ import annotations
@@ -23,28 +16,21 @@ import socket
 import threading
 from collections.abc import Sequence
 from contextlib import ExitStack
-from typing import Any
 
 from practiceflow.cli.common import ApiOptions
-from practiceflow.cli.intake_options import IntakeOptions, announce
 from practiceflow.cli.retention import purge_by_setting
 from practiceflow.cli.serve_report import ServeReport
-from practiceflow.cli.state import open_state, practice_client, practice_key, sqlite_file
+from practiceflow.cli.state import open_state, practice_client, practice_key
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
 from practiceflow.service.compose import ServeOptions, serve
 from practiceflow.service.gaps import last_alive
-from practiceflow.service.intake import (
-    LISTEN_ENV,
-    PUBLIC_URL_ENV,
-    listen_address,
-)
+from practiceflow.service.intake import LISTEN_ENV, PUBLIC_URL_ENV, listen_address
 from practiceflow.service.lease import ServeLease
 from practiceflow.service.silence import silence_settings
+from practiceflow.service.state_location import sqlite_file
 from practiceflow.state.request_log import RequestLog
-
-__all__ = ["serve_recipes"]
 
 
 def serve_recipes(
@@ -53,26 +39,16 @@ def serve_recipes(
     state: str | None,
     modules_dirs: Sequence[str],
     api: ApiOptions,
-    options: IntakeOptions,
     *,
+    public_url: str | None = None,
+    listen: str | None = None,
+    since: str | None = None,
     console: str | None = None,
     console_token: str | None = None,
-    unsubscribe: bool = False,
+    unsubscribe_on_exit: bool = False,
     listen_socket: socket.socket | None = None,
 ) -> None:
-    """Serve recipes until SIGTERM (see the module docstring for the start-up order).
-
-    Args:
-        paths: the recipe files.
-        practice: ``--practice``, or None for the default key.
-        state: ``--state``, or None for the default store.
-        modules_dirs: folders of the user's own modules.
-        api: the API options.
-        options: ``--public-url``, ``--listen``, ``--since``.
-        console: where the console listens (``HOST:PORT``), or None for no console.
-        console_token: the console's token.
-        unsubscribe: remove the subscriptions on a clean stop (``--unsubscribe-on-exit``).
-        listen_socket: the receiver's socket, bound before the slow imports, or None.
+    """Serve recipes until SIGTERM, in the start-up order of the module docstring.
 
     Raises:
         ConfigError: bad input, or another serve holds the state file (``StoreInUse``).
@@ -82,48 +58,46 @@ def serve_recipes(
     from practiceflow.service.netaddr import parse_listen
 
     where = "--console-listen"
-    listen = parse_listen(console, option=where, example="127.0.0.1:8470") if console else None
-    if listen is not None:
-        check_bind(listen[0], console_token)  # refuse before any request is sent
+    console_at = parse_listen(console, option=where, example="127.0.0.1:8470") if console else None
+    if console_at is not None:
+        check_bind(console_at[0], console_token)  # refuse before any request is sent
     stop = threading.Event()  # SIGTERM during start-up stops cleanly too
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     with ExitStack() as stack:
         if listen_socket is not None:
             stack.callback(listen_socket.close)  # a refusal below closes it; serve takes it
-        receiver = options.listen or os.environ.get(LISTEN_ENV)
-        lease = _lease(state, listen, receiver)
-        if lease is not None:
+        receiver = listen or os.environ.get(LISTEN_ENV)
+        lease, path = None, sqlite_file(state)  # PostgreSQL: no lease (see service.lease)
+        if path is not None:
+            at = f"http://{console_at[0]}:{console_at[1]}/console/" if console_at else None
+            lease = ServeLease(path).acquire(console=at, receiver=receiver)
             stack.callback(lease.release)
         registry = load_modules(list(modules_dirs))
         checked = [validate_recipe(path, registry=registry) for path in paths]
-        metrics = OpsMetrics()  # /healthz, /readyz, /metrics beside the console
+        metrics = OpsMetrics()
         names: list[str] = []
         session = stack.enter_context(counted_session(metrics.counter(lambda: names[0])))
-        # The practice's budget, shared with run and mcp on this store (cli.state).
         client = stack.enter_context(practice_client(api, state, session=session))
         key = practice_key(practice, client.settings.client_id)
         names.append(key)
         store = stack.enter_context(open_state(state))
         purge_by_setting(store)  # PRACTICEFLOW_RETENTION, once at start
-        report = ServeReport(store, key, last_alive(store, key), unsubscribe=unsubscribe)
+        report = ServeReport(store, key, last_alive(store, key), unsubscribe=unsubscribe_on_exit)
         every, grace = silence_settings()
 
-        def poll_started(due: float) -> None:
-            metrics.poll_started(key, due)
-
         settings = ServeOptions(
-            public_url=options.public_url or os.environ.get(PUBLIC_URL_ENV) or None,
+            public_url=public_url or os.environ.get(PUBLIC_URL_ENV) or None,
             listen=listen_address(receiver),
             listen_socket=listen_socket,
-            since=options.since,
-            unsubscribe=unsubscribe,
+            since=since,
+            unsubscribe=unsubscribe_on_exit,
             silence_every=every,
             silence_grace=grace,
-            on_started=report.started(announce),
+            on_started=report.started,
             on_outcome=report.outcome,
             on_swept=report.swept,
-            on_poll_started=poll_started,
+            on_poll_started=lambda due: metrics.poll_started(key, due),
         )
         service = serve(checked, store, client, key, settings, stop=stop)
         stack.callback(service.close)  # a refusal below stops the receiver
@@ -147,18 +121,9 @@ def serve_recipes(
             return [Runner(recipe, store, client, practice=key) for recipe in now]
 
         service.reload = reload
-        if listen is not None:
+        if console_at is not None:
             service.console = console_for(
-                service, client, recipes, key, listen, console_token, ops_routes(metrics)
+                service, client, recipes, key, console_at, console_token, ops_routes(metrics)
             )
         service.install_signal_handlers()
         service.run()
-
-
-def _lease(state: str | None, listen: Any, receiver: str | None) -> ServeLease | None:
-    """Take the SQLite state file's serve lease (PostgreSQL: none; see service.lease)."""
-    path = sqlite_file(state)
-    if path is None:
-        return None
-    console = f"http://{listen[0]}:{listen[1]}/console/" if listen is not None else None
-    return ServeLease(path).acquire(console=console, receiver=receiver)

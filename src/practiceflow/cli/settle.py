@@ -1,8 +1,6 @@
 """``practiceflow runs resolve`` and ``runs cancel``: a person's decisions on runs that need
-attention (a step in doubt, a quarantined or failed run). The ids of attention entries
-(gaps, subscriptions in doubt, held deliveries: ``practiceflow attention``) are taken too,
-as before they had a table of their own: ``resolve --as done`` and ``cancel`` settle them.
-"""
+attention; an attention entry's id is taken too (``resolve --as done`` and ``cancel``
+settle it)."""
 
 from __future__ import annotations
 
@@ -19,11 +17,6 @@ from practiceflow.state import RunRecord, StateStore
 from practiceflow.state.attention_rows import AttentionRecord
 from practiceflow.state.runids import find_run
 
-__all__ = ["cancel", "resolve"]
-
-#: The step name an attention entry answered to when it was a run.
-_ENTRY_STEP = "gap"
-
 
 def _run_or_entry(store: StateStore, ident: str) -> RunRecord | AttentionRecord:
     """The run an id names, else the attention entry; else the usual 'no run' error."""
@@ -35,11 +28,7 @@ def _run_or_entry(store: StateStore, ident: str) -> RunRecord | AttentionRecord:
 
 
 def _check_step(store: StateStore, run: RunRecord, step_id: str) -> None:
-    """Refuse a step the run does not have, or one with nothing to resolve (exit 2).
-
-    Raises:
-        ConfigError: naming the run's steps and their status.
-    """
+    """Refuse a step the run does not have, or one with nothing to resolve (exit 2)."""
     steps = store.get_steps(run.run_id)
     listed = ", ".join(f"{step.step_id} ({step.status})" for step in steps) or "none yet"
     found = next((step for step in steps if step.step_id == step_id), None)
@@ -56,10 +45,10 @@ def _check_step(store: StateStore, run: RunRecord, step_id: str) -> None:
 
 def _resolve_entry(entry: AttentionRecord, step_id: str, as_: str) -> None:
     """Refuse what means nothing for an attention entry (exit 2)."""
-    if step_id != _ENTRY_STEP:
+    if step_id != "gap":
         message = (
             f"{label(entry)} {entry.attention_id} is an attention entry, not a run: it has "
-            f"one step, {_ENTRY_STEP!r}; settle it with '{settle_command(entry)}'"
+            f"one step, 'gap'; settle it with '{settle_command(entry)}'"
         )
         raise ConfigError(message)
     if as_ != "done":
@@ -82,8 +71,8 @@ def _resolve_entry(entry: AttentionRecord, step_id: str, as_: str) -> None:
     help="done: it happened (later steps continue); retry: it did not, send it again.",
 )
 @click.option("--note", default="", help="Why, in your words (kept in the journal).")
-@click.option("--who", default=None, help="Who decided (default: your user name).")
-@click.option("--output", "output_json", default=None, help="With done: the output, as JSON.")
+@click.option("--who", help="Who decided (default: your user name).")
+@click.option("--output", "output_json", help="With done: the output, as JSON.")
 @state_option
 def resolve(
     run_id: str,
@@ -131,7 +120,7 @@ def resolve(
 @click.command("cancel")
 @click.argument("run_id")
 @click.option("--reason", required=True, help="Why, in your words (kept with the run).")
-@click.option("--who", default=None, help="Who decided (default: your user name).")
+@click.option("--who", help="Who decided (default: your user name).")
 @state_option
 def cancel(run_id: str, reason: str, who: str | None, state: str | None) -> None:
     """Settle a run that needs attention without running it: a failed or held run a person

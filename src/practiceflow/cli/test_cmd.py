@@ -1,13 +1,11 @@
-"""``practiceflow test``: run the ``*.test.yaml`` tests of recipes and modules, offline.
-
-Thin over :mod:`practiceflow.testing` (``_suite`` runs, ``_recorder`` records).
-"""
+"""``practiceflow test``: run the ``*.test.yaml`` tests of recipes and modules, offline
+(:mod:`practiceflow.testing`)."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +17,6 @@ from practiceflow.errors import EXIT_CODES, ConfigError, PracticeflowError
 if TYPE_CHECKING:
     from practiceflow.testing import CaseOutcome
 
-__all__ = ["COMMANDS", "test_command"]
 
 _EXAMPLES = """
 \b
@@ -46,12 +43,6 @@ step and the field); 2 a test file, recipe or module does not load, or no test w
 """
 
 
-def _exit_code(results: Sequence[str]) -> int:
-    if "error" in results:
-        return EXIT_CODES["config"]
-    return 1 if "failed" in results else 0
-
-
 @click.command(
     "test",
     help="Run the *.test.yaml tests of recipes and modules (offline, no network).\n" + _EXAMPLES,
@@ -65,12 +56,11 @@ def _exit_code(results: Sequence[str]) -> int:
 )
 @click.option(
     "--base-url",
-    default=None,
     metavar="URL",
     help="With --record: the server to record against, credentials from the environment "
     "or profile (default: a sandbox started on 127.0.0.1).",
 )
-@click.option("--junit-xml", "junit", type=click.Path(path_type=Path), default=None,
+@click.option("--junit-xml", "junit", type=click.Path(path_type=Path),
               metavar="PATH", help="Also write the results as JUnit XML (for CI).")  # fmt: skip
 @click.option(
     "-j",
@@ -94,8 +84,7 @@ def test_command(
     """Run the tests (see the help text above)."""
     from practiceflow.testing import find_test_files, junit_xml, run_all
 
-    # The engine's warnings (a dropped answer the test planted) are part of what the test
-    # checks, not news for the terminal: they stay out of the report.
+    # The engine's warnings (a dropped answer the test planted) are not news for the terminal.
     quiet_logger = logging.getLogger("practiceflow")
     if not quiet_logger.handlers:
         quiet_logger.addHandler(logging.NullHandler())
@@ -127,7 +116,8 @@ def test_command(
             f"{passed} passed, {failed} failed, {errors} error{'s' if errors != 1 else ''} "
             f"({len(files)} test file{'s' if len(files) != 1 else ''})"
         )
-    click.get_current_context().exit(_exit_code(results))
+    code = EXIT_CODES["config"] if "error" in results else int("failed" in results)
+    click.get_current_context().exit(code)
 
 
 def _record(

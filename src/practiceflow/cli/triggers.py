@@ -1,10 +1,6 @@
-"""``practiceflow triggers``: list, subscribe, unsubscribe, check and poll triggers.
-
-State (cursors, subscriptions and their secrets, events) lives in the one state store every
-command uses (:mod:`practiceflow.cli.state`: ``--state``, ``PRACTICEFLOW_STATE``, default
-``.practiceflow/state.db``), filed under the practice's key (default: the Client ID), so
-``serve`` carries on from a cursor ``triggers poll`` moved. Secrets are never printed.
-"""
+"""``practiceflow triggers``: list, subscribe, unsubscribe, check and poll triggers, on the
+state store and practice key every command uses (:mod:`practiceflow.cli.state`), so that
+``serve`` carries on from a cursor ``triggers poll`` moved. Secrets are never printed."""
 
 from __future__ import annotations
 
@@ -26,8 +22,6 @@ from practiceflow.triggers import (
     supported_events,
 )
 from practiceflow.triggers.downtime import has_poll_source
-
-__all__ = ["COMMANDS", "triggers"]
 
 
 def _emit(data: Any, as_json: bool, human: str) -> None:
@@ -93,7 +87,7 @@ def list_triggers(as_json: bool) -> None:
     required=True,
     help="Base URL the API can reach the receiver at (env PRACTICEFLOW_PUBLIC_URL).",
 )
-@click.option("--event", "event_option", default=None, help="Event key, for any_webhook_event.")
+@click.option("--event", "event_option", help="Event key, for any_webhook_event.")
 @api_options
 @state_option
 @practice_option
@@ -225,7 +219,7 @@ def check(
     help="Poll once and exit (what this command always does; 'serve' polls continuously).",
 )
 @click.option("--with", "with_", multiple=True, metavar="NAME=VALUE", help="A trigger option.")
-@click.option("--since", default=None, help="Start here (ISO 8601) instead of from now.")
+@click.option("--since", help="Start here (ISO 8601) instead of from now.")
 @api_options
 @state_option
 @practice_option

@@ -2,14 +2,13 @@
 recorded runs, nothing sent (:mod:`practiceflow.versions`).
 
 Exit codes of ``replay``: 0 every write of the new version is what the runs sent, 1 some
-differ (or a run could not be replayed), plus the usual 2/70. Of ``recipes check``: 0 no
-run in flight needs a person, 1 some do.
+differ (or a run could not be replayed). Of ``recipes check``: 0 no run in flight needs a
+person, 1 some do.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -36,8 +35,6 @@ from practiceflow.versions import (
     short,
 )
 
-__all__ = ["COMMANDS", "check", "replay_command", "run_recipe"]
-
 
 def _since(text: str | None, store: StateStore) -> datetime | None:
     """``--since``: a duration back from now (``30d``) or an ISO time."""
@@ -59,16 +56,15 @@ def _since(text: str | None, store: StateStore) -> datetime | None:
 def _leaves(value: Any, at: str = "") -> dict[str, Any]:
     """Every leaf of a JSON value by its path (``json.lineItems[0].amount``)."""
     if isinstance(value, dict):
-        found: dict[str, Any] = {}
-        for key, child in value.items():
-            found.update(_leaves(child, f"{at}.{key}" if at else str(key)))
-        return found
-    if isinstance(value, list):
-        found = {}
-        for index, child in enumerate(value):
-            found.update(_leaves(child, f"{at}[{index}]"))
-        return found or {at: []}
-    return {at: value}
+        children = [(f"{at}.{key}" if at else str(key), child) for key, child in value.items()]
+    elif isinstance(value, list):
+        children = [(f"{at}[{index}]", child) for index, child in enumerate(value)]
+    else:
+        return {at: value}
+    found = {
+        path: leaf for where, child in children for path, leaf in _leaves(child, where).items()
+    }
+    return found or ({at: []} if isinstance(value, list) else {})
 
 
 def differences(sent: Any, would: Any) -> list[str]:
@@ -76,8 +72,8 @@ def differences(sent: Any, would: Any) -> list[str]:
     before, after = _leaves(sent or {}), _leaves(would or {})
     lines = []
     for path in sorted(set(before) | set(after)):
-        if before.get(path, "(none)") != after.get(path, "(none)"):
-            old, new = before.get(path, "(none)"), after.get(path, "(none)")
+        old, new = before.get(path, "(none)"), after.get(path, "(none)")
+        if old != new:
             lines.append(f"{path}: sent {json.dumps(old)}, would send {json.dumps(new)}")
     return lines
 
@@ -108,11 +104,8 @@ def _print_replay(found: Replay, run: RunRecord) -> None:
     for step in found.steps:
         if not step.writes:
             continue
-        named = (
-            step.step_id
-            if step.matched in (None, step.step_id)
-            else (f"{step.step_id} (was {step.matched})")
-        )
+        was = "" if step.matched in (None, step.step_id) else f" (was {step.matched})"
+        named = step.step_id + was
         console.print(f"  {escape(named)}  {escape(step.use)}  {step.verdict}")
         if step.verdict == "differs":
             for line in differences(step.sent, step.would_send):
@@ -130,12 +123,10 @@ def _print_replay(found: Replay, run: RunRecord) -> None:
 @click.argument("run_id", required=False)
 @click.option(
     "--recipe", "recipe_path", required=True, type=click.Path(exists=True, dir_okay=False),
-    help="The recipe version to replay under.",
+    help="The recipe version to replay under."
 )  # fmt: skip
-@click.option("--since", default=None, help="Replay every run since (30d, or an ISO time).")
-@click.option(
-    "--recipe-name", default=None, help="Whose runs to replay (default: the recipe's name)."
-)
+@click.option("--since", help="Replay every run since (30d, or an ISO time).")
+@click.option("--recipe-name", help="Whose runs to replay (default: the recipe's name).")
 @click.option("--limit", default=1000, show_default=True, type=click.IntRange(1, 1_000_000))
 @state_option
 @modules_option
@@ -202,9 +193,7 @@ def _check_json(check: RunCheck) -> dict[str, Any]:
 @click.option(
     "--migrate", "do_migrate", is_flag=True, help="Move the runs that can move to this version."
 )
-@click.option(
-    "--recipe-name", default=None, help="Whose runs to check (default: the recipe's name)."
-)
+@click.option("--recipe-name", help="Whose runs to check (default: the recipe's name).")
 @click.option("--evidence", default="7d", show_default=True, help="Replay runs this recent too.")
 @state_option
 @modules_option
@@ -253,36 +242,26 @@ def check(
         }
         click.echo(json.dumps(data, indent=2))
     else:
-        _print_checks(checks, short(digest), len(recent), differ, moved, do_migrate)
+        console = terminal()
+        console.print(f"version {short(digest)}: {len(checks)} runs in flight")
+        for one in checks:
+            at = f" at {one.step}" if one.step else ""
+            console.print(
+                f"  {one.run.run_id}  {one.run.status:<9} {short(one.run.version)}  "
+                f"[bold]{one.decision}[/]{escape(at)}: {escape(one.reason)}"
+            )
+        replayed = f"{len(recent)} recent runs replayed, {differ} would write otherwise"
+        console.print(f"evidence: {replayed}")
+        if do_migrate:
+            console.print(f"moved {len(moved)} runs to version {short(digest)}")
+        elif any(one.decision == "can move" for one in checks):
+            console.print("run again with --migrate to move the runs that can move")
     click.get_current_context().exit(1 if people else 0)
-
-
-def _print_checks(
-    checks: Sequence[RunCheck],
-    digest: str,
-    recent: int,
-    differ: int,
-    moved: Sequence[str],
-    do_migrate: bool,
-) -> None:
-    console = terminal()
-    console.print(f"version {digest}: {len(checks)} runs in flight")
-    for one in checks:
-        at = f" at {one.step}" if one.step else ""
-        console.print(
-            f"  {one.run.run_id}  {one.run.status:<9} {short(one.run.version)}  "
-            f"[bold]{one.decision}[/]{escape(at)}: {escape(one.reason)}"
-        )
-    console.print(f"evidence: {recent} recent runs replayed, {differ} would write otherwise")
-    if do_migrate:
-        console.print(f"moved {len(moved)} runs to version {digest}")
-    elif any(one.decision == "can move" for one in checks):
-        console.print("run again with --migrate to move the runs that can move")
 
 
 @click.command("recipe")
 @click.argument("run_id")
-@click.option("--module", "module_key", default=None, help="Print this module's text instead.")
+@click.option("--module", "module_key", help="Print this module's text instead.")
 @state_option
 def run_recipe(run_id: str, module_key: str | None, state: str | None) -> None:
     """Print the recipe a run runs on, as its version stored it (whatever the file says

@@ -1,25 +1,11 @@
 """``practiceflow worker``: run one replica of a fleet (PostgreSQL state, procrastinate).
 
-Start as many as you like against the same database; run ``practiceflow db migrate``
-once before the first. The replicas share the fleet file's practices by lease; each polls
-and sweeps the practices it owns in-process (:mod:`practiceflow.fleet.owner`; with
-``--polls queue``, polls are queue jobs instead), runs events' jobs from the queue for any
-practice, and gives the jobs of dead replicas back to the queue.
-SIGTERM or SIGINT: the replica finishes its current jobs (journaled) and stops. A database
-restart is ridden out (:mod:`practiceflow.fleet.worker_loop`); a database away for longer
-than ``--give-up-after`` seconds stops the replica with exit status 4.
-
-With ``--listen`` and ``--public-url`` the replica also receives webhooks: deliveries are
-verified against the subscription in the shared store and become jobs at once, and each
-(practice, trigger) is subscribed once for the whole fleet (see
-:mod:`practiceflow.fleet.webhook_intake`). Such a replica also keeps the fleet's one sign of
-life; started after a time when no replica received, it lists that window as needing
-attention for every webhook trigger that polling cannot read back
-(:mod:`practiceflow.fleet.outage`).
-
-``GET /healthz``, ``/readyz`` and ``/metrics`` (:mod:`practiceflow.ops`) are served beside the
-receiver, or alone on ``--ops-listen``. ``--concurrency`` jobs run at once, each in a thread
-of the replica's own pool of that size.
+Replicas share the fleet file's practices by lease (:mod:`practiceflow.fleet.owner`), run
+events' jobs from the queue for any practice, and give dead replicas' jobs back. SIGTERM:
+the current jobs finish (journaled), then the replica stops; a database away longer than
+``--give-up-after`` stops it with exit status 4. With ``--listen`` and ``--public-url`` it
+also receives webhooks (:mod:`practiceflow.fleet.webhook_intake`) and keeps the fleet's one
+sign of life (:mod:`practiceflow.fleet.outage`).
 """
 
 from __future__ import annotations
@@ -33,8 +19,6 @@ import click
 
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.service.netaddr import parse_listen
-
-__all__ = ["COMMANDS", "worker"]
 
 
 @click.command()
@@ -74,14 +58,12 @@ __all__ = ["COMMANDS", "worker"]
     "--listen",
     metavar="HOST:PORT",
     envvar="PRACTICEFLOW_LISTEN",
-    default=None,
     help="Serve the webhook receiver here (env PRACTICEFLOW_LISTEN); needs --public-url.",
 )
 @click.option(
     "--public-url",
     metavar="URL",
     envvar="PRACTICEFLOW_PUBLIC_URL",
-    default=None,
     help="Where the API reaches the replicas' receivers, such as the load balancer's "
     "https://hooks.example.com (env PRACTICEFLOW_PUBLIC_URL); the same for every replica.",
 )
@@ -89,7 +71,6 @@ __all__ = ["COMMANDS", "worker"]
     "--ops-listen",
     metavar="HOST:PORT",
     envvar="PRACTICEFLOW_OPS_LISTEN",
-    default=None,
     help="Serve /healthz, /readyz and /metrics here (env PRACTICEFLOW_OPS_LISTEN); with "
     "--listen they are also served there.",
 )

@@ -1,21 +1,17 @@
 """The one hook on the client side: a ``requests`` transport adapter that counts answers.
 
-``requests`` lets a session mount a transport adapter per URL prefix; this one is the stock
-``HTTPAdapter`` with its ``send`` wrapped to count each exchange's outcome for a practice,
-so the client code itself counts nothing. A retry is a second exchange and is counted
-again, as the API sees it.
+The stock ``HTTPAdapter`` with ``send`` wrapped, so the client code itself counts nothing.
+A retry is a second exchange and is counted again, as the API sees it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3 import PoolManager
-
-__all__ = ["CountingAdapter", "counted_session", "outcome_of"]
 
 
 def outcome_of(status: int) -> str:
@@ -26,14 +22,9 @@ def outcome_of(status: int) -> str:
 
 
 class CountingAdapter(HTTPAdapter):
-    """An ``HTTPAdapter`` that reports each exchange's outcome to ``count``.
-
-    Args:
-        count: called with the outcome (``2xx`` ... ``5xx``, ``429``, or ``error`` when no
-            answer came: refused, reset, timed out); it must not raise.
-        connections: a urllib3 pool manager shared with other adapters (other practices'
-            sessions), whose owner closes it; the adapter's own when None.
-    """
+    """An ``HTTPAdapter`` that reports each exchange's outcome (``2xx`` ... ``5xx``,
+    ``429``, ``error``: no answer) to ``count``; ``connections`` is a pool manager shared
+    with other practices' adapters, closed by its owner."""
 
     def __init__(
         self, count: Callable[[str], None], *, connections: PoolManager | None = None
@@ -56,24 +47,11 @@ class CountingAdapter(HTTPAdapter):
             super().close()
 
     def send(
-        self,
-        request: requests.PreparedRequest,
-        stream: bool = False,
-        timeout: Any = None,
-        verify: Any = True,
-        cert: Any = None,
-        proxies: Mapping[str, str] | None = None,
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
     ) -> requests.Response:
         """Send as ``HTTPAdapter`` does, then count the outcome."""
         try:
-            response = super().send(
-                request,
-                stream=stream,
-                timeout=timeout,
-                verify=verify,
-                cert=cert,
-                proxies=dict(proxies) if proxies is not None else None,
-            )
+            response = super().send(request, *args, **kwargs)
         except requests.RequestException:
             self._count("error")
             raise
@@ -84,15 +62,7 @@ class CountingAdapter(HTTPAdapter):
 def counted_session(
     count: Callable[[str], None], *, connections: PoolManager | None = None
 ) -> requests.Session:
-    """A new session whose every exchange is counted (give it to ``Client(session=)``).
-
-    Args:
-        count: see :class:`CountingAdapter`.
-        connections: see :class:`CountingAdapter`.
-
-    Returns:
-        The session; its owner closes it.
-    """
+    """A new session whose every exchange is counted (give it to ``Client(session=)``)."""
     session = requests.Session()
     adapter = CountingAdapter(count, connections=connections)
     for prefix in ("https://", "http://"):

@@ -1,16 +1,9 @@
 """Prometheus metrics of ``serve`` and ``worker``, per practice.
 
-Most figures are read when Prometheus scrapes, from where they already live, by
-:class:`PracticeCollector`: runs by status, steps in doubt and events waiting from the state
-store (:meth:`~practiceflow.state.StateStore.practice_counts`, a few grouped counts, and
-the attention table's entries by kind and status), and
-what is left of each rate window from each practice's budget. Nothing in the runner counts
-for the metrics' sake.
-
-Two figures only the process sees are counted as they happen: answers by outcome (429s
-included), by the :class:`~practiceflow.ops.CountingAdapter` mounted on each practice's
-HTTP session, and poll lag (from the moment a poll was scheduled for to the moment it
-starts sending), by whoever runs the poll (:meth:`OpsMetrics.poll_started`).
+Most figures are read at scrape time from where they already live (:meth:`OpsMetrics.collect`:
+the store's counts, each budget's windows), so nothing in the runner counts for the metrics'
+sake. Only answers by outcome (the counting transport adapter) and poll lag
+(:meth:`OpsMetrics.poll_started`) are counted as they happen.
 """
 
 from __future__ import annotations
@@ -19,8 +12,8 @@ import logging
 import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from dataclasses import dataclass
+from typing import Any, Final
 
 from prometheus_client import (
     CollectorRegistry,
@@ -37,49 +30,17 @@ from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import PracticeflowError
 from practiceflow.state import RUN_STATUSES, StateStore
 
-__all__ = [
-    "OUTCOMES",
-    "POLL_LAG_BUCKETS",
-    "WINDOWS",
-    "OpsMetrics",
-    "OpsPractice",
-    "PracticeCollector",
-    "WindowCounter",
-    "serve_practices",
-    "window_use",
-]
-
 logger = logging.getLogger("practiceflow.ops")
 
-#: The outcome label of ``practiceflow_api_requests_total``.
-OUTCOMES: Final = ("2xx", "3xx", "4xx", "429", "5xx", "error")
 #: The rate windows, by label, with their length in seconds.
 WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
 #: Bucket edges of the poll lag histogram, in seconds (5 s is the alerting line).
 POLL_LAG_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 20.0, 60.0)
 
 
-def _none() -> None:
-    return None
-
-
-class WindowCounter(Protocol):
-    """A bucket that counts its own windows in one look (a shared bucket: SQLite or
-    PostgreSQL)."""
-
-    def window_counts(self, now_ms: int, windows_ms: Sequence[int]) -> list[int]:
-        """How many requests were admitted in each of the last ``windows_ms``."""
-
-
 def window_use(budget: RateBudget) -> dict[str, int] | None:
-    """Requests admitted in each rate window of a budget, by window label.
-
-    Args:
-        budget: the practice's budget (in memory, or shared in SQLite or PostgreSQL).
-
-    Returns:
-        ``{"minute": n, "hour": n, "day": n}``, or None for a bucket that cannot say.
-    """
+    """Requests admitted in each rate window of a budget, by label (None: the bucket
+    cannot say)."""
     bucket = budget.bucket
     now_ms = int(budget.clock() * 1000)
     lengths = [seconds * 1000 for _, seconds in WINDOWS]
@@ -96,36 +57,59 @@ def window_use(budget: RateBudget) -> dict[str, int] | None:
 
 @dataclass(frozen=True)
 class OpsPractice:
-    """What the metrics and readiness know of one practice.
-
-    Attributes:
-        name: the practice's key in the store.
-        budget: its rate budget.
-        webhooks: triggers that must have an active subscription for it to be ready.
-    """
+    """One practice served; ``webhooks`` must have an active subscription to be ready."""
 
     name: str
     budget: RateBudget | None = None
-    webhooks: tuple[str, ...] = field(default=())
+    webhooks: tuple[str, ...] = ()
 
 
-class PracticeCollector(Collector):
-    """Reads store and budgets at each scrape (see the module docstring).
-
-    Args:
-        store: the state store.
-        practices: the practices served, or None while the process is starting.
-    """
+class OpsMetrics(Collector):
+    """The metrics registry of one ``serve`` or ``worker`` process, and the collector that
+    reads store and budgets at each scrape: ``practices()`` (None while starting) is called
+    then, so a process may fill it in after it starts."""
 
     def __init__(
-        self, store: StateStore, practices: Callable[[], Sequence[OpsPractice] | None]
+        self,
+        store: StateStore | None = None,
+        practices: Callable[[], Sequence[OpsPractice] | None] | None = None,
     ) -> None:
         self.store = store
+        self.practices: Callable[[], Sequence[OpsPractice] | None] = practices or (lambda: None)
+        self.registry = CollectorRegistry(auto_describe=False)
+        # The process's own CPU seconds and resident memory (process_*), per scrape.
+        ProcessCollector(registry=self.registry)
+        self.requests = Counter(
+            "practiceflow_api_requests",
+            "Requests sent to the API, by practice and outcome (status class, 429, or "
+            "error: no answer)",
+            ["practice", "outcome"],
+            registry=self.registry,
+        )
+        self.poll_lag = Histogram(
+            "practiceflow_poll_lag_seconds",
+            "From the moment a poll was scheduled for to the moment it starts sending",
+            ["practice"],
+            buckets=POLL_LAG_BUCKETS,
+            registry=self.registry,
+        )
+        if store is not None:
+            self.watch(store, self.practices)
+
+    def watch(
+        self, store: StateStore, practices: Callable[[], Sequence[OpsPractice] | None]
+    ) -> None:
+        """Read ``store`` and the ``practices``' budgets at each scrape (once per process)."""
+        self.store = store
         self.practices = practices
+        self.registry.register(self)
 
     def collect(self) -> Iterator[Metric]:
         """The gauges of every practice (empty families when nothing is served yet)."""
         served = self.practices() or ()
+        store = self.store
+        if store is None:  # not watching a store yet: nothing to read
+            return
         up = GaugeMetricFamily(
             "practiceflow_store_up", "1 when the state store answered this scrape, else 0"
         )
@@ -147,16 +131,13 @@ class PracticeCollector(Collector):
             labels=["practice", "kind", "status"],
         )
         try:
-            counts = self.store.practice_counts()
-            entries = self.store.count_attention()
+            counts = store.practice_counts()
+            entries = store.count_attention()
         except PracticeflowError as exc:
             logger.warning("metrics: the state store did not answer: %s", exc)
-            up.add_metric([], 0)
-            yield up
             counts = None
-        else:
-            up.add_metric([], 1)
-            yield up
+        up.add_metric([], 0 if counts is None else 1)
+        yield up
         if counts is not None:
             names = sorted({*(p.name for p in served), *counts})
             for name in names:
@@ -211,66 +192,9 @@ class PracticeCollector(Collector):
         yield limit
         yield paused
 
-
-class OpsMetrics:
-    """The metrics registry of one ``serve`` or ``worker`` process.
-
-    Args:
-        store: the state store.
-        practices: returns the practices served (None while starting); called at each
-            scrape and readiness check, so a process may fill it in after it starts.
-    """
-
-    def __init__(
-        self,
-        store: StateStore | None = None,
-        practices: Callable[[], Sequence[OpsPractice] | None] | None = None,
-    ) -> None:
-        self.store = store
-        self.practices: Callable[[], Sequence[OpsPractice] | None] = practices or _none
-        self.registry = CollectorRegistry(auto_describe=False)
-        # The process's own CPU seconds and resident memory (process_*), per scrape.
-        ProcessCollector(registry=self.registry)
-        self.requests = Counter(
-            "practiceflow_api_requests",
-            "Requests sent to the API, by practice and outcome (status class, 429, or "
-            "error: no answer)",
-            ["practice", "outcome"],
-            registry=self.registry,
-        )
-        self.poll_lag = Histogram(
-            "practiceflow_poll_lag_seconds",
-            "From the moment a poll was scheduled for to the moment it starts sending",
-            ["practice"],
-            buckets=POLL_LAG_BUCKETS,
-            registry=self.registry,
-        )
-        if store is not None:
-            self.watch(store, self.practices)
-
-    def watch(
-        self, store: StateStore, practices: Callable[[], Sequence[OpsPractice] | None]
-    ) -> None:
-        """Read ``store`` and the ``practices``' budgets at each scrape (once per process).
-
-        Args:
-            store: the state store.
-            practices: returns the practices served, or None while starting.
-        """
-        self.store = store
-        self.practices = practices
-        self.registry.register(PracticeCollector(store, practices))
-
     def counter(self, practice: Callable[[], str]) -> Callable[[str], None]:
-        """A transport hook's callback counting answers for the practice ``practice()``.
-
-        Args:
-            practice: returns the practice's key (read at each answer: ``serve`` learns
-                its key from the credentials, after the session is made).
-
-        Returns:
-            ``count(outcome)``.
-        """
+        """A transport hook's ``count(outcome)`` for the practice ``practice()`` (read at each
+        answer: ``serve`` learns its key after the session is made)."""
 
         def count(outcome: str) -> None:
             self.count(practice(), outcome)
@@ -278,43 +202,24 @@ class OpsMetrics:
         return count
 
     def count(self, practice: str, outcome: str) -> None:
-        """Count one answer (or failure to get one) of a practice's request.
-
-        Args:
-            practice: the practice's key.
-            outcome: one of :data:`OUTCOMES`.
-        """
+        """Count one answer of a practice's request: ``2xx`` ... ``5xx``, ``429`` or ``error``."""
         self.requests.labels(practice, outcome).inc()
 
-    def poll_started(self, practice: str, scheduled_at: float, now: float | None = None) -> float:
-        """Record a poll's lag: it was due at ``scheduled_at`` and starts now.
-
-        Args:
-            practice: the practice's key.
-            scheduled_at: Unix time the poll was scheduled for.
-            now: Unix time it starts (``time.time()`` when None).
-
-        Returns:
-            The lag recorded, in seconds (never negative).
-        """
+    def poll_started(self, practice: str, scheduled_at: float, now: float | None = None) -> None:
+        """Record a poll's lag: due at Unix time ``scheduled_at``, started ``now``."""
         lag = max(0.0, (time.time() if now is None else now) - scheduled_at)
         self.poll_lag.labels(practice).observe(lag)
-        return lag
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric (reads the store: blocking)."""
         return generate_latest(self.registry)
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """Whether the process is ready: started, store reachable, subscriptions active.
+        """``(ready, detail)``: started, store reachable, subscriptions active.
 
-        A subscription in doubt that is listed as needing attention (the process started
-        and went on without it) does not make the process unready, which would take the
-        receiver of every other trigger out of a load balancer: it is named under
-        ``detail["attention"]``.
-
-        Returns:
-            ``(ready, detail)``; ``detail["problems"]`` says what is missing.
+        A subscription in doubt listed as needing attention is named under
+        ``detail["attention"]`` and does not make the process unready: that would take every
+        other trigger's receiver out of a load balancer.
         """
         served = self.practices()
         if served is None or self.store is None:
@@ -350,17 +255,8 @@ class OpsMetrics:
 def serve_practices(
     practice: str, budget: RateBudget, intake: object
 ) -> Callable[[], list[OpsPractice] | None]:
-    """What ``serve`` reports: its one practice, once its intake has built its triggers.
-
-    Args:
-        practice: the practice's key.
-        budget: its client's rate budget.
-        intake: the service's intake (its ``triggers``: name -> trigger with a ``mode``).
-
-    Returns:
-        The ``practices`` callable of :class:`OpsMetrics`: None until the triggers exist;
-        then the practice, expecting a subscription for each trigger received by webhook.
-    """
+    """``serve``'s ``practices`` callable: None until the intake has built its triggers,
+    then the one practice, expecting a subscription per trigger received by webhook."""
 
     def practices() -> list[OpsPractice] | None:
         triggers: dict[str, Any] = dict(getattr(intake, "triggers", None) or {})

@@ -1,13 +1,8 @@
-"""``GET /healthz``, ``GET /readyz`` and ``GET /metrics``: the routes an orchestrator calls.
+"""``GET /healthz`` (alive), ``GET /readyz`` (store answers, subscriptions active; else
+503 with what is missing) and ``GET /metrics`` (Prometheus text).
 
-* ``/healthz``: 200 while the process answers at all (alive);
-* ``/readyz``: 200 when the store answers and every webhook trigger has its subscription
-  active, else 503 with what is missing;
-* ``/metrics``: the Prometheus text format of :class:`~practiceflow.ops.OpsMetrics`.
-
-They carry no secret and no personal data (practice keys, trigger names and counts), so
-they need no console token: a probe cannot send one. They are mounted beside the webhook
-receiver or the console, or served alone (:class:`OpsServer`).
+They carry no secret and no personal data (practice keys, trigger names, counts), so they
+need no console token: a probe cannot send one.
 """
 
 from __future__ import annotations
@@ -23,18 +18,9 @@ from practiceflow.errors import ConfigError
 from practiceflow.ops._metrics import OpsMetrics
 from practiceflow.service.netaddr import ThreadedServer
 
-__all__ = ["OpsServer", "ops_routes"]
-
 
 def ops_routes(metrics: OpsMetrics) -> list[BaseRoute]:
-    """The three routes, bound to one process's metrics.
-
-    Args:
-        metrics: what ``/metrics`` and ``/readyz`` read.
-
-    Returns:
-        Routes to put in a starlette app (before any catch-all).
-    """
+    """The three routes over one process's metrics (put them before any catch-all)."""
 
     async def healthz(request: Request) -> Response:
         del request
@@ -59,13 +45,7 @@ def ops_routes(metrics: OpsMetrics) -> list[BaseRoute]:
 
 
 class OpsServer(ThreadedServer):
-    """The three routes alone, served by uvicorn in a daemon thread (``worker --ops-listen``).
-
-    Args:
-        metrics: the process's metrics.
-        host: the address to listen on.
-        port: the port; 0 picks a free one (read ``.port`` after :meth:`start`).
-    """
+    """The three routes alone, served by uvicorn in a daemon thread (``worker --ops-listen``)."""
 
     def __init__(self, metrics: OpsMetrics, host: str, port: int) -> None:
         super().__init__(Starlette(routes=ops_routes(metrics)), host, port, "pf-ops")
@@ -76,11 +56,7 @@ class OpsServer(ThreadedServer):
         return self.root
 
     def start(self, timeout: float = 5.0) -> OpsServer:
-        """Start serving and wait until the socket listens.
-
-        Raises:
-            ConfigError: it did not start within ``timeout`` (the port is taken, say).
-        """
+        """Start serving and wait until the socket listens (a ConfigError if it does not)."""
         if not self.serve(timeout):
             message = f"--ops-listen {self.host}:{self.port}: did not start (port in use?)"
             raise ConfigError(message)
