@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from practiceflow.api.client import RequestHooks
     from practiceflow.manifest.models import ActionModule
 
-__all__ = ["ActionContext", "ClientLike", "ResponseLike"]
-
 
 class ResponseLike(Protocol):
     """A response of the client: status, headers and the parsed JSON body."""

@@ -17,8 +17,6 @@ from practiceflow.hooks.action_context import ActionContext
 from practiceflow.hooks.registry import register_check
 from practiceflow.templating import filter_pathseg
 
-__all__ = ["TAX_TOLERANCE", "entity_is_active_client", "ledger_rules"]
-
 #: How far a taxPercent may be from a ledger rate and still match (percentage points).
 TAX_TOLERANCE = 0.02
 _EPSILON = 1e-9

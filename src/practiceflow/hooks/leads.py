@@ -14,8 +14,6 @@ from practiceflow.hooks.action_context import ActionContext
 from practiceflow.hooks.registry import register_check, register_hook
 from practiceflow.manifest.validation import did_you_mean
 
-__all__ = ["SETTINGS", "canonical_lead_names", "lead_settings_names"]
-
 #: Input field -> settings list that holds its valid names.
 SETTINGS: Mapping[str, str] = {
     "leadSource": "/api/v1/settings/lead-sources",

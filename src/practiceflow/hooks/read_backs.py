@@ -47,15 +47,6 @@ from practiceflow.hooks import tolerant
 from practiceflow.hooks.action_context import ClientLike
 from practiceflow.templating import filter_pathseg
 
-__all__ = [
-    "READ_BACKS",
-    "WINDOW",
-    "ReadBack",
-    "Verdict",
-    "marker_in",
-    "register_read_back",
-]
-
 logger = logging.getLogger("practiceflow.runner")
 
 #: How far before the ``sent`` time a read-back looks (clock skew between us and the API).

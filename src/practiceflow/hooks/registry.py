@@ -16,18 +16,6 @@ from typing import Any
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.hooks.action_context import ActionContext
 
-__all__ = [
-    "CHECKS",
-    "HOOKS",
-    "CheckFunc",
-    "HookFunc",
-    "Named",
-    "get_check",
-    "get_hook",
-    "register_check",
-    "register_hook",
-]
-
 CheckFunc = Callable[[ActionContext], None]
 HookFunc = Callable[[ActionContext], Mapping[str, Any] | None]
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["AnyCase", "any_case", "entity_status", "field", "flag", "names", "rates", "rows"]
-
 _WRAPPERS = ("items", "data", "results", "value", "values", "rows", "list")
 _NAME_KEYS = ("name", "displayname", "title", "label")
 _RATE_KEYS = ("rate", "taxrate", "effectiverate", "percentage", "percent", "taxpercent")

@@ -40,8 +40,8 @@ from practiceflow.triggers.modes import (
     build_trigger,
     resolve_mode,
 )
-from practiceflow.triggers.poll_member import PollMember
-from practiceflow.triggers.poller import Poller, PollResult, adapt_interval
+from practiceflow.triggers.poll_member import PollMember, PollResult
+from practiceflow.triggers.poller import Poller, adapt_interval
 from practiceflow.triggers.practice_polls import PollTarget, PracticePolls, ScheduledPoll
 from practiceflow.triggers.shared_poll import (
     PollSource,

@@ -17,8 +17,6 @@ import math
 import re
 from typing import Any, Final
 
-__all__ = ["standard_json"]
-
 #: What may hide a value JSON cannot hold: a constant, a long exponent or mantissa, or an
 #: escaped surrogate. A match only means the body is read again, carefully.
 _SUSPECT: Final = re.compile(rb"NaN|Infinity|[eE][+]?\d{3}|\d{309}|\\u[dD][89a-fA-F]")

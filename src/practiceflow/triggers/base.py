@@ -23,15 +23,6 @@ from typing import Any, Final, Literal, TypeAlias
 
 from practiceflow.state import EventRecord, StateStore
 
-__all__ = [
-    "EventSource",
-    "Trigger",
-    "TriggerEvent",
-    "envelope",
-    "event_from_record",
-    "persist",
-]
-
 logger = logging.getLogger("practiceflow.triggers")
 
 EventSource: TypeAlias = Literal["webhook", "poll"]

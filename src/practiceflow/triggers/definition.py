@@ -27,20 +27,6 @@ from practiceflow.manifest import TriggerModule, load_trigger
 from practiceflow.manifest.resources import data_dir
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 
-__all__ = [
-    "DELIVERY_PREFIX",
-    "CursorKind",
-    "KnownKeys",
-    "PollSpec",
-    "SweepSource",
-    "TriggerDefinition",
-    "WebhookSpec",
-    "definition",
-    "load_definition",
-    "parse_time",
-    "shipped_trigger_keys",
-]
-
 logger = logging.getLogger("practiceflow.triggers")
 
 #: Prefix of the dedupe key of a delivery whose module gives no ``webhook.id``.

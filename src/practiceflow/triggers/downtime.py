@@ -19,8 +19,6 @@ from typing import Any
 from practiceflow.errors import PracticeflowError
 from practiceflow.triggers.definition import TriggerDefinition
 
-__all__ = ["downtime_note", "has_poll_source"]
-
 
 def has_poll_source(definition: TriggerDefinition, options: Mapping[str, Any]) -> bool:
     """Whether the trigger can read its list endpoint with these options.

@@ -28,23 +28,14 @@ from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.state import StateStore
 from practiceflow.triggers.base import Trigger
 from practiceflow.triggers.definition import TriggerDefinition
-from practiceflow.triggers.poller import Poller, PollResult
+from practiceflow.triggers.poll_member import PollResult
+from practiceflow.triggers.poller import Poller
 from practiceflow.triggers.subscriptions import (
     CheckResult,
     SubscriptionManager,
     supported_events,
 )
 from practiceflow.triggers.webhook_receiver import Receiver
-
-__all__ = [
-    "MODES",
-    "BothTrigger",
-    "Mode",
-    "PollingTrigger",
-    "WebhookTrigger",
-    "build_trigger",
-    "resolve_mode",
-]
 
 logger = logging.getLogger("practiceflow.triggers")
 

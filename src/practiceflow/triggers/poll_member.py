@@ -29,14 +29,6 @@ from practiceflow.state import CursorState, StateStore
 from practiceflow.triggers.base import TriggerEvent, envelope, persist
 from practiceflow.triggers.definition import PollSpec, TriggerDefinition, parse_time
 
-__all__ = [
-    "FULL_SCAN",
-    "KNOWN_SUFFIX",
-    "PAGE_SIZE_SUFFIX",
-    "PollMember",
-    "PollResult",
-]
-
 logger = logging.getLogger("practiceflow.triggers.poller")
 
 #: Cursor value of a list whose rows carry no usable cursor field: read whole each poll.

@@ -53,23 +53,10 @@ from practiceflow.errors import PracticeflowError
 from practiceflow.state import StateStore
 from practiceflow.triggers.definition import PollSpec, TriggerDefinition
 from practiceflow.triggers.poll_member import (
-    FULL_SCAN,
-    KNOWN_SUFFIX,
-    PAGE_SIZE_SUFFIX,
     PollMember,
     PollResult,
 )
 from practiceflow.triggers.shared_poll import SharedPoll
-
-__all__ = [
-    "FULL_SCAN",
-    "KNOWN_SUFFIX",
-    "PAGE_SIZE_SUFFIX",
-    "PollResult",
-    "Poller",
-    "adapt_interval",
-    "budget_interval",
-]
 
 logger = logging.getLogger("practiceflow.triggers.poller")
 

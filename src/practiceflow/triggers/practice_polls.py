@@ -27,8 +27,6 @@ from practiceflow.triggers.poll_member import PollMember, PollResult
 from practiceflow.triggers.poller import budget_interval
 from practiceflow.triggers.shared_poll import SharedPoll, SharedPollResult, group_members
 
-__all__ = ["PollTarget", "PracticePolls", "ScheduledPoll"]
-
 
 @dataclass(frozen=True)
 class PollTarget:

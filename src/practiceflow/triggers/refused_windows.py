@@ -15,8 +15,6 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 
-__all__ = ["RefusedWindows", "WindowHandler"]
-
 logger = logging.getLogger("practiceflow.triggers")
 
 #: Called with (practice, trigger, first refusal, when the store took writes again).

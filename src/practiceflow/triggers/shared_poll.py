@@ -56,14 +56,6 @@ from practiceflow.errors import ConfigError, ValidationError
 from practiceflow.triggers.definition import CursorKind, TriggerDefinition, parse_time
 from practiceflow.triggers.poll_member import FULL_SCAN, PollMember, PollResult
 
-__all__ = [
-    "PollSource",
-    "SharedPoll",
-    "SharedPollResult",
-    "group_members",
-    "poll_source",
-]
-
 logger = logging.getLogger("practiceflow.triggers.poller")
 
 #: How many earlier times a read tries when the API refuses its cursor (1 min doubling:

@@ -38,15 +38,6 @@ from practiceflow.state import StateStore, SubscriptionRecord
 from practiceflow.triggers import tests_asked
 from practiceflow.triggers.webhook_receiver import HOOKS_PREFIX
 
-__all__ = [
-    "EVENTS_PATH",
-    "WEBHOOKS_PATH",
-    "CheckResult",
-    "SubscriptionInDoubt",
-    "SubscriptionManager",
-    "supported_events",
-]
-
 logger = logging.getLogger("practiceflow.triggers.subscriptions")
 
 WEBHOOKS_PATH: Final = "/api/v1/webhooks"

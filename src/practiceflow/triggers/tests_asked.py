@@ -34,15 +34,6 @@ from typing import Any, Final
 from practiceflow.hooks import tolerant
 from practiceflow.state import StateStore, SubscriptionHealth
 
-__all__ = [
-    "AWAIT_TEST",
-    "arrived",
-    "classify",
-    "hold",
-    "looks_like_test",
-    "note_asked",
-]
-
 #: How long after asking an id-less test delivery is awaited.
 AWAIT_TEST: Final = timedelta(minutes=10)
 

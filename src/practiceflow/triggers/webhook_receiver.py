@@ -66,17 +66,6 @@ from practiceflow.webhooks import (
     verify,
 )
 
-__all__ = [
-    "DEFAULT_MAX_BODY",
-    "HOOKS_PREFIX",
-    "KEY_HEADER",
-    "STORED_HEADER",
-    "Binding",
-    "Receiver",
-    "ReceiverServer",
-    "serve_receiver",
-]
-
 logger = logging.getLogger("practiceflow.triggers.webhook_receiver")
 
 #: Largest delivery body accepted by default (bytes).

@@ -35,8 +35,6 @@ from practiceflow.versions.recorded import (
     save_version,
 )
 
-__all__ = ["Decision", "RunCheck", "check_runs", "in_flight", "migrate"]
-
 Decision = Literal["on it", "can move", "stays", "needs a person"]
 
 #: Statuses of a run in flight.

@@ -40,8 +40,6 @@ from practiceflow.state import RunRecord, StateStore, StepRecord
 from practiceflow.templating import render_tree
 from practiceflow.versions.recorded import VersionUnavailable, load_version, rebuild
 
-__all__ = ["Replay", "ReplayedStep", "replay"]
-
 #: What a write came to under the new version, beside what the run sent.
 Verdict = Literal["same", "differs", "new", "dropped", "skipped", "error", "read"]
 

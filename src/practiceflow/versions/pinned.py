@@ -23,8 +23,6 @@ from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.versions.recorded import VersionUnavailable, load_version, rebuild, short
 
-__all__ = ["orphan_runs", "recipe_for_run", "settle_orphan_event", "version_hold"]
-
 
 def recipe_for_run(
     store: StateStore, run: RunRecord, served: ValidRecipe, served_digest: str | None

@@ -30,17 +30,6 @@ from practiceflow.manifest.yamlpos import YamlLoadError, load_yaml
 from practiceflow.runner.validate import ValidRecipe, check_recipe
 from practiceflow.state import StateStore
 
-__all__ = [
-    "ModuleVersion",
-    "RecipeVersion",
-    "VersionUnavailable",
-    "load_version",
-    "rebuild",
-    "recipe_version",
-    "save_version",
-    "short",
-]
-
 #: Digits of a digest shown to people (``runs list``); any unique prefix selects.
 SHORT = 12
 
