@@ -9,14 +9,13 @@ The step journal methods (``step_pending`` ... ``resolve_step``) are written onc
 from __future__ import annotations
 
 import uuid
-from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state._dialect import Connection, Dialect, SQLConnection
+from practiceflow.state._base import StoreBase
+from practiceflow.state._dialect import Dialect, SQLConnection
 from practiceflow.state._schema import (
     COUNT_START,
     JOURNAL,
@@ -40,7 +39,7 @@ from practiceflow.state.rows import (
     like_prefix,
 )
 from practiceflow.state.run_leases import SELECT_LEASE, RunLease
-from practiceflow.state.sealing import Sealer, json_or_null
+from practiceflow.state.sealing import json_or_null
 from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
 
 __all__ = ["SQLRuns"]
@@ -94,38 +93,8 @@ def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
     )  # fmt: skip
 
 
-class SQLRuns:
+class SQLRuns(StoreBase):
     """The run and step journal methods of the store on the store's connections."""
-
-    dialect: ClassVar[Dialect]
-    sealer: Sealer
-    _load: Dialect
-
-    @abstractmethod
-    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
-
-    @abstractmethod
-    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-
-    @abstractmethod
-    def _stamp(self, value: datetime | None, what: str) -> Any: ...
-
-    @abstractmethod
-    def _join(
-        self, begin: Callable[[], AbstractContextManager[Connection]]
-    ) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _statement(self) -> AbstractContextManager[Connection]: ...
-
-    @abstractmethod
-    def _in_atomic(self) -> bool: ...
-
-    @abstractmethod
-    def now(self) -> datetime: ...
 
     # --- runs -----------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ downtime (:mod:`practiceflow.service.gaps`). The one writer of rows is
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
@@ -20,7 +19,6 @@ __all__ = [
     "WHOLE_FLEET",
     "HeartbeatKind",
     "HeartbeatRecord",
-    "HeartbeatRows",
 ]
 
 HeartbeatKind = Literal["serve", "fleet"]
@@ -50,29 +48,3 @@ class HeartbeatRecord:
     since: datetime
     beat_at: datetime
     stopped_at: datetime | None
-
-
-class HeartbeatRows(ABC):
-    """The heartbeats table's part of the :class:`~practiceflow.state.StateStore` interface."""
-
-    @abstractmethod
-    def beat(
-        self,
-        kind: HeartbeatKind,
-        practice: str,
-        holder: str,
-        *,
-        at: datetime | None = None,
-        start: bool = False,
-        stop: bool = False,
-    ) -> None:
-        """Record a sign of life at ``at`` (now by default): ``start`` begins a new
-        listening (``since`` = ``at``, not stopped), ``stop`` marks a clean stop."""
-
-    @abstractmethod
-    def get_heartbeat(self, kind: HeartbeatKind, practice: str) -> HeartbeatRecord | None:
-        """The row of a process kind and practice, or None before its first start."""
-
-    @abstractmethod
-    def list_heartbeats(self) -> list[HeartbeatRecord]:
-        """Every row, by kind and practice."""

@@ -16,17 +16,13 @@ The rows live in the table ``{p}pending_writes`` (schema version 5,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from practiceflow.state._base import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import to_json
-
-if TYPE_CHECKING:
-    from practiceflow.state._dialect import Dialect, SQLConnection
-    from practiceflow.state.sealing import Sealer
 
 __all__ = ["PENDING_WRITES_MIGRATION", "PendingWrite", "PendingWriteStore"]
 
@@ -85,20 +81,8 @@ class PendingWrite:
     claimed_at: datetime | None
 
 
-class PendingWriteStore:
+class PendingWriteStore(StoreBase):
     """The pending writes of a SQL store (mixed into it; see the module docstring)."""
-
-    if TYPE_CHECKING:
-        sealer: Sealer
-        _load: Dialect
-
-        def now(self) -> datetime: ...
-
-        def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
-
-        def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
-
-        def _stamp(self, value: datetime | None, what: str) -> Any: ...
 
     def add_pending_write(
         self,

@@ -15,14 +15,12 @@ row kept.
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._base import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import json_or_null
 
@@ -104,19 +102,8 @@ class RunRetry:
     updated_at: datetime
 
 
-class SQLRunRetries:
+class SQLRunRetries(StoreBase):
     """The run retries' part of :class:`~practiceflow.state.StateStore`."""
-
-    _load: Dialect
-
-    @abstractmethod
-    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-
-    @abstractmethod
-    def _stamp(self, value: datetime | None, what: str) -> Any: ...
 
     def _decode_retry(self, row: Sequence[Any]) -> RunRetry:
         load = self._load
