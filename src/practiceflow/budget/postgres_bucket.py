@@ -36,8 +36,6 @@ from pyrate_limiter import PostgresBucket
 
 from practiceflow.budget.rate_budget import RateBudget, RateLimits, budget_table
 
-__all__ = ["WaitingPostgresBucket", "budget_table", "shared_budget"]
-
 #: Most rows older than the day deleted by one admission.
 _PRUNE_BATCH: Final = 100
 

@@ -48,17 +48,6 @@ from pyrate_limiter import AbstractBucket, Duration, InMemoryBucket, Rate, RateI
 
 from practiceflow.errors import BugError, ConfigError, RateLimitError
 
-__all__ = [
-    "Priority",
-    "RateBudget",
-    "RateLimitStatus",
-    "RateLimits",
-    "budget_table",
-    "current_priority",
-    "parse_retry_after",
-    "priority",
-]
-
 
 class Priority(IntEnum):
     """Who is asking; a lower value goes first."""

@@ -33,8 +33,6 @@ from pyrate_limiter.buckets.sqlite_bucket import Queries
 from practiceflow.budget.rate_budget import RateLimits, budget_table
 from practiceflow.errors import ConfigError
 
-__all__ = ["BUDGET_FILE", "BudgetFileLock", "SQLiteBudgetBucket", "budget_file", "open_bucket"]
-
 #: The budget file's name, in the folder of the SQLite state file.
 BUDGET_FILE: Final = "budget.db"
 _LOCK_SUFFIX: Final = ".lock"

@@ -19,8 +19,6 @@ from practiceflow.state.attention_rows import (
 from practiceflow.state.rows import EventRecord, Json, check_value, like_prefix
 from practiceflow.state.sealing import json_or_null
 
-__all__ = ["SQLAttention"]
-
 _SELECT: Final = (
     "SELECT attention_id, kind, practice, trigger_key, dedupe, window_start, window_end,"
     " reason, evidence, status, created_at, updated_at, settled_by, settled_at, note"

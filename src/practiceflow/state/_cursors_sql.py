@@ -12,8 +12,6 @@ from datetime import datetime, timedelta
 from practiceflow.state._base import StoreBase
 from practiceflow.state.rows import CursorState
 
-__all__ = ["SQLCursors"]
-
 
 class SQLCursors(StoreBase):
     """The cursor and request-count methods of the store on the store's connections."""

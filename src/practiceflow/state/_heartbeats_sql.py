@@ -14,8 +14,6 @@ from practiceflow.state.heartbeats import (
 )
 from practiceflow.state.rows import check_value
 
-__all__ = ["HEARTBEATS_MIGRATION", "SQLHeartbeats"]
-
 _SELECT: Final = "SELECT kind, practice, holder, since, beat_at, stopped_at FROM {p}heartbeats"
 
 # The cursor rows that held these facts before (``serve#alive`` of a practice,

@@ -42,8 +42,6 @@ from practiceflow.state.run_leases import SELECT_LEASE, RunLease
 from practiceflow.state.sealing import json_or_null
 from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
 
-__all__ = ["SQLRuns"]
-
 
 def _decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
     """The record of a runs row, columns as in :data:`SELECT_RUNS`."""

@@ -55,8 +55,6 @@ from practiceflow.state.rows import (
 from practiceflow.state.run_retries import SQLRunRetries
 from practiceflow.state.sealing import to_json
 
-__all__ = ["StateStore"]
-
 
 def _event_rows(
     events: Sequence[NewEvent],

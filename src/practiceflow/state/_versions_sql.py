@@ -7,8 +7,6 @@ from practiceflow.state._base import StoreBase
 from practiceflow.state.rows import Json, VersionRecord
 from practiceflow.state.sealing import json_or_null
 
-__all__ = ["SQLVersions"]
-
 
 class SQLVersions(StoreBase):
     """The version methods of the store interface on the store's connections."""

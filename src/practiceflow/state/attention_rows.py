@@ -23,14 +23,6 @@ from typing import Final, Literal
 
 from practiceflow.state.rows import Json
 
-__all__ = [
-    "ATTENTION_KINDS",
-    "ATTENTION_STATUSES",
-    "AttentionKind",
-    "AttentionRecord",
-    "AttentionStatus",
-]
-
 AttentionKind = Literal[
     "gap", "subscription_in_doubt", "unrecognised", "silent_subscription", "retries_exhausted"
 ]

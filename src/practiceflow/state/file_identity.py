@@ -15,8 +15,6 @@ from typing import ClassVar
 
 from practiceflow.errors import ErrorKind, StoreError
 
-__all__ = ["StateFileGone", "StoreUnusable"]
-
 
 class StoreUnusable(StoreError):
     """The state file cannot be used where it is (a read-only file or folder, a folder

@@ -30,8 +30,6 @@ from practiceflow.errors import BugError, StoreError
 from practiceflow.state._sql import StateStore
 from practiceflow.state.rows import NewEvent
 
-__all__ = ["DEFAULT_MAX_BATCH", "DEFAULT_MAX_WAIT", "GroupCommit"]
-
 #: Most events committed in one transaction.
 DEFAULT_MAX_BATCH: Final = 256
 #: Seconds the first event of a batch waits for others (0: the event loop's next turn).

@@ -14,13 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
-__all__ = [
-    "HEARTBEAT_KINDS",
-    "WHOLE_FLEET",
-    "HeartbeatKind",
-    "HeartbeatRecord",
-]
-
 HeartbeatKind = Literal["serve", "fleet"]
 #: Every kind of process that keeps a heartbeat.
 HEARTBEAT_KINDS: Final[tuple[HeartbeatKind, ...]] = ("serve", "fleet")

@@ -15,8 +15,6 @@ from typing import Any, Final
 
 from practiceflow.state._dialect import SQLConnection
 
-__all__ = ["FINISHED", "PURGED", "purge_finished"]
-
 #: The run statuses that end a run: nothing of it runs or is held for a person any more.
 FINISHED: Final = ("succeeded", "failed", "cancelled")
 #: The key a purged event payload carries (with its ``source``, kept in clear).

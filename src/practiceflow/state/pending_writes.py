@@ -24,8 +24,6 @@ from practiceflow.state._base import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import to_json
 
-__all__ = ["PENDING_WRITES_MIGRATION", "PendingWrite", "PendingWriteStore"]
-
 #: The statements of the schema version that adds the table.
 PENDING_WRITES_MIGRATION: Final = (
     """

@@ -22,8 +22,6 @@ from typing import Final
 from practiceflow.errors import StoreError
 from practiceflow.state._sql import StateStore
 
-__all__ = ["DEFAULT_EVERY", "DEFAULT_MOST", "RequestLog"]
-
 logger = logging.getLogger("practiceflow.state.request_log")
 
 #: Seconds a counted request may wait in memory before its batch is written.

@@ -15,37 +15,6 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 
 from practiceflow.errors import BugError, ConfigError
 
-__all__ = [
-    "DEFAULT_KEEP_SEEN",
-    "RESOLUTIONS",
-    "RESOLVABLE",
-    "RUN_STATUSES",
-    "RUN_TRANSITIONS",
-    "STEP_STATUSES",
-    "STEP_TRANSITIONS",
-    "SUBSCRIPTION_STATUSES",
-    "Clock",
-    "CursorState",
-    "EventRecord",
-    "Json",
-    "NewEvent",
-    "PracticeCounts",
-    "Resolution",
-    "RunRecord",
-    "RunStatus",
-    "StepRecord",
-    "StepStatus",
-    "StepTransition",
-    "SubscriptionHealth",
-    "SubscriptionRecord",
-    "SubscriptionStatus",
-    "check_run_transition",
-    "check_value",
-    "from_utc",
-    "like_prefix",
-    "to_utc",
-]
-
 #: How long ids of handled events are kept for deduplication by default.
 DEFAULT_KEEP_SEEN: Final = timedelta(days=7)
 

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-__all__ = ["LEASE_TABLE", "SELECT_LEASE", "RunLease"]
-
 #: The migration that adds the table (schema version 5).
 LEASE_TABLE: Final = (
     """

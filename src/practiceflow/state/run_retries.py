@@ -24,8 +24,6 @@ from practiceflow.state._base import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import json_or_null
 
-__all__ = ["RUN_RETRIES_MIGRATION", "RunRetry", "SQLRunRetries"]
-
 #: The statements of the schema version that adds the table (and the attention kind).
 RUN_RETRIES_MIGRATION: Final = (
     """

@@ -29,17 +29,6 @@ from cryptography.fernet import Fernet, InvalidToken
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state.rows import Json
 
-__all__ = [
-    "KEY_ENV",
-    "KEY_FILE_ENV",
-    "MARK",
-    "Sealer",
-    "from_json",
-    "is_sealed",
-    "json_or_null",
-    "to_json",
-]
-
 KEY_ENV: Final = "PRACTICEFLOW_STATE_KEY"
 KEY_FILE_ENV: Final = "PRACTICEFLOW_STATE_KEY_FILE"
 #: The key of a sealed value's token.

@@ -14,15 +14,6 @@ from typing import Any, Final
 from practiceflow.errors import BugError
 from practiceflow.state.rows import RESOLVABLE, STEP_TRANSITIONS, Json, StepStatus
 
-__all__ = [
-    "STEP_FIELDS",
-    "StepChange",
-    "StepWrite",
-    "check_step_changes",
-    "check_step_transition",
-    "fold_step_changes",
-]
-
 #: The JSON fields of a step a move may set.
 STEP_FIELDS: Final = ("request", "output", "error")
 
