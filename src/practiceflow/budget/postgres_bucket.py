@@ -1,28 +1,13 @@
 """One rate budget per Client ID, shared in PostgreSQL by every replica of a fleet.
 
-A fleet of ten replicas must never send more than the practice's 60/min, 1000/h and
-10000/day together. Each replica's :class:`~practiceflow.api.RateBudget` counts into the
-same pyrate-limiter ``PostgresBucket``: one table per Client ID holding every admitted
-request's timestamp, where one check counts all three windows, so the windows are shared
-as they are, not divided between replicas.
-
-One change to the library's bucket, and why: ``PostgresBucket`` takes its table lock with
-``NOWAIT`` and answers "not admitted" (with no wait to report) when another replica holds
-it. Under a fleet's steady contention that turns into a busy loop of retries, each one a
-round trip. :class:`WaitingPostgresBucket` waits for the lock instead (held only for one
-count and one insert), so a refusal always means a full window and comes with the real
-wait.
-
-The library's check counts the three windows over the whole table, so its cost grows
-with every row left behind (rows older than a day are pruned only every few hundred
-admissions of one process). Here the check reads only its windows, through the
-timestamp index (rows at or after the longest window's start), and the same statement
-deletes the rows older than that start, under the lock the check already holds: the
-table holds at most a day's admissions and one admission's cost is bounded by them.
-
-Timestamps are wall-clock milliseconds (``time.time``): every replica's clock must agree,
-which NTP-synchronised hosts do to well under the windows' resolution. A ``Retry-After``
-pause after a 429 stays in the replica that received it.
+Each replica's :class:`~practiceflow.api.RateBudget` counts into the same pyrate-limiter
+``PostgresBucket`` (one table per Client ID), so ten replicas together never exceed the
+practice's windows. :class:`WaitingPostgresBucket` changes the library's bucket twice, and
+why: it waits for the table lock instead of ``NOWAIT`` (a refusal then always means a full
+window, never a busy loop of round trips), and its check reads only the rows of the
+longest window and deletes older ones under the same lock (an admission's cost stays
+bounded by a day's rows). Timestamps are wall-clock milliseconds: replicas' clocks must
+agree (NTP). A ``Retry-After`` pause stays in the replica that received it.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """One rate budget per Client ID, shared through a SQLite file by the processes of a host.
 
-``serve`` (or ``run``) and ``mcp`` on one SQLite state store are separate processes that
-spend the same practice's 60/min, 1000/h and 10000/day. Each counts into pyrate-limiter's
-``SQLiteBucket`` on one file beside the state file (:data:`BUDGET_FILE`, e.g.
-``.practiceflow/budget.db``): one table per Client ID (:func:`budget_table`) holding every
-admitted request's timestamp, so that each process sees the others' requests in every
-window.
-
-``SQLiteBucket.put`` counts the windows, then inserts, under its ``lock``. For that to be
-one step across processes the lock is :class:`BudgetFileLock`: an ``flock`` on
-``budget.db.lock`` taken by the outermost holder, behind a thread ``RLock`` (the bucket
-takes its lock again while holding it, and threads of one process must queue too).
-
-Timestamps are wall-clock milliseconds (a budget over this bucket uses ``clock=time.time``,
-as ``SQLiteBucket.now()`` does): processes compare each other's timestamps, and monotonic
-clocks of different processes need not agree.
+``serve`` and ``mcp`` on one state store spend the same practice's windows: each counts
+into pyrate-limiter's ``SQLiteBucket`` on :data:`BUDGET_FILE` beside the state file (one
+table per Client ID, :func:`budget_table`). The bucket's ``lock`` is
+:class:`BudgetFileLock` (an ``flock`` behind a thread ``RLock``), so that count-then-insert
+is one step across processes. Timestamps are wall-clock milliseconds (``clock=time.time``):
+monotonic clocks of different processes need not agree.
 """
 
 from __future__ import annotations
