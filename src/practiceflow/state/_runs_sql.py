@@ -288,24 +288,23 @@ class SQLRuns(StoreBase):
     ) -> None:
         """Check and write moves of a step from ``current`` (``None``: no row yet) inside
         ``db``'s write transaction: the step's row, and one history row per move."""
-        write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
+        columns, sends, journal = fold_step_changes(
+            run_id, step_id, current, changes, encoded, stamps
+        )
         # Column names are fixed or checked by the encoder; values are parameters.
-        columns = write.columns
         if current is None:
-            columns.update(
-                run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0]
-            )
+            columns.update(run_id=run_id, step_id=step_id, attempts=sends, created_at=stamps[0])
             marks = ", ".join("?" * len(columns))
             sql = f"INSERT INTO {{p}}steps ({', '.join(columns)}) VALUES ({marks})"
             params: tuple[Any, ...] = tuple(columns.values())
         else:
             sets = [f"{name} = ?" for name in columns]
-            if write.sends:
-                sets.append(f"attempts = attempts + {write.sends:d}")
+            if sends:
+                sets.append(f"attempts = attempts + {sends:d}")
             sql = f"UPDATE {{p}}steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?"
             params = (*columns.values(), run_id, step_id)
         db.execute(sql, params)
-        db.executemany(JOURNAL, write.journal)
+        db.executemany(JOURNAL, journal)
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """One step's journal entry, or ``None``."""
