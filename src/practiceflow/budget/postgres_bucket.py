@@ -50,14 +50,8 @@ class WaitingPostgresBucket(PostgresBucket):
         return str(self._full_tbl)
 
     def window_counts(self, now_ms: int, windows_ms: list[int]) -> list[int]:
-        """Requests admitted in each of the last ``windows_ms`` milliseconds, in one query.
-
-        Args:
-            now_ms: the current wall-clock time in milliseconds.
-            windows_ms: the windows' lengths.
-
-        Returns:
-            One count per window, in the same order.
+        """Requests admitted in each of the last ``windows_ms`` milliseconds before ``now_ms``
+        (wall clock), in one query, one count per window.
         """
         column = sql.SQL("count(*) FILTER (WHERE item_timestamp >= TO_TIMESTAMP(%s))")
         query = sql.SQL(
@@ -78,18 +72,11 @@ class WaitingPostgresBucket(PostgresBucket):
 
 
 def _bounded_count(table: str, windows: int) -> sql.Composed:
-    """The admission's check: one count per window, reading only the longest window's rows,
-    and the deletion of the rows older than it, in one statement.
-
-    It takes the library's parameters (each window's start, in seconds, in the order of the
-    rates). At most :data:`_PRUNE_BATCH` old rows go per admission, oldest first through the
-    index: about one row leaves the day per admission, so a batch keeps up, and the rows a
-    long-stopped replica left behind go over a few admissions instead of in one long one
-    (the counts never read them meanwhile). ``w`` is inlined where it is used (``NOT
-    MATERIALIZED``), so the planner sees the window's start as a value and picks the index
-    or a scan from the table's statistics. A data-modifying ``WITH`` runs once and to its
-    end whatever the ``SELECT`` reads; both see the table as it was before the deletion
-    (the counts skip those rows).
+    """The admission's check in one statement: a count per window (the library's parameters,
+    each window's start in seconds) over the longest window's rows only, and the deletion of
+    at most :data:`_PRUNE_BATCH` older rows, oldest first (a long-stopped replica's leftovers
+    go over a few admissions). ``w`` is ``NOT MATERIALIZED`` so the planner sees the starts as
+    values; the deleting ``WITH`` and the counts both see the table as before the deletion.
     """
     names = [sql.Identifier(f"s{n}") for n in range(windows)]
     starts = sql.SQL(", ").join(sql.SQL("TO_TIMESTAMP(%s) AS {}").format(name) for name in names)

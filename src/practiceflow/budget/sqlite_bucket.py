@@ -30,14 +30,7 @@ _LOCK_SUFFIX: Final = ".lock"
 
 
 def budget_file(state_file: Path) -> Path:
-    """The budget file of a SQLite state file: ``budget.db`` in the same folder.
-
-    Args:
-        state_file: the SQLite state file.
-
-    Returns:
-        The budget file's path (created on first use).
-    """
+    """The budget file of a SQLite state file: ``budget.db`` in the same folder."""
     return state_file.with_name(BUDGET_FILE)
 
 
@@ -61,11 +54,7 @@ class BudgetFileLock:
         self._fd: int | None = None
 
     def acquire(self) -> bool:
-        """Wait for the lock (reentrant for the thread holding it).
-
-        Returns:
-            True, once held.
-        """
+        """Wait for the lock (reentrant for the thread holding it); True once held."""
         self._thread_lock.acquire()
         if self._depth == 0:
             try:
@@ -116,14 +105,8 @@ class SQLiteBudgetBucket(SQLiteBucket):
     """
 
     def window_counts(self, now_ms: int, windows_ms: list[int]) -> list[int]:
-        """Requests admitted (by every process) in each of the last ``windows_ms``.
-
-        Args:
-            now_ms: the current wall-clock time in milliseconds.
-            windows_ms: the windows' lengths.
-
-        Returns:
-            One count per window, in the same order.
+        """Requests admitted (by every process) in each of the last ``windows_ms`` milliseconds
+        before ``now_ms`` (wall clock), one count per window.
         """
         columns = ", ".join(["COUNT(CASE WHEN item_timestamp >= ? THEN 1 END)"] * len(windows_ms))
         # The table's name is a digest (budget_table); the bounds are parameters.

@@ -1,16 +1,15 @@
-"""The store's shared primitives: connections, transactions and times, in :class:`StoreBase`.
+"""The store's shared primitives (connections, transactions, times): :class:`StoreBase`,
+inherited by every SQL mixin and :class:`StateStore`.
 
-Every SQL mixin (``_runs_sql.py``, ``_cursors_sql.py``, ...) and :class:`StateStore`
-inherit them. A subclass gives the database: its ``Dialect`` (``_dialect.py``) and its
-connections and transactions (:meth:`StoreBase._transaction`, :meth:`StoreBase._statement`,
-:meth:`StoreBase._lock`). What every subclass must guarantee, and the methods rely on:
+A subclass gives the database: its ``Dialect`` and its transactions. What it must
+guarantee, and the methods rely on:
 
 * a write transaction (:meth:`StoreBase._write`) that reads and then writes is never
-  interleaved with another writer's on the same rows: SQLite takes the database's write
-  lock when it begins, PostgreSQL locks the rows read (``Dialect.lock_row``) or a key
+  interleaved with another writer's on the same rows: SQLite takes the file's write lock
+  at BEGIN, PostgreSQL locks the rows read (``Dialect.lock_row``) or a key
   (:meth:`StoreBase._lock`);
 * uniqueness is the database's (unique indexes, ``ON CONFLICT DO NOTHING``), so that
-  concurrent callers, threads or processes, agree on one event, one run, one subscription;
+  concurrent threads or processes agree on one event, one run, one subscription;
 * inside :meth:`StoreBase.atomic`, every call of the thread joins the block's transaction.
 """
 

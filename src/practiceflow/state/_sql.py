@@ -1,16 +1,12 @@
 """The state store, :class:`StateStore`: every method written once, in SQL.
 
-Everything is keyed by ``practice`` (a string naming the practice / credentials) so that
-two practices sharing a store never see each other's events, cursors or runs. Each method
-that changes something is one committed transaction: when it returns, the change survives
-a crash.
-
-:class:`StateStore` holds the events and webhook subscriptions here and gathers the other
-tables' mixins (runs and step journals in ``_runs_sql.py``, cursors and request counts in
-``_cursors_sql.py``, versions, attention, heartbeats, run retries, pending writes), all on
-the primitives of ``_base.py``. A subclass gives it a database: SQLite (``_sqlite.py``)
-and PostgreSQL (``_postgres.py``). Statements are written in the store's one form (``?``
-for each parameter, ``{p}`` before each table name), which the dialect translates.
+Everything is keyed by ``practice``, so practices sharing a store never see each other's
+data, and each method that changes something is one committed transaction. Events and
+webhook subscriptions are here; the other tables' methods are mixins (``_runs_sql.py``,
+``_cursors_sql.py``, ``_versions_sql.py``, ``_attention_sql.py``, ``_heartbeats_sql.py``,
+``run_retries.py``, ``pending_writes.py``) on the primitives of ``_base.py``; SQLite
+(``_sqlite.py``) and PostgreSQL (``_postgres.py``) give the database. Statements use
+``?`` for parameters and ``{p}`` before table names, which the dialect translates.
 """
 
 from __future__ import annotations
@@ -61,19 +57,8 @@ def _event_rows(
     stamp: Callable[[datetime | None, str], Any],
     seal: Callable[[Json, str], Json],
 ) -> list[tuple[Any, ...]]:
-    """The rows a store inserts for :meth:`~practiceflow.state.StateStore.record_events`.
-
-    Args:
-        events: the events, in order.
-        stamp: the store's encoding of a time (``None``: its now).
-        seal: the store's sealing of a stored JSON value (``sealing.py``).
-
-    Returns:
-        ``(practice, source, event_key, event_id, signature, payload JSON, received_at)``
-        for each event.
-
-    Raises:
-        BugError: a payload is not JSON.
+    """The rows :meth:`StateStore.record_events` inserts (``practice, source, event_key,
+    event_id, signature, sealed payload, received_at``), stamped and sealed by the store.
     """
     return [
         (
@@ -92,15 +77,8 @@ def _event_rows(
 def _first_occurrences(
     rows: Sequence[tuple[Any, ...]], inserted: Iterable[tuple[Any, ...]]
 ) -> list[bool]:
-    """Which rows of a batch ``INSERT ... ON CONFLICT DO NOTHING`` were recorded.
-
-    Args:
-        rows: the rows of :func:`_event_rows`, in order.
-        inserted: ``(practice, source, event_id)`` of each row the database returned.
-
-    Returns:
-        ``True`` for a row the database inserted: the first row of the batch with its key
-        (a later row with the same key was a duplicate of it).
+    """For each row of a batch insert, whether the database inserted it: the first row of the
+    batch with its key, among ``inserted`` (``(practice, source, event_id)`` returned).
     """
     remaining = set(inserted)
     answers: list[bool] = []

@@ -1,11 +1,10 @@
 """Who is listening, since when, last beat: the ``heartbeats`` table of the state store.
 
-One row per process kind and practice: ``serve`` of a practice, or ``fleet`` for the whole
-fleet (practice :data:`WHOLE_FLEET`). The row says which process holds it, when that
-process began listening, its last sign of life, and when it stopped cleanly (None while it
-runs, or when it was killed). The window from the last beat to the next start is a known
-downtime (:mod:`practiceflow.service.gaps`). The one writer of rows is
-:class:`practiceflow.service.heartbeat.Heartbeat`; this module is the table's interface.
+One row per process kind and practice (``fleet``: practice :data:`WHOLE_FLEET`); the
+window from a last beat to the next start is a known downtime
+(:mod:`practiceflow.service.gaps`). The one writer is
+:class:`practiceflow.service.heartbeat.Heartbeat`; the store's methods are in
+``_heartbeats_sql.py``.
 """
 
 from __future__ import annotations

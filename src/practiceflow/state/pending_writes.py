@@ -1,16 +1,11 @@
-"""Writes an assistant previewed, kept in the store until they are confirmed (``practiceflow
-mcp``), so that a confirmation reaching any process or replica sharing the store finds them.
+"""Writes an assistant previewed (``practiceflow mcp``), kept in the store until confirmed,
+so that a confirmation reaching any process sharing the store finds them.
 
-A row holds what a preview promised to send: the practice, the tool, the exact arguments
-(sealed with the store's key, as every JSON value the store writes), a digest of them, when
-the preview expires, how many wrong confirmation codes were offered, and the claim of the
-process sending it. The claim is what makes a confirmation single-use across processes: a
-process sends a previewed write only while it holds its claim, and another process takes a
-claim over only when the holder's is stale or its holder is known to be gone (the caller
-decides, :meth:`PendingWriteStore.claim_pending_write`).
-
-The rows live in the table ``{p}pending_writes`` (schema version 5,
-:data:`PENDING_WRITES_MIGRATION`); :class:`PendingWriteStore` is a part of every SQL store.
+A row holds the tool, the exact arguments (sealed), their digest, the expiry, the wrong
+codes offered and the claim of the process sending it. The claim makes a confirmation
+single-use across processes: a process sends only while it holds the claim, and takes
+another's over only when it is stale or its holder gone (the caller decides,
+:meth:`PendingWriteStore.claim_pending_write`). Schema version 5.
 """
 
 from __future__ import annotations
