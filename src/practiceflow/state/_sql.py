@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 from practiceflow.errors import BugError
 from practiceflow.state._attention_sql import SQLAttention
 from practiceflow.state._cursors_sql import SQLCursors
-from practiceflow.state._dialect import Dialect
 from practiceflow.state._heartbeats_sql import SQLHeartbeats
 from practiceflow.state._runs_sql import SQLRuns
 from practiceflow.state._schema import (
@@ -87,14 +86,6 @@ def _first_occurrences(
         answers.append(key in remaining)
         remaining.discard(key)
     return answers
-
-
-def _decode_subscription(row: Sequence[Any], load: Dialect) -> SubscriptionRecord:
-    """The record of a subscriptions row, columns as in :data:`SELECT_SUBSCRIPTIONS`."""
-    return SubscriptionRecord(
-        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-        load.load_time(row[8]), load.load_time(row[9]),
-    )  # fmt: skip
 
 
 class StateStore(
@@ -321,7 +312,11 @@ class StateStore(
     def _subscription(self, row: Any) -> SubscriptionRecord:
         """A subscriptions row as a record, its secret opened (one stored before secrets
         were sealed is its plain text)."""
-        record = _decode_subscription(row, self._load)
+        load = self._load
+        record = SubscriptionRecord(
+            row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+            load.load_time(row[8]), load.load_time(row[9]),
+        )  # fmt: skip
         if record.secret.startswith("{"):
             return replace(record, secret=self.sealer.open(json.loads(record.secret)))
         return record
@@ -350,7 +345,8 @@ class StateStore(
     def set_test_asked(
         self, practice: str, trigger_key: str, asked_at: datetime | None, event_id: str | None
     ) -> None:
-        """See :meth:`StateStore.set_test_asked`."""
+        """Note that a test delivery was asked for at ``asked_at`` (None: no longer awaited)
+        and the event id the ``/test`` answer gave it."""
         stamp = None if asked_at is None else self._stamp(asked_at, "asked at")
         with self._write() as db:
             db.execute(UPSERT_TEST_ASKED, (practice, trigger_key, stamp, event_id))
