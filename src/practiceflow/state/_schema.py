@@ -274,6 +274,11 @@ class Migration:
     before: int
     after: int
 
+    @property
+    def changed(self) -> bool:
+        """Whether any migration was applied."""
+        return self.before != self.after
+
 
 def refuse_newer(where: str, current: int) -> None:
     """Refuse a database written by a newer practiceflow.

@@ -33,12 +33,9 @@ class StepChange:
             :data:`~practiceflow.state.rows.RESOLVABLE` statuses, and records who and why.
         who: the operator, when resolving.
         note: the operator's note, when resolving.
-        durable: the commit must survive an OS crash or power loss, not only the
-            process being killed (a store that may relax the other commits, as SQLite's
-            ``synchronous=NORMAL`` does, fsyncs this one).
-        at: when the move happened, for a move journaled after the fact (a read's
-            ``pending`` and ``sent``, journaled with its answer); the commit's time when
-            ``None``.
+        durable: the commit must survive an OS crash, not only a kill (SQLite fsyncs it).
+        at: when the move happened, for one journaled after the fact (a read's ``pending``
+            and ``sent``, with its answer); the commit's time when ``None``.
     """
 
     target: StepStatus
