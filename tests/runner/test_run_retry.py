@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -101,19 +102,47 @@ def _arm_429(sandbox: SandboxHandle, count: int, path: str = "/api/v1/entities")
     sandbox.admin("POST", "/_admin/faults", {**body, "retryAfter": 0})
 
 
-def _service(
+@dataclass
+class Rig:
+    """A sandbox, a state store on a clock the test moves, and an impatient client."""
+
+    sandbox: SandboxHandle
+    tmp_path: Path
+    registry: ModuleRegistry
+    store: StateStore
+    client: Client
+    clock: Clock
+
+    @property
+    def state(self) -> str:
+        """The state store's path, for the CLI's ``--state``."""
+        return str(self.tmp_path / "state.db")
+
+    def service(self, extra: str = "", on_point: Any = None) -> Service:
+        """A service running the billing recipe (``extra``: its more keys)."""
+        recipe = validate_recipe(
+            write_recipe(self.tmp_path, STEPS, name="billing", extra=extra), registry=self.registry
+        )
+        runner = Runner(recipe, self.store, self.client, practice=PRACTICE, on_point=on_point)
+        return Service(runners=[runner], store=self.store)
+
+    def record(self, ref: str) -> None:
+        """Record the event of a run billing an active client of the sandbox."""
+        entity = _entity(self.sandbox)
+        payload = {"ref": ref, "entityKey": entity["entityKey"]}
+        self.store.record_event(PRACTICE, "test_event", "e", ref, payload)
+
+
+@pytest.fixture
+def rig(
+    fast_sandbox: SandboxHandle,
     tmp_path: Path,
     registry: ModuleRegistry,
-    store: StateStore,
-    client: Client,
-    extra: str = "",
-    on_point: Any = None,
-) -> Service:
-    recipe = validate_recipe(
-        write_recipe(tmp_path, STEPS, name="billing", extra=extra), registry=registry
-    )
-    runner = Runner(recipe, store, client, practice=PRACTICE, on_point=on_point)
-    return Service(runners=[runner], store=store)
+    timed_store: StateStore,
+    impatient: Client,
+    clock: Clock,
+) -> Rig:
+    return Rig(fast_sandbox, tmp_path, registry, timed_store, impatient, clock)
 
 
 def _after_the_bill(sandbox: SandboxHandle, count: int) -> Any:
@@ -127,94 +156,74 @@ def _after_the_bill(sandbox: SandboxHandle, count: int) -> Any:
     return point
 
 
-def _record(store: StateStore, client: Client, sandbox: SandboxHandle, ref: str) -> None:
-    entity = _entity(sandbox)
-    payload = {"ref": ref, "entityKey": entity["entityKey"]}
-    store.record_event(PRACTICE, "test_event", "e", ref, payload)
-
-
 def test_a_run_whose_read_met_429s_is_retried_after_its_backoff_and_bills_once(
-    fast_sandbox: SandboxHandle,
-    tmp_path: Path,
-    registry: ModuleRegistry,
-    timed_store: StateStore,
-    impatient: Client,
-    clock: Clock,
+    rig: Rig,
 ) -> None:
     # The client's patience is two 429s: the third fails the call.
-    armed = _after_the_bill(fast_sandbox, 3)
-    service = _service(tmp_path, registry, timed_store, impatient, "retry: {backoff: 30}\n", armed)
-    _record(timed_store, impatient, fast_sandbox, "r1")
+    armed = _after_the_bill(rig.sandbox, 3)
+    service = rig.service("retry: {backoff: 30}\n", armed)
+    rig.record("r1")
 
     service.run_once()
 
-    (run,) = timed_store.list_runs()
+    (run,) = rig.store.list_runs()
     assert run.status == "failed"
-    scheduled = timed_store.run_retry(run.run_id)
+    scheduled = rig.store.run_retry(run.run_id)
     assert scheduled is not None
     assert scheduled.attempts == 1
-    assert scheduled.next_at == clock.now + timedelta(seconds=30)
+    assert scheduled.next_at == rig.clock.now + timedelta(seconds=30)
     assert scheduled.cause == {"step": "client", "type": "RateLimitError", "status": 429}
-    assert _bills(fast_sandbox, "r1") == 1
+    assert _bills(rig.sandbox, "r1") == 1
 
     service.run_once()  # not due yet: nothing is sent
-    assert timed_store.get_run(run.run_id).status == "failed"  # type: ignore[union-attr]
+    assert rig.store.get_run(run.run_id).status == "failed"  # type: ignore[union-attr]
 
-    clock.now += timedelta(seconds=31)
+    rig.clock.now += timedelta(seconds=31)
     service.run_once()
 
-    after = timed_store.get_run(run.run_id)
+    after = rig.store.get_run(run.run_id)
     assert after is not None
     assert after.status == "succeeded"
-    assert _bills(fast_sandbox, "r1") == 1  # the journal kept the bill: not sent again
+    assert _bills(rig.sandbox, "r1") == 1  # the journal kept the bill: not sent again
     bill_posts = [
         row
-        for row in fast_sandbox.admin("GET", "/_admin/requests")
+        for row in rig.sandbox.admin("GET", "/_admin/requests")
         if row["method"] == "POST" and row["path"].endswith("/bills")
     ]
     assert len(bill_posts) == 1
-    done = timed_store.run_retry(run.run_id)
+    done = rig.store.run_retry(run.run_id)
     assert done is not None
     assert (done.attempts, done.next_at) == (1, None)
-    assert timed_store.list_attention() == []
+    assert rig.store.list_attention() == []
 
-    shown = CliRunner().invoke(runs, ["show", run.run_id, "--state", timed_store_path(tmp_path)])
+    shown = CliRunner().invoke(runs, ["show", run.run_id, "--state", rig.state])
     assert shown.exit_code == 0, shown.output
     assert "retried: 1 attempt(s) failed on a transient cause" in shown.output
 
 
-def timed_store_path(tmp_path: Path) -> str:
-    return str(tmp_path / "state.db")
-
-
 def test_a_run_the_policy_gives_up_on_is_one_attention_entry_settled_like_the_others(
-    fast_sandbox: SandboxHandle,
-    tmp_path: Path,
-    registry: ModuleRegistry,
-    timed_store: StateStore,
-    impatient: Client,
-    clock: Clock,
+    rig: Rig,
 ) -> None:
-    armed = _after_the_bill(fast_sandbox, 100)
+    armed = _after_the_bill(rig.sandbox, 100)
     policy = "retry: {attempts: 2, backoff: 10}\n"
-    service = _service(tmp_path, registry, timed_store, impatient, policy, armed)
-    _record(timed_store, impatient, fast_sandbox, "r2")
+    service = rig.service(policy, armed)
+    rig.record("r2")
 
     service.run_once()
-    (run,) = timed_store.list_runs()
-    state = timed_store_path(tmp_path)
+    (run,) = rig.store.list_runs()
+    state = rig.state
     shown = CliRunner().invoke(runs, ["show", run.run_id, "--state", state, "--json"])
     assert json.loads(shown.output)["retry"] == {
         "attempts": 1,
-        "next_at": (clock.now + timedelta(seconds=10)).isoformat(),
+        "next_at": (rig.clock.now + timedelta(seconds=10)).isoformat(),
         "cause": {"step": "client", "type": "RateLimitError", "status": 429},
     }
     for _ in range(3):  # the second attempt fails too; then nothing is due any more
-        clock.now += timedelta(seconds=60)
+        rig.clock.now += timedelta(seconds=60)
         service.run_once()
 
-    assert timed_store.get_run(run.run_id).status == "failed"  # type: ignore[union-attr]
-    (entry,) = timed_store.list_attention()
+    assert rig.store.get_run(run.run_id).status == "failed"  # type: ignore[union-attr]
+    (entry,) = rig.store.list_attention()
     assert (entry.kind, entry.status, entry.trigger) == (EXHAUSTED, "open", "billing")
     assert entry.evidence == {
         "run": run.run_id,
@@ -222,97 +231,82 @@ def test_a_run_the_policy_gives_up_on_is_one_attention_entry_settled_like_the_ot
         "cause": {"step": "client", "type": "RateLimitError", "status": 429},
     }
     assert f"practiceflow runs retry {run.run_id}" in entry.reason
-    assert _bills(fast_sandbox, "r2") == 1
-    retried = timed_store.run_retry(run.run_id)
+    assert _bills(rig.sandbox, "r2") == 1
+    retried = rig.store.run_retry(run.run_id)
     assert retried is not None
     assert (retried.attempts, retried.next_at) == (2, None)
 
     listed = CliRunner().invoke(runs, ["list", "--status", "in_doubt", "--json", "--state", state])
     assert [row.get("kind") for row in json.loads(listed.output)] == [EXHAUSTED]
-    (shown_row,) = attention_view(ConsoleContext(store=timed_store, practice=PRACTICE))
+    (shown_row,) = attention_view(ConsoleContext(store=rig.store, practice=PRACTICE))
     assert (shown_row["kind"], shown_row["recipe"]) == (EXHAUSTED, "retries exhausted: billing")
     assert shown_row["settle"].startswith("practiceflow attention settle ")
     settled = CliRunner().invoke(
         attention, ["settle", entry.attention_id[:8], "--note", "retried by hand", "--state", state]
     )
     assert settled.exit_code == 0, settled.output
-    assert [e.status for e in timed_store.list_attention()] == ["closed"]
+    assert [e.status for e in rig.store.list_attention()] == ["closed"]
 
 
 def test_a_permanent_failure_is_not_retried(
-    fast_sandbox: SandboxHandle,
-    tmp_path: Path,
-    registry: ModuleRegistry,
-    timed_store: StateStore,
-    impatient: Client,
-    clock: Clock,
+    rig: Rig,
 ) -> None:
-    service = _service(tmp_path, registry, timed_store, impatient)
+    service = rig.service()
     missing = str(uuid.uuid4())
     payload = {"ref": "r3", "entityKey": missing}  # no such client
-    timed_store.record_event(PRACTICE, "test_event", "e", "r3", payload)
+    rig.store.record_event(PRACTICE, "test_event", "e", "r3", payload)
 
     service.run_once()
-    clock.now += timedelta(days=1)
+    rig.clock.now += timedelta(days=1)
     service.run_once()
 
-    (run,) = timed_store.list_runs()
+    (run,) = rig.store.list_runs()
     assert run.status == "failed"
     assert run.error["type"] == "InputError"  # the bill's check: no such client
-    assert timed_store.run_retry(run.run_id) is None
-    assert timed_store.list_attention() == []
-    gets = [r for r in fast_sandbox.admin("GET", "/_admin/requests") if r["method"] == "GET"]
+    assert rig.store.run_retry(run.run_id) is None
+    assert rig.store.list_attention() == []
+    gets = [r for r in rig.sandbox.admin("GET", "/_admin/requests") if r["method"] == "GET"]
     assert len([r for r in gets if missing in r["path"]]) == 1  # tried once, not again
 
 
 def test_a_write_refused_by_429s_at_its_ledger_check_is_retried_and_bills_once(
-    fast_sandbox: SandboxHandle,
-    tmp_path: Path,
-    registry: ModuleRegistry,
-    timed_store: StateStore,
-    impatient: Client,
-    clock: Clock,
+    rig: Rig,
 ) -> None:
     # The issue's case: the bill's ledger check met 429s until the client gave up; nothing
     # was sent, so the run is retried, and the bill is made once.
-    service = _service(tmp_path, registry, timed_store, impatient)
-    _record(timed_store, impatient, fast_sandbox, "r5")
-    _arm_429(fast_sandbox, 3, "/api/v1/bills/ledger/status")
+    service = rig.service()
+    rig.record("r5")
+    _arm_429(rig.sandbox, 3, "/api/v1/bills/ledger/status")
 
     service.run_once()
-    (run,) = timed_store.list_runs()
+    (run,) = rig.store.list_runs()
     assert (run.status, run.error["step"], run.error["status"]) == ("failed", "bill", 429)
-    assert _bills(fast_sandbox, "r5") == 0
+    assert _bills(rig.sandbox, "r5") == 0
 
-    clock.now += timedelta(seconds=61)  # the default backoff
+    rig.clock.now += timedelta(seconds=61)  # the default backoff
     service.run_once()
 
-    assert timed_store.get_run(run.run_id).status == "succeeded"  # type: ignore[union-attr]
-    assert _bills(fast_sandbox, "r5") == 1
+    assert rig.store.get_run(run.run_id).status == "succeeded"  # type: ignore[union-attr]
+    assert _bills(rig.sandbox, "r5") == 1
 
 
 def test_a_write_whose_answer_was_lost_is_not_retried_by_the_policy(
-    fast_sandbox: SandboxHandle,
-    tmp_path: Path,
-    registry: ModuleRegistry,
-    timed_store: StateStore,
-    impatient: Client,
-    clock: Clock,
+    rig: Rig,
 ) -> None:
-    service = _service(tmp_path, registry, timed_store, impatient, "marker: false\n")
-    _record(timed_store, impatient, fast_sandbox, "r4")
+    service = rig.service("marker: false\n")
+    rig.record("r4")
     body = {"kind": "drop", "count": 1, "method": "POST", "pathPrefix": "/api/v1/bills"}
-    fast_sandbox.admin("POST", "/_admin/faults", body)
+    rig.sandbox.admin("POST", "/_admin/faults", body)
 
     service.run_once()
-    clock.now += timedelta(days=1)
+    rig.clock.now += timedelta(days=1)
     service.run_once()
 
-    (run,) = timed_store.list_runs()
+    (run,) = rig.store.list_runs()
     # The write happened; its answer was lost: read back (found) or held, never sent again.
     assert run.status in ("succeeded", "in_doubt")
-    assert timed_store.run_retry(run.run_id) is None
-    assert _bills(fast_sandbox, "r4") == 1
+    assert rig.store.run_retry(run.run_id) is None
+    assert _bills(rig.sandbox, "r4") == 1
 
 
 READ = {"client": False, "bill": True}

@@ -1,28 +1,13 @@
 """One rate budget per Client ID, shared in PostgreSQL by every replica of a fleet.
 
-A fleet of ten replicas must never send more than the practice's 60/min, 1000/h and
-10000/day together. Each replica's :class:`~practiceflow.api.RateBudget` counts into the
-same pyrate-limiter ``PostgresBucket``: one table per Client ID holding every admitted
-request's timestamp, where one check counts all three windows, so the windows are shared
-as they are, not divided between replicas.
-
-One change to the library's bucket, and why: ``PostgresBucket`` takes its table lock with
-``NOWAIT`` and answers "not admitted" (with no wait to report) when another replica holds
-it. Under a fleet's steady contention that turns into a busy loop of retries, each one a
-round trip. :class:`WaitingPostgresBucket` waits for the lock instead (held only for one
-count and one insert), so a refusal always means a full window and comes with the real
-wait.
-
-The library's check counts the three windows over the whole table, so its cost grows
-with every row left behind (rows older than a day are pruned only every few hundred
-admissions of one process). Here the check reads only its windows, through the
-timestamp index (rows at or after the longest window's start), and the same statement
-deletes the rows older than that start, under the lock the check already holds: the
-table holds at most a day's admissions and one admission's cost is bounded by them.
-
-Timestamps are wall-clock milliseconds (``time.time``): every replica's clock must agree,
-which NTP-synchronised hosts do to well under the windows' resolution. A ``Retry-After``
-pause after a 429 stays in the replica that received it.
+Each replica's :class:`~practiceflow.api.RateBudget` counts into the same pyrate-limiter
+``PostgresBucket`` (one table per Client ID), so ten replicas together never exceed the
+practice's windows. :class:`WaitingPostgresBucket` changes the library's bucket twice, and
+why: it waits for the table lock instead of ``NOWAIT`` (a refusal then always means a full
+window, never a busy loop of round trips), and its check reads only the rows of the
+longest window and deletes older ones under the same lock (an admission's cost stays
+bounded by a day's rows). Timestamps are wall-clock milliseconds: replicas' clocks must
+agree (NTP). A ``Retry-After`` pause stays in the replica that received it.
 """
 
 from __future__ import annotations
@@ -35,8 +20,6 @@ from psycopg_pool import ConnectionPool
 from pyrate_limiter import PostgresBucket
 
 from practiceflow.budget.rate_budget import RateBudget, RateLimits, budget_table
-
-__all__ = ["WaitingPostgresBucket", "budget_table", "shared_budget"]
 
 #: Most rows older than the day deleted by one admission.
 _PRUNE_BATCH: Final = 100
@@ -67,14 +50,8 @@ class WaitingPostgresBucket(PostgresBucket):
         return str(self._full_tbl)
 
     def window_counts(self, now_ms: int, windows_ms: list[int]) -> list[int]:
-        """Requests admitted in each of the last ``windows_ms`` milliseconds, in one query.
-
-        Args:
-            now_ms: the current wall-clock time in milliseconds.
-            windows_ms: the windows' lengths.
-
-        Returns:
-            One count per window, in the same order.
+        """Requests admitted in each of the last ``windows_ms`` milliseconds before ``now_ms``
+        (wall clock), in one query, one count per window.
         """
         column = sql.SQL("count(*) FILTER (WHERE item_timestamp >= TO_TIMESTAMP(%s))")
         query = sql.SQL(
@@ -95,18 +72,11 @@ class WaitingPostgresBucket(PostgresBucket):
 
 
 def _bounded_count(table: str, windows: int) -> sql.Composed:
-    """The admission's check: one count per window, reading only the longest window's rows,
-    and the deletion of the rows older than it, in one statement.
-
-    It takes the library's parameters (each window's start, in seconds, in the order of the
-    rates). At most :data:`_PRUNE_BATCH` old rows go per admission, oldest first through the
-    index: about one row leaves the day per admission, so a batch keeps up, and the rows a
-    long-stopped replica left behind go over a few admissions instead of in one long one
-    (the counts never read them meanwhile). ``w`` is inlined where it is used (``NOT
-    MATERIALIZED``), so the planner sees the window's start as a value and picks the index
-    or a scan from the table's statistics. A data-modifying ``WITH`` runs once and to its
-    end whatever the ``SELECT`` reads; both see the table as it was before the deletion
-    (the counts skip those rows).
+    """The admission's check in one statement: a count per window (the library's parameters,
+    each window's start in seconds) over the longest window's rows only, and the deletion of
+    at most :data:`_PRUNE_BATCH` older rows, oldest first (a long-stopped replica's leftovers
+    go over a few admissions). ``w`` is ``NOT MATERIALIZED`` so the planner sees the starts as
+    values; the deleting ``WITH`` and the counts both see the table as before the deletion.
     """
     names = [sql.Identifier(f"s{n}") for n in range(windows)]
     starts = sql.SQL(", ").join(sql.SQL("TO_TIMESTAMP(%s) AS {}").format(name) for name in names)

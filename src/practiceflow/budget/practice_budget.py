@@ -14,8 +14,6 @@ from pathlib import Path
 from practiceflow.budget.rate_budget import RateBudget, RateLimits
 from practiceflow.budget.sqlite_bucket import budget_file, open_bucket
 
-__all__ = ["store_budget"]
-
 
 def store_budget(
     target: str, state_file: Path | None, client_id: str, limits: RateLimits | None = None

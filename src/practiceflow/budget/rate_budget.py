@@ -1,29 +1,19 @@
 """The client's rate budget: 60/min, 1000/h and 10000/day by default, and ``Retry-After``.
 
-The windows are counted by pyrate-limiter (several :class:`pyrate_limiter.Rate` objects on
-one bucket; the in-memory bucket by default, and any synchronous pyrate-limiter bucket,
-such as ``SQLiteBucket`` or ``PostgresBucket``, can be passed in so that processes share
-one budget). We call the bucket directly instead of going through
-``pyrate_limiter.Limiter`` because the Limiter sleeps with ``time.sleep`` on its own
-clock and has no way to pause the whole budget until a server's ``Retry-After``, while
-this client needs an injectable clock and sleep (tests never really wait), a cap on the
-total wait, and a budget-wide pause after a 429.
-
-Every recipe and trigger using the same credentials spends one budget, so when it runs
-short, who goes first matters: requests enter the bucket one at a time, best
-:class:`Priority` first (then first come, first served), so the next free slot goes to
-the most urgent waiter: a person waiting on their own ``action`` call and the steps of an
-event already received go before polling, and polling goes before backfill. The priority
-of the current thread's requests is set with :func:`priority`::
+pyrate-limiter counts the windows (any synchronous bucket: in memory by default, SQLite
+or PostgreSQL to share one budget between processes). The bucket is called directly, not
+through ``pyrate_limiter.Limiter``, because this client needs an injectable clock and
+sleep, a cap on the total wait and a budget-wide pause after a 429. Requests of one set
+of credentials enter one at a time, best :class:`Priority` first, set per block with
+:func:`priority`::
 
     budget = RateBudget()
     client = Client(..., budget=budget)          # every client of these credentials
     with priority(Priority.POLL):
         client.get("/api/v1/entities", {...})    # waits behind event work
 
-Timestamps come from the budget's clock (``time.monotonic`` by default); a bucket shared
-between processes needs a wall clock (``clock=time.time``) so that their timestamps agree.
-A ``Retry-After`` pause lives in this process only.
+A bucket shared between processes needs a wall clock (``clock=time.time``); a
+``Retry-After`` pause lives in this process only.
 """
 
 from __future__ import annotations
@@ -47,17 +37,6 @@ from typing import Any, Final
 from pyrate_limiter import AbstractBucket, Duration, InMemoryBucket, Rate, RateItem
 
 from practiceflow.errors import BugError, ConfigError, RateLimitError
-
-__all__ = [
-    "Priority",
-    "RateBudget",
-    "RateLimitStatus",
-    "RateLimits",
-    "budget_table",
-    "current_priority",
-    "parse_retry_after",
-    "priority",
-]
 
 
 class Priority(IntEnum):

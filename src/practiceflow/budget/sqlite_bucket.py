@@ -1,20 +1,11 @@
 """One rate budget per Client ID, shared through a SQLite file by the processes of a host.
 
-``serve`` (or ``run``) and ``mcp`` on one SQLite state store are separate processes that
-spend the same practice's 60/min, 1000/h and 10000/day. Each counts into pyrate-limiter's
-``SQLiteBucket`` on one file beside the state file (:data:`BUDGET_FILE`, e.g.
-``.practiceflow/budget.db``): one table per Client ID (:func:`budget_table`) holding every
-admitted request's timestamp, so that each process sees the others' requests in every
-window.
-
-``SQLiteBucket.put`` counts the windows, then inserts, under its ``lock``. For that to be
-one step across processes the lock is :class:`BudgetFileLock`: an ``flock`` on
-``budget.db.lock`` taken by the outermost holder, behind a thread ``RLock`` (the bucket
-takes its lock again while holding it, and threads of one process must queue too).
-
-Timestamps are wall-clock milliseconds (a budget over this bucket uses ``clock=time.time``,
-as ``SQLiteBucket.now()`` does): processes compare each other's timestamps, and monotonic
-clocks of different processes need not agree.
+``serve`` and ``mcp`` on one state store spend the same practice's windows: each counts
+into pyrate-limiter's ``SQLiteBucket`` on :data:`BUDGET_FILE` beside the state file (one
+table per Client ID, :func:`budget_table`). The bucket's ``lock`` is
+:class:`BudgetFileLock` (an ``flock`` behind a thread ``RLock``), so that count-then-insert
+is one step across processes. Timestamps are wall-clock milliseconds (``clock=time.time``):
+monotonic clocks of different processes need not agree.
 """
 
 from __future__ import annotations
@@ -33,22 +24,13 @@ from pyrate_limiter.buckets.sqlite_bucket import Queries
 from practiceflow.budget.rate_budget import RateLimits, budget_table
 from practiceflow.errors import ConfigError
 
-__all__ = ["BUDGET_FILE", "BudgetFileLock", "SQLiteBudgetBucket", "budget_file", "open_bucket"]
-
 #: The budget file's name, in the folder of the SQLite state file.
 BUDGET_FILE: Final = "budget.db"
 _LOCK_SUFFIX: Final = ".lock"
 
 
 def budget_file(state_file: Path) -> Path:
-    """The budget file of a SQLite state file: ``budget.db`` in the same folder.
-
-    Args:
-        state_file: the SQLite state file.
-
-    Returns:
-        The budget file's path (created on first use).
-    """
+    """The budget file of a SQLite state file: ``budget.db`` in the same folder."""
     return state_file.with_name(BUDGET_FILE)
 
 
@@ -72,11 +54,7 @@ class BudgetFileLock:
         self._fd: int | None = None
 
     def acquire(self) -> bool:
-        """Wait for the lock (reentrant for the thread holding it).
-
-        Returns:
-            True, once held.
-        """
+        """Wait for the lock (reentrant for the thread holding it); True once held."""
         self._thread_lock.acquire()
         if self._depth == 0:
             try:
@@ -127,14 +105,8 @@ class SQLiteBudgetBucket(SQLiteBucket):
     """
 
     def window_counts(self, now_ms: int, windows_ms: list[int]) -> list[int]:
-        """Requests admitted (by every process) in each of the last ``windows_ms``.
-
-        Args:
-            now_ms: the current wall-clock time in milliseconds.
-            windows_ms: the windows' lengths.
-
-        Returns:
-            One count per window, in the same order.
+        """Requests admitted (by every process) in each of the last ``windows_ms`` milliseconds
+        before ``now_ms`` (wall clock), one count per window.
         """
         columns = ", ".join(["COUNT(CASE WHEN item_timestamp >= ? THEN 1 END)"] * len(windows_ms))
         # The table's name is a digest (budget_table); the bounds are parameters.

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from abc import abstractmethod
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Final
 
-from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._base import StoreBase
 from practiceflow.state._schema import SELECT_EVENTS
 from practiceflow.state.attention_rows import (
     ATTENTION_KINDS,
@@ -19,9 +17,7 @@ from practiceflow.state.attention_rows import (
     AttentionStatus,
 )
 from practiceflow.state.rows import EventRecord, Json, check_value, like_prefix
-from practiceflow.state.sealing import Sealer, json_or_null
-
-__all__ = ["SQLAttention"]
+from practiceflow.state.sealing import json_or_null
 
 _SELECT: Final = (
     "SELECT attention_id, kind, practice, trigger_key, dedupe, window_start, window_end,"
@@ -30,24 +26,9 @@ _SELECT: Final = (
 )
 
 
-class SQLAttention:
+class SQLAttention(StoreBase):
     """The attention table's part of :class:`~practiceflow.state.StateStore`, on the store's
     connections."""
-
-    sealer: Sealer
-    _load: Dialect
-
-    @abstractmethod
-    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-
-    @abstractmethod
-    def _stamp(self, value: datetime | None, what: str) -> Any: ...
-
-    @abstractmethod
-    def _event(self, row: Sequence[Any]) -> EventRecord: ...
 
     def _decode_attention(self, row: Sequence[Any]) -> AttentionRecord:
         load = self._load

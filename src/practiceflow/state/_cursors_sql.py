@@ -6,54 +6,22 @@ handled at the cursor's ``lastUpdated``); the request counts are what budget rep
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
 
-from practiceflow.state._dialect import Connection, Dialect, SQLConnection
+from practiceflow.state._base import StoreBase
 from practiceflow.state.rows import CursorState
 
-__all__ = ["SQLCursors"]
 
-
-class SQLCursors:
+class SQLCursors(StoreBase):
     """The cursor and request-count methods of the store on the store's connections."""
-
-    dialect: ClassVar[Dialect]
-
-    @abstractmethod
-    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
-
-    @abstractmethod
-    def _stamp(self, value: datetime | None, what: str) -> Any: ...
-
-    @abstractmethod
-    def _join(
-        self, begin: Callable[[], AbstractContextManager[Connection]]
-    ) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _transaction(
-        self, *, durable: bool = False, snapshot: bool = False
-    ) -> AbstractContextManager[Connection]: ...
-
-    @abstractmethod
-    def _lock(self, db: SQLConnection, key: str) -> None: ...
-
-    @abstractmethod
-    def now(self) -> datetime: ...
 
     def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
         """The cursor with its boundary keys, or ``None`` before the first poll."""
         key = (practice, trigger_key)
         where = " WHERE practice = ? AND trigger_key = ?"
         # One snapshot: the value and its keys belong together.
-        with self._join(lambda: self._transaction(snapshot=True)) as db:
+        with self._snapshot() as db:
             row = db.execute("SELECT value, updated_at FROM {p}cursors" + where, key).fetchone()
             if row is None:
                 return None

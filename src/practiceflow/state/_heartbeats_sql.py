@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Final
 
-from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._base import StoreBase
 from practiceflow.state.heartbeats import (
     HEARTBEAT_KINDS,
     HeartbeatKind,
     HeartbeatRecord,
-    HeartbeatRows,
 )
 from practiceflow.state.rows import check_value
-
-__all__ = ["HEARTBEATS_MIGRATION", "SQLHeartbeats"]
 
 _SELECT: Final = "SELECT kind, practice, holder, since, beat_at, stopped_at FROM {p}heartbeats"
 
@@ -77,19 +72,8 @@ HEARTBEATS_MIGRATION: Final = (
 )
 
 
-class SQLHeartbeats(HeartbeatRows):
-    """:class:`HeartbeatRows` on the store's connections (the rest is ``SQLStore``'s)."""
-
-    _load: Dialect
-
-    @abstractmethod
-    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-
-    @abstractmethod
-    def _stamp(self, value: datetime | None, what: str) -> Any: ...
+class SQLHeartbeats(StoreBase):
+    """The heartbeats table's part of :class:`~practiceflow.state.StateStore`."""
 
     def _decode_heartbeat(self, row: Sequence[Any]) -> HeartbeatRecord:
         load = self._load
@@ -108,7 +92,8 @@ class SQLHeartbeats(HeartbeatRows):
         start: bool = False,
         stop: bool = False,
     ) -> None:
-        """See :meth:`HeartbeatRows.beat`."""
+        """Record a sign of life at ``at`` (now by default): ``start`` begins a new
+        listening (``since`` = ``at``, not stopped), ``stop`` marks a clean stop."""
         check_value("heartbeat kind", kind, HEARTBEAT_KINDS)
         stamp = self._stamp(at, "heartbeat")
         stopped = stamp if stop else None
@@ -116,10 +101,10 @@ class SQLHeartbeats(HeartbeatRows):
             db.execute(_BEGIN if start else _BEAT, (kind, practice, holder, stamp, stamp, stopped))
 
     def get_heartbeat(self, kind: HeartbeatKind, practice: str) -> HeartbeatRecord | None:
-        """See :meth:`HeartbeatRows.get_heartbeat`."""
+        """The row of a process kind and practice, or None before its first start."""
         rows = self._all(_SELECT + " WHERE kind = ? AND practice = ?", (kind, practice))
         return self._decode_heartbeat(rows[0]) if rows else None
 
     def list_heartbeats(self) -> list[HeartbeatRecord]:
-        """See :meth:`HeartbeatRows.list_heartbeats`."""
+        """Every row, by kind and practice."""
         return [self._decode_heartbeat(row) for row in self._all(_SELECT + " ORDER BY 1, 2")]

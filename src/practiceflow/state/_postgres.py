@@ -1,25 +1,14 @@
 """The fleet's state store: PostgreSQL through psycopg 3 and a psycopg-pool connection pool.
 
-Durability and concurrency choices, and why:
-
-* every method that changes something is one transaction (``READ COMMITTED``), committed
-  before it returns, with the server's default ``synchronous_commit = on``: every commit
-  is durable, so a step marked ``sent`` is on the server's disk before the request leaves;
-* a read-then-write locks what it read: the run's row (``FOR NO KEY UPDATE``, for its
-  status and its steps) or, where there may be no row yet, a transaction-scoped advisory
-  lock on a key (a cursor and its boundary keys), so two replicas never interleave one;
-* a read of several rows that belong together runs in one ``REPEATABLE READ`` snapshot;
-* tables carry a ``pf_`` prefix: a fleet's database is shared with procrastinate's tables
-  and the rate budget's. Times are ``timestamptz``; JSON columns are ``json`` (not
-  ``jsonb``), which keeps the text as written and accepts every string JSON can carry;
-* ``pf_schema_version`` holds the schema version. Opening an empty database creates the
-  schema; opening an older one is refused until ``practiceflow db migrate`` upgrades it
-  (a replica of a rolling deploy must not change the schema under the others), and a
-  newer one is refused outright. :func:`migrate` serializes concurrent callers with an
-  advisory lock.
-
-Errors never echo the URL's password: the store's ``repr`` and messages name host, port
-and database only.
+Every commit is durable (``synchronous_commit = on``, ``READ COMMITTED``); a
+read-then-write locks the run's row (``FOR NO KEY UPDATE``) or, where there may be no row
+yet, takes a transaction-scoped advisory lock on a key, so two replicas never interleave
+one; reads that belong together share one ``REPEATABLE READ`` snapshot. Tables carry a
+``pf_`` prefix (the database is shared with procrastinate and the rate budget); JSON
+columns are ``json``, which keeps the text as written. An empty database gets the schema
+on open; an older one is refused until ``practiceflow db migrate`` (a rolling deploy's
+replica must not change the schema under the others), a newer one outright. Errors never
+echo the URL's password: they name host, port and database only.
 """
 
 from __future__ import annotations

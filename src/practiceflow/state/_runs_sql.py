@@ -9,14 +9,13 @@ The step journal methods (``step_pending`` ... ``resolve_step``) are written onc
 from __future__ import annotations
 
 import uuid
-from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state._dialect import Connection, Dialect, SQLConnection
+from practiceflow.state._base import StoreBase
+from practiceflow.state._dialect import Dialect, SQLConnection
 from practiceflow.state._schema import (
     COUNT_START,
     JOURNAL,
@@ -40,10 +39,8 @@ from practiceflow.state.rows import (
     like_prefix,
 )
 from practiceflow.state.run_leases import SELECT_LEASE, RunLease
-from practiceflow.state.sealing import Sealer, json_or_null
+from practiceflow.state.sealing import json_or_null
 from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
-
-__all__ = ["SQLRuns"]
 
 
 def _decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
@@ -94,38 +91,8 @@ def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
     )  # fmt: skip
 
 
-class SQLRuns:
+class SQLRuns(StoreBase):
     """The run and step journal methods of the store on the store's connections."""
-
-    dialect: ClassVar[Dialect]
-    sealer: Sealer
-    _load: Dialect
-
-    @abstractmethod
-    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
-
-    @abstractmethod
-    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-
-    @abstractmethod
-    def _stamp(self, value: datetime | None, what: str) -> Any: ...
-
-    @abstractmethod
-    def _join(
-        self, begin: Callable[[], AbstractContextManager[Connection]]
-    ) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _statement(self) -> AbstractContextManager[Connection]: ...
-
-    @abstractmethod
-    def _in_atomic(self) -> bool: ...
-
-    @abstractmethod
-    def now(self) -> datetime: ...
 
     # --- runs -----------------------------------------------------------------------------
 
@@ -321,24 +288,23 @@ class SQLRuns:
     ) -> None:
         """Check and write moves of a step from ``current`` (``None``: no row yet) inside
         ``db``'s write transaction: the step's row, and one history row per move."""
-        write = fold_step_changes(run_id, step_id, current, changes, encoded, stamps)
+        columns, sends, journal = fold_step_changes(
+            run_id, step_id, current, changes, encoded, stamps
+        )
         # Column names are fixed or checked by the encoder; values are parameters.
-        columns = write.columns
         if current is None:
-            columns.update(
-                run_id=run_id, step_id=step_id, attempts=write.sends, created_at=stamps[0]
-            )
+            columns.update(run_id=run_id, step_id=step_id, attempts=sends, created_at=stamps[0])
             marks = ", ".join("?" * len(columns))
             sql = f"INSERT INTO {{p}}steps ({', '.join(columns)}) VALUES ({marks})"
             params: tuple[Any, ...] = tuple(columns.values())
         else:
             sets = [f"{name} = ?" for name in columns]
-            if write.sends:
-                sets.append(f"attempts = attempts + {write.sends:d}")
+            if sends:
+                sets.append(f"attempts = attempts + {sends:d}")
             sql = f"UPDATE {{p}}steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?"
             params = (*columns.values(), run_id, step_id)
         db.execute(sql, params)
-        db.executemany(JOURNAL, write.journal)
+        db.executemany(JOURNAL, journal)
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """One step's journal entry, or ``None``."""

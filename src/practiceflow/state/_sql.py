@@ -1,48 +1,25 @@
 """The state store, :class:`StateStore`: every method written once, in SQL.
 
-Everything is keyed by ``practice`` (a string naming the practice / credentials) so that
-two practices sharing a store never see each other's events, cursors or runs. Each method
-that changes something is one committed transaction: when it returns, the change survives
-a crash.
-
-:class:`StateStore` holds the statements and their rules (the runs and step journals in
-``_runs_sql.py``, polling cursors and request counts in ``_cursors_sql.py``, recipe
-versions in ``_versions_sql.py``, the attention table in
-``_attention_sql.py``, previewed writes in ``pending_writes.py``); a subclass gives it a
-database: its ``Dialect`` (what differs in the SQL text and in the values, ``_dialect.py``)
-and its connections and transactions (:meth:`StateStore._transaction`,
-:meth:`StateStore._statement`, :meth:`StateStore._lock`): SQLite (``_sqlite.py``) and
-PostgreSQL (``_postgres.py``). Statements are written in the store's one form (``?`` for
-each parameter, ``{p}`` before each table name), which the dialect translates.
-
-What every subclass must guarantee, and the methods rely on:
-
-* a write transaction (:meth:`StateStore._write`) that reads and then writes is never
-  interleaved with another writer's on the same rows: SQLite takes the database's write
-  lock when it begins, PostgreSQL locks the rows read (``Dialect.lock_row``) or a key
-  (:meth:`StateStore._lock`);
-* uniqueness is the database's (unique indexes, ``ON CONFLICT DO NOTHING``), so that
-  concurrent callers, threads or processes, agree on one event, one run, one subscription;
-* inside :meth:`StateStore.atomic`, every call of the thread joins the block's transaction.
+Everything is keyed by ``practice``, so practices sharing a store never see each other's
+data, and each method that changes something is one committed transaction. Events and
+webhook subscriptions are here; the other tables' methods are mixins (``_runs_sql.py``,
+``_cursors_sql.py``, ``_versions_sql.py``, ``_attention_sql.py``, ``_heartbeats_sql.py``,
+``run_retries.py``, ``pending_writes.py``) on the primitives of ``_base.py``; SQLite
+(``_sqlite.py``) and PostgreSQL (``_postgres.py``) give the database. Statements use
+``?`` for parameters and ``{p}`` before table names, which the dialect translates.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from types import TracebackType
-from typing import Any, ClassVar, Self
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
 
 from practiceflow.errors import BugError
 from practiceflow.state._attention_sql import SQLAttention
 from practiceflow.state._cursors_sql import SQLCursors
-from practiceflow.state._dialect import Connection, Dialect, SQLConnection
 from practiceflow.state._heartbeats_sql import SQLHeartbeats
 from practiceflow.state._runs_sql import SQLRuns
 from practiceflow.state._schema import (
@@ -61,7 +38,6 @@ from practiceflow.state.pending_writes import PendingWriteStore
 from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,
     SUBSCRIPTION_STATUSES,
-    Clock,
     EventRecord,
     Json,
     NewEvent,
@@ -72,13 +48,7 @@ from practiceflow.state.rows import (
     check_value,
 )
 from practiceflow.state.run_retries import SQLRunRetries
-from practiceflow.state.sealing import Sealer, to_json
-
-__all__ = ["StateStore"]
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
+from practiceflow.state.sealing import to_json
 
 
 def _event_rows(
@@ -86,19 +56,8 @@ def _event_rows(
     stamp: Callable[[datetime | None, str], Any],
     seal: Callable[[Json, str], Json],
 ) -> list[tuple[Any, ...]]:
-    """The rows a store inserts for :meth:`~practiceflow.state.StateStore.record_events`.
-
-    Args:
-        events: the events, in order.
-        stamp: the store's encoding of a time (``None``: its now).
-        seal: the store's sealing of a stored JSON value (``sealing.py``).
-
-    Returns:
-        ``(practice, source, event_key, event_id, signature, payload JSON, received_at)``
-        for each event.
-
-    Raises:
-        BugError: a payload is not JSON.
+    """The rows :meth:`StateStore.record_events` inserts (``practice, source, event_key,
+    event_id, signature, sealed payload, received_at``), stamped and sealed by the store.
     """
     return [
         (
@@ -117,15 +76,8 @@ def _event_rows(
 def _first_occurrences(
     rows: Sequence[tuple[Any, ...]], inserted: Iterable[tuple[Any, ...]]
 ) -> list[bool]:
-    """Which rows of a batch ``INSERT ... ON CONFLICT DO NOTHING`` were recorded.
-
-    Args:
-        rows: the rows of :func:`_event_rows`, in order.
-        inserted: ``(practice, source, event_id)`` of each row the database returned.
-
-    Returns:
-        ``True`` for a row the database inserted: the first row of the batch with its key
-        (a later row with the same key was a duplicate of it).
+    """For each row of a batch insert, whether the database inserted it: the first row of the
+    batch with its key, among ``inserted`` (``(practice, source, event_id)`` returned).
     """
     remaining = set(inserted)
     answers: list[bool] = []
@@ -134,30 +86,6 @@ def _first_occurrences(
         answers.append(key in remaining)
         remaining.discard(key)
     return answers
-
-
-def _decode_event(row: Sequence[Any], load: Dialect) -> EventRecord:
-    """The record of an events row, columns as in :data:`SELECT_EVENTS`."""
-    return EventRecord(
-        row[0], row[1], row[2], row[3], load.load_json(row[4]), row[5],
-        load.load_time(row[6]), load.maybe_time(row[7]),
-    )  # fmt: skip
-
-
-def _decode_subscription(row: Sequence[Any], load: Dialect) -> SubscriptionRecord:
-    """The record of a subscriptions row, columns as in :data:`SELECT_SUBSCRIPTIONS`."""
-    return SubscriptionRecord(
-        row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-        load.load_time(row[8]), load.load_time(row[9]),
-    )  # fmt: skip
-
-
-@dataclass
-class _Atomic:
-    """An open :meth:`StateStore.atomic` block of one thread."""
-
-    connection: SQLConnection
-    durable: bool
 
 
 class StateStore(
@@ -183,142 +111,6 @@ class StateStore(
 
     scheme: ClassVar[str]
     local_reads: ClassVar[bool] = False
-    dialect: ClassVar[Dialect]
-    #: Every commit is durable (the database cannot relax one): ``durable`` needs nothing.
-    always_durable: ClassVar[bool] = False
-
-    def __init__(self, *, clock: Clock | None = None, key_file: Path | None = None) -> None:
-        self._clock: Clock = clock or _utc_now
-        self._local = threading.local()
-        #: Seals every JSON value written and opens it when read (``sealing.py``).
-        self.sealer = Sealer(key_file)
-        self.sealer.check()  # a key given but unusable is said at open, not at a first write
-        #: The dialect as the row decoders use it: JSON columns opened as they are read.
-        self._load = replace(
-            self.dialect, load_json=lambda value: self.sealer.open(self.dialect.load_json(value))
-        )
-
-    @classmethod
-    @abstractmethod
-    def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
-        """Open the store a URL names (already known to use this store's scheme).
-
-        Raises:
-            ConfigError: the URL is unusable, or the store was written by a newer
-                practiceflow.
-        """
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release connections; the store cannot be used afterwards."""
-
-    def now(self) -> datetime:
-        """The store's current time (UTC), from the injected clock when there is one."""
-        return self._clock().astimezone(UTC)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    # --- what a subclass gives ------------------------------------------------------------
-
-    @abstractmethod
-    def _transaction(
-        self, *, durable: bool = False, snapshot: bool = False
-    ) -> AbstractContextManager[Connection]:
-        """One transaction on a connection of this thread, committed on exit (rolled back
-        on an exception).
-
-        ``snapshot``: it only reads, and every read sees the same committed state. Else
-        it writes, serialized with other writers (see the module), and its commit
-        survives an OS crash when ``durable``.
-        """
-
-    @abstractmethod
-    def _statement(self) -> AbstractContextManager[Connection]:
-        """A connection for one statement that is its own transaction."""
-
-    def _lock(self, db: SQLConnection, key: str) -> None:
-        """Hold a lock named ``key`` until ``db``'s write transaction ends (this default:
-        the database serializes every write transaction already)."""
-
-    @abstractmethod
-    def _clash(self, exc: Exception) -> str | None:
-        """What names the unique key an exception says was violated (never the values,
-        a secret may be one), or ``None`` when it is something else."""
-
-    # --- transactions ---------------------------------------------------------------------
-
-    def _stamp(self, value: datetime | None, what: str) -> Any:
-        return self.dialect.dump_time(self.now() if value is None else value, what)
-
-    @contextmanager
-    def _join(
-        self, begin: Callable[[], AbstractContextManager[Connection]]
-    ) -> Iterator[SQLConnection]:
-        """The connection of this thread's atomic block, else one that ``begin`` opens."""
-        outer: _Atomic | None = getattr(self._local, "atomic", None)
-        if outer is not None:
-            yield outer.connection
-            return
-        with begin() as db:
-            yield SQLConnection(db, self.dialect)
-
-    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]:
-        outer: _Atomic | None = getattr(self._local, "atomic", None)
-        if durable and outer is not None and not outer.durable:
-            message = "a durable write inside atomic() opened without durable=True"
-            raise BugError(message)
-        return self._join(lambda: self._transaction(durable=durable))
-
-    @contextmanager
-    def atomic(self, *, durable: bool = False) -> Iterator[None]:
-        """Make the calls inside one transaction, where the store can: one commit, all or none.
-
-        Only an optimisation: every call keeps its own meaning, so a caller must be
-        correct when they commit one by one. Inside, a call that
-        raises aborts the whole transaction: let the error out of the block rather than go
-        on. The transaction belongs to the thread that opened it; a nested block joins it.
-
-        Args:
-            durable: fsync the commit. Say so when a call inside needs it (a write step's
-                ``sent``, an event before its delivery is acknowledged): a store that
-                fixes durability when the transaction begins, as SQLite does, raises
-                :class:`BugError` for a durable call inside a block opened without it.
-        """
-        outer: _Atomic | None = getattr(self._local, "atomic", None)
-        if outer is not None:
-            if durable and not outer.durable:
-                message = "atomic(durable=True) inside atomic() opened without it"
-                raise BugError(message)
-            yield
-            return
-        with self._transaction(durable=durable) as db:
-            connection = SQLConnection(db, self.dialect)
-            self._local.atomic = _Atomic(connection, durable or self.always_durable)
-            try:
-                yield
-            finally:
-                self._local.atomic = None
-
-    def _in_atomic(self) -> bool:
-        """Whether this thread is inside an :meth:`atomic` block."""
-        return getattr(self._local, "atomic", None) is not None
-
-    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        with self._join(self._statement) as db:
-            return db.execute(sql, params).fetchone()
-
-    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._join(self._statement) as db:
-            return db.execute(sql, params).fetchall()
 
     @property
     def schema_version(self) -> int:
@@ -374,10 +166,6 @@ class StateStore(
         with self._write(durable=True) as db:
             inserted = db.execute(sql, params).fetchall()
         return _first_occurrences(rows, inserted)
-
-    def _event(self, row: Sequence[Any]) -> EventRecord:
-        """An events row as a record (columns as in ``SELECT_EVENTS``), its payload opened."""
-        return _decode_event(row, self._load)
 
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None
@@ -524,7 +312,11 @@ class StateStore(
     def _subscription(self, row: Any) -> SubscriptionRecord:
         """A subscriptions row as a record, its secret opened (one stored before secrets
         were sealed is its plain text)."""
-        record = _decode_subscription(row, self._load)
+        load = self._load
+        record = SubscriptionRecord(
+            row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+            load.load_time(row[8]), load.load_time(row[9]),
+        )  # fmt: skip
         if record.secret.startswith("{"):
             return replace(record, secret=self.sealer.open(json.loads(record.secret)))
         return record
@@ -553,7 +345,8 @@ class StateStore(
     def set_test_asked(
         self, practice: str, trigger_key: str, asked_at: datetime | None, event_id: str | None
     ) -> None:
-        """See :meth:`StateStore.set_test_asked`."""
+        """Note that a test delivery was asked for at ``asked_at`` (None: no longer awaited)
+        and the event id the ``/test`` answer gave it."""
         stamp = None if asked_at is None else self._stamp(asked_at, "asked at")
         with self._write() as db:
             db.execute(UPSERT_TEST_ASKED, (practice, trigger_key, stamp, event_id))
@@ -593,5 +386,5 @@ class StateStore(
             Practice -> its counts.
         """
         # One snapshot: the three counts describe the same moment.
-        with self._join(lambda: self._transaction(snapshot=True)) as db:
+        with self._snapshot() as db:
             return count_by_practice(db)

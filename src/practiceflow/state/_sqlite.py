@@ -1,26 +1,15 @@
 """The embedded state store: one SQLite file, stdlib ``sqlite3``.
 
-Durability and concurrency choices, and why:
-
-* ``journal_mode=WAL``: readers never block the writer, and a crash leaves the last
-  committed transaction intact.
-* ``synchronous=NORMAL`` with WAL survives the process being killed at any point (a commit
-  is in the WAL before it returns); only an OS crash or power loss can drop the latest
-  commits. The commits whose loss would repeat or lose something are *durable*: they run
-  with ``synchronous=FULL`` and are fsynced, which in WAL also flushes every commit before
-  them. They are: an event recorded before its delivery is acknowledged, a subscription
-  (its secret is returned once), a write step marked ``sent`` before its request leaves,
-  and an operator's resolution (see ``StepChange.durable``). Anything lost after the last
-  durable commit is re-derived on restart (a write ``sent`` without its answer becomes in
-  doubt and is reconciled; a read is sent again).
-* ``busy_timeout``: writers from other threads or processes wait instead of failing.
-* one connection per thread (SQLite connections must not be used by two threads at once);
-  every write runs in ``BEGIN IMMEDIATE``, which takes the file's write lock, so that a
-  read-then-write is never interleaved with another writer.
-* a ``schema_version`` table; migrations run on open, in one transaction, and a database
-  written by a newer practiceflow is refused rather than misread. A database already at
-  this schema is opened without the write lock (its version is read), so that reading
-  it, ``runs list`` say, never waits behind another process's write.
+* WAL with ``synchronous=NORMAL``: readers never block the writer and a killed process
+  loses nothing committed; only an OS crash can drop the latest commits. The commits
+  whose loss would repeat or lose something (an event before its acknowledgement, a
+  subscription, a write step's ``sent``, a resolution: ``StepChange.durable``) run with
+  ``synchronous=FULL``, which also flushes every commit before them; the rest is
+  re-derived on restart.
+* one connection per thread, ``busy_timeout`` for other writers, and every write in
+  ``BEGIN IMMEDIATE`` (the file's write lock), so a read-then-write is never interleaved.
+* migrations run on open in one transaction; a newer schema is refused; a current one is
+  opened without the write lock, so reading never waits behind another process's write.
 
 The file is created readable by its owner only: it holds webhook secrets.
 """

@@ -3,33 +3,13 @@
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from datetime import datetime
-from typing import Any
-
-from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._base import StoreBase
 from practiceflow.state.rows import Json, VersionRecord
-from practiceflow.state.sealing import Sealer, json_or_null
-
-__all__ = ["SQLVersions"]
+from practiceflow.state.sealing import json_or_null
 
 
-class SQLVersions:
+class SQLVersions(StoreBase):
     """The version methods of the store interface on the store's connections."""
-
-    sealer: Sealer
-    _load: Dialect
-
-    @abstractmethod
-    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
-
-    @abstractmethod
-    def _stamp(self, value: datetime | None, what: str) -> Any: ...
 
     def save_version(self, digest: str, kind: str, name: str, content: Json) -> bool:
         """Store a version under its digest unless it is stored already (content-addressed:

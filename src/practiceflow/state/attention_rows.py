@@ -1,18 +1,12 @@
-"""What needs a person, as rows of one table: the ``attention`` table of the state store.
+"""What needs a person, as rows of the state store's ``attention`` table.
 
-An entry is a thing nobody can settle by running a recipe: a window in which a trigger's
-events may have been missed (``gap``), a webhook subscription that may exist on the
-server (``subscription_in_doubt``), a delivery held without running (``unrecognised``), a
-webhook found silent by a sweep while serving (``silent_subscription``), a run a recipe's
-retry policy gave up on (``retries_exhausted``: :mod:`practiceflow.runner.run_retry`).
-Runs hold recipe runs only; a run held in doubt is read from the runs.
-
-An entry is ``checking`` while something the service runs may still settle it by
-evidence (a sweep of a list endpoint over a gap's window), ``open`` while it waits for a
-person, and ``closed`` once settled, with who settled it (a person, or ``sweep`` when
-evidence did), when, and how. The one writer of entries is
-:mod:`practiceflow.service.needs_person`; this module holds its rows (the store's methods
-are in ``_attention_sql.py``).
+An entry is what no recipe run can settle: a window of possibly missed events (``gap``), a
+subscription that may exist (``subscription_in_doubt``), a delivery held (``unrecognised``),
+a silent webhook (``silent_subscription``), a run the retry policy gave up on
+(``retries_exhausted``). It is ``checking`` while the service may still settle it by
+evidence, ``open`` while it waits for a person, ``closed`` once settled (by whom, when,
+how). The one writer is :mod:`practiceflow.service.needs_person`; the store's methods are
+in ``_attention_sql.py``.
 """
 
 from __future__ import annotations
@@ -22,14 +16,6 @@ from datetime import datetime
 from typing import Final, Literal
 
 from practiceflow.state.rows import Json
-
-__all__ = [
-    "ATTENTION_KINDS",
-    "ATTENTION_STATUSES",
-    "AttentionKind",
-    "AttentionRecord",
-    "AttentionStatus",
-]
 
 AttentionKind = Literal[
     "gap", "subscription_in_doubt", "unrecognised", "silent_subscription", "retries_exhausted"

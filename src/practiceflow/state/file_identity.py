@@ -1,12 +1,9 @@
 """The errors of a SQLite state file that cannot be used where it is.
 
-A state file deleted (or replaced, by a restore or a ``mv``) under a running process is
-still open in that process: SQLite goes on committing into the unlinked file, and every
-event acknowledged from then on is lost with it. So the SQLite store (``_sqlite.py``)
-notes the file's device and inode when it opens it, and compares them with what its path
-names before each connection is used and before each write commits (one ``stat``); a
-difference stops the process with :class:`StateFileGone` instead of acknowledging into a
-file nobody will read.
+A state file deleted or replaced under a running process stays open in it, and SQLite
+would go on committing (and acknowledging) into the unlinked file. So ``_sqlite.py``
+compares the path's device and inode with the opened file's before each use and each
+commit, and stops with :class:`StateFileGone` on a difference.
 """
 
 from __future__ import annotations
@@ -14,8 +11,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from practiceflow.errors import ErrorKind, StoreError
-
-__all__ = ["StateFileGone", "StoreUnusable"]
 
 
 class StoreUnusable(StoreError):

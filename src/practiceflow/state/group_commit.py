@@ -1,21 +1,11 @@
 """Group commit: the events handed over together, in one durable transaction.
 
-A webhook delivery may be acknowledged only once its event is durably stored. Storing
-each delivery in its own transaction pays one fsync per delivery. :class:`GroupCommit`
-batches instead: a coroutine hands it an event and awaits; the first event of a batch
-schedules the commit for the event loop's next turn (or ``max_wait`` later), so every
-delivery the loop handles meanwhile joins the batch, which is recorded with **one**
-transaction (one fsync). Only then is each awaiting coroutine given its own answer. A
-full batch (``max_batch``) goes at once.
-
-Every commit happens in **one writer thread**, with
-:meth:`~practiceflow.state.StateStore.record_events`: the event loop never waits for a
-lock, a disk or a network, and reads the deliveries of the next batch meanwhile.
-
-If a batch cannot be committed (:class:`~practiceflow.errors.StoreError`: locked, disk
-full), every event of it gets that error and nothing of the batch is stored, so none is
-acknowledged. Any other error (a payload that is not JSON, say) is a fault of one event:
-the writer thread then records the batch event by event, so that only the faulty one fails.
+A delivery is acknowledged only once its event is durably stored; :class:`GroupCommit`
+batches the deliveries of one event-loop turn (or ``max_wait``, or ``max_batch``) into one
+:meth:`~practiceflow.state.StateStore.record_events` commit (one fsync), made in one
+writer thread so the loop never waits on a lock or a disk. A batch the store refuses
+(:class:`~practiceflow.errors.StoreError`) fails every event of it, none acknowledged;
+any other error is one event's fault: the batch is then recorded event by event.
 """
 
 from __future__ import annotations
@@ -29,8 +19,6 @@ from typing import Final
 from practiceflow.errors import BugError, StoreError
 from practiceflow.state._sql import StateStore
 from practiceflow.state.rows import NewEvent
-
-__all__ = ["DEFAULT_MAX_BATCH", "DEFAULT_MAX_WAIT", "GroupCommit"]
 
 #: Most events committed in one transaction.
 DEFAULT_MAX_BATCH: Final = 256

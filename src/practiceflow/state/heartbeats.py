@@ -1,27 +1,17 @@
 """Who is listening, since when, last beat: the ``heartbeats`` table of the state store.
 
-One row per process kind and practice: ``serve`` of a practice, or ``fleet`` for the whole
-fleet (practice :data:`WHOLE_FLEET`). The row says which process holds it, when that
-process began listening, its last sign of life, and when it stopped cleanly (None while it
-runs, or when it was killed). The window from the last beat to the next start is a known
-downtime (:mod:`practiceflow.service.gaps`). The one writer of rows is
-:class:`practiceflow.service.heartbeat.Heartbeat`; this module is the table's interface.
+One row per process kind and practice (``fleet``: practice :data:`WHOLE_FLEET`); the
+window from a last beat to the next start is a known downtime
+(:mod:`practiceflow.service.gaps`). The one writer is
+:class:`practiceflow.service.heartbeat.Heartbeat`; the store's methods are in
+``_heartbeats_sql.py``.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
-
-__all__ = [
-    "HEARTBEAT_KINDS",
-    "WHOLE_FLEET",
-    "HeartbeatKind",
-    "HeartbeatRecord",
-    "HeartbeatRows",
-]
 
 HeartbeatKind = Literal["serve", "fleet"]
 #: Every kind of process that keeps a heartbeat.
@@ -50,29 +40,3 @@ class HeartbeatRecord:
     since: datetime
     beat_at: datetime
     stopped_at: datetime | None
-
-
-class HeartbeatRows(ABC):
-    """The heartbeats table's part of the :class:`~practiceflow.state.StateStore` interface."""
-
-    @abstractmethod
-    def beat(
-        self,
-        kind: HeartbeatKind,
-        practice: str,
-        holder: str,
-        *,
-        at: datetime | None = None,
-        start: bool = False,
-        stop: bool = False,
-    ) -> None:
-        """Record a sign of life at ``at`` (now by default): ``start`` begins a new
-        listening (``since`` = ``at``, not stopped), ``stop`` marks a clean stop."""
-
-    @abstractmethod
-    def get_heartbeat(self, kind: HeartbeatKind, practice: str) -> HeartbeatRecord | None:
-        """The row of a process kind and practice, or None before its first start."""
-
-    @abstractmethod
-    def list_heartbeats(self) -> list[HeartbeatRecord]:
-        """Every row, by kind and practice."""

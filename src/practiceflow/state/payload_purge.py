@@ -1,11 +1,8 @@
 """Retention: the payloads of finished runs removed once they are older than a cutoff.
 
-A purge keeps every row, with its status, ids and times (``runs list`` and ``runs show``
-still show the run and its steps), and removes what may hold personal data: the run's
-origin, each step's rendered request and output, and the payload of an event whose runs
-have all finished (an event still waiting for a run, or with a run that is not finished,
-keeps its payload: it may still be needed to run once). Step and run errors stay; they
-are masked before they are stored and say why a run failed.
+Every row stays (status, ids, times); what may hold personal data goes: run origins, step
+requests and outputs, and the payloads of events whose runs have all finished (an event a
+run may still need keeps its payload). Errors stay: they are masked before being stored.
 """
 
 from __future__ import annotations
@@ -14,8 +11,6 @@ import json
 from typing import Any, Final
 
 from practiceflow.state._dialect import SQLConnection
-
-__all__ = ["FINISHED", "PURGED", "purge_finished"]
 
 #: The run statuses that end a run: nothing of it runs or is held for a person any more.
 FINISHED: Final = ("succeeded", "failed", "cancelled")

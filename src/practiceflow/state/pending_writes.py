@@ -1,34 +1,23 @@
-"""Writes an assistant previewed, kept in the store until they are confirmed (``practiceflow
-mcp``), so that a confirmation reaching any process or replica sharing the store finds them.
+"""Writes an assistant previewed (``practiceflow mcp``), kept in the store until confirmed,
+so that a confirmation reaching any process sharing the store finds them.
 
-A row holds what a preview promised to send: the practice, the tool, the exact arguments
-(sealed with the store's key, as every JSON value the store writes), a digest of them, when
-the preview expires, how many wrong confirmation codes were offered, and the claim of the
-process sending it. The claim is what makes a confirmation single-use across processes: a
-process sends a previewed write only while it holds its claim, and another process takes a
-claim over only when the holder's is stale or its holder is known to be gone (the caller
-decides, :meth:`PendingWriteStore.claim_pending_write`).
-
-The rows live in the table ``{p}pending_writes`` (schema version 5,
-:data:`PENDING_WRITES_MIGRATION`); :class:`PendingWriteStore` is a part of every SQL store.
+A row holds the tool, the exact arguments (sealed), their digest, the expiry, the wrong
+codes offered and the claim of the process sending it. The claim makes a confirmation
+single-use across processes: a process sends only while it holds the claim, and takes
+another's over only when it is stale or its holder gone (the caller decides,
+:meth:`PendingWriteStore.claim_pending_write`). Schema version 5.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from practiceflow.state._base import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import to_json
-
-if TYPE_CHECKING:
-    from practiceflow.state._dialect import Dialect, SQLConnection
-    from practiceflow.state.sealing import Sealer
-
-__all__ = ["PENDING_WRITES_MIGRATION", "PendingWrite", "PendingWriteStore"]
 
 #: The statements of the schema version that adds the table.
 PENDING_WRITES_MIGRATION: Final = (
@@ -85,20 +74,8 @@ class PendingWrite:
     claimed_at: datetime | None
 
 
-class PendingWriteStore:
+class PendingWriteStore(StoreBase):
     """The pending writes of a SQL store (mixed into it; see the module docstring)."""
-
-    if TYPE_CHECKING:
-        sealer: Sealer
-        _load: Dialect
-
-        def now(self) -> datetime: ...
-
-        def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
-
-        def _one(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
-
-        def _stamp(self, value: datetime | None, what: str) -> Any: ...
 
     def add_pending_write(
         self,

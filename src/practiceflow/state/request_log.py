@@ -1,14 +1,10 @@
 """The requests a rate budget admits, counted in the state store a batch at a time.
 
-The console charts requests per minute, hour and day against the practice's limits from
-these counts. They are bookkeeping, never in a request's way: :class:`RequestLog` keeps the
-times in memory and writes them together, from its own thread, at most ``every`` seconds
-after the first of a batch (so that a quiet period does not leave the chart behind), at
-once when ``most`` are waiting, and when it is closed.
-
-What a ``kill -9`` costs is the last ``every`` seconds of counts; the runs, their journal
-and the events are not written here and lose nothing. A batch the store refuses (disk
-full) is logged with its size and dropped: bookkeeping never stops a request.
+The console charts these counts against the limits. :class:`RequestLog` keeps the times in
+memory and writes them from its own thread (at most ``every`` seconds after a batch's
+first, at once at ``most``, and on close): a ``kill -9`` costs the last few seconds of
+counts, nothing else, and a batch the store refuses is logged and dropped: bookkeeping
+never stops a request.
 """
 
 from __future__ import annotations
@@ -21,8 +17,6 @@ from typing import Final
 
 from practiceflow.errors import StoreError
 from practiceflow.state._sql import StateStore
-
-__all__ = ["DEFAULT_EVERY", "DEFAULT_MOST", "RequestLog"]
 
 logger = logging.getLogger("practiceflow.state.request_log")
 

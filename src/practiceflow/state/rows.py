@@ -15,37 +15,6 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 
 from practiceflow.errors import BugError, ConfigError
 
-__all__ = [
-    "DEFAULT_KEEP_SEEN",
-    "RESOLUTIONS",
-    "RESOLVABLE",
-    "RUN_STATUSES",
-    "RUN_TRANSITIONS",
-    "STEP_STATUSES",
-    "STEP_TRANSITIONS",
-    "SUBSCRIPTION_STATUSES",
-    "Clock",
-    "CursorState",
-    "EventRecord",
-    "Json",
-    "NewEvent",
-    "PracticeCounts",
-    "Resolution",
-    "RunRecord",
-    "RunStatus",
-    "StepRecord",
-    "StepStatus",
-    "StepTransition",
-    "SubscriptionHealth",
-    "SubscriptionRecord",
-    "SubscriptionStatus",
-    "check_run_transition",
-    "check_value",
-    "from_utc",
-    "like_prefix",
-    "to_utc",
-]
-
 #: How long ids of handled events are kept for deduplication by default.
 DEFAULT_KEEP_SEEN: Final = timedelta(days=7)
 
@@ -67,12 +36,10 @@ RUN_STATUSES: Final[tuple[RunStatus, ...]] = get_args(RunStatus)
 SUBSCRIPTION_STATUSES: Final[tuple[SubscriptionStatus, ...]] = get_args(SubscriptionStatus)
 RESOLUTIONS: Final[tuple[Resolution, ...]] = get_args(Resolution)
 
-#: Where a step may go next by the runner's own moves (``None``: the step has no row yet).
-#: ``sent`` is committed before the request leaves; ``succeeded`` and ``skipped`` are final;
-#: ``in_doubt`` (and ``failed``) leave only through :meth:`StateStore.resolve_step`, which
-#: records who decided. ``sent -> sent`` is a re-send the runner knows to be safe (a
-#: read); ``sent -> pending`` is a write the API refused without acting on it (429),
-#: waiting to be admitted again; ``failed -> pending`` is a retry.
+#: Where a step may go next by the runner's own moves (``None``: no row yet). ``sent`` is
+#: committed before the request leaves; ``in_doubt`` leaves only by ``resolve_step`` (who
+#: decided is recorded). ``sent -> sent``: a read sent again; ``sent -> pending``: a write
+#: refused unacted (429); ``failed -> pending``: a retry.
 STEP_TRANSITIONS: Final[Mapping[StepStatus | None, frozenset[StepStatus]]] = {
     None: frozenset({"pending", "skipped", "failed"}),
     "pending": frozenset({"pending", "sent", "skipped", "failed"}),
@@ -236,13 +203,11 @@ class RunRecord:
         updated_at: when its status last changed (UTC).
         origin: what started it (JSON): the runner's record of its trigger event
             (payload, source, recipe file), personal data and all; shown masked.
-        starts: how many times a runner started driving it since it last left
-            ``running`` (ended, held or cancelled), less those it stopped in order (a
-            graceful shutdown): each start the process did not survive, or that an
-            exception no step caught cut short, stays counted (the runner quarantines a
-            run at :data:`~practiceflow.runner.quarantine.QUARANTINE_AFTER`).
-        version: the digest of the recipe version it runs on (:mod:`practiceflow.versions`);
-            None for a run started before versions were recorded.
+        starts: starts since it last left ``running``, less those stopped in order: a
+            start cut short by a crash stays counted (the runner quarantines a run at
+            :data:`~practiceflow.runner.quarantine.QUARANTINE_AFTER`).
+        version: the digest of the recipe version it runs on (:mod:`practiceflow.versions`),
+            or None.
     """
 
     run_id: str

@@ -1,14 +1,10 @@
 """Run leases: which live process drives a run, kept in the store every process shares.
 
-A lease row names its holder (a token unique to one driving of the run, the host, the
-process id and what tells that process from a later one with the same id) and when it
-expires. The runner takes it before a run's first step and renews it while it drives
-(:mod:`practiceflow.runner.run_lease`); another process finds it held and leaves the run
-alone. A lease is taken over only when it expired, or when its holder is known dead.
-
-The store's statements on the table (``StateStore.take_run_lease`` and its kin, in
-``_runs_sql.py``) run inside its write transaction, after the run's row was locked, so
-that taking a lease, checking it and moving a step ``sent`` are serialized.
+A lease names its holder (a token per driving, host, pid, process start) and its expiry;
+the runner takes it before a run's first step and renews it (:mod:`practiceflow.runner.run_lease`).
+It is taken over only once expired or its holder known dead. The store's statements
+(``take_run_lease`` and kin, ``_runs_sql.py``) run after the run's row is locked, so taking
+a lease and moving a step ``sent`` are serialized.
 """
 
 from __future__ import annotations
@@ -16,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
-
-__all__ = ["LEASE_TABLE", "SELECT_LEASE", "RunLease"]
 
 #: The migration that adds the table (schema version 5).
 LEASE_TABLE: Final = (

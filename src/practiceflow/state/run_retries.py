@@ -1,32 +1,22 @@
 """When a failed run is tried again: one row per run the retry policy has seen fail.
 
-A recipe's ``retry`` policy (:mod:`practiceflow.runner.run_retry`) tries a run that failed
-on a transient cause again after a backoff. This table holds, per run, how many attempts
-ended failed on such a cause, when the next one is due (NULL: none is scheduled: the
-policy gave up, the run succeeded, or a process has taken the attempt), and the cause of
-the last failure (its error type, HTTP status and step only: never a message, which may
-quote the data). The rows live in ``{p}run_retries`` (schema version 10,
-:data:`RUN_RETRIES_MIGRATION`); :class:`SQLRunRetries` is a part of every SQL store.
-
-The same schema version adds the attention kind ``retries_exhausted`` (the entry listed
-when the policy gives up): the attention table is rebuilt with the wider ``CHECK``, every
-row kept.
+Per run (:mod:`practiceflow.runner.run_retry`): attempts that failed on a transient
+cause, when the next is due (NULL: none scheduled) and the last cause (error type, HTTP
+status and step only: never a message, which may quote the data). Schema version 10
+(:data:`RUN_RETRIES_MIGRATION`) adds the table and the attention kind
+``retries_exhausted`` (the attention table rebuilt with the wider ``CHECK``, rows kept).
 """
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._base import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import json_or_null
-
-__all__ = ["RUN_RETRIES_MIGRATION", "RunRetry", "SQLRunRetries"]
 
 #: The statements of the schema version that adds the table (and the attention kind).
 RUN_RETRIES_MIGRATION: Final = (
@@ -104,19 +94,8 @@ class RunRetry:
     updated_at: datetime
 
 
-class SQLRunRetries:
+class SQLRunRetries(StoreBase):
     """The run retries' part of :class:`~practiceflow.state.StateStore`."""
-
-    _load: Dialect
-
-    @abstractmethod
-    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]: ...
-
-    @abstractmethod
-    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
-
-    @abstractmethod
-    def _stamp(self, value: datetime | None, what: str) -> Any: ...
 
     def _decode_retry(self, row: Sequence[Any]) -> RunRetry:
         load = self._load

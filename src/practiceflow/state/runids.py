@@ -13,8 +13,6 @@ from practiceflow.errors import ConfigError
 from practiceflow.state._sql import StateStore
 from practiceflow.state.rows import RunRecord
 
-__all__ = ["MIN_PREFIX", "SHORT_ID", "AmbiguousRunId", "find_run", "short_id"]
-
 #: The shortest prefix accepted for a run id.
 MIN_PREFIX: Final = 8
 #: How many characters of a run id are printed.

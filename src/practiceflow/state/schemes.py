@@ -13,8 +13,6 @@ from practiceflow.errors import BugError, ConfigError
 from practiceflow.state._sql import StateStore
 from practiceflow.state.rows import Clock
 
-__all__ = ["open_store", "register_store", "registered_schemes"]
-
 _STORES: Final[dict[str, str | type[StateStore]]] = {
     "sqlite": "practiceflow.state._sqlite:SQLiteStore",
     "postgresql": "practiceflow.state._postgres:PostgresStore",

@@ -1,20 +1,13 @@
 """How the store writes a JSON value: its text (:func:`to_json`), sealed with a key the
 user controls (Fernet, from ``cryptography``).
 
-Every JSON value the state store writes (event payloads, rendered requests, step outputs
-and errors, run origins and errors, the step journal's details) may hold a client's
-personal data, so the store seals each one before it is written, as
-``{"$enc": "<Fernet token>"}``, and opens it again when read: a dump or a backup of the
-database shows none of it, while every reader (retries, ``runs show``, reconciliation,
-the console) sees the plain value. A few keys that are never personal and that the store
-queries in SQL (``source`` of an event payload) stay beside the token, in clear.
-
-The key is, in order: ``PRACTICEFLOW_STATE_KEY`` (a Fernet key, as ``practiceflow state
-key`` would print it); else the key file named by ``PRACTICEFLOW_STATE_KEY_FILE``; else
-the store's own key file (for SQLite, ``<database file>.key`` beside it), created with
-0600 permissions the first time a value is sealed. Reading a sealed value without the
-key that sealed it raises a :class:`~practiceflow.errors.ConfigError` saying how to
-supply the key; it never guesses and never writes a value in clear.
+Every JSON value the store writes may hold personal data, so it is sealed as
+``{"$enc": "<Fernet token>"}`` and opened when read: a dump or backup shows none of it. A
+few keys the store queries in SQL (an event payload's ``source``) stay beside the token.
+The key: ``PRACTICEFLOW_STATE_KEY``, else the file ``PRACTICEFLOW_STATE_KEY_FILE`` names,
+else the store's own key file (SQLite: ``<database file>.key``, created 0600 at the first
+seal). A value sealed with another key raises :class:`~practiceflow.errors.ConfigError`
+saying how to supply it; nothing is ever guessed or written in clear.
 """
 
 from __future__ import annotations
@@ -28,17 +21,6 @@ from cryptography.fernet import Fernet, InvalidToken
 
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state.rows import Json
-
-__all__ = [
-    "KEY_ENV",
-    "KEY_FILE_ENV",
-    "MARK",
-    "Sealer",
-    "from_json",
-    "is_sealed",
-    "json_or_null",
-    "to_json",
-]
 
 KEY_ENV: Final = "PRACTICEFLOW_STATE_KEY"
 KEY_FILE_ENV: Final = "PRACTICEFLOW_STATE_KEY_FILE"

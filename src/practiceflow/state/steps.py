@@ -14,40 +14,8 @@ from typing import Any, Final
 from practiceflow.errors import BugError
 from practiceflow.state.rows import RESOLVABLE, STEP_TRANSITIONS, Json, StepStatus
 
-__all__ = [
-    "STEP_FIELDS",
-    "StepChange",
-    "StepWrite",
-    "check_step_changes",
-    "check_step_transition",
-    "fold_step_changes",
-]
-
 #: The JSON fields of a step a move may set.
 STEP_FIELDS: Final = ("request", "output", "error")
-
-
-def check_step_transition(
-    run_id: str, step_id: str, current: StepStatus | None, target: StepStatus
-) -> None:
-    """Refuse a step move that the journal's rules forbid.
-
-    Raises:
-        BugError: the move is illegal, such as ``succeeded -> sent``.
-    """
-    allowed = STEP_TRANSITIONS[current]
-    if target not in allowed:
-        where = "(new)" if current is None else current
-        hint = (
-            "; settle it with resolve_step (who and why are recorded)"
-            if current in RESOLVABLE
-            else ""
-        )
-        message = (
-            f"run {run_id} step {step_id!r}: cannot go from {where} to {target}; "
-            f"valid next states are {sorted(allowed)}{hint}"
-        )
-        raise BugError(message)
 
 
 @dataclass(frozen=True)
@@ -65,12 +33,9 @@ class StepChange:
             :data:`~practiceflow.state.rows.RESOLVABLE` statuses, and records who and why.
         who: the operator, when resolving.
         note: the operator's note, when resolving.
-        durable: the commit must survive an OS crash or power loss, not only the
-            process being killed (a store that may relax the other commits, as SQLite's
-            ``synchronous=NORMAL`` does, fsyncs this one).
-        at: when the move happened, for a move journaled after the fact (a read's
-            ``pending`` and ``sent``, journaled with its answer); the commit's time when
-            ``None``.
+        durable: the commit must survive an OS crash, not only a kill (SQLite fsyncs it).
+        at: when the move happened, for one journaled after the fact (a read's ``pending``
+            and ``sent``, with its answer); the commit's time when ``None``.
     """
 
     target: StepStatus
@@ -119,65 +84,27 @@ class StepChange:
         return cls("in_doubt", {"error": error})
 
     def check(self, run_id: str, step_id: str, current: StepStatus | None) -> None:
-        """Refuse this move from ``current``; stores call it inside their transaction.
+        """Refuse this move from ``current`` (``None``: no row yet); stores call it inside
+        their transaction.
 
         Raises:
-            BugError: the move is illegal.
+            BugError: the move is illegal, such as ``succeeded -> sent``.
         """
-        if not self.resolving:
-            check_step_transition(run_id, step_id, current, self.target)
-            return
-        if current not in RESOLVABLE:
-            where = "(new)" if current is None else current
+        where = "(new)" if current is None else current
+        if self.resolving and current not in RESOLVABLE:
             message = (
                 f"run {run_id} step {step_id!r}: only a step that is {sorted(RESOLVABLE)} "
                 f"can be resolved; it is {where}"
             )
             raise BugError(message)
-
-
-def check_step_changes(
-    run_id: str, step_id: str, current: StepStatus | None, changes: Sequence[StepChange]
-) -> list[StepStatus | None]:
-    """Check moves applied one after the other; stores call it inside their transaction.
-
-    Args:
-        run_id: the run.
-        step_id: the step.
-        current: the step's status before the first move (``None``: it has no row).
-        changes: the moves, in order.
-
-    Returns:
-        The status each move starts from (the first is ``current``), for the history.
-
-    Raises:
-        BugError: a move is illegal from where the moves before it left the step.
-    """
-    origins: list[StepStatus | None] = []
-    for change in changes:
-        change.check(run_id, step_id, current)
-        origins.append(current)
-        current = change.target
-    return origins
-
-
-@dataclass(frozen=True)
-class StepWrite:
-    """What a store writes for moves of one step, made by :func:`fold_step_changes`.
-
-    Attributes:
-        columns: the step's columns as the last move leaves them (later fields and times
-            win): ``status``, ``updated_at``, the moves' fields, and ``sent_at`` or the
-            resolution's columns when a move sets them. Names are fixed or checked by
-            the store's encoder; values go in as parameters.
-        sends: how many moves mark the step sent (its ``attempts`` grow by this).
-        journal: one history row per move: ``(run_id, step_id, from_status, to_status,
-            at, who, note, detail)``.
-    """
-
-    columns: dict[str, Any]
-    sends: int
-    journal: list[tuple[Any, ...]]
+        allowed = STEP_TRANSITIONS[current]
+        if not self.resolving and self.target not in allowed:
+            hint = "; settle it with resolve_step (who and why are recorded)"
+            message = (
+                f"run {run_id} step {step_id!r}: cannot go from {where} to {self.target}; "
+                f"valid next states are {sorted(allowed)}{hint if current in RESOLVABLE else ''}"
+            )
+            raise BugError(message)
 
 
 def fold_step_changes(
@@ -187,25 +114,32 @@ def fold_step_changes(
     changes: Sequence[StepChange],
     encoded: Sequence[Mapping[str, Any]],
     stamps: Sequence[Any],
-) -> StepWrite:
-    """Check moves of a step from ``current`` and fold them into what a store writes.
+) -> tuple[dict[str, Any], int, list[tuple[Any, ...]]]:
+    """Check moves of a step from ``current`` (``None``: no row yet), applied one after the
+    other, and fold them into what a store writes.
 
     Args:
         run_id: the run.
         step_id: the step.
-        current: the step's status before the first move (``None``: it has no row).
+        current: the step's status before the first move.
         changes: the moves, in order.
         encoded: each move's fields, in the store's encoding.
         stamps: when each move happened, in the store's encoding.
 
+    Returns:
+        The step's columns as the last move leaves them (names fixed or checked by the
+        store's encoder), how many moves mark it sent (its ``attempts`` grow by this),
+        and one history row per move (``run_id, step_id, from_status, to_status, at, who,
+        note, detail``).
+
     Raises:
         BugError: a move is illegal from where the moves before it left the step.
     """
-    origins = check_step_changes(run_id, step_id, current, changes)
     columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamps[-1]}
     sends = 0
     journal: list[tuple[Any, ...]] = []
-    for origin, change, fields, stamp in zip(origins, changes, encoded, stamps, strict=True):
+    for change, fields, stamp in zip(changes, encoded, stamps, strict=True):
+        change.check(run_id, step_id, current)
         columns.update(fields)
         if change.sent:
             sends += 1
@@ -215,6 +149,8 @@ def fold_step_changes(
             columns["resolved_at"] = stamp
             columns["resolution_note"] = change.note
         detail = fields.get("error")
-        row = (run_id, step_id, origin, change.target, stamp, change.who, change.note, detail)
-        journal.append(row)
-    return StepWrite(columns, sends, journal)
+        journal.append(
+            (run_id, step_id, current, change.target, stamp, change.who, change.note, detail)
+        )
+        current = change.target
+    return columns, sends, journal
