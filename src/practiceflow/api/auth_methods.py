@@ -28,23 +28,6 @@ from requests.auth import AuthBase
 
 from practiceflow.errors import ConfigError
 
-__all__ = [
-    "AUTHORIZATION",
-    "AUTH_HEADER_NAMES",
-    "AUTH_ID_HEADER",
-    "AUTH_KEY_HEADER",
-    "AUTH_REGISTRY",
-    "MASK",
-    "SECRET_HEADER_NAMES",
-    "AuthMethod",
-    "BasicAuth",
-    "HeaderAuth",
-    "Secret",
-    "make_auth",
-    "mask_headers",
-    "reject_credential_headers",
-]
-
 #: What is shown wherever a secret would have been.
 MASK: Final = "***"
 
@@ -117,12 +100,7 @@ SECRET_HEADER_NAMES: Final = frozenset(name.lower() for name in (AUTH_KEY_HEADER
 
 
 class AuthMethod(AuthBase, ABC):
-    """One way of presenting the Client ID and secret on a request.
-
-    Args:
-        client_id: the Client ID.
-        client_secret: the Client secret.
-    """
+    """One way of presenting the Client ID and secret on a request."""
 
     name: ClassVar[str]
 
@@ -189,14 +167,6 @@ AUTH_REGISTRY: Final[Mapping[str, type[AuthMethod]]] = {
 def make_auth(name: str, client_id: str, client_secret: Secret) -> AuthMethod:
     """Build the authentication method called ``name``.
 
-    Args:
-        name: ``header`` or ``basic``.
-        client_id: the Client ID.
-        client_secret: the Client secret.
-
-    Returns:
-        The method, ready to pass as ``auth=`` to requests.
-
     Raises:
         ConfigError: ``name`` is not a known method.
     """
@@ -209,22 +179,12 @@ def make_auth(name: str, client_id: str, client_secret: Secret) -> AuthMethod:
 
 
 def mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """Copy headers with every secret-bearing value replaced by ``***``.
-
-    Args:
-        headers: request headers.
-
-    Returns:
-        A plain dict safe to print or log.
-    """
+    """Copy headers with every secret-bearing value replaced by ``***``."""
     return {k: (MASK if k.lower() in SECRET_HEADER_NAMES else v) for k, v in headers.items()}
 
 
 def reject_credential_headers(headers: Mapping[str, str]) -> None:
     """Refuse caller headers that carry credentials (they would mix or bypass the method).
-
-    Args:
-        headers: headers a caller asked to add to a request.
 
     Raises:
         ConfigError: one of them is ``Authorization`` or ``X-SVC-Auth-*``.

@@ -25,19 +25,6 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError
 
-__all__ = [
-    "DEFAULT_PAGE_SIZE",
-    "ITEM_FIELDS",
-    "MAX_PAGE_NUMBER",
-    "MAX_PAGE_SIZE",
-    "PAGE_NUMBER",
-    "PAGE_SIZE",
-    "Page",
-    "extract_items",
-    "iter_items",
-    "iter_pages",
-]
-
 PAGE_NUMBER: Final = "pageNumber"
 PAGE_SIZE: Final = "pageSize"
 #: The server's page size when ``pageSize`` is supported but not sent.
@@ -71,13 +58,6 @@ class Page:
 
 def extract_items(data: Any, *, where: str = "list") -> tuple[list[Any], bool | None]:
     """Split a list answer into its rows and its ``hasMore`` flag.
-
-    Args:
-        data: the parsed JSON of one page.
-        where: what was fetched, for the error message (e.g. ``GET /api/v1/users/list``).
-
-    Returns:
-        ``(rows, has_more)``; ``has_more`` is None when the answer does not say.
 
     Raises:
         ConfigError: the answer is neither a list nor an object holding one (the path is
@@ -143,17 +123,6 @@ def iter_pages(
 ) -> Iterator[Page]:
     """Fetch pages one after another until the list ends (arguments are checked at once).
 
-    Args:
-        fetch: gets one page given its query parameters and returns the parsed JSON.
-        where: what is fetched, for error messages (e.g. ``GET /api/v1/groups/list``).
-        params: query parameters sent with every page (not ``pageNumber``/``pageSize``).
-        page_size: ``pageSize`` to send (1 to 100); None sends none and learns the size
-            from the first page (lists with a fixed server page size).
-        start_page: the first ``pageNumber`` to fetch (to resume from a checkpoint).
-
-    Returns:
-        An iterator of each :class:`Page`, the last one with ``has_more=False``.
-
     Raises:
         ConfigError: bad arguments (at once); while iterating, an answer that is not a
             list, or more than 10000 pages.
@@ -211,13 +180,6 @@ def _generate_pages(
 
 def iter_items(pages: Iterator[Page], limit: int | None = None) -> Iterator[Any]:
     """Every item of ``pages``, stopping after ``limit`` (no further page is fetched).
-
-    Args:
-        pages: pages from :func:`iter_pages`.
-        limit: the most items to yield; all when None.
-
-    Returns:
-        An iterator of the items in order.
 
     Raises:
         ConfigError: ``limit`` is negative or not an integer (at once).

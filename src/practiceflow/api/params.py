@@ -15,8 +15,6 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError
 
-__all__ = ["LAST_UPDATED", "encode_params", "to_utc_param", "utc_now"]
-
 LAST_UPDATED: Final = "lastUpdated"
 _WIRE_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -94,13 +92,6 @@ def encode_params(
     ``None`` values are dropped; booleans become ``true`` / ``false``; ``lastUpdated``
     goes through :func:`to_utc_param` (no future values); other datetimes must be aware
     and become UTC text; dates become ``YYYY-MM-DD``. Lists are kept (repeated keys).
-
-    Args:
-        params: the caller's query parameters.
-        now: the current time (injectable for tests).
-
-    Returns:
-        A new dict ready for ``requests``.
 
     Raises:
         ConfigError: a datetime is naive, or ``lastUpdated`` is invalid or in the future.

@@ -18,8 +18,6 @@ import requests
 from practiceflow.budget.rate_budget import RateLimits
 from practiceflow.errors import ConfigError, PracticeflowError, RateLimitError
 
-__all__ = ["SAFE_METHODS", "RetryPolicy", "is_read", "refused_before_sending", "with_hint"]
-
 #: Methods that change nothing on the server, so repeating them is harmless.
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -170,12 +168,6 @@ def refused_before_sending(exc: BaseException) -> bool:
     transport's classes are recognised by name: they belong to ``requests``' own
     transport, not to an interface of ours. A read timeout or a reset is not in that
     family.
-
-    Args:
-        exc: the exception ``requests`` raised.
-
-    Returns:
-        True only when the API certainly did not receive the request.
     """
     seen: set[int] = set()
     pending: list[object] = [exc]

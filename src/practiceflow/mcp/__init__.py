@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from practiceflow.mcp._catalog import CONFIRM_TOOL, RECIPE_PREFIX, ToolEntry, build_catalog
 from practiceflow.mcp._desk import WriteDesk
-from practiceflow.mcp._resources import BUDGET_URI, HELD_RUNS_URI, RECENT_RUNS_URI
+from practiceflow.mcp._resources import ASSISTANT_LIMITS, BUDGET_URI, HELD_RUNS_URI, RECENT_RUNS_URI
 from practiceflow.mcp._sending import EVENT_SOURCE, run_key
 from practiceflow.mcp._server import build_server
 from practiceflow.mcp._serving import (
@@ -36,7 +36,7 @@ from practiceflow.mcp._serving import (
     serve_http,
     serve_stdio,
 )
-from practiceflow.mcp._setup import ASSISTANT_LIMITS, assistant_budget, build_mcp
+from practiceflow.mcp._setup import assistant_budget, build_mcp
 
 __all__ = [
     "ASSISTANT_LIMITS",

@@ -32,15 +32,6 @@ from practiceflow.manifest import ActionModule, ModuleRegistry
 from practiceflow.mcp._results import RUN_RESULT_SCHEMA, WRITE_RESULT_SCHEMA, read_result_schema
 from practiceflow.runner import ValidRecipe
 
-__all__ = [
-    "CONFIRM_TOOL",
-    "RECIPE_PREFIX",
-    "ToolEntry",
-    "build_catalog",
-    "recipe_tool_name",
-    "settings_lists",
-]
-
 #: The tool an assistant calls with a confirm token to send a previewed write.
 CONFIRM_TOOL = "confirm_write"
 #: Prefix of the tools that run a recipe for one event.
@@ -137,14 +128,7 @@ def _action_tool(module: ActionModule, writes_on: bool) -> ToolEntry:
 
 
 def recipe_tool_name(recipe: ValidRecipe) -> str:
-    """The tool name of a recipe: ``run_recipe_`` and its file's stem, as a key.
-
-    Args:
-        recipe: the checked recipe.
-
-    Returns:
-        For example ``run_recipe_proposal_to_bill_and_eform``.
-    """
+    """The tool name of a recipe: ``run_recipe_`` and its file's stem, as a key."""
     stem = re.sub(r"[^a-z0-9_]+", "_", Path(recipe.source).stem.lower()).strip("_")
     return RECIPE_PREFIX + (stem or "recipe")
 
@@ -263,12 +247,6 @@ def build_catalog(
 def settings_lists(registry: ModuleRegistry) -> list[ActionModule]:
     """The read-only ``list_*`` actions that need no input: the lookup lists (entity types,
     lead sources, users, templates...) an assistant reads before it fills a form.
-
-    Args:
-        registry: the action modules.
-
-    Returns:
-        The modules, by key.
     """
     return [
         module

@@ -38,19 +38,6 @@ from typing import Any, Final
 from practiceflow.errors import ConfigError
 from practiceflow.state.sealing import MARK, Sealer
 
-__all__ = [
-    "CLAIM_LEASE",
-    "MAX_CODE_MISSES",
-    "STATE_PREFIX",
-    "Claimant",
-    "SealedState",
-    "arguments_digest",
-    "new_code",
-    "open_state",
-    "same_code",
-    "seal_state",
-]
-
 #: How a sealed state starts (its version): a client's value that lacks it is not ours.
 STATE_PREFIX: Final = "pfw1."
 #: What a sealed state's payload says it is, so that no other sealed value of the store
@@ -110,13 +97,6 @@ def seal_state(sealer: Sealer, state: SealedState) -> str:
 
 def open_state(sealer: Sealer, text: str) -> SealedState:
     """The state a client handed back, checked to be one this store's key sealed.
-
-    Args:
-        sealer: the store's sealer.
-        text: the ``confirm_token`` or ``requestState``.
-
-    Returns:
-        What it binds (its practice and expiry are the caller's to check).
 
     Raises:
         ConfigError: it was not sealed with this key, was altered, or is not a

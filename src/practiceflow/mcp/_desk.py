@@ -43,8 +43,6 @@ from practiceflow.runner import RunOutcome, ValidRecipe, dry_run
 from practiceflow.state import PendingWriteStore, StateStore
 from practiceflow.templating import utcnow
 
-__all__ = ["DEFAULT_TTL", "Preview", "WriteDesk"]
-
 logger = logging.getLogger("practiceflow.mcp")
 
 #: How long a preview may wait for its confirmation.

@@ -36,14 +36,6 @@ from practiceflow.mcp._desk import WriteDesk
 from practiceflow.service.needs_person import label, needs_person, open_entries, settle_command
 from practiceflow.state import RunRecord, StepRecord
 
-__all__ = [
-    "ASSISTANT_LIMITS",
-    "BUDGET_URI",
-    "HELD_RUNS_URI",
-    "RECENT_RUNS_URI",
-    "Resources",
-]
-
 #: The assistant's share of the practice's budget (60/min, 1000/h, 10000/day): a third of
 #: each window at most, so that the practice's recipes keep the rest whatever an assistant
 #: asks for.
@@ -104,12 +96,6 @@ _TEMPLATES: Final = (
 class Resources:
     """The resources of one server (see the module docstring); synchronous, called from a
     worker thread.
-
-    Args:
-        desk: the desk (its store, practice and registry; lists are read through it).
-        lists: the lookup lists offered, by action key.
-        recent: how many runs ``runs/recent`` and ``runs/held`` give.
-        limits: the practice's rate limits.
     """
 
     desk: WriteDesk

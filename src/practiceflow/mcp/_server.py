@@ -46,8 +46,6 @@ from practiceflow.mcp._resources import Resources
 from practiceflow.mcp._results import wraps_result
 from practiceflow.mcp._sending import ASK_FOR_CODE, RunNotDone
 
-__all__ = ["build_server"]
-
 logger = logging.getLogger("practiceflow.mcp")
 
 #: The key of the confirmation form in an ``input_required`` answer.

@@ -30,16 +30,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from practiceflow.errors import ConfigError
 from practiceflow.service.netaddr import is_loopback, listen_tcp
 
-__all__ = [
-    "DEFAULT_LISTEN",
-    "MCP_PATH",
-    "bind_http",
-    "check_http_bind",
-    "http_app",
-    "serve_http",
-    "serve_stdio",
-]
-
 logger = logging.getLogger("practiceflow.mcp")
 
 #: Where the streamable HTTP endpoint is.

@@ -19,8 +19,6 @@ from practiceflow.runner import ValidRecipe
 from practiceflow.service.state_location import practice_budget
 from practiceflow.state import StateStore
 
-__all__ = ["ASSISTANT_LIMITS", "assistant_budget", "build_mcp"]
-
 
 def assistant_budget(state: str | None, client_id: str) -> RateBudget:
     """The rate budget of an assistant's requests: a third of the practice's, at most.

@@ -42,17 +42,6 @@ from practiceflow.testing._cassette import (
     scrub,
 )
 
-__all__ = [
-    "REPLAY_BASE_URL",
-    "CassetteMismatch",
-    "CassettePlayer",
-    "CassetteRecorder",
-    "answer_response",
-    "mounted_session",
-    "recorded_request",
-    "request_differences",
-]
-
 #: The base URL a replayed client is given; nothing is ever sent to it.
 REPLAY_BASE_URL: Final = "https://cassette.invalid/anz"
 
@@ -143,15 +132,7 @@ def _answer(response: requests.Response) -> RecordedResponse:
 def answer_response(
     answer: RecordedResponse, request: requests.PreparedRequest
 ) -> requests.Response:
-    """A ``requests`` response carrying a recorded (or written) answer to a request.
-
-    Args:
-        answer: the status, headers and body.
-        request: the request it answers.
-
-    Returns:
-        The response, its body already read.
-    """
+    """A ``requests`` response carrying a recorded (or written) answer to a request."""
     response = requests.Response()
     response.status_code = answer.status
     headers = dict(answer.headers)
