@@ -219,15 +219,6 @@ def build_catalog(
 ) -> dict[str, ToolEntry]:
     """Every tool of the server, by name.
 
-    Args:
-        registry: the action modules (one tool each).
-        recipes: the recipes offered as tools.
-        writes_on: whether write tools may be used (``--allow-writes`` and credentials
-            that can write).
-
-    Returns:
-        Tool name -> entry, actions first (by key), then recipes, then the confirm tool.
-
     Raises:
         ValueError: two recipes map to the same tool name, or one to an action's key.
     """

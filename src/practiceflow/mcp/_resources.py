@@ -188,8 +188,6 @@ class Resources:
         message = f"unknown resource {uri!r}; valid values are {known}"
         raise ConfigError(message)
 
-    # -- runs ----------------------------------------------------------------------------
-
     def _runs(self, status: Any = None) -> list[RunRecord]:
         return self.desk.store.list_runs(
             practice=self.desk.practice, status=status, limit=self.recent
@@ -255,8 +253,6 @@ class Resources:
         if not held and isinstance(run.error, Mapping):
             held.append({"step": None, "why": str(run.error.get("reason") or run.error)})
         return held
-
-    # -- budget --------------------------------------------------------------------------
 
     def _window(self, window: str) -> dict[str, Any]:
         since = self.desk.store.now() - _WINDOWS[window]

@@ -155,8 +155,6 @@ class _Handlers:
     async def _blocking(self, func: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(func, *args)
 
-    # -- tools ---------------------------------------------------------------------------
-
     async def list_tools(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -278,8 +276,6 @@ class _Handlers:
             "next": how,
         }
 
-    # -- resources ---------------------------------------------------------------------
-
     async def list_resources(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
@@ -311,18 +307,7 @@ def build_server(
     *,
     announce: Callable[[str], None] = _stderr,
 ) -> Server[Any]:
-    """The MCP server over a desk (see the module docstring).
-
-    Args:
-        desk: carries out the calls.
-        catalog: the tools, by name.
-        lists: the lookup lists offered as resources, by action key.
-        announce: shows a line to the person at the server (the confirmation code of a
-            write when the client cannot ask the user); standard error by default.
-
-    Returns:
-        A lowlevel SDK server, to run over stdio or streamable HTTP.
-    """
+    """The MCP server over a desk (see the module docstring)."""
     handlers = _Handlers(desk, catalog, lists, announce)
     return Server(
         "practiceflow",

@@ -43,10 +43,6 @@ _BACKLOG = 128
 def check_http_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond loopback without a token.
 
-    Args:
-        host: the address to listen on.
-        token: the bearer token clients must send, if one was given.
-
     Raises:
         ConfigError: ``host`` is not loopback and no token was given.
     """
@@ -66,13 +62,6 @@ def _shown(host: str, port: int) -> str:
 
 def bind_http(host: str, port: int) -> socket.socket:
     """Bind and listen on ``(host, port)`` for :func:`serve_http` (port 0: any free one).
-
-    Args:
-        host: the address.
-        port: the port.
-
-    Returns:
-        The listening socket (connections wait in its backlog until the server starts).
 
     Raises:
         ConfigError: the address is taken or is not one of this machine's.
@@ -122,15 +111,6 @@ class _BearerToken:
 def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
     """The ASGI app serving ``server`` at :data:`MCP_PATH` (token-checked when given).
 
-    Args:
-        server: the MCP server.
-        host: the address it will listen on (loopback keeps the SDK's DNS-rebinding
-            protection; any other address relies on the token).
-        token: the bearer token, or None on loopback.
-
-    Returns:
-        The app.
-
     Raises:
         ConfigError: beyond loopback without a token.
     """
@@ -149,11 +129,6 @@ def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
 def serve_http(server: Server[Any], sock: socket.socket, token: str | None) -> None:
     """Serve over streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM).
 
-    Args:
-        server: the MCP server.
-        sock: the listening socket, from :func:`bind_http` (the caller closes it).
-        token: the bearer token (required beyond loopback).
-
     Raises:
         ConfigError: beyond loopback without a token.
     """
@@ -167,11 +142,7 @@ def serve_http(server: Server[Any], sock: socket.socket, token: str | None) -> N
 
 
 def serve_stdio(server: Server[Any]) -> None:
-    """Serve one client over this process's standard input and output until it closes.
-
-    Args:
-        server: the MCP server.
-    """
+    """Serve one client over this process's standard input and output until it closes."""
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -274,9 +274,6 @@ def save_cassette(cassette: Cassette, path: str | Path) -> Path:
     return target
 
 
-# -- scrubbing ---------------------------------------------------------------------------------
-
-
 def _token(value: str) -> str:
     """A value's stand-in: same length and shape, letters and digits drawn from a hash of
     the value in lower case (so every letter case of a value gets the same letters); a
