@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import Any, Final
 
 from practiceflow.errors import ConfigError
@@ -87,6 +88,10 @@ def extract_items(data: Any, *, where: str = "list") -> tuple[list[Any], bool | 
     raise ConfigError(message)
 
 
+def _in_range(value: object, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= high
+
+
 def _check_page_args(
     where: str, params: Mapping[str, Any], page_size: int | None, start_page: int
 ) -> None:
@@ -94,21 +99,13 @@ def _check_page_args(
         if name in params:
             message = f"{where}: params carry {name!r}; pass {argument}= instead"
             raise ConfigError(message)
-    if page_size is not None and (
-        isinstance(page_size, bool)
-        or not isinstance(page_size, int)
-        or not 1 <= page_size <= MAX_PAGE_SIZE
-    ):
+    if page_size is not None and not _in_range(page_size, MAX_PAGE_SIZE):
         message = (
             f"{where}: page_size got {page_size!r}; valid values are 1 to {MAX_PAGE_SIZE} "
             f"(the server's default is {DEFAULT_PAGE_SIZE}), or None for a fixed server size"
         )
         raise ConfigError(message)
-    if (
-        isinstance(start_page, bool)
-        or not isinstance(start_page, int)
-        or not 1 <= start_page <= MAX_PAGE_NUMBER
-    ):
+    if not _in_range(start_page, MAX_PAGE_NUMBER):
         message = f"{where}: start_page got {start_page!r}; valid values are 1 to {MAX_PAGE_NUMBER}"
         raise ConfigError(message)
 
@@ -187,16 +184,5 @@ def iter_items(pages: Iterator[Page], limit: int | None = None) -> Iterator[Any]
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         message = f"limit: got {limit!r}; expected an integer >= 0 or None"
         raise ConfigError(message)
-    return _generate_items(pages, limit)
-
-
-def _generate_items(pages: Iterator[Page], limit: int | None) -> Iterator[Any]:
-    if limit == 0:
-        return
-    count = 0
-    for page in pages:
-        for item in page.items:
-            yield item
-            count += 1
-            if limit is not None and count >= limit:
-                return
+    # islice pulls no item (and so no page) beyond the limit.
+    return islice(chain.from_iterable(page.items for page in pages), limit)

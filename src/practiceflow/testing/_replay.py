@@ -67,10 +67,6 @@ class CassetteMismatch(AssertionError):
     """A replayed request matched no exchange of the cassette (the message says why)."""
 
 
-def _base_path(base_url: str) -> str:
-    return urlsplit(base_url).path.rstrip("/")
-
-
 def _body(raw: bytes | str | None) -> Any:
     if raw is None or raw in (b"", ""):
         return None
@@ -84,15 +80,11 @@ def _body(raw: bytes | str | None) -> Any:
 def recorded_request(request: requests.PreparedRequest, base_url: str) -> RecordedRequest:
     """A request as a cassette records it: path under the base URL, query, body, headers.
 
-    Args:
-        request: the prepared request.
-        base_url: the client's base URL (its path, such as ``/anz``, is taken off).
-
-    Returns:
-        The request without credentials or the client's own headers.
+    The path of ``base_url`` (such as ``/anz``) is taken off; credentials and the client's
+    own headers are left out.
     """
     parts = urlsplit(request.url or "")
-    prefix = _base_path(base_url)
+    prefix = urlsplit(base_url).path.rstrip("/")
     path = parts.path[len(prefix) :] if prefix and parts.path.startswith(prefix) else parts.path
     query: dict[str, Any] = {}
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
@@ -236,7 +228,6 @@ class CassettePlayer(BaseAdapter):
         self._normalize = normalize or (lambda request: request)
         self._played = [False] * len(cassette.exchanges)
         self.sent: list[RecordedRequest] = []
-        self.raw_sent: list[RecordedRequest] = []
         self.mismatches: list[str] = []
 
     def session(self) -> requests.Session:
@@ -253,9 +244,7 @@ class CassettePlayer(BaseAdapter):
     def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
         """Answer from the first unplayed exchange with the same request, else refuse it."""
         del args, kwargs
-        raw = recorded_request(request, self.base_url)
-        self.raw_sent.append(raw)
-        wanted = self._normalize(raw)
+        wanted = self._normalize(recorded_request(request, self.base_url))
         self.sent.append(wanted)
         candidates: list[tuple[int, list[str]]] = []
         for index, exchange in enumerate(self.cassette.exchanges):
@@ -264,7 +253,7 @@ class CassettePlayer(BaseAdapter):
             differences = request_differences(wanted, self._normalize(exchange.request))
             if not differences:
                 self._played[index] = True
-                return self._response(exchange.response, request)
+                return answer_response(exchange.response, request)
             candidates.append((index, differences))
         message = self._mismatch(wanted, candidates)
         self.mismatches.append(message)
@@ -278,11 +267,6 @@ class CassettePlayer(BaseAdapter):
             lines.append(f"  exchanges[{index}]:")
             lines.extend(f"    {line}" for line in differences[:8])
         return "\n".join(lines)
-
-    def _response(
-        self, answer: RecordedResponse, request: requests.PreparedRequest
-    ) -> requests.Response:
-        return answer_response(answer, request)
 
     def close(self) -> None:
         """Nothing to release."""
