@@ -1,19 +1,10 @@
 """What the server offers: a tool per action module, a tool per recipe, the confirm tool.
 
-A tool is described by its module alone: the name is the module's key, the title and
-description are the module's, the input schema is the module's input schema as it is
-(titles, descriptions, examples, enums, ``$defs``), so an assistant sees the same form a
-person sees in ``practiceflow modules show``. A write tool says in its description that it
-answers with a preview first, or that it is off when the server was started without
-``--allow-writes``; it is listed either way, so that an assistant can tell the user what it
-cannot do here instead of guessing.
-
-A field whose values come from a list action (its ``x-choices``, the dynamic dropdown of
-the exports) is named in the description with that list tool, which the assistant can
-call (or read as a resource) before it fills the field.
-
-A recipe becomes the tool ``run_recipe_<file stem>``; its input is the shape of its
-trigger's events (the trigger's output schema, with the trigger's sample as example).
+A tool is described by its module alone (key, title, description, input schema as it is),
+so an assistant sees the form a person sees in ``practiceflow modules show``. A write tool
+is listed even when writes are off, saying so, so that an assistant can tell the user what
+it cannot do instead of guessing. A field whose values come from a list action
+(``x-choices``) names that list tool in its description.
 """
 
 from __future__ import annotations

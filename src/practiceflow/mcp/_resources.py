@@ -1,22 +1,8 @@
 """What an assistant reads to answer "what is stuck, and why": resources and their templates.
 
-Static resources:
-
-* ``practiceflow://lists/<action>``: the lookup lists (entity types, lead sources, users...),
-  read through the desk (so masked like a read tool's result);
-* ``practiceflow://runs/recent``: the latest runs, newest first;
-* ``practiceflow://runs/held``: the runs waiting for a person (the definition of
-  ``runs list`` and the console, :mod:`practiceflow.service.needs_person`), each with its held
-  steps and why;
-* ``practiceflow://budget``: the requests the practice sent in each window of its rate
-  budget, against the practice's limits and the assistant's share.
-
-Templates (``resources/templates/list``) name the same things one at a time:
-``practiceflow://runs/{run_id}``, ``practiceflow://runs/{run_id}/held``,
-``practiceflow://budget/{window}`` and ``practiceflow://lists/{action}``.
-
-Nothing here holds a personal value the journal would not show: step requests and errors
-are journaled masked, and a step's output is masked by its module's output schema.
+``docs/mcp.md`` lists them (lookup lists, recent and held runs, the rate budget). Nothing
+here holds a personal value the journal would not show: step requests and errors are
+journaled masked, and a step's output is masked by its module's output schema.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """The MCP server: tools, resources and the confirmation of writes, over the SDK's lowlevel
 ``Server`` (the tools are data, one per module, so they are declared, not decorated).
 
-Confirmation of a write, by what the client can do (a person's yes, not the model's):
-
-* the client supports elicitation, protocol 2026-07-28 and later: the call answers
-  ``input_required`` with a form asking the user to confirm the previewed request; the
-  client retries the call with the user's answer and, as request state, the preview's
-  sealed state, which any process sharing the store can settle;
-* the client supports elicitation, earlier protocols: the server asks the client
-  (``elicitation/create``) while the call waits;
-* otherwise: the call answers with the preview and its sealed state (``confirm_token``),
-  and the server prints a code for the user on its standard error (``announce``), never in
-  a tool result; the assistant calls ``confirm_write`` with the token and the code the
-  user gives it (with ``--confirm-by-assistant``, the token alone).
-
-Every error the desk raises becomes a tool result with ``isError`` and the CLI's message,
-so the assistant can read it and correct its call.
+A write is confirmed by a person, by what the client can do: elicitation answered as
+``input_required`` (protocol 2026-07-28 and later) or ``elicitation/create`` (earlier);
+otherwise the preview's ``confirm_token`` and a code the server prints on its standard
+error (never in a tool result) that the user gives the assistant for ``confirm_write``.
+Every error the desk raises becomes a tool result with ``isError`` and the CLI's message.
 """
 
 from __future__ import annotations

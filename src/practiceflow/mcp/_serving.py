@@ -1,14 +1,9 @@
 """Serving the MCP server: over stdio (desktop assistants) or streamable HTTP.
 
-HTTP listens on 127.0.0.1:8766 by default (:data:`DEFAULT_LISTEN`; the sandbox has 8765).
-Any other address needs a token (the console's rule,
-:func:`~practiceflow.console.security.check_bind`): anyone who reaches the port could
-otherwise read the practice's records. With a token every HTTP request must carry
-``Authorization: Bearer <token>``; the token is compared in constant time and never logged.
-
-The command binds its socket (:func:`bind_http`) before it checks the credentials and hands
-it to the web server, so that a taken port is a configuration error naming the address,
-not the web server's own exit code after the start-up.
+HTTP listens on :data:`DEFAULT_LISTEN`; any other address than loopback needs a token
+(anyone who reaches the port could otherwise read the practice's records), compared in
+constant time and never logged. The socket is bound (:func:`bind_http`) before start-up,
+so a taken port is a configuration error naming the address.
 """
 
 from __future__ import annotations

@@ -23,12 +23,9 @@ from practiceflow.state import StateStore
 def assistant_budget(state: str | None, client_id: str) -> RateBudget:
     """The rate budget of an assistant's requests: a third of the practice's, at most.
 
-    The assistant counts in the practice's shared bucket on the same store as ``serve``
-    and ``run`` (``budget.db`` beside a SQLite state file; the database of a PostgreSQL
-    store, where every replica of a fleet counts too) against :data:`ASSISTANT_LIMITS`:
-    it is admitted only while the whole practice (recipes and assistant) has used less
-    than a third of each window, and the recipes see its requests in theirs. A store
-    with no file of its own gets a budget of :data:`ASSISTANT_LIMITS` in memory.
+    It counts in the practice's shared bucket (as ``serve`` and ``run`` do) against
+    :data:`ASSISTANT_LIMITS`, admitted only while the whole practice has used less than a
+    third of each window; a store with no file of its own gets one in memory.
     """
     return practice_budget(state, client_id, ASSISTANT_LIMITS)
 
