@@ -1,18 +1,12 @@
 """The credentials and the two authentication methods of the spec (section 5), never
 mixed on one request.
 
-:class:`Secret` holds the client secret (and other credentials) and masks it in
-``repr()``, ``str()`` and f-strings, so an object that carries one (settings, a client, an
-error's ``__dict__`` in a traceback) can be printed or logged without leaking it. Code that
-really needs the value calls :meth:`Secret.reveal`, which makes every such place easy to
-find.
-
-Each method is a :class:`requests.auth.AuthBase`, so it is passed as ``auth=`` on every
-request: that puts exactly its own headers on the request, removes the other method's, and
-stops ``requests`` from adding credentials of its own (``Session.auth`` or ``~/.netrc``).
-
-Methods live in a name -> class registry (:data:`AUTH_REGISTRY`); :func:`make_auth` builds
-one by name and says which names are valid.
+:class:`Secret` masks a credential in ``repr()``, ``str()`` and f-strings, so whatever
+carries one can be printed or logged; code that needs the value calls
+:meth:`Secret.reveal`, which makes every such place easy to find. Each method is a
+``requests`` ``AuthBase`` passed as ``auth=`` on every request: it puts exactly its own
+headers on, removes the other method's, and stops ``requests`` adding ``Session.auth`` or
+``~/.netrc`` credentials. :func:`make_auth` builds one by name.
 """
 
 from __future__ import annotations

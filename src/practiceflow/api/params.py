@@ -1,10 +1,7 @@
 """Query parameters as the API wants them: UTC timestamps, lower-case booleans.
 
-:func:`to_utc_param` is the one place that turns a ``lastUpdated`` value into the wire
-form (``2026-11-22T10:00:00Z``); it refuses naive and future values before anything is
-sent, because the API answers a future ``lastUpdated`` with 400 and a naive one would be
-read in an unknown zone. :func:`encode_params` applies it (and the other conversions) to
-a whole query mapping.
+A naive or future ``lastUpdated`` is refused before anything is sent: the API answers a
+future one with 400, and a naive one would be read in an unknown zone.
 """
 
 from __future__ import annotations
@@ -37,11 +34,10 @@ def to_utc_param(
     after" filter such as ``lastUpdated`` that can only include more records, never miss one.
 
     Args:
-        value: an aware datetime, or text such as ``2026-11-22T20:00:00+10:00`` or
-            ``2026-11-22T10:00:00Z``.
+        value: an aware datetime, or text such as ``2026-11-22T20:00:00+10:00``.
         name: the parameter's name, for error messages.
         allow_future: accept instants after now (``lastUpdated`` must not be in the future).
-        now: the current time (injectable for tests).
+        now: the current time.
 
     Returns:
         The instant in UTC, e.g. ``2026-11-22T10:00:00Z``.
