@@ -95,47 +95,25 @@ def _choice_note(module: ActionModule) -> str:
     return " Allowed values come from list tools: " + "; ".join(parts) + "."
 
 
-def _tool(
-    name: str,
-    title: str,
-    description: str,
-    input_schema: dict[str, Any],
-    output_schema: dict[str, Any],
-    *,
-    writes: bool,
-    methods: set[str],
-    writes_on: bool,
-) -> types.Tool:
+def _action_tool(module: ActionModule, writes_on: bool) -> ToolEntry:
+    description = module.description.strip() + _choice_note(module)
+    writes = module.needs_write
     if writes:
         description += _WRITE_NOTE if writes_on else _OFF_NOTE
     annotations = types.ToolAnnotations(
-        title=title,
+        title=module.title,
         read_only_hint=not writes,
-        destructive_hint=writes and bool(methods & _OVERWRITING),
+        destructive_hint=writes and module.request.method.upper() in _OVERWRITING,
         idempotent_hint=not writes,
         open_world_hint=True,
     )
-    return types.Tool(
-        name=name,
-        title=title,
+    tool = types.Tool(
+        name=module.key,
+        title=module.title,
         description=description,
-        input_schema=input_schema,
-        output_schema=output_schema,
+        input_schema=_object_schema(module.input_schema),
+        output_schema=WRITE_RESULT_SCHEMA if writes else read_result_schema(module),
         annotations=annotations,
-    )
-
-
-def _action_tool(module: ActionModule, writes_on: bool) -> ToolEntry:
-    writes = module.needs_write
-    tool = _tool(
-        module.key,
-        module.title,
-        module.description.strip() + _choice_note(module),
-        _object_schema(module.input_schema),
-        WRITE_RESULT_SCHEMA if writes else read_result_schema(module),
-        writes=writes,
-        methods={module.request.method.upper()},
-        writes_on=writes_on,
     )
     return ToolEntry(tool, "write" if writes else "read", action=module)
 
@@ -158,19 +136,27 @@ def _recipe_tool(recipe: ValidRecipe, writes_on: bool) -> ToolEntry:
     )
     if recipe.recipe.description:
         description = f"{recipe.recipe.description.strip()} {description}"
+    writes = bool(recipe.writes())
+    if writes:
+        description += _WRITE_NOTE if writes_on else _OFF_NOTE
     methods = {
         str(getattr(getattr(action, "request", None), "method", "")).upper()
         for action in recipe.actions.values()
     }
-    tool = _tool(
-        recipe_tool_name(recipe),
-        f"Run recipe: {recipe.name}",
-        description,
-        schema,
-        WRITE_RESULT_SCHEMA,
-        writes=bool(recipe.writes()),
-        methods=methods,
-        writes_on=writes_on,
+    annotations = types.ToolAnnotations(
+        title=f"Run recipe: {recipe.name}",
+        read_only_hint=not writes,
+        destructive_hint=writes and bool(methods & _OVERWRITING),
+        idempotent_hint=not writes,
+        open_world_hint=True,
+    )
+    tool = types.Tool(
+        name=recipe_tool_name(recipe),
+        title=f"Run recipe: {recipe.name}",
+        description=description,
+        input_schema=schema,
+        output_schema=WRITE_RESULT_SCHEMA,
+        annotations=annotations,
     )
     return ToolEntry(tool, "recipe", recipe=recipe)
 
