@@ -212,6 +212,7 @@ class CassettePlayer(BaseAdapter):
 
     Attributes:
         sent: every request received, as recorded (after ``normalize``).
+        raw_sent: every request received, as recorded (before ``normalize``).
         mismatches: the message of each request that matched no exchange.
     """
 
@@ -228,6 +229,7 @@ class CassettePlayer(BaseAdapter):
         self._normalize = normalize or (lambda request: request)
         self._played = [False] * len(cassette.exchanges)
         self.sent: list[RecordedRequest] = []
+        self.raw_sent: list[RecordedRequest] = []
         self.mismatches: list[str] = []
 
     def session(self) -> requests.Session:
@@ -244,7 +246,9 @@ class CassettePlayer(BaseAdapter):
     def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> Any:
         """Answer from the first unplayed exchange with the same request, else refuse it."""
         del args, kwargs
-        wanted = self._normalize(recorded_request(request, self.base_url))
+        raw = recorded_request(request, self.base_url)
+        self.raw_sent.append(raw)
+        wanted = self._normalize(raw)
         self.sent.append(wanted)
         candidates: list[tuple[int, list[str]]] = []
         for index, exchange in enumerate(self.cassette.exchanges):
