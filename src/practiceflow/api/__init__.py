@@ -2,23 +2,9 @@
 
 This package owns regions and base URLs (configuration, never built-in host names), both
 authentication methods (never mixed), problem-details errors mapped onto
-:mod:`practiceflow.errors`, paging (fixed server page size, ``pageSize``, ``hasMore``),
-``lastUpdated`` handling, the multi-window rate budget with ``Retry-After``, and pydantic
-models of the resources the spec names.
-
-Modules, one concern each:
-
-* :mod:`~practiceflow.api.config`: settings from arguments, environment, profile file
-* :mod:`~practiceflow.api.auth_methods`: the masked :class:`Secret`, header and HTTP Basic
-  authentication
-* :mod:`~practiceflow.api.params`: query values, ``lastUpdated`` as UTC
-* :mod:`practiceflow.budget`: the rate budget (pyrate-limiter) and ``Retry-After``
-* :mod:`~practiceflow.api.retry`: which failures are retried, and backoff
-* :mod:`~practiceflow.api.problems`: error answers to exceptions
-* :mod:`~practiceflow.api.paging`: pages and items of list endpoints
-* :mod:`~practiceflow.api.client`: :class:`Client`, the send loop, downloads
-* :mod:`~practiceflow.api.wire`: result types and conversions around one request
-* :mod:`~practiceflow.api.resource_models`: the resource models
+:mod:`practiceflow.errors`, retries, paging, ``lastUpdated`` handling, and pydantic models
+of the resources the spec names; :class:`Client` (:mod:`.client`) ties them together. The
+rate budget lives in :mod:`practiceflow.budget`.
 """
 
 from __future__ import annotations

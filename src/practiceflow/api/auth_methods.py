@@ -1,18 +1,12 @@
 """The credentials and the two authentication methods of the spec (section 5), never
 mixed on one request.
 
-:class:`Secret` holds the client secret (and other credentials) and masks it in
-``repr()``, ``str()`` and f-strings, so an object that carries one (settings, a client, an
-error's ``__dict__`` in a traceback) can be printed or logged without leaking it. Code that
-really needs the value calls :meth:`Secret.reveal`, which makes every such place easy to
-find.
-
-Each method is a :class:`requests.auth.AuthBase`, so it is passed as ``auth=`` on every
-request: that puts exactly its own headers on the request, removes the other method's, and
-stops ``requests`` from adding credentials of its own (``Session.auth`` or ``~/.netrc``).
-
-Methods live in a name -> class registry (:data:`AUTH_REGISTRY`); :func:`make_auth` builds
-one by name and says which names are valid.
+:class:`Secret` masks a credential in ``repr()``, ``str()`` and f-strings, so whatever
+carries one can be printed or logged; code that needs the value calls
+:meth:`Secret.reveal`, which makes every such place easy to find. Each method is a
+``requests`` ``AuthBase`` passed as ``auth=`` on every request: it puts exactly its own
+headers on, removes the other method's, and stops ``requests`` adding ``Session.auth`` or
+``~/.netrc`` credentials. :func:`make_auth` builds one by name.
 """
 
 from __future__ import annotations
@@ -27,23 +21,6 @@ from requests import PreparedRequest
 from requests.auth import AuthBase
 
 from practiceflow.errors import ConfigError
-
-__all__ = [
-    "AUTHORIZATION",
-    "AUTH_HEADER_NAMES",
-    "AUTH_ID_HEADER",
-    "AUTH_KEY_HEADER",
-    "AUTH_REGISTRY",
-    "MASK",
-    "SECRET_HEADER_NAMES",
-    "AuthMethod",
-    "BasicAuth",
-    "HeaderAuth",
-    "Secret",
-    "make_auth",
-    "mask_headers",
-    "reject_credential_headers",
-]
 
 #: What is shown wherever a secret would have been.
 MASK: Final = "***"
@@ -117,12 +94,7 @@ SECRET_HEADER_NAMES: Final = frozenset(name.lower() for name in (AUTH_KEY_HEADER
 
 
 class AuthMethod(AuthBase, ABC):
-    """One way of presenting the Client ID and secret on a request.
-
-    Args:
-        client_id: the Client ID.
-        client_secret: the Client secret.
-    """
+    """One way of presenting the Client ID and secret on a request."""
 
     name: ClassVar[str]
 
@@ -189,14 +161,6 @@ AUTH_REGISTRY: Final[Mapping[str, type[AuthMethod]]] = {
 def make_auth(name: str, client_id: str, client_secret: Secret) -> AuthMethod:
     """Build the authentication method called ``name``.
 
-    Args:
-        name: ``header`` or ``basic``.
-        client_id: the Client ID.
-        client_secret: the Client secret.
-
-    Returns:
-        The method, ready to pass as ``auth=`` to requests.
-
     Raises:
         ConfigError: ``name`` is not a known method.
     """
@@ -209,22 +173,12 @@ def make_auth(name: str, client_id: str, client_secret: Secret) -> AuthMethod:
 
 
 def mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """Copy headers with every secret-bearing value replaced by ``***``.
-
-    Args:
-        headers: request headers.
-
-    Returns:
-        A plain dict safe to print or log.
-    """
+    """Copy headers with every secret-bearing value replaced by ``***``."""
     return {k: (MASK if k.lower() in SECRET_HEADER_NAMES else v) for k, v in headers.items()}
 
 
 def reject_credential_headers(headers: Mapping[str, str]) -> None:
     """Refuse caller headers that carry credentials (they would mix or bypass the method).
-
-    Args:
-        headers: headers a caller asked to add to a request.
 
     Raises:
         ConfigError: one of them is ``Authorization`` or ``X-SVC-Auth-*``.

@@ -66,6 +66,10 @@ AUTH_VALIDATE_PATH: Final = "/api/v1/auth/validate"
 _USER_AGENT: Final = f"practiceflow/{__version__} python-requests/{requests.__version__}"
 
 
+def _unsendable(verb: str, where: str, exc: Exception) -> ConfigError:
+    return ConfigError(f"{verb} {where}: the request could not be built: {unsendable_reason(exc)}")
+
+
 @dataclass(frozen=True)
 class _Call:
     """A request checked and built, credentials included; nothing is sent yet."""
@@ -94,8 +98,7 @@ class Client:
         profile: the profile to read from the profile file.
         timeout: seconds to wait for the connection and for each read of the answer.
         limits: the rate windows and wait caps (spec defaults when None).
-        session: the ``requests`` session to use (closed by :meth:`close` only if the
-            client created it).
+        session: the ``requests`` session (closed by :meth:`close` only if created here).
         clock: current time in seconds for the rate budget and wait caps
             (``time.monotonic``); tests pass a fake.
         sleep: how to wait (``time.sleep``); tests pass a fake.
@@ -157,9 +160,7 @@ class Client:
             self.settings.auth_method, self.settings.client_id, self.settings.client_secret
         )
         self._owns_session = session is None
-        if session is None:
-            session = requests.Session()
-        self._session = session
+        self._session = session or requests.Session()
         self._budget = budget or RateBudget(limits, clock=clock, sleep=sleep)
         self.limits = self._budget.limits
         self._clock = clock or self._budget.clock
@@ -170,22 +171,12 @@ class Client:
         self._hooks = RequestHooks()
 
     def hooked(self, hooks: RequestHooks) -> Self:
-        """The same client (settings, session, budget, retries) telling ``hooks`` about
-        each request it sends: every method (paging and downloads included) goes through
-        them, so no caller works with a thinner client than the real one.
-
-        Args:
-            hooks: what to call around each request.
-
-        Returns:
-            A client sharing this one's session and budget; closing it closes nothing.
-        """
+        """This client (session, budget, retries) calling ``hooks`` around every request it
+        sends, paging and downloads included; closing the copy closes nothing."""
         twin = copy.copy(self)
         twin._hooks = hooks
         twin._owns_session = False
         return twin
-
-    # -- properties -------------------------------------------------------------------
 
     @property
     def base_url(self) -> str:
@@ -208,8 +199,6 @@ class Client:
             f"auth_method={self.settings.auth_method!r})"
         )
 
-    # -- lifecycle --------------------------------------------------------------------
-
     def close(self) -> None:
         """Close the HTTP session if this client created it."""
         if self._owns_session:
@@ -226,37 +215,6 @@ class Client:
     ) -> None:
         self.close()
 
-    # -- requests ---------------------------------------------------------------------
-
-    def _prepare(
-        self,
-        method: str,
-        path: str,
-        params: Mapping[str, Any] | None,
-        json: Any,
-        headers: Mapping[str, str] | None,
-    ) -> tuple[str, str, dict[str, Any], Any, dict[str, str]]:
-        """Check and convert everything before any budget is spent or byte sent."""
-        verb = method.upper()
-        url = self.base_url + clean_path(path)
-        query = encode_params(params, now=self._utcnow)
-        extra = {"Accept": "application/json", "User-Agent": _USER_AGENT}
-        if headers:
-            reject_credential_headers(headers)
-            extra.update(headers)
-        body = wire_json(json)
-        if body is not None:
-            try:
-                jsonlib.dumps(body, allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                message = (
-                    f"{verb} {log_path(path)}: the JSON body cannot be encoded ({exc}); "
-                    "expected JSON values (dict, list, str, int, float, bool, None) or a "
-                    "practiceflow model; nothing was sent"
-                )
-                raise ConfigError(message) from None
-        return verb, url, query, body, extra
-
     def describe_request(
         self,
         method: str,
@@ -266,16 +224,9 @@ class Client:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        """The exact request :meth:`request` would send, with secrets masked (``--dry-run``).
+        """The exact request :meth:`request` would send, secrets masked; nothing is sent.
 
-        Nothing is sent and no rate budget is spent.
-
-        Args:
-            method: HTTP method.
-            path: path under the base URL, e.g. ``/api/v1/bills``.
-            params: query parameters.
-            json: JSON body (a pydantic model is dumped by alias).
-            headers: extra headers (never credentials).
+        Args: as for :meth:`request`.
 
         Returns:
             ``{"method", "url", "headers", "json"}``; the secret-bearing headers read ``***``.
@@ -362,8 +313,6 @@ class Client:
         """
         return CredentialCheck.model_validate(self.get(AUTH_VALIDATE_PATH))
 
-    # -- paging -----------------------------------------------------------------------
-
     def pages(
         self,
         path: str,
@@ -390,11 +339,8 @@ class Client:
         clean_path(path)
         encode_params(params, now=self._utcnow)  # refuse a bad lastUpdated before paging
 
-        def fetch(query: dict[str, Any]) -> Any:
-            return self.get(path, query)
-
         return iter_pages(
-            fetch,
+            lambda query: self.get(path, query),
             where=f"GET {log_path(path)}",
             params=params,
             page_size=page_size,
@@ -413,23 +359,18 @@ class Client:
         """Iterate over every item of every page of a list endpoint.
 
         Args:
-            path: the list endpoint.
-            params: query parameters sent with every page.
-            page_size: as for :meth:`pages`.
+            path, params, page_size, start_page: as for :meth:`pages`.
             limit: stop after this many items (no further page is fetched).
-            start_page: the first ``pageNumber``.
 
         Yields:
             The rows as parsed JSON.
 
         Raises:
-            ConfigError: bad arguments, a non-list answer, or more than 10000 pages.
+            ConfigError: as for :meth:`pages`.
         """
         return iter_items(
             self.pages(path, params=params, page_size=page_size, start_page=start_page), limit
         )
-
-    # -- downloads --------------------------------------------------------------------
 
     def download(
         self,
@@ -476,8 +417,6 @@ class Client:
             finally:
                 response.close()
 
-    # -- the send loop ----------------------------------------------------------------
-
     def _build(
         self,
         method: str,
@@ -488,8 +427,25 @@ class Client:
         *,
         stream: bool,
     ) -> _Call:
-        """Check and build a request, credentials included, as ``requests`` would send it."""
-        verb, url, query, body, extra = self._prepare(method, path, params, json, headers)
+        """Check and build a request, credentials included, before any budget is spent."""
+        verb = method.upper()
+        url = self.base_url + clean_path(path)
+        query = encode_params(params, now=self._utcnow)
+        extra = {"Accept": "application/json", "User-Agent": _USER_AGENT}
+        if headers:
+            reject_credential_headers(headers)
+            extra.update(headers)
+        body = wire_json(json)
+        if body is not None:
+            try:
+                jsonlib.dumps(body, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                message = (
+                    f"{verb} {log_path(path)}: the JSON body cannot be encoded ({exc}); "
+                    "expected JSON values (dict, list, str, int, float, bool, None) or a "
+                    "practiceflow model; nothing was sent"
+                )
+                raise ConfigError(message) from None
         request = requests.Request(verb, url, params=query, json=body, headers=extra)
         request.auth = self._auth
         try:
@@ -498,17 +454,12 @@ class Client:
                 prepared.url, {}, stream, None, None
             )
         except UNSENDABLE as exc:
-            message = (
-                f"{verb} {log_path(path)}: the request could not be built: {unsendable_reason(exc)}"
-            )
-            raise ConfigError(message) from None
+            raise _unsendable(verb, log_path(path), exc) from None
         return _Call(verb, path, prepared, body, dict(settings))
 
     def _send_call(self, call: _Call, described: dict[str, Any]) -> requests.Response:
-        """The send loop: budget, the ``on_send`` hook, send, retries where safe (the same
-        request each time); the ``on_refused`` hook after a 429."""
-        on_send = self._hooks.on_send
-        on_refused = self._hooks.on_refused
+        """Budget, ``on_send``, send, retry where safe (the same request each time)."""
+        on_send, on_refused = self._hooks.on_send, self._hooks.on_refused
         verb = call.method
         where = log_path(call.path)
         read = is_read(verb)
@@ -529,10 +480,7 @@ class Client:
                     **call.settings,
                 )
             except UNSENDABLE as exc:
-                message = (
-                    f"{verb} {where}: the request could not be built: {unsendable_reason(exc)}"
-                )
-                raise ConfigError(message) from None
+                raise _unsendable(verb, where, exc) from None
             except requests.RequestException as exc:
                 error = TransportError(verb, where, describe_exception(exc))
                 logger.warning(
@@ -590,9 +538,8 @@ class Client:
         self, error: PracticeflowError, failures: int, deadline: float, cause: Exception | None
     ) -> None:
         """Back off before the next attempt, or raise (:meth:`RetryPolicy.delay_or_raise`)."""
-        now = self._clock()
         delay = self.retry.delay_or_raise(
-            error, failures, self._rng, now=now, deadline=deadline, cause=cause
+            error, failures, self._rng, now=self._clock(), deadline=deadline, cause=cause
         )
         logger.info("retrying after %.3fs (attempt %d failed)", delay, failures)
         self._sleep(delay)

@@ -1,42 +1,12 @@
-"""Where the client's settings come from: arguments, environment, profile file.
+"""Where the client's settings come from: arguments > environment > profile file.
 
-Each setting is taken from the first of these that has it (**arguments > environment >
-profile**):
+The README's configuration table names each environment variable and profile key. The
+profile file is TOML (``~/.config/practiceflow/profiles.toml`` unless
+``PRACTICEFLOW_PROFILES`` names another), one table per profile; the profile used is the
+``profile`` argument, else ``PRACTICEFLOW_PROFILE``, else ``[default]`` when present.
 
-=================  ===============================  ==========================
-setting            environment variable             profile key
-=================  ===============================  ==========================
-Client ID          ``PRACTICEFLOW_CLIENT_ID``       ``client_id``
-Client secret      ``PRACTICEFLOW_CLIENT_SECRET``   ``client_secret``
-region             ``PRACTICEFLOW_REGION``          ``region``
-base URL           ``PRACTICEFLOW_BASE_URL``        ``base_url``
-(per region)       ``PRACTICEFLOW_BASE_URL_ANZ``,
-                   ``..._UK``, ``..._ZA``
-auth method        ``PRACTICEFLOW_AUTH_METHOD``     ``auth_method``
-=================  ===============================  ==========================
-
-The profile file is TOML, ``~/.config/practiceflow/profiles.toml`` unless
-``PRACTICEFLOW_PROFILES`` names another, with one table per profile::
-
-    [default]
-    client_id = "6f1c..."
-    client_secret = "..."
-    region = "anz"
-    base_url = "https://partner-api.example/anz"   # the practice's regional host
-    auth_method = "header"                          # or "basic"
-
-The profile used is the ``profile`` argument, else ``PRACTICEFLOW_PROFILE``, else the
-``[default]`` table when the file has one.
-
-The spec names three regions (``anz``, ``uk``, ``za``) but not their hosts, so practiceflow
-ships no host names: a region's base URL is configuration. The base URL is the first of
-the ``base_url`` argument, ``PRACTICEFLOW_BASE_URL``, ``PRACTICEFLOW_BASE_URL_<REGION>``
-and the profile's ``base_url``; a generic base URL that belongs to another region than the
-one chosen (the region argument overrides the environment's or the profile's region) is
-skipped, because credentials sent to the wrong region only earn a 401. A generic URL belongs
-to the region set beside it (``PRACTICEFLOW_REGION``, the profile's ``region``); when the
-region is an argument, a generic URL with no region beside it is skipped as well (arguments
-win: ``--region uk`` never talks to a URL set for whichever region).
+The spec names three regions but not their hosts, so practiceflow ships no host names: a
+region's base URL is configuration (see :func:`_pick_base_url` for which one wins).
 """
 
 from __future__ import annotations
@@ -54,20 +24,6 @@ from urllib.parse import urlsplit
 from practiceflow.api.auth_methods import Secret
 from practiceflow.errors import ConfigError
 from practiceflow.manifest.safe_read import FileRefused, read_text_limited
-
-__all__ = [
-    "AUTH_METHODS",
-    "DEFAULT_PROFILES_PATH",
-    "ENV_PREFIX",
-    "PROFILE_KEYS",
-    "REGIONS",
-    "AuthMethodName",
-    "Region",
-    "Settings",
-    "load_settings",
-    "normalise_base_url",
-    "profiles_path",
-]
 
 Region = Literal["anz", "uk", "za"]
 AuthMethodName = Literal["header", "basic"]
@@ -92,16 +48,14 @@ class Settings:
     """The resolved configuration of one client; safe to print (the secret is masked).
 
     Attributes:
-        client_id: the Client ID (a GUID from the practice settings).
+        client_id: the Client ID.
         client_secret: the Client secret, masked in every repr.
-        base_url: the regional base URL without a trailing slash, e.g.
-            ``http://127.0.0.1:8000/anz``; request paths such as ``/api/v1/bills`` are
-            appended to it.
+        base_url: the regional base URL without a trailing slash.
         region: ``anz``, ``uk`` or ``za``, or None when only a base URL was given.
-        auth_method: ``header`` (``X-SVC-Auth-ID`` / ``X-SVC-Auth-Key``) or ``basic``.
+        auth_method: ``header`` or ``basic``.
         profile: the profile table that was read, if any.
         sources: where each setting came from, e.g. ``{"client_id": "environment
-            PRACTICEFLOW_CLIENT_ID"}``; for troubleshooting output.
+            PRACTICEFLOW_CLIENT_ID"}``.
     """
 
     client_id: str
@@ -114,14 +68,7 @@ class Settings:
 
 
 def profiles_path(environ: Mapping[str, str] | None = None) -> Path:
-    """The profile file to read: ``PRACTICEFLOW_PROFILES`` or the default.
-
-    Args:
-        environ: environment to read; ``os.environ`` when None.
-
-    Returns:
-        The path, with ``~`` expanded (the file need not exist).
-    """
+    """The profile file to read (``PRACTICEFLOW_PROFILES`` or the default), ``~`` expanded."""
     env = os.environ if environ is None else environ
     raw = env.get(f"{ENV_PREFIX}PROFILES") or str(DEFAULT_PROFILES_PATH)
     return Path(raw).expanduser()
@@ -133,16 +80,9 @@ def normalise_base_url(value: str, *, source: str = "base URL") -> str:
     Plain ``http`` is accepted only for a loopback host (the sandbox): the API is
     HTTPS-only and the credentials travel in every request.
 
-    Args:
-        value: the URL, e.g. ``https://host/`` or ``http://127.0.0.1:8000/anz``.
-        source: where it came from, for the error message.
-
-    Returns:
-        The URL with scheme and host lower-cased and no trailing slash.
-
     Raises:
-        ConfigError: the URL is not an absolute http(s) URL, has a query or fragment, or
-            uses plain http for a host that is not loopback.
+        ConfigError: not an absolute http(s) URL, a query or fragment, or plain http for a
+            host that is not loopback (``source`` names where it came from).
     """
     parts = urlsplit(value.strip())
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
@@ -174,9 +114,8 @@ def _is_loopback(host: str) -> bool:
 
 @functools.lru_cache(maxsize=4)
 def _parsed_profiles(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
-    """The profile file parsed, once per version of it: a fleet of thousands of practices
-    reads its one profile file once, not once per practice (``mtime_ns`` and ``size`` say
-    when it changed). Callers copy what they keep."""
+    """The profile file parsed once per version (``mtime_ns``, ``size``), not once per
+    practice of a fleet. Callers copy what they keep."""
     del mtime_ns, size  # the cache's key only
     try:
         return tomllib.loads(read_text_limited(Path(path), _MAX_PROFILE_BYTES))
@@ -225,20 +164,12 @@ def _read_profile(
     return chosen, dict(table)
 
 
-def _check_region(value: str, source: str) -> Region:
-    region = value.strip().lower()
-    if region not in REGIONS:
-        message = f"{source}: got {value!r}; valid regions are {', '.join(REGIONS)}"
+def _check_choice(value: str, source: str, valid: tuple[str, ...], what: str) -> Any:
+    choice = value.strip().lower()
+    if choice not in valid:
+        message = f"{source}: got {value!r}; valid {what} are {', '.join(valid)}"
         raise ConfigError(message)
-    return region
-
-
-def _check_auth_method(value: str, source: str) -> AuthMethodName:
-    method = value.strip().lower()
-    if method not in AUTH_METHODS:
-        message = f"{source}: got {value!r}; valid auth methods are {', '.join(AUTH_METHODS)}"
-        raise ConfigError(message)
-    return method
+    return choice
 
 
 def load_settings(
@@ -298,11 +229,13 @@ def load_settings(
     raw_region, sources["region"] = pick("region", region)
     raw_method, sources["auth_method"] = pick("auth_method", auth_method)
 
-    resolved_region = _check_region(raw_region, sources["region"]) if raw_region else None
-    method: AuthMethodName = (
-        _check_auth_method(raw_method, sources["auth_method"]) if raw_method else "header"
-    )
-    if not raw_method:
+    resolved_region: Region | None = None
+    if raw_region:
+        resolved_region = _check_choice(raw_region, sources["region"], REGIONS, "regions")
+    method: AuthMethodName = "header"
+    if raw_method:
+        method = _check_choice(raw_method, sources["auth_method"], AUTH_METHODS, "auth methods")
+    else:
         sources["auth_method"] = "default"
 
     resolved_url, url_source, skipped = _pick_base_url(
@@ -351,10 +284,11 @@ def _pick_base_url(
 ) -> tuple[str | None, str, list[str]]:
     """Return (url, source, notes on candidates skipped for belonging to another region).
 
-    A generic base URL (``PRACTICEFLOW_BASE_URL``, a profile's ``base_url``) belongs to the
-    region set beside it. When the region is an argument, a generic URL with no region
-    beside it is skipped too: arguments win over the environment and the profile, and
-    credentials sent to another region's host only earn a 401.
+    The first of the argument, ``PRACTICEFLOW_BASE_URL``, ``PRACTICEFLOW_BASE_URL_<REGION>``
+    and the profile's ``base_url`` wins. A generic URL (the environment's, the profile's)
+    belongs to the region set beside it and is skipped for another region; when the region
+    is an argument, one with no region beside it is skipped too. Credentials sent to
+    another region's host only earn a 401.
     """
     skipped: list[str] = []
     if argument:

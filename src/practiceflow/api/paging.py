@@ -21,22 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import Any, Final
 
 from practiceflow.errors import ConfigError
-
-__all__ = [
-    "DEFAULT_PAGE_SIZE",
-    "ITEM_FIELDS",
-    "MAX_PAGE_NUMBER",
-    "MAX_PAGE_SIZE",
-    "PAGE_NUMBER",
-    "PAGE_SIZE",
-    "Page",
-    "extract_items",
-    "iter_items",
-    "iter_pages",
-]
 
 PAGE_NUMBER: Final = "pageNumber"
 PAGE_SIZE: Final = "pageSize"
@@ -72,13 +60,6 @@ class Page:
 def extract_items(data: Any, *, where: str = "list") -> tuple[list[Any], bool | None]:
     """Split a list answer into its rows and its ``hasMore`` flag.
 
-    Args:
-        data: the parsed JSON of one page.
-        where: what was fetched, for the error message (e.g. ``GET /api/v1/users/list``).
-
-    Returns:
-        ``(rows, has_more)``; ``has_more`` is None when the answer does not say.
-
     Raises:
         ConfigError: the answer is neither a list nor an object holding one (the path is
             probably not a list endpoint).
@@ -107,6 +88,10 @@ def extract_items(data: Any, *, where: str = "list") -> tuple[list[Any], bool | 
     raise ConfigError(message)
 
 
+def _in_range(value: object, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= high
+
+
 def _check_page_args(
     where: str, params: Mapping[str, Any], page_size: int | None, start_page: int
 ) -> None:
@@ -114,21 +99,13 @@ def _check_page_args(
         if name in params:
             message = f"{where}: params carry {name!r}; pass {argument}= instead"
             raise ConfigError(message)
-    if page_size is not None and (
-        isinstance(page_size, bool)
-        or not isinstance(page_size, int)
-        or not 1 <= page_size <= MAX_PAGE_SIZE
-    ):
+    if page_size is not None and not _in_range(page_size, MAX_PAGE_SIZE):
         message = (
             f"{where}: page_size got {page_size!r}; valid values are 1 to {MAX_PAGE_SIZE} "
             f"(the server's default is {DEFAULT_PAGE_SIZE}), or None for a fixed server size"
         )
         raise ConfigError(message)
-    if (
-        isinstance(start_page, bool)
-        or not isinstance(start_page, int)
-        or not 1 <= start_page <= MAX_PAGE_NUMBER
-    ):
+    if not _in_range(start_page, MAX_PAGE_NUMBER):
         message = f"{where}: start_page got {start_page!r}; valid values are 1 to {MAX_PAGE_NUMBER}"
         raise ConfigError(message)
 
@@ -142,17 +119,6 @@ def iter_pages(
     start_page: int = 1,
 ) -> Iterator[Page]:
     """Fetch pages one after another until the list ends (arguments are checked at once).
-
-    Args:
-        fetch: gets one page given its query parameters and returns the parsed JSON.
-        where: what is fetched, for error messages (e.g. ``GET /api/v1/groups/list``).
-        params: query parameters sent with every page (not ``pageNumber``/``pageSize``).
-        page_size: ``pageSize`` to send (1 to 100); None sends none and learns the size
-            from the first page (lists with a fixed server page size).
-        start_page: the first ``pageNumber`` to fetch (to resume from a checkpoint).
-
-    Returns:
-        An iterator of each :class:`Page`, the last one with ``has_more=False``.
 
     Raises:
         ConfigError: bad arguments (at once); while iterating, an answer that is not a
@@ -212,29 +178,11 @@ def _generate_pages(
 def iter_items(pages: Iterator[Page], limit: int | None = None) -> Iterator[Any]:
     """Every item of ``pages``, stopping after ``limit`` (no further page is fetched).
 
-    Args:
-        pages: pages from :func:`iter_pages`.
-        limit: the most items to yield; all when None.
-
-    Returns:
-        An iterator of the items in order.
-
     Raises:
         ConfigError: ``limit`` is negative or not an integer (at once).
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         message = f"limit: got {limit!r}; expected an integer >= 0 or None"
         raise ConfigError(message)
-    return _generate_items(pages, limit)
-
-
-def _generate_items(pages: Iterator[Page], limit: int | None) -> Iterator[Any]:
-    if limit == 0:
-        return
-    count = 0
-    for page in pages:
-        for item in page.items:
-            yield item
-            count += 1
-            if limit is not None and count >= limit:
-                return
+    # islice pulls no item (and so no page) beyond the limit.
+    return islice(chain.from_iterable(page.items for page in pages), limit)

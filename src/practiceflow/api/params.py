@@ -1,10 +1,7 @@
 """Query parameters as the API wants them: UTC timestamps, lower-case booleans.
 
-:func:`to_utc_param` is the one place that turns a ``lastUpdated`` value into the wire
-form (``2026-11-22T10:00:00Z``); it refuses naive and future values before anything is
-sent, because the API answers a future ``lastUpdated`` with 400 and a naive one would be
-read in an unknown zone. :func:`encode_params` applies it (and the other conversions) to
-a whole query mapping.
+A naive or future ``lastUpdated`` is refused before anything is sent: the API answers a
+future one with 400, and a naive one would be read in an unknown zone.
 """
 
 from __future__ import annotations
@@ -14,8 +11,6 @@ from datetime import UTC, date, datetime
 from typing import Any, Final
 
 from practiceflow.errors import ConfigError
-
-__all__ = ["LAST_UPDATED", "encode_params", "to_utc_param", "utc_now"]
 
 LAST_UPDATED: Final = "lastUpdated"
 _WIRE_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
@@ -39,11 +34,10 @@ def to_utc_param(
     after" filter such as ``lastUpdated`` that can only include more records, never miss one.
 
     Args:
-        value: an aware datetime, or text such as ``2026-11-22T20:00:00+10:00`` or
-            ``2026-11-22T10:00:00Z``.
+        value: an aware datetime, or text such as ``2026-11-22T20:00:00+10:00``.
         name: the parameter's name, for error messages.
         allow_future: accept instants after now (``lastUpdated`` must not be in the future).
-        now: the current time (injectable for tests).
+        now: the current time.
 
     Returns:
         The instant in UTC, e.g. ``2026-11-22T10:00:00Z``.
@@ -94,13 +88,6 @@ def encode_params(
     ``None`` values are dropped; booleans become ``true`` / ``false``; ``lastUpdated``
     goes through :func:`to_utc_param` (no future values); other datetimes must be aware
     and become UTC text; dates become ``YYYY-MM-DD``. Lists are kept (repeated keys).
-
-    Args:
-        params: the caller's query parameters.
-        now: the current time (injectable for tests).
-
-    Returns:
-        A new dict ready for ``requests``.
 
     Raises:
         ConfigError: a datetime is naive, or ``lastUpdated`` is invalid or in the future.

@@ -22,8 +22,6 @@ from practiceflow.errors import (
     WriteAccessError,
 )
 
-__all__ = ["ERRORS_BY_STATUS", "error_for_status", "parse_problem"]
-
 #: The exception class for each status the spec names; other 5xx are ServerError and
 #: other 4xx plain ApiError.
 ERRORS_BY_STATUS: Final[Mapping[int, type[ApiError]]] = {
@@ -39,16 +37,7 @@ _TEXT_LIMIT: Final = 300
 
 
 def parse_problem(text: str, content_type: str | None) -> dict[str, Any]:
-    """Read an error body into a problem-details dict, whatever it is.
-
-    Args:
-        text: the body as text.
-        content_type: the ``Content-Type`` header, if any.
-
-    Returns:
-        The JSON object as sent; ``{"message": ...}`` for a JSON string; a short
-        plain-text body as ``{"detail": ...}``; otherwise an empty dict.
-    """
+    """Read an error body into a problem-details dict, whatever it is."""
     stripped = text.strip()
     if not stripped:
         return {}
@@ -77,20 +66,7 @@ def error_for_status(
     retry_after: float | None = None,
     base_url: str | None = None,
 ) -> ApiError:
-    """Build the exception for an error answer.
-
-    Args:
-        method: HTTP method of the request.
-        path: URL path (no query string).
-        status: the HTTP status (>= 400).
-        problem: the parsed body (see :func:`parse_problem`).
-        retry_after: seconds from ``Retry-After``, for a 429.
-        base_url: where the request went; named in the hint of a 401, where the usual
-            cause is the wrong region.
-
-    Returns:
-        The matching :class:`~practiceflow.errors.ApiError` subclass, ready to raise.
-    """
+    """Build the exception for an error answer."""
     if status == 429:
         hint = "the Client ID's rate budget is spent"
         if retry_after is not None:

@@ -17,28 +17,6 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = [
-    "Address",
-    "ApiModel",
-    "Bill",
-    "BillLineItem",
-    "BillLineItemRequest",
-    "BillRequest",
-    "CredentialCheck",
-    "EForm",
-    "EntityCreateRequest",
-    "EntityIntegrations",
-    "EntitySummary",
-    "Group",
-    "GroupMember",
-    "Lead",
-    "Onboarding",
-    "OnboardingRecipient",
-    "ProblemDetails",
-    "WebhookSubscribeRequest",
-    "WebhookSubscription",
-]
-
 
 class ApiModel(BaseModel):
     """Base of the resource models: aliases on the wire, unknown fields kept."""
@@ -70,9 +48,6 @@ class ApiModel(BaseModel):
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready dict with the spec's field names, unset fields left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-# 2.1 Entity (client) -----------------------------------------------------------------
 
 
 class EntitySummary(ApiModel):
@@ -123,9 +98,6 @@ class EntityCreateRequest(ApiModel):
     postal_address: Address | None = Field(default=None, alias="postalAddress")
 
 
-# 2.2 Entity integration ids --------------------------------------------------------
-
-
 class EntityIntegrations(ApiModel):
     """``GET /api/v1/entities/{key}/integrations`` (spec 2.2): no other fields allowed."""
 
@@ -148,9 +120,6 @@ class EntityIntegrations(ApiModel):
     bgl_smsf_firm: str | None = Field(default=None, alias="bglSmsfFirm")
 
 
-# 2.3 Lead --------------------------------------------------------------------------
-
-
 class Lead(ApiModel):
     """A lead (spec 2.3); ``leadSource`` and ``leadStatus`` are names, not ids."""
 
@@ -161,9 +130,6 @@ class Lead(ApiModel):
     email: str | None = None
     lead_source: str | None = Field(default=None, alias="leadSource")
     lead_status: str | None = Field(default=None, alias="leadStatus")
-
-
-# 2.4 Bill --------------------------------------------------------------------------
 
 
 class BillLineItemRequest(ApiModel):
@@ -253,9 +219,6 @@ class Bill(ApiModel):
     line_items: list[BillLineItem] | None = Field(default=None, alias="lineItems")
 
 
-# 2.5 Group -------------------------------------------------------------------------
-
-
 class GroupMember(ApiModel):
     """A member of a group, present with ``includeMembers=true``."""
 
@@ -277,9 +240,6 @@ class Group(ApiModel):
     members: list[GroupMember] | None = None
 
 
-# 2.6 eForm -------------------------------------------------------------------------
-
-
 class EForm(ApiModel):
     """The answer of ``POST /api/v1/eforms/send`` (spec 2.6); ``sent: false`` is a draft."""
 
@@ -289,9 +249,6 @@ class EForm(ApiModel):
     access_url: str | None = Field(default=None, alias="accessUrl")
     email_sent: bool | None = Field(default=None, alias="emailSent")
     sent: bool | None = None
-
-
-# 2.7 Onboarding --------------------------------------------------------------------
 
 
 class OnboardingRecipient(ApiModel):
@@ -311,9 +268,6 @@ class Onboarding(ApiModel):
     user_key: UUID | None = Field(default=None, alias="userKey")
     recipient: OnboardingRecipient | None = None
     clients: list[Any] | None = None
-
-
-# 2.8 Webhook subscription ----------------------------------------------------------
 
 
 class WebhookSubscription(ApiModel):
@@ -336,9 +290,6 @@ class WebhookSubscribeRequest(ApiModel):
     webhook_secret: str | None = Field(default=None, alias="webhookSecret", repr=False)
 
 
-# 2.8b Credential check -------------------------------------------------------------
-
-
 class CredentialCheck(ApiModel):
     """The answer of ``GET /api/v1/auth/validate`` (spec 2.8b)."""
 
@@ -348,9 +299,6 @@ class CredentialCheck(ApiModel):
     client_name: str | None = Field(default=None, alias="clientName")
     can_write: bool | None = Field(default=None, alias="canWrite")
     timestamp: datetime | None = None
-
-
-# 7 Problem details -----------------------------------------------------------------
 
 
 class ProblemDetails(ApiModel):

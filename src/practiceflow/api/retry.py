@@ -18,8 +18,6 @@ import requests
 from practiceflow.budget.rate_budget import RateLimits
 from practiceflow.errors import ConfigError, PracticeflowError, RateLimitError
 
-__all__ = ["SAFE_METHODS", "RetryPolicy", "is_read", "refused_before_sending", "with_hint"]
-
 #: Methods that change nothing on the server, so repeating them is harmless.
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -62,16 +60,8 @@ class RetryPolicy:
     def backoff(self, attempt: int, rng: random.Random) -> float:
         """Exponential backoff with jitter for the retry after ``attempt`` failures.
 
-        The delay is drawn from ``[d/2, d]`` where ``d = min(backoff_max, backoff_base *
-        2**(attempt-1))``: jitter spreads clients apart, the lower half-bound keeps it
-        from ever being zero.
-
-        Args:
-            attempt: failures so far (1 for the first retry).
-            rng: the random source (injectable for tests).
-
-        Returns:
-            Seconds to wait.
+        Drawn from ``[d/2, d]``, ``d = min(backoff_max, backoff_base * 2**(attempt-1))``:
+        jitter spreads clients apart, the lower half-bound keeps it from ever being zero.
         """
         ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** max(0, attempt - 1))
         return ceiling / 2 + rng.random() * ceiling / 2
@@ -86,19 +76,8 @@ class RetryPolicy:
         now: float,
         deadline: float,
     ) -> float:
-        """How long to pause the whole budget after the ``count``-th 429 of one call.
-
-        Args:
-            error: the 429.
-            count: 429 answers of this call so far.
-            rng: the random source, for the backoff when the answer gave no Retry-After.
-            limits: the shortest pause (``retry_after_floor``) and the wait cap
-                (``max_wait``, named in the error).
-            now: the budget's clock now.
-            deadline: when the call stops waiting (its start + ``max_wait``).
-
-        Returns:
-            Seconds to pause: ``Retry-After`` (or a backoff), at least the floor.
+        """Seconds to pause the whole budget after the ``count``-th 429 of one call:
+        ``Retry-After`` (or a backoff), at least ``limits.retry_after_floor``.
 
         Raises:
             RateLimitError: ``error`` with a hint, when this call gives up.
@@ -164,18 +143,9 @@ def refused_before_sending(exc: BaseException) -> bool:
     """Whether a ``requests`` error means the request never left this machine.
 
     True when the connection could not be opened (refused, unresolvable host, connect
-    timeout): ``requests`` raises :class:`requests.ConnectTimeout`, or carries the
-    transport's ``ConnectTimeoutError`` (or its subclass ``NewConnectionError``) somewhere
-    in the exception's chain (``args``, ``reason``, ``__cause__``, ``__context__``). The
-    transport's classes are recognised by name: they belong to ``requests``' own
-    transport, not to an interface of ours. A read timeout or a reset is not in that
-    family.
-
-    Args:
-        exc: the exception ``requests`` raised.
-
-    Returns:
-        True only when the API certainly did not receive the request.
+    timeout): a :class:`requests.ConnectTimeout`, or urllib3's ``ConnectTimeoutError``
+    (recognised by name) anywhere in the exception's chain. A read timeout or a reset
+    is not in that family.
     """
     seen: set[int] = set()
     pending: list[object] = [exc]

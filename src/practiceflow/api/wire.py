@@ -24,21 +24,6 @@ from practiceflow.api.retry import refused_before_sending
 from practiceflow.budget.rate_budget import parse_retry_after
 from practiceflow.errors import ApiError, ConfigError
 
-__all__ = [
-    "UNSENDABLE",
-    "ApiResponse",
-    "Download",
-    "RequestHooks",
-    "clean_path",
-    "describe_exception",
-    "error_from_response",
-    "log_path",
-    "parse_body",
-    "save_body",
-    "unsendable_reason",
-    "wire_json",
-]
-
 
 @dataclass(frozen=True)
 class ApiResponse:
@@ -154,15 +139,7 @@ _CHUNK: Final = 64 * 1024
 
 
 def save_body(response: requests.Response, target: Path) -> Download:
-    """Stream a body to ``target`` in chunks; the file appears only once complete.
-
-    Args:
-        response: a streamed response.
-        target: the file to write (its folder must exist).
-
-    Returns:
-        The :class:`Download` with size and SHA-256.
-    """
+    """Stream a body to ``target`` in chunks; the file appears only once complete."""
     digest = hashlib.sha256()
     size = 0
     fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
@@ -182,17 +159,7 @@ def save_body(response: requests.Response, target: Path) -> Download:
 def error_from_response(
     method: str, path: str, response: requests.Response, base_url: str
 ) -> ApiError:
-    """The error an error answer stands for (its body read, the response closed).
-
-    Args:
-        method: the request's method.
-        path: the request's path, as logged.
-        response: the answer (status 400 or more).
-        base_url: the client's base URL (named in hints).
-
-    Returns:
-        The :class:`~practiceflow.errors.ApiError` subclass of its status.
-    """
+    """The error an error answer stands for (its body read, the response closed)."""
     try:
         text = response.text
     except requests.RequestException:

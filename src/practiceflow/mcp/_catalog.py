@@ -1,19 +1,10 @@
 """What the server offers: a tool per action module, a tool per recipe, the confirm tool.
 
-A tool is described by its module alone: the name is the module's key, the title and
-description are the module's, the input schema is the module's input schema as it is
-(titles, descriptions, examples, enums, ``$defs``), so an assistant sees the same form a
-person sees in ``practiceflow modules show``. A write tool says in its description that it
-answers with a preview first, or that it is off when the server was started without
-``--allow-writes``; it is listed either way, so that an assistant can tell the user what it
-cannot do here instead of guessing.
-
-A field whose values come from a list action (its ``x-choices``, the dynamic dropdown of
-the exports) is named in the description with that list tool, which the assistant can
-call (or read as a resource) before it fills the field.
-
-A recipe becomes the tool ``run_recipe_<file stem>``; its input is the shape of its
-trigger's events (the trigger's output schema, with the trigger's sample as example).
+A tool is described by its module alone (key, title, description, input schema as it is),
+so an assistant sees the form a person sees in ``practiceflow modules show``. A write tool
+is listed even when writes are off, saying so, so that an assistant can tell the user what
+it cannot do instead of guessing. A field whose values come from a list action
+(``x-choices``) names that list tool in its description.
 """
 
 from __future__ import annotations
@@ -31,15 +22,6 @@ from practiceflow.export.schemas import portable_schema
 from practiceflow.manifest import ActionModule, ModuleRegistry
 from practiceflow.mcp._results import RUN_RESULT_SCHEMA, WRITE_RESULT_SCHEMA, read_result_schema
 from practiceflow.runner import ValidRecipe
-
-__all__ = [
-    "CONFIRM_TOOL",
-    "RECIPE_PREFIX",
-    "ToolEntry",
-    "build_catalog",
-    "recipe_tool_name",
-    "settings_lists",
-]
 
 #: The tool an assistant calls with a confirm token to send a previewed write.
 CONFIRM_TOOL = "confirm_write"
@@ -137,14 +119,7 @@ def _action_tool(module: ActionModule, writes_on: bool) -> ToolEntry:
 
 
 def recipe_tool_name(recipe: ValidRecipe) -> str:
-    """The tool name of a recipe: ``run_recipe_`` and its file's stem, as a key.
-
-    Args:
-        recipe: the checked recipe.
-
-    Returns:
-        For example ``run_recipe_proposal_to_bill_and_eform``.
-    """
+    """The tool name of a recipe: ``run_recipe_`` and its file's stem, as a key."""
     stem = re.sub(r"[^a-z0-9_]+", "_", Path(recipe.source).stem.lower()).strip("_")
     return RECIPE_PREFIX + (stem or "recipe")
 
@@ -235,15 +210,6 @@ def build_catalog(
 ) -> dict[str, ToolEntry]:
     """Every tool of the server, by name.
 
-    Args:
-        registry: the action modules (one tool each).
-        recipes: the recipes offered as tools.
-        writes_on: whether write tools may be used (``--allow-writes`` and credentials
-            that can write).
-
-    Returns:
-        Tool name -> entry, actions first (by key), then recipes, then the confirm tool.
-
     Raises:
         ValueError: two recipes map to the same tool name, or one to an action's key.
     """
@@ -263,12 +229,6 @@ def build_catalog(
 def settings_lists(registry: ModuleRegistry) -> list[ActionModule]:
     """The read-only ``list_*`` actions that need no input: the lookup lists (entity types,
     lead sources, users, templates...) an assistant reads before it fills a form.
-
-    Args:
-        registry: the action modules.
-
-    Returns:
-        The modules, by key.
     """
     return [
         module

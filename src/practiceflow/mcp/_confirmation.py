@@ -1,24 +1,17 @@
 """What makes a confirmation of a previewed write trustworthy and single-use.
 
-* **The sealed state** (:func:`seal_state`, :func:`open_state`): what the client carries from
-  the preview to the confirmation (the ``confirm_token``, or the ``requestState`` of an
-  ``input_required`` answer). It is sealed with the state store's key (Fernet: AES with an
-  HMAC, :mod:`practiceflow.state.sealing`), so that a process that shares the store opens
-  it and nothing else can make or alter one, and it binds the practice, the tool, a
-  digest of the exact arguments, the previewed write's id and an expiry. The write's
-  arguments themselves stay in the store (:mod:`practiceflow.state.pending_writes`).
-* **The code only the user sees** (:func:`new_code`, :func:`same_code`): when the client
-  cannot ask the user itself (no elicitation), the server prints a code on its standard
-  error (the terminal that started it, or the assistant app's MCP log), never in a tool
-  result; the user gives it to the assistant, which confirms with it. It is kept sealed
-  with the write, so any process can check it; :data:`MAX_CODE_MISSES` wrong codes void
-  the preview.
-* **The claim** (:class:`Claimant`): a process sends a write only while it holds its
-  claim in the store; another process takes the claim over when the holder's process is
-  gone (same machine, its pid no longer runs) or when the claim is older than
-  :data:`CLAIM_LEASE`. The write itself goes through the runner's journal, so that a
-  write whose answer was lost is read back (``runner/reconcile.py``) and never sent
-  again on a guess.
+* **The sealed state** (:func:`seal_state`, :func:`open_state`): the ``confirm_token`` (or
+  ``requestState``) the client carries from preview to confirmation, sealed with the state
+  store's key (Fernet), so a process sharing the store opens it and nothing else can make
+  or alter one. It binds the practice, the tool, a digest of the exact arguments, the
+  write's id and an expiry; the arguments themselves stay in the store.
+* **The code only the user sees** (:func:`new_code`, :func:`same_code`): without
+  elicitation the server prints it on its standard error, never in a tool result; it is
+  kept sealed with the write, and :data:`MAX_CODE_MISSES` wrong codes void the preview.
+* **The claim** (:class:`Claimant`): a process sends a write only while it holds its claim;
+  another takes it over when the holder's process is gone or the claim is older than
+  :data:`CLAIM_LEASE`. The write goes through the runner's journal, so one whose answer
+  was lost is read back and never sent again on a guess.
 """
 
 from __future__ import annotations
@@ -37,19 +30,6 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError
 from practiceflow.state.sealing import MARK, Sealer
-
-__all__ = [
-    "CLAIM_LEASE",
-    "MAX_CODE_MISSES",
-    "STATE_PREFIX",
-    "Claimant",
-    "SealedState",
-    "arguments_digest",
-    "new_code",
-    "open_state",
-    "same_code",
-    "seal_state",
-]
 
 #: How a sealed state starts (its version): a client's value that lacks it is not ours.
 STATE_PREFIX: Final = "pfw1."
@@ -110,13 +90,6 @@ def seal_state(sealer: Sealer, state: SealedState) -> str:
 
 def open_state(sealer: Sealer, text: str) -> SealedState:
     """The state a client handed back, checked to be one this store's key sealed.
-
-    Args:
-        sealer: the store's sealer.
-        text: the ``confirm_token`` or ``requestState``.
-
-    Returns:
-        What it binds (its practice and expiry are the caller's to check).
 
     Raises:
         ConfigError: it was not sealed with this key, was altered, or is not a

@@ -5,18 +5,13 @@ from worker threads, one call at a time (``self._lock``).
 
 A write goes through three moves:
 
-1. :meth:`WriteDesk.preview` checks the input (the CLI's messages; nothing is sent on a bad
-   input) and renders the request with a dry run. What the assistant sees of the request
-   has secrets and personal data masked; the user's view (:attr:`Preview.for_user`) has the
-   personal values as they will be sent, and only the elicitation shows it (it goes to the
-   user, never to the model). The previewed write is kept in the state store
-   (:mod:`practiceflow.state.pending_writes`: its exact arguments and the user's code,
-   sealed), and the client gets a sealed state for it (:mod:`._confirmation`), so that any
-   process sharing the store can confirm it.
-2. The user confirms: through the client (MCP elicitation, or ``input_required`` on
-   2026-07-28), or by giving the assistant the code the server printed for them.
-3. :meth:`WriteDesk.confirm` sends it through the runner's journal, at most once
-   (:mod:`._sending`).
+1. :meth:`WriteDesk.preview` checks the input and renders the request with a dry run
+   (nothing sent). The assistant's view masks secrets and personal data; the user's view
+   (:attr:`Preview.for_user`) goes only to the elicitation, never to the model. The write
+   is kept in the state store, sealed, so any process sharing the store can confirm it.
+2. The user confirms: through the client (MCP elicitation, or ``input_required``), or by
+   giving the assistant the code the server printed for them.
+3. :meth:`WriteDesk.confirm` sends it through the runner's journal, at most once.
 """
 
 from __future__ import annotations
@@ -42,8 +37,6 @@ from practiceflow.mcp._sending import WriteSender, mask_by_value
 from practiceflow.runner import RunOutcome, ValidRecipe, dry_run
 from practiceflow.state import PendingWriteStore, StateStore
 from practiceflow.templating import utcnow
-
-__all__ = ["DEFAULT_TTL", "Preview", "WriteDesk"]
 
 logger = logging.getLogger("practiceflow.mcp")
 
@@ -85,21 +78,7 @@ class Preview:
 
 
 class WriteDesk:
-    """Carries out tool calls for one practice (see the module docstring).
-
-    Args:
-        store: the state store (journal, events, runs, previewed writes).
-        client: the API client (its rate budget is the assistant's share).
-        practice: the key runs are stored under (the Client ID, as for ``practiceflow run``).
-        registry: the action modules.
-        catalog: the tools, by name (to find a confirmed write's tool).
-        recipes_dir: where the generated one-step recipes are written.
-        writes_on: whether writes may be previewed and sent.
-        show_personal: show personal fields of read results to the assistant.
-        assistant_confirms: accept ``confirm_write`` without the user's code (the
-            ``--confirm-by-assistant`` flag: the model's own yes is then enough).
-        ttl: seconds a preview stays confirmable.
-    """
+    """Carries out tool calls for one practice (see the module docstring)."""
 
     def __init__(
         self,
@@ -140,17 +119,9 @@ class WriteDesk:
         """Whether ``confirm_write`` needs no code from the user (``--confirm-by-assistant``)."""
         return self.sender.assistant_confirms
 
-    # -- reads ---------------------------------------------------------------------------
-
     def read(self, module: ActionModule, arguments: Mapping[str, Any]) -> Any:
-        """Run a read action at once and return its output as the assistant may see it.
-
-        Args:
-            module: a read action.
-            arguments: the tool's arguments.
-
-        Returns:
-            The mapped output, secrets masked (and personal fields, unless shown).
+        """Run a read action at once; its output with secrets (and, unless shown, personal
+        fields) masked.
 
         Raises:
             PracticeflowError: the CLI's error (bad input: nothing was sent).
@@ -167,21 +138,13 @@ class WriteDesk:
         shown = mask_output(shown, module.output.schema)
         return mask_by_value(shown, arguments, module.pii_paths)
 
-    # -- writes: preview -----------------------------------------------------------------
-
     def refuse_if_off(self, entry: ToolEntry) -> None:
         """Refuse a write when writes are off (:meth:`WriteSender.refuse_if_off`)."""
         self.sender.refuse_if_off(entry)
 
     def preview(self, entry: ToolEntry, arguments: Mapping[str, Any]) -> Preview:
-        """Check a write's input and render its request(s); send nothing.
-
-        Args:
-            entry: a write tool or a recipe tool.
-            arguments: the tool's arguments.
-
-        Returns:
-            The preview, kept in the store (and confirmable) until it expires.
+        """Check a write's input and render its request(s); send nothing. The preview is
+        kept in the store (and confirmable) until it expires.
 
         Raises:
             PracticeflowError: writes are off, or the input does not fit (nothing sent).
@@ -279,8 +242,6 @@ class WriteDesk:
         if issues:
             raise InputError(module.key, issues)
 
-    # -- writes: confirm -----------------------------------------------------------------
-
     def confirm(self, state: str, **options: Any) -> dict[str, Any]:
         """Send a previewed write at most once: :meth:`WriteSender.confirm` (its arguments
         and errors), one call of this server at a time."""
@@ -292,8 +253,6 @@ class WriteDesk:
         (:meth:`WriteSender.resume_pending`)."""
         with self._lock:
             return self.sender.resume_pending()
-
-    # -- helpers -------------------------------------------------------------------------
 
     def _pii(self, entry: ToolEntry) -> PiiPaths:
         if entry.action is not None:

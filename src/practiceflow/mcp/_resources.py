@@ -1,22 +1,8 @@
 """What an assistant reads to answer "what is stuck, and why": resources and their templates.
 
-Static resources:
-
-* ``practiceflow://lists/<action>``: the lookup lists (entity types, lead sources, users...),
-  read through the desk (so masked like a read tool's result);
-* ``practiceflow://runs/recent``: the latest runs, newest first;
-* ``practiceflow://runs/held``: the runs waiting for a person (the definition of
-  ``runs list`` and the console, :mod:`practiceflow.service.needs_person`), each with its held
-  steps and why;
-* ``practiceflow://budget``: the requests the practice sent in each window of its rate
-  budget, against the practice's limits and the assistant's share.
-
-Templates (``resources/templates/list``) name the same things one at a time:
-``practiceflow://runs/{run_id}``, ``practiceflow://runs/{run_id}/held``,
-``practiceflow://budget/{window}`` and ``practiceflow://lists/{action}``.
-
-Nothing here holds a personal value the journal would not show: step requests and errors
-are journaled masked, and a step's output is masked by its module's output schema.
+``docs/mcp.md`` lists them (lookup lists, recent and held runs, the rate budget). Nothing
+here holds a personal value the journal would not show: step requests and errors are
+journaled masked, and a step's output is masked by its module's output schema.
 """
 
 from __future__ import annotations
@@ -35,14 +21,6 @@ from practiceflow.manifest import ActionModule
 from practiceflow.mcp._desk import WriteDesk
 from practiceflow.service.needs_person import label, needs_person, open_entries, settle_command
 from practiceflow.state import RunRecord, StepRecord
-
-__all__ = [
-    "ASSISTANT_LIMITS",
-    "BUDGET_URI",
-    "HELD_RUNS_URI",
-    "RECENT_RUNS_URI",
-    "Resources",
-]
 
 #: The assistant's share of the practice's budget (60/min, 1000/h, 10000/day): a third of
 #: each window at most, so that the practice's recipes keep the rest whatever an assistant
@@ -104,12 +82,6 @@ _TEMPLATES: Final = (
 class Resources:
     """The resources of one server (see the module docstring); synchronous, called from a
     worker thread.
-
-    Args:
-        desk: the desk (its store, practice and registry; lists are read through it).
-        lists: the lookup lists offered, by action key.
-        recent: how many runs ``runs/recent`` and ``runs/held`` give.
-        limits: the practice's rate limits.
     """
 
     desk: WriteDesk
@@ -202,8 +174,6 @@ class Resources:
         message = f"unknown resource {uri!r}; valid values are {known}"
         raise ConfigError(message)
 
-    # -- runs ----------------------------------------------------------------------------
-
     def _runs(self, status: Any = None) -> list[RunRecord]:
         return self.desk.store.list_runs(
             practice=self.desk.practice, status=status, limit=self.recent
@@ -269,8 +239,6 @@ class Resources:
         if not held and isinstance(run.error, Mapping):
             held.append({"step": None, "why": str(run.error.get("reason") or run.error)})
         return held
-
-    # -- budget --------------------------------------------------------------------------
 
     def _window(self, window: str) -> dict[str, Any]:
         since = self.desk.store.now() - _WINDOWS[window]

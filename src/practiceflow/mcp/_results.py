@@ -20,14 +20,6 @@ from typing import Any, Final
 from practiceflow.export.schemas import portable_schema
 from practiceflow.manifest import ActionModule
 
-__all__ = [
-    "PREVIEW_SCHEMA",
-    "RUN_RESULT_SCHEMA",
-    "WRITE_RESULT_SCHEMA",
-    "read_result_schema",
-    "wraps_result",
-]
-
 #: A write's preview: nothing was sent.
 PREVIEW_SCHEMA: Final[dict[str, Any]] = {
     "type": "object",

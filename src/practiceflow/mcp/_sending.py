@@ -1,12 +1,9 @@
 """Sending confirmed writes: at most once, whatever process of the store confirms them.
 
-A confirmation (:meth:`WriteSender.confirm`) opens the sealed state the client handed back
-(:mod:`._confirmation`), checks it against this server (its practice, the tool and the
-arguments it came with) and, for a first confirmation, against the previewed write kept in
-the store (not expired, not voided, the user's code unless the user answered through the
-client). It then claims the write in the store, records the confirmed arguments as an
-event whose id is the write's (:func:`run_key`), and lets the runner drive its one run as a
-one-step recipe (``practiceflow run`` would). The journal has one run per event, so:
+A confirmation opens the sealed state the client handed back, checks it against this
+server and the previewed write kept in the store, claims the write, records the confirmed
+arguments as an event whose id is the write's (:func:`run_key`) and lets the runner drive
+its one run as a one-step recipe. The journal has one run per event, so:
 
 * a confirmation of a write whose run ended answers with that run, sending nothing;
 * a write another live process holds is refused for now, nothing sent by this call;
@@ -41,16 +38,6 @@ from practiceflow.mcp._confirmation import (
 from practiceflow.runner import Runner, RunOutcome, ValidRecipe, validate_recipe
 from practiceflow.state import EventRecord, PendingWrite, PendingWriteStore, RunRecord, StateStore
 
-__all__ = [
-    "ASK_FOR_CODE",
-    "EVENT_SOURCE",
-    "RunNotDone",
-    "WriteSender",
-    "mask_by_value",
-    "recipe_for_action",
-    "run_key",
-]
-
 logger = logging.getLogger("practiceflow.mcp")
 
 #: The ``source`` of the events an assistant's confirmed writes are recorded under.
@@ -77,14 +64,7 @@ class RunNotDone(Exception):
 
 
 def run_key(write_id: str) -> str:
-    """The event id (and so the run) of a previewed write once confirmed.
-
-    Args:
-        write_id: the previewed write's id.
-
-    Returns:
-        ``mcp-`` and the id.
-    """
+    """The event id (and so the run) of a previewed write once confirmed."""
     return "mcp-" + write_id
 
 
@@ -95,14 +75,8 @@ def recipe_for_action(module: ActionModule, folder: Path) -> Path:
     ``trigger.get(NAME)``: a field the assistant did not give renders to None and is left
     out (the templating omission rule), and no field name is taken for a misspelling of one
     the trigger declares (``webhookName`` beside ``webhookEvent``).
-    The file stays after the server stops: ``practiceflow runs retry`` reads it.
-
-    Args:
-        module: the action.
-        folder: where the generated recipes live.
-
-    Returns:
-        The recipe file.
+    The file (in ``folder``) stays after the server stops: ``practiceflow runs retry``
+    reads it.
     """
     fields = module.input_schema.get("properties", {})
     with_ = {name: f"{{{{ trigger.get({name!r}) }}}}" for name in fields}
@@ -136,18 +110,9 @@ def mask_by_value(tree: Any, data: Any, pii: PiiPaths) -> Any:
 
 class WriteSender:
     """Sends the confirmed writes of one practice (see the module docstring). Not
-    thread-safe: the desk calls it one call at a time.
-
-    Args:
-        store: the state store (journal, events, runs).
-        pending_writes: the same store, as the keeper of previewed writes.
-        client: the API client.
-        practice: the key runs are stored under.
-        registry: the action modules.
-        catalog: the tools, by name (to find a confirmed write's tool).
-        recipes_dir: where the generated one-step recipes are written.
-        writes_on: whether writes may be sent.
-        assistant_confirms: accept ``confirm_write`` without the user's code.
+    thread-safe: the desk calls it one call at a time. ``pending_writes`` is the same
+    store as the keeper of previewed writes; ``assistant_confirms`` accepts
+    ``confirm_write`` without the user's code.
     """
 
     def __init__(
@@ -176,11 +141,7 @@ class WriteSender:
         self._recipes: dict[str, ValidRecipe] = {}
 
     def refuse_if_off(self, entry: ToolEntry) -> None:
-        """Refuse a write when writes are off (nothing is rendered or sent).
-
-        Raises:
-            ConfigError: writes are off on this server.
-        """
+        """Raise ConfigError for a write when writes are off (nothing rendered or sent)."""
         if entry.writes and not self.writes_on:
             message = (
                 f"{entry.name}: writes are off on this server, nothing was sent. The practice's "
@@ -197,24 +158,8 @@ class WriteSender:
         code: str | None = None,
         person_confirmed: bool = False,
     ) -> dict[str, Any]:
-        """Send a previewed write through the runner's journal, at most once.
-
-        Any process sharing the store may confirm a write another one previewed. A write
-        already confirmed answers with its run's result and sends nothing; one that
-        another live process is sending is refused for now (nothing sent by this call);
-        one whose sender died mid-send is driven on by the runner, which reads the write
-        back rather than sending it again on a guess, or holds it for a person.
-
-        Args:
-            state: the preview's sealed state (``confirm_token``, or ``requestState``).
-            tool: the tool the confirmation came with (an ``input_required`` retry).
-            arguments: the arguments it came with: they must be the previewed ones.
-            code: the user's confirmation code (``confirm_write`` without elicitation).
-            person_confirmed: the user said yes through the client itself (elicitation),
-                or the call needs no yes (a recipe that only reads).
-
-        Returns:
-            ``run_id``, ``status`` and the step outputs the assistant may see.
+        """Send a previewed write through the runner's journal, at most once (any process
+        sharing the store may confirm a write another one previewed).
 
         Raises:
             ConfigError: the state is not this store's, altered, another practice's or
@@ -341,17 +286,8 @@ class WriteSender:
         return entry
 
     def resume_pending(self) -> list[RunOutcome]:
-        """Finish the confirmed calls a stopped server left unfinished.
-
-        A confirmed call is recorded as an event before its run starts; a server stopped
-        (or killed) before the run ended leaves that event pending. Its run is driven now,
-        by the runner's rules: a step already done is not sent again, a write that left
-        without its answer being journaled is in doubt and read back or held. A call that
-        another live process is sending is left to it.
-
-        Returns:
-            The outcome of each run driven. Events of a tool not offered now (a recipe
-            not given, writes off) are left pending and logged.
+        """Drive the runs of confirmed calls a stopped server left pending, by the runner's
+        rules (a write in doubt is read back or held); one another process sends is left.
         """
         outcomes: list[RunOutcome] = []
         for event in self.store.pending_events(self.practice, 1000, source=EVENT_SOURCE):

@@ -1,21 +1,11 @@
 """The MCP server: tools, resources and the confirmation of writes, over the SDK's lowlevel
 ``Server`` (the tools are data, one per module, so they are declared, not decorated).
 
-Confirmation of a write, by what the client can do (a person's yes, not the model's):
-
-* the client supports elicitation, protocol 2026-07-28 and later: the call answers
-  ``input_required`` with a form asking the user to confirm the previewed request; the
-  client retries the call with the user's answer and, as request state, the preview's
-  sealed state, which any process sharing the store can settle;
-* the client supports elicitation, earlier protocols: the server asks the client
-  (``elicitation/create``) while the call waits;
-* otherwise: the call answers with the preview and its sealed state (``confirm_token``),
-  and the server prints a code for the user on its standard error (``announce``), never in
-  a tool result; the assistant calls ``confirm_write`` with the token and the code the
-  user gives it (with ``--confirm-by-assistant``, the token alone).
-
-Every error the desk raises becomes a tool result with ``isError`` and the CLI's message,
-so the assistant can read it and correct its call.
+A write is confirmed by a person, by what the client can do: elicitation answered as
+``input_required`` (protocol 2026-07-28 and later) or ``elicitation/create`` (earlier);
+otherwise the preview's ``confirm_token`` and a code the server prints on its standard
+error (never in a tool result) that the user gives the assistant for ``confirm_write``.
+Every error the desk raises becomes a tool result with ``isError`` and the CLI's message.
 """
 
 from __future__ import annotations
@@ -45,8 +35,6 @@ from practiceflow.mcp._desk import Preview, WriteDesk
 from practiceflow.mcp._resources import Resources
 from practiceflow.mcp._results import wraps_result
 from practiceflow.mcp._sending import ASK_FOR_CODE, RunNotDone
-
-__all__ = ["build_server"]
 
 logger = logging.getLogger("practiceflow.mcp")
 
@@ -156,8 +144,6 @@ class _Handlers:
 
     async def _blocking(self, func: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(func, *args)
-
-    # -- tools ---------------------------------------------------------------------------
 
     async def list_tools(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
@@ -280,8 +266,6 @@ class _Handlers:
             "next": how,
         }
 
-    # -- resources ---------------------------------------------------------------------
-
     async def list_resources(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
@@ -313,18 +297,7 @@ def build_server(
     *,
     announce: Callable[[str], None] = _stderr,
 ) -> Server[Any]:
-    """The MCP server over a desk (see the module docstring).
-
-    Args:
-        desk: carries out the calls.
-        catalog: the tools, by name.
-        lists: the lookup lists offered as resources, by action key.
-        announce: shows a line to the person at the server (the confirmation code of a
-            write when the client cannot ask the user); standard error by default.
-
-    Returns:
-        A lowlevel SDK server, to run over stdio or streamable HTTP.
-    """
+    """The MCP server over a desk (see the module docstring)."""
     handlers = _Handlers(desk, catalog, lists, announce)
     return Server(
         "practiceflow",

@@ -1,14 +1,9 @@
 """Serving the MCP server: over stdio (desktop assistants) or streamable HTTP.
 
-HTTP listens on 127.0.0.1:8766 by default (:data:`DEFAULT_LISTEN`; the sandbox has 8765).
-Any other address needs a token (the console's rule,
-:func:`~practiceflow.console.security.check_bind`): anyone who reaches the port could
-otherwise read the practice's records. With a token every HTTP request must carry
-``Authorization: Bearer <token>``; the token is compared in constant time and never logged.
-
-The command binds its socket (:func:`bind_http`) before it checks the credentials and hands
-it to the web server, so that a taken port is a configuration error naming the address,
-not the web server's own exit code after the start-up.
+HTTP listens on :data:`DEFAULT_LISTEN`; any other address than loopback needs a token
+(anyone who reaches the port could otherwise read the practice's records), compared in
+constant time and never logged. The socket is bound (:func:`bind_http`) before start-up,
+so a taken port is a configuration error naming the address.
 """
 
 from __future__ import annotations
@@ -30,16 +25,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from practiceflow.errors import ConfigError
 from practiceflow.service.netaddr import is_loopback, listen_tcp
 
-__all__ = [
-    "DEFAULT_LISTEN",
-    "MCP_PATH",
-    "bind_http",
-    "check_http_bind",
-    "http_app",
-    "serve_http",
-    "serve_stdio",
-]
-
 logger = logging.getLogger("practiceflow.mcp")
 
 #: Where the streamable HTTP endpoint is.
@@ -52,10 +37,6 @@ _BACKLOG = 128
 
 def check_http_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond loopback without a token.
-
-    Args:
-        host: the address to listen on.
-        token: the bearer token clients must send, if one was given.
 
     Raises:
         ConfigError: ``host`` is not loopback and no token was given.
@@ -76,13 +57,6 @@ def _shown(host: str, port: int) -> str:
 
 def bind_http(host: str, port: int) -> socket.socket:
     """Bind and listen on ``(host, port)`` for :func:`serve_http` (port 0: any free one).
-
-    Args:
-        host: the address.
-        port: the port.
-
-    Returns:
-        The listening socket (connections wait in its backlog until the server starts).
 
     Raises:
         ConfigError: the address is taken or is not one of this machine's.
@@ -132,15 +106,6 @@ class _BearerToken:
 def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
     """The ASGI app serving ``server`` at :data:`MCP_PATH` (token-checked when given).
 
-    Args:
-        server: the MCP server.
-        host: the address it will listen on (loopback keeps the SDK's DNS-rebinding
-            protection; any other address relies on the token).
-        token: the bearer token, or None on loopback.
-
-    Returns:
-        The app.
-
     Raises:
         ConfigError: beyond loopback without a token.
     """
@@ -159,11 +124,6 @@ def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
 def serve_http(server: Server[Any], sock: socket.socket, token: str | None) -> None:
     """Serve over streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM).
 
-    Args:
-        server: the MCP server.
-        sock: the listening socket, from :func:`bind_http` (the caller closes it).
-        token: the bearer token (required beyond loopback).
-
     Raises:
         ConfigError: beyond loopback without a token.
     """
@@ -177,11 +137,7 @@ def serve_http(server: Server[Any], sock: socket.socket, token: str | None) -> N
 
 
 def serve_stdio(server: Server[Any]) -> None:
-    """Serve one client over this process's standard input and output until it closes.
-
-    Args:
-        server: the MCP server.
-    """
+    """Serve one client over this process's standard input and output until it closes."""
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):

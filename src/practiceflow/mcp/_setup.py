@@ -19,25 +19,13 @@ from practiceflow.runner import ValidRecipe
 from practiceflow.service.state_location import practice_budget
 from practiceflow.state import StateStore
 
-__all__ = ["ASSISTANT_LIMITS", "assistant_budget", "build_mcp"]
-
 
 def assistant_budget(state: str | None, client_id: str) -> RateBudget:
     """The rate budget of an assistant's requests: a third of the practice's, at most.
 
-    The assistant counts in the practice's shared bucket on the same store as ``serve``
-    and ``run`` (``budget.db`` beside a SQLite state file; the database of a PostgreSQL
-    store, where every replica of a fleet counts too) against :data:`ASSISTANT_LIMITS`:
-    it is admitted only while the whole practice (recipes and assistant) has used less
-    than a third of each window, and the recipes see its requests in theirs. A store
-    with no file of its own gets a budget of :data:`ASSISTANT_LIMITS` in memory.
-
-    Args:
-        state: the state store's location (``--state``), None for the default file.
-        client_id: the practice's Client ID (the shared bucket's key).
-
-    Returns:
-        The budget to give the client; close it when done.
+    It counts in the practice's shared bucket (as ``serve`` and ``run`` do) against
+    :data:`ASSISTANT_LIMITS`, admitted only while the whole practice has used less than a
+    third of each window; a store with no file of its own gets one in memory.
     """
     return practice_budget(state, client_id, ASSISTANT_LIMITS)
 
@@ -55,27 +43,7 @@ def build_mcp(
     assistant_confirms: bool = False,
     announce: Callable[[str], None] | None = None,
 ) -> tuple[Server[Any], WriteDesk]:
-    """Build the MCP server of one practice.
-
-    Args:
-        client: the API client (give it a budget of :data:`ASSISTANT_LIMITS` or less).
-        store: the state store the runner journals in.
-        practice: the key runs are stored under (the Client ID by default).
-        registry: the action modules (one tool each).
-        recipes: the recipes offered as tools.
-        writes_on: whether writes may be previewed and sent (``--allow-writes`` and
-            credentials that can write).
-        recipes_dir: where the one-step recipes of assistant writes are written.
-        show_personal: show personal fields of read results to the assistant.
-        assistant_confirms: accept ``confirm_write`` without the user's code
-            (``--confirm-by-assistant``).
-        announce: shows the confirmation code of a write to the person at the server
-            (standard error when None).
-
-    Returns:
-        The server and its desk (confirmed calls a stopped server left unfinished have
-        been driven by then, when writes are on).
-    """
+    """Build the MCP server of one practice."""
     catalog = build_catalog(registry, recipes, writes_on=writes_on)
     desk = WriteDesk(
         store=store,

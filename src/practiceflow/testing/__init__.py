@@ -32,6 +32,8 @@
 
 from __future__ import annotations
 
+from practiceflow.sandbox.config import RateLimits, SandboxConfig
+from practiceflow.sandbox.server import SandboxHandle
 from practiceflow.testing._case import TestCase, TestFile, build_test_file, load_test_file
 from practiceflow.testing._case_run import (
     CaseResult,
@@ -62,12 +64,7 @@ from practiceflow.testing._replay import (
     recorded_request,
     request_differences,
 )
-from practiceflow.testing._sandbox import (
-    RateLimits,
-    SandboxConfig,
-    SandboxHandle,
-    running_sandbox,
-)
+from practiceflow.testing._sandbox import running_sandbox
 from practiceflow.testing._scaffold import write_module_test, write_recipe_test
 from practiceflow.testing._suite import (
     CaseOutcome,

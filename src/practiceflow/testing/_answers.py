@@ -35,8 +35,6 @@ from practiceflow.testing._replay import (
     recorded_request,
 )
 
-__all__ = ["ScriptedAnswers", "SentRequest"]
-
 
 @dataclass(frozen=True)
 class SentRequest:
@@ -59,15 +57,6 @@ def _query_matches(wanted: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
 
 class ScriptedAnswers(BaseAdapter):
     """Answers a case's requests (see the module docstring).
-
-    Args:
-        answers: the answers written in the test.
-        cassette: a recorded exchange to answer the rest from.
-        normalize: applied to a request (sent and recorded) before it is compared with the
-            cassette (the run-unique marker and scrubbed personal values are taken out).
-        base_url: the base URL of the client it is mounted under.
-        fallback: where a request no written answer matches goes instead of the cassette
-            (a recording sends it on to a server).
 
     Attributes:
         step: the step requests are sent for now (set by the case's runner).

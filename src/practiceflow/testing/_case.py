@@ -2,27 +2,8 @@
 
 A test file names what it tests and holds cases, each ``given`` what the world looks like
 and what to ``expect`` (the format is checked against ``manifests/test.schema.json``, and
-every problem names the file, line and field)::
-
-    recipe: ../proposal_to_bill_and_eform.yaml     # or  module: create_bill
-    cases:
-      - name: an accepted proposal is billed the fee, and the form follows
-        given:
-          event: {entityKey: 66f52ac4-8158-444d-90de-69dbd17646e8}
-          vars: {fee: 300}
-          now: "2026-11-27T09:00:00Z"
-          cassette: cassettes/accepted.yaml          # recorded answers, or inline:
-          answers:
-            - {method: POST, path: /api/v1/bills, status: 429, headers: {Retry-After: "2"}}
-        expect:
-          status: succeeded
-          steps:
-            bill:
-              request: {method: POST, path: /api/v1/bills, body: {lineItems: [{amount: 300}]}}
-              output: {billTotal: 330.0}
-            form: {status: skipped}
-
-``docs/testing.md`` is the guide to every key.
+every problem names the file, line and field). ``docs/testing.md`` is the guide to every
+key.
 """
 
 from __future__ import annotations
@@ -40,16 +21,6 @@ from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest.loader import read_located
 from practiceflow.manifest.validation import issues_for, meta_schema
 from practiceflow.manifest.yamlpos import Located
-
-__all__ = [
-    "DEFAULT_NOW",
-    "TEST_SUFFIX",
-    "Answer",
-    "TestCase",
-    "TestFile",
-    "build_test_file",
-    "load_test_file",
-]
 
 #: The suffix that marks a test file.
 TEST_SUFFIX: Final = ".test.yaml"

@@ -49,17 +49,6 @@ from practiceflow.testing._replay import REPLAY_BASE_URL
 from practiceflow.triggers.definition import definition
 from practiceflow.triggers.poller import Poller
 
-__all__ = [
-    "CaseResult",
-    "StepView",
-    "case_event",
-    "case_personal_values",
-    "load_target",
-    "run_case",
-    "run_recipe_once",
-    "strip_markers",
-]
-
 #: The credentials a replayed client carries (nothing checks them; nothing is sent).
 TEST_CREDENTIALS: Final = ("00000000-0000-4000-8000-000000000000", "practiceflow-test-secret")
 #: The practice runs of a case are stored under.

@@ -42,18 +42,6 @@ import yaml
 
 from practiceflow.errors import ConfigError
 
-__all__ = [
-    "CASSETTE_VERSION",
-    "Cassette",
-    "Exchange",
-    "RecordedRequest",
-    "RecordedResponse",
-    "cassette_from_dict",
-    "load_cassette",
-    "save_cassette",
-    "scrub",
-]
-
 #: The format version this code reads and writes.
 CASSETTE_VERSION: Final = 1
 
@@ -231,13 +219,6 @@ def load_cassette(path: str | Path) -> Cassette:
 def cassette_from_dict(raw: Any, source: str = "<cassette>") -> Cassette:
     """Check and read a cassette held as plain data (a loaded file's content).
 
-    Args:
-        raw: the data.
-        source: where it came from, for messages.
-
-    Returns:
-        The cassette.
-
     Raises:
         ConfigError: it is not a cassette of a version this code reads.
     """
@@ -291,9 +272,6 @@ def save_cassette(cassette: Cassette, path: str | Path) -> Path:
     )
     target.write_text(text, encoding="utf-8")
     return target
-
-
-# -- scrubbing ---------------------------------------------------------------------------------
 
 
 def _token(value: str) -> str:

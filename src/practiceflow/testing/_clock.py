@@ -5,8 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-__all__ = ["FakeClock"]
-
 #: Where a :class:`FakeClock` starts unless told otherwise.
 DEFAULT_START: Final = datetime(2025, 3, 1, 9, 0, 0, tzinfo=UTC)
 #: What :meth:`FakeClock.monotonic` reads at the start (only differences mean anything).

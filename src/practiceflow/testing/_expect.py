@@ -22,8 +22,6 @@ from practiceflow.testing._case import TestCase
 from practiceflow.testing._case_run import CaseResult, StepView, strip_markers
 from practiceflow.testing._cassette import RecordedRequest
 
-__all__ = ["case_differences", "subset_differences"]
-
 
 def _show(value: Any) -> str:
     text = repr(value)
@@ -37,17 +35,7 @@ def _equal(expected: Any, actual: Any) -> bool:
 
 
 def subset_differences(expected: Any, actual: Any, where: str, verb: str = "got") -> list[str]:
-    """Where ``actual`` does not hold ``expected`` (a subset; see the module docstring).
-
-    Args:
-        expected: what the test says.
-        actual: what came.
-        where: the field's name so far (``request.body``).
-        verb: how the actual value is introduced (``got``, ``sent``).
-
-    Returns:
-        One line per difference; empty when it holds.
-    """
+    """Where ``actual`` does not hold ``expected`` (a subset; see the module docstring)."""
     if isinstance(expected, Mapping):
         if not isinstance(actual, Mapping):
             return [f"{where}: expected a mapping {_show(expected)}, {verb} {_show(actual)}"]

@@ -34,8 +34,6 @@ from practiceflow.testing._recording import make_cassette, registry_personal_nam
 from practiceflow.testing._replay import CassetteRecorder
 from practiceflow.testing._sandbox import running_sandbox
 
-__all__ = ["Server", "record_case", "recording_server"]
-
 
 @dataclass(frozen=True)
 class Server:

@@ -24,8 +24,6 @@ from practiceflow.testing._cassette import (
     scrubbable,
 )
 
-__all__ = ["make_cassette", "named_values", "personal_names", "registry_personal_names"]
-
 PiiPaths = frozenset[tuple[str, ...]]
 
 
@@ -79,12 +77,6 @@ def named_values(tree: Any, names: frozenset[str]) -> set[str]:
 def registry_personal_names(registry: Any) -> frozenset[str]:
     """The names of the fields any module of a registry tags ``x-pii`` or ``x-secret``
     (inputs, outputs, events): personal or secret wherever they appear.
-
-    Args:
-        registry: a :class:`~practiceflow.manifest.ModuleRegistry`.
-
-    Returns:
-        Field names, such as ``email`` or ``webhookSecret``.
     """
     schemas: list[Mapping[str, Any]] = []
     secrets: set[str] = set()

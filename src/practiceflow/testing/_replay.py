@@ -42,17 +42,6 @@ from practiceflow.testing._cassette import (
     scrub,
 )
 
-__all__ = [
-    "REPLAY_BASE_URL",
-    "CassetteMismatch",
-    "CassettePlayer",
-    "CassetteRecorder",
-    "answer_response",
-    "mounted_session",
-    "recorded_request",
-    "request_differences",
-]
-
 #: The base URL a replayed client is given; nothing is ever sent to it.
 REPLAY_BASE_URL: Final = "https://cassette.invalid/anz"
 
@@ -78,10 +67,6 @@ class CassetteMismatch(AssertionError):
     """A replayed request matched no exchange of the cassette (the message says why)."""
 
 
-def _base_path(base_url: str) -> str:
-    return urlsplit(base_url).path.rstrip("/")
-
-
 def _body(raw: bytes | str | None) -> Any:
     if raw is None or raw in (b"", ""):
         return None
@@ -95,15 +80,11 @@ def _body(raw: bytes | str | None) -> Any:
 def recorded_request(request: requests.PreparedRequest, base_url: str) -> RecordedRequest:
     """A request as a cassette records it: path under the base URL, query, body, headers.
 
-    Args:
-        request: the prepared request.
-        base_url: the client's base URL (its path, such as ``/anz``, is taken off).
-
-    Returns:
-        The request without credentials or the client's own headers.
+    The path of ``base_url`` (such as ``/anz``) is taken off; credentials and the client's
+    own headers are left out.
     """
     parts = urlsplit(request.url or "")
-    prefix = _base_path(base_url)
+    prefix = urlsplit(base_url).path.rstrip("/")
     path = parts.path[len(prefix) :] if prefix and parts.path.startswith(prefix) else parts.path
     query: dict[str, Any] = {}
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
@@ -143,15 +124,7 @@ def _answer(response: requests.Response) -> RecordedResponse:
 def answer_response(
     answer: RecordedResponse, request: requests.PreparedRequest
 ) -> requests.Response:
-    """A ``requests`` response carrying a recorded (or written) answer to a request.
-
-    Args:
-        answer: the status, headers and body.
-        request: the request it answers.
-
-    Returns:
-        The response, its body already read.
-    """
+    """A ``requests`` response carrying a recorded (or written) answer to a request."""
     response = requests.Response()
     response.status_code = answer.status
     headers = dict(answer.headers)
@@ -239,6 +212,7 @@ class CassettePlayer(BaseAdapter):
 
     Attributes:
         sent: every request received, as recorded (after ``normalize``).
+        raw_sent: every request received, as recorded (before ``normalize``).
         mismatches: the message of each request that matched no exchange.
     """
 
@@ -283,7 +257,7 @@ class CassettePlayer(BaseAdapter):
             differences = request_differences(wanted, self._normalize(exchange.request))
             if not differences:
                 self._played[index] = True
-                return self._response(exchange.response, request)
+                return answer_response(exchange.response, request)
             candidates.append((index, differences))
         message = self._mismatch(wanted, candidates)
         self.mismatches.append(message)
@@ -297,11 +271,6 @@ class CassettePlayer(BaseAdapter):
             lines.append(f"  exchanges[{index}]:")
             lines.extend(f"    {line}" for line in differences[:8])
         return "\n".join(lines)
-
-    def _response(
-        self, answer: RecordedResponse, request: requests.PreparedRequest
-    ) -> requests.Response:
-        return answer_response(answer, request)
 
     def close(self) -> None:
         """Nothing to release."""

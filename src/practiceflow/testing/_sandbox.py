@@ -6,10 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from practiceflow.sandbox.config import RateLimits, SandboxConfig
+from practiceflow.sandbox.config import SandboxConfig
 from practiceflow.sandbox.server import SandboxHandle, start_sandbox
-
-__all__ = ["RateLimits", "SandboxConfig", "SandboxHandle", "running_sandbox"]
 
 
 @contextmanager

@@ -24,8 +24,6 @@ from practiceflow.manifest.yamlpos import Located
 from practiceflow.testing._case import TEST_SUFFIX, build_test_file
 from practiceflow.testing._case_run import CaseResult, load_target, run_case
 
-__all__ = ["write_module_test", "write_recipe_test"]
-
 #: How many rounds of "answer what went unanswered" before giving up.
 _ROUNDS: Final = 8
 _SCALARS = (str, int, float, bool)

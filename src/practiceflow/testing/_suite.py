@@ -23,14 +23,6 @@ from practiceflow.testing._case import TEST_SUFFIX, TestFile, load_test_file
 from practiceflow.testing._case_run import load_target, run_case
 from practiceflow.testing._expect import case_differences
 
-__all__ = [
-    "CaseOutcome",
-    "find_test_files",
-    "junit_xml",
-    "run_all",
-    "run_test_file",
-]
-
 #: Folders never searched for test files.
 _SKIPPED: Final = frozenset({".git", ".venv", "node_modules", "__pycache__", ".tox"})
 

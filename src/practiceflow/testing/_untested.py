@@ -14,8 +14,6 @@ import yaml
 
 from practiceflow.testing._case import TEST_SUFFIX
 
-__all__ = ["untested"]
-
 
 def _named_by(test: Path) -> set[str]:
     """What one test file names: resolved paths, and a module key."""

@@ -48,16 +48,6 @@ if TYPE_CHECKING:
         TestFile,
     )
 
-__all__ = [
-    "CaseItem",
-    "TestFileCollector",
-    "practiceflow_cassette",
-    "practiceflow_clock",
-    "practiceflow_run",
-    "practiceflow_sandbox",
-    "pytest_collect_file",
-]
-
 _SUFFIX = ".test.yaml"
 
 
