@@ -294,21 +294,36 @@ def _fire(sandbox: str, plan: list[Any], fired: dict[str, float], stop_at: float
     time.sleep(max(0.0, stop_at - time.time()))
 
 
-def _event_to_write(store: PostgresStore, fired: dict[str, float]) -> list[float]:
-    """Seconds from each fired event to its run's write being sent (journaled ``sent``).
+def _event_to_write(
+    store: PostgresStore, fired: dict[str, float]
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Seconds from each fired event to its run's write being sent (journaled ``sent``),
+    and the same delay in its stages (where an event waits).
 
     Read through the store (the journal's values are sealed at rest): each run of the
     webhook recipe names its event in its origin, and its write step's ``sent_at`` says
-    when the intent was committed, just before the request left.
+    when the intent was committed, just before the request left. The stages: fired ->
+    stored by the receiver (the sandbox's delivery and the intake), stored -> run created
+    (the queue: the job's wait for a thread, a slot, its fetch), run created -> sent (the
+    run's own work before its write leaves).
     """
     delays = []
+    stages: dict[str, list[float]] = {"delivered": [], "queued": [], "run": []}
     for run in store.list_runs(recipe=HOOK_NAME, limit=len(fired) * 2 + 100):
         step = store.get_step(run.run_id, "copy")
         found = _NAME.search(json.dumps(run.origin))
         if step is None or step.sent_at is None or found is None or found[0] not in fired:
             continue
         delays.append(step.sent_at.timestamp() - fired[found[0]])
-    return delays
+        origin = run.origin if isinstance(run.origin, dict) else {}
+        event = store.get_event(run.practice, str(origin.get("source")), run.event_id)
+        if event is None:
+            continue
+        received = event.received_at.timestamp()
+        stages["delivered"].append(received - fired[found[0]])
+        stages["queued"].append(run.created_at.timestamp() - received)
+        stages["run"].append(step.sent_at.timestamp() - run.created_at.timestamp())
+    return delays, stages
 
 
 def run_failures(
@@ -405,7 +420,7 @@ def run_one(
                 time.sleep(1)
         final = [_scrape(base) for base in bases]
         with PostgresStore(state) as store:
-            delays = _event_to_write(store, fired)
+            delays, stages = _event_to_write(store, fired)
             statuses = Counter(run.status for run in store.list_runs(limit=1_000_000))
         _stop(processes)
         if args.baseline:  # the lean poller, alone against the same sandbox
@@ -456,6 +471,11 @@ def run_one(
         writes=len(delays),
         event_to_write_p50_s=round(_percentile(delays, 0.5), 3),
         event_to_write_p99_s=round(_percentile(delays, 0.99), 3),
+        **{
+            f"event_{stage}_p{q}_s": round(_percentile(values, q / 100), 3)
+            for stage, values in stages.items()
+            for q in (50, 99)
+        },
         requests=int(requests_sent),
         requests_per_s=round(requests_sent / window, 1),
         rate_limited=int(sum(limited.values())),
