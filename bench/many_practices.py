@@ -156,10 +156,14 @@ def _wait(check: Any, what: str, timeout: float) -> None:
         time.sleep(0.5)
 
 
-def _start_sandbox(practices: int) -> tuple[subprocess.Popen[bytes], str]:
+def _start_sandbox(practices: int, senders: int = 4) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
+    # The sandbox's own 4 webhook senders, or more through bench/_sandbox_senders.py.
+    start = ["-m", "practiceflow"]
+    if senders != 4:
+        start = [str(HERE / "_sandbox_senders.py"), str(senders)]
     command = [
-        sys.executable, "-m", "practiceflow", "sandbox", "--port", str(port),
+        sys.executable, *start, "sandbox", "--port", str(port),
         "--practices", str(practices), "--entities", "10", "--latency", "100ms",
         "--jitter", "100ms", "--admin-token", TOKEN,
     ]  # fmt: skip
@@ -363,7 +367,7 @@ def run_one(
     server: PostgresServer, practices: int, workers: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     """One (N, workers) run; returns its figures."""
-    sandbox, url = _start_sandbox(practices)
+    sandbox, url = _start_sandbox(practices, args.senders)
     state = server.new_database(f"many{practices}w{workers}")
     migrate_state(state)
     folder = Path(tempfile.mkdtemp(prefix="pf-many-"))
@@ -578,6 +582,12 @@ def main() -> None:
         default=5.0,
         help="events' rate x this; 0: no events, polls only (like for like with the lean poller)",
     )
+    parser.add_argument(
+        "--senders",
+        type=int,
+        default=4,
+        help="the sandbox's webhook senders (deliveries at once; the sandbox's own: 4)",
+    )
     parser.add_argument("--quick", action="store_true", help="N = 100, one worker")
     parser.add_argument("--json", dest="json_out", help="also write the figures here")
     args = parser.parse_args()
@@ -600,7 +610,8 @@ def main() -> None:
     print(
         f"\n150 ms +- 50 ms per answer; events x{args.speedup:g} (time-compressed), "
         f"warm-up {args.warmup:g} s, window {args.measure:g} s, --concurrency "
-        f"{args.concurrency}; PostgreSQL fsync off (tests/pgserver.py)"
+        f"{args.concurrency}, {args.senders} webhook senders; PostgreSQL fsync off "
+        "(tests/pgserver.py)"
     )
     header = (
         f"{'N':>6}{'wk':>4}{'lag p50':>9}{'lag p99':>9}{'ev>w p50':>10}{'ev>w p99':>10}"
