@@ -3,8 +3,8 @@
 A replica started with a public URL (``practiceflow worker --listen --public-url``) serves
 the triggers' :class:`~practiceflow.triggers.Receiver` (verify, dedupe, store, then 200).
 Each delivery it stores becomes a ``run_event`` job at once: no waiting for a sweep. The
-job is queued by a thread of the replica's own just after the answer (the event is
-committed before it; the answer does not wait on the queue's round trip, so the API's
+job is queued by a thread of the replica's own, in the order stored (the event is
+committed before; the answer does not wait on the queue's round trip, so the API's
 senders are freed sooner in a burst).
 
 The subscription, its receiver path and its secret live in the shared PostgreSQL store,
