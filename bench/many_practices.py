@@ -156,10 +156,14 @@ def _wait(check: Any, what: str, timeout: float) -> None:
         time.sleep(0.5)
 
 
-def _start_sandbox(practices: int) -> tuple[subprocess.Popen[bytes], str]:
+def _start_sandbox(practices: int, senders: int = 4) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
+    # The sandbox's own 4 webhook senders, or more through bench/_sandbox_senders.py.
+    start = ["-m", "practiceflow"]
+    if senders != 4:
+        start = [str(HERE / "_sandbox_senders.py"), str(senders)]
     command = [
-        sys.executable, "-m", "practiceflow", "sandbox", "--port", str(port),
+        sys.executable, *start, "sandbox", "--port", str(port),
         "--practices", str(practices), "--entities", "10", "--latency", "100ms",
         "--jitter", "100ms", "--admin-token", TOKEN,
     ]  # fmt: skip
@@ -294,21 +298,36 @@ def _fire(sandbox: str, plan: list[Any], fired: dict[str, float], stop_at: float
     time.sleep(max(0.0, stop_at - time.time()))
 
 
-def _event_to_write(store: PostgresStore, fired: dict[str, float]) -> list[float]:
-    """Seconds from each fired event to its run's write being sent (journaled ``sent``).
+def _event_to_write(
+    store: PostgresStore, fired: dict[str, float]
+) -> tuple[list[float], dict[str, list[float]]]:
+    """Seconds from each fired event to its run's write being sent (journaled ``sent``),
+    and the same delay in its stages (where an event waits).
 
     Read through the store (the journal's values are sealed at rest): each run of the
     webhook recipe names its event in its origin, and its write step's ``sent_at`` says
-    when the intent was committed, just before the request left.
+    when the intent was committed, just before the request left. The stages: fired ->
+    stored by the receiver (the sandbox's delivery and the intake), stored -> run created
+    (the queue: the job's wait for a thread, a slot, its fetch), run created -> sent (the
+    run's own work before its write leaves).
     """
     delays = []
+    stages: dict[str, list[float]] = {"delivered": [], "queued": [], "run": []}
     for run in store.list_runs(recipe=HOOK_NAME, limit=len(fired) * 2 + 100):
         step = store.get_step(run.run_id, "copy")
         found = _NAME.search(json.dumps(run.origin))
         if step is None or step.sent_at is None or found is None or found[0] not in fired:
             continue
         delays.append(step.sent_at.timestamp() - fired[found[0]])
-    return delays
+        origin = run.origin if isinstance(run.origin, dict) else {}
+        event = store.get_event(run.practice, str(origin.get("source")), run.event_id)
+        if event is None:
+            continue
+        received = event.received_at.timestamp()
+        stages["delivered"].append(received - fired[found[0]])
+        stages["queued"].append(run.created_at.timestamp() - received)
+        stages["run"].append(step.sent_at.timestamp() - run.created_at.timestamp())
+    return delays, stages
 
 
 def run_failures(
@@ -348,7 +367,7 @@ def run_one(
     server: PostgresServer, practices: int, workers: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     """One (N, workers) run; returns its figures."""
-    sandbox, url = _start_sandbox(practices)
+    sandbox, url = _start_sandbox(practices, args.senders)
     state = server.new_database(f"many{practices}w{workers}")
     migrate_state(state)
     folder = Path(tempfile.mkdtemp(prefix="pf-many-"))
@@ -405,7 +424,7 @@ def run_one(
                 time.sleep(1)
         final = [_scrape(base) for base in bases]
         with PostgresStore(state) as store:
-            delays = _event_to_write(store, fired)
+            delays, stages = _event_to_write(store, fired)
             statuses = Counter(run.status for run in store.list_runs(limit=1_000_000))
         _stop(processes)
         if args.baseline:  # the lean poller, alone against the same sandbox
@@ -456,6 +475,11 @@ def run_one(
         writes=len(delays),
         event_to_write_p50_s=round(_percentile(delays, 0.5), 3),
         event_to_write_p99_s=round(_percentile(delays, 0.99), 3),
+        **{
+            f"event_{stage}_p{q}_s": round(_percentile(values, q / 100), 3)
+            for stage, values in stages.items()
+            for q in (50, 99)
+        },
         requests=int(requests_sent),
         requests_per_s=round(requests_sent / window, 1),
         rate_limited=int(sum(limited.values())),
@@ -558,6 +582,12 @@ def main() -> None:
         default=5.0,
         help="events' rate x this; 0: no events, polls only (like for like with the lean poller)",
     )
+    parser.add_argument(
+        "--senders",
+        type=int,
+        default=4,
+        help="the sandbox's webhook senders (deliveries at once; the sandbox's own: 4)",
+    )
     parser.add_argument("--quick", action="store_true", help="N = 100, one worker")
     parser.add_argument("--json", dest="json_out", help="also write the figures here")
     args = parser.parse_args()
@@ -580,7 +610,8 @@ def main() -> None:
     print(
         f"\n150 ms +- 50 ms per answer; events x{args.speedup:g} (time-compressed), "
         f"warm-up {args.warmup:g} s, window {args.measure:g} s, --concurrency "
-        f"{args.concurrency}; PostgreSQL fsync off (tests/pgserver.py)"
+        f"{args.concurrency}, {args.senders} webhook senders; PostgreSQL fsync off "
+        "(tests/pgserver.py)"
     )
     header = (
         f"{'N':>6}{'wk':>4}{'lag p50':>9}{'lag p99':>9}{'ev>w p50':>10}{'ev>w p99':>10}"

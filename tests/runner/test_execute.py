@@ -404,3 +404,41 @@ def test_find_or_create_pages_past_page_one_inside_a_recipe(
     assert _statuses(store, created.run_id)["create"] == "succeeded"
     codes = [row.get("entityCode") for row in fast_sandbox.admin("GET", "/_admin/records/entities")]
     assert codes.count("NEWCODE9") == 1
+
+
+LOCAL_ONLY = """\
+  - id: note
+    use: write_jsonl
+    with:
+      path: "{out}"
+      record: {{n: "{{{{ trigger.n }}}}"}}
+"""
+
+
+def test_runners_sharing_a_recipe_store_its_version_once_and_run_on_it(
+    tmp_path: Path, registry: ModuleRegistry, store: StateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A fleet serves one recipe file to many practices, each with a runner of its own.
+    path = write_recipe(tmp_path, LOCAL_ONLY.format(out=tmp_path / "out.jsonl"))
+    recipe = validate_recipe(path, registry=registry)
+    saved: list[str] = []
+    save = store.save_version
+
+    def counted(digest: str, *args: Any, **kwargs: Any) -> Any:
+        saved.append(digest)
+        return save(digest, *args, **kwargs)
+
+    monkeypatch.setattr(store, "save_version", counted)
+    runners = [Runner(recipe, store, None, practice=f"p{n}") for n in range(3)]
+    digests = {runner.stored_version() for runner in runners}
+    assert len(digests) == 1
+    assert len(saved) == len(set(saved))  # each row (recipe, modules) written once
+    for runner in runners:
+        store.record_event(runner.practice, runner.source, "x", "e1", {"n": 1})
+        (event,) = store.pending_events(runner.practice)
+        outcome = runner.run_event(event)
+        assert outcome is not None
+        assert outcome.status == "succeeded"
+        run = store.get_run(outcome.run_id)
+        assert run is not None
+        assert run.version in digests

@@ -165,3 +165,29 @@ def test_runs_retry_of_a_run_another_process_drives_names_it_and_sends_nothing(
     assert f"pid {os.getpid()}" in result.output
     assert "being driven by another process" in result.output
     assert _bills(fast_sandbox, ref) == 0
+
+
+@pytest.mark.parametrize(
+    ("given_back", "reported"),
+    [(True, False), (False, True)],
+    ids=["given back during the beat: not reported", "taken by another: reported"],
+)
+def test_a_beat_that_finds_its_lease_gone_reports_it_taken_only_when_it_was(
+    store: StateStore, caplog: pytest.LogCaptureFixture, given_back: bool, reported: bool
+) -> None:
+    run_id, _ = store.start_run("p", "r", "e")
+    wanted = lease_for(run_id, store.now())
+    store.take_run_lease(wanted, known_dead)
+    keeper = run_lease._Keeper(store)
+    with keeper.lock:
+        keeper.held[wanted.owner] = wanted  # as add() holds it, without a beating thread
+    # The beat took its list of leases; then the run ended, or another took the lease.
+    if given_back:
+        keeper.remove(wanted)
+        store.release_run_lease(run_id, wanted.owner)
+    else:
+        store.take_run_lease(replace(wanted, owner="another", pid=-1), lambda lease: True)
+    with caplog.at_level("ERROR", logger="practiceflow.runner"):
+        keeper._renew(wanted)
+    assert ("its lease was taken by another process" in caplog.text) is reported
+    assert wanted.owner not in keeper.held

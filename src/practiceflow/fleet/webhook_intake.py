@@ -2,10 +2,14 @@
 
 A replica started with a public URL (``practiceflow worker --listen --public-url``) serves
 the triggers' :class:`~practiceflow.triggers.Receiver` (verify, dedupe, store, then 200).
-Each delivery it stores becomes a ``run_event`` job at once, before the answer: no
-waiting for a sweep. The subscription, its receiver path and its secret live in the shared
-PostgreSQL store, so any replica behind the load balancer can verify and take any
-delivery; the sweep remains the safety net for an event stored by a replica that died
+Each delivery it stores becomes a ``run_event`` job at once: no waiting for a sweep. The
+job is queued by a thread of the replica's own, in the order stored (the event is
+committed before; the answer does not wait on the queue's round trip, so the API's
+senders are freed sooner in a burst).
+
+The subscription, its receiver path and its secret live in the shared PostgreSQL store,
+so any replica behind the load balancer can verify and take any delivery; the sweep
+remains the safety net for an event stored by a replica that died (or lost the database)
 before queueing it.
 
 Subscriptions are made once for the whole fleet: each replica, on start, takes a
@@ -25,6 +29,8 @@ source is polled every ``poll_every`` instead (:meth:`.Fleet.poll_instead`).
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
@@ -84,7 +90,9 @@ class FleetWebhooks:
         for name, runtime in fleet.practices.items():
             for trigger, binding in runtime.webhooks.items():
                 self.receiver.bind(name, trigger, binding.spec, binding.options)
-        self.receiver.listen(self._queue)
+        self._stored: queue.SimpleQueue[TriggerEvent | None] = queue.SimpleQueue()
+        self._queuer: threading.Thread | None = None
+        self.receiver.listen(self._stored.put)
 
     @property
     def triggers(self) -> list[tuple[str, str]]:
@@ -95,8 +103,17 @@ class FleetWebhooks:
             for trigger in runtime.webhooks
         ]
 
+    def _queue_stored(self) -> None:
+        """Queue a job per stored delivery, in the order stored, until told to stop (None)."""
+        while (event := self._stored.get()) is not None:
+            try:
+                self._queue(event)
+            except Exception as exc:  # the event is stored and pending: the sweep queues it
+                logger.warning("delivery %s stored, its job not queued (the sweep will): %s",
+                               event.id, exc)  # fmt: skip
+
     def _queue(self, event: TriggerEvent) -> None:
-        """A stored delivery becomes a job (on the receiver's worker thread)."""
+        """A stored delivery becomes a job."""
         runtime = self.fleet.practices.get(event.practice or "")
         if runtime is None:  # a stored subscription of a practice this file lacks
             logger.warning("delivery for practice %r, not in the fleet file", event.practice)
@@ -119,6 +136,8 @@ class FleetWebhooks:
             ApiError: the API refused a subscribe.
         """
         self.queue.open()
+        self._queuer = threading.Thread(target=self._queue_stored, name="pf-intake", daemon=True)
+        self._queuer.start()
         try:
             self.server = ReceiverServer(self.receiver, *self.listen).start()
             # Each subscribe waits on the API's round trip: a few at once, so that a fleet
@@ -186,4 +205,8 @@ class FleetWebhooks:
         if self.server is not None:
             self.server.stop()
             self.server = None
+        if self._queuer is not None:  # the deliveries answered are queued before it closes
+            self._stored.put(None)
+            self._queuer.join()
+            self._queuer = None
         self.queue.close()

@@ -26,10 +26,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from practiceflow.budget import Priority, priority
 from practiceflow.errors import BugError
@@ -46,7 +47,7 @@ from practiceflow.runner.step_executor import (
     error_json,
 )
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.state import EventRecord, RunRecord, RunStatus, StateStore
+from practiceflow.state import EventRecord, RunRecord, RunStatus, StateStore, StepRecord
 from practiceflow.triggers.base import event_from_record
 from practiceflow.versions.pinned import recipe_for_run, version_hold
 from practiceflow.versions.recorded import (
@@ -59,6 +60,11 @@ from practiceflow.versions.recorded import (
 __all__ = ["RECONCILER", "RunOutcome", "Runner", "error_json", "run_shared"]
 
 logger = logging.getLogger("practiceflow.runner")
+
+#: Recipe versions each store was given by this process: a fleet serves one recipe file
+#: to thousands of practices, each with its runner, and the version is stored once.
+_SAVED: weakref.WeakKeyDictionary[StateStore, set[str]] = weakref.WeakKeyDictionary()
+_SAVED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,18 @@ class RunOutcome:
     held: tuple[str, ...] = ()
     error: Any = None
     driven_elsewhere: str | None = None
+
+
+@dataclass(frozen=True)
+class _Start:
+    """What one start of a run does: ``drive`` it (with ``recipe`` and the journaled
+    ``steps``), ``hold`` it for a person before any step (``error``: why), or nothing
+    (``ended``: it succeeded, was cancelled, or waits in quarantine)."""
+
+    kind: Literal["drive", "hold", "ended"]
+    recipe: ValidRecipe | None = None
+    steps: dict[str, StepRecord] = field(default_factory=dict)
+    error: Any = None
 
 
 class Runner:
@@ -131,8 +149,16 @@ class Runner:
         """Store the served version (once per runner) before a run names it; the service
         does so as it starts, so that no event waits for it. Returns its digest."""
         if self._digest is None and self._version is not None:
-            self._digest = save_version(self.store, self._version)
-            remember_built(self._digest, self.recipe)
+            digest = self._version.digest
+            with _SAVED_LOCK:
+                saved = _SAVED.setdefault(self.store, set())
+                known = digest in saved
+            if not known:  # content-addressed: the runners sharing a recipe store it once
+                digest = save_version(self.store, self._version)
+                with _SAVED_LOCK:
+                    saved.add(digest)
+            remember_built(digest, self.recipe)
+            self._digest = digest
         return self._digest
 
     @property
@@ -243,56 +269,71 @@ class Runner:
         handled: EventRecord | None = None,
     ) -> RunOutcome:
         """Drive a run holding its lease (:mod:`.run_lease`); one another live process
-        drives is left to it, its event pending."""
+        drives is left to it, its event pending.
+
+        One transaction takes the lease, loads the run and its journal and counts this
+        start: committed before the first step, as the count must be."""
+        self.stored_version()  # its durable commit of its own, once per runner
         wanted = lease_for(run_id, self.store.now())
-        lease = self.store.take_run_lease(wanted, known_dead)
-        if lease.owner != wanted.owner:
+        with self.store.atomic():
+            lease = self.store.take_run_lease(wanted, known_dead)
             run = self.store.get_run(run_id)
-            event_id = run.event_id if run is not None else ""
-            status: RunStatus = run.status if run is not None else "running"
+            if run is None:
+                message = f"run {run_id} does not exist"
+                raise BugError(message)
+            start = self._start(run, retry_failed) if lease.owner == wanted.owner else None
+        if start is None:
             who = lease.describe()
             logger.info("run %s: driven by another process (%s); left to it", run_id, who)
-            return RunOutcome(run_id, event_id, status, created, driven_elsewhere=who)
+            return RunOutcome(run_id, run.event_id, run.status, created, driven_elsewhere=who)
         with keeping(self.store, lease):
-            return self._drive_held(run_id, created, retry_failed, handled, lease.owner)
+            return self._drive_held(run, start, created, retry_failed, handled, lease.owner)
+
+    def _start(self, run: RunRecord, retry_failed: bool) -> _Start:
+        """What this start of a run does, decided in the transaction that took its lease;
+        a start that drives it is counted there. Only a person (``retry_failed``) starts a
+        quarantined run, or one due to be."""
+        quarantined = is_quarantined(run) and not retry_failed
+        if run.status in ("succeeded", "cancelled") or quarantined:
+            return _Start("ended")
+        if not isinstance(run.origin, Mapping):
+            message = f"run {run.run_id} has no origin; it was not started by a runner"
+            raise BugError(message)
+        if run.starts >= QUARANTINE_AFTER and not retry_failed:
+            return _Start("hold", error=quarantine_error(run))
+        try:
+            recipe = recipe_for_run(self.store, run, self.recipe, self.stored_version())
+        except VersionUnavailable as exc:
+            return _Start("hold", error=version_hold(run, exc))
+        steps = {step.step_id: step for step in self.store.get_steps(run.run_id)}
+        self.store.count_start(run.run_id)
+        return _Start("drive", recipe, steps)
 
     def _drive_held(
         self,
-        run_id: str,
+        run: RunRecord,
+        start: _Start,
         created: bool,
         retry_failed: bool,
         handled: EventRecord | None,
         lease: str,
     ) -> RunOutcome:
         """Drive a run from its first unfinished step; ``handled``: the event to mark
-        handled when the run ends (not when it stops, to be resumed). Only a person
-        (``retry_failed``) starts a quarantined run, or one due to be."""
-        run = self.store.get_run(run_id)
-        if run is None:
-            message = f"run {run_id} does not exist"
-            raise BugError(message)
-        quarantined = is_quarantined(run) and not retry_failed
-        if run.status in ("succeeded", "cancelled") or quarantined:
+        handled when the run ends (not when it stops, to be resumed)."""
+        run_id = run.run_id
+        if start.kind == "ended":
             # A person may cancel a run while its event waits: nothing is left to do; a
             # quarantined run waits for a person.
             if handled is not None:
                 self.store.mark_event_handled(self.practice, handled.source, handled.event_id)
+            quarantined = is_quarantined(run) and not retry_failed
             return RunOutcome(
                 run_id, run.event_id, run.status, created, (), run.error if quarantined else None
             )
-        if not isinstance(run.origin, Mapping):
-            message = f"run {run_id} has no origin; it was not started by a runner"
-            raise BugError(message)
-        if run.starts >= QUARANTINE_AFTER and not retry_failed:
-            return self._quarantine(run, created, handled)
-        try:
-            recipe = recipe_for_run(self.store, run, self.recipe, self.stored_version())
-        except VersionUnavailable as exc:
-            return self._hold(run, created, handled, version_hold(run, exc))
-        steps = {step.step_id: step for step in self.store.get_steps(run_id)}
-        # Committed before the first step: a start the process does not survive counts.
-        self.store.count_start(run_id)
-        journal = RunJournal(self.store, run_id, steps, lease)
+        if start.recipe is None or not isinstance(run.origin, Mapping):
+            return self._hold(run, created, handled, start.error)
+        recipe = start.recipe
+        journal = RunJournal(self.store, run_id, start.steps, lease)
         context = RunContext(run.origin.get("payload"), run.created_at)
         executor = StepExecutor(
             recipe,
@@ -345,10 +386,6 @@ class Runner:
 
         return point
 
-    def _quarantine(self, run: RunRecord, created: bool, handled: EventRecord | None) -> RunOutcome:
-        """Hold a run started too often without ending, instead of starting it again."""
-        return self._hold(run, created, handled, quarantine_error(run))
-
     def _hold(
         self, run: RunRecord, created: bool, handled: EventRecord | None, error: dict[str, Any]
     ) -> RunOutcome:
@@ -367,8 +404,9 @@ class Runner:
         error: Any,
         handled: EventRecord | None,
     ) -> RunOutcome:
-        journal.end(self.practice, status, error, handled)
-        after_run(self.store, self.recipe, self.practice, journal.run_id, status, error)
+        with self.store.atomic():  # the run's end and its retry policy: one commit
+            journal.end(self.practice, status, error, handled)
+            after_run(self.store, self.recipe, self.practice, journal.run_id, status, error)
         held: tuple[str, ...] = ()
         if status == "in_doubt" and isinstance(error, Mapping) and "step" in error:
             held = (str(error["step"]),)

@@ -181,8 +181,11 @@ class _Keeper:
             logger.warning("run %s: lease heartbeat failed: %s", lease.run_id, exc)
             return
         if not kept:
-            logger.error("run %s: its lease was taken by another process", lease.run_id)
-            self.remove(lease)
+            with self.lock:  # given back while this beat went round: not taken, ended
+                ended = lease.owner not in self.held
+            if not ended:
+                logger.error("run %s: its lease was taken by another process", lease.run_id)
+                self.remove(lease)
 
 
 _keepers: weakref.WeakKeyDictionary[StateStore, _Keeper] = weakref.WeakKeyDictionary()
