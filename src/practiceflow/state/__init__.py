@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from practiceflow.state._schema import Migration
-from practiceflow.state._sql import StateStore
 from practiceflow.state._sqlite import SQLiteStore, sqlite_path
+from practiceflow.state._store import StateStore
 from practiceflow.state.pending_writes import PendingWrite, PendingWriteStore
 from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,

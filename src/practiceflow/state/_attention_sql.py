@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from practiceflow.state._base import StoreBase
 from practiceflow.state._schema import SELECT_EVENTS
+from practiceflow.state._sql import StoreBase
 from practiceflow.state.attention_rows import (
     ATTENTION_KINDS,
     ATTENTION_STATUSES,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from practiceflow.state._base import StoreBase
+from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import CursorState
 
 

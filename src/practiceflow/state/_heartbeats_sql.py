@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from practiceflow.state._base import StoreBase
+from practiceflow.state._sql import StoreBase
 from practiceflow.state.heartbeats import (
     HEARTBEAT_KINDS,
     HeartbeatKind,
@@ -26,50 +26,6 @@ _BEAT: Final = (
 )
 #: A new listening: ``since`` starts again.
 _BEGIN: Final = _BEAT + ", since = excluded.since"
-
-HEARTBEATS_MIGRATION: Final = (
-    """
-    CREATE TABLE {p}heartbeats (
-        kind text NOT NULL CHECK (kind IN ('serve', 'fleet')),
-        practice text NOT NULL,
-        holder text,
-        since {time} NOT NULL,
-        beat_at {time} NOT NULL,
-        stopped_at {time},
-        PRIMARY KEY (kind, practice)
-    )
-    """,
-    """
-    INSERT INTO {p}heartbeats (kind, practice, holder, since, beat_at, stopped_at)
-    SELECT CASE WHEN trigger_key = 'serve#alive' THEN 'serve' ELSE 'fleet' END,
-        CASE WHEN trigger_key = 'serve#alive' THEN practice ELSE '*' END,
-        NULL, CAST(value AS {time}), CAST(value AS {time}), NULL
-    FROM {p}cursors WHERE trigger_key IN ('serve#alive', 'fleet#alive')
-    """,
-    # An asked test delivery is a fact of the subscription (its health row), not a cursor.
-    "ALTER TABLE {p}subscription_health ADD COLUMN test_asked_at {time}",
-    "ALTER TABLE {p}subscription_health ADD COLUMN test_event_id text",
-    """
-    INSERT INTO {p}subscription_health AS h (practice, trigger_key, test_asked_at,
-        test_event_id)
-    SELECT c.practice, substr(c.trigger_key, 1, length(c.trigger_key) - 11),
-        CAST(c.value AS {time}),
-        (SELECT min(k.dedupe_key) FROM {p}cursor_keys k
-            WHERE k.practice = c.practice AND k.trigger_key = c.trigger_key)
-    FROM {p}cursors c WHERE c.value <> 'done'
-        AND substr(c.trigger_key, length(c.trigger_key) - 10) = '#test-asked'
-    ON CONFLICT (practice, trigger_key) DO UPDATE SET
-        test_asked_at = excluded.test_asked_at, test_event_id = excluded.test_event_id
-    """,
-    """
-    DELETE FROM {p}cursor_keys WHERE trigger_key IN ('serve#alive', 'fleet#alive')
-        OR substr(trigger_key, length(trigger_key) - 10) = '#test-asked'
-    """,
-    """
-    DELETE FROM {p}cursors WHERE trigger_key IN ('serve#alive', 'fleet#alive')
-        OR substr(trigger_key, length(trigger_key) - 10) = '#test-asked'
-    """,
-)
 
 
 class SQLHeartbeats(StoreBase):

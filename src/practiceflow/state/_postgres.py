@@ -30,7 +30,7 @@ from practiceflow.errors import BugError, ConfigError
 from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect, SQLConnection
 from practiceflow.state._schema import Migration
-from practiceflow.state._sql import StateStore
+from practiceflow.state._store import StateStore
 from practiceflow.state.rows import Clock, to_utc
 
 #: Seconds to wait for the server when connecting.

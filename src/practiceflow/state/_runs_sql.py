@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state._base import StoreBase
 from practiceflow.state._dialect import Dialect, SQLConnection
 from practiceflow.state._schema import (
     COUNT_START,
@@ -22,6 +21,7 @@ from practiceflow.state._schema import (
     SELECT_RUNS,
     SELECT_STEPS,
 )
+from practiceflow.state._sql import StoreBase
 from practiceflow.state.payload_purge import purge_finished
 from practiceflow.state.rows import (
     RESOLUTIONS,

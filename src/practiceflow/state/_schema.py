@@ -5,7 +5,8 @@ Statements are written once, for both databases, with names each ``Dialect`` fil
 (``_dialect.py``): ``{p}`` the table prefix, ``{serial}`` a generated primary key, ``{time}``
 and ``{json}`` the column types of an instant and of a JSON value.
 
-Never edit a released migration: add the next number. ``{p}schema_version`` holds the
+Every migration is here, the tables' own included. Never edit a released migration: add the
+next number. ``{p}schema_version`` holds the
 number of the last one applied (one row); a database with a higher number is refused.
 """
 
@@ -17,11 +18,8 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError
 from practiceflow.state._dialect import SQLConnection
-from practiceflow.state._heartbeats_sql import HEARTBEATS_MIGRATION
-from practiceflow.state.pending_writes import PENDING_WRITES_MIGRATION
 from practiceflow.state.rows import PracticeCounts
 from practiceflow.state.run_leases import LEASE_TABLE
-from practiceflow.state.run_retries import RUN_RETRIES_MIGRATION
 
 _V1: Final = (
     """
@@ -243,6 +241,119 @@ _V8: Final = (
     "ALTER TABLE {p}runs ADD COLUMN version text",
     "CREATE INDEX {p}runs_by_version ON {p}runs (version)",
 )
+
+HEARTBEATS_MIGRATION: Final = (
+    """
+    CREATE TABLE {p}heartbeats (
+        kind text NOT NULL CHECK (kind IN ('serve', 'fleet')),
+        practice text NOT NULL,
+        holder text,
+        since {time} NOT NULL,
+        beat_at {time} NOT NULL,
+        stopped_at {time},
+        PRIMARY KEY (kind, practice)
+    )
+    """,
+    """
+    INSERT INTO {p}heartbeats (kind, practice, holder, since, beat_at, stopped_at)
+    SELECT CASE WHEN trigger_key = 'serve#alive' THEN 'serve' ELSE 'fleet' END,
+        CASE WHEN trigger_key = 'serve#alive' THEN practice ELSE '*' END,
+        NULL, CAST(value AS {time}), CAST(value AS {time}), NULL
+    FROM {p}cursors WHERE trigger_key IN ('serve#alive', 'fleet#alive')
+    """,
+    # An asked test delivery is a fact of the subscription (its health row), not a cursor.
+    "ALTER TABLE {p}subscription_health ADD COLUMN test_asked_at {time}",
+    "ALTER TABLE {p}subscription_health ADD COLUMN test_event_id text",
+    """
+    INSERT INTO {p}subscription_health AS h (practice, trigger_key, test_asked_at,
+        test_event_id)
+    SELECT c.practice, substr(c.trigger_key, 1, length(c.trigger_key) - 11),
+        CAST(c.value AS {time}),
+        (SELECT min(k.dedupe_key) FROM {p}cursor_keys k
+            WHERE k.practice = c.practice AND k.trigger_key = c.trigger_key)
+    FROM {p}cursors c WHERE c.value <> 'done'
+        AND substr(c.trigger_key, length(c.trigger_key) - 10) = '#test-asked'
+    ON CONFLICT (practice, trigger_key) DO UPDATE SET
+        test_asked_at = excluded.test_asked_at, test_event_id = excluded.test_event_id
+    """,
+    """
+    DELETE FROM {p}cursor_keys WHERE trigger_key IN ('serve#alive', 'fleet#alive')
+        OR substr(trigger_key, length(trigger_key) - 10) = '#test-asked'
+    """,
+    """
+    DELETE FROM {p}cursors WHERE trigger_key IN ('serve#alive', 'fleet#alive')
+        OR substr(trigger_key, length(trigger_key) - 10) = '#test-asked'
+    """,
+)
+
+#: The statements of the schema version that adds the table.
+PENDING_WRITES_MIGRATION: Final = (
+    """
+    CREATE TABLE {p}pending_writes (
+        practice text NOT NULL,
+        write_id text NOT NULL,
+        tool text NOT NULL,
+        sealed {json} NOT NULL,
+        digest text NOT NULL,
+        created_at {time} NOT NULL,
+        expires_at {time} NOT NULL,
+        code_misses integer NOT NULL DEFAULT 0,
+        claimed_by text,
+        claimed_at {time},
+        PRIMARY KEY (practice, write_id)
+    )
+    """,
+    "CREATE INDEX {p}pending_writes_expires ON {p}pending_writes (expires_at)",
+)
+
+#: The statements of the schema version that adds the table (and the attention kind).
+RUN_RETRIES_MIGRATION: Final = (
+    """
+    CREATE TABLE {p}run_retries (
+        run_id text PRIMARY KEY REFERENCES {p}runs (run_id) ON DELETE CASCADE,
+        practice text NOT NULL,
+        recipe text NOT NULL,
+        attempts integer NOT NULL,
+        next_at {time},
+        cause {json},
+        updated_at {time} NOT NULL
+    )
+    """,
+    "CREATE INDEX {p}run_retries_due ON {p}run_retries (practice, recipe, next_at)",
+    """
+    CREATE TABLE {p}attention_v10 (
+        attention_id text PRIMARY KEY,
+        kind text NOT NULL CHECK (kind IN ('gap', 'subscription_in_doubt', 'unrecognised',
+            'silent_subscription', 'retries_exhausted')),
+        practice text NOT NULL,
+        trigger_key text NOT NULL,
+        dedupe text NOT NULL,
+        window_start {time},
+        window_end {time},
+        reason text NOT NULL,
+        evidence {json},
+        status text NOT NULL CHECK (status IN ('checking', 'open', 'closed')),
+        created_at {time} NOT NULL,
+        updated_at {time} NOT NULL,
+        settled_by text,
+        settled_at {time},
+        note text,
+        UNIQUE (practice, kind, dedupe)
+    )
+    """,
+    """
+    INSERT INTO {p}attention_v10 (attention_id, kind, practice, trigger_key, dedupe,
+        window_start, window_end, reason, evidence, status, created_at, updated_at,
+        settled_by, settled_at, note)
+    SELECT attention_id, kind, practice, trigger_key, dedupe, window_start, window_end,
+        reason, evidence, status, created_at, updated_at, settled_by, settled_at, note
+    FROM {p}attention
+    """,
+    "DROP TABLE {p}attention",
+    "ALTER TABLE {p}attention_v10 RENAME TO {p}attention",
+    "CREATE INDEX {p}attention_open ON {p}attention (practice, status)",
+)
+
 
 #: Statements of each schema version; all pending ones are applied in one transaction.
 MIGRATIONS: Mapping[int, Sequence[str]] = {

@@ -27,7 +27,7 @@ from typing import ClassVar, Final, Self
 from practiceflow.errors import BugError, ConfigError, StoreError
 from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect
-from practiceflow.state._sql import StateStore
+from practiceflow.state._store import StateStore
 from practiceflow.state.file_identity import StateFileGone, StoreUnusable
 from practiceflow.state.rows import Clock, from_utc, to_utc
 from practiceflow.state.sealing import from_json

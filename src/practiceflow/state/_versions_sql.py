@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from practiceflow.state._base import StoreBase
+from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import Json, VersionRecord
 from practiceflow.state.sealing import json_or_null
 

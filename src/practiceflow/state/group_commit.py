@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
 from practiceflow.errors import BugError, StoreError
-from practiceflow.state._sql import StateStore
+from practiceflow.state._store import StateStore
 from practiceflow.state.rows import NewEvent
 
 #: Most events committed in one transaction.

@@ -15,29 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from practiceflow.state._base import StoreBase
+from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import to_json
-
-#: The statements of the schema version that adds the table.
-PENDING_WRITES_MIGRATION: Final = (
-    """
-    CREATE TABLE {p}pending_writes (
-        practice text NOT NULL,
-        write_id text NOT NULL,
-        tool text NOT NULL,
-        sealed {json} NOT NULL,
-        digest text NOT NULL,
-        created_at {time} NOT NULL,
-        expires_at {time} NOT NULL,
-        code_misses integer NOT NULL DEFAULT 0,
-        claimed_by text,
-        claimed_at {time},
-        PRIMARY KEY (practice, write_id)
-    )
-    """,
-    "CREATE INDEX {p}pending_writes_expires ON {p}pending_writes (expires_at)",
-)
 
 _SELECT: Final = (
     "SELECT practice, write_id, tool, sealed, digest, created_at, expires_at, code_misses,"

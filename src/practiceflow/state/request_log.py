@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Final
 
 from practiceflow.errors import StoreError
-from practiceflow.state._sql import StateStore
+from practiceflow.state._store import StateStore
 
 logger = logging.getLogger("practiceflow.state.request_log")
 

@@ -3,7 +3,7 @@
 Per run (:mod:`practiceflow.runner.run_retry`): attempts that failed on a transient
 cause, when the next is due (NULL: none scheduled) and the last cause (error type, HTTP
 status and step only: never a message, which may quote the data). Schema version 10
-(:data:`RUN_RETRIES_MIGRATION`) adds the table and the attention kind
+(``RUN_RETRIES_MIGRATION`` in ``_schema.py``) adds the table and the attention kind
 ``retries_exhausted`` (the attention table rebuilt with the wider ``CHECK``, rows kept).
 """
 
@@ -14,57 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from practiceflow.state._base import StoreBase
+from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import json_or_null
-
-#: The statements of the schema version that adds the table (and the attention kind).
-RUN_RETRIES_MIGRATION: Final = (
-    """
-    CREATE TABLE {p}run_retries (
-        run_id text PRIMARY KEY REFERENCES {p}runs (run_id) ON DELETE CASCADE,
-        practice text NOT NULL,
-        recipe text NOT NULL,
-        attempts integer NOT NULL,
-        next_at {time},
-        cause {json},
-        updated_at {time} NOT NULL
-    )
-    """,
-    "CREATE INDEX {p}run_retries_due ON {p}run_retries (practice, recipe, next_at)",
-    """
-    CREATE TABLE {p}attention_v10 (
-        attention_id text PRIMARY KEY,
-        kind text NOT NULL CHECK (kind IN ('gap', 'subscription_in_doubt', 'unrecognised',
-            'silent_subscription', 'retries_exhausted')),
-        practice text NOT NULL,
-        trigger_key text NOT NULL,
-        dedupe text NOT NULL,
-        window_start {time},
-        window_end {time},
-        reason text NOT NULL,
-        evidence {json},
-        status text NOT NULL CHECK (status IN ('checking', 'open', 'closed')),
-        created_at {time} NOT NULL,
-        updated_at {time} NOT NULL,
-        settled_by text,
-        settled_at {time},
-        note text,
-        UNIQUE (practice, kind, dedupe)
-    )
-    """,
-    """
-    INSERT INTO {p}attention_v10 (attention_id, kind, practice, trigger_key, dedupe,
-        window_start, window_end, reason, evidence, status, created_at, updated_at,
-        settled_by, settled_at, note)
-    SELECT attention_id, kind, practice, trigger_key, dedupe, window_start, window_end,
-        reason, evidence, status, created_at, updated_at, settled_by, settled_at, note
-    FROM {p}attention
-    """,
-    "DROP TABLE {p}attention",
-    "ALTER TABLE {p}attention_v10 RENAME TO {p}attention",
-    "CREATE INDEX {p}attention_open ON {p}attention (practice, status)",
-)
 
 _SELECT: Final = (
     "SELECT run_id, practice, recipe, attempts, next_at, cause, updated_at FROM {p}run_retries"

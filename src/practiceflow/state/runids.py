@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from practiceflow.errors import ConfigError
-from practiceflow.state._sql import StateStore
+from practiceflow.state._store import StateStore
 from practiceflow.state.rows import RunRecord
 
 #: The shortest prefix accepted for a run id.

@@ -10,7 +10,7 @@ import importlib
 from typing import Final
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state._sql import StateStore
+from practiceflow.state._store import StateStore
 from practiceflow.state.rows import Clock
 
 _STORES: Final[dict[str, str | type[StateStore]]] = {

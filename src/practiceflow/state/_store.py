@@ -1,0 +1,36 @@
+"""The state store, :class:`StateStore`: the SQL mixins of ``_sql.py`` and the other tables'
+files joined into one class (SQLite and PostgreSQL subclass it)."""
+
+from __future__ import annotations
+
+from practiceflow.state._attention_sql import SQLAttention
+from practiceflow.state._cursors_sql import SQLCursors
+from practiceflow.state._heartbeats_sql import SQLHeartbeats
+from practiceflow.state._runs_sql import SQLRuns
+from practiceflow.state._sql import SQLEvents
+from practiceflow.state._versions_sql import SQLVersions
+from practiceflow.state.pending_writes import PendingWriteStore
+from practiceflow.state.run_retries import SQLRunRetries
+
+
+class StateStore(
+    SQLEvents,
+    PendingWriteStore,
+    SQLAttention,
+    SQLCursors,
+    SQLHeartbeats,
+    SQLVersions,
+    SQLRuns,
+    SQLRunRetries,
+):
+    """Durable state of triggers and runs; see the package docstring for what it holds.
+
+    Stores are opened with :func:`practiceflow.state.open_store` and closed with
+    :meth:`close` (or used as a context manager). They are safe to share between threads.
+
+    Attributes:
+        scheme: the URL scheme the store is registered under (``sqlite``).
+        local_reads: whether reads are local and quick, never waiting on a network (the
+            webhook receiver then looks subscriptions up on its event loop, not in a
+            thread).
+    """
