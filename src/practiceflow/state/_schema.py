@@ -6,8 +6,8 @@ Statements are written once, for both databases, with names each ``Dialect`` fil
 and ``{json}`` the column types of an instant and of a JSON value.
 
 Every migration is here, the tables' own included. Never edit a released migration: add the
-next number. ``{p}schema_version`` holds the
-number of the last one applied (one row); a database with a higher number is refused.
+next number. ``{p}schema_version`` holds the number of the last one applied (one row); a
+database with a higher number is refused.
 """
 
 from __future__ import annotations
