@@ -401,17 +401,7 @@ class _Console:
 def create_app(
     ctx: ConsoleContext, guard: Guard | None = None, extra: Sequence[BaseRoute] = ()
 ) -> Starlette:
-    """Build the console application.
-
-    Args:
-        ctx: what the console reads (store, practice, recipes, live parts of ``serve``).
-        guard: token and CSRF checks; an open loopback console when None.
-        extra: routes served beside the console, outside its guard (``serve``'s
-            ``/healthz``, ``/readyz`` and ``/metrics``).
-
-    Returns:
-        The starlette app; every route is under ``/console``.
-    """
+    """Build the console application."""
     console = _Console(ctx, guard or Guard())
     g = console.guarded
     step = PREFIX + "/runs/{run_id}/steps/{step_id}/resolve"

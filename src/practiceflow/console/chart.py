@@ -33,18 +33,7 @@ def bar_chart(
     forecast: float | None = None,
     tick_every: int = 6,
 ) -> str:
-    """An SVG bar chart of request counts against a limit.
-
-    Args:
-        title: the chart's accessible title.
-        buckets: ``{"start": ISO time, "requests": int}``, oldest first.
-        limit: the window's limit (drawn as a line).
-        forecast: the planned requests per bucket, drawn dashed when given.
-        tick_every: label every n-th bucket with its time.
-
-    Returns:
-        The ``<svg>`` element as text.
-    """
+    """An SVG bar chart of request counts against a limit."""
     peak = max([limit, forecast or 0, *(bucket["requests"] for bucket in buckets)], default=1)
     top = peak * 1.1 or 1
     plot_w = _WIDTH - _LEFT - 8
@@ -94,16 +83,7 @@ def bar_chart(
 
 
 def day_gauge(used: int, limit: int, forecast: float | None = None) -> str:
-    """An SVG bar of the rolling day's requests against the daily limit.
-
-    Args:
-        used: requests in the last 24 hours.
-        limit: the daily limit.
-        forecast: the planned requests a day, marked when given.
-
-    Returns:
-        The ``<svg>`` element as text.
-    """
+    """An SVG bar of the rolling day's requests against the daily limit."""
     width, height, left = _WIDTH, 44, _LEFT
     span = width - left - 8
     top = max(limit, used, forecast or 0) * 1.05 or 1

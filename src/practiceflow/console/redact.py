@@ -58,11 +58,7 @@ class Redactor:
         self._secrets: set[str] = {value for value in secrets if len(value) >= _MIN_SECRET}
 
     def add_secrets(self, values: Iterable[str]) -> None:
-        """Learn more secret values (subscriptions made since the console started).
-
-        Args:
-            values: the secrets.
-        """
+        """Learn more secret values (subscriptions made since the console started)."""
         self._secrets.update(value for value in values if len(value) >= _MIN_SECRET)
 
     def _action(self, use: Any) -> ActionModule | None:
@@ -196,15 +192,7 @@ class Redactor:
         return personal_values(entry.get("input"), action.pii_paths)
 
     def output_personal(self, use: Any, output: Any) -> frozenset[str]:
-        """The personal values of a step's output (by its action's output schema).
-
-        Args:
-            use: the action key the step used.
-            output: the step's output.
-
-        Returns:
-            The values (empty when the action is unknown or tags nothing).
-        """
+        """The personal values of a step's output (by its action's output schema)."""
         action = self._action(use)
         schema = action.output.schema if action is not None else None
         if not isinstance(schema, Mapping):
@@ -212,14 +200,7 @@ class Redactor:
         return personal_values(output, output_pii(output, schema))
 
     def event_personal(self, origin: Any) -> frozenset[str]:
-        """The personal values of a run's journaled event (by its trigger's schema).
-
-        Args:
-            origin: the run's ``origin``.
-
-        Returns:
-            The values.
-        """
+        """The personal values of a run's journaled event (by its trigger's schema)."""
         if not isinstance(origin, Mapping):
             return frozenset()
         return personal_values(origin.get("payload"), self._event_pii(origin))

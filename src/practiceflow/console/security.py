@@ -42,10 +42,6 @@ CSRF_FIELD = "csrf_token"
 def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond loopback without a token.
 
-    Args:
-        host: the address the console would listen on.
-        token: the console token, if one was given.
-
     Raises:
         ConfigError: ``host`` is not loopback and no token was given.
     """
@@ -61,25 +57,13 @@ def check_bind(host: str, token: str | None) -> None:
 
 @dataclass
 class Guard:
-    """Token and CSRF checks of one console (see the module docstring).
-
-    Attributes:
-        token: the access token; None when the console is loopback-only and open.
-        key: the secret the CSRF tokens are signed with (random per process).
-    """
+    """Token and CSRF checks of one console (see the module docstring)."""
 
     token: str | None = None
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
 
     def allowed(self, request: Request) -> bool:
-        """Whether the request carries the token (always True without one).
-
-        Args:
-            request: the incoming request.
-
-        Returns:
-            True when no token is configured or the request presents it.
-        """
+        """Whether the request carries the token (always True without one)."""
         if not self.token:
             return True
         header = request.headers.get("authorization", "")
@@ -100,29 +84,12 @@ class Guard:
         return secrets.token_urlsafe(24)
 
     def csrf_token(self, session: str, purpose: str) -> str:
-        """The form token of a session for one purpose (such as ``resolve:RUN:STEP``).
-
-        Args:
-            session: the visitor's session id.
-            purpose: what the form does; a token for one form cannot post another.
-
-        Returns:
-            The token, as hex.
-        """
+        """The form token of a session for one purpose (such as ``resolve:RUN:STEP``)."""
         message = f"{session}|{purpose}".encode()
         return hmac.new(self.key, message, hashlib.sha256).hexdigest()
 
     def csrf_ok(self, request: Request, purpose: str, offered: str | None) -> bool:
-        """Check a POST's CSRF token and, when the browser sends one, its ``Origin``.
-
-        Args:
-            request: the POST.
-            purpose: the purpose the form was issued for.
-            offered: the token the form carried.
-
-        Returns:
-            True when the token matches this visitor's session and purpose.
-        """
+        """Check a POST's CSRF token and, when the browser sends one, its ``Origin``."""
         session = self.session_of(request)
         if session is None or not offered:
             return False

@@ -110,18 +110,6 @@ def console_for(
 
     The console is optional there: a port already taken is a warning, not a failure.
 
-    Args:
-        service: the service (its stop flag; its ``settled`` flag is set on resolutions).
-        client: the API client (its limits; its secret is kept off every page).
-        recipes: the recipes served.
-        practice: the practice key.
-        listen: ``(host, port)``.
-        token: the console token, required beyond loopback.
-        extra: routes served beside the console (``/healthz``, ``/readyz``, ``/metrics``).
-
-    Returns:
-        The server, not started (the service starts and stops it).
-
     Raises:
         ConfigError: a non-loopback address without a token.
     """

@@ -34,16 +34,7 @@ class DownloadClient(Protocol):
 
 
 def resolve_destination(to: Any, filename: Any, field: str) -> tuple[Path | None, Issue | None]:
-    """Turn the rendered ``download.to`` (and ``filename``) into the file to write.
-
-    Args:
-        to: what ``download.to`` rendered: a file path, or an existing folder.
-        filename: what ``download.filename`` rendered (used when ``to`` is a folder).
-        field: the input field ``to`` came from, for the issue.
-
-    Returns:
-        ``(path, None)``, or ``(None, issue)`` saying what is wrong and what would be valid.
-    """
+    """Turn the rendered ``download.to`` (and ``filename``) into the file to write."""
     if not isinstance(to, str | os.PathLike) or not str(to).strip():
         return None, Issue("input", 0, 0, field, f"got {to!r}; expected a file or folder path")
     target = Path(to).expanduser()
@@ -63,14 +54,7 @@ def resolve_destination(to: Any, filename: Any, field: str) -> tuple[Path | None
 
 
 def download_output(result: Any) -> dict[str, Any]:
-    """The output of a download: ``{path, fileName, size, sha256, contentType}``.
-
-    Args:
-        result: what the client's ``download`` returned.
-
-    Returns:
-        The output mapping.
-    """
+    """The output of a download: ``{path, fileName, size, sha256, contentType}``."""
     path = Path(result.path)
     return {
         "path": str(path),

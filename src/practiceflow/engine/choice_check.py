@@ -33,16 +33,7 @@ SHOWN = 20
 
 
 def values_at(data: Any, path: FieldPath, at: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
-    """Yield ``(json path, value)`` for every value of the input at a field path.
-
-    Args:
-        data: the input.
-        path: property names from the root, ``*`` for any list index.
-        at: the JSON path walked so far.
-
-    Yields:
-        The concrete places and their values (absent and null ones left out).
-    """
+    """Yield ``(json path, value)`` for every value of the input at a field path."""
     if not path:
         if data is not None:
             yield at, data
@@ -74,17 +65,6 @@ def check_choices(
     located: Located | None = None,
 ) -> list[Issue]:
     """Compare the input's choice fields with the lists they come from.
-
-    Args:
-        module: the action (or trigger) whose input it is.
-        data: the input (already valid against the input schema).
-        client: an API client; each declared list is read once.
-        registry: where the list actions are.
-        file: the input's source, for the issues.
-        located: positions, when the input came from a file.
-
-    Returns:
-        One issue per value the list does not offer, naming the valid values.
 
     Raises:
         ApiError, TransportError: reading a list failed (the caller sends nothing).

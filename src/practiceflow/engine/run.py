@@ -81,18 +81,7 @@ def validate_input(
     located: Located | None = None,
     prefix: JsonPath = (),
 ) -> list[Issue]:
-    """Check input against an action's input schema; personal values are not echoed.
-
-    Args:
-        module: the action.
-        data: the input.
-        file: the name of the input's source for the issues (``input`` from code).
-        located: positions, when the input came from a YAML or JSON file.
-        prefix: where the input sits inside that file.
-
-    Returns:
-        Every issue, each naming the field, what it got and what would be valid.
-    """
+    """Check input against an action's input schema; personal values are not echoed."""
     pii = module.pii_paths
 
     def personal(path: JsonPath) -> bool:
@@ -315,11 +304,7 @@ def _describe(client: ClientLike | None, masked: Mapping[str, Any]) -> dict[str,
 
 
 def _describe_sent(client: ClientLike, masked: Mapping[str, Any]) -> dict[str, Any]:
-    """A light description of a request being sent (the client adds its own headers).
-
-    Preparing the client's exact description costs a request preparation per run; a dry
-    run pays it (it is the point of a dry run), a real run records this instead.
-    """
+    """A light description of a request being sent (the client adds its own headers)."""
     url = str(getattr(client, "base_url", "")) + masked["path"]
     if masked.get("params"):
         url += "?" + urlencode(masked["params"], doseq=True)

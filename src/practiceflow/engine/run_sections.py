@@ -70,12 +70,6 @@ def prepare(
     A paged list's described request shows the first page's ``pageNumber`` (and
     ``pageSize``).
 
-    Args:
-        module: the action.
-        ctx: the run (its input is read).
-        request: the rendered request; gains private keys for :func:`send`.
-        masked: the same request for describing; gains the paging parameters.
-
     Raises:
         InputError: the limit or the destination is not acceptable; nothing was sent.
     """

@@ -44,14 +44,7 @@ class PagingClient(Protocol):
 
 @dataclass(frozen=True)
 class Collected:
-    """What collection found.
-
-    Attributes:
-        items: the rows kept (at most the limit).
-        has_more: whether one more kept row exists beyond them.
-        pages: how many pages were read.
-        warnings: what the user should know (an endpoint that ignores pageNumber).
-    """
+    """What collection found."""
 
     items: list[Any]
     has_more: bool
@@ -79,16 +72,6 @@ def collect_rows(
 ) -> Collected:
     """Collect the rows of one list answer (not paged).
 
-    Args:
-        data: the parsed answer: a bare array, or an object holding the rows in a list
-            field (``items``, ``data``, ``results``...), with an optional ``hasMore``.
-        where: what was read, for error messages.
-        limit: the most rows to keep; None keeps all.
-        keep: client-side filter; None keeps every row.
-
-    Returns:
-        The rows; ``has_more`` is also true when the answer says ``hasMore: true``.
-
     Raises:
         ConfigError: the answer holds no list.
     """
@@ -102,15 +85,6 @@ def collect_pages(
     pages: Iterator[Page], *, where: str, limit: int | None = None, keep: Keep | None = None
 ) -> Collected:
     """Collect rows page by page until the list ends or one row lies beyond ``limit``.
-
-    Args:
-        pages: the pager's pages (fetched lazily; no page is read after the answer is known).
-        where: what is read, for warnings.
-        limit: the most rows to keep; None keeps all.
-        keep: client-side filter; None keeps every row.
-
-    Returns:
-        The rows, whether more remain, and how many pages were read.
 
     Raises:
         ConfigError: an answer that holds no list, or more than 10000 pages (the pager's).

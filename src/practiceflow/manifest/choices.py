@@ -37,18 +37,7 @@ FieldPath = tuple[str, ...]
 
 @dataclass(frozen=True)
 class ChoiceSource:
-    """One ``x-choices`` declaration.
-
-    Attributes:
-        action: key of the list action that reads the choices.
-        value: row field holding the value to send; None when rows are plain values.
-        label: row field shown to people; None means the value.
-        also: other row fields whose values the API accepts too (checked, not offered).
-        where: equality filters on the rows.
-        with_: input for the list action.
-        search: the list is large; platforms offer a search over it.
-        collection: where the rows sit in the raw answer (None: a bare array).
-    """
+    """One ``x-choices`` declaration."""
 
     action: str
     value: str | None = None
@@ -87,14 +76,7 @@ class ChoiceSource:
 
 
 def choice_fields(schema: Mapping[str, Any]) -> dict[FieldPath, ChoiceSource]:
-    """Collect the ``x-choices`` declarations of an input schema.
-
-    Args:
-        schema: an action's or trigger's input schema (valid against the meta-schema).
-
-    Returns:
-        Field path -> declaration, in the schema's order.
-    """
+    """Collect the ``x-choices`` declarations of an input schema."""
     defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), Mapping) else {}
     found: dict[FieldPath, ChoiceSource] = {}
 
@@ -124,18 +106,7 @@ def check_sources(
     list_actions: Iterable[str],
     all_actions: Iterable[str],
 ) -> list[Issue]:
-    """Check that every declaration names a list action of the registry.
-
-    Args:
-        key: the declaring module's key.
-        file: its file, for the issues.
-        choices: its declarations.
-        list_actions: keys of the actions that have a ``list`` section.
-        all_actions: keys of every action.
-
-    Returns:
-        One issue per declaration whose action is missing or not a list.
-    """
+    """Check that every declaration names a list action of the registry."""
     lists = set(list_actions)
     known = set(all_actions)
     issues: list[Issue] = []
@@ -170,13 +141,6 @@ def options_from_rows(rows: Iterable[Any], source: ChoiceSource) -> list[tuple[A
     """The ``(value, label)`` pairs a list offers, in the list's order, without repeats.
 
     Rows failing ``where``, and rows without a value, are left out.
-
-    Args:
-        rows: the list action's ``items``.
-        source: the declaration.
-
-    Returns:
-        The pairs.
     """
     out: list[tuple[Any, str]] = []
     seen: set[str] = set()
@@ -196,15 +160,7 @@ def options_from_rows(rows: Iterable[Any], source: ChoiceSource) -> list[tuple[A
 
 
 def accepted_values(rows: Iterable[Any], source: ChoiceSource) -> set[str]:
-    """Every value the API takes for the field (values and ``also`` fields), lower case.
-
-    Args:
-        rows: the list action's ``items``.
-        source: the declaration.
-
-    Returns:
-        The accepted values as case-folded text.
-    """
+    """Every value the API takes for the field (values and ``also`` fields), lower case."""
     accepted: set[str] = set()
     for row in rows:
         if not row_matches(row, source.where):

@@ -139,14 +139,7 @@ def _trigger(module: TriggerModule) -> list[str]:
 
 
 def render_docs(modules: Iterable[Module]) -> str:
-    """Render the Markdown reference of some modules.
-
-    Args:
-        modules: loaded actions and triggers (a :class:`ModuleRegistry` iterates as these).
-
-    Returns:
-        The document; the same modules always give the same text.
-    """
+    """Render the Markdown reference of some modules."""
     chosen = sorted(
         modules, key=lambda item: (item.noun, isinstance(item, TriggerModule), item.key)
     )

@@ -33,15 +33,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RequestSpec:
-    """The request an action sends, as compiled template trees.
-
-    Attributes:
-        method: HTTP method.
-        path: template of the path under the base URL.
-        query: tree of query parameters (None when the module has none).
-        headers: tree of extra headers (None when the module has none).
-        body: tree of the JSON body (None when the request has no body).
-    """
+    """The request an action sends, as compiled template trees."""
 
     method: str
     path: CompiledTemplate | str
@@ -52,15 +44,7 @@ class RequestSpec:
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """How a response becomes the action's output.
-
-    Attributes:
-        map: tree (or one template) over ``response``, ``headers`` and ``input``; None means
-            the parsed body is the output.
-        passthrough: copy response fields that ``map`` does not name.
-        schema: JSON Schema of the output.
-        validator: compiled validator of ``schema``.
-    """
+    """How a response becomes the action's output."""
 
     map: Any
     passthrough: bool
@@ -75,15 +59,7 @@ class OutputSpec:
 
 @dataclass(frozen=True)
 class ReadBackSpec:
-    """How an in-doubt write of the action is looked for (``read_back`` in its YAML).
-
-    Attributes:
-        hook: the named read-back (:mod:`practiceflow.hooks.read_backs`).
-        marker_field: the input field that carries the run marker, if the API keeps one.
-        marker_placement: ``when_empty`` (the marker fills the field only when the recipe
-            leaves it empty: the caller's own value is looked for instead) or ``append``
-            (added in brackets after the caller's text).
-    """
+    """How an in-doubt write of the action is looked for (``read_back`` in its YAML)."""
 
     hook: str
     marker_field: str | None = None
@@ -151,11 +127,7 @@ class ActionModule:
         return tuple(self.input_schema.get("required", ()))
 
     def example_input(self) -> dict[str, Any]:
-        """Build an example input from the first ``examples`` entry of each top-level field.
-
-        Returns:
-            The example (required fields first); fields without examples are left out.
-        """
+        """Build an example input from the first ``examples`` entry of each top-level field."""
         properties: Mapping[str, Any] = self.input_schema.get("properties", {})
         order = list(self.required) + [name for name in properties if name not in self.required]
         example: dict[str, Any] = {}

@@ -30,12 +30,7 @@ _TESTS = (".test.yaml", ".test.yml")
 
 @dataclass
 class ModuleRegistry:
-    """The loaded modules, by key.
-
-    Attributes:
-        actions: action key -> module.
-        triggers: trigger key -> module.
-    """
+    """The loaded modules, by key."""
 
     actions: dict[str, ActionModule] = field(default_factory=dict)
     triggers: dict[str, TriggerModule] = field(default_factory=dict)
@@ -95,13 +90,6 @@ def discover(
     dirs: Iterable[PathLike] = (), *, shipped: bool = True
 ) -> list[tuple[Traversable, str, bool]]:
     """List module files: (file, name shown in messages, shipped?).
-
-    Args:
-        dirs: user folders (``--modules DIR``).
-        shipped: include the modules shipped with practiceflow.
-
-    Returns:
-        The files, shipped ones first.
 
     Raises:
         ConfigError: when a user folder does not exist.

@@ -58,13 +58,6 @@ def filter_omit(value: Any, *keys: str) -> dict[str, Any]:
     parameters, ``limit``, client-side filters) as given, for shapes the spec leaves
     "not shown".
 
-    Args:
-        value: a mapping.
-        *keys: the keys to leave out.
-
-    Returns:
-        A new dict.
-
     Raises:
         TypeError: when ``value`` is not a mapping.
     """
@@ -79,14 +72,7 @@ add_filter("omit", filter_omit)
 
 @dataclass(frozen=True)
 class ListSpec:
-    """How a list answer becomes ``{items, count, hasMore}``.
-
-    Attributes:
-        paged: page with ``pageNumber`` through the client's pager.
-        page_size: ``pageSize`` to send; None for a fixed server page size (or none).
-        limit: template over ``input`` giving the most rows (None: all).
-        filter: template over ``item`` and ``input``; a row is kept when it is true.
-    """
+    """How a list answer becomes ``{items, count, hasMore}``."""
 
     paged: bool = False
     page_size: int | None = None
@@ -96,12 +82,7 @@ class ListSpec:
 
 @dataclass(frozen=True)
 class DownloadSpec:
-    """Where a file answer is written.
-
-    Attributes:
-        to: template over ``input``: the file, or an existing folder.
-        filename: template over ``input``: the name used in a folder.
-    """
+    """Where a file answer is written."""
 
     to: Template
     filename: Template = None
@@ -156,18 +137,7 @@ def compile_extensions(
     file: str,
     located: Located,
 ) -> tuple[Extensions, list[Issue]]:
-    """Compile the ``list``, ``download`` and ``warn_if`` sections of an action module.
-
-    Args:
-        data: the module as read (already checked against its meta-schema).
-        origin_for: gives the origin of a value at a JSON path.
-        input_fields: the declared top-level input properties.
-        file: the file name for issues.
-        located: positions of the file.
-
-    Returns:
-        The compiled sections and every issue found.
-    """
+    """Compile the ``list``, ``download`` and ``warn_if`` sections of an action module."""
     issues: list[Issue] = []
     fields = list(input_fields)
     spec_list: ListSpec | None = None

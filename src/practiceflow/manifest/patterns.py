@@ -33,12 +33,6 @@ def _options() -> Any:
 def compile_pattern(text: str) -> Any:
     """Compile a module's pattern with RE2 (linear-time matching).
 
-    Args:
-        text: the pattern as the schema writes it.
-
-    Returns:
-        The compiled pattern.
-
     Raises:
         re2.error: when RE2 cannot compile it (see :func:`pattern_problem`).
     """
@@ -46,14 +40,7 @@ def compile_pattern(text: str) -> Any:
 
 
 def pattern_problem(text: str) -> str | None:
-    """Say why a module's pattern cannot be used, or None when it can.
-
-    Args:
-        text: the pattern.
-
-    Returns:
-        A message for an Issue (what it got and what is valid), or None.
-    """
+    """Say why a module's pattern cannot be used, or None when it can."""
     try:
         compile_pattern(text)
     except re2.error as exc:

@@ -68,14 +68,7 @@ Position = tuple[tuple[Mapping[str, Any], Mapping[str, Any]], ...] | None
 
 @dataclass(frozen=True)
 class Target:
-    """What a top-level name reads, for the checker.
-
-    Attributes:
-        where: how a message names the schema (``in the output schema of 'create_bill'``).
-        position: the schema of the name's value, or None (open).
-        members: for a namespace such as ``steps``: name -> target of each member; a
-            member not listed is left to other checks (``steps.x`` naming an earlier step).
-    """
+    """What a top-level name reads, for the checker."""
 
     where: str
     position: Position = None
@@ -84,14 +77,7 @@ class Target:
 
 @dataclass(frozen=True)
 class Reference:
-    """One chain of lookups on a name in a template.
-
-    Attributes:
-        name: the name it starts from (``steps``).
-        segments: the keys looked up, in order.
-        line: the line inside the template (1-based).
-        node: the Jinja node of the whole chain.
-    """
+    """One chain of lookups on a name in a template."""
 
     name: str
     segments: tuple[Segment, ...]
@@ -119,12 +105,6 @@ def input_target(schema: Mapping[str, Any]) -> Target:
 
     A first-level field the schema does not declare is left to
     :func:`~practiceflow.manifest.lint.check_template_names`, which reports it already.
-
-    Args:
-        schema: the module's ``input`` schema.
-
-    Returns:
-        The target for :func:`check_references`.
     """
     properties = schema.get("properties")
     fields = properties if isinstance(properties, Mapping) else {}
@@ -214,14 +194,7 @@ def _chain(node: nodes.Expr) -> tuple[str, list[Segment], list[nodes.Expr]] | No
 
 
 def references_of(template: CompiledTemplate) -> list[Reference]:
-    """Every chain of lookups on a free name in a template, outermost chains only.
-
-    Args:
-        template: a compiled template.
-
-    Returns:
-        The references, in the order they are written.
-    """
+    """Every chain of lookups on a free name in a template, outermost chains only."""
     tree = environment().parse(template.source)
     assigned = {name.name for name in tree.find_all(nodes.Name) if name.ctx in ("store", "param")}
     found: list[Reference] = []
@@ -261,10 +234,7 @@ def references_of(template: CompiledTemplate) -> list[Reference]:
 def _resolve(
     schema: Any, root: Mapping[str, Any], depth: int = 0
 ) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]] | None]:
-    """The concrete alternatives of a schema (``$ref`` followed, ``anyOf``... expanded).
-
-    Yields None for an alternative that says nothing (anything goes there).
-    """
+    """The concrete alternatives of a schema (``$ref`` followed, ``anyOf``... expanded)."""
     if not isinstance(schema, Mapping) or depth > 16:
         yield None
         return
@@ -330,15 +300,7 @@ _WORDS = {
 
 
 def step_into(here: Position, segment: Segment) -> Position | _Miss:
-    """The position one lookup below another, or why there is none.
-
-    Args:
-        here: the current position.
-        segment: a field name, an index or :data:`ANY_INDEX`.
-
-    Returns:
-        The position below (None when open), or a :class:`_Miss` saying what is wrong.
-    """
+    """The position one lookup below another, or why there is none."""
     if here is None:
         return None
     below: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
@@ -428,15 +390,7 @@ def _follow(target: Target, name: str, segments: Sequence[Segment]) -> str | Non
 def check_references(
     templates: Sequence[CompiledTemplate], targets: Mapping[str, Target]
 ) -> list[Issue]:
-    """Check every reference of some templates against the schemas of the names they read.
-
-    Args:
-        templates: compiled templates (their origins locate the issues).
-        targets: top-level name -> what it reads; names not listed are not judged here.
-
-    Returns:
-        One issue per reference the schemas cannot hold.
-    """
+    """Check every reference of some templates against the schemas of the names they read."""
     issues: list[Issue] = []
     for template in templates:
         for reference in references_of(template):
@@ -458,13 +412,6 @@ def items_position(template: CompiledTemplate, targets: Mapping[str, Target]) ->
     or literals (``{{ [steps.lead] }}``, ``{{ [{'email': 'a@b.c'}] }}``), ``a if c else b``
     of those, and filters that keep the elements (``sort``, ``selectattr``...). Anything
     else is open.
-
-    Args:
-        template: the ``for_each`` template.
-        targets: what each name reads.
-
-    Returns:
-        The position of one element, or None (open).
     """
     tree = environment().parse(template.source)
     body = tree.body

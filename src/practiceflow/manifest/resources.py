@@ -18,14 +18,7 @@ DataKind = Literal["actions", "triggers", "manifests"]
 
 
 def data_dir(kind: DataKind) -> Traversable:
-    """Return the folder of shipped data of one kind.
-
-    Args:
-        kind: ``actions``, ``triggers`` or ``manifests``.
-
-    Returns:
-        A traversable folder (a real directory in every supported install).
-    """
+    """Return the folder of shipped data of one kind."""
     packaged = files("practiceflow") / "_data" / kind
     if packaged.is_dir():
         return packaged

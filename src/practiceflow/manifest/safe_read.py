@@ -22,13 +22,6 @@ class FileRefused(Exception):
 def read_text_limited(path: str | os.PathLike[str], limit: int) -> str:
     """Read a UTF-8 text file of at most ``limit`` bytes.
 
-    Args:
-        path: the file (symlinks are followed, then what they name is checked).
-        limit: the most bytes accepted.
-
-    Returns:
-        The text.
-
     Raises:
         FileRefused: when the path is not a regular file, is larger than ``limit``, cannot be
             read, or is not UTF-8.

@@ -90,12 +90,6 @@ def compile_validator(schema: Mapping[str, Any]) -> Validator:
     """Build a reusable :mod:`jsonschema` Draft 2020-12 validator with format checks.
 
     Its ``pattern`` keyword matches in linear time (:mod:`practiceflow.manifest.patterns`).
-
-    Args:
-        schema: a schema already known to be valid.
-
-    Returns:
-        The validator.
     """
     validator: Validator = LinearValidator(schema, format_checker=FORMAT_CHECKER)
     return validator
@@ -103,14 +97,7 @@ def compile_validator(schema: Mapping[str, Any]) -> Validator:
 
 @lru_cache(maxsize=8)
 def meta_schema(kind: str) -> Mapping[str, Any]:
-    """Return one of the meta-schemas shipped in ``manifests/``.
-
-    Args:
-        kind: ``action``, ``trigger``, ``recipe`` or ``connector``.
-
-    Returns:
-        The parsed schema.
-    """
+    """Return one of the meta-schemas shipped in ``manifests/``."""
     text = (data_dir("manifests") / f"{kind}.schema.json").read_text(encoding="utf-8")
     schema: Mapping[str, Any] = json.loads(text)
     return schema
@@ -137,29 +124,14 @@ def draft_validator() -> Validator:
 
 @lru_cache(maxsize=8)
 def meta_validator(kind: str) -> Validator:
-    """Return a cached validator for one meta-schema (see :func:`meta_schema`).
-
-    Args:
-        kind: ``action``, ``trigger``, ``recipe`` or ``connector``.
-
-    Returns:
-        The validator, able to follow references between the meta-schemas.
-    """
+    """Return a cached validator for one meta-schema (see :func:`meta_schema`)."""
     return Draft202012Validator(
         meta_schema(kind), format_checker=FORMAT_CHECKER, registry=_meta_registry()
     )
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
-    """Return the candidate closest to a misspelt word, if one is close enough.
-
-    Args:
-        word: what the user wrote.
-        candidates: the valid words.
-
-    Returns:
-        The best match, or None.
-    """
+    """Return the candidate closest to a misspelt word, if one is close enough."""
     options = [c for c in candidates if c != word]
     lowered = {c.lower(): c for c in options}
     if word.lower() in lowered:
@@ -184,14 +156,6 @@ def _edits(a: str, b: str) -> int:
 def near_misses(schema: Any, data: Any, path: JsonPath = ()) -> list[tuple[JsonPath, str]]:
     """Unknown keys within two edits of a declared one, where the schema allows
     extra keys (``mutte`` beside ``mute``): a typo there would otherwise be sent as is.
-
-    Args:
-        schema: an input schema (its ``properties``, nested objects and array items).
-        data: the input.
-        path: where ``data`` sits.
-
-    Returns:
-        ``(path of the key, message)`` for each near miss.
     """
     found: list[tuple[JsonPath, str]] = []
     if not isinstance(schema, Mapping):
@@ -273,20 +237,7 @@ def issues_for(
     prefix: JsonPath = (),
     redact: Callable[[JsonPath], bool] | None = None,
 ) -> list[Issue]:
-    """Validate and turn every error into a located issue, in document order.
-
-    Args:
-        validator: a compiled validator.
-        data: the instance to check.
-        file: the file name used in the issues (``input`` for data from code).
-        located: positions of the document ``data`` came from, when it came from a file.
-        prefix: where ``data`` sits inside that document (for positions and paths).
-        redact: says, for a path inside ``data``, whether its value is personal data that
-            must not be echoed (it is then shown as ``***``).
-
-    Returns:
-        The issues; empty when the data is valid.
-    """
+    """Validate and turn every error into a located issue, in document order."""
     issues: list[Issue] = []
     for path, message in near_misses(validator.schema, data):
         full = (*prefix, *path)

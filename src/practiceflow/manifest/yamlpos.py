@@ -54,13 +54,7 @@ JsonPath = tuple[str | int, ...]
 
 
 class YamlLoadError(Exception):
-    """The text is not a YAML document this loader accepts.
-
-    Attributes:
-        line: 1-based line of the problem, 0 when unknown.
-        column: 1-based column of the problem, 0 when unknown.
-        message: what is wrong.
-    """
+    """The text is not a YAML document this loader accepts."""
 
     def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
         self.message = message
@@ -108,14 +102,7 @@ class _AliasSeen(Exception):
 
 @dataclass
 class Located:
-    """A loaded document and where each of its parts is.
-
-    Attributes:
-        data: the document as plain data (dict, list, str, int, float, bool, None).
-        positions: JSON path -> (line, column) of the value at that path (1-based).
-        key_positions: JSON path -> (line, column) of the mapping key that ends the path.
-        text: the text it was read from (what a run's version records).
-    """
+    """A loaded document and where each of its parts is."""
 
     data: Any
     positions: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
@@ -144,14 +131,7 @@ class Located:
 
 
 def format_path(path: JsonPath) -> str:
-    """Render a JSON path the way error messages show it: ``steps[1].with.templateId``.
-
-    Args:
-        path: keys and list indexes from the document root.
-
-    Returns:
-        The dotted form; the empty string for the root.
-    """
+    """Render a JSON path the way error messages show it: ``steps[1].with.templateId``."""
     text = ""
     for part in path:
         if isinstance(part, int):
@@ -165,12 +145,6 @@ def format_path(path: JsonPath) -> str:
 
 def load_yaml(text: str) -> Located:
     """Parse one YAML document into plain data plus positions.
-
-    Args:
-        text: the document's text.
-
-    Returns:
-        The located document (``data`` is None for an empty document).
 
     Raises:
         YamlLoadError: on a syntax error, an alias, a merge key, an unsupported tag or a
@@ -218,12 +192,7 @@ def _check_shape_or_leave_to_load(text: str) -> None:
 
 def _check_shape(text: str, loader_class: type[Any]) -> None:
     """Refuse nesting deeper than :data:`MAX_DEPTH` and more than :data:`MAX_NODES` nodes
-    before composing.
-
-    Raises:
-        YamlLoadError: the document is over a limit.
-        yaml.YAMLError: the parser refused the stream before the limits were reached.
-    """
+    before composing."""
     loader: Any = None
     try:
         loader = loader_class(text)
