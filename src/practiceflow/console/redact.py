@@ -72,14 +72,7 @@ class Redactor:
         return self.registry.triggers.get(key)
 
     def secrets(self, tree: Any) -> Any:
-        """Mask secrets by field name, credential text and known value.
-
-        Args:
-            tree: any JSON value.
-
-        Returns:
-            A masked copy.
-        """
+        """Mask secrets by field name, credential text and known value."""
         if isinstance(tree, Mapping):
             return {
                 key: MASK if _SECRET_NAME.search(str(key)) else self.secrets(child)
@@ -92,14 +85,7 @@ class Redactor:
         return tree
 
     def text(self, text: str) -> str:
-        """Mask credentials and known secrets inside one piece of text.
-
-        Args:
-            text: the text.
-
-        Returns:
-            The masked text.
-        """
+        """Mask credentials and known secrets inside one piece of text."""
         text = _CREDENTIAL_TEXT.sub(lambda found: f"{found.group(1)} {MASK}", text)
         for secret in self._secrets:
             if secret in text:
@@ -107,14 +93,7 @@ class Redactor:
         return text
 
     def request(self, entry: Any) -> Any:
-        """Mask a journaled request entry (``{"use", "input", "request"}``).
-
-        Args:
-            entry: the step's ``request`` column.
-
-        Returns:
-            A masked copy.
-        """
+        """Mask a journaled request entry (``{"use", "input", "request"}``)."""
         if not isinstance(entry, Mapping):
             return self.secrets(entry)
         action = self._action(entry.get("use"))
@@ -130,15 +109,7 @@ class Redactor:
         return self.secrets(shown)
 
     def output(self, use: Any, output: Any) -> Any:
-        """Mask a step's output by its action's output schema.
-
-        Args:
-            use: the action key the step used.
-            output: the output.
-
-        Returns:
-            A masked copy.
-        """
+        """Mask a step's output by its action's output schema."""
         action = self._action(use)
         if action is not None:
             output = mask_output(output, action.output.schema)
@@ -149,14 +120,7 @@ class Redactor:
         return self.secrets(output)
 
     def event(self, origin: Any) -> Any:
-        """Mask the journaled event of a run (its ``origin``).
-
-        Args:
-            origin: ``{"event_key", "event_id", "source", "payload", ...}``.
-
-        Returns:
-            A masked copy.
-        """
+        """Mask the journaled event of a run (its ``origin``)."""
         if not isinstance(origin, Mapping):
             return self.secrets(origin)
         shown = dict(origin)
@@ -177,15 +141,7 @@ class Redactor:
         return frozenset(lint.pii_paths(trigger.output_schema))
 
     def personal(self, use: Any, entry: Any) -> frozenset[str]:
-        """The personal values of a journaled request entry's input.
-
-        Args:
-            use: the action key the step used.
-            entry: the step's ``request`` column.
-
-        Returns:
-            The values (empty when the action is unknown or tags nothing).
-        """
+        """The personal values of a journaled request entry's input."""
         action = self._action(use)
         if action is None or not action.pii_paths or not isinstance(entry, Mapping):
             return frozenset()
@@ -210,27 +166,11 @@ class Redactor:
 
         A value tagged personal in one step is personal in every other step of the run,
         whatever the other step's schema says (a name copied into a note, say).
-
-        Args:
-            tree: any JSON value.
-            values: the personal values.
-
-        Returns:
-            A masked copy.
         """
         return mask_values(tree, values)
 
     def error(self, use: Any, error: Any, input_entry: Any = None) -> Any:
-        """Mask an error or reason, including personal values of the step's input.
-
-        Args:
-            use: the action key the step used.
-            error: the error JSON.
-            input_entry: the step's journaled request entry, for its personal values.
-
-        Returns:
-            A masked copy.
-        """
+        """Mask an error or reason, including personal values of the step's input."""
         action = self._action(use)
         if action is not None and action.pii_paths and isinstance(input_entry, Mapping):
             values = personal_values(input_entry.get("input"), action.pii_paths)

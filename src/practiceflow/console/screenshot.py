@@ -35,16 +35,7 @@ def find_chromium() -> Path | None:
 
 
 def screenshot(url: str, out: Path, *, width: int = 1280) -> tuple[Path | None, str]:
-    """Save a full-page screenshot of ``url`` to ``out``.
-
-    Args:
-        url: a page of the console (on 127.0.0.1).
-        out: the PNG file to write (its folder is created).
-        width: viewport width in pixels.
-
-    Returns:
-        ``(path, "")`` when written, else ``(None, reason)``.
-    """
+    """Save a full-page screenshot of ``url`` to ``out``."""
     chromium = find_chromium()
     if chromium is None:
         return None, "no chromium on this machine (apt-get install chromium)"

@@ -79,9 +79,6 @@ class ConsoleServer(ThreadedServer):
     def start(self, timeout: float = 5.0) -> ConsoleServer:
         """Start serving and wait until the socket listens.
 
-        Returns:
-            The server itself.
-
         Raises:
             ConfigError: it did not start within ``timeout`` (port taken, say).
         """

@@ -151,15 +151,6 @@ def send(
 ) -> Any:
     """Send the request of an action and return its answer (see the module docstring).
 
-    Args:
-        module: the action.
-        ctx: the run; ``warn_if`` and paging warnings are added to it.
-        client: the API client.
-        request: the request from the engine, with what :func:`prepare` added.
-
-    Returns:
-        A response (status, headers, data).
-
     Raises:
         ApiError: the API answered with an error.
         InDoubtError: a write may have been acted on.

@@ -38,12 +38,6 @@ class ModuleRegistry:
     def action(self, key: str) -> ActionModule:
         """Return an action by key.
 
-        Args:
-            key: the action's key.
-
-        Returns:
-            The module.
-
         Raises:
             ConfigError: when there is none (with "did you mean" or the valid keys).
         """

@@ -110,15 +110,7 @@ class Located:
     text: str = ""
 
     def where(self, path: JsonPath, *, key: bool = False) -> tuple[int, int]:
-        """Return the best known (line, column) for a path: itself, else its nearest parent.
-
-        Args:
-            path: JSON path into the document.
-            key: prefer the position of the mapping key over that of its value.
-
-        Returns:
-            1-based (line, column), or (0, 0) when nothing is known.
-        """
+        """Return the best known (line, column) for a path: itself, else its nearest parent."""
         if key and path in self.key_positions:
             return self.key_positions[path]
         probe = path
