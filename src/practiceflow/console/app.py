@@ -1,22 +1,9 @@
 """The console's starlette application: pages under ``/console/``, JSON under ``/console/api/``.
 
-Pages (server-rendered Jinja, autoescaped; one small stylesheet; no JavaScript):
-
-* ``/console/`` recipes: live or not, trigger mode, last event, cursor, subscription health;
-* ``/console/runs`` (filters ``recipe``, ``status``, ``date``) and ``/console/runs/{id}``;
-* ``/console/attention``: steps in doubt, with a "mark done" and a "retry" button each,
-  quarantined runs with their reason, and the open entries of the attention table, each
-  with a "settle" form whose POST (``/console/attention/{id}/settle``, who and a note)
-  does what ``practiceflow attention settle`` does;
-* ``/console/runs/{id}/steps/{step}/resolve?as=done|retry``: the confirmation form, whose
-  POST does what ``practiceflow runs resolve`` does (:meth:`StateStore.resolve_step`, with
-  who and when in the journal);
-* ``/console/budget``: the SVG chart of requests against the three limits, and the forecast.
-
-``/console/api/{recipes,runs,runs/{id},attention,budget}`` return the same data as JSON.
-Buttons that change something are POST forms with a CSRF token checked on the server
-(:mod:`.security`); every response is built from :mod:`.data`, which masks secrets and
-personal data.
+Pages are server-rendered Jinja (autoescaped, no JavaScript): recipes, runs, a run, attention
+(with resolve and settle forms that do what ``practiceflow runs resolve`` and ``attention
+settle`` do) and budget. ``/console/api/...`` returns the same data as JSON. Every POST carries
+a CSRF token (:mod:`.security`); every response is built from :mod:`.data`, which masks.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The budget chart: inline SVG drawn on the server (no JavaScript, no chart library).
 
-:func:`bar_chart` draws one window (requests per minute over the last hour, or per hour
-over the last day) as bars, with the window's limit as a red line and, when given, the
-forecast as a dashed line. :func:`day_gauge` draws the rolling day against its limit.
-Every number and label is escaped; the SVG is safe to embed in the page as is.
+Every number and label is escaped; the SVG is safe to embed as is.
 """
 
 from __future__ import annotations

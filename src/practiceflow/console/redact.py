@@ -1,17 +1,9 @@
 """What the console masks before anything is rendered or returned as JSON.
 
-The runner journals requests already masked (:mod:`practiceflow.engine.masking`, the one
-masking path, which this module uses for personal data too); the
-console masks again, because a journal may have been written by another tool or with a
-bug, and a page is a place where a leak is seen by many. Three passes, all on copies:
-
-* personal data by schema: the ``x-pii`` paths of the step's action (input and output) and
-  of the run's trigger (the event payload); personal values of the input are also masked
-  wherever they reappear in the rendered request;
-* secrets by name: any field whose name says secret, password, token, authorization, API
-  key, cookie or credential, and any ``Bearer`` / ``Basic`` credential inside text;
-* secrets by value: every secret the console knows (webhook secrets of the store's
-  subscriptions, the client secret, the console token) wherever it appears in any text.
+The journal is masked already (:mod:`practiceflow.engine.masking`); the console masks again,
+because a journal may come from another tool or a bug and a page is seen by many. On copies:
+personal data by the ``x-pii`` paths of the action and trigger (values also wherever they
+reappear); secrets by field name and ``Bearer``/``Basic`` text; and every known secret value.
 """
 
 from __future__ import annotations

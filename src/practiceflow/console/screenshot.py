@@ -1,8 +1,7 @@
 """A screenshot of a console page in headless Chromium (the demo and the docs use it).
 
-Debian's ``chromium`` is driven by Playwright with its executable path set: nothing is
-downloaded at run time. When either is missing, :func:`screenshot` says so and returns
-None rather than failing: a screenshot is an illustration, never the point of a run.
+Debian's ``chromium`` driven by Playwright, nothing downloaded; when either is missing it says
+so and returns None: a screenshot is an illustration, never the point of a run.
 """
 
 from __future__ import annotations

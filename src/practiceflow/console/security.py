@@ -1,13 +1,8 @@
 """The console's guards: where it may listen, who may read it, which POSTs are genuine.
 
-* :func:`check_bind`: loopback by default; any other address needs a token, and the
-  console refuses to start without one.
-* :class:`Guard` checks the token (a ``Bearer`` header, or the cookie set after a first
-  visit with ``?token=``) on every request when one is configured.
-* CSRF: every visitor gets a random session id in an ``HttpOnly``, ``SameSite=Strict``
-  cookie; each form carries ``HMAC(key, session id | purpose)``, and a POST whose token is
-  missing or does not match is refused with 403. The check is server-side; no JavaScript
-  is involved.
+Loopback by default (any other address needs a token); the token is checked on every request
+when configured; every form carries ``HMAC(key, session id | purpose)`` and a POST without a
+matching one is refused with 403, server-side.
 """
 
 from __future__ import annotations

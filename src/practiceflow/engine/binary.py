@@ -1,10 +1,7 @@
-"""File answers (PDF, zip): where to write them, and streaming them there.
+"""File answers (PDF, zip): the destination, checked before sending, and streaming there.
 
-The destination is checked before anything is sent: it must be a file in an existing
-folder, or an existing folder (then the module's ``filename`` is used inside it). The
-body is streamed by :meth:`practiceflow.api.Client.download` (chunks to a temporary file
-beside the target, renamed when complete), never held in memory; the output names the
-file, its size and its SHA-256.
+The body is never held in memory: :meth:`practiceflow.api.Client.download` streams it beside
+the target and renames it when complete.
 """
 
 from __future__ import annotations

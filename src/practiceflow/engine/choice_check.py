@@ -1,11 +1,7 @@
 """Checking input against declared choices (``x-choices``) before anything is sent.
 
-:func:`check_choices` reads each declared list once (through the list action itself, so
-paging and filters are the module's) and reports every value in the input that the list
-does not offer, naming the valid values. It needs a client: offline (a dry run, or no
-credentials) there is nothing to compare with and nothing is checked. Values are compared
-as text without regard to case (the API resolves names that way for lead settings; the
-module's own checks stay the stricter judge).
+Each list is read once through its list action; offline nothing is checked. Values compare as
+case-insensitive text, as the API resolves names; the module's own checks stay the stricter judge.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """The one place personal data (fields tagged ``x-pii``) and secrets are masked.
 
-The dry run, the journal, the logs, errors, ``runs show`` and the console all mask through
-these functions, so that what one shows the others show too. Two rules, applied together:
-
-* **by path**: a field tagged ``x-pii`` in a module's input, output or trigger payload is
-  masked where it sits (:func:`mask_paths`, :func:`mask_input`, :func:`mask_output`); a
-  request value is masked when its template reads a personal field
-  (:func:`mask_for_template`);
-* **by value**: every personal value is masked wherever it reappears in text, however it
-  got there (:func:`mask_text`, :func:`mask_values`, :func:`mask_request`): whole, and any
-  fragment of :data:`MIN_FRAGMENT` characters or more (an API error that echoes the first
-  60 characters of a name, in another letter case). An API error is also masked for the
-  value of every input field it names (:func:`mask_error`).
-
-A value shorter than :data:`MIN_WHOLE` is masked only where it is a whole value, never
-inside longer text (an initial "J" must not blank every J of a message).
+Everything that shows data (dry run, journal, logs, errors, ``runs show``, the console) masks
+here, by two rules together: by path (a tagged field, or a request value whose template reads
+one) and by value (a personal value wherever it reappears in text, whole or as any fragment of
+:data:`MIN_FRAGMENT` characters, in any letter case; an API error also loses the value of each
+input field it names). A value shorter than :data:`MIN_WHOLE` is masked only as a whole value
+(an initial "J" must not blank every J of a message).
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """The execution of one action module.
 
-Order (nothing is sent before the last check passed):
-
-1. validate the input against the module's ``input`` schema: every problem at once, as an
-   :class:`~practiceflow.errors.InputError` naming each field;
-2. run the module's ``hook`` (it may adjust the input), then each of its ``checks``; those
-   that read the API are skipped in a dry run, with a warning;
-3. render the request (method, path, query, headers, body) from the templates;
-4. dry run: describe the exact request (secrets and ``x-pii`` fields masked) and stop;
-5. send it with the client; an API error keeps its class and gains the module's hint;
-6. map the response to the output and validate it against ``output.schema``: a mismatch is
-   a warning, never an error, because the API has already acted.
+Nothing is sent before the last check passed: input validated, hook and checks run, request
+rendered, (dry run: described masked, and stop), sent, response mapped. An output that does not
+match its schema is a warning, never an error, because the API has already acted.
 """
 
 from __future__ import annotations

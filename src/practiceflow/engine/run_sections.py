@@ -1,13 +1,8 @@
 """Running the optional ``list``, ``download`` and ``warn_if`` sections of an action.
 
-:func:`prepare` runs after the request is rendered and before anything is sent (or
-described): it renders ``list.limit`` and the download destination and refuses bad values
-as an :class:`~practiceflow.errors.InputError`. :func:`send` replaces the plain
-``client.request`` call: a list module's answer becomes ``{items, count, hasMore}``
-(:mod:`.search`), a download module's answer is streamed to disk (:mod:`.binary`); then
-each ``warn_if`` entry is checked against the answer. Both keep the engine's contract: an
-API error keeps its class, and the answer is handed back as a response (status, headers,
-data) for ``output.map`` and the output schema.
+:func:`prepare` refuses bad ``list.limit`` or download destinations before anything is sent;
+:func:`send` replaces ``client.request`` and hands the answer back as a response, so API errors
+keep their class and ``output.map`` works unchanged.
 """
 
 from __future__ import annotations

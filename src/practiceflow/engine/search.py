@@ -1,17 +1,8 @@
-"""Collecting the rows of a list answer: paged or not, filtered, cut at a limit.
+"""Collecting the rows of a list answer as ``{items, count, hasMore}``: paged, filtered, cut.
 
-The output of a list module is always ``{items, count, hasMore}``:
-
-* ``items``: the rows kept, in the API's order, at most ``limit`` of them;
-* ``count``: how many were returned;
-* ``hasMore``: whether at least one more row (that passes the filter) exists beyond
-  ``limit``. To know it, collection reads on until it finds one more kept row or the list
-  ends; with a filter that can mean reading further pages.
-
-Paged lists go through the client's pager (:meth:`practiceflow.api.Client.pages`), which
-knows the paging rules of spec section 8 (fixed server sizes, ``pageSize``, ``hasMore``,
-the 10000-page cap). An endpoint that ignores ``pageNumber`` would hand back the same page
-forever: a page identical to the one before stops collection with a warning.
+``hasMore`` is true only when one more kept row exists, so collection reads on past ``limit``
+until it finds one. Paging is the client's pager; a page identical to the one before (an
+endpoint ignoring ``pageNumber``) stops collection with a warning instead of looping forever.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""Dynamic choices: where an input field's allowed values come from, declared once.
+"""Dynamic choices (``x-choices``): where an input field's allowed values come from, declared once.
 
-A field of an action's or trigger's input schema may say ``x-choices`` (the format is
-``manifests/action.schema.json#/$defs/choices``): which list action reads the choices, which
-row field is the value and which the label, equality filters on the rows, input for the
-list action, and whether the list is large enough to want a search box. One declaration
-serves every consumer: ``practiceflow action`` checks input against it when online
-(:mod:`practiceflow.engine.choice_check`), and each exporter turns it into its platform's own
-dropdown mechanism.
-
-This module reads the declarations out of a schema (:func:`choice_fields`), checks that
-they name a list action of the registry (:func:`check_sources`), and reduces list rows to
-``(value, label)`` pairs (:func:`options_from_rows`), the one rule the exporters' JavaScript
-repeats.
+One declaration serves ``practiceflow action`` (checked online by
+:mod:`practiceflow.engine.choice_check`) and every exporter's dropdowns;
+:func:`options_from_rows` is the one rule the exporters' JavaScript repeats.
 """
 
 from __future__ import annotations

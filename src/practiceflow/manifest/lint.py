@@ -1,9 +1,6 @@
 """Load-time checks that a meta-schema cannot express.
 
-Each function returns issues (never raises), so that a file's problems are all reported at
-once: the module's own schemas are valid Draft 2020-12, every ``required`` entry names a
-declared property, examples and samples fit their schemas, and templates read only names
-and input fields that exist.
+Each returns issues and never raises, so that all of a file's problems are reported at once.
 """
 
 from __future__ import annotations

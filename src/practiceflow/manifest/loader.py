@@ -1,10 +1,7 @@
 """Loading action modules, trigger modules, recipes and the connector manifest.
 
-Each loader reads one file with positions (:mod:`~practiceflow.manifest.yamlpos`), checks it
-against its meta-schema in ``manifests/``, runs the load-time checks of
-:mod:`~practiceflow.manifest.lint`, compiles its templates, and raises one
-:class:`~practiceflow.errors.ManifestError` carrying every issue found, each located as
-``file:line:column json.path: message``.
+Each loader raises one :class:`~practiceflow.errors.ManifestError` carrying every issue of the
+file, located as ``file:line:column json.path: message``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The loaded, validated forms of action modules, trigger modules and recipes.
 
-These are built only by the loader (:mod:`practiceflow.manifest.loader`), after the file
-passed its meta-schema and every load-time check; their templates are already compiled.
-The meta-schemas in ``manifests/`` stay the one definition of each file format: these
-classes hold what the engine needs at run time, not a second description of the format.
+Built only by the loader, templates compiled; the meta-schemas in ``manifests/`` stay the one
+definition of each format, these hold what the engine needs at run time.
 """
 
 from __future__ import annotations

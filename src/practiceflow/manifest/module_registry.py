@@ -1,9 +1,6 @@
 """Finding modules: the shipped ``actions/`` and ``triggers/`` plus any ``--modules DIR``.
 
-A user folder may hold ``actions/`` and ``triggers/`` sub-folders, or module files directly
-(each is told apart by :func:`~practiceflow.manifest.loader.load_module`). A user module whose
-key is already shipped is an error unless it says ``override: true``; two user modules may
-never share a key.
+A user module with a shipped key needs ``override: true``; two user modules never share a key.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
-"""The optional sections of an action module: ``list``, ``download`` and ``warn_if``.
+"""Compiles the optional sections of an action module: ``list``, ``download`` and ``warn_if``.
 
-They let a module declare what a plain request/response cannot:
-
-* ``list``: the answer is a list; rows are collected from a bare array or an object
-  holding one, optionally page by page with the client's pager, filtered client-side and
-  cut at a ``limit``; the output is ``{items, count, hasMore}``;
-* ``download``: the answer is a file, streamed to a path; the output is
-  ``{path, fileName, size, sha256, contentType}``;
-* ``warn_if``: answers that are not errors but must be reported (an eForm left as a
-  draft, say).
-
-This module compiles those sections at load time (templates, names they may read) and
-registers the ``omit`` filter that tolerant modules use to send the input's extra fields
-as given. Running them is :mod:`practiceflow.engine.run_sections`' business.
+Also registers the ``omit`` filter tolerant modules use to pass extra input fields through.
+Running the sections is :mod:`practiceflow.engine.run_sections`' business.
 """
 
 from __future__ import annotations

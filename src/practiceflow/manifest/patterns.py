@@ -1,12 +1,7 @@
-"""The ``pattern`` of a module's schema, matched in linear time.
+"""The ``pattern`` of a module's schema, matched in linear time with RE2.
 
-A module's schema is the user's input; the text it is matched against comes from the API,
-a webhook sender or an assistant. Python's backtracking engine takes exponential time on a
-pattern such as ``^(a+)+$`` and a text of 30 ``a`` and a ``!``, which would hang ``action``,
-a recipe run or ``serve``. RE2 (google-re2) matches in time linear in the text, whatever the
-pattern, so no timeout is needed: a pattern RE2 cannot compile (a back-reference, a
-look-around) is refused when the module is loaded, with its file, line and field.
-
+The pattern is the user's and the text comes from outside: Python's backtracking engine would
+hang on ``^(a+)+$``. A pattern RE2 cannot compile is refused at load time with its location.
 Meta-schemas shipped in ``manifests/`` are ours and keep Python's engine.
 """
 

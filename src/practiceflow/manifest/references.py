@@ -1,25 +1,11 @@
 """Static checks of the paths templates read, against JSON Schemas (never against samples).
 
-A template such as ``{{ steps.bill.billTotl > 0 }}`` is parsed with Jinja's own parser; every
-chain of attribute and item lookups on a name (``steps.bill.billTotl``, ``item['email']``,
-``trigger.lines[0].amount``) is followed through the schema that describes that name: the
-trigger's output schema, an action's output schema, the recipe's ``vars``. A path the schema
-cannot hold is an issue located at the template, with "did you mean" when a declared field
-is close.
-
-What counts as "cannot hold":
-
-* a field under an object whose ``additionalProperties`` is false and that does not declare
-  it;
-* a field under an object that allows more fields than it declares (passthrough outputs)
-  only when it is a near miss of a declared one (``billTotl`` for ``billTotal``): any other
-  name may be an undeclared field the API really sends, so it is accepted;
-* a field of something that is never a mapping (a string, a number, a list).
-
-An open schema (no schema, ``{}``, an object without ``properties``, ``additionalProperties``
-given as a schema, an unresolvable ``$ref``) accepts every path below it. Lookups guarded by
-``is defined`` / ``is undefined`` and the method part of a call (``x.get('k')``) are not
-judged. Names a template assigns itself (``{% set %}``, loop variables) are not judged.
+Each chain of lookups in a template (``steps.bill.billTotl``) is followed through the schema of
+its root name (trigger output, action output, recipe ``vars``). A path is refused only where the
+schema cannot hold it: an undeclared field of a closed object, a near miss of a declared field of
+an open one ("did you mean"), or a field of a non-mapping. Open schemas, ``is defined`` guards,
+method calls and names the template assigns itself are not judged: an API may send more than it
+declares.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Reading a user's file without trusting it: regular, within a size limit, checked first.
 
-A path may name a device (``/dev/zero``), a FIFO that never ends, a directory, or a symlink
-to any of them; a file may also grow while it is read. :func:`read_text_limited` looks at
-what the path is before opening it, and reads at most one byte more than the limit, so that
-no input makes a command read without end or block.
+A path may be a device, a FIFO or a growing file: it is looked at before opening, and at most
+one byte over the limit is read, so no input makes a command read without end or block.
 """
 
 from __future__ import annotations

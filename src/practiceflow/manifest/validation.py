@@ -1,13 +1,7 @@
 """JSON Schema validation whose every error says where, what it got and what would be valid.
 
-Used for module files against the meta-schemas in ``manifests/``, for action input against a
-module's ``input`` schema, and for output against its ``output.schema``. All errors of a
-document are reported at once (``iter_errors``), each turned into an
-:class:`~practiceflow.errors.Issue`::
-
-    actions/create_bill.yaml:14:7 input.properties.lineItems.items: 'amonut' is not a known
-    field; did you mean 'amount'?
-    input:3:5 lineItems[0].amount: got 'ten'; expected a number
+All errors of a document are reported at once, each an :class:`~practiceflow.errors.Issue`
+such as ``input:3:5 lineItems[0].amount: got 'ten'; expected a number``.
 """
 
 from __future__ import annotations

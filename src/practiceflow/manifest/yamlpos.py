@@ -1,19 +1,9 @@
-"""Safe YAML loading that remembers where every value came from.
+"""Safe YAML loading that remembers the line and column of every value and key.
 
-Documents are composed with PyYAML's ``SafeLoader`` into a node tree, then turned into plain
-JSON-like data while recording the line and column of each value and each mapping key. The
-loader is deliberately stricter than YAML 1.1:
-
-* aliases (``*name``) are refused, which rules out "billion laughs" expansion bombs; anchors
-  alone are harmless and accepted;
-* a document may hold at most :data:`MAX_NODES` nodes and :data:`MAX_BYTES` bytes, nested at
-  most :data:`MAX_DEPTH` deep (both checked first on the event stream, which is not
-  recursive: PyYAML's composer is, and would overflow the stack or take minutes). When
-  libyaml refuses the stream on its own terms (newer builds cap the nesting themselves), the
-  check is repeated with the pure-Python parser, so the answer is the same on every PyYAML
-  build; a ``RecursionError`` or ``MemoryError`` that escapes anyway is a ``YamlLoadError``;
-* timestamps are not resolved: ``2024-05-01`` stays the string ``"2024-05-01"``, as in JSON;
-* mapping keys are always strings (``400:`` becomes ``"400"``); merge keys (``<<``) are refused.
+Stricter than YAML 1.1, so that a file can neither explode nor surprise: aliases and merge keys
+are refused; size, node count and depth are capped, checked first on the (non-recursive) event
+stream, with the pure-Python parser as fallback so every PyYAML build answers alike; timestamps
+stay strings and mapping keys are always strings.
 """
 
 from __future__ import annotations
