@@ -30,8 +30,6 @@ from practiceflow.state import StateStore, open_store
 from practiceflow.state.request_log import RequestLog
 from practiceflow.testing import running_sandbox
 
-__all__ = ["main"]
-
 _RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 #: Where the demo keeps its screenshot of the run console (relative to where it runs).
 SCREENSHOT = Path("demo-out") / "console-run.png"

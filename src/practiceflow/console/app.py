@@ -42,8 +42,6 @@ from practiceflow.service.needs_person import settle
 from practiceflow.state import RESOLUTIONS, RUN_STATUSES
 from practiceflow.state.runids import AmbiguousRunId, find_run
 
-__all__ = ["PREFIX", "create_app"]
-
 #: Where the console lives in the URL space of ``serve``.
 PREFIX = "/console"
 _MAX_FORM = 64 * 1024

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-__all__ = ["bar_chart", "day_gauge"]
-
 _WIDTH = 720
 _HEIGHT = 200
 _LEFT = 48

@@ -28,15 +28,6 @@ from practiceflow.state import RUN_STATUSES, RunRecord, RunStatus, StateStore, S
 from practiceflow.state.runids import find_run
 from practiceflow.versions import VersionUnavailable, load_version, rebuild, short
 
-__all__ = [
-    "ConsoleContext",
-    "attention_view",
-    "budget_view",
-    "recipes_view",
-    "run_view",
-    "runs_view",
-]
-
 
 @dataclass
 class ConsoleContext:

@@ -26,8 +26,6 @@ from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, l
 #: Every field of a payload (top-level keys kept, values masked).
 _WHOLE: frozenset[tuple[str, ...]] = frozenset({()})
 
-__all__ = ["MASK", "Redactor"]
-
 _SECRET_NAME = re.compile(
     r"secret|passw|token|authori[sz]ation|api[-_]?key|cookie|credential|signature",
     re.IGNORECASE,

@@ -10,8 +10,6 @@ import logging
 import shutil
 from pathlib import Path
 
-__all__ = ["CHROMIUM_ARGS", "find_chromium", "screenshot"]
-
 logger = logging.getLogger(__name__)
 
 #: Flags for a headless Chromium on a machine with no network but loopback.

@@ -18,14 +18,6 @@ from starlette.requests import Request
 from practiceflow.errors import ConfigError
 from practiceflow.service.netaddr import is_loopback
 
-__all__ = [
-    "CSRF_FIELD",
-    "SESSION_COOKIE",
-    "TOKEN_COOKIE",
-    "Guard",
-    "check_bind",
-]
-
 #: Cookie holding the visitor's random session id (the CSRF tokens are bound to it).
 SESSION_COOKIE = "pf_console_session"
 #: Cookie holding the console token after a visit with ``?token=``.

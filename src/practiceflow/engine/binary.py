@@ -13,8 +13,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from practiceflow.errors import Issue
 
-__all__ = ["DownloadClient", "download_output", "resolve_destination"]
-
 
 @runtime_checkable
 class DownloadClient(Protocol):

@@ -22,8 +22,6 @@ from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 
-__all__ = ["check_choices", "values_at"]
-
 #: Valid values named in one message at most.
 SHOWN = 20
 

@@ -18,25 +18,6 @@ from practiceflow.errors import ApiError, InDoubtError, PracticeflowError, Trans
 from practiceflow.manifest import lint
 from practiceflow.templating import CompiledTemplate
 
-__all__ = [
-    "MASK",
-    "MIN_FRAGMENT",
-    "MIN_WHOLE",
-    "mask_error",
-    "mask_for_template",
-    "mask_input",
-    "mask_output",
-    "mask_paths",
-    "mask_request",
-    "mask_secrets",
-    "mask_text",
-    "mask_values",
-    "named_values",
-    "output_pii",
-    "personal_values",
-    "pii_match",
-]
-
 MASK = "***"
 #: A fragment of a personal value this long or longer is masked inside any text.
 MIN_FRAGMENT = 6

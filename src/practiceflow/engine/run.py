@@ -40,8 +40,6 @@ from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 
 logger = logging.getLogger("practiceflow.engine")
 
-__all__ = ["ActionResult", "run_action", "validate_input"]
-
 
 @dataclass(frozen=True)
 class ActionResult:

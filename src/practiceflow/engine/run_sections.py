@@ -19,8 +19,6 @@ from practiceflow.manifest.models import ActionModule
 from practiceflow.manifest.optional_sections import Template
 from practiceflow.templating import CompiledTemplate, utcnow
 
-__all__ = ["Answer", "prepare", "send"]
-
 _LIMIT = "list_limit"
 _DEST = "download_to"
 

@@ -13,8 +13,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from practiceflow.api.paging import Page, extract_items
 
-__all__ = ["Collected", "PagingClient", "collect_pages", "collect_rows"]
-
 Keep = Callable[[Any], bool]
 
 

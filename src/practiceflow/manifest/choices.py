@@ -13,15 +13,6 @@ from typing import Any
 
 from practiceflow.errors import Issue
 
-__all__ = [
-    "ChoiceSource",
-    "accepted_values",
-    "check_sources",
-    "choice_fields",
-    "options_from_rows",
-    "row_matches",
-]
-
 #: A field's place in an input: property names from the root, ``*`` for any list index.
 FieldPath = tuple[str, ...]
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["MAX_DELAY_RANGE", "max_delay_problem", "read_max_delay"]
-
 #: The ``max_delay`` a recipe may ask for, in seconds: from 10 s (the daily budget allows
 #: one request per 8.64 s) to one day.
 MAX_DELAY_RANGE: Final = (10.0, 86400.0)

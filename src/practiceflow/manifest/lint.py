@@ -19,13 +19,6 @@ from practiceflow.manifest.validation import (
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.templating import CompiledTemplate, iter_templates
 
-__all__ = [
-    "check_names",
-    "check_schema",
-    "check_template_names",
-    "pii_paths",
-]
-
 
 def _issue(
     file: str, located: Located, path: JsonPath, message: str, *, key: bool = False

@@ -45,18 +45,6 @@ from practiceflow.manifest.yamlpos import (
 )
 from practiceflow.templating import Origin, compile_tree
 
-__all__ = [
-    "ACTION_NAMES",
-    "OUTPUT_NAMES",
-    "RECIPE_NAMES",
-    "load_action",
-    "load_connector",
-    "load_module",
-    "load_recipe",
-    "load_trigger",
-    "read_located",
-]
-
 #: Names request templates may read.
 ACTION_NAMES = frozenset({"input", "now"})
 #: Names output.map templates may read.

@@ -17,17 +17,6 @@ from practiceflow.manifest.choices import ChoiceSource, FieldPath
 from practiceflow.manifest.optional_sections import Extensions
 from practiceflow.templating import CompiledTemplate, iter_templates
 
-__all__ = [
-    "ActionModule",
-    "Module",
-    "OutputSpec",
-    "ReadBackSpec",
-    "Recipe",
-    "RecipeStep",
-    "RequestSpec",
-    "TriggerModule",
-]
-
 
 @dataclass(frozen=True)
 class RequestSpec:

@@ -18,8 +18,6 @@ from practiceflow.manifest.models import ActionModule, Module, TriggerModule
 from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.validation import did_you_mean
 
-__all__ = ["ModuleRegistry", "default_registry", "discover", "load_modules"]
-
 _SUFFIXES = (".yaml", ".yml")
 #: Test files (``practiceflow test``) may sit beside modules; they are not modules.
 _TESTS = (".test.yaml", ".test.yml")

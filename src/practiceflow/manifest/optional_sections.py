@@ -15,19 +15,6 @@ from practiceflow.manifest import lint
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.templating import CompiledTemplate, Origin, add_filter, compile_tree
 
-__all__ = [
-    "DOWNLOAD_NAMES",
-    "FILTER_NAMES",
-    "LIMIT_NAMES",
-    "WARNING_NAMES",
-    "DownloadSpec",
-    "Extensions",
-    "ListSpec",
-    "WarningSpec",
-    "compile_extensions",
-    "filter_omit",
-]
-
 #: Names a ``list.limit`` template may read.
 LIMIT_NAMES = frozenset({"input", "now"})
 #: Names a ``list.filter`` template may read.

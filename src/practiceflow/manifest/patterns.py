@@ -15,8 +15,6 @@ import re2
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
-__all__ = ["LinearValidator", "compile_pattern", "pattern_problem"]
-
 
 def _options() -> Any:
     options = re2.Options()

@@ -20,21 +20,6 @@ from practiceflow.errors import Issue
 from practiceflow.manifest.validation import did_you_mean
 from practiceflow.templating import CompiledTemplate, environment
 
-__all__ = [
-    "ANY_INDEX",
-    "Position",
-    "Reference",
-    "Target",
-    "check_references",
-    "input_target",
-    "items_position",
-    "literal_schema",
-    "position",
-    "references_of",
-    "step_into",
-    "union",
-]
-
 
 class _AnyIndex:
     """A lookup whose key is computed (``x[i]``) or a slice: any element."""

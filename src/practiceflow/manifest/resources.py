@@ -11,8 +11,6 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["DataKind", "data_dir"]
-
 DataKind = Literal["actions", "triggers", "manifests"]
 
 

@@ -10,8 +10,6 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["FileRefused", "read_text_limited"]
-
 
 class FileRefused(Exception):
     """The file is not a regular file, is too large, or cannot be read (the message says)."""

@@ -24,16 +24,6 @@ from practiceflow.manifest.patterns import LinearValidator
 from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 
-__all__ = [
-    "FORMAT_CHECKER",
-    "compile_validator",
-    "did_you_mean",
-    "draft_validator",
-    "issues_for",
-    "meta_schema",
-    "meta_validator",
-]
-
 FORMAT_CHECKER = FormatChecker()
 
 

@@ -22,17 +22,6 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-__all__ = [
-    "MAX_BYTES",
-    "MAX_DEPTH",
-    "MAX_NODES",
-    "JsonPath",
-    "Located",
-    "YamlLoadError",
-    "format_path",
-    "load_yaml",
-]
-
 #: Largest number of YAML nodes accepted in one document.
 MAX_NODES = 100_000
 #: Largest document accepted, in bytes.
