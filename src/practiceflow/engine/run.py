@@ -145,17 +145,7 @@ def run_action(
     described = _describe_sent(client, masked)
     try:
         sender = client if hooks is None else client.hooked(hooks)
-        if module.extensions:  # list, download, warn_if: see engine/run_sections.py
-            response = run_sections.send(module, ctx, sender, request)
-        else:
-            response = sender.request(
-                request["method"],
-                request["path"],
-                params=request.get("params"),
-                json=request.get("json"),
-                headers=request.get("headers"),
-            )
-        response = _completed(module, client, response)
+        response = _completed(module, client, run_sections.send(module, ctx, sender, request))
     except PracticeflowError as exc:
         # Everything that shows this error (the CLI, logs, the journal, the console) shows
         # it masked: personal values of the input, fragments of them, and named fields.
@@ -272,15 +262,7 @@ def _check_path(template: CompiledTemplate | str, path: Any) -> None:
 
 def _describe(client: ClientLike | None, masked: Mapping[str, Any]) -> dict[str, Any]:
     if client is None:
-        url = masked["path"]
-        if masked.get("params"):
-            url += "?" + urlencode(masked["params"], doseq=True)
-        return {
-            "method": masked["method"],
-            "url": url,
-            "headers": dict(masked.get("headers") or {}),
-            "json": masked.get("json"),
-        }
+        return _describe_sent(None, masked)
     return client.describe_request(
         masked["method"],
         # A masked path segment would not be a valid path; describe the real one.
@@ -293,7 +275,7 @@ def _describe(client: ClientLike | None, masked: Mapping[str, Any]) -> dict[str,
     )
 
 
-def _describe_sent(client: ClientLike, masked: Mapping[str, Any]) -> dict[str, Any]:
+def _describe_sent(client: ClientLike | None, masked: Mapping[str, Any]) -> dict[str, Any]:
     """A light description of a request being sent (the client adds its own headers)."""
     url = str(getattr(client, "base_url", "")) + masked["path"]
     if masked.get("params"):

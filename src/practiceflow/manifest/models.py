@@ -59,18 +59,10 @@ class ActionModule:
 
     Attributes:
         key: the action's key (its file name stem).
-        title: short title.
-        description: help text.
-        noun: what it is about (Client, Lead, Bill...).
         kind: create, search or read, for exporters; None when not said.
         input_schema: JSON Schema of the input.
-        input_validator: compiled validator of ``input_schema``.
-        request: the compiled request.
-        output: the output mapping and schema.
         sample: an example output (valid against the output schema).
         needs_write: whether the route needs ``canWrite``.
-        checks: names of pre-send checks, in order.
-        hook: name of the input hook, if any.
         errors: HTTP status -> what the user should do.
         override: whether it replaces a shipped module of the same key.
         source: the file it was loaded from, as shown in messages.
@@ -131,17 +123,11 @@ class TriggerModule:
 
     Attributes:
         key: the trigger's key (its file name stem).
-        title: short title.
-        description: help text.
-        noun: what it is about.
         input_schema: JSON Schema of the trigger's options (empty object when none).
         output_schema: JSON Schema of each event.
-        output_validator: compiled validator of ``output_schema``.
-        sample: an example event.
         webhook: the webhook section with compiled templates, or None.
         poll: the poll section with compiled templates, or None.
         override: whether it replaces a shipped module of the same key.
-        source: the file it was loaded from.
         choices: input fields whose choices a list action reads (``x-choices``), by path.
         text: the YAML text it was built from (a run's version records it).
         output_pii_paths: JSON paths of event fields marked ``x-pii`` (found when the
@@ -174,10 +160,6 @@ class RecipeStep:
 
     Attributes:
         id: unique id; later steps read its output as ``steps.<id>``.
-        use: the action key.
-        with_: the action's input as a compiled tree.
-        if_: condition template, or None.
-        for_each: template yielding a list, or None.
         on_error: ``stop`` or ``continue``.
         retry: retry settings for read steps (``attempts``, ``backoff``), or None.
     """
@@ -196,16 +178,10 @@ class Recipe:
     """A loaded recipe (see ``manifests/recipe.schema.json``).
 
     Attributes:
-        name: the recipe's name.
-        description: what it does.
         profile: credentials profile name, or None.
-        trigger: the trigger key.
         mode: auto, webhook, poll or both.
         trigger_with: the trigger's options as a compiled tree.
         vars: named values templates read as ``vars``.
-        steps: the steps, in order.
-        source: the file it was loaded from.
-        raw: the document as plain data.
         text: the YAML text it was built from (a run's version records it).
         max_delay: seconds the trigger's events may wait to be seen (``trigger.max_delay``),
             or None: the poll interval.
