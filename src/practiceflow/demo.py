@@ -95,7 +95,6 @@ def main() -> int:
             console.print(f"sandbox on {sandbox.url}; state store {folder}/state.db")
             can_write = client.validate().can_write
 
-            # -- 1. webhook: accepted proposal -> bill -> eForm -----------------------------
             first = validate_recipe(
                 _recipe_path("proposal_to_bill_and_eform.yaml"),
                 registry=registry,
@@ -128,7 +127,6 @@ def main() -> int:
             finally:
                 service.close()
 
-            # -- 2. receiver down: changes behind its back; polling catches up ---------------
             console.print("receiver stopped and unsubscribed")
             fourth = validate_recipe(
                 _recipe_path("new_client_integrations_to_jsonl.yaml"),
@@ -156,7 +154,6 @@ def main() -> int:
                 for line in written.read_text().splitlines():
                     console.print(json.loads(line))
 
-            # -- 3. the run console: the same runs, in a browser -----------------------------
             counted.flush()  # the budget chart counts every request so far
             context = ConsoleContext(store, practice, [first, fourth])
             server_console = ConsoleServer(context, port=0).start()

@@ -75,8 +75,6 @@ class _Console:
         self.env = _environment()
         self.css = _stylesheet()
 
-    # -- plumbing ----------------------------------------------------------------------
-
     def guarded(self, handler: Handler) -> Handler:
         """Check the token, keep the token out of URLs, give each visitor a session."""
 
@@ -142,8 +140,6 @@ class _Console:
 
     async def _data(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(func, self.ctx, *args, **kwargs)
-
-    # -- pages -------------------------------------------------------------------------
 
     async def css_file(self, request: Request) -> Response:
         del request
@@ -263,8 +259,6 @@ class _Console:
         context = {"title": "Budget", "budget": data, "charts": charts}
         return self.page(request, "budget.html", context)
 
-    # -- resolving ---------------------------------------------------------------------
-
     @staticmethod
     def _purpose(run_id: str, step_id: str) -> str:
         return f"resolve:{run_id}:{step_id}"
@@ -349,8 +343,6 @@ class _Console:
             message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
             raise PracticeflowError(message)
         store.resolve_step(run.run_id, step_id, as_, who, note, output=output)
-
-    # -- JSON API ----------------------------------------------------------------------
 
     async def api_index(self, request: Request) -> Response:
         del request

@@ -90,9 +90,6 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
     return round((end - start).total_seconds(), 3)
 
 
-# --- recipes -------------------------------------------------------------------------------
-
-
 def _live(ctx: ConsoleContext) -> bool:
     return ctx.stop is not None and not ctx.stop.is_set()
 
@@ -182,9 +179,6 @@ def recipes_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
     )
     rows += [_recipe_row(ctx, name, None) for name in others]
     return [ctx.redactor.secrets(row) for row in rows]
-
-
-# --- runs ----------------------------------------------------------------------------------
 
 
 def parse_filters(
@@ -437,9 +431,6 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-# --- budget --------------------------------------------------------------------------------
 
 
 def _buckets(

@@ -98,9 +98,6 @@ def mask_for_template(template: CompiledTemplate, value: Any, pii: PiiPaths) -> 
     return MASK
 
 
-# -- by value ------------------------------------------------------------------------------
-
-
 def _leaves(value: Any) -> Iterator[Any]:
     if isinstance(value, Mapping):
         for child in value.values():
@@ -263,9 +260,6 @@ def mask_secrets(output: Any, secret: frozenset[tuple[str, ...]]) -> Any:
     secret must run in the same process as the step that produced it).
     """
     return mask_paths(output, secret) if secret else output
-
-
-# -- errors --------------------------------------------------------------------------------
 
 
 def _error_text(exc: BaseException) -> str:

@@ -130,8 +130,6 @@ def _scalar_type(value: Any) -> str | None:
     return None
 
 
-# -- finding references ----------------------------------------------------------------------
-
 _PROBES = frozenset({"defined", "undefined"})
 #: Filters whose result holds the same elements as their input.
 _SAME_ITEMS = frozenset(
@@ -197,9 +195,6 @@ def references_of(template: CompiledTemplate) -> list[Reference]:
 
     visit(tree)
     return found
-
-
-# -- following a path through a schema -------------------------------------------------------
 
 
 def _resolve(
