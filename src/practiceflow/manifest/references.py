@@ -17,7 +17,7 @@ from typing import Any
 from jinja2 import nodes
 
 from practiceflow.errors import Issue
-from practiceflow.manifest.validation import did_you_mean
+from practiceflow.manifest.validation import TYPE_WORDS, did_you_mean
 from practiceflow.templating import CompiledTemplate, environment
 
 
@@ -254,17 +254,6 @@ class _Miss:
     message: str
 
 
-_WORDS = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-    "null": "null",
-    "array": "a list",
-    "object": "a mapping",
-}
-
-
 def step_into(here: Position, segment: Segment) -> Position | _Miss:
     """The position one lookup below another, or why there is none."""
     if here is None:
@@ -314,7 +303,7 @@ def step_into(here: Position, segment: Segment) -> Position | _Miss:
         field = "field" if closed else "declared field"
         return _Miss(f"has no {field} {segment!r}; {hint}")
     if isinstance(segment, str) and kinds:
-        shown = " or ".join(_WORDS.get(kind, kind) for kind in sorted(kinds))
+        shown = " or ".join(TYPE_WORDS.get(kind, kind) for kind in sorted(kinds))
         return _Miss(f"is {shown}, it has no field {segment!r}")
     return None  # an index into a string, say: not judged
 

@@ -59,7 +59,7 @@ _FORMAT_WORDS = {
     "email": "an email address",
 }
 
-_TYPE_WORDS = {
+TYPE_WORDS = {
     "string": "a string",
     "integer": "an integer",
     "number": "a number",
@@ -195,7 +195,7 @@ def _shown(value: Any) -> str:
 
 def _expected_types(schema_type: Any) -> str:
     names = [schema_type] if isinstance(schema_type, str) else list(schema_type)
-    words = [_TYPE_WORDS.get(name, name) for name in names]
+    words = [TYPE_WORDS.get(name, name) for name in names]
     return " or ".join(words)
 
 
@@ -239,17 +239,7 @@ def issues_for(
                     line, column = located.where(full)
             issues.append(Issue(file, line, column, format_path(full), message))
     issues.sort(key=lambda issue: (issue.line, issue.column, issue.path))
-    return _dedupe(issues)
-
-
-def _dedupe(issues: list[Issue]) -> list[Issue]:
-    seen: set[Issue] = set()
-    out: list[Issue] = []
-    for issue in issues:
-        if issue not in seen:
-            seen.add(issue)
-            out.append(issue)
-    return out
+    return list(dict.fromkeys(issues))
 
 
 _Explained = tuple[JsonPath, str, JsonPath | None]
@@ -285,40 +275,39 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
             note = f" (found {hint[len('; did you mean ') : -1]}: a misspelling?)" if hint else ""
             out.append(((*path, name), f"required field is missing{note}", None))
         return out
-    if kind == "type":
-        return [
-            (path, f"got {_show(value)}; expected {_expected_types(error.validator_value)}", None)
-        ]
     if kind == "enum":
         options = list(expected)
         message = f"got {_show(value)}; expected one of {_one_of_list(options)}"
         return [(path, message + _suggest(value, options), None)]
-    if kind == "const":
-        return [(path, f"got {_show(value)}; expected {error.validator_value!r}", None)]
-    if kind == "format":
-        word = _FORMAT_WORDS.get(str(error.validator_value), f"format {error.validator_value}")
-        return [(path, f"got {_show(value)}; expected {word}", None)]
     if kind in ("anyOf", "oneOf"):
         return [(path, _alternatives(error, masked), None)]
-    if kind == "pattern":
-        return [(path, f"got {_show(value)}; expected text matching {error.validator_value}", None)]
-    if error.schema is False:
+    if kind == "type":
+        wanted = _expected_types(expected)
+    elif kind == "const":
+        wanted = repr(expected)
+    elif kind == "format":
+        wanted = _FORMAT_WORDS.get(str(expected), f"format {expected}")
+    elif kind == "pattern":
+        wanted = f"text matching {expected}"
+    elif error.schema is False:
         return [(path, "is not allowed here", None)]
-    bounds = {
-        "minimum": "at least",
-        "maximum": "at most",
-        "exclusiveMinimum": "more than",
-        "exclusiveMaximum": "less than",
-        "minLength": "a length of at least",
-        "maxLength": "a length of at most",
-        "minItems": "at least this many items:",
-        "maxItems": "at most this many items:",
-    }
-    if kind in bounds:
-        return [
-            (path, f"got {_show(value)}; expected {bounds[kind]} {error.validator_value}", None)
-        ]
-    return [(path, error.message, None)]
+    elif kind in _BOUNDS:
+        wanted = f"{_BOUNDS[kind]} {expected}"
+    else:
+        return [(path, error.message, None)]
+    return [(path, f"got {_show(value)}; expected {wanted}", None)]
+
+
+_BOUNDS = {
+    "minimum": "at least",
+    "maximum": "at most",
+    "exclusiveMinimum": "more than",
+    "exclusiveMaximum": "less than",
+    "minLength": "a length of at least",
+    "maxLength": "a length of at most",
+    "minItems": "at least this many items:",
+    "maxItems": "at most this many items:",
+}
 
 
 def _undeclared_keys(value: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
