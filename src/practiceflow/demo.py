@@ -1,20 +1,10 @@
 """``make demo``: the runner end to end against the local sandbox, in under 30 seconds.
 
-1. start the sandbox on 127.0.0.1 (a free port) and a state store in a temporary folder;
-2. check ``recipes/proposal_to_bill_and_eform.yaml`` and subscribe its trigger: the webhook
-   receiver listens on 127.0.0.1 and the sandbox is told to deliver there;
-3. accept a proposal through the sandbox's admin surface; the signed delivery arrives, is
-   verified and stored; the runner creates the bill and sends the eForm; the run is printed;
-4. stop the receiver (unsubscribing), change clients behind its back through the admin
-   surface, and show polling catching up: ``recipes/new_client_integrations_to_jsonl.yaml``
-   polls the entities list, finds the new clients, and writes their integration ids;
-5. open the run console on 127.0.0.1 and keep a screenshot of the first run's page in
-   ``demo-out/console-run.png`` (headless Debian chromium; skipped with the reason when
-   chromium or playwright is missing). Its URL is printed only while it answers: at a
-   terminal, the console stays up until Enter is pressed; otherwise it stops with the demo,
-   and the demo says so instead of printing an address that no longer answers.
-
-Everything runs in this process (threads), and everything stops before it returns.
+A sandbox and a store in a temporary folder; a webhook-triggered recipe run (proposal accepted,
+bill created, eForm sent); polling catching up while the receiver is stopped; the run console
+with a screenshot in ``demo-out/`` (skipped with the reason without chromium or playwright).
+Everything runs in this process and stops before it returns; the console's URL is printed only
+while it answers.
 """
 
 from __future__ import annotations
@@ -39,8 +29,6 @@ from practiceflow.service import ServeOptions, serve
 from practiceflow.state import StateStore, open_store
 from practiceflow.state.request_log import RequestLog
 from practiceflow.testing import running_sandbox
-
-__all__ = ["main"]
 
 _RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 #: Where the demo keeps its screenshot of the run console (relative to where it runs).
@@ -107,7 +95,6 @@ def main() -> int:
             console.print(f"sandbox on {sandbox.url}; state store {folder}/state.db")
             can_write = client.validate().can_write
 
-            # -- 1. webhook: accepted proposal -> bill -> eForm -----------------------------
             first = validate_recipe(
                 _recipe_path("proposal_to_bill_and_eform.yaml"),
                 registry=registry,
@@ -140,7 +127,6 @@ def main() -> int:
             finally:
                 service.close()
 
-            # -- 2. receiver down: changes behind its back; polling catches up ---------------
             console.print("receiver stopped and unsubscribed")
             fourth = validate_recipe(
                 _recipe_path("new_client_integrations_to_jsonl.yaml"),
@@ -168,7 +154,6 @@ def main() -> int:
                 for line in written.read_text().splitlines():
                     console.print(json.loads(line))
 
-            # -- 3. the run console: the same runs, in a browser -----------------------------
             counted.flush()  # the budget chart counts every request so far
             context = ConsoleContext(store, practice, [first, fourth])
             server_console = ConsoleServer(context, port=0).start()

@@ -10,26 +10,15 @@ Anyone who receives deliveries can use this module without the rest of practicef
         return 401, exc.reason          # never echo the body or a secret
     handle(delivery.event, delivery.event_id, delivery.payload)
 
-A delivery carries four headers: ``X-Svc-Event``, ``X-Svc-Event-Id``, ``X-Svc-Timestamp``
-(unix seconds) and ``X-Svc-Signature`` (``sha256=`` + lowercase hex). The signature is the
-HMAC-SHA256, keyed with the subscription's ``webhookSecret`` taken as UTF-8, of
-``<timestamp>.<raw body bytes>``. It is checked in constant time on the raw bytes, never on
-re-serialised JSON.
+The signature (``X-Svc-Signature``: ``sha256=`` + hex) is the HMAC-SHA256, keyed with the
+``webhookSecret`` as UTF-8, of ``<timestamp>.<raw body bytes>``, checked in constant time on
+the raw bytes. The event id is *not* signed: deduplicate on ``signature`` as well.
 
-The event id is *not* covered by the signature: a replayed body under a fresh id still
-carries the old signature, which is why :class:`VerifiedDelivery` exposes ``signature`` for
-deduplication next to ``event_id``.
-
-Replay policy. The spec does not show whether a retried delivery is signed again at each
-attempt or keeps its first timestamp, nor how late a retry may come. A receiver that
-deduplicates should therefore not refuse an old timestamp by ``tolerance`` alone: pass
-``max_age``, the **replay window**, no longer than what its deduplication remembers. The
-project's receiver uses ``max_age = keep_seen - tolerance`` (7 days less 5 minutes by
-default): a delivery signed within the window is accepted and deduplicated by its event id
-and its signature (a replay of one already handled is caught, since handled events are
-kept ``keep_seen`` from their arrival, which is never before their timestamp less
-``tolerance``); one signed before the window is refused as ``stale_timestamp``, since no
-record could tell whether it ran. Nothing within the window is lost, nothing runs twice.
+Replay window. The spec does not say whether a retry is signed again or how late it may come,
+so a deduplicating receiver passes ``max_age`` no longer than its deduplication remembers (the
+project's receiver: ``keep_seen - tolerance``). Within the window a delivery is accepted and
+deduplicated by event id and signature; before it, it is refused as ``stale_timestamp``, since
+no record could tell whether it ran. Nothing within the window is lost, nothing runs twice.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """The console's starlette application: pages under ``/console/``, JSON under ``/console/api/``.
 
-Pages (server-rendered Jinja, autoescaped; one small stylesheet; no JavaScript):
-
-* ``/console/`` recipes: live or not, trigger mode, last event, cursor, subscription health;
-* ``/console/runs`` (filters ``recipe``, ``status``, ``date``) and ``/console/runs/{id}``;
-* ``/console/attention``: steps in doubt, with a "mark done" and a "retry" button each,
-  quarantined runs with their reason, and the open entries of the attention table, each
-  with a "settle" form whose POST (``/console/attention/{id}/settle``, who and a note)
-  does what ``practiceflow attention settle`` does;
-* ``/console/runs/{id}/steps/{step}/resolve?as=done|retry``: the confirmation form, whose
-  POST does what ``practiceflow runs resolve`` does (:meth:`StateStore.resolve_step`, with
-  who and when in the journal);
-* ``/console/budget``: the SVG chart of requests against the three limits, and the forecast.
-
-``/console/api/{recipes,runs,runs/{id},attention,budget}`` return the same data as JSON.
-Buttons that change something are POST forms with a CSRF token checked on the server
-(:mod:`.security`); every response is built from :mod:`.data`, which masks secrets and
-personal data.
+Pages are server-rendered Jinja (autoescaped, no JavaScript): recipes, runs, a run, attention
+(with resolve and settle forms that do what ``practiceflow runs resolve`` and ``attention
+settle`` do) and budget. ``/console/api/...`` returns the same data as JSON. Every POST carries
+a CSRF token (:mod:`.security`); every response is built from :mod:`.data`, which masks.
 """
 
 from __future__ import annotations
@@ -55,8 +42,6 @@ from practiceflow.service.needs_person import settle
 from practiceflow.state import RESOLUTIONS, RUN_STATUSES
 from practiceflow.state.runids import AmbiguousRunId, find_run
 
-__all__ = ["PREFIX", "create_app"]
-
 #: Where the console lives in the URL space of ``serve``.
 PREFIX = "/console"
 _MAX_FORM = 64 * 1024
@@ -89,8 +74,6 @@ class _Console:
         self.guard = guard
         self.env = _environment()
         self.css = _stylesheet()
-
-    # -- plumbing ----------------------------------------------------------------------
 
     def guarded(self, handler: Handler) -> Handler:
         """Check the token, keep the token out of URLs, give each visitor a session."""
@@ -157,8 +140,6 @@ class _Console:
 
     async def _data(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(func, self.ctx, *args, **kwargs)
-
-    # -- pages -------------------------------------------------------------------------
 
     async def css_file(self, request: Request) -> Response:
         del request
@@ -278,8 +259,6 @@ class _Console:
         context = {"title": "Budget", "budget": data, "charts": charts}
         return self.page(request, "budget.html", context)
 
-    # -- resolving ---------------------------------------------------------------------
-
     @staticmethod
     def _purpose(run_id: str, step_id: str) -> str:
         return f"resolve:{run_id}:{step_id}"
@@ -365,8 +344,6 @@ class _Console:
             raise PracticeflowError(message)
         store.resolve_step(run.run_id, step_id, as_, who, note, output=output)
 
-    # -- JSON API ----------------------------------------------------------------------
-
     async def api_index(self, request: Request) -> Response:
         del request
         routes = ["recipes", "runs", "runs/{run_id}", "attention", "budget"]
@@ -401,17 +378,7 @@ class _Console:
 def create_app(
     ctx: ConsoleContext, guard: Guard | None = None, extra: Sequence[BaseRoute] = ()
 ) -> Starlette:
-    """Build the console application.
-
-    Args:
-        ctx: what the console reads (store, practice, recipes, live parts of ``serve``).
-        guard: token and CSRF checks; an open loopback console when None.
-        extra: routes served beside the console, outside its guard (``serve``'s
-            ``/healthz``, ``/readyz`` and ``/metrics``).
-
-    Returns:
-        The starlette app; every route is under ``/console``.
-    """
+    """Build the console application."""
     console = _Console(ctx, guard or Guard())
     g = console.guarded
     step = PREFIX + "/runs/{run_id}/steps/{step_id}/resolve"

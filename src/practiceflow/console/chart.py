@@ -1,9 +1,6 @@
 """The budget chart: inline SVG drawn on the server (no JavaScript, no chart library).
 
-:func:`bar_chart` draws one window (requests per minute over the last hour, or per hour
-over the last day) as bars, with the window's limit as a red line and, when given, the
-forecast as a dashed line. :func:`day_gauge` draws the rolling day against its limit.
-Every number and label is escaped; the SVG is safe to embed in the page as is.
+Every number and label is escaped; the SVG is safe to embed as is.
 """
 
 from __future__ import annotations
@@ -11,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from typing import Any
-
-__all__ = ["bar_chart", "day_gauge"]
 
 _WIDTH = 720
 _HEIGHT = 200
@@ -33,18 +28,7 @@ def bar_chart(
     forecast: float | None = None,
     tick_every: int = 6,
 ) -> str:
-    """An SVG bar chart of request counts against a limit.
-
-    Args:
-        title: the chart's accessible title.
-        buckets: ``{"start": ISO time, "requests": int}``, oldest first.
-        limit: the window's limit (drawn as a line).
-        forecast: the planned requests per bucket, drawn dashed when given.
-        tick_every: label every n-th bucket with its time.
-
-    Returns:
-        The ``<svg>`` element as text.
-    """
+    """An SVG bar chart of request counts against a limit."""
     peak = max([limit, forecast or 0, *(bucket["requests"] for bucket in buckets)], default=1)
     top = peak * 1.1 or 1
     plot_w = _WIDTH - _LEFT - 8
@@ -94,16 +78,7 @@ def bar_chart(
 
 
 def day_gauge(used: int, limit: int, forecast: float | None = None) -> str:
-    """An SVG bar of the rolling day's requests against the daily limit.
-
-    Args:
-        used: requests in the last 24 hours.
-        limit: the daily limit.
-        forecast: the planned requests a day, marked when given.
-
-    Returns:
-        The ``<svg>`` element as text.
-    """
+    """An SVG bar of the rolling day's requests against the daily limit."""
     width, height, left = _WIDTH, 44, _LEFT
     span = width - left - 8
     top = max(limit, used, forecast or 0) * 1.05 or 1

@@ -28,15 +28,6 @@ from practiceflow.state import RUN_STATUSES, RunRecord, RunStatus, StateStore, S
 from practiceflow.state.runids import find_run
 from practiceflow.versions import VersionUnavailable, load_version, rebuild, short
 
-__all__ = [
-    "ConsoleContext",
-    "attention_view",
-    "budget_view",
-    "recipes_view",
-    "run_view",
-    "runs_view",
-]
-
 
 @dataclass
 class ConsoleContext:
@@ -97,9 +88,6 @@ def _seconds(start: datetime | None, end: datetime | None) -> float | None:
     if start is None or end is None:
         return None
     return round((end - start).total_seconds(), 3)
-
-
-# --- recipes -------------------------------------------------------------------------------
 
 
 def _live(ctx: ConsoleContext) -> bool:
@@ -183,15 +171,7 @@ def _recipe_row(ctx: ConsoleContext, name: str, recipe: ValidRecipe | None) -> d
 
 
 def recipes_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
-    """The recipes ``serve`` runs, then any other recipe that has runs in the store.
-
-    Args:
-        ctx: the console context.
-
-    Returns:
-        One row per recipe: status, trigger mode, last event, cursor, subscription health
-        (``None`` where the store records nothing).
-    """
+    """The recipes ``serve`` runs, then any other recipe that has runs in the store."""
     rows = [_recipe_row(ctx, recipe.name, recipe) for recipe in ctx.recipes]
     known = {recipe.name for recipe in ctx.recipes}
     others = sorted(
@@ -201,22 +181,10 @@ def recipes_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
     return [ctx.redactor.secrets(row) for row in rows]
 
 
-# --- runs ----------------------------------------------------------------------------------
-
-
 def parse_filters(
     recipe: str | None, status: str | None, day: str | None
 ) -> tuple[str | None, RunStatus | None, date | None, list[str]]:
-    """Check the run list's filters; a bad one is reported and ignored, not fatal.
-
-    Args:
-        recipe: the recipe name, or empty.
-        status: a run status, or empty.
-        day: a date ``YYYY-MM-DD`` (UTC), or empty.
-
-    Returns:
-        ``(recipe, status, day, problems)``.
-    """
+    """Check the run list's filters; a bad one is reported and ignored, not fatal."""
     problems: list[str] = []
     found_status: RunStatus | None = None
     if status:
@@ -260,18 +228,7 @@ def runs_view(
     day: date | None = None,
     limit: int = 200,
 ) -> list[dict[str, Any]]:
-    """Runs matching the filters, newest first (as ``practiceflow runs list``).
-
-    Args:
-        ctx: the console context.
-        recipe: only this recipe's.
-        status: only runs in this status.
-        day: only runs started on this UTC day.
-        limit: at most this many.
-
-    Returns:
-        One row per run.
-    """
+    """Runs matching the filters, newest first (as ``practiceflow runs list``)."""
     since = datetime.combine(day, time(), UTC) if day else None
     found = ctx.store.list_runs(
         practice=ctx.practice, recipe=recipe, status=status, since=since, limit=limit
@@ -359,13 +316,6 @@ def _recipe_of(ctx: ConsoleContext, run: RunRecord) -> ValidRecipe | None:
 def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
     """One run with its event and every step's journal, masked.
 
-    Args:
-        ctx: the console context.
-        run_id: the run.
-
-    Returns:
-        The run, or None when there is no such run (or it is another practice's).
-
     Raises:
         AmbiguousRunId: a short id that starts several runs' ids.
     """
@@ -425,14 +375,6 @@ def _unsettled_row(
 def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
     """What waits for a person: steps in doubt, with what the read-back looked at,
     quarantined runs, and the open entries of the attention table, with their reason.
-
-    Args:
-        ctx: the console context.
-
-    Returns:
-        One row per in-doubt step of a held run, one per quarantined run (its ``step``
-        None, ``quarantined`` True) and one per open attention entry (its ``step`` None,
-        ``entry`` True, ``held`` True for a delivery held as unrecognised).
     """
     rows: list[dict[str, Any]] = []
     for run in ctx.store.list_runs(practice=ctx.practice, status="in_doubt", limit=500):
@@ -491,9 +433,6 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
     return rows
 
 
-# --- budget --------------------------------------------------------------------------------
-
-
 def _buckets(
     store: StateStore, practice: str, end: datetime, width: timedelta, count: int
 ) -> list[dict[str, Any]]:
@@ -508,13 +447,6 @@ def _buckets(
 def budget_view(ctx: ConsoleContext) -> dict[str, Any]:
     """Requests per minute (last hour) and per hour (last day) against the three limits,
     from the store's request bookkeeping, with the ``practiceflow plan`` forecast.
-
-    Args:
-        ctx: the console context.
-
-    Returns:
-        ``limits``, ``per_minute``, ``per_hour``, ``last_day`` (None when no practice is
-        known), and ``forecast`` (None without recipes).
     """
     limits = {
         "per_minute": ctx.limits.per_minute,

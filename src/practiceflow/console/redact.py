@@ -1,17 +1,9 @@
 """What the console masks before anything is rendered or returned as JSON.
 
-The runner journals requests already masked (:mod:`practiceflow.engine.masking`, the one
-masking path, which this module uses for personal data too); the
-console masks again, because a journal may have been written by another tool or with a
-bug, and a page is a place where a leak is seen by many. Three passes, all on copies:
-
-* personal data by schema: the ``x-pii`` paths of the step's action (input and output) and
-  of the run's trigger (the event payload); personal values of the input are also masked
-  wherever they reappear in the rendered request;
-* secrets by name: any field whose name says secret, password, token, authorization, API
-  key, cookie or credential, and any ``Bearer`` / ``Basic`` credential inside text;
-* secrets by value: every secret the console knows (webhook secrets of the store's
-  subscriptions, the client secret, the console token) wherever it appears in any text.
+The journal is masked already (:mod:`practiceflow.engine.masking`); the console masks again,
+because a journal may come from another tool or a bug and a page is seen by many. On copies:
+personal data by the ``x-pii`` paths of the action and trigger (values also wherever they
+reappear); secrets by field name and ``Bearer``/``Basic`` text; and every known secret value.
 """
 
 from __future__ import annotations
@@ -33,8 +25,6 @@ from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, l
 
 #: Every field of a payload (top-level keys kept, values masked).
 _WHOLE: frozenset[tuple[str, ...]] = frozenset({()})
-
-__all__ = ["MASK", "Redactor"]
 
 _SECRET_NAME = re.compile(
     r"secret|passw|token|authori[sz]ation|api[-_]?key|cookie|credential|signature",
@@ -58,11 +48,7 @@ class Redactor:
         self._secrets: set[str] = {value for value in secrets if len(value) >= _MIN_SECRET}
 
     def add_secrets(self, values: Iterable[str]) -> None:
-        """Learn more secret values (subscriptions made since the console started).
-
-        Args:
-            values: the secrets.
-        """
+        """Learn more secret values (subscriptions made since the console started)."""
         self._secrets.update(value for value in values if len(value) >= _MIN_SECRET)
 
     def _action(self, use: Any) -> ActionModule | None:
@@ -76,14 +62,7 @@ class Redactor:
         return self.registry.triggers.get(key)
 
     def secrets(self, tree: Any) -> Any:
-        """Mask secrets by field name, credential text and known value.
-
-        Args:
-            tree: any JSON value.
-
-        Returns:
-            A masked copy.
-        """
+        """Mask secrets by field name, credential text and known value."""
         if isinstance(tree, Mapping):
             return {
                 key: MASK if _SECRET_NAME.search(str(key)) else self.secrets(child)
@@ -96,14 +75,7 @@ class Redactor:
         return tree
 
     def text(self, text: str) -> str:
-        """Mask credentials and known secrets inside one piece of text.
-
-        Args:
-            text: the text.
-
-        Returns:
-            The masked text.
-        """
+        """Mask credentials and known secrets inside one piece of text."""
         text = _CREDENTIAL_TEXT.sub(lambda found: f"{found.group(1)} {MASK}", text)
         for secret in self._secrets:
             if secret in text:
@@ -111,14 +83,7 @@ class Redactor:
         return text
 
     def request(self, entry: Any) -> Any:
-        """Mask a journaled request entry (``{"use", "input", "request"}``).
-
-        Args:
-            entry: the step's ``request`` column.
-
-        Returns:
-            A masked copy.
-        """
+        """Mask a journaled request entry (``{"use", "input", "request"}``)."""
         if not isinstance(entry, Mapping):
             return self.secrets(entry)
         action = self._action(entry.get("use"))
@@ -134,15 +99,7 @@ class Redactor:
         return self.secrets(shown)
 
     def output(self, use: Any, output: Any) -> Any:
-        """Mask a step's output by its action's output schema.
-
-        Args:
-            use: the action key the step used.
-            output: the output.
-
-        Returns:
-            A masked copy.
-        """
+        """Mask a step's output by its action's output schema."""
         action = self._action(use)
         if action is not None:
             output = mask_output(output, action.output.schema)
@@ -153,14 +110,7 @@ class Redactor:
         return self.secrets(output)
 
     def event(self, origin: Any) -> Any:
-        """Mask the journaled event of a run (its ``origin``).
-
-        Args:
-            origin: ``{"event_key", "event_id", "source", "payload", ...}``.
-
-        Returns:
-            A masked copy.
-        """
+        """Mask the journaled event of a run (its ``origin``)."""
         if not isinstance(origin, Mapping):
             return self.secrets(origin)
         shown = dict(origin)
@@ -181,30 +131,14 @@ class Redactor:
         return frozenset(lint.pii_paths(trigger.output_schema))
 
     def personal(self, use: Any, entry: Any) -> frozenset[str]:
-        """The personal values of a journaled request entry's input.
-
-        Args:
-            use: the action key the step used.
-            entry: the step's ``request`` column.
-
-        Returns:
-            The values (empty when the action is unknown or tags nothing).
-        """
+        """The personal values of a journaled request entry's input."""
         action = self._action(use)
         if action is None or not action.pii_paths or not isinstance(entry, Mapping):
             return frozenset()
         return personal_values(entry.get("input"), action.pii_paths)
 
     def output_personal(self, use: Any, output: Any) -> frozenset[str]:
-        """The personal values of a step's output (by its action's output schema).
-
-        Args:
-            use: the action key the step used.
-            output: the step's output.
-
-        Returns:
-            The values (empty when the action is unknown or tags nothing).
-        """
+        """The personal values of a step's output (by its action's output schema)."""
         action = self._action(use)
         schema = action.output.schema if action is not None else None
         if not isinstance(schema, Mapping):
@@ -212,14 +146,7 @@ class Redactor:
         return personal_values(output, output_pii(output, schema))
 
     def event_personal(self, origin: Any) -> frozenset[str]:
-        """The personal values of a run's journaled event (by its trigger's schema).
-
-        Args:
-            origin: the run's ``origin``.
-
-        Returns:
-            The values.
-        """
+        """The personal values of a run's journaled event (by its trigger's schema)."""
         if not isinstance(origin, Mapping):
             return frozenset()
         return personal_values(origin.get("payload"), self._event_pii(origin))
@@ -229,27 +156,11 @@ class Redactor:
 
         A value tagged personal in one step is personal in every other step of the run,
         whatever the other step's schema says (a name copied into a note, say).
-
-        Args:
-            tree: any JSON value.
-            values: the personal values.
-
-        Returns:
-            A masked copy.
         """
         return mask_values(tree, values)
 
     def error(self, use: Any, error: Any, input_entry: Any = None) -> Any:
-        """Mask an error or reason, including personal values of the step's input.
-
-        Args:
-            use: the action key the step used.
-            error: the error JSON.
-            input_entry: the step's journaled request entry, for its personal values.
-
-        Returns:
-            A masked copy.
-        """
+        """Mask an error or reason, including personal values of the step's input."""
         action = self._action(use)
         if action is not None and action.pii_paths and isinstance(input_entry, Mapping):
             values = personal_values(input_entry.get("input"), action.pii_paths)

@@ -1,8 +1,7 @@
 """A screenshot of a console page in headless Chromium (the demo and the docs use it).
 
-Debian's ``chromium`` is driven by Playwright with its executable path set: nothing is
-downloaded at run time. When either is missing, :func:`screenshot` says so and returns
-None rather than failing: a screenshot is an illustration, never the point of a run.
+Debian's ``chromium`` driven by Playwright, nothing downloaded; when either is missing it says
+so and returns None: a screenshot is an illustration, never the point of a run.
 """
 
 from __future__ import annotations
@@ -10,8 +9,6 @@ from __future__ import annotations
 import logging
 import shutil
 from pathlib import Path
-
-__all__ = ["CHROMIUM_ARGS", "find_chromium", "screenshot"]
 
 logger = logging.getLogger(__name__)
 
@@ -35,16 +32,7 @@ def find_chromium() -> Path | None:
 
 
 def screenshot(url: str, out: Path, *, width: int = 1280) -> tuple[Path | None, str]:
-    """Save a full-page screenshot of ``url`` to ``out``.
-
-    Args:
-        url: a page of the console (on 127.0.0.1).
-        out: the PNG file to write (its folder is created).
-        width: viewport width in pixels.
-
-    Returns:
-        ``(path, "")`` when written, else ``(None, reason)``.
-    """
+    """Save a full-page screenshot of ``url`` to ``out``."""
     chromium = find_chromium()
     if chromium is None:
         return None, "no chromium on this machine (apt-get install chromium)"

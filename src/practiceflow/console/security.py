@@ -1,13 +1,8 @@
 """The console's guards: where it may listen, who may read it, which POSTs are genuine.
 
-* :func:`check_bind`: loopback by default; any other address needs a token, and the
-  console refuses to start without one.
-* :class:`Guard` checks the token (a ``Bearer`` header, or the cookie set after a first
-  visit with ``?token=``) on every request when one is configured.
-* CSRF: every visitor gets a random session id in an ``HttpOnly``, ``SameSite=Strict``
-  cookie; each form carries ``HMAC(key, session id | purpose)``, and a POST whose token is
-  missing or does not match is refused with 403. The check is server-side; no JavaScript
-  is involved.
+Loopback by default (any other address needs a token); the token is checked on every request
+when configured; every form carries ``HMAC(key, session id | purpose)`` and a POST without a
+matching one is refused with 403, server-side.
 """
 
 from __future__ import annotations
@@ -23,14 +18,6 @@ from starlette.requests import Request
 from practiceflow.errors import ConfigError
 from practiceflow.service.netaddr import is_loopback
 
-__all__ = [
-    "CSRF_FIELD",
-    "SESSION_COOKIE",
-    "TOKEN_COOKIE",
-    "Guard",
-    "check_bind",
-]
-
 #: Cookie holding the visitor's random session id (the CSRF tokens are bound to it).
 SESSION_COOKIE = "pf_console_session"
 #: Cookie holding the console token after a visit with ``?token=``.
@@ -41,10 +28,6 @@ CSRF_FIELD = "csrf_token"
 
 def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond loopback without a token.
-
-    Args:
-        host: the address the console would listen on.
-        token: the console token, if one was given.
 
     Raises:
         ConfigError: ``host`` is not loopback and no token was given.
@@ -61,25 +44,13 @@ def check_bind(host: str, token: str | None) -> None:
 
 @dataclass
 class Guard:
-    """Token and CSRF checks of one console (see the module docstring).
-
-    Attributes:
-        token: the access token; None when the console is loopback-only and open.
-        key: the secret the CSRF tokens are signed with (random per process).
-    """
+    """Token and CSRF checks of one console (see the module docstring)."""
 
     token: str | None = None
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
 
     def allowed(self, request: Request) -> bool:
-        """Whether the request carries the token (always True without one).
-
-        Args:
-            request: the incoming request.
-
-        Returns:
-            True when no token is configured or the request presents it.
-        """
+        """Whether the request carries the token (always True without one)."""
         if not self.token:
             return True
         header = request.headers.get("authorization", "")
@@ -100,29 +71,12 @@ class Guard:
         return secrets.token_urlsafe(24)
 
     def csrf_token(self, session: str, purpose: str) -> str:
-        """The form token of a session for one purpose (such as ``resolve:RUN:STEP``).
-
-        Args:
-            session: the visitor's session id.
-            purpose: what the form does; a token for one form cannot post another.
-
-        Returns:
-            The token, as hex.
-        """
+        """The form token of a session for one purpose (such as ``resolve:RUN:STEP``)."""
         message = f"{session}|{purpose}".encode()
         return hmac.new(self.key, message, hashlib.sha256).hexdigest()
 
     def csrf_ok(self, request: Request, purpose: str, offered: str | None) -> bool:
-        """Check a POST's CSRF token and, when the browser sends one, its ``Origin``.
-
-        Args:
-            request: the POST.
-            purpose: the purpose the form was issued for.
-            offered: the token the form carried.
-
-        Returns:
-            True when the token matches this visitor's session and purpose.
-        """
+        """Check a POST's CSRF token and, when the browser sends one, its ``Origin``."""
         session = self.session_of(request)
         if session is None or not offered:
             return False

@@ -16,19 +16,12 @@ from starlette.routing import BaseRoute
 
 from practiceflow.console.app import PREFIX, create_app
 from practiceflow.console.data import ConsoleContext
-from practiceflow.console.security import Guard, check_bind
+from practiceflow.console.security import Guard
+from practiceflow.console.security import check_bind as check_bind  # cli.serving imports it here
 from practiceflow.errors import ConfigError
 from practiceflow.runner import ValidRecipe
 from practiceflow.service.loop import Service
 from practiceflow.service.netaddr import ThreadedServer
-
-__all__ = [
-    "DEFAULT_HOST",
-    "DEFAULT_PORT",
-    "ConsoleServer",
-    "check_bind",
-    "console_for",
-]
 
 logger = logging.getLogger("practiceflow.console")
 
@@ -79,9 +72,6 @@ class ConsoleServer(ThreadedServer):
     def start(self, timeout: float = 5.0) -> ConsoleServer:
         """Start serving and wait until the socket listens.
 
-        Returns:
-            The server itself.
-
         Raises:
             ConfigError: it did not start within ``timeout`` (port taken, say).
         """
@@ -109,18 +99,6 @@ def console_for(
     """The console ``practiceflow serve`` mounts: its store, recipes, budget and intake.
 
     The console is optional there: a port already taken is a warning, not a failure.
-
-    Args:
-        service: the service (its stop flag; its ``settled`` flag is set on resolutions).
-        client: the API client (its limits; its secret is kept off every page).
-        recipes: the recipes served.
-        practice: the practice key.
-        listen: ``(host, port)``.
-        token: the console token, required beyond loopback.
-        extra: routes served beside the console (``/healthz``, ``/readyz``, ``/metrics``).
-
-    Returns:
-        The server, not started (the service starts and stops it).
 
     Raises:
         ConfigError: a non-loopback address without a token.

@@ -1,10 +1,7 @@
-"""File answers (PDF, zip): where to write them, and streaming them there.
+"""File answers (PDF, zip): the destination, checked before sending, and streaming there.
 
-The destination is checked before anything is sent: it must be a file in an existing
-folder, or an existing folder (then the module's ``filename`` is used inside it). The
-body is streamed by :meth:`practiceflow.api.Client.download` (chunks to a temporary file
-beside the target, renamed when complete), never held in memory; the output names the
-file, its size and its SHA-256.
+The body is never held in memory: :meth:`practiceflow.api.Client.download` streams it beside
+the target and renames it when complete.
 """
 
 from __future__ import annotations
@@ -15,8 +12,6 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from practiceflow.errors import Issue
-
-__all__ = ["DownloadClient", "download_output", "resolve_destination"]
 
 
 @runtime_checkable
@@ -34,16 +29,7 @@ class DownloadClient(Protocol):
 
 
 def resolve_destination(to: Any, filename: Any, field: str) -> tuple[Path | None, Issue | None]:
-    """Turn the rendered ``download.to`` (and ``filename``) into the file to write.
-
-    Args:
-        to: what ``download.to`` rendered: a file path, or an existing folder.
-        filename: what ``download.filename`` rendered (used when ``to`` is a folder).
-        field: the input field ``to`` came from, for the issue.
-
-    Returns:
-        ``(path, None)``, or ``(None, issue)`` saying what is wrong and what would be valid.
-    """
+    """Turn the rendered ``download.to`` (and ``filename``) into the file to write."""
     if not isinstance(to, str | os.PathLike) or not str(to).strip():
         return None, Issue("input", 0, 0, field, f"got {to!r}; expected a file or folder path")
     target = Path(to).expanduser()
@@ -63,14 +49,7 @@ def resolve_destination(to: Any, filename: Any, field: str) -> tuple[Path | None
 
 
 def download_output(result: Any) -> dict[str, Any]:
-    """The output of a download: ``{path, fileName, size, sha256, contentType}``.
-
-    Args:
-        result: what the client's ``download`` returned.
-
-    Returns:
-        The output mapping.
-    """
+    """The output of a download: ``{path, fileName, size, sha256, contentType}``."""
     path = Path(result.path)
     return {
         "path": str(path),

@@ -1,11 +1,7 @@
 """Checking input against declared choices (``x-choices``) before anything is sent.
 
-:func:`check_choices` reads each declared list once (through the list action itself, so
-paging and filters are the module's) and reports every value in the input that the list
-does not offer, naming the valid values. It needs a client: offline (a dry run, or no
-credentials) there is nothing to compare with and nothing is checked. Values are compared
-as text without regard to case (the API resolves names that way for lead settings; the
-module's own checks stay the stricter judge).
+Each list is read once through its list action; offline nothing is checked. Values compare as
+case-insensitive text, as the API resolves names; the module's own checks stay the stricter judge.
 """
 
 from __future__ import annotations
@@ -26,23 +22,12 @@ from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 
-__all__ = ["check_choices", "values_at"]
-
 #: Valid values named in one message at most.
 SHOWN = 20
 
 
 def values_at(data: Any, path: FieldPath, at: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
-    """Yield ``(json path, value)`` for every value of the input at a field path.
-
-    Args:
-        data: the input.
-        path: property names from the root, ``*`` for any list index.
-        at: the JSON path walked so far.
-
-    Yields:
-        The concrete places and their values (absent and null ones left out).
-    """
+    """Yield ``(json path, value)`` for every value of the input at a field path."""
     if not path:
         if data is not None:
             yield at, data
@@ -74,17 +59,6 @@ def check_choices(
     located: Located | None = None,
 ) -> list[Issue]:
     """Compare the input's choice fields with the lists they come from.
-
-    Args:
-        module: the action (or trigger) whose input it is.
-        data: the input (already valid against the input schema).
-        client: an API client; each declared list is read once.
-        registry: where the list actions are.
-        file: the input's source, for the issues.
-        located: positions, when the input came from a file.
-
-    Returns:
-        One issue per value the list does not offer, naming the valid values.
 
     Raises:
         ApiError, TransportError: reading a list failed (the caller sends nothing).

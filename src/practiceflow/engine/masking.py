@@ -1,20 +1,11 @@
 """The one place personal data (fields tagged ``x-pii``) and secrets are masked.
 
-The dry run, the journal, the logs, errors, ``runs show`` and the console all mask through
-these functions, so that what one shows the others show too. Two rules, applied together:
-
-* **by path**: a field tagged ``x-pii`` in a module's input, output or trigger payload is
-  masked where it sits (:func:`mask_paths`, :func:`mask_input`, :func:`mask_output`); a
-  request value is masked when its template reads a personal field
-  (:func:`mask_for_template`);
-* **by value**: every personal value is masked wherever it reappears in text, however it
-  got there (:func:`mask_text`, :func:`mask_values`, :func:`mask_request`): whole, and any
-  fragment of :data:`MIN_FRAGMENT` characters or more (an API error that echoes the first
-  60 characters of a name, in another letter case). An API error is also masked for the
-  value of every input field it names (:func:`mask_error`).
-
-A value shorter than :data:`MIN_WHOLE` is masked only where it is a whole value, never
-inside longer text (an initial "J" must not blank every J of a message).
+Everything that shows data (dry run, journal, logs, errors, ``runs show``, the console) masks
+here, by two rules together: by path (a tagged field, or a request value whose template reads
+one) and by value (a personal value wherever it reappears in text, whole or as any fragment of
+:data:`MIN_FRAGMENT` characters, in any letter case; an API error also loses the value of each
+input field it names). A value shorter than :data:`MIN_WHOLE` is masked only as a whole value
+(an initial "J" must not blank every J of a message).
 """
 
 from __future__ import annotations
@@ -26,25 +17,6 @@ from typing import Any, TypeVar
 from practiceflow.errors import ApiError, InDoubtError, PracticeflowError, TransportError
 from practiceflow.manifest import lint
 from practiceflow.templating import CompiledTemplate
-
-__all__ = [
-    "MASK",
-    "MIN_FRAGMENT",
-    "MIN_WHOLE",
-    "mask_error",
-    "mask_for_template",
-    "mask_input",
-    "mask_output",
-    "mask_paths",
-    "mask_request",
-    "mask_secrets",
-    "mask_text",
-    "mask_values",
-    "named_values",
-    "output_pii",
-    "personal_values",
-    "pii_match",
-]
 
 MASK = "***"
 #: A fragment of a personal value this long or longer is masked inside any text.
@@ -58,15 +30,7 @@ PiiPaths = frozenset[tuple[str, ...]]
 
 
 def pii_match(path: Iterable[str | int], pii: PiiPaths) -> bool:
-    """Tell whether a JSON path of the input is, or lies inside, a personal field.
-
-    Args:
-        path: keys and indexes from the input root.
-        pii: the module's personal paths (``*`` matches any index).
-
-    Returns:
-        True when the value at ``path`` is personal data.
-    """
+    """Tell whether a JSON path of the input is, or lies inside, a personal field."""
     parts = tuple(path)
     for candidate in pii:
         if len(candidate) <= len(parts) and all(
@@ -78,16 +42,7 @@ def pii_match(path: Iterable[str | int], pii: PiiPaths) -> bool:
 
 
 def mask_paths(value: Any, pii: PiiPaths, at: tuple[str | int, ...] = ()) -> Any:
-    """Return a copy of an input-shaped value with its personal fields masked.
-
-    Args:
-        value: a value shaped like (part of) the input.
-        pii: personal paths relative to ``value``.
-        at: the path of ``value``, when ``pii`` is relative to an outer value.
-
-    Returns:
-        The masked copy.
-    """
+    """Return a copy of an input-shaped value with its personal fields masked."""
     for key in at:
         below = _descend(pii, key)
         if below is None:
@@ -97,11 +52,7 @@ def mask_paths(value: Any, pii: PiiPaths, at: tuple[str | int, ...] = ()) -> Any
 
 
 def _descend(pii: PiiPaths, key: str | int) -> PiiPaths | None:
-    """The personal paths below ``key`` (relative to it); None when ``key`` itself is one.
-
-    Same rule as :func:`pii_match`, one step at a time, so that a value is walked once
-    rather than every path of it being matched against every personal path.
-    """
+    """The personal paths below ``key`` (relative to it); None when ``key`` itself is one."""
     below: set[tuple[str, ...]] = set()
     for candidate in pii:
         if not candidate:
@@ -131,17 +82,7 @@ def _mask_below(value: Any, pii: PiiPaths) -> Any:
 
 
 def mask_for_template(template: CompiledTemplate, value: Any, pii: PiiPaths) -> Any:
-    """Mask a rendered value according to the personal input fields its template reads.
-
-    Args:
-        template: the template that produced ``value``.
-        value: what it rendered.
-        pii: the module's personal paths.
-
-    Returns:
-        ``value`` itself when no personal field is read; ``***`` when one is read as a
-        whole; otherwise a copy with the personal parts masked.
-    """
+    """Mask a rendered value according to the personal input fields its template reads."""
     if not pii or value is None or "input" not in template.names:
         return value
     fields = template.attributes.get("input")
@@ -157,9 +98,6 @@ def mask_for_template(template: CompiledTemplate, value: Any, pii: PiiPaths) -> 
     return MASK
 
 
-# -- by value ------------------------------------------------------------------------------
-
-
 def _leaves(value: Any) -> Iterator[Any]:
     if isinstance(value, Mapping):
         for child in value.values():
@@ -172,15 +110,7 @@ def _leaves(value: Any) -> Iterator[Any]:
 
 
 def personal_values(data: Any, pii: PiiPaths) -> frozenset[str]:
-    """Collect the text of every personal field of a value (an input, an output, a payload).
-
-    Args:
-        data: the value.
-        pii: its personal paths (``*`` matches any index).
-
-    Returns:
-        The personal values as strings (numbers included as text), empty strings left out.
-    """
+    """Collect the text of every personal field of a value (an input, an output, a payload)."""
     found: set[str] = set()
 
     def walk(value: Any, path: tuple[str, ...]) -> None:
@@ -204,13 +134,6 @@ def named_values(data: Any, text: str) -> frozenset[str]:
 
     An API error that names a field (``entityName: too long (got "...")``) may echo its
     value: that value is masked in the error whether or not the field is tagged.
-
-    Args:
-        data: the input the request was rendered from.
-        text: the error's text (message and problem body).
-
-    Returns:
-        The string values of the named fields.
     """
     lowered = text.lower()
     found: set[str] = set()
@@ -252,15 +175,7 @@ def _spans(text: str, values: Iterable[str]) -> list[tuple[int, int]]:
 
 
 def mask_text(text: str, values: Iterable[str]) -> str:
-    """Mask personal values in text: whole, and any fragment of 6 characters or more.
-
-    Args:
-        text: the text.
-        values: the personal values.
-
-    Returns:
-        The text with each stretch covered by personal data replaced by ``***``.
-    """
+    """Mask personal values in text: whole, and any fragment of 6 characters or more."""
     values = tuple(values)
     if not values or not text:
         return text
@@ -284,15 +199,7 @@ def mask_text(text: str, values: Iterable[str]) -> str:
 
 
 def mask_values(tree: Any, values: Iterable[str]) -> Any:
-    """Mask personal values wherever they appear in a JSON-like tree (keys kept).
-
-    Args:
-        tree: any JSON value.
-        values: the personal values.
-
-    Returns:
-        A masked copy.
-    """
+    """Mask personal values wherever they appear in a JSON-like tree (keys kept)."""
     values = frozenset(values)
     if not values:
         return tree
@@ -308,15 +215,7 @@ def mask_values(tree: Any, values: Iterable[str]) -> Any:
 
 
 def mask_input(data: Any, pii: PiiPaths) -> Any:
-    """Mask the personal fields of an action's input where they sit.
-
-    Args:
-        data: the rendered input.
-        pii: the action's personal input paths.
-
-    Returns:
-        A masked copy.
-    """
+    """Mask the personal fields of an action's input where they sit."""
     return mask_paths(data, pii) if pii else data
 
 
@@ -324,14 +223,6 @@ def mask_request(request: Mapping[str, Any], data: Any, pii: PiiPaths) -> dict[s
     """Mask, in a request (sent, about to be sent or described), every personal value.
 
     The journal, the logs and every dry run show requests through this function.
-
-    Args:
-        request: ``method``, ``path`` or ``url``, ``params``, ``json``, ``headers``.
-        data: the input the request was rendered from.
-        pii: the action's personal input paths.
-
-    Returns:
-        A masked copy.
     """
     values = personal_values(data, pii)
     shown = {key: value for key, value in request.items() if value is not None}
@@ -340,15 +231,7 @@ def mask_request(request: Mapping[str, Any], data: Any, pii: PiiPaths) -> dict[s
 
 
 def mask_output(output: Any, schema: Mapping[str, Any] | None) -> Any:
-    """Mask the fields of an output (or a trigger payload) that its schema tags ``x-pii``.
-
-    Args:
-        output: a step's output.
-        schema: the action's output schema.
-
-    Returns:
-        A masked copy (the output itself when nothing is personal).
-    """
+    """Mask the fields of an output (or a trigger payload) that its schema tags ``x-pii``."""
     if not schema:
         return output
     pii = output_pii(output, schema)
@@ -360,15 +243,6 @@ def output_pii(output: Any, schema: Mapping[str, Any], tagged: PiiPaths | None =
     whole record ``x-pii`` at its root, every field the schema does not declare (a record
     that passes through, such as a client's detail: only declared, untagged fields are
     known not to be personal).
-
-    Args:
-        output: the output (or trigger payload).
-        schema: its schema.
-        tagged: the paths its schema tags, as the module found them when it was loaded
-            (``output_pii_paths``); read from ``schema`` when not given.
-
-    Returns:
-        The paths.
     """
     pii = lint.pii_paths(schema) if tagged is None else tagged
     if schema.get("x-pii") is True and isinstance(output, Mapping):
@@ -384,18 +258,8 @@ def mask_secrets(output: Any, secret: frozenset[tuple[str, ...]]) -> Any:
     Secrets never reach the journal: a step's stored output has them masked, so a run
     resumed after a crash sees the mask where the secret was (a later step that needs a
     secret must run in the same process as the step that produced it).
-
-    Args:
-        output: a step's output.
-        secret: the action's secret output paths (computed once, when it is loaded).
-
-    Returns:
-        A masked copy (the output itself when nothing is secret).
     """
     return mask_paths(output, secret) if secret else output
-
-
-# -- errors --------------------------------------------------------------------------------
 
 
 def _error_text(exc: BaseException) -> str:
@@ -413,14 +277,6 @@ def mask_error(exc: ErrorT, data: Any, pii: PiiPaths) -> ErrorT:
     Its message, its problem-details body (API errors), its cause (in-doubt errors) and its
     reason (transport errors) lose every personal value of the input, every fragment of one,
     and the value of every input field the error names.
-
-    Args:
-        exc: the error.
-        data: the action's input.
-        pii: the action's personal input paths.
-
-    Returns:
-        ``exc``, masked.
     """
     values = personal_values(data, pii) | named_values(data, _error_text(exc))
     if values:

@@ -1,16 +1,8 @@
 """The execution of one action module.
 
-Order (nothing is sent before the last check passed):
-
-1. validate the input against the module's ``input`` schema: every problem at once, as an
-   :class:`~practiceflow.errors.InputError` naming each field;
-2. run the module's ``hook`` (it may adjust the input), then each of its ``checks``; those
-   that read the API are skipped in a dry run, with a warning;
-3. render the request (method, path, query, headers, body) from the templates;
-4. dry run: describe the exact request (secrets and ``x-pii`` fields masked) and stop;
-5. send it with the client; an API error keeps its class and gains the module's hint;
-6. map the response to the output and validate it against ``output.schema``: a mismatch is
-   a warning, never an error, because the API has already acted.
+Nothing is sent before the last check passed: input validated, hook and checks run, request
+rendered, (dry run: described masked, and stop), sent, response mapped. An output that does not
+match its schema is a warning, never an error, because the API has already acted.
 """
 
 from __future__ import annotations
@@ -48,8 +40,6 @@ from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 
 logger = logging.getLogger("practiceflow.engine")
 
-__all__ = ["ActionResult", "run_action", "validate_input"]
-
 
 @dataclass(frozen=True)
 class ActionResult:
@@ -81,18 +71,7 @@ def validate_input(
     located: Located | None = None,
     prefix: JsonPath = (),
 ) -> list[Issue]:
-    """Check input against an action's input schema; personal values are not echoed.
-
-    Args:
-        module: the action.
-        data: the input.
-        file: the name of the input's source for the issues (``input`` from code).
-        located: positions, when the input came from a YAML or JSON file.
-        prefix: where the input sits inside that file.
-
-    Returns:
-        Every issue, each naming the field, what it got and what would be valid.
-    """
+    """Check input against an action's input schema; personal values are not echoed."""
     pii = module.pii_paths
 
     def personal(path: JsonPath) -> bool:
@@ -166,17 +145,7 @@ def run_action(
     described = _describe_sent(client, masked)
     try:
         sender = client if hooks is None else client.hooked(hooks)
-        if module.extensions:  # list, download, warn_if: see engine/run_sections.py
-            response = run_sections.send(module, ctx, sender, request)
-        else:
-            response = sender.request(
-                request["method"],
-                request["path"],
-                params=request.get("params"),
-                json=request.get("json"),
-                headers=request.get("headers"),
-            )
-        response = _completed(module, client, response)
+        response = _completed(module, client, run_sections.send(module, ctx, sender, request))
     except PracticeflowError as exc:
         # Everything that shows this error (the CLI, logs, the journal, the console) shows
         # it masked: personal values of the input, fragments of them, and named fields.
@@ -293,15 +262,7 @@ def _check_path(template: CompiledTemplate | str, path: Any) -> None:
 
 def _describe(client: ClientLike | None, masked: Mapping[str, Any]) -> dict[str, Any]:
     if client is None:
-        url = masked["path"]
-        if masked.get("params"):
-            url += "?" + urlencode(masked["params"], doseq=True)
-        return {
-            "method": masked["method"],
-            "url": url,
-            "headers": dict(masked.get("headers") or {}),
-            "json": masked.get("json"),
-        }
+        return _describe_sent(None, masked)
     return client.describe_request(
         masked["method"],
         # A masked path segment would not be a valid path; describe the real one.
@@ -314,12 +275,8 @@ def _describe(client: ClientLike | None, masked: Mapping[str, Any]) -> dict[str,
     )
 
 
-def _describe_sent(client: ClientLike, masked: Mapping[str, Any]) -> dict[str, Any]:
-    """A light description of a request being sent (the client adds its own headers).
-
-    Preparing the client's exact description costs a request preparation per run; a dry
-    run pays it (it is the point of a dry run), a real run records this instead.
-    """
+def _describe_sent(client: ClientLike | None, masked: Mapping[str, Any]) -> dict[str, Any]:
+    """A light description of a request being sent (the client adds its own headers)."""
     url = str(getattr(client, "base_url", "")) + masked["path"]
     if masked.get("params"):
         url += "?" + urlencode(masked["params"], doseq=True)

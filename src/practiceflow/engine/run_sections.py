@@ -1,13 +1,8 @@
 """Running the optional ``list``, ``download`` and ``warn_if`` sections of an action.
 
-:func:`prepare` runs after the request is rendered and before anything is sent (or
-described): it renders ``list.limit`` and the download destination and refuses bad values
-as an :class:`~practiceflow.errors.InputError`. :func:`send` replaces the plain
-``client.request`` call: a list module's answer becomes ``{items, count, hasMore}``
-(:mod:`.search`), a download module's answer is streamed to disk (:mod:`.binary`); then
-each ``warn_if`` entry is checked against the answer. Both keep the engine's contract: an
-API error keeps its class, and the answer is handed back as a response (status, headers,
-data) for ``output.map`` and the output schema.
+:func:`prepare` refuses bad ``list.limit`` or download destinations before anything is sent;
+:func:`send` replaces ``client.request`` and hands the answer back as a response, so API errors
+keep their class and ``output.map`` works unchanged.
 """
 
 from __future__ import annotations
@@ -23,8 +18,6 @@ from practiceflow.hooks import ActionContext, ClientLike
 from practiceflow.manifest.models import ActionModule
 from practiceflow.manifest.optional_sections import Template
 from practiceflow.templating import CompiledTemplate, utcnow
-
-__all__ = ["Answer", "prepare", "send"]
 
 _LIMIT = "list_limit"
 _DEST = "download_to"
@@ -69,12 +62,6 @@ def prepare(
 
     A paged list's described request shows the first page's ``pageNumber`` (and
     ``pageSize``).
-
-    Args:
-        module: the action.
-        ctx: the run (its input is read).
-        request: the rendered request; gains private keys for :func:`send`.
-        masked: the same request for describing; gains the paging parameters.
 
     Raises:
         InputError: the limit or the destination is not acceptable; nothing was sent.
@@ -156,15 +143,6 @@ def send(
     module: ActionModule, ctx: ActionContext, client: ClientLike, request: dict[str, Any]
 ) -> Any:
     """Send the request of an action and return its answer (see the module docstring).
-
-    Args:
-        module: the action.
-        ctx: the run; ``warn_if`` and paging warnings are added to it.
-        client: the API client.
-        request: the request from the engine, with what :func:`prepare` added.
-
-    Returns:
-        A response (status, headers, data).
 
     Raises:
         ApiError: the API answered with an error.

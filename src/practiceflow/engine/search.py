@@ -1,17 +1,8 @@
-"""Collecting the rows of a list answer: paged or not, filtered, cut at a limit.
+"""Collecting the rows of a list answer as ``{items, count, hasMore}``: paged, filtered, cut.
 
-The output of a list module is always ``{items, count, hasMore}``:
-
-* ``items``: the rows kept, in the API's order, at most ``limit`` of them;
-* ``count``: how many were returned;
-* ``hasMore``: whether at least one more row (that passes the filter) exists beyond
-  ``limit``. To know it, collection reads on until it finds one more kept row or the list
-  ends; with a filter that can mean reading further pages.
-
-Paged lists go through the client's pager (:meth:`practiceflow.api.Client.pages`), which
-knows the paging rules of spec section 8 (fixed server sizes, ``pageSize``, ``hasMore``,
-the 10000-page cap). An endpoint that ignores ``pageNumber`` would hand back the same page
-forever: a page identical to the one before stops collection with a warning.
+``hasMore`` is true only when one more kept row exists, so collection reads on past ``limit``
+until it finds one. Paging is the client's pager; a page identical to the one before (an
+endpoint ignoring ``pageNumber``) stops collection with a warning instead of looping forever.
 """
 
 from __future__ import annotations
@@ -21,8 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from practiceflow.api.paging import Page, extract_items
-
-__all__ = ["Collected", "PagingClient", "collect_pages", "collect_rows"]
 
 Keep = Callable[[Any], bool]
 
@@ -44,14 +33,7 @@ class PagingClient(Protocol):
 
 @dataclass(frozen=True)
 class Collected:
-    """What collection found.
-
-    Attributes:
-        items: the rows kept (at most the limit).
-        has_more: whether one more kept row exists beyond them.
-        pages: how many pages were read.
-        warnings: what the user should know (an endpoint that ignores pageNumber).
-    """
+    """What collection found."""
 
     items: list[Any]
     has_more: bool
@@ -79,16 +61,6 @@ def collect_rows(
 ) -> Collected:
     """Collect the rows of one list answer (not paged).
 
-    Args:
-        data: the parsed answer: a bare array, or an object holding the rows in a list
-            field (``items``, ``data``, ``results``...), with an optional ``hasMore``.
-        where: what was read, for error messages.
-        limit: the most rows to keep; None keeps all.
-        keep: client-side filter; None keeps every row.
-
-    Returns:
-        The rows; ``has_more`` is also true when the answer says ``hasMore: true``.
-
     Raises:
         ConfigError: the answer holds no list.
     """
@@ -102,15 +74,6 @@ def collect_pages(
     pages: Iterator[Page], *, where: str, limit: int | None = None, keep: Keep | None = None
 ) -> Collected:
     """Collect rows page by page until the list ends or one row lies beyond ``limit``.
-
-    Args:
-        pages: the pager's pages (fetched lazily; no page is read after the answer is known).
-        where: what is read, for warnings.
-        limit: the most rows to keep; None keeps all.
-        keep: client-side filter; None keeps every row.
-
-    Returns:
-        The rows, whether more remain, and how many pages were read.
 
     Raises:
         ConfigError: an answer that holds no list, or more than 10000 pages (the pager's).

@@ -1,17 +1,8 @@
-"""Dynamic choices: where an input field's allowed values come from, declared once.
+"""Dynamic choices (``x-choices``): where an input field's allowed values come from, declared once.
 
-A field of an action's or trigger's input schema may say ``x-choices`` (the format is
-``manifests/action.schema.json#/$defs/choices``): which list action reads the choices, which
-row field is the value and which the label, equality filters on the rows, input for the
-list action, and whether the list is large enough to want a search box. One declaration
-serves every consumer: ``practiceflow action`` checks input against it when online
-(:mod:`practiceflow.engine.choice_check`), and each exporter turns it into its platform's own
-dropdown mechanism.
-
-This module reads the declarations out of a schema (:func:`choice_fields`), checks that
-they name a list action of the registry (:func:`check_sources`), and reduces list rows to
-``(value, label)`` pairs (:func:`options_from_rows`), the one rule the exporters' JavaScript
-repeats.
+One declaration serves ``practiceflow action`` (checked online by
+:mod:`practiceflow.engine.choice_check`) and every exporter's dropdowns;
+:func:`options_from_rows` is the one rule the exporters' JavaScript repeats.
 """
 
 from __future__ import annotations
@@ -22,33 +13,13 @@ from typing import Any
 
 from practiceflow.errors import Issue
 
-__all__ = [
-    "ChoiceSource",
-    "accepted_values",
-    "check_sources",
-    "choice_fields",
-    "options_from_rows",
-    "row_matches",
-]
-
 #: A field's place in an input: property names from the root, ``*`` for any list index.
 FieldPath = tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class ChoiceSource:
-    """One ``x-choices`` declaration.
-
-    Attributes:
-        action: key of the list action that reads the choices.
-        value: row field holding the value to send; None when rows are plain values.
-        label: row field shown to people; None means the value.
-        also: other row fields whose values the API accepts too (checked, not offered).
-        where: equality filters on the rows.
-        with_: input for the list action.
-        search: the list is large; platforms offer a search over it.
-        collection: where the rows sit in the raw answer (None: a bare array).
-    """
+    """One ``x-choices`` declaration."""
 
     action: str
     value: str | None = None
@@ -87,14 +58,7 @@ class ChoiceSource:
 
 
 def choice_fields(schema: Mapping[str, Any]) -> dict[FieldPath, ChoiceSource]:
-    """Collect the ``x-choices`` declarations of an input schema.
-
-    Args:
-        schema: an action's or trigger's input schema (valid against the meta-schema).
-
-    Returns:
-        Field path -> declaration, in the schema's order.
-    """
+    """Collect the ``x-choices`` declarations of an input schema."""
     defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), Mapping) else {}
     found: dict[FieldPath, ChoiceSource] = {}
 
@@ -124,18 +88,7 @@ def check_sources(
     list_actions: Iterable[str],
     all_actions: Iterable[str],
 ) -> list[Issue]:
-    """Check that every declaration names a list action of the registry.
-
-    Args:
-        key: the declaring module's key.
-        file: its file, for the issues.
-        choices: its declarations.
-        list_actions: keys of the actions that have a ``list`` section.
-        all_actions: keys of every action.
-
-    Returns:
-        One issue per declaration whose action is missing or not a list.
-    """
+    """Check that every declaration names a list action of the registry."""
     lists = set(list_actions)
     known = set(all_actions)
     issues: list[Issue] = []
@@ -170,13 +123,6 @@ def options_from_rows(rows: Iterable[Any], source: ChoiceSource) -> list[tuple[A
     """The ``(value, label)`` pairs a list offers, in the list's order, without repeats.
 
     Rows failing ``where``, and rows without a value, are left out.
-
-    Args:
-        rows: the list action's ``items``.
-        source: the declaration.
-
-    Returns:
-        The pairs.
     """
     out: list[tuple[Any, str]] = []
     seen: set[str] = set()
@@ -196,15 +142,7 @@ def options_from_rows(rows: Iterable[Any], source: ChoiceSource) -> list[tuple[A
 
 
 def accepted_values(rows: Iterable[Any], source: ChoiceSource) -> set[str]:
-    """Every value the API takes for the field (values and ``also`` fields), lower case.
-
-    Args:
-        rows: the list action's ``items``.
-        source: the declaration.
-
-    Returns:
-        The accepted values as case-folded text.
-    """
+    """Every value the API takes for the field (values and ``also`` fields), lower case."""
     accepted: set[str] = set()
     for row in rows:
         if not row_matches(row, source.where):

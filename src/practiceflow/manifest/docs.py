@@ -1,10 +1,6 @@
 """``docs/modules.md``: the reference of every module, generated from the modules themselves.
 
-:func:`render_docs` turns loaded modules into one Markdown document: a contents list grouped
-by noun, then for each module its help text, its request, its input form (field, type,
-required, personal data, description, example), an example input, its sample output and
-what to do about each error status. The output depends only on the modules (sorted by noun
-and key), so a test can regenerate it and fail when the committed file is stale.
+The output depends only on the modules (sorted), so a test regenerates it and fails when stale.
 """
 
 from __future__ import annotations
@@ -16,8 +12,6 @@ from typing import Any
 
 from practiceflow.manifest.models import ActionModule, Module, TriggerModule
 from practiceflow.templating import CompiledTemplate
-
-__all__ = ["HEADER", "render_docs"]
 
 HEADER = (
     "# Modules\n\n"
@@ -139,14 +133,7 @@ def _trigger(module: TriggerModule) -> list[str]:
 
 
 def render_docs(modules: Iterable[Module]) -> str:
-    """Render the Markdown reference of some modules.
-
-    Args:
-        modules: loaded actions and triggers (a :class:`ModuleRegistry` iterates as these).
-
-    Returns:
-        The document; the same modules always give the same text.
-    """
+    """Render the Markdown reference of some modules."""
     chosen = sorted(
         modules, key=lambda item: (item.noun, isinstance(item, TriggerModule), item.key)
     )

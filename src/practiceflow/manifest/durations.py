@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["MAX_DELAY_RANGE", "max_delay_problem", "read_max_delay"]
-
 #: The ``max_delay`` a recipe may ask for, in seconds: from 10 s (the daily budget allows
 #: one request per 8.64 s) to one day.
 MAX_DELAY_RANGE: Final = (10.0, 86400.0)
@@ -14,12 +12,7 @@ _UNITS: Final[Mapping[str, float]] = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 864
 
 
 def read_max_delay(value: object) -> float | None:
-    """Seconds of a ``max_delay`` (a number, or ``90s``, ``15m``, ``2h``, ``1d``).
-
-    Returns:
-        The seconds, or ``None`` when ``value`` is not such a duration within
-        :data:`MAX_DELAY_RANGE` (:func:`max_delay_problem` says why).
-    """
+    """Seconds of a ``max_delay`` (a number, or ``90s``, ``15m``, ``2h``, ``1d``)."""
     seconds: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = float(value)

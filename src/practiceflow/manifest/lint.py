@@ -1,9 +1,6 @@
 """Load-time checks that a meta-schema cannot express.
 
-Each function returns issues (never raises), so that a file's problems are all reported at
-once: the module's own schemas are valid Draft 2020-12, every ``required`` entry names a
-declared property, examples and samples fit their schemas, and templates read only names
-and input fields that exist.
+Each returns issues and never raises, so that all of a file's problems are reported at once.
 """
 
 from __future__ import annotations
@@ -21,13 +18,6 @@ from practiceflow.manifest.validation import (
 )
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.templating import CompiledTemplate, iter_templates
-
-__all__ = [
-    "check_names",
-    "check_schema",
-    "check_template_names",
-    "pii_paths",
-]
 
 
 def _issue(
@@ -68,17 +58,6 @@ def check_schema(
     It must be valid Draft 2020-12, each ``required`` entry must be one of its
     ``properties``, each ``pattern`` must compile for linear-time matching (RE2), and each
     property's ``examples`` must fit that property.
-
-    Args:
-        schema: the schema as written.
-        at: its path in the file.
-        file: the file name for issues.
-        located: positions of the file.
-        draft: also check it against the Draft 2020-12 meta-schema (skip it when the
-            module's meta-schema already reported problems there: they would repeat).
-
-    Returns:
-        The issues found.
     """
     if not isinstance(schema, Mapping):
         return []
@@ -147,12 +126,7 @@ def _refs_here(schema: Any, at: JsonPath) -> Iterator[tuple[str, JsonPath]]:
 def _ref_loops(
     schema: Mapping[str, Any], at: JsonPath, *, file: str, located: Located
 ) -> list[Issue]:
-    """A ``$ref`` that comes back to itself for the same value would never end a validation.
-
-    A recursive definition that enters a field first (a tree of nodes) is fine: the data
-    ends. One that refers to itself, directly or through other definitions, ``allOf``,
-    ``anyOf``, ``oneOf``, ``not`` or ``if``, never does.
-    """
+    """A ``$ref`` that comes back to itself for the same value would never end a validation."""
     defs = schema.get("$defs")
     if not isinstance(defs, Mapping):
         return []
@@ -186,17 +160,7 @@ def check_template_names(
     input_fields: Iterable[str],
     file: str,
 ) -> list[Issue]:
-    """Check that templates read only known names and declared input fields.
-
-    Args:
-        templates: compiled templates (their origins locate the issues).
-        allowed: top-level names these templates may read (``input``, ``now``...).
-        input_fields: the declared top-level input properties.
-        file: the file name for issues.
-
-    Returns:
-        One issue per unknown name or undeclared input field, with "did you mean".
-    """
+    """Check that templates read only known names and declared input fields."""
     allowed_names = sorted(allowed)
     fields = sorted(input_fields)
     issues: list[Issue] = []
@@ -218,19 +182,7 @@ def check_template_names(
 def check_names(
     names: Any, known: Iterable[str], *, what: str, at: JsonPath, file: str, located: Located
 ) -> list[Issue]:
-    """Check that names (of checks, hooks, modules) exist in a registry.
-
-    Args:
-        names: a name or a list of names as written.
-        known: the valid names.
-        what: what they are, for the message (``check``, ``hook``...).
-        at: path of the name (or list) in the file.
-        file: the file name for issues.
-        located: positions of the file.
-
-    Returns:
-        One issue per unknown name, with "did you mean" or the valid values.
-    """
+    """Check that names (of checks, hooks, modules) exist in a registry."""
     valid = sorted(known)
     if not isinstance(names, str | list):  # a wrong type is the meta-schema's to report
         return []
@@ -250,15 +202,7 @@ def check_names(
 
 
 def pii_paths(schema: Mapping[str, Any], marker: str = "x-pii") -> frozenset[tuple[str, ...]]:
-    """Collect the paths of fields marked ``x-pii: true`` (or another marker) in a schema.
-
-    Args:
-        schema: an input or output schema.
-        marker: the keyword that tags a field: ``x-pii`` (personal data) or ``x-secret``.
-
-    Returns:
-        Paths of field names from the input root; ``*`` stands for any list index.
-    """
+    """Collect the paths of fields marked ``x-pii: true`` (or another marker) in a schema."""
     defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), Mapping) else {}
     found: set[tuple[str, ...]] = set()
 

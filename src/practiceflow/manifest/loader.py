@@ -1,10 +1,7 @@
 """Loading action modules, trigger modules, recipes and the connector manifest.
 
-Each loader reads one file with positions (:mod:`~practiceflow.manifest.yamlpos`), checks it
-against its meta-schema in ``manifests/``, runs the load-time checks of
-:mod:`~practiceflow.manifest.lint`, compiles its templates, and raises one
-:class:`~practiceflow.errors.ManifestError` carrying every issue found, each located as
-``file:line:column json.path: message``.
+Each loader raises one :class:`~practiceflow.errors.ManifestError` carrying every issue of the
+file, located as ``file:line:column json.path: message``.
 """
 
 from __future__ import annotations
@@ -48,18 +45,6 @@ from practiceflow.manifest.yamlpos import (
 )
 from practiceflow.templating import Origin, compile_tree
 
-__all__ = [
-    "ACTION_NAMES",
-    "OUTPUT_NAMES",
-    "RECIPE_NAMES",
-    "load_action",
-    "load_connector",
-    "load_module",
-    "load_recipe",
-    "load_trigger",
-    "read_located",
-]
-
 #: Names request templates may read.
 ACTION_NAMES = frozenset({"input", "now"})
 #: Names output.map templates may read.
@@ -88,13 +73,6 @@ def _stem(path: PathLike) -> str:
 
 def read_located(path: PathLike, display: str | None = None) -> tuple[Located, str]:
     """Read a YAML (or JSON) file with positions.
-
-    Args:
-        path: the file.
-        display: the name to use in messages (default: the path relative to the CWD).
-
-    Returns:
-        The located document and its display name.
 
     Raises:
         ManifestError: when the file cannot be read or is not acceptable YAML.
@@ -157,11 +135,7 @@ def _schema_issues(
     file: str,
     located: Located,
 ) -> list[Issue]:
-    """The module's input and output schemas, and its sample against the output schema.
-
-    A schema with a meta-schema issue already is not drafted again, and a sample is checked
-    only against an output schema that is sound.
-    """
+    """The module's input and output schemas, and its sample against the output schema."""
     found: list[Issue] = []
     if "input" in data:
         found += lint.check_schema(
@@ -181,13 +155,6 @@ def _schema_issues(
 
 def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
     """Load and check one action module.
-
-    Args:
-        path: the YAML file; its stem must equal the module's ``key``.
-        display: the file name to use in messages.
-
-    Returns:
-        The loaded module, templates compiled.
 
     Raises:
         ManifestError: with every issue of the file.
@@ -309,13 +276,6 @@ def _read_back(data: Mapping[str, Any]) -> ReadBackSpec | None:
 def load_trigger(path: PathLike, *, display: str | None = None) -> TriggerModule:
     """Load and check one trigger module.
 
-    Args:
-        path: the YAML file; its stem must equal the module's ``key``.
-        display: the file name to use in messages.
-
-    Returns:
-        The loaded module, templates compiled.
-
     Raises:
         ManifestError: with every issue of the file.
     """
@@ -376,13 +336,6 @@ def load_module(path: PathLike, *, display: str | None = None) -> Module:
 
     A file under a ``triggers`` folder, or one with a ``webhook`` or ``poll`` section and no
     ``request``, is a trigger; anything else is an action.
-
-    Args:
-        path: the YAML file.
-        display: the file name to use in messages.
-
-    Returns:
-        The loaded module.
 
     Raises:
         ManifestError: with every issue of the file.
@@ -497,12 +450,6 @@ def _recipe_template_issues(template: Any, earlier: list[str]) -> list[Issue]:
 
 def load_connector(path: PathLike | None = None) -> dict[str, Any]:
     """Load the connector manifest (default: the shipped ``manifests/connector.yaml``).
-
-    Args:
-        path: another connector file to check.
-
-    Returns:
-        The manifest as plain data.
 
     Raises:
         ManifestError: with every issue of the file.

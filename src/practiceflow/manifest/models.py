@@ -1,9 +1,7 @@
 """The loaded, validated forms of action modules, trigger modules and recipes.
 
-These are built only by the loader (:mod:`practiceflow.manifest.loader`), after the file
-passed its meta-schema and every load-time check; their templates are already compiled.
-The meta-schemas in ``manifests/`` stay the one definition of each file format: these
-classes hold what the engine needs at run time, not a second description of the format.
+Built only by the loader, templates compiled; the meta-schemas in ``manifests/`` stay the one
+definition of each format, these hold what the engine needs at run time.
 """
 
 from __future__ import annotations
@@ -19,29 +17,10 @@ from practiceflow.manifest.choices import ChoiceSource, FieldPath
 from practiceflow.manifest.optional_sections import Extensions
 from practiceflow.templating import CompiledTemplate, iter_templates
 
-__all__ = [
-    "ActionModule",
-    "Module",
-    "OutputSpec",
-    "ReadBackSpec",
-    "Recipe",
-    "RecipeStep",
-    "RequestSpec",
-    "TriggerModule",
-]
-
 
 @dataclass(frozen=True)
 class RequestSpec:
-    """The request an action sends, as compiled template trees.
-
-    Attributes:
-        method: HTTP method.
-        path: template of the path under the base URL.
-        query: tree of query parameters (None when the module has none).
-        headers: tree of extra headers (None when the module has none).
-        body: tree of the JSON body (None when the request has no body).
-    """
+    """The request an action sends, as compiled template trees."""
 
     method: str
     path: CompiledTemplate | str
@@ -52,15 +31,7 @@ class RequestSpec:
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """How a response becomes the action's output.
-
-    Attributes:
-        map: tree (or one template) over ``response``, ``headers`` and ``input``; None means
-            the parsed body is the output.
-        passthrough: copy response fields that ``map`` does not name.
-        schema: JSON Schema of the output.
-        validator: compiled validator of ``schema``.
-    """
+    """How a response becomes the action's output."""
 
     map: Any
     passthrough: bool
@@ -75,15 +46,7 @@ class OutputSpec:
 
 @dataclass(frozen=True)
 class ReadBackSpec:
-    """How an in-doubt write of the action is looked for (``read_back`` in its YAML).
-
-    Attributes:
-        hook: the named read-back (:mod:`practiceflow.hooks.read_backs`).
-        marker_field: the input field that carries the run marker, if the API keeps one.
-        marker_placement: ``when_empty`` (the marker fills the field only when the recipe
-            leaves it empty: the caller's own value is looked for instead) or ``append``
-            (added in brackets after the caller's text).
-    """
+    """How an in-doubt write of the action is looked for (``read_back`` in its YAML)."""
 
     hook: str
     marker_field: str | None = None
@@ -96,18 +59,10 @@ class ActionModule:
 
     Attributes:
         key: the action's key (its file name stem).
-        title: short title.
-        description: help text.
-        noun: what it is about (Client, Lead, Bill...).
         kind: create, search or read, for exporters; None when not said.
         input_schema: JSON Schema of the input.
-        input_validator: compiled validator of ``input_schema``.
-        request: the compiled request.
-        output: the output mapping and schema.
         sample: an example output (valid against the output schema).
         needs_write: whether the route needs ``canWrite``.
-        checks: names of pre-send checks, in order.
-        hook: name of the input hook, if any.
         errors: HTTP status -> what the user should do.
         override: whether it replaces a shipped module of the same key.
         source: the file it was loaded from, as shown in messages.
@@ -151,11 +106,7 @@ class ActionModule:
         return tuple(self.input_schema.get("required", ()))
 
     def example_input(self) -> dict[str, Any]:
-        """Build an example input from the first ``examples`` entry of each top-level field.
-
-        Returns:
-            The example (required fields first); fields without examples are left out.
-        """
+        """Build an example input from the first ``examples`` entry of each top-level field."""
         properties: Mapping[str, Any] = self.input_schema.get("properties", {})
         order = list(self.required) + [name for name in properties if name not in self.required]
         example: dict[str, Any] = {}
@@ -172,17 +123,11 @@ class TriggerModule:
 
     Attributes:
         key: the trigger's key (its file name stem).
-        title: short title.
-        description: help text.
-        noun: what it is about.
         input_schema: JSON Schema of the trigger's options (empty object when none).
         output_schema: JSON Schema of each event.
-        output_validator: compiled validator of ``output_schema``.
-        sample: an example event.
         webhook: the webhook section with compiled templates, or None.
         poll: the poll section with compiled templates, or None.
         override: whether it replaces a shipped module of the same key.
-        source: the file it was loaded from.
         choices: input fields whose choices a list action reads (``x-choices``), by path.
         text: the YAML text it was built from (a run's version records it).
         output_pii_paths: JSON paths of event fields marked ``x-pii`` (found when the
@@ -215,10 +160,6 @@ class RecipeStep:
 
     Attributes:
         id: unique id; later steps read its output as ``steps.<id>``.
-        use: the action key.
-        with_: the action's input as a compiled tree.
-        if_: condition template, or None.
-        for_each: template yielding a list, or None.
         on_error: ``stop`` or ``continue``.
         retry: retry settings for read steps (``attempts``, ``backoff``), or None.
     """
@@ -237,16 +178,10 @@ class Recipe:
     """A loaded recipe (see ``manifests/recipe.schema.json``).
 
     Attributes:
-        name: the recipe's name.
-        description: what it does.
         profile: credentials profile name, or None.
-        trigger: the trigger key.
         mode: auto, webhook, poll or both.
         trigger_with: the trigger's options as a compiled tree.
         vars: named values templates read as ``vars``.
-        steps: the steps, in order.
-        source: the file it was loaded from.
-        raw: the document as plain data.
         text: the YAML text it was built from (a run's version records it).
         max_delay: seconds the trigger's events may wait to be seen (``trigger.max_delay``),
             or None: the poll interval.

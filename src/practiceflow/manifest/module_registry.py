@@ -1,9 +1,6 @@
 """Finding modules: the shipped ``actions/`` and ``triggers/`` plus any ``--modules DIR``.
 
-A user folder may hold ``actions/`` and ``triggers/`` sub-folders, or module files directly
-(each is told apart by :func:`~practiceflow.manifest.loader.load_module`). A user module whose
-key is already shipped is an error unless it says ``override: true``; two user modules may
-never share a key.
+A user module with a shipped key needs ``override: true``; two user modules never share a key.
 """
 
 from __future__ import annotations
@@ -21,8 +18,6 @@ from practiceflow.manifest.models import ActionModule, Module, TriggerModule
 from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.validation import did_you_mean
 
-__all__ = ["ModuleRegistry", "default_registry", "discover", "load_modules"]
-
 _SUFFIXES = (".yaml", ".yml")
 #: Test files (``practiceflow test``) may sit beside modules; they are not modules.
 _TESTS = (".test.yaml", ".test.yml")
@@ -30,24 +25,13 @@ _TESTS = (".test.yaml", ".test.yml")
 
 @dataclass
 class ModuleRegistry:
-    """The loaded modules, by key.
-
-    Attributes:
-        actions: action key -> module.
-        triggers: trigger key -> module.
-    """
+    """The loaded modules, by key."""
 
     actions: dict[str, ActionModule] = field(default_factory=dict)
     triggers: dict[str, TriggerModule] = field(default_factory=dict)
 
     def action(self, key: str) -> ActionModule:
         """Return an action by key.
-
-        Args:
-            key: the action's key.
-
-        Returns:
-            The module.
 
         Raises:
             ConfigError: when there is none (with "did you mean" or the valid keys).
@@ -95,13 +79,6 @@ def discover(
     dirs: Iterable[PathLike] = (), *, shipped: bool = True
 ) -> list[tuple[Traversable, str, bool]]:
     """List module files: (file, name shown in messages, shipped?).
-
-    Args:
-        dirs: user folders (``--modules DIR``).
-        shipped: include the modules shipped with practiceflow.
-
-    Returns:
-        The files, shipped ones first.
 
     Raises:
         ConfigError: when a user folder does not exist.

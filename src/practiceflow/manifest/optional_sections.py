@@ -1,18 +1,7 @@
-"""The optional sections of an action module: ``list``, ``download`` and ``warn_if``.
+"""Compiles the optional sections of an action module: ``list``, ``download`` and ``warn_if``.
 
-They let a module declare what a plain request/response cannot:
-
-* ``list``: the answer is a list; rows are collected from a bare array or an object
-  holding one, optionally page by page with the client's pager, filtered client-side and
-  cut at a ``limit``; the output is ``{items, count, hasMore}``;
-* ``download``: the answer is a file, streamed to a path; the output is
-  ``{path, fileName, size, sha256, contentType}``;
-* ``warn_if``: answers that are not errors but must be reported (an eForm left as a
-  draft, say).
-
-This module compiles those sections at load time (templates, names they may read) and
-registers the ``omit`` filter that tolerant modules use to send the input's extra fields
-as given. Running them is :mod:`practiceflow.engine.run_sections`' business.
+Also registers the ``omit`` filter tolerant modules use to pass extra input fields through.
+Running the sections is :mod:`practiceflow.engine.run_sections`' business.
 """
 
 from __future__ import annotations
@@ -25,19 +14,6 @@ from practiceflow.errors import Issue
 from practiceflow.manifest import lint
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.templating import CompiledTemplate, Origin, add_filter, compile_tree
-
-__all__ = [
-    "DOWNLOAD_NAMES",
-    "FILTER_NAMES",
-    "LIMIT_NAMES",
-    "WARNING_NAMES",
-    "DownloadSpec",
-    "Extensions",
-    "ListSpec",
-    "WarningSpec",
-    "compile_extensions",
-    "filter_omit",
-]
 
 #: Names a ``list.limit`` template may read.
 LIMIT_NAMES = frozenset({"input", "now"})
@@ -58,13 +34,6 @@ def filter_omit(value: Any, *keys: str) -> dict[str, Any]:
     parameters, ``limit``, client-side filters) as given, for shapes the spec leaves
     "not shown".
 
-    Args:
-        value: a mapping.
-        *keys: the keys to leave out.
-
-    Returns:
-        A new dict.
-
     Raises:
         TypeError: when ``value`` is not a mapping.
     """
@@ -79,14 +48,7 @@ add_filter("omit", filter_omit)
 
 @dataclass(frozen=True)
 class ListSpec:
-    """How a list answer becomes ``{items, count, hasMore}``.
-
-    Attributes:
-        paged: page with ``pageNumber`` through the client's pager.
-        page_size: ``pageSize`` to send; None for a fixed server page size (or none).
-        limit: template over ``input`` giving the most rows (None: all).
-        filter: template over ``item`` and ``input``; a row is kept when it is true.
-    """
+    """How a list answer becomes ``{items, count, hasMore}``."""
 
     paged: bool = False
     page_size: int | None = None
@@ -96,12 +58,7 @@ class ListSpec:
 
 @dataclass(frozen=True)
 class DownloadSpec:
-    """Where a file answer is written.
-
-    Attributes:
-        to: template over ``input``: the file, or an existing folder.
-        filename: template over ``input``: the name used in a folder.
-    """
+    """Where a file answer is written."""
 
     to: Template
     filename: Template = None
@@ -156,18 +113,7 @@ def compile_extensions(
     file: str,
     located: Located,
 ) -> tuple[Extensions, list[Issue]]:
-    """Compile the ``list``, ``download`` and ``warn_if`` sections of an action module.
-
-    Args:
-        data: the module as read (already checked against its meta-schema).
-        origin_for: gives the origin of a value at a JSON path.
-        input_fields: the declared top-level input properties.
-        file: the file name for issues.
-        located: positions of the file.
-
-    Returns:
-        The compiled sections and every issue found.
-    """
+    """Compile the ``list``, ``download`` and ``warn_if`` sections of an action module."""
     issues: list[Issue] = []
     fields = list(input_fields)
     spec_list: ListSpec | None = None

@@ -1,12 +1,7 @@
-"""The ``pattern`` of a module's schema, matched in linear time.
+"""The ``pattern`` of a module's schema, matched in linear time with RE2.
 
-A module's schema is the user's input; the text it is matched against comes from the API,
-a webhook sender or an assistant. Python's backtracking engine takes exponential time on a
-pattern such as ``^(a+)+$`` and a text of 30 ``a`` and a ``!``, which would hang ``action``,
-a recipe run or ``serve``. RE2 (google-re2) matches in time linear in the text, whatever the
-pattern, so no timeout is needed: a pattern RE2 cannot compile (a back-reference, a
-look-around) is refused when the module is loaded, with its file, line and field.
-
+The pattern is the user's and the text comes from outside: Python's backtracking engine would
+hang on ``^(a+)+$``. A pattern RE2 cannot compile is refused at load time with its location.
 Meta-schemas shipped in ``manifests/`` are ours and keep Python's engine.
 """
 
@@ -20,8 +15,6 @@ import re2
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
-__all__ = ["LinearValidator", "compile_pattern", "pattern_problem"]
-
 
 def _options() -> Any:
     options = re2.Options()
@@ -33,12 +26,6 @@ def _options() -> Any:
 def compile_pattern(text: str) -> Any:
     """Compile a module's pattern with RE2 (linear-time matching).
 
-    Args:
-        text: the pattern as the schema writes it.
-
-    Returns:
-        The compiled pattern.
-
     Raises:
         re2.error: when RE2 cannot compile it (see :func:`pattern_problem`).
     """
@@ -46,14 +33,7 @@ def compile_pattern(text: str) -> Any:
 
 
 def pattern_problem(text: str) -> str | None:
-    """Say why a module's pattern cannot be used, or None when it can.
-
-    Args:
-        text: the pattern.
-
-    Returns:
-        A message for an Issue (what it got and what is valid), or None.
-    """
+    """Say why a module's pattern cannot be used, or None when it can."""
     try:
         compile_pattern(text)
     except re2.error as exc:

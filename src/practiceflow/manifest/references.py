@@ -1,25 +1,11 @@
 """Static checks of the paths templates read, against JSON Schemas (never against samples).
 
-A template such as ``{{ steps.bill.billTotl > 0 }}`` is parsed with Jinja's own parser; every
-chain of attribute and item lookups on a name (``steps.bill.billTotl``, ``item['email']``,
-``trigger.lines[0].amount``) is followed through the schema that describes that name: the
-trigger's output schema, an action's output schema, the recipe's ``vars``. A path the schema
-cannot hold is an issue located at the template, with "did you mean" when a declared field
-is close.
-
-What counts as "cannot hold":
-
-* a field under an object whose ``additionalProperties`` is false and that does not declare
-  it;
-* a field under an object that allows more fields than it declares (passthrough outputs)
-  only when it is a near miss of a declared one (``billTotl`` for ``billTotal``): any other
-  name may be an undeclared field the API really sends, so it is accepted;
-* a field of something that is never a mapping (a string, a number, a list).
-
-An open schema (no schema, ``{}``, an object without ``properties``, ``additionalProperties``
-given as a schema, an unresolvable ``$ref``) accepts every path below it. Lookups guarded by
-``is defined`` / ``is undefined`` and the method part of a call (``x.get('k')``) are not
-judged. Names a template assigns itself (``{% set %}``, loop variables) are not judged.
+Each chain of lookups in a template (``steps.bill.billTotl``) is followed through the schema of
+its root name (trigger output, action output, recipe ``vars``). A path is refused only where the
+schema cannot hold it: an undeclared field of a closed object, a near miss of a declared field of
+an open one ("did you mean"), or a field of a non-mapping. Open schemas, ``is defined`` guards,
+method calls and names the template assigns itself are not judged: an API may send more than it
+declares.
 """
 
 from __future__ import annotations
@@ -31,23 +17,8 @@ from typing import Any
 from jinja2 import nodes
 
 from practiceflow.errors import Issue
-from practiceflow.manifest.validation import did_you_mean
+from practiceflow.manifest.validation import TYPE_WORDS, did_you_mean
 from practiceflow.templating import CompiledTemplate, environment
-
-__all__ = [
-    "ANY_INDEX",
-    "Position",
-    "Reference",
-    "Target",
-    "check_references",
-    "input_target",
-    "items_position",
-    "literal_schema",
-    "position",
-    "references_of",
-    "step_into",
-    "union",
-]
 
 
 class _AnyIndex:
@@ -68,14 +39,7 @@ Position = tuple[tuple[Mapping[str, Any], Mapping[str, Any]], ...] | None
 
 @dataclass(frozen=True)
 class Target:
-    """What a top-level name reads, for the checker.
-
-    Attributes:
-        where: how a message names the schema (``in the output schema of 'create_bill'``).
-        position: the schema of the name's value, or None (open).
-        members: for a namespace such as ``steps``: name -> target of each member; a
-            member not listed is left to other checks (``steps.x`` naming an earlier step).
-    """
+    """What a top-level name reads, for the checker."""
 
     where: str
     position: Position = None
@@ -84,14 +48,7 @@ class Target:
 
 @dataclass(frozen=True)
 class Reference:
-    """One chain of lookups on a name in a template.
-
-    Attributes:
-        name: the name it starts from (``steps``).
-        segments: the keys looked up, in order.
-        line: the line inside the template (1-based).
-        node: the Jinja node of the whole chain.
-    """
+    """One chain of lookups on a name in a template."""
 
     name: str
     segments: tuple[Segment, ...]
@@ -119,12 +76,6 @@ def input_target(schema: Mapping[str, Any]) -> Target:
 
     A first-level field the schema does not declare is left to
     :func:`~practiceflow.manifest.lint.check_template_names`, which reports it already.
-
-    Args:
-        schema: the module's ``input`` schema.
-
-    Returns:
-        The target for :func:`check_references`.
     """
     properties = schema.get("properties")
     fields = properties if isinstance(properties, Mapping) else {}
@@ -179,8 +130,6 @@ def _scalar_type(value: Any) -> str | None:
     return None
 
 
-# -- finding references ----------------------------------------------------------------------
-
 _PROBES = frozenset({"defined", "undefined"})
 #: Filters whose result holds the same elements as their input.
 _SAME_ITEMS = frozenset(
@@ -214,14 +163,7 @@ def _chain(node: nodes.Expr) -> tuple[str, list[Segment], list[nodes.Expr]] | No
 
 
 def references_of(template: CompiledTemplate) -> list[Reference]:
-    """Every chain of lookups on a free name in a template, outermost chains only.
-
-    Args:
-        template: a compiled template.
-
-    Returns:
-        The references, in the order they are written.
-    """
+    """Every chain of lookups on a free name in a template, outermost chains only."""
     tree = environment().parse(template.source)
     assigned = {name.name for name in tree.find_all(nodes.Name) if name.ctx in ("store", "param")}
     found: list[Reference] = []
@@ -255,16 +197,10 @@ def references_of(template: CompiledTemplate) -> list[Reference]:
     return found
 
 
-# -- following a path through a schema -------------------------------------------------------
-
-
 def _resolve(
     schema: Any, root: Mapping[str, Any], depth: int = 0
 ) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]] | None]:
-    """The concrete alternatives of a schema (``$ref`` followed, ``anyOf``... expanded).
-
-    Yields None for an alternative that says nothing (anything goes there).
-    """
+    """The concrete alternatives of a schema (``$ref`` followed, ``anyOf``... expanded)."""
     if not isinstance(schema, Mapping) or depth > 16:
         yield None
         return
@@ -318,27 +254,8 @@ class _Miss:
     message: str
 
 
-_WORDS = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-    "null": "null",
-    "array": "a list",
-    "object": "a mapping",
-}
-
-
 def step_into(here: Position, segment: Segment) -> Position | _Miss:
-    """The position one lookup below another, or why there is none.
-
-    Args:
-        here: the current position.
-        segment: a field name, an index or :data:`ANY_INDEX`.
-
-    Returns:
-        The position below (None when open), or a :class:`_Miss` saying what is wrong.
-    """
+    """The position one lookup below another, or why there is none."""
     if here is None:
         return None
     below: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
@@ -386,7 +303,7 @@ def step_into(here: Position, segment: Segment) -> Position | _Miss:
         field = "field" if closed else "declared field"
         return _Miss(f"has no {field} {segment!r}; {hint}")
     if isinstance(segment, str) and kinds:
-        shown = " or ".join(_WORDS.get(kind, kind) for kind in sorted(kinds))
+        shown = " or ".join(TYPE_WORDS.get(kind, kind) for kind in sorted(kinds))
         return _Miss(f"is {shown}, it has no field {segment!r}")
     return None  # an index into a string, say: not judged
 
@@ -428,15 +345,7 @@ def _follow(target: Target, name: str, segments: Sequence[Segment]) -> str | Non
 def check_references(
     templates: Sequence[CompiledTemplate], targets: Mapping[str, Target]
 ) -> list[Issue]:
-    """Check every reference of some templates against the schemas of the names they read.
-
-    Args:
-        templates: compiled templates (their origins locate the issues).
-        targets: top-level name -> what it reads; names not listed are not judged here.
-
-    Returns:
-        One issue per reference the schemas cannot hold.
-    """
+    """Check every reference of some templates against the schemas of the names they read."""
     issues: list[Issue] = []
     for template in templates:
         for reference in references_of(template):
@@ -458,13 +367,6 @@ def items_position(template: CompiledTemplate, targets: Mapping[str, Target]) ->
     or literals (``{{ [steps.lead] }}``, ``{{ [{'email': 'a@b.c'}] }}``), ``a if c else b``
     of those, and filters that keep the elements (``sort``, ``selectattr``...). Anything
     else is open.
-
-    Args:
-        template: the ``for_each`` template.
-        targets: what each name reads.
-
-    Returns:
-        The position of one element, or None (open).
     """
     tree = environment().parse(template.source)
     body = tree.body

@@ -1,8 +1,7 @@
-"""Where the shipped declarative data lives: ``actions/``, ``triggers/``, ``manifests/``.
+"""Where the shipped ``actions/``, ``triggers/`` and ``manifests/`` live.
 
-In a wheel they are package data under ``practiceflow/_data/``; in a source checkout
-(editable install, tests) they are the top-level folders of the repository. Both are found
-relative to this package, never through the current working directory.
+Package data under ``practiceflow/_data/`` in a wheel, the repository's top-level folders in a
+checkout; found relative to this package, never the working directory.
 """
 
 from __future__ import annotations
@@ -12,20 +11,11 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["DataKind", "data_dir"]
-
 DataKind = Literal["actions", "triggers", "manifests"]
 
 
 def data_dir(kind: DataKind) -> Traversable:
-    """Return the folder of shipped data of one kind.
-
-    Args:
-        kind: ``actions``, ``triggers`` or ``manifests``.
-
-    Returns:
-        A traversable folder (a real directory in every supported install).
-    """
+    """Return the folder of shipped data of one kind."""
     packaged = files("practiceflow") / "_data" / kind
     if packaged.is_dir():
         return packaged

@@ -1,9 +1,7 @@
 """Reading a user's file without trusting it: regular, within a size limit, checked first.
 
-A path may name a device (``/dev/zero``), a FIFO that never ends, a directory, or a symlink
-to any of them; a file may also grow while it is read. :func:`read_text_limited` looks at
-what the path is before opening it, and reads at most one byte more than the limit, so that
-no input makes a command read without end or block.
+A path may be a device, a FIFO or a growing file: it is looked at before opening, and at most
+one byte over the limit is read, so no input makes a command read without end or block.
 """
 
 from __future__ import annotations
@@ -12,8 +10,6 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["FileRefused", "read_text_limited"]
-
 
 class FileRefused(Exception):
     """The file is not a regular file, is too large, or cannot be read (the message says)."""
@@ -21,13 +17,6 @@ class FileRefused(Exception):
 
 def read_text_limited(path: str | os.PathLike[str], limit: int) -> str:
     """Read a UTF-8 text file of at most ``limit`` bytes.
-
-    Args:
-        path: the file (symlinks are followed, then what they name is checked).
-        limit: the most bytes accepted.
-
-    Returns:
-        The text.
 
     Raises:
         FileRefused: when the path is not a regular file, is larger than ``limit``, cannot be

@@ -1,13 +1,7 @@
 """JSON Schema validation whose every error says where, what it got and what would be valid.
 
-Used for module files against the meta-schemas in ``manifests/``, for action input against a
-module's ``input`` schema, and for output against its ``output.schema``. All errors of a
-document are reported at once (``iter_errors``), each turned into an
-:class:`~practiceflow.errors.Issue`::
-
-    actions/create_bill.yaml:14:7 input.properties.lineItems.items: 'amonut' is not a known
-    field; did you mean 'amount'?
-    input:3:5 lineItems[0].amount: got 'ten'; expected a number
+All errors of a document are reported at once, each an :class:`~practiceflow.errors.Issue`
+such as ``input:3:5 lineItems[0].amount: got 'ten'; expected a number``.
 """
 
 from __future__ import annotations
@@ -29,16 +23,6 @@ from practiceflow.errors import Issue
 from practiceflow.manifest.patterns import LinearValidator
 from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
-
-__all__ = [
-    "FORMAT_CHECKER",
-    "compile_validator",
-    "did_you_mean",
-    "draft_validator",
-    "issues_for",
-    "meta_schema",
-    "meta_validator",
-]
 
 FORMAT_CHECKER = FormatChecker()
 
@@ -75,7 +59,7 @@ _FORMAT_WORDS = {
     "email": "an email address",
 }
 
-_TYPE_WORDS = {
+TYPE_WORDS = {
     "string": "a string",
     "integer": "an integer",
     "number": "a number",
@@ -90,12 +74,6 @@ def compile_validator(schema: Mapping[str, Any]) -> Validator:
     """Build a reusable :mod:`jsonschema` Draft 2020-12 validator with format checks.
 
     Its ``pattern`` keyword matches in linear time (:mod:`practiceflow.manifest.patterns`).
-
-    Args:
-        schema: a schema already known to be valid.
-
-    Returns:
-        The validator.
     """
     validator: Validator = LinearValidator(schema, format_checker=FORMAT_CHECKER)
     return validator
@@ -103,14 +81,7 @@ def compile_validator(schema: Mapping[str, Any]) -> Validator:
 
 @lru_cache(maxsize=8)
 def meta_schema(kind: str) -> Mapping[str, Any]:
-    """Return one of the meta-schemas shipped in ``manifests/``.
-
-    Args:
-        kind: ``action``, ``trigger``, ``recipe`` or ``connector``.
-
-    Returns:
-        The parsed schema.
-    """
+    """Return one of the meta-schemas shipped in ``manifests/``."""
     text = (data_dir("manifests") / f"{kind}.schema.json").read_text(encoding="utf-8")
     schema: Mapping[str, Any] = json.loads(text)
     return schema
@@ -137,29 +108,14 @@ def draft_validator() -> Validator:
 
 @lru_cache(maxsize=8)
 def meta_validator(kind: str) -> Validator:
-    """Return a cached validator for one meta-schema (see :func:`meta_schema`).
-
-    Args:
-        kind: ``action``, ``trigger``, ``recipe`` or ``connector``.
-
-    Returns:
-        The validator, able to follow references between the meta-schemas.
-    """
+    """Return a cached validator for one meta-schema (see :func:`meta_schema`)."""
     return Draft202012Validator(
         meta_schema(kind), format_checker=FORMAT_CHECKER, registry=_meta_registry()
     )
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
-    """Return the candidate closest to a misspelt word, if one is close enough.
-
-    Args:
-        word: what the user wrote.
-        candidates: the valid words.
-
-    Returns:
-        The best match, or None.
-    """
+    """Return the candidate closest to a misspelt word, if one is close enough."""
     options = [c for c in candidates if c != word]
     lowered = {c.lower(): c for c in options}
     if word.lower() in lowered:
@@ -184,14 +140,6 @@ def _edits(a: str, b: str) -> int:
 def near_misses(schema: Any, data: Any, path: JsonPath = ()) -> list[tuple[JsonPath, str]]:
     """Unknown keys within two edits of a declared one, where the schema allows
     extra keys (``mutte`` beside ``mute``): a typo there would otherwise be sent as is.
-
-    Args:
-        schema: an input schema (its ``properties``, nested objects and array items).
-        data: the input.
-        path: where ``data`` sits.
-
-    Returns:
-        ``(path of the key, message)`` for each near miss.
     """
     found: list[tuple[JsonPath, str]] = []
     if not isinstance(schema, Mapping):
@@ -247,7 +195,7 @@ def _shown(value: Any) -> str:
 
 def _expected_types(schema_type: Any) -> str:
     names = [schema_type] if isinstance(schema_type, str) else list(schema_type)
-    words = [_TYPE_WORDS.get(name, name) for name in names]
+    words = [TYPE_WORDS.get(name, name) for name in names]
     return " or ".join(words)
 
 
@@ -273,20 +221,7 @@ def issues_for(
     prefix: JsonPath = (),
     redact: Callable[[JsonPath], bool] | None = None,
 ) -> list[Issue]:
-    """Validate and turn every error into a located issue, in document order.
-
-    Args:
-        validator: a compiled validator.
-        data: the instance to check.
-        file: the file name used in the issues (``input`` for data from code).
-        located: positions of the document ``data`` came from, when it came from a file.
-        prefix: where ``data`` sits inside that document (for positions and paths).
-        redact: says, for a path inside ``data``, whether its value is personal data that
-            must not be echoed (it is then shown as ``***``).
-
-    Returns:
-        The issues; empty when the data is valid.
-    """
+    """Validate and turn every error into a located issue, in document order."""
     issues: list[Issue] = []
     for path, message in near_misses(validator.schema, data):
         full = (*prefix, *path)
@@ -304,17 +239,7 @@ def issues_for(
                     line, column = located.where(full)
             issues.append(Issue(file, line, column, format_path(full), message))
     issues.sort(key=lambda issue: (issue.line, issue.column, issue.path))
-    return _dedupe(issues)
-
-
-def _dedupe(issues: list[Issue]) -> list[Issue]:
-    seen: set[Issue] = set()
-    out: list[Issue] = []
-    for issue in issues:
-        if issue not in seen:
-            seen.add(issue)
-            out.append(issue)
-    return out
+    return list(dict.fromkeys(issues))
 
 
 _Explained = tuple[JsonPath, str, JsonPath | None]
@@ -350,40 +275,39 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
             note = f" (found {hint[len('; did you mean ') : -1]}: a misspelling?)" if hint else ""
             out.append(((*path, name), f"required field is missing{note}", None))
         return out
-    if kind == "type":
-        return [
-            (path, f"got {_show(value)}; expected {_expected_types(error.validator_value)}", None)
-        ]
     if kind == "enum":
         options = list(expected)
         message = f"got {_show(value)}; expected one of {_one_of_list(options)}"
         return [(path, message + _suggest(value, options), None)]
-    if kind == "const":
-        return [(path, f"got {_show(value)}; expected {error.validator_value!r}", None)]
-    if kind == "format":
-        word = _FORMAT_WORDS.get(str(error.validator_value), f"format {error.validator_value}")
-        return [(path, f"got {_show(value)}; expected {word}", None)]
     if kind in ("anyOf", "oneOf"):
         return [(path, _alternatives(error, masked), None)]
-    if kind == "pattern":
-        return [(path, f"got {_show(value)}; expected text matching {error.validator_value}", None)]
-    if error.schema is False:
+    if kind == "type":
+        wanted = _expected_types(expected)
+    elif kind == "const":
+        wanted = repr(expected)
+    elif kind == "format":
+        wanted = _FORMAT_WORDS.get(str(expected), f"format {expected}")
+    elif kind == "pattern":
+        wanted = f"text matching {expected}"
+    elif error.schema is False:
         return [(path, "is not allowed here", None)]
-    bounds = {
-        "minimum": "at least",
-        "maximum": "at most",
-        "exclusiveMinimum": "more than",
-        "exclusiveMaximum": "less than",
-        "minLength": "a length of at least",
-        "maxLength": "a length of at most",
-        "minItems": "at least this many items:",
-        "maxItems": "at most this many items:",
-    }
-    if kind in bounds:
-        return [
-            (path, f"got {_show(value)}; expected {bounds[kind]} {error.validator_value}", None)
-        ]
-    return [(path, error.message, None)]
+    elif kind in _BOUNDS:
+        wanted = f"{_BOUNDS[kind]} {expected}"
+    else:
+        return [(path, error.message, None)]
+    return [(path, f"got {_show(value)}; expected {wanted}", None)]
+
+
+_BOUNDS = {
+    "minimum": "at least",
+    "maximum": "at most",
+    "exclusiveMinimum": "more than",
+    "exclusiveMaximum": "less than",
+    "minLength": "a length of at least",
+    "maxLength": "a length of at most",
+    "minItems": "at least this many items:",
+    "maxItems": "at most this many items:",
+}
 
 
 def _undeclared_keys(value: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:

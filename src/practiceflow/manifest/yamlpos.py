@@ -1,19 +1,9 @@
-"""Safe YAML loading that remembers where every value came from.
+"""Safe YAML loading that remembers the line and column of every value and key.
 
-Documents are composed with PyYAML's ``SafeLoader`` into a node tree, then turned into plain
-JSON-like data while recording the line and column of each value and each mapping key. The
-loader is deliberately stricter than YAML 1.1:
-
-* aliases (``*name``) are refused, which rules out "billion laughs" expansion bombs; anchors
-  alone are harmless and accepted;
-* a document may hold at most :data:`MAX_NODES` nodes and :data:`MAX_BYTES` bytes, nested at
-  most :data:`MAX_DEPTH` deep (both checked first on the event stream, which is not
-  recursive: PyYAML's composer is, and would overflow the stack or take minutes). When
-  libyaml refuses the stream on its own terms (newer builds cap the nesting themselves), the
-  check is repeated with the pure-Python parser, so the answer is the same on every PyYAML
-  build; a ``RecursionError`` or ``MemoryError`` that escapes anyway is a ``YamlLoadError``;
-* timestamps are not resolved: ``2024-05-01`` stays the string ``"2024-05-01"``, as in JSON;
-* mapping keys are always strings (``400:`` becomes ``"400"``); merge keys (``<<``) are refused.
+Stricter than YAML 1.1, so that a file can neither explode nor surprise: aliases and merge keys
+are refused; size, node count and depth are capped, checked first on the (non-recursive) event
+stream, with the pure-Python parser as fallback so every PyYAML build answers alike; timestamps
+stay strings and mapping keys are always strings.
 """
 
 from __future__ import annotations
@@ -32,17 +22,6 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-__all__ = [
-    "MAX_BYTES",
-    "MAX_DEPTH",
-    "MAX_NODES",
-    "JsonPath",
-    "Located",
-    "YamlLoadError",
-    "format_path",
-    "load_yaml",
-]
-
 #: Largest number of YAML nodes accepted in one document.
 MAX_NODES = 100_000
 #: Largest document accepted, in bytes.
@@ -54,13 +33,7 @@ JsonPath = tuple[str | int, ...]
 
 
 class YamlLoadError(Exception):
-    """The text is not a YAML document this loader accepts.
-
-    Attributes:
-        line: 1-based line of the problem, 0 when unknown.
-        column: 1-based column of the problem, 0 when unknown.
-        message: what is wrong.
-    """
+    """The text is not a YAML document this loader accepts."""
 
     def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
         self.message = message
@@ -108,14 +81,7 @@ class _AliasSeen(Exception):
 
 @dataclass
 class Located:
-    """A loaded document and where each of its parts is.
-
-    Attributes:
-        data: the document as plain data (dict, list, str, int, float, bool, None).
-        positions: JSON path -> (line, column) of the value at that path (1-based).
-        key_positions: JSON path -> (line, column) of the mapping key that ends the path.
-        text: the text it was read from (what a run's version records).
-    """
+    """A loaded document and where each of its parts is."""
 
     data: Any
     positions: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
@@ -123,15 +89,7 @@ class Located:
     text: str = ""
 
     def where(self, path: JsonPath, *, key: bool = False) -> tuple[int, int]:
-        """Return the best known (line, column) for a path: itself, else its nearest parent.
-
-        Args:
-            path: JSON path into the document.
-            key: prefer the position of the mapping key over that of its value.
-
-        Returns:
-            1-based (line, column), or (0, 0) when nothing is known.
-        """
+        """Return the best known (line, column) for a path: itself, else its nearest parent."""
         if key and path in self.key_positions:
             return self.key_positions[path]
         probe = path
@@ -144,14 +102,7 @@ class Located:
 
 
 def format_path(path: JsonPath) -> str:
-    """Render a JSON path the way error messages show it: ``steps[1].with.templateId``.
-
-    Args:
-        path: keys and list indexes from the document root.
-
-    Returns:
-        The dotted form; the empty string for the root.
-    """
+    """Render a JSON path the way error messages show it: ``steps[1].with.templateId``."""
     text = ""
     for part in path:
         if isinstance(part, int):
@@ -165,12 +116,6 @@ def format_path(path: JsonPath) -> str:
 
 def load_yaml(text: str) -> Located:
     """Parse one YAML document into plain data plus positions.
-
-    Args:
-        text: the document's text.
-
-    Returns:
-        The located document (``data`` is None for an empty document).
 
     Raises:
         YamlLoadError: on a syntax error, an alias, a merge key, an unsupported tag or a
@@ -218,12 +163,7 @@ def _check_shape_or_leave_to_load(text: str) -> None:
 
 def _check_shape(text: str, loader_class: type[Any]) -> None:
     """Refuse nesting deeper than :data:`MAX_DEPTH` and more than :data:`MAX_NODES` nodes
-    before composing.
-
-    Raises:
-        YamlLoadError: the document is over a limit.
-        yaml.YAMLError: the parser refused the stream before the limits were reached.
-    """
+    before composing."""
     loader: Any = None
     try:
         loader = loader_class(text)
