@@ -52,17 +52,10 @@ class PollResult:
 
 
 class _KnownKeys:
-    """A trigger's known keys for one poll, read from the store when first asked.
+    """A trigger's known keys for one poll, loaded by ``load`` when first asked.
 
-    Each key is kept with the time of the row that taught it (when the row has one). A
-    row at or before that time is the very row that taught it (read again after a crash
-    between remembering the key and moving the cursor), so it counts as not known yet,
-    as it did the first time: the same row never fires ``known`` twice over.
-
-    A poll that finds no row past its cursor never asks, so it does not read them.
-
-    Args:
-        load: reads the stored entries (called at most once).
+    A row at or before the time of the row that taught its key is that same row, read again
+    after a crash, so it counts as not known yet: ``known`` never fires twice for one row.
     """
 
     __slots__ = ("_keys", "_load")

@@ -311,18 +311,11 @@ class SharedPoll:
                 member.finish_since()
 
     def _read_behind(self, members: list[PollMember], value: str, refused: ValidationError) -> None:
-        """Read again from earlier when the API refuses the cursor (its clock went back).
+        """Read again from earlier when the API refuses the cursor (its clock went back, spec 8).
 
-        The cursor is a time the API itself wrote; a 400 for it means the API's clock is now
-        behind that time (spec 8: a future ``lastUpdated`` is refused). Records it stamps
-        meanwhile carry times *before* the cursor, so reading on from the cursor would never
-        see them. Step back from the earliest cursor (1 min, 2 min, 4 min ... up to about 2
-        days) until the API accepts the time, and read from there for every trigger: rows
-        handed over before are dropped by the store's seen event ids (and known keys), so
-        nothing fires twice.
-
-        Raises:
-            ValidationError: the API refused every earlier time too (it is not the clock).
+        Steps back from the earliest cursor (1, 2, 4 min ... about 2 days) until accepted, so
+        rows stamped meanwhile are not missed; rows read again are dropped by the store's
+        seen ids. Raises the ``ValidationError`` when every earlier time is refused too.
         """
         cursor = parse_time(value)
         if cursor is None:  # pragma: no cover - the first read refused it first

@@ -225,9 +225,7 @@ class Receiver:
     async def _receive(self, request: Request) -> _Accepted | Response:
         """Read, look up, verify and map a delivery; a refusal is a response.
 
-        This runs on the event loop when the store's reads are local (SQLite: indexed
-        reads of one file, which never wait for a writer), else in a worker thread; the
-        commit that follows is shared with the deliveries handled alongside.
+        Runs on the event loop when the store's reads are local (SQLite), else in a thread.
         """
         token = str(request.path_params["token"])
         declared = request.headers.get("content-length", "")
