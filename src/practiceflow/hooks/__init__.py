@@ -1,16 +1,8 @@
 """Named Python checks and hooks that action modules refer to, in one registry.
 
-Hooks are the exception, not the habit: only logic that YAML cannot declare lives here
-(matching a name against a settings list, the ledger rules of ``POST /api/v1/bills``). Each
-is small and tested on its own (in the test file of the action that uses it).
-
-Registered here:
-
-* checks ``lead_settings_names`` (leads), ``entity_is_active_client`` and ``ledger_rules``
-  (bills);
-* hook ``canonical_lead_names`` (leads);
-* read-backs ``client_by_identifier``, ``bill_by_entity_date_total``, ``lead_is_active`` and
-  ``lead_by_email`` (:mod:`.read_backs`), that modules name in ``read_back.hook``.
+Only logic YAML cannot declare lives here: checks ``lead_settings_names``,
+``entity_is_active_client`` and ``ledger_rules``, hook ``canonical_lead_names``, and the
+read-backs of :mod:`.read_backs` that modules name in ``read_back.hook``.
 """
 
 from __future__ import annotations

@@ -1,36 +1,18 @@
-"""The named read-backs that action modules declare (``read_back.hook``), and the run
-marker's shape: how an in-doubt write is looked for, by endpoint.
+"""The named read-backs action modules declare (``read_back.hook``), and the run marker.
 
-A read-back is given the client, the step's input (rendered again exactly as it was sent,
-the run marker included) and when the step was marked ``sent``, and returns a
-:class:`Verdict`: ``found`` (the write happened: the found record becomes the step's
-output), ``absent`` (it certainly did not: the step is sent again) or ``unknown`` (a person
-decides). "absent" needs positive evidence, a list that would show the record and does not;
-whatever a read-back cannot prove is ``unknown``. Fields are read in any letter case and
-extra fields are ignored.
+A read-back gets the client, the step's input (re-rendered as sent, marker included) and
+when the step was marked ``sent``, and returns a :class:`Verdict`: ``found`` (the record
+becomes the output), ``absent`` (sent again) or ``unknown`` (a person decides). "absent"
+needs positive evidence (a list that would show the record and does not); anything else
+is ``unknown``. Registered (spec sections named):
 
-Registered here (spec sections named):
-
-* ``client_by_identifier`` (``create_client``): a client created with ``externalSystemID``
-  (else ``entityCode``) is found in ``GET /api/v1/entities?lastUpdated=`` from shortly
-  before it was sent (2.1, 4.1); "absent" only when every row listed carries that field,
-  and, for a client created as a lead, ``GET /api/v1/leads`` (leads may be listed there
-  only) shows no such lead either;
-* ``bill_by_entity_date_total`` (``create_bill``): the bill carrying the run's marker in
-  ``billDetails`` among every bill of the date range; else a bill for the same client
-  (``entityKey``, else the client's ``entityID``) with the same bill date and a total the
-  server could have computed (either tax field winning, rounding per line or on totals),
-  created after it was sent, in ``GET /api/v1/bills/list?startDate&endDate`` (2.4, 4.2;
-  ``endDate`` one day past, as it may be exclusive); a list row lacking the client or
-  ``createdOn`` is completed from ``GET /api/v1/bills/{id}``; any bill of the client it
-  cannot rule out keeps it unknown;
-* ``lead_is_active`` (``convert_lead``): the entity is ``Active`` (found) or still a
-  ``Lead`` (absent) in ``GET /api/v1/entities/{key}`` (3);
-* ``lead_by_email`` (``create_lead``): a lead is an entity whose status is Lead (1, 2.3), so
-  one created with an ``email`` is found by that email among the Lead rows of
-  ``GET /api/v1/entities?lastUpdated=`` from shortly before it was sent, else in
-  ``GET /api/v1/leads``; "absent" only when both lists were read and every row carries an
-  email.
+* ``client_by_identifier`` (``create_client``): ``externalSystemID``/``entityCode`` in
+  ``GET /api/v1/entities?lastUpdated=`` (2.1, 4.1), and ``/leads`` for a lead;
+* ``bill_by_entity_date_total`` (``create_bill``): the marker in ``billDetails``, else the
+  same client, bill date and a plausible total in ``/bills/list`` (2.4, 4.2);
+* ``lead_is_active`` (``convert_lead``): the entity's status in ``/entities/{key}`` (3);
+* ``lead_by_email`` (``create_lead``): the email among Lead rows of ``/entities``, else
+  ``/leads`` (1, 2.3).
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """Triggers, engine side: events from the practice, by webhook or by polling.
 
-This package owns turning trigger modules (``triggers/*.yaml``) into events for recipes:
-
-* :mod:`.base`: the one :class:`Trigger` interface and the :class:`TriggerEvent` it yields;
-* :mod:`.definition`: a loaded module as webhook and poll specs, and their templates;
-* :mod:`.receiver`: the starlette receiver (verify, dedupe, store, then 2xx);
-* :mod:`.subscriptions`: subscribe, check, heal and unsubscribe webhook subscriptions;
-* :mod:`.poller`: cursor polling (from now, same-second overlap, budget-aware);
-* :mod:`.shared_poll` and :mod:`.poll_member`: one list read for every trigger reading that
-  list, each with its own filter, dedupe and cursor;
-* :mod:`.cadence` and :mod:`.practice_polls`: a practice's polls on adaptive intervals (up to
-  each recipe's ``max_delay``), tied together so that a change anywhere speeds them all up;
-* :mod:`.downtime`: whether a trigger can catch up on a downtime of ``serve`` (a poll
-  source), and what ``plan`` and ``triggers list`` say of it;
-* :mod:`.modes`: ``auto``, ``webhook``, ``poll`` and ``both``, and :func:`build_trigger`.
-
-Every event is in the state store before it is acknowledged to its sender; the runner
-reads them with :meth:`Trigger.pending` and acknowledges with :meth:`Trigger.acknowledge`.
+This package turns trigger modules (``triggers/*.yaml``) into events for recipes: the
+:class:`Trigger` interface (:mod:`.base`), the webhook receiver and subscriptions, cursor
+polling shared per list (:mod:`.shared_poll`) on adaptive cadences, and the modes
+(:mod:`.modes`). Every event is in the state store before it is acknowledged to its
+sender; the runner reads them with :meth:`Trigger.pending` and acknowledges each handled.
 """
 
 from __future__ import annotations

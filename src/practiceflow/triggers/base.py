@@ -75,19 +75,9 @@ def envelope(
     test: bool = False,
     unrecognised: str | None = None,
 ) -> dict[str, Any]:
-    """Build the stored payload of an event (see the module docstring).
+    """The JSON-ready stored payload of an event (shape in the module docstring).
 
-    Args:
-        source: how it came in.
-        data: the mapped event.
-        raw: the body or row as received.
-        event: the event key.
-        delivery_id: the ``X-Svc-Event-Id``, for webhooks.
-        test: whether it is a test delivery (or one held as unrecognised: never run).
-        unrecognised: why a delivery is held as unrecognised (then ``test`` is true).
-
-    Returns:
-        The JSON-ready envelope.
+    ``test`` marks a delivery never run: a test, or one held with an ``unrecognised`` reason.
     """
     stored = {
         "source": source,
@@ -154,19 +144,9 @@ def persist(
     event: str,
     signature: str | None = None,
 ) -> bool:
-    """Store one event unless its dedupe key (or its signature) was seen; one transaction.
+    """Store one event unless its dedupe key (or signature) was seen, in one transaction.
 
-    Args:
-        store: the state store.
-        practice: whose event.
-        name: the trigger's name (the store's ``source``).
-        dedupe_key: the event id to store.
-        payload: the envelope.
-        event: the event key.
-        signature: the webhook signature, for replay dedupe.
-
-    Returns:
-        ``True`` when stored, ``False`` for a duplicate.
+    Returns ``True`` when stored, ``False`` for a duplicate.
     """
     return store.record_event(practice, name, event, dedupe_key, payload, signature=signature)
 

@@ -1,28 +1,11 @@
 """How often a practice's polls run: fast while its lists change, slower while they do not.
 
-Each polled trigger has a latency its recipe asks for, ``max_delay`` (default: the poll
-interval): a change is seen at most that long after it happens. A shared poll
-(:mod:`.shared_poll`) serves the most demanding of its triggers, so its interval moves
-between
-
-* **fastest**: the poll interval (``serve``'s 60 s), or ``max_delay`` when shorter;
-* **slowest**: the shortest ``max_delay`` of its triggers.
-
-After a poll that changed nothing, the next interval doubles (never beyond the slowest);
-a poll that found a change, a webhook delivery, or a change in any other list of the
-practice brings every poll of the practice back to the fastest at once
-(:meth:`PracticeCadence.activity`): a practice that is busy is watched closely, one that
-has been quiet for a while costs a request per ``max_delay``. The wait never exceeds the
-``max_delay`` asked for, so that latency holds either way, unless the rate budget itself
-runs low (the ``stretch`` a cadence is given: :func:`~.poller.budget_interval`, on the
-API's ``X-RateLimit-Remaining``), which no setting can overrule.
-
-A trigger served by webhook needs its list read only for completeness (a delivery the
-sender lost, a downtime): its **sweep** runs every ``catch_up_every`` seconds, and neither
-deliveries nor changes speed it up. On a list that polled triggers read anyway, it rides
-along for free.
-
-The clock is injected (seconds, monotonic): tests drive it by hand, nothing here sleeps.
+A shared poll's interval moves between the poll interval (or a shorter ``max_delay``) and
+the shortest ``max_delay`` of its triggers: it doubles after a quiet poll and snaps back to
+the fastest on any activity in the practice (:meth:`PracticeCadence.activity`). It never
+exceeds ``max_delay`` unless the rate budget runs low (``stretch``). Webhook triggers get a
+completeness **sweep** every ``catch_up_every`` seconds. The clock is injected: nothing
+here sleeps.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""Choosing how a trigger receives (``auto``, ``webhook``, ``poll``, ``both``) and the
+"""Choosing how a trigger receives (``auto``, ``webhook``, ``poll``, ``both``), and the
 :class:`~practiceflow.triggers.base.Trigger` classes that do it.
 
-* ``auto``: webhook when a public URL is configured and the module can be received by
-  webhook; polling otherwise.
-* ``both``: webhook and polling at once, writing to the same event source. The same change
-  fires once because both sides store it under the same **cross-source dedupe key**, which
-  the module declares twice: ``webhook.id`` (over the delivery body) and ``poll.dedupe``
-  (over the list row), rendering the same string, such as ``proposal:<proposalKey>``.
-  Whichever arrives second is a duplicate in the store. A delivery whose body does not
-  yield the key falls back to ``delivery:<X-Svc-Event-Id>`` and may then fire once more
-  by polling: documented, never silent loss.
-* In ``both``, a webhook that stopped is noticed: when polls keep finding changes that no
-  delivery brought (two polls in a row, and no delivery for ``grace`` seconds), the
-  subscription is checked with a test delivery and re-subscribed if the API lost it.
+In ``both``, one change fires once because the module declares the same **cross-source
+dedupe key** twice (``webhook.id`` over the body, ``poll.dedupe`` over the row), so the
+second arrival is a duplicate in the store; a body without the key falls back to
+``delivery:<X-Svc-Event-Id>`` and may fire once more by polling (documented, never lost).
+Polls finding changes no delivery brought get the subscription checked and healed.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """One trigger's side of a poll: its filter, dedupe, known keys and "handled up to" point.
 
-A list read (:mod:`.shared_poll`) hands every row to each trigger reading that list; a
-:class:`PollMember` decides, for its trigger alone, whether the row is past its own cursor,
-whether it is an event (its filters, its known keys), stores the event under its own
-dedupe key, and moves its own cursor once what it found is stored. Two triggers on the
-same list therefore never see each other's state: a crash between one trigger's handling
-and the next one's leaves the second trigger's cursor behind, and the next read starts
-from the earliest cursor of them all.
-
-State in the store, per trigger name:
-
-* ``<name>``: the cursor (newest ``lastUpdated`` handed over, with the dedupe keys of the
-  rows at that instant: boundary keys), or ``*`` / a date for the other cursor kinds;
-* ``<name>#known``: the keys ``poll.known`` remembers;
-* ``<name>#page_size``: a learned fixed server page size.
+A :class:`PollMember` decides, for its trigger alone, which rows of a shared read are past
+its cursor and are events, stores them under its own dedupe key, and only then moves its
+own cursor, so triggers on one list never share state. Store keys per trigger name:
+``<name>`` (cursor and boundary keys), ``<name>#known`` and ``<name>#page_size``.
 """
 
 from __future__ import annotations
@@ -62,17 +52,10 @@ class PollResult:
 
 
 class _KnownKeys:
-    """A trigger's known keys for one poll, read from the store when first asked.
+    """A trigger's known keys for one poll, loaded by ``load`` when first asked.
 
-    Each key is kept with the time of the row that taught it (when the row has one). A
-    row at or before that time is the very row that taught it (read again after a crash
-    between remembering the key and moving the cursor), so it counts as not known yet,
-    as it did the first time: the same row never fires ``known`` twice over.
-
-    A poll that finds no row past its cursor never asks, so it does not read them.
-
-    Args:
-        load: reads the stored entries (called at most once).
+    A row at or before the time of the row that taught its key is that same row, read again
+    after a crash, so it counts as not known yet: ``known`` never fires twice for one row.
     """
 
     __slots__ = ("_keys", "_load")

@@ -1,43 +1,19 @@
 """Polling a list endpoint with a durable cursor: every change once, none lost.
 
-One :class:`Poller` per (practice, trigger name): a :class:`~.shared_poll.SharedPoll` of one
-trigger (triggers reading the same list share one, see :mod:`.shared_poll`). Its state lives
-in the state store (:mod:`.poll_member`), so a new ``Poller`` over the same store carries on
-where the last one stopped:
+One :class:`Poller` per (practice, trigger): a :class:`~.shared_poll.SharedPoll` of one
+trigger, whose state (cursor, boundary keys, known keys) lives in the store via
+:mod:`.poll_member`. The rules that keep the promises:
 
-* the **cursor** is the newest ``lastUpdated`` (as the server wrote it) among the rows
-  handed over, with the dedupe keys of the rows *at* that instant (boundary keys);
-* **known keys** (``poll.known``), kept under ``<name>#known``, tell new records from
-  changed ones where rows carry no creation time.
+* **From now**: the first poll fires nothing and sets the cursor to the newest
+  ``lastUpdated`` the server wrote (never a local clock reading).
+* **Handed over first**: events are stored, deduplicated, before the cursor moves.
+* **Same second**: ``lastUpdated`` is "at or after", truncated to the second, so boundary
+  rows come back and are skipped by boundary key or the store's dedupe.
+* **Moving pages**: only once the list has shown itself ordered does a full page restart
+  from its newest second; otherwise pages are read in turn and the cursor moves at the end.
+* **Any paging**: a short first page or a repeated page means the server ignores paging.
 
-The rules:
-
-* **From now.** The first poll (no cursor, no ``since``) reads the whole list once, fires
-  nothing, and sets the cursor to the newest ``lastUpdated`` it saw, remembering keys.
-  The cursor is always a value the server wrote, never a local clock reading, so a
-  future-``lastUpdated`` 400 cannot happen; the value sent is also never later than the
-  local clock (the client refuses that), which can only widen the window.
-* **Handed over first.** Each event is stored (one transaction, deduplicated by its key)
-  before the cursor moves past it; a crash at any point repeats work, never loses it.
-* **Same second.** ``lastUpdated`` goes out truncated to the second and is "at or after",
-  so rows of the boundary second come back: those at the cursor with a boundary key, and
-  any older than the cursor, are skipped; the store's dedupe catches the rest.
-* **Moving pages.** Once this walk has shown the list ordered by the cursor field (two
-  pages read, each ordered, the second starting at or after the end of the first), a
-  full page makes the next request start again from that page's newest second (page 1)
-  instead of asking for the next page, so rows that move while we read (changed again)
-  cannot slip between pages. Until then, and on any list seen out of order, the pages are
-  read in turn and the cursor moves only at the end: the order of rows under
-  ``lastUpdated`` is not shown by the spec, so one ordered-looking page proves nothing.
-* **Any paging.** A first page shorter than the ``pageSize`` sent may mean the server
-  ignores ``pageSize``: the next page is asked for once (empty: the end). A page repeating
-  the rows of the page before means the list ignores ``pageNumber``: it was read whole.
-* **Budget.** With nothing changed, a poll is one request. :meth:`Poller.next_interval`
-  stretches the interval as the server's ``X-RateLimit-Remaining`` falls.
-
-Cursor kinds: ``lastUpdated``; ``date_range`` (bills: a window of bill dates from
-``lookback_days`` ago to tomorrow, re-read each poll, new rows told apart by known keys);
-``none`` (a list with no filter, read whole each poll).
+Cursor kinds: ``lastUpdated``, ``date_range`` (bills, a re-read window) and ``none``.
 """
 
 from __future__ import annotations

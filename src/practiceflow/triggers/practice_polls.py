@@ -1,17 +1,9 @@
 """A practice's polls: its triggers grouped into shared polls, each on an adaptive cadence.
 
-``serve`` (and the fleet, for the practices a replica owns) hand this the practice's
-polled triggers, each a :class:`PollTarget` (its :class:`~.poll_member.PollMember`, what it
-needs of the poll, and what to do after each poll). :class:`PracticePolls` groups them by
-the list they read (:func:`~.shared_poll.group_members`), gives each group one
-:class:`ScheduledPoll` (one :class:`~.shared_poll.SharedPoll`, one
-:class:`~.cadence.Cadence`) and ties the cadences of the practice together: a change
-found by any poll, or a webhook delivery (:meth:`PracticePolls.activity`), brings every
-poll of the practice back to its fastest.
-
-Nothing here starts a thread or sleeps on its own: a caller either polls a group when it
-is due (:meth:`ScheduledPoll.wait_due` blocks until then, waking early when the due time
-moves), or asks :meth:`PracticePolls.next_due` and schedules it itself.
+:class:`PracticePolls` groups its :class:`PollTarget` entries by the list they read, gives
+each group a :class:`ScheduledPoll` (one shared poll, one cadence) and ties the cadences
+together so activity anywhere speeds them all up. Nothing here starts a thread: callers
+wait with :meth:`ScheduledPoll.wait_due` or schedule from :meth:`PracticePolls.next_due`.
 """
 
 from __future__ import annotations

@@ -1,43 +1,13 @@
 """One list request feeds every trigger that reads the same list with the same cursor.
 
-``new_client``, ``new_lead``, ``lead_converted`` and ``updated_client`` all read
-``GET /api/v1/entities/list?lastUpdated=``. Their modules say so (``poll.path`` and
-``poll.cursor``), so their polls of one practice are grouped by that declaration, their
-:class:`PollSource`, never by trigger names: one read serves them all, and each trigger
-(:class:`~practiceflow.triggers.poll_member.PollMember`) keeps its own filter, dedupe, known
-keys and cursor.
-
-**The shared cursor is the earliest of its triggers' cursors.** A read starts from it, so
-it advances only past what every trigger has handled; a trigger whose cursor is later
-skips the rows it handled before (its cursor and boundary keys, then the store's seen
-event ids). Within a page, each trigger stores its events and only then moves its own
-cursor, one trigger after the other: a crash between two of them leaves the second
-behind, and the next read (from the earliest) hands it the rows again while the first
-skips them. Nothing is lost and nothing fires twice.
-
-A trigger with no cursor yet (a first poll, "from now") needs the whole list once: those
-are read together in one whole read, apart from the triggers that go on from a cursor.
-
-What one page hands over (every trigger's events, known keys and cursors) is written in
-one transaction where the store can (:meth:`~practiceflow.state.StateStore.atomic`): one
-durable commit per page instead of one per write. That is only an optimisation; the order
-above is what keeps the promises on a store that commits write by write.
-
-:class:`SharedPoll` is what ``serve`` and the fleet call: "poll this practice's group
-once, given a client and a store", returning each trigger's events and cursor.
-:func:`group_members` builds the groups of a practice from its triggers::
-
-    members = [PollMember(store, practice, load_definition(key)) for key in keys]
-    polls = [SharedPoll(client, group) for group in group_members(members)]
-    for poll in polls:                       # keep them: each remembers its list's paging
-        result = poll.poll_once()            # SharedPollResult
-        result.results["new_client"].events  # that trigger's new events, already stored
-        result.cursors                       # trigger name -> its cursor now
-
-:mod:`.practice_polls` adds the cadence (when each group is due).
-
-The read itself keeps the rules of :mod:`practiceflow.triggers.poller` (same second,
-moving pages, any paging, a refused cursor), once for the whole group.
+Polls of one practice are grouped by their :class:`PollSource` (``poll.path`` and
+``poll.cursor``), never by trigger name; each :class:`~.poll_member.PollMember` keeps its
+own filter, dedupe, known keys and cursor. The shared cursor is the earliest of its
+triggers' cursors, and each trigger stores its events before moving its own cursor, so a
+crash between two triggers only hands the rows again to the one left behind (which the
+others skip): nothing lost, nothing fired twice. Triggers with no cursor yet are read in
+one whole read of their own. A page's writes share one transaction where the store can,
+only as an optimisation. The read keeps the rules of :mod:`.poller`.
 """
 
 from __future__ import annotations
@@ -341,18 +311,11 @@ class SharedPoll:
                 member.finish_since()
 
     def _read_behind(self, members: list[PollMember], value: str, refused: ValidationError) -> None:
-        """Read again from earlier when the API refuses the cursor (its clock went back).
+        """Read again from earlier when the API refuses the cursor (its clock went back, spec 8).
 
-        The cursor is a time the API itself wrote; a 400 for it means the API's clock is now
-        behind that time (spec 8: a future ``lastUpdated`` is refused). Records it stamps
-        meanwhile carry times *before* the cursor, so reading on from the cursor would never
-        see them. Step back from the earliest cursor (1 min, 2 min, 4 min ... up to about 2
-        days) until the API accepts the time, and read from there for every trigger: rows
-        handed over before are dropped by the store's seen event ids (and known keys), so
-        nothing fires twice.
-
-        Raises:
-            ValidationError: the API refused every earlier time too (it is not the clock).
+        Steps back from the earliest cursor (1, 2, 4 min ... about 2 days) until accepted, so
+        rows stamped meanwhile are not missed; rows read again are dropped by the store's
+        seen ids. Raises the ``ValidationError`` when every earlier time is refused too.
         """
         cursor = parse_time(value)
         if cursor is None:  # pragma: no cover - the first read refused it first

@@ -1,26 +1,11 @@
 """The lifecycle of webhook subscriptions: subscribe, check, re-subscribe, unsubscribe.
 
-The spec has no list of subscriptions, so practiceflow must never lose track of one it
-made. The rules:
-
-* every subscription gets its own unguessable receiver path, ``/hooks/<path_token>``, and
-  is saved ``pending`` in the state store *before* ``POST /api/v1/webhooks`` is sent (a
-  delivery racing the answer then finds it; a crash leaves a trace);
-* the answer's ``id`` and ``webhookSecret`` are saved with status ``active``; the secret
-  lives only in the state store, never in a log line, an error or a ``repr``;
-* an answer that was lost (:class:`~practiceflow.errors.InDoubtError`: a timeout, a 5xx)
-  is saved ``in_doubt`` and reported; it is **not** repeated, because a second subscribe
-  could leave an orphan delivering to us forever. A row left ``pending`` (the process died
-  while the subscribe was in flight) is in doubt alike. :meth:`SubscriptionManager.ensure`
-  raises :class:`SubscriptionInDoubt` for both; ``serve`` and ``worker`` list it as needing
-  attention and carry on (:mod:`practiceflow.service.gaps`). The operator checks the
-  practice's webhook settings, settles it with ``practiceflow triggers unsubscribe NAME
-  --forget`` and restarts, which subscribes again;
-* :meth:`SubscriptionManager.check` sends the test delivery
-  (``POST /api/v1/webhooks/{id}/test``): a 404 means the subscription disappeared, and
-  :meth:`SubscriptionManager.heal` re-subscribes;
-* :meth:`SubscriptionManager.remove` deletes it (a 404 means it was already gone) and
-  forgets it; deliveries to its path are refused from then on.
+The spec has no list of subscriptions, so none may be lost track of: each is saved
+``pending`` before ``POST /api/v1/webhooks`` is sent, then ``active`` with its id and secret
+(kept only in the store, never logged). A lost answer or a leftover ``pending`` row is
+``in_doubt`` and **never** repeated (a second subscribe could leave an orphan delivering
+forever): :meth:`SubscriptionManager.ensure` raises :class:`SubscriptionInDoubt` for a
+person to settle.
 """
 
 from __future__ import annotations

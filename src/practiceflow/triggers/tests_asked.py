@@ -1,28 +1,11 @@
 """Test deliveries told apart without any marker in the body.
 
-The spec does not show how a test delivery (``POST /api/v1/webhooks/{id}/test``) is
-marked; a real one may look exactly like an event. The project knows when it asked for
-one and on which subscription, so it does not need a marker:
-
-* before sending ``/test``, :func:`note_asked` records the time on the subscription's
-  health row in the state store (``test_asked_at``: a fact of the subscription, kept as
-  long as its health, not a cursor), and the answer's event id when the answer carries one;
-* the receiver asks :func:`classify` about each verified delivery on that subscription
-  (with the subscription's health, which the receiver reads from the store):
-  a delivery with a known marker (``isTest``), or with the event id the ``/test`` answer
-  gave, is the test delivery (acknowledged, never run); while a test without an id is
-  awaited (:data:`AWAIT_TEST` after asking), any other delivery is **held** as
-  unrecognised, since it may be the test: it never runs a recipe, it is kept with its
-  reason, logged, and counted as the test's arrival;
-* a delivery the trigger cannot map (its ``webhook.id`` renders no record key, as for a
-  test delivery carrying sample data or none) is held the same way.
-
-A held delivery is stored like a test delivery (the runner acknowledges it without
-running anything) with ``"unrecognised": <reason>`` in its stored envelope, a warning
-names the trigger and the delivery id, and :func:`hold` lists an ``unrecognised`` entry of
-the attention table with the reason (:mod:`practiceflow.service.needs_person`), so that
-``practiceflow attention list``, ``runs list --status in_doubt`` and the console show it
-among what needs attention.
+The spec does not show how a test delivery is marked, but the project knows when it asked
+for one: :func:`note_asked` records the time (and the answer's event id, if any) on the
+subscription's health row before ``/test`` is sent, and :func:`classify` calls a delivery
+the test when it carries a known marker or that id. While an id-less test is awaited, any
+other delivery is **held** as unrecognised (it may be the test), as is one the trigger
+cannot map: stored but never run, logged, and listed for a person by :func:`hold`.
 """
 
 from __future__ import annotations

@@ -1,34 +1,18 @@
 """The webhook receiver: a starlette app that verifies, dedupes and stores deliveries.
 
-Each subscription has its own unguessable path, ``/hooks/<path_token>``: the token finds
-the subscription (and its secret) in the state store. For every delivery, in order:
+Each subscription has its own path, ``/hooks/<path_token>``. For every delivery, in order:
 
-1. body larger than ``max_body`` (from ``Content-Length``, or counted while reading, so a
-   huge body is cut off, not read whole): **413**;
-2. unknown path: **404**, logged with a short fingerprint of the token, never the token;
-3. :func:`practiceflow.webhooks.verify` with the subscription's secret: bad signature,
-   future timestamp, one older than the replay window (``keep_seen`` less ``tolerance``,
-   see the replay policy of :mod:`practiceflow.webhooks`), missing header: **401** with
-   the refusal reason;
-4. tell test deliveries and unmappable ones apart without relying on a marker
-   (:mod:`practiceflow.triggers.tests_asked`: they are stored but never run), map the
-   body (tolerantly) and store it durably, deduplicated by the
-   event's dedupe key (the ``X-Svc-Event-Id`` unless the module derives a cross-source key)
-   *and* by the signature (the id is not signed, so a replay under a fresh id is caught);
-   deliveries arriving together share one fsynced transaction (group commit, see
-   :mod:`practiceflow.state.group_commit`), each answered only after it commits;
-   when the store cannot be used (locked, disk full: :class:`StoreError`), **503**, so
-   that the sender delivers again later;
-5. only then **200**, with no body and the header ``X-Practiceflow-Stored: true`` (or
-   ``false`` for a duplicate, which the sender must also stop retrying) and the event's
-   dedupe key in ``X-Practiceflow-Event-Key``.
+1. body over ``max_body`` (counted while reading): **413**;
+2. unknown path: **404** (logged with a token fingerprint, never the token);
+3. :func:`practiceflow.webhooks.verify` fails: **401** with the reason;
+4. tell test and unmappable deliveries apart (:mod:`.tests_asked`), map the body and store
+   it durably, deduplicated by event key *and* signature (the id is not signed); store
+   unusable (:class:`StoreError`): **503** so the sender retries;
+5. only then **200**, with ``X-Practiceflow-Stored: true`` (``false`` for a duplicate) and
+   ``X-Practiceflow-Event-Key``.
 
-Nothing unverified is stored, and the work a delivery causes happens after the answer:
-the runner reads pending events from the store. Handled events are purged after
-``keep_seen`` (7 days by default), so redeliveries within that span stay deduplicated.
-
-Start it in a thread with :func:`serve_receiver`, or mount :attr:`Receiver.app` in an
-ASGI server of your own.
+Nothing unverified is stored, and work happens after the answer (the runner reads pending
+events). Handled events are purged after ``keep_seen``.
 """
 
 from __future__ import annotations
@@ -241,9 +225,7 @@ class Receiver:
     async def _receive(self, request: Request) -> _Accepted | Response:
         """Read, look up, verify and map a delivery; a refusal is a response.
 
-        This runs on the event loop when the store's reads are local (SQLite: indexed
-        reads of one file, which never wait for a writer), else in a worker thread; the
-        commit that follows is shared with the deliveries handled alongside.
+        Runs on the event loop when the store's reads are local (SQLite), else in a thread.
         """
         token = str(request.path_params["token"])
         declared = request.headers.get("content-length", "")

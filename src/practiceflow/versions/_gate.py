@@ -1,22 +1,11 @@
 """The upgrade gate: every run in flight replayed against a new version, and the explicit
 migration of those that can move.
 
-For each unfinished run (``pending``, ``running``, ``in_doubt``) of the recipe,
-:func:`check_runs` says one of:
-
-* ``on it``: the run already runs on the new version;
-* ``can move``: every step the run journaled (done, sent, in doubt, failed, skipped) is a
-  step of the new version with the same id and action, each write the run sent is one the
-  new version sends exactly alike, and the new version puts no step it lacks before one
-  it did. Moved, it goes on from where it is and sends nothing it sent before: the
-  journal, by step id, says those steps are done;
-* ``stays``: it must finish on its own version (stored, and rebuilt), with the first
-  step that keeps it there and why;
-* ``needs a person``: a step is in doubt (settle it first), or its own version cannot be
-  rebuilt and it cannot move either; with the step and the reason.
-
-:func:`migrate` moves the runs that can move, each only if it is still on the version it
-was checked on (:meth:`~practiceflow.state.StateStore.move_run_version`).
+:func:`check_runs` says of each unfinished run: ``on it``, ``can move`` (every journaled
+step exists in the new version with the same id and action, every write sent would be sent
+exactly alike, and no new step comes before one it did, so a moved run sends nothing
+twice), ``stays`` (finishes on its own version) or ``needs a person``. :func:`migrate`
+moves a run only if it is still on the version it was checked on.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """A run rendered again under another recipe version: reads from its journal, nothing sent.
 
-:func:`replay` takes a run and a recipe version and walks the version's steps as a run of
-it would, with the run's own event and start time. It sends nothing: no client is even
-given to the engine. What a read answered comes from the run's journal (its recorded
-output); a write is rendered into the request it would send and compared with the request
-the run journaled for it, and what the write answered then feeds the steps after it.
-
-A step of the new version is matched to the run's journal by its id, else by the first
-journaled step with the same ``use`` not matched yet (a renamed step); a write the run made
-that the new version does not make is reported too. A step whose templates read what the
-journal does not hold (a new read, a write never answered) is reported as not rendered.
-
-The marker a write carries (:mod:`practiceflow.runner.marker`) is the one of the journaled
-step it is matched to: a replay compares what the versions say, not the ids they give.
+:func:`replay` walks the version's steps with the run's event and start time and no
+client: reads answer from the journal, writes are rendered and compared with the requests
+the run journaled. Steps match by id, else by the first unmatched journaled step with the
+same ``use``; a write carries the marker of the step it matched, so versions are compared
+on what they say, not on the ids they give.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Which recipe a run is driven with: its own version, whatever the files say now.
 
-:func:`recipe_for_run` is the one answer, asked by the runner before a run's first step
-on every start (resume, retry, reconciliation): a run on the served version uses the served
-recipe; a run on another version uses that version, rebuilt from the store; a run started
-before versions were recorded uses the served recipe of its name, and is held when none
-is served or the served one lacks a step the run took. A run whose version cannot be
-rebuilt is held for a person with the reason (:func:`version_hold`), never driven on
-something else.
-
-:func:`orphan_runs` finds the unfinished runs of recipes no longer served (a recipe file
-removed or renamed while its runs waited): ``serve`` drives them to their end on their
-own versions.
+:func:`recipe_for_run` answers before a run's first step on every start; a version that
+cannot be rebuilt holds the run for a person (:func:`version_hold`), never drives it on
+something else. :func:`orphan_runs` finds unfinished runs of recipes no longer served.
 """
 
 from __future__ import annotations

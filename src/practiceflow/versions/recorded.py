@@ -1,16 +1,9 @@
 """What a run's version is, how it is stored once, and how it is rebuilt.
 
-A recipe version is the exact text of the recipe, the exact text of every module it uses
-(its trigger and its steps' actions) and the names of the Python hooks, checks and built-in
-local steps those need. Each module is stored under the sha256 of its content, and the
-recipe under the sha256 of its text with its modules' digests and those names: the same
-content is stored once, and a digest names one content for ever. A run records the
-recipe version's digest when it starts (``runs.version``).
-
-Rebuilding a version reads nothing from the files: the texts come from the store and are
-checked again as the recipe was when it started (:func:`~practiceflow.runner.validate.check_recipe`
-against its own modules). Hooks are code, not content: a version whose hook or local step is
-no longer in this practiceflow cannot be rebuilt, and :class:`VersionUnavailable` says so.
+A version is the recipe's text, its modules' texts and the names of the hooks they need,
+stored by sha256 so the same content is stored once; a run records its digest at start.
+Rebuilding reads only the store and validates again; hooks are code, so a version whose
+hook is gone cannot be rebuilt (:class:`VersionUnavailable`).
 """
 
 from __future__ import annotations
