@@ -25,6 +25,8 @@ import psycopg
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from poll_round_trips import reset_statements, statements  # noqa: E402 -- beside this file
+
 import pgserver  # noqa: E402 -- the tests' throw-away server helper
 from practiceflow.cli.db import migrate_state  # noqa: E402
 from practiceflow.fleet import Fleet, load_fleet, make_app  # noqa: E402
@@ -65,21 +67,6 @@ def _fleet_file(folder: Path, base_url: str, client_id: str) -> Path:
     return path
 
 
-def _statements(url: str) -> list[tuple[int, str]]:
-    with psycopg.connect(url) as connection:
-        rows = connection.execute(
-            "SELECT s.calls, s.query FROM pg_stat_statements s"
-            " JOIN pg_database d ON d.oid = s.dbid"
-            " WHERE d.datname = current_database() ORDER BY s.calls DESC"
-        ).fetchall()
-    return [(int(calls), str(query)) for calls, query in rows]
-
-
-def _reset(url: str) -> None:
-    with psycopg.connect(url) as connection:
-        connection.execute("SELECT pg_stat_statements_reset()")
-
-
 def _store_event(store: PostgresStore, number: int) -> str:
     event_id = f"lead-{number}"
     body = {"eventId": event_id, "event": "lead.created", "data": {"entityName": f"n{number}"}}
@@ -111,9 +98,9 @@ def main() -> None:
                     # The first event stores the recipe's version: not a steady state.
                     fleet.run_event("bench", SOURCE, _store_event(store, 0))
                     ids = [_store_event(store, n) for n in range(1, args.events + 1)]
-                    _reset(url)
+                    reset_statements(url)
                     outcomes = [fleet.run_event("bench", SOURCE, event_id) for event_id in ids]
-                    counted = _statements(url)
+                    counted = statements(url)
                 finally:
                     fleet.close()
     finally:

@@ -66,7 +66,7 @@ def _fleet_file(folder: Path, base_url: str, client_id: str) -> Path:
     return path
 
 
-def _statements(url: str) -> list[tuple[int, str]]:
+def statements(url: str) -> list[tuple[int, str]]:
     with psycopg.connect(url) as connection:
         rows = connection.execute(
             "SELECT s.calls, s.query FROM pg_stat_statements s"
@@ -76,7 +76,7 @@ def _statements(url: str) -> list[tuple[int, str]]:
     return [(int(calls), str(query)) for calls, query in rows]
 
 
-def _reset(url: str) -> None:
+def reset_statements(url: str) -> None:
     with psycopg.connect(url) as connection:
         connection.execute("SELECT pg_stat_statements_reset()")
 
@@ -105,12 +105,12 @@ def main() -> None:
                     for _ in range(2):  # the baseline, then one poll from the cursor
                         for trigger in TRIGGERS:
                             fleet.poll("bench", trigger)
-                    _reset(url)
+                    reset_statements(url)
                     found = 0
                     for _ in range(args.polls):
                         for trigger in TRIGGERS:
                             found += fleet.poll("bench", trigger)
-                    counted = _statements(url)
+                    counted = statements(url)
                 finally:
                     fleet.close()
     finally:
