@@ -60,8 +60,6 @@ from practiceflow.sandbox.routes.webhook_subscriptions import public_subscriptio
 from practiceflow.sandbox.state import SandboxState
 from practiceflow.sandbox.store import Practice
 
-__all__ = ["admin_router"]
-
 logger = logging.getLogger(__name__)
 
 

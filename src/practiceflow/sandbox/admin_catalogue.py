@@ -12,8 +12,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ADMIN_ROUTES", "AdminRoute", "curl_example", "route_catalogue"]
-
 
 @dataclass(frozen=True)
 class AdminRoute:

@@ -19,8 +19,6 @@ from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.state import SandboxState
 from practiceflow.sandbox.variants import TOPICS, Variants
 
-__all__ = ["variants_route", "variants_view"]
-
 
 def variants_view(variants: Variants) -> dict[str, Any]:
     """The answer of ``GET /_admin/variants``."""

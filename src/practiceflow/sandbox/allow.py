@@ -12,8 +12,6 @@ from typing import Any
 
 from starlette.routing import Match, Route, Router
 
-__all__ = ["allow_header"]
-
 
 def allow_header(router: Router, scope: Mapping[str, Any]) -> str:
     """The methods ``router`` serves on the path of ``scope``, sorted, comma-separated.

@@ -41,8 +41,6 @@ from practiceflow.sandbox.routes import ALL_OPS
 from practiceflow.sandbox.routes.common import CONTEXT_KEY, Ctx
 from practiceflow.sandbox.state import SandboxState
 
-__all__ = ["RAW_SEND_KEY", "RawSendCapture", "SandboxApp", "create_app"]
-
 logger = logging.getLogger(__name__)
 
 RAW_SEND_KEY = "practiceflow.raw_send"

@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from practiceflow.sandbox.config import Credential
 from practiceflow.sandbox.problems import ApiProblem
 
-__all__ = ["authenticate", "read_credentials"]
-
 
 def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
     """Extract the Client ID and secret from request headers.

@@ -14,28 +14,6 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-__all__ = [
-    "Address",
-    "AmlCheckBody",
-    "BillBody",
-    "BillLineBody",
-    "ContactBody",
-    "EformSendBody",
-    "EntityBody",
-    "IdVerificationBody",
-    "LeadBody",
-    "LeadNoteBody",
-    "NewContactBody",
-    "OnboardingBody",
-    "OnboardingClientBody",
-    "ProposalBody",
-    "ProposalFromTemplateBody",
-    "ProposalServiceBody",
-    "Recipient",
-    "RenewBody",
-    "WebhookBody",
-]
-
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)

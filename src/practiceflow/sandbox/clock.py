@@ -6,8 +6,6 @@ import threading
 import time
 from datetime import UTC, datetime
 
-__all__ = ["SandboxClock", "format_time", "parse_time"]
-
 
 class SandboxClock:
     """UTC time as the sandbox sees it; ``advance`` moves it in either direction.

@@ -13,21 +13,6 @@ from typing import Final, Literal
 
 from practiceflow.sandbox.variants import Variants
 
-__all__ = [
-    "ADMIN_TOKEN_ENV",
-    "CLIENT_ID_ENV",
-    "CLIENT_SECRET_ENV",
-    "DEFAULT_ADMIN_TOKEN",
-    "DEFAULT_CREDENTIALS",
-    "MAX_LATENCY",
-    "REGIONS",
-    "ClientKind",
-    "Credential",
-    "RateLimits",
-    "SandboxConfig",
-    "parse_duration",
-]
-
 #: The three regions; each is served under ``/<region>`` and holds its own practice.
 REGIONS: tuple[str, ...] = ("anz", "uk", "za")
 

@@ -30,8 +30,6 @@ import requests
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 
-__all__ = ["LATE_BY", "LOOPBACK_HOSTS", "Delivery", "DeliveryDispatcher", "is_loopback_url", "sign"]
-
 logger = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})

@@ -12,8 +12,6 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["FAULT_KINDS", "Fault", "FaultBoard"]
-
 #: Accepted names of each kind (the canonical name first).
 FAULT_KINDS: dict[str, str] = {
     "rate_limit": "rate_limit",

@@ -17,8 +17,6 @@ from practiceflow.sandbox.openapi_rules import refine_bodies
 from practiceflow.sandbox.routes import ALL_OPS
 from practiceflow.sandbox.routes.common import Op, Param
 
-__all__ = ["build_openapi"]
-
 _PARAM = re.compile(r"{(\w+)(?::(\w+))?}")
 _PATH_TYPES = {
     "uuid": {"type": "string", "format": "uuid"},

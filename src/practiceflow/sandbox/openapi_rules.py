@@ -22,8 +22,6 @@ from practiceflow.sandbox.routes.proposals import PROPOSAL_TEMPLATES
 from practiceflow.sandbox.seed import build_practice
 from practiceflow.sandbox.state import EVENTS
 
-__all__ = ["refine_bodies"]
-
 #: ``http(s)`` on a loopback host, any port and path (the only URLs the sandbox calls).
 LOOPBACK_URL = r"^https?://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]{1,5})?([/?#].*)?$"
 

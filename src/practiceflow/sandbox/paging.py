@@ -11,18 +11,6 @@ from typing import Any
 from practiceflow.sandbox.clock import SandboxClock, parse_time
 from practiceflow.sandbox.problems import ApiProblem
 
-__all__ = [
-    "MAX_PAGE_NUMBER",
-    "MAX_PAGE_SIZE",
-    "envelope",
-    "page_number",
-    "page_size",
-    "query_bool",
-    "query_date",
-    "query_uuid",
-    "since",
-]
-
 MAX_PAGE_NUMBER = 10_000
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50

@@ -26,8 +26,6 @@ from practiceflow.sandbox.config import (
     SandboxConfig,
 )
 
-__all__ = ["MAX_PRACTICES", "extra_clients", "practice_credential"]
-
 #: The most practices one sandbox serves (the Client ID's hex group).
 MAX_PRACTICES: Final = 0x10000
 

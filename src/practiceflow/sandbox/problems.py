@@ -8,8 +8,6 @@ from collections.abc import Mapping
 
 from starlette.responses import Response
 
-__all__ = ["TITLES", "ApiProblem", "log_disconnect", "problem_body", "problem_response"]
-
 #: Title of each status, as the problem-details ``title``.
 TITLES: Mapping[int, str] = {
     400: "Bad Request",

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from practiceflow.sandbox.clock import SandboxClock
 from practiceflow.sandbox.config import RateLimits
 
-__all__ = ["RateDecision", "RateLimiter"]
-
 
 @dataclass(frozen=True)
 class RateDecision:

@@ -15,8 +15,6 @@ from practiceflow.sandbox.clock import SandboxClock, format_time
 from practiceflow.sandbox.config import SandboxConfig
 from practiceflow.sandbox.store import Entity, Practice
 
-__all__ = ["SEED_EPOCH", "build_practice", "uuid_from_bits"]
-
 JSON = dict[str, Any]
 
 #: Seeded records were last updated before this instant (2025-07-01T00:00:00Z).

@@ -19,8 +19,6 @@ from practiceflow.sandbox.app import create_app
 from practiceflow.sandbox.config import REGIONS, ClientKind, SandboxConfig
 from practiceflow.sandbox.state import SandboxState
 
-__all__ = ["SandboxHandle", "check_loopback", "serve_forever", "start_sandbox"]
-
 
 def check_loopback(host: str) -> str:
     """Return ``host`` when it is a loopback address; raise otherwise.

@@ -22,8 +22,6 @@ from practiceflow.sandbox.rate_limiter import RateLimiter
 from practiceflow.sandbox.seed import build_practice
 from practiceflow.sandbox.store import Practice
 
-__all__ = ["EVENTS", "SandboxState"]
-
 #: Webhook event keys served by ``GET /api/v1/webhooks/events``; all but the first two
 #: are guesses (GUESSES.md).
 EVENTS: dict[str, str] = {

@@ -17,8 +17,6 @@ from typing import Any
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 
-__all__ = ["Entity", "Practice"]
-
 JSON = dict[str, Any]
 
 #: Fields of the create body that are stored and returned on load as given.

@@ -21,15 +21,6 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = [
-    "PRESETS",
-    "TOPICS",
-    "Topic",
-    "Variants",
-    "markdown_table",
-    "single_variants",
-]
-
 
 @dataclass(frozen=True)
 class Topic:

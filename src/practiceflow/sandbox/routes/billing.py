@@ -26,8 +26,6 @@ from practiceflow.sandbox.routes.played import created, id_case, paged
 from practiceflow.sandbox.store import Practice
 from practiceflow.sandbox.variants import Variants
 
-__all__ = ["OPS", "SLIM_LEFT_OUT", "TAX_TOLERANCE", "pdf_bytes"]
-
 #: Plus or minus this many percent, a taxPercent matches a ledger tax rate (spec 4.1 rule 2).
 TAX_TOLERANCE = 0.02
 

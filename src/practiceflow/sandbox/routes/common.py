@@ -17,18 +17,6 @@ from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.state import SandboxState
 from practiceflow.sandbox.store import Entity, Practice
 
-__all__ = [
-    "CONTEXT_KEY",
-    "Ctx",
-    "Handler",
-    "Op",
-    "Param",
-    "context",
-    "entity_or_404",
-    "ok",
-    "read_body",
-]
-
 CONTEXT_KEY = "practiceflow.sandbox"
 Handler = Callable[[Request], Awaitable[Response]]
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)

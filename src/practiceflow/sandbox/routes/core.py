@@ -9,8 +9,6 @@ from practiceflow.sandbox.paging import page_number
 from practiceflow.sandbox.routes.common import PAGE_NUMBER, Op, context, ok
 from practiceflow.sandbox.routes.played import id_case
 
-__all__ = ["OPS"]
-
 
 async def validate(request: Request) -> Response:
     """The credential check result (spec 2.8b)."""

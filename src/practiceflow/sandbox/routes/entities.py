@@ -25,8 +25,6 @@ from practiceflow.sandbox.routes.common import (
 from practiceflow.sandbox.routes.played import created, id_case, paged, status_text
 from practiceflow.sandbox.store import Entity, Practice
 
-__all__ = ["OPS", "create_entity"]
-
 
 async def list_entities(request: Request) -> Response:
     """Entity summaries, a fixed server page size; ``lastUpdated`` orders by time."""

@@ -11,8 +11,6 @@ from practiceflow.sandbox.paging import page_number, query_bool, since
 from practiceflow.sandbox.routes.common import LAST_UPDATED, PAGE_NUMBER, Op, Param, context, ok
 from practiceflow.sandbox.store import Practice
 
-__all__ = ["OPS", "group_view"]
-
 
 def group_view(practice: Practice, group: dict[str, Any], members: bool) -> dict[str, Any]:
     """The public shape of a group (spec 2.5); ``members`` only when asked for.

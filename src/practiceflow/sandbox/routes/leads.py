@@ -25,8 +25,6 @@ from practiceflow.sandbox.routes.common import (
 from practiceflow.sandbox.routes.played import created, paged, status_text
 from practiceflow.sandbox.store import Entity, Practice
 
-__all__ = ["OPS"]
-
 
 def _lead_or_404(practice: Practice, key: object) -> Entity:
     entity = entity_or_404(practice, key)

@@ -32,8 +32,6 @@ from practiceflow.sandbox.routes.common import (
 from practiceflow.sandbox.routes.entities import create_entity
 from practiceflow.sandbox.store import Entity, Practice
 
-__all__ = ["OPS", "onboarding_or_404"]
-
 
 def onboarding_or_404(practice: Practice, key: object) -> dict[str, Any]:
     """The onboarding job with this key, or a 404 problem.

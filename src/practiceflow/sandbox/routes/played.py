@@ -14,14 +14,6 @@ from starlette.responses import Response
 from practiceflow.sandbox.paging import envelope, page_number, page_size
 from practiceflow.sandbox.routes.common import Ctx, ok
 
-__all__ = [
-    "IGNORED_PAGE_SIZE",
-    "created",
-    "id_case",
-    "paged",
-    "status_text",
-]
-
 #: Rows per page of a list that ignores ``pageSize`` (topic ``page_size.*``).
 IGNORED_PAGE_SIZE = 20
 _ID_FIELDS = ("billingID", "runID", "entityID", "clientID")

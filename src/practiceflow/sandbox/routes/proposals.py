@@ -31,8 +31,6 @@ from practiceflow.sandbox.routes.common import (
 from practiceflow.sandbox.routes.played import paged, status_text
 from practiceflow.sandbox.store import Entity, Practice
 
-__all__ = ["OPS", "PROPOSAL_TEMPLATES", "proposal_or_404"]
-
 #: Proposal templates of ``POST /proposals/from-template``: id -> (title, service ids).
 PROPOSAL_TEMPLATES: dict[int, tuple[str, tuple[int, ...]]] = {
     901: ("Annual compliance", (400, 401)),

@@ -13,8 +13,6 @@ from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import Op, context, ok, read_body
 from practiceflow.sandbox.state import EVENTS
 
-__all__ = ["OPS", "public_subscription"]
-
 
 def public_subscription(row: dict[str, Any]) -> dict[str, Any]:
     """A subscription without its secret (the secret is returned once, on create)."""
