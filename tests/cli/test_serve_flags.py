@@ -121,9 +121,14 @@ def test_serve_without_a_public_url_says_that_triggers_poll(
         second = process.stderr.readline()
     finally:
         process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
-        if process.stderr is not None:
-            process.stderr.close()
+        try:  # drain stderr while waiting: an undrained pipe can hold the process up
+            rest = process.communicate(timeout=60)[1]
+        except subprocess.TimeoutExpired:
+            process.kill()  # leave no process (and no open pipe) to the next test
+            rest = process.communicate()[1]
+            pytest.fail(
+                f"serve did not stop within 60 s of SIGTERM; its stderr ended: {rest[-2000:]}"
+            )
     assert "no webhook receiver (no --public-url / PRACTICEFLOW_PUBLIC_URL)" in first
     assert second.strip() == "trigger new_client: poll"
 
