@@ -20,15 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import psycopg
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from poll_round_trips import reset_statements, statements  # noqa: E402 -- beside this file
+from poll_round_trips import counted_database, reset_statements, statements  # noqa: E402 -- beside this file
 
-import pgserver  # noqa: E402 -- the tests' throw-away server helper
-from practiceflow.cli.db import migrate_state  # noqa: E402
 from practiceflow.fleet import Fleet, load_fleet, make_app  # noqa: E402
 from practiceflow.state import PostgresStore  # noqa: E402
 from practiceflow.testing import running_sandbox  # noqa: E402
@@ -79,32 +75,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20, help="events run")
     args = parser.parse_args()
-    pgserver._SETTINGS["shared_preload_libraries"] = "pg_stat_statements"
-    server = pgserver.PostgresServer.start()
     outcomes = []
-    try:
-        url = server.new_database("events")
-        migrate_state(url)
-        with psycopg.connect(url, autocommit=True) as connection:
-            connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        with running_sandbox(entities=10) as sandbox, tempfile.TemporaryDirectory() as folder:
-            sandbox.admin("POST", "/_admin/config", {"rateLimits": SANDBOX_LIMITS})
-            client_id, secret = sandbox.credentials("anz", "rw")
-            config = load_fleet(_fleet_file(Path(folder), sandbox.base_url("anz"), client_id))
-            app = make_app(url, sync=True)
-            with PostgresStore(url) as store, app.open():
-                fleet = Fleet(config, store, url, app, environ={"BENCH_SECRET": secret})
-                try:
-                    # The first event stores the recipe's version: not a steady state.
-                    fleet.run_event("bench", SOURCE, _store_event(store, 0))
-                    ids = [_store_event(store, n) for n in range(1, args.events + 1)]
-                    reset_statements(url)
-                    outcomes = [fleet.run_event("bench", SOURCE, event_id) for event_id in ids]
-                    counted = statements(url)
-                finally:
-                    fleet.close()
-    finally:
-        server.stop()
+    with (
+        counted_database("events") as url,
+        running_sandbox(entities=10) as sandbox,
+        tempfile.TemporaryDirectory() as folder,
+    ):
+        sandbox.admin("POST", "/_admin/config", {"rateLimits": SANDBOX_LIMITS})
+        client_id, secret = sandbox.credentials("anz", "rw")
+        config = load_fleet(_fleet_file(Path(folder), sandbox.base_url("anz"), client_id))
+        app = make_app(url, sync=True)
+        with PostgresStore(url) as store, app.open():
+            fleet = Fleet(config, store, url, app, environ={"BENCH_SECRET": secret})
+            try:
+                # The first event stores the recipe's version: not a steady state.
+                fleet.run_event("bench", SOURCE, _store_event(store, 0))
+                ids = [_store_event(store, n) for n in range(1, args.events + 1)]
+                reset_statements(url)
+                outcomes = [fleet.run_event("bench", SOURCE, event_id) for event_id in ids]
+                counted = statements(url)
+            finally:
+                fleet.close()
     if set(outcomes) != {"succeeded"}:
         raise SystemExit(f"the runs did not all succeed ({sorted(set(outcomes))}): no figure")
     total = sum(calls for calls, query in counted if "pg_stat_statements" not in query)

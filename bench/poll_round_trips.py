@@ -19,6 +19,8 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -81,40 +83,50 @@ def reset_statements(url: str) -> None:
         connection.execute("SELECT pg_stat_statements_reset()")
 
 
+@contextmanager
+def counted_database(name: str) -> Iterator[str]:
+    """A migrated database on a throw-away server that counts its statements."""
+    pgserver._SETTINGS["shared_preload_libraries"] = "pg_stat_statements"
+    server = pgserver.PostgresServer.start()
+    try:
+        url = server.new_database(name)
+        migrate_state(url)
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        yield url
+    finally:
+        server.stop()
+
+
 def main() -> None:
     """Print the statements per empty poll and the most frequent ones."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--polls", type=int, default=20, help="empty polls per trigger")
     args = parser.parse_args()
-    pgserver._SETTINGS["shared_preload_libraries"] = "pg_stat_statements"
-    server = pgserver.PostgresServer.start()
-    try:
-        url = server.new_database("rounds")
-        migrate_state(url)
-        with psycopg.connect(url, autocommit=True) as connection:
-            connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        with running_sandbox(entities=10) as sandbox, tempfile.TemporaryDirectory() as folder:
-            # Windows no poll here reaches: each admission is one check, never a wait.
-            sandbox.admin("POST", "/_admin/config", {"rateLimits": SANDBOX_LIMITS})
-            client_id, secret = sandbox.credentials("anz", "rw")
-            config = load_fleet(_fleet_file(Path(folder), sandbox.base_url("anz"), client_id))
-            app = make_app(url, sync=True)
-            with PostgresStore(url) as store, app.open():
-                fleet = Fleet(config, store, url, app, environ={"BENCH_SECRET": secret})
-                try:
-                    for _ in range(2):  # the baseline, then one poll from the cursor
-                        for trigger in TRIGGERS:
-                            fleet.poll("bench", trigger)
-                    reset_statements(url)
-                    found = 0
-                    for _ in range(args.polls):
-                        for trigger in TRIGGERS:
-                            found += fleet.poll("bench", trigger)
-                    counted = statements(url)
-                finally:
-                    fleet.close()
-    finally:
-        server.stop()
+    with (
+        counted_database("rounds") as url,
+        running_sandbox(entities=10) as sandbox,
+        tempfile.TemporaryDirectory() as folder,
+    ):
+        # Windows no poll here reaches: each admission is one check, never a wait.
+        sandbox.admin("POST", "/_admin/config", {"rateLimits": SANDBOX_LIMITS})
+        client_id, secret = sandbox.credentials("anz", "rw")
+        config = load_fleet(_fleet_file(Path(folder), sandbox.base_url("anz"), client_id))
+        app = make_app(url, sync=True)
+        with PostgresStore(url) as store, app.open():
+            fleet = Fleet(config, store, url, app, environ={"BENCH_SECRET": secret})
+            try:
+                for _ in range(2):  # the baseline, then one poll from the cursor
+                    for trigger in TRIGGERS:
+                        fleet.poll("bench", trigger)
+                reset_statements(url)
+                found = 0
+                for _ in range(args.polls):
+                    for trigger in TRIGGERS:
+                        found += fleet.poll("bench", trigger)
+                counted = statements(url)
+            finally:
+                fleet.close()
     if found:
         raise SystemExit(f"{found} event(s) found: the polls were not empty, no figure")
     polls = args.polls * len(TRIGGERS)
