@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 from _fleet_support import REGIONS, SANDBOX_LIMITS, created_refs, secrets_env, write_fleet
 
@@ -193,3 +194,43 @@ def test_the_sweep_tries_again_a_run_whose_retry_is_due(
 
     assert fleet.store.get_run(run.run_id).status == "succeeded"  # type: ignore[union-attr]
     assert created_refs(sandbox, "anz") == ["later"]
+
+
+def test_a_burst_of_a_practices_events_is_one_job_and_runs_once_each(
+    fleet: Fleet, sandbox: SandboxHandle, pg_url: str
+) -> None:
+    refs = {"alpha": [f"burst-{n:02d}" for n in range(12)], "beta": ["b-0", "b-1", "b-2"]}
+    for name, own in refs.items():
+        _accept(fleet, name, own)
+    with psycopg.connect(pg_url) as raw:
+        jobs = raw.execute(
+            "SELECT task_name, args->>'practice', count(*) FROM procrastinate_jobs"
+            " WHERE status = 'todo' GROUP BY 1, 2 ORDER BY 2"
+        ).fetchall()
+    assert jobs == [("practiceflow:run_events", "alpha", 1), ("practiceflow:run_events", "beta", 1)]
+
+    _drain(fleet)
+
+    for name, region in REGIONS.items():
+        assert sorted(created_refs(sandbox, region)) == refs[name]  # once each
+    runs = fleet.store.list_runs(practice="alpha")
+    assert {run.status for run in runs} == {"succeeded"}
+    # Never more of one practice's runs at once than its slots.
+    for run in runs:
+        at_once = [r for r in runs if r.created_at <= run.created_at < r.updated_at]
+        assert len(at_once) <= fleet.slots_per_practice
+
+
+def test_a_per_event_job_queued_before_an_upgrade_still_runs_its_event(
+    fleet: Fleet, sandbox: SandboxHandle
+) -> None:
+    config = fleet.config.practices["alpha"]
+    fleet.store.record_event("alpha", "test_event", "test.event", "old", {"ref": "old"}, None)
+    old = fleet.app.tasks["practiceflow:run_event"]  # the job as earlier versions queued it
+    old.configure(lock="event:alpha:test_event:old").defer(
+        practice=config.name, source="test_event", event_id="old"
+    )
+
+    _drain(fleet)
+
+    assert created_refs(sandbox, "anz") == ["old"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from practiceflow.budget.postgres_bucket import shared_budget
 from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig, load_fleet
 from practiceflow.fleet.outage import FleetPresence, list_outage
-from practiceflow.fleet.queue import defer_event, install_queue_schema, make_app
+from practiceflow.fleet.queue import defer_events, install_queue_schema, make_app
 from practiceflow.fleet.runtime import Fleet, PracticeRuntime, accept_event
 from practiceflow.fleet.webhook_intake import FleetWebhooks
 
@@ -33,7 +33,7 @@ __all__ = [
     "PracticeConfig",
     "PracticeRuntime",
     "accept_event",
-    "defer_event",
+    "defer_events",
     "install_queue_schema",
     "list_outage",
     "load_fleet",

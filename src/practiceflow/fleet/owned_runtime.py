@@ -22,7 +22,7 @@ from practiceflow.budget.rate_budget import RateBudget, RateLimits, budget_table
 from practiceflow.errors import PracticeflowError, RateLimitError
 from practiceflow.fleet.cursor_cache import CursorCache
 from practiceflow.fleet.owned_budget import BudgetLedger, LeasedBucket
-from practiceflow.fleet.queue import defer_event
+from practiceflow.fleet.queue import defer_events
 from practiceflow.triggers.shared_poll import SharedPoll, group_members
 
 if TYPE_CHECKING:
@@ -134,9 +134,8 @@ class OwnedPractices:
             ]
         if self.cursors is not None:
             self.cursors.flush(practice)
-        queue = self.defer_app or self.app
-        for source, event_id in found:
-            defer_event(queue, practice, source, event_id, ordered=runtime.config.ordered)
+        if found:
+            defer_events(self.defer_app or self.app, practice)
         if found:
             logger.info("poll of %s: %d new event(s)", practice, len(found))
         return len(found)

@@ -2,27 +2,28 @@
 
 Jobs (task names under the ``practiceflow`` namespace):
 
-* ``run_event(practice, source, event_id)``: run every recipe of the practice on one
-  stored event. Its procrastinate **lock** is the event's, so two replicas never drive the
-  same run at once; for an ``ordered`` practice it is the practice's, so its runs go one
-  at a time in the order they were queued. The **queueing lock** is the event's: one
-  waiting job per event, however often it is queued.
+* ``run_events(practice)``: run the practice's pending events, oldest first (see
+  :meth:`.runtime.Fleet.run_pending`). Its **lock** is the practice's, so one replica at a
+  time runs a practice's events; its **queueing lock** is the practice's too: one waiting
+  job per practice, however many events arrive meanwhile, so a burst of 20 events is one
+  job, not 20 (the job that runs reads what arrived while it ran). ``run_event``, the
+  per-event job of earlier versions, drains its practice the same way, so jobs queued
+  before an upgrade still run.
 * ``tick(timestamp)``: the one periodic job, every second: it queues the polls and sweeps
   due at that second (:mod:`.schedule` spreads them over their period).
-* ``poll(timestamp, practice, trigger)``: poll one trigger of one practice and queue a job
-  per new event. Its lock and queueing lock are the (practice, trigger)'s, so one replica
-  polls it at a time and a slow poll never piles up behind itself.
-* ``sweep(timestamp, practice)``: queue a job for every event of the practice still
+* ``poll(timestamp, practice, trigger)``: poll one trigger of one practice and queue the
+  practice's ``run_events`` when it found any. Its lock and queueing lock are the
+  (practice, trigger)'s: one replica polls it at a time, and a slow poll never piles up.
+* ``sweep(timestamp, practice)``: queue the practice's ``run_events`` when an event is still
   pending (events a webhook receiver stored, or a replica stored and died before queueing).
 * ``retry_stalled``: give the jobs of a replica that stopped sending heartbeats (killed,
   frozen) back to the queue. The journal, not the queue, then decides what was done.
 * ``prune_jobs``: delete the jobs that ended other than in success (failed, cancelled,
   aborted) once they are :data:`KEEP_ENDED_JOBS_H` hours old.
 
-A job that succeeds is deleted as it ends (:data:`DELETE_JOBS`): one poll or event is one
-job, so keeping them would grow the queue's table by millions of rows a day, and nothing
-reads them. The state store's journal, not a job row, records what was done; the jobs
-that did not succeed stay a week for whoever investigates them.
+A job that succeeds is deleted as it ends (:data:`DELETE_JOBS`): kept, a fleet's jobs would
+grow the queue's table by millions of rows a day, and nothing reads them. The journal, not
+a job row, records what was done; the jobs that did not succeed stay a week.
 
 The tasks find the replica's fleet in the job context: the worker is started with
 ``additional_context={FLEET_CONTEXT_KEY: fleet}`` (:meth:`.runtime.Fleet.job_context`),
@@ -46,23 +47,6 @@ from procrastinate.schema import SchemaManager
 
 from practiceflow.errors import BugError
 from practiceflow.fleet.schedule import Due
-
-__all__ = [
-    "DELETE_JOBS",
-    "FETCH_EVERY_S",
-    "FLEET_CONTEXT_KEY",
-    "KEEP_ENDED_JOBS_H",
-    "NAMESPACE",
-    "STALLED_AFTER_S",
-    "FleetJobs",
-    "blueprint",
-    "defer_event",
-    "fleet_of",
-    "install_queue_schema",
-    "make_app",
-    "postpone",
-    "prune_jobs",
-]
 
 logger = logging.getLogger("practiceflow.fleet")
 
@@ -91,7 +75,9 @@ class FleetJobs(Protocol):
 
     def due_at(self, timestamp: int) -> list[Due]: ...
 
-    def run_event(self, practice: str, source: str, event_id: str) -> str: ...
+    def paused_for(self, practice: str) -> float: ...
+
+    def run_pending(self, practice: str) -> str: ...
 
     def poll(self, practice: str, trigger: str, *, scheduled_at: float | None = None) -> int: ...
 
@@ -153,37 +139,26 @@ def install_queue_schema(url: str) -> bool:
     return True
 
 
-def event_lock(practice: str, source: str, event_id: str) -> str:
-    """The lock of one event's job: never two replicas on one run."""
-    return f"event:{practice}:{source}:{event_id}"
+def events_lock(practice: str) -> str:
+    """The lock and queueing lock of a practice's ``run_events`` job."""
+    return f"events:{practice}"
 
 
-def practice_lock(practice: str) -> str:
-    """The lock of an ordered practice's jobs: one run at a time, in queue order."""
-    return f"practice:{practice}"
-
-
-def defer_event(
-    app: procrastinate.App, practice: str, source: str, event_id: str, *, ordered: bool
-) -> bool:
-    """Queue the job of one stored event, unless one is already waiting.
+def defer_events(app: procrastinate.App, practice: str) -> bool:
+    """Queue the practice's ``run_events`` job, unless one is already waiting (it runs
+    every event stored before it starts, so one waiting job is enough).
 
     Args:
         app: the open app.
-        practice: the practice the event is filed under.
-        source: its source (the trigger's name).
-        event_id: its id.
-        ordered: take the practice's lock (its runs go one at a time, in order).
+        practice: the practice whose pending events to run.
 
     Returns:
-        ``True`` when queued, ``False`` when a job for it was already waiting.
+        ``True`` when queued, ``False`` when one was already waiting.
     """
-    lock = practice_lock(practice) if ordered else event_lock(practice, source, event_id)
-    task = app.tasks[f"{NAMESPACE}:run_event"]
+    lock = events_lock(practice)
+    task = app.tasks[f"{NAMESPACE}:run_events"]
     try:
-        task.configure(lock=lock, queueing_lock=event_lock(practice, source, event_id)).defer(
-            practice=practice, source=source, event_id=event_id
-        )
+        task.configure(lock=lock, queueing_lock=lock).defer(practice=practice)
     except queue_errors.AlreadyEnqueued:
         return False
     return True
@@ -233,20 +208,29 @@ def blueprint() -> procrastinate.Blueprint:
     """practiceflow's tasks, in a new blueprint (an app renames the tasks it adds)."""
     tasks = procrastinate.Blueprint()
 
-    @tasks.task(
-        name="run_event",
-        retry=procrastinate.RetryStrategy(max_attempts=5, wait=2),
-        pass_context=True,
-    )
+    def drain(context: procrastinate.JobContext, practice: str) -> str:
+        fleet = fleet_of(context)
+        wait = fleet.paused_for(practice)
+        if wait:  # a 429's pause: the thread goes to other practices meanwhile
+            return postpone(context, wait)
+        outcome = fleet.run_pending(practice)
+        wait = fleet.paused_for(practice)
+        return postpone(context, wait) if wait else outcome
+
+    retry = procrastinate.RetryStrategy(max_attempts=5, wait=2)
+
+    @tasks.task(name="run_events", retry=retry, pass_context=True)
+    def run_events(context: procrastinate.JobContext, practice: str) -> str:
+        """Run the pending events of ``practice`` (see :meth:`.runtime.Fleet.run_pending`)."""
+        return drain(context, practice)
+
+    @tasks.task(name="run_event", retry=retry, pass_context=True)
     def run_event(
         context: procrastinate.JobContext, practice: str, source: str, event_id: str
     ) -> str:
-        """Run every recipe of ``practice`` whose trigger is ``source`` on one event."""
-        fleet = fleet_of(context)
-        with fleet.slot(practice) as wait:
-            if wait:
-                return postpone(context, wait)
-            return fleet.run_event(practice, source, event_id)
+        """A job queued by an earlier version: its event is pending with the others."""
+        del source, event_id
+        return drain(context, practice)
 
     @tasks.task(name="tick", pass_context=True)
     async def tick(context: procrastinate.JobContext, timestamp: int) -> int:
@@ -277,7 +261,7 @@ def blueprint() -> procrastinate.Blueprint:
 
     @tasks.task(name="sweep", pass_context=True)
     def sweep(context: procrastinate.JobContext, timestamp: int, practice: str) -> int:
-        """Queue a job for every pending event of one practice."""
+        """Queue the practice's ``run_events`` when an event of it is pending."""
         del timestamp
         return fleet_of(context).sweep(practice)
 

@@ -15,8 +15,8 @@ carries nothing of one practice into another's request: HTTP/1.1 keeps no state 
 connection between requests. urllib3's pools are thread-safe: a connection serves one
 request at a time and goes back to the pool once its answer was read.
 
-What the queue delivers more than once, the journal absorbs: ``run_event`` on an event
-already handled does nothing, and a run resumed after a replica died sends no step twice
+What the queue delivers more than once, the journal absorbs: an event already handled is
+not run again, and a run resumed after a replica died sends no step twice
 (a write found ``sent`` is settled by reading back, see :mod:`practiceflow.runner`).
 """
 
@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +46,7 @@ from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig
 from practiceflow.fleet.http_session import http_connections, settle_environment
 from practiceflow.fleet.owned_budget import BudgetLedger
 from practiceflow.fleet.owned_runtime import OwnedPractices, leased_budget, poll_client
-from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, FleetJobs, defer_event
+from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, FleetJobs, defer_events
 from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
 from practiceflow.ops import OpsMetrics, OpsPractice, counted_session
@@ -136,7 +138,7 @@ def accept_event(
     if not store.record_event(name, source, event_key, event_id, payload, signature):
         return False
     # A crash between the two leaves the event pending: the practice's sweep queues it.
-    defer_event(app, name, source, event_id, ordered=practice.ordered)
+    defer_events(app, name)
     return True
 
 
@@ -158,9 +160,11 @@ class Fleet(OwnedPractices):
             counts through (about one per job running at once); as many HTTP connections
             per host are kept open for the practices' clients, twice as many when the
             replica also polls in-process (``owned``: see :func:`http_connections`).
-        slots_per_practice: jobs of one practice this replica runs at once; more wait
-            (see :meth:`slot`), so that one practice's slow answers or spent budget never
-            take every thread of the replica.
+        slots_per_practice: runs (and poll jobs) of one practice this replica runs at
+            once; more wait (see :meth:`slot` and :meth:`run_pending`), so that one
+            practice's slow answers or spent budget never take every thread of the replica.
+        run_threads: the threads every practice's event runs share (the pools above
+            are sized for about as many); ``budget_connections - 2`` when None.
         owned: the replica polls the practices it holds a lease on, in-process
             (:mod:`.owner`): budgets counted in memory by the owner, cursors written in
             batches. Without it, every poll is a queue job (``schedule``).
@@ -182,9 +186,12 @@ class Fleet(OwnedPractices):
         budget_connections: int = 4,
         slots_per_practice: int = 4,
         owned: bool = False,
+        run_threads: int | None = None,
     ) -> None:
         self.config = config
         self.slots_per_practice = max(1, slots_per_practice)
+        threads = max(1, budget_connections - 2 if run_threads is None else run_threads)
+        self._runs = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pf-run")
         self._busy: dict[str, int] = {}
         self._busy_lock = threading.Lock()
         self.public_url = public_url
@@ -326,6 +333,7 @@ class Fleet(OwnedPractices):
             if runtime.session is not None:
                 runtime.session.close()
             runtime.budget.close()
+        self._runs.shutdown(wait=True)
         self._budget_pool.close()
         self.connections.clear()
 
@@ -400,8 +408,55 @@ class Fleet(OwnedPractices):
 
     # --- jobs -------------------------------------------------------------------------
 
+    def run_pending(self, practice: str, limit: int = 500) -> str:
+        """Run the practice's pending events (job ``run_events``), oldest first.
+
+        Up to ``slots_per_practice`` run at once on the fleet's run threads (one at a
+        time, in order, for an ``ordered`` practice). Each time a run ends the pending
+        events are read again, so an event stored meanwhile runs in this job too; each
+        event is tried once per job (one left pending, its run interrupted, waits for the
+        next job or the sweep). The job returns only once every run it started ended: its
+        lock is what keeps another replica off the practice's events. A practice paused by
+        a 429 starts no more runs; the job is then queued again for after the pause.
+
+        Args:
+            practice: the practice's name.
+            limit: events read at a time.
+
+        Returns:
+            The runs' outcomes counted, for the job's log.
+
+        Raises:
+            StoreError: the store failed (after every started run ended).
+        """
+        runtime = self._practice(practice)
+        width = 1 if runtime.config.ordered else self.slots_per_practice
+        tried: set[tuple[str, str]] = set()
+        running: set[Future[str]] = set()
+        outcomes: Counter[str] = Counter()
+        failed: BaseException | None = None
+        while True:
+            if failed is None and len(running) < width and not self.paused_for(practice):
+                for event in self.store.pending_events(practice, limit):
+                    key = (event.source, event.event_id)
+                    if key in tried or len(running) >= width:
+                        continue
+                    tried.add(key)
+                    running.add(self._runs.submit(self.run_event, practice, *key))
+            if not running:
+                break
+            ended, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in ended:
+                try:
+                    outcomes[future.result()] += 1
+                except Exception as exc:  # raised once the other runs ended
+                    failed = failed or exc
+        if failed is not None:
+            raise failed
+        return ", ".join(f"{count} {outcome}" for outcome, count in outcomes.items()) or "none"
+
     def run_event(self, practice: str, source: str, event_id: str) -> str:
-        """Run every recipe of ``practice`` on one stored event (job ``run_event``).
+        """Run every recipe of ``practice`` on one stored event (in :meth:`run_pending`).
 
         Returns:
             What happened, for the job's log: ``handled`` (nothing to do), the run
@@ -455,17 +510,17 @@ class Fleet(OwnedPractices):
             return 0
         if self.cursors is not None:
             self.cursors.flush(practice)
-        for event in result.events:
-            defer_event(self.app, practice, poller.name, event.id, ordered=runtime.config.ordered)
+        if result.events:
+            defer_events(self.app, practice)
         logger.info("poll of %s / %s: ends, %d new event(s)", practice, trigger, len(result.events))
         return len(result.events)
 
-    def sweep(self, practice: str, limit: int = 500) -> int:
-        """Queue a job for each pending event of a practice (job ``sweep``), and try again
-        its failed runs whose retry is due (:mod:`practiceflow.runner.run_retry`).
+    def sweep(self, practice: str) -> int:
+        """Queue the practice's ``run_events`` job when an event is pending (job ``sweep``),
+        and try again its failed runs whose retry is due (:mod:`practiceflow.runner.run_retry`).
 
         Returns:
-            How many jobs were queued (events with a job already waiting are skipped).
+            1 when a job was queued, 0 when none was needed or one was already waiting.
         """
         runtime = self._practice(practice)
         for runner in runtime.runners:
@@ -476,11 +531,9 @@ class Fleet(OwnedPractices):
                     runner.resume_run(run_id, retry_failed=True)
                 except Exception as exc:  # recorded on the run by the guard (a StoreError goes up)
                     self.guard.run_failed(run_id, exc)
-        queued = 0
-        for event in self.store.pending_events(practice, limit):
-            ordered = runtime.config.ordered
-            queued += defer_event(self.app, practice, event.source, event.event_id, ordered=ordered)
-        return queued
+        if not self.store.pending_events(practice, 1):
+            return 0
+        return int(defer_events(self.app, practice))
 
     def schedule(
         self, *, sweep_every: int = 30, retry_stalled_every: int = 10, polls: bool = True

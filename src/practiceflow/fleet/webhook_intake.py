@@ -37,7 +37,7 @@ from typing import Final
 import psycopg
 
 from practiceflow.errors import InDoubtError
-from practiceflow.fleet.queue import defer_event, make_app
+from practiceflow.fleet.queue import defer_events, make_app
 from practiceflow.fleet.runtime import Fleet
 from practiceflow.service.needs_person import close_subscription_doubt, record_subscription_doubt
 from practiceflow.state import SubscriptionRecord
@@ -104,7 +104,7 @@ class FleetWebhooks:
         ]
 
     def _queue_stored(self) -> None:
-        """Queue a job per stored delivery, in the order stored, until told to stop (None)."""
+        """Queue the practice's job of each stored delivery, in order, until told to stop (None)."""
         while (event := self._stored.get()) is not None:
             try:
                 self._queue(event)
@@ -113,13 +113,12 @@ class FleetWebhooks:
                                event.id, exc)  # fmt: skip
 
     def _queue(self, event: TriggerEvent) -> None:
-        """A stored delivery becomes a job."""
+        """A stored delivery is run by its practice's `run_events` job (queued unless one waits)."""
         runtime = self.fleet.practices.get(event.practice or "")
         if runtime is None:  # a stored subscription of a practice this file lacks
             logger.warning("delivery for practice %r, not in the fleet file", event.practice)
             return
-        ordered = runtime.config.ordered
-        if defer_event(self.queue, runtime.config.name, event.trigger, event.id, ordered=ordered):
+        if defer_events(self.queue, runtime.config.name):
             self.queued += 1
 
     def start(self) -> ReceiverServer:
