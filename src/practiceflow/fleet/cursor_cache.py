@@ -1,16 +1,9 @@
 """Cursors of the practices a replica owns: read once, kept in memory, written in batches.
 
-While a replica holds a practice's lease no other replica polls it, so the cursors read
-at the first poll stay true: later polls read them from memory (an empty poll touches no
-cursor row). A poll's cursor moves are kept in order and written together, in one
-transaction, by :meth:`CursorCache.flush`, which the owner calls after the practice's
-triggers were polled and **before** their events are queued: an event is stored
-(deduplicated) as the poll finds it, its cursor is durable before its job exists, and a
-replica that dies between the two leaves a cursor behind its events, never ahead (the
-next owner reads those rows again; the store's seen events drop them).
-
-:class:`CursorCache` stands in for the store in a :class:`~practiceflow.triggers.Poller`:
-cursor reads and writes stay here, everything else goes to the store.
+While a replica holds a practice's lease no other polls it, so cursors read once stay
+true. A poll's moves are written in one transaction by :meth:`CursorCache.flush`, which
+the owner calls before the poll's events are queued: a cursor is durable before its job
+exists, and a replica that dies leaves a cursor behind its events, never ahead.
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """Which replica owns which practice: leases in the fleet's PostgreSQL database.
 
-Each replica that owns practices (``worker``, :mod:`.owner`) keeps two kinds of rows:
-
-* ``pf_fleet_replicas``: its own sign of life, renewed every :attr:`PracticeLeases.renew_every`
-  seconds; a replica not seen for a lease timeout counts as gone;
-* ``pf_practice_leases``: one row per owned practice, ``expires_at`` a lease timeout after
-  its owner last renewed it.
-
-Every renewal (one transaction) renews the replica's leases, counts the live replicas,
-and moves toward an even share: ``ceil(practices / live replicas)`` each. A replica under
-its share claims practices whose lease is free or expired (a dead replica's, once its
-timeout has passed); a replica over it (a new one joined) gives back the excess, which
-the others then claim. A claim is a conditional upsert: two replicas claiming the same
-practice at once get it once. The clock of every comparison is PostgreSQL's ``now()``, so
-the replicas' clocks need not agree.
-
-A replica counts its leases valid until the moment its renewal *began* plus the timeout
-minus a margin (:meth:`PracticeLeases.valid_until`): a replica that cannot renew (its
-database away, its process frozen) stops polling before another can take its practices.
-A poll already under way when that moment passes may overlap the new owner's first poll;
-both store events deduplicated by key, so an event is still handed over once.
-
-The tables are created on first use (``CREATE TABLE IF NOT EXISTS``), like the shared
-budgets' tables: they hold nothing a restart needs to keep.
+``pf_fleet_replicas`` holds each replica's sign of life; ``pf_practice_leases`` one row per
+owned practice, expiring a lease timeout after its last renewal. Each renewal (one
+transaction) moves toward an even share, ``ceil(practices / live replicas)``: claims are
+conditional upserts (two claimers get a practice once), and every clock is PostgreSQL's
+``now()``. A replica counts its leases valid only until its renewal *began* plus the
+timeout minus a margin, so it stops polling before another can take over; an overlapping
+poll stores events deduplicated, so each is handed over once. The tables hold nothing a
+restart needs (``CREATE TABLE IF NOT EXISTS`` on first use).
 """
 
 from __future__ import annotations

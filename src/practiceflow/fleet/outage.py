@@ -1,47 +1,11 @@
 """No silent gaps in a fleet: a time when no replica received webhooks is listed.
 
-One sign of life for the whole fleet, whatever its number of practices. Every replica that
-receives webhooks (``worker --listen --public-url``) takes part in it:
-
-* it holds a **shared** PostgreSQL advisory lock, the fleet's *presence*, on a connection
-  of its own for as long as it runs. The server lets go of it when that connection ends,
-  so a replica killed with SIGKILL stops counting at once;
-* it refreshes the fleet's one row of the heartbeats table (kind ``fleet``, practice
-  ``*``) every ``--heartbeat`` seconds and once when it stops
-  (:class:`~practiceflow.service.heartbeat.Heartbeat`).
-
-On start, once its receiver listens, a replica takes the fleet's *check* lock (replicas
-check one at a time) and decides whether some replica received all along: one holds the
-presence **and** the sign of life is newer than ``--stalled-after``. The second condition
-covers a replica whose host vanished without closing its connection: the server keeps its
-presence until TCP gives up, but its heartbeat stops.
-
-When none did, the window from the last sign of life to now is a **known gap** for the
-whole fleet, handled as ``serve`` handles its own downtime (:mod:`practiceflow.service.gaps`),
-with the same rows and the same sweep. For each practice, each trigger it receives by
-webhook that the fleet cannot read back by polling gets a gap entry of the attention table
-(:func:`~practiceflow.service.needs_person.list_gap`, "every worker of the fleet was down"):
-
-* ``checking`` when its module declares a sweep (``poll.sweep``): this replica sweeps the
-  window in the background (:class:`~practiceflow.service.sweep.GapSweep`, at the lowest
-  priority of the practice's rate budget), storing each event that never arrived (the
-  fleet's ``sweep`` job runs it once) and closing the entry by evidence, or handing it to a
-  person saying what it could not check. An entry left ``checking`` by a replica that
-  died is swept by the next one to join;
-* ``open`` (a person's) otherwise, saying why.
-
-A trigger polled from a cursor kept before the window needs none: its next poll job reads
-the window back. Nothing here names an endpoint: what can be swept is the module's word.
-
-Only then does the replica join the presence and mark the fleet alive, and let go of the
-check lock. So a replica starting right after (even at the same moment) finds the fleet
-alive and lists nothing: a window is listed once. A replica that dies while listing lets
-go of the lock with its connection, the sign of life unmoved: the next one lists the
-window again, up to its own start (an entry may then repeat; none is missed).
-
-A replica without a receiver takes no part: it receives nothing, so its being alive says
-nothing about deliveries (webhook triggers are then received by ``serve``, which keeps its
-own sign of life).
+Every replica that receives webhooks holds a shared advisory lock (the fleet's presence,
+let go by the server when its connection ends, so SIGKILL counts at once) and refreshes
+the fleet's one heartbeat row. A starting replica, under the check lock, lists the window
+since the last sign of life as a known gap when no replica held the presence with a fresh
+heartbeat, then joins: a window is listed once (docs/deploy.md, "No silent gaps in a fleet
+either"). What can be swept is the module's word: nothing here names an endpoint.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """A practice's rate budget counted in memory by its owner, the shared table its ledger.
 
-In a fleet whose replicas own their practices (:mod:`.leases`), the owner sends nearly
-every request of a practice: its polls, and its events' runs when they run there. Asking
-PostgreSQL before each request (lock, count, insert: :mod:`.postgres_budget`) would cost
-more than the request's own work. So the owner decides in memory, and the practice's
-shared table stays the durable ledger across owners:
-
-* when a replica gains a practice, its bucket is **seeded** from the table: the
-  admissions of the last day (one read of the longest window's rows, through the
-  timestamp index), so a new owner goes on counting where the last one stopped;
-* each admission is appended to the ledger in **batches** (:meth:`BudgetLedger.flush`,
-  every second: one pipelined round trip for every practice's rows), with the rows older
-  than a day deleted now and then;
-* a replica that does **not** own a practice (an event's run taken from the queue by
-  another replica) counts through the shared table as before (:class:`LeasedBucket`
-  switches between the two).
-
-What this gives up, honestly: admissions by a non-owner reach the owner's memory only at
-the owner's next seeding, and an owner's last second of admissions is lost if it is
-killed. Either can let a minute's window take a few requests more than 60 near its limit,
-which the API answers with 429 and ``Retry-After`` (the client pauses; nothing is sent
-twice). Polls alone spend 3 a minute per trigger group, far from the limits.
+Asking PostgreSQL before each request would cost more than the request's own work, so an
+owner seeds its bucket from the table's last day when it gains a practice, decides in
+memory, and appends its admissions to the table in batches every second. A replica that
+does not own the practice counts through the table (:class:`LeasedBucket` switches). The
+cost, accepted: near the limit a minute may pass 60 by a few requests, which the API
+answers 429 (the client pauses; nothing is sent twice). docs/deploy.md says so.
 """
 
 from __future__ import annotations

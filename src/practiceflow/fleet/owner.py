@@ -1,25 +1,11 @@
 """A replica polls the practices it owns, in-process: no queue job per poll.
 
-:class:`PracticeOwner` runs beside the replica's queue worker, in threads of its own:
-
-* the **keeper** renews the replica's leases (:mod:`.leases`) every third of the lease
-  timeout, and every second writes the owned budgets' admissions to their ledger
-  (:mod:`.owned_budget`). Practices it gains are scheduled; practices it loses (given
-  back to a new replica, or a renewal that failed until the leases may have expired) are
-  dropped, their cached cursors forgotten;
-* the **scheduler** keeps each owned practice's next poll and sweep in a heap, at a fixed
-  phase of its period (:func:`.schedule.phase_of`, as the queue's tick did), and hands
-  what is due to a pool of threads. A practice has at most one poll in flight: a poll
-  still running when its next is due takes that turn too. A practice paused by a 429's
-  ``Retry-After`` waits in the heap, holding no thread, until its pause ends; a practice
-  whose answers are slow holds one thread, so the others' polls go on in the rest.
-
-What the owner calls per practice is one function, :meth:`OwnedFleet.poll_practice`:
-"poll this practice's triggers once". Shared polls per endpoint (one request feeding
-several triggers) replace its body, not the scheduler.
-
-Only durable work goes through the queue: the events a poll stored (``run_event``), and
-runs to resume.
+:class:`PracticeOwner` runs beside the replica's queue worker, in threads of its own: a
+keeper renews the leases (:mod:`.leases`) and flushes the owned budgets' ledger every
+second; a scheduler keeps each owned practice's next poll and sweep in a heap at a fixed
+phase of its period and hands what is due to a pool of threads, at most one poll in flight
+per practice. A practice paused by a 429 waits in the heap, holding no thread. Only durable
+work goes through the queue: events to run (``run_events``) and runs to resume.
 """
 
 from __future__ import annotations

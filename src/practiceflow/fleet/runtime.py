@@ -5,15 +5,10 @@ region), its own rate budget shared in PostgreSQL by Client ID, its runners (one
 recipe) and its pollers. A job names its practice, and only that practice's runners and
 client touch it: practice A's events can never be run with practice B's credentials.
 
-The practices' clients share one pool of HTTP connections (:attr:`Fleet.connections`, a
-urllib3 ``PoolManager``): a practice polls once a minute, longer than a server keeps an
-idle connection open, so a pool per practice would open a connection (a TLS handshake)
-for nearly every poll, while one pool for all keeps its connections busy and warm. Each
-practice still has its own ``requests.Session`` (its own cookies and its own count of
-answers), and its client sets its credentials on every request it sends, so a connection
-carries nothing of one practice into another's request: HTTP/1.1 keeps no state on a
-connection between requests. urllib3's pools are thread-safe: a connection serves one
-request at a time and goes back to the pool once its answer was read.
+The practices' clients share one pool of HTTP connections (:attr:`Fleet.connections`):
+a practice polls once a minute, longer than a server keeps a connection idle, so a pool
+per practice would open a connection per poll. Each request carries its own practice's
+credentials, and HTTP/1.1 keeps nothing on a connection between requests.
 
 What the queue delivers more than once, the journal absorbs: an event already handled is
 not run again, and a run resumed after a replica died sends no step twice

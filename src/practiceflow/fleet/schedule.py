@@ -1,17 +1,9 @@
 """When each practice's polls and sweeps are due: one clock tick for the whole fleet.
 
-A fleet of a thousand practices has thousands of (practice, trigger) polls. Registering each
-as its own procrastinate periodic task would make every replica's periodic deferrer walk
-thousands of cron expressions on every tick, and every poll with the same period would be
-due in the same second, so the last of them would wait behind all the others. Instead:
-
-* one periodic task, ``tick``, fires every second (procrastinate defers each second's tick
-  once for the whole fleet, and catches up on seconds missed while no replica ran);
-* each (practice, trigger) has a fixed **phase** inside its period, drawn from a hash of
-  its name, so polls spread evenly over the period instead of piling up at second 0;
-* the tick of second ``t`` queues the poll and sweep jobs due at ``t`` (their queueing
-  locks keep at most one waiting per poll), each carrying ``t`` as the time it was
-  scheduled for, from which the poll measures its lag.
+A periodic task per (practice, trigger) would make every replica walk thousands of cron
+lines each tick and put every poll of a period at second 0. Instead one ``tick`` fires
+every second, and each (practice, trigger) has a fixed phase in its period (a hash of its
+name); the tick of second ``t`` queues what is due at ``t``, carrying ``t`` for the lag.
 """
 
 from __future__ import annotations

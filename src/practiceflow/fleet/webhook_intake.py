@@ -1,29 +1,12 @@
 """Webhooks in a fleet: every replica receives, and one subscribes per (practice, trigger).
 
-A replica started with a public URL (``practiceflow worker --listen --public-url``) serves
-the triggers' :class:`~practiceflow.triggers.Receiver` (verify, dedupe, store, then 200).
-Each delivery it stores becomes a ``run_event`` job at once: no waiting for a sweep. The
-job is queued by a thread of the replica's own, in the order stored (the event is
-committed before; the answer does not wait on the queue's round trip, so the API's
-senders are freed sooner in a burst).
-
-The subscription, its receiver path and its secret live in the shared PostgreSQL store,
-so any replica behind the load balancer can verify and take any delivery; the sweep
-remains the safety net for an event stored by a replica that died (or lost the database)
-before queueing it.
-
-Subscriptions are made once for the whole fleet: each replica, on start, takes a
-PostgreSQL advisory lock per (practice, trigger) and only then looks at the store. The
-first one subscribes; the others find the subscription ``active`` under the same public
-URL and keep it. The lock is a transaction's (``pg_advisory_xact_lock``), so a replica that
-dies while holding it lets go with its connection. A replica that stops leaves the
-subscription in place (the others still receive on it); ``practiceflow triggers
-unsubscribe`` removes it when the whole fleet goes away.
-
-A subscription in doubt (an earlier subscribe got no answer) is not repeated and stops
-nothing else: under the same lock it is listed once as needing attention
-(:func:`~practiceflow.service.needs_person.record_subscription_doubt`), and a trigger with a poll
-source is polled every ``poll_every`` instead (:meth:`.Fleet.poll_instead`).
+Any replica verifies and stores any delivery (the subscription and its secret are in the
+shared store); a stored delivery's ``run_events`` job is queued by a thread of the
+replica's own after the answer, and the sweep is the safety net for a replica that died
+before queueing. A fleet subscribes once: each replica takes a transaction-scoped advisory
+lock per (practice, trigger) before looking, so the first subscribes and the others keep
+it. A subscription in doubt is never repeated: it is listed once and its trigger polled
+instead when it can be (docs/deploy.md, "Webhooks: every replica receives").
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """A replica rides out a database restart, and says so when it gives up.
 
-procrastinate's worker stops, and returns as if asked to, when one of its side tasks (the
-``LISTEN`` connection, the heartbeat) loses the database: a PostgreSQL restart would end
-every replica with exit status 0. :func:`run_worker` runs the queue's worker until a
-signal asks it to stop; a worker that ended on its own lost its database, so the replica
-waits for the database to answer again (backoff from 1 s to 30 s) and starts a new worker
-on a fresh pool. The jobs the old one had in flight go back to the queue by the stalled
-check, and the events they were running stay pending for the sweep: the journal keeps
-any step from being sent twice. Once the database has not answered for ``give_up_after``
-seconds the replica stops with :class:`~practiceflow.errors.StoreError` (exit 4), for its
-supervisor (a restart policy) to start it again.
+procrastinate's worker returns, as if asked to stop, when a side task loses the database.
+:func:`run_worker` starts a new worker on a fresh pool once the database answers again
+(backoff 1 s to 30 s); the old worker's jobs go back to the queue by the stalled check and
+the journal keeps any step from being sent twice. After ``give_up_after`` seconds the
+replica stops with :class:`~practiceflow.errors.StoreError` (exit 4) for its supervisor.
 """
 
 from __future__ import annotations
