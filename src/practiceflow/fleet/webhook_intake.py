@@ -15,9 +15,10 @@ import logging
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final
+from typing import Any, Final
 
 import psycopg
+from psycopg_pool import ConnectionPool
 
 from practiceflow.errors import InDoubtError
 from practiceflow.fleet.queue import defer_events, make_app
@@ -32,8 +33,9 @@ __all__ = ["SUBSCRIBE_LOCK_PREFIX", "FleetWebhooks", "subscribe_lock"]
 
 logger = logging.getLogger("practiceflow.fleet")
 
-#: Subscribes sent at once on start.
-_SUBSCRIBERS: Final = 4
+#: Subscribes sent at once on start (each waits on the API's round trip: with 4, a fleet
+#: of 3,000 practices took minutes to start).
+_SUBSCRIBERS: Final = 8
 #: Prefix of the advisory lock's key taken around a (practice, trigger)'s subscribe.
 SUBSCRIBE_LOCK_PREFIX: Final = "practiceflow subscribe:"
 
@@ -124,8 +126,15 @@ class FleetWebhooks:
             self.server = ReceiverServer(self.receiver, *self.listen).start()
             # Each subscribe waits on the API's round trip: a few at once, so that a fleet
             # of many practices is subscribed in seconds (each under its own lock).
-            with ThreadPoolExecutor(_SUBSCRIBERS, thread_name_prefix="pf-subscribe") as pool:
-                started = [(pair, pool.submit(self.ensure, *pair)) for pair in self.triggers]
+            with (
+                ThreadPoolExecutor(_SUBSCRIBERS, thread_name_prefix="pf-subscribe") as pool,
+                ConnectionPool(
+                    self.state_url, min_size=1, max_size=_SUBSCRIBERS, kwargs={"autocommit": True}
+                ) as locks,
+            ):
+                started = [
+                    (pair, pool.submit(self.ensure, *pair, locks=locks)) for pair in self.triggers
+                ]
                 for pair, done in started:
                     if done.result() is None:  # in doubt: listed by ensure
                         self.fleet.poll_instead(*pair)
@@ -134,12 +143,15 @@ class FleetWebhooks:
             raise
         return self.server
 
-    def ensure(self, practice: str, trigger: str) -> SubscriptionRecord | None:
+    def ensure(
+        self, practice: str, trigger: str, *, locks: ConnectionPool[Any] | None = None
+    ) -> SubscriptionRecord | None:
         """Subscribe one (practice, trigger) unless the fleet already did (under its lock).
 
         Args:
             practice: the practice's name.
             trigger: the trigger's name.
+            locks: autocommit connections to take the lock on (a new one when None).
 
         Returns:
             The active subscription, or None when it is in doubt: then it is listed as
@@ -152,7 +164,9 @@ class FleetWebhooks:
             runtime.client, self.fleet.store, practice, self.fleet.public_url
         )
         with (
-            psycopg.connect(self.state_url, autocommit=True) as connection,
+            psycopg.connect(self.state_url, autocommit=True)
+            if locks is None
+            else locks.connection() as connection,
             connection.transaction(),
         ):
             connection.execute(
