@@ -15,9 +15,11 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
+import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 from pyrate_limiter import PostgresBucket
+from pyrate_limiter.buckets.postgres import advisory_lock_id
 
 from practiceflow.budget.rate_budget import RateBudget, RateLimits, budget_table
 
@@ -32,17 +34,36 @@ class WaitingPostgresBucket(PostgresBucket):
         pool: a psycopg connection pool (closed with the bucket).
         table: the bucket's name; the table is ``ratelimit___<table>``.
         rates: the windows, such as ``RateLimits().rates()``.
+        owns_pool: close the pool with the bucket.
+        exists: create no table now (it exists, or :meth:`create_table` will).
     """
 
     def __init__(
-        self, pool: ConnectionPool[Any], table: str, rates: list[Any], *, owns_pool: bool = True
+        self,
+        pool: ConnectionPool[Any],
+        table: str,
+        rates: list[Any],
+        *,
+        owns_pool: bool = True,
+        exists: bool = False,
     ) -> None:
+        self._exists = exists  # the caller saw the table: no CREATE round trips
         super().__init__(pool, table, rates)
         self.owns_pool = owns_pool
         self._q_lock = sql.SQL("LOCK TABLE {table} IN EXCLUSIVE MODE").format(
             table=sql.Identifier(self._full_tbl)
         )
         self._q_count_windows = _bounded_count(self._full_tbl, len(rates))
+
+    def _create_table(self) -> None:
+        if not self._exists:
+            super()._create_table()  # type: ignore[no-untyped-call]  # untyped in pyrate-limiter
+
+    def create_table(self, connection: psycopg.Connection[Any]) -> None:
+        """Create the table and its index in ``connection``'s transaction (many at once)."""
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_lock_id(self._full_tbl),))
+        connection.execute(self._q_create_table)
+        connection.execute(self._q_create_index)
 
     @property
     def full_table(self) -> str:

@@ -29,6 +29,18 @@ class CursorCache:
         self._known: dict[tuple[str, str], CursorState | None] = {}
         self._pending: dict[str, list[tuple[str, str, frozenset[str]]]] = {}
         self._lock = threading.Lock()
+        # Practices whose cursors the start's snapshot answers (None: none stored then),
+        # until the replica owns them: an owner reads its practices' cursors afresh.
+        self._from_start: set[str] = set()
+
+    def preload(self, practices: Iterable[str]) -> None:
+        """Read every stored cursor at once, for the replica's start (a read per trigger
+        made a fleet of thousands of practices take minutes to start)."""
+        states = self.store.cursor_states()
+        with self._lock:
+            for state in states:
+                self._known.setdefault((state.practice, state.trigger_key), state)
+            self._from_start.update(practices)
 
     def as_store(self) -> StateStore:
         """This cache, typed as the store the pollers take."""
@@ -43,6 +55,8 @@ class CursorCache:
         with self._lock:
             if key in self._known:
                 return self._known[key]
+            if practice in self._from_start:
+                return None
         state = self.store.get_cursor_state(practice, trigger_key)
         with self._lock:
             return self._known.setdefault(key, state)
@@ -95,8 +109,9 @@ class CursorCache:
         return len(moves)
 
     def forget(self, practice: str) -> None:
-        """Drop what is kept of a practice (its lease ended, or a write failed)."""
+        """Drop what is kept of a practice (its lease began or ended, or a write failed)."""
         with self._lock:
+            self._from_start.discard(practice)
             self._pending.pop(practice, None)
             for key in [key for key in self._known if key[0] == practice]:
                 del self._known[key]

@@ -40,7 +40,12 @@ from practiceflow.fleet.cursor_cache import CursorCache
 from practiceflow.fleet.fleet_file import FleetConfig, PracticeConfig
 from practiceflow.fleet.http_session import http_connections, settle_environment
 from practiceflow.fleet.owned_budget import BudgetLedger
-from practiceflow.fleet.owned_runtime import OwnedPractices, leased_budget, poll_client
+from practiceflow.fleet.owned_runtime import (
+    OwnedPractices,
+    create_budget_tables,
+    leased_budget,
+    poll_client,
+)
 from practiceflow.fleet.queue import FLEET_CONTEXT_KEY, NAMESPACE, FleetJobs, defer_events
 from practiceflow.fleet.schedule import Due, FleetSchedule
 from practiceflow.manifest import load_modules
@@ -211,6 +216,8 @@ class Fleet(OwnedPractices):
         # One pool of HTTP connections for every practice (see the module docstring).
         self.connections = PoolManager(maxsize=http_connections(budget_connections, owned))
         self.cursors = CursorCache(store) if owned else None
+        if self.cursors is not None:
+            self.cursors.preload(config.practices)
         self.ledger = BudgetLedger(self._budget_pool) if owned else None
         self.defer_app: procrastinate.App | None = None
         registry = load_modules(list(config.modules))
@@ -239,6 +246,9 @@ class Fleet(OwnedPractices):
                 self.practices[name] = runtime
                 for recipe in recipes:
                     self._add_trigger(runtime, recipe)
+            if owned:
+                budgets = [runtime.budget for runtime in self.practices.values()]
+                create_budget_tables(self._budget_pool, budgets)
         except BaseException:
             self.close()
             raise

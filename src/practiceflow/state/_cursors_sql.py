@@ -29,6 +29,21 @@ class SQLCursors(StoreBase):
         boundary = frozenset(str(k[0]) for k in keys)
         return CursorState(practice, trigger_key, row[0], boundary, self.dialect.load_time(row[1]))
 
+    def cursor_states(self) -> list[CursorState]:
+        """Every cursor of every practice with its boundary keys, in one snapshot."""
+        with self._snapshot() as db:
+            rows = db.execute("SELECT practice, trigger_key, value, updated_at FROM {p}cursors")
+            cursors = rows.fetchall()
+            keys = db.execute("SELECT practice, trigger_key, dedupe_key FROM {p}cursor_keys")
+            boundary: dict[tuple[str, str], set[str]] = {}
+            for practice, trigger_key, key in keys.fetchall():
+                boundary.setdefault((practice, trigger_key), set()).add(str(key))
+        load = self.dialect.load_time
+        return [
+            CursorState(p, k, value, frozenset(boundary.get((p, k), ())), load(at))
+            for p, k, value, at in cursors
+        ]
+
     def get_cursor(self, practice: str, trigger_key: str) -> str | None:
         """The cursor value, or ``None`` before the first poll."""
         state = self.get_cursor_state(practice, trigger_key)
