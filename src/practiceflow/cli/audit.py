@@ -4,29 +4,15 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
 from practiceflow.cli.common import terminal
-from practiceflow.cli.retention import parse_retention
+from practiceflow.cli.retention import parse_since
 from practiceflow.cli.state import open_state, state_option
-from practiceflow.errors import ConfigError
 from practiceflow.runner.ledger import completeness
-
-
-def _since(text: str, now: datetime) -> datetime:
-    """``--since``: an ISO 8601 instant with its offset, or a duration back from now."""
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return now - parse_retention(text, "--since")
-    if moment.tzinfo is None:
-        message = f"--since: got {text!r} without an offset; add Z or +00:00"
-        raise ConfigError(message)
-    return moment
 
 
 @click.group("audit")
@@ -60,7 +46,7 @@ def completeness_command(since: str, as_json: bool, state: str | None) -> None:
       practiceflow audit completeness --since 2026-11-01T00:00:00Z --json
     """
     with open_state(state) as store:
-        start = _since(since, store.now())
+        start = parse_since(since, store.now())
         ledger = completeness(store, start)
     if as_json:
         body = {"since": start.isoformat(), "triggers": [row.as_json() for row in ledger]}

@@ -11,7 +11,6 @@ import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import datetime
 from typing import Any
 
 import click
@@ -23,7 +22,7 @@ from practiceflow.api import Client
 from practiceflow.cli.attention import entry_json
 from practiceflow.cli.common import ApiOptions, api_options, json_option, modules_option, terminal
 from practiceflow.cli.forecast import plan
-from practiceflow.cli.retention import purge
+from practiceflow.cli.retention import check_since, purge
 from practiceflow.cli.runs_view import (
     identifiers,
     measure,
@@ -32,7 +31,7 @@ from practiceflow.cli.runs_view import (
     runs_table,
     status_label,
 )
-from practiceflow.cli.serve_report import announce
+from practiceflow.cli.serving import announce, serve_recipes
 from practiceflow.cli.settle import cancel, resolve
 from practiceflow.cli.state import (
     open_state,
@@ -64,23 +63,10 @@ _log_option = click.option(
 _verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
 
 
-def _check_since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        message = f"got {value!r}; expected an ISO 8601 date-time with an offset, such as "
-        raise click.BadParameter(message + "2026-11-01T00:00:00Z")
-    return value.strip()
-
-
 _since_option = click.option(
     "--since",
     metavar="ISO",
-    callback=_check_since,
+    callback=check_since,
     help="Triggers polled for the first time start here (ISO 8601, such as "
     "2026-11-01T00:00:00Z) instead of 'from now', so earlier changes fire too.",
 )
@@ -158,8 +144,6 @@ def run(
             click.get_current_context().exit(1)
         return
     if not once:
-        from practiceflow.cli.serving import serve_recipes
-
         serve_recipes(
             [recipe], practice, state, modules_dirs, api, since=since, listen_socket=_early_socket()
         )
@@ -287,8 +271,6 @@ def serve(
       practiceflow serve recipes/*.yaml --console-listen 0.0.0.0:8470 --console-token "$T"
     """
     configure_logging(json_lines=log_json, verbose=verbose)
-    from practiceflow.cli.serving import serve_recipes
-
     console = console_listen if console_on else None
     # The other options are serve_recipes' arguments by name.
     serve_recipes(recipes, console=console, listen_socket=_early_socket(), **options)

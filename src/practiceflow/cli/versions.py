@@ -9,19 +9,18 @@ person, 1 some do.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 import click
 from rich.markup import escape
 
 from practiceflow.cli.common import json_option, modules_option, terminal
-from practiceflow.cli.retention import parse_retention
+from practiceflow.cli.retention import parse_since
 from practiceflow.cli.state import open_state, run_or_fail, state_option
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import validate_recipe
-from practiceflow.state import RunRecord, StateStore
+from practiceflow.state import RunRecord
 from practiceflow.versions import (
     Replay,
     ReplayedStep,
@@ -34,23 +33,6 @@ from practiceflow.versions import (
     replay,
     short,
 )
-
-
-def _since(text: str | None, store: StateStore) -> datetime | None:
-    """``--since``: a duration back from now (``30d``) or an ISO time."""
-    if not text:
-        return None
-    if text[-1:].lower() in ("d", "h", "m") and text[:-1].isdigit():
-        return store.now() - parse_retention(text, "--since")
-    try:
-        found = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        message = f"--since: got {text!r}; expected a duration (30d, 12h) or an ISO time"
-        raise ConfigError(message) from None
-    if found.tzinfo is None:
-        message = f"--since: got {text!r}; give the time zone (2026-11-01T00:00:00Z)"
-        raise ConfigError(message)
-    return found
 
 
 def _leaves(value: Any, at: str = "") -> dict[str, Any]:
@@ -158,7 +140,9 @@ def replay_command(
             runs = [run_or_fail(store, run_id)]
         else:
             runs = store.list_runs(
-                recipe=recipe_name or recipe.name, since=_since(since, store), limit=limit
+                recipe=recipe_name or recipe.name,
+                since=parse_since(since, store.now()) if since else None,
+                limit=limit,
             )
             runs = [run for run in reversed(runs) if isinstance(run.origin, dict)]
         found = [replay(store, run, recipe) for run in runs]
@@ -224,7 +208,7 @@ def check(
     name = recipe_name or recipe.name
     with open_state(state) as store:
         checks = check_runs(store, in_flight(store, name), recipe, digest)
-        since = _since(evidence, store)
+        since = parse_since(evidence, store.now())
         recent = [
             run
             for run in store.list_runs(recipe=name, since=since, limit=1000)
