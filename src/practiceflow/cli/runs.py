@@ -1,8 +1,5 @@
-"""``practiceflow run | serve | runs | plan``: run recipes durably and look after their runs.
-
-Exit codes of ``run`` and ``runs retry``: 0 every run succeeded, 1 a run failed, 5 a run is
-held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
-"""
+"""``practiceflow run | serve | runs | plan``: run recipes durably and look after their runs
+(``run`` and ``runs retry`` exit 1 when a run failed, 5 when one is held in doubt)."""
 
 from __future__ import annotations
 
@@ -11,6 +8,7 @@ import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import click
@@ -20,7 +18,15 @@ from rich.table import Table
 
 from practiceflow.api import Client
 from practiceflow.cli.attention import entry_json
-from practiceflow.cli.common import ApiOptions, api_options, json_option, modules_option, terminal
+from practiceflow.cli.common import (
+    ApiOptions,
+    api_options,
+    json_option,
+    log_json_option,
+    modules_option,
+    terminal,
+    verbose_option,
+)
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.retention import check_since, purge
 from practiceflow.cli.runs_view import (
@@ -57,12 +63,6 @@ from practiceflow.state.payload_purge import FINISHED
 from practiceflow.state.request_log import RequestLog
 from practiceflow.versions import load_version, rebuild, short
 
-_log_option = click.option(
-    "--log-json", is_flag=True, help="Structured logs: one JSON object per line on stderr."
-)
-_verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
-
-
 _since_option = click.option(
     "--since",
     metavar="ISO",
@@ -81,7 +81,7 @@ def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
 def _connect(
     api: ApiOptions,
     paths: Sequence[str],
-    dirs: Sequence[str],
+    dirs: Sequence[Path],
     practice: str | None,
     state: str | None,
 ) -> Iterator[tuple[Client, list[ValidRecipe], str]]:
@@ -106,8 +106,8 @@ def _connect(
 @state_option
 @modules_option
 @json_option
-@_log_option
-@_verbose_option
+@log_json_option
+@verbose_option
 @api_options
 def run(
     recipe: str,
@@ -116,7 +116,7 @@ def run(
     practice: str | None,
     since: str | None,
     state: str | None,
-    modules_dirs: tuple[str, ...],
+    modules_dirs: tuple[Path, ...],
     as_json: bool,
     log_json: bool,
     verbose: bool,
@@ -235,8 +235,8 @@ def _early_socket() -> socket.socket | None:
 )
 @state_option
 @modules_option
-@_log_option
-@_verbose_option
+@log_json_option
+@verbose_option
 @api_options
 def serve(
     recipes: tuple[str, ...],
@@ -467,7 +467,7 @@ def retry(
     run_id: str,
     recipe_path: str | None,
     state: str | None,
-    modules_dirs: tuple[str, ...],
+    modules_dirs: tuple[Path, ...],
     as_json: bool,
     api: ApiOptions,
 ) -> None:

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Collection, Sequence
 from contextlib import ExitStack
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import click
 
@@ -44,7 +45,7 @@ def serve_recipes(
     paths: Sequence[str],
     practice: str | None,
     state: str | None,
-    modules_dirs: Sequence[str],
+    modules_dirs: Sequence[Path],
     api: ApiOptions,
     *,
     public_url: str | None = None,
@@ -55,11 +56,8 @@ def serve_recipes(
     unsubscribe_on_exit: bool = False,
     listen_socket: socket.socket | None = None,
 ) -> None:
-    """Serve recipes until SIGTERM, in the start-up order of the module docstring.
-
-    Raises:
-        ConfigError: bad input, or another serve holds the state file (``StoreInUse``).
-    """
+    """Serve recipes until SIGTERM (a ConfigError for bad input, or when another serve holds
+    the state file)."""
     from practiceflow.console.security import check_bind
     from practiceflow.console.server import console_for
     from practiceflow.ops import OpsMetrics, counted_session, ops_routes, serve_practices
@@ -138,8 +136,7 @@ def serve_recipes(
 
 
 def announce(intake: TriggerIntake, reused: Collection[str] = ()) -> None:
-    """Print where the receiver listens and every URL subscribed (``reused``: the ids of
-    the subscriptions kept from an earlier start)."""
+    """Print where the receiver listens and every URL subscribed (``reused``: ids kept)."""
     if intake.server is not None:
         click.echo(f"webhook receiver listening on {intake.server.url}", err=True)
     else:
@@ -187,8 +184,7 @@ def duration(span: timedelta) -> str:
 
 
 class ServeReport:
-    """The lines ``serve`` prints about itself; ``down_since`` is the last sign of life
-    before this start (None: a first start)."""
+    """The lines ``serve`` prints; ``down_since``: the last sign of life (None: first start)."""
 
     def __init__(
         self, store: StateStore, practice: str, down_since: datetime | None, *, unsubscribe: bool

@@ -1,14 +1,10 @@
-"""``practiceflow replay`` and ``practiceflow recipes check``: a recipe version tried on
-recorded runs, nothing sent (:mod:`practiceflow.versions`).
-
-Exit codes of ``replay``: 0 every write of the new version is what the runs sent, 1 some
-differ (or a run could not be replayed). Of ``recipes check``: 0 no run in flight needs a
-person, 1 some do.
-"""
+"""``practiceflow replay``, ``recipes check`` and ``runs recipe``: recipe versions tried on
+recorded runs, nothing sent (:mod:`practiceflow.versions`)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -120,7 +116,7 @@ def replay_command(
     recipe_name: str | None,
     limit: int,
     state: str | None,
-    modules_dirs: tuple[str, ...],
+    modules_dirs: tuple[Path, ...],
     as_json: bool,
 ) -> None:
     """Replay recorded runs under another recipe version and send nothing: reads come from
@@ -188,7 +184,7 @@ def check(
     recipe_name: str | None,
     evidence: str,
     state: str | None,
-    modules_dirs: tuple[str, ...],
+    modules_dirs: tuple[Path, ...],
     as_json: bool,
 ) -> None:
     """Check a new version of a recipe against every run in flight: each can move to it,

@@ -1,10 +1,5 @@
-"""Operating ``serve`` and ``worker``: liveness, readiness and Prometheus metrics.
-
-``GET /healthz``, ``/readyz`` and ``/metrics`` (:func:`ops_routes`), mounted beside the
-webhook receiver or the console, or served alone (:class:`OpsServer`); the figures per
-practice (:class:`OpsMetrics`), and the transport hook that counts answers
-(:func:`counted_session`).
-"""
+"""Operating ``serve`` and ``worker``: ``GET /healthz``, ``/readyz`` and ``/metrics``
+(Prometheus), beside the receiver or the console or alone; see docs/deploy.md."""
 
 from __future__ import annotations
 

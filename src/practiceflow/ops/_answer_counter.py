@@ -1,8 +1,5 @@
-"""The one hook on the client side: a ``requests`` transport adapter that counts answers.
-
-The stock ``HTTPAdapter`` with ``send`` wrapped, so the client code itself counts nothing.
-A retry is a second exchange and is counted again, as the API sees it.
-"""
+"""A ``requests`` transport adapter that counts answers, so the client code counts nothing
+(a retry is a second exchange, counted again as the API sees it)."""
 
 from __future__ import annotations
 
@@ -22,9 +19,8 @@ def outcome_of(status: int) -> str:
 
 
 class CountingAdapter(HTTPAdapter):
-    """An ``HTTPAdapter`` that reports each exchange's outcome (``2xx`` ... ``5xx``,
-    ``429``, ``error``: no answer) to ``count``; ``connections`` is a pool manager shared
-    with other practices' adapters, closed by its owner."""
+    """Reports each outcome (``2xx``...``5xx``, ``429``, ``error``) to ``count``;
+    ``connections``: a pool manager shared with other adapters, closed by its owner."""
 
     def __init__(
         self, count: Callable[[str], None], *, connections: PoolManager | None = None

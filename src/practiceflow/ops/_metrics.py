@@ -1,10 +1,6 @@
-"""Prometheus metrics of ``serve`` and ``worker``, per practice.
-
-Most figures are read at scrape time from where they already live (:meth:`OpsMetrics.collect`:
-the store's counts, each budget's windows), so nothing in the runner counts for the metrics'
-sake. Only answers by outcome (the counting transport adapter) and poll lag
-(:meth:`OpsMetrics.poll_started`) are counted as they happen.
-"""
+"""Prometheus metrics of ``serve`` and ``worker``, per practice: read at scrape time from the
+store and the budgets, so nothing in the runner counts for the metrics' sake (only answers
+by outcome and poll lag are counted as they happen)."""
 
 from __future__ import annotations
 
@@ -39,8 +35,7 @@ POLL_LAG_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 1
 
 
 def window_use(budget: RateBudget) -> dict[str, int] | None:
-    """Requests admitted in each rate window of a budget, by label (None: the bucket
-    cannot say)."""
+    """Requests admitted in each rate window of a budget (None: the bucket cannot say)."""
     bucket = budget.bucket
     now_ms = int(budget.clock() * 1000)
     lengths = [seconds * 1000 for _, seconds in WINDOWS]
@@ -65,9 +60,8 @@ class OpsPractice:
 
 
 class OpsMetrics(Collector):
-    """The metrics registry of one ``serve`` or ``worker`` process, and the collector that
-    reads store and budgets at each scrape: ``practices()`` (None while starting) is called
-    then, so a process may fill it in after it starts."""
+    """One process's metrics, and the collector reading store and ``practices()`` (None
+    while starting) at each scrape."""
 
     def __init__(
         self,
@@ -193,8 +187,7 @@ class OpsMetrics(Collector):
         yield paused
 
     def counter(self, practice: Callable[[], str]) -> Callable[[str], None]:
-        """A transport hook's ``count(outcome)`` for the practice ``practice()`` (read at each
-        answer: ``serve`` learns its key after the session is made)."""
+        """A transport hook's ``count(outcome)`` for ``practice()``, read at each answer."""
 
         def count(outcome: str) -> None:
             self.count(practice(), outcome)
@@ -215,12 +208,9 @@ class OpsMetrics(Collector):
         return generate_latest(self.registry)
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """``(ready, detail)``: started, store reachable, subscriptions active.
-
-        A subscription in doubt listed as needing attention is named under
-        ``detail["attention"]`` and does not make the process unready: that would take every
-        other trigger's receiver out of a load balancer.
-        """
+        """``(ready, detail)``: started, store reachable, subscriptions active. One in doubt
+        (needing attention) does not make it unready: that would take every other trigger's
+        receiver out of a load balancer."""
         served = self.practices()
         if served is None or self.store is None:
             return False, {"problems": ["starting: the practices are not served yet"]}
@@ -255,8 +245,7 @@ class OpsMetrics(Collector):
 def serve_practices(
     practice: str, budget: RateBudget, intake: object
 ) -> Callable[[], list[OpsPractice] | None]:
-    """``serve``'s ``practices`` callable: None until the intake has built its triggers,
-    then the one practice, expecting a subscription per trigger received by webhook."""
+    """``serve``'s ``practices``: None until the intake has built its triggers, then one."""
 
     def practices() -> list[OpsPractice] | None:
         triggers: dict[str, Any] = dict(getattr(intake, "triggers", None) or {})

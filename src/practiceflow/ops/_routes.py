@@ -1,9 +1,5 @@
-"""``GET /healthz`` (alive), ``GET /readyz`` (store answers, subscriptions active; else
-503 with what is missing) and ``GET /metrics`` (Prometheus text).
-
-They carry no secret and no personal data (practice keys, trigger names, counts), so they
-need no console token: a probe cannot send one.
-"""
+"""``GET /healthz``, ``/readyz`` (else 503 with what is missing) and ``/metrics``. They carry
+no secret and no personal data, so they need no console token (a probe cannot send one)."""
 
 from __future__ import annotations
 
