@@ -12,7 +12,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from practiceflow.cli.common import json_option, terminal
+from practiceflow.cli.common import echo_json, json_option, terminal
 from practiceflow.cli.retention import parse_since
 from practiceflow.cli.state import open_state, state_option
 from practiceflow.errors import ConfigError
@@ -158,7 +158,7 @@ def completeness_command(since: str, as_json: bool, state: str | None) -> None:
         ledger = completeness(store, start)
     if as_json:
         body = {"since": start.isoformat(), "triggers": [row.as_json() for row in ledger]}
-        click.echo(json.dumps(body, indent=2, default=str))
+        echo_json(body)
         return
     title = f"completeness since {start.isoformat(timespec='seconds')}"
     table = Table(title=title, box=None, header_style="bold")

@@ -7,6 +7,7 @@ the process list, so it comes from ``PRACTICEFLOW_CLIENT_SECRET`` or a profile.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -88,6 +89,11 @@ verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every s
 def terminal(*, stderr: bool = False, **options: Any) -> Console:
     """The rich console every command prints through; no emoji codes (``:smile:`` is data)."""
     return Console(stderr=stderr, emoji=False, **options)
+
+
+def echo_json(data: Any) -> None:
+    """Print ``data`` as indented JSON (text as is, other values as ``str``)."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def api_options(func: F) -> F:

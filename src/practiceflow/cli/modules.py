@@ -16,7 +16,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from practiceflow.api import Client
-from practiceflow.cli.common import ApiOptions, api_options, build_client, modules_option, terminal
+from practiceflow.cli.common import (
+    ApiOptions,
+    api_options,
+    build_client,
+    echo_json,
+    modules_option,
+    terminal,
+)
 from practiceflow.engine import run_action, validate_input
 from practiceflow.engine.choice_check import check_choices
 from practiceflow.errors import ConfigError, InputError, Issue, ManifestError
@@ -38,10 +45,6 @@ from practiceflow.runner import validate_recipe
 
 def _console() -> Console:
     return terminal(soft_wrap=False, highlight=False)
-
-
-def _echo_json(payload: Any) -> None:
-    click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
 
 
 @click.group()
@@ -89,7 +92,7 @@ def list_modules(modules_dirs: Sequence[Path], as_json: bool) -> None:
         (_row(module) for module in registry), key=lambda r: (r["noun"], r["type"], r["key"])
     )
     if as_json:
-        _echo_json(rows)
+        echo_json(rows)
         return
     table = Table(title="practiceflow modules", box=box.SIMPLE_HEAD, show_edge=False)
     longest = max((len(row["key"]) for row in rows), default=3)
@@ -181,7 +184,7 @@ def show(key: str, modules_dirs: Sequence[Path], as_json: bool) -> None:
         payload = {**_row(module), "description": module.description, "input": schema}
         payload["example_input"] = example
         payload["sample"] = module.sample
-        _echo_json(payload)
+        echo_json(payload)
         return
     console = _console()
     title = escape(f"{module.title}  ({_kind(module)} {module.key}, {module.noun})")
@@ -510,7 +513,7 @@ def action(
         }
         if dry_run:
             payload["request"] = result.request
-        _echo_json(payload)
+        echo_json(payload)
     elif dry_run:
         click.echo("dry run: this request would be sent (nothing was sent):", err=True)
         request = result.request

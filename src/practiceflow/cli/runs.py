@@ -21,6 +21,7 @@ from practiceflow.cli.attention import entry_json
 from practiceflow.cli.common import (
     ApiOptions,
     api_options,
+    echo_json,
     json_option,
     log_json_option,
     modules_option,
@@ -422,7 +423,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
                 }
                 for step in steps
             ]
-            click.echo(json.dumps(data, indent=2, default=str))
+            echo_json(data)
             return
         console = terminal()
         console.print(

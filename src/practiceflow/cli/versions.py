@@ -10,7 +10,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from practiceflow.cli.common import json_option, modules_option, terminal
+from practiceflow.cli.common import echo_json, json_option, modules_option, terminal
 from practiceflow.cli.retention import parse_since
 from practiceflow.cli.state import open_state, run_or_fail, state_option
 from practiceflow.errors import ConfigError
@@ -149,7 +149,7 @@ def replay_command(
              "problem": one.problem, "steps": [_step_json(step) for step in one.steps]}
             for one in found
         ]  # fmt: skip
-        click.echo(json.dumps(rows, indent=2, default=str))
+        echo_json(rows)
     else:
         for one, run in zip(found, runs, strict=True):
             _print_replay(one, run)

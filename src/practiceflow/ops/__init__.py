@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
-from practiceflow.ops._answer_counter import counted_session
-from practiceflow.ops._metrics import OpsMetrics, OpsPractice, serve_practices, window_use
-from practiceflow.ops._routes import OpsServer, ops_routes
+from practiceflow.ops._metrics import (
+    OpsMetrics,
+    OpsPractice,
+    OpsServer,
+    counted_session,
+    ops_routes,
+    serve_practices,
+    window_use,
+)
 
 __all__ = [
     "OpsMetrics",

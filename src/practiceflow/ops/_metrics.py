@@ -1,6 +1,8 @@
 """Prometheus metrics of ``serve`` and ``worker``, per practice: read at scrape time from the
 store and the budgets, so nothing in the runner counts for the metrics' sake (only answers
-by outcome and poll lag are counted as they happen)."""
+by outcome, through a ``requests`` transport adapter, and poll lag are counted as they
+happen); and the routes that serve them, which carry no secret and no personal data, so
+they need no console token (a probe cannot send one)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import requests
 from prometheus_client import (
+    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Histogram,
@@ -21,9 +25,17 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from pyrate_limiter import InMemoryBucket
+from requests.adapters import HTTPAdapter
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from urllib3 import PoolManager
 
 from practiceflow.budget.rate_budget import RateBudget
-from practiceflow.errors import PracticeflowError
+from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.service.netaddr import ThreadedServer
 from practiceflow.state import RUN_STATUSES, StateStore
 
 logger = logging.getLogger("practiceflow.ops")
@@ -32,6 +44,61 @@ logger = logging.getLogger("practiceflow.ops")
 WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
 #: Bucket edges of the poll lag histogram, in seconds (5 s is the alerting line).
 POLL_LAG_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 20.0, 60.0)
+
+
+def outcome_of(status: int) -> str:
+    """The outcome label of an HTTP status: ``429`` apart, else its class (``4xx``)."""
+    if status == 429:
+        return "429"
+    return f"{min(max(status // 100, 1), 5)}xx"
+
+
+class CountingAdapter(HTTPAdapter):
+    """Reports each outcome (``2xx``...``5xx``, ``429``, ``error``) to ``count``;
+    ``connections``: a pool manager shared with other adapters, closed by its owner."""
+
+    def __init__(
+        self, count: Callable[[str], None], *, connections: PoolManager | None = None
+    ) -> None:
+        self._shared = connections
+        super().__init__()
+        self._count = count
+
+    def init_poolmanager(
+        self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any
+    ) -> None:
+        """Use the shared pool manager when there is one (``requests`` calls this)."""
+        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
+        if self._shared is not None:
+            self.poolmanager = self._shared  # the adapter's own manager held no connection
+
+    def close(self) -> None:
+        """Close the adapter's connections, unless they are shared (their owner does)."""
+        if self._shared is None:
+            super().close()
+
+    def send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        """Send as ``HTTPAdapter`` does, then count the outcome."""
+        try:
+            response = super().send(request, *args, **kwargs)
+        except requests.RequestException:
+            self._count("error")
+            raise
+        self._count(outcome_of(response.status_code))
+        return response
+
+
+def counted_session(
+    count: Callable[[str], None], *, connections: PoolManager | None = None
+) -> requests.Session:
+    """A new session whose every exchange is counted (give it to ``Client(session=)``)."""
+    session = requests.Session()
+    adapter = CountingAdapter(count, connections=connections)
+    for prefix in ("https://", "http://"):
+        session.mount(prefix, adapter)
+    return session
 
 
 def window_use(budget: RateBudget) -> dict[str, int] | None:
@@ -261,3 +328,47 @@ def serve_practices(
         return [OpsPractice(practice, budget, webhooks)]
 
     return practices
+
+
+def ops_routes(metrics: OpsMetrics) -> list[BaseRoute]:
+    """The three routes over one process's metrics (put them before any catch-all)."""
+
+    async def healthz(request: Request) -> Response:
+        del request
+        return JSONResponse({"status": "alive"})
+
+    async def readyz(request: Request) -> Response:
+        del request
+        ready, detail = await run_in_threadpool(metrics.readiness)
+        body = {"status": "ready" if ready else "not ready", **detail}
+        return JSONResponse(body, 200 if ready else 503)
+
+    async def scrape(request: Request) -> Response:
+        del request
+        text = await run_in_threadpool(metrics.exposition)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
+
+    return [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", scrape, methods=["GET"]),
+    ]
+
+
+class OpsServer(ThreadedServer):
+    """The three routes alone, served by uvicorn in a daemon thread (``worker --ops-listen``)."""
+
+    def __init__(self, metrics: OpsMetrics, host: str, port: int) -> None:
+        super().__init__(Starlette(routes=ops_routes(metrics)), host, port, "pf-ops")
+
+    @property
+    def url(self) -> str:
+        """The base URL, such as ``http://127.0.0.1:9464``."""
+        return self.root
+
+    def start(self, timeout: float = 5.0) -> OpsServer:
+        """Start serving and wait until the socket listens (a ConfigError if it does not)."""
+        if not self.serve(timeout):
+            message = f"--ops-listen {self.host}:{self.port}: did not start (port in use?)"
+            raise ConfigError(message)
+        return self
