@@ -5,6 +5,7 @@ else)."""
 from __future__ import annotations
 
 import functools
+import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,6 @@ from urllib.parse import urlsplit
 import click
 import requests
 
-from practiceflow.cli.common import echo_json
 from practiceflow.errors import ConfigError, TransportError
 from practiceflow.sandbox.config import DEFAULT_ADMIN_TOKEN, REGIONS
 from practiceflow.service.netaddr import is_loopback
@@ -89,6 +89,10 @@ def _admin_options(func: F) -> F:
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]  # same call shape for click's purposes
+
+
+def _echo(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def _fire_proposal(admin: SandboxAdmin, key: str | None) -> Any:
@@ -218,7 +222,7 @@ def fault(
       practiceflow sandbox fault clear
     """
     if kind == "list":
-        echo_json(admin.call("GET", "/_admin/faults"))
+        _echo(admin.call("GET", "/_admin/faults"))
         return
     if kind == "clear":
         admin.call("DELETE", "/_admin/faults")
@@ -229,7 +233,7 @@ def fault(
     body.update({name: value for name, value in optional.items() if value is not None})
     if delay:
         body["delay"] = delay
-    echo_json(admin.call("POST", "/_admin/faults", body))
+    _echo(admin.call("POST", "/_admin/faults", body))
 
 
 _KINDS = [
@@ -261,7 +265,7 @@ def records(kind: str, limit: int, admin: SandboxAdmin) -> None:
       practiceflow sandbox records proposals --limit 3
     """
     rows = admin.call("GET", f"/_admin/records/{kind}")
-    echo_json(rows[-limit:] if limit else rows)
+    _echo(rows[-limit:] if limit else rows)
 
 
 @click.command("deliveries")
@@ -273,7 +277,7 @@ def deliveries(admin: SandboxAdmin) -> None:
     Example:
       practiceflow sandbox deliveries
     """
-    echo_json(admin.call("GET", "/_admin/deliveries"))
+    _echo(admin.call("GET", "/_admin/deliveries"))
 
 
 @click.command("requests")
@@ -287,7 +291,7 @@ def requests_log(limit: int, admin: SandboxAdmin) -> None:
       practiceflow sandbox requests --limit 5
     """
     rows = admin.call("GET", "/_admin/requests")
-    echo_json(rows[-limit:] if limit else rows)
+    _echo(rows[-limit:] if limit else rows)
 
 
 @click.command("clock")
@@ -302,9 +306,9 @@ def clock(advance: float | None, admin: SandboxAdmin) -> None:
       practiceflow sandbox clock --advance 3600
     """
     if advance is None:
-        echo_json(admin.call("GET", "/_admin/clock"))
+        _echo(admin.call("GET", "/_admin/clock"))
     else:
-        echo_json(admin.call("POST", "/_admin/clock", {"advance": advance}))
+        _echo(admin.call("POST", "/_admin/clock", {"advance": advance}))
 
 
 @click.command("reset")
