@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -62,14 +63,7 @@ def export_command(
         raise ConfigError(message)
     result = write_export(platform, files, out)
     if as_json:
-        payload = {
-            "platform": platform,
-            "out": str(out),
-            "written": list(result.written),
-            "unchanged": list(result.unchanged),
-            "removed": list(result.removed),
-        }
-        click.echo(json.dumps(payload))
+        click.echo(json.dumps({"platform": platform, **asdict(result), "out": str(out)}))
         return
     click.echo(
         f"{platform}: {len(result.written)} written, {len(result.unchanged)} unchanged, "

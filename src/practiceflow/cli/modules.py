@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -504,15 +505,9 @@ def action(
     if show_pii:
         click.echo("personal data shown unmasked: for this terminal only", err=True)
     if as_json:
-        payload: dict[str, Any] = {
-            "action": result.action,
-            "dry_run": result.dry_run,
-            "status": result.status,
-            "output": result.output,
-            "warnings": result.warnings,
-        }
-        if dry_run:
-            payload["request"] = result.request
+        payload = asdict(result)
+        if not dry_run:
+            del payload["request"]
         echo_json(payload)
     elif dry_run:
         click.echo("dry run: this request would be sent (nothing was sent):", err=True)

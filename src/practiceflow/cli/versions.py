@@ -4,6 +4,7 @@ recorded runs, nothing sent (:mod:`practiceflow.versions`)."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -57,16 +58,8 @@ def differences(sent: Any, would: Any) -> list[str]:
 
 
 def _step_json(step: ReplayedStep) -> dict[str, Any]:
-    return {
-        "step": step.step_id,
-        "use": step.use,
-        "writes": step.writes,
-        "verdict": step.verdict,
-        "matched": step.matched,
-        "sent": step.sent,
-        "would_send": step.would_send,
-        "note": step.note,
-    }
+    data = asdict(step)
+    return {"step": data.pop("step_id"), **data}
 
 
 def _print_replay(found: Replay, run: RunRecord) -> None:
