@@ -118,7 +118,8 @@ def list_modules(modules_dirs: Sequence[Path], as_json: bool) -> None:
     _console().print(table)
 
 
-def _find(registry: ModuleRegistry, key: str) -> Module:
+def find_module(registry: ModuleRegistry, key: str, where: str = "") -> Module:
+    """The action or trigger ``key``, else a ConfigError (``where``: its option)."""
     if key in registry.actions:
         return registry.actions[key]
     if key in registry.triggers:
@@ -126,7 +127,7 @@ def _find(registry: ModuleRegistry, key: str) -> Module:
     known = [*registry.actions, *registry.triggers]
     match = did_you_mean(key, known)
     hint = f"did you mean {match!r}?" if match else f"valid values are {sorted(known)}"
-    message = f"no module named {key!r}; {hint}"
+    message = f"{where}no module named {key!r}; {hint}"
     raise ConfigError(message)
 
 
@@ -178,7 +179,7 @@ def show(key: str, modules_dirs: Sequence[Path], as_json: bool) -> None:
       practiceflow modules show create_bill
       practiceflow modules show create_client --json
     """
-    module = _find(load_modules(modules_dirs), key)
+    module = find_module(load_modules(modules_dirs), key)
     schema = module.input_schema
     example = module.example_input() if isinstance(module, ActionModule) else {}
     if as_json:

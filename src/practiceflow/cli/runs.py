@@ -60,6 +60,7 @@ from practiceflow.runner.run_retry import retry_json, retry_line
 from practiceflow.service.intake import build_intake
 from practiceflow.service.loop import Service
 from practiceflow.service.needs_person import label, needs_person
+from practiceflow.state import RUN_STATUSES
 from practiceflow.state.payload_purge import FINISHED
 from practiceflow.state.request_log import RequestLog
 from practiceflow.versions import load_version, rebuild, short
@@ -309,11 +310,7 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
 
 @runs.command("list")
 @click.option("--recipe", help="Only this recipe's runs.")
-@click.option(
-    "--status",
-    type=click.Choice(["pending", "running", "succeeded", "failed", "in_doubt", "cancelled"]),
-    help="Only runs in this status.",
-)
+@click.option("--status", type=click.Choice(RUN_STATUSES), help="Only runs in this status.")
 @click.option(
     "--limit",
     default=50,

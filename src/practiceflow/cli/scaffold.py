@@ -13,11 +13,11 @@ from typing import Any, Literal
 import click
 
 from practiceflow.cli.common import modules_option
+from practiceflow.cli.modules import find_module
 from practiceflow.cli.versions import check
 from practiceflow.errors import BugError, ConfigError, ManifestError
 from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, load_modules
 from practiceflow.manifest.resources import data_dir
-from practiceflow.manifest.validation import did_you_mean
 
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -103,22 +103,6 @@ def _from_text(key: str, source: Path, existing: str) -> str:
     return header + pattern.sub(line, text, count=1)
 
 
-def _module_source(registry: ModuleRegistry, name: str) -> tuple[Path, str]:
-    """The file of a shipped module and its kind folder (``actions`` or ``triggers``)."""
-    folder: Literal["actions", "triggers"]
-    if name in registry.actions:
-        folder = "actions"
-    elif name in registry.triggers:
-        folder = "triggers"
-    else:
-        known = sorted([*registry.actions, *registry.triggers])
-        match = did_you_mean(name, known)
-        hint = f"did you mean {match!r}?" if match else "see 'practiceflow modules list'"
-        message = f"--from: no shipped module named {name!r}; {hint}"
-        raise ConfigError(message)
-    return Path(str(data_dir(folder))) / f"{name}.yaml", folder
-
-
 def new_module(
     key: str, folder: Path, *, copy_from: str | None = None, force: bool = False
 ) -> Path:
@@ -130,12 +114,13 @@ def new_module(
             "starting with a letter (such as read_client)"
         )
         raise ConfigError(message)
-    kind = "actions"
+    kind: Literal["actions", "triggers"] = "actions"
     if copy_from is None:
         text = _action_text(key)
     else:
-        source, kind = _module_source(load_modules([]), copy_from)
-        text = _from_text(key, source, copy_from)
+        found = find_module(load_modules([]), copy_from, "--from: ")
+        kind = "actions" if isinstance(found, ActionModule) else "triggers"
+        text = _from_text(key, Path(str(data_dir(kind))) / f"{copy_from}.yaml", copy_from)
     path = folder / kind / f"{key}.yaml"
     _refuse_existing(path, force)
     path.parent.mkdir(parents=True, exist_ok=True)
