@@ -54,4 +54,4 @@ def test_sandbox_command_does_not_import_the_other_families() -> None:
     out = subprocess.run(  # noqa: S603 - our own interpreter
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert out.strip() == "['practiceflow.cli.sandbox', 'practiceflow.cli.sandbox_admin']"
+    assert out.strip() == "['practiceflow.cli.sandbox']"

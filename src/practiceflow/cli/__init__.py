@@ -1,13 +1,8 @@
 """The ``practiceflow`` command: thin over the library, one file per command family.
 
-Command families are imported only when one of their commands runs, so that a command
-starts fast (``practiceflow sandbox`` must be serving within 2 s) and a broken optional
-family cannot take the others down. :data:`LAZY_COMMANDS` is the table of them; a test
-checks it against each family's ``COMMANDS``.
-
-Exit codes (also in the README): 0 success, 1 a check found problems (for example
-``modules validate``), 2 configuration or input error, 3 authentication or write access,
-4 transient (rate limit, server, network), 5 a write is in doubt, 70 a bug.
+Families (:data:`LAZY_COMMANDS`) are imported only when one of their commands runs, so that
+a command starts fast (``sandbox`` serves within 2 s) and a broken optional family cannot
+take the others down. Errors map to the exit codes listed in the README.
 """
 
 from __future__ import annotations
@@ -42,7 +37,7 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
     for name, module, attribute, summary in [
         ("action", "modules", "action", "Run one action module."),
         ("attention", "attention", "attention", "List and settle what needs a person."),
-        ("audit", "audit", "audit", "Check what was received and ran (completeness)."),
+        ("audit", "attention", "audit", "Check what was received and ran (completeness)."),
         ("auth", "auth", "auth", "Check the API credentials."),
         ("db", "db", "db", "Create or upgrade the state database."),
         ("export", "export", "export_command", "Generate a connector for a platform."),

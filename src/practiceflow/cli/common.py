@@ -1,17 +1,16 @@
-"""Options shared by every command that talks to the API, and the client they build.
+"""Options shared by several commands, the API client they build, and the rich console.
 
-``--profile``, ``--client-id``, ``--region``, ``--base-url`` and ``--auth-method`` override
-the environment and the profile file (the precedence of
-:func:`practiceflow.api.load_settings`), setting by setting. There is
-deliberately no option for the secret: a command line ends up in shell history and in
-the process list, so the secret comes from ``PRACTICEFLOW_CLIENT_SECRET`` or a profile.
+There is deliberately no option for the secret: a command line ends up in shell history and
+the process list, so it comes from ``PRACTICEFLOW_CLIENT_SECRET`` or a profile.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -76,15 +75,25 @@ modules_option = click.option(
     "modules_dirs",
     metavar="DIR",
     multiple=True,
-    type=click.Path(file_okay=False),
-    help="A folder of your own action and trigger modules (repeatable).",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A folder of your own modules (actions/ and triggers/ inside, or module files); "
+    "repeatable. A key that is already shipped needs 'override: true'.",
 )
+#: ``--log-json`` and ``-v``: the command receives ``log_json`` and ``verbose``.
+log_json_option = click.option(
+    "--log-json", is_flag=True, help="Structured logs: one JSON object per line on stderr."
+)
+verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
 
 
 def terminal(*, stderr: bool = False, **options: Any) -> Console:
-    """The rich console every command prints through; no emoji codes (``lead:smile`` is
-    data)."""
+    """The rich console every command prints through; no emoji codes (``:smile:`` is data)."""
     return Console(stderr=stderr, emoji=False, **options)
+
+
+def echo_json(data: Any) -> None:
+    """Print ``data`` as indented JSON (text as is, other values as ``str``)."""
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 def api_options(func: F) -> F:

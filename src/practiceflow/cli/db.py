@@ -25,12 +25,8 @@ def _sqlite_version(path: Path) -> int:
 
 
 def migrate_state(url: str, *, queue: bool = True) -> dict[str, object]:
-    """Create or upgrade the schema of the store ``url`` names (and, on PostgreSQL, the
-    job queue's unless not ``queue``); ``store``, ``before``, ``after`` and ``queue``.
-
-    Raises:
-        ConfigError: the store cannot be reached, or its schema is newer (left untouched).
-    """
+    """Create or upgrade the store's schema (and on PostgreSQL the job queue's, with ``queue``);
+    ``store``, ``before``, ``after``, ``queue``. A newer schema: a ConfigError, left untouched."""
     if url.lower().startswith(("postgresql://", "postgres://")):
         from practiceflow.state import describe_url, migrate
 

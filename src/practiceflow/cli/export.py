@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
+from practiceflow.cli.common import modules_option
 from practiceflow.errors import ConfigError
 from practiceflow.export import exporters, generate, stale_files, write_export
 
@@ -20,13 +22,7 @@ from practiceflow.export import exporters, generate, stale_files, write_export
     required=True,
     help="Folder to write into (created when missing); hand-written files there are kept.",
 )
-@click.option(
-    "--modules",
-    "modules",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    multiple=True,
-    help="Extra folder of action/trigger modules besides the shipped ones (repeatable).",
-)
+@modules_option
 @click.option(
     "--check",
     is_flag=True,
@@ -34,7 +30,7 @@ from practiceflow.export import exporters, generate, stale_files, write_export
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def export_command(
-    platform: str, out: Path, modules: tuple[Path, ...], check: bool, as_json: bool
+    platform: str, out: Path, modules_dirs: tuple[Path, ...], check: bool, as_json: bool
 ) -> None:
     """Generate the PLATFORM connector (zapier, n8n, openapi) from the actions and triggers.
 
@@ -48,7 +44,7 @@ def export_command(
     refuses to overwrite anything else (such as a hand-written test harness). Exit codes:
     0 written (or current with --check), 1 stale (--check), 2 a module cannot be exported.
     """
-    files = generate(platform, modules)
+    files = generate(platform, modules_dirs)
     if check:
         stale = stale_files(platform, files, out)
         if as_json:
@@ -67,14 +63,7 @@ def export_command(
         raise ConfigError(message)
     result = write_export(platform, files, out)
     if as_json:
-        payload = {
-            "platform": platform,
-            "out": str(out),
-            "written": list(result.written),
-            "unchanged": list(result.unchanged),
-            "removed": list(result.removed),
-        }
-        click.echo(json.dumps(payload))
+        click.echo(json.dumps({"platform": platform, **asdict(result), "out": str(out)}))
         return
     click.echo(
         f"{platform}: {len(result.written)} written, {len(result.unchanged)} unchanged, "

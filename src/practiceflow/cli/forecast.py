@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import click
@@ -29,7 +30,7 @@ from practiceflow.runner.plan import plan as make_plan
 @modules_option
 @json_option
 def plan(
-    recipes: tuple[str, ...], modules_dirs: tuple[str, ...], as_json: bool, **assumed: Any
+    recipes: tuple[str, ...], modules_dirs: tuple[Path, ...], as_json: bool, **assumed: Any
 ) -> None:
     """Print what recipes will cost in requests, against the practice's 10,000 a day.
 

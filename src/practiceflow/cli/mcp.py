@@ -15,7 +15,9 @@ from practiceflow.cli.common import (
     api_options,
     api_settings,
     build_client,
+    log_json_option,
     modules_option,
+    verbose_option,
 )
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
 from practiceflow.manifest import load_modules
@@ -90,8 +92,8 @@ logger = logging.getLogger("practiceflow.mcp")
 @practice_option
 @state_option
 @modules_option
-@click.option("--log-json", is_flag=True, help="Structured logs on stderr (one JSON per line).")
-@click.option("-v", "--verbose", is_flag=True, help="Log every call and step (on stderr).")
+@log_json_option
+@verbose_option
 @api_options
 def mcp(
     transport: str,
@@ -103,7 +105,7 @@ def mcp(
     show_personal_data: bool,
     practice: str | None,
     state: str | None,
-    modules_dirs: tuple[str, ...],
+    modules_dirs: tuple[Path, ...],
     log_json: bool,
     verbose: bool,
     api: ApiOptions,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from practiceflow.api import Client
-from practiceflow.cli.common import ApiOptions, api_options, build_client, terminal
+from practiceflow.cli.common import (
+    ApiOptions,
+    api_options,
+    build_client,
+    echo_json,
+    modules_option,
+    terminal,
+)
 from practiceflow.engine import run_action, validate_input
 from practiceflow.engine.choice_check import check_choices
 from practiceflow.errors import ConfigError, InputError, Issue, ManifestError
@@ -35,23 +43,9 @@ from practiceflow.manifest.validation import did_you_mean
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 from practiceflow.runner import validate_recipe
 
-_modules_option = click.option(
-    "--modules",
-    "module_dirs",
-    multiple=True,
-    metavar="DIR",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="A folder of your own modules (actions/ and triggers/ inside, or module files); "
-    "repeatable. A key that is already shipped needs 'override: true'.",
-)
-
 
 def _console() -> Console:
     return terminal(soft_wrap=False, highlight=False)
-
-
-def _echo_json(payload: Any) -> None:
-    click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
 
 
 @click.group()
@@ -84,9 +78,9 @@ def _row(module: Module) -> dict[str, Any]:
 
 
 @modules.command("list")
-@_modules_option
+@modules_option
 @click.option("--json", "as_json", is_flag=True, help="Print the modules as JSON.")
-def list_modules(module_dirs: Sequence[Path], as_json: bool) -> None:
+def list_modules(modules_dirs: Sequence[Path], as_json: bool) -> None:
     """List the actions and triggers, grouped by what they are about.
 
     \b
@@ -94,12 +88,12 @@ def list_modules(module_dirs: Sequence[Path], as_json: bool) -> None:
       practiceflow modules list
       practiceflow modules list --modules ./my-modules --json
     """
-    registry = load_modules(module_dirs)
+    registry = load_modules(modules_dirs)
     rows = sorted(
         (_row(module) for module in registry), key=lambda r: (r["noun"], r["type"], r["key"])
     )
     if as_json:
-        _echo_json(rows)
+        echo_json(rows)
         return
     table = Table(title="practiceflow modules", box=box.SIMPLE_HEAD, show_edge=False)
     longest = max((len(row["key"]) for row in rows), default=3)
@@ -107,7 +101,7 @@ def list_modules(module_dirs: Sequence[Path], as_json: bool) -> None:
     table.add_column("Key", no_wrap=True, min_width=longest)  # identifiers never break
     table.add_column("Type", max_width=8)  # "action (writes)" wraps at its space
     table.add_column("Title", ratio=1, min_width=12, overflow="fold")
-    if module_dirs:  # shipped modules' source is their key: worth a column only for yours
+    if modules_dirs:  # shipped modules' source is their key: worth a column only for yours
         table.add_column("Source", overflow="fold")
     for index, row in enumerate(rows):
         first = index == 0 or rows[index - 1]["noun"] != row["noun"]
@@ -118,13 +112,14 @@ def list_modules(module_dirs: Sequence[Path], as_json: bool) -> None:
             f"{row['type']} (writes)" if row["needs_write"] else row["type"],
             row["title"],
         ]
-        if module_dirs:
+        if modules_dirs:
             cells.append(row["source"])
         table.add_row(*(escape(cell) for cell in cells), end_section=last)
     _console().print(table)
 
 
-def _find(registry: ModuleRegistry, key: str) -> Module:
+def find_module(registry: ModuleRegistry, key: str, where: str = "") -> Module:
+    """The action or trigger ``key``, else a ConfigError (``where``: its option)."""
     if key in registry.actions:
         return registry.actions[key]
     if key in registry.triggers:
@@ -132,7 +127,7 @@ def _find(registry: ModuleRegistry, key: str) -> Module:
     known = [*registry.actions, *registry.triggers]
     match = did_you_mean(key, known)
     hint = f"did you mean {match!r}?" if match else f"valid values are {sorted(known)}"
-    message = f"no module named {key!r}; {hint}"
+    message = f"{where}no module named {key!r}; {hint}"
     raise ConfigError(message)
 
 
@@ -174,9 +169,9 @@ def _field_rows(
 
 @modules.command("show")
 @click.argument("key")
-@_modules_option
+@modules_option
 @click.option("--json", "as_json", is_flag=True, help="Print the module's form as JSON.")
-def show(key: str, module_dirs: Sequence[Path], as_json: bool) -> None:
+def show(key: str, modules_dirs: Sequence[Path], as_json: bool) -> None:
     """Show a module's input form, an example input and its sample output.
 
     \b
@@ -184,14 +179,14 @@ def show(key: str, module_dirs: Sequence[Path], as_json: bool) -> None:
       practiceflow modules show create_bill
       practiceflow modules show create_client --json
     """
-    module = _find(load_modules(module_dirs), key)
+    module = find_module(load_modules(modules_dirs), key)
     schema = module.input_schema
     example = module.example_input() if isinstance(module, ActionModule) else {}
     if as_json:
         payload = {**_row(module), "description": module.description, "input": schema}
         payload["example_input"] = example
         payload["sample"] = module.sample
-        _echo_json(payload)
+        echo_json(payload)
         return
     console = _console()
     title = escape(f"{module.title}  ({_kind(module)} {module.key}, {module.noun})")
@@ -238,11 +233,11 @@ def _validate_file(path: Path, registry: Callable[[], ModuleRegistry | None]) ->
     return []
 
 
-def _warn_untested(files: Sequence[Path], module_dirs: Sequence[Path]) -> None:
+def _warn_untested(files: Sequence[Path], modules_dirs: Sequence[Path]) -> None:
     """Name each recipe or module no test file names (a warning; the exit code stays)."""
     from practiceflow.testing import untested
 
-    for folder in module_dirs:
+    for folder in modules_dirs:
         for kind in ("actions", "triggers", "."):
             if (folder / kind).is_dir():
                 files = [*files, *sorted((folder / kind).glob("*.yaml"))]
@@ -256,8 +251,8 @@ def _warn_untested(files: Sequence[Path], module_dirs: Sequence[Path]) -> None:
 
 @modules.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
-@_modules_option
-def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
+@modules_option
+def validate(paths: Sequence[Path], modules_dirs: Sequence[Path]) -> None:
     """Check module, recipe and connector files; print every problem as file:line:col.
 
     Without PATH, checks the shipped modules, the connector manifest and every --modules
@@ -278,7 +273,7 @@ def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
         """The modules recipes are checked against, loaded once (None when they fail)."""
         if not loaded:
             try:
-                loaded.append(load_modules(module_dirs))
+                loaded.append(load_modules(modules_dirs))
             except ManifestError as exc:
                 issues.extend(exc.issues)
                 loaded.append(None)
@@ -314,7 +309,7 @@ def validate(paths: Sequence[Path], module_dirs: Sequence[Path]) -> None:
                 issues.extend(exc.issues)
     for note in notes:
         click.echo(f"note: {note}", err=True)
-    _warn_untested(validated, module_dirs)
+    _warn_untested(validated, modules_dirs)
     for issue in issues:
         click.echo(str(issue), err=True)
     if issues:
@@ -365,8 +360,8 @@ def new(key: str, copy_from: str | None, folder: Path, force: bool) -> None:
     help="Write the Markdown here instead of printing it (docs/modules.md in this repo).",
 )
 @click.option("--check", is_flag=True, help="Exit 1 when --out differs from a fresh render.")
-@_modules_option
-def docs(out: Path | None, check: bool, module_dirs: Sequence[Path]) -> None:
+@modules_option
+def docs(out: Path | None, check: bool, modules_dirs: Sequence[Path]) -> None:
     """Render the Markdown reference of every module (input form, sample, errors).
 
     \b
@@ -376,7 +371,7 @@ def docs(out: Path | None, check: bool, module_dirs: Sequence[Path]) -> None:
     """
     from practiceflow.manifest.docs import render_docs
 
-    text = render_docs(load_modules(module_dirs))
+    text = render_docs(load_modules(modules_dirs))
     if out is None:
         click.echo(text, nl=False)
         return
@@ -433,7 +428,7 @@ def _read_input(source: str) -> tuple[Any, str, Any]:
     "only (credentials stay masked; nothing is journaled or logged).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-@_modules_option
+@modules_option
 @api_options
 def action(
     key: str,
@@ -441,7 +436,7 @@ def action(
     dry_run: bool,
     show_pii: bool,
     as_json: bool,
-    module_dirs: Sequence[Path],
+    modules_dirs: Sequence[Path],
     api: ApiOptions,
 ) -> None:
     """Run one action with input from a file; --dry-run shows the request instead.
@@ -462,7 +457,7 @@ def action(
     """
     if show_pii and not dry_run:
         raise click.UsageError("--show-pii only goes with --dry-run")
-    registry = load_modules(module_dirs)
+    registry = load_modules(modules_dirs)
     module = registry.action(key)
     if input_source is None:
         if module.required:
@@ -511,16 +506,10 @@ def action(
     if show_pii:
         click.echo("personal data shown unmasked: for this terminal only", err=True)
     if as_json:
-        payload: dict[str, Any] = {
-            "action": result.action,
-            "dry_run": result.dry_run,
-            "status": result.status,
-            "output": result.output,
-            "warnings": result.warnings,
-        }
-        if dry_run:
-            payload["request"] = result.request
-        _echo_json(payload)
+        payload = asdict(result)
+        if not dry_run:
+            del payload["request"]
+        echo_json(payload)
     elif dry_run:
         click.echo("dry run: this request would be sent (nothing was sent):", err=True)
         request = result.request

@@ -1,5 +1,6 @@
 """``practiceflow runs purge``: remove the payloads of finished runs past retention
-(``--older-than``, else ``PRACTICEFLOW_RETENTION``, which ``serve`` applies at start)."""
+(``--older-than``, else ``PRACTICEFLOW_RETENTION``, which ``serve`` applies at start); and
+the one reader of the durations and instants the commands take (``--since``)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,33 @@ def parse_retention(text: str, where: str) -> timedelta:
         message = f"{where}: got {text!r}; expected a duration such as 30d, 12h or 90m"
         raise ConfigError(message)
     return timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """``--since``: an ISO 8601 date-time with its offset or, given ``now``, a duration back
+    from it (``30d``, ``12h``, ``90m``)."""
+    if now is not None and _SHAPE.fullmatch(text):
+        return now - parse_retention(text, "--since")
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        durations = "a duration such as 30d, 12h or 90m, or " if now is not None else ""
+        message = (
+            f"--since: got {text!r}; expected {durations}an ISO 8601 date-time with an offset, "
+            "such as 2026-11-01T00:00:00Z"
+        )
+        raise ConfigError(message)
+    return moment
+
+
+def check_since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The callback of an instant-only ``--since``: checked here, passed on as text."""
+    if value is None:
+        return None
+    parse_since(value)
+    return value.strip()
 
 
 def purge_by_setting(store: StateStore) -> int | None:

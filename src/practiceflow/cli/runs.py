@@ -1,8 +1,5 @@
-"""``practiceflow run | serve | runs | plan``: run recipes durably and look after their runs.
-
-Exit codes of ``run`` and ``runs retry``: 0 every run succeeded, 1 a run failed, 5 a run is
-held because a write is in doubt (``runs resolve``), plus the usual 2/3/4/70.
-"""
+"""``practiceflow run | serve | runs | plan``: run recipes durably and look after their runs
+(``run`` and ``runs retry`` exit 1 when a run failed, 5 when one is held in doubt)."""
 
 from __future__ import annotations
 
@@ -11,7 +8,7 @@ import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import click
@@ -21,9 +18,18 @@ from rich.table import Table
 
 from practiceflow.api import Client
 from practiceflow.cli.attention import entry_json
-from practiceflow.cli.common import ApiOptions, api_options, json_option, modules_option, terminal
+from practiceflow.cli.common import (
+    ApiOptions,
+    api_options,
+    echo_json,
+    json_option,
+    log_json_option,
+    modules_option,
+    terminal,
+    verbose_option,
+)
 from practiceflow.cli.forecast import plan
-from practiceflow.cli.retention import purge
+from practiceflow.cli.retention import check_since, purge
 from practiceflow.cli.runs_view import (
     identifiers,
     measure,
@@ -32,7 +38,7 @@ from practiceflow.cli.runs_view import (
     runs_table,
     status_label,
 )
-from practiceflow.cli.serve_report import announce
+from practiceflow.cli.serving import announce, serve_recipes
 from practiceflow.cli.settle import cancel, resolve
 from practiceflow.cli.state import (
     open_state,
@@ -54,33 +60,15 @@ from practiceflow.runner.run_retry import retry_json, retry_line
 from practiceflow.service.intake import build_intake
 from practiceflow.service.loop import Service
 from practiceflow.service.needs_person import label, needs_person
+from practiceflow.state import RUN_STATUSES
 from practiceflow.state.payload_purge import FINISHED
 from practiceflow.state.request_log import RequestLog
 from practiceflow.versions import load_version, rebuild, short
 
-_log_option = click.option(
-    "--log-json", is_flag=True, help="Structured logs: one JSON object per line on stderr."
-)
-_verbose_option = click.option("-v", "--verbose", is_flag=True, help="Log every step.")
-
-
-def _check_since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        message = f"got {value!r}; expected an ISO 8601 date-time with an offset, such as "
-        raise click.BadParameter(message + "2026-11-01T00:00:00Z")
-    return value.strip()
-
-
 _since_option = click.option(
     "--since",
     metavar="ISO",
-    callback=_check_since,
+    callback=check_since,
     help="Triggers polled for the first time start here (ISO 8601, such as "
     "2026-11-01T00:00:00Z) instead of 'from now', so earlier changes fire too.",
 )
@@ -95,7 +83,7 @@ def _exit_for(outcomes: Sequence[RunOutcome]) -> int:
 def _connect(
     api: ApiOptions,
     paths: Sequence[str],
-    dirs: Sequence[str],
+    dirs: Sequence[Path],
     practice: str | None,
     state: str | None,
 ) -> Iterator[tuple[Client, list[ValidRecipe], str]]:
@@ -120,8 +108,8 @@ def _connect(
 @state_option
 @modules_option
 @json_option
-@_log_option
-@_verbose_option
+@log_json_option
+@verbose_option
 @api_options
 def run(
     recipe: str,
@@ -130,7 +118,7 @@ def run(
     practice: str | None,
     since: str | None,
     state: str | None,
-    modules_dirs: tuple[str, ...],
+    modules_dirs: tuple[Path, ...],
     as_json: bool,
     log_json: bool,
     verbose: bool,
@@ -158,8 +146,6 @@ def run(
             click.get_current_context().exit(1)
         return
     if not once:
-        from practiceflow.cli.serving import serve_recipes
-
         serve_recipes(
             [recipe], practice, state, modules_dirs, api, since=since, listen_socket=_early_socket()
         )
@@ -251,8 +237,8 @@ def _early_socket() -> socket.socket | None:
 )
 @state_option
 @modules_option
-@_log_option
-@_verbose_option
+@log_json_option
+@verbose_option
 @api_options
 def serve(
     recipes: tuple[str, ...],
@@ -287,8 +273,6 @@ def serve(
       practiceflow serve recipes/*.yaml --console-listen 0.0.0.0:8470 --console-token "$T"
     """
     configure_logging(json_lines=log_json, verbose=verbose)
-    from practiceflow.cli.serving import serve_recipes
-
     console = console_listen if console_on else None
     # The other options are serve_recipes' arguments by name.
     serve_recipes(recipes, console=console, listen_socket=_early_socket(), **options)
@@ -326,11 +310,7 @@ def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
 
 @runs.command("list")
 @click.option("--recipe", help="Only this recipe's runs.")
-@click.option(
-    "--status",
-    type=click.Choice(["pending", "running", "succeeded", "failed", "in_doubt", "cancelled"]),
-    help="Only runs in this status.",
-)
+@click.option("--status", type=click.Choice(RUN_STATUSES), help="Only runs in this status.")
 @click.option(
     "--limit",
     default=50,
@@ -440,7 +420,7 @@ def show(run_id: str, state: str | None, as_json: bool) -> None:
                 }
                 for step in steps
             ]
-            click.echo(json.dumps(data, indent=2, default=str))
+            echo_json(data)
             return
         console = terminal()
         console.print(
@@ -485,7 +465,7 @@ def retry(
     run_id: str,
     recipe_path: str | None,
     state: str | None,
-    modules_dirs: tuple[str, ...],
+    modules_dirs: tuple[Path, ...],
     as_json: bool,
     api: ApiOptions,
 ) -> None:

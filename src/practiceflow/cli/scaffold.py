@@ -1,9 +1,5 @@
-"""``practiceflow modules new`` and ``practiceflow recipes new``: files that validate as written.
-
-YAML is written as text, not dumped, because a scaffold's point is its comments. The file
-is checked with the loader ``modules validate`` uses before the command says it is done; a
-scaffold that would not validate is a bug (exit 70), never left on disk.
-"""
+"""``practiceflow modules new`` and ``recipes new``: commented files that validate as written
+(YAML written as text, for its comments; one that would not validate is a bug, exit 70)."""
 
 from __future__ import annotations
 
@@ -16,11 +12,12 @@ from typing import Any, Literal
 
 import click
 
+from practiceflow.cli.common import modules_option
+from practiceflow.cli.modules import find_module
 from practiceflow.cli.versions import check
 from practiceflow.errors import BugError, ConfigError, ManifestError
 from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule, load_modules
 from practiceflow.manifest.resources import data_dir
-from practiceflow.manifest.validation import did_you_mean
 
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -106,43 +103,24 @@ def _from_text(key: str, source: Path, existing: str) -> str:
     return header + pattern.sub(line, text, count=1)
 
 
-def _module_source(registry: ModuleRegistry, name: str) -> tuple[Path, str]:
-    """The file of a shipped module and its kind folder (``actions`` or ``triggers``)."""
-    folder: Literal["actions", "triggers"]
-    if name in registry.actions:
-        folder = "actions"
-    elif name in registry.triggers:
-        folder = "triggers"
-    else:
-        known = sorted([*registry.actions, *registry.triggers])
-        match = did_you_mean(name, known)
-        hint = f"did you mean {match!r}?" if match else "see 'practiceflow modules list'"
-        message = f"--from: no shipped module named {name!r}; {hint}"
-        raise ConfigError(message)
-    return Path(str(data_dir(folder))) / f"{name}.yaml", folder
-
-
 def new_module(
     key: str, folder: Path, *, copy_from: str | None = None, force: bool = False
 ) -> Path:
-    """Write a module that validates into ``folder/actions`` (``folder/triggers`` for a
-    copied trigger), from the commented template or a copy of shipped ``copy_from``.
-
-    Raises:
-        ConfigError: a bad key, an unknown ``copy_from``, or an existing file.
-    """
+    """Write a module that validates into ``folder/actions`` (``triggers`` for a copied
+    trigger): the commented template, or a copy of shipped ``copy_from`` (else a ConfigError)."""
     if not _KEY.match(key):
         message = (
             f"KEY: got {key!r}; expected lower-case letters, digits and '_', "
             "starting with a letter (such as read_client)"
         )
         raise ConfigError(message)
-    kind = "actions"
+    kind: Literal["actions", "triggers"] = "actions"
     if copy_from is None:
         text = _action_text(key)
     else:
-        source, kind = _module_source(load_modules([]), copy_from)
-        text = _from_text(key, source, copy_from)
+        found = find_module(load_modules([]), copy_from, "--from: ")
+        kind = "actions" if isinstance(found, ActionModule) else "triggers"
+        text = _from_text(key, Path(str(data_dir(kind))) / f"{copy_from}.yaml", copy_from)
     path = folder / kind / f"{key}.yaml"
     _refuse_existing(path, force)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -192,9 +170,8 @@ def _note(line: str, comment: str) -> str:
 def _wanted_fields(
     module: ActionModule, trigger: TriggerModule, earlier: Sequence[tuple[str, ActionModule]]
 ) -> list[str]:
-    """The inputs a step is written with: the required ones, the ones the event or an
-    earlier step supplies by name, and one branch of an ``anyOf`` / ``oneOf`` of required
-    sets when none is met yet."""
+    """A step's inputs: the required ones, those supplied by name by the event or an earlier
+    step, and the first ``anyOf``/``oneOf`` branch of required sets when none is met."""
     schema = module.input_schema
     properties = schema.get("properties", {})
     supplied = _fields(trigger.output_schema)
@@ -278,21 +255,14 @@ def recipes() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="The file to write (default: recipes/NAME.yaml, NAME in lower case with '_').",
 )
-@click.option(
-    "--modules",
-    "module_dirs",
-    multiple=True,
-    metavar="DIR",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="A folder of your own modules (repeatable).",
-)
+@modules_option
 @click.option("--force", is_flag=True, help="Replace an existing file.")
 def new_recipe(
     name: str,
     trigger_key: str,
     steps: tuple[str, ...],
     out: Path | None,
-    module_dirs: tuple[Path, ...],
+    modules_dirs: tuple[Path, ...],
     force: bool,
 ) -> None:
     """Write a commented recipe: the trigger and one step per --step, inputs wired.
@@ -309,7 +279,7 @@ def new_recipe(
     """
     from practiceflow.runner import validate_recipe
 
-    registry = load_modules(list(module_dirs))
+    registry = load_modules(list(modules_dirs))
     path = out or Path("recipes") / (re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") + ".yaml")
     _refuse_existing(path, force)
     text = recipe_text(name, trigger_key, steps, registry)
@@ -321,12 +291,12 @@ def new_recipe(
         path.unlink()
         message = f"the scaffold of recipe {name!r} does not validate: {exc}"
         raise BugError(message) from None
-    flags = [part for folder in module_dirs for part in ("--modules", str(folder))]
+    flags = [part for folder in modules_dirs for part in ("--modules", str(folder))]
     hint = shlex.join(["practiceflow", "run", str(path), *flags, "--dry-run"])
     click.echo(f"wrote {path}; try it with: {hint}")
     from practiceflow.testing import write_recipe_test
 
-    modules = module_dirs[0] if module_dirs else None
+    modules = modules_dirs[0] if modules_dirs else None
     test = write_recipe_test(path, path.parent / "tests", modules)
     click.echo(f"wrote {test}; run it with: practiceflow test {test}")
 

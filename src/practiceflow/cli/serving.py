@@ -6,6 +6,9 @@
    while we were down are stored from the first moment.
 3. Check the credentials (a write step with read-only credentials refuses here), then run
    (:func:`practiceflow.service.serve`) until SIGTERM.
+
+What it prints at the default log level (stderr) says what it did, not how: ids, recipe
+names and statuses, nothing personal or secret.
 """
 
 from __future__ import annotations
@@ -14,22 +17,27 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import ExitStack
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import click
 
 from practiceflow.cli.common import ApiOptions
 from practiceflow.cli.retention import purge_by_setting
-from practiceflow.cli.serve_report import ServeReport
 from practiceflow.cli.state import open_state, practice_client, practice_key
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
-from practiceflow.runner import Runner, validate_recipe
+from practiceflow.runner import Runner, RunOutcome, validate_recipe
 from practiceflow.service.compose import ServeOptions, serve
 from practiceflow.service.gaps import last_alive
-from practiceflow.service.intake import LISTEN_ENV, PUBLIC_URL_ENV, listen_address
+from practiceflow.service.intake import LISTEN_ENV, PUBLIC_URL_ENV, TriggerIntake, listen_address
 from practiceflow.service.lease import ServeLease
 from practiceflow.service.silence import silence_settings
 from practiceflow.service.state_location import sqlite_file
+from practiceflow.service.sweep import SweepResult
+from practiceflow.state import StateStore
 from practiceflow.state.request_log import RequestLog
 
 
@@ -37,7 +45,7 @@ def serve_recipes(
     paths: Sequence[str],
     practice: str | None,
     state: str | None,
-    modules_dirs: Sequence[str],
+    modules_dirs: Sequence[Path],
     api: ApiOptions,
     *,
     public_url: str | None = None,
@@ -48,12 +56,10 @@ def serve_recipes(
     unsubscribe_on_exit: bool = False,
     listen_socket: socket.socket | None = None,
 ) -> None:
-    """Serve recipes until SIGTERM, in the start-up order of the module docstring.
-
-    Raises:
-        ConfigError: bad input, or another serve holds the state file (``StoreInUse``).
-    """
-    from practiceflow.console.server import check_bind, console_for
+    """Serve recipes until SIGTERM (a ConfigError for bad input, or when another serve holds
+    the state file)."""
+    from practiceflow.console.security import check_bind
+    from practiceflow.console.server import console_for
     from practiceflow.ops import OpsMetrics, counted_session, ops_routes, serve_practices
     from practiceflow.service.netaddr import parse_listen
 
@@ -127,3 +133,117 @@ def serve_recipes(
             )
         service.install_signal_handlers()
         service.run()
+
+
+def announce(intake: TriggerIntake, reused: Collection[str] = ()) -> None:
+    """Print where the receiver listens and every URL subscribed (``reused``: ids kept)."""
+    if intake.server is not None:
+        click.echo(f"webhook receiver listening on {intake.server.url}", err=True)
+    else:
+        click.echo(
+            "no webhook receiver (no --public-url / PRACTICEFLOW_PUBLIC_URL): triggers poll",
+            err=True,
+        )
+    subscribed = {row.trigger_key: row for row in intake.store.list_subscriptions(intake.practice)}
+    for key, trigger in intake.triggers.items():
+        row = subscribed.get(key)
+        if key in intake.in_doubt:
+            meanwhile = "polled meanwhile" if intake.in_doubt[key] else "its events NOT received"
+            click.echo(
+                f"trigger {key}: {trigger.mode}, subscription IN DOUBT, not repeated: "
+                f"{meanwhile}; see 'practiceflow attention list'",
+                err=True,
+            )
+        elif row is not None and trigger.mode in ("webhook", "both"):
+            how = (
+                f"reusing subscription {row.subscription_id} of"
+                if row.subscription_id in reused
+                else "subscribed"
+            )
+            # The URL's path token routes deliveries: it is a secret.
+            head, marker, _ = row.url.partition("/hooks/")
+            url = f"{head}{marker}***" if marker else row.url
+            click.echo(
+                f"trigger {key}: {trigger.mode}, {how} {row.event} at {url} ({row.status})",
+                err=True,
+            )
+        else:
+            click.echo(f"trigger {key}: {trigger.mode}", err=True)
+
+
+def duration(span: timedelta) -> str:
+    """A span as people say it (``2 h 5 min``, ``42 s``)."""
+    seconds = max(0, int(span.total_seconds()))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {seconds} s"
+    return f"{seconds} s"
+
+
+class ServeReport:
+    """The lines ``serve`` prints; ``down_since``: the last sign of life (None: first start)."""
+
+    def __init__(
+        self, store: StateStore, practice: str, down_since: datetime | None, *, unsubscribe: bool
+    ) -> None:
+        self.store = store
+        self.practice = practice
+        self.down_since = down_since
+        self.back = store.now()
+        self.unsubscribe = unsubscribe
+        self.kept = {
+            row.subscription_id
+            for row in store.list_subscriptions(practice)
+            if row.status == "active" and row.subscription_id
+        }
+
+    def started(self, intake: TriggerIntake) -> None:
+        """The intake's ``on_started``: announce it, then what the catch-up brought."""
+        announce(intake, frozenset(str(key) for key in self.kept))
+        if self.down_since is None:
+            return
+        waiting = len(self.store.pending_events(self.practice, limit=100_000))
+        click.echo(
+            f"caught up {waiting} event(s) after a downtime of "
+            f"{duration(self.back - self.down_since)}",
+            err=True,
+        )
+
+    def outcome(self, outcome: RunOutcome) -> None:
+        """One line per run: event, recipe, result."""
+        run = self.store.get_run(outcome.run_id)
+        recipe = run.recipe if run is not None else "?"
+        held = f" at {', '.join(outcome.held)}" if outcome.held else ""
+        click.echo(
+            f"run {outcome.run_id[:8]} {recipe} event {outcome.event_id}: {outcome.status}{held}",
+            err=True,
+        )
+
+    def swept(self, result: SweepResult) -> None:
+        """What a sweep of a downtime found."""
+        if result.closed:
+            click.echo(
+                f"gap of {result.trigger} closed by evidence: {result.found} event(s) in the "
+                f"window, {len(result.recovered)} recovered by the sweep, none missing",
+                err=True,
+            )
+        else:
+            click.echo(
+                f"gap of {result.trigger} could not be proven complete: needs attention "
+                "(practiceflow attention list)",
+                err=True,
+            )
+
+    def stopped(self) -> None:
+        """The last line."""
+        if self.unsubscribe:
+            click.echo("serve: stopped; subscriptions removed (--unsubscribe-on-exit)", err=True)
+        else:
+            click.echo(
+                "serve: stopped; subscriptions kept (the sender's retries reach the next start;"
+                " remove them with 'practiceflow triggers unsubscribe')",
+                err=True,
+            )

@@ -1,12 +1,7 @@
-"""One state store and one practice key for every command that reads or writes state.
-
-* the **store** is ``--state``, else ``PRACTICEFLOW_STATE``, else the SQLite file
-  ``.practiceflow/state.db`` in the working directory: a project's events, cursors and
-  journals belong with its folder (as ``.git`` does);
-* the **practice** key is ``--practice``, else the name a fleet file
-  (``PRACTICEFLOW_FLEET``) gives the practice of these credentials, else the Client ID;
-* the practice's **rate budget** is found beside its store (:func:`practice_budget`), so
-  that ``serve``, ``run`` and ``mcp`` on one store count their requests together.
+"""One state store, one practice key and one rate budget for every command that reads or
+writes state: ``serve``, ``run`` and ``mcp`` on one store count their requests together.
+The store is ``--state``, else ``PRACTICEFLOW_STATE``, else ``.practiceflow/state.db`` in the
+working directory (a project's journals belong with its folder, as ``.git`` does).
 """
 
 from __future__ import annotations
@@ -68,7 +63,7 @@ def practice_client(api: ApiOptions, state: str | None, **kwargs: Any) -> Iterat
 def practice_key(
     practice: str | None, client_id: str, environ: Mapping[str, str] | None = None
 ) -> str:
-    """The key a practice's state is filed under (see the module docstring)."""
+    """``--practice``, else the fleet file's name for these credentials, else the Client ID."""
     if practice:
         return practice
     env = os.environ if environ is None else environ

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from practiceflow.cli.common import ApiOptions, api_options, build_client, json_option
+from practiceflow.cli.retention import check_since
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
 from practiceflow.service.needs_person import close_subscription_doubt
 from practiceflow.triggers import (
@@ -219,7 +220,7 @@ def check(
     help="Poll once and exit (what this command always does; 'serve' polls continuously).",
 )
 @click.option("--with", "with_", multiple=True, metavar="NAME=VALUE", help="A trigger option.")
-@click.option("--since", help="Start here (ISO 8601) instead of from now.")
+@click.option("--since", callback=check_since, help="Start here (ISO 8601) instead of from now.")
 @api_options
 @state_option
 @practice_option

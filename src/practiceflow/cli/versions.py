@@ -1,27 +1,23 @@
-"""``practiceflow replay`` and ``practiceflow recipes check``: a recipe version tried on
-recorded runs, nothing sent (:mod:`practiceflow.versions`).
-
-Exit codes of ``replay``: 0 every write of the new version is what the runs sent, 1 some
-differ (or a run could not be replayed). Of ``recipes check``: 0 no run in flight needs a
-person, 1 some do.
-"""
+"""``practiceflow replay``, ``recipes check`` and ``runs recipe``: recipe versions tried on
+recorded runs, nothing sent (:mod:`practiceflow.versions`)."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import click
 from rich.markup import escape
 
-from practiceflow.cli.common import json_option, modules_option, terminal
-from practiceflow.cli.retention import parse_retention
+from practiceflow.cli.common import echo_json, json_option, modules_option, terminal
+from practiceflow.cli.retention import parse_since
 from practiceflow.cli.state import open_state, run_or_fail, state_option
 from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import validate_recipe
-from practiceflow.state import RunRecord, StateStore
+from practiceflow.state import RunRecord
 from practiceflow.versions import (
     Replay,
     ReplayedStep,
@@ -34,23 +30,6 @@ from practiceflow.versions import (
     replay,
     short,
 )
-
-
-def _since(text: str | None, store: StateStore) -> datetime | None:
-    """``--since``: a duration back from now (``30d``) or an ISO time."""
-    if not text:
-        return None
-    if text[-1:].lower() in ("d", "h", "m") and text[:-1].isdigit():
-        return store.now() - parse_retention(text, "--since")
-    try:
-        found = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        message = f"--since: got {text!r}; expected a duration (30d, 12h) or an ISO time"
-        raise ConfigError(message) from None
-    if found.tzinfo is None:
-        message = f"--since: got {text!r}; give the time zone (2026-11-01T00:00:00Z)"
-        raise ConfigError(message)
-    return found
 
 
 def _leaves(value: Any, at: str = "") -> dict[str, Any]:
@@ -79,16 +58,8 @@ def differences(sent: Any, would: Any) -> list[str]:
 
 
 def _step_json(step: ReplayedStep) -> dict[str, Any]:
-    return {
-        "step": step.step_id,
-        "use": step.use,
-        "writes": step.writes,
-        "verdict": step.verdict,
-        "matched": step.matched,
-        "sent": step.sent,
-        "would_send": step.would_send,
-        "note": step.note,
-    }
+    data = asdict(step)
+    return {"step": data.pop("step_id"), **data}
 
 
 def _print_replay(found: Replay, run: RunRecord) -> None:
@@ -138,7 +109,7 @@ def replay_command(
     recipe_name: str | None,
     limit: int,
     state: str | None,
-    modules_dirs: tuple[str, ...],
+    modules_dirs: tuple[Path, ...],
     as_json: bool,
 ) -> None:
     """Replay recorded runs under another recipe version and send nothing: reads come from
@@ -158,7 +129,9 @@ def replay_command(
             runs = [run_or_fail(store, run_id)]
         else:
             runs = store.list_runs(
-                recipe=recipe_name or recipe.name, since=_since(since, store), limit=limit
+                recipe=recipe_name or recipe.name,
+                since=parse_since(since, store.now()) if since else None,
+                limit=limit,
             )
             runs = [run for run in reversed(runs) if isinstance(run.origin, dict)]
         found = [replay(store, run, recipe) for run in runs]
@@ -169,7 +142,7 @@ def replay_command(
              "problem": one.problem, "steps": [_step_json(step) for step in one.steps]}
             for one in found
         ]  # fmt: skip
-        click.echo(json.dumps(rows, indent=2, default=str))
+        echo_json(rows)
     else:
         for one, run in zip(found, runs, strict=True):
             _print_replay(one, run)
@@ -204,7 +177,7 @@ def check(
     recipe_name: str | None,
     evidence: str,
     state: str | None,
-    modules_dirs: tuple[str, ...],
+    modules_dirs: tuple[Path, ...],
     as_json: bool,
 ) -> None:
     """Check a new version of a recipe against every run in flight: each can move to it,
@@ -224,7 +197,7 @@ def check(
     name = recipe_name or recipe.name
     with open_state(state) as store:
         checks = check_runs(store, in_flight(store, name), recipe, digest)
-        since = _since(evidence, store)
+        since = parse_since(evidence, store.now())
         recent = [
             run
             for run in store.list_runs(recipe=name, since=since, limit=1000)

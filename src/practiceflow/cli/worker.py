@@ -1,12 +1,5 @@
-"""``practiceflow worker``: run one replica of a fleet (PostgreSQL state, procrastinate).
-
-Replicas share the fleet file's practices by lease (:mod:`practiceflow.fleet.owner`), run
-events' jobs from the queue for any practice, and give dead replicas' jobs back. SIGTERM:
-the current jobs finish (journaled), then the replica stops; a database away longer than
-``--give-up-after`` stops it with exit status 4. With ``--listen`` and ``--public-url`` it
-also receives webhooks (:mod:`practiceflow.fleet.webhook_intake`) and keeps the fleet's one
-sign of life (:mod:`practiceflow.fleet.outage`).
-"""
+"""``practiceflow worker``: run one replica of a fleet (PostgreSQL state, procrastinate);
+the fleet itself is :mod:`practiceflow.fleet` and docs/deploy.md."""
 
 from __future__ import annotations
 
@@ -239,8 +232,7 @@ def worker(
 
 
 def _reload(fleet: Any) -> None:
-    """SIGHUP: the recipe files again; refused as a whole, with the reason, when one does
-    not load."""
+    """SIGHUP: reload the recipe files, all or none (the reason printed)."""
     try:
         fleet.reload_recipes()
     except PracticeflowError as exc:

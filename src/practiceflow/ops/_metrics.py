@@ -1,10 +1,8 @@
-"""Prometheus metrics of ``serve`` and ``worker``, per practice.
-
-Most figures are read at scrape time from where they already live (:meth:`OpsMetrics.collect`:
-the store's counts, each budget's windows), so nothing in the runner counts for the metrics'
-sake. Only answers by outcome (the counting transport adapter) and poll lag
-(:meth:`OpsMetrics.poll_started`) are counted as they happen.
-"""
+"""Prometheus metrics of ``serve`` and ``worker``, per practice: read at scrape time from the
+store and the budgets, so nothing in the runner counts for the metrics' sake (only answers
+by outcome, through a ``requests`` transport adapter, and poll lag are counted as they
+happen); and the routes that serve them, which carry no secret and no personal data, so
+they need no console token (a probe cannot send one)."""
 
 from __future__ import annotations
 
@@ -15,7 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import requests
 from prometheus_client import (
+    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Histogram,
@@ -25,9 +25,17 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from pyrate_limiter import InMemoryBucket
+from requests.adapters import HTTPAdapter
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from urllib3 import PoolManager
 
 from practiceflow.budget.rate_budget import RateBudget
-from practiceflow.errors import PracticeflowError
+from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.service.netaddr import ThreadedServer
 from practiceflow.state import RUN_STATUSES, StateStore
 
 logger = logging.getLogger("practiceflow.ops")
@@ -38,9 +46,63 @@ WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
 POLL_LAG_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 20.0, 60.0)
 
 
+def outcome_of(status: int) -> str:
+    """The outcome label of an HTTP status: ``429`` apart, else its class (``4xx``)."""
+    if status == 429:
+        return "429"
+    return f"{min(max(status // 100, 1), 5)}xx"
+
+
+class CountingAdapter(HTTPAdapter):
+    """Reports each outcome (``2xx``...``5xx``, ``429``, ``error``) to ``count``;
+    ``connections``: a pool manager shared with other adapters, closed by its owner."""
+
+    def __init__(
+        self, count: Callable[[str], None], *, connections: PoolManager | None = None
+    ) -> None:
+        self._shared = connections
+        super().__init__()
+        self._count = count
+
+    def init_poolmanager(
+        self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any
+    ) -> None:
+        """Use the shared pool manager when there is one (``requests`` calls this)."""
+        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
+        if self._shared is not None:
+            self.poolmanager = self._shared  # the adapter's own manager held no connection
+
+    def close(self) -> None:
+        """Close the adapter's connections, unless they are shared (their owner does)."""
+        if self._shared is None:
+            super().close()
+
+    def send(
+        self, request: requests.PreparedRequest, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        """Send as ``HTTPAdapter`` does, then count the outcome."""
+        try:
+            response = super().send(request, *args, **kwargs)
+        except requests.RequestException:
+            self._count("error")
+            raise
+        self._count(outcome_of(response.status_code))
+        return response
+
+
+def counted_session(
+    count: Callable[[str], None], *, connections: PoolManager | None = None
+) -> requests.Session:
+    """A new session whose every exchange is counted (give it to ``Client(session=)``)."""
+    session = requests.Session()
+    adapter = CountingAdapter(count, connections=connections)
+    for prefix in ("https://", "http://"):
+        session.mount(prefix, adapter)
+    return session
+
+
 def window_use(budget: RateBudget) -> dict[str, int] | None:
-    """Requests admitted in each rate window of a budget, by label (None: the bucket
-    cannot say)."""
+    """Requests admitted in each rate window of a budget (None: the bucket cannot say)."""
     bucket = budget.bucket
     now_ms = int(budget.clock() * 1000)
     lengths = [seconds * 1000 for _, seconds in WINDOWS]
@@ -65,9 +127,8 @@ class OpsPractice:
 
 
 class OpsMetrics(Collector):
-    """The metrics registry of one ``serve`` or ``worker`` process, and the collector that
-    reads store and budgets at each scrape: ``practices()`` (None while starting) is called
-    then, so a process may fill it in after it starts."""
+    """One process's metrics, and the collector reading store and ``practices()`` (None
+    while starting) at each scrape."""
 
     def __init__(
         self,
@@ -193,8 +254,7 @@ class OpsMetrics(Collector):
         yield paused
 
     def counter(self, practice: Callable[[], str]) -> Callable[[str], None]:
-        """A transport hook's ``count(outcome)`` for the practice ``practice()`` (read at each
-        answer: ``serve`` learns its key after the session is made)."""
+        """A transport hook's ``count(outcome)`` for ``practice()``, read at each answer."""
 
         def count(outcome: str) -> None:
             self.count(practice(), outcome)
@@ -215,12 +275,9 @@ class OpsMetrics(Collector):
         return generate_latest(self.registry)
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """``(ready, detail)``: started, store reachable, subscriptions active.
-
-        A subscription in doubt listed as needing attention is named under
-        ``detail["attention"]`` and does not make the process unready: that would take every
-        other trigger's receiver out of a load balancer.
-        """
+        """``(ready, detail)``: started, store reachable, subscriptions active. One in doubt
+        (needing attention) does not make it unready: that would take every other trigger's
+        receiver out of a load balancer."""
         served = self.practices()
         if served is None or self.store is None:
             return False, {"problems": ["starting: the practices are not served yet"]}
@@ -255,8 +312,7 @@ class OpsMetrics(Collector):
 def serve_practices(
     practice: str, budget: RateBudget, intake: object
 ) -> Callable[[], list[OpsPractice] | None]:
-    """``serve``'s ``practices`` callable: None until the intake has built its triggers,
-    then the one practice, expecting a subscription per trigger received by webhook."""
+    """``serve``'s ``practices``: None until the intake has built its triggers, then one."""
 
     def practices() -> list[OpsPractice] | None:
         triggers: dict[str, Any] = dict(getattr(intake, "triggers", None) or {})
@@ -272,3 +328,47 @@ def serve_practices(
         return [OpsPractice(practice, budget, webhooks)]
 
     return practices
+
+
+def ops_routes(metrics: OpsMetrics) -> list[BaseRoute]:
+    """The three routes over one process's metrics (put them before any catch-all)."""
+
+    async def healthz(request: Request) -> Response:
+        del request
+        return JSONResponse({"status": "alive"})
+
+    async def readyz(request: Request) -> Response:
+        del request
+        ready, detail = await run_in_threadpool(metrics.readiness)
+        body = {"status": "ready" if ready else "not ready", **detail}
+        return JSONResponse(body, 200 if ready else 503)
+
+    async def scrape(request: Request) -> Response:
+        del request
+        text = await run_in_threadpool(metrics.exposition)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
+
+    return [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", scrape, methods=["GET"]),
+    ]
+
+
+class OpsServer(ThreadedServer):
+    """The three routes alone, served by uvicorn in a daemon thread (``worker --ops-listen``)."""
+
+    def __init__(self, metrics: OpsMetrics, host: str, port: int) -> None:
+        super().__init__(Starlette(routes=ops_routes(metrics)), host, port, "pf-ops")
+
+    @property
+    def url(self) -> str:
+        """The base URL, such as ``http://127.0.0.1:9464``."""
+        return self.root
+
+    def start(self, timeout: float = 5.0) -> OpsServer:
+        """Start serving and wait until the socket listens (a ConfigError if it does not)."""
+        if not self.serve(timeout):
+            message = f"--ops-listen {self.host}:{self.port}: did not start (port in use?)"
+            raise ConfigError(message)
+        return self
