@@ -110,9 +110,8 @@ def _start(kind: str, located: Located, file: str, stem: str | None) -> list[Iss
     issues = issues_for(meta_validator(kind), data, file=file, located=located)
     key = data.get("key")
     if stem is not None and isinstance(key, str) and key != stem:
-        line, column = located.where(("key",))
         message = f"got {key!r}; the key must equal the file name, {stem!r}"
-        issues.append(Issue(file, line, column, "key", message))
+        issues.append(located.issue(file, ("key",), message))
     return issues
 
 
@@ -196,28 +195,17 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         )
     extensions, found = compile_extensions(data, origin_for, fields, file=file, located=located)
     issues += found
-    issues += lint.check_names(
-        data.get("checks"), hooks.CHECKS, what="check", at=("checks",), file=file, located=located
-    )
-    if "hook" in data:
-        issues += lint.check_names(
-            data.get("hook"), hooks.HOOKS, what="hook", at=("hook",), file=file, located=located
-        )
     read_back = _as_dict(data.get("read_back"))
-    if read_back:
-        issues += lint.check_names(
-            read_back.get("hook"),
-            hooks.read_backs.READ_BACKS,
-            what="read-back",
-            at=("read_back", "hook"),
-            file=file,
-            located=located,
-        )
-        marked = _as_dict(read_back.get("marker")).get("field")
-        if marked is not None and marked not in fields:
-            where = located.where(("read_back", "marker", "field"))
-            message = f"got {marked!r}; the marker's field must be an input field: {fields}"
-            issues.append(Issue(file, *where, "read_back.marker.field", message))
+    for value, known, what, at in (
+        (data.get("checks"), hooks.CHECKS, "check", ("checks",)),
+        (data.get("hook"), hooks.HOOKS, "hook", ("hook",)),
+        (read_back.get("hook"), hooks.read_backs.READ_BACKS, "read-back", ("read_back", "hook")),
+    ):
+        issues += lint.check_names(value, known, what=what, at=at, file=file, located=located)
+    marked = _as_dict(read_back.get("marker")).get("field")
+    if marked is not None and marked not in fields:
+        message = f"got {marked!r}; the marker's field must be an input field: {fields}"
+        issues.append(located.issue(file, ("read_back", "marker", "field"), message))
     if issues:
         raise ManifestError(issues)
 
@@ -387,16 +375,14 @@ def recipe_from(located: Located, file: str) -> Recipe:
     trigger_with, found = compile_tree(trigger.get("with", {}), origin_for, ("trigger", "with"))
     issues += found
     if "max_delay" in trigger and (problem := max_delay_problem(trigger["max_delay"])):
-        line, column = located.where(("trigger", "max_delay"))
-        issues.append(Issue(file, line, column, "trigger.max_delay", problem))
+        issues.append(located.issue(file, ("trigger", "max_delay"), problem))
     seen: list[str] = []
     steps: list[RecipeStep] = []
     for index, raw in enumerate(data["steps"]):
         at: JsonPath = ("steps", index)
         if raw["id"] in seen:
-            line, column = located.where((*at, "id"))
             message = f"step id {raw['id']!r} is used twice; ids must be unique"
-            issues.append(Issue(file, line, column, format_path((*at, "id")), message))
+            issues.append(located.issue(file, (*at, "id"), message))
         compiled: dict[str, Any] = {}
         for part in ("with", "if", "for_each"):
             if part in raw:
@@ -467,10 +453,9 @@ _EXAMPLES: Final = {"if": "{{ trigger.amount > 0 }}", "for_each": "{{ vars.forms
 
 def _not_a_template(file: str, located: Located, at: JsonPath, text: str) -> Issue:
     """``if`` and ``for_each`` are read as templates; plain text would be a constant."""
-    line, column = located.where(at)
     part = str(at[-1])
     message = (
         f"got {text[:60]!r}, which is plain text, not a template; {part} is computed from the "
         f"event, such as {_EXAMPLES[part]!r}"
     )
-    return Issue(file, line, column, format_path(at), message)
+    return located.issue(file, at, message)

@@ -9,18 +9,18 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
 
-from jsonschema import Draft202012Validator, FormatChecker
+import re2
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError as SchemaValidationError
 from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 
 from practiceflow.errors import Issue
-from practiceflow.manifest.patterns import LinearValidator
 from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 
@@ -70,12 +70,51 @@ TYPE_WORDS = {
 }
 
 
-def compile_validator(schema: Mapping[str, Any]) -> Validator:
-    """Build a reusable :mod:`jsonschema` Draft 2020-12 validator with format checks.
+def _re2_options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # the problem is reported as an Issue, not on stderr
+    return options
 
-    Its ``pattern`` keyword matches in linear time (:mod:`practiceflow.manifest.patterns`).
+
+@lru_cache(maxsize=512)
+def compile_pattern(text: str) -> Any:
+    """Compile a module's ``pattern`` with RE2: the text comes from outside, and Python's
+    backtracking engine would hang on ``^(a+)+$`` (meta-schemas, ours, keep Python's).
+
+    Raises:
+        re2.error: when RE2 cannot compile it (see :func:`pattern_problem`).
     """
-    validator: Validator = LinearValidator(schema, format_checker=FORMAT_CHECKER)
+    return re2.compile(text, _re2_options())
+
+
+def pattern_problem(text: str) -> str | None:
+    """Say why a module's pattern cannot be used, or None when it can."""
+    try:
+        compile_pattern(text)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args else str(exc)
+        return (
+            f"got {text!r}: {reason}; patterns are matched in linear time (RE2 syntax: "
+            "no back-references or look-around)"
+        )
+    return None
+
+
+def _pattern(
+    validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[SchemaValidationError]:
+    if validator.is_type(instance, "string") and not compile_pattern(pattern).search(instance):
+        yield SchemaValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_LinearValidator: Any = validators.extend(  # type: ignore[no-untyped-call]  # jsonschema is untyped here
+    Draft202012Validator, {"pattern": _pattern}
+)
+
+
+def compile_validator(schema: Mapping[str, Any]) -> Validator:
+    """Build a reusable Draft 2020-12 validator with format checks; ``pattern`` is RE2's."""
+    validator: Validator = _LinearValidator(schema, format_checker=FORMAT_CHECKER)
     return validator
 
 
@@ -122,6 +161,12 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
         return lowered[word.lower()]
     matches = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     return matches[0] if matches else None
+
+
+def hint(word: str, candidates: Iterable[str], otherwise: str) -> str:
+    """``did you mean 'x'?`` for a near candidate, else ``otherwise`` (the valid values)."""
+    match = did_you_mean(word, candidates)
+    return f"did you mean {match!r}?" if match else otherwise
 
 
 def _edits(a: str, b: str) -> int:

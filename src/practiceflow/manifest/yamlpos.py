@@ -22,6 +22,8 @@ from yaml.events import (
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from practiceflow.errors import Issue
+
 #: Largest number of YAML nodes accepted in one document.
 MAX_NODES = 100_000
 #: Largest document accepted, in bytes.
@@ -99,6 +101,10 @@ class Located:
             if not probe:
                 return (0, 0)
             probe = probe[:-1]
+
+    def issue(self, file: str, path: JsonPath, message: str, *, key: bool = False) -> Issue:
+        """An issue of this document at a path, located as :meth:`where` finds it."""
+        return Issue(file, *self.where(path, key=key), format_path(path), message)
 
 
 def format_path(path: JsonPath) -> str:
