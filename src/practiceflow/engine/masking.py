@@ -109,24 +109,34 @@ def _leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
+def values_at(
+    data: Any, path: tuple[str, ...], at: tuple[str | int, ...] = ()
+) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """Yield ``(json path, value)`` for every value of ``data`` at a field path (``*``: any
+    list index)."""
+    if not path:
+        if data is not None:
+            yield at, data
+        return
+    head, rest = path[0], path[1:]
+    if head == "*":
+        if isinstance(data, list):
+            for index, item in enumerate(data):
+                yield from values_at(item, rest, (*at, index))
+        return
+    if isinstance(data, Mapping) and head in data:
+        yield from values_at(data[head], rest, (*at, head))
+
+
 def personal_values(data: Any, pii: PiiPaths) -> frozenset[str]:
     """Collect the text of every personal field of a value (an input, an output, a payload)."""
-    found: set[str] = set()
-
-    def walk(value: Any, path: tuple[str, ...]) -> None:
-        if not path:
-            found.update(str(leaf) for leaf in _leaves(value) if str(leaf))
-            return
-        head, rest = path[0], path[1:]
-        if head == "*" and isinstance(value, list):
-            for child in value:
-                walk(child, rest)
-        elif isinstance(value, Mapping) and head in value:
-            walk(value[head], rest)
-
-    for path in pii:
-        walk(data, path)
-    return frozenset(found)
+    return frozenset(
+        str(leaf)
+        for path in pii
+        for _, value in values_at(data, path)
+        for leaf in _leaves(value)
+        if str(leaf)
+    )
 
 
 def named_values(data: Any, text: str) -> frozenset[str]:

@@ -53,7 +53,6 @@ class Reference:
     name: str
     segments: tuple[Segment, ...]
     line: int
-    node: nodes.Expr
 
 
 def position(schema: Mapping[str, Any] | None) -> Position:
@@ -89,18 +88,12 @@ def input_target(schema: Mapping[str, Any]) -> Target:
 
 
 def literal_schema(value: Any) -> Mapping[str, Any]:
-    """A closed schema for literal data, such as a recipe's ``vars``.
-
-    A list's ``items`` holds every element: mappings give the union of their keys (each
-    key's schema holding its values in every element that has it), scalars of one or more
-    types their types; elements that differ in shape (a mapping beside a string, a list, a
-    null) give an open schema, so no path read from them is refused.
-    """
+    """A closed schema for literal data, such as a recipe's ``vars``; a list's elements of
+    differing shapes (a mapping beside a string, a null) give an open one."""
     return _schema_of([value])
 
 
 def _schema_of(values: Sequence[Any]) -> dict[str, Any]:
-    """One schema that every value given fits (open when they differ in shape)."""
     if not values:
         return {}
     if all(isinstance(value, Mapping) for value in values):
@@ -120,7 +113,6 @@ def _schema_of(values: Sequence[Any]) -> dict[str, Any]:
 
 
 def _scalar_type(value: Any) -> str | None:
-    """The JSON Schema type of a scalar (None for null, a mapping or a list)."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int | float):
@@ -176,7 +168,7 @@ def references_of(template: CompiledTemplate) -> list[Reference]:
                 if call and segments and isinstance(segments[-1], str):
                     segments = segments[:-1]  # the method called, not a field
                 if segments and not probe and name not in assigned:
-                    found.append(Reference(name, tuple(segments), node.lineno or 1, node))
+                    found.append(Reference(name, tuple(segments), node.lineno or 1))
                 for expr in computed:
                     visit(expr)
                 return
@@ -322,8 +314,8 @@ def _shown(name: str, segments: Sequence[Segment]) -> str:
     return text
 
 
-def _follow(target: Target, name: str, segments: Sequence[Segment]) -> str | None:
-    """The problem with one reference, or None when the schemas can hold it."""
+def _follow(target: Target, name: str, segments: Sequence[Segment]) -> Position | str:
+    """Where one reference leads, or (a str) why the schemas cannot hold it."""
     at = 0
     if target.members is not None:
         first = segments[0]
@@ -339,7 +331,7 @@ def _follow(target: Target, name: str, segments: Sequence[Segment]) -> str | Non
         if result is None:
             return None
         here = result
-    return None
+    return here
 
 
 def check_references(
@@ -353,7 +345,7 @@ def check_references(
             if target is None:
                 continue
             problem = _follow(target, reference.name, reference.segments)
-            if problem is not None:
+            if isinstance(problem, str):
                 issue = template.origin.issue(problem, line_offset=reference.line - 1)
                 if issue not in issues:
                     issues.append(issue)
@@ -397,20 +389,8 @@ def _value(expr: nodes.Node, targets: Mapping[str, Target]) -> Position:
         return None
     name, segments, _ = chain
     target = targets.get(name)
-    if target is None:
-        return None
-    if target.members is not None:
-        member = target.members.get(segments[0]) if isinstance(segments[0], str) else None
-        if member is None:
-            return None
-        target, segments = member, segments[1:]
-    here: Position = target.position
-    for segment in segments:
-        result = step_into(here, segment)
-        if result is None or isinstance(result, _Miss):
-            return None
-        here = result
-    return here
+    reached = None if target is None else _follow(target, name, segments)
+    return None if isinstance(reached, str) else reached
 
 
 def _items(expr: nodes.Node, targets: Mapping[str, Target]) -> Position:
