@@ -140,11 +140,8 @@ def personal_values(data: Any, pii: PiiPaths) -> frozenset[str]:
 
 
 def named_values(data: Any, text: str) -> frozenset[str]:
-    """The text values of the fields of ``data`` whose names appear in ``text``.
-
-    An API error that names a field (``entityName: too long (got "...")``) may echo its
-    value: that value is masked in the error whether or not the field is tagged.
-    """
+    """The text values of the fields of ``data`` whose names appear in ``text``: an API error
+    naming a field may echo its value, masked then whether or not the field is tagged."""
     lowered = text.lower()
     found: set[str] = set()
 
@@ -230,10 +227,8 @@ def mask_input(data: Any, pii: PiiPaths) -> Any:
 
 
 def mask_request(request: Mapping[str, Any], data: Any, pii: PiiPaths) -> dict[str, Any]:
-    """Mask, in a request (sent, about to be sent or described), every personal value.
-
-    The journal, the logs and every dry run show requests through this function.
-    """
+    """Mask every personal value in a request (sent, about to be sent or described); the
+    journal, the logs and every dry run show requests through this function."""
     values = personal_values(data, pii)
     shown = {key: value for key, value in request.items() if value is not None}
     masked: dict[str, Any] = mask_values(shown, values) if values else shown
@@ -249,10 +244,8 @@ def mask_output(output: Any, schema: Mapping[str, Any] | None) -> Any:
 
 
 def output_pii(output: Any, schema: Mapping[str, Any], tagged: PiiPaths | None = None) -> PiiPaths:
-    """The personal paths of one output: its schema's tags, and, when the schema marks the
-    whole record ``x-pii`` at its root, every field the schema does not declare (a record
-    that passes through, such as a client's detail: only declared, untagged fields are
-    known not to be personal).
+    """The personal paths of one output: its schema's tags, and every undeclared field when
+    the schema tags the whole record ``x-pii`` (only declared, untagged fields are known safe).
     """
     pii = lint.pii_paths(schema) if tagged is None else tagged
     if schema.get("x-pii") is True and isinstance(output, Mapping):
@@ -263,12 +256,8 @@ def output_pii(output: Any, schema: Mapping[str, Any], tagged: PiiPaths | None =
 
 
 def mask_secrets(output: Any, secret: frozenset[tuple[str, ...]]) -> Any:
-    """Mask the output fields an action tags ``x-secret`` (before the journal stores them).
-
-    Secrets never reach the journal: a step's stored output has them masked, so a run
-    resumed after a crash sees the mask where the secret was (a later step that needs a
-    secret must run in the same process as the step that produced it).
-    """
+    """Mask the output fields an action tags ``x-secret``, before the journal stores them:
+    a run resumed after a crash sees the mask (a step needing the secret runs in-process)."""
     return mask_paths(output, secret) if secret else output
 
 
@@ -282,12 +271,9 @@ def _error_text(exc: BaseException) -> str:
 
 
 def mask_error(exc: ErrorT, data: Any, pii: PiiPaths) -> ErrorT:
-    """Mask an error raised while running an action, in place, and return it.
-
-    Its message, its problem-details body (API errors), its cause (in-doubt errors) and its
-    reason (transport errors) lose every personal value of the input, every fragment of one,
-    and the value of every input field the error names.
-    """
+    """Mask an error raised while running an action, in place, and return it: its message,
+    problem body, cause and reason lose every personal value of the input (and fragment of one)
+    and the value of every input field the error names."""
     values = personal_values(data, pii) | named_values(data, _error_text(exc))
     if values:
         _mask_error_in_place(exc, values, set())

@@ -5,7 +5,7 @@ Each returns issues and never raises, so that all of a file's problems are repor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from practiceflow.errors import Issue
@@ -17,7 +17,7 @@ from practiceflow.manifest.validation import (
     pattern_problem,
 )
 from practiceflow.manifest.yamlpos import JsonPath, Located
-from practiceflow.templating import CompiledTemplate, iter_templates
+from practiceflow.templating import CompiledTemplate, Origin, compile_tree, iter_templates
 
 
 def _subschemas(
@@ -163,6 +163,25 @@ def check_template_names(
             message = f"input.{name} is not declared in input.properties; {near}"
             issues.append(template.origin.issue(message))
     return issues
+
+
+def compile_checked(
+    value: Any,
+    at: JsonPath,
+    *,
+    origin_for: Callable[[JsonPath], Origin],
+    allowed: Iterable[str],
+    fields: Iterable[str],
+    file: str,
+    issues: list[Issue],
+) -> Any:
+    """Compile a tree of templates and check the names they read (issues appended)."""
+    tree, found = compile_tree(value, origin_for, at)
+    issues += found
+    issues += check_template_names(
+        templates_of(tree), allowed=allowed, input_fields=fields, file=file
+    )
+    return tree
 
 
 def check_names(

@@ -7,6 +7,7 @@ file, located as ``file:line:column json.path: message``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Final
@@ -106,7 +107,9 @@ def _origins(file: str, located: Located) -> Callable[[JsonPath], Origin]:
 def _start(kind: str, located: Located, file: str, stem: str | None) -> list[Issue]:
     data = located.data
     if not isinstance(data, Mapping):
-        return [Issue(file, 1, 1, "", f"expected a mapping of {kind} fields at the top")]
+        raise ManifestError(
+            [Issue(file, 1, 1, "", f"expected a mapping of {kind} fields at the top")]
+        )
     issues = issues_for(meta_validator(kind), data, file=file, located=located)
     key = data.get("key")
     if stem is not None and isinstance(key, str) and key != stem:
@@ -166,8 +169,6 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
     """Build an action module from an already read document (see :func:`load_action`)."""
     issues = _start("action", located, file, stem)
     data = located.data
-    if not isinstance(data, Mapping):
-        raise ManifestError(issues)
     input_schema = _as_dict(data.get("input"))
     output = _as_dict(data.get("output"))
     output_schema = _as_dict(output.get("schema"))
@@ -175,26 +176,20 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
     issues += _schema_issues(data, input_schema, output_schema, issues, file, located)
 
     origin_for = _origins(file, located)
-    trees: dict[str, Any] = {}
-    for part in ("path", "query", "headers", "body"):
-        if part in request:
-            trees[part], found = compile_tree(request[part], origin_for, ("request", part))
-            issues += found
-    out_map, found = compile_tree(output.get("map"), origin_for, ("output", "map"))
-    issues += found
     fields = list(_as_dict(input_schema.get("properties")))
-    issues += lint.check_template_names(
-        lint.templates_of(*trees.values()), allowed=ACTION_NAMES, input_fields=fields, file=file
+    checked = partial(
+        lint.compile_checked, origin_for=origin_for, fields=fields, file=file, issues=issues
     )
-    issues += lint.check_template_names(
-        lint.templates_of(out_map), allowed=OUTPUT_NAMES, input_fields=fields, file=file
-    )
+    parts = [part for part in ("path", "query", "headers", "body") if part in request]
+    trees = {
+        part: checked(request[part], ("request", part), allowed=ACTION_NAMES) for part in parts
+    }
+    out_map = checked(output.get("map"), ("output", "map"), allowed=OUTPUT_NAMES)
     if _clean(issues, "input"):
         issues += check_references(
             lint.templates_of(*trees.values(), out_map), {"input": input_target(input_schema)}
         )
-    extensions, found = compile_extensions(data, origin_for, fields, file=file, located=located)
-    issues += found
+    extensions = compile_extensions(data, checked, issues, file=file, located=located)
     read_back = _as_dict(data.get("read_back"))
     for value, known, what, at in (
         (data.get("checks"), hooks.CHECKS, "check", ("checks",)),
@@ -275,23 +270,20 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
     """Build a trigger module from an already read document (see :func:`load_trigger`)."""
     issues = _start("trigger", located, file, stem)
     data = located.data
-    if not isinstance(data, Mapping):
-        raise ManifestError(issues)
     input_schema = _as_dict(data.get("input")) or {"type": "object", "properties": {}}
     output_schema = _as_dict(_as_dict(data.get("output")).get("schema"))
     issues += _schema_issues(data, input_schema, output_schema, issues, file, located)
     origin_for = _origins(file, located)
     fields = list(_as_dict(input_schema.get("properties")))
+    checked = partial(
+        lint.compile_checked, origin_for=origin_for, fields=fields, file=file, issues=issues
+    )
     sections: dict[str, dict[str, Any] | None] = {}
     for name, allowed in (("webhook", _WEBHOOK_NAMES), ("poll", _POLL_NAMES)):
         if name not in data:
             sections[name] = None
             continue
-        compiled, found = compile_tree(_as_dict(data[name]), origin_for, (name,))
-        issues += found
-        issues += lint.check_template_names(
-            lint.templates_of(compiled), allowed=allowed, input_fields=fields, file=file
-        )
+        compiled = checked(_as_dict(data[name]), (name,), allowed=allowed)
         if _clean(issues, "input"):
             issues += check_references(
                 lint.templates_of(compiled), {"input": input_target(input_schema)}

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from practiceflow.errors import Issue
-from practiceflow.manifest import lint
 from practiceflow.manifest.yamlpos import JsonPath, Located
-from practiceflow.templating import CompiledTemplate, Origin, add_filter, compile_tree
+from practiceflow.templating import CompiledTemplate, add_filter
 
 #: Names a ``list.limit`` template may read.
 LIMIT_NAMES = frozenset({"input", "now"})
@@ -86,26 +85,21 @@ class Extensions:
 
 def compile_extensions(
     data: Mapping[str, Any],
-    origin_for: Callable[[JsonPath], Origin],
-    input_fields: Iterable[str],
+    checked: Callable[..., Any],
+    issues: list[Issue],
     *,
     file: str,
     located: Located,
-) -> tuple[Extensions, list[Issue]]:
-    """Compile the ``list``, ``download`` and ``warn_if`` sections of an action module."""
-    issues: list[Issue] = []
-    fields = list(input_fields)
+) -> Extensions:
+    """Compile the ``list``, ``download`` and ``warn_if`` sections of an action module.
+
+    ``checked`` is :func:`~practiceflow.manifest.lint.compile_checked` bound to the module;
+    issues are appended to ``issues``.
+    """
 
     def compiled(section: Mapping[str, Any], at: JsonPath, allowed: Iterable[str]) -> Template:
         value = section.get(str(at[-1]))
-        if value is None:
-            return None
-        tree, found = compile_tree(value, origin_for, at)
-        issues.extend(found)
-        templates = lint.templates_of(tree)
-        issues.extend(
-            lint.check_template_names(templates, allowed=allowed, input_fields=fields, file=file)
-        )
+        tree = None if value is None else checked(value, at, allowed=allowed)
         return tree if isinstance(tree, CompiledTemplate | str) else None
 
     spec_list: ListSpec | None = None
@@ -143,5 +137,4 @@ def compile_extensions(
             when = compiled(raw, ("warn_if", index, "when"), WARNING_NAMES)
             message_template = compiled(raw, ("warn_if", index, "message"), WARNING_NAMES)
             warnings.append(WarningSpec(when=when, message=message_template))
-    extensions = Extensions(list=spec_list, download=spec_download, warn_if=tuple(warnings))
-    return extensions, issues
+    return Extensions(list=spec_list, download=spec_download, warn_if=tuple(warnings))

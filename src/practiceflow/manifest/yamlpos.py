@@ -8,6 +8,7 @@ stay strings and mapping keys are always strings.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,13 +51,11 @@ class _Loader(yaml.SafeLoader):
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML is untyped here
-            mark = event.start_mark
-            raise YamlLoadError(
+            message = (
                 f"YAML aliases (*{getattr(event, 'anchor', '')}) are not accepted; "
-                "write the value out in full",
-                mark.line + 1,
-                mark.column + 1,
+                "write the value out in full"
             )
+            raise YamlLoadError(message, *_at(event.start_mark))
         return super().compose_node(parent, index)
 
 
@@ -143,28 +142,19 @@ def _load_checked(text: str) -> Located:
         try:
             _check_shape(text, _FastLoader)
         except yaml.YAMLError:
-            # libyaml refused the stream itself (a syntax error, or its own nesting cap):
-            # the pure-Python event stream, which is not recursive, decides.
-            _check_shape_or_leave_to_load(text)
+            pass  # libyaml refused the stream itself: the pure-Python one decides below
         else:
             # libyaml loads the well-formed file; on any problem the pure-Python loader,
             # which locates aliases where they are written, reports it.
             try:
                 return _load_with(_FastLoader, text, refuse_shared=True)
             except (_AliasSeen, YamlLoadError, yaml.YAMLError):
-                pass
-    else:
-        _check_shape_or_leave_to_load(text)
-    return _load_with(_Loader, text, refuse_shared=False)
-
-
-def _check_shape_or_leave_to_load(text: str) -> None:
-    """The shape check on the pure-Python event stream; a syntax error is left to the load,
-    which locates it (the stream reached it within the limits, so composing stays shallow)."""
-    try:
+                return _load_with(_Loader, text, refuse_shared=False)
+    # The pure-Python event stream is not recursive; a syntax error is left to the load, which
+    # locates it (the stream reached it within the limits, so composing stays shallow).
+    with contextlib.suppress(yaml.YAMLError):
         _check_shape(text, _Loader)
-    except yaml.YAMLError:
-        return
+    return _load_with(_Loader, text, refuse_shared=False)
 
 
 def _check_shape(text: str, loader_class: type[Any]) -> None:
@@ -179,16 +169,13 @@ def _check_shape(text: str, loader_class: type[Any]) -> None:
             if isinstance(event, NodeEvent):
                 nodes += 1
                 if nodes > MAX_NODES:
-                    mark = event.start_mark
-                    line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-                    raise YamlLoadError(f"document has more than {MAX_NODES} nodes", line, column)
+                    message = f"document has more than {MAX_NODES} nodes"
+                    raise YamlLoadError(message, *_at(event.start_mark))
             if isinstance(event, CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    mark = event.start_mark
-                    line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
                     message = f"nesting deeper than {MAX_DEPTH} levels is not accepted"
-                    raise YamlLoadError(message, line, column)
+                    raise YamlLoadError(message, *_at(event.start_mark))
             elif isinstance(event, CollectionEndEvent):
                 depth -= 1
     finally:
@@ -215,10 +202,9 @@ def _load_with(loader_class: type[Any], text: str, *, refuse_shared: bool) -> Lo
     except yaml.reader.ReaderError as exc:  # ... and later chunks as it reads them
         raise _reader_error(text, exc) from None
     except (ComposerError, yaml.MarkedYAMLError) as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         problem = exc.problem or exc.context or "not valid YAML"
-        raise YamlLoadError(f"YAML syntax: {problem}", line, column) from None
+        message = f"YAML syntax: {problem}"
+        raise YamlLoadError(message, *_at(exc.problem_mark or exc.context_mark)) from None
     finally:
         loader.dispose()
     located = Located(data=None)
@@ -280,5 +266,9 @@ class _Builder:
             yield key, self.build(value_node, child)
 
 
+def _at(mark: Any) -> tuple[int, int]:
+    return (mark.line + 1, mark.column + 1) if mark else (0, 0)
+
+
 def _mark(node: Node) -> tuple[int, int]:
-    return (node.start_mark.line + 1, node.start_mark.column + 1)
+    return _at(node.start_mark)
