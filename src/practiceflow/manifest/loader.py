@@ -129,15 +129,16 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-def _schema_issues(
-    data: Mapping[str, Any],
-    input_schema: dict[str, Any],
-    output_schema: dict[str, Any],
-    issues: list[Issue],
-    file: str,
-    located: Located,
-) -> list[Issue]:
-    """The module's input and output schemas, and its sample against the output schema."""
+def _module_start(
+    kind: str, located: Located, file: str, stem: str | None
+) -> tuple[list[Issue], dict[str, Any], dict[str, Any]]:
+    """The issues of a module's fields, input and output schemas and sample; the schemas."""
+    issues = _start(kind, located, file, stem)
+    data = located.data
+    input_schema = _as_dict(data.get("input"))
+    if kind == "trigger" and not input_schema:
+        input_schema = {"type": "object", "properties": {}}
+    output_schema = _as_dict(_as_dict(data.get("output")).get("schema"))
     found: list[Issue] = []
     if "input" in data:
         found += lint.check_schema(
@@ -152,7 +153,7 @@ def _schema_issues(
         found += issues_for(
             validator, data["sample"], file=file, located=located, prefix=("sample",)
         )
-    return found
+    return issues + found, input_schema, output_schema
 
 
 def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
@@ -167,14 +168,10 @@ def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
 
 def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
     """Build an action module from an already read document (see :func:`load_action`)."""
-    issues = _start("action", located, file, stem)
+    issues, input_schema, output_schema = _module_start("action", located, file, stem)
     data = located.data
-    input_schema = _as_dict(data.get("input"))
     output = _as_dict(data.get("output"))
-    output_schema = _as_dict(output.get("schema"))
     request = _as_dict(data.get("request"))
-    issues += _schema_issues(data, input_schema, output_schema, issues, file, located)
-
     origin_for = _origins(file, located)
     fields = list(_as_dict(input_schema.get("properties")))
     checked = partial(
@@ -268,11 +265,8 @@ def load_trigger(path: PathLike, *, display: str | None = None) -> TriggerModule
 
 def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule:
     """Build a trigger module from an already read document (see :func:`load_trigger`)."""
-    issues = _start("trigger", located, file, stem)
+    issues, input_schema, output_schema = _module_start("trigger", located, file, stem)
     data = located.data
-    input_schema = _as_dict(data.get("input")) or {"type": "object", "properties": {}}
-    output_schema = _as_dict(_as_dict(data.get("output")).get("schema"))
-    issues += _schema_issues(data, input_schema, output_schema, issues, file, located)
     origin_for = _origins(file, located)
     fields = list(_as_dict(input_schema.get("properties")))
     checked = partial(

@@ -316,8 +316,8 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
         undeclared = _undeclared_keys(value, schema)
         out: list[_Explained] = []
         for name in missing:
-            hint = _suggest(name, undeclared)
-            note = f" (found {hint[len('; did you mean ') : -1]}: a misspelling?)" if hint else ""
+            match = None if masked else did_you_mean(name, undeclared)
+            note = f" (found {match!r}: a misspelling?)" if match else ""
             out.append(((*path, name), f"required field is missing{note}", None))
         return out
     if kind == "enum":
@@ -376,13 +376,10 @@ def _unknown_keys(
     candidates = known + (list(siblings) if isinstance(siblings, Mapping) else [])
     out: list[_Explained] = []
     for key in extras:
-        match = did_you_mean(key, candidates)
-        if match:
-            message = f"{key!r} is not a known field; did you mean {match!r}?"
-        elif known:
-            message = f"{key!r} is not a known field; valid fields are {_one_of_list(known, 20)}"
-        else:
-            message = f"{key!r} is not allowed here"
+        near = hint(key, candidates, f"valid fields are {_one_of_list(known, 20)}" if known else "")
+        message = (
+            f"{key!r} is not a known field; {near}" if near else f"{key!r} is not allowed here"
+        )
         # The path names the mapping that holds the field; the position is the key's own.
         out.append((path, message, (*path, key)))
     return out
