@@ -66,19 +66,13 @@ def _descend(pii: PiiPaths, key: str | int) -> PiiPaths | None:
 
 
 def _mask_below(value: Any, pii: PiiPaths) -> Any:
-    if isinstance(value, Mapping):
-        masked: dict[Any, Any] = {}
-        for key, child in value.items():
-            rest = _descend(pii, key) if pii else pii
-            masked[key] = MASK if rest is None else _mask_below(child, rest)
-        return masked
-    if isinstance(value, list):
-        items: list[Any] = []
-        for index, child in enumerate(value):
-            rest = _descend(pii, index) if pii else pii
-            items.append(MASK if rest is None else _mask_below(child, rest))
-        return items
-    return value
+    if not isinstance(value, Mapping | list):
+        return value
+    masked: dict[Any, Any] = {}
+    for key, child in value.items() if isinstance(value, Mapping) else enumerate(value):
+        rest = _descend(pii, key) if pii else pii
+        masked[key] = MASK if rest is None else _mask_below(child, rest)
+    return masked if isinstance(value, Mapping) else list(masked.values())
 
 
 def mask_for_template(template: CompiledTemplate, value: Any, pii: PiiPaths) -> Any:

@@ -79,10 +79,8 @@ def collect_rows(
 def collect_pages(
     pages: Iterator[Page], *, where: str, limit: int | None = None, keep: Keep | None = None
 ) -> Collected:
-    """Collect rows page by page until the list ends or one row lies beyond ``limit``.
-
-    A page identical to the one before (an endpoint ignoring ``pageNumber``) stops collection
-    with a warning instead of looping forever.
+    """Collect rows page by page until the list ends or one row lies beyond ``limit``; a page
+    repeating the one before (``pageNumber`` ignored) stops with a warning, not a loop.
 
     Raises:
         ConfigError: an answer that holds no list, or more than 10000 pages (the pager's).
@@ -144,10 +142,8 @@ def prepare(
     request: dict[str, Any],
     masked: dict[str, Any],
 ) -> None:
-    """Check what a list or download needs before anything is sent; add it to ``request``.
-
-    A paged list's described request shows the first page's ``pageNumber`` (and
-    ``pageSize``).
+    """Check what a list or download needs before anything is sent; add it to ``request`` (a
+    paged list's described request shows the first page's ``pageNumber`` and ``pageSize``).
 
     Raises:
         InputError: the limit or the destination is not acceptable; nothing was sent.

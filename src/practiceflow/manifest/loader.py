@@ -52,6 +52,8 @@ ACTION_NAMES = frozenset({"input", "now"})
 OUTPUT_NAMES = frozenset({"response", "headers", "input", "now"})
 #: Names recipe templates may read.
 RECIPE_NAMES = frozenset({"trigger", "steps", "vars", "now", "item"})
+#: ``if`` and ``for_each`` are computed from the event: an example of each.
+_EXAMPLES: Final = {"if": "{{ trigger.amount > 0 }}", "for_each": "{{ vars.forms }}"}
 _WEBHOOK_NAMES = frozenset({"body", "data", "headers", "input", "now"})
 _POLL_NAMES = frozenset({"item", "input", "now"})
 
@@ -374,10 +376,22 @@ def recipe_from(located: Located, file: str) -> Recipe:
             if part in raw:
                 compiled[part], found = compile_tree(raw[part], origin_for, (*at, part))
                 issues += found
-                if part != "with" and isinstance(compiled[part], str) and not found:
-                    issues.append(_not_a_template(file, located, (*at, part), compiled[part]))
+                text = compiled[part]
+                if part != "with" and isinstance(text, str) and not found:  # a constant
+                    message = (
+                        f"got {text[:60]!r}, which is plain text, not a template; {part} is "
+                        f"computed from the event, such as {_EXAMPLES[part]!r}"
+                    )
+                    issues.append(located.issue(file, (*at, part), message))
         for template in lint.templates_of(*compiled.values()):
-            issues += _recipe_template_issues(template, seen)
+            found = lint.check_template_names(
+                [template], allowed=RECIPE_NAMES, input_fields=(), file=template.origin.file
+            )
+            # 'input' is not a recipe name: drop the undeclared-input noise of the names check.
+            issues += [issue for issue in found if not issue.message.startswith("input.")]
+            for name in sorted(template.attributes.get("steps", frozenset()) - set(seen)):
+                hint = f"earlier steps are {seen}" if seen else "no step runs before this one"
+                issues.append(template.origin.issue(f"steps.{name} is not an earlier step; {hint}"))
         steps.append(
             RecipeStep(
                 id=raw["id"],
@@ -408,18 +422,6 @@ def recipe_from(located: Located, file: str) -> Recipe:
     )
 
 
-def _recipe_template_issues(template: Any, earlier: list[str]) -> list[Issue]:
-    issues = lint.check_template_names(
-        [template], allowed=RECIPE_NAMES, input_fields=(), file=template.origin.file
-    )
-    # 'input' is not a recipe name; drop the undeclared-input noise check_template_names adds.
-    issues = [issue for issue in issues if not issue.message.startswith("input.")]
-    for name in sorted(template.attributes.get("steps", frozenset()) - set(earlier)):
-        hint = f"earlier steps are {earlier}" if earlier else "no step runs before this one"
-        issues.append(template.origin.issue(f"steps.{name} is not an earlier step; {hint}"))
-    return issues
-
-
 def load_connector(path: PathLike | None = None) -> dict[str, Any]:
     """Load the connector manifest (default: the shipped ``manifests/connector.yaml``).
 
@@ -432,16 +434,3 @@ def load_connector(path: PathLike | None = None) -> dict[str, Any]:
     if issues:
         raise ManifestError(issues)
     return dict(located.data)
-
-
-_EXAMPLES: Final = {"if": "{{ trigger.amount > 0 }}", "for_each": "{{ vars.forms }}"}
-
-
-def _not_a_template(file: str, located: Located, at: JsonPath, text: str) -> Issue:
-    """``if`` and ``for_each`` are read as templates; plain text would be a constant."""
-    part = str(at[-1])
-    message = (
-        f"got {text[:60]!r}, which is plain text, not a template; {part} is computed from the "
-        f"event, such as {_EXAMPLES[part]!r}"
-    )
-    return located.issue(file, at, message)

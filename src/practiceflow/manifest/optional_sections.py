@@ -27,11 +27,8 @@ Template = CompiledTemplate | str | None
 
 
 def filter_omit(value: Any, *keys: str) -> dict[str, Any]:
-    """``{{ input | omit('entityKey') }}``: a copy of a mapping without some keys.
-
-    Tolerant modules send the fields of their input that they do not use themselves (path
-    parameters, ``limit``, client-side filters) as given, for shapes the spec leaves
-    "not shown".
+    """``{{ input | omit('entityKey') }}``: a copy of a mapping without some keys (tolerant
+    modules pass on the input fields they do not use, for shapes the spec leaves "not shown").
 
     Raises:
         TypeError: when ``value`` is not a mapping.

@@ -71,10 +71,8 @@ def union(*positions: Position) -> Position:
 
 
 def input_target(schema: Mapping[str, Any]) -> Target:
-    """What ``input`` reads in a module's templates: its declared fields, checked below them.
-
-    A first-level field the schema does not declare is left to
-    :func:`~practiceflow.manifest.lint.check_template_names`, which reports it already.
+    """What ``input`` reads in a module's templates: its declared fields, checked below them
+    (an undeclared first-level field is :func:`~practiceflow.manifest.lint.check_template_names`'s).
     """
     properties = schema.get("properties")
     fields = properties if isinstance(properties, Mapping) else {}
@@ -353,12 +351,9 @@ def check_references(
 
 
 def items_position(template: CompiledTemplate, targets: Mapping[str, Target]) -> Position:
-    """The schema of the elements a ``for_each`` template yields, when it can be told.
-
-    Understood: a path (``{{ steps.find.results }}``, ``{{ vars.forms }}``), a list of paths
-    or literals (``{{ [steps.lead] }}``, ``{{ [{'email': 'a@b.c'}] }}``), ``a if c else b``
-    of those, and filters that keep the elements (``sort``, ``selectattr``...). Anything
-    else is open.
+    """The schema of the elements a ``for_each`` template yields, when it can be told: a path,
+    a list of paths or literals, ``a if c else b`` of those, and filters that keep the elements
+    (``sort``, ``selectattr``...); anything else is open (None).
     """
     tree = environment().parse(template.source)
     body = tree.body

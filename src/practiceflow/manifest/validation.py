@@ -79,11 +79,7 @@ def _re2_options() -> Any:
 @lru_cache(maxsize=512)
 def compile_pattern(text: str) -> Any:
     """Compile a module's ``pattern`` with RE2: the text comes from outside, and Python's
-    backtracking engine would hang on ``^(a+)+$`` (meta-schemas, ours, keep Python's).
-
-    Raises:
-        re2.error: when RE2 cannot compile it (see :func:`pattern_problem`).
-    """
+    backtracking engine would hang on ``^(a+)+$`` (meta-schemas, ours, keep Python's)."""
     return re2.compile(text, _re2_options())
 
 
