@@ -278,10 +278,7 @@ def _describe(client: ClientLike | None, masked: Mapping[str, Any]) -> dict[str,
         return _describe_sent(None, masked)
     return client.describe_request(
         masked["method"],
-        # A masked path segment would not be a valid path; describe the real one.
-        masked["path"]
-        if "***" not in str(masked["path"])
-        else masked["path"].replace("***", "%2A%2A%2A"),
+        masked["path"].replace("***", "%2A%2A%2A"),  # a masked segment, as a valid path
         params=masked.get("params"),
         json=masked.get("json"),
         headers=masked.get("headers"),

@@ -189,20 +189,19 @@ def check_names(
 ) -> list[Issue]:
     """Check that names (of checks, hooks, modules) exist in a registry."""
     valid = sorted(known)
-    if not isinstance(names, str | list):  # a wrong type is the meta-schema's to report
+    if isinstance(names, str):
+        items = [(at, names)]
+    elif isinstance(names, list):
+        items = [((*at, index), name) for index, name in enumerate(names) if isinstance(name, str)]
+    else:  # a wrong type is the meta-schema's to report
         return []
-    items = (
-        [(at, names)]
-        if isinstance(names, str)
-        else [((*at, index), name) for index, name in enumerate(names) if isinstance(name, str)]
-    )
-    issues = []
-    for path, name in items:
-        if name in valid:
-            continue
-        near = hint(name, valid, f"valid values are {valid}")
-        issues.append(located.issue(file, path, f"unknown {what} {name!r}; {near}"))
-    return issues
+    return [
+        located.issue(
+            file, path, f"unknown {what} {name!r}; {hint(name, valid, f'valid values are {valid}')}"
+        )
+        for path, name in items
+        if name not in valid
+    ]
 
 
 def pii_paths(schema: Mapping[str, Any], marker: str = "x-pii") -> frozenset[tuple[str, ...]]:

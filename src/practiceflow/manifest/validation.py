@@ -263,22 +263,19 @@ def issues_for(
     redact: Callable[[JsonPath], bool] | None = None,
 ) -> list[Issue]:
     """Validate and turn every error into a located issue, in document order."""
-    issues: list[Issue] = []
-    for path, message in near_misses(validator.schema, data):
-        full = (*prefix, *path)
-        line, column = located.where(full, key=True) if located is not None else (0, 0)
-        issues.append(Issue(file, line, column, format_path(full), message))
+    explained: list[_Explained] = [(p, m, p) for p, m in near_misses(validator.schema, data)]
     for error in validator.iter_errors(data):
         masked = redact is not None and redact((*prefix, *error.absolute_path))
-        for path, message, key_path in _explain(error, masked):
-            full = (*prefix, *path)
-            line, column = (0, 0)
-            if located is not None:
-                if key_path is not None:
-                    line, column = located.where((*prefix, *key_path), key=True)
-                else:
-                    line, column = located.where(full)
-            issues.append(Issue(file, line, column, format_path(full), message))
+        explained += _explain(error, masked)
+    where = located or Located(None)
+    issues: list[Issue] = []
+    for path, message, key_path in explained:
+        full = (*prefix, *path)
+        if key_path is not None:
+            line, column = where.where((*prefix, *key_path), key=True)
+        else:
+            line, column = where.where(full)
+        issues.append(Issue(file, line, column, format_path(full), message))
     issues.sort(key=lambda issue: (issue.line, issue.column, issue.path))
     return list(dict.fromkeys(issues))
 
