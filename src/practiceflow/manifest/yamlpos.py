@@ -9,7 +9,6 @@ stay strings and mapping keys are always strings.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,62 +207,46 @@ def _load_with(loader_class: type[Any], text: str, *, refuse_shared: bool) -> Lo
     finally:
         loader.dispose()
     located = Located(data=None)
-    if root is None:
-        return located
-    builder = _Builder(loader, located, refuse_shared=refuse_shared)
-    located.data = builder.build(root, ())
-    return located
+    shared: set[int] | None = set() if refuse_shared else None
 
-
-_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
-
-
-class _Builder:
-    """Turns a composed node tree into data, recording positions and counting nodes."""
-
-    def __init__(self, loader: Any, located: Located, *, refuse_shared: bool) -> None:
-        self._loader = loader
-        self._located = located
-        self._count = 0
-        self._seen: set[int] | None = set() if refuse_shared else None
-
-    def build(self, node: Node, path: JsonPath) -> Any:
-        if self._seen is not None:
-            if id(node) in self._seen:
+    def build(node: Node, path: JsonPath) -> Any:
+        if shared is not None:
+            if id(node) in shared:
                 raise _AliasSeen
-            self._seen.add(id(node))
-        self._count += 1
-        if self._count > MAX_NODES:
+            shared.add(id(node))
+        if len(located.positions) >= MAX_NODES:
             raise YamlLoadError(f"document has more than {MAX_NODES} nodes", *_mark(node))
-        self._located.positions[path] = _mark(node)
+        located.positions[path] = _mark(node)
         if isinstance(node, MappingNode | SequenceNode) and node.tag not in _PLAIN_TAGS:
             raise YamlLoadError(f"YAML tag {node.tag!r} is not accepted", *_mark(node))
-        if isinstance(node, MappingNode):
-            return dict(self._pairs(node, path))
         if isinstance(node, SequenceNode):
-            return [self.build(child, (*path, index)) for index, child in enumerate(node.value)]
+            return [build(child, (*path, index)) for index, child in enumerate(node.value)]
+        if isinstance(node, MappingNode):
+            mapping: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise YamlLoadError("YAML merge keys (<<) are not accepted", *_mark(key_node))
+                if not isinstance(key_node, ScalarNode):
+                    raise YamlLoadError("mapping keys must be plain scalars", *_mark(key_node))
+                key = str(key_node.value)
+                if key in mapping:
+                    raise YamlLoadError(f"duplicate key {key!r}", *_mark(key_node))
+                located.key_positions[(*path, key)] = _mark(key_node)
+                mapping[key] = build(value_node, (*path, key))
+            return mapping
         if isinstance(node, ScalarNode):
             try:
-                return self._loader.construct_object(node)
+                return loader.construct_object(node)
             except yaml.constructor.ConstructorError as exc:
                 problem = exc.problem or "cannot construct this value"
                 raise YamlLoadError(f"YAML value: {problem}", *_mark(node)) from None
         raise YamlLoadError(f"unsupported YAML node {node.tag}", *_mark(node))  # pragma: no cover
 
-    def _pairs(self, node: MappingNode, path: JsonPath) -> Iterator[tuple[str, Any]]:
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                raise YamlLoadError("YAML merge keys (<<) are not accepted", *_mark(key_node))
-            if not isinstance(key_node, ScalarNode):
-                raise YamlLoadError("mapping keys must be plain scalars", *_mark(key_node))
-            key = str(key_node.value)
-            if key in seen:
-                raise YamlLoadError(f"duplicate key {key!r}", *_mark(key_node))
-            seen.add(key)
-            child = (*path, key)
-            self._located.key_positions[child] = _mark(key_node)
-            yield key, self.build(value_node, child)
+    located.data = None if root is None else build(root, ())
+    return located
+
+
+_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 
 
 def _at(mark: Any) -> tuple[int, int]:
