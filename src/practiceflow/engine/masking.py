@@ -1,10 +1,7 @@
 """The one place personal data (fields tagged ``x-pii``) and secrets are masked.
 
-Everything that shows data (dry run, journal, logs, errors, ``runs show``, the console) masks
-here, by two rules together: by path (a tagged field, or a request value whose template reads
-one) and by value (a personal value wherever it reappears in text, whole or as any fragment of
-:data:`MIN_FRAGMENT` characters, in any letter case; an API error also loses the value of each
-input field it names). A value shorter than :data:`MIN_WHOLE` is masked only as a whole value
+Everything that shows data masks here, by path and by value (the rules: docs/architecture.md,
+"Privacy and secrets"). A value shorter than :data:`MIN_WHOLE` is masked only as a whole value
 (an initial "J" must not blank every J of a message).
 """
 

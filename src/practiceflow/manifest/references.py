@@ -1,11 +1,8 @@
 """Static checks of the paths templates read, against JSON Schemas (never against samples).
 
-Each chain of lookups in a template (``steps.bill.billTotl``) is followed through the schema of
-its root name (trigger output, action output, recipe ``vars``). A path is refused only where the
-schema cannot hold it: an undeclared field of a closed object, a near miss of a declared field of
-an open one ("did you mean"), or a field of a non-mapping. Open schemas, ``is defined`` guards,
-method calls and names the template assigns itself are not judged: an API may send more than it
-declares.
+Each chain of lookups (``steps.bill.billTotl``) is followed through the schema of its root name;
+what is refused and what is not judged is told in docs/recipes-reference.md. An API may send
+more than it declares, so an open schema is never a reason to refuse.
 """
 
 from __future__ import annotations
