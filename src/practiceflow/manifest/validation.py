@@ -321,30 +321,29 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
         return [(path, _alternatives(error, masked), None)]
     if kind == "type":
         wanted = _expected_types(expected)
-    elif kind == "const":
-        wanted = repr(expected)
     elif kind == "format":
         wanted = _FORMAT_WORDS.get(str(expected), f"format {expected}")
-    elif kind == "pattern":
-        wanted = f"text matching {expected}"
     elif error.schema is False:
         return [(path, "is not allowed here", None)]
-    elif kind in _BOUNDS:
-        wanted = f"{_BOUNDS[kind]} {expected}"
+    elif kind in _WANTED:
+        wanted = _WANTED[kind].format(expected)
     else:
         return [(path, error.message, None)]
     return [(path, f"got {_show(value)}; expected {wanted}", None)]
 
 
-_BOUNDS = {
-    "minimum": "at least",
-    "maximum": "at most",
-    "exclusiveMinimum": "more than",
-    "exclusiveMaximum": "less than",
-    "minLength": "a length of at least",
-    "maxLength": "a length of at most",
-    "minItems": "at least this many items:",
-    "maxItems": "at most this many items:",
+#: What a keyword wants, said with its value.
+_WANTED = {
+    "const": "{!r}",
+    "pattern": "text matching {}",
+    "minimum": "at least {}",
+    "maximum": "at most {}",
+    "exclusiveMinimum": "more than {}",
+    "exclusiveMaximum": "less than {}",
+    "minLength": "a length of at least {}",
+    "maxLength": "a length of at most {}",
+    "minItems": "at least this many items: {}",
+    "maxItems": "at most this many items: {}",
 }
 
 
