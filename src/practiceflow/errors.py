@@ -119,11 +119,8 @@ class ManifestError(ConfigError):
 
 
 class TemplateError(ManifestError):
-    """A template of a module or recipe failed to render (undefined name, sandbox refusal).
-
-    It is raised before anything is sent; its one issue names the file, line and field of
-    the template.
-    """
+    """A template of a module or recipe failed to render (undefined name, sandbox refusal),
+    before anything was sent; its one issue names the template's file, line and field."""
 
     def __init__(self, issue: Issue) -> None:
         self.issue = issue
@@ -194,8 +191,6 @@ class ApiError(PracticeflowError):
 class ValidationError(ApiError):
     """400: the API refused the request as invalid (``message`` says why)."""
 
-    kind: ClassVar[ErrorKind] = "config"
-
 
 class AuthError(ApiError):
     """401: credentials missing, wrong, inactive, or used against the wrong region."""
@@ -219,8 +214,6 @@ class WriteAccessError(ApiError):
 
 class NotFoundError(ApiError):
     """404: the resource does not exist in this practice."""
-
-    kind: ClassVar[ErrorKind] = "config"
 
 
 class RateLimitError(ApiError):
@@ -265,11 +258,8 @@ class TransportError(PracticeflowError):
 
 
 class StoreError(PracticeflowError):
-    """The state store cannot be read or written right now: the database is locked by
-    another process past the wait, the disk is full, or the file cannot be written.
-
-    Nothing was half-done: the transaction was rolled back. Fix the cause (stop the other
-    process, free space) and run again.
+    """The state store cannot be read or written right now (locked by another process past
+    the wait, disk full, file not writable); the transaction was rolled back, nothing half-done.
     """
 
     kind: ClassVar[ErrorKind] = "transient"
@@ -297,5 +287,3 @@ class InDoubtError(PracticeflowError):
 
 class BugError(PracticeflowError):
     """An invariant of practiceflow broke: please report it."""
-
-    kind: ClassVar[ErrorKind] = "bug"

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from practiceflow.api.paging import Page
-from practiceflow.engine.binary import resolve_destination
-from practiceflow.engine.search import collect_pages, collect_rows
+from practiceflow.engine.run_sections import collect_pages, collect_rows, resolve_destination
 from practiceflow.errors import ConfigError, ManifestError
 from practiceflow.manifest import load_action
 from practiceflow.manifest.optional_sections import filter_omit

@@ -6,40 +6,23 @@ case-insensitive text, as the API resolves names; the module's own checks stay t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from typing import Any
 
+from practiceflow.engine.masking import values_at
 from practiceflow.engine.run import run_action
 from practiceflow.errors import Issue
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest.choices import (
     ChoiceSource,
-    FieldPath,
     accepted_values,
     options_from_rows,
 )
 from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
-from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
+from practiceflow.manifest.yamlpos import Located
 
 #: Valid values named in one message at most.
 SHOWN = 20
-
-
-def values_at(data: Any, path: FieldPath, at: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
-    """Yield ``(json path, value)`` for every value of the input at a field path."""
-    if not path:
-        if data is not None:
-            yield at, data
-        return
-    head, rest = path[0], path[1:]
-    if head == "*":
-        if isinstance(data, list):
-            for index, item in enumerate(data):
-                yield from values_at(item, rest, (*at, index))
-        return
-    if isinstance(data, Mapping) and head in data:
-        yield from values_at(data[head], rest, (*at, head))
 
 
 def _valid_text(options: list[tuple[Any, str]]) -> str:
@@ -75,11 +58,10 @@ def check_choices(
             if str(value).casefold() in accepted:
                 continue
             options = options_from_rows(rows, source)
-            line, column = located.where(at) if located is not None else (0, 0)
             message = (
                 f"got {value!r}; valid values are {_valid_text(options)} (from {source.action})"
             )
-            issues.append(Issue(file, line, column, format_path(at), message))
+            issues.append((located or Located(None)).issue(file, at, message))
     return issues
 
 

@@ -1,10 +1,7 @@
 """The one place personal data (fields tagged ``x-pii``) and secrets are masked.
 
-Everything that shows data (dry run, journal, logs, errors, ``runs show``, the console) masks
-here, by two rules together: by path (a tagged field, or a request value whose template reads
-one) and by value (a personal value wherever it reappears in text, whole or as any fragment of
-:data:`MIN_FRAGMENT` characters, in any letter case; an API error also loses the value of each
-input field it names). A value shorter than :data:`MIN_WHOLE` is masked only as a whole value
+Everything that shows data masks here, by path and by value (the rules: docs/architecture.md,
+"Privacy and secrets"). A value shorter than :data:`MIN_WHOLE` is masked only as a whole value
 (an initial "J" must not blank every J of a message).
 """
 
@@ -66,19 +63,13 @@ def _descend(pii: PiiPaths, key: str | int) -> PiiPaths | None:
 
 
 def _mask_below(value: Any, pii: PiiPaths) -> Any:
-    if isinstance(value, Mapping):
-        masked: dict[Any, Any] = {}
-        for key, child in value.items():
-            rest = _descend(pii, key) if pii else pii
-            masked[key] = MASK if rest is None else _mask_below(child, rest)
-        return masked
-    if isinstance(value, list):
-        items: list[Any] = []
-        for index, child in enumerate(value):
-            rest = _descend(pii, index) if pii else pii
-            items.append(MASK if rest is None else _mask_below(child, rest))
-        return items
-    return value
+    if not isinstance(value, Mapping | list):
+        return value
+    masked: dict[Any, Any] = {}
+    for key, child in value.items() if isinstance(value, Mapping) else enumerate(value):
+        rest = _descend(pii, key) if pii else pii
+        masked[key] = MASK if rest is None else _mask_below(child, rest)
+    return masked if isinstance(value, Mapping) else list(masked.values())
 
 
 def mask_for_template(template: CompiledTemplate, value: Any, pii: PiiPaths) -> Any:
@@ -109,32 +100,39 @@ def _leaves(value: Any) -> Iterator[Any]:
         yield value
 
 
+def values_at(
+    data: Any, path: tuple[str, ...], at: tuple[str | int, ...] = ()
+) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """Yield ``(json path, value)`` for every value of ``data`` at a field path (``*``: any
+    list index)."""
+    if not path:
+        if data is not None:
+            yield at, data
+        return
+    head, rest = path[0], path[1:]
+    if head == "*":
+        if isinstance(data, list):
+            for index, item in enumerate(data):
+                yield from values_at(item, rest, (*at, index))
+        return
+    if isinstance(data, Mapping) and head in data:
+        yield from values_at(data[head], rest, (*at, head))
+
+
 def personal_values(data: Any, pii: PiiPaths) -> frozenset[str]:
     """Collect the text of every personal field of a value (an input, an output, a payload)."""
-    found: set[str] = set()
-
-    def walk(value: Any, path: tuple[str, ...]) -> None:
-        if not path:
-            found.update(str(leaf) for leaf in _leaves(value) if str(leaf))
-            return
-        head, rest = path[0], path[1:]
-        if head == "*" and isinstance(value, list):
-            for child in value:
-                walk(child, rest)
-        elif isinstance(value, Mapping) and head in value:
-            walk(value[head], rest)
-
-    for path in pii:
-        walk(data, path)
-    return frozenset(found)
+    return frozenset(
+        str(leaf)
+        for path in pii
+        for _, value in values_at(data, path)
+        for leaf in _leaves(value)
+        if str(leaf)
+    )
 
 
 def named_values(data: Any, text: str) -> frozenset[str]:
-    """The text values of the fields of ``data`` whose names appear in ``text``.
-
-    An API error that names a field (``entityName: too long (got "...")``) may echo its
-    value: that value is masked in the error whether or not the field is tagged.
-    """
+    """The text values of the fields of ``data`` whose names appear in ``text``: an API error
+    naming a field may echo its value, masked then whether or not the field is tagged."""
     lowered = text.lower()
     found: set[str] = set()
 
@@ -220,10 +218,8 @@ def mask_input(data: Any, pii: PiiPaths) -> Any:
 
 
 def mask_request(request: Mapping[str, Any], data: Any, pii: PiiPaths) -> dict[str, Any]:
-    """Mask, in a request (sent, about to be sent or described), every personal value.
-
-    The journal, the logs and every dry run show requests through this function.
-    """
+    """Mask every personal value in a request (sent, about to be sent or described); the
+    journal, the logs and every dry run show requests through this function."""
     values = personal_values(data, pii)
     shown = {key: value for key, value in request.items() if value is not None}
     masked: dict[str, Any] = mask_values(shown, values) if values else shown
@@ -239,10 +235,8 @@ def mask_output(output: Any, schema: Mapping[str, Any] | None) -> Any:
 
 
 def output_pii(output: Any, schema: Mapping[str, Any], tagged: PiiPaths | None = None) -> PiiPaths:
-    """The personal paths of one output: its schema's tags, and, when the schema marks the
-    whole record ``x-pii`` at its root, every field the schema does not declare (a record
-    that passes through, such as a client's detail: only declared, untagged fields are
-    known not to be personal).
+    """The personal paths of one output: its schema's tags, and every undeclared field when
+    the schema tags the whole record ``x-pii`` (only declared, untagged fields are known safe).
     """
     pii = lint.pii_paths(schema) if tagged is None else tagged
     if schema.get("x-pii") is True and isinstance(output, Mapping):
@@ -253,12 +247,8 @@ def output_pii(output: Any, schema: Mapping[str, Any], tagged: PiiPaths | None =
 
 
 def mask_secrets(output: Any, secret: frozenset[tuple[str, ...]]) -> Any:
-    """Mask the output fields an action tags ``x-secret`` (before the journal stores them).
-
-    Secrets never reach the journal: a step's stored output has them masked, so a run
-    resumed after a crash sees the mask where the secret was (a later step that needs a
-    secret must run in the same process as the step that produced it).
-    """
+    """Mask the output fields an action tags ``x-secret``, before the journal stores them:
+    a run resumed after a crash sees the mask (a step needing the secret runs in-process)."""
     return mask_paths(output, secret) if secret else output
 
 
@@ -272,12 +262,9 @@ def _error_text(exc: BaseException) -> str:
 
 
 def mask_error(exc: ErrorT, data: Any, pii: PiiPaths) -> ErrorT:
-    """Mask an error raised while running an action, in place, and return it.
-
-    Its message, its problem-details body (API errors), its cause (in-doubt errors) and its
-    reason (transport errors) lose every personal value of the input, every fragment of one,
-    and the value of every input field the error names.
-    """
+    """Mask an error raised while running an action, in place, and return it: its message,
+    problem body, cause and reason lose every personal value of the input (and fragment of one)
+    and the value of every input field the error names."""
     values = personal_values(data, pii) | named_values(data, _error_text(exc))
     if values:
         _mask_error_in_place(exc, values, set())

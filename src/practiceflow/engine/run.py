@@ -229,6 +229,10 @@ def _render_pair(
     return tree, tree
 
 
+#: Each part of a request spec and the name the client takes it by.
+_PARTS = (("path", "path"), ("query", "params"), ("headers", "headers"), ("body", "json"))
+
+
 def _render_request(
     module: ActionModule, data: Mapping[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -237,15 +241,14 @@ def _render_request(
     pii = module.pii_paths
     request: dict[str, Any] = {"method": spec.method}
     masked: dict[str, Any] = {"method": spec.method}
-    path, shown_path = _render_pair(spec.path, context, pii)
-    _check_path(spec.path, path)
-    request["path"], masked["path"] = path, shown_path
-    for part, name in (("query", "params"), ("headers", "headers"), ("body", "json")):
+    for part, name in _PARTS:
         tree = getattr(spec, part)
         if tree is None:
             continue
         value, hidden = _render_pair(tree, context, pii)
-        if part == "headers" and isinstance(value, dict):
+        if part == "path":
+            _check_path(spec.path, value)
+        elif part == "headers" and isinstance(value, dict):
             value = {key: str(item) for key, item in value.items()}
             hidden = {key: str(item) for key, item in hidden.items()}
         if value is not None:
@@ -275,10 +278,7 @@ def _describe(client: ClientLike | None, masked: Mapping[str, Any]) -> dict[str,
         return _describe_sent(None, masked)
     return client.describe_request(
         masked["method"],
-        # A masked path segment would not be a valid path; describe the real one.
-        masked["path"]
-        if "***" not in str(masked["path"])
-        else masked["path"].replace("***", "%2A%2A%2A"),
+        masked["path"].replace("***", "%2A%2A%2A"),  # a masked segment, as a valid path
         params=masked.get("params"),
         json=masked.get("json"),
         headers=masked.get("headers"),

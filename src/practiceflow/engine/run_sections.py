@@ -2,17 +2,20 @@
 
 :func:`prepare` refuses bad ``list.limit`` or download destinations before anything is sent;
 :func:`send` replaces ``client.request`` and hands the answer back as a response, so API errors
-keep their class and ``output.map`` works unchanged.
+keep their class and ``output.map`` works unchanged. A list's ``hasMore`` is true only when one
+more kept row exists, so collection reads on past ``limit`` until it finds one; a file answer is
+streamed beside its target by :meth:`practiceflow.api.Client.download`, never held in memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from practiceflow.engine.binary import DownloadClient, download_output, resolve_destination
-from practiceflow.engine.search import Collected, PagingClient, collect_pages, collect_rows
+from practiceflow.api.paging import Page, extract_items
 from practiceflow.errors import BugError, ConfigError, InputError, Issue
 from practiceflow.hooks import ActionContext, ClientLike
 from practiceflow.manifest.models import ActionModule
@@ -22,20 +25,101 @@ from practiceflow.templating import CompiledTemplate, utcnow
 _LIMIT = "list_limit"
 _DEST = "download_to"
 
+Keep = Callable[[Any], bool]
+
 
 @dataclass(frozen=True)
 class Answer:
-    """A response built by the engine (a collected list, a written file).
-
-    Attributes:
-        status: the HTTP status of the (last) answer.
-        headers: its headers.
-        data: the output-shaped body.
-    """
+    """A response built by the engine (a collected list, a written file)."""
 
     status: int
     headers: Mapping[str, str] = field(default_factory=dict)
     data: Any = None
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What collection found."""
+
+    items: list[Any]
+    has_more: bool
+    pages: int
+    warnings: tuple[str, ...] = ()
+
+    def output(self) -> dict[str, Any]:
+        """The list output: ``{items, count, hasMore}``."""
+        return {"items": self.items, "count": len(self.items), "hasMore": self.has_more}
+
+
+def _take(rows: Iterable[Any], items: list[Any], limit: int | None, keep: Keep | None) -> bool:
+    """Append kept rows to ``items``; True as soon as a kept row lies beyond ``limit``."""
+    for row in rows:
+        if keep is not None and not keep(row):
+            continue
+        if limit is not None and len(items) >= limit:
+            return True
+        items.append(row)
+    return False
+
+
+def collect_rows(
+    data: Any, *, where: str, limit: int | None = None, keep: Keep | None = None
+) -> Collected:
+    """Collect the rows of one list answer (not paged).
+
+    Raises:
+        ConfigError: the answer holds no list.
+    """
+    rows, flag = extract_items(data, where=where)
+    items: list[Any] = []
+    beyond = _take(rows, items, limit, keep)
+    return Collected(items, beyond or flag is True, 1)
+
+
+def collect_pages(
+    pages: Iterator[Page], *, where: str, limit: int | None = None, keep: Keep | None = None
+) -> Collected:
+    """Collect rows page by page until the list ends or one row lies beyond ``limit``; a page
+    repeating the one before (``pageNumber`` ignored) stops with a warning, not a loop.
+
+    Raises:
+        ConfigError: an answer that holds no list, or more than 10000 pages (the pager's).
+    """
+    items: list[Any] = []
+    previous: list[Any] | None = None
+    count = 0
+    for page in pages:
+        count += 1
+        if page.repeated or (previous is not None and page.items and page.items == previous):
+            warning = (
+                f"{where}: page {page.number} repeats page {page.number - 1}, so the endpoint "
+                "seems to ignore pageNumber; stopped reading there"
+            )
+            return Collected(items, False, count, (warning,))
+        previous = page.items
+        if _take(page.items, items, limit, keep):
+            return Collected(items, True, count)
+    return Collected(items, False, count)
+
+
+def resolve_destination(to: Any, filename: Any, field: str) -> tuple[Path | None, Issue | None]:
+    """Turn the rendered ``download.to`` (and ``filename``) into the file to write."""
+    if not isinstance(to, str | os.PathLike) or not str(to).strip():
+        return None, Issue("input", 0, 0, field, f"got {to!r}; expected a file or folder path")
+    target = Path(to).expanduser()
+    if target.is_dir():
+        name = Path(str(filename)).name if filename else ""
+        if not name or name in (".", ".."):
+            message = f"got the folder {str(target)!r}; give a file path to write"
+            return None, Issue("input", 0, 0, field, message)
+        return target / name, None
+    if not target.parent.is_dir():
+        message = (
+            f"got {str(target)!r}; its folder {str(target.parent)!r} does not exist "
+            "(create it first, or give an existing folder)"
+        )
+        return None, Issue("input", 0, 0, field, message)
+    return target, None
 
 
 def _render(template: Template, context: Mapping[str, Any]) -> Any:
@@ -58,10 +142,8 @@ def prepare(
     request: dict[str, Any],
     masked: dict[str, Any],
 ) -> None:
-    """Check what a list or download needs before anything is sent; add it to ``request``.
-
-    A paged list's described request shows the first page's ``pageNumber`` (and
-    ``pageSize``).
+    """Check what a list or download needs before anything is sent; add it to ``request`` (a
+    paged list's described request shows the first page's ``pageNumber`` and ``pageSize``).
 
     Raises:
         InputError: the limit or the destination is not acceptable; nothing was sent.
@@ -94,17 +176,14 @@ def prepare(
         request[_DEST] = target
 
 
-def _keeper(module: ActionModule, ctx: ActionContext) -> Any:
-    spec = module.extensions.list
-    template = spec.filter if spec is not None else None
-    if not isinstance(template, CompiledTemplate):
-        return None
-    now = utcnow()
-
-    def keep(row: Any) -> bool:
-        return bool(template.render({"item": row, "input": ctx.input, "now": now}))
-
-    return keep
+def _request(client: ClientLike, request: Mapping[str, Any]) -> Any:
+    return client.request(
+        request["method"],
+        request["path"],
+        params=request.get("params"),
+        json=request.get("json"),
+        headers=request.get("headers"),
+    )
 
 
 def _collect(
@@ -116,27 +195,25 @@ def _collect(
         raise BugError(message)
     where = f"{request['method']} {request['path']}"
     limit = request.get(_LIMIT)
-    keep = _keeper(module, ctx)
-    collected: Collected
-    if spec.paged:
-        if not isinstance(client, PagingClient):
-            message = f"{module.key}: this client cannot page lists (it has no pages method)"
-            raise ConfigError(message)
-        pages = client.pages(
-            request["path"], params=request.get("params"), page_size=spec.page_size
-        )
-        collected = collect_pages(pages, where=where, limit=limit, keep=keep)
-        ctx.warnings.extend(collected.warnings)
-        return Answer(200, {}, collected.output())
-    response = client.request(
-        request["method"],
-        request["path"],
-        params=request.get("params"),
-        json=request.get("json"),
-        headers=request.get("headers"),
-    )
-    collected = collect_rows(response.data, where=where, limit=limit, keep=keep)
-    return Answer(response.status, response.headers, collected.output())
+    keep: Keep | None = None
+    if isinstance(spec.filter, CompiledTemplate):
+        template, now = spec.filter, utcnow()
+
+        def keep(row: Any) -> bool:
+            return bool(template.render({"item": row, "input": ctx.input, "now": now}))
+
+    if not spec.paged:
+        response = _request(client, request)
+        collected = collect_rows(response.data, where=where, limit=limit, keep=keep)
+        return Answer(response.status, response.headers, collected.output())
+    pages = getattr(client, "pages", None)
+    if pages is None:
+        message = f"{module.key}: this client cannot page lists (it has no pages method)"
+        raise ConfigError(message)
+    found = pages(request["path"], params=request.get("params"), page_size=spec.page_size)
+    collected = collect_pages(found, where=where, limit=limit, keep=keep)
+    ctx.warnings.extend(collected.warnings)
+    return Answer(200, {}, collected.output())
 
 
 def send(
@@ -153,22 +230,25 @@ def send(
     spec = module.extensions
     response: Any
     if spec.download is not None:
-        if not isinstance(client, DownloadClient):
+        download = getattr(client, "download", None)
+        if download is None:
             message = f"{module.key}: this client cannot download files (no download method)"
             raise ConfigError(message)
-        result = client.download(request["path"], request[_DEST], params=request.get("params"))
+        result = download(request["path"], request[_DEST], params=request.get("params"))
         headers = {"content-type": result.content_type} if result.content_type else {}
-        response = Answer(200, headers, download_output(result))
+        path = Path(result.path)
+        output = {
+            "path": str(path),
+            "fileName": path.name,
+            "size": int(result.size),
+            "sha256": str(result.sha256),
+            "contentType": result.content_type,
+        }
+        response = Answer(200, headers, output)
     elif spec.list is not None:
         response = _collect(module, ctx, client, request)
     else:
-        response = client.request(
-            request["method"],
-            request["path"],
-            params=request.get("params"),
-            json=request.get("json"),
-            headers=request.get("headers"),
-        )
+        response = _request(client, request)
     if spec.warn_if:
         headers = {str(key).lower(): value for key, value in response.headers.items()}
         context = {"response": response.data, "headers": headers, "input": ctx.input}

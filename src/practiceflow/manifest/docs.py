@@ -62,10 +62,10 @@ def _path(module: ActionModule) -> str:
     return re.sub(r"\{\{\s*input\.(\w+)[^}]*\}\}", r"{\1}", source)
 
 
-def _input_table(schema: Mapping[str, Any]) -> list[str]:
+def _input_table(schema: Mapping[str, Any]) -> str:
     properties: Mapping[str, Any] = schema.get("properties", {})
     if not properties:
-        return ["No input.\n"]
+        return "No input.\n"
     required = set(schema.get("required", ()))
     defs: Mapping[str, Any] = schema.get("$defs", {})
     lines = [
@@ -84,10 +84,8 @@ def _input_table(schema: Mapping[str, Any]) -> list[str]:
         row = [f"`{name}`", _type_of(field, defs), mark, _cell(about), _cell(example)]
         lines.append("| " + " | ".join(row) + " |")
     if schema.get("additionalProperties") is True:
-        lines.append("")
-        lines.append("Other fields are accepted and sent as given.")
-    lines.append("")
-    return ["\n".join(lines)]
+        lines += ["", "Other fields are accepted and sent as given."]
+    return "\n".join(lines) + "\n"
 
 
 def _action(module: ActionModule) -> list[str]:
@@ -106,7 +104,7 @@ def _action(module: ActionModule) -> list[str]:
         _cell(module.description) + "\n",
         "- " + " · ".join(facts) + "\n",
         "**Input**\n",
-        *_input_table(module.input_schema),
+        _input_table(module.input_schema),
     ]
     example = module.example_input()
     if example:
@@ -127,7 +125,7 @@ def _trigger(module: TriggerModule) -> list[str]:
         "- trigger · " + (" and ".join(ways) or "no delivery declared") + "\n",
     ]
     if module.input_schema.get("properties"):
-        parts += ["**Options**\n", *_input_table(module.input_schema)]
+        parts += ["**Options**\n", _input_table(module.input_schema)]
     parts += ["**Sample event**\n", _json(dict(module.sample))]
     return parts
 

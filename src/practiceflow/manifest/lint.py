@@ -5,26 +5,19 @@ Each returns issues and never raises, so that all of a file's problems are repor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from practiceflow.errors import Issue
-from practiceflow.manifest.patterns import pattern_problem
 from practiceflow.manifest.validation import (
     compile_validator,
-    did_you_mean,
     draft_validator,
+    hint,
     issues_for,
+    pattern_problem,
 )
-from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
-from practiceflow.templating import CompiledTemplate, iter_templates
-
-
-def _issue(
-    file: str, located: Located, path: JsonPath, message: str, *, key: bool = False
-) -> Issue:
-    line, column = located.where(path, key=key)
-    return Issue(file, line, column, format_path(path), message)
+from practiceflow.manifest.yamlpos import JsonPath, Located
+from practiceflow.templating import CompiledTemplate, Origin, compile_tree, iter_templates
 
 
 def _subschemas(
@@ -70,7 +63,7 @@ def check_schema(
         pattern = sub.get("pattern")
         problem = pattern_problem(pattern) if isinstance(pattern, str) else None
         if problem:
-            issues.append(_issue(file, located, (*path, "pattern"), problem))
+            issues.append(located.issue(file, (*path, "pattern"), problem))
     issues += _ref_loops(schema, at, file=file, located=located)
     sound = draft and not issues
     defs = schema.get("$defs", {})
@@ -81,12 +74,9 @@ def check_schema(
             for index, name in enumerate(required):
                 # A name that is not a string is the draft meta-schema's to report.
                 if isinstance(name, str) and name not in properties:
-                    match = did_you_mean(str(name), properties)
-                    hint = (
-                        f"did you mean {match!r}?" if match else f"declared: {sorted(properties)}"
-                    )
-                    message = f"{name!r} is required but not declared in properties; {hint}"
-                    issues.append(_issue(file, located, (*path, "required", index), message))
+                    near = hint(name, properties, f"declared: {sorted(properties)}")
+                    message = f"{name!r} is required but not declared in properties; {near}"
+                    issues.append(located.issue(file, (*path, "required", index), message))
         examples = sub.get("examples")
         if sound and isinstance(examples, list) and path != at:
             validator = compile_validator({**sub, "$defs": defs} if defs else sub)
@@ -144,7 +134,7 @@ def _ref_loops(
                         f"$ref loops back to itself without entering a field ({loop}); "
                         "validating any value would never end"
                     )
-                    issues.append(_issue(file, located, where, message))
+                    issues.append(located.issue(file, where, message))
                     stack.clear()
                     break
                 if target not in seen:
@@ -166,17 +156,32 @@ def check_template_names(
     issues: list[Issue] = []
     for template in templates:
         for name in sorted(template.names - set(allowed_names)):
-            match = did_you_mean(name, allowed_names)
-            hint = (
-                f"did you mean {match!r}?" if match else f"templates here may read {allowed_names}"
-            )
-            issues.append(template.origin.issue(f"unknown name {name!r} in template; {hint}"))
+            near = hint(name, allowed_names, f"templates here may read {allowed_names}")
+            issues.append(template.origin.issue(f"unknown name {name!r} in template; {near}"))
         for name in sorted(template.attributes.get("input", frozenset()) - set(fields)):
-            match = did_you_mean(name, fields)
-            hint = f"did you mean {match!r}?" if match else f"declared: {fields}"
-            message = f"input.{name} is not declared in input.properties; {hint}"
+            near = hint(name, fields, f"declared: {fields}")
+            message = f"input.{name} is not declared in input.properties; {near}"
             issues.append(template.origin.issue(message))
     return issues
+
+
+def compile_checked(
+    value: Any,
+    at: JsonPath,
+    *,
+    origin_for: Callable[[JsonPath], Origin],
+    allowed: Iterable[str],
+    fields: Iterable[str],
+    file: str,
+    issues: list[Issue],
+) -> Any:
+    """Compile a tree of templates and check the names they read (issues appended)."""
+    tree, found = compile_tree(value, origin_for, at)
+    issues += found
+    issues += check_template_names(
+        templates_of(tree), allowed=allowed, input_fields=fields, file=file
+    )
+    return tree
 
 
 def check_names(
@@ -184,21 +189,19 @@ def check_names(
 ) -> list[Issue]:
     """Check that names (of checks, hooks, modules) exist in a registry."""
     valid = sorted(known)
-    if not isinstance(names, str | list):  # a wrong type is the meta-schema's to report
+    if isinstance(names, str):
+        items = [(at, names)]
+    elif isinstance(names, list):
+        items = [((*at, index), name) for index, name in enumerate(names) if isinstance(name, str)]
+    else:  # a wrong type is the meta-schema's to report
         return []
-    items = (
-        [(at, names)]
-        if isinstance(names, str)
-        else [((*at, index), name) for index, name in enumerate(names) if isinstance(name, str)]
-    )
-    issues = []
-    for path, name in items:
-        if name in valid:
-            continue
-        match = did_you_mean(name, valid)
-        hint = f"did you mean {match!r}?" if match else f"valid values are {valid}"
-        issues.append(_issue(file, located, path, f"unknown {what} {name!r}; {hint}"))
-    return issues
+    return [
+        located.issue(
+            file, path, f"unknown {what} {name!r}; {hint(name, valid, f'valid values are {valid}')}"
+        )
+        for path, name in items
+        if name not in valid
+    ]
 
 
 def pii_paths(schema: Mapping[str, Any], marker: str = "x-pii") -> frozenset[tuple[str, ...]]:

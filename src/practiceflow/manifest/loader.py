@@ -7,6 +7,7 @@ file, located as ``file:line:column json.path: message``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Final
@@ -51,6 +52,8 @@ ACTION_NAMES = frozenset({"input", "now"})
 OUTPUT_NAMES = frozenset({"response", "headers", "input", "now"})
 #: Names recipe templates may read.
 RECIPE_NAMES = frozenset({"trigger", "steps", "vars", "now", "item"})
+#: ``if`` and ``for_each`` are computed from the event: an example of each.
+_EXAMPLES: Final = {"if": "{{ trigger.amount > 0 }}", "for_each": "{{ vars.forms }}"}
 _WEBHOOK_NAMES = frozenset({"body", "data", "headers", "input", "now"})
 _POLL_NAMES = frozenset({"item", "input", "now"})
 
@@ -106,13 +109,14 @@ def _origins(file: str, located: Located) -> Callable[[JsonPath], Origin]:
 def _start(kind: str, located: Located, file: str, stem: str | None) -> list[Issue]:
     data = located.data
     if not isinstance(data, Mapping):
-        return [Issue(file, 1, 1, "", f"expected a mapping of {kind} fields at the top")]
+        raise ManifestError(
+            [Issue(file, 1, 1, "", f"expected a mapping of {kind} fields at the top")]
+        )
     issues = issues_for(meta_validator(kind), data, file=file, located=located)
     key = data.get("key")
     if stem is not None and isinstance(key, str) and key != stem:
-        line, column = located.where(("key",))
         message = f"got {key!r}; the key must equal the file name, {stem!r}"
-        issues.append(Issue(file, line, column, "key", message))
+        issues.append(located.issue(file, ("key",), message))
     return issues
 
 
@@ -127,15 +131,16 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-def _schema_issues(
-    data: Mapping[str, Any],
-    input_schema: dict[str, Any],
-    output_schema: dict[str, Any],
-    issues: list[Issue],
-    file: str,
-    located: Located,
-) -> list[Issue]:
-    """The module's input and output schemas, and its sample against the output schema."""
+def _module_start(
+    kind: str, located: Located, file: str, stem: str | None
+) -> tuple[list[Issue], dict[str, Any], dict[str, Any]]:
+    """The issues of a module's fields, input and output schemas and sample; the schemas."""
+    issues = _start(kind, located, file, stem)
+    data = located.data
+    input_schema = _as_dict(data.get("input"))
+    if kind == "trigger" and not input_schema:
+        input_schema = {"type": "object", "properties": {}}
+    output_schema = _as_dict(_as_dict(data.get("output")).get("schema"))
     found: list[Issue] = []
     if "input" in data:
         found += lint.check_schema(
@@ -150,7 +155,7 @@ def _schema_issues(
         found += issues_for(
             validator, data["sample"], file=file, located=located, prefix=("sample",)
         )
-    return found
+    return issues + found, input_schema, output_schema
 
 
 def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
@@ -165,59 +170,36 @@ def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
 
 def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
     """Build an action module from an already read document (see :func:`load_action`)."""
-    issues = _start("action", located, file, stem)
+    issues, input_schema, output_schema = _module_start("action", located, file, stem)
     data = located.data
-    if not isinstance(data, Mapping):
-        raise ManifestError(issues)
-    input_schema = _as_dict(data.get("input"))
     output = _as_dict(data.get("output"))
-    output_schema = _as_dict(output.get("schema"))
     request = _as_dict(data.get("request"))
-    issues += _schema_issues(data, input_schema, output_schema, issues, file, located)
-
     origin_for = _origins(file, located)
-    trees: dict[str, Any] = {}
-    for part in ("path", "query", "headers", "body"):
-        if part in request:
-            trees[part], found = compile_tree(request[part], origin_for, ("request", part))
-            issues += found
-    out_map, found = compile_tree(output.get("map"), origin_for, ("output", "map"))
-    issues += found
     fields = list(_as_dict(input_schema.get("properties")))
-    issues += lint.check_template_names(
-        lint.templates_of(*trees.values()), allowed=ACTION_NAMES, input_fields=fields, file=file
+    checked = partial(
+        lint.compile_checked, origin_for=origin_for, fields=fields, file=file, issues=issues
     )
-    issues += lint.check_template_names(
-        lint.templates_of(out_map), allowed=OUTPUT_NAMES, input_fields=fields, file=file
-    )
+    parts = [part for part in ("path", "query", "headers", "body") if part in request]
+    trees = {
+        part: checked(request[part], ("request", part), allowed=ACTION_NAMES) for part in parts
+    }
+    out_map = checked(output.get("map"), ("output", "map"), allowed=OUTPUT_NAMES)
     if _clean(issues, "input"):
         issues += check_references(
             lint.templates_of(*trees.values(), out_map), {"input": input_target(input_schema)}
         )
-    extensions, found = compile_extensions(data, origin_for, fields, file=file, located=located)
-    issues += found
-    issues += lint.check_names(
-        data.get("checks"), hooks.CHECKS, what="check", at=("checks",), file=file, located=located
-    )
-    if "hook" in data:
-        issues += lint.check_names(
-            data.get("hook"), hooks.HOOKS, what="hook", at=("hook",), file=file, located=located
-        )
+    extensions = compile_extensions(data, checked, issues, file=file, located=located)
     read_back = _as_dict(data.get("read_back"))
-    if read_back:
-        issues += lint.check_names(
-            read_back.get("hook"),
-            hooks.read_backs.READ_BACKS,
-            what="read-back",
-            at=("read_back", "hook"),
-            file=file,
-            located=located,
-        )
-        marked = _as_dict(read_back.get("marker")).get("field")
-        if marked is not None and marked not in fields:
-            where = located.where(("read_back", "marker", "field"))
-            message = f"got {marked!r}; the marker's field must be an input field: {fields}"
-            issues.append(Issue(file, *where, "read_back.marker.field", message))
+    for value, known, what, at in (
+        (data.get("checks"), hooks.CHECKS, "check", ("checks",)),
+        (data.get("hook"), hooks.HOOKS, "hook", ("hook",)),
+        (read_back.get("hook"), hooks.read_backs.READ_BACKS, "read-back", ("read_back", "hook")),
+    ):
+        issues += lint.check_names(value, known, what=what, at=at, file=file, located=located)
+    marked = _as_dict(read_back.get("marker")).get("field")
+    if marked is not None and marked not in fields:
+        message = f"got {marked!r}; the marker's field must be an input field: {fields}"
+        issues.append(located.issue(file, ("read_back", "marker", "field"), message))
     if issues:
         raise ManifestError(issues)
 
@@ -285,25 +267,19 @@ def load_trigger(path: PathLike, *, display: str | None = None) -> TriggerModule
 
 def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule:
     """Build a trigger module from an already read document (see :func:`load_trigger`)."""
-    issues = _start("trigger", located, file, stem)
+    issues, input_schema, output_schema = _module_start("trigger", located, file, stem)
     data = located.data
-    if not isinstance(data, Mapping):
-        raise ManifestError(issues)
-    input_schema = _as_dict(data.get("input")) or {"type": "object", "properties": {}}
-    output_schema = _as_dict(_as_dict(data.get("output")).get("schema"))
-    issues += _schema_issues(data, input_schema, output_schema, issues, file, located)
     origin_for = _origins(file, located)
     fields = list(_as_dict(input_schema.get("properties")))
+    checked = partial(
+        lint.compile_checked, origin_for=origin_for, fields=fields, file=file, issues=issues
+    )
     sections: dict[str, dict[str, Any] | None] = {}
     for name, allowed in (("webhook", _WEBHOOK_NAMES), ("poll", _POLL_NAMES)):
         if name not in data:
             sections[name] = None
             continue
-        compiled, found = compile_tree(_as_dict(data[name]), origin_for, (name,))
-        issues += found
-        issues += lint.check_template_names(
-            lint.templates_of(compiled), allowed=allowed, input_fields=fields, file=file
-        )
+        compiled = checked(_as_dict(data[name]), (name,), allowed=allowed)
         if _clean(issues, "input"):
             issues += check_references(
                 lint.templates_of(compiled), {"input": input_target(input_schema)}
@@ -387,25 +363,35 @@ def recipe_from(located: Located, file: str) -> Recipe:
     trigger_with, found = compile_tree(trigger.get("with", {}), origin_for, ("trigger", "with"))
     issues += found
     if "max_delay" in trigger and (problem := max_delay_problem(trigger["max_delay"])):
-        line, column = located.where(("trigger", "max_delay"))
-        issues.append(Issue(file, line, column, "trigger.max_delay", problem))
+        issues.append(located.issue(file, ("trigger", "max_delay"), problem))
     seen: list[str] = []
     steps: list[RecipeStep] = []
     for index, raw in enumerate(data["steps"]):
         at: JsonPath = ("steps", index)
         if raw["id"] in seen:
-            line, column = located.where((*at, "id"))
             message = f"step id {raw['id']!r} is used twice; ids must be unique"
-            issues.append(Issue(file, line, column, format_path((*at, "id")), message))
+            issues.append(located.issue(file, (*at, "id"), message))
         compiled: dict[str, Any] = {}
         for part in ("with", "if", "for_each"):
             if part in raw:
                 compiled[part], found = compile_tree(raw[part], origin_for, (*at, part))
                 issues += found
-                if part != "with" and isinstance(compiled[part], str) and not found:
-                    issues.append(_not_a_template(file, located, (*at, part), compiled[part]))
+                text = compiled[part]
+                if part != "with" and isinstance(text, str) and not found:  # a constant
+                    message = (
+                        f"got {text[:60]!r}, which is plain text, not a template; {part} is "
+                        f"computed from the event, such as {_EXAMPLES[part]!r}"
+                    )
+                    issues.append(located.issue(file, (*at, part), message))
         for template in lint.templates_of(*compiled.values()):
-            issues += _recipe_template_issues(template, seen)
+            found = lint.check_template_names(
+                [template], allowed=RECIPE_NAMES, input_fields=(), file=template.origin.file
+            )
+            # 'input' is not a recipe name: drop the undeclared-input noise of the names check.
+            issues += [issue for issue in found if not issue.message.startswith("input.")]
+            for name in sorted(template.attributes.get("steps", frozenset()) - set(seen)):
+                hint = f"earlier steps are {seen}" if seen else "no step runs before this one"
+                issues.append(template.origin.issue(f"steps.{name} is not an earlier step; {hint}"))
         steps.append(
             RecipeStep(
                 id=raw["id"],
@@ -436,18 +422,6 @@ def recipe_from(located: Located, file: str) -> Recipe:
     )
 
 
-def _recipe_template_issues(template: Any, earlier: list[str]) -> list[Issue]:
-    issues = lint.check_template_names(
-        [template], allowed=RECIPE_NAMES, input_fields=(), file=template.origin.file
-    )
-    # 'input' is not a recipe name; drop the undeclared-input noise check_template_names adds.
-    issues = [issue for issue in issues if not issue.message.startswith("input.")]
-    for name in sorted(template.attributes.get("steps", frozenset()) - set(earlier)):
-        hint = f"earlier steps are {earlier}" if earlier else "no step runs before this one"
-        issues.append(template.origin.issue(f"steps.{name} is not an earlier step; {hint}"))
-    return issues
-
-
 def load_connector(path: PathLike | None = None) -> dict[str, Any]:
     """Load the connector manifest (default: the shipped ``manifests/connector.yaml``).
 
@@ -460,17 +434,3 @@ def load_connector(path: PathLike | None = None) -> dict[str, Any]:
     if issues:
         raise ManifestError(issues)
     return dict(located.data)
-
-
-_EXAMPLES: Final = {"if": "{{ trigger.amount > 0 }}", "for_each": "{{ vars.forms }}"}
-
-
-def _not_a_template(file: str, located: Located, at: JsonPath, text: str) -> Issue:
-    """``if`` and ``for_each`` are read as templates; plain text would be a constant."""
-    line, column = located.where(at)
-    part = str(at[-1])
-    message = (
-        f"got {text[:60]!r}, which is plain text, not a template; {part} is computed from the "
-        f"event, such as {_EXAMPLES[part]!r}"
-    )
-    return Issue(file, line, column, format_path(at), message)

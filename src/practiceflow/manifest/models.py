@@ -58,19 +58,10 @@ class ActionModule:
     """A loaded action module (see ``manifests/action.schema.json`` for every field).
 
     Attributes:
-        key: the action's key (its file name stem).
-        kind: create, search or read, for exporters; None when not said.
-        input_schema: JSON Schema of the input.
-        sample: an example output (valid against the output schema).
-        needs_write: whether the route needs ``canWrite``.
         errors: HTTP status -> what the user should do.
-        override: whether it replaces a shipped module of the same key.
-        source: the file it was loaded from, as shown in messages.
-        pii_paths: JSON paths of input fields marked ``x-pii`` (``*`` stands for any index).
-        secret_paths: JSON paths of output fields marked ``x-secret``.
-        output_pii_paths: JSON paths of output fields marked ``x-pii`` (found when the
-            module is loaded, not for each output).
-        extensions: the optional ``list``, ``download`` and ``warn_if`` sections.
+        pii_paths: JSON paths of input fields marked ``x-pii`` (``*`` stands for any index);
+            ``secret_paths`` and ``output_pii_paths`` are the output's ``x-secret`` and
+            ``x-pii`` fields, found once at load.
         choices: input fields whose choices a list action reads (``x-choices``), by path.
         read_back: how an in-doubt write is looked for; None: a person decides.
         text: the YAML text it was built from (a run's version records it).
@@ -119,20 +110,8 @@ class ActionModule:
 
 @dataclass(frozen=True, eq=False)
 class TriggerModule:
-    """A loaded trigger module (see ``manifests/trigger.schema.json``).
-
-    Attributes:
-        key: the trigger's key (its file name stem).
-        input_schema: JSON Schema of the trigger's options (empty object when none).
-        output_schema: JSON Schema of each event.
-        webhook: the webhook section with compiled templates, or None.
-        poll: the poll section with compiled templates, or None.
-        override: whether it replaces a shipped module of the same key.
-        choices: input fields whose choices a list action reads (``x-choices``), by path.
-        text: the YAML text it was built from (a run's version records it).
-        output_pii_paths: JSON paths of event fields marked ``x-pii`` (found when the
-            module is loaded, not for each event).
-    """
+    """A loaded trigger module (see ``manifests/trigger.schema.json``); ``input_schema``
+    holds its options, ``output_schema`` each event's shape, the rest as in an action."""
 
     key: str
     title: str
@@ -156,13 +135,7 @@ Module = ActionModule | TriggerModule
 
 @dataclass(frozen=True)
 class RecipeStep:
-    """One step of a recipe.
-
-    Attributes:
-        id: unique id; later steps read its output as ``steps.<id>``.
-        on_error: ``stop`` or ``continue``.
-        retry: retry settings for read steps (``attempts``, ``backoff``), or None.
-    """
+    """One step of a recipe; later steps read its output as ``steps.<id>``."""
 
     id: str
     use: str
@@ -178,11 +151,7 @@ class Recipe:
     """A loaded recipe (see ``manifests/recipe.schema.json``).
 
     Attributes:
-        profile: credentials profile name, or None.
-        mode: auto, webhook, poll or both.
         trigger_with: the trigger's options as a compiled tree.
-        vars: named values templates read as ``vars``.
-        text: the YAML text it was built from (a run's version records it).
         max_delay: seconds the trigger's events may wait to be seen (``trigger.max_delay``),
             or None: the poll interval.
     """

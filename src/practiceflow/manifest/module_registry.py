@@ -16,7 +16,7 @@ from practiceflow.manifest.choices import check_sources
 from practiceflow.manifest.loader import PathLike, load_module, read_located
 from practiceflow.manifest.models import ActionModule, Module, TriggerModule
 from practiceflow.manifest.resources import data_dir
-from practiceflow.manifest.validation import did_you_mean
+from practiceflow.manifest.validation import hint
 
 _SUFFIXES = (".yaml", ".yml")
 #: Test files (``practiceflow test``) may sit beside modules; they are not modules.
@@ -52,9 +52,7 @@ class ModuleRegistry:
 
 
 def _missing(table: Mapping[str, Module], key: str, what: str) -> ConfigError:
-    match = did_you_mean(key, table)
-    hint = f"did you mean {match!r}?" if match else f"valid values are {sorted(table)}"
-    message = f"no {what} named {key!r}; {hint}"
+    message = f"no {what} named {key!r}; {hint(key, table, f'valid values are {sorted(table)}')}"
     return ConfigError(message)
 
 
@@ -148,7 +146,6 @@ def _duplicate(
     item: Traversable, display: str, kind: str, key: str, where: str, shipped: bool
 ) -> Issue:
     located, _ = read_located(item, display)
-    line, column = located.where(("key",))
     if shipped:
         message = (
             f"{kind} {key!r} is already shipped ({where}); add 'override: true' to replace it, "
@@ -156,7 +153,7 @@ def _duplicate(
         )
     else:
         message = f"{kind} {key!r} is also defined in {where}; keys must be unique"
-    return Issue(display, line, column, "key", message)
+    return located.issue(display, ("key",), message)
 
 
 @lru_cache(maxsize=1)

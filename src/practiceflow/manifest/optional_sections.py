@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from practiceflow.errors import Issue
-from practiceflow.manifest import lint
-from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
-from practiceflow.templating import CompiledTemplate, Origin, add_filter, compile_tree
+from practiceflow.manifest.yamlpos import JsonPath, Located
+from practiceflow.templating import CompiledTemplate, add_filter
 
 #: Names a ``list.limit`` template may read.
 LIMIT_NAMES = frozenset({"input", "now"})
@@ -28,11 +27,8 @@ Template = CompiledTemplate | str | None
 
 
 def filter_omit(value: Any, *keys: str) -> dict[str, Any]:
-    """``{{ input | omit('entityKey') }}``: a copy of a mapping without some keys.
-
-    Tolerant modules send the fields of their input that they do not use themselves (path
-    parameters, ``limit``, client-side filters) as given, for shapes the spec leaves
-    "not shown".
+    """``{{ input | omit('entityKey') }}``: a copy of a mapping without some keys (tolerant
+    modules pass on the input fields they do not use, for shapes the spec leaves "not shown").
 
     Raises:
         TypeError: when ``value`` is not a mapping.
@@ -84,38 +80,25 @@ class Extensions:
         return self.list is not None or self.download is not None or bool(self.warn_if)
 
 
-def _compile(
-    value: Any,
-    at: JsonPath,
-    origin_for: Callable[[JsonPath], Origin],
-    allowed: Iterable[str],
-    fields: list[str],
-    file: str,
-    issues: list[Issue],
-) -> Template:
-    if value is None:
-        return None
-    tree, found = compile_tree(value, origin_for, at)
-    issues.extend(found)
-    issues.extend(
-        lint.check_template_names(
-            lint.templates_of(tree), allowed=allowed, input_fields=fields, file=file
-        )
-    )
-    return tree if isinstance(tree, CompiledTemplate | str) else None
-
-
 def compile_extensions(
     data: Mapping[str, Any],
-    origin_for: Callable[[JsonPath], Origin],
-    input_fields: Iterable[str],
+    checked: Callable[..., Any],
+    issues: list[Issue],
     *,
     file: str,
     located: Located,
-) -> tuple[Extensions, list[Issue]]:
-    """Compile the ``list``, ``download`` and ``warn_if`` sections of an action module."""
-    issues: list[Issue] = []
-    fields = list(input_fields)
+) -> Extensions:
+    """Compile the ``list``, ``download`` and ``warn_if`` sections of an action module.
+
+    ``checked`` is :func:`~practiceflow.manifest.lint.compile_checked` bound to the module;
+    issues are appended to ``issues``.
+    """
+
+    def compiled(section: Mapping[str, Any], at: JsonPath, allowed: Iterable[str]) -> Template:
+        value = section.get(str(at[-1]))
+        tree = None if value is None else checked(value, at, allowed=allowed)
+        return tree if isinstance(tree, CompiledTemplate | str) else None
+
     spec_list: ListSpec | None = None
     spec_download: DownloadSpec | None = None
     raw_list = data.get("list")
@@ -124,87 +107,31 @@ def compile_extensions(
         spec_list = ListSpec(
             paged=bool(raw_list.get("paged", False)),
             page_size=size if isinstance(size, int) else None,
-            limit=_compile(
-                raw_list.get("limit"),
-                ("list", "limit"),
-                origin_for,
-                LIMIT_NAMES,
-                fields,
-                file,
-                issues,
-            ),
-            filter=_compile(
-                raw_list.get("filter"),
-                ("list", "filter"),
-                origin_for,
-                FILTER_NAMES,
-                fields,
-                file,
-                issues,
-            ),
+            limit=compiled(raw_list, ("list", "limit"), LIMIT_NAMES),
+            filter=compiled(raw_list, ("list", "filter"), FILTER_NAMES),
         )
-        if raw_list.get("page_size") is not None and not spec_list.paged:
-            issues.append(_issue(file, located, ("list", "page_size"), "needs 'paged: true'"))
+        if size is not None and not spec_list.paged:
+            issues.append(located.issue(file, ("list", "page_size"), "needs 'paged: true'"))
     raw_download = data.get("download")
     if isinstance(raw_download, Mapping):
         spec_download = DownloadSpec(
-            to=_compile(
-                raw_download.get("to"),
-                ("download", "to"),
-                origin_for,
-                DOWNLOAD_NAMES,
-                fields,
-                file,
-                issues,
-            ),
-            filename=_compile(
-                raw_download.get("filename"),
-                ("download", "filename"),
-                origin_for,
-                DOWNLOAD_NAMES,
-                fields,
-                file,
-                issues,
-            ),
+            to=compiled(raw_download, ("download", "to"), DOWNLOAD_NAMES),
+            filename=compiled(raw_download, ("download", "filename"), DOWNLOAD_NAMES),
         )
-        method = (
-            data.get("request", {}).get("method")
-            if isinstance(data.get("request"), Mapping)
-            else None
-        )
+        request = data.get("request")
+        method = request.get("method") if isinstance(request, Mapping) else None
         if method not in (None, "GET"):
             message = f"a download is read with GET; got request.method {method!r}"
-            issues.append(_issue(file, located, ("download",), message))
+            issues.append(located.issue(file, ("download",), message))
         if spec_list is not None:
             message = "a module is a list or a download, not both"
-            issues.append(_issue(file, located, ("download",), message))
+            issues.append(located.issue(file, ("download",), message))
     warnings: list[WarningSpec] = []
     raw_warnings = data.get("warn_if")
     # The meta-schema's issues are reported with these; a wrong type is skipped here.
     for index, raw in enumerate(raw_warnings if isinstance(raw_warnings, list) else []):
-        if not isinstance(raw, Mapping):
-            continue
-        at: JsonPath = ("warn_if", index)
-        warnings.append(
-            WarningSpec(
-                when=_compile(
-                    raw.get("when"), (*at, "when"), origin_for, WARNING_NAMES, fields, file, issues
-                ),
-                message=_compile(
-                    raw.get("message"),
-                    (*at, "message"),
-                    origin_for,
-                    WARNING_NAMES,
-                    fields,
-                    file,
-                    issues,
-                ),
-            )
-        )
-    extensions = Extensions(list=spec_list, download=spec_download, warn_if=tuple(warnings))
-    return extensions, issues
-
-
-def _issue(file: str, located: Located, path: JsonPath, message: str) -> Issue:
-    line, column = located.where(path)
-    return Issue(file, line, column, format_path(path), message)
+        if isinstance(raw, Mapping):
+            when = compiled(raw, ("warn_if", index, "when"), WARNING_NAMES)
+            message_template = compiled(raw, ("warn_if", index, "message"), WARNING_NAMES)
+            warnings.append(WarningSpec(when=when, message=message_template))
+    return Extensions(list=spec_list, download=spec_download, warn_if=tuple(warnings))

@@ -1,11 +1,8 @@
 """Static checks of the paths templates read, against JSON Schemas (never against samples).
 
-Each chain of lookups in a template (``steps.bill.billTotl``) is followed through the schema of
-its root name (trigger output, action output, recipe ``vars``). A path is refused only where the
-schema cannot hold it: an undeclared field of a closed object, a near miss of a declared field of
-an open one ("did you mean"), or a field of a non-mapping. Open schemas, ``is defined`` guards,
-method calls and names the template assigns itself are not judged: an API may send more than it
-declares.
+Each chain of lookups (``steps.bill.billTotl``) is followed through the schema of its root name;
+what is refused and what is not judged is told in docs/recipes-reference.md. An API may send
+more than it declares, so an open schema is never a reason to refuse.
 """
 
 from __future__ import annotations
@@ -53,7 +50,6 @@ class Reference:
     name: str
     segments: tuple[Segment, ...]
     line: int
-    node: nodes.Expr
 
 
 def position(schema: Mapping[str, Any] | None) -> Position:
@@ -72,10 +68,8 @@ def union(*positions: Position) -> Position:
 
 
 def input_target(schema: Mapping[str, Any]) -> Target:
-    """What ``input`` reads in a module's templates: its declared fields, checked below them.
-
-    A first-level field the schema does not declare is left to
-    :func:`~practiceflow.manifest.lint.check_template_names`, which reports it already.
+    """What ``input`` reads in a module's templates: its declared fields, checked below them
+    (an undeclared first-level field is :func:`~practiceflow.manifest.lint.check_template_names`'s).
     """
     properties = schema.get("properties")
     fields = properties if isinstance(properties, Mapping) else {}
@@ -89,18 +83,12 @@ def input_target(schema: Mapping[str, Any]) -> Target:
 
 
 def literal_schema(value: Any) -> Mapping[str, Any]:
-    """A closed schema for literal data, such as a recipe's ``vars``.
-
-    A list's ``items`` holds every element: mappings give the union of their keys (each
-    key's schema holding its values in every element that has it), scalars of one or more
-    types their types; elements that differ in shape (a mapping beside a string, a list, a
-    null) give an open schema, so no path read from them is refused.
-    """
+    """A closed schema for literal data, such as a recipe's ``vars``; a list's elements of
+    differing shapes (a mapping beside a string, a null) give an open one."""
     return _schema_of([value])
 
 
 def _schema_of(values: Sequence[Any]) -> dict[str, Any]:
-    """One schema that every value given fits (open when they differ in shape)."""
     if not values:
         return {}
     if all(isinstance(value, Mapping) for value in values):
@@ -120,7 +108,6 @@ def _schema_of(values: Sequence[Any]) -> dict[str, Any]:
 
 
 def _scalar_type(value: Any) -> str | None:
-    """The JSON Schema type of a scalar (None for null, a mapping or a list)."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int | float):
@@ -176,7 +163,7 @@ def references_of(template: CompiledTemplate) -> list[Reference]:
                 if call and segments and isinstance(segments[-1], str):
                     segments = segments[:-1]  # the method called, not a field
                 if segments and not probe and name not in assigned:
-                    found.append(Reference(name, tuple(segments), node.lineno or 1, node))
+                    found.append(Reference(name, tuple(segments), node.lineno or 1))
                 for expr in computed:
                     visit(expr)
                 return
@@ -322,8 +309,8 @@ def _shown(name: str, segments: Sequence[Segment]) -> str:
     return text
 
 
-def _follow(target: Target, name: str, segments: Sequence[Segment]) -> str | None:
-    """The problem with one reference, or None when the schemas can hold it."""
+def _follow(target: Target, name: str, segments: Sequence[Segment]) -> Position | str:
+    """Where one reference leads, or (a str) why the schemas cannot hold it."""
     at = 0
     if target.members is not None:
         first = segments[0]
@@ -339,7 +326,7 @@ def _follow(target: Target, name: str, segments: Sequence[Segment]) -> str | Non
         if result is None:
             return None
         here = result
-    return None
+    return here
 
 
 def check_references(
@@ -353,7 +340,7 @@ def check_references(
             if target is None:
                 continue
             problem = _follow(target, reference.name, reference.segments)
-            if problem is not None:
+            if isinstance(problem, str):
                 issue = template.origin.issue(problem, line_offset=reference.line - 1)
                 if issue not in issues:
                     issues.append(issue)
@@ -361,12 +348,9 @@ def check_references(
 
 
 def items_position(template: CompiledTemplate, targets: Mapping[str, Target]) -> Position:
-    """The schema of the elements a ``for_each`` template yields, when it can be told.
-
-    Understood: a path (``{{ steps.find.results }}``, ``{{ vars.forms }}``), a list of paths
-    or literals (``{{ [steps.lead] }}``, ``{{ [{'email': 'a@b.c'}] }}``), ``a if c else b``
-    of those, and filters that keep the elements (``sort``, ``selectattr``...). Anything
-    else is open.
+    """The schema of the elements a ``for_each`` template yields, when it can be told: a path,
+    a list of paths or literals, ``a if c else b`` of those, and filters that keep the elements
+    (``sort``, ``selectattr``...); anything else is open (None).
     """
     tree = environment().parse(template.source)
     body = tree.body
@@ -397,20 +381,8 @@ def _value(expr: nodes.Node, targets: Mapping[str, Target]) -> Position:
         return None
     name, segments, _ = chain
     target = targets.get(name)
-    if target is None:
-        return None
-    if target.members is not None:
-        member = target.members.get(segments[0]) if isinstance(segments[0], str) else None
-        if member is None:
-            return None
-        target, segments = member, segments[1:]
-    here: Position = target.position
-    for segment in segments:
-        result = step_into(here, segment)
-        if result is None or isinstance(result, _Miss):
-            return None
-        here = result
-    return here
+    reached = None if target is None else _follow(target, name, segments)
+    return None if isinstance(reached, str) else reached
 
 
 def _items(expr: nodes.Node, targets: Mapping[str, Target]) -> Position:

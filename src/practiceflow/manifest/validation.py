@@ -9,18 +9,18 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
 
-from jsonschema import Draft202012Validator, FormatChecker
+import re2
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError as SchemaValidationError
 from jsonschema.protocols import Validator
 from referencing import Registry, Resource
 
 from practiceflow.errors import Issue
-from practiceflow.manifest.patterns import LinearValidator
 from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 
@@ -70,12 +70,47 @@ TYPE_WORDS = {
 }
 
 
-def compile_validator(schema: Mapping[str, Any]) -> Validator:
-    """Build a reusable :mod:`jsonschema` Draft 2020-12 validator with format checks.
+def _re2_options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # the problem is reported as an Issue, not on stderr
+    return options
 
-    Its ``pattern`` keyword matches in linear time (:mod:`practiceflow.manifest.patterns`).
-    """
-    validator: Validator = LinearValidator(schema, format_checker=FORMAT_CHECKER)
+
+@lru_cache(maxsize=512)
+def compile_pattern(text: str) -> Any:
+    """Compile a module's ``pattern`` with RE2: the text comes from outside, and Python's
+    backtracking engine would hang on ``^(a+)+$`` (meta-schemas, ours, keep Python's)."""
+    return re2.compile(text, _re2_options())
+
+
+def pattern_problem(text: str) -> str | None:
+    """Say why a module's pattern cannot be used, or None when it can."""
+    try:
+        compile_pattern(text)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args else str(exc)
+        return (
+            f"got {text!r}: {reason}; patterns are matched in linear time (RE2 syntax: "
+            "no back-references or look-around)"
+        )
+    return None
+
+
+def _pattern(
+    validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[SchemaValidationError]:
+    if validator.is_type(instance, "string") and not compile_pattern(pattern).search(instance):
+        yield SchemaValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_LinearValidator: Any = validators.extend(  # type: ignore[no-untyped-call]  # jsonschema is untyped here
+    Draft202012Validator, {"pattern": _pattern}
+)
+
+
+def compile_validator(schema: Mapping[str, Any]) -> Validator:
+    """Build a reusable Draft 2020-12 validator with format checks; ``pattern`` is RE2's."""
+    validator: Validator = _LinearValidator(schema, format_checker=FORMAT_CHECKER)
     return validator
 
 
@@ -122,6 +157,12 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
         return lowered[word.lower()]
     matches = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     return matches[0] if matches else None
+
+
+def hint(word: str, candidates: Iterable[str], otherwise: str) -> str:
+    """``did you mean 'x'?`` for a near candidate, else ``otherwise`` (the valid values)."""
+    match = did_you_mean(word, candidates)
+    return f"did you mean {match!r}?" if match else otherwise
 
 
 def _edits(a: str, b: str) -> int:
@@ -222,22 +263,19 @@ def issues_for(
     redact: Callable[[JsonPath], bool] | None = None,
 ) -> list[Issue]:
     """Validate and turn every error into a located issue, in document order."""
-    issues: list[Issue] = []
-    for path, message in near_misses(validator.schema, data):
-        full = (*prefix, *path)
-        line, column = located.where(full, key=True) if located is not None else (0, 0)
-        issues.append(Issue(file, line, column, format_path(full), message))
+    explained: list[_Explained] = [(p, m, p) for p, m in near_misses(validator.schema, data)]
     for error in validator.iter_errors(data):
         masked = redact is not None and redact((*prefix, *error.absolute_path))
-        for path, message, key_path in _explain(error, masked):
-            full = (*prefix, *path)
-            line, column = (0, 0)
-            if located is not None:
-                if key_path is not None:
-                    line, column = located.where((*prefix, *key_path), key=True)
-                else:
-                    line, column = located.where(full)
-            issues.append(Issue(file, line, column, format_path(full), message))
+        explained += _explain(error, masked)
+    where = located or Located(None)
+    issues: list[Issue] = []
+    for path, message, key_path in explained:
+        full = (*prefix, *path)
+        if key_path is not None:
+            line, column = where.where((*prefix, *key_path), key=True)
+        else:
+            line, column = where.where(full)
+        issues.append(Issue(file, line, column, format_path(full), message))
     issues.sort(key=lambda issue: (issue.line, issue.column, issue.path))
     return list(dict.fromkeys(issues))
 
@@ -271,8 +309,8 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
         undeclared = _undeclared_keys(value, schema)
         out: list[_Explained] = []
         for name in missing:
-            hint = _suggest(name, undeclared)
-            note = f" (found {hint[len('; did you mean ') : -1]}: a misspelling?)" if hint else ""
+            match = None if masked else did_you_mean(name, undeclared)
+            note = f" (found {match!r}: a misspelling?)" if match else ""
             out.append(((*path, name), f"required field is missing{note}", None))
         return out
     if kind == "enum":
@@ -283,30 +321,29 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
         return [(path, _alternatives(error, masked), None)]
     if kind == "type":
         wanted = _expected_types(expected)
-    elif kind == "const":
-        wanted = repr(expected)
     elif kind == "format":
         wanted = _FORMAT_WORDS.get(str(expected), f"format {expected}")
-    elif kind == "pattern":
-        wanted = f"text matching {expected}"
     elif error.schema is False:
         return [(path, "is not allowed here", None)]
-    elif kind in _BOUNDS:
-        wanted = f"{_BOUNDS[kind]} {expected}"
+    elif kind in _WANTED:
+        wanted = _WANTED[kind].format(expected)
     else:
         return [(path, error.message, None)]
     return [(path, f"got {_show(value)}; expected {wanted}", None)]
 
 
-_BOUNDS = {
-    "minimum": "at least",
-    "maximum": "at most",
-    "exclusiveMinimum": "more than",
-    "exclusiveMaximum": "less than",
-    "minLength": "a length of at least",
-    "maxLength": "a length of at most",
-    "minItems": "at least this many items:",
-    "maxItems": "at most this many items:",
+#: What a keyword wants, said with its value.
+_WANTED = {
+    "const": "{!r}",
+    "pattern": "text matching {}",
+    "minimum": "at least {}",
+    "maximum": "at most {}",
+    "exclusiveMinimum": "more than {}",
+    "exclusiveMaximum": "less than {}",
+    "minLength": "a length of at least {}",
+    "maxLength": "a length of at most {}",
+    "minItems": "at least this many items: {}",
+    "maxItems": "at most this many items: {}",
 }
 
 
@@ -331,13 +368,10 @@ def _unknown_keys(
     candidates = known + (list(siblings) if isinstance(siblings, Mapping) else [])
     out: list[_Explained] = []
     for key in extras:
-        match = did_you_mean(key, candidates)
-        if match:
-            message = f"{key!r} is not a known field; did you mean {match!r}?"
-        elif known:
-            message = f"{key!r} is not a known field; valid fields are {_one_of_list(known, 20)}"
-        else:
-            message = f"{key!r} is not allowed here"
+        near = hint(key, candidates, f"valid fields are {_one_of_list(known, 20)}" if known else "")
+        message = (
+            f"{key!r} is not a known field; {near}" if near else f"{key!r} is not allowed here"
+        )
         # The path names the mapping that holds the field; the position is the key's own.
         out.append((path, message, (*path, key)))
     return out

@@ -8,7 +8,7 @@ stay strings and mapping keys are always strings.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,8 @@ from yaml.events import (
     NodeEvent,
 )
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from practiceflow.errors import Issue
 
 #: Largest number of YAML nodes accepted in one document.
 MAX_NODES = 100_000
@@ -48,13 +50,11 @@ class _Loader(yaml.SafeLoader):
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML is untyped here
-            mark = event.start_mark
-            raise YamlLoadError(
+            message = (
                 f"YAML aliases (*{getattr(event, 'anchor', '')}) are not accepted; "
-                "write the value out in full",
-                mark.line + 1,
-                mark.column + 1,
+                "write the value out in full"
             )
+            raise YamlLoadError(message, *_at(event.start_mark))
         return super().compose_node(parent, index)
 
 
@@ -100,6 +100,10 @@ class Located:
                 return (0, 0)
             probe = probe[:-1]
 
+    def issue(self, file: str, path: JsonPath, message: str, *, key: bool = False) -> Issue:
+        """An issue of this document at a path, located as :meth:`where` finds it."""
+        return Issue(file, *self.where(path, key=key), format_path(path), message)
+
 
 def format_path(path: JsonPath) -> str:
     """Render a JSON path the way error messages show it: ``steps[1].with.templateId``."""
@@ -137,28 +141,19 @@ def _load_checked(text: str) -> Located:
         try:
             _check_shape(text, _FastLoader)
         except yaml.YAMLError:
-            # libyaml refused the stream itself (a syntax error, or its own nesting cap):
-            # the pure-Python event stream, which is not recursive, decides.
-            _check_shape_or_leave_to_load(text)
+            pass  # libyaml refused the stream itself: the pure-Python one decides below
         else:
             # libyaml loads the well-formed file; on any problem the pure-Python loader,
             # which locates aliases where they are written, reports it.
             try:
                 return _load_with(_FastLoader, text, refuse_shared=True)
             except (_AliasSeen, YamlLoadError, yaml.YAMLError):
-                pass
-    else:
-        _check_shape_or_leave_to_load(text)
-    return _load_with(_Loader, text, refuse_shared=False)
-
-
-def _check_shape_or_leave_to_load(text: str) -> None:
-    """The shape check on the pure-Python event stream; a syntax error is left to the load,
-    which locates it (the stream reached it within the limits, so composing stays shallow)."""
-    try:
+                return _load_with(_Loader, text, refuse_shared=False)
+    # The pure-Python event stream is not recursive; a syntax error is left to the load, which
+    # locates it (the stream reached it within the limits, so composing stays shallow).
+    with contextlib.suppress(yaml.YAMLError):
         _check_shape(text, _Loader)
-    except yaml.YAMLError:
-        return
+    return _load_with(_Loader, text, refuse_shared=False)
 
 
 def _check_shape(text: str, loader_class: type[Any]) -> None:
@@ -173,16 +168,13 @@ def _check_shape(text: str, loader_class: type[Any]) -> None:
             if isinstance(event, NodeEvent):
                 nodes += 1
                 if nodes > MAX_NODES:
-                    mark = event.start_mark
-                    line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-                    raise YamlLoadError(f"document has more than {MAX_NODES} nodes", line, column)
+                    message = f"document has more than {MAX_NODES} nodes"
+                    raise YamlLoadError(message, *_at(event.start_mark))
             if isinstance(event, CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    mark = event.start_mark
-                    line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
                     message = f"nesting deeper than {MAX_DEPTH} levels is not accepted"
-                    raise YamlLoadError(message, line, column)
+                    raise YamlLoadError(message, *_at(event.start_mark))
             elif isinstance(event, CollectionEndEvent):
                 depth -= 1
     finally:
@@ -209,70 +201,57 @@ def _load_with(loader_class: type[Any], text: str, *, refuse_shared: bool) -> Lo
     except yaml.reader.ReaderError as exc:  # ... and later chunks as it reads them
         raise _reader_error(text, exc) from None
     except (ComposerError, yaml.MarkedYAMLError) as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         problem = exc.problem or exc.context or "not valid YAML"
-        raise YamlLoadError(f"YAML syntax: {problem}", line, column) from None
+        message = f"YAML syntax: {problem}"
+        raise YamlLoadError(message, *_at(exc.problem_mark or exc.context_mark)) from None
     finally:
         loader.dispose()
     located = Located(data=None)
-    if root is None:
-        return located
-    builder = _Builder(loader, located, refuse_shared=refuse_shared)
-    located.data = builder.build(root, ())
+    shared: set[int] | None = set() if refuse_shared else None
+
+    def build(node: Node, path: JsonPath) -> Any:
+        if shared is not None:
+            if id(node) in shared:
+                raise _AliasSeen
+            shared.add(id(node))
+        if len(located.positions) >= MAX_NODES:
+            raise YamlLoadError(f"document has more than {MAX_NODES} nodes", *_mark(node))
+        located.positions[path] = _mark(node)
+        if isinstance(node, MappingNode | SequenceNode) and node.tag not in _PLAIN_TAGS:
+            raise YamlLoadError(f"YAML tag {node.tag!r} is not accepted", *_mark(node))
+        if isinstance(node, SequenceNode):
+            return [build(child, (*path, index)) for index, child in enumerate(node.value)]
+        if isinstance(node, MappingNode):
+            mapping: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise YamlLoadError("YAML merge keys (<<) are not accepted", *_mark(key_node))
+                if not isinstance(key_node, ScalarNode):
+                    raise YamlLoadError("mapping keys must be plain scalars", *_mark(key_node))
+                key = str(key_node.value)
+                if key in mapping:
+                    raise YamlLoadError(f"duplicate key {key!r}", *_mark(key_node))
+                located.key_positions[(*path, key)] = _mark(key_node)
+                mapping[key] = build(value_node, (*path, key))
+            return mapping
+        if isinstance(node, ScalarNode):
+            try:
+                return loader.construct_object(node)
+            except yaml.constructor.ConstructorError as exc:
+                problem = exc.problem or "cannot construct this value"
+                raise YamlLoadError(f"YAML value: {problem}", *_mark(node)) from None
+        raise YamlLoadError(f"unsupported YAML node {node.tag}", *_mark(node))  # pragma: no cover
+
+    located.data = None if root is None else build(root, ())
     return located
 
 
 _PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 
 
-class _Builder:
-    """Turns a composed node tree into data, recording positions and counting nodes."""
-
-    def __init__(self, loader: Any, located: Located, *, refuse_shared: bool) -> None:
-        self._loader = loader
-        self._located = located
-        self._count = 0
-        self._seen: set[int] | None = set() if refuse_shared else None
-
-    def build(self, node: Node, path: JsonPath) -> Any:
-        if self._seen is not None:
-            if id(node) in self._seen:
-                raise _AliasSeen
-            self._seen.add(id(node))
-        self._count += 1
-        if self._count > MAX_NODES:
-            raise YamlLoadError(f"document has more than {MAX_NODES} nodes", *_mark(node))
-        self._located.positions[path] = _mark(node)
-        if isinstance(node, MappingNode | SequenceNode) and node.tag not in _PLAIN_TAGS:
-            raise YamlLoadError(f"YAML tag {node.tag!r} is not accepted", *_mark(node))
-        if isinstance(node, MappingNode):
-            return dict(self._pairs(node, path))
-        if isinstance(node, SequenceNode):
-            return [self.build(child, (*path, index)) for index, child in enumerate(node.value)]
-        if isinstance(node, ScalarNode):
-            try:
-                return self._loader.construct_object(node)
-            except yaml.constructor.ConstructorError as exc:
-                problem = exc.problem or "cannot construct this value"
-                raise YamlLoadError(f"YAML value: {problem}", *_mark(node)) from None
-        raise YamlLoadError(f"unsupported YAML node {node.tag}", *_mark(node))  # pragma: no cover
-
-    def _pairs(self, node: MappingNode, path: JsonPath) -> Iterator[tuple[str, Any]]:
-        seen: set[str] = set()
-        for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                raise YamlLoadError("YAML merge keys (<<) are not accepted", *_mark(key_node))
-            if not isinstance(key_node, ScalarNode):
-                raise YamlLoadError("mapping keys must be plain scalars", *_mark(key_node))
-            key = str(key_node.value)
-            if key in seen:
-                raise YamlLoadError(f"duplicate key {key!r}", *_mark(key_node))
-            seen.add(key)
-            child = (*path, key)
-            self._located.key_positions[child] = _mark(key_node)
-            yield key, self.build(value_node, child)
+def _at(mark: Any) -> tuple[int, int]:
+    return (mark.line + 1, mark.column + 1) if mark else (0, 0)
 
 
 def _mark(node: Node) -> tuple[int, int]:
-    return (node.start_mark.line + 1, node.start_mark.column + 1)
+    return _at(node.start_mark)
