@@ -248,15 +248,11 @@ def _whole_input(tree: Any) -> set[str] | None:
 
 def _spread_query(leaf: Any, properties: Mapping[str, Any], taken: list[str]) -> dict[str, Any]:
     """``{{ input | omit(...) }}`` as the whole query: one parameter per remaining field."""
-    expr = leaf[LEAF]
-    if "filter" in expr and expr["filter"][0] == "omit" and expr["filter"][1] == {"ref": ["input"]}:
-        omitted = {arg.get("const") for arg in expr["filter"][2:]}
-        return {
-            name: {LEAF: {"ref": ["input", name]}}
-            for name in properties
-            if name not in omitted and name not in taken
-        }
-    raise ValueError("the query is one template that is not input | omit(...)")
+    omitted = _whole_input(leaf)
+    if omitted is None or leaf[LEAF] == {"ref": ["input"]}:
+        raise ValueError("the query is one template that is not input | omit(...)")
+    dropped = omitted | set(taken)
+    return {name: {LEAF: {"ref": ["input", name]}} for name in properties if name not in dropped}
 
 
 def _ref(name: str) -> dict[str, str]:
