@@ -52,14 +52,10 @@ class Redactor:
         self._secrets.update(value for value in values if len(value) >= _MIN_SECRET)
 
     def _action(self, use: Any) -> ActionModule | None:
-        if self.registry is None or not isinstance(use, str):
-            return None
-        return self.registry.actions.get(use)
+        return self.registry.actions.get(use) if self.registry and isinstance(use, str) else None
 
     def _trigger(self, key: Any) -> TriggerModule | None:
-        if self.registry is None or not isinstance(key, str):
-            return None
-        return self.registry.triggers.get(key)
+        return self.registry.triggers.get(key) if self.registry and isinstance(key, str) else None
 
     def secrets(self, tree: Any) -> Any:
         """Mask secrets by field name, credential text and known value."""
