@@ -43,32 +43,24 @@ _MAX_FORM = 64 * 1024
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _environment() -> Environment:
-    env = Environment(
-        loader=PackageLoader("practiceflow.console", "templates"),
-        autoescape=select_autoescape(["html"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
-    env.filters["or_not_recorded"] = lambda value: "not recorded" if value is None else value
-    return env
-
-
-def _stylesheet() -> str:
-    return (resources.files("practiceflow.console") / "templates" / "console.css").read_text(
-        encoding="utf-8"
-    )
-
-
 class _Console:
     """The handlers, bound to one context and guard."""
 
     def __init__(self, ctx: ConsoleContext, guard: Guard) -> None:
         self.ctx = ctx
         self.guard = guard
-        self.env = _environment()
-        self.css = _stylesheet()
+        self.env = Environment(
+            loader=PackageLoader("practiceflow.console", "templates"),
+            autoescape=select_autoescape(["html"]),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
+        self.env.filters["or_not_recorded"] = lambda value: (
+            "not recorded" if value is None else value
+        )
+        templates = resources.files("practiceflow.console") / "templates"
+        self.css = (templates / "console.css").read_text(encoding="utf-8")
 
     def guarded(self, handler: Handler) -> Handler:
         """Check the token, keep the token out of URLs, give each visitor a session."""
