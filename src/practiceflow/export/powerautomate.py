@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from practiceflow.export.exporter import dump_json, register, template_text
-from practiceflow.export.lists import ENVELOPE_ITEMS, list_shape
-from practiceflow.export.openapi import openapi_document
+from practiceflow.export.openapi import ENVELOPE_ITEMS, list_shape, openapi_document
 from practiceflow.manifest.module_registry import ModuleRegistry
 
 #: The connector's title (Power Automate: at most 30 characters, no "API").
