@@ -157,11 +157,7 @@ class Redactor:
 
     def error(self, use: Any, error: Any, input_entry: Any = None) -> Any:
         """Mask an error or reason, including personal values of the step's input."""
-        action = self._action(use)
-        if action is not None and action.pii_paths and isinstance(input_entry, Mapping):
-            values = personal_values(input_entry.get("input"), action.pii_paths)
-            error = mask_values(error, values)
-        return self.secrets(error)
+        return self.secrets(mask_values(error, self.personal(use, input_entry)))
 
 
 def _mask_names(tree: Any, names: frozenset[str]) -> Any:
