@@ -31,12 +31,7 @@ from practiceflow.console.data import (
     run_view,
     runs_view,
 )
-from practiceflow.console.security import (
-    CSRF_FIELD,
-    SESSION_COOKIE,
-    TOKEN_COOKIE,
-    Guard,
-)
+from practiceflow.console.security import CSRF_FIELD, SESSION_COOKIE, TOKEN_COOKIE, Guard
 from practiceflow.errors import PracticeflowError
 from practiceflow.service.needs_person import settle
 from practiceflow.state import RESOLUTIONS, RUN_STATUSES
@@ -48,60 +43,42 @@ _MAX_FORM = 64 * 1024
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _environment() -> Environment:
-    env = Environment(
-        loader=PackageLoader("practiceflow.console", "templates"),
-        autoescape=select_autoescape(["html"]),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
-    env.filters["or_not_recorded"] = lambda value: "not recorded" if value is None else value
-    return env
-
-
-def _stylesheet() -> str:
-    return (resources.files("practiceflow.console") / "templates" / "console.css").read_text(
-        encoding="utf-8"
-    )
-
-
 class _Console:
     """The handlers, bound to one context and guard."""
 
     def __init__(self, ctx: ConsoleContext, guard: Guard) -> None:
         self.ctx = ctx
         self.guard = guard
-        self.env = _environment()
-        self.css = _stylesheet()
+        self.env = Environment(
+            loader=PackageLoader("practiceflow.console", "templates"),
+            autoescape=select_autoescape(["html"]),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
+        self.env.filters["or_not_recorded"] = lambda value: (
+            "not recorded" if value is None else value
+        )
+        templates = resources.files("practiceflow.console") / "templates"
+        self.css = (templates / "console.css").read_text(encoding="utf-8")
 
     def guarded(self, handler: Handler) -> Handler:
         """Check the token, keep the token out of URLs, give each visitor a session."""
 
         async def wrapped(request: Request) -> Response:
             if not self.guard.allowed(request):
-                if request.url.path.startswith(PREFIX + "/api/"):
-                    return JSONResponse({"error": "a console token is required"}, 401)
-                return self.page(
-                    request,
-                    "error.html",
-                    {"message": "a console token is required: open the console with ?token=..."},
-                    status=401,
-                )
+                hint = ": open the console with ?token=..."
+                return self._error(request, "a console token is required", 401, page_extra=hint)
             if self.guard.token and "token" in request.query_params:
                 rest = {k: v for k, v in request.query_params.items() if k != "token"}
                 target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
-                response: Response = RedirectResponse(target, 303)
-                response.set_cookie(
-                    TOKEN_COOKIE, self.guard.token, httponly=True, samesite="strict", path=PREFIX
-                )
-                return response
+                return _with_cookie(RedirectResponse(target, 303), TOKEN_COOKIE, self.guard.token)
             self.ctx.refresh_secrets()
             session = Guard.session_of(request)
             request.state.session = session or Guard.new_session()  # forms' CSRF tokens use it
             response = await handler(request)
             if session is None:
-                self._set_session(response, request.state.session)
+                _with_cookie(response, SESSION_COOKIE, request.state.session)
             response.headers.setdefault("Cache-Control", "no-store")
             response.headers.setdefault("X-Frame-Options", "DENY")
             response.headers.setdefault("Referrer-Policy", "no-referrer")
@@ -109,24 +86,44 @@ class _Console:
 
         return wrapped
 
-    @staticmethod
-    def _set_session(response: Response, session: str) -> None:
-        response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path=PREFIX)
-
-    async def _form(self, request: Request) -> dict[str, str] | None:
-        """The POSTed form's fields (the last value of each), or None when it is too large."""
+    async def _form(
+        self, request: Request, purpose: str, refusal: str
+    ) -> tuple[dict[str, str], Response | None]:
+        """The POSTed form's fields (the last value of each), or the response refusing it:
+        too large, or without a valid CSRF token for ``purpose`` (``refusal`` says what to do)."""
         raw = await request.body()
         if len(raw) > _MAX_FORM:
-            return None
-        return {key: values[-1] for key, values in parse_qs(raw.decode("utf-8", "replace")).items()}
+            return {}, self._error(request, "form too large", 413)
+        form = {key: values[-1] for key, values in parse_qs(raw.decode("utf-8", "replace")).items()}
+        if not self.guard.csrf_ok(request, purpose, form.get(CSRF_FIELD)):
+            return form, self._error(request, refusal, 403, "Refused")
+        return form, None
 
     async def _run(self, request: Request, run_id: str) -> tuple[Any, Response | None]:
         """The run's view, or the response saying it is ambiguous or missing."""
         try:
             data = await self._data(run_view, run_id)
         except AmbiguousRunId as exc:
-            return None, self._ambiguous(request, exc)
-        return data, self._missing(request, run_id) if data is None else None
+            candidates = [run.run_id for run in exc.candidates]
+            return None, self._error(request, str(exc), 409, "Which run?", candidates=candidates)
+        if data is None:
+            return None, self._error(request, _no_run(run_id), 404, "Not found")
+        return data, None
+
+    def _error(
+        self,
+        request: Request,
+        message: str,
+        status: int,
+        title: str = "",
+        page_extra: str = "",
+        **extra: Any,
+    ) -> Response:
+        """An error: JSON under ``/api/``, else the error page (``page_extra`` ends its text)."""
+        if request.url.path.startswith(PREFIX + "/api/"):
+            return JSONResponse({"error": message, **extra}, status)
+        context = {"message": message + page_extra, "title": title}
+        return self.page(request, "error.html", context, status)
 
     def page(
         self, request: Request, name: str, context: dict[str, Any], status: int = 200
@@ -151,9 +148,7 @@ class _Console:
 
     async def runs(self, request: Request) -> Response:
         query = request.query_params
-        recipe, status, day, problems = parse_filters(
-            query.get("recipe"), query.get("status"), query.get("date")
-        )
+        recipe, status, day, problems = parse_filters(query)
         rows = await self._data(runs_view, recipe=recipe, status=status, day=day)
         context = {
             "title": "Runs",
@@ -177,19 +172,6 @@ class _Console:
         context = {"title": f"Run {run_id}", "run": data, "resolved": request.query_params}
         return self.page(request, "run.html", context)
 
-    def _ambiguous(self, request: Request, exc: AmbiguousRunId) -> Response:
-        if request.url.path.startswith(PREFIX + "/api/"):
-            candidates = [run.run_id for run in exc.candidates]
-            return JSONResponse({"error": str(exc), "candidates": candidates}, 409)
-        context = {"message": str(exc), "title": "Which run?"}
-        return self.page(request, "error.html", context, 409)
-
-    def _missing(self, request: Request, run_id: str) -> Response:
-        message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
-        if request.url.path.startswith(PREFIX + "/api/"):
-            return JSONResponse({"error": message}, 404)
-        return self.page(request, "error.html", {"message": message, "title": "Not found"}, 404)
-
     async def attention(self, request: Request) -> Response:
         rows = await self._data(attention_view)
         session = request.state.session
@@ -208,24 +190,28 @@ class _Console:
     async def settle(self, request: Request) -> Response:
         """Settle an attention entry: what ``practiceflow attention settle`` does."""
         entry_id = str(request.path_params["entry_id"])
-        form = await self._form(request)
-        if form is None:
-            return self.page(request, "error.html", {"message": "form too large"}, 413)
-        if not self.guard.csrf_ok(request, f"settle:{entry_id}", form.get(CSRF_FIELD)):
-            message = "this form has no valid CSRF token; open 'Needs attention' again"
-            return self.page(request, "error.html", {"message": message, "title": "Refused"}, 403)
-        who = form.get("who", "").strip() or self.ctx.who
+        refusal = "this form has no valid CSRF token; open 'Needs attention' again"
+        form, refused = await self._form(request, f"settle:{entry_id}", refusal)
+        if refused is not None:
+            return refused
         note = form.get("note", "").strip()
         problem = None if note else "note: say what you checked (it is kept with the entry)"
         if problem is None:
-            try:
-                await run_in_threadpool(self._settle, entry_id, who, note)
-            except PracticeflowError as exc:
-                problem = str(exc)
+            problem = await self._act(self._settle, entry_id, self._who(form), note)
         if problem is not None:
-            context = {"message": self.ctx.redactor.text(problem), "title": "Not settled"}
-            return self.page(request, "error.html", context, 409)
+            return self._error(request, self.ctx.redactor.text(problem), 409, "Not settled")
         return RedirectResponse(f"{PREFIX}/attention?{urlencode({'settled': entry_id})}", 303)
+
+    def _who(self, form: dict[str, str]) -> str:
+        return form.get("who", "").strip() or self.ctx.who
+
+    async def _act(self, func: Callable[..., None], *args: Any) -> str | None:
+        """Run a store write off the event loop; the refusal's text, or None when done."""
+        try:
+            await run_in_threadpool(func, *args)
+        except PracticeflowError as exc:
+            return str(exc)
+        return None
 
     def _settle(self, entry_id: str, who: str, note: str) -> None:
         entry = self.ctx.store.get_attention(entry_id)
@@ -237,31 +223,20 @@ class _Console:
     async def budget(self, request: Request) -> Response:
         data = await self._data(budget_view)
         limits = data["limits"]
-        forecast = data["forecast"] or {}
-        per_day = forecast.get("per_day")
+        per_day = (data["forecast"] or {}).get("per_day")
         charts = {}
         if data["per_hour"] is not None:
-            charts["hour"] = chart.bar_chart(
-                "requests per hour, last 24 hours",
-                data["per_hour"],
-                limits["per_hour"],
-                forecast=None if per_day is None else per_day / 24,
-                tick_every=3,
-            )
-            charts["minute"] = chart.bar_chart(
-                "requests per minute, last hour",
-                data["per_minute"],
-                limits["per_minute"],
-                forecast=None if per_day is None else per_day / 1440,
-                tick_every=10,
-            )
+            for name, title, buckets, tick in _CHARTS:
+                charts[name] = chart.bar_chart(
+                    title,
+                    data[f"per_{name}"],
+                    limits[f"per_{name}"],
+                    forecast=None if per_day is None else per_day / buckets,
+                    tick_every=tick,
+                )
             charts["day"] = chart.day_gauge(data["last_day"], limits["per_day"], per_day)
         context = {"title": "Budget", "budget": data, "charts": charts}
         return self.page(request, "budget.html", context)
-
-    @staticmethod
-    def _purpose(run_id: str, step_id: str) -> str:
-        return f"resolve:{run_id}:{step_id}"
 
     async def confirm(self, request: Request) -> Response:
         run_id = str(request.path_params["run_id"])
@@ -271,12 +246,10 @@ class _Console:
         if refused is not None:
             return refused
         step = next((item for item in data["steps"] if item["step"] == step_id), None)
-        problem = None
-        if as_ not in RESOLUTIONS:
-            problem = f"as: got {as_!r}; valid values are {list(RESOLUTIONS)}"
-        elif step is None:
+        problem = _bad_resolution(as_)
+        if problem is None and step is None:
             problem = f"run {run_id} has no step {step_id!r}"
-        elif not step["resolvable"]:
+        elif problem is None and step is not None and not step["resolvable"]:
             problem = (
                 f"run {run_id} step {step_id!r}: only a step that is ['failed', 'in_doubt'] "
                 f"can be resolved; it is {step['status']}"
@@ -290,46 +263,36 @@ class _Console:
             "problem": problem,
             "who": self.ctx.who,
             "csrf_field": CSRF_FIELD,
-            "csrf": self.guard.csrf_token(session, self._purpose(run_id, step_id)),
+            "csrf": self.guard.csrf_token(session, f"resolve:{run_id}:{step_id}"),
         }
         return self.page(request, "confirm.html", context, 409 if problem else 200)
 
     async def resolve(self, request: Request) -> Response:
         run_id = str(request.path_params["run_id"])
         step_id = str(request.path_params["step_id"])
-        form = await self._form(request)
-        if form is None:
-            return self.page(request, "error.html", {"message": "form too large"}, 413)
-        if not self.guard.csrf_ok(request, self._purpose(run_id, step_id), form.get(CSRF_FIELD)):
-            message = (
-                "this form has no valid CSRF token (it expired, or did not come from this "
-                "console); open the step again and confirm from there"
-            )
-            return self.page(request, "error.html", {"message": message, "title": "Refused"}, 403)
+        refusal = (
+            "this form has no valid CSRF token (it expired, or did not come from this "
+            "console); open the step again and confirm from there"
+        )
+        form, refused = await self._form(request, f"resolve:{run_id}:{step_id}", refusal)
+        if refused is not None:
+            return refused
         as_ = form.get("as", "")
-        who = form.get("who", "").strip() or self.ctx.who
-        note = form.get("note", "")
         output: Any = None
-        problem = None
-        if as_ not in RESOLUTIONS:
-            problem = f"as: got {as_!r}; valid values are {list(RESOLUTIONS)}"
-        elif form.get("output", "").strip() and as_ == "done":
+        problem = _bad_resolution(as_)
+        if problem is None and form.get("output", "").strip() and as_ == "done":
             try:
                 output = json.loads(form["output"])
             except (ValueError, RecursionError) as exc:  # absurd nesting recurses
                 problem = f"output: got text that is not JSON ({exc}); expected a JSON object"
         if problem is None:
-            try:
-                await run_in_threadpool(self._resolve, run_id, step_id, as_, who, note, output)
-            except PracticeflowError as exc:
-                problem = str(exc)
+            args = (run_id, step_id, as_, self._who(form), form.get("note", ""), output)
+            problem = await self._act(self._resolve, *args)
         if problem is not None:
-            context = {"message": self.ctx.redactor.text(problem), "title": "Not resolved"}
-            return self.page(request, "error.html", context, 409)
-        if self.ctx.settled is not None:
-            self.ctx.settled.set()
-        if self.ctx.wake is not None:
-            self.ctx.wake.set()
+            return self._error(request, self.ctx.redactor.text(problem), 409, "Not resolved")
+        for event in (self.ctx.settled, self.ctx.wake):
+            if event is not None:
+                event.set()
         query = urlencode({"resolved": step_id, "as": as_})
         return RedirectResponse(f"{PREFIX}/runs/{run_id}?{query}", 303)
 
@@ -340,8 +303,7 @@ class _Console:
         store = self.ctx.store
         run = find_run(store, run_id)
         if run is None:
-            message = f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
-            raise PracticeflowError(message)
+            raise PracticeflowError(_no_run(run_id))
         store.resolve_step(run.run_id, step_id, as_, who, note, output=output)
 
     async def api_index(self, request: Request) -> Response:
@@ -349,15 +311,17 @@ class _Console:
         routes = ["recipes", "runs", "runs/{run_id}", "attention", "budget"]
         return JSONResponse({"routes": [f"{PREFIX}/api/{route}" for route in routes]})
 
-    async def api_recipes(self, request: Request) -> Response:
-        del request
-        return JSONResponse(await self._data(recipes_view))
+    def api_view(self, view: Callable[[ConsoleContext], Any]) -> Handler:
+        """A JSON route returning one view as it is."""
+
+        async def handler(request: Request) -> Response:
+            del request
+            return JSONResponse(await self._data(view))
+
+        return handler
 
     async def api_runs(self, request: Request) -> Response:
-        query = request.query_params
-        recipe, status, day, problems = parse_filters(
-            query.get("recipe"), query.get("status"), query.get("date")
-        )
+        recipe, status, day, problems = parse_filters(request.query_params)
         if problems:
             return JSONResponse({"error": "; ".join(problems)}, 400)
         return JSONResponse(await self._data(runs_view, recipe=recipe, status=status, day=day))
@@ -366,13 +330,25 @@ class _Console:
         data, refused = await self._run(request, str(request.path_params["run_id"]))
         return refused or JSONResponse(data)
 
-    async def api_attention(self, request: Request) -> Response:
-        del request
-        return JSONResponse(await self._data(attention_view))
 
-    async def api_budget(self, request: Request) -> Response:
-        del request
-        return JSONResponse(await self._data(budget_view))
+#: The budget page's bar charts: name, title, buckets a day, a tick every so many bars.
+_CHARTS = (
+    ("hour", "requests per hour, last 24 hours", 24, 3),
+    ("minute", "requests per minute, last hour", 1440, 10),
+)
+
+
+def _with_cookie(response: Response, name: str, value: str) -> Response:
+    response.set_cookie(name, value, httponly=True, samesite="strict", path=PREFIX)
+    return response
+
+
+def _no_run(run_id: str) -> str:
+    return f"no run {run_id!r} in the state store; see 'practiceflow runs list'"
+
+
+def _bad_resolution(as_: str) -> str | None:
+    return None if as_ in RESOLUTIONS else f"as: got {as_!r}; valid values are {list(RESOLUTIONS)}"
 
 
 def create_app(
@@ -380,25 +356,27 @@ def create_app(
 ) -> Starlette:
     """Build the console application."""
     console = _Console(ctx, guard or Guard())
-    g = console.guarded
-    step = PREFIX + "/runs/{run_id}/steps/{step_id}/resolve"
+    step = "/runs/{run_id}/steps/{step_id}/resolve"
+    guarded: list[tuple[str, Handler, list[str] | None]] = [
+        ("/", console.home, None),
+        ("/static/console.css", console.css_file, None),
+        ("/runs", console.runs, None),
+        ("/runs/{run_id}", console.run, None),
+        ("/attention", console.attention, None),
+        ("/attention/{entry_id}/settle", console.settle, ["POST"]),
+        ("/budget", console.budget, None),
+        (step, console.confirm, ["GET"]),
+        (step, console.resolve, ["POST"]),
+        ("/api/", console.api_index, None),
+        ("/api/recipes", console.api_view(recipes_view), None),
+        ("/api/runs", console.api_runs, None),
+        ("/api/runs/{run_id}", console.api_run, None),
+        ("/api/attention", console.api_view(attention_view), None),
+        ("/api/budget", console.api_view(budget_view), None),
+    ]
     routes = [
         Route(PREFIX, lambda request: RedirectResponse(PREFIX + "/", 307)),
-        Route(PREFIX + "/", g(console.home)),
-        Route(PREFIX + "/static/console.css", g(console.css_file)),
-        Route(PREFIX + "/runs", g(console.runs)),
-        Route(PREFIX + "/runs/{run_id}", g(console.run)),
-        Route(PREFIX + "/attention", g(console.attention)),
-        Route(PREFIX + "/attention/{entry_id}/settle", g(console.settle), methods=["POST"]),
-        Route(PREFIX + "/budget", g(console.budget)),
-        Route(step, g(console.confirm), methods=["GET"]),
-        Route(step, g(console.resolve), methods=["POST"]),
-        Route(PREFIX + "/api/", g(console.api_index)),
-        Route(PREFIX + "/api/recipes", g(console.api_recipes)),
-        Route(PREFIX + "/api/runs", g(console.api_runs)),
-        Route(PREFIX + "/api/runs/{run_id}", g(console.api_run)),
-        Route(PREFIX + "/api/attention", g(console.api_attention)),
-        Route(PREFIX + "/api/budget", g(console.api_budget)),
+        *(Route(PREFIX + path, console.guarded(h), methods=m) for path, h, m in guarded),
         *extra,
     ]
     return Starlette(routes=routes)

@@ -20,6 +20,15 @@ def _label(value: float) -> str:
     return f"{value:,.0f}"
 
 
+def _svg(height: int, title: str, kind: str, parts: list[str]) -> str:
+    """An SVG image of ``parts`` titled ``title`` (escaped here)."""
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_WIDTH} {height}" '
+        f'role="img" aria-label="{escape(title)}" class="{kind}"><title>{escape(title)}</title>'
+    )
+    return "".join([head, *parts, "</svg>"])
+
+
 def bar_chart(
     title: str,
     buckets: Sequence[dict[str, Any]],
@@ -39,9 +48,6 @@ def bar_chart(
         return _TOP + plot_h * (1 - value / top)
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_WIDTH} {_HEIGHT}" '
-        f'role="img" aria-label="{escape(title)}" class="chart">',
-        f"<title>{escape(title)}</title>",
         f'<line x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_WIDTH - 8}" y2="{_TOP + plot_h}" '
         'class="axis"/>',
         f'<text x="{_LEFT - 4}" y="{y(0):.1f}" class="tick" text-anchor="end">0</text>',
@@ -73,14 +79,13 @@ def bar_chart(
             f'y2="{y(forecast):.1f}" class="forecast"><title>forecast: '
             f"{forecast:,.1f} per bucket</title></line>"
         )
-    parts.append("</svg>")
-    return "".join(parts)
+    return _svg(_HEIGHT, title, "chart", parts)
 
 
 def day_gauge(used: int, limit: int, forecast: float | None = None) -> str:
     """An SVG bar of the rolling day's requests against the daily limit."""
-    width, height, left = _WIDTH, 44, _LEFT
-    span = width - left - 8
+    height, left = 44, _LEFT
+    span = _WIDTH - left - 8
     top = max(limit, used, forecast or 0) * 1.05 or 1
 
     def x(value: float) -> float:
@@ -89,9 +94,6 @@ def day_gauge(used: int, limit: int, forecast: float | None = None) -> str:
     over = " over" if used > limit else ""
     title = f"last 24 h: {used:,} of {limit:,} requests"
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="{escape(title)}" class="chart gauge">',
-        f"<title>{escape(title)}</title>",
         f'<rect x="{left}" y="8" width="{span}" height="18" class="track"/>',
         f'<rect x="{left}" y="8" width="{x(used) - left:.1f}" height="18" class="bar{over}"/>',
         f'<line x1="{x(limit):.1f}" y1="2" x2="{x(limit):.1f}" y2="32" class="limit"/>',
@@ -103,5 +105,4 @@ def day_gauge(used: int, limit: int, forecast: float | None = None) -> str:
             f'<line x1="{x(forecast):.1f}" y1="4" x2="{x(forecast):.1f}" y2="30" '
             f'class="forecast"><title>forecast: {forecast:,.0f} a day</title></line>'
         )
-    parts.append("</svg>")
-    return "".join(parts)
+    return _svg(height, title, "chart gauge", parts)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import getpass
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -182,9 +182,11 @@ def recipes_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
 
 
 def parse_filters(
-    recipe: str | None, status: str | None, day: str | None
+    query: Mapping[str, str],
 ) -> tuple[str | None, RunStatus | None, date | None, list[str]]:
-    """Check the run list's filters; a bad one is reported and ignored, not fatal."""
+    """Check the run list's filters (``recipe``, ``status``, ``date`` of a query); a bad one
+    is reported and ignored, not fatal."""
+    recipe, status, day = query.get("recipe"), query.get("status"), query.get("date")
     problems: list[str] = []
     found_status: RunStatus | None = None
     if status:
@@ -334,11 +336,7 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
             "--as done|retry'"
         )
     red = ctx.redactor
-    values = frozenset().union(
-        red.event_personal(run.origin),
-        *(red.personal(_use_of(step, recipe), step.request) for step in steps),
-        *(red.output_personal(_use_of(step, recipe), step.output) for step in steps),
-    )
+    values = red.event_personal(run.origin) | _personal(ctx, steps, recipe)
     data = _run_row(ctx, run)
     data.update(
         error=ctx.redactor.secrets(run.error),
@@ -350,87 +348,86 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
     return red.drop(data, values)  # type: ignore[no-any-return]
 
 
-def _unsettled_row(
-    ctx: ConsoleContext, run: RunRecord, reason: str, *, quarantined: bool
+def _personal(
+    ctx: ConsoleContext, steps: Sequence[StepRecord], recipe: ValidRecipe | None
+) -> frozenset[str]:
+    """The personal values of the steps' inputs and outputs (masked wherever they appear)."""
+    red = ctx.redactor
+    return frozenset().union(
+        *(red.personal(_use_of(step, recipe), step.request) for step in steps),
+        *(red.output_personal(_use_of(step, recipe), step.output) for step in steps),
+    )
+
+
+def _attention_row(
+    run_id: str, recipe: str, event_id: str, since: str | None, why: str, **rest: Any
 ) -> dict[str, Any]:
-    """A row for a run with no step to settle (quarantined, or a held delivery): its reason
-    says what to do."""
-    row = {
-        "run_id": run.run_id,
-        "recipe": run.recipe,
-        "event_id": run.event_id,
+    """One row of the attention view (``rest`` overrides the fields of a step in doubt)."""
+    return {
+        "run_id": run_id,
+        "recipe": recipe,
+        "event_id": event_id,
         "step": None,
         "use": None,
-        "since": _iso(run.updated_at),
-        "why_in_doubt": ctx.redactor.text(reason),
+        "since": since,
+        "why_in_doubt": why,
         "reconciliation": None,
         "request": None,
-        "quarantined": quarantined,
-        "held": not quarantined,
-    }
-    masked: dict[str, Any] = ctx.redactor.drop(row, ctx.redactor.event_personal(run.origin))
-    return masked
+        "quarantined": False,
+        "held": False,
+    } | rest
 
 
 def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
     """What waits for a person: steps in doubt, with what the read-back looked at,
     quarantined runs, and the open entries of the attention table, with their reason.
     """
+    red = ctx.redactor
     rows: list[dict[str, Any]] = []
     for run in ctx.store.list_runs(practice=ctx.practice, status="in_doubt", limit=500):
+        head = (run.run_id, run.recipe, run.event_id)
         reason = quarantine_reason(run)
-        if reason is not None:
-            rows.append(_unsettled_row(ctx, run, reason, quarantined=True))
+        if reason is not None:  # nothing to settle: the reason says what to do
+            row = _attention_row(*head, _iso(run.updated_at), red.text(reason), quarantined=True)
+            rows.append(red.drop(row, red.event_personal(run.origin)))
             continue
         recipe = _recipe_of(ctx, run)
         steps = ctx.store.get_steps(run.run_id)
-        values = frozenset().union(
-            *(ctx.redactor.personal(_use_of(step, recipe), step.request) for step in steps),
-            *(ctx.redactor.output_personal(_use_of(step, recipe), step.output) for step in steps),
-        )
+        values = _personal(ctx, steps, recipe)
+        looked = run.error.get("reason") if isinstance(run.error, dict) else None
         for step in steps:
             if step.status != "in_doubt":
                 continue
             view = _step_view(ctx, step, recipe)
-            looked = run.error.get("reason") if isinstance(run.error, dict) else None
-            rows.append(
-                ctx.redactor.drop(
-                    {
-                        "run_id": run.run_id,
-                        "recipe": run.recipe,
-                        "event_id": run.event_id,
-                        "step": step.step_id,
-                        "use": view["use"],
-                        "since": view["updated_at"],
-                        "why_in_doubt": view["detail"],
-                        "reconciliation": ctx.redactor.error(view["use"], looked, step.request),
-                        "request": view["request"],
-                        "quarantined": False,
-                        "held": False,
-                    },
-                    values,
-                )
+            row = _attention_row(
+                *head,
+                view["updated_at"],
+                view["detail"],
+                step=step.step_id,
+                use=view["use"],
+                reconciliation=red.error(view["use"], looked, step.request),
+                request=view["request"],
             )
+            rows.append(red.drop(row, values))
     for entry in ctx.store.list_attention(practice=ctx.practice, statuses=("open",)):
         rows.append(
-            {
-                "run_id": entry.attention_id,
-                "recipe": label(entry),
-                "event_id": entry.dedupe,
-                "step": None,
-                "use": None,
-                "since": _iso(entry.created_at),
-                "why_in_doubt": ctx.redactor.text(entry.reason),
-                "reconciliation": None,
-                "request": None,
-                "quarantined": False,
-                "held": entry.kind == "unrecognised",
-                "entry": True,
-                "kind": entry.kind,
-                "settle": settle_command(entry),
-            }
+            _attention_row(
+                entry.attention_id,
+                label(entry),
+                entry.dedupe,
+                _iso(entry.created_at),
+                red.text(entry.reason),
+                held=entry.kind == "unrecognised",
+                entry=True,
+                kind=entry.kind,
+                settle=settle_command(entry),
+            )
         )
     return rows
+
+
+#: What the forecast shows of each recipe's cost (fields of :class:`RecipeCost`).
+_COST_FIELDS = ("name", "per_run", "events_per_day", "poll_per_hour", "per_day")
 
 
 def _buckets(
@@ -448,11 +445,7 @@ def budget_view(ctx: ConsoleContext) -> dict[str, Any]:
     """Requests per minute (last hour) and per hour (last day) against the three limits,
     from the store's request bookkeeping, with the ``practiceflow plan`` forecast.
     """
-    limits = {
-        "per_minute": ctx.limits.per_minute,
-        "per_hour": ctx.limits.per_hour,
-        "per_day": ctx.limits.per_day,
-    }
+    limits = {name: getattr(ctx.limits, name) for name in ("per_minute", "per_hour", "per_day")}
     data: dict[str, Any] = {
         "practice": ctx.practice,
         "limits": limits,
@@ -480,14 +473,7 @@ def budget_view(ctx: ConsoleContext) -> dict[str, Any]:
                 "daily_budget": made.daily_budget,
                 "warnings": made.warnings,
                 "recipes": [
-                    {
-                        "name": cost.name,
-                        "per_run": cost.per_run,
-                        "events_per_day": cost.events_per_day,
-                        "poll_per_hour": cost.poll_per_hour,
-                        "per_day": cost.per_day,
-                    }
-                    for cost in made.recipes
+                    {name: getattr(cost, name) for name in _COST_FIELDS} for cost in made.recipes
                 ],
             }
     return ctx.redactor.secrets(data)  # type: ignore[no-any-return]

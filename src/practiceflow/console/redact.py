@@ -52,14 +52,10 @@ class Redactor:
         self._secrets.update(value for value in values if len(value) >= _MIN_SECRET)
 
     def _action(self, use: Any) -> ActionModule | None:
-        if self.registry is None or not isinstance(use, str):
-            return None
-        return self.registry.actions.get(use)
+        return self.registry.actions.get(use) if self.registry and isinstance(use, str) else None
 
     def _trigger(self, key: Any) -> TriggerModule | None:
-        if self.registry is None or not isinstance(key, str):
-            return None
-        return self.registry.triggers.get(key)
+        return self.registry.triggers.get(key) if self.registry and isinstance(key, str) else None
 
     def secrets(self, tree: Any) -> Any:
         """Mask secrets by field name, credential text and known value."""
@@ -161,11 +157,7 @@ class Redactor:
 
     def error(self, use: Any, error: Any, input_entry: Any = None) -> Any:
         """Mask an error or reason, including personal values of the step's input."""
-        action = self._action(use)
-        if action is not None and action.pii_paths and isinstance(input_entry, Mapping):
-            values = personal_values(input_entry.get("input"), action.pii_paths)
-            error = mask_values(error, values)
-        return self.secrets(error)
+        return self.secrets(mask_values(error, self.personal(use, input_entry)))
 
 
 def _mask_names(tree: Any, names: frozenset[str]) -> Any:

@@ -96,13 +96,8 @@ def console_for(
     token: str | None,
     extra: Sequence[BaseRoute] = (),
 ) -> ConsoleServer:
-    """The console ``practiceflow serve`` mounts: its store, recipes, budget and intake.
-
-    The console is optional there: a port already taken is a warning, not a failure.
-
-    Raises:
-        ConfigError: a non-loopback address without a token.
-    """
+    """The console ``practiceflow serve`` mounts: its store, recipes, budget and intake; optional
+    there (a port already taken is a warning). Raises ConfigError: beyond loopback, no token."""
     intake = service.intake
     ctx = ConsoleContext(
         service.store,

@@ -53,7 +53,7 @@ def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str |
     exporter = exporter_for(platform)
     extra = list(modules)
     registry = load_modules(extra) if extra else default_registry()
-    return dict(exporter.files(registry, load_connector()))
+    return dict(exporter(registry, load_connector()))
 
 
 def export(platform: str, out: Path, modules: Iterable[PathLike] = ()) -> ExportResult:

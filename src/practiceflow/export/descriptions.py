@@ -44,17 +44,14 @@ _TRAILING = re.compile(r"(?:[\s,;:(]|\b(?:and|with|or)\b)+$")
 _MIN_WORDS = 3
 
 
-def _first_offence(sentence: str, missing: Iterable[str], phrases: Iterable[str]) -> int | None:
-    """Where the first of the phrases or missing fields starts in a sentence, if any."""
-    lowered = sentence.lower()
-    found = [lowered.find(phrase) for phrase in phrases]
-    found += [m.start() for name in missing for m in [_word(name).search(sentence)] if m]
-    hits = [at for at in found if at >= 0]
-    return min(hits) if hits else None
-
-
-def _word(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+def _mentions(text: str, missing: Iterable[str], phrases: Iterable[str]) -> list[tuple[int, str]]:
+    """Where each of the phrases and missing fields a text mentions starts in it."""
+    lowered = text.lower()
+    found = [(lowered.find(phrase), phrase) for phrase in phrases]
+    for name in missing:
+        match = re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text)
+        found.append((match.start() if match else -1, name))
+    return [(at, what) for at, what in found if at >= 0]
 
 
 def runner_only_mentions(
@@ -62,10 +59,7 @@ def runner_only_mentions(
 ) -> list[str]:
     """The ``phrases`` (what the platform does not do) and ``missing`` input fields (that
     the operation does not carry) a description mentions."""
-    lowered = text.lower()
-    found = [phrase for phrase in phrases if phrase in lowered]
-    found += [name for name in missing if _word(name).search(text)]
-    return found
+    return [what for _, what in _mentions(text, missing, phrases)]
 
 
 def export_description(
@@ -86,12 +80,12 @@ def export_description(
     sentences = _SENTENCE.split(" ".join(description.split()))
     kept: list[str] = []
     for index, sentence in enumerate(sentences):
-        offence = _first_offence(sentence, names, said)
-        if offence is None:
+        offences = _mentions(sentence, names, said)
+        if not offences:
             kept.append(sentence)
             continue
         if index == 0:
-            head = _TRAILING.sub("", sentence[:offence]).strip()
+            head = _TRAILING.sub("", sentence[: min(offences)[0]]).strip()
             kept.append(head + "." if len(head.split()) >= _MIN_WORDS else title + ".")
     kept.extend(text for text in extra if text)
     return " ".join(kept)

@@ -1,24 +1,26 @@
-"""The exporter interface, its name -> class registry, and how generated files are written.
+"""The exporters' name -> function registry, and how generated files are written.
 
-An :class:`Exporter` turns the loaded modules plus the connector manifest into a mapping of
-relative path -> file text. It never touches the disk: :func:`write_export` does, and keeps
-hand-written files safe. Every export folder gets a ``GENERATED.json`` listing the files the
-generator owns; a later export replaces exactly those (and removes the ones no longer
-produced) and refuses to overwrite any other file that is already there, such as a platform's
-hand-written test harness.
+An :data:`Exporter` turns the loaded modules plus the connector manifest (as data) into a
+deterministic mapping of relative POSIX path -> file text (bytes for binary files), or raises
+ManifestError for a module it cannot express. It never touches the disk: :func:`write_export`
+does. Every export folder gets a ``GENERATED.json`` listing the files the generator owns; a
+later export replaces exactly those (and removes the ones no longer produced) and refuses to
+overwrite any other file already there, such as a platform's hand-written test harness.
 """
 
 from __future__ import annotations
 
 import json
-from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from practiceflow.errors import ConfigError
+from practiceflow.errors import ConfigError, ManifestError
+from practiceflow.export.expression_tree import action_plan, trigger_plan
+from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
 
 #: File in every export folder that lists the files the generator owns.
@@ -41,53 +43,71 @@ def template_text(platform: str, name: str) -> str:
     return node.read_text(encoding="utf-8")
 
 
-class Exporter(ABC):
-    """Generates one platform's connector from the modules and the connector manifest.
-
-    Subclasses set :attr:`name` (the CLI's PLATFORM) and implement :meth:`files`, whose
-    output must be deterministic: the same modules give byte-identical files.
-    """
-
-    name: ClassVar[str]
-
-    @abstractmethod
-    def files(
-        self, modules: ModuleRegistry, connector: Mapping[str, Any]
-    ) -> Mapping[str, str | bytes]:
-        """Relative POSIX path -> file text (bytes for binary files such as icons).
-
-        ``connector`` is the connector manifest (``manifests/connector.yaml``) as data.
-
-        Raises:
-            ManifestError: a module cannot be expressed on this platform.
-        """
+Exporter = Callable[[ModuleRegistry, Mapping[str, Any]], Mapping[str, str | bytes]]
+_REGISTRY: dict[str, Exporter] = {}
 
 
-_REGISTRY: dict[str, type[Exporter]] = {}
+def register(name: str) -> Callable[[Exporter], Exporter]:
+    """Decorator: make an exporter available as the platform ``name`` (the CLI's PLATFORM)."""
+
+    def add(func: Exporter) -> Exporter:
+        _REGISTRY[name] = func
+        return func
+
+    return add
 
 
-def register(cls: type[Exporter]) -> type[Exporter]:
-    """Class decorator: make an exporter available under its ``name``."""
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def exporters() -> dict[str, type[Exporter]]:
+def exporters() -> dict[str, Exporter]:
     """Return the registered exporters by name, sorted."""
     return dict(sorted(_REGISTRY.items()))
 
 
 def exporter_for(name: str) -> Exporter:
-    """Instantiate the exporter registered under ``name`` (such as ``zapier``).
+    """The exporter registered under ``name`` (such as ``zapier``).
 
     Raises:
         ConfigError: no exporter has that name (the message lists the valid ones).
     """
-    cls = _REGISTRY.get(name)
-    if cls is None:
+    if name not in _REGISTRY:
         message = f"platform: got {name!r}; valid values are {sorted(_REGISTRY)}"
         raise ConfigError(message)
-    return cls()
+    return _REGISTRY[name]
+
+
+Module = ActionModule | TriggerModule
+
+
+def translated(
+    modules: ModuleRegistry, why_not: Callable[[Module], str | None]
+) -> tuple[dict[str, ActionModule], dict[str, TriggerModule], dict[str, Any], dict[str, str]]:
+    """The actions and triggers a platform carries (``why_not`` says None and their plans
+    translate), their plans by ``actions/KEY`` and ``triggers/KEY``, and why each other
+    module is skipped (by the same names)."""
+    plans: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
+
+    def take(name: str, module: Module, plan: Callable[[], Any]) -> bool:
+        reason = why_not(module)
+        if reason is None:
+            try:
+                plans[name] = plan()
+                return True
+            except ManifestError as exc:
+                reason = str(exc.issues[0])
+        skipped[name] = reason
+        return False
+
+    actions = {
+        key: action
+        for key, action in sorted(modules.actions.items())
+        if take(f"actions/{key}", action, partial(action_plan, action))
+    }
+    triggers = {
+        key: trigger
+        for key, trigger in sorted(modules.triggers.items())
+        if take(f"triggers/{key}", trigger, partial(trigger_plan, trigger))
+    }
+    return actions, triggers, plans, skipped
 
 
 @dataclass(frozen=True)
@@ -138,7 +158,7 @@ def _check_path(name: str) -> None:
 
 
 def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> ExportResult:
-    """Write generated files (from :meth:`Exporter.files`) into ``out``.
+    """Write generated files (from an :data:`Exporter`) into ``out``.
 
     Raises:
         ConfigError: a generated file would replace a file the generator does not own.

@@ -179,11 +179,12 @@ def _lookup(node: nodes.Getattr | nodes.Getitem) -> dict[str, Any]:
         else:
             raise _Unsupported("computed subscript")
         current = current.node
-    base = _expr(current)
-    path.reverse()
-    if "ref" not in base:
-        return {"path": [base, path]}
-    return {"ref": [*base["ref"], *path]}
+    return _at(_expr(current), path[::-1])
+
+
+def _at(base: dict[str, Any], path: list[Any]) -> dict[str, Any]:
+    """A lookup of ``path`` on ``base`` (a longer ``ref`` when ``base`` is one)."""
+    return {"ref": [*base["ref"], *path]} if "ref" in base else {"path": [base, path]}
 
 
 def _get_call(node: nodes.Call) -> dict[str, Any]:
@@ -195,9 +196,7 @@ def _get_call(node: nodes.Call) -> dict[str, Any]:
     args = node.args
     if not 1 <= len(args) <= 2 or not isinstance(args[0], nodes.Const):
         raise _Unsupported(".get() needs a literal key and at most a default")
-    base = _expr(target.node)
-    key = args[0].value
-    found = {"ref": [*base["ref"], key]} if "ref" in base else {"path": [base, [key]]}
+    found = _at(_expr(target.node), [args[0].value])
     fallback = _expr(args[1]) if len(args) == 2 else {"const": None}
     return {"default": [found, fallback]}
 

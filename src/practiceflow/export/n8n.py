@@ -17,12 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from practiceflow import __version__
-from practiceflow.errors import ManifestError
 from practiceflow.export.descriptions import plan_description
-from practiceflow.export.exporter import Exporter, register, template_text
-from practiceflow.export.expression_tree import action_plan, platform_input, trigger_plan
+from practiceflow.export.exporter import register, template_text, translated
+from practiceflow.export.expression_tree import platform_input
 from practiceflow.export.n8n_params import (
-    RESERVED,
     camel,
     collision,
     describe,
@@ -87,6 +85,18 @@ def _returns_all(action: ActionModule) -> bool:
     return spec is not None and spec.limit is not None and "limit" in fields
 
 
+def _selector(
+    label: str, name: str, options: list[dict[str, Any]], required: bool = False, **extra: Any
+) -> dict[str, Any]:
+    """The options parameter choosing a node's resource, operation or event (first: default)."""
+    head = {"displayName": label, "name": name, "type": "options"}
+    return (
+        head
+        | ({"required": True} if required else {})
+        | {"noDataExpression": True, **extra, "options": options, "default": options[0]["value"]}
+    )
+
+
 def _action_node(
     actions: Mapping[str, ActionModule], lists: ChoiceLists
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -97,39 +107,23 @@ def _action_node(
         by_resource.setdefault(_resource(action), []).append(action)
         nouns[_resource(action)] = action.noun
     resources = sorted(by_resource, key=lambda key: nouns[key].lower())
-    params: list[dict[str, Any]] = [
-        {
-            "displayName": "Resource",
-            "name": "resource",
-            "type": "options",
-            "noDataExpression": True,
-            "options": [{"name": _singular(nouns[key]), "value": key} for key in resources],
-            "default": resources[0],
-        }
-    ]
+    options = [{"name": _singular(nouns[key]), "value": key} for key in resources]
+    params = [_selector("Resource", "resource", options)]
     fields: dict[str, Any] = {}
     inputs: list[dict[str, Any]] = []
     for resource in resources:
         group = sorted(by_resource[resource], key=lambda action: action.title.lower())
-        params.append(
+        options = [
             {
-                "displayName": "Operation",
-                "name": "operation",
-                "type": "options",
-                "noDataExpression": True,
-                "displayOptions": {"show": {"resource": [resource]}},
-                "options": [
-                    {
-                        "name": title_case(action.title),
-                        "value": action.key,
-                        "description": first_sentence(plan_description(action)),
-                        "action": sentence_case(action.title),
-                    }
-                    for action in group
-                ],
-                "default": group[0].key,
+                "name": title_case(action.title),
+                "value": action.key,
+                "description": first_sentence(plan_description(action)),
+                "action": sentence_case(action.title),
             }
-        )
+            for action in group
+        ]
+        shown = {"show": {"resource": [resource]}}
+        params.append(_selector("Operation", "operation", options, displayOptions=shown))
         for action in group:
             show = {"resource": [resource], "operation": [action.key]}
             own, names = parameters(form_fields(platform_input(action)), show, lists)
@@ -144,25 +138,16 @@ def _event_parameters(
     triggers: Mapping[str, TriggerModule], what: str, lists: ChoiceLists
 ) -> list[dict[str, Any]]:
     ordered = sorted(triggers.values(), key=lambda trigger: trigger.title.lower())
-    params: list[dict[str, Any]] = [
+    options = [
         {
-            "displayName": "Trigger On",
-            "name": "trigger",
-            "type": "options",
-            "required": True,
-            "noDataExpression": True,
-            "description": describe(f"Which event {what}"),
-            "options": [
-                {
-                    "name": title_case(trigger.title),
-                    "value": trigger.key,
-                    "description": first_sentence(trigger.description),
-                }
-                for trigger in ordered
-            ],
-            "default": ordered[0].key,
+            "name": title_case(trigger.title),
+            "value": trigger.key,
+            "description": first_sentence(trigger.description),
         }
+        for trigger in ordered
     ]
+    described = {"description": describe(f"Which event {what}")}
+    params = [_selector("Trigger On", "trigger", options, required=True, **described)]
     for trigger in ordered:
         own, _names = parameters(
             form_fields(trigger.input_schema), {"trigger": [trigger.key]}, lists
@@ -173,24 +158,21 @@ def _event_parameters(
 
 def _credentials_file(connector: Mapping[str, Any]) -> str:
     """The credential: its template with the regions, headers and credential check filled in."""
-    regions = sorted(connector["regions"].items())
-    published = {
-        key: region["base_url"]
-        for key, region in regions
-        if str(region["base_url"]).startswith("https://")
-    }
-    header = connector["auth"]["methods"]["header"]
-    validate = connector["auth"]["validate"]
+    auth = auth_settings(connector)
+    regions = auth["regions"]
+    published = {key: region["base_url"] for key, region in regions.items() if region["base_url"]}
     base = f"={{{{ ($credentials.baseUrl || {json.dumps(published)}[$credentials.region] || '')"
     values = {
-        "REGIONS": ts([{"name": region["title"], "value": key} for key, region in regions], 3),
-        "REGION": ts(regions[0][0]),
+        "REGIONS": ts(
+            [{"name": region["title"], "value": key} for key, region in regions.items()], 3
+        ),
+        "REGION": ts(next(iter(regions))),
         "BASE_URL_REQUIRED": ts(len(published) < len(regions)),
-        "CLIENT_ID_HEADER": ts(header["client_id_header"]),
-        "CLIENT_SECRET_HEADER": ts(header["client_secret_header"]),
+        "CLIENT_ID_HEADER": ts(auth["headers"]["client_id"]),
+        "CLIENT_SECRET_HEADER": ts(auth["headers"]["client_secret"]),
         "BASE_URL": ts(base + ".replace(/\\/+$/, '') }}"),
-        "VALIDATE_PATH": ts(validate["path"]),
-        "VALIDATE_METHOD": ts(validate["method"]),
+        "VALIDATE_PATH": ts(auth["validate_path"]),
+        "VALIDATE_METHOD": ts(connector["auth"]["validate"]["method"]),
     }
     source = template_text("n8n", "credentials/PracticeflowApi.credentials.ts.in")
     for name, value in values.items():
@@ -198,15 +180,11 @@ def _credentials_file(connector: Mapping[str, Any]) -> str:
     return source
 
 
-@register
-class N8nExporter(Exporter):
-    """n8n community node package (actions node, webhook trigger, polling trigger)."""
-
-    name = "n8n"
-
-    def files(self, modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-        """Build the package (the module docstring tells the layout)."""
-        return _build(modules, connector)[0]
+@register("n8n")
+def n8n_files(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
+    """The n8n community node package: actions node, webhook trigger, polling trigger (the
+    module docstring tells the layout)."""
+    return _build(modules, connector)[0]
 
 
 def node_descriptions(
@@ -219,35 +197,8 @@ def node_descriptions(
 def _build(
     modules: ModuleRegistry, connector: Mapping[str, Any]
 ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
-    skipped: dict[str, str] = {}
-    actions: dict[str, ActionModule] = {}
-    plans: dict[str, dict[str, Any]] = {}
-    for key, action in sorted(modules.actions.items()):
-        reason = collision(action, RESERVED["action"])
-        if reason is None:
-            try:
-                plans[key] = action_plan(action)
-                actions[key] = action
-                continue
-            except ManifestError as exc:
-                reason = str(exc.issues[0])
-        skipped[f"actions/{key}"] = reason
-    triggers: dict[str, TriggerModule] = {}
-    trigger_plans: dict[str, dict[str, Any]] = {}
-    for key, trigger in sorted(modules.triggers.items()):
-        reason = collision(trigger, RESERVED["trigger"])
-        try:
-            if reason is not None:
-                raise ManifestError([])
-            trigger_plans[key] = trigger_plan(trigger)
-            triggers[key] = trigger
-        except ManifestError as exc:
-            skipped[f"triggers/{key}"] = reason or str(exc.issues[0])
-    lists = ChoiceLists(
-        modules,
-        [*actions.values(), *triggers.values()],
-        [key for key, action in actions.items() if action.extensions.list is not None],
-    )
+    actions, triggers, plans, skipped = translated(modules, collision)
+    lists = ChoiceLists(modules, actions, triggers.values())
     hooks = {key: t for key, t in triggers.items() if t.webhook is not None}
     polls = {key: t for key, t in triggers.items() if t.poll is not None}
     properties, fields = _action_node(actions, lists)
@@ -262,7 +213,7 @@ def _build(
                 "fields": fields[key],
                 "returnAll": _returns_all(action),
                 "inputSchema": _slim(platform_input(action)),
-                "plan": plans[key],
+                "plan": plans[f"actions/{key}"],
             }
             for key, action in sorted(actions.items())
         },
@@ -271,12 +222,11 @@ def _build(
                 "key": key,
                 "title": trigger.title,
                 "inputSchema": _slim(trigger.input_schema),
-                "webhook": trigger_plans[key]["webhook"],
-                "poll": trigger_plans[key]["poll"],
+                **plans[f"triggers/{key}"],
             }
             for key, trigger in sorted(triggers.items())
         },
-        "skipped": dict(sorted(skipped.items())),
+        "skipped": skipped,
         "paging": paging_settings(connector, MAX_PAGES),
         "webhooks": webhook_settings(
             connector, signature_prefix=connector["webhooks"].get("signature_prefix", "sha256=")

@@ -302,8 +302,9 @@ def return_all_parameters(
     return [switch, *limits]
 
 
-def collision(module: ActionModule | TriggerModule, reserved: frozenset[str]) -> str | None:
+def collision(module: ActionModule | TriggerModule) -> str | None:
     """Why a module's input would collide with its node's own parameters, or None."""
+    reserved = RESERVED["trigger" if isinstance(module, TriggerModule) else "action"]
     clashes = sorted({field.key for field in form_fields(module.input_schema)} & reserved)
     if not clashes:
         return None

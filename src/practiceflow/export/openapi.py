@@ -7,28 +7,29 @@ those mapped from headers become response headers), or a binary body for a downl
 errors as problem details. Schemas are JSON Schema 2020-12, which OpenAPI 3.1 uses as is;
 each module's ``$defs`` are hoisted into ``components/schemas``. The Power Automate
 connector (:mod:`practiceflow.export.powerautomate`) is lowered from this document.
+
+A list module of the runner pages by itself; an exported list operation is one request (spec
+section 8), paged with ``pageNumber``, and ``pageSize`` where the server does not fix the page
+size (``paging.fixed_size`` of the connector manifest). The spec does not show the envelope:
+lists that take ``pageSize`` most likely answer ``{items, hasMore, ...}`` ("``hasMore`` where
+present"), the others a bare array; that likely shape is the first alternative here and the
+one shape Power Automate's OpenAPI 2.0 is given. Rows are the module's row schema, plus the
+row fields other modules' choices name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from practiceflow import __version__
+from practiceflow.api.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_NUMBER, MAX_PAGE_SIZE
 from practiceflow.errors import ManifestError
 from practiceflow.export.descriptions import export_description
 from practiceflow.export.expression_tree import LEAF, action_plan, file_media_type
-from practiceflow.export.lists import (
-    choice_fields,
-    list_shape,
-    page_parameters,
-    paging_note,
-    response_alternatives,
-    row_schema,
-    with_fields,
-)
 from practiceflow.export.schemas import portable_types, rewrite_refs
-from practiceflow.manifest.models import ActionModule
+from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
 
 _PROBLEM = {
@@ -248,15 +249,11 @@ def _whole_input(tree: Any) -> set[str] | None:
 
 def _spread_query(leaf: Any, properties: Mapping[str, Any], taken: list[str]) -> dict[str, Any]:
     """``{{ input | omit(...) }}`` as the whole query: one parameter per remaining field."""
-    expr = leaf[LEAF]
-    if "filter" in expr and expr["filter"][0] == "omit" and expr["filter"][1] == {"ref": ["input"]}:
-        omitted = {arg.get("const") for arg in expr["filter"][2:]}
-        return {
-            name: {LEAF: {"ref": ["input", name]}}
-            for name in properties
-            if name not in omitted and name not in taken
-        }
-    raise ValueError("the query is one template that is not input | omit(...)")
+    omitted = _whole_input(leaf)
+    if omitted is None or leaf[LEAF] == {"ref": ["input"]}:
+        raise ValueError("the query is one template that is not input | omit(...)")
+    dropped = omitted | set(taken)
+    return {name: {LEAF: {"ref": ["input", name]}} for name in properties if name not in dropped}
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -387,3 +384,136 @@ def openapi_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
         },
     }
     return portable_types(document)  # type: ignore[no-any-return]
+
+
+#: Where the rows sit in an enveloped list answer.
+ENVELOPE_ITEMS = "items"
+
+
+@dataclass(frozen=True)
+class ListShape:
+    """How one list operation pages: whether it takes ``pageNumber`` and ``pageSize`` (its
+    page size not fixed by the server), and the answer most likely given (``array`` or
+    ``envelope``)."""
+
+    paged: bool
+    page_size: bool
+    shape: Literal["array", "envelope"]
+
+
+def list_shape(action: ActionModule, connector: Mapping[str, Any]) -> ListShape | None:
+    """The paging and answer shape of a list action (None for any other action)."""
+    spec = action.extensions.list
+    if spec is None:
+        return None
+    fixed = set(connector.get("paging", {}).get("fixed_size", ()))
+    page_size = spec.paged and action.request.path not in fixed
+    return ListShape(spec.paged, page_size, "envelope" if page_size else "array")
+
+
+def page_parameters(shape: ListShape, connector: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The OpenAPI 3.1 query parameters that choose a page: ``pageNumber`` (and
+    ``pageSize`` where the list takes it); none when not paged."""
+    if not shape.paged:
+        return []
+    paging = connector.get("paging", {})
+    number = {
+        "name": paging.get("page_param", "pageNumber"),
+        "in": "query",
+        "required": False,
+        "description": "The page to read, 1-based; ask for the next page while the answer "
+        "says hasMore, or while a page is full.",
+        "schema": {
+            "type": "integer",
+            "minimum": int(paging.get("page_min", 1)),
+            "maximum": int(paging.get("page_max", MAX_PAGE_NUMBER)),
+            "default": 1,
+        },
+    }
+    if not shape.page_size:
+        return [number]
+    size = {
+        "name": paging.get("size_param", "pageSize"),
+        "in": "query",
+        "required": False,
+        "description": "Rows per page, where the list supports it (a list that does not "
+        "answers its own page size).",
+        "schema": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": int(paging.get("size_max", MAX_PAGE_SIZE)),
+            "default": int(paging.get("size_default", DEFAULT_PAGE_SIZE)),
+        },
+    }
+    return [number, size]
+
+
+def row_schema(output: Mapping[str, Any]) -> Any:
+    """The schema of one row of a list action's answer (its ``output.items.items``; an open
+    object when the module says nothing about its rows)."""
+    items = output.get("properties", {}).get("items", {})
+    rows = items.get("items") if isinstance(items, Mapping) else None
+    if isinstance(rows, Mapping) and rows:
+        return dict(rows)
+    return {"type": "object", "additionalProperties": True}
+
+
+def choice_fields(registry: ModuleRegistry) -> dict[str, dict[str, Any]]:
+    """List action key -> the row fields the modules' choices name -> a schema saying so."""
+    found: dict[str, dict[str, Any]] = {}
+    modules: list[ActionModule | TriggerModule] = [
+        *registry.actions.values(),
+        *registry.triggers.values(),
+    ]
+    for module in sorted(modules, key=lambda item: item.key):
+        for source in module.choices.values():
+            for name in (source.value, source.label, *source.also):
+                if name:
+                    text = f"The row field {module.key}'s choices read."
+                    found.setdefault(source.action, {}).setdefault(name, {"description": text})
+    return found
+
+
+def with_fields(row: Any, fields: Mapping[str, Any]) -> Any:
+    """A row schema with ``fields`` added to its properties (those it already has win)."""
+    if not fields or not isinstance(row, Mapping):
+        return row
+    properties = {**fields, **dict(row.get("properties") or {})}
+    return {**row, "properties": dict(sorted(properties.items()))}
+
+
+def response_alternatives(shape: ListShape, row_ref: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The answer of one page: a bare array of rows and the envelope, the likely first."""
+    array = {"type": "array", "items": dict(row_ref)}
+    envelope = {
+        "type": "object",
+        "additionalProperties": True,
+        "properties": {
+            ENVELOPE_ITEMS: {
+                "type": "array",
+                "items": dict(row_ref),
+                "description": "The rows of this page.",
+            },
+            "hasMore": {
+                "type": "boolean",
+                "description": "True when another page follows; read pageNumber + 1.",
+            },
+            "pageNumber": {"type": "integer", "description": "This page's number."},
+            "pageSize": {"type": "integer", "description": "Rows per page."},
+            "totalCount": {"type": "integer", "description": "Rows in the whole list."},
+        },
+    }
+    return [envelope, array] if shape.shape == "envelope" else [array, envelope]
+
+
+def paging_note(shape: ListShape) -> str:
+    """A sentence for the operation's description saying how to read every page."""
+    if not shape.paged:
+        return "The whole list comes in one answer."
+    size = "; pageSize sets the rows per page (1 to 100)" if shape.page_size else ""
+    return (
+        f"One page per call: pageNumber picks the page (1-based){size}. To read the whole "
+        "list, ask for the next page while the answer's hasMore is true, or, where the answer "
+        "has no hasMore, until a page holds fewer rows than the first or repeats the page "
+        "before (a service that ignores pageNumber answers every page alike)."
+    )

@@ -18,9 +18,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from practiceflow.export.exporter import Exporter, dump_json, register, template_text
-from practiceflow.export.lists import ENVELOPE_ITEMS, list_shape
-from practiceflow.export.openapi import openapi_document
+from practiceflow.export.exporter import dump_json, register, template_text
+from practiceflow.export.openapi import ENVELOPE_ITEMS, list_shape, openapi_document
 from practiceflow.manifest.module_registry import ModuleRegistry
 
 #: The connector's title (Power Automate: at most 30 characters, no "API").
@@ -373,21 +372,14 @@ def api_properties(connector: Mapping[str, Any]) -> dict[str, Any]:
     return document
 
 
-@register
-class OpenApiExporter(Exporter):
-    """OpenAPI 3.1 document of the actions, plus the Power Automate connector folder."""
-
-    name = "openapi"
-
-    def files(
-        self, modules: ModuleRegistry, connector: Mapping[str, Any]
-    ) -> dict[str, str | bytes]:
-        """Build ``openapi.json`` and the ``powerautomate/`` folder."""
-        swagger = swagger_document(modules, connector)
-        return {
-            "openapi.json": dump_json(openapi_document(modules, connector)),
-            "powerautomate/apiDefinition.swagger.json": dump_json(swagger),
-            "powerautomate/apiProperties.json": dump_json(api_properties(connector)),
-            "powerautomate/icon.png": icon_png(),
-            "powerautomate/README.md": readme(swagger),
-        }
+@register("openapi")
+def openapi_files(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str | bytes]:
+    """``openapi.json`` (OpenAPI 3.1 of the actions) and the ``powerautomate/`` folder."""
+    swagger = swagger_document(modules, connector)
+    return {
+        "openapi.json": dump_json(openapi_document(modules, connector)),
+        "powerautomate/apiDefinition.swagger.json": dump_json(swagger),
+        "powerautomate/apiProperties.json": dump_json(api_properties(connector)),
+        "powerautomate/icon.png": icon_png(),
+        "powerautomate/README.md": readme(swagger),
+    }

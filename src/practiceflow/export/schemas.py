@@ -235,13 +235,14 @@ class ChoiceLists:
     def __init__(
         self,
         registry: ModuleRegistry,
-        modules: Iterable[ActionModule | TriggerModule],
-        available: Iterable[str],
+        actions: Mapping[str, ActionModule],
+        triggers: Iterable[TriggerModule],
     ) -> None:
-        """Collect the declarations of ``modules`` (those the export carries) whose list
-        action is ``available`` on the platform's export."""
-        usable = set(available)
+        """Collect the declarations of the ``actions`` and ``triggers`` an export carries
+        whose list action is one of those ``actions``."""
+        usable = {key for key, action in actions.items() if action.extensions.list is not None}
         found: dict[str, ChoiceSource] = {}
+        modules: list[ActionModule | TriggerModule] = [*actions.values(), *triggers]
         for module in modules:
             for source in module.choices.values():
                 if source.action in usable:

@@ -15,15 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from practiceflow import __version__
-from practiceflow.errors import ManifestError, TemplateError
+from practiceflow.errors import TemplateError
 from practiceflow.export.descriptions import plan_description
-from practiceflow.export.exporter import Exporter, dump_json, register, template_text
-from practiceflow.export.expression_tree import (
-    action_plan,
-    file_media_type,
-    platform_input,
-    trigger_plan,
-)
+from practiceflow.export.exporter import dump_json, register, template_text, translated
+from practiceflow.export.expression_tree import action_plan, file_media_type, platform_input
 from practiceflow.export.schemas import ChoiceLists, FormField, form_fields, main_type, resolve
 from practiceflow.manifest.choices import ChoiceSource
 from practiceflow.manifest.models import ActionModule, TriggerModule
@@ -204,10 +199,12 @@ def _choices_trigger(
     }
 
 
-def _trigger_unsupported(trigger: TriggerModule) -> str | None:
-    """Why a trigger cannot be a Zapier trigger, or None."""
-    known = (trigger.poll or {}).get("known")
-    if trigger.webhook is None and known is not None and known.get("fire") == "known":
+def _trigger_unsupported(module: ActionModule | TriggerModule) -> str | None:
+    """Why a trigger cannot be a Zapier trigger, or None (every action can be)."""
+    if not isinstance(module, TriggerModule):
+        return None
+    known = (module.poll or {}).get("known")
+    if module.webhook is None and known is not None and known.get("fire") == "known":
         return (
             "it fires for keys remembered by earlier polls (poll.known.fire: known); Zapier "
             "polling triggers keep no state between polls"
@@ -215,7 +212,7 @@ def _trigger_unsupported(trigger: TriggerModule) -> str | None:
     return None
 
 
-def _trigger(trigger: TriggerModule, lists: ChoiceLists) -> dict[str, Any]:
+def _trigger(trigger: TriggerModule, lists: ChoiceLists, plan: Any) -> dict[str, Any]:
     sample = {**trigger.sample, "id": _sample_id(trigger)}
     return {
         "key": trigger.key,
@@ -233,7 +230,7 @@ def _trigger(trigger: TriggerModule, lists: ChoiceLists) -> dict[str, Any]:
         ],
         "sample": sample,
         "input_schema": dict(trigger.input_schema),
-        "plan": trigger_plan(trigger),
+        "plan": plan,
     }
 
 
@@ -328,58 +325,31 @@ def _auth(connector: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-@register
-class ZapierExporter(Exporter):
-    """Zapier CLI app (creates, searches, REST hook and polling triggers)."""
-
-    name = "zapier"
-
-    def files(self, modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-        """Build the app (the module docstring tells the mapping)."""
-        skipped: dict[str, str] = {}
-        triggers: dict[str, Any] = {}
-        exportable: dict[str, ActionModule] = {}
-        for key, action in sorted(modules.actions.items()):
-            try:
-                action_plan(action)
-                exportable[key] = action
-            except ManifestError as exc:
-                skipped[f"actions/{key}"] = str(exc.issues[0])
-        kept = {
-            key: trigger
-            for key, trigger in sorted(modules.triggers.items())
-            if _trigger_unsupported(trigger) is None
-        }
-        lists = ChoiceLists(
-            modules,
-            [*exportable.values(), *kept.values()],
-            [key for key, action in exportable.items() if action.extensions.list is not None],
-        )
-        creates = {k: _action(a, lists, False) for k, a in exportable.items() if is_create(a)}
-        searches = {k: _action(a, lists, True) for k, a in exportable.items() if not is_create(a)}
-        for key, trigger in sorted(modules.triggers.items()):
-            reason = _trigger_unsupported(trigger)
-            if reason is None:
-                try:
-                    triggers[key] = _trigger(trigger, lists)
-                    continue
-                except ManifestError as exc:
-                    reason = str(exc.issues[0])
-            skipped[f"triggers/{key}"] = reason
-        for name, source in lists.sources.items():
-            triggers[name] = _choices_trigger(name, source, lists, modules)
-        definition = {
-            "title": connector["title"],
-            "version": __version__,
-            "auth": _auth(connector),
-            "creates": creates,
-            "searches": searches,
-            "skipped": skipped,
-            "triggers": triggers,
-            "paging": paging_settings(connector, MAX_PAGES, "size_default"),
-            "webhooks": webhook_settings(connector),
-        }
-        out = {name: template_text("zapier", name) for name in _STATIC}
-        out["definition.json"] = dump_json(definition)
-        out[".gitignore"] = "node_modules/\n"
-        return out
+@register("zapier")
+def zapier_files(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
+    """The Zapier CLI app: creates, searches, REST hook and polling triggers (the module
+    docstring tells the mapping)."""
+    actions, kept, plans, skipped = translated(modules, _trigger_unsupported)
+    lists = ChoiceLists(modules, actions, kept.values())
+    creates = {k: _action(a, lists, False) for k, a in actions.items() if is_create(a)}
+    searches = {k: _action(a, lists, True) for k, a in actions.items() if not is_create(a)}
+    triggers = {
+        key: _trigger(trigger, lists, plans[f"triggers/{key}"]) for key, trigger in kept.items()
+    }
+    for name, source in lists.sources.items():
+        triggers[name] = _choices_trigger(name, source, lists, modules)
+    definition = {
+        "title": connector["title"],
+        "version": __version__,
+        "auth": _auth(connector),
+        "creates": creates,
+        "searches": searches,
+        "skipped": skipped,
+        "triggers": triggers,
+        "paging": paging_settings(connector, MAX_PAGES, "size_default"),
+        "webhooks": webhook_settings(connector),
+    }
+    out = {name: template_text("zapier", name) for name in _STATIC}
+    out["definition.json"] = dump_json(definition)
+    out[".gitignore"] = "node_modules/\n"
+    return out

@@ -27,7 +27,7 @@ from practiceflow.errors import Issue, TemplateError
 from practiceflow.templating import _bounded as bounds
 from practiceflow.templating import _environment as sandbox
 from practiceflow.templating import _limits as budget
-from practiceflow.templating._filters import filter_pathseg, set_clock, utcnow
+from practiceflow.templating._environment import filter_pathseg, set_clock, utcnow
 
 __all__ = [
     "CompiledTemplate",

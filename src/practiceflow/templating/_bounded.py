@@ -24,7 +24,6 @@ from practiceflow.templating._limits import (
     LimitError,
     charge_length,
     charge_result,
-    check_input,
     check_inputs,
     current_budget,
     refuse_over,
@@ -64,7 +63,7 @@ def checked_mod(left: Any, right: Any) -> Any:
     """``%`` with printf widths and precisions checked when the left side is text."""
     if isinstance(left, str):
         _check_printf(left, "'%' formatting")
-        check_input(right, "'%'")
+        check_inputs((right,), "'%'")
     return charge_result(left % right, "'%'")
 
 
@@ -84,8 +83,7 @@ def checked_compare(left: Any, op: str, right: Any) -> Any:
     """``left op right`` (``op`` in Jinja's names: ``eq``, ``in``...), charged for reading
     both sides."""
     symbol, compare = _COMPARISONS[op]
-    check_input(left, f"'{symbol}'")
-    check_input(right, f"'{symbol}'")
+    check_inputs((left, right), f"'{symbol}'")
     return compare(left, right)
 
 
@@ -228,7 +226,7 @@ def _join(filters: Mapping[str, Callable[..., Any]]) -> Callable[..., Any]:
     @wraps(join)
     def bounded_join(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> Any:
         items = list(value) if isinstance(value, Iterable) else value
-        check_input(items, "'join'")
+        check_inputs((items,), "'join'")
         if isinstance(items, list) and attribute is None:
             lengths = sum(len(str(item)) for item in items)
             refuse_over("join", lengths + len(str(d)) * max(len(items) - 1, 0))
@@ -239,11 +237,8 @@ def _join(filters: Mapping[str, Callable[..., Any]]) -> Callable[..., Any]:
 
 def concat(*parts: Any) -> str:
     """The ``~`` operator: parts turned to text and joined, within the limit."""
-    total = 0
-    for part in parts:
-        check_input(part, "'~'")
-        total += len(part) if isinstance(part, str) else size_of(part)
-    refuse_over("'~'", total)
+    check_inputs(parts, "'~'")
+    refuse_over("'~'", sum(len(p) if isinstance(p, str) else size_of(p) for p in parts))
     text = "".join(str(part) for part in parts)
     charge_length(text, "'~'")
     return text

@@ -215,13 +215,9 @@ def check_size(value: Any, what: str) -> Any:
     return value
 
 
-def check_input(value: Any, what: str) -> None:
-    """Check what an operation reads for size and charge the render for reading it."""
-    check_inputs((value,), what)
-
-
 def check_inputs(values: Iterable[Any], what: str) -> None:
-    """:func:`check_input` for every argument of one operation, charged in one step."""
+    """Check what an operation reads (each argument) for size and charge the render for
+    reading it, in one step."""
     work = text = 0
     for value in values:
         size, items, chars = measure(value)
