@@ -30,15 +30,6 @@ class SQLAttention(StoreBase):
     """The attention table's part of :class:`~practiceflow.state.StateStore`, on the store's
     connections."""
 
-    def _decode_attention(self, row: Sequence[Any]) -> AttentionRecord:
-        load = self._load
-        return AttentionRecord(
-            row[0], row[1], row[2], row[3], row[4], load.maybe_time(row[5]),
-            load.maybe_time(row[6]), row[7], load.load_json(row[8]), row[9],
-            load.load_time(row[10]), load.load_time(row[11]), row[12],
-            load.maybe_time(row[13]), row[14],
-        )  # fmt: skip
-
     def _evidence(self, evidence: Json, attention_id: str) -> str | None:
         what = f"evidence of attention entry {attention_id}"
         return json_or_null(self.sealer.seal(evidence, what), attention_id)
@@ -82,12 +73,12 @@ class SQLAttention(StoreBase):
             ).fetchone()  # fmt: skip
             sql = _SELECT + " WHERE practice = ? AND kind = ? AND dedupe = ?"
             row = db.execute(sql, (practice, kind, dedupe)).fetchone()
-        return self._decode_attention(row), inserted is not None
+        return self._load.decode(AttentionRecord, row), inserted is not None
 
     def get_attention(self, attention_id: str) -> AttentionRecord | None:
         """One entry by its full id."""
         rows = self._all(_SELECT + " WHERE attention_id = ?", (attention_id,))
-        return self._decode_attention(rows[0]) if rows else None
+        return self._load.decode(AttentionRecord, rows[0]) if rows else None
 
     def list_attention(
         self,
@@ -115,7 +106,7 @@ class SQLAttention(StoreBase):
             params.extend(statuses)
         where = " AND ".join(clauses) or "TRUE"
         sql = _SELECT + " WHERE " + where + " ORDER BY created_at DESC, attention_id LIMIT ?"
-        return [self._decode_attention(row) for row in self._all(sql, (*params, limit))]
+        return [self._load.decode(AttentionRecord, row) for row in self._all(sql, (*params, limit))]
 
     def update_attention(
         self,
@@ -173,4 +164,4 @@ class SQLAttention(StoreBase):
         if practice is not None:
             where, params = where + " AND practice = ?", [*params, practice]
         sql = SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?"
-        return [self._event(row) for row in self._all(sql, (*params, limit))]
+        return [self._load.decode(EventRecord, row) for row in self._all(sql, (*params, limit))]

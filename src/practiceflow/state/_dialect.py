@@ -6,11 +6,20 @@ the schema ``{serial}``, ``{time}`` and ``{json}`` for the column types that dif
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from practiceflow.state.rows import Json
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Row = TypeVar("_Row", bound="DataclassInstance")
+
+
+#: Each record dataclass's field annotations, in order (as text: ``from __future__``).
+_FIELD_TYPES: dict[type, tuple[str, ...]] = {}
 
 
 class Cursor(Protocol):
@@ -70,6 +79,25 @@ class Dialect:
     def maybe_time(self, value: Any) -> datetime | None:
         """:attr:`load_time` of a column that may be NULL."""
         return None if value is None else self.load_time(value)
+
+    def decode(self, record: type[_Row], row: Sequence[Any]) -> _Row:
+        """A row as a ``record`` dataclass whose fields are its columns in order, each
+        read by the field's annotation (times, JSON, integers; the rest as read)."""
+        read: dict[str, Callable[[Any], Any]] = {
+            "datetime": self.load_time,
+            "datetime | None": self.maybe_time,
+            "Json": self.load_json,
+            "int": int,
+        }
+        kinds = _FIELD_TYPES.get(record)
+        if kinds is None:
+            kinds = _FIELD_TYPES[record] = tuple(str(field.type) for field in fields(record))
+        values = zip(kinds, row, strict=True)
+        return record(*(read.get(kind, _as_read)(value) for kind, value in values))
+
+
+def _as_read(value: Any) -> Any:
+    return value
 
 
 class SQLConnection:

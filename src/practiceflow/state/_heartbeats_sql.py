@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.heartbeats import (
@@ -31,13 +30,6 @@ _BEGIN: Final = _BEAT + ", since = excluded.since"
 class SQLHeartbeats(StoreBase):
     """The heartbeats table's part of :class:`~practiceflow.state.StateStore`."""
 
-    def _decode_heartbeat(self, row: Sequence[Any]) -> HeartbeatRecord:
-        load = self._load
-        return HeartbeatRecord(
-            row[0], row[1], row[2], load.load_time(row[3]), load.load_time(row[4]),
-            load.maybe_time(row[5]),
-        )  # fmt: skip
-
     def beat(
         self,
         kind: HeartbeatKind,
@@ -59,8 +51,10 @@ class SQLHeartbeats(StoreBase):
     def get_heartbeat(self, kind: HeartbeatKind, practice: str) -> HeartbeatRecord | None:
         """The row of a process kind and practice, or None before its first start."""
         rows = self._all(_SELECT + " WHERE kind = ? AND practice = ?", (kind, practice))
-        return self._decode_heartbeat(rows[0]) if rows else None
+        return self._load.decode(HeartbeatRecord, rows[0]) if rows else None
 
     def list_heartbeats(self) -> list[HeartbeatRecord]:
         """Every row, by kind and practice."""
-        return [self._decode_heartbeat(row) for row in self._all(_SELECT + " ORDER BY 1, 2")]
+        return [
+            self._load.decode(HeartbeatRecord, row) for row in self._all(_SELECT + " ORDER BY 1, 2")
+        ]

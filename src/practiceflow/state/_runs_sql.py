@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._dialect import SQLConnection
 from practiceflow.state._schema import (
     COUNT_START,
     JOURNAL,
@@ -43,24 +43,6 @@ from practiceflow.state.sealing import json_or_null
 from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
 
 
-def _decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
-    """The record of a runs row, columns as in :data:`SELECT_RUNS`."""
-    return RunRecord(
-        row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
-        load.load_time(row[6]), load.load_time(row[7]), load.load_json(row[8]), int(row[9]),
-        row[10],
-    )  # fmt: skip
-
-
-def _decode_step(row: Sequence[Any], load: Dialect) -> StepRecord:
-    """The record of a steps row, columns as in :data:`SELECT_STEPS`."""
-    return StepRecord(
-        row[0], row[1], row[2], load.load_json(row[3]), load.load_json(row[4]),
-        load.load_json(row[5]), int(row[6]), load.load_time(row[7]), load.load_time(row[8]),
-        load.maybe_time(row[9]), row[10], load.maybe_time(row[11]), row[12],
-    )  # fmt: skip
-
-
 def _encode_step_change(
     change: StepChange, where: str, seal: Callable[[Json, str], Json]
 ) -> dict[str, str | None]:
@@ -82,13 +64,7 @@ def _encode_step_change(
 def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
     """The lease of a run as ``db``'s transaction sees it, or None."""
     row = db.execute(SELECT_LEASE, (run_id,)).fetchone()
-    if row is None:
-        return None
-    load = db.dialect.load_time
-    return RunLease(
-        str(row[0]), str(row[1]), str(row[2]), int(row[3]), str(row[4]),
-        load(row[5]), load(row[6]),
-    )  # fmt: skip
+    return None if row is None else db.dialect.decode(RunLease, row)
 
 
 class SQLRuns(StoreBase):
@@ -148,7 +124,7 @@ class SQLRuns(StoreBase):
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""
         row = self._one(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
-        return None if row is None else _decode_run(row, self._load)
+        return None if row is None else self._load.decode(RunRecord, row)
 
     def list_runs(
         self,
@@ -191,7 +167,7 @@ class SQLRuns(StoreBase):
             SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
             (*given.values(), limit),
         )
-        return [_decode_run(row, self._load) for row in rows]
+        return [self._load.decode(RunRecord, row) for row in rows]
 
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
         """Change a run's status; ``error`` says why it failed or is in doubt.
@@ -309,12 +285,12 @@ class SQLRuns(StoreBase):
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """One step's journal entry, or ``None``."""
         row = self._one(SELECT_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
-        return None if row is None else _decode_step(row, self._load)
+        return None if row is None else self._load.decode(StepRecord, row)
 
     def get_steps(self, run_id: str) -> list[StepRecord]:
         """The journal of a run, steps in the order they were first written."""
         rows = self._all(SELECT_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [_decode_step(row, self._load) for row in rows]
+        return [self._load.decode(StepRecord, row) for row in rows]
 
     def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
         """Every move of a run's steps (or of one step), oldest first."""
@@ -324,13 +300,7 @@ class SQLRuns(StoreBase):
             " FROM {p}step_journal WHERE run_id = ?" + where + " ORDER BY seq",
             (run_id, *params),
         )
-        load = self._load
-        return [
-            StepTransition(
-                r[0], r[1], r[2], r[3], load.load_time(r[4]), r[5], r[6], load.load_json(r[7])
-            )
-            for r in rows
-        ]
+        return [self._load.decode(StepTransition, row) for row in rows]
 
     def change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
         """Apply several moves of a step in one transaction (the ``step_*`` methods make one).

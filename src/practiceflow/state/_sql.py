@@ -219,14 +219,6 @@ class StoreBase(ABC):
         with self._join(self._statement) as db:
             return db.execute(sql, params).fetchall()
 
-    def _event(self, row: Sequence[Any]) -> EventRecord:
-        """An events row as a record (columns as in ``SELECT_EVENTS``), its payload opened."""
-        load = self._load
-        return EventRecord(
-            row[0], row[1], row[2], row[3], load.load_json(row[4]), row[5],
-            load.load_time(row[6]), load.maybe_time(row[7]),
-        )  # fmt: skip
-
 
 def _event_rows(
     events: Sequence[NewEvent],
@@ -343,7 +335,7 @@ class SQLEvents(StoreBase):
             SELECT_EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
             (practice, source, event_id),
         )
-        return None if row is None else self._event(row)
+        return None if row is None else self._load.decode(EventRecord, row)
 
     def pending_events(
         self, practice: str, limit: int = 100, *, source: str | None = None
@@ -362,7 +354,7 @@ class SQLEvents(StoreBase):
             SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?",
             (*params, limit),
         )
-        return [self._event(row) for row in rows]
+        return [self._load.decode(EventRecord, row) for row in rows]
 
     def mark_event_handled(
         self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
@@ -471,11 +463,7 @@ class SQLEvents(StoreBase):
     def _subscription(self, row: Any) -> SubscriptionRecord:
         """A subscriptions row as a record, its secret opened (one stored before secrets
         were sealed is its plain text)."""
-        load = self._load
-        record = SubscriptionRecord(
-            row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-            load.load_time(row[8]), load.load_time(row[9]),
-        )  # fmt: skip
+        record = self._load.decode(SubscriptionRecord, row)
         if record.secret.startswith("{"):
             return replace(record, secret=self.sealer.open(json.loads(record.secret)))
         return record

@@ -24,10 +24,7 @@ class SQLVersions(StoreBase):
         """One stored version, or ``None``."""
         sql = "SELECT digest, kind, name, content, created_at FROM {p}versions WHERE digest = ?"
         row = self._one(sql, (digest,))
-        if row is None:
-            return None
-        content, created_at = self._load.load_json(row[3]), self._load.load_time(row[4])
-        return VersionRecord(str(row[0]), str(row[1]), str(row[2]), content, created_at)
+        return None if row is None else self._load.decode(VersionRecord, row)
 
     def move_run_version(self, run_id: str, from_digest: str | None, to_digest: str) -> bool:
         """Move a run to another stored version, only if it is still on ``from_digest``

@@ -10,10 +10,10 @@ another's over only when it is stale or its holder gone (the caller decides,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import Json
@@ -95,14 +95,7 @@ class PendingWriteStore(StoreBase):
     def get_pending_write(self, practice: str, write_id: str) -> PendingWrite | None:
         """The previewed write of ``practice`` with that id, if it is still kept."""
         row = self._one(_SELECT, (practice, write_id))
-        return None if row is None else self._decode_pending(row)
-
-    def _decode_pending(self, row: Sequence[Any]) -> PendingWrite:
-        load = self._load
-        return PendingWrite(
-            row[0], row[1], row[2], load.load_json(row[3]), row[4], load.load_time(row[5]),
-            load.load_time(row[6]), int(row[7]), row[8], load.maybe_time(row[9]),
-        )  # fmt: skip
+        return None if row is None else self._load.decode(PendingWrite, row)
 
     def miss_pending_code(self, practice: str, write_id: str) -> int:
         """Count a wrong confirmation code offered for a write; return how many so far."""

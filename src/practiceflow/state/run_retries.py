@@ -9,10 +9,9 @@ status and step only: never a message, which may quote the data). Schema version
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import Json
@@ -49,17 +48,10 @@ class RunRetry:
 class SQLRunRetries(StoreBase):
     """The run retries' part of :class:`~practiceflow.state.StateStore`."""
 
-    def _decode_retry(self, row: Sequence[Any]) -> RunRetry:
-        load = self._load
-        return RunRetry(
-            row[0], row[1], row[2], int(row[3]), load.maybe_time(row[4]), load.load_json(row[5]),
-            load.load_time(row[6]),
-        )  # fmt: skip
-
     def run_retry(self, run_id: str) -> RunRetry | None:
         """The retry row of a run, or None when the policy never saw it fail."""
         rows = self._all(_SELECT + " WHERE run_id = ?", (run_id,))
-        return self._decode_retry(rows[0]) if rows else None
+        return self._load.decode(RunRetry, rows[0]) if rows else None
 
     def save_run_retry(
         self,
@@ -90,7 +82,7 @@ class SQLRunRetries(StoreBase):
             " AND next_at <= ? ORDER BY next_at",
             (practice, recipe, now),
         )
-        return [self._decode_retry(row) for row in rows]
+        return [self._load.decode(RunRetry, row) for row in rows]
 
     def claim_run_retry(self, run_id: str, until: datetime) -> bool:
         """Take a due attempt: its ``next_at`` moves to ``until``, so that one process
