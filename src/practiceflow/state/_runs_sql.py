@@ -1,5 +1,5 @@
-"""Runs and their step journals in SQL (``{p}runs``, ``{p}steps``, ``{p}step_journal``),
-mixed into the store (``_sql.py``).
+"""Runs, their step journals and recipe versions in SQL (``{p}runs``, ``{p}steps``,
+``{p}step_journal``, ``{p}versions``), mixed into the store (``_sql.py``).
 
 The step journal methods (``step_pending`` ... ``resolve_step``) are written once on
 :meth:`SQLRuns._change_step`, so that every move obeys the same transition rules
@@ -34,6 +34,7 @@ from practiceflow.state.rows import (
     StepRecord,
     StepStatus,
     StepTransition,
+    VersionRecord,
     check_run_transition,
     check_value,
     like_prefix,
@@ -446,3 +447,29 @@ class SQLRuns(StoreBase):
             if locked:
                 self._locked_run(db, run_id)
             return _read_lease(db, run_id)
+
+    # --- recipe versions (content-addressed, sealed like every payload) -------------------
+
+    def save_version(self, digest: str, kind: str, name: str, content: Json) -> bool:
+        """Store a version under its digest unless it is stored already (content-addressed:
+        the same content is stored once). Returns ``True`` when it was new."""
+        encoded = json_or_null(self.sealer.seal(content, f"version {digest}"), digest)
+        sql = "INSERT INTO {p}versions VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
+        with self._write() as db:
+            params = (digest, kind, name, encoded, self._stamp(None, "created_at"))
+            return db.execute(sql, params).fetchone() is not None
+
+    def get_version(self, digest: str) -> VersionRecord | None:
+        """One stored version, or ``None``."""
+        sql = "SELECT digest, kind, name, content, created_at FROM {p}versions WHERE digest = ?"
+        row = self._one(sql, (digest,))
+        return None if row is None else self._load.decode(VersionRecord, row)
+
+    def move_run_version(self, run_id: str, from_digest: str | None, to_digest: str) -> bool:
+        """Move a run to another stored version, only if it is still on ``from_digest``
+        (an explicit migration; :mod:`practiceflow.versions`). Returns whether it moved."""
+        was = "version IS NULL" if from_digest is None else "version = ?"
+        sql = "UPDATE {p}runs SET version = ? WHERE run_id = ? AND " + was + " RETURNING 1"
+        params = (to_digest, run_id) + (() if from_digest is None else (from_digest,))
+        with self._write(durable=True) as db:
+            return db.execute(sql, params).fetchone() is not None

@@ -1,7 +1,7 @@
 """The store's SQL, written once: :class:`StoreBase`, the primitives (connections,
 transactions, times) every table's mixin inherits, and :class:`SQLEvents`, the events and
 webhook subscriptions. The other tables' mixins are ``_runs_sql.py``, ``_cursors_sql.py``,
-``_versions_sql.py``, ``_attention_sql.py``, ``_heartbeats_sql.py``, ``run_retries.py`` and
+``attention_rows.py``, ``heartbeats.py``, ``run_retries.py`` and
 ``pending_writes.py``; ``_store.py`` joins them into :class:`StateStore`; SQLite
 (``_sqlite.py``) and PostgreSQL (``_postgres.py``) give the database. Statements use ``?``
 for parameters and ``{p}`` before table names, which the dialect translates.

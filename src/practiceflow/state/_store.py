@@ -3,12 +3,11 @@ files joined into one class (SQLite and PostgreSQL subclass it)."""
 
 from __future__ import annotations
 
-from practiceflow.state._attention_sql import SQLAttention
 from practiceflow.state._cursors_sql import SQLCursors
-from practiceflow.state._heartbeats_sql import SQLHeartbeats
 from practiceflow.state._runs_sql import SQLRuns
 from practiceflow.state._sql import SQLEvents
-from practiceflow.state._versions_sql import SQLVersions
+from practiceflow.state.attention_rows import SQLAttention
+from practiceflow.state.heartbeats import SQLHeartbeats
 from practiceflow.state.pending_writes import PendingWriteStore
 from practiceflow.state.run_retries import SQLRunRetries
 
@@ -19,7 +18,6 @@ class StateStore(
     SQLAttention,
     SQLCursors,
     SQLHeartbeats,
-    SQLVersions,
     SQLRuns,
     SQLRunRetries,
 ):

@@ -6,16 +6,21 @@ a silent webhook (``silent_subscription``), a run the retry policy gave up on
 (``retries_exhausted``). It is ``checking`` while the service may still settle it by
 evidence, ``open`` while it waits for a person, ``closed`` once settled (by whom, when,
 how). The one writer is :mod:`practiceflow.service.needs_person`; the store's methods are
-in ``_attention_sql.py``.
+:class:`SQLAttention`.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from practiceflow.state.rows import Json
+from practiceflow.state._schema import SELECT_EVENTS
+from practiceflow.state._sql import StoreBase
+from practiceflow.state.rows import EventRecord, Json, check_value, like_prefix
+from practiceflow.state.sealing import json_or_null
 
 AttentionKind = Literal[
     "gap", "subscription_in_doubt", "unrecognised", "silent_subscription", "retries_exhausted"
@@ -76,3 +81,151 @@ class AttentionRecord:
     def needs_person(self) -> bool:
         """Whether it waits for a person (open)."""
         return self.status == "open"
+
+
+_SELECT: Final = (
+    "SELECT attention_id, kind, practice, trigger_key, dedupe, window_start, window_end,"
+    " reason, evidence, status, created_at, updated_at, settled_by, settled_at, note"
+    " FROM {p}attention"
+)
+
+
+class SQLAttention(StoreBase):
+    """The attention table's part of :class:`~practiceflow.state.StateStore`, on the store's
+    connections."""
+
+    def _evidence(self, evidence: Json, attention_id: str) -> str | None:
+        what = f"evidence of attention entry {attention_id}"
+        return json_or_null(self.sealer.seal(evidence, what), attention_id)
+
+    def add_attention(
+        self,
+        kind: AttentionKind,
+        practice: str,
+        trigger: str,
+        dedupe: str,
+        reason: str,
+        *,
+        window: tuple[datetime, datetime] | None = None,
+        evidence: Json = None,
+        status: AttentionStatus = "open",
+    ) -> tuple[AttentionRecord, bool]:
+        """List an entry, once per ``(practice, kind, dedupe)``.
+
+        Returns:
+            The entry (the earlier one when it was listed before) and whether it is new.
+        """
+        check_value("attention kind", kind, ATTENTION_KINDS)
+        check_value("attention status", status, ATTENTION_STATUSES)
+        attention_id = uuid.uuid4().hex
+        stamp = self._stamp(None, "created_at")
+        start, end = (
+            (None, None)
+            if window is None
+            else (self._stamp(window[0], "window start"), self._stamp(window[1], "window end"))
+        )
+        with self._write() as db:
+            inserted = db.execute(
+                "INSERT INTO {p}attention (attention_id, kind, practice, trigger_key, dedupe,"
+                " window_start, window_end, reason, evidence, status, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (practice, kind, dedupe) DO NOTHING RETURNING attention_id",
+                (
+                    attention_id, kind, practice, trigger, dedupe, start, end, reason,
+                    self._evidence(evidence, attention_id), status, stamp, stamp,
+                ),
+            ).fetchone()  # fmt: skip
+            sql = _SELECT + " WHERE practice = ? AND kind = ? AND dedupe = ?"
+            row = db.execute(sql, (practice, kind, dedupe)).fetchone()
+        return self._load.decode(AttentionRecord, row), inserted is not None
+
+    def get_attention(self, attention_id: str) -> AttentionRecord | None:
+        """One entry by its full id."""
+        rows = self._all(_SELECT + " WHERE attention_id = ?", (attention_id,))
+        return self._load.decode(AttentionRecord, rows[0]) if rows else None
+
+    def list_attention(
+        self,
+        *,
+        practice: str | None = None,
+        kind: AttentionKind | None = None,
+        trigger: str | None = None,
+        statuses: Sequence[AttentionStatus] | None = None,
+        id_prefix: str | None = None,
+        limit: int = 500,
+    ) -> list[AttentionRecord]:
+        """Entries, newest first, filtered by what is given."""
+        filters: dict[str, object] = {
+            "practice = ?": practice,
+            "kind = ?": kind,
+            "trigger_key = ?": trigger,
+            "attention_id LIKE ? ESCAPE '\\'": like_prefix(id_prefix),
+        }
+        given = {clause: value for clause, value in filters.items() if value is not None}
+        clauses, params = list(given), list(given.values())
+        if statuses is not None:
+            for status in statuses:
+                check_value("attention status", status, ATTENTION_STATUSES)
+            clauses.append("status IN (" + ", ".join("?" * len(statuses)) + ")")
+            params.extend(statuses)
+        where = " AND ".join(clauses) or "TRUE"
+        sql = _SELECT + " WHERE " + where + " ORDER BY created_at DESC, attention_id LIMIT ?"
+        return [self._load.decode(AttentionRecord, row) for row in self._all(sql, (*params, limit))]
+
+    def update_attention(
+        self,
+        attention_id: str,
+        status: AttentionStatus,
+        *,
+        reason: str | None = None,
+        evidence: Json = None,
+        settled_by: str | None = None,
+        note: str | None = None,
+    ) -> bool:
+        """Move an entry that is not closed (a closed one stays as it was settled).
+
+        ``reason`` and ``evidence`` replace the entry's when given; moving to ``closed``
+        records ``settled_by``, ``note`` and now.
+
+        Returns:
+            Whether it moved (False: no such entry, or it was closed already).
+        """
+        check_value("attention status", status, ATTENTION_STATUSES)
+        stamp = self._stamp(None, "updated_at")
+        sets = ["status = ?", "updated_at = ?"]
+        params: list[Any] = [status, stamp]
+        if reason is not None:
+            sets.append("reason = ?")
+            params.append(reason)
+        if evidence is not None:
+            sets.append("evidence = ?")
+            params.append(self._evidence(evidence, attention_id))
+        if status == "closed":
+            sets += ["settled_by = ?", "settled_at = ?", "note = ?"]
+            params += [settled_by, stamp, note]
+        # Only the fixed column names above are joined; every value is a parameter.
+        sql = "UPDATE {p}attention SET " + ", ".join(sets)  # noqa: S608
+        with self._write() as db:
+            cursor = db.execute(
+                sql + " WHERE attention_id = ? AND status <> 'closed'", (*params, attention_id)
+            )
+            return cursor.rowcount > 0
+
+    def count_attention(self) -> dict[tuple[str, str, str], int]:
+        """How many entries there are by ``(practice, kind, status)``."""
+        rows = self._all(
+            "SELECT practice, kind, status, count(*) FROM {p}attention"
+            " GROUP BY practice, kind, status"
+        )
+        return {(str(row[0]), str(row[1]), str(row[2])): int(row[3]) for row in rows}
+
+    def ledger_events(
+        self, since: datetime, *, practice: str | None = None, limit: int = 100_000
+    ) -> list[EventRecord]:
+        """The events received since ``since``, oldest first: what the completeness
+        ledger (``practiceflow audit completeness``) counts beside the gaps."""
+        where, params = "received_at >= ?", [self._stamp(since, "since")]
+        if practice is not None:
+            where, params = where + " AND practice = ?", [*params, practice]
+        sql = SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?"
+        return [self._load.decode(EventRecord, row) for row in self._all(sql, (*params, limit))]
