@@ -1,24 +1,12 @@
-"""The store's SQL, written once: :class:`StoreBase`, the primitives (connections,
-transactions, times) every table's mixin inherits, and :class:`SQLEvents`, the events and
-webhook subscriptions. The other tables' mixins are ``_runs_sql.py``, ``_cursors_sql.py``,
-``attention_rows.py``, ``heartbeats.py``, ``run_retries.py`` and
-``pending_writes.py``; ``_store.py`` joins them into :class:`StateStore`; SQLite
-(``_sqlite.py``) and PostgreSQL (``_postgres.py``) give the database. Statements use ``?``
-for parameters and ``{p}`` before table names, which the dialect translates.
+"""The store's SQL, written once: :class:`StoreBase` (connections, transactions, times)
+and :class:`SQLEvents` (events, webhook subscriptions); each other table's mixin is in its
+own module, joined in ``_store.py``. Statements use ``?`` and ``{p}``, which the dialect
+translates. Everything is keyed by ``practice``, and each changing method is one commit.
 
-Everything is keyed by ``practice``, so practices sharing a store never see each other's
-data, and each method that changes something is one committed transaction.
-
-A subclass gives the database: its ``Dialect`` and its transactions. What it must
-guarantee, and the methods rely on:
-
-* a write transaction (:meth:`StoreBase._write`) that reads and then writes is never
-  interleaved with another writer's on the same rows: SQLite takes the file's write lock
-  at BEGIN, PostgreSQL locks the rows read (``Dialect.lock_row``) or a key
-  (:meth:`StoreBase._lock`);
-* uniqueness is the database's (unique indexes, ``ON CONFLICT DO NOTHING``), so that
-  concurrent threads or processes agree on one event, one run, one subscription;
-* inside :meth:`StoreBase.atomic`, every call of the thread joins the block's transaction.
+What a database subclass guarantees: a write transaction that reads then writes is never
+interleaved with another writer's on the same rows (SQLite's BEGIN IMMEDIATE, PostgreSQL's
+row or advisory locks); uniqueness is the database's (unique indexes, ``ON CONFLICT``), so
+that concurrent processes agree on one event, one run, one subscription.
 """
 
 from __future__ import annotations
@@ -85,10 +73,9 @@ class StoreBase(ABC):
     def __init__(self, *, clock: Clock | None = None, key_file: Path | None = None) -> None:
         self._clock: Clock = clock or _utc_now
         self._local = threading.local()
-        #: Seals every JSON value written and opens it when read (``sealing.py``).
         self.sealer = Sealer(key_file)
         self.sealer.check()  # a key given but unusable is said at open, not at a first write
-        #: The dialect as the row decoders use it: JSON columns opened as they are read.
+        #: The dialect whose JSON columns are opened as they are read.
         self._load = replace(
             self.dialect, load_json=lambda value: self.sealer.open(self.dialect.load_json(value))
         )
@@ -96,12 +83,8 @@ class StoreBase(ABC):
     @classmethod
     @abstractmethod
     def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
-        """Open the store a URL names (already known to use this store's scheme).
-
-        Raises:
-            ConfigError: the URL is unusable, or the store was written by a newer
-                practiceflow.
-        """
+        """Open the store a URL of this store's scheme names (:class:`ConfigError` if
+        the URL is unusable or the store newer than this practiceflow)."""
 
     @abstractmethod
     def close(self) -> None:
@@ -128,26 +111,20 @@ class StoreBase(ABC):
     def _transaction(
         self, *, durable: bool = False, snapshot: bool = False
     ) -> AbstractContextManager[Connection]:
-        """One transaction on a connection of this thread, committed on exit (rolled back
-        on an exception).
-
-        ``snapshot``: it only reads, and every read sees the same committed state. Else
-        it writes, serialized with other writers (see the module), and its commit
-        survives an OS crash when ``durable``.
-        """
+        """One transaction of this thread, committed on exit: ``snapshot`` reads one
+        committed state; else it writes, serialized, fsynced when ``durable``."""
 
     @abstractmethod
     def _statement(self) -> AbstractContextManager[Connection]:
         """A connection for one statement that is its own transaction."""
 
     def _lock(self, db: SQLConnection, key: str) -> None:  # noqa: B027 (a default, not abstract)
-        """Hold a lock named ``key`` until ``db``'s write transaction ends (this default:
-        the database serializes every write transaction already)."""
+        """Lock ``key`` until ``db``'s write transaction ends (here: writes are serial)."""
 
     @abstractmethod
     def _clash(self, exc: Exception) -> str | None:
-        """What names the unique key an exception says was violated (never the values,
-        a secret may be one), or ``None`` when it is something else."""
+        """The unique key an exception says was violated (never the values: a secret may
+        be one), or ``None``."""
 
     # --- transactions ---------------------------------------------------------------------
 
@@ -167,7 +144,6 @@ class StoreBase(ABC):
             yield SQLConnection(db, self.dialect)
 
     def _snapshot(self) -> AbstractContextManager[SQLConnection]:
-        """A read-only transaction whose reads all see one committed state."""
         return self._join(lambda: self._transaction(snapshot=True))
 
     def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]:
@@ -179,18 +155,12 @@ class StoreBase(ABC):
 
     @contextmanager
     def atomic(self, *, durable: bool = False) -> Iterator[None]:
-        """Make the calls inside one transaction, where the store can: one commit, all or none.
+        """Make the calls inside one transaction of this thread: one commit, all or none.
 
-        Only an optimisation: every call keeps its own meaning, so a caller must be
-        correct when they commit one by one. Inside, a call that
-        raises aborts the whole transaction: let the error out of the block rather than go
-        on. The transaction belongs to the thread that opened it; a nested block joins it.
-
-        Args:
-            durable: fsync the commit. Say so when a call inside needs it (a write step's
-                ``sent``, an event before its delivery is acknowledged): a store that
-                fixes durability when the transaction begins, as SQLite does, raises
-                :class:`BugError` for a durable call inside a block opened without it.
+        Only an optimisation: a caller must be correct when they commit one by one. A call
+        that raises aborts the whole transaction (let it out of the block); a nested block
+        joins it. ``durable`` fsyncs the commit: say so when a call inside needs it (SQLite
+        fixes durability at BEGIN, so a durable call in a block without it is a BugError).
         """
         outer: _Atomic | None = getattr(self._local, "atomic", None)
         if outer is not None:
@@ -208,7 +178,6 @@ class StoreBase(ABC):
                 self._local.atomic = None
 
     def _in_atomic(self) -> bool:
-        """Whether this thread is inside an :meth:`atomic` block."""
         return getattr(self._local, "atomic", None) is not None
 
     def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
@@ -225,9 +194,7 @@ def _event_rows(
     stamp: Callable[[datetime | None, str], Any],
     seal: Callable[[Json, str], Json],
 ) -> list[tuple[Any, ...]]:
-    """The rows :meth:`StateStore.record_events` inserts (``practice, source, event_key,
-    event_id, signature, sealed payload, received_at``), stamped and sealed by the store.
-    """
+    """The rows :meth:`SQLEvents.record_events` inserts, stamped and sealed."""
     return [
         (
             event.practice,
@@ -245,9 +212,8 @@ def _event_rows(
 def _first_occurrences(
     rows: Sequence[tuple[Any, ...]], inserted: Iterable[tuple[Any, ...]]
 ) -> list[bool]:
-    """For each row of a batch insert, whether the database inserted it: the first row of the
-    batch with its key, among ``inserted`` (``(practice, source, event_id)`` returned).
-    """
+    """For each row of a batch, whether it was inserted: the batch's first with a key among
+    ``inserted`` (the ``(practice, source, event_id)`` returned)."""
     remaining = set(inserted)
     answers: list[bool] = []
     for row in rows:
@@ -280,35 +246,16 @@ class SQLEvents(StoreBase):
         signature: str | None = None,
         received_at: datetime | None = None,
     ) -> bool:
-        """Record an incoming event unless it was already seen.
-
-        Args:
-            practice: the practice it belongs to.
-            source: where it came in (trigger or subscription key); dedupe is per source.
-            event_key: the event type, such as ``proposal.accepted``.
-            event_id: the event's id (``X-Svc-Event-Id``, or a poll's dedupe key).
-            payload: the body, as JSON.
-            signature: the webhook signature, when signed: a replay under a new event id
-                carries the same signature and is caught by it.
-            received_at: when it arrived; now when omitted.
-
-        Returns:
-            ``True`` when recorded, ``False`` when the id or the signature was seen.
-        """
+        """Record an incoming event (fields: :class:`NewEvent`) unless it was seen: returns
+        ``False`` when its id or its signature (a replay under a new id) was recorded."""
         event = NewEvent(practice, source, event_key, event_id, payload, signature, received_at)
         return self.record_events([event])[0]
 
     def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
-        """Record several incoming events in **one** durable commit, each unless seen.
+        """Record several events in **one** durable commit (all or, on an error, none),
+        each as :meth:`record_event` would, in order: for each, whether it was new.
 
-        The same dedupe as :meth:`record_event`, applied in order: an event that repeats
-        an id or a signature earlier in ``events`` is a duplicate too. Either all are
-        committed or, on an error, none: callers acknowledge none of them then. The
-        receiver uses it to commit concurrent deliveries together (group commit), paying
-        one fsync for the batch instead of one per delivery.
-
-        Returns:
-            For each event, in order, ``True`` when recorded, ``False`` when seen.
+        One fsync for a batch of deliveries instead of one each (``group_commit.py``).
         """
         rows = _event_rows(events, self._stamp, self.sealer.seal)
         if not rows:
@@ -340,13 +287,7 @@ class SQLEvents(StoreBase):
     def pending_events(
         self, practice: str, limit: int = 100, *, source: str | None = None
     ) -> list[EventRecord]:
-        """Events not yet handled, oldest first.
-
-        Args:
-            practice: whose events.
-            limit: at most this many.
-            source: only those from this source, when given.
-        """
+        """Events not yet handled, oldest first (only from ``source`` when given)."""
         where, params = "practice = ? AND handled_at IS NULL", [practice]
         if source is not None:
             where, params = where + " AND source = ?", [*params, source]
@@ -359,11 +300,7 @@ class SQLEvents(StoreBase):
     def mark_event_handled(
         self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
     ) -> None:
-        """Mark an event handled (idempotent: the first time is kept).
-
-        Raises:
-            BugError: no such event was recorded.
-        """
+        """Mark an event handled (the first time is kept); BugError if never recorded."""
         stamp = self._stamp(handled_at, "handled_at")
         with self._write() as db:
             cursor = db.execute(
@@ -376,13 +313,9 @@ class SQLEvents(StoreBase):
                 raise BugError(message)
 
     def purge_seen(self, older_than: timedelta = DEFAULT_KEEP_SEEN) -> int:
-        """Forget handled events received more than ``older_than`` ago.
+        """Forget handled events received more than ``older_than`` ago; returns how many.
 
-        Unhandled events are never purged. Ids stay deduplicated for at least
-        ``older_than``; a redelivery after that would be taken as new.
-
-        Returns:
-            How many events were forgotten.
+        Unhandled events are never purged; a redelivery after ``older_than`` is taken as new.
         """
         cutoff = self._stamp(self.now() - older_than, "older_than")
         with self._write() as db:
@@ -404,12 +337,9 @@ class SQLEvents(StoreBase):
     ) -> SubscriptionRecord:
         """Create or replace the subscription of (practice, trigger_key).
 
-        Save it as ``pending`` before subscribing (so a delivery racing the answer finds
-        it), then ``active`` with the id and secret, or ``in_doubt`` if the answer was lost.
-
-        Raises:
-            BugError: ``status`` is not valid, or ``path_token`` belongs to another
-                subscription.
+        Save it ``pending`` before subscribing (so a delivery racing the answer finds it),
+        then ``active`` with the id and secret, or ``in_doubt`` if the answer was lost.
+        BugError: an invalid ``status``, or a path token or id of another subscription.
         """
         check_value("subscription status", status, SUBSCRIPTION_STATUSES)
         stamp = self._stamp(None, "updated_at")
@@ -461,8 +391,7 @@ class SQLEvents(StoreBase):
         return [self._subscription(row) for row in rows]
 
     def _subscription(self, row: Any) -> SubscriptionRecord:
-        """A subscriptions row as a record, its secret opened (one stored before secrets
-        were sealed is its plain text)."""
+        """A subscriptions row, its secret opened (one stored before sealing is plain)."""
         record = self._load.decode(SubscriptionRecord, row)
         if record.secret.startswith("{"):
             return replace(record, secret=self.sealer.open(json.loads(record.secret)))
@@ -499,10 +428,7 @@ class SQLEvents(StoreBase):
             db.execute(UPSERT_TEST_ASKED, (practice, trigger_key, stamp, event_id))
 
     def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
-        """Last delivery (newest webhook event kept), last test delivery and re-subscribes.
-
-        Nothing recorded yet gives ``None`` times and ``0`` re-subscribes.
-        """
+        """Last delivery (newest webhook event kept), test delivery and re-subscribes."""
         key = (practice, trigger_key)
         by_webhook = self.dialect.json_text.format(column="payload", key="source")
         delivered = self._one(
@@ -524,14 +450,7 @@ class SQLEvents(StoreBase):
     # --- operations ---------------------------------------------------------------------
 
     def practice_counts(self) -> dict[str, PracticeCounts]:
-        """Runs by status, steps in doubt and events waiting, for every practice at once.
-
-        What ``/metrics`` reads at each scrape: a few grouped counts, not a walk of the
-        runs. A practice with no run and no event is absent.
-
-        Returns:
-            Practice -> its counts.
-        """
-        # One snapshot: the three counts describe the same moment.
+        """Practice -> runs by status, steps in doubt and events waiting (``/metrics``),
+        in one snapshot; a practice with no run and no event is absent."""
         with self._snapshot() as db:
             return count_by_practice(db)
