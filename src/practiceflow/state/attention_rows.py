@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 from practiceflow.state._schema import SELECT_EVENTS
 from practiceflow.state._sql import StoreBase
@@ -26,16 +26,8 @@ AttentionKind = Literal[
     "gap", "subscription_in_doubt", "unrecognised", "silent_subscription", "retries_exhausted"
 ]
 AttentionStatus = Literal["checking", "open", "closed"]
-#: Every kind of entry.
-ATTENTION_KINDS: Final[tuple[AttentionKind, ...]] = (
-    "gap",
-    "subscription_in_doubt",
-    "unrecognised",
-    "silent_subscription",
-    "retries_exhausted",
-)
-#: Every status of an entry.
-ATTENTION_STATUSES: Final[tuple[AttentionStatus, ...]] = ("checking", "open", "closed")
+ATTENTION_KINDS: Final[tuple[AttentionKind, ...]] = get_args(AttentionKind)
+ATTENTION_STATUSES: Final[tuple[AttentionStatus, ...]] = get_args(AttentionStatus)
 
 
 @dataclass(frozen=True)
@@ -44,21 +36,13 @@ class AttentionRecord:
 
     Attributes:
         attention_id: its id (32 hex digits).
-        kind: what it is (:data:`ATTENTION_KINDS`).
-        practice: the practice key.
-        trigger: the trigger it is about.
         dedupe: what makes it one entry (a gap's window, a delivery's event key...).
-        window_start: a gap's first instant (None for other kinds, and for gaps listed
-            before this table existed).
-        window_end: a gap's last instant.
+        window_start: a gap's first instant (None for other kinds, and for old gaps);
+            ``window_end`` its last.
         reason: why it is listed and what to do, for people.
         evidence: what was checked (lists read, over which window, what was found).
-        status: ``checking``, ``open`` or ``closed``.
-        created_at: when it was listed.
-        updated_at: when it last changed.
-        settled_by: who closed it (a person's name, or ``sweep``).
-        settled_at: when it was closed.
-        note: how it was settled.
+        settled_by: who closed it (a person's name, or ``sweep``); ``settled_at`` when,
+            ``note`` how.
     """
 
     attention_id: str
@@ -91,8 +75,7 @@ _SELECT: Final = (
 
 
 class SQLAttention(StoreBase):
-    """The attention table's part of :class:`~practiceflow.state.StateStore`, on the store's
-    connections."""
+    """The attention table's part of :class:`~practiceflow.state.StateStore`."""
 
     def _evidence(self, evidence: Json, attention_id: str) -> str | None:
         what = f"evidence of attention entry {attention_id}"

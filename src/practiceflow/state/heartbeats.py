@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import check_value
 
 HeartbeatKind = Literal["serve", "fleet"]
-#: Every kind of process that keeps a heartbeat.
-HEARTBEAT_KINDS: Final[tuple[HeartbeatKind, ...]] = ("serve", "fleet")
+HEARTBEAT_KINDS: Final[tuple[HeartbeatKind, ...]] = get_args(HeartbeatKind)
 #: The practice key of the fleet's one row (a practice of the fleet file has no ``*``).
 WHOLE_FLEET: Final = "*"
 
@@ -36,12 +35,9 @@ class HeartbeatRecord:
     """One row of the heartbeats table.
 
     Attributes:
-        kind: the process kind (:data:`HEARTBEAT_KINDS`).
         practice: the practice key (:data:`WHOLE_FLEET` for the fleet).
-        holder: which process wrote it last (host and pid; None for rows kept from
-            before the table existed).
+        holder: which process wrote it last (host and pid; None for old rows).
         since: when that process began listening.
-        beat_at: its last sign of life.
         stopped_at: when it stopped cleanly; None while it runs or after a kill.
     """
 

@@ -1,11 +1,5 @@
-"""When a failed run is tried again: one row per run the retry policy has seen fail.
-
-Per run (:mod:`practiceflow.runner.run_retry`): attempts that failed on a transient
-cause, when the next is due (NULL: none scheduled) and the last cause (error type, HTTP
-status and step only: never a message, which may quote the data). Schema version 10
-(``RUN_RETRIES_MIGRATION`` in ``_schema.py``) adds the table and the attention kind
-``retries_exhausted`` (the attention table rebuilt with the wider ``CHECK``, rows kept).
-"""
+"""When a failed run is tried again: one row per run the retry policy
+(:mod:`practiceflow.runner.run_retry`) has seen fail."""
 
 from __future__ import annotations
 
@@ -27,13 +21,10 @@ class RunRetry:
     """What the retry policy knows of one run.
 
     Attributes:
-        run_id: the run.
-        practice: its practice.
-        recipe: its recipe.
         attempts: attempts that ended failed on a transient cause.
         next_at: when the next attempt is due (None: none is scheduled).
-        cause: the last such failure (``type``, ``status``, ``step``).
-        updated_at: when the row last changed.
+        cause: the last such failure (``type``, ``status``, ``step``: never a message,
+            which may quote the data).
     """
 
     run_id: str
@@ -85,12 +76,8 @@ class SQLRunRetries(StoreBase):
         return [self._load.decode(RunRetry, row) for row in rows]
 
     def claim_run_retry(self, run_id: str, until: datetime) -> bool:
-        """Take a due attempt: its ``next_at`` moves to ``until``, so that one process
-        makes it, and a process dying during it leaves it due again then.
-
-        Returns:
-            Whether this call took it (False: another process did, or it is not due).
-        """
+        """Take a due attempt (whether this call took it): its ``next_at`` moves to
+        ``until``, so that one process makes it, and one dying during it leaves it due."""
         now = self._stamp(None, "now")
         with self._write() as db:
             cursor = db.execute(
@@ -101,8 +88,7 @@ class SQLRunRetries(StoreBase):
             return bool(cursor.rowcount == 1)
 
     def forgive_starts(self, run_id: str) -> None:
-        """Take back the earlier unended starts of a run (its ``starts`` back to 1, this
-        one): it made progress in this start, so the process deaths during its earlier
-        starts were not its doing (:mod:`practiceflow.runner.quarantine`)."""
+        """Set a run's ``starts`` back to 1: it made progress, so the process deaths of its
+        earlier starts were not its doing (:mod:`practiceflow.runner.quarantine`)."""
         with self._write() as db:
             db.execute("UPDATE {p}runs SET starts = 1 WHERE run_id = ? AND starts > 1", (run_id,))
