@@ -18,21 +18,12 @@ from practiceflow.budget.sqlite_bucket import budget_file, open_bucket
 def store_budget(
     target: str, state_file: Path | None, client_id: str, limits: RateLimits | None = None
 ) -> RateBudget:
-    """The rate budget of a practice, shared by every process on the same store.
+    """The rate budget of a practice, shared by every process on the store ``target``
+    (in memory when ``state_file``, the SQLite file, is None and the store no PostgreSQL).
 
-    A store with no file of its own (another scheme, or ``:memory:``) gets a budget in
-    memory.
-
-    Args:
-        target: the store's URL or path (``--state`` resolved).
-        state_file: the SQLite state file, or None when the store is no SQLite file.
-        client_id: the practice's Client ID (its table in the shared bucket).
-        limits: this process's windows: the spec's 60/min, 1000/h, 10000/day if None; an
-            assistant passes smaller ones to be admitted only while the practice as a
-            whole has used less than those.
-
-    Returns:
-        The budget to give the client; close it when the command ends.
+    ``limits``: this process's windows (the spec's if None); an assistant passes smaller
+    ones, to be admitted only while the practice as a whole has used less than those.
+    Close the budget when the command ends.
     """
     limits = limits or RateLimits()
     if target.lower().startswith(("postgresql://", "postgres://")):

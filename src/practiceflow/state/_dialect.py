@@ -1,6 +1,7 @@
-"""What differs between the SQL databases of the store, and a connection that speaks the
-store's one form of SQL: ``?`` for each parameter, ``{p}`` before each table name, and in
-the schema ``{serial}``, ``{time}`` and ``{json}`` for the column types that differ.
+"""What differs between the SQL databases of the store, a connection that speaks the
+store's one form of SQL (``?`` for each parameter, ``{p}`` before each table name,
+``{serial}``, ``{time}`` and ``{json}`` for the column types that differ), and the rows
+read as records: a record dataclass's fields are its table's columns, in order.
 """
 
 from __future__ import annotations
@@ -18,8 +19,23 @@ if TYPE_CHECKING:
 _Row = TypeVar("_Row", bound="DataclassInstance")
 
 
-#: Each record dataclass's field annotations, in order (as text: ``from __future__``).
-_FIELD_TYPES: dict[type, tuple[str, ...]] = {}
+#: Each record dataclass's column names and field annotations (text: ``from __future__``).
+_SHAPES: dict[type, tuple[str, tuple[str, ...]]] = {}
+
+
+def _shape(record: type[DataclassInstance]) -> tuple[str, tuple[str, ...]]:
+    shape = _SHAPES.get(record)
+    if shape is None:
+        found = fields(record)
+        columns = ", ".join(field.metadata.get("column", field.name) for field in found)
+        shape = _SHAPES[record] = (columns, tuple(str(field.type) for field in found))
+    return shape
+
+
+def select(record: type[DataclassInstance], table: str) -> str:
+    """The ``SELECT`` of a record's columns from ``{p}table`` (a field's ``column``
+    metadata names a column of another name)."""
+    return f"SELECT {_shape(record)[0]} FROM {{p}}{table}"  # noqa: S608 - names are the code's
 
 
 class Cursor(Protocol):
@@ -89,10 +105,7 @@ class Dialect:
             "Json": self.load_json,
             "int": int,
         }
-        kinds = _FIELD_TYPES.get(record)
-        if kinds is None:
-            kinds = _FIELD_TYPES[record] = tuple(str(field.type) for field in fields(record))
-        values = zip(kinds, row, strict=True)
+        values = zip(_shape(record)[1], row, strict=True)
         return record(*(read.get(kind, _as_read)(value) for kind, value in values))
 
 

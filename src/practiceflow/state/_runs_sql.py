@@ -12,12 +12,10 @@ from datetime import datetime
 from typing import Any
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state._dialect import SQLConnection
+from practiceflow.state._dialect import SQLConnection, select
 from practiceflow.state._schema import (
     COUNT_START,
     JOURNAL,
-    SELECT_RUNS,
-    SELECT_STEPS,
 )
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.payload_purge import purge_finished
@@ -37,7 +35,7 @@ from practiceflow.state.rows import (
     check_value,
     like_prefix,
 )
-from practiceflow.state.run_leases import SELECT_LEASE, RunLease
+from practiceflow.state.run_leases import RunLease
 from practiceflow.state.sealing import json_or_null
 from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
 
@@ -56,7 +54,8 @@ def _encode_step_change(
 
 
 def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
-    row = db.execute(SELECT_LEASE, (run_id,)).fetchone()
+    sql = select(RunLease, "run_leases") + " WHERE run_id = ?"
+    row = db.execute(sql, (run_id,)).fetchone()
     return None if row is None else db.dialect.decode(RunLease, row)
 
 
@@ -104,8 +103,7 @@ class SQLRuns(StoreBase):
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""
-        row = self._one(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
-        return None if row is None else self._load.decode(RunRecord, row)
+        return self._record(RunRecord, "runs", " WHERE run_id = ?", (run_id,))
 
     def list_runs(
         self,
@@ -133,12 +131,9 @@ class SQLRuns(StoreBase):
             "created_at >= ?": None if since is None else self.dialect.dump_time(since, "since"),
         }
         given = {clause: value for clause, value in filters.items() if value is not None}
-        where = " AND ".join(given) or "TRUE"
-        rows = self._all(
-            SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
-            (*given.values(), limit),
-        )
-        return [self._load.decode(RunRecord, row) for row in rows]
+        where = " WHERE " + (" AND ".join(given) or "TRUE")
+        where += " ORDER BY created_at DESC, run_id LIMIT ?"
+        return self._records(RunRecord, "runs", where, (*given.values(), limit))
 
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
         """Change a run's status (``error``: why it failed or is in doubt); any but
@@ -194,23 +189,18 @@ class SQLRuns(StoreBase):
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """One step's journal entry, or ``None``."""
-        row = self._one(SELECT_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
-        return None if row is None else self._load.decode(StepRecord, row)
+        where = " WHERE run_id = ? AND step_id = ?"
+        return self._record(StepRecord, "steps", where, (run_id, step_id))
 
     def get_steps(self, run_id: str) -> list[StepRecord]:
         """The journal of a run, steps in the order they were first written."""
-        rows = self._all(SELECT_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [self._load.decode(StepRecord, row) for row in rows]
+        return self._records(StepRecord, "steps", " WHERE run_id = ? ORDER BY seq", (run_id,))
 
     def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
         """Every move of a run's steps (or of one step), oldest first."""
         where, params = ("", ()) if step_id is None else (" AND step_id = ?", (step_id,))
-        rows = self._all(
-            "SELECT run_id, step_id, from_status, to_status, at, who, note, detail"
-            " FROM {p}step_journal WHERE run_id = ?" + where + " ORDER BY seq",
-            (run_id, *params),
-        )
-        return [self._load.decode(StepTransition, row) for row in rows]
+        where = " WHERE run_id = ?" + where + " ORDER BY seq"
+        return self._records(StepTransition, "step_journal", where, (run_id, *params))
 
     def change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
         """Apply several moves of a step in one transaction (each ``step_*`` method makes
@@ -374,9 +364,7 @@ class SQLRuns(StoreBase):
 
     def get_version(self, digest: str) -> VersionRecord | None:
         """One stored version, or ``None``."""
-        sql = "SELECT digest, kind, name, content, created_at FROM {p}versions WHERE digest = ?"
-        row = self._one(sql, (digest,))
-        return None if row is None else self._load.decode(VersionRecord, row)
+        return self._record(VersionRecord, "versions", " WHERE digest = ?", (digest,))
 
     def move_run_version(self, run_id: str, from_digest: str | None, to_digest: str) -> bool:
         """Move a run to another stored version if still on ``from_digest``; whether it

@@ -420,26 +420,10 @@ def apply_migrations(db: SQLConnection, current: int) -> Migration:
 # --- reading rows ------------------------------------------------------------------------------
 
 # Whole SELECT clauses: call sites append only fixed text, and every value is a parameter.
-SELECT_EVENTS: Final = (
-    "SELECT practice, source, event_key, event_id, payload, signature, received_at,"
-    " handled_at FROM {p}events"
-)
-SELECT_SUBSCRIPTIONS: Final = (
-    "SELECT practice, trigger_key, subscription_id, event, url, secret, path_token, status,"
-    " created_at, updated_at FROM {p}subscriptions"
-)
-SELECT_RUNS: Final = (
-    "SELECT run_id, practice, recipe, event_id, status, error, created_at, updated_at, origin,"
-    " starts, version FROM {p}runs"
-)
 SELECT_HEALTH: Final = (
     "SELECT last_test_delivery_at, resubscribes, test_asked_at, test_event_id"
     " FROM {p}subscription_health"
     " WHERE practice = ? AND trigger_key = ?"
-)
-SELECT_STEPS: Final = (
-    "SELECT run_id, step_id, status, request, output, error, attempts, created_at,"
-    " updated_at, sent_at, resolved_by, resolved_at, resolution_note FROM {p}steps"
 )
 
 

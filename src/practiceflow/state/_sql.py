@@ -23,12 +23,10 @@ from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from practiceflow.errors import BugError
-from practiceflow.state._dialect import Connection, Dialect, SQLConnection
+from practiceflow.state._dialect import Connection, Dialect, SQLConnection, _Row, select
 from practiceflow.state._schema import (
     COUNT_RESUBSCRIBE,
-    SELECT_EVENTS,
     SELECT_HEALTH,
-    SELECT_SUBSCRIPTIONS,
     UPSERT_SUBSCRIPTION,
     UPSERT_TEST_ASKED,
     UPSERT_TEST_DELIVERY,
@@ -188,6 +186,20 @@ class StoreBase(ABC):
         with self._join(self._statement) as db:
             return db.execute(sql, params).fetchall()
 
+    def _records(
+        self, record: type[_Row], table: str, where: str = "", params: Sequence[Any] = ()
+    ) -> list[_Row]:
+        """The rows of ``{p}table`` that ``where`` (and ORDER BY...) keeps, as records."""
+        rows = self._all(select(record, table) + where, params)
+        return [self._load.decode(record, row) for row in rows]
+
+    def _record(
+        self, record: type[_Row], table: str, where: str, params: Sequence[Any]
+    ) -> _Row | None:
+        """The first of :meth:`_records`, or None."""
+        found = self._records(record, table, where, params)
+        return found[0] if found else None
+
 
 def _event_rows(
     events: Sequence[NewEvent],
@@ -278,11 +290,8 @@ class SQLEvents(StoreBase):
 
     def get_event(self, practice: str, source: str, event_id: str) -> EventRecord | None:
         """One recorded event, or ``None``."""
-        row = self._one(
-            SELECT_EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
-            (practice, source, event_id),
-        )
-        return None if row is None else self._load.decode(EventRecord, row)
+        where = " WHERE practice = ? AND source = ? AND event_id = ?"
+        return self._record(EventRecord, "events", where, (practice, source, event_id))
 
     def pending_events(
         self, practice: str, limit: int = 100, *, source: str | None = None
@@ -291,11 +300,8 @@ class SQLEvents(StoreBase):
         where, params = "practice = ? AND handled_at IS NULL", [practice]
         if source is not None:
             where, params = where + " AND source = ?", [*params, source]
-        rows = self._all(
-            SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?",
-            (*params, limit),
-        )
-        return [self._load.decode(EventRecord, row) for row in rows]
+        order = " ORDER BY received_at, seq LIMIT ?"
+        return self._records(EventRecord, "events", " WHERE " + where + order, (*params, limit))
 
     def mark_event_handled(
         self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
@@ -359,7 +365,8 @@ class SQLEvents(StoreBase):
             with self._write(durable=True) as db:
                 db.execute(UPSERT_SUBSCRIPTION, (*values, status, stamp, stamp))
                 row = db.execute(
-                    SELECT_SUBSCRIPTIONS + " WHERE practice = ? AND trigger_key = ?",
+                    select(SubscriptionRecord, "subscriptions")
+                    + " WHERE practice = ? AND trigger_key = ?",
                     (practice, trigger_key),
                 ).fetchone()
         except Exception as exc:
@@ -371,28 +378,29 @@ class SQLEvents(StoreBase):
                 f"subscription's path token or subscription id ({clash})"
             )
             raise BugError(message) from None
-        return self._subscription(row)
+        return self._secret_opened(self._load.decode(SubscriptionRecord, row))
 
     def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
         """The subscription of a trigger, or ``None``."""
         where = " WHERE practice = ? AND trigger_key = ?"
-        row = self._one(SELECT_SUBSCRIPTIONS + where, (practice, trigger_key))
-        return None if row is None else self._subscription(row)
+        found = self._record(SubscriptionRecord, "subscriptions", where, (practice, trigger_key))
+        return None if found is None else self._secret_opened(found)
 
     def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
         """The subscription a delivery's URL path token routes to, or ``None``."""
-        row = self._one(SELECT_SUBSCRIPTIONS + " WHERE path_token = ?", (path_token,))
-        return None if row is None else self._subscription(row)
+        where = " WHERE path_token = ?"
+        found = self._record(SubscriptionRecord, "subscriptions", where, (path_token,))
+        return None if found is None else self._secret_opened(found)
 
     def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
         """Subscriptions of one practice, or of all when ``practice`` is ``None``."""
         where, params = ("", ()) if practice is None else (" WHERE practice = ?", (practice,))
-        rows = self._all(SELECT_SUBSCRIPTIONS + where + " ORDER BY practice, trigger_key", params)
-        return [self._subscription(row) for row in rows]
+        where += " ORDER BY practice, trigger_key"
+        found = self._records(SubscriptionRecord, "subscriptions", where, params)
+        return [self._secret_opened(record) for record in found]
 
-    def _subscription(self, row: Any) -> SubscriptionRecord:
-        """A subscriptions row, its secret opened (one stored before sealing is plain)."""
-        record = self._load.decode(SubscriptionRecord, row)
+    def _secret_opened(self, record: SubscriptionRecord) -> SubscriptionRecord:
+        """A subscription, its secret opened (one stored before sealing is plain)."""
         if record.secret.startswith("{"):
             return replace(record, secret=self.sealer.open(json.loads(record.secret)))
         return record

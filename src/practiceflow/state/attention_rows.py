@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, get_args
 
-from practiceflow.state._schema import SELECT_EVENTS
+from practiceflow.state._dialect import select
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import EventRecord, Json, check_value, like_prefix
 from practiceflow.state.sealing import json_or_null
@@ -48,7 +48,7 @@ class AttentionRecord:
     attention_id: str
     kind: str
     practice: str
-    trigger: str
+    trigger: str = field(metadata={"column": "trigger_key"})
     dedupe: str
     window_start: datetime | None
     window_end: datetime | None
@@ -65,13 +65,6 @@ class AttentionRecord:
     def needs_person(self) -> bool:
         """Whether it waits for a person (open)."""
         return self.status == "open"
-
-
-_SELECT: Final = (
-    "SELECT attention_id, kind, practice, trigger_key, dedupe, window_start, window_end,"
-    " reason, evidence, status, created_at, updated_at, settled_by, settled_at, note"
-    " FROM {p}attention"
-)
 
 
 class SQLAttention(StoreBase):
@@ -118,14 +111,18 @@ class SQLAttention(StoreBase):
                     self._evidence(evidence, attention_id), status, stamp, stamp,
                 ),
             ).fetchone()  # fmt: skip
-            sql = _SELECT + " WHERE practice = ? AND kind = ? AND dedupe = ?"
+            sql = (
+                select(AttentionRecord, "attention")
+                + " WHERE practice = ? AND kind = ? AND dedupe = ?"
+            )
             row = db.execute(sql, (practice, kind, dedupe)).fetchone()
         return self._load.decode(AttentionRecord, row), inserted is not None
 
     def get_attention(self, attention_id: str) -> AttentionRecord | None:
         """One entry by its full id."""
-        rows = self._all(_SELECT + " WHERE attention_id = ?", (attention_id,))
-        return self._load.decode(AttentionRecord, rows[0]) if rows else None
+        return self._record(
+            AttentionRecord, "attention", " WHERE attention_id = ?", (attention_id,)
+        )
 
     def list_attention(
         self,
@@ -151,9 +148,9 @@ class SQLAttention(StoreBase):
                 check_value("attention status", status, ATTENTION_STATUSES)
             clauses.append("status IN (" + ", ".join("?" * len(statuses)) + ")")
             params.extend(statuses)
-        where = " AND ".join(clauses) or "TRUE"
-        sql = _SELECT + " WHERE " + where + " ORDER BY created_at DESC, attention_id LIMIT ?"
-        return [self._load.decode(AttentionRecord, row) for row in self._all(sql, (*params, limit))]
+        where = " WHERE " + (" AND ".join(clauses) or "TRUE")
+        where += " ORDER BY created_at DESC, attention_id LIMIT ?"
+        return self._records(AttentionRecord, "attention", where, (*params, limit))
 
     def update_attention(
         self,
@@ -210,5 +207,5 @@ class SQLAttention(StoreBase):
         where, params = "received_at >= ?", [self._stamp(since, "since")]
         if practice is not None:
             where, params = where + " AND practice = ?", [*params, practice]
-        sql = SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?"
-        return [self._load.decode(EventRecord, row) for row in self._all(sql, (*params, limit))]
+        where = " WHERE " + where + " ORDER BY received_at, seq LIMIT ?"
+        return self._records(EventRecord, "events", where, (*params, limit))

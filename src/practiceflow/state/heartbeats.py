@@ -20,7 +20,6 @@ HEARTBEAT_KINDS: Final[tuple[HeartbeatKind, ...]] = get_args(HeartbeatKind)
 #: The practice key of the fleet's one row (a practice of the fleet file has no ``*``).
 WHOLE_FLEET: Final = "*"
 
-_SELECT: Final = "SELECT kind, practice, holder, since, beat_at, stopped_at FROM {p}heartbeats"
 _BEAT: Final = (
     "INSERT INTO {p}heartbeats (kind, practice, holder, since, beat_at, stopped_at)"
     " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (kind, practice) DO UPDATE SET"
@@ -72,10 +71,9 @@ class SQLHeartbeats(StoreBase):
 
     def get_heartbeat(self, kind: HeartbeatKind, practice: str) -> HeartbeatRecord | None:
         """The row of a process kind and practice, or None before its first start."""
-        rows = self._all(_SELECT + " WHERE kind = ? AND practice = ?", (kind, practice))
-        return self._load.decode(HeartbeatRecord, rows[0]) if rows else None
+        where = " WHERE kind = ? AND practice = ?"
+        return self._record(HeartbeatRecord, "heartbeats", where, (kind, practice))
 
     def list_heartbeats(self) -> list[HeartbeatRecord]:
         """Every row, by kind and practice."""
-        rows = self._all(_SELECT + " ORDER BY 1, 2")
-        return [self._load.decode(HeartbeatRecord, row) for row in rows]
+        return self._records(HeartbeatRecord, "heartbeats", " ORDER BY kind, practice")

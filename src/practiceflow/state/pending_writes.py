@@ -11,16 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final
 
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import to_json
-
-_SELECT: Final = (
-    "SELECT practice, write_id, tool, sealed, digest, created_at, expires_at, code_misses,"
-    " claimed_by, claimed_at FROM {p}pending_writes WHERE practice = ? AND write_id = ?"
-)
 
 
 @dataclass(frozen=True)
@@ -72,8 +66,8 @@ class PendingWriteStore(StoreBase):
 
     def get_pending_write(self, practice: str, write_id: str) -> PendingWrite | None:
         """The previewed write of ``practice`` with that id, if it is still kept."""
-        row = self._one(_SELECT, (practice, write_id))
-        return None if row is None else self._load.decode(PendingWrite, row)
+        where = " WHERE practice = ? AND write_id = ?"
+        return self._record(PendingWrite, "pending_writes", where, (practice, write_id))
 
     def miss_pending_code(self, practice: str, write_id: str) -> int:
         """Count a wrong confirmation code offered for a write; return how many so far."""

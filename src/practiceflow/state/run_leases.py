@@ -28,11 +28,6 @@ LEASE_TABLE: Final = (
     """,
 )
 
-SELECT_LEASE: Final = (
-    "SELECT run_id, owner, host, pid, process, taken_at, expires_at FROM {p}run_leases"
-    " WHERE run_id = ?"
-)
-
 
 @dataclass(frozen=True)
 class RunLease:

@@ -5,15 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
 
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import json_or_null
-
-_SELECT: Final = (
-    "SELECT run_id, practice, recipe, attempts, next_at, cause, updated_at FROM {p}run_retries"
-)
 
 
 @dataclass(frozen=True)
@@ -41,8 +36,7 @@ class SQLRunRetries(StoreBase):
 
     def run_retry(self, run_id: str) -> RunRetry | None:
         """The retry row of a run, or None when the policy never saw it fail."""
-        rows = self._all(_SELECT + " WHERE run_id = ?", (run_id,))
-        return self._load.decode(RunRetry, rows[0]) if rows else None
+        return self._record(RunRetry, "run_retries", " WHERE run_id = ?", (run_id,))
 
     def save_run_retry(
         self,
@@ -68,12 +62,8 @@ class SQLRunRetries(StoreBase):
     def due_run_retries(self, practice: str, recipe: str) -> list[RunRetry]:
         """The runs of a recipe whose next attempt is due now, the longest due first."""
         now = self._stamp(None, "now")
-        rows = self._all(
-            _SELECT + " WHERE practice = ? AND recipe = ? AND next_at IS NOT NULL"
-            " AND next_at <= ? ORDER BY next_at",
-            (practice, recipe, now),
-        )
-        return [self._load.decode(RunRetry, row) for row in rows]
+        where = " WHERE practice = ? AND recipe = ? AND next_at <= ? ORDER BY next_at"
+        return self._records(RunRetry, "run_retries", where, (practice, recipe, now))
 
     def claim_run_retry(self, run_id: str, until: datetime) -> bool:
         """Take a due attempt (whether this call took it): its ``next_at`` moves to
