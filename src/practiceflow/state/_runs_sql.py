@@ -9,14 +9,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state._dialect import SQLConnection, select
-from practiceflow.state._schema import (
-    COUNT_START,
-    JOURNAL,
-)
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.payload_purge import purge_finished
 from practiceflow.state.rows import (
@@ -38,6 +34,16 @@ from practiceflow.state.rows import (
 from practiceflow.state.run_leases import RunLease
 from practiceflow.state.sealing import json_or_null
 from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
+
+_JOURNAL: Final = (
+    "INSERT INTO {p}step_journal (run_id, step_id, from_status, to_status, at, who, note,"
+    " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+#: A run started (again): counted, so that one started too often without ending is seen.
+_COUNT_START: Final = (
+    "UPDATE {p}runs SET status = 'running', error = NULL, updated_at = ?,"
+    " starts = starts + 1 WHERE run_id = ? RETURNING starts"
+)
 
 
 def _encode_step_change(
@@ -166,7 +172,7 @@ class SQLRuns(StoreBase):
         stamp = self._stamp(None, "updated_at")
         with self._write() as db:
             check_run_transition(run_id, self._locked_run(db, run_id), "running")
-            counted = db.execute(COUNT_START, (stamp, run_id)).fetchone()
+            counted = db.execute(_COUNT_START, (stamp, run_id)).fetchone()
         return int(counted[0])
 
     def uncount_start(self, run_id: str) -> None:
@@ -235,7 +241,7 @@ class SQLRuns(StoreBase):
                 sql = f"UPDATE {{p}}steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?"
                 params = (*columns.values(), run_id, step_id)
             db.execute(sql, params)
-            db.executemany(JOURNAL, journal)
+            db.executemany(_JOURNAL, journal)
 
     def step_pending(self, run_id: str, step_id: str, rendered_request: Json) -> None:
         """Record the rendered request of a step about to be sent (keep secrets out of it:

@@ -14,25 +14,16 @@ from __future__ import annotations
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Final, Self
 
 from practiceflow.errors import BugError
 from practiceflow.state._dialect import Connection, Dialect, SQLConnection, _Row, select
-from practiceflow.state._schema import (
-    COUNT_RESUBSCRIBE,
-    SELECT_HEALTH,
-    UPSERT_SUBSCRIPTION,
-    UPSERT_TEST_ASKED,
-    UPSERT_TEST_DELIVERY,
-    count_by_practice,
-    insert_events,
-)
 from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,
     SUBSCRIPTION_STATUSES,
@@ -47,6 +38,41 @@ from practiceflow.state.rows import (
     check_value,
 )
 from practiceflow.state.sealing import Sealer, to_json
+
+_UPSERT_SUBSCRIPTION: Final = (
+    "INSERT INTO {p}subscriptions (practice, trigger_key, subscription_id, event, url, secret,"
+    " path_token, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+    " subscription_id = excluded.subscription_id, event = excluded.event,"
+    " url = excluded.url, secret = excluded.secret, path_token = excluded.path_token,"
+    " status = excluded.status, updated_at = excluded.updated_at"
+)
+
+#: The latest test delivery time is kept.
+_UPSERT_TEST_DELIVERY: Final = (
+    "INSERT INTO {p}subscription_health AS h (practice, trigger_key, last_test_delivery_at)"
+    " VALUES (?, ?, ?) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+    " last_test_delivery_at = CASE WHEN h.last_test_delivery_at > excluded.last_test_delivery_at"
+    " THEN h.last_test_delivery_at ELSE excluded.last_test_delivery_at END"
+)
+
+_UPSERT_TEST_ASKED: Final = (
+    "INSERT INTO {p}subscription_health (practice, trigger_key, test_asked_at, test_event_id)"
+    " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+    " test_asked_at = excluded.test_asked_at, test_event_id = excluded.test_event_id"
+)
+
+_COUNT_RESUBSCRIBE: Final = (
+    "INSERT INTO {p}subscription_health AS h (practice, trigger_key, resubscribes)"
+    " VALUES (?, ?, 1) ON CONFLICT (practice, trigger_key)"
+    " DO UPDATE SET resubscribes = h.resubscribes + 1 RETURNING resubscribes"
+)
+
+_SELECT_HEALTH: Final = (
+    "SELECT last_test_delivery_at, resubscribes, test_asked_at, test_event_id"
+    " FROM {p}subscription_health"
+    " WHERE practice = ? AND trigger_key = ?"
+)
 
 
 def _utc_now() -> datetime:
@@ -201,40 +227,6 @@ class StoreBase(ABC):
         return found[0] if found else None
 
 
-def _event_rows(
-    events: Sequence[NewEvent],
-    stamp: Callable[[datetime | None, str], Any],
-    seal: Callable[[Json, str], Json],
-) -> list[tuple[Any, ...]]:
-    """The rows :meth:`SQLEvents.record_events` inserts, stamped and sealed."""
-    return [
-        (
-            event.practice,
-            event.source,
-            event.event_key,
-            event.event_id,
-            event.signature,
-            to_json(seal(event.payload, f"payload of event {event.event_id}"), "a sealed payload"),
-            stamp(event.received_at, "received_at"),
-        )
-        for event in events
-    ]
-
-
-def _first_occurrences(
-    rows: Sequence[tuple[Any, ...]], inserted: Iterable[tuple[Any, ...]]
-) -> list[bool]:
-    """For each row of a batch, whether it was inserted: the batch's first with a key among
-    ``inserted`` (the ``(practice, source, event_id)`` returned)."""
-    remaining = set(inserted)
-    answers: list[bool] = []
-    for row in rows:
-        key = (row[0], row[1], row[3])
-        answers.append(key in remaining)
-        remaining.discard(key)
-    return answers
-
-
 class SQLEvents(StoreBase):
     """The events and the webhook subscriptions, and the store's own figures."""
 
@@ -269,13 +261,33 @@ class SQLEvents(StoreBase):
 
         One fsync for a batch of deliveries instead of one each (``group_commit.py``).
         """
-        rows = _event_rows(events, self._stamp, self.sealer.seal)
+        rows = [
+            (
+                event.practice, event.source, event.event_key, event.event_id, event.signature,
+                to_json(self.sealer.seal(event.payload, f"payload of event {event.event_id}"),
+                        "a sealed payload"),
+                self._stamp(event.received_at, "received_at"),
+            )
+            for event in events
+        ]  # fmt: skip
         if not rows:
             return []
-        sql, params = insert_events(rows)
+        # DO NOTHING without a target covers both unique keys (the id, the signature),
+        # within the batch too; RETURNING names the rows inserted.
+        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+        sql = (
+            "INSERT INTO {p}events (practice, source, event_key, event_id, signature, payload,"
+            f" received_at) VALUES {values}"
+            " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
+        )
         with self._write(durable=True) as db:
-            inserted = db.execute(sql, params).fetchall()
-        return _first_occurrences(rows, inserted)
+            inserted = set(db.execute(sql, [value for row in rows for value in row]).fetchall())
+        answers = []
+        for row in rows:  # a key's first row in the batch is the one inserted
+            key = (row[0], row[1], row[3])
+            answers.append(key in inserted)
+            inserted.discard(key)
+        return answers
 
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None
@@ -363,7 +375,7 @@ class SQLEvents(StoreBase):
         )
         try:
             with self._write(durable=True) as db:
-                db.execute(UPSERT_SUBSCRIPTION, (*values, status, stamp, stamp))
+                db.execute(_UPSERT_SUBSCRIPTION, (*values, status, stamp, stamp))
                 row = db.execute(
                     select(SubscriptionRecord, "subscriptions")
                     + " WHERE practice = ? AND trigger_key = ?",
@@ -418,12 +430,12 @@ class SQLEvents(StoreBase):
         latest time is kept."""
         stamp = self._stamp(at, "at")
         with self._write() as db:
-            db.execute(UPSERT_TEST_DELIVERY, (practice, trigger_key, stamp))
+            db.execute(_UPSERT_TEST_DELIVERY, (practice, trigger_key, stamp))
 
     def count_resubscribe(self, practice: str, trigger_key: str) -> int:
         """Count one re-subscribe of a trigger's lost subscription; returns the new count."""
         with self._write() as db:
-            row = db.execute(COUNT_RESUBSCRIBE, (practice, trigger_key)).fetchone()
+            row = db.execute(_COUNT_RESUBSCRIBE, (practice, trigger_key)).fetchone()
         return int(row[0])
 
     def set_test_asked(
@@ -433,7 +445,7 @@ class SQLEvents(StoreBase):
         and the event id the ``/test`` answer gave it."""
         stamp = None if asked_at is None else self._stamp(asked_at, "asked at")
         with self._write() as db:
-            db.execute(UPSERT_TEST_ASKED, (practice, trigger_key, stamp, event_id))
+            db.execute(_UPSERT_TEST_ASKED, (practice, trigger_key, stamp, event_id))
 
     def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
         """Last delivery (newest webhook event kept), test delivery and re-subscribes."""
@@ -444,7 +456,7 @@ class SQLEvents(StoreBase):
             " AND " + by_webhook + " = 'webhook'",
             key,
         )
-        row = self._one(SELECT_HEALTH, key)
+        row = self._one(_SELECT_HEALTH, key)
         return SubscriptionHealth(
             practice,
             trigger_key,
@@ -461,4 +473,25 @@ class SQLEvents(StoreBase):
         """Practice -> runs by status, steps in doubt and events waiting (``/metrics``),
         in one snapshot; a practice with no run and no event is absent."""
         with self._snapshot() as db:
-            return count_by_practice(db)
+            runs = db.execute(
+                "SELECT practice, status, count(*) FROM {p}runs GROUP BY practice, status"
+            ).fetchall()
+            doubt = db.execute(
+                "SELECT r.practice, count(*) FROM {p}steps s JOIN {p}runs r"
+                " ON r.run_id = s.run_id WHERE s.status = 'in_doubt' GROUP BY r.practice"
+            ).fetchall()
+            waiting = db.execute(
+                "SELECT practice, count(*) FROM {p}events WHERE handled_at IS NULL"
+                " GROUP BY practice"
+            ).fetchall()
+        by_status: dict[str, dict[str, int]] = {}
+        for practice, status, count in runs:
+            by_status.setdefault(str(practice), {})[str(status)] = int(count)
+        in_doubt = {str(row[0]): int(row[1]) for row in doubt}
+        pending = {str(row[0]): int(row[1]) for row in waiting}
+        return {
+            practice: PracticeCounts(
+                by_status.get(practice, {}), in_doubt.get(practice, 0), pending.get(practice, 0)
+            )
+            for practice in sorted({*by_status, *in_doubt, *pending})
+        }
