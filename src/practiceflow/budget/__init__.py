@@ -1,15 +1,8 @@
 """The rate budget: how many requests a practice's credentials may send, and who goes first.
 
-This folder owns the budget of one Client ID (60/min, 1000/h, 10000/day by default):
-
-* :mod:`.rate_budget`: :class:`RateBudget`, the windows counted by pyrate-limiter, the
-  ``Retry-After`` pause after a 429, waiters admitted by priority (:class:`Priority`,
-  set for a block with :func:`priority`);
-* :mod:`.sqlite_bucket`: one budget shared by the processes of a host (``budget.db``
-  beside a SQLite state file);
-* :mod:`.postgres_bucket`: one budget shared by every replica of a fleet (PostgreSQL;
-  imported on first use, with psycopg);
-* :mod:`.practice_budget`: :func:`store_budget`, the budget found beside a state store.
+:class:`RateBudget` (``rate_budget.py``) counts one Client ID's windows, shared by the
+processes of a host (``sqlite_bucket.py``) or the replicas of a fleet (``postgres_bucket.py``,
+imported on first use); :func:`store_budget` finds the one beside a state store.
 """
 
 from __future__ import annotations

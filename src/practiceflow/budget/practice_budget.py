@@ -1,10 +1,5 @@
-"""The rate budget of a practice, found beside its state store.
-
-``serve``, ``run`` and ``mcp`` on one store count their requests together: a SQLite store's
-budget is ``budget.db`` in the state file's folder (:mod:`.sqlite_bucket`), a PostgreSQL
-store's is a table in its database (:mod:`.postgres_bucket`); either way one table per
-Client ID.
-"""
+"""The rate budget of a practice, found beside its state store: ``serve``, ``run`` and
+``mcp`` on one store count their requests together (docs/architecture.md)."""
 
 from __future__ import annotations
 

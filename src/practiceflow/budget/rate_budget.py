@@ -90,9 +90,7 @@ class RateLimits:
     """How many requests the client may send, and how long one request may wait.
 
     Attributes:
-        per_minute: requests per rolling minute (spec default 60).
-        per_hour: requests per rolling hour (spec default 1000).
-        per_day: requests per rolling day (spec default 10000).
+        per_minute: requests per rolling minute (``per_hour``, ``per_day``: hour, day).
         max_wait: cap, in seconds, on the total time one call may spend waiting for the
             budget, for ``Retry-After`` pauses and for backoff; past it the call raises
             :class:`~practiceflow.errors.RateLimitError` instead of waiting on.
@@ -146,14 +144,9 @@ class RateLimits:
 
 @dataclass(frozen=True)
 class RateLimitStatus:
-    """The last ``X-RateLimit-*`` headers the server sent.
-
-    Attributes:
-        limit: ``X-RateLimit-Limit`` as an integer, when it was one.
-        remaining: ``X-RateLimit-Remaining`` as an integer, when it was one.
-        reset: ``X-RateLimit-Reset`` as sent (the spec does not say its unit).
-        observed_at: the budget clock's time when the headers arrived.
-    """
+    """The last ``X-RateLimit-*`` headers the server sent (``limit`` and ``remaining`` as
+    integers when they were; ``reset`` as sent: the spec does not say its unit), and the
+    budget clock's time when they arrived."""
 
     limit: int | None
     remaining: int | None
@@ -197,9 +190,8 @@ class RateBudget:
 
     Args:
         limits: the windows and waits; spec defaults when None.
-        bucket: a synchronous pyrate-limiter bucket holding the windows (e.g. a
-            ``SQLiteBucket`` shared between processes); an in-memory bucket with
-            ``limits.rates()`` when None.
+        bucket: a synchronous pyrate-limiter bucket holding the windows (one shared between
+            processes, say); in memory when None.
         clock: current time in seconds (``time.monotonic`` by default).
         sleep: how to wait (``time.sleep`` by default); tests inject a fake.
     """

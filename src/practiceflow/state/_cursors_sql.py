@@ -1,8 +1,5 @@
-"""Polling cursors and the count of requests sent, in SQL, mixed into ``StateStore``.
-
-A cursor moves in one transaction with its boundary keys (the dedupe keys of the records
-handled at the cursor's ``lastUpdated``); the request counts are what budget reports read.
-"""
+"""Polling cursors (each moved in one transaction with its boundary keys) and the count of
+requests sent (what budget reports read), mixed into ``StateStore``."""
 
 from __future__ import annotations
 
@@ -14,7 +11,7 @@ from practiceflow.state.rows import CursorState
 
 
 class SQLCursors(StoreBase):
-    """The cursor and request-count methods of the store on the store's connections."""
+    """The cursors' and request counts' part of :class:`~practiceflow.state.StateStore`."""
 
     def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
         """The cursor with its boundary keys, or ``None`` before the first poll."""
@@ -37,12 +34,9 @@ class SQLCursors(StoreBase):
     def set_cursor(
         self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
     ) -> None:
-        """Move the cursor, in one transaction with its boundary keys.
-
-        When ``value`` is the stored one, ``boundary_keys`` are added to those already
-        kept (more records handled at the same ``lastUpdated``); when it differs, they
-        replace them. Call it only after the events up to ``value`` are handled.
-        """
+        """Move the cursor (only once the events up to ``value`` are handled) with its
+        ``boundary_keys``: added to those kept when ``value`` is the stored one, else
+        replacing them."""
         key = (practice, trigger_key)
         where = " WHERE practice = ? AND trigger_key = ?"
         stamp = self._stamp(None, "updated_at")

@@ -1,5 +1,4 @@
-"""The state store, :class:`StateStore`: the SQL mixins of ``_sql.py`` and the other tables'
-files joined into one class (SQLite and PostgreSQL subclass it)."""
+"""The state store, :class:`StateStore`: every table's SQL mixin joined into one class."""
 
 from __future__ import annotations
 
@@ -21,14 +20,11 @@ class StateStore(
     SQLRuns,
     SQLRunRetries,
 ):
-    """Durable state of triggers and runs; see the package docstring for what it holds.
-
-    Stores are opened with :func:`practiceflow.state.open_store` and closed with
-    :meth:`close` (or used as a context manager). They are safe to share between threads.
+    """Durable state of triggers and runs, opened with :func:`~practiceflow.state.open_store`,
+    closed with :meth:`close` (or as a context manager); safe to share between threads.
 
     Attributes:
         scheme: the URL scheme the store is registered under (``sqlite``).
-        local_reads: whether reads are local and quick, never waiting on a network (the
-            webhook receiver then looks subscriptions up on its event loop, not in a
-            thread).
+        local_reads: whether reads never wait on a network (the webhook receiver then
+            looks subscriptions up on its event loop).
     """

@@ -24,12 +24,8 @@ _PLAIN_PATH_SCHEME: Final = "sqlite"
 
 
 def register_store(scheme: str, store: str | type[StateStore]) -> None:
-    """Serve ``scheme://...`` URLs with a store class.
-
-    Args:
-        scheme: the URL scheme, lowercase, such as ``postgresql``.
-        store: the class, or its import path as ``"package.module:ClassName"``.
-    """
+    """Serve ``scheme://...`` URLs with a store class, or its import path as
+    ``"package.module:ClassName"``."""
     _STORES[scheme.lower()] = store
 
 
