@@ -2,12 +2,15 @@
 
 :class:`RateBudget` (``rate_budget.py``) counts one Client ID's windows, shared by the
 processes of a host (``sqlite_bucket.py``) or the replicas of a fleet (``postgres_bucket.py``,
-imported on first use); :func:`store_budget` finds the one beside a state store.
+imported on first use); :func:`store_budget` finds the one beside a state store, so that
+``serve``, ``run`` and ``mcp`` on one store count their requests together.
 """
 
 from __future__ import annotations
 
-from practiceflow.budget.practice_budget import store_budget
+import time
+from pathlib import Path
+
 from practiceflow.budget.rate_budget import (
     Priority,
     RateBudget,
@@ -18,6 +21,7 @@ from practiceflow.budget.rate_budget import (
     parse_retry_after,
     priority,
 )
+from practiceflow.budget.sqlite_bucket import budget_file, open_bucket
 
 __all__ = [
     "Priority",
@@ -30,3 +34,24 @@ __all__ = [
     "priority",
     "store_budget",
 ]
+
+
+def store_budget(
+    target: str, state_file: Path | None, client_id: str, limits: RateLimits | None = None
+) -> RateBudget:
+    """The rate budget of a practice, shared by every process on the store ``target``
+    (in memory when ``state_file``, the SQLite file, is None and the store no PostgreSQL).
+
+    ``limits``: this process's windows (the spec's if None); an assistant passes smaller
+    ones, to be admitted only while the practice as a whole has used less than those.
+    Close the budget when the command ends.
+    """
+    limits = limits or RateLimits()
+    if target.lower().startswith(("postgresql://", "postgres://")):
+        from practiceflow.budget.postgres_bucket import shared_budget  # psycopg only here
+
+        return shared_budget(target, client_id, limits, pool_size=2)
+    if state_file is None:
+        return RateBudget(limits)
+    bucket = open_bucket(budget_file(state_file), client_id, limits)
+    return RateBudget(limits, bucket=bucket, clock=time.time)

@@ -1,7 +1,8 @@
-"""The store's SQL, written once: :class:`StoreBase` (connections, transactions, times)
-and :class:`SQLEvents` (events, webhook subscriptions); each other table's mixin is in its
-own module, joined in ``_store.py``. Statements use ``?`` and ``{p}``, which the dialect
-translates. Everything is keyed by ``practice``, and each changing method is one commit.
+"""The store's SQL, written once: :class:`StoreBase` (connections, transactions, times),
+:class:`SQLEvents` (events, webhook subscriptions) and :class:`SQLCursors` (cursors, request
+counts); the other tables' mixins are in their own modules, joined in ``_store.py``.
+Statements use ``?`` and ``{p}``, which the dialect translates. Everything is keyed by
+``practice``, and each changing method is one commit.
 
 What a database subclass guarantees: a write transaction that reads then writes is never
 interleaved with another writer's on the same rows (SQLite's BEGIN IMMEDIATE, PostgreSQL's
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,7 @@ from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,
     SUBSCRIPTION_STATUSES,
     Clock,
+    CursorState,
     EventRecord,
     Json,
     NewEvent,
@@ -66,12 +68,6 @@ _COUNT_RESUBSCRIBE: Final = (
     "INSERT INTO {p}subscription_health AS h (practice, trigger_key, resubscribes)"
     " VALUES (?, ?, 1) ON CONFLICT (practice, trigger_key)"
     " DO UPDATE SET resubscribes = h.resubscribes + 1 RETURNING resubscribes"
-)
-
-_SELECT_HEALTH: Final = (
-    "SELECT last_test_delivery_at, resubscribes, test_asked_at, test_event_id"
-    " FROM {p}subscription_health"
-    " WHERE practice = ? AND trigger_key = ?"
 )
 
 
@@ -449,23 +445,15 @@ class SQLEvents(StoreBase):
 
     def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
         """Last delivery (newest webhook event kept), test delivery and re-subscribes."""
-        key = (practice, trigger_key)
         by_webhook = self.dialect.json_text.format(column="payload", key="source")
-        delivered = self._one(
-            "SELECT MAX(received_at) FROM {p}events WHERE practice = ? AND source = ?"
-            " AND " + by_webhook + " = 'webhook'",
-            key,
+        row = self._one(
+            "SELECT (SELECT MAX(received_at) FROM {p}events WHERE practice = ? AND source = ?"
+            " AND " + by_webhook + " = 'webhook'), h.last_test_delivery_at,"
+            " coalesce(h.resubscribes, 0), h.test_asked_at, h.test_event_id FROM (SELECT 1) AS one"
+            " LEFT JOIN {p}subscription_health h ON h.practice = ? AND h.trigger_key = ?",
+            (practice, trigger_key) * 2,
         )
-        row = self._one(_SELECT_HEALTH, key)
-        return SubscriptionHealth(
-            practice,
-            trigger_key,
-            self.dialect.maybe_time(None if delivered is None else delivered[0]),
-            self.dialect.maybe_time(None if row is None else row[0]),
-            0 if row is None else int(row[1]),
-            self.dialect.maybe_time(None if row is None else row[2]),
-            None if row is None else row[3],
-        )
+        return self.dialect.decode(SubscriptionHealth, (practice, trigger_key, *row))
 
     # --- operations ---------------------------------------------------------------------
 
@@ -495,3 +483,79 @@ class SQLEvents(StoreBase):
             )
             for practice in sorted({*by_status, *in_doubt, *pending})
         }
+
+
+class SQLCursors(StoreBase):
+    """The cursors' and request counts' part of :class:`~practiceflow.state.StateStore`."""
+
+    def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
+        """The cursor with its boundary keys, or ``None`` before the first poll."""
+        key = (practice, trigger_key)
+        where = " WHERE practice = ? AND trigger_key = ?"
+        # One snapshot: the value and its keys belong together.
+        with self._snapshot() as db:
+            row = db.execute("SELECT value, updated_at FROM {p}cursors" + where, key).fetchone()
+            if row is None:
+                return None
+            keys = db.execute("SELECT dedupe_key FROM {p}cursor_keys" + where, key).fetchall()
+        boundary = frozenset(str(k[0]) for k in keys)
+        return CursorState(practice, trigger_key, row[0], boundary, self.dialect.load_time(row[1]))
+
+    def get_cursor(self, practice: str, trigger_key: str) -> str | None:
+        """The cursor value, or ``None`` before the first poll."""
+        state = self.get_cursor_state(practice, trigger_key)
+        return None if state is None else state.value
+
+    def set_cursor(
+        self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
+    ) -> None:
+        """Move the cursor (only once the events up to ``value`` are handled) with its
+        ``boundary_keys``: added to those kept when ``value`` is the stored one, else
+        replacing them."""
+        key = (practice, trigger_key)
+        where = " WHERE practice = ? AND trigger_key = ?"
+        stamp = self._stamp(None, "updated_at")
+        with self._write() as db:
+            # The cursor may not exist yet (no row to lock): a lock on its key.
+            self._lock(db, f"cursor\0{practice}\0{trigger_key}")
+            row = db.execute("SELECT value FROM {p}cursors" + where, key).fetchone()
+            if row is not None and row[0] != value:
+                db.execute("DELETE FROM {p}cursor_keys" + where, key)
+            db.execute(
+                "INSERT INTO {p}cursors (practice, trigger_key, value, updated_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key)"
+                " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (*key, value, stamp),
+            )
+            db.executemany(
+                "INSERT INTO {p}cursor_keys (practice, trigger_key, dedupe_key) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                [(*key, dedupe_key) for dedupe_key in boundary_keys],
+            )
+
+    # --- requests sent ------------------------------------------------------------------
+
+    def record_request(self, practice: str, at: datetime | None = None) -> None:
+        """Count one request sent with a practice's credentials (for reports)."""
+        self.record_requests(practice, [self.now() if at is None else at])
+
+    def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
+        """Count several requests, sent at ``times``, in one commit (see ``RequestLog``)."""
+        rows = [(practice, self._stamp(at, "at")) for at in times]
+        if rows:
+            with self._write() as db:
+                db.executemany("INSERT INTO {p}requests (practice, at) VALUES (?, ?)", rows)
+
+    def request_counts(self, practice: str, since: datetime) -> int:
+        """How many requests were recorded for a practice at or after ``since``."""
+        row = self._one(
+            "SELECT count(*) FROM {p}requests WHERE practice = ? AND at >= ?",
+            (practice, self.dialect.dump_time(since, "since")),
+        )
+        return int(row[0])
+
+    def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
+        """Forget request records older than ``older_than``; returns how many."""
+        cutoff = self._stamp(self.now() - older_than, "older_than")
+        with self._write() as db:
+            return db.execute("DELETE FROM {p}requests WHERE at < ?", (cutoff,)).rowcount

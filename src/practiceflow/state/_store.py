@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from practiceflow.state._cursors_sql import SQLCursors
 from practiceflow.state._runs_sql import SQLRuns
-from practiceflow.state._sql import SQLEvents
+from practiceflow.state._sql import SQLCursors, SQLEvents
 from practiceflow.state.attention_rows import SQLAttention
 from practiceflow.state.heartbeats import SQLHeartbeats
 from practiceflow.state.pending_writes import PendingWriteStore
