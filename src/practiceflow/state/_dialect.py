@@ -64,18 +64,11 @@ class Dialect:
     """What differs between databases in the SQL text and in the values.
 
     Attributes:
-        prefix: put before every table name (``{p}``).
-        mark: a parameter's placeholder (``?``).
-        types: the column types a schema statement names (``{serial}``, ``{time}``,
-            ``{json}``).
-        lock_row: appended to the SELECT of a row that a write transaction reads and then
-            changes, where the database needs it to keep other writers off the row.
-        json_text: the expression of a JSON column's top-level text field, with
-            ``{column}`` and ``{key}`` to fill in.
+        lock_row: appended to the SELECT of a row a write transaction reads then changes,
+            where the database needs it to keep other writers off the row.
+        json_text: a JSON column's top-level text field, ``{column}`` and ``{key}`` to fill.
         dump_time: an aware datetime as a parameter (``what`` names it in the error that
-            refuses a naive one).
-        load_time: an instant as read back, as an aware UTC datetime.
-        load_json: a JSON column as read back, as the value (JSON is written as text).
+            refuses a naive one); ``load_time`` and ``load_json`` read a column back.
     """
 
     prefix: str
@@ -114,12 +107,8 @@ def _as_read(value: Any) -> Any:
 
 
 class SQLConnection:
-    """A connection taking statements in the store's form, which its dialect translates.
-
-    Args:
-        raw: the database's connection, in the transaction the statements belong to.
-        dialect: the database's dialect.
-    """
+    """A database connection (``raw``, in the statements' transaction) taking statements in
+    the store's form, which its dialect translates."""
 
     __slots__ = ("dialect", "raw")
 

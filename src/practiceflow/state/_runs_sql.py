@@ -352,7 +352,7 @@ class SQLRuns(StoreBase):
     def run_lease(self, run_id: str) -> RunLease | None:
         """A run's lease; inside ``atomic()``, read with the run's row locked, so that no
         other process takes it before the block commits."""
-        locked = self._in_atomic()
+        locked = getattr(self._local, "atomic", None) is not None
         with self._write() if locked else self._join(self._statement) as db:
             if locked:
                 self._locked_run(db, run_id)

@@ -197,9 +197,6 @@ class StoreBase(ABC):
             finally:
                 self._local.atomic = None
 
-    def _in_atomic(self) -> bool:
-        return getattr(self._local, "atomic", None) is not None
-
     def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
         with self._join(self._statement) as db:
             return db.execute(sql, params).fetchone()

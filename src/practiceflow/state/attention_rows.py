@@ -172,23 +172,18 @@ class SQLAttention(StoreBase):
         """
         check_value("attention status", status, ATTENTION_STATUSES)
         stamp = self._stamp(None, "updated_at")
-        sets = ["status = ?", "updated_at = ?"]
-        params: list[Any] = [status, stamp]
-        if reason is not None:
-            sets.append("reason = ?")
-            params.append(reason)
+        sets: dict[str, Any] = {"status": status, "updated_at": stamp, "reason": reason}
         if evidence is not None:
-            sets.append("evidence = ?")
-            params.append(self._evidence(evidence, attention_id))
+            sets["evidence"] = self._evidence(evidence, attention_id)
+        if reason is None:
+            del sets["reason"]
         if status == "closed":
-            sets += ["settled_by = ?", "settled_at = ?", "note = ?"]
-            params += [settled_by, stamp, note]
+            sets.update(settled_by=settled_by, settled_at=stamp, note=note)
         # Only the fixed column names above are joined; every value is a parameter.
-        sql = "UPDATE {p}attention SET " + ", ".join(sets)  # noqa: S608
+        sql = "UPDATE {p}attention SET " + ", ".join(f"{name} = ?" for name in sets)  # noqa: S608
         with self._write() as db:
-            cursor = db.execute(
-                sql + " WHERE attention_id = ? AND status <> 'closed'", (*params, attention_id)
-            )
+            where = " WHERE attention_id = ? AND status <> 'closed'"
+            cursor = db.execute(sql + where, (*sets.values(), attention_id))
             return cursor.rowcount > 0
 
     def count_attention(self) -> dict[tuple[str, str, str], int]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
@@ -100,15 +99,12 @@ class GroupCommit:
             outcomes = finished.result()
         except Exception as exc:
             outcomes = [exc] * len(batch)
-        self._finish(batch, outcomes)
-        if self._pending:
-            self._flush()
-
-    def _finish(self, batch: list[_Item], outcomes: Sequence[_Outcome]) -> None:
         self.batches += 1
         self.committed += len(batch)
         for (_, future), outcome in zip(batch, outcomes, strict=True):
             _settle(future, outcome)
+        if self._pending:
+            self._flush()
 
     def _commit(self, events: list[NewEvent]) -> list[_Outcome]:
         try:
