@@ -74,6 +74,7 @@ def priority(level: Priority) -> Iterator[None]:
 logger = logging.getLogger("practiceflow.api")
 
 _ITEM_NAME: Final = "practiceflow"
+_HEADERS: Final = ("Limit", "Remaining", "Reset")
 _LEAK_EVERY: Final = 256
 _TABLE_PREFIX: Final = "pf_budget_"
 
@@ -273,17 +274,10 @@ class RateBudget:
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Remember the ``X-RateLimit-*`` headers of a response, when it has any."""
-        limit = headers.get("X-RateLimit-Limit")
-        remaining = headers.get("X-RateLimit-Remaining")
-        reset = headers.get("X-RateLimit-Reset")
-        if limit is None and remaining is None and reset is None:
-            return
-        self._status = RateLimitStatus(
-            limit=_as_int(limit),
-            remaining=_as_int(remaining),
-            reset=reset.strip() if reset is not None else None,
-            observed_at=self._clock(),
-        )
+        limit, remaining, reset = (headers.get(f"X-RateLimit-{name}") for name in _HEADERS)
+        if limit is not None or remaining is not None or reset is not None:
+            reset = None if reset is None else reset.strip()
+            self._status = RateLimitStatus(_as_int(limit), _as_int(remaining), reset, self._clock())
 
     def acquire(self, method: str, path: str, deadline: float | None = None) -> float:
         """Wait for this request's turn by priority, then until the budget admits it; count
