@@ -33,7 +33,7 @@ from practiceflow.state.rows import (
 )
 from practiceflow.state.run_leases import RunLease
 from practiceflow.state.sealing import json_or_null
-from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
+from practiceflow.state.steps import STEP_FIELDS, StepChange
 
 _JOURNAL: Final = (
     "INSERT INTO {p}step_journal (run_id, step_id, from_status, to_status, at, who, note,"
@@ -44,19 +44,6 @@ _COUNT_START: Final = (
     "UPDATE {p}runs SET status = 'running', error = NULL, updated_at = ?,"
     " starts = starts + 1 WHERE run_id = ? RETURNING starts"
 )
-
-
-def _encode_step_change(
-    change: StepChange, where: str, seal: Callable[[Json, str], Json]
-) -> dict[str, str | None]:
-    """A move's fields checked, sealed and as JSON text (``None``: SQL NULL)."""
-    check_value("step status", change.target, STEP_STATUSES)
-    for name in change.fields:
-        check_value("step field", name, STEP_FIELDS)
-    return {
-        name: json_or_null(seal(value, f"{name} of {where}"), where)
-        for name, value in change.fields.items()
-    }
 
 
 def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
@@ -217,20 +204,44 @@ class SQLRuns(StoreBase):
         where = f"run {run_id} step {step_id!r}"
         if not changes:
             raise BugError(f"change_step of {where}: got no moves")
-        encoded = [_encode_step_change(change, where, self.sealer.seal) for change in changes]
         now = self._stamp(None, "updated_at")
-        stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
+        moves = []  # each move checked, its fields sealed as JSON text, and its time
+        for change in changes:
+            check_value("step status", change.target, STEP_STATUSES)
+            for name in change.fields:
+                check_value("step field", name, STEP_FIELDS)
+            fields = {
+                name: json_or_null(self.sealer.seal(value, f"{name} of {where}"), where)
+                for name, value in change.fields.items()
+            }
+            moves.append(
+                (change, fields, now if change.at is None else self._stamp(change.at, "at"))
+            )
         with self._write(durable=any(change.durable for change in changes)) as db:
             self._locked_run(db, run_id)  # serializes every move of the run's steps
             sql = "SELECT status FROM {p}steps WHERE run_id = ? AND step_id = ?"
             row = db.execute(sql, (run_id, step_id)).fetchone()
             current: StepStatus | None = None if row is None else row[0]
-            columns, sends, journal = fold_step_changes(
-                run_id, step_id, current, changes, encoded, stamps
-            )
-            # Column names are fixed or checked by the encoder; values are parameters.
-            if current is None:
-                columns.update(run_id=run_id, step_id=step_id, attempts=sends, created_at=stamps[0])
+            new, sends, journal = current is None, 0, []
+            columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": moves[-1][2]}
+            for change, fields, stamp in moves:  # each from where the ones before left it
+                change.check(run_id, step_id, current)
+                columns.update(fields)
+                if change.sent:
+                    sends += 1
+                    columns["sent_at"] = stamp
+                if change.resolving:
+                    columns.update(
+                        resolved_by=change.who, resolved_at=stamp, resolution_note=change.note
+                    )
+                move = (run_id, step_id, current, change.target, stamp, change.who, change.note)
+                journal.append((*move, fields.get("error")))
+                current = change.target
+            # Column names are fixed or checked above; values are parameters.
+            if new:
+                columns.update(
+                    run_id=run_id, step_id=step_id, attempts=sends, created_at=moves[0][2]
+                )
                 marks = ", ".join("?" * len(columns))
                 sql = f"INSERT INTO {{p}}steps ({', '.join(columns)}) VALUES ({marks})"
                 params: tuple[Any, ...] = tuple(columns.values())

@@ -1,12 +1,12 @@
 """A step's moves: :class:`StepChange` (what the runner and the operator ask of the
-journal), their checks and what the store writes for them (:func:`fold_step_changes`)."""
+journal) and their checks, applied by :meth:`StateStore.change_step`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from practiceflow.errors import BugError
 from practiceflow.state.rows import RESOLVABLE, STEP_TRANSITIONS, Json, StepStatus
@@ -89,36 +89,3 @@ class StepChange:
                 f"valid next states are {sorted(allowed)}{hint if current in RESOLVABLE else ''}"
             )
             raise BugError(message)
-
-
-def fold_step_changes(
-    run_id: str,
-    step_id: str,
-    current: StepStatus | None,
-    changes: Sequence[StepChange],
-    encoded: Sequence[Mapping[str, Any]],
-    stamps: Sequence[Any],
-) -> tuple[dict[str, Any], int, list[tuple[Any, ...]]]:
-    """Check moves of a step from ``current`` (``None``: no row yet), one after the other
-    (``encoded`` fields and ``stamps`` in the store's encoding), and fold them: the step's
-    columns as the last leaves them, how many mark it sent, and one history row per move.
-    """
-    columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamps[-1]}
-    sends = 0
-    journal: list[tuple[Any, ...]] = []
-    for change, fields, stamp in zip(changes, encoded, stamps, strict=True):
-        change.check(run_id, step_id, current)
-        columns.update(fields)
-        if change.sent:
-            sends += 1
-            columns["sent_at"] = stamp
-        if change.resolving:
-            columns["resolved_by"] = change.who
-            columns["resolved_at"] = stamp
-            columns["resolution_note"] = change.note
-        detail = fields.get("error")
-        journal.append(
-            (run_id, step_id, current, change.target, stamp, change.who, change.note, detail)
-        )
-        current = change.target
-    return columns, sends, journal
