@@ -291,16 +291,10 @@ class SQLRuns(StoreBase):
         *,
         output: Json = None,
     ) -> None:
-        """Settle an ``in_doubt`` or ``failed`` step by a person's decision.
-
-        Args:
-            run_id: the run.
-            step_id: the step.
-            as_: ``done`` (it did happen: the step becomes ``succeeded``) or ``retry``
-                (it did not: the step goes back to ``pending`` and will be sent again).
-            who: who decided; recorded in the journal with the time.
-            note: why, in their words.
-            output: with ``done``, the output to give later steps (read back by hand).
+        """Settle an ``in_doubt`` or ``failed`` step by a person's decision: ``as_="done"``
+        (it did happen: it becomes ``succeeded``, ``output`` given to later steps) or
+        ``"retry"`` (it did not: back to ``pending``, sent again). ``who`` decided and
+        ``note`` says why, both journaled with the time.
 
         Raises:
             ConfigError: ``who`` is empty.
