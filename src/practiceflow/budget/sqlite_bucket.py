@@ -12,7 +12,6 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from types import TracebackType
 from typing import Final
 
 from pyrate_limiter import SQLiteBucket
@@ -43,21 +42,24 @@ class BudgetFileLock:
         self._depth = 0  # changed only by the thread holding _thread_lock
         self._fd: int | None = None
 
-    def acquire(self) -> bool:
-        """Wait for the lock (reentrant for the thread holding it); True once held."""
+    def __enter__(self) -> None:
         self._thread_lock.acquire()
         if self._depth == 0:
             try:
-                self._fd = self._lock_file()
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except BaseException:
+                    os.close(fd)
+                    raise
             except BaseException:
                 self._thread_lock.release()
                 raise
+            self._fd = fd
         self._depth += 1
-        return True
 
-    def release(self) -> None:
-        """Release one hold; the last one unlocks the file for other processes."""
-        self._depth -= 1
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1  # the last release unlocks the file for other processes
         if self._depth == 0 and self._fd is not None:
             fd, self._fd = self._fd, None
             try:
@@ -65,26 +67,6 @@ class BudgetFileLock:
             finally:
                 os.close(fd)
         self._thread_lock.release()
-
-    def _lock_file(self) -> int:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def __enter__(self) -> bool:
-        return self.acquire()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
 
 class SQLiteBudgetBucket(SQLiteBucket):

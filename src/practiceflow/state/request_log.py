@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime
-from types import TracebackType
 from typing import Final
 
 from practiceflow.errors import StoreError
@@ -53,12 +52,7 @@ class RequestLog:
     def __enter__(self) -> RequestLog:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def admitted(self, at: datetime | None = None) -> None:
