@@ -72,11 +72,7 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
     return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
 
 
-#: A file's device and inode.
-_FileIdentity = tuple[int, int]
-
-
-def _file_identity(path: Path) -> _FileIdentity | None:
+def _file_identity(path: Path) -> tuple[int, int] | None:
     """The device and inode ``path`` names now, or None when it names nothing."""
     try:
         found = os.stat(path)
@@ -85,7 +81,7 @@ def _file_identity(path: Path) -> _FileIdentity | None:
     return found.st_dev, found.st_ino
 
 
-def _check_identity(path: Path, opened: _FileIdentity | None) -> None:
+def _check_identity(path: Path, opened: tuple[int, int] | None) -> None:
     """Raise :class:`StateFileGone` when ``path`` no longer names the file opened as
     ``opened`` (its device and inode; None: not known)."""
     if opened is None:

@@ -34,23 +34,6 @@ def registered_schemes() -> list[str]:
     return sorted(_STORES)
 
 
-def _scheme_of(url: str) -> str:
-    head, separator, _ = url.partition("://")
-    # No "://": a plain path, including Windows drive paths such as C:\\state.db.
-    return head.lower() if separator else _PLAIN_PATH_SCHEME
-
-
-def _load(scheme: str, store: str | type[StateStore]) -> type[StateStore]:
-    if not isinstance(store, str):
-        return store
-    module_name, _, class_name = store.partition(":")
-    found = getattr(importlib.import_module(module_name), class_name, None)
-    if not (isinstance(found, type) and issubclass(found, StateStore)):
-        message = f"state store for scheme {scheme!r}: {store!r} is not a StateStore class"
-        raise BugError(message)
-    return found
-
-
 def open_store(url: str, *, clock: Clock | None = None) -> StateStore:
     """Open the state store a URL names.
 
@@ -66,7 +49,9 @@ def open_store(url: str, *, clock: Clock | None = None) -> StateStore:
         ConfigError: the scheme is unknown, the URL unusable, or the database was
             written by a newer practiceflow.
     """
-    scheme = _scheme_of(url)
+    head, separator, _ = url.partition("://")
+    # No "://": a plain path, including Windows drive paths such as C:\\state.db.
+    scheme = head.lower() if separator else _PLAIN_PATH_SCHEME
     store = _STORES.get(scheme)
     if store is None:
         # Only the scheme is echoed: the rest of a URL may carry a password.
@@ -75,4 +60,11 @@ def open_store(url: str, *, clock: Clock | None = None) -> StateStore:
             " (or a plain file path for SQLite)"
         )
         raise ConfigError(message)
-    return _load(scheme, store).from_url(url, clock=clock)
+    if isinstance(store, str):
+        module_name, _, class_name = store.partition(":")
+        found = getattr(importlib.import_module(module_name), class_name, None)
+        if not (isinstance(found, type) and issubclass(found, StateStore)):
+            message = f"state store for scheme {scheme!r}: {store!r} is not a StateStore class"
+            raise BugError(message)
+        store = found
+    return store.from_url(url, clock=clock)
