@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
-from inspect import isawaitable
 from typing import Any, Final
 
 from pyrate_limiter import AbstractBucket, Duration, InMemoryBucket, Rate, RateItem
@@ -41,14 +40,10 @@ from practiceflow.errors import BugError, ConfigError, RateLimitError
 class Priority(IntEnum):
     """Who is asking; a lower value goes first."""
 
-    ACTION = 0
-    """A person's own call (``practiceflow action ...``): someone is waiting."""
-    EVENT = 1
-    """A step of a run for an event already received."""
-    POLL = 2
-    """A polling trigger looking for changes."""
-    BACKFILL = 3
-    """A full import or backfill: whatever budget is left."""
+    ACTION = 0  # a person's own call (``practiceflow action ...``): someone is waiting
+    EVENT = 1  # a step of a run for an event already received
+    POLL = 2  # a polling trigger looking for changes
+    BACKFILL = 3  # a full import or backfill: whatever budget is left
 
 
 _PRIORITY: contextvars.ContextVar[Priority] = contextvars.ContextVar(
@@ -335,10 +330,7 @@ class RateBudget:
         """Count one request at ``now``; return 0 when admitted, else seconds to wait."""
         now_ms = int(now * 1000)
         item = RateItem(_ITEM_NAME, now_ms)
-        decision: Any = self._bucket.put_decision(item)
-        if isawaitable(decision):  # pragma: no cover - refused in __init__
-            message = "RateBudget: the bucket returned an awaitable"
-            raise BugError(message)
+        decision: Any = self._bucket.put_decision(item)  # synchronous: __init__ checks
         if decision.allowed:
             self._admitted += 1
             if self._admitted % _LEAK_EVERY == 0:
