@@ -41,10 +41,6 @@ def _aware(value: datetime, what: str) -> datetime:
     return value.astimezone(UTC)
 
 
-def _utc(value: datetime) -> datetime:
-    return value.astimezone(UTC)  # a timestamptz is read in the session's time zone
-
-
 POSTGRES: Final = Dialect(
     prefix="pf_",
     mark="%s",
@@ -56,7 +52,7 @@ POSTGRES: Final = Dialect(
     lock_row=" FOR NO KEY UPDATE",
     json_text="{column} ->> '{key}'",
     dump_time=_aware,
-    load_time=_utc,
+    load_time=lambda value: value.astimezone(UTC),  # read in the session's time zone
     load_json=_as_read,  # psycopg decodes a json column itself
 )
 
