@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from practiceflow.state._schema import Migration
 from practiceflow.state._sqlite import SQLiteStore, sqlite_path
-from practiceflow.state._store import StateStore
+from practiceflow.state._store import StateStore, open_store, register_store, registered_schemes
 from practiceflow.state.pending_writes import PendingWrite, PendingWriteStore
 from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,
@@ -39,7 +39,6 @@ from practiceflow.state.rows import (
     SubscriptionRecord,
     SubscriptionStatus,
 )
-from practiceflow.state.schemes import open_store, register_store, registered_schemes
 from practiceflow.state.steps import StepChange
 
 if TYPE_CHECKING:
