@@ -12,31 +12,26 @@ from __future__ import annotations
 import asyncio
 import functools
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final
 
 from practiceflow.errors import BugError, StoreError
 from practiceflow.state._store import StateStore
 from practiceflow.state.rows import NewEvent
-
-#: Most events committed in one transaction.
-DEFAULT_MAX_BATCH: Final = 256
-#: Seconds the first event of a batch waits for others (0: the event loop's next turn).
-DEFAULT_MAX_WAIT: Final = 0.0
 
 _Item = tuple[NewEvent, "asyncio.Future[bool]"]
 _Outcome = bool | Exception
 
 
 class GroupCommit:
-    """Records the events handed to it within ``max_wait`` seconds (at most ``max_batch``)
-    in one transaction; ``batches`` and ``committed`` count the commits and their events."""
+    """Records the events handed to it within ``max_wait`` seconds (0: the event loop's next
+    turn), at most ``max_batch``, in one transaction; ``batches`` and ``committed`` count the
+    commits and their events."""
 
     def __init__(
         self,
         store: StateStore,
         *,
-        max_batch: int = DEFAULT_MAX_BATCH,
-        max_wait: float = DEFAULT_MAX_WAIT,
+        max_batch: int = 256,
+        max_wait: float = 0.0,
     ) -> None:
         if max_batch < 1 or max_wait < 0:
             message = f"max_batch {max_batch!r}, max_wait {max_wait!r}: expected >= 1 and >= 0"

@@ -17,8 +17,6 @@ logger = logging.getLogger("practiceflow.state.request_log")
 
 #: Seconds a counted request may wait in memory before its batch is written.
 DEFAULT_EVERY: Final = 1.0
-#: Requests that make a batch be written at once.
-DEFAULT_MOST: Final = 200
 
 
 class RequestLog:
@@ -35,7 +33,7 @@ class RequestLog:
         practice: str,
         *,
         every: float = DEFAULT_EVERY,
-        most: int = DEFAULT_MOST,
+        most: int = 200,
     ) -> None:
         if every <= 0 or most < 1:
             message = f"every {every!r}, most {most!r}: expected > 0 seconds and >= 1 request"
