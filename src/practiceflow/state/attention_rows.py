@@ -67,6 +67,9 @@ class AttentionRecord:
         return self.status == "open"
 
 
+_SIDES: Final = ("start", "end")
+
+
 class SQLAttention(StoreBase):
     """The attention table's part of :class:`~practiceflow.state.StateStore`."""
 
