@@ -67,9 +67,6 @@ class AttentionRecord:
         return self.status == "open"
 
 
-_SIDES: Final = ("start", "end")
-
-
 class SQLAttention(StoreBase):
     """The attention table's part of :class:`~practiceflow.state.StateStore`."""
 
@@ -98,12 +95,11 @@ class SQLAttention(StoreBase):
         check_value("attention status", status, ATTENTION_STATUSES)
         attention_id = uuid.uuid4().hex
         stamp = self._stamp(None, "created_at")
-        start = end = None
-        if window is not None:
-            start, end = (
-                self._stamp(window[0], "window start"),
-                self._stamp(window[1], "window end"),
-            )
+        start, end = (
+            (None, None)
+            if window is None
+            else (self._stamp(window[0], "window start"), self._stamp(window[1], "window end"))
+        )
         with self._write() as db:
             inserted = db.execute(
                 "INSERT INTO {p}attention (attention_id, kind, practice, trigger_key, dedupe,"
