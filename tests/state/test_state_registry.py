@@ -9,7 +9,7 @@ import pytest
 
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state import SQLiteStore, open_store, register_store, registered_schemes
-from practiceflow.state import schemes as registry_module
+from practiceflow.state import _store as registry_module
 
 
 @pytest.fixture

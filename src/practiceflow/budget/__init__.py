@@ -1,20 +1,16 @@
 """The rate budget: how many requests a practice's credentials may send, and who goes first.
 
-This folder owns the budget of one Client ID (60/min, 1000/h, 10000/day by default):
-
-* :mod:`.rate_budget`: :class:`RateBudget`, the windows counted by pyrate-limiter, the
-  ``Retry-After`` pause after a 429, waiters admitted by priority (:class:`Priority`,
-  set for a block with :func:`priority`);
-* :mod:`.sqlite_bucket`: one budget shared by the processes of a host (``budget.db``
-  beside a SQLite state file);
-* :mod:`.postgres_bucket`: one budget shared by every replica of a fleet (PostgreSQL;
-  imported on first use, with psycopg);
-* :mod:`.practice_budget`: :func:`store_budget`, the budget found beside a state store.
+:class:`RateBudget` (``rate_budget.py``) counts one Client ID's windows, shared by the
+processes of a host (``sqlite_bucket.py``) or the replicas of a fleet (``postgres_bucket.py``,
+imported on first use); :func:`store_budget` finds the one beside a state store, so that
+``serve``, ``run`` and ``mcp`` on one store count their requests together.
 """
 
 from __future__ import annotations
 
-from practiceflow.budget.practice_budget import store_budget
+import time
+from pathlib import Path
+
 from practiceflow.budget.rate_budget import (
     Priority,
     RateBudget,
@@ -25,6 +21,7 @@ from practiceflow.budget.rate_budget import (
     parse_retry_after,
     priority,
 )
+from practiceflow.budget.sqlite_bucket import budget_file, open_bucket
 
 __all__ = [
     "Priority",
@@ -37,3 +34,24 @@ __all__ = [
     "priority",
     "store_budget",
 ]
+
+
+def store_budget(
+    target: str, state_file: Path | None, client_id: str, limits: RateLimits | None = None
+) -> RateBudget:
+    """The rate budget of a practice, shared by every process on the store ``target``
+    (in memory when ``state_file``, the SQLite file, is None and the store no PostgreSQL).
+
+    ``limits``: this process's windows (the spec's if None); an assistant passes smaller
+    ones, to be admitted only while the practice as a whole has used less than those.
+    Close the budget when the command ends.
+    """
+    limits = limits or RateLimits()
+    if target.lower().startswith(("postgresql://", "postgres://")):
+        from practiceflow.budget.postgres_bucket import shared_budget  # psycopg only here
+
+        return shared_budget(target, client_id, limits, pool_size=2)
+    if state_file is None:
+        return RateBudget(limits)
+    bucket = open_bucket(budget_file(state_file), client_id, limits)
+    return RateBudget(limits, bucket=bucket, clock=time.time)

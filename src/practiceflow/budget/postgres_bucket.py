@@ -1,13 +1,8 @@
 """One rate budget per Client ID, shared in PostgreSQL by every replica of a fleet.
 
-Each replica's :class:`~practiceflow.api.RateBudget` counts into the same pyrate-limiter
-``PostgresBucket`` (one table per Client ID), so ten replicas together never exceed the
-practice's windows. :class:`WaitingPostgresBucket` changes the library's bucket twice, and
-why: it waits for the table lock instead of ``NOWAIT`` (a refusal then always means a full
-window, never a busy loop of round trips), and its check reads only the rows of the
-longest window and deletes older ones under the same lock (an admission's cost stays
-bounded by a day's rows). Timestamps are wall-clock milliseconds: replicas' clocks must
-agree (NTP). A ``Retry-After`` pause stays in the replica that received it.
+Every replica counts into the same pyrate-limiter ``PostgresBucket`` table, so that
+together they never exceed the practice's windows. Timestamps are wall-clock
+milliseconds: replicas' clocks must agree (NTP).
 """
 
 from __future__ import annotations
@@ -28,14 +23,12 @@ _PRUNE_BATCH: Final = 100
 
 
 class WaitingPostgresBucket(PostgresBucket):
-    """pyrate-limiter's ``PostgresBucket`` that waits for the table lock (see above).
-
-    Args:
-        pool: a psycopg connection pool (closed with the bucket).
-        table: the bucket's name; the table is ``ratelimit___<table>``.
-        rates: the windows, such as ``RateLimits().rates()``.
-        owns_pool: close the pool with the bucket.
-        exists: create no table now (it exists, or :meth:`create_table` will).
+    """pyrate-limiter's ``PostgresBucket``, changed twice: it waits for the table lock
+    instead of ``NOWAIT`` (a refusal then always means a full window, never a busy loop),
+    and its check reads only the longest window's rows and deletes older ones under the
+    same lock (an admission's cost stays bounded by a day's rows). The table is
+    ``ratelimit___<table>``; the pool is closed with the bucket when ``owns_pool``;
+    ``exists``: create no table now (it exists, or :meth:`create_table` will).
     """
 
     def __init__(
@@ -72,8 +65,7 @@ class WaitingPostgresBucket(PostgresBucket):
 
     def window_counts(self, now_ms: int, windows_ms: list[int]) -> list[int]:
         """Requests admitted in each of the last ``windows_ms`` milliseconds before ``now_ms``
-        (wall clock), in one query, one count per window.
-        """
+        (wall clock), in one query."""
         column = sql.SQL("count(*) FILTER (WHERE item_timestamp >= TO_TIMESTAMP(%s))")
         query = sql.SQL(
             "SELECT {columns} FROM {table} WHERE item_timestamp >= TO_TIMESTAMP(%s)"
@@ -93,12 +85,10 @@ class WaitingPostgresBucket(PostgresBucket):
 
 
 def _bounded_count(table: str, windows: int) -> sql.Composed:
-    """The admission's check in one statement: a count per window (the library's parameters,
-    each window's start in seconds) over the longest window's rows only, and the deletion of
-    at most :data:`_PRUNE_BATCH` older rows, oldest first (a long-stopped replica's leftovers
-    go over a few admissions). ``w`` is ``NOT MATERIALIZED`` so the planner sees the starts as
-    values; the deleting ``WITH`` and the counts both see the table as before the deletion.
-    """
+    """The admission's check: a count per window over the longest window's rows only, and
+    the deletion of at most :data:`_PRUNE_BATCH` older rows, oldest first. ``w`` is ``NOT
+    MATERIALIZED`` so that the planner sees the starts as values; the deletion and the
+    counts both see the table as before it."""
     names = [sql.Identifier(f"s{n}") for n in range(windows)]
     starts = sql.SQL(", ").join(sql.SQL("TO_TIMESTAMP(%s) AS {}").format(name) for name in names)
     oldest = sql.SQL("LEAST({})").format(sql.SQL(", ").join(names))
@@ -128,19 +118,9 @@ def shared_budget(
     pool_size: int = 4,
     pool: ConnectionPool[Any] | None = None,
 ) -> RateBudget:
-    """The rate budget of a Client ID, shared through the PostgreSQL database at ``url``.
-
-    Args:
-        url: the fleet's ``postgresql://`` URL (the state store's).
-        client_id: the Client ID whose budget this is; practices never share a bucket.
-        limits: the windows and wait caps; the spec's 60/min, 1000/h, 10000/day if None.
-        pool_size: connections kept for this budget (when ``pool`` is None).
-        pool: a connection pool shared by many budgets (a fleet's practices): one
-            connection per practice would not scale; its owner closes it.
-
-    Returns:
-        A budget to pass to :class:`~practiceflow.api.Client` (``budget=``); close it with
-        ``close()`` to release its connections.
+    """The rate budget of a Client ID, shared through the PostgreSQL database at ``url``
+    (close it to release its connections). ``pool``: one shared by many budgets (a fleet's
+    practices), which its owner closes; else one of ``pool_size`` connections is opened.
     """
     limits = limits or RateLimits()
     owns_pool = pool is None

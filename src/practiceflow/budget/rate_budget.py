@@ -1,10 +1,9 @@
 """The client's rate budget: 60/min, 1000/h and 10000/day by default, and ``Retry-After``.
 
-pyrate-limiter counts the windows (any synchronous bucket: in memory by default, SQLite
-or PostgreSQL to share one budget between processes). The bucket is called directly, not
-through ``pyrate_limiter.Limiter``, because this client needs an injectable clock and
-sleep, a cap on the total wait and a budget-wide pause after a 429. Requests of one set
-of credentials enter one at a time, best :class:`Priority` first, set per block with
+pyrate-limiter's bucket counts the windows (in memory, or SQLite or PostgreSQL to share
+one budget between processes); it is called directly, not through its ``Limiter``, for an
+injectable clock and sleep, a cap on the total wait and a budget-wide pause after a 429.
+Requests enter one at a time, best :class:`Priority` first, set per block with
 :func:`priority`::
 
     budget = RateBudget()
@@ -31,7 +30,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
-from inspect import isawaitable
 from typing import Any, Final
 
 from pyrate_limiter import AbstractBucket, Duration, InMemoryBucket, Rate, RateItem
@@ -42,14 +40,10 @@ from practiceflow.errors import BugError, ConfigError, RateLimitError
 class Priority(IntEnum):
     """Who is asking; a lower value goes first."""
 
-    ACTION = 0
-    """A person's own call (``practiceflow action ...``): someone is waiting."""
-    EVENT = 1
-    """A step of a run for an event already received."""
-    POLL = 2
-    """A polling trigger looking for changes."""
-    BACKFILL = 3
-    """A full import or backfill: whatever budget is left."""
+    ACTION = 0  # a person's own call (``practiceflow action ...``): someone is waiting
+    EVENT = 1  # a step of a run for an event already received
+    POLL = 2  # a polling trigger looking for changes
+    BACKFILL = 3  # a full import or backfill: whatever budget is left
 
 
 _PRIORITY: contextvars.ContextVar[Priority] = contextvars.ContextVar(
@@ -64,14 +58,7 @@ def current_priority() -> Priority:
 
 @contextmanager
 def priority(level: Priority) -> Iterator[None]:
-    """Make the requests of this block wait with ``level`` priority.
-
-    Args:
-        level: the priority.
-
-    Yields:
-        Nothing; the previous priority is restored on exit.
-    """
+    """Make the requests of this block wait with ``level`` priority (restored on exit)."""
     token = _PRIORITY.set(level)
     try:
         yield
@@ -82,23 +69,14 @@ def priority(level: Priority) -> Iterator[None]:
 logger = logging.getLogger("practiceflow.api")
 
 _ITEM_NAME: Final = "practiceflow"
+_HEADERS: Final = ("Limit", "Remaining", "Reset")
 _LEAK_EVERY: Final = 256
 _TABLE_PREFIX: Final = "pf_budget_"
 
 
 def budget_table(client_id: str) -> str:
-    """The name of a Client ID's table in a shared bucket (a digest: ids need not be
-    identifiers).
-
-    Every process that counts a practice's requests in one database (SQLite beside the
-    state file, or a fleet's PostgreSQL) finds the practice's table by this name.
-
-    Args:
-        client_id: the practice's Client ID.
-
-    Returns:
-        A lowercase name of at most 40 characters, the same in every process.
-    """
+    """The name of a Client ID's table in a shared bucket, the same in every process: a
+    digest (ids need not be identifiers), lowercase, at most 40 characters."""
     digest = hashlib.sha256(client_id.encode()).hexdigest()[:24]
     return f"{_TABLE_PREFIX}{digest}"
 
@@ -108,9 +86,7 @@ class RateLimits:
     """How many requests the client may send, and how long one request may wait.
 
     Attributes:
-        per_minute: requests per rolling minute (spec default 60).
-        per_hour: requests per rolling hour (spec default 1000).
-        per_day: requests per rolling day (spec default 10000).
+        per_minute: requests per rolling minute (``per_hour``, ``per_day``: hour, day).
         max_wait: cap, in seconds, on the total time one call may spend waiting for the
             budget, for ``Retry-After`` pauses and for backoff; past it the call raises
             :class:`~practiceflow.errors.RateLimitError` instead of waiting on.
@@ -124,6 +100,14 @@ class RateLimits:
     max_wait: float = 600.0
     retry_after_floor: float = 1.0
 
+    def _windows(self) -> list[tuple[int, Duration, str]]:
+        """Each window's limit, length and unit, shortest first."""
+        return [
+            (self.per_minute, Duration.MINUTE, "min"),
+            (self.per_hour, Duration.HOUR, "h"),
+            (self.per_day, Duration.DAY, "day"),
+        ]
+
     def __post_init__(self) -> None:
         for name in ("per_minute", "per_hour", "per_day"):
             value = getattr(self, name)
@@ -135,39 +119,30 @@ class RateLimits:
             if not isinstance(value, int | float) or value < 0 or math.isnan(value):
                 message = f"RateLimits.{name}: got {value!r}; expected seconds >= 0"
                 raise ConfigError(message)
-        per_second = (self.per_minute / 60, self.per_hour / 3600, self.per_day / 86400)
-        ordered = self.per_minute < self.per_hour < self.per_day
-        if not ordered or not (per_second[0] >= per_second[1] >= per_second[2]):
-            message = (
-                f"RateLimits: got {self.per_minute}/min, {self.per_hour}/h, {self.per_day}/day; "
-                "each longer window needs a larger limit and no higher average rate than the "
-                "shorter one (the default is 60/min, 1000/h, 10000/day)"
-            )
-            raise ConfigError(message)
+        windows = self._windows()
+        for (short, short_ms, _), (long, long_ms, _) in itertools.pairwise(windows):
+            if not (short < long and short / short_ms.value >= long / long_ms.value):
+                message = (
+                    f"RateLimits: got {self.describe()}; each longer window needs a larger "
+                    "limit and no higher average rate than the shorter one (the default is "
+                    "60/min, 1000/h, 10000/day)"
+                )
+                raise ConfigError(message)
 
     def rates(self) -> list[Rate]:
         """The pyrate-limiter rates, shortest window first."""
-        return [
-            Rate(self.per_minute, Duration.MINUTE),
-            Rate(self.per_hour, Duration.HOUR),
-            Rate(self.per_day, Duration.DAY),
-        ]
+        return [Rate(limit, length) for limit, length, _ in self._windows()]
 
     def describe(self) -> str:
         """Human form, e.g. ``60/min, 1000/h, 10000/day``."""
-        return f"{self.per_minute}/min, {self.per_hour}/h, {self.per_day}/day"
+        return ", ".join(f"{limit}/{unit}" for limit, _, unit in self._windows())
 
 
 @dataclass(frozen=True)
 class RateLimitStatus:
-    """The last ``X-RateLimit-*`` headers the server sent.
-
-    Attributes:
-        limit: ``X-RateLimit-Limit`` as an integer, when it was one.
-        remaining: ``X-RateLimit-Remaining`` as an integer, when it was one.
-        reset: ``X-RateLimit-Reset`` as sent (the spec does not say its unit).
-        observed_at: the budget clock's time when the headers arrived.
-    """
+    """The last ``X-RateLimit-*`` headers the server sent (``limit`` and ``remaining`` as
+    integers when they were; ``reset`` as sent: the spec does not say its unit), and the
+    budget clock's time when they arrived."""
 
     limit: int | None
     remaining: int | None
@@ -187,15 +162,8 @@ def _as_int(value: str | None) -> int | None:
 def parse_retry_after(
     value: str | None, *, wall_clock: Callable[[], float] = time.time
 ) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header: delta seconds or an HTTP date.
-
-    Args:
-        value: the header's value, or None when absent.
-        wall_clock: current Unix time, for the HTTP-date form.
-
-    Returns:
-        Seconds (never negative), or None when absent or unreadable.
-    """
+    """Seconds (never negative) to wait from a ``Retry-After`` header, delta seconds or an
+    HTTP date (read against ``wall_clock``); None when absent or unreadable."""
     if value is None or not value.strip():
         return None
     text = value.strip()
@@ -218,9 +186,8 @@ class RateBudget:
 
     Args:
         limits: the windows and waits; spec defaults when None.
-        bucket: a synchronous pyrate-limiter bucket holding the windows (e.g. a
-            ``SQLiteBucket`` shared between processes); an in-memory bucket with
-            ``limits.rates()`` when None.
+        bucket: a synchronous pyrate-limiter bucket holding the windows (one shared between
+            processes, say); in memory when None.
         clock: current time in seconds (``time.monotonic`` by default).
         sleep: how to wait (``time.sleep`` by default); tests inject a fake.
     """
@@ -261,14 +228,8 @@ class RateBudget:
             return counts
 
     def on_admit(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` after each request the budget admits (for bookkeeping).
-
-        The state store records each admitted request this way, so that the console can
-        chart requests per minute, hour and day against the limits. A callback that fails
-        is logged and never stops the request.
-
-        Args:
-            callback: called with no arguments, on the requesting thread.
+        """Call ``callback()`` on the requesting thread after each request admitted (the
+        store counts them for the console's charts); a failing one is logged, never raised.
         """
         self._on_admit.append(callback)
 
@@ -300,47 +261,26 @@ class RateBudget:
         return self._status
 
     def pause_for(self, seconds: float) -> None:
-        """Hold every request of this budget for ``seconds`` (never shortens a pause).
-
-        Args:
-            seconds: how long; raised to ``limits.retry_after_floor`` when smaller.
-        """
+        """Hold every request of this budget for ``seconds``, at least
+        ``limits.retry_after_floor`` (never shortens a pause)."""
         until = self._clock() + max(seconds, self.limits.retry_after_floor)
         with self._lock:
             self._paused_until = max(self._paused_until, until)
 
     def observe(self, headers: Mapping[str, str]) -> None:
-        """Remember the ``X-RateLimit-*`` headers of a response, when it has any.
-
-        Args:
-            headers: the response headers (case-insensitive mapping).
-        """
-        limit = headers.get("X-RateLimit-Limit")
-        remaining = headers.get("X-RateLimit-Remaining")
-        reset = headers.get("X-RateLimit-Reset")
-        if limit is None and remaining is None and reset is None:
-            return
-        self._status = RateLimitStatus(
-            limit=_as_int(limit),
-            remaining=_as_int(remaining),
-            reset=reset.strip() if reset is not None else None,
-            observed_at=self._clock(),
-        )
+        """Remember the ``X-RateLimit-*`` headers of a response, when it has any."""
+        limit, remaining, reset = (headers.get(f"X-RateLimit-{name}") for name in _HEADERS)
+        if limit is not None or remaining is not None or reset is not None:
+            reset = None if reset is None else reset.strip()
+            self._status = RateLimitStatus(_as_int(limit), _as_int(remaining), reset, self._clock())
 
     def acquire(self, method: str, path: str, deadline: float | None = None) -> float:
-        """Wait for this request's turn by priority, then until the budget admits it; count it.
-
-        Args:
-            method: HTTP method of the request, for the error message.
-            path: URL path of the request, for the error message.
-            deadline: clock time after which waiting is refused; no cap when None.
-
-        Returns:
-            Seconds spent waiting.
+        """Wait for this request's turn by priority, then until the budget admits it; count
+        it. Returns the seconds waited.
 
         Raises:
-            RateLimitError: admitting the request would mean waiting past ``deadline``;
-                ``retry_after`` says how long the wait would have been.
+            RateLimitError: admitting it would mean waiting past ``deadline`` (clock time;
+                None: no cap); ``retry_after`` says how long the wait would have been.
         """
         level = current_priority()
         ticket = (int(level), next(self._serial))
@@ -360,7 +300,6 @@ class RateBudget:
                 self._turn.notify_all()
 
     def _admit(self, method: str, path: str, deadline: float | None) -> float:
-        """Wait until the bucket admits one request; return the seconds waited."""
         waited = 0.0
         while True:
             now = self._clock()
@@ -391,10 +330,7 @@ class RateBudget:
         """Count one request at ``now``; return 0 when admitted, else seconds to wait."""
         now_ms = int(now * 1000)
         item = RateItem(_ITEM_NAME, now_ms)
-        decision: Any = self._bucket.put_decision(item)
-        if isawaitable(decision):  # pragma: no cover - refused in __init__
-            message = "RateBudget: the bucket returned an awaitable"
-            raise BugError(message)
+        decision: Any = self._bucket.put_decision(item)  # synchronous: __init__ checks
         if decision.allowed:
             self._admitted += 1
             if self._admitted % _LEAK_EVERY == 0:

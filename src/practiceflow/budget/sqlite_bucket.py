@@ -1,11 +1,8 @@
 """One rate budget per Client ID, shared through a SQLite file by the processes of a host.
 
-``serve`` and ``mcp`` on one state store spend the same practice's windows: each counts
-into pyrate-limiter's ``SQLiteBucket`` on :data:`BUDGET_FILE` beside the state file (one
-table per Client ID, :func:`budget_table`). The bucket's ``lock`` is
-:class:`BudgetFileLock` (an ``flock`` behind a thread ``RLock``), so that count-then-insert
-is one step across processes. Timestamps are wall-clock milliseconds (``clock=time.time``):
-monotonic clocks of different processes need not agree.
+pyrate-limiter's ``SQLiteBucket`` on ``budget.db`` beside the state file, its ``lock`` a
+:class:`BudgetFileLock`, so that count-then-insert is one step across processes.
+Timestamps are wall-clock milliseconds: monotonic clocks of processes need not agree.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from types import TracebackType
 from typing import Final
 
 from pyrate_limiter import SQLiteBucket
@@ -35,16 +31,9 @@ def budget_file(state_file: Path) -> Path:
 
 
 class BudgetFileLock:
-    """A lock that is exclusive across processes and threads and reentrant per thread.
-
-    The first ``acquire`` of a thread takes the thread lock, then an exclusive ``flock``
-    on ``path``; nested acquires by the same thread only count; the last release drops
-    the ``flock``, then the thread lock. The file is opened for each outermost hold, so
-    no descriptor outlives a hold (nothing to close, and a forked child never shares a
-    held lock's open file).
-
-    Args:
-        path: the lock file (created if missing).
+    """A lock exclusive across processes and threads, reentrant per thread: a thread
+    ``RLock``, then an ``flock`` on ``path`` for each outermost hold (the file opened for
+    it, so that no descriptor outlives a hold nor is shared with a forked child).
     """
 
     def __init__(self, path: Path) -> None:
@@ -53,21 +42,24 @@ class BudgetFileLock:
         self._depth = 0  # changed only by the thread holding _thread_lock
         self._fd: int | None = None
 
-    def acquire(self) -> bool:
-        """Wait for the lock (reentrant for the thread holding it); True once held."""
+    def __enter__(self) -> None:
         self._thread_lock.acquire()
         if self._depth == 0:
             try:
-                self._fd = self._lock_file()
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except BaseException:
+                    os.close(fd)
+                    raise
             except BaseException:
                 self._thread_lock.release()
                 raise
+            self._fd = fd
         self._depth += 1
-        return True
 
-    def release(self) -> None:
-        """Release one hold; the last one unlocks the file for other processes."""
-        self._depth -= 1
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1  # the last release unlocks the file for other processes
         if self._depth == 0 and self._fd is not None:
             fd, self._fd = self._fd, None
             try:
@@ -76,38 +68,13 @@ class BudgetFileLock:
                 os.close(fd)
         self._thread_lock.release()
 
-    def _lock_file(self) -> int:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def __enter__(self) -> bool:
-        return self.acquire()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
-
 
 class SQLiteBudgetBucket(SQLiteBucket):
-    """pyrate-limiter's ``SQLiteBucket`` that can also say how full each window is.
-
-    Counting and admitting are the library's; :meth:`window_counts` serves the
-    ``/metrics`` gauges, as the PostgreSQL bucket's does.
-    """
+    """pyrate-limiter's ``SQLiteBucket`` that can also say how full each window is."""
 
     def window_counts(self, now_ms: int, windows_ms: list[int]) -> list[int]:
-        """Requests admitted (by every process) in each of the last ``windows_ms`` milliseconds
-        before ``now_ms`` (wall clock), one count per window.
-        """
+        """Requests admitted (by every process) in each of the last ``windows_ms``
+        milliseconds before ``now_ms`` (wall clock), for the ``/metrics`` gauges."""
         columns = ", ".join(["COUNT(CASE WHEN item_timestamp >= ? THEN 1 END)"] * len(windows_ms))
         # The table's name is a digest (budget_table); the bounds are parameters.
         query = f"SELECT {columns} FROM '{self.table}'"  # noqa: S608 - see the comment
@@ -117,23 +84,10 @@ class SQLiteBudgetBucket(SQLiteBucket):
 
 
 def open_bucket(file: Path, client_id: str, limits: RateLimits) -> SQLiteBudgetBucket:
-    """Open a Client ID's shared bucket in the budget file ``file``.
-
-    Args:
-        file: the budget file (see :func:`budget_file`); its folder is created if missing.
-        client_id: the practice's Client ID (its own table: practices never share a count).
-        limits: the windows this process is admitted under. Processes may use different
-            limits on one table: an assistant's smaller ones are reached while the
-            practice as a whole has used only part of its own.
-
-    Returns:
-        The bucket, for ``RateBudget(limits, bucket=..., clock=time.time)``; the
-        budget's ``close()`` closes its connection.
-
-    Raises:
-        ConfigError: the file cannot be created or written (a full disk, a read-only
-            folder), when a process starts: exit 2.
-    """
+    """A Client ID's shared bucket (its own table) in the budget file ``file``, for
+    ``RateBudget(limits, bucket=..., clock=time.time)``; ConfigError (exit 2) when the file
+    cannot be written. Processes may use different ``limits`` on one table (an
+    assistant's smaller ones)."""
     file.parent.mkdir(parents=True, exist_ok=True)
     lock = BudgetFileLock(file.with_name(file.name + _LOCK_SUFFIX))
     table = budget_table(client_id)

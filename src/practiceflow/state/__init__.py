@@ -1,19 +1,10 @@
 """The state store: everything practiceflow must remember between events and restarts.
 
-This folder owns the durable state of triggers and runs, keyed by practice:
-
-* seen event ids and signatures (webhook and poll dedupe) and pending events;
-* polling cursors with the dedupe keys seen at the cursor boundary;
-* webhook subscriptions (secrets included, never shown);
-* runs (one per recipe and event) and their step journals;
-* the count of requests sent, for rate-budget reports;
-* writes an assistant previewed, until confirmed (``pending_writes.py``).
-
-One store, :class:`StateStore` (``_sql.py``, schema in ``_schema.py``), written once in
-SQL and opened by URL through a scheme registry (:func:`open_store`): SQLite in WAL mode
-(``_sqlite.py``) is the embedded default; PostgreSQL (``_postgres.py``) serves a fleet.
-The PostgreSQL names are imported on first use, so that psycopg costs nothing to those
-who never open such a store.
+This folder owns the durable state of triggers and runs, keyed by practice: seen events
+and their dedupe, polling cursors, webhook subscriptions, runs and their step journals,
+request counts, previewed writes, what needs a person. One :class:`StateStore`, written
+once in SQL and opened by URL (:func:`open_store`): SQLite is the embedded default,
+PostgreSQL serves a fleet (its names imported on first use: psycopg costs nothing else).
 """
 
 from __future__ import annotations
@@ -22,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from practiceflow.state._schema import Migration
 from practiceflow.state._sqlite import SQLiteStore, sqlite_path
-from practiceflow.state._store import StateStore
+from practiceflow.state._store import StateStore, open_store, register_store, registered_schemes
 from practiceflow.state.pending_writes import PendingWrite, PendingWriteStore
 from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,
@@ -48,7 +39,6 @@ from practiceflow.state.rows import (
     SubscriptionRecord,
     SubscriptionStatus,
 )
-from practiceflow.state.schemes import open_store, register_store, registered_schemes
 from practiceflow.state.steps import StepChange
 
 if TYPE_CHECKING:

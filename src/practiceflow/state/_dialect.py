@@ -1,16 +1,41 @@
-"""What differs between the SQL databases of the store, and a connection that speaks the
-store's one form of SQL: ``?`` for each parameter, ``{p}`` before each table name, and in
-the schema ``{serial}``, ``{time}`` and ``{json}`` for the column types that differ.
+"""What differs between the SQL databases of the store, a connection that speaks the
+store's one form of SQL (``?`` for each parameter, ``{p}`` before each table name,
+``{serial}``, ``{time}`` and ``{json}`` for the column types that differ), and the rows
+read as records: a record dataclass's fields are its table's columns, in order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from practiceflow.state.rows import Json
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Row = TypeVar("_Row", bound="DataclassInstance")
+
+
+#: Each record dataclass's column names and field annotations (text: ``from __future__``).
+_SHAPES: dict[type, tuple[str, tuple[str, ...]]] = {}
+
+
+def _shape(record: type[DataclassInstance]) -> tuple[str, tuple[str, ...]]:
+    shape = _SHAPES.get(record)
+    if shape is None:
+        found = fields(record)
+        columns = ", ".join(field.metadata.get("column", field.name) for field in found)
+        shape = _SHAPES[record] = (columns, tuple(str(field.type) for field in found))
+    return shape
+
+
+def select(record: type[DataclassInstance], table: str) -> str:
+    """The ``SELECT`` of a record's columns from ``{p}table`` (a field's ``column``
+    metadata names a column of another name)."""
+    return f"SELECT {_shape(record)[0]} FROM {{p}}{table}"  # noqa: S608 - names are the code's
 
 
 class Cursor(Protocol):
@@ -39,18 +64,11 @@ class Dialect:
     """What differs between databases in the SQL text and in the values.
 
     Attributes:
-        prefix: put before every table name (``{p}``).
-        mark: a parameter's placeholder (``?``).
-        types: the column types a schema statement names (``{serial}``, ``{time}``,
-            ``{json}``).
-        lock_row: appended to the SELECT of a row that a write transaction reads and then
-            changes, where the database needs it to keep other writers off the row.
-        json_text: the expression of a JSON column's top-level text field, with
-            ``{column}`` and ``{key}`` to fill in.
+        lock_row: appended to the SELECT of a row a write transaction reads then changes,
+            where the database needs it to keep other writers off the row.
+        json_text: a JSON column's top-level text field, ``{column}`` and ``{key}`` to fill.
         dump_time: an aware datetime as a parameter (``what`` names it in the error that
-            refuses a naive one).
-        load_time: an instant as read back, as an aware UTC datetime.
-        load_json: a JSON column as read back, as the value (JSON is written as text).
+            refuses a naive one); ``load_time`` and ``load_json`` read a column back.
     """
 
     prefix: str
@@ -71,14 +89,26 @@ class Dialect:
         """:attr:`load_time` of a column that may be NULL."""
         return None if value is None else self.load_time(value)
 
+    def decode(self, record: type[_Row], row: Sequence[Any]) -> _Row:
+        """A row as a ``record`` dataclass whose fields are its columns in order, each
+        read by the field's annotation (times, JSON, integers; the rest as read)."""
+        read: dict[str, Callable[[Any], Any]] = {
+            "datetime": self.load_time,
+            "datetime | None": self.maybe_time,
+            "Json": self.load_json,
+            "int": int,
+        }
+        values = zip(_shape(record)[1], row, strict=True)
+        return record(*(read.get(kind, _as_read)(value) for kind, value in values))
+
+
+def _as_read(value: Any) -> Any:
+    return value
+
 
 class SQLConnection:
-    """A connection taking statements in the store's form, which its dialect translates.
-
-    Args:
-        raw: the database's connection, in the transaction the statements belong to.
-        dialect: the database's dialect.
-    """
+    """A database connection (``raw``, in the statements' transaction) taking statements in
+    the store's form, which its dialect translates."""
 
     __slots__ = ("dialect", "raw")
 

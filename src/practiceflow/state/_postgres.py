@@ -1,14 +1,10 @@
-"""The fleet's state store: PostgreSQL through psycopg 3 and a psycopg-pool connection pool.
+"""The fleet's state store: PostgreSQL through psycopg 3 and a connection pool.
 
-Every commit is durable (``synchronous_commit = on``, ``READ COMMITTED``); a
-read-then-write locks the run's row (``FOR NO KEY UPDATE``) or, where there may be no row
-yet, takes a transaction-scoped advisory lock on a key, so two replicas never interleave
-one; reads that belong together share one ``REPEATABLE READ`` snapshot. Tables carry a
-``pf_`` prefix (the database is shared with procrastinate and the rate budget); JSON
-columns are ``json``, which keeps the text as written. An empty database gets the schema
-on open; an older one is refused until ``practiceflow db migrate`` (a rolling deploy's
-replica must not change the schema under the others), a newer one outright. Errors never
-echo the URL's password: they name host, port and database only.
+Every commit is durable; a read-then-write locks the run's row (``FOR NO KEY UPDATE``) or
+an advisory lock on a key where there may be no row yet. Tables carry a ``pf_`` prefix
+(the database is shared). An empty database gets the schema on open; an older one is
+refused until ``practiceflow db migrate`` (a rolling deploy's replica must not change the
+schema under the others). Errors name host, port and database only, never the password.
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ from psycopg_pool import ConnectionPool
 
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state import _schema
-from practiceflow.state._dialect import Dialect, SQLConnection
+from practiceflow.state._dialect import Dialect, SQLConnection, _as_read
 from practiceflow.state._schema import Migration
 from practiceflow.state._store import StateStore
 from practiceflow.state.rows import Clock, to_utc
@@ -45,14 +41,6 @@ def _aware(value: datetime, what: str) -> datetime:
     return value.astimezone(UTC)
 
 
-def _utc(value: datetime) -> datetime:
-    return value.astimezone(UTC)  # a timestamptz is read in the session's time zone
-
-
-def _as_read(value: Any) -> Any:
-    return value  # psycopg decodes a json column itself
-
-
 POSTGRES: Final = Dialect(
     prefix="pf_",
     mark="%s",
@@ -64,8 +52,8 @@ POSTGRES: Final = Dialect(
     lock_row=" FOR NO KEY UPDATE",
     json_text="{column} ->> '{key}'",
     dump_time=_aware,
-    load_time=_utc,
-    load_json=_as_read,
+    load_time=lambda value: value.astimezone(UTC),  # read in the session's time zone
+    load_json=_as_read,  # psycopg decodes a json column itself
 )
 
 _VERSION: Final = POSTGRES.sql("SELECT version FROM {p}schema_version")
@@ -90,12 +78,8 @@ def describe_url(url: str) -> str:
 
 
 def _connect(url: str) -> psycopg.Connection[Any]:
-    """A new connection (not pooled), for migrations.
-
-    Raises:
-        ConfigError: the server cannot be reached or the URL is unusable; the message
-            names host, port and database, never the password.
-    """
+    """A new connection (not pooled), for migrations; :class:`ConfigError` naming host,
+    port and database (never the password) when it cannot be made."""
     try:
         return psycopg.connect(url, connect_timeout=_CONNECT_TIMEOUT_S)
     except psycopg.OperationalError as exc:
@@ -110,7 +94,6 @@ def _connect(url: str) -> psycopg.Connection[Any]:
 
 
 def _read_version(connection: psycopg.Connection[Any]) -> int:
-    """The schema version a connection's database holds (0: none yet)."""
     table = POSTGRES.sql("{p}schema_version")
     row = connection.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
     if row is None or not row[0]:
@@ -120,20 +103,15 @@ def _read_version(connection: psycopg.Connection[Any]) -> int:
 
 
 def schema_version(url: str) -> int:
-    """The schema version of a PostgreSQL state database (0 when it has none yet).
-
-    Raises:
-        ConfigError: the database cannot be reached.
-    """
+    """The schema version of a PostgreSQL state database (0: none yet); ConfigError when
+    it cannot be reached."""
     with _connect(url) as connection:
         return _read_version(connection)
 
 
 def migrate(url: str) -> Migration:
-    """Create or upgrade the schema of a PostgreSQL state database to the latest version.
-
-    All pending migrations run in one transaction, under an advisory lock so that
-    replicas starting together apply them once.
+    """Create or upgrade the schema of a PostgreSQL state database to the latest version,
+    in one transaction under an advisory lock (replicas starting together apply it once).
 
     Returns:
         The versions before and after.
@@ -192,11 +170,7 @@ class PostgresStore(StateStore):
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
-        """Open the store at a ``postgresql://`` (or ``postgres://``) URL.
-
-        Raises:
-            ConfigError: see the class.
-        """
+        """Open the store at a ``postgresql://`` (or ``postgres://``) URL (see the class)."""
         return cls(url, clock=clock)
 
     def __repr__(self) -> str:

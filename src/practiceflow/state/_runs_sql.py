@@ -1,26 +1,18 @@
-"""Runs and their step journals in SQL (``{p}runs``, ``{p}steps``, ``{p}step_journal``),
-mixed into the store (``_sql.py``).
+"""Runs, their step journals, leases and recipe versions in SQL, mixed into the store.
 
-The step journal methods (``step_pending`` ... ``resolve_step``) are written once on
-:meth:`SQLRuns._change_step`, so that every move obeys the same transition rules
-(:data:`~practiceflow.state.rows.STEP_TRANSITIONS`).
+Every step journal method (``step_pending`` ... ``resolve_step``) is one
+:meth:`SQLRuns.change_step`, so that every move obeys the same transition rules.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from practiceflow.errors import BugError, ConfigError
-from practiceflow.state._dialect import Dialect, SQLConnection
-from practiceflow.state._schema import (
-    COUNT_START,
-    JOURNAL,
-    SELECT_RUNS,
-    SELECT_STEPS,
-)
+from practiceflow.state._dialect import SQLConnection, select
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.payload_purge import purge_finished
 from practiceflow.state.rows import (
@@ -34,65 +26,34 @@ from practiceflow.state.rows import (
     StepRecord,
     StepStatus,
     StepTransition,
+    VersionRecord,
     check_run_transition,
     check_value,
     like_prefix,
 )
-from practiceflow.state.run_leases import SELECT_LEASE, RunLease
+from practiceflow.state.run_leases import RunLease
 from practiceflow.state.sealing import json_or_null
-from practiceflow.state.steps import STEP_FIELDS, StepChange, fold_step_changes
+from practiceflow.state.steps import STEP_FIELDS, StepChange
 
-
-def _decode_run(row: Sequence[Any], load: Dialect) -> RunRecord:
-    """The record of a runs row, columns as in :data:`SELECT_RUNS`."""
-    return RunRecord(
-        row[0], row[1], row[2], row[3], row[4], load.load_json(row[5]),
-        load.load_time(row[6]), load.load_time(row[7]), load.load_json(row[8]), int(row[9]),
-        row[10],
-    )  # fmt: skip
-
-
-def _decode_step(row: Sequence[Any], load: Dialect) -> StepRecord:
-    """The record of a steps row, columns as in :data:`SELECT_STEPS`."""
-    return StepRecord(
-        row[0], row[1], row[2], load.load_json(row[3]), load.load_json(row[4]),
-        load.load_json(row[5]), int(row[6]), load.load_time(row[7]), load.load_time(row[8]),
-        load.maybe_time(row[9]), row[10], load.maybe_time(row[11]), row[12],
-    )  # fmt: skip
-
-
-def _encode_step_change(
-    change: StepChange, where: str, seal: Callable[[Json, str], Json]
-) -> dict[str, str | None]:
-    """A move's fields as JSON text (``None`` stays SQL NULL), checked first, each sealed
-    by ``seal`` (the store's, ``sealing.py``).
-
-    Raises:
-        BugError: an unknown status or field, or a value that is not JSON.
-    """
-    check_value("step status", change.target, STEP_STATUSES)
-    for name in change.fields:
-        check_value("step field", name, STEP_FIELDS)
-    return {
-        name: json_or_null(seal(value, f"{name} of {where}"), where)
-        for name, value in change.fields.items()
-    }
+_JOURNAL: Final = (
+    "INSERT INTO {p}step_journal (run_id, step_id, from_status, to_status, at, who, note,"
+    " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+#: A run started (again): counted, so that one started too often without ending is seen.
+_COUNT_START: Final = (
+    "UPDATE {p}runs SET status = 'running', error = NULL, updated_at = ?,"
+    " starts = starts + 1 WHERE run_id = ? RETURNING starts"
+)
 
 
 def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
-    """The lease of a run as ``db``'s transaction sees it, or None."""
-    row = db.execute(SELECT_LEASE, (run_id,)).fetchone()
-    if row is None:
-        return None
-    load = db.dialect.load_time
-    return RunLease(
-        str(row[0]), str(row[1]), str(row[2]), int(row[3]), str(row[4]),
-        load(row[5]), load(row[6]),
-    )  # fmt: skip
+    sql = select(RunLease, "run_leases") + " WHERE run_id = ?"
+    row = db.execute(sql, (run_id,)).fetchone()
+    return None if row is None else db.dialect.decode(RunLease, row)
 
 
 class SQLRuns(StoreBase):
-    """The run and step journal methods of the store on the store's connections."""
+    """The runs' part of :class:`~practiceflow.state.StateStore`."""
 
     # --- runs -----------------------------------------------------------------------------
 
@@ -107,24 +68,12 @@ class SQLRuns(StoreBase):
         created_at: datetime | None = None,
         version: str | None = None,
     ) -> tuple[str, bool]:
-        """Start the one run of ``recipe`` for an event, or find it.
+        """Start the one run of ``recipe`` for an event, or find it: ``(run_id, created)``.
 
-        Exactly one run exists per (practice, recipe, event_id), enforced by the
-        database, so concurrent callers (threads or processes) agree on it.
-
-        Args:
-            practice: the practice.
-            recipe: the recipe's name.
-            event_id: the event.
-            origin: what started the run (JSON; the runner's record of its event),
-                stored with a new run and left as it is when the run already existed.
-            run_id: the new run's id (a fresh one when omitted).
-            created_at: the new run's creation time (now when omitted).
-            version: the digest of the recipe version it runs on (stored with
-                :meth:`save_version` first), kept with a new run.
-
-        Returns:
-            ``(run_id, created)``; ``created`` is ``False`` when the run already existed.
+        One run per (practice, recipe, event_id), enforced by the database, so that
+        concurrent processes agree on it. ``origin`` (what started it), ``run_id``,
+        ``created_at`` and ``version`` (a digest stored by :meth:`save_version`) are kept
+        with a new run only.
         """
         key = (practice, recipe, event_id)
         stamp = self._stamp(created_at, "created_at")
@@ -147,8 +96,7 @@ class SQLRuns(StoreBase):
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """One run, or ``None``."""
-        row = self._one(SELECT_RUNS + " WHERE run_id = ?", (run_id,))
-        return None if row is None else _decode_run(row, self._load)
+        return self._record(RunRecord, "runs", " WHERE run_id = ?", (run_id,))
 
     def list_runs(
         self,
@@ -162,18 +110,8 @@ class SQLRuns(StoreBase):
         run_id_prefix: str | None = None,
         version: str | None = None,
     ) -> list[RunRecord]:
-        """Runs matching every filter given, newest first.
-
-        Args:
-            practice: only this practice's.
-            recipe: only this recipe's.
-            status: only runs in this status.
-            event_id: only runs of this event.
-            since: only runs started at or after this time.
-            limit: at most this many.
-            run_id_prefix: only runs whose id starts with this (a short id).
-            version: only runs whose version digest starts with this.
-        """
+        """Runs matching every filter given, newest first (``since``: started at or
+        after; ``run_id_prefix`` and ``version``: the id or digest starts with it)."""
         if status is not None:
             check_value("run status", status, RUN_STATUSES)
         filters: dict[str, object] = {
@@ -186,23 +124,14 @@ class SQLRuns(StoreBase):
             "created_at >= ?": None if since is None else self.dialect.dump_time(since, "since"),
         }
         given = {clause: value for clause, value in filters.items() if value is not None}
-        where = " AND ".join(given) or "TRUE"
-        rows = self._all(
-            SELECT_RUNS + " WHERE " + where + " ORDER BY created_at DESC, run_id LIMIT ?",
-            (*given.values(), limit),
-        )
-        return [_decode_run(row, self._load) for row in rows]
+        where = " WHERE " + (" AND ".join(given) or "TRUE")
+        where += " ORDER BY created_at DESC, run_id LIMIT ?"
+        return self._records(RunRecord, "runs", where, (*given.values(), limit))
 
     def set_run_status(self, run_id: str, status: RunStatus, error: Json = None) -> None:
-        """Change a run's status; ``error`` says why it failed or is in doubt.
-
-        Any status but ``running`` (the run ended, is held or cancelled) sets its
-        ``starts`` back to 0; ``running`` leaves them as they are.
-
-        Raises:
-            BugError: unknown run, unknown status, or an illegal change
-                (see :data:`~practiceflow.state.rows.RUN_TRANSITIONS`).
-        """
+        """Change a run's status (``error``: why it failed or is in doubt); any but
+        ``running`` sets ``starts`` back to 0. BugError: unknown run or status, or a change
+        :data:`~practiceflow.state.rows.RUN_TRANSITIONS` forbids."""
         check_value("run status", status, RUN_STATUSES)
         stamp = self._stamp(None, "updated_at")
         encoded = json_or_null(self.sealer.seal(error, f"error of run {run_id}"), run_id)
@@ -213,8 +142,8 @@ class SQLRuns(StoreBase):
             db.execute(sql + " WHERE run_id = ?", (status, encoded, stamp, run_id))
 
     def _locked_run(self, db: SQLConnection, run_id: str) -> RunStatus:
-        """The run's status, its row locked for this write transaction where the database
-        needs it (every move of a run or of its steps goes through here)."""
+        """The run's status, its row locked for this write (every move of a run or of its
+        steps goes through here)."""
         sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
         row = db.execute(sql, (run_id,)).fetchone()
         if row is None:
@@ -223,29 +152,19 @@ class SQLRuns(StoreBase):
         return status
 
     def count_start(self, run_id: str) -> int:
-        """Record that a runner starts driving a run: it becomes ``running`` (its error
-        cleared) and its ``starts`` grow by one, in one commit. Call it before the run's
-        first step, so that a start the process does not survive stays counted.
-
-        Returns:
-            The run's starts, this one included.
-
-        Raises:
-            BugError: unknown run, or one that may not run again (succeeded, cancelled).
-        """
+        """A runner starts driving a run: it becomes ``running`` (error cleared) and its
+        ``starts`` (returned) grow by one, in one commit made before its first step, so that
+        a start the process does not survive stays counted. BugError: unknown run, or one
+        that may not run again."""
         stamp = self._stamp(None, "updated_at")
         with self._write() as db:
             check_run_transition(run_id, self._locked_run(db, run_id), "running")
-            counted = db.execute(COUNT_START, (stamp, run_id)).fetchone()
+            counted = db.execute(_COUNT_START, (stamp, run_id)).fetchone()
         return int(counted[0])
 
     def uncount_start(self, run_id: str) -> None:
-        """Take back one start of a run (never below 0): the runner stopped it in order
-        (a graceful shutdown), which is no sign of a crash loop.
-
-        Raises:
-            BugError: unknown run.
-        """
+        """Take back one start of a run (never below 0): a graceful shutdown stopped it,
+        which is no sign of a crash loop."""
         with self._write() as db:
             self._locked_run(db, run_id)
             db.execute(
@@ -253,130 +172,114 @@ class SQLRuns(StoreBase):
             )
 
     def purge_payloads(self, before: datetime) -> int:
-        """Remove the payloads of runs finished (succeeded, failed, cancelled) before
-        ``before``: run origins, step requests and outputs, and the payloads of events
-        whose runs have all finished. Runs and steps stay listed with status, ids and
-        times. Returns how many runs had payloads removed.
-        """
+        """Remove the payloads of runs finished before ``before`` (``payload_purge.py``);
+        returns how many runs had payloads removed."""
         cutoff = self.dialect.dump_time(before, "before")
         with self._write(durable=True) as db:
             return purge_finished(db, cutoff)
 
     # --- step journal ---------------------------------------------------------------------
 
-    def _change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
+    def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
+        """One step's journal entry, or ``None``."""
+        where = " WHERE run_id = ? AND step_id = ?"
+        return self._record(StepRecord, "steps", where, (run_id, step_id))
+
+    def get_steps(self, run_id: str) -> list[StepRecord]:
+        """The journal of a run, steps in the order they were first written."""
+        return self._records(StepRecord, "steps", " WHERE run_id = ? ORDER BY seq", (run_id,))
+
+    def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
+        """Every move of a run's steps (or of one step), oldest first."""
+        where, params = ("", ()) if step_id is None else (" AND step_id = ?", (step_id,))
+        where = " WHERE run_id = ?" + where + " ORDER BY seq"
+        return self._records(StepTransition, "step_journal", where, (run_id, *params))
+
+    def change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
+        """Apply several moves of a step in one transaction (each ``step_*`` method makes
+        one): the journal and its history read exactly as after one call per move, and
+        nothing is written when a move is illegal (BugError). The runner journals a read
+        this way once answered: ``pending``, ``sent`` and ``succeeded`` in one commit.
+        """
         where = f"run {run_id} step {step_id!r}"
-        encoded = [_encode_step_change(change, where, self.sealer.seal) for change in changes]
+        if not changes:
+            raise BugError(f"change_step of {where}: got no moves")
         now = self._stamp(None, "updated_at")
-        stamps = [now if change.at is None else self._stamp(change.at, "at") for change in changes]
+        moves = []  # each move checked, its fields sealed as JSON text, and its time
+        for change in changes:
+            check_value("step status", change.target, STEP_STATUSES)
+            for name in change.fields:
+                check_value("step field", name, STEP_FIELDS)
+            fields = {
+                name: json_or_null(self.sealer.seal(value, f"{name} of {where}"), where)
+                for name, value in change.fields.items()
+            }
+            moves.append(
+                (change, fields, now if change.at is None else self._stamp(change.at, "at"))
+            )
         with self._write(durable=any(change.durable for change in changes)) as db:
             self._locked_run(db, run_id)  # serializes every move of the run's steps
             sql = "SELECT status FROM {p}steps WHERE run_id = ? AND step_id = ?"
             row = db.execute(sql, (run_id, step_id)).fetchone()
             current: StepStatus | None = None if row is None else row[0]
-            self._write_step(db, run_id, step_id, current, changes, encoded, stamps)
-
-    def _write_step(
-        self,
-        db: SQLConnection,
-        run_id: str,
-        step_id: str,
-        current: StepStatus | None,
-        changes: Sequence[StepChange],
-        encoded: Sequence[Mapping[str, str | None]],
-        stamps: Sequence[Any],
-    ) -> None:
-        """Check and write moves of a step from ``current`` (``None``: no row yet) inside
-        ``db``'s write transaction: the step's row, and one history row per move."""
-        columns, sends, journal = fold_step_changes(
-            run_id, step_id, current, changes, encoded, stamps
-        )
-        # Column names are fixed or checked by the encoder; values are parameters.
-        if current is None:
-            columns.update(run_id=run_id, step_id=step_id, attempts=sends, created_at=stamps[0])
-            marks = ", ".join("?" * len(columns))
-            sql = f"INSERT INTO {{p}}steps ({', '.join(columns)}) VALUES ({marks})"
-            params: tuple[Any, ...] = tuple(columns.values())
-        else:
-            sets = [f"{name} = ?" for name in columns]
-            if sends:
-                sets.append(f"attempts = attempts + {sends:d}")
-            sql = f"UPDATE {{p}}steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?"
-            params = (*columns.values(), run_id, step_id)
-        db.execute(sql, params)
-        db.executemany(JOURNAL, journal)
-
-    def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
-        """One step's journal entry, or ``None``."""
-        row = self._one(SELECT_STEPS + " WHERE run_id = ? AND step_id = ?", (run_id, step_id))
-        return None if row is None else _decode_step(row, self._load)
-
-    def get_steps(self, run_id: str) -> list[StepRecord]:
-        """The journal of a run, steps in the order they were first written."""
-        rows = self._all(SELECT_STEPS + " WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [_decode_step(row, self._load) for row in rows]
-
-    def step_history(self, run_id: str, step_id: str | None = None) -> list[StepTransition]:
-        """Every move of a run's steps (or of one step), oldest first."""
-        where, params = ("", ()) if step_id is None else (" AND step_id = ?", (step_id,))
-        rows = self._all(
-            "SELECT run_id, step_id, from_status, to_status, at, who, note, detail"
-            " FROM {p}step_journal WHERE run_id = ?" + where + " ORDER BY seq",
-            (run_id, *params),
-        )
-        load = self._load
-        return [
-            StepTransition(
-                r[0], r[1], r[2], r[3], load.load_time(r[4]), r[5], r[6], load.load_json(r[7])
-            )
-            for r in rows
-        ]
-
-    def change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
-        """Apply several moves of a step in one transaction (the ``step_*`` methods make one).
-
-        The journal and its history read exactly as after one call per move; nothing is
-        written when a move is illegal. The runner journals a read this way once it has
-        answered: ``pending``, ``sent`` and ``succeeded`` in one commit (a read needs no
-        ``sent`` before it leaves: sending it again is harmless).
-
-        Raises:
-            BugError: unknown run, or a move is illegal from where the moves before it
-                left the step.
-        """
-        if not changes:
-            message = f"change_step of run {run_id} step {step_id!r}: got no moves"
-            raise BugError(message)
-        self._change_step(run_id, step_id, *changes)
+            new, sends, journal = current is None, 0, []
+            columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": moves[-1][2]}
+            for change, fields, stamp in moves:  # each from where the ones before left it
+                change.check(run_id, step_id, current)
+                columns.update(fields)
+                if change.sent:
+                    sends += 1
+                    columns["sent_at"] = stamp
+                if change.resolving:
+                    columns.update(
+                        resolved_by=change.who, resolved_at=stamp, resolution_note=change.note
+                    )
+                move = (run_id, step_id, current, change.target, stamp, change.who, change.note)
+                journal.append((*move, fields.get("error")))
+                current = change.target
+            # Column names are fixed or checked above; values are parameters.
+            if new:
+                columns.update(
+                    run_id=run_id, step_id=step_id, attempts=sends, created_at=moves[0][2]
+                )
+                marks = ", ".join("?" * len(columns))
+                sql = f"INSERT INTO {{p}}steps ({', '.join(columns)}) VALUES ({marks})"
+                params: tuple[Any, ...] = tuple(columns.values())
+            else:
+                sets = [f"{name} = ?" for name in columns]
+                if sends:
+                    sets.append(f"attempts = attempts + {sends:d}")
+                sql = f"UPDATE {{p}}steps SET {', '.join(sets)} WHERE run_id = ? AND step_id = ?"
+                params = (*columns.values(), run_id, step_id)
+            db.execute(sql, params)
+            db.executemany(_JOURNAL, journal)
 
     def step_pending(self, run_id: str, step_id: str, rendered_request: Json) -> None:
-        """Record the rendered request of a step about to be sent (or re-rendered).
-
-        Keep secrets out of ``rendered_request``: the journal is run history.
-        """
-        self._change_step(run_id, step_id, StepChange.to_pending(rendered_request))
+        """Record the rendered request of a step about to be sent (keep secrets out of it:
+        the journal is run history)."""
+        self.change_step(run_id, step_id, StepChange.to_pending(rendered_request))
 
     def step_sent(self, run_id: str, step_id: str) -> None:
         """Record that the request is about to leave; call, and let it commit, *before*
         sending, so that a crash mid-request leaves ``sent`` (the outcome in doubt),
         never ``pending`` (which would send it twice)."""
-        self._change_step(run_id, step_id, StepChange.to_sent())
+        self.change_step(run_id, step_id, StepChange.to_sent())
 
     def step_succeeded(self, run_id: str, step_id: str, output: Json) -> None:
         """Record the step's output; it will never be sent again."""
-        self._change_step(run_id, step_id, StepChange.to_succeeded(output))
+        self.change_step(run_id, step_id, StepChange.to_succeeded(output))
 
     def step_failed(self, run_id: str, step_id: str, error: Json) -> None:
         """Record that the step certainly failed (the API refused it, or it never left)."""
-        self._change_step(run_id, step_id, StepChange.to_failed(error))
+        self.change_step(run_id, step_id, StepChange.to_failed(error))
 
     def step_skipped(self, run_id: str, step_id: str, reason: Json = None) -> None:
         """Record that the step was not run (its ``if`` was false, say)."""
-        self._change_step(run_id, step_id, StepChange.to_skipped(reason))
+        self.change_step(run_id, step_id, StepChange.to_skipped(reason))
 
     def step_in_doubt(self, run_id: str, step_id: str, error: Json) -> None:
         """Record that the request left and its outcome is unknown (timeout, 5xx)."""
-        self._change_step(run_id, step_id, StepChange.to_in_doubt(error))
+        self.change_step(run_id, step_id, StepChange.to_in_doubt(error))
 
     def resolve_step(
         self,
@@ -388,16 +291,10 @@ class SQLRuns(StoreBase):
         *,
         output: Json = None,
     ) -> None:
-        """Settle an ``in_doubt`` or ``failed`` step by a person's decision.
-
-        Args:
-            run_id: the run.
-            step_id: the step.
-            as_: ``done`` (it did happen: the step becomes ``succeeded``) or ``retry``
-                (it did not: the step goes back to ``pending`` and will be sent again).
-            who: who decided; recorded in the journal with the time.
-            note: why, in their words.
-            output: with ``done``, the output to give later steps (read back by hand).
+        """Settle an ``in_doubt`` or ``failed`` step by a person's decision: ``as_="done"``
+        (it did happen: it becomes ``succeeded``, ``output`` given to later steps) or
+        ``"retry"`` (it did not: back to ``pending``, sent again). ``who`` decided and
+        ``note`` says why, both journaled with the time.
 
         Raises:
             ConfigError: ``who`` is empty.
@@ -413,24 +310,13 @@ class SQLRuns(StoreBase):
         change = StepChange(
             target, fields, resolving=True, who=who.strip(), note=note or None, durable=True
         )
-        self._change_step(run_id, step_id, change)
+        self.change_step(run_id, step_id, change)
 
     # --- run leases (the table and RunLease: run_leases.py) --------------------------------
 
     def take_run_lease(self, wanted: RunLease, dead: Callable[[RunLease], bool]) -> RunLease:
-        """Take a run's lease unless a live process holds it: one that has not expired and
-        whose holder is not known dead (``dead``: a process gone from this host).
-
-        Args:
-            wanted: the lease to take (holder and times set).
-            dead: whether another holder is known dead (its process gone).
-
-        Returns:
-            The run's lease now: ``wanted`` when taken, else the live holder's.
-
-        Raises:
-            BugError: unknown run.
-        """
+        """Take a run's lease unless a live process holds it (not expired, and not
+        ``dead``: its process gone); returns ``wanted`` when taken, else the holder's."""
         with self._write() as db:
             self._locked_run(db, wanted.run_id)
             current = _read_lease(db, wanted.run_id)
@@ -471,8 +357,31 @@ class SQLRuns(StoreBase):
     def run_lease(self, run_id: str) -> RunLease | None:
         """A run's lease; inside ``atomic()``, read with the run's row locked, so that no
         other process takes it before the block commits."""
-        locked = self._in_atomic()
+        locked = getattr(self._local, "atomic", None) is not None
         with self._write() if locked else self._join(self._statement) as db:
             if locked:
                 self._locked_run(db, run_id)
             return _read_lease(db, run_id)
+
+    # --- recipe versions (content-addressed, sealed like every payload) -------------------
+
+    def save_version(self, digest: str, kind: str, name: str, content: Json) -> bool:
+        """Store a version under its digest unless stored already; ``True`` when new."""
+        encoded = json_or_null(self.sealer.seal(content, f"version {digest}"), digest)
+        sql = "INSERT INTO {p}versions VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING 1"
+        with self._write() as db:
+            params = (digest, kind, name, encoded, self._stamp(None, "created_at"))
+            return db.execute(sql, params).fetchone() is not None
+
+    def get_version(self, digest: str) -> VersionRecord | None:
+        """One stored version, or ``None``."""
+        return self._record(VersionRecord, "versions", " WHERE digest = ?", (digest,))
+
+    def move_run_version(self, run_id: str, from_digest: str | None, to_digest: str) -> bool:
+        """Move a run to another stored version if still on ``from_digest``; whether it
+        moved (an explicit migration, :mod:`practiceflow.versions`)."""
+        was = "version IS NULL" if from_digest is None else "version = ?"
+        sql = "UPDATE {p}runs SET version = ? WHERE run_id = ? AND " + was + " RETURNING 1"
+        params = (to_digest, run_id) + (() if from_digest is None else (from_digest,))
+        with self._write(durable=True) as db:
+            return db.execute(sql, params).fetchone() is not None

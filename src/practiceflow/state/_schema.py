@@ -1,24 +1,18 @@
-"""The schema of every SQL store: numbered migrations and how they are applied, the
-SELECTs that read it, the decoders of their rows, and the longer statements that write it.
+"""The schema of every SQL store: numbered migrations and how they are applied.
 
 Statements are written once, for both databases, with names each ``Dialect`` fills in
-(``_dialect.py``): ``{p}`` the table prefix, ``{serial}`` a generated primary key, ``{time}``
-and ``{json}`` the column types of an instant and of a JSON value.
-
-Every migration is here, the tables' own included. Never edit a released migration: add the
-next number. ``{p}schema_version`` holds the number of the last one applied (one row); a
-database with a higher number is refused.
+(``{p}``, ``{serial}``, ``{time}``, ``{json}``). Never edit a released migration: add the
+next number. ``{p}schema_version`` holds the last one applied; a higher one is refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from practiceflow.errors import ConfigError
 from practiceflow.state._dialect import SQLConnection
-from practiceflow.state.rows import PracticeCounts
 from practiceflow.state.run_leases import LEASE_TABLE
 
 _V1: Final = (
@@ -375,12 +369,7 @@ LATEST_VERSION: int = max(MIGRATIONS)
 
 @dataclass(frozen=True)
 class Migration:
-    """What a migration did.
-
-    Attributes:
-        before: the schema version found (0: an empty database).
-        after: the schema version now (the latest).
-    """
+    """What a migration did: the schema version found (0: an empty database), and now."""
 
     before: int
     after: int
@@ -392,11 +381,7 @@ class Migration:
 
 
 def refuse_newer(where: str, current: int) -> None:
-    """Refuse a database written by a newer practiceflow.
-
-    Raises:
-        ConfigError: ``current`` is above the latest version this practiceflow knows.
-    """
+    """Raise :class:`ConfigError` for a database written by a newer practiceflow."""
     if current > LATEST_VERSION:
         message = (
             f"state database {where} has schema version {current}, newer than the "
@@ -415,107 +400,3 @@ def apply_migrations(db: SQLConnection, current: int) -> Migration:
     db.execute("DELETE FROM {p}schema_version")
     db.execute("INSERT INTO {p}schema_version VALUES (?)", (LATEST_VERSION,))
     return Migration(current, LATEST_VERSION)
-
-
-# --- reading rows ------------------------------------------------------------------------------
-
-# Whole SELECT clauses: call sites append only fixed text, and every value is a parameter.
-SELECT_EVENTS: Final = (
-    "SELECT practice, source, event_key, event_id, payload, signature, received_at,"
-    " handled_at FROM {p}events"
-)
-SELECT_SUBSCRIPTIONS: Final = (
-    "SELECT practice, trigger_key, subscription_id, event, url, secret, path_token, status,"
-    " created_at, updated_at FROM {p}subscriptions"
-)
-SELECT_RUNS: Final = (
-    "SELECT run_id, practice, recipe, event_id, status, error, created_at, updated_at, origin,"
-    " starts, version FROM {p}runs"
-)
-SELECT_HEALTH: Final = (
-    "SELECT last_test_delivery_at, resubscribes, test_asked_at, test_event_id"
-    " FROM {p}subscription_health"
-    " WHERE practice = ? AND trigger_key = ?"
-)
-SELECT_STEPS: Final = (
-    "SELECT run_id, step_id, status, request, output, error, attempts, created_at,"
-    " updated_at, sent_at, resolved_by, resolved_at, resolution_note FROM {p}steps"
-)
-
-
-# --- writing rows ------------------------------------------------------------------------------
-
-JOURNAL: Final = (
-    "INSERT INTO {p}step_journal (run_id, step_id, from_status, to_status, at, who, note,"
-    " detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-UPSERT_SUBSCRIPTION: Final = (
-    "INSERT INTO {p}subscriptions (practice, trigger_key, subscription_id, event, url, secret,"
-    " path_token, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (practice, trigger_key) DO UPDATE SET"
-    " subscription_id = excluded.subscription_id, event = excluded.event,"
-    " url = excluded.url, secret = excluded.secret, path_token = excluded.path_token,"
-    " status = excluded.status, updated_at = excluded.updated_at"
-)
-#: The latest test delivery time is kept.
-UPSERT_TEST_DELIVERY: Final = (
-    "INSERT INTO {p}subscription_health AS h (practice, trigger_key, last_test_delivery_at)"
-    " VALUES (?, ?, ?) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
-    " last_test_delivery_at = CASE WHEN h.last_test_delivery_at > excluded.last_test_delivery_at"
-    " THEN h.last_test_delivery_at ELSE excluded.last_test_delivery_at END"
-)
-UPSERT_TEST_ASKED: Final = (
-    "INSERT INTO {p}subscription_health (practice, trigger_key, test_asked_at, test_event_id)"
-    " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
-    " test_asked_at = excluded.test_asked_at, test_event_id = excluded.test_event_id"
-)
-COUNT_RESUBSCRIBE: Final = (
-    "INSERT INTO {p}subscription_health AS h (practice, trigger_key, resubscribes)"
-    " VALUES (?, ?, 1) ON CONFLICT (practice, trigger_key)"
-    " DO UPDATE SET resubscribes = h.resubscribes + 1 RETURNING resubscribes"
-)
-
-#: A run started (again): counted, so that one started too often without ending is seen.
-COUNT_START: Final = (
-    "UPDATE {p}runs SET status = 'running', error = NULL, updated_at = ?,"
-    " starts = starts + 1 WHERE run_id = ? RETURNING starts"
-)
-
-
-def insert_events(rows: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
-    """The one INSERT of a batch of events (``StateStore.record_events``), and its
-    parameters. ``DO NOTHING`` without a target covers both unique keys, the event id and
-    the signature, within the batch too; ``RETURNING`` names the rows inserted."""
-    values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(rows))
-    sql = (
-        "INSERT INTO {p}events (practice, source, event_key, event_id, signature, payload,"
-        f" received_at) VALUES {values}"
-        " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
-    )
-    return sql, [value for row in rows for value in row]
-
-
-def count_by_practice(db: SQLConnection) -> dict[str, PracticeCounts]:
-    """Runs by status, steps in doubt and events waiting, per practice, read in ``db``
-    (one snapshot, so that the three describe the same moment)."""
-    runs = db.execute(
-        "SELECT practice, status, count(*) FROM {p}runs GROUP BY practice, status"
-    ).fetchall()
-    doubt = db.execute(
-        "SELECT r.practice, count(*) FROM {p}steps s JOIN {p}runs r"
-        " ON r.run_id = s.run_id WHERE s.status = 'in_doubt' GROUP BY r.practice"
-    ).fetchall()
-    waiting = db.execute(
-        "SELECT practice, count(*) FROM {p}events WHERE handled_at IS NULL GROUP BY practice"
-    ).fetchall()
-    by_status: dict[str, dict[str, int]] = {}
-    for practice, status, count in runs:
-        by_status.setdefault(str(practice), {})[str(status)] = int(count)
-    in_doubt = {str(row[0]): int(row[1]) for row in doubt}
-    pending = {str(row[0]): int(row[1]) for row in waiting}
-    return {
-        practice: PracticeCounts(
-            by_status.get(practice, {}), in_doubt.get(practice, 0), pending.get(practice, 0)
-        )
-        for practice in sorted({*by_status, *in_doubt, *pending})
-    }

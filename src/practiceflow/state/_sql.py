@@ -1,24 +1,13 @@
-"""The store's SQL, written once: :class:`StoreBase`, the primitives (connections,
-transactions, times) every table's mixin inherits, and :class:`SQLEvents`, the events and
-webhook subscriptions. The other tables' mixins are ``_runs_sql.py``, ``_cursors_sql.py``,
-``_versions_sql.py``, ``_attention_sql.py``, ``_heartbeats_sql.py``, ``run_retries.py`` and
-``pending_writes.py``; ``_store.py`` joins them into :class:`StateStore`; SQLite
-(``_sqlite.py``) and PostgreSQL (``_postgres.py``) give the database. Statements use ``?``
-for parameters and ``{p}`` before table names, which the dialect translates.
+"""The store's SQL, written once: :class:`StoreBase` (connections, transactions, times),
+:class:`SQLEvents` (events, webhook subscriptions) and :class:`SQLCursors` (cursors, request
+counts); the other tables' mixins are in their own modules, joined in ``_store.py``.
+Statements use ``?`` and ``{p}``, which the dialect translates. Everything is keyed by
+``practice``, and each changing method is one commit.
 
-Everything is keyed by ``practice``, so practices sharing a store never see each other's
-data, and each method that changes something is one committed transaction.
-
-A subclass gives the database: its ``Dialect`` and its transactions. What it must
-guarantee, and the methods rely on:
-
-* a write transaction (:meth:`StoreBase._write`) that reads and then writes is never
-  interleaved with another writer's on the same rows: SQLite takes the file's write lock
-  at BEGIN, PostgreSQL locks the rows read (``Dialect.lock_row``) or a key
-  (:meth:`StoreBase._lock`);
-* uniqueness is the database's (unique indexes, ``ON CONFLICT DO NOTHING``), so that
-  concurrent threads or processes agree on one event, one run, one subscription;
-* inside :meth:`StoreBase.atomic`, every call of the thread joins the block's transaction.
+What a database subclass guarantees: a write transaction that reads then writes is never
+interleaved with another writer's on the same rows (SQLite's BEGIN IMMEDIATE, PostgreSQL's
+row or advisory locks); uniqueness is the database's (unique indexes, ``ON CONFLICT``), so
+that concurrent processes agree on one event, one run, one subscription.
 """
 
 from __future__ import annotations
@@ -31,26 +20,15 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Final, Self
 
 from practiceflow.errors import BugError
-from practiceflow.state._dialect import Connection, Dialect, SQLConnection
-from practiceflow.state._schema import (
-    COUNT_RESUBSCRIBE,
-    SELECT_EVENTS,
-    SELECT_HEALTH,
-    SELECT_SUBSCRIPTIONS,
-    UPSERT_SUBSCRIPTION,
-    UPSERT_TEST_ASKED,
-    UPSERT_TEST_DELIVERY,
-    count_by_practice,
-    insert_events,
-)
+from practiceflow.state._dialect import Connection, Dialect, SQLConnection, _Row, select
 from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,
     SUBSCRIPTION_STATUSES,
     Clock,
+    CursorState,
     EventRecord,
     Json,
     NewEvent,
@@ -61,6 +39,35 @@ from practiceflow.state.rows import (
     check_value,
 )
 from practiceflow.state.sealing import Sealer, to_json
+
+_UPSERT_SUBSCRIPTION: Final = (
+    "INSERT INTO {p}subscriptions (practice, trigger_key, subscription_id, event, url, secret,"
+    " path_token, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+    " subscription_id = excluded.subscription_id, event = excluded.event,"
+    " url = excluded.url, secret = excluded.secret, path_token = excluded.path_token,"
+    " status = excluded.status, updated_at = excluded.updated_at"
+)
+
+#: The latest test delivery time is kept.
+_UPSERT_TEST_DELIVERY: Final = (
+    "INSERT INTO {p}subscription_health AS h (practice, trigger_key, last_test_delivery_at)"
+    " VALUES (?, ?, ?) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+    " last_test_delivery_at = CASE WHEN h.last_test_delivery_at > excluded.last_test_delivery_at"
+    " THEN h.last_test_delivery_at ELSE excluded.last_test_delivery_at END"
+)
+
+_UPSERT_TEST_ASKED: Final = (
+    "INSERT INTO {p}subscription_health (practice, trigger_key, test_asked_at, test_event_id)"
+    " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key) DO UPDATE SET"
+    " test_asked_at = excluded.test_asked_at, test_event_id = excluded.test_event_id"
+)
+
+_COUNT_RESUBSCRIBE: Final = (
+    "INSERT INTO {p}subscription_health AS h (practice, trigger_key, resubscribes)"
+    " VALUES (?, ?, 1) ON CONFLICT (practice, trigger_key)"
+    " DO UPDATE SET resubscribes = h.resubscribes + 1 RETURNING resubscribes"
+)
 
 
 def _utc_now() -> datetime:
@@ -85,10 +92,9 @@ class StoreBase(ABC):
     def __init__(self, *, clock: Clock | None = None, key_file: Path | None = None) -> None:
         self._clock: Clock = clock or _utc_now
         self._local = threading.local()
-        #: Seals every JSON value written and opens it when read (``sealing.py``).
         self.sealer = Sealer(key_file)
         self.sealer.check()  # a key given but unusable is said at open, not at a first write
-        #: The dialect as the row decoders use it: JSON columns opened as they are read.
+        #: The dialect whose JSON columns are opened as they are read.
         self._load = replace(
             self.dialect, load_json=lambda value: self.sealer.open(self.dialect.load_json(value))
         )
@@ -96,12 +102,8 @@ class StoreBase(ABC):
     @classmethod
     @abstractmethod
     def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
-        """Open the store a URL names (already known to use this store's scheme).
-
-        Raises:
-            ConfigError: the URL is unusable, or the store was written by a newer
-                practiceflow.
-        """
+        """Open the store a URL of this store's scheme names (:class:`ConfigError` if
+        the URL is unusable or the store newer than this practiceflow)."""
 
     @abstractmethod
     def close(self) -> None:
@@ -114,12 +116,7 @@ class StoreBase(ABC):
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # --- what a subclass gives ------------------------------------------------------------
@@ -128,26 +125,20 @@ class StoreBase(ABC):
     def _transaction(
         self, *, durable: bool = False, snapshot: bool = False
     ) -> AbstractContextManager[Connection]:
-        """One transaction on a connection of this thread, committed on exit (rolled back
-        on an exception).
-
-        ``snapshot``: it only reads, and every read sees the same committed state. Else
-        it writes, serialized with other writers (see the module), and its commit
-        survives an OS crash when ``durable``.
-        """
+        """One transaction of this thread, committed on exit: ``snapshot`` reads one
+        committed state; else it writes, serialized, fsynced when ``durable``."""
 
     @abstractmethod
     def _statement(self) -> AbstractContextManager[Connection]:
         """A connection for one statement that is its own transaction."""
 
     def _lock(self, db: SQLConnection, key: str) -> None:  # noqa: B027 (a default, not abstract)
-        """Hold a lock named ``key`` until ``db``'s write transaction ends (this default:
-        the database serializes every write transaction already)."""
+        """Lock ``key`` until ``db``'s write transaction ends (here: writes are serial)."""
 
     @abstractmethod
     def _clash(self, exc: Exception) -> str | None:
-        """What names the unique key an exception says was violated (never the values,
-        a secret may be one), or ``None`` when it is something else."""
+        """The unique key an exception says was violated (never the values: a secret may
+        be one), or ``None``."""
 
     # --- transactions ---------------------------------------------------------------------
 
@@ -167,7 +158,6 @@ class StoreBase(ABC):
             yield SQLConnection(db, self.dialect)
 
     def _snapshot(self) -> AbstractContextManager[SQLConnection]:
-        """A read-only transaction whose reads all see one committed state."""
         return self._join(lambda: self._transaction(snapshot=True))
 
     def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]:
@@ -179,18 +169,12 @@ class StoreBase(ABC):
 
     @contextmanager
     def atomic(self, *, durable: bool = False) -> Iterator[None]:
-        """Make the calls inside one transaction, where the store can: one commit, all or none.
+        """Make the calls inside one transaction of this thread: one commit, all or none.
 
-        Only an optimisation: every call keeps its own meaning, so a caller must be
-        correct when they commit one by one. Inside, a call that
-        raises aborts the whole transaction: let the error out of the block rather than go
-        on. The transaction belongs to the thread that opened it; a nested block joins it.
-
-        Args:
-            durable: fsync the commit. Say so when a call inside needs it (a write step's
-                ``sent``, an event before its delivery is acknowledged): a store that
-                fixes durability when the transaction begins, as SQLite does, raises
-                :class:`BugError` for a durable call inside a block opened without it.
+        Only an optimisation: a caller must be correct when they commit one by one. A call
+        that raises aborts the whole transaction (let it out of the block); a nested block
+        joins it. ``durable`` fsyncs the commit: say so when a call inside needs it (SQLite
+        fixes durability at BEGIN, so a durable call in a block without it is a BugError).
         """
         outer: _Atomic | None = getattr(self._local, "atomic", None)
         if outer is not None:
@@ -207,10 +191,6 @@ class StoreBase(ABC):
             finally:
                 self._local.atomic = None
 
-    def _in_atomic(self) -> bool:
-        """Whether this thread is inside an :meth:`atomic` block."""
-        return getattr(self._local, "atomic", None) is not None
-
     def _one(self, sql: str, params: Sequence[Any] = ()) -> Any:
         with self._join(self._statement) as db:
             return db.execute(sql, params).fetchone()
@@ -219,50 +199,19 @@ class StoreBase(ABC):
         with self._join(self._statement) as db:
             return db.execute(sql, params).fetchall()
 
-    def _event(self, row: Sequence[Any]) -> EventRecord:
-        """An events row as a record (columns as in ``SELECT_EVENTS``), its payload opened."""
-        load = self._load
-        return EventRecord(
-            row[0], row[1], row[2], row[3], load.load_json(row[4]), row[5],
-            load.load_time(row[6]), load.maybe_time(row[7]),
-        )  # fmt: skip
+    def _records(
+        self, record: type[_Row], table: str, where: str = "", params: Sequence[Any] = ()
+    ) -> list[_Row]:
+        """The rows of ``{p}table`` that ``where`` (and ORDER BY...) keeps, as records."""
+        rows = self._all(select(record, table) + where, params)
+        return [self._load.decode(record, row) for row in rows]
 
-
-def _event_rows(
-    events: Sequence[NewEvent],
-    stamp: Callable[[datetime | None, str], Any],
-    seal: Callable[[Json, str], Json],
-) -> list[tuple[Any, ...]]:
-    """The rows :meth:`StateStore.record_events` inserts (``practice, source, event_key,
-    event_id, signature, sealed payload, received_at``), stamped and sealed by the store.
-    """
-    return [
-        (
-            event.practice,
-            event.source,
-            event.event_key,
-            event.event_id,
-            event.signature,
-            to_json(seal(event.payload, f"payload of event {event.event_id}"), "a sealed payload"),
-            stamp(event.received_at, "received_at"),
-        )
-        for event in events
-    ]
-
-
-def _first_occurrences(
-    rows: Sequence[tuple[Any, ...]], inserted: Iterable[tuple[Any, ...]]
-) -> list[bool]:
-    """For each row of a batch insert, whether the database inserted it: the first row of the
-    batch with its key, among ``inserted`` (``(practice, source, event_id)`` returned).
-    """
-    remaining = set(inserted)
-    answers: list[bool] = []
-    for row in rows:
-        key = (row[0], row[1], row[3])
-        answers.append(key in remaining)
-        remaining.discard(key)
-    return answers
+    def _record(
+        self, record: type[_Row], table: str, where: str, params: Sequence[Any]
+    ) -> _Row | None:
+        """The first of :meth:`_records`, or None."""
+        found = self._records(record, table, where, params)
+        return found[0] if found else None
 
 
 class SQLEvents(StoreBase):
@@ -288,43 +237,44 @@ class SQLEvents(StoreBase):
         signature: str | None = None,
         received_at: datetime | None = None,
     ) -> bool:
-        """Record an incoming event unless it was already seen.
-
-        Args:
-            practice: the practice it belongs to.
-            source: where it came in (trigger or subscription key); dedupe is per source.
-            event_key: the event type, such as ``proposal.accepted``.
-            event_id: the event's id (``X-Svc-Event-Id``, or a poll's dedupe key).
-            payload: the body, as JSON.
-            signature: the webhook signature, when signed: a replay under a new event id
-                carries the same signature and is caught by it.
-            received_at: when it arrived; now when omitted.
-
-        Returns:
-            ``True`` when recorded, ``False`` when the id or the signature was seen.
-        """
+        """Record an incoming event (fields: :class:`NewEvent`) unless it was seen: returns
+        ``False`` when its id or its signature (a replay under a new id) was recorded."""
         event = NewEvent(practice, source, event_key, event_id, payload, signature, received_at)
         return self.record_events([event])[0]
 
     def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
-        """Record several incoming events in **one** durable commit, each unless seen.
+        """Record several events in **one** durable commit (all or, on an error, none),
+        each as :meth:`record_event` would, in order: for each, whether it was new.
 
-        The same dedupe as :meth:`record_event`, applied in order: an event that repeats
-        an id or a signature earlier in ``events`` is a duplicate too. Either all are
-        committed or, on an error, none: callers acknowledge none of them then. The
-        receiver uses it to commit concurrent deliveries together (group commit), paying
-        one fsync for the batch instead of one per delivery.
-
-        Returns:
-            For each event, in order, ``True`` when recorded, ``False`` when seen.
+        One fsync for a batch of deliveries instead of one each (``group_commit.py``).
         """
-        rows = _event_rows(events, self._stamp, self.sealer.seal)
+        rows = [
+            (
+                event.practice, event.source, event.event_key, event.event_id, event.signature,
+                to_json(self.sealer.seal(event.payload, f"payload of event {event.event_id}"),
+                        "a sealed payload"),
+                self._stamp(event.received_at, "received_at"),
+            )
+            for event in events
+        ]  # fmt: skip
         if not rows:
             return []
-        sql, params = insert_events(rows)
+        # DO NOTHING without a target covers both unique keys (the id, the signature),
+        # within the batch too; RETURNING names the rows inserted.
+        values = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(rows))
+        sql = (
+            "INSERT INTO {p}events (practice, source, event_key, event_id, signature, payload,"
+            f" received_at) VALUES {values}"
+            " ON CONFLICT DO NOTHING RETURNING practice, source, event_id"
+        )
         with self._write(durable=True) as db:
-            inserted = db.execute(sql, params).fetchall()
-        return _first_occurrences(rows, inserted)
+            inserted = set(db.execute(sql, [value for row in rows for value in row]).fetchall())
+        answers = []
+        for row in rows:  # a key's first row in the batch is the one inserted
+            key = (row[0], row[1], row[3])
+            answers.append(key in inserted)
+            inserted.discard(key)
+        return answers
 
     def seen_event(
         self, practice: str, source: str, event_id: str, signature: str | None = None
@@ -339,39 +289,23 @@ class SQLEvents(StoreBase):
 
     def get_event(self, practice: str, source: str, event_id: str) -> EventRecord | None:
         """One recorded event, or ``None``."""
-        row = self._one(
-            SELECT_EVENTS + " WHERE practice = ? AND source = ? AND event_id = ?",
-            (practice, source, event_id),
-        )
-        return None if row is None else self._event(row)
+        where = " WHERE practice = ? AND source = ? AND event_id = ?"
+        return self._record(EventRecord, "events", where, (practice, source, event_id))
 
     def pending_events(
         self, practice: str, limit: int = 100, *, source: str | None = None
     ) -> list[EventRecord]:
-        """Events not yet handled, oldest first.
-
-        Args:
-            practice: whose events.
-            limit: at most this many.
-            source: only those from this source, when given.
-        """
+        """Events not yet handled, oldest first (only from ``source`` when given)."""
         where, params = "practice = ? AND handled_at IS NULL", [practice]
         if source is not None:
             where, params = where + " AND source = ?", [*params, source]
-        rows = self._all(
-            SELECT_EVENTS + " WHERE " + where + " ORDER BY received_at, seq LIMIT ?",
-            (*params, limit),
-        )
-        return [self._event(row) for row in rows]
+        order = " ORDER BY received_at, seq LIMIT ?"
+        return self._records(EventRecord, "events", " WHERE " + where + order, (*params, limit))
 
     def mark_event_handled(
         self, practice: str, source: str, event_id: str, handled_at: datetime | None = None
     ) -> None:
-        """Mark an event handled (idempotent: the first time is kept).
-
-        Raises:
-            BugError: no such event was recorded.
-        """
+        """Mark an event handled (the first time is kept); BugError if never recorded."""
         stamp = self._stamp(handled_at, "handled_at")
         with self._write() as db:
             cursor = db.execute(
@@ -384,13 +318,9 @@ class SQLEvents(StoreBase):
                 raise BugError(message)
 
     def purge_seen(self, older_than: timedelta = DEFAULT_KEEP_SEEN) -> int:
-        """Forget handled events received more than ``older_than`` ago.
+        """Forget handled events received more than ``older_than`` ago; returns how many.
 
-        Unhandled events are never purged. Ids stay deduplicated for at least
-        ``older_than``; a redelivery after that would be taken as new.
-
-        Returns:
-            How many events were forgotten.
+        Unhandled events are never purged; a redelivery after ``older_than`` is taken as new.
         """
         cutoff = self._stamp(self.now() - older_than, "older_than")
         with self._write() as db:
@@ -412,12 +342,9 @@ class SQLEvents(StoreBase):
     ) -> SubscriptionRecord:
         """Create or replace the subscription of (practice, trigger_key).
 
-        Save it as ``pending`` before subscribing (so a delivery racing the answer finds
-        it), then ``active`` with the id and secret, or ``in_doubt`` if the answer was lost.
-
-        Raises:
-            BugError: ``status`` is not valid, or ``path_token`` belongs to another
-                subscription.
+        Save it ``pending`` before subscribing (so a delivery racing the answer finds it),
+        then ``active`` with the id and secret, or ``in_doubt`` if the answer was lost.
+        BugError: an invalid ``status``, or a path token or id of another subscription.
         """
         check_value("subscription status", status, SUBSCRIPTION_STATUSES)
         stamp = self._stamp(None, "updated_at")
@@ -435,9 +362,10 @@ class SQLEvents(StoreBase):
         )
         try:
             with self._write(durable=True) as db:
-                db.execute(UPSERT_SUBSCRIPTION, (*values, status, stamp, stamp))
+                db.execute(_UPSERT_SUBSCRIPTION, (*values, status, stamp, stamp))
                 row = db.execute(
-                    SELECT_SUBSCRIPTIONS + " WHERE practice = ? AND trigger_key = ?",
+                    select(SubscriptionRecord, "subscriptions")
+                    + " WHERE practice = ? AND trigger_key = ?",
                     (practice, trigger_key),
                 ).fetchone()
         except Exception as exc:
@@ -449,33 +377,29 @@ class SQLEvents(StoreBase):
                 f"subscription's path token or subscription id ({clash})"
             )
             raise BugError(message) from None
-        return self._subscription(row)
+        return self._secret_opened(self._load.decode(SubscriptionRecord, row))
 
     def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
         """The subscription of a trigger, or ``None``."""
         where = " WHERE practice = ? AND trigger_key = ?"
-        row = self._one(SELECT_SUBSCRIPTIONS + where, (practice, trigger_key))
-        return None if row is None else self._subscription(row)
+        found = self._record(SubscriptionRecord, "subscriptions", where, (practice, trigger_key))
+        return None if found is None else self._secret_opened(found)
 
     def find_subscription_by_path(self, path_token: str) -> SubscriptionRecord | None:
         """The subscription a delivery's URL path token routes to, or ``None``."""
-        row = self._one(SELECT_SUBSCRIPTIONS + " WHERE path_token = ?", (path_token,))
-        return None if row is None else self._subscription(row)
+        where = " WHERE path_token = ?"
+        found = self._record(SubscriptionRecord, "subscriptions", where, (path_token,))
+        return None if found is None else self._secret_opened(found)
 
     def list_subscriptions(self, practice: str | None = None) -> list[SubscriptionRecord]:
         """Subscriptions of one practice, or of all when ``practice`` is ``None``."""
         where, params = ("", ()) if practice is None else (" WHERE practice = ?", (practice,))
-        rows = self._all(SELECT_SUBSCRIPTIONS + where + " ORDER BY practice, trigger_key", params)
-        return [self._subscription(row) for row in rows]
+        where += " ORDER BY practice, trigger_key"
+        found = self._records(SubscriptionRecord, "subscriptions", where, params)
+        return [self._secret_opened(record) for record in found]
 
-    def _subscription(self, row: Any) -> SubscriptionRecord:
-        """A subscriptions row as a record, its secret opened (one stored before secrets
-        were sealed is its plain text)."""
-        load = self._load
-        record = SubscriptionRecord(
-            row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
-            load.load_time(row[8]), load.load_time(row[9]),
-        )  # fmt: skip
+    def _secret_opened(self, record: SubscriptionRecord) -> SubscriptionRecord:
+        """A subscription, its secret opened (one stored before sealing is plain)."""
         if record.secret.startswith("{"):
             return replace(record, secret=self.sealer.open(json.loads(record.secret)))
         return record
@@ -493,12 +417,12 @@ class SQLEvents(StoreBase):
         latest time is kept."""
         stamp = self._stamp(at, "at")
         with self._write() as db:
-            db.execute(UPSERT_TEST_DELIVERY, (practice, trigger_key, stamp))
+            db.execute(_UPSERT_TEST_DELIVERY, (practice, trigger_key, stamp))
 
     def count_resubscribe(self, practice: str, trigger_key: str) -> int:
         """Count one re-subscribe of a trigger's lost subscription; returns the new count."""
         with self._write() as db:
-            row = db.execute(COUNT_RESUBSCRIBE, (practice, trigger_key)).fetchone()
+            row = db.execute(_COUNT_RESUBSCRIBE, (practice, trigger_key)).fetchone()
         return int(row[0])
 
     def set_test_asked(
@@ -508,42 +432,136 @@ class SQLEvents(StoreBase):
         and the event id the ``/test`` answer gave it."""
         stamp = None if asked_at is None else self._stamp(asked_at, "asked at")
         with self._write() as db:
-            db.execute(UPSERT_TEST_ASKED, (practice, trigger_key, stamp, event_id))
+            db.execute(_UPSERT_TEST_ASKED, (practice, trigger_key, stamp, event_id))
 
     def subscription_health(self, practice: str, trigger_key: str) -> SubscriptionHealth:
-        """Last delivery (newest webhook event kept), last test delivery and re-subscribes.
-
-        Nothing recorded yet gives ``None`` times and ``0`` re-subscribes.
-        """
-        key = (practice, trigger_key)
+        """Last delivery (newest webhook event kept), test delivery and re-subscribes."""
         by_webhook = self.dialect.json_text.format(column="payload", key="source")
-        delivered = self._one(
-            "SELECT MAX(received_at) FROM {p}events WHERE practice = ? AND source = ?"
-            " AND " + by_webhook + " = 'webhook'",
-            key,
+        row = self._one(
+            "SELECT (SELECT MAX(received_at) FROM {p}events WHERE practice = ? AND source = ?"
+            " AND " + by_webhook + " = 'webhook'), h.last_test_delivery_at,"
+            " coalesce(h.resubscribes, 0), h.test_asked_at, h.test_event_id FROM (SELECT 1) AS one"
+            " LEFT JOIN {p}subscription_health h ON h.practice = ? AND h.trigger_key = ?",
+            (practice, trigger_key) * 2,
         )
-        row = self._one(SELECT_HEALTH, key)
-        return SubscriptionHealth(
-            practice,
-            trigger_key,
-            self.dialect.maybe_time(None if delivered is None else delivered[0]),
-            self.dialect.maybe_time(None if row is None else row[0]),
-            0 if row is None else int(row[1]),
-            self.dialect.maybe_time(None if row is None else row[2]),
-            None if row is None else row[3],
-        )
+        return self.dialect.decode(SubscriptionHealth, (practice, trigger_key, *row))
 
     # --- operations ---------------------------------------------------------------------
 
     def practice_counts(self) -> dict[str, PracticeCounts]:
-        """Runs by status, steps in doubt and events waiting, for every practice at once.
-
-        What ``/metrics`` reads at each scrape: a few grouped counts, not a walk of the
-        runs. A practice with no run and no event is absent.
-
-        Returns:
-            Practice -> its counts.
-        """
-        # One snapshot: the three counts describe the same moment.
+        """Practice -> runs by status, steps in doubt and events waiting (``/metrics``),
+        in one snapshot; a practice with no run and no event is absent."""
         with self._snapshot() as db:
-            return count_by_practice(db)
+            runs = db.execute(
+                "SELECT practice, status, count(*) FROM {p}runs GROUP BY practice, status"
+            ).fetchall()
+            doubt = db.execute(
+                "SELECT r.practice, count(*) FROM {p}steps s JOIN {p}runs r"
+                " ON r.run_id = s.run_id WHERE s.status = 'in_doubt' GROUP BY r.practice"
+            ).fetchall()
+            waiting = db.execute(
+                "SELECT practice, count(*) FROM {p}events WHERE handled_at IS NULL"
+                " GROUP BY practice"
+            ).fetchall()
+        by_status: dict[str, dict[str, int]] = {}
+        for practice, status, count in runs:
+            by_status.setdefault(str(practice), {})[str(status)] = int(count)
+        in_doubt = {str(row[0]): int(row[1]) for row in doubt}
+        pending = {str(row[0]): int(row[1]) for row in waiting}
+        return {
+            practice: PracticeCounts(
+                by_status.get(practice, {}), in_doubt.get(practice, 0), pending.get(practice, 0)
+            )
+            for practice in sorted({*by_status, *in_doubt, *pending})
+        }
+
+
+class SQLCursors(StoreBase):
+    """The cursors' and request counts' part of :class:`~practiceflow.state.StateStore`."""
+
+    def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
+        """The cursor with its boundary keys, or ``None`` before the first poll."""
+        key = (practice, trigger_key)
+        where = " WHERE practice = ? AND trigger_key = ?"
+        # One snapshot: the value and its keys belong together.
+        with self._snapshot() as db:
+            row = db.execute("SELECT value, updated_at FROM {p}cursors" + where, key).fetchone()
+            if row is None:
+                return None
+            keys = db.execute("SELECT dedupe_key FROM {p}cursor_keys" + where, key).fetchall()
+        boundary = frozenset(str(k[0]) for k in keys)
+        return CursorState(practice, trigger_key, row[0], boundary, self.dialect.load_time(row[1]))
+
+    def cursor_states(self) -> list[CursorState]:
+        """Every cursor of every practice with its boundary keys, in one snapshot."""
+        with self._snapshot() as db:
+            rows = db.execute("SELECT practice, trigger_key, value, updated_at FROM {p}cursors")
+            cursors = rows.fetchall()
+            keys = db.execute("SELECT practice, trigger_key, dedupe_key FROM {p}cursor_keys")
+            boundary: dict[tuple[str, str], set[str]] = {}
+            for practice, trigger_key, key in keys.fetchall():
+                boundary.setdefault((practice, trigger_key), set()).add(str(key))
+        load = self.dialect.load_time
+        return [
+            CursorState(p, k, value, frozenset(boundary.get((p, k), ())), load(at))
+            for p, k, value, at in cursors
+        ]
+
+    def get_cursor(self, practice: str, trigger_key: str) -> str | None:
+        """The cursor value, or ``None`` before the first poll."""
+        state = self.get_cursor_state(practice, trigger_key)
+        return None if state is None else state.value
+
+    def set_cursor(
+        self, practice: str, trigger_key: str, value: str, boundary_keys: Iterable[str] = ()
+    ) -> None:
+        """Move the cursor (only once the events up to ``value`` are handled) with its
+        ``boundary_keys``: added to those kept when ``value`` is the stored one, else
+        replacing them."""
+        key = (practice, trigger_key)
+        where = " WHERE practice = ? AND trigger_key = ?"
+        stamp = self._stamp(None, "updated_at")
+        with self._write() as db:
+            # The cursor may not exist yet (no row to lock): a lock on its key.
+            self._lock(db, f"cursor\0{practice}\0{trigger_key}")
+            row = db.execute("SELECT value FROM {p}cursors" + where, key).fetchone()
+            if row is not None and row[0] != value:
+                db.execute("DELETE FROM {p}cursor_keys" + where, key)
+            db.execute(
+                "INSERT INTO {p}cursors (practice, trigger_key, value, updated_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (practice, trigger_key)"
+                " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                (*key, value, stamp),
+            )
+            db.executemany(
+                "INSERT INTO {p}cursor_keys (practice, trigger_key, dedupe_key) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                [(*key, dedupe_key) for dedupe_key in boundary_keys],
+            )
+
+    # --- requests sent ------------------------------------------------------------------
+
+    def record_request(self, practice: str, at: datetime | None = None) -> None:
+        """Count one request sent with a practice's credentials (for reports)."""
+        self.record_requests(practice, [self.now() if at is None else at])
+
+    def record_requests(self, practice: str, times: Sequence[datetime]) -> None:
+        """Count several requests, sent at ``times``, in one commit (see ``RequestLog``)."""
+        rows = [(practice, self._stamp(at, "at")) for at in times]
+        if rows:
+            with self._write() as db:
+                db.executemany("INSERT INTO {p}requests (practice, at) VALUES (?, ?)", rows)
+
+    def request_counts(self, practice: str, since: datetime) -> int:
+        """How many requests were recorded for a practice at or after ``since``."""
+        row = self._one(
+            "SELECT count(*) FROM {p}requests WHERE practice = ? AND at >= ?",
+            (practice, self.dialect.dump_time(since, "since")),
+        )
+        return int(row[0])
+
+    def purge_requests(self, older_than: timedelta = timedelta(days=2)) -> int:
+        """Forget request records older than ``older_than``; returns how many."""
+        cutoff = self._stamp(self.now() - older_than, "older_than")
+        with self._write() as db:
+            return db.execute("DELETE FROM {p}requests WHERE at < ?", (cutoff,)).rowcount

@@ -1,17 +1,11 @@
-"""The embedded state store: one SQLite file, stdlib ``sqlite3``.
+"""The embedded state store: one SQLite file (readable by its owner only: it holds secrets).
 
-* WAL with ``synchronous=NORMAL``: readers never block the writer and a killed process
-  loses nothing committed; only an OS crash can drop the latest commits. The commits
-  whose loss would repeat or lose something (an event before its acknowledgement, a
-  subscription, a write step's ``sent``, a resolution: ``StepChange.durable``) run with
-  ``synchronous=FULL``, which also flushes every commit before them; the rest is
-  re-derived on restart.
-* one connection per thread, ``busy_timeout`` for other writers, and every write in
-  ``BEGIN IMMEDIATE`` (the file's write lock), so a read-then-write is never interleaved.
-* migrations run on open in one transaction; a newer schema is refused; a current one is
-  opened without the write lock, so reading never waits behind another process's write.
-
-The file is created readable by its owner only: it holds webhook secrets.
+WAL with ``synchronous=NORMAL``: a killed process loses nothing committed, an OS crash only
+the latest commits; those whose loss would repeat or lose something (an event before its
+acknowledgement, a subscription, a write step's ``sent``, a resolution) run with
+``synchronous=FULL``, which flushes every commit before them too. One connection per
+thread; every write in ``BEGIN IMMEDIATE`` (the file's write lock), so a read-then-write
+is never interleaved. Migrations run on open; a current schema is opened without the lock.
 """
 
 from __future__ import annotations
@@ -49,18 +43,9 @@ SQLITE: Final = Dialect(
 )
 
 
-def key_file_beside(path: Path) -> Path:
-    """The key file of the database file ``path`` (``state.db``: ``state.db.key``)."""
-    return path.with_name(path.name + ".key")
-
-
 def sqlite_path(url: str) -> Path:
-    """The file a ``sqlite:///path`` URL or a plain path names.
-
-    ``sqlite:///var/lib/pf.db`` is the absolute ``/var/lib/pf.db``; a plain path (with no
-    ``scheme://``) is taken relative to the current directory if relative. The path is
-    resolved (symlinks followed): the one-``serve`` lease, the key file and the budget file
-    beside it are the same whichever name of the file a command was given.
+    """The file a ``sqlite:///path`` URL or a plain path names, resolved (symlinks
+    followed: the lease, key and budget files beside it are found by any of its names).
 
     Raises:
         ConfigError: the URL names no file, or an in-memory database (which each
@@ -87,11 +72,7 @@ def is_busy(exc: sqlite3.OperationalError) -> bool:
     return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(exc)
 
 
-#: A file's device and inode.
-_FileIdentity = tuple[int, int]
-
-
-def _file_identity(path: Path) -> _FileIdentity | None:
+def _file_identity(path: Path) -> tuple[int, int] | None:
     """The device and inode ``path`` names now, or None when it names nothing."""
     try:
         found = os.stat(path)
@@ -100,16 +81,9 @@ def _file_identity(path: Path) -> _FileIdentity | None:
     return found.st_dev, found.st_ino
 
 
-def _check_identity(path: Path, opened: _FileIdentity | None) -> None:
-    """Raise when ``path`` no longer names the file opened as ``opened``.
-
-    Args:
-        path: the state file's path.
-        opened: its device and inode when the store opened it (None: not known).
-
-    Raises:
-        StateFileGone: the path names no file, or another one.
-    """
+def _check_identity(path: Path, opened: tuple[int, int] | None) -> None:
+    """Raise :class:`StateFileGone` when ``path`` no longer names the file opened as
+    ``opened`` (its device and inode; None: not known)."""
     if opened is None:
         return
     now = _file_identity(path)
@@ -147,7 +121,7 @@ class SQLiteStore(StateStore):
     ) -> None:
         # Resolved (symlinks, relative parts): every name of one file finds one key file.
         resolved = Path(path).resolve()
-        super().__init__(clock=clock, key_file=key_file_beside(resolved))
+        super().__init__(clock=clock, key_file=resolved.with_name(resolved.name + ".key"))
         self.path = resolved
         self._busy_timeout_ms = busy_timeout_ms
         self._connections: list[sqlite3.Connection] = []
@@ -180,11 +154,7 @@ class SQLiteStore(StateStore):
 
     @classmethod
     def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
-        """Open the store at ``sqlite:///path`` or a plain path.
-
-        Raises:
-            ConfigError: see :func:`sqlite_path`, and a database of a newer schema.
-        """
+        """Open the store at ``sqlite:///path`` or a plain path (see :func:`sqlite_path`)."""
         return cls(sqlite_path(url), clock=clock)
 
     def __repr__(self) -> str:
@@ -250,7 +220,6 @@ class SQLiteStore(StateStore):
             raise self._store_error(exc) from exc
 
     def _open_conn(self) -> sqlite3.Connection:
-        """This thread's connection (opened on first use)."""
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if self._closed:
             message = f"state store {self.path} is closed; open it again to use it"
@@ -269,8 +238,8 @@ class SQLiteStore(StateStore):
         return connection
 
     def _synchronous(self, connection: sqlite3.Connection, level: str) -> None:
-        """Set ``PRAGMA synchronous`` for the next commit, only when it changes (it cannot
-        change inside a transaction, so a transaction's durability is fixed at BEGIN)."""
+        """Set ``PRAGMA synchronous`` for the next commit when it changes (not possible
+        inside a transaction: durability is fixed at BEGIN)."""
         if getattr(self._local, "synchronous", "NORMAL") != level:
             self._local.synchronous = None  # unknown until the PRAGMA has run
             connection.execute(f"PRAGMA synchronous = {level}")
@@ -327,9 +296,8 @@ class SQLiteStore(StateStore):
                 _schema.apply_migrations(db, current)
 
     def _schema_is_current(self, connection: sqlite3.Connection) -> bool:
-        """Whether the file already has this practiceflow's schema, read without the write
-        lock (in WAL a reader never waits for a writer), so that opening a store to read
-        it does not wait behind another process's write; a newer schema is refused."""
+        """Whether the file has this practiceflow's schema, read without the write lock
+        (opening a store to read it never waits behind a write); a newer one is refused."""
         try:
             row = connection.execute(self.dialect.sql(_VERSION)).fetchone()
         except sqlite3.OperationalError:

@@ -6,31 +6,28 @@ a silent webhook (``silent_subscription``), a run the retry policy gave up on
 (``retries_exhausted``). It is ``checking`` while the service may still settle it by
 evidence, ``open`` while it waits for a person, ``closed`` once settled (by whom, when,
 how). The one writer is :mod:`practiceflow.service.needs_person`; the store's methods are
-in ``_attention_sql.py``.
+:class:`SQLAttention`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal, get_args
 
-from practiceflow.state.rows import Json
+from practiceflow.state._dialect import select
+from practiceflow.state._sql import StoreBase
+from practiceflow.state.rows import EventRecord, Json, check_value, like_prefix
+from practiceflow.state.sealing import json_or_null
 
 AttentionKind = Literal[
     "gap", "subscription_in_doubt", "unrecognised", "silent_subscription", "retries_exhausted"
 ]
 AttentionStatus = Literal["checking", "open", "closed"]
-#: Every kind of entry.
-ATTENTION_KINDS: Final[tuple[AttentionKind, ...]] = (
-    "gap",
-    "subscription_in_doubt",
-    "unrecognised",
-    "silent_subscription",
-    "retries_exhausted",
-)
-#: Every status of an entry.
-ATTENTION_STATUSES: Final[tuple[AttentionStatus, ...]] = ("checking", "open", "closed")
+ATTENTION_KINDS: Final[tuple[AttentionKind, ...]] = get_args(AttentionKind)
+ATTENTION_STATUSES: Final[tuple[AttentionStatus, ...]] = get_args(AttentionStatus)
 
 
 @dataclass(frozen=True)
@@ -39,27 +36,19 @@ class AttentionRecord:
 
     Attributes:
         attention_id: its id (32 hex digits).
-        kind: what it is (:data:`ATTENTION_KINDS`).
-        practice: the practice key.
-        trigger: the trigger it is about.
         dedupe: what makes it one entry (a gap's window, a delivery's event key...).
-        window_start: a gap's first instant (None for other kinds, and for gaps listed
-            before this table existed).
-        window_end: a gap's last instant.
+        window_start: a gap's first instant (None for other kinds, and for old gaps);
+            ``window_end`` its last.
         reason: why it is listed and what to do, for people.
         evidence: what was checked (lists read, over which window, what was found).
-        status: ``checking``, ``open`` or ``closed``.
-        created_at: when it was listed.
-        updated_at: when it last changed.
-        settled_by: who closed it (a person's name, or ``sweep``).
-        settled_at: when it was closed.
-        note: how it was settled.
+        settled_by: who closed it (a person's name, or ``sweep``); ``settled_at`` when,
+            ``note`` how.
     """
 
     attention_id: str
     kind: str
     practice: str
-    trigger: str
+    trigger: str = field(metadata={"column": "trigger_key"})
     dedupe: str
     window_start: datetime | None
     window_end: datetime | None
@@ -76,3 +65,142 @@ class AttentionRecord:
     def needs_person(self) -> bool:
         """Whether it waits for a person (open)."""
         return self.status == "open"
+
+
+class SQLAttention(StoreBase):
+    """The attention table's part of :class:`~practiceflow.state.StateStore`."""
+
+    def _evidence(self, evidence: Json, attention_id: str) -> str | None:
+        what = f"evidence of attention entry {attention_id}"
+        return json_or_null(self.sealer.seal(evidence, what), attention_id)
+
+    def add_attention(
+        self,
+        kind: AttentionKind,
+        practice: str,
+        trigger: str,
+        dedupe: str,
+        reason: str,
+        *,
+        window: tuple[datetime, datetime] | None = None,
+        evidence: Json = None,
+        status: AttentionStatus = "open",
+    ) -> tuple[AttentionRecord, bool]:
+        """List an entry, once per ``(practice, kind, dedupe)``.
+
+        Returns:
+            The entry (the earlier one when it was listed before) and whether it is new.
+        """
+        check_value("attention kind", kind, ATTENTION_KINDS)
+        check_value("attention status", status, ATTENTION_STATUSES)
+        attention_id = uuid.uuid4().hex
+        stamp = self._stamp(None, "created_at")
+        start, end = (
+            (None, None)
+            if window is None
+            else (self._stamp(window[0], "window start"), self._stamp(window[1], "window end"))
+        )
+        with self._write() as db:
+            inserted = db.execute(
+                "INSERT INTO {p}attention (attention_id, kind, practice, trigger_key, dedupe,"
+                " window_start, window_end, reason, evidence, status, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (practice, kind, dedupe) DO NOTHING RETURNING attention_id",
+                (
+                    attention_id, kind, practice, trigger, dedupe, start, end, reason,
+                    self._evidence(evidence, attention_id), status, stamp, stamp,
+                ),
+            ).fetchone()  # fmt: skip
+            sql = (
+                select(AttentionRecord, "attention")
+                + " WHERE practice = ? AND kind = ? AND dedupe = ?"
+            )
+            row = db.execute(sql, (practice, kind, dedupe)).fetchone()
+        return self._load.decode(AttentionRecord, row), inserted is not None
+
+    def get_attention(self, attention_id: str) -> AttentionRecord | None:
+        """One entry by its full id."""
+        return self._record(
+            AttentionRecord, "attention", " WHERE attention_id = ?", (attention_id,)
+        )
+
+    def list_attention(
+        self,
+        *,
+        practice: str | None = None,
+        kind: AttentionKind | None = None,
+        trigger: str | None = None,
+        statuses: Sequence[AttentionStatus] | None = None,
+        id_prefix: str | None = None,
+        limit: int = 500,
+    ) -> list[AttentionRecord]:
+        """Entries, newest first, filtered by what is given."""
+        filters: dict[str, object] = {
+            "practice = ?": practice,
+            "kind = ?": kind,
+            "trigger_key = ?": trigger,
+            "attention_id LIKE ? ESCAPE '\\'": like_prefix(id_prefix),
+        }
+        given = {clause: value for clause, value in filters.items() if value is not None}
+        clauses, params = list(given), list(given.values())
+        if statuses is not None:
+            for status in statuses:
+                check_value("attention status", status, ATTENTION_STATUSES)
+            clauses.append("status IN (" + ", ".join("?" * len(statuses)) + ")")
+            params.extend(statuses)
+        where = " WHERE " + (" AND ".join(clauses) or "TRUE")
+        where += " ORDER BY created_at DESC, attention_id LIMIT ?"
+        return self._records(AttentionRecord, "attention", where, (*params, limit))
+
+    def update_attention(
+        self,
+        attention_id: str,
+        status: AttentionStatus,
+        *,
+        reason: str | None = None,
+        evidence: Json = None,
+        settled_by: str | None = None,
+        note: str | None = None,
+    ) -> bool:
+        """Move an entry that is not closed (a closed one stays as it was settled).
+
+        ``reason`` and ``evidence`` replace the entry's when given; moving to ``closed``
+        records ``settled_by``, ``note`` and now.
+
+        Returns:
+            Whether it moved (False: no such entry, or it was closed already).
+        """
+        check_value("attention status", status, ATTENTION_STATUSES)
+        stamp = self._stamp(None, "updated_at")
+        sets: dict[str, Any] = {"status": status, "updated_at": stamp, "reason": reason}
+        if evidence is not None:
+            sets["evidence"] = self._evidence(evidence, attention_id)
+        if reason is None:
+            del sets["reason"]
+        if status == "closed":
+            sets.update(settled_by=settled_by, settled_at=stamp, note=note)
+        # Only the fixed column names above are joined; every value is a parameter.
+        sql = "UPDATE {p}attention SET " + ", ".join(f"{name} = ?" for name in sets)  # noqa: S608
+        with self._write() as db:
+            where = " WHERE attention_id = ? AND status <> 'closed'"
+            cursor = db.execute(sql + where, (*sets.values(), attention_id))
+            return cursor.rowcount > 0
+
+    def count_attention(self) -> dict[tuple[str, str, str], int]:
+        """How many entries there are by ``(practice, kind, status)``."""
+        rows = self._all(
+            "SELECT practice, kind, status, count(*) FROM {p}attention"
+            " GROUP BY practice, kind, status"
+        )
+        return {(str(row[0]), str(row[1]), str(row[2])): int(row[3]) for row in rows}
+
+    def ledger_events(
+        self, since: datetime, *, practice: str | None = None, limit: int = 100_000
+    ) -> list[EventRecord]:
+        """The events received since ``since``, oldest first: what the completeness
+        ledger (``practiceflow audit completeness``) counts beside the gaps."""
+        where, params = "received_at >= ?", [self._stamp(since, "since")]
+        if practice is not None:
+            where, params = where + " AND practice = ?", [*params, practice]
+        where = " WHERE " + where + " ORDER BY received_at, seq LIMIT ?"
+        return self._records(EventRecord, "events", where, (*params, limit))

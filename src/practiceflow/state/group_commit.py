@@ -1,53 +1,37 @@
-"""Group commit: the events handed over together, in one durable transaction.
+"""Group commit: the deliveries of one event-loop turn stored in one durable commit.
 
-A delivery is acknowledged only once its event is durably stored; :class:`GroupCommit`
-batches the deliveries of one event-loop turn (or ``max_wait``, or ``max_batch``) into one
-:meth:`~practiceflow.state.StateStore.record_events` commit (one fsync), made in one
-writer thread so the loop never waits on a lock or a disk. A batch the store refuses
-(:class:`~practiceflow.errors.StoreError`) fails every event of it, none acknowledged;
-any other error is one event's fault: the batch is then recorded event by event.
+A delivery is acknowledged only once its event is durably stored; one
+:meth:`~practiceflow.state.StateStore.record_events` per batch (one fsync), in one writer
+thread so that the loop never waits on a disk. A batch the store refuses (StoreError)
+fails every event of it, none acknowledged; any other error is one event's fault: the
+batch is then recorded event by event.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final
 
 from practiceflow.errors import BugError, StoreError
 from practiceflow.state._store import StateStore
 from practiceflow.state.rows import NewEvent
-
-#: Most events committed in one transaction.
-DEFAULT_MAX_BATCH: Final = 256
-#: Seconds the first event of a batch waits for others (0: the event loop's next turn).
-DEFAULT_MAX_WAIT: Final = 0.0
 
 _Item = tuple[NewEvent, "asyncio.Future[bool]"]
 _Outcome = bool | Exception
 
 
 class GroupCommit:
-    """Records the events handed to it within ``max_wait`` in one transaction.
-
-    Args:
-        store: the state store to record into.
-        max_batch: most events per transaction.
-        max_wait: seconds the first event of a batch waits for others.
-
-    Attributes:
-        batches: how many transactions it committed.
-        committed: how many events those held (new and duplicate).
-    """
+    """Records the events handed to it within ``max_wait`` seconds (0: the event loop's next
+    turn), at most ``max_batch``, in one transaction; ``batches`` and ``committed`` count the
+    commits and their events."""
 
     def __init__(
         self,
         store: StateStore,
         *,
-        max_batch: int = DEFAULT_MAX_BATCH,
-        max_wait: float = DEFAULT_MAX_WAIT,
+        max_batch: int = 256,
+        max_wait: float = 0.0,
     ) -> None:
         if max_batch < 1 or max_wait < 0:
             message = f"max_batch {max_batch!r}, max_wait {max_wait!r}: expected >= 1 and >= 0"
@@ -64,23 +48,15 @@ class GroupCommit:
         self._writer: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
-        """Stop the writer thread once the commit under way ends.
-
-        Idempotent; a later event starts a new writer thread.
-        """
+        """Stop the writer thread once the commit under way ends (a later event starts
+        another)."""
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.shutdown(wait=True)
 
     async def record(self, event: NewEvent) -> bool:
-        """Record one event; returns once the batch holding it is committed.
-
-        Returns:
-            ``True`` when recorded, ``False`` when its id or signature was seen.
-
-        Raises:
-            StoreError: the batch could not be committed; nothing of it was stored.
-        """
+        """Record one event once its batch is committed: ``False`` when its id or signature
+        was seen; StoreError when the batch could not be committed (nothing of it was)."""
         loop = asyncio.get_running_loop()
         if self._loop is None or self._loop.is_closed():
             self._loop = loop
@@ -118,15 +94,12 @@ class GroupCommit:
             outcomes = finished.result()
         except Exception as exc:
             outcomes = [exc] * len(batch)
-        self._finish(batch, outcomes)
-        if self._pending:
-            self._flush()
-
-    def _finish(self, batch: list[_Item], outcomes: Sequence[_Outcome]) -> None:
         self.batches += 1
         self.committed += len(batch)
         for (_, future), outcome in zip(batch, outcomes, strict=True):
             _settle(future, outcome)
+        if self._pending:
+            self._flush()
 
     def _commit(self, events: list[NewEvent]) -> list[_Outcome]:
         try:

@@ -1,28 +1,20 @@
 """Writes an assistant previewed (``practiceflow mcp``), kept in the store until confirmed,
 so that a confirmation reaching any process sharing the store finds them.
 
-A row holds the tool, the exact arguments (sealed), their digest, the expiry, the wrong
-codes offered and the claim of the process sending it. The claim makes a confirmation
-single-use across processes: a process sends only while it holds the claim, and takes
-another's over only when it is stale or its holder gone (the caller decides,
-:meth:`PendingWriteStore.claim_pending_write`). Schema version 5.
+The claim makes a confirmation single-use across processes: a process sends only while it
+holds the claim, and takes another's over only when it is stale or its holder gone (the
+caller decides, :meth:`PendingWriteStore.claim_pending_write`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
 
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import to_json
-
-_SELECT: Final = (
-    "SELECT practice, write_id, tool, sealed, digest, created_at, expires_at, code_misses,"
-    " claimed_by, claimed_at FROM {p}pending_writes WHERE practice = ? AND write_id = ?"
-)
 
 
 @dataclass(frozen=True)
@@ -30,16 +22,11 @@ class PendingWrite:
     """A previewed write, as stored.
 
     Attributes:
-        practice: the practice it is for.
         write_id: its id (not secret: the sealed confirmation state is what confirms it).
-        tool: the tool that previewed it.
         sealed: what was sealed with it (the arguments, the confirmation code), opened.
         digest: the digest of the exact arguments.
-        created_at: when it was previewed.
-        expires_at: when it stops being confirmable.
         code_misses: wrong confirmation codes offered so far.
-        claimed_by: the process sending it now (None: nobody).
-        claimed_at: when that process claimed it.
+        claimed_by: the process sending it now (None: nobody), since ``claimed_at``.
     """
 
     practice: str
@@ -55,7 +42,7 @@ class PendingWrite:
 
 
 class PendingWriteStore(StoreBase):
-    """The pending writes of a SQL store (mixed into it; see the module docstring)."""
+    """The pending writes' part of :class:`~practiceflow.state.StateStore`."""
 
     def add_pending_write(
         self,
@@ -66,43 +53,21 @@ class PendingWriteStore(StoreBase):
         digest: str,
         expires_at: datetime,
     ) -> None:
-        """Keep a previewed write (one durable commit).
-
-        Args:
-            practice: the practice.
-            write_id: a fresh id.
-            tool: the tool that previewed it.
-            sealed: what only the store may read again (arguments, code): sealed.
-            digest: the digest of the exact arguments.
-            expires_at: when it stops being confirmable.
-        """
+        """Keep a previewed write (one durable commit); ``sealed`` (arguments, code) is
+        what only the store may read again."""
         value = to_json(self.sealer.seal(sealed, f"pending write {write_id}"), write_id)
+        created, expires = self._stamp(None, "created_at"), self._stamp(expires_at, "expires_at")
         with self._write(durable=True) as db:
             db.execute(
                 "INSERT INTO {p}pending_writes (practice, write_id, tool, sealed, digest,"
                 " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    practice,
-                    write_id,
-                    tool,
-                    value,
-                    digest,
-                    self._stamp(None, "created_at"),
-                    self._stamp(expires_at, "expires_at"),
-                ),
+                (practice, write_id, tool, value, digest, created, expires),
             )
 
     def get_pending_write(self, practice: str, write_id: str) -> PendingWrite | None:
         """The previewed write of ``practice`` with that id, if it is still kept."""
-        row = self._one(_SELECT, (practice, write_id))
-        return None if row is None else self._decode_pending(row)
-
-    def _decode_pending(self, row: Sequence[Any]) -> PendingWrite:
-        load = self._load
-        return PendingWrite(
-            row[0], row[1], row[2], load.load_json(row[3]), row[4], load.load_time(row[5]),
-            load.load_time(row[6]), int(row[7]), row[8], load.maybe_time(row[9]),
-        )  # fmt: skip
+        where = " WHERE practice = ? AND write_id = ?"
+        return self._record(PendingWrite, "pending_writes", where, (practice, write_id))
 
     def miss_pending_code(self, practice: str, write_id: str) -> int:
         """Count a wrong confirmation code offered for a write; return how many so far."""
@@ -121,18 +86,9 @@ class PendingWriteStore(StoreBase):
         claimant: str,
         may_take: Callable[[str, datetime], bool],
     ) -> str | None:
-        """Claim a write for sending, unless another process holds it.
-
-        Args:
-            practice: the practice.
-            write_id: the write.
-            claimant: who claims it (a process's name).
-            may_take: given the current holder and when it claimed, whether its claim may
-                be taken over (a stale claim, or one whose process is gone).
-
-        Returns:
-            None when ``claimant`` now holds the claim; else the holder that keeps it.
-        """
+        """Claim a write for ``claimant`` unless another process holds it and
+        ``may_take(holder, since)`` says no (stale, or its process gone): None when
+        ``claimant`` now holds it, else the holder that keeps it."""
         stamp = self._stamp(None, "claimed_at")
         with self._write(durable=True) as db:
             sql = (
@@ -161,8 +117,7 @@ class PendingWriteStore(StoreBase):
             )
 
     def purge_pending_writes(self, before: datetime) -> int:
-        """Forget the previewed writes that expired before ``before`` and nobody holds (a
-        confirmed one is answered from its run, which the journal keeps); return how many."""
+        """Forget the writes expired before ``before`` that nobody holds; return how many."""
         cutoff = self._stamp(before, "before")
         with self._write() as db:
             sql = "DELETE FROM {p}pending_writes WHERE expires_at < ? AND claimed_by IS NULL"

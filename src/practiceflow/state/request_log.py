@@ -1,10 +1,6 @@
-"""The requests a rate budget admits, counted in the state store a batch at a time.
-
-The console charts these counts against the limits. :class:`RequestLog` keeps the times in
-memory and writes them from its own thread (at most ``every`` seconds after a batch's
-first, at once at ``most``, and on close): a ``kill -9`` costs the last few seconds of
-counts, nothing else, and a batch the store refuses is logged and dropped: bookkeeping
-never stops a request.
+"""The requests a rate budget admits, counted in the state store a batch at a time (the
+console charts them). A ``kill -9`` costs the last few seconds of counts, nothing else; a
+batch the store refuses is logged and dropped: bookkeeping never stops a request.
 """
 
 from __future__ import annotations
@@ -12,7 +8,6 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime
-from types import TracebackType
 from typing import Final
 
 from practiceflow.errors import StoreError
@@ -22,21 +17,14 @@ logger = logging.getLogger("practiceflow.state.request_log")
 
 #: Seconds a counted request may wait in memory before its batch is written.
 DEFAULT_EVERY: Final = 1.0
-#: Requests that make a batch be written at once.
-DEFAULT_MOST: Final = 200
 
 
 class RequestLog:
-    """Counts the requests sent for one practice, written to the store in batches.
+    """Counts the requests sent for one practice, written by its own thread at most
+    ``every`` seconds after a batch's first, at once at ``most``, and on close.
 
     Give :meth:`admitted` to the budget (``client.budget.on_admit(log.admitted)``) and
     close the log before the store (``with RequestLog(store, practice) as log:``).
-
-    Args:
-        store: the state store holding the counts.
-        practice: the practice the requests are sent for.
-        every: seconds a request may wait in memory before its batch is written.
-        most: requests that make a batch be written at once.
     """
 
     def __init__(
@@ -45,7 +33,7 @@ class RequestLog:
         practice: str,
         *,
         every: float = DEFAULT_EVERY,
-        most: int = DEFAULT_MOST,
+        most: int = 200,
     ) -> None:
         if every <= 0 or most < 1:
             message = f"every {every!r}, most {most!r}: expected > 0 seconds and >= 1 request"
@@ -62,19 +50,12 @@ class RequestLog:
     def __enter__(self) -> RequestLog:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def admitted(self, at: datetime | None = None) -> None:
-        """Count one request (the budget's ``on_admit`` callback); writes nothing itself.
-
-        After :meth:`close`, the request is written at once.
-        """
+        """Count one request (the budget's ``on_admit``); after :meth:`close`, written
+        at once."""
         stamp = self.store.now() if at is None else at
         with self._changed:
             if not self._closed:

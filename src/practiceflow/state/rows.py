@@ -1,9 +1,8 @@
-"""What the state store holds, as typed rows, and the rules every store shares.
+"""What the state store holds, as typed rows, and the transition rules every store shares.
 
-Rows are frozen dataclasses; fields that may carry a secret or personal data (subscription
-secrets, event payloads, rendered requests, outputs) are kept out of ``repr`` so that
-logging a row cannot leak them. The step transition table lives here, once, so that every
-store (SQLite and PostgreSQL) refuses the same illegal moves.
+Rows are frozen dataclasses whose fields are their table's columns in order
+(``Dialect.decode``); fields that may carry a secret or personal data are kept out of
+``repr``, so that logging a row cannot leak them.
 """
 
 from __future__ import annotations
@@ -66,16 +65,9 @@ RUN_TRANSITIONS: Final[Mapping[RunStatus, frozenset[RunStatus]]] = {
 
 @dataclass(frozen=True)
 class EventRecord:
-    """One event received from a webhook or found by a poll.
+    """One event received from a webhook or found by a poll (fields: :class:`NewEvent`).
 
     Attributes:
-        practice: the practice (credentials) the event belongs to.
-        source: where it came in (a trigger or subscription key); dedupe is per source.
-        event_key: the event type, such as ``proposal.accepted``.
-        event_id: the event's unique id within ``source``.
-        payload: the event body as JSON.
-        signature: the webhook signature, when it came signed.
-        received_at: when it was recorded (UTC).
         handled_at: when the runner finished with it, or ``None`` while pending.
     """
 
@@ -94,11 +86,9 @@ class NewEvent:
     """An event to record (see :meth:`~practiceflow.state.StateStore.record_events`).
 
     Attributes:
-        practice: the practice it belongs to.
         source: where it came in (trigger or subscription key); dedupe is per source.
         event_key: the event type, such as ``proposal.accepted``.
         event_id: the event's id (``X-Svc-Event-Id``, or a poll's dedupe key).
-        payload: the body, as JSON.
         signature: the webhook signature, when signed (replay dedupe).
         received_at: when it arrived; the store's now when ``None``.
     """
@@ -117,12 +107,9 @@ class CursorState:
     """A polling trigger's position.
 
     Attributes:
-        practice: the practice the cursor belongs to.
-        trigger_key: the trigger it belongs to.
         value: the cursor, typically the ``lastUpdated`` of the newest handled record.
         boundary_keys: dedupe keys already handled *at* ``value``: a ``lastUpdated >=``
             query returns them again, and they must be skipped, not repeated.
-        updated_at: when the cursor last moved (UTC).
     """
 
     practice: str
@@ -137,17 +124,11 @@ class SubscriptionRecord:
     """A webhook subscription made for a trigger.
 
     Attributes:
-        practice: the practice whose credentials subscribed.
-        trigger_key: the trigger the subscription feeds.
         subscription_id: the API's ``id``; ``None`` while unknown (``pending``,
             ``in_doubt``).
-        event: the event key subscribed to.
         url: the ``targetUrl`` given to the API.
         secret: the ``webhookSecret``; never shown in ``repr``.
         path_token: the unguessable part of ``url`` that routes a delivery here.
-        status: see :data:`SubscriptionStatus`.
-        created_at: first saved (UTC).
-        updated_at: last saved (UTC).
     """
 
     practice: str
@@ -169,11 +150,8 @@ class SubscriptionHealth:
     It outlives the subscription row, which a re-subscribe deletes and saves anew.
 
     Attributes:
-        practice: the practice.
-        trigger_key: the trigger.
         last_delivery_at: newest event received by webhook (from the events, so it
             goes when they are purged); ``None`` when there is none.
-        last_test_delivery_at: when a test delivery last arrived; ``None`` if never.
         resubscribes: how many times the subscription was re-made after being lost.
         test_asked_at: when a test delivery was asked for and is still awaited, or None.
         test_event_id: the event id the ``/test`` answer gave it, when it gave one.
@@ -193,14 +171,8 @@ class RunRecord:
     """One run of a recipe for one event.
 
     Attributes:
-        run_id: the run's id.
-        practice: the practice it runs for.
-        recipe: the recipe's name.
         event_id: the event that started it; one run per (practice, recipe, event_id).
-        status: see :data:`RunStatus`.
         error: why it failed or is in doubt (JSON), if it did.
-        created_at: when it started (UTC).
-        updated_at: when its status last changed (UTC).
         origin: what started it (JSON): the runner's record of its trigger event
             (payload, source, recipe file), personal data and all; shown masked.
         starts: starts since it last left ``running``, less those stopped in order: a
@@ -230,9 +202,7 @@ class VersionRecord:
     Attributes:
         digest: the sha256 of its content (hex), its key.
         kind: ``recipe``, ``action`` or ``trigger``.
-        name: the recipe's name or the module's key.
         content: what was stored (JSON; :mod:`practiceflow.versions` says its shape).
-        created_at: when it was first stored (UTC).
     """
 
     digest: str
@@ -247,19 +217,11 @@ class StepRecord:
     """The journal entry of one step of one run.
 
     Attributes:
-        run_id: the run.
-        step_id: the step's id in the recipe.
-        status: see :data:`StepStatus`.
         request: the rendered request (JSON), once known.
-        output: the step's output (JSON), once it succeeded.
         error: why it failed, was skipped or is in doubt (JSON).
         attempts: how many times it was marked ``sent``.
-        created_at: first written (UTC).
-        updated_at: last transition (UTC).
-        sent_at: last marked ``sent`` (UTC).
-        resolved_by: who settled it by hand, if someone did.
-        resolved_at: when that was (UTC).
-        resolution_note: what they said.
+        resolved_by: who settled it by hand, if someone did (``resolved_at``,
+            ``resolution_note``: when, and what they said).
     """
 
     run_id: str
@@ -282,13 +244,8 @@ class StepTransition:
     """One line of a step's history: who moved it from where to where, and when.
 
     Attributes:
-        run_id: the run.
-        step_id: the step.
         from_status: where it was (``None`` for the first entry).
-        to_status: where it went.
-        at: when (UTC).
         who: the person who resolved it, or ``None`` for the runner's own moves.
-        note: the resolver's note, if any.
         detail: the error or reason recorded with a move to ``failed``, ``in_doubt``
             or ``skipped``, kept here even after a retry clears it from the step.
     """
@@ -312,22 +269,14 @@ def like_prefix(prefix: str | None) -> str | None:
 
 
 def check_value(what: str, value: str, valid: tuple[str, ...]) -> None:
-    """Refuse a status or option that is not one of ``valid``.
-
-    Raises:
-        BugError: ``value`` is not valid (the caller's code passed it).
-    """
+    """Raise :class:`BugError` for a status or option that is not one of ``valid``."""
     if value not in valid:
         message = f"{what}: got {value!r}; valid values are {list(valid)}"
         raise BugError(message)
 
 
 def check_run_transition(run_id: str, current: RunStatus, target: RunStatus) -> None:
-    """Refuse a run status change that the rules forbid (staying put is fine).
-
-    Raises:
-        BugError: the change is illegal, such as ``succeeded -> running``.
-    """
+    """Raise :class:`BugError` for a run status change the rules forbid (staying is fine)."""
     if target != current and target not in RUN_TRANSITIONS[current]:
         allowed = sorted(RUN_TRANSITIONS[current] | {current})
         message = (
@@ -337,14 +286,8 @@ def check_run_transition(run_id: str, current: RunStatus, target: RunStatus) -> 
 
 
 def to_utc(value: datetime, what: str = "datetime") -> str:
-    """Encode an aware datetime as a sortable UTC ISO 8601 string.
-
-    Every stored time has the same shape (microseconds, ``+00:00``), so text order is
-    time order.
-
-    Raises:
-        ConfigError: ``value`` has no time zone, so its instant is unknown.
-    """
+    """An aware datetime as UTC ISO 8601 text of one shape (microseconds, ``+00:00``), so
+    that text order is time order; a naive one raises :class:`ConfigError`."""
     if value.tzinfo is None or value.utcoffset() is None:
         message = f"{what}: got naive datetime {value.isoformat()}; expected a timezone-aware one"
         raise ConfigError(message)
@@ -363,7 +306,6 @@ class PracticeCounts:
     Attributes:
         runs: run status -> how many runs are in it.
         steps_in_doubt: steps held for a person (a write that may or may not have acted).
-        events_waiting: events stored and not yet handled.
     """
 
     runs: Mapping[str, int]

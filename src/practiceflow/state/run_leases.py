@@ -1,10 +1,7 @@
-"""Run leases: which live process drives a run, kept in the store every process shares.
-
-A lease names its holder (a token per driving, host, pid, process start) and its expiry;
-the runner takes it before a run's first step and renews it (:mod:`practiceflow.runner.run_lease`).
-It is taken over only once expired or its holder known dead. The store's statements
-(``take_run_lease`` and kin, ``_runs_sql.py``) run after the run's row is locked, so taking
-a lease and moving a step ``sent`` are serialized.
+"""Run leases: which live process drives a run (:mod:`practiceflow.runner.run_lease`),
+taken over only once expired or its holder known dead. The store's methods
+(``_runs_sql.py``) lock the run's row first, so taking a lease and moving a step ``sent``
+are serialized.
 """
 
 from __future__ import annotations
@@ -28,25 +25,16 @@ LEASE_TABLE: Final = (
     """,
 )
 
-SELECT_LEASE: Final = (
-    "SELECT run_id, owner, host, pid, process, taken_at, expires_at FROM {p}run_leases"
-    " WHERE run_id = ?"
-)
-
 
 @dataclass(frozen=True)
 class RunLease:
     """Who drives a run, and until when.
 
     Attributes:
-        run_id: the run.
         owner: a token unique to one driving of the run (one process may drive several
             runs, and one run twice in a row).
-        host: the holder's host name.
-        pid: the holder's process id.
-        process: what tells the holder from a later process with the same id on the same
+        process: what tells the holder from a later process with the same pid on the same
             host (its pid namespace and start time), empty when the system does not say.
-        taken_at: when it was taken.
         expires_at: when it lapses unless renewed.
     """
 

@@ -1,26 +1,14 @@
-"""When a failed run is tried again: one row per run the retry policy has seen fail.
-
-Per run (:mod:`practiceflow.runner.run_retry`): attempts that failed on a transient
-cause, when the next is due (NULL: none scheduled) and the last cause (error type, HTTP
-status and step only: never a message, which may quote the data). Schema version 10
-(``RUN_RETRIES_MIGRATION`` in ``_schema.py``) adds the table and the attention kind
-``retries_exhausted`` (the attention table rebuilt with the wider ``CHECK``, rows kept).
-"""
+"""When a failed run is tried again: one row per run the retry policy
+(:mod:`practiceflow.runner.run_retry`) has seen fail."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
 
 from practiceflow.state._sql import StoreBase
 from practiceflow.state.rows import Json
 from practiceflow.state.sealing import json_or_null
-
-_SELECT: Final = (
-    "SELECT run_id, practice, recipe, attempts, next_at, cause, updated_at FROM {p}run_retries"
-)
 
 
 @dataclass(frozen=True)
@@ -28,13 +16,10 @@ class RunRetry:
     """What the retry policy knows of one run.
 
     Attributes:
-        run_id: the run.
-        practice: its practice.
-        recipe: its recipe.
         attempts: attempts that ended failed on a transient cause.
         next_at: when the next attempt is due (None: none is scheduled).
-        cause: the last such failure (``type``, ``status``, ``step``).
-        updated_at: when the row last changed.
+        cause: the last such failure (``type``, ``status``, ``step``: never a message,
+            which may quote the data).
     """
 
     run_id: str
@@ -49,17 +34,9 @@ class RunRetry:
 class SQLRunRetries(StoreBase):
     """The run retries' part of :class:`~practiceflow.state.StateStore`."""
 
-    def _decode_retry(self, row: Sequence[Any]) -> RunRetry:
-        load = self._load
-        return RunRetry(
-            row[0], row[1], row[2], int(row[3]), load.maybe_time(row[4]), load.load_json(row[5]),
-            load.load_time(row[6]),
-        )  # fmt: skip
-
     def run_retry(self, run_id: str) -> RunRetry | None:
         """The retry row of a run, or None when the policy never saw it fail."""
-        rows = self._all(_SELECT + " WHERE run_id = ?", (run_id,))
-        return self._decode_retry(rows[0]) if rows else None
+        return self._record(RunRetry, "run_retries", " WHERE run_id = ?", (run_id,))
 
     def save_run_retry(
         self,
@@ -85,20 +62,12 @@ class SQLRunRetries(StoreBase):
     def due_run_retries(self, practice: str, recipe: str) -> list[RunRetry]:
         """The runs of a recipe whose next attempt is due now, the longest due first."""
         now = self._stamp(None, "now")
-        rows = self._all(
-            _SELECT + " WHERE practice = ? AND recipe = ? AND next_at IS NOT NULL"
-            " AND next_at <= ? ORDER BY next_at",
-            (practice, recipe, now),
-        )
-        return [self._decode_retry(row) for row in rows]
+        where = " WHERE practice = ? AND recipe = ? AND next_at <= ? ORDER BY next_at"
+        return self._records(RunRetry, "run_retries", where, (practice, recipe, now))
 
     def claim_run_retry(self, run_id: str, until: datetime) -> bool:
-        """Take a due attempt: its ``next_at`` moves to ``until``, so that one process
-        makes it, and a process dying during it leaves it due again then.
-
-        Returns:
-            Whether this call took it (False: another process did, or it is not due).
-        """
+        """Take a due attempt (whether this call took it): its ``next_at`` moves to
+        ``until``, so that one process makes it, and one dying during it leaves it due."""
         now = self._stamp(None, "now")
         with self._write() as db:
             cursor = db.execute(
@@ -109,8 +78,7 @@ class SQLRunRetries(StoreBase):
             return bool(cursor.rowcount == 1)
 
     def forgive_starts(self, run_id: str) -> None:
-        """Take back the earlier unended starts of a run (its ``starts`` back to 1, this
-        one): it made progress in this start, so the process deaths during its earlier
-        starts were not its doing (:mod:`practiceflow.runner.quarantine`)."""
+        """Set a run's ``starts`` back to 1: it made progress, so the process deaths of its
+        earlier starts were not its doing (:mod:`practiceflow.runner.quarantine`)."""
         with self._write() as db:
             db.execute("UPDATE {p}runs SET starts = 1 WHERE run_id = ? AND starts > 1", (run_id,))

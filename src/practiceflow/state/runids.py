@@ -44,18 +44,9 @@ def short_id(run_id: str) -> str:
 
 
 def find_run(store: StateStore, run_id: str) -> RunRecord | None:
-    """The run with this id, or the one run whose id starts with it.
-
-    Args:
-        store: the state store.
-        run_id: a full run id, or a prefix of at least :data:`MIN_PREFIX` characters.
-
-    Returns:
-        The run, or None when no run has this id (or, for a prefix, starts with it).
-
-    Raises:
-        AmbiguousRunId: the prefix starts more than one run's id (the error lists them).
-    """
+    """The run with this id, or the one run whose id starts with it (a prefix of at least
+    :data:`MIN_PREFIX` characters), or None; :class:`AmbiguousRunId` when it starts
+    several."""
     text = run_id.strip()
     found = store.get_run(text)
     if found is not None or len(text) < MIN_PREFIX:

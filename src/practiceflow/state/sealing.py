@@ -1,13 +1,10 @@
-"""How the store writes a JSON value: its text (:func:`to_json`), sealed with a key the
-user controls (Fernet, from ``cryptography``).
+"""How the store writes a JSON value: its text (:func:`to_json`), sealed with Fernet.
 
 Every JSON value the store writes may hold personal data, so it is sealed as
-``{"$enc": "<Fernet token>"}`` and opened when read: a dump or backup shows none of it. A
-few keys the store queries in SQL (an event payload's ``source``) stay beside the token.
-The key: ``PRACTICEFLOW_STATE_KEY``, else the file ``PRACTICEFLOW_STATE_KEY_FILE`` names,
-else the store's own key file (SQLite: ``<database file>.key``, created 0600 at the first
-seal). A value sealed with another key raises :class:`~practiceflow.errors.ConfigError`
-saying how to supply it; nothing is ever guessed or written in clear.
+``{"$enc": "<token>"}`` (a dump or backup shows none of it; an event's ``source``, queried
+in SQL, stays beside it). The key: ``PRACTICEFLOW_STATE_KEY``, else the file
+``PRACTICEFLOW_STATE_KEY_FILE`` names, else the store's own key file (created 0600 at the
+first seal). Nothing is ever guessed or written in clear.
 """
 
 from __future__ import annotations
@@ -31,14 +28,10 @@ _PLAIN_KEYS: Final = ("source",)
 
 
 def to_json(value: Json, what: str) -> str:
-    """Encode a payload, request, output or error, with sorted keys.
+    """A JSON value as text with sorted keys (BugError when it is not JSON).
 
-    The text is ASCII (``\\uXXXX`` escapes): a lone surrogate (a name cut inside an emoji
-    by a UTF-16 service, or rendered by a template) is kept losslessly, where UTF-8 text
-    could not carry it into SQLite, PostgreSQL or the sealing key.
-
-    Raises:
-        BugError: ``value`` cannot be represented as JSON.
+    ASCII (``\\uXXXX`` escapes): a lone surrogate (a name cut inside an emoji by a UTF-16
+    service) is kept losslessly, where UTF-8 text could not carry it.
     """
     try:
         return json.dumps(value, sort_keys=True, allow_nan=False)
@@ -57,18 +50,9 @@ def from_json(text: str | None) -> Json:
     return None if text is None else json.loads(text)
 
 
-def is_sealed(value: Any) -> bool:
-    """Whether ``value`` is a sealed value as the store writes it."""
-    return isinstance(value, dict) and isinstance(value.get(MARK), str)
-
-
 class Sealer:
-    """Seals and opens a store's JSON values with its key (read once, on first need).
-
-    Args:
-        key_file: the store's own key file, used when neither environment variable is
-            set; ``None`` when the store has none (then a key must come from them).
-    """
+    """Seals and opens a store's JSON values with its key (read once, on first need);
+    ``key_file`` is the store's own, used when neither environment variable is set."""
 
     __slots__ = ("_fernet", "_key_file")
 
@@ -106,12 +90,8 @@ class Sealer:
         return self._fernet
 
     def check(self) -> None:
-        """Refuse a key that is given but unusable (not a Fernet key, or a key file named
-        by ``PRACTICEFLOW_STATE_KEY_FILE`` that does not exist); nothing is created.
-
-        Raises:
-            ConfigError: the key given cannot be used; the message names where it came from.
-        """
+        """Raise :class:`ConfigError` (naming where it came from) for a key given but
+        unusable: not a Fernet key, or a ``PRACTICEFLOW_STATE_KEY_FILE`` that is no file."""
         named = os.environ.get(KEY_FILE_ENV)
         if named and not os.environ.get(KEY_ENV) and not Path(named).is_file():
             message = f"state store: {KEY_FILE_ENV} names {named}, which is not a file"
@@ -119,12 +99,8 @@ class Sealer:
         self._key(create=False)
 
     def seal(self, value: Any, what: str) -> Any:
-        """``value`` (``what`` names it in errors) sealed for storage (``None`` stays ``None``).
-
-        Raises:
-            ConfigError: no key can be found or created.
-            BugError: ``value`` is not JSON.
-        """
+        """``value`` sealed for storage (``None`` stays ``None``; ``what`` names it in
+        errors): ConfigError when no key can be found or created, BugError if not JSON."""
         if value is None:
             return None
         fernet = self._key(create=True)
@@ -141,13 +117,9 @@ class Sealer:
         return sealed
 
     def open(self, value: Any) -> Any:
-        """A value as stored, opened (a value that is not sealed is returned as it is).
-
-        Raises:
-            ConfigError: the value is sealed and the key is missing or is not the one
-                that sealed it; the message says how to supply the key.
-        """
-        if not is_sealed(value):
+        """A value as stored, opened (one not sealed as it is); ConfigError, saying how to
+        supply the key, when the key is missing or not the one that sealed it."""
+        if not (isinstance(value, dict) and isinstance(value.get(MARK), str)):
             return value
         fernet = self._key(create=False)
         if fernet is None:

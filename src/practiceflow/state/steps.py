@@ -1,15 +1,12 @@
 """A step's moves: :class:`StepChange` (what the runner and the operator ask of the
-journal), the checks of a sequence of moves, and what a store writes for them
-(:func:`fold_step_changes`), shared by every store so that each applies the same rules
-(:data:`~practiceflow.state.rows.STEP_TRANSITIONS`).
-"""
+journal) and their checks, applied by :meth:`StateStore.change_step`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from typing import Final
 
 from practiceflow.errors import BugError
 from practiceflow.state.rows import RESOLVABLE, STEP_TRANSITIONS, Json, StepStatus
@@ -20,19 +17,15 @@ STEP_FIELDS: Final = ("request", "output", "error")
 
 @dataclass(frozen=True)
 class StepChange:
-    """One move of a step: what :meth:`StateStore.change_step` takes and stores apply.
-
-    The class methods build the runner's moves (each ``step_*`` method of the store makes
-    one of them); ``resolve_step`` builds the operator's.
+    """One move of a step, as :meth:`StateStore.change_step` takes it; the class methods
+    build the runner's moves, ``resolve_step`` the operator's.
 
     Attributes:
-        target: the status the step goes to.
         fields: columns to set among ``request``, ``output`` and ``error``.
         sent: count an attempt and stamp ``sent_at``.
-        resolving: an operator's decision (``resolve_step``): allowed only from
-            :data:`~practiceflow.state.rows.RESOLVABLE` statuses, and records who and why.
-        who: the operator, when resolving.
-        note: the operator's note, when resolving.
+        resolving: an operator's decision: allowed only from
+            :data:`~practiceflow.state.rows.RESOLVABLE` statuses; records ``who`` and
+            ``note``.
         durable: the commit must survive an OS crash, not only a kill (SQLite fsyncs it).
         at: when the move happened, for one journaled after the fact (a read's ``pending``
             and ``sent``, with its answer); the commit's time when ``None``.
@@ -54,13 +47,8 @@ class StepChange:
 
     @classmethod
     def to_sent(cls, *, durable: bool = True, at: datetime | None = None) -> StepChange:
-        """The move of :meth:`StateStore.step_sent`.
-
-        Args:
-            durable: fsync its commit. Only a request that is safe to send again (a read)
-                may pass ``False``: if an OS crash loses the mark, it is sent again.
-            at: see the class.
-        """
+        """The move of :meth:`StateStore.step_sent`; only a request safe to send again (a
+        read) may pass ``durable=False``: an OS crash losing the mark sends it again."""
         return cls("sent", sent=True, durable=durable, at=at)
 
     @classmethod
@@ -84,12 +72,8 @@ class StepChange:
         return cls("in_doubt", {"error": error})
 
     def check(self, run_id: str, step_id: str, current: StepStatus | None) -> None:
-        """Refuse this move from ``current`` (``None``: no row yet); stores call it inside
-        their transaction.
-
-        Raises:
-            BugError: the move is illegal, such as ``succeeded -> sent``.
-        """
+        """Raise :class:`BugError` when this move is illegal from ``current`` (``None``:
+        no row yet), such as ``succeeded -> sent``."""
         where = "(new)" if current is None else current
         if self.resolving and current not in RESOLVABLE:
             message = (
@@ -105,52 +89,3 @@ class StepChange:
                 f"valid next states are {sorted(allowed)}{hint if current in RESOLVABLE else ''}"
             )
             raise BugError(message)
-
-
-def fold_step_changes(
-    run_id: str,
-    step_id: str,
-    current: StepStatus | None,
-    changes: Sequence[StepChange],
-    encoded: Sequence[Mapping[str, Any]],
-    stamps: Sequence[Any],
-) -> tuple[dict[str, Any], int, list[tuple[Any, ...]]]:
-    """Check moves of a step from ``current`` (``None``: no row yet), applied one after the
-    other, and fold them into what a store writes.
-
-    Args:
-        run_id: the run.
-        step_id: the step.
-        current: the step's status before the first move.
-        changes: the moves, in order.
-        encoded: each move's fields, in the store's encoding.
-        stamps: when each move happened, in the store's encoding.
-
-    Returns:
-        The step's columns as the last move leaves them (names fixed or checked by the
-        store's encoder), how many moves mark it sent (its ``attempts`` grow by this),
-        and one history row per move (``run_id, step_id, from_status, to_status, at, who,
-        note, detail``).
-
-    Raises:
-        BugError: a move is illegal from where the moves before it left the step.
-    """
-    columns: dict[str, Any] = {"status": changes[-1].target, "updated_at": stamps[-1]}
-    sends = 0
-    journal: list[tuple[Any, ...]] = []
-    for change, fields, stamp in zip(changes, encoded, stamps, strict=True):
-        change.check(run_id, step_id, current)
-        columns.update(fields)
-        if change.sent:
-            sends += 1
-            columns["sent_at"] = stamp
-        if change.resolving:
-            columns["resolved_by"] = change.who
-            columns["resolved_at"] = stamp
-            columns["resolution_note"] = change.note
-        detail = fields.get("error")
-        journal.append(
-            (run_id, step_id, current, change.target, stamp, change.who, change.note, detail)
-        )
-        current = change.target
-    return columns, sends, journal
