@@ -73,14 +73,9 @@ class ClientLike(Protocol):
 class ActionContext:
     """The state of one action run, as checks and hooks see it.
 
-    Attributes:
-        module: the action being run.
-        input: the validated input (a hook may replace it).
-        client: the API client; None only in a dry run without a client.
-        dry_run: True when nothing may be sent.
-        warnings: things the user should know; returned with the result.
-        problems: input problems found by checks; the engine raises them as one
-            :class:`~practiceflow.errors.InputError` after the check that found them.
+    ``client`` is None only in a dry run without one; ``warnings`` are returned with the
+    result; ``problems`` are raised by the engine as one
+    :class:`~practiceflow.errors.InputError` after the check that found them.
     """
 
     module: ActionModule
@@ -92,14 +87,8 @@ class ActionContext:
     _reads: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
 
     def read(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
-        """GET a path once per run (repeated reads of the same path are served from memory).
-
-        Args:
-            path: path under the base URL, such as ``/api/v1/settings/lead-sources``.
-            params: query parameters.
-
-        Returns:
-            The parsed JSON body.
+        """GET a path (``/api/v1/settings/lead-sources``) once per run: repeated reads of
+        the same path are served from memory.
 
         Raises:
             BugError: when called without a client (checks that read are skipped in dry runs).
@@ -114,10 +103,6 @@ class ActionContext:
         return self._reads[key]
 
     def problem(self, path: JsonPath, message: str) -> None:
-        """Record an input problem at a JSON path of the input (such as ``lineItems[0]``).
-
-        Args:
-            path: where in the input.
-            message: what is wrong and what would be valid.
-        """
+        """Record an input problem at a JSON path of the input (``lineItems[0]``): what is
+        wrong and what would be valid."""
         self.problems.append(Issue("input", 0, 0, format_path(path), message))

@@ -3,21 +3,12 @@
 A read-back gets the client, the step's input (re-rendered as sent, marker included) and
 when the step was marked ``sent``, and returns a :class:`Verdict`: ``found`` (the record
 becomes the output), ``absent`` (sent again) or ``unknown`` (a person decides). "absent"
-needs positive evidence (a list that would show the record and does not); anything else
-is ``unknown``. Registered (spec sections named):
-
-* ``client_by_identifier`` (``create_client``): ``externalSystemID``/``entityCode`` in
-  ``GET /api/v1/entities?lastUpdated=`` (2.1, 4.1), and ``/leads`` for a lead;
-* ``bill_by_entity_date_total`` (``create_bill``): the marker in ``billDetails``, else the
-  same client, bill date and a plausible total in ``/bills/list`` (2.4, 4.2);
-* ``lead_is_active`` (``convert_lead``): the entity's status in ``/entities/{key}`` (3);
-* ``lead_by_email`` (``create_lead``): the email among Lead rows of ``/entities``, else
-  ``/leads`` (1, 2.3).
+needs positive evidence (a list that would show the record and does not); anything else is
+``unknown``. The shipped ones are listed in docs/modules-guide.md (``read_back``).
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,8 +20,6 @@ from practiceflow.hooks import tolerant
 from practiceflow.hooks.action_context import ClientLike
 from practiceflow.templating import filter_pathseg
 
-logger = logging.getLogger("practiceflow.runner")
-
 #: How far before the ``sent`` time a read-back looks (clock skew between us and the API).
 WINDOW = timedelta(minutes=10)
 
@@ -41,13 +30,8 @@ _MARKER: Final = re.compile(r"\bpf-[0-9a-f]{10}\b")
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a read-back found.
-
-    Attributes:
-        outcome: ``found``, ``absent`` or ``unknown`` (see the module docstring).
-        note: what was looked for and what was seen, for the journal.
-        output: with ``found``, the step's output.
-    """
+    """What a read-back found (module docstring); ``note`` says what was looked for and
+    seen, for the journal; ``output`` is the step's output with ``found``."""
 
     outcome: Outcome
     note: str
@@ -60,13 +44,11 @@ READ_BACKS: dict[str, ReadBack] = {}
 
 
 def register_read_back(name: str) -> Callable[[ReadBack], ReadBack]:
-    """Register a read-back under the name modules use in ``read_back.hook`` (decorator).
+    """Register a read-back under the name modules use in ``read_back.hook`` (decorator;
+    the function is registered unchanged).
 
     Args:
         name: the name.
-
-    Returns:
-        The decorator; the function is registered unchanged.
 
     Raises:
         BugError: the name is registered twice.
@@ -109,11 +91,7 @@ def _client_by_identifier(
         note = "no externalSystemID or entityCode was sent, so the new client cannot be found"
         return Verdict("unknown", note)
     since = _since(sent_at)
-    rows = [
-        row
-        for row in _all_rows(client, "/api/v1/entities", {"lastUpdated": since}, None)
-        if isinstance(row, Mapping)
-    ]
+    rows = _objects(client, "/api/v1/entities", since)
     matches = [row for row in rows if _value(row, field_name) == wanted]
     where = f"GET /api/v1/entities?lastUpdated={since.isoformat()} by {field_name}"
     if marker_in(wanted) == wanted:  # the run's marker, not the caller's own identifier
@@ -137,11 +115,7 @@ def _lead_client_in_leads(
     """A client created as a lead may be listed only under ``/leads``: look there by the
     identifier when its rows carry it, else by name among the rows changed since."""
     where = f"{where}, then GET /api/v1/leads"
-    rows = [
-        row
-        for row in _all_rows(client, "/api/v1/leads", {"lastUpdated": since}, 100)
-        if isinstance(row, Mapping)
-    ]
+    rows = _objects(client, "/api/v1/leads", since, 100)
     if rows and all(tolerant.field(row, field_name)[0] for row in rows):
         matches = [row for row in rows if _value(row, field_name) == data.get(field_name)]
     else:
@@ -174,14 +148,8 @@ def _name(row: Mapping[str, Any]) -> str:
 
 def _changed_since(row: Mapping[str, Any], since: datetime) -> bool:
     """Whether a row changed at or after ``since``; a row without a time may have."""
-    text = _value(row, "lastUpdated")
-    if not isinstance(text, str):
-        return True
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return True
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) >= since
+    moment = tolerant.parse_time(_value(row, "lastUpdated"))
+    return moment is None or moment >= since
 
 
 def _line_totals(line: Mapping[str, Any]) -> set[float]:
@@ -210,17 +178,6 @@ def _bill_totals(lines: list[Any]) -> set[float]:
             if len(sums) > 256:  # many lines: keep the spread, not every combination
                 sums = {min(sums), max(sums)}
     return {round(value, 2) for value in sums}
-
-
-def _created(row: Mapping[str, Any]) -> datetime | None:
-    text = _value(row, "createdOn")
-    if not isinstance(text, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class _BillReader:
@@ -277,7 +234,7 @@ def _bill_by_entity_date_total(
     params = {"startDate": start.isoformat(), "endDate": end.isoformat()}
     since = sent_at.astimezone(UTC) - WINDOW
     reader = _BillReader(client, key)
-    listed_rows = [row for row in _all_rows(client, "/api/v1/bills/list", params, 100)]
+    listed_rows = _all_rows(client, "/api/v1/bills/list", params, 100)
     tag = marker_in(data.get("billDetails"))
     if tag is not None:
         sent = str(data.get("billDetails"))
@@ -299,7 +256,7 @@ def _bill_by_entity_date_total(
             continue
         if bill_date is not None and _value(row, "billDate") not in (None, bill_date):
             continue
-        created = _created(row)
+        created = tolerant.parse_time(_value(row, "createdOn"))
         if created is not None and created < since:
             continue
         total = _value(row, "billTotal")
@@ -383,11 +340,7 @@ def _lead_by_email(client: ClientLike, data: Mapping[str, Any], sent_at: datetim
     since = _since(sent_at)
     # The email is personal data: notes name the field, never its value.
     where = f"GET /api/v1/entities?lastUpdated={since.isoformat()}: Lead rows by email"
-    rows = [
-        row
-        for row in _all_rows(client, "/api/v1/entities", {"lastUpdated": since}, None)
-        if isinstance(row, Mapping)
-    ]
+    rows = _objects(client, "/api/v1/entities", since)
     matches = [
         row
         for row in rows
@@ -397,11 +350,7 @@ def _lead_by_email(client: ClientLike, data: Mapping[str, Any], sent_at: datetim
         # Leads may be listed only under /leads (its shape is guessed): look there too,
         # and conclude "absent" only when both lists could show the lead and neither does.
         where = f"{where}, then GET /api/v1/leads by email"
-        leads = [
-            row
-            for row in _all_rows(client, "/api/v1/leads", {"lastUpdated": since}, 100)
-            if isinstance(row, Mapping)
-        ]
+        leads = _objects(client, "/api/v1/leads", since, 100)
         matches = [row for row in leads if _email(row) == wanted]
         rows = rows + leads
     if matches:
@@ -418,3 +367,11 @@ def _all_rows(
     if callable(paginate):
         return list(paginate(path, params=params, page_size=page_size))
     return tolerant.rows(client.get(path, params=params))
+
+
+def _objects(
+    client: ClientLike, path: str, since: datetime, page_size: int | None = None
+) -> list[Mapping[str, Any]]:
+    """The object rows of a list changed since ``since``."""
+    rows = _all_rows(client, path, {"lastUpdated": since}, page_size)
+    return [row for row in rows if isinstance(row, Mapping)]

@@ -22,14 +22,8 @@ HookFunc = Callable[[ActionContext], Mapping[str, Any] | None]
 
 @dataclass(frozen=True)
 class Named:
-    """A registered check or hook.
-
-    Attributes:
-        name: the name modules use.
-        func: the function.
-        reads: whether it calls the API (then it is skipped in dry runs).
-        summary: first line of its docstring, for listings.
-    """
+    """A registered check or hook; ``reads``: it calls the API (skipped in dry runs);
+    ``summary``: the first line of its docstring, for listings."""
 
     name: str
     func: Callable[[ActionContext], Any]
@@ -88,30 +82,10 @@ def _lookup(table: Mapping[str, Named], what: str, name: str) -> Named:
 
 
 def get_check(name: str) -> Named:
-    """Return a registered check.
-
-    Args:
-        name: its name.
-
-    Returns:
-        The check.
-
-    Raises:
-        ConfigError: when no check has that name (the message lists the valid names).
-    """
+    """The registered check ``name``; ConfigError (listing the valid names) when none."""
     return _lookup(CHECKS, "check", name)
 
 
 def get_hook(name: str) -> Named:
-    """Return a registered hook.
-
-    Args:
-        name: its name.
-
-    Returns:
-        The hook.
-
-    Raises:
-        ConfigError: when no hook has that name (the message lists the valid names).
-    """
+    """The registered hook ``name``; ConfigError (listing the valid names) when none."""
     return _lookup(HOOKS, "hook", name)

@@ -1,9 +1,8 @@
-"""One trigger's side of a poll: its filter, dedupe, known keys and "handled up to" point.
+"""One trigger's side of a (shared) poll: its filter, dedupe, known keys and cursor.
 
-A :class:`PollMember` decides, for its trigger alone, which rows of a shared read are past
-its cursor and are events, stores them under its own dedupe key, and only then moves its
-own cursor, so triggers on one list never share state. Store keys per trigger name:
-``<name>`` (cursor and boundary keys), ``<name>#known`` and ``<name>#page_size``.
+A :class:`PollMember` stores its trigger's events under its own dedupe key and only then
+moves its own cursor, so triggers on one list never share state. Store keys per trigger
+name: ``<name>`` (cursor and boundary keys), ``<name>#known`` and ``<name>#page_size``.
 """
 
 from __future__ import annotations
@@ -34,15 +33,9 @@ PAGE_SIZE_SUFFIX: Final = "#page_size"
 
 @dataclass
 class PollResult:
-    """What one poll did for one trigger.
-
-    Attributes:
-        events: the new events stored, in the order found.
-        requests: how many requests the read sent (shared by every trigger of the read).
-        cursor: the trigger's cursor after the poll.
-        baseline: whether it was the trigger's first poll (nothing fires).
-        skipped: rows left out because a template could not read them.
-    """
+    """What one poll did for one trigger: its new events in order found, the requests of
+    the (shared) read, its cursor after, whether it was a first poll (nothing fires), and
+    the rows left out because a template could not read them."""
 
     events: list[TriggerEvent] = field(default_factory=list)
     requests: int = 0
@@ -52,7 +45,7 @@ class PollResult:
 
 
 class _KnownKeys:
-    """A trigger's known keys for one poll, loaded by ``load`` when first asked.
+    """A trigger's known keys for one poll, loaded when first asked.
 
     A row at or before the time of the row that taught its key is that same row, read again
     after a crash, so it counts as not known yet: ``known`` never fires twice for one row.
@@ -103,16 +96,9 @@ def known_entry(key: str, stamp_text: str | None) -> str:
 class PollMember:
     """One trigger reading a (possibly shared) list: its own filter, dedupe and cursor.
 
-    A read calls :meth:`begin` (load the cursor), then :meth:`take` for every row, then
-    :meth:`page_done` after each page and :meth:`finish` at the end.
-
-    Args:
-        store: the state store.
-        practice: the practice's name in the store.
-        definition: the trigger (it must have a ``poll`` section).
-        options: the trigger's options (``input`` of its templates).
-        name: the trigger's name (default: its key).
-        since: start from this ISO 8601 instant instead of "from now" (no cursor yet).
+    A read calls :meth:`begin`, a ``start_*``, :meth:`take` for every row, :meth:`page_done`
+    after each page and a ``finish_*`` at the end. ``since``: as for
+    :class:`~.poller.Poller`.
 
     Raises:
         ConfigError: the trigger cannot be polled.
@@ -151,8 +137,6 @@ class PollMember:
         self._best: tuple[str, datetime | None, set[str]] = ("", None, set())
         self._written: tuple[str, frozenset[str]] | None = None
         self._fire = True
-
-    # -- one read ---------------------------------------------------------------------------
 
     def begin(self) -> CursorState | None:
         """Start a poll: a fresh result, and the stored cursor (``None``: none yet)."""
@@ -239,11 +223,8 @@ class PollMember:
         self.result.cursor = self._best[0]
 
     def finish_whole(self, today: str | None) -> None:
-        """At the end of a whole read: the cursor as the cursor kind wants it.
-
-        Args:
-            today: the current date (``date_range``), else ``None``.
-        """
+        """At the end of a whole read: the cursor as its kind wants it (``today``: the
+        date of a ``date_range`` read, else ``None``)."""
         self._remember()
         if self.spec.cursor == "lastUpdated":
             text, best, keys = self._best
@@ -257,8 +238,6 @@ class PollMember:
         if self.state is None or self.state.value != value:  # a cursor that did not move stays
             self.store.set_cursor(self.practice, self.name, value)
         self.result.cursor = value
-
-    # -- pieces -----------------------------------------------------------------------------
 
     def _write(self, text: str, keys: frozenset[str]) -> None:
         if self._written == (text, keys):

@@ -46,17 +46,9 @@ class SubscriptionInDoubt(ConfigError):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """What a test delivery showed.
-
-    Attributes:
-        name: the trigger's name.
-        status: ``arrived`` (the test delivery reached the receiver), ``not_arrived``
-            (the API accepted the test but nothing came within the wait), ``missing`` (the
-            API answered 404: the subscription disappeared), ``not_subscribed`` (nothing
-            is stored for this trigger) or ``in_doubt``.
-        subscription_id: the API's id, when known.
-        waited: seconds waited for the delivery.
-    """
+    """What a test delivery showed: ``arrived``, ``not_arrived`` (accepted, nothing came
+    within the wait), ``missing`` (404: the subscription disappeared), ``not_subscribed``
+    (nothing stored for the trigger) or ``in_doubt``; and the seconds waited."""
 
     name: str
     status: Literal["arrived", "not_arrived", "missing", "not_subscribed", "in_doubt"]
@@ -65,11 +57,8 @@ class CheckResult:
 
 
 def supported_events(client: Client) -> list[str]:
-    """The event keys ``GET /api/v1/webhooks/events`` lists (read tolerantly).
-
-    The answer's shape is not shown: a list of strings, a list of objects with a ``key``,
-    ``event`` or ``name``, or an object wrapping either are all read.
-    """
+    """The event keys ``GET /api/v1/webhooks/events`` lists; its shape is not shown, so
+    strings, objects with a ``key``/``event``/``name``, or either wrapped are all read."""
     data = client.get(EVENTS_PATH)
     rows: Any = data
     if isinstance(data, dict):
@@ -100,13 +89,8 @@ def _pick(answer: Any, *names: str) -> str | None:
 class SubscriptionManager:
     """Subscribes and unsubscribes the webhook triggers of one practice.
 
-    Args:
-        client: the API client (write access needed to subscribe).
-        store: the state store (subscriptions with their secrets).
-        practice: the practice's name in the store.
-        public_url: the base URL the API can reach the receiver at (such as
-            ``https://hooks.example.com``); each subscription adds ``/hooks/<token>``.
-        sleep: how to wait (tests pass a fake).
+    ``public_url`` is the base URL the API reaches the receiver at; each subscription adds
+    ``/hooks/<token>``. ``sleep`` is how to wait (tests pass a fake).
     """
 
     def __init__(
@@ -126,13 +110,6 @@ class SubscriptionManager:
 
     def ensure(self, name: str, event: str) -> SubscriptionRecord:
         """Subscribe a trigger unless an active subscription for the same event exists.
-
-        Args:
-            name: the trigger's name.
-            event: the event key (``proposal.accepted``).
-
-        Returns:
-            The active subscription.
 
         Raises:
             SubscriptionInDoubt: an earlier subscribe of this trigger is in doubt (or was
@@ -198,15 +175,9 @@ class SubscriptionManager:
         return record
 
     def remove(self, name: str, *, forget_only: bool = False) -> bool:
-        """Unsubscribe a trigger (``DELETE /api/v1/webhooks/{id}``) and forget it.
-
-        Args:
-            name: the trigger's name.
-            forget_only: only forget the stored row (for an ``in_doubt`` subscription
-                whose id is unknown, after checking the practice's settings by hand).
-
-        Returns:
-            ``True`` when there was a subscription to remove.
+        """Unsubscribe a trigger (``DELETE /api/v1/webhooks/{id}``) and forget it; True when
+        there was one. ``forget_only`` only forgets the stored row (an ``in_doubt`` one,
+        after a person checked the practice's settings).
 
         Raises:
             SubscriptionInDoubt: it is in doubt (or its subscribe was interrupted) and
@@ -239,16 +210,8 @@ class SubscriptionManager:
     ) -> CheckResult:
         """Send the test delivery and report whether the subscription is alive.
 
-        Args:
-            name: the trigger's name.
-            arrived: tells whether the test delivery reached the receiver (for example
-                "a new event of this trigger is in the store"); ``None`` only checks
-                that the API still knows the subscription.
-            wait: seconds to wait for the delivery.
-            every: seconds between looks.
-
-        Returns:
-            The result; ``missing`` when the API answered 404.
+        ``arrived`` tells whether the test delivery reached the receiver, looked at every
+        ``every`` seconds for ``wait``; ``None`` only checks the API still knows it.
         """
         current = self.store.get_subscription(self.practice, name)
         if current is None:
@@ -279,22 +242,16 @@ class SubscriptionManager:
             self._sleep(every)
 
     def heal(self, name: str, event: str, arrived: Callable[[], bool] | None = None) -> str:
-        """Check a subscription and re-subscribe when the API no longer knows it.
-
-        Returns:
-            ``ok``, ``resubscribed`` or the check's status when nothing could be done
-            (``not_arrived``: the API has it but deliveries do not reach us).
+        """Check a subscription and re-subscribe when the API no longer knows it: ``ok``,
+        ``resubscribed`` or the check's status when nothing could be done.
 
         Raises:
             ApiError: the check or the re-subscribe was refused.
         """
         result = self.check(name, arrived)
-        if result.status == "missing":
-            self.store.delete_subscription(self.practice, name)
-            self._subscribe(name, event)
-            self.store.count_resubscribe(self.practice, name)
-            return "resubscribed"
-        if result.status == "not_subscribed":
+        if result.status in ("missing", "not_subscribed"):
+            if result.status == "missing":
+                self.store.delete_subscription(self.practice, name)
             self._subscribe(name, event)
             self.store.count_resubscribe(self.practice, name)
             return "resubscribed"

@@ -32,15 +32,8 @@ IN_FLIGHT: tuple[RunStatus, ...] = ("pending", "running", "in_doubt")
 
 @dataclass(frozen=True)
 class RunCheck:
-    """What the gate says of one run.
-
-    Attributes:
-        run: the run.
-        decision: see the module docstring.
-        step: the step the decision turns on, or None.
-        reason: why, for people.
-        replayed: the run replayed under the new version.
-    """
+    """What the gate says of one run (module docstring): the step the decision turns on,
+    why (for people), and the run replayed under the new version."""
 
     run: RunRecord
     decision: Decision
@@ -62,14 +55,8 @@ def in_flight(store: StateStore, recipe: str, practice: str | None = None) -> li
 def check_runs(
     store: StateStore, runs: list[RunRecord], new: ValidRecipe, digest: str | None
 ) -> list[RunCheck]:
-    """Decide, for each run, whether it can move to ``new`` (see the module docstring).
-
-    Args:
-        store: the store holding the runs.
-        runs: the runs to check.
-        new: the new version, checked.
-        digest: its version digest (None: it has none; no run can move to it).
-    """
+    """Decide, for each run, whether it can move to ``new`` (module docstring), whose
+    digest is ``digest`` (None: it has none, so no run can move to it)."""
     return [_check(store, run, new, digest) for run in runs]
 
 
@@ -119,11 +106,8 @@ def _blocker(replayed: Replay, new: ValidRecipe, taken: list[str]) -> tuple[str,
 
 
 def migrate(store: StateStore, checks: list[RunCheck], version: RecipeVersion) -> list[str]:
-    """Move every run the gate said can move to ``version`` (stored first).
-
-    Returns:
-        The ids of the runs moved (a run that changed version meanwhile is left).
-    """
+    """Move every run the gate said can move to ``version`` (stored first); returns the
+    ids moved (a run that changed version meanwhile is left)."""
     digest = save_version(store, version)
     return [
         check.run.run_id

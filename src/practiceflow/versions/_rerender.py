@@ -38,22 +38,12 @@ Verdict = Literal["same", "differs", "new", "dropped", "skipped", "error", "read
 
 @dataclass(frozen=True)
 class ReplayedStep:
-    """One step of a replay.
-
-    Attributes:
-        step_id: the step's id (the new version's; the run's for a ``dropped`` write).
-        use: its action.
-        writes: whether the action writes.
-        verdict: ``same`` (a write the new version sends exactly as the run did),
-            ``differs`` (sends another request), ``new`` (a write the run never made),
-            ``dropped`` (a write the run made that the new version does not),
-            ``skipped`` (its ``if`` is false), ``error`` (it cannot be rendered), ``read``
-            (a read or local step: its output comes from the journal).
-        sent: the request the run journaled (masked), or None.
-        would_send: the request the new version would send (masked the same way), or None.
-        matched: the run's step it was matched to, or None.
-        note: why it was skipped or could not be rendered.
-    """
+    """One step of a replay: the request the run journaled (``sent``) and the one the new
+    version would send (``would_send``), both masked, and the ``verdict``: ``same``,
+    ``differs``, ``new`` (a write the run never made), ``dropped`` (a write the run made that
+    the new version does not; ``step_id`` is then the run's), ``skipped`` (its ``if`` is
+    false), ``error`` (cannot be rendered; ``note`` says why) or ``read`` (output from the
+    journal)."""
 
     step_id: str
     use: str
@@ -72,14 +62,8 @@ class ReplayedStep:
 
 @dataclass(frozen=True)
 class Replay:
-    """A run replayed under a version.
-
-    Attributes:
-        run_id: the run.
-        recipe: its recipe's name.
-        steps: each step, in the new version's order, then the writes it drops.
-        problem: why the run could not be replayed at all (payloads purged), or None.
-    """
+    """A run replayed under a version: each step in the new version's order, then the
+    writes it drops; ``problem`` says why it could not be replayed at all, or is None."""
 
     run_id: str
     recipe: str
@@ -131,16 +115,7 @@ class _Journal:
 
 
 def replay(store: StateStore, run: RunRecord, recipe: ValidRecipe) -> Replay:
-    """Render a run again under ``recipe`` (see the module docstring); nothing is sent.
-
-    Args:
-        store: the store holding the run and its journal.
-        run: the run.
-        recipe: the version to replay it under.
-
-    Returns:
-        Each step's verdict.
-    """
+    """Render a run again under ``recipe`` (module docstring); nothing is sent."""
     origin = run.origin if isinstance(run.origin, Mapping) else None
     if origin is None:
         why = "its payloads were removed (runs purge), or it is not a recipe run"

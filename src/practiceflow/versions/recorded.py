@@ -44,14 +44,8 @@ class VersionUnavailable(ConfigError):
 
 @dataclass(frozen=True)
 class ModuleVersion:
-    """One module as a version holds it.
-
-    Attributes:
-        kind: ``action`` or ``trigger``.
-        key: the module's key.
-        source: the file it was read from, as shown in messages.
-        text: its exact YAML text.
-    """
+    """One module as a version holds it: ``action`` or ``trigger``, its key, the file it
+    was read from (as shown in messages) and its exact YAML text."""
 
     kind: str
     key: str
@@ -71,16 +65,9 @@ class ModuleVersion:
 
 @dataclass(frozen=True)
 class RecipeVersion:
-    """A recipe and everything it uses, as it was (see the module docstring).
-
-    Attributes:
-        name: the recipe's name.
-        file: the recipe file as shown in messages (not part of the digest).
-        text: the recipe's exact text.
-        modules: the trigger and step actions, by :attr:`ModuleVersion.ref`.
-        hooks: names of the hooks and checks the actions need.
-        local: names of the built-in local steps the recipe uses.
-    """
+    """A recipe and everything it uses, as it was (module docstring): its modules by
+    :attr:`ModuleVersion.ref`, the hooks and checks they need, the built-in local steps it
+    uses; ``file`` is for messages only (not part of the digest)."""
 
     name: str
     file: str
