@@ -13,8 +13,7 @@ from typing import Any
 
 from practiceflow.errors import NotFoundError
 from practiceflow.hooks import tolerant
-from practiceflow.hooks.action_context import ActionContext
-from practiceflow.hooks.registry import register_check
+from practiceflow.hooks.action_context import ActionContext, register_check
 from practiceflow.templating import filter_pathseg
 
 #: How far a taxPercent may be from a ledger rate and still match (percentage points).

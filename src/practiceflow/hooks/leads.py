@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from practiceflow.hooks import tolerant
-from practiceflow.hooks.action_context import ActionContext
-from practiceflow.hooks.registry import register_check, register_hook
+from practiceflow.hooks.action_context import ActionContext, register_check, register_hook
 from practiceflow.manifest.validation import did_you_mean
 
 #: Input field -> settings list that holds its valid names.

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import cached_property
 from typing import Any, Final, Literal
 
 from practiceflow.errors import BugError, NotFoundError
@@ -123,7 +124,7 @@ def _lead_client_in_leads(
         recent = [row for row in rows if _changed_since(row, since)]
         if not wanted or any(not tolerant.field(row, "entityName")[0] for row in recent):
             return Verdict("unknown", f"{where}: the lead rows cannot tell; a person decides")
-        if any(_name(row) == wanted for row in recent):
+        if any(_folded(row, "entityName") == wanted for row in recent):
             # A name is no identifier: a lead of that name proves nothing either way.
             note = f"{where}: a lead of that name was created since; a person decides"
             return Verdict("unknown", note)
@@ -142,8 +143,8 @@ def _one_entity(matches: list[Any], where: str, noun: str) -> Verdict:
     return Verdict("unknown", f"{where}: {len(matches)} {noun} match ({keys}); a person decides")
 
 
-def _name(row: Mapping[str, Any]) -> str:
-    return str(_value(row, "entityName") or "").strip().lower()
+def _folded(row: Mapping[str, Any], name: str) -> str:
+    return str(_value(row, name) or "").strip().lower()
 
 
 def _changed_since(row: Mapping[str, Any], since: datetime) -> bool:
@@ -186,8 +187,6 @@ class _BillReader:
     def __init__(self, client: ClientLike, entity_key: str) -> None:
         self.client = client
         self.entity_key = entity_key
-        self._entity_id: Any = None
-        self._entity_read = False
 
     def complete(self, row: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
         wanted = names or ("entityKey", "createdOn")
@@ -199,12 +198,11 @@ class _BillReader:
         detail = self.client.get(f"/api/v1/bills/{filter_pathseg(str(bill_id))}")
         return {**row, **detail} if isinstance(detail, Mapping) else row
 
+    @cached_property
     def entity_id(self) -> Any:
-        if not self._entity_read:
-            self._entity_read = True
-            path = f"/api/v1/entities/{filter_pathseg(self.entity_key)}"
-            self._entity_id = _value(self.client.get(path), "entityID")
-        return self._entity_id
+        return _value(
+            self.client.get(f"/api/v1/entities/{filter_pathseg(self.entity_key)}"), "entityID"
+        )
 
     def ours(self, row: Mapping[str, Any]) -> bool | None:
         """Whether the row is a bill of our client; None when it cannot tell."""
@@ -212,8 +210,8 @@ class _BillReader:
         if has_key and key is not None:
             return str(key) == self.entity_key
         has_id, entity_id = tolerant.field(row, "entityID")
-        if has_id and entity_id is not None and self.entity_id() is not None:
-            return str(entity_id) == str(self.entity_id())
+        if has_id and entity_id is not None and self.entity_id is not None:
+            return str(entity_id) == str(self.entity_id)
         return None
 
 
@@ -328,10 +326,6 @@ def _lead_is_active(client: ClientLike, data: Mapping[str, Any], sent_at: dateti
     return Verdict("unknown", f"{where}: status {status!r} does not tell")
 
 
-def _email(row: Mapping[str, Any]) -> str:
-    return str(_value(row, "email") or "").strip().lower()
-
-
 @register_read_back("lead_by_email")
 def _lead_by_email(client: ClientLike, data: Mapping[str, Any], sent_at: datetime) -> Verdict:
     wanted = str(data.get("email") or "").strip().lower()
@@ -344,14 +338,15 @@ def _lead_by_email(client: ClientLike, data: Mapping[str, Any], sent_at: datetim
     matches = [
         row
         for row in rows
-        if _email(row) == wanted and (tolerant.entity_status(row) or "").strip().lower() == "lead"
+        if _folded(row, "email") == wanted
+        and (tolerant.entity_status(row) or "").strip().lower() == "lead"
     ]
     if not matches:
         # Leads may be listed only under /leads (its shape is guessed): look there too,
         # and conclude "absent" only when both lists could show the lead and neither does.
         where = f"{where}, then GET /api/v1/leads by email"
         leads = _objects(client, "/api/v1/leads", since, 100)
-        matches = [row for row in leads if _email(row) == wanted]
+        matches = [row for row in leads if _folded(row, "email") == wanted]
         rows = rows + leads
     if matches:
         return _one_entity(matches, where, "leads")

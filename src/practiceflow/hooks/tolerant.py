@@ -125,16 +125,12 @@ def flag(data: Any, keys: Iterable[str] = _CONNECTED_KEYS) -> bool | None:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
-    if isinstance(value, int | float):
+    try:
         return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    except ValueError:
+        return None
 
 
 def rates(data: Any) -> list[float]:
@@ -147,19 +143,9 @@ def rates(data: Any) -> list[float]:
             folded = _folded(row)
             if any(folded.get(key) is False for key in _SELECTED_KEYS):
                 continue
-            for key in _RATE_KEYS:
-                number = _number(folded.get(key))
-                if number is not None:
-                    break
-            else:
-                number = next(
-                    (
-                        _number(value)
-                        for key, value in folded.items()
-                        if ("rate" in key or "percent" in key) and _number(value) is not None
-                    ),
-                    None,
-                )
+            named = [folded.get(key) for key in _RATE_KEYS]
+            loose = [value for key, value in folded.items() if "rate" in key or "percent" in key]
+            number = next((n for value in named + loose if (n := _number(value)) is not None), None)
         if number is not None:
             found.append(number)
     return found

@@ -55,10 +55,8 @@ def envelope(
     test: bool = False,
     unrecognised: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON-ready stored payload of an event (shape in the module docstring).
-
-    ``test`` marks a delivery never run: a test, or one held with an ``unrecognised`` reason.
-    """
+    """The JSON-ready stored payload of an event (module docstring); ``test`` marks one
+    never run: a test, or one held with an ``unrecognised`` reason."""
     stored = {
         "source": source,
         "data": data,
@@ -104,10 +102,8 @@ def persist(
     event: str,
     signature: str | None = None,
 ) -> bool:
-    """Store one event unless its dedupe key (or signature) was seen, in one transaction.
-
-    Returns ``True`` when stored, ``False`` for a duplicate.
-    """
+    """Store one event unless its dedupe key (or signature) was seen, in one transaction;
+    ``False`` for a duplicate."""
     return store.record_event(practice, name, event, dedupe_key, payload, signature=signature)
 
 
@@ -116,19 +112,17 @@ class Trigger(ABC):
 
     Every event is in the state store before it is acknowledged to its sender; the runner
     consumes them with :meth:`pending` and :meth:`acknowledge`. ``name`` is the store's
-    ``source`` of its events, ``key`` its module's key.
+    ``source`` of its events, ``key`` its module's key, ``mode`` ``webhook``, ``poll`` or
+    ``both``.
     """
+
+    mode: str
 
     def __init__(self, name: str, key: str, practice: str, store: StateStore) -> None:
         self.name = name
         self.key = key
         self.practice = practice
         self.store = store
-
-    @property
-    @abstractmethod
-    def mode(self) -> str:
-        """``webhook``, ``poll`` or ``both``."""
 
     @abstractmethod
     def start(self) -> None:

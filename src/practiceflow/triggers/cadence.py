@@ -23,11 +23,8 @@ SWEEP_EVERY: Final = 3600.0
 
 
 def parse_max_delay(value: object, *, where: str = "trigger.max_delay") -> float:
-    """Seconds of a ``max_delay``: a number, or ``"90s"``, ``"15m"``, ``"2h"``, ``"1d"``.
-
-    Raises:
-        ConfigError: not a duration, or out of range (the message names ``where``).
-    """
+    """Seconds of a ``max_delay``: a number, or ``"90s"``, ``"15m"``, ``"2h"``, ``"1d"``;
+    ConfigError naming ``where`` when not a duration or out of range."""
     seconds = read_max_delay(value)
     if seconds is None:
         message = f"{where}: {max_delay_problem(value)}"
@@ -59,11 +56,7 @@ class PollNeed:
 
 class Cadence:
     """The interval of one (shared) poll, between ``fastest`` and ``slowest`` seconds;
-    ``stretch`` lengthens it as the rate budget runs low.
-
-    Raises:
-        ConfigError: ``fastest`` is not positive or exceeds ``slowest``.
-    """
+    ``stretch`` lengthens it as the rate budget runs low."""
 
     def __init__(
         self,
@@ -123,11 +116,7 @@ def group_cadence(
     stretch: Callable[[float], float] | None = None,
 ) -> Cadence:
     """The cadence of a poll shared by triggers with these needs: the shortest wait any
-    accepts, and the fastest of those that follow activity (or of all, when none does).
-
-    Raises:
-        ConfigError: no needs.
-    """
+    accepts, and the fastest of those that follow activity (or of all, when none does)."""
     given = list(needs)
     if not given:
         raise ConfigError("a poll cadence needs at least one trigger")

@@ -50,11 +50,7 @@ class WebhookSpec:
     id: CompiledTemplate | None
 
     def event_key(self, options: Mapping[str, Any]) -> str:
-        """The event key to subscribe to, rendered with the trigger's options.
-
-        Raises:
-            ConfigError: the template yields no event key.
-        """
+        """The event key to subscribe to, rendered with the trigger's options."""
         value = _render(self.event, {"input": options, "now": utcnow()})
         if not isinstance(value, str) or "." not in value:
             message = (
@@ -73,9 +69,11 @@ class WebhookSpec:
     ) -> tuple[str, Any]:
         """``(dedupe_key, event)`` of a verified delivery; never raises: on a template
         failure the body is the event and the delivery id the key (logged, body left out)."""
+        # Senders wrap the record in ``data`` or send it bare: templates read it as ``data``.
+        inner = body.get("data") if isinstance(body, dict) else None
         context = {
             "body": body,
-            "data": any_case(delivery_data(body)),
+            "data": any_case(inner if isinstance(inner, dict) else body),
             "headers": dict(headers),
             "input": options,
             "now": utcnow(),
@@ -105,7 +103,6 @@ class KnownKeys:
     key: CompiledTemplate | str
     when: CompiledTemplate | None
     fire: Literal["unknown", "known"]
-    baseline: bool
 
 
 @dataclass(frozen=True)
@@ -153,11 +150,8 @@ class PollSpec:
     sweep: SweepSource | None = None
 
     def request(self, options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        """The path and fixed query of a poll, rendered with the trigger's options.
-
-        Raises:
-            TemplateError: an option the path or query needs is missing.
-        """
+        """The path and fixed query of a poll, rendered with the trigger's options
+        (TemplateError: an option they need is missing)."""
         context = {"input": options, "now": utcnow()}
         path = str(_render(self.path, context))
         params = render_tree(self.params, context) if self.params else {}
@@ -189,15 +183,6 @@ class PollSpec:
         return (None if key is None else str(key)), remember
 
 
-def delivery_data(body: Any) -> Any:
-    """``body["data"]`` when that is an object, else the body (senders wrap or not)."""
-    if isinstance(body, dict):
-        inner = body.get("data")
-        if isinstance(inner, dict):
-            return inner
-    return body
-
-
 def map_record(tree: Any, passthrough: bool, record: Any, context: Mapping[str, Any]) -> Any:
     """Render a ``map`` (``None``: the record is the event) over a body or row, copying
     the record's unnamed fields with ``passthrough``."""
@@ -225,6 +210,12 @@ class TriggerDefinition:
         """The module's key."""
         return self.module.key
 
+    def polled(self) -> PollSpec:
+        """The poll spec; ConfigError (saying why) when the trigger cannot be polled."""
+        if self.poll is None:
+            raise ConfigError(f"trigger {self.key!r} cannot be polled: {self.module.description}")
+        return self.poll
+
 
 def _known(section: Mapping[str, Any] | None) -> KnownKeys | None:
     if not section:
@@ -234,7 +225,6 @@ def _known(section: Mapping[str, Any] | None) -> KnownKeys | None:
         key=section["key"],
         when=when if isinstance(when, CompiledTemplate) else None,
         fire="known" if section["fire"] == "known" else "unknown",
-        baseline=bool(section.get("baseline", False)),
     )
 
 
@@ -298,12 +288,8 @@ def shipped_trigger_keys() -> list[str]:
 
 
 def load_definition(key_or_path: str | Path) -> TriggerDefinition:
-    """Load a shipped trigger by key (``proposal_accepted``), or a module file by path.
-
-    Raises:
-        ConfigError: no such shipped trigger (the message lists the valid keys).
-        ManifestError: the file does not load.
-    """
+    """Load a shipped trigger by key (``proposal_accepted``), or a module file by path
+    (ConfigError listing the valid keys; ManifestError when the file does not load)."""
     text = str(key_or_path)
     if text.endswith((".yaml", ".yml")) or "/" in text:
         return definition(load_trigger(Path(text)))

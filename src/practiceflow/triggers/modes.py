@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 from practiceflow.api import Client
@@ -37,12 +37,8 @@ MODES: Final[tuple[Mode, ...]] = ("auto", "webhook", "poll", "both")
 def resolve_mode(
     definition: TriggerDefinition, mode: str, public_url: str | None
 ) -> Literal["webhook", "poll", "both"]:
-    """Decide how a trigger receives, given the receiver's public URL (if any).
-
-    Raises:
-        ConfigError: the mode is unknown or the trigger (or configuration) cannot do it;
-            the message says why (for example, no list endpoint to poll).
-    """
+    """Decide how a trigger receives, given the receiver's public URL (if any); a
+    ConfigError says why a mode cannot be (for example, no list endpoint to poll)."""
     key = definition.key
     can_hook, can_poll = definition.webhook is not None, definition.poll is not None
     if mode not in MODES:
@@ -82,6 +78,8 @@ class WebhookTrigger(Trigger):
     ``check_events`` checks the event key against ``GET /api/v1/webhooks/events``.
     """
 
+    mode = "webhook"
+
     def __init__(
         self,
         definition: TriggerDefinition,
@@ -106,18 +104,9 @@ class WebhookTrigger(Trigger):
         self.event_key = self.spec.event_key(self.options)
         self._check_events = check_events
 
-    @property
-    def mode(self) -> str:
-        """``webhook``."""
-        return "webhook"
-
     def start(self) -> None:
-        """Bind the receiver and make sure the subscription exists.
-
-        Raises:
-            ConfigError: the API does not offer the event, or a subscribe is in doubt.
-            ApiError: the API refused the subscribe.
-        """
+        """Bind the receiver and make sure the subscription exists (ConfigError: the API
+        does not offer the event, or a subscribe is in doubt)."""
         if self._check_events:
             offered = supported_events(self.manager.client)
             if offered and self.event_key not in offered:
@@ -134,37 +123,28 @@ class WebhookTrigger(Trigger):
         if unsubscribe:
             self.manager.remove(self.name)
 
+    def _arrival(self) -> Callable[[], bool]:
+        before = self.receiver.last_delivery(self.practice, self.name)
+        return lambda: self.receiver.last_delivery(self.practice, self.name) != before
+
     def check(self, wait: float = 5.0) -> CheckResult:
         """Send a test delivery and wait until the receiver stores it."""
-        before = self.receiver.last_delivery(self.practice, self.name)
-
-        def arrived() -> bool:
-            return self.receiver.last_delivery(self.practice, self.name) != before
-
-        return self.manager.check(self.name, arrived, wait=wait)
+        return self.manager.check(self.name, self._arrival(), wait=wait)
 
     def heal(self) -> str:
         """Check the subscription; re-subscribe when the API lost it."""
-        before = self.receiver.last_delivery(self.practice, self.name)
-        return self.manager.heal(
-            self.name,
-            self.event_key,
-            lambda: self.receiver.last_delivery(self.practice, self.name) != before,
-        )
+        return self.manager.heal(self.name, self.event_key, self._arrival())
 
 
 class PollingTrigger(Trigger):
     """Receives a trigger by polling: :meth:`poll_once`, or its poller's member in a
     practice's shared polls (:mod:`.practice_polls`), which schedule it."""
 
+    mode = "poll"
+
     def __init__(self, poller: Poller) -> None:
         super().__init__(poller.name, poller.definition.key, poller.practice, poller.store)
         self.poller = poller
-
-    @property
-    def mode(self) -> str:
-        """``poll``."""
-        return "poll"
 
     def poll_once(self) -> PollResult:
         """One poll (see :meth:`Poller.poll_once`)."""
@@ -184,6 +164,8 @@ class BothTrigger(Trigger):
     changes get the subscription checked and healed.
     """
 
+    mode = "both"
+
     def __init__(
         self,
         webhook: WebhookTrigger,
@@ -200,11 +182,6 @@ class BothTrigger(Trigger):
         self.grace = grace
         self._clock = clock
         self._suspicious = 0
-
-    @property
-    def mode(self) -> str:
-        """``both``."""
-        return "both"
 
     def start(self) -> None:
         """Subscribe (the polling side is driven by :meth:`poll_once`)."""
@@ -252,11 +229,7 @@ def build_trigger(
     check_events: bool = True,
 ) -> Trigger:
     """Build the trigger a recipe asks for (``options``: its ``trigger.with``; ``since``:
-    polling start instead of "from now"; ``receiver`` is needed for webhook and both).
-
-    Raises:
-        ConfigError: the mode cannot be served (the message says why).
-    """
+    polling start instead of "from now"; ``receiver`` is needed for webhook and both)."""
     chosen = resolve_mode(definition, mode, public_url)
     given = dict(options or {})
     hooked: WebhookTrigger | None = None

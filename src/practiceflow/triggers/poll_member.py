@@ -88,20 +88,11 @@ class _KnownKeys:
         self._loaded()[key] = stamp
 
 
-def known_entry(key: str, stamp_text: str | None) -> str:
-    """How a known key is stored: the key, then the time of the row that taught it."""
-    return key if not stamp_text else f"{key}{_TAUGHT_AT}{stamp_text}"
-
-
 class PollMember:
     """One trigger reading a (possibly shared) list: its own filter, dedupe and cursor.
 
     A read calls :meth:`begin`, a ``start_*``, :meth:`take` for every row, :meth:`page_done`
-    after each page and a ``finish_*`` at the end. ``since``: as for
-    :class:`~.poller.Poller`.
-
-    Raises:
-        ConfigError: the trigger cannot be polled.
+    after each page and a ``finish_*`` at the end. ``since``: as for :class:`~.poller.Poller`.
     """
 
     def __init__(
@@ -114,15 +105,10 @@ class PollMember:
         name: str | None = None,
         since: str | None = None,
     ) -> None:
-        if definition.poll is None:
-            message = (
-                f"trigger {definition.key!r} cannot be polled: {definition.module.description}"
-            )
-            raise ConfigError(message)
+        self.spec: PollSpec = definition.polled()
         self.store = store
         self.practice = practice
         self.definition = definition
-        self.spec: PollSpec = definition.poll
         self.options = dict(options or {})
         self.name = name or definition.key
         self.since = since
@@ -153,11 +139,8 @@ class PollMember:
         return self.state is None and self.since is None
 
     def start_value(self) -> tuple[str, frozenset[str]]:
-        """The cursor a ``lastUpdated`` read starts this trigger from, with its boundary.
-
-        Raises:
-            ConfigError: ``since`` or the stored cursor is not a timestamp.
-        """
+        """The cursor a ``lastUpdated`` read starts from, with its boundary (ConfigError:
+        ``since`` is not a timestamp)."""
         if self.state is not None:
             return self.state.value, self.state.boundary_keys
         given = str(self.since)
@@ -275,7 +258,8 @@ class PollMember:
         if remember and known_key is not None and known_key not in self._known:
             self._known.add(known_key, stamp)
             taught = row.get(self.spec.cursor_field) if stamp is not None else None
-            self._added.add(known_entry(known_key, str(taught) if taught else None))
+            # Stored with the time of the row that taught it (see _KnownKeys).
+            self._added.add(f"{known_key}{_TAUGHT_AT}{taught}" if taught else known_key)
 
     def _store_event(self, row: Any, context: Mapping[str, Any], key: str) -> None:
         if self.store.seen_event(self.practice, self.name, key):

@@ -21,12 +21,8 @@ from practiceflow.triggers.shared_poll import SharedPoll
 def adapt_interval(
     base: float, limit: int | None, remaining: int | None, maximum: float = 3600.0
 ) -> float:
-    """Stretch a poll interval as the rate budget runs low (at most ``maximum``).
-
-    Returns:
-        ``base`` with half the budget or more left; 2x below a half, 4x below a quarter,
-        8x below a tenth, 16x when nothing is left.
-    """
+    """Stretch a poll interval as the rate budget runs low (at most ``maximum``): 2x below
+    half the budget left, 4x below a quarter, 8x below a tenth, 16x when nothing is left."""
     if not limit or remaining is None or limit <= 0:
         return base
     left = remaining / limit
@@ -51,9 +47,6 @@ class Poller:
 
     ``since`` starts from that ISO 8601 instant instead of "from now" (only while no
     cursor is stored); ``today`` gives the UTC date of ``date_range`` windows (tests fake it).
-
-    Raises:
-        ConfigError: the trigger cannot be polled.
     """
 
     def __init__(
@@ -77,10 +70,6 @@ class Poller:
         self.shared = SharedPoll(client, [self.member], today=today)
 
     def poll_once(self) -> PollResult:
-        """Poll once: store the new events, then move the cursor.
-
-        Raises:
-            ApiError: the list endpoint refused (401, 403, 404, 400...); nothing moved.
-            TransportError: no answer; nothing moved past what was stored.
-        """
+        """Poll once: store the new events, then move the cursor (as
+        :meth:`SharedPoll.poll_once`)."""
         return self.shared.poll_once().results[self.name]

@@ -58,12 +58,8 @@ class ScheduledPoll:
         return [target.member.name for target in self.targets]
 
     def poll_once(self) -> SharedPollResult:
-        """Poll now for every trigger of the group, then schedule the next poll.
-
-        Raises:
-            PracticeflowError: as :meth:`SharedPoll.poll_once`; the next poll is still
-                scheduled (as after a poll that found nothing).
-        """
+        """Poll now for every trigger of the group, then schedule the next poll (also when
+        the poll raises, as after a poll that found nothing)."""
         try:
             result = self.shared.poll_once()
         except Exception:

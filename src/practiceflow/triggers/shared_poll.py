@@ -58,16 +58,9 @@ class PollSource:
 
 
 def poll_source(definition: TriggerDefinition, options: Mapping[str, Any]) -> PollSource:
-    """The source a trigger polls with these options.
-
-    Raises:
-        ConfigError: the trigger cannot be polled.
-        TemplateError: an option its path or query needs is missing.
-    """
-    spec = definition.poll
-    if spec is None:
-        message = f"trigger {definition.key!r} cannot be polled: {definition.module.description}"
-        raise ConfigError(message)
+    """The source a trigger polls with these options (ConfigError: it cannot be polled;
+    TemplateError: an option its path or query needs is missing)."""
+    spec = definition.polled()
     path, fixed = spec.request(options)
     query = tuple(sorted((name, json.dumps(value, default=str)) for name, value in fixed.items()))
     window = (
@@ -88,11 +81,8 @@ def poll_source(definition: TriggerDefinition, options: Mapping[str, Any]) -> Po
 
 
 def group_members(members: Iterable[PollMember]) -> list[list[PollMember]]:
-    """Group triggers by what they read (:func:`poll_source`), in order of first appearance.
-
-    Raises:
-        ConfigError: two members have the same name.
-    """
+    """Group triggers by what they read (:func:`poll_source`), in order of first appearance
+    (ConfigError: two have the same name)."""
     groups: dict[PollSource, list[PollMember]] = {}
     names: set[str] = set()
     for member in members:
@@ -125,11 +115,8 @@ class SharedPollResult:
 
 class SharedPoll:
     """Polls one list for every trigger of a practice that reads it (module docstring);
-    ``today`` as for :class:`~.poller.Poller`.
-
-    Raises:
-        ConfigError: no members, or members that read different sources.
-    """
+    ``today`` as for :class:`~.poller.Poller`. ConfigError: members that read different
+    sources, or none."""
 
     def __init__(
         self,
@@ -163,13 +150,8 @@ class SharedPoll:
         return [member.name for member in self.members]
 
     def poll_once(self) -> SharedPollResult:
-        """Read the list once for every trigger: store their events, then their cursors.
-
-        Raises:
-            ApiError: the list endpoint refused (401, 403, 404, 400...); no cursor moved
-                past what was stored.
-            TransportError: no answer; no cursor moved past what was stored.
-        """
+        """Read the list once for every trigger: store their events, then their cursors. On
+        an ApiError or TransportError, no cursor has moved past what was stored."""
         with self._lock:
             self._requests = 0
             whole: list[PollMember] = []
@@ -281,9 +263,7 @@ class SharedPoll:
         """Read again from earlier when the API refuses the cursor (its clock went back,
         spec 8): 1, 2, 4 min ... about 2 days back until accepted; rows read again are
         dropped by the store's seen ids. Raises ``refused`` when every time is refused."""
-        cursor = parse_time(value)
-        if cursor is None:  # pragma: no cover - the first read refused it first
-            raise refused
+        cursor = _time(value)
         step = timedelta(minutes=1)
         for _ in range(_BEHIND_STEPS):
             earlier = (cursor - step).astimezone(UTC).isoformat().replace("+00:00", "Z")

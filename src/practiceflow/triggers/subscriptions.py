@@ -1,11 +1,9 @@
 """The lifecycle of webhook subscriptions: subscribe, check, re-subscribe, unsubscribe.
 
-The spec has no list of subscriptions, so none may be lost track of: each is saved
-``pending`` before ``POST /api/v1/webhooks`` is sent, then ``active`` with its id and secret
-(kept only in the store, never logged). A lost answer or a leftover ``pending`` row is
-``in_doubt`` and **never** repeated (a second subscribe could leave an orphan delivering
-forever): :meth:`SubscriptionManager.ensure` raises :class:`SubscriptionInDoubt` for a
-person to settle.
+The spec has no list of subscriptions, so each is saved ``pending`` before the subscribe is
+sent, then ``active`` with its id and secret (kept only in the store, never logged). A lost
+answer leaves it ``in_doubt``, **never** repeated (a second subscribe could leave an orphan
+delivering forever): a person settles it.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -111,12 +109,9 @@ class SubscriptionManager:
     def ensure(self, name: str, event: str) -> SubscriptionRecord:
         """Subscribe a trigger unless an active subscription for the same event exists.
 
-        Raises:
-            SubscriptionInDoubt: an earlier subscribe of this trigger is in doubt (or was
-                interrupted), so it is not repeated.
-            InDoubtError: this subscribe got no answer; it is saved ``in_doubt``.
-            ConfigError: no public URL is configured.
-            ApiError: the API refused (403 read-only credentials, 400 unknown event...).
+        Raises SubscriptionInDoubt when an earlier subscribe is in doubt (never repeated),
+        InDoubtError when this one gets no answer (saved ``in_doubt``), ConfigError without
+        a public URL, ApiError when the API refuses.
         """
         current = self.store.get_subscription(self.practice, name)
         if current is not None and current.status in ("in_doubt", "pending"):
@@ -179,11 +174,8 @@ class SubscriptionManager:
         there was one. ``forget_only`` only forgets the stored row (an ``in_doubt`` one,
         after a person checked the practice's settings).
 
-        Raises:
-            SubscriptionInDoubt: it is in doubt (or its subscribe was interrupted) and
-                ``forget_only`` was not given: its id is unknown, so it cannot be deleted.
-            ApiError: the API refused the delete (other than 404, already gone).
-            InDoubtError: the delete got no answer; the row is kept so it can be retried.
+        Raises SubscriptionInDoubt for one in doubt without ``forget_only`` (its id is
+        unknown); ApiError or InDoubtError from the delete (the row is then kept).
         """
         current = self.store.get_subscription(self.practice, name)
         if current is None:
@@ -232,22 +224,16 @@ class SubscriptionManager:
             return CheckResult(name, "arrived", current.subscription_id, 0.0)
         started = time.monotonic()
         while True:
-            if arrived():
-                return CheckResult(
-                    name, "arrived", current.subscription_id, time.monotonic() - started
-                )
             waited = time.monotonic() - started
+            if arrived():
+                return CheckResult(name, "arrived", current.subscription_id, waited)
             if waited >= wait:
                 return CheckResult(name, "not_arrived", current.subscription_id, waited)
             self._sleep(every)
 
     def heal(self, name: str, event: str, arrived: Callable[[], bool] | None = None) -> str:
         """Check a subscription and re-subscribe when the API no longer knows it: ``ok``,
-        ``resubscribed`` or the check's status when nothing could be done.
-
-        Raises:
-            ApiError: the check or the re-subscribe was refused.
-        """
+        ``resubscribed`` or the check's status when nothing could be done."""
         result = self.check(name, arrived)
         if result.status in ("missing", "not_subscribed"):
             if result.status == "missing":
@@ -256,17 +242,3 @@ class SubscriptionManager:
             self.store.count_resubscribe(self.practice, name)
             return "resubscribed"
         return "ok" if result.status == "arrived" else result.status
-
-    def describe(self) -> list[Mapping[str, Any]]:
-        """The stored subscriptions of the practice, secrets left out."""
-        return [
-            {
-                "trigger": row.trigger_key,
-                "event": row.event,
-                "status": row.status,
-                "id": row.subscription_id,
-                "url": row.url,
-                "updated": row.updated_at.isoformat(),
-            }
-            for row in self.store.list_subscriptions(self.practice)
-        ]

@@ -1,11 +1,9 @@
 """The upgrade gate: every run in flight replayed against a new version, and the explicit
 migration of those that can move.
 
-:func:`check_runs` says of each unfinished run: ``on it``, ``can move`` (every journaled
-step exists in the new version with the same id and action, every write sent would be sent
-exactly alike, and no new step comes before one it did, so a moved run sends nothing
-twice), ``stays`` (finishes on its own version) or ``needs a person``. :func:`migrate`
-moves a run only if it is still on the version it was checked on.
+A run ``can move`` only when every step it took is in the new version with the same id and
+action, every write it sent would be sent alike and no new step comes before one it took,
+so it sends nothing twice; else it ``stays`` on its own version or ``needs a person``.
 """
 
 from __future__ import annotations

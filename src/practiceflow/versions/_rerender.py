@@ -1,10 +1,8 @@
 """A run rendered again under another recipe version: reads from its journal, nothing sent.
 
-:func:`replay` walks the version's steps with the run's event and start time and no
-client: reads answer from the journal, writes are rendered and compared with the requests
-the run journaled. Steps match by id, else by the first unmatched journaled step with the
-same ``use``; a write carries the marker of the step it matched, so versions are compared
-on what they say, not on the ids they give.
+Writes are rendered and compared with the requests the run journaled. Steps match by id,
+else by the first unmatched journaled step with the same ``use``; a write carries the marker
+of the step it matched, so versions are compared on what they say, not on their ids.
 """
 
 from __future__ import annotations

@@ -20,12 +20,8 @@ def recipe_for_run(
     store: StateStore, run: RunRecord, served: ValidRecipe, served_digest: str | None
 ) -> ValidRecipe:
     """The recipe a run is driven with (module docstring), given the recipe ``served`` by
-    the runner that drives it and its digest (None: not recorded).
-
-    Raises:
-        VersionUnavailable: the run's version cannot be rebuilt, or it has none and its
-            recipe is not the one served.
-    """
+    the runner that drives it and its digest (None: not recorded); VersionUnavailable when
+    its version cannot be rebuilt, or it has none and its recipe is not the one served."""
     if run.version is None:
         if run.recipe != served.name:
             message = (

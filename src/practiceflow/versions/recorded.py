@@ -139,11 +139,7 @@ def _unavailable(digest: str, why: str) -> VersionUnavailable:
 
 
 def load_version(store: StateStore, digest: str) -> RecipeVersion:
-    """Read a stored recipe version and its modules.
-
-    Raises:
-        VersionUnavailable: it, or one of its modules, is not in the store.
-    """
+    """Read a stored recipe version and its modules (VersionUnavailable: not stored)."""
     known = _VERSIONS.get(digest)
     if known is not None:
         return known
@@ -174,12 +170,8 @@ def load_version(store: StateStore, digest: str) -> RecipeVersion:
 
 
 def rebuild(version: RecipeVersion) -> ValidRecipe:
-    """Check a recipe version again, from its own texts only, as it was when it started.
-
-    Raises:
-        VersionUnavailable: it no longer loads here (a hook or local step this practiceflow
-            lacks, a module or recipe it now refuses), with every issue.
-    """
+    """Check a recipe version again, from its own texts only, as it was when it started;
+    VersionUnavailable with every issue when it no longer loads here."""
     digest = version.digest
     with _LOCK:
         built = _REBUILT.get(digest)
