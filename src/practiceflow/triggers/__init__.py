@@ -27,7 +27,7 @@ from practiceflow.triggers.modes import (
     resolve_mode,
 )
 from practiceflow.triggers.poll_member import PollMember, PollResult
-from practiceflow.triggers.poller import Poller, adapt_interval
+from practiceflow.triggers.poller import Poller
 from practiceflow.triggers.practice_polls import PollTarget, PracticePolls, ScheduledPoll
 from practiceflow.triggers.shared_poll import (
     PollSource,
@@ -80,7 +80,6 @@ __all__ = [
     "TriggerEvent",
     "WebhookSpec",
     "WebhookTrigger",
-    "adapt_interval",
     "build_trigger",
     "definition",
     "event_from_record",

@@ -118,13 +118,8 @@ class SweepSource:
 
     def event_time(self, row: Any) -> datetime | None:
         """When the event of a poll row happened (the first field present), or None."""
-        if not isinstance(row, Mapping):
-            return None
-        for name in self.when:
-            value = row.get(name)
-            if value:
-                return parse_time(str(value))
-        return None
+        found = [row.get(name) for name in self.when] if isinstance(row, Mapping) else []
+        return next((parse_time(str(value)) for value in found if value), None)
 
 
 @dataclass(frozen=True)

@@ -174,8 +174,6 @@ class BothTrigger(Trigger):
         grace: float = 300.0,
         clock: Any = time.time,
     ) -> None:
-        if (webhook.name, webhook.practice) != (polling.name, polling.practice):
-            raise ConfigError("both sides of a trigger must share its name and practice")
         super().__init__(webhook.name, webhook.key, webhook.practice, webhook.store)
         self.webhook = webhook
         self.polling = polling

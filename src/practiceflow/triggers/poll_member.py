@@ -65,11 +65,10 @@ class _KnownKeys:
                 if _TAUGHT_AT in entry:
                     key, _, taught = entry.rpartition(_TAUGHT_AT)
                 moment = parse_time(taught)
-                if key not in self._keys or moment is None:
-                    self._keys[key] = moment
-                else:
-                    earlier = self._keys[key]
-                    self._keys[key] = None if earlier is None else min(earlier, moment)
+                earlier = self._keys.get(key, moment)  # a key known without a time stays so
+                self._keys[key] = (
+                    None if earlier is None or moment is None else min(earlier, moment)
+                )
         return self._keys
 
     def known(self, key: str, stamp: datetime | None) -> bool:
@@ -149,8 +148,9 @@ class PollMember:
             raise ConfigError(message)
         return given, frozenset()
 
-    def start_since(self, value: str, boundary: frozenset[str], *, stored: bool) -> None:
-        """Take rows after ``value`` (and at it, unless their key is in ``boundary``)."""
+    def start_since(self, value: str, boundary: frozenset[str], *, stored: bool) -> datetime:
+        """Take rows after ``value`` (and at it, unless their key is in ``boundary``);
+        returns it parsed."""
         cursor = parse_time(value)
         if cursor is None:
             message = f"stored cursor of {self.name!r} is not a timestamp: {value!r}"
@@ -160,6 +160,7 @@ class PollMember:
         self._written = (value, boundary) if stored else None
         self._handled = set()
         self.result.cursor = value
+        return cursor
 
     def start_whole(self) -> None:
         """Take every row (a first poll only remembers)."""
@@ -201,8 +202,7 @@ class PollMember:
 
     def finish_since(self) -> None:
         """At the end of a ``lastUpdated`` read: the cursor moves to the newest handled."""
-        self._remember()
-        self._write(self._best[0], frozenset(self._best[2]))
+        self.page_done(may_move=True)
         self.result.cursor = self._best[0]
 
     def finish_whole(self, today: str | None) -> None:

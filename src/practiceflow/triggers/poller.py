@@ -18,28 +18,17 @@ from practiceflow.triggers.poll_member import PollMember, PollResult
 from practiceflow.triggers.shared_poll import SharedPoll
 
 
-def adapt_interval(
-    base: float, limit: int | None, remaining: int | None, maximum: float = 3600.0
-) -> float:
-    """Stretch a poll interval as the rate budget runs low (at most ``maximum``): 2x below
-    half the budget left, 4x below a quarter, 8x below a tenth, 16x when nothing is left."""
-    if not limit or remaining is None or limit <= 0:
-        return base
-    left = remaining / limit
-    factor = 1.0
-    for threshold, stretch in ((0.0, 16.0), (0.1, 8.0), (0.25, 4.0), (0.5, 2.0)):
-        if left <= threshold:
-            factor = stretch
-            break
-    return min(base * factor, maximum)
-
-
 def budget_interval(client: Any, base: float, maximum: float = 3600.0) -> float:
-    """``base`` stretched by the budget the client last saw left (:func:`adapt_interval`)."""
+    """``base`` stretched by the rate budget the client last saw left (at most ``maximum``):
+    2x below a half, 4x below a quarter, 8x below a tenth, 16x when nothing is left."""
     status = getattr(client, "rate_limit_status", None)
-    if status is None:
+    if status is None or not status.limit or status.remaining is None or status.limit <= 0:
         return base
-    return adapt_interval(base, status.limit, status.remaining, max(maximum, base))
+    left = status.remaining / status.limit
+    factor = next(
+        (f for below, f in ((0.0, 16), (0.1, 8), (0.25, 4), (0.5, 2)) if left <= below), 1
+    )
+    return min(base * factor, max(maximum, base))
 
 
 class Poller:

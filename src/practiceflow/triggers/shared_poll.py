@@ -213,9 +213,10 @@ class SharedPoll:
     def _read_since(self, starts: list[tuple[PollMember, str, frozenset[str], bool]]) -> None:
         members = [start[0] for start in starts]
         path, fixed = self.spec.request(members[0].options)
-        for member, value, boundary, stored in starts:
-            member.start_since(value, boundary, stored=stored)  # checks the cursor first
-        earliest = min(_time(start[1]) for start in starts)
+        earliest = min(  # each cursor checked before anything is read
+            member.start_since(value, boundary, stored=stored)
+            for member, value, boundary, stored in starts
+        )
         sent = self._sendable(earliest)
         fresh_walk = False
         page = 1

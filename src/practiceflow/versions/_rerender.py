@@ -133,7 +133,9 @@ def replay(store: StateStore, run: RunRecord, recipe: ValidRecipe) -> Replay:
         try:
             items = step.for_each.render(context)
         except PracticeflowError as exc:
-            shown.append(_error(step, action, step.id, str(exc)))
+            shown.append(
+                ReplayedStep(step.id, step.use, action.needs_write, "error", note=str(exc))
+            )
             continue
         found: list[Any] = []
         for index, item in enumerate(items if isinstance(items, list) else []):
@@ -180,10 +182,6 @@ def _writes_of(store: StateStore, run: RunRecord, recipe: ValidRecipe) -> Any:
 def _request_of(step: StepRecord | None) -> Any:
     request = step.request if step is not None else None
     return request.get("request") if isinstance(request, Mapping) else None
-
-
-def _error(step: RecipeStep, action: StepAction, sid: str, note: str) -> ReplayedStep:
-    return ReplayedStep(sid, step.use, action.needs_write, "error", note=note)
 
 
 def _one(
