@@ -73,12 +73,9 @@ class ClientLike(Protocol):
 
 @dataclass
 class ActionContext:
-    """The state of one action run, as checks and hooks see it.
-
-    ``client`` is None only in a dry run without one; ``warnings`` are returned with the
-    result; ``problems`` are raised by the engine as one
-    :class:`~practiceflow.errors.InputError` after the check that found them.
-    """
+    """The state of one action run, as checks and hooks see it (``client`` is None only in
+    a dry run without one); the engine raises ``problems`` as one InputError after the
+    check that found them, and returns ``warnings`` with the result."""
 
     module: ActionModule
     input: dict[str, Any]

@@ -280,11 +280,8 @@ def _bill_by_entity_date_total(
 def _bill_by_marker(
     reader: _BillReader, listed_rows: list[Any], tag: str, span: str, sent: str
 ) -> Verdict | None:
-    """Look for the run's marker in ``billDetails``; None when that cannot settle it.
-
-    A row whose ``billDetails`` is a leading part of what was sent (the service may cut a
-    long text, the marker with it) is no evidence either way: it keeps the verdict open.
-    """
+    """Look for the run's marker in ``billDetails``; None when that cannot settle it (a row
+    holding a leading part of what was sent may have lost the marker to a cut)."""
     where = f"GET /api/v1/bills/list {span}: billDetails with marker {tag}"
     hits: list[dict[str, Any]] = []
     blind = 0

@@ -108,13 +108,9 @@ def persist(
 
 
 class Trigger(ABC):
-    """A source of events for one recipe trigger: webhook, polling, or both.
-
-    Every event is in the state store before it is acknowledged to its sender; the runner
-    consumes them with :meth:`pending` and :meth:`acknowledge`. ``name`` is the store's
-    ``source`` of its events, ``key`` its module's key, ``mode`` ``webhook``, ``poll`` or
-    ``both``.
-    """
+    """A source of events for one recipe trigger (``mode``: ``webhook``, ``poll``, ``both``);
+    the runner consumes them with :meth:`pending` and :meth:`acknowledge`. ``name`` is the
+    store's ``source`` of its events, ``key`` its module's key."""
 
     mode: str
 

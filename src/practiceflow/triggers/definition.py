@@ -37,12 +37,9 @@ def _render(template: Any, context: Mapping[str, Any]) -> Any:
 
 @dataclass(frozen=True)
 class WebhookSpec:
-    """How a trigger receives by webhook (the module's ``webhook`` section).
-
-    ``event`` may be a template over ``input``; ``map`` is a compiled tree over ``body``,
-    ``data``, ``headers`` and ``input`` (``None``: the body); ``id`` is the template of the
-    cross-source dedupe key (``None``: the delivery id).
-    """
+    """How a trigger receives by webhook (the module's ``webhook`` section): ``map`` reads
+    ``body``, ``data``, ``headers`` and ``input`` (``None``: the body); ``id`` renders the
+    cross-source dedupe key (``None``: the delivery id)."""
 
     event: CompiledTemplate | str
     map: Any
@@ -276,10 +273,8 @@ def definition(module: TriggerModule) -> TriggerDefinition:
 
 def shipped_trigger_keys() -> list[str]:
     """Keys of the trigger modules shipped with practiceflow, sorted."""
-    folder = data_dir("triggers")
-    return sorted(
-        entry.name[: -len(".yaml")] for entry in folder.iterdir() if entry.name.endswith(".yaml")
-    )
+    entries = data_dir("triggers").iterdir()
+    return sorted(entry.name[: -len(".yaml")] for entry in entries if entry.name.endswith(".yaml"))
 
 
 def load_definition(key_or_path: str | Path) -> TriggerDefinition:
@@ -288,8 +283,7 @@ def load_definition(key_or_path: str | Path) -> TriggerDefinition:
     text = str(key_or_path)
     if text.endswith((".yaml", ".yml")) or "/" in text:
         return definition(load_trigger(Path(text)))
-    folder = data_dir("triggers")
-    entry: Traversable = folder / f"{text}.yaml"
+    entry: Traversable = data_dir("triggers") / f"{text}.yaml"
     if not entry.is_file():
         message = f"trigger: got {text!r}; valid values are {shipped_trigger_keys()}"
         raise ConfigError(message)

@@ -73,10 +73,8 @@ def resolve_mode(
 
 
 class WebhookTrigger(Trigger):
-    """Receives a trigger by webhook: subscribes on start, unsubscribes on stop.
-
-    ``check_events`` checks the event key against ``GET /api/v1/webhooks/events``.
-    """
+    """Receives a trigger by webhook: subscribes on start, unsubscribes on stop;
+    ``check_events`` checks the event key against ``GET /api/v1/webhooks/events``."""
 
     mode = "webhook"
 
@@ -158,11 +156,8 @@ class PollingTrigger(Trigger):
 
 
 class BothTrigger(Trigger):
-    """Webhook and polling together, deduplicated across sources (module docstring).
-
-    After ``grace`` seconds without a delivery (``clock``: the receiver's), polls that find
-    changes get the subscription checked and healed.
-    """
+    """Webhook and polling together, deduplicated across sources (module docstring); after
+    ``grace`` seconds without a delivery, polls that find changes heal the subscription."""
 
     mode = "both"
 

@@ -88,11 +88,9 @@ class _KnownKeys:
 
 
 class PollMember:
-    """One trigger reading a (possibly shared) list: its own filter, dedupe and cursor.
-
-    A read calls :meth:`begin`, a ``start_*``, :meth:`take` for every row, :meth:`page_done`
-    after each page and a ``finish_*`` at the end. ``since``: as for :class:`~.poller.Poller`.
-    """
+    """One trigger reading a (possibly shared) list: its own filter, dedupe and cursor. A
+    read calls :meth:`begin`, a ``start_*``, :meth:`take` per row, :meth:`page_done` per page
+    and a ``finish_*``. ``since``: as for :class:`~.poller.Poller`."""
 
     def __init__(
         self,

@@ -32,11 +32,9 @@ def budget_interval(client: Any, base: float, maximum: float = 3600.0) -> float:
 
 
 class Poller:
-    """Polls one trigger's list endpoint for one practice.
-
-    ``since`` starts from that ISO 8601 instant instead of "from now" (only while no
-    cursor is stored); ``today`` gives the UTC date of ``date_range`` windows (tests fake it).
-    """
+    """Polls one trigger's list endpoint for one practice. ``since`` starts from that ISO
+    8601 instant instead of "from now" (only while no cursor is stored); ``today`` gives
+    the UTC date of ``date_range`` windows (tests fake it)."""
 
     def __init__(
         self,

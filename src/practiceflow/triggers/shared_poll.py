@@ -33,10 +33,7 @@ _BEHIND_STEPS: Final = 12
 @dataclass(frozen=True)
 class PollSource:
     """What a poll reads (rendered with the trigger's options): the key of a shared poll.
-
-    ``query`` holds the fixed parameters as sorted ``(name, JSON)`` pairs; ``window`` is
-    ``(start_param, end_param, lookback_days)`` of a ``date_range`` cursor.
-    """
+    ``query``: sorted ``(name, JSON)`` pairs; ``window``: of a ``date_range`` cursor."""
 
     path: str
     query: tuple[tuple[str, str], ...]
@@ -285,15 +282,11 @@ class SharedPoll:
 
     def _sendable(self, moment: datetime) -> datetime:
         """The instant to send: never after the local clock, whole seconds (earlier is safe)."""
-        local = datetime.now(UTC)
-        chosen = min(moment, local)
-        return chosen.replace(microsecond=0)
+        return min(moment, datetime.now(UTC)).replace(microsecond=0)
 
     def _stamp(self, row: Any) -> datetime | None:
-        field_name = self.spec.cursor_field
-        if field_name is None or not isinstance(row, dict):
-            return None
-        return parse_time(row.get(field_name))
+        name = self.spec.cursor_field
+        return parse_time(row.get(name)) if name is not None and isinstance(row, dict) else None
 
     def _fetch(
         self, path: str, params: Mapping[str, Any], page: int, members: Sequence[PollMember]

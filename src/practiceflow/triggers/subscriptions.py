@@ -85,11 +85,8 @@ def _pick(answer: Any, *names: str) -> str | None:
 
 
 class SubscriptionManager:
-    """Subscribes and unsubscribes the webhook triggers of one practice.
-
-    ``public_url`` is the base URL the API reaches the receiver at; each subscription adds
-    ``/hooks/<token>``. ``sleep`` is how to wait (tests pass a fake).
-    """
+    """Subscribes and unsubscribes the webhook triggers of one practice; each subscription
+    adds ``/hooks/<token>`` to ``public_url``, where the API reaches the receiver."""
 
     def __init__(
         self,
@@ -108,11 +105,8 @@ class SubscriptionManager:
 
     def ensure(self, name: str, event: str) -> SubscriptionRecord:
         """Subscribe a trigger unless an active subscription for the same event exists.
-
         Raises SubscriptionInDoubt when an earlier subscribe is in doubt (never repeated),
-        InDoubtError when this one gets no answer (saved ``in_doubt``), ConfigError without
-        a public URL, ApiError when the API refuses.
-        """
+        InDoubtError when this one gets no answer (saved ``in_doubt``)."""
         current = self.store.get_subscription(self.practice, name)
         if current is not None and current.status in ("in_doubt", "pending"):
             raise SubscriptionInDoubt(self.practice, name)
@@ -171,12 +165,8 @@ class SubscriptionManager:
 
     def remove(self, name: str, *, forget_only: bool = False) -> bool:
         """Unsubscribe a trigger (``DELETE /api/v1/webhooks/{id}``) and forget it; True when
-        there was one. ``forget_only`` only forgets the stored row (an ``in_doubt`` one,
-        after a person checked the practice's settings).
-
-        Raises SubscriptionInDoubt for one in doubt without ``forget_only`` (its id is
-        unknown); ApiError or InDoubtError from the delete (the row is then kept).
-        """
+        there was one. One in doubt (its id unknown) raises SubscriptionInDoubt unless
+        ``forget_only`` (a person checked the practice): then only the row is forgotten."""
         current = self.store.get_subscription(self.practice, name)
         if current is None:
             return False

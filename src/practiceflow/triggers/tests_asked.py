@@ -21,10 +21,8 @@ AWAIT_TEST: Final = timedelta(minutes=10)
 
 def looks_like_test(body: Any) -> bool:
     """Whether a body carries a test marker (``isTest: true`` at the top or in ``data``)."""
-    if not isinstance(body, Mapping):
-        return False
-    data = body.get("data")
-    return body.get("isTest") is True or (isinstance(data, Mapping) and data.get("isTest") is True)
+    data = body.get("data") if isinstance(body, Mapping) else None
+    return any(isinstance(part, Mapping) and part.get("isTest") is True for part in (body, data))
 
 
 def note_asked(store: StateStore, practice: str, trigger: str, answer: Any = None) -> None:

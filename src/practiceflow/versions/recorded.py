@@ -134,8 +134,7 @@ def save_version(store: StateStore, version: RecipeVersion) -> str:
 
 
 def _unavailable(digest: str, why: str) -> VersionUnavailable:
-    message = f"recipe version {short(digest)} cannot be rebuilt: {why}"
-    return VersionUnavailable(message)
+    return VersionUnavailable(f"recipe version {short(digest)} cannot be rebuilt: {why}")
 
 
 def load_version(store: StateStore, digest: str) -> RecipeVersion:
