@@ -1,6 +1,6 @@
 """A loaded trigger module turned into what the engine runs: webhook and poll specs.
 
-Fields are those of docs/modules-guide.md ("Trigger modules"). Delivery bodies and most list
+Fields are those of docs/modules-guide.md ("Triggers"). Delivery bodies and most list
 rows have shapes the spec does not show: every event keeps the whole body or row (``raw``),
 and a template that fails on an odd body never loses the delivery (the event falls back to
 the body itself and the delivery id).
