@@ -36,12 +36,9 @@ Verdict = Literal["same", "differs", "new", "dropped", "skipped", "error", "read
 
 @dataclass(frozen=True)
 class ReplayedStep:
-    """One step of a replay: the request the run journaled (``sent``) and the one the new
-    version would send (``would_send``), both masked, and the ``verdict``: ``same``,
-    ``differs``, ``new`` (a write the run never made), ``dropped`` (a write the run made that
-    the new version does not; ``step_id`` is then the run's), ``skipped`` (its ``if`` is
-    false), ``error`` (cannot be rendered; ``note`` says why) or ``read`` (output from the
-    journal)."""
+    """One step of a replay: the request the run journaled (``sent``), the one the new
+    version would send (``would_send``), both masked, and the verdict (docs/versions.md;
+    also ``skipped``: its ``if`` is false, ``read``: output from the journal)."""
 
     step_id: str
     use: str
