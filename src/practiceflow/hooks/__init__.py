@@ -8,11 +8,13 @@ read-backs of :mod:`.read_backs` that modules name in ``read_back.hook``.
 from __future__ import annotations
 
 from practiceflow.hooks import bills, leads, read_backs
-from practiceflow.hooks.action_context import ActionContext, ClientLike, ResponseLike
-from practiceflow.hooks.registry import (
+from practiceflow.hooks.action_context import (
     CHECKS,
     HOOKS,
+    ActionContext,
+    ClientLike,
     Named,
+    ResponseLike,
     get_check,
     get_hook,
     register_check,

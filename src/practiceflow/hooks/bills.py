@@ -13,8 +13,7 @@ from typing import Any
 
 from practiceflow.errors import NotFoundError
 from practiceflow.hooks import tolerant
-from practiceflow.hooks.action_context import ActionContext
-from practiceflow.hooks.registry import register_check
+from practiceflow.hooks.action_context import ActionContext, register_check
 from practiceflow.templating import filter_pathseg
 
 #: How far a taxPercent may be from a ledger rate and still match (percentage points).
@@ -26,11 +25,7 @@ LEDGER_TAX_RATES = "/api/v1/bills/ledger/tax-rates"
 
 @register_check("entity_is_active_client")
 def entity_is_active_client(ctx: ActionContext) -> None:
-    """entityKey must name an Active client of the practice, not a lead.
-
-    Args:
-        ctx: the action run; problems are recorded on it.
-    """
+    """entityKey must name an Active client of the practice, not a lead."""
     key = ctx.input.get("entityKey")
     if not isinstance(key, str):
         return
@@ -52,11 +47,7 @@ def entity_is_active_client(ctx: ActionContext) -> None:
 
 @register_check("ledger_rules")
 def ledger_rules(ctx: ActionContext) -> None:
-    """When a ledger is connected, each line needs ledger account/item and tax references.
-
-    Args:
-        ctx: the action run; problems are recorded on it.
-    """
+    """When a ledger is connected, each line needs ledger account/item and tax references."""
     lines = ctx.input.get("lineItems")
     if not isinstance(lines, list):
         return

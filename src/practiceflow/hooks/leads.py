@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from practiceflow.hooks import tolerant
-from practiceflow.hooks.action_context import ActionContext
-from practiceflow.hooks.registry import register_check, register_hook
+from practiceflow.hooks.action_context import ActionContext, register_check, register_hook
 from practiceflow.manifest.validation import did_you_mean
 
 #: Input field -> settings list that holds its valid names.
@@ -27,14 +26,7 @@ def _known(ctx: ActionContext, field: str) -> list[str]:
 
 @register_hook("canonical_lead_names", reads=True)
 def canonical_lead_names(ctx: ActionContext) -> Mapping[str, Any] | None:
-    """Send leadSource / leadStatus with the practice's own spelling when only case differs.
-
-    Args:
-        ctx: the action run.
-
-    Returns:
-        The input with corrected names, or None when nothing changed.
-    """
+    """Send leadSource / leadStatus with the practice's own spelling when only case differs."""
     changed = dict(ctx.input)
     for field in SETTINGS:
         value = ctx.input.get(field)
@@ -55,11 +47,7 @@ def canonical_lead_names(ctx: ActionContext) -> Mapping[str, Any] | None:
 
 @register_check("lead_settings_names")
 def lead_settings_names(ctx: ActionContext) -> None:
-    """leadSource and leadStatus must be names from the practice's settings lists.
-
-    Args:
-        ctx: the action run; problems are recorded on it.
-    """
+    """leadSource and leadStatus must be names from the practice's settings lists."""
     for field, path in SETTINGS.items():
         value = ctx.input.get(field)
         if not isinstance(value, str):

@@ -3,33 +3,23 @@
 A read-back gets the client, the step's input (re-rendered as sent, marker included) and
 when the step was marked ``sent``, and returns a :class:`Verdict`: ``found`` (the record
 becomes the output), ``absent`` (sent again) or ``unknown`` (a person decides). "absent"
-needs positive evidence (a list that would show the record and does not); anything else
-is ``unknown``. Registered (spec sections named):
-
-* ``client_by_identifier`` (``create_client``): ``externalSystemID``/``entityCode`` in
-  ``GET /api/v1/entities?lastUpdated=`` (2.1, 4.1), and ``/leads`` for a lead;
-* ``bill_by_entity_date_total`` (``create_bill``): the marker in ``billDetails``, else the
-  same client, bill date and a plausible total in ``/bills/list`` (2.4, 4.2);
-* ``lead_is_active`` (``convert_lead``): the entity's status in ``/entities/{key}`` (3);
-* ``lead_by_email`` (``create_lead``): the email among Lead rows of ``/entities``, else
-  ``/leads`` (1, 2.3).
+needs positive evidence (a list that would show the record and does not); anything else is
+``unknown``. The shipped ones are listed in docs/modules-guide.md (``read_back``).
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import cached_property
 from typing import Any, Final, Literal
 
 from practiceflow.errors import BugError, NotFoundError
 from practiceflow.hooks import tolerant
 from practiceflow.hooks.action_context import ClientLike
 from practiceflow.templating import filter_pathseg
-
-logger = logging.getLogger("practiceflow.runner")
 
 #: How far before the ``sent`` time a read-back looks (clock skew between us and the API).
 WINDOW = timedelta(minutes=10)
@@ -41,13 +31,8 @@ _MARKER: Final = re.compile(r"\bpf-[0-9a-f]{10}\b")
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a read-back found.
-
-    Attributes:
-        outcome: ``found``, ``absent`` or ``unknown`` (see the module docstring).
-        note: what was looked for and what was seen, for the journal.
-        output: with ``found``, the step's output.
-    """
+    """What a read-back found (module docstring); ``note`` says what was looked for and
+    seen, for the journal; ``output`` is the step's output with ``found``."""
 
     outcome: Outcome
     note: str
@@ -60,13 +45,11 @@ READ_BACKS: dict[str, ReadBack] = {}
 
 
 def register_read_back(name: str) -> Callable[[ReadBack], ReadBack]:
-    """Register a read-back under the name modules use in ``read_back.hook`` (decorator).
+    """Register a read-back under the name modules use in ``read_back.hook`` (decorator;
+    the function is registered unchanged).
 
     Args:
         name: the name.
-
-    Returns:
-        The decorator; the function is registered unchanged.
 
     Raises:
         BugError: the name is registered twice.
@@ -109,11 +92,7 @@ def _client_by_identifier(
         note = "no externalSystemID or entityCode was sent, so the new client cannot be found"
         return Verdict("unknown", note)
     since = _since(sent_at)
-    rows = [
-        row
-        for row in _all_rows(client, "/api/v1/entities", {"lastUpdated": since}, None)
-        if isinstance(row, Mapping)
-    ]
+    rows = _objects(client, "/api/v1/entities", since)
     matches = [row for row in rows if _value(row, field_name) == wanted]
     where = f"GET /api/v1/entities?lastUpdated={since.isoformat()} by {field_name}"
     if marker_in(wanted) == wanted:  # the run's marker, not the caller's own identifier
@@ -137,11 +116,7 @@ def _lead_client_in_leads(
     """A client created as a lead may be listed only under ``/leads``: look there by the
     identifier when its rows carry it, else by name among the rows changed since."""
     where = f"{where}, then GET /api/v1/leads"
-    rows = [
-        row
-        for row in _all_rows(client, "/api/v1/leads", {"lastUpdated": since}, 100)
-        if isinstance(row, Mapping)
-    ]
+    rows = _objects(client, "/api/v1/leads", since, 100)
     if rows and all(tolerant.field(row, field_name)[0] for row in rows):
         matches = [row for row in rows if _value(row, field_name) == data.get(field_name)]
     else:
@@ -149,7 +124,7 @@ def _lead_client_in_leads(
         recent = [row for row in rows if _changed_since(row, since)]
         if not wanted or any(not tolerant.field(row, "entityName")[0] for row in recent):
             return Verdict("unknown", f"{where}: the lead rows cannot tell; a person decides")
-        if any(_name(row) == wanted for row in recent):
+        if any(_folded(row, "entityName") == wanted for row in recent):
             # A name is no identifier: a lead of that name proves nothing either way.
             note = f"{where}: a lead of that name was created since; a person decides"
             return Verdict("unknown", note)
@@ -168,20 +143,14 @@ def _one_entity(matches: list[Any], where: str, noun: str) -> Verdict:
     return Verdict("unknown", f"{where}: {len(matches)} {noun} match ({keys}); a person decides")
 
 
-def _name(row: Mapping[str, Any]) -> str:
-    return str(_value(row, "entityName") or "").strip().lower()
+def _folded(row: Mapping[str, Any], name: str) -> str:
+    return str(_value(row, name) or "").strip().lower()
 
 
 def _changed_since(row: Mapping[str, Any], since: datetime) -> bool:
     """Whether a row changed at or after ``since``; a row without a time may have."""
-    text = _value(row, "lastUpdated")
-    if not isinstance(text, str):
-        return True
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return True
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) >= since
+    moment = tolerant.parse_time(_value(row, "lastUpdated"))
+    return moment is None or moment >= since
 
 
 def _line_totals(line: Mapping[str, Any]) -> set[float]:
@@ -212,25 +181,12 @@ def _bill_totals(lines: list[Any]) -> set[float]:
     return {round(value, 2) for value in sums}
 
 
-def _created(row: Mapping[str, Any]) -> datetime | None:
-    text = _value(row, "createdOn")
-    if not isinstance(text, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 class _BillReader:
     """Reads what a bill list row leaves out: the bill itself, the client's entityID."""
 
     def __init__(self, client: ClientLike, entity_key: str) -> None:
         self.client = client
         self.entity_key = entity_key
-        self._entity_id: Any = None
-        self._entity_read = False
 
     def complete(self, row: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
         wanted = names or ("entityKey", "createdOn")
@@ -242,12 +198,11 @@ class _BillReader:
         detail = self.client.get(f"/api/v1/bills/{filter_pathseg(str(bill_id))}")
         return {**row, **detail} if isinstance(detail, Mapping) else row
 
+    @cached_property
     def entity_id(self) -> Any:
-        if not self._entity_read:
-            self._entity_read = True
-            path = f"/api/v1/entities/{filter_pathseg(self.entity_key)}"
-            self._entity_id = _value(self.client.get(path), "entityID")
-        return self._entity_id
+        return _value(
+            self.client.get(f"/api/v1/entities/{filter_pathseg(self.entity_key)}"), "entityID"
+        )
 
     def ours(self, row: Mapping[str, Any]) -> bool | None:
         """Whether the row is a bill of our client; None when it cannot tell."""
@@ -255,8 +210,8 @@ class _BillReader:
         if has_key and key is not None:
             return str(key) == self.entity_key
         has_id, entity_id = tolerant.field(row, "entityID")
-        if has_id and entity_id is not None and self.entity_id() is not None:
-            return str(entity_id) == str(self.entity_id())
+        if has_id and entity_id is not None and self.entity_id is not None:
+            return str(entity_id) == str(self.entity_id)
         return None
 
 
@@ -277,7 +232,7 @@ def _bill_by_entity_date_total(
     params = {"startDate": start.isoformat(), "endDate": end.isoformat()}
     since = sent_at.astimezone(UTC) - WINDOW
     reader = _BillReader(client, key)
-    listed_rows = [row for row in _all_rows(client, "/api/v1/bills/list", params, 100)]
+    listed_rows = _all_rows(client, "/api/v1/bills/list", params, 100)
     tag = marker_in(data.get("billDetails"))
     if tag is not None:
         sent = str(data.get("billDetails"))
@@ -299,7 +254,7 @@ def _bill_by_entity_date_total(
             continue
         if bill_date is not None and _value(row, "billDate") not in (None, bill_date):
             continue
-        created = _created(row)
+        created = tolerant.parse_time(_value(row, "createdOn"))
         if created is not None and created < since:
             continue
         total = _value(row, "billTotal")
@@ -325,11 +280,8 @@ def _bill_by_entity_date_total(
 def _bill_by_marker(
     reader: _BillReader, listed_rows: list[Any], tag: str, span: str, sent: str
 ) -> Verdict | None:
-    """Look for the run's marker in ``billDetails``; None when that cannot settle it.
-
-    A row whose ``billDetails`` is a leading part of what was sent (the service may cut a
-    long text, the marker with it) is no evidence either way: it keeps the verdict open.
-    """
+    """Look for the run's marker in ``billDetails``; None when that cannot settle it (a row
+    holding a leading part of what was sent may have lost the marker to a cut)."""
     where = f"GET /api/v1/bills/list {span}: billDetails with marker {tag}"
     hits: list[dict[str, Any]] = []
     blind = 0
@@ -371,10 +323,6 @@ def _lead_is_active(client: ClientLike, data: Mapping[str, Any], sent_at: dateti
     return Verdict("unknown", f"{where}: status {status!r} does not tell")
 
 
-def _email(row: Mapping[str, Any]) -> str:
-    return str(_value(row, "email") or "").strip().lower()
-
-
 @register_read_back("lead_by_email")
 def _lead_by_email(client: ClientLike, data: Mapping[str, Any], sent_at: datetime) -> Verdict:
     wanted = str(data.get("email") or "").strip().lower()
@@ -383,26 +331,19 @@ def _lead_by_email(client: ClientLike, data: Mapping[str, Any], sent_at: datetim
     since = _since(sent_at)
     # The email is personal data: notes name the field, never its value.
     where = f"GET /api/v1/entities?lastUpdated={since.isoformat()}: Lead rows by email"
-    rows = [
-        row
-        for row in _all_rows(client, "/api/v1/entities", {"lastUpdated": since}, None)
-        if isinstance(row, Mapping)
-    ]
+    rows = _objects(client, "/api/v1/entities", since)
     matches = [
         row
         for row in rows
-        if _email(row) == wanted and (tolerant.entity_status(row) or "").strip().lower() == "lead"
+        if _folded(row, "email") == wanted
+        and (tolerant.entity_status(row) or "").strip().lower() == "lead"
     ]
     if not matches:
         # Leads may be listed only under /leads (its shape is guessed): look there too,
         # and conclude "absent" only when both lists could show the lead and neither does.
         where = f"{where}, then GET /api/v1/leads by email"
-        leads = [
-            row
-            for row in _all_rows(client, "/api/v1/leads", {"lastUpdated": since}, 100)
-            if isinstance(row, Mapping)
-        ]
-        matches = [row for row in leads if _email(row) == wanted]
+        leads = _objects(client, "/api/v1/leads", since, 100)
+        matches = [row for row in leads if _folded(row, "email") == wanted]
         rows = rows + leads
     if matches:
         return _one_entity(matches, where, "leads")
@@ -418,3 +359,11 @@ def _all_rows(
     if callable(paginate):
         return list(paginate(path, params=params, page_size=page_size))
     return tolerant.rows(client.get(path, params=params))
+
+
+def _objects(
+    client: ClientLike, path: str, since: datetime, page_size: int | None = None
+) -> list[Mapping[str, Any]]:
+    """The object rows of a list changed since ``since``."""
+    rows = _all_rows(client, path, {"lastUpdated": since}, page_size)
+    return [row for row in rows if isinstance(row, Mapping)]

@@ -1,13 +1,12 @@
-"""Readers for response shapes the spec leaves "not shown".
-
-Settings lists, the ledger status and the ledger tax rates have no documented shape, so
-these helpers accept the plausible ones and return None or an empty list when they cannot
-tell, letting the caller warn instead of guessing.
+"""Readers for response shapes the spec leaves "not shown" (settings lists, ledger status
+and tax rates, timestamps): they accept the plausible shapes and return None or an empty
+list when they cannot tell, letting the caller warn instead of guessing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 _WRAPPERS = ("items", "data", "results", "value", "values", "rows", "list")
@@ -22,18 +21,8 @@ def _folded(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def field(row: Any, name: str) -> tuple[bool, Any]:
-    """Whether ``row`` carries ``name`` in any letter case, and its value.
-
-    The spec spells some fields two ways (``billingId`` / ``billingID``); the exact
-    spelling wins, else the first key equal to ``name`` ignoring case.
-
-    Args:
-        row: a parsed JSON object (anything else carries no field).
-        name: the field name.
-
-    Returns:
-        ``(present, value)``; ``(False, None)`` when absent.
-    """
+    """``(present, value)`` of field ``name`` of a JSON object, in any letter case (the spec
+    spells some two ways, ``billingId`` / ``billingID``): the exact spelling wins."""
     if not isinstance(row, Mapping):
         return False, None
     if name in row:
@@ -46,12 +35,9 @@ def field(row: Any, name: str) -> tuple[bool, Any]:
 
 
 class AnyCase(dict[str, Any]):
-    """A JSON object whose fields are also found in another letter case.
-
-    ``row.get("billingID")`` and ``row["billingID"]`` find ``billingId`` when only that
-    spelling is present (the exact spelling wins). Templates see rows and delivery data
-    through it, so a mapping written for one spelling reads the other.
-    """
+    """A JSON object whose fields are also found in another letter case (:func:`field`):
+    templates see rows and delivery data through it, so a map written for ``billingID``
+    reads ``billingId``."""
 
     def __missing__(self, key: str) -> Any:
         present, value = field(dict(self), key) if isinstance(key, str) else (False, None)
@@ -79,14 +65,7 @@ def any_case(value: Any) -> Any:
 
 
 def rows(data: Any) -> list[Any]:
-    """Return the rows of a list response: a bare list, or a list wrapped in a mapping.
-
-    Args:
-        data: a parsed JSON body.
-
-    Returns:
-        The rows, or an empty list when none can be found.
-    """
+    """The rows of a list response, bare or wrapped in a mapping (empty when none)."""
     if isinstance(data, list):
         return data
     if isinstance(data, Mapping):
@@ -113,14 +92,8 @@ def _name_of(row: Any) -> str | None:
 
 
 def names(data: Any) -> list[str]:
-    """Return the names in a settings list: strings, or objects with a name-like field.
-
-    Args:
-        data: a parsed JSON body.
-
-    Returns:
-        The names in order, without repeats.
-    """
+    """The names in a settings list (strings, or objects with a name-like field), in order,
+    without repeats."""
     found: list[str] = []
     for row in rows(data):
         name = _name_of(row)
@@ -130,16 +103,9 @@ def names(data: Any) -> list[str]:
 
 
 def flag(data: Any, keys: Iterable[str] = _CONNECTED_KEYS) -> bool | None:
-    """Read a yes/no answer such as "is the ledger connected" from an unknown shape.
-
-    Args:
-        data: a parsed JSON body: a boolean, or a mapping with a boolean field named like one
-            of ``keys`` (any letter case) or a ``status`` text such as ``Connected``.
-        keys: field names to look for, lower case.
-
-    Returns:
-        The answer, or None when it cannot be told.
-    """
+    """A yes/no answer such as "is the ledger connected", or None when it cannot be told:
+    a boolean, a boolean field named like one of ``keys`` (lower case, any letter case in
+    the body) or a ``status`` text such as ``Connected``."""
     if isinstance(data, bool):
         return data
     if not isinstance(data, Mapping):
@@ -159,31 +125,17 @@ def flag(data: Any, keys: Iterable[str] = _CONNECTED_KEYS) -> bool | None:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
-    if isinstance(value, int | float):
+    try:
         return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    except ValueError:
+        return None
 
 
 def rates(data: Any) -> list[float]:
-    """Return the tax rates (in percent) of a tax-rate list of unknown shape.
-
-    Rows may be bare numbers or objects with a numeric rate-like field (``rate``,
-    ``taxRate``, ``effectiveRate``, ``percentage``...). Rows carrying a selected / active
-    flag that is false are left out.
-
-    Args:
-        data: a parsed JSON body.
-
-    Returns:
-        The rates found; empty when none can be read.
-    """
+    """The tax rates (percent) of a tax-rate list: bare numbers or objects with a rate-like
+    field (``rate``, ``taxRate``, ``percentage``...), leaving out rows flagged not selected."""
     found: list[float] = []
     for row in rows(data):
         number = _number(row)
@@ -191,33 +143,16 @@ def rates(data: Any) -> list[float]:
             folded = _folded(row)
             if any(folded.get(key) is False for key in _SELECTED_KEYS):
                 continue
-            for key in _RATE_KEYS:
-                number = _number(folded.get(key))
-                if number is not None:
-                    break
-            else:
-                number = next(
-                    (
-                        _number(value)
-                        for key, value in folded.items()
-                        if ("rate" in key or "percent" in key) and _number(value) is not None
-                    ),
-                    None,
-                )
+            named = [folded.get(key) for key in _RATE_KEYS]
+            loose = [value for key, value in folded.items() if "rate" in key or "percent" in key]
+            number = next((n for value in named + loose if (n := _number(value)) is not None), None)
         if number is not None:
             found.append(number)
     return found
 
 
 def entity_status(data: Any) -> str | None:
-    """Return a client's status from its detail record (``status`` or ``clientStatus``).
-
-    Args:
-        data: the parsed body of ``GET /api/v1/entities/{key}``.
-
-    Returns:
-        The status text, or None when the record has none.
-    """
+    """A client's status from its record (``status``, ``clientStatus``...), or None."""
     if not isinstance(data, Mapping):
         return None
     folded = _folded(data)
@@ -225,3 +160,17 @@ def entity_status(data: Any) -> str | None:
         if isinstance(folded.get(key), str):
             return str(folded[key])
     return None
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A server timestamp (ISO 8601, ``Z`` or offset; naive is UTC) as aware UTC, or None."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

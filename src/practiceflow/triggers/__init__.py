@@ -1,10 +1,8 @@
 """Triggers, engine side: events from the practice, by webhook or by polling.
 
-This package turns trigger modules (``triggers/*.yaml``) into events for recipes: the
-:class:`Trigger` interface (:mod:`.base`), the webhook receiver and subscriptions, cursor
-polling shared per list (:mod:`.shared_poll`) on adaptive cadences, and the modes
-(:mod:`.modes`). Every event is in the state store before it is acknowledged to its
-sender; the runner reads them with :meth:`Trigger.pending` and acknowledges each handled.
+Trigger modules (``triggers/*.yaml``) become events for recipes: the :class:`Trigger`
+interface (:mod:`.base`), the webhook receiver and subscriptions, polling shared per list
+(:mod:`.shared_poll`) on adaptive cadences, and the modes (:mod:`.modes`).
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from practiceflow.triggers.modes import (
     resolve_mode,
 )
 from practiceflow.triggers.poll_member import PollMember, PollResult
-from practiceflow.triggers.poller import Poller, adapt_interval
+from practiceflow.triggers.poller import Poller
 from practiceflow.triggers.practice_polls import PollTarget, PracticePolls, ScheduledPoll
 from practiceflow.triggers.shared_poll import (
     PollSource,
@@ -82,7 +80,6 @@ __all__ = [
     "TriggerEvent",
     "WebhookSpec",
     "WebhookTrigger",
-    "adapt_interval",
     "build_trigger",
     "definition",
     "event_from_record",

@@ -1,13 +1,8 @@
 """Any JSON a sender signs can be stored: what JSON proper cannot hold is kept as text.
 
-Python reads more than standard JSON: ``NaN``, ``Infinity`` and ``-Infinity``, numbers too
-large for a float (``1e999`` reads as infinity), and ``\\ud83d``, half of a UTF-16
-surrogate pair (a name cut in the middle of an emoji by a UTF-16 service arrives exactly
-so). None of these can be written back as JSON, nor encrypted as UTF-8, so a delivery
-carrying one could be neither stored nor listed. :func:`standard_json` reads such a body
-again keeping each as the text the sender wrote: ``"NaN"``, ``"1e999"``, and a lone
-surrogate as its escape ``"\\ud83d"`` (six characters). The delivery is then stored and
-run like any other; a recipe sees the text.
+Python reads ``NaN``, ``Infinity``, ``1e999`` and lone UTF-16 surrogates (``\\ud83d``, half
+an emoji), none of which can be written back as JSON or encrypted as UTF-8; such values
+are kept as the text the sender wrote (docs/architecture.md, "Receiving events").
 """
 
 from __future__ import annotations
@@ -45,17 +40,9 @@ def _standard(value: Any) -> Any:
 
 
 def standard_json(body: bytes, parsed: Any) -> Any:
-    """A delivery's JSON body as values standard JSON can hold.
-
-    Args:
-        body: the raw body, as signed.
-        parsed: the body as ``json.loads`` read it.
-
-    Returns:
-        ``parsed`` itself when the body holds nothing JSON proper cannot (the usual
-        case, told by one scan of the bytes); else the body read again with non-standard
-        numbers kept as their text and lone surrogates as their escapes.
-    """
+    """A delivery's JSON body (``parsed`` from the raw ``body``) as values standard JSON
+    can hold: ``parsed`` itself in the usual case (told by one scan of the bytes), else
+    read again with non-standard numbers as their text and lone surrogates escaped."""
     if not _SUSPECT.search(body):
         return parsed
     try:

@@ -1,11 +1,9 @@
 """How often a practice's polls run: fast while its lists change, slower while they do not.
 
-A shared poll's interval moves between the poll interval (or a shorter ``max_delay``) and
-the shortest ``max_delay`` of its triggers: it doubles after a quiet poll and snaps back to
-the fastest on any activity in the practice (:meth:`PracticeCadence.activity`). It never
-exceeds ``max_delay`` unless the rate budget runs low (``stretch``). Webhook triggers get a
-completeness **sweep** every ``catch_up_every`` seconds. The clock is injected: nothing
-here sleeps.
+A shared poll's interval doubles after a quiet poll, up to the shortest ``max_delay`` of its
+triggers (unless the rate budget runs low), and snaps back to the fastest on any activity
+in the practice. Webhook triggers get a completeness sweep every ``catch_up_every``
+seconds. The clock is injected: nothing here sleeps.
 """
 
 from __future__ import annotations
@@ -25,18 +23,8 @@ SWEEP_EVERY: Final = 3600.0
 
 
 def parse_max_delay(value: object, *, where: str = "trigger.max_delay") -> float:
-    """Read a ``max_delay``: seconds as a number, or ``"90s"``, ``"15m"``, ``"2h"``, ``"1d"``.
-
-    Args:
-        value: the recipe's value.
-        where: where it was given, for the error.
-
-    Returns:
-        Seconds.
-
-    Raises:
-        ConfigError: not a duration, or outside :data:`MAX_DELAY_RANGE`.
-    """
+    """Seconds of a ``max_delay``: a number, or ``"90s"``, ``"15m"``, ``"2h"``, ``"1d"``;
+    ConfigError naming ``where`` when not a duration or out of range."""
     seconds = read_max_delay(value)
     if seconds is None:
         message = f"{where}: {max_delay_problem(value)}"
@@ -46,14 +34,9 @@ def parse_max_delay(value: object, *, where: str = "trigger.max_delay") -> float
 
 @dataclass(frozen=True)
 class PollNeed:
-    """What one trigger needs of its list's poll.
-
-    Attributes:
-        fastest: the interval while its practice is busy.
-        slowest: the longest wait it accepts (its ``max_delay``, or its sweep interval).
-        follows_activity: whether changes and deliveries bring it back to ``fastest``
-            (false for a webhook trigger's sweep).
-    """
+    """What one trigger needs of its list's poll: its interval while the practice is busy,
+    the longest wait it accepts, and whether activity brings it back to ``fastest`` (not
+    for a webhook trigger's sweep)."""
 
     fastest: float
     slowest: float
@@ -72,19 +55,8 @@ class PollNeed:
 
 
 class Cadence:
-    """The interval of one (shared) poll, between ``fastest`` and ``slowest``.
-
-    Args:
-        fastest: seconds between polls while the practice is busy.
-        slowest: the longest wait (the shortest ``max_delay`` it serves).
-        follows_activity: whether :meth:`activity` brings it back to ``fastest``.
-        clock: seconds, monotonic.
-        growth: how much longer each quiet poll makes the next wait.
-        stretch: stretches an interval as the rate budget runs low (identity by default).
-
-    Raises:
-        ConfigError: ``fastest`` is not positive or exceeds ``slowest``.
-    """
+    """The interval of one (shared) poll, between ``fastest`` and ``slowest`` seconds;
+    ``stretch`` lengthens it as the rate budget runs low."""
 
     def __init__(
         self,
@@ -93,20 +65,18 @@ class Cadence:
         *,
         follows_activity: bool = True,
         clock: Callable[[], float] = time.monotonic,
-        growth: float = 2.0,
         stretch: Callable[[float], float] | None = None,
     ) -> None:
-        if not 0 < fastest <= slowest or growth <= 1:
+        if not 0 < fastest <= slowest:
             message = (
-                f"poll cadence: got fastest {fastest!r} s, slowest {slowest!r} s, growth "
-                f"{growth!r}; expected 0 < fastest <= slowest and growth > 1"
+                f"poll cadence: got fastest {fastest!r} s, slowest {slowest!r} s; "
+                "expected 0 < fastest <= slowest"
             )
             raise ConfigError(message)
         self.fastest = fastest
         self.slowest = slowest
         self.follows_activity = follows_activity
         self._clock = clock
-        self._growth = growth
         self._stretch = stretch or (lambda seconds: seconds)
         self.interval = fastest
         self.due = clock()  # the first poll is due at once (catching up)
@@ -118,15 +88,12 @@ class Cadence:
         return max(0.0, self.due - self._clock())
 
     def polled(self, *, changed: bool) -> float:
-        """Record a poll that just ended; returns the seconds until the next one.
-
-        Args:
-            changed: whether it found anything (an event, a cursor that moved).
-        """
+        """Record a poll that just ended (``changed``: it found anything); returns the
+        seconds until the next one."""
         if changed:
             self.interval = self.fastest
         else:
-            self.interval = min(self.interval * self._growth, self.slowest)
+            self.interval = min(self.interval * 2, self.slowest)
         wait = max(self.interval, self._stretch(self.interval))
         self.due = self._clock() + wait
         return wait
@@ -148,15 +115,8 @@ def group_cadence(
     clock: Callable[[], float] = time.monotonic,
     stretch: Callable[[float], float] | None = None,
 ) -> Cadence:
-    """The cadence of a poll shared by triggers with these needs.
-
-    The slowest is the shortest wait any of them accepts; the fastest is the fastest of
-    the triggers that follow activity (or of all, when none does), never above the
-    slowest.
-
-    Raises:
-        ConfigError: no needs.
-    """
+    """The cadence of a poll shared by triggers with these needs: the shortest wait any
+    accepts, and the fastest of those that follow activity (or of all, when none does)."""
     given = list(needs)
     if not given:
         raise ConfigError("a poll cadence needs at least one trigger")
@@ -173,11 +133,8 @@ def group_cadence(
 
 
 class PracticeCadence:
-    """The cadences of one practice's polls: a change anywhere speeds them all up.
-
-    Args:
-        cadences: poll name -> its cadence.
-    """
+    """The cadences of one practice's polls, by poll name: a change anywhere speeds them
+    all up."""
 
     def __init__(self, cadences: Mapping[str, Cadence] | None = None) -> None:
         self.cadences: dict[str, Cadence] = dict(cadences or {})
@@ -195,11 +152,8 @@ class PracticeCadence:
                 cadence.activity()
 
     def polled(self, name: str, *, changed: bool) -> float:
-        """Record a poll of ``name``; a change speeds up the practice's other polls too.
-
-        Returns:
-            Seconds until ``name`` polls again.
-        """
+        """Record a poll of ``name`` (a change speeds up the practice's other polls too);
+        returns the seconds until it polls again."""
         if changed:
             self.activity()
         with self._lock:

@@ -1,14 +1,9 @@
 """A loaded trigger module turned into what the engine runs: webhook and poll specs.
 
-:func:`definition` reads a :class:`~practiceflow.manifest.TriggerModule` (its sections are
-compiled template trees) into a :class:`TriggerDefinition`; the functions here render its
-templates: the event key to subscribe to, a delivery body into an event, the poll query,
-and a list row into an event.
-
-Tolerance: delivery bodies and most list rows have shapes the spec does not show. Every
-mapping keeps the whole body or row (``raw``), templates are expected to pick fields
-defensively (``body.get('data')``...), and a template that fails on an odd body never
-loses the delivery: the event falls back to the body itself and the delivery id.
+Fields are those of docs/modules-guide.md ("Triggers"). Delivery bodies and most list
+rows have shapes the spec does not show: every event keeps the whole body or row (``raw``),
+and a template that fails on an odd body never loses the delivery (the event falls back to
+the body itself and the delivery id).
 """
 
 from __future__ import annotations
@@ -16,13 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.hooks.tolerant import any_case
+from practiceflow.hooks.tolerant import parse_time as parse_time
 from practiceflow.manifest import TriggerModule, load_trigger
 from practiceflow.manifest.resources import data_dir
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
@@ -35,42 +31,15 @@ DELIVERY_PREFIX: Final = "delivery:"
 CursorKind = Literal["lastUpdated", "date_range", "none"]
 
 
-def parse_time(value: Any) -> datetime | None:
-    """Parse a server timestamp (ISO 8601, ``Z`` or offset; naive means UTC).
-
-    Args:
-        value: the field's value.
-
-    Returns:
-        An aware UTC datetime, or ``None`` when missing or unreadable.
-    """
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
 def _render(template: Any, context: Mapping[str, Any]) -> Any:
     return template.render(context) if isinstance(template, CompiledTemplate) else template
 
 
 @dataclass(frozen=True)
 class WebhookSpec:
-    """How a trigger receives by webhook.
-
-    Attributes:
-        event: the event key, or a template over ``input`` choosing it.
-        map: compiled tree over ``body``, ``data``, ``headers``, ``input``; ``None``: the
-            body.
-        passthrough: copy body fields that ``map`` does not name.
-        id: template of the cross-source dedupe key, or ``None`` (delivery id).
-    """
+    """How a trigger receives by webhook (the module's ``webhook`` section): ``map`` reads
+    ``body``, ``data``, ``headers`` and ``input`` (``None``: the body); ``id`` renders the
+    cross-source dedupe key (``None``: the delivery id)."""
 
     event: CompiledTemplate | str
     map: Any
@@ -78,11 +47,7 @@ class WebhookSpec:
     id: CompiledTemplate | None
 
     def event_key(self, options: Mapping[str, Any]) -> str:
-        """The event key to subscribe to, rendered with the trigger's options.
-
-        Raises:
-            ConfigError: the template yields no event key.
-        """
+        """The event key to subscribe to, rendered with the trigger's options."""
         value = _render(self.event, {"input": options, "now": utcnow()})
         if not isinstance(value, str) or "." not in value:
             message = (
@@ -99,21 +64,13 @@ class WebhookSpec:
         options: Mapping[str, Any],
         delivery_id: str,
     ) -> tuple[str, Any]:
-        """Map a verified delivery to ``(dedupe_key, event data)``; never raises.
-
-        Args:
-            body: the parsed JSON body (or raw bytes decoded as text when not JSON).
-            headers: ``event``, ``eventId`` and ``timestamp`` of the delivery.
-            options: the trigger's options (``input``).
-            delivery_id: the ``X-Svc-Event-Id``.
-
-        Returns:
-            The dedupe key and the event; on a template failure the body is the event
-            and the delivery id the key (logged, without the body).
-        """
+        """``(dedupe_key, event)`` of a verified delivery; never raises: on a template
+        failure the body is the event and the delivery id the key (logged, body left out)."""
+        # Senders wrap the record in ``data`` or send it bare: templates read it as ``data``.
+        inner = body.get("data") if isinstance(body, dict) else None
         context = {
             "body": body,
-            "data": any_case(delivery_data(body)),
+            "data": any_case(inner if isinstance(inner, dict) else body),
             "headers": dict(headers),
             "input": options,
             "now": utcnow(),
@@ -137,32 +94,18 @@ class WebhookSpec:
 
 @dataclass(frozen=True)
 class KnownKeys:
-    """Keys remembered across polls (``poll.known``).
-
-    Attributes:
-        key: template over ``item``: the record's stable key.
-        when: template over ``item``: remember only when true; ``None``: always.
-        fire: ``unknown`` (new records) or ``known`` (records seen before).
-        baseline: on the first poll, read the whole list and only remember keys.
-    """
+    """Keys remembered across polls (``poll.known``): ``key`` and ``when`` are templates
+    over ``item``; ``fire`` is ``unknown`` (new records) or ``known`` (seen before)."""
 
     key: CompiledTemplate | str
     when: CompiledTemplate | None
     fire: Literal["unknown", "known"]
-    baseline: bool
 
 
 @dataclass(frozen=True)
 class SweepSource:
-    """How a downtime is proven complete when the poll needs an input (``poll.sweep``).
-
-    Attributes:
-        each: the input enumerated (``entityKey``).
-        path: the list giving every value of it.
-        field: the row field of that list holding the value.
-        changed: the row field telling when that record last changed, or None.
-        when: row fields of the poll's list telling when the event happened.
-    """
+    """How a downtime is proven complete when the poll needs an input (``poll.sweep``):
+    the list at ``path`` gives every value of input ``each`` in its rows' ``field``."""
 
     each: str
     path: str
@@ -172,37 +115,14 @@ class SweepSource:
 
     def event_time(self, row: Any) -> datetime | None:
         """When the event of a poll row happened (the first field present), or None."""
-        if not isinstance(row, Mapping):
-            return None
-        for name in self.when:
-            value = row.get(name)
-            if value:
-                return parse_time(str(value))
-        return None
+        found = [row.get(name) for name in self.when] if isinstance(row, Mapping) else []
+        return next((parse_time(str(value)) for value in found if value), None)
 
 
 @dataclass(frozen=True)
 class PollSpec:
-    """How a trigger receives by polling a list endpoint.
-
-    Attributes:
-        path: the list path (may be a template over ``input``).
-        params: compiled tree of fixed query parameters.
-        items: where the rows are in a wrapped answer, or ``None`` (found tolerantly).
-        cursor: ``lastUpdated``, ``date_range`` or ``none``.
-        cursor_param: query parameter of a ``lastUpdated`` cursor.
-        cursor_field: the row field carrying its timestamp or date.
-        start_param: ``date_range`` start parameter.
-        end_param: ``date_range`` end parameter.
-        lookback_days: ``date_range`` days before today the window starts.
-        dedupe: template over ``item`` giving the dedupe key.
-        filters: name -> template; a row is an event only when all are true.
-        map: compiled tree over ``item`` and ``input``; ``None``: the row.
-        passthrough: copy row fields that ``map`` does not name.
-        page_size: ``pageSize`` to send, or ``None`` (a fixed server page size).
-        known: remembered keys, or ``None``.
-        sweep: how a downtime is swept when the poll needs an input, or ``None``.
-    """
+    """How a trigger receives by polling a list endpoint (the module's ``poll`` section;
+    templates read ``item`` and ``input``, ``map`` ``None`` means the row itself)."""
 
     path: CompiledTemplate | str
     params: Any
@@ -222,11 +142,8 @@ class PollSpec:
     sweep: SweepSource | None = None
 
     def request(self, options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        """The path and fixed query of a poll, rendered with the trigger's options.
-
-        Raises:
-            TemplateError: an option the path or query needs is missing.
-        """
+        """The path and fixed query of a poll, rendered with the trigger's options
+        (TemplateError: an option they need is missing)."""
         context = {"input": options, "now": utcnow()}
         path = str(_render(self.path, context))
         params = render_tree(self.params, context) if self.params else {}
@@ -258,31 +175,9 @@ class PollSpec:
         return (None if key is None else str(key)), remember
 
 
-def delivery_data(body: Any) -> Any:
-    """The object a delivery is about: ``body["data"]`` when that is an object, else the body.
-
-    The delivery schema is not shown in the spec; senders of this kind wrap the record in
-    ``data`` or send it bare. Webhook templates read it as ``data``.
-    """
-    if isinstance(body, dict):
-        inner = body.get("data")
-        if isinstance(inner, dict):
-            return inner
-    return body
-
-
 def map_record(tree: Any, passthrough: bool, record: Any, context: Mapping[str, Any]) -> Any:
-    """Render a ``map`` over a body or row, with ``passthrough`` of unnamed fields.
-
-    Args:
-        tree: the compiled map, or ``None`` (the record is the event).
-        passthrough: copy the record's fields that the map does not name.
-        record: the body or row.
-        context: the template names.
-
-    Returns:
-        The event.
-    """
+    """Render a ``map`` (``None``: the record is the event) over a body or row, copying
+    the record's unnamed fields with ``passthrough``."""
     if tree is None:
         return record
     mapped = render_tree(tree, context)
@@ -296,13 +191,7 @@ def map_record(tree: Any, passthrough: bool, record: Any, context: Mapping[str, 
 
 @dataclass(frozen=True)
 class TriggerDefinition:
-    """A trigger module ready to run.
-
-    Attributes:
-        module: the loaded module (title, help text, schemas, sample).
-        webhook: the webhook spec, or ``None`` when it cannot be received by webhook.
-        poll: the poll spec, or ``None`` when there is no list to poll.
-    """
+    """A trigger module ready to run: its webhook and poll specs (``None``: cannot)."""
 
     module: TriggerModule
     webhook: WebhookSpec | None
@@ -313,6 +202,12 @@ class TriggerDefinition:
         """The module's key."""
         return self.module.key
 
+    def polled(self) -> PollSpec:
+        """The poll spec; ConfigError (saying why) when the trigger cannot be polled."""
+        if self.poll is None:
+            raise ConfigError(f"trigger {self.key!r} cannot be polled: {self.module.description}")
+        return self.poll
+
 
 def _known(section: Mapping[str, Any] | None) -> KnownKeys | None:
     if not section:
@@ -322,7 +217,6 @@ def _known(section: Mapping[str, Any] | None) -> KnownKeys | None:
         key=section["key"],
         when=when if isinstance(when, CompiledTemplate) else None,
         fire="known" if section["fire"] == "known" else "unknown",
-        baseline=bool(section.get("baseline", False)),
     )
 
 
@@ -340,14 +234,7 @@ def _sweep(section: Mapping[str, Any] | None) -> SweepSource | None:
 
 
 def definition(module: TriggerModule) -> TriggerDefinition:
-    """Read a loaded trigger module into its webhook and poll specs.
-
-    Args:
-        module: from :func:`practiceflow.manifest.load_trigger` or a registry.
-
-    Returns:
-        The definition.
-    """
+    """Read a loaded trigger module into its webhook and poll specs."""
     webhook = None
     if module.webhook is not None:
         section = module.webhook
@@ -386,30 +273,17 @@ def definition(module: TriggerModule) -> TriggerDefinition:
 
 def shipped_trigger_keys() -> list[str]:
     """Keys of the trigger modules shipped with practiceflow, sorted."""
-    folder = data_dir("triggers")
-    return sorted(
-        entry.name[: -len(".yaml")] for entry in folder.iterdir() if entry.name.endswith(".yaml")
-    )
+    entries = data_dir("triggers").iterdir()
+    return sorted(entry.name[: -len(".yaml")] for entry in entries if entry.name.endswith(".yaml"))
 
 
 def load_definition(key_or_path: str | Path) -> TriggerDefinition:
-    """Load a shipped trigger by key, or a trigger module file by path.
-
-    Args:
-        key_or_path: ``proposal_accepted`` or ``my/triggers/x.yaml``.
-
-    Returns:
-        The definition.
-
-    Raises:
-        ConfigError: no such shipped trigger (the message lists the valid keys).
-        ManifestError: the file does not load.
-    """
+    """Load a shipped trigger by key (``proposal_accepted``), or a module file by path
+    (ConfigError listing the valid keys; ManifestError when the file does not load)."""
     text = str(key_or_path)
     if text.endswith((".yaml", ".yml")) or "/" in text:
         return definition(load_trigger(Path(text)))
-    folder = data_dir("triggers")
-    entry: Traversable = folder / f"{text}.yaml"
+    entry: Traversable = data_dir("triggers") / f"{text}.yaml"
     if not entry.is_file():
         message = f"trigger: got {text!r}; valid values are {shipped_trigger_keys()}"
         raise ConfigError(message)

@@ -1,19 +1,17 @@
-"""Choosing how a trigger receives (``auto``, ``webhook``, ``poll``, ``both``), and the
+"""How a trigger receives (``auto``, ``webhook``, ``poll``, ``both``) and the
 :class:`~practiceflow.triggers.base.Trigger` classes that do it.
 
-In ``both``, one change fires once because the module declares the same **cross-source
-dedupe key** twice (``webhook.id`` over the body, ``poll.dedupe`` over the row), so the
-second arrival is a duplicate in the store; a body without the key falls back to
-``delivery:<X-Svc-Event-Id>`` and may fire once more by polling (documented, never lost).
-Polls finding changes no delivery brought get the subscription checked and healed.
+In ``both``, one change fires once because the module declares the same cross-source dedupe
+key twice (``webhook.id`` over the body, ``poll.dedupe`` over the row): the second arrival
+is a duplicate in the store. A body without the key falls back to the delivery id and may
+fire once more by polling (documented, never lost).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 from practiceflow.api import Client
@@ -39,20 +37,8 @@ MODES: Final[tuple[Mode, ...]] = ("auto", "webhook", "poll", "both")
 def resolve_mode(
     definition: TriggerDefinition, mode: str, public_url: str | None
 ) -> Literal["webhook", "poll", "both"]:
-    """Decide how a trigger receives.
-
-    Args:
-        definition: the trigger.
-        mode: ``auto``, ``webhook``, ``poll`` or ``both``.
-        public_url: the receiver's public base URL, if one is configured.
-
-    Returns:
-        ``webhook``, ``poll`` or ``both``.
-
-    Raises:
-        ConfigError: the mode is unknown or the trigger (or configuration) cannot do it;
-            the message says why (for example, no list endpoint to poll).
-    """
+    """Decide how a trigger receives, given the receiver's public URL (if any); a
+    ConfigError says why a mode cannot be (for example, no list endpoint to poll)."""
     key = definition.key
     can_hook, can_poll = definition.webhook is not None, definition.poll is not None
     if mode not in MODES:
@@ -87,19 +73,10 @@ def resolve_mode(
 
 
 class WebhookTrigger(Trigger):
-    """Receives a trigger by webhook: subscribes on start, unsubscribes on stop.
+    """Receives a trigger by webhook: subscribes on start, unsubscribes on stop;
+    ``check_events`` checks the event key against ``GET /api/v1/webhooks/events``."""
 
-    Args:
-        definition: the trigger (with a ``webhook`` section).
-        options: its options.
-        practice: the practice's name in the store.
-        store: the state store.
-        client: the API client.
-        receiver: the receiver serving ``public_url`` (bound here).
-        public_url: the receiver's public base URL.
-        name: the trigger's name (default: its key).
-        check_events: check the event key against ``GET /api/v1/webhooks/events``.
-    """
+    mode = "webhook"
 
     def __init__(
         self,
@@ -125,18 +102,9 @@ class WebhookTrigger(Trigger):
         self.event_key = self.spec.event_key(self.options)
         self._check_events = check_events
 
-    @property
-    def mode(self) -> str:
-        """``webhook``."""
-        return "webhook"
-
     def start(self) -> None:
-        """Bind the receiver and make sure the subscription exists.
-
-        Raises:
-            ConfigError: the API does not offer the event, or a subscribe is in doubt.
-            ApiError: the API refused the subscribe.
-        """
+        """Bind the receiver and make sure the subscription exists (ConfigError: the API
+        does not offer the event, or a subscribe is in doubt)."""
         if self._check_events:
             offered = supported_events(self.manager.client)
             if offered and self.event_key not in offered:
@@ -153,71 +121,45 @@ class WebhookTrigger(Trigger):
         if unsubscribe:
             self.manager.remove(self.name)
 
+    def _arrival(self) -> Callable[[], bool]:
+        before = self.receiver.last_delivery(self.practice, self.name)
+        return lambda: self.receiver.last_delivery(self.practice, self.name) != before
+
     def check(self, wait: float = 5.0) -> CheckResult:
         """Send a test delivery and wait until the receiver stores it."""
-        before = self.receiver.last_delivery(self.practice, self.name)
-
-        def arrived() -> bool:
-            return self.receiver.last_delivery(self.practice, self.name) != before
-
-        return self.manager.check(self.name, arrived, wait=wait)
+        return self.manager.check(self.name, self._arrival(), wait=wait)
 
     def heal(self) -> str:
         """Check the subscription; re-subscribe when the API lost it."""
-        before = self.receiver.last_delivery(self.practice, self.name)
-        return self.manager.heal(
-            self.name,
-            self.event_key,
-            lambda: self.receiver.last_delivery(self.practice, self.name) != before,
-        )
+        return self.manager.heal(self.name, self.event_key, self._arrival())
 
 
 class PollingTrigger(Trigger):
-    """Receives a trigger by polling (see :mod:`practiceflow.triggers.poller`)."""
+    """Receives a trigger by polling: :meth:`poll_once`, or its poller's member in a
+    practice's shared polls (:mod:`.practice_polls`), which schedule it."""
+
+    mode = "poll"
 
     def __init__(self, poller: Poller) -> None:
         super().__init__(poller.name, poller.definition.key, poller.practice, poller.store)
         self.poller = poller
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    @property
-    def mode(self) -> str:
-        """``poll``."""
-        return "poll"
 
     def poll_once(self) -> PollResult:
         """One poll (see :meth:`Poller.poll_once`)."""
         return self.poller.poll_once()
 
-    def start(self, interval: float | None = None) -> None:
-        """Start polling in a background thread when ``interval`` is given."""
-        if interval is None or (self._thread is not None and self._thread.is_alive()):
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(
-            target=self.poller.run, args=(self._stop, interval), name=f"pf-poll-{self.name}"
-        )
-        self._thread.daemon = True
-        self._thread.start()
+    def start(self) -> None:
+        """Nothing to start: polls are driven from outside."""
 
     def stop(self, *, unsubscribe: bool = True) -> None:
-        """Stop the background polling; the cursor stays where it is."""
-        del unsubscribe
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        """Nothing to stop: the cursor stays where it is."""
 
 
 class BothTrigger(Trigger):
-    """Webhook and polling together, deduplicated across sources (module docstring).
+    """Webhook and polling together, deduplicated across sources (module docstring); after
+    ``grace`` seconds without a delivery, polls that find changes heal the subscription."""
 
-    Args:
-        webhook: the webhook side.
-        polling: the polling side (same name, practice and store).
-        grace: seconds without a delivery after which polled changes raise suspicion.
-        clock: seconds (``time.time``), as the receiver's clock.
-    """
+    mode = "both"
 
     def __init__(
         self,
@@ -227,8 +169,6 @@ class BothTrigger(Trigger):
         grace: float = 300.0,
         clock: Any = time.time,
     ) -> None:
-        if (webhook.name, webhook.practice) != (polling.name, polling.practice):
-            raise ConfigError("both sides of a trigger must share its name and practice")
         super().__init__(webhook.name, webhook.key, webhook.practice, webhook.store)
         self.webhook = webhook
         self.polling = polling
@@ -236,18 +176,12 @@ class BothTrigger(Trigger):
         self._clock = clock
         self._suspicious = 0
 
-    @property
-    def mode(self) -> str:
-        """``both``."""
-        return "both"
-
     def start(self) -> None:
         """Subscribe (the polling side is driven by :meth:`poll_once`)."""
         self.webhook.start()
 
     def stop(self, *, unsubscribe: bool = True) -> None:
-        """Unsubscribe and stop polling."""
-        self.polling.stop()
+        """Unsubscribe (the polling side keeps its cursor)."""
         self.webhook.stop(unsubscribe=unsubscribe)
 
     def poll_once(self) -> PollResult:
@@ -255,12 +189,8 @@ class BothTrigger(Trigger):
         return self.note_poll(self.polling.poll_once())
 
     def note_poll(self, result: PollResult) -> PollResult:
-        """Look at a poll's result (this trigger's, of a poll it may share with others):
-        when polls keep finding what no delivery brought, heal the subscription.
-
-        Returns:
-            ``result``.
-        """
+        """Look at a (possibly shared) poll's result for this trigger; returns it. When
+        polls keep finding what no delivery brought, heal the subscription."""
         last = self.webhook.receiver.last_delivery(self.practice, self.name)
         quiet = last is None or self._clock() - last > self.grace
         self._suspicious = self._suspicious + 1 if result.events and quiet else 0
@@ -291,27 +221,8 @@ def build_trigger(
     since: str | None = None,
     check_events: bool = True,
 ) -> Trigger:
-    """Build the trigger a recipe asks for.
-
-    Args:
-        definition: the trigger module.
-        mode: ``auto``, ``webhook``, ``poll`` or ``both``.
-        options: the recipe's ``trigger.with``.
-        practice: the practice's name in the store.
-        store: the state store.
-        client: the API client.
-        receiver: the webhook receiver (needed for webhook and both).
-        public_url: the receiver's public base URL.
-        name: the trigger's name (default: its key).
-        since: polling start instead of "from now".
-        check_events: check webhook event keys against the API's list.
-
-    Returns:
-        A :class:`WebhookTrigger`, :class:`PollingTrigger` or :class:`BothTrigger`.
-
-    Raises:
-        ConfigError: the mode cannot be served (the message says why).
-    """
+    """Build the trigger a recipe asks for (``options``: its ``trigger.with``; ``since``:
+    polling start instead of "from now"; ``receiver`` is needed for webhook and both)."""
     chosen = resolve_mode(definition, mode, public_url)
     given = dict(options or {})
     hooked: WebhookTrigger | None = None

@@ -1,9 +1,8 @@
-"""One trigger's side of a poll: its filter, dedupe, known keys and "handled up to" point.
+"""One trigger's side of a (shared) poll: its filter, dedupe, known keys and cursor.
 
-A :class:`PollMember` decides, for its trigger alone, which rows of a shared read are past
-its cursor and are events, stores them under its own dedupe key, and only then moves its
-own cursor, so triggers on one list never share state. Store keys per trigger name:
-``<name>`` (cursor and boundary keys), ``<name>#known`` and ``<name>#page_size``.
+A :class:`PollMember` stores its trigger's events under its own dedupe key and only then
+moves its own cursor, so triggers on one list never share state. Store keys per trigger
+name: ``<name>`` (cursor and boundary keys), ``<name>#known`` and ``<name>#page_size``.
 """
 
 from __future__ import annotations
@@ -34,15 +33,9 @@ PAGE_SIZE_SUFFIX: Final = "#page_size"
 
 @dataclass
 class PollResult:
-    """What one poll did for one trigger.
-
-    Attributes:
-        events: the new events stored, in the order found.
-        requests: how many requests the read sent (shared by every trigger of the read).
-        cursor: the trigger's cursor after the poll.
-        baseline: whether it was the trigger's first poll (nothing fires).
-        skipped: rows left out because a template could not read them.
-    """
+    """What one poll did for one trigger: its new events in order found, the requests of
+    the (shared) read, its cursor after, whether it was a first poll (nothing fires), and
+    the rows left out because a template could not read them."""
 
     events: list[TriggerEvent] = field(default_factory=list)
     requests: int = 0
@@ -52,7 +45,7 @@ class PollResult:
 
 
 class _KnownKeys:
-    """A trigger's known keys for one poll, loaded by ``load`` when first asked.
+    """A trigger's known keys for one poll, loaded when first asked.
 
     A row at or before the time of the row that taught its key is that same row, read again
     after a crash, so it counts as not known yet: ``known`` never fires twice for one row.
@@ -72,11 +65,10 @@ class _KnownKeys:
                 if _TAUGHT_AT in entry:
                     key, _, taught = entry.rpartition(_TAUGHT_AT)
                 moment = parse_time(taught)
-                if key not in self._keys or moment is None:
-                    self._keys[key] = moment
-                else:
-                    earlier = self._keys[key]
-                    self._keys[key] = None if earlier is None else min(earlier, moment)
+                earlier = self._keys.get(key, moment)  # a key known without a time stays so
+                self._keys[key] = (
+                    None if earlier is None or moment is None else min(earlier, moment)
+                )
         return self._keys
 
     def known(self, key: str, stamp: datetime | None) -> bool:
@@ -95,28 +87,10 @@ class _KnownKeys:
         self._loaded()[key] = stamp
 
 
-def known_entry(key: str, stamp_text: str | None) -> str:
-    """How a known key is stored: the key, then the time of the row that taught it."""
-    return key if not stamp_text else f"{key}{_TAUGHT_AT}{stamp_text}"
-
-
 class PollMember:
-    """One trigger reading a (possibly shared) list: its own filter, dedupe and cursor.
-
-    A read calls :meth:`begin` (load the cursor), then :meth:`take` for every row, then
-    :meth:`page_done` after each page and :meth:`finish` at the end.
-
-    Args:
-        store: the state store.
-        practice: the practice's name in the store.
-        definition: the trigger (it must have a ``poll`` section).
-        options: the trigger's options (``input`` of its templates).
-        name: the trigger's name (default: its key).
-        since: start from this ISO 8601 instant instead of "from now" (no cursor yet).
-
-    Raises:
-        ConfigError: the trigger cannot be polled.
-    """
+    """One trigger reading a (possibly shared) list: its own filter, dedupe and cursor. A
+    read calls :meth:`begin`, a ``start_*``, :meth:`take` per row, :meth:`page_done` per page
+    and a ``finish_*``. ``since``: as for :class:`~.poller.Poller`."""
 
     def __init__(
         self,
@@ -128,15 +102,10 @@ class PollMember:
         name: str | None = None,
         since: str | None = None,
     ) -> None:
-        if definition.poll is None:
-            message = (
-                f"trigger {definition.key!r} cannot be polled: {definition.module.description}"
-            )
-            raise ConfigError(message)
+        self.spec: PollSpec = definition.polled()
         self.store = store
         self.practice = practice
         self.definition = definition
-        self.spec: PollSpec = definition.poll
         self.options = dict(options or {})
         self.name = name or definition.key
         self.since = since
@@ -151,8 +120,6 @@ class PollMember:
         self._best: tuple[str, datetime | None, set[str]] = ("", None, set())
         self._written: tuple[str, frozenset[str]] | None = None
         self._fire = True
-
-    # -- one read ---------------------------------------------------------------------------
 
     def begin(self) -> CursorState | None:
         """Start a poll: a fresh result, and the stored cursor (``None``: none yet)."""
@@ -169,11 +136,8 @@ class PollMember:
         return self.state is None and self.since is None
 
     def start_value(self) -> tuple[str, frozenset[str]]:
-        """The cursor a ``lastUpdated`` read starts this trigger from, with its boundary.
-
-        Raises:
-            ConfigError: ``since`` or the stored cursor is not a timestamp.
-        """
+        """The cursor a ``lastUpdated`` read starts from, with its boundary (ConfigError:
+        ``since`` is not a timestamp)."""
         if self.state is not None:
             return self.state.value, self.state.boundary_keys
         given = str(self.since)
@@ -182,8 +146,9 @@ class PollMember:
             raise ConfigError(message)
         return given, frozenset()
 
-    def start_since(self, value: str, boundary: frozenset[str], *, stored: bool) -> None:
-        """Take rows after ``value`` (and at it, unless their key is in ``boundary``)."""
+    def start_since(self, value: str, boundary: frozenset[str], *, stored: bool) -> datetime:
+        """Take rows after ``value`` (and at it, unless their key is in ``boundary``);
+        returns it parsed."""
         cursor = parse_time(value)
         if cursor is None:
             message = f"stored cursor of {self.name!r} is not a timestamp: {value!r}"
@@ -193,6 +158,7 @@ class PollMember:
         self._written = (value, boundary) if stored else None
         self._handled = set()
         self.result.cursor = value
+        return cursor
 
     def start_whole(self) -> None:
         """Take every row (a first poll only remembers)."""
@@ -234,16 +200,12 @@ class PollMember:
 
     def finish_since(self) -> None:
         """At the end of a ``lastUpdated`` read: the cursor moves to the newest handled."""
-        self._remember()
-        self._write(self._best[0], frozenset(self._best[2]))
+        self.page_done(may_move=True)
         self.result.cursor = self._best[0]
 
     def finish_whole(self, today: str | None) -> None:
-        """At the end of a whole read: the cursor as the cursor kind wants it.
-
-        Args:
-            today: the current date (``date_range``), else ``None``.
-        """
+        """At the end of a whole read: the cursor as its kind wants it (``today``: the
+        date of a ``date_range`` read, else ``None``)."""
         self._remember()
         if self.spec.cursor == "lastUpdated":
             text, best, keys = self._best
@@ -257,8 +219,6 @@ class PollMember:
         if self.state is None or self.state.value != value:  # a cursor that did not move stays
             self.store.set_cursor(self.practice, self.name, value)
         self.result.cursor = value
-
-    # -- pieces -----------------------------------------------------------------------------
 
     def _write(self, text: str, keys: frozenset[str]) -> None:
         if self._written == (text, keys):
@@ -296,7 +256,8 @@ class PollMember:
         if remember and known_key is not None and known_key not in self._known:
             self._known.add(known_key, stamp)
             taught = row.get(self.spec.cursor_field) if stamp is not None else None
-            self._added.add(known_entry(known_key, str(taught) if taught else None))
+            # Stored with the time of the row that taught it (see _KnownKeys).
+            self._added.add(f"{known_key}{_TAUGHT_AT}{taught}" if taught else known_key)
 
     def _store_event(self, row: Any, context: Mapping[str, Any], key: str) -> None:
         if self.store.seen_event(self.practice, self.name, key):

@@ -1,9 +1,6 @@
-"""A practice's polls: its triggers grouped into shared polls, each on an adaptive cadence.
-
-:class:`PracticePolls` groups its :class:`PollTarget` entries by the list they read, gives
-each group a :class:`ScheduledPoll` (one shared poll, one cadence) and ties the cadences
-together so activity anywhere speeds them all up. Nothing here starts a thread: callers
-wait with :meth:`ScheduledPoll.wait_due` or schedule from :meth:`PracticePolls.next_due`.
+"""A practice's polls: its triggers grouped into shared polls, each on an adaptive cadence
+tied to the others'. Nothing here starts a thread: callers wait with
+:meth:`ScheduledPoll.wait_due` or schedule from :meth:`PracticePolls.next_due`.
 """
 
 from __future__ import annotations
@@ -22,14 +19,8 @@ from practiceflow.triggers.shared_poll import SharedPoll, SharedPollResult, grou
 
 @dataclass(frozen=True)
 class PollTarget:
-    """One polled trigger of a practice.
-
-    Attributes:
-        member: the trigger's side of the read (its name, filter, dedupe, cursor).
-        need: how fast it must be polled (:class:`~.cadence.PollNeed`).
-        after: called with its result after each poll (a ``both`` trigger checks its
-            webhook this way), or ``None``.
-    """
+    """One polled trigger of a practice: its side of the read, how fast it must be polled,
+    and what to call with its result after each poll (a ``both`` trigger's webhook check)."""
 
     member: PollMember
     need: PollNeed
@@ -37,15 +28,8 @@ class PollTarget:
 
 
 class ScheduledPoll:
-    """One shared poll of a practice with its cadence.
-
-    Args:
-        client: the API client.
-        targets: the triggers reading the same list.
-        practice: the practice's cadences (this poll's is added to them).
-        clock: seconds, monotonic.
-        today: the current date for ``date_range`` lists (tests pass a fake).
-    """
+    """One shared poll of a practice (``targets`` read the same list) with its cadence,
+    added to the practice's cadences."""
 
     def __init__(
         self,
@@ -74,15 +58,8 @@ class ScheduledPoll:
         return [target.member.name for target in self.targets]
 
     def poll_once(self) -> SharedPollResult:
-        """Poll now for every trigger of the group, then schedule the next poll.
-
-        Returns:
-            The events and cursors of each trigger.
-
-        Raises:
-            PracticeflowError: as :meth:`SharedPoll.poll_once`; the next poll is still
-                scheduled (as after a poll that found nothing).
-        """
+        """Poll now for every trigger of the group, then schedule the next poll (also when
+        the poll raises, as after a poll that found nothing)."""
         try:
             result = self.shared.poll_once()
         except Exception:
@@ -99,15 +76,8 @@ class ScheduledPoll:
         return max(0.0, self._clock() - self.cadence.due)
 
     def wait_due(self, stop: threading.Event) -> bool:
-        """Block until the poll is due (waking early when its due time moves).
-
-        Args:
-            stop: ends the wait; set :attr:`Cadence.nudged` too to wake a waiter at once
-                (:meth:`PracticePolls.wake_all`).
-
-        Returns:
-            True when due, False when stopped.
-        """
+        """Block until the poll is due (True) or ``stop`` is set (False; wake a waiter at
+        once with :meth:`PracticePolls.wake_all`)."""
         while True:
             # Cleared before looking: a nudge (or a stop's wake) from here on ends the wait.
             self.cadence.nudged.clear()
@@ -120,14 +90,7 @@ class ScheduledPoll:
 
 
 class PracticePolls:
-    """Every poll of one practice, grouped by list, on cadences tied together.
-
-    Args:
-        client: the practice's API client.
-        targets: its polled triggers.
-        clock: seconds, monotonic.
-        today: the current date for ``date_range`` lists (tests pass a fake).
-    """
+    """Every poll of one practice, grouped by list, on cadences tied together."""
 
     def __init__(
         self,

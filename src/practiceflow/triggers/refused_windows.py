@@ -1,11 +1,8 @@
 """Deliveries refused because the store could not take them, remembered until it can.
 
-When the state store cannot record a delivery (a full disk, a lock held past the wait) the
-receiver answers 503 and the sender retries; but its retries may end before the store is
-usable again, and then nothing says that events were missed. So the receiver notes, per
-(practice, trigger), when it first refused one; once a later delivery is stored (the store
-takes writes again) each such window is handed to ``on_window``, which lists it as a gap
-needing attention (:func:`practiceflow.service.needs_person.list_gap`), like any downtime.
+A refused delivery is answered 503 and retried, but the sender may give up before the store
+is usable again. So the first refusal per (practice, trigger) opens a window; once a later
+delivery is stored, ``on_window`` lists each window as a gap needing attention.
 """
 
 from __future__ import annotations
@@ -22,11 +19,7 @@ WindowHandler = Callable[[str, str, datetime, datetime], None]
 
 
 class RefusedWindows:
-    """The open windows of refused deliveries (module docstring).
-
-    Args:
-        on_window: lists a window once the store is usable again.
-    """
+    """The open windows of refused deliveries (module docstring)."""
 
     def __init__(self, on_window: WindowHandler) -> None:
         self._on_window = on_window

@@ -1,13 +1,10 @@
 """One list request feeds every trigger that reads the same list with the same cursor.
 
-Polls of one practice are grouped by their :class:`PollSource` (``poll.path`` and
-``poll.cursor``), never by trigger name; each :class:`~.poll_member.PollMember` keeps its
-own filter, dedupe, known keys and cursor. The shared cursor is the earliest of its
-triggers' cursors, and each trigger stores its events before moving its own cursor, so a
-crash between two triggers only hands the rows again to the one left behind (which the
-others skip): nothing lost, nothing fired twice. Triggers with no cursor yet are read in
-one whole read of their own. A page's writes share one transaction where the store can,
-only as an optimisation. The read keeps the rules of :mod:`.poller`.
+Polls are grouped by :class:`PollSource`, never by trigger name. The read starts at the
+earliest of its triggers' cursors, and each trigger stores its events before moving its own
+cursor, so a crash between two only hands rows again to the one left behind (which the
+others skip). Triggers with no cursor yet get one whole read of their own. Rules: see
+docs/architecture.md ("Receiving events").
 """
 
 from __future__ import annotations
@@ -35,20 +32,8 @@ _BEHIND_STEPS: Final = 12
 
 @dataclass(frozen=True)
 class PollSource:
-    """What a poll reads, as its trigger module declares it: the key of a shared poll.
-
-    Two triggers with equal sources read the same rows with the same requests.
-
-    Attributes:
-        path: the list path, rendered with the trigger's options.
-        query: the fixed query parameters, rendered, as sorted ``(name, JSON)`` pairs.
-        cursor: the cursor kind (``lastUpdated``, ``date_range``, ``none``).
-        cursor_param: the query parameter of a ``lastUpdated`` cursor.
-        cursor_field: the row field carrying the cursor.
-        window: ``(start_param, end_param, lookback_days)`` of a ``date_range`` cursor.
-        page_size: the ``pageSize`` sent, or ``None``.
-        items: where the rows are in a wrapped answer.
-    """
+    """What a poll reads (rendered with the trigger's options): the key of a shared poll.
+    ``query``: sorted ``(name, JSON)`` pairs; ``window``: of a ``date_range`` cursor."""
 
     path: str
     query: tuple[tuple[str, str], ...]
@@ -70,23 +55,9 @@ class PollSource:
 
 
 def poll_source(definition: TriggerDefinition, options: Mapping[str, Any]) -> PollSource:
-    """The source a trigger polls with these options.
-
-    Args:
-        definition: the trigger (with a ``poll`` section).
-        options: its options.
-
-    Returns:
-        The source.
-
-    Raises:
-        ConfigError: the trigger cannot be polled.
-        TemplateError: an option its path or query needs is missing.
-    """
-    spec = definition.poll
-    if spec is None:
-        message = f"trigger {definition.key!r} cannot be polled: {definition.module.description}"
-        raise ConfigError(message)
+    """The source a trigger polls with these options (ConfigError: it cannot be polled;
+    TemplateError: an option its path or query needs is missing)."""
+    spec = definition.polled()
     path, fixed = spec.request(options)
     query = tuple(sorted((name, json.dumps(value, default=str)) for name, value in fixed.items()))
     window = (
@@ -107,11 +78,8 @@ def poll_source(definition: TriggerDefinition, options: Mapping[str, Any]) -> Po
 
 
 def group_members(members: Iterable[PollMember]) -> list[list[PollMember]]:
-    """Group triggers by what they read (:func:`poll_source`), in order of first appearance.
-
-    Raises:
-        ConfigError: two members have the same name.
-    """
+    """Group triggers by what they read (:func:`poll_source`), in order of first appearance
+    (ConfigError: two have the same name)."""
     groups: dict[PollSource, list[PollMember]] = {}
     names: set[str] = set()
     for member in members:
@@ -124,13 +92,8 @@ def group_members(members: Iterable[PollMember]) -> list[list[PollMember]]:
 
 @dataclass
 class SharedPollResult:
-    """What one shared poll did.
-
-    Attributes:
-        results: trigger name -> its events, cursor and whether it was a first poll.
-        requests: the requests the poll sent, for every trigger together.
-        changed: whether anything changed: an event, a cursor that moved, a key learned.
-    """
+    """What one shared poll did: each trigger's result, the requests sent for them all,
+    and whether anything changed (an event, a cursor that moved, a key learned)."""
 
     results: dict[str, PollResult] = field(default_factory=dict)
     requests: int = 0
@@ -148,16 +111,9 @@ class SharedPollResult:
 
 
 class SharedPoll:
-    """Polls one list for every trigger of a practice that reads it (module docstring).
-
-    Args:
-        client: the API client (``get``, ``rate_limit_status``).
-        members: the triggers, all reading the same :class:`PollSource`.
-        today: the current UTC date for ``date_range`` windows (tests pass a fake).
-
-    Raises:
-        ConfigError: no members, or members that read different sources.
-    """
+    """Polls one list for every trigger of a practice that reads it (module docstring);
+    ``today`` as for :class:`~.poller.Poller`. ConfigError: members that read different
+    sources, or none."""
 
     def __init__(
         self,
@@ -191,16 +147,8 @@ class SharedPoll:
         return [member.name for member in self.members]
 
     def poll_once(self) -> SharedPollResult:
-        """Read the list once for every trigger: store their events, then their cursors.
-
-        Returns:
-            Each trigger's result, the requests sent and whether anything changed.
-
-        Raises:
-            ApiError: the list endpoint refused (401, 403, 404, 400...); no cursor moved
-                past what was stored.
-            TransportError: no answer; no cursor moved past what was stored.
-        """
+        """Read the list once for every trigger: store their events, then their cursors. On
+        an ApiError or TransportError, no cursor has moved past what was stored."""
         with self._lock:
             self._requests = 0
             whole: list[PollMember] = []
@@ -225,8 +173,6 @@ class SharedPoll:
                 requests=self._requests,
                 changed=any(member.changed for member in self.members),
             )
-
-    # -- the two ways to read -------------------------------------------------------------
 
     def _read_whole(self, members: list[PollMember]) -> None:
         path, fixed = self.spec.request(members[0].options)
@@ -264,9 +210,10 @@ class SharedPoll:
     def _read_since(self, starts: list[tuple[PollMember, str, frozenset[str], bool]]) -> None:
         members = [start[0] for start in starts]
         path, fixed = self.spec.request(members[0].options)
-        for member, value, boundary, stored in starts:
-            member.start_since(value, boundary, stored=stored)  # checks the cursor first
-        earliest = min(_time(start[1]) for start in starts)
+        earliest = min(  # each cursor checked before anything is read
+            member.start_since(value, boundary, stored=stored)
+            for member, value, boundary, stored in starts
+        )
         sent = self._sendable(earliest)
         fresh_walk = False
         page = 1
@@ -311,15 +258,10 @@ class SharedPoll:
                 member.finish_since()
 
     def _read_behind(self, members: list[PollMember], value: str, refused: ValidationError) -> None:
-        """Read again from earlier when the API refuses the cursor (its clock went back, spec 8).
-
-        Steps back from the earliest cursor (1, 2, 4 min ... about 2 days) until accepted, so
-        rows stamped meanwhile are not missed; rows read again are dropped by the store's
-        seen ids. Raises the ``ValidationError`` when every earlier time is refused too.
-        """
-        cursor = parse_time(value)
-        if cursor is None:  # pragma: no cover - the first read refused it first
-            raise refused
+        """Read again from earlier when the API refuses the cursor (its clock went back,
+        spec 8): 1, 2, 4 min ... about 2 days back until accepted; rows read again are
+        dropped by the store's seen ids. Raises ``refused`` when every time is refused."""
+        cursor = _time(value)
         step = timedelta(minutes=1)
         for _ in range(_BEHIND_STEPS):
             earlier = (cursor - step).astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -338,29 +280,20 @@ class SharedPoll:
             return
         raise refused
 
-    # -- pieces -----------------------------------------------------------------------------
-
     def _sendable(self, moment: datetime) -> datetime:
         """The instant to send: never after the local clock, whole seconds (earlier is safe)."""
-        local = datetime.now(UTC)
-        chosen = min(moment, local)
-        return chosen.replace(microsecond=0)
+        return min(moment, datetime.now(UTC)).replace(microsecond=0)
 
     def _stamp(self, row: Any) -> datetime | None:
-        field_name = self.spec.cursor_field
-        if field_name is None or not isinstance(row, dict):
-            return None
-        return parse_time(row.get(field_name))
+        name = self.spec.cursor_field
+        return parse_time(row.get(name)) if name is not None and isinstance(row, dict) else None
 
     def _fetch(
         self, path: str, params: Mapping[str, Any], page: int, members: Sequence[PollMember]
     ) -> tuple[list[Any], bool]:
-        """One page: its rows and whether another page may follow.
-
-        A page that repeats the rows of the page before (the list ignores ``pageNumber``)
-        comes back empty and last; a first page shorter than the ``pageSize`` sent, with
-        no ``hasMore``, asks for one more page (the server may ignore ``pageSize``).
-        """
+        """One page: its rows and whether another page may follow. A repeated page (the
+        list ignores ``pageNumber``) comes back empty and last; a short first page with no
+        ``hasMore`` asks for one more (the server may ignore ``pageSize``)."""
         if page == 1:
             self._previous_rows = None
         query = dict(params)

@@ -1,11 +1,9 @@
 """The lifecycle of webhook subscriptions: subscribe, check, re-subscribe, unsubscribe.
 
-The spec has no list of subscriptions, so none may be lost track of: each is saved
-``pending`` before ``POST /api/v1/webhooks`` is sent, then ``active`` with its id and secret
-(kept only in the store, never logged). A lost answer or a leftover ``pending`` row is
-``in_doubt`` and **never** repeated (a second subscribe could leave an orphan delivering
-forever): :meth:`SubscriptionManager.ensure` raises :class:`SubscriptionInDoubt` for a
-person to settle.
+The spec has no list of subscriptions, so each is saved ``pending`` before the subscribe is
+sent, then ``active`` with its id and secret (kept only in the store, never logged). A lost
+answer leaves it ``in_doubt``, **never** repeated (a second subscribe could leave an orphan
+delivering forever): a person settles it.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -46,17 +44,9 @@ class SubscriptionInDoubt(ConfigError):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """What a test delivery showed.
-
-    Attributes:
-        name: the trigger's name.
-        status: ``arrived`` (the test delivery reached the receiver), ``not_arrived``
-            (the API accepted the test but nothing came within the wait), ``missing`` (the
-            API answered 404: the subscription disappeared), ``not_subscribed`` (nothing
-            is stored for this trigger) or ``in_doubt``.
-        subscription_id: the API's id, when known.
-        waited: seconds waited for the delivery.
-    """
+    """What a test delivery showed: ``arrived``, ``not_arrived`` (accepted, nothing came
+    within the wait), ``missing`` (404: the subscription disappeared), ``not_subscribed``
+    (nothing stored for the trigger) or ``in_doubt``; and the seconds waited."""
 
     name: str
     status: Literal["arrived", "not_arrived", "missing", "not_subscribed", "in_doubt"]
@@ -65,11 +55,8 @@ class CheckResult:
 
 
 def supported_events(client: Client) -> list[str]:
-    """The event keys ``GET /api/v1/webhooks/events`` lists (read tolerantly).
-
-    The answer's shape is not shown: a list of strings, a list of objects with a ``key``,
-    ``event`` or ``name``, or an object wrapping either are all read.
-    """
+    """The event keys ``GET /api/v1/webhooks/events`` lists; its shape is not shown, so
+    strings, objects with a ``key``/``event``/``name``, or either wrapped are all read."""
     data = client.get(EVENTS_PATH)
     rows: Any = data
     if isinstance(data, dict):
@@ -98,16 +85,8 @@ def _pick(answer: Any, *names: str) -> str | None:
 
 
 class SubscriptionManager:
-    """Subscribes and unsubscribes the webhook triggers of one practice.
-
-    Args:
-        client: the API client (write access needed to subscribe).
-        store: the state store (subscriptions with their secrets).
-        practice: the practice's name in the store.
-        public_url: the base URL the API can reach the receiver at (such as
-            ``https://hooks.example.com``); each subscription adds ``/hooks/<token>``.
-        sleep: how to wait (tests pass a fake).
-    """
+    """Subscribes and unsubscribes the webhook triggers of one practice; each subscription
+    adds ``/hooks/<token>`` to ``public_url``, where the API reaches the receiver."""
 
     def __init__(
         self,
@@ -126,21 +105,8 @@ class SubscriptionManager:
 
     def ensure(self, name: str, event: str) -> SubscriptionRecord:
         """Subscribe a trigger unless an active subscription for the same event exists.
-
-        Args:
-            name: the trigger's name.
-            event: the event key (``proposal.accepted``).
-
-        Returns:
-            The active subscription.
-
-        Raises:
-            SubscriptionInDoubt: an earlier subscribe of this trigger is in doubt (or was
-                interrupted), so it is not repeated.
-            InDoubtError: this subscribe got no answer; it is saved ``in_doubt``.
-            ConfigError: no public URL is configured.
-            ApiError: the API refused (403 read-only credentials, 400 unknown event...).
-        """
+        Raises SubscriptionInDoubt when an earlier subscribe is in doubt (never repeated),
+        InDoubtError when this one gets no answer (saved ``in_doubt``)."""
         current = self.store.get_subscription(self.practice, name)
         if current is not None and current.status in ("in_doubt", "pending"):
             raise SubscriptionInDoubt(self.practice, name)
@@ -198,22 +164,9 @@ class SubscriptionManager:
         return record
 
     def remove(self, name: str, *, forget_only: bool = False) -> bool:
-        """Unsubscribe a trigger (``DELETE /api/v1/webhooks/{id}``) and forget it.
-
-        Args:
-            name: the trigger's name.
-            forget_only: only forget the stored row (for an ``in_doubt`` subscription
-                whose id is unknown, after checking the practice's settings by hand).
-
-        Returns:
-            ``True`` when there was a subscription to remove.
-
-        Raises:
-            SubscriptionInDoubt: it is in doubt (or its subscribe was interrupted) and
-                ``forget_only`` was not given: its id is unknown, so it cannot be deleted.
-            ApiError: the API refused the delete (other than 404, already gone).
-            InDoubtError: the delete got no answer; the row is kept so it can be retried.
-        """
+        """Unsubscribe a trigger (``DELETE /api/v1/webhooks/{id}``) and forget it; True when
+        there was one. One in doubt (its id unknown) raises SubscriptionInDoubt unless
+        ``forget_only`` (a person checked the practice): then only the row is forgotten."""
         current = self.store.get_subscription(self.practice, name)
         if current is None:
             return False
@@ -239,16 +192,8 @@ class SubscriptionManager:
     ) -> CheckResult:
         """Send the test delivery and report whether the subscription is alive.
 
-        Args:
-            name: the trigger's name.
-            arrived: tells whether the test delivery reached the receiver (for example
-                "a new event of this trigger is in the store"); ``None`` only checks
-                that the API still knows the subscription.
-            wait: seconds to wait for the delivery.
-            every: seconds between looks.
-
-        Returns:
-            The result; ``missing`` when the API answered 404.
+        ``arrived`` tells whether the test delivery reached the receiver, looked at every
+        ``every`` seconds for ``wait``; ``None`` only checks the API still knows it.
         """
         current = self.store.get_subscription(self.practice, name)
         if current is None:
@@ -269,47 +214,21 @@ class SubscriptionManager:
             return CheckResult(name, "arrived", current.subscription_id, 0.0)
         started = time.monotonic()
         while True:
-            if arrived():
-                return CheckResult(
-                    name, "arrived", current.subscription_id, time.monotonic() - started
-                )
             waited = time.monotonic() - started
+            if arrived():
+                return CheckResult(name, "arrived", current.subscription_id, waited)
             if waited >= wait:
                 return CheckResult(name, "not_arrived", current.subscription_id, waited)
             self._sleep(every)
 
     def heal(self, name: str, event: str, arrived: Callable[[], bool] | None = None) -> str:
-        """Check a subscription and re-subscribe when the API no longer knows it.
-
-        Returns:
-            ``ok``, ``resubscribed`` or the check's status when nothing could be done
-            (``not_arrived``: the API has it but deliveries do not reach us).
-
-        Raises:
-            ApiError: the check or the re-subscribe was refused.
-        """
+        """Check a subscription and re-subscribe when the API no longer knows it: ``ok``,
+        ``resubscribed`` or the check's status when nothing could be done."""
         result = self.check(name, arrived)
-        if result.status == "missing":
-            self.store.delete_subscription(self.practice, name)
-            self._subscribe(name, event)
-            self.store.count_resubscribe(self.practice, name)
-            return "resubscribed"
-        if result.status == "not_subscribed":
+        if result.status in ("missing", "not_subscribed"):
+            if result.status == "missing":
+                self.store.delete_subscription(self.practice, name)
             self._subscribe(name, event)
             self.store.count_resubscribe(self.practice, name)
             return "resubscribed"
         return "ok" if result.status == "arrived" else result.status
-
-    def describe(self) -> list[Mapping[str, Any]]:
-        """The stored subscriptions of the practice, secrets left out."""
-        return [
-            {
-                "trigger": row.trigger_key,
-                "event": row.event,
-                "status": row.status,
-                "id": row.subscription_id,
-                "url": row.url,
-                "updated": row.updated_at.isoformat(),
-            }
-            for row in self.store.list_subscriptions(self.practice)
-        ]

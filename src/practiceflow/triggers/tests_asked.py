@@ -1,11 +1,9 @@
 """Test deliveries told apart without any marker in the body.
 
-The spec does not show how a test delivery is marked, but the project knows when it asked
-for one: :func:`note_asked` records the time (and the answer's event id, if any) on the
-subscription's health row before ``/test`` is sent, and :func:`classify` calls a delivery
-the test when it carries a known marker or that id. While an id-less test is awaited, any
-other delivery is **held** as unrecognised (it may be the test), as is one the trigger
-cannot map: stored but never run, logged, and listed for a person by :func:`hold`.
+The spec does not show how a test delivery is marked, but we know when we asked for one:
+:func:`note_asked` records the time (and the answer's event id, if any) before ``/test`` is
+sent. While an id-less test is awaited, any other delivery is **held** as unrecognised (it
+may be the test), as is one the trigger cannot map: stored, never run, listed for a person.
 """
 
 from __future__ import annotations
@@ -23,17 +21,13 @@ AWAIT_TEST: Final = timedelta(minutes=10)
 
 def looks_like_test(body: Any) -> bool:
     """Whether a body carries a test marker (``isTest: true`` at the top or in ``data``)."""
-    if not isinstance(body, Mapping):
-        return False
-    data = body.get("data")
-    return body.get("isTest") is True or (isinstance(data, Mapping) and data.get("isTest") is True)
+    data = body.get("data") if isinstance(body, Mapping) else None
+    return any(isinstance(part, Mapping) and part.get("isTest") is True for part in (body, data))
 
 
 def note_asked(store: StateStore, practice: str, trigger: str, answer: Any = None) -> None:
-    """Remember that a test delivery was asked for now (and its event id, when known).
-
-    Call it with ``answer=None`` before sending ``/test``, then with the answer.
-    """
+    """Remember that a test delivery was asked for now: call it with ``answer=None`` before
+    sending ``/test``, then with the answer (its event id, when known)."""
     if answer is None:
         store.set_test_asked(practice, trigger, store.now(), None)
         return
@@ -45,8 +39,8 @@ def note_asked(store: StateStore, practice: str, trigger: str, answer: Any = Non
 
 
 def _release(store: StateStore, practice: str, trigger: str, delivery_id: str) -> None:
-    """A delivery held while the answer was on its way, proven the test by the answer's id,
-    needs no person: its entry is closed with the reason."""
+    """Close the entry of a delivery held while the answer was on its way, now proven
+    the test by the answer's id."""
     # Imported here: the runner's package imports the triggers.
     from practiceflow.service.needs_person import release_delivery
 
@@ -60,21 +54,9 @@ def classify(
     body: Any,
     mapped: bool,
 ) -> tuple[bool, str | None]:
-    """Tell a test delivery, an unrecognised one and an event apart (from what the store
-    says of the subscription: the caller reads it, this only decides).
-
-    Args:
-        health: the subscription's health (``StateStore.subscription_health``): when a
-            test was asked for, and its event id.
-        now: the store's time.
-        event_id: the delivery's ``X-Svc-Event-Id``.
-        body: the parsed body.
-        mapped: whether the trigger's mapping found a record key in it.
-
-    Returns:
-        ``(not_to_run, reason)``: ``(True, None)`` for a test delivery, ``(True, reason)``
-        for one held as unrecognised, ``(False, None)`` for an event to run.
-    """
+    """Tell a test delivery ``(True, None)``, an unrecognised one ``(True, reason)`` and an
+    event to run ``(False, None)`` apart, from the subscription's health (when a test was
+    asked for, its event id) and whether the mapping found a record key (``mapped``)."""
     if looks_like_test(body):
         return True, None
     when = health.test_asked_at
@@ -102,11 +84,8 @@ def arrived(store: StateStore, practice: str, trigger: str) -> None:
 def hold(
     store: StateStore, practice: str, trigger: str, event_key: str, delivery_id: str, reason: str
 ) -> str:
-    """Make a held delivery visible: an entry needing attention (it runs nothing).
-
-    Returns:
-        The entry's id (the same one for a repeated delivery).
-    """
+    """Make a held delivery visible as an entry needing attention; returns its id (the
+    same one for a repeated delivery)."""
     from practiceflow.service.needs_person import hold_delivery
 
     entry_id, created = hold_delivery(store, practice, trigger, event_key, delivery_id, reason)

@@ -1,15 +1,8 @@
-"""Versions: a run finishes on the recipe it started with.
+"""Versions: a run finishes on the recipe it started with (docs/versions.md).
 
-This package owns what a run's version is and what is done with it:
-
-* :mod:`.recorded`: the recipe version (the recipe's text, its modules' texts, the hook
-  names they need), stored once per content in the state store and rebuilt from there;
-* :mod:`.pinned`: which recipe a run is driven with (its own version, whatever the files
-  say now), and runs whose recipe is no longer served;
-* :mod:`._rerender`: a run rendered again under another version, reads from its journal,
-  nothing sent;
-* :mod:`._gate`: ``recipes check``, every run in flight replayed against a new version,
-  and the explicit migration of those that can move.
+What a version is and how it is stored (:mod:`.recorded`), which recipe drives a run
+(:mod:`.pinned`), a run rendered again under another version (:mod:`._rerender`), and the
+upgrade gate with its explicit migration (:mod:`._gate`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The upgrade gate: every run in flight replayed against a new version, and the explicit
 migration of those that can move.
 
-:func:`check_runs` says of each unfinished run: ``on it``, ``can move`` (every journaled
-step exists in the new version with the same id and action, every write sent would be sent
-exactly alike, and no new step comes before one it did, so a moved run sends nothing
-twice), ``stays`` (finishes on its own version) or ``needs a person``. :func:`migrate`
-moves a run only if it is still on the version it was checked on.
+A run ``can move`` only when every step it took is in the new version with the same id and
+action, every write it sent would be sent alike and no new step comes before one it took,
+so it sends nothing twice; else it ``stays`` on its own version or ``needs a person``.
 """
 
 from __future__ import annotations
@@ -32,15 +30,8 @@ IN_FLIGHT: tuple[RunStatus, ...] = ("pending", "running", "in_doubt")
 
 @dataclass(frozen=True)
 class RunCheck:
-    """What the gate says of one run.
-
-    Attributes:
-        run: the run.
-        decision: see the module docstring.
-        step: the step the decision turns on, or None.
-        reason: why, for people.
-        replayed: the run replayed under the new version.
-    """
+    """What the gate says of one run (module docstring): the step the decision turns on,
+    why (for people), and the run replayed under the new version."""
 
     run: RunRecord
     decision: Decision
@@ -62,14 +53,8 @@ def in_flight(store: StateStore, recipe: str, practice: str | None = None) -> li
 def check_runs(
     store: StateStore, runs: list[RunRecord], new: ValidRecipe, digest: str | None
 ) -> list[RunCheck]:
-    """Decide, for each run, whether it can move to ``new`` (see the module docstring).
-
-    Args:
-        store: the store holding the runs.
-        runs: the runs to check.
-        new: the new version, checked.
-        digest: its version digest (None: it has none; no run can move to it).
-    """
+    """Decide, for each run, whether it can move to ``new`` (module docstring), whose
+    digest is ``digest`` (None: it has none, so no run can move to it)."""
     return [_check(store, run, new, digest) for run in runs]
 
 
@@ -119,11 +104,8 @@ def _blocker(replayed: Replay, new: ValidRecipe, taken: list[str]) -> tuple[str,
 
 
 def migrate(store: StateStore, checks: list[RunCheck], version: RecipeVersion) -> list[str]:
-    """Move every run the gate said can move to ``version`` (stored first).
-
-    Returns:
-        The ids of the runs moved (a run that changed version meanwhile is left).
-    """
+    """Move every run the gate said can move to ``version`` (stored first); returns the
+    ids moved (a run that changed version meanwhile is left)."""
     digest = save_version(store, version)
     return [
         check.run.run_id

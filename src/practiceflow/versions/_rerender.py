@@ -1,10 +1,8 @@
 """A run rendered again under another recipe version: reads from its journal, nothing sent.
 
-:func:`replay` walks the version's steps with the run's event and start time and no
-client: reads answer from the journal, writes are rendered and compared with the requests
-the run journaled. Steps match by id, else by the first unmatched journaled step with the
-same ``use``; a write carries the marker of the step it matched, so versions are compared
-on what they say, not on the ids they give.
+Writes are rendered and compared with the requests the run journaled. Steps match by id,
+else by the first unmatched journaled step with the same ``use``; a write carries the marker
+of the step it matched, so versions are compared on what they say, not on their ids.
 """
 
 from __future__ import annotations
@@ -38,22 +36,9 @@ Verdict = Literal["same", "differs", "new", "dropped", "skipped", "error", "read
 
 @dataclass(frozen=True)
 class ReplayedStep:
-    """One step of a replay.
-
-    Attributes:
-        step_id: the step's id (the new version's; the run's for a ``dropped`` write).
-        use: its action.
-        writes: whether the action writes.
-        verdict: ``same`` (a write the new version sends exactly as the run did),
-            ``differs`` (sends another request), ``new`` (a write the run never made),
-            ``dropped`` (a write the run made that the new version does not),
-            ``skipped`` (its ``if`` is false), ``error`` (it cannot be rendered), ``read``
-            (a read or local step: its output comes from the journal).
-        sent: the request the run journaled (masked), or None.
-        would_send: the request the new version would send (masked the same way), or None.
-        matched: the run's step it was matched to, or None.
-        note: why it was skipped or could not be rendered.
-    """
+    """One step of a replay: the request the run journaled (``sent``), the one the new
+    version would send (``would_send``), both masked, and the verdict (docs/versions.md;
+    also ``skipped``: its ``if`` is false, ``read``: output from the journal)."""
 
     step_id: str
     use: str
@@ -72,14 +57,8 @@ class ReplayedStep:
 
 @dataclass(frozen=True)
 class Replay:
-    """A run replayed under a version.
-
-    Attributes:
-        run_id: the run.
-        recipe: its recipe's name.
-        steps: each step, in the new version's order, then the writes it drops.
-        problem: why the run could not be replayed at all (payloads purged), or None.
-    """
+    """A run replayed under a version: each step in the new version's order, then the
+    writes it drops; ``problem`` says why it could not be replayed at all, or is None."""
 
     run_id: str
     recipe: str
@@ -131,16 +110,7 @@ class _Journal:
 
 
 def replay(store: StateStore, run: RunRecord, recipe: ValidRecipe) -> Replay:
-    """Render a run again under ``recipe`` (see the module docstring); nothing is sent.
-
-    Args:
-        store: the store holding the run and its journal.
-        run: the run.
-        recipe: the version to replay it under.
-
-    Returns:
-        Each step's verdict.
-    """
+    """Render a run again under ``recipe`` (module docstring); nothing is sent."""
     origin = run.origin if isinstance(run.origin, Mapping) else None
     if origin is None:
         why = "its payloads were removed (runs purge), or it is not a recipe run"
@@ -160,7 +130,9 @@ def replay(store: StateStore, run: RunRecord, recipe: ValidRecipe) -> Replay:
         try:
             items = step.for_each.render(context)
         except PracticeflowError as exc:
-            shown.append(_error(step, action, step.id, str(exc)))
+            shown.append(
+                ReplayedStep(step.id, step.use, action.needs_write, "error", note=str(exc))
+            )
             continue
         found: list[Any] = []
         for index, item in enumerate(items if isinstance(items, list) else []):
@@ -207,10 +179,6 @@ def _writes_of(store: StateStore, run: RunRecord, recipe: ValidRecipe) -> Any:
 def _request_of(step: StepRecord | None) -> Any:
     request = step.request if step is not None else None
     return request.get("request") if isinstance(request, Mapping) else None
-
-
-def _error(step: RecipeStep, action: StepAction, sid: str, note: str) -> ReplayedStep:
-    return ReplayedStep(sid, step.use, action.needs_write, "error", note=note)
 
 
 def _one(

@@ -19,18 +19,9 @@ from practiceflow.versions.recorded import VersionUnavailable, load_version, reb
 def recipe_for_run(
     store: StateStore, run: RunRecord, served: ValidRecipe, served_digest: str | None
 ) -> ValidRecipe:
-    """The recipe a run is driven with (see the module docstring).
-
-    Args:
-        store: the store holding the run's version.
-        run: the run.
-        served: the recipe of the runner that drives it.
-        served_digest: that recipe's version digest (None: not recorded).
-
-    Raises:
-        VersionUnavailable: the run's version cannot be rebuilt, or it has none and its
-            recipe is not the one served.
-    """
+    """The recipe a run is driven with (module docstring), given the recipe ``served`` by
+    the runner that drives it and its digest (None: not recorded); VersionUnavailable when
+    its version cannot be rebuilt, or it has none and its recipe is not the one served."""
     if run.version is None:
         if run.recipe != served.name:
             message = (

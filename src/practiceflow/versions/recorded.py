@@ -44,14 +44,8 @@ class VersionUnavailable(ConfigError):
 
 @dataclass(frozen=True)
 class ModuleVersion:
-    """One module as a version holds it.
-
-    Attributes:
-        kind: ``action`` or ``trigger``.
-        key: the module's key.
-        source: the file it was read from, as shown in messages.
-        text: its exact YAML text.
-    """
+    """One module as a version holds it: ``action`` or ``trigger``, its key, the file it
+    was read from (as shown in messages) and its exact YAML text."""
 
     kind: str
     key: str
@@ -71,16 +65,9 @@ class ModuleVersion:
 
 @dataclass(frozen=True)
 class RecipeVersion:
-    """A recipe and everything it uses, as it was (see the module docstring).
-
-    Attributes:
-        name: the recipe's name.
-        file: the recipe file as shown in messages (not part of the digest).
-        text: the recipe's exact text.
-        modules: the trigger and step actions, by :attr:`ModuleVersion.ref`.
-        hooks: names of the hooks and checks the actions need.
-        local: names of the built-in local steps the recipe uses.
-    """
+    """A recipe and everything it uses, as it was (module docstring): its modules by
+    :attr:`ModuleVersion.ref`, the hooks and checks they need, the built-in local steps it
+    uses; ``file`` is for messages only (not part of the digest)."""
 
     name: str
     file: str
@@ -147,16 +134,11 @@ def save_version(store: StateStore, version: RecipeVersion) -> str:
 
 
 def _unavailable(digest: str, why: str) -> VersionUnavailable:
-    message = f"recipe version {short(digest)} cannot be rebuilt: {why}"
-    return VersionUnavailable(message)
+    return VersionUnavailable(f"recipe version {short(digest)} cannot be rebuilt: {why}")
 
 
 def load_version(store: StateStore, digest: str) -> RecipeVersion:
-    """Read a stored recipe version and its modules.
-
-    Raises:
-        VersionUnavailable: it, or one of its modules, is not in the store.
-    """
+    """Read a stored recipe version and its modules (VersionUnavailable: not stored)."""
     known = _VERSIONS.get(digest)
     if known is not None:
         return known
@@ -187,12 +169,8 @@ def load_version(store: StateStore, digest: str) -> RecipeVersion:
 
 
 def rebuild(version: RecipeVersion) -> ValidRecipe:
-    """Check a recipe version again, from its own texts only, as it was when it started.
-
-    Raises:
-        VersionUnavailable: it no longer loads here (a hook or local step this practiceflow
-            lacks, a module or recipe it now refuses), with every issue.
-    """
+    """Check a recipe version again, from its own texts only, as it was when it started;
+    VersionUnavailable with every issue when it no longer loads here."""
     digest = version.digest
     with _LOCK:
         built = _REBUILT.get(digest)
