@@ -31,12 +31,16 @@ from starlette.routing import Route, Router
 from starlette.types import Message, Receive, Scope, Send
 
 from practiceflow.sandbox.admin import admin_router
-from practiceflow.sandbox.allow import allow_header
 from practiceflow.sandbox.auth import authenticate
 from practiceflow.sandbox.config import REGIONS
 from practiceflow.sandbox.faults import Fault
 from practiceflow.sandbox.openapi import build_openapi
-from practiceflow.sandbox.problems import ApiProblem, log_disconnect, problem_response
+from practiceflow.sandbox.problems import (
+    ApiProblem,
+    allow_header,
+    log_disconnect,
+    problem_response,
+)
 from practiceflow.sandbox.routes import ALL_OPS
 from practiceflow.sandbox.routes.common import CONTEXT_KEY, Ctx
 from practiceflow.sandbox.state import SandboxState

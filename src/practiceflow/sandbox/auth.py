@@ -17,17 +17,8 @@ from practiceflow.sandbox.problems import ApiProblem
 
 
 def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
-    """Extract the Client ID and secret from request headers.
-
-    Args:
-        headers: request headers with lowercase names.
-
-    Returns:
-        ``(client_id, secret)``.
-
-    Raises:
-        ApiProblem: 401 when credentials are missing, malformed or mixed.
-    """
+    """``(client_id, secret)`` from request headers (lowercase names); 401 when credentials
+    are missing, malformed or mixed."""
     header_id = headers.get("x-svc-auth-id")
     header_key = headers.get("x-svc-auth-key")
     authorization = headers.get("authorization")
@@ -65,19 +56,9 @@ def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
 def authenticate(
     headers: Mapping[str, str], region: str, clients: Mapping[str, tuple[str, Credential]]
 ) -> Credential:
-    """Find the active API client of ``region`` that the request's credentials name.
-
-    Args:
-        headers: request headers with lowercase names.
-        region: the region the request was sent to.
-        clients: every API client by Client ID, with its region.
-
-    Returns:
-        The credential.
-
-    Raises:
-        ApiProblem: 401 when missing, mixed, unknown, wrong, inactive or of another region.
-    """
+    """The active API client of ``region`` that the request's credentials name (``clients``:
+    every one by Client ID, with its region); 401 when missing, mixed, unknown, wrong,
+    inactive or of another region."""
     client_id, secret = read_credentials(headers)
     found = clients.get(client_id)
     if found is None:

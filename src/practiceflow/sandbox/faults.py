@@ -25,16 +25,11 @@ FAULT_KINDS: dict[str, str] = {
 
 @dataclass
 class Fault:
-    """One armed fault.
+    """One armed fault: for ``remaining`` more requests matching every condition given.
 
-    Attributes:
-        kind: ``rate_limit``, ``server_error``, ``slow`` or ``drop``.
-        remaining: how many more requests it applies to.
-        method: only requests with this method (any when ``None``).
-        path_prefix: only paths starting with this, with or without the region prefix.
-        region: only this region (any when ``None``).
-        retry_after: ``Retry-After`` seconds of an injected 429 (no header when ``None``).
-        delay: seconds a ``slow`` answer is held back.
+    ``path_prefix`` matches with or without the region prefix; ``retry_after`` is the
+    ``Retry-After`` of an injected 429 (none when ``None``); ``delay`` holds a ``slow``
+    answer back.
     """
 
     kind: str
@@ -46,16 +41,7 @@ class Fault:
     delay: float = 0.0
 
     def matches(self, method: str, region: str, path: str) -> bool:
-        """Whether this fault applies to a request.
-
-        Args:
-            method: the HTTP method.
-            region: the region of the request.
-            path: the path without the region prefix (``/api/v1/...``).
-
-        Returns:
-            True when every condition given holds.
-        """
+        """Whether this fault applies to a request (``path`` without the region prefix)."""
         if self.method and self.method.upper() != method:
             return False
         if self.region and self.region != region:
@@ -74,25 +60,12 @@ class FaultBoard:
         self._lock = threading.Lock()
 
     def add(self, fault: Fault) -> None:
-        """Arm a fault.
-
-        Args:
-            fault: the fault; its ``kind`` must be canonical.
-        """
+        """Arm a fault (its ``kind`` canonical)."""
         with self._lock:
             self._faults.append(fault)
 
     def take(self, method: str, region: str, path: str) -> Fault | None:
-        """Consume one use of the first fault matching a request.
-
-        Args:
-            method: the HTTP method.
-            region: the request's region.
-            path: the path without the region prefix.
-
-        Returns:
-            The fault to apply, or ``None``.
-        """
+        """Consume one use of the first fault matching a request, if any."""
         with self._lock:
             for fault in self._faults:
                 if fault.matches(method, region, path):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
-from typing import Any
+from typing import Any, TypeVar
 
 from practiceflow.sandbox.clock import SandboxClock, parse_time
 from practiceflow.sandbox.problems import ApiProblem
@@ -15,6 +15,7 @@ MAX_PAGE_NUMBER = 10_000
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+T = TypeVar("T")
 
 
 def _integer(query: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -43,19 +44,8 @@ def page_size(query: Mapping[str, str]) -> int:
 
 
 def since(query: Mapping[str, str], clock: SandboxClock, name: str = "lastUpdated") -> float | None:
-    """Parse ``lastUpdated`` (UTC ISO 8601); 400 when unparsable or in the future.
-
-    Args:
-        query: the query parameters.
-        clock: the sandbox clock ("future" is relative to it).
-        name: the parameter name.
-
-    Returns:
-        Unix seconds, or ``None`` when absent.
-
-    Raises:
-        ApiProblem: 400 for an unparsable or future value.
-    """
+    """``lastUpdated`` (UTC ISO 8601) as Unix seconds, if given; 400 when unparsable or
+    after the sandbox clock's now."""
     raw = query.get(name)
     if raw is None:
         return None
@@ -71,11 +61,7 @@ def since(query: Mapping[str, str], clock: SandboxClock, name: str = "lastUpdate
 
 
 def query_bool(query: Mapping[str, str], name: str) -> bool | None:
-    """Parse a boolean query parameter (``true``/``false``, ``1``/``0``).
-
-    Raises:
-        ApiProblem: 400 for any other value.
-    """
+    """A boolean query parameter (``true``/``false``, ``1``/``0``); 400 for any other value."""
     raw = query.get(name)
     if raw is None:
         return None
@@ -88,69 +74,39 @@ def query_bool(query: Mapping[str, str], name: str) -> bool | None:
     raise ApiProblem(400, detail)
 
 
-def query_date(query: Mapping[str, str], name: str, required: bool = False) -> date | None:
-    """Parse a date parameter (``YYYY-MM-DD``); an empty value is not a date.
-
-    Args:
-        query: the query parameters.
-        name: the parameter name.
-        required: whether an absent parameter is a 400 too.
-
-    Returns:
-        The date, or ``None`` when absent (and not required).
-
-    Raises:
-        ApiProblem: 400 for an empty or unparsable value, or a required one absent.
-    """
+def _parsed(
+    query: Mapping[str, str], name: str, required: bool, parse: Callable[[str], T], what: str
+) -> T | None:
     raw = query.get(name)
     if raw is None:
         if required:
-            raise ApiProblem(400, f"{name} is required: a date YYYY-MM-DD")
+            raise ApiProblem(400, f"{name} is required: {what}")
         return None
     try:
-        if not _DATE.fullmatch(raw):
-            raise ValueError(raw)
-        return date.fromisoformat(raw)
+        return parse(raw)
     except ValueError:
-        raise ApiProblem(400, f"{name}: got {raw!r}; expected a date YYYY-MM-DD") from None
+        raise ApiProblem(400, f"{name}: got {raw!r}; expected {what}") from None
+
+
+def _date(raw: str) -> date:
+    if not _DATE.fullmatch(raw):
+        raise ValueError(raw)
+    return date.fromisoformat(raw)
+
+
+def query_date(query: Mapping[str, str], name: str, required: bool = False) -> date | None:
+    """A date parameter (``YYYY-MM-DD``; an empty value is not one), 400 when bad."""
+    return _parsed(query, name, required, _date, "a date YYYY-MM-DD")
 
 
 def query_uuid(query: Mapping[str, str], name: str, required: bool = False) -> str | None:
-    """Parse a uuid parameter (its canonical text); an empty value is not a uuid.
-
-    Args:
-        query: the query parameters.
-        name: the parameter name.
-        required: whether an absent parameter is a 400 too.
-
-    Returns:
-        The uuid in canonical form, or ``None`` when absent (and not required).
-
-    Raises:
-        ApiProblem: 400 for an empty or unparsable value, or a required one absent.
-    """
-    raw = query.get(name)
-    if raw is None:
-        if required:
-            raise ApiProblem(400, f"{name} is required: a uuid")
-        return None
-    try:
-        return str(uuid.UUID(raw))
-    except ValueError:
-        raise ApiProblem(400, f"{name}: got {raw!r}; expected a uuid") from None
+    """A uuid parameter in canonical form (an empty value is not one), 400 when bad."""
+    return _parsed(query, name, required, lambda raw: str(uuid.UUID(raw)), "a uuid")
 
 
 def envelope(rows: Sequence[Any], number: int, size: int) -> dict[str, Any]:
-    """The guessed envelope of ``pageSize`` lists: one page of ``rows`` plus ``hasMore``.
-
-    Args:
-        rows: every matching row, in order.
-        number: the 1-based page.
-        size: rows per page.
-
-    Returns:
-        ``items``, ``pageNumber``, ``pageSize``, ``totalCount`` and ``hasMore``.
-    """
+    """The guessed envelope of ``pageSize`` lists: page ``number`` of ``rows`` plus
+    ``pageNumber``, ``pageSize``, ``totalCount`` and ``hasMore``."""
     start = (number - 1) * size
     items = list(rows[start : start + size])
     return {

@@ -18,15 +18,8 @@ from practiceflow.sandbox.config import RateLimits
 
 @dataclass(frozen=True)
 class RateDecision:
-    """Outcome of one request against the budget.
-
-    Attributes:
-        allowed: whether the request may proceed.
-        limit: limit of the window reported in the headers.
-        remaining: requests left in that window.
-        reset: whole seconds until that window renews.
-        retry_after: seconds to wait when refused, else 0.
-    """
+    """Outcome of one request against the budget: the reported window's limit, requests
+    left in it, whole seconds until it renews, and seconds to wait when refused (else 0)."""
 
     allowed: bool
     limit: int
@@ -57,14 +50,7 @@ class RateLimiter:
         self._lock = threading.Lock()
 
     def hit(self, client_id: str) -> RateDecision:
-        """Spend one request of ``client_id``'s budget if every window allows it.
-
-        Args:
-            client_id: the authenticated Client ID.
-
-        Returns:
-            The decision and the values of the headers.
-        """
+        """Spend one request of ``client_id``'s budget if every window allows it."""
         now = self._clock.now()
         with self._lock:
             counts = self._counts.setdefault(client_id, {})

@@ -19,11 +19,14 @@ from practiceflow.sandbox.routes.common import (
     Op,
     Param,
     context,
+    entity_or_404,
+    found,
     ok,
     read_body,
+    settings_op,
 )
 from practiceflow.sandbox.routes.played import created, id_case, paged
-from practiceflow.sandbox.store import Practice
+from practiceflow.sandbox.store import BillLine, Practice
 from practiceflow.sandbox.variants import Variants
 
 #: Plus or minus this many percent, a taxPercent matches a ledger tax rate (spec 4.1 rule 2).
@@ -65,9 +68,7 @@ def pdf_bytes(title: str) -> bytes:
     return bytes(out)
 
 
-def _check_line(
-    practice: Practice, index: int, line: BillLineBody, variants: Variants
-) -> tuple[float, float, float]:
+def _check_line(practice: Practice, index: int, line: BillLineBody, variants: Variants) -> BillLine:
     where = f"lineItems[{index}]"
     if line.amount is None:
         raise ApiProblem(400, f"{where}.amount is required")
@@ -104,7 +105,8 @@ def _check_line(
         tax = round(amount * line.taxPercent / 100, cents)
     else:
         tax = round(line.taxAmount or 0.0, cents)
-    return amount, tax, round(amount + tax, cents)
+    total = round(amount + tax, cents)
+    return amount, tax, total, line.narration, line.extItemID, line.extAccountID, line.extTaxID
 
 
 async def create_bill(request: Request) -> Response:
@@ -112,14 +114,12 @@ async def create_bill(request: Request) -> Response:
     ctx = context(request)
     practice = ctx.practice
     body = await read_body(request, BillBody)
-    entity = practice.entities.get(str(body.entityKey))
-    if entity is None:
-        raise ApiProblem(404, f"Entity {body.entityKey} was not found in this practice.")
+    entity = entity_or_404(practice, body.entityKey)
     if entity.status != "Active":
         detail = f"entityKey: {entity.key} is a {entity.status}, not an Active client"
         raise ApiProblem(400, detail)
     variants = ctx.state.variants
-    totals = [_check_line(practice, n, line, variants) for n, line in enumerate(body.lineItems)]
+    lines = [_check_line(practice, n, line, variants) for n, line in enumerate(body.lineItems)]
     today = date.fromisoformat(format_time(practice.now())[:10])
     bill_date = body.billDate or today
     due_date = body.dueDate or bill_date
@@ -127,63 +127,17 @@ async def create_bill(request: Request) -> Response:
         raise ApiProblem(
             400, f"dueDate: got {due_date}; it must not be before billDate {bill_date}"
         )
-    bill_id = practice.new_id()
-    now = format_time(practice.now())
-    lines = [
-        {
-            "billingDetailID": bill_id * 10 + n,
-            "billAmount": round(amount, 2),
-            "billTax": round(tax, 2),
-            "billTotal": round(total, 2),
-            "narration": line.narration,
-            "extItemID": line.extItemID,
-            "extAccountID": line.extAccountID,
-            "extTaxID": line.extTaxID,
-            "fieldOne": None,
-            "fieldTwo": None,
-            "orderID": None,
-            "serviceID": None,
-        }
-        for n, (line, (amount, tax, total)) in enumerate(zip(body.lineItems, totals, strict=True))
-    ]
-    bill: dict[str, Any] = {
-        "billingID": bill_id,
-        "engagementID": 0,
-        "engagementStatusID": 0,
-        "entityID": entity.seq + 1,
-        "entityKey": entity.key,
-        "engagementName": None,
-        "entityName": entity.name,
-        "isEngagementFinalised": False,
-        "isOnboardingEntity": False,
-        "billDate": bill_date.isoformat(),
-        "dueDate": due_date.isoformat(),
-        "billNumber": f"INV-{bill_id}",
-        "refNo": None,
-        "billAmount": round(sum(row[0] for row in totals), 2),
-        "billTax": round(sum(row[1] for row in totals), 2),
-        "billTotal": round(sum(row[2] for row in totals), 2),
-        "paymentTotal": 0.0,
-        "billDetails": body.billDetails,
-        "currencyID": 1,
-        "billNow": 1,
-        "packageNumber": 0,
-        "billPercent": 100.0,
-        "syncNow": body.syncNow,
-        "sendBill": body.sendBill,
-        "invoiceStatus": "Draft",
-        "externalID": None,
-        "externalNumber": None,
-        "externalURL": None,
-        "syncAttemptCount": 0,
-        "syncFailedReason": None,
-        "brandingThemeID": None,
-        "createdOn": now,
-        "updatedOn": now,
-        "cancelledOn": None,
-        "lineItems": lines,
-    }
-    practice.bills[bill_id] = bill
+    bill = practice.add_bill(
+        entity,
+        bill_date.isoformat(),
+        due_date.isoformat(),
+        practice.now(),
+        lines,
+        billDetails=body.billDetails,
+        syncNow=body.syncNow,
+        sendBill=body.sendBill,
+    )
+    bill_id = bill["billingID"]
     location = {"Location": f"/{ctx.region}/api/v1/bills/{bill_id}"}
     return created(ctx, id_case(ctx, bill), _id_name(ctx, "billingID"), location)
 
@@ -226,23 +180,16 @@ async def list_bills(request: Request) -> Response:
     return paged(ctx, "bills", rows, query)
 
 
-def _bill_or_404(practice: Practice, bill_id: int) -> dict[str, Any]:
-    bill = practice.bills.get(bill_id)
-    if bill is None:
-        raise ApiProblem(404, f"Bill {bill_id} was not found in this practice.")
-    return bill
-
-
 async def get_bill(request: Request) -> Response:
     """One bill with its ledger fields."""
     ctx = context(request)
-    return ok(id_case(ctx, _bill_or_404(ctx.practice, request.path_params["billingId"])))
+    return ok(id_case(ctx, found(ctx.practice.bills, request.path_params["billingId"], "Bill")))
 
 
 async def bill_pdf(request: Request) -> Response:
     """The invoice as a PDF."""
     ctx = context(request)
-    bill = _bill_or_404(ctx.practice, request.path_params["billingId"])
+    bill = found(ctx.practice.bills, request.path_params["billingId"], "Bill")
     return Response(pdf_bytes(f"Invoice {bill['billNumber']}"), media_type="application/pdf")
 
 
@@ -255,21 +202,6 @@ async def ledger_status(request: Request) -> Response:
             "ledgerName": "Sandbox Ledger" if practice.ledger_connected else None,
         }
     )
-
-
-async def ledger_accounts(request: Request) -> Response:
-    """Ledger accounts (for ``extAccountID``)."""
-    return ok(context(request).practice.ledger_accounts)
-
-
-async def ledger_tax_rates(request: Request) -> Response:
-    """Ledger tax rates (for ``extTaxID`` and the taxPercent match)."""
-    return ok(context(request).practice.ledger_tax_rates)
-
-
-async def branding_themes(request: Request) -> Response:
-    """Ledger branding themes."""
-    return ok(context(request).practice.branding_themes)
 
 
 def _schedule_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -286,12 +218,8 @@ async def list_recurring(request: Request) -> Response:
 
 
 def _schedule_or_404(request: Request) -> dict[str, Any]:
-    ctx = context(request)
     schedule_id = request.path_params["recurringBillingId"]
-    row = ctx.practice.recurring.get(schedule_id)
-    if row is None:
-        raise ApiProblem(404, f"Recurring billing {schedule_id} was not found.")
-    return row
+    return found(context(request).practice.recurring, schedule_id, "Recurring billing", "")
 
 
 async def get_recurring(request: Request) -> Response:
@@ -305,6 +233,7 @@ async def recurring_runs(request: Request) -> Response:
 
 
 _BILL_ID = "/api/v1/bills/{billingId:int}"
+_LEDGER = "/api/v1/bills/ledger/"
 _RECURRING = "/api/v1/recurring-billing/{recurringBillingId:int}"
 
 # fmt: off
@@ -316,12 +245,12 @@ OPS = [
               PAGE_SIZE), statuses=(200, 400), guess=True),
     Op("GET", "/api/v1/bills/ledger/status", ledger_status, "Ledger connection", "ledger",
        guess=True),
-    Op("GET", "/api/v1/bills/ledger/accounts", ledger_accounts, "Ledger accounts", "ledger",
-       guess=True),
-    Op("GET", "/api/v1/bills/ledger/tax-rates", ledger_tax_rates, "Ledger tax rates", "ledger",
-       guess=True),
-    Op("GET", "/api/v1/bills/ledger/branding-themes", branding_themes, "Branding themes",
-       "ledger", guess=True),
+    settings_op(_LEDGER + "accounts", "ledger_accounts", "Ledger accounts", "ledger",
+                lambda practice: practice.ledger_accounts),
+    settings_op(_LEDGER + "tax-rates", "ledger_tax_rates", "Ledger tax rates", "ledger",
+                lambda practice: practice.ledger_tax_rates),
+    settings_op(_LEDGER + "branding-themes", "branding_themes", "Branding themes", "ledger",
+                lambda practice: practice.branding_themes),
     Op("GET", _BILL_ID, get_bill, "Load a bill", "bills", statuses=(200, 404), guess=True),
     Op("GET", _BILL_ID + "/pdf", bill_pdf, "Invoice PDF", "bills", statuses=(200, 404),
        guess=True, produces="application/pdf"),

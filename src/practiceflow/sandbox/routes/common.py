@@ -1,11 +1,11 @@
 """What every route module shares: the operation table entry, the request context and
-helpers that turn bad input into 400 problem details."""
+helpers that turn bad input into 400 (or unknown keys into 404) problem details."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pydantic
@@ -20,6 +20,7 @@ from practiceflow.sandbox.store import Entity, Practice
 CONTEXT_KEY = "practiceflow.sandbox"
 Handler = Callable[[Request], Awaitable[Response]]
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -44,21 +45,10 @@ LAST_UPDATED = Param(
 
 @dataclass(frozen=True)
 class Op:
-    """One operation the sandbox serves: the route and its OpenAPI description.
-
-    Attributes:
-        method: HTTP method.
-        path: Starlette path under the region prefix, such as ``/api/v1/bills/{billingId:int}``.
-        handler: the endpoint.
-        summary: one line for the OpenAPI document.
-        tag: the resource family.
-        body: the pydantic model of the JSON body, when there is one.
-        query: the query parameters.
-        statuses: the statuses documented besides 401/429/500.
-        guess: True when the spec does not show this operation's shape (GUESSES.md).
-        produces: the media type of a 2xx answer.
-        body_optional: whether the request may carry no body at all.
-    """
+    """One operation the sandbox serves (``path`` under the region prefix, such as
+    ``/api/v1/bills/{billingId:int}``) and what the OpenAPI document says of it:
+    ``statuses`` besides 401/429/500, ``guess`` when the spec does not show its shape
+    (GUESSES.md), ``produces`` the media type of a 2xx answer."""
 
     method: str
     path: str
@@ -71,7 +61,6 @@ class Op:
     guess: bool = False
     produces: str = "application/json"
     body_optional: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -85,30 +74,27 @@ class Ctx:
 
 
 def context(request: Request) -> Ctx:
-    """The context of the request (set by the pipeline).
-
-    Args:
-        request: the Starlette request.
-
-    Returns:
-        The context.
-    """
+    """The context of the request (set by the pipeline)."""
     value: Ctx = request.scope[CONTEXT_KEY]
     return value
 
 
 def ok(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
-    """A JSON response.
-
-    Args:
-        data: the body.
-        status: the status code.
-        headers: extra headers.
-
-    Returns:
-        The response.
-    """
+    """A JSON response."""
     return JSONResponse(data, status_code=status, headers=dict(headers or {}))
+
+
+def settings_op(
+    path: str, name: str, summary: str, tag: str, rows: Callable[[Practice], Any]
+) -> Op:
+    """A guessed ``GET`` of one of the practice's fixed lists, ``rows(practice)``; ``name``
+    is the handler's (the OpenAPI ``operationId`` carries it)."""
+
+    async def handler(request: Request) -> Response:
+        return ok(rows(context(request).practice))
+
+    handler.__name__ = name
+    return Op("GET", path, handler, summary, tag, guess=True)
 
 
 def _describe(error: Mapping[str, Any]) -> str:
@@ -119,21 +105,8 @@ def _describe(error: Mapping[str, Any]) -> str:
 
 
 async def read_body(request: Request, model: type[ModelT], optional: bool = False) -> ModelT:
-    """Parse and validate the JSON body.
-
-    Args:
-        request: the request.
-        model: the pydantic model of the body.
-        optional: whether the request may carry no body at all (read as ``{}``); the
-            OpenAPI document says so (``Op.body_optional``).
-
-    Returns:
-        The validated body.
-
-    Raises:
-        ApiProblem: 400 when the body is missing (and not optional), is not a JSON object
-            or does not fit the model.
-    """
+    """The JSON body validated by ``model``; 400 when it is missing (unless ``optional``:
+    then read as ``{}``), not a JSON object, or does not fit."""
     raw = await request.body()
     if not raw and not optional:
         raise ApiProblem(400, "body: missing; expected a JSON object")
@@ -151,21 +124,14 @@ async def read_body(request: Request, model: type[ModelT], optional: bool = Fals
         raise ApiProblem(400, detail) from None
 
 
+def found(table: Mapping[Any, T], key: object, what: str, where: str = " in this practice") -> T:
+    """``table[key]``, or a 404 problem saying the ``what`` was not found."""
+    row = table.get(key)
+    if row is None:
+        raise ApiProblem(404, f"{what} {key} was not found{where}.")
+    return row
+
+
 def entity_or_404(practice: Practice, key: object) -> Entity:
-    """The entity with this key, or a 404 problem.
-
-    Args:
-        practice: the practice.
-        key: the entity key (a UUID or its text).
-
-    Returns:
-        The entity.
-
-    Raises:
-        ApiProblem: 404 when the practice has no such entity.
-    """
-    entity = practice.entities.get(str(key))
-    if entity is None:
-        detail = f"Entity {key} was not found in this practice."
-        raise ApiProblem(404, detail)
-    return entity
+    """The entity with this key (a UUID or its text), or a 404 problem."""
+    return found(practice.entities, str(key), "Entity")

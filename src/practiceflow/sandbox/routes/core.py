@@ -6,7 +6,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from practiceflow.sandbox.paging import page_number
-from practiceflow.sandbox.routes.common import PAGE_NUMBER, Op, context, ok
+from practiceflow.sandbox.routes.common import PAGE_NUMBER, Op, context, ok, settings_op
 from practiceflow.sandbox.routes.played import id_case
 
 
@@ -29,21 +29,6 @@ async def validate(request: Request) -> Response:
     )
 
 
-async def entity_types(request: Request) -> Response:
-    """Entity types of the practice's country: id, code, name."""
-    return ok(context(request).practice.entity_types)
-
-
-async def lead_sources(request: Request) -> Response:
-    """Lead sources: id and name."""
-    return ok(context(request).practice.lead_sources)
-
-
-async def lead_statuses(request: Request) -> Response:
-    """Lead statuses: id and name."""
-    return ok(context(request).practice.lead_statuses)
-
-
 async def users(request: Request) -> Response:
     """Users of the practice, a fixed server page size."""
     ctx = context(request)
@@ -53,15 +38,17 @@ async def users(request: Request) -> Response:
     return ok(ctx.practice.users[start : start + size])
 
 
+_SETTINGS = "/api/v1/settings/"
+
 # fmt: off
 OPS = [
     Op("GET", "/api/v1/auth/validate", validate, "Check the credentials", "auth"),
-    Op("GET", "/api/v1/settings/entity-types", entity_types, "Entity types", "settings",
-       guess=True),
-    Op("GET", "/api/v1/settings/lead-sources", lead_sources, "Lead sources", "settings",
-       guess=True),
-    Op("GET", "/api/v1/settings/lead-statuses", lead_statuses, "Lead statuses", "settings",
-       guess=True),
+    settings_op(_SETTINGS + "entity-types", "entity_types", "Entity types", "settings",
+                lambda practice: practice.entity_types),
+    settings_op(_SETTINGS + "lead-sources", "lead_sources", "Lead sources", "settings",
+                lambda practice: practice.lead_sources),
+    settings_op(_SETTINGS + "lead-statuses", "lead_statuses", "Lead statuses", "settings",
+                lambda practice: practice.lead_statuses),
     Op("GET", "/api/v1/users/list", users, "Users (fixed page size)", "users",
        query=(PAGE_NUMBER,), statuses=(200, 400), guess=True),
 ]

@@ -23,7 +23,7 @@ from practiceflow.sandbox.routes.common import (
     read_body,
 )
 from practiceflow.sandbox.routes.played import created, id_case, paged, status_text
-from practiceflow.sandbox.store import Entity, Practice
+from practiceflow.sandbox.store import ENTITY_TEXT_FIELDS, Entity, Practice
 
 
 async def list_entities(request: Request) -> Response:
@@ -72,7 +72,8 @@ def _resolve_type(practice: Practice, body: EntityBody | None, text: str | None)
             raise ApiProblem(400, detail)
         return row
     if body is not None and body.entityTypeID is not None:
-        row = practice.entity_type_by_id(body.entityTypeID)
+        wanted = body.entityTypeID
+        row = next((row for row in practice.entity_types if row["entityTypeID"] == wanted), None)
         if row is None:
             detail = f"entityTypeID: got {body.entityTypeID}; valid values are {valid}"
             raise ApiProblem(400, detail)
@@ -99,9 +100,7 @@ def create_entity(practice: Practice, body: EntityBody) -> Entity:
     if status_text not in ("lead", "active"):
         detail = f"clientStatus: got {body.clientStatus!r}; valid values are Lead, Active"
         raise ApiProblem(400, detail)
-    extra = body.model_dump(
-        include={"externalSystemID", "telephone", "mobile", "taxNumber", "regNumber", "idNumber"}
-    )
+    extra = body.model_dump(include=set(ENTITY_TEXT_FIELDS))
     for name in ("physicalAddress", "postalAddress"):
         value = getattr(body, name)
         extra[name] = value.model_dump() if value is not None else None

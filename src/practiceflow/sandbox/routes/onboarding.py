@@ -26,6 +26,7 @@ from practiceflow.sandbox.routes.common import (
     Op,
     context,
     entity_or_404,
+    found,
     ok,
     read_body,
 )
@@ -34,15 +35,8 @@ from practiceflow.sandbox.store import Entity, Practice
 
 
 def onboarding_or_404(practice: Practice, key: object) -> dict[str, Any]:
-    """The onboarding job with this key, or a 404 problem.
-
-    Raises:
-        ApiProblem: 404 when unknown.
-    """
-    job = practice.onboardings.get(str(key))
-    if job is None:
-        raise ApiProblem(404, f"Onboarding {key} was not found in this practice.")
-    return job
+    """The onboarding job with this key, or a 404 problem."""
+    return found(practice.onboardings, str(key), "Onboarding")
 
 
 def _access_url(region: str, kind: str, key: str) -> str:
@@ -55,7 +49,8 @@ async def create_onboarding(request: Request) -> Response:
     ctx = context(request)
     practice = ctx.practice
     body = await read_body(request, OnboardingBody)
-    if body.userKey is not None and practice.find_user(str(body.userKey)) is None:
+    user_keys = [user["userKey"] for user in practice.users]
+    if body.userKey is not None and str(body.userKey) not in user_keys:
         raise ApiProblem(404, f"userKey: got {body.userKey}; no such user in this practice")
     existing: list[Entity | None] = []
     for n, row in enumerate(body.clients):
@@ -82,16 +77,7 @@ async def create_onboarding(request: Request) -> Response:
                 {"entityType": row.entityType, "entityName": row.entityName, "clientStatus": "Lead"}
             )
             entity = create_entity(practice, quick)
-        documents = [
-            {
-                "documentId": practice.new_id(),
-                "name": name,
-                "isUploaded": False,
-                "isBypassed": False,
-                "fileName": None,
-            }
-            for name in ("Photo ID", "Proof of Address")
-        ]
+        documents = practice.new_documents()
         rows.append(
             {
                 "entityOnboardingId": practice.new_id(),

@@ -25,8 +25,10 @@ from practiceflow.sandbox.routes.common import (
     Param,
     context,
     entity_or_404,
+    found,
     ok,
     read_body,
+    settings_op,
 )
 from practiceflow.sandbox.routes.played import paged, status_text
 from practiceflow.sandbox.store import Entity, Practice
@@ -39,22 +41,8 @@ PROPOSAL_TEMPLATES: dict[int, tuple[str, tuple[int, ...]]] = {
 
 
 def proposal_or_404(practice: Practice, key: object) -> dict[str, Any]:
-    """The proposal with this key, or a 404 problem.
-
-    Args:
-        practice: the practice.
-        key: the proposal key.
-
-    Returns:
-        The stored proposal.
-
-    Raises:
-        ApiProblem: 404 when unknown.
-    """
-    proposal = practice.proposals.get(str(key))
-    if proposal is None:
-        raise ApiProblem(404, f"Proposal {key} was not found in this practice.")
-    return proposal
+    """The proposal with this key, or a 404 problem."""
+    return found(practice.proposals, str(key), "Proposal")
 
 
 def _new_proposal(
@@ -216,13 +204,9 @@ async def from_template(request: Request) -> Response:
 
 
 def _catalog(name: str) -> Op:
-    async def handler(request: Request) -> Response:
-        return ok(context(request).practice.catalogs[name])
-
-    handler.__name__ = f"catalog_{name.replace('-', '_')}"
-    return Op(
-        "GET", f"/api/v1/proposals/{name}", handler, f"Catalog: {name}", "proposals", guess=True
-    )
+    handler = f"catalog_{name.replace('-', '_')}"
+    path = f"/api/v1/proposals/{name}"
+    return settings_op(path, handler, f"Catalog: {name}", "proposals", lambda p: p.catalogs[name])
 
 
 _KEY = "/api/v1/proposals/{key:uuid}"

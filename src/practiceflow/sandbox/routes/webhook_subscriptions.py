@@ -10,7 +10,7 @@ from starlette.responses import Response
 from practiceflow.sandbox.bodies import WebhookBody
 from practiceflow.sandbox.deliveries import is_loopback_url
 from practiceflow.sandbox.problems import ApiProblem
-from practiceflow.sandbox.routes.common import Op, context, ok, read_body
+from practiceflow.sandbox.routes.common import Op, context, found, ok, read_body
 from practiceflow.sandbox.state import EVENTS
 
 
@@ -59,11 +59,8 @@ async def list_subscriptions(request: Request) -> Response:
 
 
 def _subscription(request: Request) -> dict[str, Any]:
-    ctx = context(request)
-    row = ctx.practice.subscriptions.get(str(request.path_params["id"]))
-    if row is None:
-        raise ApiProblem(404, f"Webhook subscription {request.path_params['id']} was not found.")
-    return row
+    key = str(request.path_params["id"])
+    return found(context(request).practice.subscriptions, key, "Webhook subscription", "")
 
 
 async def get_subscription(request: Request) -> Response:
