@@ -42,7 +42,7 @@ from practiceflow.sandbox.problems import (
     problem_response,
 )
 from practiceflow.sandbox.routes import ALL_OPS
-from practiceflow.sandbox.routes.common import CONTEXT_KEY, Ctx
+from practiceflow.sandbox.routes.common import CONTEXT_KEY, Ctx, endpoint
 from practiceflow.sandbox.state import SandboxState
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 def _api_router() -> Router:
-    routes = [Route(op.path, op.handler, methods=[op.method]) for op in ALL_OPS]
+    routes = [Route(op.path, endpoint(op.handler), methods=[op.method]) for op in ALL_OPS]
     return Router(routes=routes, redirect_slashes=False, default=_not_found)
 
 

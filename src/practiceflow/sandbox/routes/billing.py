@@ -18,7 +18,6 @@ from practiceflow.sandbox.routes.common import (
     Ctx,
     Op,
     Param,
-    context,
     entity_or_404,
     found,
     ok,
@@ -109,9 +108,8 @@ def _check_line(practice: Practice, index: int, line: BillLineBody, variants: Va
     return amount, tax, total, line.narration, line.extItemID, line.extAccountID, line.extTaxID
 
 
-async def create_bill(request: Request) -> Response:
+async def create_bill(ctx: Ctx, request: Request) -> Response:
     """Create an adhoc bill for an Active client; the server computes tax and totals."""
-    ctx = context(request)
     practice = ctx.practice
     body = await read_body(request, BillBody)
     entity = entity_or_404(practice, body.entityKey)
@@ -158,9 +156,8 @@ def _bill_row(ctx: Ctx, bill: dict[str, Any]) -> dict[str, Any]:
     return dict(id_case(ctx, row))
 
 
-async def list_bills(request: Request) -> Response:
+async def list_bills(ctx: Ctx, request: Request) -> Response:
     """Bills whose bill date lies in [startDate, endDate], ``pageSize`` envelope."""
-    ctx = context(request)
     query = request.query_params
     required = ctx.state.variants.is_("bill_range", "required")
     start = query_date(query, "startDate", required=required)
@@ -180,22 +177,20 @@ async def list_bills(request: Request) -> Response:
     return paged(ctx, "bills", rows, query)
 
 
-async def get_bill(request: Request) -> Response:
+async def get_bill(ctx: Ctx, request: Request) -> Response:
     """One bill with its ledger fields."""
-    ctx = context(request)
     return ok(id_case(ctx, found(ctx.practice.bills, request.path_params["billingId"], "Bill")))
 
 
-async def bill_pdf(request: Request) -> Response:
+async def bill_pdf(ctx: Ctx, request: Request) -> Response:
     """The invoice as a PDF."""
-    ctx = context(request)
     bill = found(ctx.practice.bills, request.path_params["billingId"], "Bill")
     return Response(pdf_bytes(f"Invoice {bill['billNumber']}"), media_type="application/pdf")
 
 
-async def ledger_status(request: Request) -> Response:
+async def ledger_status(ctx: Ctx, request: Request) -> Response:
     """Whether a ledger is connected (the switch behind rule 2 of spec 4.1)."""
-    practice = context(request).practice
+    practice = ctx.practice
     return ok(
         {
             "connected": practice.ledger_connected,
@@ -210,26 +205,25 @@ def _schedule_view(row: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-async def list_recurring(request: Request) -> Response:
+async def list_recurring(ctx: Ctx, request: Request) -> Response:
     """Recurring billing schedules, ``pageSize`` envelope (no ledger numbers on rows)."""
-    ctx = context(request)
     rows = [_schedule_view(row) for row in ctx.practice.recurring.values()]
     return paged(ctx, "recurring", rows, request.query_params)
 
 
-def _schedule_or_404(request: Request) -> dict[str, Any]:
+def _schedule_or_404(ctx: Ctx, request: Request) -> dict[str, Any]:
     schedule_id = request.path_params["recurringBillingId"]
-    return found(context(request).practice.recurring, schedule_id, "Recurring billing", "")
+    return found(ctx.practice.recurring, schedule_id, "Recurring billing", "")
 
 
-async def get_recurring(request: Request) -> Response:
+async def get_recurring(ctx: Ctx, request: Request) -> Response:
     """One recurring billing schedule."""
-    return ok(_schedule_view(_schedule_or_404(request)))
+    return ok(_schedule_view(_schedule_or_404(ctx, request)))
 
 
-async def recurring_runs(request: Request) -> Response:
+async def recurring_runs(ctx: Ctx, request: Request) -> Response:
     """The runs of a schedule; each names the generated bill (which has ledger numbers)."""
-    return ok(id_case(context(request), _schedule_or_404(request)["runs"]))
+    return ok(id_case(ctx, _schedule_or_404(ctx, request)["runs"]))
 
 
 _BILL_ID = "/api/v1/bills/{billingId:int}"

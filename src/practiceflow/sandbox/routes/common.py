@@ -18,7 +18,7 @@ from practiceflow.sandbox.state import SandboxState
 from practiceflow.sandbox.store import Entity, Practice
 
 CONTEXT_KEY = "practiceflow.sandbox"
-Handler = Callable[[Request], Awaitable[Response]]
+Handler = Callable[["Ctx", Request], Awaitable[Response]]
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
 T = TypeVar("T")
 
@@ -73,10 +73,13 @@ class Ctx:
     region: str
 
 
-def context(request: Request) -> Ctx:
-    """The context of the request (set by the pipeline)."""
-    value: Ctx = request.scope[CONTEXT_KEY]
-    return value
+def endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """The Starlette endpoint of ``handler``: it hands over the context the pipeline set."""
+
+    async def call(request: Request) -> Response:
+        return await handler(request.scope[CONTEXT_KEY], request)
+
+    return call
 
 
 def ok(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
@@ -90,8 +93,8 @@ def settings_op(
     """A guessed ``GET`` of one of the practice's fixed lists, ``rows(practice)``; ``name``
     is the handler's (the OpenAPI ``operationId`` carries it)."""
 
-    async def handler(request: Request) -> Response:
-        return ok(rows(context(request).practice))
+    async def handler(ctx: Ctx, request: Request) -> Response:
+        return ok(rows(ctx.practice))
 
     handler.__name__ = name
     return Op("GET", path, handler, summary, tag, guess=True)

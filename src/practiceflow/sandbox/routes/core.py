@@ -6,13 +6,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from practiceflow.sandbox.paging import page_number
-from practiceflow.sandbox.routes.common import PAGE_NUMBER, Op, context, ok, settings_op
+from practiceflow.sandbox.routes.common import PAGE_NUMBER, Ctx, Op, ok, settings_op
 from practiceflow.sandbox.routes.played import id_case
 
 
-async def validate(request: Request) -> Response:
+async def validate(ctx: Ctx, request: Request) -> Response:
     """The credential check result (spec 2.8b)."""
-    ctx = context(request)
     credential = ctx.credential
     return ok(
         id_case(
@@ -29,9 +28,8 @@ async def validate(request: Request) -> Response:
     )
 
 
-async def users(request: Request) -> Response:
+async def users(ctx: Ctx, request: Request) -> Response:
     """Users of the practice, a fixed server page size."""
-    ctx = context(request)
     number = page_number(request.query_params)
     size = ctx.state.config.page_size
     start = (number - 1) * size

@@ -17,7 +17,6 @@ from practiceflow.sandbox.routes.common import (
     PAGE_SIZE,
     Ctx,
     Op,
-    context,
     entity_or_404,
     ok,
     read_body,
@@ -26,9 +25,8 @@ from practiceflow.sandbox.routes.played import created, id_case, paged, status_t
 from practiceflow.sandbox.store import ENTITY_TEXT_FIELDS, Entity, Practice
 
 
-async def list_entities(request: Request) -> Response:
+async def list_entities(ctx: Ctx, request: Request) -> Response:
     """Entity summaries, a fixed server page size; ``lastUpdated`` orders by time."""
-    ctx = context(request)
     query = request.query_params
     number = page_number(query)
     after = since(query, ctx.state.clock)
@@ -123,9 +121,8 @@ def create_entity(practice: Practice, body: EntityBody) -> Entity:
     return entity
 
 
-async def post_entity(request: Request) -> Response:
+async def post_entity(ctx: Ctx, request: Request) -> Response:
     """Create a client or lead: 201, ``Location`` and the detail record."""
-    ctx = context(request)
     body = await read_body(request, EntityBody)
     entity = create_entity(ctx.practice, body)
     event = "lead.created" if entity.status == "Lead" else "client.created"
@@ -141,16 +138,14 @@ def _detail(ctx: Ctx, entity: Entity) -> dict[str, Any]:
     return dict(id_case(ctx, detail))
 
 
-async def get_entity(request: Request) -> Response:
+async def get_entity(ctx: Ctx, request: Request) -> Response:
     """The detail record of one entity."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["key"])
     return ok(_detail(ctx, entity))
 
 
-async def get_integrations(request: Request) -> Response:
+async def get_integrations(ctx: Ctx, request: Request) -> Response:
     """The external-system ids of one entity (spec 2.2)."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["key"])
     return ok(ctx.practice.integrations(entity))
 
@@ -162,9 +157,8 @@ def _contacts_of(practice: Practice, entity_key: str) -> list[dict[str, Any]]:
     return [row for row in practice.contacts.values() if row["entityKey"] == entity_key]
 
 
-async def list_all_contacts(request: Request) -> Response:
+async def list_all_contacts(ctx: Ctx, request: Request) -> Response:
     """Contacts across clients, ``pageSize`` envelope, optional ``lastUpdated``."""
-    ctx = context(request)
     query = request.query_params
     after = since(query, ctx.state.clock)
     rows = list(ctx.practice.contacts.values())
@@ -173,16 +167,14 @@ async def list_all_contacts(request: Request) -> Response:
     return paged(ctx, "contacts", rows, query)
 
 
-async def list_contacts(request: Request) -> Response:
+async def list_contacts(ctx: Ctx, request: Request) -> Response:
     """Contacts of one client (a bare array)."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
     return ok(_contacts_of(ctx.practice, entity.key))
 
 
-async def create_contact(request: Request) -> Response:
+async def create_contact(ctx: Ctx, request: Request) -> Response:
     """Add a contact to a client; bumps the client's ``lastUpdated``."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
     body = await read_body(request, NewContactBody)
     if not (body.firstName or body.lastName or body.email):
@@ -201,9 +193,8 @@ async def create_contact(request: Request) -> Response:
     return created(ctx, contact, "contactKey", {"Location": location})
 
 
-async def update_contact(request: Request) -> Response:
+async def update_contact(ctx: Ctx, request: Request) -> Response:
     """Change the given fields of a contact of a client."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
     contact = ctx.practice.contacts.get(str(request.path_params["contactKey"]))
     if contact is None or contact["entityKey"] != entity.key:

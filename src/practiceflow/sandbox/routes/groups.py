@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from practiceflow.sandbox.paging import page_number, query_bool, since
-from practiceflow.sandbox.routes.common import LAST_UPDATED, PAGE_NUMBER, Op, Param, context, ok
+from practiceflow.sandbox.routes.common import LAST_UPDATED, PAGE_NUMBER, Ctx, Op, Param, ok
 from practiceflow.sandbox.store import Practice
 
 
@@ -36,9 +36,8 @@ def group_view(practice: Practice, group: dict[str, Any], members: bool) -> dict
     return view
 
 
-async def list_groups(request: Request) -> Response:
+async def list_groups(ctx: Ctx, request: Request) -> Response:
     """Groups filtered by name, groupCode, isActive, lastUpdated; fixed page size."""
-    ctx = context(request)
     query = request.query_params
     number = page_number(query)
     after = since(query, ctx.state.clock)

@@ -17,7 +17,6 @@ from practiceflow.sandbox.routes.common import (
     PAGE_SIZE,
     Ctx,
     Op,
-    context,
     entity_or_404,
     ok,
     read_body,
@@ -41,9 +40,8 @@ def _name_of(rows: list[dict[str, Any]], given: str, field: str) -> str:
     raise ApiProblem(400, f"{field}: got {given!r}; valid values are {valid}")
 
 
-async def list_leads(request: Request) -> Response:
+async def list_leads(ctx: Ctx, request: Request) -> Response:
     """Leads (status Lead), ``pageSize`` envelope, optional ``lastUpdated``."""
-    ctx = context(request)
     query = request.query_params
     after = since(query, ctx.state.clock)
     rows = ctx.practice.order if after is None else [row[2] for row in ctx.practice.index]
@@ -62,15 +60,13 @@ def _view(ctx: Ctx, entity: Entity) -> dict[str, Any]:
     return view
 
 
-async def get_lead(request: Request) -> Response:
+async def get_lead(ctx: Ctx, request: Request) -> Response:
     """One lead."""
-    ctx = context(request)
     return ok(_view(ctx, _lead_or_404(ctx.practice, request.path_params["entityKey"])))
 
 
-async def create_lead(request: Request) -> Response:
+async def create_lead(ctx: Ctx, request: Request) -> Response:
     """Create a lead; source and status are NAMES from the settings lists."""
-    ctx = context(request)
     body = await read_body(request, LeadBody)
     practice = ctx.practice
     row = practice.entity_type(body.entityType)
@@ -105,16 +101,14 @@ async def create_lead(request: Request) -> Response:
     return created(ctx, _view(ctx, entity), "entityKey", {"Location": location})
 
 
-async def list_notes(request: Request) -> Response:
+async def list_notes(ctx: Ctx, request: Request) -> Response:
     """Notes of a lead."""
-    ctx = context(request)
     entity = _lead_or_404(ctx.practice, request.path_params["entityKey"])
     return ok(ctx.practice.lead_notes.get(entity.key, []))
 
 
-async def add_note(request: Request) -> Response:
+async def add_note(ctx: Ctx, request: Request) -> Response:
     """Add a note to a lead; bumps its ``lastUpdated``."""
-    ctx = context(request)
     entity = _lead_or_404(ctx.practice, request.path_params["entityKey"])
     body = await read_body(request, LeadNoteBody)
     ctx.practice.touch(entity)
@@ -127,9 +121,8 @@ async def add_note(request: Request) -> Response:
     return ok(note, 201)
 
 
-async def convert(request: Request) -> Response:
+async def convert(ctx: Ctx, request: Request) -> Response:
     """Convert a lead to an Active client; the ``entityKey`` is kept (spec section 3)."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
     if entity.status != "Lead":
         detail = f"Entity {entity.key} is already a client (status {entity.status})."

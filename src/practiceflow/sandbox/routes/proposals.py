@@ -23,7 +23,6 @@ from practiceflow.sandbox.routes.common import (
     Ctx,
     Op,
     Param,
-    context,
     entity_or_404,
     found,
     ok,
@@ -87,9 +86,8 @@ def _services(practice: Practice, rows: list[ProposalServiceBody]) -> list[dict[
     return chosen
 
 
-async def list_proposals(request: Request) -> Response:
+async def list_proposals(ctx: Ctx, request: Request) -> Response:
     """Proposals, optionally of one client (``entityKey``), ``pageSize`` envelope."""
-    ctx = context(request)
     query = request.query_params
     required = ctx.state.variants.is_("proposals_filter", "required")
     wanted = query_uuid(query, "entityKey", required=required)
@@ -105,15 +103,13 @@ def _played(ctx: Ctx, row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "status": status_text(ctx, row.get("status"))}
 
 
-async def get_proposal(request: Request) -> Response:
+async def get_proposal(ctx: Ctx, request: Request) -> Response:
     """One proposal."""
-    ctx = context(request)
     return ok(_played(ctx, proposal_or_404(ctx.practice, request.path_params["key"])))
 
 
-async def get_pricing(request: Request) -> Response:
+async def get_pricing(ctx: Ctx, request: Request) -> Response:
     """Services, invoices, recurring billings and jobs of a proposal."""
-    ctx = context(request)
     proposal = proposal_or_404(ctx.practice, request.path_params["key"])
     return ok(
         {
@@ -140,16 +136,14 @@ def _copy(practice: Practice, original: dict[str, Any]) -> dict[str, Any]:
     return proposal
 
 
-async def duplicate(request: Request) -> Response:
+async def duplicate(ctx: Ctx, request: Request) -> Response:
     """A new Draft copy; the original is unchanged."""
-    ctx = context(request)
     original = proposal_or_404(ctx.practice, request.path_params["key"])
     return ok(_copy(ctx.practice, original), 201)
 
 
-async def renew_preview(request: Request) -> Response:
+async def renew_preview(ctx: Ctx, request: Request) -> Response:
     """What a renew would create, and the signatories to choose from."""
-    ctx = context(request)
     original = proposal_or_404(ctx.practice, request.path_params["key"])
     entity = ctx.practice.entities.get(original["entityKey"])
     signatories = [{"signatoryKey": entity.key, "name": entity.name}] if entity else []
@@ -164,9 +158,8 @@ async def renew_preview(request: Request) -> Response:
     )
 
 
-async def renew(request: Request) -> Response:
+async def renew(ctx: Ctx, request: Request) -> Response:
     """The original becomes Renewed; a new Draft with copied pricing is returned."""
-    ctx = context(request)
     original = proposal_or_404(ctx.practice, request.path_params["key"])
     await read_body(request, RenewBody, optional=True)
     proposal = _copy(ctx.practice, original)
@@ -176,9 +169,8 @@ async def renew(request: Request) -> Response:
     return ok(proposal, 201)
 
 
-async def create_proposal(request: Request) -> Response:
+async def create_proposal(ctx: Ctx, request: Request) -> Response:
     """An adhoc Draft proposal from catalog services."""
-    ctx = context(request)
     body = await read_body(request, ProposalBody)
     entity = entity_or_404(ctx.practice, body.entityKey)
     services = _services(ctx.practice, body.services)
@@ -186,9 +178,8 @@ async def create_proposal(request: Request) -> Response:
     return ok(_new_proposal(ctx.practice, entity, title, services), 201)
 
 
-async def from_template(request: Request) -> Response:
+async def from_template(ctx: Ctx, request: Request) -> Response:
     """A Draft proposal from one of :data:`PROPOSAL_TEMPLATES`."""
-    ctx = context(request)
     body = await read_body(request, ProposalFromTemplateBody)
     entity = entity_or_404(ctx.practice, body.entityKey)
     template = PROPOSAL_TEMPLATES.get(body.templateId)
