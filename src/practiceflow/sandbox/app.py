@@ -1,15 +1,9 @@
-"""The sandbox ASGI application: regions, faults, auth, rate limits, routes, request log.
+"""The sandbox ASGI application: one pipeline for every request under ``/<region>/api/``.
 
-Every request under ``/<region>/api/`` goes through one pipeline, in this order:
-
-1. an armed fault may answer first (429 or 500), or hold the answer back (slow);
-2. authentication (401), then the Client ID's rate budget (429), then write access (403);
-3. the route; ``ApiProblem`` and unknown routes become problem details;
-4. a ``drop`` fault swallows the answer and aborts the connection after the route acted.
-
-``X-RateLimit-*`` headers are set on every authenticated answer (an unauthenticated one
-has no Client ID to count against). Admin routes live under ``/_admin`` and the OpenAPI
-document at ``/openapi.json``.
+In order: an armed fault may answer first (429, 500) or hold the answer back; then
+authentication (401), the Client ID's rate budget (429, ``X-RateLimit-*`` on every
+authenticated answer), write access (403); then the route, errors as problem details; a
+``drop`` fault aborts the connection after the route acted. Also ``/_admin``, ``/openapi.json``.
 """
 
 from __future__ import annotations
@@ -47,7 +41,6 @@ from practiceflow.sandbox.state import SandboxState
 
 logger = logging.getLogger(__name__)
 
-RAW_SEND_KEY = "practiceflow.raw_send"
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -71,8 +64,8 @@ def _headers(scope: Scope) -> dict[str, str]:
 async def _abort_connection(raw_send: Any) -> bool:
     """Close the client's connection at once, without an answer (a reset when possible).
 
-    Uvicorn's ``send`` is a bound method of its request cycle, which holds the asyncio
-    transport; there is no portable ASGI way to drop a connection, so this reaches for it.
+    There is no portable ASGI way to drop a connection, so this reaches for the asyncio
+    transport held by uvicorn's request cycle, whose bound method ``send`` is.
     """
     transport = getattr(getattr(raw_send, "__self__", None), "transport", None)
     if transport is None:
@@ -89,11 +82,7 @@ async def _abort_connection(raw_send: Any) -> bool:
 
 
 class SandboxApp:
-    """The ASGI callable served by uvicorn.
-
-    Args:
-        state: the state it serves (``handle.state`` in tests).
-    """
+    """The ASGI callable served by uvicorn."""
 
     def __init__(self, state: SandboxState) -> None:
         self.state = state
@@ -102,12 +91,12 @@ class SandboxApp:
         self._openapi: bytes | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one ASGI connection scope."""
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
+        """Serve one ASGI connection scope (uvicorn runs without lifespan events)."""
         if scope["type"] != "http":
             return
+        # Starlette routers raise HTTPException (turned into problem details here) instead
+        # of answering plain text when an application is in the scope.
+        scope = {**scope, "app": scope.get("app", self)}
         path: str = scope["path"]
         if path == "/openapi.json":
             if self._openapi is None:
@@ -134,15 +123,6 @@ class SandboxApp:
             "openapi": "/openapi.json",
             "admin": "/_admin",
         }
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     async def _api_request(
         self, region: str, rest: str, scope: Scope, receive: Receive, send: Send
@@ -207,8 +187,7 @@ class SandboxApp:
             swallow = fault is not None and fault.kind == "drop"
             await self._api(child, receive, send_wrapper)
             if swallow:
-                raw_send = scope.get(RAW_SEND_KEY)
-                if await _abort_connection(raw_send):
+                if await _abort_connection(send):
                     return
                 swallow = False  # no transport to drop: answer 500 rather than hang
                 raise ApiProblem(500, "Injected drop fault (the request was performed).")
@@ -258,31 +237,6 @@ class SandboxApp:
         await response(scope, receive, send)
 
 
-class RawSendCapture:
-    """Outermost ASGI layer: remembers uvicorn's own ``send`` for the drop fault."""
-
-    def __init__(self, app: SandboxApp) -> None:
-        self.app = app
-        self.state = app.state
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one scope, recording the raw ``send`` in it."""
-        if scope["type"] == "http":
-            scope = dict(scope)
-            scope[RAW_SEND_KEY] = send
-            # Starlette routers raise HTTPException (turned into problem details here)
-            # instead of answering plain text when an application is in the scope.
-            scope.setdefault("app", self)
-        await self.app(scope, receive, send)
-
-
-def create_app(state: SandboxState) -> RawSendCapture:
-    """The ASGI application serving ``state``.
-
-    Args:
-        state: the sandbox state.
-
-    Returns:
-        The application to hand to uvicorn.
-    """
-    return RawSendCapture(SandboxApp(state))
+def create_app(state: SandboxState) -> SandboxApp:
+    """The ASGI application serving ``state`` (to hand to uvicorn)."""
+    return SandboxApp(state)

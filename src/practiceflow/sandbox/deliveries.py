@@ -1,14 +1,8 @@
-"""Signed webhook deliveries with retries, a delivery log and duplicate-delivery mode.
+"""Signed webhook deliveries (spec section 6) with retries, a delivery log and duplicates.
 
-A delivery is a POST of a JSON body (guessed shape: ``eventId``, ``event``,
-``occurredAt``, ``webhookId``, ``data``) with the headers of spec section 6. The signature
-is ``sha256=`` + hex HMAC-SHA256, keyed with the subscription's secret, of
-``<X-Svc-Timestamp>.<raw body>``; the timestamp is the sandbox clock at each attempt.
-
-Retries (a guess; the spec does not show them): when the receiver answers non-2xx or
-cannot be reached, the attempt is repeated after 0.5 s, 1 s, 2 s and 4 s (each multiplied
-by ``webhook_retry_scale``), then given up: five attempts at most. A 2xx ends the delivery;
-it is never sent again. Only loopback URLs are ever contacted.
+Body shape, signature and retry schedule are guesses recorded in GUESSES.md. A non-2xx or
+unreachable receiver is retried after each of ``webhook_retry_delays`` (scaled), then given
+up; a 2xx ends the delivery, which is never sent again. Only loopback URLs are contacted.
 """
 
 from __future__ import annotations
@@ -39,14 +33,7 @@ LATE_BY = 7200
 
 
 def is_loopback_url(url: str) -> bool:
-    """Whether ``url`` is http(s) on a loopback host (the only targets the sandbox calls).
-
-    Args:
-        url: the subscriber URL.
-
-    Returns:
-        True for ``http(s)://127.0.0.1``, ``localhost`` or ``[::1]``.
-    """
+    """Whether ``url`` is http(s) on 127.0.0.1, localhost or [::1] (all the sandbox calls)."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -55,16 +42,8 @@ def is_loopback_url(url: str) -> bool:
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
-    """The ``X-Svc-Signature`` value of a delivery.
-
-    Args:
-        secret: the subscription's ``webhookSecret``.
-        timestamp: the ``X-Svc-Timestamp`` value.
-        body: the raw body bytes.
-
-    Returns:
-        ``sha256=`` followed by the lowercase hex HMAC-SHA256.
-    """
+    """The ``X-Svc-Signature`` of a delivery: ``sha256=`` and the hex HMAC-SHA256, keyed with
+    the subscription's ``webhookSecret``, of ``<X-Svc-Timestamp>.<raw body>``."""
     mac = hmac.new(secret.encode("utf-8"), timestamp.encode() + b"." + body, hashlib.sha256)
     return "sha256=" + mac.hexdigest()
 
@@ -113,8 +92,6 @@ class DeliveryDispatcher:
         self._session = requests.Session()
         self._session.trust_env = False  # never route through a proxy: loopback only
 
-    # ---- lifecycle ------------------------------------------------------------------
-
     def start(self) -> None:
         """Start the scheduler thread (idempotent)."""
         with self._cond:
@@ -144,8 +121,6 @@ class DeliveryDispatcher:
             self._queue.clear()
             self._log.clear()
 
-    # ---- producing ------------------------------------------------------------------
-
     def enqueue(
         self,
         region: str,
@@ -158,20 +133,9 @@ class DeliveryDispatcher:
         flat: bool = False,
         stamping: str = "resigned",
     ) -> None:
-        """Schedule ``copies`` deliveries of one event to one subscription.
-
-        Args:
-            region: the practice's region.
-            subscription: the subscription row (``id``, ``url``, ``secret``).
-            event: the event key.
-            event_id: the unique id (``X-Svc-Event-Id``), the same in every copy.
-            data: the resource fields of the event.
-            copies: how many times the same event is delivered (duplicate mode).
-            flat: the resource fields at the top of the body, not under ``data``
-                (variant ``delivery_body``).
-            stamping: ``resigned``, ``first_attempt`` or ``first_attempt_late`` (variant
-                ``retry_timestamp``).
-        """
+        """Schedule ``copies`` deliveries of one event (``event_id`` the same in each) to
+        one subscription; ``flat`` and ``stamping`` play variants ``delivery_body`` and
+        ``retry_timestamp``."""
         payload: dict[str, Any] = {
             "eventId": event_id,
             "event": event,
@@ -200,8 +164,6 @@ class DeliveryDispatcher:
                 heapq.heappush(self._queue, (time.monotonic(), delivery.delivery_id, delivery))
             self._cond.notify_all()
 
-    # ---- reading --------------------------------------------------------------------
-
     def log(self) -> list[dict[str, Any]]:
         """Every attempt so far, oldest first (a copy)."""
         with self._cond:
@@ -211,8 +173,6 @@ class DeliveryDispatcher:
         """True when nothing is queued or in flight."""
         with self._cond:
             return not self._queue and self._inflight == 0
-
-    # ---- the machinery --------------------------------------------------------------
 
     def _loop(self) -> None:
         while True:

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Final
 
 from practiceflow.sandbox.config import (
+    CLIENT_KINDS,
     DEFAULT_CREDENTIALS,
     REGIONS,
     ClientKind,
@@ -46,7 +47,7 @@ def extra_clients(config: SandboxConfig) -> dict[str, tuple[str, int, Credential
     clients: dict[str, tuple[str, int, Credential]] = {}
     for number in range(1, config.practices):
         for region in REGIONS:
-            for kind in ("rw", "ro", "inactive"):
+            for kind in CLIENT_KINDS:
                 credential = practice_credential(number, region, kind)
                 clients[credential.client_id] = (region, number, credential)
     return clients

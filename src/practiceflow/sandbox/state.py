@@ -34,18 +34,9 @@ EVENTS: dict[str, str] = {
 
 
 class SandboxState:
-    """Practices, clock, rate limiter, faults, logs and the webhook dispatcher.
-
-    Attributes:
-        config: the options in force (the admin surface may change some).
-        initial_config: the options the sandbox started with (``reset`` restores them).
-        clock: the sandbox clock.
-        faults: the armed faults.
-        limiter: the rate limiter (replaced when limits change).
-        dispatcher: the webhook delivery machinery.
-        duplicate_deliveries: how many copies of each event are delivered.
-        variants: the answers played where the spec is silent (``/_admin/variants``).
-    """
+    """Practices, clock, rate limiter, faults, logs and the webhook dispatcher; ``config``
+    is the options in force (the admin surface changes some), ``initial_config`` those
+    ``reset`` restores."""
 
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
@@ -83,15 +74,8 @@ class SandboxState:
             self.practice_numbers[client_id] = number
 
     def practice(self, region: str, number: int = 0) -> Practice:
-        """A practice of ``region``, seeded on first use.
-
-        Args:
-            region: one of the configured regions.
-            number: which practice (0, the usual one, up to ``config.practices - 1``).
-
-        Returns:
-            The practice.
-        """
+        """Practice ``number`` (0, the usual one, to ``config.practices - 1``) of ``region``,
+        seeded on first use."""
         key = (number, region)
         practice = self._practices.get(key)
         if practice is None:
@@ -107,13 +91,8 @@ class SandboxState:
         return self.practice(region, self.practice_numbers.get(credential.client_id, 0))
 
     def reset(self, seed: int | None = None, entities: int | None = None) -> None:
-        """Return to the options the sandbox started with: data, clock, faults, budgets,
-        logs and switches (page size, rate limits, wallet, ledger, duplicates).
-
-        Args:
-            seed: seed the data with this instead (until the next reset).
-            entities: seed this many entities per region instead (until the next reset).
-        """
+        """Return data, clock, faults, budgets, logs and switches to the options the sandbox
+        started with; ``seed`` and ``entities`` replace those until the next reset."""
         with self._lock:
             config = self.initial_config
             if seed is not None:
@@ -132,11 +111,7 @@ class SandboxState:
             self.generation += 1
 
     def set_rate_limits(self, limits: RateLimits) -> None:
-        """Replace the rate windows (budgets start afresh) until the next reset.
-
-        Args:
-            limits: the new windows.
-        """
+        """Replace the rate windows (budgets start afresh) until the next reset."""
         self.limiter = RateLimiter(limits, self.clock)
 
     def answer_delay(self) -> float:
@@ -147,16 +122,9 @@ class SandboxState:
             return config.latency
         return config.latency + random.uniform(0, config.jitter)  # noqa: S311 - not security
 
-    # ---- logs -----------------------------------------------------------------------
-
     def log_request(self, row: dict[str, Any], generation: int) -> None:
-        """Record one API request (method, path, client id, status ...).
-
-        Args:
-            row: the log row.
-            generation: :attr:`generation` when the request arrived; a request that
-                straddles a reset is not logged into the new run.
-        """
+        """Record one API request; ``generation`` is :attr:`generation` when it arrived (a
+        request that straddles a reset is not logged into the new run)."""
         if generation == self.generation:
             self._requests.append(row)
 
@@ -164,19 +132,9 @@ class SandboxState:
         """Every API request received since the last reset, oldest first."""
         return list(self._requests)
 
-    # ---- events ---------------------------------------------------------------------
-
     def emit(self, practice: Practice, event: str, data: dict[str, Any]) -> str:
-        """Deliver an event to every subscription of ``practice`` for it.
-
-        Args:
-            practice: the practice where it happened.
-            event: the event key.
-            data: the resource fields.
-
-        Returns:
-            The event id (the same for every subscription and copy).
-        """
+        """Deliver ``event`` with ``data`` to every subscription of ``practice`` for it;
+        returns the event id (the same for every subscription and copy)."""
         event_id = practice.new_uuid()
         for subscription in list(practice.subscriptions.values()):
             if subscription["event"] == event:
