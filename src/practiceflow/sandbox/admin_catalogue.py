@@ -1,9 +1,7 @@
 """The sandbox's admin routes as data: what ``sandbox --help`` and ``GET /_admin`` list.
 
-One table, :data:`ADMIN_ROUTES`, names every route the admin app serves with a one-line
-summary and an example call; a test checks it against the routes the app really has, and
-runs every example against a sandbox. This module imports nothing heavy, so that
-``practiceflow sandbox --help`` stays fast.
+A test checks :data:`ADMIN_ROUTES` against the routes the admin app has and runs every
+example. Nothing heavy is imported here, so that ``practiceflow sandbox --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -15,15 +13,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class AdminRoute:
-    """One admin route and an example of its use.
-
-    Attributes:
-        method: the HTTP method.
-        path: the route, with ``{name}`` placeholders.
-        summary: what it does, in one line.
-        example_path: a concrete path to call (``{key}`` stands for a record's key).
-        example_body: the JSON body of the example, or None for none.
-    """
+    """One admin route and an example of its use (``{key}`` stands for a record's key)."""
 
     method: str
     path: str
@@ -138,16 +128,7 @@ ADMIN_ROUTES: tuple[AdminRoute, ...] = (
 
 
 def curl_example(route: AdminRoute, root: str, token: str) -> str:
-    """A ready-to-run ``curl`` line for a route's example.
-
-    Args:
-        route: the route.
-        root: the sandbox's root URL, such as ``http://127.0.0.1:8765``.
-        token: the admin token.
-
-    Returns:
-        The command line (``{key}`` left for the reader to fill in).
-    """
+    """A ready-to-run ``curl`` line for a route's example against ``root``."""
     parts = ["curl", f"-H 'X-Admin-Token: {token}'"]
     if route.method != "GET":
         parts.append(f"-X {route.method}")
@@ -158,15 +139,7 @@ def curl_example(route: AdminRoute, root: str, token: str) -> str:
 
 
 def route_catalogue(root: str, token: str) -> list[dict[str, Any]]:
-    """The routes as JSON-ready rows, each with its example (for ``GET /_admin``).
-
-    Args:
-        root: the sandbox's root URL.
-        token: the admin token.
-
-    Returns:
-        One row per route: method, path, summary, example (curl), body.
-    """
+    """The routes as JSON-ready rows, each with its curl example (for ``GET /_admin``)."""
     return [
         {
             "method": route.method,

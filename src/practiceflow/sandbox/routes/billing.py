@@ -33,14 +33,7 @@ TAX_TOLERANCE = 0.02
 
 
 def pdf_bytes(title: str) -> bytes:
-    """A tiny, valid one-page PDF naming ``title`` (for the PDF endpoints).
-
-    Args:
-        title: text shown on the page (ASCII).
-
-    Returns:
-        The document bytes.
-    """
+    """A tiny, valid one-page PDF showing ``title`` (ASCII) for the PDF endpoints."""
     text = "".join(ch for ch in title if ch.isascii() and ch not in "()\\")[:80]
     stream = f"BT /F1 14 Tf 72 720 Td ({text}) Tj ET".encode()
     objects = [

@@ -40,8 +40,7 @@ async def list_entities(ctx: Ctx, request: Request) -> Response:
 
 
 def _played_order(ctx: Ctx, after: float | None) -> list[Entity]:
-    """Every matching entity in the order of topic ``entity_order`` (under
-    ``lastUpdated``), leads left out when topic ``leads_in_entities`` says so."""
+    """Matching entities in topic ``entity_order``'s order, as ``leads_in_entities`` says."""
     variants = ctx.state.variants
     practice = ctx.practice
     if after is None or variants.is_("entity_order", "creation"):
@@ -80,18 +79,7 @@ def _resolve_type(practice: Practice, body: EntityBody | None, text: str | None)
 
 
 def create_entity(practice: Practice, body: EntityBody) -> Entity:
-    """Store a new entity from a create body (shared with the admin surface).
-
-    Args:
-        practice: where to store it.
-        body: the validated body.
-
-    Returns:
-        The new entity, ``lastUpdated`` stamped from the sandbox clock.
-
-    Raises:
-        ApiProblem: 400 for an unknown type or status.
-    """
+    """Store a new entity from a create body (400 for an unknown type or status)."""
     row = _resolve_type(practice, body, body.entityType)
     given = body.clientStatus if body.clientStatus is not None else "Active"
     status_text = given.strip().casefold()

@@ -1,8 +1,5 @@
-"""How routes play the chosen answer of each open question (``variants.py``).
-
-Routes build the record they would answer by default, then pass it through one of these
-helpers; each helper consults one topic, so a route reads as before plus one call.
-"""
+"""How routes play the chosen answer of each open question (``variants.py``): a route
+builds its default answer, then passes it through the helper of one topic."""
 
 from __future__ import annotations
 
@@ -20,18 +17,8 @@ _ID_FIELDS = ("billingID", "runID", "entityID", "clientID")
 
 
 def paged(ctx: Ctx, name: str, rows: Sequence[Any], query: Mapping[str, str]) -> Response:
-    """A ``pageSize`` list's answer, as topics ``page_size.<name>`` and
-    ``list_shape.<name>`` say.
-
-    Args:
-        ctx: the request context.
-        name: the list's topic suffix (``bills``, ``contacts`` ...).
-        rows: every matching row, in order.
-        query: the query parameters.
-
-    Returns:
-        The envelope of one page, or the whole list as a bare array.
-    """
+    """A ``pageSize`` list's answer (one page of ``rows`` in the envelope, or all as a bare
+    array), as topics ``page_size.<name>`` and ``list_shape.<name>`` say."""
     variants = ctx.state.variants
     shape = f"list_shape.{name}"
     if shape in variants.as_dict() and variants.pick(shape) == "plain":
@@ -43,17 +30,8 @@ def paged(ctx: Ctx, name: str, rows: Sequence[Any], query: Mapping[str, str]) ->
 
 
 def created(ctx: Ctx, record: Any, key: str, headers: Mapping[str, str]) -> Response:
-    """The 201 answer of a create, as topic ``create_answer`` says.
-
-    Args:
-        ctx: the request context.
-        record: the created record.
-        key: the field naming it (``billingID``, ``entityKey`` ...).
-        headers: the ``Location`` header and any other.
-
-    Returns:
-        201 with the record, only its key, or no body.
-    """
+    """The 201 answer of a create, as topic ``create_answer`` says: the record, only its
+    ``key`` field, or no body."""
     answer = ctx.state.variants.pick("create_answer")
     if answer == "empty":
         return Response(status_code=201, headers=dict(headers))
