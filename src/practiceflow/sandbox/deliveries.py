@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 import requests
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
+from practiceflow.sandbox.config import SandboxConfig
 
 logger = logging.getLogger(__name__)
 
@@ -69,17 +70,10 @@ class Delivery:
 class DeliveryDispatcher:
     """Schedules delivery attempts on a background thread and logs each one."""
 
-    def __init__(
-        self,
-        clock: SandboxClock,
-        delays: tuple[float, ...],
-        scale: float,
-        timeout: float,
-    ) -> None:
+    def __init__(self, clock: SandboxClock, config: SandboxConfig) -> None:
         self.clock = clock
-        self.delays = delays
-        self.scale = scale
-        self.timeout = timeout
+        self.delays = [delay * config.webhook_retry_scale for delay in config.webhook_retry_delays]
+        self.timeout = config.webhook_timeout
         self._queue: list[tuple[float, int, Delivery]] = []
         self._cond = threading.Condition()
         self._counter = itertools.count(1)
@@ -266,6 +260,4 @@ class DeliveryDispatcher:
         return delivery.first_timestamp
 
     def _retry_delay(self, attempt: int) -> float | None:
-        if attempt > len(self.delays):
-            return None
-        return self.delays[attempt - 1] * self.scale
+        return self.delays[attempt - 1] if attempt <= len(self.delays) else None

@@ -44,12 +44,7 @@ class SandboxState:
         self.clock = SandboxClock()
         self.faults = FaultBoard()
         self.limiter = RateLimiter(config.rate_limits, self.clock)
-        self.dispatcher = DeliveryDispatcher(
-            self.clock,
-            config.webhook_retry_delays,
-            config.webhook_retry_scale,
-            config.webhook_timeout,
-        )
+        self.dispatcher = DeliveryDispatcher(self.clock, config)
         self.duplicate_deliveries = 1
         self.variants = config.variants
         self._lock = threading.RLock()

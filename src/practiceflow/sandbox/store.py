@@ -147,12 +147,21 @@ class Practice:
         """The sandbox clock in Unix seconds."""
         return self.clock.now()
 
-    def add_entity(self, entity: Entity) -> None:
-        """Store a new entity at the end of both orders (``seq`` is assigned here)."""
-        entity.seq = len(self.order)
+    def add_entity(self, code: str, type_row: JSON, **fields: Any) -> Entity:
+        """Store a new entity of type ``type_row``, stamped now, at the end of both orders."""
+        entity = Entity(
+            self.new_uuid(),
+            len(self.order),
+            code,
+            type_id=int(type_row["entityTypeID"]),
+            type_name=str(type_row["name"]),
+            updated=self.now(),
+            **fields,
+        )
         self.entities[entity.key] = entity
         self.order.append(entity)
         bisect.insort(self.index, (entity.updated, entity.seq, entity))
+        return entity
 
     def touch(self, entity: Entity) -> None:
         """Bump ``lastUpdated`` of an entity to now and move it in the time index."""

@@ -18,8 +18,6 @@ from practiceflow.sandbox.routes import (
 )
 from practiceflow.sandbox.routes.common import Op
 
-__all__ = ["ALL_OPS", "Op"]
-
 ALL_OPS: list[Op] = [
     *core.OPS,
     *entities.OPS,

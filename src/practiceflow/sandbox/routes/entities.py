@@ -60,7 +60,8 @@ def _summary(ctx: Ctx, entity: Entity) -> dict[str, Any]:
     return row
 
 
-def _resolve_type(practice: Practice, body: EntityBody | None, text: str | None) -> dict[str, Any]:
+def resolve_type(practice: Practice, body: EntityBody | None, text: str | None) -> dict[str, Any]:
+    """The entity type named by ``text``, else by ``body.entityTypeID``; 400 when unknown."""
     valid = ", ".join(f"{row['code']} ({row['name']})" for row in practice.entity_types)
     if text is not None:
         row = practice.entity_type(text)
@@ -80,7 +81,7 @@ def _resolve_type(practice: Practice, body: EntityBody | None, text: str | None)
 
 def create_entity(practice: Practice, body: EntityBody) -> Entity:
     """Store a new entity from a create body (400 for an unknown type or status)."""
-    row = _resolve_type(practice, body, body.entityType)
+    row = resolve_type(practice, body, body.entityType)
     given = body.clientStatus if body.clientStatus is not None else "Active"
     status_text = given.strip().casefold()
     if status_text not in ("lead", "active"):
@@ -90,23 +91,17 @@ def create_entity(practice: Practice, body: EntityBody) -> Entity:
     for name in ("physicalAddress", "postalAddress"):
         value = getattr(body, name)
         extra[name] = value.model_dump() if value is not None else None
-    entity = Entity(
-        key=practice.new_uuid(),
-        seq=0,
-        code=body.entityCode or f"C{len(practice.order) + 1:06d}",
+    return practice.add_entity(
+        body.entityCode or f"C{len(practice.order) + 1:06d}",
+        row,
         name=body.entityName,
         surname=body.entitySurname,
         initials=body.entityInitials,
-        type_id=int(row["entityTypeID"]),
-        type_name=str(row["name"]),
         status="Lead" if status_text == "lead" else "Active",
         email=body.email,
-        updated=practice.now(),
         lead_status="New" if status_text == "lead" else None,
         extra=extra,
     )
-    practice.add_entity(entity)
-    return entity
 
 
 async def post_entity(ctx: Ctx, request: Request) -> Response:

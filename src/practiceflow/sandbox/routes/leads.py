@@ -21,6 +21,7 @@ from practiceflow.sandbox.routes.common import (
     ok,
     read_body,
 )
+from practiceflow.sandbox.routes.entities import resolve_type
 from practiceflow.sandbox.routes.played import created, paged, status_text
 from practiceflow.sandbox.store import Entity, Practice
 
@@ -69,10 +70,7 @@ async def create_lead(ctx: Ctx, request: Request) -> Response:
     """Create a lead; source and status are NAMES from the settings lists."""
     body = await read_body(request, LeadBody)
     practice = ctx.practice
-    row = practice.entity_type(body.entityType)
-    if row is None:
-        valid = ", ".join(f"{t['code']} ({t['name']})" for t in practice.entity_types)
-        raise ApiProblem(400, f"entityType: got {body.entityType!r}; valid values are {valid}")
+    row = resolve_type(practice, None, body.entityType)
     source = (
         _name_of(practice.lead_sources, body.leadSource, "leadSource")
         if body.leadSource is not None
@@ -80,22 +78,17 @@ async def create_lead(ctx: Ctx, request: Request) -> Response:
     )
     given = body.leadStatus if body.leadStatus is not None else "New"
     status = _name_of(practice.lead_statuses, given, "leadStatus")
-    entity = Entity(
-        key=practice.new_uuid(),
-        seq=0,
-        code=f"L{len(practice.order) + 1:06d}",
+    entity = practice.add_entity(
+        f"L{len(practice.order) + 1:06d}",
+        row,
         name=body.entityName,
         surname=body.entitySurname,
         initials=None,
-        type_id=int(row["entityTypeID"]),
-        type_name=str(row["name"]),
         status="Lead",
         email=body.email,
-        updated=practice.now(),
         lead_source=source,
         lead_status=status,
     )
-    practice.add_entity(entity)
     ctx.state.emit(practice, "lead.created", {"entityKey": entity.key, "entityName": entity.name})
     location = f"/{ctx.region}/api/v1/leads/{entity.key}"
     return created(ctx, _view(ctx, entity), "entityKey", {"Location": location})
