@@ -20,14 +20,11 @@ JSON = dict[str, Any]
 BillLine = tuple[float, float, float, str | None, int | None, int | None, int | None]
 
 #: Fields of the create body that are stored and returned on load as given.
+# fmt: off
 ENTITY_TEXT_FIELDS = [
-    "externalSystemID",
-    "telephone",
-    "mobile",
-    "taxNumber",
-    "regNumber",
-    "idNumber",
+    "externalSystemID", "telephone", "mobile", "taxNumber", "regNumber", "idNumber",
 ]
+# fmt: on
 ENTITY_EXTRA_FIELDS = [*ENTITY_TEXT_FIELDS, "physicalAddress", "postalAddress"]
 
 _VERSION_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
