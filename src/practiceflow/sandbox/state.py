@@ -51,20 +51,17 @@ class SandboxState:
         self._practices: dict[tuple[int, str], Practice] = {}
         self._requests: deque[dict[str, Any]] = deque(maxlen=20_000)
         self.generation = 0
-        self.clients: dict[str, tuple[str, Credential]] = {}
-        self.credentials: dict[str, dict[ClientKind, Credential]] = {}
-        self.practice_numbers: dict[str, int] = {}
-        self._load_credentials()
-
-    def _load_credentials(self) -> None:
-        self.credentials = {region: self.config.credentials(region) for region in REGIONS}
-        self.clients = {
+        self.credentials: dict[str, dict[ClientKind, Credential]] = {
+            region: config.credentials(region) for region in REGIONS
+        }
+        self.clients: dict[str, tuple[str, Credential]] = {
             credential.client_id: (region, credential)
             for region, kinds in self.credentials.items()
             for credential in kinds.values()
         }
         # Practices 1..N-1 (``--practices N``): a request's credentials choose its practice.
-        for client_id, (region, number, credential) in extra_clients(self.config).items():
+        self.practice_numbers: dict[str, int] = {}
+        for client_id, (region, number, credential) in extra_clients(config).items():
             self.clients[client_id] = (region, credential)
             self.practice_numbers[client_id] = number
 
