@@ -27,7 +27,6 @@ from starlette.types import Message, Receive, Scope, Send
 from practiceflow.sandbox.admin import admin_router
 from practiceflow.sandbox.auth import authenticate
 from practiceflow.sandbox.config import REGIONS
-from practiceflow.sandbox.faults import Fault
 from practiceflow.sandbox.openapi import build_openapi
 from practiceflow.sandbox.problems import (
     ApiProblem,
@@ -169,9 +168,15 @@ class SandboxApp:
                 row["fault"] = fault.kind
                 if fault.kind == "slow":
                     await asyncio.sleep(fault.delay)
-                elif fault.kind in ("rate_limit", "server_error"):
-                    await self._fault_answer(fault, path, scope, receive, send_wrapper)
-                    return
+                elif fault.kind == "server_error":
+                    raise ApiProblem(500, "Injected server error.")
+                elif fault.kind == "rate_limit":
+                    limit = state.limiter.limits.per_minute
+                    headers = {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": "0"}
+                    if fault.retry_after is not None:
+                        headers["Retry-After"] = str(fault.retry_after)
+                        headers["X-RateLimit-Reset"] = str(fault.retry_after)
+                    raise ApiProblem(429, "Injected rate limit.", headers)
             credential = authenticate(_headers(scope), region, state.clients)
             row["clientId"] = credential.client_id
             decision = state.limiter.hit(credential.client_id)
@@ -194,8 +199,7 @@ class SandboxApp:
         except ApiProblem as problem:
             if swallow and row["status"] is None:
                 swallow = False
-            headers = dict(problem.headers)
-            await self._problem(problem.status, problem.detail, path, headers)(
+            await self._problem(problem.status, problem.detail, path, problem.headers)(
                 scope, receive, send_wrapper
             )
         except HTTPException as exc:
@@ -221,20 +225,6 @@ class SandboxApp:
         """A problem answer of the API, ``message`` as variant ``problem_message`` says."""
         message = self.state.variants.pick("problem_message")
         return problem_response(status, detail, path, headers, message=message)
-
-    async def _fault_answer(
-        self, fault: Fault, path: str, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        if fault.kind == "server_error":
-            response = self._problem(500, "Injected server error.", path)
-        else:
-            limit = self.state.limiter.limits.per_minute
-            headers = {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": "0"}
-            if fault.retry_after is not None:
-                headers["Retry-After"] = str(fault.retry_after)
-                headers["X-RateLimit-Reset"] = str(fault.retry_after)
-            response = self._problem(429, "Injected rate limit.", path, headers)
-        await response(scope, receive, send)
 
 
 def create_app(state: SandboxState) -> SandboxApp:
