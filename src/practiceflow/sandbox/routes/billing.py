@@ -18,13 +18,15 @@ from practiceflow.sandbox.routes.common import (
     Ctx,
     Op,
     Param,
+    created,
     entity_or_404,
     found,
+    id_case,
     ok,
+    paged,
     read_body,
     settings_op,
 )
-from practiceflow.sandbox.routes.played import created, id_case, paged
 from practiceflow.sandbox.store import BillLine, Practice
 from practiceflow.sandbox.variants import Variants
 

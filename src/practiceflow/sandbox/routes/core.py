@@ -14,10 +14,10 @@ from practiceflow.sandbox.routes.common import (
     Ctx,
     Op,
     Param,
+    id_case,
     ok,
     settings_op,
 )
-from practiceflow.sandbox.routes.played import id_case
 from practiceflow.sandbox.store import Practice
 
 

@@ -17,11 +17,14 @@ from practiceflow.sandbox.routes.common import (
     PAGE_SIZE,
     Ctx,
     Op,
+    created,
     entity_or_404,
+    id_case,
     ok,
+    paged,
     read_body,
+    status_text,
 )
-from practiceflow.sandbox.routes.played import created, id_case, paged, status_text
 from practiceflow.sandbox.store import ENTITY_TEXT_FIELDS, Entity, Practice
 
 

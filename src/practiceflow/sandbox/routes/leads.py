@@ -17,12 +17,14 @@ from practiceflow.sandbox.routes.common import (
     PAGE_SIZE,
     Ctx,
     Op,
+    created,
     entity_or_404,
     ok,
+    paged,
     read_body,
+    status_text,
 )
 from practiceflow.sandbox.routes.entities import resolve_type
-from practiceflow.sandbox.routes.played import created, paged, status_text
 from practiceflow.sandbox.store import Entity, Practice
 
 

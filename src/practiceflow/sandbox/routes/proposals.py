@@ -26,10 +26,11 @@ from practiceflow.sandbox.routes.common import (
     entity_or_404,
     found,
     ok,
+    paged,
     read_body,
     settings_op,
+    status_text,
 )
-from practiceflow.sandbox.routes.played import paged, status_text
 from practiceflow.sandbox.store import Entity, Practice
 
 #: Proposal templates of ``POST /proposals/from-template``: id -> (title, service ids).
