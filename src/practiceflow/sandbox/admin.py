@@ -43,8 +43,8 @@ from practiceflow.sandbox.variants import TOPICS, Variants
 
 logger = logging.getLogger(__name__)
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
-#: The fields of a proposal that its ``proposal.accepted`` event carries.
 # fmt: off
+#: The fields of a proposal that its ``proposal.accepted`` event carries.
 _ACCEPTED = (
     "proposalKey", "entityKey", "entityName", "title", "status", "acceptedOn", "totalAmount",
 )

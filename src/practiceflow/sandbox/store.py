@@ -19,8 +19,8 @@ JSON = dict[str, Any]
 #: A bill line: amount, tax, total, narration, extItemID, extAccountID, extTaxID.
 BillLine = tuple[float, float, float, str | None, int | None, int | None, int | None]
 
-#: Fields of the create body that are stored and returned on load as given.
 # fmt: off
+#: Fields of the create body that are stored and returned on load as given.
 ENTITY_TEXT_FIELDS = [
     "externalSystemID", "telephone", "mobile", "taxNumber", "regNumber", "idNumber",
 ]
