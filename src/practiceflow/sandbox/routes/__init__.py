@@ -11,7 +11,6 @@ from practiceflow.sandbox.routes import (
     billing,
     core,
     entities,
-    leads,
     onboarding,
     proposals,
     webhook_subscriptions,
@@ -21,7 +20,6 @@ from practiceflow.sandbox.routes.common import Op
 ALL_OPS: list[Op] = [
     *core.OPS,
     *entities.OPS,
-    *leads.OPS,
     *core.GROUP_OPS,
     *billing.OPS,
     *proposals.OPS,
