@@ -18,8 +18,8 @@ from pydantic.json_schema import models_json_schema
 from practiceflow.sandbox.clock import SandboxClock
 from practiceflow.sandbox.config import SandboxConfig
 from practiceflow.sandbox.routes import ALL_OPS
+from practiceflow.sandbox.routes.billing import PROPOSAL_TEMPLATES
 from practiceflow.sandbox.routes.common import Op, Param
-from practiceflow.sandbox.routes.proposals import PROPOSAL_TEMPLATES
 from practiceflow.sandbox.seed import build_practice
 from practiceflow.sandbox.state import EVENTS
 
