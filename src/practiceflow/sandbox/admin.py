@@ -24,7 +24,6 @@ from starlette.types import Receive, Scope, Send
 from practiceflow.sandbox.admin_catalogue import route_catalogue
 from practiceflow.sandbox.bodies import EntityBody
 from practiceflow.sandbox.config import REGIONS, RateLimits
-from practiceflow.sandbox.faults import FAULT_KINDS, Fault
 from practiceflow.sandbox.problems import (
     ApiProblem,
     allow_header,
@@ -37,7 +36,7 @@ from practiceflow.sandbox.routes.core import group_view
 from practiceflow.sandbox.routes.entities import create_entity
 from practiceflow.sandbox.routes.onboarding import onboarding_or_404
 from practiceflow.sandbox.routes.webhook_subscriptions import public_subscription
-from practiceflow.sandbox.state import SandboxState
+from practiceflow.sandbox.state import FAULT_KINDS, Fault, SandboxState
 from practiceflow.sandbox.store import Practice, mark_uploaded
 from practiceflow.sandbox.variants import TOPICS, Variants
 

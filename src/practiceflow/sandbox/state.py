@@ -1,24 +1,25 @@
 """The whole sandbox state: the practices of every region and the runtime machinery.
 
-One :class:`SandboxState` backs one running sandbox. Practices are seeded lazily, on the
-first request that reaches a region, so starting (and resetting) is instant even with
-100,000 entities per region. ``reset`` returns everything to the configured seed.
+Practices are seeded lazily, on the first request that reaches a region, so starting (and
+resetting) is instant even at 100,000 entities. Rate windows (minute, hour, UTC day) are
+aligned to the sandbox clock, so moving it renews budgets; a refused request spends none.
+Faults make the next N matching requests misbehave: 429, 500, ``slow``, or ``drop`` (the
+request is performed, then the connection closed unanswered).
 """
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from collections import deque
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 from practiceflow.sandbox.config import REGIONS, ClientKind, Credential, RateLimits, SandboxConfig
 from practiceflow.sandbox.deliveries import DeliveryDispatcher
-from practiceflow.sandbox.faults import FaultBoard
 from practiceflow.sandbox.practices import extra_clients
-from practiceflow.sandbox.rate_limiter import RateLimiter
 from practiceflow.sandbox.seed import build_practice
 from practiceflow.sandbox.store import Practice
 
@@ -151,3 +152,132 @@ class SandboxState:
     def now_text(self) -> str:
         """The sandbox clock as ISO 8601 text."""
         return format_time(self.clock.now())
+
+
+@dataclass(frozen=True)
+class RateDecision:
+    """Outcome of one request against the budget: the reported window's limit, requests
+    left in it, whole seconds until it renews, and seconds to wait when refused (else 0)."""
+
+    allowed: bool
+    limit: int
+    remaining: int
+    reset: int
+    retry_after: int
+
+    def headers(self) -> dict[str, str]:
+        """The ``X-RateLimit-*`` headers, plus ``Retry-After`` when refused."""
+        values = {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(self.reset),
+        }
+        if not self.allowed:
+            values["Retry-After"] = str(self.retry_after)
+        return values
+
+
+class RateLimiter:
+    """Counts requests per Client ID in a minute, an hour and a day window."""
+
+    def __init__(self, limits: RateLimits, clock: SandboxClock) -> None:
+        self.limits = limits
+        self._clock = clock
+        self._windows = ((60, limits.per_minute), (3600, limits.per_hour), (86400, limits.per_day))
+        self._counts: dict[str, dict[int, tuple[int, int]]] = {}
+        self._lock = threading.Lock()
+
+    def hit(self, client_id: str) -> RateDecision:
+        """Spend one request of ``client_id``'s budget if every window allows it."""
+        now = self._clock.now()
+        with self._lock:
+            counts = self._counts.setdefault(client_id, {})
+            current: list[tuple[int, int, int, float]] = []
+            for size, limit in self._windows:
+                start = int(now // size)
+                window_start, used = counts.get(size, (start, 0))
+                if window_start != start:
+                    used = 0
+                current.append((size, limit, used, (start + 1) * size - now))
+                counts[size] = (start, used)
+            exhausted = [row for row in current if row[2] >= row[1]]
+            if exhausted:
+                size, limit, _, left = max(exhausted, key=lambda row: row[3])
+                wait = max(1, math.ceil(left))
+                return RateDecision(False, limit, 0, wait, wait)
+            for size, _limit, used, _left in current:
+                counts[size] = (counts[size][0], used + 1)
+            size, limit, used, left = min(current, key=lambda row: row[1] - row[2] - 1)
+            return RateDecision(True, limit, limit - used - 1, max(1, math.ceil(left)), 0)
+
+
+#: Accepted names of each kind (the canonical name first).
+# fmt: off
+FAULT_KINDS: dict[str, str] = {
+    "rate_limit": "rate_limit", "429": "rate_limit", "server_error": "server_error",
+    "500": "server_error", "slow": "slow", "drop": "drop",
+}
+# fmt: on
+
+
+@dataclass
+class Fault:
+    """One armed fault: for ``remaining`` more requests matching every condition given.
+
+    ``path_prefix`` matches with or without the region prefix; ``retry_after`` is the
+    ``Retry-After`` of an injected 429 (none when ``None``); ``delay`` holds a ``slow``
+    answer back.
+    """
+
+    kind: str
+    remaining: int = 1
+    method: str | None = None
+    path_prefix: str | None = None
+    region: str | None = None
+    retry_after: int | None = None
+    delay: float = 0.0
+
+    def matches(self, method: str, region: str, path: str) -> bool:
+        """Whether this fault applies to a request (``path`` without the region prefix)."""
+        if self.method and self.method.upper() != method:
+            return False
+        if self.region and self.region != region:
+            return False
+        if self.path_prefix:
+            full = f"/{region}{path}"
+            return path.startswith(self.path_prefix) or full.startswith(self.path_prefix)
+        return True
+
+
+class FaultBoard:
+    """The armed faults, consumed in the order they were added."""
+
+    def __init__(self) -> None:
+        self._faults: list[Fault] = []
+        self._lock = threading.Lock()
+
+    def add(self, fault: Fault) -> None:
+        """Arm a fault (its ``kind`` canonical)."""
+        with self._lock:
+            self._faults.append(fault)
+
+    def take(self, method: str, region: str, path: str) -> Fault | None:
+        """Consume one use of the first fault matching a request, if any."""
+        with self._lock:
+            for fault in self._faults:
+                if fault.matches(method, region, path):
+                    fault.remaining -= 1
+                    if fault.remaining <= 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None
+
+    def clear(self) -> None:
+        """Disarm every fault."""
+        with self._lock:
+            self._faults.clear()
+
+    def describe(self) -> list[dict[str, Any]]:
+        """The armed faults as JSON-ready rows."""
+        with self._lock:
+            return [asdict(fault) for fault in self._faults]

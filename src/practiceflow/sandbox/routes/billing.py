@@ -19,7 +19,6 @@ from practiceflow.sandbox.bodies import (
     RenewBody,
 )
 from practiceflow.sandbox.clock import format_time
-from practiceflow.sandbox.paging import query_date, query_uuid
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import (
     PAGE_NUMBER,
@@ -33,6 +32,8 @@ from practiceflow.sandbox.routes.common import (
     id_case,
     ok,
     paged,
+    query_date,
+    query_uuid,
     read_body,
     settings_op,
     status_text,

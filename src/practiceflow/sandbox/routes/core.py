@@ -7,7 +7,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from practiceflow.sandbox.paging import page_number, query_bool, since
 from practiceflow.sandbox.routes.common import (
     LAST_UPDATED,
     PAGE_NUMBER,
@@ -16,7 +15,10 @@ from practiceflow.sandbox.routes.common import (
     Param,
     id_case,
     ok,
+    page_number,
+    query_bool,
     settings_op,
+    since,
 )
 from practiceflow.sandbox.store import Practice
 

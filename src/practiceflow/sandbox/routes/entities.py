@@ -16,7 +16,6 @@ from practiceflow.sandbox.bodies import (
     NewContactBody,
 )
 from practiceflow.sandbox.clock import format_time, parse_time
-from practiceflow.sandbox.paging import page_number, since
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import (
     LAST_UPDATED,
@@ -28,8 +27,10 @@ from practiceflow.sandbox.routes.common import (
     entity_or_404,
     id_case,
     ok,
+    page_number,
     paged,
     read_body,
+    since,
     status_text,
 )
 from practiceflow.sandbox.store import ENTITY_TEXT_FIELDS, Entity, Practice

@@ -17,7 +17,6 @@ from practiceflow.sandbox.bodies import (
     OnboardingBody,
 )
 from practiceflow.sandbox.clock import format_time
-from practiceflow.sandbox.paging import envelope, page_number, page_size
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.billing import pdf_bytes
 from practiceflow.sandbox.routes.common import (
@@ -26,8 +25,11 @@ from practiceflow.sandbox.routes.common import (
     Ctx,
     Op,
     entity_or_404,
+    envelope,
     found,
     ok,
+    page_number,
+    page_size,
     read_body,
 )
 from practiceflow.sandbox.routes.entities import create_entity
