@@ -1,9 +1,7 @@
 """Many practices in one sandbox (``--practices N``): each its own credentials, budget,
-records and webhooks. Practice 0 is the usual one; a request's credentials choose its
-practice before any route runs. Credentials are a formula, so a bench or a test can name
-practice ``k``'s: ``k`` in hex in the Client ID's second group
-(``5a4db0c0-002a-4000-8000-000000000011`` is practice 42's ANZ read-write client), secret
-``sandbox-p42-anz-rw-secret``.
+records and webhooks; a request's credentials choose its practice. Practice ``k``'s have
+``k`` in hex in the Client ID's second group (``5a4db0c0-002a-4000-8000-000000000011`` is
+practice 42's ANZ read-write client) and secret ``sandbox-p42-anz-rw-secret``.
 """
 
 from __future__ import annotations

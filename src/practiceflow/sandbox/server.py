@@ -138,16 +138,13 @@ class SandboxHandle:
         return credential.client_id, credential.secret
 
     def admin(self, method: str, path: str, json: Any = None, **params: Any) -> Any:
-        """Call the admin surface and return its JSON answer.
+        """Call the admin surface and return its parsed JSON answer.
 
         Args:
             method: HTTP method.
             path: path under the root, such as ``/_admin/reset`` (``/_admin`` may be omitted).
             json: the JSON body.
             **params: query parameters (such as ``region="uk"``).
-
-        Returns:
-            The parsed JSON answer.
 
         Raises:
             requests.HTTPError: the admin surface answered with an error status.

@@ -147,10 +147,6 @@ async def get_integrations(ctx: Ctx, request: Request) -> Response:
 # ---- contacts (guessed shapes) ---------------------------------------------------------
 
 
-def _contacts_of(practice: Practice, entity_key: str) -> list[dict[str, Any]]:
-    return [row for row in practice.contacts.values() if row["entityKey"] == entity_key]
-
-
 async def list_all_contacts(ctx: Ctx, request: Request) -> Response:
     """Contacts across clients, ``pageSize`` envelope, optional ``lastUpdated``."""
     query = request.query_params
@@ -164,7 +160,7 @@ async def list_all_contacts(ctx: Ctx, request: Request) -> Response:
 async def list_contacts(ctx: Ctx, request: Request) -> Response:
     """Contacts of one client (a bare array)."""
     entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
-    return ok(_contacts_of(ctx.practice, entity.key))
+    return ok([row for row in ctx.practice.contacts.values() if row["entityKey"] == entity.key])
 
 
 async def create_contact(ctx: Ctx, request: Request) -> Response:
