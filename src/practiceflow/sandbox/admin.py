@@ -149,22 +149,6 @@ class _AdminApp:
             raise ApiProblem(400, f"practice: got {text!r}; expected 0 to {count - 1}")
         return self.state.practice(region, int(text))
 
-    def _switches(self, practice: Practice) -> dict[str, Any]:
-        state = self.state
-        return {
-            "region": practice.region,
-            "walletBalance": practice.wallet,
-            "ledgerConnected": practice.ledger_connected,
-            "eformEmailFails": practice.eform_email_fails,
-            "duplicateDeliveries": state.duplicate_deliveries,
-            "rateLimits": asdict(state.limiter.limits),
-            "pageSize": state.config.page_size,
-            "latencyMs": round(state.config.latency * 1000, 3),
-            "jitterMs": round(state.config.jitter * 1000, 3),
-            "seed": state.config.seed,
-            "entities": state.config.entities,
-        }
-
     async def info(self, request: Request) -> Response:
         root = str(request.base_url).rstrip("/")
         credentials = {
@@ -232,7 +216,22 @@ class _AdminApp:
                     )
             except (TypeError, ValueError, AttributeError) as exc:
                 raise ApiProblem(400, f"config: {exc}") from None
-        return JSONResponse(self._switches(practice))
+        state = self.state
+        return JSONResponse(
+            {
+                "region": practice.region,
+                "walletBalance": practice.wallet,
+                "ledgerConnected": practice.ledger_connected,
+                "eformEmailFails": practice.eform_email_fails,
+                "duplicateDeliveries": state.duplicate_deliveries,
+                "rateLimits": asdict(state.limiter.limits),
+                "pageSize": state.config.page_size,
+                "latencyMs": round(state.config.latency * 1000, 3),
+                "jitterMs": round(state.config.jitter * 1000, 3),
+                "seed": state.config.seed,
+                "entities": state.config.entities,
+            }
+        )
 
     async def variants(self, request: Request) -> Response:
         state = self.state

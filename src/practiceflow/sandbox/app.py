@@ -113,18 +113,16 @@ class SandboxApp:
             await self._api_request(region, "/" + rest, scope, receive, send)
             return
         if path in ("", "/"):
-            await JSONResponse(self._index())(scope, receive, send)
+            index = {
+                "service": "practiceflow sandbox",
+                "regions": {region: f"/{region}" for region in REGIONS},
+                "openapi": "/openapi.json",
+                "admin": "/_admin",
+            }
+            await JSONResponse(index)(scope, receive, send)
             return
         detail = f"No route {path}; API routes are under /{{region}}/api/v1 for {list(REGIONS)}."
         await problem_response(404, detail, path)(scope, receive, send)
-
-    def _index(self) -> dict[str, Any]:
-        return {
-            "service": "practiceflow sandbox",
-            "regions": {region: f"/{region}" for region in REGIONS},
-            "openapi": "/openapi.json",
-            "admin": "/_admin",
-        }
 
     async def _api_request(
         self, region: str, rest: str, scope: Scope, receive: Receive, send: Send
