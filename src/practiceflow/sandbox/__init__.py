@@ -1,19 +1,10 @@
 """The sandbox: a faithful local simulator of the Partner Integration API on 127.0.0.1.
 
 This folder owns everything the simulator serves and nothing the engine depends on (it
-never imports ``practiceflow.api``). By concern:
-
-- ``config``: options, regions, the throwaway default credentials and admin token;
-- ``clock``: the movable sandbox clock; ``seed`` / ``store``: reproducible practice data
-  and its paging indexes; ``state``: one run's state and the webhook event fan-out;
-- ``auth``, ``rate_limiter``, ``faults``, ``paging``, ``problems``: the rules of spec
-  sections 5, 7 and 8 and the injected faults;
-- ``bodies`` and ``routes/``: the operations, one module per resource family, in one
-  route table that ``openapi`` also describes (``/openapi.json``);
-- ``deliveries``: signed deliveries, retries and the delivery log; ``admin``: ``/_admin``;
-- ``app``: the ASGI pipeline; ``server``: uvicorn in a thread or the foreground.
-
-Shapes the spec does not show are guesses, all listed in ``GUESSES.md`` next to this file.
+never imports ``practiceflow.api``): data (``seed``, ``store``, ``state``), the rules of
+spec sections 5, 7 and 8 and injected faults, the operations (``routes/``, one route table
+that ``openapi`` also describes), webhook deliveries, ``/_admin``, the ASGI ``app`` and
+uvicorn ``server``. Shapes the spec does not show are guesses, listed in ``GUESSES.md``.
 """
 
 from __future__ import annotations

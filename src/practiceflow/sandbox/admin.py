@@ -1,31 +1,7 @@
-"""The admin surface under ``/_admin`` (header ``X-Admin-Token``): what tests and demos
-need to drive the sandbox from outside the API.
-
-- ``GET /_admin``: credentials, regions, clock offset, and every route below with an
-  example (:mod:`practiceflow.sandbox.admin_catalogue`, the one list of them);
-- ``POST /_admin/reset``: back to the seed (body: optional ``seed``, ``entities``);
-- ``GET, POST /_admin/config``: switches ``walletBalance``, ``ledgerConnected``,
-  ``eformEmailFails`` (per ``region``), ``duplicateDeliveries``, ``rateLimits``
-  (``perMinute``, ``perHour``, ``perDay``), ``pageSize``, ``latencyMs`` and ``jitterMs``
-  (every API answer held back that long, plus up to the jitter at random);
-- ``GET, POST /_admin/clock``: ``{"advance": s}`` or ``{"offset": s}``, either direction;
-- ``GET, POST, DELETE /_admin/faults``: arm ``kind`` (rate_limit or 429, server_error or
-  500, slow, drop) for ``count`` requests, optionally only ``method`` / ``pathPrefix`` /
-  ``region``, with ``retryAfter`` (429) or ``delay`` (slow);
-- ``POST /_admin/proposals/{key}/accept``: Accepted, fires proposal.accepted;
-- ``POST /_admin/eforms/{formKey}/submit``: Submitted, fires eform.submitted;
-- ``POST /_admin/onboardings/{key}/complete``: Completed, documents uploaded, fires
-  onboarding.completed;
-- ``POST /_admin/entities``: create an entity behind the client's back;
-- ``PATCH /_admin/entities/{key}``: change fields (entityName, email, status ...), bump
-  lastUpdated;
-- ``GET /_admin/records/{kind}``: stored rows (entities, leads, contacts, groups, bills,
-  proposals, eforms, onboardings, subscriptions, id-verifications, recurring, users);
-- ``GET /_admin/deliveries``: the webhook delivery log, one row per attempt;
-- ``GET /_admin/requests``: every API request received (method, path, client id, status);
-- ``GET, POST /_admin/variants``: the answer played per open question (admin_variants.py).
-
-Every route takes ``?region=`` (default ``anz``) where a practice is involved, and
+"""The admin surface under ``/_admin`` (header ``X-Admin-Token``): what tests and demos need
+to drive the sandbox from outside the API. Its routes, each with an example, are listed once,
+in :mod:`practiceflow.sandbox.admin_catalogue` (``GET /_admin``, ``practiceflow sandbox
+--help``). A route that involves a practice takes ``?region=`` (default ``anz``) and
 ``?practice=K`` (default 0) in a sandbox serving several (``--practices``).
 """
 
@@ -34,8 +10,9 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic
 from starlette.exceptions import HTTPException
@@ -45,22 +22,32 @@ from starlette.routing import Route, Router
 from starlette.types import Receive, Scope, Send
 
 from practiceflow.sandbox.admin_catalogue import route_catalogue
-from practiceflow.sandbox.admin_variants import variants_route
-from practiceflow.sandbox.allow import allow_header
 from practiceflow.sandbox.bodies import EntityBody
 from practiceflow.sandbox.config import REGIONS, RateLimits
-from practiceflow.sandbox.faults import FAULT_KINDS, Fault
-from practiceflow.sandbox.problems import ApiProblem, log_disconnect, problem_response
-from practiceflow.sandbox.routes.common import entity_or_404
+from practiceflow.sandbox.problems import (
+    ApiProblem,
+    allow_header,
+    log_disconnect,
+    problem_response,
+)
+from practiceflow.sandbox.routes.billing import proposal_or_404
+from practiceflow.sandbox.routes.common import entity_or_404, found
+from practiceflow.sandbox.routes.core import group_view
 from practiceflow.sandbox.routes.entities import create_entity
-from practiceflow.sandbox.routes.groups import group_view
 from practiceflow.sandbox.routes.onboarding import onboarding_or_404
-from practiceflow.sandbox.routes.proposals import proposal_or_404
 from practiceflow.sandbox.routes.webhook_subscriptions import public_subscription
-from practiceflow.sandbox.state import SandboxState
-from practiceflow.sandbox.store import Practice
+from practiceflow.sandbox.state import FAULT_KINDS, Fault, SandboxState
+from practiceflow.sandbox.store import Practice, mark_uploaded
+from practiceflow.sandbox.variants import TOPICS, Variants
 
 logger = logging.getLogger(__name__)
+ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
+# fmt: off
+#: The fields of a proposal that its ``proposal.accepted`` event carries.
+_ACCEPTED = (
+    "proposalKey", "entityKey", "entityName", "title", "status", "acceptedOn", "totalAmount",
+)
+# fmt: on
 
 
 class _FaultBody(pydantic.BaseModel):
@@ -92,15 +79,15 @@ async def _json(request: Request) -> dict[str, Any]:
     return data
 
 
+async def _validated(request: Request, model: type[ModelT], what: str) -> ModelT:
+    try:
+        return model.model_validate(await _json(request))
+    except pydantic.ValidationError as exc:
+        raise ApiProblem(400, f"{what}: {exc.errors()[0]['msg']}") from None
+
+
 def admin_router(state: SandboxState) -> _AdminApp:
-    """The admin ASGI app bound to ``state``.
-
-    Args:
-        state: the sandbox state.
-
-    Returns:
-        An ASGI app that checks ``X-Admin-Token`` and serves the table above.
-    """
+    """The admin ASGI app bound to ``state``; it checks ``X-Admin-Token`` first."""
     return _AdminApp(state)
 
 
@@ -152,8 +139,6 @@ class _AdminApp:
                 scope, receive, send
             )
 
-    # ---- helpers --------------------------------------------------------------------
-
     def _practice(self, request: Request) -> Practice:
         region = request.query_params.get("region", REGIONS[0])
         if region not in REGIONS:
@@ -163,24 +148,6 @@ class _AdminApp:
         if not text.isdigit() or int(text) >= count:
             raise ApiProblem(400, f"practice: got {text!r}; expected 0 to {count - 1}")
         return self.state.practice(region, int(text))
-
-    def _switches(self, practice: Practice) -> dict[str, Any]:
-        state = self.state
-        return {
-            "region": practice.region,
-            "walletBalance": practice.wallet,
-            "ledgerConnected": practice.ledger_connected,
-            "eformEmailFails": practice.eform_email_fails,
-            "duplicateDeliveries": state.duplicate_deliveries,
-            "rateLimits": asdict(state.limiter.limits),
-            "pageSize": state.config.page_size,
-            "latencyMs": round(state.config.latency * 1000, 3),
-            "jitterMs": round(state.config.jitter * 1000, 3),
-            "seed": state.config.seed,
-            "entities": state.config.entities,
-        }
-
-    # ---- routes ---------------------------------------------------------------------
 
     async def info(self, request: Request) -> Response:
         root = str(request.base_url).rstrip("/")
@@ -249,11 +216,53 @@ class _AdminApp:
                     )
             except (TypeError, ValueError, AttributeError) as exc:
                 raise ApiProblem(400, f"config: {exc}") from None
-        return JSONResponse(self._switches(practice))
+        state = self.state
+        return JSONResponse(
+            {
+                "region": practice.region,
+                "walletBalance": practice.wallet,
+                "ledgerConnected": practice.ledger_connected,
+                "eformEmailFails": practice.eform_email_fails,
+                "duplicateDeliveries": state.duplicate_deliveries,
+                "rateLimits": asdict(state.limiter.limits),
+                "pageSize": state.config.page_size,
+                "latencyMs": round(state.config.latency * 1000, 3),
+                "jitterMs": round(state.config.jitter * 1000, 3),
+                "seed": state.config.seed,
+                "entities": state.config.entities,
+            }
+        )
 
     async def variants(self, request: Request) -> Response:
-        body = await _json(request) if request.method == "POST" else {}
-        return await variants_route(self.state, request, body)
+        state = self.state
+        if request.method == "POST":
+            body = await _json(request)
+            preset, changes = body.get("preset"), body.get("set", {})
+            if preset is not None and not isinstance(preset, str):
+                detail = f"preset: got {preset!r}; expected default, hostile or random:N"
+                raise ApiProblem(400, detail)
+            if not isinstance(changes, dict) or not all(
+                isinstance(value, str) for value in changes.values()
+            ):
+                raise ApiProblem(400, "set: expected an object of topic -> answer (strings)")
+            try:
+                base = Variants.preset(preset) if preset is not None else state.variants
+                state.variants = base.with_answers(changes)
+            except ValueError as exc:
+                raise ApiProblem(400, str(exc)) from None
+        chosen = state.variants.as_dict()
+        topics = [
+            {
+                "topic": topic.name,
+                "question": topic.question,
+                "answers": list(topic.answers),
+                "default": topic.default,
+                "hostile": topic.hostile,
+                "chosen": chosen[topic.name],
+            }
+            for topic in TOPICS
+        ]
+        return JSONResponse({"topics": topics, "differences": state.variants.differences()})
 
     async def clock(self, request: Request) -> Response:
         if request.method == "POST":
@@ -271,10 +280,7 @@ class _AdminApp:
         if request.method == "DELETE":
             self.state.faults.clear()
         elif request.method == "POST":
-            try:
-                body = _FaultBody.model_validate(await _json(request))
-            except pydantic.ValidationError as exc:
-                raise ApiProblem(400, f"fault: {exc.errors()[0]['msg']}") from None
+            body = await _validated(request, _FaultBody, "fault")
             kind = FAULT_KINDS.get(body.kind)
             if kind is None:
                 raise ApiProblem(
@@ -298,26 +304,13 @@ class _AdminApp:
         proposal = proposal_or_404(practice, request.path_params["key"])
         now = self.state.now_text()
         proposal.update(status="Accepted", acceptedOn=now, updatedOn=now)
-        data = {
-            key: proposal[key]
-            for key in (
-                "proposalKey",
-                "entityKey",
-                "entityName",
-                "title",
-                "status",
-                "acceptedOn",
-                "totalAmount",
-            )
-        }
+        data = {key: proposal[key] for key in _ACCEPTED}
         event_id = self.state.emit(practice, "proposal.accepted", data)
         return JSONResponse({"proposal": proposal, "eventId": event_id})
 
     async def submit(self, request: Request) -> Response:
         practice = self._practice(request)
-        form = practice.eforms.get(request.path_params["key"])
-        if form is None:
-            raise ApiProblem(404, f"eForm {request.path_params['key']} was not found.")
+        form = found(practice.eforms, request.path_params["key"], "eForm", "")
         now = self.state.now_text()
         form.update(status="Submitted", submittedOn=now)
         data = {
@@ -336,8 +329,7 @@ class _AdminApp:
         for row in job["clients"]:
             for document in row["documents"]:
                 if not document["isBypassed"]:
-                    document["isUploaded"] = True
-                    document["fileName"] = document["name"].lower().replace(" ", "-") + ".pdf"
+                    mark_uploaded(document)
             entity = practice.entities.get(row["entityKey"])
             if entity is not None:
                 practice.touch(entity)
@@ -351,10 +343,7 @@ class _AdminApp:
 
     async def create_entity(self, request: Request) -> Response:
         practice = self._practice(request)
-        try:
-            body = EntityBody.model_validate(await _json(request))
-        except pydantic.ValidationError as exc:
-            raise ApiProblem(400, f"entity: {exc.errors()[0]['msg']}") from None
+        body = await _validated(request, EntityBody, "entity")
         entity = create_entity(practice, body)
         event = "lead.created" if entity.status == "Lead" else "client.created"
         self.state.emit(practice, event, {"entityKey": entity.key, "entityName": entity.name})
@@ -363,10 +352,7 @@ class _AdminApp:
     async def patch_entity(self, request: Request) -> Response:
         practice = self._practice(request)
         entity = entity_or_404(practice, request.path_params["key"])
-        try:
-            body = _EntityPatch.model_validate(await _json(request))
-        except pydantic.ValidationError as exc:
-            raise ApiProblem(400, f"entity: {exc.errors()[0]['msg']}") from None
+        body = await _validated(request, _EntityPatch, "entity")
         if body.status is not None and body.status not in ("Lead", "Active"):
             raise ApiProblem(400, f"status: got {body.status!r}; valid values are Lead, Active")
         entity.name = body.entityName or entity.name
@@ -380,33 +366,23 @@ class _AdminApp:
     async def records(self, request: Request) -> Response:
         practice = self._practice(request)
         kind = request.path_params["kind"]
-        rows: list[Any]
-        if kind == "entities":
-            rows = [practice.entity_detail(entity) for entity in practice.order]
-        elif kind == "leads":
-            rows = [entity.lead_view() for entity in practice.order if entity.status == "Lead"]
-        elif kind == "groups":
-            rows = [group_view(practice, group, True) for group in practice.groups]
-        elif kind == "subscriptions":
-            rows = [public_subscription(row) for row in practice.subscriptions.values()]
-        else:
-            tables: dict[str, Any] = {
-                "contacts": practice.contacts,
-                "bills": practice.bills,
-                "proposals": practice.proposals,
-                "eforms": practice.eforms,
-                "onboardings": practice.onboardings,
-                "id-verifications": practice.id_verifications,
-                "recurring": practice.recurring,
-            }
-            if kind == "users":
-                rows = list(practice.users)
-            elif kind in tables:
-                rows = list(tables[kind].values())
-            else:
-                valid = ["entities", "leads", "groups", "subscriptions", "users", *tables]
-                raise ApiProblem(404, f"records: got {kind!r}; valid kinds are {valid}")
-        return JSONResponse(rows)
+        views: dict[str, Callable[[], Iterable[Any]]] = {
+            "entities": lambda: map(practice.entity_detail, practice.order),
+            "leads": lambda: (e.lead_view() for e in practice.order if e.status == "Lead"),
+            "groups": lambda: (group_view(practice, group, True) for group in practice.groups),
+            "subscriptions": lambda: map(public_subscription, practice.subscriptions.values()),
+            "users": lambda: practice.users,
+            "contacts": practice.contacts.values,
+            "bills": practice.bills.values,
+            "proposals": practice.proposals.values,
+            "eforms": practice.eforms.values,
+            "onboardings": practice.onboardings.values,
+            "id-verifications": practice.id_verifications.values,
+            "recurring": practice.recurring.values,
+        }
+        if kind not in views:
+            raise ApiProblem(404, f"records: got {kind!r}; valid kinds are {list(views)}")
+        return JSONResponse(list(views[kind]()))
 
     async def deliveries(self, request: Request) -> Response:
         del request

@@ -1,27 +1,25 @@
-"""The sandbox ASGI application: regions, faults, auth, rate limits, routes, request log.
+"""The sandbox ASGI application: one pipeline for every request under ``/<region>/api/``.
 
-Every request under ``/<region>/api/`` goes through one pipeline, in this order:
-
-1. an armed fault may answer first (429 or 500), or hold the answer back (slow);
-2. authentication (401), then the Client ID's rate budget (429), then write access (403);
-3. the route; ``ApiProblem`` and unknown routes become problem details;
-4. a ``drop`` fault swallows the answer and aborts the connection after the route acted.
-
-``X-RateLimit-*`` headers are set on every authenticated answer (an unauthenticated one
-has no Client ID to count against). Admin routes live under ``/_admin`` and the OpenAPI
-document at ``/openapi.json``.
+In order: an armed fault may answer first (429, 500) or hold the answer back; then
+authentication (401: the header pair or Basic, never both, secrets compared in constant
+time and never echoed), the Client ID's rate budget (429, ``X-RateLimit-*`` on every
+authenticated answer), write access (403); then the route, errors as problem details; a
+``drop`` fault aborts the connection after the route acted. Also ``/_admin``, ``/openapi.json``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import hmac
 import json
 import logging
 import socket
 import struct
 import time
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -31,19 +29,20 @@ from starlette.routing import Route, Router
 from starlette.types import Message, Receive, Scope, Send
 
 from practiceflow.sandbox.admin import admin_router
-from practiceflow.sandbox.allow import allow_header
-from practiceflow.sandbox.auth import authenticate
-from practiceflow.sandbox.config import REGIONS
-from practiceflow.sandbox.faults import Fault
+from practiceflow.sandbox.config import REGIONS, Credential
 from practiceflow.sandbox.openapi import build_openapi
-from practiceflow.sandbox.problems import ApiProblem, log_disconnect, problem_response
+from practiceflow.sandbox.problems import (
+    ApiProblem,
+    allow_header,
+    log_disconnect,
+    problem_response,
+)
 from practiceflow.sandbox.routes import ALL_OPS
-from practiceflow.sandbox.routes.common import CONTEXT_KEY, Ctx
+from practiceflow.sandbox.routes.common import CONTEXT_KEY, Ctx, endpoint
 from practiceflow.sandbox.state import SandboxState
 
 logger = logging.getLogger(__name__)
 
-RAW_SEND_KEY = "practiceflow.raw_send"
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -53,7 +52,7 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 def _api_router() -> Router:
-    routes = [Route(op.path, op.handler, methods=[op.method]) for op in ALL_OPS]
+    routes = [Route(op.path, endpoint(op.handler), methods=[op.method]) for op in ALL_OPS]
     return Router(routes=routes, redirect_slashes=False, default=_not_found)
 
 
@@ -67,8 +66,8 @@ def _headers(scope: Scope) -> dict[str, str]:
 async def _abort_connection(raw_send: Any) -> bool:
     """Close the client's connection at once, without an answer (a reset when possible).
 
-    Uvicorn's ``send`` is a bound method of its request cycle, which holds the asyncio
-    transport; there is no portable ASGI way to drop a connection, so this reaches for it.
+    There is no portable ASGI way to drop a connection, so this reaches for the asyncio
+    transport held by uvicorn's request cycle, whose bound method ``send`` is.
     """
     transport = getattr(getattr(raw_send, "__self__", None), "transport", None)
     if transport is None:
@@ -85,11 +84,7 @@ async def _abort_connection(raw_send: Any) -> bool:
 
 
 class SandboxApp:
-    """The ASGI callable served by uvicorn.
-
-    Args:
-        state: the state it serves (``handle.state`` in tests).
-    """
+    """The ASGI callable served by uvicorn."""
 
     def __init__(self, state: SandboxState) -> None:
         self.state = state
@@ -98,12 +93,12 @@ class SandboxApp:
         self._openapi: bytes | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one ASGI connection scope."""
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-            return
+        """Serve one ASGI connection scope (uvicorn runs without lifespan events)."""
         if scope["type"] != "http":
             return
+        # Starlette routers raise HTTPException (turned into problem details here) instead
+        # of answering plain text when an application is in the scope.
+        scope = {**scope, "app": scope.get("app", self)}
         path: str = scope["path"]
         if path == "/openapi.json":
             if self._openapi is None:
@@ -118,27 +113,16 @@ class SandboxApp:
             await self._api_request(region, "/" + rest, scope, receive, send)
             return
         if path in ("", "/"):
-            await JSONResponse(self._index())(scope, receive, send)
+            index = {
+                "service": "practiceflow sandbox",
+                "regions": {region: f"/{region}" for region in REGIONS},
+                "openapi": "/openapi.json",
+                "admin": "/_admin",
+            }
+            await JSONResponse(index)(scope, receive, send)
             return
         detail = f"No route {path}; API routes are under /{{region}}/api/v1 for {list(REGIONS)}."
         await problem_response(404, detail, path)(scope, receive, send)
-
-    def _index(self) -> dict[str, Any]:
-        return {
-            "service": "practiceflow sandbox",
-            "regions": {region: f"/{region}" for region in REGIONS},
-            "openapi": "/openapi.json",
-            "admin": "/_admin",
-        }
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     async def _api_request(
         self, region: str, rest: str, scope: Scope, receive: Receive, send: Send
@@ -185,9 +169,15 @@ class SandboxApp:
                 row["fault"] = fault.kind
                 if fault.kind == "slow":
                     await asyncio.sleep(fault.delay)
-                elif fault.kind in ("rate_limit", "server_error"):
-                    await self._fault_answer(fault, path, scope, receive, send_wrapper)
-                    return
+                elif fault.kind == "server_error":
+                    raise ApiProblem(500, "Injected server error.")
+                elif fault.kind == "rate_limit":
+                    limit = state.limiter.limits.per_minute
+                    headers = {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": "0"}
+                    if fault.retry_after is not None:
+                        headers["Retry-After"] = str(fault.retry_after)
+                        headers["X-RateLimit-Reset"] = str(fault.retry_after)
+                    raise ApiProblem(429, "Injected rate limit.", headers)
             credential = authenticate(_headers(scope), region, state.clients)
             row["clientId"] = credential.client_id
             decision = state.limiter.hit(credential.client_id)
@@ -203,16 +193,14 @@ class SandboxApp:
             swallow = fault is not None and fault.kind == "drop"
             await self._api(child, receive, send_wrapper)
             if swallow:
-                raw_send = scope.get(RAW_SEND_KEY)
-                if await _abort_connection(raw_send):
+                if await _abort_connection(send):
                     return
                 swallow = False  # no transport to drop: answer 500 rather than hang
                 raise ApiProblem(500, "Injected drop fault (the request was performed).")
         except ApiProblem as problem:
             if swallow and row["status"] is None:
                 swallow = False
-            headers = dict(problem.headers)
-            await self._problem(problem.status, problem.detail, path, headers)(
+            await self._problem(problem.status, problem.detail, path, problem.headers)(
                 scope, receive, send_wrapper
             )
         except HTTPException as exc:
@@ -239,46 +227,65 @@ class SandboxApp:
         message = self.state.variants.pick("problem_message")
         return problem_response(status, detail, path, headers, message=message)
 
-    async def _fault_answer(
-        self, fault: Fault, path: str, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        if fault.kind == "server_error":
-            response = self._problem(500, "Injected server error.", path)
-        else:
-            limit = self.state.limiter.limits.per_minute
-            headers = {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": "0"}
-            if fault.retry_after is not None:
-                headers["Retry-After"] = str(fault.retry_after)
-                headers["X-RateLimit-Reset"] = str(fault.retry_after)
-            response = self._problem(429, "Injected rate limit.", path, headers)
-        await response(scope, receive, send)
+
+def create_app(state: SandboxState) -> SandboxApp:
+    """The ASGI application serving ``state`` (to hand to uvicorn)."""
+    return SandboxApp(state)
 
 
-class RawSendCapture:
-    """Outermost ASGI layer: remembers uvicorn's own ``send`` for the drop fault."""
+def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
+    """``(client_id, secret)`` from request headers (lowercase names); 401 when credentials
+    are missing, malformed or mixed."""
+    header_id = headers.get("x-svc-auth-id")
+    header_key = headers.get("x-svc-auth-key")
+    authorization = headers.get("authorization")
+    uses_headers = header_id is not None or header_key is not None
+    if uses_headers and authorization is not None:
+        detail = (
+            "Both X-SVC-Auth-* headers and an Authorization header were sent; use one "
+            "authentication method per request."
+        )
+        raise ApiProblem(401, detail)
+    if uses_headers:
+        if not header_id or not header_key:
+            detail = "Both X-SVC-Auth-ID and X-SVC-Auth-Key are required."
+            raise ApiProblem(401, detail)
+        return header_id, header_key
+    if authorization is None:
+        detail = "Credentials are missing: send X-SVC-Auth-ID/X-SVC-Auth-Key or HTTP Basic."
+        raise ApiProblem(401, detail)
+    scheme, _, encoded = authorization.partition(" ")
+    if scheme.lower() != "basic" or not encoded.strip():
+        detail = "Only the Basic scheme is supported in the Authorization header."
+        raise ApiProblem(401, detail)
+    try:
+        decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        detail = "The Basic credentials are not valid base64 of 'ClientID:ClientSecret'."
+        raise ApiProblem(401, detail) from None
+    client_id, colon, secret = decoded.partition(":")
+    if not colon or not client_id or not secret:
+        detail = "The Basic credentials must be 'ClientID:ClientSecret'."
+        raise ApiProblem(401, detail)
+    return client_id, secret
 
-    def __init__(self, app: SandboxApp) -> None:
-        self.app = app
-        self.state = app.state
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve one scope, recording the raw ``send`` in it."""
-        if scope["type"] == "http":
-            scope = dict(scope)
-            scope[RAW_SEND_KEY] = send
-            # Starlette routers raise HTTPException (turned into problem details here)
-            # instead of answering plain text when an application is in the scope.
-            scope.setdefault("app", self)
-        await self.app(scope, receive, send)
-
-
-def create_app(state: SandboxState) -> RawSendCapture:
-    """The ASGI application serving ``state``.
-
-    Args:
-        state: the sandbox state.
-
-    Returns:
-        The application to hand to uvicorn.
-    """
-    return RawSendCapture(SandboxApp(state))
+def authenticate(
+    headers: Mapping[str, str], region: str, clients: Mapping[str, tuple[str, Credential]]
+) -> Credential:
+    """The active API client of ``region`` that the request's credentials name (``clients``:
+    every one by Client ID, with its region); 401 when missing, mixed, unknown, wrong,
+    inactive or of another region."""
+    client_id, secret = read_credentials(headers)
+    found = clients.get(client_id)
+    if found is None:
+        raise ApiProblem(401, "The Client ID or secret is not valid.")
+    home, credential = found
+    if not hmac.compare_digest(credential.secret.encode(), secret.encode()):
+        raise ApiProblem(401, "The Client ID or secret is not valid.")
+    if home != region:
+        detail = "The credentials are not valid in this region; use the practice's region."
+        raise ApiProblem(401, detail)
+    if not credential.active:
+        raise ApiProblem(401, "The API client is inactive.")
+    return credential

@@ -1,9 +1,7 @@
 """Request bodies as pydantic models: validated by the routes, described in /openapi.json.
 
-Fields the spec names keep its names; the shapes of 4.2 bodies and of unnamed fields
-(quick-add clients, ad-hoc recipients, contacts, proposals, notes) are guesses listed in
-GUESSES.md. Unknown fields are ignored, as a lenient server would; a boolean must be a JSON
-boolean (``0`` or ``"true"`` is not one).
+Guessed shapes are listed in GUESSES.md. Unknown fields are ignored, as a lenient server
+would; a boolean must be a JSON boolean (``0`` or ``"true"`` is not one).
 """
 
 from __future__ import annotations

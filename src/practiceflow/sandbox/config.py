@@ -17,6 +17,7 @@ from practiceflow.sandbox.variants import Variants
 REGIONS: tuple[str, ...] = ("anz", "uk", "za")
 
 ClientKind = Literal["rw", "ro", "inactive"]
+CLIENT_KINDS: tuple[ClientKind, ...] = ("rw", "ro", "inactive")
 
 CLIENT_ID_ENV = "PRACTICEFLOW_SANDBOX_CLIENT_ID"
 CLIENT_SECRET_ENV = "PRACTICEFLOW_SANDBOX_CLIENT_SECRET"  # noqa: S105 - an env var name
@@ -28,15 +29,8 @@ DEFAULT_ADMIN_TOKEN = "sandbox-admin-token"  # noqa: S105 - a documented local-o
 
 @dataclass(frozen=True)
 class Credential:
-    """One API client of a practice.
-
-    Attributes:
-        client_id: the Client ID (a GUID).
-        secret: the Client secret.
-        name: the API client's display name (``clientName`` of auth/validate).
-        can_write: whether write routes are allowed (``canWrite``).
-        active: an inactive client gets 401 everywhere.
-    """
+    """One API client of a practice: ``name`` is its ``clientName`` (auth/validate),
+    ``can_write`` its ``canWrite``; an inactive client gets 401 everywhere."""
 
     client_id: str
     secret: str
@@ -61,11 +55,7 @@ def _credential(region: str, digit: int, kind: ClientKind) -> Credential:
 #: secret ``"sandbox-anz-rw-secret"``; region digits anz=1, uk=2, za=3; kind digits rw=1,
 #: ro=2, inactive=3.
 DEFAULT_CREDENTIALS: dict[str, dict[ClientKind, Credential]] = {
-    region: {
-        "rw": _credential(region, 1, "rw"),
-        "ro": _credential(region, 2, "ro"),
-        "inactive": _credential(region, 3, "inactive"),
-    }
+    region: {kind: _credential(region, digit, kind) for digit, kind in enumerate(CLIENT_KINDS, 1)}
     for region in REGIONS
 }
 
@@ -84,11 +74,8 @@ MAX_LATENCY: Final = 60.0
 
 
 def parse_duration(text: str) -> float:
-    """Seconds from ``150ms``, ``0.15s`` or ``0.15`` (seconds).
-
-    Raises:
-        ValueError: not a duration, or negative.
-    """
+    """Seconds from ``150ms``, ``0.15s`` or ``0.15`` (seconds); ValueError when not a
+    duration or out of range."""
     value = text.strip().lower()
     scale = 1.0
     if value.endswith("ms"):
@@ -115,19 +102,18 @@ class SandboxConfig:
         entities: entities seeded per region (up to 100,000).
         page_size: fixed server page size of the entities, users and groups lists.
         rate_limits: the three rate windows per Client ID.
-        wallet: starting wallet balance of each practice.
-        onboarding_cost: wallet cost of sending an onboarding job.
-        eform_cost: wallet cost of sending an eForm.
+        wallet: starting wallet balance of each practice; ``onboarding_cost`` and
+            ``eform_cost`` are what sending an onboarding job or an eForm takes from it.
         admin_token: value of the ``X-Admin-Token`` header of the admin surface.
-        client_id: overrides the Client ID of the ``anz`` read-write client when set.
-        client_secret: overrides the secret of the ``anz`` read-write client when set.
+        client_id: overrides the Client ID of the ``anz`` read-write client when set;
+            ``client_secret`` its secret.
         ledger_connected: whether each practice starts with a connected ledger.
-        webhook_retry_delays: seconds between delivery attempts (before scaling).
-        webhook_retry_scale: factor applied to the delays (tests use a small one).
-        webhook_timeout: seconds a delivery attempt may take.
+        webhook_retry_delays: seconds between delivery attempts, multiplied by
+            ``webhook_retry_scale`` (tests use a small one); ``webhook_timeout`` is the
+            seconds an attempt may take.
         variants: the answer played for each open question of the spec (variants.py).
-        latency: seconds every API answer is held back, as a real API's round trip is.
-        jitter: up to this many seconds more, drawn at random for each answer.
+        latency: seconds every API answer is held back, as a real API's round trip is,
+            plus up to ``jitter`` seconds drawn at random for each answer.
         practices: practices served in each region, each with its own credentials,
             budget, records and subscriptions (:mod:`practiceflow.sandbox.practices`).
     """
@@ -184,7 +170,6 @@ class SandboxConfig:
         Returns:
             The configuration.
         """
-        config = cls()
         env: dict[str, object] = {}
         if os.environ.get(CLIENT_ID_ENV):
             env["client_id"] = os.environ[CLIENT_ID_ENV]
@@ -193,7 +178,7 @@ class SandboxConfig:
         if os.environ.get(ADMIN_TOKEN_ENV):
             env["admin_token"] = os.environ[ADMIN_TOKEN_ENV]
         env.update({key: value for key, value in overrides.items() if value is not None})
-        return replace(config, **env)  # type: ignore[arg-type]
+        return replace(cls(), **env)  # type: ignore[arg-type]
 
     def credentials(self, region: str) -> dict[ClientKind, Credential]:
         """The API clients of one region, with the ``anz`` read-write override applied.

@@ -1,14 +1,8 @@
-"""Signed webhook deliveries with retries, a delivery log and duplicate-delivery mode.
+"""Signed webhook deliveries (spec section 6) with retries, a delivery log and duplicates.
 
-A delivery is a POST of a JSON body (guessed shape: ``eventId``, ``event``,
-``occurredAt``, ``webhookId``, ``data``) with the headers of spec section 6. The signature
-is ``sha256=`` + hex HMAC-SHA256, keyed with the subscription's secret, of
-``<X-Svc-Timestamp>.<raw body>``; the timestamp is the sandbox clock at each attempt.
-
-Retries (a guess; the spec does not show them): when the receiver answers non-2xx or
-cannot be reached, the attempt is repeated after 0.5 s, 1 s, 2 s and 4 s (each multiplied
-by ``webhook_retry_scale``), then given up: five attempts at most. A 2xx ends the delivery;
-it is never sent again. Only loopback URLs are ever contacted.
+Body shape, signature and retry schedule are guesses recorded in GUESSES.md. A non-2xx or
+unreachable receiver is retried after each of ``webhook_retry_delays`` (scaled), then given
+up; a 2xx ends the delivery, which is never sent again. Only loopback URLs are contacted.
 """
 
 from __future__ import annotations
@@ -29,6 +23,7 @@ from urllib.parse import urlsplit
 import requests
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
+from practiceflow.sandbox.config import SandboxConfig
 
 logger = logging.getLogger(__name__)
 
@@ -39,14 +34,7 @@ LATE_BY = 7200
 
 
 def is_loopback_url(url: str) -> bool:
-    """Whether ``url`` is http(s) on a loopback host (the only targets the sandbox calls).
-
-    Args:
-        url: the subscriber URL.
-
-    Returns:
-        True for ``http(s)://127.0.0.1``, ``localhost`` or ``[::1]``.
-    """
+    """Whether ``url`` is http(s) on 127.0.0.1, localhost or [::1] (all the sandbox calls)."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -55,16 +43,8 @@ def is_loopback_url(url: str) -> bool:
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
-    """The ``X-Svc-Signature`` value of a delivery.
-
-    Args:
-        secret: the subscription's ``webhookSecret``.
-        timestamp: the ``X-Svc-Timestamp`` value.
-        body: the raw body bytes.
-
-    Returns:
-        ``sha256=`` followed by the lowercase hex HMAC-SHA256.
-    """
+    """The ``X-Svc-Signature`` of a delivery: ``sha256=`` and the hex HMAC-SHA256, keyed with
+    the subscription's ``webhookSecret``, of ``<X-Svc-Timestamp>.<raw body>``."""
     mac = hmac.new(secret.encode("utf-8"), timestamp.encode() + b"." + body, hashlib.sha256)
     return "sha256=" + mac.hexdigest()
 
@@ -90,17 +70,10 @@ class Delivery:
 class DeliveryDispatcher:
     """Schedules delivery attempts on a background thread and logs each one."""
 
-    def __init__(
-        self,
-        clock: SandboxClock,
-        delays: tuple[float, ...],
-        scale: float,
-        timeout: float,
-    ) -> None:
+    def __init__(self, clock: SandboxClock, config: SandboxConfig) -> None:
         self.clock = clock
-        self.delays = delays
-        self.scale = scale
-        self.timeout = timeout
+        self.delays = [delay * config.webhook_retry_scale for delay in config.webhook_retry_delays]
+        self.timeout = config.webhook_timeout
         self._queue: list[tuple[float, int, Delivery]] = []
         self._cond = threading.Condition()
         self._counter = itertools.count(1)
@@ -112,8 +85,6 @@ class DeliveryDispatcher:
         self._pool: ThreadPoolExecutor | None = None
         self._session = requests.Session()
         self._session.trust_env = False  # never route through a proxy: loopback only
-
-    # ---- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the scheduler thread (idempotent)."""
@@ -144,8 +115,6 @@ class DeliveryDispatcher:
             self._queue.clear()
             self._log.clear()
 
-    # ---- producing ------------------------------------------------------------------
-
     def enqueue(
         self,
         region: str,
@@ -158,20 +127,9 @@ class DeliveryDispatcher:
         flat: bool = False,
         stamping: str = "resigned",
     ) -> None:
-        """Schedule ``copies`` deliveries of one event to one subscription.
-
-        Args:
-            region: the practice's region.
-            subscription: the subscription row (``id``, ``url``, ``secret``).
-            event: the event key.
-            event_id: the unique id (``X-Svc-Event-Id``), the same in every copy.
-            data: the resource fields of the event.
-            copies: how many times the same event is delivered (duplicate mode).
-            flat: the resource fields at the top of the body, not under ``data``
-                (variant ``delivery_body``).
-            stamping: ``resigned``, ``first_attempt`` or ``first_attempt_late`` (variant
-                ``retry_timestamp``).
-        """
+        """Schedule ``copies`` deliveries of one event (``event_id`` the same in each) to
+        one subscription; ``flat`` and ``stamping`` play variants ``delivery_body`` and
+        ``retry_timestamp``."""
         payload: dict[str, Any] = {
             "eventId": event_id,
             "event": event,
@@ -200,8 +158,6 @@ class DeliveryDispatcher:
                 heapq.heappush(self._queue, (time.monotonic(), delivery.delivery_id, delivery))
             self._cond.notify_all()
 
-    # ---- reading --------------------------------------------------------------------
-
     def log(self) -> list[dict[str, Any]]:
         """Every attempt so far, oldest first (a copy)."""
         with self._cond:
@@ -211,8 +167,6 @@ class DeliveryDispatcher:
         """True when nothing is queued or in flight."""
         with self._cond:
             return not self._queue and self._inflight == 0
-
-    # ---- the machinery --------------------------------------------------------------
 
     def _loop(self) -> None:
         while True:
@@ -306,6 +260,4 @@ class DeliveryDispatcher:
         return delivery.first_timestamp
 
     def _retry_delay(self, attempt: int) -> float | None:
-        if attempt > len(self.delays):
-            return None
-        return self.delays[attempt - 1] * self.scale
+        return self.delays[attempt - 1] if attempt <= len(self.delays) else None

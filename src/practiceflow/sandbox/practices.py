@@ -1,16 +1,7 @@
-"""Many practices in one sandbox: each its own credentials, budget, records and webhooks.
-
-``practiceflow sandbox --practices N`` serves practice 0 (the sandbox's usual one per
-region, with :data:`~practiceflow.sandbox.config.DEFAULT_CREDENTIALS`) and practices 1 to
-N - 1 beside it, in every region. Which practice a request reaches is chosen once, from its
-credentials, before any route runs: the routes never know there are others. Practice
-``k``'s records are seeded from their own generator (``seed``, region and ``k``), its rate
-budget is its Client ID's, and its webhook subscriptions are its own.
-
-Credentials are a formula, so a benchmark or a test can name practice ``k``'s without
-asking: the Client ID has ``k`` in hex in its second group
-(``5a4db0c0-002a-4000-8000-000000000011`` is practice 42's ANZ read-write client) and the
-secret is ``sandbox-p42-anz-rw-secret``. Practice 0's are the usual ones.
+"""Many practices in one sandbox (``--practices N``): each its own credentials, budget,
+records and webhooks; a request's credentials choose its practice. Practice ``k``'s have
+``k`` in hex in the Client ID's second group (``5a4db0c0-002a-4000-8000-000000000011`` is
+practice 42's ANZ read-write client) and secret ``sandbox-p42-anz-rw-secret``.
 """
 
 from __future__ import annotations
@@ -19,6 +10,7 @@ from dataclasses import replace
 from typing import Final
 
 from practiceflow.sandbox.config import (
+    CLIENT_KINDS,
     DEFAULT_CREDENTIALS,
     REGIONS,
     ClientKind,
@@ -31,19 +23,8 @@ MAX_PRACTICES: Final = 0x10000
 
 
 def practice_credential(number: int, region: str, kind: ClientKind = "rw") -> Credential:
-    """The credential of one client of practice ``number`` in ``region``.
-
-    Args:
-        number: the practice, from 0 (the usual one) to ``MAX_PRACTICES - 1``.
-        region: one of :data:`~practiceflow.sandbox.config.REGIONS`.
-        kind: ``rw``, ``ro`` or ``inactive``.
-
-    Returns:
-        The credential (for practice 0, the default one, before any override).
-
-    Raises:
-        ValueError: the number is out of range.
-    """
+    """The ``kind`` client of practice ``number`` (0 to ``MAX_PRACTICES - 1``) in ``region``;
+    for practice 0, the default one before any override."""
     if not 0 <= number < MAX_PRACTICES:
         message = f"practice: got {number}; expected 0 to {MAX_PRACTICES - 1}"
         raise ValueError(message)
@@ -60,18 +41,11 @@ def practice_credential(number: int, region: str, kind: ClientKind = "rw") -> Cr
 
 
 def extra_clients(config: SandboxConfig) -> dict[str, tuple[str, int, Credential]]:
-    """Every client of practices 1 to ``config.practices - 1``, by Client ID.
-
-    Args:
-        config: the sandbox's options.
-
-    Returns:
-        Client ID -> (region, practice number, credential); empty for one practice.
-    """
+    """Client ID -> (region, practice number, credential) of practices 1 and up."""
     clients: dict[str, tuple[str, int, Credential]] = {}
     for number in range(1, config.practices):
         for region in REGIONS:
-            for kind in ("rw", "ro", "inactive"):
+            for kind in CLIENT_KINDS:
                 credential = practice_credential(number, region, kind)
                 clients[credential.client_id] = (region, number, credential)
     return clients

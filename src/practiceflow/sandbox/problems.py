@@ -1,84 +1,42 @@
-"""Problem-details error bodies (spec section 7) and the exception handlers raise."""
+"""Problem-details error bodies (spec section 7), the exception routes raise for them, and
+the ``Allow`` header of a 405.
+
+Starlette's 405 names the methods of the first route whose path matched; the sandbox has
+one route per operation, so :func:`allow_header` collects every method of the path, as RFC
+9110 (section 15.5.6) wants.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 from starlette.responses import Response
+from starlette.routing import Match, Route, Router
 
-#: Title of each status, as the problem-details ``title``.
-TITLES: Mapping[int, str] = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    409: "Conflict",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-}
-
-_RFC_SECTIONS: Mapping[int, str] = {
-    400: "15.5.1",
-    401: "15.5.2",
-    403: "15.5.4",
-    404: "15.5.5",
-    405: "15.5.6",
-    409: "15.5.10",
-    429: "",
-    500: "15.6.1",
+#: Title and RFC 9110 section of each status, for the problem-details ``title`` and ``type``.
+_STATUSES: Mapping[int, tuple[str, str]] = {
+    400: ("Bad Request", "15.5.1"),
+    401: ("Unauthorized", "15.5.2"),
+    403: ("Forbidden", "15.5.4"),
+    404: ("Not Found", "15.5.5"),
+    405: ("Method Not Allowed", "15.5.6"),
+    409: ("Conflict", "15.5.10"),
+    429: ("Too Many Requests", ""),
+    500: ("Internal Server Error", "15.6.1"),
 }
 
 
 class ApiProblem(Exception):
-    """Raised by a route to answer with a problem-details body.
-
-    Attributes:
-        status: the HTTP status.
-        detail: what went wrong, in words (also sent as ``message`` for 400 and 404).
-        headers: extra response headers.
-    """
+    """Raised by a route to answer ``status`` with a problem-details body saying ``detail``."""
 
     def __init__(self, status: int, detail: str, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(f"{status}: {detail}")
         self.status = status
         self.detail = detail
         self.headers = dict(headers or {})
-
-
-def problem_body(
-    status: int, detail: str, instance: str, message: str = "some"
-) -> dict[str, object]:
-    """Build a problem-details body.
-
-    Args:
-        status: the HTTP status.
-        detail: the explanation.
-        instance: the request path (no query string).
-        message: variant ``problem_message``: ``some`` (400 and 404), ``none`` or ``all``.
-
-    Returns:
-        ``type``, ``title``, ``status``, ``detail``, ``instance``, and ``message`` for 400
-        and 404.
-    """
-    section = _RFC_SECTIONS.get(status, "")
-    kind = (
-        f"https://tools.ietf.org/html/rfc9110#section-{section}"
-        if section
-        else "https://tools.ietf.org/html/rfc6585#section-4"
-    )
-    body: dict[str, object] = {
-        "type": kind,
-        "title": TITLES.get(status, "Error"),
-        "status": status,
-        "detail": detail,
-        "instance": instance,
-    }
-    if message == "all" or (message == "some" and status in (400, 404)):
-        body["message"] = detail
-    return body
 
 
 def problem_response(
@@ -88,21 +46,28 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
     message: str = "some",
 ) -> Response:
-    """A ``application/problem+json`` response.
+    """An ``application/problem+json`` answer; ``instance`` is the request path.
 
-    Args:
-        status: the HTTP status.
-        detail: the explanation.
-        instance: the request path.
-        headers: extra headers (``Retry-After`` ...).
-        message: as for :func:`problem_body`.
-
-    Returns:
-        The response.
+    ``message`` is variant ``problem_message``: the body repeats ``detail`` as ``message``
+    on 400 and 404 (``some``), never (``none``) or always (``all``).
     """
-    content = json.dumps(problem_body(status, detail, instance, message)).encode()
+    title, section = _STATUSES.get(status, ("Error", ""))
+    kind = (
+        f"https://tools.ietf.org/html/rfc9110#section-{section}"
+        if section
+        else "https://tools.ietf.org/html/rfc6585#section-4"
+    )
+    body: dict[str, object] = {
+        "type": kind,
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": instance,
+    }
+    if message == "all" or (message == "some" and status in (400, 404)):
+        body["message"] = detail
     return Response(
-        content,
+        json.dumps(body).encode(),
         status_code=status,
         headers=dict(headers or {}),
         media_type="application/problem+json",
@@ -110,14 +75,19 @@ def problem_response(
 
 
 def log_disconnect(logger: logging.Logger, method: str, path: str) -> None:
-    """Log, as one INFO line, a client that hung up before its request was read.
-
-    Nothing is answered (nobody is listening); it is the client's doing, not a fault of
-    the sandbox, so it is neither an error nor a traceback.
-
-    Args:
-        logger: the logger of the surface that noticed it.
-        method: the request's method.
-        path: the request's path (no query string: it may carry values of a caller).
-    """
+    """Log, as one INFO line, a client that hung up before its request was read: the
+    client's doing, not a fault of the sandbox, so neither an error nor a traceback."""
+    # the path only: a query string may carry values of a caller
     logger.info("%s %s: the client disconnected before its request was read", method, path)
+
+
+def allow_header(router: Router, scope: Mapping[str, Any]) -> str:
+    """The methods ``router`` serves on the path of ``scope``, such as ``GET, HEAD, POST``."""
+    methods: set[str] = set()
+    probe = {**scope, "type": "http"}
+    for route in router.routes:
+        if isinstance(route, Route) and route.methods:
+            match, _ = route.matches(probe)
+            if match is not Match.NONE:
+                methods |= route.methods
+    return ", ".join(sorted(methods))

@@ -1,104 +1,49 @@
 """Seeded, reproducible practice data: the same ``--seed`` always gives the same records.
 
-Each region draws from its own ``random.Random(f"{seed}:{region}")``; keys are UUIDs built
-from that generator. Seeded times lie in the two years before :data:`SEED_EPOCH` (a fixed
-instant, so the data does not drift with the day the sandbox starts).
+Each region (and each of ``--practices``) draws from its own ``random.Random``; keys are
+UUIDs built from that generator. Seeded times lie in the two years before
+:data:`SEED_EPOCH`, a fixed instant, so the data does not drift with the day it is built.
 """
 
 from __future__ import annotations
 
 import random
 from datetime import UTC, datetime
-from typing import Any
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 from practiceflow.sandbox.config import SandboxConfig
-from practiceflow.sandbox.store import Entity, Practice
-
-JSON = dict[str, Any]
+from practiceflow.sandbox.store import JSON, Entity, Practice, mark_uploaded, uuid_from_bits
 
 #: Seeded records were last updated before this instant (2025-07-01T00:00:00Z).
 SEED_EPOCH = datetime(2025, 7, 1, tzinfo=UTC).timestamp()
 _SPAN = 730 * 86400.0
 
-_TYPES: dict[str, list[tuple[str, str]]] = {
-    "anz": [
-        ("IND", "Individual"),
-        ("CO", "Company"),
-        ("TR", "Trust"),
-        ("SP", "Sole Trader"),
-        ("PS", "Partnership"),
-        ("SMSF", "Self Managed Super Fund"),
-    ],
-    "uk": [
-        ("IND", "Individual"),
-        ("CO", "Company"),
-        ("TR", "Trust"),
-        ("SP", "Sole Trader"),
-        ("PS", "Partnership"),
-        ("LLP", "Limited Liability Partnership"),
-    ],
-    "za": [
-        ("IND", "Individual"),
-        ("CO", "Company"),
-        ("TR", "Trust"),
-        ("SP", "Sole Proprietor"),
-        ("PS", "Partnership"),
-        ("CC", "Close Corporation"),
-    ],
+
+def _types(sole: str, last: tuple[str, str]) -> list[tuple[str, str]]:
+    common = [("IND", "Individual"), ("CO", "Company"), ("TR", "Trust")]
+    return [*common, ("SP", sole), ("PS", "Partnership"), last]
+
+
+_TYPES = {
+    "anz": _types("Sole Trader", ("SMSF", "Self Managed Super Fund")),
+    "uk": _types("Sole Trader", ("LLP", "Limited Liability Partnership")),
+    "za": _types("Sole Proprietor", ("CC", "Close Corporation")),
 }
 _TYPE_WEIGHTS = [45, 20, 10, 10, 8, 7]
 _PERSON_TYPES = {"IND", "SP"}
+# fmt: off
 _FIRST = [
-    "Ava",
-    "Noah",
-    "Mia",
-    "Liam",
-    "Zara",
-    "Ethan",
-    "Isla",
-    "Oliver",
-    "Aisha",
-    "Lucas",
-    "Grace",
-    "Thabo",
-    "Priya",
-    "Jack",
-    "Chloe",
-    "Sipho",
-    "Emma",
-    "Leo",
-    "Ruby",
-    "Kai",
+    "Ava", "Noah", "Mia", "Liam", "Zara", "Ethan", "Isla", "Oliver", "Aisha", "Lucas", "Grace",
+    "Thabo", "Priya", "Jack", "Chloe", "Sipho", "Emma", "Leo", "Ruby", "Kai",
 ]
 _LAST = [
-    "Smith",
-    "Nguyen",
-    "Patel",
-    "Brown",
-    "Williams",
-    "Naidoo",
-    "Taylor",
-    "Wilson",
-    "Khan",
-    "Jones",
-    "Walker",
-    "Dlamini",
-    "Evans",
-    "Clarke",
-    "Murphy",
-    "Singh",
-    "Harris",
-    "Botha",
+    "Smith", "Nguyen", "Patel", "Brown", "Williams", "Naidoo", "Taylor", "Wilson", "Khan",
+    "Jones", "Walker", "Dlamini", "Evans", "Clarke", "Murphy", "Singh", "Harris", "Botha",
 ]
-_SUFFIX = {
-    "CO": "Holdings",
-    "TR": "Family Trust",
-    "PS": "& Partners",
-    "SMSF": "Super Fund",
-    "LLP": "LLP",
-    "CC": "CC",
-}
+# fmt: on
+_SUFFIX = dict(
+    CO="Holdings", TR="Family Trust", PS="& Partners", SMSF="Super Fund", LLP="LLP", CC="CC"
+)
 _LEAD_SOURCES = ["Website", "Referral", "Seminar", "Social Media", "Walk-in"]
 _LEAD_STATUSES = ["New", "Contacted", "Qualified", "Proposal Sent", "Won", "Lost"]
 _OPEN_LEAD_STATUSES = _LEAD_STATUSES[:4]
@@ -107,23 +52,21 @@ _TAX = {
     "uk": [("20% (VAT on Income)", 20.0), ("5% (VAT on Income)", 5.0), ("Zero Rated", 0.0)],
     "za": [("Standard Rate Sales", 15.0), ("Zero Rated Sales", 0.0)],
 }
-
-
-_VERSION_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
-_VERSION_SET = (0x4000 << 64) | (0x8000 << 48)
-
-
-def uuid_from_bits(bits: int) -> str:
-    """Format 128 random bits as a version-4 UUID string (version and variant bits set).
-
-    Args:
-        bits: a 128-bit integer.
-
-    Returns:
-        The canonical lowercase text.
-    """
-    text = f"{(bits & _VERSION_CLEAR) | _VERSION_SET:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+# fmt: off
+_EFORMS = [
+    "New Client Details", "Tax Return Checklist", "Engagement Letter", "AML Questionnaire",
+    "Payroll Setup", "Trust Deed Request", "Rental Schedule", "Bank Details", "Director Details",
+    "SMSF Annual Return", "Vehicle Logbook", "GST Registration", "Feedback Survey",
+    "Change of Address", "Authority to Act",
+]
+# fmt: on
+_SERVICES = [
+    ("Annual Accounts", 1800.0),
+    ("Tax Return", 450.0),
+    ("Bookkeeping", 250.0),
+    ("Payroll", 120.0),
+    ("Advisory", 300.0),
+]
 
 
 def _uuid(rng: random.Random) -> str:
@@ -134,21 +77,14 @@ def _stamp(rng: random.Random) -> float:
     return float(int(SEED_EPOCH - rng.random() * _SPAN))
 
 
+def _named(id_name: str, names: list[str], start: int = 1) -> list[JSON]:
+    return [{id_name: n, "name": name} for n, name in enumerate(names, start)]
+
+
 def build_practice(
     config: SandboxConfig, region: str, clock: SandboxClock, practice_number: int = 0
 ) -> Practice:
-    """Generate the practice of one region from the configured seed.
-
-    Args:
-        config: the run's options (seed, entity count, wallet, ledger switch).
-        region: the region to build.
-        clock: the sandbox clock (new records created later read it).
-        practice_number: which of the region's practices (``--practices``); each has its
-            own generator, so its own records.
-
-    Returns:
-        The practice with every collection seeded.
-    """
+    """Generate practice ``practice_number`` of ``region`` from the configured seed."""
     key = f"{config.seed}:{region}"
     if practice_number:
         key += f":{practice_number}"
@@ -160,12 +96,8 @@ def build_practice(
         {"entityTypeID": number, "code": code, "name": name}
         for number, (code, name) in enumerate(_TYPES[region], start=1)
     ]
-    practice.lead_sources = [
-        {"leadSourceID": n, "name": name} for n, name in enumerate(_LEAD_SOURCES, 1)
-    ]
-    practice.lead_statuses = [
-        {"leadStatusID": n, "name": name} for n, name in enumerate(_LEAD_STATUSES, 1)
-    ]
+    practice.lead_sources = _named("leadSourceID", _LEAD_SOURCES)
+    practice.lead_statuses = _named("leadStatusID", _LEAD_STATUSES)
     practice.users = [
         {
             "userKey": _uuid(rng),
@@ -180,7 +112,10 @@ def build_practice(
     _seed_entities(practice, rng, config.entities)
     _seed_contacts(practice, rng)
     _seed_groups(practice, rng)
-    _seed_eforms(practice, rng)
+    practice.eform_templates = [
+        {"formTemplateId": n, "name": name, "isActive": n % 7 != 0, "category": "General"}
+        for n, name in enumerate(_EFORMS, start=101)
+    ]
     _seed_ledger(practice, region)
     _seed_proposals(practice, rng)
     _seed_bills(practice, rng)
@@ -271,31 +206,6 @@ def _seed_groups(practice: Practice, rng: random.Random) -> None:
         )
 
 
-def _seed_eforms(practice: Practice, rng: random.Random) -> None:
-    names = [
-        "New Client Details",
-        "Tax Return Checklist",
-        "Engagement Letter",
-        "AML Questionnaire",
-        "Payroll Setup",
-        "Trust Deed Request",
-        "Rental Schedule",
-        "Bank Details",
-        "Director Details",
-        "SMSF Annual Return",
-        "Vehicle Logbook",
-        "GST Registration",
-        "Feedback Survey",
-        "Change of Address",
-        "Authority to Act",
-    ]
-    for n, name in enumerate(names, start=101):
-        practice.eform_templates.append(
-            {"formTemplateId": n, "name": name, "isActive": n % 7 != 0, "category": "General"}
-        )
-    del rng
-
-
 def _seed_ledger(practice: Practice, region: str) -> None:
     practice.ledger_accounts = [
         {"accountID": 200 + n, "code": str(200 + n), "name": name, "type": "REVENUE"}
@@ -312,31 +222,13 @@ def _seed_ledger(practice: Practice, region: str) -> None:
     practice.catalogs = {
         "services": [
             {"serviceID": 400 + n, "name": name, "price": price}
-            for n, (name, price) in enumerate(
-                [
-                    ("Annual Accounts", 1800.0),
-                    ("Tax Return", 450.0),
-                    ("Bookkeeping", 250.0),
-                    ("Payroll", 120.0),
-                    ("Advisory", 300.0),
-                ]
-            )
+            for n, (name, price) in enumerate(_SERVICES)
         ],
-        "xpm-job-templates": [
-            {"templateID": 501, "name": "Year End"},
-            {"templateID": 502, "name": "BAS"},
-        ],
-        "xpm-job-categories": [
-            {"categoryID": 601, "name": "Compliance"},
-            {"categoryID": 602, "name": "Advisory"},
-        ],
+        "xpm-job-templates": _named("templateID", ["Year End", "BAS"], 501),
+        "xpm-job-categories": _named("categoryID", ["Compliance", "Advisory"], 601),
         "xpm-staff": [{"staffID": user["userID"], "name": user["name"]} for user in practice.users],
-        "fyi-job-templates": [{"templateID": 701, "name": "Client Onboarding"}],
-        "fyi-job-states": [
-            {"stateID": 801, "name": "Planned"},
-            {"stateID": 802, "name": "In Progress"},
-            {"stateID": 803, "name": "Complete"},
-        ],
+        "fyi-job-templates": _named("templateID", ["Client Onboarding"], 701),
+        "fyi-job-states": _named("stateID", ["Planned", "In Progress", "Complete"], 801),
     }
 
 
@@ -365,104 +257,39 @@ def _seed_proposals(practice: Practice, rng: random.Random) -> None:
         }
 
 
-def _bill(
-    practice: Practice,
-    entity: Entity,
-    stamp: float,
-    lines: list[tuple[float, float]],
-    *,
-    generated: bool,
-) -> JSON:
-    bill_id = practice.new_id()
-    rows: list[JSON] = [
-        {
-            "billingDetailID": bill_id * 10 + n,
-            "billAmount": amount,
-            "billTax": round(amount * rate / 100, 2),
-            "billTotal": round(amount * (1 + rate / 100), 2),
-            "narration": "Professional services",
-            "extItemID": None,
-            "extAccountID": 200,
-            "extTaxID": None,
-            "fieldOne": None,
-            "fieldTwo": None,
-            "orderID": None,
-            "serviceID": None,
-        }
-        for n, (amount, rate) in enumerate(lines)
-    ]
+def _bill(practice: Practice, entity: Entity, stamp: float, amount: float, rate: float) -> JSON:
+    tax, total = round(amount * rate / 100, 2), round(amount * (1 + rate / 100), 2)
+    line = (amount, tax, total, "Professional services", None, 200, None)
     day = format_time(stamp)[:10]
-    bill: JSON = {
-        "billingID": bill_id,
-        "engagementID": 0,
-        "engagementStatusID": 0,
-        "entityID": entity.seq + 1,
-        "entityKey": entity.key,
-        "engagementName": None,
-        "entityName": entity.name,
-        "isEngagementFinalised": False,
-        "isOnboardingEntity": False,
-        "billDate": day,
-        "dueDate": day,
-        "billNumber": f"INV-{bill_id}",
-        "refNo": None,
-        "billAmount": round(sum(row["billAmount"] for row in rows), 2),
-        "billTax": round(sum(row["billTax"] for row in rows), 2),
-        "billTotal": round(sum(row["billTotal"] for row in rows), 2),
-        "paymentTotal": 0.0,
-        "billDetails": "Seeded bill",
-        "currencyID": 1,
-        "billNow": 1,
-        "packageNumber": 0,
-        "billPercent": 100.0,
-        "syncNow": False,
-        "sendBill": False,
-        "invoiceStatus": "Generated" if generated else "Draft",
-        "externalID": None,
-        "externalNumber": None,
-        "externalURL": None,
-        "syncAttemptCount": 0,
-        "syncFailedReason": None,
-        "brandingThemeID": None,
-        "createdOn": format_time(stamp),
-        "updatedOn": format_time(stamp),
-        "cancelledOn": None,
-        "lineItems": rows,
-    }
-    if generated:
-        bill["externalID"] = f"ledger-{bill_id}"
-        bill["externalNumber"] = f"LINV-{bill_id}"
-        bill["externalURL"] = f"https://ledger.invalid/invoices/{bill_id}"
-        bill["syncAttemptCount"] = 1
-    practice.bills[bill_id] = bill
-    return bill
+    return practice.add_bill(entity, day, day, stamp, [line], billDetails="Seeded bill")
 
 
 def _seed_bills(practice: Practice, rng: random.Random) -> None:
     rate = float(practice.ledger_tax_rates[0]["rate"])
     actives = _actives(practice, 400)
     for entity in actives[:30]:
-        _bill(
-            practice,
-            entity,
-            _stamp(rng),
-            [(float(rng.randrange(100, 2000)), rate)],
-            generated=False,
-        )
+        _bill(practice, entity, _stamp(rng), float(rng.randrange(100, 2000)), rate)
     for n, entity in enumerate(actives[30:38]):
         schedule_id = 5000 + n
         amount = float(rng.randrange(100, 600))
         runs = []
         start = _stamp(rng)
         for run in range(rng.randint(2, 5)):
-            stamp = start + run * 30 * 86400
-            bill = _bill(practice, entity, stamp, [(amount, rate)], generated=True)
-            bill["recurringBillingID"] = schedule_id
+            bill = _bill(practice, entity, start + run * 30 * 86400, amount, rate)
+            bill_id = bill["billingID"]
+            bill.update(
+                invoiceStatus="Generated",
+                externalID=f"ledger-{bill_id}",
+                externalNumber=f"LINV-{bill_id}",
+                externalURL=f"https://ledger.invalid/invoices/{bill_id}",
+                syncAttemptCount=1,
+                recurringBillingID=schedule_id,
+            )
             runs.append(
                 {
                     "runID": schedule_id * 10 + run,
                     "runDate": bill["billDate"],
-                    "billingID": bill["billingID"],
+                    "billingID": bill_id,
                     "status": "Generated",
                 }
             )
@@ -491,19 +318,10 @@ def _seed_onboardings(practice: Practice, rng: random.Random) -> None:
         rows = []
         for client in clients:
             entity_onboarding_id = practice.new_id()
-            documents: list[JSON] = [
-                {
-                    "documentId": practice.new_id(),
-                    "name": name,
-                    "isUploaded": status == "Completed" or rng.random() < 0.4,
-                    "isBypassed": False,
-                    "fileName": None,
-                }
-                for name in ("Photo ID", "Proof of Address")
-            ]
+            documents = practice.new_documents()
             for document in documents:
-                if document["isUploaded"]:
-                    document["fileName"] = f"{document['name'].lower().replace(' ', '-')}.pdf"
+                if status == "Completed" or rng.random() < 0.4:
+                    mark_uploaded(document)
             rows.append(
                 {
                     "entityOnboardingId": entity_onboarding_id,

@@ -21,17 +21,8 @@ from practiceflow.sandbox.state import SandboxState
 
 
 def check_loopback(host: str) -> str:
-    """Return ``host`` when it is a loopback address; raise otherwise.
-
-    Args:
-        host: ``127.0.0.1``, ``::1`` or ``localhost`` (resolved to 127.0.0.1).
-
-    Returns:
-        The IP address to bind.
-
-    Raises:
-        ValueError: the host is not loopback.
-    """
+    """The IP address to bind for ``host`` (``localhost`` is 127.0.0.1); ValueError unless
+    it is loopback."""
     candidate = "127.0.0.1" if host == "localhost" else host
     try:
         address = ipaddress.ip_address(candidate)
@@ -65,14 +56,8 @@ def _uvicorn_config(app: Any, host: str, port: int) -> uvicorn.Config:
 
 
 class SandboxHandle:
-    """A sandbox running in a background thread.
-
-    Attributes:
-        host: the loopback address it listens on.
-        port: the port.
-        state: the live :class:`SandboxState` (for in-process assertions).
-        admin_token: the ``X-Admin-Token`` of the admin surface.
-    """
+    """A sandbox running in a background thread on ``host``:``port`` (loopback); ``state``
+    is its live :class:`SandboxState`, for in-process assertions."""
 
     def __init__(self, config: SandboxConfig, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host = check_loopback(host)
@@ -102,9 +87,6 @@ class SandboxHandle:
 
         Args:
             timeout: seconds to wait for readiness.
-
-        Returns:
-            This handle.
 
         Raises:
             RuntimeError: the server did not start in time.
@@ -143,42 +125,26 @@ class SandboxHandle:
         self.stop()
 
     def base_url(self, region: str = "anz") -> str:
-        """The API base URL of a region (routes are ``<base>/api/v1/...``).
-
-        Args:
-            region: ``anz``, ``uk`` or ``za``.
-
-        Returns:
-            Such as ``http://127.0.0.1:54321/anz``.
-        """
+        """The API base URL of ``region`` (``anz``, ``uk`` or ``za``), such as
+        ``http://127.0.0.1:54321/anz``; routes are ``<base>/api/v1/...``."""
         if region not in REGIONS:
             raise ValueError(f"region: got {region!r}; valid values are {list(REGIONS)}")
         return f"{self.url}/{region}"
 
     def credentials(self, region: str = "anz", kind: ClientKind = "rw") -> tuple[str, str]:
-        """The Client ID and secret of one of the region's API clients.
-
-        Args:
-            region: ``anz``, ``uk`` or ``za``.
-            kind: ``rw`` (read-write), ``ro`` (read-only) or ``inactive``.
-
-        Returns:
-            ``(client_id, secret)``.
-        """
+        """``(client_id, secret)`` of the region's ``kind`` client: ``rw`` (read-write),
+        ``ro`` (read-only) or ``inactive``."""
         credential = self.state.credentials[region][kind]
         return credential.client_id, credential.secret
 
     def admin(self, method: str, path: str, json: Any = None, **params: Any) -> Any:
-        """Call the admin surface and return its JSON answer.
+        """Call the admin surface and return its parsed JSON answer.
 
         Args:
             method: HTTP method.
             path: path under the root, such as ``/_admin/reset`` (``/_admin`` may be omitted).
             json: the JSON body.
             **params: query parameters (such as ``region="uk"``).
-
-        Returns:
-            The parsed JSON answer.
 
         Raises:
             requests.HTTPError: the admin surface answered with an error status.
@@ -203,17 +169,10 @@ class SandboxHandle:
         self.admin("POST", "/_admin/reset")
 
     def wait_for_deliveries(self, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:
-        """Wait until the delivery log holds at least ``count`` attempts.
-
-        Args:
-            count: attempts to wait for.
-            timeout: seconds to wait.
-
-        Returns:
-            The log (every attempt so far).
+        """Wait until the delivery log holds at least ``count`` attempts; return the log.
 
         Raises:
-            TimeoutError: fewer attempts were logged in time.
+            TimeoutError: fewer attempts were logged within ``timeout`` seconds.
         """
         deadline = time.monotonic() + timeout
         while True:
@@ -229,31 +188,17 @@ class SandboxHandle:
 def start_sandbox(
     config: SandboxConfig | None = None, host: str = "127.0.0.1", port: int = 0
 ) -> SandboxHandle:
-    """Start a sandbox in a background thread.
-
-    Args:
-        config: its options (defaults when omitted).
-        host: a loopback address.
-        port: ``0`` picks a free port.
-
-    Returns:
-        The running handle; call ``stop()`` (or use it as a context manager).
-    """
+    """Start a sandbox in a background thread (``port`` 0 picks a free one) and return its
+    handle; call ``stop()``, or use it as a context manager."""
     return SandboxHandle(config or SandboxConfig(), host, port).start()
 
 
 def serve_forever(
     config: SandboxConfig, host: str, port: int, sock: socket.socket | None = None
 ) -> None:
-    """Serve in the foreground until Ctrl-C or SIGTERM (uvicorn handles both).
-
-    Args:
-        config: the options.
-        host: a loopback address.
-        port: the port.
-        sock: a socket already bound to ``host:port`` (so that a caller can announce the
-            address only once it accepts connections), or None to bind here.
-    """
+    """Serve in the foreground until Ctrl-C or SIGTERM (uvicorn handles both); ``sock`` is a
+    socket already bound to ``host:port`` (so a caller can announce the address once it
+    accepts connections), or None to bind here."""
     host = check_loopback(host)
     state = SandboxState(config)
     state.dispatcher.start()

@@ -1,24 +1,25 @@
 """The whole sandbox state: the practices of every region and the runtime machinery.
 
-One :class:`SandboxState` backs one running sandbox. Practices are seeded lazily, on the
-first request that reaches a region, so starting (and resetting) is instant even with
-100,000 entities per region. ``reset`` returns everything to the configured seed.
+Practices are seeded lazily, on the first request that reaches a region, so starting (and
+resetting) is instant even at 100,000 entities. Rate windows (minute, hour, UTC day) are
+aligned to the sandbox clock, so moving it renews budgets; a refused request spends none.
+Faults make the next N matching requests misbehave: 429, 500, ``slow``, or ``drop`` (the
+request is performed, then the connection closed unanswered).
 """
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from collections import deque
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 from practiceflow.sandbox.config import REGIONS, ClientKind, Credential, RateLimits, SandboxConfig
 from practiceflow.sandbox.deliveries import DeliveryDispatcher
-from practiceflow.sandbox.faults import FaultBoard
 from practiceflow.sandbox.practices import extra_clients
-from practiceflow.sandbox.rate_limiter import RateLimiter
 from practiceflow.sandbox.seed import build_practice
 from practiceflow.sandbox.store import Practice
 
@@ -34,18 +35,9 @@ EVENTS: dict[str, str] = {
 
 
 class SandboxState:
-    """Practices, clock, rate limiter, faults, logs and the webhook dispatcher.
-
-    Attributes:
-        config: the options in force (the admin surface may change some).
-        initial_config: the options the sandbox started with (``reset`` restores them).
-        clock: the sandbox clock.
-        faults: the armed faults.
-        limiter: the rate limiter (replaced when limits change).
-        dispatcher: the webhook delivery machinery.
-        duplicate_deliveries: how many copies of each event are delivered.
-        variants: the answers played where the spec is silent (``/_admin/variants``).
-    """
+    """Practices, clock, rate limiter, faults, logs and the webhook dispatcher; ``config``
+    is the options in force (the admin surface changes some), ``initial_config`` those
+    ``reset`` restores."""
 
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
@@ -53,45 +45,30 @@ class SandboxState:
         self.clock = SandboxClock()
         self.faults = FaultBoard()
         self.limiter = RateLimiter(config.rate_limits, self.clock)
-        self.dispatcher = DeliveryDispatcher(
-            self.clock,
-            config.webhook_retry_delays,
-            config.webhook_retry_scale,
-            config.webhook_timeout,
-        )
+        self.dispatcher = DeliveryDispatcher(self.clock, config)
         self.duplicate_deliveries = 1
         self.variants = config.variants
         self._lock = threading.RLock()
         self._practices: dict[tuple[int, str], Practice] = {}
         self._requests: deque[dict[str, Any]] = deque(maxlen=20_000)
         self.generation = 0
-        self.clients: dict[str, tuple[str, Credential]] = {}
-        self.credentials: dict[str, dict[ClientKind, Credential]] = {}
-        self.practice_numbers: dict[str, int] = {}
-        self._load_credentials()
-
-    def _load_credentials(self) -> None:
-        self.credentials = {region: self.config.credentials(region) for region in REGIONS}
-        self.clients = {
+        self.credentials: dict[str, dict[ClientKind, Credential]] = {
+            region: config.credentials(region) for region in REGIONS
+        }
+        self.clients: dict[str, tuple[str, Credential]] = {
             credential.client_id: (region, credential)
             for region, kinds in self.credentials.items()
             for credential in kinds.values()
         }
         # Practices 1..N-1 (``--practices N``): a request's credentials choose its practice.
-        for client_id, (region, number, credential) in extra_clients(self.config).items():
+        self.practice_numbers: dict[str, int] = {}
+        for client_id, (region, number, credential) in extra_clients(config).items():
             self.clients[client_id] = (region, credential)
             self.practice_numbers[client_id] = number
 
     def practice(self, region: str, number: int = 0) -> Practice:
-        """A practice of ``region``, seeded on first use.
-
-        Args:
-            region: one of the configured regions.
-            number: which practice (0, the usual one, up to ``config.practices - 1``).
-
-        Returns:
-            The practice.
-        """
+        """Practice ``number`` (0, the usual one, to ``config.practices - 1``) of ``region``,
+        seeded on first use."""
         key = (number, region)
         practice = self._practices.get(key)
         if practice is None:
@@ -107,13 +84,8 @@ class SandboxState:
         return self.practice(region, self.practice_numbers.get(credential.client_id, 0))
 
     def reset(self, seed: int | None = None, entities: int | None = None) -> None:
-        """Return to the options the sandbox started with: data, clock, faults, budgets,
-        logs and switches (page size, rate limits, wallet, ledger, duplicates).
-
-        Args:
-            seed: seed the data with this instead (until the next reset).
-            entities: seed this many entities per region instead (until the next reset).
-        """
+        """Return data, clock, faults, budgets, logs and switches to the options the sandbox
+        started with; ``seed`` and ``entities`` replace those until the next reset."""
         with self._lock:
             config = self.initial_config
             if seed is not None:
@@ -132,11 +104,7 @@ class SandboxState:
             self.generation += 1
 
     def set_rate_limits(self, limits: RateLimits) -> None:
-        """Replace the rate windows (budgets start afresh) until the next reset.
-
-        Args:
-            limits: the new windows.
-        """
+        """Replace the rate windows (budgets start afresh) until the next reset."""
         self.limiter = RateLimiter(limits, self.clock)
 
     def answer_delay(self) -> float:
@@ -147,16 +115,9 @@ class SandboxState:
             return config.latency
         return config.latency + random.uniform(0, config.jitter)  # noqa: S311 - not security
 
-    # ---- logs -----------------------------------------------------------------------
-
     def log_request(self, row: dict[str, Any], generation: int) -> None:
-        """Record one API request (method, path, client id, status ...).
-
-        Args:
-            row: the log row.
-            generation: :attr:`generation` when the request arrived; a request that
-                straddles a reset is not logged into the new run.
-        """
+        """Record one API request; ``generation`` is :attr:`generation` when it arrived (a
+        request that straddles a reset is not logged into the new run)."""
         if generation == self.generation:
             self._requests.append(row)
 
@@ -164,19 +125,9 @@ class SandboxState:
         """Every API request received since the last reset, oldest first."""
         return list(self._requests)
 
-    # ---- events ---------------------------------------------------------------------
-
     def emit(self, practice: Practice, event: str, data: dict[str, Any]) -> str:
-        """Deliver an event to every subscription of ``practice`` for it.
-
-        Args:
-            practice: the practice where it happened.
-            event: the event key.
-            data: the resource fields.
-
-        Returns:
-            The event id (the same for every subscription and copy).
-        """
+        """Deliver ``event`` with ``data`` to every subscription of ``practice`` for it;
+        returns the event id (the same for every subscription and copy)."""
         event_id = practice.new_uuid()
         for subscription in list(practice.subscriptions.values()):
             if subscription["event"] == event:
@@ -201,3 +152,132 @@ class SandboxState:
     def now_text(self) -> str:
         """The sandbox clock as ISO 8601 text."""
         return format_time(self.clock.now())
+
+
+@dataclass(frozen=True)
+class RateDecision:
+    """Outcome of one request against the budget: the reported window's limit, requests
+    left in it, whole seconds until it renews, and seconds to wait when refused (else 0)."""
+
+    allowed: bool
+    limit: int
+    remaining: int
+    reset: int
+    retry_after: int
+
+    def headers(self) -> dict[str, str]:
+        """The ``X-RateLimit-*`` headers, plus ``Retry-After`` when refused."""
+        values = {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(self.reset),
+        }
+        if not self.allowed:
+            values["Retry-After"] = str(self.retry_after)
+        return values
+
+
+class RateLimiter:
+    """Counts requests per Client ID in a minute, an hour and a day window."""
+
+    def __init__(self, limits: RateLimits, clock: SandboxClock) -> None:
+        self.limits = limits
+        self._clock = clock
+        self._windows = ((60, limits.per_minute), (3600, limits.per_hour), (86400, limits.per_day))
+        self._counts: dict[str, dict[int, tuple[int, int]]] = {}
+        self._lock = threading.Lock()
+
+    def hit(self, client_id: str) -> RateDecision:
+        """Spend one request of ``client_id``'s budget if every window allows it."""
+        now = self._clock.now()
+        with self._lock:
+            counts = self._counts.setdefault(client_id, {})
+            current: list[tuple[int, int, int, float]] = []
+            for size, limit in self._windows:
+                start = int(now // size)
+                window_start, used = counts.get(size, (start, 0))
+                if window_start != start:
+                    used = 0
+                current.append((size, limit, used, (start + 1) * size - now))
+                counts[size] = (start, used)
+            exhausted = [row for row in current if row[2] >= row[1]]
+            if exhausted:
+                size, limit, _, left = max(exhausted, key=lambda row: row[3])
+                wait = max(1, math.ceil(left))
+                return RateDecision(False, limit, 0, wait, wait)
+            for size, _limit, used, _left in current:
+                counts[size] = (counts[size][0], used + 1)
+            size, limit, used, left = min(current, key=lambda row: row[1] - row[2] - 1)
+            return RateDecision(True, limit, limit - used - 1, max(1, math.ceil(left)), 0)
+
+
+#: Accepted names of each kind (the canonical name first).
+# fmt: off
+FAULT_KINDS: dict[str, str] = {
+    "rate_limit": "rate_limit", "429": "rate_limit", "server_error": "server_error",
+    "500": "server_error", "slow": "slow", "drop": "drop",
+}
+# fmt: on
+
+
+@dataclass
+class Fault:
+    """One armed fault: for ``remaining`` more requests matching every condition given.
+
+    ``path_prefix`` matches with or without the region prefix; ``retry_after`` is the
+    ``Retry-After`` of an injected 429 (none when ``None``); ``delay`` holds a ``slow``
+    answer back.
+    """
+
+    kind: str
+    remaining: int = 1
+    method: str | None = None
+    path_prefix: str | None = None
+    region: str | None = None
+    retry_after: int | None = None
+    delay: float = 0.0
+
+    def matches(self, method: str, region: str, path: str) -> bool:
+        """Whether this fault applies to a request (``path`` without the region prefix)."""
+        if self.method and self.method.upper() != method:
+            return False
+        if self.region and self.region != region:
+            return False
+        if self.path_prefix:
+            full = f"/{region}{path}"
+            return path.startswith(self.path_prefix) or full.startswith(self.path_prefix)
+        return True
+
+
+class FaultBoard:
+    """The armed faults, consumed in the order they were added."""
+
+    def __init__(self) -> None:
+        self._faults: list[Fault] = []
+        self._lock = threading.Lock()
+
+    def add(self, fault: Fault) -> None:
+        """Arm a fault (its ``kind`` canonical)."""
+        with self._lock:
+            self._faults.append(fault)
+
+    def take(self, method: str, region: str, path: str) -> Fault | None:
+        """Consume one use of the first fault matching a request, if any."""
+        with self._lock:
+            for fault in self._faults:
+                if fault.matches(method, region, path):
+                    fault.remaining -= 1
+                    if fault.remaining <= 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None
+
+    def clear(self) -> None:
+        """Disarm every fault."""
+        with self._lock:
+            self._faults.clear()
+
+    def describe(self) -> list[dict[str, Any]]:
+        """The armed faults as JSON-ready rows."""
+        with self._lock:
+            return [asdict(fault) for fault in self._faults]

@@ -1,9 +1,8 @@
 """In-memory records of one practice, with the indexes that keep paging cheap.
 
-Entities are kept twice: in creation order (``order``, the stable key of the unfiltered
-list, so new entities only ever append) and sorted by ``(lastUpdated, seq)`` (``index``,
-bisected for the ``lastUpdated`` filter), so a page costs O(log n + page size) at any scale.
-All other collections are small and kept as plain dicts of JSON-ready values.
+Entities are kept twice: in creation order (``order``; new entities only append) and sorted
+by ``(lastUpdated, seq)`` (``index``, bisected for the ``lastUpdated`` filter), so a page
+costs O(log n + page size) at any scale. Other collections are small dicts of JSON values.
 """
 
 from __future__ import annotations
@@ -11,25 +10,37 @@ from __future__ import annotations
 import bisect
 import hashlib
 import random
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 
 JSON = dict[str, Any]
+#: A bill line: amount, tax, total, narration, extItemID, extAccountID, extTaxID.
+BillLine = tuple[float, float, float, str | None, int | None, int | None, int | None]
 
+# fmt: off
 #: Fields of the create body that are stored and returned on load as given.
-ENTITY_EXTRA_FIELDS = (
-    "externalSystemID",
-    "telephone",
-    "mobile",
-    "taxNumber",
-    "regNumber",
-    "idNumber",
-    "physicalAddress",
-    "postalAddress",
-)
+ENTITY_TEXT_FIELDS = [
+    "externalSystemID", "telephone", "mobile", "taxNumber", "regNumber", "idNumber",
+]
+# fmt: on
+ENTITY_EXTRA_FIELDS = [*ENTITY_TEXT_FIELDS, "physicalAddress", "postalAddress"]
+
+_VERSION_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_VERSION_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
+def uuid_from_bits(bits: int) -> str:
+    """128 random bits as a version-4 UUID text (version and variant bits set)."""
+    text = f"{(bits & _VERSION_CLEAR) | _VERSION_SET:032x}"
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
+def mark_uploaded(document: JSON) -> None:
+    """Mark an onboarding document uploaded, with the file name its upload gets."""
+    document["isUploaded"] = True
+    document["fileName"] = document["name"].lower().replace(" ", "-") + ".pdf"
 
 
 @dataclass(slots=True)
@@ -120,12 +131,9 @@ class Practice:
     eform_email_fails: bool = False
     next_id: int = 90_000
 
-    # ---- identifiers and time -------------------------------------------------------
-
     def new_uuid(self) -> str:
         """A fresh key, drawn from the practice's seeded generator (reproducible)."""
-        bits = self.rng.getrandbits(128)
-        return str(uuid.UUID(int=bits, version=4))
+        return uuid_from_bits(self.rng.getrandbits(128))
 
     def new_id(self) -> int:
         """A fresh integer id, unique across this practice's integer-keyed records."""
@@ -136,43 +144,32 @@ class Practice:
         """The sandbox clock in Unix seconds."""
         return self.clock.now()
 
-    # ---- entities -------------------------------------------------------------------
-
-    def add_entity(self, entity: Entity) -> None:
-        """Store a new entity at the end of both orders.
-
-        Args:
-            entity: the record; ``seq`` is assigned here.
-        """
-        entity.seq = len(self.order)
+    def add_entity(self, code: str, type_row: JSON, **fields: Any) -> Entity:
+        """Store a new entity of type ``type_row``, stamped now, at the end of both orders."""
+        entity = Entity(
+            self.new_uuid(),
+            len(self.order),
+            code,
+            type_id=int(type_row["entityTypeID"]),
+            type_name=str(type_row["name"]),
+            updated=self.now(),
+            **fields,
+        )
         self.entities[entity.key] = entity
         self.order.append(entity)
         bisect.insort(self.index, (entity.updated, entity.seq, entity))
+        return entity
 
-    def touch(self, entity: Entity, when: float | None = None) -> None:
-        """Bump ``lastUpdated`` of an entity and move it in the time index.
-
-        Args:
-            entity: the record.
-            when: the new time; the sandbox clock when omitted.
-        """
+    def touch(self, entity: Entity) -> None:
+        """Bump ``lastUpdated`` of an entity to now and move it in the time index."""
         position = bisect.bisect_left(self.index, (entity.updated, entity.seq))
         if position < len(self.index) and self.index[position][2] is entity:
             del self.index[position]
-        entity.updated = self.now() if when is None else when
+        entity.updated = self.now()
         bisect.insort(self.index, (entity.updated, entity.seq, entity))
 
     def entities_page(self, page: int, size: int, since: float | None) -> list[Entity]:
-        """One page of entities: creation order, or time order when ``since`` is given.
-
-        Args:
-            page: 1-based page number.
-            size: rows per page.
-            since: keep rows with ``lastUpdated`` at or after this Unix time.
-
-        Returns:
-            The rows of the page (fewer than ``size`` on the last one).
-        """
+        """Page ``page`` (1-based) of entities: creation order, or time order from ``since``."""
         start = (page - 1) * size
         if since is None:
             return self.order[start : start + size]
@@ -180,29 +177,18 @@ class Practice:
         return [row[2] for row in self.index[first + start : first + start + size]]
 
     def entity_type(self, text: str) -> JSON | None:
-        """Resolve an entity type by code or display name (case-insensitive).
-
-        Args:
-            text: a code such as ``CO`` or a name such as ``Company``.
-
-        Returns:
-            The settings row, or ``None`` when unknown.
-        """
+        """The entity type named by code or display name (any case), or ``None``."""
         wanted = text.strip().casefold()
         for row in self.entity_types:
             if wanted in (str(row["code"]).casefold(), str(row["name"]).casefold()):
                 return row
         return None
 
-    def entity_type_by_id(self, type_id: int) -> JSON | None:
-        """The entity type row with this id, or ``None``."""
-        return next((row for row in self.entity_types if row["entityTypeID"] == type_id), None)
-
     def entity_detail(self, entity: Entity) -> JSON:
         """The detail record: the summary plus addresses, numbers and assignments.
 
-        Addresses and assignments of seeded entities are derived from the key, so they
-        cost nothing at seed time and are the same on every load.
+        A seeded entity's address and assignments derive from its key: free at seed time,
+        the same on every load.
         """
         extra = entity.extra or {}
         detail = entity.summary()
@@ -254,6 +240,80 @@ class Practice:
             "bglSmsfFirm": None,
         }
 
-    def find_user(self, key: str) -> JSON | None:
-        """The user with this key, or ``None``."""
-        return next((user for user in self.users if user["userKey"] == key), None)
+    def add_bill(
+        self, entity: Entity, day: str, due: str, stamp: float, lines: list[BillLine], **fields: Any
+    ) -> JSON:
+        """Store a Draft bill (spec 2.4) of ``entity`` dated ``day``, made at ``stamp``;
+        ``fields`` replace the record's defaults. Totals are rounded sums of the lines."""
+        bill_id = self.new_id()
+        rows = [
+            {
+                "billingDetailID": bill_id * 10 + n,
+                "billAmount": round(amount, 2),
+                "billTax": round(tax, 2),
+                "billTotal": round(total, 2),
+                "narration": narration,
+                "extItemID": item,
+                "extAccountID": account,
+                "extTaxID": tax_id,
+                "fieldOne": None,
+                "fieldTwo": None,
+                "orderID": None,
+                "serviceID": None,
+            }
+            for n, (amount, tax, total, narration, item, account, tax_id) in enumerate(lines)
+        ]
+        bill: JSON = {
+            "billingID": bill_id,
+            "engagementID": 0,
+            "engagementStatusID": 0,
+            "entityID": entity.seq + 1,
+            "entityKey": entity.key,
+            "engagementName": None,
+            "entityName": entity.name,
+            "isEngagementFinalised": False,
+            "isOnboardingEntity": False,
+            "billDate": day,
+            "dueDate": due,
+            "billNumber": f"INV-{bill_id}",
+            "refNo": None,
+            "billAmount": round(sum(line[0] for line in lines), 2),
+            "billTax": round(sum(line[1] for line in lines), 2),
+            "billTotal": round(sum(line[2] for line in lines), 2),
+            "paymentTotal": 0.0,
+            "billDetails": None,
+            "currencyID": 1,
+            "billNow": 1,
+            "packageNumber": 0,
+            "billPercent": 100.0,
+            "syncNow": False,
+            "sendBill": False,
+            "invoiceStatus": "Draft",
+            "externalID": None,
+            "externalNumber": None,
+            "externalURL": None,
+            "syncAttemptCount": 0,
+            "syncFailedReason": None,
+            "brandingThemeID": None,
+            "createdOn": format_time(stamp),
+            "updatedOn": format_time(stamp),
+            "cancelledOn": None,
+            "lineItems": rows,
+        }
+        bill.update(fields)
+        self.bills[bill_id] = bill
+        return bill
+
+    def new_documents(self) -> list[JSON]:
+        """The documents an onboarding asks of one client, none uploaded yet."""
+        names = ("Photo ID", "Proof of Address")
+        return [
+            {
+                "documentId": self.new_id(),
+                "name": name,
+                "isUploaded": False,
+                "isBypassed": False,
+                "fileName": None,
+            }
+            for name in names
+        ]

@@ -1,18 +1,9 @@
 """The answers the sandbox may give where the spec is silent or ambiguous: a small table.
 
-The spec says "not shown" for many shapes and behaviours. Each such **topic** has a few
-plausible **answers**; the first is the sandbox's default (the guess of GUESSES.md), and
-one is marked *hostile*: the least convenient for a client. A run of the sandbox picks one
-answer per topic:
-
-* ``practiceflow sandbox --variant rounding=per_total --variant field_case=Id``;
-* ``--variants hostile`` (every topic's hostile answer), ``--variants default``, or
-  ``--variants random:SEED`` (a seeded pick per topic), then ``--variant`` on top;
-* ``GET / POST /_admin/variants`` while it runs (``{"preset": ..., "set": {...}}``).
-
-Routes ask :meth:`Variants.pick` (``ctx.state.variants.pick("rounding")``). The table of
-GUESSES.md (section "Variants") is generated from :data:`TOPICS` by :func:`markdown_table`
-and a test keeps the two equal.
+Each **topic** has a few plausible **answers**: the first is the default (the guess of
+GUESSES.md), one is *hostile* (least convenient for a client). A run picks one per topic
+(``--variants``/``--variant``, or ``/_admin/variants``); routes ask :meth:`Variants.pick`.
+GUESSES.md's "Variants" table is :func:`markdown_table`'s output; a test keeps them equal.
 """
 
 from __future__ import annotations
@@ -24,14 +15,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Topic:
-    """One open question of the spec and the answers the sandbox can play.
-
-    Attributes:
-        name: the topic's name, such as ``rounding``.
-        question: what the spec leaves open, in a line.
-        answers: answer name -> what the sandbox then does; the first is the default.
-        hostile: the answer least convenient for a client.
-    """
+    """One open question of the spec; ``answers`` maps each answer the sandbox can play to
+    what it then does (the first is the default)."""
 
     name: str
     question: str
@@ -152,14 +137,8 @@ PRESETS: tuple[str, ...] = ("default", "hostile")
 
 
 class Variants:
-    """The answer chosen for each topic (a name -> answer table); immutable.
-
-    Args:
-        chosen: topic -> answer for the topics that do not play their default.
-
-    Raises:
-        ValueError: an unknown topic or answer (the message lists the valid ones).
-    """
+    """The answer chosen for each topic; immutable. ``chosen`` names those not playing
+    their default; ValueError for an unknown topic or answer (listing the valid ones)."""
 
     def __init__(self, chosen: Mapping[str, str] | None = None) -> None:
         table = {topic.name: topic.default for topic in TOPICS}
@@ -176,11 +155,7 @@ class Variants:
 
     @classmethod
     def preset(cls, name: str) -> Variants:
-        """``default``, ``hostile`` or ``random:SEED``.
-
-        Raises:
-            ValueError: any other name.
-        """
+        """``default``, ``hostile`` or ``random:SEED``; ValueError for any other name."""
         if name == "default":
             return cls()
         if name == "hostile":
@@ -195,11 +170,8 @@ class Variants:
 
     @classmethod
     def parse(cls, preset: str | None = None, pairs: Iterable[str] = ()) -> Variants:
-        """A preset, then ``topic=answer`` pairs on top (the command line's form).
-
-        Raises:
-            ValueError: a bad preset, pair, topic or answer.
-        """
+        """A preset, then ``topic=answer`` pairs on top (the command line's form); ValueError
+        for a bad preset, pair, topic or answer."""
         base = cls.preset(preset or "default")
         chosen = base.as_dict()
         for pair in pairs:
@@ -214,11 +186,7 @@ class Variants:
         return Variants({**self._table, **chosen})
 
     def pick(self, topic: str) -> str:
-        """The answer played for ``topic``.
-
-        Raises:
-            KeyError: an unknown topic (a typo in a route).
-        """
+        """The answer played for ``topic`` (KeyError for an unknown one: a typo in a route)."""
         return self._table[topic]
 
     def is_(self, topic: str, answer: str) -> bool:

@@ -1,33 +1,20 @@
-"""The API routes of the sandbox, one module per resource family.
+"""The API routes of the sandbox, one module per group of resource families.
 
-Each module exports ``OPS``: the operations it serves, with what the OpenAPI document
-says about them. :data:`ALL_OPS` is the one route table (the router and /openapi.json are
-both built from it).
+Each module exports ``OPS``: the operations it serves, with what the OpenAPI document says
+about them. :data:`ALL_OPS` is the one route table (the router and /openapi.json are both
+built from it); its order numbers the OpenAPI operation ids.
 """
 
 from __future__ import annotations
 
-from practiceflow.sandbox.routes import (
-    billing,
-    core,
-    entities,
-    groups,
-    leads,
-    onboarding,
-    proposals,
-    webhook_subscriptions,
-)
+from practiceflow.sandbox.routes import billing, core, entities, onboarding, webhook_subscriptions
 from practiceflow.sandbox.routes.common import Op
-
-__all__ = ["ALL_OPS", "Op"]
 
 ALL_OPS: list[Op] = [
     *core.OPS,
     *entities.OPS,
-    *leads.OPS,
-    *groups.OPS,
+    *core.GROUP_OPS,
     *billing.OPS,
-    *proposals.OPS,
     *onboarding.OPS,
     *webhook_subscriptions.OPS,
 ]

@@ -1,16 +1,24 @@
-"""Bills (adhoc create, list by bill date, load, PDF), ledger catalogs, recurring billing."""
+"""Bills (adhoc create, list by bill date, load, PDF), ledger catalogs, recurring billing;
+proposals (all shapes guessed except the renew/duplicate transitions) and their catalogs."""
 
 from __future__ import annotations
 
+import copy
 from datetime import date
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from practiceflow.sandbox.bodies import BillBody, BillLineBody
+from practiceflow.sandbox.bodies import (
+    BillBody,
+    BillLineBody,
+    ProposalBody,
+    ProposalFromTemplateBody,
+    ProposalServiceBody,
+    RenewBody,
+)
 from practiceflow.sandbox.clock import format_time
-from practiceflow.sandbox.paging import query_date
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import (
     PAGE_NUMBER,
@@ -18,12 +26,19 @@ from practiceflow.sandbox.routes.common import (
     Ctx,
     Op,
     Param,
-    context,
+    created,
+    entity_or_404,
+    found,
+    id_case,
     ok,
+    paged,
+    query_date,
+    query_uuid,
     read_body,
+    settings_op,
+    status_text,
 )
-from practiceflow.sandbox.routes.played import created, id_case, paged
-from practiceflow.sandbox.store import Practice
+from practiceflow.sandbox.store import BillLine, Entity, Practice
 from practiceflow.sandbox.variants import Variants
 
 #: Plus or minus this many percent, a taxPercent matches a ledger tax rate (spec 4.1 rule 2).
@@ -31,14 +46,7 @@ TAX_TOLERANCE = 0.02
 
 
 def pdf_bytes(title: str) -> bytes:
-    """A tiny, valid one-page PDF naming ``title`` (for the PDF endpoints).
-
-    Args:
-        title: text shown on the page (ASCII).
-
-    Returns:
-        The document bytes.
-    """
+    """A tiny, valid one-page PDF showing ``title`` (ASCII) for the PDF endpoints."""
     text = "".join(ch for ch in title if ch.isascii() and ch not in "()\\")[:80]
     stream = f"BT /F1 14 Tf 72 720 Td ({text}) Tj ET".encode()
     objects = [
@@ -65,9 +73,7 @@ def pdf_bytes(title: str) -> bytes:
     return bytes(out)
 
 
-def _check_line(
-    practice: Practice, index: int, line: BillLineBody, variants: Variants
-) -> tuple[float, float, float]:
+def _check_line(practice: Practice, index: int, line: BillLineBody, variants: Variants) -> BillLine:
     where = f"lineItems[{index}]"
     if line.amount is None:
         raise ApiProblem(400, f"{where}.amount is required")
@@ -104,22 +110,20 @@ def _check_line(
         tax = round(amount * line.taxPercent / 100, cents)
     else:
         tax = round(line.taxAmount or 0.0, cents)
-    return amount, tax, round(amount + tax, cents)
+    total = round(amount + tax, cents)
+    return amount, tax, total, line.narration, line.extItemID, line.extAccountID, line.extTaxID
 
 
-async def create_bill(request: Request) -> Response:
+async def create_bill(ctx: Ctx, request: Request) -> Response:
     """Create an adhoc bill for an Active client; the server computes tax and totals."""
-    ctx = context(request)
     practice = ctx.practice
     body = await read_body(request, BillBody)
-    entity = practice.entities.get(str(body.entityKey))
-    if entity is None:
-        raise ApiProblem(404, f"Entity {body.entityKey} was not found in this practice.")
+    entity = entity_or_404(practice, body.entityKey)
     if entity.status != "Active":
         detail = f"entityKey: {entity.key} is a {entity.status}, not an Active client"
         raise ApiProblem(400, detail)
     variants = ctx.state.variants
-    totals = [_check_line(practice, n, line, variants) for n, line in enumerate(body.lineItems)]
+    lines = [_check_line(practice, n, line, variants) for n, line in enumerate(body.lineItems)]
     today = date.fromisoformat(format_time(practice.now())[:10])
     bill_date = body.billDate or today
     due_date = body.dueDate or bill_date
@@ -127,63 +131,17 @@ async def create_bill(request: Request) -> Response:
         raise ApiProblem(
             400, f"dueDate: got {due_date}; it must not be before billDate {bill_date}"
         )
-    bill_id = practice.new_id()
-    now = format_time(practice.now())
-    lines = [
-        {
-            "billingDetailID": bill_id * 10 + n,
-            "billAmount": round(amount, 2),
-            "billTax": round(tax, 2),
-            "billTotal": round(total, 2),
-            "narration": line.narration,
-            "extItemID": line.extItemID,
-            "extAccountID": line.extAccountID,
-            "extTaxID": line.extTaxID,
-            "fieldOne": None,
-            "fieldTwo": None,
-            "orderID": None,
-            "serviceID": None,
-        }
-        for n, (line, (amount, tax, total)) in enumerate(zip(body.lineItems, totals, strict=True))
-    ]
-    bill: dict[str, Any] = {
-        "billingID": bill_id,
-        "engagementID": 0,
-        "engagementStatusID": 0,
-        "entityID": entity.seq + 1,
-        "entityKey": entity.key,
-        "engagementName": None,
-        "entityName": entity.name,
-        "isEngagementFinalised": False,
-        "isOnboardingEntity": False,
-        "billDate": bill_date.isoformat(),
-        "dueDate": due_date.isoformat(),
-        "billNumber": f"INV-{bill_id}",
-        "refNo": None,
-        "billAmount": round(sum(row[0] for row in totals), 2),
-        "billTax": round(sum(row[1] for row in totals), 2),
-        "billTotal": round(sum(row[2] for row in totals), 2),
-        "paymentTotal": 0.0,
-        "billDetails": body.billDetails,
-        "currencyID": 1,
-        "billNow": 1,
-        "packageNumber": 0,
-        "billPercent": 100.0,
-        "syncNow": body.syncNow,
-        "sendBill": body.sendBill,
-        "invoiceStatus": "Draft",
-        "externalID": None,
-        "externalNumber": None,
-        "externalURL": None,
-        "syncAttemptCount": 0,
-        "syncFailedReason": None,
-        "brandingThemeID": None,
-        "createdOn": now,
-        "updatedOn": now,
-        "cancelledOn": None,
-        "lineItems": lines,
-    }
-    practice.bills[bill_id] = bill
+    bill = practice.add_bill(
+        entity,
+        bill_date.isoformat(),
+        due_date.isoformat(),
+        practice.now(),
+        lines,
+        billDetails=body.billDetails,
+        syncNow=body.syncNow,
+        sendBill=body.sendBill,
+    )
+    bill_id = bill["billingID"]
     location = {"Location": f"/{ctx.region}/api/v1/bills/{bill_id}"}
     return created(ctx, id_case(ctx, bill), _id_name(ctx, "billingID"), location)
 
@@ -204,9 +162,8 @@ def _bill_row(ctx: Ctx, bill: dict[str, Any]) -> dict[str, Any]:
     return dict(id_case(ctx, row))
 
 
-async def list_bills(request: Request) -> Response:
+async def list_bills(ctx: Ctx, request: Request) -> Response:
     """Bills whose bill date lies in [startDate, endDate], ``pageSize`` envelope."""
-    ctx = context(request)
     query = request.query_params
     required = ctx.state.variants.is_("bill_range", "required")
     start = query_date(query, "startDate", required=required)
@@ -226,29 +183,20 @@ async def list_bills(request: Request) -> Response:
     return paged(ctx, "bills", rows, query)
 
 
-def _bill_or_404(practice: Practice, bill_id: int) -> dict[str, Any]:
-    bill = practice.bills.get(bill_id)
-    if bill is None:
-        raise ApiProblem(404, f"Bill {bill_id} was not found in this practice.")
-    return bill
-
-
-async def get_bill(request: Request) -> Response:
+async def get_bill(ctx: Ctx, request: Request) -> Response:
     """One bill with its ledger fields."""
-    ctx = context(request)
-    return ok(id_case(ctx, _bill_or_404(ctx.practice, request.path_params["billingId"])))
+    return ok(id_case(ctx, found(ctx.practice.bills, request.path_params["billingId"], "Bill")))
 
 
-async def bill_pdf(request: Request) -> Response:
+async def bill_pdf(ctx: Ctx, request: Request) -> Response:
     """The invoice as a PDF."""
-    ctx = context(request)
-    bill = _bill_or_404(ctx.practice, request.path_params["billingId"])
+    bill = found(ctx.practice.bills, request.path_params["billingId"], "Bill")
     return Response(pdf_bytes(f"Invoice {bill['billNumber']}"), media_type="application/pdf")
 
 
-async def ledger_status(request: Request) -> Response:
+async def ledger_status(ctx: Ctx, request: Request) -> Response:
     """Whether a ledger is connected (the switch behind rule 2 of spec 4.1)."""
-    practice = context(request).practice
+    practice = ctx.practice
     return ok(
         {
             "connected": practice.ledger_connected,
@@ -257,55 +205,207 @@ async def ledger_status(request: Request) -> Response:
     )
 
 
-async def ledger_accounts(request: Request) -> Response:
-    """Ledger accounts (for ``extAccountID``)."""
-    return ok(context(request).practice.ledger_accounts)
-
-
-async def ledger_tax_rates(request: Request) -> Response:
-    """Ledger tax rates (for ``extTaxID`` and the taxPercent match)."""
-    return ok(context(request).practice.ledger_tax_rates)
-
-
-async def branding_themes(request: Request) -> Response:
-    """Ledger branding themes."""
-    return ok(context(request).practice.branding_themes)
-
-
 def _schedule_view(row: dict[str, Any]) -> dict[str, Any]:
     view = {key: value for key, value in row.items() if key != "runs"}
     view["runCount"] = len(row["runs"])
     return view
 
 
-async def list_recurring(request: Request) -> Response:
+async def list_recurring(ctx: Ctx, request: Request) -> Response:
     """Recurring billing schedules, ``pageSize`` envelope (no ledger numbers on rows)."""
-    ctx = context(request)
     rows = [_schedule_view(row) for row in ctx.practice.recurring.values()]
     return paged(ctx, "recurring", rows, request.query_params)
 
 
-def _schedule_or_404(request: Request) -> dict[str, Any]:
-    ctx = context(request)
+def _schedule_or_404(ctx: Ctx, request: Request) -> dict[str, Any]:
     schedule_id = request.path_params["recurringBillingId"]
-    row = ctx.practice.recurring.get(schedule_id)
-    if row is None:
-        raise ApiProblem(404, f"Recurring billing {schedule_id} was not found.")
-    return row
+    return found(ctx.practice.recurring, schedule_id, "Recurring billing", "")
 
 
-async def get_recurring(request: Request) -> Response:
+async def get_recurring(ctx: Ctx, request: Request) -> Response:
     """One recurring billing schedule."""
-    return ok(_schedule_view(_schedule_or_404(request)))
+    return ok(_schedule_view(_schedule_or_404(ctx, request)))
 
 
-async def recurring_runs(request: Request) -> Response:
+async def recurring_runs(ctx: Ctx, request: Request) -> Response:
     """The runs of a schedule; each names the generated bill (which has ledger numbers)."""
-    return ok(id_case(context(request), _schedule_or_404(request)["runs"]))
+    return ok(id_case(ctx, _schedule_or_404(ctx, request)["runs"]))
+
+
+# ---- proposals --------------------------------------------------------------------------
+
+#: Proposal templates of ``POST /proposals/from-template``: id -> (title, service ids).
+PROPOSAL_TEMPLATES: dict[int, tuple[str, tuple[int, ...]]] = {
+    901: ("Annual compliance", (400, 401)),
+    902: ("Monthly bookkeeping", (402, 403)),
+}
+
+
+def proposal_or_404(practice: Practice, key: object) -> dict[str, Any]:
+    """The proposal with this key, or a 404 problem."""
+    return found(practice.proposals, str(key), "Proposal")
+
+
+def _new_proposal(
+    practice: Practice, entity: Entity, title: str, services: list[dict[str, Any]]
+) -> dict[str, Any]:
+    key = practice.new_uuid()
+    now = format_time(practice.now())
+    proposal = {
+        "proposalKey": key,
+        "proposalNumber": f"P{practice.new_id()}",
+        "entityKey": entity.key,
+        "entityName": entity.name,
+        "title": title,
+        "status": "Draft",
+        "createdOn": now,
+        "updatedOn": now,
+        "acceptedOn": None,
+        "totalAmount": round(sum(float(s["price"]) * int(s["quantity"]) for s in services), 2),
+        "services": services,
+        "billings": [
+            {"billingType": "Once", "amount": float(s["price"]) * int(s["quantity"])}
+            for s in services
+        ],
+        "jobs": [],
+        "renewedFrom": None,
+    }
+    practice.proposals[key] = proposal
+    return proposal
+
+
+def _services(practice: Practice, rows: list[ProposalServiceBody]) -> list[dict[str, Any]]:
+    catalog = {int(row["serviceID"]): row for row in practice.catalogs["services"]}
+    chosen = []
+    for n, row in enumerate(rows):
+        service = catalog.get(row.serviceID)
+        if service is None:
+            valid = ", ".join(str(key) for key in catalog)
+            detail = f"services[{n}].serviceID: got {row.serviceID}; valid values are {valid}"
+            raise ApiProblem(400, detail)
+        price = service["price"] if row.price is None else row.price
+        chosen.append(dict(service, price=price, quantity=row.quantity))
+    return chosen
+
+
+async def list_proposals(ctx: Ctx, request: Request) -> Response:
+    """Proposals, optionally of one client (``entityKey``), ``pageSize`` envelope."""
+    query = request.query_params
+    required = ctx.state.variants.is_("proposals_filter", "required")
+    wanted = query_uuid(query, "entityKey", required=required)
+    rows = [
+        _played(ctx, row)
+        for row in ctx.practice.proposals.values()
+        if not wanted or row["entityKey"] == wanted
+    ]
+    return paged(ctx, "proposals", rows, query)
+
+
+def _played(ctx: Ctx, row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "status": status_text(ctx, row.get("status"))}
+
+
+async def get_proposal(ctx: Ctx, request: Request) -> Response:
+    """One proposal."""
+    return ok(_played(ctx, proposal_or_404(ctx.practice, request.path_params["key"])))
+
+
+async def get_pricing(ctx: Ctx, request: Request) -> Response:
+    """Services, invoices, recurring billings and jobs of a proposal."""
+    proposal = proposal_or_404(ctx.practice, request.path_params["key"])
+    return ok(
+        {
+            "proposalKey": proposal["proposalKey"],
+            "services": proposal["services"],
+            "invoices": [row for row in proposal["billings"] if row["billingType"] == "Once"],
+            "recurringBillings": [
+                row for row in proposal["billings"] if row["billingType"] != "Once"
+            ],
+            "jobs": proposal["jobs"],
+        }
+    )
+
+
+def _copy(practice: Practice, original: dict[str, Any]) -> dict[str, Any]:
+    entity = practice.entities.get(original["entityKey"])
+    if entity is None:  # the client was removed; the copy still names it
+        raise ApiProblem(400, "The proposal's client no longer exists.")
+    proposal = _new_proposal(
+        practice, entity, original["title"], copy.deepcopy(original["services"])
+    )
+    proposal["billings"] = copy.deepcopy(original["billings"])
+    proposal["jobs"] = copy.deepcopy(original["jobs"])
+    return proposal
+
+
+async def duplicate(ctx: Ctx, request: Request) -> Response:
+    """A new Draft copy; the original is unchanged."""
+    original = proposal_or_404(ctx.practice, request.path_params["key"])
+    return ok(_copy(ctx.practice, original), 201)
+
+
+async def renew_preview(ctx: Ctx, request: Request) -> Response:
+    """What a renew would create, and the signatories to choose from."""
+    original = proposal_or_404(ctx.practice, request.path_params["key"])
+    entity = ctx.practice.entities.get(original["entityKey"])
+    signatories = [{"signatoryKey": entity.key, "name": entity.name}] if entity else []
+    return ok(
+        {
+            "proposalKey": original["proposalKey"],
+            "title": original["title"],
+            "totalAmount": original["totalAmount"],
+            "services": original["services"],
+            "signatories": signatories,
+        }
+    )
+
+
+async def renew(ctx: Ctx, request: Request) -> Response:
+    """The original becomes Renewed; a new Draft with copied pricing is returned."""
+    original = proposal_or_404(ctx.practice, request.path_params["key"])
+    await read_body(request, RenewBody, optional=True)
+    proposal = _copy(ctx.practice, original)
+    proposal["renewedFrom"] = original["proposalKey"]
+    original["status"] = "Renewed"
+    original["updatedOn"] = format_time(ctx.practice.now())
+    return ok(proposal, 201)
+
+
+async def create_proposal(ctx: Ctx, request: Request) -> Response:
+    """An adhoc Draft proposal from catalog services."""
+    body = await read_body(request, ProposalBody)
+    entity = entity_or_404(ctx.practice, body.entityKey)
+    services = _services(ctx.practice, body.services)
+    title = body.title or f"Proposal for {entity.name}"
+    return ok(_new_proposal(ctx.practice, entity, title, services), 201)
+
+
+async def from_template(ctx: Ctx, request: Request) -> Response:
+    """A Draft proposal from one of :data:`PROPOSAL_TEMPLATES`."""
+    body = await read_body(request, ProposalFromTemplateBody)
+    entity = entity_or_404(ctx.practice, body.entityKey)
+    template = PROPOSAL_TEMPLATES.get(body.templateId)
+    if template is None:
+        valid = ", ".join(str(key) for key in PROPOSAL_TEMPLATES)
+        raise ApiProblem(400, f"templateId: got {body.templateId}; valid values are {valid}")
+    title, service_ids = template
+    services = _services(
+        ctx.practice,
+        [ProposalServiceBody.model_validate({"serviceID": sid}) for sid in service_ids],
+    )
+    return ok(_new_proposal(ctx.practice, entity, body.title or title, services), 201)
+
+
+def _catalog(name: str) -> Op:
+    handler = f"catalog_{name.replace('-', '_')}"
+    path = f"/api/v1/proposals/{name}"
+    return settings_op(path, handler, f"Catalog: {name}", "proposals", lambda p: p.catalogs[name])
 
 
 _BILL_ID = "/api/v1/bills/{billingId:int}"
+_LEDGER = "/api/v1/bills/ledger/"
 _RECURRING = "/api/v1/recurring-billing/{recurringBillingId:int}"
+_KEY = "/api/v1/proposals/{key:uuid}"
 
 # fmt: off
 OPS = [
@@ -316,12 +416,12 @@ OPS = [
               PAGE_SIZE), statuses=(200, 400), guess=True),
     Op("GET", "/api/v1/bills/ledger/status", ledger_status, "Ledger connection", "ledger",
        guess=True),
-    Op("GET", "/api/v1/bills/ledger/accounts", ledger_accounts, "Ledger accounts", "ledger",
-       guess=True),
-    Op("GET", "/api/v1/bills/ledger/tax-rates", ledger_tax_rates, "Ledger tax rates", "ledger",
-       guess=True),
-    Op("GET", "/api/v1/bills/ledger/branding-themes", branding_themes, "Branding themes",
-       "ledger", guess=True),
+    settings_op(_LEDGER + "accounts", "ledger_accounts", "Ledger accounts", "ledger",
+                lambda practice: practice.ledger_accounts),
+    settings_op(_LEDGER + "tax-rates", "ledger_tax_rates", "Ledger tax rates", "ledger",
+                lambda practice: practice.ledger_tax_rates),
+    settings_op(_LEDGER + "branding-themes", "branding_themes", "Branding themes", "ledger",
+                lambda practice: practice.branding_themes),
     Op("GET", _BILL_ID, get_bill, "Load a bill", "bills", statuses=(200, 404), guess=True),
     Op("GET", _BILL_ID + "/pdf", bill_pdf, "Invoice PDF", "bills", statuses=(200, 404),
        guess=True, produces="application/pdf"),
@@ -331,5 +431,25 @@ OPS = [
        statuses=(200, 404), guess=True),
     Op("GET", _RECURRING + "/runs", recurring_runs, "Runs of a schedule", "recurring-billing",
        statuses=(200, 404), guess=True),
+    Op("GET", "/api/v1/proposals/list", list_proposals, "Proposals of a client", "proposals",
+       query=(Param("entityKey", format="uuid", required=True), PAGE_NUMBER, PAGE_SIZE),
+       statuses=(200, 400),
+       guess=True),
+    *(_catalog(name) for name in ("services", "xpm-job-templates", "xpm-job-categories",
+                                  "xpm-staff", "fyi-job-templates", "fyi-job-states")),
+    Op("POST", "/api/v1/proposals", create_proposal, "Create an adhoc proposal", "proposals",
+       body=ProposalBody, statuses=(201, 400, 403, 404), guess=True),
+    Op("POST", "/api/v1/proposals/from-template", from_template, "Proposal from a template",
+       "proposals", body=ProposalFromTemplateBody, statuses=(201, 400, 403, 404), guess=True),
+    Op("GET", _KEY, get_proposal, "Load a proposal", "proposals", statuses=(200, 404),
+       guess=True),
+    Op("GET", _KEY + "/pricing", get_pricing, "Pricing of a proposal", "proposals",
+       statuses=(200, 404), guess=True),
+    Op("GET", _KEY + "/renew-preview", renew_preview, "Preview a renew", "proposals",
+       statuses=(200, 404), guess=True),
+    Op("POST", _KEY + "/renew", renew, "Renew a proposal", "proposals", body=RenewBody,
+       statuses=(201, 400, 403, 404), body_optional=True),
+    Op("POST", _KEY + "/duplicate", duplicate, "Duplicate a proposal", "proposals",
+       statuses=(201, 403, 404)),
 ]
 # fmt: on

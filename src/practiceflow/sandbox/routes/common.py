@@ -1,25 +1,37 @@
-"""What every route module shares: the operation table entry, the request context and
-helpers that turn bad input into 400 problem details."""
+"""What every route module shares: the operation table entry, the request context, the
+query parameters of list routes (spec section 8) and their envelope, helpers that turn bad
+input into 400 (or unknown keys into 404) problem details, and the helpers that play the
+chosen answer of an open question (``variants.py``): a route builds its default answer,
+then passes it through the helper of one topic."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+import re
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
 from typing import Any, TypeVar
 
 import pydantic
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from practiceflow.sandbox.clock import SandboxClock, parse_time
 from practiceflow.sandbox.config import Credential
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.state import SandboxState
 from practiceflow.sandbox.store import Entity, Practice
 
 CONTEXT_KEY = "practiceflow.sandbox"
-Handler = Callable[[Request], Awaitable[Response]]
+Handler = Callable[["Ctx", Request], Awaitable[Response]]
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
+T = TypeVar("T")
+MAX_PAGE_NUMBER = 10_000
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 50
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 @dataclass(frozen=True)
@@ -44,21 +56,10 @@ LAST_UPDATED = Param(
 
 @dataclass(frozen=True)
 class Op:
-    """One operation the sandbox serves: the route and its OpenAPI description.
-
-    Attributes:
-        method: HTTP method.
-        path: Starlette path under the region prefix, such as ``/api/v1/bills/{billingId:int}``.
-        handler: the endpoint.
-        summary: one line for the OpenAPI document.
-        tag: the resource family.
-        body: the pydantic model of the JSON body, when there is one.
-        query: the query parameters.
-        statuses: the statuses documented besides 401/429/500.
-        guess: True when the spec does not show this operation's shape (GUESSES.md).
-        produces: the media type of a 2xx answer.
-        body_optional: whether the request may carry no body at all.
-    """
+    """One operation the sandbox serves (``path`` under the region prefix, such as
+    ``/api/v1/bills/{billingId:int}``) and what the OpenAPI document says of it:
+    ``statuses`` besides 401/429/500, ``guess`` when the spec does not show its shape
+    (GUESSES.md), ``produces`` the media type of a 2xx answer."""
 
     method: str
     path: str
@@ -71,7 +72,6 @@ class Op:
     guess: bool = False
     produces: str = "application/json"
     body_optional: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -84,31 +84,31 @@ class Ctx:
     region: str
 
 
-def context(request: Request) -> Ctx:
-    """The context of the request (set by the pipeline).
+def endpoint(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """The Starlette endpoint of ``handler``: it hands over the context the pipeline set."""
 
-    Args:
-        request: the Starlette request.
+    async def call(request: Request) -> Response:
+        return await handler(request.scope[CONTEXT_KEY], request)
 
-    Returns:
-        The context.
-    """
-    value: Ctx = request.scope[CONTEXT_KEY]
-    return value
+    return call
 
 
 def ok(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
-    """A JSON response.
-
-    Args:
-        data: the body.
-        status: the status code.
-        headers: extra headers.
-
-    Returns:
-        The response.
-    """
+    """A JSON response."""
     return JSONResponse(data, status_code=status, headers=dict(headers or {}))
+
+
+def settings_op(
+    path: str, name: str, summary: str, tag: str, rows: Callable[[Practice], Any]
+) -> Op:
+    """A guessed ``GET`` of one of the practice's fixed lists, ``rows(practice)``; ``name``
+    is the handler's (the OpenAPI ``operationId`` carries it)."""
+
+    async def handler(ctx: Ctx, request: Request) -> Response:
+        return ok(rows(ctx.practice))
+
+    handler.__name__ = name
+    return Op("GET", path, handler, summary, tag, guess=True)
 
 
 def _describe(error: Mapping[str, Any]) -> str:
@@ -119,21 +119,8 @@ def _describe(error: Mapping[str, Any]) -> str:
 
 
 async def read_body(request: Request, model: type[ModelT], optional: bool = False) -> ModelT:
-    """Parse and validate the JSON body.
-
-    Args:
-        request: the request.
-        model: the pydantic model of the body.
-        optional: whether the request may carry no body at all (read as ``{}``); the
-            OpenAPI document says so (``Op.body_optional``).
-
-    Returns:
-        The validated body.
-
-    Raises:
-        ApiProblem: 400 when the body is missing (and not optional), is not a JSON object
-            or does not fit the model.
-    """
+    """The JSON body validated by ``model``; 400 when it is missing (unless ``optional``:
+    then read as ``{}``), not a JSON object, or does not fit."""
     raw = await request.body()
     if not raw and not optional:
         raise ApiProblem(400, "body: missing; expected a JSON object")
@@ -151,21 +138,169 @@ async def read_body(request: Request, model: type[ModelT], optional: bool = Fals
         raise ApiProblem(400, detail) from None
 
 
+def found(table: Mapping[Any, T], key: object, what: str, where: str = " in this practice") -> T:
+    """``table[key]``, or a 404 problem saying the ``what`` was not found."""
+    row = table.get(key)
+    if row is None:
+        raise ApiProblem(404, f"{what} {key} was not found{where}.")
+    return row
+
+
 def entity_or_404(practice: Practice, key: object) -> Entity:
-    """The entity with this key, or a 404 problem.
+    """The entity with this key (a UUID or its text), or a 404 problem."""
+    return found(practice.entities, str(key), "Entity")
 
-    Args:
-        practice: the practice.
-        key: the entity key (a UUID or its text).
 
-    Returns:
-        The entity.
+#: Rows per page of a list that ignores ``pageSize`` (topic ``page_size.*``).
+IGNORED_PAGE_SIZE = 20
+_ID_FIELDS = ("billingID", "runID", "entityID", "clientID")
 
-    Raises:
-        ApiProblem: 404 when the practice has no such entity.
-    """
-    entity = practice.entities.get(str(key))
-    if entity is None:
-        detail = f"Entity {key} was not found in this practice."
-        raise ApiProblem(404, detail)
-    return entity
+
+def paged(ctx: Ctx, name: str, rows: Sequence[Any], query: Mapping[str, str]) -> Response:
+    """A ``pageSize`` list's answer (one page of ``rows`` in the envelope, or all as a bare
+    array), as topics ``page_size.<name>`` and ``list_shape.<name>`` say."""
+    variants = ctx.state.variants
+    shape = f"list_shape.{name}"
+    if shape in variants.as_dict() and variants.pick(shape) == "plain":
+        return ok(list(rows))
+    number, size = page_number(query), page_size(query)
+    if variants.pick(f"page_size.{name}") == "ignored":
+        size = IGNORED_PAGE_SIZE
+    return ok(envelope(rows, number, size))
+
+
+def created(ctx: Ctx, record: Any, key: str, headers: Mapping[str, str]) -> Response:
+    """The 201 answer of a create, as topic ``create_answer`` says: the record, only its
+    ``key`` field, or no body."""
+    answer = ctx.state.variants.pick("create_answer")
+    if answer == "empty":
+        return Response(status_code=201, headers=dict(headers))
+    if answer == "id_only" and isinstance(record, Mapping):
+        return ok({key: record.get(key)}, 201, headers)
+    return ok(record, 201, headers)
+
+
+def id_case(ctx: Ctx, record: Any) -> Any:
+    """``record`` with ``...ID`` fields spelled ``...Id`` when topic ``field_case`` says so
+    (nested records and lists included)."""
+    if ctx.state.variants.pick("field_case") == "ID":
+        return record
+    return _rename(record)
+
+
+def _rename(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_rename(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            (name[:-2] + "Id" if name in _ID_FIELDS else name): _rename(item)
+            for name, item in value.items()
+        }
+    return value
+
+
+def status_text(ctx: Ctx, status: Any) -> Any:
+    """A status value in the letter case of topic ``status_case``."""
+    if isinstance(status, str) and ctx.state.variants.pick("status_case") == "upper":
+        return status.upper()
+    return status
+
+
+def _integer(query: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        detail = f"{name}: got {raw!r}; expected an integer from {low} to {high}"
+        raise ApiProblem(400, detail) from None
+    if not low <= value <= high:
+        detail = f"{name}: got {value}; expected an integer from {low} to {high}"
+        raise ApiProblem(400, detail)
+    return value
+
+
+def page_number(query: Mapping[str, str]) -> int:
+    """``pageNumber``: 1-based, default 1, at most 10000 (400 otherwise)."""
+    return _integer(query, "pageNumber", 1, 1, MAX_PAGE_NUMBER)
+
+
+def page_size(query: Mapping[str, str]) -> int:
+    """``pageSize`` where supported: default 50, 1 to 100 (400 otherwise)."""
+    return _integer(query, "pageSize", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
+
+
+def since(query: Mapping[str, str], clock: SandboxClock, name: str = "lastUpdated") -> float | None:
+    """``lastUpdated`` (UTC ISO 8601) as Unix seconds, if given; 400 when unparsable or
+    after the sandbox clock's now."""
+    raw = query.get(name)
+    if raw is None:
+        return None
+    try:
+        value = parse_time(raw)
+    except (ValueError, OverflowError):
+        detail = f"{name}: got {raw!r}; expected a UTC ISO 8601 datetime"
+        raise ApiProblem(400, detail) from None
+    if value > clock.now():
+        detail = f"{name}: got {raw!r}, which is in the future; it must not be after now"
+        raise ApiProblem(400, detail)
+    return value
+
+
+def query_bool(query: Mapping[str, str], name: str) -> bool | None:
+    """A boolean query parameter (``true``/``false``, ``1``/``0``); 400 for any other value."""
+    raw = query.get(name)
+    if raw is None:
+        return None
+    lowered = raw.lower()
+    if lowered in ("true", "1"):
+        return True
+    if lowered in ("false", "0"):
+        return False
+    detail = f"{name}: got {raw!r}; expected true or false"
+    raise ApiProblem(400, detail)
+
+
+def _parsed(
+    query: Mapping[str, str], name: str, required: bool, parse: Callable[[str], T], what: str
+) -> T | None:
+    raw = query.get(name)
+    if raw is None:
+        if required:
+            raise ApiProblem(400, f"{name} is required: {what}")
+        return None
+    try:
+        return parse(raw)
+    except ValueError:
+        raise ApiProblem(400, f"{name}: got {raw!r}; expected {what}") from None
+
+
+def _date(raw: str) -> date:
+    if not _DATE.fullmatch(raw):
+        raise ValueError(raw)
+    return date.fromisoformat(raw)
+
+
+def query_date(query: Mapping[str, str], name: str, required: bool = False) -> date | None:
+    """A date parameter (``YYYY-MM-DD``; an empty value is not one), 400 when bad."""
+    return _parsed(query, name, required, _date, "a date YYYY-MM-DD")
+
+
+def query_uuid(query: Mapping[str, str], name: str, required: bool = False) -> str | None:
+    """A uuid parameter in canonical form (an empty value is not one), 400 when bad."""
+    return _parsed(query, name, required, lambda raw: str(uuid.UUID(raw)), "a uuid")
+
+
+def envelope(rows: Sequence[Any], number: int, size: int) -> dict[str, Any]:
+    """The guessed envelope of ``pageSize`` lists: page ``number`` of ``rows`` plus
+    ``pageNumber``, ``pageSize``, ``totalCount`` and ``hasMore``."""
+    start = (number - 1) * size
+    items = list(rows[start : start + size])
+    return {
+        "items": items,
+        "pageNumber": number,
+        "pageSize": size,
+        "totalCount": len(rows),
+        "hasMore": start + size < len(rows),
+    }

@@ -1,18 +1,30 @@
-"""The credential check, settings lists and users."""
+"""The credential check, settings lists, users, and groups of clients (spec 4.1 filters)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from practiceflow.sandbox.paging import page_number
-from practiceflow.sandbox.routes.common import PAGE_NUMBER, Op, context, ok
-from practiceflow.sandbox.routes.played import id_case
+from practiceflow.sandbox.routes.common import (
+    LAST_UPDATED,
+    PAGE_NUMBER,
+    Ctx,
+    Op,
+    Param,
+    id_case,
+    ok,
+    page_number,
+    query_bool,
+    settings_op,
+    since,
+)
+from practiceflow.sandbox.store import Practice
 
 
-async def validate(request: Request) -> Response:
+async def validate(ctx: Ctx, request: Request) -> Response:
     """The credential check result (spec 2.8b)."""
-    ctx = context(request)
     credential = ctx.credential
     return ok(
         id_case(
@@ -29,40 +41,71 @@ async def validate(request: Request) -> Response:
     )
 
 
-async def entity_types(request: Request) -> Response:
-    """Entity types of the practice's country: id, code, name."""
-    return ok(context(request).practice.entity_types)
-
-
-async def lead_sources(request: Request) -> Response:
-    """Lead sources: id and name."""
-    return ok(context(request).practice.lead_sources)
-
-
-async def lead_statuses(request: Request) -> Response:
-    """Lead statuses: id and name."""
-    return ok(context(request).practice.lead_statuses)
-
-
-async def users(request: Request) -> Response:
+async def users(ctx: Ctx, request: Request) -> Response:
     """Users of the practice, a fixed server page size."""
-    ctx = context(request)
     number = page_number(request.query_params)
     size = ctx.state.config.page_size
     start = (number - 1) * size
     return ok(ctx.practice.users[start : start + size])
 
 
+def group_view(practice: Practice, group: dict[str, Any], members: bool) -> dict[str, Any]:
+    """The public shape of a group (spec 2.5), with its member rows when ``members``."""
+    view = {key: value for key, value in group.items() if not key.startswith("_")}
+    if members:
+        rows = []
+        for key in group["_members"]:
+            entity = practice.entities.get(key)
+            if entity is not None:
+                rows.append(
+                    {"entityKey": key, "entityName": entity.name, "entityEmail": entity.email}
+                )
+        view["members"] = rows
+    return view
+
+
+async def list_groups(ctx: Ctx, request: Request) -> Response:
+    """Groups filtered by name, groupCode, isActive, lastUpdated; fixed page size."""
+    query = request.query_params
+    number = page_number(query)
+    after = since(query, ctx.state.clock)
+    active = query_bool(query, "isActive")
+    members = bool(query_bool(query, "includeMembers"))
+    name = (query.get("name") or "").casefold()
+    code = query.get("groupCode")
+    rows = [
+        group
+        for group in ctx.practice.groups
+        if (not name or name in str(group["groupName"]).casefold())
+        and (not code or group["groupCode"] == code)
+        and (active is None or group["isActive"] is active)
+        and (after is None or group["_updated"] >= after)
+    ]
+    size = ctx.state.config.page_size
+    start = (number - 1) * size
+    return ok([group_view(ctx.practice, row, members) for row in rows[start : start + size]])
+
+
+_SETTINGS = "/api/v1/settings/"
+
 # fmt: off
 OPS = [
     Op("GET", "/api/v1/auth/validate", validate, "Check the credentials", "auth"),
-    Op("GET", "/api/v1/settings/entity-types", entity_types, "Entity types", "settings",
-       guess=True),
-    Op("GET", "/api/v1/settings/lead-sources", lead_sources, "Lead sources", "settings",
-       guess=True),
-    Op("GET", "/api/v1/settings/lead-statuses", lead_statuses, "Lead statuses", "settings",
-       guess=True),
+    settings_op(_SETTINGS + "entity-types", "entity_types", "Entity types", "settings",
+                lambda practice: practice.entity_types),
+    settings_op(_SETTINGS + "lead-sources", "lead_sources", "Lead sources", "settings",
+                lambda practice: practice.lead_sources),
+    settings_op(_SETTINGS + "lead-statuses", "lead_statuses", "Lead statuses", "settings",
+                lambda practice: practice.lead_statuses),
     Op("GET", "/api/v1/users/list", users, "Users (fixed page size)", "users",
        query=(PAGE_NUMBER,), statuses=(200, 400), guess=True),
+]
+#: Listed after the leads in the route table (the OpenAPI operation ids number them).
+GROUP_OPS = [
+    Op("GET", "/api/v1/groups/list", list_groups, "List groups", "groups",
+       query=(LAST_UPDATED, PAGE_NUMBER, Param("name", description="substring of the name"),
+              Param("groupCode", description="exact code"), Param("isActive", "boolean"),
+              Param("includeMembers", "boolean")),
+       statuses=(200, 400)),
 ]
 # fmt: on

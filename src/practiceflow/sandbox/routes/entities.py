@@ -1,4 +1,5 @@
-"""Entities (clients and leads as stored rows), their integration ids and contacts."""
+"""Entities (clients and leads as stored rows), their integration ids and contacts; leads
+(status Lead), their notes, and conversion to a client."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from practiceflow.sandbox.bodies import ContactBody, EntityBody, NewContactBody
+from practiceflow.sandbox.bodies import (
+    ContactBody,
+    EntityBody,
+    LeadBody,
+    LeadNoteBody,
+    NewContactBody,
+)
 from practiceflow.sandbox.clock import format_time, parse_time
-from practiceflow.sandbox.paging import page_number, since
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.common import (
     LAST_UPDATED,
@@ -17,18 +23,21 @@ from practiceflow.sandbox.routes.common import (
     PAGE_SIZE,
     Ctx,
     Op,
-    context,
+    created,
     entity_or_404,
+    id_case,
     ok,
+    page_number,
+    paged,
     read_body,
+    since,
+    status_text,
 )
-from practiceflow.sandbox.routes.played import created, id_case, paged, status_text
-from practiceflow.sandbox.store import Entity, Practice
+from practiceflow.sandbox.store import ENTITY_TEXT_FIELDS, Entity, Practice
 
 
-async def list_entities(request: Request) -> Response:
+async def list_entities(ctx: Ctx, request: Request) -> Response:
     """Entity summaries, a fixed server page size; ``lastUpdated`` orders by time."""
-    ctx = context(request)
     query = request.query_params
     number = page_number(query)
     after = since(query, ctx.state.clock)
@@ -42,8 +51,7 @@ async def list_entities(request: Request) -> Response:
 
 
 def _played_order(ctx: Ctx, after: float | None) -> list[Entity]:
-    """Every matching entity in the order of topic ``entity_order`` (under
-    ``lastUpdated``), leads left out when topic ``leads_in_entities`` says so."""
+    """Matching entities in topic ``entity_order``'s order, as ``leads_in_entities`` says."""
     variants = ctx.state.variants
     practice = ctx.practice
     if after is None or variants.is_("entity_order", "creation"):
@@ -63,7 +71,8 @@ def _summary(ctx: Ctx, entity: Entity) -> dict[str, Any]:
     return row
 
 
-def _resolve_type(practice: Practice, body: EntityBody | None, text: str | None) -> dict[str, Any]:
+def resolve_type(practice: Practice, body: EntityBody | None, text: str | None) -> dict[str, Any]:
+    """The entity type named by ``text``, else by ``body.entityTypeID``; 400 when unknown."""
     valid = ", ".join(f"{row['code']} ({row['name']})" for row in practice.entity_types)
     if text is not None:
         row = practice.entity_type(text)
@@ -72,7 +81,8 @@ def _resolve_type(practice: Practice, body: EntityBody | None, text: str | None)
             raise ApiProblem(400, detail)
         return row
     if body is not None and body.entityTypeID is not None:
-        row = practice.entity_type_by_id(body.entityTypeID)
+        wanted = body.entityTypeID
+        row = next((row for row in practice.entity_types if row["entityTypeID"] == wanted), None)
         if row is None:
             detail = f"entityTypeID: got {body.entityTypeID}; valid values are {valid}"
             raise ApiProblem(400, detail)
@@ -81,52 +91,32 @@ def _resolve_type(practice: Practice, body: EntityBody | None, text: str | None)
 
 
 def create_entity(practice: Practice, body: EntityBody) -> Entity:
-    """Store a new entity from a create body (shared with the admin surface).
-
-    Args:
-        practice: where to store it.
-        body: the validated body.
-
-    Returns:
-        The new entity, ``lastUpdated`` stamped from the sandbox clock.
-
-    Raises:
-        ApiProblem: 400 for an unknown type or status.
-    """
-    row = _resolve_type(practice, body, body.entityType)
+    """Store a new entity from a create body (400 for an unknown type or status)."""
+    row = resolve_type(practice, body, body.entityType)
     given = body.clientStatus if body.clientStatus is not None else "Active"
     status_text = given.strip().casefold()
     if status_text not in ("lead", "active"):
         detail = f"clientStatus: got {body.clientStatus!r}; valid values are Lead, Active"
         raise ApiProblem(400, detail)
-    extra = body.model_dump(
-        include={"externalSystemID", "telephone", "mobile", "taxNumber", "regNumber", "idNumber"}
-    )
+    extra = body.model_dump(include=set(ENTITY_TEXT_FIELDS))
     for name in ("physicalAddress", "postalAddress"):
         value = getattr(body, name)
         extra[name] = value.model_dump() if value is not None else None
-    entity = Entity(
-        key=practice.new_uuid(),
-        seq=0,
-        code=body.entityCode or f"C{len(practice.order) + 1:06d}",
+    return practice.add_entity(
+        body.entityCode or f"C{len(practice.order) + 1:06d}",
+        row,
         name=body.entityName,
         surname=body.entitySurname,
         initials=body.entityInitials,
-        type_id=int(row["entityTypeID"]),
-        type_name=str(row["name"]),
         status="Lead" if status_text == "lead" else "Active",
         email=body.email,
-        updated=practice.now(),
         lead_status="New" if status_text == "lead" else None,
         extra=extra,
     )
-    practice.add_entity(entity)
-    return entity
 
 
-async def post_entity(request: Request) -> Response:
+async def post_entity(ctx: Ctx, request: Request) -> Response:
     """Create a client or lead: 201, ``Location`` and the detail record."""
-    ctx = context(request)
     body = await read_body(request, EntityBody)
     entity = create_entity(ctx.practice, body)
     event = "lead.created" if entity.status == "Lead" else "client.created"
@@ -142,16 +132,14 @@ def _detail(ctx: Ctx, entity: Entity) -> dict[str, Any]:
     return dict(id_case(ctx, detail))
 
 
-async def get_entity(request: Request) -> Response:
+async def get_entity(ctx: Ctx, request: Request) -> Response:
     """The detail record of one entity."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["key"])
     return ok(_detail(ctx, entity))
 
 
-async def get_integrations(request: Request) -> Response:
+async def get_integrations(ctx: Ctx, request: Request) -> Response:
     """The external-system ids of one entity (spec 2.2)."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["key"])
     return ok(ctx.practice.integrations(entity))
 
@@ -159,13 +147,8 @@ async def get_integrations(request: Request) -> Response:
 # ---- contacts (guessed shapes) ---------------------------------------------------------
 
 
-def _contacts_of(practice: Practice, entity_key: str) -> list[dict[str, Any]]:
-    return [row for row in practice.contacts.values() if row["entityKey"] == entity_key]
-
-
-async def list_all_contacts(request: Request) -> Response:
+async def list_all_contacts(ctx: Ctx, request: Request) -> Response:
     """Contacts across clients, ``pageSize`` envelope, optional ``lastUpdated``."""
-    ctx = context(request)
     query = request.query_params
     after = since(query, ctx.state.clock)
     rows = list(ctx.practice.contacts.values())
@@ -174,16 +157,14 @@ async def list_all_contacts(request: Request) -> Response:
     return paged(ctx, "contacts", rows, query)
 
 
-async def list_contacts(request: Request) -> Response:
+async def list_contacts(ctx: Ctx, request: Request) -> Response:
     """Contacts of one client (a bare array)."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
-    return ok(_contacts_of(ctx.practice, entity.key))
+    return ok([row for row in ctx.practice.contacts.values() if row["entityKey"] == entity.key])
 
 
-async def create_contact(request: Request) -> Response:
+async def create_contact(ctx: Ctx, request: Request) -> Response:
     """Add a contact to a client; bumps the client's ``lastUpdated``."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
     body = await read_body(request, NewContactBody)
     if not (body.firstName or body.lastName or body.email):
@@ -202,9 +183,8 @@ async def create_contact(request: Request) -> Response:
     return created(ctx, contact, "contactKey", {"Location": location})
 
 
-async def update_contact(request: Request) -> Response:
+async def update_contact(ctx: Ctx, request: Request) -> Response:
     """Change the given fields of a contact of a client."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
     contact = ctx.practice.contacts.get(str(request.path_params["contactKey"]))
     if contact is None or contact["entityKey"] != entity.key:
@@ -214,6 +194,112 @@ async def update_contact(request: Request) -> Response:
     ctx.practice.touch(entity)
     contact["lastUpdated"] = format_time(entity.updated)
     return ok(contact)
+
+
+# ---- leads ------------------------------------------------------------------------------
+
+
+def _lead_or_404(practice: Practice, key: object) -> Entity:
+    entity = entity_or_404(practice, key)
+    if entity.status != "Lead" and entity.lead_status is None:
+        raise ApiProblem(404, f"Lead {key} was not found in this practice.")
+    return entity
+
+
+def _name_of(rows: list[dict[str, Any]], given: str, field: str) -> str:
+    for row in rows:
+        if str(row["name"]).casefold() == given.strip().casefold():
+            return str(row["name"])
+    valid = ", ".join(str(row["name"]) for row in rows)
+    raise ApiProblem(400, f"{field}: got {given!r}; valid values are {valid}")
+
+
+async def list_leads(ctx: Ctx, request: Request) -> Response:
+    """Leads (status Lead), ``pageSize`` envelope, optional ``lastUpdated``."""
+    query = request.query_params
+    after = since(query, ctx.state.clock)
+    rows = ctx.practice.order if after is None else [row[2] for row in ctx.practice.index]
+    leads = [
+        _view(ctx, entity)
+        for entity in rows
+        if entity.status == "Lead" and (after is None or entity.updated >= after)
+    ]
+    return paged(ctx, "leads", leads, query)
+
+
+def _view(ctx: Ctx, entity: Entity) -> dict[str, Any]:
+    view = entity.lead_view()
+    view["status"] = status_text(ctx, view["status"])
+    view["leadStatus"] = status_text(ctx, view["leadStatus"])
+    return view
+
+
+async def get_lead(ctx: Ctx, request: Request) -> Response:
+    """One lead."""
+    return ok(_view(ctx, _lead_or_404(ctx.practice, request.path_params["entityKey"])))
+
+
+async def create_lead(ctx: Ctx, request: Request) -> Response:
+    """Create a lead; source and status are NAMES from the settings lists."""
+    body = await read_body(request, LeadBody)
+    practice = ctx.practice
+    row = resolve_type(practice, None, body.entityType)
+    source = (
+        _name_of(practice.lead_sources, body.leadSource, "leadSource")
+        if body.leadSource is not None
+        else None
+    )
+    given = body.leadStatus if body.leadStatus is not None else "New"
+    status = _name_of(practice.lead_statuses, given, "leadStatus")
+    entity = practice.add_entity(
+        f"L{len(practice.order) + 1:06d}",
+        row,
+        name=body.entityName,
+        surname=body.entitySurname,
+        initials=None,
+        status="Lead",
+        email=body.email,
+        lead_source=source,
+        lead_status=status,
+    )
+    ctx.state.emit(practice, "lead.created", {"entityKey": entity.key, "entityName": entity.name})
+    location = f"/{ctx.region}/api/v1/leads/{entity.key}"
+    return created(ctx, _view(ctx, entity), "entityKey", {"Location": location})
+
+
+async def list_notes(ctx: Ctx, request: Request) -> Response:
+    """Notes of a lead."""
+    entity = _lead_or_404(ctx.practice, request.path_params["entityKey"])
+    return ok(ctx.practice.lead_notes.get(entity.key, []))
+
+
+async def add_note(ctx: Ctx, request: Request) -> Response:
+    """Add a note to a lead; bumps its ``lastUpdated``."""
+    entity = _lead_or_404(ctx.practice, request.path_params["entityKey"])
+    body = await read_body(request, LeadNoteBody)
+    ctx.practice.touch(entity)
+    note = {
+        "noteID": ctx.practice.new_id(),
+        "note": body.note,
+        "createdOn": format_time(entity.updated),
+    }
+    ctx.practice.lead_notes.setdefault(entity.key, []).append(note)
+    return ok(note, 201)
+
+
+async def convert(ctx: Ctx, request: Request) -> Response:
+    """Convert a lead to an Active client; the ``entityKey`` is kept (spec section 3)."""
+    entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
+    if entity.status != "Lead":
+        detail = f"Entity {entity.key} is already a client (status {entity.status})."
+        raise ApiProblem(400, detail)
+    entity.status = "Active"
+    entity.lead_status = "Won"
+    ctx.practice.touch(entity)
+    ctx.state.emit(
+        ctx.practice, "client.created", {"entityKey": entity.key, "entityName": entity.name}
+    )
+    return ok(ctx.practice.entity_detail(entity))
 
 
 # fmt: off
@@ -238,5 +324,17 @@ OPS = [
     Op("PUT", "/api/v1/entities/{entityKey:uuid}/contacts/{contactKey:uuid}", update_contact,
        "Update a contact of a client", "contacts", body=ContactBody,
        statuses=(200, 400, 403, 404), guess=True),
+    Op("GET", "/api/v1/leads", list_leads, "List leads", "leads",
+       query=(PAGE_NUMBER, PAGE_SIZE, LAST_UPDATED), statuses=(200, 400), guess=True),
+    Op("POST", "/api/v1/leads", create_lead, "Create a lead", "leads", body=LeadBody,
+       statuses=(201, 400, 403), guess=True),
+    Op("GET", "/api/v1/leads/{entityKey:uuid}", get_lead, "Load a lead", "leads",
+       statuses=(200, 404), guess=True),
+    Op("GET", "/api/v1/leads/{entityKey:uuid}/notes", list_notes, "Notes of a lead", "leads",
+       statuses=(200, 404), guess=True),
+    Op("POST", "/api/v1/leads/{entityKey:uuid}/notes", add_note, "Add a note to a lead",
+       "leads", body=LeadNoteBody, statuses=(201, 400, 403, 404), guess=True),
+    Op("POST", "/api/v1/leads/{entityKey:uuid}/convert-to-client", convert,
+       "Convert a lead to a client", "leads", statuses=(200, 400, 403, 404)),
 ]
 # fmt: on

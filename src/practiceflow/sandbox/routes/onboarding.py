@@ -17,16 +17,19 @@ from practiceflow.sandbox.bodies import (
     OnboardingBody,
 )
 from practiceflow.sandbox.clock import format_time
-from practiceflow.sandbox.paging import envelope, page_number, page_size
 from practiceflow.sandbox.problems import ApiProblem
 from practiceflow.sandbox.routes.billing import pdf_bytes
 from practiceflow.sandbox.routes.common import (
     PAGE_NUMBER,
     PAGE_SIZE,
+    Ctx,
     Op,
-    context,
     entity_or_404,
+    envelope,
+    found,
     ok,
+    page_number,
+    page_size,
     read_body,
 )
 from practiceflow.sandbox.routes.entities import create_entity
@@ -34,28 +37,21 @@ from practiceflow.sandbox.store import Entity, Practice
 
 
 def onboarding_or_404(practice: Practice, key: object) -> dict[str, Any]:
-    """The onboarding job with this key, or a 404 problem.
-
-    Raises:
-        ApiProblem: 404 when unknown.
-    """
-    job = practice.onboardings.get(str(key))
-    if job is None:
-        raise ApiProblem(404, f"Onboarding {key} was not found in this practice.")
-    return job
+    """The onboarding job with this key, or a 404 problem."""
+    return found(practice.onboardings, str(key), "Onboarding")
 
 
 def _access_url(region: str, kind: str, key: str) -> str:
     return f"https://portal.sandbox.invalid/{region}/{kind}/{key}"
 
 
-async def create_onboarding(request: Request) -> Response:
+async def create_onboarding(ctx: Ctx, request: Request) -> Response:
     """Sent when ``sendToRecipient`` and the wallet covers it; Draft when not sending;
     400 and nothing created when the wallet is short (spec section 3)."""
-    ctx = context(request)
     practice = ctx.practice
     body = await read_body(request, OnboardingBody)
-    if body.userKey is not None and practice.find_user(str(body.userKey)) is None:
+    user_keys = [user["userKey"] for user in practice.users]
+    if body.userKey is not None and str(body.userKey) not in user_keys:
         raise ApiProblem(404, f"userKey: got {body.userKey}; no such user in this practice")
     existing: list[Entity | None] = []
     for n, row in enumerate(body.clients):
@@ -82,16 +78,7 @@ async def create_onboarding(request: Request) -> Response:
                 {"entityType": row.entityType, "entityName": row.entityName, "clientStatus": "Lead"}
             )
             entity = create_entity(practice, quick)
-        documents = [
-            {
-                "documentId": practice.new_id(),
-                "name": name,
-                "isUploaded": False,
-                "isBypassed": False,
-                "fileName": None,
-            }
-            for name in ("Photo ID", "Proof of Address")
-        ]
+        documents = practice.new_documents()
         rows.append(
             {
                 "entityOnboardingId": practice.new_id(),
@@ -127,21 +114,18 @@ def _job_view(job: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-async def get_onboarding(request: Request) -> Response:
+async def get_onboarding(ctx: Ctx, request: Request) -> Response:
     """One onboarding job (guessed route)."""
-    ctx = context(request)
     return ok(_job_view(onboarding_or_404(ctx.practice, request.path_params["key"])))
 
 
-async def documents(request: Request) -> Response:
+async def documents(ctx: Ctx, request: Request) -> Response:
     """Document requirements per client entity (``isUploaded``, ``isBypassed``)."""
-    ctx = context(request)
     job = onboarding_or_404(ctx.practice, request.path_params["key"])
     return ok(job["clients"])
 
 
-def _document(request: Request) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    ctx = context(request)
+def _document(ctx: Ctx, request: Request) -> tuple[dict[str, Any], dict[str, Any] | None]:
     job = onboarding_or_404(ctx.practice, request.path_params["key"])
     wanted = request.path_params["entityOnboardingId"]
     for row in job["clients"]:
@@ -155,10 +139,9 @@ def _document(request: Request) -> tuple[dict[str, Any], dict[str, Any] | None]:
     raise ApiProblem(404, "The onboarding entity or document was not found.")
 
 
-async def document_url(request: Request) -> Response:
+async def document_url(ctx: Ctx, request: Request) -> Response:
     """A short-lived signed URL for one uploaded file."""
-    ctx = context(request)
-    _, document = _document(request)
+    _, document = _document(ctx, request)
     if document is None or not document["isUploaded"]:
         raise ApiProblem(404, "No file has been uploaded for this document.")
     expires = format_time(ctx.state.clock.now() + 300)
@@ -167,9 +150,9 @@ async def document_url(request: Request) -> Response:
     return ok({"url": url, "expiresAt": expires, "fileName": document["fileName"]})
 
 
-async def documents_zip(request: Request) -> Response:
+async def documents_zip(ctx: Ctx, request: Request) -> Response:
     """Every uploaded file of one onboarding entity as a zip."""
-    row, _ = _document(request)
+    row, _ = _document(ctx, request)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for document in row["documents"]:
@@ -181,16 +164,14 @@ async def documents_zip(request: Request) -> Response:
 # ---- eForms ------------------------------------------------------------------------
 
 
-async def eform_templates(request: Request) -> Response:
+async def eform_templates(ctx: Ctx, request: Request) -> Response:
     """eForm templates, ``pageNumber`` and ``pageSize``, envelope (guess)."""
-    ctx = context(request)
     query = request.query_params
     return ok(envelope(ctx.practice.eform_templates, page_number(query), page_size(query)))
 
 
-async def send_eform(request: Request) -> Response:
+async def send_eform(ctx: Ctx, request: Request) -> Response:
     """Send an eForm: ``sent: false`` when email fails, ``mute`` skips email."""
-    ctx = context(request)
     practice = ctx.practice
     body = await read_body(request, EformSendBody)
     template = next(
@@ -234,9 +215,8 @@ async def send_eform(request: Request) -> Response:
 # ---- identity and AML ------------------------------------------------------------------
 
 
-async def send_verification(request: Request) -> Response:
+async def send_verification(ctx: Ctx, request: Request) -> Response:
     """Start identity verification of a client; optional AML."""
-    ctx = context(request)
     body = await read_body(request, IdVerificationBody)
     entity = entity_or_404(ctx.practice, body.entityKey)
     key = ctx.practice.new_uuid()
@@ -252,9 +232,8 @@ async def send_verification(request: Request) -> Response:
     return ok(record, 201)
 
 
-async def aml_check(request: Request) -> Response:
+async def aml_check(ctx: Ctx, request: Request) -> Response:
     """A standalone AML screening of an existing client."""
-    ctx = context(request)
     body = await read_body(request, AmlCheckBody)
     entity = entity_or_404(ctx.practice, body.entityKey)
     key = ctx.practice.new_uuid()
@@ -270,9 +249,8 @@ async def aml_check(request: Request) -> Response:
     return ok(record, 201)
 
 
-async def certificate(request: Request) -> Response:
+async def certificate(ctx: Ctx, request: Request) -> Response:
     """The verification certificate (PDF) of a client that has a verification."""
-    ctx = context(request)
     entity = entity_or_404(ctx.practice, request.path_params["entityKey"])
     if not any(row["entityKey"] == entity.key for row in ctx.practice.id_verifications.values()):
         raise ApiProblem(404, "This client has no identity verification.")

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from practiceflow.sandbox.bodies import WebhookBody
 from practiceflow.sandbox.deliveries import is_loopback_url
 from practiceflow.sandbox.problems import ApiProblem
-from practiceflow.sandbox.routes.common import Op, context, ok, read_body
+from practiceflow.sandbox.routes.common import Ctx, Op, found, ok, read_body
 from practiceflow.sandbox.state import EVENTS
 
 
@@ -19,9 +19,8 @@ def public_subscription(row: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in row.items() if key != "secret"}
 
 
-async def subscribe(request: Request) -> Response:
+async def subscribe(ctx: Ctx, request: Request) -> Response:
     """One subscription row per event; the server generates the secret."""
-    ctx = context(request)
     body = await read_body(request, WebhookBody)
     url = body.hookUrl if body.hookUrl is not None else body.targetUrl
     if url is None:
@@ -52,43 +51,36 @@ async def subscribe(request: Request) -> Response:
     return ok(created, 201, {"Location": f"/{ctx.region}/api/v1/webhooks/{key}"})
 
 
-async def list_subscriptions(request: Request) -> Response:
+async def list_subscriptions(ctx: Ctx, request: Request) -> Response:
     """Subscriptions of the practice, secrets never included (guessed route)."""
-    ctx = context(request)
     return ok([public_subscription(row) for row in ctx.practice.subscriptions.values()])
 
 
-def _subscription(request: Request) -> dict[str, Any]:
-    ctx = context(request)
-    row = ctx.practice.subscriptions.get(str(request.path_params["id"]))
-    if row is None:
-        raise ApiProblem(404, f"Webhook subscription {request.path_params['id']} was not found.")
-    return row
+def _subscription(ctx: Ctx, request: Request) -> dict[str, Any]:
+    key = str(request.path_params["id"])
+    return found(ctx.practice.subscriptions, key, "Webhook subscription", "")
 
 
-async def get_subscription(request: Request) -> Response:
+async def get_subscription(ctx: Ctx, request: Request) -> Response:
     """One subscription, without its secret (guessed route)."""
-    return ok(public_subscription(_subscription(request)))
+    return ok(public_subscription(_subscription(ctx, request)))
 
 
-async def events(request: Request) -> Response:
+async def events(ctx: Ctx, request: Request) -> Response:
     """The supported event keys (a bare array of strings; guess)."""
-    del request
     return ok(list(EVENTS))
 
 
-async def unsubscribe(request: Request) -> Response:
+async def unsubscribe(ctx: Ctx, request: Request) -> Response:
     """Delete a subscription; 404 when unknown."""
-    ctx = context(request)
-    row = _subscription(request)
+    row = _subscription(ctx, request)
     del ctx.practice.subscriptions[row["id"]]
     return ok({"id": row["id"], "deleted": True})
 
 
-async def test_delivery(request: Request) -> Response:
+async def test_delivery(ctx: Ctx, request: Request) -> Response:
     """Queue a test delivery of the subscription's event with sample data."""
-    ctx = context(request)
-    row = _subscription(request)
+    row = _subscription(ctx, request)
     event_id = ctx.practice.new_uuid()
     marker = ctx.state.variants.pick("test_marker")
     data: dict[str, Any] = {}
