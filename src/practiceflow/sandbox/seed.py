@@ -31,16 +31,48 @@ _TYPES = {
 }
 _TYPE_WEIGHTS = [45, 20, 10, 10, 8, 7]
 _PERSON_TYPES = {"IND", "SP"}
-# fmt: off
 _FIRST = [
-    "Ava", "Noah", "Mia", "Liam", "Zara", "Ethan", "Isla", "Oliver", "Aisha", "Lucas", "Grace",
-    "Thabo", "Priya", "Jack", "Chloe", "Sipho", "Emma", "Leo", "Ruby", "Kai",
+    "Ava",
+    "Noah",
+    "Mia",
+    "Liam",
+    "Zara",
+    "Ethan",
+    "Isla",
+    "Oliver",
+    "Aisha",
+    "Lucas",
+    "Grace",
+    "Thabo",
+    "Priya",
+    "Jack",
+    "Chloe",
+    "Sipho",
+    "Emma",
+    "Leo",
+    "Ruby",
+    "Kai",
 ]
 _LAST = [
-    "Smith", "Nguyen", "Patel", "Brown", "Williams", "Naidoo", "Taylor", "Wilson", "Khan",
-    "Jones", "Walker", "Dlamini", "Evans", "Clarke", "Murphy", "Singh", "Harris", "Botha",
+    "Smith",
+    "Nguyen",
+    "Patel",
+    "Brown",
+    "Williams",
+    "Naidoo",
+    "Taylor",
+    "Wilson",
+    "Khan",
+    "Jones",
+    "Walker",
+    "Dlamini",
+    "Evans",
+    "Clarke",
+    "Murphy",
+    "Singh",
+    "Harris",
+    "Botha",
 ]
-# fmt: on
 _SUFFIX = dict(
     CO="Holdings", TR="Family Trust", PS="& Partners", SMSF="Super Fund", LLP="LLP", CC="CC"
 )
@@ -52,14 +84,23 @@ _TAX = {
     "uk": [("20% (VAT on Income)", 20.0), ("5% (VAT on Income)", 5.0), ("Zero Rated", 0.0)],
     "za": [("Standard Rate Sales", 15.0), ("Zero Rated Sales", 0.0)],
 }
-# fmt: off
 _EFORMS = [
-    "New Client Details", "Tax Return Checklist", "Engagement Letter", "AML Questionnaire",
-    "Payroll Setup", "Trust Deed Request", "Rental Schedule", "Bank Details", "Director Details",
-    "SMSF Annual Return", "Vehicle Logbook", "GST Registration", "Feedback Survey",
-    "Change of Address", "Authority to Act",
+    "New Client Details",
+    "Tax Return Checklist",
+    "Engagement Letter",
+    "AML Questionnaire",
+    "Payroll Setup",
+    "Trust Deed Request",
+    "Rental Schedule",
+    "Bank Details",
+    "Director Details",
+    "SMSF Annual Return",
+    "Vehicle Logbook",
+    "GST Registration",
+    "Feedback Survey",
+    "Change of Address",
+    "Authority to Act",
 ]
-# fmt: on
 _SERVICES = [
     ("Annual Accounts", 1800.0),
     ("Tax Return", 450.0),

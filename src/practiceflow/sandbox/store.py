@@ -19,12 +19,15 @@ JSON = dict[str, Any]
 #: A bill line: amount, tax, total, narration, extItemID, extAccountID, extTaxID.
 BillLine = tuple[float, float, float, str | None, int | None, int | None, int | None]
 
-# fmt: off
 #: Fields of the create body that are stored and returned on load as given.
 ENTITY_TEXT_FIELDS = [
-    "externalSystemID", "telephone", "mobile", "taxNumber", "regNumber", "idNumber",
+    "externalSystemID",
+    "telephone",
+    "mobile",
+    "taxNumber",
+    "regNumber",
+    "idNumber",
 ]
-# fmt: on
 ENTITY_EXTRA_FIELDS = [*ENTITY_TEXT_FIELDS, "physicalAddress", "postalAddress"]
 
 _VERSION_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
