@@ -42,12 +42,16 @@ from practiceflow.sandbox.variants import TOPICS, Variants
 
 logger = logging.getLogger(__name__)
 ModelT = TypeVar("ModelT", bound=pydantic.BaseModel)
-# fmt: off
 #: The fields of a proposal that its ``proposal.accepted`` event carries.
 _ACCEPTED = (
-    "proposalKey", "entityKey", "entityName", "title", "status", "acceptedOn", "totalAmount",
+    "proposalKey",
+    "entityKey",
+    "entityName",
+    "title",
+    "status",
+    "acceptedOn",
+    "totalAmount",
 )
-# fmt: on
 
 
 class _FaultBody(pydantic.BaseModel):

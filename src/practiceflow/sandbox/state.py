@@ -212,12 +212,14 @@ class RateLimiter:
 
 
 #: Accepted names of each kind (the canonical name first).
-# fmt: off
 FAULT_KINDS: dict[str, str] = {
-    "rate_limit": "rate_limit", "429": "rate_limit", "server_error": "server_error",
-    "500": "server_error", "slow": "slow", "drop": "drop",
+    "rate_limit": "rate_limit",
+    "429": "rate_limit",
+    "server_error": "server_error",
+    "500": "server_error",
+    "slow": "slow",
+    "drop": "drop",
 }
-# fmt: on
 
 
 @dataclass
