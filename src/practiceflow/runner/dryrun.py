@@ -1,15 +1,9 @@
-"""``--dry-run``: render every step of a recipe and send nothing.
+"""``--dry-run``: render every step of a recipe and send nothing; nothing is journaled.
 
-The trigger's ``sample`` stands in for the event, and each step after the first reads the
-``sample`` outputs of the steps before it, so that every template is rendered exactly as a
-real run would render it. A field the output schema declares and the sample lacks reads as
-a placeholder of its type (its first ``examples`` entry when it has one): references are
-judged against schemas, not samples (see :mod:`practiceflow.manifest.references`).
-
-Requests are described as the client would send them, with secrets and personal
-(``x-pii``) values masked (personal values shown only when the caller asks, for a person's
-own eyes: ``show_personal``). Checks that read the API are not run (the engine says so in the
-step's warnings). Nothing is journaled.
+The trigger's sample stands in for the event and each step reads the sample outputs of the
+steps before it; a declared field a sample lacks reads as a placeholder of its type
+(references are judged against schemas: :mod:`practiceflow.manifest.references`). Requests
+are masked (secrets and ``x-pii``) unless ``show_personal``; checks that read the API are not run.
 """
 
 from __future__ import annotations
@@ -28,23 +22,14 @@ from practiceflow.runner.local import LocalStep
 from practiceflow.runner.validate import ValidRecipe, output_schema
 from practiceflow.templating import render_tree, utcnow
 
-__all__ = ["DryStep", "dry_run"]
-
 #: Iterations of a ``for_each`` shown at most.
 MAX_SHOWN_ITEMS = 3
 
 
 @dataclass(frozen=True)
 class DryStep:
-    """One step as a dry run rendered it.
-
-    Attributes:
-        step_id: the journal id it would have (``id[n]`` inside a ``for_each``).
-        use: the action or local step.
-        status: ``would_send``, ``would_skip`` or ``error``.
-        request: the described request (masked), or the masked input of a local step.
-        note: why it would be skipped, or what went wrong.
-        warnings: what the engine wants the user to know (checks not run...).
+    """One step as a dry run rendered it: ``status`` is ``would_send``, ``would_skip`` or
+    ``error``; ``request`` is masked (a local step's masked input).
     """
 
     step_id: str
@@ -63,19 +48,9 @@ def dry_run(
     now: datetime | None = None,
     show_personal: bool = False,
 ) -> list[DryStep]:
-    """Render every step with sample outputs; send nothing.
-
-    Args:
-        recipe: the checked recipe.
-        trigger: the event payload (default: the trigger module's sample).
-        client: used only to describe the exact URL (base URL, auth headers masked).
-        now: the run's time (default: now, UTC).
-        show_personal: describe the requests with their personal values unmasked
-            (secrets stay masked), for the person whose data it is or who confirms the
-            run; never for a journal, a log or an AI model.
-
-    Returns:
-        One :class:`DryStep` per step and shown iteration.
+    """Render every step with sample outputs (``trigger``: the event, default the sample); send
+    nothing. ``show_personal`` leaves personal values unmasked for the person whose data it is,
+    never for a journal, a log or an AI model; secrets stay masked. ``client`` only shapes URLs.
     """
     if trigger is None:
         payload = with_declared(recipe.trigger.sample, recipe.trigger.output_schema)
@@ -166,15 +141,7 @@ _BY_TYPE: dict[str, Any] = {
 
 
 def with_declared(sample: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A sample with a placeholder for each top-level field its schema declares and it lacks.
-
-    Args:
-        sample: the module's sample output.
-        schema: the output schema (None: the sample as it is).
-
-    Returns:
-        A new mapping; the sample's own values are kept.
-    """
+    """A copy of ``sample`` with a placeholder for each top-level field ``schema`` declares."""
     filled = dict(sample)
     properties = schema.get("properties") if schema is not None else None
     if not isinstance(properties, Mapping):

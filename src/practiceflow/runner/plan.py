@@ -1,24 +1,10 @@
-"""``plan``: what recipes will cost in requests, before anything is enabled.
+"""``plan``: what recipes will cost in requests against the practice's daily budget (10,000 a
+day per Client ID, spec section 8), before anything is enabled.
 
-The binding limit of a practice is the daily one: 10,000 requests a day per Client ID
-(spec section 8), one request per 8.64 s sustained; every recipe and trigger using the same
-credentials shares it. For each recipe, :func:`plan` counts:
-
-* the calls of one run: each API step's request, plus each of its action's checks and
-  hook that read the API (``create_bill`` reads the client and the ledger status first);
-  a ``for_each`` step counts once per element when its list is known before a run (it
-  reads only ``vars``, or is written out: ``{{ vars.forms }}``, ``{{ [1, 2] }}``), else
-  ``items`` times (an assumption shown in the plan); local steps cost nothing;
-* the polling cost: one request per poll when nothing changed (more pages when much did),
-  every ``poll_interval`` seconds, for triggers that poll (``mode`` poll, both, or auto
-  without a public webhook URL). Triggers that read the same list with the same cursor
-  (as their modules declare: :func:`~practiceflow.triggers.shared_poll.poll_source`) share
-  one poll, counted once (:class:`PollCost`) and split between their recipes; a quiet
-  practice is polled less often, down to once per ``max_delay`` (the idle figure);
-* the runs a day (``events_per_day``, an assumption the user gives).
-
-It then sums the day over all recipes and states the share of the daily budget, with a
-warning when it exceeds it (or exceeds the hourly window of 1,000).
+Per recipe: the calls of one run (each API step plus the checks and hook that read the API;
+a ``for_each`` counts its elements when known from ``vars``, else ``items``), its share of
+the polls (triggers reading one list share one poll: :class:`PollCost`), times the assumed
+``events_per_day``. Warnings when the day or the hourly window is exceeded.
 """
 
 from __future__ import annotations
@@ -37,16 +23,6 @@ from practiceflow.triggers.cadence import SWEEP_EVERY
 from practiceflow.triggers.downtime import downtime_note, has_poll_source
 from practiceflow.triggers.shared_poll import PollSource, poll_source
 
-__all__ = [
-    "DAILY_BUDGET",
-    "HOURLY_BUDGET",
-    "Plan",
-    "PollCost",
-    "RecipeCost",
-    "StepCost",
-    "plan",
-]
-
 #: Requests a day per Client ID (spec section 8 default): one per 8.64 s sustained.
 DAILY_BUDGET = 10_000
 #: Requests an hour per Client ID (spec section 8 default).
@@ -55,14 +31,7 @@ HOURLY_BUDGET = 1_000
 
 @dataclass(frozen=True)
 class StepCost:
-    """Requests one step costs per run.
-
-    Attributes:
-        step_id: the step.
-        use: its action.
-        requests: requests per run.
-        note: how the number was reached.
-    """
+    """Requests one step costs per run, and how the number was reached."""
 
     step_id: str
     use: str
@@ -72,19 +41,7 @@ class StepCost:
 
 @dataclass(frozen=True)
 class RecipeCost:
-    """What one recipe costs.
-
-    Attributes:
-        name: the recipe.
-        per_run: requests of one run.
-        steps: the cost of each step.
-        polls: whether its trigger polls.
-        poll_per_hour: polling requests an hour (nothing changed).
-        poll_per_day: polling requests a day.
-        events_per_day: runs a day assumed.
-        per_day: requests a day in all.
-        poll: the list its trigger polls (:attr:`PollCost.source`), or None.
-    """
+    """What one recipe costs (``poll``: the list its trigger polls, or None)."""
 
     name: str
     per_run: int
@@ -99,18 +56,8 @@ class RecipeCost:
 
 @dataclass(frozen=True)
 class PollCost:
-    """One poll of the practice, shared by every recipe whose trigger reads that list.
-
-    Attributes:
-        source: what it reads (``GET /api/v1/entities/list?lastUpdated=``).
-        triggers: the triggers it serves.
-        recipes: the recipes they belong to.
-        per_hour: requests an hour at the fastest rate (a busy practice).
-        per_day: requests a day at the fastest rate.
-        idle_per_day: requests a day when the practice is quiet (once per ``max_delay``).
-        share: ``per_day`` as a fraction of the daily budget.
-        sweep: every trigger of it is received by webhook: the list is read only to
-            catch up what deliveries missed.
+    """One poll of the practice, shared by the recipes whose triggers read that list
+    (``sweep``: read only to catch up what webhook deliveries missed).
     """
 
     source: str
@@ -125,17 +72,8 @@ class PollCost:
 
 @dataclass(frozen=True)
 class Plan:
-    """The plan of several recipes sharing one practice's credentials.
-
-    Attributes:
-        recipes: the cost of each.
-        per_day: requests a day, all recipes together.
-        share: ``per_day`` as a fraction of the daily budget.
-        daily_budget: the budget used.
-        warnings: what exceeds or comes close to a limit.
-        downtime: per recipe, what happens to its trigger's events while ``serve`` is
-            down (caught up by polling, or left to the sender's retries).
-        polls: the practice's polls, each counted once however many recipes share it.
+    """The plan of several recipes sharing one practice's credentials (``downtime``: per recipe,
+    what happens to its events while ``serve`` is down).
     """
 
     recipes: list[RecipeCost]
@@ -186,19 +124,10 @@ def plan(
     items: int = 1,
     daily_budget: int = DAILY_BUDGET,
 ) -> Plan:
-    """Estimate the requests recipes will spend together (see the module docstring).
+    """Estimate the requests recipes sharing one practice's credentials will spend together.
 
-    Args:
-        recipes: the checked recipes (sharing one practice's credentials).
-        events_per_day: runs a day assumed for each recipe.
-        poll_interval: seconds between polls of a polling trigger.
-        webhook_url: whether a public webhook URL is configured (``mode: auto`` then
-            receives by webhook and does not poll).
-        items: items assumed for each ``for_each`` step whose list is known only in a run.
-        daily_budget: the practice's daily budget.
-
-    Returns:
-        The plan, with warnings when the budget would be exceeded.
+    ``webhook_url``: a public webhook URL is configured (``mode: auto`` then does not poll);
+    ``items``: assumed elements of a ``for_each`` whose list is known only in a run.
     """
     polls = _polls(recipes, poll_interval, webhook_url, daily_budget)
     shared = {recipe: poll for poll in polls for recipe in poll.recipes}
@@ -265,11 +194,8 @@ def plan(
 def _polls(
     recipes: Sequence[ValidRecipe], poll_interval: float, webhook_url: bool, daily_budget: int
 ) -> list[PollCost]:
-    """The practice's polls: recipes whose triggers read the same list share one.
-
-    A trigger received by webhook that has a poll source is swept for completeness every
-    :data:`~practiceflow.triggers.cadence.SWEEP_EVERY` seconds, for free on a list that
-    polled triggers read anyway.
+    """The practice's polls: recipes whose triggers read the same list share one; a webhook
+    trigger with a poll source is swept every ``SWEEP_EVERY`` seconds.
     """
     groups: dict[object, list[tuple[ValidRecipe, bool]]] = {}
     for recipe in recipes:

@@ -1,21 +1,11 @@
 """Checking a recipe before anything runs: every problem at once, each with file, line, field.
 
-:func:`validate_recipe` is the one recipe validator: ``modules validate``, ``run`` (with or
-without ``--dry-run``), ``serve``, ``worker``, ``plan`` and the scaffolds all call it. It
-starts with the checks of the file on its own (:func:`~practiceflow.manifest.load_recipe`:
-schema, unique ids, template syntax and names, ``steps.ID`` naming an earlier step), then
-checks the recipe against the modules:
-
-* ``use`` names an action module or a built-in local step (:mod:`.local`), with "did you
-  mean"; ``trigger.use`` names a trigger module;
-* literal inputs fit the action's input schema (fields given by a template are checked when
-  they are rendered, at run time); personal values are not echoed;
-* ``retry`` only on steps that do not write;
-* no step writes when the recipe's credentials are known to be read-only (``can_write``);
-* every path a template reads under ``trigger``, ``steps.<id>``, ``vars`` and ``item`` fits
-  the trigger's output schema, the step actions' output schemas, the declared ``vars`` and
-  the elements ``for_each`` yields (:mod:`practiceflow.manifest.references`); samples play no
-  part in it.
+:func:`validate_recipe` is the one recipe validator (``modules validate``, ``run``,
+``serve``, ``worker``, ``plan``, the scaffolds): the file's own checks
+(:func:`~practiceflow.manifest.load_recipe`), then against the modules: ``use`` names a
+module or local step ("did you mean"), literal inputs fit the input schema, ``retry`` only
+on reads, no write on read-only credentials, and every template path fits the declared
+output schemas (:mod:`practiceflow.manifest.references`; samples play no part).
 """
 
 from __future__ import annotations
@@ -45,21 +35,13 @@ from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep
 from practiceflow.templating import CompiledTemplate, is_template, iter_templates
 
-__all__ = ["StepAction", "ValidRecipe", "check_recipe", "output_schema", "validate_recipe"]
-
 StepAction = ActionModule | LocalStep
 
 
 @dataclass(frozen=True)
 class ValidRecipe:
-    """A recipe that passed every check, with the modules its steps use.
-
-    Attributes:
-        recipe: the loaded recipe.
-        actions: step id -> the action module or local step it uses.
-        trigger: the trigger module.
-        source: the file, as shown in messages.
-        notes: what could not be checked (a step whose output has no schema), once each.
+    """A recipe that passed every check: ``actions`` maps step id -> its module or local step;
+    ``notes`` says once what could not be checked.
     """
 
     recipe: Recipe
@@ -190,8 +172,7 @@ def check_recipe(
     registry: ModuleRegistry | None = None,
     can_write: bool | None = None,
 ) -> ValidRecipe:
-    """Check a recipe already read (see :func:`validate_recipe`; a run's stored version is
-    checked this way against its stored modules).
+    """Check a recipe already read (a run's stored version is checked against its stored modules).
 
     Raises:
         ManifestError: with every issue, each naming file, line, column and field.

@@ -1,23 +1,10 @@
 """``serve`` as a library: receiver, pollers, gap sweeps and the runner loop, from built objects.
 
-:func:`serve` takes checked recipes, an open state store and an API client (built by the
-caller: the command line, the demo, a bench or your own program) and returns a
-:class:`~practiceflow.service.loop.Service` whose receiver already listens (every webhook
-trigger bound, no request sent yet, so deliveries are stored from this moment).
-:meth:`Service.run` then starts the rest in the order that loses nothing, and serves until
-its ``stop`` is set:
-
-1. :class:`GapWatch`: the downtime since the store's last sign of life is listed for each
-   trigger that may have missed events in it (:mod:`.gaps`), the heartbeat starts, and a
-   sweep checks the gaps a list can prove complete (:mod:`.sweep`); a silence watch
-   compares quiet webhooks with their lists when ``silence_every`` is set (:mod:`.silence`);
-2. the intake subscribes what is not subscribed yet, catches up every trigger with a poll
-   source, and polls in the background (:mod:`.intake`);
-3. the loop runs pending events through the runners (:mod:`.loop`).
-
-A stop finishes the step being sent, stops the intake (subscriptions kept unless
-``unsubscribe``), then the parts. What is the command line's alone stays there: the state
-file's lease, the console and ``/metrics``, what is printed, reloading recipe files.
+:func:`serve` returns a :class:`~.loop.Service` whose receiver already listens (no request
+sent yet, so deliveries are stored from this moment). :meth:`Service.run` then starts the
+rest in the order that loses nothing: :class:`GapWatch` (downtime listed, heartbeat, sweeps,
+silence checks), the intake (subscribe, catch up, poll), then the loop. What is the command
+line's alone (the state file's lease, console, ``/metrics``, reloading) stays there.
 """
 
 from __future__ import annotations
@@ -37,8 +24,6 @@ from practiceflow.service.netaddr import LOOPBACK
 from practiceflow.service.silence import DEFAULT_GRACE, SilenceWatch, healer
 from practiceflow.service.sweep import GapSweep, SweepResult
 from practiceflow.state import StateStore
-
-__all__ = ["GapWatch", "ServeOptions", "serve"]
 
 
 @dataclass(frozen=True)
@@ -87,7 +72,7 @@ class ServeOptions:
 
 
 class GapWatch:
-    """No silent gaps while serving: downtime noted, heartbeat, sweeps (module docstring).
+    """No silent gaps while serving: downtime noted, heartbeat, sweeps, silence checks.
 
     Args:
         store: the state store.

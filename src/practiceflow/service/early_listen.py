@@ -1,17 +1,9 @@
 """The receiver's socket, bound before the slow start-up of ``serve`` (stdlib only).
 
-Importing what ``serve`` needs (the runner, the module registry, the web server) takes a
-few seconds of a loaded machine; a sender whose retry lands then would find the port
-closed. So the ``practiceflow`` command binds and listens on ``--listen`` first
-thing when the command is ``serve`` and a public URL is configured: from that moment the
-kernel completes connections and queues them (the listen backlog), and the receiver,
-once started, serves them from the same socket: the command hands it to
-:func:`practiceflow.service.serve` (``ServeOptions.listen_socket``), which closes it when no
-webhook trigger needs it. Nothing is answered before the receiver can verify and store;
-nothing is refused either.
-
-A bind that fails (the port is taken, say by a first ``serve``) is ignored here: the normal
-start-up reports it, after the clearer checks (such as the state file's lease).
+Imports take seconds on a loaded machine; a sender retrying then would find the port closed.
+So the command binds ``--listen`` first thing (``serve`` with a public URL): the kernel
+queues connections, and the receiver serves them from that socket once it can verify and
+store (``ServeOptions.listen_socket``). A failed bind is left to the normal start-up to report.
 """
 
 from __future__ import annotations
@@ -20,8 +12,6 @@ import os
 import socket
 import sys
 from typing import Final
-
-__all__ = ["EARLY_SOCKET", "bind_listen", "claim"]
 
 _BACKLOG: Final = 128
 #: Where the command line keeps the claimed socket for ``serve`` (``click.Context.meta``).
@@ -41,16 +31,8 @@ def _argument(argv: list[str], name: str) -> str | None:
 def claim(
     environ: dict[str, str] | None = None, argv: list[str] | None = None
 ) -> socket.socket | None:
-    """Bind and listen on ``--listen`` / ``PRACTICEFLOW_LISTEN`` when a public URL is set.
-
-    Args:
-        environ: the environment (``os.environ`` when None).
-        argv: the command line (``sys.argv[1:]`` when None); its ``--listen`` and
-            ``--public-url`` win over the environment, as they do for ``serve``.
-
-    Returns:
-        The listening socket (its caller closes it, or hands it to the receiver), or None
-        when nothing was claimed.
+    """Bind and listen on ``--listen`` / ``PRACTICEFLOW_LISTEN`` when a public URL is set (the
+    command line wins over ``environ``); None when nothing was claimed.
     """
     from practiceflow.service.netaddr import parse_listen  # light: no third-party import
 

@@ -1,24 +1,10 @@
 """What the service does when running one event raises an exception no step caught.
 
-A step's expected failures (API errors, template errors, refused input) fail the step and
-are journaled by the runner. Anything else (a bug, an exhausted resource, a hook that
-raised) reaches the service's per-event boundary, where :class:`EventGuard`:
-
-* records the error (``kind: bug``) on the run that raised, which stays unfinished, its
-  event pending, so that the service goes on with the next event. The run is started
-  again on a later pass, which settles a passing cause; each start is counted in the
-  store, and a run started :data:`~.quarantine.QUARANTINE_AFTER` times without ending is
-  quarantined by the runner: held ``in_doubt`` with its reason, listed as needing
-  attention (``runs list --status in_doubt``, the console) and never started again but by
-  a person (``runs retry`` once the cause is fixed, or ``runs cancel``). See
-  :mod:`.quarantine`; the same count catches a run whose start kills the process;
-* counts the failure in this process too, the last resort for what cannot be recorded
-  (the store refuses, or the exception came before the run was started): after
-  :data:`SKIP_AFTER` failures of the same event (or run) this process skips it, and logs
-  it as needing attention.
-
-A transient store error (:class:`~practiceflow.errors.StoreError`) is not the event's
-fault: it is raised on, as before.
+:class:`EventGuard` records the error (``kind: bug``) on the run, which stays unfinished
+(its start counted: :mod:`practiceflow.runner.quarantine` holds it after repeated
+failures), and the service goes on. What cannot be recorded is counted in this process:
+after :data:`SKIP_AFTER` failures it skips the event or run. A
+:class:`~practiceflow.errors.StoreError` is the store's, not the event's: raised on.
 """
 
 from __future__ import annotations
@@ -32,8 +18,6 @@ from practiceflow.errors import StoreError
 from practiceflow.runner.execute import Runner, RunOutcome
 from practiceflow.runner.quarantine import QUARANTINE_AFTER
 from practiceflow.state import EventRecord, StateStore
-
-__all__ = ["SKIP_AFTER", "EventGuard"]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -54,12 +38,8 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 
 class EventGuard:
-    """The service's per-event and per-run boundary (see the module docstring): the
-    caller runs the event (or resumes the run) and hands what escaped to
+    """The service's per-event and per-run boundary: the caller hands what escaped to
     :meth:`event_failed` (or :meth:`run_failed`).
-
-    Args:
-        store: the state store.
     """
 
     def __init__(self, store: StateStore) -> None:
@@ -78,21 +58,11 @@ class EventGuard:
         event: EventRecord,
         exc: Exception,
     ) -> list[RunOutcome | None]:
-        """Record an exception no step caught while running one event's runs (the caller
-        runs them, ``run_shared``, and hands over what escaped) on the run that raised;
-        the event stays pending, to be run again or quarantined.
-
-        Args:
-            practice: the event's practice.
-            runners: the recipes the event runs through.
-            event: the event.
-            exc: what escaped the runs.
-
-        Returns:
-            The outcomes (the failed run's is ``running``, with the error).
+        """Record an exception that escaped an event's runs on the run that raised; the event
+        stays pending. Returns the outcomes (the failed run's ``running``, with the error).
 
         Raises:
-            StoreError: ``exc`` is one, a transient fault of the store, not the event's.
+            StoreError: ``exc`` is one, a transient fault of the store.
         """
         if isinstance(exc, StoreError):
             raise exc
@@ -103,17 +73,10 @@ class EventGuard:
         return list(recorded or [])
 
     def run_failed(self, run_id: str, exc: Exception) -> RunOutcome | None:
-        """Record an exception no step caught while resuming one run, on the run.
-
-        Args:
-            run_id: the run.
-            exc: what escaped the run.
-
-        Returns:
-            Its outcome (None when the failure could not be recorded).
+        """Record an exception that escaped resuming a run on the run (None: not recorded).
 
         Raises:
-            StoreError: ``exc`` is one (see :meth:`event_failed`).
+            StoreError: ``exc`` is one.
         """
         if isinstance(exc, StoreError):
             raise exc
@@ -157,8 +120,7 @@ class EventGuard:
         event: EventRecord,
         error: dict[str, Any],
     ) -> list[RunOutcome | None]:
-        """Record the error on the event's runs left ``running``: the one that raised
-        (the runs before it ended; those after it did not start)."""
+        """Record the error on the event's runs left ``running`` (the one that raised)."""
         outcomes: list[RunOutcome | None] = []
         for runner in runners:
             found = self.store.list_runs(

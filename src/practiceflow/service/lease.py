@@ -1,16 +1,9 @@
 """One ``serve`` per SQLite state file: the second refuses, naming the first.
 
-Two ``serve`` processes on one SQLite file would both subscribe, both poll with the same
-cursors and both take the same events: the store keeps them from running an event twice,
-but not from doubling the requests, fighting over the file's write lock and printing each
-other's console. So ``serve`` (and ``run`` without ``--once``) takes a **lease** first: an
-exclusive ``flock`` on ``<state file>.serve.lock`` beside the database, held for the life of
-the process. The kernel drops the lock when the process ends, however it ends (a
-``kill -9`` included), so a stale lease never blocks a restart. The file holds who holds it
-(pid, console and receiver addresses), for the message the second process prints.
-
-A PostgreSQL store takes no lease: several processes on one database is what ``practiceflow
-worker`` is for, and it coordinates through the database.
+Two would double the requests and fight over the file's write lock. So ``serve`` (and
+``run`` without ``--once``) takes an exclusive ``flock`` on ``<state file>.serve.lock`` for
+the life of the process; the kernel drops it however the process ends, so a stale lease
+never blocks a restart. The file names the holder, for the refusal. PostgreSQL takes none.
 """
 
 from __future__ import annotations
@@ -23,8 +16,6 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError
 from practiceflow.templating import utcnow
-
-__all__ = ["LEASE_SUFFIX", "ServeLease", "StoreInUse", "lease_path"]
 
 #: Suffix of the lease file beside a SQLite state file.
 LEASE_SUFFIX: Final = ".serve.lock"
@@ -55,11 +46,7 @@ def lease_path(state: Path) -> Path:
 
 
 class ServeLease:
-    """The exclusive lease of one SQLite state file (module docstring).
-
-    Args:
-        state: the SQLite state file.
-    """
+    """The exclusive lease of one SQLite state file."""
 
     def __init__(self, state: Path) -> None:
         self.state = state.resolve()  # a symlink or a relative name: the same file's lease
@@ -68,13 +55,7 @@ class ServeLease:
         self._info: dict[str, Any] = {}
 
     def acquire(self, **info: Any) -> ServeLease:
-        """Take the lease, or refuse naming its holder.
-
-        Args:
-            **info: who we are, written to the file (``pid`` and ``started`` are added).
-
-        Returns:
-            The lease (held).
+        """Take the lease, writing ``info`` (and ``pid``, ``started``) to the file.
 
         Raises:
             StoreInUse: another process holds it.

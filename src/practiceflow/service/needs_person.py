@@ -1,21 +1,11 @@
-"""What needs a person: the one writer of the attention table, and the one definition read
-by ``practiceflow attention list``, ``runs list --status in_doubt``, the console and
-``/metrics``.
+"""What needs a person: the one writer of the attention table, and the one definition read by
+``attention list``, ``runs list --status in_doubt``, the console and ``/metrics``.
 
-Two things need a person:
-
-* an **entry** of the attention table (:mod:`practiceflow.state.attention_rows`) that is
-  ``open``: a window in which a trigger's events may have been missed and that no sweep
-  could prove complete (``gap``), a webhook subscription that may exist on the server
-  (``subscription_in_doubt``), a delivery held without running (``unrecognised``), a
-  failed run its recipe's retry policy gave up on (``retries_exhausted``, written by
-  :mod:`practiceflow.runner.run_retry`). A
-  person settles it with ``practiceflow attention settle ID --note ...`` (or the console);
-* a **run** held ``in_doubt`` that is quarantined (:mod:`.quarantine`) or has a step in
-  doubt (a write whose outcome is unknown): ``runs resolve`` / ``runs retry`` /
-  ``runs cancel``. A held run whose steps were all settled waits for ``serve``.
-
-Every entry is written here, nowhere else.
+An ``open`` entry (a ``gap`` no sweep could close, a ``subscription_in_doubt``, an
+``unrecognised`` delivery held, ``retries_exhausted`` (written by
+:mod:`practiceflow.runner.run_retry`), a ``silent_subscription``) is settled with
+``attention settle``; a run held ``in_doubt`` (quarantined, or a step in doubt) with
+``runs resolve`` / ``retry`` / ``cancel``.
 """
 
 from __future__ import annotations
@@ -30,24 +20,6 @@ from practiceflow.runner.quarantine import is_quarantined
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.state.attention_rows import AttentionRecord, AttentionStatus
 from practiceflow.state.runids import MIN_PREFIX
-
-__all__ = [
-    "KIND_LABELS",
-    "SWEEP",
-    "close_by_evidence",
-    "close_subscription_doubt",
-    "find_entry",
-    "hold_delivery",
-    "hold_for_person",
-    "label",
-    "list_gap",
-    "needs_person",
-    "open_entries",
-    "record_subscription_doubt",
-    "release_delivery",
-    "settle",
-    "settle_command",
-]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -92,20 +64,9 @@ def list_gap(
     who: str = "serve",
     checking: bool = False,
 ) -> AttentionRecord:
-    """List a window in which a trigger's events may have been missed.
-
-    Args:
-        store: the state store.
-        practice: the practice key.
-        trigger: the trigger's name.
-        start: the last sign of life.
-        end: when listening began again.
-        why: why its events may have been missed (or what a sweep will check).
-        who: what was down (``serve``, or every worker of a fleet).
-        checking: a sweep will try to prove the window complete before asking a person.
-
-    Returns:
-        The entry (the same one when this window was listed before).
+    """List a window (``start``: last sign of life, ``end``: listening again) in which a
+    trigger's events may have been missed; ``who`` was down; ``checking``: a sweep will try to
+    prove it complete first. Listing the same window again returns the same entry.
     """
     reason = (
         f"{who} was down from {start.isoformat(timespec='seconds')} to "
@@ -150,22 +111,9 @@ def hold_for_person(store: StateStore, entry: AttentionRecord, reason: str, evid
 def record_subscription_doubt(
     store: StateStore, practice: str, trigger: str, *, polled: bool, fleet: bool = False
 ) -> str:
-    """List a trigger whose webhook subscription is in doubt: its subscribe got no answer,
-    so it may exist on the server, and it is not repeated (a second one could deliver
-    twice).
-
-    While an entry of the trigger is open, a restart lists nothing new; once a person closed
-    it, a subscription still in doubt is listed again.
-
-    Args:
-        store: the state store.
-        practice: the practice key.
-        trigger: the trigger's name.
-        polled: whether the trigger is polled meanwhile (it has a poll source).
-        fleet: the entry is for ``worker`` (the commands to run name the practice).
-
-    Returns:
-        The entry's id.
+    """List a trigger whose subscribe got no answer: it may exist on the server and is not
+    repeated (a second one could deliver twice). While an entry is open nothing new is listed.
+    ``polled``: received by polling meanwhile; ``fleet``: for ``worker``. Returns the entry's id.
     """
     earlier = store.list_attention(
         practice=practice, kind="subscription_in_doubt", trigger=trigger, limit=1000
@@ -206,8 +154,7 @@ def record_subscription_doubt(
 def close_subscription_doubt(
     store: StateStore, practice: str, trigger: str, who: str, note: str
 ) -> list[str]:
-    """Close the open subscription-in-doubt entries of a trigger (it was forgotten or
-    subscribed again); returns their ids."""
+    """Close the open subscription-in-doubt entries of a trigger; returns their ids."""
     closed: list[str] = []
     for entry in store.list_attention(
         practice=practice,
@@ -226,9 +173,9 @@ def close_subscription_doubt(
 def hold_delivery(
     store: StateStore, practice: str, trigger: str, event_key: str, delivery_id: str, reason: str
 ) -> tuple[str, bool]:
-    """List a delivery held without running (it may be a test delivery, or it could not be
-    mapped); returns the entry's id (the same one for a repeated delivery) and whether it
-    is new."""
+    """List a delivery held without running; returns the entry's id (the same one for a
+    repeated delivery) and whether it is new.
+    """
     text = (
         f"a delivery held without running: {reason}. If it was not a real event, settle it; "
         "if it was, start what it asked for by hand, then settle it saying so"

@@ -1,22 +1,11 @@
-"""Silent subscriptions are found: a webhook that receives nothing while its list shows
-events it should have delivered is broken, healed, and the episode listed.
+"""Silent subscriptions are found: a webhook that receives nothing while its list shows events
+it should have delivered is healed, and the episode listed.
 
-A subscription can stop delivering without a word: removed on the API's side, or a public
-URL that no longer reaches the receiver. While ``serve`` runs, every ``every`` seconds
-(``PRACTICEFLOW_SILENCE_EVERY``, :data:`DEFAULT_EVERY` when unset, 0 turns it off),
-:class:`SilenceWatch` sweeps each webhook trigger a sweep can read (:mod:`.sweep`) over the
-time since the last check, up to ``grace`` seconds ago (a delivery in flight is not a
-silence). A check reads every client's list, one request per client, at the lowest
-priority of the rate budget: every 15 minutes, 300 clients cost 20 requests a minute,
-which any other request goes before. An event in that window that never
-arrived is stored (it runs once); any such event means the subscription was silent:
-
-* it is checked and healed (:meth:`~practiceflow.triggers.subscriptions.SubscriptionManager.heal`:
-  ``POST /api/v1/webhooks/{id}/test``; a 404, the API forgot it, re-subscribes);
-* the episode is an entry ``silent_subscription`` of the attention table with the sweep's
-  evidence: closed by ``practiceflow`` when it was re-subscribed, open for a person when
-  the API still knows the subscription (deliveries do not reach us: check the public URL);
-* ``/metrics`` counts the episodes (``practiceflow_attention{kind="silent_subscription"}``).
+Every ``every`` seconds (``PRACTICEFLOW_SILENCE_EVERY``, 0: off) each served webhook trigger
+a sweep can read is swept over the time since the last check, up to ``grace`` seconds ago,
+at the lowest priority. An event found that never arrived is stored (it runs once) and means
+the subscription was silent: it is healed (re-subscribed when the API forgot it) and a
+``silent_subscription`` entry is listed, closed when re-subscribed, else open for a person.
 """
 
 from __future__ import annotations
@@ -33,15 +22,6 @@ from practiceflow.service.sweep import GapSweep, SweepResult, can_sweep, lists_r
 from practiceflow.state import StateStore
 from practiceflow.triggers.definition import TriggerDefinition
 from practiceflow.triggers.modes import BothTrigger, WebhookTrigger
-
-__all__ = [
-    "DEFAULT_EVERY",
-    "EVERY_ENV",
-    "GRACE_ENV",
-    "SilenceWatch",
-    "healer",
-    "silence_settings",
-]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -76,7 +56,8 @@ def silence_settings() -> tuple[float, float]:
 
 def healer(triggers: Mapping[str, Any]) -> Callable[[str], str]:
     """``heal(name)`` over an intake's triggers: check the webhook's subscription and
-    re-subscribe when the API forgot it."""
+    re-subscribe when the API forgot it.
+    """
 
     def heal(name: str) -> str:
         trigger = triggers.get(name)
@@ -89,20 +70,7 @@ def healer(triggers: Mapping[str, Any]) -> Callable[[str], str]:
 
 
 class SilenceWatch:
-    """Checks the served webhook triggers for silence (module docstring).
-
-    Args:
-        store: the state store.
-        practice: the practice key.
-        client: the API client.
-        triggers: name -> definition of the webhook triggers served.
-        heal: ``heal(trigger)`` checks and heals a subscription, returning the outcome of
-            :meth:`~practiceflow.triggers.subscriptions.SubscriptionManager.heal`.
-        every: seconds between checks.
-        grace: seconds an event may take to be delivered.
-        since: where the first check starts (serve's start).
-        on_stored: wakes the runner after an event was stored.
-    """
+    """Checks the served webhook triggers for silence every ``every`` seconds, from ``since``."""
 
     def __init__(
         self,

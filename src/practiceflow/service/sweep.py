@@ -1,26 +1,12 @@
 """A gap closes by evidence: a sweep of the list endpoints proves a downtime complete.
 
-While ``serve`` was down, a webhook trigger's deliveries failed; the sender retries them
-for a time the spec does not give. A trigger polled from a cursor reads the window back
-by itself (:mod:`.intake`). A trigger whose poll source needs an option the recipe does
-not give (``proposal_accepted`` without ``entityKey``: proposals are listed per client)
-is **swept** as its module declares (``poll.sweep``, :class:`~practiceflow.triggers.
-definition.SweepSource`): every value of that option is read from its own list (every
-client), then the trigger's list for each (the client's proposals), at the lowest priority
-of the rate budget (:class:`~practiceflow.budget.Priority.BACKFILL`). No endpoint is named here.
-
-Each row the trigger's filters pass whose time of event (the declared ``when`` fields) lies
-in the window (from :data:`MARGIN` before the last sign of life) is stored under the trigger's
-dedupe key, shared with the webhook: one the sender's retry delivered is found already
-received, one it gave up on is stored now and runs once. When every list was read, the
-gap is closed by the sweep with its evidence (which lists were read over which window,
-what was found, what was recovered); nothing is asked of a person. What the sweep cannot
-prove is held for a person, saying what could not be checked and why: a list that could
-not be read, or rows that carry no time of event.
-
-The sweep goes on in the background while the service runs, and notes how far it got in
-the entries' evidence after every :data:`CHUNK` clients: a restart resumes it there (a
-client changed since the window began is read again: it may be new).
+A trigger whose module declares ``poll.sweep`` (``proposal_accepted`` without ``entityKey``)
+is swept at :attr:`~practiceflow.budget.Priority.BACKFILL`: every value of the option is
+read from its own list (every client), then the trigger's list for each. Rows in the window
+(from :data:`MARGIN` before the last sign of life) are stored under the webhook's dedupe
+key, so each runs once. All read: the gap is closed with its evidence; a list that could not
+be read, or rows with no time of event, hand it to a person saying why. Progress is noted
+every :data:`CHUNK` clients, so a restart resumes there.
 """
 
 from __future__ import annotations
@@ -39,8 +25,6 @@ from practiceflow.state import StateStore
 from practiceflow.state.attention_rows import AttentionRecord
 from practiceflow.triggers.base import envelope, persist
 from practiceflow.triggers.definition import SweepSource, TriggerDefinition, parse_time
-
-__all__ = ["CHUNK", "MARGIN", "GapSweep", "SweepResult", "can_sweep", "lists_read", "sweep_option"]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -78,23 +62,9 @@ def lists_read(definition: TriggerDefinition) -> list[str]:
 
 @dataclass
 class SweepResult:
-    """What a sweep of one trigger found.
-
-    Attributes:
-        trigger: the trigger's name.
-        entries: the ids of the gap entries it covered.
-        window: the instants read (start with :data:`MARGIN`, end).
-        clients: how many values of the option were read (clients).
-        resumed: how many were skipped, read before a restart.
-        found: rows of events in the window.
-        received: of those, how many had arrived already (by webhook, or a poll).
-        recovered: the dedupe keys of those stored now (they run once).
-        undated: dedupe keys of rows with no time of event that never arrived.
-        error: why a list could not be read, or None.
-        closed: whether the gaps were closed by this evidence.
-        bounded: rows after the window's end are left for a later sweep (a check while
-            serving, :mod:`.silence`), not stored.
-        when: the row fields read as the time of event.
+    """What a sweep of one trigger found (``window`` starts with :data:`MARGIN`; ``recovered``:
+    dedupe keys stored now; ``undated``: rows with no time of event that never arrived;
+    ``bounded``: rows after the window are left for later, the check of :mod:`.silence`).
     """
 
     trigger: str
@@ -128,17 +98,7 @@ class SweepResult:
 
 
 class GapSweep:
-    """Sweeps the gaps a downtime left ``checking`` (see the module docstring).
-
-    Args:
-        store: the state store.
-        practice: the practice key.
-        client: the API client (its budget is the practice's).
-        triggers: name -> definition of the triggers served.
-        stop: set to stop between two reads (the sweep resumes at the next start).
-        on_stored: called after an event was recovered (wakes the runner).
-        on_done: called with what each trigger's sweep found, once it is over.
-    """
+    """Sweeps the gaps a downtime left ``checking``, in a background thread."""
 
     def __init__(
         self,
@@ -263,8 +223,9 @@ class GapSweep:
     def sweep_window(
         self, trigger: str, definition: TriggerDefinition, window: tuple[datetime, datetime]
     ) -> SweepResult:
-        """Read a trigger's lists over a window, storing what never arrived (no entry is
-        involved: the check of :mod:`.silence` while serving)."""
+        """Read a trigger's lists over a window, storing what never arrived (no entry: the check
+        of :mod:`.silence`).
+        """
         source = _source(definition)
         result = SweepResult(trigger, [], window, bounded=True)
         if source is None:
