@@ -70,9 +70,7 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class _Start:
-    """What one start does: ``drive`` (with ``recipe`` and the journaled ``steps``), ``hold`` for
-    a person (``error``), or nothing (``ended``: succeeded, cancelled or quarantined).
-    """
+    """What one start does: ``drive``, ``hold`` for a person (``error``), or nothing (``ended``)."""
 
     kind: Literal["drive", "hold", "ended"]
     recipe: ValidRecipe | None = None
@@ -144,10 +142,8 @@ class Runner:
         return outcomes
 
     def run_event(self, event: EventRecord, *, mark_handled: bool = True) -> RunOutcome | None:
-        """Start (or resume) the one run of this recipe for an event and drive it.
-
-        ``mark_handled`` False: the caller marks the event (several recipes share a trigger).
-        Returns None for a test delivery (acknowledged, not run).
+        """Start (or resume) and drive this recipe's run for an event (None: a test delivery);
+        ``mark_handled`` False: the caller marks it (several recipes share a trigger).
         """
         if event_from_record(event).is_test:
             self.store.mark_event_handled(self.practice, event.source, event.event_id)
@@ -200,11 +196,7 @@ class Runner:
         retry_failed: bool = False,
         handled: EventRecord | None = None,
     ) -> RunOutcome:
-        """Drive a run holding its lease; one another live process drives is left to it.
-
-        One transaction takes the lease, loads the run and journal and counts this start, so the
-        count is committed before the first step.
-        """
+        """Drive a run holding its lease (taken, run loaded, start counted: one transaction)."""
         self.stored_version()  # its durable commit of its own, once per runner
         wanted = lease_for(run_id, self.store.now())
         with self.store.atomic():
@@ -300,9 +292,7 @@ class Runner:
         return RunOutcome(run.run_id, run.event_id, "running", created)
 
     def _progress(self, run: RunRecord) -> JournalPoint:
-        """Journal points passed on to ``on_point``; the first completed step takes back the run's
-        earlier unended starts (:mod:`.quarantine`).
-        """
+        """Journal points to ``on_point``; the first completed step forgives earlier starts."""
         earlier = run.starts > 0
 
         def point(label: str) -> None:

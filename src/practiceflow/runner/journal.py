@@ -73,9 +73,7 @@ class RunJournal:
             self.store.change_step(self.run_id, step_id, *moves)
 
     def refused(self, step_id: str, entry: Any) -> None:
-        """Rule 1 after a 429: the API did not act, so back to ``pending`` (not fsynced: if lost,
-        the step is found ``sent`` and read back).
-        """
+        """Rule 1 after a 429: back to ``pending`` (not fsynced: if lost, ``sent`` is read back)."""
         self.outcome(step_id, StepChange.to_pending(entry))
 
     def read_outcome(

@@ -56,9 +56,7 @@ def local_step(
     sample: Mapping[str, Any],
     output_schema: Mapping[str, Any] | None = None,
 ) -> Callable[[LocalFunc], LocalFunc]:
-    """Register the decorated function as the local step ``key`` (its docstring's first line
-    is the description).
-    """
+    """Register the decorated function as local step ``key`` (its docstring: the description)."""
 
     def register(func: LocalFunc) -> LocalFunc:
         LOCAL_STEPS[key] = LocalStep(

@@ -15,7 +15,7 @@ from typing import Any
 
 from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import CHECKS, HOOKS
-from practiceflow.manifest import ActionModule
+from practiceflow.manifest import ActionModule, RecipeStep
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 from practiceflow.triggers import definition
@@ -56,9 +56,7 @@ class RecipeCost:
 
 @dataclass(frozen=True)
 class PollCost:
-    """One poll of the practice, shared by the recipes whose triggers read that list
-    (``sweep``: read only to catch up what webhook deliveries missed).
-    """
+    """One poll of a list, shared by its recipes (``sweep``: read only to catch up on webhooks)."""
 
     source: str
     triggers: list[str]
@@ -72,9 +70,7 @@ class PollCost:
 
 @dataclass(frozen=True)
 class Plan:
-    """The plan of several recipes sharing one practice's credentials (``downtime``: per recipe,
-    what happens to its events while ``serve`` is down).
-    """
+    """The plan of recipes sharing one practice's credentials (``downtime``: per recipe)."""
 
     recipes: list[RecipeCost]
     per_day: float
@@ -86,27 +82,25 @@ class Plan:
 
 
 def _step_cost(
-    step_id: str, use: str, action: object, items: int, known: int | None, looped: bool
+    step: RecipeStep, action: object, items: int, variables: Mapping[str, Any]
 ) -> StepCost:
     if not isinstance(action, ActionModule):
-        return StepCost(step_id, use, 0, "local step: no request")
+        return StepCost(step.id, step.use, 0, "local step: no request")
     reads = [name for name in action.checks if CHECKS[name].reads]
     if action.hook and HOOKS[action.hook].reads:
         reads.append(action.hook)
-    per_item = 1 + len(reads)
+    count = 1 + len(reads)
     note = "1 request" + (f" + reads of {', '.join(reads)}" if reads else "")
-    if looped and known is not None:
-        note += f", x{known} items"
-        return StepCost(step_id, use, per_item * known, note)
-    if looped:
-        note += f", x{items} items (assumed)"
-        return StepCost(step_id, use, per_item * items, note)
-    return StepCost(step_id, use, per_item, note)
+    if step.for_each is not None:
+        known = _known_length(step.for_each, variables)
+        note += f", x{items} items (assumed)" if known is None else f", x{known} items"
+        count *= items if known is None else known
+    return StepCost(step.id, step.use, count, note)
 
 
-def _known_length(for_each: CompiledTemplate | None, variables: Mapping[str, Any]) -> int | None:
+def _known_length(for_each: CompiledTemplate, variables: Mapping[str, Any]) -> int | None:
     """The elements a ``for_each`` yields in every run: known when it reads only ``vars``."""
-    if for_each is None or not for_each.names <= {"vars"}:
+    if not for_each.names <= {"vars"}:
         return None  # the list depends on the event, earlier steps or the time
     try:
         rendered = for_each.render({"vars": dict(variables)})
@@ -133,16 +127,8 @@ def plan(
     shared = {recipe: poll for poll in polls for recipe in poll.recipes}
     costs: list[RecipeCost] = []
     for recipe in recipes:
-        variables = recipe.recipe.vars
         steps = [
-            _step_cost(
-                step.id,
-                step.use,
-                recipe.actions[step.id],
-                items,
-                _known_length(step.for_each, variables),
-                step.for_each is not None,
-            )
+            _step_cost(step, recipe.actions[step.id], items, recipe.recipe.vars)
             for step in recipe.recipe.steps
         ]
         per_run = sum(step.requests for step in steps)
@@ -194,17 +180,12 @@ def plan(
 def _polls(
     recipes: Sequence[ValidRecipe], poll_interval: float, webhook_url: bool, daily_budget: int
 ) -> list[PollCost]:
-    """The practice's polls: recipes whose triggers read the same list share one; a webhook
-    trigger with a poll source is swept every ``SWEEP_EVERY`` seconds.
-    """
+    """The practice's polls: recipes whose triggers read the same list share one."""
     groups: dict[object, list[tuple[ValidRecipe, bool]]] = {}
     for recipe in recipes:
-        mode = recipe.recipe.mode
         found = definition(recipe.trigger)
         options = _options(recipe)
-        polled = found.poll is not None and (
-            mode in ("poll", "both") or (mode == "auto" and not webhook_url)
-        )
+        polled = _polled(recipe, webhook_url)
         if not polled and not has_poll_source(found, options):
             continue
         try:

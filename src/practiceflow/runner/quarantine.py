@@ -38,9 +38,7 @@ def is_quarantined(run: RunRecord) -> bool:
 
 
 def quarantine_error(run: RunRecord) -> dict[str, Any]:
-    """The error a run is quarantined with: ``kind``, ``reason`` (the way out), ``starts`` and
-    ``last_error`` (what its last start recorded, or None).
-    """
+    """The error a run is quarantined with: ``reason`` (the way out), ``starts``, ``last_error``."""
     last = run.error if isinstance(run.error, Mapping) else None
     message = last.get("message") if last is not None else None
     if message:

@@ -67,8 +67,7 @@ def _pid_namespace() -> str:
 
 
 def _this_process() -> tuple[str, str]:
-    """This process's host and identity (pid namespace and start time; empty when the
-    system does not say). Read each time: a forked child is another process."""
+    """This process's host and identity (pid namespace @ start time; empty if unknown)."""
     stat = _proc_stat("self")
     started = stat[19] if stat and len(stat) > 19 else ""  # starttime: field 22
     namespace = _pid_namespace()
@@ -76,9 +75,7 @@ def _this_process() -> tuple[str, str]:
 
 
 def known_dead(lease: RunLease) -> bool:
-    """Whether a lease's holder is certainly gone: a process of this host and pid namespace
-    that no longer runs, is a zombie, or started at another time (a reused id).
-    """
+    """Whether a lease's holder is certainly gone (same host and pid namespace, not running)."""
     host, identity = _this_process()
     if lease.host != host or not identity or not lease.process:
         return False
@@ -99,9 +96,7 @@ def lease_for(run_id: str, now: datetime) -> RunLease:
 
 
 class _Keeper:
-    """The heartbeat of every lease this process holds on one store, in one thread; a lost
-    lease is logged (the run's next ``sent`` finds it lost and stops).
-    """
+    """Renews every lease this process holds on one store, in one thread; a lost one is logged."""
 
     def __init__(self, store: StateStore) -> None:
         self.store = weakref.ref(store)  # the keepers' table must not keep a store alive
@@ -162,9 +157,7 @@ def _keeper(store: StateStore) -> _Keeper:
 
 @contextmanager
 def keeping(store: StateStore, lease: RunLease) -> Iterator[None]:
-    """Keep a lease this process took for the block: renewed every :data:`HEARTBEAT` seconds,
-    given back when it ends.
-    """
+    """Keep a lease for the block (renewed every :data:`HEARTBEAT` seconds), then give it back."""
     keeper = _keeper(store)
     keeper.add(lease)
     try:

@@ -61,9 +61,7 @@ def policy_of(recipe: ValidRecipe) -> RetryPolicy:
 
 
 def transient_cause(recipe: ValidRecipe, error: Any) -> dict[str, Any] | None:
-    """``{"step", "type", "status"}`` of a failed run's error when transient, else None (no
-    message: it may quote the data).
-    """
+    """``{"step", "type", "status"}`` of a run's error when transient, else None (no message)."""
     if not isinstance(error, Mapping) or error.get("type") not in _TRANSIENT:
         return None
     step = str(error.get("step", ""))
@@ -118,9 +116,7 @@ def after_run(
 
 
 def take_due(store: StateStore, practice: str, recipe: str) -> list[str]:
-    """Take (claim for :data:`CLAIM`) the due attempts of a recipe's runs; returns their run ids.
-    A due run no longer ``failed`` (a person retried or cancelled it) leaves the schedule.
-    """
+    """Claim the due retries of a recipe's runs; returns their ids (runs no longer failed leave)."""
     taken = []
     for row in store.due_run_retries(practice, recipe):
         run = store.get_run(row.run_id)

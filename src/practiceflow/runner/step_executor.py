@@ -86,16 +86,18 @@ class RunContext:
     outputs: dict[str, Any] = field(default_factory=dict)
 
 
-class _Write:
-    """A write: intent journaled durably before it leaves; outcome after its answer."""
+@dataclass
+class _Attempt:
+    """One attempt of a step, as the journal is told of it."""
 
-    def __init__(
-        self, journal: RunJournal, sid: str, entry: dict[str, Any], status: StepStatus | None
-    ) -> None:
-        self.journal = journal
-        self.sid = sid
-        self.entry = entry
-        self.status = status  # as journaled now
+    journal: RunJournal
+    sid: str
+    entry: dict[str, Any]
+    status: StepStatus | None  # as journaled now
+
+
+class _Write(_Attempt):
+    """A write: intent journaled durably before it leaves; outcome after its answer."""
 
     def sending(self) -> None:
         self.journal.write_intent(self.sid, self.entry, self.status)
@@ -113,17 +115,11 @@ class _Write:
         self.journal.outcome(self.sid, *moves)
 
 
-class _Read:
+@dataclass
+class _Read(_Attempt):
     """A read or a local step: safe to send again, journaled with its outcome."""
 
-    def __init__(
-        self, journal: RunJournal, sid: str, entry: dict[str, Any], status: StepStatus | None
-    ) -> None:
-        self.journal = journal
-        self.sid = sid
-        self.entry = entry
-        self.status = status  # as journaled before this attempt
-        self.sent_at: list[datetime] = []  # one per time it left (retries included)
+    sent_at: list[datetime] = field(default_factory=list)  # each time it left
 
     def sending(self) -> None:
         self.sent_at.append(self.journal.now())
@@ -163,9 +159,7 @@ class StepExecutor:
         return self.journal.run_id
 
     def run_step(self, step: RecipeStep, retry_failed: bool = False) -> StepResult:
-        """Run one step (every item of a ``for_each``) from where the journal left it; the
-        outcome is journaled (``retry_failed``: send a ``failed`` step again).
-        """
+        """Run one step (each ``for_each`` item) from where the journal left it, and journal it."""
         if step.for_each is None:
             return self._run_one(step, step.id, None, retry_failed)
         context = self._context()
@@ -197,9 +191,7 @@ class StepExecutor:
         return StepResult("ok", outputs, failed)
 
     def _template_error(self, exc: PracticeflowError) -> dict[str, Any]:
-        """A template's error for the journal, the run's personal values masked (a filter's
-        message may quote the value it refused).
-        """
+        """A template's error for the journal, masked (a filter may quote the value it refused)."""
         error = error_json(exc)
         error["message"] = mask_text(str(error["message"]), self._run_personal())
         return error

@@ -40,9 +40,7 @@ StepAction = ActionModule | LocalStep
 
 @dataclass(frozen=True)
 class ValidRecipe:
-    """A recipe that passed every check: ``actions`` maps step id -> its module or local step;
-    ``notes`` says once what could not be checked.
-    """
+    """A recipe that passed every check, with each step's module (``notes``: not checked)."""
 
     recipe: Recipe
     actions: Mapping[str, StepAction]
@@ -172,11 +170,7 @@ def check_recipe(
     registry: ModuleRegistry | None = None,
     can_write: bool | None = None,
 ) -> ValidRecipe:
-    """Check a recipe already read (a run's stored version is checked against its stored modules).
-
-    Raises:
-        ManifestError: with every issue, each naming file, line, column and field.
-    """
+    """Check a recipe already read (as :func:`validate_recipe`; raises ``ManifestError``)."""
     modules = registry if registry is not None else default_registry()
     recipe = recipe_from(located, file)
     data = located.data

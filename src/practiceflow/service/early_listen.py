@@ -31,9 +31,7 @@ def _argument(argv: list[str], name: str) -> str | None:
 def claim(
     environ: dict[str, str] | None = None, argv: list[str] | None = None
 ) -> socket.socket | None:
-    """Bind and listen on ``--listen`` / ``PRACTICEFLOW_LISTEN`` when a public URL is set (the
-    command line wins over ``environ``); None when nothing was claimed.
-    """
+    """Bind ``--listen`` / ``PRACTICEFLOW_LISTEN`` when a public URL is set (None: not claimed)."""
     from practiceflow.service.netaddr import parse_listen  # light: no third-party import
 
     env = dict(os.environ) if environ is None else environ
@@ -50,11 +48,7 @@ def claim(
 
 
 def bind_listen(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``(host, port)`` and listening (port 0: any free port).
-
-    Raises:
-        ConfigError: the address cannot be bound (in use, not local).
-    """
+    """A listening TCP socket on ``(host, port)``; raises ``ConfigError`` when it cannot bind."""
     from practiceflow.service.netaddr import listen_tcp
 
     try:

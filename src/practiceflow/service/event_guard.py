@@ -29,18 +29,8 @@ SKIP_AFTER = QUARANTINE_AFTER + 1
 T = TypeVar("T")
 
 
-def _error(exc: BaseException) -> dict[str, Any]:
-    return {
-        "type": type(exc).__name__,
-        "kind": "bug",
-        "message": f"internal error while running the event: {type(exc).__name__}: {exc}",
-    }
-
-
 class EventGuard:
-    """The service's per-event and per-run boundary: the caller hands what escaped to
-    :meth:`event_failed` (or :meth:`run_failed`).
-    """
+    """The per-event and per-run boundary: the caller hands it what escaped."""
 
     def __init__(self, store: StateStore) -> None:
         self.store = store
@@ -58,32 +48,50 @@ class EventGuard:
         event: EventRecord,
         exc: Exception,
     ) -> list[RunOutcome | None]:
-        """Record an exception that escaped an event's runs on the run that raised; the event
-        stays pending. Returns the outcomes (the failed run's ``running``, with the error).
+        """Record an exception that escaped an event's runs on the run that raised (the runs
+        left ``running``); the event stays pending. Returns the outcomes recorded.
 
         Raises:
             StoreError: ``exc`` is one, a transient fault of the store.
         """
-        if isinstance(exc, StoreError):
-            raise exc
-        error = _error(exc)
-        logger.error("event %s: %s", event.event_id, error["message"], exc_info=exc)
-        self._count(f"{event.source}/{event.event_id}", exc)
-        recorded = self._record(lambda: self._note_event(practice, runners, event, error))
-        return list(recorded or [])
+        error = self._failed(f"{event.source}/{event.event_id}", f"event {event.event_id}", exc)
+
+        def note() -> list[RunOutcome | None]:
+            found = [
+                run
+                for runner in runners
+                for run in self.store.list_runs(
+                    practice=practice, recipe=runner.recipe.name, event_id=event.event_id, limit=1
+                )
+            ]
+            outcomes = [self._note_run(run.run_id, error) for run in found]
+            return [outcome for outcome in outcomes if outcome is not None]
+
+        return list(self._record(note) or [])
 
     def run_failed(self, run_id: str, exc: Exception) -> RunOutcome | None:
-        """Record an exception that escaped resuming a run on the run (None: not recorded).
+        """Record what escaped resuming a run on the run (None: not recorded)."""
+        error = self._failed(run_id, f"run {run_id}", exc)
+        return self._record(lambda: self._note_run(run_id, error))
 
-        Raises:
-            StoreError: ``exc`` is one.
-        """
+    def _failed(self, key: str, what: str, exc: Exception) -> dict[str, Any]:
+        """Log and count a failure (a StoreError is raised on); returns the error to record."""
         if isinstance(exc, StoreError):
             raise exc
-        error = _error(exc)
-        logger.error("run %s: %s", run_id, error["message"], exc_info=exc)
-        self._count(run_id, exc)
-        return self._record(lambda: self._note_run(run_id, error))
+        name = type(exc).__name__
+        message = f"internal error while running the event: {name}: {exc}"
+        logger.error("%s: %s", what, message, exc_info=exc)
+        self.failures[key] += 1
+        if self.failures[key] >= SKIP_AFTER and key not in self.skipped:
+            self.skipped.add(key)
+            logger.error(
+                "%s failed %d times in this process, the last time with %s: it needs "
+                "attention; this process skips it from now on (restart after fixing the cause)",
+                key,
+                self.failures[key],
+                name,
+            )
+        return {"type": name, "kind": "bug", "message": message}
 
     def _record(self, record: Callable[[], T]) -> T | None:
         try:
@@ -93,18 +101,6 @@ class EventGuard:
             logger.error("the failure could not be recorded: %s: %s", type(exc).__name__, exc)
             return None
 
-    def _count(self, key: str, exc: BaseException) -> None:
-        self.failures[key] += 1
-        if self.failures[key] >= SKIP_AFTER and key not in self.skipped:
-            self.skipped.add(key)
-            logger.error(
-                "%s failed %d times in this process, the last time with %s: it needs "
-                "attention; this process skips it from now on (restart after fixing the cause)",
-                key,
-                self.failures[key],
-                type(exc).__name__,
-            )
-
     def _note_run(self, run_id: str, error: dict[str, Any]) -> RunOutcome | None:
         """Record the error on a run left ``running`` (its start stays counted)."""
         run = self.store.get_run(run_id)
@@ -112,20 +108,3 @@ class EventGuard:
             return None
         self.store.set_run_status(run_id, "running", error)
         return RunOutcome(run_id, run.event_id, "running", False, (), error)
-
-    def _note_event(
-        self,
-        practice: str,
-        runners: Sequence[Runner],
-        event: EventRecord,
-        error: dict[str, Any],
-    ) -> list[RunOutcome | None]:
-        """Record the error on the event's runs left ``running`` (the one that raised)."""
-        outcomes: list[RunOutcome | None] = []
-        for runner in runners:
-            found = self.store.list_runs(
-                practice=practice, recipe=runner.recipe.name, event_id=event.event_id, limit=1
-            )
-            for run in found:
-                outcomes.append(self._note_run(run.run_id, error))
-        return [outcome for outcome in outcomes if outcome is not None]

@@ -27,9 +27,7 @@ def note_downtime(
     *,
     now: datetime | None = None,
 ) -> list[str]:
-    """List the downtime window for each trigger (``(name, definition, polled)``) that may
-    have missed events in it; returns the ids of the entries listed.
-    """
+    """List the downtime window for each trigger that may have missed events; returns the ids."""
     start = last_alive(store, practice)
     if start is None:
         return []

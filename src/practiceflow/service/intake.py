@@ -184,9 +184,7 @@ class TriggerIntake:
             self.server = ReceiverServer(receiver, *self.listen, sock=sock).start()
 
     def start_receiving(self) -> None:
-        """Build the triggers and start the receiver with every webhook trigger bound (no
-        request sent: deliveries are stored from here on).
-        """
+        """Build the triggers and listen with every webhook trigger bound (no request sent yet)."""
         if self.triggers:
             return
         self._build(webhooks=True)
@@ -270,9 +268,7 @@ class TriggerIntake:
         logger.info("trigger %s: receiving by %s", trigger.name, trigger.mode)
 
     def _practice_polls(self, *, catch_up: bool) -> PracticePolls:
-        """The polled triggers (and, with ``catch_up``, the webhook triggers' sweeps), grouped by
-        the list they read.
-        """
+        """The polled triggers (with ``catch_up``, the webhook triggers' too), grouped by list."""
         targets: list[PollTarget] = []
         for key, trigger in self.triggers.items():
             if isinstance(trigger, PollingTrigger | BothTrigger):
@@ -370,11 +366,7 @@ class TriggerIntake:
 
 
 def listen_address(text: str | None) -> tuple[str, int]:
-    """The receiver's ``(host, port)`` from ``PRACTICEFLOW_LISTEN`` (``127.0.0.1:0`` if empty).
-
-    Raises:
-        ConfigError: not ``host:port`` with a port from 0 to 65535.
-    """
+    """The receiver's ``(host, port)`` from ``PRACTICEFLOW_LISTEN`` (ConfigError if malformed)."""
     if not text:
         return (LOOPBACK, 0)
     return parse_listen(text, option=LISTEN_ENV, example="127.0.0.1:8080")
@@ -386,25 +378,18 @@ def build_intake(
     client: Any,
     practice: str,
     *,
-    public_url: str | None = None,
-    listen: str | None = None,
     since: str | None = None,
     on_started: Callable[[TriggerIntake], None] | None = None,
-    on_stored: Callable[[], None] | None = None,
-    unsubscribe: bool = False,
 ) -> TriggerIntake:
-    """The intake ``serve`` and ``run`` use (not started): ``public_url`` else
-    ``PRACTICEFLOW_PUBLIC_URL``, ``listen`` else ``PRACTICEFLOW_LISTEN``.
-    """
+    """The intake ``run`` uses (not started), receiving as ``PRACTICEFLOW_PUBLIC_URL`` and
+    ``PRACTICEFLOW_LISTEN`` say."""
     return TriggerIntake(
         recipes,
         store,
         client,
         practice,
-        public_url=public_url or os.environ.get(PUBLIC_URL_ENV) or None,
-        listen=listen_address(listen or os.environ.get(LISTEN_ENV)),
+        public_url=os.environ.get(PUBLIC_URL_ENV) or None,
+        listen=listen_address(os.environ.get(LISTEN_ENV)),
         since=since,
         on_started=on_started,
-        on_stored=on_stored,
-        unsubscribe=unsubscribe,
     )

@@ -55,11 +55,7 @@ class ServeLease:
         self._info: dict[str, Any] = {}
 
     def acquire(self, **info: Any) -> ServeLease:
-        """Take the lease, writing ``info`` (and ``pid``, ``started``) to the file.
-
-        Raises:
-            StoreInUse: another process holds it.
-        """
+        """Take the lease, writing ``info`` to the file, or raise :class:`StoreInUse`."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)

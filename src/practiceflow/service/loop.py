@@ -108,9 +108,7 @@ class Service:
             signal.signal(signal.SIGHUP, hang_up)
 
     def reload_recipes(self) -> None:
-        """Build the runners again (:attr:`reload`); a recipe that no longer loads keeps the
-        runners as they were, and says why.
-        """
+        """Build the runners again (:attr:`reload`); a recipe not loading changes nothing."""
         self.reload_wanted.clear()
         if self.reload is None:
             return
@@ -128,18 +126,8 @@ class Service:
         if outcome is not None and self.on_outcome is not None:
             self.on_outcome(outcome)
 
-    def resume_unfinished(self) -> int:
-        """Resume runs left ``running`` and ``in_doubt`` runs a person settled; returns how many."""
-        return self._resume(settled_only=False)
-
-    def resume_settled(self) -> int:
-        """Resume the ``in_doubt`` runs a person has settled (anywhere); returns how many."""
-        return self._resume(settled_only=True)
-
     def resume_due_retries(self) -> int:
-        """Resume the failed runs whose retry is due (:mod:`practiceflow.runner.run_retry`);
-        returns how many.
-        """
+        """Resume the failed runs whose retry is due (:mod:`practiceflow.runner.run_retry`)."""
         count = 0
         for runner in self.runners:
             for run_id in take_due(self.store, runner.practice, runner.recipe.name):
@@ -155,7 +143,9 @@ class Service:
                 count += 1
         return count
 
-    def _resume(self, *, settled_only: bool) -> int:
+    def resume_unfinished(self, *, settled_only: bool = False) -> int:
+        """Resume runs left ``running`` (unless ``settled_only``) and ``in_doubt`` runs a
+        person settled, anywhere; returns how many."""
         count = self.resume_due_retries()
         for runner in self.runners:
             practice, name = runner.practice, runner.recipe.name
@@ -305,7 +295,7 @@ class Service:
                     self.resume_unfinished()
                 elif time.monotonic() >= look:
                     look = time.monotonic() + self.settle_every
-                    self.resume_settled()
+                    self.resume_unfinished(settled_only=True)
                 # Cleared before draining: an event stored meanwhile wakes the next wait.
                 self.wake.clear()
                 if not self.drain() and not self.settled.is_set():

@@ -50,9 +50,6 @@ def _window(start: datetime, end: datetime) -> str:
     return f"{start.isoformat(timespec='seconds')}..{end.isoformat(timespec='seconds')}"
 
 
-# --- gaps ------------------------------------------------------------------------------------
-
-
 def list_gap(
     store: StateStore,
     practice: str,
@@ -103,9 +100,6 @@ def hold_for_person(store: StateStore, entry: AttentionRecord, reason: str, evid
     text = f"{reason}. Check the practice for them, start what is missing by hand, then settle it"
     if store.update_attention(entry.attention_id, "open", reason=text, evidence=evidence):
         logger.warning("needs attention (%s): %s", settle_command(entry), text)
-
-
-# --- subscriptions in doubt ------------------------------------------------------------------
 
 
 def record_subscription_doubt(
@@ -167,15 +161,10 @@ def close_subscription_doubt(
     return closed
 
 
-# --- deliveries held -------------------------------------------------------------------------
-
-
 def hold_delivery(
     store: StateStore, practice: str, trigger: str, event_key: str, delivery_id: str, reason: str
 ) -> tuple[str, bool]:
-    """List a delivery held without running; returns the entry's id (the same one for a
-    repeated delivery) and whether it is new.
-    """
+    """List a delivery held without running; returns the entry's id and whether it is new."""
     text = (
         f"a delivery held without running: {reason}. If it was not a real event, settle it; "
         "if it was, start what it asked for by hand, then settle it saying so"
@@ -206,20 +195,13 @@ def release_delivery(store: StateStore, practice: str, trigger: str, delivery_id
             )
 
 
-# --- reading and settling --------------------------------------------------------------------
-
-
 def open_entries(store: StateStore, practice: str | None) -> list[AttentionRecord]:
     """The entries that wait for a person."""
     return store.list_attention(practice=practice, statuses=("open",))
 
 
 def find_entry(store: StateStore, ident: str) -> AttentionRecord | None:
-    """The entry with this id, or the one whose id starts with it (8+ characters).
-
-    Raises:
-        ConfigError: the prefix starts more than one entry's id.
-    """
+    """The entry with this id or id prefix (8+ characters); ConfigError when ambiguous."""
     text = ident.strip().lower()
     found = store.get_attention(text)
     if found is not None or len(text) < MIN_PREFIX:
@@ -233,11 +215,7 @@ def find_entry(store: StateStore, ident: str) -> AttentionRecord | None:
 
 
 def settle(store: StateStore, entry: AttentionRecord, who: str, note: str) -> None:
-    """A person's settling of an entry.
-
-    Raises:
-        ConfigError: it was settled already (who, when and how are said).
-    """
+    """A person's settling of an entry; ConfigError (who, when, how) when settled already."""
     if not store.update_attention(entry.attention_id, "closed", settled_by=who, note=note):
         message = (
             f"{label(entry)} {entry.attention_id} was settled already by {entry.settled_by} "

@@ -88,9 +88,7 @@ class ThreadedServer:
         return f"http://{host}:{self.port}"
 
     def serve(self, timeout: float) -> bool:
-        """Start serving and wait until the socket listens (then ``.port`` is the bound one);
-        False when it did not within ``timeout`` seconds (the port is taken, say).
-        """
+        """Start and wait until the socket listens (then ``.port`` is bound); False on timeout."""
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:

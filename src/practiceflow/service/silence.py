@@ -35,11 +35,7 @@ DEFAULT_GRACE: Final = 120.0
 
 
 def silence_settings() -> tuple[float, float]:
-    """``(every, grace)`` from the environment.
-
-    Raises:
-        ConfigError: a value that is not a number of seconds (>= 0).
-    """
+    """``(every, grace)`` from the environment; ConfigError when not seconds (>= 0)."""
     values: list[float] = []
     for name, default in ((EVERY_ENV, DEFAULT_EVERY), (GRACE_ENV, DEFAULT_GRACE)):
         text = os.environ.get(name, "").strip()
@@ -55,9 +51,7 @@ def silence_settings() -> tuple[float, float]:
 
 
 def healer(triggers: Mapping[str, Any]) -> Callable[[str], str]:
-    """``heal(name)`` over an intake's triggers: check the webhook's subscription and
-    re-subscribe when the API forgot it.
-    """
+    """``heal(name)``: check a webhook trigger's subscription, re-subscribe if the API forgot it."""
 
     def heal(name: str) -> str:
         trigger = triggers.get(name)
@@ -149,27 +143,24 @@ class SilenceWatch:
             f"the webhook of trigger {name!r} delivered none of {missed} event(s) its list "
             f"shows from {start} to {end}; they were recovered by a sweep and run"
         )
-        if outcome == "resubscribed":
-            entry, _ = self.store.add_attention(
-                "silent_subscription", self.practice, name, f"silent:{name}:{end}", reason,
-                window=result.window, evidence=evidence, status="checking",
-            )  # fmt: skip
-            self.store.update_attention(
-                entry.attention_id,
-                "closed",
-                settled_by="practiceflow",
-                note="the API no longer knew the subscription: subscribed again",
+        healed = outcome == "resubscribed"
+        text = reason
+        if not healed:
+            text = (
+                f"{reason}; the subscription check said {outcome!r}, so the API still knows it "
+                "but its deliveries do not reach us: check the public URL "
+                "(PRACTICEFLOW_PUBLIC_URL) and the practice's webhook settings, then settle it"
             )
-            logger.warning("%s; the API no longer knew the subscription: subscribed again", reason)
-            return entry.attention_id
-        text = (
-            f"{reason}; the subscription check said {outcome!r}, so the API still knows it but "
-            "its deliveries do not reach us: check the public URL (PRACTICEFLOW_PUBLIC_URL) "
-            "and the practice's webhook settings, then settle it"
-        )
         entry, _ = self.store.add_attention(
             "silent_subscription", self.practice, name, f"silent:{name}:{end}", text,
-            window=result.window, evidence=evidence,
+            window=result.window, evidence=evidence, status="checking" if healed else "open",
         )  # fmt: skip
-        logger.warning("needs attention (entry %s): %s", entry.attention_id[:8], text)
+        if healed:
+            note = "the API no longer knew the subscription: subscribed again"
+            self.store.update_attention(
+                entry.attention_id, "closed", settled_by="practiceflow", note=note
+            )
+            logger.warning("%s; %s", reason, note)
+        else:
+            logger.warning("needs attention (entry %s): %s", entry.attention_id[:8], text)
         return entry.attention_id

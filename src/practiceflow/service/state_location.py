@@ -37,9 +37,7 @@ def _is_postgres(target: str) -> bool:
 def practice_budget(
     state: str | None, client_id: str, limits: RateLimits | None = None
 ) -> RateBudget:
-    """The rate budget of a practice, shared by every process on the same store (close it
-    when the command ends; ``limits``: this process's windows, the spec's if None).
-    """
+    """The practice's rate budget, shared by every process on the store (close it at the end)."""
     try:
         path = sqlite_file(state)
     except ConfigError:  # not a SQLite file: opening the store says what is wrong

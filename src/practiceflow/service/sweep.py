@@ -40,12 +40,6 @@ def _source(definition: TriggerDefinition) -> SweepSource | None:
     return None if definition.poll is None else definition.poll.sweep
 
 
-def sweep_option(definition: TriggerDefinition) -> str | None:
-    """The option a sweep enumerates to read the trigger's poll source, or None."""
-    source = _source(definition)
-    return None if source is None else source.each
-
-
 def can_sweep(definition: TriggerDefinition) -> bool:
     """Whether a downtime of the trigger can be proven complete by a sweep."""
     return _source(definition) is not None
@@ -154,15 +148,15 @@ class GapSweep:
         results: list[SweepResult] = []
         for trigger, entries in self.pending().items():
             definition = self.triggers.get(trigger)
-            option = None if definition is None else sweep_option(definition)
-            if definition is None or option is None:
+            source = None if definition is None else _source(definition)
+            if definition is None or source is None:
                 # Never left checking where no sweep will come: a person's, saying why.
                 why = "no recipe served now receives it, so no sweep checks this window"
                 for entry in entries:
                     hold_for_person(self.store, entry, f"{entry.reason}; {why}", entry.evidence)
                 continue
             try:
-                result = self._sweep(trigger, definition, option, entries)
+                result = self._sweep(trigger, definition, source, entries)
             except PracticeflowError as exc:  # the store: the next start sweeps again
                 logger.warning("sweep of %s stopped: %s", trigger, exc)
                 continue
@@ -176,11 +170,9 @@ class GapSweep:
         self,
         trigger: str,
         definition: TriggerDefinition,
-        option: str,
+        source: SweepSource,
         entries: list[AttentionRecord],
     ) -> SweepResult | None:
-        spec = definition.poll
-        assert spec is not None  # sweep_option said so
         starts = [entry.window_start for entry in entries if entry.window_start is not None]
         ends = [entry.window_end for entry in entries if entry.window_end is not None]
         if not starts or not ends:  # cannot happen for entries listed by note_downtime
@@ -189,9 +181,7 @@ class GapSweep:
             return None
         start, end = min(starts) - MARGIN, max(ends)
         result = SweepResult(trigger, [entry.attention_id for entry in entries], (start, end))
-        result.when = spec.sweep.when if spec.sweep is not None else ()
-        source = spec.sweep
-        assert source is not None  # sweep_option said so
+        result.when = source.when
         throughs = [_through(entry) for entry in entries]
         through = None if any(value is None for value in throughs) else min(map(str, throughs))
         lists = lists_read(definition)
@@ -210,7 +200,7 @@ class GapSweep:
                     ):
                         result.resumed += 1
                         continue
-                    self._read(trigger, definition, {option: value}, result)
+                    self._read(trigger, definition, {source.each: value}, result)
                     result.clients += 1
                     done, last = done + 1, value
                     if done % CHUNK == 0:
@@ -223,9 +213,7 @@ class GapSweep:
     def sweep_window(
         self, trigger: str, definition: TriggerDefinition, window: tuple[datetime, datetime]
     ) -> SweepResult:
-        """Read a trigger's lists over a window, storing what never arrived (no entry: the check
-        of :mod:`.silence`).
-        """
+        """Read a trigger's lists over a window, storing what never arrived (:mod:`.silence`)."""
         source = _source(definition)
         result = SweepResult(trigger, [], window, bounded=True)
         if source is None:
