@@ -17,9 +17,10 @@ from practiceflow.engine import run_action
 from practiceflow.engine.masking import mask_input, mask_request
 from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import ClientLike
+from practiceflow.manifest import RecipeStep
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.local import LocalStep
-from practiceflow.runner.validate import ValidRecipe, output_schema
+from practiceflow.runner.validate import StepAction, ValidRecipe, output_schema
 from practiceflow.templating import render_tree, utcnow
 
 #: Iterations of a ``for_each`` shown at most.
@@ -59,6 +60,27 @@ def dry_run(
     moment = now or utcnow()
     variables = recipe.recipe.vars
     outputs: dict[str, Any] = {}
+
+    def render(step: RecipeStep, action: StepAction, sid: str, item: Any) -> DryStep:
+        context = build_context(payload, outputs, variables, moment, item)
+        try:
+            if step.if_ is not None and not step.if_.render(context):
+                return DryStep(sid, step.use, "would_skip", note=f"if {step.if_.source} is false")
+            data = render_tree(step.with_, context)
+        except PracticeflowError as exc:
+            return DryStep(sid, step.use, "error", note=str(exc))
+        if isinstance(action, LocalStep):
+            shown = data if show_personal else mask_input(data, action.pii_paths)
+            return DryStep(sid, step.use, "would_send", shown)
+        try:
+            result = run_action(action, data, client, dry_run=True, show_personal=show_personal)
+        except PracticeflowError as exc:
+            return DryStep(sid, step.use, "error", note=str(exc))
+        request = result.request
+        if not show_personal:
+            request = mask_request(request, data, action.pii_paths)
+        return DryStep(sid, step.use, "would_send", request, warnings=list(result.warnings))
+
     shown: list[DryStep] = []
     for step in recipe.recipe.steps:
         action = recipe.actions[step.id]
@@ -76,47 +98,10 @@ def dry_run(
             items = items[:MAX_SHOWN_ITEMS]
             if not items:
                 shown.append(DryStep(step.id, step.use, "would_skip", note="for_each: no items"))
-        for sid, item in items:
-            shown.append(
-                _render_one(
-                    recipe, step, action, sid, payload, outputs, moment, item, client, show_personal
-                )
-            )
+        shown.extend(render(step, action, sid, item) for sid, item in items)
         sample = _sample(action)
         outputs[step.id] = [sample for _ in items] if step.for_each is not None else sample
     return shown
-
-
-def _render_one(
-    recipe: ValidRecipe,
-    step: Any,
-    action: Any,
-    sid: str,
-    payload: Any,
-    outputs: dict[str, Any],
-    now: datetime,
-    item: Any,
-    client: ClientLike | None,
-    show_personal: bool,
-) -> DryStep:
-    context = build_context(payload, outputs, recipe.recipe.vars, now, item)
-    try:
-        if step.if_ is not None and not step.if_.render(context):
-            return DryStep(sid, step.use, "would_skip", note=f"if {step.if_.source} is false")
-        data = render_tree(step.with_, context)
-    except PracticeflowError as exc:
-        return DryStep(sid, step.use, "error", note=str(exc))
-    if isinstance(action, LocalStep):
-        shown = data if show_personal else mask_input(data, action.pii_paths)
-        return DryStep(sid, step.use, "would_send", shown)
-    try:
-        result = run_action(action, data, client, dry_run=True, show_personal=show_personal)
-    except PracticeflowError as exc:
-        return DryStep(sid, step.use, "error", note=str(exc))
-    request = result.request
-    if not show_personal:
-        request = mask_request(request, data, action.pii_paths)
-    return DryStep(sid, step.use, "would_send", request, warnings=list(result.warnings))
 
 
 def _sample(action: Any) -> dict[str, Any]:

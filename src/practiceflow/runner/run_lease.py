@@ -59,18 +59,14 @@ def _proc_stat(pid: int | str) -> list[str] | None:
     return text.rpartition(")")[2].split()
 
 
-def _pid_namespace() -> str:
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return ""
-
-
 def _this_process() -> tuple[str, str]:
     """This process's host and identity (pid namespace @ start time; empty if unknown)."""
     stat = _proc_stat("self")
     started = stat[19] if stat and len(stat) > 19 else ""  # starttime: field 22
-    namespace = _pid_namespace()
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
     return socket.gethostname(), f"{namespace}@{started}" if namespace and started else ""
 
 

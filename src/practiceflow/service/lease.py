@@ -12,13 +12,10 @@ import fcntl
 import json
 import os
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from practiceflow.errors import ConfigError
 from practiceflow.templating import utcnow
-
-#: Suffix of the lease file beside a SQLite state file.
-LEASE_SUFFIX: Final = ".serve.lock"
 
 
 class StoreInUse(ConfigError):
@@ -28,9 +25,7 @@ class StoreInUse(ConfigError):
         self.state = state
         self.holder = holder
         where = ", ".join(
-            f"{label} {holder[key]}"
-            for key, label in (("console", "console"), ("receiver", "receiver"))
-            if holder.get(key)
+            f"{key} {holder[key]}" for key in ("console", "receiver") if holder.get(key)
         )
         message = (
             f"state file {state} is in use by another serve (pid {holder.get('pid', '?')}"
@@ -40,17 +35,12 @@ class StoreInUse(ConfigError):
         super().__init__(message)
 
 
-def lease_path(state: Path) -> Path:
-    """The lease file of a SQLite state file."""
-    return state.with_name(state.name + LEASE_SUFFIX)
-
-
 class ServeLease:
     """The exclusive lease of one SQLite state file."""
 
     def __init__(self, state: Path) -> None:
         self.state = state.resolve()  # a symlink or a relative name: the same file's lease
-        self.path = lease_path(self.state)
+        self.path = self.state.with_name(self.state.name + ".serve.lock")
         self._fd: int | None = None
         self._info: dict[str, Any] = {}
 

@@ -46,8 +46,7 @@ def settle_command(entry: AttentionRecord | str) -> str:
     return f"practiceflow attention settle {ident[:8]} --note TEXT"
 
 
-def _window(start: datetime, end: datetime) -> str:
-    return f"{start.isoformat(timespec='seconds')}..{end.isoformat(timespec='seconds')}"
+_FOR_PERSON: Final = ". Check the practice for them, start what is missing by hand, then settle it"
 
 
 def list_gap(
@@ -65,24 +64,14 @@ def list_gap(
     trigger's events may have been missed; ``who`` was down; ``checking``: a sweep will try to
     prove it complete first. Listing the same window again returns the same entry.
     """
-    reason = (
-        f"{who} was down from {start.isoformat(timespec='seconds')} to "
-        f"{end.isoformat(timespec='seconds')}: {trigger} events in this window may have been "
-        f"missed ({why})"
-    )
+    begin, until = (moment.isoformat(timespec="seconds") for moment in (start, end))
+    reason = f"{who} was down from {begin} to {until}: {trigger} events in this window may "
+    reason += f"have been missed ({why})" + ("" if checking else _FOR_PERSON)
     status: AttentionStatus = "checking" if checking else "open"
     entry, created = store.add_attention(
-        "gap",
-        practice,
-        trigger,
-        f"gap:{trigger}:{_window(start, end)}",
-        reason
-        if checking
-        else f"{reason}. Check the practice for them, start what is "
-        "missing by hand, then settle it",
-        window=(start, end),
+        "gap", practice, trigger, f"gap:{trigger}:{begin}..{until}", reason, window=(start, end),
         status=status,
-    )
+    )  # fmt: skip
     if created and not checking:
         logger.warning("needs attention (%s): %s", settle_command(entry), entry.reason)
     return entry
@@ -97,7 +86,7 @@ def close_by_evidence(store: StateStore, entry: AttentionRecord, note: str, evid
 
 def hold_for_person(store: StateStore, entry: AttentionRecord, reason: str, evidence: Any) -> None:
     """Hand an entry a check could not settle to a person, saying what could not be checked."""
-    text = f"{reason}. Check the practice for them, start what is missing by hand, then settle it"
+    text = reason + _FOR_PERSON
     if store.update_attention(entry.attention_id, "open", reason=text, evidence=evidence):
         logger.warning("needs attention (%s): %s", settle_command(entry), text)
 
