@@ -1,9 +1,6 @@
-"""``--dry-run``: render every step of a recipe and send nothing; nothing is journaled.
-
-The trigger's sample stands in for the event and each step reads the sample outputs of the
-steps before it; a declared field a sample lacks reads as a placeholder of its type
-(references are judged against schemas: :mod:`practiceflow.manifest.references`). Requests
-are masked (secrets and ``x-pii``) unless ``show_personal``; checks that read the API are not run.
+"""``--dry-run``: render every step of a recipe with the trigger's and steps' sample outputs
+(a declared field a sample lacks reads as a placeholder of its type) and send nothing.
+Requests are masked unless ``show_personal``; checks that read the API are not run.
 """
 
 from __future__ import annotations

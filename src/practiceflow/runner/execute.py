@@ -1,10 +1,9 @@
 """One run of a recipe for one event, step by step, journaled so that a crash loses nothing.
 
-:class:`Runner` creates the run (its event as ``origin``, its recipe version stored) before
-the first step, drives each step through a :class:`.step_executor.StepExecutor` by the rule
-of :mod:`.journal`, and ends it in one commit with its event marked handled. A resumed run
-starts at its first unfinished step; a write found ``sent`` is reconciled (:mod:`.reconcile`).
-Each start is counted first (:mod:`.quarantine`) under the run's lease (:mod:`.run_lease`).
+:class:`Runner` creates the run (origin and recipe version stored) before its first step,
+drives each step by the rule of :mod:`.journal`, and ends it in one commit with its event
+handled. A resumed run starts at its first unfinished step, under the run's lease, each
+start counted first (:mod:`.quarantine`).
 """
 
 from __future__ import annotations
@@ -47,8 +46,7 @@ __all__ = ["RECONCILER", "error_json"]
 
 logger = logging.getLogger("practiceflow.runner")
 
-#: Recipe versions each store was given by this process: a fleet serves one recipe file
-#: to thousands of practices, each with its runner, and the version is stored once.
+#: Versions each store was given by this process (a fleet's thousands of runners: once).
 _SAVED: weakref.WeakKeyDictionary[StateStore, set[str]] = weakref.WeakKeyDictionary()
 _SAVED_LOCK = threading.Lock()
 

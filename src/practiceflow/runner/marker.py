@@ -1,9 +1,6 @@
 """A run-unique marker (``pf-`` and ten hex digits) in the field where the API keeps a caller's
-free value, so an in-doubt write is recognised for certain when read back (:mod:`.reconcile`).
-
-The action module declares the field (``read_back.marker``) and its placement: ``when_empty``
-or ``append`` (``[pf-3f9a0c1d2e]`` after the text). ``marker: false`` on a recipe or a step
-turns it off (docs/modules-guide.md, ``read_back``).
+free value (``read_back.marker``), so an in-doubt write is recognised for certain when read
+back; ``marker: false`` on a recipe or step turns it off (docs/modules-guide.md, read_back).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""``plan``: what recipes will cost in requests against the practice's daily budget (10,000 a
-day per Client ID, spec section 8), before anything is enabled.
-
-Per recipe: the calls of one run (each API step plus the checks and hook that read the API;
-a ``for_each`` counts its elements when known from ``vars``, else ``items``), its share of
-the polls (triggers reading one list share one poll: :class:`PollCost`), times the assumed
-``events_per_day``. Warnings when the day or the hourly window is exceeded.
+"""``plan``: what recipes will cost in requests against the practice's budget (10,000 a day,
+1,000 an hour per Client ID, spec section 8): each run's calls (steps, and checks and hooks
+that read), times the assumed events a day, plus the polls (shared by recipes whose
+triggers read one list: :class:`PollCost`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Quarantine: a run started :data:`QUARANTINE_AFTER` times without ending is held for a person.
-
-Starts are counted in the store before a run's first step, so a run whose every start kills
-the process is held by the next process instead of killing it too (no crash loop). A start
-that completes a step takes back the earlier starts (an operator's kill is not a crash).
-Users' view: docs/architecture.md ("A run that keeps going wrong is quarantined").
+"""Quarantine: a run started :data:`QUARANTINE_AFTER` times without ending (counted in the
+store, so no crash loop) is held for a person instead of started again; a start that
+completes a step forgives the earlier ones. See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -19,8 +16,7 @@ QUARANTINE_AFTER: Final = 3
 #: The ``kind`` of a quarantined run's error.
 QUARANTINED: Final = "quarantined"
 
-#: The ``kind`` of the error of a run held because its recipe version cannot be rebuilt
-#: (:mod:`practiceflow.versions`): held like a quarantined run, until a person acts.
+#: The error ``kind`` of a run held (like a quarantined one) as its version cannot be rebuilt.
 VERSION_HELD: Final = "version_unavailable"
 
 

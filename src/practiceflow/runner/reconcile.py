@@ -1,9 +1,6 @@
-"""Reconciling in-doubt writes by reading back, never by sending again.
-
-The action module declares its read-back (``read_back.hook``); the :class:`Verdict` is
-``found`` (the step succeeds with the found record), ``absent`` (certainly not made: sent
-again) or ``unknown`` (held for a person: ``runs resolve``). A module without a read-back is
-held for a person.
+"""Reconciling in-doubt writes by reading back (the module's ``read_back.hook``), never by
+sending again: ``found`` (succeeded), ``absent`` (sent again) or ``unknown`` (held for a
+person, as is a module without a read-back).
 """
 
 from __future__ import annotations

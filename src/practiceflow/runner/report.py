@@ -9,8 +9,7 @@ from typing import Any
 from practiceflow.state import StepRecord
 
 _ID_SUFFIXES = ("Key", "ID", "Id", "Number")
-#: Numbers the spec names personal data (a person's tax, registration and id numbers):
-#: named like identifiers, never shown as one.
+#: Personal numbers (spec): named like identifiers, never shown as one.
 PERSONAL_NUMBERS = frozenset({"taxNumber", "regNumber", "idNumber"})
 
 

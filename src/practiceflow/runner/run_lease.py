@@ -1,11 +1,9 @@
 """One driver per run, whatever the processes: the run lease and its heartbeat.
 
-Two processes driving one run would each take the other's in-flight write, found ``sent``,
-for a crash and send it again. So a runner takes the run's lease before its first step and
-keeps it renewed (:func:`keeping`: one thread per store, never in a step's path); a write's
-``sent`` is journaled only while it is held (:meth:`.journal.RunJournal.write_intent`). A
-lease is taken over when it expired, or when its holder is known dead (same host, gone).
-Users' view and limits: docs/architecture.md ("One driver per run").
+A runner takes the run's lease before its first step and keeps it renewed (:func:`keeping`,
+never in a step's path); a write's ``sent`` is journaled only while it is held, so a ``sent``
+step is never one a live process is still sending. Taken over when expired, or at once when
+its holder is known dead. Why and limits: docs/architecture.md ("One driver per run").
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""A recipe's retry policy: a run that failed on a transient cause is tried again, or listed.
-
-``retry: {attempts, backoff}`` (default 3 attempts, 60 s doubling). Transient means the API
-certainly did nothing: a 429 after the client's own patience, a 5xx or network failure on a
-read, a write refused before it left. A write whose outcome is unknown is ``in_doubt``,
-never retried here. The schedule is a store row (:class:`~practiceflow.state.run_retries.RunRetry`);
-a taken attempt is claimed for :data:`CLAIM`, so a process dying during it leaves it due
-again. Spent attempts list one ``retries_exhausted`` entry. Users' view: docs/architecture.md.
+"""A recipe's retry policy (``retry: {attempts, backoff}``): a run that failed on a transient
+cause (the API certainly did nothing) is tried again later, or listed ``retries_exhausted``.
+A write whose outcome is unknown is ``in_doubt``, never retried here. A taken attempt is
+claimed for :data:`CLAIM`, so a process dying during it leaves it due again.
+Users' view: docs/architecture.md.
 """
 
 from __future__ import annotations

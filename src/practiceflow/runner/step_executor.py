@@ -1,8 +1,5 @@
-"""One step of a run: render it, send it, journal it by the rule of :mod:`.journal`.
-
-A step is a :class:`_Write` (intent journaled durably before it leaves; never sent again once
-its answer may be lost) or a :class:`_Read` (a read or local step: journaled with its outcome,
-retried as the recipe allows). Its outcome is committed before :meth:`StepExecutor.run_step`
+"""One step of a run: render it, send it, journal it by the rule of :mod:`.journal` (a
+:class:`_Write` or a :class:`_Read`), its outcome committed before :meth:`StepExecutor.run_step`
 returns.
 """
 

@@ -1,11 +1,8 @@
 """Checking a recipe before anything runs: every problem at once, each with file, line, field.
 
-:func:`validate_recipe` is the one recipe validator (``modules validate``, ``run``,
-``serve``, ``worker``, ``plan``, the scaffolds): the file's own checks
-(:func:`~practiceflow.manifest.load_recipe`), then against the modules: ``use`` names a
-module or local step ("did you mean"), literal inputs fit the input schema, ``retry`` only
-on reads, no write on read-only credentials, and every template path fits the declared
-output schemas (:mod:`practiceflow.manifest.references`; samples play no part).
+:func:`validate_recipe` is the one recipe validator: the file's own checks, then against the
+modules (``use`` with "did you mean", literal inputs, ``retry`` only on reads, no write on
+read-only credentials, template paths against output schemas; samples play no part).
 """
 
 from __future__ import annotations
@@ -218,6 +215,7 @@ def _reference_issues(
     issues: list[Issue] = []
     notes: list[str] = []
     members: dict[str, Target] = {}
+    uses = {step.id: step.use for step in recipe.steps}
     base = {
         "trigger": Target(
             f"in the output schema of trigger {trigger.key!r}", position(trigger.output_schema)
@@ -243,18 +241,13 @@ def _reference_issues(
                 for ref in references_of(template)
             ):
                 note = (
-                    f"step {earlier!r} ({_use_of(recipe, earlier)!r}) declares no output "
+                    f"step {earlier!r} ({uses[earlier]!r}) declares no output "
                     "schema: the paths read from its output are not checked"
                 )
                 if note not in notes:
                     notes.append(note)
         members[step.id] = _step_target(step.use, actions.get(step.id), step.for_each)
     return issues, notes
-
-
-def _use_of(recipe: Recipe, step_id: str) -> str:
-    """The ``use`` of a step, by id."""
-    return next(step.use for step in recipe.steps if step.id == step_id)
 
 
 def _step_target(use: str, action: StepAction | None, for_each: object) -> Target:

@@ -1,10 +1,7 @@
-"""``serve`` as a library: receiver, pollers, gap sweeps and the runner loop, from built objects.
-
-:func:`serve` returns a :class:`~.loop.Service` whose receiver already listens (no request
-sent yet, so deliveries are stored from this moment). :meth:`Service.run` then starts the
-rest in the order that loses nothing: :class:`GapWatch` (downtime listed, heartbeat, sweeps,
-silence checks), the intake (subscribe, catch up, poll), then the loop. What is the command
-line's alone (the state file's lease, console, ``/metrics``, reloading) stays there.
+"""``serve`` as a library: :func:`serve` returns a :class:`~.loop.Service` whose receiver
+already listens (deliveries stored from now); :meth:`Service.run` then starts the rest in
+the order that loses nothing: :class:`GapWatch`, the intake (subscribe, catch up, poll),
+the loop. The state file's lease, console, ``/metrics`` and reloading stay the CLI's.
 """
 
 from __future__ import annotations

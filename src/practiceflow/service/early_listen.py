@@ -1,9 +1,6 @@
-"""The receiver's socket, bound before the slow start-up of ``serve`` (stdlib only).
-
-Imports take seconds on a loaded machine; a sender retrying then would find the port closed.
-So the command binds ``--listen`` first thing (``serve`` with a public URL): the kernel
-queues connections, and the receiver serves them from that socket once it can verify and
-store (``ServeOptions.listen_socket``). A failed bind is left to the normal start-up to report.
+"""The receiver's socket, bound before ``serve``'s slow imports (stdlib only), so that a sender
+retrying meanwhile is queued by the kernel, not refused; the receiver serves from that socket
+(``ServeOptions.listen_socket``). A failed bind is left to the normal start-up to report.
 """
 
 from __future__ import annotations

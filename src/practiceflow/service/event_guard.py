@@ -1,10 +1,7 @@
-"""What the service does when running one event raises an exception no step caught.
-
-:class:`EventGuard` records the error (``kind: bug``) on the run, which stays unfinished
-(its start counted: :mod:`practiceflow.runner.quarantine` holds it after repeated
-failures), and the service goes on. What cannot be recorded is counted in this process:
-after :data:`SKIP_AFTER` failures it skips the event or run. A
-:class:`~practiceflow.errors.StoreError` is the store's, not the event's: raised on.
+"""An exception no step caught, while running one event, is recorded (``kind: bug``) on the
+run, which stays unfinished (its start counted towards quarantine), and the service goes on.
+What cannot be recorded is counted here: after :data:`SKIP_AFTER` failures this process
+skips it. A :class:`~practiceflow.errors.StoreError` is the store's fault: raised on.
 """
 
 from __future__ import annotations
@@ -21,9 +18,7 @@ from practiceflow.state import EventRecord, StateStore
 
 logger = logging.getLogger("practiceflow.runner")
 
-#: Failures of one event (or run) after which this process skips it: one more than the
-#: starts after which the runner quarantines a run, so that a run whose failures are
-#: recorded is quarantined in the store (listed, and kept across restarts) first.
+#: Failures after which this process skips an event or run: one more than quarantine needs.
 SKIP_AFTER = QUARANTINE_AFTER + 1
 
 T = TypeVar("T")

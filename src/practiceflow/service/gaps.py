@@ -1,9 +1,6 @@
-"""No silent gaps: the time ``serve`` was down is known, and what it may have missed is listed.
-
-On start, the window from the last heartbeat to now is a known gap for each served trigger
-not caught up by polling: one a sweep can read back gets a ``checking`` entry
-(:mod:`.sweep` closes it by evidence), any other an ``open`` entry for a person
-(docs/architecture.md, the attention table).
+"""No silent gaps: on start, the window since the last heartbeat is listed for each trigger not
+caught up by polling: ``checking`` where a sweep can prove it complete (:mod:`.sweep`), else
+``open`` for a person.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The triggers' side of ``serve`` and ``run --once``: receiver, subscriptions and pollers.
 
-One trigger per distinct trigger of the recipes, in each recipe's mode. Webhook triggers
-share one receiver on ``listen``; polls run one thread per list (shared polls:
-:mod:`practiceflow.triggers.practice_polls`) on an adaptive cadence at ``Priority.POLL``.
-The receiver listens with every webhook trigger bound before any request is sent; then the
-subscriptions are made sure of, and every trigger with a poll source catches up from its
-cursor (a webhook trigger through a catch-up poller). A subscription in doubt is not
-repeated: it is listed for a person and its catch-up poller polls at ``poll_interval``.
+The receiver listens with every webhook trigger bound before any request is sent; then
+subscriptions are made sure of and every trigger with a poll source catches up from its
+cursor. Polls run one thread per list read. A subscription in doubt is not repeated: it is
+listed for a person, and its catch-up poller polls at ``poll_interval`` meanwhile.
 """
 
 from __future__ import annotations
@@ -54,9 +51,7 @@ logger = logging.getLogger("practiceflow.runner")
 
 #: The public base URL the API delivers webhooks to (``local``: the receiver's own URL).
 PUBLIC_URL_ENV = "PRACTICEFLOW_PUBLIC_URL"
-#: Where the receiver listens, ``host:port`` or ``port`` (default ``127.0.0.1:0``, any
-#: free port). A public URL must route to a fixed port, and a restarted ``serve`` must
-#: listen where the API's retries of its subscription's deliveries go.
+#: Where the receiver listens, ``host:port`` or ``port`` (default ``127.0.0.1:0``).
 LISTEN_ENV = "PRACTICEFLOW_LISTEN"
 #: Seconds between polls of a webhook trigger's catch-up poller (its cursor stays fresh).
 CATCH_UP_EVERY = SWEEP_EVERY
@@ -130,8 +125,7 @@ class TriggerIntake:
         self._next_poll: dict[str, datetime] = {}
         #: Called with the Unix time a poll was due, as it starts (``/metrics``' poll lag).
         self.poll_started: Callable[[float], None] | None = None
-        #: The practice's polls, grouped by list, once :meth:`start` or :meth:`poll_once`
-        #: built them.
+        #: The practice's polls, grouped by list (once started or polled).
         self.polls: PracticePolls | None = None
 
     def _needs_webhook(self) -> bool:

@@ -1,9 +1,6 @@
-"""One ``serve`` per SQLite state file: the second refuses, naming the first.
-
-Two would double the requests and fight over the file's write lock. So ``serve`` (and
-``run`` without ``--once``) takes an exclusive ``flock`` on ``<state file>.serve.lock`` for
-the life of the process; the kernel drops it however the process ends, so a stale lease
-never blocks a restart. The file names the holder, for the refusal. PostgreSQL takes none.
+"""One ``serve`` per SQLite state file: the second refuses, naming the first (two would double
+the requests and fight over the write lock). An exclusive ``flock`` on ``<state
+file>.serve.lock``, dropped by the kernel however the process ends. PostgreSQL takes none.
 """
 
 from __future__ import annotations

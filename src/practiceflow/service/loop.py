@@ -1,11 +1,7 @@
-"""``serve``'s loop: triggers and runner together, until SIGTERM.
-
-:class:`Service` starts its parts and the intake, resumes runs left unfinished (a crash or a
-stop mid-run) and runs a person settled, then takes pending events to every recipe of their
-trigger, waiting on :attr:`Service.wake` (set by whatever stores an event in this process)
-or :attr:`Service.idle` seconds when idle. SIGTERM or SIGINT sets ``stop``: the step being
-sent finishes and is journaled, the intake stops (subscriptions kept), :meth:`Service.run`
-returns.
+"""``serve``'s loop: resume unfinished and settled runs, then take pending events to every
+recipe of their trigger, waiting on :attr:`Service.wake` (or ``idle`` seconds) when idle.
+SIGTERM or SIGINT sets ``stop``: the step being sent finishes and is journaled, the intake
+stops (subscriptions kept), and :meth:`Service.run` returns.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""What needs a person: the one writer of the attention table, and the one definition read by
-``attention list``, ``runs list --status in_doubt``, the console and ``/metrics``.
-
-An ``open`` entry (a ``gap`` no sweep could close, a ``subscription_in_doubt``, an
-``unrecognised`` delivery held, ``retries_exhausted`` (written by
-:mod:`practiceflow.runner.run_retry`), a ``silent_subscription``) is settled with
-``attention settle``; a run held ``in_doubt`` (quarantined, or a step in doubt) with
-``runs resolve`` / ``retry`` / ``cancel``.
+"""What needs a person: the one writer of the attention table (docs/architecture.md), and the
+one definition read by ``attention list``, ``runs list --status in_doubt``, the console and
+``/metrics``: an ``open`` entry, or a run held ``in_doubt`` (quarantined, or a step in doubt).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Silent subscriptions are found: a webhook that receives nothing while its list shows events
-it should have delivered is healed, and the episode listed.
-
-Every ``every`` seconds (``PRACTICEFLOW_SILENCE_EVERY``, 0: off) each served webhook trigger
-a sweep can read is swept over the time since the last check, up to ``grace`` seconds ago,
-at the lowest priority. An event found that never arrived is stored (it runs once) and means
-the subscription was silent: it is healed (re-subscribed when the API forgot it) and a
-``silent_subscription`` entry is listed, closed when re-subscribed, else open for a person.
+"""Silent subscriptions are found: every ``every`` seconds each served webhook trigger a sweep
+can read is swept over the time since the last check (up to ``grace`` ago). An event that
+never arrived is stored (it runs once) and the subscription healed (re-subscribed when the
+API forgot it); the episode is a ``silent_subscription`` entry, closed or open for a person.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """A gap closes by evidence: a sweep of the list endpoints proves a downtime complete.
 
-A trigger whose module declares ``poll.sweep`` (``proposal_accepted`` without ``entityKey``)
-is swept at :attr:`~practiceflow.budget.Priority.BACKFILL`: every value of the option is
-read from its own list (every client), then the trigger's list for each. Rows in the window
-(from :data:`MARGIN` before the last sign of life) are stored under the webhook's dedupe
-key, so each runs once. All read: the gap is closed with its evidence; a list that could not
-be read, or rows with no time of event, hand it to a person saying why. Progress is noted
-every :data:`CHUNK` clients, so a restart resumes there.
+A trigger whose module declares ``poll.sweep`` is swept at the lowest priority: every value
+of the option (every client), then the trigger's list for each. Rows in the window are
+stored under the webhook's dedupe key (each runs once); all lists read closes the gap with
+its evidence, anything unproven goes to a person. Progress is noted every :data:`CHUNK`.
 """
 
 from __future__ import annotations
@@ -28,8 +25,7 @@ from practiceflow.triggers.definition import SweepSource, TriggerDefinition, par
 
 logger = logging.getLogger("practiceflow.runner")
 
-#: How long before the last sign of life the window is read (a kill lands up to a
-#: heartbeat after it; a delivery in flight then may have been lost).
+#: Read before the last sign of life (a delivery in flight at a kill may be lost).
 MARGIN: Final = timedelta(minutes=5)
 #: Clients read between two notes of progress.
 CHUNK: Final = 25
