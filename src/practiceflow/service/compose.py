@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from practiceflow.runner.execute import Runner, RunOutcome
@@ -68,6 +68,7 @@ class ServeOptions:
     on_poll_started: Callable[[float], None] | None = None
 
 
+@dataclass(eq=False)
 class GapWatch:
     """No silent gaps while serving: downtime noted, heartbeat, sweeps, silence checks.
 
@@ -80,24 +81,17 @@ class GapWatch:
         wake: set when a sweep recovered an event (the runner takes it at once).
     """
 
-    def __init__(
-        self,
-        store: StateStore,
-        practice: str,
-        client: Any,
-        intake: TriggerIntake,
-        options: ServeOptions,
-        wake: threading.Event,
-    ) -> None:
-        self.store = store
-        self.practice = practice
-        self.client = client
-        self.intake = intake
-        self.options = options
-        self.wake = wake
-        self.heartbeat = Heartbeat(store, practice)
-        self.sweep: GapSweep | None = None
-        self.silence: SilenceWatch | None = None
+    store: StateStore
+    practice: str
+    client: Any
+    intake: TriggerIntake
+    options: ServeOptions
+    wake: threading.Event
+    sweep: GapSweep | None = field(default=None, init=False)
+    silence: SilenceWatch | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.heartbeat = Heartbeat(self.store, self.practice)
 
     def start(self) -> GapWatch:
         """Note the downtime (before the first heartbeat), beat, sweep, watch."""
