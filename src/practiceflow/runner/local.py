@@ -103,8 +103,7 @@ _JSONL_OUTPUT: Mapping[str, Any] = {
 def write_jsonl(data: Mapping[str, Any], ctx: LocalContext) -> dict[str, Any]:
     """Append ``record`` as one JSON line to ``path``, once per run and step.
 
-    Each line carries ``_run`` (``<run id>/<step id>``): a step resumed after a crash finds its
-    line instead of appending it twice.
+    Each line carries ``_run`` (``<run id>/<step id>``), so a resumed step finds its line.
     """
     target = Path(str(data["path"]))
     marker = f"{ctx.run_id}/{ctx.step_id}"

@@ -43,11 +43,8 @@ class EventGuard:
         event: EventRecord,
         exc: Exception,
     ) -> list[RunOutcome | None]:
-        """Record an exception that escaped an event's runs on the run that raised (the runs
-        left ``running``); the event stays pending. Returns the outcomes recorded.
-
-        Raises:
-            StoreError: ``exc`` is one, a transient fault of the store.
+        """Record what escaped an event's runs on the runs left ``running`` (the event stays
+        pending); returns the outcomes recorded. A StoreError is raised on.
         """
         error = self._failed(f"{event.source}/{event.event_id}", f"event {event.event_id}", exc)
 

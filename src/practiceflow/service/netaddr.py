@@ -29,11 +29,8 @@ def is_loopback(host: str) -> bool:
 
 
 def parse_listen(text: str, *, option: str, example: str) -> tuple[str, int]:
-    """Read ``HOST:PORT`` (``[::1]:PORT`` for IPv6) or ``PORT`` alone (on 127.0.0.1); port 0
-    means any free port. ``option`` and ``example`` are named in the error.
-
-    Raises:
-        ConfigError: not a host and a port from 0 to 65535.
+    """``(host, port)`` from ``HOST:PORT`` (``[::1]:PORT``) or ``PORT`` alone (on 127.0.0.1; 0: any
+    free port); a ConfigError naming ``option`` and showing ``example`` otherwise.
     """
     host, _, port = text.rpartition(":")
     if not port.isdigit() or int(port) > 65535:
@@ -43,10 +40,8 @@ def parse_listen(text: str, *, option: str, example: str) -> tuple[str, int]:
 
 
 def listen_tcp(host: str, port: int, backlog: int = 128) -> socket.socket:
-    """A TCP socket bound to ``(host, port)`` and listening (port 0: any free port).
-
-    Created as ``IPPROTO_TCP``: asyncio sets ``TCP_NODELAY`` only on connections whose protocol
-    says TCP, and without it a small answer in two parts waits for the peer's delayed ACK.
+    """A listening TCP socket on ``(host, port)``, created as ``IPPROTO_TCP``: asyncio sets
+    ``TCP_NODELAY`` only then, and without it a two-part answer waits for a delayed ACK.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
