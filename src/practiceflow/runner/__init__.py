@@ -1,26 +1,9 @@
-"""The runner: one durable run per trigger event.
+"""The runner: one durable run per trigger event, from "an event was recorded" to "every step
+of its run is settled" (the process that brings events is :mod:`practiceflow.service`).
 
-This package owns what happens between "an event was recorded" and "every step of its run
-is settled" (the long-running process that brings events and drives runners is
-:mod:`practiceflow.service`):
-
-* :mod:`.validate`: checks a recipe before anything runs (:func:`validate_recipe`);
-* :mod:`.context`: the names templates read (``trigger``, ``steps``, ``vars``, ``now``,
-  ``item``);
-* :mod:`.local`: built-in local steps such as ``write_jsonl``;
-* masking of personal values in journal, logs and dry runs: :mod:`practiceflow.engine.masking`;
-* :mod:`.journal`: :class:`RunJournal`, the one rule by which a run is journaled;
-* :mod:`.step_executor`: one step, sent and journaled by that rule;
-* :mod:`.execute`: :class:`Runner`, one run step by step, resumable after a crash;
-* :mod:`.reconcile`: read-backs that settle in-doubt writes;
-* :mod:`.quarantine`: a run started too often without ending is held for a person;
-* :mod:`.run_lease`: one driver per run, by a lease in the store;
-* :mod:`.dryrun`: :func:`dry_run`, render everything and send nothing;
-* :mod:`.plan`: :func:`plan`, what recipes will cost in requests;
-* :mod:`.logs`: text or JSON log lines.
-
-The boundary with triggers is the state store: triggers record events, the runner takes
-pending events, runs them and marks them handled.
+It checks recipes (:mod:`.validate`), journals every step by one rule (:mod:`.journal`),
+resumes and reconciles after a crash, holds runs for a person, and does dry runs and plans.
+Triggers and the runner meet only in the state store.
 """
 
 from __future__ import annotations
@@ -34,7 +17,7 @@ from practiceflow.runner.local import LOCAL_STEPS, LocalStep, local_step
 from practiceflow.runner.reconcile import READ_BACKS, Verdict, reconcile, register_read_back
 from practiceflow.runner.validate import StepAction, ValidRecipe, validate_recipe
 
-#: The former name of :class:`~practiceflow.budget.RateBudget`, which admits by priority.
+#: The former name of :class:`~practiceflow.budget.RateBudget`.
 PriorityBudget = RateBudget
 
 __all__ = [

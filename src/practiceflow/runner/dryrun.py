@@ -1,15 +1,6 @@
-"""``--dry-run``: render every step of a recipe and send nothing.
-
-The trigger's ``sample`` stands in for the event, and each step after the first reads the
-``sample`` outputs of the steps before it, so that every template is rendered exactly as a
-real run would render it. A field the output schema declares and the sample lacks reads as
-a placeholder of its type (its first ``examples`` entry when it has one): references are
-judged against schemas, not samples (see :mod:`practiceflow.manifest.references`).
-
-Requests are described as the client would send them, with secrets and personal
-(``x-pii``) values masked (personal values shown only when the caller asks, for a person's
-own eyes: ``show_personal``). Checks that read the API are not run (the engine says so in the
-step's warnings). Nothing is journaled.
+"""``--dry-run``: render every step of a recipe with the trigger's and steps' sample outputs
+(a declared field a sample lacks reads as a placeholder of its type) and send nothing.
+Requests are masked unless ``show_personal``; checks that read the API are not run.
 """
 
 from __future__ import annotations
@@ -23,12 +14,11 @@ from practiceflow.engine import run_action
 from practiceflow.engine.masking import mask_input, mask_request
 from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import ClientLike
+from practiceflow.manifest import RecipeStep
 from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.local import LocalStep
-from practiceflow.runner.validate import ValidRecipe, output_schema
+from practiceflow.runner.validate import StepAction, ValidRecipe, output_schema
 from practiceflow.templating import render_tree, utcnow
-
-__all__ = ["DryStep", "dry_run"]
 
 #: Iterations of a ``for_each`` shown at most.
 MAX_SHOWN_ITEMS = 3
@@ -36,15 +26,8 @@ MAX_SHOWN_ITEMS = 3
 
 @dataclass(frozen=True)
 class DryStep:
-    """One step as a dry run rendered it.
-
-    Attributes:
-        step_id: the journal id it would have (``id[n]`` inside a ``for_each``).
-        use: the action or local step.
-        status: ``would_send``, ``would_skip`` or ``error``.
-        request: the described request (masked), or the masked input of a local step.
-        note: why it would be skipped, or what went wrong.
-        warnings: what the engine wants the user to know (checks not run...).
+    """One step as a dry run rendered it: ``status`` is ``would_send``, ``would_skip`` or
+    ``error``; ``request`` is masked (a local step's masked input).
     """
 
     step_id: str
@@ -63,19 +46,9 @@ def dry_run(
     now: datetime | None = None,
     show_personal: bool = False,
 ) -> list[DryStep]:
-    """Render every step with sample outputs; send nothing.
-
-    Args:
-        recipe: the checked recipe.
-        trigger: the event payload (default: the trigger module's sample).
-        client: used only to describe the exact URL (base URL, auth headers masked).
-        now: the run's time (default: now, UTC).
-        show_personal: describe the requests with their personal values unmasked
-            (secrets stay masked), for the person whose data it is or who confirms the
-            run; never for a journal, a log or an AI model.
-
-    Returns:
-        One :class:`DryStep` per step and shown iteration.
+    """Render every step with sample outputs (``trigger``: the event, default the sample); send
+    nothing. ``show_personal`` leaves personal values unmasked for the person whose data it is,
+    never for a journal, a log or an AI model; secrets stay masked. ``client`` only shapes URLs.
     """
     if trigger is None:
         payload = with_declared(recipe.trigger.sample, recipe.trigger.output_schema)
@@ -84,6 +57,27 @@ def dry_run(
     moment = now or utcnow()
     variables = recipe.recipe.vars
     outputs: dict[str, Any] = {}
+
+    def render(step: RecipeStep, action: StepAction, sid: str, item: Any) -> DryStep:
+        context = build_context(payload, outputs, variables, moment, item)
+        try:
+            if step.if_ is not None and not step.if_.render(context):
+                return DryStep(sid, step.use, "would_skip", note=f"if {step.if_.source} is false")
+            data = render_tree(step.with_, context)
+        except PracticeflowError as exc:
+            return DryStep(sid, step.use, "error", note=str(exc))
+        if isinstance(action, LocalStep):
+            shown = data if show_personal else mask_input(data, action.pii_paths)
+            return DryStep(sid, step.use, "would_send", shown)
+        try:
+            result = run_action(action, data, client, dry_run=True, show_personal=show_personal)
+        except PracticeflowError as exc:
+            return DryStep(sid, step.use, "error", note=str(exc))
+        request = result.request
+        if not show_personal:
+            request = mask_request(request, data, action.pii_paths)
+        return DryStep(sid, step.use, "would_send", request, warnings=list(result.warnings))
+
     shown: list[DryStep] = []
     for step in recipe.recipe.steps:
         action = recipe.actions[step.id]
@@ -101,47 +95,10 @@ def dry_run(
             items = items[:MAX_SHOWN_ITEMS]
             if not items:
                 shown.append(DryStep(step.id, step.use, "would_skip", note="for_each: no items"))
-        for sid, item in items:
-            shown.append(
-                _render_one(
-                    recipe, step, action, sid, payload, outputs, moment, item, client, show_personal
-                )
-            )
+        shown.extend(render(step, action, sid, item) for sid, item in items)
         sample = _sample(action)
         outputs[step.id] = [sample for _ in items] if step.for_each is not None else sample
     return shown
-
-
-def _render_one(
-    recipe: ValidRecipe,
-    step: Any,
-    action: Any,
-    sid: str,
-    payload: Any,
-    outputs: dict[str, Any],
-    now: datetime,
-    item: Any,
-    client: ClientLike | None,
-    show_personal: bool,
-) -> DryStep:
-    context = build_context(payload, outputs, recipe.recipe.vars, now, item)
-    try:
-        if step.if_ is not None and not step.if_.render(context):
-            return DryStep(sid, step.use, "would_skip", note=f"if {step.if_.source} is false")
-        data = render_tree(step.with_, context)
-    except PracticeflowError as exc:
-        return DryStep(sid, step.use, "error", note=str(exc))
-    if isinstance(action, LocalStep):
-        shown = data if show_personal else mask_input(data, action.pii_paths)
-        return DryStep(sid, step.use, "would_send", shown)
-    try:
-        result = run_action(action, data, client, dry_run=True, show_personal=show_personal)
-    except PracticeflowError as exc:
-        return DryStep(sid, step.use, "error", note=str(exc))
-    request = result.request
-    if not show_personal:
-        request = mask_request(request, data, action.pii_paths)
-    return DryStep(sid, step.use, "would_send", request, warnings=list(result.warnings))
 
 
 def _sample(action: Any) -> dict[str, Any]:
@@ -166,15 +123,7 @@ _BY_TYPE: dict[str, Any] = {
 
 
 def with_declared(sample: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A sample with a placeholder for each top-level field its schema declares and it lacks.
-
-    Args:
-        sample: the module's sample output.
-        schema: the output schema (None: the sample as it is).
-
-    Returns:
-        A new mapping; the sample's own values are kept.
-    """
+    """A copy of ``sample`` with a placeholder for each top-level field ``schema`` declares."""
     filled = dict(sample)
     properties = schema.get("properties") if schema is not None else None
     if not isinstance(properties, Mapping):

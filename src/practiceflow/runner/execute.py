@@ -1,24 +1,9 @@
 """One run of a recipe for one event, step by step, journaled so that a crash loses nothing.
 
-:class:`Runner` takes a recipe's events and drives the one run of each: the run is created
-(with its trigger event as its ``origin``) before its first step, each step is run by a
-:class:`~practiceflow.runner.step_executor.StepExecutor` that journals it by the rule of
-:mod:`practiceflow.runner.journal`, and the run ends in one commit with its event marked
-handled. On restart a run resumes at its first unfinished step: ``succeeded`` steps are
-never sent again (their journaled output is reused), a write found ``sent`` is
-``in_doubt`` and is reconciled by reading back (:mod:`.reconcile`): found (the step
-succeeds), absent (it is sent again), or unknown (the run is held for a person).
-
-Each start of a run is counted in the store before its first step; a run that was
-started :data:`~.quarantine.QUARANTINE_AFTER` times without ending is quarantined
-instead of started again (:mod:`.quarantine`).
-
-Should another runner create the same run first, this one drives the run as the other
-left it.
-
-A run keeps its version (:mod:`practiceflow.versions`): the recipe version is stored when
-the run is created, and every start drives the run with it, whatever the files say now; a
-run whose version cannot be rebuilt is held for a person with the reason.
+:class:`Runner` creates the run (origin and recipe version stored) before its first step,
+drives each step by the rule of :mod:`.journal`, and ends it in one commit with its event
+handled. A resumed run starts at its first unfinished step, under the run's lease, each
+start counted first (:mod:`.quarantine`).
 """
 
 from __future__ import annotations
@@ -57,29 +42,19 @@ from practiceflow.versions.recorded import (
     save_version,
 )
 
-__all__ = ["RECONCILER", "RunOutcome", "Runner", "error_json", "run_shared"]
+__all__ = ["RECONCILER", "error_json"]
 
 logger = logging.getLogger("practiceflow.runner")
 
-#: Recipe versions each store was given by this process: a fleet serves one recipe file
-#: to thousands of practices, each with its runner, and the version is stored once.
+#: Versions each store was given by this process (a fleet's thousands of runners: once).
 _SAVED: weakref.WeakKeyDictionary[StateStore, set[str]] = weakref.WeakKeyDictionary()
 _SAVED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """Where a run stands after the runner worked on it.
-
-    Attributes:
-        run_id: the run.
-        event_id: the event it runs for.
-        status: the run's status (``running`` when it was interrupted by a shutdown).
-        created: whether this pass started the run (False: resumed or already done).
-        held: ids of steps waiting for a person (``in_doubt``).
-        error: why it failed or is held, when it is.
-        driven_elsewhere: who drives the run when another live process does (this one
-            left it alone: :mod:`.run_lease`).
+    """Where a run stands after the runner worked on it (``running``: interrupted by a stop;
+    ``held``: steps waiting for a person; ``driven_elsewhere``: who drives it instead).
     """
 
     run_id: str
@@ -93,9 +68,7 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class _Start:
-    """What one start of a run does: ``drive`` it (with ``recipe`` and the journaled
-    ``steps``), ``hold`` it for a person before any step (``error``: why), or nothing
-    (``ended``: it succeeded, was cancelled, or waits in quarantine)."""
+    """What one start does: ``drive``, ``hold`` for a person (``error``), or nothing (``ended``)."""
 
     kind: Literal["drive", "hold", "ended"]
     recipe: ValidRecipe | None = None
@@ -104,18 +77,8 @@ class _Start:
 
 
 class Runner:
-    """Runs one recipe's events durably (see the module docstring).
-
-    Args:
-        recipe: the checked recipe.
-        store: the state store holding events, runs and journals.
-        client: the API client (anything with its methods); None only when every step is
-            local.
-        practice: the practice key events and runs are stored under.
-        stop: when set, the runner finishes the current step and leaves the rest of the run
-            resumable (graceful shutdown).
-        on_point: called with a label at each journal boundary (progress; crash tests).
-        sleep: how to wait between read retries.
+    """Runs one recipe's events durably (``client`` None only when every step is local;
+    ``stop``: finish the current step, leave the rest resumable; ``on_point``: journal points).
     """
 
     def __init__(
@@ -142,12 +105,11 @@ class Runner:
 
     @property
     def version(self) -> str | None:
-        """The digest of the served recipe's version (None: it was not read from text)."""
+        """The digest of the served recipe's version (None: not read from text)."""
         return None if self._version is None else self._version.digest
 
     def stored_version(self) -> str | None:
-        """Store the served version (once per runner) before a run names it; the service
-        does so as it starts, so that no event waits for it. Returns its digest."""
+        """Store the served version once per runner (and once per store) and return its digest."""
         if self._digest is None and self._version is not None:
             digest = self._version.digest
             with _SAVED_LOCK:
@@ -167,18 +129,7 @@ class Runner:
         return self.recipe.trigger.key
 
     def process_pending(self, limit: int = 100) -> list[RunOutcome]:
-        """Run every pending event of this recipe's trigger, oldest first.
-
-        An event is marked handled once its run has finished (succeeded, failed or held
-        for a person); an interrupted run leaves its event pending, to be resumed. Test
-        deliveries are acknowledged and not run.
-
-        Args:
-            limit: at most this many events.
-
-        Returns:
-            The outcome of each run worked on.
-        """
+        """Run up to ``limit`` pending events of this recipe's trigger, oldest first."""
         outcomes = []
         for event in self.store.pending_events(self.practice, limit, source=self.source):
             if self.stop.is_set():
@@ -189,15 +140,8 @@ class Runner:
         return outcomes
 
     def run_event(self, event: EventRecord, *, mark_handled: bool = True) -> RunOutcome | None:
-        """Start (or resume) the one run of this recipe for an event and drive it.
-
-        Args:
-            event: the stored event (a trigger's envelope, or a bare payload).
-            mark_handled: mark the event handled when its run finished (the service
-                marks it itself when several recipes share a trigger).
-
-        Returns:
-            The run's outcome; None for a test delivery (acknowledged, not run).
+        """Start (or resume) and drive this recipe's run for an event (None: a test delivery);
+        ``mark_handled`` False: the caller marks it (several recipes share a trigger).
         """
         if event_from_record(event).is_test:
             self.store.mark_event_handled(self.practice, event.source, event.event_id)
@@ -220,15 +164,7 @@ class Runner:
         return self._drive(run_id, created=False, handled=handled)
 
     def origin(self, event: EventRecord) -> dict[str, Any]:
-        """The record of what starts this recipe's run for an event (the run's origin).
-
-        Args:
-            event: the stored event.
-
-        Returns:
-            Its key, id, source, how it came (webhook or poll), the recipe file (for
-            ``runs retry``) and the trigger's payload.
-        """
+        """A run's origin: the event's key, id, source, how it came, recipe file, payload."""
         found = event_from_record(event)
         return {
             "event_key": event.event_key,
@@ -240,18 +176,8 @@ class Runner:
         }
 
     def resume_run(self, run_id: str, *, retry_failed: bool = False) -> RunOutcome:
-        """Drive an existing run again from its first unfinished step.
-
-        Args:
-            run_id: the run.
-            retry_failed: send failed steps again, and start a quarantined run (a person's
-                ``runs retry``).
-
-        Returns:
-            The run's outcome.
-
-        Raises:
-            BugError: the run does not exist or has no origin.
+        """Drive an existing run again from its first unfinished step (``retry_failed``: a
+        person's ``runs retry``: failed steps sent again, a quarantined run started).
         """
         try:
             return self._drive(run_id, created=False, retry_failed=retry_failed)
@@ -268,11 +194,7 @@ class Runner:
         retry_failed: bool = False,
         handled: EventRecord | None = None,
     ) -> RunOutcome:
-        """Drive a run holding its lease (:mod:`.run_lease`); one another live process
-        drives is left to it, its event pending.
-
-        One transaction takes the lease, loads the run and its journal and counts this
-        start: committed before the first step, as the count must be."""
+        """Drive a run holding its lease (taken, run loaded, start counted: one transaction)."""
         self.stored_version()  # its durable commit of its own, once per runner
         wanted = lease_for(run_id, self.store.now())
         with self.store.atomic():
@@ -290,9 +212,7 @@ class Runner:
             return self._drive_held(run, start, created, retry_failed, handled, lease.owner)
 
     def _start(self, run: RunRecord, retry_failed: bool) -> _Start:
-        """What this start of a run does, decided in the transaction that took its lease;
-        a start that drives it is counted there. Only a person (``retry_failed``) starts a
-        quarantined run, or one due to be."""
+        """What this start does, decided (and counted) in the lease's transaction."""
         quarantined = is_quarantined(run) and not retry_failed
         if run.status in ("succeeded", "cancelled") or quarantined:
             return _Start("ended")
@@ -318,8 +238,7 @@ class Runner:
         handled: EventRecord | None,
         lease: str,
     ) -> RunOutcome:
-        """Drive a run from its first unfinished step; ``handled``: the event to mark
-        handled when the run ends (not when it stops, to be resumed)."""
+        """Drive a run from its first unfinished step; ``handled`` is marked when it ends."""
         run_id = run.run_id
         if start.kind == "ended":
             # A person may cancel a run while its event waits: nothing is left to do; a
@@ -366,15 +285,12 @@ class Runner:
         return self._end(journal, run.event_id, status, created, error, handled)
 
     def _stopped(self, run: RunRecord, created: bool) -> RunOutcome:
-        """A graceful stop: the run stays ``running``, to be resumed, and this start is
-        not counted towards quarantine (the process stopped in order)."""
+        """A graceful stop: the run stays ``running`` and this start is not counted."""
         self.store.uncount_start(run.run_id)
         return RunOutcome(run.run_id, run.event_id, "running", created)
 
     def _progress(self, run: RunRecord) -> JournalPoint:
-        """The journal points of this start, passed on to ``on_point``; the first step
-        this start completes takes back the run's earlier unended starts, so a run an
-        operator kills while it goes on is not quarantined (:mod:`.quarantine`)."""
+        """Journal points to ``on_point``; the first completed step forgives earlier starts."""
         earlier = run.starts > 0
 
         def point(label: str) -> None:
@@ -418,19 +334,8 @@ class Runner:
 def run_shared(
     store: StateStore, practice: str, runners: Sequence[Runner], event: EventRecord
 ) -> list[RunOutcome | None]:
-    """Run every recipe of a trigger on one of its events, and mark the event handled once
-    none of the runs was interrupted (each ended: succeeded, failed or held).
-
-    A lone recipe marks it in its run's last commit; several mark it after the last run.
-
-    Args:
-        store: the store holding the event.
-        practice: the event's practice.
-        runners: the recipes whose trigger stored the event (none: it is only marked).
-        event: the event.
-
-    Returns:
-        Each runner's outcome, in order (None for a test delivery).
+    """Run every recipe of a trigger on one event and mark it handled once no run was
+    interrupted (a lone recipe marks it in its run's last commit). None for a test delivery.
     """
     if len(runners) == 1:
         return [runners[0].run_event(event)]

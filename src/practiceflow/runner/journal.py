@@ -1,25 +1,17 @@
-"""The journal of one run: the one rule by which the runner records what it does.
+"""The journal of one run: the one rule by which the runner records each step.
 
-The rule, for every step of a run:
+1. **A write's intent is durable before it leaves**: journaled ``pending`` then ``sent``
+   (request masked) in one fsynced commit, once the rate budget admitted it and just before
+   it leaves. A write waiting for the budget is never ``sent``; one found ``sent`` on restart
+   may have reached the API and is read back (``in_doubt``), never sent again on a guess.
+2. **A read is journaled with its outcome**: safe to send again, so its ``pending`` and
+   ``sent`` are committed with its outcome; a crash before that commit sends it again.
+3. **Every outcome is committed before the next step starts**, so a ``succeeded`` step is
+   never sent again. Commits apply in order, so the next write's fsynced intent makes an
+   outcome survive an OS crash too: after a power loss at most the last write is ``sent``.
 
-1. **A write's intent is durable before it leaves.** Its rendered request (personal data
-   masked) is journaled ``pending`` then ``sent``, in one commit made once the rate
-   budget has admitted the request and immediately before it leaves, and fsynced: it
-   survives an OS crash, not only the process being killed. A wait for the budget is
-   never journaled ``sent``: a write found ``sent`` on restart may have reached the API,
-   and is read back (``in_doubt``) before anything is sent again.
-2. **A read is journaled with its outcome.** A read (or a local step) is safe to send
-   again, so its ``pending`` and ``sent`` (with the time it left) are committed together
-   with its outcome; a crash before that commit sends it again.
-3. **Every outcome is committed before the next step starts.** ``succeeded`` (with the
-   output later steps read), ``failed``, ``skipped`` and ``in_doubt`` are committed
-   before the runner moves on, so a step journaled ``succeeded`` is never sent again and
-   a process killed after any successful write resumes without a person. The store
-   applies commits in order, so the next write's fsynced intent makes this outcome
-   survive an OS crash too: after a power loss at most a run's last write may be found
-   ``sent``, and it is read back, never sent again on a guess.
-
-The run itself ends in one commit: its status and, when asked, its event marked handled.
+The run ends in one commit: its status and, when asked, its event marked handled.
+Users' view: docs/architecture.md ("A run, step by step").
 """
 
 from __future__ import annotations
@@ -37,25 +29,13 @@ from practiceflow.state import (
     StepStatus,
 )
 
-__all__ = ["RunJournal", "StepTaken"]
-
 
 class StepTaken(Exception):
-    """Another runner moved this step since the run was loaded (two drove the same run);
-    nothing of this attempt was journaled or sent. The runner drives the run again as
-    the store now holds it."""
+    """Another runner moved this step since the run was loaded; nothing was journaled or sent."""
 
 
 class RunJournal:
-    """The journal of one run, as the step executor writes it (see the module docstring).
-
-    Args:
-        store: the state store holding the run.
-        run_id: the run.
-        steps: the run's journaled steps when it was loaded (step id -> record).
-        lease: the owner token of the run's lease this runner holds
-            (:mod:`.run_lease`): a write's ``sent`` is journaled only while it is held.
-    """
+    """The journal of one run (``lease``: the run-lease owner token ``sent`` is checked against)."""
 
     def __init__(
         self,
@@ -78,17 +58,8 @@ class RunJournal:
         return self.store.now()
 
     def write_intent(self, step_id: str, entry: Any, status: StepStatus | None) -> None:
-        """Rule 1: journal a write ``pending`` (with its masked request) and ``sent``,
-        fsynced, before it leaves.
-
-        Args:
-            step_id: the step.
-            entry: ``{"use", "input", "request"}``, personal data masked.
-            status: the step's status as this runner knows it.
-
-        Raises:
-            StepTaken: the store holds another status, or another process took the run's
-                lease: another runner drives the step.
+        """Rule 1: journal a write ``pending`` and ``sent``, fsynced, before it leaves; raises
+        :class:`StepTaken` when another runner holds the step or the run's lease.
         """
         moves = (StepChange.to_pending(entry), StepChange.to_sent(durable=True))
         with self.store.atomic(durable=True):
@@ -102,9 +73,7 @@ class RunJournal:
             self.store.change_step(self.run_id, step_id, *moves)
 
     def refused(self, step_id: str, entry: Any) -> None:
-        """Rule 1 after a 429: the API refused the write without acting on it, so it goes
-        back to ``pending`` while it waits to be admitted again. Not fsynced: if an OS
-        crash loses this commit, the step is found ``sent`` and read back, as before."""
+        """Rule 1 after a 429: back to ``pending`` (not fsynced: if lost, ``sent`` is read back)."""
         self.outcome(step_id, StepChange.to_pending(entry))
 
     def read_outcome(
@@ -115,16 +84,7 @@ class RunJournal:
         outcome: StepChange,
         status: StepStatus | None,
     ) -> None:
-        """Rules 2 and 3: journal a read's ``pending``, ``sent`` (when it left) and its
-        outcome in one commit.
-
-        Args:
-            step_id: the step.
-            entry: ``{"use", "input", "request"}``, personal data masked.
-            sent_at: each time the request left (none: it never did, only its outcome).
-            outcome: the outcome's move.
-            status: the step's status before this attempt.
-        """
+        """Rules 2 and 3: a read's ``pending``, ``sent`` (each time) and outcome, one commit."""
         moves: list[StepChange] = []
         if status == "failed" or sent_at:
             moves.append(StepChange.to_pending(entry, at=sent_at[0] if sent_at else None))
@@ -145,15 +105,7 @@ class RunJournal:
         error: Any = None,
         handled: EventRecord | None = None,
     ) -> None:
-        """End the run: its status and, with ``handled``, its event marked handled, in
-        one commit.
-
-        Args:
-            practice: the practice the event is stored under.
-            status: the run's final status.
-            error: why it failed or is held.
-            handled: the event to mark handled (None: left as it is).
-        """
+        """End the run: its status and, with ``handled``, its event handled, in one commit."""
         with self.store.atomic():
             self.store.set_run_status(self.run_id, status, error)
             if handled is not None:

@@ -1,18 +1,7 @@
-"""The completeness ledger: per practice and trigger, what arrived, how, what ran, and the
-windows nobody was listening, with what proved them complete.
-
-Read from the state store only (``practiceflow audit completeness``): the events received
-since a moment (by webhook, by a poll, or recovered by a sweep after a downtime:
-:mod:`.sweep`), the runs of those events, and the gap entries of the attention table
-(:mod:`practiceflow.service.needs_person`). Counts:
-
-* ``seen``: events stored (test deliveries and deliveries held without running apart:
-  ``held``);
-* ``received``: by webhook; ``polled``: by a poll; ``recovered``: by a sweep;
-* ``ran``: events with a run that succeeded; ``not_ran``: the others (waiting, failed, held
-  for a person), by event id;
-* ``missing``: windows not proven complete (gaps open for a person, or still being
-  checked); each gap says why, or the evidence that closed it.
+"""The completeness ledger (``practiceflow audit completeness``), read from the store only: per
+practice and trigger, the events stored (``received`` by webhook, ``polled``, ``recovered``
+by a sweep; test and held deliveries apart as ``held``), those that ``ran`` (a run
+succeeded) or not, and the gap entries of the attention table (``missing``: not closed).
 """
 
 from __future__ import annotations
@@ -25,12 +14,10 @@ from typing import Any
 from practiceflow.state import EventRecord, StateStore
 from practiceflow.state.attention_rows import AttentionRecord
 
-__all__ = ["TriggerLedger", "completeness"]
-
 
 @dataclass
 class TriggerLedger:
-    """What the ledger says about one trigger of one practice (module docstring)."""
+    """What the ledger says about one trigger of one practice."""
 
     practice: str
     trigger: str
@@ -76,16 +63,7 @@ def _gap(entry: AttentionRecord) -> dict[str, Any]:
 def completeness(
     store: StateStore, since: datetime, practice: str | None = None
 ) -> list[TriggerLedger]:
-    """The ledger of every trigger that received something or had a gap since ``since``.
-
-    Args:
-        store: the state store.
-        since: where the ledger starts.
-        practice: only this practice (every one by default).
-
-    Returns:
-        One row per (practice, trigger), sorted.
-    """
+    """The ledger of every trigger that received something or had a gap since ``since``, sorted."""
     rows: dict[tuple[str, str], TriggerLedger] = {}
 
     def row(practice_key: str, trigger: str) -> TriggerLedger:

@@ -1,15 +1,7 @@
-"""Built-in local steps: what a recipe may ``use`` besides API actions.
+"""Built-in local steps (:data:`LOCAL_STEPS`): what a recipe may ``use`` besides API actions.
 
-A local step runs in the runner's own process and sends nothing to the API. It is named
-in one registry (:data:`LOCAL_STEPS`), checked like an action (input schema, sample output)
-and journaled like one. Shipped:
-
-``write_jsonl``
-    Append one JSON object per run to a local file (JSON Lines). Input: ``path`` (the
-    file; its folder is created), ``record`` (the object to write). Each line carries the
-    extra field ``_run`` (``<run id>/<step id>``) so that a step resumed after a crash finds
-    its own line and does not append it twice. Output: ``{"path", "line"}`` (1-based line
-    number of the record).
+A local step runs in-process, sends nothing, and is checked and journaled like an action.
+Shipped: ``write_jsonl`` (docs/recipes-reference.md).
 """
 
 from __future__ import annotations
@@ -26,17 +18,10 @@ from jsonschema.protocols import Validator
 from practiceflow.errors import ConfigError
 from practiceflow.manifest.validation import compile_validator
 
-__all__ = ["LOCAL_STEPS", "LocalContext", "LocalStep", "local_step", "write_jsonl"]
-
 
 @dataclass(frozen=True)
 class LocalContext:
-    """What a local step knows about where it runs.
-
-    Attributes:
-        run_id: the run.
-        step_id: the step's journal id (``stepid[2]`` inside a ``for_each``).
-    """
+    """Where a local step runs: the run and the step's journal id (``stepid[2]``)."""
 
     run_id: str
     step_id: str
@@ -47,21 +32,7 @@ LocalFunc = Callable[[Mapping[str, Any], LocalContext], dict[str, Any]]
 
 @dataclass(frozen=True, eq=False)
 class LocalStep:
-    """A built-in step (see the module docstring).
-
-    Attributes:
-        key: what a recipe writes in ``use``.
-        title: short title.
-        description: help text.
-        input_schema: JSON Schema of the input.
-        input_validator: compiled validator of ``input_schema``.
-        sample: an example output (for ``--dry-run``).
-        func: the implementation.
-        output_schema: JSON Schema of the output, or None when the step declares none
-            (references to its output are then not checked before a run).
-        needs_write: always False: a local step never writes to the API.
-        pii_paths: input paths masked in the journal (none for the shipped steps).
-    """
+    """A built-in step; ``output_schema`` None: references to its output are not checked."""
 
     key: str
     title: str
@@ -85,18 +56,7 @@ def local_step(
     sample: Mapping[str, Any],
     output_schema: Mapping[str, Any] | None = None,
 ) -> Callable[[LocalFunc], LocalFunc]:
-    """Register a local step under ``key`` (decorator).
-
-    Args:
-        key: the name recipes use.
-        title: short title.
-        input_schema: JSON Schema of its input.
-        sample: example output.
-        output_schema: JSON Schema of the output (what later steps may read of it).
-
-    Returns:
-        The decorator; the function is registered unchanged.
-    """
+    """Register the decorated function as local step ``key`` (its docstring: the description)."""
 
     def register(func: LocalFunc) -> LocalFunc:
         LOCAL_STEPS[key] = LocalStep(
@@ -143,15 +103,7 @@ _JSONL_OUTPUT: Mapping[str, Any] = {
 def write_jsonl(data: Mapping[str, Any], ctx: LocalContext) -> dict[str, Any]:
     """Append ``record`` as one JSON line to ``path``, once per run and step.
 
-    Args:
-        data: ``path`` and ``record``.
-        ctx: the run and step (written as ``_run`` to find the line again after a crash).
-
-    Returns:
-        ``{"path", "line"}``.
-
-    Raises:
-        ConfigError: the file cannot be written.
+    Each line carries ``_run`` (``<run id>/<step id>``), so a resumed step finds its line.
     """
     target = Path(str(data["path"]))
     marker = f"{ctx.run_id}/{ctx.step_id}"

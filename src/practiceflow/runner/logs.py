@@ -1,9 +1,5 @@
-"""Logging of the runner: readable lines by default, one JSON object per line on request.
-
-Runner log records carry their structured fields in ``extra={"pf": {...}}`` (run, recipe,
-step, status, verdict...). :class:`JsonFormatter` writes them as top-level keys beside
-``time`` (UTC), ``level``, ``logger`` and ``message``. Nothing in these fields is personal
-or secret: requests and outputs are never logged, only ids and statuses.
+"""Runner logging: text lines, or one JSON object per line (``--log-json``) with the record's
+``extra={"pf": {...}}`` fields (ids and statuses only, never requests or outputs) as keys.
 """
 
 from __future__ import annotations
@@ -13,21 +9,12 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["JsonFormatter", "configure_logging"]
-
 
 class JsonFormatter(logging.Formatter):
     """Format a record as one JSON object (``--log-json``)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        """Render ``record`` as a JSON line.
-
-        Args:
-            record: the log record.
-
-        Returns:
-            The JSON text (no newline).
-        """
+        """Render ``record`` as one JSON line."""
         data: dict[str, Any] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
@@ -43,12 +30,7 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(*, json_lines: bool, verbose: bool = False) -> None:
-    """Send practiceflow's logs to stderr, as text or as JSON lines.
-
-    Args:
-        json_lines: one JSON object per line (for log shippers).
-        verbose: include INFO records (each step); otherwise warnings and errors only.
-    """
+    """Send practiceflow's logs to stderr, as text or JSON lines (``verbose``: INFO too)."""
     handler = logging.StreamHandler()
     if json_lines:
         handler.setFormatter(JsonFormatter())

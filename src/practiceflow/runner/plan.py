@@ -1,24 +1,7 @@
-"""``plan``: what recipes will cost in requests, before anything is enabled.
-
-The binding limit of a practice is the daily one: 10,000 requests a day per Client ID
-(spec section 8), one request per 8.64 s sustained; every recipe and trigger using the same
-credentials shares it. For each recipe, :func:`plan` counts:
-
-* the calls of one run: each API step's request, plus each of its action's checks and
-  hook that read the API (``create_bill`` reads the client and the ledger status first);
-  a ``for_each`` step counts once per element when its list is known before a run (it
-  reads only ``vars``, or is written out: ``{{ vars.forms }}``, ``{{ [1, 2] }}``), else
-  ``items`` times (an assumption shown in the plan); local steps cost nothing;
-* the polling cost: one request per poll when nothing changed (more pages when much did),
-  every ``poll_interval`` seconds, for triggers that poll (``mode`` poll, both, or auto
-  without a public webhook URL). Triggers that read the same list with the same cursor
-  (as their modules declare: :func:`~practiceflow.triggers.shared_poll.poll_source`) share
-  one poll, counted once (:class:`PollCost`) and split between their recipes; a quiet
-  practice is polled less often, down to once per ``max_delay`` (the idle figure);
-* the runs a day (``events_per_day``, an assumption the user gives).
-
-It then sums the day over all recipes and states the share of the daily budget, with a
-warning when it exceeds it (or exceeds the hourly window of 1,000).
+"""``plan``: what recipes will cost in requests against the practice's budget (10,000 a day,
+1,000 an hour per Client ID, spec section 8): each run's calls (steps, and checks and hooks
+that read), times the assumed events a day, plus the polls (shared by recipes whose
+triggers read one list: :class:`PollCost`).
 """
 
 from __future__ import annotations
@@ -29,23 +12,13 @@ from typing import Any
 
 from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import CHECKS, HOOKS
-from practiceflow.manifest import ActionModule
+from practiceflow.manifest import ActionModule, RecipeStep
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.templating import CompiledTemplate, render_tree, utcnow
 from practiceflow.triggers import definition
 from practiceflow.triggers.cadence import SWEEP_EVERY
 from practiceflow.triggers.downtime import downtime_note, has_poll_source
 from practiceflow.triggers.shared_poll import PollSource, poll_source
-
-__all__ = [
-    "DAILY_BUDGET",
-    "HOURLY_BUDGET",
-    "Plan",
-    "PollCost",
-    "RecipeCost",
-    "StepCost",
-    "plan",
-]
 
 #: Requests a day per Client ID (spec section 8 default): one per 8.64 s sustained.
 DAILY_BUDGET = 10_000
@@ -55,14 +28,7 @@ HOURLY_BUDGET = 1_000
 
 @dataclass(frozen=True)
 class StepCost:
-    """Requests one step costs per run.
-
-    Attributes:
-        step_id: the step.
-        use: its action.
-        requests: requests per run.
-        note: how the number was reached.
-    """
+    """Requests one step costs per run, and how the number was reached."""
 
     step_id: str
     use: str
@@ -72,19 +38,7 @@ class StepCost:
 
 @dataclass(frozen=True)
 class RecipeCost:
-    """What one recipe costs.
-
-    Attributes:
-        name: the recipe.
-        per_run: requests of one run.
-        steps: the cost of each step.
-        polls: whether its trigger polls.
-        poll_per_hour: polling requests an hour (nothing changed).
-        poll_per_day: polling requests a day.
-        events_per_day: runs a day assumed.
-        per_day: requests a day in all.
-        poll: the list its trigger polls (:attr:`PollCost.source`), or None.
-    """
+    """What one recipe costs (``poll``: the list its trigger polls, or None)."""
 
     name: str
     per_run: int
@@ -99,19 +53,7 @@ class RecipeCost:
 
 @dataclass(frozen=True)
 class PollCost:
-    """One poll of the practice, shared by every recipe whose trigger reads that list.
-
-    Attributes:
-        source: what it reads (``GET /api/v1/entities/list?lastUpdated=``).
-        triggers: the triggers it serves.
-        recipes: the recipes they belong to.
-        per_hour: requests an hour at the fastest rate (a busy practice).
-        per_day: requests a day at the fastest rate.
-        idle_per_day: requests a day when the practice is quiet (once per ``max_delay``).
-        share: ``per_day`` as a fraction of the daily budget.
-        sweep: every trigger of it is received by webhook: the list is read only to
-            catch up what deliveries missed.
-    """
+    """One poll of a list, shared by its recipes (``sweep``: read only to catch up on webhooks)."""
 
     source: str
     triggers: list[str]
@@ -125,18 +67,7 @@ class PollCost:
 
 @dataclass(frozen=True)
 class Plan:
-    """The plan of several recipes sharing one practice's credentials.
-
-    Attributes:
-        recipes: the cost of each.
-        per_day: requests a day, all recipes together.
-        share: ``per_day`` as a fraction of the daily budget.
-        daily_budget: the budget used.
-        warnings: what exceeds or comes close to a limit.
-        downtime: per recipe, what happens to its trigger's events while ``serve`` is
-            down (caught up by polling, or left to the sender's retries).
-        polls: the practice's polls, each counted once however many recipes share it.
-    """
+    """The plan of recipes sharing one practice's credentials (``downtime``: per recipe)."""
 
     recipes: list[RecipeCost]
     per_day: float
@@ -148,27 +79,25 @@ class Plan:
 
 
 def _step_cost(
-    step_id: str, use: str, action: object, items: int, known: int | None, looped: bool
+    step: RecipeStep, action: object, items: int, variables: Mapping[str, Any]
 ) -> StepCost:
     if not isinstance(action, ActionModule):
-        return StepCost(step_id, use, 0, "local step: no request")
+        return StepCost(step.id, step.use, 0, "local step: no request")
     reads = [name for name in action.checks if CHECKS[name].reads]
     if action.hook and HOOKS[action.hook].reads:
         reads.append(action.hook)
-    per_item = 1 + len(reads)
+    count = 1 + len(reads)
     note = "1 request" + (f" + reads of {', '.join(reads)}" if reads else "")
-    if looped and known is not None:
-        note += f", x{known} items"
-        return StepCost(step_id, use, per_item * known, note)
-    if looped:
-        note += f", x{items} items (assumed)"
-        return StepCost(step_id, use, per_item * items, note)
-    return StepCost(step_id, use, per_item, note)
+    if step.for_each is not None:
+        known = _known_length(step.for_each, variables)
+        note += f", x{items} items (assumed)" if known is None else f", x{known} items"
+        count *= items if known is None else known
+    return StepCost(step.id, step.use, count, note)
 
 
-def _known_length(for_each: CompiledTemplate | None, variables: Mapping[str, Any]) -> int | None:
+def _known_length(for_each: CompiledTemplate, variables: Mapping[str, Any]) -> int | None:
     """The elements a ``for_each`` yields in every run: known when it reads only ``vars``."""
-    if for_each is None or not for_each.names <= {"vars"}:
+    if not for_each.names <= {"vars"}:
         return None  # the list depends on the event, earlier steps or the time
     try:
         rendered = for_each.render({"vars": dict(variables)})
@@ -186,34 +115,17 @@ def plan(
     items: int = 1,
     daily_budget: int = DAILY_BUDGET,
 ) -> Plan:
-    """Estimate the requests recipes will spend together (see the module docstring).
+    """Estimate the requests recipes sharing one practice's credentials will spend together.
 
-    Args:
-        recipes: the checked recipes (sharing one practice's credentials).
-        events_per_day: runs a day assumed for each recipe.
-        poll_interval: seconds between polls of a polling trigger.
-        webhook_url: whether a public webhook URL is configured (``mode: auto`` then
-            receives by webhook and does not poll).
-        items: items assumed for each ``for_each`` step whose list is known only in a run.
-        daily_budget: the practice's daily budget.
-
-    Returns:
-        The plan, with warnings when the budget would be exceeded.
+    ``webhook_url``: a public webhook URL is configured (``mode: auto`` then does not poll);
+    ``items``: assumed elements of a ``for_each`` whose list is known only in a run.
     """
     polls = _polls(recipes, poll_interval, webhook_url, daily_budget)
     shared = {recipe: poll for poll in polls for recipe in poll.recipes}
     costs: list[RecipeCost] = []
     for recipe in recipes:
-        variables = recipe.recipe.vars
         steps = [
-            _step_cost(
-                step.id,
-                step.use,
-                recipe.actions[step.id],
-                items,
-                _known_length(step.for_each, variables),
-                step.for_each is not None,
-            )
+            _step_cost(step, recipe.actions[step.id], items, recipe.recipe.vars)
             for step in recipe.recipe.steps
         ]
         per_run = sum(step.requests for step in steps)
@@ -265,20 +177,12 @@ def plan(
 def _polls(
     recipes: Sequence[ValidRecipe], poll_interval: float, webhook_url: bool, daily_budget: int
 ) -> list[PollCost]:
-    """The practice's polls: recipes whose triggers read the same list share one.
-
-    A trigger received by webhook that has a poll source is swept for completeness every
-    :data:`~practiceflow.triggers.cadence.SWEEP_EVERY` seconds, for free on a list that
-    polled triggers read anyway.
-    """
+    """The practice's polls: recipes whose triggers read the same list share one."""
     groups: dict[object, list[tuple[ValidRecipe, bool]]] = {}
     for recipe in recipes:
-        mode = recipe.recipe.mode
         found = definition(recipe.trigger)
         options = _options(recipe)
-        polled = found.poll is not None and (
-            mode in ("poll", "both") or (mode == "auto" and not webhook_url)
-        )
+        polled = _polled(recipe, webhook_url)
         if not polled and not has_poll_source(found, options):
             continue
         try:

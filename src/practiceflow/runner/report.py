@@ -1,7 +1,5 @@
-"""Readable views of runs and journals for people (the CLI and the demo print them).
-
-Outputs are shown as identifiers only (fields named ``...Key``, ``...ID``, ``...Number``):
-names, emails and amounts stay in the journal, never on a terminal.
+"""Readable views of runs for people: outputs shown as identifiers only (``...Key``, ``...ID``,
+``...Number``); names, emails and amounts never reach a terminal.
 """
 
 from __future__ import annotations
@@ -10,11 +8,8 @@ from typing import Any
 
 from practiceflow.state import StepRecord
 
-__all__ = ["PERSONAL_NUMBERS", "brief", "detail", "is_identifier"]
-
 _ID_SUFFIXES = ("Key", "ID", "Id", "Number")
-#: Numbers the spec names personal data (a person's tax, registration and id numbers):
-#: named like identifiers, never shown as one.
+#: Personal numbers (spec): named like identifiers, never shown as one.
 PERSONAL_NUMBERS = frozenset({"taxNumber", "regNumber", "idNumber"})
 
 
@@ -31,14 +26,7 @@ def is_identifier(key: Any, value: Any) -> bool:
 
 
 def brief(output: Any) -> str:
-    """Identifiers of an output only (never names, emails or amounts of a person).
-
-    Args:
-        output: a step's output.
-
-    Returns:
-        Up to three ``key=value`` pairs of fields named like ids, or an item count.
-    """
+    """Up to three identifier fields of an output (``key=value``), or an item count."""
     if isinstance(output, list):
         return f"{len(output)} item(s)"
     if not isinstance(output, dict):
@@ -48,14 +36,7 @@ def brief(output: Any) -> str:
 
 
 def detail(step: StepRecord) -> str:
-    """One line on a journal entry: who resolved it, why it failed, or what it produced.
-
-    Args:
-        step: the journal entry.
-
-    Returns:
-        The line.
-    """
+    """One line on a journal entry: who resolved it, why it failed, or what it produced."""
     if step.resolved_by:
         return f"resolved by {step.resolved_by}: {step.resolution_note or ''}".strip()
     if isinstance(step.error, dict):

@@ -1,29 +1,9 @@
 """One driver per run, whatever the processes: the run lease and its heartbeat.
 
-``serve``, ``run --once``, ``runs retry``, ``mcp`` and fleet workers may share one store.
-Two of them driving the same run would each find the other's write in flight journaled
-``sent``, take it for a crash, read back before it landed, and send it again. So a runner
-takes the run's **lease** (:mod:`practiceflow.state.run_leases`) before its first step
-(``store.take_run_lease(lease_for(run_id, store.now()), known_dead)``) and keeps it while
-it drives (:func:`keeping`):
-
-* the lease is a row in the store: a token unique to this driving, the host, the process
-  id and start time, and an expiry :data:`LEASE_TTL` ahead, pushed on every
-  :data:`HEARTBEAT` seconds by one thread per store beside the runs, never in a step's
-  path (a write may wait on the rate budget or a slow answer longer than any fixed lease);
-* another process finds it held and leaves the run alone (its event stays pending: the
-  holder ends it); ``runs retry`` says who holds it;
-* a write's ``sent`` is journaled only while the lease is held, checked in the same
-  commit (:meth:`~practiceflow.runner.journal.RunJournal.write_intent`), so a step found
-  ``sent`` was sent by a driver that is gone;
-* a lease is taken over when it expired, or at once when its holder is known dead: a
-  process of the same host (and pid namespace) that no longer runs, or runs a different
-  program under a reused id. A holder on another host is trusted until its lease expires.
-
-What a lease cannot do: a holder stopped (``SIGSTOP``, a frozen VM) for longer than
-:data:`LEASE_TTL` between journaling ``sent`` and sending loses the run to another
-driver, and its write may then leave twice. The run marker written into the record lets
-the read-back find such a write.
+A runner takes the run's lease before its first step and keeps it renewed (:func:`keeping`,
+never in a step's path); a write's ``sent`` is journaled only while it is held, so a ``sent``
+step is never one a live process is still sending. Taken over when expired, or at once when
+its holder is known dead. Why and limits: docs/architecture.md ("One driver per run").
 """
 
 from __future__ import annotations
@@ -44,15 +24,6 @@ from typing import Final
 from practiceflow.errors import PracticeflowError
 from practiceflow.state import StateStore
 from practiceflow.state.run_leases import RunLease
-
-__all__ = [
-    "HEARTBEAT",
-    "LEASE_TTL",
-    "RunDrivenElsewhere",
-    "keeping",
-    "known_dead",
-    "lease_for",
-]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -86,33 +57,19 @@ def _proc_stat(pid: int | str) -> list[str] | None:
     return text.rpartition(")")[2].split()
 
 
-def _pid_namespace() -> str:
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return ""
-
-
 def _this_process() -> tuple[str, str]:
-    """This process's host and identity (pid namespace and start time; empty when the
-    system does not say). Read each time: a forked child is another process."""
+    """This process's host and identity (pid namespace @ start time; empty if unknown)."""
     stat = _proc_stat("self")
     started = stat[19] if stat and len(stat) > 19 else ""  # starttime: field 22
-    namespace = _pid_namespace()
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
     return socket.gethostname(), f"{namespace}@{started}" if namespace and started else ""
 
 
 def known_dead(lease: RunLease) -> bool:
-    """Whether a lease's holder is certainly gone: a process of this host and pid
-    namespace whose id no longer runs, is a zombie, or started at another time (a reused
-    id). Anything it cannot tell (another host, no ``/proc``) is alive.
-
-    Args:
-        lease: the lease found.
-
-    Returns:
-        True only on positive evidence that its holder no longer runs.
-    """
+    """Whether a lease's holder is certainly gone (same host and pid namespace, not running)."""
     host, identity = _this_process()
     if lease.host != host or not identity or not lease.process:
         return False
@@ -126,22 +83,14 @@ def known_dead(lease: RunLease) -> bool:
 
 
 def lease_for(run_id: str, now: datetime) -> RunLease:
-    """The lease this process asks for to drive a run (``StateStore.take_run_lease``): a
-    new owner token, this process as its holder, expiring :data:`LEASE_TTL` after ``now``.
-
-    Args:
-        run_id: the run.
-        now: the store's time.
-    """
+    """The lease this process asks for to drive a run: a new owner, for :data:`LEASE_TTL`."""
     host, identity = _this_process()
     owner = uuid.uuid4().hex
     return RunLease(run_id, owner, host, os.getpid(), identity, now, now + LEASE_TTL)
 
 
 class _Keeper:
-    """The heartbeat of every lease this process holds on one store: one thread (so one
-    connection of the store), renewing each lease every :data:`HEARTBEAT` seconds while
-    any is held. A lost lease is logged; the run's next ``sent`` finds it lost and stops."""
+    """Renews every lease this process holds on one store, in one thread; a lost one is logged."""
 
     def __init__(self, store: StateStore) -> None:
         self.store = weakref.ref(store)  # the keepers' table must not keep a store alive
@@ -202,13 +151,7 @@ def _keeper(store: StateStore) -> _Keeper:
 
 @contextmanager
 def keeping(store: StateStore, lease: RunLease) -> Iterator[None]:
-    """Keep a lease this process took (``store.take_run_lease``) for the block: renewed
-    every :data:`HEARTBEAT` seconds while the block runs, given back when it ends.
-
-    Args:
-        store: the store holding the run.
-        lease: the lease taken.
-    """
+    """Keep a lease for the block (renewed every :data:`HEARTBEAT` seconds), then give it back."""
     keeper = _keeper(store)
     keeper.add(lease)
     try:

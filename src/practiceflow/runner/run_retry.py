@@ -1,30 +1,8 @@
-"""A recipe's retry policy: a run that failed on a transient cause is tried again, or listed.
-
-A recipe may declare ``retry: {attempts, backoff}`` (default :data:`DEFAULT_ATTEMPTS`
-attempts, the first retry :data:`DEFAULT_BACKOFF` seconds after the failure, the wait
-doubling each time; ``attempts: 1`` turns retries off). When a run ends ``failed``, the
-runner asks :func:`after_run` whether the cause was **transient**, that is whether the
-API certainly did nothing and the same request may succeed later:
-
-* a rate limit (429) the client still met after its own patience ran out;
-* a server error (5xx) or a network failure on a read;
-* a write the client refused to send or that was refused before anything left (a 429, a
-  connection refused): the client raises these for a write only when the API did not act.
-
-A write whose outcome is unknown (a timeout or a 5xx after sending) never gets here: its
-step is ``in_doubt`` and the run is held for a person, as before. Anything else (a 4xx,
-a template error, a local step's error) is permanent and is not retried.
-
-A transient failure with attempts left is scheduled (:class:`~practiceflow.state.
-run_retries.RunRetry`: ``next_at``); whatever drives runs (``serve``'s loop, ``run
---once``, a fleet's sweep job) takes the due ones (:func:`take_due`) and resumes them like
-``runs retry``: the journal keeps every succeeded step, so only failed steps are sent
-again. When no attempt is left, the run stays ``failed`` and one attention entry
-``retries_exhausted`` lists it with the cause and the attempts (``attention list``, ``runs
-list --status in_doubt``, the console), settled like any other entry.
-
-A taken attempt is claimed for :data:`CLAIM` (its ``next_at`` pushed ahead), not cleared:
-a process that dies before the run ends leaves the attempt to come due again.
+"""A recipe's retry policy (``retry: {attempts, backoff}``): a run that failed on a transient
+cause (the API certainly did nothing) is tried again later, or listed ``retries_exhausted``.
+A write whose outcome is unknown is ``in_doubt``, never retried here. A taken attempt is
+claimed for :data:`CLAIM`, so a process dying during it leaves it due again.
+Users' view: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -39,20 +17,6 @@ from typing import Any, Final
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import RunStatus, StateStore
 from practiceflow.state.run_retries import RunRetry
-
-__all__ = [
-    "CLAIM",
-    "DEFAULT_ATTEMPTS",
-    "DEFAULT_BACKOFF",
-    "EXHAUSTED",
-    "RetryPolicy",
-    "after_run",
-    "policy_of",
-    "retry_json",
-    "retry_line",
-    "take_due",
-    "transient_cause",
-]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -72,12 +36,7 @@ _ITERATION: Final = re.compile(r"\[\d+\]$")
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """A recipe's ``retry``.
-
-    Attributes:
-        attempts: attempts in all, the first included (1: no retry).
-        backoff: seconds from the first failure to the first retry; doubles each time.
-    """
+    """A recipe's ``retry``: attempts in all (1: no retry), and the first wait, doubling."""
 
     attempts: int = DEFAULT_ATTEMPTS
     backoff: float = DEFAULT_BACKOFF
@@ -99,15 +58,7 @@ def policy_of(recipe: ValidRecipe) -> RetryPolicy:
 
 
 def transient_cause(recipe: ValidRecipe, error: Any) -> dict[str, Any] | None:
-    """The cause of a failed run when it is transient, else None (permanent).
-
-    Args:
-        recipe: the run's recipe (which steps write).
-        error: the run's error (the failed step's, with ``step``, ``type``, ``status``).
-
-    Returns:
-        ``{"step", "type", "status"}``: no message, which may quote the data.
-    """
+    """``{"step", "type", "status"}`` of a run's error when transient, else None (no message)."""
     if not isinstance(error, Mapping) or error.get("type") not in _TRANSIENT:
         return None
     step = str(error.get("step", ""))
@@ -162,12 +113,7 @@ def after_run(
 
 
 def take_due(store: StateStore, practice: str, recipe: str) -> list[str]:
-    """Take the due attempts of a recipe's runs (each claimed for :data:`CLAIM`).
-
-    Returns:
-        The ids of the failed runs to resume, by this process only; a due run that is no
-        longer ``failed`` (a person retried or cancelled it) is dropped from the schedule.
-    """
+    """Claim the due retries of a recipe's runs; returns their ids (runs no longer failed leave)."""
     taken = []
     for row in store.due_run_retries(practice, recipe):
         run = store.get_run(row.run_id)

@@ -1,13 +1,6 @@
-"""One step of a run: render it, send it, journal it by the rule of :mod:`.journal`.
-
-:class:`StepExecutor` is built for one run from its :class:`~.journal.RunJournal` and the
-API client. A step is either a :class:`_Write` (its intent is journaled durably once the
-rate budget has admitted it, before it leaves, and journaled ``pending`` again when the
-API answers 429; never sent again once its answer may be lost: that is in doubt) or a
-:class:`_Read` (a read or a local step: safe to send again, journaled with its outcome,
-retried as the recipe allows). Either way its outcome is committed before
-:meth:`StepExecutor.run_step` returns (kill-safe at once; the next write's fsynced intent
-makes it survive an OS crash too).
+"""One step of a run: render it, send it, journal it by the rule of :mod:`.journal` (a
+:class:`_Write` or a :class:`_Read`), its outcome committed before :meth:`StepExecutor.run_step`
+returns.
 """
 
 from __future__ import annotations
@@ -50,8 +43,6 @@ from practiceflow.runner.validate import StepAction, ValidRecipe
 from practiceflow.state import StepChange, StepStatus
 from practiceflow.templating import render_tree
 
-__all__ = ["RECONCILER", "JournalPoint", "RunContext", "StepExecutor", "StepResult", "error_json"]
-
 logger = logging.getLogger("practiceflow.runner")
 
 #: Who is recorded when the runner settles an in-doubt step by reading back.
@@ -65,14 +56,7 @@ JournalPoint = Callable[[str], None]
 
 
 def error_json(exc: BaseException) -> dict[str, Any]:
-    """Describe an error for the journal (its message never holds a secret).
-
-    Args:
-        exc: the error.
-
-    Returns:
-        ``{"type", "kind", "message"}`` plus ``status`` for API errors.
-    """
+    """An error for the journal: ``{"type", "kind", "message"}`` (``status`` for API errors)."""
     data: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
     if isinstance(exc, PracticeflowError):
         data["kind"] = exc.kind
@@ -83,15 +67,7 @@ def error_json(exc: BaseException) -> dict[str, Any]:
 
 @dataclass
 class StepResult:
-    """What one step (all its iterations) came to.
-
-    Attributes:
-        kind: ``ok``, ``skipped``, ``failed``, ``held`` (waits for a person),
-            ``stopped`` (shutdown: resumable) or ``in_doubt`` (a write's answer was
-            lost; read back before anything else).
-        output: the step's output (a list for ``for_each``).
-        error: why it failed or is held.
-    """
+    """What one step (all its iterations) came to; ``in_doubt``: a write's answer was lost."""
 
     kind: Literal["ok", "skipped", "failed", "held", "stopped", "in_doubt"]
     output: Any = None
@@ -100,25 +76,25 @@ class StepResult:
 
 @dataclass
 class RunContext:
-    """What the templates of a run read: its trigger payload, start time and the outputs
-    of the steps done so far."""
+    """What a run's templates read: its trigger payload, start time and outputs so far."""
 
     trigger: Any
     now: datetime
     outputs: dict[str, Any] = field(default_factory=dict)
 
 
-class _Write:
-    """A write: its intent is journaled durably once admitted, before it leaves; its
-    outcome right after its answer."""
+@dataclass
+class _Attempt:
+    """One attempt of a step, as the journal is told of it."""
 
-    def __init__(
-        self, journal: RunJournal, sid: str, entry: dict[str, Any], status: StepStatus | None
-    ) -> None:
-        self.journal = journal
-        self.sid = sid
-        self.entry = entry
-        self.status = status  # as journaled now
+    journal: RunJournal
+    sid: str
+    entry: dict[str, Any]
+    status: StepStatus | None  # as journaled now
+
+
+class _Write(_Attempt):
+    """A write: intent journaled durably before it leaves; outcome after its answer."""
 
     def sending(self) -> None:
         self.journal.write_intent(self.sid, self.entry, self.status)
@@ -136,18 +112,11 @@ class _Write:
         self.journal.outcome(self.sid, *moves)
 
 
-class _Read:
-    """A read or a local step: safe to send again, so its ``pending`` and ``sent`` are
-    journaled with its outcome."""
+@dataclass
+class _Read(_Attempt):
+    """A read or a local step: safe to send again, journaled with its outcome."""
 
-    def __init__(
-        self, journal: RunJournal, sid: str, entry: dict[str, Any], status: StepStatus | None
-    ) -> None:
-        self.journal = journal
-        self.sid = sid
-        self.entry = entry
-        self.status = status  # as journaled before this attempt
-        self.sent_at: list[datetime] = []  # one per time it left (retries included)
+    sent_at: list[datetime] = field(default_factory=list)  # each time it left
 
     def sending(self) -> None:
         self.sent_at.append(self.journal.now())
@@ -160,17 +129,7 @@ class _Read:
 
 
 class StepExecutor:
-    """Runs the steps of one run, each journaled before the next starts.
-
-    Args:
-        recipe: the checked recipe.
-        journal: the run's journal.
-        client: the API client (None only when every step is local).
-        run: the run's template context.
-        stop: when set, no further iteration starts (graceful shutdown).
-        on_point: called at each journal boundary (progress, crash tests).
-        sleep: how to wait between read retries.
-    """
+    """Runs the steps of one run, each journaled before the next starts."""
 
     def __init__(
         self,
@@ -197,16 +156,7 @@ class StepExecutor:
         return self.journal.run_id
 
     def run_step(self, step: RecipeStep, retry_failed: bool = False) -> StepResult:
-        """Run one step of the recipe (every item of a ``for_each``) from where the
-        journal left it.
-
-        Args:
-            step: the step.
-            retry_failed: send a step journaled ``failed`` again (``runs retry``).
-
-        Returns:
-            What the step came to; its outcome is journaled.
-        """
+        """Run one step (each ``for_each`` item) from where the journal left it, and journal it."""
         if step.for_each is None:
             return self._run_one(step, step.id, None, retry_failed)
         context = self._context()
@@ -238,15 +188,13 @@ class StepExecutor:
         return StepResult("ok", outputs, failed)
 
     def _template_error(self, exc: PracticeflowError) -> dict[str, Any]:
-        """A template's error for the journal, with every personal value of the run's data
-        masked: a filter's message may quote the value it refused (``got '...'``)."""
+        """A template's error for the journal, masked (a filter may quote the value it refused)."""
         error = error_json(exc)
         error["message"] = mask_text(str(error["message"]), self._run_personal())
         return error
 
     def _run_personal(self) -> frozenset[str]:
-        """Every personal value the run has read so far (its event's and its steps'
-        outputs'): a value a template copies into another step's field stays masked there."""
+        """Every personal value the run has read so far (its event's and its steps' outputs')."""
         run = self.run
         trigger = self.recipe.trigger
         tagged = output_pii(run.trigger, trigger.output_schema, trigger.output_pii_paths)
@@ -364,8 +312,7 @@ class StepExecutor:
         data: Any,
         status: StepStatus | None,
     ) -> StepResult:
-        """Send the step once (a read: as many times as its ``retry`` allows) and journal
-        its outcome."""
+        """Send the step once (a read: as its ``retry`` allows) and journal its outcome."""
         personal = self._run_personal()
         entry: dict[str, Any] = {
             "use": step.use,

@@ -1,21 +1,8 @@
 """Checking a recipe before anything runs: every problem at once, each with file, line, field.
 
-:func:`validate_recipe` is the one recipe validator: ``modules validate``, ``run`` (with or
-without ``--dry-run``), ``serve``, ``worker``, ``plan`` and the scaffolds all call it. It
-starts with the checks of the file on its own (:func:`~practiceflow.manifest.load_recipe`:
-schema, unique ids, template syntax and names, ``steps.ID`` naming an earlier step), then
-checks the recipe against the modules:
-
-* ``use`` names an action module or a built-in local step (:mod:`.local`), with "did you
-  mean"; ``trigger.use`` names a trigger module;
-* literal inputs fit the action's input schema (fields given by a template are checked when
-  they are rendered, at run time); personal values are not echoed;
-* ``retry`` only on steps that do not write;
-* no step writes when the recipe's credentials are known to be read-only (``can_write``);
-* every path a template reads under ``trigger``, ``steps.<id>``, ``vars`` and ``item`` fits
-  the trigger's output schema, the step actions' output schemas, the declared ``vars`` and
-  the elements ``for_each`` yields (:mod:`practiceflow.manifest.references`); samples play no
-  part in it.
+:func:`validate_recipe` is the one recipe validator: the file's own checks, then against the
+modules (``use`` with "did you mean", literal inputs, ``retry`` only on reads, no write on
+read-only credentials, template paths against output schemas; samples play no part).
 """
 
 from __future__ import annotations
@@ -45,22 +32,12 @@ from practiceflow.manifest.yamlpos import JsonPath, Located, format_path
 from practiceflow.runner.local import LOCAL_STEPS, LocalStep
 from practiceflow.templating import CompiledTemplate, is_template, iter_templates
 
-__all__ = ["StepAction", "ValidRecipe", "check_recipe", "output_schema", "validate_recipe"]
-
 StepAction = ActionModule | LocalStep
 
 
 @dataclass(frozen=True)
 class ValidRecipe:
-    """A recipe that passed every check, with the modules its steps use.
-
-    Attributes:
-        recipe: the loaded recipe.
-        actions: step id -> the action module or local step it uses.
-        trigger: the trigger module.
-        source: the file, as shown in messages.
-        notes: what could not be checked (a step whose output has no schema), once each.
-    """
+    """A recipe that passed every check, with each step's module (``notes``: not checked)."""
 
     recipe: Recipe
     actions: Mapping[str, StepAction]
@@ -190,12 +167,7 @@ def check_recipe(
     registry: ModuleRegistry | None = None,
     can_write: bool | None = None,
 ) -> ValidRecipe:
-    """Check a recipe already read (see :func:`validate_recipe`; a run's stored version is
-    checked this way against its stored modules).
-
-    Raises:
-        ManifestError: with every issue, each naming file, line, column and field.
-    """
+    """Check a recipe already read (as :func:`validate_recipe`; raises ``ManifestError``)."""
     modules = registry if registry is not None else default_registry()
     recipe = recipe_from(located, file)
     data = located.data
@@ -243,6 +215,7 @@ def _reference_issues(
     issues: list[Issue] = []
     notes: list[str] = []
     members: dict[str, Target] = {}
+    uses = {step.id: step.use for step in recipe.steps}
     base = {
         "trigger": Target(
             f"in the output schema of trigger {trigger.key!r}", position(trigger.output_schema)
@@ -268,18 +241,13 @@ def _reference_issues(
                 for ref in references_of(template)
             ):
                 note = (
-                    f"step {earlier!r} ({_use_of(recipe, earlier)!r}) declares no output "
+                    f"step {earlier!r} ({uses[earlier]!r}) declares no output "
                     "schema: the paths read from its output are not checked"
                 )
                 if note not in notes:
                     notes.append(note)
         members[step.id] = _step_target(step.use, actions.get(step.id), step.for_each)
     return issues, notes
-
-
-def _use_of(recipe: Recipe, step_id: str) -> str:
-    """The ``use`` of a step, by id."""
-    return next(step.use for step in recipe.steps if step.id == step_id)
 
 
 def _step_target(use: str, action: StepAction | None, for_each: object) -> Target:

@@ -1,22 +1,9 @@
 """The long-running process: receiver, pollers, gap sweeps and the runner loop together.
 
-:func:`serve` builds them from objects the caller built (checked recipes, an open state
-store, an API client) and returns a :class:`Service`; ``practiceflow serve``, ``make demo``,
-the benches and your own program are its callers. The package owns the process's policy;
-:mod:`practiceflow.runner` owns one durable run.
-
-* :mod:`.compose`: :func:`serve`, :class:`ServeOptions`, :class:`GapWatch`;
-* :mod:`.loop`: :class:`Service`, the loop that takes pending events to the runners;
-* :mod:`.intake`: :class:`TriggerIntake`, receiver, subscriptions and pollers;
-* :mod:`.event_guard`: an exception no step caught is recorded and the service goes on;
-* :mod:`.gaps`, :mod:`.sweep`, :mod:`.silence`: no silent gaps (heartbeat, downtime listed,
-  sweeps that close gaps by evidence, quiet webhooks checked; what a trigger can do about
-  a downtime is the trigger's: :mod:`practiceflow.triggers.downtime`);
-* :mod:`.needs_person`: the one writer of what needs a person;
-* :mod:`.lease`: one ``serve`` per SQLite state file;
-* :mod:`.early_listen`: the receiver's socket bound before the command's slow imports
-  (standard library only: importing this package stays light, the rest loads on use);
-* :mod:`.state_location`: where a command's store is, and the practice's budget beside it.
+:func:`serve` builds them from objects the caller built (checked recipes, an open store, an
+API client) and returns a :class:`Service` (docs/architecture.md, "Serving from your own
+program"); :mod:`practiceflow.runner` owns one durable run. Names load on first use, so
+importing the package stays light (:mod:`.early_listen` binds before the slow imports).
 
     >>> from practiceflow.service import ServeOptions, serve
     >>> service = serve(recipes, store, client, practice, ServeOptions())  # doctest: +SKIP

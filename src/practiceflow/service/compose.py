@@ -1,23 +1,7 @@
-"""``serve`` as a library: receiver, pollers, gap sweeps and the runner loop, from built objects.
-
-:func:`serve` takes checked recipes, an open state store and an API client (built by the
-caller: the command line, the demo, a bench or your own program) and returns a
-:class:`~practiceflow.service.loop.Service` whose receiver already listens (every webhook
-trigger bound, no request sent yet, so deliveries are stored from this moment).
-:meth:`Service.run` then starts the rest in the order that loses nothing, and serves until
-its ``stop`` is set:
-
-1. :class:`GapWatch`: the downtime since the store's last sign of life is listed for each
-   trigger that may have missed events in it (:mod:`.gaps`), the heartbeat starts, and a
-   sweep checks the gaps a list can prove complete (:mod:`.sweep`); a silence watch
-   compares quiet webhooks with their lists when ``silence_every`` is set (:mod:`.silence`);
-2. the intake subscribes what is not subscribed yet, catches up every trigger with a poll
-   source, and polls in the background (:mod:`.intake`);
-3. the loop runs pending events through the runners (:mod:`.loop`).
-
-A stop finishes the step being sent, stops the intake (subscriptions kept unless
-``unsubscribe``), then the parts. What is the command line's alone stays there: the state
-file's lease, the console and ``/metrics``, what is printed, reloading recipe files.
+"""``serve`` as a library: :func:`serve` returns a :class:`~.loop.Service` whose receiver
+already listens (deliveries stored from now); :meth:`Service.run` then starts the rest in
+the order that loses nothing: :class:`GapWatch`, the intake (subscribe, catch up, poll),
+the loop. The state file's lease, console, ``/metrics`` and reloading stay the CLI's.
 """
 
 from __future__ import annotations
@@ -25,7 +9,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from practiceflow.runner.execute import Runner, RunOutcome
@@ -37,8 +21,6 @@ from practiceflow.service.netaddr import LOOPBACK
 from practiceflow.service.silence import DEFAULT_GRACE, SilenceWatch, healer
 from practiceflow.service.sweep import GapSweep, SweepResult
 from practiceflow.state import StateStore
-
-__all__ = ["GapWatch", "ServeOptions", "serve"]
 
 
 @dataclass(frozen=True)
@@ -86,8 +68,9 @@ class ServeOptions:
     on_poll_started: Callable[[float], None] | None = None
 
 
+@dataclass(eq=False)
 class GapWatch:
-    """No silent gaps while serving: downtime noted, heartbeat, sweeps (module docstring).
+    """No silent gaps while serving: downtime noted, heartbeat, sweeps, silence checks.
 
     Args:
         store: the state store.
@@ -98,24 +81,17 @@ class GapWatch:
         wake: set when a sweep recovered an event (the runner takes it at once).
     """
 
-    def __init__(
-        self,
-        store: StateStore,
-        practice: str,
-        client: Any,
-        intake: TriggerIntake,
-        options: ServeOptions,
-        wake: threading.Event,
-    ) -> None:
-        self.store = store
-        self.practice = practice
-        self.client = client
-        self.intake = intake
-        self.options = options
-        self.wake = wake
-        self.heartbeat = Heartbeat(store, practice)
-        self.sweep: GapSweep | None = None
-        self.silence: SilenceWatch | None = None
+    store: StateStore
+    practice: str
+    client: Any
+    intake: TriggerIntake
+    options: ServeOptions
+    wake: threading.Event
+    sweep: GapSweep | None = field(default=None, init=False)
+    silence: SilenceWatch | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.heartbeat = Heartbeat(self.store, self.practice)
 
     def start(self) -> GapWatch:
         """Note the downtime (before the first heartbeat), beat, sweep, watch."""

@@ -1,24 +1,7 @@
-"""What the service does when running one event raises an exception no step caught.
-
-A step's expected failures (API errors, template errors, refused input) fail the step and
-are journaled by the runner. Anything else (a bug, an exhausted resource, a hook that
-raised) reaches the service's per-event boundary, where :class:`EventGuard`:
-
-* records the error (``kind: bug``) on the run that raised, which stays unfinished, its
-  event pending, so that the service goes on with the next event. The run is started
-  again on a later pass, which settles a passing cause; each start is counted in the
-  store, and a run started :data:`~.quarantine.QUARANTINE_AFTER` times without ending is
-  quarantined by the runner: held ``in_doubt`` with its reason, listed as needing
-  attention (``runs list --status in_doubt``, the console) and never started again but by
-  a person (``runs retry`` once the cause is fixed, or ``runs cancel``). See
-  :mod:`.quarantine`; the same count catches a run whose start kills the process;
-* counts the failure in this process too, the last resort for what cannot be recorded
-  (the store refuses, or the exception came before the run was started): after
-  :data:`SKIP_AFTER` failures of the same event (or run) this process skips it, and logs
-  it as needing attention.
-
-A transient store error (:class:`~practiceflow.errors.StoreError`) is not the event's
-fault: it is raised on, as before.
+"""An exception no step caught, while running one event, is recorded (``kind: bug``) on the
+run, which stays unfinished (its start counted towards quarantine), and the service goes on.
+What cannot be recorded is counted here: after :data:`SKIP_AFTER` failures this process
+skips it. A :class:`~practiceflow.errors.StoreError` is the store's fault: raised on.
 """
 
 from __future__ import annotations
@@ -33,34 +16,16 @@ from practiceflow.runner.execute import Runner, RunOutcome
 from practiceflow.runner.quarantine import QUARANTINE_AFTER
 from practiceflow.state import EventRecord, StateStore
 
-__all__ = ["SKIP_AFTER", "EventGuard"]
-
 logger = logging.getLogger("practiceflow.runner")
 
-#: Failures of one event (or run) after which this process skips it: one more than the
-#: starts after which the runner quarantines a run, so that a run whose failures are
-#: recorded is quarantined in the store (listed, and kept across restarts) first.
+#: Failures after which this process skips an event or run: one more than quarantine needs.
 SKIP_AFTER = QUARANTINE_AFTER + 1
 
 T = TypeVar("T")
 
 
-def _error(exc: BaseException) -> dict[str, Any]:
-    return {
-        "type": type(exc).__name__,
-        "kind": "bug",
-        "message": f"internal error while running the event: {type(exc).__name__}: {exc}",
-    }
-
-
 class EventGuard:
-    """The service's per-event and per-run boundary (see the module docstring): the
-    caller runs the event (or resumes the run) and hands what escaped to
-    :meth:`event_failed` (or :meth:`run_failed`).
-
-    Args:
-        store: the state store.
-    """
+    """The per-event and per-run boundary: the caller hands it what escaped."""
 
     def __init__(self, store: StateStore) -> None:
         self.store = store
@@ -78,49 +43,47 @@ class EventGuard:
         event: EventRecord,
         exc: Exception,
     ) -> list[RunOutcome | None]:
-        """Record an exception no step caught while running one event's runs (the caller
-        runs them, ``run_shared``, and hands over what escaped) on the run that raised;
-        the event stays pending, to be run again or quarantined.
-
-        Args:
-            practice: the event's practice.
-            runners: the recipes the event runs through.
-            event: the event.
-            exc: what escaped the runs.
-
-        Returns:
-            The outcomes (the failed run's is ``running``, with the error).
-
-        Raises:
-            StoreError: ``exc`` is one, a transient fault of the store, not the event's.
+        """Record what escaped an event's runs on the runs left ``running`` (the event stays
+        pending); returns the outcomes recorded. A StoreError is raised on.
         """
-        if isinstance(exc, StoreError):
-            raise exc
-        error = _error(exc)
-        logger.error("event %s: %s", event.event_id, error["message"], exc_info=exc)
-        self._count(f"{event.source}/{event.event_id}", exc)
-        recorded = self._record(lambda: self._note_event(practice, runners, event, error))
-        return list(recorded or [])
+        error = self._failed(f"{event.source}/{event.event_id}", f"event {event.event_id}", exc)
+
+        def note() -> list[RunOutcome | None]:
+            found = [
+                run
+                for runner in runners
+                for run in self.store.list_runs(
+                    practice=practice, recipe=runner.recipe.name, event_id=event.event_id, limit=1
+                )
+            ]
+            outcomes = [self._note_run(run.run_id, error) for run in found]
+            return [outcome for outcome in outcomes if outcome is not None]
+
+        return list(self._record(note) or [])
 
     def run_failed(self, run_id: str, exc: Exception) -> RunOutcome | None:
-        """Record an exception no step caught while resuming one run, on the run.
+        """Record what escaped resuming a run on the run (None: not recorded)."""
+        error = self._failed(run_id, f"run {run_id}", exc)
+        return self._record(lambda: self._note_run(run_id, error))
 
-        Args:
-            run_id: the run.
-            exc: what escaped the run.
-
-        Returns:
-            Its outcome (None when the failure could not be recorded).
-
-        Raises:
-            StoreError: ``exc`` is one (see :meth:`event_failed`).
-        """
+    def _failed(self, key: str, what: str, exc: Exception) -> dict[str, Any]:
+        """Log and count a failure (a StoreError is raised on); returns the error to record."""
         if isinstance(exc, StoreError):
             raise exc
-        error = _error(exc)
-        logger.error("run %s: %s", run_id, error["message"], exc_info=exc)
-        self._count(run_id, exc)
-        return self._record(lambda: self._note_run(run_id, error))
+        name = type(exc).__name__
+        message = f"internal error while running the event: {name}: {exc}"
+        logger.error("%s: %s", what, message, exc_info=exc)
+        self.failures[key] += 1
+        if self.failures[key] >= SKIP_AFTER and key not in self.skipped:
+            self.skipped.add(key)
+            logger.error(
+                "%s failed %d times in this process, the last time with %s: it needs "
+                "attention; this process skips it from now on (restart after fixing the cause)",
+                key,
+                self.failures[key],
+                name,
+            )
+        return {"type": name, "kind": "bug", "message": message}
 
     def _record(self, record: Callable[[], T]) -> T | None:
         try:
@@ -130,18 +93,6 @@ class EventGuard:
             logger.error("the failure could not be recorded: %s: %s", type(exc).__name__, exc)
             return None
 
-    def _count(self, key: str, exc: BaseException) -> None:
-        self.failures[key] += 1
-        if self.failures[key] >= SKIP_AFTER and key not in self.skipped:
-            self.skipped.add(key)
-            logger.error(
-                "%s failed %d times in this process, the last time with %s: it needs "
-                "attention; this process skips it from now on (restart after fixing the cause)",
-                key,
-                self.failures[key],
-                type(exc).__name__,
-            )
-
     def _note_run(self, run_id: str, error: dict[str, Any]) -> RunOutcome | None:
         """Record the error on a run left ``running`` (its start stays counted)."""
         run = self.store.get_run(run_id)
@@ -149,21 +100,3 @@ class EventGuard:
             return None
         self.store.set_run_status(run_id, "running", error)
         return RunOutcome(run_id, run.event_id, "running", False, (), error)
-
-    def _note_event(
-        self,
-        practice: str,
-        runners: Sequence[Runner],
-        event: EventRecord,
-        error: dict[str, Any],
-    ) -> list[RunOutcome | None]:
-        """Record the error on the event's runs left ``running``: the one that raised
-        (the runs before it ended; those after it did not start)."""
-        outcomes: list[RunOutcome | None] = []
-        for runner in runners:
-            found = self.store.list_runs(
-                practice=practice, recipe=runner.recipe.name, event_id=event.event_id, limit=1
-            )
-            for run in found:
-                outcomes.append(self._note_run(run.run_id, error))
-        return [outcome for outcome in outcomes if outcome is not None]

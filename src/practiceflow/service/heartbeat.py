@@ -1,9 +1,6 @@
-"""The one writer of the heartbeats table (:mod:`practiceflow.state.heartbeats`).
-
-A listening process (``serve`` of a practice, or a fleet replica that receives webhooks)
-starts a :class:`Heartbeat`: it records who listens and since when, beats every few
-seconds, and marks a clean stop. The last beat before a start is where a downtime began
-(:mod:`.gaps`, :mod:`practiceflow.fleet.outage`).
+"""The one writer of the heartbeats table: a listening process records who listens since when,
+beats every few seconds and marks a clean stop; the last beat before a start is where a
+downtime began (:mod:`.gaps`).
 """
 
 from __future__ import annotations
@@ -18,8 +15,6 @@ from typing import Final
 from practiceflow.errors import PracticeflowError
 from practiceflow.state import StateStore
 from practiceflow.state.heartbeats import HeartbeatKind
-
-__all__ = ["HEARTBEAT_EVERY", "Heartbeat", "holder", "last_alive", "mark_alive"]
 
 logger = logging.getLogger("practiceflow.runner")
 

@@ -1,28 +1,9 @@
 """The triggers' side of ``serve`` and ``run --once``: receiver, subscriptions and pollers.
 
-:class:`TriggerIntake` builds one :mod:`practiceflow.triggers` trigger per distinct trigger
-of the recipes (:func:`~practiceflow.triggers.build_trigger`), in the mode each recipe
-asks for. Webhook triggers share one receiver listening on ``listen`` (127.0.0.1 by
-default); the URL the API delivers to is ``public_url`` (``PRACTICEFLOW_PUBLIC_URL``), or the
-receiver's own local URL when ``public_url`` is ``"local"`` (the sandbox). Polling runs in
-one background thread per list polled (triggers reading the same list share one poll:
-:mod:`practiceflow.triggers.practice_polls`), each on an adaptive cadence (up to each
-recipe's ``max_delay``), at :attr:`~practiceflow.budget.Priority.POLL`, so that
-event work goes first when the budget is short.
-
-Start-up order (:meth:`TriggerIntake.start_receiving`, then :meth:`TriggerIntake.start`): the
-receiver listens first, with every webhook trigger bound, before any request is sent, so
-the sender's retries of what it delivered while we were down are stored at once; then the
-subscriptions are made sure of (kept from the last run: a stop is not a goodbye), and every
-trigger with a poll source catches up from its cursor (a webhook trigger too, through a
-catch-up poller under the same name, which keeps its cursor fresh every
-``catch_up_every`` seconds); webhook and poll agree on dedupe keys as in ``mode: both``.
-
-A subscription in doubt (an earlier subscribe got no answer, or the process died while it
-was in flight) is not repeated and stops nothing else: the trigger is listed as needing
-attention (:func:`~practiceflow.service.needs_person.record_subscription_doubt`), and its catch-up
-poller, if it has one, polls every ``poll_interval`` seconds instead, so that its events
-still come in (a ``both`` trigger polls anyway).
+The receiver listens with every webhook trigger bound before any request is sent; then
+subscriptions are made sure of and every trigger with a poll source catches up from its
+cursor. Polls run one thread per list read. A subscription in doubt is not repeated: it is
+listed for a person, and its catch-up poller polls at ``poll_interval`` meanwhile.
 """
 
 from __future__ import annotations
@@ -66,29 +47,18 @@ from practiceflow.triggers.definition import TriggerDefinition
 from practiceflow.triggers.downtime import has_poll_source
 from practiceflow.triggers.practice_polls import PollTarget, PracticePolls, ScheduledPoll
 
-__all__ = [
-    "CATCH_UP_EVERY",
-    "LISTEN_ENV",
-    "PUBLIC_URL_ENV",
-    "TriggerIntake",
-    "build_intake",
-    "listen_address",
-]
-
 logger = logging.getLogger("practiceflow.runner")
 
 #: The public base URL the API delivers webhooks to (``local``: the receiver's own URL).
 PUBLIC_URL_ENV = "PRACTICEFLOW_PUBLIC_URL"
-#: Where the receiver listens, ``host:port`` or ``port`` (default ``127.0.0.1:0``, any
-#: free port). A public URL must route to a fixed port, and a restarted ``serve`` must
-#: listen where the API's retries of its subscription's deliveries go.
+#: Where the receiver listens, ``host:port`` or ``port`` (default ``127.0.0.1:0``).
 LISTEN_ENV = "PRACTICEFLOW_LISTEN"
 #: Seconds between polls of a webhook trigger's catch-up poller (its cursor stays fresh).
 CATCH_UP_EVERY = SWEEP_EVERY
 
 
 class TriggerIntake:
-    """Receiver, subscriptions and pollers for a set of recipes (module docstring).
+    """Receiver, subscriptions and pollers for a set of recipes.
 
     Args:
         recipes: the checked recipes.
@@ -99,26 +69,18 @@ class TriggerIntake:
             None polls where the recipe's mode allows.
         listen: host and port of the receiver (port 0: any free port).
         poll_interval: seconds between polls (stretched as the budget runs low).
-        unsubscribe: remove subscriptions on a clean stop (``serve
-            --unsubscribe-on-exit``); off by default: deliveries made while we are down
-            are retried to the restarted receiver.
-        catch_up_every: seconds between the polls that keep a webhook trigger's
-            catch-up cursor fresh (well within the time handled events stay deduplicated).
-        since: where a trigger without a cursor starts polling (ISO 8601) instead of
-            "from now"; a trigger with a cursor goes on from its cursor.
-        on_started: called once :meth:`start` has subscribed and started polling (the
-            CLI prints the receiver's address and the subscribed URLs).
-        on_stored: called whenever the receiver or a poller stored new events (``serve``
-            wakes its runner this way); it must not block.
-        sock: a socket already listening on ``listen`` (bound early by the command line,
-            :mod:`practiceflow.service.early_listen`): the receiver serves on it; closed
-            by :meth:`start_receiving` when no webhook trigger needs it.
+        unsubscribe: remove subscriptions on a clean stop (kept by default: deliveries
+            made while we are down are retried to the restarted receiver).
+        catch_up_every: seconds between polls of a webhook trigger's catch-up poller.
+        since: where a trigger without a cursor starts polling (ISO 8601).
+        on_started: called once :meth:`start` has subscribed and started polling.
+        on_stored: called (without blocking) whenever new events were stored.
+        sock: a socket already listening on ``listen`` (:mod:`.early_listen`), closed
+            when no webhook trigger needs it.
 
     Attributes:
-        baselines: names of the triggers whose last :meth:`poll_once` was a first poll
-            that only set a baseline (nothing older fires).
-        in_doubt: the triggers whose subscription :meth:`start` found in doubt, each
-            with whether it is polled meanwhile.
+        baselines: the triggers whose last :meth:`poll_once` only set a baseline.
+        in_doubt: the triggers whose subscription was found in doubt (-> polled meanwhile).
     """
 
     def __init__(
@@ -163,8 +125,7 @@ class TriggerIntake:
         self._next_poll: dict[str, datetime] = {}
         #: Called with the Unix time a poll was due, as it starts (``/metrics``' poll lag).
         self.poll_started: Callable[[float], None] | None = None
-        #: The practice's polls, grouped by list, once :meth:`start` or :meth:`poll_once`
-        #: built them.
+        #: The practice's polls, grouped by list (once started or polled).
         self.polls: PracticePolls | None = None
 
     def _needs_webhook(self) -> bool:
@@ -217,11 +178,7 @@ class TriggerIntake:
             self.server = ReceiverServer(receiver, *self.listen, sock=sock).start()
 
     def start_receiving(self) -> None:
-        """Build the triggers and start the receiver with every webhook trigger bound.
-
-        Sends no request: deliveries are stored (deduplicated by the module's keys) from
-        here on, while the slower start-up work (subscribing, catching up) follows.
-        """
+        """Build the triggers and listen with every webhook trigger bound (no request sent yet)."""
         if self.triggers:
             return
         self._build(webhooks=True)
@@ -305,8 +262,7 @@ class TriggerIntake:
         logger.info("trigger %s: receiving by %s", trigger.name, trigger.mode)
 
     def _practice_polls(self, *, catch_up: bool) -> PracticePolls:
-        """The polled triggers (and, with ``catch_up``, the webhook triggers' sweeps),
-        grouped by the list they read, each asking what its recipes ask."""
+        """The polled triggers (with ``catch_up``, the webhook triggers' too), grouped by list."""
         targets: list[PollTarget] = []
         for key, trigger in self.triggers.items():
             if isinstance(trigger, PollingTrigger | BothTrigger):
@@ -340,9 +296,7 @@ class TriggerIntake:
                 self._stored()
 
     def _stored(self) -> None:
-        """New events are in the store: tell whoever listens (read at call time, so a
-        listener set after the receiver started is still told). The practice is busy:
-        its polls go back to their fastest."""
+        """New events are stored: tell the listener (read at call time) and speed up the polls."""
         if self.polls is not None:
             self.polls.cadence.activity()
         if self.on_stored is not None:
@@ -372,11 +326,7 @@ class TriggerIntake:
             self._next_poll.pop(name, None)
 
     def poll_once(self) -> int:
-        """Poll every trigger that can be polled, once (``run --once``).
-
-        Returns:
-            How many new events were stored.
-        """
+        """Poll every trigger that can be polled, once (``run --once``); returns events stored."""
         if not self.triggers:
             self._build(webhooks=False)
         if self.polls is None:
@@ -410,17 +360,7 @@ class TriggerIntake:
 
 
 def listen_address(text: str | None) -> tuple[str, int]:
-    """The receiver's listen address from ``PRACTICEFLOW_LISTEN`` (``host:port`` or ``port``).
-
-    Args:
-        text: the variable's value, or None.
-
-    Returns:
-        ``(host, port)``; ``("127.0.0.1", 0)`` when ``text`` is empty.
-
-    Raises:
-        ConfigError: the value is not ``host:port`` with a port from 0 to 65535.
-    """
+    """The receiver's ``(host, port)`` from ``PRACTICEFLOW_LISTEN`` (ConfigError if malformed)."""
     if not text:
         return (LOOPBACK, 0)
     return parse_listen(text, option=LISTEN_ENV, example="127.0.0.1:8080")
@@ -432,44 +372,18 @@ def build_intake(
     client: Any,
     practice: str,
     *,
-    public_url: str | None = None,
-    listen: str | None = None,
     since: str | None = None,
     on_started: Callable[[TriggerIntake], None] | None = None,
-    on_stored: Callable[[], None] | None = None,
-    unsubscribe: bool = False,
 ) -> TriggerIntake:
-    """The intake ``serve`` and ``run`` use: arguments first, then the environment.
-
-    ``public_url`` (else ``PRACTICEFLOW_PUBLIC_URL``) is the public webhook URL (``local``
-    for the receiver's own URL); without one, triggers poll where their recipe's mode
-    allows. ``listen`` (else ``PRACTICEFLOW_LISTEN``) is the receiver's ``host:port``
-    (default any free port of 127.0.0.1).
-
-    Args:
-        recipes: the checked recipes.
-        store: the state store.
-        client: the API client.
-        practice: the practice key.
-        public_url: ``--public-url``, or None for the environment's.
-        listen: ``--listen``, or None for the environment's.
-        since: where triggers without a cursor start polling (ISO 8601).
-        on_started: see :class:`TriggerIntake`.
-        on_stored: called whenever new events were stored (see :class:`TriggerIntake`).
-        unsubscribe: remove the subscriptions on a clean stop (``--unsubscribe-on-exit``).
-
-    Returns:
-        The intake (not started).
-    """
+    """The intake ``run`` uses (not started), receiving as ``PRACTICEFLOW_PUBLIC_URL`` and
+    ``PRACTICEFLOW_LISTEN`` say."""
     return TriggerIntake(
         recipes,
         store,
         client,
         practice,
-        public_url=public_url or os.environ.get(PUBLIC_URL_ENV) or None,
-        listen=listen_address(listen or os.environ.get(LISTEN_ENV)),
+        public_url=os.environ.get(PUBLIC_URL_ENV) or None,
+        listen=listen_address(os.environ.get(LISTEN_ENV)),
         since=since,
         on_started=on_started,
-        on_stored=on_stored,
-        unsubscribe=unsubscribe,
     )

@@ -1,16 +1,6 @@
-"""One ``serve`` per SQLite state file: the second refuses, naming the first.
-
-Two ``serve`` processes on one SQLite file would both subscribe, both poll with the same
-cursors and both take the same events: the store keeps them from running an event twice,
-but not from doubling the requests, fighting over the file's write lock and printing each
-other's console. So ``serve`` (and ``run`` without ``--once``) takes a **lease** first: an
-exclusive ``flock`` on ``<state file>.serve.lock`` beside the database, held for the life of
-the process. The kernel drops the lock when the process ends, however it ends (a
-``kill -9`` included), so a stale lease never blocks a restart. The file holds who holds it
-(pid, console and receiver addresses), for the message the second process prints.
-
-A PostgreSQL store takes no lease: several processes on one database is what ``practiceflow
-worker`` is for, and it coordinates through the database.
+"""One ``serve`` per SQLite state file: the second refuses, naming the first (two would double
+the requests and fight over the write lock). An exclusive ``flock`` on ``<state
+file>.serve.lock``, dropped by the kernel however the process ends. PostgreSQL takes none.
 """
 
 from __future__ import annotations
@@ -19,15 +9,10 @@ import fcntl
 import json
 import os
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from practiceflow.errors import ConfigError
 from practiceflow.templating import utcnow
-
-__all__ = ["LEASE_SUFFIX", "ServeLease", "StoreInUse", "lease_path"]
-
-#: Suffix of the lease file beside a SQLite state file.
-LEASE_SUFFIX: Final = ".serve.lock"
 
 
 class StoreInUse(ConfigError):
@@ -37,9 +22,7 @@ class StoreInUse(ConfigError):
         self.state = state
         self.holder = holder
         where = ", ".join(
-            f"{label} {holder[key]}"
-            for key, label in (("console", "console"), ("receiver", "receiver"))
-            if holder.get(key)
+            f"{key} {holder[key]}" for key in ("console", "receiver") if holder.get(key)
         )
         message = (
             f"state file {state} is in use by another serve (pid {holder.get('pid', '?')}"
@@ -49,36 +32,17 @@ class StoreInUse(ConfigError):
         super().__init__(message)
 
 
-def lease_path(state: Path) -> Path:
-    """The lease file of a SQLite state file."""
-    return state.with_name(state.name + LEASE_SUFFIX)
-
-
 class ServeLease:
-    """The exclusive lease of one SQLite state file (module docstring).
-
-    Args:
-        state: the SQLite state file.
-    """
+    """The exclusive lease of one SQLite state file."""
 
     def __init__(self, state: Path) -> None:
         self.state = state.resolve()  # a symlink or a relative name: the same file's lease
-        self.path = lease_path(self.state)
+        self.path = self.state.with_name(self.state.name + ".serve.lock")
         self._fd: int | None = None
         self._info: dict[str, Any] = {}
 
     def acquire(self, **info: Any) -> ServeLease:
-        """Take the lease, or refuse naming its holder.
-
-        Args:
-            **info: who we are, written to the file (``pid`` and ``started`` are added).
-
-        Returns:
-            The lease (held).
-
-        Raises:
-            StoreInUse: another process holds it.
-        """
+        """Take the lease, writing ``info`` to the file, or raise :class:`StoreInUse`."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)

@@ -1,25 +1,7 @@
-"""``serve``: triggers and runner together, until SIGTERM.
-
-:class:`Service` owns the loop of a long-running process:
-
-1. start what runs beside the loop (:attr:`Service.parts`: heartbeat, gap sweeps), then
-   the intake (webhook receiver, subscriptions, pollers:
-   :class:`~practiceflow.service.intake.TriggerIntake`), so events start arriving in the
-   state store;
-2. resume runs a previous process left unfinished (status ``running``: a crash or a stop
-   mid-run), and runs a person has settled since (``in_doubt`` runs with no step in doubt,
-   not quarantined: :mod:`practiceflow.runner.quarantine`);
-3. take pending events, run each through every recipe whose trigger it belongs to, mark it
-   handled once all of them finished; when there is nothing to do, wait to be woken:
-   :attr:`Service.wake` is set by whatever stores an event in this process (the webhook
-   receiver, a poller), by a person settling a step, and by a stop. Events stored by
-   another process are found within :attr:`Service.idle` seconds.
-
-SIGTERM or SIGINT sets the stop flag: the step being sent finishes and is journaled, the
-rest of the run stays resumable, the intake is stopped (its subscriptions kept: a stop is
-not a goodbye, the sender retries deliveries to the restarted receiver and polling catches
-up on the next start; ``serve --unsubscribe-on-exit`` removes them), and
-:meth:`Service.run` returns.
+"""``serve``'s loop: resume unfinished and settled runs, then take pending events to every
+recipe of their trigger, waiting on :attr:`Service.wake` (or ``idle`` seconds) when idle.
+SIGTERM or SIGINT sets ``stop``: the step being sent finishes and is journaled, the intake
+stops (subscriptions kept), and :meth:`Service.run` returns.
 """
 
 from __future__ import annotations
@@ -28,7 +10,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol
@@ -41,8 +23,6 @@ from practiceflow.service.event_guard import EventGuard
 from practiceflow.service.intake import TriggerIntake
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.versions.pinned import orphan_runs, settle_orphan_event
-
-__all__ = ["Background", "Service"]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -59,7 +39,7 @@ class Background(Protocol):
 
 @dataclass
 class Service:
-    """The runner loop of ``practiceflow serve`` (see the module docstring).
+    """The runner loop of ``practiceflow serve``.
 
     Attributes:
         runners: one per recipe, all with the same store and practice.
@@ -67,23 +47,18 @@ class Service:
         intake: the triggers' side, or None to run only events already stored.
         stop: set to stop gracefully (the signal handlers set it).
         idle: seconds to wait for a wake-up before looking at the store anyway.
-        wake: set to make the loop look for events now (the intake sets it when it stores
-            one).
-        on_outcome: called with every run outcome (progress display, logs).
-        console: the run console (:class:`~practiceflow.console.ConsoleServer`), started
-            and stopped with the service, or None.
-        settled: set when a person resolved a step (the console does), or when the guard
-            recorded a resumed run's failure: unfinished and settled runs are resumed on
-            the next loop, without waiting for a restart.
-        settle_every: seconds between looks for runs settled elsewhere (``practiceflow
-            runs resolve``, ``store.resolve_step``) and for settled gap entries to close.
-        guard: the per-event boundary: an exception no step caught is recorded on the run
-            that raised, and the service goes on (:mod:`practiceflow.service.event_guard`).
-        reload: builds the runners again from the recipe files (``serve`` on SIGHUP), or
-            None. New events take the new versions; runs in flight keep theirs.
+        wake: set to make the loop look for events now.
+        on_outcome: called with every run outcome.
+        console: the run console, started and stopped with the service, or None.
+        settled: set when a person resolved a step (or the guard recorded a resumed run's
+            failure): runs are resumed on the next loop.
+        settle_every: seconds between looks for runs settled elsewhere (``runs resolve``).
+        guard: the per-event boundary (:mod:`.event_guard`).
+        reload: builds the runners again from the recipe files (SIGHUP), or None; runs in
+            flight keep their versions.
         reload_wanted: set (by SIGHUP) to reload at the top of the next loop.
-        parts: what runs beside the loop (heartbeat and gap sweeps: :class:`GapWatch`),
-            started before the intake and stopped after it, in reverse order.
+        parts: what runs beside the loop (:class:`~.compose.GapWatch`), started before the
+            intake and stopped after it.
     """
 
     runners: list[Runner]
@@ -129,8 +104,7 @@ class Service:
             signal.signal(signal.SIGHUP, hang_up)
 
     def reload_recipes(self) -> None:
-        """Build the runners again (:attr:`reload`); a recipe that no longer loads keeps
-        the runners as they were, and says why."""
+        """Build the runners again (:attr:`reload`); a recipe not loading changes nothing."""
         self.reload_wanted.clear()
         if self.reload is None:
             return
@@ -148,32 +122,8 @@ class Service:
         if outcome is not None and self.on_outcome is not None:
             self.on_outcome(outcome)
 
-    def resume_unfinished(self) -> int:
-        """Resume runs left ``running`` and ``in_doubt`` runs a person has settled.
-
-        Returns:
-            How many runs were resumed.
-        """
-        return self._resume(settled_only=False)
-
-    def resume_settled(self) -> int:
-        """Resume the ``in_doubt`` runs a person has settled.
-
-        The loop looks every ``settle_every`` seconds, so a decision made anywhere (the
-        console, ``practiceflow runs resolve``, ``store.resolve_step``) is picked up.
-
-        Returns:
-            How many runs were resumed.
-        """
-        return self._resume(settled_only=True)
-
     def resume_due_retries(self) -> int:
-        """Try again the failed runs whose retry is due (the recipe's ``retry`` policy:
-        :mod:`practiceflow.runner.run_retry`), from their failed step.
-
-        Returns:
-            How many runs were tried again.
-        """
+        """Resume the failed runs whose retry is due (:mod:`practiceflow.runner.run_retry`)."""
         count = 0
         for runner in self.runners:
             for run_id in take_due(self.store, runner.practice, runner.recipe.name):
@@ -189,7 +139,9 @@ class Service:
                 count += 1
         return count
 
-    def _resume(self, *, settled_only: bool) -> int:
+    def resume_unfinished(self, *, settled_only: bool = False) -> int:
+        """Resume runs left ``running`` (unless ``settled_only``) and ``in_doubt`` runs a
+        person settled, anywhere; returns how many."""
         count = self.resume_due_retries()
         for runner in self.runners:
             practice, name = runner.practice, runner.recipe.name
@@ -238,13 +190,8 @@ class Service:
         return outcome
 
     def drain(self, limit: int = 100) -> int:
-        """Run the pending events of every recipe's trigger once.
-
-        Args:
-            limit: at most this many events per trigger.
-
-        Returns:
-            How many events were worked on.
+        """Run the pending events of every recipe's trigger once (at most ``limit`` per trigger);
+        returns how many events were worked on.
         """
         by_source: dict[str, list[Runner]] = {}
         for runner in self.runners:
@@ -270,10 +217,8 @@ class Service:
         return count
 
     def run_once(self) -> int:
-        """Poll once, resume unfinished runs, and process what arrived (``run --once``).
-
-        Returns:
-            How many events were worked on.
+        """Poll once, resume unfinished runs, and process what arrived (``run --once``); returns
+        how many events were worked on.
         """
         if self.intake is not None:
             try:
@@ -314,17 +259,8 @@ class Service:
                 self._started.pop().stop()
 
     def run_until(self, done: Callable[[], bool], timeout: float) -> bool:
-        """Run the loop (started first) until ``done()`` holds, a stop, or ``timeout``.
-
-        For a program that embeds the service for a task, such as the demo: the service
-        stays started; :meth:`close` stops it.
-
-        Args:
-            done: checked after every loop.
-            timeout: seconds to give up after.
-
-        Returns:
-            Whether ``done()`` held.
+        """Run the loop (started first) until ``done()`` holds, a stop, or ``timeout`` seconds;
+        the service stays started (:meth:`close` stops it). Returns whether ``done()`` held.
         """
         self.start()
         deadline = time.monotonic() + timeout
@@ -337,11 +273,7 @@ class Service:
         return done()
 
     def run(self, *, max_loops: int | None = None) -> None:
-        """Serve until stopped (see the module docstring).
-
-        Args:
-            max_loops: stop after this many idle-or-busy loops (tests); forever when None.
-        """
+        """Serve until stopped (``max_loops``: stop after this many loops, for tests)."""
         try:
             self.start()
             if self.reload_wanted.is_set():  # a SIGHUP during start-up
@@ -359,7 +291,7 @@ class Service:
                     self.resume_unfinished()
                 elif time.monotonic() >= look:
                     look = time.monotonic() + self.settle_every
-                    self.resume_settled()
+                    self.resume_unfinished(settled_only=True)
                 # Cleared before draining: an event stored meanwhile wakes the next wait.
                 self.wake.clear()
                 if not self.drain() and not self.settled.is_set():
@@ -370,15 +302,3 @@ class Service:
         finally:
             self.close()
             logger.info("serve: stopped; unfinished runs resume on the next start")
-
-
-def runners_by_recipe(runners: Iterable[Runner]) -> dict[str, Runner]:
-    """Index runners by recipe name (``runs retry`` finds the runner of a run this way).
-
-    Args:
-        runners: the runners.
-
-    Returns:
-        Recipe name -> runner.
-    """
-    return {runner.recipe.name: runner for runner in runners}

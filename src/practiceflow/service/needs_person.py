@@ -1,21 +1,6 @@
-"""What needs a person: the one writer of the attention table, and the one definition read
-by ``practiceflow attention list``, ``runs list --status in_doubt``, the console and
-``/metrics``.
-
-Two things need a person:
-
-* an **entry** of the attention table (:mod:`practiceflow.state.attention_rows`) that is
-  ``open``: a window in which a trigger's events may have been missed and that no sweep
-  could prove complete (``gap``), a webhook subscription that may exist on the server
-  (``subscription_in_doubt``), a delivery held without running (``unrecognised``), a
-  failed run its recipe's retry policy gave up on (``retries_exhausted``, written by
-  :mod:`practiceflow.runner.run_retry`). A
-  person settles it with ``practiceflow attention settle ID --note ...`` (or the console);
-* a **run** held ``in_doubt`` that is quarantined (:mod:`.quarantine`) or has a step in
-  doubt (a write whose outcome is unknown): ``runs resolve`` / ``runs retry`` /
-  ``runs cancel``. A held run whose steps were all settled waits for ``serve``.
-
-Every entry is written here, nowhere else.
+"""What needs a person: the one writer of the attention table (docs/architecture.md), and the
+one definition read by ``attention list``, ``runs list --status in_doubt``, the console and
+``/metrics``: an ``open`` entry, or a run held ``in_doubt`` (quarantined, or a step in doubt).
 """
 
 from __future__ import annotations
@@ -30,24 +15,6 @@ from practiceflow.runner.quarantine import is_quarantined
 from practiceflow.state import RunRecord, StateStore
 from practiceflow.state.attention_rows import AttentionRecord, AttentionStatus
 from practiceflow.state.runids import MIN_PREFIX
-
-__all__ = [
-    "KIND_LABELS",
-    "SWEEP",
-    "close_by_evidence",
-    "close_subscription_doubt",
-    "find_entry",
-    "hold_delivery",
-    "hold_for_person",
-    "label",
-    "list_gap",
-    "needs_person",
-    "open_entries",
-    "record_subscription_doubt",
-    "release_delivery",
-    "settle",
-    "settle_command",
-]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -74,11 +41,7 @@ def settle_command(entry: AttentionRecord | str) -> str:
     return f"practiceflow attention settle {ident[:8]} --note TEXT"
 
 
-def _window(start: datetime, end: datetime) -> str:
-    return f"{start.isoformat(timespec='seconds')}..{end.isoformat(timespec='seconds')}"
-
-
-# --- gaps ------------------------------------------------------------------------------------
+_FOR_PERSON: Final = ". Check the practice for them, start what is missing by hand, then settle it"
 
 
 def list_gap(
@@ -92,39 +55,18 @@ def list_gap(
     who: str = "serve",
     checking: bool = False,
 ) -> AttentionRecord:
-    """List a window in which a trigger's events may have been missed.
-
-    Args:
-        store: the state store.
-        practice: the practice key.
-        trigger: the trigger's name.
-        start: the last sign of life.
-        end: when listening began again.
-        why: why its events may have been missed (or what a sweep will check).
-        who: what was down (``serve``, or every worker of a fleet).
-        checking: a sweep will try to prove the window complete before asking a person.
-
-    Returns:
-        The entry (the same one when this window was listed before).
+    """List a window (``start``: last sign of life, ``end``: listening again) in which a
+    trigger's events may have been missed; ``who`` was down; ``checking``: a sweep will try to
+    prove it complete first. Listing the same window again returns the same entry.
     """
-    reason = (
-        f"{who} was down from {start.isoformat(timespec='seconds')} to "
-        f"{end.isoformat(timespec='seconds')}: {trigger} events in this window may have been "
-        f"missed ({why})"
-    )
+    begin, until = (moment.isoformat(timespec="seconds") for moment in (start, end))
+    reason = f"{who} was down from {begin} to {until}: {trigger} events in this window may "
+    reason += f"have been missed ({why})" + ("" if checking else _FOR_PERSON)
     status: AttentionStatus = "checking" if checking else "open"
     entry, created = store.add_attention(
-        "gap",
-        practice,
-        trigger,
-        f"gap:{trigger}:{_window(start, end)}",
-        reason
-        if checking
-        else f"{reason}. Check the practice for them, start what is "
-        "missing by hand, then settle it",
-        window=(start, end),
+        "gap", practice, trigger, f"gap:{trigger}:{begin}..{until}", reason, window=(start, end),
         status=status,
-    )
+    )  # fmt: skip
     if created and not checking:
         logger.warning("needs attention (%s): %s", settle_command(entry), entry.reason)
     return entry
@@ -139,33 +81,17 @@ def close_by_evidence(store: StateStore, entry: AttentionRecord, note: str, evid
 
 def hold_for_person(store: StateStore, entry: AttentionRecord, reason: str, evidence: Any) -> None:
     """Hand an entry a check could not settle to a person, saying what could not be checked."""
-    text = f"{reason}. Check the practice for them, start what is missing by hand, then settle it"
+    text = reason + _FOR_PERSON
     if store.update_attention(entry.attention_id, "open", reason=text, evidence=evidence):
         logger.warning("needs attention (%s): %s", settle_command(entry), text)
-
-
-# --- subscriptions in doubt ------------------------------------------------------------------
 
 
 def record_subscription_doubt(
     store: StateStore, practice: str, trigger: str, *, polled: bool, fleet: bool = False
 ) -> str:
-    """List a trigger whose webhook subscription is in doubt: its subscribe got no answer,
-    so it may exist on the server, and it is not repeated (a second one could deliver
-    twice).
-
-    While an entry of the trigger is open, a restart lists nothing new; once a person closed
-    it, a subscription still in doubt is listed again.
-
-    Args:
-        store: the state store.
-        practice: the practice key.
-        trigger: the trigger's name.
-        polled: whether the trigger is polled meanwhile (it has a poll source).
-        fleet: the entry is for ``worker`` (the commands to run name the practice).
-
-    Returns:
-        The entry's id.
+    """List a trigger whose subscribe got no answer: it may exist on the server and is not
+    repeated (a second one could deliver twice). While an entry is open nothing new is listed.
+    ``polled``: received by polling meanwhile; ``fleet``: for ``worker``. Returns the entry's id.
     """
     earlier = store.list_attention(
         practice=practice, kind="subscription_in_doubt", trigger=trigger, limit=1000
@@ -206,8 +132,7 @@ def record_subscription_doubt(
 def close_subscription_doubt(
     store: StateStore, practice: str, trigger: str, who: str, note: str
 ) -> list[str]:
-    """Close the open subscription-in-doubt entries of a trigger (it was forgotten or
-    subscribed again); returns their ids."""
+    """Close the open subscription-in-doubt entries of a trigger; returns their ids."""
     closed: list[str] = []
     for entry in store.list_attention(
         practice=practice,
@@ -220,15 +145,10 @@ def close_subscription_doubt(
     return closed
 
 
-# --- deliveries held -------------------------------------------------------------------------
-
-
 def hold_delivery(
     store: StateStore, practice: str, trigger: str, event_key: str, delivery_id: str, reason: str
 ) -> tuple[str, bool]:
-    """List a delivery held without running (it may be a test delivery, or it could not be
-    mapped); returns the entry's id (the same one for a repeated delivery) and whether it
-    is new."""
+    """List a delivery held without running; returns the entry's id and whether it is new."""
     text = (
         f"a delivery held without running: {reason}. If it was not a real event, settle it; "
         "if it was, start what it asked for by hand, then settle it saying so"
@@ -259,20 +179,13 @@ def release_delivery(store: StateStore, practice: str, trigger: str, delivery_id
             )
 
 
-# --- reading and settling --------------------------------------------------------------------
-
-
 def open_entries(store: StateStore, practice: str | None) -> list[AttentionRecord]:
     """The entries that wait for a person."""
     return store.list_attention(practice=practice, statuses=("open",))
 
 
 def find_entry(store: StateStore, ident: str) -> AttentionRecord | None:
-    """The entry with this id, or the one whose id starts with it (8+ characters).
-
-    Raises:
-        ConfigError: the prefix starts more than one entry's id.
-    """
+    """The entry with this id or id prefix (8+ characters); ConfigError when ambiguous."""
     text = ident.strip().lower()
     found = store.get_attention(text)
     if found is not None or len(text) < MIN_PREFIX:
@@ -286,11 +199,7 @@ def find_entry(store: StateStore, ident: str) -> AttentionRecord | None:
 
 
 def settle(store: StateStore, entry: AttentionRecord, who: str, note: str) -> None:
-    """A person's settling of an entry.
-
-    Raises:
-        ConfigError: it was settled already (who, when and how are said).
-    """
+    """A person's settling of an entry; ConfigError (who, when, how) when settled already."""
     if not store.update_attention(entry.attention_id, "closed", settled_by=who, note=note):
         message = (
             f"{label(entry)} {entry.attention_id} was settled already by {entry.settled_by} "

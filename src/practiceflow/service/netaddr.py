@@ -1,11 +1,6 @@
-"""Listen addresses given by people: ``HOST:PORT`` or ``PORT`` alone (on loopback).
-
-The receiver (``PRACTICEFLOW_LISTEN``), a fleet worker (``--listen``) and the console
-(``--console-listen``) all read their address with :func:`parse_listen`, so each says the
-same thing about a bad value. A socket bound before a server takes it (the sandbox
-command, serve's early receiver socket, ``mcp --transport http``) comes from
-:func:`listen_tcp`; an app served in a thread of the process (the console,
-``worker --ops-listen``) runs in a :class:`ThreadedServer`.
+"""Listen addresses given by people (``HOST:PORT`` or ``PORT`` alone, on loopback), read by one
+function so every option says the same about a bad value; listening sockets; and
+:class:`ThreadedServer`, an ASGI app in a thread (the console, ``worker --ops-listen``).
 """
 
 from __future__ import annotations
@@ -19,21 +14,12 @@ from typing import Any
 
 from practiceflow.errors import ConfigError
 
-__all__ = ["LOOPBACK", "ThreadedServer", "is_loopback", "listen_tcp", "parse_listen"]
-
 #: Where everything listens unless told otherwise.
 LOOPBACK = "127.0.0.1"
 
 
 def is_loopback(host: str) -> bool:
-    """Tell whether ``host`` is a loopback address (or ``localhost``).
-
-    Args:
-        host: an IP address or host name.
-
-    Returns:
-        True for 127.0.0.0/8, ::1 and ``localhost``.
-    """
+    """Whether ``host`` is a loopback address (127.0.0.0/8, ::1) or ``localhost``."""
     if host == "localhost":
         return True
     try:
@@ -43,18 +29,8 @@ def is_loopback(host: str) -> bool:
 
 
 def parse_listen(text: str, *, option: str, example: str) -> tuple[str, int]:
-    """Read ``HOST:PORT`` (``[::1]:PORT`` for IPv6) or ``PORT`` alone (on 127.0.0.1).
-
-    Args:
-        text: the value as given.
-        option: the option or variable it came from, for the error message.
-        example: a valid value to show in the error message.
-
-    Returns:
-        ``(host, port)``; port ``0`` means "pick a free one".
-
-    Raises:
-        ConfigError: not a host and a port from 0 to 65535.
+    """``(host, port)`` from ``HOST:PORT`` (``[::1]:PORT``) or ``PORT`` alone (on 127.0.0.1; 0: any
+    free port); a ConfigError naming ``option`` and showing ``example`` otherwise.
     """
     host, _, port = text.rpartition(":")
     if not port.isdigit() or int(port) > 65535:
@@ -64,14 +40,8 @@ def parse_listen(text: str, *, option: str, example: str) -> tuple[str, int]:
 
 
 def listen_tcp(host: str, port: int, backlog: int = 128) -> socket.socket:
-    """A TCP socket bound to ``(host, port)`` and listening (port 0: any free port).
-
-    The socket is created as ``IPPROTO_TCP``: asyncio sets ``TCP_NODELAY`` only on accepted
-    connections whose protocol says TCP, and without it a small answer written in two
-    parts waits for the peer's delayed ACK.
-
-    Raises:
-        OSError: the address cannot be bound (the caller says what to do about it).
+    """A listening TCP socket on ``(host, port)``, created as ``IPPROTO_TCP``: asyncio sets
+    ``TCP_NODELAY`` only then, and without it a two-part answer waits for a delayed ACK.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -86,16 +56,8 @@ def listen_tcp(host: str, port: int, backlog: int = 128) -> socket.socket:
 
 
 class ThreadedServer:
-    """An ASGI app served by uvicorn in a daemon thread of this process.
-
-    uvicorn is imported when a server is built, not with this module, which stays light for
-    serve's early socket.
-
-    Args:
-        app: the ASGI app.
-        host: the address to listen on.
-        port: the port; 0 picks a free one (read ``.port`` once :meth:`serve` returned True).
-        name: the thread's name.
+    """An ASGI app served by uvicorn in a daemon thread (uvicorn is imported only here, so this
+    module stays light for serve's early socket); port 0: read ``.port`` after :meth:`serve`.
     """
 
     def __init__(self, app: Any, host: str, port: int, name: str) -> None:
@@ -121,11 +83,7 @@ class ThreadedServer:
         return f"http://{host}:{self.port}"
 
     def serve(self, timeout: float) -> bool:
-        """Start serving and wait until the socket listens (then ``.port`` is the bound one).
-
-        Returns:
-            False when it did not listen within ``timeout`` seconds (the port is taken, say).
-        """
+        """Start and wait until the socket listens (then ``.port`` is bound); False on timeout."""
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:

@@ -1,22 +1,7 @@
-"""Silent subscriptions are found: a webhook that receives nothing while its list shows
-events it should have delivered is broken, healed, and the episode listed.
-
-A subscription can stop delivering without a word: removed on the API's side, or a public
-URL that no longer reaches the receiver. While ``serve`` runs, every ``every`` seconds
-(``PRACTICEFLOW_SILENCE_EVERY``, :data:`DEFAULT_EVERY` when unset, 0 turns it off),
-:class:`SilenceWatch` sweeps each webhook trigger a sweep can read (:mod:`.sweep`) over the
-time since the last check, up to ``grace`` seconds ago (a delivery in flight is not a
-silence). A check reads every client's list, one request per client, at the lowest
-priority of the rate budget: every 15 minutes, 300 clients cost 20 requests a minute,
-which any other request goes before. An event in that window that never
-arrived is stored (it runs once); any such event means the subscription was silent:
-
-* it is checked and healed (:meth:`~practiceflow.triggers.subscriptions.SubscriptionManager.heal`:
-  ``POST /api/v1/webhooks/{id}/test``; a 404, the API forgot it, re-subscribes);
-* the episode is an entry ``silent_subscription`` of the attention table with the sweep's
-  evidence: closed by ``practiceflow`` when it was re-subscribed, open for a person when
-  the API still knows the subscription (deliveries do not reach us: check the public URL);
-* ``/metrics`` counts the episodes (``practiceflow_attention{kind="silent_subscription"}``).
+"""Silent subscriptions are found: every ``every`` seconds each served webhook trigger a sweep
+can read is swept over the time since the last check (up to ``grace`` ago). An event that
+never arrived is stored (it runs once) and the subscription healed (re-subscribed when the
+API forgot it); the episode is a ``silent_subscription`` entry, closed or open for a person.
 """
 
 from __future__ import annotations
@@ -34,15 +19,6 @@ from practiceflow.state import StateStore
 from practiceflow.triggers.definition import TriggerDefinition
 from practiceflow.triggers.modes import BothTrigger, WebhookTrigger
 
-__all__ = [
-    "DEFAULT_EVERY",
-    "EVERY_ENV",
-    "GRACE_ENV",
-    "SilenceWatch",
-    "healer",
-    "silence_settings",
-]
-
 logger = logging.getLogger("practiceflow.runner")
 
 #: Seconds between two checks (0: no check).
@@ -55,11 +31,7 @@ DEFAULT_GRACE: Final = 120.0
 
 
 def silence_settings() -> tuple[float, float]:
-    """``(every, grace)`` from the environment.
-
-    Raises:
-        ConfigError: a value that is not a number of seconds (>= 0).
-    """
+    """``(every, grace)`` from the environment; ConfigError when not seconds (>= 0)."""
     values: list[float] = []
     for name, default in ((EVERY_ENV, DEFAULT_EVERY), (GRACE_ENV, DEFAULT_GRACE)):
         text = os.environ.get(name, "").strip()
@@ -75,8 +47,7 @@ def silence_settings() -> tuple[float, float]:
 
 
 def healer(triggers: Mapping[str, Any]) -> Callable[[str], str]:
-    """``heal(name)`` over an intake's triggers: check the webhook's subscription and
-    re-subscribe when the API forgot it."""
+    """``heal(name)``: check a webhook trigger's subscription, re-subscribe if the API forgot it."""
 
     def heal(name: str) -> str:
         trigger = triggers.get(name)
@@ -89,20 +60,7 @@ def healer(triggers: Mapping[str, Any]) -> Callable[[str], str]:
 
 
 class SilenceWatch:
-    """Checks the served webhook triggers for silence (module docstring).
-
-    Args:
-        store: the state store.
-        practice: the practice key.
-        client: the API client.
-        triggers: name -> definition of the webhook triggers served.
-        heal: ``heal(trigger)`` checks and heals a subscription, returning the outcome of
-            :meth:`~practiceflow.triggers.subscriptions.SubscriptionManager.heal`.
-        every: seconds between checks.
-        grace: seconds an event may take to be delivered.
-        since: where the first check starts (serve's start).
-        on_stored: wakes the runner after an event was stored.
-    """
+    """Checks the served webhook triggers for silence every ``every`` seconds, from ``since``."""
 
     def __init__(
         self,
@@ -181,27 +139,24 @@ class SilenceWatch:
             f"the webhook of trigger {name!r} delivered none of {missed} event(s) its list "
             f"shows from {start} to {end}; they were recovered by a sweep and run"
         )
-        if outcome == "resubscribed":
-            entry, _ = self.store.add_attention(
-                "silent_subscription", self.practice, name, f"silent:{name}:{end}", reason,
-                window=result.window, evidence=evidence, status="checking",
-            )  # fmt: skip
-            self.store.update_attention(
-                entry.attention_id,
-                "closed",
-                settled_by="practiceflow",
-                note="the API no longer knew the subscription: subscribed again",
+        healed = outcome == "resubscribed"
+        text = reason
+        if not healed:
+            text = (
+                f"{reason}; the subscription check said {outcome!r}, so the API still knows it "
+                "but its deliveries do not reach us: check the public URL "
+                "(PRACTICEFLOW_PUBLIC_URL) and the practice's webhook settings, then settle it"
             )
-            logger.warning("%s; the API no longer knew the subscription: subscribed again", reason)
-            return entry.attention_id
-        text = (
-            f"{reason}; the subscription check said {outcome!r}, so the API still knows it but "
-            "its deliveries do not reach us: check the public URL (PRACTICEFLOW_PUBLIC_URL) "
-            "and the practice's webhook settings, then settle it"
-        )
         entry, _ = self.store.add_attention(
             "silent_subscription", self.practice, name, f"silent:{name}:{end}", text,
-            window=result.window, evidence=evidence,
+            window=result.window, evidence=evidence, status="checking" if healed else "open",
         )  # fmt: skip
-        logger.warning("needs attention (entry %s): %s", entry.attention_id[:8], text)
+        if healed:
+            note = "the API no longer knew the subscription: subscribed again"
+            self.store.update_attention(
+                entry.attention_id, "closed", settled_by="practiceflow", note=note
+            )
+            logger.warning("%s; %s", reason, note)
+        else:
+            logger.warning("needs attention (entry %s): %s", entry.attention_id[:8], text)
         return entry.attention_id

@@ -1,26 +1,9 @@
 """A gap closes by evidence: a sweep of the list endpoints proves a downtime complete.
 
-While ``serve`` was down, a webhook trigger's deliveries failed; the sender retries them
-for a time the spec does not give. A trigger polled from a cursor reads the window back
-by itself (:mod:`.intake`). A trigger whose poll source needs an option the recipe does
-not give (``proposal_accepted`` without ``entityKey``: proposals are listed per client)
-is **swept** as its module declares (``poll.sweep``, :class:`~practiceflow.triggers.
-definition.SweepSource`): every value of that option is read from its own list (every
-client), then the trigger's list for each (the client's proposals), at the lowest priority
-of the rate budget (:class:`~practiceflow.budget.Priority.BACKFILL`). No endpoint is named here.
-
-Each row the trigger's filters pass whose time of event (the declared ``when`` fields) lies
-in the window (from :data:`MARGIN` before the last sign of life) is stored under the trigger's
-dedupe key, shared with the webhook: one the sender's retry delivered is found already
-received, one it gave up on is stored now and runs once. When every list was read, the
-gap is closed by the sweep with its evidence (which lists were read over which window,
-what was found, what was recovered); nothing is asked of a person. What the sweep cannot
-prove is held for a person, saying what could not be checked and why: a list that could
-not be read, or rows that carry no time of event.
-
-The sweep goes on in the background while the service runs, and notes how far it got in
-the entries' evidence after every :data:`CHUNK` clients: a restart resumes it there (a
-client changed since the window began is read again: it may be new).
+A trigger whose module declares ``poll.sweep`` is swept at the lowest priority: every value
+of the option (every client), then the trigger's list for each. Rows in the window are
+stored under the webhook's dedupe key (each runs once); all lists read closes the gap with
+its evidence, anything unproven goes to a person. Progress is noted every :data:`CHUNK`.
 """
 
 from __future__ import annotations
@@ -40,12 +23,9 @@ from practiceflow.state.attention_rows import AttentionRecord
 from practiceflow.triggers.base import envelope, persist
 from practiceflow.triggers.definition import SweepSource, TriggerDefinition, parse_time
 
-__all__ = ["CHUNK", "MARGIN", "GapSweep", "SweepResult", "can_sweep", "lists_read", "sweep_option"]
-
 logger = logging.getLogger("practiceflow.runner")
 
-#: How long before the last sign of life the window is read (a kill lands up to a
-#: heartbeat after it; a delivery in flight then may have been lost).
+#: Read before the last sign of life (a delivery in flight at a kill may be lost).
 MARGIN: Final = timedelta(minutes=5)
 #: Clients read between two notes of progress.
 CHUNK: Final = 25
@@ -54,12 +34,6 @@ CHUNK: Final = 25
 def _source(definition: TriggerDefinition) -> SweepSource | None:
     """The sweep the trigger's module declares (``poll.sweep``), or None."""
     return None if definition.poll is None else definition.poll.sweep
-
-
-def sweep_option(definition: TriggerDefinition) -> str | None:
-    """The option a sweep enumerates to read the trigger's poll source, or None."""
-    source = _source(definition)
-    return None if source is None else source.each
 
 
 def can_sweep(definition: TriggerDefinition) -> bool:
@@ -78,23 +52,9 @@ def lists_read(definition: TriggerDefinition) -> list[str]:
 
 @dataclass
 class SweepResult:
-    """What a sweep of one trigger found.
-
-    Attributes:
-        trigger: the trigger's name.
-        entries: the ids of the gap entries it covered.
-        window: the instants read (start with :data:`MARGIN`, end).
-        clients: how many values of the option were read (clients).
-        resumed: how many were skipped, read before a restart.
-        found: rows of events in the window.
-        received: of those, how many had arrived already (by webhook, or a poll).
-        recovered: the dedupe keys of those stored now (they run once).
-        undated: dedupe keys of rows with no time of event that never arrived.
-        error: why a list could not be read, or None.
-        closed: whether the gaps were closed by this evidence.
-        bounded: rows after the window's end are left for a later sweep (a check while
-            serving, :mod:`.silence`), not stored.
-        when: the row fields read as the time of event.
+    """What a sweep of one trigger found (``window`` starts with :data:`MARGIN`; ``recovered``:
+    dedupe keys stored now; ``undated``: rows with no time of event that never arrived;
+    ``bounded``: rows after the window are left for later, the check of :mod:`.silence`).
     """
 
     trigger: str
@@ -128,17 +88,7 @@ class SweepResult:
 
 
 class GapSweep:
-    """Sweeps the gaps a downtime left ``checking`` (see the module docstring).
-
-    Args:
-        store: the state store.
-        practice: the practice key.
-        client: the API client (its budget is the practice's).
-        triggers: name -> definition of the triggers served.
-        stop: set to stop between two reads (the sweep resumes at the next start).
-        on_stored: called after an event was recovered (wakes the runner).
-        on_done: called with what each trigger's sweep found, once it is over.
-    """
+    """Sweeps the gaps a downtime left ``checking``, in a background thread."""
 
     def __init__(
         self,
@@ -194,15 +144,15 @@ class GapSweep:
         results: list[SweepResult] = []
         for trigger, entries in self.pending().items():
             definition = self.triggers.get(trigger)
-            option = None if definition is None else sweep_option(definition)
-            if definition is None or option is None:
+            source = None if definition is None else _source(definition)
+            if definition is None or source is None:
                 # Never left checking where no sweep will come: a person's, saying why.
                 why = "no recipe served now receives it, so no sweep checks this window"
                 for entry in entries:
                     hold_for_person(self.store, entry, f"{entry.reason}; {why}", entry.evidence)
                 continue
             try:
-                result = self._sweep(trigger, definition, option, entries)
+                result = self._sweep(trigger, definition, source, entries)
             except PracticeflowError as exc:  # the store: the next start sweeps again
                 logger.warning("sweep of %s stopped: %s", trigger, exc)
                 continue
@@ -216,11 +166,9 @@ class GapSweep:
         self,
         trigger: str,
         definition: TriggerDefinition,
-        option: str,
+        source: SweepSource,
         entries: list[AttentionRecord],
     ) -> SweepResult | None:
-        spec = definition.poll
-        assert spec is not None  # sweep_option said so
         starts = [entry.window_start for entry in entries if entry.window_start is not None]
         ends = [entry.window_end for entry in entries if entry.window_end is not None]
         if not starts or not ends:  # cannot happen for entries listed by note_downtime
@@ -229,9 +177,7 @@ class GapSweep:
             return None
         start, end = min(starts) - MARGIN, max(ends)
         result = SweepResult(trigger, [entry.attention_id for entry in entries], (start, end))
-        result.when = spec.sweep.when if spec.sweep is not None else ()
-        source = spec.sweep
-        assert source is not None  # sweep_option said so
+        result.when = source.when
         throughs = [_through(entry) for entry in entries]
         through = None if any(value is None for value in throughs) else min(map(str, throughs))
         lists = lists_read(definition)
@@ -250,7 +196,7 @@ class GapSweep:
                     ):
                         result.resumed += 1
                         continue
-                    self._read(trigger, definition, {option: value}, result)
+                    self._read(trigger, definition, {source.each: value}, result)
                     result.clients += 1
                     done, last = done + 1, value
                     if done % CHUNK == 0:
@@ -263,8 +209,7 @@ class GapSweep:
     def sweep_window(
         self, trigger: str, definition: TriggerDefinition, window: tuple[datetime, datetime]
     ) -> SweepResult:
-        """Read a trigger's lists over a window, storing what never arrived (no entry is
-        involved: the check of :mod:`.silence` while serving)."""
+        """Read a trigger's lists over a window, storing what never arrived (:mod:`.silence`)."""
         source = _source(definition)
         result = SweepResult(trigger, [], window, bounded=True)
         if source is None:
