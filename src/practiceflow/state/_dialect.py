@@ -23,7 +23,8 @@ _Row = TypeVar("_Row", bound="DataclassInstance")
 _SHAPES: dict[type, tuple[str, tuple[str, ...]]] = {}
 
 
-def _shape(record: type[DataclassInstance]) -> tuple[str, tuple[str, ...]]:
+def shape(record: type[DataclassInstance]) -> tuple[str, tuple[str, ...]]:
+    """A record's column list and its fields' annotations, in order."""
     shape = _SHAPES.get(record)
     if shape is None:
         found = fields(record)
@@ -35,7 +36,7 @@ def _shape(record: type[DataclassInstance]) -> tuple[str, tuple[str, ...]]:
 def select(record: type[DataclassInstance], table: str) -> str:
     """The ``SELECT`` of a record's columns from ``{p}table`` (a field's ``column``
     metadata names a column of another name)."""
-    return f"SELECT {_shape(record)[0]} FROM {{p}}{table}"  # noqa: S608 - names are the code's
+    return f"SELECT {shape(record)[0]} FROM {{p}}{table}"  # noqa: S608 - names are the code's
 
 
 class Cursor(Protocol):
@@ -88,18 +89,6 @@ class Dialect:
     def maybe_time(self, value: Any) -> datetime | None:
         """:attr:`load_time` of a column that may be NULL."""
         return None if value is None else self.load_time(value)
-
-    def decode(self, record: type[_Row], row: Sequence[Any]) -> _Row:
-        """A row as a ``record`` dataclass whose fields are its columns in order, each
-        read by the field's annotation (times, JSON, integers; the rest as read)."""
-        read: dict[str, Callable[[Any], Any]] = {
-            "datetime": self.load_time,
-            "datetime | None": self.maybe_time,
-            "Json": self.load_json,
-            "int": int,
-        }
-        values = zip(_shape(record)[1], row, strict=True)
-        return record(*(read.get(kind, _as_read)(value) for kind, value in values))
 
 
 def _as_read(value: Any) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state._dialect import SQLConnection, select
-from practiceflow.state._sql import StoreBase
+from practiceflow.state._sql import StoreBase, decode
 from practiceflow.state.payload_purge import purge_finished
 from practiceflow.state.rows import (
     RESOLUTIONS,
@@ -49,7 +49,7 @@ _COUNT_START: Final = (
 def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
     sql = select(RunLease, "run_leases") + " WHERE run_id = ?"
     row = db.execute(sql, (run_id,)).fetchone()
-    return None if row is None else db.dialect.decode(RunLease, row)
+    return None if row is None else decode(db.dialect, RunLease, row)
 
 
 class SQLRuns(StoreBase):

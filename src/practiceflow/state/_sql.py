@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any, ClassVar, Final, Self
 
 from practiceflow.errors import BugError
-from practiceflow.state._dialect import Connection, Dialect, SQLConnection, _Row, select
+from practiceflow.state._dialect import (
+    Connection,
+    Dialect,
+    SQLConnection,
+    _as_read,
+    _Row,
+    select,
+    shape,
+)
 from practiceflow.state.rows import (
     DEFAULT_KEEP_SEEN,
     SUBSCRIPTION_STATUSES,
@@ -80,6 +88,19 @@ class _Atomic:
 
     connection: SQLConnection
     durable: bool
+
+
+def decode(dialect: Dialect, record: type[_Row], row: Sequence[Any]) -> _Row:
+    """A row as a ``record`` dataclass whose fields are its columns in order, each read
+    by the field's annotation (times, JSON, integers; the rest as read)."""
+    read: dict[str, Callable[[Any], Any]] = {
+        "datetime": dialect.load_time,
+        "datetime | None": dialect.maybe_time,
+        "Json": dialect.load_json,
+        "int": int,
+    }
+    values = zip(shape(record)[1], row, strict=True)
+    return record(*(read.get(kind, _as_read)(value) for kind, value in values))
 
 
 class StoreBase(ABC):
@@ -204,7 +225,7 @@ class StoreBase(ABC):
     ) -> list[_Row]:
         """The rows of ``{p}table`` that ``where`` (and ORDER BY...) keeps, as records."""
         rows = self._all(select(record, table) + where, params)
-        return [self._load.decode(record, row) for row in rows]
+        return [decode(self._load, record, row) for row in rows]
 
     def _record(
         self, record: type[_Row], table: str, where: str, params: Sequence[Any]
@@ -377,7 +398,7 @@ class SQLEvents(StoreBase):
                 f"subscription's path token or subscription id ({clash})"
             )
             raise BugError(message) from None
-        return self._secret_opened(self._load.decode(SubscriptionRecord, row))
+        return self._secret_opened(decode(self._load, SubscriptionRecord, row))
 
     def get_subscription(self, practice: str, trigger_key: str) -> SubscriptionRecord | None:
         """The subscription of a trigger, or ``None``."""
@@ -444,7 +465,7 @@ class SQLEvents(StoreBase):
             " LEFT JOIN {p}subscription_health h ON h.practice = ? AND h.trigger_key = ?",
             (practice, trigger_key) * 2,
         )
-        return self.dialect.decode(SubscriptionHealth, (practice, trigger_key, *row))
+        return decode(self.dialect, SubscriptionHealth, (practice, trigger_key, *row))
 
     # --- operations ---------------------------------------------------------------------
 

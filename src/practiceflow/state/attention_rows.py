@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, Final, Literal, get_args
 
 from practiceflow.state._dialect import select
-from practiceflow.state._sql import StoreBase
+from practiceflow.state._sql import StoreBase, decode
 from practiceflow.state.rows import EventRecord, Json, check_value, like_prefix
 from practiceflow.state.sealing import json_or_null
 
@@ -116,7 +116,7 @@ class SQLAttention(StoreBase):
                 + " WHERE practice = ? AND kind = ? AND dedupe = ?"
             )
             row = db.execute(sql, (practice, kind, dedupe)).fetchone()
-        return self._load.decode(AttentionRecord, row), inserted is not None
+        return decode(self._load, AttentionRecord, row), inserted is not None
 
     def get_attention(self, attention_id: str) -> AttentionRecord | None:
         """One entry by its full id."""
