@@ -1,11 +1,8 @@
 """``practiceflow mcp``: the practice's API as tools for AI assistants (Model Context Protocol).
 
-This package owns the MCP server, built on the official ``mcp`` SDK: the tool catalog
-(:mod:`._catalog`), the desk that reads at once and previews writes (:mod:`._desk`), the
-sending of confirmed writes at most once through the runner's journal (:mod:`._sending`,
-:mod:`._confirmation`), resources (:mod:`._resources`), the SDK server (:mod:`._server`)
-and its transports (:mod:`._serving`). The ``mcp`` command assembles them with
-:func:`build_mcp`.
+This package owns the MCP server on the official ``mcp`` SDK: the tool catalog, the desk
+that reads at once and previews writes, the sending of confirmed writes at most once through
+the runner's journal, resources and transports. :func:`build_mcp` assembles them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """What the server offers: a tool per action module, a tool per recipe, the confirm tool.
 
-A tool is described by its module alone (key, title, description, input schema as it is),
-so an assistant sees the form a person sees in ``practiceflow modules show``. A write tool
-is listed even when writes are off, saying so, so that an assistant can tell the user what
-it cannot do instead of guessing. A field whose values come from a list action
-(``x-choices``) names that list tool in its description.
+A tool is described by its module alone, the form a person sees in ``practiceflow modules
+show``; a write tool is listed even when writes are off, saying so, so an assistant can tell
+the user what it cannot do.
 """
 
 from __future__ import annotations
@@ -33,15 +31,8 @@ ToolKind = Literal["read", "write", "recipe", "confirm"]
 
 @dataclass(frozen=True)
 class ToolEntry:
-    """One tool and what it runs.
-
-    Attributes:
-        tool: the tool as listed to the assistant.
-        kind: ``read`` (runs at once), ``write`` (preview, then confirmation), ``recipe``
-            (a recipe run: preview, then confirmation) or ``confirm``.
-        action: the action module of a read or write tool.
-        recipe: the recipe of a recipe tool.
-    """
+    """One tool and what it runs: ``read`` runs at once; ``write`` and ``recipe`` preview,
+    then need a confirmation; ``confirm`` sends a previewed write."""
 
     tool: types.Tool
     kind: ToolKind
@@ -84,7 +75,6 @@ _OFF_NOTE = (
 
 
 def _choice_note(module: ActionModule) -> str:
-    """A sentence naming where the allowed values of fields come from (dynamic choices)."""
     parts = []
     for path, source in module.choices.items():
         shown = "".join("[]" if part == "*" else f".{part}" for part in path).lstrip(".")

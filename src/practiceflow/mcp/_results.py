@@ -1,14 +1,7 @@
-"""The shapes of tool results, declared as each tool's ``outputSchema``.
-
-* A read tool answers with its module's output, its personal (``x-pii``) and secret
-  (``x-secret``) fields masked as ``***`` unless shown: its schema is the module's output
-  schema with those fields' types left open (a masked value is a string whatever the field
-  held). A module whose output is not an object answers ``{"result": ...}``.
-* A write tool or a recipe tool answers with a preview (nothing sent) or, once confirmed
-  through the client, with the run's result: :data:`WRITE_RESULT_SCHEMA`.
-* ``confirm_write`` answers with the run's result: :data:`RUN_RESULT_SCHEMA`.
-
-An error is a result with ``isError`` and the message as text, with no structured content.
+"""The shapes of tool results (each tool's ``outputSchema``): a read tool's module output
+(masked fields' types left open; ``{"result": ...}`` when not an object), a write or
+recipe tool's preview or run (:data:`WRITE_RESULT_SCHEMA`), ``confirm_write``'s run
+(:data:`RUN_RESULT_SCHEMA`). An error is text with ``isError``.
 """
 
 from __future__ import annotations
@@ -72,9 +65,8 @@ def read_result_schema(module: ActionModule) -> dict[str, Any]:
 
 
 def _unrequired(node: Any) -> Any:
-    """The schema without ``required``: the API may spell a field in another letter case
-    (``billingId``), which the engine keeps as it came, and a client validating structured
-    content must not refuse the answer for it."""
+    """The schema without ``required``: the API may spell a field in another letter case,
+    and a client validating structured content must not refuse the answer for it."""
     if isinstance(node, list):
         return [_unrequired(item) for item in node]
     if not isinstance(node, Mapping):
@@ -87,9 +79,8 @@ def _unrequired(node: Any) -> Any:
 
 
 def _open_masked(node: Any) -> Any:
-    """The schema with each personal or secret field opened to the mask: its type also
-    admits a string and its value constraints are dropped (it may be ``***``); its title,
-    description and tags stay."""
+    """The schema with each personal or secret field opened to the mask ``***``: its type
+    admits a string, its value constraints are dropped."""
     if isinstance(node, list):
         return [_open_masked(item) for item in node]
     if not isinstance(node, Mapping):

@@ -21,12 +21,8 @@ from practiceflow.state import StateStore
 
 
 def assistant_budget(state: str | None, client_id: str) -> RateBudget:
-    """The rate budget of an assistant's requests: a third of the practice's, at most.
-
-    It counts in the practice's shared bucket (as ``serve`` and ``run`` do) against
-    :data:`ASSISTANT_LIMITS`, admitted only while the whole practice has used less than a
-    third of each window; a store with no file of its own gets one in memory.
-    """
+    """The rate budget of an assistant's requests: :data:`ASSISTANT_LIMITS` (a third of
+    the practice's) counted in the practice's shared bucket, as ``serve`` and ``run`` do."""
     return practice_budget(state, client_id, ASSISTANT_LIMITS)
 
 
