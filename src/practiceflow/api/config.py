@@ -1,12 +1,7 @@
-"""Where the client's settings come from: arguments > environment > profile file.
-
-The README's configuration table names each environment variable and profile key. The
-profile file is TOML (``~/.config/practiceflow/profiles.toml`` unless
-``PRACTICEFLOW_PROFILES`` names another), one table per profile; the profile used is the
-``profile`` argument, else ``PRACTICEFLOW_PROFILE``, else ``[default]`` when present.
-
-The spec names three regions but not their hosts, so practiceflow ships no host names: a
-region's base URL is configuration (see :func:`_pick_base_url` for which one wins).
+"""Where the client's settings come from: arguments > environment > profile file (TOML,
+``~/.config/practiceflow/profiles.toml`` or ``PRACTICEFLOW_PROFILES``; the README's
+configuration table names each variable and key). The spec names regions but not their
+hosts, so a region's base URL is configuration (:func:`_pick_base_url` says which wins).
 """
 
 from __future__ import annotations

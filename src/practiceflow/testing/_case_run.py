@@ -1,14 +1,6 @@
-"""Running one case of a test file, offline: the real engine, a fake clock, scripted answers.
-
-A recipe's case is run by the real :class:`~practiceflow.runner.Runner` on a throw-away
-SQLite store, for one event; an action's by :func:`~practiceflow.engine.run_action`; a
-trigger's by its webhook mapping (``given.delivery``) or one poll (``given.poll``). Every
-request goes through a real :class:`~practiceflow.api.Client` whose transport is
-:class:`~._answers.ScriptedAnswers`, so nothing leaves the process; every clock (the run's
-``now``, the rate budget, retries and ``Retry-After``) is one :class:`~._clock.FakeClock`.
-
-What came of it is a :class:`CaseResult`: the run's status, each step's journal entry and
-the requests sent for it; :mod:`._expect` compares it with the case's ``expect``.
+"""Running one case of a test file offline: the real runner (or action, or trigger) on a
+throw-away SQLite store, every request through a real :class:`~practiceflow.api.Client`
+over :class:`~._answers.ScriptedAnswers`, every clock one :class:`~._clock.FakeClock`.
 """
 
 from __future__ import annotations

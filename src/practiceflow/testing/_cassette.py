@@ -19,11 +19,8 @@ A cassette is a YAML file::
           headers: {Content-Type: application/json}
           body: {...}                     # JSON; {text: ...} or {base64: ...} otherwise
 
-Personal values (fields tagged ``x-pii``) and secrets (``x-secret``) are replaced by
-:func:`scrub`, deterministically: a value becomes a token of the same shape (letters stay
-letters, digits stay digits, ``@`` and ``.`` stay) derived from a hash of the value, the same
-token wherever the value appears (input, requests, answers). Re-recording the same data gives
-the same file, and a replay sends exactly what the scrubbed cassette holds.
+Personal values (``x-pii``) and secrets are replaced by :func:`scrub` with same-shaped
+tokens derived from a hash, so a re-recording gives the same file.
 """
 
 from __future__ import annotations

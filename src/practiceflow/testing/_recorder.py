@@ -1,13 +1,6 @@
-"""``practiceflow test --record``: run a test's cases against a server and keep the answers.
-
-Each case that names a cassette (``given.cassette``) is run as the test runs it (the same
-event, vars, clock for ``now`` and written answers, which still answer locally: a fault
-stays a fault) but every other request goes to a server: a sandbox started on 127.0.0.1
-(:func:`~._sandbox.running_sandbox`), or the base URL given, with the credentials of the
-environment or profile. The exchanges are written as the case's cassette with personal
-values (``x-pii``, anywhere a module names such a field) and secrets (``x-secret``, the
-client secret) scrubbed; writing refuses a cassette that would still hold one. The case
-is then replayed from the new cassette, offline, as ``practiceflow test`` will.
+"""``practiceflow test --record``: run a test's cases against a server (a sandbox on
+127.0.0.1, or a base URL) and keep the answers as each case's cassette, personal values and
+secrets scrubbed (docs/testing.md, section 4); the case is then replayed from it offline.
 """
 
 from __future__ import annotations
