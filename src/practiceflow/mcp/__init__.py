@@ -11,7 +11,7 @@ from practiceflow.mcp._catalog import CONFIRM_TOOL, RECIPE_PREFIX, ToolEntry, bu
 from practiceflow.mcp._desk import WriteDesk
 from practiceflow.mcp._resources import ASSISTANT_LIMITS, BUDGET_URI, HELD_RUNS_URI, RECENT_RUNS_URI
 from practiceflow.mcp._sending import EVENT_SOURCE, run_key
-from practiceflow.mcp._server import build_server
+from practiceflow.mcp._server import assistant_budget, build_mcp, build_server
 from practiceflow.mcp._serving import (
     DEFAULT_LISTEN,
     MCP_PATH,
@@ -21,7 +21,6 @@ from practiceflow.mcp._serving import (
     serve_http,
     serve_stdio,
 )
-from practiceflow.mcp._setup import assistant_budget, build_mcp
 
 __all__ = [
     "ASSISTANT_LIMITS",

@@ -2,6 +2,7 @@
 resources, and the person's confirmation of writes: elicitation (``input_required`` from
 protocol 2026-07-28, ``elicitation/create`` before), else ``confirm_write`` with the code the
 server prints on its standard error (never in a tool result). See docs/mcp.md.
+:func:`build_mcp` assembles it from what the command line gives.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import functools
 import json
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -23,14 +25,24 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from practiceflow import __version__
+from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import ConfigError, PracticeflowError
-from practiceflow.manifest import ActionModule
+from practiceflow.hooks import ClientLike
+from practiceflow.manifest import ActionModule, ModuleRegistry
 from practiceflow.manifest.validation import did_you_mean
-from practiceflow.mcp._catalog import CONFIRM_TOOL, ToolEntry
+from practiceflow.mcp._catalog import (
+    CONFIRM_TOOL,
+    ToolEntry,
+    build_catalog,
+    settings_lists,
+    wraps_result,
+)
 from practiceflow.mcp._desk import Preview, WriteDesk
-from practiceflow.mcp._resources import Resources
-from practiceflow.mcp._results import wraps_result
+from practiceflow.mcp._resources import ASSISTANT_LIMITS, Resources
 from practiceflow.mcp._sending import ASK_FOR_CODE, RunNotDone
+from practiceflow.runner import ValidRecipe
+from practiceflow.service.state_location import practice_budget
+from practiceflow.state import StateStore
 
 logger = logging.getLogger("practiceflow.mcp")
 
@@ -283,3 +295,43 @@ def build_server(
         on_list_resource_templates=handlers.list_resource_templates,
         on_read_resource=handlers.read_resource,
     )
+
+
+def assistant_budget(state: str | None, client_id: str) -> RateBudget:
+    """The rate budget of an assistant's requests: :data:`ASSISTANT_LIMITS` (a third of
+    the practice's) counted in the practice's shared bucket, as ``serve`` and ``run`` do."""
+    return practice_budget(state, client_id, ASSISTANT_LIMITS)
+
+
+def build_mcp(
+    *,
+    client: ClientLike,
+    store: StateStore,
+    practice: str,
+    registry: ModuleRegistry,
+    recipes: Sequence[ValidRecipe] = (),
+    writes_on: bool = False,
+    recipes_dir: Path,
+    show_personal: bool = False,
+    assistant_confirms: bool = False,
+    announce: Callable[[str], None] | None = None,
+) -> tuple[Server[Any], WriteDesk]:
+    """Build the MCP server of one practice."""
+    catalog = build_catalog(registry, recipes, writes_on=writes_on)
+    desk = WriteDesk(
+        store=store,
+        client=client,
+        practice=practice,
+        registry=registry,
+        catalog=catalog,
+        recipes_dir=recipes_dir,
+        writes_on=writes_on,
+        show_personal=show_personal,
+        assistant_confirms=assistant_confirms,
+    )
+    if writes_on:
+        desk.resume_pending()
+    lists = {module.key: module for module in settings_lists(registry)}
+    if announce is None:
+        return build_server(desk, catalog, lists), desk
+    return build_server(desk, catalog, lists, announce=announce), desk
