@@ -70,15 +70,8 @@ def profiles_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def normalise_base_url(value: str, *, source: str = "base URL") -> str:
-    """Check a base URL and return it without a trailing slash.
-
-    Plain ``http`` is accepted only for a loopback host (the sandbox): the API is
-    HTTPS-only and the credentials travel in every request.
-
-    Raises:
-        ConfigError: not an absolute http(s) URL, a query or fragment, or plain http for a
-            host that is not loopback (``source`` names where it came from).
-    """
+    """A checked base URL without a trailing slash; plain ``http`` only for a loopback host
+    (the credentials travel in every request). ConfigError names ``source``."""
     parts = urlsplit(value.strip())
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         message = (
