@@ -71,8 +71,8 @@ from practiceflow.testing._suite import (
     junit_xml,
     run_all,
     run_test_file,
+    untested,
 )
-from practiceflow.testing._untested import untested
 
 __all__ = [
     "CASSETTE_VERSION",
