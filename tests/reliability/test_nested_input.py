@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from practiceflow.api.config import load_settings
-from practiceflow.api.problems import parse_problem
+from practiceflow.api.wire import parse_problem
 from practiceflow.cli import cli
 from practiceflow.errors import ConfigError
 from practiceflow.fleet.fleet_file import load_fleet

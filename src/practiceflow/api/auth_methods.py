@@ -1,12 +1,7 @@
-"""The credentials and the two authentication methods of the spec (section 5), never
-mixed on one request.
-
-:class:`Secret` masks a credential in ``repr()``, ``str()`` and f-strings, so whatever
-carries one can be printed or logged; code that needs the value calls
-:meth:`Secret.reveal`, which makes every such place easy to find. Each method is a
-``requests`` ``AuthBase`` passed as ``auth=`` on every request: it puts exactly its own
-headers on, removes the other method's, and stops ``requests`` adding ``Session.auth`` or
-``~/.netrc`` credentials. :func:`make_auth` builds one by name.
+"""The credentials and the spec's two authentication methods (section 5), never mixed on
+one request. :class:`Secret` masks a credential in ``repr``/``str``/f-strings; each method
+is a ``requests`` ``AuthBase`` that sets only its own headers, removes the other's, and
+stops ``Session.auth`` or ``~/.netrc`` credentials being added.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""The typed HTTP client of the Partner Integration API.
-
-:class:`Client` sends one request at a time through the rate budget
-(:mod:`practiceflow.budget.rate_budget`), authenticates with exactly one method
-(:mod:`practiceflow.api.auth_methods`), retries by the rules of :mod:`practiceflow.api.retry`,
-turns error answers into :mod:`practiceflow.errors` exceptions, pages lists
-(:mod:`practiceflow.api.paging`) and streams downloads to disk.
-
-Logging goes to the ``practiceflow.api`` logger: method, path (never the query string),
-status and duration; never headers, secrets or bodies.
+"""The typed HTTP client of the Partner Integration API: :class:`Client` sends one request
+at a time through the rate budget, authenticates with one method, retries by
+:mod:`.retry`, raises :mod:`practiceflow.errors` exceptions, pages lists and streams
+downloads. Logs method, path (never the query), status and duration; never headers,
+secrets or bodies.
 """
 
 from __future__ import annotations

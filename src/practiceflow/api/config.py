@@ -1,12 +1,7 @@
-"""Where the client's settings come from: arguments > environment > profile file.
-
-The README's configuration table names each environment variable and profile key. The
-profile file is TOML (``~/.config/practiceflow/profiles.toml`` unless
-``PRACTICEFLOW_PROFILES`` names another), one table per profile; the profile used is the
-``profile`` argument, else ``PRACTICEFLOW_PROFILE``, else ``[default]`` when present.
-
-The spec names three regions but not their hosts, so practiceflow ships no host names: a
-region's base URL is configuration (see :func:`_pick_base_url` for which one wins).
+"""Where the client's settings come from: arguments > environment > profile file (TOML,
+``~/.config/practiceflow/profiles.toml`` or ``PRACTICEFLOW_PROFILES``; the README's
+configuration table names each variable and key). The spec names regions but not their
+hosts, so a region's base URL is configuration (:func:`_pick_base_url` says which wins).
 """
 
 from __future__ import annotations
@@ -75,15 +70,8 @@ def profiles_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def normalise_base_url(value: str, *, source: str = "base URL") -> str:
-    """Check a base URL and return it without a trailing slash.
-
-    Plain ``http`` is accepted only for a loopback host (the sandbox): the API is
-    HTTPS-only and the credentials travel in every request.
-
-    Raises:
-        ConfigError: not an absolute http(s) URL, a query or fragment, or plain http for a
-            host that is not loopback (``source`` names where it came from).
-    """
+    """A checked base URL without a trailing slash; plain ``http`` only for a loopback host
+    (the credentials travel in every request). ConfigError names ``source``."""
     parts = urlsplit(value.strip())
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         message = (

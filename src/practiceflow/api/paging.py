@@ -1,20 +1,10 @@
 """Paging of list endpoints (spec section 8): every item of every page, and no more.
 
-A list answer may be a bare JSON array or an object holding the rows in a list field
-(``items``, ``data``, ``results``, ...) with an optional ``hasMore``; the spec does not
-show the envelope, so both are read. Paging stops at the first of:
-
-* an empty page;
-* ``hasMore: false`` where the answer has it;
-* a page shorter than the page size learned from the longest page so far; when the first
-  page is already shorter than the ``pageSize`` sent, the server may be ignoring
-  ``pageSize`` ("where supported", spec 8), so the next page is asked for once: empty, it
-  ends the list (one extra request at most), else its length is the server's page size;
-* a page holding exactly the rows of the page before: the list is not paged at all (it
-  ignores ``pageNumber``), so it is read once and the repeat is dropped.
-
-``pageNumber`` runs from 1 to 10000; needing page 10001 is an error (narrow the query with
-``lastUpdated`` or filters), never a silent stop.
+A list answer is a bare array or an object with a list field (``items``, ``data``...) and
+maybe ``hasMore``. Paging stops at an empty page, ``hasMore: false``, a page shorter than
+the page size learned so far (a short first page asks once more, in case the server ignores
+``pageSize``), or a page repeating the one before (the list ignores ``pageNumber``).
+Needing page 10001 is an error, never a silent stop.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 :class:`ApiResponse` and :class:`Download` are what :class:`~practiceflow.api.Client`
 returns; the functions check a request path, encode a JSON body, read a response body,
 and describe a ``requests`` failure without quoting anything that could hold a secret.
+An error answer becomes an :mod:`practiceflow.errors` exception from its problem-details body
+(spec section 7); a body that is not JSON gives what little it can (short plain text as
+``detail``, never HTML).
 """
 
 from __future__ import annotations
@@ -19,10 +22,77 @@ from typing import Any, Final
 import requests
 from pydantic import BaseModel
 
-from practiceflow.api.problems import error_for_status, parse_problem
 from practiceflow.api.retry import refused_before_sending
 from practiceflow.budget.rate_budget import parse_retry_after
-from practiceflow.errors import ApiError, ConfigError
+from practiceflow.errors import (
+    ApiError,
+    AuthError,
+    ConfigError,
+    NotFoundError,
+    RateLimitError,
+    ServerError,
+    ValidationError,
+    WriteAccessError,
+)
+
+#: The exception class for each status the spec names; other 5xx are ServerError and
+#: other 4xx plain ApiError.
+ERRORS_BY_STATUS: Final[Mapping[int, type[ApiError]]] = {
+    400: ValidationError,
+    401: AuthError,
+    403: WriteAccessError,
+    404: NotFoundError,
+    422: ValidationError,
+    429: RateLimitError,
+}
+
+_TEXT_LIMIT: Final = 300
+
+
+def parse_problem(text: str, content_type: str | None) -> dict[str, Any]:
+    """Read an error body into a problem-details dict, whatever it is."""
+    stripped = text.strip()
+    if not stripped:
+        return {}
+    try:
+        data = jsonlib.loads(stripped)
+    except (ValueError, RecursionError):  # absurd nesting recurses
+        data = None
+    else:
+        if isinstance(data, dict):
+            return data
+        if isinstance(data, str):
+            return {"message": data[:_TEXT_LIMIT]}
+        return {}
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    if kind in ("text/plain", "") and not stripped.startswith("<"):
+        return {"detail": " ".join(stripped.split())[:_TEXT_LIMIT]}
+    return {}
+
+
+def error_for_status(
+    method: str,
+    path: str,
+    status: int,
+    problem: Mapping[str, Any],
+    *,
+    retry_after: float | None = None,
+    base_url: str | None = None,
+) -> ApiError:
+    """Build the exception for an error answer."""
+    if status == 429:
+        hint = "the Client ID's rate budget is spent"
+        if retry_after is not None:
+            hint += f"; the server asked to wait {retry_after:g}s"
+        return RateLimitError(method, path, status, problem, retry_after=retry_after, hint=hint)
+    if status >= 500:
+        return ServerError(method, path, status, problem)
+    cls = ERRORS_BY_STATUS.get(status, ApiError)
+    if cls is AuthError and base_url:
+        return AuthError(
+            method, path, status, problem, hint=f"{AuthError.default_hint}; sent to {base_url}"
+        )
+    return cls(method, path, status, problem)
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,8 @@
 """``practiceflow mcp``: the practice's API as tools for AI assistants (Model Context Protocol).
 
-This package owns the MCP server, built on the official ``mcp`` SDK: the tool catalog
-(:mod:`._catalog`), the desk that reads at once and previews writes (:mod:`._desk`), the
-sending of confirmed writes at most once through the runner's journal (:mod:`._sending`,
-:mod:`._confirmation`), resources (:mod:`._resources`), the SDK server (:mod:`._server`)
-and its transports (:mod:`._serving`). The ``mcp`` command assembles them with
-:func:`build_mcp`.
+This package owns the MCP server on the official ``mcp`` SDK: the tool catalog, the desk
+that reads at once and previews writes, the sending of confirmed writes at most once through
+the runner's journal, resources and transports. :func:`build_mcp` assembles them.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from practiceflow.mcp._catalog import CONFIRM_TOOL, RECIPE_PREFIX, ToolEntry, bu
 from practiceflow.mcp._desk import WriteDesk
 from practiceflow.mcp._resources import ASSISTANT_LIMITS, BUDGET_URI, HELD_RUNS_URI, RECENT_RUNS_URI
 from practiceflow.mcp._sending import EVENT_SOURCE, run_key
-from practiceflow.mcp._server import build_server
+from practiceflow.mcp._server import assistant_budget, build_mcp, build_server
 from practiceflow.mcp._serving import (
     DEFAULT_LISTEN,
     MCP_PATH,
@@ -24,7 +21,6 @@ from practiceflow.mcp._serving import (
     serve_http,
     serve_stdio,
 )
-from practiceflow.mcp._setup import assistant_budget, build_mcp
 
 __all__ = [
     "ASSISTANT_LIMITS",

@@ -1,10 +1,8 @@
 """What the server offers: a tool per action module, a tool per recipe, the confirm tool.
 
-A tool is described by its module alone (key, title, description, input schema as it is),
-so an assistant sees the form a person sees in ``practiceflow modules show``. A write tool
-is listed even when writes are off, saying so, so that an assistant can tell the user what
-it cannot do instead of guessing. A field whose values come from a list action
-(``x-choices``) names that list tool in its description.
+A tool is described by its module alone, the form a person sees in ``practiceflow modules
+show``; a write tool is listed even when writes are off, saying so, so an assistant can tell
+the user what it cannot do. Each tool declares the shape of its result (``outputSchema``).
 """
 
 from __future__ import annotations
@@ -14,13 +12,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import mcp_types as types
 
 from practiceflow.export.schemas import portable_schema
 from practiceflow.manifest import ActionModule, ModuleRegistry
-from practiceflow.mcp._results import RUN_RESULT_SCHEMA, WRITE_RESULT_SCHEMA, read_result_schema
 from practiceflow.runner import ValidRecipe
 
 #: The tool an assistant calls with a confirm token to send a previewed write.
@@ -28,20 +25,100 @@ CONFIRM_TOOL = "confirm_write"
 #: Prefix of the tools that run a recipe for one event.
 RECIPE_PREFIX = "run_recipe_"
 
+#: A write's preview: nothing was sent.
+PREVIEW_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "required": ["status", "preview", "write_id", "confirm_token", "next"],
+    "properties": {
+        "status": {"type": "string", "const": "preview: nothing was sent"},
+        "preview": {"type": "object", "description": "The request(s), masked."},
+        "write_id": {"type": "string", "description": "The previewed write."},
+        "confirm_token": {"type": "string", "description": "Its sealed confirmation."},
+        "expires_in_seconds": {"type": "integer"},
+        "next": {"type": "string", "description": "How the user confirms it."},
+    },
+}
+#: A confirmed write's run (or a recipe's run).
+RUN_RESULT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "required": ["run_id", "status", "steps", "output"],
+    "properties": {
+        "run_id": {"type": "string"},
+        "status": {"type": "string", "description": "The run's status (succeeded...)."},
+        "steps": {
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "Each step's status.",
+        },
+        "output": {"type": "object", "description": "Each step's output, masked."},
+        "journal": {"type": "string", "description": "Where the run is journaled."},
+    },
+}
+#: What a write or recipe tool answers: a preview, or the run once confirmed.
+WRITE_RESULT_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "anyOf": [PREVIEW_SCHEMA, RUN_RESULT_SCHEMA],
+}
+
+
+def wraps_result(module: ActionModule) -> bool:
+    """Whether a read tool answers ``{"result": output}`` (its output is not an object)."""
+    return module.output.schema.get("type") != "object"
+
+
+def read_result_schema(module: ActionModule) -> dict[str, Any]:
+    """The output schema of a read tool (see the module docstring)."""
+    # The root is never masked whole (a tag there is not a field's), as in masking.
+    root = copy.deepcopy(dict(module.output.schema))
+    schema = portable_schema(_unrequired({key: _open_masked(value) for key, value in root.items()}))
+    if not wraps_result(module):
+        return dict(schema)
+    return {"type": "object", "required": ["result"], "properties": {"result": schema}}
+
+
+def _unrequired(node: Any) -> Any:
+    """The schema without ``required``: the API may spell a field in another letter case,
+    and a client validating structured content must not refuse the answer for it."""
+    if isinstance(node, list):
+        return [_unrequired(item) for item in node]
+    if not isinstance(node, Mapping):
+        return node
+    return {
+        key: _unrequired(value)
+        for key, value in node.items()
+        if not (key == "required" and isinstance(value, list))
+    }
+
+
+def _open_masked(node: Any) -> Any:
+    """The schema with each personal or secret field opened to the mask ``***``: its type
+    admits a string, its value constraints are dropped."""
+    if isinstance(node, list):
+        return [_open_masked(item) for item in node]
+    if not isinstance(node, Mapping):
+        return node
+    if node.get("x-pii") is True or node.get("x-secret") is True:
+        opened = {key: value for key, value in node.items() if key not in _CONSTRAINTS}
+        declared = node.get("type")
+        if isinstance(declared, str | list):
+            kinds = [declared] if isinstance(declared, str) else list(declared)
+            opened["type"] = kinds if "string" in kinds else [*kinds, "string"]
+        return opened
+    return {key: _open_masked(value) for key, value in node.items()}
+
+
+#: What a masked value (``***``) could break in a field's schema.
+_CONSTRAINTS: Final = frozenset(
+    {"enum", "const", "format", "pattern", "minLength", "maxLength", "$ref", "oneOf", "anyOf"}
+)
+
 ToolKind = Literal["read", "write", "recipe", "confirm"]
 
 
 @dataclass(frozen=True)
 class ToolEntry:
-    """One tool and what it runs.
-
-    Attributes:
-        tool: the tool as listed to the assistant.
-        kind: ``read`` (runs at once), ``write`` (preview, then confirmation), ``recipe``
-            (a recipe run: preview, then confirmation) or ``confirm``.
-        action: the action module of a read or write tool.
-        recipe: the recipe of a recipe tool.
-    """
+    """One tool and what it runs: ``read`` runs at once; ``write`` and ``recipe`` preview,
+    then need a confirmation; ``confirm`` sends a previewed write."""
 
     tool: types.Tool
     kind: ToolKind
@@ -84,7 +161,6 @@ _OFF_NOTE = (
 
 
 def _choice_note(module: ActionModule) -> str:
-    """A sentence naming where the allowed values of fields come from (dynamic choices)."""
     parts = []
     for path, source in module.choices.items():
         shown = "".join("[]" if part == "*" else f".{part}" for part in path).lstrip(".")

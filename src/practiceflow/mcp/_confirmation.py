@@ -1,17 +1,7 @@
-"""What makes a confirmation of a previewed write trustworthy and single-use.
-
-* **The sealed state** (:func:`seal_state`, :func:`open_state`): the ``confirm_token`` (or
-  ``requestState``) the client carries from preview to confirmation, sealed with the state
-  store's key (Fernet), so a process sharing the store opens it and nothing else can make
-  or alter one. It binds the practice, the tool, a digest of the exact arguments, the
-  write's id and an expiry; the arguments themselves stay in the store.
-* **The code only the user sees** (:func:`new_code`, :func:`same_code`): without
-  elicitation the server prints it on its standard error, never in a tool result; it is
-  kept sealed with the write, and :data:`MAX_CODE_MISSES` wrong codes void the preview.
-* **The claim** (:class:`Claimant`): a process sends a write only while it holds its claim;
-  another takes it over when the holder's process is gone or the claim is older than
-  :data:`CLAIM_LEASE`. The write goes through the runner's journal, so one whose answer
-  was lost is read back and never sent again on a guess.
+"""What makes a confirmation of a previewed write trustworthy and single-use: the sealed
+state the client carries (Fernet, the store's key; binds practice, tool, arguments digest,
+write id, expiry), the code only the user sees (:data:`MAX_CODE_MISSES` wrong ones void the
+preview), and the claim (:class:`Claimant`) a process holds while it sends.
 """
 
 from __future__ import annotations
@@ -33,12 +23,10 @@ from practiceflow.state.sealing import MARK, Sealer
 
 #: How a sealed state starts (its version): a client's value that lacks it is not ours.
 STATE_PREFIX: Final = "pfw1."
-#: What a sealed state's payload says it is, so that no other sealed value of the store
-#: passes for one.
+#: So that no other sealed value of the store passes for a confirmation state.
 _KIND: Final = "practiceflow.mcp.confirmation"
-#: After this long a claim is stale and another process may take it over: longer than a
-#: live confirmation takes (the assistant's budget waits 60 s at most, a request times out
-#: well before this).
+#: After this a claim is stale and may be taken over: longer than a live confirmation
+#: takes (the assistant's budget waits 60 s at most).
 CLAIM_LEASE: Final = timedelta(minutes=10)
 #: Wrong codes that void a preview (a guess has 5 chances in a million).
 MAX_CODE_MISSES: Final = 5
@@ -57,15 +45,7 @@ def arguments_digest(arguments: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class SealedState:
-    """What a sealed state binds.
-
-    Attributes:
-        write_id: the previewed write (its row in the store).
-        practice: the practice it belongs to.
-        tool: the tool that previewed it.
-        digest: the digest of the exact arguments previewed.
-        expires_at: when it stops being confirmable (UTC).
-    """
+    """What a sealed state binds (``digest``: of the exact arguments previewed)."""
 
     write_id: str
     practice: str
@@ -89,12 +69,7 @@ def seal_state(sealer: Sealer, state: SealedState) -> str:
 
 
 def open_state(sealer: Sealer, text: str) -> SealedState:
-    """The state a client handed back, checked to be one this store's key sealed.
-
-    Raises:
-        ConfigError: it was not sealed with this key, was altered, or is not a
-            confirmation state; the message says nothing was sent.
-    """
+    """The state a client handed back; ConfigError unless this store's key sealed it."""
     if not text.startswith(STATE_PREFIX):
         raise ConfigError(_NOT_OURS)
     try:

@@ -1,17 +1,8 @@
-"""Where tool calls are carried out: reads at once, writes previewed, then sent once.
-
-The desk is synchronous (the API client and the state store are); the server calls it
-from worker threads, one call at a time (``self._lock``).
-
-A write goes through three moves:
-
-1. :meth:`WriteDesk.preview` checks the input and renders the request with a dry run
-   (nothing sent). The assistant's view masks secrets and personal data; the user's view
-   (:attr:`Preview.for_user`) goes only to the elicitation, never to the model. The write
-   is kept in the state store, sealed, so any process sharing the store can confirm it.
-2. The user confirms: through the client (MCP elicitation, or ``input_required``), or by
-   giving the assistant the code the server printed for them.
-3. :meth:`WriteDesk.confirm` sends it through the runner's journal, at most once.
+"""Where tool calls are carried out: reads at once, writes previewed (:meth:`WriteDesk.preview`,
+a dry run, kept sealed in the store so any process sharing it can confirm), then sent once
+(:mod:`._sending`). The assistant's view masks secrets and personal data; the user's view
+(:attr:`Preview.for_user`) goes only to the elicitation. Synchronous: the server calls it
+from worker threads, one call at a time.
 """
 
 from __future__ import annotations
@@ -35,7 +26,7 @@ from practiceflow.mcp._catalog import ToolEntry
 from practiceflow.mcp._confirmation import SealedState, arguments_digest, new_code, seal_state
 from practiceflow.mcp._sending import WriteSender, mask_by_value
 from practiceflow.runner import RunOutcome, ValidRecipe, dry_run
-from practiceflow.state import PendingWriteStore, StateStore
+from practiceflow.state import StateStore
 from practiceflow.templating import utcnow
 
 logger = logging.getLogger("practiceflow.mcp")
@@ -50,22 +41,10 @@ PiiPaths = frozenset[tuple[str, ...]]
 
 @dataclass(frozen=True)
 class Preview:
-    """A write that waits for its confirmation (kept in the store, see the module).
-
-    Attributes:
-        state: the sealed confirmation state handed to the client (``confirm_token``).
-        write_id: the previewed write's id in the store.
-        entry: the tool that was called.
-        arguments: the call's arguments, as given (never shown to the assistant as such).
-        shown: what the assistant sees: the rendered request(s), secrets and personal
-            data masked.
-        expires_at: when it stops being confirmable.
-        for_user: the same request(s) with the personal values unmasked (secrets still
-            masked), for the user's confirmation only: never in a tool result, a log line
-            or the journal.
-        code: the code the user gives when the client cannot ask the user itself; shown
-            only on the server's standard error.
-    """
+    """A write that waits for its confirmation. ``state`` is the sealed ``confirm_token``;
+    ``shown`` is the assistant's masked view; ``for_user`` (personal values unmasked) and
+    ``code`` (printed on the server's standard error) never go to a tool result, a log line
+    or the journal."""
 
     state: str = field(repr=False)
     write_id: str
@@ -77,7 +56,7 @@ class Preview:
     code: str = field(repr=False)
 
 
-class WriteDesk:
+class WriteDesk(WriteSender):
     """Carries out tool calls for one practice (see the module docstring)."""
 
     def __init__(
@@ -94,16 +73,8 @@ class WriteDesk:
         assistant_confirms: bool = False,
         ttl: float = DEFAULT_TTL,
     ) -> None:
-        self.store = store
-        self.pending_writes: PendingWriteStore = store
-        self.client = client
-        self.practice = practice
-        self.registry = registry
-        self.show_personal = show_personal
-        self.ttl = ttl
-        self.sender = WriteSender(
+        super().__init__(
             store=store,
-            pending_writes=store,
             client=client,
             practice=practice,
             registry=registry,
@@ -112,20 +83,13 @@ class WriteDesk:
             writes_on=writes_on,
             assistant_confirms=assistant_confirms,
         )
+        self.show_personal = show_personal
+        self.ttl = ttl
         self._lock = threading.Lock()
-
-    @property
-    def assistant_confirms(self) -> bool:
-        """Whether ``confirm_write`` needs no code from the user (``--confirm-by-assistant``)."""
-        return self.sender.assistant_confirms
 
     def read(self, module: ActionModule, arguments: Mapping[str, Any]) -> Any:
         """Run a read action at once; its output with secrets (and, unless shown, personal
-        fields) masked.
-
-        Raises:
-            PracticeflowError: the CLI's error (bad input: nothing was sent).
-        """
+        fields) masked. Raises the CLI's PracticeflowError (bad input: nothing sent)."""
         with self._lock:
             self._check_action_input(module, arguments)
             result = run_action(module, arguments, self.client, registry=self.registry)
@@ -138,17 +102,10 @@ class WriteDesk:
         shown = mask_output(shown, module.output.schema)
         return mask_by_value(shown, arguments, module.pii_paths)
 
-    def refuse_if_off(self, entry: ToolEntry) -> None:
-        """Refuse a write when writes are off (:meth:`WriteSender.refuse_if_off`)."""
-        self.sender.refuse_if_off(entry)
-
     def preview(self, entry: ToolEntry, arguments: Mapping[str, Any]) -> Preview:
-        """Check a write's input and render its request(s); send nothing. The preview is
-        kept in the store (and confirmable) until it expires.
-
-        Raises:
-            PracticeflowError: writes are off, or the input does not fit (nothing sent).
-        """
+        """Check a write's input and render its request(s), sending nothing; kept in the
+        store (and confirmable) until it expires. Raises PracticeflowError when writes are
+        off or the input does not fit."""
         self.refuse_if_off(entry)
         data = dict(arguments)
         with self._lock:
@@ -172,7 +129,6 @@ class WriteDesk:
         shown: dict[str, Any],
         for_user: dict[str, Any],
     ) -> Preview:
-        """Keep a previewed write in the store and seal its confirmation state."""
         now = self.store.now()
         write_id = secrets.token_hex(16)
         expires = now + timedelta(seconds=self.ttl)
@@ -243,16 +199,14 @@ class WriteDesk:
             raise InputError(module.key, issues)
 
     def confirm(self, state: str, **options: Any) -> dict[str, Any]:
-        """Send a previewed write at most once: :meth:`WriteSender.confirm` (its arguments
-        and errors), one call of this server at a time."""
+        """:meth:`WriteSender.confirm`, one call of this server at a time."""
         with self._lock:
-            return self.sender.confirm(state, **options)
+            return super().confirm(state, **options)
 
     def resume_pending(self) -> list[RunOutcome]:
-        """Finish the confirmed calls a stopped server left unfinished
-        (:meth:`WriteSender.resume_pending`)."""
+        """:meth:`WriteSender.resume_pending`, one call of this server at a time."""
         with self._lock:
-            return self.sender.resume_pending()
+            return super().resume_pending()
 
     def _pii(self, entry: ToolEntry) -> PiiPaths:
         if entry.action is not None:

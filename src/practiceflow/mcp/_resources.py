@@ -78,6 +78,32 @@ _TEMPLATES: Final = (
 )
 
 
+#: The static resources: uri, name, title, description.
+_STATIC: Final = (
+    (
+        RECENT_RUNS_URI,
+        "recent_runs",
+        "Recent runs",
+        "The practice's latest runs (recipes and assistant writes), newest first: run id, "
+        "recipe, status, steps. Details: practiceflow://runs/{id}.",
+    ),
+    (
+        HELD_RUNS_URI,
+        "held_runs",
+        "Runs waiting for a person",
+        "What is stuck and why: the runs held for a person, each with its held steps, the "
+        "reason and how to settle it.",
+    ),
+    (
+        BUDGET_URI,
+        "budget",
+        "Rate budget",
+        "Requests the practice sent in the last minute, hour and day, against its limits and "
+        "the assistant's share of them.",
+    ),
+)
+
+
 @dataclass
 class Resources:
     """The resources of one server (see the module docstring); synchronous, called from a
@@ -102,30 +128,8 @@ class Resources:
             for key, module in self.lists.items()
         ]
         resources += [
-            types.Resource(
-                uri=RECENT_RUNS_URI,
-                name="recent_runs",
-                title="Recent runs",
-                description="The practice's latest runs (recipes and assistant writes), "
-                "newest first: run id, recipe, status, steps. Details: practiceflow://runs/{id}.",
-                mime_type=_JSON,
-            ),
-            types.Resource(
-                uri=HELD_RUNS_URI,
-                name="held_runs",
-                title="Runs waiting for a person",
-                description="What is stuck and why: the runs held for a person, each with "
-                "its held steps, the reason and how to settle it.",
-                mime_type=_JSON,
-            ),
-            types.Resource(
-                uri=BUDGET_URI,
-                name="budget",
-                title="Rate budget",
-                description="Requests the practice sent in the last minute, hour and day, "
-                "against its limits and the assistant's share of them.",
-                mime_type=_JSON,
-            ),
+            types.Resource(uri=uri, name=name, title=title, description=text, mime_type=_JSON)
+            for uri, name, title, text in _STATIC
         ]
         return resources
 
@@ -169,7 +173,7 @@ class Resources:
                 return self._held(run)
             if run is not None and not rest:
                 return {**self._summary(run), "error": run.error, "steps": self._steps(run)}
-        known = [RECENT_RUNS_URI, HELD_RUNS_URI, BUDGET_URI]
+        known = [uri for uri, *_ in _STATIC]
         known += [template.uri_template for template in _TEMPLATES]
         message = f"unknown resource {uri!r}; valid values are {known}"
         raise ConfigError(message)

@@ -1,16 +1,9 @@
 """Sending confirmed writes: at most once, whatever process of the store confirms them.
 
-A confirmation opens the sealed state the client handed back, checks it against this
-server and the previewed write kept in the store, claims the write, records the confirmed
-arguments as an event whose id is the write's (:func:`run_key`) and lets the runner drive
-its one run as a one-step recipe. The journal has one run per event, so:
-
-* a confirmation of a write whose run ended answers with that run, sending nothing;
-* a write another live process holds is refused for now, nothing sent by this call;
-* a write whose sender died mid-send is driven on by the runner, which reads a write found
-  ``sent`` back (:mod:`practiceflow.runner.reconcile`) and never sends it again on a
-  guess: found, it succeeds; unknown, the run is held for a person (``practiceflow runs``,
-  the console).
+A confirmation checks the sealed state against the previewed write kept in the store,
+claims the write and records it as an event whose id is the write's (:func:`run_key`), run
+by the runner as a one-step recipe. One run per event: an ended run is answered as it is;
+one a dead sender left is read back by the runner, never sent again on a guess.
 """
 
 from __future__ import annotations
@@ -69,15 +62,10 @@ def run_key(write_id: str) -> str:
 
 
 def recipe_for_action(module: ActionModule, folder: Path) -> Path:
-    """Write (or keep) the one-step recipe that runs an action for an assistant.
-
-    Each top-level input field is passed through from the event (``trigger``), read with
-    ``trigger.get(NAME)``: a field the assistant did not give renders to None and is left
-    out (the templating omission rule), and no field name is taken for a misspelling of one
-    the trigger declares (``webhookName`` beside ``webhookEvent``).
-    The file (in ``folder``) stays after the server stops: ``practiceflow runs retry``
-    reads it.
-    """
+    """Write (or keep) the one-step recipe that runs an action for an assistant; it stays
+    after the server stops (``practiceflow runs retry`` reads it). Fields are read with
+    ``trigger.get(NAME)``: one not given renders to None and is left out, and none is taken
+    for a misspelling of one the trigger declares."""
     fields = module.input_schema.get("properties", {})
     with_ = {name: f"{{{{ trigger.get({name!r}) }}}}" for name in fields}
     recipe = {
@@ -98,7 +86,6 @@ def recipe_for_action(module: ActionModule, folder: Path) -> Path:
 
 
 def _pseudo_step(step_id: str) -> bool:
-    """Whether a journal entry is the runner's own (``@trigger``...), not a recipe step."""
     return step_id.startswith("@")
 
 
@@ -109,17 +96,15 @@ def mask_by_value(tree: Any, data: Any, pii: PiiPaths) -> Any:
 
 
 class WriteSender:
-    """Sends the confirmed writes of one practice (see the module docstring). Not
-    thread-safe: the desk calls it one call at a time. ``pending_writes`` is the same
-    store as the keeper of previewed writes; ``assistant_confirms`` accepts
-    ``confirm_write`` without the user's code.
+    """Sends the confirmed writes of one practice (see the module docstring); the base of
+    :class:`~._desk.WriteDesk`, which calls it one call at a time. ``assistant_confirms``
+    accepts ``confirm_write`` without the user's code.
     """
 
     def __init__(
         self,
         *,
         store: StateStore,
-        pending_writes: PendingWriteStore,
         client: ClientLike,
         practice: str,
         registry: ModuleRegistry,
@@ -129,7 +114,7 @@ class WriteSender:
         assistant_confirms: bool,
     ) -> None:
         self.store = store
-        self.pending_writes = pending_writes
+        self.pending_writes: PendingWriteStore = store
         self.client = client
         self.practice = practice
         self.registry = registry
@@ -159,15 +144,9 @@ class WriteSender:
         person_confirmed: bool = False,
     ) -> dict[str, Any]:
         """Send a previewed write through the runner's journal, at most once (any process
-        sharing the store may confirm a write another one previewed).
-
-        Raises:
-            ConfigError: the state is not this store's, altered, another practice's or
-                tool's, for other arguments, expired, or the code is missing or wrong;
-                nothing was sent.
-            RunNotDone: the run failed, is held for a person, or another process is
-                sending it now.
-        """
+        sharing the store may confirm a write another one previewed). Raises ConfigError
+        (nothing sent: a state not ours, altered, expired, for other arguments, a missing or
+        wrong code) or RunNotDone (failed, held for a person, or being sent elsewhere)."""
         bound = self._bound(state, tool, arguments)
         key = run_key(bound.write_id)
         run = self._run_of(key)
@@ -209,7 +188,6 @@ class WriteSender:
     def _bound(
         self, state: str, tool: str | None, arguments: Mapping[str, Any] | None
     ) -> SealedState:
-        """The sealed state, checked against this server and what came with it."""
         bound = open_state(self.pending_writes.sealer, state)
         if bound.practice != self.practice:
             message = (
@@ -287,8 +265,7 @@ class WriteSender:
 
     def resume_pending(self) -> list[RunOutcome]:
         """Drive the runs of confirmed calls a stopped server left pending, by the runner's
-        rules (a write in doubt is read back or held); one another process sends is left.
-        """
+        rules; one another process sends is left."""
         outcomes: list[RunOutcome] = []
         for event in self.store.pending_events(self.practice, 1000, source=EVENT_SOURCE):
             name = event.event_key.removeprefix("assistant.")

@@ -1,11 +1,8 @@
-"""The MCP server: tools, resources and the confirmation of writes, over the SDK's lowlevel
-``Server`` (the tools are data, one per module, so they are declared, not decorated).
-
-A write is confirmed by a person, by what the client can do: elicitation answered as
-``input_required`` (protocol 2026-07-28 and later) or ``elicitation/create`` (earlier);
-otherwise the preview's ``confirm_token`` and a code the server prints on its standard
-error (never in a tool result) that the user gives the assistant for ``confirm_write``.
-Every error the desk raises becomes a tool result with ``isError`` and the CLI's message.
+"""The MCP server over the SDK's lowlevel ``Server``: tools (data, one per module),
+resources, and the person's confirmation of writes: elicitation (``input_required`` from
+protocol 2026-07-28, ``elicitation/create`` before), else ``confirm_write`` with the code the
+server prints on its standard error (never in a tool result). See docs/mcp.md.
+:func:`build_mcp` assembles it from what the command line gives.
 """
 
 from __future__ import annotations
@@ -14,8 +11,9 @@ import functools
 import json
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -27,14 +25,24 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from practiceflow import __version__
+from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import ConfigError, PracticeflowError
-from practiceflow.manifest import ActionModule
+from practiceflow.hooks import ClientLike
+from practiceflow.manifest import ActionModule, ModuleRegistry
 from practiceflow.manifest.validation import did_you_mean
-from practiceflow.mcp._catalog import CONFIRM_TOOL, ToolEntry
+from practiceflow.mcp._catalog import (
+    CONFIRM_TOOL,
+    ToolEntry,
+    build_catalog,
+    settings_lists,
+    wraps_result,
+)
 from practiceflow.mcp._desk import Preview, WriteDesk
-from practiceflow.mcp._resources import Resources
-from practiceflow.mcp._results import wraps_result
+from practiceflow.mcp._resources import ASSISTANT_LIMITS, Resources
 from practiceflow.mcp._sending import ASK_FOR_CODE, RunNotDone
+from practiceflow.runner import ValidRecipe
+from practiceflow.service.state_location import practice_budget
+from practiceflow.state import StateStore
 
 logger = logging.getLogger("practiceflow.mcp")
 
@@ -80,9 +88,8 @@ def _error(message: str) -> types.CallToolResult:
 
 
 def _question(preview: Preview) -> str:
-    """The confirmation question for the user. An elicitation goes to the user, not to the
-    model, so it shows the request as it will be sent (:attr:`Preview.for_user`); it must
-    never be returned as a tool result or logged."""
+    """The question for the user (an elicitation, not the model): it shows the request
+    unmasked, so it is never a tool result or logged."""
     entry = preview.entry
     return (
         f"{entry.tool.title or entry.name}: the assistant asks to send this to the practice's "
@@ -90,14 +97,8 @@ def _question(preview: Preview) -> str:
     )
 
 
-def _declined(entry: ToolEntry, answer: types.ElicitResult | None) -> types.CallToolResult:
-    action = answer.action if answer is not None else "no answer"
-    return _error(f"{entry.name}: the user did not confirm ({action}); nothing was sent")
-
-
 def _code_notice(preview: Preview) -> str:
-    """The line the user reads on the server's standard error: the code that confirms a
-    write, with what it confirms (masked as the assistant sees it)."""
+    """The line on the server's standard error: the confirming code and what it confirms."""
     until = preview.expires_at.strftime("%H:%M UTC")
     return (
         f"practiceflow mcp: the assistant asks to send {preview.entry.name}"
@@ -118,16 +119,7 @@ def _request_line(shown: Mapping[str, Any]) -> str:
 
 
 def _stderr(line: str) -> None:
-    """Write a line for the person at the server's terminal (never to the protocol)."""
     print(line, file=sys.stderr, flush=True)
-
-
-def _confirmed(answer: types.ElicitResult | None) -> bool:
-    return (
-        answer is not None
-        and answer.action == "accept"
-        and bool((answer.content or {}).get("confirm") is True)
-    )
 
 
 @dataclass
@@ -142,8 +134,8 @@ class _Handlers:
     def __post_init__(self) -> None:
         self.resources = Resources(self.desk, self.lists)
 
-    async def _blocking(self, func: Callable[..., T], *args: Any) -> T:
-        return await anyio.to_thread.run_sync(func, *args)
+    async def _blocking(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(functools.partial(func, *args, **kwargs))
 
     async def list_tools(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
@@ -178,11 +170,18 @@ class _Handlers:
         if entry.kind == "confirm":
             return await self._confirm_write(arguments)
         if params.request_state is not None:
-            return await self._answered(entry, arguments, params)
+            # Retried with the user's answer; the request state is the preview's sealed
+            # state, which any process sharing the store opens.
+            answer = (params.input_responses or {}).get(_CONFIRM_KEY)
+            elicited = answer if isinstance(answer, types.ElicitResult) else None
+            state = params.request_state
+            return await self._decided(entry, state, elicited, tool=entry.name, arguments=arguments)
         self.desk.refuse_if_off(entry)
         preview = await self._blocking(self.desk.preview, entry, arguments)
         if not entry.writes:  # a recipe that only reads: nothing to confirm
-            return _ok(await self._confirm(preview.state, person_confirmed=True))
+            return _ok(
+                await self._blocking(self.desk.confirm, preview.state, person_confirmed=True)
+            )
         capabilities = ctx.session.client_capabilities
         if capabilities is None or capabilities.elicitation is None:
             if not self.desk.assistant_confirms:
@@ -202,13 +201,7 @@ class _Handlers:
         )
         return await self._decided(entry, preview.state, answer)
 
-    async def _confirm(self, state: str, **options: Any) -> dict[str, Any]:
-        confirm = functools.partial(self.desk.confirm, state, **options)
-        return await anyio.to_thread.run_sync(confirm)
-
     async def _confirm_write(self, arguments: dict[str, Any]) -> types.CallToolResult:
-        """``confirm_write``: the confirm token, and the user's code unless the server
-        accepts the assistant's own confirmation."""
         token = arguments.get("confirm_token")
         code = arguments.get("user_code")
         if (
@@ -222,28 +215,20 @@ class _Handlers:
                 "confirm_token) and user_code (the code the user gives you); nothing was sent"
             )
             return _error(message)
-        return _ok(await self._confirm(token, code=code))
-
-    async def _answered(
-        self, entry: ToolEntry, arguments: dict[str, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        """A call retried with the user's answer to the confirmation form; its request
-        state is the preview's sealed state, which any process sharing the store opens."""
-        answer = (params.input_responses or {}).get(_CONFIRM_KEY)
-        elicited = answer if isinstance(answer, types.ElicitResult) else None
-        state = params.request_state or ""
-        if not _confirmed(elicited):
-            return _declined(entry, elicited)
-        return _ok(
-            await self._confirm(state, tool=entry.name, arguments=arguments, person_confirmed=True)
-        )
+        return _ok(await self._blocking(self.desk.confirm, token, code=code))
 
     async def _decided(
-        self, entry: ToolEntry, state: str, answer: types.ElicitResult | None
+        self, entry: ToolEntry, state: str, answer: types.ElicitResult | None, **bound: Any
     ) -> types.CallToolResult:
-        if not _confirmed(answer):
-            return _declined(entry, answer)
-        return _ok(await self._confirm(state, person_confirmed=True))
+        if (
+            answer is None
+            or answer.action != "accept"
+            or (answer.content or {}).get("confirm") is not True
+        ):
+            action = answer.action if answer is not None else "no answer"
+            return _error(f"{entry.name}: the user did not confirm ({action}); nothing was sent")
+        confirm = self.desk.confirm
+        return _ok(await self._blocking(confirm, state, person_confirmed=True, **bound))
 
     def _preview_payload(self, preview: Preview) -> dict[str, Any]:
         if self.desk.assistant_confirms:
@@ -310,3 +295,43 @@ def build_server(
         on_list_resource_templates=handlers.list_resource_templates,
         on_read_resource=handlers.read_resource,
     )
+
+
+def assistant_budget(state: str | None, client_id: str) -> RateBudget:
+    """The rate budget of an assistant's requests: :data:`ASSISTANT_LIMITS` (a third of
+    the practice's) counted in the practice's shared bucket, as ``serve`` and ``run`` do."""
+    return practice_budget(state, client_id, ASSISTANT_LIMITS)
+
+
+def build_mcp(
+    *,
+    client: ClientLike,
+    store: StateStore,
+    practice: str,
+    registry: ModuleRegistry,
+    recipes: Sequence[ValidRecipe] = (),
+    writes_on: bool = False,
+    recipes_dir: Path,
+    show_personal: bool = False,
+    assistant_confirms: bool = False,
+    announce: Callable[[str], None] | None = None,
+) -> tuple[Server[Any], WriteDesk]:
+    """Build the MCP server of one practice."""
+    catalog = build_catalog(registry, recipes, writes_on=writes_on)
+    desk = WriteDesk(
+        store=store,
+        client=client,
+        practice=practice,
+        registry=registry,
+        catalog=catalog,
+        recipes_dir=recipes_dir,
+        writes_on=writes_on,
+        show_personal=show_personal,
+        assistant_confirms=assistant_confirms,
+    )
+    if writes_on:
+        desk.resume_pending()
+    lists = {module.key: module for module in settings_lists(registry)}
+    if announce is None:
+        return build_server(desk, catalog, lists), desk
+    return build_server(desk, catalog, lists, announce=announce), desk

@@ -1,9 +1,6 @@
-"""Serving the MCP server: over stdio (desktop assistants) or streamable HTTP.
-
-HTTP listens on :data:`DEFAULT_LISTEN`; any other address than loopback needs a token
-(anyone who reaches the port could otherwise read the practice's records), compared in
-constant time and never logged. The socket is bound (:func:`bind_http`) before start-up,
-so a taken port is a configuration error naming the address.
+"""Serving the MCP server over stdio or streamable HTTP. HTTP beyond loopback needs a token
+(anyone reaching the port could read the practice's records); the socket is bound before
+start-up, so a taken port is a configuration error naming the address.
 """
 
 from __future__ import annotations

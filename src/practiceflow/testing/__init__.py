@@ -54,7 +54,7 @@ from practiceflow.testing._cassette import (
 )
 from practiceflow.testing._clock import FakeClock
 from practiceflow.testing._expect import case_differences
-from practiceflow.testing._recorder import Server, record_case, recording_server
+from practiceflow.testing._recorder import Server, record_case, recording_server, running_sandbox
 from practiceflow.testing._recording import make_cassette, personal_names
 from practiceflow.testing._replay import (
     REPLAY_BASE_URL,
@@ -64,7 +64,6 @@ from practiceflow.testing._replay import (
     recorded_request,
     request_differences,
 )
-from practiceflow.testing._sandbox import running_sandbox
 from practiceflow.testing._scaffold import write_module_test, write_recipe_test
 from practiceflow.testing._suite import (
     CaseOutcome,
@@ -72,8 +71,8 @@ from practiceflow.testing._suite import (
     junit_xml,
     run_all,
     run_test_file,
+    untested,
 )
-from practiceflow.testing._untested import untested
 
 __all__ = [
     "CASSETTE_VERSION",

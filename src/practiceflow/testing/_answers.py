@@ -1,18 +1,7 @@
-"""The API's answers in a test: written in the test file, recorded in a cassette, or both.
-
-:class:`ScriptedAnswers` is a ``requests`` transport adapter mounted under a real
-:class:`practiceflow.api.Client` (the client's one transport seam), so a recipe step, an
-action or a poll sends exactly as it would to the API, and nothing leaves the process.
-Each request is answered by the first answer written in the test (``given.answers``) that
-is left and matches its method, path and query; else by the cassette
-(:class:`~._replay.CassettePlayer`, which matches the whole request). A written answer can
-be a fault: ``drop`` (the request left and no answer came: a timeout), ``refuse`` (the
-connection was refused before anything was sent), or any status (429 with
-``Retry-After``, 500 ...).
-
-A request nothing answers is refused as a connection that never opened (the client then
-knows for certain nothing was sent, so no write can be in doubt because of the test), and
-is reported by the case with the differences to the nearest recorded request.
+"""The API's answers in a test (:class:`ScriptedAnswers`, a ``requests`` adapter under a
+real client): first the answers written in the test (method, path, query; possibly a fault:
+``drop``, ``refuse``, any status), else the cassette. A request nothing answers is refused
+as a connection that never opened, so no write is in doubt because of the test.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""Running one case of a test file, offline: the real engine, a fake clock, scripted answers.
-
-A recipe's case is run by the real :class:`~practiceflow.runner.Runner` on a throw-away
-SQLite store, for one event; an action's by :func:`~practiceflow.engine.run_action`; a
-trigger's by its webhook mapping (``given.delivery``) or one poll (``given.poll``). Every
-request goes through a real :class:`~practiceflow.api.Client` whose transport is
-:class:`~._answers.ScriptedAnswers`, so nothing leaves the process; every clock (the run's
-``now``, the rate budget, retries and ``Retry-After``) is one :class:`~._clock.FakeClock`.
-
-What came of it is a :class:`CaseResult`: the run's status, each step's journal entry and
-the requests sent for it; :mod:`._expect` compares it with the case's ``expect``.
+"""Running one case of a test file offline: the real runner (or action, or trigger) on a
+throw-away SQLite store, every request through a real :class:`~practiceflow.api.Client`
+over :class:`~._answers.ScriptedAnswers`, every clock one :class:`~._clock.FakeClock`.
 """
 
 from __future__ import annotations
@@ -106,8 +98,6 @@ def load_target(test: TestFile, registry: ModuleRegistry | None = None) -> tuple
         ManifestError, ConfigError: it does not load (the message names its file).
     """
     if registry is None:
-        # The shipped modules are loaded once per process; a folder of one's own each time
-        # (a test run sees its latest edit).
         registry = load_modules([test.modules]) if test.modules else default_registry()
     if test.recipe is not None:
         return validate_recipe(test.recipe, registry=registry), registry
@@ -121,8 +111,7 @@ def load_target(test: TestFile, registry: ModuleRegistry | None = None) -> tuple
 
 
 def strip_markers(value: Any) -> Any:
-    """A tree with the runner's run-unique markers (``[pf-0123456789]``) taken out: they
-    differ from run to run, so requests are compared without them."""
+    """A tree without the runner's run-unique markers (``[pf-0123456789]``)."""
     if isinstance(value, Mapping):
         return {k: strip_markers(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -138,8 +127,7 @@ def strip_markers(value: Any) -> Any:
 
 
 def case_event(recipe: Any, case: TestCase) -> Any:
-    """The trigger event of a recipe's case: ``given.event`` (or the trigger's sample) with
-    ``given.overrides`` laid over it."""
+    """``given.event`` (or the trigger's sample) with ``given.overrides`` laid over it."""
     given = case.given
     event = given.get("event", "sample")
     payload = dict(recipe.trigger.sample or {}) if event == "sample" else dict(event)
@@ -148,8 +136,8 @@ def case_event(recipe: Any, case: TestCase) -> Any:
 
 
 def case_personal_values(target: Target, registry: ModuleRegistry, case: TestCase) -> set[str]:
-    """The personal values a case's own data holds (its event, vars or input): they are
-    scrubbed from a cassette when it is recorded, and from requests when it is replayed."""
+    """The personal values of a case's event, vars or input (scrubbed when recorded and
+    replayed)."""
     names = registry_personal_names(registry)
     given = case.given
     values: set[str] = set()

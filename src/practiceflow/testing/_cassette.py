@@ -19,11 +19,8 @@ A cassette is a YAML file::
           headers: {Content-Type: application/json}
           body: {...}                     # JSON; {text: ...} or {base64: ...} otherwise
 
-Personal values (fields tagged ``x-pii``) and secrets (``x-secret``) are replaced by
-:func:`scrub`, deterministically: a value becomes a token of the same shape (letters stay
-letters, digits stay digits, ``@`` and ``.`` stay) derived from a hash of the value, the same
-token wherever the value appears (input, requests, answers). Re-recording the same data gives
-the same file, and a replay sends exactly what the scrubbed cassette holds.
+Personal values (``x-pii``) and secrets are replaced by :func:`scrub` with same-shaped
+tokens derived from a hash, so a re-recording gives the same file.
 """
 
 from __future__ import annotations
@@ -217,11 +214,7 @@ def load_cassette(path: str | Path) -> Cassette:
 
 
 def cassette_from_dict(raw: Any, source: str = "<cassette>") -> Cassette:
-    """Check and read a cassette held as plain data (a loaded file's content).
-
-    Raises:
-        ConfigError: it is not a cassette of a version this code reads.
-    """
+    """Check and read a cassette held as plain data; ConfigError when it is not one."""
     if not isinstance(raw, Mapping):
         raise _problem(source, "(top)", "expected a mapping with version, module, exchanges")
     if raw.get("version") != CASSETTE_VERSION:
@@ -275,9 +268,7 @@ def save_cassette(cassette: Cassette, path: str | Path) -> Path:
 
 
 def _token(value: str) -> str:
-    """A value's stand-in: same length and shape, letters and digits drawn from a hash of
-    the value in lower case (so every letter case of a value gets the same letters); a
-    URL keeps its scheme."""
+    """A value's stand-in: same length and shape, drawn from a hash of the lower-cased value."""
     digest = hashlib.sha256(value.lower().encode()).digest()
     scheme, sep, rest = value.partition("://")
     if sep and scheme.isalpha():  # a URL stays a URL of its scheme
@@ -320,8 +311,7 @@ def scrub(tree: Any, values: Iterable[str]) -> Any:
     if not chosen:
         return tree
     whole = {value.lower() for value in chosen}
-    # Inside longer text only values of _MIN_INSIDE characters or more, longest first, in
-    # any letter case (as the engine masks fragments): a shorter one would hit words.
+    # Inside longer text only long values (a shorter one would hit words), longest first.
     inside = [value for value in chosen if len(value) >= _MIN_INSIDE]
     pattern = (
         re.compile("|".join(re.escape(value) for value in inside), re.IGNORECASE)

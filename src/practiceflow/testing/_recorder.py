@@ -1,13 +1,7 @@
-"""``practiceflow test --record``: run a test's cases against a server and keep the answers.
-
-Each case that names a cassette (``given.cassette``) is run as the test runs it (the same
-event, vars, clock for ``now`` and written answers, which still answer locally: a fault
-stays a fault) but every other request goes to a server: a sandbox started on 127.0.0.1
-(:func:`~._sandbox.running_sandbox`), or the base URL given, with the credentials of the
-environment or profile. The exchanges are written as the case's cassette with personal
-values (``x-pii``, anywhere a module names such a field) and secrets (``x-secret``, the
-client secret) scrubbed; writing refuses a cassette that would still hold one. The case
-is then replayed from the new cassette, offline, as ``practiceflow test`` will.
+"""``practiceflow test --record``: run a test's cases against a server (a sandbox on
+127.0.0.1, or a base URL) and keep the answers as each case's cassette, personal values and
+secrets scrubbed (docs/testing.md, section 4); the case is then replayed from it offline.
+Also :func:`running_sandbox`, the public sandbox helper a recording starts.
 """
 
 from __future__ import annotations
@@ -20,6 +14,8 @@ from typing import Any
 
 from practiceflow.api import Client
 from practiceflow.manifest import ActionModule, TriggerModule
+from practiceflow.sandbox.config import SandboxConfig
+from practiceflow.sandbox.server import SandboxHandle, start_sandbox
 from practiceflow.testing._case import TestCase, TestFile
 from practiceflow.testing._case_run import (
     CaseResult,
@@ -32,7 +28,29 @@ from practiceflow.testing._cassette import Cassette, save_cassette
 from practiceflow.testing._clock import FakeClock
 from practiceflow.testing._recording import make_cassette, registry_personal_names
 from practiceflow.testing._replay import CassetteRecorder
-from practiceflow.testing._sandbox import running_sandbox
+
+
+@contextmanager
+def running_sandbox(
+    host: str = "127.0.0.1", port: int = 0, **options: Any
+) -> Iterator[SandboxHandle]:
+    """Run a sandbox for the duration of a ``with`` block.
+
+    Args:
+        host: a loopback address.
+        port: ``0`` picks a free port.
+        **options: fields of :class:`SandboxConfig` (``seed``, ``entities``, ``page_size``,
+            ``rate_limits``, ``wallet``, ``admin_token``, ``webhook_retry_scale`` ...).
+
+    Yields:
+        The running :class:`SandboxHandle` (``url``, ``base_url()``, ``credentials()``,
+        ``admin_token``, ``admin()``, ``state``).
+    """
+    handle = start_sandbox(SandboxConfig(**options), host, port)
+    try:
+        yield handle
+    finally:
+        handle.stop()
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,7 @@
 """A module's recorded exchanges made into a cassette, with its personal values scrubbed.
 
-Which values are personal follows the engine's masking rules
-(:mod:`practiceflow.engine.masking`): the input fields a module tags ``x-pii``, the output
-fields it tags ``x-pii`` (in its output, and in the rows of every answer, where a paged list
-holds more rows than the output), and the output fields it tags ``x-secret``. The cassette
-is then checked: none of those values may be left in its text.
+Personal values follow the engine's masking rules (``x-pii`` input and output fields, in
+every answer's rows too, and ``x-secret``); the cassette is then checked to hold none.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
-"""Recording and replaying cassettes at the client's one transport seam.
-
-Both are ``requests`` transport adapters, mounted on the session a
-:class:`practiceflow.api.Client` sends with (``Client(session=...)``), so every caller of the
-client (an action, a recipe step, a worker job, an MCP tool) is recorded or replayed with
-nothing of its own changed::
-
-    from practiceflow.api import Client
-    from practiceflow.testing import CassettePlayer, REPLAY_BASE_URL, load_cassette
-
-    player = CassettePlayer(load_cassette("tests/cassettes/default/get_client.yaml"))
-    with Client("id", "secret", base_url=REPLAY_BASE_URL, session=player.session()) as api:
-        run_action("get_client", player.cassette.input, api)
-    player.check()          # every exchange played, no request unmatched
-
-:class:`CassettePlayer` answers each request with the first exchange not yet played whose
-request is the same (method, path, query, body and module-set headers); a sent string
-is the same as a recorded one that is its scrubbed stand-in (a literal the recipe writes
-into a personal field, scrubbed when recorded, sent as written when replayed); a request that
-matches none is refused with :class:`CassetteMismatch`, which lists the differences to the
-nearest candidates. No server is involved.
+"""Recording and replaying cassettes at the client's one transport seam: both are
+``requests`` adapters mounted on the session a :class:`practiceflow.api.Client` sends with,
+so every caller of the client is recorded or replayed unchanged. :class:`CassettePlayer`
+answers a request with the first unplayed exchange whose request is the same (a sent
+string may match its scrubbed stand-in); one that matches none is refused with
+:class:`CassetteMismatch`, listing the differences to the nearest candidates.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """A first, passing test for a scaffolded recipe or module (``recipes new``, ``modules new``).
 
-The case is found by running: the recipe (or module) is run offline for its trigger's sample
-event (or its input's examples); each request nothing answers yet gets an answer written in
-the test (the sample output of the step's action for its main request, an empty answer for
-a check's read), until every request is answered. What came of the run is written as the
-case's ``expect``: each step's status and request, and a few fields of its output. The
-person then edits the answers and expectations into what their recipe must do.
+The case is found by running offline on the sample event (or input examples), answering each
+unanswered request (the action's sample output, or empty for a check's read) until all are;
+what came of it is written as the case's ``expect``, for the person to edit.
 """
 
 from __future__ import annotations

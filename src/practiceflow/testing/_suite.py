@@ -3,7 +3,9 @@
 :func:`find_test_files` walks folders for ``*.test.yaml``; :func:`run_test_file` runs every
 case of one file and returns a :class:`CaseOutcome` per case (a file that does not load is
 one outcome with its problems); :func:`run_all` runs many files, in worker processes when
-asked; :func:`junit_xml` writes the JUnit XML that CI services read.
+asked; :func:`junit_xml` writes the JUnit XML that CI services read. :func:`untested`
+lists the recipes and modules no test file beside them (or in a ``tests/`` folder beside
+them or their parent) names (``modules validate`` warns of them).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
+
+import yaml
 
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.testing._case import TEST_SUFFIX, TestFile, load_test_file
@@ -218,3 +222,48 @@ def junit_xml(outcomes: Sequence[CaseOutcome], path: str | Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(target, encoding="utf-8", xml_declaration=True)
     return target
+
+
+def _named_by(test: Path) -> set[str]:
+    """What one test file names: resolved paths, and a module key."""
+    try:
+        data = yaml.safe_load(test.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return set()  # a broken test file is reported by 'practiceflow test'
+    if not isinstance(data, dict):
+        return set()
+    named: set[str] = set()
+    for key in ("recipe", "module"):
+        value = data.get(key)
+        if isinstance(value, str):
+            named.add(str((test.parent / value).resolve()))
+            named.add(value)
+    return named
+
+
+def untested(files: Iterable[Path]) -> list[Path]:
+    """The recipe and module files that no test file near them names.
+
+    Args:
+        files: recipe and module files (test files among them are skipped).
+
+    Returns:
+        Those without a test, in the order given.
+    """
+    cache: dict[Path, set[str]] = {}
+    out = []
+    for file in files:
+        if file.name.endswith(TEST_SUFFIX):
+            continue
+        named: set[str] = set()
+        for folder in (file.parent, file.parent / "tests", file.parent.parent / "tests"):
+            if folder not in cache:
+                found: set[str] = set()
+                if folder.is_dir():
+                    for test in sorted(folder.glob("*" + TEST_SUFFIX)):
+                        found |= _named_by(test)
+                cache[folder] = found
+            named |= cache[folder]
+        if str(file.resolve()) not in named and file.stem not in named:
+            out.append(file)
+    return out

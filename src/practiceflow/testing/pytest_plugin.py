@@ -1,32 +1,10 @@
-"""The pytest plugin: ``*.test.yaml`` files as test items, and fixtures for Python tests.
-
-Installed with practiceflow (entry point ``pytest11``), it is active in every pytest run of
-an environment where practiceflow is installed; ``-p no:practiceflow.testing.pytest_plugin``
-turns it off. Each case of a test file is one item, named by the case (``pytest -k`` picks
-cases by name); a failure prints the per-step differences, and a test file that does not
-load is a collection error naming its file, line and field.
-
-Fixtures:
-
-``practiceflow_clock``
-    a :class:`~practiceflow.testing.FakeClock` (2026-01-05 09:00 UTC) that templates read
-    as ``now`` for the test's duration;
-``practiceflow_sandbox``
-    a sandbox on 127.0.0.1 for the session (:func:`~practiceflow.testing.running_sandbox`);
-``practiceflow_cassette``
-    ``load(path)``: a cassette, its path relative to the test's folder;
-``practiceflow_run``
-    ``run(recipe, event=None, *, vars=None, answers=(), cassette=None, now=None)``: runs a
-    recipe for one event offline and returns its :class:`~practiceflow.testing.CaseResult`
-    (the journal's steps and the requests each sent)::
-
-        def test_the_fee_is_billed(practiceflow_run):
-            result = practiceflow_run(
-                "recipes/onboard.yaml",
-                {"entityKey": "66f52ac4-8158-444d-90de-69dbd17646e8"},
-                answers=[{"method": "GET", "path": "/api/v1/entities/66f5...", "body": {}}],
-            )
-            assert result.steps["bill"].status == "succeeded"
+"""The pytest plugin (entry point ``pytest11``): each case of a ``*.test.yaml`` file is an
+item; a file that does not load is a collection error naming file, line and field.
+``-p no:practiceflow.testing.pytest_plugin`` turns it off. Fixtures (docs/testing.md,
+section 5): ``practiceflow_clock`` (a FakeClock at 2026-01-05 09:00 UTC that templates read),
+``practiceflow_sandbox`` (a session sandbox), ``practiceflow_cassette`` (``load(path)``,
+relative to the test's folder) and ``practiceflow_run`` (``run(recipe, event=None, *,
+vars=None, answers=(), cassette=None, now=None)`` -> :class:`~practiceflow.testing.CaseResult`).
 """
 
 from __future__ import annotations
