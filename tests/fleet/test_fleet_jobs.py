@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -14,9 +14,10 @@ from _fleet_support import REGIONS, SANDBOX_LIMITS, created_refs, secrets_env, w
 
 from practiceflow.api import RetryPolicy
 from practiceflow.cli.db import migrate_state
-from practiceflow.fleet import Fleet, accept_event, load_fleet, make_app
+from practiceflow.fleet import Fleet, FleetWebhooks, accept_event, load_fleet, make_app
 from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle
+from practiceflow.triggers import TriggerEvent
 
 pytestmark = pytest.mark.integration
 
@@ -234,3 +235,23 @@ def test_a_per_event_job_queued_before_an_upgrade_still_runs_its_event(
     _drain(fleet)
 
     assert created_refs(sandbox, "anz") == ["old"]
+
+
+def test_the_receivers_queuers_queue_one_job_per_practice_among_waiting_deliveries(
+    fleet: Fleet, pg_url: str
+) -> None:
+    hooks = FleetWebhooks(fleet, pg_url, ("127.0.0.1", 0))
+    with hooks.queue.open():
+        for n, practice in enumerate(["alpha", "beta", "alpha", "alpha", "gamma", "beta"]):
+            stored = TriggerEvent(
+                id=f"d-{n}", trigger="test_event", source="webhook", dedupe_key=f"d-{n}",
+                payload={}, received_at=datetime.now(UTC), practice=practice,
+            )  # fmt: skip
+            hooks._stored.put(stored)
+        hooks._stored.put(None)
+        hooks._queue_stored()  # what waited, in one turn; then its stop
+    with psycopg.connect(pg_url) as raw:
+        jobs = raw.execute(
+            "SELECT args->>'practice', count(*) FROM procrastinate_jobs GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+    assert jobs == [("alpha", 1), ("beta", 1)]  # gamma is not in the fleet file: none

@@ -11,6 +11,7 @@ instead when it can be (docs/deploy.md, "Webhooks: every replica receives").
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -36,6 +37,9 @@ logger = logging.getLogger("practiceflow.fleet")
 #: Subscribes sent at once on start (each waits on the API's round trip: with 4, a fleet
 #: of 3,000 practices took minutes to start).
 _SUBSCRIBERS: Final = 8
+#: Threads queueing the stored deliveries' jobs (a job queued is a round trip: one thread
+#: fell behind 36 deliveries a second, under load).
+_QUEUERS: Final = 4
 #: Prefix of the advisory lock's key taken around a (practice, trigger)'s subscribe.
 SUBSCRIBE_LOCK_PREFIX: Final = "practiceflow subscribe:"
 
@@ -71,12 +75,11 @@ class FleetWebhooks:
         self.queue = make_app(state_url, pool_size=4, sync=True)
         self.receiver = Receiver(fleet.store)
         self.server: ReceiverServer | None = None
-        self.queued = 0
         for name, runtime in fleet.practices.items():
             for trigger, binding in runtime.webhooks.items():
                 self.receiver.bind(name, trigger, binding.spec, binding.options)
         self._stored: queue.SimpleQueue[TriggerEvent | None] = queue.SimpleQueue()
-        self._queuer: threading.Thread | None = None
+        self._queuers: list[threading.Thread] = []
         self.receiver.listen(self._stored.put)
 
     @property
@@ -89,22 +92,33 @@ class FleetWebhooks:
         ]
 
     def _queue_stored(self) -> None:
-        """Queue the practice's job of each stored delivery, in order, until told to stop (None)."""
-        while (event := self._stored.get()) is not None:
-            try:
-                self._queue(event)
-            except Exception as exc:  # the event is stored and pending: the sweep queues it
-                logger.warning("delivery %s stored, its job not queued (the sweep will): %s",
-                               event.id, exc)  # fmt: skip
+        """Queue the jobs of stored deliveries until told to stop (None): each turn takes
+        every delivery waiting, and queues one job per practice among them."""
+        stopping = False
+        while not stopping:
+            taken = [self._stored.get()]
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    taken.append(self._stored.get_nowait())
+            stops = taken.count(None)
+            for _ in range(stops - 1):  # another queuer's stop
+                self._stored.put(None)
+            stopping = stops > 0
+            for practice in dict.fromkeys(e.practice or "" for e in taken if e is not None):
+                try:
+                    self._queue(practice)
+                except Exception as exc:  # the events are stored and pending: the sweep queues them
+                    logger.warning("deliveries of %r stored, their job not queued (the sweep "
+                                   "will): %s", practice, exc)  # fmt: skip
 
-    def _queue(self, event: TriggerEvent) -> None:
-        """A stored delivery is run by its practice's `run_events` job (queued unless one waits)."""
-        runtime = self.fleet.practices.get(event.practice or "")
+    def _queue(self, practice: str) -> None:
+        """Stored deliveries are run by their practice's ``run_events`` job (queued unless
+        one waits)."""
+        runtime = self.fleet.practices.get(practice)
         if runtime is None:  # a stored subscription of a practice this file lacks
-            logger.warning("delivery for practice %r, not in the fleet file", event.practice)
+            logger.warning("delivery for practice %r, not in the fleet file", practice)
             return
-        if defer_events(self.queue, runtime.config.name):
-            self.queued += 1
+        defer_events(self.queue, runtime.config.name)
 
     def start(self) -> ReceiverServer:
         """Listen, then make sure each webhook trigger is subscribed once for the fleet.
@@ -120,8 +134,12 @@ class FleetWebhooks:
             ApiError: the API refused a subscribe.
         """
         self.queue.open()
-        self._queuer = threading.Thread(target=self._queue_stored, name="pf-intake", daemon=True)
-        self._queuer.start()
+        self._queuers = [
+            threading.Thread(target=self._queue_stored, name=f"pf-intake-{n}", daemon=True)
+            for n in range(_QUEUERS)
+        ]
+        for thread in self._queuers:
+            thread.start()
         try:
             self.server = ReceiverServer(self.receiver, *self.listen).start()
             # Each subscribe waits on the API's round trip: a few at once, so that a fleet
@@ -201,8 +219,9 @@ class FleetWebhooks:
         if self.server is not None:
             self.server.stop()
             self.server = None
-        if self._queuer is not None:  # the deliveries answered are queued before it closes
+        for _ in self._queuers:  # the deliveries answered are queued before it closes
             self._stored.put(None)
-            self._queuer.join()
-            self._queuer = None
+        for thread in self._queuers:
+            thread.join()
+        self._queuers = []
         self.queue.close()
