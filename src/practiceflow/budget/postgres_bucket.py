@@ -50,7 +50,8 @@ class WaitingPostgresBucket(PostgresBucket):
 
     def _create_table(self) -> None:
         if not self._exists:
-            super()._create_table()  # type: ignore[no-untyped-call]  # untyped in pyrate-limiter
+            with self.pool.connection() as connection, connection.transaction():
+                self.create_table(connection)
 
     def create_table(self, connection: psycopg.Connection[Any]) -> None:
         """Create the table and its index in ``connection``'s transaction (many at once)."""

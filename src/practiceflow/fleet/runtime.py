@@ -444,10 +444,11 @@ class Fleet(OwnedPractices):
             if failed is None and len(running) < width and not self.paused_for(practice):
                 for event in self.store.pending_events(practice, limit):
                     key = (event.source, event.event_id)
-                    if key in tried or len(running) >= width:
-                        continue
-                    tried.add(key)
-                    running.add(self._runs.submit(self.run_event, practice, *key))
+                    if len(running) >= width:
+                        break
+                    if key not in tried:
+                        tried.add(key)
+                        running.add(self._runs.submit(self.run_event, practice, *key))
             if not running:
                 break
             ended, running = wait(running, return_when=FIRST_COMPLETED)

@@ -18,7 +18,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
-import psycopg
 from psycopg_pool import ConnectionPool
 
 from practiceflow.errors import InDoubtError
@@ -162,14 +161,14 @@ class FleetWebhooks:
         return self.server
 
     def ensure(
-        self, practice: str, trigger: str, *, locks: ConnectionPool[Any] | None = None
+        self, practice: str, trigger: str, *, locks: ConnectionPool[Any]
     ) -> SubscriptionRecord | None:
         """Subscribe one (practice, trigger) unless the fleet already did (under its lock).
 
         Args:
             practice: the practice's name.
             trigger: the trigger's name.
-            locks: autocommit connections to take the lock on (a new one when None).
+            locks: autocommit connections to take the lock on.
 
         Returns:
             The active subscription, or None when it is in doubt: then it is listed as
@@ -181,12 +180,7 @@ class FleetWebhooks:
         manager = SubscriptionManager(
             runtime.client, self.fleet.store, practice, self.fleet.public_url
         )
-        with (
-            psycopg.connect(self.state_url, autocommit=True)
-            if locks is None
-            else locks.connection() as connection,
-            connection.transaction(),
-        ):
+        with locks.connection() as connection, connection.transaction():
             connection.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                 (subscribe_lock(practice, trigger),),
