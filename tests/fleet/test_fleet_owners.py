@@ -4,6 +4,8 @@
   a replica that stops renewing loses its practices to the other;
 * a practice paused by a 429 holds no poll thread: with one thread, the other practice
   goes on polling (the sandbox's request log shows it);
+* one sweep for all owned practices asks the store which have an event pending, and
+  queues only their ``run_events``;
 * two ``worker`` replicas split the two practices; the owner of one is killed with SIGKILL
   in the middle of a stream of changes, the other takes its practice once the lease
   expired, resuming its cursor, and every change runs exactly once.
@@ -121,6 +123,36 @@ def test_a_practice_paused_by_429_holds_no_thread_from_the_other(
     assert [row["status"] for row in polls("uk")] == [429]
     assert {row["status"] for row in polls("anz")} == {200}
     assert fleet.paused_for("beta") > 200
+
+
+def test_one_sweep_queues_only_the_owned_practices_with_events_pending(
+    pg_url: str, tmp_path: Path, sandbox: SandboxHandle
+) -> None:
+    fleet_file = write_fleet(tmp_path, sandbox, recipe=POLL_RECIPE, poll_every=3600)
+    config = load_fleet(fleet_file)
+    app = make_app(pg_url, sync=True)
+
+    def queued() -> list[tuple[str, str]]:
+        with psycopg.connect(pg_url) as raw:
+            rows = raw.execute(
+                "SELECT task_name, args->>'practice' FROM procrastinate_jobs ORDER BY 2"
+            ).fetchall()
+        return [(str(task), str(practice)) for task, practice in rows]
+
+    with PostgresStore(pg_url) as store, app.open():
+        # Stored by a replica that died before queueing its job.
+        store.record_event("alpha", "new_client", "client.created", "left", {"entityKey": "k"})
+        fleet = Fleet(config, store, pg_url, app, environ=secrets_env(sandbox), owned=True)
+        owner = PracticeOwner(fleet, PracticeLeases(pg_url, config.practices), sweep_every=1)
+        try:
+            owner.start()
+            assert owner.owned == {"alpha", "beta"}
+            assert fleet.to_sweep() == {"alpha"}
+            _until(queued, lambda: "no job queued")
+        finally:
+            owner.stop()
+            fleet.close()
+    assert queued() == [("practiceflow:run_events", "alpha")]
 
 
 def _owners(url: str) -> dict[str, str]:

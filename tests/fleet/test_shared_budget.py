@@ -1,5 +1,6 @@
 """The rate budget of one Client ID is shared by every replica: processes racing for it
-together never exceed any of its three windows."""
+together never exceed any of its three windows, and a practice's new owner counts what
+the old owner admitted (the ledger)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg_pool import ConnectionPool
 from pyrate_limiter import RateItem
 
 from practiceflow.budget.postgres_bucket import budget_table, shared_budget
-from practiceflow.budget.rate_budget import RateLimits
+from practiceflow.budget.rate_budget import RateBudget, RateLimits
 from practiceflow.errors import RateLimitError
+from practiceflow.fleet.owned_budget import BudgetLedger, LeasedBucket
+from practiceflow.fleet.owned_runtime import create_budget_tables, leased_budget
 
 # Small windows of the same shape as the spec's, so a test fills them in a second.
 LIMITS = RateLimits(per_minute=10, per_hour=20, per_day=30, max_wait=0)
@@ -168,3 +172,35 @@ def test_an_admission_counts_only_its_windows_and_prunes_older_rows(
     assert all(age < 24 for age in ages), "a row older than the day window was kept"
     assert len(ages) == in_day + admitted
     assert counts == [admitted, admitted, in_day + admitted]
+
+
+def test_a_new_owner_counts_what_the_old_owner_admitted_and_wrote_to_the_ledger(
+    pg_url: str,
+) -> None:
+    pool: ConnectionPool[Any] = ConnectionPool(pg_url, min_size=1, max_size=2, open=True)
+    old, idle, new = (leased_budget(pool, client, LIMITS) for client in ("a", "b", "a"))
+    try:
+        create_budget_tables(pool, [old, idle])
+        ledger = BudgetLedger(pool)
+        for budget in (old, idle):
+            ledger.seed(owned_bucket(budget), int(time.time() * 1000))
+        for _ in range(7):
+            old.acquire("GET", "/api/v1/entities", deadline=time.time())
+
+        assert ledger.take_dirty() == [old.bucket]  # the idle practice is not visited
+        assert ledger.flush([owned_bucket(old)], int(time.time() * 1000)) == 7
+        assert ledger.take_dirty() == []
+        owned_bucket(old).disown()
+        ledger.seed(owned_bucket(new), int(time.time() * 1000))  # another replica takes "a"
+        for _ in range(3):
+            new.acquire("GET", "/api/v1/entities", deadline=time.time())
+        with pytest.raises(RateLimitError):  # 7 + 3 fill the minute's 10
+            new.acquire("GET", "/api/v1/entities", deadline=time.time())
+    finally:
+        pool.close()
+
+
+def owned_bucket(budget: RateBudget) -> LeasedBucket:
+    bucket = budget.bucket
+    assert isinstance(bucket, LeasedBucket)
+    return bucket

@@ -37,6 +37,24 @@ def test_an_event_is_recorded_once_by_id(store: StateStore, clock: FakeClock) ->
     assert event.handled_at is None
 
 
+def test_the_practices_to_sweep_are_those_with_an_event_pending_or_a_retry_due(
+    store: StateStore, clock: FakeClock
+) -> None:
+    store.record_event(P, SRC, "proposal.accepted", "evt-1", {"a": 1})  # pending
+    store.record_event(Q, SRC, "proposal.accepted", "evt-2", {"a": 2})
+    store.mark_event_handled(Q, SRC, "evt-2")  # handled: nothing to sweep
+    cause = {"kind": "server"}
+    for practice, next_at in (
+        ("practice-c", clock.start),
+        ("practice-d", clock.start + timedelta(hours=1)),  # not due yet
+        ("practice-e", None),  # no attempt scheduled
+    ):
+        run_id, _ = store.start_run(practice, "r", f"ev-{practice}")
+        store.save_run_retry(run_id, practice, "r", 1, next_at, cause)
+
+    assert store.practices_to_sweep() == {P, "practice-c"}
+
+
 def test_a_replayed_signature_under_a_new_id_is_a_duplicate(store: StateStore) -> None:
     assert store.record_event(P, SRC, "e", "evt-1", {}, signature=SIG1)
     assert store.record_event(P, SRC, "e", "evt-forged", {}, signature=SIG1) is False

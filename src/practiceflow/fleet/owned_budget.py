@@ -49,6 +49,8 @@ class LeasedBucket(AbstractBucket):
         self.shared = shared
         self.memory = InMemoryBucket(rates)
         self.owned = False
+        #: Told when the first admission waits to be written (set by the ledger's seed).
+        self.ledger: BudgetLedger | None = None
         self._pending: list[int] = []
         self._lock = threading.Lock()
 
@@ -88,6 +90,8 @@ class LeasedBucket(AbstractBucket):
             decision: Any = self.memory.put_decision(item)
             if decision.allowed:
                 self._pending.append(item.timestamp)
+                if len(self._pending) == 1 and self.ledger is not None:
+                    self.ledger.dirty(self)
             return decision
 
     def window_counts(self, now_ms: int, windows_ms: Sequence[int]) -> list[int]:
@@ -127,6 +131,20 @@ class BudgetLedger:
     def __init__(self, pool: ConnectionPool[Any]) -> None:
         self.pool = pool
         self._flushes: dict[str, int] = {}
+        self._dirty: set[LeasedBucket] = set()
+        self._dirty_lock = threading.Lock()
+        self._inserts: dict[str, str] = {}
+
+    def dirty(self, bucket: LeasedBucket) -> None:
+        """``bucket`` has admissions to write (so that a flush visits only those)."""
+        with self._dirty_lock:
+            self._dirty.add(bucket)
+
+    def take_dirty(self) -> list[LeasedBucket]:
+        """The buckets with admissions to write since the last call (emptied)."""
+        with self._dirty_lock:
+            found, self._dirty = self._dirty, set()
+        return list(found)
 
     def seed(self, bucket: LeasedBucket, now_ms: int) -> None:
         """Make ``bucket`` count in memory from the ledger's last day (one read)."""
@@ -137,6 +155,7 @@ class BudgetLedger:
         ).format(table=table)
         with self.pool.connection(timeout=_WAIT_S) as connection:
             rows = connection.execute(query, [(now_ms - _DAY_MS) / 1000]).fetchall()
+        bucket.ledger = self
         bucket.own([int(row[0]) for row in rows])
 
     def flush(self, buckets: list[LeasedBucket], now_ms: int) -> int:
@@ -153,28 +172,32 @@ class BudgetLedger:
         try:
             with self.pool.connection(timeout=_WAIT_S) as connection, connection.pipeline():
                 for bucket, stamps in batch:
-                    table = sql.Identifier(bucket.shared.full_table)
-                    connection.execute(
-                        sql.SQL(
-                            "INSERT INTO {table} (name, weight, item_timestamp)"
-                            " SELECT 'practiceflow', 1, TO_TIMESTAMP(s / 1000.0)"
-                            " FROM unnest(%s::bigint[]) AS s"
-                        ).format(table=table),
-                        [stamps],
-                    )
                     name = bucket.shared.full_table
+                    insert = self._inserts.get(name)
+                    if insert is None:  # composed once: psycopg caches a plain string's parse
+                        insert = self._inserts[name] = (
+                            sql.SQL(
+                                "INSERT INTO {table} (name, weight, item_timestamp)"
+                                " SELECT 'practiceflow', 1, TO_TIMESTAMP(s / 1000.0)"
+                                " FROM unnest(%s::bigint[]) AS s"
+                            )
+                            .format(table=sql.Identifier(name))
+                            .as_string(connection)
+                        )
+                    connection.execute(insert.encode(), [stamps])
                     self._flushes[name] = self._flushes.get(name, 0) + 1
                     if self._flushes[name] % _PRUNE_EVERY == 1:
                         connection.execute(
                             sql.SQL(
                                 "DELETE FROM {table} WHERE item_timestamp < TO_TIMESTAMP(%s)"
-                            ).format(table=table),
+                            ).format(table=sql.Identifier(name)),
                             [(now_ms - _DAY_MS) / 1000],
                         )
         except Exception:
             for bucket, stamps in batch:
                 with bucket._lock:
                     bucket._pending[:0] = stamps
+                self.dirty(bucket)
             logger.warning("budget ledger: could not write; kept for the next flush", exc_info=True)
             return 0
         return sum(len(stamps) for _, stamps in batch)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from practiceflow.fleet.runtime import PracticeRuntime
     from practiceflow.ops import OpsMetrics
+    from practiceflow.state import StateStore
 
 __all__ = ["POLL_MAX_WAIT", "OwnedPractices", "leased_budget", "poll_client"]
 
@@ -104,6 +105,7 @@ class OwnedPractices:
     """Polls of one practice at a time, for the practices this replica owns."""
 
     practices: dict[str, PracticeRuntime]
+    store: StateStore
     metrics: OpsMetrics | None
     app: procrastinate.App
     #: Set by the owner: cursors kept in memory and written in batches.
@@ -169,6 +171,10 @@ class OwnedPractices:
             logger.info("poll of %s: %d new event(s)", practice, len(found))
         return len(found)
 
+    def to_sweep(self) -> set[str]:
+        """The practices with an event pending or a run retry due (one query for all)."""
+        return self.store.practices_to_sweep()
+
     def own(self, practice: str) -> None:
         """This replica now owns the practice: count its budget in memory, and read its
         cursors afresh (another replica may have moved them since this one started)."""
@@ -194,9 +200,4 @@ class OwnedPractices:
         """Write every owned budget's admissions to its table (the keeper, each second)."""
         if self.ledger is None:
             return 0
-        buckets = [
-            bucket
-            for runtime in self.practices.values()
-            if isinstance(bucket := runtime.budget.bucket, LeasedBucket) and bucket.owned
-        ]
-        return self.ledger.flush(buckets, int(time.time() * 1000))
+        return self.ledger.flush(self.ledger.take_dirty(), int(time.time() * 1000))

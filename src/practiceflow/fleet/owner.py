@@ -2,10 +2,12 @@
 
 :class:`PracticeOwner` runs beside the replica's queue worker, in threads of its own: a
 keeper renews the leases (:mod:`.leases`) and flushes the owned budgets' ledger every
-second; a scheduler keeps each owned practice's next poll and sweep in a heap at a fixed
-phase of its period and hands what is due to a pool of threads, at most one poll in flight
-per practice. A practice paused by a 429 waits in the heap, holding no thread. Only durable
-work goes through the queue: events to run (``run_events``) and runs to resume.
+second; a scheduler keeps each owned practice's next poll in a heap at a fixed phase of
+its period and hands what is due to a pool of threads, at most one poll in flight per
+practice. A practice paused by a 429 waits in the heap, holding no thread. One sweep for all
+owned practices asks the store which have an event pending or a retry due, and sweeps only
+those. Only durable work goes through the queue: events to run (``run_events``) and runs to
+resume.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class OwnedFleet(Protocol):
     def poll_practice(self, practice: str, *, scheduled_at: float | None = None) -> int: ...
 
     def sweep(self, practice: str) -> int: ...
+
+    def to_sweep(self) -> set[str]: ...
 
     def own(self, practice: str) -> None: ...
 
@@ -93,6 +97,8 @@ class PracticeOwner:
     def start(self) -> PracticeOwner:
         """Take leases once (in this thread), then run the keeper and the scheduler."""
         self._renew()
+        with self._wake:
+            self._push(self.clock() + 1.0, "sweeps", "")  # what a dead replica left pending
         for target, name in ((self._keep, "pf-leases"), (self._schedule, "pf-schedule")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -162,9 +168,6 @@ class PracticeOwner:
                 self.owned.add(practice)
                 period = self.fleet.poll_period(practice)
                 self._push(self._next_slot(f"poll:{practice}", period, now), "poll", practice)
-                self._push(
-                    self._next_slot(f"sweep:{practice}", self.sweep_every, now), "sweep", practice
-                )
             self._wake.notify_all()
 
     # --- schedule ---------------------------------------------------------------------
@@ -193,19 +196,25 @@ class PracticeOwner:
                     self._wake.wait(min(wait, 1.0))
                     continue
                 heapq.heappop(self._heap)
-                if practice not in self.owned:
-                    continue  # lost since: dropped from the schedule
-                self._dispatch(kind, practice, scheduled)
+                if kind == "sweeps":
+                    self._push(max(due + self.sweep_every, self.clock()), kind, practice)
+                    self._submit(kind, practice, scheduled)
+                elif practice in self.owned:  # else lost since: dropped from the schedule
+                    self._dispatch(practice, scheduled)
 
-    def _dispatch(self, kind: str, practice: str, scheduled: float) -> None:
-        """Run what is due (the lock held), and schedule its next turn."""
-        period = self.fleet.poll_period(practice) if kind == "poll" else self.sweep_every
-        paused = self.fleet.paused_for(practice) if kind == "poll" else 0.0
+    def _dispatch(self, practice: str, scheduled: float) -> None:
+        """Poll what is due (the lock held), and schedule its next turn."""
+        paused = self.fleet.paused_for(practice)
         if paused > 0:  # a 429's pause: wait in the heap, holding no thread
-            self._push(self.clock() + paused, kind, practice, scheduled)
+            self._push(self.clock() + paused, "poll", practice, scheduled)
             return
-        following = self._next_slot(f"{kind}:{practice}", period, max(scheduled + 1, self.clock()))
-        self._push(following, kind, practice)
+        period = self.fleet.poll_period(practice)
+        following = self._next_slot(f"poll:{practice}", period, max(scheduled + 1, self.clock()))
+        self._push(following, "poll", practice)
+        self._submit("poll", practice, scheduled)
+
+    def _submit(self, kind: str, practice: str, scheduled: float) -> None:
+        """Hand ``kind`` of ``practice`` to a thread unless one is under way (the lock held)."""
         key = (kind, practice)
         if key in self._busy:
             return  # the one under way takes this turn too
@@ -219,6 +228,12 @@ class PracticeOwner:
         future.add_done_callback(partial(self._done, key=key))
 
     def _run(self, kind: str, practice: str, scheduled: float) -> None:
+        if kind == "sweeps":
+            found = self.fleet.to_sweep()
+            with self._lock:
+                for each in sorted(found & self.owned):
+                    self._submit("sweep", each, scheduled)
+            return
         if practice not in self.owned:
             return
         if practice not in self._seeded:  # its budget, from the ledger, before it sends

@@ -65,6 +65,17 @@ class SQLRunRetries(StoreBase):
         where = " WHERE practice = ? AND recipe = ? AND next_at <= ? ORDER BY next_at"
         return self._records(RunRetry, "run_retries", where, (practice, recipe, now))
 
+    def practices_to_sweep(self) -> set[str]:
+        """The practices with an event pending or a run retry due: what a sweep of many
+        practices looks at, in one query instead of a few per practice."""
+        now = self._stamp(None, "now")
+        rows = self._all(
+            "SELECT DISTINCT practice FROM {p}events WHERE handled_at IS NULL"
+            " UNION SELECT DISTINCT practice FROM {p}run_retries WHERE next_at <= ?",
+            (now,),
+        )
+        return {str(row[0]) for row in rows}
+
     def claim_run_retry(self, run_id: str, until: datetime) -> bool:
         """Take a due attempt (whether this call took it): its ``next_at`` moves to
         ``until``, so that one process makes it, and one dying during it leaves it due."""
