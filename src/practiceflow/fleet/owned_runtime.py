@@ -11,7 +11,9 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import procrastinate
@@ -23,6 +25,7 @@ from practiceflow.errors import PracticeflowError, RateLimitError
 from practiceflow.fleet.cursor_cache import CursorCache
 from practiceflow.fleet.owned_budget import BudgetLedger, LeasedBucket
 from practiceflow.fleet.queue import defer_events
+from practiceflow.triggers.cadence import Cadence, PollNeed, group_cadence
 from practiceflow.triggers.shared_poll import SharedPoll, group_members
 
 if TYPE_CHECKING:
@@ -64,6 +67,25 @@ def shared_polls(runtime: PracticeRuntime) -> list[SharedPoll]:
         groups = [SharedPoll(client, group) for group in group_members(members)]
         runtime.shared_polls = (names, groups)
     return runtime.shared_polls[1]
+
+
+def practice_cadence(runtime: PracticeRuntime) -> Cadence:
+    """How often the owner polls the practice (triggers.cadence): ``poll_every`` while its
+    lists change, doubling after each quiet poll up to the shortest ``max_delay`` its
+    polled triggers' recipes give (none given: always ``poll_every``). Built again only
+    when its pollers change."""
+    names = tuple(runtime.pollers)
+    if runtime.cadence is None or runtime.cadence[0] != names:
+        every = float(runtime.config.poll_every)
+        recipes = [runner.recipe for runner in runtime.runners]
+        needs = []
+        for key in names:
+            delays = [r.recipe.max_delay for r in recipes if r.trigger.key == key]
+            given = [delay for delay in delays if delay is not None]
+            needs.append(PollNeed.polled(every, min(given, default=None)))
+        cadence = group_cadence(needs or [PollNeed.polled(every, None)], clock=time.time)
+        runtime.cadence = (names, cadence)
+    return runtime.cadence[1]
 
 
 def create_budget_tables(pool: ConnectionPool[Any], budgets: list[RateBudget]) -> int:
@@ -114,13 +136,36 @@ class OwnedPractices:
     ledger: BudgetLedger | None
     #: An app to queue events from the owner's threads (a synchronous one).
     defer_app: procrastinate.App | None
+    #: Set by the owner: brings a practice's next poll sooner (its cadence sped up).
+    hurry: Callable[[str], None] | None = None
+    #: Since when :meth:`active_practices` looks for events received.
+    _active_since: datetime | None = None
 
     def _runtime(self, practice: str) -> PracticeRuntime:
         return self.practices[practice]
 
     def poll_period(self, practice: str) -> float:
-        """Seconds between two polls of the practice."""
-        return float(self._runtime(practice).config.poll_every)
+        """Seconds until the practice's next poll, as its cadence stands now."""
+        return practice_cadence(self._runtime(practice)).interval
+
+    def activity(self, practice: str) -> None:
+        """Something arrived for the practice (a delivery, events another replica found):
+        its polls go back to ``poll_every`` at once."""
+        runtime = self.practices.get(practice)
+        if runtime is None:
+            return
+        cadence = practice_cadence(runtime)
+        slower = cadence.interval > cadence.fastest
+        cadence.activity()
+        if slower and self.hurry is not None:
+            self.hurry(practice)
+
+    def active_practices(self) -> set[str]:
+        """The practices that received events since the last call (any replica's): the
+        owner speeds their polls up, wherever the delivery landed."""
+        now = self.store.now()
+        since, self._active_since = self._active_since or now, now
+        return self.store.practices_with_events_since(since)
 
     def paused_for(self, practice: str) -> float:
         """Seconds left of the practice's 429 pause (0: it may send)."""
@@ -165,10 +210,14 @@ class OwnedPractices:
             ]
         if self.cursors is not None:
             self.cursors.flush(practice)
+        cadence = practice_cadence(runtime)
+        slower = cadence.interval > cadence.fastest
+        cadence.polled(changed=bool(found))
         if found:
             defer_events(self.defer_app or self.app, practice)
-        if found:
             logger.info("poll of %s: %d new event(s)", practice, len(found))
+            if slower and self.hurry is not None:
+                self.hurry(practice)
         return len(found)
 
     def to_sweep(self) -> set[str]:

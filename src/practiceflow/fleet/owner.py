@@ -47,11 +47,17 @@ class OwnedFleet(Protocol):
 
     def to_sweep(self) -> set[str]: ...
 
+    def active_practices(self) -> set[str]: ...
+
+    def activity(self, practice: str) -> None: ...
+
     def own(self, practice: str) -> None: ...
 
     def disown(self, practice: str) -> None: ...
 
     def flush_ledger(self) -> int: ...
+
+    hurry: Callable[[str], None] | None
 
 
 class PracticeOwner:
@@ -84,6 +90,8 @@ class PracticeOwner:
         self._heap: list[tuple[float, int, str, str, float]] = []
         self._order = itertools.count()
         self._busy: set[tuple[str, str]] = set()
+        #: practice -> when its next poll is due; a heap entry due at another time is stale.
+        self._due: dict[str, float] = {}
         self._running: set[Future[None]] = set()
         self._seeded: set[str] = set()
         # Re-entrant: a future already done calls _done at once, in _dispatch's thread.
@@ -97,6 +105,7 @@ class PracticeOwner:
     def start(self) -> PracticeOwner:
         """Take leases once (in this thread), then run the keeper and the scheduler."""
         self._renew()
+        self.fleet.hurry = self.hurry
         with self._wake:
             self._push(self.clock() + 1.0, "sweeps", "")  # what a dead replica left pending
         for target, name in ((self._keep, "pf-leases"), (self._schedule, "pf-schedule")):
@@ -162,12 +171,14 @@ class PracticeOwner:
             logger.info("leases: %d practice(s) no longer owned here", len(change.lost))
         now = self.clock()
         with self._wake:
+            for practice in change.lost:
+                self._due.pop(practice, None)
             for practice in sorted(change.gained):
                 if practice in self.owned:
                     continue
                 self.owned.add(practice)
                 period = self.fleet.poll_period(practice)
-                self._push(self._next_slot(f"poll:{practice}", period, now), "poll", practice)
+                self._push_poll(practice, self._next_slot(f"poll:{practice}", period, now))
             self._wake.notify_all()
 
     # --- schedule ---------------------------------------------------------------------
@@ -184,6 +195,23 @@ class PracticeOwner:
         entry = (due, next(self._order), kind, practice, due if scheduled is None else scheduled)
         heapq.heappush(self._heap, entry)
 
+    def _push_poll(self, practice: str, due: float, scheduled: float | None = None) -> None:
+        self._due[practice] = due
+        self._push(due, "poll", practice, scheduled)
+
+    def hurry(self, practice: str) -> None:
+        """Bring the practice's next poll to its cadence's interval from now, when it was
+        due later (the fleet calls this once its polls sped up: something changed)."""
+        with self._wake:
+            due = self._due.get(practice)
+            if due is None:
+                return  # not owned here
+            period = self.fleet.poll_period(practice)
+            sooner = self._next_slot(f"poll:{practice}", period, self.clock())
+            if sooner < due:
+                self._push_poll(practice, sooner)
+                self._wake.notify_all()
+
     def _schedule(self) -> None:
         while not self._stop.is_set():
             with self._wake:
@@ -199,18 +227,18 @@ class PracticeOwner:
                 if kind == "sweeps":
                     self._push(max(due + self.sweep_every, self.clock()), kind, practice)
                     self._submit(kind, practice, scheduled)
-                elif practice in self.owned:  # else lost since: dropped from the schedule
-                    self._dispatch(practice, scheduled)
+                elif practice in self.owned and self._due.get(practice) == due:
+                    self._dispatch(practice, scheduled)  # else lost, or moved by hurry()
 
     def _dispatch(self, practice: str, scheduled: float) -> None:
         """Poll what is due (the lock held), and schedule its next turn."""
         paused = self.fleet.paused_for(practice)
         if paused > 0:  # a 429's pause: wait in the heap, holding no thread
-            self._push(self.clock() + paused, "poll", practice, scheduled)
+            self._push_poll(practice, self.clock() + paused, scheduled)
             return
         period = self.fleet.poll_period(practice)
         following = self._next_slot(f"poll:{practice}", period, max(scheduled + 1, self.clock()))
-        self._push(following, "poll", practice)
+        self._push_poll(practice, following)
         self._submit("poll", practice, scheduled)
 
     def _submit(self, kind: str, practice: str, scheduled: float) -> None:
@@ -233,6 +261,8 @@ class PracticeOwner:
             with self._lock:
                 for each in sorted(found & self.owned):
                     self._submit("sweep", each, scheduled)
+            for each in self.fleet.active_practices() & self.owned:
+                self.fleet.activity(each)  # delivered to any replica: poll it faster here
             return
         if practice not in self.owned:
             return

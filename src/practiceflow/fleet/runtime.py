@@ -57,6 +57,7 @@ from practiceflow.service.event_guard import EventGuard
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import Poller, definition, resolve_mode
+from practiceflow.triggers.cadence import Cadence
 from practiceflow.triggers.downtime import has_poll_source
 from practiceflow.triggers.shared_poll import SharedPoll
 from practiceflow.triggers.webhook_receiver import Binding
@@ -96,6 +97,7 @@ class PracticeRuntime:
             (:meth:`Fleet.poll_instead`).
         shared_polls: an owner's polls of ``pollers``, one per list they read, with the
             trigger names they were built for (see ``owned_runtime.shared_polls``).
+        cadence: how often an owner polls them (``owned_runtime.practice_cadence``).
     """
 
     config: PracticeConfig
@@ -107,6 +109,7 @@ class PracticeRuntime:
     standby: dict[str, Poller] = field(default_factory=dict)
     session: requests.Session | None = None
     shared_polls: tuple[tuple[str, ...], list[SharedPoll]] | None = None
+    cadence: tuple[tuple[str, ...], Cadence] | None = None
 
 
 def accept_event(

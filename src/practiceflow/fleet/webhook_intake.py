@@ -118,6 +118,7 @@ class FleetWebhooks:
             logger.warning("delivery for practice %r, not in the fleet file", practice)
             return
         defer_events(self.queue, runtime.config.name)
+        self.fleet.activity(runtime.config.name)  # its polls back to poll_every
 
     def start(self) -> ReceiverServer:
         """Listen, then make sure each webhook trigger is subscribed once for the fleet.

@@ -76,6 +76,14 @@ class SQLRunRetries(StoreBase):
         )
         return {str(row[0]) for row in rows}
 
+    def practices_with_events_since(self, since: datetime) -> set[str]:
+        """The practices that received an event after ``since`` (polled or delivered)."""
+        rows = self._all(
+            "SELECT DISTINCT practice FROM {p}events WHERE received_at > ?",
+            (self._stamp(since, "since"),),
+        )
+        return {str(row[0]) for row in rows}
+
     def claim_run_retry(self, run_id: str, until: datetime) -> bool:
         """Take a due attempt (whether this call took it): its ``next_at`` moves to
         ``until``, so that one process makes it, and one dying during it leaves it due."""
