@@ -73,7 +73,7 @@ name: bench poll {trigger}
 trigger:
   use: {trigger}
   mode: poll
-steps:
+{max_delay}steps:
   - id: look
     use: find_groups
     with: {{name: bench}}
@@ -173,7 +173,9 @@ def _start_sandbox(practices: int, senders: int = 4) -> tuple[subprocess.Popen[b
     return process, url
 
 
-def _write_fleet(folder: Path, sandbox: str, practices: int) -> tuple[Path, dict[str, str]]:
+def _write_fleet(
+    folder: Path, sandbox: str, practices: int, max_delay: str | None = None
+) -> tuple[Path, dict[str, str]]:
     """The recipes, a profile file holding every practice's credentials, the fleet file.
 
     The secrets go in a profile file (mode 600), not in N environment variables: every
@@ -181,7 +183,9 @@ def _write_fleet(folder: Path, sandbox: str, practices: int) -> tuple[Path, dict
     cost the replicas CPU that a deployment does not spend.
     """
     for name, trigger in POLL_RECIPES.items():
-        (folder / name).write_text(POLL_RECIPE.format(trigger=trigger), encoding="utf-8")
+        delay = f"  max_delay: {max_delay}\n" if max_delay else ""
+        text = POLL_RECIPE.format(trigger=trigger, max_delay=delay)
+        (folder / name).write_text(text, encoding="utf-8")
     (folder / "lead_to_client.yaml").write_text(HOOK_RECIPE, encoding="utf-8")
     recipes = [*POLL_RECIPES, "lead_to_client.yaml"]
     lines = ["practices:"]
@@ -371,7 +375,7 @@ def run_one(
     state = server.new_database(f"many{practices}w{workers}")
     migrate_state(state)
     folder = Path(tempfile.mkdtemp(prefix="pf-many-"))
-    fleet_file, secrets = _write_fleet(folder, url, practices)
+    fleet_file, secrets = _write_fleet(folder, url, practices, args.max_delay)
     env = {**os.environ, **secrets}
     ports = [_free_port() for _ in range(workers)]
     public = f"http://127.0.0.1:{ports[0]}"
@@ -510,6 +514,13 @@ def run_one(
             / max(baseline["cpu_per_1000"], 1e-9),
             2,
         )
+        if not args.speedup and result["polls"]:
+            # Per trigger kept up to date: the lean poller sends a request per trigger,
+            # a replica one per list its triggers share (two for the three triggers).
+            per_trigger_poll = worker_cpu / (result["polls"] * len(POLL_RECIPES)) * 1000
+            result["cpu_ratio_per_trigger_poll"] = round(
+                per_trigger_poll / max(baseline["cpu_per_1000"], 1e-9), 2
+            )
     return result
 
 
@@ -588,6 +599,11 @@ def main() -> None:
         default=4,
         help="the sandbox's webhook senders (deliveries at once; the sandbox's own: 4)",
     )
+    parser.add_argument(
+        "--max-delay",
+        help="the poll recipes' max_delay (such as 4m): quiet practices are polled less "
+        "often, down to this (default: every 60 s, like for like with the lean poller)",
+    )
     parser.add_argument("--quick", action="store_true", help="N = 100, one worker")
     parser.add_argument("--json", dest="json_out", help="also write the figures here")
     args = parser.parse_args()
@@ -610,8 +626,8 @@ def main() -> None:
     print(
         f"\n150 ms +- 50 ms per answer; events x{args.speedup:g} (time-compressed), "
         f"warm-up {args.warmup:g} s, window {args.measure:g} s, --concurrency "
-        f"{args.concurrency}, {args.senders} webhook senders; PostgreSQL fsync off "
-        "(tests/pgserver.py)"
+        f"{args.concurrency}, {args.senders} webhook senders, max_delay "
+        f"{args.max_delay or 'none (every 60 s)'}; PostgreSQL fsync off (tests/pgserver.py)"
     )
     header = (
         f"{'N':>6}{'wk':>4}{'lag p50':>9}{'lag p99':>9}{'ev>w p50':>10}{'ev>w p99':>10}"
@@ -636,6 +652,11 @@ def main() -> None:
                 f"{lean['poll_lag_p99_s']} s, {lean['rss_per_practice_kib']} KiB/practice; "
                 f"practiceflow's worker CPU per request {r['cpu_ratio_to_lean']}x the lean "
                 f"poller's ({r['cpu_ratio_to_lean_with_pg']}x with PostgreSQL's)"
+                + (
+                    f"; per trigger polled {r['cpu_ratio_per_trigger_poll']}x"
+                    if "cpu_ratio_per_trigger_poll" in r
+                    else ""
+                )
             )
         print(
             f"N={r['practices']}: {r['requests_per_practice_day']} requests per practice per "

@@ -111,7 +111,12 @@ def worker(
     from practiceflow.fleet.leases import PracticeLeases
     from practiceflow.fleet.outage import FleetPresence
     from practiceflow.fleet.owner import PracticeOwner
-    from practiceflow.fleet.queue import DELETE_JOBS, make_app
+    from practiceflow.fleet.queue import (
+        DELETE_JOBS,
+        FETCH_EVERY_S,
+        OWNED_FETCH_EVERY_S,
+        make_app,
+    )
     from practiceflow.fleet.runtime import Fleet
     from practiceflow.fleet.webhook_intake import FleetWebhooks
     from practiceflow.fleet.worker_loop import run_worker
@@ -217,6 +222,7 @@ def worker(
                     stalled_worker_timeout=stalled_after,
                     additional_context=fleet.job_context(stalled_after=stalled_after),
                     delete_jobs=DELETE_JOBS,
+                    fetch_job_polling_interval=OWNED_FETCH_EVERY_S if owned else FETCH_EVERY_S,
                 )
             )
         finally:

@@ -66,6 +66,10 @@ KEEP_ENDED_JOBS_H: Final = 24 * 7
 #: whose slots were all taken, a burst of its events) wakes no worker when its time comes:
 #: without a look this often it waits for the next job queued, or procrastinate's 5 s.
 FETCH_EVERY_S: Final = 0.5
+#: The same for a replica that owns its practices' polls (``worker --polls owned``): there
+#: a job is queued for later only by a 429's pause, itself seconds long, and each look
+#: costs an idle replica a query and its event loop's turn.
+OWNED_FETCH_EVERY_S: Final = 2.0
 
 
 class FleetJobs(Protocol):
