@@ -29,6 +29,7 @@ baseline's does (like for like).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -395,12 +396,15 @@ def run_one(
     result: dict[str, Any] = {"practices": practices, "workers": workers}
     try:
         started = time.monotonic()
-        for base in bases:
-            _wait(
-                lambda base=base: requests.get(f"{base}/readyz", timeout=30).status_code == 200,
-                f"{base}/readyz",
-                args.ready_timeout,
-            )
+        for base, process, n in zip(bases, processes, itertools.count(), strict=True):
+
+            def ready(base: str = base, process: Any = process, n: int = n) -> bool:
+                if process.poll() is not None:  # it stopped: no use waiting for it
+                    log = (folder / f"worker{n}.log").read_text(errors="replace")[-2000:]
+                    raise SystemExit(f"worker {n} exited with {process.returncode}: {log}")
+                return requests.get(f"{base}/readyz", timeout=30).status_code == 200
+
+            _wait(ready, f"{base}/readyz", args.ready_timeout)
         result["start_s"] = round(time.monotonic() - started, 1)
         time.sleep(args.warmup)  # every poll takes its baseline; subscriptions settle
         before = [_scrape(base) for base in bases]

@@ -4,7 +4,9 @@ A fleet of thousands of practices read a cursor and created a budget table per p
 on start (minutes at 3,000). Now the cursors come from one snapshot and the missing
 tables are created in one transaction; an owner still reads its practices' cursors
 afresh when it gains them, since another replica may have polled them since this one
-started (a cursor believed empty would start the practice from now, losing events).
+started (a cursor believed empty would start the practice from now, losing events). A
+fleet file and profile file of 10,000 practices load (the recipes' YAML limits stopped
+near 8,000).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from psycopg_pool import ConnectionPool
 
 from practiceflow.budget.rate_budget import RateLimits
+from practiceflow.fleet import load_fleet
 from practiceflow.fleet.cursor_cache import CursorCache
 from practiceflow.fleet.owned_runtime import create_budget_tables, leased_budget
 from practiceflow.state import PostgresStore, open_store
@@ -61,3 +64,24 @@ def test_postgres_store_lists_every_cursor_in_one_snapshot(pg_url: str) -> None:
         ("alpha", "a"): ("1", frozenset({"k1", "k2"})),
         ("beta", "b"): ("2", frozenset()),
     }
+
+
+def test_a_fleet_file_of_ten_thousand_practices_loads_with_their_profiles(tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: r\n", encoding="utf-8")
+    lines, tables = ["practices:"], []
+    for number in range(10_000):
+        lines += [f"  p{number}:", f"    profile: p{number}", "    recipes: [r.yaml]"]
+        lines += ["    limits: {per_minute: 60, per_hour: 1000, per_day: 10000}"]
+        tables += [f"[p{number}]", f'client_id = "id-{number}"', f'client_secret = "{number:040d}"']
+        tables += ['base_url = "http://127.0.0.1:9/anz"', ""]
+    (tmp_path / "fleet.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    profiles = tmp_path / "profiles.toml"
+    profiles.write_text("\n".join(tables), encoding="utf-8")
+    assert profiles.stat().st_size > 1_000_000  # past the former profile-file limit
+
+    config = load_fleet(tmp_path / "fleet.yaml")  # past the recipes' 100,000 YAML nodes
+
+    assert len(config.practices) == 10_000
+    settings = config.practices["p9999"].settings({"PRACTICEFLOW_PROFILES": str(profiles)})
+    assert (settings.client_id, settings.base_url) == ("id-9999", "http://127.0.0.1:9/anz")

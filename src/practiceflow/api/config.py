@@ -35,7 +35,8 @@ DEFAULT_PROFILES_PATH: Final = Path("~/.config/practiceflow/profiles.toml")
 _LOOPBACK_NAMES: Final = frozenset({"localhost"})
 
 #: A profile file is a few lines of TOML; anything larger is refused unread.
-_MAX_PROFILE_BYTES = 1_000_000
+#: A fleet of 100,000 practices keeps their credentials in one file of about 15 MB.
+_MAX_PROFILE_BYTES = 50_000_000
 
 
 @dataclass(frozen=True)

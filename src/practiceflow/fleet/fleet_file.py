@@ -35,7 +35,7 @@ from practiceflow.api.config import Settings, load_settings
 from practiceflow.budget.rate_budget import RateBudget, RateLimits
 from practiceflow.errors import ConfigError
 from practiceflow.manifest.safe_read import FileRefused, read_text_limited
-from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
+from practiceflow.manifest.yamlpos import YamlLoadError, load_yaml
 
 __all__ = ["FleetConfig", "PracticeConfig", "load_fleet"]
 
@@ -44,6 +44,12 @@ _KEYS: Final = frozenset(
      "poll_every", "limits"}
 )  # fmt: skip
 _NAME: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+#: A fleet file's limits: a few hundred bytes and about a dozen YAML nodes a practice, so
+#: these allow some 100,000 practices where a recipe's limits would stop near 8,000.
+FLEET_MAX_BYTES: Final = 50_000_000
+FLEET_MAX_NODES: Final = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -213,7 +219,8 @@ def load_fleet(path: str | os.PathLike[str]) -> FleetConfig:
     """
     file = Path(path)
     try:
-        data = load_yaml(read_text_limited(file, MAX_BYTES)).data
+        text = read_text_limited(file, FLEET_MAX_BYTES)
+        data = load_yaml(text, max_bytes=FLEET_MAX_BYTES, max_nodes=FLEET_MAX_NODES).data
     except FileRefused as exc:
         raise ConfigError(f"fleet file {file}: {exc}") from None
     except YamlLoadError as exc:

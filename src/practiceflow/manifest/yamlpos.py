@@ -118,17 +118,18 @@ def format_path(path: JsonPath) -> str:
     return text
 
 
-def load_yaml(text: str) -> Located:
-    """Parse one YAML document into plain data plus positions.
+def load_yaml(text: str, *, max_bytes: int = MAX_BYTES, max_nodes: int = MAX_NODES) -> Located:
+    """Parse one YAML document into plain data plus positions (a fleet file of thousands of
+    practices passes larger limits than a recipe's).
 
     Raises:
         YamlLoadError: on a syntax error, an alias, a merge key, an unsupported tag or a
             document over the size limits; the error carries the line and column.
     """
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise YamlLoadError(f"document is larger than {MAX_BYTES} bytes")
+    if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise YamlLoadError(f"document is larger than {max_bytes} bytes")
     try:
-        located = _load_checked(text)
+        located = _load_checked(text, max_nodes)
     except (RecursionError, MemoryError):
         message = f"document is too deeply nested or too large to read (at most {MAX_DEPTH} levels)"
         raise YamlLoadError(message) from None
@@ -136,28 +137,28 @@ def load_yaml(text: str) -> Located:
     return located
 
 
-def _load_checked(text: str) -> Located:
+def _load_checked(text: str, max_nodes: int) -> Located:
     if _FastLoader is not None:
         try:
-            _check_shape(text, _FastLoader)
+            _check_shape(text, _FastLoader, max_nodes)
         except yaml.YAMLError:
             pass  # libyaml refused the stream itself: the pure-Python one decides below
         else:
             # libyaml loads the well-formed file; on any problem the pure-Python loader,
             # which locates aliases where they are written, reports it.
             try:
-                return _load_with(_FastLoader, text, refuse_shared=True)
+                return _load_with(_FastLoader, text, max_nodes, refuse_shared=True)
             except (_AliasSeen, YamlLoadError, yaml.YAMLError):
-                return _load_with(_Loader, text, refuse_shared=False)
+                return _load_with(_Loader, text, max_nodes, refuse_shared=False)
     # The pure-Python event stream is not recursive; a syntax error is left to the load, which
     # locates it (the stream reached it within the limits, so composing stays shallow).
     with contextlib.suppress(yaml.YAMLError):
-        _check_shape(text, _Loader)
-    return _load_with(_Loader, text, refuse_shared=False)
+        _check_shape(text, _Loader, max_nodes)
+    return _load_with(_Loader, text, max_nodes, refuse_shared=False)
 
 
-def _check_shape(text: str, loader_class: type[Any]) -> None:
-    """Refuse nesting deeper than :data:`MAX_DEPTH` and more than :data:`MAX_NODES` nodes
+def _check_shape(text: str, loader_class: type[Any], max_nodes: int) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` and more than ``max_nodes`` nodes
     before composing."""
     loader: Any = None
     try:
@@ -167,8 +168,8 @@ def _check_shape(text: str, loader_class: type[Any]) -> None:
             event = loader.get_event()
             if isinstance(event, NodeEvent):
                 nodes += 1
-                if nodes > MAX_NODES:
-                    message = f"document has more than {MAX_NODES} nodes"
+                if nodes > max_nodes:
+                    message = f"document has more than {max_nodes} nodes"
                     raise YamlLoadError(message, *_at(event.start_mark))
             if isinstance(event, CollectionStartEvent):
                 depth += 1
@@ -189,7 +190,9 @@ def _reader_error(text: str, exc: yaml.reader.ReaderError) -> YamlLoadError:
     return YamlLoadError(f"YAML syntax: {exc.reason} (character {exc.character!r})", line, column)
 
 
-def _load_with(loader_class: type[Any], text: str, *, refuse_shared: bool) -> Located:
+def _load_with(
+    loader_class: type[Any], text: str, max_nodes: int, *, refuse_shared: bool
+) -> Located:
     try:
         loader = loader_class(text)
     except yaml.reader.ReaderError as exc:  # the reader checks the first chunk at once
@@ -214,8 +217,8 @@ def _load_with(loader_class: type[Any], text: str, *, refuse_shared: bool) -> Lo
             if id(node) in shared:
                 raise _AliasSeen
             shared.add(id(node))
-        if len(located.positions) >= MAX_NODES:
-            raise YamlLoadError(f"document has more than {MAX_NODES} nodes", *_mark(node))
+        if len(located.positions) >= max_nodes:
+            raise YamlLoadError(f"document has more than {max_nodes} nodes", *_mark(node))
         located.positions[path] = _mark(node)
         if isinstance(node, MappingNode | SequenceNode) and node.tag not in _PLAIN_TAGS:
             raise YamlLoadError(f"YAML tag {node.tag!r} is not accepted", *_mark(node))
