@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from practiceflow.api import Client
-from practiceflow.cli.attention import entry_json
+from practiceflow.cli.attention import cancel, entry_json, resolve
 from practiceflow.cli.common import (
     ApiOptions,
     api_options,
@@ -39,7 +39,6 @@ from practiceflow.cli.runs_view import (
     status_label,
 )
 from practiceflow.cli.serving import announce, serve_recipes
-from practiceflow.cli.settle import cancel, resolve
 from practiceflow.cli.state import (
     open_state,
     practice_client,

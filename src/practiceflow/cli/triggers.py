@@ -7,14 +7,18 @@ from __future__ import annotations
 import getpass
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 
+from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client, json_option
 from practiceflow.cli.retention import check_since
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
 from practiceflow.service.needs_person import close_subscription_doubt
+from practiceflow.state import StateStore
 from practiceflow.triggers import (
     Poller,
     SubscriptionManager,
@@ -27,6 +31,15 @@ from practiceflow.triggers.downtime import has_poll_source
 
 def _emit(data: Any, as_json: bool, human: str) -> None:
     click.echo(json.dumps(data, indent=2, default=str) if as_json else human)
+
+
+@contextmanager
+def _practice(
+    api: ApiOptions, state: str | None, practice: str | None
+) -> Iterator[tuple[Client, StateStore, str]]:
+    """The client, the store and the practice key a trigger command works on."""
+    with build_client(api) as client, open_state(state) as store:
+        yield client, store, practice_key(practice, client.settings.client_id)
 
 
 @click.group()
@@ -113,11 +126,10 @@ def subscribe(
         raise click.UsageError(f"trigger {trigger!r} has no webhook; poll it instead")
     options = {"event": event_option} if event_option else {}
     event = found.webhook.event_key(options)
-    with build_client(api) as client, open_state(state) as store:
+    with _practice(api, state, practice) as (client, store, key):
         offered = supported_events(client)
         if offered and event not in offered:
             raise click.UsageError(f"event {event!r} is not offered; valid values are {offered}")
-        key = practice_key(practice, client.settings.client_id)
         record = SubscriptionManager(client, store, key, public_url).ensure(found.key, event)
     data = {"trigger": found.key, "event": event, "id": record.subscription_id, "url": record.url}
     _emit(data, as_json, f"subscribed {found.key} to {event} (id {record.subscription_id})")
@@ -139,21 +151,17 @@ def unsubscribe(
 ) -> None:
     """Unsubscribe a trigger (DELETE /api/v1/webhooks/{id}) and forget it.
 
-    A subscription in doubt (its subscribe got no answer, or serve was killed while it was
-    in flight) may exist on the server under an id nobody knows, so serve does not repeat
-    it: it lists 'subscription in doubt: TRIGGER' as needing attention ('attention
-    list', the console) and goes on, polling the trigger meanwhile where it
-    can. To settle it: check the practice's webhook settings (delete a subscription found
-    there), run this command with --forget, which also closes that entry, and restart
-    serve (or the workers): it subscribes again.
+    A subscription in doubt (its subscribe got no answer) may exist on the server under an
+    id nobody knows, so serve never repeats it and lists it as needing attention. To settle
+    it: check the practice's webhook settings (delete a subscription found there), run this
+    with --forget, which closes that entry, and restart: it subscribes again (docs/deploy.md).
 
     \b
     Examples:
       practiceflow triggers unsubscribe proposal_accepted
       practiceflow triggers unsubscribe proposal_accepted --forget   # one in doubt
     """
-    with build_client(api) as client, open_state(state) as store:
-        key = practice_key(practice, client.settings.client_id)
+    with _practice(api, state, practice) as (client, store, key):
         removed = SubscriptionManager(client, store, key).remove(trigger, forget_only=forget)
         note = "forgotten (triggers unsubscribe --forget)" if forget else "unsubscribed"
         closed = close_subscription_doubt(store, key, trigger, getpass.getuser(), note)
@@ -192,9 +200,8 @@ def check(
     Example:
       practiceflow triggers check proposal_accepted --wait 10
     """
-    with build_client(api) as client, open_state(state) as store:
+    with _practice(api, state, practice) as (client, store, key):
         started = store.now()
-        key = practice_key(practice, client.settings.client_id)
 
         def arrived() -> bool:
             events = store.pending_events(key, 1000, source=trigger)
@@ -245,15 +252,8 @@ def poll(
     del once
     options = dict(item.split("=", 1) for item in with_ if "=" in item)
     started = time.monotonic()
-    with build_client(api) as client, open_state(state) as store:
-        found = Poller(
-            client,
-            store,
-            practice_key(practice, client.settings.client_id),
-            load_definition(trigger),
-            options,
-            since=since,
-        )
+    with _practice(api, state, practice) as (client, store, key):
+        found = Poller(client, store, key, load_definition(trigger), options, since=since)
         result = found.poll_once()
     data = {
         "trigger": trigger,

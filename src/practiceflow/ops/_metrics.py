@@ -117,6 +117,11 @@ def window_use(budget: RateBudget) -> dict[str, int] | None:
     return {label: count for (label, _), count in zip(WINDOWS, counts, strict=True)}
 
 
+def _gauge(name: str, text: str, *labels: str) -> GaugeMetricFamily:
+    """``practiceflow_<name>``, labelled by practice unless ``labels`` says otherwise."""
+    return GaugeMetricFamily(f"practiceflow_{name}", text, labels=list(labels or ["practice"]))
+
+
 @dataclass(frozen=True)
 class OpsPractice:
     """One practice served; ``webhooks`` must have an active subscription to be ready."""
@@ -174,22 +179,18 @@ class OpsMetrics(Collector):
         up = GaugeMetricFamily(
             "practiceflow_store_up", "1 when the state store answered this scrape, else 0"
         )
-        runs = GaugeMetricFamily(
-            "practiceflow_runs", "Runs by status", labels=["practice", "status"]
+        runs = _gauge("runs", "Runs by status", "practice", "status")
+        doubt = _gauge(
+            "steps_in_doubt", "Steps held for a person: a write that may or may not have acted"
         )
-        doubt = GaugeMetricFamily(
-            "practiceflow_steps_in_doubt",
-            "Steps held for a person: a write that may or may not have acted",
-            labels=["practice"],
-        )
-        waiting = GaugeMetricFamily(
-            "practiceflow_events_waiting", "Events stored, not yet handled", labels=["practice"]
-        )
-        attention = GaugeMetricFamily(
-            "practiceflow_attention",
+        waiting = _gauge("events_waiting", "Events stored, not yet handled")
+        attention = _gauge(
+            "attention",
             "Attention entries (gaps, subscriptions in doubt, held deliveries) by status:"
             " open waits for a person, checking for a sweep, closed was settled",
-            labels=["practice", "kind", "status"],
+            "practice",
+            "kind",
+            "status",
         )
         try:
             counts = store.practice_counts()
@@ -216,20 +217,18 @@ class OpsMetrics(Collector):
         yield from self._budgets(served)
 
     def _budgets(self, served: Sequence[OpsPractice]) -> Iterator[Metric]:
-        remaining = GaugeMetricFamily(
-            "practiceflow_budget_remaining",
+        remaining = _gauge(
+            "budget_remaining",
             "Requests the practice may still send in each rolling rate window",
-            labels=["practice", "window"],
+            "practice",
+            "window",
         )
-        limit = GaugeMetricFamily(
-            "practiceflow_budget_limit",
-            "The practice's limit in each rate window",
-            labels=["practice", "window"],
+        limit = _gauge(
+            "budget_limit", "The practice's limit in each rate window", "practice", "window"
         )
-        paused = GaugeMetricFamily(
-            "practiceflow_budget_paused_seconds",
+        paused = _gauge(
+            "budget_paused_seconds",
             "Seconds the practice's requests are still held after a 429 (Retry-After)",
-            labels=["practice"],
         )
         for practice in served:
             budget = practice.budget
