@@ -89,10 +89,8 @@ def list_entries(show_all: bool, kind: Any, as_json: bool, state: str | None) ->
         click.echo("nothing needs attention" if not show_all else "no entries")
         return
     table = Table(title=f"attention ({len(found)})", box=None, header_style="bold")
-    table.add_column("id", no_wrap=True)
-    table.add_column("entry", no_wrap=True)
-    table.add_column("status")
-    table.add_column("reason")
+    for name in ("id", "entry", "status", "reason"):
+        table.add_column(name, no_wrap=name in ("id", "entry"))
     for entry in found:
         status = entry.status
         if entry.status == "closed":

@@ -39,7 +39,7 @@ from practiceflow.manifest import (
 )
 from practiceflow.manifest.loader import read_located
 from practiceflow.manifest.safe_read import FileRefused, read_text_limited
-from practiceflow.manifest.validation import did_you_mean
+from practiceflow.manifest.validation import hint
 from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
 from practiceflow.runner import validate_recipe
 
@@ -120,15 +120,12 @@ def list_modules(modules_dirs: Sequence[Path], as_json: bool) -> None:
 
 def find_module(registry: ModuleRegistry, key: str, where: str = "") -> Module:
     """The action or trigger ``key``, else a ConfigError (``where``: its option)."""
-    if key in registry.actions:
-        return registry.actions[key]
-    if key in registry.triggers:
-        return registry.triggers[key]
-    known = [*registry.actions, *registry.triggers]
-    match = did_you_mean(key, known)
-    hint = f"did you mean {match!r}?" if match else f"valid values are {sorted(known)}"
-    message = f"{where}no module named {key!r}; {hint}"
-    raise ConfigError(message)
+    found = registry.actions.get(key) or registry.triggers.get(key)
+    if found is None:
+        known = sorted([*registry.actions, *registry.triggers])
+        message = f"{where}no module named {key!r}; {hint(key, known, f'valid values are {known}')}"
+        raise ConfigError(message)
+    return found
 
 
 def _type_of(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> str:

@@ -247,21 +247,14 @@ def serve(
     verbose: bool,
     **options: Any,
 ) -> None:
-    """Receive webhooks, poll, and run recipes until SIGTERM (graceful: the current step
-    finishes, the rest of its run resumes on the next start), with the run console on
-    http://127.0.0.1:8470/console/. A stop is not a goodbye: webhook subscriptions are kept
-    (remove them with 'practiceflow triggers unsubscribe', or --unsubscribe-on-exit), and on
-    start every trigger with a poll source catches up from where it stopped; a trigger
-    without one (eform_submitted) depends on the sender's retries, and each downtime is
-    listed as needing attention. A webhook subscription in doubt (serve killed while
-    subscribing) is never repeated and stops nothing else: it is listed as needing
-    attention, and its trigger polled meanwhile where it can be. A second serve on the same
-    SQLite state file refuses to start and names the first (pid, addresses).
-
-    Webhooks need --public-url (the URL at which the API reaches the receiver) and, for an
-    address that survives restarts, --listen; without a public URL, mode: auto triggers
-    poll. At start-up it prints the receiver's address and every subscribed URL (their
-    secret path masked).
+    """Receive webhooks, poll, and run recipes until SIGTERM (the current step finishes, the
+    rest of its run resumes on the next start), with the run console on
+    http://127.0.0.1:8470/console/. On a stop, webhook subscriptions are kept (remove them
+    with 'practiceflow triggers unsubscribe', or --unsubscribe-on-exit); on start, triggers
+    with a poll source catch up, and each downtime of the others is listed as needing
+    attention, as is a subscription in doubt (never repeated). A second serve on the same
+    SQLite state file refuses to start. Webhooks need --public-url, and --listen for an
+    address that survives restarts. See docs/deploy.md.
 
     \b
     Examples:
@@ -492,8 +485,7 @@ def retry(
             message = f"run {run_id}: the recipe file is not known; pass --recipe FILE"
             raise ConfigError(message)
         else:
-            paths = [path]
-            with _connect(api, paths, modules_dirs, record.practice, state) as (client, found, _):
+            with _connect(api, [path], modules_dirs, record.practice, state) as (client, found, _):
                 runner = Runner(found[0], store, client, practice=record.practice)
                 outcome = runner.resume_run(run_id, retry_failed=True)
         if outcome.driven_elsewhere:

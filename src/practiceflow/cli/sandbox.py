@@ -168,7 +168,6 @@ def sandbox(
       practiceflow sandbox fault 429 --count 3 --retry-after 2
       practiceflow sandbox records bills
       practiceflow sandbox --variants hostile --variant rounding=per_total
-      practiceflow sandbox --latency 150ms --jitter 50ms
       curl -H 'X-SVC-Auth-ID: 5a4db0c0-0000-4000-8000-000000000011' \\
            -H 'X-SVC-Auth-Key: sandbox-anz-rw-secret' \\
            http://127.0.0.1:8765/anz/api/v1/auth/validate
