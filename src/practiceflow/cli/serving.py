@@ -52,7 +52,7 @@ def serve_recipes(
     the state file)."""
     from practiceflow.console.security import check_bind
     from practiceflow.console.server import console_for
-    from practiceflow.ops import OpsMetrics, counted_session, ops_routes, serve_practices
+    from practiceflow.ops import OpsMetrics, OpsPractice, counted_session, ops_routes
     from practiceflow.service.netaddr import parse_listen
 
     where = "--console-listen"
@@ -99,7 +99,14 @@ def serve_recipes(
         )
         service = serve(checked, store, client, key, settings, stop=stop)
         stack.callback(service.close)  # a refusal below stops the receiver
-        metrics.watch(store, serve_practices(key, client.budget, service.intake))
+
+        def served() -> list[OpsPractice] | None:
+            """The practice once the intake has built its triggers (None while starting)."""
+            built = service.intake.triggers if service.intake is not None else {}
+            hooks = [name for name, one in built.items() if one.mode in ("webhook", "both")]
+            return [OpsPractice(key, client.budget, tuple(sorted(hooks)))] if built else None
+
+        metrics.watch(store, served)
         if lease is not None and service.intake is not None:
             lease.update(receiver=service.intake.receiver_url)
         can_write = client.validate().can_write

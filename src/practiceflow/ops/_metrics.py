@@ -308,27 +308,6 @@ class OpsMetrics(Collector):
         return not problems, detail
 
 
-def serve_practices(
-    practice: str, budget: RateBudget, intake: object
-) -> Callable[[], list[OpsPractice] | None]:
-    """``serve``'s ``practices``: None until the intake has built its triggers, then one."""
-
-    def practices() -> list[OpsPractice] | None:
-        triggers: dict[str, Any] = dict(getattr(intake, "triggers", None) or {})
-        if not triggers:
-            return None
-        webhooks = tuple(
-            sorted(
-                name
-                for name, trigger in triggers.items()
-                if getattr(trigger, "mode", None) in ("webhook", "both")
-            )
-        )
-        return [OpsPractice(practice, budget, webhooks)]
-
-    return practices
-
-
 def ops_routes(metrics: OpsMetrics) -> list[BaseRoute]:
     """The three routes over one process's metrics (put them before any catch-all)."""
 
