@@ -251,10 +251,9 @@ def resolve(
     state: str | None,
 ) -> None:
     """Settle a step held in doubt by a person's decision; the run then continues with
-    'runs retry', or by itself within seconds under a running 'serve'. A step that the run
-    does not have, or that is not failed or in doubt, is refused (exit 2) with the run's
-    steps. An attention entry's id ('attention list') is settled by '--step gap --as done'
-    ('attention settle' says it better); '--as retry' means nothing for it and is refused.
+    'runs retry', or by itself under a running 'serve'. A step the run does not have, or
+    not failed or in doubt, is refused (exit 2). An attention entry's id is settled by
+    '--step gap --as done' (as 'attention settle' does); '--as retry' is refused for it.
 
     \b
     Example:

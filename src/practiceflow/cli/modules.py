@@ -3,6 +3,7 @@ thin over :mod:`practiceflow.manifest` and :mod:`practiceflow.engine`."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -264,17 +265,15 @@ def validate(paths: Sequence[Path], modules_dirs: Sequence[Path]) -> None:
     issues: list[Issue] = []
     notes: list[str] = []
     checked = 0
-    loaded: list[ModuleRegistry | None] = []
 
+    @functools.cache
     def registry() -> ModuleRegistry | None:
         """The modules recipes are checked against, loaded once (None when they fail)."""
-        if not loaded:
-            try:
-                loaded.append(load_modules(modules_dirs))
-            except ManifestError as exc:
-                issues.extend(exc.issues)
-                loaded.append(None)
-        return loaded[0]
+        try:
+            return load_modules(modules_dirs)
+        except ManifestError as exc:
+            issues.extend(exc.issues)
+            return None
 
     if not paths:
         registry()

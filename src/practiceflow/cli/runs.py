@@ -323,9 +323,7 @@ def list_runs(
 ) -> None:
     """List runs, newest first. --status in_doubt lists what needs a person, as the
     console's "Needs attention" does: runs held at a step in doubt, quarantined runs
-    (started again and again without ending; 'runs show' says why), then the open entries
-    of 'attention list' (gaps nobody could prove complete, subscriptions in doubt,
-    deliveries held without running).
+    ('runs show' says why), then the open entries of 'attention list'.
 
     \b
     Examples:

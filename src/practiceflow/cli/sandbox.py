@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,14 +41,6 @@ def _duration(text: str, option: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=option) from None
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    try:
-        return listen_tcp(host, port)
-    except OSError as exc:
-        message = f"--port {port}: cannot listen on {host} ({exc.strerror or exc})"
-        raise ConfigError(message) from None
 
 
 def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[str]:
@@ -186,8 +177,11 @@ def sandbox(
         config = SandboxConfig.from_env(rate_limits=rates, variants=variants, **overrides)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    # Bound before the banner: once the export lines are printed, the port answers.
-    sock = _bind(bind, port)
+    try:  # bound before the banner: once the export lines are printed, the port answers
+        sock = listen_tcp(bind, port)
+    except OSError as exc:
+        message = f"--port {port}: cannot listen on {bind} ({exc.strerror or exc})"
+        raise ConfigError(message) from None
     port = int(sock.getsockname()[1])
     shown = f"[{bind}]" if ":" in bind else bind
     root = f"http://{shown}:{port}"
@@ -362,12 +356,10 @@ EVENTS: dict[str, tuple[str, Callable[[SandboxAdmin, str | None], Any]]] = {
 }
 
 
-def _fire_help() -> str:
-    lines = [f"  {name:<21} KEY: {meaning}" for name, (meaning, _) in EVENTS.items()]
-    return "\n".join(lines)
+_EVENTS_HELP = [f"  {name:<21} KEY: {meaning}" for name, (meaning, _) in EVENTS.items()]
 
 
-@click.command("fire", epilog="\b\nEvents:\n" + _fire_help())
+@click.command("fire", epilog="\b\nEvents:\n" + "\n".join(_EVENTS_HELP))
 @click.argument("event", type=click.Choice(list(EVENTS)))
 @click.argument("key", required=False)
 @_admin_options
@@ -385,12 +377,11 @@ def fire(event: str, key: str | None, admin: SandboxAdmin) -> None:
     record = answer
     if isinstance(answer, dict) and "eventId" in answer:
         record = next(value for name, value in answer.items() if name != "eventId")
-    shown = {
-        name: record.get(name)
+    where = ", ".join(
+        f"{name} {record[name]}"
         for name in ("proposalKey", "formKey", "onboardingKey", "entityKey", "entityName")
         if isinstance(record, dict) and record.get(name) is not None
-    }
-    where = ", ".join(f"{name} {value}" for name, value in shown.items())
+    )
     event_id = answer.get("eventId") if isinstance(answer, dict) else None
     suffix = f" (event {event_id})" if event_id else ""
     click.echo(f"fired {event}: {where}{suffix}")
