@@ -17,12 +17,7 @@ import requests
 
 from practiceflow.errors import ConfigError, TransportError
 from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES, curl_example
-from practiceflow.sandbox.config import (
-    DEFAULT_ADMIN_TOKEN,
-    REGIONS,
-    SandboxConfig,
-    parse_duration,
-)
+from practiceflow.sandbox.config import DEFAULT_ADMIN_TOKEN, REGIONS, SandboxConfig, parse_duration
 from practiceflow.sandbox.practices import practice_credential
 from practiceflow.service.netaddr import is_loopback, listen_tcp
 
@@ -36,11 +31,11 @@ def _admin_epilog() -> str:
     return "\n".join(lines)
 
 
-def _duration(text: str, option: str) -> float:
+def _duration(ctx: click.Context, param: click.Parameter, text: str) -> float:
     try:
         return parse_duration(text)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
+    except ValueError as exc:  # click names the option
+        raise click.BadParameter(str(exc), ctx, param) from None
 
 
 def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[str]:
@@ -82,14 +77,14 @@ def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[
     "--latency",
     default="0ms",
     show_default=True,
-    callback=lambda ctx, param, value: _duration(value, "--latency"),
+    callback=_duration,
     help="Hold every API answer back this long, as a real API's round trip (150ms, 0.15s).",
 )
 @click.option(
     "--jitter",
     default="0ms",
     show_default=True,
-    callback=lambda ctx, param, value: _duration(value, "--jitter"),
+    callback=_duration,
     help="Up to this much more per answer, at random.",
 )
 @click.option(

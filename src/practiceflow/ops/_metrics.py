@@ -292,8 +292,7 @@ class OpsMetrics(Collector):
                     status = subscriptions.get((practice.name, trigger))
                     if status == "active":
                         continue
-                    shown = f"{practice.name} / {trigger}: subscription "
-                    shown += "missing" if status is None else status
+                    shown = f"{practice.name} / {trigger}: subscription {status or 'missing'}"
                     listed = self.store.list_attention(
                         practice=practice.name,
                         kind="subscription_in_doubt",
