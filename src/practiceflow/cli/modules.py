@@ -41,7 +41,7 @@ from practiceflow.manifest import (
 from practiceflow.manifest.loader import read_located
 from practiceflow.manifest.safe_read import FileRefused, read_text_limited
 from practiceflow.manifest.validation import hint
-from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
+from practiceflow.manifest.yamlpos import MAX_BYTES, Located, YamlLoadError, load_yaml
 from practiceflow.runner import validate_recipe
 
 
@@ -382,7 +382,8 @@ def docs(out: Path | None, check: bool, modules_dirs: Sequence[Path]) -> None:
     click.echo(f"wrote {out}")
 
 
-def _read_input(source: str) -> tuple[Any, str, Any]:
+def _read_input(source: str, key: str) -> tuple[Located, str]:
+    """The action's input and how errors name it (an InputError when it is not YAML)."""
     if source == "-":
         text, display = sys.stdin.read(MAX_BYTES + 1), "<stdin>"
         if len(text) > MAX_BYTES:
@@ -397,10 +398,9 @@ def _read_input(source: str) -> tuple[Any, str, Any]:
             message = f"--input {source}: {exc}"
             raise ConfigError(message) from None
     try:
-        located = load_yaml(text)
+        return load_yaml(text), display
     except YamlLoadError as exc:
-        return None, display, Issue(display, exc.line, exc.column, "", exc.message)
-    return located, display, None
+        raise InputError(key, [Issue(display, exc.line, exc.column, "", exc.message)]) from None
 
 
 @click.command("action")
@@ -465,9 +465,7 @@ def action(
             raise ConfigError(message)
         located, display = load_yaml("{}"), "<no input>"
     else:
-        located, display, problem = _read_input(input_source)
-        if problem is not None:
-            raise InputError(module.key, [problem])
+        located, display = _read_input(input_source, module.key)
     issues = validate_input(module, located.data, file=display, located=located)
     if issues:
         raise InputError(module.key, issues)

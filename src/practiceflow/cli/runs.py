@@ -272,18 +272,12 @@ def runs() -> None:
     \b
     Examples:
       practiceflow runs list --status in_doubt
-      practiceflow runs show 5f0c...
       practiceflow runs resolve 5f0c... --step bill --as done --note "found INV-1042"
-      practiceflow runs retry 5f0c...
-      practiceflow runs purge --older-than 30d
-      practiceflow runs cancel 5f0c... --reason "our own test delivery"
     """
 
 
-runs.add_command(purge)
-runs.add_command(resolve)
-runs.add_command(cancel)
-runs.add_command(run_recipe)
+for _command in (purge, resolve, cancel, run_recipe):
+    runs.add_command(_command)
 
 
 def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:

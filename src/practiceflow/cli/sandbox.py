@@ -151,8 +151,6 @@ def sandbox(
       practiceflow sandbox --port 9000 --seed 7 --entities 100000 --rate-per-minute 600
       practiceflow sandbox --practices 100 --latency 150ms --jitter 50ms
       practiceflow sandbox fire proposal-accepted
-      practiceflow sandbox fault 429 --count 3 --retry-after 2
-      practiceflow sandbox records bills
       practiceflow sandbox --variants hostile --variant rounding=per_total
       curl -H 'X-SVC-Auth-ID: 5a4db0c0-0000-4000-8000-000000000011' \\
            -H 'X-SVC-Auth-Key: sandbox-anz-rw-secret' \\

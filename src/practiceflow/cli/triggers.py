@@ -50,9 +50,6 @@ def triggers() -> None:
     Examples:
       practiceflow triggers list
       practiceflow triggers subscribe proposal_accepted --public-url https://hooks.example.com
-      practiceflow triggers check proposal_accepted
-      practiceflow triggers poll new_client --once
-      practiceflow triggers unsubscribe proposal_accepted
     """
 
 
