@@ -56,9 +56,7 @@ def modules() -> None:
     \b
     Examples:
       practiceflow modules list
-      practiceflow modules show create_bill
       practiceflow modules new my_action --dir my-modules
-      practiceflow modules validate --modules ./my-modules
     """
 
 

@@ -46,13 +46,6 @@ WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
 POLL_LAG_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 20.0, 60.0)
 
 
-def outcome_of(status: int) -> str:
-    """The outcome label of an HTTP status: ``429`` apart, else its class (``4xx``)."""
-    if status == 429:
-        return "429"
-    return f"{min(max(status // 100, 1), 5)}xx"
-
-
 class CountingAdapter(HTTPAdapter):
     """Reports each outcome (``2xx``...``5xx``, ``429``, ``error``) to ``count``;
     ``connections``: a pool manager shared with other adapters, closed by its owner."""
@@ -86,7 +79,8 @@ class CountingAdapter(HTTPAdapter):
         except requests.RequestException:
             self._count("error")
             raise
-        self._count(outcome_of(response.status_code))
+        status = response.status_code  # 429 apart, else its class (4xx)
+        self._count("429" if status == 429 else f"{min(max(status // 100, 1), 5)}xx")
         return response
 
 
