@@ -420,10 +420,9 @@ def fault(
         click.echo("no fault armed")
         return
     body: dict[str, Any] = {"kind": kind, "count": count, "region": admin.region}
-    optional = {"method": method, "pathPrefix": path_prefix, "retryAfter": retry_after}
+    optional: dict[str, Any] = {"method": method, "pathPrefix": path_prefix}
+    optional.update(retryAfter=retry_after, delay=delay or None)
     body.update({name: value for name, value in optional.items() if value is not None})
-    if delay:
-        body["delay"] = delay
     _echo(admin.call("POST", "/_admin/faults", body))
 
 
@@ -496,10 +495,8 @@ def clock(advance: float | None, admin: SandboxAdmin) -> None:
       practiceflow sandbox clock
       practiceflow sandbox clock --advance 3600
     """
-    if advance is None:
-        _echo(admin.call("GET", "/_admin/clock"))
-    else:
-        _echo(admin.call("POST", "/_admin/clock", {"advance": advance}))
+    body = None if advance is None else {"advance": advance}
+    _echo(admin.call("GET" if body is None else "POST", "/_admin/clock", body))
 
 
 @click.command("reset")

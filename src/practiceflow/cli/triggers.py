@@ -65,7 +65,7 @@ def list_triggers(as_json: bool) -> None:
     Example:
       practiceflow triggers list --json
     """
-    rows = []
+    rows, lines = [], []
     for key in shipped_trigger_keys():
         found = load_definition(key)
         ways = [name for name, part in (("webhook", found.webhook), ("poll", found.poll)) if part]
@@ -78,11 +78,8 @@ def list_triggers(as_json: bool) -> None:
                 "downtime": "caught up by polling" if catch_up else "sender retries only",
             }
         )
-    lines = [
-        f"{row['key']:<28} {'+'.join(row['receive']):<13} {row['title']}"
-        + ("" if row["downtime"] == "caught up by polling" else "  (*)")
-        for row in rows
-    ]
+        mark = "" if catch_up else "  (*)"
+        lines.append(f"{key:<28} {'+'.join(ways):<13} {found.module.title}{mark}")
     lines.append(
         "(*) no poll source (without options): events while serve is down depend on the "
         "sender's retries; each downtime is listed as needing attention"
