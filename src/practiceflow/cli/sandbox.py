@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,14 @@ def _duration(ctx: click.Context, param: click.Parameter, text: str) -> float:
         return parse_duration(text)
     except ValueError as exc:  # click names the option
         raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    try:
+        return listen_tcp(host, port)
+    except OSError as exc:
+        message = f"--port {port}: cannot listen on {host} ({exc.strerror or exc})"
+        raise ConfigError(message) from None
 
 
 def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[str]:
@@ -170,11 +179,7 @@ def sandbox(
         config = SandboxConfig.from_env(rate_limits=rates, variants=variants, **overrides)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    try:  # bound before the banner: once the export lines are printed, the port answers
-        sock = listen_tcp(bind, port)
-    except OSError as exc:
-        message = f"--port {port}: cannot listen on {bind} ({exc.strerror or exc})"
-        raise ConfigError(message) from None
+    sock = _bind(bind, port)  # before the banner: once the export lines are printed, it answers
     port = int(sock.getsockname()[1])
     shown = f"[{bind}]" if ":" in bind else bind
     root = f"http://{shown}:{port}"
