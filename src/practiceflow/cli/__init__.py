@@ -1,14 +1,13 @@
 """The ``practiceflow`` command: thin over the library, one file per command family.
 
 Families (:data:`LAZY_COMMANDS`) are imported only when one of their commands runs, so that
-a command starts fast (``sandbox`` serves within 2 s) and a broken optional family cannot
-take the others down. Errors map to the exit codes listed in the README.
+a command starts fast (``sandbox`` serves within 2 s). Errors map to the exit codes listed in
+the README.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import io
 import logging
 import sys
@@ -57,24 +56,16 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
 }
 
 
-def _available(name: str) -> bool:
-    spec = LAZY_COMMANDS[name]
-    return importlib.util.find_spec(spec.module) is not None
-
-
 class _Group(click.Group):
     """Loads command families lazily and maps practiceflow errors to exit codes."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        lazy = [name for name in LAZY_COMMANDS if _available(name)]
-        return sorted(set(self.commands) | set(lazy))
+        return sorted({*self.commands, *LAZY_COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in self.commands:
-            return self.commands[cmd_name]
         spec = LAZY_COMMANDS.get(cmd_name)
-        if spec is None or not _available(cmd_name):
-            return None
+        if cmd_name in self.commands or spec is None:
+            return self.commands.get(cmd_name)
         if cmd_name == "serve" and not ctx.resilient_parsing:
             from practiceflow.service.early_listen import EARLY_SOCKET, claim
 
@@ -86,15 +77,13 @@ class _Group(click.Group):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows: list[tuple[str, str]] = []
-        for name in self.list_commands(ctx):
-            if name in self.commands:
-                rows.append((name, self.commands[name].get_short_help_str(limit=60)))
-            else:
-                rows.append((name, LAZY_COMMANDS[name].summary))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+        rows = [
+            (name, found.get_short_help_str(limit=60) if found else LAZY_COMMANDS[name].summary)
+            for name in self.list_commands(ctx)
+            for found in [self.commands.get(name)]
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

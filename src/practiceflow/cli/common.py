@@ -1,8 +1,5 @@
 """Options shared by several commands, the API client they build, and the rich console.
-
-There is deliberately no option for the secret: a command line ends up in shell history and
-the process list, so it comes from ``PRACTICEFLOW_CLIENT_SECRET`` or a profile.
-"""
+No option takes the secret: a command line ends up in shell history and the process list."""
 
 from __future__ import annotations
 
@@ -67,9 +64,7 @@ _OPTIONS = (
 )
 
 
-#: ``--json``: the command receives ``as_json``.
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
-#: ``--modules DIR`` (repeatable): the command receives ``modules_dirs``.
 modules_option = click.option(
     "--modules",
     "modules_dirs",
@@ -79,7 +74,6 @@ modules_option = click.option(
     help="A folder of your own modules (actions/ and triggers/ inside, or module files); "
     "repeatable. A key that is already shipped needs 'override: true'.",
 )
-#: ``--log-json`` and ``-v``: the command receives ``log_json`` and ``verbose``.
 log_json_option = click.option(
     "--log-json", is_flag=True, help="Structured logs: one JSON object per line on stderr."
 )

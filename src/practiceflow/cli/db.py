@@ -31,17 +31,12 @@ def migrate_state(url: str, *, queue: bool = True) -> dict[str, object]:
         from practiceflow.state import describe_url, migrate
 
         done = migrate(url)
-        report: dict[str, object] = {
-            "store": describe_url(url),
-            "before": done.before,
-            "after": done.after,
-        }
+        report: dict[str, object] = {"store": describe_url(url), "queue": "skipped"}
+        report.update(before=done.before, after=done.after)
         if queue:
             from practiceflow.fleet.queue import install_queue_schema
 
             report["queue"] = "installed" if install_queue_schema(url) else "present"
-        else:
-            report["queue"] = "skipped"
         return report
     from practiceflow.state import SQLiteStore, sqlite_path
 

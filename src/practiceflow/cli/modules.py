@@ -3,6 +3,7 @@ thin over :mod:`practiceflow.manifest` and :mod:`practiceflow.engine`."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -39,8 +40,8 @@ from practiceflow.manifest import (
 )
 from practiceflow.manifest.loader import read_located
 from practiceflow.manifest.safe_read import FileRefused, read_text_limited
-from practiceflow.manifest.validation import did_you_mean
-from practiceflow.manifest.yamlpos import MAX_BYTES, YamlLoadError, load_yaml
+from practiceflow.manifest.validation import hint
+from practiceflow.manifest.yamlpos import MAX_BYTES, Located, YamlLoadError, load_yaml
 from practiceflow.runner import validate_recipe
 
 
@@ -55,9 +56,7 @@ def modules() -> None:
     \b
     Examples:
       practiceflow modules list
-      practiceflow modules show create_bill
       practiceflow modules new my_action --dir my-modules
-      practiceflow modules validate --modules ./my-modules
     """
 
 
@@ -120,15 +119,12 @@ def list_modules(modules_dirs: Sequence[Path], as_json: bool) -> None:
 
 def find_module(registry: ModuleRegistry, key: str, where: str = "") -> Module:
     """The action or trigger ``key``, else a ConfigError (``where``: its option)."""
-    if key in registry.actions:
-        return registry.actions[key]
-    if key in registry.triggers:
-        return registry.triggers[key]
-    known = [*registry.actions, *registry.triggers]
-    match = did_you_mean(key, known)
-    hint = f"did you mean {match!r}?" if match else f"valid values are {sorted(known)}"
-    message = f"{where}no module named {key!r}; {hint}"
-    raise ConfigError(message)
+    found = registry.actions.get(key) or registry.triggers.get(key)
+    if found is None:
+        known = sorted([*registry.actions, *registry.triggers])
+        message = f"{where}no module named {key!r}; {hint(key, known, f'valid values are {known}')}"
+        raise ConfigError(message)
+    return found
 
 
 def _type_of(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> str:
@@ -267,17 +263,15 @@ def validate(paths: Sequence[Path], modules_dirs: Sequence[Path]) -> None:
     issues: list[Issue] = []
     notes: list[str] = []
     checked = 0
-    loaded: list[ModuleRegistry | None] = []
 
+    @functools.cache
     def registry() -> ModuleRegistry | None:
         """The modules recipes are checked against, loaded once (None when they fail)."""
-        if not loaded:
-            try:
-                loaded.append(load_modules(modules_dirs))
-            except ManifestError as exc:
-                issues.extend(exc.issues)
-                loaded.append(None)
-        return loaded[0]
+        try:
+            return load_modules(modules_dirs)
+        except ManifestError as exc:
+            issues.extend(exc.issues)
+            return None
 
     if not paths:
         registry()
@@ -386,7 +380,8 @@ def docs(out: Path | None, check: bool, modules_dirs: Sequence[Path]) -> None:
     click.echo(f"wrote {out}")
 
 
-def _read_input(source: str) -> tuple[Any, str, Any]:
+def _read_input(source: str, key: str) -> tuple[Located, str]:
+    """The action's input and how errors name it (an InputError when it is not YAML)."""
     if source == "-":
         text, display = sys.stdin.read(MAX_BYTES + 1), "<stdin>"
         if len(text) > MAX_BYTES:
@@ -401,10 +396,9 @@ def _read_input(source: str) -> tuple[Any, str, Any]:
             message = f"--input {source}: {exc}"
             raise ConfigError(message) from None
     try:
-        located = load_yaml(text)
+        return load_yaml(text), display
     except YamlLoadError as exc:
-        return None, display, Issue(display, exc.line, exc.column, "", exc.message)
-    return located, display, None
+        raise InputError(key, [Issue(display, exc.line, exc.column, "", exc.message)]) from None
 
 
 @click.command("action")
@@ -469,9 +463,7 @@ def action(
             raise ConfigError(message)
         located, display = load_yaml("{}"), "<no input>"
     else:
-        located, display, problem = _read_input(input_source)
-        if problem is not None:
-            raise InputError(module.key, [problem])
+        located, display = _read_input(input_source, module.key)
     issues = validate_input(module, located.data, file=display, located=located)
     if issues:
         raise InputError(module.key, issues)

@@ -1,5 +1,6 @@
 """``practiceflow run | serve | runs | plan``: run recipes durably and look after their runs
-(``run`` and ``runs retry`` exit 1 when a run failed, 5 when one is held in doubt)."""
+(``run`` and ``runs retry`` exit 1 when a run failed, 5 when one is held in doubt), and how
+runs are shown: tables fit the terminal, identifiers never break, outputs as identifiers."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.cells import cell_len
+from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from practiceflow.api import Client
-from practiceflow.cli.attention import entry_json
+from practiceflow.cli.attention import cancel, entry_json, resolve
 from practiceflow.cli.common import (
     ApiOptions,
     api_options,
@@ -30,16 +33,7 @@ from practiceflow.cli.common import (
 )
 from practiceflow.cli.forecast import plan
 from practiceflow.cli.retention import check_since, purge
-from practiceflow.cli.runs_view import (
-    identifiers,
-    measure,
-    print_dry,
-    run_json,
-    runs_table,
-    status_label,
-)
 from practiceflow.cli.serving import announce, serve_recipes
-from practiceflow.cli.settle import cancel, resolve
 from practiceflow.cli.state import (
     open_state,
     practice_client,
@@ -51,16 +45,16 @@ from practiceflow.cli.state import (
 from practiceflow.cli.versions import run_recipe
 from practiceflow.errors import EXIT_CODES, ConfigError
 from practiceflow.manifest import load_modules
-from practiceflow.runner import Runner, RunOutcome, ValidRecipe, validate_recipe
+from practiceflow.runner import Runner, RunOutcome, ValidRecipe, dry_run, validate_recipe
 from practiceflow.runner.logs import configure_logging
-from practiceflow.runner.quarantine import quarantine_reason
-from practiceflow.runner.report import detail
+from practiceflow.runner.quarantine import is_quarantined, quarantine_reason
+from practiceflow.runner.report import detail, is_identifier
 from practiceflow.runner.run_lease import RunDrivenElsewhere
 from practiceflow.runner.run_retry import retry_json, retry_line
 from practiceflow.service.intake import build_intake
 from practiceflow.service.loop import Service
 from practiceflow.service.needs_person import label, needs_person
-from practiceflow.state import RUN_STATUSES
+from practiceflow.state import RUN_STATUSES, RunRecord
 from practiceflow.state.payload_purge import FINISHED
 from practiceflow.state.request_log import RequestLog
 from practiceflow.versions import load_version, rebuild, short
@@ -248,21 +242,14 @@ def serve(
     verbose: bool,
     **options: Any,
 ) -> None:
-    """Receive webhooks, poll, and run recipes until SIGTERM (graceful: the current step
-    finishes, the rest of its run resumes on the next start), with the run console on
-    http://127.0.0.1:8470/console/. A stop is not a goodbye: webhook subscriptions are kept
-    (remove them with 'practiceflow triggers unsubscribe', or --unsubscribe-on-exit), and on
-    start every trigger with a poll source catches up from where it stopped; a trigger
-    without one (eform_submitted) depends on the sender's retries, and each downtime is
-    listed as needing attention. A webhook subscription in doubt (serve killed while
-    subscribing) is never repeated and stops nothing else: it is listed as needing
-    attention, and its trigger polled meanwhile where it can be. A second serve on the same
-    SQLite state file refuses to start and names the first (pid, addresses).
-
-    Webhooks need --public-url (the URL at which the API reaches the receiver) and, for an
-    address that survives restarts, --listen; without a public URL, mode: auto triggers
-    poll. At start-up it prints the receiver's address and every subscribed URL (their
-    secret path masked).
+    """Receive webhooks, poll, and run recipes until SIGTERM (the current step finishes, the
+    rest of its run resumes on the next start), with the run console on
+    http://127.0.0.1:8470/console/. On a stop, webhook subscriptions are kept (remove them
+    with 'practiceflow triggers unsubscribe', or --unsubscribe-on-exit); on start, triggers
+    with a poll source catch up, and each downtime of the others is listed as needing
+    attention, as is a subscription in doubt (never repeated). A second serve on the same
+    SQLite state file refuses to start. Webhooks need --public-url, and --listen for an
+    address that survives restarts. See docs/deploy.md.
 
     \b
     Examples:
@@ -285,18 +272,12 @@ def runs() -> None:
     \b
     Examples:
       practiceflow runs list --status in_doubt
-      practiceflow runs show 5f0c...
       practiceflow runs resolve 5f0c... --step bill --as done --note "found INV-1042"
-      practiceflow runs retry 5f0c...
-      practiceflow runs purge --older-than 30d
-      practiceflow runs cancel 5f0c... --reason "our own test delivery"
     """
 
 
-runs.add_command(purge)
-runs.add_command(resolve)
-runs.add_command(cancel)
-runs.add_command(run_recipe)
+for _command in (purge, resolve, cancel, run_recipe):
+    runs.add_command(_command)
 
 
 def _print_outcomes(outcomes: Sequence[RunOutcome]) -> None:
@@ -331,9 +312,7 @@ def list_runs(
 ) -> None:
     """List runs, newest first. --status in_doubt lists what needs a person, as the
     console's "Needs attention" does: runs held at a step in doubt, quarantined runs
-    (started again and again without ending; 'runs show' says why), then the open entries
-    of 'attention list' (gaps nobody could prove complete, subscriptions in doubt,
-    deliveries held without running).
+    ('runs show' says why), then the open entries of 'attention list'.
 
     \b
     Examples:
@@ -493,8 +472,7 @@ def retry(
             message = f"run {run_id}: the recipe file is not known; pass --recipe FILE"
             raise ConfigError(message)
         else:
-            paths = [path]
-            with _connect(api, paths, modules_dirs, record.practice, state) as (client, found, _):
+            with _connect(api, [path], modules_dirs, record.practice, state) as (client, found, _):
                 runner = Runner(found[0], store, client, practice=record.practice)
                 outcome = runner.resume_run(run_id, retry_failed=True)
         if outcome.driven_elsewhere:
@@ -504,6 +482,82 @@ def retry(
         else:
             _print_outcomes([outcome])
     click.get_current_context().exit(_exit_for([outcome]))
+
+
+def identifiers(output: Any) -> Any:
+    """A step's output as JSON values, identifiers only (as ``brief`` shows them)."""
+    if isinstance(output, list):
+        return [identifiers(item) for item in output]
+    if not isinstance(output, dict):
+        return None
+    return {key: value for key, value in output.items() if is_identifier(key, value)}
+
+
+def status_label(record: RunRecord, needs_person: bool) -> str:
+    if is_quarantined(record):
+        return "in_doubt (quarantined)"
+    if record.status == "in_doubt" and not needs_person:
+        return "in_doubt (settled)"
+    return record.status
+
+
+def run_json(record: RunRecord) -> dict[str, Any]:
+    data = asdict(record)
+    # The event's payload holds personal data: the console shows it masked, never this.
+    origin = record.origin if isinstance(record.origin, dict) else {}
+    data["origin"] = {key: value for key, value in origin.items() if key != "payload"}
+    data["created_at"] = record.created_at.isoformat()
+    data["updated_at"] = record.updated_at.isoformat()
+    return data
+
+
+def measure(console: Any, table: Table) -> Any:
+    return console.measure(table, options=console.options.update_width(10_000))
+
+
+def runs_table(found: list[RunRecord], rows: list[tuple[str, ...]], *, with_version: bool) -> Table:
+    """The runs listing: the run id and the recipe name (what --recipe matches) never
+    break; the status and the time wrap at their spaces instead."""
+    table = Table(title=f"runs ({len(found)})", box=None, header_style="bold", pad_edge=False)
+    longest_id = max((cell_len(row[0]) for row in rows), default=3)
+    longest_name = max((cell_len(record.recipe) for record in found), default=6)
+    table.add_column("run", no_wrap=True, min_width=longest_id)
+    table.add_column("recipe", no_wrap=True, min_width=longest_name)
+    table.add_column("status")
+    table.add_column("steps", no_wrap=True)
+    if with_version:
+        table.add_column("version", no_wrap=True)
+    table.add_column("updated (UTC)")
+    for row in rows:
+        table.add_row(*(row if with_version else row[:4] + row[5:]))
+    return table
+
+
+def print_dry(recipe: ValidRecipe, as_json: bool, console: Console) -> bool:
+    """Print a dry run; return whether every step rendered without an error."""
+    steps = dry_run(recipe)
+    sound = all(step.status != "error" for step in steps)
+    if as_json:
+        click.echo(json.dumps([asdict(step) for step in steps], indent=2, default=str))
+        return sound
+    # One block per step, not a table: a request's URL and keys must never be cut.
+    console.print(f"[bold]dry run of {escape(repr(recipe.name))}[/]: nothing is sent")
+    for step in steps:
+        console.print(f"\n[bold]{escape(step.step_id)}[/] ({escape(step.use)}): {step.status}")
+        request = step.request
+        if isinstance(request, dict) and "method" in request:
+            url = request.get("url", request.get("path", ""))
+            click.echo(f"  {request['method']} {url}")
+            if request.get("json") is not None:
+                click.echo("  " + json.dumps(request["json"], default=str, ensure_ascii=False))
+        elif request is not None:
+            click.echo("  " + json.dumps(request, default=str, ensure_ascii=False))
+        for note in [step.note] if step.note else step.warnings:
+            click.echo(f"  ({note})")
+    if not sound:
+        errors = sum(step.status == "error" for step in steps)
+        click.echo(f"{errors} step{'s' if errors != 1 else ''} failed to render", err=True)
+    return sound
 
 
 COMMANDS: list[click.Command] = [run, serve, runs, plan]

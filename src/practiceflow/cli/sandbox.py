@@ -18,12 +18,7 @@ import requests
 
 from practiceflow.errors import ConfigError, TransportError
 from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES, curl_example
-from practiceflow.sandbox.config import (
-    DEFAULT_ADMIN_TOKEN,
-    REGIONS,
-    SandboxConfig,
-    parse_duration,
-)
+from practiceflow.sandbox.config import DEFAULT_ADMIN_TOKEN, REGIONS, SandboxConfig, parse_duration
 from practiceflow.sandbox.practices import practice_credential
 from practiceflow.service.netaddr import is_loopback, listen_tcp
 
@@ -37,11 +32,11 @@ def _admin_epilog() -> str:
     return "\n".join(lines)
 
 
-def _duration(text: str, option: str) -> float:
+def _duration(ctx: click.Context, param: click.Parameter, text: str) -> float:
     try:
         return parse_duration(text)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
+    except ValueError as exc:  # click names the option
+        raise click.BadParameter(str(exc), ctx, param) from None
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -91,14 +86,14 @@ def export_lines(root: str, config: SandboxConfig, region: str = "anz") -> list[
     "--latency",
     default="0ms",
     show_default=True,
-    callback=lambda ctx, param, value: _duration(value, "--latency"),
+    callback=_duration,
     help="Hold every API answer back this long, as a real API's round trip (150ms, 0.15s).",
 )
 @click.option(
     "--jitter",
     default="0ms",
     show_default=True,
-    callback=lambda ctx, param, value: _duration(value, "--jitter"),
+    callback=_duration,
     help="Up to this much more per answer, at random.",
 )
 @click.option(
@@ -165,10 +160,7 @@ def sandbox(
       practiceflow sandbox --port 9000 --seed 7 --entities 100000 --rate-per-minute 600
       practiceflow sandbox --practices 100 --latency 150ms --jitter 50ms
       practiceflow sandbox fire proposal-accepted
-      practiceflow sandbox fault 429 --count 3 --retry-after 2
-      practiceflow sandbox records bills
       practiceflow sandbox --variants hostile --variant rounding=per_total
-      practiceflow sandbox --latency 150ms --jitter 50ms
       curl -H 'X-SVC-Auth-ID: 5a4db0c0-0000-4000-8000-000000000011' \\
            -H 'X-SVC-Auth-Key: sandbox-anz-rw-secret' \\
            http://127.0.0.1:8765/anz/api/v1/auth/validate
@@ -187,8 +179,7 @@ def sandbox(
         config = SandboxConfig.from_env(rate_limits=rates, variants=variants, **overrides)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    # Bound before the banner: once the export lines are printed, the port answers.
-    sock = _bind(bind, port)
+    sock = _bind(bind, port)  # before the banner: once the export lines are printed, it answers
     port = int(sock.getsockname()[1])
     shown = f"[{bind}]" if ":" in bind else bind
     root = f"http://{shown}:{port}"
@@ -363,12 +354,10 @@ EVENTS: dict[str, tuple[str, Callable[[SandboxAdmin, str | None], Any]]] = {
 }
 
 
-def _fire_help() -> str:
-    lines = [f"  {name:<21} KEY: {meaning}" for name, (meaning, _) in EVENTS.items()]
-    return "\n".join(lines)
+_EVENTS_HELP = [f"  {name:<21} KEY: {meaning}" for name, (meaning, _) in EVENTS.items()]
 
 
-@click.command("fire", epilog="\b\nEvents:\n" + _fire_help())
+@click.command("fire", epilog="\b\nEvents:\n" + "\n".join(_EVENTS_HELP))
 @click.argument("event", type=click.Choice(list(EVENTS)))
 @click.argument("key", required=False)
 @_admin_options
@@ -386,12 +375,11 @@ def fire(event: str, key: str | None, admin: SandboxAdmin) -> None:
     record = answer
     if isinstance(answer, dict) and "eventId" in answer:
         record = next(value for name, value in answer.items() if name != "eventId")
-    shown = {
-        name: record.get(name)
+    where = ", ".join(
+        f"{name} {record[name]}"
         for name in ("proposalKey", "formKey", "onboardingKey", "entityKey", "entityName")
         if isinstance(record, dict) and record.get(name) is not None
-    }
-    where = ", ".join(f"{name} {value}" for name, value in shown.items())
+    )
     event_id = answer.get("eventId") if isinstance(answer, dict) else None
     suffix = f" (event {event_id})" if event_id else ""
     click.echo(f"fired {event}: {where}{suffix}")
@@ -437,10 +425,9 @@ def fault(
         click.echo("no fault armed")
         return
     body: dict[str, Any] = {"kind": kind, "count": count, "region": admin.region}
-    optional = {"method": method, "pathPrefix": path_prefix, "retryAfter": retry_after}
+    optional: dict[str, Any] = {"method": method, "pathPrefix": path_prefix}
+    optional.update(retryAfter=retry_after, delay=delay or None)
     body.update({name: value for name, value in optional.items() if value is not None})
-    if delay:
-        body["delay"] = delay
     _echo(admin.call("POST", "/_admin/faults", body))
 
 
@@ -513,10 +500,8 @@ def clock(advance: float | None, admin: SandboxAdmin) -> None:
       practiceflow sandbox clock
       practiceflow sandbox clock --advance 3600
     """
-    if advance is None:
-        _echo(admin.call("GET", "/_admin/clock"))
-    else:
-        _echo(admin.call("POST", "/_admin/clock", {"advance": advance}))
+    body = None if advance is None else {"advance": advance}
+    _echo(admin.call("GET" if body is None else "POST", "/_admin/clock", body))
 
 
 @click.command("reset")

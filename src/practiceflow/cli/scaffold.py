@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,10 +22,19 @@ from practiceflow.manifest.resources import data_dir
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def _refuse_existing(path: Path, force: bool) -> None:
+def _write_checked(path: Path, text: str, force: bool, check: Callable[[], object]) -> None:
+    """Write a scaffold (an existing file only with --force); one ``check`` refuses is a bug."""
     if path.exists() and not force:
         message = f"{path} exists; pass --force to replace it"
         raise ConfigError(message)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    try:
+        check()
+    except ManifestError as exc:  # pragma: no cover - the scaffold's own test keeps it valid
+        path.unlink()
+        message = f"the scaffold {path} does not validate: {exc}"
+        raise BugError(message) from None
 
 
 def _action_text(key: str) -> str:
@@ -122,15 +131,7 @@ def new_module(
         kind = "actions" if isinstance(found, ActionModule) else "triggers"
         text = _from_text(key, Path(str(data_dir(kind))) / f"{copy_from}.yaml", copy_from)
     path = folder / kind / f"{key}.yaml"
-    _refuse_existing(path, force)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    try:
-        load_modules([folder])
-    except ManifestError as exc:  # pragma: no cover - the scaffold's own test keeps it valid
-        path.unlink()
-        message = f"the scaffold of {key!r} does not validate: {exc}"
-        raise BugError(message) from None
+    _write_checked(path, text, force, lambda: load_modules([folder]))
     from practiceflow.testing import write_module_test
 
     write_module_test(path, folder / "tests", key)  # a passing first test, in DIR/tests/
@@ -281,16 +282,8 @@ def new_recipe(
 
     registry = load_modules(list(modules_dirs))
     path = out or Path("recipes") / (re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") + ".yaml")
-    _refuse_existing(path, force)
     text = recipe_text(name, trigger_key, steps, registry)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    try:
-        validate_recipe(path, registry=registry)
-    except ManifestError as exc:  # pragma: no cover - the scaffold's own test keeps it valid
-        path.unlink()
-        message = f"the scaffold of recipe {name!r} does not validate: {exc}"
-        raise BugError(message) from None
+    _write_checked(path, text, force, lambda: validate_recipe(path, registry=registry))
     flags = [part for folder in modules_dirs for part in ("--modules", str(folder))]
     hint = shlex.join(["practiceflow", "run", str(path), *flags, "--dry-run"])
     click.echo(f"wrote {path}; try it with: {hint}")

@@ -1,15 +1,7 @@
-"""How ``serve`` (and ``run`` without ``--once``) starts, in the order that loses nothing.
-
-1. Take the SQLite state file's lease: a second ``serve`` refuses before anything is sent.
-2. Check the recipes, open the store, build the service: its receiver starts with every
-   webhook trigger bound before the first request, so the sender's retries of what came
-   while we were down are stored from the first moment.
-3. Check the credentials (a write step with read-only credentials refuses here), then run
-   (:func:`practiceflow.service.serve`) until SIGTERM.
-
-What it prints at the default log level (stderr) says what it did, not how: ids, recipe
-names and statuses, nothing personal or secret.
-"""
+"""How ``serve`` (and ``run`` without ``--once``) starts, in the order that loses nothing:
+the state file's lease first (a second serve refuses before anything is sent), then the
+receiver with every webhook trigger bound before the first request, then the credentials
+check, then :func:`practiceflow.service.serve`. It prints ids and statuses, nothing secret."""
 
 from __future__ import annotations
 
@@ -60,7 +52,7 @@ def serve_recipes(
     the state file)."""
     from practiceflow.console.security import check_bind
     from practiceflow.console.server import console_for
-    from practiceflow.ops import OpsMetrics, counted_session, ops_routes, serve_practices
+    from practiceflow.ops import OpsMetrics, OpsPractice, counted_session, ops_routes
     from practiceflow.service.netaddr import parse_listen
 
     where = "--console-listen"
@@ -107,7 +99,14 @@ def serve_recipes(
         )
         service = serve(checked, store, client, key, settings, stop=stop)
         stack.callback(service.close)  # a refusal below stops the receiver
-        metrics.watch(store, serve_practices(key, client.budget, service.intake))
+
+        def served() -> list[OpsPractice] | None:
+            """The practice once the intake has built its triggers (None while starting)."""
+            built = service.intake.triggers if service.intake is not None else {}
+            hooks = [name for name, one in built.items() if one.mode in ("webhook", "both")]
+            return [OpsPractice(key, client.budget, tuple(sorted(hooks)))] if built else None
+
+        metrics.watch(store, served)
         if lease is not None and service.intake is not None:
             lease.update(receiver=service.intake.receiver_url)
         can_write = client.validate().can_write
@@ -135,40 +134,33 @@ def serve_recipes(
         service.run()
 
 
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+
+
 def announce(intake: TriggerIntake, reused: Collection[str] = ()) -> None:
     """Print where the receiver listens and every URL subscribed (``reused``: ids kept)."""
     if intake.server is not None:
-        click.echo(f"webhook receiver listening on {intake.server.url}", err=True)
+        _say(f"webhook receiver listening on {intake.server.url}")
     else:
-        click.echo(
-            "no webhook receiver (no --public-url / PRACTICEFLOW_PUBLIC_URL): triggers poll",
-            err=True,
-        )
+        _say("no webhook receiver (no --public-url / PRACTICEFLOW_PUBLIC_URL): triggers poll")
     subscribed = {row.trigger_key: row for row in intake.store.list_subscriptions(intake.practice)}
     for key, trigger in intake.triggers.items():
         row = subscribed.get(key)
+        line = f"trigger {key}: {trigger.mode}"
         if key in intake.in_doubt:
             meanwhile = "polled meanwhile" if intake.in_doubt[key] else "its events NOT received"
-            click.echo(
-                f"trigger {key}: {trigger.mode}, subscription IN DOUBT, not repeated: "
-                f"{meanwhile}; see 'practiceflow attention list'",
-                err=True,
-            )
+            line += f", subscription IN DOUBT, not repeated: {meanwhile}; see "
+            line += "'practiceflow attention list'"
         elif row is not None and trigger.mode in ("webhook", "both"):
-            how = (
-                f"reusing subscription {row.subscription_id} of"
-                if row.subscription_id in reused
-                else "subscribed"
-            )
+            how = "subscribed"
+            if row.subscription_id in reused:
+                how = f"reusing subscription {row.subscription_id} of"
             # The URL's path token routes deliveries: it is a secret.
             head, marker, _ = row.url.partition("/hooks/")
             url = f"{head}{marker}***" if marker else row.url
-            click.echo(
-                f"trigger {key}: {trigger.mode}, {how} {row.event} at {url} ({row.status})",
-                err=True,
-            )
-        else:
-            click.echo(f"trigger {key}: {trigger.mode}", err=True)
+            line += f", {how} {row.event} at {url} ({row.status})"
+        _say(line)
 
 
 def duration(span: timedelta) -> str:
@@ -203,47 +195,37 @@ class ServeReport:
     def started(self, intake: TriggerIntake) -> None:
         """The intake's ``on_started``: announce it, then what the catch-up brought."""
         announce(intake, frozenset(str(key) for key in self.kept))
-        if self.down_since is None:
-            return
-        waiting = len(self.store.pending_events(self.practice, limit=100_000))
-        click.echo(
-            f"caught up {waiting} event(s) after a downtime of "
-            f"{duration(self.back - self.down_since)}",
-            err=True,
-        )
+        if self.down_since is not None:
+            waiting = len(self.store.pending_events(self.practice, limit=100_000))
+            down = duration(self.back - self.down_since)
+            _say(f"caught up {waiting} event(s) after a downtime of {down}")
 
     def outcome(self, outcome: RunOutcome) -> None:
         """One line per run: event, recipe, result."""
         run = self.store.get_run(outcome.run_id)
         recipe = run.recipe if run is not None else "?"
         held = f" at {', '.join(outcome.held)}" if outcome.held else ""
-        click.echo(
-            f"run {outcome.run_id[:8]} {recipe} event {outcome.event_id}: {outcome.status}{held}",
-            err=True,
-        )
+        _say(f"run {outcome.run_id[:8]} {recipe} event {outcome.event_id}: {outcome.status}{held}")
 
     def swept(self, result: SweepResult) -> None:
         """What a sweep of a downtime found."""
         if result.closed:
-            click.echo(
+            _say(
                 f"gap of {result.trigger} closed by evidence: {result.found} event(s) in the "
-                f"window, {len(result.recovered)} recovered by the sweep, none missing",
-                err=True,
+                f"window, {len(result.recovered)} recovered by the sweep, none missing"
             )
         else:
-            click.echo(
+            _say(
                 f"gap of {result.trigger} could not be proven complete: needs attention "
-                "(practiceflow attention list)",
-                err=True,
+                "(practiceflow attention list)"
             )
 
     def stopped(self) -> None:
         """The last line."""
         if self.unsubscribe:
-            click.echo("serve: stopped; subscriptions removed (--unsubscribe-on-exit)", err=True)
+            _say("serve: stopped; subscriptions removed (--unsubscribe-on-exit)")
         else:
-            click.echo(
+            _say(
                 "serve: stopped; subscriptions kept (the sender's retries reach the next start;"
-                " remove them with 'practiceflow triggers unsubscribe')",
-                err=True,
+                " remove them with 'practiceflow triggers unsubscribe')"
             )

@@ -18,14 +18,10 @@ from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_settings, build_client
 from practiceflow.errors import ConfigError
 from practiceflow.service.needs_person import find_entry, label, settle_command
-from practiceflow.service.state_location import (
-    practice_budget,
-    state_target,
-)
+from practiceflow.service.state_location import practice_budget, state_target
 from practiceflow.state import RunRecord, StateStore, open_store
 from practiceflow.state.runids import MIN_PREFIX, find_run
 
-#: ``--state`` (env ``PRACTICEFLOW_STATE``): the command receives ``state``.
 state_option = click.option(
     "--state",
     metavar="PATH",
@@ -33,7 +29,6 @@ state_option = click.option(
     help="State store: a SQLite file, sqlite:///path or postgresql://... (env "
     "PRACTICEFLOW_STATE; default .practiceflow/state.db in the working directory).",
 )
-#: ``--practice``: the command receives ``practice`` (None: not given).
 practice_option = click.option(
     "--practice",
     metavar="KEY",

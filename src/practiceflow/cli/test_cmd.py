@@ -29,13 +29,8 @@ Examples:
 
 \b
 Without PATH, every *.test.yaml under this folder. --record starts a sandbox on 127.0.0.1
-unless --base-url names a server (credentials from the environment or profile).
-
-\b
-A test file names a recipe (or a module) and its cases: given an event, vars, the clock
-and the API's answers (a cassette, or answers written in the file: a 429, a dropped
-answer, a 500), expect each step's request, output, skip, failure or held write.
-See docs/testing.md.
+unless --base-url names a server (credentials from the environment or profile). A test
+file names a recipe or module and its cases, given and expected: see docs/testing.md.
 
 \b
 Exit codes: 0 every case passed; 1 a case failed (each difference is printed, naming the

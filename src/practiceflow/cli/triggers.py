@@ -7,14 +7,18 @@ from __future__ import annotations
 import getpass
 import json
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 
+from practiceflow.api import Client
 from practiceflow.cli.common import ApiOptions, api_options, build_client, json_option
 from practiceflow.cli.retention import check_since
 from practiceflow.cli.state import open_state, practice_key, practice_option, state_option
 from practiceflow.service.needs_person import close_subscription_doubt
+from practiceflow.state import StateStore
 from practiceflow.triggers import (
     Poller,
     SubscriptionManager,
@@ -29,6 +33,15 @@ def _emit(data: Any, as_json: bool, human: str) -> None:
     click.echo(json.dumps(data, indent=2, default=str) if as_json else human)
 
 
+@contextmanager
+def _practice(
+    api: ApiOptions, state: str | None, practice: str | None
+) -> Iterator[tuple[Client, StateStore, str]]:
+    """The client, the store and the practice key a trigger command works on."""
+    with build_client(api) as client, open_state(state) as store:
+        yield client, store, practice_key(practice, client.settings.client_id)
+
+
 @click.group()
 def triggers() -> None:
     """Webhook and polling triggers.
@@ -37,9 +50,6 @@ def triggers() -> None:
     Examples:
       practiceflow triggers list
       practiceflow triggers subscribe proposal_accepted --public-url https://hooks.example.com
-      practiceflow triggers check proposal_accepted
-      practiceflow triggers poll new_client --once
-      practiceflow triggers unsubscribe proposal_accepted
     """
 
 
@@ -55,7 +65,7 @@ def list_triggers(as_json: bool) -> None:
     Example:
       practiceflow triggers list --json
     """
-    rows = []
+    rows, lines = [], []
     for key in shipped_trigger_keys():
         found = load_definition(key)
         ways = [name for name, part in (("webhook", found.webhook), ("poll", found.poll)) if part]
@@ -68,11 +78,8 @@ def list_triggers(as_json: bool) -> None:
                 "downtime": "caught up by polling" if catch_up else "sender retries only",
             }
         )
-    lines = [
-        f"{row['key']:<28} {'+'.join(row['receive']):<13} {row['title']}"
-        + ("" if row["downtime"] == "caught up by polling" else "  (*)")
-        for row in rows
-    ]
+        mark = "" if catch_up else "  (*)"
+        lines.append(f"{key:<28} {'+'.join(ways):<13} {found.module.title}{mark}")
     lines.append(
         "(*) no poll source (without options): events while serve is down depend on the "
         "sender's retries; each downtime is listed as needing attention"
@@ -113,11 +120,10 @@ def subscribe(
         raise click.UsageError(f"trigger {trigger!r} has no webhook; poll it instead")
     options = {"event": event_option} if event_option else {}
     event = found.webhook.event_key(options)
-    with build_client(api) as client, open_state(state) as store:
+    with _practice(api, state, practice) as (client, store, key):
         offered = supported_events(client)
         if offered and event not in offered:
             raise click.UsageError(f"event {event!r} is not offered; valid values are {offered}")
-        key = practice_key(practice, client.settings.client_id)
         record = SubscriptionManager(client, store, key, public_url).ensure(found.key, event)
     data = {"trigger": found.key, "event": event, "id": record.subscription_id, "url": record.url}
     _emit(data, as_json, f"subscribed {found.key} to {event} (id {record.subscription_id})")
@@ -139,21 +145,17 @@ def unsubscribe(
 ) -> None:
     """Unsubscribe a trigger (DELETE /api/v1/webhooks/{id}) and forget it.
 
-    A subscription in doubt (its subscribe got no answer, or serve was killed while it was
-    in flight) may exist on the server under an id nobody knows, so serve does not repeat
-    it: it lists 'subscription in doubt: TRIGGER' as needing attention ('attention
-    list', the console) and goes on, polling the trigger meanwhile where it
-    can. To settle it: check the practice's webhook settings (delete a subscription found
-    there), run this command with --forget, which also closes that entry, and restart
-    serve (or the workers): it subscribes again.
+    A subscription in doubt (its subscribe got no answer) may exist on the server under an
+    id nobody knows, so serve never repeats it and lists it as needing attention. To settle
+    it: check the practice's webhook settings (delete a subscription found there), run this
+    with --forget, which closes that entry, and restart: it subscribes again (docs/deploy.md).
 
     \b
     Examples:
       practiceflow triggers unsubscribe proposal_accepted
       practiceflow triggers unsubscribe proposal_accepted --forget   # one in doubt
     """
-    with build_client(api) as client, open_state(state) as store:
-        key = practice_key(practice, client.settings.client_id)
+    with _practice(api, state, practice) as (client, store, key):
         removed = SubscriptionManager(client, store, key).remove(trigger, forget_only=forget)
         note = "forgotten (triggers unsubscribe --forget)" if forget else "unsubscribed"
         closed = close_subscription_doubt(store, key, trigger, getpass.getuser(), note)
@@ -192,9 +194,8 @@ def check(
     Example:
       practiceflow triggers check proposal_accepted --wait 10
     """
-    with build_client(api) as client, open_state(state) as store:
+    with _practice(api, state, practice) as (client, store, key):
         started = store.now()
-        key = practice_key(practice, client.settings.client_id)
 
         def arrived() -> bool:
             events = store.pending_events(key, 1000, source=trigger)
@@ -245,15 +246,8 @@ def poll(
     del once
     options = dict(item.split("=", 1) for item in with_ if "=" in item)
     started = time.monotonic()
-    with build_client(api) as client, open_state(state) as store:
-        found = Poller(
-            client,
-            store,
-            practice_key(practice, client.settings.client_id),
-            load_definition(trigger),
-            options,
-            since=since,
-        )
+    with _practice(api, state, practice) as (client, store, key):
+        found = Poller(client, store, key, load_definition(trigger), options, since=since)
         result = found.poll_once()
     data = {
         "trigger": trigger,

@@ -76,8 +76,7 @@ def _print_replay(found: Replay, run: RunRecord) -> None:
         if not step.writes:
             continue
         was = "" if step.matched in (None, step.step_id) else f" (was {step.matched})"
-        named = step.step_id + was
-        console.print(f"  {escape(named)}  {escape(step.use)}  {step.verdict}")
+        console.print(f"  {escape(step.step_id + was)}  {escape(step.use)}  {step.verdict}")
         if step.verdict == "differs":
             for line in differences(step.sent, step.would_send):
                 console.print(f"    {escape(line)}")

@@ -9,7 +9,6 @@ from practiceflow.ops._metrics import (
     OpsServer,
     counted_session,
     ops_routes,
-    serve_practices,
     window_use,
 )
 
@@ -19,6 +18,5 @@ __all__ = [
     "OpsServer",
     "counted_session",
     "ops_routes",
-    "serve_practices",
     "window_use",
 ]

@@ -46,13 +46,6 @@ WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
 POLL_LAG_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 20.0, 60.0)
 
 
-def outcome_of(status: int) -> str:
-    """The outcome label of an HTTP status: ``429`` apart, else its class (``4xx``)."""
-    if status == 429:
-        return "429"
-    return f"{min(max(status // 100, 1), 5)}xx"
-
-
 class CountingAdapter(HTTPAdapter):
     """Reports each outcome (``2xx``...``5xx``, ``429``, ``error``) to ``count``;
     ``connections``: a pool manager shared with other adapters, closed by its owner."""
@@ -86,7 +79,8 @@ class CountingAdapter(HTTPAdapter):
         except requests.RequestException:
             self._count("error")
             raise
-        self._count(outcome_of(response.status_code))
+        status = response.status_code  # 429 apart, else its class (4xx)
+        self._count("429" if status == 429 else f"{min(max(status // 100, 1), 5)}xx")
         return response
 
 
@@ -115,6 +109,11 @@ def window_use(budget: RateBudget) -> dict[str, int] | None:
     else:
         return None
     return {label: count for (label, _), count in zip(WINDOWS, counts, strict=True)}
+
+
+def _gauge(name: str, text: str, *labels: str) -> GaugeMetricFamily:
+    """``practiceflow_<name>``, labelled by practice unless ``labels`` says otherwise."""
+    return GaugeMetricFamily(f"practiceflow_{name}", text, labels=list(labels or ["practice"]))
 
 
 @dataclass(frozen=True)
@@ -174,22 +173,18 @@ class OpsMetrics(Collector):
         up = GaugeMetricFamily(
             "practiceflow_store_up", "1 when the state store answered this scrape, else 0"
         )
-        runs = GaugeMetricFamily(
-            "practiceflow_runs", "Runs by status", labels=["practice", "status"]
+        runs = _gauge("runs", "Runs by status", "practice", "status")
+        doubt = _gauge(
+            "steps_in_doubt", "Steps held for a person: a write that may or may not have acted"
         )
-        doubt = GaugeMetricFamily(
-            "practiceflow_steps_in_doubt",
-            "Steps held for a person: a write that may or may not have acted",
-            labels=["practice"],
-        )
-        waiting = GaugeMetricFamily(
-            "practiceflow_events_waiting", "Events stored, not yet handled", labels=["practice"]
-        )
-        attention = GaugeMetricFamily(
-            "practiceflow_attention",
+        waiting = _gauge("events_waiting", "Events stored, not yet handled")
+        attention = _gauge(
+            "attention",
             "Attention entries (gaps, subscriptions in doubt, held deliveries) by status:"
             " open waits for a person, checking for a sweep, closed was settled",
-            labels=["practice", "kind", "status"],
+            "practice",
+            "kind",
+            "status",
         )
         try:
             counts = store.practice_counts()
@@ -216,20 +211,18 @@ class OpsMetrics(Collector):
         yield from self._budgets(served)
 
     def _budgets(self, served: Sequence[OpsPractice]) -> Iterator[Metric]:
-        remaining = GaugeMetricFamily(
-            "practiceflow_budget_remaining",
+        remaining = _gauge(
+            "budget_remaining",
             "Requests the practice may still send in each rolling rate window",
-            labels=["practice", "window"],
+            "practice",
+            "window",
         )
-        limit = GaugeMetricFamily(
-            "practiceflow_budget_limit",
-            "The practice's limit in each rate window",
-            labels=["practice", "window"],
+        limit = _gauge(
+            "budget_limit", "The practice's limit in each rate window", "practice", "window"
         )
-        paused = GaugeMetricFamily(
-            "practiceflow_budget_paused_seconds",
+        paused = _gauge(
+            "budget_paused_seconds",
             "Seconds the practice's requests are still held after a 429 (Retry-After)",
-            labels=["practice"],
         )
         for practice in served:
             budget = practice.budget
@@ -293,8 +286,7 @@ class OpsMetrics(Collector):
                     status = subscriptions.get((practice.name, trigger))
                     if status == "active":
                         continue
-                    shown = f"{practice.name} / {trigger}: subscription "
-                    shown += "missing" if status is None else status
+                    shown = f"{practice.name} / {trigger}: subscription {status or 'missing'}"
                     listed = self.store.list_attention(
                         practice=practice.name,
                         kind="subscription_in_doubt",
@@ -307,27 +299,6 @@ class OpsMetrics(Collector):
             return False, {"problems": [f"the state store did not answer: {exc}"]}
         detail = {"practices": len(served), "problems": problems, "attention": attention}
         return not problems, detail
-
-
-def serve_practices(
-    practice: str, budget: RateBudget, intake: object
-) -> Callable[[], list[OpsPractice] | None]:
-    """``serve``'s ``practices``: None until the intake has built its triggers, then one."""
-
-    def practices() -> list[OpsPractice] | None:
-        triggers: dict[str, Any] = dict(getattr(intake, "triggers", None) or {})
-        if not triggers:
-            return None
-        webhooks = tuple(
-            sorted(
-                name
-                for name, trigger in triggers.items()
-                if getattr(trigger, "mode", None) in ("webhook", "both")
-            )
-        )
-        return [OpsPractice(practice, budget, webhooks)]
-
-    return practices
 
 
 def ops_routes(metrics: OpsMetrics) -> list[BaseRoute]:
