@@ -1,11 +1,8 @@
-"""Exporters: the action and trigger modules as connectors for automation platforms.
+"""Exporters: the modules as connectors for automation platforms (``practiceflow export``).
 
-This package owns ``practiceflow export PLATFORM --out DIR`` and what it writes into
-``connectors/``: the :class:`Exporter` registry and the writer that never overwrites a
-hand-written file (``exporter.py``), the portable expression trees the JavaScript runtimes
-interpret (``expression_tree.py``), and one generator per platform (``zapier.py``,
-``n8n*.py``, ``openapi.py``, ``powerautomate.py``). Every generator is deterministic, so a
-test regenerates each export and compares it with the committed copy.
+The registry and writer (``exporter.py``), the expression trees the JavaScript runtimes
+interpret (``expression_tree.py``), and one deterministic generator per platform, so a test
+compares each fresh export with the committed copy in ``connectors/``.
 """
 
 from __future__ import annotations
@@ -42,9 +39,7 @@ __all__ = [
 
 
 def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str | bytes]:
-    """Build one platform's export in memory: relative path -> file text (or bytes).
-
-    ``modules`` are extra module folders (``--modules DIR``) besides the shipped ones.
+    """Build one platform's export in memory, with extra module folders (``--modules DIR``).
 
     Raises:
         ConfigError: the platform is unknown.

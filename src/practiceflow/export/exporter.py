@@ -1,11 +1,9 @@
 """The exporters' name -> function registry, and how generated files are written.
 
-An :data:`Exporter` turns the loaded modules plus the connector manifest (as data) into a
-deterministic mapping of relative POSIX path -> file text (bytes for binary files), or raises
-ManifestError for a module it cannot express. It never touches the disk: :func:`write_export`
-does. Every export folder gets a ``GENERATED.json`` listing the files the generator owns; a
-later export replaces exactly those (and removes the ones no longer produced) and refuses to
-overwrite any other file already there, such as a platform's hand-written test harness.
+An :data:`Exporter` maps the modules and the connector manifest to relative path -> file text
+(or bytes), deterministically, never touching the disk. :func:`write_export` writes them with a
+``GENERATED.json`` listing the files it owns: a later export replaces (or removes) exactly
+those and refuses to overwrite any other file, such as a hand-written test harness.
 """
 
 from __future__ import annotations
@@ -80,9 +78,8 @@ Module = ActionModule | TriggerModule
 def translated(
     modules: ModuleRegistry, why_not: Callable[[Module], str | None]
 ) -> tuple[dict[str, ActionModule], dict[str, TriggerModule], dict[str, Any], dict[str, str]]:
-    """The actions and triggers a platform carries (``why_not`` says None and their plans
-    translate), their plans by ``actions/KEY`` and ``triggers/KEY``, and why each other
-    module is skipped (by the same names)."""
+    """The actions and triggers a platform carries (``why_not`` None, plans translated), their
+    plans by ``actions/KEY`` and ``triggers/KEY``, and why each other module is skipped."""
     plans: dict[str, Any] = {}
     skipped: dict[str, str] = {}
 
@@ -112,8 +109,7 @@ def translated(
 
 @dataclass(frozen=True)
 class ExportResult:
-    """What :func:`write_export` did in ``out``: files written (changed or new), files
-    already up to date, and previously generated files removed as no longer produced."""
+    """What :func:`write_export` did in ``out``: files written, up to date, and removed."""
 
     out: Path
     written: tuple[str, ...]

@@ -70,8 +70,7 @@ def expression(template: CompiledTemplate) -> dict[str, Any]:
     """Translate one compiled template into an expression node.
 
     Raises:
-        ManifestError: the template uses something the exporters cannot carry over; the
-            issue names where it was written and which constructs are supported.
+        ManifestError: outside the exportable subset (where, and what is supported).
     """
     try:
         parsed = environment().parse(template.source)
@@ -87,8 +86,7 @@ def expression(template: CompiledTemplate) -> dict[str, Any]:
 
 
 def _parts(body: list[nodes.Node]) -> list[dict[str, Any]]:
-    """Text parts of a template body; ``{% if %}`` blocks become ``if`` nodes and
-    ``{% set name = expr %}`` binds ``name`` for the rest of the body (a ``let`` node)."""
+    """Text parts of a template body (``{% if %}``: ``if``; ``{% set %}``: ``let``)."""
     parts: list[dict[str, Any]] = []
     for index, statement in enumerate(body):
         if isinstance(statement, nodes.Assign) and isinstance(statement.target, nodes.Name):
@@ -233,8 +231,7 @@ def _compare(node: nodes.Compare) -> dict[str, Any]:
 
 
 def tree(value: Any) -> Any:
-    """A compiled tree (request body, query, output map) with each template leaf replaced
-    by ``{"$pf": expression}``.
+    """A compiled tree with each template leaf as ``{"$pf": expression}``.
 
     Raises:
         ManifestError: with every leaf that cannot be exported.
@@ -261,11 +258,7 @@ def tree(value: Any) -> Any:
 
 
 def action_plan(action: ActionModule) -> dict[str, Any]:
-    """The request and output of an action in portable form, ready for JSON.
-
-    Raises:
-        ManifestError: a template cannot be exported (see :func:`expression`).
-    """
+    """The request and output of an action in portable form (ManifestError: see :func:`tree`)."""
     request = action.request
     spec = action.extensions.list
     listing = None
@@ -295,23 +288,16 @@ def action_plan(action: ActionModule) -> dict[str, Any]:
     }
 
 
-#: Media type of a downloaded file whose name does not tell.
-FILE_MEDIA_TYPE = "application/octet-stream"
-
-
 def file_media_type(action: ActionModule) -> str:
-    """The media type of a download action's file, from its name's suffix
-    (:data:`FILE_MEDIA_TYPE` when the name does not tell)."""
+    """The media type of a download action's file, from its name's suffix."""
     spec = action.extensions.download
     name = getattr(spec.filename, "source", spec.filename) if spec is not None else None
     guessed = mimetypes.guess_type(f"file{PurePosixPath(str(name)).suffix}")[0] if name else None
-    return guessed or FILE_MEDIA_TYPE
+    return guessed or "application/octet-stream"
 
 
 def local_fields(action: ActionModule) -> frozenset[str]:
-    """Input fields that only say where a download is saved on this machine (read by
-    ``download.to`` and no request template): a platform carries the file itself, so they
-    are left out of its forms."""
+    """Input fields read only by ``download.to``: a platform carries the file, not a path."""
     spec = action.extensions.download
     if spec is None:
         return frozenset()
@@ -339,11 +325,8 @@ def platform_input(action: ActionModule) -> dict[str, Any]:
 
 
 def trigger_plan(trigger: TriggerModule) -> dict[str, Any]:
-    """The webhook and poll sections of a trigger in portable form (None when absent).
-
-    The poll's ``sweep`` (the list ``serve`` reads to close a downtime gap) is left out: a
-    platform polls on its own schedule and keeps no downtime to close.
-    """
+    """The webhook and poll sections of a trigger in portable form (None when absent),
+    without the poll's ``sweep``: a platform polls on its own schedule, with no downtime."""
     poll = trigger.poll
     if poll is not None and "sweep" in poll:
         poll = {key: value for key, value in poll.items() if key != "sweep"}

@@ -1,13 +1,8 @@
-"""The n8n exporter: a community node package (TypeScript) built from the modules.
+"""The n8n exporter: the templates of ``templates/n8n`` filled in, plus the modules as data.
 
-It fills the templates of ``templates/n8n`` (the credential, an actions node, a webhook
-trigger node and a poll trigger node) and writes ``shared/definition.ts``, the modules as
-data for the interpreter of the plans.
-
-Why ``execute`` rather than declarative routing: module templates carry conditionals,
-``{% set %}``, filters, the omission rule, list paging and output maps, which n8n's routing
-expressions could express only in part, with hand-made hooks per module; one interpreter of
-the plans (the same as the Zapier export's) keeps every platform faithful to the modules.
+Nodes ``execute`` the plans rather than use declarative routing: n8n's routing expressions
+cannot carry conditionals, ``{% set %}``, the omission rule, paging and output maps; one
+interpreter of the plans (as in the Zapier export) keeps every platform faithful.
 """
 
 from __future__ import annotations
@@ -182,8 +177,7 @@ def _credentials_file(connector: Mapping[str, Any]) -> str:
 
 @register("n8n")
 def n8n_files(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-    """The n8n community node package: actions node, webhook trigger, polling trigger (the
-    module docstring tells the layout)."""
+    """The n8n community node package: actions node, webhook trigger, polling trigger."""
     return _build(modules, connector)[0]
 
 

@@ -1,10 +1,7 @@
-"""n8n node parameters from form fields, and the text rules n8n's lint checks.
+"""n8n node parameters from form fields, TypeScript literals, and the texts n8n's lint wants.
 
-Required fields are top-level parameters, optional ones go under *Additional Fields*; a
-field with declared choices becomes an options list (``loadOptions``), or a resource
-locator with a ``listSearch`` for large lists. :func:`ts` writes data as a TypeScript
-literal; :func:`title_case`, :func:`sentence_case` and :func:`describe` shape display names,
-action texts and descriptions as ``n8n-node lint`` (strict) wants them.
+Required fields are top-level parameters, optional ones go under *Additional Fields*; choices
+become ``loadOptions`` lists, or resource locators with a ``listSearch`` for large lists.
 """
 
 from __future__ import annotations
@@ -34,22 +31,15 @@ _ACRONYMS = (
     (re.compile(r"\b[uU]rl(s?)\b"), r"URL\1"),
     (re.compile(r"\b[jJ]son\b"), "JSON"),
 )
-
-
-_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: TypeScript string escapes: control characters as ``\uXXXX`` but for the short ones.
+_ESCAPES = {chr(code): f"\\u{code:04x}" for code in range(0x20)}
+_ESCAPES |= {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_TRANSLATE = str.maketrans(_ESCAPES)
 
 
 def _string(text: str) -> str:
     """A single-quoted TypeScript string literal (no needless escapes)."""
-    out = []
-    for char in text:
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif ord(char) < 0x20:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return "'" + "".join(out) + "'"
+    return "'" + text.translate(_TRANSLATE) + "'"
 
 
 def ts(value: Any, indent: int = 0) -> str:
@@ -91,11 +81,8 @@ def _acronyms(text: str) -> str:
 
 
 def title_case(text: str) -> str:
-    """Title Case as n8n display names use it: ``Client entity id`` -> ``Client Entity ID``.
-
-    Small words stay lower case except first and last; words with capitals inside
-    (``eForm``, ``ID``) are kept; each part of a hyphenated word is capitalised.
-    """
+    """Title Case as n8n display names use it: ``Client entity id`` -> ``Client Entity ID``
+    (small words lower case but at the edges; ``eForm`` kept; hyphenated parts capitalised)."""
     text = _acronyms(" ".join(text.split()))
     out = []
     for match in _TOKENS.finditer(text):
@@ -275,12 +262,8 @@ def parameters(
 def return_all_parameters(
     params: list[dict[str, Any]], show: Mapping[str, list[str]]
 ) -> list[dict[str, Any]]:
-    """n8n's *Return All* switch of a list operation and its *Limit* shown when it is off,
-    to put before *Additional Fields*.
-
-    The ``limit`` field leaves *Additional Fields* (``params``, from :func:`parameters`, is
-    changed in place) and stands after the switch, n8n's own layout (its lint checks it).
-    """
+    """n8n's *Return All* switch and the *Limit* shown when it is off, to put before
+    *Additional Fields*, which ``limit`` leaves (``params`` is changed in place)."""
     switch = {
         "displayName": "Return All",
         "name": "returnAll",

@@ -1,11 +1,5 @@
-"""The Zapier exporter: a Zapier CLI app (``zapier-platform-core``) built from the modules.
-
-It writes ``definition.json`` (the modules as data) beside the fixed JavaScript of
-``templates/zapier`` that turns it into the app object Zapier loads. An action that writes
-(``needs_write`` or ``kind: create``) becomes a *create*, any other a *search*. A trigger
-with a ``webhook`` section becomes a REST hook, a poll-only one a polling trigger; every
-trigger result carries ``id`` (the poll ``dedupe`` key or the delivery's event id), which is
-what Zapier deduplicates on.
+"""The Zapier exporter: ``definition.json`` (the modules as data) beside the fixed JavaScript
+of ``templates/zapier`` that makes it the app Zapier loads (mapping: connectors/README.md).
 """
 
 from __future__ import annotations
@@ -82,12 +76,8 @@ def _sample_type(value: Any) -> str | None:
 
 
 def _output_fields(schema: Mapping[str, Any], sample: Any) -> list[dict[str, Any]]:
-    """Zapier output fields: the schema's scalar properties, else the sample's scalar keys.
-
-    A property with no declared type is described only when the sample shows a scalar
-    there, so a field and its sample never disagree (an object is left to Zapier, which
-    describes nested values from the sample itself).
-    """
+    """Zapier output fields: the schema's scalar properties (an untyped one only where the
+    sample shows a scalar, so the two never disagree), else the sample's scalar keys."""
     fields = []
     example = sample if isinstance(sample, Mapping) else {}
     properties: Mapping[str, Any] = schema.get("properties") or {}
@@ -327,8 +317,7 @@ def _auth(connector: Mapping[str, Any]) -> dict[str, Any]:
 
 @register("zapier")
 def zapier_files(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-    """The Zapier CLI app: creates, searches, REST hook and polling triggers (the module
-    docstring tells the mapping)."""
+    """The Zapier CLI app: creates, searches, REST hook and polling triggers."""
     actions, kept, plans, skipped = translated(modules, _trigger_unsupported)
     lists = ChoiceLists(modules, actions, kept.values())
     creates = {k: _action(a, lists, False) for k, a in actions.items() if is_create(a)}
