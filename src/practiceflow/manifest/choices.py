@@ -1,8 +1,6 @@
-"""Dynamic choices (``x-choices``): where an input field's allowed values come from, declared once.
-
-One declaration serves ``practiceflow action`` (checked online by
-:mod:`practiceflow.engine.choice_check`) and every exporter's dropdowns;
-:func:`options_from_rows` is the one rule the exporters' JavaScript repeats.
+"""Dynamic choices (``x-choices``): where an input field's allowed values come from, declared once
+for :mod:`practiceflow.engine.choice_check` and every exporter's dropdowns (whose JavaScript
+repeats :func:`options_from_rows`).
 """
 
 from __future__ import annotations
@@ -120,10 +118,8 @@ def _pick(row: Any, name: str | None) -> Any:
 
 
 def options_from_rows(rows: Iterable[Any], source: ChoiceSource) -> list[tuple[Any, str]]:
-    """The ``(value, label)`` pairs a list offers, in the list's order, without repeats.
-
-    Rows failing ``where``, and rows without a value, are left out.
-    """
+    """The ``(value, label)`` pairs a list offers, in order, without repeats (rows failing
+    ``where``, or without a value, left out)."""
     out: list[tuple[Any, str]] = []
     seen: set[str] = set()
     for row in rows:

@@ -23,7 +23,7 @@ from practiceflow.templating import CompiledTemplate, Origin, compile_tree, iter
 def _subschemas(
     schema: Mapping[str, Any], at: JsonPath
 ) -> Iterator[tuple[Mapping[str, Any], JsonPath]]:
-    """Yield every schema nested in a schema (itself first) with its path."""
+    """Every schema nested in a schema (itself first) with its path."""
     yield schema, at
     for keyword in ("properties", "$defs"):
         children = schema.get(keyword)
@@ -46,12 +46,8 @@ def _subschemas(
 def check_schema(
     schema: Any, at: JsonPath, *, file: str, located: Located, draft: bool = True
 ) -> list[Issue]:
-    """Check a schema a module declares (``input``, ``output.schema``).
-
-    It must be valid Draft 2020-12, each ``required`` entry must be one of its
-    ``properties``, each ``pattern`` must compile for linear-time matching (RE2), and each
-    property's ``examples`` must fit that property.
-    """
+    """Check a schema a module declares: valid Draft 2020-12, ``required`` entries declared,
+    ``pattern`` RE2 (linear time), no ``$ref`` loop, and ``examples`` fitting their property."""
     if not isinstance(schema, Mapping):
         return []
     issues = (

@@ -27,7 +27,12 @@ from practiceflow.manifest.models import (
     RequestSpec,
     TriggerModule,
 )
-from practiceflow.manifest.optional_sections import compile_extensions
+from practiceflow.manifest.optional_sections import (
+    ANSWER_NAMES,
+    INPUT_NAMES,
+    ITEM_NAMES,
+    compile_extensions,
+)
 from practiceflow.manifest.references import check_references, input_target
 from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.safe_read import FileRefused, read_text_limited
@@ -46,16 +51,11 @@ from practiceflow.manifest.yamlpos import (
 )
 from practiceflow.templating import Origin, compile_tree
 
-#: Names request templates may read.
-ACTION_NAMES = frozenset({"input", "now"})
-#: Names output.map templates may read.
-OUTPUT_NAMES = frozenset({"response", "headers", "input", "now"})
 #: Names recipe templates may read.
 RECIPE_NAMES = frozenset({"trigger", "steps", "vars", "now", "item"})
 #: ``if`` and ``for_each`` are computed from the event: an example of each.
 _EXAMPLES: Final = {"if": "{{ trigger.amount > 0 }}", "for_each": "{{ vars.forms }}"}
-_WEBHOOK_NAMES = frozenset({"body", "data", "headers", "input", "now"})
-_POLL_NAMES = frozenset({"item", "input", "now"})
+_WEBHOOK_NAMES = INPUT_NAMES | {"body", "data", "headers"}
 
 PathLike = str | Path | Traversable
 
@@ -133,8 +133,9 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 def _module_start(
     kind: str, located: Located, file: str, stem: str | None
-) -> tuple[list[Issue], dict[str, Any], dict[str, Any]]:
-    """The issues of a module's fields, input and output schemas and sample; the schemas."""
+) -> tuple[list[Issue], dict[str, Any], dict[str, Any], Callable[..., Any]]:
+    """The issues of a module's fields, schemas and sample; its schemas; and its template
+    compiler (:func:`~practiceflow.manifest.lint.compile_checked`, issues appended)."""
     issues = _start(kind, located, file, stem)
     data = located.data
     input_schema = _as_dict(data.get("input"))
@@ -155,7 +156,20 @@ def _module_start(
         found += issues_for(
             validator, data["sample"], file=file, located=located, prefix=("sample",)
         )
-    return issues + found, input_schema, output_schema
+    issues += found
+    fields = list(_as_dict(input_schema.get("properties")))
+    origin_for = _origins(file, located)
+    checked = partial(
+        lint.compile_checked, origin_for=origin_for, fields=fields, file=file, issues=issues
+    )
+    return issues, input_schema, output_schema, checked
+
+
+def _check_input_reads(issues: list[Issue], input_schema: Mapping[str, Any], *trees: Any) -> None:
+    """Check the ``input`` paths of some compiled trees, once the input schema is sound."""
+    if _clean(issues, "input"):
+        target = {"input": input_target(input_schema)}
+        issues += check_references(lint.templates_of(*trees), target)
 
 
 def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
@@ -170,24 +184,14 @@ def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
 
 def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
     """Build an action module from an already read document (see :func:`load_action`)."""
-    issues, input_schema, output_schema = _module_start("action", located, file, stem)
+    issues, input_schema, output_schema, checked = _module_start("action", located, file, stem)
     data = located.data
     output = _as_dict(data.get("output"))
     request = _as_dict(data.get("request"))
-    origin_for = _origins(file, located)
-    fields = list(_as_dict(input_schema.get("properties")))
-    checked = partial(
-        lint.compile_checked, origin_for=origin_for, fields=fields, file=file, issues=issues
-    )
     parts = [part for part in ("path", "query", "headers", "body") if part in request]
-    trees = {
-        part: checked(request[part], ("request", part), allowed=ACTION_NAMES) for part in parts
-    }
-    out_map = checked(output.get("map"), ("output", "map"), allowed=OUTPUT_NAMES)
-    if _clean(issues, "input"):
-        issues += check_references(
-            lint.templates_of(*trees.values(), out_map), {"input": input_target(input_schema)}
-        )
+    trees = {part: checked(request[part], ("request", part), allowed=INPUT_NAMES) for part in parts}
+    out_map = checked(output.get("map"), ("output", "map"), allowed=ANSWER_NAMES)
+    _check_input_reads(issues, input_schema, *trees.values(), out_map)
     extensions = compile_extensions(data, checked, issues, file=file, located=located)
     read_back = _as_dict(data.get("read_back"))
     for value, known, what, at in (
@@ -197,6 +201,7 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
     ):
         issues += lint.check_names(value, known, what=what, at=at, file=file, located=located)
     marked = _as_dict(read_back.get("marker")).get("field")
+    fields = list(_as_dict(input_schema.get("properties")))
     if marked is not None and marked not in fields:
         message = f"got {marked!r}; the marker's field must be an input field: {fields}"
         issues.append(located.issue(file, ("read_back", "marker", "field"), message))
@@ -204,8 +209,6 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         raise ManifestError(issues)
 
     # The file is sound from here on: the schemas compile.
-    output_validator = compile_validator(output_schema)
-    sample = data["sample"]
     return ActionModule(
         key=data["key"],
         title=data["title"],
@@ -225,9 +228,9 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
             map=out_map,
             passthrough=bool(output.get("passthrough", False)),
             schema=output_schema,
-            validator=output_validator,
+            validator=compile_validator(output_schema),
         ),
-        sample=sample,
+        sample=data["sample"],
         needs_write=data["needs_write"],
         checks=tuple(data.get("checks", ())),
         hook=data.get("hook"),
@@ -267,27 +270,16 @@ def load_trigger(path: PathLike, *, display: str | None = None) -> TriggerModule
 
 def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule:
     """Build a trigger module from an already read document (see :func:`load_trigger`)."""
-    issues, input_schema, output_schema = _module_start("trigger", located, file, stem)
+    issues, input_schema, output_schema, checked = _module_start("trigger", located, file, stem)
     data = located.data
-    origin_for = _origins(file, located)
-    fields = list(_as_dict(input_schema.get("properties")))
-    checked = partial(
-        lint.compile_checked, origin_for=origin_for, fields=fields, file=file, issues=issues
-    )
     sections: dict[str, dict[str, Any] | None] = {}
-    for name, allowed in (("webhook", _WEBHOOK_NAMES), ("poll", _POLL_NAMES)):
-        if name not in data:
-            sections[name] = None
-            continue
-        compiled = checked(_as_dict(data[name]), (name,), allowed=allowed)
-        if _clean(issues, "input"):
-            issues += check_references(
-                lint.templates_of(compiled), {"input": input_target(input_schema)}
-            )
-        sections[name] = compiled
+    for name, allowed in (("webhook", _WEBHOOK_NAMES), ("poll", ITEM_NAMES)):
+        sections[name] = None
+        if name in data:
+            sections[name] = checked(_as_dict(data[name]), (name,), allowed=allowed)
+            _check_input_reads(issues, input_schema, sections[name])
     if issues:
         raise ManifestError(issues)
-    validator = compile_validator(output_schema)
     return TriggerModule(
         key=data["key"],
         title=data["title"],
@@ -295,7 +287,7 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
         noun=data["noun"],
         input_schema=input_schema,
         output_schema=output_schema,
-        output_validator=validator,
+        output_validator=compile_validator(output_schema),
         sample=data["sample"],
         webhook=sections["webhook"],
         poll=sections["poll"],
@@ -308,10 +300,8 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
 
 
 def load_module(path: PathLike, *, display: str | None = None) -> Module:
-    """Load an action or a trigger module, telling which from its folder or its content.
-
-    A file under a ``triggers`` folder, or one with a ``webhook`` or ``poll`` section and no
-    ``request``, is a trigger; anything else is an action.
+    """Load an action or a trigger module: a trigger when under a ``triggers`` folder, or with
+    a ``webhook`` or ``poll`` section and no ``request``.
 
     Raises:
         ManifestError: with every issue of the file.

@@ -1,7 +1,6 @@
-"""The loaded, validated forms of action modules, trigger modules and recipes.
+"""The loaded forms of action modules, trigger modules and recipes, built only by the loader.
 
-Built only by the loader, templates compiled; the meta-schemas in ``manifests/`` stay the one
-definition of each format, these hold what the engine needs at run time.
+The meta-schemas in ``manifests/`` define each format; these hold what the engine needs.
 """
 
 from __future__ import annotations
@@ -58,11 +57,8 @@ class ActionModule:
     """A loaded action module (see ``manifests/action.schema.json`` for every field).
 
     Attributes:
-        errors: HTTP status -> what the user should do.
-        pii_paths: JSON paths of input fields marked ``x-pii`` (``*`` stands for any index);
-            ``secret_paths`` and ``output_pii_paths`` are the output's ``x-secret`` and
-            ``x-pii`` fields, found once at load.
-        choices: input fields whose choices a list action reads (``x-choices``), by path.
+        pii_paths: paths of the input's ``x-pii`` fields (``*``: any index); ``secret_paths``
+            and ``output_pii_paths``: the output's ``x-secret`` and ``x-pii`` fields.
         read_back: how an in-doubt write is looked for; None: a person decides.
         text: the YAML text it was built from (a run's version records it).
     """
@@ -148,13 +144,8 @@ class RecipeStep:
 
 @dataclass(frozen=True)
 class Recipe:
-    """A loaded recipe (see ``manifests/recipe.schema.json``).
-
-    Attributes:
-        trigger_with: the trigger's options as a compiled tree.
-        max_delay: seconds the trigger's events may wait to be seen (``trigger.max_delay``),
-            or None: the poll interval.
-    """
+    """A loaded recipe (see ``manifests/recipe.schema.json``); ``max_delay``: seconds the
+    trigger's events may wait to be seen, or None: the poll interval."""
 
     name: str
     description: str

@@ -31,11 +31,7 @@ class ModuleRegistry:
     triggers: dict[str, TriggerModule] = field(default_factory=dict)
 
     def action(self, key: str) -> ActionModule:
-        """Return an action by key.
-
-        Raises:
-            ConfigError: when there is none (with "did you mean" or the valid keys).
-        """
+        """Return an action by key (ConfigError with "did you mean" or the valid keys)."""
         if key in self.actions:
             return self.actions[key]
         raise _missing(self.actions, key, "action")
@@ -76,11 +72,8 @@ def _files(folder: Traversable) -> list[Traversable]:
 def discover(
     dirs: Iterable[PathLike] = (), *, shipped: bool = True
 ) -> list[tuple[Traversable, str, bool]]:
-    """List module files: (file, name shown in messages, shipped?).
-
-    Raises:
-        ConfigError: when a user folder does not exist.
-    """
+    """List module files: (file, name shown in messages, shipped?); ConfigError for a
+    user folder that does not exist."""
     found: list[tuple[Traversable, str, bool]] = []
     if shipped:
         for kind in ("actions", "triggers"):

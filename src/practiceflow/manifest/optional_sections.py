@@ -14,25 +14,18 @@ from practiceflow.errors import Issue
 from practiceflow.manifest.yamlpos import JsonPath, Located
 from practiceflow.templating import CompiledTemplate, add_filter
 
-#: Names a ``list.limit`` template may read.
-LIMIT_NAMES = frozenset({"input", "now"})
-#: Names a ``list.filter`` template may read.
-FILTER_NAMES = frozenset({"item", "input", "now"})
-#: Names ``download`` templates may read.
-DOWNLOAD_NAMES = frozenset({"input", "now"})
-#: Names ``warn_if`` templates may read.
-WARNING_NAMES = frozenset({"response", "headers", "input", "now"})
+#: Names module templates may read: requests, ``list.limit`` and ``download`` read input;
+#: ``list.filter`` and polls read rows too; ``output.map`` and ``warn_if`` read the answer.
+INPUT_NAMES = frozenset({"input", "now"})
+ITEM_NAMES = INPUT_NAMES | {"item"}
+ANSWER_NAMES = INPUT_NAMES | {"response", "headers"}
 
 Template = CompiledTemplate | str | None
 
 
 def filter_omit(value: Any, *keys: str) -> dict[str, Any]:
-    """``{{ input | omit('entityKey') }}``: a copy of a mapping without some keys (tolerant
-    modules pass on the input fields they do not use, for shapes the spec leaves "not shown").
-
-    Raises:
-        TypeError: when ``value`` is not a mapping.
-    """
+    """``{{ input | omit('entityKey') }}``: a copy of a mapping without some keys (TypeError
+    for anything else); tolerant modules pass on the input fields they do not use."""
     if not isinstance(value, Mapping):
         message = f"omit: got {type(value).__name__}; expected a mapping"
         raise TypeError(message)
@@ -88,11 +81,8 @@ def compile_extensions(
     file: str,
     located: Located,
 ) -> Extensions:
-    """Compile the ``list``, ``download`` and ``warn_if`` sections of an action module.
-
-    ``checked`` is :func:`~practiceflow.manifest.lint.compile_checked` bound to the module;
-    issues are appended to ``issues``.
-    """
+    """Compile the optional sections, appending to ``issues`` (``checked``: the module's
+    :func:`~practiceflow.manifest.lint.compile_checked`)."""
 
     def compiled(section: Mapping[str, Any], at: JsonPath, allowed: Iterable[str]) -> Template:
         value = section.get(str(at[-1]))
@@ -107,16 +97,16 @@ def compile_extensions(
         spec_list = ListSpec(
             paged=bool(raw_list.get("paged", False)),
             page_size=size if isinstance(size, int) else None,
-            limit=compiled(raw_list, ("list", "limit"), LIMIT_NAMES),
-            filter=compiled(raw_list, ("list", "filter"), FILTER_NAMES),
+            limit=compiled(raw_list, ("list", "limit"), INPUT_NAMES),
+            filter=compiled(raw_list, ("list", "filter"), ITEM_NAMES),
         )
         if size is not None and not spec_list.paged:
             issues.append(located.issue(file, ("list", "page_size"), "needs 'paged: true'"))
     raw_download = data.get("download")
     if isinstance(raw_download, Mapping):
         spec_download = DownloadSpec(
-            to=compiled(raw_download, ("download", "to"), DOWNLOAD_NAMES),
-            filename=compiled(raw_download, ("download", "filename"), DOWNLOAD_NAMES),
+            to=compiled(raw_download, ("download", "to"), INPUT_NAMES),
+            filename=compiled(raw_download, ("download", "filename"), INPUT_NAMES),
         )
         request = data.get("request")
         method = request.get("method") if isinstance(request, Mapping) else None
@@ -131,7 +121,7 @@ def compile_extensions(
     # The meta-schema's issues are reported with these; a wrong type is skipped here.
     for index, raw in enumerate(raw_warnings if isinstance(raw_warnings, list) else []):
         if isinstance(raw, Mapping):
-            when = compiled(raw, ("warn_if", index, "when"), WARNING_NAMES)
-            message_template = compiled(raw, ("warn_if", index, "message"), WARNING_NAMES)
+            when = compiled(raw, ("warn_if", index, "when"), ANSWER_NAMES)
+            message_template = compiled(raw, ("warn_if", index, "message"), ANSWER_NAMES)
             warnings.append(WarningSpec(when=when, message=message_template))
     return Extensions(list=spec_list, download=spec_download, warn_if=tuple(warnings))

@@ -69,8 +69,7 @@ def union(*positions: Position) -> Position:
 
 def input_target(schema: Mapping[str, Any]) -> Target:
     """What ``input`` reads in a module's templates: its declared fields, checked below them
-    (an undeclared first-level field is :func:`~practiceflow.manifest.lint.check_template_names`'s).
-    """
+    (an undeclared one is :func:`~practiceflow.manifest.lint.check_template_names`'s)."""
     properties = schema.get("properties")
     fields = properties if isinstance(properties, Mapping) else {}
     where = "in the module's input schema"
@@ -348,10 +347,8 @@ def check_references(
 
 
 def items_position(template: CompiledTemplate, targets: Mapping[str, Target]) -> Position:
-    """The schema of the elements a ``for_each`` template yields, when it can be told: a path,
-    a list of paths or literals, ``a if c else b`` of those, and filters that keep the elements
-    (``sort``, ``selectattr``...); anything else is open (None).
-    """
+    """The schema of the elements a ``for_each`` template yields, when it can be told (paths,
+    literals, ``a if c else b``, filters keeping the elements); else None, open."""
     tree = environment().parse(template.source)
     body = tree.body
     if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:

@@ -19,8 +19,7 @@ def read_text_limited(path: str | os.PathLike[str], limit: int) -> str:
     """Read a UTF-8 text file of at most ``limit`` bytes.
 
     Raises:
-        FileRefused: when the path is not a regular file, is larger than ``limit``, cannot be
-            read, or is not UTF-8.
+        FileRefused: not a regular file, larger than ``limit``, unreadable, or not UTF-8.
     """
     target = Path(path)
     try:

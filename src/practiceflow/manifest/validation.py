@@ -70,17 +70,15 @@ TYPE_WORDS = {
 }
 
 
-def _re2_options() -> Any:
-    options = re2.Options()
-    options.log_errors = False  # the problem is reported as an Issue, not on stderr
-    return options
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # the problem is reported as an Issue, not on stderr
 
 
 @lru_cache(maxsize=512)
 def compile_pattern(text: str) -> Any:
     """Compile a module's ``pattern`` with RE2: the text comes from outside, and Python's
     backtracking engine would hang on ``^(a+)+$`` (meta-schemas, ours, keep Python's)."""
-    return re2.compile(text, _re2_options())
+    return re2.compile(text, _RE2_OPTIONS)
 
 
 def pattern_problem(text: str) -> str | None:
@@ -179,9 +177,8 @@ def _edits(a: str, b: str) -> int:
 
 
 def near_misses(schema: Any, data: Any, path: JsonPath = ()) -> list[tuple[JsonPath, str]]:
-    """Unknown keys within two edits of a declared one, where the schema allows
-    extra keys (``mutte`` beside ``mute``): a typo there would otherwise be sent as is.
-    """
+    """Unknown keys within two edits of a declared one where the schema allows extra keys
+    (``mutte`` beside ``mute``): a typo there would otherwise be sent as is."""
     found: list[tuple[JsonPath, str]] = []
     if not isinstance(schema, Mapping):
         return found

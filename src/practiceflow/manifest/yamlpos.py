@@ -157,8 +157,7 @@ def _load_checked(text: str) -> Located:
 
 
 def _check_shape(text: str, loader_class: type[Any]) -> None:
-    """Refuse nesting deeper than :data:`MAX_DEPTH` and more than :data:`MAX_NODES` nodes
-    before composing."""
+    """Refuse too deep nesting or too many nodes, before composing."""
     loader: Any = None
     try:
         loader = loader_class(text)
