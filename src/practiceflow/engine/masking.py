@@ -1,8 +1,6 @@
-"""The one place personal data (fields tagged ``x-pii``) and secrets are masked.
-
-Everything that shows data masks here, by path and by value (the rules: docs/architecture.md,
-"Privacy and secrets"). A value shorter than :data:`MIN_WHOLE` is masked only as a whole value
-(an initial "J" must not blank every J of a message).
+"""The one place personal data (fields tagged ``x-pii``) and secrets are masked, by path and
+by value (docs/architecture.md, "Privacy and secrets"). A value shorter than :data:`MIN_WHOLE`
+is masked only as a whole value (an initial "J" must not blank every J of a message).
 """
 
 from __future__ import annotations
@@ -103,8 +101,7 @@ def _leaves(value: Any) -> Iterator[Any]:
 def values_at(
     data: Any, path: tuple[str, ...], at: tuple[str | int, ...] = ()
 ) -> Iterator[tuple[tuple[str | int, ...], Any]]:
-    """Yield ``(json path, value)`` for every value of ``data`` at a field path (``*``: any
-    list index)."""
+    """Every ``(json path, value)`` of ``data`` at a field path (``*``: any list index)."""
     if not path:
         if data is not None:
             yield at, data
@@ -220,9 +217,8 @@ def mask_input(data: Any, pii: PiiPaths) -> Any:
 def mask_request(request: Mapping[str, Any], data: Any, pii: PiiPaths) -> dict[str, Any]:
     """Mask every personal value in a request (sent, about to be sent or described); the
     journal, the logs and every dry run show requests through this function."""
-    values = personal_values(data, pii)
     shown = {key: value for key, value in request.items() if value is not None}
-    masked: dict[str, Any] = mask_values(shown, values) if values else shown
+    masked: dict[str, Any] = mask_values(shown, personal_values(data, pii))
     return masked
 
 
@@ -236,8 +232,7 @@ def mask_output(output: Any, schema: Mapping[str, Any] | None) -> Any:
 
 def output_pii(output: Any, schema: Mapping[str, Any], tagged: PiiPaths | None = None) -> PiiPaths:
     """The personal paths of one output: its schema's tags, and every undeclared field when
-    the schema tags the whole record ``x-pii`` (only declared, untagged fields are known safe).
-    """
+    the schema tags the whole record ``x-pii`` (only declared, untagged fields are safe)."""
     pii = lint.pii_paths(schema) if tagged is None else tagged
     if schema.get("x-pii") is True and isinstance(output, Mapping):
         declared = schema.get("properties")

@@ -46,13 +46,11 @@ class ActionResult:
     """What running an action produced.
 
     Attributes:
-        action: the action's key.
         output: the mapped output (empty in a dry run).
         warnings: what the user should know (skipped checks, output surprises...).
-        request: the request as sent or, in a dry run, as it would be sent; secrets and
+        request: the request as sent (or, in a dry run, as it would be), secrets and
             personal fields masked.
         status: the HTTP status of the answer; None in a dry run.
-        dry_run: whether this was a dry run.
     """
 
     action: str
@@ -165,9 +163,8 @@ def run_action(
 
 
 def _completed(module: ActionModule, client: ClientLike, response: Any) -> Any:
-    """A create answered 2xx with no body, or with only an id (the body of many creates
-    is not shown by the spec), is completed by reading the record its ``Location`` header
-    names: a read, never a second write. Anything else is returned as it came."""
+    """A create answered 2xx with no body or only an id is completed by reading the record its
+    ``Location`` names: a read, never a second write. Anything else is returned as it came."""
     data = response.data
     if module.kind != "create" or not 200 <= int(response.status) < 300:
         return response
@@ -353,15 +350,12 @@ def _map_output(module: ActionModule, ctx: ActionContext, response: Any) -> dict
                 if origin
                 else Issue(module.source, 0, 0, "output.map", message)
             )
+    output = dict(mapped)
     if spec.passthrough or spec.map is None:
         if isinstance(data, Mapping):
             output = {**data, **mapped}
         elif isinstance(data, list):
             output = {"items": data, **mapped}
-        else:
-            output = dict(mapped)
-    else:
-        output = dict(mapped)
     for issue in issues_for(spec.validator, output, file="output"):
         where = issue.path or "(top)"
         message = f"the answer does not fit the output schema of {module.key}: {where}: "
