@@ -1,8 +1,8 @@
 """Exporters: the modules as connectors for automation platforms (``practiceflow export``).
 
-The registry and writer (``exporter.py``), the expression trees the JavaScript runtimes
-interpret (``expression_tree.py``), and one deterministic generator per platform, so a test
-compares each fresh export with the committed copy in ``connectors/``.
+The platforms' table (here), the writer (``exporter.py``), the expression trees the JavaScript
+runtimes interpret (``expression_tree.py``), and one deterministic generator per platform, so a
+test compares each fresh export with the committed copy in ``connectors/``.
 """
 
 from __future__ import annotations
@@ -10,18 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from practiceflow.export import n8n as _n8n  # noqa: F401 - registers its exporter
-from practiceflow.export import powerautomate as _powerautomate  # noqa: F401 - registers "openapi"
-from practiceflow.export import zapier as _zapier  # noqa: F401 - registers its exporter
-from practiceflow.export.exporter import (
-    LISTING,
-    Exporter,
-    ExportResult,
-    exporter_for,
-    exporters,
-    stale_files,
-    write_export,
-)
+from practiceflow.errors import ConfigError
+from practiceflow.export.exporter import LISTING, Exporter, ExportResult, stale_files, write_export
+from practiceflow.export.n8n import n8n_files
+from practiceflow.export.powerautomate import openapi_files
+from practiceflow.export.zapier import zapier_files
 from practiceflow.manifest import default_registry, load_connector, load_modules
 from practiceflow.manifest.loader import PathLike
 
@@ -36,6 +29,30 @@ __all__ = [
     "stale_files",
     "write_export",
 ]
+
+#: The platforms (the CLI's PLATFORM), sorted.
+_EXPORTERS: dict[str, Exporter] = {
+    "n8n": n8n_files,
+    "openapi": openapi_files,
+    "zapier": zapier_files,
+}
+
+
+def exporters() -> dict[str, Exporter]:
+    """Return the exporters by platform name, sorted."""
+    return dict(_EXPORTERS)
+
+
+def exporter_for(name: str) -> Exporter:
+    """The exporter of a platform (such as ``zapier``).
+
+    Raises:
+        ConfigError: no exporter has that name (the message lists the valid ones).
+    """
+    if name not in _EXPORTERS:
+        message = f"platform: got {name!r}; valid values are {sorted(_EXPORTERS)}"
+        raise ConfigError(message)
+    return _EXPORTERS[name]
 
 
 def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str | bytes]:

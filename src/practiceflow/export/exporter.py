@@ -1,4 +1,4 @@
-"""The exporters' name -> function registry, and how generated files are written.
+"""What every exporter shares: its type, the plans it carries, and how its files are written.
 
 An :data:`Exporter` maps the modules and the connector manifest to relative path -> file text
 (or bytes), deterministically, never touching the disk. :func:`write_export` writes them with a
@@ -18,7 +18,7 @@ from typing import Any
 
 from practiceflow.errors import ConfigError, ManifestError
 from practiceflow.export.expression_tree import action_plan, trigger_plan
-from practiceflow.manifest.models import ActionModule, TriggerModule
+from practiceflow.manifest.models import ActionModule, Module, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
 
 #: File in every export folder that lists the files the generator owns.
@@ -42,37 +42,6 @@ def template_text(platform: str, name: str) -> str:
 
 
 Exporter = Callable[[ModuleRegistry, Mapping[str, Any]], Mapping[str, str | bytes]]
-_REGISTRY: dict[str, Exporter] = {}
-
-
-def register(name: str) -> Callable[[Exporter], Exporter]:
-    """Decorator: make an exporter available as the platform ``name`` (the CLI's PLATFORM)."""
-
-    def add(func: Exporter) -> Exporter:
-        _REGISTRY[name] = func
-        return func
-
-    return add
-
-
-def exporters() -> dict[str, Exporter]:
-    """Return the registered exporters by name, sorted."""
-    return dict(sorted(_REGISTRY.items()))
-
-
-def exporter_for(name: str) -> Exporter:
-    """The exporter registered under ``name`` (such as ``zapier``).
-
-    Raises:
-        ConfigError: no exporter has that name (the message lists the valid ones).
-    """
-    if name not in _REGISTRY:
-        message = f"platform: got {name!r}; valid values are {sorted(_REGISTRY)}"
-        raise ConfigError(message)
-    return _REGISTRY[name]
-
-
-Module = ActionModule | TriggerModule
 
 
 def translated(

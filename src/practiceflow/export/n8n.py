@@ -13,7 +13,7 @@ from typing import Any
 
 from practiceflow import __version__
 from practiceflow.export.descriptions import plan_description
-from practiceflow.export.exporter import register, template_text, translated
+from practiceflow.export.exporter import template_text, translated
 from practiceflow.export.expression_tree import platform_input
 from practiceflow.export.n8n_params import (
     camel,
@@ -175,7 +175,6 @@ def _credentials_file(connector: Mapping[str, Any]) -> str:
     return source
 
 
-@register("n8n")
 def n8n_files(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
     """The n8n community node package: actions node, webhook trigger, polling trigger."""
     return _build(modules, connector)[0]

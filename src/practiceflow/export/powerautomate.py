@@ -14,7 +14,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from practiceflow.export.exporter import dump_json, register, template_text
+from practiceflow.export.exporter import dump_json, template_text
 from practiceflow.export.openapi import ENVELOPE_ITEMS, list_shape, openapi_document
 from practiceflow.manifest.module_registry import ModuleRegistry
 
@@ -353,7 +353,6 @@ def api_properties(connector: Mapping[str, Any]) -> dict[str, Any]:
     return document
 
 
-@register("openapi")
 def openapi_files(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str | bytes]:
     """``openapi.json`` (OpenAPI 3.1 of the actions) and the ``powerautomate/`` folder."""
     swagger = swagger_document(modules, connector)

@@ -11,7 +11,7 @@ from typing import Any
 from practiceflow import __version__
 from practiceflow.errors import TemplateError
 from practiceflow.export.descriptions import plan_description
-from practiceflow.export.exporter import dump_json, register, template_text, translated
+from practiceflow.export.exporter import dump_json, template_text, translated
 from practiceflow.export.expression_tree import action_plan, file_media_type, platform_input
 from practiceflow.export.schemas import ChoiceLists, FormField, form_fields, main_type, resolve
 from practiceflow.manifest.choices import ChoiceSource
@@ -315,7 +315,6 @@ def _auth(connector: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-@register("zapier")
 def zapier_files(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
     """The Zapier CLI app: creates, searches, REST hook and polling triggers."""
     actions, kept, plans, skipped = translated(modules, _trigger_unsupported)
