@@ -16,8 +16,7 @@ from typing import Any
 from practiceflow.api.paging import Page, extract_items
 from practiceflow.errors import ConfigError, InputError, Issue
 from practiceflow.hooks import ActionContext, ClientLike
-from practiceflow.manifest.models import ActionModule
-from practiceflow.manifest.optional_sections import ListSpec, Template
+from practiceflow.manifest.models import ActionModule, ListSpec, Template
 from practiceflow.templating import CompiledTemplate, utcnow
 
 _LIMIT = "list_limit"

@@ -6,7 +6,7 @@ file, located as ``file:line:column json.path: message``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -19,19 +19,18 @@ from practiceflow.manifest.choices import choice_fields
 from practiceflow.manifest.durations import max_delay_problem, read_max_delay
 from practiceflow.manifest.models import (
     ActionModule,
+    DownloadSpec,
+    Extensions,
+    ListSpec,
     Module,
     OutputSpec,
     ReadBackSpec,
     Recipe,
     RecipeStep,
     RequestSpec,
+    Template,
     TriggerModule,
-)
-from practiceflow.manifest.optional_sections import (
-    ANSWER_NAMES,
-    INPUT_NAMES,
-    ITEM_NAMES,
-    compile_extensions,
+    WarningSpec,
 )
 from practiceflow.manifest.references import check_references, input_target
 from practiceflow.manifest.resources import data_dir
@@ -49,7 +48,13 @@ from practiceflow.manifest.yamlpos import (
     format_path,
     load_yaml,
 )
-from practiceflow.templating import Origin, compile_tree
+from practiceflow.templating import CompiledTemplate, Origin, add_filter, compile_tree
+
+#: Names module templates may read: requests, ``list.limit`` and ``download`` read input;
+#: ``list.filter`` and polls read rows too; ``output.map`` and ``warn_if`` read the answer.
+INPUT_NAMES = frozenset({"input", "now"})
+ITEM_NAMES = INPUT_NAMES | {"item"}
+ANSWER_NAMES = INPUT_NAMES | {"response", "headers"}
 
 #: Names recipe templates may read.
 RECIPE_NAMES = frozenset({"trigger", "steps", "vars", "now", "item"})
@@ -58,6 +63,18 @@ _EXAMPLES: Final = {"if": "{{ trigger.amount > 0 }}", "for_each": "{{ vars.forms
 _WEBHOOK_NAMES = INPUT_NAMES | {"body", "data", "headers"}
 
 PathLike = str | Path | Traversable
+
+
+def filter_omit(value: Any, *keys: str) -> dict[str, Any]:
+    """``{{ input | omit('entityKey') }}``: a copy of a mapping without some keys (TypeError
+    for anything else); tolerant modules pass on the input fields they do not use."""
+    if not isinstance(value, Mapping):
+        message = f"omit: got {type(value).__name__}; expected a mapping"
+        raise TypeError(message)
+    return {key: item for key, item in value.items() if key not in keys}
+
+
+add_filter("omit", filter_omit)
 
 
 def _display(path: PathLike) -> str:
@@ -424,3 +441,57 @@ def load_connector(path: PathLike | None = None) -> dict[str, Any]:
     if issues:
         raise ManifestError(issues)
     return dict(located.data)
+
+
+def compile_extensions(
+    data: Mapping[str, Any],
+    checked: Callable[..., Any],
+    issues: list[Issue],
+    *,
+    file: str,
+    located: Located,
+) -> Extensions:
+    """Compile the optional sections, appending to ``issues`` (``checked``: the module's
+    :func:`~practiceflow.manifest.lint.compile_checked`)."""
+
+    def compiled(section: Mapping[str, Any], at: JsonPath, allowed: Iterable[str]) -> Template:
+        value = section.get(str(at[-1]))
+        tree = None if value is None else checked(value, at, allowed=allowed)
+        return tree if isinstance(tree, CompiledTemplate | str) else None
+
+    spec_list: ListSpec | None = None
+    spec_download: DownloadSpec | None = None
+    raw_list = data.get("list")
+    if isinstance(raw_list, Mapping):
+        size = raw_list.get("page_size")
+        spec_list = ListSpec(
+            paged=bool(raw_list.get("paged", False)),
+            page_size=size if isinstance(size, int) else None,
+            limit=compiled(raw_list, ("list", "limit"), INPUT_NAMES),
+            filter=compiled(raw_list, ("list", "filter"), ITEM_NAMES),
+        )
+        if size is not None and not spec_list.paged:
+            issues.append(located.issue(file, ("list", "page_size"), "needs 'paged: true'"))
+    raw_download = data.get("download")
+    if isinstance(raw_download, Mapping):
+        spec_download = DownloadSpec(
+            to=compiled(raw_download, ("download", "to"), INPUT_NAMES),
+            filename=compiled(raw_download, ("download", "filename"), INPUT_NAMES),
+        )
+        request = data.get("request")
+        method = request.get("method") if isinstance(request, Mapping) else None
+        if method not in (None, "GET"):
+            message = f"a download is read with GET; got request.method {method!r}"
+            issues.append(located.issue(file, ("download",), message))
+        if spec_list is not None:
+            message = "a module is a list or a download, not both"
+            issues.append(located.issue(file, ("download",), message))
+    warnings: list[WarningSpec] = []
+    raw_warnings = data.get("warn_if")
+    # The meta-schema's issues are reported with these; a wrong type is skipped here.
+    for index, raw in enumerate(raw_warnings if isinstance(raw_warnings, list) else []):
+        if isinstance(raw, Mapping):
+            when = compiled(raw, ("warn_if", index, "when"), ANSWER_NAMES)
+            message_template = compiled(raw, ("warn_if", index, "message"), ANSWER_NAMES)
+            warnings.append(WarningSpec(when=when, message=message_template))
+    return Extensions(list=spec_list, download=spec_download, warn_if=tuple(warnings))

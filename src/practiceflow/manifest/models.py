@@ -13,8 +13,47 @@ from typing import Any
 from jsonschema.protocols import Validator
 
 from practiceflow.manifest.choices import ChoiceSource, FieldPath
-from practiceflow.manifest.optional_sections import Extensions
 from practiceflow.templating import CompiledTemplate, iter_templates
+
+Template = CompiledTemplate | str | None
+
+
+@dataclass(frozen=True)
+class ListSpec:
+    """How a list answer becomes ``{items, count, hasMore}``."""
+
+    paged: bool = False
+    page_size: int | None = None
+    limit: Template = None
+    filter: Template = None
+
+
+@dataclass(frozen=True)
+class DownloadSpec:
+    """Where a file answer is written."""
+
+    to: Template
+    filename: Template = None
+
+
+@dataclass(frozen=True)
+class WarningSpec:
+    """One ``warn_if`` entry: when ``when`` renders true, ``message`` is a warning."""
+
+    when: Template
+    message: Template
+
+
+@dataclass(frozen=True)
+class Extensions:
+    """The optional sections of one action module (all empty for a plain request)."""
+
+    list: ListSpec | None = None
+    download: DownloadSpec | None = None
+    warn_if: tuple[WarningSpec, ...] = field(default_factory=tuple)
+
+    def __bool__(self) -> bool:
+        return self.list is not None or self.download is not None or bool(self.warn_if)
 
 
 @dataclass(frozen=True)
