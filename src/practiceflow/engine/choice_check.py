@@ -41,11 +41,8 @@ def check_choices(
     file: str = "input",
     located: Located | None = None,
 ) -> list[Issue]:
-    """Compare the input's choice fields with the lists they come from.
-
-    Raises:
-        ApiError, TransportError: reading a list failed (the caller sends nothing).
-    """
+    """Compare the input's choice fields with the lists they come from (a failed read of a
+    list raises, and the caller sends nothing)."""
     issues: list[Issue] = []
     lists: dict[tuple[str, str], list[Any]] = {}
     for path, source in module.choices.items():

@@ -44,11 +44,7 @@ def exporters() -> dict[str, Exporter]:
 
 
 def exporter_for(name: str) -> Exporter:
-    """The exporter of a platform (such as ``zapier``).
-
-    Raises:
-        ConfigError: no exporter has that name (the message lists the valid ones).
-    """
+    """The exporter of a platform such as ``zapier`` (ConfigError listing the valid names)."""
     if name not in _EXPORTERS:
         message = f"platform: got {name!r}; valid values are {sorted(_EXPORTERS)}"
         raise ConfigError(message)

@@ -123,11 +123,8 @@ def _check_path(name: str) -> None:
 
 
 def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> ExportResult:
-    """Write generated files (from an :data:`Exporter`) into ``out``.
-
-    Raises:
-        ConfigError: a generated file would replace a file the generator does not own.
-    """
+    """Write generated files into ``out`` (ConfigError when one would replace a file the
+    generator does not own)."""
     out.mkdir(parents=True, exist_ok=True)
     owned = _owned(out)
     everything = _with_listing(platform, files)

@@ -67,11 +67,8 @@ class _Unsupported(Exception):
 
 
 def expression(template: CompiledTemplate) -> dict[str, Any]:
-    """Translate one compiled template into an expression node.
-
-    Raises:
-        ManifestError: outside the exportable subset (where, and what is supported).
-    """
+    """Translate one compiled template into an expression node (ManifestError outside the
+    exportable subset, saying where and what is supported)."""
     try:
         parsed = environment().parse(template.source)
         parts = _parts(parsed.body)
@@ -231,11 +228,8 @@ def _compare(node: nodes.Compare) -> dict[str, Any]:
 
 
 def tree(value: Any) -> Any:
-    """A compiled tree with each template leaf as ``{"$pf": expression}``.
-
-    Raises:
-        ManifestError: with every leaf that cannot be exported.
-    """
+    """A compiled tree with each template leaf as ``{"$pf": expression}`` (ManifestError with
+    every leaf that cannot be exported)."""
     issues: list[Issue] = []
 
     def walk(node: Any) -> Any:

@@ -92,11 +92,7 @@ def _stem(path: PathLike) -> str:
 
 
 def read_located(path: PathLike, display: str | None = None) -> tuple[Located, str]:
-    """Read a YAML (or JSON) file with positions.
-
-    Raises:
-        ManifestError: when the file cannot be read or is not acceptable YAML.
-    """
+    """Read a YAML (or JSON) file with positions (ManifestError: unreadable, or bad YAML)."""
     file = display or _display(path)
     target = Path(path) if isinstance(path, str) else path
     try:
@@ -190,11 +186,7 @@ def _check_input_reads(issues: list[Issue], input_schema: Mapping[str, Any], *tr
 
 
 def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
-    """Load and check one action module.
-
-    Raises:
-        ManifestError: with every issue of the file.
-    """
+    """Load and check one action module."""
     located, file = read_located(path, display)
     return action_from(located, file, _stem(path))
 
@@ -276,11 +268,7 @@ def _read_back(data: Mapping[str, Any]) -> ReadBackSpec | None:
 
 
 def load_trigger(path: PathLike, *, display: str | None = None) -> TriggerModule:
-    """Load and check one trigger module.
-
-    Raises:
-        ManifestError: with every issue of the file.
-    """
+    """Load and check one trigger module."""
     located, file = read_located(path, display)
     return trigger_from(located, file, _stem(path))
 
@@ -318,11 +306,7 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
 
 def load_module(path: PathLike, *, display: str | None = None) -> Module:
     """Load an action or a trigger module: a trigger when under a ``triggers`` folder, or with
-    a ``webhook`` or ``poll`` section and no ``request``.
-
-    Raises:
-        ManifestError: with every issue of the file.
-    """
+    a ``webhook`` or ``poll`` section and no ``request``."""
     located, file = read_located(path, display)
     parent = Path(str(path)).parent.name
     data = located.data if isinstance(located.data, Mapping) else {}
@@ -430,11 +414,7 @@ def recipe_from(located: Located, file: str) -> Recipe:
 
 
 def load_connector(path: PathLike | None = None) -> dict[str, Any]:
-    """Load the connector manifest (default: the shipped ``manifests/connector.yaml``).
-
-    Raises:
-        ManifestError: with every issue of the file.
-    """
+    """Load the connector manifest (default: the shipped ``manifests/connector.yaml``)."""
     target = path if path is not None else data_dir("manifests") / "connector.yaml"
     located, file = read_located(target, None if path is not None else "manifests/connector.yaml")
     issues = _start("connector", located, file, None)

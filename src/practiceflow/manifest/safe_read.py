@@ -16,11 +16,7 @@ class FileRefused(Exception):
 
 
 def read_text_limited(path: str | os.PathLike[str], limit: int) -> str:
-    """Read a UTF-8 text file of at most ``limit`` bytes.
-
-    Raises:
-        FileRefused: not a regular file, larger than ``limit``, unreadable, or not UTF-8.
-    """
+    """Read a UTF-8 text file of at most ``limit`` bytes (else :class:`FileRefused`)."""
     target = Path(path)
     try:
         info = target.stat()

@@ -119,12 +119,8 @@ def format_path(path: JsonPath) -> str:
 
 
 def load_yaml(text: str) -> Located:
-    """Parse one YAML document into plain data plus positions.
-
-    Raises:
-        YamlLoadError: on a syntax error, an alias, a merge key, an unsupported tag or a
-            document over the size limits; the error carries the line and column.
-    """
+    """Parse one YAML document into plain data plus positions (YamlLoadError, located, on a
+    syntax error, an alias, a merge key, an unsupported tag or a document over the limits)."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise YamlLoadError(f"document is larger than {MAX_BYTES} bytes")
     try:
