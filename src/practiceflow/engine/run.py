@@ -21,6 +21,7 @@ from practiceflow.engine.masking import (
     mask_for_template,
     mask_request,
     pii_match,
+    values_at,
 )
 from practiceflow.engine.run_sections import Answer
 from practiceflow.errors import (
@@ -32,7 +33,8 @@ from practiceflow.errors import (
     TemplateError,
 )
 from practiceflow.hooks import ActionContext, ClientLike, get_check, get_hook
-from practiceflow.manifest.models import ActionModule
+from practiceflow.manifest.choices import ChoiceSource, accepted_values, options_from_rows
+from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry, default_registry
 from practiceflow.manifest.validation import issues_for
 from practiceflow.manifest.yamlpos import JsonPath, Located
@@ -361,3 +363,59 @@ def _map_output(module: ActionModule, ctx: ActionContext, response: Any) -> dict
         message = f"the answer does not fit the output schema of {module.key}: {where}: "
         ctx.warnings.append(message + issue.message)
     return output
+
+
+#: Valid values named in one message at most.
+SHOWN = 20
+
+
+def _valid_text(options: list[tuple[Any, str]]) -> str:
+    shown = [value for value, _label in options[:SHOWN]]
+    more = len(options) - len(shown)
+    text = repr(shown)
+    return f"{text} and {more} more" if more > 0 else text
+
+
+def check_choices(
+    module: ActionModule | TriggerModule,
+    data: Any,
+    client: ClientLike,
+    registry: ModuleRegistry,
+    *,
+    file: str = "input",
+    located: Located | None = None,
+) -> list[Issue]:
+    """Compare the input's ``x-choices`` fields with the lists they come from, each read once
+    (a failed read raises; the caller sends nothing), as case-insensitive text, as the API
+    resolves names; the module's own checks stay the stricter judge."""
+    issues: list[Issue] = []
+    lists: dict[tuple[str, str], list[Any]] = {}
+    for path, source in module.choices.items():
+        places = list(values_at(data, path))
+        if not places:
+            continue
+        rows = _rows(source, client, registry, lists)
+        accepted = accepted_values(rows, source)
+        for at, value in places:
+            if str(value).casefold() in accepted:
+                continue
+            options = options_from_rows(rows, source)
+            message = (
+                f"got {value!r}; valid values are {_valid_text(options)} (from {source.action})"
+            )
+            issues.append((located or Located(None)).issue(file, at, message))
+    return issues
+
+
+def _rows(
+    source: ChoiceSource,
+    client: ClientLike,
+    registry: ModuleRegistry,
+    cache: dict[tuple[str, str], list[Any]],
+) -> list[Any]:
+    key = (source.action, repr(sorted(source.with_.items())))
+    if key not in cache:
+        result = run_action(source.action, dict(source.with_), client, registry=registry)
+        items = result.output.get("items")
+        cache[key] = list(items) if isinstance(items, list) else []
+    return cache[key]

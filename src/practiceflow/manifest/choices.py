@@ -1,5 +1,5 @@
 """Dynamic choices (``x-choices``): where an input field's allowed values come from, declared once
-for :mod:`practiceflow.engine.choice_check` and every exporter's dropdowns (whose JavaScript
+for :func:`practiceflow.engine.run.check_choices` and every exporter's dropdowns (whose JavaScript
 repeats :func:`options_from_rows`).
 """
 
