@@ -14,12 +14,7 @@ from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
-from yaml.events import (
-    AliasEvent,
-    CollectionEndEvent,
-    CollectionStartEvent,
-    NodeEvent,
-)
+from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, NodeEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from practiceflow.errors import Issue
