@@ -1,33 +1,26 @@
 """Module templates as portable expression trees that the generated JavaScript interprets.
 
-Exported connectors run on Node, where there is no Jinja. Each template of a module is parsed
-with the project's one Jinja environment and translated into a small JSON expression tree
-(the "plan"); the runtime shipped with each export evaluates it. Only a declared subset is
-translated; anything else is a :class:`~practiceflow.errors.ManifestError` that names the
-module file, line and field, so an export never silently drops behaviour.
+Exported connectors run on Node, where there is no Jinja: each template is parsed with the
+project's Jinja environment and translated into a JSON expression tree (the "plan") that the
+export's runtime evaluates. Outside the declared subset, a ManifestError names the module's
+file, line and field, so an export never silently drops behaviour. Nodes (one-key objects):
 
-Expression nodes (each a one-key JSON object):
+* ``{"const": v}``; ``{"now": true}`` (ISO 8601, UTC); ``{"ref": ["input", "entityKey"]}``, a
+  lookup on ``input``, ``response``, ``headers``, ``body``, ``data`` (a delivery's ``body.data``
+  when an object, else its body) or ``item`` (missing keys: ``undefined``; ``x.get('k', d)`` is
+  a lookup with a default); ``{"path": [expr, [key, ...]]}``, a lookup on a computed value;
+* ``{"default": [expr, fallback]}`` (a third item ``true``: ``default(fallback, true)``, falsy
+  values replaced too); ``{"filter": [name, expr, arg...]}`` for ``pathseg``, ``date``,
+  ``datetime``, ``tojson``, ``string``, ``int``, ``float``, ``lower``, ``upper``, ``trim``,
+  ``length``, ``omit(keys...)``;
+* ``{"concat": [expr, ...]}``: text with expressions (each as a string); ``{% if %}`` blocks
+  become ``if`` nodes, ``{% set x = expr %}`` a ``{"let": [name, expr, rest]}``;
+* ``{"cmp": [op, left, right]}`` (``== != < <= > >= in``), ``{"and": [..]}``, ``{"or": [..]}``,
+  ``{"not": expr}``, ``{"test": [name, expr]}`` (``is defined``, ``is none``, ``is mapping``...),
+  ``{"if": [cond, then, else]}``, ``{"list": [..]}``, ``{"dict": {..}}``.
 
-* ``{"const": v}``: a literal; ``{"now": true}``: the current time (ISO 8601, UTC);
-* ``{"ref": ["input", "entityKey"]}``: a lookup on ``input``, ``response``, ``headers``,
-  ``body``, ``data`` (a delivery's ``body.data`` when that is an object, else its body),
-  ``item``; missing keys yield ``undefined`` (``x.get('k', d)`` is a lookup with a
-  default); ``{"path": [expr, [key, ...]]}`` is a lookup on a computed value;
-* ``{"default": [expr, fallback]}``: ``expr | default(fallback)``; a third item ``true`` is
-  ``default(fallback, true)`` (falsy values are replaced too);
-* ``{"filter": [name, expr, arg...]}``: ``pathseg``, ``date``, ``datetime``, ``tojson``,
-  ``string``, ``int``, ``float``, ``lower``, ``upper``, ``trim``, ``length``, ``omit(keys...)``;
-* ``{"concat": [expr, ...]}``: text with expressions in it (each part as a string);
-  ``{% if %}`` / ``{% elif %}`` / ``{% else %}`` blocks in text become ``if`` nodes, and
-  ``{% set x = expr %}`` becomes ``{"let": [name, expr, rest]}``;
-* ``{"cmp": [op, left, right]}`` with op one of ``== != < <= > >= in``; ``{"and": [..]}``,
-  ``{"or": [..]}``, ``{"not": expr}``; ``{"test": [name, expr]}`` for ``is defined``,
-  ``is none``, ``is mapping``, ``is string``, ``is number``, ``is sequence``...;
-  ``{"if": [cond, then, else]}``; ``{"list": [..]}``, ``{"dict": {..}}``.
-
-A tree (a request body, an output map) keeps its YAML structure; each template leaf becomes
-``{"$pf": expression}``. The runtime applies the omission rule of
-:mod:`practiceflow.templating`: a leaf that evaluates to null or undefined is left out.
+A tree (a body, an output map) keeps its YAML structure with each template leaf as
+``{"$pf": expression}``; a leaf that evaluates to null or undefined is left out.
 """
 
 from __future__ import annotations

@@ -109,19 +109,15 @@ def _row_schema(action: ActionModule) -> Mapping[str, Any]:
     return {**row, "$defs": schema.get("$defs", {})} if row.get("properties") else {}
 
 
-def as_record(row: Any) -> dict[str, Any]:
-    """A list row as a record: objects as they are, plain values as ``{value}``."""
-    return dict(row) if isinstance(row, Mapping) else {"value": row}
-
-
 def _action(action: ActionModule, lists: ChoiceLists, search: bool) -> dict[str, Any]:
     sample: Any = dict(action.sample)
     schema: Mapping[str, Any] = action.output.schema
     listed = search and action.extensions.list is not None and action.output.map is None
     if listed:
-        # Zapier's searches return records ([] when nothing matches): the rows themselves.
-        rows = sample.get("items") or []
-        sample = as_record(rows[0]) if rows else {}
+        # Zapier's searches return records ([] when nothing matches): the rows themselves,
+        # plain values as {value}.
+        row = (sample.get("items") or [{}])[0]
+        sample = dict(row) if isinstance(row, Mapping) else {"value": row}
         schema = _row_schema(action)
     outputs = _output_fields(schema, sample)
     if action.extensions.download is not None:

@@ -89,10 +89,6 @@ def check_schema(
     return issues
 
 
-_SAME_VALUE = ("allOf", "anyOf", "oneOf")
-_SAME_VALUE_ONE = ("not", "if", "then", "else")
-
-
 def _refs_here(schema: Any, at: JsonPath) -> Iterator[tuple[str, JsonPath]]:
     """The ``$defs`` names a schema refers to for the same value (without entering a field)."""
     if not isinstance(schema, Mapping):
@@ -100,12 +96,12 @@ def _refs_here(schema: Any, at: JsonPath) -> Iterator[tuple[str, JsonPath]]:
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         yield ref.removeprefix("#/$defs/"), (*at, "$ref")
-    for keyword in _SAME_VALUE:
+    for keyword in ("allOf", "anyOf", "oneOf"):
         children = schema.get(keyword)
         if isinstance(children, list):
             for index, child in enumerate(children):
                 yield from _refs_here(child, (*at, keyword, index))
-    for keyword in _SAME_VALUE_ONE:
+    for keyword in ("not", "if", "then", "else"):
         yield from _refs_here(schema.get(keyword), (*at, keyword))
 
 

@@ -243,13 +243,6 @@ def _one_of_list(values: Sequence[Any], limit: int = 12) -> str:
     return f"[{shown}{more}]"
 
 
-def _suggestion(word: Any, candidates: Iterable[Any]) -> str:
-    if not isinstance(word, str):
-        return ""
-    match = did_you_mean(word, [c for c in candidates if isinstance(c, str)])
-    return f"; did you mean {match!r}?" if match else ""
-
-
 def issues_for(
     validator: Validator,
     data: Any,
@@ -287,9 +280,6 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
     def _show(value: Any) -> str:
         return "***" if masked else _shown(value)
 
-    def _suggest(word: Any, candidates: Iterable[Any]) -> str:
-        return "" if masked else _suggestion(word, candidates)
-
     value = error.instance
     schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
     kind = error.validator
@@ -313,7 +303,9 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
     if kind == "enum":
         options = list(expected)
         message = f"got {_show(value)}; expected one of {_one_of_list(options)}"
-        return [(path, message + _suggest(value, options), None)]
+        texts = [option for option in options if isinstance(option, str)]
+        match = did_you_mean(value, texts) if isinstance(value, str) and not masked else None
+        return [(path, message + (f"; did you mean {match!r}?" if match else ""), None)]
     if kind in ("anyOf", "oneOf"):
         return [(path, _alternatives(error, masked), None)]
     if kind == "type":
