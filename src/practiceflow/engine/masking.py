@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from practiceflow.errors import ApiError, InDoubtError, PracticeflowError, TransportError
@@ -176,21 +178,14 @@ def mask_text(text: str, values: Iterable[str]) -> str:
         return text
     if text in values:
         return MASK
-    spans = sorted(_spans(text, values))
+    spans = _spans(text, values)
     if not spans:
         return text
-    out: list[str] = []
-    at = 0
-    start, end = spans[0]
-    for left, right in spans[1:]:
-        if left <= end:
-            end = max(end, right)
-            continue
-        out.append(text[at:start] + MASK)
-        at, (start, end) = end, (left, right)
-    out.append(text[at:start] + MASK)
-    out.append(text[end:])
-    return "".join(out)
+    hidden = [False] * len(text)
+    for start, end in spans:
+        hidden[start:end] = [True] * (end - start)
+    runs = groupby(zip(text, hidden, strict=True), key=itemgetter(1))
+    return "".join(MASK if hide else "".join(char for char, _ in run) for hide, run in runs)
 
 
 def mask_values(tree: Any, values: Iterable[str]) -> Any:

@@ -77,15 +77,8 @@ def check_schema(
         if sound and isinstance(examples, list) and path != at:
             validator = compile_validator({**sub, "$defs": defs} if defs else sub)
             for index, example in enumerate(examples):
-                issues.extend(
-                    issues_for(
-                        validator,
-                        example,
-                        file=file,
-                        located=located,
-                        prefix=(*path, "examples", index),
-                    )
-                )
+                where = (*path, "examples", index)
+                issues += issues_for(validator, example, file=file, located=located, prefix=where)
     return issues
 
 
