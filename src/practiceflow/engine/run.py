@@ -369,13 +369,6 @@ def _map_output(module: ActionModule, ctx: ActionContext, response: Any) -> dict
 SHOWN = 20
 
 
-def _valid_text(options: list[tuple[Any, str]]) -> str:
-    shown = [value for value, _label in options[:SHOWN]]
-    more = len(options) - len(shown)
-    text = repr(shown)
-    return f"{text} and {more} more" if more > 0 else text
-
-
 def check_choices(
     module: ActionModule | TriggerModule,
     data: Any,
@@ -399,9 +392,10 @@ def check_choices(
         for at, value in places:
             if str(value).casefold() in accepted:
                 continue
-            options = options_from_rows(rows, source)
+            valid = [option for option, _label in options_from_rows(rows, source)]
+            more = f" and {len(valid) - SHOWN} more" if len(valid) > SHOWN else ""
             message = (
-                f"got {value!r}; valid values are {_valid_text(options)} (from {source.action})"
+                f"got {value!r}; valid values are {valid[:SHOWN]!r}{more} (from {source.action})"
             )
             issues.append((located or Located(None)).issue(file, at, message))
     return issues

@@ -200,8 +200,7 @@ def _collect(
 def send(
     module: ActionModule, ctx: ActionContext, client: ClientLike, request: dict[str, Any]
 ) -> Any:
-    """Send the request of an action and return its answer (the client's errors, and
-    ConfigError for a list answer without a list or a client that cannot page or download)."""
+    """Send the request of an action and return its answer (as the client would)."""
     spec = module.extensions
     response: Any
     if spec.download is not None:

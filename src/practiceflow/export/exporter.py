@@ -123,8 +123,7 @@ def _check_path(name: str) -> None:
 
 
 def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> ExportResult:
-    """Write generated files into ``out`` (ConfigError when one would replace a file the
-    generator does not own)."""
+    """Write generated files into ``out`` (ConfigError rather than replace a foreign file)."""
     out.mkdir(parents=True, exist_ok=True)
     owned = _owned(out)
     everything = _with_listing(platform, files)
@@ -162,8 +161,7 @@ def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> 
 
 
 def stale_files(platform: str, files: Mapping[str, str | bytes], out: Path) -> list[str]:
-    """The files of the copy in ``out`` that a fresh export would change: sorted relative
-    paths missing, different, or generated earlier but no longer produced."""
+    """The files in ``out`` a fresh export would add, change or remove, sorted."""
     everything = _with_listing(platform, files)
     stale = [name for name, content in everything.items() if not _same(out / name, content)]
     stale.extend(name for name in _owned(out) if name not in everything)

@@ -60,8 +60,7 @@ class _Unsupported(Exception):
 
 
 def expression(template: CompiledTemplate) -> dict[str, Any]:
-    """Translate one compiled template into an expression node (ManifestError outside the
-    exportable subset, saying where and what is supported)."""
+    """Translate one compiled template into an expression node (ManifestError: unsupported)."""
     try:
         parsed = environment().parse(template.source)
         parts = _parts(parsed.body)
@@ -221,8 +220,7 @@ def _compare(node: nodes.Compare) -> dict[str, Any]:
 
 
 def tree(value: Any) -> Any:
-    """A compiled tree with each template leaf as ``{"$pf": expression}`` (ManifestError with
-    every leaf that cannot be exported)."""
+    """A compiled tree with each template leaf as ``{"$pf": expression}``."""
     issues: list[Issue] = []
 
     def walk(node: Any) -> Any:

@@ -69,8 +69,7 @@ def _string(text: str) -> str:
 
 
 def ts(value: Any, indent: int = 0) -> str:
-    """A JSON-like value as a TypeScript literal (tabs, single quotes, bare keys) at nesting
-    depth ``indent``."""
+    """A JSON-like value as a TypeScript literal (tabs, single quotes, bare keys)."""
     pad = "\t" * (indent + 1)
     end = "\t" * indent
     if isinstance(value, str):
@@ -263,8 +262,7 @@ def _parameter(
 def parameters(
     fields: list[FormField], show: Mapping[str, list[str]], lists: ChoiceLists
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Required fields as parameters, optional ones in an *Additional Fields* collection;
-    and the names of the top-level ones (what ``execute`` reads)."""
+    """Required fields as parameters, optional ones as *Additional Fields*; the required names."""
     required = [field for field in fields if field.required]
     optional = [field for field in fields if not field.required]
     params = [_parameter(field, show, lists) for field in required]

@@ -20,8 +20,7 @@ _SCALARS = ("string", "integer", "number", "boolean")
 
 
 def resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``schema`` with its local ``$ref`` (``#/$defs/NAME`` of ``root``) merged in;
-    the referring schema's keywords win."""
+    """A copy of ``schema`` with its ``#/$defs/`` ref of ``root`` merged under its own keys."""
     merged = dict(schema)
     ref = merged.pop("$ref", None)
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
@@ -124,8 +123,7 @@ def _field(
 
 
 def form_fields(schema: Mapping[str, Any]) -> list[FormField]:
-    """The form fields of an input schema's top-level properties: required ones first,
-    then the schema's order."""
+    """The form fields of an input schema's properties, the required ones first."""
     properties: Mapping[str, Any] = schema.get("properties") or {}
     required = [name for name in schema.get("required", ()) if name in properties]
     order = required + [name for name in properties if name not in required]
@@ -186,8 +184,7 @@ def portable_schema(schema: Any) -> Any:
 
 
 def portable_types(document: Any) -> Any:
-    """A copy of an OpenAPI 3.1 document (or part) with :func:`portable_schema` applied to
-    each ``schema`` value and each schema of ``components/schemas``."""
+    """An OpenAPI 3.1 document with :func:`portable_schema` applied to each of its schemas."""
     if isinstance(document, list):
         return [portable_types(item) for item in document]
     if not isinstance(document, Mapping):

@@ -221,8 +221,7 @@ def _trigger(trigger: TriggerModule, lists: ChoiceLists, plan: Any) -> dict[str,
 
 
 def auth_settings(connector: Mapping[str, Any]) -> dict[str, Any]:
-    """The auth headers, regions (a base URL only where published) and validate path that
-    the JavaScript runtimes of Zapier and n8n read."""
+    """The auth settings the JavaScript runtimes of Zapier and n8n read."""
     header = connector["auth"]["methods"]["header"]
     regions = sorted(connector["regions"].items())
     return {

@@ -1,8 +1,5 @@
-"""Loading action modules, trigger modules, recipes and the connector manifest.
-
-Each loader raises one :class:`~practiceflow.errors.ManifestError` carrying every issue of the
-file, located as ``file:line:column json.path: message``.
-"""
+"""Loading action modules, trigger modules, recipes and the connector manifest (each loader
+raises one ManifestError with every issue of the file: see the package docstring)."""
 
 from __future__ import annotations
 
@@ -460,8 +457,7 @@ def compile_extensions(
     file: str,
     located: Located,
 ) -> Extensions:
-    """Compile the optional sections, appending to ``issues`` (``checked``: the module's
-    :func:`~practiceflow.manifest.lint.compile_checked`)."""
+    """Compile ``list``, ``download`` and ``warn_if`` with ``checked``, appending to ``issues``."""
 
     def compiled(section: Mapping[str, Any], at: JsonPath, allowed: Iterable[str]) -> Template:
         value = section.get(str(at[-1]))

@@ -72,8 +72,7 @@ def _files(folder: Traversable) -> list[Traversable]:
 def discover(
     dirs: Iterable[PathLike] = (), *, shipped: bool = True
 ) -> list[tuple[Traversable, str, bool]]:
-    """List module files: (file, name shown in messages, shipped?); ConfigError for a
-    user folder that does not exist."""
+    """List module files: (file, name shown in messages, shipped?)."""
     found: list[tuple[Traversable, str, bool]] = []
     if shipped:
         for kind in ("actions", "triggers"):

@@ -19,11 +19,9 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from practiceflow.errors import Issue
 
-#: Largest number of YAML nodes accepted in one document.
+#: The limits of one document: nodes, bytes, and nesting of mappings and sequences.
 MAX_NODES = 100_000
-#: Largest document accepted, in bytes.
 MAX_BYTES = 2_000_000
-#: Deepest nesting of mappings and sequences accepted.
 MAX_DEPTH = 100
 
 JsonPath = tuple[str | int, ...]
