@@ -111,12 +111,13 @@ def _origins(file: str, located: Located) -> Callable[[JsonPath], Origin]:
     return origin_for
 
 
-def _start(kind: str, located: Located, file: str, stem: str | None) -> list[Issue]:
+def _start(
+    kind: str, located: Located, file: str, stem: str | None, shape: str = ""
+) -> list[Issue]:
     data = located.data
     if not isinstance(data, Mapping):
-        raise ManifestError(
-            [Issue(file, 1, 1, "", f"expected a mapping of {kind} fields at the top")]
-        )
+        expected = shape or f"a mapping of {kind} fields at the top"
+        raise ManifestError([Issue(file, 1, 1, "", f"expected {expected}")])
     issues = issues_for(meta_validator(kind), data, file=file, located=located)
     key = data.get("key")
     if stem is not None and isinstance(key, str) and key != stem:
@@ -335,12 +336,10 @@ def load_recipe(path: PathLike, *, display: str | None = None) -> Recipe:
 
 def recipe_from(located: Located, file: str) -> Recipe:
     """Build a recipe from an already read document (see :func:`load_recipe`)."""
-    data = located.data
-    if not isinstance(data, Mapping):
-        raise ManifestError([Issue(file, 1, 1, "", "expected a mapping with name, trigger, steps")])
-    issues = issues_for(meta_validator("recipe"), data, file=file, located=located)
+    issues = _start("recipe", located, file, None, "a mapping with name, trigger, steps")
     if issues:
         raise ManifestError(issues)
+    data = located.data
     origin_for = _origins(file, located)
     trigger = data["trigger"]
     trigger_with, found = compile_tree(trigger.get("with", {}), origin_for, ("trigger", "with"))

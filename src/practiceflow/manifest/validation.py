@@ -261,11 +261,8 @@ def issues_for(
     issues: list[Issue] = []
     for path, message, key_path in explained:
         full = (*prefix, *path)
-        if key_path is not None:
-            line, column = where.where((*prefix, *key_path), key=True)
-        else:
-            line, column = where.where(full)
-        issues.append(Issue(file, line, column, format_path(full), message))
+        at, key = (full, False) if key_path is None else ((*prefix, *key_path), True)
+        issues.append(Issue(file, *where.where(at, key=key), format_path(full), message))
     issues.sort(key=lambda issue: (issue.line, issue.column, issue.path))
     return list(dict.fromkeys(issues))
 
