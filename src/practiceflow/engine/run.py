@@ -1,8 +1,6 @@
-"""The execution of one action module.
-
-Nothing is sent before the last check passed: input validated, hook and checks run, request
-rendered, (dry run: described masked, and stop), sent, response mapped. An output that does not
-match its schema is a warning, never an error, because the API has already acted.
+"""The execution of one action module: nothing is sent before the last check passed (input,
+hook, checks, rendering; a dry run describes and stops). An output that does not fit its schema
+is a warning, never an error: the API has already acted.
 """
 
 from __future__ import annotations

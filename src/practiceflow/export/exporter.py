@@ -1,9 +1,8 @@
 """What every exporter shares: its type, the plans it carries, and how its files are written.
 
-An :data:`Exporter` maps the modules and the connector manifest to relative path -> file text
-(or bytes), deterministically, never touching the disk. :func:`write_export` writes them with a
-``GENERATED.json`` listing the files it owns: a later export replaces (or removes) exactly
-those and refuses to overwrite any other file, such as a hand-written test harness.
+An :data:`Exporter` maps the modules and the connector manifest to path -> file text, never
+touching the disk; :func:`write_export` writes them with a ``GENERATED.json`` listing the files
+it owns, so a later export replaces exactly those and never a hand-written file.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The OpenAPI 3.1 document of the actions (``openapi.json``), one operation per action.
 
 Parameters and body come from the request templates and input schema, the 2xx response from
-the output schema (fields mapped from headers become response headers), errors as problem
-details; each module's ``$defs`` are hoisted into ``components/schemas``. An exported list is
-one request paged by the caller (connectors/README.md, "Lists on the OpenAPI platforms").
-:mod:`practiceflow.export.powerautomate` lowers this document to OpenAPI 2.0.
+the output schema, errors as problem details, ``$defs`` hoisted into ``components/schemas``; a
+list is one request paged by the caller (connectors/README.md, "Lists on the OpenAPI platforms").
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Load-time checks that a meta-schema cannot express.
-
-Each returns issues and never raises, so that all of a file's problems are reported at once.
-"""
+"""Load-time checks a meta-schema cannot express; each returns issues and never raises, so
+that all of a file's problems are reported at once."""
 
 from __future__ import annotations
 

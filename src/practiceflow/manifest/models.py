@@ -1,7 +1,5 @@
-"""The loaded forms of action modules, trigger modules and recipes, built only by the loader.
-
-The meta-schemas in ``manifests/`` define each format; these hold what the engine needs.
-"""
+"""The loaded forms of modules and recipes, built only by the loader (the meta-schemas in
+``manifests/`` define each format; these hold what the engine needs)."""
 
 from __future__ import annotations
 

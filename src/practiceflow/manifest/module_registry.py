@@ -1,7 +1,5 @@
-"""Finding modules: the shipped ``actions/`` and ``triggers/`` plus any ``--modules DIR``.
-
-A user module with a shipped key needs ``override: true``; two user modules never share a key.
-"""
+"""Finding modules: the shipped ``actions/`` and ``triggers/`` plus any ``--modules DIR`` (a
+user module with a shipped key needs ``override: true``; two user modules never share a key)."""
 
 from __future__ import annotations
 

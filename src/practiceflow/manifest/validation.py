@@ -1,7 +1,5 @@
-"""JSON Schema validation whose every error says where, what it got and what would be valid.
-
-All errors of a document are reported at once, each an :class:`~practiceflow.errors.Issue`
-such as ``input:3:5 lineItems[0].amount: got 'ten'; expected a number``.
+"""JSON Schema validation whose every error says where, what it got and what would be valid:
+all at once, each an Issue such as ``input:3:5 lineItems[0].amount: got 'ten'; expected a number``.
 """
 
 from __future__ import annotations
