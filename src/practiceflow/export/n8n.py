@@ -144,8 +144,7 @@ def describe(text: str) -> str:
 
 def camel(text: str) -> str:
     """``client entities`` -> ``clientEntities``."""
-    words = re.split(r"[^A-Za-z0-9]+", text)
-    words = [word for word in words if word]
+    words = [word for word in re.split(r"[^A-Za-z0-9]+", text) if word]
     return words[0].lower() + "".join(word[:1].upper() + word[1:] for word in words[1:])
 
 

@@ -265,8 +265,7 @@ def _error_codes(action: ActionModule, has_params: bool) -> dict[str, str]:
         codes["404"] = _STATUS_TEXT["404"]
     if action.needs_write:
         codes["403"] = _STATUS_TEXT["403"]
-    for status, advice in action.errors.items():
-        codes[str(status)] = advice
+    codes.update((str(status), advice) for status, advice in action.errors.items())
     return dict(sorted(codes.items()))
 
 
