@@ -172,7 +172,11 @@ def _request(client: ClientLike, request: Mapping[str, Any]) -> Any:
 
 
 def _collect(
-    module: ActionModule, spec: ListSpec, ctx: ActionContext, client: ClientLike, request: Any
+    module: ActionModule,
+    spec: ListSpec,
+    ctx: ActionContext,
+    client: ClientLike,
+    request: dict[str, Any],
 ) -> Answer:
     where = f"{request['method']} {request['path']}"
     limit = request.get(_LIMIT)
