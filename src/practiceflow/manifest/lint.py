@@ -187,31 +187,44 @@ def check_names(
     ]
 
 
-def pii_paths(schema: Mapping[str, Any], marker: str = "x-pii") -> frozenset[tuple[str, ...]]:
-    """Collect the paths of fields marked ``x-pii: true`` (or another marker) in a schema."""
+def field_schemas(
+    schema: Mapping[str, Any],
+    *,
+    branches: bool = True,
+    stop: Callable[[Mapping[str, Any]], bool] | None = None,
+) -> Iterator[tuple[tuple[str, ...], Mapping[str, Any]]]:
+    """Every (field path, schema) of a schema, ``$ref`` followed, ``*`` for any list index, the
+    ``anyOf``/``oneOf``/``allOf`` branches with ``branches``; never below a field ``stop`` holds."""
     defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), Mapping) else {}
-    found: set[tuple[str, ...]] = set()
 
-    def walk(node: Any, at: tuple[str, ...], depth: int) -> None:
+    def walk(node: Any, at: tuple[str, ...], depth: int) -> Iterator[tuple[tuple[str, ...], Any]]:
         if not isinstance(node, Mapping) or depth > 32:
             return
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            walk(defs.get(ref.removeprefix("#/$defs/")), at, depth + 1)
-        if node.get(marker) is True and at:
-            found.add(at)
+            yield from walk(defs.get(ref.removeprefix("#/$defs/")), at, depth + 1)
+        yield at, node
+        if at and stop is not None and stop(node):
             return
         properties = node.get("properties")
         if isinstance(properties, Mapping):
             for name, child in properties.items():
-                walk(child, (*at, name), depth + 1)
-        walk(node.get("items"), (*at, "*"), depth + 1)
-        for keyword in ("anyOf", "oneOf", "allOf"):
+                yield from walk(child, (*at, str(name)), depth + 1)
+        yield from walk(node.get("items"), (*at, "*"), depth + 1)
+        for keyword in ("anyOf", "oneOf", "allOf") if branches else ():
             for child in node.get(keyword) or []:
-                walk(child, at, depth + 1)
+                yield from walk(child, at, depth + 1)
 
-    walk(schema, (), 0)
-    return frozenset(found)
+    yield from walk(schema, (), 0)
+
+
+def pii_paths(schema: Mapping[str, Any], marker: str = "x-pii") -> frozenset[tuple[str, ...]]:
+    """Collect the paths of fields marked ``x-pii: true`` (or another marker) in a schema."""
+
+    def marked(node: Mapping[str, Any]) -> bool:
+        return node.get(marker) is True
+
+    return frozenset(at for at, node in field_schemas(schema, stop=marked) if at and marked(node))
 
 
 def templates_of(*trees: Any) -> list[CompiledTemplate]:
