@@ -188,13 +188,10 @@ def check_names(
 
 
 def field_schemas(
-    schema: Mapping[str, Any],
-    *,
-    branches: bool = True,
-    stop: Callable[[Mapping[str, Any]], bool] | None = None,
+    schema: Mapping[str, Any], *, branches: bool = True, stop: str = ""
 ) -> Iterator[tuple[tuple[str, ...], Mapping[str, Any]]]:
     """Every (field path, schema) of a schema, ``$ref`` followed, ``*`` for any list index, the
-    ``anyOf``/``oneOf``/``allOf`` branches with ``branches``; never below a field ``stop`` holds."""
+    ``anyOf``/``oneOf``/``allOf`` branches with ``branches``; none below a ``stop`` field."""
     defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), Mapping) else {}
 
     def walk(node: Any, at: tuple[str, ...], depth: int) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -204,7 +201,7 @@ def field_schemas(
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             yield from walk(defs.get(ref.removeprefix("#/$defs/")), at, depth + 1)
         yield at, node
-        if at and stop is not None and stop(node):
+        if at and stop and node.get(stop) is True:
             return
         properties = node.get("properties")
         if isinstance(properties, Mapping):
@@ -220,11 +217,8 @@ def field_schemas(
 
 def pii_paths(schema: Mapping[str, Any], marker: str = "x-pii") -> frozenset[tuple[str, ...]]:
     """Collect the paths of fields marked ``x-pii: true`` (or another marker) in a schema."""
-
-    def marked(node: Mapping[str, Any]) -> bool:
-        return node.get(marker) is True
-
-    return frozenset(at for at, node in field_schemas(schema, stop=marked) if at and marked(node))
+    fields = field_schemas(schema, stop=marker)
+    return frozenset(at for at, node in fields if at and node.get(marker) is True)
 
 
 def templates_of(*trees: Any) -> list[CompiledTemplate]:
