@@ -180,8 +180,7 @@ def _check_input_reads(issues: list[Issue], input_schema: Mapping[str, Any], *tr
 
 def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
     """Load and check one action module."""
-    located, file = read_located(path, display)
-    return action_from(located, file, _stem(path))
+    return action_from(*read_located(path, display), _stem(path))
 
 
 def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
@@ -262,8 +261,7 @@ def _read_back(data: Mapping[str, Any]) -> ReadBackSpec | None:
 
 def load_trigger(path: PathLike, *, display: str | None = None) -> TriggerModule:
     """Load and check one trigger module."""
-    located, file = read_located(path, display)
-    return trigger_from(located, file, _stem(path))
+    return trigger_from(*read_located(path, display), _stem(path))
 
 
 def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule:
@@ -330,8 +328,7 @@ def load_recipe(path: PathLike, *, display: str | None = None) -> Recipe:
     Raises:
         ManifestError: with every issue of the file.
     """
-    located, file = read_located(path, display)
-    return recipe_from(located, file)
+    return recipe_from(*read_located(path, display))
 
 
 def recipe_from(located: Located, file: str) -> Recipe:
