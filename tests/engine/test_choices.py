@@ -13,7 +13,8 @@ from responses import matchers
 
 from practiceflow.api import Client
 from practiceflow.cli import cli
-from practiceflow.engine.choice_check import check_choices, values_at
+from practiceflow.engine.masking import values_at
+from practiceflow.engine.run import check_choices
 from practiceflow.errors import ManifestError
 from practiceflow.manifest import default_registry, load_modules
 from practiceflow.manifest.choices import ChoiceSource, accepted_values, options_from_rows

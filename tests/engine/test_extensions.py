@@ -11,7 +11,7 @@ from practiceflow.api.paging import Page
 from practiceflow.engine.run_sections import collect_pages, collect_rows, resolve_destination
 from practiceflow.errors import ConfigError, ManifestError
 from practiceflow.manifest import load_action
-from practiceflow.manifest.optional_sections import filter_omit
+from practiceflow.manifest.loader import filter_omit
 
 MODULE = """\
 key: probe

@@ -27,7 +27,7 @@ from practiceflow.cli.common import (
     terminal,
 )
 from practiceflow.engine import run_action, validate_input
-from practiceflow.engine.choice_check import check_choices
+from practiceflow.engine.run import check_choices
 from practiceflow.errors import ConfigError, InputError, Issue, ManifestError
 from practiceflow.manifest import (
     ActionModule,

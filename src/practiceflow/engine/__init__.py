@@ -1,8 +1,5 @@
-"""Running one action: validate input, check, render, send (or describe), map, validate.
-
-:func:`run_action` is the whole contract; :class:`ActionResult` is what it returns. The
-engine knows no endpoint: everything specific lives in the action's YAML module and in the
-named checks and hooks of :mod:`practiceflow.hooks`.
+"""Running one action (:func:`run_action`, returning an :class:`ActionResult`). The engine knows
+no endpoint: all that is specific lives in the YAML modules and :mod:`practiceflow.hooks`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
-"""The one place personal data (fields tagged ``x-pii``) and secrets are masked.
-
-Everything that shows data masks here, by path and by value (the rules: docs/architecture.md,
-"Privacy and secrets"). A value shorter than :data:`MIN_WHOLE` is masked only as a whole value
-(an initial "J" must not blank every J of a message).
+"""The one place personal data (fields tagged ``x-pii``) and secrets are masked, by path and
+by value (docs/architecture.md, "Privacy and secrets"). A value shorter than :data:`MIN_WHOLE`
+is masked only as a whole value (an initial "J" must not blank every J of a message).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from practiceflow.errors import ApiError, InDoubtError, PracticeflowError, TransportError
@@ -103,8 +103,7 @@ def _leaves(value: Any) -> Iterator[Any]:
 def values_at(
     data: Any, path: tuple[str, ...], at: tuple[str | int, ...] = ()
 ) -> Iterator[tuple[tuple[str | int, ...], Any]]:
-    """Yield ``(json path, value)`` for every value of ``data`` at a field path (``*``: any
-    list index)."""
+    """Every ``(json path, value)`` of ``data`` at a field path (``*``: any list index)."""
     if not path:
         if data is not None:
             yield at, data
@@ -179,21 +178,14 @@ def mask_text(text: str, values: Iterable[str]) -> str:
         return text
     if text in values:
         return MASK
-    spans = sorted(_spans(text, values))
+    spans = _spans(text, values)
     if not spans:
         return text
-    out: list[str] = []
-    at = 0
-    start, end = spans[0]
-    for left, right in spans[1:]:
-        if left <= end:
-            end = max(end, right)
-            continue
-        out.append(text[at:start] + MASK)
-        at, (start, end) = end, (left, right)
-    out.append(text[at:start] + MASK)
-    out.append(text[end:])
-    return "".join(out)
+    hidden = [False] * len(text)
+    for start, end in spans:
+        hidden[start:end] = [True] * (end - start)
+    runs = groupby(zip(text, hidden, strict=True), key=itemgetter(1))
+    return "".join(MASK if hide else "".join(char for char, _ in run) for hide, run in runs)
 
 
 def mask_values(tree: Any, values: Iterable[str]) -> Any:
@@ -220,9 +212,8 @@ def mask_input(data: Any, pii: PiiPaths) -> Any:
 def mask_request(request: Mapping[str, Any], data: Any, pii: PiiPaths) -> dict[str, Any]:
     """Mask every personal value in a request (sent, about to be sent or described); the
     journal, the logs and every dry run show requests through this function."""
-    values = personal_values(data, pii)
     shown = {key: value for key, value in request.items() if value is not None}
-    masked: dict[str, Any] = mask_values(shown, values) if values else shown
+    masked: dict[str, Any] = mask_values(shown, personal_values(data, pii))
     return masked
 
 
@@ -236,8 +227,7 @@ def mask_output(output: Any, schema: Mapping[str, Any] | None) -> Any:
 
 def output_pii(output: Any, schema: Mapping[str, Any], tagged: PiiPaths | None = None) -> PiiPaths:
     """The personal paths of one output: its schema's tags, and every undeclared field when
-    the schema tags the whole record ``x-pii`` (only declared, untagged fields are known safe).
-    """
+    the schema tags the whole record ``x-pii`` (only declared, untagged fields are safe)."""
     pii = lint.pii_paths(schema) if tagged is None else tagged
     if schema.get("x-pii") is True and isinstance(output, Mapping):
         declared = schema.get("properties")

@@ -1,8 +1,6 @@
-"""The execution of one action module.
-
-Nothing is sent before the last check passed: input validated, hook and checks run, request
-rendered, (dry run: described masked, and stop), sent, response mapped. An output that does not
-match its schema is a warning, never an error, because the API has already acted.
+"""The execution of one action module: nothing is sent before the last check passed (input,
+hook, checks, rendering; a dry run describes and stops). An output that does not fit its schema
+is a warning, never an error: the API has already acted.
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ from practiceflow.engine.masking import (
     mask_for_template,
     mask_request,
     pii_match,
+    values_at,
 )
 from practiceflow.engine.run_sections import Answer
 from practiceflow.errors import (
@@ -32,7 +31,8 @@ from practiceflow.errors import (
     TemplateError,
 )
 from practiceflow.hooks import ActionContext, ClientLike, get_check, get_hook
-from practiceflow.manifest.models import ActionModule
+from practiceflow.manifest.choices import ChoiceSource, accepted_values, options_from_rows
+from practiceflow.manifest.models import ActionModule, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry, default_registry
 from practiceflow.manifest.validation import issues_for
 from practiceflow.manifest.yamlpos import JsonPath, Located
@@ -46,13 +46,11 @@ class ActionResult:
     """What running an action produced.
 
     Attributes:
-        action: the action's key.
         output: the mapped output (empty in a dry run).
         warnings: what the user should know (skipped checks, output surprises...).
-        request: the request as sent or, in a dry run, as it would be sent; secrets and
+        request: the request as sent (or, in a dry run, as it would be), secrets and
             personal fields masked.
         status: the HTTP status of the answer; None in a dry run.
-        dry_run: whether this was a dry run.
     """
 
     action: str
@@ -165,9 +163,8 @@ def run_action(
 
 
 def _completed(module: ActionModule, client: ClientLike, response: Any) -> Any:
-    """A create answered 2xx with no body, or with only an id (the body of many creates
-    is not shown by the spec), is completed by reading the record its ``Location`` header
-    names: a read, never a second write. Anything else is returned as it came."""
+    """A create answered 2xx with no body or only an id is completed by reading the record its
+    ``Location`` names: a read, never a second write. Anything else is returned as it came."""
     data = response.data
     if module.kind != "create" or not 200 <= int(response.status) < 300:
         return response
@@ -353,17 +350,64 @@ def _map_output(module: ActionModule, ctx: ActionContext, response: Any) -> dict
                 if origin
                 else Issue(module.source, 0, 0, "output.map", message)
             )
+    output = dict(mapped)
     if spec.passthrough or spec.map is None:
         if isinstance(data, Mapping):
             output = {**data, **mapped}
         elif isinstance(data, list):
             output = {"items": data, **mapped}
-        else:
-            output = dict(mapped)
-    else:
-        output = dict(mapped)
     for issue in issues_for(spec.validator, output, file="output"):
         where = issue.path or "(top)"
         message = f"the answer does not fit the output schema of {module.key}: {where}: "
         ctx.warnings.append(message + issue.message)
     return output
+
+
+#: Valid values named in one message at most.
+SHOWN = 20
+
+
+def check_choices(
+    module: ActionModule | TriggerModule,
+    data: Any,
+    client: ClientLike,
+    registry: ModuleRegistry,
+    *,
+    file: str = "input",
+    located: Located | None = None,
+) -> list[Issue]:
+    """Compare the input's ``x-choices`` fields with the lists they come from, each read once
+    (a failed read raises; the caller sends nothing), as case-insensitive text, as the API
+    resolves names; the module's own checks stay the stricter judge."""
+    issues: list[Issue] = []
+    lists: dict[tuple[str, str], list[Any]] = {}
+    for path, source in module.choices.items():
+        places = list(values_at(data, path))
+        if not places:
+            continue
+        rows = _rows(source, client, registry, lists)
+        accepted = accepted_values(rows, source)
+        for at, value in places:
+            if str(value).casefold() in accepted:
+                continue
+            valid = [option for option, _label in options_from_rows(rows, source)]
+            more = f" and {len(valid) - SHOWN} more" if len(valid) > SHOWN else ""
+            message = (
+                f"got {value!r}; valid values are {valid[:SHOWN]!r}{more} (from {source.action})"
+            )
+            issues.append((located or Located(None)).issue(file, at, message))
+    return issues
+
+
+def _rows(
+    source: ChoiceSource,
+    client: ClientLike,
+    registry: ModuleRegistry,
+    cache: dict[tuple[str, str], list[Any]],
+) -> list[Any]:
+    key = (source.action, repr(sorted(source.with_.items())))
+    if key not in cache:
+        result = run_action(source.action, dict(source.with_), client, registry=registry)
+        items = result.output.get("items")
+        cache[key] = list(items) if isinstance(items, list) else []
+    return cache[key]

@@ -1,10 +1,8 @@
 """Running the optional ``list``, ``download`` and ``warn_if`` sections of an action.
 
-:func:`prepare` refuses bad ``list.limit`` or download destinations before anything is sent;
-:func:`send` replaces ``client.request`` and hands the answer back as a response, so API errors
-keep their class and ``output.map`` works unchanged. A list's ``hasMore`` is true only when one
-more kept row exists, so collection reads on past ``limit`` until it finds one; a file answer is
-streamed beside its target by :meth:`practiceflow.api.Client.download`, never held in memory.
+:func:`prepare` refuses a bad limit or destination before anything is sent; :func:`send` hands
+the answer back as a response, so API errors keep their class and ``output.map`` works as is.
+A list's ``hasMore`` is true only when one more kept row exists (collection reads past ``limit``).
 """
 
 from __future__ import annotations
@@ -16,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from practiceflow.api.paging import Page, extract_items
-from practiceflow.errors import BugError, ConfigError, InputError, Issue
+from practiceflow.errors import ConfigError, InputError, Issue
 from practiceflow.hooks import ActionContext, ClientLike
-from practiceflow.manifest.models import ActionModule
-from practiceflow.manifest.optional_sections import Template
+from practiceflow.manifest.models import ActionModule, ListSpec, Template
 from practiceflow.templating import CompiledTemplate, utcnow
 
 _LIMIT = "list_limit"
@@ -65,11 +62,7 @@ def _take(rows: Iterable[Any], items: list[Any], limit: int | None, keep: Keep |
 def collect_rows(
     data: Any, *, where: str, limit: int | None = None, keep: Keep | None = None
 ) -> Collected:
-    """Collect the rows of one list answer (not paged).
-
-    Raises:
-        ConfigError: the answer holds no list.
-    """
+    """Collect the rows of one list answer, not paged (ConfigError: it holds no list)."""
     rows, flag = extract_items(data, where=where)
     items: list[Any] = []
     beyond = _take(rows, items, limit, keep)
@@ -80,11 +73,7 @@ def collect_pages(
     pages: Iterator[Page], *, where: str, limit: int | None = None, keep: Keep | None = None
 ) -> Collected:
     """Collect rows page by page until the list ends or one row lies beyond ``limit``; a page
-    repeating the one before (``pageNumber`` ignored) stops with a warning, not a loop.
-
-    Raises:
-        ConfigError: an answer that holds no list, or more than 10000 pages (the pager's).
-    """
+    repeating the one before (``pageNumber`` ignored) stops with a warning, not a loop."""
     items: list[Any] = []
     previous: list[Any] | None = None
     count = 0
@@ -142,12 +131,8 @@ def prepare(
     request: dict[str, Any],
     masked: dict[str, Any],
 ) -> None:
-    """Check what a list or download needs before anything is sent; add it to ``request`` (a
-    paged list's described request shows the first page's ``pageNumber`` and ``pageSize``).
-
-    Raises:
-        InputError: the limit or the destination is not acceptable; nothing was sent.
-    """
+    """Check a list's limit or a download's destination (InputError) and add it to
+    ``request``; a paged list's ``masked`` request shows the first page's parameters."""
     spec = module.extensions
     context = {"input": ctx.input, "now": utcnow()}
     if spec.list is not None:
@@ -187,12 +172,12 @@ def _request(client: ClientLike, request: Mapping[str, Any]) -> Any:
 
 
 def _collect(
-    module: ActionModule, ctx: ActionContext, client: ClientLike, request: dict[str, Any]
+    module: ActionModule,
+    spec: ListSpec,
+    ctx: ActionContext,
+    client: ClientLike,
+    request: dict[str, Any],
 ) -> Answer:
-    spec = module.extensions.list
-    if spec is None:
-        message = f"{module.key}: collecting a list for a module without a list section"
-        raise BugError(message)
     where = f"{request['method']} {request['path']}"
     limit = request.get(_LIMIT)
     keep: Keep | None = None
@@ -219,14 +204,7 @@ def _collect(
 def send(
     module: ActionModule, ctx: ActionContext, client: ClientLike, request: dict[str, Any]
 ) -> Any:
-    """Send the request of an action and return its answer (see the module docstring).
-
-    Raises:
-        ApiError: the API answered with an error.
-        InDoubtError: a write may have been acted on.
-        ConfigError: a list answer that holds no list, or a client that cannot page or
-            download.
-    """
+    """Send the request of an action and return its answer (as the client would)."""
     spec = module.extensions
     response: Any
     if spec.download is not None:
@@ -246,7 +224,7 @@ def send(
         }
         response = Answer(200, headers, output)
     elif spec.list is not None:
-        response = _collect(module, ctx, client, request)
+        response = _collect(module, spec.list, ctx, client, request)
     else:
         response = _request(client, request)
     if spec.warn_if:

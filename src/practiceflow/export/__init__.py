@@ -1,11 +1,8 @@
-"""Exporters: the action and trigger modules as connectors for automation platforms.
+"""Exporters: the modules as connectors for automation platforms (``practiceflow export``).
 
-This package owns ``practiceflow export PLATFORM --out DIR`` and what it writes into
-``connectors/``: the :class:`Exporter` registry and the writer that never overwrites a
-hand-written file (``exporter.py``), the portable expression trees the JavaScript runtimes
-interpret (``expression_tree.py``), and one generator per platform (``zapier.py``,
-``n8n*.py``, ``openapi.py``, ``powerautomate.py``). Every generator is deterministic, so a
-test regenerates each export and compares it with the committed copy.
+The platforms' table (here), the writer (``exporter.py``), the expression trees the JavaScript
+runtimes interpret (``expression_tree.py``), and one deterministic generator per platform, so a
+test compares each fresh export with the committed copy in ``connectors/``.
 """
 
 from __future__ import annotations
@@ -13,18 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from practiceflow.export import n8n as _n8n  # noqa: F401 - registers its exporter
-from practiceflow.export import powerautomate as _powerautomate  # noqa: F401 - registers "openapi"
-from practiceflow.export import zapier as _zapier  # noqa: F401 - registers its exporter
-from practiceflow.export.exporter import (
-    LISTING,
-    Exporter,
-    ExportResult,
-    exporter_for,
-    exporters,
-    stale_files,
-    write_export,
-)
+from practiceflow.errors import ConfigError
+from practiceflow.export.exporter import LISTING, Exporter, ExportResult, stale_files, write_export
+from practiceflow.export.n8n import n8n_files
+from practiceflow.export.powerautomate import openapi_files
+from practiceflow.export.zapier import zapier_files
 from practiceflow.manifest import default_registry, load_connector, load_modules
 from practiceflow.manifest.loader import PathLike
 
@@ -40,11 +30,29 @@ __all__ = [
     "write_export",
 ]
 
+#: The platforms (the CLI's PLATFORM), sorted.
+_EXPORTERS: dict[str, Exporter] = {
+    "n8n": n8n_files,
+    "openapi": openapi_files,
+    "zapier": zapier_files,
+}
+
+
+def exporters() -> dict[str, Exporter]:
+    """Return the exporters by platform name, sorted."""
+    return dict(_EXPORTERS)
+
+
+def exporter_for(name: str) -> Exporter:
+    """The exporter of a platform such as ``zapier`` (ConfigError listing the valid names)."""
+    if name not in _EXPORTERS:
+        message = f"platform: got {name!r}; valid values are {sorted(_EXPORTERS)}"
+        raise ConfigError(message)
+    return _EXPORTERS[name]
+
 
 def generate(platform: str, modules: Iterable[PathLike] = ()) -> dict[str, str | bytes]:
-    """Build one platform's export in memory: relative path -> file text (or bytes).
-
-    ``modules`` are extra module folders (``--modules DIR``) besides the shipped ones.
+    """Build one platform's export in memory, with extra module folders (``--modules DIR``).
 
     Raises:
         ConfigError: the platform is unknown.

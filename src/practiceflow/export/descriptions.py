@@ -1,10 +1,8 @@
 """Descriptions of exported operations, derived from the module's own text.
 
-A module's description is written for the runner, which pages, limits, matches rows locally
-and saves downloads; an exported operation is one request, so its description keeps only
-what holds for it. A sentence that names an input field the operation does not carry, or
-something only the runner does (:data:`RUNNER_ONLY`), is left out (the first sentence is cut
-before it instead); what the operation itself does is added from its shape.
+A module's description is written for the runner; a sentence naming an input field the
+operation does not carry, or something only the runner does (:data:`RUNNER_ONLY`), is left out
+(a first sentence is cut before it), and what the operation itself does is added.
 """
 
 from __future__ import annotations
@@ -57,8 +55,7 @@ def _mentions(text: str, missing: Iterable[str], phrases: Iterable[str]) -> list
 def runner_only_mentions(
     text: str, missing: Iterable[str], phrases: Iterable[str] = RUNNER_ONLY
 ) -> list[str]:
-    """The ``phrases`` (what the platform does not do) and ``missing`` input fields (that
-    the operation does not carry) a description mentions."""
+    """The ``phrases`` and ``missing`` input fields a description mentions."""
     return [what for _, what in _mentions(text, missing, phrases)]
 
 
@@ -69,12 +66,9 @@ def export_description(
     extra: Iterable[str] = (),
     phrases: Iterable[str] = RUNNER_ONLY,
 ) -> str:
-    """The description of an exported operation, as one paragraph.
-
-    ``title`` stands in for a first sentence with nothing left; ``extra`` adds sentences
-    about the operation itself (such as how to page it); ``phrases`` is :data:`RUNNER_ONLY`
-    for one request, :data:`LOCAL_ONLY` for the platforms that run the module's plan.
-    """
+    """The description of an exported operation, as one paragraph (``title`` stands in for
+    an emptied first sentence; ``extra``: sentences on the operation itself; ``phrases``:
+    :data:`RUNNER_ONLY` for one request, :data:`LOCAL_ONLY` where the plan runs)."""
     names = sorted(set(missing))
     said = tuple(phrases)
     sentences = _SENTENCE.split(" ".join(description.split()))
@@ -92,7 +86,6 @@ def export_description(
 
 
 def plan_description(action: ActionModule) -> str:
-    """The description of an action on a platform that runs its plan (Zapier, n8n): its
-    paging, limit and filters hold there, but it saves no file."""
+    """The description of an action on a platform that runs its plan (Zapier, n8n)."""
     missing = local_fields(action)
     return export_description(action.description, action.title, missing, (), LOCAL_ONLY)

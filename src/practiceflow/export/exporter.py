@@ -1,11 +1,8 @@
-"""The exporters' name -> function registry, and how generated files are written.
+"""What every exporter shares: its type, the plans it carries, and how its files are written.
 
-An :data:`Exporter` turns the loaded modules plus the connector manifest (as data) into a
-deterministic mapping of relative POSIX path -> file text (bytes for binary files), or raises
-ManifestError for a module it cannot express. It never touches the disk: :func:`write_export`
-does. Every export folder gets a ``GENERATED.json`` listing the files the generator owns; a
-later export replaces exactly those (and removes the ones no longer produced) and refuses to
-overwrite any other file already there, such as a platform's hand-written test harness.
+An :data:`Exporter` maps the modules and the connector manifest to path -> file text, never
+touching the disk; :func:`write_export` writes them with a ``GENERATED.json`` listing the files
+it owns, so a later export replaces exactly those and never a hand-written file.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ from typing import Any
 
 from practiceflow.errors import ConfigError, ManifestError
 from practiceflow.export.expression_tree import action_plan, trigger_plan
-from practiceflow.manifest.models import ActionModule, TriggerModule
+from practiceflow.manifest.models import ActionModule, Module, TriggerModule
 from practiceflow.manifest.module_registry import ModuleRegistry
 
 #: File in every export folder that lists the files the generator owns.
@@ -44,45 +41,13 @@ def template_text(platform: str, name: str) -> str:
 
 
 Exporter = Callable[[ModuleRegistry, Mapping[str, Any]], Mapping[str, str | bytes]]
-_REGISTRY: dict[str, Exporter] = {}
-
-
-def register(name: str) -> Callable[[Exporter], Exporter]:
-    """Decorator: make an exporter available as the platform ``name`` (the CLI's PLATFORM)."""
-
-    def add(func: Exporter) -> Exporter:
-        _REGISTRY[name] = func
-        return func
-
-    return add
-
-
-def exporters() -> dict[str, Exporter]:
-    """Return the registered exporters by name, sorted."""
-    return dict(sorted(_REGISTRY.items()))
-
-
-def exporter_for(name: str) -> Exporter:
-    """The exporter registered under ``name`` (such as ``zapier``).
-
-    Raises:
-        ConfigError: no exporter has that name (the message lists the valid ones).
-    """
-    if name not in _REGISTRY:
-        message = f"platform: got {name!r}; valid values are {sorted(_REGISTRY)}"
-        raise ConfigError(message)
-    return _REGISTRY[name]
-
-
-Module = ActionModule | TriggerModule
 
 
 def translated(
     modules: ModuleRegistry, why_not: Callable[[Module], str | None]
 ) -> tuple[dict[str, ActionModule], dict[str, TriggerModule], dict[str, Any], dict[str, str]]:
-    """The actions and triggers a platform carries (``why_not`` says None and their plans
-    translate), their plans by ``actions/KEY`` and ``triggers/KEY``, and why each other
-    module is skipped (by the same names)."""
+    """The actions and triggers a platform carries (``why_not`` None, plans translated), their
+    plans by ``actions/KEY`` and ``triggers/KEY``, and why each other module is skipped."""
     plans: dict[str, Any] = {}
     skipped: dict[str, str] = {}
 
@@ -112,8 +77,7 @@ def translated(
 
 @dataclass(frozen=True)
 class ExportResult:
-    """What :func:`write_export` did in ``out``: files written (changed or new), files
-    already up to date, and previously generated files removed as no longer produced."""
+    """What :func:`write_export` did in ``out``: files written, up to date, and removed."""
 
     out: Path
     written: tuple[str, ...]
@@ -158,11 +122,7 @@ def _check_path(name: str) -> None:
 
 
 def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> ExportResult:
-    """Write generated files (from an :data:`Exporter`) into ``out``.
-
-    Raises:
-        ConfigError: a generated file would replace a file the generator does not own.
-    """
+    """Write generated files into ``out`` (ConfigError rather than replace a foreign file)."""
     out.mkdir(parents=True, exist_ok=True)
     owned = _owned(out)
     everything = _with_listing(platform, files)
@@ -200,8 +160,7 @@ def write_export(platform: str, files: Mapping[str, str | bytes], out: Path) -> 
 
 
 def stale_files(platform: str, files: Mapping[str, str | bytes], out: Path) -> list[str]:
-    """The files of the copy in ``out`` that a fresh export would change: sorted relative
-    paths missing, different, or generated earlier but no longer produced."""
+    """The files in ``out`` a fresh export would add, change or remove, sorted."""
     everything = _with_listing(platform, files)
     stale = [name for name, content in everything.items() if not _same(out / name, content)]
     stale.extend(name for name in _owned(out) if name not in everything)

@@ -1,33 +1,26 @@
 """Module templates as portable expression trees that the generated JavaScript interprets.
 
-Exported connectors run on Node, where there is no Jinja. Each template of a module is parsed
-with the project's one Jinja environment and translated into a small JSON expression tree
-(the "plan"); the runtime shipped with each export evaluates it. Only a declared subset is
-translated; anything else is a :class:`~practiceflow.errors.ManifestError` that names the
-module file, line and field, so an export never silently drops behaviour.
+Exported connectors run on Node, where there is no Jinja: each template is parsed with the
+project's Jinja environment and translated into a JSON expression tree (the "plan") that the
+export's runtime evaluates. Outside the declared subset, a ManifestError names the module's
+file, line and field, so an export never silently drops behaviour. Nodes (one-key objects):
 
-Expression nodes (each a one-key JSON object):
+* ``{"const": v}``; ``{"now": true}`` (ISO 8601, UTC); ``{"ref": ["input", "entityKey"]}``, a
+  lookup on ``input``, ``response``, ``headers``, ``body``, ``data`` (a delivery's ``body.data``
+  when an object, else its body) or ``item`` (missing keys: ``undefined``; ``x.get('k', d)`` is
+  a lookup with a default); ``{"path": [expr, [key, ...]]}``, a lookup on a computed value;
+* ``{"default": [expr, fallback]}`` (a third item ``true``: ``default(fallback, true)``, falsy
+  values replaced too); ``{"filter": [name, expr, arg...]}`` for ``pathseg``, ``date``,
+  ``datetime``, ``tojson``, ``string``, ``int``, ``float``, ``lower``, ``upper``, ``trim``,
+  ``length``, ``omit(keys...)``;
+* ``{"concat": [expr, ...]}``: text with expressions (each as a string); ``{% if %}`` blocks
+  become ``if`` nodes, ``{% set x = expr %}`` a ``{"let": [name, expr, rest]}``;
+* ``{"cmp": [op, left, right]}`` (``== != < <= > >= in``), ``{"and": [..]}``, ``{"or": [..]}``,
+  ``{"not": expr}``, ``{"test": [name, expr]}`` (``is defined``, ``is none``, ``is mapping``...),
+  ``{"if": [cond, then, else]}``, ``{"list": [..]}``, ``{"dict": {..}}``.
 
-* ``{"const": v}``: a literal; ``{"now": true}``: the current time (ISO 8601, UTC);
-* ``{"ref": ["input", "entityKey"]}``: a lookup on ``input``, ``response``, ``headers``,
-  ``body``, ``data`` (a delivery's ``body.data`` when that is an object, else its body),
-  ``item``; missing keys yield ``undefined`` (``x.get('k', d)`` is a lookup with a
-  default); ``{"path": [expr, [key, ...]]}`` is a lookup on a computed value;
-* ``{"default": [expr, fallback]}``: ``expr | default(fallback)``; a third item ``true`` is
-  ``default(fallback, true)`` (falsy values are replaced too);
-* ``{"filter": [name, expr, arg...]}``: ``pathseg``, ``date``, ``datetime``, ``tojson``,
-  ``string``, ``int``, ``float``, ``lower``, ``upper``, ``trim``, ``length``, ``omit(keys...)``;
-* ``{"concat": [expr, ...]}``: text with expressions in it (each part as a string);
-  ``{% if %}`` / ``{% elif %}`` / ``{% else %}`` blocks in text become ``if`` nodes, and
-  ``{% set x = expr %}`` becomes ``{"let": [name, expr, rest]}``;
-* ``{"cmp": [op, left, right]}`` with op one of ``== != < <= > >= in``; ``{"and": [..]}``,
-  ``{"or": [..]}``, ``{"not": expr}``; ``{"test": [name, expr]}`` for ``is defined``,
-  ``is none``, ``is mapping``, ``is string``, ``is number``, ``is sequence``...;
-  ``{"if": [cond, then, else]}``; ``{"list": [..]}``, ``{"dict": {..}}``.
-
-A tree (a request body, an output map) keeps its YAML structure; each template leaf becomes
-``{"$pf": expression}``. The runtime applies the omission rule of
-:mod:`practiceflow.templating`: a leaf that evaluates to null or undefined is left out.
+A tree (a body, an output map) keeps its YAML structure with each template leaf as
+``{"$pf": expression}``; a leaf that evaluates to null or undefined is left out.
 """
 
 from __future__ import annotations
@@ -67,12 +60,7 @@ class _Unsupported(Exception):
 
 
 def expression(template: CompiledTemplate) -> dict[str, Any]:
-    """Translate one compiled template into an expression node.
-
-    Raises:
-        ManifestError: the template uses something the exporters cannot carry over; the
-            issue names where it was written and which constructs are supported.
-    """
+    """Translate one compiled template into an expression node (ManifestError: unsupported)."""
     try:
         parsed = environment().parse(template.source)
         parts = _parts(parsed.body)
@@ -87,8 +75,7 @@ def expression(template: CompiledTemplate) -> dict[str, Any]:
 
 
 def _parts(body: list[nodes.Node]) -> list[dict[str, Any]]:
-    """Text parts of a template body; ``{% if %}`` blocks become ``if`` nodes and
-    ``{% set name = expr %}`` binds ``name`` for the rest of the body (a ``let`` node)."""
+    """Text parts of a template body (``{% if %}``: ``if``; ``{% set %}``: ``let``)."""
     parts: list[dict[str, Any]] = []
     for index, statement in enumerate(body):
         if isinstance(statement, nodes.Assign) and isinstance(statement.target, nodes.Name):
@@ -233,12 +220,7 @@ def _compare(node: nodes.Compare) -> dict[str, Any]:
 
 
 def tree(value: Any) -> Any:
-    """A compiled tree (request body, query, output map) with each template leaf replaced
-    by ``{"$pf": expression}``.
-
-    Raises:
-        ManifestError: with every leaf that cannot be exported.
-    """
+    """A compiled tree with each template leaf as ``{"$pf": expression}``."""
     issues: list[Issue] = []
 
     def walk(node: Any) -> Any:
@@ -261,11 +243,7 @@ def tree(value: Any) -> Any:
 
 
 def action_plan(action: ActionModule) -> dict[str, Any]:
-    """The request and output of an action in portable form, ready for JSON.
-
-    Raises:
-        ManifestError: a template cannot be exported (see :func:`expression`).
-    """
+    """The request and output of an action in portable form (ManifestError: see :func:`tree`)."""
     request = action.request
     spec = action.extensions.list
     listing = None
@@ -295,23 +273,16 @@ def action_plan(action: ActionModule) -> dict[str, Any]:
     }
 
 
-#: Media type of a downloaded file whose name does not tell.
-FILE_MEDIA_TYPE = "application/octet-stream"
-
-
 def file_media_type(action: ActionModule) -> str:
-    """The media type of a download action's file, from its name's suffix
-    (:data:`FILE_MEDIA_TYPE` when the name does not tell)."""
+    """The media type of a download action's file, from its name's suffix."""
     spec = action.extensions.download
     name = getattr(spec.filename, "source", spec.filename) if spec is not None else None
     guessed = mimetypes.guess_type(f"file{PurePosixPath(str(name)).suffix}")[0] if name else None
-    return guessed or FILE_MEDIA_TYPE
+    return guessed or "application/octet-stream"
 
 
 def local_fields(action: ActionModule) -> frozenset[str]:
-    """Input fields that only say where a download is saved on this machine (read by
-    ``download.to`` and no request template): a platform carries the file itself, so they
-    are left out of its forms."""
+    """Input fields read only by ``download.to``: a platform carries the file, not a path."""
     spec = action.extensions.download
     if spec is None:
         return frozenset()
@@ -339,11 +310,8 @@ def platform_input(action: ActionModule) -> dict[str, Any]:
 
 
 def trigger_plan(trigger: TriggerModule) -> dict[str, Any]:
-    """The webhook and poll sections of a trigger in portable form (None when absent).
-
-    The poll's ``sweep`` (the list ``serve`` reads to close a downtime gap) is left out: a
-    platform polls on its own schedule and keeps no downtime to close.
-    """
+    """The webhook and poll sections of a trigger in portable form (None when absent),
+    without the poll's ``sweep``: a platform polls on its own schedule, with no downtime."""
     poll = trigger.poll
     if poll is not None and "sweep" in poll:
         poll = {key: value for key, value in poll.items() if key != "sweep"}

@@ -1,20 +1,8 @@
-"""The OpenAPI 3.1 document of the actions (``openapi.json``).
+"""The OpenAPI 3.1 document of the actions (``openapi.json``), one operation per action.
 
-One operation per action (``operationId`` = the key); path and query parameters and the
-JSON request body are derived from the action's request templates and input schema; the
-2xx response from its output schema (only fields read straight from the response body;
-those mapped from headers become response headers), or a binary body for a download;
-errors as problem details. Schemas are JSON Schema 2020-12, which OpenAPI 3.1 uses as is;
-each module's ``$defs`` are hoisted into ``components/schemas``. The Power Automate
-connector (:mod:`practiceflow.export.powerautomate`) is lowered from this document.
-
-A list module of the runner pages by itself; an exported list operation is one request (spec
-section 8), paged with ``pageNumber``, and ``pageSize`` where the server does not fix the page
-size (``paging.fixed_size`` of the connector manifest). The spec does not show the envelope:
-lists that take ``pageSize`` most likely answer ``{items, hasMore, ...}`` ("``hasMore`` where
-present"), the others a bare array; that likely shape is the first alternative here and the
-one shape Power Automate's OpenAPI 2.0 is given. Rows are the module's row schema, plus the
-row fields other modules' choices name.
+Parameters and body come from the request templates and input schema, the 2xx response from
+the output schema, errors as problem details, ``$defs`` hoisted into ``components/schemas``; a
+list is one request paged by the caller (connectors/README.md, "Lists on the OpenAPI platforms").
 """
 
 from __future__ import annotations
@@ -29,7 +17,7 @@ from practiceflow.errors import ManifestError
 from practiceflow.export.descriptions import export_description
 from practiceflow.export.expression_tree import LEAF, action_plan, file_media_type
 from practiceflow.export.schemas import portable_types, rewrite_refs
-from practiceflow.manifest.models import ActionModule, TriggerModule
+from practiceflow.manifest.models import ActionModule
 from practiceflow.manifest.module_registry import ModuleRegistry
 
 _PROBLEM = {
@@ -277,8 +265,7 @@ def _error_codes(action: ActionModule, has_params: bool) -> dict[str, str]:
         codes["404"] = _STATUS_TEXT["404"]
     if action.needs_write:
         codes["403"] = _STATUS_TEXT["403"]
-    for status, advice in action.errors.items():
-        codes[str(status)] = advice
+    codes.update((str(status), advice) for status, advice in action.errors.items())
     return dict(sorted(codes.items()))
 
 
@@ -392,9 +379,7 @@ ENVELOPE_ITEMS = "items"
 
 @dataclass(frozen=True)
 class ListShape:
-    """How one list operation pages: whether it takes ``pageNumber`` and ``pageSize`` (its
-    page size not fixed by the server), and the answer most likely given (``array`` or
-    ``envelope``)."""
+    """How one list operation pages, and the answer it most likely gives."""
 
     paged: bool
     page_size: bool
@@ -412,45 +397,39 @@ def list_shape(action: ActionModule, connector: Mapping[str, Any]) -> ListShape 
 
 
 def page_parameters(shape: ListShape, connector: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The OpenAPI 3.1 query parameters that choose a page: ``pageNumber`` (and
-    ``pageSize`` where the list takes it); none when not paged."""
+    """The query parameters that choose a page (none when the list is not paged)."""
     if not shape.paged:
         return []
     paging = connector.get("paging", {})
-    number = {
-        "name": paging.get("page_param", "pageNumber"),
-        "in": "query",
-        "required": False,
-        "description": "The page to read, 1-based; ask for the next page while the answer "
-        "says hasMore, or while a page is full.",
-        "schema": {
-            "type": "integer",
-            "minimum": int(paging.get("page_min", 1)),
-            "maximum": int(paging.get("page_max", MAX_PAGE_NUMBER)),
-            "default": 1,
-        },
-    }
+
+    def integer(name: str, text: str, low: int, high: int, default: int) -> dict[str, Any]:
+        schema = {"type": "integer", "minimum": low, "maximum": high, "default": default}
+        head = {"name": name, "in": "query", "required": False, "description": text}
+        return head | {"schema": schema}
+
+    number = integer(
+        paging.get("page_param", "pageNumber"),
+        "The page to read, 1-based; ask for the next page while the answer says hasMore, or "
+        "while a page is full.",
+        int(paging.get("page_min", 1)),
+        int(paging.get("page_max", MAX_PAGE_NUMBER)),
+        1,
+    )
     if not shape.page_size:
         return [number]
-    size = {
-        "name": paging.get("size_param", "pageSize"),
-        "in": "query",
-        "required": False,
-        "description": "Rows per page, where the list supports it (a list that does not "
-        "answers its own page size).",
-        "schema": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": int(paging.get("size_max", MAX_PAGE_SIZE)),
-            "default": int(paging.get("size_default", DEFAULT_PAGE_SIZE)),
-        },
-    }
+    size = integer(
+        paging.get("size_param", "pageSize"),
+        "Rows per page, where the list supports it (a list that does not answers its own "
+        "page size).",
+        1,
+        int(paging.get("size_max", MAX_PAGE_SIZE)),
+        int(paging.get("size_default", DEFAULT_PAGE_SIZE)),
+    )
     return [number, size]
 
 
 def row_schema(output: Mapping[str, Any]) -> Any:
-    """The schema of one row of a list action's answer (its ``output.items.items``; an open
-    object when the module says nothing about its rows)."""
+    """The schema of one row of a list action's answer (an open object when unsaid)."""
     items = output.get("properties", {}).get("items", {})
     rows = items.get("items") if isinstance(items, Mapping) else None
     if isinstance(rows, Mapping) and rows:
@@ -461,11 +440,7 @@ def row_schema(output: Mapping[str, Any]) -> Any:
 def choice_fields(registry: ModuleRegistry) -> dict[str, dict[str, Any]]:
     """List action key -> the row fields the modules' choices name -> a schema saying so."""
     found: dict[str, dict[str, Any]] = {}
-    modules: list[ActionModule | TriggerModule] = [
-        *registry.actions.values(),
-        *registry.triggers.values(),
-    ]
-    for module in sorted(modules, key=lambda item: item.key):
+    for module in sorted(registry, key=lambda item: item.key):
         for source in module.choices.values():
             for name in (source.value, source.label, *source.also):
                 if name:

@@ -1,12 +1,8 @@
 """The ``openapi`` exporter: ``openapi.json`` plus a Power Automate custom connector folder.
 
-``powerautomate/`` holds what Microsoft's custom-connector tooling imports and its
-certification asks for: ``apiDefinition.swagger.json``, OpenAPI 2.0 lowered from the 3.1
-document (2020-12 keywords such as ``anyOf`` dropped, ``x-ms-*`` annotations added, HTTP
-Basic auth since a custom connector takes one credential pair, and one webhook trigger whose
-201 ``Location`` header is how Power Automate deletes the subscription when a flow is turned
-off); ``apiProperties.json`` (connection parameters and the ``dynamichosturl`` policy that
-sends every call to the connection's regional host); the icon and the README.
+``powerautomate/`` holds what Microsoft's tooling imports and certification asks for: the
+swagger (OpenAPI 2.0 lowered from the 3.1 document, with ``x-ms-*`` annotations, Basic auth and
+one webhook trigger), ``apiProperties.json``, the icon and the README (connectors/README.md).
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-from practiceflow.export.exporter import dump_json, register, template_text
+from practiceflow.export.exporter import dump_json, template_text
 from practiceflow.export.openapi import ENVELOPE_ITEMS, list_shape, openapi_document
 from practiceflow.manifest.module_registry import ModuleRegistry
 
@@ -50,12 +46,7 @@ def icon_png(size: int = 230) -> bytes:
     red, green, blue = (int(BRAND_COLOR[i : i + 2], 16) for i in (1, 3, 5))
     background = bytes((red, green, blue))
     white = b"\xff\xff\xff"
-    left, right, top, bottom = (
-        size * 30 // 100,
-        size * 70 // 100,
-        size * 22 // 100,
-        size * 78 // 100,
-    )
+    left, right, top, bottom = (size * percent // 100 for percent in (30, 70, 22, 78))
     rows = []
     for y in range(size):
         row = bytearray(b"\x00")  # filter: none
@@ -66,12 +57,8 @@ def icon_png(size: int = 230) -> bytes:
         rows.append(bytes(row))
     header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
     data = zlib.compress(b"".join(rows), 9)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + _chunk(b"IHDR", header)
-        + _chunk(b"IDAT", data)
-        + _chunk(b"IEND", b"")
-    )
+    chunks = _chunk(b"IHDR", header) + _chunk(b"IDAT", data) + _chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + chunks
 
 
 def readme(swagger: Mapping[str, Any]) -> str:
@@ -192,13 +179,8 @@ class _Lowering:
 
 
 def _one_shape(schema: Mapping[str, Any]) -> Mapping[str, Any]:
-    """OpenAPI 2.0 has no ``anyOf``: alternatives of types become one type (maybe null).
-
-    ``anyOf`` of bare types (``[{type: integer}, {type: "null"}]``) is a list of types;
-    ``anyOf`` of shapes (each with a ``type`` or a ``$ref``, such as a list's envelope or
-    bare array, the likely one first) becomes its first shape; any other ``anyOf`` (such
-    as alternatives of required fields) is dropped by the lowering.
-    """
+    """OpenAPI 2.0 has no ``anyOf``: one of bare types becomes a list of types, one of shapes
+    (each a ``type`` or a ``$ref``) its first, the likely one; any other is dropped later."""
     branches = schema.get("anyOf")
     if not isinstance(branches, list) or not branches:
         return schema
@@ -348,8 +330,7 @@ def swagger_document(modules: ModuleRegistry, connector: Mapping[str, Any]) -> d
 
 
 def _trigger_path(hooks: Mapping[str, Any], events: list[tuple[str, str]]) -> dict[str, Any]:
-    """The webhook trigger's path item: its template with the subscription's field names
-    (from the connector manifest) and the events to choose from."""
+    """The webhook trigger's path item: its template with the manifest's field names and events."""
     item: dict[str, Any] = json.loads(template_text("powerautomate", "webhookTrigger.json"))
     schema = item["post"]["parameters"][0]["schema"]
     names = {f"{part.upper()}_FIELD": hooks[f"{part}_field"] for part in ("url", "event", "name")}
@@ -372,7 +353,6 @@ def api_properties(connector: Mapping[str, Any]) -> dict[str, Any]:
     return document
 
 
-@register("openapi")
 def openapi_files(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str | bytes]:
     """``openapi.json`` (OpenAPI 3.1 of the actions) and the ``powerautomate/`` folder."""
     swagger = swagger_document(modules, connector)

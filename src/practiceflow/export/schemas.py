@@ -1,13 +1,8 @@
-"""JSON Schema helpers shared by the exporters: local ``$ref``, types, and form fields.
+"""JSON Schema helpers shared by the exporters: local ``$ref``, types, form fields, choices.
 
-Some tools that read an exported document do not take a list of types inside ``anyOf``
-(schemathesis fails to load it, the MCP Inspector warns), so :func:`portable_schema` spells
-each list of types as ``anyOf`` of single types. Form-based platforms (Zapier, n8n) need flat
-fields, so :func:`form_fields` flattens each input property into :class:`FormField` s.
-
-A field's declared choice list (``x-choices``) becomes each platform's own dropdown (a hidden
-Zapier trigger, an n8n ``loadOptions`` method, a Power Automate ``x-ms-dynamic-values``);
-:class:`ChoiceLists` names each distinct declaration once, validly for every platform.
+:func:`portable_schema` spells a list of types as ``anyOf`` (schemathesis and the MCP Inspector
+refuse lists of types inside ``anyOf``); :func:`form_fields` flattens input for form-based
+platforms; :class:`ChoiceLists` names each ``x-choices`` list once, validly for every platform.
 """
 
 from __future__ import annotations
@@ -25,8 +20,7 @@ _SCALARS = ("string", "integer", "number", "boolean")
 
 
 def resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``schema`` with its local ``$ref`` (``#/$defs/NAME`` of ``root``) merged in;
-    the referring schema's keywords win."""
+    """A copy of ``schema`` with its ``#/$defs/`` ref of ``root`` merged under its own keys."""
     merged = dict(schema)
     ref = merged.pop("$ref", None)
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
@@ -57,13 +51,8 @@ def help_text(schema: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class FormField:
-    """One form field derived from an input property.
-
-    ``key`` is ``parent__child`` for a flattened nested object; ``type`` is ``string``,
-    ``integer``, ``number``, ``boolean``, ``datetime`` or ``json``; ``list`` means a list of
-    scalars; ``choices`` come from an ``enum``, ``source`` from ``x-choices``; ``children``
-    are the line-item fields of an array of objects.
-    """
+    """One form field from an input property (``key``: ``parent__child`` when flattened;
+    ``list``: of scalars; ``children``: the line items of an array of objects)."""
 
     key: str
     label: str
@@ -134,8 +123,7 @@ def _field(
 
 
 def form_fields(schema: Mapping[str, Any]) -> list[FormField]:
-    """The form fields of an input schema's top-level properties: required ones first,
-    then the schema's order."""
+    """The form fields of an input schema's properties, the required ones first."""
     properties: Mapping[str, Any] = schema.get("properties") or {}
     required = [name for name in schema.get("required", ()) if name in properties]
     order = required + [name for name in properties if name not in required]
@@ -167,13 +155,8 @@ _NAMED = ("properties", "patternProperties", "$defs", "definitions", "dependentS
 
 
 def portable_schema(schema: Any) -> Any:
-    """A copy of a schema with every list of types spelled as ``anyOf`` of single types.
-
-    ``{"type": ["integer", "string"], ...}`` becomes ``{"anyOf": [{"type": "integer"},
-    {"type": "string"}], ...}`` (into ``allOf`` when the schema already has an ``anyOf``);
-    a list of one type becomes that type. Data keywords (``enum``, ``examples``,
-    ``default``, ``const``) are left as they are; anything not a mapping is returned as is.
-    """
+    """A copy of a schema with every list of types spelled as ``anyOf`` of single types
+    (inside ``allOf`` when it has an ``anyOf`` already; data keywords left as they are)."""
     if not isinstance(schema, Mapping):
         return schema
     out: dict[str, Any] = {}
@@ -201,8 +184,7 @@ def portable_schema(schema: Any) -> Any:
 
 
 def portable_types(document: Any) -> Any:
-    """A copy of an OpenAPI 3.1 document (or part) with :func:`portable_schema` applied to
-    each ``schema`` value and each schema of ``components/schemas``."""
+    """An OpenAPI 3.1 document with :func:`portable_schema` applied to each of its schemas."""
     if isinstance(document, list):
         return [portable_types(item) for item in document]
     if not isinstance(document, Mapping):
@@ -226,11 +208,8 @@ def source_id(source: ChoiceSource) -> str:
 
 
 class ChoiceLists:
-    """The distinct choice lists of a set of modules, each with a platform-safe name.
-
-    Names are ``choices_<action>`` and, when one list action serves several declarations,
-    ``choices_<action>_by_<value field>`` (plus ``_<n>`` when filters or input differ).
-    """
+    """The distinct choice lists of some modules, named ``choices_<action>`` (``_by_<value>``
+    when one list action serves several, plus ``_<n>`` when filters or input differ)."""
 
     def __init__(
         self,
@@ -238,8 +217,7 @@ class ChoiceLists:
         actions: Mapping[str, ActionModule],
         triggers: Iterable[TriggerModule],
     ) -> None:
-        """Collect the declarations of the ``actions`` and ``triggers`` an export carries
-        whose list action is one of those ``actions``."""
+        """Collect the declarations whose list action is one of ``actions``."""
         usable = {key for key, action in actions.items() if action.extensions.list is not None}
         found: dict[str, ChoiceSource] = {}
         modules: list[ActionModule | TriggerModule] = [*actions.values(), *triggers]

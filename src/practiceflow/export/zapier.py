@@ -1,11 +1,5 @@
-"""The Zapier exporter: a Zapier CLI app (``zapier-platform-core``) built from the modules.
-
-It writes ``definition.json`` (the modules as data) beside the fixed JavaScript of
-``templates/zapier`` that turns it into the app object Zapier loads. An action that writes
-(``needs_write`` or ``kind: create``) becomes a *create*, any other a *search*. A trigger
-with a ``webhook`` section becomes a REST hook, a poll-only one a polling trigger; every
-trigger result carries ``id`` (the poll ``dedupe`` key or the delivery's event id), which is
-what Zapier deduplicates on.
+"""The Zapier exporter: ``definition.json`` (the modules as data) beside the fixed JavaScript
+of ``templates/zapier`` that makes it the app Zapier loads (mapping: connectors/README.md).
 """
 
 from __future__ import annotations
@@ -17,7 +11,7 @@ from typing import Any
 from practiceflow import __version__
 from practiceflow.errors import TemplateError
 from practiceflow.export.descriptions import plan_description
-from practiceflow.export.exporter import dump_json, register, template_text, translated
+from practiceflow.export.exporter import dump_json, template_text, translated
 from practiceflow.export.expression_tree import action_plan, file_media_type, platform_input
 from practiceflow.export.schemas import ChoiceLists, FormField, form_fields, main_type, resolve
 from practiceflow.manifest.choices import ChoiceSource
@@ -82,12 +76,8 @@ def _sample_type(value: Any) -> str | None:
 
 
 def _output_fields(schema: Mapping[str, Any], sample: Any) -> list[dict[str, Any]]:
-    """Zapier output fields: the schema's scalar properties, else the sample's scalar keys.
-
-    A property with no declared type is described only when the sample shows a scalar
-    there, so a field and its sample never disagree (an object is left to Zapier, which
-    describes nested values from the sample itself).
-    """
+    """Zapier output fields: the schema's scalar properties (an untyped one only where the
+    sample shows a scalar, so the two never disagree), else the sample's scalar keys."""
     fields = []
     example = sample if isinstance(sample, Mapping) else {}
     properties: Mapping[str, Any] = schema.get("properties") or {}
@@ -119,19 +109,15 @@ def _row_schema(action: ActionModule) -> Mapping[str, Any]:
     return {**row, "$defs": schema.get("$defs", {})} if row.get("properties") else {}
 
 
-def as_record(row: Any) -> dict[str, Any]:
-    """A list row as a record: objects as they are, plain values as ``{value}``."""
-    return dict(row) if isinstance(row, Mapping) else {"value": row}
-
-
 def _action(action: ActionModule, lists: ChoiceLists, search: bool) -> dict[str, Any]:
     sample: Any = dict(action.sample)
     schema: Mapping[str, Any] = action.output.schema
     listed = search and action.extensions.list is not None and action.output.map is None
     if listed:
-        # Zapier's searches return records ([] when nothing matches): the rows themselves.
-        rows = sample.get("items") or []
-        sample = as_record(rows[0]) if rows else {}
+        # Zapier's searches return records ([] when nothing matches): the rows themselves,
+        # plain values as {value}.
+        row = (sample.get("items") or [{}])[0]
+        sample = dict(row) if isinstance(row, Mapping) else {"value": row}
         schema = _row_schema(action)
     outputs = _output_fields(schema, sample)
     if action.extensions.download is not None:
@@ -235,8 +221,7 @@ def _trigger(trigger: TriggerModule, lists: ChoiceLists, plan: Any) -> dict[str,
 
 
 def auth_settings(connector: Mapping[str, Any]) -> dict[str, Any]:
-    """The auth headers, regions (a base URL only where published) and validate path that
-    the JavaScript runtimes of Zapier and n8n read."""
+    """The auth settings the JavaScript runtimes of Zapier and n8n read."""
     header = connector["auth"]["methods"]["header"]
     regions = sorted(connector["regions"].items())
     return {
@@ -325,10 +310,8 @@ def _auth(connector: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-@register("zapier")
 def zapier_files(modules: ModuleRegistry, connector: Mapping[str, Any]) -> dict[str, str]:
-    """The Zapier CLI app: creates, searches, REST hook and polling triggers (the module
-    docstring tells the mapping)."""
+    """The Zapier CLI app: creates, searches, REST hook and polling triggers."""
     actions, kept, plans, skipped = translated(modules, _trigger_unsupported)
     lists = ChoiceLists(modules, actions, kept.values())
     creates = {k: _action(a, lists, False) for k, a in actions.items() if is_create(a)}

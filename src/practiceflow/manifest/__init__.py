@@ -1,8 +1,7 @@
 """Declarative modules: loading and checking actions, triggers, recipes and the connector.
 
 The formats are defined once, by the JSON Schemas in ``manifests/``. Every loader raises one
-:class:`~practiceflow.errors.ManifestError` with all the issues of a file, each as
-``file:line:column json.path: message``.
+ManifestError with all the issues of a file, each ``file:line:column json.path: message``.
 """
 
 from __future__ import annotations

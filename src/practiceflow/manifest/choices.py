@@ -1,8 +1,6 @@
-"""Dynamic choices (``x-choices``): where an input field's allowed values come from, declared once.
-
-One declaration serves ``practiceflow action`` (checked online by
-:mod:`practiceflow.engine.choice_check`) and every exporter's dropdowns;
-:func:`options_from_rows` is the one rule the exporters' JavaScript repeats.
+"""Dynamic choices (``x-choices``): where an input field's allowed values come from, declared once
+for :func:`practiceflow.engine.run.check_choices` and every exporter's dropdowns (whose JavaScript
+repeats :func:`options_from_rows`).
 """
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from practiceflow.errors import Issue
+from practiceflow.manifest.lint import field_schemas
 
 #: A field's place in an input: property names from the root, ``*`` for any list index.
 FieldPath = tuple[str, ...]
@@ -59,26 +58,11 @@ class ChoiceSource:
 
 def choice_fields(schema: Mapping[str, Any]) -> dict[FieldPath, ChoiceSource]:
     """Collect the ``x-choices`` declarations of an input schema."""
-    defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), Mapping) else {}
-    found: dict[FieldPath, ChoiceSource] = {}
-
-    def walk(node: Any, at: FieldPath, depth: int) -> None:
-        if not isinstance(node, Mapping) or depth > 32:
-            return
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            walk(defs.get(ref.removeprefix("#/$defs/")), at, depth + 1)
-        declared = node.get("x-choices")
-        if isinstance(declared, Mapping) and at:
-            found[at] = ChoiceSource.from_data(declared)
-        properties = node.get("properties")
-        if isinstance(properties, Mapping):
-            for name, child in properties.items():
-                walk(child, (*at, str(name)), depth + 1)
-        walk(node.get("items"), (*at, "*"), depth + 1)
-
-    walk(schema, (), 0)
-    return found
+    return {
+        at: ChoiceSource.from_data(node["x-choices"])
+        for at, node in field_schemas(schema, branches=False)
+        if at and isinstance(node.get("x-choices"), Mapping)
+    }
 
 
 def check_sources(
@@ -120,10 +104,8 @@ def _pick(row: Any, name: str | None) -> Any:
 
 
 def options_from_rows(rows: Iterable[Any], source: ChoiceSource) -> list[tuple[Any, str]]:
-    """The ``(value, label)`` pairs a list offers, in the list's order, without repeats.
-
-    Rows failing ``where``, and rows without a value, are left out.
-    """
+    """The ``(value, label)`` pairs a list offers, in order, without repeats (rows failing
+    ``where``, or without a value, left out)."""
     out: list[tuple[Any, str]] = []
     seen: set[str] = set()
     for row in rows:

@@ -1,7 +1,5 @@
-"""``docs/modules.md``: the reference of every module, generated from the modules themselves.
-
-The output depends only on the modules (sorted), so a test regenerates it and fails when stale.
-"""
+"""``docs/modules.md``: the reference of every module, generated from the modules (sorted,
+so a test regenerates it and fails when stale)."""
 
 from __future__ import annotations
 

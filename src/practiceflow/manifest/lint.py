@@ -1,7 +1,5 @@
-"""Load-time checks that a meta-schema cannot express.
-
-Each returns issues and never raises, so that all of a file's problems are reported at once.
-"""
+"""Load-time checks a meta-schema cannot express; each returns issues and never raises, so
+that all of a file's problems are reported at once."""
 
 from __future__ import annotations
 
@@ -23,7 +21,7 @@ from practiceflow.templating import CompiledTemplate, Origin, compile_tree, iter
 def _subschemas(
     schema: Mapping[str, Any], at: JsonPath
 ) -> Iterator[tuple[Mapping[str, Any], JsonPath]]:
-    """Yield every schema nested in a schema (itself first) with its path."""
+    """Every schema nested in a schema (itself first) with its path."""
     yield schema, at
     for keyword in ("properties", "$defs"):
         children = schema.get(keyword)
@@ -46,12 +44,8 @@ def _subschemas(
 def check_schema(
     schema: Any, at: JsonPath, *, file: str, located: Located, draft: bool = True
 ) -> list[Issue]:
-    """Check a schema a module declares (``input``, ``output.schema``).
-
-    It must be valid Draft 2020-12, each ``required`` entry must be one of its
-    ``properties``, each ``pattern`` must compile for linear-time matching (RE2), and each
-    property's ``examples`` must fit that property.
-    """
+    """Check a schema a module declares: valid Draft 2020-12, ``required`` entries declared,
+    ``pattern`` RE2 (linear time), no ``$ref`` loop, and ``examples`` fitting their property."""
     if not isinstance(schema, Mapping):
         return []
     issues = (
@@ -81,20 +75,9 @@ def check_schema(
         if sound and isinstance(examples, list) and path != at:
             validator = compile_validator({**sub, "$defs": defs} if defs else sub)
             for index, example in enumerate(examples):
-                issues.extend(
-                    issues_for(
-                        validator,
-                        example,
-                        file=file,
-                        located=located,
-                        prefix=(*path, "examples", index),
-                    )
-                )
+                where = (*path, "examples", index)
+                issues += issues_for(validator, example, file=file, located=located, prefix=where)
     return issues
-
-
-_SAME_VALUE = ("allOf", "anyOf", "oneOf")
-_SAME_VALUE_ONE = ("not", "if", "then", "else")
 
 
 def _refs_here(schema: Any, at: JsonPath) -> Iterator[tuple[str, JsonPath]]:
@@ -104,12 +87,12 @@ def _refs_here(schema: Any, at: JsonPath) -> Iterator[tuple[str, JsonPath]]:
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         yield ref.removeprefix("#/$defs/"), (*at, "$ref")
-    for keyword in _SAME_VALUE:
+    for keyword in ("allOf", "anyOf", "oneOf"):
         children = schema.get(keyword)
         if isinstance(children, list):
             for index, child in enumerate(children):
                 yield from _refs_here(child, (*at, keyword, index))
-    for keyword in _SAME_VALUE_ONE:
+    for keyword in ("not", "if", "then", "else"):
         yield from _refs_here(schema.get(keyword), (*at, keyword))
 
 
@@ -204,31 +187,38 @@ def check_names(
     ]
 
 
-def pii_paths(schema: Mapping[str, Any], marker: str = "x-pii") -> frozenset[tuple[str, ...]]:
-    """Collect the paths of fields marked ``x-pii: true`` (or another marker) in a schema."""
+def field_schemas(
+    schema: Mapping[str, Any], *, branches: bool = True, stop: str = ""
+) -> Iterator[tuple[tuple[str, ...], Mapping[str, Any]]]:
+    """Every (field path, schema) of a schema, ``$ref`` followed, ``*`` for any list index, the
+    ``anyOf``/``oneOf``/``allOf`` branches with ``branches``; none below a ``stop`` field."""
     defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), Mapping) else {}
-    found: set[tuple[str, ...]] = set()
 
-    def walk(node: Any, at: tuple[str, ...], depth: int) -> None:
+    def walk(node: Any, at: tuple[str, ...], depth: int) -> Iterator[tuple[tuple[str, ...], Any]]:
         if not isinstance(node, Mapping) or depth > 32:
             return
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            walk(defs.get(ref.removeprefix("#/$defs/")), at, depth + 1)
-        if node.get(marker) is True and at:
-            found.add(at)
+            yield from walk(defs.get(ref.removeprefix("#/$defs/")), at, depth + 1)
+        yield at, node
+        if at and stop and node.get(stop) is True:
             return
         properties = node.get("properties")
         if isinstance(properties, Mapping):
             for name, child in properties.items():
-                walk(child, (*at, name), depth + 1)
-        walk(node.get("items"), (*at, "*"), depth + 1)
-        for keyword in ("anyOf", "oneOf", "allOf"):
+                yield from walk(child, (*at, str(name)), depth + 1)
+        yield from walk(node.get("items"), (*at, "*"), depth + 1)
+        for keyword in ("anyOf", "oneOf", "allOf") if branches else ():
             for child in node.get(keyword) or []:
-                walk(child, at, depth + 1)
+                yield from walk(child, at, depth + 1)
 
-    walk(schema, (), 0)
-    return frozenset(found)
+    yield from walk(schema, (), 0)
+
+
+def pii_paths(schema: Mapping[str, Any], marker: str = "x-pii") -> frozenset[tuple[str, ...]]:
+    """Collect the paths of fields marked ``x-pii: true`` (or another marker) in a schema."""
+    fields = field_schemas(schema, stop=marker)
+    return frozenset(at for at, node in fields if at and node.get(marker) is True)
 
 
 def templates_of(*trees: Any) -> list[CompiledTemplate]:

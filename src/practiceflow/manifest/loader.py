@@ -1,12 +1,9 @@
-"""Loading action modules, trigger modules, recipes and the connector manifest.
-
-Each loader raises one :class:`~practiceflow.errors.ManifestError` carrying every issue of the
-file, located as ``file:line:column json.path: message``.
-"""
+"""Loading action modules, trigger modules, recipes and the connector manifest (each loader
+raises one ManifestError with every issue of the file: see the package docstring)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -16,26 +13,25 @@ from practiceflow import hooks
 from practiceflow.errors import Issue, ManifestError
 from practiceflow.manifest import lint
 from practiceflow.manifest.choices import choice_fields
-from practiceflow.manifest.durations import max_delay_problem, read_max_delay
 from practiceflow.manifest.models import (
     ActionModule,
+    DownloadSpec,
+    Extensions,
+    ListSpec,
     Module,
     OutputSpec,
     ReadBackSpec,
     Recipe,
     RecipeStep,
     RequestSpec,
+    Template,
     TriggerModule,
+    WarningSpec,
 )
-from practiceflow.manifest.optional_sections import compile_extensions
 from practiceflow.manifest.references import check_references, input_target
 from practiceflow.manifest.resources import data_dir
 from practiceflow.manifest.safe_read import FileRefused, read_text_limited
-from practiceflow.manifest.validation import (
-    compile_validator,
-    issues_for,
-    meta_validator,
-)
+from practiceflow.manifest.validation import compile_validator, issues_for, meta_validator
 from practiceflow.manifest.yamlpos import (
     MAX_BYTES,
     JsonPath,
@@ -44,20 +40,33 @@ from practiceflow.manifest.yamlpos import (
     format_path,
     load_yaml,
 )
-from practiceflow.templating import Origin, compile_tree
+from practiceflow.templating import CompiledTemplate, Origin, add_filter, compile_tree
 
-#: Names request templates may read.
-ACTION_NAMES = frozenset({"input", "now"})
-#: Names output.map templates may read.
-OUTPUT_NAMES = frozenset({"response", "headers", "input", "now"})
+#: Names module templates may read: requests, ``list.limit`` and ``download`` read input;
+#: ``list.filter`` and polls read rows too; ``output.map`` and ``warn_if`` read the answer.
+INPUT_NAMES = frozenset({"input", "now"})
+ITEM_NAMES = INPUT_NAMES | {"item"}
+ANSWER_NAMES = INPUT_NAMES | {"response", "headers"}
+
 #: Names recipe templates may read.
 RECIPE_NAMES = frozenset({"trigger", "steps", "vars", "now", "item"})
 #: ``if`` and ``for_each`` are computed from the event: an example of each.
 _EXAMPLES: Final = {"if": "{{ trigger.amount > 0 }}", "for_each": "{{ vars.forms }}"}
-_WEBHOOK_NAMES = frozenset({"body", "data", "headers", "input", "now"})
-_POLL_NAMES = frozenset({"item", "input", "now"})
+_WEBHOOK_NAMES = INPUT_NAMES | {"body", "data", "headers"}
 
 PathLike = str | Path | Traversable
+
+
+def filter_omit(value: Any, *keys: str) -> dict[str, Any]:
+    """``{{ input | omit('entityKey') }}``: a copy of a mapping without some keys (TypeError
+    for anything else); tolerant modules pass on the input fields they do not use."""
+    if not isinstance(value, Mapping):
+        message = f"omit: got {type(value).__name__}; expected a mapping"
+        raise TypeError(message)
+    return {key: item for key, item in value.items() if key not in keys}
+
+
+add_filter("omit", filter_omit)
 
 
 def _display(path: PathLike) -> str:
@@ -75,11 +84,7 @@ def _stem(path: PathLike) -> str:
 
 
 def read_located(path: PathLike, display: str | None = None) -> tuple[Located, str]:
-    """Read a YAML (or JSON) file with positions.
-
-    Raises:
-        ManifestError: when the file cannot be read or is not acceptable YAML.
-    """
+    """Read a YAML (or JSON) file with positions (ManifestError: unreadable, or bad YAML)."""
     file = display or _display(path)
     target = Path(path) if isinstance(path, str) else path
     try:
@@ -106,12 +111,13 @@ def _origins(file: str, located: Located) -> Callable[[JsonPath], Origin]:
     return origin_for
 
 
-def _start(kind: str, located: Located, file: str, stem: str | None) -> list[Issue]:
+def _start(
+    kind: str, located: Located, file: str, stem: str | None, shape: str = ""
+) -> list[Issue]:
     data = located.data
     if not isinstance(data, Mapping):
-        raise ManifestError(
-            [Issue(file, 1, 1, "", f"expected a mapping of {kind} fields at the top")]
-        )
+        expected = shape or f"a mapping of {kind} fields at the top"
+        raise ManifestError([Issue(file, 1, 1, "", f"expected {expected}")])
     issues = issues_for(meta_validator(kind), data, file=file, located=located)
     key = data.get("key")
     if stem is not None and isinstance(key, str) and key != stem:
@@ -133,8 +139,9 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 def _module_start(
     kind: str, located: Located, file: str, stem: str | None
-) -> tuple[list[Issue], dict[str, Any], dict[str, Any]]:
-    """The issues of a module's fields, input and output schemas and sample; the schemas."""
+) -> tuple[list[Issue], dict[str, Any], dict[str, Any], Callable[..., Any]]:
+    """The issues of a module's fields, schemas and sample; its schemas; and its template
+    compiler (:func:`~practiceflow.manifest.lint.compile_checked`, issues appended)."""
     issues = _start(kind, located, file, stem)
     data = located.data
     input_schema = _as_dict(data.get("input"))
@@ -155,39 +162,37 @@ def _module_start(
         found += issues_for(
             validator, data["sample"], file=file, located=located, prefix=("sample",)
         )
-    return issues + found, input_schema, output_schema
+    issues += found
+    fields = list(_as_dict(input_schema.get("properties")))
+    origin_for = _origins(file, located)
+    checked = partial(
+        lint.compile_checked, origin_for=origin_for, fields=fields, file=file, issues=issues
+    )
+    return issues, input_schema, output_schema, checked
+
+
+def _check_input_reads(issues: list[Issue], input_schema: Mapping[str, Any], *trees: Any) -> None:
+    """Check the ``input`` paths of some compiled trees, once the input schema is sound."""
+    if _clean(issues, "input"):
+        target = {"input": input_target(input_schema)}
+        issues += check_references(lint.templates_of(*trees), target)
 
 
 def load_action(path: PathLike, *, display: str | None = None) -> ActionModule:
-    """Load and check one action module.
-
-    Raises:
-        ManifestError: with every issue of the file.
-    """
-    located, file = read_located(path, display)
-    return action_from(located, file, _stem(path))
+    """Load and check one action module."""
+    return action_from(*read_located(path, display), _stem(path))
 
 
 def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
     """Build an action module from an already read document (see :func:`load_action`)."""
-    issues, input_schema, output_schema = _module_start("action", located, file, stem)
+    issues, input_schema, output_schema, checked = _module_start("action", located, file, stem)
     data = located.data
     output = _as_dict(data.get("output"))
     request = _as_dict(data.get("request"))
-    origin_for = _origins(file, located)
-    fields = list(_as_dict(input_schema.get("properties")))
-    checked = partial(
-        lint.compile_checked, origin_for=origin_for, fields=fields, file=file, issues=issues
-    )
     parts = [part for part in ("path", "query", "headers", "body") if part in request]
-    trees = {
-        part: checked(request[part], ("request", part), allowed=ACTION_NAMES) for part in parts
-    }
-    out_map = checked(output.get("map"), ("output", "map"), allowed=OUTPUT_NAMES)
-    if _clean(issues, "input"):
-        issues += check_references(
-            lint.templates_of(*trees.values(), out_map), {"input": input_target(input_schema)}
-        )
+    trees = {part: checked(request[part], ("request", part), allowed=INPUT_NAMES) for part in parts}
+    out_map = checked(output.get("map"), ("output", "map"), allowed=ANSWER_NAMES)
+    _check_input_reads(issues, input_schema, *trees.values(), out_map)
     extensions = compile_extensions(data, checked, issues, file=file, located=located)
     read_back = _as_dict(data.get("read_back"))
     for value, known, what, at in (
@@ -197,6 +202,7 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
     ):
         issues += lint.check_names(value, known, what=what, at=at, file=file, located=located)
     marked = _as_dict(read_back.get("marker")).get("field")
+    fields = list(_as_dict(input_schema.get("properties")))
     if marked is not None and marked not in fields:
         message = f"got {marked!r}; the marker's field must be an input field: {fields}"
         issues.append(located.issue(file, ("read_back", "marker", "field"), message))
@@ -204,8 +210,6 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
         raise ManifestError(issues)
 
     # The file is sound from here on: the schemas compile.
-    output_validator = compile_validator(output_schema)
-    sample = data["sample"]
     return ActionModule(
         key=data["key"],
         title=data["title"],
@@ -225,9 +229,9 @@ def action_from(located: Located, file: str, stem: str | None) -> ActionModule:
             map=out_map,
             passthrough=bool(output.get("passthrough", False)),
             schema=output_schema,
-            validator=output_validator,
+            validator=compile_validator(output_schema),
         ),
-        sample=sample,
+        sample=data["sample"],
         needs_write=data["needs_write"],
         checks=tuple(data.get("checks", ())),
         hook=data.get("hook"),
@@ -256,38 +260,22 @@ def _read_back(data: Mapping[str, Any]) -> ReadBackSpec | None:
 
 
 def load_trigger(path: PathLike, *, display: str | None = None) -> TriggerModule:
-    """Load and check one trigger module.
-
-    Raises:
-        ManifestError: with every issue of the file.
-    """
-    located, file = read_located(path, display)
-    return trigger_from(located, file, _stem(path))
+    """Load and check one trigger module."""
+    return trigger_from(*read_located(path, display), _stem(path))
 
 
 def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule:
     """Build a trigger module from an already read document (see :func:`load_trigger`)."""
-    issues, input_schema, output_schema = _module_start("trigger", located, file, stem)
+    issues, input_schema, output_schema, checked = _module_start("trigger", located, file, stem)
     data = located.data
-    origin_for = _origins(file, located)
-    fields = list(_as_dict(input_schema.get("properties")))
-    checked = partial(
-        lint.compile_checked, origin_for=origin_for, fields=fields, file=file, issues=issues
-    )
     sections: dict[str, dict[str, Any] | None] = {}
-    for name, allowed in (("webhook", _WEBHOOK_NAMES), ("poll", _POLL_NAMES)):
-        if name not in data:
-            sections[name] = None
-            continue
-        compiled = checked(_as_dict(data[name]), (name,), allowed=allowed)
-        if _clean(issues, "input"):
-            issues += check_references(
-                lint.templates_of(compiled), {"input": input_target(input_schema)}
-            )
-        sections[name] = compiled
+    for name, allowed in (("webhook", _WEBHOOK_NAMES), ("poll", ITEM_NAMES)):
+        sections[name] = None
+        if name in data:
+            sections[name] = checked(_as_dict(data[name]), (name,), allowed=allowed)
+            _check_input_reads(issues, input_schema, sections[name])
     if issues:
         raise ManifestError(issues)
-    validator = compile_validator(output_schema)
     return TriggerModule(
         key=data["key"],
         title=data["title"],
@@ -295,7 +283,7 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
         noun=data["noun"],
         input_schema=input_schema,
         output_schema=output_schema,
-        output_validator=validator,
+        output_validator=compile_validator(output_schema),
         sample=data["sample"],
         webhook=sections["webhook"],
         poll=sections["poll"],
@@ -308,14 +296,8 @@ def trigger_from(located: Located, file: str, stem: str | None) -> TriggerModule
 
 
 def load_module(path: PathLike, *, display: str | None = None) -> Module:
-    """Load an action or a trigger module, telling which from its folder or its content.
-
-    A file under a ``triggers`` folder, or one with a ``webhook`` or ``poll`` section and no
-    ``request``, is a trigger; anything else is an action.
-
-    Raises:
-        ManifestError: with every issue of the file.
-    """
+    """Load an action or a trigger module: a trigger when under a ``triggers`` folder, or with
+    a ``webhook`` or ``poll`` section and no ``request``."""
     located, file = read_located(path, display)
     parent = Path(str(path)).parent.name
     data = located.data if isinstance(located.data, Mapping) else {}
@@ -346,18 +328,15 @@ def load_recipe(path: PathLike, *, display: str | None = None) -> Recipe:
     Raises:
         ManifestError: with every issue of the file.
     """
-    located, file = read_located(path, display)
-    return recipe_from(located, file)
+    return recipe_from(*read_located(path, display))
 
 
 def recipe_from(located: Located, file: str) -> Recipe:
     """Build a recipe from an already read document (see :func:`load_recipe`)."""
-    data = located.data
-    if not isinstance(data, Mapping):
-        raise ManifestError([Issue(file, 1, 1, "", "expected a mapping with name, trigger, steps")])
-    issues = issues_for(meta_validator("recipe"), data, file=file, located=located)
+    issues = _start("recipe", located, file, None, "a mapping with name, trigger, steps")
     if issues:
         raise ManifestError(issues)
+    data = located.data
     origin_for = _origins(file, located)
     trigger = data["trigger"]
     trigger_with, found = compile_tree(trigger.get("with", {}), origin_for, ("trigger", "with"))
@@ -422,15 +401,98 @@ def recipe_from(located: Located, file: str) -> Recipe:
     )
 
 
-def load_connector(path: PathLike | None = None) -> dict[str, Any]:
-    """Load the connector manifest (default: the shipped ``manifests/connector.yaml``).
+#: The ``max_delay`` a recipe may ask for, in seconds: from 10 s (the daily budget allows
+#: one request per 8.64 s) to one day.
+MAX_DELAY_RANGE: Final = (10.0, 86400.0)
+_DURATION_UNITS: Final[Mapping[str, float]] = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
-    Raises:
-        ManifestError: with every issue of the file.
-    """
+
+def read_max_delay(value: object) -> float | None:
+    """Seconds of a ``max_delay`` (a number, or ``90s``, ``15m``, ``2h``, ``1d``)."""
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip().lower()
+        unit = _DURATION_UNITS.get(text[-1])
+        number = text[:-1] if unit is not None else text
+        try:
+            seconds = float(number) * (unit or 1.0)
+        except ValueError:
+            return None
+    low, high = MAX_DELAY_RANGE
+    return seconds if seconds is not None and low <= seconds <= high else None
+
+
+def max_delay_problem(value: object) -> str | None:
+    """What is wrong with a ``max_delay`` (got, and what would be valid), or ``None``."""
+    if read_max_delay(value) is not None:
+        return None
+    low, high = MAX_DELAY_RANGE
+    return (
+        f"got {value!r}; expected a duration from {low:.0f} s to {high:.0f} s, "
+        "as seconds or with a unit (90s, 15m, 2h, 1d)"
+    )
+
+
+def load_connector(path: PathLike | None = None) -> dict[str, Any]:
+    """Load the connector manifest (default: the shipped ``manifests/connector.yaml``)."""
     target = path if path is not None else data_dir("manifests") / "connector.yaml"
     located, file = read_located(target, None if path is not None else "manifests/connector.yaml")
     issues = _start("connector", located, file, None)
     if issues:
         raise ManifestError(issues)
     return dict(located.data)
+
+
+def compile_extensions(
+    data: Mapping[str, Any],
+    checked: Callable[..., Any],
+    issues: list[Issue],
+    *,
+    file: str,
+    located: Located,
+) -> Extensions:
+    """Compile ``list``, ``download`` and ``warn_if`` with ``checked``, appending to ``issues``."""
+
+    def compiled(section: Mapping[str, Any], at: JsonPath, allowed: Iterable[str]) -> Template:
+        value = section.get(str(at[-1]))
+        tree = None if value is None else checked(value, at, allowed=allowed)
+        return tree if isinstance(tree, CompiledTemplate | str) else None
+
+    spec_list: ListSpec | None = None
+    spec_download: DownloadSpec | None = None
+    raw_list = data.get("list")
+    if isinstance(raw_list, Mapping):
+        size = raw_list.get("page_size")
+        spec_list = ListSpec(
+            paged=bool(raw_list.get("paged", False)),
+            page_size=size if isinstance(size, int) else None,
+            limit=compiled(raw_list, ("list", "limit"), INPUT_NAMES),
+            filter=compiled(raw_list, ("list", "filter"), ITEM_NAMES),
+        )
+        if size is not None and not spec_list.paged:
+            issues.append(located.issue(file, ("list", "page_size"), "needs 'paged: true'"))
+    raw_download = data.get("download")
+    if isinstance(raw_download, Mapping):
+        spec_download = DownloadSpec(
+            to=compiled(raw_download, ("download", "to"), INPUT_NAMES),
+            filename=compiled(raw_download, ("download", "filename"), INPUT_NAMES),
+        )
+        request = data.get("request")
+        method = request.get("method") if isinstance(request, Mapping) else None
+        if method not in (None, "GET"):
+            message = f"a download is read with GET; got request.method {method!r}"
+            issues.append(located.issue(file, ("download",), message))
+        if spec_list is not None:
+            message = "a module is a list or a download, not both"
+            issues.append(located.issue(file, ("download",), message))
+    warnings: list[WarningSpec] = []
+    raw_warnings = data.get("warn_if")
+    # The meta-schema's issues are reported with these; a wrong type is skipped here.
+    for index, raw in enumerate(raw_warnings if isinstance(raw_warnings, list) else []):
+        if isinstance(raw, Mapping):
+            when = compiled(raw, ("warn_if", index, "when"), ANSWER_NAMES)
+            message_template = compiled(raw, ("warn_if", index, "message"), ANSWER_NAMES)
+            warnings.append(WarningSpec(when=when, message=message_template))
+    return Extensions(list=spec_list, download=spec_download, warn_if=tuple(warnings))

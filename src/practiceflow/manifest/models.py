@@ -1,8 +1,5 @@
-"""The loaded, validated forms of action modules, trigger modules and recipes.
-
-Built only by the loader, templates compiled; the meta-schemas in ``manifests/`` stay the one
-definition of each format, these hold what the engine needs at run time.
-"""
+"""The loaded forms of modules and recipes, built only by the loader (the meta-schemas in
+``manifests/`` define each format; these hold what the engine needs)."""
 
 from __future__ import annotations
 
@@ -14,8 +11,47 @@ from typing import Any
 from jsonschema.protocols import Validator
 
 from practiceflow.manifest.choices import ChoiceSource, FieldPath
-from practiceflow.manifest.optional_sections import Extensions
 from practiceflow.templating import CompiledTemplate, iter_templates
+
+Template = CompiledTemplate | str | None
+
+
+@dataclass(frozen=True)
+class ListSpec:
+    """How a list answer becomes ``{items, count, hasMore}``."""
+
+    paged: bool = False
+    page_size: int | None = None
+    limit: Template = None
+    filter: Template = None
+
+
+@dataclass(frozen=True)
+class DownloadSpec:
+    """Where a file answer is written."""
+
+    to: Template
+    filename: Template = None
+
+
+@dataclass(frozen=True)
+class WarningSpec:
+    """One ``warn_if`` entry: when ``when`` renders true, ``message`` is a warning."""
+
+    when: Template
+    message: Template
+
+
+@dataclass(frozen=True)
+class Extensions:
+    """The optional sections of one action module (all empty for a plain request)."""
+
+    list: ListSpec | None = None
+    download: DownloadSpec | None = None
+    warn_if: tuple[WarningSpec, ...] = field(default_factory=tuple)
+
+    def __bool__(self) -> bool:
+        return self.list is not None or self.download is not None or bool(self.warn_if)
 
 
 @dataclass(frozen=True)
@@ -58,11 +94,8 @@ class ActionModule:
     """A loaded action module (see ``manifests/action.schema.json`` for every field).
 
     Attributes:
-        errors: HTTP status -> what the user should do.
-        pii_paths: JSON paths of input fields marked ``x-pii`` (``*`` stands for any index);
-            ``secret_paths`` and ``output_pii_paths`` are the output's ``x-secret`` and
-            ``x-pii`` fields, found once at load.
-        choices: input fields whose choices a list action reads (``x-choices``), by path.
+        pii_paths: paths of the input's ``x-pii`` fields (``*``: any index); ``secret_paths``
+            and ``output_pii_paths``: the output's ``x-secret`` and ``x-pii`` fields.
         read_back: how an in-doubt write is looked for; None: a person decides.
         text: the YAML text it was built from (a run's version records it).
     """
@@ -148,13 +181,8 @@ class RecipeStep:
 
 @dataclass(frozen=True)
 class Recipe:
-    """A loaded recipe (see ``manifests/recipe.schema.json``).
-
-    Attributes:
-        trigger_with: the trigger's options as a compiled tree.
-        max_delay: seconds the trigger's events may wait to be seen (``trigger.max_delay``),
-            or None: the poll interval.
-    """
+    """A loaded recipe (see ``manifests/recipe.schema.json``); ``max_delay``: seconds the
+    trigger's events may wait to be seen, or None: the poll interval."""
 
     name: str
     description: str

@@ -1,7 +1,5 @@
-"""Finding modules: the shipped ``actions/`` and ``triggers/`` plus any ``--modules DIR``.
-
-A user module with a shipped key needs ``override: true``; two user modules never share a key.
-"""
+"""Finding modules: the shipped ``actions/`` and ``triggers/`` plus any ``--modules DIR`` (a
+user module with a shipped key needs ``override: true``; two user modules never share a key)."""
 
 from __future__ import annotations
 
@@ -31,11 +29,7 @@ class ModuleRegistry:
     triggers: dict[str, TriggerModule] = field(default_factory=dict)
 
     def action(self, key: str) -> ActionModule:
-        """Return an action by key.
-
-        Raises:
-            ConfigError: when there is none (with "did you mean" or the valid keys).
-        """
+        """Return an action by key (ConfigError with "did you mean" or the valid keys)."""
         if key in self.actions:
             return self.actions[key]
         raise _missing(self.actions, key, "action")
@@ -76,11 +70,7 @@ def _files(folder: Traversable) -> list[Traversable]:
 def discover(
     dirs: Iterable[PathLike] = (), *, shipped: bool = True
 ) -> list[tuple[Traversable, str, bool]]:
-    """List module files: (file, name shown in messages, shipped?).
-
-    Raises:
-        ConfigError: when a user folder does not exist.
-    """
+    """List module files: (file, name shown in messages, shipped?)."""
     found: list[tuple[Traversable, str, bool]] = []
     if shipped:
         for kind in ("actions", "triggers"):

@@ -69,8 +69,7 @@ def union(*positions: Position) -> Position:
 
 def input_target(schema: Mapping[str, Any]) -> Target:
     """What ``input`` reads in a module's templates: its declared fields, checked below them
-    (an undeclared first-level field is :func:`~practiceflow.manifest.lint.check_template_names`'s).
-    """
+    (an undeclared one is :func:`~practiceflow.manifest.lint.check_template_names`'s)."""
     properties = schema.get("properties")
     fields = properties if isinstance(properties, Mapping) else {}
     where = "in the module's input schema"
@@ -234,15 +233,8 @@ def _types(schema: Mapping[str, Any]) -> set[str] | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Miss:
-    """Why a segment cannot be looked up."""
-
-    message: str
-
-
-def step_into(here: Position, segment: Segment) -> Position | _Miss:
-    """The position one lookup below another, or why there is none."""
+def step_into(here: Position, segment: Segment) -> Position | str:
+    """The position one lookup below another, or (a str) why there is none."""
     if here is None:
         return None
     below: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
@@ -288,10 +280,10 @@ def step_into(here: Position, segment: Segment) -> Position | _Miss:
             return None  # perhaps an undeclared field the API sends
         hint = f"did you mean {match!r}?" if match else f"declared: {sorted(set(declared))}"
         field = "field" if closed else "declared field"
-        return _Miss(f"has no {field} {segment!r}; {hint}")
+        return f"has no {field} {segment!r}; {hint}"
     if isinstance(segment, str) and kinds:
         shown = " or ".join(TYPE_WORDS.get(kind, kind) for kind in sorted(kinds))
-        return _Miss(f"is {shown}, it has no field {segment!r}")
+        return f"is {shown}, it has no field {segment!r}"
     return None  # an index into a string, say: not judged
 
 
@@ -321,8 +313,8 @@ def _follow(target: Target, name: str, segments: Sequence[Segment]) -> Position 
     here: Position = target.position
     for index in range(at, len(segments)):
         result = step_into(here, segments[index])
-        if isinstance(result, _Miss):
-            return f"{_shown(name, segments[:index])} {result.message} ({target.where})"
+        if isinstance(result, str):
+            return f"{_shown(name, segments[:index])} {result} ({target.where})"
         if result is None:
             return None
         here = result
@@ -348,10 +340,8 @@ def check_references(
 
 
 def items_position(template: CompiledTemplate, targets: Mapping[str, Target]) -> Position:
-    """The schema of the elements a ``for_each`` template yields, when it can be told: a path,
-    a list of paths or literals, ``a if c else b`` of those, and filters that keep the elements
-    (``sort``, ``selectattr``...); anything else is open (None).
-    """
+    """The schema of the elements a ``for_each`` template yields, when it can be told (paths,
+    literals, ``a if c else b``, filters keeping the elements); else None, open."""
     tree = environment().parse(template.source)
     body = tree.body
     if len(body) != 1 or not isinstance(body[0], nodes.Output) or len(body[0].nodes) != 1:
@@ -398,4 +388,4 @@ def _items(expr: nodes.Node, targets: Mapping[str, Target]) -> Position:
         return _items(expr.node, targets)
     whole = _value(expr, targets)
     result = step_into(whole, ANY_INDEX)
-    return None if isinstance(result, _Miss) else result
+    return None if isinstance(result, str) else result

@@ -16,12 +16,7 @@ class FileRefused(Exception):
 
 
 def read_text_limited(path: str | os.PathLike[str], limit: int) -> str:
-    """Read a UTF-8 text file of at most ``limit`` bytes.
-
-    Raises:
-        FileRefused: when the path is not a regular file, is larger than ``limit``, cannot be
-            read, or is not UTF-8.
-    """
+    """Read a UTF-8 text file of at most ``limit`` bytes (else :class:`FileRefused`)."""
     target = Path(path)
     try:
         info = target.stat()

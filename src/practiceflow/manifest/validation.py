@@ -1,7 +1,5 @@
-"""JSON Schema validation whose every error says where, what it got and what would be valid.
-
-All errors of a document are reported at once, each an :class:`~practiceflow.errors.Issue`
-such as ``input:3:5 lineItems[0].amount: got 'ten'; expected a number``.
+"""JSON Schema validation whose every error says where, what it got and what would be valid:
+all at once, each an Issue such as ``input:3:5 lineItems[0].amount: got 'ten'; expected a number``.
 """
 
 from __future__ import annotations
@@ -70,17 +68,15 @@ TYPE_WORDS = {
 }
 
 
-def _re2_options() -> Any:
-    options = re2.Options()
-    options.log_errors = False  # the problem is reported as an Issue, not on stderr
-    return options
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # the problem is reported as an Issue, not on stderr
 
 
 @lru_cache(maxsize=512)
 def compile_pattern(text: str) -> Any:
     """Compile a module's ``pattern`` with RE2: the text comes from outside, and Python's
     backtracking engine would hang on ``^(a+)+$`` (meta-schemas, ours, keep Python's)."""
-    return re2.compile(text, _re2_options())
+    return re2.compile(text, _RE2_OPTIONS)
 
 
 def pattern_problem(text: str) -> str | None:
@@ -179,9 +175,8 @@ def _edits(a: str, b: str) -> int:
 
 
 def near_misses(schema: Any, data: Any, path: JsonPath = ()) -> list[tuple[JsonPath, str]]:
-    """Unknown keys within two edits of a declared one, where the schema allows
-    extra keys (``mutte`` beside ``mute``): a typo there would otherwise be sent as is.
-    """
+    """Unknown keys within two edits of a declared one where the schema allows extra keys
+    (``mutte`` beside ``mute``): a typo there would otherwise be sent as is."""
     found: list[tuple[JsonPath, str]] = []
     if not isinstance(schema, Mapping):
         return found
@@ -246,13 +241,6 @@ def _one_of_list(values: Sequence[Any], limit: int = 12) -> str:
     return f"[{shown}{more}]"
 
 
-def _suggestion(word: Any, candidates: Iterable[Any]) -> str:
-    if not isinstance(word, str):
-        return ""
-    match = did_you_mean(word, [c for c in candidates if isinstance(c, str)])
-    return f"; did you mean {match!r}?" if match else ""
-
-
 def issues_for(
     validator: Validator,
     data: Any,
@@ -271,11 +259,8 @@ def issues_for(
     issues: list[Issue] = []
     for path, message, key_path in explained:
         full = (*prefix, *path)
-        if key_path is not None:
-            line, column = where.where((*prefix, *key_path), key=True)
-        else:
-            line, column = where.where(full)
-        issues.append(Issue(file, line, column, format_path(full), message))
+        at, key = (full, False) if key_path is None else ((*prefix, *key_path), True)
+        issues.append(Issue(file, *where.where(at, key=key), format_path(full), message))
     issues.sort(key=lambda issue: (issue.line, issue.column, issue.path))
     return list(dict.fromkeys(issues))
 
@@ -289,9 +274,6 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
 
     def _show(value: Any) -> str:
         return "***" if masked else _shown(value)
-
-    def _suggest(word: Any, candidates: Iterable[Any]) -> str:
-        return "" if masked else _suggestion(word, candidates)
 
     value = error.instance
     schema: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
@@ -316,7 +298,9 @@ def _explain(error: SchemaValidationError, masked: bool = False) -> list[_Explai
     if kind == "enum":
         options = list(expected)
         message = f"got {_show(value)}; expected one of {_one_of_list(options)}"
-        return [(path, message + _suggest(value, options), None)]
+        texts = [option for option in options if isinstance(option, str)]
+        match = did_you_mean(value, texts) if isinstance(value, str) and not masked else None
+        return [(path, message + (f"; did you mean {match!r}?" if match else ""), None)]
     if kind in ("anyOf", "oneOf"):
         return [(path, _alternatives(error, masked), None)]
     if kind == "type":

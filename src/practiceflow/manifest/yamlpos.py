@@ -14,21 +14,14 @@ from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
-from yaml.events import (
-    AliasEvent,
-    CollectionEndEvent,
-    CollectionStartEvent,
-    NodeEvent,
-)
+from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, NodeEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from practiceflow.errors import Issue
 
-#: Largest number of YAML nodes accepted in one document.
+#: The limits of one document: nodes, bytes, and nesting of mappings and sequences.
 MAX_NODES = 100_000
-#: Largest document accepted, in bytes.
 MAX_BYTES = 2_000_000
-#: Deepest nesting of mappings and sequences accepted.
 MAX_DEPTH = 100
 
 JsonPath = tuple[str | int, ...]
@@ -119,13 +112,9 @@ def format_path(path: JsonPath) -> str:
 
 
 def load_yaml(text: str, *, max_bytes: int = MAX_BYTES, max_nodes: int = MAX_NODES) -> Located:
-    """Parse one YAML document into plain data plus positions (a fleet file of thousands of
-    practices passes larger limits than a recipe's).
-
-    Raises:
-        YamlLoadError: on a syntax error, an alias, a merge key, an unsupported tag or a
-            document over the size limits; the error carries the line and column.
-    """
+    """Parse one YAML document into plain data plus positions (YamlLoadError, located, on a
+    syntax error, an alias, a merge key, an unsupported tag or a document over the limits;
+    a fleet file of thousands of practices passes larger limits than a recipe's)."""
     if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         raise YamlLoadError(f"document is larger than {max_bytes} bytes")
     try:
@@ -158,8 +147,7 @@ def _load_checked(text: str, max_nodes: int) -> Located:
 
 
 def _check_shape(text: str, loader_class: type[Any], max_nodes: int) -> None:
-    """Refuse nesting deeper than :data:`MAX_DEPTH` and more than ``max_nodes`` nodes
-    before composing."""
+    """Refuse too deep nesting or too many nodes, before composing."""
     loader: Any = None
     try:
         loader = loader_class(text)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from practiceflow.errors import ConfigError
-from practiceflow.manifest.durations import max_delay_problem, read_max_delay
+from practiceflow.manifest.loader import max_delay_problem, read_max_delay
 
 #: Seconds between the completeness sweeps of a trigger received by webhook: well within
 #: the time handled events stay deduplicated, so a sweep's cursor is never stale.
