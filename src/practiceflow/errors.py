@@ -30,28 +30,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-__all__ = [
-    "EXIT_CODES",
-    "ApiError",
-    "AuthError",
-    "BugError",
-    "ConfigError",
-    "ErrorKind",
-    "InDoubtError",
-    "InputError",
-    "Issue",
-    "ManifestError",
-    "NotFoundError",
-    "PracticeflowError",
-    "RateLimitError",
-    "ServerError",
-    "StoreError",
-    "TemplateError",
-    "TransportError",
-    "ValidationError",
-    "WriteAccessError",
-]
-
 ErrorKind = Literal["config", "auth", "transient", "in_doubt", "bug"]
 
 #: Exit code of the CLI for each kind of error (documented in the README).
@@ -83,15 +61,8 @@ class ConfigError(PracticeflowError):
 
 @dataclass(frozen=True)
 class Issue:
-    """One problem found in a file, with where it is.
-
-    Attributes:
-        file: the file's path as the user gave it.
-        line: 1-based line, or 0 when unknown.
-        column: 1-based column, or 0 when unknown.
-        path: JSON path inside the document, such as ``input.properties.amount``.
-        message: what was found and what would be valid.
-    """
+    """One problem found in a file: the path as the user gave it, 1-based line and column
+    (0: unknown), the JSON path inside it (``input.properties.amount``) and the message."""
 
     file: str
     line: int

@@ -22,22 +22,6 @@ if TYPE_CHECKING:
     from practiceflow.manifest.models import ActionModule
 
 
-class ResponseLike(Protocol):
-    """A response of the client: status, headers and the parsed JSON body."""
-
-    @property
-    def status(self) -> int:
-        """HTTP status."""
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        """Response headers."""
-
-    @property
-    def data(self) -> Any:
-        """Parsed JSON body (None when empty)."""
-
-
 class ClientLike(Protocol):
     """The subset of :class:`practiceflow.api.Client` that actions and hooks rely on."""
 
@@ -50,7 +34,7 @@ class ClientLike(Protocol):
         json: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
-        """Send one request; return a response (see :class:`ResponseLike`)."""
+        """Send one request; return the response (status, headers, parsed ``data``)."""
 
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         """GET a path and return the parsed JSON body."""

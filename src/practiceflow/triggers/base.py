@@ -92,21 +92,6 @@ def event_from_record(record: EventRecord) -> TriggerEvent:
     )
 
 
-def persist(
-    store: StateStore,
-    practice: str,
-    name: str,
-    dedupe_key: str,
-    payload: dict[str, Any],
-    *,
-    event: str,
-    signature: str | None = None,
-) -> bool:
-    """Store one event unless its dedupe key (or signature) was seen, in one transaction;
-    ``False`` for a duplicate."""
-    return store.record_event(practice, name, event, dedupe_key, payload, signature=signature)
-
-
 class Trigger(ABC):
     """A source of events for one recipe trigger (``mode``: ``webhook``, ``poll``, ``both``);
     the runner consumes them with :meth:`pending` and :meth:`acknowledge`. ``name`` is the

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.state import CursorState, StateStore
-from practiceflow.triggers.base import TriggerEvent, envelope, persist
+from practiceflow.triggers.base import TriggerEvent, envelope
 from practiceflow.triggers.definition import PollSpec, TriggerDefinition, parse_time
 
 logger = logging.getLogger("practiceflow.triggers.poller")
@@ -269,7 +269,7 @@ class PollMember:
             data = row
         event = self.definition.key
         payload = envelope("poll", data, row, event=event)
-        if persist(self.store, self.practice, self.name, key, payload, event=event):
+        if self.store.record_event(self.practice, self.name, event, key, payload):
             self.changed = True
             self.result.events.append(
                 TriggerEvent(

@@ -18,14 +18,17 @@ events). Handled events are purged after ``keep_seen``.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import math
+import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 import uvicorn
@@ -39,10 +42,8 @@ from practiceflow.errors import ConfigError, StoreError
 from practiceflow.state import DEFAULT_KEEP_SEEN, NewEvent, StateStore, SubscriptionRecord
 from practiceflow.state.group_commit import GroupCommit
 from practiceflow.triggers import tests_asked
-from practiceflow.triggers.any_json import standard_json
 from practiceflow.triggers.base import TriggerEvent, envelope, event_from_record
 from practiceflow.triggers.definition import DELIVERY_PREFIX, WebhookSpec
-from practiceflow.triggers.refused_windows import RefusedWindows, WindowHandler
 from practiceflow.webhooks import (
     DEFAULT_TOLERANCE,
     VerifiedDelivery,
@@ -61,16 +62,18 @@ KEY_HEADER: Final = "X-Practiceflow-Event-Key"
 #: URL path under which every subscription's receiver path lives.
 HOOKS_PREFIX: Final = "/hooks/"
 _PURGE_EVERY: Final = 3600.0
+#: What may hide a value JSON cannot hold: a constant, a long exponent or mantissa, or an
+#: escaped surrogate. A match only means the body is read again, carefully.
+_SUSPECT: Final = re.compile(rb"NaN|Infinity|[eE][+]?\d{3}|\d{309}|\\u[dD][89a-fA-F]")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+#: Called with (practice, trigger, first refusal, when the store took writes again).
+WindowHandler = Callable[[str, str, datetime, datetime], None]
 
 
 @dataclass(frozen=True)
 class Binding:
-    """What the receiver needs to map deliveries of one trigger.
-
-    Attributes:
-        spec: the trigger's webhook spec.
-        options: the trigger's options (``input`` of its templates).
-    """
+    """How the receiver maps deliveries of one trigger: its spec and options (``input``)."""
 
     spec: WebhookSpec
     options: Mapping[str, Any]
@@ -79,6 +82,72 @@ class Binding:
 def fingerprint(token: str) -> str:
     """A short, non-reversible name for a path token, for logs."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()[:10]
+
+
+def standard_json(body: bytes, parsed: Any) -> Any:
+    """A JSON body (``parsed`` from ``body``) as values standard JSON can hold: ``NaN``,
+    ``Infinity``, ``1e999`` kept as the sender's text, lone UTF-16 surrogates escaped (they
+    cannot be written back as JSON or encrypted as UTF-8); ``parsed`` itself as a rule."""
+    if not _SUSPECT.search(body):
+        return parsed
+    try:
+        return _standard(json.loads(body, parse_constant=str, parse_float=_number))
+    except RecursionError:  # nested deeper than this walk may go: kept as text
+        return body.decode("utf-8", "backslashreplace")
+
+
+def _number(text: str) -> float | str:
+    value = float(text)
+    return value if math.isfinite(value) else text
+
+
+def _escaped(text: str) -> str:
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _standard(value: Any) -> Any:
+    if isinstance(value, str):
+        return _escaped(value)
+    if isinstance(value, list):
+        return [_standard(item) for item in value]
+    if isinstance(value, dict):
+        return {_escaped(key): _standard(item) for key, item in value.items()}
+    return value
+
+
+class RefusedWindows:
+    """Deliveries refused (503) because the store could not take them: the sender may give
+    up before it can, so the first refusal per (practice, trigger) opens a window that
+    ``on_window`` lists as a gap needing attention once a later delivery is stored."""
+
+    def __init__(self, on_window: WindowHandler) -> None:
+        self._on_window = on_window
+        self._open: dict[tuple[str, str], datetime] = {}
+        self._lock = threading.Lock()
+
+    def refused(self, practice: str, trigger: str, at: datetime) -> None:
+        """Note a delivery of a trigger refused at ``at`` (the window's start, if first)."""
+        with self._lock:
+            self._open.setdefault((practice, trigger), at)
+
+    @property
+    def pending(self) -> bool:
+        """Whether a window waits to be listed."""
+        return bool(self._open)
+
+    def close(self, at: datetime) -> None:
+        """The store took a write at ``at``: list every open window, ending then. A window
+        whose listing fails stays open for the next time."""
+        with self._lock:
+            windows, self._open = self._open, {}
+        for (practice, trigger), start in windows.items():
+            try:
+                self._on_window(practice, trigger, start, at)
+            except Exception as exc:  # the store refused again: kept for the next commit
+                logger.warning("refused deliveries of %s not listed yet: %s", trigger, exc)
+                self.refused(practice, trigger, start)
 
 
 class _TooLarge(Exception):
@@ -96,22 +165,10 @@ class _Accepted:
 
 
 class Receiver:
-    """Receives the deliveries of every subscription kept in a state store.
-
-    Args:
-        store: the state store holding subscriptions (path token, secret) and events.
-        max_body: largest body accepted, in bytes (413 beyond).
-        tolerance: seconds a delivery's timestamp may be off (replay window).
-        keep_seen: how long handled events stay deduplicated (at least the sender's
-            retry span; 7 days by default).
-        clock: Unix time for the replay window (tests pass a fake).
-        on_stored: called (from the event loop; it must not block) each time a new event
-            is stored: ``serve`` wakes its runner this way.
-        on_refused_window: lists a window of deliveries refused because the store could
-            not take them, once it can again (:mod:`.refused_windows`); None: not listed.
-
-    Attributes:
-        app: the starlette application.
+    """Receives the deliveries of every subscription kept in ``store`` (its starlette
+    ``app``). ``keep_seen``: how long handled events stay deduplicated (at least the sender's
+    retry span); ``on_stored``: called from the event loop (must not block) per new event;
+    ``on_refused_window``: lists each window of deliveries refused (:class:`RefusedWindows`).
     """
 
     def __init__(
@@ -171,11 +228,6 @@ class Receiver:
         """When (``clock`` seconds) a verified delivery last reached a trigger, if ever."""
         return self._last_delivery.get((practice, name))
 
-    @property
-    def stored(self) -> int:
-        """How many new events this receiver stored."""
-        return self._stored
-
     def wait_for_events(self, count: int, timeout: float) -> bool:
         """Block until this receiver has stored ``count`` events in all; ``True`` if so."""
         deadline = time.monotonic() + timeout
@@ -196,11 +248,9 @@ class Receiver:
         try:
             stored = await self._group.record(answer.event)
         except StoreError as exc:
-            # Nothing was stored: refuse with a status the sender retries, and say why.
-            logger.warning("delivery not stored, the sender will retry it: %s", exc)
             if self._refused is not None:
                 self._refused.refused(answer.event.practice, answer.event.source, self.store.now())
-            return self._refuse(503, "store_unavailable", "the event could not be stored")
+            return self._unavailable(exc)
         if self._refused is not None and self._refused.pending:
             await run_in_threadpool(self._refused.close, self.store.now())
         if answer.test or self._listeners or self._purge_due():
@@ -223,10 +273,7 @@ class Receiver:
         self._group.close()
 
     async def _receive(self, request: Request) -> _Accepted | Response:
-        """Read, look up, verify and map a delivery; a refusal is a response.
-
-        Runs on the event loop when the store's reads are local (SQLite), else in a thread.
-        """
+        """Read, look up, verify and map a delivery; a refusal is a response."""
         token = str(request.path_params["token"])
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body:
@@ -243,8 +290,7 @@ class Receiver:
             # A read over the network (PostgreSQL) must not block the event loop.
             return await run_in_threadpool(self._accept, token, request.headers.raw, body)
         except StoreError as exc:
-            logger.warning("delivery not stored, the sender will retry it: %s", exc)
-            return self._refuse(503, "store_unavailable", "the event could not be stored")
+            return self._unavailable(exc)
 
     def _accept(
         self, token: str, raw_headers: list[tuple[bytes, bytes]], body: bytes
@@ -302,10 +348,7 @@ class Receiver:
         self, token: str, raw_headers: list[tuple[bytes, bytes]], body: bytes
     ) -> tuple[SubscriptionRecord, VerifiedDelivery] | Response:
         """The path's subscription and the delivery verified with its secret, or a refusal.
-
-        The subscription is read for every delivery (an indexed read): a copy kept longer
-        would go on accepting a replaced secret, or a deleted path.
-        """
+        Read per delivery: a copy kept longer would accept a replaced secret or deleted path."""
         subscription = self.store.find_subscription_by_path(token)
         if subscription is None:
             logger.warning("delivery to unknown receiver path %s refused", fingerprint(token))
@@ -378,6 +421,11 @@ class Receiver:
     def _refuse(self, status: int, reason: str, detail: str) -> Response:
         return JSONResponse({"status": status, "reason": reason, "detail": detail}, status)
 
+    def _unavailable(self, exc: StoreError) -> Response:
+        # Nothing was stored: refuse with a status the sender retries, and say why.
+        logger.warning("delivery not stored, the sender will retry it: %s", exc)
+        return self._refuse(503, "store_unavailable", "the event could not be stored")
+
     def _announce(self, practice: str, name: str, key: str) -> None:
         if not self._listeners:
             return
@@ -407,13 +455,8 @@ class Receiver:
 
 
 class ReceiverServer:
-    """A :class:`Receiver` served by uvicorn in a background thread.
-
-    Attributes:
-        receiver: the receiver.
-        host: the address it listens on.
-        port: the port (chosen when ``0`` was asked).
-    """
+    """A :class:`Receiver` served by uvicorn in a background thread (``port``: the one
+    chosen when ``0`` was asked)."""
 
     def __init__(
         self, receiver: Receiver, host: str, port: int, sock: socket.socket | None = None
@@ -442,11 +485,7 @@ class ReceiverServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 5.0) -> ReceiverServer:
-        """Start serving and wait until the socket listens.
-
-        Raises:
-            ConfigError: the server did not start within ``timeout``.
-        """
+        """Start serving and wait until the socket listens (ConfigError: not in ``timeout``)."""
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:
@@ -472,16 +511,7 @@ class ReceiverServer:
 def serve_receiver(
     receiver: Receiver, host: str = "127.0.0.1", port: int = 0
 ) -> Iterator[ReceiverServer]:
-    """Serve a receiver for the duration of a ``with`` block.
-
-    Args:
-        receiver: the receiver.
-        host: the address to listen on.
-        port: the port; ``0`` picks a free one (read it from ``.port``).
-
-    Yields:
-        The running server.
-    """
+    """Serve a receiver for a ``with`` block; ``port`` ``0`` picks a free one (``.port``)."""
     server = ReceiverServer(receiver, host, port).start()
     try:
         yield server
