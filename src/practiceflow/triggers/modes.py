@@ -141,7 +141,8 @@ class PollingTrigger(Trigger):
     mode = "poll"
 
     def __init__(self, poller: Poller) -> None:
-        super().__init__(poller.name, poller.definition.key, poller.practice, poller.store)
+        member = poller.member
+        super().__init__(poller.name, member.definition.key, member.practice, member.store)
         self.poller = poller
 
     def poll_once(self) -> PollResult:

@@ -1,8 +1,7 @@
 """Polling one trigger's list endpoint with a durable cursor: every change once, none lost.
 
-A :class:`Poller` is a :class:`~.shared_poll.SharedPoll` of one trigger; its state lives in
-the store via :mod:`.poll_member`. The rules that keep the promises are in
-docs/architecture.md ("Receiving events").
+A :class:`Poller` is a :class:`~.shared_poll.SharedPoll` of one trigger (its state: a
+:mod:`.poll_member`); the rules are in docs/architecture.md ("Receiving events").
 """
 
 from __future__ import annotations
@@ -50,9 +49,6 @@ class Poller:
     ) -> None:
         self.member = PollMember(store, practice, definition, options, name=name, since=since)
         self.client = client
-        self.store = store
-        self.practice = practice
-        self.definition = definition
         self.name = self.member.name
         self.shared = SharedPoll(client, [self.member], today=today)
 

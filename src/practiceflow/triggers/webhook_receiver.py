@@ -1,18 +1,10 @@
 """The webhook receiver: a starlette app that verifies, dedupes and stores deliveries.
 
-Each subscription has its own path, ``/hooks/<path_token>``. For every delivery, in order:
-
-1. body over ``max_body`` (counted while reading): **413**;
-2. unknown path: **404** (logged with a token fingerprint, never the token);
-3. :func:`practiceflow.webhooks.verify` fails: **401** with the reason;
-4. tell test and unmappable deliveries apart (:mod:`.tests_asked`), map the body and store
-   it durably, deduplicated by event key *and* signature (the id is not signed); store
-   unusable (:class:`StoreError`): **503** so the sender retries;
-5. only then **200**, with ``X-Practiceflow-Stored: true`` (``false`` for a duplicate) and
-   ``X-Practiceflow-Event-Key``.
-
-Nothing unverified is stored, and work happens after the answer (the runner reads pending
-events). Handled events are purged after ``keep_seen``.
+Each subscription has its own path, ``/hooks/<path_token>``. A delivery is answered 413 (body
+over ``max_body``), 404 (unknown path; logged by token fingerprint), 401 (not verified), 503
+(the store cannot take it: the sender retries), else 200 with ``X-Practiceflow-Stored`` and
+``X-Practiceflow-Event-Key`` only once its event is stored, deduplicated by event key *and*
+signature (the id is not signed). Work happens after the answer (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -324,13 +316,8 @@ class Receiver:
             health, self.store.now(), delivery_id, payload, mapped
         )
         if unrecognised is not None:
-            logger.warning(
-                "delivery %s for %s/%s held as unrecognised: %s",
-                delivery_id,
-                practice,
-                name,
-                unrecognised,
-            )
+            held = (delivery_id, practice, name, unrecognised)
+            logger.warning("delivery %s for %s/%s held as unrecognised: %s", *held)
         stored_payload = envelope(
             "webhook",
             data,
@@ -354,22 +341,14 @@ class Receiver:
             logger.warning("delivery to unknown receiver path %s refused", fingerprint(token))
             return self._refuse(404, "unknown_path", "no subscription uses this path")
         try:
-            now = self._clock()
+            window = self.replay_window
+            secrets = [subscription.secret]
             delivery = verify(
-                raw_headers,
-                body,
-                [subscription.secret],
-                self.tolerance,
-                now=now,
-                max_age=self.replay_window,
+                raw_headers, body, secrets, self.tolerance, now=self._clock(), max_age=window
             )
         except WebhookVerificationError as exc:
-            logger.warning(
-                "delivery for %s/%s refused: %s",
-                subscription.practice,
-                subscription.trigger_key,
-                exc.reason,
-            )
+            where = f"{subscription.practice}/{subscription.trigger_key}"
+            logger.warning("delivery for %s refused: %s", where, exc.reason)
             return self._refuse(401, exc.reason, str(exc))
         return subscription, delivery
 
@@ -389,15 +368,8 @@ class Receiver:
         practice, name = accepted.event.practice, accepted.event.source
         try:
             if accepted.unrecognised is not None and stored:  # before the test is marked
-                event_key = accepted.event.event_id
-                tests_asked.hold(
-                    self.store,
-                    practice,
-                    name,
-                    event_key,
-                    accepted.delivery_id,
-                    accepted.unrecognised,
-                )
+                key, reason = accepted.event.event_id, accepted.unrecognised
+                tests_asked.hold(self.store, practice, name, key, accepted.delivery_id, reason)
             if accepted.test:
                 self.store.record_test_delivery(practice, name)
                 tests_asked.arrived(self.store, practice, name)
@@ -493,8 +465,7 @@ class ReceiverServer:
                 message = f"webhook receiver on {self.host}:{self.port} did not start"
                 raise ConfigError(message)
             time.sleep(0.01)
-        servers = getattr(self._server, "servers", [])
-        for server in servers:
+        for server in getattr(self._server, "servers", []):
             for sock in server.sockets:
                 self.port = int(sock.getsockname()[1])
                 break
