@@ -1,10 +1,6 @@
-"""``make demo``: the runner end to end against the local sandbox, in under 30 seconds.
-
-A sandbox and a store in a temporary folder; a webhook-triggered recipe run (proposal accepted,
-bill created, eForm sent); polling catching up while the receiver is stopped; the run console
-with a screenshot in ``demo-out/`` (skipped with the reason without chromium or playwright).
-Everything runs in this process and stops before it returns; the console's URL is printed only
-while it answers.
+"""``make demo``: the runner end to end against the local sandbox, in under 30 seconds: a
+webhook-triggered recipe run, polling catching up while the receiver is stopped, and the run
+console with a screenshot in ``demo-out/`` (skipped, saying why, without chromium).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""What a check or hook sees (:class:`ActionContext`, the client it may read with), and the
-one registry of named checks and hooks that action modules refer to.
-
-A check records problems or warnings and changes nothing; a hook may return a replacement
-input; those that read the API are skipped in dry runs (docs/modules-guide.md). The client
-protocol is the part of :class:`practiceflow.api.Client` the engine and the hooks use.
+"""What a check or hook sees (:class:`ActionContext`, the client protocol it reads with),
+and the one registry of named checks and hooks that modules refer to (docs/modules-guide.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""The named read-backs action modules declare (``read_back.hook``), and the run marker.
+"""The named read-backs modules declare (``read_back.hook``; listed in docs/modules-guide.md).
 
-A read-back gets the client, the step's input (re-rendered as sent, marker included) and
-when the step was marked ``sent``, and returns a :class:`Verdict`: ``found`` (the record
-becomes the output), ``absent`` (sent again) or ``unknown`` (a person decides). "absent"
-needs positive evidence (a list that would show the record and does not); anything else is
-``unknown``. The shipped ones are listed in docs/modules-guide.md (``read_back``).
+A read-back gets the client, the step's input as sent (marker included) and when it was
+marked ``sent``, and returns a :class:`Verdict`: ``found``, ``absent`` (sent again) or
+``unknown`` (a person decides). ``absent`` needs positive evidence: a list that would show
+the record and does not.
 """
 
 from __future__ import annotations

@@ -23,9 +23,8 @@ from practiceflow.triggers.modes import (
     resolve_mode,
 )
 from practiceflow.triggers.poll_member import PollMember
-from practiceflow.triggers.poller import Poller
 from practiceflow.triggers.practice_polls import PollTarget, PracticePolls
-from practiceflow.triggers.shared_poll import SharedPoll
+from practiceflow.triggers.shared_poll import Poller, SharedPoll
 from practiceflow.triggers.subscriptions import (
     SubscriptionInDoubt,
     SubscriptionManager,

@@ -1,11 +1,8 @@
 """The one interface every trigger has, and the events it hands to the runner.
 
-A trigger stores each event *before* anything else happens (before a webhook is answered
-2xx, before a polling cursor moves), keyed by ``(practice, trigger name, dedupe key)``; the
-runner reads them with :meth:`Trigger.pending`. The stored payload is an envelope::
-
-    {"source": "webhook" | "poll", "data": <the mapped event>, "raw": <body or row>,
-     "deliveryId": <X-Svc-Event-Id or null>, "event": <event key>, "test": <bool>}
+A trigger stores each event before anything else happens (before a webhook is answered 2xx,
+before a polling cursor moves), keyed by ``(practice, trigger name, dedupe key)``; the stored
+payload is the envelope :func:`envelope` builds.
 """
 
 from __future__ import annotations
@@ -23,14 +20,9 @@ _SOURCES: Final = ("webhook", "poll")
 
 @dataclass(frozen=True)
 class TriggerEvent:
-    """One event of a trigger, as the runner sees it.
-
-    ``id`` is its dedupe key (unique per practice and trigger name; runs are keyed on it):
-    the module's ``webhook.id`` (else ``delivery:<X-Svc-Event-Id>``) or ``poll.dedupe``, the
-    same key from both sources. ``payload`` is what recipes read as ``trigger``; ``raw`` the
-    body or row as received; ``event`` the event key (for polls, the trigger key); a test
-    delivery (``is_test``) is never handed to recipes.
-    """
+    """One event of a trigger, as the runner sees it. ``id``: its dedupe key, the module's
+    ``webhook.id`` (else ``delivery:<X-Svc-Event-Id>``) or ``poll.dedupe``, the same from both
+    sources; ``payload``: what recipes read as ``trigger``; a test (``is_test``) never runs."""
 
     id: str
     trigger: str
@@ -55,8 +47,8 @@ def envelope(
     test: bool = False,
     unrecognised: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON-ready stored payload of an event (module docstring); ``test`` marks one
-    never run: a test, or one held with an ``unrecognised`` reason."""
+    """The JSON-ready stored payload of an event: ``data`` the mapped event, ``raw`` the body
+    or row; ``test`` marks one never run (a test, or one held with an ``unrecognised`` reason)."""
     stored = {
         "source": source,
         "data": data,

@@ -1,9 +1,7 @@
-"""A loaded trigger module turned into what the engine runs: webhook and poll specs.
-
-Fields are those of docs/modules-guide.md ("Triggers"). Delivery bodies and most list
-rows have shapes the spec does not show: every event keeps the whole body or row (``raw``),
-and a template that fails on an odd body never loses the delivery (the event falls back to
-the body itself and the delivery id).
+"""A loaded trigger module turned into what the engine runs: webhook and poll specs
+(fields: docs/modules-guide.md, "Triggers"). Bodies and rows have shapes the spec does not
+show: an event keeps the whole body or row, and a template that fails on an odd body falls
+back to the body and the delivery id, never losing the delivery.
 """
 
 from __future__ import annotations

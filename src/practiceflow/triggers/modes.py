@@ -20,7 +20,7 @@ from practiceflow.state import StateStore
 from practiceflow.triggers.base import Trigger
 from practiceflow.triggers.definition import TriggerDefinition
 from practiceflow.triggers.poll_member import PollResult
-from practiceflow.triggers.poller import Poller
+from practiceflow.triggers.shared_poll import Poller
 from practiceflow.triggers.subscriptions import (
     CheckResult,
     SubscriptionManager,

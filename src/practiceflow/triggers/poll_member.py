@@ -1,8 +1,6 @@
-"""One trigger's side of a (shared) poll: its filter, dedupe, known keys and cursor.
-
-A :class:`PollMember` stores its trigger's events under its own dedupe key and only then
-moves its own cursor, so triggers on one list never share state. Store keys per trigger
-name: ``<name>`` (cursor and boundary keys), ``<name>#known`` and ``<name>#page_size``.
+"""One trigger's side of a (shared) poll: its filter, dedupe, known keys and cursor, stored
+under its own name (``<name>``, ``<name>#known``, ``<name>#page_size``) so that triggers on
+one list never share state; its events are stored before its cursor moves.
 """
 
 from __future__ import annotations
@@ -90,7 +88,7 @@ class _KnownKeys:
 class PollMember:
     """One trigger reading a (possibly shared) list: its own filter, dedupe and cursor. A
     read calls :meth:`begin`, a ``start_*``, :meth:`take` per row, :meth:`page_done` per page
-    and a ``finish_*``. ``since``: as for :class:`~.poller.Poller`."""
+    and a ``finish_*``. ``since``: as for :class:`~.shared_poll.Poller`."""
 
     def __init__(
         self,

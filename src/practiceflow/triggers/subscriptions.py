@@ -1,9 +1,8 @@
 """The lifecycle of webhook subscriptions: subscribe, check, re-subscribe, unsubscribe.
 
-The spec has no list of subscriptions, so each is saved ``pending`` before the subscribe is
-sent, then ``active`` with its id and secret (kept only in the store, never logged). A lost
-answer leaves it ``in_doubt``, **never** repeated (a second subscribe could leave an orphan
-delivering forever): a person settles it.
+Each is saved ``pending`` before the subscribe is sent (the spec has no list of them), then
+``active`` with its id and secret (only in the store). A lost answer leaves it ``in_doubt``,
+never repeated (a second subscribe could leave an orphan delivering): a person settles it.
 """
 
 from __future__ import annotations

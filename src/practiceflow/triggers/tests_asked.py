@@ -1,9 +1,7 @@
-"""Test deliveries told apart without any marker in the body.
-
-The spec does not show how a test delivery is marked, but we know when we asked for one:
-:func:`note_asked` records the time (and the answer's event id, if any) before ``/test`` is
-sent. While an id-less test is awaited, any other delivery is **held** as unrecognised (it
-may be the test), as is one the trigger cannot map: stored, never run, listed for a person.
+"""Test deliveries told apart without any marker in the body: the spec does not show one,
+but we know when we asked (:func:`note_asked`, before ``/test`` is sent). While an id-less
+test is awaited, any other delivery is held as unrecognised (it may be the test), as is one
+the trigger cannot map: stored, never run, listed for a person.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Which recipe a run is driven with: its own version, whatever the files say now.
-
-:func:`recipe_for_run` answers before a run's first step on every start; a version that
-cannot be rebuilt holds the run for a person (:func:`version_hold`), never drives it on
+"""Which recipe a run is driven with: its own version, whatever the files say now; one that
+cannot be rebuilt holds the run for a person (:func:`version_hold`), never runs it on
 something else. :func:`orphan_runs` finds unfinished runs of recipes no longer served.
 """
 
