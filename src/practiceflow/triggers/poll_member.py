@@ -43,11 +43,9 @@ class PollResult:
 
 
 class _KnownKeys:
-    """A trigger's known keys for one poll, loaded when first asked.
-
-    A row at or before the time of the row that taught its key is that same row, read again
-    after a crash, so it counts as not known yet: ``known`` never fires twice for one row.
-    """
+    """A trigger's known keys for one poll, loaded when first asked. A row at or before the
+    time of the row that taught its key is that row read again after a crash, so it counts as
+    not known yet: ``known`` never fires twice for one row."""
 
     __slots__ = ("_keys", "_load")
 

@@ -112,8 +112,7 @@ class SharedPollResult:
 
 class SharedPoll:
     """Polls one list for every trigger of a practice that reads it (module docstring);
-    ``today`` as for :class:`Poller`. ConfigError: members that read different
-    sources, or none."""
+    ``today`` as for :class:`Poller`. ConfigError: members read different lists, or none."""
 
     def __init__(
         self,
@@ -258,9 +257,8 @@ class SharedPoll:
                 member.finish_since()
 
     def _read_behind(self, members: list[PollMember], value: str, refused: ValidationError) -> None:
-        """Read again from earlier when the API refuses the cursor (its clock went back,
-        spec 8): 1, 2, 4 min ... about 2 days back until accepted; rows read again are
-        dropped by the store's seen ids. Raises ``refused`` when every time is refused."""
+        """When the API refuses the cursor (its clock went back, spec 8), read from 1, 2, 4 min
+        ... about 2 days earlier until accepted (seen rows are dropped); else raise ``refused``."""
         cursor = _time(value)
         step = timedelta(minutes=1)
         for _ in range(_BEHIND_STEPS):

@@ -189,11 +189,8 @@ class SubscriptionManager:
         wait: float = 5.0,
         every: float = 0.1,
     ) -> CheckResult:
-        """Send the test delivery and report whether the subscription is alive.
-
-        ``arrived`` tells whether the test delivery reached the receiver, looked at every
-        ``every`` seconds for ``wait``; ``None`` only checks the API still knows it.
-        """
+        """Send the test delivery and report whether the subscription is alive: ``arrived``
+        is asked every ``every`` s for ``wait`` s (``None``: only that the API knows it)."""
         current = self.store.get_subscription(self.practice, name)
         if current is None:
             return CheckResult(name, "not_subscribed", None, 0.0)

@@ -17,12 +17,6 @@ from practiceflow.state import StateStore, SubscriptionHealth
 AWAIT_TEST: Final = timedelta(minutes=10)
 
 
-def looks_like_test(body: Any) -> bool:
-    """Whether a body carries a test marker (``isTest: true`` at the top or in ``data``)."""
-    data = body.get("data") if isinstance(body, Mapping) else None
-    return any(isinstance(part, Mapping) and part.get("isTest") is True for part in (body, data))
-
-
 def note_asked(store: StateStore, practice: str, trigger: str, answer: Any = None) -> None:
     """Remember that a test delivery was asked for now: call it with ``answer=None`` before
     sending ``/test``, then with the answer (its event id, when known)."""
@@ -55,7 +49,8 @@ def classify(
     """Tell a test delivery ``(True, None)``, an unrecognised one ``(True, reason)`` and an
     event to run ``(False, None)`` apart, from the subscription's health (when a test was
     asked for, its event id) and whether the mapping found a record key (``mapped``)."""
-    if looks_like_test(body):
+    data = body.get("data") if isinstance(body, Mapping) else None  # ``isTest: true`` marks one
+    if any(isinstance(part, Mapping) and part.get("isTest") is True for part in (body, data)):
         return True, None
     when = health.test_asked_at
     if when is not None:

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
@@ -31,6 +30,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from practiceflow.errors import ConfigError, StoreError
+from practiceflow.service.netaddr import ThreadedServer
 from practiceflow.state import DEFAULT_KEEP_SEEN, NewEvent, StateStore, SubscriptionRecord
 from practiceflow.state.group_commit import GroupCommit
 from practiceflow.triggers import tests_asked
@@ -202,14 +202,9 @@ class Receiver:
             routes=[Route(HOOKS_PREFIX + "{token}", self._deliver, methods=["POST"])]
         )
 
-    # -- configuration ------------------------------------------------------------------
-
     def bind(self, practice: str, name: str, spec: WebhookSpec, options: Mapping[str, Any]) -> None:
-        """Say how deliveries of a trigger are mapped (before its subscription exists).
-
-        Deliveries of a stored subscription with no binding are still verified and stored,
-        with the body as the event and the delivery id as the key.
-        """
+        """Say how deliveries of a trigger are mapped (before its subscription exists); without
+        a binding they are still stored, the body as the event and the delivery id as key."""
         self._bindings[(practice, name)] = Binding(spec, dict(options))
 
     def listen(self, callback: Callable[[TriggerEvent], None]) -> None:
@@ -230,8 +225,6 @@ class Receiver:
                     return False
                 self._changed.wait(left)
         return True
-
-    # -- the endpoint -------------------------------------------------------------------
 
     async def _deliver(self, request: Request) -> Response:
         answer = await self._receive(request)
@@ -426,55 +419,35 @@ class Receiver:
             logger.exception("purging seen events failed")
 
 
-class ReceiverServer:
-    """A :class:`Receiver` served by uvicorn in a background thread (``port``: the one
-    chosen when ``0`` was asked)."""
+class ReceiverServer(ThreadedServer):
+    """A :class:`Receiver` served by uvicorn in a daemon thread; ``sock``: a socket already
+    listening (bound early, see practiceflow.service.early_listen); port ``0``: see ``.port``."""
 
     def __init__(
         self, receiver: Receiver, host: str, port: int, sock: socket.socket | None = None
     ) -> None:
+        super().__init__(receiver.app, host, port, "pf-receiver")
         self.receiver = receiver
-        self.host = host
-        config = uvicorn.Config(
-            receiver.app,
-            host=host,
-            port=port,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-        )
-        self._server = uvicorn.Server(config)
-        # ``sock``: a socket already listening (bound early, see practiceflow.service.early_listen).
-        sockets = None if sock is None else [sock]
-        self._thread = threading.Thread(
-            target=self._server.run, args=(sockets,), name="pf-receiver", daemon=True
-        )
-        self.port = port
+        self._sockets = None if sock is None else [sock]
+
+    def _run(self) -> None:
+        self._server.run(self._sockets)
 
     @property
     def url(self) -> str:
         """The base URL, such as ``http://127.0.0.1:8081``."""
-        return f"http://{self.host}:{self.port}"
+        return self.root
 
     def start(self, timeout: float = 5.0) -> ReceiverServer:
         """Start serving and wait until the socket listens (ConfigError: not in ``timeout``)."""
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                message = f"webhook receiver on {self.host}:{self.port} did not start"
-                raise ConfigError(message)
-            time.sleep(0.01)
-        for server in getattr(self._server, "servers", []):
-            for sock in server.sockets:
-                self.port = int(sock.getsockname()[1])
-                break
+        if not self.serve(timeout):
+            message = f"webhook receiver on {self.host}:{self.port} did not start"
+            raise ConfigError(message)
         return self
 
     def stop(self) -> None:
-        """Stop serving (deliveries in flight finish first)."""
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
+        """Stop serving (deliveries in flight finish first), then the group commit's writer."""
+        super().stop()
         self.receiver.close()
 
 
