@@ -108,11 +108,9 @@ def main() -> int:
                 console.print(
                     f"subscribed {first.trigger.key!r}; receiver on {server.url if server else '?'}"
                 )
-                proposal = _pick_proposal(sandbox)
-                sandbox.admin("POST", f"/_admin/proposals/{proposal['proposalKey']}/accept")
-                console.print(
-                    f"accepted proposal {proposal['proposalKey']} through the admin surface"
-                )
+                key = _pick_proposal(sandbox)["proposalKey"]
+                sandbox.admin("POST", f"/_admin/proposals/{key}/accept")
+                console.print(f"accepted proposal {key} through the admin surface")
                 if not service.run_until(lambda: bool(outcomes), timeout=10):
                     console.print("[red]no delivery arrived and ran within 10 s[/]")
                     return 1

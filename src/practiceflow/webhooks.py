@@ -273,9 +273,8 @@ def _pick_headers(headers: HeadersLike) -> dict[str, str]:
 
     missing = [name for name in _REQUIRED if not seen[name] or seen[name] == {""}]
     if missing:
-        message = f"missing or empty header(s) {', '.join(missing)}; a delivery carries " + (
-            ", ".join(_REQUIRED)
-        )
+        carried = ", ".join(_REQUIRED)
+        message = f"missing or empty header(s) {', '.join(missing)}; a delivery carries {carried}"
         raise WebhookVerificationError("missing_header", message)
     doubled = [name for name in _REQUIRED if len(seen[name]) > 1]
     if doubled:

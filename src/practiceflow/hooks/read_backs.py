@@ -44,15 +44,8 @@ READ_BACKS: dict[str, ReadBack] = {}
 
 
 def register_read_back(name: str) -> Callable[[ReadBack], ReadBack]:
-    """Register a read-back under the name modules use in ``read_back.hook`` (decorator;
-    the function is registered unchanged).
-
-    Args:
-        name: the name.
-
-    Raises:
-        BugError: the name is registered twice.
-    """
+    """Register a read-back under the name modules use in ``read_back.hook`` (a decorator;
+    the function is registered unchanged). Raises BugError when the name is taken."""
 
     def register(func: ReadBack) -> ReadBack:
         if name in READ_BACKS:

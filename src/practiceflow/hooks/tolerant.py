@@ -40,9 +40,8 @@ def field(row: Any, name: str) -> tuple[bool, Any]:
 
 
 class AnyCase(dict[str, Any]):
-    """A JSON object whose fields are also found in another letter case (:func:`field`):
-    templates see rows and delivery data through it, so a map written for ``billingID``
-    reads ``billingId``."""
+    """A JSON object whose fields are also found in another letter case (:func:`field`), as
+    templates see rows and deliveries: a map written for ``billingID`` reads ``billingId``."""
 
     def __missing__(self, key: str) -> Any:
         present, value = field(dict(self), key) if isinstance(key, str) else (False, None)

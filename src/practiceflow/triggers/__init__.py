@@ -1,8 +1,5 @@
-"""Triggers, engine side: events from the practice, by webhook or by polling.
-
-Trigger modules (``triggers/*.yaml``) become events for recipes: the :class:`Trigger`
-interface (:mod:`.base`), the webhook receiver and subscriptions, polling shared per list
-(:mod:`.shared_poll`) on adaptive cadences, and the modes (:mod:`.modes`).
+"""Triggers, engine side: events from the practice, by webhook (receiver, subscriptions) or
+by polling (shared per list, on adaptive cadences), behind one :class:`Trigger` interface.
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ payload is the envelope :func:`envelope` builds.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, TypeAlias
@@ -84,7 +83,7 @@ def event_from_record(record: EventRecord) -> TriggerEvent:
     )
 
 
-class Trigger(ABC):
+class Trigger:
     """A source of events for one recipe trigger (``mode``: ``webhook``, ``poll``, ``both``);
     the runner consumes them with :meth:`pending` and :meth:`acknowledge`. ``name`` is the
     store's ``source`` of its events, ``key`` its module's key."""
@@ -97,13 +96,13 @@ class Trigger(ABC):
         self.practice = practice
         self.store = store
 
-    @abstractmethod
     def start(self) -> None:
-        """Begin receiving (subscribe, prime the cursor); safe to call again."""
+        """Begin receiving (subscribe, prime the cursor); safe to call again. Polls are
+        driven from outside: a polling trigger has nothing to start."""
 
-    @abstractmethod
     def stop(self, *, unsubscribe: bool = True) -> None:
-        """Stop receiving; on a clean shutdown, also remove what :meth:`start` created."""
+        """Stop receiving; on a clean shutdown, also remove what :meth:`start` created (a
+        polling trigger's cursor stays where it is)."""
 
     def pending(self, limit: int = 100) -> list[TriggerEvent]:
         """At most ``limit`` events of this trigger not yet acknowledged, oldest first; test

@@ -31,9 +31,8 @@ def parse_max_delay(value: object, *, where: str = "trigger.max_delay") -> float
 
 @dataclass(frozen=True)
 class PollNeed:
-    """What one trigger needs of its list's poll: its interval while the practice is busy,
-    the longest wait it accepts, and whether activity brings it back to ``fastest`` (not
-    for a webhook trigger's sweep)."""
+    """What one trigger needs of its list's poll: its interval while the practice is busy, the
+    longest wait it accepts, whether activity brings it back to ``fastest`` (not a sweep)."""
 
     fastest: float
     slowest: float

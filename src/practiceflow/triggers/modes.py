@@ -149,12 +149,6 @@ class PollingTrigger(Trigger):
         """One poll (see :meth:`Poller.poll_once`)."""
         return self.poller.poll_once()
 
-    def start(self) -> None:
-        """Nothing to start: polls are driven from outside."""
-
-    def stop(self, *, unsubscribe: bool = True) -> None:
-        """Nothing to stop: the cursor stays where it is."""
-
 
 class BothTrigger(Trigger):
     """Webhook and polling together, deduplicated across sources (module docstring); after

@@ -31,9 +31,8 @@ PAGE_SIZE_SUFFIX: Final = "#page_size"
 
 @dataclass
 class PollResult:
-    """What one poll did for one trigger: its new events in order found, the requests of
-    the (shared) read, its cursor after, whether it was a first poll (nothing fires), and
-    the rows left out because a template could not read them."""
+    """What one poll did for one trigger: new events in order found, requests of the (shared)
+    read, cursor after, first poll (nothing fires), rows a template could not read."""
 
     events: list[TriggerEvent] = field(default_factory=list)
     requests: int = 0

@@ -43,9 +43,8 @@ class SubscriptionInDoubt(ConfigError):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """What a test delivery showed: ``arrived``, ``not_arrived`` (accepted, nothing came
-    within the wait), ``missing`` (404: the subscription disappeared), ``not_subscribed``
-    (nothing stored for the trigger) or ``in_doubt``; and the seconds waited."""
+    """What a test delivery showed, and the seconds waited: ``arrived``, ``not_arrived`` (none
+    in the wait), ``missing`` (404: gone), ``not_subscribed`` (none stored) or ``in_doubt``."""
 
     name: str
     status: Literal["arrived", "not_arrived", "missing", "not_subscribed", "in_doubt"]
@@ -109,15 +108,10 @@ class SubscriptionManager:
         current = self.store.get_subscription(self.practice, name)
         if current is not None and current.status in ("in_doubt", "pending"):
             raise SubscriptionInDoubt(self.practice, name)
-        if (
-            current is not None
-            and current.status == "active"
-            and current.event == event
-            and self.public_url is not None
-            and current.url.startswith(self.public_url + HOOKS_PREFIX)
-        ):
-            return current
         if current is not None and current.status == "active":
+            prefix = None if self.public_url is None else self.public_url + HOOKS_PREFIX
+            if current.event == event and prefix and current.url.startswith(prefix):
+                return current
             self.remove(name)
         return self._subscribe(name, event)
 

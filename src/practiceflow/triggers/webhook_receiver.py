@@ -142,10 +142,6 @@ class RefusedWindows:
                 self.refused(practice, trigger, start)
 
 
-class _TooLarge(Exception):
-    pass
-
-
 @dataclass(frozen=True)
 class _Accepted:
     """A verified, mapped delivery, ready to commit."""
@@ -262,13 +258,18 @@ class Receiver:
         token = str(request.path_params["token"])
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body:
-            return self._refuse(413, "body_too_large", f"larger than {self.max_body} bytes")
+            return self._too_large()
+        chunks: list[bytes] = []
+        size = 0
         try:
-            body = await self._read(request)
-        except _TooLarge:
-            return self._refuse(413, "body_too_large", f"larger than {self.max_body} bytes")
+            async for chunk in request.stream():  # counted while read: no length is trusted
+                size += len(chunk)
+                if size > self.max_body:
+                    return self._too_large()
+                chunks.append(chunk)
         except ClientDisconnect:
             return Response(status_code=400)
+        body = b"".join(chunks)
         try:
             if self.store.local_reads:
                 return self._accept(token, request.headers.raw, body)
@@ -373,18 +374,11 @@ class Receiver:
             self._announce(practice, name, accepted.event.event_id)
         self._maybe_purge()
 
-    async def _read(self, request: Request) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body:
-                raise _TooLarge
-            chunks.append(chunk)
-        return b"".join(chunks)
-
     def _refuse(self, status: int, reason: str, detail: str) -> Response:
         return JSONResponse({"status": status, "reason": reason, "detail": detail}, status)
+
+    def _too_large(self) -> Response:
+        return self._refuse(413, "body_too_large", f"larger than {self.max_body} bytes")
 
     def _unavailable(self, exc: StoreError) -> Response:
         # Nothing was stored: refuse with a status the sender retries, and say why.

@@ -1,8 +1,5 @@
-"""Versions: a run finishes on the recipe it started with (docs/versions.md).
-
-What a version is and how it is stored (:mod:`.recorded`), which recipe drives a run
-(:mod:`.pinned`), a run rendered again under another version (:mod:`._rerender`), and the
-upgrade gate with its explicit migration (:mod:`._gate`).
+"""Versions: a run finishes on the recipe it started with: versions stored and rebuilt, the
+recipe that drives a run, replays and the upgrade gate (docs/versions.md).
 """
 
 from __future__ import annotations

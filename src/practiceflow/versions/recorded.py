@@ -62,9 +62,8 @@ class ModuleVersion:
 
 @dataclass(frozen=True)
 class RecipeVersion:
-    """A recipe and everything it uses, as it was (module docstring): its modules by
-    :attr:`ModuleVersion.ref`, the hooks and checks they need, the built-in local steps it
-    uses; ``file`` is for messages only (not part of the digest)."""
+    """A recipe and everything it uses, as it was: its modules by :attr:`ModuleVersion.ref`,
+    the hooks and checks and built-in local steps they need; ``file`` is not in the digest."""
 
     name: str
     file: str
