@@ -306,11 +306,11 @@ def _lead_is_active(client: ClientLike, data: Mapping[str, Any], sent_at: dateti
     except NotFoundError:
         return Verdict("unknown", f"{where}: not found; a person decides")
     status = tolerant.entity_status(entity)
-    if status is not None and status.strip().lower() == "active":
-        return Verdict(
-            "found", f"{where}: the entity is Active", {"entityKey": key, "status": "Active"}
-        )
-    if status is not None and status.strip().lower() == "lead":
+    state = (status or "").strip().lower()
+    if state == "active":
+        output = {"entityKey": key, "status": "Active"}
+        return Verdict("found", f"{where}: the entity is Active", output)
+    if state == "lead":
         return Verdict("absent", f"{where}: the entity is still a Lead")
     return Verdict("unknown", f"{where}: status {status!r} does not tell")
 

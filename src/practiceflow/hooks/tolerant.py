@@ -103,9 +103,8 @@ def names(data: Any) -> list[str]:
 
 
 def flag(data: Any, keys: Iterable[str] = _CONNECTED_KEYS) -> bool | None:
-    """A yes/no answer such as "is the ledger connected", or None when it cannot be told:
-    a boolean, a boolean field named like one of ``keys`` (lower case, any letter case in
-    the body) or a ``status`` text such as ``Connected``."""
+    """A yes/no answer ("is the ledger connected"), or None when it cannot be told: a boolean,
+    a boolean field named like one of ``keys`` (any case) or a ``status`` like ``Connected``."""
     if isinstance(data, bool):
         return data
     if not isinstance(data, Mapping):

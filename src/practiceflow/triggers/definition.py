@@ -35,9 +35,8 @@ def _render(template: Any, context: Mapping[str, Any]) -> Any:
 
 @dataclass(frozen=True)
 class WebhookSpec:
-    """How a trigger receives by webhook (the module's ``webhook`` section): ``map`` reads
-    ``body``, ``data``, ``headers`` and ``input`` (``None``: the body); ``id`` renders the
-    cross-source dedupe key (``None``: the delivery id)."""
+    """The module's ``webhook`` section: ``map`` reads ``body``, ``data``, ``headers`` and
+    ``input`` (``None``: the body); ``id`` the cross-source dedupe key (``None``: delivery id)."""
 
     event: CompiledTemplate | str
     map: Any

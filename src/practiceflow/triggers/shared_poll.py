@@ -289,9 +289,8 @@ class SharedPoll:
     def _fetch(
         self, path: str, params: Mapping[str, Any], page: int, members: Sequence[PollMember]
     ) -> tuple[list[Any], bool]:
-        """One page: its rows and whether another page may follow. A repeated page (the
-        list ignores ``pageNumber``) comes back empty and last; a short first page with no
-        ``hasMore`` asks for one more (the server may ignore ``pageSize``)."""
+        """One page: its rows and whether another may follow. A repeated page (``pageNumber``
+        ignored) is empty and last; a short first page without ``hasMore`` asks one more."""
         if page == 1:
             self._previous_rows = None
         query = dict(params)

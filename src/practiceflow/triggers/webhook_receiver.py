@@ -153,11 +153,9 @@ class _Accepted:
 
 
 class Receiver:
-    """Receives the deliveries of every subscription kept in ``store`` (its starlette
-    ``app``). ``keep_seen``: how long handled events stay deduplicated (at least the sender's
-    retry span); ``on_stored``: called from the event loop (must not block) per new event;
-    ``on_refused_window``: lists each window of deliveries refused (:class:`RefusedWindows`).
-    """
+    """Receives the deliveries of every subscription in ``store`` (starlette ``app``);
+    ``keep_seen``: how long handled events stay deduplicated (at least the sender's retry span);
+    ``on_stored``: called from the event loop (must not block) per new event."""
 
     def __init__(
         self,
@@ -194,9 +192,8 @@ class Receiver:
         self._last_purge = 0.0
         self._group = GroupCommit(store)
         self._refused = RefusedWindows(on_refused_window) if on_refused_window else None
-        self.app = Starlette(
-            routes=[Route(HOOKS_PREFIX + "{token}", self._deliver, methods=["POST"])]
-        )
+        route = Route(HOOKS_PREFIX + "{token}", self._deliver, methods=["POST"])
+        self.app = Starlette(routes=[route])
 
     def bind(self, practice: str, name: str, spec: WebhookSpec, options: Mapping[str, Any]) -> None:
         """Say how deliveries of a trigger are mapped (before its subscription exists); without

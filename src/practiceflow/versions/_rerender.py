@@ -34,9 +34,8 @@ Verdict = Literal["same", "differs", "new", "dropped", "skipped", "error", "read
 
 @dataclass(frozen=True)
 class ReplayedStep:
-    """One step of a replay: the request the run journaled (``sent``), the one the new
-    version would send (``would_send``), both masked, and the verdict (docs/versions.md;
-    also ``skipped``: its ``if`` is false, ``read``: output from the journal)."""
+    """One step of a replay: the request the run journaled (``sent``) and the one the new
+    version would send (``would_send``), both masked, and the verdict (docs/versions.md)."""
 
     step_id: str
     use: str
