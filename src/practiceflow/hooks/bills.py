@@ -50,12 +50,9 @@ def ledger_rules(ctx: ActionContext) -> None:
         return
     connected = tolerant.flag(ctx.read(LEDGER_STATUS))
     if connected is None:
-        ctx.warnings.append(
-            f"ledger rules not checked: could not tell from {LEDGER_STATUS} whether a ledger "
-            "is connected"
-        )
-        return
-    if not connected:
+        unknown = f"could not tell from {LEDGER_STATUS} whether a ledger is connected"
+        ctx.warnings.append(f"ledger rules not checked: {unknown}")
+    if not connected:  # not connected, or not known (warned)
         return
     rates: list[float] | None = None
     for index, line in enumerate(lines):
