@@ -1,12 +1,7 @@
 """practiceflow: the Partner Integration API as declarative actions, triggers and recipes.
 
-The public surface is what ``__all__`` lists; a test pins it. The error classes are
-imported eagerly (they are light); the rest is imported on first use, so that
-``import practiceflow`` and the CLI start fast.
-
-    >>> from practiceflow import Client, run_action
-    >>> with Client(client_id, secret, base_url=url) as client:   # doctest: +SKIP
-    ...     result = run_action("create_bill", {...}, client)
+The public surface is ``__all__`` (a test pins it). The error classes are imported eagerly;
+the rest on first use, so that ``import practiceflow`` and the CLI start fast.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""``make demo``: the runner end to end against the local sandbox, in under 30 seconds.
-
-A sandbox and a store in a temporary folder; a webhook-triggered recipe run (proposal accepted,
-bill created, eForm sent); polling catching up while the receiver is stopped; the run console
-with a screenshot in ``demo-out/`` (skipped with the reason without chromium or playwright).
-Everything runs in this process and stops before it returns; the console's URL is printed only
-while it answers.
+"""``make demo``: the runner end to end against the local sandbox, in under 30 seconds: a
+webhook-triggered recipe run, polling catching up while the receiver is stopped, and the run
+console with a screenshot in ``demo-out/`` (skipped, saying why, without chromium).
 """
 
 from __future__ import annotations
@@ -112,11 +108,9 @@ def main() -> int:
                 console.print(
                     f"subscribed {first.trigger.key!r}; receiver on {server.url if server else '?'}"
                 )
-                proposal = _pick_proposal(sandbox)
-                sandbox.admin("POST", f"/_admin/proposals/{proposal['proposalKey']}/accept")
-                console.print(
-                    f"accepted proposal {proposal['proposalKey']} through the admin surface"
-                )
+                key = _pick_proposal(sandbox)["proposalKey"]
+                sandbox.admin("POST", f"/_admin/proposals/{key}/accept")
+                console.print(f"accepted proposal {key} through the admin surface")
                 if not service.run_until(lambda: bool(outcomes), timeout=10):
                     console.print("[red]no delivery arrived and ran within 10 s[/]")
                     return 1

@@ -1,27 +1,9 @@
 """The one exception tree of practiceflow.
 
-Every error the library raises on purpose derives from :class:`PracticeflowError`. Each
-class says whose problem it is through ``kind`` (the CLI maps it to an exit code)::
-
-    PracticeflowError                  kind      exit
-    ├── ConfigError                    config    2   the user's configuration or input
-    │   ├── ManifestError              config    2   a module / recipe file does not load
-    │   │   └── TemplateError          config    2   a template failed to render; nothing sent
-    │   └── InputError                 config    2   action input does not fit its schema
-    ├── ApiError                       (varies)      the API answered with an error status
-    │   ├── ValidationError   400      config    2
-    │   ├── AuthError         401      auth      3
-    │   ├── WriteAccessError  403      auth      3
-    │   ├── NotFoundError     404      config    2
-    │   ├── RateLimitError    429      transient 4
-    │   └── ServerError       5xx      transient 4
-    ├── TransportError                 transient 4   no usable answer (refused, reset, timeout)
-    ├── StoreError                     transient 4   the state store cannot be used (locked, full)
-    ├── InDoubtError                   in_doubt  5   a write may or may not have been acted on
-    └── BugError                       bug       70  an invariant of ours broke
-
-Messages never contain a secret: errors are built from the method, the path (never the
-query string, which may carry personal data), the status and the problem-details body.
+Every error raised on purpose derives from :class:`PracticeflowError`; its ``kind`` says whose
+problem it is and gives the CLI's exit code (:data:`EXIT_CODES`; the README lists them).
+Messages never contain a secret: they are built from the method, the path (never the query
+string, which may carry personal data), the status and the problem-details body.
 """
 
 from __future__ import annotations
@@ -29,28 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
-
-__all__ = [
-    "EXIT_CODES",
-    "ApiError",
-    "AuthError",
-    "BugError",
-    "ConfigError",
-    "ErrorKind",
-    "InDoubtError",
-    "InputError",
-    "Issue",
-    "ManifestError",
-    "NotFoundError",
-    "PracticeflowError",
-    "RateLimitError",
-    "ServerError",
-    "StoreError",
-    "TemplateError",
-    "TransportError",
-    "ValidationError",
-    "WriteAccessError",
-]
 
 ErrorKind = Literal["config", "auth", "transient", "in_doubt", "bug"]
 
@@ -83,15 +43,8 @@ class ConfigError(PracticeflowError):
 
 @dataclass(frozen=True)
 class Issue:
-    """One problem found in a file, with where it is.
-
-    Attributes:
-        file: the file's path as the user gave it.
-        line: 1-based line, or 0 when unknown.
-        column: 1-based column, or 0 when unknown.
-        path: JSON path inside the document, such as ``input.properties.amount``.
-        message: what was found and what would be valid.
-    """
+    """One problem found in a file: the path as the user gave it, 1-based line and column
+    (0: unknown), the JSON path inside it (``input.properties.amount``) and the message."""
 
     file: str
     line: int
@@ -119,8 +72,8 @@ class ManifestError(ConfigError):
 
 
 class TemplateError(ManifestError):
-    """A template of a module or recipe failed to render (undefined name, sandbox refusal),
-    before anything was sent; its one issue names the template's file, line and field."""
+    """A template failed to render (undefined name, sandbox refusal) before anything was
+    sent; its one issue names the template's file, line and field."""
 
     def __init__(self, issue: Issue) -> None:
         self.issue = issue
@@ -258,9 +211,8 @@ class TransportError(PracticeflowError):
 
 
 class StoreError(PracticeflowError):
-    """The state store cannot be read or written right now (locked by another process past
-    the wait, disk full, file not writable); the transaction was rolled back, nothing half-done.
-    """
+    """The state store cannot be used right now (locked past the wait, disk full, file not
+    writable); the transaction was rolled back, nothing half-done."""
 
     kind: ClassVar[ErrorKind] = "transient"
 

@@ -213,12 +213,10 @@ def verify(
         ValueError: ``tolerance`` or ``max_age`` is negative (a mistake in the caller's
             code).
     """
-    if tolerance < 0:
-        message = f"tolerance must be zero or more seconds; got {tolerance!r}"
-        raise ValueError(message)
-    if max_age is not None and max_age < 0:
-        message = f"max_age must be zero or more seconds; got {max_age!r}"
-        raise ValueError(message)
+    for name, value in (("tolerance", tolerance), ("max_age", max_age)):
+        if value is not None and value < 0:
+            message = f"{name} must be zero or more seconds; got {value!r}"
+            raise ValueError(message)
     candidates = _usable_secrets(secrets)
     found = _pick_headers(headers)
     timestamp_text = found[TIMESTAMP_HEADER]
@@ -275,9 +273,8 @@ def _pick_headers(headers: HeadersLike) -> dict[str, str]:
 
     missing = [name for name in _REQUIRED if not seen[name] or seen[name] == {""}]
     if missing:
-        message = f"missing or empty header(s) {', '.join(missing)}; a delivery carries " + (
-            ", ".join(_REQUIRED)
-        )
+        carried = ", ".join(_REQUIRED)
+        message = f"missing or empty header(s) {', '.join(missing)}; a delivery carries {carried}"
         raise WebhookVerificationError("missing_header", message)
     doubled = [name for name in _REQUIRED if len(seen[name]) > 1]
     if doubled:

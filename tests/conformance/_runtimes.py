@@ -48,8 +48,8 @@ from practiceflow.testing import (
     CassettePlayer,
     RecordedRequest,
 )
+from practiceflow.triggers import Poller
 from practiceflow.triggers.definition import definition
-from practiceflow.triggers.poller import Poller
 
 CREDENTIALS = ("11111111-2222-3333-4444-555555555555", "conformance-secret")
 _MARKER = re.compile(r" ?\[?\bpf-[0-9a-f]{10}\b\]?")

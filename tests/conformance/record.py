@@ -50,8 +50,8 @@ from practiceflow.testing import (
     running_sandbox,
     save_cassette,
 )
+from practiceflow.triggers import Poller
 from practiceflow.triggers.definition import definition
-from practiceflow.triggers.poller import Poller
 
 HERE: Final = Path(__file__).resolve().parent
 CASSETTES: Final = HERE.parent / "cassettes"

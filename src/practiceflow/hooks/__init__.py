@@ -1,8 +1,5 @@
-"""Named Python checks and hooks that action modules refer to, in one registry.
-
-Only logic YAML cannot declare lives here: checks ``lead_settings_names``,
-``entity_is_active_client`` and ``ledger_rules``, hook ``canonical_lead_names``, and the
-read-backs of :mod:`.read_backs` that modules name in ``read_back.hook``.
+"""Named Python checks, hooks and read-backs that action modules refer to, in one registry:
+only the logic YAML cannot declare (the shipped ones: docs/modules-guide.md).
 """
 
 from __future__ import annotations
@@ -13,8 +10,6 @@ from practiceflow.hooks.action_context import (
     HOOKS,
     ActionContext,
     ClientLike,
-    Named,
-    ResponseLike,
     get_check,
     get_hook,
     register_check,
@@ -26,8 +21,6 @@ __all__ = [
     "HOOKS",
     "ActionContext",
     "ClientLike",
-    "Named",
-    "ResponseLike",
     "bills",
     "get_check",
     "get_hook",

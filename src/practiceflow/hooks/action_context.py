@@ -1,74 +1,24 @@
-"""What a check or hook sees (:class:`ActionContext`, the client it may read with), and the
-one registry of named checks and hooks that action modules refer to.
-
-A check records problems or warnings and changes nothing; a hook may return a replacement
-input; those that read the API are skipped in dry runs (docs/modules-guide.md). The client
-protocol is the part of :class:`practiceflow.api.Client` the engine and the hooks use.
+"""What a check or hook sees (:class:`ActionContext`, the client it reads with), and the
+one registry of named checks and hooks that modules refer to (docs/modules-guide.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from practiceflow.errors import BugError, ConfigError, Issue
 from practiceflow.manifest.yamlpos import JsonPath, format_path
 
 if TYPE_CHECKING:
-    from typing import Self
-
-    from practiceflow.api.client import RequestHooks
+    from practiceflow.api import Client
     from practiceflow.manifest.models import ActionModule
 
-
-class ResponseLike(Protocol):
-    """A response of the client: status, headers and the parsed JSON body."""
-
-    @property
-    def status(self) -> int:
-        """HTTP status."""
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        """Response headers."""
-
-    @property
-    def data(self) -> Any:
-        """Parsed JSON body (None when empty)."""
-
-
-class ClientLike(Protocol):
-    """The subset of :class:`practiceflow.api.Client` that actions and hooks rely on."""
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Any:
-        """Send one request; return a response (see :class:`ResponseLike`)."""
-
-    def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
-        """GET a path and return the parsed JSON body."""
-
-    def describe_request(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> dict[str, Any]:
-        """Describe the exact request that would be sent, secrets masked."""
-
-    def hooked(self, hooks: RequestHooks) -> Self:
-        """The same client, telling ``hooks`` about each request it sends (the seam the
-        runner journals through; see :meth:`practiceflow.api.Client.hooked`)."""
+    #: The client checks, hooks and the engine read with.
+    ClientLike: TypeAlias = Client
+else:  # importing practiceflow.api here would be circular (api -> manifest -> hooks)
+    ClientLike = Any
 
 
 @dataclass

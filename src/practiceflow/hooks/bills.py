@@ -1,9 +1,6 @@
-"""Checks of ``create_bill``: the client must be Active, and the ledger rules of spec 4.1.
-
-Rule 2 of spec 4.1: when a ledger is connected (``GET /api/v1/bills/ledger/status``), each
-line needs ``extAccountID`` or ``extItemID``, and ``extTaxID`` or a ``taxPercent`` within
-plus or minus 0.02 of a ledger tax rate (``GET /api/v1/bills/ledger/tax-rates``). Both
-responses are "not shown" in the spec and are read tolerantly.
+"""Checks of ``create_bill``: the client must be Active, and the ledger rules of spec 4.1:
+with a ledger connected, each line needs ``extAccountID`` or ``extItemID``, and ``extTaxID``
+or a ``taxPercent`` within 0.02 of a ledger tax rate (both answers read tolerantly).
 """
 
 from __future__ import annotations
@@ -53,12 +50,9 @@ def ledger_rules(ctx: ActionContext) -> None:
         return
     connected = tolerant.flag(ctx.read(LEDGER_STATUS))
     if connected is None:
-        ctx.warnings.append(
-            f"ledger rules not checked: could not tell from {LEDGER_STATUS} whether a ledger "
-            "is connected"
-        )
-        return
-    if not connected:
+        unknown = f"could not tell from {LEDGER_STATUS} whether a ledger is connected"
+        ctx.warnings.append(f"ledger rules not checked: {unknown}")
+    if not connected:  # not connected, or not known (warned)
         return
     rates: list[float] | None = None
     for index, line in enumerate(lines):

@@ -11,7 +11,7 @@ from typing import Any
 
 from practiceflow.hooks import tolerant
 from practiceflow.hooks.action_context import ActionContext, register_check, register_hook
-from practiceflow.manifest.validation import did_you_mean
+from practiceflow.manifest.validation import hint
 
 #: Input field -> settings list that holds its valid names.
 SETTINGS: Mapping[str, str] = {
@@ -58,8 +58,6 @@ def lead_settings_names(ctx: ActionContext) -> None:
             continue
         if value in known:
             continue
-        match = did_you_mean(value, known)
-        hint = f"did you mean {match!r}? " if match else ""
         shown = ", ".join(repr(name) for name in known[:20])
-        message = f"got {value!r}; {hint}valid names (from {path}) are [{shown}]"
-        ctx.problem((field,), message)
+        tip = (hint(value, known, "") + " ").lstrip()
+        ctx.problem((field,), f"got {value!r}; {tip}valid names (from {path}) are [{shown}]")

@@ -1,10 +1,9 @@
-"""The named read-backs action modules declare (``read_back.hook``), and the run marker.
+"""The named read-backs modules declare (``read_back.hook``; listed in docs/modules-guide.md).
 
-A read-back gets the client, the step's input (re-rendered as sent, marker included) and
-when the step was marked ``sent``, and returns a :class:`Verdict`: ``found`` (the record
-becomes the output), ``absent`` (sent again) or ``unknown`` (a person decides). "absent"
-needs positive evidence (a list that would show the record and does not); anything else is
-``unknown``. The shipped ones are listed in docs/modules-guide.md (``read_back``).
+A read-back gets the client, the step's input as sent (marker included) and when it was
+marked ``sent``, and returns a :class:`Verdict`: ``found``, ``absent`` (sent again) or
+``unknown`` (a person decides). ``absent`` needs positive evidence: a list that would show
+the record and does not.
 """
 
 from __future__ import annotations
@@ -45,15 +44,8 @@ READ_BACKS: dict[str, ReadBack] = {}
 
 
 def register_read_back(name: str) -> Callable[[ReadBack], ReadBack]:
-    """Register a read-back under the name modules use in ``read_back.hook`` (decorator;
-    the function is registered unchanged).
-
-    Args:
-        name: the name.
-
-    Raises:
-        BugError: the name is registered twice.
-    """
+    """Register a read-back under the name modules use in ``read_back.hook`` (a decorator;
+    the function is registered unchanged). Raises BugError when the name is taken."""
 
     def register(func: ReadBack) -> ReadBack:
         if name in READ_BACKS:
@@ -314,11 +306,11 @@ def _lead_is_active(client: ClientLike, data: Mapping[str, Any], sent_at: dateti
     except NotFoundError:
         return Verdict("unknown", f"{where}: not found; a person decides")
     status = tolerant.entity_status(entity)
-    if status is not None and status.strip().lower() == "active":
-        return Verdict(
-            "found", f"{where}: the entity is Active", {"entityKey": key, "status": "Active"}
-        )
-    if status is not None and status.strip().lower() == "lead":
+    state = (status or "").strip().lower()
+    if state == "active":
+        output = {"entityKey": key, "status": "Active"}
+        return Verdict("found", f"{where}: the entity is Active", output)
+    if state == "lead":
         return Verdict("absent", f"{where}: the entity is still a Lead")
     return Verdict("unknown", f"{where}: status {status!r} does not tell")
 

@@ -20,6 +20,11 @@ def _folded(row: Mapping[str, Any]) -> dict[str, Any]:
     return {str(key).lower(): value for key, value in row.items()}
 
 
+def _first(folded: Mapping[str, Any], keys: Iterable[str], kind: type) -> Any:
+    """The value of the first of ``keys`` (lower case) that holds a ``kind``, or None."""
+    return next((folded[key] for key in keys if isinstance(folded.get(key), kind)), None)
+
+
 def field(row: Any, name: str) -> tuple[bool, Any]:
     """``(present, value)`` of field ``name`` of a JSON object, in any letter case (the spec
     spells some two ways, ``billingId`` / ``billingID``): the exact spelling wins."""
@@ -35,9 +40,8 @@ def field(row: Any, name: str) -> tuple[bool, Any]:
 
 
 class AnyCase(dict[str, Any]):
-    """A JSON object whose fields are also found in another letter case (:func:`field`):
-    templates see rows and delivery data through it, so a map written for ``billingID``
-    reads ``billingId``."""
+    """A JSON object whose fields are also found in another letter case (:func:`field`), as
+    templates see rows and deliveries: a map written for ``billingID`` reads ``billingId``."""
 
     def __missing__(self, key: str) -> Any:
         present, value = field(dict(self), key) if isinstance(key, str) else (False, None)
@@ -82,13 +86,9 @@ def _name_of(row: Any) -> str | None:
     if not isinstance(row, Mapping):
         return None
     folded = _folded(row)
-    for key in _NAME_KEYS:
-        if isinstance(folded.get(key), str):
-            return str(folded[key])
-    for key, value in folded.items():
-        if key.endswith("name") and isinstance(value, str):
-            return value
-    return None
+    named = [key for key in folded if key.endswith("name")]
+    found = _first(folded, [*_NAME_KEYS, *named], str)
+    return None if found is None else str(found)
 
 
 def names(data: Any) -> list[str]:
@@ -103,17 +103,16 @@ def names(data: Any) -> list[str]:
 
 
 def flag(data: Any, keys: Iterable[str] = _CONNECTED_KEYS) -> bool | None:
-    """A yes/no answer such as "is the ledger connected", or None when it cannot be told:
-    a boolean, a boolean field named like one of ``keys`` (lower case, any letter case in
-    the body) or a ``status`` text such as ``Connected``."""
+    """A yes/no answer ("is the ledger connected"), or None when it cannot be told: a boolean,
+    a boolean field named like one of ``keys`` (any case) or a ``status`` like ``Connected``."""
     if isinstance(data, bool):
         return data
     if not isinstance(data, Mapping):
         return None
     folded = _folded(data)
-    for key in keys:
-        if isinstance(folded.get(key), bool):
-            return bool(folded[key])
+    found = _first(folded, keys, bool)
+    if found is not None:
+        return bool(found)
     status = folded.get("status")
     if isinstance(status, str):
         text = status.replace(" ", "").replace("_", "").lower()
@@ -155,11 +154,8 @@ def entity_status(data: Any) -> str | None:
     """A client's status from its record (``status``, ``clientStatus``...), or None."""
     if not isinstance(data, Mapping):
         return None
-    folded = _folded(data)
-    for key in ("status", "clientstatus", "entitystatus"):
-        if isinstance(folded.get(key), str):
-            return str(folded[key])
-    return None
+    found = _first(_folded(data), ("status", "clientstatus", "entitystatus"), str)
+    return None if found is None else str(found)
 
 
 def parse_time(value: Any) -> datetime | None:

@@ -20,7 +20,7 @@ from practiceflow.errors import PracticeflowError
 from practiceflow.service.needs_person import close_by_evidence, hold_for_person
 from practiceflow.state import StateStore
 from practiceflow.state.attention_rows import AttentionRecord
-from practiceflow.triggers.base import envelope, persist
+from practiceflow.triggers.base import envelope
 from practiceflow.triggers.definition import SweepSource, TriggerDefinition, parse_time
 
 logger = logging.getLogger("practiceflow.runner")
@@ -263,7 +263,7 @@ class GapSweep:
             data = spec.to_event(row, context)
             stored = envelope("poll", data, row, event=trigger)
             stored["sweep"] = True
-            if persist(self.store, self.practice, trigger, key, stored, event=trigger):
+            if self.store.record_event(self.practice, trigger, trigger, key, stored):
                 result.recovered.append(key)
                 logger.info("sweep of %s recovered %s (never delivered)", trigger, key)
                 if self.on_stored is not None:

@@ -38,8 +38,8 @@ from practiceflow.testing._cassette import Cassette, RecordedRequest, load_casse
 from practiceflow.testing._clock import FakeClock
 from practiceflow.testing._recording import named_values, registry_personal_names
 from practiceflow.testing._replay import REPLAY_BASE_URL
+from practiceflow.triggers import Poller
 from practiceflow.triggers.definition import definition
-from practiceflow.triggers.poller import Poller
 
 #: The credentials a replayed client carries (nothing checks them; nothing is sent).
 TEST_CREDENTIALS: Final = ("00000000-0000-4000-8000-000000000000", "practiceflow-test-secret")

@@ -1,16 +1,12 @@
 """The one interface every trigger has, and the events it hands to the runner.
 
-A trigger stores each event *before* anything else happens (before a webhook is answered
-2xx, before a polling cursor moves), keyed by ``(practice, trigger name, dedupe key)``; the
-runner reads them with :meth:`Trigger.pending`. The stored payload is an envelope::
-
-    {"source": "webhook" | "poll", "data": <the mapped event>, "raw": <body or row>,
-     "deliveryId": <X-Svc-Event-Id or null>, "event": <event key>, "test": <bool>}
+A trigger stores each event before anything else happens (before a webhook is answered 2xx,
+before a polling cursor moves), keyed by ``(practice, trigger name, dedupe key)``; the stored
+payload is the envelope :func:`envelope` builds.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal, TypeAlias
@@ -23,14 +19,9 @@ _SOURCES: Final = ("webhook", "poll")
 
 @dataclass(frozen=True)
 class TriggerEvent:
-    """One event of a trigger, as the runner sees it.
-
-    ``id`` is its dedupe key (unique per practice and trigger name; runs are keyed on it):
-    the module's ``webhook.id`` (else ``delivery:<X-Svc-Event-Id>``) or ``poll.dedupe``, the
-    same key from both sources. ``payload`` is what recipes read as ``trigger``; ``raw`` the
-    body or row as received; ``event`` the event key (for polls, the trigger key); a test
-    delivery (``is_test``) is never handed to recipes.
-    """
+    """One event of a trigger, as the runner sees it. ``id``: its dedupe key, the module's
+    ``webhook.id`` (else ``delivery:<X-Svc-Event-Id>``) or ``poll.dedupe``, the same from both
+    sources; ``payload``: what recipes read as ``trigger``; a test (``is_test``) never runs."""
 
     id: str
     trigger: str
@@ -55,8 +46,8 @@ def envelope(
     test: bool = False,
     unrecognised: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON-ready stored payload of an event (module docstring); ``test`` marks one
-    never run: a test, or one held with an ``unrecognised`` reason."""
+    """The JSON-ready stored payload of an event: ``data`` the mapped event, ``raw`` the body
+    or row; ``test`` marks one never run (a test, or one held with an ``unrecognised`` reason)."""
     stored = {
         "source": source,
         "data": data,
@@ -92,22 +83,7 @@ def event_from_record(record: EventRecord) -> TriggerEvent:
     )
 
 
-def persist(
-    store: StateStore,
-    practice: str,
-    name: str,
-    dedupe_key: str,
-    payload: dict[str, Any],
-    *,
-    event: str,
-    signature: str | None = None,
-) -> bool:
-    """Store one event unless its dedupe key (or signature) was seen, in one transaction;
-    ``False`` for a duplicate."""
-    return store.record_event(practice, name, event, dedupe_key, payload, signature=signature)
-
-
-class Trigger(ABC):
+class Trigger:
     """A source of events for one recipe trigger (``mode``: ``webhook``, ``poll``, ``both``);
     the runner consumes them with :meth:`pending` and :meth:`acknowledge`. ``name`` is the
     store's ``source`` of its events, ``key`` its module's key."""
@@ -120,13 +96,13 @@ class Trigger(ABC):
         self.practice = practice
         self.store = store
 
-    @abstractmethod
     def start(self) -> None:
-        """Begin receiving (subscribe, prime the cursor); safe to call again."""
+        """Begin receiving (subscribe, prime the cursor); safe to call again. Polls are
+        driven from outside: a polling trigger has nothing to start."""
 
-    @abstractmethod
     def stop(self, *, unsubscribe: bool = True) -> None:
-        """Stop receiving; on a clean shutdown, also remove what :meth:`start` created."""
+        """Stop receiving; on a clean shutdown, also remove what :meth:`start` created (a
+        polling trigger's cursor stays where it is)."""
 
     def pending(self, limit: int = 100) -> list[TriggerEvent]:
         """At most ``limit`` events of this trigger not yet acknowledged, oldest first; test

@@ -1,9 +1,6 @@
-"""How often a practice's polls run: fast while its lists change, slower while they do not.
-
-A shared poll's interval doubles after a quiet poll, up to the shortest ``max_delay`` of its
-triggers (unless the rate budget runs low), and snaps back to the fastest on any activity
-in the practice. Webhook triggers get a completeness sweep every ``catch_up_every``
-seconds. The clock is injected: nothing here sleeps.
+"""How often a practice's polls run: fast while its lists change, slower while they do not
+(doubling up to the shortest ``max_delay``, stretched when the rate budget runs low, back to
+the fastest on any activity). The clock is injected: nothing here sleeps.
 """
 
 from __future__ import annotations
@@ -34,9 +31,8 @@ def parse_max_delay(value: object, *, where: str = "trigger.max_delay") -> float
 
 @dataclass(frozen=True)
 class PollNeed:
-    """What one trigger needs of its list's poll: its interval while the practice is busy,
-    the longest wait it accepts, and whether activity brings it back to ``fastest`` (not
-    for a webhook trigger's sweep)."""
+    """What one trigger needs of its list's poll: its interval while the practice is busy, the
+    longest wait it accepts, whether activity brings it back to ``fastest`` (not a sweep)."""
 
     fastest: float
     slowest: float

@@ -1,9 +1,7 @@
-"""A loaded trigger module turned into what the engine runs: webhook and poll specs.
-
-Fields are those of docs/modules-guide.md ("Triggers"). Delivery bodies and most list
-rows have shapes the spec does not show: every event keeps the whole body or row (``raw``),
-and a template that fails on an odd body never loses the delivery (the event falls back to
-the body itself and the delivery id).
+"""A loaded trigger module turned into what the engine runs: webhook and poll specs
+(fields: docs/modules-guide.md, "Triggers"). Bodies and rows have shapes the spec does not
+show: an event keeps the whole body or row, and a template that fails on an odd body falls
+back to the body and the delivery id, never losing the delivery.
 """
 
 from __future__ import annotations
@@ -37,9 +35,8 @@ def _render(template: Any, context: Mapping[str, Any]) -> Any:
 
 @dataclass(frozen=True)
 class WebhookSpec:
-    """How a trigger receives by webhook (the module's ``webhook`` section): ``map`` reads
-    ``body``, ``data``, ``headers`` and ``input`` (``None``: the body); ``id`` renders the
-    cross-source dedupe key (``None``: the delivery id)."""
+    """The module's ``webhook`` section: ``map`` reads ``body``, ``data``, ``headers`` and
+    ``input`` (``None``: the body); ``id`` the cross-source dedupe key (``None``: delivery id)."""
 
     event: CompiledTemplate | str
     map: Any

@@ -1,9 +1,6 @@
-"""What a trigger can do about the time ``serve`` was down.
-
-Subscriptions stay over a stop, but how long the sender retries is not in the spec. So on
-start every trigger with a **poll source** (a list it can read with its options) catches up
-from its last handled point; one without depends on the sender's retries, and says so in
-``triggers list``, ``plan`` and the attention list (:mod:`practiceflow.service.gaps`).
+"""What a trigger can do about the time ``serve`` was down: one with a poll source (a list
+it can read with its options) catches up on start; one without depends on the sender's
+retries, and says so (``triggers list``, ``plan``, :mod:`practiceflow.service.gaps`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from practiceflow.state import StateStore
 from practiceflow.triggers.base import Trigger
 from practiceflow.triggers.definition import TriggerDefinition
 from practiceflow.triggers.poll_member import PollResult
-from practiceflow.triggers.poller import Poller
+from practiceflow.triggers.shared_poll import Poller
 from practiceflow.triggers.subscriptions import (
     CheckResult,
     SubscriptionManager,
@@ -141,18 +141,13 @@ class PollingTrigger(Trigger):
     mode = "poll"
 
     def __init__(self, poller: Poller) -> None:
-        super().__init__(poller.name, poller.definition.key, poller.practice, poller.store)
+        member = poller.member
+        super().__init__(poller.name, member.definition.key, member.practice, member.store)
         self.poller = poller
 
     def poll_once(self) -> PollResult:
         """One poll (see :meth:`Poller.poll_once`)."""
         return self.poller.poll_once()
-
-    def start(self) -> None:
-        """Nothing to start: polls are driven from outside."""
-
-    def stop(self, *, unsubscribe: bool = True) -> None:
-        """Nothing to stop: the cursor stays where it is."""
 
 
 class BothTrigger(Trigger):

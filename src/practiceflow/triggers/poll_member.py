@@ -1,8 +1,6 @@
-"""One trigger's side of a (shared) poll: its filter, dedupe, known keys and cursor.
-
-A :class:`PollMember` stores its trigger's events under its own dedupe key and only then
-moves its own cursor, so triggers on one list never share state. Store keys per trigger
-name: ``<name>`` (cursor and boundary keys), ``<name>#known`` and ``<name>#page_size``.
+"""One trigger's side of a (shared) poll: its filter, dedupe, known keys and cursor, stored
+under its own name (``<name>``, ``<name>#known``, ``<name>#page_size``) so that triggers on
+one list never share state; its events are stored before its cursor moves.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from typing import Any, Final
 
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.state import CursorState, StateStore
-from practiceflow.triggers.base import TriggerEvent, envelope, persist
+from practiceflow.triggers.base import TriggerEvent, envelope
 from practiceflow.triggers.definition import PollSpec, TriggerDefinition, parse_time
 
 logger = logging.getLogger("practiceflow.triggers.poller")
@@ -33,9 +31,8 @@ PAGE_SIZE_SUFFIX: Final = "#page_size"
 
 @dataclass
 class PollResult:
-    """What one poll did for one trigger: its new events in order found, the requests of
-    the (shared) read, its cursor after, whether it was a first poll (nothing fires), and
-    the rows left out because a template could not read them."""
+    """What one poll did for one trigger: new events in order found, requests of the (shared)
+    read, cursor after, first poll (nothing fires), rows a template could not read."""
 
     events: list[TriggerEvent] = field(default_factory=list)
     requests: int = 0
@@ -45,11 +42,9 @@ class PollResult:
 
 
 class _KnownKeys:
-    """A trigger's known keys for one poll, loaded when first asked.
-
-    A row at or before the time of the row that taught its key is that same row, read again
-    after a crash, so it counts as not known yet: ``known`` never fires twice for one row.
-    """
+    """A trigger's known keys for one poll, loaded when first asked. A row at or before the
+    time of the row that taught its key is that row read again after a crash, so it counts as
+    not known yet: ``known`` never fires twice for one row."""
 
     __slots__ = ("_keys", "_load")
 
@@ -90,7 +85,7 @@ class _KnownKeys:
 class PollMember:
     """One trigger reading a (possibly shared) list: its own filter, dedupe and cursor. A
     read calls :meth:`begin`, a ``start_*``, :meth:`take` per row, :meth:`page_done` per page
-    and a ``finish_*``. ``since``: as for :class:`~.poller.Poller`."""
+    and a ``finish_*``. ``since``: as for :class:`~.shared_poll.Poller`."""
 
     def __init__(
         self,
@@ -269,7 +264,7 @@ class PollMember:
             data = row
         event = self.definition.key
         payload = envelope("poll", data, row, event=event)
-        if persist(self.store, self.practice, self.name, key, payload, event=event):
+        if self.store.record_event(self.practice, self.name, event, key, payload):
             self.changed = True
             self.result.events.append(
                 TriggerEvent(

@@ -10,11 +10,24 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from practiceflow.triggers.cadence import Cadence, PollNeed, PracticeCadence, group_cadence
 from practiceflow.triggers.poll_member import PollMember, PollResult
-from practiceflow.triggers.poller import budget_interval
 from practiceflow.triggers.shared_poll import SharedPoll, SharedPollResult, group_members
+
+
+def budget_interval(client: Any, base: float, maximum: float = 3600.0) -> float:
+    """``base`` stretched by the rate budget the client last saw left (at most ``maximum``):
+    2x below a half, 4x below a quarter, 8x below a tenth, 16x when nothing is left."""
+    status = getattr(client, "rate_limit_status", None)
+    if status is None or not status.limit or status.remaining is None or status.limit <= 0:
+        return base
+    left = status.remaining / status.limit
+    factor = next(
+        (f for below, f in ((0.0, 16), (0.1, 8), (0.25, 4), (0.5, 2)) if left <= below), 1
+    )
+    return min(base * factor, max(maximum, base))
 
 
 @dataclass(frozen=True)

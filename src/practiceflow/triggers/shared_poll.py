@@ -1,10 +1,8 @@
 """One list request feeds every trigger that reads the same list with the same cursor.
 
-Polls are grouped by :class:`PollSource`, never by trigger name. The read starts at the
-earliest of its triggers' cursors, and each trigger stores its events before moving its own
-cursor, so a crash between two only hands rows again to the one left behind (which the
-others skip). Triggers with no cursor yet get one whole read of their own. Rules: see
-docs/architecture.md ("Receiving events").
+Polls are grouped by :class:`PollSource`; the read starts at the earliest of its triggers'
+cursors and each trigger stores its events before moving its own cursor, so a crash only
+hands rows again to the one left behind. Rules: docs/architecture.md ("Receiving events").
 """
 
 from __future__ import annotations
@@ -18,8 +16,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Final
 
+from practiceflow.api import Client
 from practiceflow.api.paging import MAX_PAGE_NUMBER, extract_items
 from practiceflow.errors import ConfigError, ValidationError
+from practiceflow.state import StateStore
 from practiceflow.triggers.definition import CursorKind, TriggerDefinition, parse_time
 from practiceflow.triggers.poll_member import FULL_SCAN, PollMember, PollResult
 
@@ -112,8 +112,7 @@ class SharedPollResult:
 
 class SharedPoll:
     """Polls one list for every trigger of a practice that reads it (module docstring);
-    ``today`` as for :class:`~.poller.Poller`. ConfigError: members that read different
-    sources, or none."""
+    ``today`` as for :class:`Poller`. ConfigError: members read different lists, or none."""
 
     def __init__(
         self,
@@ -258,9 +257,8 @@ class SharedPoll:
                 member.finish_since()
 
     def _read_behind(self, members: list[PollMember], value: str, refused: ValidationError) -> None:
-        """Read again from earlier when the API refuses the cursor (its clock went back,
-        spec 8): 1, 2, 4 min ... about 2 days back until accepted; rows read again are
-        dropped by the store's seen ids. Raises ``refused`` when every time is refused."""
+        """When the API refuses the cursor (its clock went back, spec 8), read from 1, 2, 4 min
+        ... about 2 days earlier until accepted (seen rows are dropped); else raise ``refused``."""
         cursor = _time(value)
         step = timedelta(minutes=1)
         for _ in range(_BEHIND_STEPS):
@@ -291,9 +289,8 @@ class SharedPoll:
     def _fetch(
         self, path: str, params: Mapping[str, Any], page: int, members: Sequence[PollMember]
     ) -> tuple[list[Any], bool]:
-        """One page: its rows and whether another page may follow. A repeated page (the
-        list ignores ``pageNumber``) comes back empty and last; a short first page with no
-        ``hasMore`` asks for one more (the server may ignore ``pageSize``)."""
+        """One page: its rows and whether another may follow. A repeated page (``pageNumber``
+        ignored) is empty and last; a short first page without ``hasMore`` asks one more."""
         if page == 1:
             self._previous_rows = None
         query = dict(params)
@@ -344,3 +341,30 @@ def _time(value: str) -> datetime:
         message = f"stored cursor is not a timestamp: {value!r}"
         raise ConfigError(message)
     return moment
+
+
+class Poller:
+    """Polls one trigger's list endpoint for one practice. ``since`` starts from that ISO
+    8601 instant instead of "from now" (only while no cursor is stored); ``today`` gives
+    the UTC date of ``date_range`` windows (tests fake it)."""
+
+    def __init__(
+        self,
+        client: Client,
+        store: StateStore,
+        practice: str,
+        definition: TriggerDefinition,
+        options: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        since: str | None = None,
+        today: Callable[[], date] | None = None,
+    ) -> None:
+        self.member = PollMember(store, practice, definition, options, name=name, since=since)
+        self.client = client
+        self.name = self.member.name
+        self.shared = SharedPoll(client, [self.member], today=today)
+
+    def poll_once(self) -> PollResult:
+        """Poll once: store the new events, then move the cursor (:meth:`SharedPoll.poll_once`)."""
+        return self.shared.poll_once().results[self.name]

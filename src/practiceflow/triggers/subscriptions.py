@@ -1,9 +1,8 @@
 """The lifecycle of webhook subscriptions: subscribe, check, re-subscribe, unsubscribe.
 
-The spec has no list of subscriptions, so each is saved ``pending`` before the subscribe is
-sent, then ``active`` with its id and secret (kept only in the store, never logged). A lost
-answer leaves it ``in_doubt``, **never** repeated (a second subscribe could leave an orphan
-delivering forever): a person settles it.
+Each is saved ``pending`` before the subscribe is sent (the spec has no list of them), then
+``active`` with its id and secret (only in the store). A lost answer leaves it ``in_doubt``,
+never repeated (a second subscribe could leave an orphan delivering): a person settles it.
 """
 
 from __future__ import annotations
@@ -44,9 +43,8 @@ class SubscriptionInDoubt(ConfigError):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """What a test delivery showed: ``arrived``, ``not_arrived`` (accepted, nothing came
-    within the wait), ``missing`` (404: the subscription disappeared), ``not_subscribed``
-    (nothing stored for the trigger) or ``in_doubt``; and the seconds waited."""
+    """What a test delivery showed, and the seconds waited: ``arrived``, ``not_arrived`` (none
+    in the wait), ``missing`` (404: gone), ``not_subscribed`` (none stored) or ``in_doubt``."""
 
     name: str
     status: Literal["arrived", "not_arrived", "missing", "not_subscribed", "in_doubt"]
@@ -110,15 +108,10 @@ class SubscriptionManager:
         current = self.store.get_subscription(self.practice, name)
         if current is not None and current.status in ("in_doubt", "pending"):
             raise SubscriptionInDoubt(self.practice, name)
-        if (
-            current is not None
-            and current.status == "active"
-            and current.event == event
-            and self.public_url is not None
-            and current.url.startswith(self.public_url + HOOKS_PREFIX)
-        ):
-            return current
         if current is not None and current.status == "active":
+            prefix = None if self.public_url is None else self.public_url + HOOKS_PREFIX
+            if current.event == event and prefix and current.url.startswith(prefix):
+                return current
             self.remove(name)
         return self._subscribe(name, event)
 
@@ -190,11 +183,8 @@ class SubscriptionManager:
         wait: float = 5.0,
         every: float = 0.1,
     ) -> CheckResult:
-        """Send the test delivery and report whether the subscription is alive.
-
-        ``arrived`` tells whether the test delivery reached the receiver, looked at every
-        ``every`` seconds for ``wait``; ``None`` only checks the API still knows it.
-        """
+        """Send the test delivery and report whether the subscription is alive: ``arrived``
+        is asked every ``every`` s for ``wait`` s (``None``: only that the API knows it)."""
         current = self.store.get_subscription(self.practice, name)
         if current is None:
             return CheckResult(name, "not_subscribed", None, 0.0)

@@ -1,9 +1,7 @@
-"""Test deliveries told apart without any marker in the body.
-
-The spec does not show how a test delivery is marked, but we know when we asked for one:
-:func:`note_asked` records the time (and the answer's event id, if any) before ``/test`` is
-sent. While an id-less test is awaited, any other delivery is **held** as unrecognised (it
-may be the test), as is one the trigger cannot map: stored, never run, listed for a person.
+"""Test deliveries told apart without any marker in the body: the spec does not show one,
+but we know when we asked (:func:`note_asked`, before ``/test`` is sent). While an id-less
+test is awaited, any other delivery is held as unrecognised (it may be the test), as is one
+the trigger cannot map: stored, never run, listed for a person.
 """
 
 from __future__ import annotations
@@ -17,12 +15,6 @@ from practiceflow.state import StateStore, SubscriptionHealth
 
 #: How long after asking an id-less test delivery is awaited.
 AWAIT_TEST: Final = timedelta(minutes=10)
-
-
-def looks_like_test(body: Any) -> bool:
-    """Whether a body carries a test marker (``isTest: true`` at the top or in ``data``)."""
-    data = body.get("data") if isinstance(body, Mapping) else None
-    return any(isinstance(part, Mapping) and part.get("isTest") is True for part in (body, data))
 
 
 def note_asked(store: StateStore, practice: str, trigger: str, answer: Any = None) -> None:
@@ -57,7 +49,8 @@ def classify(
     """Tell a test delivery ``(True, None)``, an unrecognised one ``(True, reason)`` and an
     event to run ``(False, None)`` apart, from the subscription's health (when a test was
     asked for, its event id) and whether the mapping found a record key (``mapped``)."""
-    if looks_like_test(body):
+    data = body.get("data") if isinstance(body, Mapping) else None  # ``isTest: true`` marks one
+    if any(isinstance(part, Mapping) and part.get("isTest") is True for part in (body, data)):
         return True, None
     when = health.test_asked_at
     if when is not None:

@@ -1,34 +1,28 @@
 """The webhook receiver: a starlette app that verifies, dedupes and stores deliveries.
 
-Each subscription has its own path, ``/hooks/<path_token>``. For every delivery, in order:
-
-1. body over ``max_body`` (counted while reading): **413**;
-2. unknown path: **404** (logged with a token fingerprint, never the token);
-3. :func:`practiceflow.webhooks.verify` fails: **401** with the reason;
-4. tell test and unmappable deliveries apart (:mod:`.tests_asked`), map the body and store
-   it durably, deduplicated by event key *and* signature (the id is not signed); store
-   unusable (:class:`StoreError`): **503** so the sender retries;
-5. only then **200**, with ``X-Practiceflow-Stored: true`` (``false`` for a duplicate) and
-   ``X-Practiceflow-Event-Key``.
-
-Nothing unverified is stored, and work happens after the answer (the runner reads pending
-events). Handled events are purged after ``keep_seen``.
+Each subscription has its own path, ``/hooks/<path_token>``. A delivery is answered 413 (body
+over ``max_body``), 404 (unknown path; logged by token fingerprint), 401 (not verified), 503
+(the store cannot take it: the sender retries), else 200 with ``X-Practiceflow-Stored`` and
+``X-Practiceflow-Event-Key`` only once its event is stored, deduplicated by event key *and*
+signature (the id is not signed). Work happens after the answer (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import math
+import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
@@ -36,13 +30,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from practiceflow.errors import ConfigError, StoreError
+from practiceflow.service.netaddr import ThreadedServer
 from practiceflow.state import DEFAULT_KEEP_SEEN, NewEvent, StateStore, SubscriptionRecord
 from practiceflow.state.group_commit import GroupCommit
 from practiceflow.triggers import tests_asked
-from practiceflow.triggers.any_json import standard_json
 from practiceflow.triggers.base import TriggerEvent, envelope, event_from_record
 from practiceflow.triggers.definition import DELIVERY_PREFIX, WebhookSpec
-from practiceflow.triggers.refused_windows import RefusedWindows, WindowHandler
 from practiceflow.webhooks import (
     DEFAULT_TOLERANCE,
     VerifiedDelivery,
@@ -61,16 +54,18 @@ KEY_HEADER: Final = "X-Practiceflow-Event-Key"
 #: URL path under which every subscription's receiver path lives.
 HOOKS_PREFIX: Final = "/hooks/"
 _PURGE_EVERY: Final = 3600.0
+#: What may hide a value JSON cannot hold: a constant, a long exponent or mantissa, or an
+#: escaped surrogate. A match only means the body is read again, carefully.
+_SUSPECT: Final = re.compile(rb"NaN|Infinity|[eE][+]?\d{3}|\d{309}|\\u[dD][89a-fA-F]")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+#: Called with (practice, trigger, first refusal, when the store took writes again).
+WindowHandler = Callable[[str, str, datetime, datetime], None]
 
 
 @dataclass(frozen=True)
 class Binding:
-    """What the receiver needs to map deliveries of one trigger.
-
-    Attributes:
-        spec: the trigger's webhook spec.
-        options: the trigger's options (``input`` of its templates).
-    """
+    """How the receiver maps deliveries of one trigger: its spec and options (``input``)."""
 
     spec: WebhookSpec
     options: Mapping[str, Any]
@@ -81,8 +76,70 @@ def fingerprint(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()[:10]
 
 
-class _TooLarge(Exception):
-    pass
+def standard_json(body: bytes, parsed: Any) -> Any:
+    """A JSON body (``parsed`` from ``body``) as values standard JSON can hold: ``NaN``,
+    ``Infinity``, ``1e999`` kept as the sender's text, lone UTF-16 surrogates escaped (they
+    cannot be written back as JSON or encrypted as UTF-8); ``parsed`` itself as a rule."""
+    if not _SUSPECT.search(body):
+        return parsed
+    try:
+        return _standard(json.loads(body, parse_constant=str, parse_float=_number))
+    except RecursionError:  # nested deeper than this walk may go: kept as text
+        return body.decode("utf-8", "backslashreplace")
+
+
+def _number(text: str) -> float | str:
+    value = float(text)
+    return value if math.isfinite(value) else text
+
+
+def _escaped(text: str) -> str:
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _standard(value: Any) -> Any:
+    if isinstance(value, str):
+        return _escaped(value)
+    if isinstance(value, list):
+        return [_standard(item) for item in value]
+    if isinstance(value, dict):
+        return {_escaped(key): _standard(item) for key, item in value.items()}
+    return value
+
+
+class RefusedWindows:
+    """Deliveries refused (503) because the store could not take them: the sender may give
+    up before it can, so the first refusal per (practice, trigger) opens a window that
+    ``on_window`` lists as a gap needing attention once a later delivery is stored."""
+
+    def __init__(self, on_window: WindowHandler) -> None:
+        self._on_window = on_window
+        self._open: dict[tuple[str, str], datetime] = {}
+        self._lock = threading.Lock()
+
+    def refused(self, practice: str, trigger: str, at: datetime) -> None:
+        """Note a delivery of a trigger refused at ``at`` (the window's start, if first)."""
+        with self._lock:
+            self._open.setdefault((practice, trigger), at)
+
+    @property
+    def pending(self) -> bool:
+        """Whether a window waits to be listed."""
+        return bool(self._open)
+
+    def close(self, at: datetime) -> None:
+        """The store took a write at ``at``: list every open window, ending then. A window
+        whose listing fails stays open for the next time."""
+        with self._lock:
+            windows, self._open = self._open, {}
+        for (practice, trigger), start in windows.items():
+            try:
+                self._on_window(practice, trigger, start, at)
+            except Exception as exc:  # the store refused again: kept for the next commit
+                logger.warning("refused deliveries of %s not listed yet: %s", trigger, exc)
+                self.refused(practice, trigger, start)
 
 
 @dataclass(frozen=True)
@@ -96,23 +153,9 @@ class _Accepted:
 
 
 class Receiver:
-    """Receives the deliveries of every subscription kept in a state store.
-
-    Args:
-        store: the state store holding subscriptions (path token, secret) and events.
-        max_body: largest body accepted, in bytes (413 beyond).
-        tolerance: seconds a delivery's timestamp may be off (replay window).
-        keep_seen: how long handled events stay deduplicated (at least the sender's
-            retry span; 7 days by default).
-        clock: Unix time for the replay window (tests pass a fake).
-        on_stored: called (from the event loop; it must not block) each time a new event
-            is stored: ``serve`` wakes its runner this way.
-        on_refused_window: lists a window of deliveries refused because the store could
-            not take them, once it can again (:mod:`.refused_windows`); None: not listed.
-
-    Attributes:
-        app: the starlette application.
-    """
+    """Receives the deliveries of every subscription in ``store`` (starlette ``app``);
+    ``keep_seen``: how long handled events stay deduplicated (at least the sender's retry span);
+    ``on_stored``: called from the event loop (must not block) per new event."""
 
     def __init__(
         self,
@@ -149,18 +192,12 @@ class Receiver:
         self._last_purge = 0.0
         self._group = GroupCommit(store)
         self._refused = RefusedWindows(on_refused_window) if on_refused_window else None
-        self.app = Starlette(
-            routes=[Route(HOOKS_PREFIX + "{token}", self._deliver, methods=["POST"])]
-        )
-
-    # -- configuration ------------------------------------------------------------------
+        route = Route(HOOKS_PREFIX + "{token}", self._deliver, methods=["POST"])
+        self.app = Starlette(routes=[route])
 
     def bind(self, practice: str, name: str, spec: WebhookSpec, options: Mapping[str, Any]) -> None:
-        """Say how deliveries of a trigger are mapped (before its subscription exists).
-
-        Deliveries of a stored subscription with no binding are still verified and stored,
-        with the body as the event and the delivery id as the key.
-        """
+        """Say how deliveries of a trigger are mapped (before its subscription exists); without
+        a binding they are still stored, the body as the event and the delivery id as key."""
         self._bindings[(practice, name)] = Binding(spec, dict(options))
 
     def listen(self, callback: Callable[[TriggerEvent], None]) -> None:
@@ -170,11 +207,6 @@ class Receiver:
     def last_delivery(self, practice: str, name: str) -> float | None:
         """When (``clock`` seconds) a verified delivery last reached a trigger, if ever."""
         return self._last_delivery.get((practice, name))
-
-    @property
-    def stored(self) -> int:
-        """How many new events this receiver stored."""
-        return self._stored
 
     def wait_for_events(self, count: int, timeout: float) -> bool:
         """Block until this receiver has stored ``count`` events in all; ``True`` if so."""
@@ -187,8 +219,6 @@ class Receiver:
                 self._changed.wait(left)
         return True
 
-    # -- the endpoint -------------------------------------------------------------------
-
     async def _deliver(self, request: Request) -> Response:
         answer = await self._receive(request)
         if isinstance(answer, Response):
@@ -196,11 +226,9 @@ class Receiver:
         try:
             stored = await self._group.record(answer.event)
         except StoreError as exc:
-            # Nothing was stored: refuse with a status the sender retries, and say why.
-            logger.warning("delivery not stored, the sender will retry it: %s", exc)
             if self._refused is not None:
                 self._refused.refused(answer.event.practice, answer.event.source, self.store.now())
-            return self._refuse(503, "store_unavailable", "the event could not be stored")
+            return self._unavailable(exc)
         if self._refused is not None and self._refused.pending:
             await run_in_threadpool(self._refused.close, self.store.now())
         if answer.test or self._listeners or self._purge_due():
@@ -223,28 +251,29 @@ class Receiver:
         self._group.close()
 
     async def _receive(self, request: Request) -> _Accepted | Response:
-        """Read, look up, verify and map a delivery; a refusal is a response.
-
-        Runs on the event loop when the store's reads are local (SQLite), else in a thread.
-        """
+        """Read, look up, verify and map a delivery; a refusal is a response."""
         token = str(request.path_params["token"])
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body:
-            return self._refuse(413, "body_too_large", f"larger than {self.max_body} bytes")
+            return self._too_large()
+        chunks: list[bytes] = []
+        size = 0
         try:
-            body = await self._read(request)
-        except _TooLarge:
-            return self._refuse(413, "body_too_large", f"larger than {self.max_body} bytes")
+            async for chunk in request.stream():  # counted while read: no length is trusted
+                size += len(chunk)
+                if size > self.max_body:
+                    return self._too_large()
+                chunks.append(chunk)
         except ClientDisconnect:
             return Response(status_code=400)
+        body = b"".join(chunks)
         try:
             if self.store.local_reads:
                 return self._accept(token, request.headers.raw, body)
             # A read over the network (PostgreSQL) must not block the event loop.
             return await run_in_threadpool(self._accept, token, request.headers.raw, body)
         except StoreError as exc:
-            logger.warning("delivery not stored, the sender will retry it: %s", exc)
-            return self._refuse(503, "store_unavailable", "the event could not be stored")
+            return self._unavailable(exc)
 
     def _accept(
         self, token: str, raw_headers: list[tuple[bytes, bytes]], body: bytes
@@ -278,13 +307,8 @@ class Receiver:
             health, self.store.now(), delivery_id, payload, mapped
         )
         if unrecognised is not None:
-            logger.warning(
-                "delivery %s for %s/%s held as unrecognised: %s",
-                delivery_id,
-                practice,
-                name,
-                unrecognised,
-            )
+            held = (delivery_id, practice, name, unrecognised)
+            logger.warning("delivery %s for %s/%s held as unrecognised: %s", *held)
         stored_payload = envelope(
             "webhook",
             data,
@@ -302,31 +326,20 @@ class Receiver:
         self, token: str, raw_headers: list[tuple[bytes, bytes]], body: bytes
     ) -> tuple[SubscriptionRecord, VerifiedDelivery] | Response:
         """The path's subscription and the delivery verified with its secret, or a refusal.
-
-        The subscription is read for every delivery (an indexed read): a copy kept longer
-        would go on accepting a replaced secret, or a deleted path.
-        """
+        Read per delivery: a copy kept longer would accept a replaced secret or deleted path."""
         subscription = self.store.find_subscription_by_path(token)
         if subscription is None:
             logger.warning("delivery to unknown receiver path %s refused", fingerprint(token))
             return self._refuse(404, "unknown_path", "no subscription uses this path")
         try:
-            now = self._clock()
+            window = self.replay_window
+            secrets = [subscription.secret]
             delivery = verify(
-                raw_headers,
-                body,
-                [subscription.secret],
-                self.tolerance,
-                now=now,
-                max_age=self.replay_window,
+                raw_headers, body, secrets, self.tolerance, now=self._clock(), max_age=window
             )
         except WebhookVerificationError as exc:
-            logger.warning(
-                "delivery for %s/%s refused: %s",
-                subscription.practice,
-                subscription.trigger_key,
-                exc.reason,
-            )
+            where = f"{subscription.practice}/{subscription.trigger_key}"
+            logger.warning("delivery for %s refused: %s", where, exc.reason)
             return self._refuse(401, exc.reason, str(exc))
         return subscription, delivery
 
@@ -346,15 +359,8 @@ class Receiver:
         practice, name = accepted.event.practice, accepted.event.source
         try:
             if accepted.unrecognised is not None and stored:  # before the test is marked
-                event_key = accepted.event.event_id
-                tests_asked.hold(
-                    self.store,
-                    practice,
-                    name,
-                    event_key,
-                    accepted.delivery_id,
-                    accepted.unrecognised,
-                )
+                key, reason = accepted.event.event_id, accepted.unrecognised
+                tests_asked.hold(self.store, practice, name, key, accepted.delivery_id, reason)
             if accepted.test:
                 self.store.record_test_delivery(practice, name)
                 tests_asked.arrived(self.store, practice, name)
@@ -365,18 +371,16 @@ class Receiver:
             self._announce(practice, name, accepted.event.event_id)
         self._maybe_purge()
 
-    async def _read(self, request: Request) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body:
-                raise _TooLarge
-            chunks.append(chunk)
-        return b"".join(chunks)
-
     def _refuse(self, status: int, reason: str, detail: str) -> Response:
         return JSONResponse({"status": status, "reason": reason, "detail": detail}, status)
+
+    def _too_large(self) -> Response:
+        return self._refuse(413, "body_too_large", f"larger than {self.max_body} bytes")
+
+    def _unavailable(self, exc: StoreError) -> Response:
+        # Nothing was stored: refuse with a status the sender retries, and say why.
+        logger.warning("delivery not stored, the sender will retry it: %s", exc)
+        return self._refuse(503, "store_unavailable", "the event could not be stored")
 
     def _announce(self, practice: str, name: str, key: str) -> None:
         if not self._listeners:
@@ -406,65 +410,35 @@ class Receiver:
             logger.exception("purging seen events failed")
 
 
-class ReceiverServer:
-    """A :class:`Receiver` served by uvicorn in a background thread.
-
-    Attributes:
-        receiver: the receiver.
-        host: the address it listens on.
-        port: the port (chosen when ``0`` was asked).
-    """
+class ReceiverServer(ThreadedServer):
+    """A :class:`Receiver` served by uvicorn in a daemon thread; ``sock``: a socket already
+    listening (bound early, see practiceflow.service.early_listen); port ``0``: see ``.port``."""
 
     def __init__(
         self, receiver: Receiver, host: str, port: int, sock: socket.socket | None = None
     ) -> None:
+        super().__init__(receiver.app, host, port, "pf-receiver")
         self.receiver = receiver
-        self.host = host
-        config = uvicorn.Config(
-            receiver.app,
-            host=host,
-            port=port,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-        )
-        self._server = uvicorn.Server(config)
-        # ``sock``: a socket already listening (bound early, see practiceflow.service.early_listen).
-        sockets = None if sock is None else [sock]
-        self._thread = threading.Thread(
-            target=self._server.run, args=(sockets,), name="pf-receiver", daemon=True
-        )
-        self.port = port
+        self._sockets = None if sock is None else [sock]
+
+    def _run(self) -> None:
+        self._server.run(self._sockets)
 
     @property
     def url(self) -> str:
         """The base URL, such as ``http://127.0.0.1:8081``."""
-        return f"http://{self.host}:{self.port}"
+        return self.root
 
     def start(self, timeout: float = 5.0) -> ReceiverServer:
-        """Start serving and wait until the socket listens.
-
-        Raises:
-            ConfigError: the server did not start within ``timeout``.
-        """
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                message = f"webhook receiver on {self.host}:{self.port} did not start"
-                raise ConfigError(message)
-            time.sleep(0.01)
-        servers = getattr(self._server, "servers", [])
-        for server in servers:
-            for sock in server.sockets:
-                self.port = int(sock.getsockname()[1])
-                break
+        """Start serving and wait until the socket listens (ConfigError: not in ``timeout``)."""
+        if not self.serve(timeout):
+            message = f"webhook receiver on {self.host}:{self.port} did not start"
+            raise ConfigError(message)
         return self
 
     def stop(self) -> None:
-        """Stop serving (deliveries in flight finish first)."""
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
+        """Stop serving (deliveries in flight finish first), then the group commit's writer."""
+        super().stop()
         self.receiver.close()
 
 
@@ -472,16 +446,7 @@ class ReceiverServer:
 def serve_receiver(
     receiver: Receiver, host: str = "127.0.0.1", port: int = 0
 ) -> Iterator[ReceiverServer]:
-    """Serve a receiver for the duration of a ``with`` block.
-
-    Args:
-        receiver: the receiver.
-        host: the address to listen on.
-        port: the port; ``0`` picks a free one (read it from ``.port``).
-
-    Yields:
-        The running server.
-    """
+    """Serve a receiver for a ``with`` block; ``port`` ``0`` picks a free one (``.port``)."""
     server = ReceiverServer(receiver, host, port).start()
     try:
         yield server

@@ -1,9 +1,7 @@
-"""The upgrade gate: every run in flight replayed against a new version, and the explicit
-migration of those that can move.
-
-A run ``can move`` only when every step it took is in the new version with the same id and
-action, every write it sent would be sent alike and no new step comes before one it took,
-so it sends nothing twice; else it ``stays`` on its own version or ``needs a person``.
+"""The upgrade gate: runs in flight replayed against a new version, and the explicit
+migration of those that ``can move``: every step it took is in the new version with the same
+id and action, every write would be sent alike and no new step comes before one it took (so
+nothing is sent twice); else it ``stays`` on its own version or ``needs a person``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""A run rendered again under another recipe version: reads from its journal, nothing sent.
-
-Writes are rendered and compared with the requests the run journaled. Steps match by id,
-else by the first unmatched journaled step with the same ``use``; a write carries the marker
-of the step it matched, so versions are compared on what they say, not on their ids.
+"""A run rendered again under another recipe version from its journal, nothing sent: writes
+are compared with the requests the run journaled. Steps match by id, else by the first
+unmatched journaled step with the same ``use`` (a write carries the marker of its match).
 """
 
 from __future__ import annotations
@@ -36,9 +34,8 @@ Verdict = Literal["same", "differs", "new", "dropped", "skipped", "error", "read
 
 @dataclass(frozen=True)
 class ReplayedStep:
-    """One step of a replay: the request the run journaled (``sent``), the one the new
-    version would send (``would_send``), both masked, and the verdict (docs/versions.md;
-    also ``skipped``: its ``if`` is false, ``read``: output from the journal)."""
+    """One step of a replay: the request the run journaled (``sent``) and the one the new
+    version would send (``would_send``), both masked, and the verdict (docs/versions.md)."""
 
     step_id: str
     use: str

@@ -1,7 +1,5 @@
-"""Which recipe a run is driven with: its own version, whatever the files say now.
-
-:func:`recipe_for_run` answers before a run's first step on every start; a version that
-cannot be rebuilt holds the run for a person (:func:`version_hold`), never drives it on
+"""Which recipe a run is driven with: its own version, whatever the files say now; one that
+cannot be rebuilt holds the run for a person (:func:`version_hold`), never runs it on
 something else. :func:`orphan_runs` finds unfinished runs of recipes no longer served.
 """
 
@@ -19,9 +17,8 @@ from practiceflow.versions.recorded import VersionUnavailable, load_version, reb
 def recipe_for_run(
     store: StateStore, run: RunRecord, served: ValidRecipe, served_digest: str | None
 ) -> ValidRecipe:
-    """The recipe a run is driven with (module docstring), given the recipe ``served`` by
-    the runner that drives it and its digest (None: not recorded); VersionUnavailable when
-    its version cannot be rebuilt, or it has none and its recipe is not the one served."""
+    """The recipe a run is driven with, given the runner's ``served`` one and its digest;
+    VersionUnavailable: its version cannot be rebuilt, or it has none and is not served."""
     if run.version is None:
         if run.recipe != served.name:
             message = (
@@ -74,9 +71,8 @@ def orphan_runs(
 
 
 def settle_orphan_event(store: StateStore, run: RunRecord, sources: Collection[str]) -> None:
-    """Mark the event of a run no longer served handled once the run ended, unless a
-    served recipe still takes events from its source (that recipe's own run of it marks
-    it, and marking it here would lose the event for that recipe)."""
+    """Mark the event of an ended run no longer served handled, unless a served recipe still
+    takes events from its source (its own run marks it; marking it here would lose it)."""
     origin = run.origin if isinstance(run.origin, Mapping) else {}
     source = origin.get("source")
     if not isinstance(source, str) or source in sources:

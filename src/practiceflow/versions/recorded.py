@@ -1,9 +1,6 @@
-"""What a run's version is, how it is stored once, and how it is rebuilt.
-
-A version is the recipe's text, its modules' texts and the names of the hooks they need,
-stored by sha256 so the same content is stored once; a run records its digest at start.
-Rebuilding reads only the store and validates again; hooks are code, so a version whose
-hook is gone cannot be rebuilt (:class:`VersionUnavailable`).
+"""What a run's version is, how it is stored once, and how it is rebuilt: the recipe's text,
+its modules' texts and the hooks they need, stored by sha256. Rebuilding reads only the
+store; hooks are code, so a version whose hook is gone cannot be rebuilt.
 """
 
 from __future__ import annotations
@@ -65,9 +62,8 @@ class ModuleVersion:
 
 @dataclass(frozen=True)
 class RecipeVersion:
-    """A recipe and everything it uses, as it was (module docstring): its modules by
-    :attr:`ModuleVersion.ref`, the hooks and checks they need, the built-in local steps it
-    uses; ``file`` is for messages only (not part of the digest)."""
+    """A recipe and everything it uses, as it was: its modules by :attr:`ModuleVersion.ref`,
+    the hooks and checks and built-in local steps they need; ``file`` is not in the digest."""
 
     name: str
     file: str
