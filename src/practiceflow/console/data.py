@@ -17,6 +17,7 @@ from typing import Any
 
 from practiceflow.api import RateLimits
 from practiceflow.console.redact import Redactor
+from practiceflow.engine.masking import mask_values
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import ActionModule, ModuleRegistry, default_registry
 from practiceflow.runner import ValidRecipe
@@ -345,7 +346,8 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
         advice=advice,
         duration_s=_seconds(run.created_at, run.updated_at),
     )
-    return red.drop(data, values)  # type: ignore[no-any-return]
+    # A value personal in one step is personal in every step (a name copied into a note).
+    return mask_values(data, values)  # type: ignore[no-any-return]
 
 
 def _personal(
@@ -389,7 +391,7 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
         reason = quarantine_reason(run)
         if reason is not None:  # nothing to settle: the reason says what to do
             row = _attention_row(*head, _iso(run.updated_at), red.text(reason), quarantined=True)
-            rows.append(red.drop(row, red.event_personal(run.origin)))
+            rows.append(mask_values(row, red.event_personal(run.origin)))
             continue
         recipe = _recipe_of(ctx, run)
         steps = ctx.store.get_steps(run.run_id)
@@ -408,7 +410,7 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
                 reconciliation=red.error(view["use"], looked, step.request),
                 request=view["request"],
             )
-            rows.append(red.drop(row, values))
+            rows.append(mask_values(row, values))
     for entry in ctx.store.list_attention(practice=ctx.practice, statuses=("open",)):
         rows.append(
             _attention_row(

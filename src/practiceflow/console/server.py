@@ -16,8 +16,7 @@ from starlette.routing import BaseRoute
 
 from practiceflow.console.app import PREFIX, create_app
 from practiceflow.console.data import ConsoleContext
-from practiceflow.console.security import Guard
-from practiceflow.console.security import check_bind as check_bind  # cli.serving imports it here
+from practiceflow.console.security import Guard, check_bind
 from practiceflow.errors import ConfigError
 from practiceflow.runner import ValidRecipe
 from practiceflow.service.loop import Service

@@ -9,34 +9,26 @@ from __future__ import annotations
 
 import logging
 import secrets
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from practiceflow.engine import run_action, validate_input
-from practiceflow.engine.masking import mask_output, mask_secrets
-from practiceflow.errors import ConfigError, InputError, Issue
-from practiceflow.hooks import ClientLike
-from practiceflow.manifest import ActionModule, ModuleRegistry, lint
+from practiceflow.engine.masking import mask_secrets
+from practiceflow.errors import ConfigError, InputError
+from practiceflow.manifest import ActionModule, lint
 from practiceflow.manifest.validation import issues_for
 from practiceflow.mcp._catalog import ToolEntry
 from practiceflow.mcp._confirmation import SealedState, arguments_digest, new_code, seal_state
-from practiceflow.mcp._sending import WriteSender, mask_by_value
-from practiceflow.runner import RunOutcome, ValidRecipe, dry_run
-from practiceflow.state import StateStore
+from practiceflow.mcp._sending import PiiPaths, WriteSender, mask_by_value, masked_output
+from practiceflow.runner import ValidRecipe, dry_run
 from practiceflow.templating import utcnow
 
 logger = logging.getLogger("practiceflow.mcp")
 
-#: How long a preview may wait for its confirmation.
-DEFAULT_TTL = 15 * 60.0
 #: How long an expired, never confirmed preview is kept before it is forgotten.
 _KEEP_EXPIRED = timedelta(days=1)
-
-PiiPaths = frozenset[tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -59,33 +51,8 @@ class Preview:
 class WriteDesk(WriteSender):
     """Carries out tool calls for one practice (see the module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        store: StateStore,
-        client: ClientLike,
-        practice: str,
-        registry: ModuleRegistry,
-        catalog: Mapping[str, ToolEntry],
-        recipes_dir: Path,
-        writes_on: bool,
-        show_personal: bool = False,
-        assistant_confirms: bool = False,
-        ttl: float = DEFAULT_TTL,
-    ) -> None:
-        super().__init__(
-            store=store,
-            client=client,
-            practice=practice,
-            registry=registry,
-            catalog=catalog,
-            recipes_dir=recipes_dir,
-            writes_on=writes_on,
-            assistant_confirms=assistant_confirms,
-        )
-        self.show_personal = show_personal
-        self.ttl = ttl
-        self._lock = threading.Lock()
+    #: How long a preview may wait for its confirmation (seconds).
+    ttl = 15 * 60.0
 
     def read(self, module: ActionModule, arguments: Mapping[str, Any]) -> Any:
         """Run a read action at once; its output with secrets (and, unless shown, personal
@@ -93,14 +60,9 @@ class WriteDesk(WriteSender):
         with self._lock:
             self._check_action_input(module, arguments)
             result = run_action(module, arguments, self.client, registry=self.registry)
-        return self._shown_output(module, arguments, result.output)
-
-    def _shown_output(self, module: ActionModule, arguments: Any, output: Any) -> Any:
-        shown = mask_secrets(output, module.secret_paths)
         if self.show_personal:
-            return shown
-        shown = mask_output(shown, module.output.schema)
-        return mask_by_value(shown, arguments, module.pii_paths)
+            return mask_secrets(result.output, module.secret_paths)
+        return masked_output(module, arguments, result.output)
 
     def preview(self, entry: ToolEntry, arguments: Mapping[str, Any]) -> Preview:
         """Check a write's input and render its request(s), sending nothing; kept in the
@@ -188,25 +150,10 @@ class WriteDesk(WriteSender):
             ],
         }
 
-    def _check_action_input(self, module: ActionModule, data: Any) -> None:
-        if not isinstance(data, Mapping):
-            got = type(data).__name__
-            raise InputError(
-                module.key, [Issue("tool arguments", 0, 0, "", f"got {got}; expected an object")]
-            )
+    def _check_action_input(self, module: ActionModule, data: Mapping[str, Any]) -> None:
         issues = validate_input(module, data, file="tool arguments")
         if issues:
             raise InputError(module.key, issues)
-
-    def confirm(self, state: str, **options: Any) -> dict[str, Any]:
-        """:meth:`WriteSender.confirm`, one call of this server at a time."""
-        with self._lock:
-            return super().confirm(state, **options)
-
-    def resume_pending(self) -> list[RunOutcome]:
-        """:meth:`WriteSender.resume_pending`, one call of this server at a time."""
-        with self._lock:
-            return super().resume_pending()
 
     def _pii(self, entry: ToolEntry) -> PiiPaths:
         if entry.action is not None:

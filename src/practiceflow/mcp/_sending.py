@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -95,11 +96,17 @@ def mask_by_value(tree: Any, data: Any, pii: PiiPaths) -> Any:
     return mask_request({"v": tree}, data, pii).get("v")
 
 
+def masked_output(module: ActionModule, arguments: Any, output: Any) -> Any:
+    """An action's output as the assistant sees it: secrets, personal fields (by the output
+    schema) and the call's personal values masked."""
+    shown = mask_output(mask_secrets(output, module.secret_paths), module.output.schema)
+    return mask_by_value(shown, arguments, module.pii_paths)
+
+
 class WriteSender:
     """Sends the confirmed writes of one practice (see the module docstring); the base of
-    :class:`~._desk.WriteDesk`, which calls it one call at a time. ``assistant_confirms``
-    accepts ``confirm_write`` without the user's code.
-    """
+    :class:`~._desk.WriteDesk`. ``assistant_confirms`` accepts ``confirm_write`` without the
+    user's code; ``show_personal`` leaves personal fields of read results unmasked."""
 
     def __init__(
         self,
@@ -111,7 +118,8 @@ class WriteSender:
         catalog: Mapping[str, ToolEntry],
         recipes_dir: Path,
         writes_on: bool,
-        assistant_confirms: bool,
+        show_personal: bool = False,
+        assistant_confirms: bool = False,
     ) -> None:
         self.store = store
         self.pending_writes: PendingWriteStore = store
@@ -121,8 +129,10 @@ class WriteSender:
         self.catalog = catalog
         self.recipes_dir = recipes_dir
         self.writes_on = writes_on
+        self.show_personal = show_personal
         self.assistant_confirms = assistant_confirms
         self.claimant = Claimant()
+        self._lock = threading.Lock()  # one call of this server at a time
         self._recipes: dict[str, ValidRecipe] = {}
 
     def refuse_if_off(self, entry: ToolEntry) -> None:
@@ -147,43 +157,44 @@ class WriteSender:
         sharing the store may confirm a write another one previewed). Raises ConfigError
         (nothing sent: a state not ours, altered, expired, for other arguments, a missing or
         wrong code) or RunNotDone (failed, held for a person, or being sent elsewhere)."""
-        bound = self._bound(state, tool, arguments)
-        key = run_key(bound.write_id)
-        run = self._run_of(key)
-        row = self.pending_writes.get_pending_write(self.practice, bound.write_id)
-        kept = row.sealed if row is not None and isinstance(row.sealed, dict) else {}
-        given = dict(kept.get("arguments") or {})
-        if run is not None and run.status in _ENDED:
-            return self._settled(run.run_id, run.status, None, given)
-        if run is None:
-            self._check_confirmable(bound, row, code, person_confirmed)
-        elif row is None:
-            message = (
-                f"run {run.run_id} is unfinished; the next start of 'practiceflow mcp "
-                "--allow-writes' finishes it (reading the write back first). Nothing was "
-                "sent by this call."
+        with self._lock:
+            bound = self._bound(state, tool, arguments)
+            key = run_key(bound.write_id)
+            run = self._run_of(key)
+            row = self.pending_writes.get_pending_write(self.practice, bound.write_id)
+            kept = row.sealed if row is not None and isinstance(row.sealed, dict) else {}
+            given = dict(kept.get("arguments") or {})
+            if run is not None and run.status in _ENDED:
+                return self._settled(run.run_id, run.status, None, given)
+            if run is None:
+                self._check_confirmable(bound, row, code, person_confirmed)
+            elif row is None:
+                message = (
+                    f"run {run.run_id} is unfinished; the next start of 'practiceflow mcp "
+                    "--allow-writes' finishes it (reading the write back first). Nothing was "
+                    "sent by this call."
+                )
+                raise RunNotDone(message)
+            entry = self._entry(bound.tool)
+            self.refuse_if_off(entry)
+            holder = self.pending_writes.claim_pending_write(
+                self.practice, bound.write_id, self.claimant.name, self._may_take
             )
-            raise RunNotDone(message)
-        entry = self._entry(bound.tool)
-        self.refuse_if_off(entry)
-        holder = self.pending_writes.claim_pending_write(
-            self.practice, bound.write_id, self.claimant.name, self._may_take
-        )
-        if holder is not None:
-            message = (
-                f"{bound.tool}: another practiceflow mcp process ({holder}) is sending this "
-                "write now; nothing was sent by this call. Confirm again in a minute for "
-                "its result."
-            )
-            raise RunNotDone(message)
-        try:
-            outcome = self._run(entry, given, key)
-        finally:
-            self.pending_writes.release_pending_write(
-                self.practice, bound.write_id, self.claimant.name
-            )
-        logger.info("mcp %s: run %s %s", entry.name, outcome.run_id, outcome.status)
-        return self._settled(outcome.run_id, outcome.status, outcome, given)
+            if holder is not None:
+                message = (
+                    f"{bound.tool}: another practiceflow mcp process ({holder}) is sending this "
+                    "write now; nothing was sent by this call. Confirm again in a minute for "
+                    "its result."
+                )
+                raise RunNotDone(message)
+            try:
+                outcome = self._run(entry, given, key)
+            finally:
+                self.pending_writes.release_pending_write(
+                    self.practice, bound.write_id, self.claimant.name
+                )
+            logger.info("mcp %s: run %s %s", entry.name, outcome.run_id, outcome.status)
+            return self._settled(outcome.run_id, outcome.status, outcome, given)
 
     def _bound(
         self, state: str, tool: str | None, arguments: Mapping[str, Any] | None
@@ -266,23 +277,26 @@ class WriteSender:
     def resume_pending(self) -> list[RunOutcome]:
         """Drive the runs of confirmed calls a stopped server left pending, by the runner's
         rules; one another process sends is left."""
-        outcomes: list[RunOutcome] = []
-        for event in self.store.pending_events(self.practice, 1000, source=EVENT_SOURCE):
-            name = event.event_key.removeprefix("assistant.")
-            entry = self.catalog.get(name)
-            if entry is None or not self.writes_on or entry.kind not in ("write", "recipe"):
-                logger.warning(
-                    "mcp %s: a confirmed call (event %s) is unfinished; start the server "
-                    "with --allow-writes (and its recipe) to finish it",
-                    name,
-                    event.event_id,
-                )
-                continue
-            outcome = self._resume(entry, event)
-            if outcome is not None:
-                logger.warning("mcp %s: resumed run %s: %s", name, outcome.run_id, outcome.status)
-                outcomes.append(outcome)
-        return outcomes
+        with self._lock:
+            outcomes: list[RunOutcome] = []
+            for event in self.store.pending_events(self.practice, 1000, source=EVENT_SOURCE):
+                name = event.event_key.removeprefix("assistant.")
+                entry = self.catalog.get(name)
+                if entry is None or not self.writes_on or entry.kind not in ("write", "recipe"):
+                    logger.warning(
+                        "mcp %s: a confirmed call (event %s) is unfinished; start the server "
+                        "with --allow-writes (and its recipe) to finish it",
+                        name,
+                        event.event_id,
+                    )
+                    continue
+                outcome = self._resume(entry, event)
+                if outcome is not None:
+                    logger.warning(
+                        "mcp %s: resumed run %s: %s", name, outcome.run_id, outcome.status
+                    )
+                    outcomes.append(outcome)
+            return outcomes
 
     def _resume(self, entry: ToolEntry, event: EventRecord) -> RunOutcome | None:
         write_id = event.event_id.removeprefix("mcp-")
@@ -341,7 +355,8 @@ class WriteSender:
         for step in steps:
             action = self.registry.actions.get(step.step_id.split("[")[0])
             if action is not None and step.output is not None:
-                outputs[step.step_id] = self._write_output(action, arguments, step.output)
+                # Always masked: the user typed it; the assistant needs the identifiers.
+                outputs[step.step_id] = masked_output(action, arguments, step.output)
         return {
             "run_id": run_id,
             "status": status,
@@ -353,12 +368,6 @@ class WriteSender:
     def _run_error(self, run_id: str) -> Any:
         run = self.store.get_run(run_id)
         return run.error if run is not None else None
-
-    def _write_output(self, module: ActionModule, arguments: Any, output: Any) -> Any:
-        # A write's answer always has personal data masked: it was typed by the user, and
-        # what the assistant needs next are the identifiers.
-        shown = mask_output(mask_secrets(output, module.secret_paths), module.output.schema)
-        return mask_by_value(shown, arguments, module.pii_paths)
 
     def recipe_of(self, entry: ToolEntry) -> ValidRecipe:
         """The recipe a write or recipe tool runs (an action's: its one-step recipe)."""

@@ -29,7 +29,7 @@ from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ActionModule, ModuleRegistry
-from practiceflow.manifest.validation import did_you_mean
+from practiceflow.manifest.validation import hint
 from practiceflow.mcp._catalog import (
     CONFIRM_TOOL,
     ToolEntry,
@@ -147,9 +147,8 @@ class _Handlers:
     ) -> types.CallToolResult | types.InputRequiredResult:
         entry = self.catalog.get(params.name)
         if entry is None:
-            match = did_you_mean(params.name, list(self.catalog))
-            hint = f"did you mean {match!r}?" if match else "see the tool list"
-            return _error(f"unknown tool {params.name!r}; {hint}")
+            known = hint(params.name, self.catalog, "see the tool list")
+            return _error(f"unknown tool {params.name!r}; {known}")
         arguments: dict[str, Any] = dict(params.arguments or {})
         try:
             return await self._call(ctx, entry, arguments, params)
@@ -332,6 +331,4 @@ def build_mcp(
     if writes_on:
         desk.resume_pending()
     lists = {module.key: module for module in settings_lists(registry)}
-    if announce is None:
-        return build_server(desk, catalog, lists), desk
-    return build_server(desk, catalog, lists, announce=announce), desk
+    return build_server(desk, catalog, lists, announce=announce or _stderr), desk

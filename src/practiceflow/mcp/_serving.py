@@ -19,6 +19,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from practiceflow.console.security import check_bind
 from practiceflow.errors import ConfigError
 from practiceflow.service.netaddr import is_loopback, listen_tcp
 
@@ -33,19 +34,12 @@ _BACKLOG = 128
 
 
 def check_http_bind(host: str, token: str | None) -> None:
-    """Refuse to listen beyond loopback without a token.
-
-    Raises:
-        ConfigError: ``host`` is not loopback and no token was given.
-    """
-    if is_loopback(host) or (token and token.strip()):
-        return
-    message = (
-        f"mcp --listen: got {host!r} with no token; anyone who can reach it could read the "
-        "practice's records. Pass --token (or PRACTICEFLOW_MCP_TOKEN), or listen on "
-        "127.0.0.1."
+    """Refuse to listen beyond loopback without a token (ConfigError)."""
+    refusal = (
+        "mcp --listen: got {host!r} with no token; anyone who can reach it could read the "
+        "practice's records. Pass --token (or PRACTICEFLOW_MCP_TOKEN), or listen on 127.0.0.1."
     )
-    raise ConfigError(message)
+    check_bind(host, token, refusal)
 
 
 def _shown(host: str, port: int) -> str:

@@ -1,11 +1,8 @@
 """The one Jinja environment of practiceflow: sandboxed, strict, native, compiled once.
 
-Every template of a module or recipe is compiled by :func:`compile_template` at load time
-and rendered by :meth:`CompiledTemplate.render`. The rules users see (native values, strict
-names, the omission rule of :func:`render_tree`, the filters, the sandbox and its limits)
-are documented once, in ``docs/recipes-reference.md`` ("Templates" and "Limits"); the
-limits are enforced by ``_limits.py`` and ``_bounded.py``, the environment is built in
-``_environment.py``. The sandbox is immutable, so rendering one step can never alter the
+Templates are compiled by :func:`compile_template` at load time and rendered by
+:meth:`CompiledTemplate.render`; the rules users see are in ``docs/recipes-reference.md``
+("Templates", "Limits"). The sandbox is immutable, so rendering one step can never alter the
 trigger or another step's output.
 """
 

@@ -1,11 +1,7 @@
-"""Jinja's filters, tests, operators and calls wrapped with the limits of ``_limits.py``.
-
-Every wrapped operation checks its inputs (size, and the render's budget charged for
-reading them) in one step, and charges its result. The amplifying operations (padding and
-centering, printf and ``str.format`` widths and precisions, ``*`` and ``+``, ``~``,
-``join``, ``replace``, ``indent``, ``wordwrap``, ``batch`` and ``slice`` fills,
-``translate``, ``expandtabs``, ``tojson`` indentation) are refused before they run when
-their result would exceed :data:`~practiceflow.templating._limits.MAX_SIZE`.
+"""Jinja's filters, tests, operators and calls wrapped with the limits of ``_limits.py``: each
+checks its inputs (size, and the budget for reading them) and charges its result; an amplifying
+one (padding, widths, ``*``, ``join``, ``replace``...) is refused before it runs when its result
+would exceed :data:`~practiceflow.templating._limits.MAX_SIZE`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The sandboxed Jinja environment, its filters and clock, and the rewrites that bound
-every template.
-
-:class:`BoundedEnvironment` is Jinja's immutable sandbox whose operators, calls, filters and
-tests check sizes and charge the render's budget; :func:`bound_tree` routes every loop,
-macro body, ``~`` and comparison through the budget; :func:`check_constants` refuses at load
-time a constant operation over the limits (Jinja would fold it when compiling).
+"""The sandboxed Jinja environment, its filters and clock, and the rewrites that bound every
+template: :func:`bound_tree` routes loops, macro bodies, ``~`` and comparisons through the
+budget; :func:`check_constants` refuses at load time a constant operation over the limits.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from urllib.parse import quote
 
 from jinja2 import StrictUndefined, nodes
 from jinja2.nodes import EvalContext
-from jinja2.runtime import Context, Undefined
+from jinja2.runtime import Context, LoopContext, Macro, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from practiceflow.templating import _bounded as bounds
@@ -63,7 +59,7 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         what = bounds.call_name(__obj)
         args = bounds.check_call(__obj, args, kwargs, what)
         call = super().call
-        if budget.is_nested_call(__obj):
+        if isinstance(__obj, Macro | LoopContext):  # counted by depth
             result = budget.nested_call(lambda: call(__context, __obj, *args, **kwargs))
         else:
             result = call(__context, __obj, *args, **kwargs)
@@ -173,14 +169,9 @@ def make_environment() -> BoundedEnvironment:
 
 
 def bound_tree(tree: nodes.Template) -> None:
-    """Route every loop, ``~`` and comparison of a parsed template (changed in place)
-    through the size checks and the budget.
-
-    Each run of a loop's, macro's or ``{% call %}`` block's body is charged its size (its
-    nodes) by a first statement added to it, so that repeating a long body costs in
-    proportion even when its operations are cheap (a recursive loop's inner runs included,
-    which do not go through the loop's counting iterator).
-    """
+    """Route every loop, ``~`` and comparison of a parsed template (in place) through the
+    budget. Each run of a loop's, macro's or ``{% call %}`` body is charged its size by a first
+    statement added to it, so a long body repeated costs in proportion (recursive runs too)."""
     blocks: list[nodes.For | nodes.Macro | nodes.CallBlock] = [
         *tree.find_all(nodes.For),
         *tree.find_all(nodes.Macro),
@@ -202,7 +193,6 @@ def bound_tree(tree: nodes.Template) -> None:
 
 
 def _size(body: list[nodes.Node]) -> int:
-    """The nodes of a block's body, all levels."""
     return sum(1 + sum(1 for _ in node.find_all(nodes.Node)) for node in body)
 
 
@@ -234,14 +224,8 @@ def _environment_call(name: str, args: list[nodes.Expr], lineno: int) -> nodes.C
 
 
 def check_constants(tree: nodes.Template, env: BoundedEnvironment) -> None:
-    """Refuse, at load time, a constant operation over the limits (Jinja would fold it).
-
-    Filters and the operators ``*``, ``**``, ``+``, ``%`` whose operands are all literals
-    are evaluated here first, sharing one budget as in a render.
-
-    Raises:
-        LimitError: with ``lineno`` set to the operation's line.
-    """
+    """Refuse, at load time, a constant filter or ``*``, ``**``, ``+``, ``%`` over the limits
+    (Jinja would fold it), sharing one budget as a render does: LimitError with ``lineno``."""
     with budget.render_budget():
         eval_ctx = EvalContext(env)
         for node in tree.find_all((nodes.Filter, nodes.BinExpr)):

@@ -1,14 +1,8 @@
-"""The limits of the template sandbox: how large a value may be, and what one render may
-spend (the Jinja operations wrapped with these checks are in ``_bounded.py``).
+"""The limits of the template sandbox (for users: ``docs/recipes-reference.md``, "Limits").
 
 Jinja's sandbox stops attribute escapes but not templates that allocate gigabytes or recurse
-without end. The size of a value is counted as a tree: characters of its strings plus one per
-item of its lists, tuples and mappings (a string held twice counts twice, as printing it
-does). Each render gets a fresh :class:`RenderBudget` of work, text, loop iterations and
-macro depth that every bounded operation charges; a charge past a limit raises
-:class:`LimitError` before the operation goes on. What each limit counts is documented for
-users in ``docs/recipes-reference.md`` ("Limits"). Outside a render (a plugin rendering
-through the environment itself) each operation is charged to a budget of its own.
+without end. A value's size is counted as a tree (its strings' characters plus one per item);
+each render gets a fresh :class:`RenderBudget` that every operation ``_bounded.py`` wraps charges.
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jinja2.exceptions import SecurityError
-from jinja2.runtime import Context, LoopContext, Macro
+from jinja2.runtime import Context, LoopContext
 
 #: Units of work (loop iterations and items built or read) one render may do.
 MAX_WORK = 500_000
@@ -51,11 +45,8 @@ class RenderBudget:
     depth: int = 0
 
     def charge(self, what: str, *, work: int = 0, text: int = 0) -> None:
-        """Add to the work and text spent by ``what`` (``'map'``, ``str.center``...).
-
-        Raises:
-            LimitError: when the render would pass :data:`MAX_WORK` or :data:`MAX_TEXT`.
-        """
+        """Add to the work and text spent by ``what`` (``'map'``, ``str.center``...); a
+        LimitError past :data:`MAX_WORK` or :data:`MAX_TEXT`."""
         self.work += work
         self.text += text
         if self.work > MAX_WORK:
@@ -155,11 +146,6 @@ def nested_call(call: Callable[[], Any]) -> Any:
         return call()
     finally:
         budget.depth -= 1
-
-
-def is_nested_call(obj: Any) -> bool:
-    """Tell whether a call is to a macro or a recursive loop (counted by depth)."""
-    return isinstance(obj, Macro | LoopContext)
 
 
 #: Largest value (characters plus items, counted as a tree) a template may build.
