@@ -1,9 +1,6 @@
-"""The console's data: plain JSON-ready views built from the state store.
-
-Every page and every ``/console/api/`` route is built from the functions here, so a page
-and its API always agree, and everything passes through the :class:`Redactor` once. A
-figure the store does not keep is ``None`` here and "not recorded" on a page, never
-guessed.
+"""The console's data: JSON-ready views built from the state store, behind every page and
+``/console/api/`` route (so both agree), each passed through the :class:`Redactor` once. A
+figure the store does not keep is ``None`` here and "not recorded" on a page, never guessed.
 """
 
 from __future__ import annotations
@@ -204,19 +201,15 @@ def parse_filters(
     return recipe or None, found_status, found_day, problems
 
 
-def _step_count(steps: Sequence[StepRecord]) -> str:
-    done = sum(step.status in ("succeeded", "skipped") for step in steps)
-    return f"{done}/{len(steps)}"
-
-
 def _run_row(ctx: ConsoleContext, run: RunRecord) -> dict[str, Any]:
     steps = ctx.store.get_steps(run.run_id)
+    done = sum(step.status in ("succeeded", "skipped") for step in steps)
     return {
         "run_id": run.run_id,
         "recipe": run.recipe,
         "event_id": run.event_id,
         "status": run.status,
-        "steps_done": _step_count(steps),
+        "steps_done": f"{done}/{len(steps)}",
         "version": short(run.version),
         "created_at": _iso(run.created_at),
         "updated_at": _iso(run.updated_at),
@@ -297,13 +290,8 @@ def _answer_time(history: Sequence[dict[str, Any]]) -> float | None:
     for index in range(len(history) - 1, -1, -1):
         if history[index]["to"] == "sent" and index + 1 < len(history):
             start = datetime.fromisoformat(history[index]["at_precise"])
-            end = datetime.fromisoformat(history[index + 1]["at_precise"])
-            return round((end - start).total_seconds(), 3)
+            return _seconds(start, datetime.fromisoformat(history[index + 1]["at_precise"]))
     return None
-
-
-def _recipe_named(ctx: ConsoleContext, name: str) -> ValidRecipe | None:
-    return next((recipe for recipe in ctx.recipes if recipe.name == name), None)
 
 
 def _recipe_of(ctx: ConsoleContext, run: RunRecord) -> ValidRecipe | None:
@@ -313,7 +301,7 @@ def _recipe_of(ctx: ConsoleContext, run: RunRecord) -> ValidRecipe | None:
             return rebuild(load_version(ctx.store, run.version))
         except VersionUnavailable:
             pass
-    return _recipe_named(ctx, run.recipe)
+    return next((recipe for recipe in ctx.recipes if recipe.name == run.recipe), None)
 
 
 def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:

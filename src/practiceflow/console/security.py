@@ -34,12 +34,8 @@ _REFUSAL = (
 
 
 def check_bind(host: str, token: str | None, refusal: str = _REFUSAL) -> None:
-    """Refuse to listen beyond loopback without a token (``refusal``: the message, with
-    ``{host}``; the MCP server's HTTP transport has its own).
-
-    Raises:
-        ConfigError: ``host`` is not loopback and no token was given.
-    """
+    """Refuse (ConfigError) to listen beyond loopback without a token; ``refusal`` is the
+    message, with ``{host}`` (``mcp --listen`` has its own)."""
     if not is_loopback(host) and not (token and token.strip()):
         raise ConfigError(refusal.format(host=host))
 

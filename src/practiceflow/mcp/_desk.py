@@ -41,7 +41,6 @@ class Preview:
     state: str = field(repr=False)
     write_id: str
     entry: ToolEntry
-    arguments: dict[str, Any] = field(repr=False)
     shown: dict[str, Any]
     expires_at: datetime
     for_user: dict[str, Any] = field(repr=False)
@@ -102,7 +101,7 @@ class WriteDesk(WriteSender):
         )
         bound = SealedState(write_id, self.practice, entry.name, digest, expires)
         state = seal_state(self.pending_writes.sealer, bound)
-        return Preview(state, write_id, entry, data, shown, expires, for_user, code)
+        return Preview(state, write_id, entry, shown, expires, for_user, code)
 
     def _preview_action(
         self, module: ActionModule, data: dict[str, Any], *, show_personal: bool = False
@@ -155,13 +154,6 @@ class WriteDesk(WriteSender):
         if issues:
             raise InputError(module.key, issues)
 
-    def _pii(self, entry: ToolEntry) -> PiiPaths:
-        if entry.action is not None:
-            return entry.action.pii_paths
-        if entry.recipe is not None:
-            return self._recipe_pii(entry.recipe)
-        return frozenset()
-
     @staticmethod
     def _recipe_pii(recipe: ValidRecipe) -> PiiPaths:
         return frozenset(lint.pii_paths(recipe.trigger.output_schema))
@@ -169,4 +161,7 @@ class WriteDesk(WriteSender):
     def error_text(self, entry: ToolEntry, arguments: Any, exc: BaseException) -> str:
         """An error's message as the assistant may read it (the call's personal values
         masked, in case the API echoed one)."""
-        return str(mask_by_value(str(exc), arguments, self._pii(entry)))
+        pii = self._recipe_pii(entry.recipe) if entry.recipe is not None else frozenset()
+        if entry.action is not None:
+            pii = entry.action.pii_paths
+        return str(mask_by_value(str(exc), arguments, pii))

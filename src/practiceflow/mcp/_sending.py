@@ -86,10 +86,6 @@ def recipe_for_action(module: ActionModule, folder: Path) -> Path:
     return path
 
 
-def _pseudo_step(step_id: str) -> bool:
-    return step_id.startswith("@")
-
-
 def mask_by_value(tree: Any, data: Any, pii: PiiPaths) -> Any:
     """Mask every personal value of ``data`` (its personal paths ``pii``) wherever it
     appears in ``tree``."""
@@ -346,11 +342,12 @@ class WriteSender:
             )
             raise RunNotDone(message.strip())
         if status == "failed":
-            cause = outcome.error if outcome is not None else self._run_error(run_id)
+            record = outcome or self.store.get_run(run_id)
+            cause = record.error if record is not None else None
             detail = cause.get("message", "") if isinstance(cause, Mapping) else str(cause or "")
             message = f"run {run_id} failed: {detail or hint}"
             raise RunNotDone(message)
-        steps = [s for s in self.store.get_steps(run_id) if not _pseudo_step(s.step_id)]
+        steps = [s for s in self.store.get_steps(run_id) if not s.step_id.startswith("@")]
         outputs: dict[str, Any] = {}
         for step in steps:
             action = self.registry.actions.get(step.step_id.split("[")[0])
@@ -364,10 +361,6 @@ class WriteSender:
             "output": outputs,
             "journal": hint,
         }
-
-    def _run_error(self, run_id: str) -> Any:
-        run = self.store.get_run(run_id)
-        return run.error if run is not None else None
 
     def recipe_of(self, entry: ToolEntry) -> ValidRecipe:
         """The recipe a write or recipe tool runs (an action's: its one-step recipe)."""

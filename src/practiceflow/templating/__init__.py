@@ -49,10 +49,8 @@ def environment() -> SandboxedEnvironment:
 
 
 def add_filter(name: str, func: Callable[..., Any]) -> None:
-    """Add a filter ``name`` to the shared environment, bounded like the built-in ones.
-
-    A filter of that name already there is kept.
-    """
+    """Add a filter ``name`` to the shared environment, bounded like the built-in ones (a
+    filter of that name already there is kept)."""
     _ENV.filters.setdefault(name, bounds.bounded_filters({name: func})[name])
 
 
@@ -90,12 +88,9 @@ class CompiledTemplate:
     _run: Callable[[Mapping[str, Any]], Any]
 
     def render(self, context: Mapping[str, Any]) -> Any:
-        """The native value of a single-expression template, else a string.
-
-        Raises:
-            TemplateError: on an undefined name, a sandbox refusal or a failing filter,
-                located at the template's file, line and field.
-        """
+        """The native value of a single-expression template, else a string. Raises
+        TemplateError (an undefined name, a sandbox refusal, a failing filter) located at the
+        template's file, line and field."""
         try:
             with budget.render_budget():
                 return budget.check_size(self._run(context), "the rendered value")
@@ -136,11 +131,8 @@ def _template_line(exc: BaseException) -> int:
 
 
 def compile_template(source: str, origin: Origin | None = None) -> CompiledTemplate:
-    """Compile one template (cached by source).
-
-    Raises:
-        TemplateError: a syntax error or a constant over the limits, located at its line.
-    """
+    """Compile one template (cached by source). Raises TemplateError: a syntax error or a
+    constant over the limits, located at its line."""
     where = origin or Origin()
     try:
         compiled = _compile_cached(source)
@@ -315,11 +307,8 @@ OriginFor = Callable[[tuple[str | int, ...]], Origin]
 def compile_tree(
     value: Any, origin_for: OriginFor, path: tuple[str | int, ...] = ()
 ) -> tuple[Any, list[Issue]]:
-    """Compile every template leaf of a YAML structure (``origin_for`` locates a leaf).
-
-    Returns:
-        The tree with :class:`CompiledTemplate` leaves, and every issue found.
-    """
+    """Compile every template leaf of a YAML structure (``origin_for`` locates a leaf): the
+    tree with :class:`CompiledTemplate` leaves, and every issue found."""
     issues: list[Issue] = []
 
     def walk(node: Any, at: tuple[str | int, ...]) -> Any:
@@ -354,10 +343,7 @@ def iter_templates(tree: Any) -> Iterator[CompiledTemplate]:
 
 def render_tree(tree: Any, context: Mapping[str, Any]) -> Any:
     """Render a compiled tree to plain data; a value that renders to None is left out.
-
-    Raises:
-        TemplateError: when a template fails; nothing has been sent.
-    """
+    Raises TemplateError when a template fails (nothing has been sent)."""
     if isinstance(tree, CompiledTemplate):
         return tree.render(context)
     if isinstance(tree, dict):

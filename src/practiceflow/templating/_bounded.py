@@ -102,11 +102,10 @@ def _check_format_string(text: str, what: str) -> None:
 
 
 def _replaced(text: str | bytes, old: Any, new: Any, count: Any = -1) -> None:
-    if not isinstance(old, str | bytes) or not isinstance(new, str | bytes):
+    texts = isinstance(old, str | bytes) and isinstance(new, str | bytes)
+    if not texts or not isinstance(count, int) or isinstance(count, bool):
         return
-    if not isinstance(count, int) or isinstance(count, bool):
-        return
-    hits = text.count(old) if old else len(text) + 1  # type: ignore[arg-type]
+    hits = text.count(old) if old else len(text) + 1
     if count >= 0:
         hits = min(hits, count)
     refuse_over("replace", len(text) + hits * max(len(new) - len(old), 0))
