@@ -436,14 +436,8 @@ def budget_view(ctx: ConsoleContext) -> dict[str, Any]:
     from the store's request bookkeeping, with the ``practiceflow plan`` forecast.
     """
     limits = {name: getattr(ctx.limits, name) for name in ("per_minute", "per_hour", "per_day")}
-    data: dict[str, Any] = {
-        "practice": ctx.practice,
-        "limits": limits,
-        "per_minute": None,
-        "per_hour": None,
-        "last_day": None,
-        "forecast": None,
-    }
+    data: dict[str, Any] = {"practice": ctx.practice, "limits": limits}
+    data |= dict.fromkeys(("per_minute", "per_hour", "last_day", "forecast"))  # not recorded
     if ctx.practice is not None:
         now = ctx.store.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
         data["per_minute"] = _buckets(ctx.store, ctx.practice, now, timedelta(minutes=1), 60)

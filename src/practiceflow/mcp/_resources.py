@@ -1,8 +1,6 @@
-"""What an assistant reads to answer "what is stuck, and why": resources and their templates.
-
-``docs/mcp.md`` lists them (lookup lists, recent and held runs, the rate budget). Nothing
-here holds a personal value the journal would not show: step requests and errors are
-journaled masked, and a step's output is masked by its module's output schema.
+"""What an assistant reads to answer "what is stuck, and why": resources and their templates
+(listed in ``docs/mcp.md``). Nothing here holds a personal value the journal would not show:
+step requests and errors are journaled masked, a step's output is masked by its schema.
 """
 
 from __future__ import annotations

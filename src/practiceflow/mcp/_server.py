@@ -36,9 +36,8 @@ from practiceflow.mcp._catalog import (
     settings_lists,
     wraps_result,
 )
-from practiceflow.mcp._desk import Preview, WriteDesk
+from practiceflow.mcp._desk import ASK_FOR_CODE, Preview, RunNotDone, WriteDesk
 from practiceflow.mcp._resources import ASSISTANT_LIMITS, TEMPLATES, Resources
-from practiceflow.mcp._sending import ASK_FOR_CODE, RunNotDone
 from practiceflow.runner import ValidRecipe
 from practiceflow.service.state_location import practice_budget
 from practiceflow.state import StateStore

@@ -112,10 +112,9 @@ def _render_failure(exc: Exception) -> str:
     return f"failed: {type(exc).__name__}: {exc}"
 
 
-def _shown(source: str, limit: int = 120) -> str:
+def _shown(source: str) -> str:
     """The template's text for an error message, shortened when long."""
-    text = source if len(source) <= limit else source[: limit - 3] + "..."
-    return repr(text)
+    return repr(source if len(source) <= 120 else source[:117] + "...")
 
 
 def _template_line(exc: BaseException) -> int:
@@ -210,12 +209,9 @@ _FALLBACK = object()
 def _with_fast_path(
     expr: nodes.Expr, slow: Callable[[Mapping[str, Any]], Any]
 ) -> Callable[[Mapping[str, Any]], Any]:
-    """Skip Jinja for ``{{ a.b.c }}`` and ``{{ a.b | default(K) }}``.
-
-    It only indexes plain dicts and lists with public keys that are not dict attributes, so
-    it can do nothing the sandbox would refuse; anything else goes through Jinja, which also
-    words the errors.
-    """
+    """Skip Jinja for ``{{ a.b.c }}`` and ``{{ a.b | default(K) }}``: only plain dicts and
+    lists indexed by public keys that are not dict attributes, so nothing the sandbox would
+    refuse; anything else goes through Jinja, which also words the errors."""
     default: Any = _FALLBACK
     target = expr
     if (

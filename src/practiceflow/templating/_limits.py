@@ -80,8 +80,7 @@ class render_budget:
 
 def current_budget() -> RenderBudget:
     """The budget of the render in progress (outside a render: a new one, not kept)."""
-    budget = _CURRENT.get()
-    return budget if budget is not None else RenderBudget()
+    return _CURRENT.get() or RenderBudget()
 
 
 def charge_result(value: Any, what: str) -> Any:
