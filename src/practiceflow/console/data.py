@@ -222,12 +222,11 @@ def runs_view(
     recipe: str | None = None,
     status: RunStatus | None = None,
     day: date | None = None,
-    limit: int = 200,
 ) -> list[dict[str, Any]]:
     """Runs matching the filters, newest first (as ``practiceflow runs list``)."""
     since = datetime.combine(day, time(), UTC) if day else None
     found = ctx.store.list_runs(
-        practice=ctx.practice, recipe=recipe, status=status, since=since, limit=limit
+        practice=ctx.practice, recipe=recipe, status=status, since=since, limit=200
     )
     if day is not None:
         found = [run for run in found if run.created_at.astimezone(UTC).date() == day]
