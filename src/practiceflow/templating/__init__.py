@@ -21,7 +21,6 @@ from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import consume
 
 from practiceflow.errors import Issue, TemplateError
-from practiceflow.templating import _bounded as bounds
 from practiceflow.templating import _environment as sandbox
 from practiceflow.templating import _limits as budget
 from practiceflow.templating._environment import filter_pathseg, set_clock, utcnow
@@ -51,7 +50,7 @@ def environment() -> SandboxedEnvironment:
 def add_filter(name: str, func: Callable[..., Any]) -> None:
     """Add a filter ``name`` to the shared environment, bounded like the built-in ones (a
     filter of that name already there is kept)."""
-    _ENV.filters.setdefault(name, bounds.bounded_filters({name: func})[name])
+    _ENV.filters.setdefault(name, budget.bounded_filters({name: func})[name])
 
 
 def is_template(text: str) -> bool:

@@ -18,7 +18,6 @@ from jinja2.nodes import EvalContext
 from jinja2.runtime import Context, LoopContext, Macro, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from practiceflow.templating import _bounded as bounds
 from practiceflow.templating import _limits as budget
 
 #: Largest integer, in bits, that ``**`` may build.
@@ -31,8 +30,8 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "+", "%"})
     # Called by every loop, ``~`` and comparison (not filters: templates cannot name them).
     pf_counted_iterations = staticmethod(budget.counted_iterations)
-    pf_concat = staticmethod(bounds.concat)
-    pf_compare = staticmethod(bounds.checked_compare)
+    pf_concat = staticmethod(budget.concat)
+    pf_compare = staticmethod(budget.checked_compare)
     pf_charge_body = staticmethod(budget.charge_body)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
@@ -53,8 +52,8 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
             # Calls the compiler inserted (see bound_tree): positional arguments only (the
             # keywords are Jinja's bookkeeping); they check and charge for themselves.
             return __obj(*args)
-        what = bounds.call_name(__obj)
-        args = bounds.check_call(__obj, args, kwargs, what)
+        what = budget.call_name(__obj)
+        args = budget.check_call(__obj, args, kwargs, what)
         call = super().call
         if isinstance(__obj, Macro | LoopContext):  # counted by depth
             result = budget.nested_call(lambda: call(__context, __obj, *args, **kwargs))
@@ -72,13 +71,13 @@ def _checked_pow(left: Any, right: Any) -> Any:
 
 
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
-    "*": bounds.checked_mul,
+    "*": budget.checked_mul,
     "**": _checked_pow,
-    "+": bounds.checked_add,
-    "%": bounds.checked_mod,
+    "+": budget.checked_add,
+    "%": budget.checked_mod,
 }
 _OWN_CALLS = frozenset(
-    {budget.counted_iterations, bounds.concat, bounds.checked_compare, budget.charge_body}
+    {budget.counted_iterations, budget.concat, budget.checked_compare, budget.charge_body}
 )
 
 
@@ -160,8 +159,8 @@ def make_environment() -> BoundedEnvironment:
     env.filters.update(
         date=filter_date, datetime=filter_datetime, tojson=filter_tojson, pathseg=filter_pathseg
     )
-    env.filters = bounds.bounded_filters(env.filters)
-    env.tests.update(bounds.bounded_tests(env.tests))
+    env.filters = budget.bounded_filters(env.filters)
+    env.tests.update(budget.bounded_tests(env.tests))
     return env
 
 
