@@ -1,8 +1,6 @@
-"""The run console: see and act on runs in a browser, served by ``practiceflow serve``.
-
-Views in :mod:`.data`, masking in :mod:`.redact`, routes in :mod:`.app`, access checks in
-:mod:`.security`, the server in :mod:`.server`; Jinja pages in ``templates/``.
-"""
+"""The run console: see and act on runs in a browser, served by ``practiceflow serve``
+(views in :mod:`.data`, masking in :mod:`.redact`, routes in :mod:`.app`, pages in
+``templates/``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """The console's starlette application: pages under ``/console/``, JSON under ``/console/api/``.
 
-Pages are server-rendered Jinja (autoescaped, no JavaScript): recipes, runs, a run, attention
-(with resolve and settle forms that do what ``practiceflow runs resolve`` and ``attention
-settle`` do) and budget. ``/console/api/...`` returns the same data as JSON. Every POST carries
-a CSRF token (:mod:`.security`); every response is built from :mod:`.data`, which masks.
+Server-rendered Jinja (autoescaped, no JavaScript) with resolve and settle forms that do what
+``practiceflow runs resolve`` and ``attention settle`` do; every POST carries a CSRF token
+(:mod:`.security`); every response is built from :mod:`.data`, which masks.
 """
 
 from __future__ import annotations

@@ -65,14 +65,12 @@ def bar_chart(
         if index % tick_every == 0:
             stamp = str(bucket["start"])[11:16]
             parts.append(f'<text x="{x:.1f}" y="{_HEIGHT - 6}" class="tick">{escape(stamp)}</text>')
-    parts.append(
+    parts += [
         f'<line x1="{_LEFT}" y1="{y(limit):.1f}" x2="{_WIDTH - 8}" y2="{y(limit):.1f}" '
-        'class="limit"/>'
-    )
-    parts.append(
+        'class="limit"/>',
         f'<text x="{_LEFT - 4}" y="{y(limit) + 4:.1f}" class="tick limit-label" '
-        f'text-anchor="end">{_label(limit)}</text>'
-    )
+        f'text-anchor="end">{_label(limit)}</text>',
+    ]
     if forecast is not None:
         parts.append(
             f'<line x1="{_LEFT}" y1="{y(forecast):.1f}" x2="{_WIDTH - 8}" '

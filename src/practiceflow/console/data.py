@@ -1,9 +1,6 @@
-"""The console's data: plain JSON-ready views built from the state store.
-
-Every page and every ``/console/api/`` route is built from the functions here, so a page
-and its API always agree, and everything passes through the :class:`Redactor` once. A
-figure the store does not keep is ``None`` here and "not recorded" on a page, never
-guessed.
+"""The console's data: JSON-ready views built from the state store, behind every page and
+``/console/api/`` route (so both agree), each passed through the :class:`Redactor` once. A
+figure the store does not keep is ``None`` here and "not recorded" on a page, never guessed.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from typing import Any
 
 from practiceflow.api import RateLimits
 from practiceflow.console.redact import Redactor
+from practiceflow.engine.masking import mask_values
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import ActionModule, ModuleRegistry, default_registry
 from practiceflow.runner import ValidRecipe
@@ -203,19 +201,15 @@ def parse_filters(
     return recipe or None, found_status, found_day, problems
 
 
-def _step_count(steps: Sequence[StepRecord]) -> str:
-    done = sum(step.status in ("succeeded", "skipped") for step in steps)
-    return f"{done}/{len(steps)}"
-
-
 def _run_row(ctx: ConsoleContext, run: RunRecord) -> dict[str, Any]:
     steps = ctx.store.get_steps(run.run_id)
+    done = sum(step.status in ("succeeded", "skipped") for step in steps)
     return {
         "run_id": run.run_id,
         "recipe": run.recipe,
         "event_id": run.event_id,
         "status": run.status,
-        "steps_done": _step_count(steps),
+        "steps_done": f"{done}/{len(steps)}",
         "version": short(run.version),
         "created_at": _iso(run.created_at),
         "updated_at": _iso(run.updated_at),
@@ -228,12 +222,11 @@ def runs_view(
     recipe: str | None = None,
     status: RunStatus | None = None,
     day: date | None = None,
-    limit: int = 200,
 ) -> list[dict[str, Any]]:
     """Runs matching the filters, newest first (as ``practiceflow runs list``)."""
     since = datetime.combine(day, time(), UTC) if day else None
     found = ctx.store.list_runs(
-        practice=ctx.practice, recipe=recipe, status=status, since=since, limit=limit
+        practice=ctx.practice, recipe=recipe, status=status, since=since, limit=200
     )
     if day is not None:
         found = [run for run in found if run.created_at.astimezone(UTC).date() == day]
@@ -296,13 +289,8 @@ def _answer_time(history: Sequence[dict[str, Any]]) -> float | None:
     for index in range(len(history) - 1, -1, -1):
         if history[index]["to"] == "sent" and index + 1 < len(history):
             start = datetime.fromisoformat(history[index]["at_precise"])
-            end = datetime.fromisoformat(history[index + 1]["at_precise"])
-            return round((end - start).total_seconds(), 3)
+            return _seconds(start, datetime.fromisoformat(history[index + 1]["at_precise"]))
     return None
-
-
-def _recipe_named(ctx: ConsoleContext, name: str) -> ValidRecipe | None:
-    return next((recipe for recipe in ctx.recipes if recipe.name == name), None)
 
 
 def _recipe_of(ctx: ConsoleContext, run: RunRecord) -> ValidRecipe | None:
@@ -312,7 +300,7 @@ def _recipe_of(ctx: ConsoleContext, run: RunRecord) -> ValidRecipe | None:
             return rebuild(load_version(ctx.store, run.version))
         except VersionUnavailable:
             pass
-    return _recipe_named(ctx, run.recipe)
+    return next((recipe for recipe in ctx.recipes if recipe.name == run.recipe), None)
 
 
 def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
@@ -345,7 +333,8 @@ def run_view(ctx: ConsoleContext, run_id: str) -> dict[str, Any] | None:
         advice=advice,
         duration_s=_seconds(run.created_at, run.updated_at),
     )
-    return red.drop(data, values)  # type: ignore[no-any-return]
+    # A value personal in one step is personal in every step (a name copied into a note).
+    return mask_values(data, values)  # type: ignore[no-any-return]
 
 
 def _personal(
@@ -389,7 +378,7 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
         reason = quarantine_reason(run)
         if reason is not None:  # nothing to settle: the reason says what to do
             row = _attention_row(*head, _iso(run.updated_at), red.text(reason), quarantined=True)
-            rows.append(red.drop(row, red.event_personal(run.origin)))
+            rows.append(mask_values(row, red.event_personal(run.origin)))
             continue
         recipe = _recipe_of(ctx, run)
         steps = ctx.store.get_steps(run.run_id)
@@ -408,7 +397,7 @@ def attention_view(ctx: ConsoleContext) -> list[dict[str, Any]]:
                 reconciliation=red.error(view["use"], looked, step.request),
                 request=view["request"],
             )
-            rows.append(red.drop(row, values))
+            rows.append(mask_values(row, values))
     for entry in ctx.store.list_attention(practice=ctx.practice, statuses=("open",)):
         rows.append(
             _attention_row(
@@ -446,14 +435,8 @@ def budget_view(ctx: ConsoleContext) -> dict[str, Any]:
     from the store's request bookkeeping, with the ``practiceflow plan`` forecast.
     """
     limits = {name: getattr(ctx.limits, name) for name in ("per_minute", "per_hour", "per_day")}
-    data: dict[str, Any] = {
-        "practice": ctx.practice,
-        "limits": limits,
-        "per_minute": None,
-        "per_hour": None,
-        "last_day": None,
-        "forecast": None,
-    }
+    data: dict[str, Any] = {"practice": ctx.practice, "limits": limits}
+    data |= dict.fromkeys(("per_minute", "per_hour", "last_day", "forecast"))  # not recorded
     if ctx.practice is not None:
         now = ctx.store.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
         data["per_minute"] = _buckets(ctx.store, ctx.practice, now, timedelta(minutes=1), 60)

@@ -147,14 +147,6 @@ class Redactor:
             return frozenset()
         return personal_values(origin.get("payload"), self._event_pii(origin))
 
-    def drop(self, tree: Any, values: frozenset[str]) -> Any:
-        """Mask known personal values wherever they appear in a tree.
-
-        A value tagged personal in one step is personal in every other step of the run,
-        whatever the other step's schema says (a name copied into a note, say).
-        """
-        return mask_values(tree, values)
-
     def error(self, use: Any, error: Any, input_entry: Any = None) -> Any:
         """Mask an error or reason, including personal values of the step's input."""
         return self.secrets(mask_values(error, self.personal(use, input_entry)))

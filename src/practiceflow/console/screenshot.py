@@ -25,16 +25,10 @@ CHROMIUM_ARGS = [
 ]
 
 
-def find_chromium() -> Path | None:
-    """The system Chromium executable, or None."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    return Path(found) if found else None
-
-
 def screenshot(url: str, out: Path, *, width: int = 1280) -> tuple[Path | None, str]:
     """Save a full-page screenshot of ``url`` to ``out``."""
-    chromium = find_chromium()
-    if chromium is None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
         return None, "no chromium on this machine (apt-get install chromium)"
     try:
         from playwright import sync_api
@@ -42,7 +36,7 @@ def screenshot(url: str, out: Path, *, width: int = 1280) -> tuple[Path | None, 
         return None, "playwright is not installed (pip install playwright)"
     out.parent.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(chromium), args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": width, "height": 900})
             page.goto(url)

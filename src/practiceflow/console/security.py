@@ -26,20 +26,18 @@ TOKEN_COOKIE = "pf_console_token"  # noqa: S105 - a cookie name, not a secret
 CSRF_FIELD = "csrf_token"
 
 
-def check_bind(host: str, token: str | None) -> None:
-    """Refuse to listen beyond loopback without a token.
+_REFUSAL = (
+    "console: got listen address {host!r} with no token; anyone who can reach it could "
+    "resolve steps. Pass --console-token (or PRACTICEFLOW_CONSOLE_TOKEN), or listen on "
+    "127.0.0.1"
+)
 
-    Raises:
-        ConfigError: ``host`` is not loopback and no token was given.
-    """
-    if is_loopback(host) or (token and token.strip()):
-        return
-    message = (
-        f"console: got listen address {host!r} with no token; anyone who can reach it could "
-        "resolve steps. Pass --console-token (or PRACTICEFLOW_CONSOLE_TOKEN), or listen on "
-        "127.0.0.1"
-    )
-    raise ConfigError(message)
+
+def check_bind(host: str, token: str | None, refusal: str = _REFUSAL) -> None:
+    """Refuse (ConfigError) to listen beyond loopback without a token; ``refusal`` is the
+    message, with ``{host}`` (``mcp --listen`` has its own)."""
+    if not is_loopback(host) and not (token and token.strip()):
+        raise ConfigError(refusal.format(host=host))
 
 
 @dataclass

@@ -1,8 +1,5 @@
-"""The console served by uvicorn in a background thread, as ``serve`` runs it.
-
-:class:`ConsoleServer` refuses to start on a non-loopback address without a token
-(:func:`~practiceflow.console.security.check_bind`), and has the ``start`` / ``stop``
-pair that :class:`~practiceflow.service.loop.Service` calls around its loop.
+"""The console served by uvicorn in a background thread, as ``serve`` runs it (``start`` /
+``stop`` around :class:`~practiceflow.service.loop.Service`'s loop).
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ from starlette.routing import BaseRoute
 
 from practiceflow.console.app import PREFIX, create_app
 from practiceflow.console.data import ConsoleContext
-from practiceflow.console.security import Guard
-from practiceflow.console.security import check_bind as check_bind  # cli.serving imports it here
+from practiceflow.console.security import Guard, check_bind
 from practiceflow.errors import ConfigError
 from practiceflow.runner import ValidRecipe
 from practiceflow.service.loop import Service
@@ -60,9 +56,7 @@ class ConsoleServer(ThreadedServer):
         check_bind(host, token)
         self.optional = optional
         self.running = False
-        self.ctx = ctx
-        self.app = create_app(ctx, Guard(token or None), extra)
-        super().__init__(self.app, host, port, "pf-console")
+        super().__init__(create_app(ctx, Guard(token or None), extra), host, port, "pf-console")
 
     @property
     def url(self) -> str:
@@ -70,11 +64,8 @@ class ConsoleServer(ThreadedServer):
         return f"{self.root}{PREFIX}/"
 
     def start(self, timeout: float = 5.0) -> ConsoleServer:
-        """Start serving and wait until the socket listens.
-
-        Raises:
-            ConfigError: it did not start within ``timeout`` (port taken, say).
-        """
+        """Start serving and wait until the socket listens; ConfigError when it did not start
+        within ``timeout`` (port taken, say) unless the console is optional."""
         if not self.serve(timeout):
             message = f"console on {self.host}:{self.port} did not start (port in use?)"
             if self.optional:

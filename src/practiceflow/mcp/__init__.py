@@ -8,9 +8,8 @@ the runner's journal, resources and transports. :func:`build_mcp` assembles them
 from __future__ import annotations
 
 from practiceflow.mcp._catalog import CONFIRM_TOOL, RECIPE_PREFIX, ToolEntry, build_catalog
-from practiceflow.mcp._desk import WriteDesk
+from practiceflow.mcp._desk import EVENT_SOURCE, WriteDesk, run_key
 from practiceflow.mcp._resources import ASSISTANT_LIMITS, BUDGET_URI, HELD_RUNS_URI, RECENT_RUNS_URI
-from practiceflow.mcp._sending import EVENT_SOURCE, run_key
 from practiceflow.mcp._server import assistant_budget, build_mcp, build_server
 from practiceflow.mcp._serving import (
     DEFAULT_LISTEN,

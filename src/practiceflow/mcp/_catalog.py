@@ -69,42 +69,33 @@ def wraps_result(module: ActionModule) -> bool:
 def read_result_schema(module: ActionModule) -> dict[str, Any]:
     """The output schema of a read tool (see the module docstring)."""
     # The root is never masked whole (a tag there is not a field's), as in masking.
-    root = copy.deepcopy(dict(module.output.schema))
-    schema = portable_schema(_unrequired({key: _open_masked(value) for key, value in root.items()}))
+    schema = portable_schema(_loosened(module.output.schema, root=True))
     if not wraps_result(module):
         return dict(schema)
     return {"type": "object", "required": ["result"], "properties": {"result": schema}}
 
 
-def _unrequired(node: Any) -> Any:
-    """The schema without ``required``: the API may spell a field in another letter case,
-    and a client validating structured content must not refuse the answer for it."""
+def _loosened(node: Any, opens: bool = True, root: bool = False) -> Any:
+    """The schema without ``required`` (the API may spell a field in another letter case, and
+    a client validating structured content must not refuse the answer for it), each personal
+    or secret field opened to the mask ``***``: its type admits a string, its value
+    constraints are dropped."""
     if isinstance(node, list):
-        return [_unrequired(item) for item in node]
+        return [_loosened(item, opens) for item in node]
     if not isinstance(node, Mapping):
         return node
-    return {
-        key: _unrequired(value)
+    masked = opens and not root and (node.get("x-pii") is True or node.get("x-secret") is True)
+    shown = {
+        key: _loosened(value, opens and not masked)
         for key, value in node.items()
         if not (key == "required" and isinstance(value, list))
+        and not (masked and key in _CONSTRAINTS)
     }
-
-
-def _open_masked(node: Any) -> Any:
-    """The schema with each personal or secret field opened to the mask ``***``: its type
-    admits a string, its value constraints are dropped."""
-    if isinstance(node, list):
-        return [_open_masked(item) for item in node]
-    if not isinstance(node, Mapping):
-        return node
-    if node.get("x-pii") is True or node.get("x-secret") is True:
-        opened = {key: value for key, value in node.items() if key not in _CONSTRAINTS}
-        declared = node.get("type")
-        if isinstance(declared, str | list):
-            kinds = [declared] if isinstance(declared, str) else list(declared)
-            opened["type"] = kinds if "string" in kinds else [*kinds, "string"]
-        return opened
-    return {key: _open_masked(value) for key, value in node.items()}
+    declared = node.get("type")
+    if masked and isinstance(declared, str | list):
+        kinds = [declared] if isinstance(declared, str) else list(declared)
+        shown["type"] = kinds if "string" in kinds else [*kinds, "string"]
+    return shown
 
 
 #: What a masked value (``***``) could break in a field's schema.
@@ -284,11 +275,8 @@ def _confirm_tool() -> ToolEntry:
 def build_catalog(
     registry: ModuleRegistry, recipes: Iterable[ValidRecipe], *, writes_on: bool
 ) -> dict[str, ToolEntry]:
-    """Every tool of the server, by name.
-
-    Raises:
-        ValueError: two recipes map to the same tool name, or one to an action's key.
-    """
+    """Every tool of the server, by name; ValueError when two recipes map to the same tool
+    name, or one to an action's key."""
     catalog: dict[str, ToolEntry] = {}
     for key in sorted(registry.actions):
         catalog[key] = _action_tool(registry.actions[key], writes_on)

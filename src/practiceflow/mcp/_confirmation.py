@@ -74,11 +74,8 @@ def open_state(sealer: Sealer, text: str) -> SealedState:
         raise ConfigError(_NOT_OURS)
     try:
         payload = sealer.open({MARK: text.removeprefix(STATE_PREFIX)})
-    except (ConfigError, UnicodeError, ValueError):
-        raise ConfigError(_NOT_OURS) from None
-    if not isinstance(payload, dict) or payload.get("kind") != _KIND:
-        raise ConfigError(_NOT_OURS)
-    try:
+        if not isinstance(payload, dict) or payload.get("kind") != _KIND:
+            raise ConfigError(_NOT_OURS)
         return SealedState(
             str(payload["write"]),
             str(payload["practice"]),
@@ -86,7 +83,7 @@ def open_state(sealer: Sealer, text: str) -> SealedState:
             str(payload["digest"]),
             datetime.fromisoformat(str(payload["expires"])),
         )
-    except (KeyError, ValueError):
+    except (ConfigError, KeyError, UnicodeError, ValueError):
         raise ConfigError(_NOT_OURS) from None
 
 

@@ -1,8 +1,6 @@
-"""What an assistant reads to answer "what is stuck, and why": resources and their templates.
-
-``docs/mcp.md`` lists them (lookup lists, recent and held runs, the rate budget). Nothing
-here holds a personal value the journal would not show: step requests and errors are
-journaled masked, and a step's output is masked by its module's output schema.
+"""What an assistant reads to answer "what is stuck, and why": resources and their templates
+(listed in ``docs/mcp.md``). Nothing here holds a personal value the journal would not show:
+step requests and errors are journaled masked, a step's output is masked by its schema.
 """
 
 from __future__ import annotations
@@ -42,7 +40,7 @@ _WINDOWS: Final = {
 }
 _JSON: Final = "application/json"
 
-_TEMPLATES: Final = (
+TEMPLATES: Final = (
     types.ResourceTemplate(
         uri_template="practiceflow://runs/{run_id}",
         name="run",
@@ -133,17 +131,9 @@ class Resources:
         ]
         return resources
 
-    @staticmethod
-    def templates() -> list[types.ResourceTemplate]:
-        """The resource templates."""
-        return list(_TEMPLATES)
-
     def read(self, uri: str) -> Any:
-        """The payload of a resource.
-
-        Raises:
-            ConfigError: no such resource (the message lists what exists).
-        """
+        """The payload of a resource; ConfigError for no such resource (listing those that
+        exist)."""
         if uri == RECENT_RUNS_URI:
             return [self._summary(run) for run in self._runs()]
         if uri == HELD_RUNS_URI:
@@ -174,7 +164,7 @@ class Resources:
             if run is not None and not rest:
                 return {**self._summary(run), "error": run.error, "steps": self._steps(run)}
         known = [uri for uri, *_ in _STATIC]
-        known += [template.uri_template for template in _TEMPLATES]
+        known += [template.uri_template for template in TEMPLATES]
         message = f"unknown resource {uri!r}; valid values are {known}"
         raise ConfigError(message)
 

@@ -1,8 +1,7 @@
-"""The MCP server over the SDK's lowlevel ``Server``: tools (data, one per module),
-resources, and the person's confirmation of writes: elicitation (``input_required`` from
-protocol 2026-07-28, ``elicitation/create`` before), else ``confirm_write`` with the code the
-server prints on its standard error (never in a tool result). See docs/mcp.md.
-:func:`build_mcp` assembles it from what the command line gives.
+"""The MCP server over the SDK's lowlevel ``Server``: tools, resources, and the person's
+confirmation of writes: elicitation (``input_required`` from protocol 2026-07-28,
+``elicitation/create`` before), else ``confirm_write`` with the code the server prints on its
+standard error (never in a tool result). See docs/mcp.md.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import ActionModule, ModuleRegistry
-from practiceflow.manifest.validation import did_you_mean
+from practiceflow.manifest.validation import hint
 from practiceflow.mcp._catalog import (
     CONFIRM_TOOL,
     ToolEntry,
@@ -37,9 +36,8 @@ from practiceflow.mcp._catalog import (
     settings_lists,
     wraps_result,
 )
-from practiceflow.mcp._desk import Preview, WriteDesk
-from practiceflow.mcp._resources import ASSISTANT_LIMITS, Resources
-from practiceflow.mcp._sending import ASK_FOR_CODE, RunNotDone
+from practiceflow.mcp._desk import ASK_FOR_CODE, Preview, RunNotDone, WriteDesk
+from practiceflow.mcp._resources import ASSISTANT_LIMITS, TEMPLATES, Resources
 from practiceflow.runner import ValidRecipe
 from practiceflow.service.state_location import practice_budget
 from practiceflow.state import StateStore
@@ -128,11 +126,8 @@ class _Handlers:
 
     desk: WriteDesk
     catalog: Mapping[str, ToolEntry]
-    lists: Mapping[str, ActionModule]
-    announce: Callable[[str], None] = _stderr
-
-    def __post_init__(self) -> None:
-        self.resources = Resources(self.desk, self.lists)
+    resources: Resources
+    announce: Callable[[str], None]
 
     async def _blocking(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await anyio.to_thread.run_sync(functools.partial(func, *args, **kwargs))
@@ -147,9 +142,8 @@ class _Handlers:
     ) -> types.CallToolResult | types.InputRequiredResult:
         entry = self.catalog.get(params.name)
         if entry is None:
-            match = did_you_mean(params.name, list(self.catalog))
-            hint = f"did you mean {match!r}?" if match else "see the tool list"
-            return _error(f"unknown tool {params.name!r}; {hint}")
+            known = hint(params.name, self.catalog, "see the tool list")
+            return _error(f"unknown tool {params.name!r}; {known}")
         arguments: dict[str, Any] = dict(params.arguments or {})
         try:
             return await self._call(ctx, entry, arguments, params)
@@ -176,7 +170,6 @@ class _Handlers:
             elicited = answer if isinstance(answer, types.ElicitResult) else None
             state = params.request_state
             return await self._decided(entry, state, elicited, tool=entry.name, arguments=arguments)
-        self.desk.refuse_if_off(entry)
         preview = await self._blocking(self.desk.preview, entry, arguments)
         if not entry.writes:  # a recipe that only reads: nothing to confirm
             return _ok(
@@ -259,7 +252,7 @@ class _Handlers:
     async def list_resource_templates(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=self.resources.templates())
+        return types.ListResourceTemplatesResult(resource_templates=list(TEMPLATES))
 
     async def read_resource(
         self, ctx: Ctx, params: types.ReadResourceRequestParams
@@ -283,7 +276,7 @@ def build_server(
     announce: Callable[[str], None] = _stderr,
 ) -> Server[Any]:
     """The MCP server over a desk (see the module docstring)."""
-    handlers = _Handlers(desk, catalog, lists, announce)
+    handlers = _Handlers(desk, catalog, Resources(desk, lists), announce)
     return Server(
         "practiceflow",
         version=__version__,
@@ -332,6 +325,4 @@ def build_mcp(
     if writes_on:
         desk.resume_pending()
     lists = {module.key: module for module in settings_lists(registry)}
-    if announce is None:
-        return build_server(desk, catalog, lists), desk
-    return build_server(desk, catalog, lists, announce=announce), desk
+    return build_server(desk, catalog, lists, announce=announce or _stderr), desk

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import errno
 import hmac
-import json
 import logging
 import socket
 from typing import Any
@@ -17,8 +16,10 @@ import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from practiceflow.console.security import check_bind
 from practiceflow.errors import ConfigError
 from practiceflow.service.netaddr import is_loopback, listen_tcp
 
@@ -33,19 +34,12 @@ _BACKLOG = 128
 
 
 def check_http_bind(host: str, token: str | None) -> None:
-    """Refuse to listen beyond loopback without a token.
-
-    Raises:
-        ConfigError: ``host`` is not loopback and no token was given.
-    """
-    if is_loopback(host) or (token and token.strip()):
-        return
-    message = (
-        f"mcp --listen: got {host!r} with no token; anyone who can reach it could read the "
-        "practice's records. Pass --token (or PRACTICEFLOW_MCP_TOKEN), or listen on "
-        "127.0.0.1."
+    """Refuse to listen beyond loopback without a token (ConfigError)."""
+    refusal = (
+        "mcp --listen: got {host!r} with no token; anyone who can reach it could read the "
+        "practice's records. Pass --token (or PRACTICEFLOW_MCP_TOKEN), or listen on 127.0.0.1."
     )
-    raise ConfigError(message)
+    check_bind(host, token, refusal)
 
 
 def _shown(host: str, port: int) -> str:
@@ -53,11 +47,8 @@ def _shown(host: str, port: int) -> str:
 
 
 def bind_http(host: str, port: int) -> socket.socket:
-    """Bind and listen on ``(host, port)`` for :func:`serve_http` (port 0: any free one).
-
-    Raises:
-        ConfigError: the address is taken or is not one of this machine's.
-    """
+    """Bind and listen on ``(host, port)`` for :func:`serve_http` (port 0: any free one);
+    ConfigError when the address is taken or is not one of this machine's."""
     try:
         return listen_tcp(host, port, _BACKLOG)
     except OSError as exc:
@@ -84,28 +75,16 @@ class _BearerToken:
         if scope["type"] == "http":
             offered = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(offered, self._expected):
-                body = json.dumps({"error": "missing or wrong bearer token"}).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b"Bearer"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                error = {"error": "missing or wrong bearer token"}
+                refusal = JSONResponse(error, 401, headers={"WWW-Authenticate": "Bearer"})
+                await refusal(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
 def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
-    """The ASGI app serving ``server`` at :data:`MCP_PATH` (token-checked when given).
-
-    Raises:
-        ConfigError: beyond loopback without a token.
-    """
+    """The ASGI app serving ``server`` at :data:`MCP_PATH` (token-checked when given);
+    ConfigError beyond loopback without a token."""
     check_http_bind(host, token)
     security = None
     if not is_loopback(host):
@@ -119,11 +98,8 @@ def http_app(server: Server[Any], host: str, token: str | None) -> ASGIApp:
 
 
 def serve_http(server: Server[Any], sock: socket.socket, token: str | None) -> None:
-    """Serve over streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM).
-
-    Raises:
-        ConfigError: beyond loopback without a token.
-    """
+    """Serve over streamable HTTP on a bound socket until interrupted (SIGINT / SIGTERM);
+    ConfigError beyond loopback without a token."""
     host, port = sock.getsockname()[:2]
     app = http_app(server, host, token)
     logger.info("mcp: serving streamable HTTP on http://%s%s", _shown(host, port), MCP_PATH)

@@ -1,11 +1,8 @@
 """The one Jinja environment of practiceflow: sandboxed, strict, native, compiled once.
 
-Every template of a module or recipe is compiled by :func:`compile_template` at load time
-and rendered by :meth:`CompiledTemplate.render`. The rules users see (native values, strict
-names, the omission rule of :func:`render_tree`, the filters, the sandbox and its limits)
-are documented once, in ``docs/recipes-reference.md`` ("Templates" and "Limits"); the
-limits are enforced by ``_limits.py`` and ``_bounded.py``, the environment is built in
-``_environment.py``. The sandbox is immutable, so rendering one step can never alter the
+Templates are compiled by :func:`compile_template` at load time and rendered by
+:meth:`CompiledTemplate.render`; the rules users see are in ``docs/recipes-reference.md``
+("Templates", "Limits"). The sandbox is immutable, so rendering one step can never alter the
 trigger or another step's output.
 """
 
@@ -24,7 +21,6 @@ from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import consume
 
 from practiceflow.errors import Issue, TemplateError
-from practiceflow.templating import _bounded as bounds
 from practiceflow.templating import _environment as sandbox
 from practiceflow.templating import _limits as budget
 from practiceflow.templating._environment import filter_pathseg, set_clock, utcnow
@@ -52,11 +48,9 @@ def environment() -> SandboxedEnvironment:
 
 
 def add_filter(name: str, func: Callable[..., Any]) -> None:
-    """Add a filter ``name`` to the shared environment, bounded like the built-in ones.
-
-    A filter of that name already there is kept.
-    """
-    _ENV.filters.setdefault(name, bounds.bounded_filters({name: func})[name])
+    """Add a filter ``name`` to the shared environment, bounded like the built-in ones (a
+    filter of that name already there is kept)."""
+    _ENV.filters.setdefault(name, budget.bounded_filters({name: func})[name])
 
 
 def is_template(text: str) -> bool:
@@ -93,12 +87,9 @@ class CompiledTemplate:
     _run: Callable[[Mapping[str, Any]], Any]
 
     def render(self, context: Mapping[str, Any]) -> Any:
-        """The native value of a single-expression template, else a string.
-
-        Raises:
-            TemplateError: on an undefined name, a sandbox refusal or a failing filter,
-                located at the template's file, line and field.
-        """
+        """The native value of a single-expression template, else a string. Raises
+        TemplateError (an undefined name, a sandbox refusal, a failing filter) located at the
+        template's file, line and field."""
         try:
             with budget.render_budget():
                 return budget.check_size(self._run(context), "the rendered value")
@@ -120,10 +111,9 @@ def _render_failure(exc: Exception) -> str:
     return f"failed: {type(exc).__name__}: {exc}"
 
 
-def _shown(source: str, limit: int = 120) -> str:
+def _shown(source: str) -> str:
     """The template's text for an error message, shortened when long."""
-    text = source if len(source) <= limit else source[: limit - 3] + "..."
-    return repr(text)
+    return repr(source if len(source) <= 120 else source[:117] + "...")
 
 
 def _template_line(exc: BaseException) -> int:
@@ -139,11 +129,8 @@ def _template_line(exc: BaseException) -> int:
 
 
 def compile_template(source: str, origin: Origin | None = None) -> CompiledTemplate:
-    """Compile one template (cached by source).
-
-    Raises:
-        TemplateError: a syntax error or a constant over the limits, located at its line.
-    """
+    """Compile one template (cached by source). Raises TemplateError: a syntax error or a
+    constant over the limits, located at its line."""
     where = origin or Origin()
     try:
         compiled = _compile_cached(source)
@@ -221,12 +208,9 @@ _FALLBACK = object()
 def _with_fast_path(
     expr: nodes.Expr, slow: Callable[[Mapping[str, Any]], Any]
 ) -> Callable[[Mapping[str, Any]], Any]:
-    """Skip Jinja for ``{{ a.b.c }}`` and ``{{ a.b | default(K) }}``.
-
-    It only indexes plain dicts and lists with public keys that are not dict attributes, so
-    it can do nothing the sandbox would refuse; anything else goes through Jinja, which also
-    words the errors.
-    """
+    """Skip Jinja for ``{{ a.b.c }}`` and ``{{ a.b | default(K) }}``: only plain dicts and
+    lists indexed by public keys that are not dict attributes, so nothing the sandbox would
+    refuse; anything else goes through Jinja, which also words the errors."""
     default: Any = _FALLBACK
     target = expr
     if (
@@ -318,11 +302,8 @@ OriginFor = Callable[[tuple[str | int, ...]], Origin]
 def compile_tree(
     value: Any, origin_for: OriginFor, path: tuple[str | int, ...] = ()
 ) -> tuple[Any, list[Issue]]:
-    """Compile every template leaf of a YAML structure (``origin_for`` locates a leaf).
-
-    Returns:
-        The tree with :class:`CompiledTemplate` leaves, and every issue found.
-    """
+    """Compile every template leaf of a YAML structure (``origin_for`` locates a leaf): the
+    tree with :class:`CompiledTemplate` leaves, and every issue found."""
     issues: list[Issue] = []
 
     def walk(node: Any, at: tuple[str | int, ...]) -> Any:
@@ -357,10 +338,7 @@ def iter_templates(tree: Any) -> Iterator[CompiledTemplate]:
 
 def render_tree(tree: Any, context: Mapping[str, Any]) -> Any:
     """Render a compiled tree to plain data; a value that renders to None is left out.
-
-    Raises:
-        TemplateError: when a template fails; nothing has been sent.
-    """
+    Raises TemplateError when a template fails (nothing has been sent)."""
     if isinstance(tree, CompiledTemplate):
         return tree.render(context)
     if isinstance(tree, dict):

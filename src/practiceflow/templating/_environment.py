@@ -1,10 +1,6 @@
-"""The sandboxed Jinja environment, its filters and clock, and the rewrites that bound
-every template.
-
-:class:`BoundedEnvironment` is Jinja's immutable sandbox whose operators, calls, filters and
-tests check sizes and charge the render's budget; :func:`bound_tree` routes every loop,
-macro body, ``~`` and comparison through the budget; :func:`check_constants` refuses at load
-time a constant operation over the limits (Jinja would fold it when compiling).
+"""The sandboxed Jinja environment, its filters and clock, and the rewrites that bound every
+template: :func:`bound_tree` routes loops, macro bodies, ``~`` and comparisons through the
+budget; :func:`check_constants` refuses at load time a constant operation over the limits.
 """
 
 from __future__ import annotations
@@ -19,10 +15,9 @@ from urllib.parse import quote
 
 from jinja2 import StrictUndefined, nodes
 from jinja2.nodes import EvalContext
-from jinja2.runtime import Context, Undefined
+from jinja2.runtime import Context, LoopContext, Macro, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from practiceflow.templating import _bounded as bounds
 from practiceflow.templating import _limits as budget
 
 #: Largest integer, in bits, that ``**`` may build.
@@ -35,8 +30,8 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "+", "%"})
     # Called by every loop, ``~`` and comparison (not filters: templates cannot name them).
     pf_counted_iterations = staticmethod(budget.counted_iterations)
-    pf_concat = staticmethod(bounds.concat)
-    pf_compare = staticmethod(bounds.checked_compare)
+    pf_concat = staticmethod(budget.concat)
+    pf_compare = staticmethod(budget.checked_compare)
     pf_charge_body = staticmethod(budget.charge_body)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
@@ -50,20 +45,17 @@ class BoundedEnvironment(ImmutableSandboxedEnvironment):
         return super().getattr(obj, attribute)
 
     def call_binop(self, context: Context, operator_: str, left: Any, right: Any) -> Any:
-        checked = _BINOPS.get(operator_)
-        if checked is not None:
-            return checked(left, right)
-        return super().call_binop(context, operator_, left, right)  # pragma: no cover
+        return _BINOPS[operator_](left, right)  # Jinja calls it for intercepted_binops only
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         if __obj in _OWN_CALLS:
             # Calls the compiler inserted (see bound_tree): positional arguments only (the
             # keywords are Jinja's bookkeeping); they check and charge for themselves.
             return __obj(*args)
-        what = bounds.call_name(__obj)
-        args = bounds.check_call(__obj, args, kwargs, what)
+        what = budget.call_name(__obj)
+        args = budget.check_call(__obj, args, kwargs, what)
         call = super().call
-        if budget.is_nested_call(__obj):
+        if isinstance(__obj, Macro | LoopContext):  # counted by depth
             result = budget.nested_call(lambda: call(__context, __obj, *args, **kwargs))
         else:
             result = call(__context, __obj, *args, **kwargs)
@@ -79,13 +71,13 @@ def _checked_pow(left: Any, right: Any) -> Any:
 
 
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
-    "*": bounds.checked_mul,
+    "*": budget.checked_mul,
     "**": _checked_pow,
-    "+": bounds.checked_add,
-    "%": bounds.checked_mod,
+    "+": budget.checked_add,
+    "%": budget.checked_mod,
 }
 _OWN_CALLS = frozenset(
-    {budget.counted_iterations, bounds.concat, bounds.checked_compare, budget.charge_body}
+    {budget.counted_iterations, budget.concat, budget.checked_compare, budget.charge_body}
 )
 
 
@@ -167,20 +159,15 @@ def make_environment() -> BoundedEnvironment:
     env.filters.update(
         date=filter_date, datetime=filter_datetime, tojson=filter_tojson, pathseg=filter_pathseg
     )
-    env.filters = bounds.bounded_filters(env.filters)
-    env.tests.update(bounds.bounded_tests(env.tests))
+    env.filters = budget.bounded_filters(env.filters)
+    env.tests.update(budget.bounded_tests(env.tests))
     return env
 
 
 def bound_tree(tree: nodes.Template) -> None:
-    """Route every loop, ``~`` and comparison of a parsed template (changed in place)
-    through the size checks and the budget.
-
-    Each run of a loop's, macro's or ``{% call %}`` block's body is charged its size (its
-    nodes) by a first statement added to it, so that repeating a long body costs in
-    proportion even when its operations are cheap (a recursive loop's inner runs included,
-    which do not go through the loop's counting iterator).
-    """
+    """Route every loop, ``~`` and comparison of a parsed template (in place) through the
+    budget. Each run of a loop's, macro's or ``{% call %}`` body is charged its size by a first
+    statement added to it, so a long body repeated costs in proportion (recursive runs too)."""
     blocks: list[nodes.For | nodes.Macro | nodes.CallBlock] = [
         *tree.find_all(nodes.For),
         *tree.find_all(nodes.Macro),
@@ -202,7 +189,6 @@ def bound_tree(tree: nodes.Template) -> None:
 
 
 def _size(body: list[nodes.Node]) -> int:
-    """The nodes of a block's body, all levels."""
     return sum(1 + sum(1 for _ in node.find_all(nodes.Node)) for node in body)
 
 
@@ -234,14 +220,8 @@ def _environment_call(name: str, args: list[nodes.Expr], lineno: int) -> nodes.C
 
 
 def check_constants(tree: nodes.Template, env: BoundedEnvironment) -> None:
-    """Refuse, at load time, a constant operation over the limits (Jinja would fold it).
-
-    Filters and the operators ``*``, ``**``, ``+``, ``%`` whose operands are all literals
-    are evaluated here first, sharing one budget as in a render.
-
-    Raises:
-        LimitError: with ``lineno`` set to the operation's line.
-    """
+    """Refuse, at load time, a constant filter or ``*``, ``**``, ``+``, ``%`` over the limits
+    (Jinja would fold it), sharing one budget as a render does: LimitError with ``lineno``."""
     with budget.render_budget():
         eval_ctx = EvalContext(env)
         for node in tree.find_all((nodes.Filter, nodes.BinExpr)):
