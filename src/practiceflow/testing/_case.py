@@ -1,9 +1,6 @@
-"""The test file format (``*.test.yaml``): what a person writes to test a recipe or a module.
-
-A test file names what it tests and holds cases, each ``given`` what the world looks like
-and what to ``expect`` (the format is checked against ``manifests/test.schema.json``, and
-every problem names the file, line and field). ``docs/testing.md`` is the guide to every
-key.
+"""The test file format (``*.test.yaml``): what it tests, and cases, each ``given`` the world
+and what to ``expect``; checked against ``manifests/test.schema.json``, every problem naming
+file, line and field. ``docs/testing.md`` is the guide to every key.
 """
 
 from __future__ import annotations
@@ -30,20 +27,9 @@ DEFAULT_NOW: Final = "2026-01-05T09:00:00Z"
 
 @dataclass(frozen=True)
 class Answer:
-    """One answer written in a test (``given.answers[i]``).
-
-    Attributes:
-        method: the request's method it answers.
-        path: the request's path (under the base URL).
-        query: query parameters the request must carry (a subset).
-        status: the HTTP status.
-        headers: answer headers (``Retry-After`` ...).
-        body: the JSON body.
-        drop: the request left and its answer never came (a timeout).
-        refuse: the connection was refused before anything was sent.
-        times: how many matching requests it answers.
-        where: ``file:line`` of the answer, for messages.
-    """
+    """One answer written in a test (``given.answers[i]``): the request it answers (``query``
+    a subset), the answer or fault (``drop``: a timeout; ``refuse``: never sent), how many
+    requests it answers, and its ``file:line``."""
 
     method: str
     path: str

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import Any, Final
 
@@ -166,19 +167,20 @@ def _normalizer(values: set[str]) -> Callable[[RecordedRequest], RecordedRequest
 
 
 @contextmanager
-def _templates_on(clock: FakeClock) -> Iterator[None]:
+def templates_on(clock: FakeClock) -> Iterator[FakeClock]:
+    """Templates read ``clock`` as ``now`` inside the block."""
     set_clock(clock.utcnow)
     try:
-        yield
+        yield clock
     finally:
         set_clock(None)
 
 
-def replay_client(session: Any, clock: FakeClock, base_url: str = REPLAY_BASE_URL) -> Client:
+def replay_client(session: Any, clock: FakeClock) -> Client:
     """A real client on a session, every clock of it the case's."""
     return Client(
         *TEST_CREDENTIALS,
-        base_url=base_url,
+        base_url=REPLAY_BASE_URL,
         session=session,
         timeout=5,
         clock=clock.monotonic,
@@ -235,8 +237,8 @@ def run_case(
         fallback=fallback,
     )
     clock = FakeClock(case.now)
-    make = client_for or (lambda session, clk: replay_client(session, clk))
-    with _templates_on(clock), make(answers.session(), clock) as api:
+    make = client_for or replay_client
+    with templates_on(clock), make(answers.session(), clock) as api:
         if isinstance(target, ActionModule):
             result = _run_action(target, case, api)
         elif isinstance(target, TriggerModule):
@@ -285,8 +287,6 @@ def _run_trigger(
         return CaseResult("failed", {"": StepView("failed", None, error)})
     today = clock.utcnow().date()
     if "today" in poll:
-        from datetime import date
-
         today = date.fromisoformat(str(poll["today"]))
     with (
         tempfile.TemporaryDirectory() as folder,

@@ -1,23 +1,14 @@
-"""The cassette file format: one module's recorded exchange with the API, readable and versioned.
-
-A cassette is a YAML file::
+"""The cassette file format (docs/modules-guide.md, "Cassettes"): one module's recorded
+exchange with the API, a versioned YAML file::
 
     version: 1
-    module: find_clients        # an action or trigger key
-    kind: action                # action | trigger | recipe
+    module: find_clients        # an action or trigger key (kind: action | trigger | recipe)
+    kind: action
     preset: default             # the sandbox variant preset it was recorded under
-    input: {limit: 120}         # the module's input (personal values scrubbed)
+    input: {limit: 120}
     exchanges:
-      - request:
-          method: GET
-          path: /api/v1/entities          # under the base URL (no region prefix)
-          query: {pageNumber: '1'}        # as sent: text values, a list when repeated
-          body: null                      # JSON, or {text: ...} when not JSON
-          headers: {}                     # only headers a module sets, never credentials
-        response:
-          status: 200
-          headers: {Content-Type: application/json}
-          body: {...}                     # JSON; {text: ...} or {base64: ...} otherwise
+      - request: {method: GET, path: /api/v1/entities, query: {pageNumber: '1'}, body: null}
+        response: {status: 200, headers: {Content-Type: application/json}, body: {...}}
 
 Personal values (``x-pii``) and secrets are replaced by :func:`scrub` with same-shaped
 tokens derived from a hash, so a re-recording gives the same file.

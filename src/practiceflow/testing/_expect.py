@@ -1,16 +1,7 @@
-"""A case's ``expect`` against what came of it: one line per difference, naming step and field.
-
-Expectations are subsets: a mapping names only the fields it cares about, a list names
-every item (each a subset), a value must be equal (``300`` and ``300.0`` are), an error's
-``message`` need only be contained in the message. A request is ``{method, path, query,
-body}``, each part a subset. Lines read::
-
-    step bill: request.body.lineItems[0].amount: expected 300, sent 350
-    step form: status: expected skipped, got succeeded
-    output.billTotal: expected 330.0, got 385.0
-
-The run-unique marker the runner writes into a free field (``[pf-0123456789]``) is taken
-out of requests and outputs before they are compared.
+"""A case's ``expect`` against what came of it: one line per difference, naming step and field
+(``step bill: request.body.lineItems[0].amount: expected 300, sent 350``). Expectations are
+subsets (docs/testing.md, section 1); the runner's run-unique marker (``[pf-0123456789]``) is
+taken out of requests and outputs before they are compared.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Recording and replaying cassettes at the client's one transport seam: both are
 ``requests`` adapters mounted on the session a :class:`practiceflow.api.Client` sends with,
-so every caller of the client is recorded or replayed unchanged. :class:`CassettePlayer`
-answers a request with the first unplayed exchange whose request is the same (a sent
-string may match its scrubbed stand-in); one that matches none is refused with
-:class:`CassetteMismatch`, listing the differences to the nearest candidates.
+so every caller of the client is recorded or replayed unchanged.
 """
 
 from __future__ import annotations
@@ -181,13 +178,16 @@ def request_differences(sent: RecordedRequest, recorded: RecordedRequest) -> lis
     return out
 
 
-def _short(request: RecordedRequest) -> str:
+def one_line(request: RecordedRequest) -> str:
+    """``METHOD /path?query``, for messages."""
     query = "&".join(f"{k}={v}" for k, v in request.query.items())
     return f"{request.method} {request.path}" + (f"?{query}" if query else "")
 
 
 class CassettePlayer(BaseAdapter):
-    """Answers requests from a cassette; sends nothing (see the module docstring).
+    """Answers a request from the first unplayed exchange with the same request (a sent string
+    may match its scrubbed stand-in); sends nothing. A request that matches none is refused
+    with :class:`CassetteMismatch`, listing its differences to the nearest exchanges.
 
     Args:
         cassette: the recorded exchange.
@@ -249,7 +249,7 @@ class CassettePlayer(BaseAdapter):
         raise CassetteMismatch(message)
 
     def _mismatch(self, wanted: RecordedRequest, candidates: list[tuple[int, list[str]]]) -> str:
-        lines = [f"{self.cassette.source}: {_short(wanted)} matches no exchange left to play"]
+        lines = [f"{self.cassette.source}: {one_line(wanted)} matches no exchange left to play"]
         if not candidates:
             lines.append("  every recorded exchange was already played (an extra request)")
         for index, differences in sorted(candidates, key=lambda item: len(item[1]))[:3]:
@@ -268,6 +268,6 @@ class CassettePlayer(BaseAdapter):
         """
         problems = list(self.mismatches)
         for exchange in self.unplayed:
-            problems.append(f"{self.cassette.source}: {_short(exchange.request)} was never sent")
+            problems.append(f"{self.cassette.source}: {one_line(exchange.request)} was never sent")
         if problems:
             raise CassetteMismatch("\n".join(problems))

@@ -1,11 +1,5 @@
-"""Finding test files, running their cases, and reporting them (for people and for CI).
-
-:func:`find_test_files` walks folders for ``*.test.yaml``; :func:`run_test_file` runs every
-case of one file and returns a :class:`CaseOutcome` per case (a file that does not load is
-one outcome with its problems); :func:`run_all` runs many files, in worker processes when
-asked; :func:`junit_xml` writes the JUnit XML that CI services read. :func:`untested`
-lists the recipes and modules no test file beside them (or in a ``tests/`` folder beside
-them or their parent) names (``modules validate`` warns of them).
+"""Finding test files, running their cases, and reporting them (for people, and as JUnit XML
+for CI); :func:`untested` lists the recipes and modules no test file near them names.
 """
 
 from __future__ import annotations
@@ -16,6 +10,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -23,7 +18,7 @@ from typing import Final, Literal
 import yaml
 
 from practiceflow.errors import ConfigError, PracticeflowError
-from practiceflow.testing._case import TEST_SUFFIX, TestFile, load_test_file
+from practiceflow.testing._case import TEST_SUFFIX, load_test_file
 from practiceflow.testing._case_run import load_target, run_case
 from practiceflow.testing._expect import case_differences
 
@@ -93,13 +88,6 @@ def find_test_files(paths: Iterable[str | Path]) -> list[Path]:
     return list(unique.values())
 
 
-def _loaded(path: Path) -> TestFile | CaseOutcome:
-    try:
-        return load_test_file(path)
-    except PracticeflowError as exc:
-        return CaseOutcome(str(path), "", 0, "error", tuple(str(exc).splitlines()))
-
-
 def run_test_file(path: str | Path) -> list[CaseOutcome]:
     """Run every case of one test file (offline).
 
@@ -110,9 +98,10 @@ def run_test_file(path: str | Path) -> list[CaseOutcome]:
         One outcome per case; one ``error`` outcome when the file, its recipe or a module
         does not load.
     """
-    test = _loaded(Path(path))
-    if isinstance(test, CaseOutcome):
-        return [test]
+    try:
+        test = load_test_file(path)
+    except PracticeflowError as exc:
+        return [CaseOutcome(str(path), "", 0, "error", tuple(str(exc).splitlines()))]
     try:
         target, registry = load_target(test)
     except PracticeflowError as exc:
@@ -155,17 +144,12 @@ def run_all(
     """
     report = each or (lambda outcome: None)
     results: list[CaseOutcome] = []
-    if jobs <= 1 or len(files) <= 1:
-        for path in files:
-            for outcome in run_test_file(path):
-                report(outcome)
-                results.append(outcome)
-        return results
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_quiet_worker
-    ) as pool:
-        for outcomes in pool.map(run_test_file, files):
+    pool = None
+    if jobs > 1 and len(files) > 1:
+        context = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_quiet_worker)
+    with pool or nullcontext():
+        for outcomes in (pool.map if pool else map)(run_test_file, files):
             for outcome in outcomes:
                 report(outcome)
                 results.append(outcome)
