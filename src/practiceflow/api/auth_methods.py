@@ -154,11 +154,7 @@ AUTH_REGISTRY: Final[Mapping[str, type[AuthMethod]]] = {
 
 
 def make_auth(name: str, client_id: str, client_secret: Secret) -> AuthMethod:
-    """Build the authentication method called ``name``.
-
-    Raises:
-        ConfigError: ``name`` is not a known method.
-    """
+    """Build the authentication method called ``name`` (ConfigError for an unknown one)."""
     try:
         cls = AUTH_REGISTRY[name]
     except KeyError:
@@ -173,11 +169,8 @@ def mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def reject_credential_headers(headers: Mapping[str, str]) -> None:
-    """Refuse caller headers that carry credentials (they would mix or bypass the method).
-
-    Raises:
-        ConfigError: one of them is ``Authorization`` or ``X-SVC-Auth-*``.
-    """
+    """ConfigError for caller headers that carry credentials (``Authorization``,
+    ``X-SVC-Auth-*``): they would mix with or bypass the auth method."""
     bad = sorted(name for name in headers if name.lower() in AUTH_HEADER_NAMES)
     if bad:
         message = (

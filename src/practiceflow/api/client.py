@@ -219,9 +219,8 @@ class Client:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        """The exact request :meth:`request` would send, secrets masked; nothing is sent.
-
-        Args: as for :meth:`request`.
+        """The exact request :meth:`request` would send (same arguments), secrets masked;
+        nothing is sent.
 
         Returns:
             ``{"method", "url", "headers", "json"}``; the secret-bearing headers read ``***``.
@@ -266,13 +265,7 @@ class Client:
             InDoubtError: a write may have been acted on (timeout, 5xx, lost connection).
         """
         call = self._build(method, path, params, json, headers, stream=False)
-        described = {
-            "method": call.method,
-            "path": path,
-            "params": params,
-            "json": json,
-            "headers": headers,
-        }
+        described = dict(method=call.method, path=path, params=params, json=json, headers=headers)
         response = self._send_call(call, described)
         data, text = parse_body(response)
         return ApiResponse(response.status_code, response.headers, data, text)
@@ -333,7 +326,6 @@ class Client:
         """
         clean_path(path)
         encode_params(params, now=self._utcnow)  # refuse a bad lastUpdated before paging
-
         return iter_pages(
             lambda query: self.get(path, query),
             where=f"GET {log_path(path)}",
@@ -397,8 +389,7 @@ class Client:
         while True:
             attempt += 1
             call = self._build("GET", path, params, None, None, stream=True)
-            described = {"method": "GET", "path": path, "params": params}
-            response = self._send_call(call, described)
+            response = self._send_call(call, {"method": "GET", "path": path, "params": params})
             try:
                 return save_body(response, target)
             except requests.RequestException as exc:

@@ -32,8 +32,6 @@ PROFILE_KEYS: Final = ("client_id", "client_secret", "region", "base_url", "auth
 ENV_PREFIX: Final = "PRACTICEFLOW_"
 DEFAULT_PROFILES_PATH: Final = Path("~/.config/practiceflow/profiles.toml")
 
-_LOOPBACK_NAMES: Final = frozenset({"localhost"})
-
 #: A profile file is a few lines of TOML; anything larger is refused unread.
 _MAX_PROFILE_BYTES = 1_000_000
 
@@ -92,7 +90,7 @@ def normalise_base_url(value: str, *, source: str = "base URL") -> str:
 
 
 def _is_loopback(host: str) -> bool:
-    if host.lower() in _LOOPBACK_NAMES:
+    if host.lower() == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -270,14 +268,10 @@ def _pick_base_url(
     *,
     region_argument: bool = False,
 ) -> tuple[str | None, str, list[str]]:
-    """Return (url, source, notes on candidates skipped for belonging to another region).
-
-    The first of the argument, ``PRACTICEFLOW_BASE_URL``, ``PRACTICEFLOW_BASE_URL_<REGION>``
-    and the profile's ``base_url`` wins. A generic URL (the environment's, the profile's)
-    belongs to the region set beside it and is skipped for another region; when the region
-    is an argument, one with no region beside it is skipped too. Credentials sent to
-    another region's host only earn a 401.
-    """
+    """(url, source, candidates skipped): the first of the argument, ``PRACTICEFLOW_BASE_URL``,
+    ``..._BASE_URL_<REGION>`` and the profile's ``base_url`` wins; a generic URL belongs to the
+    region set beside it (to none, when the region is an argument): another region's host
+    would only answer 401."""
     skipped: list[str] = []
     if argument:
         return argument, "argument base_url", skipped

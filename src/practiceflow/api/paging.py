@@ -48,12 +48,8 @@ class Page:
 
 
 def extract_items(data: Any, *, where: str = "list") -> tuple[list[Any], bool | None]:
-    """Split a list answer into its rows and its ``hasMore`` flag.
-
-    Raises:
-        ConfigError: the answer is neither a list nor an object holding one (the path is
-            probably not a list endpoint).
-    """
+    """Split a list answer into its rows and its ``hasMore`` flag; ConfigError when it is
+    neither a list nor an object holding one."""
     if isinstance(data, list):
         return data, None
     if isinstance(data, dict):
@@ -108,12 +104,8 @@ def iter_pages(
     page_size: int | None = None,
     start_page: int = 1,
 ) -> Iterator[Page]:
-    """Fetch pages one after another until the list ends (arguments are checked at once).
-
-    Raises:
-        ConfigError: bad arguments (at once); while iterating, an answer that is not a
-            list, or more than 10000 pages.
-    """
+    """Fetch pages one after another until the list ends; ConfigError at once for bad
+    arguments, while iterating for an answer that is not a list or more than 10000 pages."""
     base = dict(params or {})
     _check_page_args(where, base, page_size, start_page)
     return _generate_pages(fetch, where, base, page_size, start_page)
@@ -166,11 +158,8 @@ def _generate_pages(
 
 
 def iter_items(pages: Iterator[Page], limit: int | None = None) -> Iterator[Any]:
-    """Every item of ``pages``, stopping after ``limit`` (no further page is fetched).
-
-    Raises:
-        ConfigError: ``limit`` is negative or not an integer (at once).
-    """
+    """Every item of ``pages``, stopping after ``limit`` (no further page is fetched);
+    ConfigError at once when ``limit`` is not an integer >= 0."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         message = f"limit: got {limit!r}; expected an integer >= 0 or None"
         raise ConfigError(message)
