@@ -232,21 +232,14 @@ def load_settings(
     sources["base_url"] = url_source
     final_url = normalise_base_url(resolved_url, source=url_source)
 
-    missing = [
-        (label, env_name, key)
-        for label, env_name, key, value in (
-            ("Client ID", "PRACTICEFLOW_CLIENT_ID", "client_id", raw_id),
-            ("Client secret", "PRACTICEFLOW_CLIENT_SECRET", "client_secret", raw_secret),
-        )
-        if not value
-    ]
+    labels = {"client_id": ("Client ID", raw_id), "client_secret": ("Client secret", raw_secret)}
+    missing = {key: label for key, (label, value) in labels.items() if not value}
     if missing:
-        what = " and ".join(label for label, _, _ in missing)
         how = "; ".join(
-            f"{label}: pass it, set {env_name}, or put {key} in a profile of {path}"
-            for label, env_name, key in missing
+            f"{label}: pass it, set {ENV_PREFIX}{key.upper()}, or put {key} in a profile of {path}"
+            for key, label in missing.items()
         )
-        message = f"no {what} configured ({how})"
+        message = f"no {' and '.join(missing.values())} configured ({how})"
         raise ConfigError(message)
     return Settings(
         client_id=(raw_id or "").strip(),

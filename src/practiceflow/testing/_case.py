@@ -161,18 +161,15 @@ def _kind_issues(data: Mapping[str, Any], file: str, located: Located) -> list[I
 
 def _path_issues(raw: Mapping[str, Any], base: Path, file: str, located: Located) -> list[Issue]:
     issues = []
-    checks: list[tuple[tuple[str | int, ...], Any]] = [(("recipe",), raw.get("recipe"))]
-    checks.append((("modules",), raw.get("modules")))
+    named = {"recipe": raw.get("recipe"), "modules": raw.get("modules")}
     module = raw.get("module")
     if isinstance(module, str) and module.endswith((".yaml", ".yml")):
-        checks.append((("module",), module))
-    for at, value in checks:
+        named["module"] = module
+    for key, value in named.items():
         if isinstance(value, str) and not (base / value).exists():
-            line, column = located.where(at)
-            where = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in at)
-            where = where.replace(".[", "[")
+            line, column = located.where((key,))
             message = f"got {value!r}; no such file or folder beside {file}"
-            issues.append(Issue(file, line, column, where, message))
+            issues.append(Issue(file, line, column, key, message))
     return issues
 
 

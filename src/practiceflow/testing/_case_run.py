@@ -253,18 +253,21 @@ def run_case(
     return result
 
 
-def _error_status(exc: PracticeflowError) -> str:
-    return "in_doubt" if isinstance(exc, InDoubtError) else "failed"
+def _module_result(status: str, output: Any = None, error: Any = None, **more: Any) -> CaseResult:
+    return CaseResult(status, {"": StepView(status, output, error)}, **more)
+
+
+def _failed(exc: PracticeflowError) -> CaseResult:
+    status = "in_doubt" if isinstance(exc, InDoubtError) else "failed"
+    return _module_result(status, None, error_json(exc))
 
 
 def _run_action(module: ActionModule, case: TestCase, api: Client) -> CaseResult:
     data = dict(case.given.get("input") or {})
     try:
-        output = run_action(module, data, api).output
+        return _module_result("succeeded", run_action(module, data, api).output)
     except PracticeflowError as exc:
-        status = _error_status(exc)
-        return CaseResult(status, {"": StepView(status, None, error_json(exc))})
-    return CaseResult("succeeded", {"": StepView("succeeded", output)})
+        return _failed(exc)
 
 
 def _run_trigger(
@@ -275,16 +278,16 @@ def _run_trigger(
     if "delivery" in given:
         if found.webhook is None:
             error = {"message": f"{module.key} receives no webhook (it polls)"}
-            return CaseResult("failed", {"": StepView("failed", None, error)})
+            return _module_result("failed", None, error)
         delivery = given["delivery"]
         headers = {"event": "", "eventId": delivery.get("id", "test-delivery"), "timestamp": ""}
         headers.update({str(k): str(v) for k, v in (delivery.get("headers") or {}).items()})
         key, data = found.webhook.to_event(delivery["body"], headers, {}, headers["eventId"])
-        return CaseResult("succeeded", {"": StepView("succeeded", data)}, events=[data], key=key)
+        return _module_result("succeeded", data, events=[data], key=key)
     poll = dict(given.get("poll") or {})
     if found.poll is None:
         error = {"message": f"{module.key} cannot be polled (webhook only)"}
-        return CaseResult("failed", {"": StepView("failed", None, error)})
+        return _module_result("failed", None, error)
     today = clock.utcnow().date()
     if "today" in poll:
         today = date.fromisoformat(str(poll["today"]))
@@ -304,10 +307,9 @@ def _run_trigger(
         try:
             poller.poll_once()
         except PracticeflowError as exc:
-            status = _error_status(exc)
-            return CaseResult(status, {"": StepView(status, None, error_json(exc))})
+            return _failed(exc)
         events = [event.payload for event in store.pending_events(PRACTICE, 10_000)]
-    return CaseResult("succeeded", {"": StepView("succeeded", events)}, events=events)
+    return _module_result("succeeded", events, events=events)
 
 
 def _run_recipe(

@@ -61,9 +61,7 @@ class RecordedRequest:
 
     def as_dict(self) -> dict[str, Any]:
         """The request as the cassette file holds it."""
-        data: dict[str, Any] = {"method": self.method, "path": self.path}
-        data["query"] = dict(self.query)
-        data["body"] = self.body
+        data = dict(method=self.method, path=self.path, query=dict(self.query), body=self.body)
         if self.headers:
             data["headers"] = dict(self.headers)
         return data
