@@ -469,13 +469,8 @@ class Client:
                 raise _unsendable(verb, where, exc) from None
             except requests.RequestException as exc:
                 error = TransportError(verb, where, describe_exception(exc))
-                logger.warning(
-                    "%s %s failed after %.1f ms: %s",
-                    verb,
-                    where,
-                    (time.perf_counter() - started) * 1000,
-                    error.reason,
-                )
+                took = (time.perf_counter() - started) * 1000
+                logger.warning("%s %s failed after %.1f ms: %s", verb, where, took, error.reason)
                 if not read and not refused_before_sending(exc):
                     raise InDoubtError(verb, where, error) from exc
                 failures += 1
@@ -484,14 +479,9 @@ class Client:
 
             status = response.status_code
             if status >= 400 or logger.isEnabledFor(logging.DEBUG):
-                logger.log(
-                    logging.DEBUG if status < 400 else logging.INFO,
-                    "%s %s -> %d in %.1f ms",
-                    verb,
-                    where,
-                    status,
-                    (time.perf_counter() - started) * 1000,
-                )
+                took = (time.perf_counter() - started) * 1000
+                level = logging.DEBUG if status < 400 else logging.INFO
+                logger.log(level, "%s %s -> %d in %.1f ms", verb, where, status, took)
             self._budget.observe(response.headers)
             if status < 400:
                 return response

@@ -174,14 +174,7 @@ def _path_issues(raw: Mapping[str, Any], base: Path, file: str, located: Located
 
 
 def load_test_file(path: str | Path, *, display: str | None = None) -> TestFile:
-    """Read and check a test file.
-
-    Args:
-        path: the ``*.test.yaml`` file.
-        display: its name in messages (default: as given).
-
-    Returns:
-        The test file.
+    """Read and check a ``*.test.yaml`` file (``display``: its name in messages).
 
     Raises:
         ManifestError: with every problem, each naming the file, line and field.
@@ -198,9 +191,6 @@ def build_test_file(located: Located, path: Path, file: str) -> TestFile:
         located: the document and its positions (empty positions for one built in code).
         path: the file it is (or stands for): relative paths in it are read from its folder.
         file: its name in messages.
-
-    Returns:
-        The test file.
 
     Raises:
         ManifestError: with every problem, each naming the file, line and field.

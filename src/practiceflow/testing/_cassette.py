@@ -183,12 +183,6 @@ def _response(raw: Any, source: str, where: str) -> RecordedResponse:
 def load_cassette(path: str | Path) -> Cassette:
     """Read a cassette file.
 
-    Args:
-        path: the YAML file.
-
-    Returns:
-        The cassette.
-
     Raises:
         ConfigError: the file is not a cassette of a version this code reads (the message
             names the file and the field).
@@ -238,15 +232,8 @@ def cassette_from_dict(raw: Any, source: str = "<cassette>") -> Cassette:
 
 
 def save_cassette(cassette: Cassette, path: str | Path) -> Path:
-    """Write a cassette file (the folder is created); keys keep their recorded order.
-
-    Args:
-        cassette: what to write.
-        path: the YAML file.
-
-    Returns:
-        The path written.
-    """
+    """Write a cassette to ``path`` (the folder is created; keys keep their recorded order);
+    returns the path written."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(

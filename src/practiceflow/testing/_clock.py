@@ -56,13 +56,8 @@ class FakeClock:
         self._elapsed += delta.total_seconds() if isinstance(delta, timedelta) else delta
 
     def sleep(self, seconds: float) -> None:
-        """Sleep on the clock: record the sleep and move on by it (a rate budget's ``sleep``).
-
-        A sleep of 0 (a ``Retry-After: 0``) is recorded and moves nothing.
-
-        Raises:
-            AssertionError: ``seconds`` is negative.
-        """
+        """Sleep on the clock: record the sleep and move on by it (a rate budget's ``sleep``);
+        AssertionError for a negative one."""
         if not seconds >= 0:
             message = f"a sleep of {seconds} seconds"
             raise AssertionError(message)

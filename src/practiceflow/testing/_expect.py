@@ -120,9 +120,7 @@ def _error(expected: Mapping[str, Any], actual: Any) -> list[str]:
 def _step(expected: Mapping[str, Any], view: StepView) -> list[str]:
     out = []
     if "status" in expected and expected["status"] != view.status:
-        detail = ""
-        if view.error:
-            detail = f" ({_show(view.error)})"
+        detail = f" ({_show(view.error)})" if view.error else ""
         out.append(f"status: expected {expected['status']}, got {view.status}{detail}")
     if "request" in expected:
         out += _one_request(expected["request"], view.requests)
@@ -147,13 +145,11 @@ def _trigger(expected: Mapping[str, Any], result: CaseResult) -> list[str]:
     elif isinstance(wanted, list):
         out += subset_differences(wanted, events, "events")
     if "event" in expected:
-        candidates: list[list[str]] = [
-            subset_differences(expected["event"], event, "event") for event in events
-        ]
+        candidates = [subset_differences(expected["event"], event, "event") for event in events]
         if not events:
             out.append("event: expected one, got no event")
         elif all(candidates):
-            nearest = sorted(candidates, key=len)[0]
+            nearest: list[str] = min(candidates, key=len)
             out += nearest
     if "key" in expected and expected["key"] != result.key:
         out.append(f"key: expected {expected['key']!r}, got {result.key!r}")

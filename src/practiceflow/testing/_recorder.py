@@ -75,12 +75,8 @@ def recording_server(base_url: str | None) -> Iterator[Server]:
 def record_case(
     test: TestFile, case: TestCase, where: Server
 ) -> tuple[Path, CaseResult, CaseResult]:
-    """Record one case's cassette and replay the case from it.
-
-    Args:
-        test: the test file.
-        case: a case that names ``given.cassette``.
-        where: the server to record against.
+    """Record the cassette of a ``case`` that names ``given.cassette`` against the server
+    ``where``, and replay the case from it.
 
     Returns:
         The cassette written, what the case came to against the server, and what it came

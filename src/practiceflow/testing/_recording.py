@@ -66,14 +66,8 @@ def registry_personal_names(registry: Any) -> frozenset[str]:
 
 
 def personal_names(schemas: Iterable[Mapping[str, Any]]) -> frozenset[str]:
-    """The names of the fields tagged ``x-pii`` in some schemas (the last name of each path).
-
-    Args:
-        schemas: input and output schemas of modules.
-
-    Returns:
-        Field names, such as ``email`` or ``physicalAddress``.
-    """
+    """The names of the fields tagged ``x-pii`` in modules' input and output schemas (the last
+    name of each path, such as ``email`` or ``physicalAddress``)."""
     names: set[str] = set()
     for schema in schemas:
         for path in lint.pii_paths(schema):

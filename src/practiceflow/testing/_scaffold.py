@@ -128,16 +128,8 @@ _HEADER = """\
 
 
 def write_recipe_test(recipe: Path, folder: Path, modules: Path | None = None) -> Path:
-    """Write ``folder/<recipe stem>.test.yaml``: the recipe run for its trigger's sample.
-
-    Args:
-        recipe: the recipe file.
-        folder: where the test goes (``recipes/tests``).
-        modules: the user's modules folder, when the recipe uses one.
-
-    Returns:
-        The test file written.
-    """
+    """Write ``folder/<recipe stem>.test.yaml`` (``folder``: ``recipes/tests``): the recipe,
+    with the user's ``modules`` folder if any, run for its trigger's sample; returns the file."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / (recipe.stem + TEST_SUFFIX)
     document: dict[str, Any] = {"recipe": _relative(recipe, folder)}
@@ -157,17 +149,9 @@ def write_recipe_test(recipe: Path, folder: Path, modules: Path | None = None) -
 
 
 def write_module_test(module_file: Path, folder: Path, key: str) -> Path:
-    """Write ``folder/<key>.test.yaml``: the module run for its input's examples (an
-    action), its sample delivered (a webhook trigger) or one poll (a polling trigger).
-
-    Args:
-        module_file: the module's file.
-        folder: where the test goes (``DIR/tests``).
-        key: the module's key.
-
-    Returns:
-        The test file written.
-    """
+    """Write ``folder/<key>.test.yaml`` (``folder``: ``DIR/tests``): the module in
+    ``module_file`` run for its input's examples (an action), its sample delivered (a webhook
+    trigger) or one poll (a polling trigger); returns the file written."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / (key + TEST_SUFFIX)
     document: dict[str, Any] = {"module": _relative(module_file, folder)}

@@ -28,17 +28,9 @@ _SKIPPED: Final = frozenset({".git", ".venv", "node_modules", "__pycache__", ".t
 
 @dataclass(frozen=True)
 class CaseOutcome:
-    """How one case (or a file that would not load) came out.
-
-    Attributes:
-        file: the test file, as shown.
-        name: the case's name (``""``: the file itself did not load).
-        line: the line the case starts on.
-        result: ``passed``, ``failed`` (a difference) or ``error`` (the test, the recipe
-            or a module does not load).
-        lines: the differences, or the problems.
-        seconds: how long it took (reported to CI, never asserted).
-    """
+    """How one case (``name`` ``""``: a file that would not load) came out: ``passed``,
+    ``failed`` (``lines`` are the differences) or ``error`` (the test, the recipe or a module
+    does not load; ``lines`` are the problems), and in how many ``seconds`` (for CI)."""
 
     file: str
     name: str
@@ -54,13 +46,8 @@ class CaseOutcome:
 
 
 def find_test_files(paths: Iterable[str | Path]) -> list[Path]:
-    """The test files named, and those under the folders named, in order.
-
-    Args:
-        paths: files and folders.
-
-    Returns:
-        Every ``*.test.yaml`` (sorted within a folder; each once).
+    """Every ``*.test.yaml`` named in ``paths`` (files and folders), in order, each once
+    (sorted within a folder).
 
     Raises:
         ConfigError: a path does not exist, or names a file that is not a test file.
@@ -89,15 +76,8 @@ def find_test_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def run_test_file(path: str | Path) -> list[CaseOutcome]:
-    """Run every case of one test file (offline).
-
-    Args:
-        path: the ``*.test.yaml`` file.
-
-    Returns:
-        One outcome per case; one ``error`` outcome when the file, its recipe or a module
-        does not load.
-    """
+    """Run every case of one ``*.test.yaml`` file (offline): one outcome per case, or one
+    ``error`` outcome when the file, its recipe or a module does not load."""
     try:
         test = load_test_file(path)
     except PracticeflowError as exc:
@@ -164,15 +144,8 @@ def _quiet_worker() -> None:
 
 
 def junit_xml(outcomes: Sequence[CaseOutcome], path: str | Path) -> Path:
-    """Write the outcomes as JUnit XML (one ``testsuite`` per test file).
-
-    Args:
-        outcomes: what :func:`run_all` returned.
-        path: the file to write.
-
-    Returns:
-        The path written.
-    """
+    """Write ``outcomes`` (from :func:`run_all`) to ``path`` as JUnit XML, one ``testsuite``
+    per test file; returns the path written."""
     root = ET.Element("testsuites", name="practiceflow test")
     suites: dict[str, list[CaseOutcome]] = {}
     for outcome in outcomes:
@@ -226,14 +199,8 @@ def _named_by(test: Path) -> set[str]:
 
 
 def untested(files: Iterable[Path]) -> list[Path]:
-    """The recipe and module files that no test file near them names.
-
-    Args:
-        files: recipe and module files (test files among them are skipped).
-
-    Returns:
-        Those without a test, in the order given.
-    """
+    """The recipe and module ``files`` (test files among them skipped) that no test file beside
+    them, or in a ``tests/`` folder beside them or their parent, names; in the order given."""
     cache: dict[Path, set[str]] = {}
     out = []
     for file in files:
