@@ -38,18 +38,10 @@ _MAX_PROFILE_BYTES = 1_000_000
 
 @dataclass(frozen=True)
 class Settings:
-    """The resolved configuration of one client; safe to print (the secret is masked).
-
-    Attributes:
-        client_id: the Client ID.
-        client_secret: the Client secret, masked in every repr.
-        base_url: the regional base URL without a trailing slash.
-        region: ``anz``, ``uk`` or ``za``, or None when only a base URL was given.
-        auth_method: ``header`` or ``basic``.
-        profile: the profile table that was read, if any.
-        sources: where each setting came from, e.g. ``{"client_id": "environment
-            PRACTICEFLOW_CLIENT_ID"}``.
-    """
+    """The resolved configuration of one client; safe to print (the secret is masked). The
+    base URL has no trailing slash; ``region`` is None when only a base URL was given;
+    ``profile`` is the profile table read, if any; ``sources`` says where each setting came
+    from, e.g. ``{"client_id": "environment PRACTICEFLOW_CLIENT_ID"}``."""
 
     client_id: str
     client_secret: Secret

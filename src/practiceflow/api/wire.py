@@ -65,14 +65,8 @@ def parse_problem(text: str, content_type: str | None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ApiResponse:
-    """A successful answer.
-
-    Attributes:
-        status: the HTTP status (2xx or 3xx).
-        headers: the response headers (case-insensitive).
-        data: the parsed JSON body, or None when the body is empty or not JSON.
-        text: the body as text.
-    """
+    """A successful answer (2xx or 3xx): status, headers (case-insensitive), the parsed JSON
+    body (None when it is empty or not JSON) and the body as text."""
 
     status: int
     headers: Mapping[str, str]
@@ -82,14 +76,8 @@ class ApiResponse:
 
 @dataclass(frozen=True)
 class Download:
-    """A body written to disk by :meth:`Client.download`.
-
-    Attributes:
-        path: where the file is.
-        size: its size in bytes.
-        sha256: lower-case hex SHA-256 of its content.
-        content_type: the ``Content-Type`` the server sent, if any.
-    """
+    """A body written to disk by :meth:`Client.download`: where, its size in bytes, the
+    lower-case hex SHA-256 of its content, and the ``Content-Type`` the server sent, if any."""
 
     path: Path
     size: int

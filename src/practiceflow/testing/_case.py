@@ -50,18 +50,9 @@ class Answer:
 
 @dataclass(frozen=True)
 class TestCase:
-    """One case of a test file.
-
-    Attributes:
-        name: what it shows, as a sentence.
-        given: the ``given`` mapping as written.
-        expect: the ``expect`` mapping as written.
-        answers: ``given.answers``, parsed.
-        cassette: ``given.cassette`` resolved against the test file's folder.
-        now: the clock's start (UTC).
-        index: its position in the file.
-        line: the line it starts on.
-    """
+    """One case of a test file: its name, ``given`` and ``expect`` as written, the answers
+    parsed, the cassette resolved against the file's folder, the clock's start (UTC), and its
+    index and line in the file."""
 
     __test__ = False  # not a pytest class, whatever its name
 
@@ -77,16 +68,8 @@ class TestCase:
 
 @dataclass(frozen=True)
 class TestFile:
-    """A loaded test file.
-
-    Attributes:
-        path: the file.
-        display: its name in messages.
-        recipe: the recipe it tests (resolved), or None.
-        module: the module key or file it tests, or None.
-        modules: the folder of the user's own modules (resolved), or None.
-        cases: its cases.
-    """
+    """A loaded test file: its path and name in messages, the recipe (resolved) or module (a
+    key or file) it tests, the folder of the user's own modules (resolved), and its cases."""
 
     __test__ = False
 

@@ -51,14 +51,9 @@ _MARKER_PREFIX: Final = "pf-"
 
 @dataclass
 class StepView:
-    """One step as a case saw it (a module's own test is one step named ``""``).
-
-    Attributes:
-        status: ``succeeded``, ``skipped``, ``failed`` or ``in_doubt``.
-        output: its output (secrets masked, as the journal keeps it).
-        error: why it failed, was skipped or is in doubt.
-        requests: the requests sent for it, in order.
-    """
+    """One step as a case saw it (a module's own test is one step named ``""``): its status
+    (``succeeded``, ``skipped``, ``failed``, ``in_doubt``), output (masked, as the journal
+    keeps it), error (why it failed, was skipped or is in doubt) and requests, in order."""
 
     status: str
     output: Any = None
@@ -68,17 +63,9 @@ class StepView:
 
 @dataclass
 class CaseResult:
-    """What came of one case.
-
-    Attributes:
-        status: the run's status (a module: its one step's).
-        steps: step id -> what it came to.
-        requests: every request sent, with the step it was sent for.
-        events: a trigger's events (payloads).
-        key: a webhook delivery's dedupe key.
-        problems: requests nothing answered (each says why).
-        unused: written answers or recorded exchanges nothing asked for.
-    """
+    """What came of one case: the run's status (a module's: its one step's), each step by id,
+    every request sent (with its step), a trigger's events and a delivery's dedupe key, the
+    requests nothing answered (``problems``) and the written answers nothing asked for."""
 
     status: str
     steps: dict[str, StepView] = field(default_factory=dict)

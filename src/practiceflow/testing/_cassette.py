@@ -43,15 +43,9 @@ _MIN_INSIDE = 6
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request as it left the client.
-
-    Attributes:
-        method: HTTP method, upper case.
-        path: path under the base URL, such as ``/api/v1/entities``.
-        query: query parameters as sent (text; a list when a name repeats).
-        body: the JSON body; ``{"text": ...}`` for a body that is not JSON; None when empty.
-        headers: headers a module set (never credentials or the client's own).
-    """
+    """One request as it left the client: the path under the base URL (no region prefix), the
+    query as sent (text; a list when a name repeats), the JSON body (``{"text": ...}`` when not
+    JSON), and only headers a module set (never credentials or the client's own)."""
 
     method: str
     path: str
@@ -69,15 +63,8 @@ class RecordedRequest:
 
 @dataclass(frozen=True)
 class RecordedResponse:
-    """The answer to one request.
-
-    Attributes:
-        status: HTTP status.
-        headers: the headers that change what a client does (content type, location ...).
-        body: the JSON body; ``{"text": ...}`` or ``{"base64": ...}`` otherwise; None when
-            empty.
-        json: whether ``body`` is JSON (False: a text or base64 wrapper).
-    """
+    """The answer to one request: status, the headers that change what a client does, and the
+    body: JSON (``json``), else a ``{"text": ...}`` or ``{"base64": ...}`` wrapper."""
 
     status: int
     headers: dict[str, str] = field(default_factory=dict)
@@ -113,16 +100,9 @@ class Exchange:
 
 @dataclass(frozen=True)
 class Cassette:
-    """A module's recorded exchange (see the module docstring for the file).
-
-    Attributes:
-        module: the action or trigger key (a recipe's cassette: the recipe's name).
-        kind: ``action``, ``trigger`` or ``recipe`` (a test case's whole run).
-        preset: the sandbox preset it was recorded under.
-        input: the module's input (a trigger's: its poll settings, usually empty).
-        exchanges: the requests in the order they were sent, each with its answer.
-        source: the file it was read from (for error messages).
-    """
+    """A module's recorded exchange (the module docstring shows the file); ``module`` is a
+    recipe's name when ``kind`` is ``recipe`` (a test case's whole run), ``input`` a trigger's
+    poll settings, ``source`` the file it was read from (for messages)."""
 
     module: str
     kind: Literal["action", "trigger", "recipe"]

@@ -24,9 +24,7 @@ class FakeClock:
     Args:
         start: the wall-clock time at the start (UTC; a naive time is taken as UTC).
 
-    Attributes:
-        start: the time it started at.
-        sleeps: every sleep, in seconds, in order.
+    ``sleeps`` holds every sleep, in seconds, in order.
     """
 
     def __init__(self, start: datetime = DEFAULT_START) -> None:

@@ -133,11 +133,8 @@ def mounted_session(adapter: BaseAdapter) -> requests.Session:
 
 
 class CassetteRecorder(HTTPAdapter):
-    """Sends requests as usual and records each with its answer (for a cassette).
-
-    Args:
-        base_url: the client's base URL (its path is taken off the recorded paths).
-    """
+    """Sends requests as usual and records each with its answer in ``exchanges`` (for a
+    cassette); the path of ``base_url``, the client's, is taken off the recorded paths."""
 
     def __init__(self, base_url: str) -> None:
         super().__init__(max_retries=0)
