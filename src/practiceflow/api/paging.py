@@ -28,17 +28,10 @@ ITEM_FIELDS: Final = ("items", "data", "results", "records", "rows", "value")
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a list.
-
-    Attributes:
-        number: its ``pageNumber`` (1-based); resume after it with ``start_page=number+1``.
-        items: its rows, as parsed JSON.
-        has_more: whether another page follows (False on the last page).
-        page_size: the page size in force: the ``pageSize`` sent, else the size learned
-            from the first page.
-        repeated: this page held the very rows of the page before (the list ignores
-            ``pageNumber``); they are left out (``items`` is empty) and the walk ends.
-    """
+    """One page of a list: its ``pageNumber`` (resume after it with ``start_page=number+1``),
+    its rows, whether another page follows, and the page size in force (the ``pageSize`` sent,
+    else learned from the first page). ``repeated``: it held the very rows of the page before
+    (the list ignores ``pageNumber``), left out (``items`` is empty); the walk ends."""
 
     number: int
     items: list[Any]

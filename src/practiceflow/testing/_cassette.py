@@ -248,20 +248,12 @@ def scrubbable(value: str) -> bool:
 
 
 def scrub(tree: Any, values: Iterable[str]) -> Any:
-    """Replace personal values and secrets in a JSON-like tree, deterministically.
+    """A scrubbed copy of a JSON-like tree (a cassette's ``as_dict()``), deterministically.
 
-    Each value becomes :func:`_token` of itself, in any letter case, where it is a whole
-    string, and where it appears inside longer text when it has six characters or more
-    (longest values first); a request path is scrubbed segment by segment; mapping keys
-    are kept.
-
-    Args:
-        tree: any JSON value (a cassette's ``as_dict()``).
-        values: the personal and secret values (strings); UUIDs, timestamps and values of
-            fewer than three characters are left alone.
-
-    Returns:
-        A scrubbed copy.
+    Each of ``values`` (UUIDs, timestamps and values under three characters are left alone)
+    becomes its stable token, in any letter case, where it is a whole string, and inside
+    longer text when it has six characters or more; a path is scrubbed segment by segment;
+    mapping keys are kept.
     """
     chosen = sorted({v for v in values if isinstance(v, str) and scrubbable(v)}, key=len)[::-1]
     if not chosen:

@@ -164,9 +164,6 @@ def case_differences(case: TestCase, result: CaseResult, *, recipe: bool) -> lis
         result: what came of it.
         recipe: whether it tests a recipe (``steps`` are a recipe's; a module's test
             expects its one step's fields at the top).
-
-    Returns:
-        Lines naming the step (for a recipe) and the field.
     """
     expect = case.expect
     out = list(dict.fromkeys(result.problems))  # a read retried asks the same thing again

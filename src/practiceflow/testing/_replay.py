@@ -16,6 +16,7 @@ import requests
 from requests.adapters import BaseAdapter, HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
+from practiceflow.api.auth_methods import AUTH_HEADER_NAMES
 from practiceflow.testing._cassette import (
     Cassette,
     Exchange,
@@ -28,19 +29,14 @@ from practiceflow.testing._cassette import (
 REPLAY_BASE_URL: Final = "https://cassette.invalid/anz"
 
 #: Request headers the client sets on every request: not part of a module's exchange.
-_CLIENT_HEADERS: Final = frozenset(
-    {
-        "accept",
-        "accept-encoding",
-        "authorization",
-        "connection",
-        "content-length",
-        "content-type",
-        "user-agent",
-        "x-svc-auth-id",
-        "x-svc-auth-key",
-    }
-)
+_CLIENT_HEADERS: Final = AUTH_HEADER_NAMES | {
+    "accept",
+    "accept-encoding",
+    "connection",
+    "content-length",
+    "content-type",
+    "user-agent",
+}
 #: Answer headers that change what a client does; the others are not recorded.
 _ANSWER_HEADERS: Final = ("Content-Type", "Location", "Retry-After", "Content-Disposition")
 
@@ -60,11 +56,8 @@ def _body(raw: bytes | str | None) -> Any:
 
 
 def recorded_request(request: requests.PreparedRequest, base_url: str) -> RecordedRequest:
-    """A request as a cassette records it: path under the base URL, query, body, headers.
-
-    The path of ``base_url`` (such as ``/anz``) is taken off; credentials and the client's
-    own headers are left out.
-    """
+    """A request as a cassette records it: the path of ``base_url`` (such as ``/anz``) taken
+    off, credentials and the client's own headers left out."""
     parts = urlsplit(request.url or "")
     prefix = urlsplit(base_url).path.rstrip("/")
     path = parts.path[len(prefix) :] if prefix and parts.path.startswith(prefix) else parts.path

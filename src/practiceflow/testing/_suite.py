@@ -111,16 +111,13 @@ def run_all(
     jobs: int = 1,
     each: Callable[[CaseOutcome], None] | None = None,
 ) -> list[CaseOutcome]:
-    """Run many test files, each file's cases in order.
+    """Run many test files, each file's cases in order; every outcome, in the order of files.
 
     Args:
         files: the test files.
         jobs: worker processes (1: in this process). A case sets the templates' clock,
             which is one per process, so cases run in parallel only in processes.
         each: called with each outcome as it comes (progress).
-
-    Returns:
-        Every outcome, in the order of ``files``.
     """
     report = each or (lambda outcome: None)
     results: list[CaseOutcome] = []
