@@ -112,18 +112,6 @@ class AuthMethod(AuthBase, ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(client_id={self.client_id!r}, client_secret={MASK!r})"
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, AuthMethod):
-            return NotImplemented
-        return (
-            type(self) is type(other)
-            and self.client_id == other.client_id
-            and self._secret == other._secret
-        )
-
-    def __hash__(self) -> int:
-        return hash((type(self), self.client_id))
-
 
 class HeaderAuth(AuthMethod):
     """Method A (the default): ``X-SVC-Auth-ID`` and ``X-SVC-Auth-Key`` headers."""
