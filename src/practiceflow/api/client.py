@@ -275,11 +275,8 @@ class Client:
         return self.request("GET", path, params=params).data
 
     def post(self, path: str, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
-        """POST ``json`` to ``path`` and return the parsed JSON answer (see :meth:`request`).
-
-        A POST is retried only after a 429 or a refused connection; any other failure
-        after sending raises :class:`~practiceflow.errors.InDoubtError`.
-        """
+        """POST ``json`` to ``path`` and return the parsed JSON answer (see :meth:`request`):
+        retried only after a 429 or a refused connection, else InDoubtError once sent."""
         return self.request("POST", path, params=params, json=json).data
 
     def put(self, path: str, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:

@@ -55,11 +55,8 @@ class RetryPolicy:
             raise ConfigError(message)
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
-        """Exponential backoff with jitter for the retry after ``attempt`` failures.
-
-        Drawn from ``[d/2, d]``, ``d = min(backoff_max, backoff_base * 2**(attempt-1))``:
-        jitter spreads clients apart, the lower half-bound keeps it from ever being zero.
-        """
+        """Backoff after ``attempt`` failures, drawn from ``[d/2, d]``, ``d = min(backoff_max,
+        backoff_base * 2**(attempt-1))``: jitter spreads clients apart, never to zero."""
         ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** max(0, attempt - 1))
         return ceiling / 2 + rng.random() * ceiling / 2
 

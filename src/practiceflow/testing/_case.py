@@ -122,18 +122,13 @@ def _answers(raw: Any, file: str, located: Located, at: tuple[str | int, ...]) -
 def _kind_issues(data: Mapping[str, Any], file: str, located: Located) -> list[Issue]:
     """Keys of ``given``/``expect`` that make no sense for what the file tests."""
     issues = []
-    recipe_only = {"event", "overrides", "vars"}
-    action_only = {"input"}
-    trigger_only = {"delivery", "poll"}
-    tested = "recipe" if "recipe" in data else "module"
+    tested, other = ("recipe", "module") if "recipe" in data else ("module", "recipe")
+    wrong = {"input", "delivery", "poll"} if tested == "recipe" else {"event", "overrides", "vars"}
     for index, case in enumerate(data.get("cases") or []):
         given = case.get("given") or {}
-        wrong = (action_only | trigger_only) if tested == "recipe" else recipe_only
         for key in sorted(set(given) & wrong):
             line, column = located.where(("cases", index, "given", key), key=True)
-            message = f"got {key!r} in a test of a {tested}; it belongs to a test of a " + (
-                "module" if tested == "recipe" else "recipe"
-            )
+            message = f"got {key!r} in a test of a {tested}; it belongs to a test of a {other}"
             issues.append(Issue(file, line, column, f"cases[{index}].given.{key}", message))
         if "delivery" in given and "poll" in given:
             line, column = located.where(("cases", index, "given", "poll"), key=True)

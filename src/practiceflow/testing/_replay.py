@@ -6,6 +6,7 @@ so every caller of the client is recorded or replayed unchanged.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 from collections.abc import Callable, Mapping
@@ -79,21 +80,17 @@ def recorded_request(request: requests.PreparedRequest, base_url: str) -> Record
 
 
 def _answer(response: requests.Response) -> RecordedResponse:
-    content = response.content or b""
+    content, status = response.content or b"", response.status_code
     headers = {name: response.headers[name] for name in _ANSWER_HEADERS if name in response.headers}
     if not content:
-        return RecordedResponse(response.status_code, headers, None)
+        return RecordedResponse(status, headers, None)
+    with contextlib.suppress(ValueError):
+        return RecordedResponse(status, headers, json.loads(content))
     try:
-        return RecordedResponse(response.status_code, headers, json.loads(content))
-    except ValueError:
-        pass
-    try:
-        return RecordedResponse(
-            response.status_code, headers, {"text": content.decode("utf-8")}, json=False
-        )
+        return RecordedResponse(status, headers, {"text": content.decode("utf-8")}, json=False)
     except UnicodeDecodeError:
         encoded = base64.b64encode(content).decode("ascii")
-        return RecordedResponse(response.status_code, headers, {"base64": encoded}, json=False)
+        return RecordedResponse(status, headers, {"base64": encoded}, json=False)
 
 
 def answer_response(

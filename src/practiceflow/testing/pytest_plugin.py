@@ -65,10 +65,9 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         """Run the case offline and compare it with its ``expect``."""
-        from practiceflow.testing import case_differences, load_target, run_case
+        from practiceflow.testing import case_differences, run_case
 
-        target, registry = load_target(self.test)
-        result = run_case(self.test, self.case, target=target, registry=registry)
+        result = run_case(self.test, self.case)
         lines = case_differences(self.case, result, recipe=self.test.recipe is not None)
         if lines:
             raise CaseFailed("\n".join(lines))
