@@ -4,6 +4,7 @@ for CI); :func:`untested` lists the recipes and modules no test file near them n
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import time
@@ -198,20 +199,14 @@ def _named_by(test: Path) -> set[str]:
 def untested(files: Iterable[Path]) -> list[Path]:
     """The recipe and module ``files`` (test files among them skipped) that no test file beside
     them, or in a ``tests/`` folder beside them or their parent, names; in the order given."""
-    cache: dict[Path, set[str]] = {}
-    out = []
-    for file in files:
-        if file.name.endswith(TEST_SUFFIX):
-            continue
-        named: set[str] = set()
-        for folder in (file.parent, file.parent / "tests", file.parent.parent / "tests"):
-            if folder not in cache:
-                found: set[str] = set()
-                if folder.is_dir():
-                    for test in sorted(folder.glob("*" + TEST_SUFFIX)):
-                        found |= _named_by(test)
-                cache[folder] = found
-            named |= cache[folder]
-        if str(file.resolve()) not in named and file.stem not in named:
-            out.append(file)
-    return out
+
+    @functools.cache
+    def named_in(folder: Path) -> frozenset[str]:
+        tests = sorted(folder.glob("*" + TEST_SUFFIX)) if folder.is_dir() else []
+        return frozenset(name for test in tests for name in _named_by(test))
+
+    def tested(file: Path) -> bool:
+        folders = (file.parent, file.parent / "tests", file.parent.parent / "tests")
+        return any({str(file.resolve()), file.stem} & named_in(folder) for folder in folders)
+
+    return [file for file in files if not file.name.endswith(TEST_SUFFIX) and not tested(file)]
