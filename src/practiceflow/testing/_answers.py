@@ -42,7 +42,7 @@ def _query_matches(wanted: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
 
 class ScriptedAnswers(BaseAdapter):
     """Answers a case's requests (see the module docstring); ``step`` is the step they are
-    sent for now (set by the case's runner), ``problems`` says why each unanswered was."""
+    sent for now (set by the case's runner), ``problems`` the requests nothing answered."""
 
     def __init__(
         self,
