@@ -1,10 +1,7 @@
-"""The typed HTTP connector of the Partner Integration API.
-
-This package owns regions and base URLs (configuration, never built-in host names), both
-authentication methods (never mixed), problem-details errors mapped onto
-:mod:`practiceflow.errors`, retries, paging, ``lastUpdated`` handling, and pydantic models
-of the resources the spec names; :class:`Client` (:mod:`.client`) ties them together. The
-rate budget lives in :mod:`practiceflow.budget`.
+"""The typed HTTP connector of the Partner Integration API: regions and base URLs (never
+built-in host names), both authentication methods (never mixed), problem-details errors,
+retries, paging, ``lastUpdated`` handling and the resource models, tied together by
+:class:`Client`. The rate budget lives in :mod:`practiceflow.budget`.
 """
 
 from __future__ import annotations

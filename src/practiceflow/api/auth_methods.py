@@ -112,18 +112,6 @@ class AuthMethod(AuthBase, ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(client_id={self.client_id!r}, client_secret={MASK!r})"
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, AuthMethod):
-            return NotImplemented
-        return (
-            type(self) is type(other)
-            and self.client_id == other.client_id
-            and self._secret == other._secret
-        )
-
-    def __hash__(self) -> int:
-        return hash((type(self), self.client_id))
-
 
 class HeaderAuth(AuthMethod):
     """Method A (the default): ``X-SVC-Auth-ID`` and ``X-SVC-Auth-Key`` headers."""
@@ -154,11 +142,7 @@ AUTH_REGISTRY: Final[Mapping[str, type[AuthMethod]]] = {
 
 
 def make_auth(name: str, client_id: str, client_secret: Secret) -> AuthMethod:
-    """Build the authentication method called ``name``.
-
-    Raises:
-        ConfigError: ``name`` is not a known method.
-    """
+    """Build the authentication method called ``name`` (ConfigError for an unknown one)."""
     try:
         cls = AUTH_REGISTRY[name]
     except KeyError:
@@ -173,11 +157,8 @@ def mask_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def reject_credential_headers(headers: Mapping[str, str]) -> None:
-    """Refuse caller headers that carry credentials (they would mix or bypass the method).
-
-    Raises:
-        ConfigError: one of them is ``Authorization`` or ``X-SVC-Auth-*``.
-    """
+    """ConfigError for caller headers that carry credentials (``Authorization``,
+    ``X-SVC-Auth-*``): they would mix with or bypass the auth method."""
     bad = sorted(name for name in headers if name.lower() in AUTH_HEADER_NAMES)
     if bad:
         message = (

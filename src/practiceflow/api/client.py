@@ -219,9 +219,8 @@ class Client:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        """The exact request :meth:`request` would send, secrets masked; nothing is sent.
-
-        Args: as for :meth:`request`.
+        """The exact request :meth:`request` would send (same arguments), secrets masked;
+        nothing is sent.
 
         Returns:
             ``{"method", "url", "headers", "json"}``; the secret-bearing headers read ``***``.
@@ -266,13 +265,7 @@ class Client:
             InDoubtError: a write may have been acted on (timeout, 5xx, lost connection).
         """
         call = self._build(method, path, params, json, headers, stream=False)
-        described = {
-            "method": call.method,
-            "path": path,
-            "params": params,
-            "json": json,
-            "headers": headers,
-        }
+        described = dict(method=call.method, path=path, params=params, json=json, headers=headers)
         response = self._send_call(call, described)
         data, text = parse_body(response)
         return ApiResponse(response.status_code, response.headers, data, text)
@@ -282,11 +275,8 @@ class Client:
         return self.request("GET", path, params=params).data
 
     def post(self, path: str, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
-        """POST ``json`` to ``path`` and return the parsed JSON answer (see :meth:`request`).
-
-        A POST is retried only after a 429 or a refused connection; any other failure
-        after sending raises :class:`~practiceflow.errors.InDoubtError`.
-        """
+        """POST ``json`` to ``path`` and return the parsed JSON answer (see :meth:`request`):
+        retried only after a 429 or a refused connection, else InDoubtError once sent."""
         return self.request("POST", path, params=params, json=json).data
 
     def put(self, path: str, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
@@ -333,7 +323,6 @@ class Client:
         """
         clean_path(path)
         encode_params(params, now=self._utcnow)  # refuse a bad lastUpdated before paging
-
         return iter_pages(
             lambda query: self.get(path, query),
             where=f"GET {log_path(path)}",
@@ -397,8 +386,7 @@ class Client:
         while True:
             attempt += 1
             call = self._build("GET", path, params, None, None, stream=True)
-            described = {"method": "GET", "path": path, "params": params}
-            response = self._send_call(call, described)
+            response = self._send_call(call, {"method": "GET", "path": path, "params": params})
             try:
                 return save_body(response, target)
             except requests.RequestException as exc:
@@ -478,13 +466,8 @@ class Client:
                 raise _unsendable(verb, where, exc) from None
             except requests.RequestException as exc:
                 error = TransportError(verb, where, describe_exception(exc))
-                logger.warning(
-                    "%s %s failed after %.1f ms: %s",
-                    verb,
-                    where,
-                    (time.perf_counter() - started) * 1000,
-                    error.reason,
-                )
+                took = (time.perf_counter() - started) * 1000
+                logger.warning("%s %s failed after %.1f ms: %s", verb, where, took, error.reason)
                 if not read and not refused_before_sending(exc):
                     raise InDoubtError(verb, where, error) from exc
                 failures += 1
@@ -493,14 +476,9 @@ class Client:
 
             status = response.status_code
             if status >= 400 or logger.isEnabledFor(logging.DEBUG):
-                logger.log(
-                    logging.DEBUG if status < 400 else logging.INFO,
-                    "%s %s -> %d in %.1f ms",
-                    verb,
-                    where,
-                    status,
-                    (time.perf_counter() - started) * 1000,
-                )
+                took = (time.perf_counter() - started) * 1000
+                level = logging.DEBUG if status < 400 else logging.INFO
+                logger.log(level, "%s %s -> %d in %.1f ms", verb, where, status, took)
             self._budget.observe(response.headers)
             if status < 400:
                 return response

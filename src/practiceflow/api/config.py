@@ -32,8 +32,6 @@ PROFILE_KEYS: Final = ("client_id", "client_secret", "region", "base_url", "auth
 ENV_PREFIX: Final = "PRACTICEFLOW_"
 DEFAULT_PROFILES_PATH: Final = Path("~/.config/practiceflow/profiles.toml")
 
-_LOOPBACK_NAMES: Final = frozenset({"localhost"})
-
 #: A profile file is a few lines of TOML; anything larger is refused unread.
 #: A fleet of 100,000 practices keeps their credentials in one file of about 15 MB.
 _MAX_PROFILE_BYTES = 50_000_000
@@ -41,18 +39,10 @@ _MAX_PROFILE_BYTES = 50_000_000
 
 @dataclass(frozen=True)
 class Settings:
-    """The resolved configuration of one client; safe to print (the secret is masked).
-
-    Attributes:
-        client_id: the Client ID.
-        client_secret: the Client secret, masked in every repr.
-        base_url: the regional base URL without a trailing slash.
-        region: ``anz``, ``uk`` or ``za``, or None when only a base URL was given.
-        auth_method: ``header`` or ``basic``.
-        profile: the profile table that was read, if any.
-        sources: where each setting came from, e.g. ``{"client_id": "environment
-            PRACTICEFLOW_CLIENT_ID"}``.
-    """
+    """The resolved configuration of one client; safe to print (the secret is masked). The
+    base URL has no trailing slash; ``region`` is None when only a base URL was given;
+    ``profile`` is the profile table read, if any; ``sources`` says where each setting came
+    from, e.g. ``{"client_id": "environment PRACTICEFLOW_CLIENT_ID"}``."""
 
     client_id: str
     client_secret: Secret
@@ -93,7 +83,7 @@ def normalise_base_url(value: str, *, source: str = "base URL") -> str:
 
 
 def _is_loopback(host: str) -> bool:
-    if host.lower() in _LOOPBACK_NAMES:
+    if host.lower() == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -235,21 +225,14 @@ def load_settings(
     sources["base_url"] = url_source
     final_url = normalise_base_url(resolved_url, source=url_source)
 
-    missing = [
-        (label, env_name, key)
-        for label, env_name, key, value in (
-            ("Client ID", "PRACTICEFLOW_CLIENT_ID", "client_id", raw_id),
-            ("Client secret", "PRACTICEFLOW_CLIENT_SECRET", "client_secret", raw_secret),
-        )
-        if not value
-    ]
+    labels = {"client_id": ("Client ID", raw_id), "client_secret": ("Client secret", raw_secret)}
+    missing = {key: label for key, (label, value) in labels.items() if not value}
     if missing:
-        what = " and ".join(label for label, _, _ in missing)
         how = "; ".join(
-            f"{label}: pass it, set {env_name}, or put {key} in a profile of {path}"
-            for label, env_name, key in missing
+            f"{label}: pass it, set {ENV_PREFIX}{key.upper()}, or put {key} in a profile of {path}"
+            for key, label in missing.items()
         )
-        message = f"no {what} configured ({how})"
+        message = f"no {' and '.join(missing.values())} configured ({how})"
         raise ConfigError(message)
     return Settings(
         client_id=(raw_id or "").strip(),
@@ -271,14 +254,10 @@ def _pick_base_url(
     *,
     region_argument: bool = False,
 ) -> tuple[str | None, str, list[str]]:
-    """Return (url, source, notes on candidates skipped for belonging to another region).
-
-    The first of the argument, ``PRACTICEFLOW_BASE_URL``, ``PRACTICEFLOW_BASE_URL_<REGION>``
-    and the profile's ``base_url`` wins. A generic URL (the environment's, the profile's)
-    belongs to the region set beside it and is skipped for another region; when the region
-    is an argument, one with no region beside it is skipped too. Credentials sent to
-    another region's host only earn a 401.
-    """
+    """(url, source, candidates skipped): the first of the argument, ``PRACTICEFLOW_BASE_URL``,
+    ``..._BASE_URL_<REGION>`` and the profile's ``base_url`` wins; a generic URL belongs to the
+    region set beside it (to none, when the region is an argument): another region's host
+    would only answer 401."""
     skipped: list[str] = []
     if argument:
         return argument, "argument base_url", skipped

@@ -28,17 +28,10 @@ ITEM_FIELDS: Final = ("items", "data", "results", "records", "rows", "value")
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a list.
-
-    Attributes:
-        number: its ``pageNumber`` (1-based); resume after it with ``start_page=number+1``.
-        items: its rows, as parsed JSON.
-        has_more: whether another page follows (False on the last page).
-        page_size: the page size in force: the ``pageSize`` sent, else the size learned
-            from the first page.
-        repeated: this page held the very rows of the page before (the list ignores
-            ``pageNumber``); they are left out (``items`` is empty) and the walk ends.
-    """
+    """One page of a list: its ``pageNumber`` (resume after it with ``start_page=number+1``),
+    its rows, whether another page follows, and the page size in force (the ``pageSize`` sent,
+    else learned from the first page). ``repeated``: it held the very rows of the page before
+    (the list ignores ``pageNumber``), left out (``items`` is empty); the walk ends."""
 
     number: int
     items: list[Any]
@@ -48,12 +41,8 @@ class Page:
 
 
 def extract_items(data: Any, *, where: str = "list") -> tuple[list[Any], bool | None]:
-    """Split a list answer into its rows and its ``hasMore`` flag.
-
-    Raises:
-        ConfigError: the answer is neither a list nor an object holding one (the path is
-            probably not a list endpoint).
-    """
+    """Split a list answer into its rows and its ``hasMore`` flag; ConfigError when it is
+    neither a list nor an object holding one."""
     if isinstance(data, list):
         return data, None
     if isinstance(data, dict):
@@ -108,12 +97,8 @@ def iter_pages(
     page_size: int | None = None,
     start_page: int = 1,
 ) -> Iterator[Page]:
-    """Fetch pages one after another until the list ends (arguments are checked at once).
-
-    Raises:
-        ConfigError: bad arguments (at once); while iterating, an answer that is not a
-            list, or more than 10000 pages.
-    """
+    """Fetch pages one after another until the list ends; ConfigError at once for bad
+    arguments, while iterating for an answer that is not a list or more than 10000 pages."""
     base = dict(params or {})
     _check_page_args(where, base, page_size, start_page)
     return _generate_pages(fetch, where, base, page_size, start_page)
@@ -166,11 +151,8 @@ def _generate_pages(
 
 
 def iter_items(pages: Iterator[Page], limit: int | None = None) -> Iterator[Any]:
-    """Every item of ``pages``, stopping after ``limit`` (no further page is fetched).
-
-    Raises:
-        ConfigError: ``limit`` is negative or not an integer (at once).
-    """
+    """Every item of ``pages``, stopping after ``limit`` (no further page is fetched);
+    ConfigError at once when ``limit`` is not an integer >= 0."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         message = f"limit: got {limit!r}; expected an integer >= 0 or None"
         raise ConfigError(message)

@@ -83,15 +83,8 @@ def to_utc_param(
 def encode_params(
     params: Mapping[str, Any] | None, *, now: Callable[[], datetime] = utc_now
 ) -> dict[str, Any]:
-    """Convert a query mapping to wire values.
-
-    ``None`` values are dropped; booleans become ``true`` / ``false``; ``lastUpdated``
-    goes through :func:`to_utc_param` (no future values); other datetimes must be aware
-    and become UTC text; dates become ``YYYY-MM-DD``. Lists are kept (repeated keys).
-
-    Raises:
-        ConfigError: a datetime is naive, or ``lastUpdated`` is invalid or in the future.
-    """
+    """A query mapping as wire values: ``None`` dropped, booleans ``true``/``false``, datetimes
+    aware UTC text (``lastUpdated`` never in the future), dates ``YYYY-MM-DD``, lists kept."""
     encoded: dict[str, Any] = {}
     for key, value in (params or {}).items():
         if value is None:

@@ -1,12 +1,7 @@
-"""Pydantic models of every resource whose fields the spec names.
-
-Wire names are the spec's (camelCase, with its own spelling such as ``entityTypeID``) and
-are the aliases; attributes are snake_case. Models validate by either name and dump by
-alias. Fields the spec does not name are kept (``extra="allow"``), never dropped, since the
-spec lists fields only partially; the one exception is :class:`EntityIntegrations`, whose
-section (2.2) says no additional properties are allowed. Response fields are optional,
-because a record may leave any of them out; request models require what the spec requires.
-Secrets (``webhookSecret``) are left out of ``repr``.
+"""Pydantic models of every resource whose fields the spec names: snake_case attributes with
+the spec's wire names (``entityTypeID``) as aliases, read by either, dumped by alias. Fields the
+spec does not name are kept (it lists them only partially), except where its section 2.2 says
+none are allowed; response fields are optional, request models require what the spec requires.
 """
 
 from __future__ import annotations
@@ -66,8 +61,7 @@ class EntitySummary(ApiModel):
 
 
 class Address(ApiModel):
-    """``physicalAddress`` / ``postalAddress``; fields between address1 and country the
-    spec does not show are kept as extras."""
+    """``physicalAddress`` / ``postalAddress`` (the fields the spec does not show are extras)."""
 
     address1: str | None = None
     city: str | None = None

@@ -1,10 +1,7 @@
-"""When a failed request is sent again, and how long to wait before it.
-
-The rule of the project (DESIGN.md): reads are retried on 429, 5xx and connection
-failures within a bounded number of attempts; writes are retried only when the API
-certainly did not act, that is after a 429 or when the connection was refused before
-anything was sent. Anything else on a write (timeout, 5xx, a connection lost after
-sending) is *in doubt* and is never repeated.
+"""When a failed request is sent again, and how long to wait before it (DESIGN.md): reads
+are retried on 429, 5xx and connection failures; writes only when the API certainly did not
+act (a 429, a connection refused before sending). Any other failure of a write is *in doubt*
+and is never repeated.
 """
 
 from __future__ import annotations
@@ -58,11 +55,8 @@ class RetryPolicy:
             raise ConfigError(message)
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
-        """Exponential backoff with jitter for the retry after ``attempt`` failures.
-
-        Drawn from ``[d/2, d]``, ``d = min(backoff_max, backoff_base * 2**(attempt-1))``:
-        jitter spreads clients apart, the lower half-bound keeps it from ever being zero.
-        """
+        """Backoff after ``attempt`` failures, drawn from ``[d/2, d]``, ``d = min(backoff_max,
+        backoff_base * 2**(attempt-1))``: jitter spreads clients apart, never to zero."""
         ceiling = min(self.backoff_max, self.backoff_base * 2.0 ** max(0, attempt - 1))
         return ceiling / 2 + rng.random() * ceiling / 2
 
@@ -140,13 +134,9 @@ _CONNECT_FAILURES: Final = frozenset({"ConnectTimeoutError", "NewConnectionError
 
 
 def refused_before_sending(exc: BaseException) -> bool:
-    """Whether a ``requests`` error means the request never left this machine.
-
-    True when the connection could not be opened (refused, unresolvable host, connect
-    timeout): a :class:`requests.ConnectTimeout`, or urllib3's ``ConnectTimeoutError``
-    (recognised by name) anywhere in the exception's chain. A read timeout or a reset
-    is not in that family.
-    """
+    """Whether a ``requests`` error means the request never left this machine: the connection
+    was never opened (a ``ConnectTimeout``, or urllib3's connect failures, recognised by name
+    anywhere in the chain); a read timeout or a reset is not one."""
     seen: set[int] = set()
     pending: list[object] = [exc]
     while pending:

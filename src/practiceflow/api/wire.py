@@ -1,11 +1,6 @@
-"""What goes over the wire around one request: result types and small conversions.
-
-:class:`ApiResponse` and :class:`Download` are what :class:`~practiceflow.api.Client`
-returns; the functions check a request path, encode a JSON body, read a response body,
-and describe a ``requests`` failure without quoting anything that could hold a secret.
-An error answer becomes an :mod:`practiceflow.errors` exception from its problem-details body
-(spec section 7); a body that is not JSON gives what little it can (short plain text as
-``detail``, never HTML).
+"""What goes over the wire around one request: the result types :class:`~practiceflow.api.Client`
+returns, and conversions that never quote anything that could hold a secret. An error answer
+becomes an :mod:`practiceflow.errors` exception from its problem-details body (spec section 7).
 """
 
 from __future__ import annotations
@@ -35,15 +30,13 @@ from practiceflow.errors import (
     WriteAccessError,
 )
 
-#: The exception class for each status the spec names; other 5xx are ServerError and
-#: other 4xx plain ApiError.
+#: The exception class of the other statuses the spec names (401, 429 and 5xx have their
+#: own branch in :func:`error_from_response`); any other 4xx is a plain ApiError.
 ERRORS_BY_STATUS: Final[Mapping[int, type[ApiError]]] = {
     400: ValidationError,
-    401: AuthError,
     403: WriteAccessError,
     404: NotFoundError,
     422: ValidationError,
-    429: RateLimitError,
 }
 
 _TEXT_LIMIT: Final = 300
@@ -70,41 +63,10 @@ def parse_problem(text: str, content_type: str | None) -> dict[str, Any]:
     return {}
 
 
-def error_for_status(
-    method: str,
-    path: str,
-    status: int,
-    problem: Mapping[str, Any],
-    *,
-    retry_after: float | None = None,
-    base_url: str | None = None,
-) -> ApiError:
-    """Build the exception for an error answer."""
-    if status == 429:
-        hint = "the Client ID's rate budget is spent"
-        if retry_after is not None:
-            hint += f"; the server asked to wait {retry_after:g}s"
-        return RateLimitError(method, path, status, problem, retry_after=retry_after, hint=hint)
-    if status >= 500:
-        return ServerError(method, path, status, problem)
-    cls = ERRORS_BY_STATUS.get(status, ApiError)
-    if cls is AuthError and base_url:
-        return AuthError(
-            method, path, status, problem, hint=f"{AuthError.default_hint}; sent to {base_url}"
-        )
-    return cls(method, path, status, problem)
-
-
 @dataclass(frozen=True)
 class ApiResponse:
-    """A successful answer.
-
-    Attributes:
-        status: the HTTP status (2xx or 3xx).
-        headers: the response headers (case-insensitive).
-        data: the parsed JSON body, or None when the body is empty or not JSON.
-        text: the body as text.
-    """
+    """A successful answer (2xx or 3xx): status, headers (case-insensitive), the parsed JSON
+    body (None when it is empty or not JSON) and the body as text."""
 
     status: int
     headers: Mapping[str, str]
@@ -114,14 +76,8 @@ class ApiResponse:
 
 @dataclass(frozen=True)
 class Download:
-    """A body written to disk by :meth:`Client.download`.
-
-    Attributes:
-        path: where the file is.
-        size: its size in bytes.
-        sha256: lower-case hex SHA-256 of its content.
-        content_type: the ``Content-Type`` the server sent, if any.
-    """
+    """A body written to disk by :meth:`Client.download`: where, its size in bytes, the
+    lower-case hex SHA-256 of its content, and the ``Content-Type`` the server sent, if any."""
 
     path: Path
     size: int
@@ -204,10 +160,6 @@ def describe_exception(exc: requests.RequestException) -> str:
     return f"the answer could not be read ({type(exc).__name__})"
 
 
-#: Bytes read at a time from a streamed body.
-_CHUNK: Final = 64 * 1024
-
-
 def save_body(response: requests.Response, target: Path) -> Download:
     """Stream a body to ``target`` in chunks; the file appears only once complete."""
     digest = hashlib.sha256()
@@ -215,7 +167,7 @@ def save_body(response: requests.Response, target: Path) -> Download:
     fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            for chunk in response.iter_content(chunk_size=_CHUNK):
+            for chunk in response.iter_content(chunk_size=64 * 1024):
                 handle.write(chunk)
                 digest.update(chunk)
                 size += len(chunk)
@@ -236,11 +188,20 @@ def error_from_response(
         text = ""
     finally:
         response.close()
-    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    status = response.status_code
     problem = parse_problem(text, response.headers.get("Content-Type"))
-    return error_for_status(
-        method, path, response.status_code, problem, retry_after=retry_after, base_url=base_url
-    )
+    if status == 429:
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        hint = "the Client ID's rate budget is spent"
+        if retry_after is not None:
+            hint += f"; the server asked to wait {retry_after:g}s"
+        return RateLimitError(method, path, status, problem, retry_after=retry_after, hint=hint)
+    if status >= 500:
+        return ServerError(method, path, status, problem)
+    if status == 401:
+        hint = f"{AuthError.default_hint}; sent to {base_url}"
+        return AuthError(method, path, status, problem, hint=hint)
+    return ERRORS_BY_STATUS.get(status, ApiError)(method, path, status, problem)
 
 
 @dataclass(frozen=True)
@@ -249,13 +210,11 @@ class RequestHooks:
 
     Attributes:
         on_send: called with ``{"method", "path", "params", "json", "headers"}`` (as the
-            caller passed them) each time the rate budget has admitted a request,
-            immediately before it leaves (a retry calls it again; every page of a list
-            too). If it raises, nothing is sent and its exception is raised. The runner
-            journals a write's ``sent`` here.
-        on_refused: called when the API answered 429 (it did not act on the request),
-            before the budget pauses and the request waits to be sent again. The runner
-            journals a write back to ``pending`` here.
+            caller passed them) once the rate budget admits a request, just before it
+            leaves (again on a retry, and for every page). If it raises, nothing is sent.
+            The runner journals a write's ``sent`` here.
+        on_refused: called after a 429 (the API did not act), before the request waits to
+            be sent again. The runner journals a write back to ``pending`` here.
     """
 
     on_send: Callable[[dict[str, Any]], None] | None = None

@@ -1,33 +1,10 @@
-"""Public helpers for testing code against the Partner API without credentials.
-
-* a running sandbox: :func:`running_sandbox` starts the local simulator
-  (``practiceflow.sandbox``) on a free port of 127.0.0.1 in a background thread::
-
-      from practiceflow.testing import running_sandbox
-
-      with running_sandbox(seed=7, entities=500) as sandbox:
-          client_id, secret = sandbox.credentials("anz", "rw")
-          base = sandbox.base_url("anz")          # http://127.0.0.1:PORT/anz
-          sandbox.admin("POST", "/_admin/proposals/<key>/accept")
-
-  The pytest fixtures ``sandbox_server`` (session) and ``sandbox`` (reset before each test)
-  of this project's ``tests/conftest.py`` are built on it.
-
-* a fake clock: :class:`FakeClock` moves only when a test advances it or code sleeps on
-  it; hand it to a state store (``clock=clock``) and to a client or rate budget
-  (``clock=clock.monotonic, sleep=clock.sleep``).
-
-* cassettes: a module's recorded exchange with the API (:mod:`._cassette` describes the
-  file), recorded with :class:`CassetteRecorder` and replayed without a server by
-  :class:`CassettePlayer` (:mod:`._replay`); :func:`make_cassette` turns a recording into
-  a cassette with personal values and secrets scrubbed (:mod:`._recording`).
-
-* test files (``*.test.yaml``, :mod:`._case`): cases of a recipe or module, each ``given``
-  an event, vars, a clock and the API's answers, and what to ``expect`` of each step; run
-  offline by :func:`run_case` / :func:`run_test_file` (``practiceflow test``), compared by
-  :func:`case_differences`, recorded by :func:`record_case`. :class:`FakeClock` is the
-  fake clock they run on. The pytest plugin (:mod:`practiceflow.testing.pytest_plugin`)
-  collects test files as items and gives Python tests the same pieces as fixtures.
+"""Public helpers for testing code against the Partner API without credentials
+(docs/testing.md is the guide): :func:`running_sandbox` (the local simulator on 127.0.0.1),
+:class:`FakeClock`, cassettes (:class:`CassetteRecorder`, :class:`CassettePlayer`,
+:func:`make_cassette` with personal values and secrets scrubbed), and ``*.test.yaml`` files
+run offline by :func:`run_case` / :func:`run_test_file` (``practiceflow test``), compared by
+:func:`case_differences`, recorded by :func:`record_case`. The pytest plugin
+(:mod:`practiceflow.testing.pytest_plugin`) collects test files and gives Python tests fixtures.
 """
 
 from __future__ import annotations

@@ -21,19 +21,15 @@ from practiceflow.testing._replay import (
     CassettePlayer,
     answer_response,
     mounted_session,
+    one_line,
     recorded_request,
 )
 
 
 @dataclass(frozen=True)
 class SentRequest:
-    """One request a case sent.
-
-    Attributes:
-        step: the recipe step it was sent for (``""`` for a module's own test).
-        request: the request as sent.
-        answered: how it was answered: ``answers[i]``, ``cassette`` or ``nothing``.
-    """
+    """One request a case sent, the step it was sent for (``""`` for a module's own test), and
+    how it was answered: ``answers[i]``, ``cassette``, ``server`` or ``nothing``."""
 
     step: str
     request: RecordedRequest
@@ -45,13 +41,8 @@ def _query_matches(wanted: Mapping[str, Any], sent: Mapping[str, Any]) -> bool:
 
 
 class ScriptedAnswers(BaseAdapter):
-    """Answers a case's requests (see the module docstring).
-
-    Attributes:
-        step: the step requests are sent for now (set by the case's runner).
-        sent: every request, in order.
-        problems: requests nothing answered, each with why.
-    """
+    """Answers a case's requests (see the module docstring); ``step`` is the step they are
+    sent for now (set by the case's runner), ``problems`` the requests nothing answered."""
 
     def __init__(
         self,
@@ -95,9 +86,12 @@ class ScriptedAnswers(BaseAdapter):
         """Answer one request, or refuse it as never sent."""
         raw = recorded_request(request, self.base_url)
         index = self._written(raw)
+        source = "server" if self.fallback else "cassette" if self.player else "nothing"
+        sent = SentRequest(self.step, raw, source if index is None else f"answers[{index}]")
+        self.sent.append(sent)
+        where = f"step {self.step}: " if self.step else ""
         if index is not None:
             self._left[index] -= 1
-            self.sent.append(SentRequest(self.step, raw, f"answers[{index}]"))
             answer = self.answers[index]
             if answer.refuse:
                 raise requests.ConnectTimeout(f"refused by the test ({answer.where})")
@@ -106,22 +100,16 @@ class ScriptedAnswers(BaseAdapter):
             recorded = RecordedResponse(answer.status, dict(answer.headers), answer.body)
             return answer_response(recorded, request)
         if self.fallback is not None:
-            self.sent.append(SentRequest(self.step, raw, "server"))
             return self.fallback.send(request, *args, **kwargs)
         if self.player is not None:
             try:
-                response = self.player.send(request, *args, **kwargs)
+                return self.player.send(request, *args, **kwargs)
             except CassetteMismatch as exc:
-                self.sent.append(SentRequest(self.step, raw, "nothing"))
-                self.problems.append(self._where() + str(exc))
+                self.sent[-1] = replace(sent, answered="nothing")
+                self.problems.append(where + str(exc))
                 raise requests.ConnectTimeout("no recorded answer") from None
-            self.sent.append(SentRequest(self.step, raw, "cassette"))
-            return response
-        self.sent.append(SentRequest(self.step, raw, "nothing"))
-        query = "&".join(f"{k}={v}" for k, v in raw.query.items())
-        short = f"{raw.method} {raw.path}" + (f"?{query}" if query else "")
         self.problems.append(
-            f"{self._where()}{short} has no answer: write one under given.answers "
+            f"{where}{one_line(raw)} has no answer: write one under given.answers "
             "or record a cassette (practiceflow test --record)"
         )
         raise requests.ConnectTimeout("no answer written")
@@ -130,9 +118,6 @@ class ScriptedAnswers(BaseAdapter):
         """Give the requests sent outside any step so far (a step's checks, before its
         first journal point) to ``step``."""
         self.sent = [replace(sent, step=step) if not sent.step else sent for sent in self.sent]
-
-    def _where(self) -> str:
-        return f"step {self.step}: " if self.step else ""
 
     def close(self) -> None:
         """Nothing to release."""

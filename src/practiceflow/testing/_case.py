@@ -1,9 +1,6 @@
-"""The test file format (``*.test.yaml``): what a person writes to test a recipe or a module.
-
-A test file names what it tests and holds cases, each ``given`` what the world looks like
-and what to ``expect`` (the format is checked against ``manifests/test.schema.json``, and
-every problem names the file, line and field). ``docs/testing.md`` is the guide to every
-key.
+"""The test file format (``*.test.yaml``): what it tests, and cases, each ``given`` the world
+and what to ``expect``; checked against ``manifests/test.schema.json``, every problem naming
+file, line and field. ``docs/testing.md`` is the guide to every key.
 """
 
 from __future__ import annotations
@@ -30,20 +27,9 @@ DEFAULT_NOW: Final = "2026-01-05T09:00:00Z"
 
 @dataclass(frozen=True)
 class Answer:
-    """One answer written in a test (``given.answers[i]``).
-
-    Attributes:
-        method: the request's method it answers.
-        path: the request's path (under the base URL).
-        query: query parameters the request must carry (a subset).
-        status: the HTTP status.
-        headers: answer headers (``Retry-After`` ...).
-        body: the JSON body.
-        drop: the request left and its answer never came (a timeout).
-        refuse: the connection was refused before anything was sent.
-        times: how many matching requests it answers.
-        where: ``file:line`` of the answer, for messages.
-    """
+    """One answer written in a test (``given.answers[i]``): the request it answers (``query``
+    a subset), the answer or fault (``drop``: a timeout; ``refuse``: never sent), how many
+    requests it answers, and its ``file:line``."""
 
     method: str
     path: str
@@ -64,18 +50,9 @@ class Answer:
 
 @dataclass(frozen=True)
 class TestCase:
-    """One case of a test file.
-
-    Attributes:
-        name: what it shows, as a sentence.
-        given: the ``given`` mapping as written.
-        expect: the ``expect`` mapping as written.
-        answers: ``given.answers``, parsed.
-        cassette: ``given.cassette`` resolved against the test file's folder.
-        now: the clock's start (UTC).
-        index: its position in the file.
-        line: the line it starts on.
-    """
+    """One case of a test file: its name, ``given`` and ``expect`` as written, the answers
+    parsed, the cassette resolved against the file's folder, the clock's start (UTC), and its
+    index and line in the file."""
 
     __test__ = False  # not a pytest class, whatever its name
 
@@ -91,16 +68,8 @@ class TestCase:
 
 @dataclass(frozen=True)
 class TestFile:
-    """A loaded test file.
-
-    Attributes:
-        path: the file.
-        display: its name in messages.
-        recipe: the recipe it tests (resolved), or None.
-        module: the module key or file it tests, or None.
-        modules: the folder of the user's own modules (resolved), or None.
-        cases: its cases.
-    """
+    """A loaded test file: its path and name in messages, the recipe (resolved) or module (a
+    key or file) it tests, the folder of the user's own modules (resolved), and its cases."""
 
     __test__ = False
 
@@ -153,18 +122,13 @@ def _answers(raw: Any, file: str, located: Located, at: tuple[str | int, ...]) -
 def _kind_issues(data: Mapping[str, Any], file: str, located: Located) -> list[Issue]:
     """Keys of ``given``/``expect`` that make no sense for what the file tests."""
     issues = []
-    recipe_only = {"event", "overrides", "vars"}
-    action_only = {"input"}
-    trigger_only = {"delivery", "poll"}
-    tested = "recipe" if "recipe" in data else "module"
+    tested, other = ("recipe", "module") if "recipe" in data else ("module", "recipe")
+    wrong = {"input", "delivery", "poll"} if tested == "recipe" else {"event", "overrides", "vars"}
     for index, case in enumerate(data.get("cases") or []):
         given = case.get("given") or {}
-        wrong = (action_only | trigger_only) if tested == "recipe" else recipe_only
         for key in sorted(set(given) & wrong):
             line, column = located.where(("cases", index, "given", key), key=True)
-            message = f"got {key!r} in a test of a {tested}; it belongs to a test of a " + (
-                "module" if tested == "recipe" else "recipe"
-            )
+            message = f"got {key!r} in a test of a {tested}; it belongs to a test of a {other}"
             issues.append(Issue(file, line, column, f"cases[{index}].given.{key}", message))
         if "delivery" in given and "poll" in given:
             line, column = located.where(("cases", index, "given", "poll"), key=True)
@@ -175,30 +139,20 @@ def _kind_issues(data: Mapping[str, Any], file: str, located: Located) -> list[I
 
 def _path_issues(raw: Mapping[str, Any], base: Path, file: str, located: Located) -> list[Issue]:
     issues = []
-    checks: list[tuple[tuple[str | int, ...], Any]] = [(("recipe",), raw.get("recipe"))]
-    checks.append((("modules",), raw.get("modules")))
+    named = {"recipe": raw.get("recipe"), "modules": raw.get("modules")}
     module = raw.get("module")
     if isinstance(module, str) and module.endswith((".yaml", ".yml")):
-        checks.append((("module",), module))
-    for at, value in checks:
+        named["module"] = module
+    for key, value in named.items():
         if isinstance(value, str) and not (base / value).exists():
-            line, column = located.where(at)
-            where = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in at)
-            where = where.replace(".[", "[")
+            line, column = located.where((key,))
             message = f"got {value!r}; no such file or folder beside {file}"
-            issues.append(Issue(file, line, column, where, message))
+            issues.append(Issue(file, line, column, key, message))
     return issues
 
 
 def load_test_file(path: str | Path, *, display: str | None = None) -> TestFile:
-    """Read and check a test file.
-
-    Args:
-        path: the ``*.test.yaml`` file.
-        display: its name in messages (default: as given).
-
-    Returns:
-        The test file.
+    """Read and check a ``*.test.yaml`` file (``display``: its name in messages).
 
     Raises:
         ManifestError: with every problem, each naming the file, line and field.
@@ -215,9 +169,6 @@ def build_test_file(located: Located, path: Path, file: str) -> TestFile:
         located: the document and its positions (empty positions for one built in code).
         path: the file it is (or stands for): relative paths in it are read from its folder.
         file: its name in messages.
-
-    Returns:
-        The test file.
 
     Raises:
         ManifestError: with every problem, each naming the file, line and field.

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import Any, Final
 
@@ -50,14 +51,9 @@ _MARKER_PREFIX: Final = "pf-"
 
 @dataclass
 class StepView:
-    """One step as a case saw it (a module's own test is one step named ``""``).
-
-    Attributes:
-        status: ``succeeded``, ``skipped``, ``failed`` or ``in_doubt``.
-        output: its output (secrets masked, as the journal keeps it).
-        error: why it failed, was skipped or is in doubt.
-        requests: the requests sent for it, in order.
-    """
+    """One step as a case saw it (a module's own test is one step named ``""``): its status
+    (``succeeded``, ``skipped``, ``failed``, ``in_doubt``), output (masked, as the journal
+    keeps it), error (why it failed, was skipped or is in doubt) and requests, in order."""
 
     status: str
     output: Any = None
@@ -67,17 +63,9 @@ class StepView:
 
 @dataclass
 class CaseResult:
-    """What came of one case.
-
-    Attributes:
-        status: the run's status (a module: its one step's).
-        steps: step id -> what it came to.
-        requests: every request sent, with the step it was sent for.
-        events: a trigger's events (payloads).
-        key: a webhook delivery's dedupe key.
-        problems: requests nothing answered (each says why).
-        unused: written answers or recorded exchanges nothing asked for.
-    """
+    """What came of one case: the run's status (a module's: its one step's), each step by id,
+    every request sent (with its step), a trigger's events and a delivery's dedupe key, the
+    requests nothing answered (``problems``) and the written answers nothing asked for."""
 
     status: str
     steps: dict[str, StepView] = field(default_factory=dict)
@@ -166,19 +154,20 @@ def _normalizer(values: set[str]) -> Callable[[RecordedRequest], RecordedRequest
 
 
 @contextmanager
-def _templates_on(clock: FakeClock) -> Iterator[None]:
+def templates_on(clock: FakeClock) -> Iterator[FakeClock]:
+    """Templates read ``clock`` as ``now`` inside the block."""
     set_clock(clock.utcnow)
     try:
-        yield
+        yield clock
     finally:
         set_clock(None)
 
 
-def replay_client(session: Any, clock: FakeClock, base_url: str = REPLAY_BASE_URL) -> Client:
+def replay_client(session: Any, clock: FakeClock) -> Client:
     """A real client on a session, every clock of it the case's."""
     return Client(
         *TEST_CREDENTIALS,
-        base_url=base_url,
+        base_url=REPLAY_BASE_URL,
         session=session,
         timeout=5,
         clock=clock.monotonic,
@@ -235,8 +224,8 @@ def run_case(
         fallback=fallback,
     )
     clock = FakeClock(case.now)
-    make = client_for or (lambda session, clk: replay_client(session, clk))
-    with _templates_on(clock), make(answers.session(), clock) as api:
+    make = client_for or replay_client
+    with templates_on(clock), make(answers.session(), clock) as api:
         if isinstance(target, ActionModule):
             result = _run_action(target, case, api)
         elif isinstance(target, TriggerModule):
@@ -251,18 +240,21 @@ def run_case(
     return result
 
 
-def _error_status(exc: PracticeflowError) -> str:
-    return "in_doubt" if isinstance(exc, InDoubtError) else "failed"
+def _module_result(status: str, output: Any = None, error: Any = None, **more: Any) -> CaseResult:
+    return CaseResult(status, {"": StepView(status, output, error)}, **more)
+
+
+def _failed(exc: PracticeflowError) -> CaseResult:
+    status = "in_doubt" if isinstance(exc, InDoubtError) else "failed"
+    return _module_result(status, None, error_json(exc))
 
 
 def _run_action(module: ActionModule, case: TestCase, api: Client) -> CaseResult:
     data = dict(case.given.get("input") or {})
     try:
-        output = run_action(module, data, api).output
+        return _module_result("succeeded", run_action(module, data, api).output)
     except PracticeflowError as exc:
-        status = _error_status(exc)
-        return CaseResult(status, {"": StepView(status, None, error_json(exc))})
-    return CaseResult("succeeded", {"": StepView("succeeded", output)})
+        return _failed(exc)
 
 
 def _run_trigger(
@@ -273,20 +265,18 @@ def _run_trigger(
     if "delivery" in given:
         if found.webhook is None:
             error = {"message": f"{module.key} receives no webhook (it polls)"}
-            return CaseResult("failed", {"": StepView("failed", None, error)})
+            return _module_result("failed", None, error)
         delivery = given["delivery"]
         headers = {"event": "", "eventId": delivery.get("id", "test-delivery"), "timestamp": ""}
         headers.update({str(k): str(v) for k, v in (delivery.get("headers") or {}).items()})
         key, data = found.webhook.to_event(delivery["body"], headers, {}, headers["eventId"])
-        return CaseResult("succeeded", {"": StepView("succeeded", data)}, events=[data], key=key)
+        return _module_result("succeeded", data, events=[data], key=key)
     poll = dict(given.get("poll") or {})
     if found.poll is None:
         error = {"message": f"{module.key} cannot be polled (webhook only)"}
-        return CaseResult("failed", {"": StepView("failed", None, error)})
+        return _module_result("failed", None, error)
     today = clock.utcnow().date()
     if "today" in poll:
-        from datetime import date
-
         today = date.fromisoformat(str(poll["today"]))
     with (
         tempfile.TemporaryDirectory() as folder,
@@ -304,10 +294,9 @@ def _run_trigger(
         try:
             poller.poll_once()
         except PracticeflowError as exc:
-            status = _error_status(exc)
-            return CaseResult(status, {"": StepView(status, None, error_json(exc))})
+            return _failed(exc)
         events = [event.payload for event in store.pending_events(PRACTICE, 10_000)]
-    return CaseResult("succeeded", {"": StepView("succeeded", events)}, events=events)
+    return _module_result("succeeded", events, events=events)
 
 
 def _run_recipe(

@@ -1,23 +1,14 @@
-"""The cassette file format: one module's recorded exchange with the API, readable and versioned.
-
-A cassette is a YAML file::
+"""The cassette file format (docs/modules-guide.md, "Cassettes"): one module's recorded
+exchange with the API, a versioned YAML file::
 
     version: 1
-    module: find_clients        # an action or trigger key
-    kind: action                # action | trigger | recipe
+    module: find_clients        # an action or trigger key (kind: action | trigger | recipe)
+    kind: action
     preset: default             # the sandbox variant preset it was recorded under
-    input: {limit: 120}         # the module's input (personal values scrubbed)
+    input: {limit: 120}
     exchanges:
-      - request:
-          method: GET
-          path: /api/v1/entities          # under the base URL (no region prefix)
-          query: {pageNumber: '1'}        # as sent: text values, a list when repeated
-          body: null                      # JSON, or {text: ...} when not JSON
-          headers: {}                     # only headers a module sets, never credentials
-        response:
-          status: 200
-          headers: {Content-Type: application/json}
-          body: {...}                     # JSON; {text: ...} or {base64: ...} otherwise
+      - request: {method: GET, path: /api/v1/entities, query: {pageNumber: '1'}, body: null}
+        response: {status: 200, headers: {Content-Type: application/json}, body: {...}}
 
 Personal values (``x-pii``) and secrets are replaced by :func:`scrub` with same-shaped
 tokens derived from a hash, so a re-recording gives the same file.
@@ -52,15 +43,9 @@ _MIN_INSIDE = 6
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request as it left the client.
-
-    Attributes:
-        method: HTTP method, upper case.
-        path: path under the base URL, such as ``/api/v1/entities``.
-        query: query parameters as sent (text; a list when a name repeats).
-        body: the JSON body; ``{"text": ...}`` for a body that is not JSON; None when empty.
-        headers: headers a module set (never credentials or the client's own).
-    """
+    """One request as it left the client: the path under the base URL (no region prefix), the
+    query as sent (text; a list when a name repeats), the JSON body (``{"text": ...}`` when not
+    JSON), and only headers a module set (never credentials or the client's own)."""
 
     method: str
     path: str
@@ -70,9 +55,7 @@ class RecordedRequest:
 
     def as_dict(self) -> dict[str, Any]:
         """The request as the cassette file holds it."""
-        data: dict[str, Any] = {"method": self.method, "path": self.path}
-        data["query"] = dict(self.query)
-        data["body"] = self.body
+        data = dict(method=self.method, path=self.path, query=dict(self.query), body=self.body)
         if self.headers:
             data["headers"] = dict(self.headers)
         return data
@@ -80,15 +63,8 @@ class RecordedRequest:
 
 @dataclass(frozen=True)
 class RecordedResponse:
-    """The answer to one request.
-
-    Attributes:
-        status: HTTP status.
-        headers: the headers that change what a client does (content type, location ...).
-        body: the JSON body; ``{"text": ...}`` or ``{"base64": ...}`` otherwise; None when
-            empty.
-        json: whether ``body`` is JSON (False: a text or base64 wrapper).
-    """
+    """The answer to one request: status, the headers that change what a client does, and the
+    body: JSON (``json``), else a ``{"text": ...}`` or ``{"base64": ...}`` wrapper."""
 
     status: int
     headers: dict[str, str] = field(default_factory=dict)
@@ -124,16 +100,9 @@ class Exchange:
 
 @dataclass(frozen=True)
 class Cassette:
-    """A module's recorded exchange (see the module docstring for the file).
-
-    Attributes:
-        module: the action or trigger key (a recipe's cassette: the recipe's name).
-        kind: ``action``, ``trigger`` or ``recipe`` (a test case's whole run).
-        preset: the sandbox preset it was recorded under.
-        input: the module's input (a trigger's: its poll settings, usually empty).
-        exchanges: the requests in the order they were sent, each with its answer.
-        source: the file it was read from (for error messages).
-    """
+    """A module's recorded exchange (the module docstring shows the file); ``module`` is a
+    recipe's name when ``kind`` is ``recipe`` (a test case's whole run), ``input`` a trigger's
+    poll settings, ``source`` the file it was read from (for messages)."""
 
     module: str
     kind: Literal["action", "trigger", "recipe"]
@@ -194,12 +163,6 @@ def _response(raw: Any, source: str, where: str) -> RecordedResponse:
 def load_cassette(path: str | Path) -> Cassette:
     """Read a cassette file.
 
-    Args:
-        path: the YAML file.
-
-    Returns:
-        The cassette.
-
     Raises:
         ConfigError: the file is not a cassette of a version this code reads (the message
             names the file and the field).
@@ -249,15 +212,8 @@ def cassette_from_dict(raw: Any, source: str = "<cassette>") -> Cassette:
 
 
 def save_cassette(cassette: Cassette, path: str | Path) -> Path:
-    """Write a cassette file (the folder is created); keys keep their recorded order.
-
-    Args:
-        cassette: what to write.
-        path: the YAML file.
-
-    Returns:
-        The path written.
-    """
+    """Write a cassette to ``path`` (the folder is created; keys keep their recorded order);
+    returns the path written."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(
@@ -292,20 +248,12 @@ def scrubbable(value: str) -> bool:
 
 
 def scrub(tree: Any, values: Iterable[str]) -> Any:
-    """Replace personal values and secrets in a JSON-like tree, deterministically.
+    """A scrubbed copy of a JSON-like tree (a cassette's ``as_dict()``), deterministically.
 
-    Each value becomes :func:`_token` of itself, in any letter case, where it is a whole
-    string, and where it appears inside longer text when it has six characters or more
-    (longest values first); a request path is scrubbed segment by segment; mapping keys
-    are kept.
-
-    Args:
-        tree: any JSON value (a cassette's ``as_dict()``).
-        values: the personal and secret values (strings); UUIDs, timestamps and values of
-            fewer than three characters are left alone.
-
-    Returns:
-        A scrubbed copy.
+    Each of ``values`` (UUIDs, timestamps and values under three characters are left alone)
+    becomes its stable token, in any letter case, where it is a whole string, and inside
+    longer text when it has six characters or more; a path is scrubbed segment by segment;
+    mapping keys are kept.
     """
     chosen = sorted({v for v in values if isinstance(v, str) and scrubbable(v)}, key=len)[::-1]
     if not chosen:

@@ -24,9 +24,7 @@ class FakeClock:
     Args:
         start: the wall-clock time at the start (UTC; a naive time is taken as UTC).
 
-    Attributes:
-        start: the time it started at.
-        sleeps: every sleep, in seconds, in order.
+    ``sleeps`` holds every sleep, in seconds, in order.
     """
 
     def __init__(self, start: datetime = DEFAULT_START) -> None:
@@ -56,13 +54,8 @@ class FakeClock:
         self._elapsed += delta.total_seconds() if isinstance(delta, timedelta) else delta
 
     def sleep(self, seconds: float) -> None:
-        """Sleep on the clock: record the sleep and move on by it (a rate budget's ``sleep``).
-
-        A sleep of 0 (a ``Retry-After: 0``) is recorded and moves nothing.
-
-        Raises:
-            AssertionError: ``seconds`` is negative.
-        """
+        """Sleep on the clock: record the sleep and move on by it (a rate budget's ``sleep``);
+        AssertionError for a negative one."""
         if not seconds >= 0:
             message = f"a sleep of {seconds} seconds"
             raise AssertionError(message)

@@ -1,16 +1,7 @@
-"""A case's ``expect`` against what came of it: one line per difference, naming step and field.
-
-Expectations are subsets: a mapping names only the fields it cares about, a list names
-every item (each a subset), a value must be equal (``300`` and ``300.0`` are), an error's
-``message`` need only be contained in the message. A request is ``{method, path, query,
-body}``, each part a subset. Lines read::
-
-    step bill: request.body.lineItems[0].amount: expected 300, sent 350
-    step form: status: expected skipped, got succeeded
-    output.billTotal: expected 330.0, got 385.0
-
-The run-unique marker the runner writes into a free field (``[pf-0123456789]``) is taken
-out of requests and outputs before they are compared.
+"""A case's ``expect`` against what came of it: one line per difference, naming step and field
+(``step bill: request.body.lineItems[0].amount: expected 300, sent 350``). Expectations are
+subsets (docs/testing.md, section 1); the runner's run-unique marker (``[pf-0123456789]``) is
+taken out of requests and outputs before they are compared.
 """
 
 from __future__ import annotations
@@ -129,9 +120,7 @@ def _error(expected: Mapping[str, Any], actual: Any) -> list[str]:
 def _step(expected: Mapping[str, Any], view: StepView) -> list[str]:
     out = []
     if "status" in expected and expected["status"] != view.status:
-        detail = ""
-        if view.error:
-            detail = f" ({_show(view.error)})"
+        detail = f" ({_show(view.error)})" if view.error else ""
         out.append(f"status: expected {expected['status']}, got {view.status}{detail}")
     if "request" in expected:
         out += _one_request(expected["request"], view.requests)
@@ -156,13 +145,11 @@ def _trigger(expected: Mapping[str, Any], result: CaseResult) -> list[str]:
     elif isinstance(wanted, list):
         out += subset_differences(wanted, events, "events")
     if "event" in expected:
-        candidates: list[list[str]] = [
-            subset_differences(expected["event"], event, "event") for event in events
-        ]
+        candidates = [subset_differences(expected["event"], event, "event") for event in events]
         if not events:
             out.append("event: expected one, got no event")
         elif all(candidates):
-            nearest = sorted(candidates, key=len)[0]
+            nearest: list[str] = min(candidates, key=len)
             out += nearest
     if "key" in expected and expected["key"] != result.key:
         out.append(f"key: expected {expected['key']!r}, got {result.key!r}")
@@ -177,9 +164,6 @@ def case_differences(case: TestCase, result: CaseResult, *, recipe: bool) -> lis
         result: what came of it.
         recipe: whether it tests a recipe (``steps`` are a recipe's; a module's test
             expects its one step's fields at the top).
-
-    Returns:
-        Lines naming the step (for a recipe) and the field.
     """
     expect = case.expect
     out = list(dict.fromkeys(result.problems))  # a read retried asks the same thing again

@@ -1,7 +1,5 @@
-"""``practiceflow test --record``: run a test's cases against a server (a sandbox on
-127.0.0.1, or a base URL) and keep the answers as each case's cassette, personal values and
-secrets scrubbed (docs/testing.md, section 4); the case is then replayed from it offline.
-Also :func:`running_sandbox`, the public sandbox helper a recording starts.
+"""``practiceflow test --record`` (docs/testing.md, section 4): a case run against a server
+keeps its answers as its cassette, scrubbed; also :func:`running_sandbox`, which it starts.
 """
 
 from __future__ import annotations
@@ -10,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from practiceflow.api import Client
 from practiceflow.manifest import ActionModule, TriggerModule
@@ -77,12 +75,8 @@ def recording_server(base_url: str | None) -> Iterator[Server]:
 def record_case(
     test: TestFile, case: TestCase, where: Server
 ) -> tuple[Path, CaseResult, CaseResult]:
-    """Record one case's cassette and replay the case from it.
-
-    Args:
-        test: the test file.
-        case: a case that names ``given.cassette``.
-        where: the server to record against.
+    """Record the cassette of a ``case`` that names ``given.cassette`` against the server
+    ``where``, and replay the case from it.
 
     Returns:
         The cassette written, what the case came to against the server, and what it came
@@ -127,23 +121,17 @@ def _cassette(
     extra = set(case_personal_values(target, registry, case))
     if where.secret:
         extra.add(where.secret)
-    names = registry_personal_names(registry)
+    scrubbing: dict[str, Any] = {"names": registry_personal_names(registry), "extra": extra}
+    kind: Literal["action", "trigger", "recipe"]
     if isinstance(target, ActionModule):
-        data = dict(case.given.get("input") or {})
-        return make_cassette(
-            target.key, "action", "recorded", data, recorder.exchanges,
-            input_pii=target.pii_paths, output_schema=target.output.schema,
-            secret_paths=target.secret_paths, names=names, extra=extra,
-        )  # fmt: skip
-    if isinstance(target, TriggerModule):
+        key, kind, data = target.key, "action", dict(case.given.get("input") or {})
+        scrubbing["input_pii"] = target.pii_paths
+        scrubbing["output_schema"] = target.output.schema
+        scrubbing["secret_paths"] = target.secret_paths
+    elif isinstance(target, TriggerModule):
+        key, kind = target.key, "trigger"
         data = dict((case.given.get("poll") or {}).get("with") or {})
-        return make_cassette(
-            target.key, "trigger", "recorded", data, recorder.exchanges,
-            output_schema={"type": "array", "items": target.output_schema},
-            names=names, extra=extra,
-        )  # fmt: skip
-    event = case_event(target, case)
-    return make_cassette(
-        target.name, "recipe", "recorded", {"event": event}, recorder.exchanges,
-        names=names, extra=extra,
-    )  # fmt: skip
+        scrubbing["output_schema"] = {"type": "array", "items": target.output_schema}
+    else:
+        key, kind, data = target.name, "recipe", {"event": case_event(target, case)}
+    return make_cassette(key, kind, "recorded", data, recorder.exchanges, **scrubbing)

@@ -6,7 +6,7 @@ every answer's rows too, and ``x-secret``); the cassette is then checked to hold
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from practiceflow.api.paging import extract_items
@@ -32,25 +32,6 @@ def _answer_rows(body: Any) -> list[Any]:
     except ConfigError:
         return []
     return rows
-
-
-def _personal(
-    data: Any,
-    output: Any,
-    exchanges: Sequence[Exchange],
-    input_pii: PiiPaths,
-    output_pii: PiiPaths,
-    row_pii: PiiPaths,
-) -> set[str]:
-    found = set(personal_values(data, input_pii)) | set(personal_values(output, output_pii))
-    for exchange in exchanges:
-        body = exchange.response.body
-        if not exchange.response.json:
-            continue
-        found |= personal_values(body, output_pii)
-        for row in _answer_rows(body):
-            found |= personal_values(row, row_pii)
-    return found
 
 
 def named_values(tree: Any, names: frozenset[str]) -> set[str]:
@@ -85,14 +66,8 @@ def registry_personal_names(registry: Any) -> frozenset[str]:
 
 
 def personal_names(schemas: Iterable[Mapping[str, Any]]) -> frozenset[str]:
-    """The names of the fields tagged ``x-pii`` in some schemas (the last name of each path).
-
-    Args:
-        schemas: input and output schemas of modules.
-
-    Returns:
-        Field names, such as ``email`` or ``physicalAddress``.
-    """
+    """The names of the fields tagged ``x-pii`` in modules' input and output schemas (the last
+    name of each path, such as ``email`` or ``physicalAddress``)."""
     names: set[str] = set()
     for schema in schemas:
         for path in lint.pii_paths(schema):
@@ -135,7 +110,7 @@ def make_cassette(
 
     Args:
         module: the action or trigger key.
-        kind: ``action`` or ``trigger``.
+        kind: ``action``, ``trigger`` or ``recipe``.
         preset: the sandbox preset recorded under.
         data: the module's input.
         exchanges: the recorded exchanges, in order.
@@ -145,6 +120,7 @@ def make_cassette(
         secret_paths: its output paths tagged ``x-secret``.
         names: field names personal wherever they appear (:func:`personal_names` of every
             module): an answer may hold a record another module describes.
+        extra: more values to scrub (a case's personal values, the secret).
 
     Returns:
         The cassette, personal values and secrets replaced by stable tokens.
@@ -154,14 +130,16 @@ def make_cassette(
     """
     recorded = tuple(exchanges)
     output_pii = lint.pii_paths(output_schema) if output_schema else frozenset()
-    values = _personal(data, output, recorded, input_pii, output_pii, _row_paths(output_pii))
-    values |= set(personal_values(output, secret_paths))
+    row_pii = _row_paths(output_pii)
+    values = set(personal_values(data, input_pii)) | set(personal_values(output, output_pii))
+    values |= set(personal_values(output, secret_paths)) | named_values(data, names)
     values |= {value for value in extra if isinstance(value, str)}
-    if names:
-        values |= named_values(data, names)
-        for exchange in recorded:
-            values |= named_values(exchange.response.body, names)
-            values |= named_values(exchange.request.body, names)
+    for exchange in recorded:
+        body = exchange.response.body
+        if exchange.response.json:
+            values |= personal_values(body, output_pii)
+            values |= {v for row in _answer_rows(body) for v in personal_values(row, row_pii)}
+        values |= named_values(body, names) | named_values(exchange.request.body, names)
     raw = Cassette(module, kind, preset, dict(data), recorded).as_dict()
     cleaned = scrub(raw, values)
     # Checked for values of MIN_FRAGMENT characters or more: a shorter one may turn up by

@@ -1,14 +1,12 @@
 """Recording and replaying cassettes at the client's one transport seam: both are
 ``requests`` adapters mounted on the session a :class:`practiceflow.api.Client` sends with,
-so every caller of the client is recorded or replayed unchanged. :class:`CassettePlayer`
-answers a request with the first unplayed exchange whose request is the same (a sent
-string may match its scrubbed stand-in); one that matches none is refused with
-:class:`CassetteMismatch`, listing the differences to the nearest candidates.
+so every caller of the client is recorded or replayed unchanged.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 from collections.abc import Callable, Mapping
@@ -19,6 +17,7 @@ import requests
 from requests.adapters import BaseAdapter, HTTPAdapter
 from requests.structures import CaseInsensitiveDict
 
+from practiceflow.api.auth_methods import AUTH_HEADER_NAMES
 from practiceflow.testing._cassette import (
     Cassette,
     Exchange,
@@ -31,19 +30,14 @@ from practiceflow.testing._cassette import (
 REPLAY_BASE_URL: Final = "https://cassette.invalid/anz"
 
 #: Request headers the client sets on every request: not part of a module's exchange.
-_CLIENT_HEADERS: Final = frozenset(
-    {
-        "accept",
-        "accept-encoding",
-        "authorization",
-        "connection",
-        "content-length",
-        "content-type",
-        "user-agent",
-        "x-svc-auth-id",
-        "x-svc-auth-key",
-    }
-)
+_CLIENT_HEADERS: Final = AUTH_HEADER_NAMES | {
+    "accept",
+    "accept-encoding",
+    "connection",
+    "content-length",
+    "content-type",
+    "user-agent",
+}
 #: Answer headers that change what a client does; the others are not recorded.
 _ANSWER_HEADERS: Final = ("Content-Type", "Location", "Retry-After", "Content-Disposition")
 
@@ -63,11 +57,8 @@ def _body(raw: bytes | str | None) -> Any:
 
 
 def recorded_request(request: requests.PreparedRequest, base_url: str) -> RecordedRequest:
-    """A request as a cassette records it: path under the base URL, query, body, headers.
-
-    The path of ``base_url`` (such as ``/anz``) is taken off; credentials and the client's
-    own headers are left out.
-    """
+    """A request as a cassette records it: the path of ``base_url`` (such as ``/anz``) taken
+    off, credentials and the client's own headers left out."""
     parts = urlsplit(request.url or "")
     prefix = urlsplit(base_url).path.rstrip("/")
     path = parts.path[len(prefix) :] if prefix and parts.path.startswith(prefix) else parts.path
@@ -89,21 +80,17 @@ def recorded_request(request: requests.PreparedRequest, base_url: str) -> Record
 
 
 def _answer(response: requests.Response) -> RecordedResponse:
-    content = response.content or b""
+    content, status = response.content or b"", response.status_code
     headers = {name: response.headers[name] for name in _ANSWER_HEADERS if name in response.headers}
     if not content:
-        return RecordedResponse(response.status_code, headers, None)
+        return RecordedResponse(status, headers, None)
+    with contextlib.suppress(ValueError):
+        return RecordedResponse(status, headers, json.loads(content))
     try:
-        return RecordedResponse(response.status_code, headers, json.loads(content))
-    except ValueError:
-        pass
-    try:
-        return RecordedResponse(
-            response.status_code, headers, {"text": content.decode("utf-8")}, json=False
-        )
+        return RecordedResponse(status, headers, {"text": content.decode("utf-8")}, json=False)
     except UnicodeDecodeError:
         encoded = base64.b64encode(content).decode("ascii")
-        return RecordedResponse(response.status_code, headers, {"base64": encoded}, json=False)
+        return RecordedResponse(status, headers, {"base64": encoded}, json=False)
 
 
 def answer_response(
@@ -136,11 +123,8 @@ def mounted_session(adapter: BaseAdapter) -> requests.Session:
 
 
 class CassetteRecorder(HTTPAdapter):
-    """Sends requests as usual and records each with its answer (for a cassette).
-
-    Args:
-        base_url: the client's base URL (its path is taken off the recorded paths).
-    """
+    """Sends requests as usual and records each with its answer in ``exchanges`` (for a
+    cassette); the path of ``base_url``, the client's, is taken off the recorded paths."""
 
     def __init__(self, base_url: str) -> None:
         super().__init__(max_retries=0)
@@ -181,13 +165,16 @@ def request_differences(sent: RecordedRequest, recorded: RecordedRequest) -> lis
     return out
 
 
-def _short(request: RecordedRequest) -> str:
+def one_line(request: RecordedRequest) -> str:
+    """``METHOD /path?query``, for messages."""
     query = "&".join(f"{k}={v}" for k, v in request.query.items())
     return f"{request.method} {request.path}" + (f"?{query}" if query else "")
 
 
 class CassettePlayer(BaseAdapter):
-    """Answers requests from a cassette; sends nothing (see the module docstring).
+    """Answers a request from the first unplayed exchange with the same request (a sent string
+    may match its scrubbed stand-in); sends nothing. A request that matches none is refused
+    with :class:`CassetteMismatch`, listing its differences to the nearest exchanges.
 
     Args:
         cassette: the recorded exchange.
@@ -249,7 +236,7 @@ class CassettePlayer(BaseAdapter):
         raise CassetteMismatch(message)
 
     def _mismatch(self, wanted: RecordedRequest, candidates: list[tuple[int, list[str]]]) -> str:
-        lines = [f"{self.cassette.source}: {_short(wanted)} matches no exchange left to play"]
+        lines = [f"{self.cassette.source}: {one_line(wanted)} matches no exchange left to play"]
         if not candidates:
             lines.append("  every recorded exchange was already played (an extra request)")
         for index, differences in sorted(candidates, key=lambda item: len(item[1]))[:3]:
@@ -268,6 +255,6 @@ class CassettePlayer(BaseAdapter):
         """
         problems = list(self.mismatches)
         for exchange in self.unplayed:
-            problems.append(f"{self.cassette.source}: {_short(exchange.request)} was never sent")
+            problems.append(f"{self.cassette.source}: {one_line(exchange.request)} was never sent")
         if problems:
             raise CassetteMismatch("\n".join(problems))

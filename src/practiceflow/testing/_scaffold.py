@@ -19,7 +19,7 @@ import yaml
 from practiceflow.manifest import ActionModule, ModuleRegistry, TriggerModule
 from practiceflow.manifest.yamlpos import Located
 from practiceflow.testing._case import TEST_SUFFIX, build_test_file
-from practiceflow.testing._case_run import CaseResult, load_target, run_case
+from practiceflow.testing._case_run import CaseResult, StepView, load_target, run_case
 
 #: How many rounds of "answer what went unanswered" before giving up.
 _ROUNDS: Final = 8
@@ -86,33 +86,29 @@ class _PlainDumper(yaml.SafeDumper):
 
 def _settle(document: dict[str, Any], path: Path) -> CaseResult:
     """Run the document's one case, answering what went unanswered, round by round."""
+    answers = document["cases"][0]["given"].setdefault("answers", [])
     with _quiet():
-        return _settled(document, path)
-
-
-def _settled(document: dict[str, Any], path: Path) -> CaseResult:
-    case = document["cases"][0]
-    result: CaseResult | None = None
-    for _ in range(_ROUNDS):
-        test = build_test_file(Located(document), path, path.name)
-        target, registry = load_target(test)
-        result = run_case(test, test.cases[0], target=target, registry=registry)
-        missing = [sent for sent in result.requests if sent.answered == "nothing"]
-        if not missing:
-            return result
-        answers = case["given"].setdefault("answers", [])
-        seen = set()
-        for sent in missing:
-            if (sent.request.method, sent.request.path) not in seen:
-                seen.add((sent.request.method, sent.request.path))
-                answers.append(_answer_for(sent, registry, target))
-    assert result is not None
+        for _ in range(_ROUNDS):
+            test = build_test_file(Located(document), path, path.name)
+            target, registry = load_target(test)
+            result = run_case(test, test.cases[0], target=target, registry=registry)
+            missing: dict[tuple[str, str], Any] = {}
+            for sent in result.requests:
+                if sent.answered == "nothing":
+                    missing.setdefault((sent.request.method, sent.request.path), sent)
+            if not missing:
+                break
+            answers += [_answer_for(sent, registry, target) for sent in missing.values()]
     return result
 
 
-def _request(requests: list[Any]) -> dict[str, Any]:
-    last = requests[-1]
-    return {"method": last.method, "path": last.path}
+def _expect_step(view: StepView, expect: dict[str, Any]) -> dict[str, Any]:
+    """The request a step sent last and its few-field output, added to ``expect``."""
+    if view.requests:
+        expect["request"] = {"method": view.requests[-1].method, "path": view.requests[-1].path}
+    if view.status == "succeeded" and _few(view.output):
+        expect["output"] = _few(view.output)
+    return expect
 
 
 def _write(document: dict[str, Any], path: Path, header: str) -> Path:
@@ -132,16 +128,8 @@ _HEADER = """\
 
 
 def write_recipe_test(recipe: Path, folder: Path, modules: Path | None = None) -> Path:
-    """Write ``folder/<recipe stem>.test.yaml``: the recipe run for its trigger's sample.
-
-    Args:
-        recipe: the recipe file.
-        folder: where the test goes (``recipes/tests``).
-        modules: the user's modules folder, when the recipe uses one.
-
-    Returns:
-        The test file written.
-    """
+    """Write ``folder/<recipe stem>.test.yaml`` (``folder``: ``recipes/tests``): the recipe,
+    with the user's ``modules`` folder if any, run for its trigger's sample; returns the file."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / (recipe.stem + TEST_SUFFIX)
     document: dict[str, Any] = {"recipe": _relative(recipe, folder)}
@@ -154,31 +142,16 @@ def write_recipe_test(recipe: Path, folder: Path, modules: Path | None = None) -
     }
     document["cases"] = [case]
     result = _settle(document, path)
-    steps: dict[str, Any] = {}
-    for step_id, view in result.steps.items():
-        expected: dict[str, Any] = {"status": view.status}
-        if view.requests:
-            expected["request"] = _request(view.requests)
-        if view.status == "succeeded" and _few(view.output):
-            expected["output"] = _few(view.output)
-        steps[step_id] = expected
+    steps = {sid: _expect_step(view, {"status": view.status}) for sid, view in result.steps.items()}
     case["expect"] = {"status": result.status, "steps": steps}
     header = _HEADER.format(command="recipes new", where=path)
     return _write(document, path, header)
 
 
 def write_module_test(module_file: Path, folder: Path, key: str) -> Path:
-    """Write ``folder/<key>.test.yaml``: the module run for its input's examples (an
-    action), its sample delivered (a webhook trigger) or one poll (a polling trigger).
-
-    Args:
-        module_file: the module's file.
-        folder: where the test goes (``DIR/tests``).
-        key: the module's key.
-
-    Returns:
-        The test file written.
-    """
+    """Write ``folder/<key>.test.yaml`` (``folder``: ``DIR/tests``): the module in
+    ``module_file`` run for its input's examples (an action), its sample delivered (a webhook
+    trigger) or one poll (a polling trigger); returns the file written."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / (key + TEST_SUFFIX)
     document: dict[str, Any] = {"module": _relative(module_file, folder)}
@@ -206,10 +179,7 @@ def write_module_test(module_file: Path, folder: Path, key: str) -> Path:
         if result.events and _few(result.events[0]):
             expect["event"] = _few(result.events[0])
     elif view is not None:
-        if view.requests:
-            expect["request"] = _request(view.requests)
-        if view.status == "succeeded" and _few(view.output):
-            expect["output"] = _few(view.output)
+        _expect_step(view, expect)
     case["expect"] = expect
     header = _HEADER.format(command="modules new", where=path)
     return _write(document, path, header)

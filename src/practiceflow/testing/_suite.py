@@ -1,21 +1,17 @@
-"""Finding test files, running their cases, and reporting them (for people and for CI).
-
-:func:`find_test_files` walks folders for ``*.test.yaml``; :func:`run_test_file` runs every
-case of one file and returns a :class:`CaseOutcome` per case (a file that does not load is
-one outcome with its problems); :func:`run_all` runs many files, in worker processes when
-asked; :func:`junit_xml` writes the JUnit XML that CI services read. :func:`untested`
-lists the recipes and modules no test file beside them (or in a ``tests/`` folder beside
-them or their parent) names (``modules validate`` warns of them).
+"""Finding test files, running their cases, and reporting them (for people, and as JUnit XML
+for CI); :func:`untested` lists the recipes and modules no test file near them names.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
@@ -23,7 +19,7 @@ from typing import Final, Literal
 import yaml
 
 from practiceflow.errors import ConfigError, PracticeflowError
-from practiceflow.testing._case import TEST_SUFFIX, TestFile, load_test_file
+from practiceflow.testing._case import TEST_SUFFIX, load_test_file
 from practiceflow.testing._case_run import load_target, run_case
 from practiceflow.testing._expect import case_differences
 
@@ -33,17 +29,9 @@ _SKIPPED: Final = frozenset({".git", ".venv", "node_modules", "__pycache__", ".t
 
 @dataclass(frozen=True)
 class CaseOutcome:
-    """How one case (or a file that would not load) came out.
-
-    Attributes:
-        file: the test file, as shown.
-        name: the case's name (``""``: the file itself did not load).
-        line: the line the case starts on.
-        result: ``passed``, ``failed`` (a difference) or ``error`` (the test, the recipe
-            or a module does not load).
-        lines: the differences, or the problems.
-        seconds: how long it took (reported to CI, never asserted).
-    """
+    """How one case (``name`` ``""``: a file that would not load) came out: ``passed``,
+    ``failed`` (``lines`` are the differences) or ``error`` (the test, the recipe or a module
+    does not load; ``lines`` are the problems), and in how many ``seconds`` (for CI)."""
 
     file: str
     name: str
@@ -59,13 +47,8 @@ class CaseOutcome:
 
 
 def find_test_files(paths: Iterable[str | Path]) -> list[Path]:
-    """The test files named, and those under the folders named, in order.
-
-    Args:
-        paths: files and folders.
-
-    Returns:
-        Every ``*.test.yaml`` (sorted within a folder; each once).
+    """Every ``*.test.yaml`` named in ``paths`` (files and folders), in order, each once
+    (sorted within a folder).
 
     Raises:
         ConfigError: a path does not exist, or names a file that is not a test file.
@@ -93,26 +76,13 @@ def find_test_files(paths: Iterable[str | Path]) -> list[Path]:
     return list(unique.values())
 
 
-def _loaded(path: Path) -> TestFile | CaseOutcome:
-    try:
-        return load_test_file(path)
-    except PracticeflowError as exc:
-        return CaseOutcome(str(path), "", 0, "error", tuple(str(exc).splitlines()))
-
-
 def run_test_file(path: str | Path) -> list[CaseOutcome]:
-    """Run every case of one test file (offline).
-
-    Args:
-        path: the ``*.test.yaml`` file.
-
-    Returns:
-        One outcome per case; one ``error`` outcome when the file, its recipe or a module
-        does not load.
-    """
-    test = _loaded(Path(path))
-    if isinstance(test, CaseOutcome):
-        return [test]
+    """Run every case of one ``*.test.yaml`` file (offline): one outcome per case, or one
+    ``error`` outcome when the file, its recipe or a module does not load."""
+    try:
+        test = load_test_file(path)
+    except PracticeflowError as exc:
+        return [CaseOutcome(str(path), "", 0, "error", tuple(str(exc).splitlines()))]
     try:
         target, registry = load_target(test)
     except PracticeflowError as exc:
@@ -142,30 +112,22 @@ def run_all(
     jobs: int = 1,
     each: Callable[[CaseOutcome], None] | None = None,
 ) -> list[CaseOutcome]:
-    """Run many test files, each file's cases in order.
+    """Run many test files, each file's cases in order; every outcome, in the order of files.
 
     Args:
         files: the test files.
         jobs: worker processes (1: in this process). A case sets the templates' clock,
             which is one per process, so cases run in parallel only in processes.
         each: called with each outcome as it comes (progress).
-
-    Returns:
-        Every outcome, in the order of ``files``.
     """
     report = each or (lambda outcome: None)
     results: list[CaseOutcome] = []
-    if jobs <= 1 or len(files) <= 1:
-        for path in files:
-            for outcome in run_test_file(path):
-                report(outcome)
-                results.append(outcome)
-        return results
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_quiet_worker
-    ) as pool:
-        for outcomes in pool.map(run_test_file, files):
+    pool = None
+    if jobs > 1 and len(files) > 1:
+        context = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_quiet_worker)
+    with pool or nullcontext():
+        for outcomes in (pool.map if pool else map)(run_test_file, files):
             for outcome in outcomes:
                 report(outcome)
                 results.append(outcome)
@@ -180,15 +142,8 @@ def _quiet_worker() -> None:
 
 
 def junit_xml(outcomes: Sequence[CaseOutcome], path: str | Path) -> Path:
-    """Write the outcomes as JUnit XML (one ``testsuite`` per test file).
-
-    Args:
-        outcomes: what :func:`run_all` returned.
-        path: the file to write.
-
-    Returns:
-        The path written.
-    """
+    """Write ``outcomes`` (from :func:`run_all`) to ``path`` as JUnit XML, one ``testsuite``
+    per test file; returns the path written."""
     root = ET.Element("testsuites", name="practiceflow test")
     suites: dict[str, list[CaseOutcome]] = {}
     for outcome in outcomes:
@@ -242,28 +197,16 @@ def _named_by(test: Path) -> set[str]:
 
 
 def untested(files: Iterable[Path]) -> list[Path]:
-    """The recipe and module files that no test file near them names.
+    """The recipe and module ``files`` (test files among them skipped) that no test file beside
+    them, or in a ``tests/`` folder beside them or their parent, names; in the order given."""
 
-    Args:
-        files: recipe and module files (test files among them are skipped).
+    @functools.cache
+    def named_in(folder: Path) -> frozenset[str]:
+        tests = sorted(folder.glob("*" + TEST_SUFFIX)) if folder.is_dir() else []
+        return frozenset(name for test in tests for name in _named_by(test))
 
-    Returns:
-        Those without a test, in the order given.
-    """
-    cache: dict[Path, set[str]] = {}
-    out = []
-    for file in files:
-        if file.name.endswith(TEST_SUFFIX):
-            continue
-        named: set[str] = set()
-        for folder in (file.parent, file.parent / "tests", file.parent.parent / "tests"):
-            if folder not in cache:
-                found: set[str] = set()
-                if folder.is_dir():
-                    for test in sorted(folder.glob("*" + TEST_SUFFIX)):
-                        found |= _named_by(test)
-                cache[folder] = found
-            named |= cache[folder]
-        if str(file.resolve()) not in named and file.stem not in named:
-            out.append(file)
-    return out
+    def tested(file: Path) -> bool:
+        folders = (file.parent, file.parent / "tests", file.parent.parent / "tests")
+        return any({str(file.resolve()), file.stem} & named_in(folder) for folder in folders)
+
+    return [file for file in files if not file.name.endswith(TEST_SUFFIX) and not tested(file)]

@@ -1,10 +1,6 @@
 """The pytest plugin (entry point ``pytest11``): each case of a ``*.test.yaml`` file is an
-item; a file that does not load is a collection error naming file, line and field.
-``-p no:practiceflow.testing.pytest_plugin`` turns it off. Fixtures (docs/testing.md,
-section 5): ``practiceflow_clock`` (a FakeClock at 2026-01-05 09:00 UTC that templates read),
-``practiceflow_sandbox`` (a session sandbox), ``practiceflow_cassette`` (``load(path)``,
-relative to the test's folder) and ``practiceflow_run`` (``run(recipe, event=None, *,
-vars=None, answers=(), cassette=None, now=None)`` -> :class:`~practiceflow.testing.CaseResult`).
+item; a file that does not load is a collection error naming file, line and field. The
+fixtures are described in docs/testing.md, section 5.
 """
 
 from __future__ import annotations
@@ -69,10 +65,9 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         """Run the case offline and compare it with its ``expect``."""
-        from practiceflow.testing import case_differences, load_target, run_case
+        from practiceflow.testing import case_differences, run_case
 
-        target, registry = load_target(self.test)
-        result = run_case(self.test, self.case, target=target, registry=registry)
+        result = run_case(self.test, self.case)
         lines = case_differences(self.case, result, recipe=self.test.recipe is not None)
         if lines:
             raise CaseFailed("\n".join(lines))
@@ -98,16 +93,12 @@ class CaseItem(pytest.Item):
 
 @pytest.fixture
 def practiceflow_clock() -> Iterator[FakeClock]:
-    """A fake clock that templates read as ``now`` for this test (see the module docstring)."""
-    from practiceflow.templating import set_clock
+    """A fake clock at 2026-01-05 09:00 UTC that templates read as ``now`` for this test."""
     from practiceflow.testing import FakeClock
+    from practiceflow.testing._case_run import templates_on
 
-    clock = FakeClock(datetime(2026, 1, 5, 9, 0, tzinfo=UTC))
-    set_clock(clock.utcnow)
-    try:
+    with templates_on(FakeClock(datetime(2026, 1, 5, 9, 0, tzinfo=UTC))) as clock:
         yield clock
-    finally:
-        set_clock(None)
 
 
 @pytest.fixture(scope="session")
@@ -135,7 +126,7 @@ def practiceflow_cassette(request: pytest.FixtureRequest) -> Callable[[str | Pat
 @pytest.fixture
 def practiceflow_run(request: pytest.FixtureRequest) -> Callable[..., CaseResult]:
     """``run(recipe, event=None, *, vars=None, answers=(), cassette=None, now=None,
-    modules=None)``: the recipe run offline for one event (see the module docstring)."""
+    modules=None)``: the recipe run offline for one event, as a :class:`CaseResult`."""
     from practiceflow.testing import run_recipe_once
 
     folder = Path(request.path).parent
