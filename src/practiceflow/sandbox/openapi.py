@@ -78,7 +78,7 @@ def _operation(op: Op, number: int) -> dict[str, Any]:
     ]
     parameters += [_query(param) for param in op.query]
     responses: dict[str, Any] = {}
-    for status in (*op.statuses, 401, 429, 500):
+    for status in (*op.answers(), 401, 429, 500):
         if status < 300:
             media: dict[str, Any] = {op.produces: {"schema": {}}}
             responses[str(status)] = {"description": _DESCRIPTIONS[status], "content": media}

@@ -58,8 +58,9 @@ LAST_UPDATED = Param(
 class Op:
     """One operation the sandbox serves (``path`` under the region prefix, such as
     ``/api/v1/bills/{billingId:int}``) and what the OpenAPI document says of it:
-    ``statuses`` besides 401/429/500, ``guess`` when the spec does not show its shape
-    (GUESSES.md), ``produces`` the media type of a 2xx answer."""
+    ``statuses`` besides 401/429/500 (:meth:`answers` derives them when not given),
+    ``guess`` when the spec does not show its shape (GUESSES.md), ``produces`` the media
+    type of a 2xx answer."""
 
     method: str
     path: str
@@ -68,10 +69,23 @@ class Op:
     tag: str
     body: type[pydantic.BaseModel] | None = None
     query: tuple[Param, ...] = ()
-    statuses: tuple[int, ...] = (200,)
+    statuses: tuple[int, ...] = ()
     guess: bool = False
     produces: str = "application/json"
     body_optional: bool = False
+
+    def answers(self) -> tuple[int, ...]:
+        """``statuses``, else: a read's 200, 400 for a query, 404 for a record in the path; a
+        write's 201 (POST) or 200, 400 for a body, 403, 404 for a record in path or body."""
+        if self.statuses:
+            return self.statuses
+        named = "{" in self.path
+        if self.method == "GET":
+            return (200, *([400] if self.query else []), *([404] if named else []))
+        if self.body is not None:
+            named = named or "entityKey" in self.body.model_fields
+        ok = 201 if self.method == "POST" else 200
+        return (ok, *([400] if self.body else []), 403, *([404] if named else []))
 
 
 @dataclass(frozen=True)
@@ -99,13 +113,13 @@ def ok(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -
 
 
 def settings_op(
-    path: str, name: str, summary: str, tag: str, rows: Callable[[Practice], Any]
+    path: str, name: str, summary: str, tag: str, rows: Callable[[Practice], Any] | None = None
 ) -> Op:
-    """A guessed ``GET`` of one of the practice's fixed lists, ``rows(practice)``; ``name``
-    is the handler's (the OpenAPI ``operationId`` carries it)."""
+    """A guessed ``GET`` of one of the practice's fixed lists, ``rows(practice)`` (default: its
+    attribute ``name``); ``name`` is the handler's (the OpenAPI ``operationId`` carries it)."""
 
     async def handler(ctx: Ctx, request: Request) -> Response:
-        return ok(rows(ctx.practice))
+        return ok(rows(ctx.practice) if rows else getattr(ctx.practice, name))
 
     handler.__name__ = name
     return Op("GET", path, handler, summary, tag, guess=True)

@@ -91,21 +91,17 @@ _SETTINGS = "/api/v1/settings/"
 # fmt: off
 OPS = [
     Op("GET", "/api/v1/auth/validate", validate, "Check the credentials", "auth"),
-    settings_op(_SETTINGS + "entity-types", "entity_types", "Entity types", "settings",
-                lambda practice: practice.entity_types),
-    settings_op(_SETTINGS + "lead-sources", "lead_sources", "Lead sources", "settings",
-                lambda practice: practice.lead_sources),
-    settings_op(_SETTINGS + "lead-statuses", "lead_statuses", "Lead statuses", "settings",
-                lambda practice: practice.lead_statuses),
+    settings_op(_SETTINGS + "entity-types", "entity_types", "Entity types", "settings"),
+    settings_op(_SETTINGS + "lead-sources", "lead_sources", "Lead sources", "settings"),
+    settings_op(_SETTINGS + "lead-statuses", "lead_statuses", "Lead statuses", "settings"),
     Op("GET", "/api/v1/users/list", users, "Users (fixed page size)", "users",
-       query=(PAGE_NUMBER,), statuses=(200, 400), guess=True),
+       query=(PAGE_NUMBER,), guess=True),
 ]
 #: Listed after the leads in the route table (the OpenAPI operation ids number them).
 GROUP_OPS = [
     Op("GET", "/api/v1/groups/list", list_groups, "List groups", "groups",
        query=(LAST_UPDATED, PAGE_NUMBER, Param("name", description="substring of the name"),
               Param("groupCode", description="exact code"), Param("isActive", "boolean"),
-              Param("includeMembers", "boolean")),
-       statuses=(200, 400)),
+              Param("includeMembers", "boolean"))),
 ]
 # fmt: on

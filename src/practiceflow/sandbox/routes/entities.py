@@ -302,39 +302,35 @@ async def convert(ctx: Ctx, request: Request) -> Response:
     return ok(ctx.practice.entity_detail(entity))
 
 
+_ENTITY = "/api/v1/entities/{key:uuid}"
+_CONTACTS = "/api/v1/entities/{entityKey:uuid}/contacts"
+_LEAD = "/api/v1/leads/{entityKey:uuid}"
+_QUERY = (PAGE_NUMBER, PAGE_SIZE, LAST_UPDATED)
+
 # fmt: off
 OPS = [
     Op("GET", "/api/v1/entities", list_entities, "List entities (fixed page size)", "entities",
-       query=(PAGE_NUMBER, LAST_UPDATED), statuses=(200, 400)),
+       query=(PAGE_NUMBER, LAST_UPDATED)),
     Op("GET", "/api/v1/entities/list", list_entities, "List entities (alias)", "entities",
-       query=(PAGE_NUMBER, LAST_UPDATED), statuses=(200, 400)),
-    Op("POST", "/api/v1/entities", post_entity, "Create an entity", "entities", body=EntityBody,
-       statuses=(201, 400, 403)),
-    Op("GET", "/api/v1/entities/{key:uuid}", get_entity, "Load an entity", "entities",
-       statuses=(200, 404)),
-    Op("GET", "/api/v1/entities/{key:uuid}/integrations", get_integrations,
-       "Integration ids of an entity", "entities", statuses=(200, 404)),
+       query=(PAGE_NUMBER, LAST_UPDATED)),
+    Op("POST", "/api/v1/entities", post_entity, "Create an entity", "entities", body=EntityBody),
+    Op("GET", _ENTITY, get_entity, "Load an entity", "entities"),
+    Op("GET", _ENTITY + "/integrations", get_integrations, "Integration ids of an entity",
+       "entities"),
     Op("GET", "/api/v1/contacts/list", list_all_contacts, "Contacts across clients", "contacts",
-       query=(PAGE_NUMBER, PAGE_SIZE, LAST_UPDATED), statuses=(200, 400), guess=True),
-    Op("GET", "/api/v1/entities/{entityKey:uuid}/contacts", list_contacts,
-       "Contacts of a client", "contacts", statuses=(200, 404), guess=True),
-    Op("POST", "/api/v1/entities/{entityKey:uuid}/contacts", create_contact,
-       "Add a contact to a client", "contacts", body=NewContactBody, statuses=(201, 400, 403, 404),
+       query=_QUERY, guess=True),
+    Op("GET", _CONTACTS, list_contacts, "Contacts of a client", "contacts", guess=True),
+    Op("POST", _CONTACTS, create_contact, "Add a contact to a client", "contacts",
+       body=NewContactBody, guess=True),
+    Op("PUT", _CONTACTS + "/{contactKey:uuid}", update_contact, "Update a contact of a client",
+       "contacts", body=ContactBody, guess=True),
+    Op("GET", "/api/v1/leads", list_leads, "List leads", "leads", query=_QUERY, guess=True),
+    Op("POST", "/api/v1/leads", create_lead, "Create a lead", "leads", body=LeadBody, guess=True),
+    Op("GET", _LEAD, get_lead, "Load a lead", "leads", guess=True),
+    Op("GET", _LEAD + "/notes", list_notes, "Notes of a lead", "leads", guess=True),
+    Op("POST", _LEAD + "/notes", add_note, "Add a note to a lead", "leads", body=LeadNoteBody,
        guess=True),
-    Op("PUT", "/api/v1/entities/{entityKey:uuid}/contacts/{contactKey:uuid}", update_contact,
-       "Update a contact of a client", "contacts", body=ContactBody,
-       statuses=(200, 400, 403, 404), guess=True),
-    Op("GET", "/api/v1/leads", list_leads, "List leads", "leads",
-       query=(PAGE_NUMBER, PAGE_SIZE, LAST_UPDATED), statuses=(200, 400), guess=True),
-    Op("POST", "/api/v1/leads", create_lead, "Create a lead", "leads", body=LeadBody,
-       statuses=(201, 400, 403), guess=True),
-    Op("GET", "/api/v1/leads/{entityKey:uuid}", get_lead, "Load a lead", "leads",
-       statuses=(200, 404), guess=True),
-    Op("GET", "/api/v1/leads/{entityKey:uuid}/notes", list_notes, "Notes of a lead", "leads",
-       statuses=(200, 404), guess=True),
-    Op("POST", "/api/v1/leads/{entityKey:uuid}/notes", add_note, "Add a note to a lead",
-       "leads", body=LeadNoteBody, statuses=(201, 400, 403, 404), guess=True),
-    Op("POST", "/api/v1/leads/{entityKey:uuid}/convert-to-client", convert,
-       "Convert a lead to a client", "leads", statuses=(200, 400, 403, 404)),
+    Op("POST", _LEAD + "/convert-to-client", convert, "Convert a lead to a client", "leads",
+       statuses=(200, 400, 403, 404)),
 ]
 # fmt: on

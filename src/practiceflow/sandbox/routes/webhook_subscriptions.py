@@ -109,18 +109,16 @@ def _sample(key: str, event: str) -> dict[str, Any]:
     return samples.get(event, {"entityKey": key, "entityName": "Sample"})
 
 
-_ID = "/api/v1/webhooks/{id:uuid}"
+_HOOKS = "/api/v1/webhooks"
+_ID = _HOOKS + "/{id:uuid}"
 
 # fmt: off
 OPS = [
-    Op("POST", "/api/v1/webhooks", subscribe, "Subscribe to an event", "webhooks",
-       body=WebhookBody, statuses=(201, 400, 403)),
-    Op("GET", "/api/v1/webhooks", list_subscriptions, "List subscriptions", "webhooks",
-       guess=True),
-    Op("GET", "/api/v1/webhooks/events", events, "Supported event keys", "webhooks"),
-    Op("GET", _ID, get_subscription, "Load a subscription", "webhooks", statuses=(200, 404),
-       guess=True),
-    Op("DELETE", _ID, unsubscribe, "Unsubscribe", "webhooks", statuses=(200, 403, 404)),
+    Op("POST", _HOOKS, subscribe, "Subscribe to an event", "webhooks", body=WebhookBody),
+    Op("GET", _HOOKS, list_subscriptions, "List subscriptions", "webhooks", guess=True),
+    Op("GET", _HOOKS + "/events", events, "Supported event keys", "webhooks"),
+    Op("GET", _ID, get_subscription, "Load a subscription", "webhooks", guess=True),
+    Op("DELETE", _ID, unsubscribe, "Unsubscribe", "webhooks"),
     Op("POST", _ID + "/test", test_delivery, "Send a test delivery", "webhooks",
        statuses=(200, 403, 404)),
 ]
