@@ -23,8 +23,8 @@ from practiceflow.sandbox.config import (
     REGIONS,
     SandboxConfig,
     parse_duration,
+    practice_credential,
 )
-from practiceflow.sandbox.practices import practice_credential
 from practiceflow.service.netaddr import is_loopback, listen_tcp
 
 

@@ -64,11 +64,8 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 async def _abort_connection(raw_send: Any) -> bool:
-    """Close the client's connection at once, without an answer (a reset when possible).
-
-    There is no portable ASGI way to drop a connection, so this reaches for the asyncio
-    transport held by uvicorn's request cycle, whose bound method ``send`` is.
-    """
+    """Reset the client's connection, unanswered: ASGI has no portable way, so this takes the
+    asyncio transport of uvicorn's request cycle (``send``'s ``__self__``)."""
     transport = getattr(getattr(raw_send, "__self__", None), "transport", None)
     if transport is None:
         return False
@@ -228,14 +225,9 @@ class SandboxApp:
         return problem_response(status, detail, path, headers, message=message)
 
 
-def create_app(state: SandboxState) -> SandboxApp:
-    """The ASGI application serving ``state`` (to hand to uvicorn)."""
-    return SandboxApp(state)
-
-
 def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
-    """``(client_id, secret)`` from request headers (lowercase names); 401 when credentials
-    are missing, malformed or mixed."""
+    """``(client_id, secret)`` from request headers (lowercase names); 401 when missing,
+    malformed or mixed."""
     header_id = headers.get("x-svc-auth-id")
     header_key = headers.get("x-svc-auth-key")
     authorization = headers.get("authorization")
@@ -273,9 +265,8 @@ def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
 def authenticate(
     headers: Mapping[str, str], region: str, clients: Mapping[str, tuple[str, Credential]]
 ) -> Credential:
-    """The active API client of ``region`` that the request's credentials name (``clients``:
-    every one by Client ID, with its region); 401 when missing, mixed, unknown, wrong,
-    inactive or of another region."""
+    """The active client of ``region`` the credentials name (``clients``: Client ID -> region,
+    credential); 401 when missing, mixed, unknown, wrong, inactive or of another region."""
     client_id, secret = read_credentials(headers)
     found = clients.get(client_id)
     if found is None:

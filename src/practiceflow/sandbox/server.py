@@ -15,7 +15,7 @@ from typing import Any
 import requests
 import uvicorn
 
-from practiceflow.sandbox.app import create_app
+from practiceflow.sandbox.app import SandboxApp
 from practiceflow.sandbox.config import REGIONS, ClientKind, SandboxConfig
 from practiceflow.sandbox.state import SandboxState
 
@@ -78,7 +78,7 @@ class SandboxHandle:
     def _make_server(self) -> tuple[uvicorn.Server, threading.Thread]:
         # uvicorn binds the port itself: handing it a pre-bound socket loses TCP_NODELAY on
         # accepted connections (small answers would then wait for the peer's delayed ACK).
-        server = uvicorn.Server(_uvicorn_config(create_app(self.state), self.host, self.port))
+        server = uvicorn.Server(_uvicorn_config(SandboxApp(self.state), self.host, self.port))
         thread = threading.Thread(target=server.run, daemon=True, name=f"sandbox-{self.port}")
         return server, thread
 
@@ -203,7 +203,7 @@ def serve_forever(
     state = SandboxState(config)
     state.dispatcher.start()
     try:
-        server = uvicorn.Server(_uvicorn_config(create_app(state), host, port))
+        server = uvicorn.Server(_uvicorn_config(SandboxApp(state), host, port))
         server.run(sockets=[sock] if sock is not None else None)
     finally:
         state.dispatcher.stop()

@@ -17,9 +17,16 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
-from practiceflow.sandbox.config import REGIONS, ClientKind, Credential, RateLimits, SandboxConfig
+from practiceflow.sandbox.config import (
+    CLIENT_KINDS,
+    REGIONS,
+    ClientKind,
+    Credential,
+    RateLimits,
+    SandboxConfig,
+    practice_credential,
+)
 from practiceflow.sandbox.deliveries import DeliveryDispatcher
-from practiceflow.sandbox.practices import extra_clients
 from practiceflow.sandbox.seed import build_practice
 from practiceflow.sandbox.store import Practice
 
@@ -62,9 +69,12 @@ class SandboxState:
         }
         # Practices 1..N-1 (``--practices N``): a request's credentials choose its practice.
         self.practice_numbers: dict[str, int] = {}
-        for client_id, (region, number, credential) in extra_clients(config).items():
-            self.clients[client_id] = (region, credential)
-            self.practice_numbers[client_id] = number
+        for number in range(1, config.practices):
+            for region in REGIONS:
+                for kind in CLIENT_KINDS:
+                    credential = practice_credential(number, region, kind)
+                    self.clients[credential.client_id] = (region, credential)
+                    self.practice_numbers[credential.client_id] = number
 
     def practice(self, region: str, number: int = 0) -> Practice:
         """Practice ``number`` (0, the usual one, to ``config.practices - 1``) of ``region``,
