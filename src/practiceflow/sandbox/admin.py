@@ -55,12 +55,14 @@ _ACCEPTED = (
 
 
 class _FaultBody(pydantic.BaseModel):
+    """A fault to arm: the fields of :class:`Fault`, as the admin JSON names them."""
+
     kind: str
-    count: int = pydantic.Field(1, ge=1, le=100_000)
+    remaining: int = pydantic.Field(1, ge=1, le=100_000, alias="count")
     method: str | None = None
-    pathPrefix: str | None = None
+    path_prefix: str | None = pydantic.Field(None, alias="pathPrefix")
     region: str | None = None
-    retryAfter: int | None = pydantic.Field(None, ge=0)
+    retry_after: int | None = pydantic.Field(None, ge=0, alias="retryAfter")
     delay: float = pydantic.Field(0.0, ge=0, le=120)
 
 
@@ -290,17 +292,7 @@ class _AdminApp:
                 raise ApiProblem(
                     400, f"kind: got {body.kind!r}; valid values are {list(FAULT_KINDS)}"
                 )
-            self.state.faults.add(
-                Fault(
-                    kind=kind,
-                    remaining=body.count,
-                    method=body.method,
-                    path_prefix=body.pathPrefix,
-                    region=body.region,
-                    retry_after=body.retryAfter,
-                    delay=body.delay,
-                )
-            )
+            self.state.faults.add(Fault(**{**body.model_dump(), "kind": kind}))
         return JSONResponse(self.state.faults.describe())
 
     async def accept(self, request: Request) -> Response:

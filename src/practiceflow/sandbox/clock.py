@@ -40,11 +40,8 @@ class SandboxClock:
 
 
 def format_time(timestamp: float) -> str:
-    """Unix seconds as UTC ISO 8601 with milliseconds and ``Z`` (``2025-01-31T09:30:00.125Z``).
-
-    Truncating (not rounding) keeps ``lastUpdated`` "at or after" sound: a value read back
-    from a record never lies after the record's own time.
-    """
+    """Unix seconds as UTC ISO 8601 with milliseconds and ``Z`` (``2025-01-31T09:30:00.125Z``),
+    truncated: a ``lastUpdated`` read back never lies after the record's own time."""
     moment = datetime.fromtimestamp(timestamp, tz=UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 

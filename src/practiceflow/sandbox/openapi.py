@@ -27,18 +27,13 @@ _PARAM = re.compile(r"{(\w+)(?::(\w+))?}")
 _PATH_TYPES = {
     "uuid": {"type": "string", "format": "uuid"},
     "int": {"type": "integer", "minimum": 0, "maximum": 2147483647},
-    None: {"type": "string"},
     "str": {"type": "string"},
 }
 _PROBLEM = {
     "type": "object",
     "properties": {
-        "type": {"type": ["string", "null"]},
-        "title": {"type": ["string", "null"]},
-        "status": {"type": ["integer", "null"]},
-        "detail": {"type": ["string", "null"]},
-        "instance": {"type": ["string", "null"]},
-        "message": {"type": ["string", "null"]},
+        name: {"type": ["integer" if name == "status" else "string", "null"]}
+        for name in ("type", "title", "status", "detail", "instance", "message")
     },
 }
 _PROBLEM_REF = "#/components/schemas/Problem"
@@ -55,13 +50,10 @@ _DESCRIPTIONS = {
 
 
 def _query(param: Param) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": param.type}
-    if param.format:
-        schema["format"] = param.format
-    if param.minimum is not None:
-        schema["minimum"] = param.minimum
-    if param.maximum is not None:
-        schema["maximum"] = param.maximum
+    given = {"format": param.format, "minimum": param.minimum, "maximum": param.maximum}
+    schema = {"type": param.type} | {
+        key: value for key, value in given.items() if value is not None
+    }
     return {
         "name": param.name,
         "in": "query",
@@ -73,7 +65,7 @@ def _query(param: Param) -> dict[str, Any]:
 
 def _operation(op: Op, number: int) -> dict[str, Any]:
     parameters = [
-        {"name": name, "in": "path", "required": True, "schema": _PATH_TYPES[kind or None]}
+        {"name": name, "in": "path", "required": True, "schema": _PATH_TYPES[kind or "str"]}
         for name, kind in _PARAM.findall(op.path)
     ]
     parameters += [_query(param) for param in op.query]

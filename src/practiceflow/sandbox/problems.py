@@ -1,10 +1,6 @@
 """Problem-details error bodies (spec section 7), the exception routes raise for them, and
-the ``Allow`` header of a 405.
-
-Starlette's 405 names the methods of the first route whose path matched; the sandbox has
-one route per operation, so :func:`allow_header` collects every method of the path, as RFC
-9110 (section 15.5.6) wants.
-"""
+the ``Allow`` header of a 405: every method of the path (RFC 9110 15.5.6), where Starlette
+names only those of the first matching route (the sandbox has one route per operation)."""
 
 from __future__ import annotations
 
@@ -46,11 +42,8 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
     message: str = "some",
 ) -> Response:
-    """An ``application/problem+json`` answer; ``instance`` is the request path.
-
-    ``message`` is variant ``problem_message``: the body repeats ``detail`` as ``message``
-    on 400 and 404 (``some``), never (``none``) or always (``all``).
-    """
+    """An ``application/problem+json`` answer; ``instance`` is the request path. ``message``
+    (variant ``problem_message``) repeats ``detail`` on 400 and 404 (``some``), never or all."""
     title, section = _STATUSES.get(status, ("Error", ""))
     kind = (
         f"https://tools.ietf.org/html/rfc9110#section-{section}"

@@ -234,12 +234,9 @@ FAULT_KINDS: dict[str, str] = {
 
 @dataclass
 class Fault:
-    """One armed fault: for ``remaining`` more requests matching every condition given.
-
-    ``path_prefix`` matches with or without the region prefix; ``retry_after`` is the
-    ``Retry-After`` of an injected 429 (none when ``None``); ``delay`` holds a ``slow``
-    answer back.
-    """
+    """One armed fault for ``remaining`` more requests matching every condition given
+    (``path_prefix`` with or without the region); ``retry_after`` is an injected 429's
+    ``Retry-After`` (none when ``None``); ``delay`` holds a ``slow`` answer back."""
 
     kind: str
     remaining: int = 1

@@ -188,11 +188,8 @@ class Practice:
         return None
 
     def entity_detail(self, entity: Entity) -> JSON:
-        """The detail record: the summary plus addresses, numbers and assignments.
-
-        A seeded entity's address and assignments derive from its key: free at seed time,
-        the same on every load.
-        """
+        """The detail record: the summary plus addresses, numbers and assignments (a seeded
+        entity's derive from its key: free at seed time, the same on every load)."""
         extra = entity.extra or {}
         detail = entity.summary()
         detail["entityInitials"] = entity.initials

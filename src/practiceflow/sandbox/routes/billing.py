@@ -62,14 +62,11 @@ def pdf_bytes(title: str) -> bytes:
     for number, body in enumerate(objects, start=1):
         offsets.append(len(out))
         out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    xref, size = len(out), len(objects) + 1
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % size
     for offset in offsets:
         out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (size, xref)
     return bytes(out)
 
 
@@ -128,9 +125,8 @@ async def create_bill(ctx: Ctx, request: Request) -> Response:
     bill_date = body.billDate or today
     due_date = body.dueDate or bill_date
     if due_date < bill_date:
-        raise ApiProblem(
-            400, f"dueDate: got {due_date}; it must not be before billDate {bill_date}"
-        )
+        detail = f"dueDate: got {due_date}; it must not be before billDate {bill_date}"
+        raise ApiProblem(400, detail)
     bill = practice.add_bill(
         entity,
         bill_date.isoformat(),
@@ -196,13 +192,8 @@ async def bill_pdf(ctx: Ctx, request: Request) -> Response:
 
 async def ledger_status(ctx: Ctx, request: Request) -> Response:
     """Whether a ledger is connected (the switch behind rule 2 of spec 4.1)."""
-    practice = ctx.practice
-    return ok(
-        {
-            "connected": practice.ledger_connected,
-            "ledgerName": "Sandbox Ledger" if practice.ledger_connected else None,
-        }
-    )
+    connected = ctx.practice.ledger_connected
+    return ok({"connected": connected, "ledgerName": "Sandbox Ledger" if connected else None})
 
 
 def _schedule_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -349,15 +340,8 @@ async def renew_preview(ctx: Ctx, request: Request) -> Response:
     original = proposal_or_404(ctx.practice, request.path_params["key"])
     entity = ctx.practice.entities.get(original["entityKey"])
     signatories = [{"signatoryKey": entity.key, "name": entity.name}] if entity else []
-    return ok(
-        {
-            "proposalKey": original["proposalKey"],
-            "title": original["title"],
-            "totalAmount": original["totalAmount"],
-            "services": original["services"],
-            "signatories": signatories,
-        }
-    )
+    preview = {key: original[key] for key in ("proposalKey", "title", "totalAmount", "services")}
+    return ok({**preview, "signatories": signatories})
 
 
 async def renew(ctx: Ctx, request: Request) -> Response:

@@ -306,6 +306,12 @@ def query_uuid(query: Mapping[str, str], name: str, required: bool = False) -> s
     return _parsed(query, name, required, lambda raw: str(uuid.UUID(raw)), "a uuid")
 
 
+def fixed_page(ctx: Ctx, rows: list[T], number: int) -> list[T]:
+    """Page ``number`` of ``rows`` at the server's fixed page size."""
+    size = ctx.state.config.page_size
+    return rows[(number - 1) * size : number * size]
+
+
 def envelope(rows: Sequence[Any], number: int, size: int) -> dict[str, Any]:
     """The guessed envelope of ``pageSize`` lists: page ``number`` of ``rows`` plus
     ``pageNumber``, ``pageSize``, ``totalCount`` and ``hasMore``."""

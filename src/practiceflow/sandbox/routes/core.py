@@ -13,6 +13,7 @@ from practiceflow.sandbox.routes.common import (
     Ctx,
     Op,
     Param,
+    fixed_page,
     id_case,
     ok,
     page_number,
@@ -43,10 +44,7 @@ async def validate(ctx: Ctx, request: Request) -> Response:
 
 async def users(ctx: Ctx, request: Request) -> Response:
     """Users of the practice, a fixed server page size."""
-    number = page_number(request.query_params)
-    size = ctx.state.config.page_size
-    start = (number - 1) * size
-    return ok(ctx.practice.users[start : start + size])
+    return ok(fixed_page(ctx, ctx.practice.users, page_number(request.query_params)))
 
 
 def group_view(practice: Practice, group: dict[str, Any], members: bool) -> dict[str, Any]:
@@ -81,9 +79,7 @@ async def list_groups(ctx: Ctx, request: Request) -> Response:
         and (active is None or group["isActive"] is active)
         and (after is None or group["_updated"] >= after)
     ]
-    size = ctx.state.config.page_size
-    start = (number - 1) * size
-    return ok([group_view(ctx.practice, row, members) for row in rows[start : start + size]])
+    return ok([group_view(ctx.practice, row, members) for row in fixed_page(ctx, rows, number)])
 
 
 _SETTINGS = "/api/v1/settings/"

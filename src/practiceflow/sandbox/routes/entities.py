@@ -25,6 +25,7 @@ from practiceflow.sandbox.routes.common import (
     Op,
     created,
     entity_or_404,
+    fixed_page,
     id_case,
     ok,
     page_number,
@@ -41,12 +42,11 @@ async def list_entities(ctx: Ctx, request: Request) -> Response:
     query = request.query_params
     number = page_number(query)
     after = since(query, ctx.state.clock)
-    size = ctx.state.config.page_size
     variants = ctx.state.variants
     if variants.is_("entity_order", "ascending") and variants.is_("leads_in_entities", "listed"):
-        rows = ctx.practice.entities_page(number, size, after)
+        rows = ctx.practice.entities_page(number, ctx.state.config.page_size, after)
     else:
-        rows = _played_order(ctx, after)[(number - 1) * size : number * size]
+        rows = fixed_page(ctx, _played_order(ctx, after), number)
     return ok([_summary(ctx, entity) for entity in rows])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import zipfile
 from typing import Any
+from uuid import UUID
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -215,38 +216,30 @@ async def send_eform(ctx: Ctx, request: Request) -> Response:
 # ---- identity and AML ------------------------------------------------------------------
 
 
+def _check(ctx: Ctx, name: str, entity_key: UUID, fields: dict[str, Any], url: bool) -> Response:
+    """Store a check of a stored client under a new key ``name``: 201 and the record."""
+    entity = entity_or_404(ctx.practice, entity_key)
+    key = ctx.practice.new_uuid()
+    record = {name: key, "entityKey": entity.key, **fields}
+    if url:
+        record["accessUrl"] = _access_url(ctx.region, "verify", key)
+    record["createdOn"] = format_time(ctx.practice.now())
+    ctx.practice.id_verifications[key] = record
+    return ok(record, 201)
+
+
 async def send_verification(ctx: Ctx, request: Request) -> Response:
     """Start identity verification of a client; optional AML."""
     body = await read_body(request, IdVerificationBody)
-    entity = entity_or_404(ctx.practice, body.entityKey)
-    key = ctx.practice.new_uuid()
-    record = {
-        "verificationKey": key,
-        "entityKey": entity.key,
-        "status": "Sent",
-        "includeAml": body.includeAml,
-        "accessUrl": _access_url(ctx.region, "verify", key),
-        "createdOn": format_time(ctx.practice.now()),
-    }
-    ctx.practice.id_verifications[key] = record
-    return ok(record, 201)
+    fields = {"status": "Sent", "includeAml": body.includeAml}
+    return _check(ctx, "verificationKey", body.entityKey, fields, url=True)
 
 
 async def aml_check(ctx: Ctx, request: Request) -> Response:
     """A standalone AML screening of an existing client."""
     body = await read_body(request, AmlCheckBody)
-    entity = entity_or_404(ctx.practice, body.entityKey)
-    key = ctx.practice.new_uuid()
-    record = {
-        "amlCheckKey": key,
-        "entityKey": entity.key,
-        "level": body.level,
-        "status": "Completed",
-        "result": "Clear",
-        "createdOn": format_time(ctx.practice.now()),
-    }
-    ctx.practice.id_verifications[key] = record
-    return ok(record, 201)
+    fields = {"level": body.level, "status": "Completed", "result": "Clear"}
+    return _check(ctx, "amlCheckKey", body.entityKey, fields, url=False)
 
 
 async def certificate(ctx: Ctx, request: Request) -> Response:
