@@ -147,15 +147,19 @@ class SandboxApp:
         async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
                 row["status"] = message["status"]
-                if extra_headers:
-                    headers = list(message.get("headers", []))
-                    headers.extend(
-                        (name.lower().encode(), value.encode())
-                        for name, value in extra_headers.items()
-                    )
-                    message = {**message, "headers": headers}
+                extra = [
+                    (name.lower().encode(), value.encode()) for name, value in extra_headers.items()
+                ]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
             if not swallow:
                 await send(message)
+
+        async def send_problem(
+            status: int, detail: str, headers: Mapping[str, str] | None = None
+        ) -> None:
+            message = state.variants.pick("problem_message")  # how the body repeats detail
+            answer = problem_response(status, detail, path, headers, message=message)
+            await answer(scope, receive, send_wrapper)
 
         try:
             delay = state.answer_delay()
@@ -175,7 +179,7 @@ class SandboxApp:
                         headers["Retry-After"] = str(fault.retry_after)
                         headers["X-RateLimit-Reset"] = str(fault.retry_after)
                     raise ApiProblem(429, "Injected rate limit.", headers)
-            credential = authenticate(_headers(scope), region, state.clients)
+            credential, number = authenticate(_headers(scope), region, state.clients)
             row["clientId"] = credential.client_id
             decision = state.limiter.hit(credential.client_id)
             extra_headers.update(decision.headers())
@@ -185,8 +189,7 @@ class SandboxApp:
             if method not in _READ_METHODS and not credential.can_write:
                 detail = "This API client is read-only (canWrite is false); writes need canWrite."
                 raise ApiProblem(403, detail)
-            practice = state.practice_of(credential, region)
-            child[CONTEXT_KEY] = Ctx(state, practice, credential, region)
+            child[CONTEXT_KEY] = Ctx(state, state.practice(region, number), credential, region)
             swallow = fault is not None and fault.kind == "drop"
             await self._api(child, receive, send_wrapper)
             if swallow:
@@ -197,32 +200,19 @@ class SandboxApp:
         except ApiProblem as problem:
             if swallow and row["status"] is None:
                 swallow = False
-            await self._problem(problem.status, problem.detail, path, problem.headers)(
-                scope, receive, send_wrapper
-            )
+            await send_problem(problem.status, problem.detail, problem.headers)
         except HTTPException as exc:
             allow = {"Allow": allow_header(self._api, child)} if exc.status_code == 405 else {}
-            await self._problem(exc.status_code, str(exc.detail), path, allow)(
-                scope, receive, send_wrapper
-            )
+            await send_problem(exc.status_code, str(exc.detail), allow)
         except ClientDisconnect:
             log_disconnect(logger, method, path)
         except Exception:
             logger.exception("sandbox route %s %s failed", method, path)
             if row["status"] is None:
-                await self._problem(500, "Unexpected sandbox error.", path)(
-                    scope, receive, send_wrapper
-                )
+                await send_problem(500, "Unexpected sandbox error.")
         finally:
             row["ms"] = round((time.perf_counter() - started) * 1000, 2)
             state.log_request(row, generation)
-
-    def _problem(
-        self, status: int, detail: str, path: str, headers: dict[str, str] | None = None
-    ) -> Response:
-        """A problem answer of the API, ``message`` as variant ``problem_message`` says."""
-        message = self.state.variants.pick("problem_message")
-        return problem_response(status, detail, path, headers, message=message)
 
 
 def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
@@ -263,15 +253,15 @@ def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
 
 
 def authenticate(
-    headers: Mapping[str, str], region: str, clients: Mapping[str, tuple[str, Credential]]
-) -> Credential:
-    """The active client of ``region`` the credentials name (``clients``: Client ID -> region,
-    credential); 401 when missing, mixed, unknown, wrong, inactive or of another region."""
+    headers: Mapping[str, str], region: str, clients: Mapping[str, tuple[str, int, Credential]]
+) -> tuple[Credential, int]:
+    """The active client of ``region`` the credentials name, and its practice (``clients``: by
+    Client ID); 401 when missing, mixed, unknown, wrong, inactive or of another region."""
     client_id, secret = read_credentials(headers)
     found = clients.get(client_id)
     if found is None:
         raise ApiProblem(401, "The Client ID or secret is not valid.")
-    home, credential = found
+    home, number, credential = found
     if not hmac.compare_digest(credential.secret.encode(), secret.encode()):
         raise ApiProblem(401, "The Client ID or secret is not valid.")
     if home != region:
@@ -279,4 +269,4 @@ def authenticate(
         raise ApiProblem(401, detail)
     if not credential.active:
         raise ApiProblem(401, "The API client is inactive.")
-    return credential
+    return credential, number

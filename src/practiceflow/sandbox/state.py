@@ -62,19 +62,15 @@ class SandboxState:
         self.credentials: dict[str, dict[ClientKind, Credential]] = {
             region: config.credentials(region) for region in REGIONS
         }
-        self.clients: dict[str, tuple[str, Credential]] = {
-            credential.client_id: (region, credential)
-            for region, kinds in self.credentials.items()
-            for credential in kinds.values()
-        }
-        # Practices 1..N-1 (``--practices N``): a request's credentials choose its practice.
-        self.practice_numbers: dict[str, int] = {}
-        for number in range(1, config.practices):
+        # Every API client by Client ID, with its region and practice (``--practices N``).
+        self.clients: dict[str, tuple[str, int, Credential]] = {}
+        for number in range(config.practices):
             for region in REGIONS:
                 for kind in CLIENT_KINDS:
                     credential = practice_credential(number, region, kind)
-                    self.clients[credential.client_id] = (region, credential)
-                    self.practice_numbers[credential.client_id] = number
+                    if number == 0:
+                        credential = self.credentials[region][kind]
+                    self.clients[credential.client_id] = (region, number, credential)
 
     def practice(self, region: str, number: int = 0) -> Practice:
         """Practice ``number`` (0, the usual one, to ``config.practices - 1``) of ``region``,
@@ -88,10 +84,6 @@ class SandboxState:
                     practice = build_practice(self.config, region, self.clock, number)
                     self._practices[key] = practice
         return practice
-
-    def practice_of(self, credential: Credential, region: str) -> Practice:
-        """The practice whose client ``credential`` is (its records, subscriptions)."""
-        return self.practice(region, self.practice_numbers.get(credential.client_id, 0))
 
     def reset(self, seed: int | None = None, entities: int | None = None) -> None:
         """Return data, clock, faults, budgets, logs and switches to the options the sandbox
