@@ -32,8 +32,7 @@ from practiceflow.sandbox.problems import (
 )
 from practiceflow.sandbox.routes.billing import proposal_or_404
 from practiceflow.sandbox.routes.common import entity_or_404, found
-from practiceflow.sandbox.routes.core import group_view
-from practiceflow.sandbox.routes.entities import create_entity
+from practiceflow.sandbox.routes.entities import create_entity, group_view
 from practiceflow.sandbox.routes.onboarding import onboarding_or_404
 from practiceflow.sandbox.routes.webhook_subscriptions import public_subscription
 from practiceflow.sandbox.state import FAULT_KINDS, Fault, SandboxState

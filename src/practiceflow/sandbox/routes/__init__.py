@@ -7,14 +7,7 @@ built from it); its order numbers the OpenAPI operation ids.
 
 from __future__ import annotations
 
-from practiceflow.sandbox.routes import billing, core, entities, onboarding, webhook_subscriptions
+from practiceflow.sandbox.routes import billing, entities, onboarding, webhook_subscriptions
 from practiceflow.sandbox.routes.common import Op
 
-ALL_OPS: list[Op] = [
-    *core.OPS,
-    *entities.OPS,
-    *core.GROUP_OPS,
-    *billing.OPS,
-    *onboarding.OPS,
-    *webhook_subscriptions.OPS,
-]
+ALL_OPS: list[Op] = [*entities.OPS, *billing.OPS, *onboarding.OPS, *webhook_subscriptions.OPS]

@@ -32,6 +32,7 @@ MAX_PAGE_NUMBER = 10_000
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_BOOLS = {"true": True, "1": True, "false": False, "0": False}
 
 
 @dataclass(frozen=True)
@@ -248,32 +249,16 @@ def page_size(query: Mapping[str, str]) -> int:
 def since(query: Mapping[str, str], clock: SandboxClock, name: str = "lastUpdated") -> float | None:
     """``lastUpdated`` (UTC ISO 8601) as Unix seconds, if given; 400 when unparsable or
     after the sandbox clock's now."""
-    raw = query.get(name)
-    if raw is None:
-        return None
-    try:
-        value = parse_time(raw)
-    except (ValueError, OverflowError):
-        detail = f"{name}: got {raw!r}; expected a UTC ISO 8601 datetime"
-        raise ApiProblem(400, detail) from None
-    if value > clock.now():
-        detail = f"{name}: got {raw!r}, which is in the future; it must not be after now"
+    value = _parsed(query, name, False, parse_time, "a UTC ISO 8601 datetime")
+    if value is not None and value > clock.now():
+        detail = f"{name}: got {query[name]!r}, which is in the future; it must not be after now"
         raise ApiProblem(400, detail)
     return value
 
 
 def query_bool(query: Mapping[str, str], name: str) -> bool | None:
     """A boolean query parameter (``true``/``false``, ``1``/``0``); 400 for any other value."""
-    raw = query.get(name)
-    if raw is None:
-        return None
-    lowered = raw.lower()
-    if lowered in ("true", "1"):
-        return True
-    if lowered in ("false", "0"):
-        return False
-    detail = f"{name}: got {raw!r}; expected true or false"
-    raise ApiProblem(400, detail)
+    return _parsed(query, name, False, lambda raw: _BOOLS[raw.lower()], "true or false")
 
 
 def _parsed(
@@ -286,7 +271,7 @@ def _parsed(
         return None
     try:
         return parse(raw)
-    except ValueError:
+    except (KeyError, ValueError, OverflowError):
         raise ApiProblem(400, f"{name}: got {raw!r}; expected {what}") from None
 
 

@@ -1,5 +1,6 @@
-"""Entities (clients and leads as stored rows), their integration ids and contacts; leads
-(status Lead), their notes, and conversion to a client."""
+"""The credential check, settings lists and users; entities (clients and leads as stored rows),
+their integration ids, contacts and groups; leads (status Lead), their notes, and conversion to a
+client."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from practiceflow.sandbox.routes.common import (
     PAGE_SIZE,
     Ctx,
     Op,
+    Param,
     created,
     entity_or_404,
     fixed_page,
@@ -30,11 +32,71 @@ from practiceflow.sandbox.routes.common import (
     ok,
     page_number,
     paged,
+    query_bool,
     read_body,
+    settings_op,
     since,
     status_text,
 )
 from practiceflow.sandbox.store import ENTITY_TEXT_FIELDS, Entity, Practice
+
+
+async def validate(ctx: Ctx, request: Request) -> Response:
+    """The credential check result (spec 2.8b)."""
+    credential = ctx.credential
+    return ok(
+        id_case(
+            ctx,
+            {
+                "authenticated": True,
+                "message": "Credentials are valid.",
+                "clientID": credential.client_id,
+                "clientName": credential.name,
+                "canWrite": credential.can_write,
+                "timestamp": ctx.state.now_text(),
+            },
+        )
+    )
+
+
+async def users(ctx: Ctx, request: Request) -> Response:
+    """Users of the practice, a fixed server page size."""
+    return ok(fixed_page(ctx, ctx.practice.users, page_number(request.query_params)))
+
+
+def group_view(practice: Practice, group: dict[str, Any], members: bool) -> dict[str, Any]:
+    """The public shape of a group (spec 2.5), with its member rows when ``members``."""
+    view = {key: value for key, value in group.items() if not key.startswith("_")}
+    if members:
+        rows = []
+        for key in group["_members"]:
+            entity = practice.entities.get(key)
+            if entity is not None:
+                rows.append(
+                    {"entityKey": key, "entityName": entity.name, "entityEmail": entity.email}
+                )
+        view["members"] = rows
+    return view
+
+
+async def list_groups(ctx: Ctx, request: Request) -> Response:
+    """Groups filtered by name, groupCode, isActive, lastUpdated; fixed page size."""
+    query = request.query_params
+    number = page_number(query)
+    after = since(query, ctx.state.clock)
+    active = query_bool(query, "isActive")
+    members = bool(query_bool(query, "includeMembers"))
+    name = (query.get("name") or "").casefold()
+    code = query.get("groupCode")
+    rows = [
+        group
+        for group in ctx.practice.groups
+        if (not name or name in str(group["groupName"]).casefold())
+        and (not code or group["groupCode"] == code)
+        and (active is None or group["isActive"] is active)
+        and (after is None or group["_updated"] >= after)
+    ]
+    return ok([group_view(ctx.practice, row, members) for row in fixed_page(ctx, rows, number)])
 
 
 async def list_entities(ctx: Ctx, request: Request) -> Response:
@@ -302,6 +364,7 @@ async def convert(ctx: Ctx, request: Request) -> Response:
     return ok(ctx.practice.entity_detail(entity))
 
 
+_SETTINGS = "/api/v1/settings/"
 _ENTITY = "/api/v1/entities/{key:uuid}"
 _CONTACTS = "/api/v1/entities/{entityKey:uuid}/contacts"
 _LEAD = "/api/v1/leads/{entityKey:uuid}"
@@ -309,6 +372,12 @@ _QUERY = (PAGE_NUMBER, PAGE_SIZE, LAST_UPDATED)
 
 # fmt: off
 OPS = [
+    Op("GET", "/api/v1/auth/validate", validate, "Check the credentials", "auth"),
+    settings_op(_SETTINGS + "entity-types", "entity_types", "Entity types", "settings"),
+    settings_op(_SETTINGS + "lead-sources", "lead_sources", "Lead sources", "settings"),
+    settings_op(_SETTINGS + "lead-statuses", "lead_statuses", "Lead statuses", "settings"),
+    Op("GET", "/api/v1/users/list", users, "Users (fixed page size)", "users",
+       query=(PAGE_NUMBER,), guess=True),
     Op("GET", "/api/v1/entities", list_entities, "List entities (fixed page size)", "entities",
        query=(PAGE_NUMBER, LAST_UPDATED)),
     Op("GET", "/api/v1/entities/list", list_entities, "List entities (alias)", "entities",
@@ -332,5 +401,9 @@ OPS = [
        guess=True),
     Op("POST", _LEAD + "/convert-to-client", convert, "Convert a lead to a client", "leads",
        statuses=(200, 400, 403, 404)),
+    Op("GET", "/api/v1/groups/list", list_groups, "List groups", "groups",
+       query=(LAST_UPDATED, PAGE_NUMBER, Param("name", description="substring of the name"),
+              Param("groupCode", description="exact code"), Param("isActive", "boolean"),
+              Param("includeMembers", "boolean"))),
 ]
 # fmt: on
