@@ -1,8 +1,6 @@
-"""The admin surface under ``/_admin`` (header ``X-Admin-Token``): what tests and demos need
-to drive the sandbox from outside the API. Its routes, each with an example, are listed once,
-in :mod:`practiceflow.sandbox.admin_catalogue` (``GET /_admin``, ``practiceflow sandbox
---help``). A route that involves a practice takes ``?region=`` (default ``anz``) and
-``?practice=K`` (default 0) in a sandbox serving several (``--practices``).
+"""The admin surface under ``/_admin`` (header ``X-Admin-Token``), for tests and demos; its routes
+are listed once, with examples, in :mod:`practiceflow.sandbox.admin_catalogue`. A route that
+involves a practice takes ``?region=`` (default ``anz``) and ``?practice=K`` (default 0).
 """
 
 from __future__ import annotations

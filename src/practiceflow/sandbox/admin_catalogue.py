@@ -1,7 +1,5 @@
-"""The sandbox's admin routes as data: what ``sandbox --help`` and ``GET /_admin`` list.
-
-A test checks :data:`ADMIN_ROUTES` against the routes the admin app has and runs every
-example. Nothing heavy is imported here, so that ``practiceflow sandbox --help`` stays fast.
+"""The admin routes as data: what ``sandbox --help`` and ``GET /_admin`` list (a test checks them
+against the admin app and runs every example). Imports nothing heavy: ``--help`` stays fast.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The sandbox clock: wall time plus an offset that the admin surface moves.
-
-Rate-limit windows, ``lastUpdated`` stamps, the future-``lastUpdated`` check and the webhook
-``X-Svc-Timestamp`` all read it, so tests cross a window or a tolerance without sleeping.
+"""The sandbox clock: wall time plus an offset the admin surface moves. Rate windows,
+``lastUpdated`` and webhook timestamps read it, so tests cross a window without sleeping.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Settings of one sandbox run: regions, throwaway credentials, limits, switches.
-
-Everything here is a plain value so that a run is reproducible from its options. The
-credentials are the sandbox's own and exist only on 127.0.0.1; they are printed at start
-on purpose.
+"""Settings of one sandbox run: regions, throwaway credentials (the sandbox's own, only on
+127.0.0.1, printed at start on purpose), limits and switches; plain values, so a run is
+reproducible from its options.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Signed webhook deliveries (spec section 6) with retries, a delivery log and duplicates.
-
-Body shape, signature and retry schedule are guesses recorded in GUESSES.md. A non-2xx or
-unreachable receiver is retried after each of ``webhook_retry_delays`` (scaled), then given
-up; a 2xx ends the delivery, which is never sent again. Only loopback URLs are contacted.
+"""Signed webhook deliveries (spec section 6; body, signature and retries guessed, GUESSES.md): a
+non-2xx or unreachable receiver is retried after each of ``webhook_retry_delays`` (scaled), a
+2xx ends the delivery for good. Only loopback URLs are contacted.
 """
 
 from __future__ import annotations

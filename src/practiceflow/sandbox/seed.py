@@ -1,8 +1,6 @@
-"""Seeded, reproducible practice data: the same ``--seed`` always gives the same records.
-
-Each region (and each of ``--practices``) draws from its own ``random.Random``; keys are
-UUIDs built from that generator. Seeded times lie in the two years before
-:data:`SEED_EPOCH`, a fixed instant, so the data does not drift with the day it is built.
+"""Seeded practice data: the same ``--seed`` gives the same records. Each region (and practice)
+draws from its own ``random.Random``; seeded times lie in the two years before the fixed
+:data:`SEED_EPOCH`, so the data does not drift with the day it is built.
 """
 
 from __future__ import annotations

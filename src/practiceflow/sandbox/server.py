@@ -1,7 +1,5 @@
-"""Running the sandbox: uvicorn on 127.0.0.1 in a background thread, or in the foreground.
-
-The sandbox never listens beyond loopback: :func:`check_loopback` refuses any other host.
-"""
+"""Running the sandbox: uvicorn in a background thread or the foreground, on loopback only
+(:func:`check_loopback` refuses any other host)."""
 
 from __future__ import annotations
 

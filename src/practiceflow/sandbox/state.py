@@ -1,10 +1,7 @@
-"""The whole sandbox state: the practices of every region and the runtime machinery.
-
-Practices are seeded lazily, on the first request that reaches a region, so starting (and
-resetting) is instant even at 100,000 entities. Rate windows (minute, hour, UTC day) are
-aligned to the sandbox clock, so moving it renews budgets; a refused request spends none.
-Faults make the next N matching requests misbehave: 429, 500, ``slow``, or ``drop`` (the
-request is performed, then the connection closed unanswered).
+"""The whole sandbox state: the practices of every region, seeded lazily on first use (starting
+and resetting are instant even at 100,000 entities), and the runtime machinery: rate windows
+aligned to the sandbox clock (moving it renews budgets; a refused request spends none), faults,
+logs, the webhook dispatcher.
 """
 
 from __future__ import annotations

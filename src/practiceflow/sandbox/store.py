@@ -1,8 +1,6 @@
-"""In-memory records of one practice, with the indexes that keep paging cheap.
-
-Entities are kept twice: in creation order (``order``; new entities only append) and sorted
-by ``(lastUpdated, seq)`` (``index``, bisected for the ``lastUpdated`` filter), so a page
-costs O(log n + page size) at any scale. Other collections are small dicts of JSON values.
+"""In-memory records of one practice. Entities are kept in creation order (``order``) and by
+``(lastUpdated, seq)`` (``index``, bisected for the ``lastUpdated`` filter), so a page costs
+O(log n + page size) at any scale; other collections are small dicts of JSON values.
 """
 
 from __future__ import annotations

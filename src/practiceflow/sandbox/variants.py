@@ -1,9 +1,7 @@
-"""The answers the sandbox may give where the spec is silent or ambiguous: a small table.
-
-Each **topic** has a few plausible **answers**: the first is the default (the guess of
-GUESSES.md), one is *hostile* (least convenient for a client). A run picks one per topic
-(``--variants``/``--variant``, or ``/_admin/variants``); routes ask :meth:`Variants.pick`.
-GUESSES.md's "Variants" table is :func:`markdown_table`'s output; a test keeps them equal.
+"""The answers the sandbox may give where the spec is silent or ambiguous. Each **topic** has a
+few **answers**: the first is the default (GUESSES.md's guess), one *hostile* (least convenient
+for a client); a run picks one per topic (``--variant``, ``/_admin/variants``) and routes ask
+:meth:`Variants.pick`. GUESSES.md's "Variants" table is :func:`markdown_table` (a test checks).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""What every route module shares: the operation table entry, the request context, the
-query parameters of list routes (spec section 8) and their envelope, helpers that turn bad
-input into 400 (or unknown keys into 404) problem details, and the helpers that play the
-chosen answer of an open question (``variants.py``): a route builds its default answer,
-then passes it through the helper of one topic."""
+"""What every route module shares: the route table entry, the request context, list query
+parameters (spec section 8) and envelope, bad input as 400/404 problems, and the helpers that
+play the chosen answer of an open question (``variants.py``) over a route's default answer."""
 
 from __future__ import annotations
 
