@@ -216,8 +216,7 @@ class SandboxApp:
 
 
 def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
-    """``(client_id, secret)`` from request headers (lowercase names); 401 when missing,
-    malformed or mixed."""
+    """``(client_id, secret)`` from lowercase headers; 401 when missing, malformed or mixed."""
     header_id = headers.get("x-svc-auth-id")
     header_key = headers.get("x-svc-auth-key")
     authorization = headers.get("authorization")

@@ -87,8 +87,7 @@ _RANGES = (("practices", 1, MAX_PRACTICES), ("entities", 0, 100_000), ("page_siz
 
 
 def parse_duration(text: str) -> float:
-    """Seconds from ``150ms``, ``0.15s`` or ``0.15`` (seconds); ValueError when not a
-    duration or out of range."""
+    """Seconds from ``150ms``, ``0.15s`` or ``0.15``; ValueError when not one or out of range."""
     value = text.strip().lower()
     scale = 1.0
     if value.endswith("ms"):

@@ -125,9 +125,8 @@ class DeliveryDispatcher:
         flat: bool = False,
         stamping: str = "resigned",
     ) -> None:
-        """Schedule ``copies`` deliveries of one event (``event_id`` the same in each) to
-        one subscription; ``flat`` and ``stamping`` play variants ``delivery_body`` and
-        ``retry_timestamp``."""
+        """Schedule ``copies`` deliveries of one event to one subscription; ``flat`` and
+        ``stamping`` play variants ``delivery_body`` and ``retry_timestamp``."""
         payload: dict[str, Any] = {
             "eventId": event_id,
             "event": event,

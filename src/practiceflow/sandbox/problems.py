@@ -68,8 +68,7 @@ def problem_response(
 
 
 def log_disconnect(logger: logging.Logger, method: str, path: str) -> None:
-    """Log, as one INFO line, a client that hung up before its request was read: the
-    client's doing, not a fault of the sandbox, so neither an error nor a traceback."""
+    """Log a client that hung up before its request was read: one INFO line (not our fault)."""
     # the path only: a query string may carry values of a caller
     logger.info("%s %s: the client disconnected before its request was read", method, path)
 

@@ -70,8 +70,7 @@ class SandboxState:
                     self.clients[credential.client_id] = (region, number, credential)
 
     def practice(self, region: str, number: int = 0) -> Practice:
-        """Practice ``number`` (0, the usual one, to ``config.practices - 1``) of ``region``,
-        seeded on first use."""
+        """Practice ``number`` (0 unless ``--practices``) of ``region``, seeded on first use."""
         key = (number, region)
         practice = self._practices.get(key)
         if practice is None:
@@ -107,16 +106,14 @@ class SandboxState:
         self.limiter = RateLimiter(limits, self.clock)
 
     def answer_delay(self) -> float:
-        """Seconds to hold the next API answer back: the configured latency plus a
-        random share of the jitter."""
+        """Seconds to hold the next API answer back: latency plus a random share of jitter."""
         config = self.config
         if not config.jitter:
             return config.latency
         return config.latency + random.uniform(0, config.jitter)  # noqa: S311 - not security
 
     def log_request(self, row: dict[str, Any], generation: int) -> None:
-        """Record one API request; ``generation`` is :attr:`generation` when it arrived (a
-        request that straddles a reset is not logged into the new run)."""
+        """Record one API request, unless a reset came since it arrived (``generation``)."""
         if generation == self.generation:
             self._requests.append(row)
 
@@ -125,8 +122,7 @@ class SandboxState:
         return list(self._requests)
 
     def emit(self, practice: Practice, event: str, data: dict[str, Any]) -> str:
-        """Deliver ``event`` with ``data`` to every subscription of ``practice`` for it;
-        returns the event id (the same for every subscription and copy)."""
+        """Deliver ``event`` to every subscription of ``practice`` for it; returns the event id."""
         event_id = practice.new_uuid()
         for subscription in list(practice.subscriptions.values()):
             if subscription["event"] == event:
@@ -155,8 +151,7 @@ class SandboxState:
 
 @dataclass(frozen=True)
 class RateDecision:
-    """Outcome of one request against the budget: the reported window's limit, requests
-    left in it, whole seconds until it renews, and seconds to wait when refused (else 0)."""
+    """One request against the budget: a window's limit, remaining, reset and retry wait."""
 
     allowed: bool
     limit: int

@@ -241,8 +241,7 @@ class Practice:
     def add_bill(
         self, entity: Entity, day: str, due: str, stamp: float, lines: list[BillLine], **fields: Any
     ) -> JSON:
-        """Store a Draft bill (spec 2.4) of ``entity`` dated ``day``, made at ``stamp``;
-        ``fields`` replace the record's defaults. Totals are rounded sums of the lines."""
+        """Store a Draft bill (spec 2.4) of ``entity``; ``fields`` replace the record's defaults."""
         bill_id = self.new_id()
         rows = [
             {

@@ -168,8 +168,7 @@ class Variants:
 
     @classmethod
     def parse(cls, preset: str | None = None, pairs: Iterable[str] = ()) -> Variants:
-        """A preset, then ``topic=answer`` pairs on top (the command line's form); ValueError
-        for a bad preset, pair, topic or answer."""
+        """A preset, then ``topic=answer`` pairs on top; ValueError for any bad one."""
         base = cls.preset(preset or "default")
         chosen = base.as_dict()
         for pair in pairs:

@@ -132,8 +132,7 @@ def _describe(error: Mapping[str, Any]) -> str:
 
 
 async def read_body(request: Request, model: type[ModelT], optional: bool = False) -> ModelT:
-    """The JSON body validated by ``model``; 400 when it is missing (unless ``optional``:
-    then read as ``{}``), not a JSON object, or does not fit."""
+    """The JSON body validated by ``model`` (``{}`` when ``optional`` and missing), else 400."""
     raw = await request.body()
     if not raw and not optional:
         raise ApiProblem(400, "body: missing; expected a JSON object")
@@ -183,8 +182,7 @@ def paged(ctx: Ctx, name: str, rows: Sequence[Any], query: Mapping[str, str]) ->
 
 
 def created(ctx: Ctx, record: Any, key: str, headers: Mapping[str, str]) -> Response:
-    """The 201 answer of a create, as topic ``create_answer`` says: the record, only its
-    ``key`` field, or no body."""
+    """A create's 201 as topic ``create_answer`` says: the record, its ``key`` only, or no body."""
     answer = ctx.state.variants.pick("create_answer")
     if answer == "empty":
         return Response(status_code=201, headers=dict(headers))
@@ -194,8 +192,7 @@ def created(ctx: Ctx, record: Any, key: str, headers: Mapping[str, str]) -> Resp
 
 
 def id_case(ctx: Ctx, record: Any) -> Any:
-    """``record`` with ``...ID`` fields spelled ``...Id`` when topic ``field_case`` says so
-    (nested records and lists included)."""
+    """``record`` (nested too) with ``...ID`` spelled ``...Id`` if topic ``field_case`` says."""
     if ctx.state.variants.pick("field_case") == "ID":
         return record
     return _rename(record)
@@ -245,8 +242,7 @@ def page_size(query: Mapping[str, str]) -> int:
 
 
 def since(query: Mapping[str, str], clock: SandboxClock, name: str = "lastUpdated") -> float | None:
-    """``lastUpdated`` (UTC ISO 8601) as Unix seconds, if given; 400 when unparsable or
-    after the sandbox clock's now."""
+    """``lastUpdated`` as Unix seconds, if given; 400 when unparsable or after the clock's now."""
     value = _parsed(query, name, False, parse_time, "a UTC ISO 8601 datetime")
     if value is not None and value > clock.now():
         detail = f"{name}: got {query[name]!r}, which is in the future; it must not be after now"
@@ -296,8 +292,7 @@ def fixed_page(ctx: Ctx, rows: list[T], number: int) -> list[T]:
 
 
 def envelope(rows: Sequence[Any], number: int, size: int) -> dict[str, Any]:
-    """The guessed envelope of ``pageSize`` lists: page ``number`` of ``rows`` plus
-    ``pageNumber``, ``pageSize``, ``totalCount`` and ``hasMore``."""
+    """The (guessed) ``pageSize`` list envelope of page ``number`` of ``rows``."""
     start = (number - 1) * size
     items = list(rows[start : start + size])
     return {
