@@ -22,6 +22,7 @@ import requests
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 from practiceflow.sandbox.config import SandboxConfig
+from practiceflow.sandbox.variants import Variants
 
 logger = logging.getLogger(__name__)
 
@@ -120,20 +121,18 @@ class DeliveryDispatcher:
         event: str,
         event_id: str,
         data: dict[str, Any],
+        variants: Variants,
         copies: int = 1,
-        *,
-        flat: bool = False,
-        stamping: str = "resigned",
     ) -> None:
-        """Schedule ``copies`` deliveries of one event to one subscription; ``flat`` and
-        ``stamping`` play variants ``delivery_body`` and ``retry_timestamp``."""
+        """Schedule ``copies`` deliveries of one event to one subscription, shaped and stamped
+        as ``variants`` say (topics ``delivery_body``, ``retry_timestamp``)."""
         payload: dict[str, Any] = {
             "eventId": event_id,
             "event": event,
             "occurredAt": format_time(self.clock.now()),
             "webhookId": subscription["id"],
         }
-        if flat:
+        if variants.is_("delivery_body", "flat"):
             payload = {**data, **payload}
         else:
             payload["data"] = data
@@ -150,7 +149,7 @@ class DeliveryDispatcher:
                     event_id=event_id,
                     body=body,
                     generation=self._generation,
-                    stamping=stamping,
+                    stamping=variants.pick("retry_timestamp"),
                 )
                 heapq.heappush(self._queue, (time.monotonic(), delivery.delivery_id, delivery))
             self._cond.notify_all()

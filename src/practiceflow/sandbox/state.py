@@ -126,23 +126,11 @@ class SandboxState:
         event_id = practice.new_uuid()
         for subscription in list(practice.subscriptions.values()):
             if subscription["event"] == event:
+                region, copies = practice.region, self.duplicate_deliveries
                 self.dispatcher.enqueue(
-                    practice.region,
-                    subscription,
-                    event,
-                    event_id,
-                    data,
-                    copies=self.duplicate_deliveries,
-                    **self.delivery_options(),
+                    region, subscription, event, event_id, data, self.variants, copies
                 )
         return event_id
-
-    def delivery_options(self) -> dict[str, Any]:
-        """How deliveries are shaped and stamped under the variants in force."""
-        return {
-            "flat": self.variants.is_("delivery_body", "flat"),
-            "stamping": self.variants.pick("retry_timestamp"),
-        }
 
     def now_text(self) -> str:
         """The sandbox clock as ISO 8601 text."""

@@ -88,8 +88,8 @@ async def test_delivery(ctx: Ctx, request: Request) -> Response:
         data = {"isTest": True, "message": "Test delivery from the practiceflow sandbox."}
     elif marker == "sample":
         data = _sample(ctx.practice.new_uuid(), row["event"])
-    options = ctx.state.delivery_options()
-    ctx.state.dispatcher.enqueue(ctx.region, row, row["event"], event_id, data, **options)
+    variants = ctx.state.variants
+    ctx.state.dispatcher.enqueue(ctx.region, row, row["event"], event_id, data, variants)
     return ok({"id": row["id"], "event": row["event"], "eventId": event_id, "queued": True})
 
 
