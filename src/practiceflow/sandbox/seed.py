@@ -108,10 +108,6 @@ _SERVICES = [
 ]
 
 
-def _uuid(rng: random.Random) -> str:
-    return uuid_from_bits(rng.getrandbits(128))
-
-
 def _stamp(rng: random.Random) -> float:
     return float(int(SEED_EPOCH - rng.random() * _SPAN))
 
@@ -128,8 +124,7 @@ def build_practice(
     if practice_number:
         key += f":{practice_number}"
     rng = random.Random(key)  # noqa: S311 - reproducible fake data
-    practice = Practice(region=region, clock=clock, rng=rng)
-    practice.wallet = config.wallet
+    practice = Practice(region, clock, rng, wallet=config.wallet)
     practice.ledger_connected = config.ledger_connected
     practice.entity_types = [
         {"entityTypeID": number, "code": code, "name": name}
@@ -139,7 +134,7 @@ def build_practice(
     practice.lead_statuses = _named("leadStatusID", _LEAD_STATUSES)
     practice.users = [
         {
-            "userKey": _uuid(rng),
+            "userKey": practice.new_uuid(),
             "userID": 10 + n,
             "name": f"{_FIRST[n % 20]} {_LAST[(n * 7) % 18]}",
             "email": f"staff{n}@practice-{region}.example",
@@ -210,7 +205,7 @@ def _actives(practice: Practice, limit: int) -> list[Entity]:
 def _seed_contacts(practice: Practice, rng: random.Random) -> None:
     for entity in practice.order[:400]:
         for n in range(1 + rng.getrandbits(1)):
-            key = _uuid(rng)
+            key = practice.new_uuid()
             first = _FIRST[rng.randrange(20)]
             practice.contacts[key] = {
                 "contactKey": key,
@@ -275,7 +270,7 @@ def _seed_proposals(practice: Practice, rng: random.Random) -> None:
     statuses = ["Draft", "Sent", "Accepted", "Sent", "Declined"]
     services = practice.catalogs["services"]
     for n, entity in enumerate(_actives(practice, 400)[:60]):
-        key = _uuid(rng)
+        key = practice.new_uuid()
         stamp = _stamp(rng)
         chosen = rng.sample(services, k=rng.randint(1, 3))
         practice.proposals[key] = {
@@ -350,7 +345,7 @@ def _seed_onboardings(practice: Practice, rng: random.Random) -> None:
     statuses = ["Draft", "Sent", "Sent", "Completed"]
     actives = _actives(practice, 400)[40:]
     for n in range(10):
-        key = _uuid(rng)
+        key = practice.new_uuid()
         clients = actives[n * 2 : n * 2 + rng.randint(1, 2)]
         status = statuses[n % len(statuses)]
         stamp = _stamp(rng)

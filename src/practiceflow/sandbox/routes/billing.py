@@ -127,16 +127,9 @@ async def create_bill(ctx: Ctx, request: Request) -> Response:
     if due_date < bill_date:
         detail = f"dueDate: got {due_date}; it must not be before billDate {bill_date}"
         raise ApiProblem(400, detail)
-    bill = practice.add_bill(
-        entity,
-        bill_date.isoformat(),
-        due_date.isoformat(),
-        practice.now(),
-        lines,
-        billDetails=body.billDetails,
-        syncNow=body.syncNow,
-        sendBill=body.sendBill,
-    )
+    fields = body.model_dump(include={"billDetails", "syncNow", "sendBill"})
+    days = bill_date.isoformat(), due_date.isoformat()
+    bill = practice.add_bill(entity, *days, practice.now(), lines, **fields)
     bill_id = bill["billingID"]
     location = {"Location": f"/{ctx.region}/api/v1/bills/{bill_id}"}
     return created(ctx, id_case(ctx, bill), _id_name(ctx, "billingID"), location)
@@ -151,11 +144,8 @@ SLIM_LEFT_OUT = ("entityKey", "createdOn", "billDetails", "lineItems")
 
 
 def _bill_row(ctx: Ctx, bill: dict[str, Any]) -> dict[str, Any]:
-    row = dict(bill)
-    if ctx.state.variants.is_("bill_rows", "slim"):
-        for name in SLIM_LEFT_OUT:
-            row.pop(name, None)
-    return dict(id_case(ctx, row))
+    left_out = SLIM_LEFT_OUT if ctx.state.variants.is_("bill_rows", "slim") else ()
+    return dict(id_case(ctx, {key: value for key, value in bill.items() if key not in left_out}))
 
 
 async def list_bills(ctx: Ctx, request: Request) -> Response:
@@ -165,16 +155,13 @@ async def list_bills(ctx: Ctx, request: Request) -> Response:
     start = query_date(query, "startDate", required=required)
     end = query_date(query, "endDate", required=required)
     inclusive = ctx.state.variants.is_("end_date", "inclusive")
-    rows = sorted(ctx.practice.bills.values(), key=lambda row: (row["billDate"], row["billingID"]))
+    bills = sorted(ctx.practice.bills.values(), key=lambda row: (row["billDate"], row["billingID"]))
+    low = start.isoformat() if start else ""
+    high = end.isoformat() if end else "9999-99-99"  # no endDate: after every bill date
     rows = [
         _bill_row(ctx, row)
-        for row in rows
-        if (start is None or row["billDate"] >= start.isoformat())
-        and (
-            end is None
-            or row["billDate"] < end.isoformat()
-            or (inclusive and row["billDate"] == end.isoformat())
-        )
+        for row in bills
+        if low <= row["billDate"] < high or (inclusive and row["billDate"] == high)
     ]
     return paged(ctx, "bills", rows, query)
 
