@@ -138,9 +138,8 @@ class _AdminApp:
             log_disconnect(logger, scope["method"], path)
         except HTTPException as exc:
             allow = {"Allow": allow_header(self.router, scope)} if exc.status_code == 405 else {}
-            await problem_response(exc.status_code, str(exc.detail), path, allow)(
-                scope, receive, send
-            )
+            answer = problem_response(exc.status_code, str(exc.detail), path, allow)
+            await answer(scope, receive, send)
 
     def _practice(self, request: Request) -> Practice:
         region = request.query_params.get("region", REGIONS[0])

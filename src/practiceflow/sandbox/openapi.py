@@ -120,8 +120,6 @@ def refine_bodies(schemas: dict[str, Any], region: str) -> None:
     type_words = [row["code"] for row in practice.entity_types]
     type_words += [row["name"] for row in practice.entity_types]
     type_ids = [row["entityTypeID"] for row in practice.entity_types]
-    services = [row["serviceID"] for row in practice.catalogs["services"]]
-    eform_templates = [row["formTemplateId"] for row in practice.eform_templates]
     text = {"type": "string", "minLength": 1}
 
     entity = schemas["EntityBody"]
@@ -148,7 +146,7 @@ def refine_bodies(schemas: dict[str, Any], region: str) -> None:
     )
 
     eform = schemas["EformSendBody"]
-    _enum(eform, "templateId", eform_templates)
+    _enum(eform, "templateId", [row["formTemplateId"] for row in practice.eform_templates])
     _one_of_fields(
         eform,
         {"entityKey": {"type": "string", "format": "uuid"}},
@@ -170,7 +168,8 @@ def refine_bodies(schemas: dict[str, Any], region: str) -> None:
         schemas["NewContactBody"], {"firstName": text}, {"lastName": text}, {"email": text}
     )
 
-    _enum(schemas["ProposalServiceBody"], "serviceID", services)
+    services = practice.catalogs["services"]
+    _enum(schemas["ProposalServiceBody"], "serviceID", [row["serviceID"] for row in services])
     _enum(schemas["ProposalFromTemplateBody"], "templateId", list(PROPOSAL_TEMPLATES))
 
     line = schemas["BillLineBody"]

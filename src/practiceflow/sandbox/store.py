@@ -218,6 +218,7 @@ class Practice:
         """The integration ids of an entity (spec 2.2): exactly those fields, strings."""
         pick = _digest(entity.key, "ids")
         xpm = f"XPM-{pick % 100000:05d}" if pick % 2 else None
+        url = f"https://ledger.invalid/clients/{pick % 100000}" if xpm else None
         return {
             "entityKey": entity.key,
             "entityName": entity.name,
@@ -229,9 +230,7 @@ class Practice:
             "workflowClientID": xpm,
             "workflowEntityType": entity.type_name if xpm else None,
             "qbClientID": None,
-            "accountingClientUrl": f"https://ledger.invalid/clients/{pick % 100000}"
-            if xpm
-            else None,
+            "accountingClientUrl": url,
             "bglID": None,
             "bglContactID": None,
             "bglSmsfID": f"BGL{pick % 4999}" if entity.type_name.startswith("Self") else None,

@@ -68,14 +68,11 @@ def group_view(practice: Practice, group: dict[str, Any], members: bool) -> dict
     """The public shape of a group (spec 2.5), with its member rows when ``members``."""
     view = {key: value for key, value in group.items() if not key.startswith("_")}
     if members:
-        rows = []
-        for key in group["_members"]:
-            entity = practice.entities.get(key)
-            if entity is not None:
-                rows.append(
-                    {"entityKey": key, "entityName": entity.name, "entityEmail": entity.email}
-                )
-        view["members"] = rows
+        found = [practice.entities[key] for key in group["_members"] if key in practice.entities]
+        view["members"] = [
+            {"entityKey": row.key, "entityName": row.name, "entityEmail": row.email}
+            for row in found
+        ]
     return view
 
 
@@ -306,11 +303,9 @@ async def create_lead(ctx: Ctx, request: Request) -> Response:
     body = await read_body(request, LeadBody)
     practice = ctx.practice
     row = resolve_type(practice, None, body.entityType)
-    source = (
-        _name_of(practice.lead_sources, body.leadSource, "leadSource")
-        if body.leadSource is not None
-        else None
-    )
+    source = None
+    if body.leadSource is not None:
+        source = _name_of(practice.lead_sources, body.leadSource, "leadSource")
     given = body.leadStatus if body.leadStatus is not None else "New"
     status = _name_of(practice.lead_statuses, given, "leadStatus")
     entity = practice.add_entity(
@@ -358,9 +353,8 @@ async def convert(ctx: Ctx, request: Request) -> Response:
     entity.status = "Active"
     entity.lead_status = "Won"
     ctx.practice.touch(entity)
-    ctx.state.emit(
-        ctx.practice, "client.created", {"entityKey": entity.key, "entityName": entity.name}
-    )
+    data = {"entityKey": entity.key, "entityName": entity.name}
+    ctx.state.emit(ctx.practice, "client.created", data)
     return ok(ctx.practice.entity_detail(entity))
 
 

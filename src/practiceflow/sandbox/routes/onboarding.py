@@ -175,11 +175,9 @@ async def send_eform(ctx: Ctx, request: Request) -> Response:
     """Send an eForm: ``sent: false`` when email fails, ``mute`` skips email."""
     practice = ctx.practice
     body = await read_body(request, EformSendBody)
-    template = next(
-        (row for row in practice.eform_templates if row["formTemplateId"] == body.templateId), None
-    )
-    if template is None:
-        valid = ", ".join(str(row["formTemplateId"]) for row in practice.eform_templates)
+    templates = [row["formTemplateId"] for row in practice.eform_templates]
+    if body.templateId not in templates:
+        valid = ", ".join(str(key) for key in templates)
         raise ApiProblem(400, f"templateId: got {body.templateId}; valid values are {valid}")
     entity = entity_or_404(practice, body.entityKey) if body.entityKey is not None else None
     if entity is None and body.recipient is None:
@@ -188,8 +186,7 @@ async def send_eform(ctx: Ctx, request: Request) -> Response:
     if practice.wallet < cost:
         detail = f"Insufficient wallet balance: {practice.wallet:.2f} available, {cost:.2f} needed"
         raise ApiProblem(400, detail)
-    email_fails = practice.eform_email_fails and not body.mute
-    sent = not email_fails
+    sent = body.mute or not practice.eform_email_fails
     if sent:
         practice.wallet = round(practice.wallet - cost, 2)
     key = practice.new_uuid()
