@@ -285,9 +285,8 @@ class _AdminApp:
             body = await _validated(request, _FaultBody, "fault")
             kind = FAULT_KINDS.get(body.kind)
             if kind is None:
-                raise ApiProblem(
-                    400, f"kind: got {body.kind!r}; valid values are {list(FAULT_KINDS)}"
-                )
+                detail = f"kind: got {body.kind!r}; valid values are {list(FAULT_KINDS)}"
+                raise ApiProblem(400, detail)
             self.state.faults.add(Fault(**{**body.model_dump(), "kind": kind}))
         return JSONResponse(self.state.faults.describe())
 

@@ -69,16 +69,14 @@ def _operation(op: Op, number: int) -> dict[str, Any]:
         for name, kind in _PARAM.findall(op.path)
     ]
     parameters += [_query(param) for param in op.query]
-    responses: dict[str, Any] = {}
-    for status in (*op.answers(), 401, 429, 500):
-        if status < 300:
-            media: dict[str, Any] = {op.produces: {"schema": {}}}
-            responses[str(status)] = {"description": _DESCRIPTIONS[status], "content": media}
-        else:
-            responses[str(status)] = {
-                "description": _DESCRIPTIONS[status],
-                "content": {"application/problem+json": {"schema": {"$ref": _PROBLEM_REF}}},
-            }
+    problem = {"application/problem+json": {"schema": {"$ref": _PROBLEM_REF}}}
+    responses: dict[str, Any] = {
+        str(status): {
+            "description": _DESCRIPTIONS[status],
+            "content": {op.produces: {"schema": {}}} if status < 300 else problem,
+        }
+        for status in (*op.answers(), 401, 429, 500)
+    }
     operation: dict[str, Any] = {
         "operationId": f"{op.method.lower()}_{op.handler.__name__}_{number}",
         "summary": op.summary,
