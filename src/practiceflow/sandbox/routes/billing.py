@@ -229,6 +229,7 @@ def _new_proposal(
 ) -> dict[str, Any]:
     key = practice.new_uuid()
     now = format_time(practice.now())
+    amounts = [float(service["price"]) * int(service["quantity"]) for service in services]
     proposal = {
         "proposalKey": key,
         "proposalNumber": f"P{practice.new_id()}",
@@ -239,12 +240,9 @@ def _new_proposal(
         "createdOn": now,
         "updatedOn": now,
         "acceptedOn": None,
-        "totalAmount": round(sum(float(s["price"]) * int(s["quantity"]) for s in services), 2),
+        "totalAmount": round(sum(amounts), 2),
         "services": services,
-        "billings": [
-            {"billingType": "Once", "amount": float(s["price"]) * int(s["quantity"])}
-            for s in services
-        ],
+        "billings": [{"billingType": "Once", "amount": amount} for amount in amounts],
         "jobs": [],
         "renewedFrom": None,
     }
@@ -291,14 +289,13 @@ async def get_proposal(ctx: Ctx, request: Request) -> Response:
 async def get_pricing(ctx: Ctx, request: Request) -> Response:
     """Services, invoices, recurring billings and jobs of a proposal."""
     proposal = proposal_or_404(ctx.practice, request.path_params["key"])
+    billings = proposal["billings"]
     return ok(
         {
             "proposalKey": proposal["proposalKey"],
             "services": proposal["services"],
-            "invoices": [row for row in proposal["billings"] if row["billingType"] == "Once"],
-            "recurringBillings": [
-                row for row in proposal["billings"] if row["billingType"] != "Once"
-            ],
+            "invoices": [row for row in billings if row["billingType"] == "Once"],
+            "recurringBillings": [row for row in billings if row["billingType"] != "Once"],
             "jobs": proposal["jobs"],
         }
     )
