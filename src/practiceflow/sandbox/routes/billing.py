@@ -315,8 +315,7 @@ def _copy(practice: Practice, original: dict[str, Any]) -> dict[str, Any]:
 
 async def duplicate(ctx: Ctx, request: Request) -> Response:
     """A new Draft copy; the original is unchanged."""
-    original = proposal_or_404(ctx.practice, request.path_params["key"])
-    return ok(_copy(ctx.practice, original), 201)
+    return ok(_copy(ctx.practice, proposal_or_404(ctx.practice, request.path_params["key"])), 201)
 
 
 async def renew_preview(ctx: Ctx, request: Request) -> Response:

@@ -181,8 +181,7 @@ async def post_entity(ctx: Ctx, request: Request) -> Response:
     event = "lead.created" if entity.status == "Lead" else "client.created"
     ctx.state.emit(ctx.practice, event, {"entityKey": entity.key, "entityName": entity.name})
     location = f"/{ctx.region}/api/v1/entities/{entity.key}"
-    detail = _detail(ctx, entity)
-    return created(ctx, detail, "entityKey", {"Location": location})
+    return created(ctx, _detail(ctx, entity), "entityKey", {"Location": location})
 
 
 def _detail(ctx: Ctx, entity: Entity) -> dict[str, Any]:
@@ -193,8 +192,7 @@ def _detail(ctx: Ctx, entity: Entity) -> dict[str, Any]:
 
 async def get_entity(ctx: Ctx, request: Request) -> Response:
     """The detail record of one entity."""
-    entity = entity_or_404(ctx.practice, request.path_params["key"])
-    return ok(_detail(ctx, entity))
+    return ok(_detail(ctx, entity_or_404(ctx.practice, request.path_params["key"])))
 
 
 async def get_integrations(ctx: Ctx, request: Request) -> Response:

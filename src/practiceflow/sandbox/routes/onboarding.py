@@ -122,8 +122,7 @@ async def get_onboarding(ctx: Ctx, request: Request) -> Response:
 
 async def documents(ctx: Ctx, request: Request) -> Response:
     """Document requirements per client entity (``isUploaded``, ``isBypassed``)."""
-    job = onboarding_or_404(ctx.practice, request.path_params["key"])
-    return ok(job["clients"])
+    return ok(onboarding_or_404(ctx.practice, request.path_params["key"])["clients"])
 
 
 def _document(ctx: Ctx, request: Request) -> tuple[dict[str, Any], dict[str, Any] | None]:
