@@ -54,9 +54,7 @@ class Delivery:
 
     delivery_id: int
     region: str
-    subscription_id: str
-    url: str
-    secret: str
+    subscription: dict[str, Any]
     event: str
     event_id: str
     body: bytes
@@ -142,9 +140,7 @@ class DeliveryDispatcher:
                 delivery = Delivery(
                     delivery_id=next(self._counter),
                     region=region,
-                    subscription_id=subscription["id"],
-                    url=subscription["url"],
-                    secret=subscription["secret"],
+                    subscription=subscription,
                     event=event,
                     event_id=event_id,
                     body=body,
@@ -192,7 +188,8 @@ class DeliveryDispatcher:
         status: int | None = None
         error: str | None = None
         try:
-            if not is_loopback_url(delivery.url):
+            url, secret = delivery.subscription["url"], delivery.subscription["secret"]
+            if not is_loopback_url(url):
                 error = "refused: the sandbox only delivers to loopback URLs"
             else:
                 timestamp = self._timestamp(delivery)
@@ -202,10 +199,10 @@ class DeliveryDispatcher:
                     "X-Svc-Event": delivery.event,
                     "X-Svc-Event-Id": delivery.event_id,
                     "X-Svc-Timestamp": timestamp,
-                    "X-Svc-Signature": sign(delivery.secret, timestamp, delivery.body),
+                    "X-Svc-Signature": sign(secret, timestamp, delivery.body),
                 }
                 response = self._session.post(
-                    delivery.url,
+                    url,
                     data=delivery.body,
                     headers=headers,
                     timeout=self.timeout,
@@ -229,8 +226,8 @@ class DeliveryDispatcher:
                 {
                     "deliveryId": delivery.delivery_id,
                     "region": delivery.region,
-                    "subscriptionId": delivery.subscription_id,
-                    "url": delivery.url,
+                    "subscriptionId": delivery.subscription["id"],
+                    "url": delivery.subscription["url"],
                     "event": delivery.event,
                     "eventId": delivery.event_id,
                     "attempt": delivery.attempt,

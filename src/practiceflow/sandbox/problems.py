@@ -45,13 +45,9 @@ def problem_response(
     """An ``application/problem+json`` answer; ``instance`` is the request path. ``message``
     (variant ``problem_message``) repeats ``detail`` on 400 and 404 (``some``), never or all."""
     title, section = _STATUSES.get(status, ("Error", ""))
-    kind = (
-        f"https://tools.ietf.org/html/rfc9110#section-{section}"
-        if section
-        else "https://tools.ietf.org/html/rfc6585#section-4"
-    )
+    where = f"rfc9110#section-{section}" if section else "rfc6585#section-4"
     body: dict[str, object] = {
-        "type": kind,
+        "type": f"https://tools.ietf.org/html/{where}",
         "title": title,
         "status": status,
         "detail": detail,
@@ -60,10 +56,7 @@ def problem_response(
     if message == "all" or (message == "some" and status in (400, 404)):
         body["message"] = detail
     return Response(
-        json.dumps(body).encode(),
-        status_code=status,
-        headers=dict(headers or {}),
-        media_type="application/problem+json",
+        json.dumps(body).encode(), status, dict(headers or {}), "application/problem+json"
     )
 
 
