@@ -271,7 +271,7 @@ class _AdminApp:
             body = await _json(request)
             try:
                 if "offset" in body:
-                    self.state.clock.set_offset(float(body["offset"]))
+                    self.state.clock.offset = float(body["offset"])
                 if "advance" in body:
                     self.state.clock.advance(float(body["advance"]))
             except (TypeError, ValueError):

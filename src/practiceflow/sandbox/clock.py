@@ -10,31 +10,20 @@ from datetime import UTC, datetime
 
 
 class SandboxClock:
-    """UTC time as the sandbox sees it; ``advance`` moves it in either direction."""
+    """UTC time as the sandbox sees it: the wall clock plus ``offset`` seconds (either sign)."""
 
     def __init__(self) -> None:
-        self._offset = 0.0
+        self.offset = 0.0
         self._lock = threading.Lock()
-
-    @property
-    def offset(self) -> float:
-        """Seconds added to the wall clock."""
-        return self._offset
 
     def now(self) -> float:
         """The sandbox time as Unix seconds."""
-        return time.time() + self._offset
+        return time.time() + self.offset
 
-    def advance(self, seconds: float) -> float:
-        """Move the clock by ``seconds`` (negative moves it back); returns the new offset."""
+    def advance(self, seconds: float) -> None:
+        """Move the clock by ``seconds`` (negative moves it back)."""
         with self._lock:
-            self._offset += seconds
-            return self._offset
-
-    def set_offset(self, seconds: float) -> None:
-        """Set the offset from the wall clock outright (``0`` is real time)."""
-        with self._lock:
-            self._offset = seconds
+            self.offset += seconds
 
 
 def format_time(timestamp: float) -> str:

@@ -92,7 +92,7 @@ class SandboxState:
                 config = replace(config, entities=entities)
             self.config = config
             self._practices = {}
-            self.clock.set_offset(0.0)
+            self.clock.offset = 0.0
             self.faults.clear()
             self.limiter = RateLimiter(config.rate_limits, self.clock)
             self.dispatcher.reset()
