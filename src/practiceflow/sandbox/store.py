@@ -18,15 +18,16 @@ JSON = dict[str, Any]
 BillLine = tuple[float, float, float, str | None, int | None, int | None, int | None]
 
 #: Fields of the create body that are stored and returned on load as given.
-ENTITY_TEXT_FIELDS = [
+ENTITY_EXTRA_FIELDS = [
     "externalSystemID",
     "telephone",
     "mobile",
     "taxNumber",
     "regNumber",
     "idNumber",
+    "physicalAddress",
+    "postalAddress",
 ]
-ENTITY_EXTRA_FIELDS = [*ENTITY_TEXT_FIELDS, "physicalAddress", "postalAddress"]
 
 _VERSION_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
 _VERSION_SET = (0x4000 << 64) | (0x8000 << 48)

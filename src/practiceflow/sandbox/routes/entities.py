@@ -38,7 +38,7 @@ from practiceflow.sandbox.routes.common import (
     since,
     status_text,
 )
-from practiceflow.sandbox.store import ENTITY_TEXT_FIELDS, Entity, Practice
+from practiceflow.sandbox.store import ENTITY_EXTRA_FIELDS, Entity, Practice
 
 
 async def validate(ctx: Ctx, request: Request) -> Response:
@@ -157,10 +157,7 @@ def create_entity(practice: Practice, body: EntityBody) -> Entity:
     if status_text not in ("lead", "active"):
         detail = f"clientStatus: got {body.clientStatus!r}; valid values are Lead, Active"
         raise ApiProblem(400, detail)
-    extra = body.model_dump(include=set(ENTITY_TEXT_FIELDS))
-    for name in ("physicalAddress", "postalAddress"):
-        value = getattr(body, name)
-        extra[name] = value.model_dump() if value is not None else None
+    extra = body.model_dump(include=set(ENTITY_EXTRA_FIELDS))
     return practice.add_entity(
         body.entityCode or f"C{len(practice.order) + 1:06d}",
         row,
