@@ -217,7 +217,8 @@ class DeliveryDispatcher:
             error = "internal error"
         ok = status is not None and 200 <= status < 300
         retryable = not ok and not (error or "").startswith("refused")
-        retry_in = self._retry_delay(delivery.attempt) if retryable else None
+        retryable = retryable and delivery.attempt <= len(self.delays)
+        retry_in = self.delays[delivery.attempt - 1] if retryable else None
         with self._cond:
             self._inflight -= 1
             if delivery.generation != self._generation:
@@ -251,6 +252,3 @@ class DeliveryDispatcher:
             late = LATE_BY if delivery.stamping == "first_attempt_late" else 0
             delivery.first_timestamp = str(int(self.clock.now()) - late)
         return delivery.first_timestamp
-
-    def _retry_delay(self, attempt: int) -> float | None:
-        return self.delays[attempt - 1] if attempt <= len(self.delays) else None
