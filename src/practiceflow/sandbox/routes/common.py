@@ -172,8 +172,7 @@ def paged(ctx: Ctx, name: str, rows: Sequence[Any], query: Mapping[str, str]) ->
     """A ``pageSize`` list's answer (one page of ``rows`` in the envelope, or all as a bare
     array), as topics ``page_size.<name>`` and ``list_shape.<name>`` say."""
     variants = ctx.state.variants
-    shape = f"list_shape.{name}"
-    if shape in variants.as_dict() and variants.pick(shape) == "plain":
+    if variants.as_dict().get(f"list_shape.{name}") == "plain":
         return ok(list(rows))
     number, size = page_number(query), page_size(query)
     if variants.pick(f"page_size.{name}") == "ignored":
