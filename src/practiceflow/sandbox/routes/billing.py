@@ -210,8 +210,6 @@ async def recurring_runs(ctx: Ctx, request: Request) -> Response:
     return ok(id_case(ctx, _schedule_or_404(ctx, request)["runs"]))
 
 
-# ---- proposals --------------------------------------------------------------------------
-
 #: Proposal templates of ``POST /proposals/from-template``: id -> (title, service ids).
 PROPOSAL_TEMPLATES: dict[int, tuple[str, tuple[int, ...]]] = {
     901: ("Annual compliance", (400, 401)),

@@ -198,9 +198,6 @@ async def get_integrations(ctx: Ctx, request: Request) -> Response:
     return ok(ctx.practice.integrations(entity))
 
 
-# ---- contacts (guessed shapes) ---------------------------------------------------------
-
-
 async def list_all_contacts(ctx: Ctx, request: Request) -> Response:
     """Contacts across clients, ``pageSize`` envelope, optional ``lastUpdated``."""
     query = request.query_params
@@ -248,9 +245,6 @@ async def update_contact(ctx: Ctx, request: Request) -> Response:
     ctx.practice.touch(entity)
     contact["lastUpdated"] = format_time(entity.updated)
     return ok(contact)
-
-
-# ---- leads ------------------------------------------------------------------------------
 
 
 def _lead_or_404(practice: Practice, key: object) -> Entity:

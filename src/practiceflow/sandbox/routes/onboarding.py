@@ -161,9 +161,6 @@ async def documents_zip(ctx: Ctx, request: Request) -> Response:
     return Response(buffer.getvalue(), media_type="application/zip")
 
 
-# ---- eForms ------------------------------------------------------------------------
-
-
 async def eform_templates(ctx: Ctx, request: Request) -> Response:
     """eForm templates, ``pageNumber`` and ``pageSize``, envelope (guess)."""
     query = request.query_params
@@ -207,9 +204,6 @@ async def send_eform(ctx: Ctx, request: Request) -> Response:
         submittedOn=None,
     )
     return ok(form, 201)
-
-
-# ---- identity and AML ------------------------------------------------------------------
 
 
 def _check(ctx: Ctx, name: str, entity_key: UUID, fields: dict[str, Any], url: bool) -> Response:
