@@ -119,10 +119,7 @@ class _AdminApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
-        token = ""
-        for name, value in scope.get("headers", []):
-            if name.lower() == b"x-admin-token":
-                token = value.decode("latin-1")
+        token = dict(scope.get("headers", [])).get(b"x-admin-token", b"").decode("latin-1")
         expected = self.state.config.admin_token
         try:
             if not hmac.compare_digest(token.encode(), expected.encode()):
@@ -165,14 +162,13 @@ class _AdminApp:
             }
             for region, kinds in self.state.credentials.items()
         }
-        return JSONResponse(
-            {
-                "regions": list(REGIONS),
-                "credentials": credentials,
-                "clockOffset": self.state.clock.offset,
-                "routes": route_catalogue(root, self.state.config.admin_token),
-            }
-        )
+        answer = {
+            "regions": list(REGIONS),
+            "credentials": credentials,
+            "clockOffset": self.state.clock.offset,
+            "routes": route_catalogue(root, self.state.config.admin_token),
+        }
+        return JSONResponse(answer)
 
     async def reset(self, request: Request) -> Response:
         body = await _json(request)
@@ -219,21 +215,20 @@ class _AdminApp:
             except (TypeError, ValueError, AttributeError) as exc:
                 raise ApiProblem(400, f"config: {exc}") from None
         state = self.state
-        return JSONResponse(
-            {
-                "region": practice.region,
-                "walletBalance": practice.wallet,
-                "ledgerConnected": practice.ledger_connected,
-                "eformEmailFails": practice.eform_email_fails,
-                "duplicateDeliveries": state.duplicate_deliveries,
-                "rateLimits": asdict(state.limiter.limits),
-                "pageSize": state.config.page_size,
-                "latencyMs": round(state.config.latency * 1000, 3),
-                "jitterMs": round(state.config.jitter * 1000, 3),
-                "seed": state.config.seed,
-                "entities": state.config.entities,
-            }
-        )
+        answer = {
+            "region": practice.region,
+            "walletBalance": practice.wallet,
+            "ledgerConnected": practice.ledger_connected,
+            "eformEmailFails": practice.eform_email_fails,
+            "duplicateDeliveries": state.duplicate_deliveries,
+            "rateLimits": asdict(state.limiter.limits),
+            "pageSize": state.config.page_size,
+            "latencyMs": round(state.config.latency * 1000, 3),
+            "jitterMs": round(state.config.jitter * 1000, 3),
+            "seed": state.config.seed,
+            "entities": state.config.entities,
+        }
+        return JSONResponse(answer)
 
     async def variants(self, request: Request) -> Response:
         state = self.state

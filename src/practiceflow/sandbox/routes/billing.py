@@ -288,15 +288,14 @@ async def get_pricing(ctx: Ctx, request: Request) -> Response:
     """Services, invoices, recurring billings and jobs of a proposal."""
     proposal = proposal_or_404(ctx.practice, request.path_params["key"])
     billings = proposal["billings"]
-    return ok(
-        {
-            "proposalKey": proposal["proposalKey"],
-            "services": proposal["services"],
-            "invoices": [row for row in billings if row["billingType"] == "Once"],
-            "recurringBillings": [row for row in billings if row["billingType"] != "Once"],
-            "jobs": proposal["jobs"],
-        }
-    )
+    pricing = {
+        "proposalKey": proposal["proposalKey"],
+        "services": proposal["services"],
+        "invoices": [row for row in billings if row["billingType"] == "Once"],
+        "recurringBillings": [row for row in billings if row["billingType"] != "Once"],
+        "jobs": proposal["jobs"],
+    }
+    return ok(pricing)
 
 
 def _copy(practice: Practice, original: dict[str, Any]) -> dict[str, Any]:

@@ -44,19 +44,15 @@ from practiceflow.sandbox.store import ENTITY_EXTRA_FIELDS, Entity, Practice
 async def validate(ctx: Ctx, request: Request) -> Response:
     """The credential check result (spec 2.8b)."""
     credential = ctx.credential
-    return ok(
-        id_case(
-            ctx,
-            {
-                "authenticated": True,
-                "message": "Credentials are valid.",
-                "clientID": credential.client_id,
-                "clientName": credential.name,
-                "canWrite": credential.can_write,
-                "timestamp": ctx.state.now_text(),
-            },
-        )
-    )
+    answer = {
+        "authenticated": True,
+        "message": "Credentials are valid.",
+        "clientID": credential.client_id,
+        "clientName": credential.name,
+        "canWrite": credential.can_write,
+        "timestamp": ctx.state.now_text(),
+    }
+    return ok(id_case(ctx, answer))
 
 
 async def users(ctx: Ctx, request: Request) -> Response:
