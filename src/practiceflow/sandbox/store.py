@@ -66,7 +66,6 @@ class Entity:
 
     def summary(self) -> JSON:
         """The list row (spec 2.1)."""
-        extra = self.extra or {}
         return {
             "entityKey": self.key,
             "entityCode": self.code,
@@ -76,7 +75,7 @@ class Entity:
             "entityTypeID": self.type_id,
             "status": self.status,
             "email": self.email,
-            "externalSystemID": extra.get("externalSystemID"),
+            "externalSystemID": (self.extra or {}).get("externalSystemID"),
             "lastUpdated": format_time(self.updated),
         }
 
@@ -303,7 +302,6 @@ class Practice:
 
     def new_documents(self) -> list[JSON]:
         """The documents an onboarding asks of one client, none uploaded yet."""
-        names = ("Photo ID", "Proof of Address")
         return [
             {
                 "documentId": self.new_id(),
@@ -312,5 +310,5 @@ class Practice:
                 "isBypassed": False,
                 "fileName": None,
             }
-            for name in names
+            for name in ("Photo ID", "Proof of Address")
         ]
