@@ -51,18 +51,6 @@ _ACCEPTED = (
 )
 
 
-class _FaultBody(pydantic.BaseModel):
-    """A fault to arm: the fields of :class:`Fault`, as the admin JSON names them."""
-
-    kind: str
-    remaining: int = pydantic.Field(1, ge=1, le=100_000, alias="count")
-    method: str | None = None
-    path_prefix: str | None = pydantic.Field(None, alias="pathPrefix")
-    region: str | None = None
-    retry_after: int | None = pydantic.Field(None, ge=0, alias="retryAfter")
-    delay: float = pydantic.Field(0.0, ge=0, le=120)
-
-
 class _EntityPatch(pydantic.BaseModel):
     entityName: str | None = None
     entitySurname: str | None = None
@@ -277,12 +265,13 @@ class _AdminApp:
         if request.method == "DELETE":
             self.state.faults.clear()
         elif request.method == "POST":
-            body = await _validated(request, _FaultBody, "fault")
-            kind = FAULT_KINDS.get(body.kind)
+            fault = await _validated(request, Fault, "fault")
+            kind = FAULT_KINDS.get(fault.kind)
             if kind is None:
-                detail = f"kind: got {body.kind!r}; valid values are {list(FAULT_KINDS)}"
+                detail = f"kind: got {fault.kind!r}; valid values are {list(FAULT_KINDS)}"
                 raise ApiProblem(400, detail)
-            self.state.faults.add(Fault(**{**body.model_dump(), "kind": kind}))
+            fault.kind = kind
+            self.state.faults.add(fault)
         return JSONResponse(self.state.faults.describe())
 
     async def accept(self, request: Request) -> Response:

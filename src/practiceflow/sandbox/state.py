@@ -10,8 +10,10 @@ import math
 import random
 import threading
 from collections import deque
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
+
+import pydantic
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 from practiceflow.sandbox.config import (
@@ -204,19 +206,19 @@ FAULT_KINDS: dict[str, str] = {
 }
 
 
-@dataclass
-class Fault:
+class Fault(pydantic.BaseModel):
     """One armed fault for ``remaining`` more requests matching every condition given
     (``path_prefix`` with or without the region); ``retry_after`` is an injected 429's
-    ``Retry-After`` (none when ``None``); ``delay`` holds a ``slow`` answer back."""
+    ``Retry-After`` (none when ``None``); ``delay`` holds a ``slow`` answer back. The admin
+    surface validates it by the JSON names (``count``, ``pathPrefix``, ``retryAfter``)."""
 
     kind: str
-    remaining: int = 1
+    remaining: int = pydantic.Field(1, ge=1, le=100_000, alias="count")
     method: str | None = None
-    path_prefix: str | None = None
+    path_prefix: str | None = pydantic.Field(None, alias="pathPrefix")
     region: str | None = None
-    retry_after: int | None = None
-    delay: float = 0.0
+    retry_after: int | None = pydantic.Field(None, ge=0, alias="retryAfter")
+    delay: float = pydantic.Field(0.0, ge=0, le=120)
 
     def matches(self, method: str, region: str, path: str) -> bool:
         """Whether this fault applies to a request (``path`` without the region prefix)."""
@@ -261,4 +263,4 @@ class FaultBoard:
     def describe(self) -> list[dict[str, Any]]:
         """The armed faults as JSON-ready rows."""
         with self._lock:
-            return [asdict(fault) for fault in self._faults]
+            return [fault.model_dump() for fault in self._faults]
