@@ -77,12 +77,9 @@ async def _validated(request: Request, model: type[ModelT], what: str) -> ModelT
         raise ApiProblem(400, f"{what}: {exc.errors()[0]['msg']}") from None
 
 
-def admin_router(state: SandboxState) -> _AdminApp:
+class AdminApp:
     """The admin ASGI app bound to ``state``; it checks ``X-Admin-Token`` first."""
-    return _AdminApp(state)
 
-
-class _AdminApp:
     def __init__(self, state: SandboxState) -> None:
         self.state = state
         self.router = Router(

@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import Message, Receive, Scope, Send
 
-from practiceflow.sandbox.admin import admin_router
+from practiceflow.sandbox.admin import AdminApp
 from practiceflow.sandbox.config import REGIONS, Credential
 from practiceflow.sandbox.openapi import build_openapi
 from practiceflow.sandbox.problems import (
@@ -86,7 +86,7 @@ class SandboxApp:
     def __init__(self, state: SandboxState) -> None:
         self.state = state
         self._api = _api_router()
-        self._admin = admin_router(state)
+        self._admin = AdminApp(state)
         self._openapi: bytes | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
