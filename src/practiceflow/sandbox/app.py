@@ -51,11 +51,6 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
     raise ApiProblem(404, f"No route {scope['method']} {scope['path']}.")
 
 
-def _api_router() -> Router:
-    routes = [Route(op.path, endpoint(op.handler), methods=[op.method]) for op in ALL_OPS]
-    return Router(routes=routes, redirect_slashes=False, default=_not_found)
-
-
 def _headers(scope: Scope) -> dict[str, str]:
     return {
         name.decode("latin-1").lower(): value.decode("latin-1")
@@ -85,7 +80,8 @@ class SandboxApp:
 
     def __init__(self, state: SandboxState) -> None:
         self.state = state
-        self._api = _api_router()
+        routes = [Route(op.path, endpoint(op.handler), methods=[op.method]) for op in ALL_OPS]
+        self._api = Router(routes=routes, redirect_slashes=False, default=_not_found)
         self._admin = AdminApp(state)
         self._openapi: bytes | None = None
 
