@@ -51,13 +51,6 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
     raise ApiProblem(404, f"No route {scope['method']} {scope['path']}.")
 
 
-def _headers(scope: Scope) -> dict[str, str]:
-    return {
-        name.decode("latin-1").lower(): value.decode("latin-1")
-        for name, value in scope.get("headers", [])
-    }
-
-
 async def _abort_connection(raw_send: Any) -> bool:
     """Reset the client's connection, unanswered: ASGI has no portable way, so this takes the
     asyncio transport of uvicorn's request cycle (``send``'s ``__self__``)."""
@@ -175,7 +168,11 @@ class SandboxApp:
                         headers["Retry-After"] = str(fault.retry_after)
                         headers["X-RateLimit-Reset"] = str(fault.retry_after)
                     raise ApiProblem(429, "Injected rate limit.", headers)
-            credential, number = authenticate(_headers(scope), region, state.clients)
+            sent = {
+                name.decode("latin-1").lower(): value.decode("latin-1")
+                for name, value in scope.get("headers", [])
+            }
+            credential, number = authenticate(sent, region, state.clients)
             row["clientId"] = credential.client_id
             decision = state.limiter.hit(credential.client_id)
             extra_headers.update(decision.headers())

@@ -132,20 +132,12 @@ async def create_bill(ctx: Ctx, request: Request) -> Response:
     bill = practice.add_bill(entity, *days, practice.now(), lines, **fields)
     bill_id = bill["billingID"]
     location = {"Location": f"/{ctx.region}/api/v1/bills/{bill_id}"}
-    return created(ctx, id_case(ctx, bill), _id_name(ctx, "billingID"), location)
-
-
-def _id_name(ctx: Ctx, name: str) -> str:
-    return str(next(iter(id_case(ctx, {name: None}))))
+    key = next(iter(id_case(ctx, {"billingID": None})))  # spelled as topic field_case says
+    return created(ctx, id_case(ctx, bill), key, location)
 
 
 #: Fields a ``slim`` bill list row leaves out (topic ``bill_rows``).
 SLIM_LEFT_OUT = ("entityKey", "createdOn", "billDetails", "lineItems")
-
-
-def _bill_row(ctx: Ctx, bill: dict[str, Any]) -> dict[str, Any]:
-    left_out = SLIM_LEFT_OUT if ctx.state.variants.is_("bill_rows", "slim") else ()
-    return dict(id_case(ctx, {key: value for key, value in bill.items() if key not in left_out}))
 
 
 async def list_bills(ctx: Ctx, request: Request) -> Response:
@@ -158,8 +150,9 @@ async def list_bills(ctx: Ctx, request: Request) -> Response:
     bills = sorted(ctx.practice.bills.values(), key=lambda row: (row["billDate"], row["billingID"]))
     low = start.isoformat() if start else ""
     high = end.isoformat() if end else "9999-99-99"  # no endDate: after every bill date
+    left_out = SLIM_LEFT_OUT if ctx.state.variants.is_("bill_rows", "slim") else ()
     rows = [
-        _bill_row(ctx, row)
+        dict(id_case(ctx, {key: value for key, value in row.items() if key not in left_out}))
         for row in bills
         if low <= row["billDate"] < high or (inclusive and row["billDate"] == high)
     ]
