@@ -33,7 +33,7 @@ from practiceflow.sandbox.routes.common import entity_or_404, found
 from practiceflow.sandbox.routes.entities import create_entity, group_view
 from practiceflow.sandbox.routes.onboarding import onboarding_or_404
 from practiceflow.sandbox.routes.webhook_subscriptions import public_subscription
-from practiceflow.sandbox.state import FAULT_KINDS, Fault, SandboxState
+from practiceflow.sandbox.state import FAULT_KINDS, Fault, RateLimiter, SandboxState
 from practiceflow.sandbox.store import Practice, mark_uploaded
 from practiceflow.sandbox.variants import TOPICS, Variants
 
@@ -181,13 +181,13 @@ class AdminApp:
                 if "rateLimits" in body:
                     given = body["rateLimits"]
                     limits = self.state.limiter.limits
-                    self.state.set_rate_limits(
-                        RateLimits(
-                            per_minute=int(given.get("perMinute", limits.per_minute)),
-                            per_hour=int(given.get("perHour", limits.per_hour)),
-                            per_day=int(given.get("perDay", limits.per_day)),
-                        )
+                    limits = RateLimits(
+                        per_minute=int(given.get("perMinute", limits.per_minute)),
+                        per_hour=int(given.get("perHour", limits.per_hour)),
+                        per_day=int(given.get("perDay", limits.per_day)),
                     )
+                    # new windows: budgets start afresh, until the next reset
+                    self.state.limiter = RateLimiter(limits, self.state.clock)
                 if "pageSize" in body:
                     self.state.config = replace(self.state.config, page_size=int(body["pageSize"]))
                 if "latencyMs" in body or "jitterMs" in body:

@@ -103,10 +103,6 @@ class SandboxState:
             self._requests.clear()
             self.generation += 1
 
-    def set_rate_limits(self, limits: RateLimits) -> None:
-        """Replace the rate windows (budgets start afresh) until the next reset."""
-        self.limiter = RateLimiter(limits, self.clock)
-
     def answer_delay(self) -> float:
         """Seconds to hold the next API answer back: latency plus a random share of jitter."""
         config = self.config

@@ -102,7 +102,10 @@ async def list_entities(ctx: Ctx, request: Request) -> Response:
         rows = ctx.practice.entities_page(number, ctx.state.config.page_size, after)
     else:
         rows = fixed_page(ctx, _played_order(ctx, after), number)
-    return ok([_summary(ctx, entity) for entity in rows])
+    summaries = [entity.summary() for entity in rows]
+    for row in summaries:
+        row["status"] = status_text(ctx, row["status"])
+    return ok(summaries)
 
 
 def _played_order(ctx: Ctx, after: float | None) -> list[Entity]:
@@ -118,12 +121,6 @@ def _played_order(ctx: Ctx, after: float | None) -> list[Entity]:
     if variants.is_("leads_in_entities", "hidden"):
         rows = [row for row in rows if row.status != "Lead"]
     return rows
-
-
-def _summary(ctx: Ctx, entity: Entity) -> dict[str, Any]:
-    row = entity.summary()
-    row["status"] = status_text(ctx, row["status"])
-    return row
 
 
 def resolve_type(practice: Practice, body: EntityBody | None, text: str | None) -> dict[str, Any]:
