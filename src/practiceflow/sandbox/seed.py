@@ -120,9 +120,7 @@ def build_practice(
     config: SandboxConfig, region: str, clock: SandboxClock, practice_number: int = 0
 ) -> Practice:
     """Generate practice ``practice_number`` of ``region`` from the configured seed."""
-    key = f"{config.seed}:{region}"
-    if practice_number:
-        key += f":{practice_number}"
+    key = f"{config.seed}:{region}" + (f":{practice_number}" if practice_number else "")
     rng = random.Random(key)  # noqa: S311 - reproducible fake data
     practice = Practice(region, clock, rng, wallet=config.wallet)
     practice.ledger_connected = config.ledger_connected

@@ -23,10 +23,10 @@ def check_loopback(host: str) -> str:
     it is loopback."""
     candidate = "127.0.0.1" if host == "localhost" else host
     try:
-        address = ipaddress.ip_address(candidate)
+        loopback = ipaddress.ip_address(candidate).is_loopback
     except ValueError:
-        address = None
-    if address is None or not address.is_loopback:
+        loopback = False
+    if not loopback:
         message = f"host: got {host!r}; the sandbox only binds loopback (127.0.0.1, ::1)"
         raise ValueError(message)
     return candidate

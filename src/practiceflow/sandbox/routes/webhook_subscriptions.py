@@ -46,9 +46,8 @@ async def subscribe(ctx: Ctx, request: Request) -> Response:
         "secret": secret,
     }
     practice.subscriptions[key] = row
-    created = public_subscription(row)
-    created["webhookSecret"] = secret
-    return ok(created, 201, {"Location": f"/{ctx.region}/api/v1/webhooks/{key}"})
+    location = {"Location": f"/{ctx.region}/api/v1/webhooks/{key}"}
+    return ok({**public_subscription(row), "webhookSecret": secret}, 201, location)
 
 
 async def list_subscriptions(ctx: Ctx, request: Request) -> Response:
