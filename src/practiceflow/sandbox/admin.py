@@ -229,7 +229,7 @@ class AdminApp:
                 raise ApiProblem(400, "set: expected an object of topic -> answer (strings)")
             try:
                 base = Variants.preset(preset) if preset is not None else state.variants
-                state.variants = base.with_answers(changes)
+                state.variants = Variants({**base.as_dict(), **changes})
             except ValueError as exc:
                 raise ApiProblem(400, str(exc)) from None
         chosen = state.variants.as_dict()

@@ -178,10 +178,6 @@ class Variants:
             chosen[name.strip()] = answer.strip()
         return cls(chosen)
 
-    def with_answers(self, chosen: Mapping[str, str]) -> Variants:
-        """A copy with some topics changed."""
-        return Variants({**self._table, **chosen})
-
     def pick(self, topic: str) -> str:
         """The answer played for ``topic`` (KeyError for an unknown one: a typo in a route)."""
         return self._table[topic]
