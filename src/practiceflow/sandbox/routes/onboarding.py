@@ -92,11 +92,10 @@ async def create_onboarding(ctx: Ctx, request: Request) -> Response:
         practice.wallet = round(practice.wallet - cost, 2)
     key = practice.new_uuid()
     now = format_time(practice.now())
-    user_key = str(body.userKey) if body.userKey else practice.users[0]["userKey"]
     job = {
         "onboardingKey": key,
         "status": "Sent" if body.sendToRecipient else "Draft",
-        "userKey": user_key,
+        "userKey": str(body.userKey) if body.userKey else practice.users[0]["userKey"],
         "recipient": body.recipient.model_dump(),
         "clients": rows,
         "accessUrl": _access_url(ctx.region, "onboarding", key),
@@ -108,11 +107,8 @@ async def create_onboarding(ctx: Ctx, request: Request) -> Response:
 
 
 def _job_view(job: dict[str, Any]) -> dict[str, Any]:
-    view = dict(job)
-    view["clients"] = [
-        {key: value for key, value in row.items() if key != "documents"} for row in job["clients"]
-    ]
-    return view
+    rows = job["clients"]
+    return {**job, "clients": [{k: v for k, v in row.items() if k != "documents"} for row in rows]}
 
 
 async def get_onboarding(ctx: Ctx, request: Request) -> Response:
@@ -195,11 +191,10 @@ async def send_eform(ctx: Ctx, request: Request) -> Response:
     }
     if entity is not None:
         form["entityKey"] = entity.key
-    recipient = body.recipient.model_dump() if body.recipient else None
     practice.eforms[key] = dict(
         form,
         status="Sent" if sent else "Draft",
-        recipient=recipient,
+        recipient=body.recipient.model_dump() if body.recipient else None,
         createdOn=format_time(practice.now()),
         submittedOn=None,
     )
