@@ -177,9 +177,7 @@ async def ledger_status(ctx: Ctx, request: Request) -> Response:
 
 
 def _schedule_view(row: dict[str, Any]) -> dict[str, Any]:
-    view = {key: value for key, value in row.items() if key != "runs"}
-    view["runCount"] = len(row["runs"])
-    return view
+    return {**{k: v for k, v in row.items() if k != "runs"}, "runCount": len(row["runs"])}
 
 
 async def list_recurring(ctx: Ctx, request: Request) -> Response:
@@ -323,8 +321,7 @@ async def renew(ctx: Ctx, request: Request) -> Response:
     await read_body(request, RenewBody, optional=True)
     proposal = _copy(ctx.practice, original)
     proposal["renewedFrom"] = original["proposalKey"]
-    original["status"] = "Renewed"
-    original["updatedOn"] = format_time(ctx.practice.now())
+    original.update(status="Renewed", updatedOn=format_time(ctx.practice.now()))
     return ok(proposal, 201)
 
 
