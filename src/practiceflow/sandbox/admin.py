@@ -232,7 +232,6 @@ class AdminApp:
                 state.variants = Variants({**base.as_dict(), **changes})
             except ValueError as exc:
                 raise ApiProblem(400, str(exc)) from None
-        chosen = state.variants.as_dict()
         topics = [
             {
                 "topic": topic.name,
@@ -240,7 +239,7 @@ class AdminApp:
                 "answers": list(topic.answers),
                 "default": topic.default,
                 "hostile": topic.hostile,
-                "chosen": chosen[topic.name],
+                "chosen": state.variants.pick(topic.name),
             }
             for topic in TOPICS
         ]

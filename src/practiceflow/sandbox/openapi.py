@@ -115,8 +115,7 @@ def _one_of_fields(schema: dict[str, Any], *alternatives: dict[str, Any]) -> Non
 def refine_bodies(schemas: dict[str, Any], region: str) -> None:
     """Add the routes' rules to ``region``'s schemas in place (settings from an empty practice)."""
     practice = build_practice(SandboxConfig(entities=0), region, SandboxClock())
-    type_words = [row["code"] for row in practice.entity_types]
-    type_words += [row["name"] for row in practice.entity_types]
+    type_words = [row[field] for field in ("code", "name") for row in practice.entity_types]
     type_ids = [row["entityTypeID"] for row in practice.entity_types]
     text = {"type": "string", "minLength": 1}
 

@@ -130,8 +130,7 @@ async def create_bill(ctx: Ctx, request: Request) -> Response:
     fields = body.model_dump(include={"billDetails", "syncNow", "sendBill"})
     days = bill_date.isoformat(), due_date.isoformat()
     bill = practice.add_bill(entity, *days, practice.now(), lines, **fields)
-    bill_id = bill["billingID"]
-    location = {"Location": f"/{ctx.region}/api/v1/bills/{bill_id}"}
+    location = {"Location": f"/{ctx.region}/api/v1/bills/{bill['billingID']}"}
     key = next(iter(id_case(ctx, {"billingID": None})))  # spelled as topic field_case says
     return created(ctx, id_case(ctx, bill), key, location)
 

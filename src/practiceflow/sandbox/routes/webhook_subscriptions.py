@@ -87,8 +87,7 @@ async def test_delivery(ctx: Ctx, request: Request) -> Response:
         data = {"isTest": True, "message": "Test delivery from the practiceflow sandbox."}
     elif marker == "sample":
         data = _sample(ctx.practice.new_uuid(), row["event"])
-    variants = ctx.state.variants
-    ctx.state.dispatcher.enqueue(ctx.region, row, row["event"], event_id, data, variants)
+    ctx.state.dispatcher.enqueue(ctx.region, row, row["event"], event_id, data, ctx.state.variants)
     return ok({"id": row["id"], "event": row["event"], "eventId": event_id, "queued": True})
 
 
