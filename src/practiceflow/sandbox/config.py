@@ -54,11 +54,10 @@ def practice_credential(number: int, region: str, kind: ClientKind = "rw") -> Cr
         message = f"practice: got {number}; expected 0 to {MAX_PRACTICES - 1}"
         raise ValueError(message)
     digits = f"{REGIONS.index(region) + 1}{CLIENT_KINDS.index(kind) + 1}"
-    which = f"practice {number} " if number else ""
     return Credential(
         client_id=f"5a4db0c0-{number:04x}-4000-8000-0000000000{digits}",
         secret=f"sandbox-{f'p{number}-' if number else ''}{region}-{kind}-secret",
-        name=f"Sandbox {which}{region.upper()} {kind} client",
+        name=f"Sandbox {f'practice {number} ' if number else ''}{region.upper()} {kind} client",
         can_write=kind == "rw",
         active=kind != "inactive",
     )

@@ -362,11 +362,10 @@ def _seed_onboardings(practice: Practice, rng: random.Random) -> None:
                     "documents": documents,
                 }
             )
-        user = practice.users[n % len(practice.users)]
         practice.onboardings[key] = {
             "onboardingKey": key,
             "status": status,
-            "userKey": user["userKey"],
+            "userKey": practice.users[n % len(practice.users)]["userKey"],
             "recipient": {
                 "name": clients[0].name if clients else "Recipient",
                 "email": clients[0].email if clients else None,

@@ -169,8 +169,7 @@ class Variants:
     @classmethod
     def parse(cls, preset: str | None = None, pairs: Iterable[str] = ()) -> Variants:
         """A preset, then ``topic=answer`` pairs on top; ValueError for any bad one."""
-        base = cls.preset(preset or "default")
-        chosen = base.as_dict()
+        chosen = cls.preset(preset or "default").as_dict()
         for pair in pairs:
             name, sep, answer = pair.partition("=")
             if not sep:

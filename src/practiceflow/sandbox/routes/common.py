@@ -293,9 +293,8 @@ def fixed_page(ctx: Ctx, rows: list[T], number: int) -> list[T]:
 def envelope(rows: Sequence[Any], number: int, size: int) -> dict[str, Any]:
     """The (guessed) ``pageSize`` list envelope of page ``number`` of ``rows``."""
     start = (number - 1) * size
-    items = list(rows[start : start + size])
     return {
-        "items": items,
+        "items": list(rows[start : start + size]),
         "pageNumber": number,
         "pageSize": size,
         "totalCount": len(rows),
