@@ -38,7 +38,7 @@ from requests.adapters import HTTPAdapter
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from practiceflow.sandbox.practices import practice_credential  # noqa: E402 -- credentials only
+from practiceflow.sandbox.config import practice_credential  # noqa: E402 -- credentials only
 
 #: (trigger, path, cursor field, extra params) as the three triggers poll.
 TRIGGERS = (

@@ -55,7 +55,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from pgserver import PostgresServer  # noqa: E402 -- the tests' throw-away server helper
 from practiceflow.cli.db import migrate_state  # noqa: E402
-from practiceflow.sandbox.practices import practice_credential  # noqa: E402
+from practiceflow.sandbox.config import practice_credential  # noqa: E402
 from practiceflow.state import PostgresStore  # noqa: E402
 from practiceflow.state.sealing import KEY_ENV  # noqa: E402
 

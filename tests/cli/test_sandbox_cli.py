@@ -16,13 +16,13 @@ from starlette.routing import Route
 from practiceflow.api import Client
 from practiceflow.cli import cli
 from practiceflow.engine import run_action
-from practiceflow.sandbox.admin import admin_router
+from practiceflow.sandbox.admin import AdminApp
 from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES
 from practiceflow.testing import SandboxHandle
 
 
 def _served_routes(sandbox: SandboxHandle) -> set[tuple[str, str]]:
-    app = admin_router(sandbox.state)
+    app = AdminApp(sandbox.state)
     served: set[tuple[str, str]] = set()
     for route in app.router.routes:
         assert isinstance(route, Route)

@@ -13,8 +13,7 @@ import pytest
 import requests
 
 from practiceflow.sandbox import SandboxConfig, start_sandbox
-from practiceflow.sandbox.config import RateLimits, parse_duration
-from practiceflow.sandbox.practices import practice_credential
+from practiceflow.sandbox.config import RateLimits, parse_duration, practice_credential
 from practiceflow.testing import SandboxHandle
 
 pytestmark = pytest.mark.integration

@@ -18,8 +18,13 @@ import requests
 
 from practiceflow.errors import ConfigError, TransportError
 from practiceflow.sandbox.admin_catalogue import ADMIN_ROUTES, curl_example
-from practiceflow.sandbox.config import DEFAULT_ADMIN_TOKEN, REGIONS, SandboxConfig, parse_duration
-from practiceflow.sandbox.practices import practice_credential
+from practiceflow.sandbox.config import (
+    DEFAULT_ADMIN_TOKEN,
+    REGIONS,
+    SandboxConfig,
+    parse_duration,
+    practice_credential,
+)
 from practiceflow.service.netaddr import is_loopback, listen_tcp
 
 

@@ -1,10 +1,7 @@
-"""The sandbox: a faithful local simulator of the Partner Integration API on 127.0.0.1.
-
-This folder owns everything the simulator serves and nothing the engine depends on (it
-never imports ``practiceflow.api``): data (``seed``, ``store``, ``state``), the rules of
-spec sections 5, 7 and 8 and injected faults, the operations (``routes/``, one route table
-that ``openapi`` also describes), webhook deliveries, ``/_admin``, the ASGI ``app`` and
-uvicorn ``server``. Shapes the spec does not show are guesses, listed in ``GUESSES.md``.
+"""The sandbox: a local simulator of the Partner Integration API on 127.0.0.1 (it never imports
+``practiceflow.api``): seeded data, the rules of spec sections 5, 7 and 8, injected faults, the
+operations (``routes/``, which ``openapi`` describes), webhook deliveries, ``/_admin``, the ASGI
+``app`` and uvicorn ``server``. Shapes the spec does not show are guesses, listed in GUESSES.md.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The admin surface under ``/_admin`` (header ``X-Admin-Token``): what tests and demos need
-to drive the sandbox from outside the API. Its routes, each with an example, are listed once,
-in :mod:`practiceflow.sandbox.admin_catalogue` (``GET /_admin``, ``practiceflow sandbox
---help``). A route that involves a practice takes ``?region=`` (default ``anz``) and
-``?practice=K`` (default 0) in a sandbox serving several (``--practices``).
+"""The admin surface under ``/_admin`` (header ``X-Admin-Token``), for tests and demos; its routes
+are listed once, with examples, in :mod:`practiceflow.sandbox.admin_catalogue`. A route that
+involves a practice takes ``?region=`` (default ``anz``) and ``?practice=K`` (default 0).
 """
 
 from __future__ import annotations
@@ -32,11 +30,10 @@ from practiceflow.sandbox.problems import (
 )
 from practiceflow.sandbox.routes.billing import proposal_or_404
 from practiceflow.sandbox.routes.common import entity_or_404, found
-from practiceflow.sandbox.routes.core import group_view
-from practiceflow.sandbox.routes.entities import create_entity
+from practiceflow.sandbox.routes.entities import create_entity, group_view
 from practiceflow.sandbox.routes.onboarding import onboarding_or_404
 from practiceflow.sandbox.routes.webhook_subscriptions import public_subscription
-from practiceflow.sandbox.state import FAULT_KINDS, Fault, SandboxState
+from practiceflow.sandbox.state import FAULT_KINDS, Fault, RateLimiter, SandboxState
 from practiceflow.sandbox.store import Practice, mark_uploaded
 from practiceflow.sandbox.variants import TOPICS, Variants
 
@@ -52,16 +49,6 @@ _ACCEPTED = (
     "acceptedOn",
     "totalAmount",
 )
-
-
-class _FaultBody(pydantic.BaseModel):
-    kind: str
-    count: int = pydantic.Field(1, ge=1, le=100_000)
-    method: str | None = None
-    pathPrefix: str | None = None
-    region: str | None = None
-    retryAfter: int | None = pydantic.Field(None, ge=0)
-    delay: float = pydantic.Field(0.0, ge=0, le=120)
 
 
 class _EntityPatch(pydantic.BaseModel):
@@ -90,12 +77,9 @@ async def _validated(request: Request, model: type[ModelT], what: str) -> ModelT
         raise ApiProblem(400, f"{what}: {exc.errors()[0]['msg']}") from None
 
 
-def admin_router(state: SandboxState) -> _AdminApp:
+class AdminApp:
     """The admin ASGI app bound to ``state``; it checks ``X-Admin-Token`` first."""
-    return _AdminApp(state)
 
-
-class _AdminApp:
     def __init__(self, state: SandboxState) -> None:
         self.state = state
         self.router = Router(
@@ -120,10 +104,7 @@ class _AdminApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
-        token = ""
-        for name, value in scope.get("headers", []):
-            if name.lower() == b"x-admin-token":
-                token = value.decode("latin-1")
+        token = dict(scope.get("headers", [])).get(b"x-admin-token", b"").decode("latin-1")
         expected = self.state.config.admin_token
         try:
             if not hmac.compare_digest(token.encode(), expected.encode()):
@@ -139,9 +120,8 @@ class _AdminApp:
             log_disconnect(logger, scope["method"], path)
         except HTTPException as exc:
             allow = {"Allow": allow_header(self.router, scope)} if exc.status_code == 405 else {}
-            await problem_response(exc.status_code, str(exc.detail), path, allow)(
-                scope, receive, send
-            )
+            answer = problem_response(exc.status_code, str(exc.detail), path, allow)
+            await answer(scope, receive, send)
 
     def _practice(self, request: Request) -> Practice:
         region = request.query_params.get("region", REGIONS[0])
@@ -167,14 +147,13 @@ class _AdminApp:
             }
             for region, kinds in self.state.credentials.items()
         }
-        return JSONResponse(
-            {
-                "regions": list(REGIONS),
-                "credentials": credentials,
-                "clockOffset": self.state.clock.offset,
-                "routes": route_catalogue(root, self.state.config.admin_token),
-            }
-        )
+        answer = {
+            "regions": list(REGIONS),
+            "credentials": credentials,
+            "clockOffset": self.state.clock.offset,
+            "routes": route_catalogue(root, self.state.config.admin_token),
+        }
+        return JSONResponse(answer)
 
     async def reset(self, request: Request) -> Response:
         body = await _json(request)
@@ -202,13 +181,13 @@ class _AdminApp:
                 if "rateLimits" in body:
                     given = body["rateLimits"]
                     limits = self.state.limiter.limits
-                    self.state.set_rate_limits(
-                        RateLimits(
-                            per_minute=int(given.get("perMinute", limits.per_minute)),
-                            per_hour=int(given.get("perHour", limits.per_hour)),
-                            per_day=int(given.get("perDay", limits.per_day)),
-                        )
+                    limits = RateLimits(
+                        per_minute=int(given.get("perMinute", limits.per_minute)),
+                        per_hour=int(given.get("perHour", limits.per_hour)),
+                        per_day=int(given.get("perDay", limits.per_day)),
                     )
+                    # new windows: budgets start afresh, until the next reset
+                    self.state.limiter = RateLimiter(limits, self.state.clock)
                 if "pageSize" in body:
                     self.state.config = replace(self.state.config, page_size=int(body["pageSize"]))
                 if "latencyMs" in body or "jitterMs" in body:
@@ -221,21 +200,20 @@ class _AdminApp:
             except (TypeError, ValueError, AttributeError) as exc:
                 raise ApiProblem(400, f"config: {exc}") from None
         state = self.state
-        return JSONResponse(
-            {
-                "region": practice.region,
-                "walletBalance": practice.wallet,
-                "ledgerConnected": practice.ledger_connected,
-                "eformEmailFails": practice.eform_email_fails,
-                "duplicateDeliveries": state.duplicate_deliveries,
-                "rateLimits": asdict(state.limiter.limits),
-                "pageSize": state.config.page_size,
-                "latencyMs": round(state.config.latency * 1000, 3),
-                "jitterMs": round(state.config.jitter * 1000, 3),
-                "seed": state.config.seed,
-                "entities": state.config.entities,
-            }
-        )
+        answer = {
+            "region": practice.region,
+            "walletBalance": practice.wallet,
+            "ledgerConnected": practice.ledger_connected,
+            "eformEmailFails": practice.eform_email_fails,
+            "duplicateDeliveries": state.duplicate_deliveries,
+            "rateLimits": asdict(state.limiter.limits),
+            "pageSize": state.config.page_size,
+            "latencyMs": round(state.config.latency * 1000, 3),
+            "jitterMs": round(state.config.jitter * 1000, 3),
+            "seed": state.config.seed,
+            "entities": state.config.entities,
+        }
+        return JSONResponse(answer)
 
     async def variants(self, request: Request) -> Response:
         state = self.state
@@ -251,10 +229,9 @@ class _AdminApp:
                 raise ApiProblem(400, "set: expected an object of topic -> answer (strings)")
             try:
                 base = Variants.preset(preset) if preset is not None else state.variants
-                state.variants = base.with_answers(changes)
+                state.variants = Variants({**base.as_dict(), **changes})
             except ValueError as exc:
                 raise ApiProblem(400, str(exc)) from None
-        chosen = state.variants.as_dict()
         topics = [
             {
                 "topic": topic.name,
@@ -262,7 +239,7 @@ class _AdminApp:
                 "answers": list(topic.answers),
                 "default": topic.default,
                 "hostile": topic.hostile,
-                "chosen": chosen[topic.name],
+                "chosen": state.variants.pick(topic.name),
             }
             for topic in TOPICS
         ]
@@ -273,7 +250,7 @@ class _AdminApp:
             body = await _json(request)
             try:
                 if "offset" in body:
-                    self.state.clock.set_offset(float(body["offset"]))
+                    self.state.clock.offset = float(body["offset"])
                 if "advance" in body:
                     self.state.clock.advance(float(body["advance"]))
             except (TypeError, ValueError):
@@ -284,23 +261,13 @@ class _AdminApp:
         if request.method == "DELETE":
             self.state.faults.clear()
         elif request.method == "POST":
-            body = await _validated(request, _FaultBody, "fault")
-            kind = FAULT_KINDS.get(body.kind)
+            fault = await _validated(request, Fault, "fault")
+            kind = FAULT_KINDS.get(fault.kind)
             if kind is None:
-                raise ApiProblem(
-                    400, f"kind: got {body.kind!r}; valid values are {list(FAULT_KINDS)}"
-                )
-            self.state.faults.add(
-                Fault(
-                    kind=kind,
-                    remaining=body.count,
-                    method=body.method,
-                    path_prefix=body.pathPrefix,
-                    region=body.region,
-                    retry_after=body.retryAfter,
-                    delay=body.delay,
-                )
-            )
+                detail = f"kind: got {fault.kind!r}; valid values are {list(FAULT_KINDS)}"
+                raise ApiProblem(400, detail)
+            fault.kind = kind
+            self.state.faults.add(fault)
         return JSONResponse(self.state.faults.describe())
 
     async def accept(self, request: Request) -> Response:

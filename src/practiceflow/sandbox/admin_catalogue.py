@@ -1,7 +1,5 @@
-"""The sandbox's admin routes as data: what ``sandbox --help`` and ``GET /_admin`` list.
-
-A test checks :data:`ADMIN_ROUTES` against the routes the admin app has and runs every
-example. Nothing heavy is imported here, so that ``practiceflow sandbox --help`` stays fast.
+"""The admin routes as data: what ``sandbox --help`` and ``GET /_admin`` list (a test checks them
+against the admin app and runs every example). Imports nothing heavy: ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -13,68 +11,63 @@ from typing import Any
 
 @dataclass(frozen=True)
 class AdminRoute:
-    """One admin route and an example of its use (``{key}`` stands for a record's key)."""
+    """One admin route and an example of its use (``{key}`` stands for a record's key);
+    ``example`` is the example's path when it is not the route's own."""
 
     method: str
     path: str
     summary: str
-    example_path: str
     example_body: dict[str, Any] | None = None
+    example: str = ""
+
+    @property
+    def example_path(self) -> str:
+        """The path the example calls."""
+        return self.example or self.path
 
 
 ADMIN_ROUTES: tuple[AdminRoute, ...] = (
-    AdminRoute("GET", "/_admin", "this list, credentials, regions, clock offset", "/_admin"),
+    AdminRoute("GET", "/_admin", "this list, credentials, regions, clock offset"),
+    AdminRoute("POST", "/_admin/reset", "back to the seed (optional seed, entities)", {}),
     AdminRoute(
-        "POST", "/_admin/reset", "back to the seed (optional seed, entities)", "/_admin/reset", {}
-    ),
-    AdminRoute(
-        "GET", "/_admin/config", "switches of a region (?region=anz)", "/_admin/config?region=anz"
+        "GET",
+        "/_admin/config",
+        "switches of a region (?region=anz)",
+        example="/_admin/config?region=anz",
     ),
     AdminRoute(
         "POST",
         "/_admin/config",
         "set walletBalance, ledgerConnected, eformEmailFails, duplicateDeliveries, "
         "rateLimits {perMinute, perHour, perDay}, pageSize, latencyMs, jitterMs",
-        "/_admin/config",
         {"ledgerConnected": True},
     ),
-    AdminRoute("GET", "/_admin/clock", "the clock offset and the sandbox's now", "/_admin/clock"),
+    AdminRoute("GET", "/_admin/clock", "the clock offset and the sandbox's now"),
     AdminRoute(
         "POST",
         "/_admin/clock",
         'move the clock: {"advance": seconds} or {"offset": seconds}',
-        "/_admin/clock",
         {"advance": 3600},
     ),
-    AdminRoute("GET", "/_admin/faults", "the armed faults", "/_admin/faults"),
+    AdminRoute("GET", "/_admin/faults", "the armed faults"),
     AdminRoute(
         "POST",
         "/_admin/faults",
         "arm a fault: kind (rate_limit|429, server_error|500, slow, drop), count, method, "
         "pathPrefix, region, retryAfter, delay",
-        "/_admin/faults",
         {"kind": "429", "count": 2, "retryAfter": 1},
     ),
-    AdminRoute("DELETE", "/_admin/faults", "disarm every fault", "/_admin/faults"),
+    AdminRoute("DELETE", "/_admin/faults", "disarm every fault"),
     AdminRoute(
-        "POST",
-        "/_admin/proposals/{key}/accept",
-        "accept a proposal; fires proposal.accepted",
-        "/_admin/proposals/{key}/accept",
-        {},
+        "POST", "/_admin/proposals/{key}/accept", "accept a proposal; fires proposal.accepted", {}
     ),
     AdminRoute(
-        "POST",
-        "/_admin/eforms/{key}/submit",
-        "submit a sent eForm; fires eform.submitted",
-        "/_admin/eforms/{key}/submit",
-        {},
+        "POST", "/_admin/eforms/{key}/submit", "submit a sent eForm; fires eform.submitted", {}
     ),
     AdminRoute(
         "POST",
         "/_admin/onboardings/{key}/complete",
         "complete an onboarding (documents uploaded); fires onboarding.completed",
-        "/_admin/onboardings/{key}/complete",
         {},
     ),
     AdminRoute(
@@ -82,14 +75,12 @@ ADMIN_ROUTES: tuple[AdminRoute, ...] = (
         "/_admin/entities",
         "create a client or lead behind the API client's back; fires client.created or "
         "lead.created",
-        "/_admin/entities",
         {"entityName": "Harbour Trust", "entityType": "Company", "clientStatus": "Active"},
     ),
     AdminRoute(
         "PATCH",
         "/_admin/entities/{key}",
         "change entityName, entitySurname, email, status, leadStatus; bumps lastUpdated",
-        "/_admin/entities/{key}",
         {"leadStatus": "Won"},
     ),
     AdminRoute(
@@ -97,31 +88,19 @@ ADMIN_ROUTES: tuple[AdminRoute, ...] = (
         "/_admin/records/{kind}",
         "stored rows: entities, leads, contacts, groups, bills, proposals, eforms, "
         "onboardings, subscriptions, id-verifications, recurring, users",
-        "/_admin/records/proposals",
+        example="/_admin/records/proposals",
+    ),
+    AdminRoute("GET", "/_admin/deliveries", "webhook delivery log, one row per attempt"),
+    AdminRoute(
+        "GET", "/_admin/requests", "every API request received (method, path, client id, status)"
     ),
     AdminRoute(
-        "GET",
-        "/_admin/deliveries",
-        "webhook delivery log, one row per attempt",
-        "/_admin/deliveries",
-    ),
-    AdminRoute(
-        "GET",
-        "/_admin/requests",
-        "every API request received (method, path, client id, status)",
-        "/_admin/requests",
-    ),
-    AdminRoute(
-        "GET",
-        "/_admin/variants",
-        "the answer played to each question the spec leaves open",
-        "/_admin/variants",
+        "GET", "/_admin/variants", "the answer played to each question the spec leaves open"
     ),
     AdminRoute(
         "POST",
         "/_admin/variants",
         "play other answers (preset default, hostile or random:SEED; set TOPIC: ANSWER)",
-        "/_admin/variants",
         {"preset": "hostile", "set": {"rounding": "per_total"}},
     ),
 )

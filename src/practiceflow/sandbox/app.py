@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 from starlette.types import Message, Receive, Scope, Send
 
-from practiceflow.sandbox.admin import admin_router
+from practiceflow.sandbox.admin import AdminApp
 from practiceflow.sandbox.config import REGIONS, Credential
 from practiceflow.sandbox.openapi import build_openapi
 from practiceflow.sandbox.problems import (
@@ -51,24 +51,9 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
     raise ApiProblem(404, f"No route {scope['method']} {scope['path']}.")
 
 
-def _api_router() -> Router:
-    routes = [Route(op.path, endpoint(op.handler), methods=[op.method]) for op in ALL_OPS]
-    return Router(routes=routes, redirect_slashes=False, default=_not_found)
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    return {
-        name.decode("latin-1").lower(): value.decode("latin-1")
-        for name, value in scope.get("headers", [])
-    }
-
-
 async def _abort_connection(raw_send: Any) -> bool:
-    """Close the client's connection at once, without an answer (a reset when possible).
-
-    There is no portable ASGI way to drop a connection, so this reaches for the asyncio
-    transport held by uvicorn's request cycle, whose bound method ``send`` is.
-    """
+    """Reset the client's connection, unanswered: ASGI has no portable way, so this takes the
+    asyncio transport of uvicorn's request cycle (``send``'s ``__self__``)."""
     transport = getattr(getattr(raw_send, "__self__", None), "transport", None)
     if transport is None:
         return False
@@ -88,8 +73,9 @@ class SandboxApp:
 
     def __init__(self, state: SandboxState) -> None:
         self.state = state
-        self._api = _api_router()
-        self._admin = admin_router(state)
+        routes = [Route(op.path, endpoint(op.handler), methods=[op.method]) for op in ALL_OPS]
+        self._api = Router(routes=routes, redirect_slashes=False, default=_not_found)
+        self._admin = AdminApp(state)
         self._openapi: bytes | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -150,15 +136,19 @@ class SandboxApp:
         async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
                 row["status"] = message["status"]
-                if extra_headers:
-                    headers = list(message.get("headers", []))
-                    headers.extend(
-                        (name.lower().encode(), value.encode())
-                        for name, value in extra_headers.items()
-                    )
-                    message = {**message, "headers": headers}
+                extra = [
+                    (name.lower().encode(), value.encode()) for name, value in extra_headers.items()
+                ]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
             if not swallow:
                 await send(message)
+
+        async def send_problem(
+            status: int, detail: str, headers: Mapping[str, str] | None = None
+        ) -> None:
+            message = state.variants.pick("problem_message")  # how the body repeats detail
+            answer = problem_response(status, detail, path, headers, message=message)
+            await answer(scope, receive, send_wrapper)
 
         try:
             delay = state.answer_delay()
@@ -178,7 +168,11 @@ class SandboxApp:
                         headers["Retry-After"] = str(fault.retry_after)
                         headers["X-RateLimit-Reset"] = str(fault.retry_after)
                     raise ApiProblem(429, "Injected rate limit.", headers)
-            credential = authenticate(_headers(scope), region, state.clients)
+            sent = {
+                name.decode("latin-1").lower(): value.decode("latin-1")
+                for name, value in scope.get("headers", [])
+            }
+            credential, number = authenticate(sent, region, state.clients)
             row["clientId"] = credential.client_id
             decision = state.limiter.hit(credential.client_id)
             extra_headers.update(decision.headers())
@@ -188,8 +182,7 @@ class SandboxApp:
             if method not in _READ_METHODS and not credential.can_write:
                 detail = "This API client is read-only (canWrite is false); writes need canWrite."
                 raise ApiProblem(403, detail)
-            practice = state.practice_of(credential, region)
-            child[CONTEXT_KEY] = Ctx(state, practice, credential, region)
+            child[CONTEXT_KEY] = Ctx(state, state.practice(region, number), credential, region)
             swallow = fault is not None and fault.kind == "drop"
             await self._api(child, receive, send_wrapper)
             if swallow:
@@ -200,42 +193,23 @@ class SandboxApp:
         except ApiProblem as problem:
             if swallow and row["status"] is None:
                 swallow = False
-            await self._problem(problem.status, problem.detail, path, problem.headers)(
-                scope, receive, send_wrapper
-            )
+            await send_problem(problem.status, problem.detail, problem.headers)
         except HTTPException as exc:
             allow = {"Allow": allow_header(self._api, child)} if exc.status_code == 405 else {}
-            await self._problem(exc.status_code, str(exc.detail), path, allow)(
-                scope, receive, send_wrapper
-            )
+            await send_problem(exc.status_code, str(exc.detail), allow)
         except ClientDisconnect:
             log_disconnect(logger, method, path)
         except Exception:
             logger.exception("sandbox route %s %s failed", method, path)
             if row["status"] is None:
-                await self._problem(500, "Unexpected sandbox error.", path)(
-                    scope, receive, send_wrapper
-                )
+                await send_problem(500, "Unexpected sandbox error.")
         finally:
             row["ms"] = round((time.perf_counter() - started) * 1000, 2)
             state.log_request(row, generation)
 
-    def _problem(
-        self, status: int, detail: str, path: str, headers: dict[str, str] | None = None
-    ) -> Response:
-        """A problem answer of the API, ``message`` as variant ``problem_message`` says."""
-        message = self.state.variants.pick("problem_message")
-        return problem_response(status, detail, path, headers, message=message)
-
-
-def create_app(state: SandboxState) -> SandboxApp:
-    """The ASGI application serving ``state`` (to hand to uvicorn)."""
-    return SandboxApp(state)
-
 
 def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
-    """``(client_id, secret)`` from request headers (lowercase names); 401 when credentials
-    are missing, malformed or mixed."""
+    """``(client_id, secret)`` from lowercase headers; 401 when missing, malformed or mixed."""
     header_id = headers.get("x-svc-auth-id")
     header_key = headers.get("x-svc-auth-key")
     authorization = headers.get("authorization")
@@ -271,16 +245,15 @@ def read_credentials(headers: Mapping[str, str]) -> tuple[str, str]:
 
 
 def authenticate(
-    headers: Mapping[str, str], region: str, clients: Mapping[str, tuple[str, Credential]]
-) -> Credential:
-    """The active API client of ``region`` that the request's credentials name (``clients``:
-    every one by Client ID, with its region); 401 when missing, mixed, unknown, wrong,
-    inactive or of another region."""
+    headers: Mapping[str, str], region: str, clients: Mapping[str, tuple[str, int, Credential]]
+) -> tuple[Credential, int]:
+    """The active client of ``region`` the credentials name, and its practice (``clients``: by
+    Client ID); 401 when missing, mixed, unknown, wrong, inactive or of another region."""
     client_id, secret = read_credentials(headers)
     found = clients.get(client_id)
     if found is None:
         raise ApiProblem(401, "The Client ID or secret is not valid.")
-    home, credential = found
+    home, number, credential = found
     if not hmac.compare_digest(credential.secret.encode(), secret.encode()):
         raise ApiProblem(401, "The Client ID or secret is not valid.")
     if home != region:
@@ -288,4 +261,4 @@ def authenticate(
         raise ApiProblem(401, detail)
     if not credential.active:
         raise ApiProblem(401, "The API client is inactive.")
-    return credential
+    return credential, number

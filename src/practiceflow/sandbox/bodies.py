@@ -1,7 +1,5 @@
-"""Request bodies as pydantic models: validated by the routes, described in /openapi.json.
-
-Guessed shapes are listed in GUESSES.md. Unknown fields are ignored, as a lenient server
-would; a boolean must be a JSON boolean (``0`` or ``"true"`` is not one).
+"""Request bodies as pydantic models: validated by the routes, described in /openapi.json
+(guesses in GUESSES.md). Unknown fields are ignored; a boolean must be a JSON boolean.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The sandbox clock: wall time plus an offset that the admin surface moves.
-
-Rate-limit windows, ``lastUpdated`` stamps, the future-``lastUpdated`` check and the webhook
-``X-Svc-Timestamp`` all read it, so tests cross a window or a tolerance without sleeping.
+"""The sandbox clock: wall time plus an offset the admin surface moves. Rate windows,
+``lastUpdated`` and webhook timestamps read it, so tests cross a window without sleeping.
 """
 
 from __future__ import annotations
@@ -12,39 +10,25 @@ from datetime import UTC, datetime
 
 
 class SandboxClock:
-    """UTC time as the sandbox sees it; ``advance`` moves it in either direction."""
+    """UTC time as the sandbox sees it: the wall clock plus ``offset`` seconds (either sign)."""
 
     def __init__(self) -> None:
-        self._offset = 0.0
+        self.offset = 0.0
         self._lock = threading.Lock()
-
-    @property
-    def offset(self) -> float:
-        """Seconds added to the wall clock."""
-        return self._offset
 
     def now(self) -> float:
         """The sandbox time as Unix seconds."""
-        return time.time() + self._offset
+        return time.time() + self.offset
 
-    def advance(self, seconds: float) -> float:
-        """Move the clock by ``seconds`` (negative moves it back); returns the new offset."""
+    def advance(self, seconds: float) -> None:
+        """Move the clock by ``seconds`` (negative moves it back)."""
         with self._lock:
-            self._offset += seconds
-            return self._offset
-
-    def set_offset(self, seconds: float) -> None:
-        """Set the offset from the wall clock outright (``0`` is real time)."""
-        with self._lock:
-            self._offset = seconds
+            self.offset += seconds
 
 
 def format_time(timestamp: float) -> str:
-    """Unix seconds as UTC ISO 8601 with milliseconds and ``Z`` (``2025-01-31T09:30:00.125Z``).
-
-    Truncating (not rounding) keeps ``lastUpdated`` "at or after" sound: a value read back
-    from a record never lies after the record's own time.
-    """
+    """Unix seconds as UTC ISO 8601 with milliseconds and ``Z`` (``2025-01-31T09:30:00.125Z``),
+    truncated: a ``lastUpdated`` read back never lies after the record's own time."""
     moment = datetime.fromtimestamp(timestamp, tz=UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 

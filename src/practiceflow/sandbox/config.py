@@ -1,8 +1,6 @@
-"""Settings of one sandbox run: regions, throwaway credentials, limits, switches.
-
-Everything here is a plain value so that a run is reproducible from its options. The
-credentials are the sandbox's own and exist only on 127.0.0.1; they are printed at start
-on purpose.
+"""Settings of one sandbox run: regions, throwaway credentials (the sandbox's own, only on
+127.0.0.1, printed at start on purpose), limits and switches; plain values, so a run is
+reproducible from its options.
 """
 
 from __future__ import annotations
@@ -19,9 +17,12 @@ REGIONS: tuple[str, ...] = ("anz", "uk", "za")
 ClientKind = Literal["rw", "ro", "inactive"]
 CLIENT_KINDS: tuple[ClientKind, ...] = ("rw", "ro", "inactive")
 
-CLIENT_ID_ENV = "PRACTICEFLOW_SANDBOX_CLIENT_ID"
-CLIENT_SECRET_ENV = "PRACTICEFLOW_SANDBOX_CLIENT_SECRET"  # noqa: S105 - an env var name
-ADMIN_TOKEN_ENV = "PRACTICEFLOW_SANDBOX_ADMIN_TOKEN"  # noqa: S105 - an env var name
+#: The environment variables ``SandboxConfig.from_env`` reads, by field.
+_ENV = {
+    "client_id": "PRACTICEFLOW_SANDBOX_CLIENT_ID",
+    "client_secret": "PRACTICEFLOW_SANDBOX_CLIENT_SECRET",
+    "admin_token": "PRACTICEFLOW_SANDBOX_ADMIN_TOKEN",
+}
 
 #: Token of the admin surface (``X-Admin-Token`` header) unless configured otherwise.
 DEFAULT_ADMIN_TOKEN = "sandbox-admin-token"  # noqa: S105 - a documented local-only token
@@ -39,23 +40,32 @@ class Credential:
     active: bool
 
 
-def _credential(region: str, digit: int, kind: ClientKind) -> Credential:
-    region_digit = REGIONS.index(region) + 1
+#: The most practices one sandbox serves (``--practices``; the Client ID's hex group).
+MAX_PRACTICES: Final = 0x10000
+
+
+def practice_credential(number: int, region: str, kind: ClientKind = "rw") -> Credential:
+    """The ``kind`` client of practice ``number`` (0 to ``MAX_PRACTICES - 1``) in ``region``,
+    before any override. Practice ``k``'s has ``k`` in hex in the Client ID's second group
+    (``5a4db0c0-002a-4000-8000-000000000011`` is practice 42's ANZ read-write client; region
+    digits anz=1, uk=2, za=3, kind digits rw=1, ro=2, inactive=3) and secret
+    ``sandbox-p42-anz-rw-secret`` (practice 0's: ``sandbox-anz-rw-secret``)."""
+    if not 0 <= number < MAX_PRACTICES:
+        message = f"practice: got {number}; expected 0 to {MAX_PRACTICES - 1}"
+        raise ValueError(message)
+    digits = f"{REGIONS.index(region) + 1}{CLIENT_KINDS.index(kind) + 1}"
     return Credential(
-        client_id=f"5a4db0c0-0000-4000-8000-0000000000{region_digit}{digit}",
-        secret=f"sandbox-{region}-{kind}-secret",
-        name=f"Sandbox {region.upper()} {kind} client",
+        client_id=f"5a4db0c0-{number:04x}-4000-8000-0000000000{digits}",
+        secret=f"sandbox-{f'p{number}-' if number else ''}{region}-{kind}-secret",
+        name=f"Sandbox {f'practice {number} ' if number else ''}{region.upper()} {kind} client",
         can_write=kind == "rw",
         active=kind != "inactive",
     )
 
 
-#: Deterministic credentials per region: a read-write, a read-only and an inactive client.
-#: ``DEFAULT_CREDENTIALS["anz"]["rw"].client_id == "5a4db0c0-0000-4000-8000-000000000011"``,
-#: secret ``"sandbox-anz-rw-secret"``; region digits anz=1, uk=2, za=3; kind digits rw=1,
-#: ro=2, inactive=3.
+#: Practice 0's clients per region: a read-write, a read-only and an inactive one.
 DEFAULT_CREDENTIALS: dict[str, dict[ClientKind, Credential]] = {
-    region: {kind: _credential(region, digit, kind) for digit, kind in enumerate(CLIENT_KINDS, 1)}
+    region: {kind: practice_credential(0, region, kind) for kind in CLIENT_KINDS}
     for region in REGIONS
 }
 
@@ -71,11 +81,12 @@ class RateLimits:
 
 #: The longest ``latency`` or ``jitter`` the sandbox takes, in seconds.
 MAX_LATENCY: Final = 60.0
+#: The integer options' ranges (the ``SandboxConfig`` check).
+_RANGES = (("practices", 1, MAX_PRACTICES), ("entities", 0, 100_000), ("page_size", 1, 1000))
 
 
 def parse_duration(text: str) -> float:
-    """Seconds from ``150ms``, ``0.15s`` or ``0.15`` (seconds); ValueError when not a
-    duration or out of range."""
+    """Seconds from ``150ms``, ``0.15s`` or ``0.15``; ValueError when not one or out of range."""
     value = text.strip().lower()
     scale = 1.0
     if value.endswith("ms"):
@@ -114,8 +125,8 @@ class SandboxConfig:
         variants: the answer played for each open question of the spec (variants.py).
         latency: seconds every API answer is held back, as a real API's round trip is,
             plus up to ``jitter`` seconds drawn at random for each answer.
-        practices: practices served in each region, each with its own credentials,
-            budget, records and subscriptions (:mod:`practiceflow.sandbox.practices`).
+        practices: practices served in each region, each with its own credentials
+            (:func:`practice_credential`), budget, records and subscriptions.
     """
 
     seed: int = 1
@@ -143,12 +154,9 @@ class SandboxConfig:
             value = getattr(self, name)
             if not 0 <= value <= MAX_LATENCY:
                 problems.append(f"{name}: got {value}; expected 0 to {MAX_LATENCY:g} seconds")
-        if not 1 <= self.practices <= 0x10000:
-            problems.append(f"practices: got {self.practices}; expected 1 to 65536")
-        if not 0 <= self.entities <= 100_000:
-            problems.append(f"entities: got {self.entities}; expected 0 to 100000")
-        if not 1 <= self.page_size <= 1000:
-            problems.append(f"page_size: got {self.page_size}; expected 1 to 1000")
+        for name, low, high in _RANGES:
+            if not low <= getattr(self, name) <= high:
+                problems.append(f"{name}: got {getattr(self, name)}; expected {low} to {high}")
         limits = self.rate_limits
         if min(limits.per_minute, limits.per_hour, limits.per_day) < 1:
             problems.append(f"rate_limits: got {limits}; every window needs at least 1")
@@ -170,13 +178,9 @@ class SandboxConfig:
         Returns:
             The configuration.
         """
-        env: dict[str, object] = {}
-        if os.environ.get(CLIENT_ID_ENV):
-            env["client_id"] = os.environ[CLIENT_ID_ENV]
-        if os.environ.get(CLIENT_SECRET_ENV):
-            env["client_secret"] = os.environ[CLIENT_SECRET_ENV]
-        if os.environ.get(ADMIN_TOKEN_ENV):
-            env["admin_token"] = os.environ[ADMIN_TOKEN_ENV]
+        env: dict[str, object] = {
+            name: os.environ[var] for name, var in _ENV.items() if os.environ.get(var)
+        }
         env.update({key: value for key, value in overrides.items() if value is not None})
         return replace(cls(), **env)  # type: ignore[arg-type]
 

@@ -1,8 +1,6 @@
-"""Signed webhook deliveries (spec section 6) with retries, a delivery log and duplicates.
-
-Body shape, signature and retry schedule are guesses recorded in GUESSES.md. A non-2xx or
-unreachable receiver is retried after each of ``webhook_retry_delays`` (scaled), then given
-up; a 2xx ends the delivery, which is never sent again. Only loopback URLs are contacted.
+"""Signed webhook deliveries (spec section 6; body, signature and retries guessed, GUESSES.md): a
+non-2xx or unreachable receiver is retried after each of ``webhook_retry_delays`` (scaled), a
+2xx ends the delivery for good. Only loopback URLs are contacted.
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ import requests
 
 from practiceflow.sandbox.clock import SandboxClock, format_time
 from practiceflow.sandbox.config import SandboxConfig
+from practiceflow.sandbox.variants import Variants
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +54,7 @@ class Delivery:
 
     delivery_id: int
     region: str
-    subscription_id: str
-    url: str
-    secret: str
+    subscription: dict[str, Any]
     event: str
     event_id: str
     body: bytes
@@ -122,21 +119,18 @@ class DeliveryDispatcher:
         event: str,
         event_id: str,
         data: dict[str, Any],
+        variants: Variants,
         copies: int = 1,
-        *,
-        flat: bool = False,
-        stamping: str = "resigned",
     ) -> None:
-        """Schedule ``copies`` deliveries of one event (``event_id`` the same in each) to
-        one subscription; ``flat`` and ``stamping`` play variants ``delivery_body`` and
-        ``retry_timestamp``."""
+        """Schedule ``copies`` deliveries of one event to one subscription, shaped and stamped
+        as ``variants`` say (topics ``delivery_body``, ``retry_timestamp``)."""
         payload: dict[str, Any] = {
             "eventId": event_id,
             "event": event,
             "occurredAt": format_time(self.clock.now()),
             "webhookId": subscription["id"],
         }
-        if flat:
+        if variants.is_("delivery_body", "flat"):
             payload = {**data, **payload}
         else:
             payload["data"] = data
@@ -146,14 +140,12 @@ class DeliveryDispatcher:
                 delivery = Delivery(
                     delivery_id=next(self._counter),
                     region=region,
-                    subscription_id=subscription["id"],
-                    url=subscription["url"],
-                    secret=subscription["secret"],
+                    subscription=subscription,
                     event=event,
                     event_id=event_id,
                     body=body,
                     generation=self._generation,
-                    stamping=stamping,
+                    stamping=variants.pick("retry_timestamp"),
                 )
                 heapq.heappush(self._queue, (time.monotonic(), delivery.delivery_id, delivery))
             self._cond.notify_all()
@@ -196,7 +188,8 @@ class DeliveryDispatcher:
         status: int | None = None
         error: str | None = None
         try:
-            if not is_loopback_url(delivery.url):
+            url, secret = delivery.subscription["url"], delivery.subscription["secret"]
+            if not is_loopback_url(url):
                 error = "refused: the sandbox only delivers to loopback URLs"
             else:
                 timestamp = self._timestamp(delivery)
@@ -206,10 +199,10 @@ class DeliveryDispatcher:
                     "X-Svc-Event": delivery.event,
                     "X-Svc-Event-Id": delivery.event_id,
                     "X-Svc-Timestamp": timestamp,
-                    "X-Svc-Signature": sign(delivery.secret, timestamp, delivery.body),
+                    "X-Svc-Signature": sign(secret, timestamp, delivery.body),
                 }
                 response = self._session.post(
-                    delivery.url,
+                    url,
                     data=delivery.body,
                     headers=headers,
                     timeout=self.timeout,
@@ -224,7 +217,8 @@ class DeliveryDispatcher:
             error = "internal error"
         ok = status is not None and 200 <= status < 300
         retryable = not ok and not (error or "").startswith("refused")
-        retry_in = self._retry_delay(delivery.attempt) if retryable else None
+        retryable = retryable and delivery.attempt <= len(self.delays)
+        retry_in = self.delays[delivery.attempt - 1] if retryable else None
         with self._cond:
             self._inflight -= 1
             if delivery.generation != self._generation:
@@ -233,8 +227,8 @@ class DeliveryDispatcher:
                 {
                     "deliveryId": delivery.delivery_id,
                     "region": delivery.region,
-                    "subscriptionId": delivery.subscription_id,
-                    "url": delivery.url,
+                    "subscriptionId": delivery.subscription["id"],
+                    "url": delivery.subscription["url"],
                     "event": delivery.event,
                     "eventId": delivery.event_id,
                     "attempt": delivery.attempt,
@@ -258,6 +252,3 @@ class DeliveryDispatcher:
             late = LATE_BY if delivery.stamping == "first_attempt_late" else 0
             delivery.first_timestamp = str(int(self.clock.now()) - late)
         return delivery.first_timestamp
-
-    def _retry_delay(self, attempt: int) -> float | None:
-        return self.delays[attempt - 1] if attempt <= len(self.delays) else None

@@ -27,18 +27,13 @@ _PARAM = re.compile(r"{(\w+)(?::(\w+))?}")
 _PATH_TYPES = {
     "uuid": {"type": "string", "format": "uuid"},
     "int": {"type": "integer", "minimum": 0, "maximum": 2147483647},
-    None: {"type": "string"},
     "str": {"type": "string"},
 }
 _PROBLEM = {
     "type": "object",
     "properties": {
-        "type": {"type": ["string", "null"]},
-        "title": {"type": ["string", "null"]},
-        "status": {"type": ["integer", "null"]},
-        "detail": {"type": ["string", "null"]},
-        "instance": {"type": ["string", "null"]},
-        "message": {"type": ["string", "null"]},
+        name: {"type": ["integer" if name == "status" else "string", "null"]}
+        for name in ("type", "title", "status", "detail", "instance", "message")
     },
 }
 _PROBLEM_REF = "#/components/schemas/Problem"
@@ -55,13 +50,10 @@ _DESCRIPTIONS = {
 
 
 def _query(param: Param) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": param.type}
-    if param.format:
-        schema["format"] = param.format
-    if param.minimum is not None:
-        schema["minimum"] = param.minimum
-    if param.maximum is not None:
-        schema["maximum"] = param.maximum
+    given = {"format": param.format, "minimum": param.minimum, "maximum": param.maximum}
+    schema = {"type": param.type} | {
+        key: value for key, value in given.items() if value is not None
+    }
     return {
         "name": param.name,
         "in": "query",
@@ -73,20 +65,18 @@ def _query(param: Param) -> dict[str, Any]:
 
 def _operation(op: Op, number: int) -> dict[str, Any]:
     parameters = [
-        {"name": name, "in": "path", "required": True, "schema": _PATH_TYPES[kind or None]}
+        {"name": name, "in": "path", "required": True, "schema": _PATH_TYPES[kind or "str"]}
         for name, kind in _PARAM.findall(op.path)
     ]
     parameters += [_query(param) for param in op.query]
-    responses: dict[str, Any] = {}
-    for status in (*op.statuses, 401, 429, 500):
-        if status < 300:
-            media: dict[str, Any] = {op.produces: {"schema": {}}}
-            responses[str(status)] = {"description": _DESCRIPTIONS[status], "content": media}
-        else:
-            responses[str(status)] = {
-                "description": _DESCRIPTIONS[status],
-                "content": {"application/problem+json": {"schema": {"$ref": _PROBLEM_REF}}},
-            }
+    problem = {"application/problem+json": {"schema": {"$ref": _PROBLEM_REF}}}
+    responses: dict[str, Any] = {
+        str(status): {
+            "description": _DESCRIPTIONS[status],
+            "content": {op.produces: {"schema": {}}} if status < 300 else problem,
+        }
+        for status in (*op.answers(), 401, 429, 500)
+    }
     operation: dict[str, Any] = {
         "operationId": f"{op.method.lower()}_{op.handler.__name__}_{number}",
         "summary": op.summary,
@@ -123,14 +113,10 @@ def _one_of_fields(schema: dict[str, Any], *alternatives: dict[str, Any]) -> Non
 
 
 def refine_bodies(schemas: dict[str, Any], region: str) -> None:
-    """Add the routes' rules to ``components.schemas`` of ``region``'s document, in place;
-    the settings lists come from a practice seeded without entities (seed-independent)."""
+    """Add the routes' rules to ``region``'s schemas in place (settings from an empty practice)."""
     practice = build_practice(SandboxConfig(entities=0), region, SandboxClock())
-    type_words = [row["code"] for row in practice.entity_types]
-    type_words += [row["name"] for row in practice.entity_types]
+    type_words = [row[field] for field in ("code", "name") for row in practice.entity_types]
     type_ids = [row["entityTypeID"] for row in practice.entity_types]
-    services = [row["serviceID"] for row in practice.catalogs["services"]]
-    eform_templates = [row["formTemplateId"] for row in practice.eform_templates]
     text = {"type": "string", "minLength": 1}
 
     entity = schemas["EntityBody"]
@@ -157,7 +143,7 @@ def refine_bodies(schemas: dict[str, Any], region: str) -> None:
     )
 
     eform = schemas["EformSendBody"]
-    _enum(eform, "templateId", eform_templates)
+    _enum(eform, "templateId", [row["formTemplateId"] for row in practice.eform_templates])
     _one_of_fields(
         eform,
         {"entityKey": {"type": "string", "format": "uuid"}},
@@ -179,7 +165,8 @@ def refine_bodies(schemas: dict[str, Any], region: str) -> None:
         schemas["NewContactBody"], {"firstName": text}, {"lastName": text}, {"email": text}
     )
 
-    _enum(schemas["ProposalServiceBody"], "serviceID", services)
+    services = practice.catalogs["services"]
+    _enum(schemas["ProposalServiceBody"], "serviceID", [row["serviceID"] for row in services])
     _enum(schemas["ProposalFromTemplateBody"], "templateId", list(PROPOSAL_TEMPLATES))
 
     line = schemas["BillLineBody"]

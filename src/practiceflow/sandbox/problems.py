@@ -1,10 +1,6 @@
 """Problem-details error bodies (spec section 7), the exception routes raise for them, and
-the ``Allow`` header of a 405.
-
-Starlette's 405 names the methods of the first route whose path matched; the sandbox has
-one route per operation, so :func:`allow_header` collects every method of the path, as RFC
-9110 (section 15.5.6) wants.
-"""
+the ``Allow`` header of a 405: every method of the path (RFC 9110 15.5.6), where Starlette
+names only those of the first matching route (the sandbox has one route per operation)."""
 
 from __future__ import annotations
 
@@ -46,19 +42,12 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
     message: str = "some",
 ) -> Response:
-    """An ``application/problem+json`` answer; ``instance`` is the request path.
-
-    ``message`` is variant ``problem_message``: the body repeats ``detail`` as ``message``
-    on 400 and 404 (``some``), never (``none``) or always (``all``).
-    """
+    """An ``application/problem+json`` answer; ``instance`` is the request path. ``message``
+    (variant ``problem_message``) repeats ``detail`` on 400 and 404 (``some``), never or all."""
     title, section = _STATUSES.get(status, ("Error", ""))
-    kind = (
-        f"https://tools.ietf.org/html/rfc9110#section-{section}"
-        if section
-        else "https://tools.ietf.org/html/rfc6585#section-4"
-    )
+    where = f"rfc9110#section-{section}" if section else "rfc6585#section-4"
     body: dict[str, object] = {
-        "type": kind,
+        "type": f"https://tools.ietf.org/html/{where}",
         "title": title,
         "status": status,
         "detail": detail,
@@ -67,16 +56,12 @@ def problem_response(
     if message == "all" or (message == "some" and status in (400, 404)):
         body["message"] = detail
     return Response(
-        json.dumps(body).encode(),
-        status_code=status,
-        headers=dict(headers or {}),
-        media_type="application/problem+json",
+        json.dumps(body).encode(), status, dict(headers or {}), "application/problem+json"
     )
 
 
 def log_disconnect(logger: logging.Logger, method: str, path: str) -> None:
-    """Log, as one INFO line, a client that hung up before its request was read: the
-    client's doing, not a fault of the sandbox, so neither an error nor a traceback."""
+    """Log a client that hung up before its request was read: one INFO line (not our fault)."""
     # the path only: a query string may carry values of a caller
     logger.info("%s %s: the client disconnected before its request was read", method, path)
 

@@ -1,8 +1,6 @@
-"""Seeded, reproducible practice data: the same ``--seed`` always gives the same records.
-
-Each region (and each of ``--practices``) draws from its own ``random.Random``; keys are
-UUIDs built from that generator. Seeded times lie in the two years before
-:data:`SEED_EPOCH`, a fixed instant, so the data does not drift with the day it is built.
+"""Seeded practice data: the same ``--seed`` gives the same records. Each region (and practice)
+draws from its own ``random.Random``; seeded times lie in the two years before the fixed
+:data:`SEED_EPOCH`, so the data does not drift with the day it is built.
 """
 
 from __future__ import annotations
@@ -110,10 +108,6 @@ _SERVICES = [
 ]
 
 
-def _uuid(rng: random.Random) -> str:
-    return uuid_from_bits(rng.getrandbits(128))
-
-
 def _stamp(rng: random.Random) -> float:
     return float(int(SEED_EPOCH - rng.random() * _SPAN))
 
@@ -126,12 +120,9 @@ def build_practice(
     config: SandboxConfig, region: str, clock: SandboxClock, practice_number: int = 0
 ) -> Practice:
     """Generate practice ``practice_number`` of ``region`` from the configured seed."""
-    key = f"{config.seed}:{region}"
-    if practice_number:
-        key += f":{practice_number}"
+    key = f"{config.seed}:{region}" + (f":{practice_number}" if practice_number else "")
     rng = random.Random(key)  # noqa: S311 - reproducible fake data
-    practice = Practice(region=region, clock=clock, rng=rng)
-    practice.wallet = config.wallet
+    practice = Practice(region, clock, rng, wallet=config.wallet)
     practice.ledger_connected = config.ledger_connected
     practice.entity_types = [
         {"entityTypeID": number, "code": code, "name": name}
@@ -141,7 +132,7 @@ def build_practice(
     practice.lead_statuses = _named("leadStatusID", _LEAD_STATUSES)
     practice.users = [
         {
-            "userKey": _uuid(rng),
+            "userKey": practice.new_uuid(),
             "userID": 10 + n,
             "name": f"{_FIRST[n % 20]} {_LAST[(n * 7) % 18]}",
             "email": f"staff{n}@practice-{region}.example",
@@ -212,7 +203,7 @@ def _actives(practice: Practice, limit: int) -> list[Entity]:
 def _seed_contacts(practice: Practice, rng: random.Random) -> None:
     for entity in practice.order[:400]:
         for n in range(1 + rng.getrandbits(1)):
-            key = _uuid(rng)
+            key = practice.new_uuid()
             first = _FIRST[rng.randrange(20)]
             practice.contacts[key] = {
                 "contactKey": key,
@@ -277,7 +268,7 @@ def _seed_proposals(practice: Practice, rng: random.Random) -> None:
     statuses = ["Draft", "Sent", "Accepted", "Sent", "Declined"]
     services = practice.catalogs["services"]
     for n, entity in enumerate(_actives(practice, 400)[:60]):
-        key = _uuid(rng)
+        key = practice.new_uuid()
         stamp = _stamp(rng)
         chosen = rng.sample(services, k=rng.randint(1, 3))
         practice.proposals[key] = {
@@ -352,7 +343,7 @@ def _seed_onboardings(practice: Practice, rng: random.Random) -> None:
     statuses = ["Draft", "Sent", "Sent", "Completed"]
     actives = _actives(practice, 400)[40:]
     for n in range(10):
-        key = _uuid(rng)
+        key = practice.new_uuid()
         clients = actives[n * 2 : n * 2 + rng.randint(1, 2)]
         status = statuses[n % len(statuses)]
         stamp = _stamp(rng)
@@ -371,11 +362,10 @@ def _seed_onboardings(practice: Practice, rng: random.Random) -> None:
                     "documents": documents,
                 }
             )
-        user = practice.users[n % len(practice.users)]
         practice.onboardings[key] = {
             "onboardingKey": key,
             "status": status,
-            "userKey": user["userKey"],
+            "userKey": practice.users[n % len(practice.users)]["userKey"],
             "recipient": {
                 "name": clients[0].name if clients else "Recipient",
                 "email": clients[0].email if clients else None,

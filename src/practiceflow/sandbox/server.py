@@ -1,7 +1,5 @@
-"""Running the sandbox: uvicorn on 127.0.0.1 in a background thread, or in the foreground.
-
-The sandbox never listens beyond loopback: :func:`check_loopback` refuses any other host.
-"""
+"""Running the sandbox: uvicorn in a background thread or the foreground, on loopback only
+(:func:`check_loopback` refuses any other host)."""
 
 from __future__ import annotations
 
@@ -15,7 +13,7 @@ from typing import Any
 import requests
 import uvicorn
 
-from practiceflow.sandbox.app import create_app
+from practiceflow.sandbox.app import SandboxApp
 from practiceflow.sandbox.config import REGIONS, ClientKind, SandboxConfig
 from practiceflow.sandbox.state import SandboxState
 
@@ -25,10 +23,10 @@ def check_loopback(host: str) -> str:
     it is loopback."""
     candidate = "127.0.0.1" if host == "localhost" else host
     try:
-        address = ipaddress.ip_address(candidate)
+        loopback = ipaddress.ip_address(candidate).is_loopback
     except ValueError:
-        address = None
-    if address is None or not address.is_loopback:
+        loopback = False
+    if not loopback:
         message = f"host: got {host!r}; the sandbox only binds loopback (127.0.0.1, ::1)"
         raise ValueError(message)
     return candidate
@@ -78,7 +76,7 @@ class SandboxHandle:
     def _make_server(self) -> tuple[uvicorn.Server, threading.Thread]:
         # uvicorn binds the port itself: handing it a pre-bound socket loses TCP_NODELAY on
         # accepted connections (small answers would then wait for the peer's delayed ACK).
-        server = uvicorn.Server(_uvicorn_config(create_app(self.state), self.host, self.port))
+        server = uvicorn.Server(_uvicorn_config(SandboxApp(self.state), self.host, self.port))
         thread = threading.Thread(target=server.run, daemon=True, name=f"sandbox-{self.port}")
         return server, thread
 
@@ -203,7 +201,7 @@ def serve_forever(
     state = SandboxState(config)
     state.dispatcher.start()
     try:
-        server = uvicorn.Server(_uvicorn_config(create_app(state), host, port))
+        server = uvicorn.Server(_uvicorn_config(SandboxApp(state), host, port))
         server.run(sockets=[sock] if sock is not None else None)
     finally:
         state.dispatcher.stop()

@@ -1,10 +1,7 @@
-"""The whole sandbox state: the practices of every region and the runtime machinery.
-
-Practices are seeded lazily, on the first request that reaches a region, so starting (and
-resetting) is instant even at 100,000 entities. Rate windows (minute, hour, UTC day) are
-aligned to the sandbox clock, so moving it renews budgets; a refused request spends none.
-Faults make the next N matching requests misbehave: 429, 500, ``slow``, or ``drop`` (the
-request is performed, then the connection closed unanswered).
+"""The whole sandbox state: the practices of every region, seeded lazily on first use (starting
+and resetting are instant even at 100,000 entities), and the runtime machinery: rate windows
+aligned to the sandbox clock (moving it renews budgets; a refused request spends none), faults,
+logs, the webhook dispatcher.
 """
 
 from __future__ import annotations
@@ -13,13 +10,22 @@ import math
 import random
 import threading
 from collections import deque
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
+import pydantic
+
 from practiceflow.sandbox.clock import SandboxClock, format_time
-from practiceflow.sandbox.config import REGIONS, ClientKind, Credential, RateLimits, SandboxConfig
+from practiceflow.sandbox.config import (
+    CLIENT_KINDS,
+    REGIONS,
+    ClientKind,
+    Credential,
+    RateLimits,
+    SandboxConfig,
+    practice_credential,
+)
 from practiceflow.sandbox.deliveries import DeliveryDispatcher
-from practiceflow.sandbox.practices import extra_clients
 from practiceflow.sandbox.seed import build_practice
 from practiceflow.sandbox.store import Practice
 
@@ -55,20 +61,18 @@ class SandboxState:
         self.credentials: dict[str, dict[ClientKind, Credential]] = {
             region: config.credentials(region) for region in REGIONS
         }
-        self.clients: dict[str, tuple[str, Credential]] = {
-            credential.client_id: (region, credential)
-            for region, kinds in self.credentials.items()
-            for credential in kinds.values()
-        }
-        # Practices 1..N-1 (``--practices N``): a request's credentials choose its practice.
-        self.practice_numbers: dict[str, int] = {}
-        for client_id, (region, number, credential) in extra_clients(config).items():
-            self.clients[client_id] = (region, credential)
-            self.practice_numbers[client_id] = number
+        # Every API client by Client ID, with its region and practice (``--practices N``).
+        self.clients: dict[str, tuple[str, int, Credential]] = {}
+        for number in range(config.practices):
+            for region in REGIONS:
+                for kind in CLIENT_KINDS:
+                    credential = practice_credential(number, region, kind)
+                    if number == 0:
+                        credential = self.credentials[region][kind]
+                    self.clients[credential.client_id] = (region, number, credential)
 
     def practice(self, region: str, number: int = 0) -> Practice:
-        """Practice ``number`` (0, the usual one, to ``config.practices - 1``) of ``region``,
-        seeded on first use."""
+        """Practice ``number`` (0 unless ``--practices``) of ``region``, seeded on first use."""
         key = (number, region)
         practice = self._practices.get(key)
         if practice is None:
@@ -78,10 +82,6 @@ class SandboxState:
                     practice = build_practice(self.config, region, self.clock, number)
                     self._practices[key] = practice
         return practice
-
-    def practice_of(self, credential: Credential, region: str) -> Practice:
-        """The practice whose client ``credential`` is (its records, subscriptions)."""
-        return self.practice(region, self.practice_numbers.get(credential.client_id, 0))
 
     def reset(self, seed: int | None = None, entities: int | None = None) -> None:
         """Return data, clock, faults, budgets, logs and switches to the options the sandbox
@@ -94,7 +94,7 @@ class SandboxState:
                 config = replace(config, entities=entities)
             self.config = config
             self._practices = {}
-            self.clock.set_offset(0.0)
+            self.clock.offset = 0.0
             self.faults.clear()
             self.limiter = RateLimiter(config.rate_limits, self.clock)
             self.dispatcher.reset()
@@ -103,21 +103,15 @@ class SandboxState:
             self._requests.clear()
             self.generation += 1
 
-    def set_rate_limits(self, limits: RateLimits) -> None:
-        """Replace the rate windows (budgets start afresh) until the next reset."""
-        self.limiter = RateLimiter(limits, self.clock)
-
     def answer_delay(self) -> float:
-        """Seconds to hold the next API answer back: the configured latency plus a
-        random share of the jitter."""
+        """Seconds to hold the next API answer back: latency plus a random share of jitter."""
         config = self.config
         if not config.jitter:
             return config.latency
         return config.latency + random.uniform(0, config.jitter)  # noqa: S311 - not security
 
     def log_request(self, row: dict[str, Any], generation: int) -> None:
-        """Record one API request; ``generation`` is :attr:`generation` when it arrived (a
-        request that straddles a reset is not logged into the new run)."""
+        """Record one API request, unless a reset came since it arrived (``generation``)."""
         if generation == self.generation:
             self._requests.append(row)
 
@@ -126,28 +120,15 @@ class SandboxState:
         return list(self._requests)
 
     def emit(self, practice: Practice, event: str, data: dict[str, Any]) -> str:
-        """Deliver ``event`` with ``data`` to every subscription of ``practice`` for it;
-        returns the event id (the same for every subscription and copy)."""
+        """Deliver ``event`` to every subscription of ``practice`` for it; returns the event id."""
         event_id = practice.new_uuid()
         for subscription in list(practice.subscriptions.values()):
             if subscription["event"] == event:
+                region, copies = practice.region, self.duplicate_deliveries
                 self.dispatcher.enqueue(
-                    practice.region,
-                    subscription,
-                    event,
-                    event_id,
-                    data,
-                    copies=self.duplicate_deliveries,
-                    **self.delivery_options(),
+                    region, subscription, event, event_id, data, self.variants, copies
                 )
         return event_id
-
-    def delivery_options(self) -> dict[str, Any]:
-        """How deliveries are shaped and stamped under the variants in force."""
-        return {
-            "flat": self.variants.is_("delivery_body", "flat"),
-            "stamping": self.variants.pick("retry_timestamp"),
-        }
 
     def now_text(self) -> str:
         """The sandbox clock as ISO 8601 text."""
@@ -156,8 +137,7 @@ class SandboxState:
 
 @dataclass(frozen=True)
 class RateDecision:
-    """Outcome of one request against the budget: the reported window's limit, requests
-    left in it, whole seconds until it renews, and seconds to wait when refused (else 0)."""
+    """One request against the budget: a window's limit, remaining, reset and retry wait."""
 
     allowed: bool
     limit: int
@@ -222,22 +202,19 @@ FAULT_KINDS: dict[str, str] = {
 }
 
 
-@dataclass
-class Fault:
-    """One armed fault: for ``remaining`` more requests matching every condition given.
-
-    ``path_prefix`` matches with or without the region prefix; ``retry_after`` is the
-    ``Retry-After`` of an injected 429 (none when ``None``); ``delay`` holds a ``slow``
-    answer back.
-    """
+class Fault(pydantic.BaseModel):
+    """One armed fault for ``remaining`` more requests matching every condition given
+    (``path_prefix`` with or without the region); ``retry_after`` is an injected 429's
+    ``Retry-After`` (none when ``None``); ``delay`` holds a ``slow`` answer back. The admin
+    surface validates it by the JSON names (``count``, ``pathPrefix``, ``retryAfter``)."""
 
     kind: str
-    remaining: int = 1
+    remaining: int = pydantic.Field(1, ge=1, le=100_000, alias="count")
     method: str | None = None
-    path_prefix: str | None = None
+    path_prefix: str | None = pydantic.Field(None, alias="pathPrefix")
     region: str | None = None
-    retry_after: int | None = None
-    delay: float = 0.0
+    retry_after: int | None = pydantic.Field(None, ge=0, alias="retryAfter")
+    delay: float = pydantic.Field(0.0, ge=0, le=120)
 
     def matches(self, method: str, region: str, path: str) -> bool:
         """Whether this fault applies to a request (``path`` without the region prefix)."""
@@ -282,4 +259,4 @@ class FaultBoard:
     def describe(self) -> list[dict[str, Any]]:
         """The armed faults as JSON-ready rows."""
         with self._lock:
-            return [asdict(fault) for fault in self._faults]
+            return [fault.model_dump() for fault in self._faults]

@@ -1,8 +1,6 @@
-"""In-memory records of one practice, with the indexes that keep paging cheap.
-
-Entities are kept twice: in creation order (``order``; new entities only append) and sorted
-by ``(lastUpdated, seq)`` (``index``, bisected for the ``lastUpdated`` filter), so a page
-costs O(log n + page size) at any scale. Other collections are small dicts of JSON values.
+"""In-memory records of one practice. Entities are kept in creation order (``order``) and by
+``(lastUpdated, seq)`` (``index``, bisected for the ``lastUpdated`` filter), so a page costs
+O(log n + page size) at any scale; other collections are small dicts of JSON values.
 """
 
 from __future__ import annotations
@@ -20,15 +18,16 @@ JSON = dict[str, Any]
 BillLine = tuple[float, float, float, str | None, int | None, int | None, int | None]
 
 #: Fields of the create body that are stored and returned on load as given.
-ENTITY_TEXT_FIELDS = [
+ENTITY_EXTRA_FIELDS = [
     "externalSystemID",
     "telephone",
     "mobile",
     "taxNumber",
     "regNumber",
     "idNumber",
+    "physicalAddress",
+    "postalAddress",
 ]
-ENTITY_EXTRA_FIELDS = [*ENTITY_TEXT_FIELDS, "physicalAddress", "postalAddress"]
 
 _VERSION_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
 _VERSION_SET = (0x4000 << 64) | (0x8000 << 48)
@@ -67,7 +66,6 @@ class Entity:
 
     def summary(self) -> JSON:
         """The list row (spec 2.1)."""
-        extra = self.extra or {}
         return {
             "entityKey": self.key,
             "entityCode": self.code,
@@ -77,7 +75,7 @@ class Entity:
             "entityTypeID": self.type_id,
             "status": self.status,
             "email": self.email,
-            "externalSystemID": extra.get("externalSystemID"),
+            "externalSystemID": (self.extra or {}).get("externalSystemID"),
             "lastUpdated": format_time(self.updated),
         }
 
@@ -188,11 +186,8 @@ class Practice:
         return None
 
     def entity_detail(self, entity: Entity) -> JSON:
-        """The detail record: the summary plus addresses, numbers and assignments.
-
-        A seeded entity's address and assignments derive from its key: free at seed time,
-        the same on every load.
-        """
+        """The detail record: the summary plus addresses, numbers and assignments (a seeded
+        entity's derive from its key: free at seed time, the same on every load)."""
         extra = entity.extra or {}
         detail = entity.summary()
         detail["entityInitials"] = entity.initials
@@ -223,6 +218,7 @@ class Practice:
         """The integration ids of an entity (spec 2.2): exactly those fields, strings."""
         pick = _digest(entity.key, "ids")
         xpm = f"XPM-{pick % 100000:05d}" if pick % 2 else None
+        url = f"https://ledger.invalid/clients/{pick % 100000}" if xpm else None
         return {
             "entityKey": entity.key,
             "entityName": entity.name,
@@ -234,9 +230,7 @@ class Practice:
             "workflowClientID": xpm,
             "workflowEntityType": entity.type_name if xpm else None,
             "qbClientID": None,
-            "accountingClientUrl": f"https://ledger.invalid/clients/{pick % 100000}"
-            if xpm
-            else None,
+            "accountingClientUrl": url,
             "bglID": None,
             "bglContactID": None,
             "bglSmsfID": f"BGL{pick % 4999}" if entity.type_name.startswith("Self") else None,
@@ -246,8 +240,7 @@ class Practice:
     def add_bill(
         self, entity: Entity, day: str, due: str, stamp: float, lines: list[BillLine], **fields: Any
     ) -> JSON:
-        """Store a Draft bill (spec 2.4) of ``entity`` dated ``day``, made at ``stamp``;
-        ``fields`` replace the record's defaults. Totals are rounded sums of the lines."""
+        """Store a Draft bill (spec 2.4) of ``entity``; ``fields`` replace the record's defaults."""
         bill_id = self.new_id()
         rows = [
             {
@@ -309,7 +302,6 @@ class Practice:
 
     def new_documents(self) -> list[JSON]:
         """The documents an onboarding asks of one client, none uploaded yet."""
-        names = ("Photo ID", "Proof of Address")
         return [
             {
                 "documentId": self.new_id(),
@@ -318,5 +310,5 @@ class Practice:
                 "isBypassed": False,
                 "fileName": None,
             }
-            for name in names
+            for name in ("Photo ID", "Proof of Address")
         ]

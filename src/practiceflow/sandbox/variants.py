@@ -1,9 +1,7 @@
-"""The answers the sandbox may give where the spec is silent or ambiguous: a small table.
-
-Each **topic** has a few plausible **answers**: the first is the default (the guess of
-GUESSES.md), one is *hostile* (least convenient for a client). A run picks one per topic
-(``--variants``/``--variant``, or ``/_admin/variants``); routes ask :meth:`Variants.pick`.
-GUESSES.md's "Variants" table is :func:`markdown_table`'s output; a test keeps them equal.
+"""The answers the sandbox may give where the spec is silent or ambiguous. Each **topic** has a
+few **answers**: the first is the default (GUESSES.md's guess), one *hostile* (least convenient
+for a client); a run picks one per topic (``--variant``, ``/_admin/variants``) and routes ask
+:meth:`Variants.pick`. GUESSES.md's "Variants" table is :func:`markdown_table` (a test checks).
 """
 
 from __future__ import annotations
@@ -170,20 +168,14 @@ class Variants:
 
     @classmethod
     def parse(cls, preset: str | None = None, pairs: Iterable[str] = ()) -> Variants:
-        """A preset, then ``topic=answer`` pairs on top (the command line's form); ValueError
-        for a bad preset, pair, topic or answer."""
-        base = cls.preset(preset or "default")
-        chosen = base.as_dict()
+        """A preset, then ``topic=answer`` pairs on top; ValueError for any bad one."""
+        chosen = cls.preset(preset or "default").as_dict()
         for pair in pairs:
             name, sep, answer = pair.partition("=")
             if not sep:
                 raise ValueError(f"variant: got {pair!r}; expected TOPIC=ANSWER")
             chosen[name.strip()] = answer.strip()
         return cls(chosen)
-
-    def with_answers(self, chosen: Mapping[str, str]) -> Variants:
-        """A copy with some topics changed."""
-        return Variants({**self._table, **chosen})
 
     def pick(self, topic: str) -> str:
         """The answer played for ``topic`` (KeyError for an unknown one: a typo in a route)."""

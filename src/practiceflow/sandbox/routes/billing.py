@@ -62,14 +62,11 @@ def pdf_bytes(title: str) -> bytes:
     for number, body in enumerate(objects, start=1):
         offsets.append(len(out))
         out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    xref, size = len(out), len(objects) + 1
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % size
     for offset in offsets:
         out += b"%010d 00000 n \n" % offset
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (size, xref)
     return bytes(out)
 
 
@@ -128,38 +125,18 @@ async def create_bill(ctx: Ctx, request: Request) -> Response:
     bill_date = body.billDate or today
     due_date = body.dueDate or bill_date
     if due_date < bill_date:
-        raise ApiProblem(
-            400, f"dueDate: got {due_date}; it must not be before billDate {bill_date}"
-        )
-    bill = practice.add_bill(
-        entity,
-        bill_date.isoformat(),
-        due_date.isoformat(),
-        practice.now(),
-        lines,
-        billDetails=body.billDetails,
-        syncNow=body.syncNow,
-        sendBill=body.sendBill,
-    )
-    bill_id = bill["billingID"]
-    location = {"Location": f"/{ctx.region}/api/v1/bills/{bill_id}"}
-    return created(ctx, id_case(ctx, bill), _id_name(ctx, "billingID"), location)
-
-
-def _id_name(ctx: Ctx, name: str) -> str:
-    return str(next(iter(id_case(ctx, {name: None}))))
+        detail = f"dueDate: got {due_date}; it must not be before billDate {bill_date}"
+        raise ApiProblem(400, detail)
+    fields = body.model_dump(include={"billDetails", "syncNow", "sendBill"})
+    days = bill_date.isoformat(), due_date.isoformat()
+    bill = practice.add_bill(entity, *days, practice.now(), lines, **fields)
+    location = {"Location": f"/{ctx.region}/api/v1/bills/{bill['billingID']}"}
+    key = next(iter(id_case(ctx, {"billingID": None})))  # spelled as topic field_case says
+    return created(ctx, id_case(ctx, bill), key, location)
 
 
 #: Fields a ``slim`` bill list row leaves out (topic ``bill_rows``).
 SLIM_LEFT_OUT = ("entityKey", "createdOn", "billDetails", "lineItems")
-
-
-def _bill_row(ctx: Ctx, bill: dict[str, Any]) -> dict[str, Any]:
-    row = dict(bill)
-    if ctx.state.variants.is_("bill_rows", "slim"):
-        for name in SLIM_LEFT_OUT:
-            row.pop(name, None)
-    return dict(id_case(ctx, row))
 
 
 async def list_bills(ctx: Ctx, request: Request) -> Response:
@@ -169,16 +146,14 @@ async def list_bills(ctx: Ctx, request: Request) -> Response:
     start = query_date(query, "startDate", required=required)
     end = query_date(query, "endDate", required=required)
     inclusive = ctx.state.variants.is_("end_date", "inclusive")
-    rows = sorted(ctx.practice.bills.values(), key=lambda row: (row["billDate"], row["billingID"]))
+    bills = sorted(ctx.practice.bills.values(), key=lambda row: (row["billDate"], row["billingID"]))
+    low = start.isoformat() if start else ""
+    high = end.isoformat() if end else "9999-99-99"  # no endDate: after every bill date
+    left_out = SLIM_LEFT_OUT if ctx.state.variants.is_("bill_rows", "slim") else ()
     rows = [
-        _bill_row(ctx, row)
-        for row in rows
-        if (start is None or row["billDate"] >= start.isoformat())
-        and (
-            end is None
-            or row["billDate"] < end.isoformat()
-            or (inclusive and row["billDate"] == end.isoformat())
-        )
+        dict(id_case(ctx, {key: value for key, value in row.items() if key not in left_out}))
+        for row in bills
+        if low <= row["billDate"] < high or (inclusive and row["billDate"] == high)
     ]
     return paged(ctx, "bills", rows, query)
 
@@ -196,19 +171,12 @@ async def bill_pdf(ctx: Ctx, request: Request) -> Response:
 
 async def ledger_status(ctx: Ctx, request: Request) -> Response:
     """Whether a ledger is connected (the switch behind rule 2 of spec 4.1)."""
-    practice = ctx.practice
-    return ok(
-        {
-            "connected": practice.ledger_connected,
-            "ledgerName": "Sandbox Ledger" if practice.ledger_connected else None,
-        }
-    )
+    connected = ctx.practice.ledger_connected
+    return ok({"connected": connected, "ledgerName": "Sandbox Ledger" if connected else None})
 
 
 def _schedule_view(row: dict[str, Any]) -> dict[str, Any]:
-    view = {key: value for key, value in row.items() if key != "runs"}
-    view["runCount"] = len(row["runs"])
-    return view
+    return {**{k: v for k, v in row.items() if k != "runs"}, "runCount": len(row["runs"])}
 
 
 async def list_recurring(ctx: Ctx, request: Request) -> Response:
@@ -232,8 +200,6 @@ async def recurring_runs(ctx: Ctx, request: Request) -> Response:
     return ok(id_case(ctx, _schedule_or_404(ctx, request)["runs"]))
 
 
-# ---- proposals --------------------------------------------------------------------------
-
 #: Proposal templates of ``POST /proposals/from-template``: id -> (title, service ids).
 PROPOSAL_TEMPLATES: dict[int, tuple[str, tuple[int, ...]]] = {
     901: ("Annual compliance", (400, 401)),
@@ -251,6 +217,7 @@ def _new_proposal(
 ) -> dict[str, Any]:
     key = practice.new_uuid()
     now = format_time(practice.now())
+    amounts = [float(service["price"]) * int(service["quantity"]) for service in services]
     proposal = {
         "proposalKey": key,
         "proposalNumber": f"P{practice.new_id()}",
@@ -261,12 +228,9 @@ def _new_proposal(
         "createdOn": now,
         "updatedOn": now,
         "acceptedOn": None,
-        "totalAmount": round(sum(float(s["price"]) * int(s["quantity"]) for s in services), 2),
+        "totalAmount": round(sum(amounts), 2),
         "services": services,
-        "billings": [
-            {"billingType": "Once", "amount": float(s["price"]) * int(s["quantity"])}
-            for s in services
-        ],
+        "billings": [{"billingType": "Once", "amount": amount} for amount in amounts],
         "jobs": [],
         "renewedFrom": None,
     }
@@ -313,17 +277,15 @@ async def get_proposal(ctx: Ctx, request: Request) -> Response:
 async def get_pricing(ctx: Ctx, request: Request) -> Response:
     """Services, invoices, recurring billings and jobs of a proposal."""
     proposal = proposal_or_404(ctx.practice, request.path_params["key"])
-    return ok(
-        {
-            "proposalKey": proposal["proposalKey"],
-            "services": proposal["services"],
-            "invoices": [row for row in proposal["billings"] if row["billingType"] == "Once"],
-            "recurringBillings": [
-                row for row in proposal["billings"] if row["billingType"] != "Once"
-            ],
-            "jobs": proposal["jobs"],
-        }
-    )
+    billings = proposal["billings"]
+    pricing = {
+        "proposalKey": proposal["proposalKey"],
+        "services": proposal["services"],
+        "invoices": [row for row in billings if row["billingType"] == "Once"],
+        "recurringBillings": [row for row in billings if row["billingType"] != "Once"],
+        "jobs": proposal["jobs"],
+    }
+    return ok(pricing)
 
 
 def _copy(practice: Practice, original: dict[str, Any]) -> dict[str, Any]:
@@ -340,8 +302,7 @@ def _copy(practice: Practice, original: dict[str, Any]) -> dict[str, Any]:
 
 async def duplicate(ctx: Ctx, request: Request) -> Response:
     """A new Draft copy; the original is unchanged."""
-    original = proposal_or_404(ctx.practice, request.path_params["key"])
-    return ok(_copy(ctx.practice, original), 201)
+    return ok(_copy(ctx.practice, proposal_or_404(ctx.practice, request.path_params["key"])), 201)
 
 
 async def renew_preview(ctx: Ctx, request: Request) -> Response:
@@ -349,15 +310,8 @@ async def renew_preview(ctx: Ctx, request: Request) -> Response:
     original = proposal_or_404(ctx.practice, request.path_params["key"])
     entity = ctx.practice.entities.get(original["entityKey"])
     signatories = [{"signatoryKey": entity.key, "name": entity.name}] if entity else []
-    return ok(
-        {
-            "proposalKey": original["proposalKey"],
-            "title": original["title"],
-            "totalAmount": original["totalAmount"],
-            "services": original["services"],
-            "signatories": signatories,
-        }
-    )
+    preview = {key: original[key] for key in ("proposalKey", "title", "totalAmount", "services")}
+    return ok({**preview, "signatories": signatories})
 
 
 async def renew(ctx: Ctx, request: Request) -> Response:
@@ -366,8 +320,7 @@ async def renew(ctx: Ctx, request: Request) -> Response:
     await read_body(request, RenewBody, optional=True)
     proposal = _copy(ctx.practice, original)
     proposal["renewedFrom"] = original["proposalKey"]
-    original["status"] = "Renewed"
-    original["updatedOn"] = format_time(ctx.practice.now())
+    original.update(status="Renewed", updatedOn=format_time(ctx.practice.now()))
     return ok(proposal, 201)
 
 
@@ -409,47 +362,36 @@ _KEY = "/api/v1/proposals/{key:uuid}"
 
 # fmt: off
 OPS = [
-    Op("POST", "/api/v1/bills", create_bill, "Create an adhoc bill", "bills", body=BillBody,
-       statuses=(201, 400, 403, 404)),
+    Op("POST", "/api/v1/bills", create_bill, "Create an adhoc bill", "bills", body=BillBody),
     Op("GET", "/api/v1/bills/list", list_bills, "Bills by bill-date range", "bills",
        query=(Param("startDate", format="date"), Param("endDate", format="date"), PAGE_NUMBER,
-              PAGE_SIZE), statuses=(200, 400), guess=True),
-    Op("GET", "/api/v1/bills/ledger/status", ledger_status, "Ledger connection", "ledger",
-       guess=True),
-    settings_op(_LEDGER + "accounts", "ledger_accounts", "Ledger accounts", "ledger",
-                lambda practice: practice.ledger_accounts),
-    settings_op(_LEDGER + "tax-rates", "ledger_tax_rates", "Ledger tax rates", "ledger",
-                lambda practice: practice.ledger_tax_rates),
-    settings_op(_LEDGER + "branding-themes", "branding_themes", "Branding themes", "ledger",
-                lambda practice: practice.branding_themes),
-    Op("GET", _BILL_ID, get_bill, "Load a bill", "bills", statuses=(200, 404), guess=True),
-    Op("GET", _BILL_ID + "/pdf", bill_pdf, "Invoice PDF", "bills", statuses=(200, 404),
-       guess=True, produces="application/pdf"),
+              PAGE_SIZE), guess=True),
+    Op("GET", _LEDGER + "status", ledger_status, "Ledger connection", "ledger", guess=True),
+    settings_op(_LEDGER + "accounts", "ledger_accounts", "Ledger accounts", "ledger"),
+    settings_op(_LEDGER + "tax-rates", "ledger_tax_rates", "Ledger tax rates", "ledger"),
+    settings_op(_LEDGER + "branding-themes", "branding_themes", "Branding themes", "ledger"),
+    Op("GET", _BILL_ID, get_bill, "Load a bill", "bills", guess=True),
+    Op("GET", _BILL_ID + "/pdf", bill_pdf, "Invoice PDF", "bills", guess=True,
+       produces="application/pdf"),
     Op("GET", "/api/v1/recurring-billing/list", list_recurring, "Recurring billing schedules",
-       "recurring-billing", query=(PAGE_NUMBER, PAGE_SIZE), statuses=(200, 400), guess=True),
-    Op("GET", _RECURRING, get_recurring, "Load a schedule", "recurring-billing",
-       statuses=(200, 404), guess=True),
+       "recurring-billing", query=(PAGE_NUMBER, PAGE_SIZE), guess=True),
+    Op("GET", _RECURRING, get_recurring, "Load a schedule", "recurring-billing", guess=True),
     Op("GET", _RECURRING + "/runs", recurring_runs, "Runs of a schedule", "recurring-billing",
-       statuses=(200, 404), guess=True),
+       guess=True),
     Op("GET", "/api/v1/proposals/list", list_proposals, "Proposals of a client", "proposals",
        query=(Param("entityKey", format="uuid", required=True), PAGE_NUMBER, PAGE_SIZE),
-       statuses=(200, 400),
        guess=True),
     *(_catalog(name) for name in ("services", "xpm-job-templates", "xpm-job-categories",
                                   "xpm-staff", "fyi-job-templates", "fyi-job-states")),
     Op("POST", "/api/v1/proposals", create_proposal, "Create an adhoc proposal", "proposals",
-       body=ProposalBody, statuses=(201, 400, 403, 404), guess=True),
+       body=ProposalBody, guess=True),
     Op("POST", "/api/v1/proposals/from-template", from_template, "Proposal from a template",
-       "proposals", body=ProposalFromTemplateBody, statuses=(201, 400, 403, 404), guess=True),
-    Op("GET", _KEY, get_proposal, "Load a proposal", "proposals", statuses=(200, 404),
-       guess=True),
-    Op("GET", _KEY + "/pricing", get_pricing, "Pricing of a proposal", "proposals",
-       statuses=(200, 404), guess=True),
-    Op("GET", _KEY + "/renew-preview", renew_preview, "Preview a renew", "proposals",
-       statuses=(200, 404), guess=True),
+       "proposals", body=ProposalFromTemplateBody, guess=True),
+    Op("GET", _KEY, get_proposal, "Load a proposal", "proposals", guess=True),
+    Op("GET", _KEY + "/pricing", get_pricing, "Pricing of a proposal", "proposals", guess=True),
+    Op("GET", _KEY + "/renew-preview", renew_preview, "Preview a renew", "proposals", guess=True),
     Op("POST", _KEY + "/renew", renew, "Renew a proposal", "proposals", body=RenewBody,
-       statuses=(201, 400, 403, 404), body_optional=True),
-    Op("POST", _KEY + "/duplicate", duplicate, "Duplicate a proposal", "proposals",
-       statuses=(201, 403, 404)),
+       body_optional=True),
+    Op("POST", _KEY + "/duplicate", duplicate, "Duplicate a proposal", "proposals"),
 ]
 # fmt: on

@@ -1,8 +1,6 @@
-"""What every route module shares: the operation table entry, the request context, the
-query parameters of list routes (spec section 8) and their envelope, helpers that turn bad
-input into 400 (or unknown keys into 404) problem details, and the helpers that play the
-chosen answer of an open question (``variants.py``): a route builds its default answer,
-then passes it through the helper of one topic."""
+"""What every route module shares: the route table entry, the request context, list query
+parameters (spec section 8) and envelope, bad input as 400/404 problems, and the helpers that
+play the chosen answer of an open question (``variants.py``) over a route's default answer."""
 
 from __future__ import annotations
 
@@ -32,6 +30,7 @@ MAX_PAGE_NUMBER = 10_000
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_BOOLS = {"true": True, "1": True, "false": False, "0": False}
 
 
 @dataclass(frozen=True)
@@ -58,8 +57,9 @@ LAST_UPDATED = Param(
 class Op:
     """One operation the sandbox serves (``path`` under the region prefix, such as
     ``/api/v1/bills/{billingId:int}``) and what the OpenAPI document says of it:
-    ``statuses`` besides 401/429/500, ``guess`` when the spec does not show its shape
-    (GUESSES.md), ``produces`` the media type of a 2xx answer."""
+    ``statuses`` besides 401/429/500 (:meth:`answers` derives them when not given),
+    ``guess`` when the spec does not show its shape (GUESSES.md), ``produces`` the media
+    type of a 2xx answer."""
 
     method: str
     path: str
@@ -68,10 +68,23 @@ class Op:
     tag: str
     body: type[pydantic.BaseModel] | None = None
     query: tuple[Param, ...] = ()
-    statuses: tuple[int, ...] = (200,)
+    statuses: tuple[int, ...] = ()
     guess: bool = False
     produces: str = "application/json"
     body_optional: bool = False
+
+    def answers(self) -> tuple[int, ...]:
+        """``statuses``, else: a read's 200, 400 for a query, 404 for a record in the path; a
+        write's 201 (POST) or 200, 400 for a body, 403, 404 for a record in path or body."""
+        if self.statuses:
+            return self.statuses
+        named = "{" in self.path
+        if self.method == "GET":
+            return (200, *([400] if self.query else []), *([404] if named else []))
+        if self.body is not None:
+            named = named or "entityKey" in self.body.model_fields
+        ok = 201 if self.method == "POST" else 200
+        return (ok, *([400] if self.body else []), 403, *([404] if named else []))
 
 
 @dataclass(frozen=True)
@@ -99,13 +112,13 @@ def ok(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -
 
 
 def settings_op(
-    path: str, name: str, summary: str, tag: str, rows: Callable[[Practice], Any]
+    path: str, name: str, summary: str, tag: str, rows: Callable[[Practice], Any] | None = None
 ) -> Op:
-    """A guessed ``GET`` of one of the practice's fixed lists, ``rows(practice)``; ``name``
-    is the handler's (the OpenAPI ``operationId`` carries it)."""
+    """A guessed ``GET`` of one of the practice's fixed lists, ``rows(practice)`` (default: its
+    attribute ``name``); ``name`` is the handler's (the OpenAPI ``operationId`` carries it)."""
 
     async def handler(ctx: Ctx, request: Request) -> Response:
-        return ok(rows(ctx.practice))
+        return ok(rows(ctx.practice) if rows else getattr(ctx.practice, name))
 
     handler.__name__ = name
     return Op("GET", path, handler, summary, tag, guess=True)
@@ -119,8 +132,7 @@ def _describe(error: Mapping[str, Any]) -> str:
 
 
 async def read_body(request: Request, model: type[ModelT], optional: bool = False) -> ModelT:
-    """The JSON body validated by ``model``; 400 when it is missing (unless ``optional``:
-    then read as ``{}``), not a JSON object, or does not fit."""
+    """The JSON body validated by ``model`` (``{}`` when ``optional`` and missing), else 400."""
     raw = await request.body()
     if not raw and not optional:
         raise ApiProblem(400, "body: missing; expected a JSON object")
@@ -160,8 +172,7 @@ def paged(ctx: Ctx, name: str, rows: Sequence[Any], query: Mapping[str, str]) ->
     """A ``pageSize`` list's answer (one page of ``rows`` in the envelope, or all as a bare
     array), as topics ``page_size.<name>`` and ``list_shape.<name>`` say."""
     variants = ctx.state.variants
-    shape = f"list_shape.{name}"
-    if shape in variants.as_dict() and variants.pick(shape) == "plain":
+    if variants.as_dict().get(f"list_shape.{name}") == "plain":
         return ok(list(rows))
     number, size = page_number(query), page_size(query)
     if variants.pick(f"page_size.{name}") == "ignored":
@@ -170,8 +181,7 @@ def paged(ctx: Ctx, name: str, rows: Sequence[Any], query: Mapping[str, str]) ->
 
 
 def created(ctx: Ctx, record: Any, key: str, headers: Mapping[str, str]) -> Response:
-    """The 201 answer of a create, as topic ``create_answer`` says: the record, only its
-    ``key`` field, or no body."""
+    """A create's 201 as topic ``create_answer`` says: the record, its ``key`` only, or no body."""
     answer = ctx.state.variants.pick("create_answer")
     if answer == "empty":
         return Response(status_code=201, headers=dict(headers))
@@ -181,8 +191,7 @@ def created(ctx: Ctx, record: Any, key: str, headers: Mapping[str, str]) -> Resp
 
 
 def id_case(ctx: Ctx, record: Any) -> Any:
-    """``record`` with ``...ID`` fields spelled ``...Id`` when topic ``field_case`` says so
-    (nested records and lists included)."""
+    """``record`` (nested too) with ``...ID`` spelled ``...Id`` if topic ``field_case`` says."""
     if ctx.state.variants.pick("field_case") == "ID":
         return record
     return _rename(record)
@@ -232,34 +241,17 @@ def page_size(query: Mapping[str, str]) -> int:
 
 
 def since(query: Mapping[str, str], clock: SandboxClock, name: str = "lastUpdated") -> float | None:
-    """``lastUpdated`` (UTC ISO 8601) as Unix seconds, if given; 400 when unparsable or
-    after the sandbox clock's now."""
-    raw = query.get(name)
-    if raw is None:
-        return None
-    try:
-        value = parse_time(raw)
-    except (ValueError, OverflowError):
-        detail = f"{name}: got {raw!r}; expected a UTC ISO 8601 datetime"
-        raise ApiProblem(400, detail) from None
-    if value > clock.now():
-        detail = f"{name}: got {raw!r}, which is in the future; it must not be after now"
+    """``lastUpdated`` as Unix seconds, if given; 400 when unparsable or after the clock's now."""
+    value = _parsed(query, name, False, parse_time, "a UTC ISO 8601 datetime")
+    if value is not None and value > clock.now():
+        detail = f"{name}: got {query[name]!r}, which is in the future; it must not be after now"
         raise ApiProblem(400, detail)
     return value
 
 
 def query_bool(query: Mapping[str, str], name: str) -> bool | None:
     """A boolean query parameter (``true``/``false``, ``1``/``0``); 400 for any other value."""
-    raw = query.get(name)
-    if raw is None:
-        return None
-    lowered = raw.lower()
-    if lowered in ("true", "1"):
-        return True
-    if lowered in ("false", "0"):
-        return False
-    detail = f"{name}: got {raw!r}; expected true or false"
-    raise ApiProblem(400, detail)
+    return _parsed(query, name, False, lambda raw: _BOOLS[raw.lower()], "true or false")
 
 
 def _parsed(
@@ -272,7 +264,7 @@ def _parsed(
         return None
     try:
         return parse(raw)
-    except ValueError:
+    except (KeyError, ValueError, OverflowError):
         raise ApiProblem(400, f"{name}: got {raw!r}; expected {what}") from None
 
 
@@ -292,13 +284,17 @@ def query_uuid(query: Mapping[str, str], name: str, required: bool = False) -> s
     return _parsed(query, name, required, lambda raw: str(uuid.UUID(raw)), "a uuid")
 
 
+def fixed_page(ctx: Ctx, rows: list[T], number: int) -> list[T]:
+    """Page ``number`` of ``rows`` at the server's fixed page size."""
+    size = ctx.state.config.page_size
+    return rows[(number - 1) * size : number * size]
+
+
 def envelope(rows: Sequence[Any], number: int, size: int) -> dict[str, Any]:
-    """The guessed envelope of ``pageSize`` lists: page ``number`` of ``rows`` plus
-    ``pageNumber``, ``pageSize``, ``totalCount`` and ``hasMore``."""
+    """The (guessed) ``pageSize`` list envelope of page ``number`` of ``rows``."""
     start = (number - 1) * size
-    items = list(rows[start : start + size])
     return {
-        "items": items,
+        "items": list(rows[start : start + size]),
         "pageNumber": number,
         "pageSize": size,
         "totalCount": len(rows),

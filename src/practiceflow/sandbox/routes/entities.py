@@ -1,5 +1,6 @@
-"""Entities (clients and leads as stored rows), their integration ids and contacts; leads
-(status Lead), their notes, and conversion to a client."""
+"""The credential check, settings lists and users; entities (clients and leads as stored rows),
+their integration ids, contacts and groups; leads (status Lead), their notes, and conversion to a
+client."""
 
 from __future__ import annotations
 
@@ -23,17 +24,72 @@ from practiceflow.sandbox.routes.common import (
     PAGE_SIZE,
     Ctx,
     Op,
+    Param,
     created,
     entity_or_404,
+    fixed_page,
     id_case,
     ok,
     page_number,
     paged,
+    query_bool,
     read_body,
+    settings_op,
     since,
     status_text,
 )
-from practiceflow.sandbox.store import ENTITY_TEXT_FIELDS, Entity, Practice
+from practiceflow.sandbox.store import ENTITY_EXTRA_FIELDS, Entity, Practice
+
+
+async def validate(ctx: Ctx, request: Request) -> Response:
+    """The credential check result (spec 2.8b)."""
+    credential = ctx.credential
+    answer = {
+        "authenticated": True,
+        "message": "Credentials are valid.",
+        "clientID": credential.client_id,
+        "clientName": credential.name,
+        "canWrite": credential.can_write,
+        "timestamp": ctx.state.now_text(),
+    }
+    return ok(id_case(ctx, answer))
+
+
+async def users(ctx: Ctx, request: Request) -> Response:
+    """Users of the practice, a fixed server page size."""
+    return ok(fixed_page(ctx, ctx.practice.users, page_number(request.query_params)))
+
+
+def group_view(practice: Practice, group: dict[str, Any], members: bool) -> dict[str, Any]:
+    """The public shape of a group (spec 2.5), with its member rows when ``members``."""
+    view = {key: value for key, value in group.items() if not key.startswith("_")}
+    if members:
+        found = [practice.entities[key] for key in group["_members"] if key in practice.entities]
+        view["members"] = [
+            {"entityKey": row.key, "entityName": row.name, "entityEmail": row.email}
+            for row in found
+        ]
+    return view
+
+
+async def list_groups(ctx: Ctx, request: Request) -> Response:
+    """Groups filtered by name, groupCode, isActive, lastUpdated; fixed page size."""
+    query = request.query_params
+    number = page_number(query)
+    after = since(query, ctx.state.clock)
+    active = query_bool(query, "isActive")
+    members = bool(query_bool(query, "includeMembers"))
+    name = (query.get("name") or "").casefold()
+    code = query.get("groupCode")
+    rows = [
+        group
+        for group in ctx.practice.groups
+        if (not name or name in str(group["groupName"]).casefold())
+        and (not code or group["groupCode"] == code)
+        and (active is None or group["isActive"] is active)
+        and (after is None or group["_updated"] >= after)
+    ]
+    return ok([group_view(ctx.practice, row, members) for row in fixed_page(ctx, rows, number)])
 
 
 async def list_entities(ctx: Ctx, request: Request) -> Response:
@@ -41,13 +97,15 @@ async def list_entities(ctx: Ctx, request: Request) -> Response:
     query = request.query_params
     number = page_number(query)
     after = since(query, ctx.state.clock)
-    size = ctx.state.config.page_size
     variants = ctx.state.variants
     if variants.is_("entity_order", "ascending") and variants.is_("leads_in_entities", "listed"):
-        rows = ctx.practice.entities_page(number, size, after)
+        rows = ctx.practice.entities_page(number, ctx.state.config.page_size, after)
     else:
-        rows = _played_order(ctx, after)[(number - 1) * size : number * size]
-    return ok([_summary(ctx, entity) for entity in rows])
+        rows = fixed_page(ctx, _played_order(ctx, after), number)
+    summaries = [entity.summary() for entity in rows]
+    for row in summaries:
+        row["status"] = status_text(ctx, row["status"])
+    return ok(summaries)
 
 
 def _played_order(ctx: Ctx, after: float | None) -> list[Entity]:
@@ -63,12 +121,6 @@ def _played_order(ctx: Ctx, after: float | None) -> list[Entity]:
     if variants.is_("leads_in_entities", "hidden"):
         rows = [row for row in rows if row.status != "Lead"]
     return rows
-
-
-def _summary(ctx: Ctx, entity: Entity) -> dict[str, Any]:
-    row = entity.summary()
-    row["status"] = status_text(ctx, row["status"])
-    return row
 
 
 def resolve_type(practice: Practice, body: EntityBody | None, text: str | None) -> dict[str, Any]:
@@ -98,10 +150,7 @@ def create_entity(practice: Practice, body: EntityBody) -> Entity:
     if status_text not in ("lead", "active"):
         detail = f"clientStatus: got {body.clientStatus!r}; valid values are Lead, Active"
         raise ApiProblem(400, detail)
-    extra = body.model_dump(include=set(ENTITY_TEXT_FIELDS))
-    for name in ("physicalAddress", "postalAddress"):
-        value = getattr(body, name)
-        extra[name] = value.model_dump() if value is not None else None
+    extra = body.model_dump(include=set(ENTITY_EXTRA_FIELDS))
     return practice.add_entity(
         body.entityCode or f"C{len(practice.order) + 1:06d}",
         row,
@@ -122,8 +171,7 @@ async def post_entity(ctx: Ctx, request: Request) -> Response:
     event = "lead.created" if entity.status == "Lead" else "client.created"
     ctx.state.emit(ctx.practice, event, {"entityKey": entity.key, "entityName": entity.name})
     location = f"/{ctx.region}/api/v1/entities/{entity.key}"
-    detail = _detail(ctx, entity)
-    return created(ctx, detail, "entityKey", {"Location": location})
+    return created(ctx, _detail(ctx, entity), "entityKey", {"Location": location})
 
 
 def _detail(ctx: Ctx, entity: Entity) -> dict[str, Any]:
@@ -134,17 +182,13 @@ def _detail(ctx: Ctx, entity: Entity) -> dict[str, Any]:
 
 async def get_entity(ctx: Ctx, request: Request) -> Response:
     """The detail record of one entity."""
-    entity = entity_or_404(ctx.practice, request.path_params["key"])
-    return ok(_detail(ctx, entity))
+    return ok(_detail(ctx, entity_or_404(ctx.practice, request.path_params["key"])))
 
 
 async def get_integrations(ctx: Ctx, request: Request) -> Response:
     """The external-system ids of one entity (spec 2.2)."""
     entity = entity_or_404(ctx.practice, request.path_params["key"])
     return ok(ctx.practice.integrations(entity))
-
-
-# ---- contacts (guessed shapes) ---------------------------------------------------------
 
 
 async def list_all_contacts(ctx: Ctx, request: Request) -> Response:
@@ -196,9 +240,6 @@ async def update_contact(ctx: Ctx, request: Request) -> Response:
     return ok(contact)
 
 
-# ---- leads ------------------------------------------------------------------------------
-
-
 def _lead_or_404(practice: Practice, key: object) -> Entity:
     entity = entity_or_404(practice, key)
     if entity.status != "Lead" and entity.lead_status is None:
@@ -244,11 +285,9 @@ async def create_lead(ctx: Ctx, request: Request) -> Response:
     body = await read_body(request, LeadBody)
     practice = ctx.practice
     row = resolve_type(practice, None, body.entityType)
-    source = (
-        _name_of(practice.lead_sources, body.leadSource, "leadSource")
-        if body.leadSource is not None
-        else None
-    )
+    source = None
+    if body.leadSource is not None:
+        source = _name_of(practice.lead_sources, body.leadSource, "leadSource")
     given = body.leadStatus if body.leadStatus is not None else "New"
     status = _name_of(practice.lead_statuses, given, "leadStatus")
     entity = practice.add_entity(
@@ -296,45 +335,51 @@ async def convert(ctx: Ctx, request: Request) -> Response:
     entity.status = "Active"
     entity.lead_status = "Won"
     ctx.practice.touch(entity)
-    ctx.state.emit(
-        ctx.practice, "client.created", {"entityKey": entity.key, "entityName": entity.name}
-    )
+    data = {"entityKey": entity.key, "entityName": entity.name}
+    ctx.state.emit(ctx.practice, "client.created", data)
     return ok(ctx.practice.entity_detail(entity))
 
 
+_SETTINGS = "/api/v1/settings/"
+_ENTITY = "/api/v1/entities/{key:uuid}"
+_CONTACTS = "/api/v1/entities/{entityKey:uuid}/contacts"
+_LEAD = "/api/v1/leads/{entityKey:uuid}"
+_QUERY = (PAGE_NUMBER, PAGE_SIZE, LAST_UPDATED)
+
 # fmt: off
 OPS = [
+    Op("GET", "/api/v1/auth/validate", validate, "Check the credentials", "auth"),
+    settings_op(_SETTINGS + "entity-types", "entity_types", "Entity types", "settings"),
+    settings_op(_SETTINGS + "lead-sources", "lead_sources", "Lead sources", "settings"),
+    settings_op(_SETTINGS + "lead-statuses", "lead_statuses", "Lead statuses", "settings"),
+    Op("GET", "/api/v1/users/list", users, "Users (fixed page size)", "users",
+       query=(PAGE_NUMBER,), guess=True),
     Op("GET", "/api/v1/entities", list_entities, "List entities (fixed page size)", "entities",
-       query=(PAGE_NUMBER, LAST_UPDATED), statuses=(200, 400)),
+       query=(PAGE_NUMBER, LAST_UPDATED)),
     Op("GET", "/api/v1/entities/list", list_entities, "List entities (alias)", "entities",
-       query=(PAGE_NUMBER, LAST_UPDATED), statuses=(200, 400)),
-    Op("POST", "/api/v1/entities", post_entity, "Create an entity", "entities", body=EntityBody,
-       statuses=(201, 400, 403)),
-    Op("GET", "/api/v1/entities/{key:uuid}", get_entity, "Load an entity", "entities",
-       statuses=(200, 404)),
-    Op("GET", "/api/v1/entities/{key:uuid}/integrations", get_integrations,
-       "Integration ids of an entity", "entities", statuses=(200, 404)),
+       query=(PAGE_NUMBER, LAST_UPDATED)),
+    Op("POST", "/api/v1/entities", post_entity, "Create an entity", "entities", body=EntityBody),
+    Op("GET", _ENTITY, get_entity, "Load an entity", "entities"),
+    Op("GET", _ENTITY + "/integrations", get_integrations, "Integration ids of an entity",
+       "entities"),
     Op("GET", "/api/v1/contacts/list", list_all_contacts, "Contacts across clients", "contacts",
-       query=(PAGE_NUMBER, PAGE_SIZE, LAST_UPDATED), statuses=(200, 400), guess=True),
-    Op("GET", "/api/v1/entities/{entityKey:uuid}/contacts", list_contacts,
-       "Contacts of a client", "contacts", statuses=(200, 404), guess=True),
-    Op("POST", "/api/v1/entities/{entityKey:uuid}/contacts", create_contact,
-       "Add a contact to a client", "contacts", body=NewContactBody, statuses=(201, 400, 403, 404),
+       query=_QUERY, guess=True),
+    Op("GET", _CONTACTS, list_contacts, "Contacts of a client", "contacts", guess=True),
+    Op("POST", _CONTACTS, create_contact, "Add a contact to a client", "contacts",
+       body=NewContactBody, guess=True),
+    Op("PUT", _CONTACTS + "/{contactKey:uuid}", update_contact, "Update a contact of a client",
+       "contacts", body=ContactBody, guess=True),
+    Op("GET", "/api/v1/leads", list_leads, "List leads", "leads", query=_QUERY, guess=True),
+    Op("POST", "/api/v1/leads", create_lead, "Create a lead", "leads", body=LeadBody, guess=True),
+    Op("GET", _LEAD, get_lead, "Load a lead", "leads", guess=True),
+    Op("GET", _LEAD + "/notes", list_notes, "Notes of a lead", "leads", guess=True),
+    Op("POST", _LEAD + "/notes", add_note, "Add a note to a lead", "leads", body=LeadNoteBody,
        guess=True),
-    Op("PUT", "/api/v1/entities/{entityKey:uuid}/contacts/{contactKey:uuid}", update_contact,
-       "Update a contact of a client", "contacts", body=ContactBody,
-       statuses=(200, 400, 403, 404), guess=True),
-    Op("GET", "/api/v1/leads", list_leads, "List leads", "leads",
-       query=(PAGE_NUMBER, PAGE_SIZE, LAST_UPDATED), statuses=(200, 400), guess=True),
-    Op("POST", "/api/v1/leads", create_lead, "Create a lead", "leads", body=LeadBody,
-       statuses=(201, 400, 403), guess=True),
-    Op("GET", "/api/v1/leads/{entityKey:uuid}", get_lead, "Load a lead", "leads",
-       statuses=(200, 404), guess=True),
-    Op("GET", "/api/v1/leads/{entityKey:uuid}/notes", list_notes, "Notes of a lead", "leads",
-       statuses=(200, 404), guess=True),
-    Op("POST", "/api/v1/leads/{entityKey:uuid}/notes", add_note, "Add a note to a lead",
-       "leads", body=LeadNoteBody, statuses=(201, 400, 403, 404), guess=True),
-    Op("POST", "/api/v1/leads/{entityKey:uuid}/convert-to-client", convert,
-       "Convert a lead to a client", "leads", statuses=(200, 400, 403, 404)),
+    Op("POST", _LEAD + "/convert-to-client", convert, "Convert a lead to a client", "leads",
+       statuses=(200, 400, 403, 404)),
+    Op("GET", "/api/v1/groups/list", list_groups, "List groups", "groups",
+       query=(LAST_UPDATED, PAGE_NUMBER, Param("name", description="substring of the name"),
+              Param("groupCode", description="exact code"), Param("isActive", "boolean"),
+              Param("includeMembers", "boolean"))),
 ]
 # fmt: on

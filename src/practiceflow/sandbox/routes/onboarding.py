@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import zipfile
 from typing import Any
+from uuid import UUID
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -91,11 +92,10 @@ async def create_onboarding(ctx: Ctx, request: Request) -> Response:
         practice.wallet = round(practice.wallet - cost, 2)
     key = practice.new_uuid()
     now = format_time(practice.now())
-    user_key = str(body.userKey) if body.userKey else practice.users[0]["userKey"]
     job = {
         "onboardingKey": key,
         "status": "Sent" if body.sendToRecipient else "Draft",
-        "userKey": user_key,
+        "userKey": str(body.userKey) if body.userKey else practice.users[0]["userKey"],
         "recipient": body.recipient.model_dump(),
         "clients": rows,
         "accessUrl": _access_url(ctx.region, "onboarding", key),
@@ -107,11 +107,8 @@ async def create_onboarding(ctx: Ctx, request: Request) -> Response:
 
 
 def _job_view(job: dict[str, Any]) -> dict[str, Any]:
-    view = dict(job)
-    view["clients"] = [
-        {key: value for key, value in row.items() if key != "documents"} for row in job["clients"]
-    ]
-    return view
+    rows = job["clients"]
+    return {**job, "clients": [{k: v for k, v in row.items() if k != "documents"} for row in rows]}
 
 
 async def get_onboarding(ctx: Ctx, request: Request) -> Response:
@@ -121,8 +118,7 @@ async def get_onboarding(ctx: Ctx, request: Request) -> Response:
 
 async def documents(ctx: Ctx, request: Request) -> Response:
     """Document requirements per client entity (``isUploaded``, ``isBypassed``)."""
-    job = onboarding_or_404(ctx.practice, request.path_params["key"])
-    return ok(job["clients"])
+    return ok(onboarding_or_404(ctx.practice, request.path_params["key"])["clients"])
 
 
 def _document(ctx: Ctx, request: Request) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -161,9 +157,6 @@ async def documents_zip(ctx: Ctx, request: Request) -> Response:
     return Response(buffer.getvalue(), media_type="application/zip")
 
 
-# ---- eForms ------------------------------------------------------------------------
-
-
 async def eform_templates(ctx: Ctx, request: Request) -> Response:
     """eForm templates, ``pageNumber`` and ``pageSize``, envelope (guess)."""
     query = request.query_params
@@ -174,11 +167,9 @@ async def send_eform(ctx: Ctx, request: Request) -> Response:
     """Send an eForm: ``sent: false`` when email fails, ``mute`` skips email."""
     practice = ctx.practice
     body = await read_body(request, EformSendBody)
-    template = next(
-        (row for row in practice.eform_templates if row["formTemplateId"] == body.templateId), None
-    )
-    if template is None:
-        valid = ", ".join(str(row["formTemplateId"]) for row in practice.eform_templates)
+    templates = [row["formTemplateId"] for row in practice.eform_templates]
+    if body.templateId not in templates:
+        valid = ", ".join(str(key) for key in templates)
         raise ApiProblem(400, f"templateId: got {body.templateId}; valid values are {valid}")
     entity = entity_or_404(practice, body.entityKey) if body.entityKey is not None else None
     if entity is None and body.recipient is None:
@@ -187,8 +178,7 @@ async def send_eform(ctx: Ctx, request: Request) -> Response:
     if practice.wallet < cost:
         detail = f"Insufficient wallet balance: {practice.wallet:.2f} available, {cost:.2f} needed"
         raise ApiProblem(400, detail)
-    email_fails = practice.eform_email_fails and not body.mute
-    sent = not email_fails
+    sent = body.mute or not practice.eform_email_fails
     if sent:
         practice.wallet = round(practice.wallet - cost, 2)
     key = practice.new_uuid()
@@ -201,52 +191,40 @@ async def send_eform(ctx: Ctx, request: Request) -> Response:
     }
     if entity is not None:
         form["entityKey"] = entity.key
-    recipient = body.recipient.model_dump() if body.recipient else None
     practice.eforms[key] = dict(
         form,
         status="Sent" if sent else "Draft",
-        recipient=recipient,
+        recipient=body.recipient.model_dump() if body.recipient else None,
         createdOn=format_time(practice.now()),
         submittedOn=None,
     )
     return ok(form, 201)
 
 
-# ---- identity and AML ------------------------------------------------------------------
+def _check(ctx: Ctx, name: str, entity_key: UUID, fields: dict[str, Any], url: bool) -> Response:
+    """Store a check of a stored client under a new key ``name``: 201 and the record."""
+    entity = entity_or_404(ctx.practice, entity_key)
+    key = ctx.practice.new_uuid()
+    record = {name: key, "entityKey": entity.key, **fields}
+    if url:
+        record["accessUrl"] = _access_url(ctx.region, "verify", key)
+    record["createdOn"] = format_time(ctx.practice.now())
+    ctx.practice.id_verifications[key] = record
+    return ok(record, 201)
 
 
 async def send_verification(ctx: Ctx, request: Request) -> Response:
     """Start identity verification of a client; optional AML."""
     body = await read_body(request, IdVerificationBody)
-    entity = entity_or_404(ctx.practice, body.entityKey)
-    key = ctx.practice.new_uuid()
-    record = {
-        "verificationKey": key,
-        "entityKey": entity.key,
-        "status": "Sent",
-        "includeAml": body.includeAml,
-        "accessUrl": _access_url(ctx.region, "verify", key),
-        "createdOn": format_time(ctx.practice.now()),
-    }
-    ctx.practice.id_verifications[key] = record
-    return ok(record, 201)
+    fields = {"status": "Sent", "includeAml": body.includeAml}
+    return _check(ctx, "verificationKey", body.entityKey, fields, url=True)
 
 
 async def aml_check(ctx: Ctx, request: Request) -> Response:
     """A standalone AML screening of an existing client."""
     body = await read_body(request, AmlCheckBody)
-    entity = entity_or_404(ctx.practice, body.entityKey)
-    key = ctx.practice.new_uuid()
-    record = {
-        "amlCheckKey": key,
-        "entityKey": entity.key,
-        "level": body.level,
-        "status": "Completed",
-        "result": "Clear",
-        "createdOn": format_time(ctx.practice.now()),
-    }
-    ctx.practice.id_verifications[key] = record
-    return ok(record, 201)
+    fields = {"level": body.level, "status": "Completed", "result": "Clear"}
+    return _check(ctx, "amlCheckKey", body.entityKey, fields, url=False)
 
 
 async def certificate(ctx: Ctx, request: Request) -> Response:
@@ -264,24 +242,20 @@ _ENT = _JOB + "/entities/{entityOnboardingId:int}/documents"
 OPS = [
     Op("POST", "/api/v1/onboardings/create", create_onboarding, "Create an onboarding job",
        "onboardings", body=OnboardingBody, statuses=(201, 400, 403, 404)),
-    Op("GET", _JOB, get_onboarding, "Load an onboarding job", "onboardings",
-       statuses=(200, 404), guess=True),
-    Op("GET", _JOB + "/documents", documents, "Document requirements", "onboardings",
-       statuses=(200, 404), guess=True),
-    Op("GET", _ENT + "/zip", documents_zip, "Uploaded files as a zip", "onboardings",
-       statuses=(200, 404), guess=True, produces="application/zip"),
+    Op("GET", _JOB, get_onboarding, "Load an onboarding job", "onboardings", guess=True),
+    Op("GET", _JOB + "/documents", documents, "Document requirements", "onboardings", guess=True),
+    Op("GET", _ENT + "/zip", documents_zip, "Uploaded files as a zip", "onboardings", guess=True,
+       produces="application/zip"),
     Op("GET", _ENT + "/{documentId:int}", document_url, "Signed URL of one file", "onboardings",
-       statuses=(200, 404), guess=True),
+       guess=True),
     Op("GET", "/api/v1/eforms/templates", eform_templates, "eForm templates", "eforms",
-       query=(PAGE_NUMBER, PAGE_SIZE), statuses=(200, 400), guess=True),
-    Op("POST", "/api/v1/eforms/send", send_eform, "Send an eForm", "eforms",
-       body=EformSendBody, statuses=(201, 400, 403, 404)),
+       query=(PAGE_NUMBER, PAGE_SIZE), guess=True),
+    Op("POST", "/api/v1/eforms/send", send_eform, "Send an eForm", "eforms", body=EformSendBody),
     Op("POST", "/api/v1/id-verifications/send", send_verification, "Start ID verification",
-       "id-verifications", body=IdVerificationBody, statuses=(201, 400, 403, 404), guess=True),
+       "id-verifications", body=IdVerificationBody, guess=True),
     Op("POST", "/api/v1/id-verifications/aml-checks", aml_check, "AML screening",
-       "id-verifications", body=AmlCheckBody, statuses=(201, 400, 403, 404), guess=True),
+       "id-verifications", body=AmlCheckBody, guess=True),
     Op("GET", "/api/v1/id-verifications/entities/{entityKey:uuid}/certificate", certificate,
-       "Verification certificate", "id-verifications", statuses=(200, 404), guess=True,
-       produces="application/pdf"),
+       "Verification certificate", "id-verifications", guess=True, produces="application/pdf"),
 ]
 # fmt: on

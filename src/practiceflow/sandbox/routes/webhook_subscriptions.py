@@ -46,9 +46,8 @@ async def subscribe(ctx: Ctx, request: Request) -> Response:
         "secret": secret,
     }
     practice.subscriptions[key] = row
-    created = public_subscription(row)
-    created["webhookSecret"] = secret
-    return ok(created, 201, {"Location": f"/{ctx.region}/api/v1/webhooks/{key}"})
+    location = {"Location": f"/{ctx.region}/api/v1/webhooks/{key}"}
+    return ok({**public_subscription(row), "webhookSecret": secret}, 201, location)
 
 
 async def list_subscriptions(ctx: Ctx, request: Request) -> Response:
@@ -88,8 +87,7 @@ async def test_delivery(ctx: Ctx, request: Request) -> Response:
         data = {"isTest": True, "message": "Test delivery from the practiceflow sandbox."}
     elif marker == "sample":
         data = _sample(ctx.practice.new_uuid(), row["event"])
-    options = ctx.state.delivery_options()
-    ctx.state.dispatcher.enqueue(ctx.region, row, row["event"], event_id, data, **options)
+    ctx.state.dispatcher.enqueue(ctx.region, row, row["event"], event_id, data, ctx.state.variants)
     return ok({"id": row["id"], "event": row["event"], "eventId": event_id, "queued": True})
 
 
@@ -109,18 +107,16 @@ def _sample(key: str, event: str) -> dict[str, Any]:
     return samples.get(event, {"entityKey": key, "entityName": "Sample"})
 
 
-_ID = "/api/v1/webhooks/{id:uuid}"
+_HOOKS = "/api/v1/webhooks"
+_ID = _HOOKS + "/{id:uuid}"
 
 # fmt: off
 OPS = [
-    Op("POST", "/api/v1/webhooks", subscribe, "Subscribe to an event", "webhooks",
-       body=WebhookBody, statuses=(201, 400, 403)),
-    Op("GET", "/api/v1/webhooks", list_subscriptions, "List subscriptions", "webhooks",
-       guess=True),
-    Op("GET", "/api/v1/webhooks/events", events, "Supported event keys", "webhooks"),
-    Op("GET", _ID, get_subscription, "Load a subscription", "webhooks", statuses=(200, 404),
-       guess=True),
-    Op("DELETE", _ID, unsubscribe, "Unsubscribe", "webhooks", statuses=(200, 403, 404)),
+    Op("POST", _HOOKS, subscribe, "Subscribe to an event", "webhooks", body=WebhookBody),
+    Op("GET", _HOOKS, list_subscriptions, "List subscriptions", "webhooks", guess=True),
+    Op("GET", _HOOKS + "/events", events, "Supported event keys", "webhooks"),
+    Op("GET", _ID, get_subscription, "Load a subscription", "webhooks", guess=True),
+    Op("DELETE", _ID, unsubscribe, "Unsubscribe", "webhooks"),
     Op("POST", _ID + "/test", test_delivery, "Send a test delivery", "webhooks",
        statuses=(200, 403, 404)),
 ]
