@@ -109,6 +109,7 @@ def create_budget_tables(pool: ConnectionPool[Any], budgets: list[RateBudget]) -
             if isinstance(bucket := budget.bucket, LeasedBucket)
             and bucket.shared.full_table not in known
         ]
+        connection.commit()  # else each batch below is a savepoint of the read's transaction
         ordered = sorted(missing, key=lambda shared: shared.full_table)
         # A transaction holds a lock per table and index it creates: PostgreSQL's lock table
         # (max_locks_per_transaction x connections) ran out at 10,000 tables in one.
