@@ -2,7 +2,7 @@
 
 A fleet of thousands of practices read a cursor and created a budget table per practice
 on start (minutes at 3,000). Now the cursors come from one snapshot and the missing
-tables are created in one transaction; an owner still reads its practices' cursors
+tables are created 500 a transaction; an owner still reads its practices' cursors
 afresh when it gains them, since another replica may have polled them since this one
 started (a cursor believed empty would start the practice from now, losing events). A
 fleet file and profile file of 10,000 practices load (the recipes' YAML limits stopped
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from psycopg_pool import ConnectionPool
 
 from practiceflow.budget.rate_budget import RateLimits
-from practiceflow.fleet import load_fleet
+from practiceflow.fleet import load_fleet, owned_runtime
 from practiceflow.fleet.cursor_cache import CursorCache
 from practiceflow.fleet.owned_runtime import create_budget_tables, leased_budget
 from practiceflow.state import PostgresStore, open_store
@@ -41,7 +42,12 @@ def test_the_start_snapshot_answers_until_the_practice_is_owned(tmp_path: Path) 
         assert cache.get_cursor("gamma", "new_client") is None  # not in the fleet: read
 
 
-def test_missing_budget_tables_are_created_once_in_one_go(pg_url: str) -> None:
+def test_missing_budget_tables_are_created_once_in_batches(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Batches of 2 here; of 500 in a replica, whose 10,000 tables in one transaction ran
+    # out of PostgreSQL's lock table.
+    monkeypatch.setattr(owned_runtime, "_TABLES_PER_TRANSACTION", 2)
     tables = "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'ratelimit%'"
     with ConnectionPool(pg_url, min_size=1, max_size=2) as pool:
         budgets = [leased_budget(pool, f"client-{n}", RateLimits()) for n in range(5)]

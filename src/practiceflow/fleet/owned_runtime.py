@@ -40,6 +40,8 @@ __all__ = ["POLL_MAX_WAIT", "OwnedPractices", "leased_budget", "poll_client"]
 logger = logging.getLogger("practiceflow.fleet")
 
 
+#: Budget tables created per transaction at a replica's start.
+_TABLES_PER_TRANSACTION: Final = 500
 #: Longest a poll waits for its practice's budget or a 429's pause, seconds; past it the
 #: poll is skipped (its cursor unmoved) and the practice waits in the schedule instead,
 #: holding no thread.
@@ -89,7 +91,7 @@ def practice_cadence(runtime: PracticeRuntime) -> Cadence:
 
 
 def create_budget_tables(pool: ConnectionPool[Any], budgets: list[RateBudget]) -> int:
-    """Create the missing tables of ``leased_budget``'s budgets in one transaction (a
+    """Create the missing tables of ``leased_budget``'s budgets, 500 a transaction (a
     round trip of its own per practice made a fleet of thousands take minutes to start).
 
     Returns:
@@ -107,9 +109,14 @@ def create_budget_tables(pool: ConnectionPool[Any], budgets: list[RateBudget]) -
             if isinstance(bucket := budget.bucket, LeasedBucket)
             and bucket.shared.full_table not in known
         ]
-        with connection.transaction():
-            for shared in sorted(missing, key=lambda shared: shared.full_table):
-                shared.create_table(connection)
+        connection.commit()  # else each batch below is a savepoint of the read's transaction
+        ordered = sorted(missing, key=lambda shared: shared.full_table)
+        # A transaction holds a lock per table and index it creates: PostgreSQL's lock table
+        # (max_locks_per_transaction x connections) ran out at 10,000 tables in one.
+        for start in range(0, len(ordered), _TABLES_PER_TRANSACTION):
+            with connection.transaction():
+                for shared in ordered[start : start + _TABLES_PER_TRANSACTION]:
+                    shared.create_table(connection)
     return len(missing)
 
 
