@@ -31,7 +31,7 @@ from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, RunOutcome, validate_recipe
 from practiceflow.service.compose import ServeOptions, serve
-from practiceflow.service.gaps import last_alive
+from practiceflow.service.heartbeat import last_alive
 from practiceflow.service.intake import LISTEN_ENV, PUBLIC_URL_ENV, TriggerIntake, listen_address
 from practiceflow.service.lease import ServeLease
 from practiceflow.service.silence import silence_settings

@@ -15,9 +15,14 @@ from practiceflow.engine.masking import mask_input, mask_request
 from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import RecipeStep
-from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.local import LocalStep
-from practiceflow.runner.validate import StepAction, ValidRecipe, output_schema
+from practiceflow.runner.validate import (
+    StepAction,
+    ValidRecipe,
+    build_context,
+    iteration_id,
+    output_schema,
+)
 from practiceflow.templating import render_tree, utcnow
 
 #: Iterations of a ``for_each`` shown at most.

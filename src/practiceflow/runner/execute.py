@@ -24,13 +24,7 @@ from practiceflow.runner.journal import RunJournal, StepTaken
 from practiceflow.runner.quarantine import QUARANTINE_AFTER, is_quarantined, quarantine_error
 from practiceflow.runner.run_lease import keeping, known_dead, lease_for
 from practiceflow.runner.run_retry import after_run
-from practiceflow.runner.step_executor import (
-    RECONCILER,
-    JournalPoint,
-    RunContext,
-    StepExecutor,
-    error_json,
-)
+from practiceflow.runner.step_executor import JournalPoint, RunContext, StepExecutor
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import EventRecord, RunRecord, RunStatus, StateStore, StepRecord
 from practiceflow.triggers.base import event_from_record
@@ -41,8 +35,6 @@ from practiceflow.versions.recorded import (
     remember_built,
     save_version,
 )
-
-__all__ = ["RECONCILER", "error_json"]
 
 logger = logging.getLogger("practiceflow.runner")
 

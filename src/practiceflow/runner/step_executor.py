@@ -1,6 +1,6 @@
 """One step of a run: render it, send it, journal it by the rule of :mod:`.journal` (a
 :class:`_Write` or a :class:`_Read`), its outcome committed before :meth:`StepExecutor.run_step`
-returns.
+returns; an in-doubt write is settled by reading back (:func:`reconcile`), never sent again.
 """
 
 from __future__ import annotations
@@ -33,13 +33,12 @@ from practiceflow.errors import (
     TransportError,
 )
 from practiceflow.hooks import ClientLike
-from practiceflow.manifest import ActionModule, RecipeStep
+from practiceflow.hooks.read_backs import READ_BACKS, Verdict
+from practiceflow.manifest import ActionModule, RecipeStep, default_registry
 from practiceflow.runner import marker
-from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.journal import RunJournal
 from practiceflow.runner.local import LocalContext, LocalStep
-from practiceflow.runner.reconcile import Verdict, reconcile
-from practiceflow.runner.validate import StepAction, ValidRecipe
+from practiceflow.runner.validate import StepAction, ValidRecipe, build_context, iteration_id
 from practiceflow.state import StepChange, StepStatus
 from practiceflow.templating import render_tree
 
@@ -126,6 +125,30 @@ class _Read(_Attempt):
 
     def outcome(self, move: StepChange) -> None:
         self.journal.read_outcome(self.sid, self.entry, self.sent_at, move, self.status)
+
+
+def reconcile(
+    action: ActionModule | str,
+    client: ClientLike | None,
+    data: Mapping[str, Any],
+    sent_at: datetime,
+) -> Verdict:
+    """Find out whether an in-doubt write happened, by its module's read-back; ``data`` is the
+    input rendered again as sent. A failure to read back is ``unknown``, never an exception.
+    """
+    module = default_registry().action(action) if isinstance(action, str) else action
+    declared = module.read_back
+    func = READ_BACKS.get(declared.hook) if declared is not None else None
+    if func is None:
+        note = f"{module.key!r} has no read-back in the API; a person must check and resolve"
+        return Verdict("unknown", note)
+    if client is None:
+        return Verdict("unknown", "no client to read back with")
+    try:
+        return func(client, data, sent_at)
+    except (PracticeflowError, ValueError, TypeError) as exc:
+        logger.warning("read-back for %s failed: %s", module.key, exc)
+        return Verdict("unknown", f"the read-back failed ({exc}); a person must check")
 
 
 class StepExecutor:

@@ -1,6 +1,6 @@
 """The one writer of the heartbeats table: a listening process records who listens since when,
 beats every few seconds and marks a clean stop; the last beat before a start is where a
-downtime began (:mod:`.gaps`).
+downtime began (:func:`.compose.note_downtime`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Subscriptions stay over a stop, but how long the sender retries is not in the spec. So on
 start every trigger with a **poll source** (a list it can read with its options) catches up
 from its last handled point; one without depends on the sender's retries, and says so in
-``triggers list``, ``plan`` and the attention list (:mod:`practiceflow.service.gaps`).
+``triggers list``, ``plan`` and the attention list (:mod:`practiceflow.service.compose`).
 """
 
 from __future__ import annotations

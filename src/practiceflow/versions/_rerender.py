@@ -23,9 +23,8 @@ from practiceflow.engine.masking import (
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import ActionModule, RecipeStep, default_registry
 from practiceflow.runner import marker
-from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.local import LocalStep
-from practiceflow.runner.validate import StepAction, ValidRecipe
+from practiceflow.runner.validate import StepAction, ValidRecipe, build_context, iteration_id
 from practiceflow.state import RunRecord, StateStore, StepRecord
 from practiceflow.templating import render_tree
 from practiceflow.versions.recorded import VersionUnavailable, load_version, rebuild
