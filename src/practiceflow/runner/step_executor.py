@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -151,27 +151,18 @@ def reconcile(
         return Verdict("unknown", f"the read-back failed ({exc}); a person must check")
 
 
+@dataclass(eq=False, repr=False)
 class StepExecutor:
     """Runs the steps of one run, each journaled before the next starts."""
 
-    def __init__(
-        self,
-        recipe: ValidRecipe,
-        journal: RunJournal,
-        client: ClientLike | None,
-        run: RunContext,
-        *,
-        stop: threading.Event,
-        on_point: JournalPoint,
-        sleep: Callable[[float], None],
-    ) -> None:
-        self.recipe = recipe
-        self.journal = journal
-        self.client = client
-        self.run = run
-        self.stop = stop
-        self._point = on_point
-        self._sleep = sleep
+    recipe: ValidRecipe
+    journal: RunJournal
+    client: ClientLike | None
+    run: RunContext
+    _: KW_ONLY
+    stop: threading.Event
+    on_point: JournalPoint
+    sleep: Callable[[float], None]
 
     @property
     def run_id(self) -> str:
@@ -278,7 +269,7 @@ class StepExecutor:
         if status == "sent" and action.needs_write:
             error = {"reason": "found 'sent' with no answer when the run resumed"}
             self.journal.outcome(sid, StepChange.to_in_doubt(error))
-            self._point(f"in_doubt:{sid}")
+            self.on_point(f"in_doubt:{sid}")
             status = "in_doubt"
         resends = 0
         while True:
@@ -324,7 +315,7 @@ class StepExecutor:
         elif verdict.outcome == "absent":
             note = f"safe to retry: {verdict.note}"
             store.resolve_step(run_id, sid, "retry", RECONCILER, note)
-        self._point(f"reconciled:{sid}")
+        self.on_point(f"reconciled:{sid}")
         return verdict
 
     def _attempt(
@@ -354,10 +345,10 @@ class StepExecutor:
                 entry["request"] = mask_values(
                     mask_request(request, data, action.pii_paths), personal
                 )
-            self._point(f"pending:{sid}")  # rendered and admitted; nothing journaled yet
+            self.on_point(f"pending:{sid}")  # rendered and admitted; nothing journaled yet
             kind.sending()
             sent.append(True)
-            self._point(f"sent:{sid}")
+            self.on_point(f"sent:{sid}")
 
         if isinstance(action, LocalStep):
             on_send({})
@@ -378,12 +369,12 @@ class StepExecutor:
                 result = run_action(action, data, self.client, hooks=hooks)
             except InDoubtError as exc:
                 kind.outcome(StepChange.to_in_doubt(error_json(exc)))
-                self._point(f"in_doubt:{sid}")
+                self.on_point(f"in_doubt:{sid}")
                 return StepResult("in_doubt")
             except (RateLimitError, ServerError, TransportError) as exc:
                 if not action.needs_write and attempt < attempts and not self.stop.is_set():
                     logger.info("run %s step %s: %s; retrying", self.run_id, sid, exc)
-                    self._sleep(backoff * 2 ** (attempt - 1))
+                    self.sleep(backoff * 2 ** (attempt - 1))
                     continue
                 return self._failed(kind, sid, error_json(exc))
             except PracticeflowError as exc:
@@ -392,7 +383,7 @@ class StepExecutor:
                     self.journal.outcome(sid, StepChange.to_in_doubt(error_json(exc)))
                     return StepResult("held", None, {"step": sid, **error_json(exc)})
                 return self._failed(kind, sid, error_json(exc))
-            self._point(f"answered:{sid}")
+            self.on_point(f"answered:{sid}")
             for warning in result.warnings:
                 logger.warning("run %s step %s: %s", self.run_id, sid, warning)
             return self._succeeded(kind, sid, result.output, action.secret_paths)
@@ -415,7 +406,7 @@ class StepExecutor:
         run_id = self.run_id
         pf = {"run": run_id, "step": sid, "status": "succeeded"}
         logger.info("run %s step %s succeeded", run_id, sid, extra={"pf": pf})
-        self._point(f"done:{sid}")
+        self.on_point(f"done:{sid}")
         return StepResult("ok", output)
 
 

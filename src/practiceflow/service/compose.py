@@ -186,9 +186,8 @@ def serve(
         public_url=options.public_url, listen=options.listen, sock=options.listen_socket,
         poll_interval=options.poll_interval, catch_up_every=options.catch_up_every,
         unsubscribe=options.unsubscribe, since=options.since,
-        on_started=options.on_started, on_stored=wake.set,
+        on_started=options.on_started, on_stored=wake.set, poll_started=options.on_poll_started,
     )  # fmt: skip
-    intake.poll_started = options.on_poll_started
     runners = [Runner(recipe, store, client, practice=practice) for recipe in recipes]
     service = Service(
         runners, store, intake, stop=stop or threading.Event(), idle=options.idle, wake=wake,
