@@ -47,12 +47,7 @@ class ServeLease:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:  # a read-only folder, no permission
-            message = (
-                f"state file {self.state}: its lease file {self.path} cannot be written "
-                f"({exc.strerror}); give --state (PRACTICEFLOW_STATE) a file in a folder "
-                "this process can write"
-            )
-            raise ConfigError(message) from None
+            raise self._unwritable(exc, "a file in a folder this process can write") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -65,13 +60,16 @@ class ServeLease:
             self.update(**info)
         except OSError as exc:  # a full disk
             self.release()
-            message = (
-                f"state file {self.state}: its lease file {self.path} cannot be written "
-                f"({exc.strerror}); free space on its disk, or give --state "
-                "(PRACTICEFLOW_STATE) a file on a disk with room"
-            )
-            raise ConfigError(message) from None
+            where = "a file on a disk with room"
+            raise self._unwritable(exc, where, "free space on its disk, or ") from None
         return self
+
+    def _unwritable(self, exc: OSError, where: str, first: str = "") -> ConfigError:
+        message = (
+            f"state file {self.state}: its lease file {self.path} cannot be written "
+            f"({exc.strerror}); {first}give --state (PRACTICEFLOW_STATE) {where}"
+        )
+        return ConfigError(message)
 
     def update(self, **info: Any) -> None:
         """Add to what the file says about the holder (such as the receiver's address)."""
