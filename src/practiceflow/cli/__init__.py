@@ -76,7 +76,7 @@ class _Group(click.Group):
         if spec is None or not _available(cmd_name):
             return None
         if cmd_name == "serve" and not ctx.resilient_parsing:
-            from practiceflow.service.early_listen import EARLY_SOCKET, claim
+            from practiceflow.service.netaddr import EARLY_SOCKET, claim
 
             # The receiver's port listens before the slow imports; serve takes the socket.
             ctx.meta[EARLY_SOCKET] = claim()

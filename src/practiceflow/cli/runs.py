@@ -196,7 +196,7 @@ def run(
 
 def _early_socket() -> socket.socket | None:
     """The receiver's socket, bound before the slow imports (``cli._Group``), if any."""
-    from practiceflow.service.early_listen import EARLY_SOCKET
+    from practiceflow.service.netaddr import EARLY_SOCKET
 
     return click.get_current_context().meta.pop(EARLY_SOCKET, None)  # type: ignore[no-any-return]
 

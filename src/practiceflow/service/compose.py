@@ -62,7 +62,7 @@ class ServeOptions:
             URL (the sandbox); None: triggers poll where their recipe's mode allows.
         listen: the receiver's host and port (port 0: any free port).
         listen_socket: a socket already listening on ``listen`` (bound early, see
-            :mod:`practiceflow.service.early_listen`); closed if no trigger needs it.
+            :func:`practiceflow.service.netaddr.claim`); closed if no trigger needs it.
         since: where a trigger without a cursor starts polling (ISO 8601).
         poll_interval: seconds between polls (stretched as the budget runs low).
         catch_up_every: seconds between polls of a webhook trigger's catch-up poller.

@@ -21,13 +21,12 @@ from typing import Any
 from practiceflow.budget import Priority, priority
 from practiceflow.errors import InDoubtError, PracticeflowError
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.service.early_listen import bind_listen
 from practiceflow.service.needs_person import (
     close_subscription_doubt,
     list_gap,
     record_subscription_doubt,
 )
-from practiceflow.service.netaddr import LOOPBACK, parse_listen
+from practiceflow.service.netaddr import LOOPBACK, bind_listen, parse_listen
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import (
@@ -77,7 +76,7 @@ class TriggerIntake:
         since: where a trigger without a cursor starts polling (ISO 8601).
         on_started: called once :meth:`start` has subscribed and started polling.
         on_stored: called (without blocking) whenever new events were stored.
-        sock: a socket already listening on ``listen`` (:mod:`.early_listen`), closed
+        sock: a socket already listening on ``listen`` (:func:`.netaddr.claim`), closed
             when no webhook trigger needs it.
         poll_started: called with the Unix time a poll was due, as it starts.
 

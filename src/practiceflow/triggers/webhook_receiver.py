@@ -429,7 +429,7 @@ class ReceiverServer:
             lifespan="off",
         )
         self._server = uvicorn.Server(config)
-        # ``sock``: a socket already listening (bound early, see practiceflow.service.early_listen).
+        # ``sock``: a socket already listening (bound early by practiceflow.service.netaddr.claim).
         sockets = None if sock is None else [sock]
         self._thread = threading.Thread(
             target=self._server.run, args=(sockets,), name="pf-receiver", daemon=True
