@@ -60,7 +60,7 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class _Start:
-    """What one start does: ``drive``, ``hold`` for a person (``error``), or nothing (``ended``)."""
+    """What a start does: ``drive``, ``hold`` or ``ended`` (``error``: a hold's or quarantine's)."""
 
     kind: Literal["drive", "hold", "ended"]
     recipe: ValidRecipe | None = None
@@ -207,7 +207,7 @@ class Runner:
         """What this start does, decided (and counted) in the lease's transaction."""
         quarantined = is_quarantined(run) and not retry_failed
         if run.status in ("succeeded", "cancelled") or quarantined:
-            return _Start("ended")
+            return _Start("ended", error=run.error if quarantined else None)
         if not isinstance(run.origin, Mapping):
             message = f"run {run.run_id} has no origin; it was not started by a runner"
             raise BugError(message)
@@ -237,10 +237,7 @@ class Runner:
             # quarantined run waits for a person.
             if handled is not None:
                 self.store.mark_event_handled(self.practice, handled.source, handled.event_id)
-            quarantined = is_quarantined(run) and not retry_failed
-            return RunOutcome(
-                run_id, run.event_id, run.status, created, (), run.error if quarantined else None
-            )
+            return RunOutcome(run_id, run.event_id, run.status, created, (), start.error)
         if start.recipe is None or not isinstance(run.origin, Mapping):
             return self._hold(run, created, handled, start.error)
         recipe = start.recipe

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from practiceflow.errors import StoreError
@@ -24,13 +25,13 @@ SKIP_AFTER = QUARANTINE_AFTER + 1
 T = TypeVar("T")
 
 
+@dataclass(eq=False, repr=False)
 class EventGuard:
     """The per-event and per-run boundary: the caller hands it what escaped."""
 
-    def __init__(self, store: StateStore) -> None:
-        self.store = store
-        self.failures: Counter[str] = Counter()
-        self.skipped: set[str] = set()
+    store: StateStore
+    failures: Counter[str] = field(default_factory=Counter)
+    skipped: set[str] = field(default_factory=set)
 
     def skips(self, key: str) -> bool:
         """Tell whether this process skips an event (``source/event_id``) or a run id."""
