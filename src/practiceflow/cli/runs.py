@@ -52,9 +52,8 @@ from practiceflow.cli.versions import run_recipe
 from practiceflow.errors import EXIT_CODES, ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, RunOutcome, ValidRecipe, validate_recipe
-from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.quarantine import quarantine_reason
-from practiceflow.runner.report import detail
+from practiceflow.runner.report import configure_logging, detail
 from practiceflow.runner.run_lease import RunDrivenElsewhere
 from practiceflow.runner.run_retry import retry_json, retry_line
 from practiceflow.service.intake import build_intake
