@@ -32,8 +32,7 @@ MAX_SHOWN_ITEMS = 3
 @dataclass(frozen=True)
 class DryStep:
     """One step as a dry run rendered it: ``status`` is ``would_send``, ``would_skip`` or
-    ``error``; ``request`` is masked (a local step's masked input).
-    """
+    ``error``; ``request`` is masked (a local step's masked input)."""
 
     step_id: str
     use: str

@@ -19,8 +19,7 @@ PERSONAL_NUMBERS = frozenset({"taxNumber", "regNumber", "idNumber"})
 
 
 def is_identifier(key: Any, value: Any) -> bool:
-    """Whether an output field is shown as an identifier (``...Key``, ``...ID``,
-    ``...Number``, not a personal number)."""
+    """Whether an output field is shown as an identifier (not a personal number)."""
     return (
         isinstance(key, str)
         and key.endswith(_ID_SUFFIXES)

@@ -45,8 +45,7 @@ class EventGuard:
         exc: Exception,
     ) -> list[RunOutcome | None]:
         """Record what escaped an event's runs on the runs left ``running`` (the event stays
-        pending); returns the outcomes recorded. A StoreError is raised on.
-        """
+        pending); returns the outcomes recorded. A StoreError is raised on."""
         error = self._failed(f"{event.source}/{event.event_id}", f"event {event.event_id}", exc)
 
         def note() -> list[RunOutcome | None]:
