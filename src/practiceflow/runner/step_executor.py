@@ -1,10 +1,14 @@
 """One step of a run: render it, send it, journal it by the rule of :mod:`.journal` (a
 :class:`_Write` or a :class:`_Read`), its outcome committed before :meth:`StepExecutor.run_step`
 returns; an in-doubt write is settled by reading back (:func:`reconcile`), never sent again.
+A write carries a run-unique marker (``pf-`` and ten hex digits) in the field where the API
+keeps a caller's free value (``read_back.marker``), so that a read-back recognises it for
+certain; ``marker: false`` on a recipe or step turns it off (docs/modules-guide.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -35,7 +39,6 @@ from practiceflow.errors import (
 from practiceflow.hooks import ClientLike
 from practiceflow.hooks.read_backs import READ_BACKS, Verdict
 from practiceflow.manifest import ActionModule, RecipeStep, default_registry
-from practiceflow.runner import marker
 from practiceflow.runner.journal import RunJournal
 from practiceflow.runner.local import LocalContext, LocalStep
 from practiceflow.runner.validate import StepAction, ValidRecipe, build_context, iteration_id
@@ -52,6 +55,35 @@ _MAX_RESENDS = 2
 #: Called with a label at each journal boundary of a step (``pending:S``, ``sent:S``,
 #: ``answered:S``, ``done:S``, ``in_doubt:S``, ``reconciled:S``).
 JournalPoint = Callable[[str], None]
+
+
+def marker_for(run_id: str, step_id: str) -> str:
+    """The marker of one step (one ``for_each`` item) of one run."""
+    digest = hashlib.sha256(f"{run_id}/{step_id}".encode()).hexdigest()
+    return "pf-" + digest[:10]
+
+
+def marker_enabled(raw_recipe: Mapping[str, Any], step_id: str) -> bool:
+    """Whether the step writes a marker: its own ``marker`` key, else the recipe's, else on."""
+    steps = raw_recipe.get("steps")
+    for raw in steps if isinstance(steps, list) else []:
+        if isinstance(raw, Mapping) and raw.get("id") == step_id and "marker" in raw:
+            return raw["marker"] is not False
+    return raw_recipe.get("marker") is not False
+
+
+def add_marker(action: ActionModule, data: Any, marker: str) -> Any:
+    """The step's input with the marker in the action's declared free field (if any)."""
+    declared = action.read_back
+    name = declared.marker_field if declared is not None else None
+    if declared is None or name is None or not isinstance(data, Mapping):
+        return data
+    current = data.get(name)
+    if declared.marker_placement == "when_empty":
+        return data if current else {**data, name: marker}
+    if isinstance(current, str) and current.strip():
+        return {**data, name: f"{current} [{marker}]"}
+    return {**data, name: f"[{marker}]"}
 
 
 def error_json(exc: BaseException) -> dict[str, Any]:
@@ -264,8 +296,8 @@ class StepExecutor:
             if status in ("sent", "in_doubt"):  # cannot happen: the same inputs rendered before
                 return StepResult("held", None, {"step": sid, **error})
             return self._fail_render(sid, status, error)
-        if isinstance(action, ActionModule) and marker.enabled(self.recipe.recipe.raw, step.id):
-            data = marker.add_marker(action, data, marker.marker_for(self.run_id, sid))
+        if isinstance(action, ActionModule) and marker_enabled(self.recipe.recipe.raw, step.id):
+            data = add_marker(action, data, marker_for(self.run_id, sid))
         if status == "sent" and action.needs_write:
             error = {"reason": "found 'sent' with no answer when the run resumed"}
             self.journal.outcome(sid, StepChange.to_in_doubt(error))
