@@ -13,7 +13,7 @@ import pytest
 
 from practiceflow.cli.sandbox import _bind
 from practiceflow.mcp import bind_http
-from practiceflow.service.early_listen import bind_listen
+from practiceflow.service.netaddr import bind_listen
 
 BINDERS: dict[str, Callable[[str, int], socket.socket]] = {
     "sandbox": _bind,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from practiceflow.errors import ConfigError
-from practiceflow.service.early_listen import bind_listen, claim
 from practiceflow.service.intake import TriggerIntake
+from practiceflow.service.netaddr import bind_listen, claim
 from practiceflow.state import open_store
 
 

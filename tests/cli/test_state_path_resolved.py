@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from practiceflow.budget.sqlite_bucket import budget_file
-from practiceflow.service.lease import ServeLease, StoreInUse
-from practiceflow.service.state_location import sqlite_file
+from practiceflow.service.state_location import ServeLease, StoreInUse, sqlite_file
 from practiceflow.state import SQLiteStore
 
 

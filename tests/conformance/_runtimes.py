@@ -37,9 +37,10 @@ from practiceflow.api import Client
 from practiceflow.engine import run_action
 from practiceflow.engine.masking import mask_output, mask_secrets, mask_values, personal_values
 from practiceflow.errors import ApiError, ConfigError, PracticeflowError
+from practiceflow.hooks.read_backs import marker_in
 from practiceflow.manifest import ActionModule, default_registry
 from practiceflow.mcp import build_mcp
-from practiceflow.runner import Runner, marker, run_shared, validate_recipe
+from practiceflow.runner import Runner, run_shared, validate_recipe
 from practiceflow.state import StateStore, open_store
 from practiceflow.testing import (
     REPLAY_BASE_URL,
@@ -111,13 +112,13 @@ def _error(exc: BaseException) -> tuple[str, Any]:
 
 
 def unmarked(request: RecordedRequest) -> RecordedRequest:
-    """A request without the runner's run-unique marker (runner/marker.py; the field is
+    """A request without the runner's run-unique marker (runner/step_executor.py; the field is
     the module's ``read_back.marker``): a declared difference."""
     if not isinstance(request.body, Mapping):
         return request
     body = dict(request.body)
     for name, value in request.body.items():  # the module's declared marker field
-        if isinstance(value, str) and marker.marker_in(value):
+        if isinstance(value, str) and marker_in(value):
             stripped = _MARKER.sub("", value).strip()
             if stripped:
                 body[name] = stripped
@@ -132,7 +133,7 @@ def unmarked_output(value: Any) -> Any:
         return {k: unmarked_output(v) for k, v in value.items()}
     if isinstance(value, list):
         return [unmarked_output(v) for v in value]
-    if isinstance(value, str) and marker.marker_in(value):
+    if isinstance(value, str) and marker_in(value):
         stripped = _MARKER.sub("", value).strip()
         return stripped or None
     return value

@@ -38,8 +38,8 @@ from conformance._runtimes import (
     shown,
 )
 from conformance.table import RUNTIMES, record_row, render
+from practiceflow.hooks.read_backs import marker_in
 from practiceflow.manifest import default_registry
-from practiceflow.runner import marker
 from practiceflow.sandbox.variants import PRESETS
 from practiceflow.state import open_store
 from practiceflow.testing import load_cassette
@@ -118,7 +118,7 @@ def _marker_problems(case: Case, outcome: Outcome) -> list[str]:
     if field is None or outcome.result[0] != "ok":
         return []
     writes = [r for r in outcome.sent if r.method == "POST" and isinstance(r.body, Mapping)]
-    if any(marker.marker_in(r.body.get(field)) for r in writes):
+    if any(marker_in(r.body.get(field)) for r in writes):
         return []
     return [f"the write carries no run marker in {field}"]
 

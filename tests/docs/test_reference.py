@@ -25,8 +25,8 @@ from practiceflow.api import Client
 from practiceflow.errors import TemplateError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.context import build_context
 from practiceflow.runner.local import LOCAL_STEPS
+from practiceflow.runner.validate import build_context
 from practiceflow.state import open_store
 from practiceflow.templating import compile_template, environment
 from practiceflow.templating._limits import MAX_CALL_DEPTH, MAX_ITERATIONS, MAX_TEXT, MAX_WORK

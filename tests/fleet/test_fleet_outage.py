@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from practiceflow.cli import cli
 from practiceflow.fleet import Fleet, FleetPresence, list_outage, load_fleet, make_app
 from practiceflow.fleet.outage import FLEET_KEY, sweep_gaps
-from practiceflow.service.gaps import last_alive, mark_alive
+from practiceflow.service.heartbeat import last_alive, mark_alive
 from practiceflow.service.needs_person import label
 from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle

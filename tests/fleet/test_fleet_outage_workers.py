@@ -32,7 +32,7 @@ from click.testing import CliRunner
 
 from practiceflow.cli import cli
 from practiceflow.fleet.outage import FLEET_KEY
-from practiceflow.service.gaps import mark_alive
+from practiceflow.service.heartbeat import mark_alive
 from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle
 

@@ -11,8 +11,7 @@ import pytest
 from practiceflow.errors import ManifestError
 from practiceflow.hooks.read_backs import READ_BACKS
 from practiceflow.manifest import default_registry, load_modules
-from practiceflow.runner.marker import add_marker, marker_for
-from practiceflow.runner.reconcile import reconcile
+from practiceflow.runner.step_executor import add_marker, marker_for, reconcile
 
 SHIPPED = {
     "create_client": ("client_by_identifier", "externalSystemID", "when_empty"),

@@ -24,7 +24,8 @@ from practiceflow.console.data import attention_view
 from practiceflow.console.security import Guard
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.service.gaps import last_alive, mark_alive, note_downtime
+from practiceflow.service.compose import note_downtime
+from practiceflow.service.heartbeat import last_alive, mark_alive
 from practiceflow.service.loop import Service
 from practiceflow.service.needs_person import close_subscription_doubt, record_subscription_doubt
 from practiceflow.state import StateStore, open_store

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from practiceflow.hooks.read_backs import marker_in
 from practiceflow.manifest import default_registry
-from practiceflow.runner.marker import add_marker, enabled, marker_for, marker_in
+from practiceflow.runner.step_executor import add_marker, marker_enabled, marker_for
 
 ACTIONS = default_registry().actions
 
@@ -34,11 +35,11 @@ def test_the_marker_goes_into_the_free_field_and_keeps_the_callers_value() -> No
 
 def test_marker_false_on_the_recipe_or_a_step_turns_it_off() -> None:
     steps = [{"id": "a"}, {"id": "b", "marker": False}, {"id": "c", "marker": True}]
-    assert enabled({"steps": steps}, "a")
-    assert not enabled({"steps": steps}, "b")
+    assert marker_enabled({"steps": steps}, "a")
+    assert not marker_enabled({"steps": steps}, "b")
     off = {"marker": False, "steps": steps}
-    assert not enabled(off, "a")
-    assert enabled(off, "c")
+    assert not marker_enabled(off, "a")
+    assert marker_enabled(off, "c")
 
 
 def test_a_bill_text_cut_short_by_the_service_keeps_the_marker_read_back_open() -> None:

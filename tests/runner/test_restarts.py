@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from practiceflow.cli import cli
-from practiceflow.service.gaps import last_alive
+from practiceflow.service.heartbeat import last_alive
 from practiceflow.testing import SandboxHandle
 from runner._serving import (
     ACCEPTED,

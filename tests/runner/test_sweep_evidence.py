@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from practiceflow.errors import ApiError
-from practiceflow.service.gaps import mark_alive, note_downtime
+from practiceflow.service.compose import note_downtime
+from practiceflow.service.heartbeat import mark_alive
 from practiceflow.service.sweep import CHUNK, GapSweep, can_sweep
 from practiceflow.state import StateStore
 from practiceflow.triggers import load_definition

@@ -14,7 +14,7 @@ import pytest
 from practiceflow.api import Client
 from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.marker import marker_for
+from practiceflow.runner.step_executor import marker_for
 from practiceflow.state import StateStore
 from practiceflow.testing import SandboxHandle
 from runner._support import write_recipe

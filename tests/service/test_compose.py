@@ -14,8 +14,8 @@ from practiceflow.api import Client, RateLimits
 from practiceflow.manifest import load_modules
 from practiceflow.runner import ValidRecipe, validate_recipe
 from practiceflow.service import ServeOptions, serve
-from practiceflow.service.early_listen import bind_listen
-from practiceflow.service.gaps import mark_alive
+from practiceflow.service.heartbeat import mark_alive
+from practiceflow.service.netaddr import bind_listen
 from practiceflow.state import StateStore, open_store
 from practiceflow.testing import SandboxHandle
 

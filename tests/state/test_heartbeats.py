@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from practiceflow.errors import BugError
-from practiceflow.service.gaps import note_downtime
+from practiceflow.service.compose import note_downtime
 from practiceflow.service.heartbeat import Heartbeat, holder, last_alive
 from practiceflow.state import SQLiteStore, StateStore
 from practiceflow.state._schema import LATEST_VERSION

@@ -18,7 +18,7 @@ import pytest
 from practiceflow.errors import TemplateError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import dry_run, validate_recipe
-from practiceflow.runner.context import build_context
+from practiceflow.runner.validate import build_context
 from practiceflow.templating import Origin, compile_template, render_tree
 from practiceflow.templating._limits import MAX_TEXT, MAX_WORK
 

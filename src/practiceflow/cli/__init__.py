@@ -67,7 +67,7 @@ class _Group(click.Group):
         if cmd_name in self.commands or spec is None:
             return self.commands.get(cmd_name)
         if cmd_name == "serve" and not ctx.resilient_parsing:
-            from practiceflow.service.early_listen import EARLY_SOCKET, claim
+            from practiceflow.service.netaddr import EARLY_SOCKET, claim
 
             # The receiver's port listens before the slow imports; serve takes the socket.
             ctx.meta[EARLY_SOCKET] = claim()

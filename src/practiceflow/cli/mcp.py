@@ -31,7 +31,7 @@ from practiceflow.mcp import (
     serve_stdio,
 )
 from practiceflow.runner import validate_recipe
-from practiceflow.runner.logs import configure_logging
+from practiceflow.runner.report import configure_logging
 from practiceflow.service.netaddr import parse_listen
 from practiceflow.service.state_location import DEFAULT_STATE
 from practiceflow.state.request_log import RequestLog

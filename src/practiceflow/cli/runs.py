@@ -46,9 +46,8 @@ from practiceflow.cli.versions import run_recipe
 from practiceflow.errors import EXIT_CODES, ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, RunOutcome, ValidRecipe, dry_run, validate_recipe
-from practiceflow.runner.logs import configure_logging
 from practiceflow.runner.quarantine import is_quarantined, quarantine_reason
-from practiceflow.runner.report import detail, is_identifier
+from practiceflow.runner.report import configure_logging, detail, is_identifier
 from practiceflow.runner.run_lease import RunDrivenElsewhere
 from practiceflow.runner.run_retry import retry_json, retry_line
 from practiceflow.service.intake import build_intake
@@ -190,7 +189,7 @@ def run(
 
 def _early_socket() -> socket.socket | None:
     """The receiver's socket, bound before the slow imports (``cli._Group``), if any."""
-    from practiceflow.service.early_listen import EARLY_SOCKET
+    from practiceflow.service.netaddr import EARLY_SOCKET
 
     return click.get_current_context().meta.pop(EARLY_SOCKET, None)  # type: ignore[no-any-return]
 

@@ -23,11 +23,10 @@ from practiceflow.errors import ConfigError
 from practiceflow.manifest import load_modules
 from practiceflow.runner import Runner, RunOutcome, validate_recipe
 from practiceflow.service.compose import ServeOptions, serve
-from practiceflow.service.gaps import last_alive
+from practiceflow.service.heartbeat import last_alive
 from practiceflow.service.intake import LISTEN_ENV, PUBLIC_URL_ENV, TriggerIntake, listen_address
-from practiceflow.service.lease import ServeLease
 from practiceflow.service.silence import silence_settings
-from practiceflow.service.state_location import sqlite_file
+from practiceflow.service.state_location import ServeLease, sqlite_file
 from practiceflow.service.sweep import SweepResult
 from practiceflow.state import StateStore
 from practiceflow.state.request_log import RequestLog
@@ -66,7 +65,7 @@ def serve_recipes(
         if listen_socket is not None:
             stack.callback(listen_socket.close)  # a refusal below closes it; serve takes it
         receiver = listen or os.environ.get(LISTEN_ENV)
-        lease, path = None, sqlite_file(state)  # PostgreSQL: no lease (see service.lease)
+        lease, path = None, sqlite_file(state)  # PostgreSQL: no lease (see service.state_location)
         if path is not None:
             at = f"http://{console_at[0]}:{console_at[1]}/console/" if console_at else None
             lease = ServeLease(path).acquire(console=at, receiver=receiver)

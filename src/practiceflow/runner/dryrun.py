@@ -15,9 +15,14 @@ from practiceflow.engine.masking import mask_input, mask_request
 from practiceflow.errors import PracticeflowError
 from practiceflow.hooks import ClientLike
 from practiceflow.manifest import RecipeStep
-from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.local import LocalStep
-from practiceflow.runner.validate import StepAction, ValidRecipe, output_schema
+from practiceflow.runner.validate import (
+    StepAction,
+    ValidRecipe,
+    build_context,
+    iteration_id,
+    output_schema,
+)
 from practiceflow.templating import render_tree, utcnow
 
 #: Iterations of a ``for_each`` shown at most.
@@ -27,8 +32,7 @@ MAX_SHOWN_ITEMS = 3
 @dataclass(frozen=True)
 class DryStep:
     """One step as a dry run rendered it: ``status`` is ``would_send``, ``would_skip`` or
-    ``error``; ``request`` is masked (a local step's masked input).
-    """
+    ``error``; ``request`` is masked (a local step's masked input)."""
 
     step_id: str
     use: str

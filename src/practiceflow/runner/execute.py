@@ -24,13 +24,7 @@ from practiceflow.runner.journal import RunJournal, StepTaken
 from practiceflow.runner.quarantine import QUARANTINE_AFTER, is_quarantined, quarantine_error
 from practiceflow.runner.run_lease import keeping, known_dead, lease_for
 from practiceflow.runner.run_retry import after_run
-from practiceflow.runner.step_executor import (
-    RECONCILER,
-    JournalPoint,
-    RunContext,
-    StepExecutor,
-    error_json,
-)
+from practiceflow.runner.step_executor import JournalPoint, RunContext, StepExecutor
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import EventRecord, RunRecord, RunStatus, StateStore, StepRecord
 from practiceflow.triggers.base import event_from_record
@@ -41,8 +35,6 @@ from practiceflow.versions.recorded import (
     remember_built,
     save_version,
 )
-
-__all__ = ["RECONCILER", "error_json"]
 
 logger = logging.getLogger("practiceflow.runner")
 
@@ -68,7 +60,7 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class _Start:
-    """What one start does: ``drive``, ``hold`` for a person (``error``), or nothing (``ended``)."""
+    """What a start does: ``drive``, ``hold`` or ``ended`` (``error``: a hold's or quarantine's)."""
 
     kind: Literal["drive", "hold", "ended"]
     recipe: ValidRecipe | None = None
@@ -215,7 +207,7 @@ class Runner:
         """What this start does, decided (and counted) in the lease's transaction."""
         quarantined = is_quarantined(run) and not retry_failed
         if run.status in ("succeeded", "cancelled") or quarantined:
-            return _Start("ended")
+            return _Start("ended", error=run.error if quarantined else None)
         if not isinstance(run.origin, Mapping):
             message = f"run {run.run_id} has no origin; it was not started by a runner"
             raise BugError(message)
@@ -245,10 +237,7 @@ class Runner:
             # quarantined run waits for a person.
             if handled is not None:
                 self.store.mark_event_handled(self.practice, handled.source, handled.event_id)
-            quarantined = is_quarantined(run) and not retry_failed
-            return RunOutcome(
-                run_id, run.event_id, run.status, created, (), run.error if quarantined else None
-            )
+            return RunOutcome(run_id, run.event_id, run.status, created, (), start.error)
         if start.recipe is None or not isinstance(run.origin, Mapping):
             return self._hold(run, created, handled, start.error)
         recipe = start.recipe

@@ -93,8 +93,7 @@ class RunJournal:
         self.outcome(step_id, *moves)
 
     def outcome(self, step_id: str, *moves: StepChange) -> None:
-        """Rule 3: journal a step's outcome (after the moves that lead to it) before the
-        next step starts."""
+        """Rule 3: journal a step's outcome (and the moves before it) before the next step."""
         with self.store.atomic():
             self.store.change_step(self.run_id, step_id, *moves)
 

@@ -121,7 +121,9 @@ def write_jsonl(data: Mapping[str, Any], ctx: LocalContext) -> dict[str, Any]:
                         return {"path": str(target), "line": count}
         record = {**dict(data["record"]), "_run": marker}
         line_text = json.dumps(record, ensure_ascii=False)
-        if not line_text.isascii() and not _utf8(line_text):
+        try:
+            line_text.encode("utf-8")
+        except UnicodeEncodeError:
             line_text = json.dumps(record)  # a lone surrogate, kept as its escape
         with target.open("a", encoding="utf-8") as handle:
             handle.write(line_text + "\n")
@@ -131,11 +133,3 @@ def write_jsonl(data: Mapping[str, Any], ctx: LocalContext) -> dict[str, Any]:
         message = f"write_jsonl: cannot write {target}: {exc}"
         raise ConfigError(message) from None
     return {"path": str(target), "line": count + 1}
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

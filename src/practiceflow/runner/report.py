@@ -1,9 +1,14 @@
-"""Readable views of runs for people: outputs shown as identifiers only (``...Key``, ``...ID``,
-``...Number``); names, emails and amounts never reach a terminal.
+"""What of runs reaches people: outputs shown as identifiers only (``...Key``, ``...ID``,
+``...Number``), so names, emails and amounts never reach a terminal; and the runner's log
+lines, text or one JSON object per line (``--log-json``) with the record's ``extra={"pf":
+{...}}`` fields (ids and statuses only, never requests or outputs) as keys.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from practiceflow.state import StepRecord
@@ -14,8 +19,7 @@ PERSONAL_NUMBERS = frozenset({"taxNumber", "regNumber", "idNumber"})
 
 
 def is_identifier(key: Any, value: Any) -> bool:
-    """Whether an output field is shown as an identifier (``...Key``, ``...ID``,
-    ``...Number``, not a personal number)."""
+    """Whether an output field is shown as an identifier (not a personal number)."""
     return (
         isinstance(key, str)
         and key.endswith(_ID_SUFFIXES)
@@ -46,3 +50,36 @@ def detail(step: StepRecord) -> str:
     if step.status == "succeeded":
         return brief(step.output)
     return ""
+
+
+class JsonFormatter(logging.Formatter):
+    """Format a record as one JSON object (``--log-json``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Render ``record`` as one JSON line."""
+        data: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        fields = getattr(record, "pf", None)
+        if isinstance(fields, dict):
+            data.update({key: value for key, value in fields.items() if key not in data})
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info)
+        return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def configure_logging(*, json_lines: bool, verbose: bool = False) -> None:
+    """Send practiceflow's logs to stderr, as text or JSON lines (``verbose``: INFO too)."""
+    handler = logging.StreamHandler()
+    if json_lines:
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("practiceflow")
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose or json_lines else logging.WARNING)

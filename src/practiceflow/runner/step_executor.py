@@ -1,14 +1,18 @@
 """One step of a run: render it, send it, journal it by the rule of :mod:`.journal` (a
 :class:`_Write` or a :class:`_Read`), its outcome committed before :meth:`StepExecutor.run_step`
-returns.
+returns; an in-doubt write is settled by reading back (:func:`reconcile`), never sent again.
+A write carries a run-unique marker (``pf-`` and ten hex digits) in the field where the API
+keeps a caller's free value (``read_back.marker``), so that a read-back recognises it for
+certain; ``marker: false`` on a recipe or step turns it off (docs/modules-guide.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -33,13 +37,11 @@ from practiceflow.errors import (
     TransportError,
 )
 from practiceflow.hooks import ClientLike
-from practiceflow.manifest import ActionModule, RecipeStep
-from practiceflow.runner import marker
-from practiceflow.runner.context import build_context, iteration_id
+from practiceflow.hooks.read_backs import READ_BACKS, Verdict
+from practiceflow.manifest import ActionModule, RecipeStep, default_registry
 from practiceflow.runner.journal import RunJournal
 from practiceflow.runner.local import LocalContext, LocalStep
-from practiceflow.runner.reconcile import Verdict, reconcile
-from practiceflow.runner.validate import StepAction, ValidRecipe
+from practiceflow.runner.validate import StepAction, ValidRecipe, build_context, iteration_id
 from practiceflow.state import StepChange, StepStatus
 from practiceflow.templating import render_tree
 
@@ -53,6 +55,35 @@ _MAX_RESENDS = 2
 #: Called with a label at each journal boundary of a step (``pending:S``, ``sent:S``,
 #: ``answered:S``, ``done:S``, ``in_doubt:S``, ``reconciled:S``).
 JournalPoint = Callable[[str], None]
+
+
+def marker_for(run_id: str, step_id: str) -> str:
+    """The marker of one step (one ``for_each`` item) of one run."""
+    digest = hashlib.sha256(f"{run_id}/{step_id}".encode()).hexdigest()
+    return "pf-" + digest[:10]
+
+
+def marker_enabled(raw_recipe: Mapping[str, Any], step_id: str) -> bool:
+    """Whether the step writes a marker: its own ``marker`` key, else the recipe's, else on."""
+    steps = raw_recipe.get("steps")
+    for raw in steps if isinstance(steps, list) else []:
+        if isinstance(raw, Mapping) and raw.get("id") == step_id and "marker" in raw:
+            return raw["marker"] is not False
+    return raw_recipe.get("marker") is not False
+
+
+def add_marker(action: ActionModule, data: Any, marker: str) -> Any:
+    """The step's input with the marker in the action's declared free field (if any)."""
+    declared = action.read_back
+    name = declared.marker_field if declared is not None else None
+    if declared is None or name is None or not isinstance(data, Mapping):
+        return data
+    current = data.get(name)
+    if declared.marker_placement == "when_empty":
+        return data if current else {**data, name: marker}
+    if isinstance(current, str) and current.strip():
+        return {**data, name: f"{current} [{marker}]"}
+    return {**data, name: f"[{marker}]"}
 
 
 def error_json(exc: BaseException) -> dict[str, Any]:
@@ -128,27 +159,42 @@ class _Read(_Attempt):
         self.journal.read_outcome(self.sid, self.entry, self.sent_at, move, self.status)
 
 
+def reconcile(
+    action: ActionModule | str,
+    client: ClientLike | None,
+    data: Mapping[str, Any],
+    sent_at: datetime,
+) -> Verdict:
+    """Find out whether an in-doubt write happened, by its module's read-back; ``data`` is the
+    input rendered again as sent. A failure to read back is ``unknown``, never an exception.
+    """
+    module = default_registry().action(action) if isinstance(action, str) else action
+    declared = module.read_back
+    func = READ_BACKS.get(declared.hook) if declared is not None else None
+    if func is None:
+        note = f"{module.key!r} has no read-back in the API; a person must check and resolve"
+        return Verdict("unknown", note)
+    if client is None:
+        return Verdict("unknown", "no client to read back with")
+    try:
+        return func(client, data, sent_at)
+    except (PracticeflowError, ValueError, TypeError) as exc:
+        logger.warning("read-back for %s failed: %s", module.key, exc)
+        return Verdict("unknown", f"the read-back failed ({exc}); a person must check")
+
+
+@dataclass(eq=False, repr=False)
 class StepExecutor:
     """Runs the steps of one run, each journaled before the next starts."""
 
-    def __init__(
-        self,
-        recipe: ValidRecipe,
-        journal: RunJournal,
-        client: ClientLike | None,
-        run: RunContext,
-        *,
-        stop: threading.Event,
-        on_point: JournalPoint,
-        sleep: Callable[[float], None],
-    ) -> None:
-        self.recipe = recipe
-        self.journal = journal
-        self.client = client
-        self.run = run
-        self.stop = stop
-        self._point = on_point
-        self._sleep = sleep
+    recipe: ValidRecipe
+    journal: RunJournal
+    client: ClientLike | None
+    run: RunContext
+    _: KW_ONLY
+    stop: threading.Event
+    on_point: JournalPoint
+    sleep: Callable[[float], None]
 
     @property
     def run_id(self) -> str:
@@ -250,12 +296,12 @@ class StepExecutor:
             if status in ("sent", "in_doubt"):  # cannot happen: the same inputs rendered before
                 return StepResult("held", None, {"step": sid, **error})
             return self._fail_render(sid, status, error)
-        if isinstance(action, ActionModule) and marker.enabled(self.recipe.recipe.raw, step.id):
-            data = marker.add_marker(action, data, marker.marker_for(self.run_id, sid))
+        if isinstance(action, ActionModule) and marker_enabled(self.recipe.recipe.raw, step.id):
+            data = add_marker(action, data, marker_for(self.run_id, sid))
         if status == "sent" and action.needs_write:
             error = {"reason": "found 'sent' with no answer when the run resumed"}
             self.journal.outcome(sid, StepChange.to_in_doubt(error))
-            self._point(f"in_doubt:{sid}")
+            self.on_point(f"in_doubt:{sid}")
             status = "in_doubt"
         resends = 0
         while True:
@@ -301,7 +347,7 @@ class StepExecutor:
         elif verdict.outcome == "absent":
             note = f"safe to retry: {verdict.note}"
             store.resolve_step(run_id, sid, "retry", RECONCILER, note)
-        self._point(f"reconciled:{sid}")
+        self.on_point(f"reconciled:{sid}")
         return verdict
 
     def _attempt(
@@ -331,10 +377,10 @@ class StepExecutor:
                 entry["request"] = mask_values(
                     mask_request(request, data, action.pii_paths), personal
                 )
-            self._point(f"pending:{sid}")  # rendered and admitted; nothing journaled yet
+            self.on_point(f"pending:{sid}")  # rendered and admitted; nothing journaled yet
             kind.sending()
             sent.append(True)
-            self._point(f"sent:{sid}")
+            self.on_point(f"sent:{sid}")
 
         if isinstance(action, LocalStep):
             on_send({})
@@ -355,12 +401,12 @@ class StepExecutor:
                 result = run_action(action, data, self.client, hooks=hooks)
             except InDoubtError as exc:
                 kind.outcome(StepChange.to_in_doubt(error_json(exc)))
-                self._point(f"in_doubt:{sid}")
+                self.on_point(f"in_doubt:{sid}")
                 return StepResult("in_doubt")
             except (RateLimitError, ServerError, TransportError) as exc:
                 if not action.needs_write and attempt < attempts and not self.stop.is_set():
                     logger.info("run %s step %s: %s; retrying", self.run_id, sid, exc)
-                    self._sleep(backoff * 2 ** (attempt - 1))
+                    self.sleep(backoff * 2 ** (attempt - 1))
                     continue
                 return self._failed(kind, sid, error_json(exc))
             except PracticeflowError as exc:
@@ -369,7 +415,7 @@ class StepExecutor:
                     self.journal.outcome(sid, StepChange.to_in_doubt(error_json(exc)))
                     return StepResult("held", None, {"step": sid, **error_json(exc)})
                 return self._failed(kind, sid, error_json(exc))
-            self._point(f"answered:{sid}")
+            self.on_point(f"answered:{sid}")
             for warning in result.warnings:
                 logger.warning("run %s step %s: %s", self.run_id, sid, warning)
             return self._succeeded(kind, sid, result.output, action.secret_paths)
@@ -392,7 +438,7 @@ class StepExecutor:
         run_id = self.run_id
         pf = {"run": run_id, "step": sid, "status": "succeeded"}
         logger.info("run %s step %s succeeded", run_id, sid, extra={"pf": pf})
-        self._point(f"done:{sid}")
+        self.on_point(f"done:{sid}")
         return StepResult("ok", output)
 
 

@@ -3,12 +3,14 @@
 :func:`validate_recipe` is the one recipe validator: the file's own checks, then against the
 modules (``use`` with "did you mean", literal inputs, ``retry`` only on reads, no write on
 read-only credentials, template paths against output schemas; samples play no part).
+:func:`build_context` gives templates the names checked here (docs/recipes-reference.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,28 @@ class ValidRecipe:
     def writes(self) -> list[str]:
         """Ids of the steps whose action needs write access."""
         return [step.id for step in self.recipe.steps if self.actions[step.id].needs_write]
+
+
+def build_context(
+    trigger: Any,
+    steps: Mapping[str, Any],
+    variables: Mapping[str, Any],
+    now: datetime,
+    item: Any = None,
+) -> dict[str, Any]:
+    """The template context of one step (``item``: the current ``for_each`` element)."""
+    return {
+        "trigger": trigger,
+        "steps": dict(steps),
+        "vars": dict(variables),
+        "now": now,
+        "item": item,
+    }
+
+
+def iteration_id(step_id: str, index: int) -> str:
+    """The journal id of one ``for_each`` iteration: ``stepid[index]``."""
+    return f"{step_id}[{index}]"
 
 
 def _issue(file: str, located: Located, path: JsonPath, message: str) -> Issue:

@@ -3,7 +3,7 @@
 :func:`serve` builds them from objects the caller built (checked recipes, an open store, an
 API client) and returns a :class:`Service` (docs/architecture.md, "Serving from your own
 program"); :mod:`practiceflow.runner` owns one durable run. Names load on first use, so
-importing the package stays light (:mod:`.early_listen` binds before the slow imports).
+importing the package stays light (:func:`.netaddr.claim` binds before the slow imports).
 
     >>> from practiceflow.service import ServeOptions, serve
     >>> service = serve(recipes, store, client, practice, ServeOptions())  # doctest: +SKIP

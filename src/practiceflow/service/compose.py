@@ -10,17 +10,47 @@ import socket
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from practiceflow.runner.execute import Runner, RunOutcome
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.service.gaps import Heartbeat, note_downtime
+from practiceflow.service.heartbeat import Heartbeat, last_alive
 from practiceflow.service.intake import CATCH_UP_EVERY, TriggerIntake
 from practiceflow.service.loop import Service
+from practiceflow.service.needs_person import list_gap
 from practiceflow.service.netaddr import LOOPBACK
 from practiceflow.service.silence import DEFAULT_GRACE, SilenceWatch, healer
-from practiceflow.service.sweep import GapSweep, SweepResult
+from practiceflow.service.sweep import GapSweep, SweepResult, can_sweep
 from practiceflow.state import StateStore
+from practiceflow.triggers.definition import TriggerDefinition
+
+
+def note_downtime(
+    store: StateStore,
+    practice: str,
+    triggers: Sequence[tuple[str, TriggerDefinition, bool]],
+    *,
+    now: datetime | None = None,
+) -> list[str]:
+    """List the window since the last heartbeat for each trigger not caught up by polling:
+    ``checking`` where a sweep can prove it complete, else ``open``; returns the ids."""
+    start = last_alive(store, practice)
+    if start is None:
+        return []
+    end = now or store.now()
+    listed: list[str] = []
+    for name, definition, polled in triggers:
+        if polled:
+            continue
+        if can_sweep(definition):
+            why = "a sweep of its list endpoints checks the window"
+            entry = list_gap(store, practice, name, start, end, why, checking=True)
+        else:
+            why = "it has no list endpoint to sweep, so they depend on the sender's retries"
+            entry = list_gap(store, practice, name, start, end, why)
+        listed.append(entry.attention_id)
+    return listed
 
 
 @dataclass(frozen=True)
@@ -32,7 +62,7 @@ class ServeOptions:
             URL (the sandbox); None: triggers poll where their recipe's mode allows.
         listen: the receiver's host and port (port 0: any free port).
         listen_socket: a socket already listening on ``listen`` (bound early, see
-            :mod:`practiceflow.service.early_listen`); closed if no trigger needs it.
+            :func:`practiceflow.service.netaddr.claim`); closed if no trigger needs it.
         since: where a trigger without a cursor starts polling (ISO 8601).
         poll_interval: seconds between polls (stretched as the budget runs low).
         catch_up_every: seconds between polls of a webhook trigger's catch-up poller.
@@ -156,9 +186,8 @@ def serve(
         public_url=options.public_url, listen=options.listen, sock=options.listen_socket,
         poll_interval=options.poll_interval, catch_up_every=options.catch_up_every,
         unsubscribe=options.unsubscribe, since=options.since,
-        on_started=options.on_started, on_stored=wake.set,
+        on_started=options.on_started, on_stored=wake.set, poll_started=options.on_poll_started,
     )  # fmt: skip
-    intake.poll_started = options.on_poll_started
     runners = [Runner(recipe, store, client, practice=practice) for recipe in recipes]
     service = Service(
         runners, store, intake, stop=stop or threading.Event(), idle=options.idle, wake=wake,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from practiceflow.errors import StoreError
@@ -24,13 +25,13 @@ SKIP_AFTER = QUARANTINE_AFTER + 1
 T = TypeVar("T")
 
 
+@dataclass(eq=False, repr=False)
 class EventGuard:
     """The per-event and per-run boundary: the caller hands it what escaped."""
 
-    def __init__(self, store: StateStore) -> None:
-        self.store = store
-        self.failures: Counter[str] = Counter()
-        self.skipped: set[str] = set()
+    store: StateStore
+    failures: Counter[str] = field(default_factory=Counter)
+    skipped: set[str] = field(default_factory=set)
 
     def skips(self, key: str) -> bool:
         """Tell whether this process skips an event (``source/event_id``) or a run id."""
@@ -44,8 +45,7 @@ class EventGuard:
         exc: Exception,
     ) -> list[RunOutcome | None]:
         """Record what escaped an event's runs on the runs left ``running`` (the event stays
-        pending); returns the outcomes recorded. A StoreError is raised on.
-        """
+        pending); returns the outcomes recorded. A StoreError is raised on."""
         error = self._failed(f"{event.source}/{event.event_id}", f"event {event.event_id}", exc)
 
         def note() -> list[RunOutcome | None]:

@@ -1,6 +1,6 @@
 """The one writer of the heartbeats table: a listening process records who listens since when,
 beats every few seconds and marks a clean stop; the last beat before a start is where a
-downtime began (:mod:`.gaps`).
+downtime began (:func:`.compose.note_downtime`).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import logging
 import os
 import socket
 import threading
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
@@ -46,20 +47,16 @@ def mark_alive(
     store.beat(kind, practice, holder(), at=at, start=start, stop=stop)
 
 
+@dataclass(eq=False, repr=False)
 class Heartbeat:
     """Marks the practice alive every ``every`` seconds in a thread, and once at stop."""
 
-    def __init__(
-        self,
-        store: StateStore,
-        practice: str,
-        every: float = HEARTBEAT_EVERY,
-        kind: HeartbeatKind = "serve",
-    ) -> None:
-        self.store = store
-        self.practice = practice
-        self.every = every
-        self.kind: HeartbeatKind = kind
+    store: StateStore
+    practice: str
+    every: float = HEARTBEAT_EVERY
+    kind: HeartbeatKind = "serve"
+
+    def __post_init__(self) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pf-heartbeat", daemon=True)
 

@@ -14,19 +14,19 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from practiceflow.budget import Priority, priority
 from practiceflow.errors import InDoubtError, PracticeflowError
 from practiceflow.runner.validate import ValidRecipe
-from practiceflow.service.early_listen import bind_listen
 from practiceflow.service.needs_person import (
     close_subscription_doubt,
     list_gap,
     record_subscription_doubt,
 )
-from practiceflow.service.netaddr import LOOPBACK, parse_listen
+from practiceflow.service.netaddr import LOOPBACK, bind_listen, parse_listen
 from practiceflow.state import StateStore
 from practiceflow.templating import render_tree, utcnow
 from practiceflow.triggers import (
@@ -57,6 +57,7 @@ LISTEN_ENV = "PRACTICEFLOW_LISTEN"
 CATCH_UP_EVERY = SWEEP_EVERY
 
 
+@dataclass(eq=False, repr=False)
 class TriggerIntake:
     """Receiver, subscriptions and pollers for a set of recipes.
 
@@ -75,58 +76,42 @@ class TriggerIntake:
         since: where a trigger without a cursor starts polling (ISO 8601).
         on_started: called once :meth:`start` has subscribed and started polling.
         on_stored: called (without blocking) whenever new events were stored.
-        sock: a socket already listening on ``listen`` (:mod:`.early_listen`), closed
+        sock: a socket already listening on ``listen`` (:func:`.netaddr.claim`), closed
             when no webhook trigger needs it.
+        poll_started: called with the Unix time a poll was due, as it starts.
 
     Attributes:
         baselines: the triggers whose last :meth:`poll_once` only set a baseline.
         in_doubt: the triggers whose subscription was found in doubt (-> polled meanwhile).
     """
 
-    def __init__(
-        self,
-        recipes: Sequence[ValidRecipe],
-        store: StateStore,
-        client: Any,
-        practice: str,
-        *,
-        public_url: str | None = None,
-        listen: tuple[str, int] = ("127.0.0.1", 0),
-        poll_interval: float = 60.0,
-        unsubscribe: bool = False,
-        catch_up_every: float = CATCH_UP_EVERY,
-        since: str | None = None,
-        on_started: Callable[[TriggerIntake], None] | None = None,
-        on_stored: Callable[[], None] | None = None,
-        sock: socket.socket | None = None,
-    ) -> None:
-        self.recipes = list(recipes)
-        self.sock = sock
-        self.on_stored = on_stored
-        self.store = store
-        self.client = client
-        self.practice = practice
-        self.public_url = public_url
-        self.listen = listen
-        self.poll_interval = poll_interval
-        self.unsubscribe = unsubscribe
-        self.catch_up_every = catch_up_every
-        self.since = since
-        self.on_started = on_started
-        self.baselines: list[str] = []
-        self.in_doubt: dict[str, bool] = {}
-        self.triggers: dict[str, Trigger] = {}
-        #: Catch-up pollers of webhook triggers that have a poll source (by trigger key).
-        self.catch_up: dict[str, Poller] = {}
-        self.server: ReceiverServer | None = None
-        self._stop = threading.Event()
-        self._stopped = False
-        self._threads: list[threading.Thread] = []
-        self._next_poll: dict[str, datetime] = {}
-        #: Called with the Unix time a poll was due, as it starts (``/metrics``' poll lag).
-        self.poll_started: Callable[[float], None] | None = None
-        #: The practice's polls, grouped by list (once started or polled).
-        self.polls: PracticePolls | None = None
+    recipes: Sequence[ValidRecipe]
+    store: StateStore
+    client: Any
+    practice: str
+    _: KW_ONLY
+    public_url: str | None = None
+    listen: tuple[str, int] = (LOOPBACK, 0)
+    poll_interval: float = 60.0
+    unsubscribe: bool = False
+    catch_up_every: float = CATCH_UP_EVERY
+    since: str | None = None
+    on_started: Callable[[TriggerIntake], None] | None = None
+    on_stored: Callable[[], None] | None = None
+    sock: socket.socket | None = None
+    poll_started: Callable[[float], None] | None = None
+    baselines: list[str] = field(default_factory=list, init=False)
+    in_doubt: dict[str, bool] = field(default_factory=dict, init=False)
+    triggers: dict[str, Trigger] = field(default_factory=dict, init=False)
+    #: Catch-up pollers of webhook triggers that have a poll source (by trigger key).
+    catch_up: dict[str, Poller] = field(default_factory=dict, init=False)
+    server: ReceiverServer | None = field(default=None, init=False)
+    #: The practice's polls, grouped by list (once started or polled).
+    polls: PracticePolls | None = field(default=None, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _stopped: bool = field(default=False, init=False)
+    _threads: list[threading.Thread] = field(default_factory=list, init=False)
+    _next_poll: dict[str, datetime] = field(default_factory=dict, init=False)
 
     def _needs_webhook(self) -> bool:
         for recipe in self.recipes:

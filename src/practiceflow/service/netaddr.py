@@ -1,21 +1,27 @@
 """Listen addresses given by people (``HOST:PORT`` or ``PORT`` alone, on loopback), read by one
-function so every option says the same about a bad value; listening sockets; and
-:class:`ThreadedServer`, an ASGI app in a thread (the console, ``worker --ops-listen``).
+function so every option says the same about a bad value; listening sockets, the receiver's
+bound by :func:`claim` before ``serve``'s slow imports (stdlib only) so that a sender retrying
+meanwhile is queued by the kernel, not refused; and :class:`ThreadedServer`, an ASGI app in a
+thread (the console, ``worker --ops-listen``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
+import os
 import socket
+import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Final
 
 from practiceflow.errors import ConfigError
 
 #: Where everything listens unless told otherwise.
 LOOPBACK = "127.0.0.1"
+#: Where the command line keeps the claimed socket for ``serve`` (``click.Context.meta``).
+EARLY_SOCKET: Final = "practiceflow.early_socket"
 
 
 def is_loopback(host: str) -> bool:
@@ -53,6 +59,42 @@ def listen_tcp(host: str, port: int, backlog: int = 128) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def _argument(argv: list[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` or ``--name=VALUE`` on a command line, if given."""
+    for index, item in enumerate(argv):
+        if item == name and index + 1 < len(argv):
+            return argv[index + 1]
+        if item.startswith(name + "="):
+            return item.partition("=")[2]
+    return None
+
+
+def claim(
+    environ: dict[str, str] | None = None, argv: list[str] | None = None
+) -> socket.socket | None:
+    """Bind ``--listen`` / ``PRACTICEFLOW_LISTEN`` when a public URL is set (None: not claimed)."""
+    env = dict(os.environ) if environ is None else environ
+    args = sys.argv[1:] if argv is None else argv
+    text = _argument(args, "--listen") or env.get("PRACTICEFLOW_LISTEN")
+    public = _argument(args, "--public-url") or env.get("PRACTICEFLOW_PUBLIC_URL")
+    if not text or not public:
+        return None
+    try:
+        host, port = parse_listen(text, option="PRACTICEFLOW_LISTEN", example="127.0.0.1:8080")
+        return bind_listen(host, port)
+    except Exception:  # any failure is reported by the normal start-up
+        return None
+
+
+def bind_listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``(host, port)``; raises ``ConfigError`` when it cannot bind."""
+    try:
+        return listen_tcp(host, port)
+    except OSError as exc:
+        message = f"webhook receiver on {host}:{port} cannot listen: {exc.strerror or exc}"
+        raise ConfigError(message) from None
 
 
 class ThreadedServer:

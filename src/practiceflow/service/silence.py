@@ -59,7 +59,7 @@ def healer(triggers: Mapping[str, Any]) -> Callable[[str], str]:
     return heal
 
 
-class SilenceWatch:
+class SilenceWatch(GapSweep):
     """Checks the served webhook triggers for silence every ``every`` seconds, from ``since``."""
 
     def __init__(
@@ -75,17 +75,12 @@ class SilenceWatch:
         since: datetime,
         on_stored: Callable[[], None] | None = None,
     ) -> None:
-        self.store = store
-        self.practice = practice
-        self.triggers = {name: found for name, found in triggers.items() if can_sweep(found)}
+        swept = {name: found for name, found in triggers.items() if can_sweep(found)}
+        super().__init__(store, practice, client, swept, on_stored=on_stored)
         self.heal = heal
         self.every = every
         self.grace = timedelta(seconds=grace)
         self.checked = {name: since for name in self.triggers}
-        self.stop = threading.Event()
-        self._sweep = GapSweep(store, practice, client, self.triggers, stop=self.stop)
-        self._sweep.on_stored = on_stored
-        self._thread: threading.Thread | None = None
 
     def start(self) -> SilenceWatch:
         """Check in a background thread (nothing to watch, or off: no thread)."""
@@ -93,12 +88,6 @@ class SilenceWatch:
             self._thread = threading.Thread(target=self._run, name="pf-silence", daemon=True)
             self._thread.start()
         return self
-
-    def join(self, timeout: float | None = None) -> None:
-        """Stop at the next read and wait for the thread."""
-        self.stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
 
     def _run(self) -> None:
         while not self.stop.wait(self.every):
@@ -117,7 +106,7 @@ class SilenceWatch:
             window = (self.checked[name], self.store.now() - self.grace)
             if window[1] <= window[0]:
                 continue
-            result = self._sweep.sweep_window(name, found, window)
+            result = self.sweep_window(name, found, window)
             if result.error is not None:
                 logger.warning("silence check of %s: %s", name, result.error)
                 continue

@@ -2,7 +2,7 @@
 
 One row per process kind and practice (``fleet``: practice :data:`WHOLE_FLEET`); the
 window from a last beat to the next start is a known downtime
-(:mod:`practiceflow.service.gaps`). The one writer is
+(:func:`practiceflow.service.compose.note_downtime`). The one writer is
 :class:`practiceflow.service.heartbeat.Heartbeat`.
 """
 

@@ -30,7 +30,7 @@ from practiceflow.manifest import (
 )
 from practiceflow.manifest.yamlpos import Located
 from practiceflow.runner import Runner, validate_recipe
-from practiceflow.runner.execute import error_json
+from practiceflow.runner.step_executor import error_json
 from practiceflow.state import open_store
 from practiceflow.templating import set_clock
 from practiceflow.testing._answers import ScriptedAnswers, SentRequest

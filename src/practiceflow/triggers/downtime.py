@@ -1,6 +1,6 @@
 """What a trigger can do about the time ``serve`` was down: one with a poll source (a list
 it can read with its options) catches up on start; one without depends on the sender's
-retries, and says so (``triggers list``, ``plan``, :mod:`practiceflow.service.gaps`).
+retries, and says so (``triggers list``, ``plan``, :mod:`practiceflow.service.compose`).
 """
 
 from __future__ import annotations

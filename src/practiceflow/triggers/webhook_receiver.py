@@ -412,7 +412,7 @@ class Receiver:
 
 class ReceiverServer(ThreadedServer):
     """A :class:`Receiver` served by uvicorn in a daemon thread; ``sock``: a socket already
-    listening (bound early, see practiceflow.service.early_listen); port ``0``: see ``.port``."""
+    listening (bound early, see practiceflow.service.netaddr.claim); port ``0``: see ``.port``."""
 
     def __init__(
         self, receiver: Receiver, host: str, port: int, sock: socket.socket | None = None

@@ -20,10 +20,9 @@ from practiceflow.engine.masking import (
 )
 from practiceflow.errors import PracticeflowError
 from practiceflow.manifest import ActionModule, RecipeStep, default_registry
-from practiceflow.runner import marker
-from practiceflow.runner.context import build_context, iteration_id
 from practiceflow.runner.local import LocalStep
-from practiceflow.runner.validate import StepAction, ValidRecipe
+from practiceflow.runner.step_executor import add_marker, marker_enabled, marker_for
+from practiceflow.runner.validate import StepAction, ValidRecipe, build_context, iteration_id
 from practiceflow.state import RunRecord, StateStore, StepRecord
 from practiceflow.templating import render_tree
 from practiceflow.versions.recorded import VersionUnavailable, load_version, rebuild
@@ -209,8 +208,8 @@ def _one(
     if not writes:
         note = "" if matched is not None else "no recorded output: the run never made this read"
         return ReplayedStep(sid, step.use, False, "read", None, None, name, note), recorded
-    if isinstance(action, ActionModule) and marker.enabled(recipe.recipe.raw, step.id):
-        data = marker.add_marker(action, data, marker.marker_for(run.run_id, name or sid))
+    if isinstance(action, ActionModule) and marker_enabled(recipe.recipe.raw, step.id):
+        data = add_marker(action, data, marker_for(run.run_id, name or sid))
     if isinstance(action, LocalStep):
         would: Any = mask_input(data, action.pii_paths)
     else:
