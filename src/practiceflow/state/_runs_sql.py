@@ -18,11 +18,13 @@ from practiceflow.state.payload_purge import purge_finished
 from practiceflow.state.rows import (
     RESOLUTIONS,
     RUN_STATUSES,
+    STEP_FIELDS,
     STEP_STATUSES,
     Json,
     Resolution,
     RunRecord,
     RunStatus,
+    StepChange,
     StepRecord,
     StepStatus,
     StepTransition,
@@ -33,7 +35,6 @@ from practiceflow.state.rows import (
 )
 from practiceflow.state.run_leases import RunLease
 from practiceflow.state.sealing import json_or_null
-from practiceflow.state.steps import STEP_FIELDS, StepChange
 
 _JOURNAL: Final = (
     "INSERT INTO {p}step_journal (run_id, step_id, from_status, to_status, at, who, note,"
@@ -55,8 +56,6 @@ def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
 class SQLRuns(StoreBase):
     """The runs' part of :class:`~practiceflow.state.StateStore`."""
 
-    # --- runs -----------------------------------------------------------------------------
-
     def start_run(
         self,
         practice: str,
@@ -70,10 +69,9 @@ class SQLRuns(StoreBase):
     ) -> tuple[str, bool]:
         """Start the one run of ``recipe`` for an event, or find it: ``(run_id, created)``.
 
-        One run per (practice, recipe, event_id), enforced by the database, so that
-        concurrent processes agree on it. ``origin`` (what started it), ``run_id``,
-        ``created_at`` and ``version`` (a digest stored by :meth:`save_version`) are kept
-        with a new run only.
+        One per (practice, recipe, event_id), by the database, so that processes agree on
+        it. ``origin`` (what started it), ``run_id``, ``created_at`` and ``version`` (a
+        :meth:`save_version` digest) are kept with a new run only.
         """
         key = (practice, recipe, event_id)
         stamp = self._stamp(created_at, "created_at")
@@ -142,8 +140,7 @@ class SQLRuns(StoreBase):
             db.execute(sql + " WHERE run_id = ?", (status, encoded, stamp, run_id))
 
     def _locked_run(self, db: SQLConnection, run_id: str) -> RunStatus:
-        """The run's status, its row locked for this write (every move of a run or of its
-        steps goes through here)."""
+        """The run's status, its row locked for this write (every move of a run or its steps)."""
         sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
         row = db.execute(sql, (run_id,)).fetchone()
         if row is None:
@@ -152,10 +149,9 @@ class SQLRuns(StoreBase):
         return status
 
     def count_start(self, run_id: str) -> int:
-        """A runner starts driving a run: it becomes ``running`` (error cleared) and its
-        ``starts`` (returned) grow by one, in one commit made before its first step, so that
-        a start the process does not survive stays counted. BugError: unknown run, or one
-        that may not run again."""
+        """A runner starts driving a run: ``running`` (error cleared), ``starts`` + 1
+        (returned), committed before its first step so that a start the process does not
+        survive stays counted. BugError: unknown run, or one that may not run again."""
         stamp = self._stamp(None, "updated_at")
         with self._write() as db:
             check_run_transition(run_id, self._locked_run(db, run_id), "running")
@@ -178,8 +174,6 @@ class SQLRuns(StoreBase):
         with self._write(durable=True) as db:
             return purge_finished(db, cutoff)
 
-    # --- step journal ---------------------------------------------------------------------
-
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """One step's journal entry, or ``None``."""
         where = " WHERE run_id = ? AND step_id = ?"
@@ -196,11 +190,9 @@ class SQLRuns(StoreBase):
         return self._records(StepTransition, "step_journal", where, (run_id, *params))
 
     def change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
-        """Apply several moves of a step in one transaction (each ``step_*`` method makes
-        one): the journal and its history read exactly as after one call per move, and
-        nothing is written when a move is illegal (BugError). The runner journals a read
-        this way once answered: ``pending``, ``sent`` and ``succeeded`` in one commit.
-        """
+        """Apply several moves of a step (each ``step_*`` method makes one) in one commit:
+        the journal reads as after one call per move; an illegal move writes nothing
+        (BugError). The runner journals an answered read so: pending, sent, succeeded."""
         where = f"run {run_id} step {step_id!r}"
         if not changes:
             raise BugError(f"change_step of {where}: got no moves")
@@ -312,8 +304,6 @@ class SQLRuns(StoreBase):
         )
         self.change_step(run_id, step_id, change)
 
-    # --- run leases (the table and RunLease: run_leases.py) --------------------------------
-
     def take_run_lease(self, wanted: RunLease, dead: Callable[[RunLease], bool]) -> RunLease:
         """Take a run's lease unless a live process holds it (not expired, and not
         ``dead``: its process gone); returns ``wanted`` when taken, else the holder's."""
@@ -362,8 +352,6 @@ class SQLRuns(StoreBase):
             if locked:
                 self._locked_run(db, run_id)
             return _read_lease(db, run_id)
-
-    # --- recipe versions (content-addressed, sealed like every payload) -------------------
 
     def save_version(self, digest: str, kind: str, name: str, content: Json) -> bool:
         """Store a version under its digest unless stored already; ``True`` when new."""

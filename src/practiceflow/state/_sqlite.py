@@ -18,11 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar, Final, Self
 
-from practiceflow.errors import BugError, ConfigError, StoreError
+from practiceflow.errors import BugError, ConfigError, ErrorKind, StoreError
 from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect
 from practiceflow.state._store import StateStore
-from practiceflow.state.file_identity import StateFileGone, StoreUnusable
 from practiceflow.state.rows import Clock, from_utc, to_utc
 from practiceflow.state.sealing import from_json
 
@@ -41,6 +40,19 @@ SQLITE: Final = Dialect(
     load_time=from_utc,
     load_json=from_json,
 )
+
+
+class StoreUnusable(StoreError):
+    """The state file cannot be used where it is (read-only, or no folder for it): a
+    configuration fault (exit 2) that waiting does not cure; a delivery gets 503."""
+
+    kind: ClassVar[ErrorKind] = "config"
+
+
+class StateFileGone(StoreUnusable):
+    """The state file was deleted or replaced while this process had it open (SQLite would
+    go on committing into the unlinked file): nothing more is recorded (deliveries get 503)
+    and the process stops (exit 2)."""
 
 
 def sqlite_path(url: str) -> Path:
@@ -84,9 +96,7 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
 def _check_identity(path: Path, opened: tuple[int, int] | None) -> None:
     """Raise :class:`StateFileGone` when ``path`` no longer names the file opened as
     ``opened`` (its device and inode; None: not known)."""
-    if opened is None:
-        return
-    now = _file_identity(path)
+    now = None if opened is None else _file_identity(path)
     if now == opened:
         return
     what = "was deleted" if now is None else "was replaced by another file"
@@ -168,8 +178,6 @@ class SQLiteStore(StateStore):
         for connection in connections:
             connection.close()
 
-    # --- connections and transactions -----------------------------------------------------
-
     def _create_private_file(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -214,17 +222,13 @@ class SQLiteStore(StateStore):
 
     def _conn(self) -> sqlite3.Connection:
         _check_identity(self.path, self._opened)
-        try:
-            return self._open_conn()
-        except sqlite3.OperationalError as exc:
-            raise self._store_error(exc) from exc
-
-    def _open_conn(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if self._closed:
             message = f"state store {self.path} is closed; open it again to use it"
             raise BugError(message)
-        if connection is None:
+        if connection is not None:
+            return connection
+        try:
             # isolation_level=None: no implicit transactions; we BEGIN and COMMIT ourselves.
             # check_same_thread=False only so close() may close other threads' connections.
             connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -232,9 +236,11 @@ class SQLiteStore(StateStore):
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.execute("PRAGMA foreign_keys = ON")
-            with self._lock_connections:
-                self._connections.append(connection)
-            self._local.connection = connection
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
+        with self._lock_connections:
+            self._connections.append(connection)
+        self._local.connection = connection
         return connection
 
     def _synchronous(self, connection: sqlite3.Connection, level: str) -> None:
@@ -280,8 +286,6 @@ class SQLiteStore(StateStore):
     def _clash(self, exc: Exception) -> str | None:
         # sqlite3 names the table and columns of the key, never the values.
         return str(exc) if isinstance(exc, sqlite3.IntegrityError) else None
-
-    # --- schema -----------------------------------------------------------------------------
 
     def _migrate(self) -> None:
         connection = self._conn()

@@ -1,29 +1,11 @@
-"""Run leases: which live process drives a run (:mod:`practiceflow.runner.run_lease`),
-taken over only once expired or its holder known dead. The store's methods
-(``_runs_sql.py``) lock the run's row first, so taking a lease and moving a step ``sent``
-are serialized.
-"""
+"""Run leases: which live process drives a run (:mod:`practiceflow.runner.run_lease`). The
+store's methods (``_runs_sql.py``) lock the run's row first, so that taking a lease and moving
+a step ``sent`` are serialized."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
-
-#: The migration that adds the table (schema version 5).
-LEASE_TABLE: Final = (
-    """
-    CREATE TABLE {p}run_leases (
-        run_id text PRIMARY KEY REFERENCES {p}runs (run_id) ON DELETE CASCADE,
-        owner text NOT NULL,
-        host text NOT NULL,
-        pid integer NOT NULL,
-        process text NOT NULL,
-        taken_at {time} NOT NULL,
-        expires_at {time} NOT NULL
-    )
-    """,
-)
 
 
 @dataclass(frozen=True)
