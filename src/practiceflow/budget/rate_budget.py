@@ -1,18 +1,10 @@
 """The client's rate budget: 60/min, 1000/h and 10000/day by default, and ``Retry-After``.
 
-pyrate-limiter's bucket counts the windows (in memory, or SQLite or PostgreSQL to share
-one budget between processes); it is called directly, not through its ``Limiter``, for an
-injectable clock and sleep, a cap on the total wait and a budget-wide pause after a 429.
-Requests enter one at a time, best :class:`Priority` first, set per block with
-:func:`priority`::
-
-    budget = RateBudget()
-    client = Client(..., budget=budget)          # every client of these credentials
-    with priority(Priority.POLL):
-        client.get("/api/v1/entities", {...})    # waits behind event work
-
-A bucket shared between processes needs a wall clock (``clock=time.time``); a
-``Retry-After`` pause lives in this process only.
+pyrate-limiter's bucket counts the windows (in memory, or in SQLite or PostgreSQL to share
+them); it is called directly, not through its ``Limiter``, for an injectable clock and sleep,
+a cap on the total wait and a budget-wide pause after a 429. Requests enter one at a time,
+best :class:`Priority` first (``with priority(Priority.POLL): ...``). A shared bucket needs a
+wall clock (``clock=time.time``); a ``Retry-After`` pause lives in this process only.
 """
 
 from __future__ import annotations
@@ -75,8 +67,8 @@ _TABLE_PREFIX: Final = "pf_budget_"
 
 
 def budget_table(client_id: str) -> str:
-    """The name of a Client ID's table in a shared bucket, the same in every process: a
-    digest (ids need not be identifiers), lowercase, at most 40 characters."""
+    """A Client ID's table in a shared bucket, the same in every process: a digest (ids need
+    not be identifiers), lowercase, at most 40 characters."""
     digest = hashlib.sha256(client_id.encode()).hexdigest()[:24]
     return f"{_TABLE_PREFIX}{digest}"
 
@@ -229,8 +221,7 @@ class RateBudget:
 
     def on_admit(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` on the requesting thread after each request admitted (the
-        store counts them for the console's charts); a failing one is logged, never raised.
-        """
+        console's charts count them); a failing one is logged, never raised."""
         self._on_admit.append(callback)
 
     def _admitted_one(self) -> None:

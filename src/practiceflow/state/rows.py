@@ -48,6 +48,9 @@ STEP_TRANSITIONS: Final[Mapping[StepStatus | None, frozenset[StepStatus]]] = {
     "skipped": frozenset(),
 }
 
+#: The run statuses that end a run: nothing of it runs or is held for a person any more.
+FINISHED: Final = ("succeeded", "failed", "cancelled")
+
 #: Step statuses an operator may settle with ``resolve_step``.
 RESOLVABLE: Final[frozenset[StepStatus]] = frozenset({"in_doubt", "failed"})
 
@@ -333,6 +336,52 @@ class StepChange:
                 f"valid next states are {sorted(allowed)}{hint if current in RESOLVABLE else ''}"
             )
             raise BugError(message)
+
+
+@dataclass(frozen=True)
+class RunRetry:
+    """What the retry policy knows of one run.
+
+    Attributes:
+        attempts: attempts that ended failed on a transient cause.
+        next_at: when the next attempt is due (None: none is scheduled).
+        cause: the last such failure (``type``, ``status``, ``step``: never a message,
+            which may quote the data).
+    """
+
+    run_id: str
+    practice: str
+    recipe: str
+    attempts: int
+    next_at: datetime | None
+    cause: Json
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class RunLease:
+    """Who drives a run, and until when.
+
+    Attributes:
+        owner: a token unique to one driving of the run (one process may drive several
+            runs, and one run twice in a row).
+        process: what tells the holder from a later process with the same pid on the same
+            host (its pid namespace and start time), empty when the system does not say.
+        expires_at: when it lapses unless renewed.
+    """
+
+    run_id: str
+    owner: str
+    host: str
+    pid: int
+    process: str
+    taken_at: datetime
+    expires_at: datetime
+
+    def describe(self) -> str:
+        """Who holds it, for a person: ``pid 1234 on host web-1 since 2026-...``."""
+        since = self.taken_at.isoformat(timespec="seconds")
+        return f"pid {self.pid} on host {self.host}, since {since}"
 
 
 def like_prefix(prefix: str | None) -> str | None:
