@@ -166,16 +166,11 @@ class StoreBase(ABC):
     def _snapshot(self) -> AbstractContextManager[SQLConnection]:
         return self._join(lambda: self._transaction(snapshot=True))
 
-    def _outer(self, durable: bool) -> _Atomic | None:
-        """This thread's atomic block; BugError when it cannot give the ``durable`` asked."""
+    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]:
         outer: _Atomic | None = getattr(self._local, "atomic", None)
         if durable and outer is not None and not outer.durable:
             message = "a durable write inside atomic() opened without durable=True"
             raise BugError(message)
-        return outer
-
-    def _write(self, *, durable: bool = False) -> AbstractContextManager[SQLConnection]:
-        self._outer(durable)
         return self._join(lambda: self._transaction(durable=durable))
 
     @contextmanager
@@ -186,11 +181,10 @@ class StoreBase(ABC):
         raises aborts it all; a nested block joins it. ``durable`` fsyncs the commit: a
         durable call inside a block opened without it is a BugError (SQLite fixes it at BEGIN).
         """
-        if self._outer(durable) is not None:
-            yield
-            return
-        with self._transaction(durable=durable) as db:
-            connection = SQLConnection(db, self.dialect)
+        with self._write(durable=durable) as connection:
+            if getattr(self._local, "atomic", None) is not None:  # a nested block joins it
+                yield
+                return
             self._local.atomic = _Atomic(connection, durable or self.always_durable)
             try:
                 yield
