@@ -210,8 +210,7 @@ class StoreBase(ABC):
         self, record: type[_Row], table: str, where: str, params: Sequence[Any]
     ) -> _Row | None:
         """The first of :meth:`_records`, or None."""
-        found = self._records(record, table, where, params)
-        return found[0] if found else None
+        return next(iter(self._records(record, table, where, params)), None)
 
 
 class SQLEvents(StoreBase):

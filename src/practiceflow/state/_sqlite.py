@@ -141,25 +141,20 @@ class SQLiteStore(StateStore):
         self._opened = _file_identity(self.path)  # checked before every use
         try:
             self._migrate()
-        except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
+        except BaseException as exc:
             self.close()
-            message = (
-                f"state database {self.path} cannot be read as a SQLite database ({exc}); "
-                "check that --state (PRACTICEFLOW_STATE) names the right file, or restore it "
-                "from a backup"
-            )
-            raise ConfigError(message) from None
-        except StoreError as exc:
-            self.close()
+            if isinstance(exc, sqlite3.DatabaseError):  # not a database, or a damaged one
+                message = (
+                    f"state database {self.path} cannot be read as a SQLite database ({exc}); "
+                    "check that --state (PRACTICEFLOW_STATE) names the right file, or restore "
+                    "it from a backup"
+                )
+                raise ConfigError(message) from None
             cause = exc.__cause__
-            if isinstance(exc, StoreUnusable) or (
-                isinstance(cause, sqlite3.OperationalError) and is_busy(cause)
-            ):
-                raise
-            # At start, a full disk (or an I/O error) is the machine's to fix: exit 2.
-            raise StoreUnusable(str(exc)) from None
-        except BaseException:
-            self.close()
+            busy = isinstance(cause, sqlite3.OperationalError) and is_busy(cause)
+            if isinstance(exc, StoreError) and not (busy or isinstance(exc, StoreUnusable)):
+                # At start, a full disk (or an I/O error) is the machine's to fix: exit 2.
+                raise StoreUnusable(str(exc)) from None
             raise
 
     @classmethod
@@ -288,9 +283,17 @@ class SQLiteStore(StateStore):
         return str(exc) if isinstance(exc, sqlite3.IntegrityError) else None
 
     def _migrate(self) -> None:
+        # Read first without the write lock (opening a store to read it never waits behind a
+        # write); a new file (no table yet), or one unreadable now, is left to the write.
         connection = self._conn()
-        if self._schema_is_current(connection):
-            return
+        try:
+            row = connection.execute(self.dialect.sql(_VERSION)).fetchone()
+        except sqlite3.OperationalError:
+            row = None
+        if row is not None:
+            _schema.refuse_newer(str(self.path), int(row[0]))
+            if int(row[0]) == _schema.LATEST_VERSION:
+                return
         with self._write() as db:
             db.execute("CREATE TABLE IF NOT EXISTS {p}schema_version (version integer)")
             row = db.execute(_VERSION).fetchone()
@@ -298,15 +301,3 @@ class SQLiteStore(StateStore):
             _schema.refuse_newer(str(self.path), current)
             if current < _schema.LATEST_VERSION:
                 _schema.apply_migrations(db, current)
-
-    def _schema_is_current(self, connection: sqlite3.Connection) -> bool:
-        """Whether the file has this practiceflow's schema, read without the write lock
-        (opening a store to read it never waits behind a write); a newer one is refused."""
-        try:
-            row = connection.execute(self.dialect.sql(_VERSION)).fetchone()
-        except sqlite3.OperationalError:
-            return False  # a new file (no table yet), or unreadable now: the write decides
-        if row is None:
-            return False
-        _schema.refuse_newer(str(self.path), int(row[0]))
-        return int(row[0]) == _schema.LATEST_VERSION
