@@ -60,7 +60,7 @@ def _race(url: str, client_id: str, replicas: int = 4) -> list[int]:
 def _prefill(url: str, client_id: str, ages_s: list[tuple[int, int]]) -> None:
     """Count ``n`` requests ``age`` seconds ago, for each ``(n, age)``."""
     budget = shared_budget(url, client_id, LIMITS)
-    bucket = budget._bucket
+    bucket = budget.bucket
     now_ms = int(time.time() * 1000)
     for count, age in ages_s:
         for _ in range(count):

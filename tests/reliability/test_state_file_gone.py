@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from practiceflow.state import SQLiteStore
-from practiceflow.state.file_identity import StateFileGone
+from practiceflow.state._sqlite import StateFileGone
 from practiceflow.testing import SandboxHandle
 from reliability._support import (
     TWO_STEP_RECIPE,

@@ -21,7 +21,7 @@ from practiceflow.manifest import ModuleRegistry
 from practiceflow.runner import Runner, run_lease, validate_recipe
 from practiceflow.runner.run_lease import LEASE_TTL, keeping, known_dead, lease_for
 from practiceflow.state import StateStore
-from practiceflow.state.run_leases import RunLease
+from practiceflow.state.rows import RunLease
 from practiceflow.testing import SandboxHandle
 from runner._support import MODULES, cli_env, write_recipe
 

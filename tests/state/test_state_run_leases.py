@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from practiceflow.state import StateStore
-from practiceflow.state.run_leases import RunLease
+from practiceflow.state.rows import RunLease
 from practiceflow.testing import FakeClock
 
 

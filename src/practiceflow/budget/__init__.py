@@ -1,9 +1,8 @@
 """The rate budget: how many requests a practice's credentials may send, and who goes first.
 
-:class:`RateBudget` (``rate_budget.py``) counts one Client ID's windows, shared by the
-processes of a host (``sqlite_bucket.py``) or the replicas of a fleet (``postgres_bucket.py``,
-imported on first use); :func:`store_budget` finds the one beside a state store, so that
-``serve``, ``run`` and ``mcp`` on one store count their requests together.
+:class:`RateBudget` counts one Client ID's windows, shared by a host's processes
+(``sqlite_bucket.py``) or a fleet's replicas (``postgres_bucket.py``); :func:`store_budget`
+finds the one beside a state store (docs/architecture.md, "The rate budget").
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""One rate budget per Client ID, shared in PostgreSQL by every replica of a fleet.
-
-Every replica counts into the same pyrate-limiter ``PostgresBucket`` table, so that
-together they never exceed the practice's windows. Timestamps are wall-clock
+"""One rate budget per Client ID, shared in PostgreSQL by every replica of a fleet: all
+count into one pyrate-limiter ``PostgresBucket`` table. Timestamps are wall-clock
 milliseconds: replicas' clocks must agree (NTP).
 """
 
@@ -24,12 +22,10 @@ _PRUNE_BATCH: Final = 100
 
 class WaitingPostgresBucket(PostgresBucket):
     """pyrate-limiter's ``PostgresBucket``, changed twice: it waits for the table lock
-    instead of ``NOWAIT`` (a refusal then always means a full window, never a busy loop),
-    and its check reads only the longest window's rows and deletes older ones under the
-    same lock (an admission's cost stays bounded by a day's rows). The table is
-    ``ratelimit___<table>``; the pool is closed with the bucket when ``owns_pool``;
-    ``exists``: create no table now (it exists, or :meth:`create_table` will).
-    """
+    instead of ``NOWAIT`` (a refusal always means a full window, never a busy loop), and its
+    check reads only the longest window's rows and deletes older ones under the same lock (an
+    admission's cost stays bounded). ``owns_pool``: close the pool with the bucket;
+    ``exists``: create no table now (it exists, or :meth:`create_table` will)."""
 
     def __init__(
         self,
@@ -40,7 +36,7 @@ class WaitingPostgresBucket(PostgresBucket):
         owns_pool: bool = True,
         exists: bool = False,
     ) -> None:
-        self._exists = exists  # the caller saw the table: no CREATE round trips
+        self._exists = exists
         super().__init__(pool, table, rates)
         self.owns_pool = owns_pool
         self._q_lock = sql.SQL("LOCK TABLE {table} IN EXCLUSIVE MODE").format(
@@ -86,10 +82,9 @@ class WaitingPostgresBucket(PostgresBucket):
 
 
 def _bounded_count(table: str, windows: int) -> sql.Composed:
-    """The admission's check: a count per window over the longest window's rows only, and
-    the deletion of at most :data:`_PRUNE_BATCH` older rows, oldest first. ``w`` is ``NOT
-    MATERIALIZED`` so that the planner sees the starts as values; the deletion and the
-    counts both see the table as before it."""
+    """The admission's check: a count per window over the longest window's rows, and the
+    deletion of at most :data:`_PRUNE_BATCH` older rows, oldest first (``w`` is ``NOT
+    MATERIALIZED``: the planner sees the starts as values)."""
     names = [sql.Identifier(f"s{n}") for n in range(windows)]
     starts = sql.SQL(", ").join(sql.SQL("TO_TIMESTAMP(%s) AS {}").format(name) for name in names)
     oldest = sql.SQL("LEAST({})").format(sql.SQL(", ").join(names))
@@ -120,9 +115,8 @@ def shared_budget(
     pool: ConnectionPool[Any] | None = None,
 ) -> RateBudget:
     """The rate budget of a Client ID, shared through the PostgreSQL database at ``url``
-    (close it to release its connections). ``pool``: one shared by many budgets (a fleet's
-    practices), which its owner closes; else one of ``pool_size`` connections is opened.
-    """
+    (close it to release its connections). ``pool``: one shared by many budgets, which its
+    owner closes; else one of ``pool_size`` connections is opened."""
     limits = limits or RateLimits()
     owns_pool = pool is None
     if pool is None:

@@ -1,18 +1,10 @@
 """The client's rate budget: 60/min, 1000/h and 10000/day by default, and ``Retry-After``.
 
-pyrate-limiter's bucket counts the windows (in memory, or SQLite or PostgreSQL to share
-one budget between processes); it is called directly, not through its ``Limiter``, for an
-injectable clock and sleep, a cap on the total wait and a budget-wide pause after a 429.
-Requests enter one at a time, best :class:`Priority` first, set per block with
-:func:`priority`::
-
-    budget = RateBudget()
-    client = Client(..., budget=budget)          # every client of these credentials
-    with priority(Priority.POLL):
-        client.get("/api/v1/entities", {...})    # waits behind event work
-
-A bucket shared between processes needs a wall clock (``clock=time.time``); a
-``Retry-After`` pause lives in this process only.
+pyrate-limiter's bucket counts the windows (in memory, or in SQLite or PostgreSQL to share
+them); it is called directly, not through its ``Limiter``, for an injectable clock and sleep,
+a cap on the total wait and a budget-wide pause after a 429. Requests enter one at a time,
+best :class:`Priority` first (``with priority(Priority.POLL): ...``). A shared bucket needs a
+wall clock (``clock=time.time``); a ``Retry-After`` pause lives in this process only.
 """
 
 from __future__ import annotations
@@ -75,8 +67,8 @@ _TABLE_PREFIX: Final = "pf_budget_"
 
 
 def budget_table(client_id: str) -> str:
-    """The name of a Client ID's table in a shared bucket, the same in every process: a
-    digest (ids need not be identifiers), lowercase, at most 40 characters."""
+    """A Client ID's table in a shared bucket, the same in every process: a digest (ids need
+    not be identifiers), lowercase, at most 40 characters."""
     digest = hashlib.sha256(client_id.encode()).hexdigest()[:24]
     return f"{_TABLE_PREFIX}{digest}"
 
@@ -190,6 +182,12 @@ class RateBudget:
             processes, say); in memory when None.
         clock: current time in seconds (``time.monotonic`` by default).
         sleep: how to wait (``time.sleep`` by default); tests inject a fake.
+
+    Attributes:
+        bucket: the bucket counting the windows (read it, never put into it); ``clock`` the
+            clock the budget counts with.
+        status: the last ``X-RateLimit-*`` values the server sent, if any.
+        admitted_by_priority: requests admitted so far, by priority.
     """
 
     def __init__(
@@ -201,22 +199,21 @@ class RateBudget:
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         self.limits = limits or RateLimits()
-        self._bucket: AbstractBucket = bucket or InMemoryBucket(self.limits.rates())
-        if self._bucket.is_async:
+        self.bucket: AbstractBucket = bucket or InMemoryBucket(self.limits.rates())
+        if self.bucket.is_async:
             message = "RateBudget: got an asynchronous bucket; the client needs a synchronous one"
             raise ConfigError(message)
-        self._clock = clock or time.monotonic
+        self.clock = clock or time.monotonic
         self._sleep = sleep or time.sleep
         self._lock = threading.Lock()
         self._paused_until = -math.inf
         self._admitted = 0
-        self._status: RateLimitStatus | None = None
+        self.status: RateLimitStatus | None = None
         self._on_admit: list[Callable[[], None]] = []
         self._turn = threading.Condition()
         self._queue: list[tuple[int, int]] = []
         self._serial = itertools.count()
         self._busy = False
-        #: Requests admitted so far, by priority.
         self.admitted_by_priority: dict[Priority, int] = {level: 0 for level in Priority}
 
     def waiting(self) -> dict[Priority, int]:
@@ -229,41 +226,18 @@ class RateBudget:
 
     def on_admit(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` on the requesting thread after each request admitted (the
-        store counts them for the console's charts); a failing one is logged, never raised.
-        """
+        console's charts count them); a failing one is logged, never raised."""
         self._on_admit.append(callback)
-
-    def _admitted_one(self) -> None:
-        for callback in self._on_admit:
-            try:
-                callback()
-            except Exception:  # bookkeeping must never stop a request
-                logger.warning("rate budget bookkeeping failed", exc_info=True)
-
-    @property
-    def bucket(self) -> AbstractBucket:
-        """The pyrate-limiter bucket counting the windows (read it, never put into it)."""
-        return self._bucket
-
-    @property
-    def clock(self) -> Callable[[], float]:
-        """The clock the budget counts with."""
-        return self._clock
 
     @property
     def paused_until(self) -> float | None:
         """Clock time until which no request is sent (after a 429), or None."""
         return None if self._paused_until == -math.inf else self._paused_until
 
-    @property
-    def status(self) -> RateLimitStatus | None:
-        """The last ``X-RateLimit-*`` values the server sent, if any."""
-        return self._status
-
     def pause_for(self, seconds: float) -> None:
         """Hold every request of this budget for ``seconds``, at least
         ``limits.retry_after_floor`` (never shortens a pause)."""
-        until = self._clock() + max(seconds, self.limits.retry_after_floor)
+        until = self.clock() + max(seconds, self.limits.retry_after_floor)
         with self._lock:
             self._paused_until = max(self._paused_until, until)
 
@@ -272,7 +246,7 @@ class RateBudget:
         limit, remaining, reset = (headers.get(f"X-RateLimit-{name}") for name in _HEADERS)
         if limit is not None or remaining is not None or reset is not None:
             reset = None if reset is None else reset.strip()
-            self._status = RateLimitStatus(_as_int(limit), _as_int(remaining), reset, self._clock())
+            self.status = RateLimitStatus(_as_int(limit), _as_int(remaining), reset, self.clock())
 
     def acquire(self, method: str, path: str, deadline: float | None = None) -> float:
         """Wait for this request's turn by priority, then until the budget admits it; count
@@ -302,14 +276,18 @@ class RateBudget:
     def _admit(self, method: str, path: str, deadline: float | None) -> float:
         waited = 0.0
         while True:
-            now = self._clock()
+            now = self.clock()
             with self._lock:
                 wait = self._paused_until - now
                 paused = wait > 0
                 if not paused:
                     wait = self._try_put(now)
             if wait <= 0:
-                self._admitted_one()
+                for callback in self._on_admit:
+                    try:
+                        callback()
+                    except Exception:  # bookkeeping must never stop a request
+                        logger.warning("rate budget bookkeeping failed", exc_info=True)
                 return waited
             if paused:
                 reason = "the server asked to wait (Retry-After)"
@@ -330,15 +308,15 @@ class RateBudget:
         """Count one request at ``now``; return 0 when admitted, else seconds to wait."""
         now_ms = int(now * 1000)
         item = RateItem(_ITEM_NAME, now_ms)
-        decision: Any = self._bucket.put_decision(item)  # synchronous: __init__ checks
+        decision: Any = self.bucket.put_decision(item)  # synchronous: __init__ checks
         if decision.allowed:
             self._admitted += 1
             if self._admitted % _LEAK_EVERY == 0:
-                self._bucket.leak(now_ms)
+                self.bucket.leak(now_ms)
             return 0.0
         retry_ms = decision.retry_after_ms
         if retry_ms is None:
-            retry_ms = self._bucket.waiting(item)
+            retry_ms = self.bucket.waiting(item)
         if not isinstance(retry_ms, int) or retry_ms < 0:
             message = f"RateBudget: the bucket reported a wait of {retry_ms!r} ms for one request"
             raise BugError(message)
@@ -347,4 +325,4 @@ class RateBudget:
 
     def close(self) -> None:
         """Release the bucket's resources (a database connection, for shared buckets)."""
-        self._bucket.close()
+        self.bucket.close()

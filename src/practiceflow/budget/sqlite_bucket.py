@@ -1,6 +1,5 @@
-"""One rate budget per Client ID, shared through a SQLite file by the processes of a host.
-
-pyrate-limiter's ``SQLiteBucket`` on ``budget.db`` beside the state file, its ``lock`` a
+"""One rate budget per Client ID, shared by a host's processes: pyrate-limiter's
+``SQLiteBucket`` on ``budget.db`` beside the state file, its ``lock`` a
 :class:`BudgetFileLock`, so that count-then-insert is one step across processes.
 Timestamps are wall-clock milliseconds: monotonic clocks of processes need not agree.
 """
@@ -31,10 +30,9 @@ def budget_file(state_file: Path) -> Path:
 
 
 class BudgetFileLock:
-    """A lock exclusive across processes and threads, reentrant per thread: a thread
-    ``RLock``, then an ``flock`` on ``path`` for each outermost hold (the file opened for
-    it, so that no descriptor outlives a hold nor is shared with a forked child).
-    """
+    """A lock exclusive across processes and threads, reentrant per thread: an ``RLock``,
+    then an ``flock`` on ``path`` for each outermost hold (opened for it, so that no
+    descriptor outlives a hold nor is shared with a forked child)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -86,8 +84,7 @@ class SQLiteBudgetBucket(SQLiteBucket):
 def open_bucket(file: Path, client_id: str, limits: RateLimits) -> SQLiteBudgetBucket:
     """A Client ID's shared bucket (its own table) in the budget file ``file``, for
     ``RateBudget(limits, bucket=..., clock=time.time)``; ConfigError (exit 2) when the file
-    cannot be written. Processes may use different ``limits`` on one table (an
-    assistant's smaller ones)."""
+    cannot be written. Processes may use different ``limits`` on one table."""
     file.parent.mkdir(parents=True, exist_ok=True)
     lock = BudgetFileLock(file.with_name(file.name + _LOCK_SUFFIX))
     table = budget_table(client_id)

@@ -54,8 +54,8 @@ from practiceflow.service.intake import build_intake
 from practiceflow.service.loop import Service
 from practiceflow.service.needs_person import label, needs_person
 from practiceflow.state import RUN_STATUSES, RunRecord
-from practiceflow.state.payload_purge import FINISHED
 from practiceflow.state.request_log import RequestLog
+from practiceflow.state.rows import FINISHED
 from practiceflow.versions import load_version, rebuild, short
 
 _since_option = click.option(

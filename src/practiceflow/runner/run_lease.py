@@ -23,7 +23,7 @@ from typing import Final
 
 from practiceflow.errors import PracticeflowError
 from practiceflow.state import StateStore
-from practiceflow.state.run_leases import RunLease
+from practiceflow.state.rows import RunLease
 
 logger = logging.getLogger("practiceflow.runner")
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from practiceflow.runner.validate import ValidRecipe
 from practiceflow.state import RunStatus, StateStore
-from practiceflow.state.run_retries import RunRetry
+from practiceflow.state.rows import RunRetry
 
 logger = logging.getLogger("practiceflow.runner")
 

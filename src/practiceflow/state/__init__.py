@@ -32,6 +32,7 @@ from practiceflow.state.rows import (
     Resolution,
     RunRecord,
     RunStatus,
+    StepChange,
     StepRecord,
     StepStatus,
     StepTransition,
@@ -39,7 +40,6 @@ from practiceflow.state.rows import (
     SubscriptionRecord,
     SubscriptionStatus,
 )
-from practiceflow.state.steps import StepChange
 
 if TYPE_CHECKING:
     from practiceflow.state._postgres import PostgresStore, describe_url, migrate, schema_version

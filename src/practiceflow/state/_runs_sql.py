@@ -1,4 +1,4 @@
-"""Runs, their step journals, leases and recipe versions in SQL, mixed into the store.
+"""Runs, their step journals, leases, retries and recipe versions in SQL, mixed into the store.
 
 Every step journal method (``step_pending`` ... ``resolve_step``) is one
 :meth:`SQLRuns.change_step`, so that every move obeys the same transition rules.
@@ -6,6 +6,7 @@ Every step journal method (``step_pending`` ... ``resolve_step``) is one
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -14,15 +15,18 @@ from typing import Any, Final
 from practiceflow.errors import BugError, ConfigError
 from practiceflow.state._dialect import SQLConnection, select
 from practiceflow.state._sql import StoreBase, decode
-from practiceflow.state.payload_purge import purge_finished
 from practiceflow.state.rows import (
     RESOLUTIONS,
     RUN_STATUSES,
+    STEP_FIELDS,
     STEP_STATUSES,
     Json,
     Resolution,
+    RunLease,
     RunRecord,
+    RunRetry,
     RunStatus,
+    StepChange,
     StepRecord,
     StepStatus,
     StepTransition,
@@ -31,9 +35,7 @@ from practiceflow.state.rows import (
     check_value,
     like_prefix,
 )
-from practiceflow.state.run_leases import RunLease
 from practiceflow.state.sealing import json_or_null
-from practiceflow.state.steps import STEP_FIELDS, StepChange
 
 _JOURNAL: Final = (
     "INSERT INTO {p}step_journal (run_id, step_id, from_status, to_status, at, who, note,"
@@ -45,6 +47,24 @@ _COUNT_START: Final = (
     " starts = starts + 1 WHERE run_id = ? RETURNING starts"
 )
 
+#: The key a purged event payload carries (with its ``source``, kept in clear).
+_PURGED: Final = "$purged"
+
+#: Runs finished before the cutoff that still hold a payload.
+_TO_PURGE: Final = (
+    "SELECT run_id FROM {p}runs r WHERE r.status IN ('succeeded', 'failed', 'cancelled')"
+    " AND r.updated_at < ? AND (r.origin IS NOT NULL OR EXISTS (SELECT 1 FROM {p}steps s"
+    " WHERE s.run_id = r.run_id AND (s.request IS NOT NULL OR s.output IS NOT NULL)))"
+)
+#: Events handled before the cutoff, with a run, and no run of them unfinished or recent.
+_EVENTS: Final = (
+    "SELECT e.seq, e.payload FROM {p}events e WHERE e.handled_at IS NOT NULL"
+    " AND e.received_at < ? AND EXISTS (SELECT 1 FROM {p}runs r WHERE"
+    " r.practice = e.practice AND r.event_id = e.event_id) AND NOT EXISTS (SELECT 1"
+    " FROM {p}runs r WHERE r.practice = e.practice AND r.event_id = e.event_id AND"
+    " (r.status NOT IN ('succeeded', 'failed', 'cancelled') OR r.updated_at >= ?))"
+)
+
 
 def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
     sql = select(RunLease, "run_leases") + " WHERE run_id = ?"
@@ -54,8 +74,6 @@ def _read_lease(db: SQLConnection, run_id: str) -> RunLease | None:
 
 class SQLRuns(StoreBase):
     """The runs' part of :class:`~practiceflow.state.StateStore`."""
-
-    # --- runs -----------------------------------------------------------------------------
 
     def start_run(
         self,
@@ -70,10 +88,9 @@ class SQLRuns(StoreBase):
     ) -> tuple[str, bool]:
         """Start the one run of ``recipe`` for an event, or find it: ``(run_id, created)``.
 
-        One run per (practice, recipe, event_id), enforced by the database, so that
-        concurrent processes agree on it. ``origin`` (what started it), ``run_id``,
-        ``created_at`` and ``version`` (a digest stored by :meth:`save_version`) are kept
-        with a new run only.
+        One per (practice, recipe, event_id), by the database, so that processes agree on
+        it. ``origin`` (what started it), ``run_id``, ``created_at`` and ``version`` (a
+        :meth:`save_version` digest) are kept with a new run only.
         """
         key = (practice, recipe, event_id)
         stamp = self._stamp(created_at, "created_at")
@@ -142,8 +159,7 @@ class SQLRuns(StoreBase):
             db.execute(sql + " WHERE run_id = ?", (status, encoded, stamp, run_id))
 
     def _locked_run(self, db: SQLConnection, run_id: str) -> RunStatus:
-        """The run's status, its row locked for this write (every move of a run or of its
-        steps goes through here)."""
+        """The run's status, its row locked for this write (every move of a run or its steps)."""
         sql = "SELECT status FROM {p}runs WHERE run_id = ?" + self.dialect.lock_row
         row = db.execute(sql, (run_id,)).fetchone()
         if row is None:
@@ -152,10 +168,9 @@ class SQLRuns(StoreBase):
         return status
 
     def count_start(self, run_id: str) -> int:
-        """A runner starts driving a run: it becomes ``running`` (error cleared) and its
-        ``starts`` (returned) grow by one, in one commit made before its first step, so that
-        a start the process does not survive stays counted. BugError: unknown run, or one
-        that may not run again."""
+        """A runner starts driving a run: ``running`` (error cleared), ``starts`` + 1
+        (returned), committed before its first step so that a start the process does not
+        survive stays counted. BugError: unknown run, or one that may not run again."""
         stamp = self._stamp(None, "updated_at")
         with self._write() as db:
             check_run_transition(run_id, self._locked_run(db, run_id), "running")
@@ -172,13 +187,27 @@ class SQLRuns(StoreBase):
             )
 
     def purge_payloads(self, before: datetime) -> int:
-        """Remove the payloads of runs finished before ``before`` (``payload_purge.py``);
-        returns how many runs had payloads removed."""
+        """Remove what may hold personal data from runs finished before ``before``: origins,
+        step requests and outputs, and the payloads of events whose runs all finished (rows,
+        statuses and masked errors stay); returns how many runs had payloads removed."""
         cutoff = self.dialect.dump_time(before, "before")
         with self._write(durable=True) as db:
-            return purge_finished(db, cutoff)
-
-    # --- step journal ---------------------------------------------------------------------
+            purged = [row[0] for row in db.execute(_TO_PURGE, (cutoff,)).fetchall()]
+            for run_id in purged:
+                db.execute("UPDATE {p}runs SET origin = NULL WHERE run_id = ?", (run_id,))
+                sql = "UPDATE {p}steps SET request = NULL, output = NULL WHERE run_id = ?"
+                db.execute(sql, (run_id,))
+            emptied = []
+            for seq, stored in db.execute(_EVENTS, (cutoff, cutoff)).fetchall():
+                payload = db.dialect.load_json(stored)
+                if isinstance(payload, dict) and _PURGED in payload:
+                    continue
+                kept: dict[str, Any] = {_PURGED: True}
+                if isinstance(payload, dict) and isinstance(payload.get("source"), str):
+                    kept["source"] = payload["source"]
+                emptied.append((json.dumps(kept, sort_keys=True), seq))
+            db.executemany("UPDATE {p}events SET payload = ? WHERE seq = ?", emptied)
+        return len(purged)
 
     def get_step(self, run_id: str, step_id: str) -> StepRecord | None:
         """One step's journal entry, or ``None``."""
@@ -196,11 +225,9 @@ class SQLRuns(StoreBase):
         return self._records(StepTransition, "step_journal", where, (run_id, *params))
 
     def change_step(self, run_id: str, step_id: str, *changes: StepChange) -> None:
-        """Apply several moves of a step in one transaction (each ``step_*`` method makes
-        one): the journal and its history read exactly as after one call per move, and
-        nothing is written when a move is illegal (BugError). The runner journals a read
-        this way once answered: ``pending``, ``sent`` and ``succeeded`` in one commit.
-        """
+        """Apply several moves of a step (each ``step_*`` method makes one) in one commit:
+        the journal reads as after one call per move; an illegal move writes nothing
+        (BugError). The runner journals an answered read so: pending, sent, succeeded."""
         where = f"run {run_id} step {step_id!r}"
         if not changes:
             raise BugError(f"change_step of {where}: got no moves")
@@ -312,8 +339,6 @@ class SQLRuns(StoreBase):
         )
         self.change_step(run_id, step_id, change)
 
-    # --- run leases (the table and RunLease: run_leases.py) --------------------------------
-
     def take_run_lease(self, wanted: RunLease, dead: Callable[[RunLease], bool]) -> RunLease:
         """Take a run's lease unless a live process holds it (not expired, and not
         ``dead``: its process gone); returns ``wanted`` when taken, else the holder's."""
@@ -363,8 +388,6 @@ class SQLRuns(StoreBase):
                 self._locked_run(db, run_id)
             return _read_lease(db, run_id)
 
-    # --- recipe versions (content-addressed, sealed like every payload) -------------------
-
     def save_version(self, digest: str, kind: str, name: str, content: Json) -> bool:
         """Store a version under its digest unless stored already; ``True`` when new."""
         encoded = json_or_null(self.sealer.seal(content, f"version {digest}"), digest)
@@ -385,3 +408,71 @@ class SQLRuns(StoreBase):
         params = (to_digest, run_id) + (() if from_digest is None else (from_digest,))
         with self._write(durable=True) as db:
             return db.execute(sql, params).fetchone() is not None
+
+    def run_retry(self, run_id: str) -> RunRetry | None:
+        """The retry row of a run, or None when the policy never saw it fail."""
+        return self._record(RunRetry, "run_retries", " WHERE run_id = ?", (run_id,))
+
+    def save_run_retry(
+        self,
+        run_id: str,
+        practice: str,
+        recipe: str,
+        attempts: int,
+        next_at: datetime | None,
+        cause: Json,
+    ) -> None:
+        """Record a run's failed attempts and its next one (None: none scheduled)."""
+        stamp = self._stamp(None, "updated_at")
+        due = None if next_at is None else self._stamp(next_at, "next_at")
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO {p}run_retries (run_id, practice, recipe, attempts, next_at, cause,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET"
+                " attempts = excluded.attempts, next_at = excluded.next_at,"
+                " cause = excluded.cause, updated_at = excluded.updated_at",
+                (run_id, practice, recipe, attempts, due, json_or_null(cause, run_id), stamp),
+            )
+
+    def due_run_retries(self, practice: str, recipe: str) -> list[RunRetry]:
+        """The runs of a recipe whose next attempt is due now, the longest due first."""
+        now = self._stamp(None, "now")
+        where = " WHERE practice = ? AND recipe = ? AND next_at <= ? ORDER BY next_at"
+        return self._records(RunRetry, "run_retries", where, (practice, recipe, now))
+
+    def practices_to_sweep(self) -> set[str]:
+        """The practices with an event pending or a run retry due: what a sweep of many
+        practices looks at, in one query instead of a few per practice."""
+        now = self._stamp(None, "now")
+        rows = self._all(
+            "SELECT DISTINCT practice FROM {p}events WHERE handled_at IS NULL"
+            " UNION SELECT DISTINCT practice FROM {p}run_retries WHERE next_at <= ?",
+            (now,),
+        )
+        return {str(row[0]) for row in rows}
+
+    def practices_with_events_since(self, since: datetime) -> set[str]:
+        """The practices that received an event after ``since`` (polled or delivered)."""
+        rows = self._all(
+            "SELECT DISTINCT practice FROM {p}events WHERE received_at > ?",
+            (self._stamp(since, "since"),),
+        )
+        return {str(row[0]) for row in rows}
+
+    def claim_run_retry(self, run_id: str, until: datetime) -> bool:
+        """Take a due attempt (whether this call took it): its ``next_at`` moves to
+        ``until``, so that one process makes it, and one dying during it leaves it due."""
+        now = self._stamp(None, "now")
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE {p}run_retries SET next_at = ?, updated_at = ?"
+                " WHERE run_id = ? AND next_at IS NOT NULL AND next_at <= ?",
+                (self._stamp(until, "until"), now, run_id, now),
+            )
+            return bool(cursor.rowcount == 1)
+
+    def forgive_starts(self, run_id: str) -> None:
+        """Set a run's ``starts`` back to 1: it made progress, so the process deaths of its
+        earlier starts were not its doing (:mod:`practiceflow.runner.quarantine`)."""
+        with self._write() as db:
+            db.execute("UPDATE {p}runs SET starts = 1 WHERE run_id = ? AND starts > 1", (run_id,))

@@ -13,7 +13,6 @@ from typing import Final
 
 from practiceflow.errors import ConfigError
 from practiceflow.state._dialect import SQLConnection
-from practiceflow.state.run_leases import LEASE_TABLE
 
 _V1: Final = (
     """
@@ -158,18 +157,28 @@ _V3: Final = ("ALTER TABLE {p}runs ADD COLUMN origin {json}",)
 # A run's starts that did not end (RunRecord.starts): a crash loop is seen across processes.
 _V4: Final = ("ALTER TABLE {p}runs ADD COLUMN starts integer NOT NULL DEFAULT 0",)
 
-# What needs a person, as rows (state/attention_rows.py): the pseudo-runs that held it before
-# ("gap: ", "subscription in doubt: ", "unrecognised:") move here, under their run ids.
-_ATTENTION_RUNS: Final = (
-    "(substr(recipe, 1, 5) = 'gap: ' OR substr(recipe, 1, 23) = 'subscription in doubt: '"
-    " OR substr(recipe, 1, 13) = 'unrecognised:')"
-)
-_V6: Final = (
+# Writes an assistant previewed (pending_writes.py).
+_V5: Final = (
     """
-    CREATE TABLE {p}attention (
-        attention_id text PRIMARY KEY,
-        kind text NOT NULL CHECK (kind IN
-            ('gap', 'subscription_in_doubt', 'unrecognised', 'silent_subscription')),
+    CREATE TABLE {p}pending_writes (
+        practice text NOT NULL,
+        write_id text NOT NULL,
+        tool text NOT NULL,
+        sealed {json} NOT NULL,
+        digest text NOT NULL,
+        created_at {time} NOT NULL,
+        expires_at {time} NOT NULL,
+        code_misses integer NOT NULL DEFAULT 0,
+        claimed_by text,
+        claimed_at {time},
+        PRIMARY KEY (practice, write_id)
+    )
+    """,
+    "CREATE INDEX {p}pending_writes_expires ON {p}pending_writes (expires_at)",
+)
+
+#: The attention table's columns after ``kind`` (versions 6 and 10 create the table).
+_ATTENTION_COLUMNS: Final = """
         practice text NOT NULL,
         trigger_key text NOT NULL,
         dedupe text NOT NULL,
@@ -185,7 +194,21 @@ _V6: Final = (
         note text,
         UNIQUE (practice, kind, dedupe)
     )
-    """,
+    """
+
+# What needs a person, as rows (state/attention_rows.py): the pseudo-runs that held it before
+# ("gap: ", "subscription in doubt: ", "unrecognised:") move here, under their run ids.
+_ATTENTION_RUNS: Final = (
+    "(substr(recipe, 1, 5) = 'gap: ' OR substr(recipe, 1, 23) = 'subscription in doubt: '"
+    " OR substr(recipe, 1, 13) = 'unrecognised:')"
+)
+_V6: Final = (
+    """
+    CREATE TABLE {p}attention (
+        attention_id text PRIMARY KEY,
+        kind text NOT NULL CHECK (kind IN
+            ('gap', 'subscription_in_doubt', 'unrecognised', 'silent_subscription')),"""
+    + _ATTENTION_COLUMNS,
     "CREATE INDEX {p}attention_open ON {p}attention (practice, status)",
     """
     INSERT INTO {p}attention (attention_id, kind, practice, trigger_key, dedupe, reason,
@@ -218,7 +241,19 @@ _V6: Final = (
 )
 
 # Which live process drives a run (run_leases.py): one driver per run across processes.
-_V7: Final = LEASE_TABLE
+_V7: Final = (
+    """
+    CREATE TABLE {p}run_leases (
+        run_id text PRIMARY KEY REFERENCES {p}runs (run_id) ON DELETE CASCADE,
+        owner text NOT NULL,
+        host text NOT NULL,
+        pid integer NOT NULL,
+        process text NOT NULL,
+        taken_at {time} NOT NULL,
+        expires_at {time} NOT NULL
+    )
+    """,
+)
 
 # Recipe versions, content-addressed (practiceflow.versions): each stored once, by digest;
 # a run names the version it started on.
@@ -236,7 +271,8 @@ _V8: Final = (
     "CREATE INDEX {p}runs_by_version ON {p}runs (version)",
 )
 
-HEARTBEATS_MIGRATION: Final = (
+# Who listens since when (heartbeats.py); the cursor rows that held it move there.
+_V9: Final = (
     """
     CREATE TABLE {p}heartbeats (
         kind text NOT NULL CHECK (kind IN ('serve', 'fleet')),
@@ -280,28 +316,8 @@ HEARTBEATS_MIGRATION: Final = (
     """,
 )
 
-#: The statements of the schema version that adds the table.
-PENDING_WRITES_MIGRATION: Final = (
-    """
-    CREATE TABLE {p}pending_writes (
-        practice text NOT NULL,
-        write_id text NOT NULL,
-        tool text NOT NULL,
-        sealed {json} NOT NULL,
-        digest text NOT NULL,
-        created_at {time} NOT NULL,
-        expires_at {time} NOT NULL,
-        code_misses integer NOT NULL DEFAULT 0,
-        claimed_by text,
-        claimed_at {time},
-        PRIMARY KEY (practice, write_id)
-    )
-    """,
-    "CREATE INDEX {p}pending_writes_expires ON {p}pending_writes (expires_at)",
-)
-
-#: The statements of the schema version that adds the table (and the attention kind).
-RUN_RETRIES_MIGRATION: Final = (
+# A recipe's retry policy (run_retries.py), and the attention kind retries_exhausted.
+_V10: Final = (
     """
     CREATE TABLE {p}run_retries (
         run_id text PRIMARY KEY REFERENCES {p}runs (run_id) ON DELETE CASCADE,
@@ -318,23 +334,8 @@ RUN_RETRIES_MIGRATION: Final = (
     CREATE TABLE {p}attention_v10 (
         attention_id text PRIMARY KEY,
         kind text NOT NULL CHECK (kind IN ('gap', 'subscription_in_doubt', 'unrecognised',
-            'silent_subscription', 'retries_exhausted')),
-        practice text NOT NULL,
-        trigger_key text NOT NULL,
-        dedupe text NOT NULL,
-        window_start {time},
-        window_end {time},
-        reason text NOT NULL,
-        evidence {json},
-        status text NOT NULL CHECK (status IN ('checking', 'open', 'closed')),
-        created_at {time} NOT NULL,
-        updated_at {time} NOT NULL,
-        settled_by text,
-        settled_at {time},
-        note text,
-        UNIQUE (practice, kind, dedupe)
-    )
-    """,
+            'silent_subscription', 'retries_exhausted')),"""
+    + _ATTENTION_COLUMNS,
     """
     INSERT INTO {p}attention_v10 (attention_id, kind, practice, trigger_key, dedupe,
         window_start, window_end, reason, evidence, status, created_at, updated_at,
@@ -350,18 +351,9 @@ RUN_RETRIES_MIGRATION: Final = (
 
 
 #: Statements of each schema version; all pending ones are applied in one transaction.
-MIGRATIONS: Mapping[int, Sequence[str]] = {
-    1: _V1,
-    2: _V2,
-    3: _V3,
-    4: _V4,
-    5: PENDING_WRITES_MIGRATION,  # writes an assistant previewed (pending_writes.py)
-    6: _V6,
-    7: _V7,
-    8: _V8,
-    9: HEARTBEATS_MIGRATION,  # who listens since when (heartbeats.py); cursor rows move
-    10: RUN_RETRIES_MIGRATION,  # a recipe's retry policy (run_retries.py); retries_exhausted
-}
+MIGRATIONS: Mapping[int, Sequence[str]] = dict(
+    enumerate((_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10), start=1)
+)
 
 #: The schema version this practiceflow writes.
 LATEST_VERSION: int = max(MIGRATIONS)

@@ -1,13 +1,9 @@
 """The store's SQL, written once: :class:`StoreBase` (connections, transactions, times),
-:class:`SQLEvents` (events, webhook subscriptions) and :class:`SQLCursors` (cursors, request
-counts); the other tables' mixins are in their own modules, joined in ``_store.py``.
-Statements use ``?`` and ``{p}``, which the dialect translates. Everything is keyed by
-``practice``, and each changing method is one commit.
-
-What a database subclass guarantees: a write transaction that reads then writes is never
-interleaved with another writer's on the same rows (SQLite's BEGIN IMMEDIATE, PostgreSQL's
-row or advisory locks); uniqueness is the database's (unique indexes, ``ON CONFLICT``), so
-that concurrent processes agree on one event, one run, one subscription.
+:class:`SQLEvents` (events, subscriptions) and :class:`SQLCursors` (cursors, request counts);
+``_store.py`` joins them with the other tables' mixins. Each changing method is one commit.
+A database subclass never interleaves a read-then-write with another writer's on the same
+rows, and leaves uniqueness to the database (``ON CONFLICT``), so that concurrent processes
+agree on one event, one run, one subscription.
 """
 
 from __future__ import annotations
@@ -78,10 +74,6 @@ _COUNT_RESUBSCRIBE: Final = (
 )
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 @dataclass
 class _Atomic:
     """An open :meth:`StoreBase.atomic` block of one thread."""
@@ -91,8 +83,7 @@ class _Atomic:
 
 
 def decode(dialect: Dialect, record: type[_Row], row: Sequence[Any]) -> _Row:
-    """A row as a ``record`` dataclass whose fields are its columns in order, each read
-    by the field's annotation (times, JSON, integers; the rest as read)."""
+    """A row as a ``record`` whose fields are its columns, each read by its annotation."""
     read: dict[str, Callable[[Any], Any]] = {
         "datetime": dialect.load_time,
         "datetime | None": dialect.maybe_time,
@@ -111,7 +102,7 @@ class StoreBase(ABC):
     always_durable: ClassVar[bool] = False
 
     def __init__(self, *, clock: Clock | None = None, key_file: Path | None = None) -> None:
-        self._clock: Clock = clock or _utc_now
+        self._clock: Clock = clock or (lambda: datetime.now(UTC))
         self._local = threading.local()
         self.sealer = Sealer(key_file)
         self.sealer.check()  # a key given but unusable is said at open, not at a first write
@@ -123,8 +114,7 @@ class StoreBase(ABC):
     @classmethod
     @abstractmethod
     def from_url(cls, url: str, *, clock: Clock | None = None) -> Self:
-        """Open the store a URL of this store's scheme names (:class:`ConfigError` if
-        the URL is unusable or the store newer than this practiceflow)."""
+        """Open the store a URL of this store's scheme names (ConfigError if unusable)."""
 
     @abstractmethod
     def close(self) -> None:
@@ -140,14 +130,12 @@ class StoreBase(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- what a subclass gives ------------------------------------------------------------
-
     @abstractmethod
     def _transaction(
         self, *, durable: bool = False, snapshot: bool = False
     ) -> AbstractContextManager[Connection]:
-        """One transaction of this thread, committed on exit: ``snapshot`` reads one
-        committed state; else it writes, serialized, fsynced when ``durable``."""
+        """One transaction, committed on exit: a read of one state (``snapshot``), else a
+        serialized write, fsynced when ``durable``."""
 
     @abstractmethod
     def _statement(self) -> AbstractContextManager[Connection]:
@@ -158,10 +146,7 @@ class StoreBase(ABC):
 
     @abstractmethod
     def _clash(self, exc: Exception) -> str | None:
-        """The unique key an exception says was violated (never the values: a secret may
-        be one), or ``None``."""
-
-    # --- transactions ---------------------------------------------------------------------
+        """The unique key an exception says was violated (never a value: it may be a secret)."""
 
     def _stamp(self, value: datetime | None, what: str) -> Any:
         return self.dialect.dump_time(self.now() if value is None else value, what)
@@ -192,20 +177,14 @@ class StoreBase(ABC):
     def atomic(self, *, durable: bool = False) -> Iterator[None]:
         """Make the calls inside one transaction of this thread: one commit, all or none.
 
-        Only an optimisation: a caller must be correct when they commit one by one. A call
-        that raises aborts the whole transaction (let it out of the block); a nested block
-        joins it. ``durable`` fsyncs the commit: say so when a call inside needs it (SQLite
-        fixes durability at BEGIN, so a durable call in a block without it is a BugError).
+        Only an optimisation: callers must be correct committing one by one. A call that
+        raises aborts it all; a nested block joins it. ``durable`` fsyncs the commit: a
+        durable call inside a block opened without it is a BugError (SQLite fixes it at BEGIN).
         """
-        outer: _Atomic | None = getattr(self._local, "atomic", None)
-        if outer is not None:
-            if durable and not outer.durable:
-                message = "atomic(durable=True) inside atomic() opened without it"
-                raise BugError(message)
-            yield
-            return
-        with self._transaction(durable=durable) as db:
-            connection = SQLConnection(db, self.dialect)
+        with self._write(durable=durable) as connection:
+            if getattr(self._local, "atomic", None) is not None:  # a nested block joins it
+                yield
+                return
             self._local.atomic = _Atomic(connection, durable or self.always_durable)
             try:
                 yield
@@ -223,7 +202,7 @@ class StoreBase(ABC):
     def _records(
         self, record: type[_Row], table: str, where: str = "", params: Sequence[Any] = ()
     ) -> list[_Row]:
-        """The rows of ``{p}table`` that ``where`` (and ORDER BY...) keeps, as records."""
+        """The rows of ``{p}table`` that ``where`` (with ORDER BY...) keeps, as records."""
         rows = self._all(select(record, table) + where, params)
         return [decode(self._load, record, row) for row in rows]
 
@@ -231,8 +210,7 @@ class StoreBase(ABC):
         self, record: type[_Row], table: str, where: str, params: Sequence[Any]
     ) -> _Row | None:
         """The first of :meth:`_records`, or None."""
-        found = self._records(record, table, where, params)
-        return found[0] if found else None
+        return next(iter(self._records(record, table, where, params)), None)
 
 
 class SQLEvents(StoreBase):
@@ -245,8 +223,6 @@ class SQLEvents(StoreBase):
     def schema_version(self) -> int:
         """The schema version of the open database."""
         return int(self._one("SELECT version FROM {p}schema_version")[0])
-
-    # --- events ---------------------------------------------------------------------------
 
     def record_event(
         self,
@@ -264,11 +240,8 @@ class SQLEvents(StoreBase):
         return self.record_events([event])[0]
 
     def record_events(self, events: Sequence[NewEvent]) -> list[bool]:
-        """Record several events in **one** durable commit (all or, on an error, none),
-        each as :meth:`record_event` would, in order: for each, whether it was new.
-
-        One fsync for a batch of deliveries instead of one each (``group_commit.py``).
-        """
+        """Record several events in **one** durable commit (all or none), each as
+        :meth:`record_event` would: for each, whether it was new (``group_commit.py``)."""
         rows = [
             (
                 event.practice, event.source, event.event_key, event.event_id, event.signature,
@@ -340,15 +313,11 @@ class SQLEvents(StoreBase):
 
     def purge_seen(self, older_than: timedelta = DEFAULT_KEEP_SEEN) -> int:
         """Forget handled events received more than ``older_than`` ago; returns how many.
-
-        Unhandled events are never purged; a redelivery after ``older_than`` is taken as new.
-        """
+        Unhandled events are never purged; a redelivery after ``older_than`` is taken as new."""
         cutoff = self._stamp(self.now() - older_than, "older_than")
         with self._write() as db:
             sql = "DELETE FROM {p}events WHERE handled_at IS NOT NULL AND received_at < ?"
             return db.execute(sql, (cutoff,)).rowcount
-
-    # --- webhook subscriptions ------------------------------------------------------------
 
     def save_subscription(
         self,
@@ -371,16 +340,9 @@ class SQLEvents(StoreBase):
         stamp = self._stamp(None, "updated_at")
         # The secret signs deliveries: sealed at rest like the runs' data (a dump or a
         # backup shows none of it); the empty secret of a pending subscription stays empty.
-        stored = to_json(self.sealer.seal(secret, "webhook secret"), "a sealed secret")
-        values = (
-            practice,
-            trigger_key,
-            subscription_id,
-            event,
-            url,
-            stored if secret else secret,
-            path_token,
-        )
+        sealed = to_json(self.sealer.seal(secret, "webhook secret"), "a sealed secret")
+        stored = sealed if secret else secret
+        values = (practice, trigger_key, subscription_id, event, url, stored, path_token)
         try:
             with self._write(durable=True) as db:
                 db.execute(_UPSERT_SUBSCRIPTION, (*values, status, stamp, stamp))
@@ -434,8 +396,7 @@ class SQLEvents(StoreBase):
     def record_test_delivery(
         self, practice: str, trigger_key: str, at: datetime | None = None
     ) -> None:
-        """Note that a verified test delivery reached a trigger (``at``: now if omitted); the
-        latest time is kept."""
+        """Note a verified test delivery to a trigger (``at``: now); the latest is kept."""
         stamp = self._stamp(at, "at")
         with self._write() as db:
             db.execute(_UPSERT_TEST_DELIVERY, (practice, trigger_key, stamp))
@@ -466,8 +427,6 @@ class SQLEvents(StoreBase):
             (practice, trigger_key) * 2,
         )
         return decode(self.dialect, SubscriptionHealth, (practice, trigger_key, *row))
-
-    # --- operations ---------------------------------------------------------------------
 
     def practice_counts(self) -> dict[str, PracticeCounts]:
         """Practice -> runs by status, steps in doubt and events waiting (``/metrics``),
@@ -559,8 +518,6 @@ class SQLCursors(StoreBase):
                 " ON CONFLICT DO NOTHING",
                 [(*key, dedupe_key) for dedupe_key in boundary_keys],
             )
-
-    # --- requests sent ------------------------------------------------------------------
 
     def record_request(self, practice: str, at: datetime | None = None) -> None:
         """Count one request sent with a practice's credentials (for reports)."""

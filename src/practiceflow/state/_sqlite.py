@@ -18,11 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar, Final, Self
 
-from practiceflow.errors import BugError, ConfigError, StoreError
+from practiceflow.errors import BugError, ConfigError, ErrorKind, StoreError
 from practiceflow.state import _schema
 from practiceflow.state._dialect import Dialect
 from practiceflow.state._store import StateStore
-from practiceflow.state.file_identity import StateFileGone, StoreUnusable
 from practiceflow.state.rows import Clock, from_utc, to_utc
 from practiceflow.state.sealing import from_json
 
@@ -41,6 +40,19 @@ SQLITE: Final = Dialect(
     load_time=from_utc,
     load_json=from_json,
 )
+
+
+class StoreUnusable(StoreError):
+    """The state file cannot be used where it is (read-only, or no folder for it): a
+    configuration fault (exit 2) that waiting does not cure; a delivery gets 503."""
+
+    kind: ClassVar[ErrorKind] = "config"
+
+
+class StateFileGone(StoreUnusable):
+    """The state file was deleted or replaced while this process had it open (SQLite would
+    go on committing into the unlinked file): nothing more is recorded (deliveries get 503)
+    and the process stops (exit 2)."""
 
 
 def sqlite_path(url: str) -> Path:
@@ -84,9 +96,7 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
 def _check_identity(path: Path, opened: tuple[int, int] | None) -> None:
     """Raise :class:`StateFileGone` when ``path`` no longer names the file opened as
     ``opened`` (its device and inode; None: not known)."""
-    if opened is None:
-        return
-    now = _file_identity(path)
+    now = None if opened is None else _file_identity(path)
     if now == opened:
         return
     what = "was deleted" if now is None else "was replaced by another file"
@@ -131,25 +141,20 @@ class SQLiteStore(StateStore):
         self._opened = _file_identity(self.path)  # checked before every use
         try:
             self._migrate()
-        except sqlite3.DatabaseError as exc:  # not a database, or a damaged one
+        except BaseException as exc:
             self.close()
-            message = (
-                f"state database {self.path} cannot be read as a SQLite database ({exc}); "
-                "check that --state (PRACTICEFLOW_STATE) names the right file, or restore it "
-                "from a backup"
-            )
-            raise ConfigError(message) from None
-        except StoreError as exc:
-            self.close()
+            if isinstance(exc, sqlite3.DatabaseError):  # not a database, or a damaged one
+                message = (
+                    f"state database {self.path} cannot be read as a SQLite database ({exc}); "
+                    "check that --state (PRACTICEFLOW_STATE) names the right file, or restore "
+                    "it from a backup"
+                )
+                raise ConfigError(message) from None
             cause = exc.__cause__
-            if isinstance(exc, StoreUnusable) or (
-                isinstance(cause, sqlite3.OperationalError) and is_busy(cause)
-            ):
-                raise
-            # At start, a full disk (or an I/O error) is the machine's to fix: exit 2.
-            raise StoreUnusable(str(exc)) from None
-        except BaseException:
-            self.close()
+            busy = isinstance(cause, sqlite3.OperationalError) and is_busy(cause)
+            if isinstance(exc, StoreError) and not (busy or isinstance(exc, StoreUnusable)):
+                # At start, a full disk (or an I/O error) is the machine's to fix: exit 2.
+                raise StoreUnusable(str(exc)) from None
             raise
 
     @classmethod
@@ -167,8 +172,6 @@ class SQLiteStore(StateStore):
             connections, self._connections = self._connections, []
         for connection in connections:
             connection.close()
-
-    # --- connections and transactions -----------------------------------------------------
 
     def _create_private_file(self) -> None:
         try:
@@ -214,17 +217,13 @@ class SQLiteStore(StateStore):
 
     def _conn(self) -> sqlite3.Connection:
         _check_identity(self.path, self._opened)
-        try:
-            return self._open_conn()
-        except sqlite3.OperationalError as exc:
-            raise self._store_error(exc) from exc
-
-    def _open_conn(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if self._closed:
             message = f"state store {self.path} is closed; open it again to use it"
             raise BugError(message)
-        if connection is None:
+        if connection is not None:
+            return connection
+        try:
             # isolation_level=None: no implicit transactions; we BEGIN and COMMIT ourselves.
             # check_same_thread=False only so close() may close other threads' connections.
             connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -232,9 +231,11 @@ class SQLiteStore(StateStore):
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.execute("PRAGMA foreign_keys = ON")
-            with self._lock_connections:
-                self._connections.append(connection)
-            self._local.connection = connection
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from exc
+        with self._lock_connections:
+            self._connections.append(connection)
+        self._local.connection = connection
         return connection
 
     def _synchronous(self, connection: sqlite3.Connection, level: str) -> None:
@@ -281,12 +282,18 @@ class SQLiteStore(StateStore):
         # sqlite3 names the table and columns of the key, never the values.
         return str(exc) if isinstance(exc, sqlite3.IntegrityError) else None
 
-    # --- schema -----------------------------------------------------------------------------
-
     def _migrate(self) -> None:
+        # Read first without the write lock (opening a store to read it never waits behind a
+        # write); a new file (no table yet), or one unreadable now, is left to the write.
         connection = self._conn()
-        if self._schema_is_current(connection):
-            return
+        try:
+            row = connection.execute(self.dialect.sql(_VERSION)).fetchone()
+        except sqlite3.OperationalError:
+            row = None
+        if row is not None:
+            _schema.refuse_newer(str(self.path), int(row[0]))
+            if int(row[0]) == _schema.LATEST_VERSION:
+                return
         with self._write() as db:
             db.execute("CREATE TABLE IF NOT EXISTS {p}schema_version (version integer)")
             row = db.execute(_VERSION).fetchone()
@@ -294,15 +301,3 @@ class SQLiteStore(StateStore):
             _schema.refuse_newer(str(self.path), current)
             if current < _schema.LATEST_VERSION:
                 _schema.apply_migrations(db, current)
-
-    def _schema_is_current(self, connection: sqlite3.Connection) -> bool:
-        """Whether the file has this practiceflow's schema, read without the write lock
-        (opening a store to read it never waits behind a write); a newer one is refused."""
-        try:
-            row = connection.execute(self.dialect.sql(_VERSION)).fetchone()
-        except sqlite3.OperationalError:
-            return False  # a new file (no table yet), or unreadable now: the write decides
-        if row is None:
-            return False
-        _schema.refuse_newer(str(self.path), int(row[0]))
-        return int(row[0]) == _schema.LATEST_VERSION

@@ -16,7 +16,6 @@ from practiceflow.state.attention_rows import SQLAttention
 from practiceflow.state.heartbeats import SQLHeartbeats
 from practiceflow.state.pending_writes import PendingWriteStore
 from practiceflow.state.rows import Clock
-from practiceflow.state.run_retries import SQLRunRetries
 
 
 class StateStore(
@@ -26,7 +25,6 @@ class StateStore(
     SQLCursors,
     SQLHeartbeats,
     SQLRuns,
-    SQLRunRetries,
 ):
     """Durable state of triggers and runs, opened with :func:`~practiceflow.state.open_store`,
     closed with :meth:`close` (or as a context manager); safe to share between threads.
@@ -43,9 +41,6 @@ _STORES: Final[dict[str, str | type[StateStore]]] = {
     "postgresql": "practiceflow.state._postgres:PostgresStore",
     "postgres": "practiceflow.state._postgres:PostgresStore",
 }
-
-#: The scheme of a URL with none: a plain file path.
-_PLAIN_PATH_SCHEME: Final = "sqlite"
 
 
 def register_store(scheme: str, store: str | type[StateStore]) -> None:
@@ -76,7 +71,7 @@ def open_store(url: str, *, clock: Clock | None = None) -> StateStore:
     """
     head, separator, _ = url.partition("://")
     # No "://": a plain path, including Windows drive paths such as C:\\state.db.
-    scheme = head.lower() if separator else _PLAIN_PATH_SCHEME
+    scheme = head.lower() if separator else "sqlite"
     store = _STORES.get(scheme)
     if store is None:
         # Only the scheme is echoed: the rest of a URL may carry a password.

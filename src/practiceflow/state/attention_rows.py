@@ -1,12 +1,8 @@
-"""What needs a person, as rows of the state store's ``attention`` table.
-
-An entry is what no recipe run can settle: a window of possibly missed events (``gap``), a
-subscription that may exist (``subscription_in_doubt``), a delivery held (``unrecognised``),
-a silent webhook (``silent_subscription``), a run the retry policy gave up on
-(``retries_exhausted``). It is ``checking`` while the service may still settle it by
-evidence, ``open`` while it waits for a person, ``closed`` once settled (by whom, when,
-how). The one writer is :mod:`practiceflow.service.needs_person`; the store's methods are
-:class:`SQLAttention`.
+"""What needs a person, as rows of the ``attention`` table: what no recipe run can settle (a
+window of possibly missed events, ``gap``; a subscription that may exist; a delivery held; a
+silent webhook; a run whose retries ran out). An entry is ``checking`` while evidence may
+settle it, ``open`` while it waits for a person, ``closed`` once settled (by whom, when,
+how). The one writer is :mod:`practiceflow.service.needs_person`.
 """
 
 from __future__ import annotations
@@ -86,11 +82,8 @@ class SQLAttention(StoreBase):
         evidence: Json = None,
         status: AttentionStatus = "open",
     ) -> tuple[AttentionRecord, bool]:
-        """List an entry, once per ``(practice, kind, dedupe)``.
-
-        Returns:
-            The entry (the earlier one when it was listed before) and whether it is new.
-        """
+        """List an entry once per ``(practice, kind, dedupe)``: the entry (the earlier one
+        when it was listed before) and whether it is new."""
         check_value("attention kind", kind, ATTENTION_KINDS)
         check_value("attention status", status, ATTENTION_STATUSES)
         attention_id = uuid.uuid4().hex
@@ -162,14 +155,9 @@ class SQLAttention(StoreBase):
         settled_by: str | None = None,
         note: str | None = None,
     ) -> bool:
-        """Move an entry that is not closed (a closed one stays as it was settled).
-
-        ``reason`` and ``evidence`` replace the entry's when given; moving to ``closed``
-        records ``settled_by``, ``note`` and now.
-
-        Returns:
-            Whether it moved (False: no such entry, or it was closed already).
-        """
+        """Move an entry that is not closed; whether it moved (a closed one stays as
+        settled). ``reason`` and ``evidence`` replace the entry's when given; moving to
+        ``closed`` records ``settled_by``, ``note`` and now."""
         check_value("attention status", status, ATTENTION_STATUSES)
         stamp = self._stamp(None, "updated_at")
         sets: dict[str, Any] = {"status": status, "updated_at": stamp, "reason": reason}
@@ -197,8 +185,7 @@ class SQLAttention(StoreBase):
     def ledger_events(
         self, since: datetime, *, practice: str | None = None, limit: int = 100_000
     ) -> list[EventRecord]:
-        """The events received since ``since``, oldest first: what the completeness
-        ledger (``practiceflow audit completeness``) counts beside the gaps."""
+        """The events received since ``since``, oldest first (``audit completeness``)."""
         where, params = "received_at >= ?", [self._stamp(since, "since")]
         if practice is not None:
             where, params = where + " AND practice = ?", [*params, practice]

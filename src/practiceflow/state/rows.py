@@ -1,8 +1,7 @@
-"""What the state store holds, as typed rows, and the transition rules every store shares.
-
-Rows are frozen dataclasses whose fields are their table's columns in order
-(``Dialect.decode``); fields that may carry a secret or personal data are kept out of
-``repr``, so that logging a row cannot leak them.
+"""What the state store holds, as typed rows, and the transition rules every store shares
+(a step's moves: :class:`StepChange`). A row's fields are its table's columns in order
+(``decode`` in ``_sql.py``); a field that may carry a secret or personal data is kept out of
+``repr``, so that logging a row cannot leak it.
 """
 
 from __future__ import annotations
@@ -48,6 +47,9 @@ STEP_TRANSITIONS: Final[Mapping[StepStatus | None, frozenset[StepStatus]]] = {
     "succeeded": frozenset(),
     "skipped": frozenset(),
 }
+
+#: The run statuses that end a run: nothing of it runs or is held for a person any more.
+FINISHED: Final = ("succeeded", "failed", "cancelled")
 
 #: Step statuses an operator may settle with ``resolve_step``.
 RESOLVABLE: Final[frozenset[StepStatus]] = frozenset({"in_doubt", "failed"})
@@ -145,9 +147,8 @@ class SubscriptionRecord:
 
 @dataclass(frozen=True)
 class SubscriptionHealth:
-    """How a trigger's webhook subscription has been faring.
-
-    It outlives the subscription row, which a re-subscribe deletes and saves anew.
+    """How a trigger's webhook subscription has been faring (it outlives the subscription
+    row, which a re-subscribe deletes and saves anew).
 
     Attributes:
         last_delivery_at: newest event received by webhook (from the events, so it
@@ -176,10 +177,8 @@ class RunRecord:
         origin: what started it (JSON): the runner's record of its trigger event
             (payload, source, recipe file), personal data and all; shown masked.
         starts: starts since it last left ``running``, less those stopped in order: a
-            start cut short by a crash stays counted (the runner quarantines a run at
-            :data:`~practiceflow.runner.quarantine.QUARANTINE_AFTER`).
-        version: the digest of the recipe version it runs on (:mod:`practiceflow.versions`),
-            or None.
+            start cut short by a crash stays counted (:mod:`practiceflow.runner.quarantine`).
+        version: the digest of the recipe version it runs on, or None.
     """
 
     run_id: str
@@ -258,6 +257,131 @@ class StepTransition:
     who: str | None
     note: str | None
     detail: Json
+
+
+#: The JSON fields of a step a move may set.
+STEP_FIELDS: Final = ("request", "output", "error")
+
+
+@dataclass(frozen=True)
+class StepChange:
+    """One move of a step, as :meth:`StateStore.change_step` takes it; the class methods
+    build the runner's moves, ``resolve_step`` the operator's.
+
+    Attributes:
+        fields: columns to set among ``request``, ``output`` and ``error``.
+        sent: count an attempt and stamp ``sent_at``.
+        resolving: an operator's decision (only from :data:`RESOLVABLE` statuses); records
+            ``who`` and ``note``.
+        durable: the commit must survive an OS crash, not only a kill (SQLite fsyncs it).
+        at: when the move happened, for one journaled after the fact (a read's ``pending``
+            and ``sent``, with its answer); the commit's time when ``None``.
+    """
+
+    target: StepStatus
+    fields: Mapping[str, Json] = field(default_factory=dict)
+    sent: bool = False
+    resolving: bool = False
+    who: str | None = None
+    note: str | None = None
+    durable: bool = False
+    at: datetime | None = None
+
+    @classmethod
+    def to_pending(cls, rendered_request: Json, *, at: datetime | None = None) -> StepChange:
+        """The move of :meth:`StateStore.step_pending` (``at``: see the class)."""
+        return cls("pending", {"request": rendered_request, "error": None}, at=at)
+
+    @classmethod
+    def to_sent(cls, *, durable: bool = True, at: datetime | None = None) -> StepChange:
+        """The move of :meth:`StateStore.step_sent`; only a request safe to send again (a
+        read) may pass ``durable=False``: an OS crash losing the mark sends it again."""
+        return cls("sent", sent=True, durable=durable, at=at)
+
+    @classmethod
+    def to_succeeded(cls, output: Json) -> StepChange:
+        """The move of :meth:`StateStore.step_succeeded`."""
+        return cls("succeeded", {"output": output, "error": None})
+
+    @classmethod
+    def to_failed(cls, error: Json) -> StepChange:
+        """The move of :meth:`StateStore.step_failed`."""
+        return cls("failed", {"error": error})
+
+    @classmethod
+    def to_skipped(cls, reason: Json = None) -> StepChange:
+        """The move of :meth:`StateStore.step_skipped`."""
+        return cls("skipped", {"error": reason})
+
+    @classmethod
+    def to_in_doubt(cls, error: Json) -> StepChange:
+        """The move of :meth:`StateStore.step_in_doubt`."""
+        return cls("in_doubt", {"error": error})
+
+    def check(self, run_id: str, step_id: str, current: StepStatus | None) -> None:
+        """Raise :class:`BugError` when this move is illegal from ``current`` (``None``:
+        no row yet), such as ``succeeded -> sent``."""
+        where = "(new)" if current is None else current
+        if self.resolving and current not in RESOLVABLE:
+            message = (
+                f"run {run_id} step {step_id!r}: only a step that is {sorted(RESOLVABLE)} "
+                f"can be resolved; it is {where}"
+            )
+            raise BugError(message)
+        allowed = STEP_TRANSITIONS[current]
+        if not self.resolving and self.target not in allowed:
+            hint = "; settle it with resolve_step (who and why are recorded)"
+            message = (
+                f"run {run_id} step {step_id!r}: cannot go from {where} to {self.target}; "
+                f"valid next states are {sorted(allowed)}{hint if current in RESOLVABLE else ''}"
+            )
+            raise BugError(message)
+
+
+@dataclass(frozen=True)
+class RunRetry:
+    """What the retry policy knows of one run.
+
+    Attributes:
+        attempts: attempts that ended failed on a transient cause.
+        next_at: when the next attempt is due (None: none is scheduled).
+        cause: the last such failure (``type``, ``status``, ``step``: never a message,
+            which may quote the data).
+    """
+
+    run_id: str
+    practice: str
+    recipe: str
+    attempts: int
+    next_at: datetime | None
+    cause: Json
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class RunLease:
+    """Who drives a run, and until when.
+
+    Attributes:
+        owner: a token unique to one driving of the run (one process may drive several
+            runs, and one run twice in a row).
+        process: what tells the holder from a later process with the same pid on the same
+            host (its pid namespace and start time), empty when the system does not say.
+        expires_at: when it lapses unless renewed.
+    """
+
+    run_id: str
+    owner: str
+    host: str
+    pid: int
+    process: str
+    taken_at: datetime
+    expires_at: datetime
+
+    def describe(self) -> str:
+        """Who holds it, for a person: ``pid 1234 on host web-1 since 2026-...``."""
+        since = self.taken_at.isoformat(timespec="seconds")
+        return f"pid {self.pid} on host {self.host}, since {since}"
 
 
 def like_prefix(prefix: str | None) -> str | None:

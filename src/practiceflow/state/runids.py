@@ -1,8 +1,7 @@
 """Short run ids: a run is found by its full id or by any unique prefix of 8 characters or more.
 
-The CLI prints runs by a short id (``run fd908bc4 succeeded``); every place that takes a run
-id (``runs show | resolve | retry``, the console's run pages and its JSON API) finds the run
-through :func:`find_run`, so the id printed is an id accepted.
+Every place that takes a run id (``runs show | resolve | retry``, the console's pages and
+JSON API) finds the run through :func:`find_run`, so the short id printed is an id accepted.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from practiceflow.state.rows import RunRecord
 
 #: The shortest prefix accepted for a run id.
 MIN_PREFIX: Final = 8
-#: How many characters of a run id are printed.
-SHORT_ID: Final = 8
 #: How many candidates an ambiguous prefix lists.
 _LISTED: Final = 10
 
@@ -36,11 +33,6 @@ class AmbiguousRunId(ConfigError):
             "give more of the id"
         )
         super().__init__(message)
-
-
-def short_id(run_id: str) -> str:
-    """The short form of a run id, as printed."""
-    return run_id[:SHORT_ID]
 
 
 def find_run(store: StateStore, run_id: str) -> RunRecord | None:

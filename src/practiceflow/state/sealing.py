@@ -28,11 +28,8 @@ _PLAIN_KEYS: Final = ("source",)
 
 
 def to_json(value: Json, what: str) -> str:
-    """A JSON value as text with sorted keys (BugError when it is not JSON).
-
-    ASCII (``\\uXXXX`` escapes): a lone surrogate (a name cut inside an emoji by a UTF-16
-    service) is kept losslessly, where UTF-8 text could not carry it.
-    """
+    """A JSON value as ASCII text with sorted keys (BugError when it is not JSON): a lone
+    surrogate (a name cut inside an emoji by a UTF-16 service) survives, as UTF-8 could not."""
     try:
         return json.dumps(value, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -51,8 +48,8 @@ def from_json(text: str | None) -> Json:
 
 
 class Sealer:
-    """Seals and opens a store's JSON values with its key (read once, on first need);
-    ``key_file`` is the store's own, used when neither environment variable is set."""
+    """Seals and opens a store's JSON values with its key (read on first need); ``key_file``
+    is the store's own, used when neither environment variable is set."""
 
     __slots__ = ("_fernet", "_key_file")
 
@@ -90,8 +87,8 @@ class Sealer:
         return self._fernet
 
     def check(self) -> None:
-        """Raise :class:`ConfigError` (naming where it came from) for a key given but
-        unusable: not a Fernet key, or a ``PRACTICEFLOW_STATE_KEY_FILE`` that is no file."""
+        """Raise :class:`ConfigError` for a key given but unusable (not a Fernet key, or a
+        ``PRACTICEFLOW_STATE_KEY_FILE`` that is no file)."""
         named = os.environ.get(KEY_FILE_ENV)
         if named and not os.environ.get(KEY_ENV) and not Path(named).is_file():
             message = f"state store: {KEY_FILE_ENV} names {named}, which is not a file"
