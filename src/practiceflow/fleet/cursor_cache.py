@@ -85,16 +85,9 @@ class CursorCache:
             self._pending.setdefault(practice, []).append((trigger_key, value, keys))
 
     def flush(self, practice: str) -> int:
-        """Write the practice's cursor moves in one transaction.
-
-        Returns:
-            How many moves were written.
-
-        Raises:
-            StoreError: the database refused; the practice's cursors are forgotten (read
-                again at its next poll) and its moves dropped: its events are stored, so
-                reading again repeats nothing.
-        """
+        """Write the practice's cursor moves in one transaction; returns how many. On a
+        StoreError its cursors are forgotten (read again at its next poll) and its moves
+        dropped: its events are stored, so reading again repeats nothing."""
         with self._lock:
             moves = self._pending.pop(practice, [])
         if not moves:

@@ -29,23 +29,9 @@ def http_connections(budget_connections: int, owned: bool) -> int:
 
 
 def settle_environment(session: requests.Session, base_url: str) -> requests.Session:
-    """Give ``session`` the environment's settings for ``base_url`` now, and stop it
-    reading the environment per request (``trust_env``).
-
-    What ``requests`` reads per request with ``trust_env``: the proxies for the URL's
-    scheme and host (``no_proxy`` honoured), and ``REQUESTS_CA_BUNDLE`` or
-    ``CURL_CA_BUNDLE``. A practice's client sends only to its base URL's host, so reading
-    them once for that URL gives every request the same settings. (``trust_env`` also
-    reads ``~/.netrc`` for a request without credentials: the client sets its own on
-    every request.)
-
-    Args:
-        session: a practice's session (not yet used).
-        base_url: the practice's base URL.
-
-    Returns:
-        The same session.
-    """
+    """Give a practice's ``session`` the environment's proxies and CA bundle for its
+    ``base_url`` once, and stop it reading them per request (``trust_env``): its client
+    sends only to that host, and sets its own credentials (no ``~/.netrc``). Returns it."""
     proxies = get_environ_proxies(base_url)
     bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
     session.trust_env = False

@@ -108,15 +108,9 @@ class PracticeLeases:
         return self._connection
 
     def renew(self) -> LeaseChange:
-        """Renew, count the replicas, claim or give back toward an even share.
-
-        Returns:
-            What changed.
-
-        Raises:
-            psycopg.Error: the database did not answer (the leases held stay valid until
-                :meth:`valid_until`; the caller stops polling after it).
-        """
+        """Renew, count the replicas, claim or give back toward an even share; returns what
+        changed (psycopg.Error when the database did not answer: the leases held stay
+        valid until :meth:`valid_until`, after which the caller stops polling)."""
         began = time.monotonic()
         lease = f"{self.lease_s} seconds"
         try:

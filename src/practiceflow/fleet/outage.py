@@ -81,16 +81,9 @@ def _unwatched(fleet: Fleet, name: str, runtime: PracticeRuntime) -> list[tuple[
 
 
 def list_outage(fleet: Fleet, start: datetime, end: datetime) -> list[str]:
-    """List, for every practice of the fleet, what a window without receivers may have cost.
-
-    Args:
-        fleet: this replica's fleet (its webhook triggers and pollers).
-        start: the fleet's last sign of life.
-        end: now.
-
-    Returns:
-        The ids of the entries (an entry of the same window, listed before, again).
-    """
+    """List, for every practice of the fleet, what the window without receivers from
+    ``start`` (the fleet's last sign of life) to ``end`` may have cost; returns the
+    entries' ids (an entry of the same window, listed before, again)."""
     listed: list[str] = []
     for name, runtime in fleet.practices.items():
         triggers = _unwatched(fleet, name, runtime)

@@ -181,19 +181,12 @@ class OwnedPractices:
         return 0.0 if until is None else max(0.0, until - budget.clock())
 
     def poll_practice(self, practice: str, *, scheduled_at: float | None = None) -> int:
-        """Poll every trigger of one practice once; queue the new events.
+        """Poll every trigger of one practice once (due at Unix time ``scheduled_at``, for
+        the lag); queue the new events; returns how many were found.
 
-        The triggers' cursor moves are written in one transaction, and only then are the
-        events queued: a job never exists for an event whose cursor could go back. When
-        that write fails, the events stay pending (stored) and the practice's sweep
-        queues them.
-
-        Args:
-            practice: the practice's name.
-            scheduled_at: Unix time the poll was due (its lag is recorded from it).
-
-        Returns:
-            How many events were found.
+        The cursor moves are written in one transaction, and only then are the events
+        queued: a job never exists for an event whose cursor could go back. When that
+        write fails, the events stay pending (stored) and the sweep queues them.
         """
         runtime = self._runtime(practice)
         if scheduled_at is not None and self.metrics is not None:

@@ -2,33 +2,17 @@
 
 Jobs (task names under the ``practiceflow`` namespace):
 
-* ``run_events(practice)``: run the practice's pending events, oldest first (see
-  :meth:`.runtime.Fleet.run_pending`). Its **lock** is the practice's, so one replica at a
-  time runs a practice's events; its **queueing lock** is the practice's too: one waiting
-  job per practice, however many events arrive meanwhile, so a burst of 20 events is one
-  job, not 20 (the job that runs reads what arrived while it ran). ``run_event``, the
-  per-event job of earlier versions, drains its practice the same way, so jobs queued
-  before an upgrade still run.
-* ``tick(timestamp)``: the one periodic job, every second: it queues the polls and sweeps
-  due at that second (:mod:`.schedule` spreads them over their period).
-* ``poll(timestamp, practice, trigger)``: poll one trigger of one practice and queue the
-  practice's ``run_events`` when it found any. Its lock and queueing lock are the
-  (practice, trigger)'s: one replica polls it at a time, and a slow poll never piles up.
-* ``sweep(timestamp, practice)``: queue the practice's ``run_events`` when an event is still
-  pending (events a webhook receiver stored, or a replica stored and died before queueing).
-* ``retry_stalled``: give the jobs of a replica that stopped sending heartbeats (killed,
-  frozen) back to the queue. The journal, not the queue, then decides what was done.
-* ``prune_jobs``: delete the jobs that ended other than in success (failed, cancelled,
-  aborted) once they are :data:`KEEP_ENDED_JOBS_H` hours old.
+* ``run_events(practice)``: run the practice's pending events (``Fleet.run_pending``). Its
+  lock and its queueing lock are the practice's: one replica at a time runs them, and one
+  job waits per practice however many events arrive. ``run_event``, the per-event job of
+  earlier versions, drains its practice the same way (jobs queued before an upgrade run).
+* ``tick(timestamp)`` (``--polls queue``): every second, queue the polls and sweeps due
+  (:mod:`.schedule`); ``poll`` and ``sweep`` are locked per (practice, trigger) and practice.
+* ``retry_stalled``: give a dead replica's jobs back to the queue; the journal, not the
+  queue, then decides what was done. ``prune_jobs``: delete the jobs that did not succeed
+  once :data:`KEEP_ENDED_JOBS_H` hours old (a job that succeeds is deleted as it ends).
 
-A job that succeeds is deleted as it ends (:data:`DELETE_JOBS`): kept, a fleet's jobs would
-grow the queue's table by millions of rows a day, and nothing reads them. The journal, not
-a job row, records what was done; the jobs that did not succeed stay a week.
-
-The tasks find the replica's fleet in the job context: the worker is started with
-``additional_context={FLEET_CONTEXT_KEY: fleet}`` (:meth:`.runtime.Fleet.job_context`),
-and :func:`fleet_of` reads it back. The tasks ask only for :class:`FleetJobs`; the queue
-itself only carries names and ids.
+The tasks find the replica's fleet in the job context (:func:`fleet_of`).
 """
 
 from __future__ import annotations
@@ -149,16 +133,8 @@ def events_lock(practice: str) -> str:
 
 
 def defer_events(app: procrastinate.App, practice: str) -> bool:
-    """Queue the practice's ``run_events`` job, unless one is already waiting (it runs
-    every event stored before it starts, so one waiting job is enough).
-
-    Args:
-        app: the open app.
-        practice: the practice whose pending events to run.
-
-    Returns:
-        ``True`` when queued, ``False`` when one was already waiting.
-    """
+    """Queue the practice's ``run_events`` job unless one is already waiting (it runs every
+    event stored before it starts); whether it was queued."""
     lock = events_lock(practice)
     task = app.tasks[f"{NAMESPACE}:run_events"]
     try:
@@ -169,19 +145,9 @@ def defer_events(app: procrastinate.App, practice: str) -> bool:
 
 
 def postpone(context: procrastinate.JobContext, seconds: float) -> str:
-    """Queue the running job again, ``seconds`` from now, with its locks and arguments.
-
-    The practice cannot send now (a 429's pause, or all its slots taken): the thread goes
-    to other practices' jobs instead of sleeping. When a job for the same work is already
-    waiting (its queueing lock), that one does it.
-
-    Args:
-        context: the running job's context.
-        seconds: how long to wait.
-
-    Returns:
-        ``postponed``, for the job's log.
-    """
+    """Queue the running job again ``seconds`` from now, with its locks and arguments (the
+    practice cannot send now: the thread goes to other practices' jobs instead of
+    sleeping; a job already waiting for the same work does it). Returns ``postponed``."""
     job = context.job
     task = context.app.tasks[job.task_name]
     delay = max(1, math.ceil(seconds))

@@ -82,23 +82,12 @@ def _uncounted(outcome: str) -> None:
 
 @dataclass
 class PracticeRuntime:
-    """Everything one practice runs with in this replica.
-
-    Attributes:
-        config: its part of the fleet file.
-        client: its API client (its own credentials).
-        budget: its rate budget, shared with the other replicas.
-        runners: one per recipe.
-        pollers: trigger name -> poller, for its polling triggers.
-        webhooks: trigger name -> its webhook binding, for the triggers received by
-            webhook (only when the replica has a public URL).
-        standby: trigger name -> poller, for the webhook-only triggers with a poll
-            source; one polls only while its subscription is in doubt
-            (:meth:`Fleet.poll_instead`).
-        shared_polls: an owner's polls of ``pollers``, one per list they read, with the
-            trigger names they were built for (see ``owned_runtime.shared_polls``).
-        cadence: how often an owner polls them (``owned_runtime.practice_cadence``).
-    """
+    """Everything one practice runs with in this replica: its part of the fleet file, its
+    client (its own credentials) and budget, a runner per recipe, pollers and webhook
+    bindings by trigger name, ``standby`` pollers of webhook-only triggers (polled only
+    while their subscription is in doubt, :meth:`Fleet.poll_instead`), and an owner's
+    shared polls and cadence, with the trigger names they were built for
+    (:mod:`.owned_runtime`)."""
 
     config: PracticeConfig
     client: Client
@@ -364,23 +353,11 @@ class Fleet(OwnedPractices):
 
     @contextmanager
     def slot(self, practice: str) -> Iterator[float]:
-        """Take one of the practice's job slots in this replica, or say how long to wait.
-
-        A job asks before it starts. It yields 0 and holds the slot for its ``with``
-        block when the practice may send now; it yields the seconds to wait, holding
-        nothing, when the practice is paused by a 429's ``Retry-After`` or already runs
-        ``slots_per_practice`` jobs here. The caller then queues the job again for later
-        instead of sleeping in a thread that other practices' polls and events need.
-
-        An ordered practice is never postponed (its lock already runs one job at a time,
-        and a job queued again would lose its place).
-
-        Args:
-            practice: the practice's name.
-
-        Yields:
-            0 (run now, the slot is held), or seconds to wait before trying again.
-        """
+        """Take one of the practice's job slots here (yields 0, the slot held for the
+        ``with`` block), or yield the seconds to wait, holding nothing, when a 429 paused
+        it or it already runs ``slots_per_practice`` jobs: the caller queues its job again
+        instead of sleeping in a thread others need. An ordered practice is never
+        postponed (its lock runs one job at a time; a job queued again loses its place)."""
         runtime = self._practice(practice)
         if not runtime.config.ordered:
             until = runtime.budget.paused_until
@@ -417,25 +394,15 @@ class Fleet(OwnedPractices):
     # --- jobs -------------------------------------------------------------------------
 
     def run_pending(self, practice: str, limit: int = 500) -> str:
-        """Run the practice's pending events (job ``run_events``), oldest first.
+        """Run the practice's pending events (job ``run_events``), oldest first; returns
+        the runs' outcomes counted, for the job's log (StoreError after every run ended).
 
         Up to ``slots_per_practice`` run at once on the fleet's run threads (one at a
         time, in order, for an ``ordered`` practice). Each time a run ends the pending
-        events are read again, so an event stored meanwhile runs in this job too; each
-        event is tried once per job (one left pending, its run interrupted, waits for the
-        next job or the sweep). The job returns only once every run it started ended: its
-        lock is what keeps another replica off the practice's events. A practice paused by
-        a 429 starts no more runs; the job is then queued again for after the pause.
-
-        Args:
-            practice: the practice's name.
-            limit: events read at a time.
-
-        Returns:
-            The runs' outcomes counted, for the job's log.
-
-        Raises:
-            StoreError: the store failed (after every started run ended).
+        events (``limit`` at a time) are read again, so an event stored meanwhile runs in
+        this job too; each event is tried once per job. The job returns only once every
+        run it started ended: its lock is what keeps another replica off the practice's
+        events. A practice paused by a 429 starts no more runs.
         """
         runtime = self._practice(practice)
         width = 1 if runtime.config.ordered else self.slots_per_practice
@@ -547,17 +514,10 @@ class Fleet(OwnedPractices):
     def schedule(
         self, *, sweep_every: int = 30, retry_stalled_every: int = 10, polls: bool = True
     ) -> None:
-        """Register the periodic jobs: the fleet's tick and the stalled-job check.
-
-        Every replica registers the same schedule; procrastinate queues each tick once,
-        and each tick queues the polls and sweeps due then (:mod:`.schedule`).
-
-        Args:
-            sweep_every: seconds between sweeps of each practice.
-            retry_stalled_every: seconds between checks for jobs of dead replicas.
-            polls: queue the polls and sweeps (the tick); False when the replica polls
-                the practices it owns in-process (:mod:`.owner`).
-        """
+        """Register the periodic jobs: the stalled-job check every ``retry_stalled_every``
+        seconds, and with ``polls`` (``--polls queue``) the fleet's tick, which queues the
+        polls and the sweeps (every ``sweep_every`` seconds) due each second
+        (:mod:`.schedule`). Every replica registers the same; procrastinate queues each once."""
         registry = self.app.periodic_registry
         tasks = self.app.tasks
         registry.register_task(

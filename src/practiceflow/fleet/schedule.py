@@ -17,15 +17,8 @@ __all__ = ["Due", "FleetSchedule", "phase_of"]
 
 
 def phase_of(name: str, period: int) -> int:
-    """The fixed second of ``period`` at which ``name`` is due (the same in every replica).
-
-    Args:
-        name: what is scheduled, such as ``poll:acme:new_client``.
-        period: seconds between two runs (at least 1).
-
-    Returns:
-        A second from 0 to ``period - 1``.
-    """
+    """The fixed second (0 to ``period - 1``) at which ``name``, such as
+    ``poll:acme:new_client``, is due in every ``period`` seconds (the same in every replica)."""
     return zlib.crc32(name.encode("utf-8")) % max(1, period)
 
 

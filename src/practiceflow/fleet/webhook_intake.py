@@ -121,18 +121,9 @@ class FleetWebhooks:
         self.fleet.activity(runtime.config.name)  # its polls back to poll_every
 
     def start(self) -> ReceiverServer:
-        """Listen, then make sure each webhook trigger is subscribed once for the fleet.
-
-        The receiver listens first, so that a delivery racing the subscribe's answer
-        finds a replica to take it.
-
-        Returns:
-            The running server (its ``port`` is the one chosen when 0 was asked).
-
-        Raises:
-            ConfigError: no public URL is set.
-            ApiError: the API refused a subscribe.
-        """
+        """Listen (first, so that a delivery racing the subscribe's answer finds a replica),
+        then subscribe each webhook trigger once for the fleet; returns the running server
+        (ConfigError without a public URL, ApiError when the API refuses a subscribe)."""
         self.queue.open()
         self._queuers = [
             threading.Thread(target=self._queue_stored, name=f"pf-intake-{n}", daemon=True)
@@ -164,17 +155,9 @@ class FleetWebhooks:
     def ensure(
         self, practice: str, trigger: str, *, locks: ConnectionPool[Any]
     ) -> SubscriptionRecord | None:
-        """Subscribe one (practice, trigger) unless the fleet already did (under its lock).
-
-        Args:
-            practice: the practice's name.
-            trigger: the trigger's name.
-            locks: autocommit connections to take the lock on.
-
-        Returns:
-            The active subscription, or None when it is in doubt: then it is listed as
-            needing attention (once while that entry is open), not repeated.
-        """
+        """Subscribe one (practice, trigger) unless the fleet already did, under its lock
+        on one of ``locks``; returns the active subscription, or None when it is in doubt
+        (then listed as needing attention, once while that entry is open; not repeated)."""
         runtime = self.fleet.practices[practice]
         binding = runtime.webhooks[trigger]
         event = binding.spec.event_key(binding.options)
