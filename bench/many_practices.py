@@ -29,7 +29,6 @@ baseline's does (like for like).
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import os
@@ -396,7 +395,7 @@ def run_one(
     result: dict[str, Any] = {"practices": practices, "workers": workers}
     try:
         started = time.monotonic()
-        for base, process, n in zip(bases, processes, itertools.count(), strict=True):
+        for n, (base, process) in enumerate(zip(bases, processes, strict=True)):
 
             def ready(base: str = base, process: Any = process, n: int = n) -> bool:
                 if process.poll() is not None:  # it stopped: no use waiting for it
