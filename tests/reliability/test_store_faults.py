@@ -139,10 +139,10 @@ class DiskFull:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.on = False
         self.threads: set[str] | None = None
-        original = SQLiteStore._open_conn
+        original = SQLiteStore._conn
         full = self
 
-        # Every connection of the store comes from _open_conn: each thread's own.
+        # Every connection of the store comes from _conn: each thread's own.
         def conn(store: SQLiteStore) -> sqlite3.Connection:
             connection = original(store)
             name = threading.current_thread().name
@@ -150,7 +150,7 @@ class DiskFull:
                 return _FullConnection(connection)  # type: ignore[return-value]
             return connection
 
-        monkeypatch.setattr(SQLiteStore, "_open_conn", conn)
+        monkeypatch.setattr(SQLiteStore, "_conn", conn)
 
 
 @pytest.fixture
