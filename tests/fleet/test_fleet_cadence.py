@@ -79,6 +79,20 @@ def test_a_quiet_practice_is_polled_less_often_and_fast_again_once_it_changes(
     assert hurried == ["alpha", "alpha"]
 
 
+def test_a_reload_takes_the_recipes_new_max_delay(
+    owned: Fleet, tmp_path: Path, sandbox: SandboxHandle
+) -> None:
+    owned.own("alpha")
+    owned.poll_practice("alpha")
+    assert owned.poll_period("alpha") == 120
+    (tmp_path / "one_write.yaml").write_text(RECIPE.format(max_delay=""), encoding="utf-8")
+
+    owned.reload_recipes()
+
+    owned.poll_practice("alpha")
+    assert owned.poll_period("alpha") == 60  # no max_delay now: every poll_every
+
+
 def test_events_any_replica_stored_mark_their_practice_active_once(owned: Fleet) -> None:
     assert owned.active_practices() == set()  # the first call starts the window
     owned.store.record_event("beta", "new_client", "client.created", "e1", {"entityKey": "k"})

@@ -267,6 +267,7 @@ class Fleet(OwnedPractices):
             fresh[name] = [Runner(r, self.store, runtime.client, practice=name) for r in recipes]
         for name, runners in fresh.items():  # each job takes the list it finds at its start
             self.practices[name].runners = runners
+            self.practices[name].cadence = None  # built again from the new max_delay
 
     def _add_trigger(self, runtime: PracticeRuntime, recipe: ValidRecipe) -> None:
         """Give a recipe's trigger a poller and/or a webhook binding, as its mode says."""
