@@ -156,18 +156,21 @@ def _wait(check: Any, what: str, timeout: float) -> None:
         time.sleep(0.5)
 
 
-def _start_sandbox(practices: int, senders: int = 4) -> tuple[subprocess.Popen[bytes], str]:
+def _start_sandbox(
+    practices: int, senders: int, attempts: Path
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The sandbox, with ``senders`` webhook senders (its own: 4) and each delivery
+    attempt's times appended to ``attempts`` (through bench/_sandbox_senders.py)."""
     port = _free_port()
-    # The sandbox's own 4 webhook senders, or more through bench/_sandbox_senders.py.
-    start = ["-m", "practiceflow"]
-    if senders != 4:
-        start = [str(HERE / "_sandbox_senders.py"), str(senders)]
     command = [
-        sys.executable, *start, "sandbox", "--port", str(port),
-        "--practices", str(practices), "--entities", "10", "--latency", "100ms",
-        "--jitter", "100ms", "--admin-token", TOKEN,
+        sys.executable, str(HERE / "_sandbox_senders.py"), str(senders), "sandbox",
+        "--port", str(port), "--practices", str(practices), "--entities", "10",
+        "--latency", "100ms", "--jitter", "100ms", "--admin-token", TOKEN,
     ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, "PF_BENCH_ATTEMPTS": str(attempts)}
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     url = f"http://127.0.0.1:{port}"
     _wait(lambda: _admin(url, "GET", "/_admin"), "the sandbox", 30)
     return process, url
@@ -302,8 +305,21 @@ def _fire(sandbox: str, plan: list[Any], fired: dict[str, float], stop_at: float
     time.sleep(max(0.0, stop_at - time.time()))
 
 
+Attempts = dict[str, list[tuple[int, float, float]]]
+
+
+def _attempts(path: Path) -> Attempts:
+    """Each event's delivery attempts (number, started, ended), from the sandbox's file."""
+    found: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
+    if path.exists():
+        for line in path.read_text().splitlines():
+            event_id, attempt, started, ended = line.split()
+            found[event_id].append((int(attempt), float(started), float(ended)))
+    return found
+
+
 def _event_to_write(
-    store: PostgresStore, fired: dict[str, float]
+    store: PostgresStore, fired: dict[str, float], attempts: Attempts
 ) -> tuple[list[float], dict[str, list[float]]]:
     """Seconds from each fired event to its run's write being sent (journaled ``sent``),
     and the same delay in its stages (where an event waits).
@@ -329,6 +345,10 @@ def _event_to_write(
             continue
         received = event.received_at.timestamp()
         stages["delivered"].append(received - fired[found[0]])
+        tries = sorted(attempts.get(run.event_id, []))
+        if tries:
+            stages["to_sender"].append(tries[0][1] - fired[found[0]])
+            stages["answered"].append(tries[-1][2] - tries[0][1])
         stages["queued"].append(run.created_at.timestamp() - received)
         stages["run"].append(step.sent_at.timestamp() - run.created_at.timestamp())
     return delays, stages
@@ -371,10 +391,10 @@ def run_one(
     server: PostgresServer, practices: int, workers: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     """One (N, workers) run; returns its figures."""
-    sandbox, url = _start_sandbox(practices, args.senders)
+    folder = Path(tempfile.mkdtemp(prefix="pf-many-"))
+    sandbox, url = _start_sandbox(practices, args.senders, folder / "attempts.txt")
     state = server.new_database(f"many{practices}w{workers}")
     migrate_state(state)
-    folder = Path(tempfile.mkdtemp(prefix="pf-many-"))
     fleet_file, secrets = _write_fleet(folder, url, practices, args.max_delay)
     env = {**os.environ, **secrets}
     ports = [_free_port() for _ in range(workers)]
@@ -431,7 +451,8 @@ def run_one(
                 time.sleep(1)
         final = [_scrape(base) for base in bases]
         with PostgresStore(state) as store:
-            delays, stages = _event_to_write(store, fired)
+            attempts = _attempts(folder / "attempts.txt")
+            delays, stages = _event_to_write(store, fired, attempts)
             statuses = Counter(run.status for run in store.list_runs(limit=1_000_000))
         _stop(processes)
         if args.baseline:  # the lean poller, alone against the same sandbox
@@ -480,6 +501,7 @@ def run_one(
         poll_lag_p99_s=round(_quantile(lag, 0.99), 3),
         events=len(fired),
         writes=len(delays),
+        delivery_retries=sum(len(tries) - 1 for tries in attempts.values()),
         event_to_write_p50_s=round(_percentile(delays, 0.5), 3),
         event_to_write_p99_s=round(_percentile(delays, 0.99), 3),
         **{

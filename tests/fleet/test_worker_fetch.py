@@ -1,4 +1,5 @@
-"""The replica's queue worker looks for due jobs at least as often as it postpones them.
+"""The replica's queue worker looks for due jobs at least as often as it postpones them,
+and its LISTEN connection sleeps until a job is queued.
 
 A job postponed for later (a practice whose slots were all taken: a burst of its events)
 wakes no worker when it becomes due; procrastinate's worker looks only when another job
@@ -14,7 +15,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from practiceflow.fleet.queue import FETCH_EVERY_S
+import psycopg
+import pytest
+from psycopg import waiting
+
+from practiceflow.fleet.queue import FETCH_EVERY_S, make_app
 from practiceflow.fleet.runtime import _BUSY_RETRY_S
 from practiceflow.fleet.worker_loop import run_worker
 
@@ -61,3 +66,46 @@ def test_a_caller_may_still_set_its_own_interval() -> None:
     )
 
     assert app.options["fetch_job_polling_interval"] == 2.0
+
+
+def test_the_queues_listen_connection_waits_on_its_socket_not_a_tenth_second_timer(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # psycopg's waits wake every `interval` to look for interrupts; at its 0.1 s, an idle
+    # replica's LISTEN connection woke ten times a second. A NOTIFY must still arrive.
+    intervals: list[float] = []
+    real_wait = waiting.wait_async
+
+    async def spy(gen: Any, fileno: int, interval: float = 0.0, timeout: Any = None) -> Any:
+        intervals.append(interval)
+        return await real_wait(gen, fileno, interval=interval, timeout=timeout)
+
+    monkeypatch.setattr(waiting, "wait_async", spy)
+
+    async def scenario() -> str:
+        app = make_app(pg_url)
+        received: asyncio.Queue[str] = asyncio.Queue()
+
+        async def on_notification(*, channel: str, payload: str) -> None:
+            await received.put(payload)
+
+        async with app.open_async():
+            listening = asyncio.create_task(
+                app.connector.listen_notify(on_notification, ["pf_quiet_test"])
+            )
+            try:
+                # A synchronous connection: its waits are not the spied ones.
+                with psycopg.connect(pg_url, autocommit=True) as other:
+                    for _ in range(120):  # until the LISTEN is in place
+                        other.execute("NOTIFY pf_quiet_test, 'queued'")
+                        try:
+                            return await asyncio.wait_for(received.get(), 0.5)
+                        except TimeoutError:
+                            continue
+                raise AssertionError("the NOTIFY never reached the listening connection")
+            finally:
+                listening.cancel()
+
+    assert asyncio.run(scenario()) == "queued"
+    assert intervals, "the queue's connections never waited"
+    assert min(intervals) >= 5.0

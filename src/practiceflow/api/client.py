@@ -25,6 +25,7 @@ import requests
 from practiceflow import __version__
 from practiceflow.api.auth_methods import make_auth, mask_headers, reject_credential_headers
 from practiceflow.api.config import AuthMethodName, Settings, load_settings
+from practiceflow.api.connections import fresh_session
 from practiceflow.api.paging import Page, iter_items, iter_pages
 from practiceflow.api.params import encode_params, utc_now
 from practiceflow.api.resource_models import CredentialCheck
@@ -155,7 +156,7 @@ class Client:
             self.settings.auth_method, self.settings.client_id, self.settings.client_secret
         )
         self._owns_session = session is None
-        self._session = session or requests.Session()
+        self._session = session or fresh_session()
         self._budget = budget or RateBudget(limits, clock=clock, sleep=sleep)
         self.limits = self._budget.limits
         self._clock = clock or self._budget.clock

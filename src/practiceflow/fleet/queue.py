@@ -21,18 +21,21 @@ import contextlib
 import logging
 import math
 from contextlib import AbstractContextManager
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeVar
 
 import procrastinate
 import psycopg
+import psycopg_pool
 from procrastinate import exceptions as queue_errors
 from procrastinate.jobs import Status
 from procrastinate.schema import SchemaManager
+from psycopg.abc import PQGen
 
 from practiceflow.errors import BugError
 from practiceflow.fleet.schedule import Due
 
 logger = logging.getLogger("practiceflow.fleet")
+RV = TypeVar("RV")
 
 #: Prefix of every task name in the queue.
 NAMESPACE: Final = "practiceflow"
@@ -54,6 +57,27 @@ FETCH_EVERY_S: Final = 0.5
 #: a job is queued for later only by a 429's pause, itself seconds long, and each look
 #: costs an idle replica a query and its event loop's turn.
 OWNED_FETCH_EVERY_S: Final = 2.0
+#: Seconds a worker connection's wait sleeps between looks at nothing but its socket.
+#: psycopg's own 0.1 s made the queue's idle LISTEN connection wake ten times a second (a
+#: third of an idle replica's CPU); an asyncio task is cancelled, and a signal delivered,
+#: without those wakes.
+_IDLE_WAKE_S: Final = 10.0
+
+
+class _QuietConnection(psycopg.AsyncConnection[Any]):
+    """A worker's queue connection that sleeps until its socket is ready (the LISTEN)."""
+
+    async def wait(
+        self, gen: PQGen[RV], interval: float = _IDLE_WAKE_S, timeout: float | None = None
+    ) -> RV:
+        return await super().wait(gen, interval=interval, timeout=timeout)
+
+
+def _quiet_pool(**options: Any) -> psycopg_pool.AsyncConnectionPool[Any]:
+    """The worker's pool, of quiet connections. Not through the connector's arguments: the
+    synchronous connector procrastinate makes from them (before the worker opens) needs
+    psycopg's own class."""
+    return psycopg_pool.AsyncConnectionPool(connection_class=_QuietConnection, **options)
 
 
 class FleetJobs(Protocol):
@@ -102,7 +126,9 @@ def make_app(url: str, *, pool_size: int = 4, sync: bool = False) -> procrastina
     if sync:
         connector = procrastinate.SyncPsycopgConnector(conninfo=url, min_size=1, max_size=size)
     else:
-        connector = procrastinate.PsycopgConnector(conninfo=url, min_size=1, max_size=size)
+        connector = procrastinate.PsycopgConnector(
+            conninfo=url, min_size=1, max_size=size, pool_factory=_quiet_pool
+        )
     app = procrastinate.App(connector=connector)
     app.add_tasks_from(blueprint(), namespace=NAMESPACE)
     return app

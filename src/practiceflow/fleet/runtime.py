@@ -30,9 +30,9 @@ from typing import Any
 import procrastinate
 import requests
 from psycopg_pool import ConnectionPool
-from urllib3 import PoolManager
 
 from practiceflow.api import Client
+from practiceflow.api.connections import fresh_pool_manager
 from practiceflow.budget.postgres_bucket import shared_budget
 from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import BugError, ConfigError, PracticeflowError
@@ -206,7 +206,7 @@ class Fleet(OwnedPractices):
             name="practiceflow-budgets",
         )
         # One pool of HTTP connections for every practice (see the module docstring).
-        self.connections = PoolManager(maxsize=http_connections(budget_connections, owned))
+        self.connections = fresh_pool_manager(http_connections(budget_connections, owned))
         self.cursors = CursorCache(store) if owned else None
         if self.cursors is not None:
             self.cursors.preload(config.practices)

@@ -33,9 +33,9 @@ __all__ = ["SUBSCRIBE_LOCK_PREFIX", "FleetWebhooks", "subscribe_lock"]
 
 logger = logging.getLogger("practiceflow.fleet")
 
-#: Subscribes sent at once on start (each waits on the API's round trip: with 4, a fleet
-#: of 3,000 practices took minutes to start).
-_SUBSCRIBERS: Final = 8
+#: Subscribes sent at once on start (each waits on the API's round trip and holds one
+#: state connection: with 8, a fleet of 10,000 practices took ten minutes to start).
+_SUBSCRIBERS: Final = 32
 #: Threads queueing the stored deliveries' jobs (a job queued is a round trip: one thread
 #: fell behind 36 deliveries a second, under load).
 _QUEUERS: Final = 4

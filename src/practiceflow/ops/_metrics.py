@@ -25,7 +25,6 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from pyrate_limiter import InMemoryBucket
-from requests.adapters import HTTPAdapter
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -33,6 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from urllib3 import PoolManager
 
+from practiceflow.api.connections import FreshWritesAdapter
 from practiceflow.budget.rate_budget import RateBudget
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.service.netaddr import ThreadedServer
@@ -46,7 +46,7 @@ WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
 POLL_LAG_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.5, 10.0, 20.0, 60.0)
 
 
-class CountingAdapter(HTTPAdapter):
+class CountingAdapter(FreshWritesAdapter):
     """Reports each outcome (``2xx``...``5xx``, ``429``, ``error``) to ``count``;
     ``connections``: a pool manager shared with other adapters, closed by its owner."""
 
@@ -60,7 +60,8 @@ class CountingAdapter(HTTPAdapter):
     def init_poolmanager(
         self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any
     ) -> None:
-        """Use the shared pool manager when there is one (``requests`` calls this)."""
+        """Use the shared pool manager when there is one (``requests`` calls this; make it
+        with ``api.connections.fresh_pool_manager``)."""
         super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
         if self._shared is not None:
             self.poolmanager = self._shared  # the adapter's own manager held no connection
