@@ -5,8 +5,9 @@ how many deliveries the API sends at once). At thousands of practices that pool,
 receiver, bounds how fast events arrive: ``bench/many_practices.py --senders N`` runs the
 sandbox through this file to measure the fleet with more senders, as the real API may
 have. The sandbox's code is not changed. With ``PF_BENCH_ATTEMPTS`` set to a file, each
-delivery attempt appends a line to it: event id, attempt, started and ended (Unix seconds),
-so that the bench can say where a delivery waited (for a sender, or for the answer).
+delivery attempt appends a line to it: the bench's name of the entity delivered
+(``ev-N-S``, or ``-``), attempt, started and ended (Unix seconds), so that the bench can say
+where a delivery waited (for a sender, or for the answer).
 
 Run: ``python bench/_sandbox_senders.py N sandbox ARGS...``
 """
@@ -14,6 +15,7 @@ Run: ``python bench/_sandbox_senders.py N sandbox ARGS...``
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -42,6 +44,9 @@ def main() -> None:
     cli_main()
 
 
+_NAME = re.compile(rb"ev-\d+-\d+")
+
+
 def _time_attempts(path: str) -> None:
     """Append one line per delivery attempt to ``path`` (see the module's docstring)."""
     attempt = deliveries.DeliveryDispatcher._attempt
@@ -51,8 +56,10 @@ def _time_attempts(path: str) -> None:
     def timed(self: deliveries.DeliveryDispatcher, delivery: deliveries.Delivery) -> None:
         started = time.time()
         attempt(self, delivery)
+        found = _NAME.search(delivery.body)
+        name = found[0].decode() if found else "-"
         with lock:
-            out.write(f"{delivery.event_id} {delivery.attempt} {started:.4f} {time.time():.4f}\n")
+            out.write(f"{name} {delivery.attempt} {started:.4f} {time.time():.4f}\n")
 
     deliveries.DeliveryDispatcher._attempt = timed  # type: ignore[method-assign]
 

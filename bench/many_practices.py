@@ -309,7 +309,8 @@ Attempts = dict[str, list[tuple[int, float, float]]]
 
 
 def _attempts(path: Path) -> Attempts:
-    """Each event's delivery attempts (number, started, ended), from the sandbox's file."""
+    """Each fired event's delivery attempts (number, started, ended) by its name, from the
+    sandbox's file."""
     found: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
     if path.exists():
         for line in path.read_text().splitlines():
@@ -345,7 +346,7 @@ def _event_to_write(
             continue
         received = event.received_at.timestamp()
         stages["delivered"].append(received - fired[found[0]])
-        tries = sorted(attempts.get(run.event_id, []))
+        tries = sorted(attempts.get(found[0], []))
         if tries:
             stages["to_sender"].append(tries[0][1] - fired[found[0]])
             stages["answered"].append(tries[-1][2] - tries[0][1])
@@ -501,7 +502,7 @@ def run_one(
         poll_lag_p99_s=round(_quantile(lag, 0.99), 3),
         events=len(fired),
         writes=len(delays),
-        delivery_retries=sum(len(tries) - 1 for tries in attempts.values()),
+        delivery_retries=sum(len(tries) - 1 for name, tries in attempts.items() if name != "-"),
         event_to_write_p50_s=round(_percentile(delays, 0.5), 3),
         event_to_write_p99_s=round(_percentile(delays, 0.99), 3),
         **{

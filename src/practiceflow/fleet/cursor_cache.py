@@ -26,7 +26,8 @@ class CursorCache:
 
     def __init__(self, store: StateStore) -> None:
         self.store = store
-        self._known: dict[tuple[str, str], CursorState | None] = {}
+        #: practice -> trigger key -> its cursor (None: none stored).
+        self._known: dict[str, dict[str, CursorState | None]] = {}
         self._pending: dict[str, list[tuple[str, str, frozenset[str]]]] = {}
         self._lock = threading.Lock()
         # Practices whose cursors the start's snapshot answers (None: none stored then),
@@ -39,7 +40,7 @@ class CursorCache:
         states = self.store.cursor_states()
         with self._lock:
             for state in states:
-                self._known.setdefault((state.practice, state.trigger_key), state)
+                self._known.setdefault(state.practice, {}).setdefault(state.trigger_key, state)
             self._from_start.update(practices)
 
     def as_store(self) -> StateStore:
@@ -51,15 +52,15 @@ class CursorCache:
 
     def get_cursor_state(self, practice: str, trigger_key: str) -> CursorState | None:
         """The cursor, from memory once read."""
-        key = (practice, trigger_key)
         with self._lock:
-            if key in self._known:
-                return self._known[key]
+            known = self._known.get(practice, {})
+            if trigger_key in known:
+                return known[trigger_key]
             if practice in self._from_start:
                 return None
         state = self.store.get_cursor_state(practice, trigger_key)
         with self._lock:
-            return self._known.setdefault(key, state)
+            return self._known.setdefault(practice, {}).setdefault(trigger_key, state)
 
     def get_cursor(self, practice: str, trigger_key: str) -> str | None:
         """The cursor's value, from memory once read."""
@@ -76,10 +77,11 @@ class CursorCache:
         keys = frozenset(boundary_keys)
         self.get_cursor_state(practice, trigger_key)  # read first: the merge needs it
         with self._lock:
-            old = self._known.get((practice, trigger_key))
+            known = self._known.setdefault(practice, {})
+            old = known.get(trigger_key)
             same = old is not None and old.value == value
             keys_now = old.boundary_keys | keys if old is not None and same else keys
-            self._known[(practice, trigger_key)] = CursorState(
+            known[trigger_key] = CursorState(
                 practice, trigger_key, value, keys_now, self.store.now()
             )
             self._pending.setdefault(practice, []).append((trigger_key, value, keys))
@@ -106,5 +108,4 @@ class CursorCache:
         with self._lock:
             self._from_start.discard(practice)
             self._pending.pop(practice, None)
-            for key in [key for key in self._known if key[0] == practice]:
-                del self._known[key]
+            self._known.pop(practice, None)
