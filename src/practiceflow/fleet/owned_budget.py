@@ -14,6 +14,7 @@ import logging
 import threading
 from bisect import bisect_left
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any, Final
 
 from psycopg import sql
@@ -27,6 +28,7 @@ __all__ = ["BudgetLedger", "LeasedBucket"]
 logger = logging.getLogger("practiceflow.fleet")
 
 _DAY_MS: Final = 86_400_000
+_STAMP: Final = attrgetter("timestamp")
 #: Longest wait for a connection of the pool, seconds (the database away: try later).
 _WAIT_S: Final = 5.0
 #: Flushes between two deletions of a table's rows older than the day.
@@ -94,13 +96,14 @@ class LeasedBucket(AbstractBucket):
                     self.ledger.dirty(self)
             return decision
 
-    def window_counts(self, now_ms: int, windows_ms: Sequence[int]) -> list[int]:
-        """Requests admitted in each of the last ``windows_ms`` (``/metrics``): from memory
-        while owned, else from the shared table."""
+    def window_counts(self, now_ms: int, windows_ms: Sequence[int]) -> list[int] | None:
+        """Requests admitted in each of the last ``windows_ms`` (``/metrics``), counted in
+        memory; None while another replica owns the practice: its owner reports it (a
+        query per practice made one scrape of a 1,000-practice fleet cost 0.7 s of CPU)."""
         if not self.owned:
-            return self.shared.window_counts(now_ms, list(windows_ms))
-        stamps = [item.timestamp for item in list(self.memory.items)]
-        return [len(stamps) - bisect_left(stamps, now_ms - length) for length in windows_ms]
+            return None
+        items = list(self.memory.items)  # in time order; a copy, as admissions go on
+        return [len(items) - bisect_left(items, now_ms - n, key=_STAMP) for n in windows_ms]
 
     def waiting(self, item: RateItem) -> Any:
         return self.active.waiting(item)

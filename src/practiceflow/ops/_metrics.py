@@ -11,6 +11,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Final
 
 import requests
@@ -40,6 +41,7 @@ from practiceflow.state import RUN_STATUSES, StateStore
 
 logger = logging.getLogger("practiceflow.ops")
 
+_STAMP: Final = attrgetter("timestamp")
 #: The rate windows, by label, with their length in seconds.
 WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
 #: Bucket edges of the poll lag histogram, in seconds (5 s is the alerting line).
@@ -97,17 +99,18 @@ def counted_session(
 
 
 def window_use(budget: RateBudget) -> dict[str, int] | None:
-    """Requests admitted in each rate window of a budget (None: the bucket cannot say)."""
+    """Requests admitted in each rate window of a budget (None: the bucket cannot say, or
+    another replica owns the practice and reports it)."""
     bucket = budget.bucket
     now_ms = int(budget.clock() * 1000)
     lengths = [seconds * 1000 for _, seconds in WINDOWS]
+    counts: list[int] | None = None
     if isinstance(bucket, InMemoryBucket):
-        # Items are appended in time order; a copy of the stamps is enough for a gauge.
-        stamps = [item.timestamp for item in list(bucket.items)]
-        counts = [len(stamps) - bisect_left(stamps, now_ms - length) for length in lengths]
+        items = list(bucket.items)  # appended in time order; a copy is enough for a gauge
+        counts = [len(items) - bisect_left(items, now_ms - n, key=_STAMP) for n in lengths]
     elif callable(getattr(bucket, "window_counts", None)):
         counts = bucket.window_counts(now_ms, lengths)  # type: ignore[attr-defined]
-    else:
+    if counts is None:
         return None
     return {label: count for (label, _), count in zip(WINDOWS, counts, strict=True)}
 
