@@ -330,10 +330,14 @@ def _event_to_write(
     when the intent was committed, just before the request left. The stages: fired ->
     stored by the receiver (the sandbox's delivery and the intake), stored -> run created
     (the queue: the job's wait for a thread, a slot, its fetch), run created -> sent (the
-    run's own work before its write leaves).
+    run's own work before its write leaves). The delivery splits again, by the sandbox's
+    attempts: fired -> its first attempt started (the admin call, then a free sender), and
+    that attempt's start -> the last one's answer (the receiver, and any retries).
     """
     delays = []
-    stages: dict[str, list[float]] = {"delivered": [], "queued": [], "run": []}
+    stages: dict[str, list[float]] = {
+        name: [] for name in ("delivered", "to_sender", "answered", "queued", "run")
+    }
     for run in store.list_runs(recipe=HOOK_NAME, limit=len(fired) * 2 + 100):
         step = store.get_step(run.run_id, "copy")
         found = _NAME.search(json.dumps(run.origin))
