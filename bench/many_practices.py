@@ -51,6 +51,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE))
+
+from _round_robin import start_front  # noqa: E402 -- bench/, beside this file
 
 from pgserver import PostgresServer  # noqa: E402 -- the tests' throw-away server helper
 from practiceflow.cli.db import migrate_state  # noqa: E402
@@ -404,6 +407,10 @@ def run_one(
     env = {**os.environ, **secrets}
     ports = [_free_port() for _ in range(workers)]
     public = f"http://127.0.0.1:{ports[0]}"
+    if args.spread:  # the deliveries through a round-robin front, as behind a load balancer
+        front = _free_port()
+        start_front(front, ports)
+        public = f"http://127.0.0.1:{front}"
     processes = []
     logs = []
     for n, port in enumerate(ports):
@@ -633,6 +640,12 @@ def main() -> None:
         type=int,
         default=4,
         help="the sandbox's webhook senders (deliveries at once; the sandbox's own: 4)",
+    )
+    parser.add_argument(
+        "--spread",
+        action="store_true",
+        help="deliver the webhooks through a round-robin front to every replica (as behind a "
+        "load balancer), not to replica 0 alone",
     )
     parser.add_argument(
         "--max-delay",
