@@ -92,10 +92,10 @@ class FreshWritesAdapter(HTTPAdapter):
         self.poolmanager.pool_classes_by_scheme = dict(_POOL_CLASSES)
 
 
-def fresh_session() -> requests.Session:
-    """A new session with :class:`FreshWritesAdapter` mounted for http and https."""
+def fresh_session(adapter: FreshWritesAdapter | None = None) -> requests.Session:
+    """A new session with ``adapter`` (a new :class:`FreshWritesAdapter`) for http and https."""
     session = requests.Session()
-    adapter = FreshWritesAdapter()
+    adapter = adapter or FreshWritesAdapter()
     for prefix in ("https://", "http://"):
         session.mount(prefix, adapter)
     return session

@@ -18,10 +18,12 @@ import logging
 import math
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import IntEnum
+from operator import attrgetter
 from typing import Any, Final
 
 from pyrate_limiter import AbstractBucket, Duration, InMemoryBucket, Rate, RateItem
@@ -61,9 +63,17 @@ def priority(level: Priority) -> Iterator[None]:
 logger = logging.getLogger("practiceflow.api")
 
 _ITEM_NAME: Final = "practiceflow"
+_STAMP: Final = attrgetter("timestamp")
 _HEADERS: Final = ("Limit", "Remaining", "Reset")
 _LEAK_EVERY: Final = 256
 _TABLE_PREFIX: Final = "pf_budget_"
+
+
+def admitted_in_windows(items: list[RateItem], now_ms: int, windows_ms: list[int]) -> list[int]:
+    """How many of ``items`` (an in-memory bucket's, in time order) fall in each of the last
+    ``windows_ms`` before ``now_ms``; reads a copy, as admissions go on."""
+    items = list(items)
+    return [len(items) - bisect_left(items, now_ms - n, key=_STAMP) for n in windows_ms]
 
 
 def budget_table(client_id: str) -> str:

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from bisect import bisect_left
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any, Final
 
 from psycopg import sql
@@ -22,13 +20,13 @@ from psycopg_pool import ConnectionPool
 from pyrate_limiter import AbstractBucket, InMemoryBucket, RateItem
 
 from practiceflow.budget.postgres_bucket import WaitingPostgresBucket
+from practiceflow.budget.rate_budget import admitted_in_windows
 
 __all__ = ["BudgetLedger", "LeasedBucket"]
 
 logger = logging.getLogger("practiceflow.fleet")
 
 _DAY_MS: Final = 86_400_000
-_STAMP: Final = attrgetter("timestamp")
 #: Longest wait for a connection of the pool, seconds (the database away: try later).
 _WAIT_S: Final = 5.0
 #: Flushes between two deletions of a table's rows older than the day.
@@ -102,8 +100,7 @@ class LeasedBucket(AbstractBucket):
         query per practice made one scrape of a 1,000-practice fleet cost 0.7 s of CPU)."""
         if not self.owned:
             return None
-        items = list(self.memory.items)  # in time order; a copy, as admissions go on
-        return [len(items) - bisect_left(items, now_ms - n, key=_STAMP) for n in windows_ms]
+        return admitted_in_windows(self.memory.items, now_ms, list(windows_ms))
 
     def waiting(self, item: RateItem) -> Any:
         return self.active.waiting(item)

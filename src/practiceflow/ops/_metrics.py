@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import logging
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any, Final
 
 import requests
@@ -33,15 +31,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from urllib3 import PoolManager
 
-from practiceflow.api.connections import FreshWritesAdapter
-from practiceflow.budget.rate_budget import RateBudget
+from practiceflow.api.connections import FreshWritesAdapter, fresh_session
+from practiceflow.budget.rate_budget import RateBudget, admitted_in_windows
 from practiceflow.errors import ConfigError, PracticeflowError
 from practiceflow.service.netaddr import ThreadedServer
 from practiceflow.state import RUN_STATUSES, StateStore
 
 logger = logging.getLogger("practiceflow.ops")
 
-_STAMP: Final = attrgetter("timestamp")
 #: The rate windows, by label, with their length in seconds.
 WINDOWS: Final = (("minute", 60), ("hour", 3600), ("day", 86400))
 #: Bucket edges of the poll lag histogram, in seconds (5 s is the alerting line).
@@ -91,11 +88,7 @@ def counted_session(
     count: Callable[[str], None], *, connections: PoolManager | None = None
 ) -> requests.Session:
     """A new session whose every exchange is counted (give it to ``Client(session=)``)."""
-    session = requests.Session()
-    adapter = CountingAdapter(count, connections=connections)
-    for prefix in ("https://", "http://"):
-        session.mount(prefix, adapter)
-    return session
+    return fresh_session(CountingAdapter(count, connections=connections))
 
 
 def window_use(budget: RateBudget) -> dict[str, int] | None:
@@ -106,8 +99,7 @@ def window_use(budget: RateBudget) -> dict[str, int] | None:
     lengths = [seconds * 1000 for _, seconds in WINDOWS]
     counts: list[int] | None = None
     if isinstance(bucket, InMemoryBucket):
-        items = list(bucket.items)  # appended in time order; a copy is enough for a gauge
-        counts = [len(items) - bisect_left(items, now_ms - n, key=_STAMP) for n in lengths]
+        counts = admitted_in_windows(bucket.items, now_ms, lengths)
     elif callable(getattr(bucket, "window_counts", None)):
         counts = bucket.window_counts(now_ms, lengths)  # type: ignore[attr-defined]
     if counts is None:
