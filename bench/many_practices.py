@@ -322,8 +322,58 @@ def _attempts(path: Path) -> Attempts:
     return found
 
 
+_TRACE_JOBS = """
+CREATE TABLE bench_job_trace (
+    job_id bigint, lock text, type text, at timestamptz DEFAULT clock_timestamp()
+);
+CREATE FUNCTION bench_job_trace() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO bench_job_trace (job_id, lock, type)
+        SELECT NEW.job_id, job.lock, NEW.type::text
+        FROM procrastinate_jobs job WHERE job.id = NEW.job_id;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER bench_job_trace AFTER INSERT ON procrastinate_events
+    FOR EACH ROW EXECUTE FUNCTION bench_job_trace();
+"""
+
+Jobs = dict[str, list[tuple[float, float]]]
+
+
+def _trace_jobs(state: str) -> None:
+    """Keep each job's queue events (deferred, started) in a table of the bench's own: the
+    queue deletes a job, and its events, as it succeeds."""
+    with psycopg.connect(state, autocommit=True) as connection:
+        connection.execute(_TRACE_JOBS)
+
+
+def _jobs(state: str) -> Jobs:
+    """Each ``run_events`` lock's jobs as (deferred, started) Unix times, by start."""
+    found: dict[int, dict[str, float]] = defaultdict(dict)
+    locks: dict[int, str] = {}
+    with psycopg.connect(state) as connection:
+        rows = connection.execute(
+            "SELECT job_id, lock, type, extract(epoch FROM at) FROM bench_job_trace "
+            "WHERE type IN ('deferred', 'started') AND lock LIKE 'events:%'"
+        ).fetchall()
+    for job_id, lock, kind, at in rows:
+        found[job_id].setdefault(kind, float(at))
+        locks[job_id] = lock
+    jobs: Jobs = defaultdict(list)
+    for job_id, times in found.items():
+        if "started" in times and "deferred" in times:
+            jobs[locks[job_id]].append((times["deferred"], times["started"]))
+    for started in jobs.values():
+        started.sort(key=lambda pair: pair[1])
+    return jobs
+
+
 def _event_to_write(
-    store: PostgresStore, fired: dict[str, float], attempts: Attempts
+    store: PostgresStore,
+    fired: dict[str, float],
+    attempts: Attempts,
+    jobs: Jobs,
+    traced: dict[str, dict[str, float]],
 ) -> tuple[list[float], dict[str, list[float]]]:
     """Seconds from each fired event to its run's write being sent (journaled ``sent``),
     and the same delay in its stages (where an event waits).
@@ -339,8 +389,11 @@ def _event_to_write(
     """
     delays = []
     stages: dict[str, list[float]] = {
-        name: [] for name in ("delivered", "to_sender", "answered", "queued", "run")
-    }
+        name: []
+        for name in (
+            "delivered", "to_sender", "answered", "queued", "to_job", "fetched", "drained", "run"
+        )
+    }  # fmt: skip
     for run in store.list_runs(recipe=HOOK_NAME, limit=len(fired) * 2 + 100):
         step = store.get_step(run.run_id, "copy")
         found = _NAME.search(json.dumps(run.origin))
@@ -352,13 +405,31 @@ def _event_to_write(
         if event is None:
             continue
         received = event.received_at.timestamp()
-        stages["delivered"].append(received - fired[found[0]])
+        created = run.created_at.timestamp()
+        mine = {
+            "delivered": received - fired[found[0]],
+            "queued": created - received,
+            "run": step.sent_at.timestamp() - created,
+        }
         tries = sorted(attempts.get(found[0], []))
         if tries:
-            stages["to_sender"].append(tries[0][1] - fired[found[0]])
-            stages["answered"].append(tries[-1][2] - tries[0][1])
-        stages["queued"].append(run.created_at.timestamp() - received)
-        stages["run"].append(step.sent_at.timestamp() - run.created_at.timestamp())
+            mine["to_sender"] = tries[0][1] - fired[found[0]]
+            mine["answered"] = tries[-1][2] - tries[0][1]
+        # The queue's part, by the job that ran it (the last one of the practice's jobs to
+        # start before the run): stored -> the job deferred (0 when one already waited),
+        # -> the job started (a fetch, behind the practice's lock; 0 when it ran already),
+        # -> the run created (the job's turn for the event: its slots, its other events).
+        ran = [pair for pair in jobs.get(f"events:{run.practice}", []) if pair[1] <= created]
+        if ran:
+            deferred, started = ran[-1]
+            waited = max(deferred, received)  # the job waited for it, or it for the job
+            mine["to_job"] = waited - received
+            mine["fetched"] = max(0.0, started - waited)
+            mine["drained"] = created - max(started, received)
+        for name, value in mine.items():
+            stages[name].append(value)
+        traced[found[0]] = {name: round(value, 3) for name, value in mine.items()}
+        traced[found[0]]["fired_at"] = fired[found[0]]
     return delays, stages
 
 
@@ -403,6 +474,7 @@ def run_one(
     sandbox, url = _start_sandbox(practices, args.senders, folder / "attempts.txt")
     state = server.new_database(f"many{practices}w{workers}")
     migrate_state(state)
+    _trace_jobs(state)
     fleet_file, secrets = _write_fleet(folder, url, practices, args.max_delay)
     env = {**os.environ, **secrets}
     ports = [_free_port() for _ in range(workers)]
@@ -469,7 +541,9 @@ def run_one(
         final = [_scrape(base) for base in bases]
         with PostgresStore(state) as store:
             attempts = _attempts(folder / "attempts.txt")
-            delays, stages = _event_to_write(store, fired, attempts)
+            traced: dict[str, dict[str, float]] = {}
+            delays, stages = _event_to_write(store, fired, attempts, _jobs(state), traced)
+            (folder / "event_stages.json").write_text(json.dumps(traced), encoding="utf-8")
             statuses = Counter(run.status for run in store.list_runs(limit=1_000_000))
         _stop(processes)
         if args.baseline:  # the lean poller, alone against the same sandbox

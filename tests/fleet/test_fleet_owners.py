@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 
 import psycopg
 import pytest
+import requests
 from _fleet_support import (
     REGIONS,
     SANDBOX_LIMITS,
@@ -31,6 +33,7 @@ from _fleet_support import (
     stop_workers,
     write_fleet,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 from practiceflow.fleet import load_fleet, make_app
 from practiceflow.fleet.leases import PracticeLeases
@@ -166,6 +169,26 @@ def _owners(url: str) -> dict[str, str]:
     return {str(row[0]): str(row[1]) for row in rows}
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _reported(base: str) -> set[str]:
+    """The practices whose runs, events and budget a replica's ``/metrics`` reports."""
+    text = requests.get(f"{base}/metrics", timeout=30).text
+    families = {"practiceflow_runs", "practiceflow_events_waiting", "practiceflow_budget_limit"}
+    found = {
+        family.name: {sample.labels["practice"] for sample in family.samples}
+        for family in text_string_to_metric_families(text)
+        if family.name in families
+    }
+    assert len(found) == len(families), found
+    assert len({frozenset(names) for names in found.values()}) == 1, found  # the same in each
+    return next(iter(found.values()))
+
+
 def _create_clients(sandbox: SandboxHandle, wave: int) -> dict[str, list[str]]:
     keys: dict[str, list[str]] = {}
     for name, count in WAVE.items():
@@ -185,7 +208,15 @@ def test_a_killed_owner_loses_nothing_and_its_practice_moves(
     env = {**os.environ, **secrets_env(sandbox)}
     logs = [tmp_path / "a.log", tmp_path / "b.log"]
     args = ("--lease", str(LEASE_S), "--sweep-every", "2", "--concurrency", "2")
-    workers = [start_worker(fleet_file, pg_url, env, log, *args) for log in logs]
+    ports = {log: _free_port() for log in logs}
+    workers = [
+        start_worker(fleet_file, pg_url, env, log, *args, "--ops-listen", f"127.0.0.1:{port}")
+        for log, port in ports.items()
+    ]
+    metrics = {
+        worker.pid: f"http://127.0.0.1:{port}"
+        for worker, port in zip(workers, ports.values(), strict=True)
+    }
     tails = lambda: [log.read_text()[-2000:] for log in logs]  # noqa: E731
     created: dict[str, list[str]] = {name: [] for name in REGIONS}
     try:
@@ -200,6 +231,9 @@ def test_a_killed_owner_loses_nothing_and_its_practice_moves(
             owner = _owners(pg_url)["alpha"]
             victim = next(w for w in workers if f"-{w.pid}-" in owner)
             survivor = next(w for w in workers if w is not victim)
+            # Each replica's /metrics reports the practice it owns, and only that one.
+            reported = {w.pid: _reported(metrics[w.pid]) for w in workers}
+            assert reported == {victim.pid: {"alpha"}, survivor.pid: {"beta"}}
             os.kill(victim.pid, signal.SIGKILL)  # mid-stream: more changes follow at once
             victim.wait()
             for wave in (1, 2):
@@ -215,6 +249,7 @@ def test_a_killed_owner_loses_nothing_and_its_practice_moves(
             _until(lambda: len(store.list_runs(status="succeeded", limit=100)) >= total, tails)
             time.sleep(2.0)  # a few more polls: nothing may fire again
             runs = store.list_runs(limit=100)
+            assert _reported(metrics[survivor.pid]) == set(REGIONS)  # both, once it owns them
     finally:
         stop_workers(workers)
 

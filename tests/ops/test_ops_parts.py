@@ -163,3 +163,34 @@ def test_metrics_show_waiting_events_and_poll_lag_per_practice(store: StateStore
         "practiceflow_budget_remaining",
         (("practice", "globex"), ("window", "minute")),
     ) not in (samples)
+
+
+def test_a_replica_reports_only_the_practices_it_is_told_to(store: StateStore) -> None:
+    # A fleet's owning replicas each report the practices they own: each practice once.
+    served = [OpsPractice(name, RateBudget(RateLimits())) for name in ("acme", "globex")]
+    metrics = OpsMetrics(store, lambda: served, lambda practice: practice == "acme")
+    for practice in ("acme", "globex"):
+        store.record_event(practice, "new_client", "client.created", "e1", {"a": 1})
+        record_subscription_doubt(store, practice, "proposal_accepted", polled=False)
+        metrics.count(practice, "2xx")  # counted where it happened: every replica's own
+    samples = [
+        (s.name, s.labels)
+        for family in text_string_to_metric_families(metrics.exposition().decode())
+        for s in family.samples
+    ]
+    reported = {
+        name: {labels["practice"] for found, labels in samples if found == name}
+        for name in (
+            "practiceflow_events_waiting",
+            "practiceflow_runs",
+            "practiceflow_steps_in_doubt",
+            "practiceflow_attention",
+            "practiceflow_budget_remaining",
+            "practiceflow_budget_limit",
+            "practiceflow_budget_paused_seconds",
+        )
+    }
+    assert reported == {name: {"acme"} for name in reported}
+    answers = {labels["practice"] for name, labels in samples if name.endswith("requests_total")}
+    assert answers == {"acme", "globex"}
+    assert ("practiceflow_store_up", {}) in samples

@@ -154,7 +154,6 @@ def worker(
     )
     config = load_fleet(fleet_file)
     app = make_app(state, pool_size=concurrency + 3)
-    owned = polls == "owned"
     # The owner's threads queue events through a synchronous app (the worker's is async).
     defer_app = make_app(state, pool_size=4, sync=True)
     # The receiver's threads store deliveries too: a few connections more for them.
@@ -162,7 +161,14 @@ def worker(
     with PostgresStore(state, pool_size=store_pool) as store, app.open(), defer_app.open():
         _require_queue(state, describe_url(state))
         served: list[Any] = []
-        metrics = OpsMetrics(store, lambda: served or None)
+        owner: PracticeOwner | None = None
+        owned = polls == "owned"
+
+        def reports(practice: str) -> bool:
+            """An owning replica reports what it owns, and practices no replica serves."""
+            return owner is None or practice in owner.owned or practice not in config.practices
+
+        metrics = OpsMetrics(store, lambda: served or None, reports)
         fleet = Fleet(
             config,
             store,
@@ -176,7 +182,6 @@ def worker(
         )
         fleet.defer_app = defer_app
         hooks: FleetWebhooks | None = None
-        owner: PracticeOwner | None = None
         presence: FleetPresence | None = None
         ops: OpsServer | None = None
         try:

@@ -19,7 +19,6 @@ from prometheus_client import (
     Counter,
     Histogram,
     ProcessCollector,
-    generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -34,6 +33,7 @@ from urllib3 import PoolManager
 from practiceflow.api.connections import FreshWritesAdapter, fresh_session
 from practiceflow.budget.rate_budget import RateBudget, admitted_in_windows
 from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.ops._exposition import text_format
 from practiceflow.service.netaddr import ThreadedServer
 from practiceflow.state import RUN_STATUSES, StateStore
 
@@ -123,15 +123,19 @@ class OpsPractice:
 
 class OpsMetrics(Collector):
     """One process's metrics, and the collector reading store and ``practices()`` (None
-    while starting) at each scrape."""
+    while starting) at each scrape. ``reports(practice)``: whether this process reports the
+    practice's runs, events and budget (a fleet's owning replicas each report those they
+    own, so that every practice is reported once); every practice when None."""
 
     def __init__(
         self,
         store: StateStore | None = None,
         practices: Callable[[], Sequence[OpsPractice] | None] | None = None,
+        reports: Callable[[str], bool] | None = None,
     ) -> None:
         self.store = store
         self.practices: Callable[[], Sequence[OpsPractice] | None] = practices or (lambda: None)
+        self.reports: Callable[[str], bool] = reports or (lambda practice: True)
         self.registry = CollectorRegistry(auto_describe=False)
         # The process's own CPU seconds and resident memory (process_*), per scrape.
         ProcessCollector(registry=self.registry)
@@ -192,7 +196,7 @@ class OpsMetrics(Collector):
         yield up
         if counts is not None:
             names = sorted({*(p.name for p in served), *counts})
-            for name in names:
+            for name in filter(self.reports, names):
                 found = counts.get(name)
                 for status in RUN_STATUSES:
                     runs.add_metric([name, status], found.runs.get(status, 0) if found else 0)
@@ -202,7 +206,8 @@ class OpsMetrics(Collector):
             yield doubt
             yield waiting
             for (name, kind, state), count in sorted(entries.items()):
-                attention.add_metric([name, kind, state], count)
+                if self.reports(name):
+                    attention.add_metric([name, kind, state], count)
             yield attention
         yield from self._budgets(served)
 
@@ -222,7 +227,7 @@ class OpsMetrics(Collector):
         )
         for practice in served:
             budget = practice.budget
-            if budget is None:
+            if budget is None or not self.reports(practice.name):
                 continue
             limits = budget.limits
             caps = {"minute": limits.per_minute, "hour": limits.per_hour, "day": limits.per_day}
@@ -261,7 +266,7 @@ class OpsMetrics(Collector):
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric (reads the store: blocking)."""
-        return generate_latest(self.registry)
+        return text_format(self.registry)
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """``(ready, detail)``: started, store reachable, subscriptions active. One in doubt
