@@ -524,7 +524,9 @@ def run_one(
         firing.join(args.measure + 5)
         workers_after = [_cpu_of(process.pid) for process in processes]
         cpu_after = (_cpu_of(sandbox.pid), _postgres_cpu(server), time.monotonic())
+        scraped_at = time.time()
         after = [_scrape(base) for base in bases]
+        result["scrape_wall_s"] = round(time.time() - scraped_at, 3)  # both replicas, in turn
         scraped_cpu = [_cpu_of(process.pid) for process in processes]
         # Let the last events run before reading the journal.
         deadline = time.monotonic() + 90
@@ -543,6 +545,7 @@ def run_one(
             attempts = _attempts(folder / "attempts.txt")
             traced: dict[str, dict[str, float]] = {}
             delays, stages = _event_to_write(store, fired, attempts, _jobs(state), traced)
+            traced["-scrapes-"] = {"started": scraped_at, "wall_s": result["scrape_wall_s"]}
             (folder / "event_stages.json").write_text(json.dumps(traced), encoding="utf-8")
             statuses = Counter(run.status for run in store.list_runs(limit=1_000_000))
         _stop(processes)
