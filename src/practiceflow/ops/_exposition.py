@@ -57,8 +57,10 @@ def _write(registry: CollectorRegistry) -> bytes:
         out.append(f"# HELP {name} {help_text}\n# TYPE {name} {_KINDS[metric.type]}\n")
         apart: dict[str, list[str]] = {}
         for sample in metric.samples:
-            if sample.timestamp is not None or sample.name not in names:
-                _check(sample.name, _LEGACY_NAME, sample.timestamp is None)
+            if sample.timestamp is not None:
+                raise _NotPlain
+            if sample.name not in names:
+                _check(sample.name, _LEGACY_NAME)
                 names.add(sample.name)
             labels = ""
             if sample.labels:
@@ -83,8 +85,8 @@ def _write(registry: CollectorRegistry) -> bytes:
     return "".join(out).encode("utf-8")
 
 
-def _check(name: str, legal: re.Pattern[str], plain: bool = True) -> None:
-    if not plain or legal.fullmatch(name) is None:
+def _check(name: str, legal: re.Pattern[str]) -> None:
+    if legal.fullmatch(name) is None:
         raise _NotPlain
 
 
