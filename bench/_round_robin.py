@@ -24,14 +24,21 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 def start_front(port: int, backends: list[int]) -> None:
-    """Serve 127.0.0.1:``port`` in a daemon thread, each connection to the next backend."""
+    """Serve 127.0.0.1:``port`` in a daemon thread, each connection to the next backend
+    that accepts it."""
     turn = itertools.cycle(backends)
     ready = threading.Event()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            back_reader, back_writer = await asyncio.open_connection("127.0.0.1", next(turn))
-        except OSError:
+        # A replica that refuses (killed: --kill) is passed over, as a load balancer's
+        # health check would; the connection is dropped only when every one refuses.
+        for _ in backends:
+            try:
+                back_reader, back_writer = await asyncio.open_connection("127.0.0.1", next(turn))
+                break
+            except OSError:
+                continue
+        else:
             writer.close()
             return
         await asyncio.gather(_pipe(reader, back_writer), _pipe(back_reader, writer))

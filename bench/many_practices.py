@@ -23,7 +23,10 @@ fired the event). The sandbox's and PostgreSQL's CPU are read from ``/proc``.
 Run: ``python bench/many_practices.py [--practices 100 1000] [--workers 1 2]`` (about four
 minutes per (N, workers)); ``--quick`` runs N = 100 with one worker only; ``--speedup 0``
 fires no event, so that the replicas' CPU per request covers the polls alone, as the lean
-baseline's does (like for like).
+baseline's does (like for like). ``--kill`` kills the last replica (SIGKILL) a third into
+the window, as a burst it owns starts running: every fired event must still leave exactly
+one client on the sandbox (counted in the sandbox's own records, for every run), and the
+bench times until the survivor holds every lease.
 """
 
 from __future__ import annotations
@@ -434,7 +437,12 @@ def _event_to_write(
 
 
 def run_failures(
-    statuses: dict[str, int], pending: int, fired: int, writes: int, polls: int
+    statuses: dict[str, int],
+    pending: int,
+    fired: int,
+    writes: int,
+    polls: int,
+    copies: dict[str, int] | None = None,
 ) -> list[str]:
     """What makes a run's figures meaningless: every reason, or an empty list.
 
@@ -444,6 +452,8 @@ def run_failures(
         fired: events the bench fired.
         writes: fired events whose write was sent.
         polls: polls recorded in the window.
+        copies: each fired event's client copies on the sandbox (its own records, not
+            the journal): a promise kept is exactly one each.
     """
     problems = [
         f"{count} run(s) ended {status}"
@@ -456,7 +466,89 @@ def run_failures(
         problems.append(f"{fired - writes} of {fired} fired event(s) have no write sent")
     if polls == 0:
         problems.append("no poll was recorded in the window")
+    if copies is not None:
+        twice = sum(1 for count in copies.values() if count > 1)
+        missing = sum(1 for count in copies.values() if count == 0)
+        if twice:
+            problems.append(f"{twice} fired event(s) written more than once on the sandbox")
+        if missing:
+            problems.append(f"{missing} fired event(s) with no copy on the sandbox")
     return problems
+
+
+def _copies(sandbox: str, fired: dict[str, float]) -> dict[str, int]:
+    """How many clients named ``copy <event>`` each fired event left on the sandbox."""
+    copies = dict.fromkeys(fired, 0)
+    numbers = sorted({int(found[1]) for name in fired if (found := _NAME.fullmatch(name))})
+    for number in numbers:
+        for entity in _admin(sandbox, "GET", "/_admin/records/entities", practice=number):
+            name = str(entity.get("entityName", ""))
+            if name.startswith("copy ") and name[5:] in copies:
+                copies[name[5:]] += 1
+    return copies
+
+
+def _kill_mid_burst(
+    sandbox: str,
+    state: str,
+    victim: subprocess.Popen[bytes],
+    practices: int,
+    fired: dict[str, float],
+    at: float,
+    found: dict[str, Any],
+) -> None:
+    """At ``at`` (Unix time), fire a burst of events for a practice ``victim`` owns, kill it
+    (SIGKILL) once the first of the burst's runs exist, and time until every lease is
+    another replica's (``found``: the practice, the burst, the CPU before, the timings)."""
+    time.sleep(max(0.0, at - time.time()))
+    mine = f"%-{victim.pid}-%"
+    with psycopg.connect(state, autocommit=True) as db:
+        row = db.execute(
+            "SELECT practice FROM pf_practice_leases WHERE owner LIKE %s"
+            " AND expires_at > now() ORDER BY practice LIMIT 1",
+            (mine,),
+        ).fetchone()
+        if row is None:
+            found["error"] = "the replica to kill owned no practice"
+            return
+        practice = str(row[0])
+        number = int(practice[1:])
+        names = [f"ev-{number}-{900_000 + n}" for n in range(BURST)]
+        with ThreadPoolExecutor(8, thread_name_prefix="bench-kill") as pool:
+            for name in names:
+                fired[name] = time.time()
+                body = {"entityType": "Company", "entityName": name, "clientStatus": "Lead"}
+                pool.submit(_admin, sandbox, "POST", "/_admin/entities", body, practice=number)
+        deadline = time.time() + 30
+        while time.time() < deadline:  # mid-burst: its first runs under way
+            row = db.execute(
+                "SELECT count(*) FROM pf_runs WHERE practice = %s AND recipe = %s",
+                (practice, HOOK_NAME),
+            ).fetchone()
+            if row is not None and int(row[0]) >= 1:
+                break
+            time.sleep(0.05)
+        row = db.execute(
+            "SELECT extract(epoch FROM max(expires_at)) FROM pf_practice_leases"
+            " WHERE owner LIKE %s",
+            (mine,),
+        ).fetchone()
+        expires = float(row[0]) if row is not None and row[0] is not None else math.nan
+        found.update(practice=practice, burst=names)
+        victim.kill()
+        killed = time.time()
+        found.update(killed_at=killed, leases_left_s=round(expires - killed, 1))
+        while time.time() < killed + 300:
+            row = db.execute(
+                "SELECT count(*) FROM pf_practice_leases WHERE owner NOT LIKE %s"
+                " AND expires_at > now()",
+                (mine,),
+            ).fetchone()
+            if row is not None and int(row[0]) >= practices:
+                found["takeover_s"] = round(time.time() - killed, 1)
+                found["after_expiry_s"] = round(time.time() - expires, 1)
+                return
+            time.sleep(0.5)
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -492,7 +584,7 @@ def run_one(
             sys.executable, "-m", "practiceflow", "worker", "--fleet", str(fleet_file),
             "--state", state, "--concurrency", str(args.concurrency), "--listen",
             f"127.0.0.1:{port}", "--public-url", public, "--sweep-every", "300",
-            "--heartbeat", "5", "--stalled-after", "60", "--polls", args.polls,
+            "--polls", args.polls,
         ]  # fmt: skip
         processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
     bases = [f"http://127.0.0.1:{port}" for port in ports]
@@ -517,19 +609,34 @@ def run_one(
         cpu_before = (_cpu_of(sandbox.pid), _postgres_cpu(server), time.monotonic())
         fired: dict[str, float] = {}
         plan = _schedule(practices, args.measure, args.speedup, random.Random(practices))  # noqa: S311 -- a load plan, not a secret
+        window_start = time.time()
         firing = threading.Thread(
-            target=_fire, args=(url, plan, fired, time.time() + args.measure), daemon=True
+            target=_fire, args=(url, plan, fired, window_start + args.measure), daemon=True
         )
         firing.start()
+        killed: dict[str, Any] = {}
+        if args.kill and workers > 1:  # the last replica, a third into the window
+            killer = threading.Thread(
+                target=_kill_mid_burst,
+                args=(url, state, processes[-1], practices, fired,
+                      window_start + args.measure / 3, killed),
+                daemon=True,
+            )  # fmt: skip
+            killer.start()
         firing.join(args.measure + 5)
-        workers_after = [_cpu_of(process.pid) for process in processes]
+        # The figures of the replicas alive at the end (the killed one's are lost with it).
+        live = [n for n, process in enumerate(processes) if process.poll() is None]
+        before = [before[n] for n in live]
+        workers_before = [workers_before[n] for n in live]
+        workers_after = [_cpu_of(processes[n].pid) for n in live]
         cpu_after = (_cpu_of(sandbox.pid), _postgres_cpu(server), time.monotonic())
         scraped_at = time.time()
-        after = [_scrape(base) for base in bases]
-        result["scrape_wall_s"] = round(time.time() - scraped_at, 3)  # both replicas, in turn
-        scraped_cpu = [_cpu_of(process.pid) for process in processes]
-        # Let the last events run before reading the journal.
-        deadline = time.monotonic() + 90
+        after = [_scrape(bases[n]) for n in live]
+        result["scrape_wall_s"] = round(time.time() - scraped_at, 3)  # the replicas, in turn
+        scraped_cpu = [_cpu_of(processes[n].pid) for n in live]
+        # Let the last events run before reading the journal (a killed replica's jobs go
+        # back to the queue --stalled-after 60 s after its last heartbeat).
+        deadline = time.monotonic() + (300 if killed else 90)
         pending = 0
         with psycopg.connect(state) as connection:
             while time.monotonic() < deadline:
@@ -540,7 +647,8 @@ def run_one(
                 if pending == 0:
                     break
                 time.sleep(1)
-        final = [_scrape(base) for base in bases]
+        final = [_scrape(bases[n]) for n in live]
+        copies = _copies(url, fired)
         with PostgresStore(state) as store:
             attempts = _attempts(folder / "attempts.txt")
             traced: dict[str, dict[str, float]] = {}
@@ -562,8 +670,10 @@ def run_one(
     for edge, value in _lag_buckets(before).items():
         lag[edge] -= value
     problems = run_failures(
-        dict(statuses), pending, len(fired), len(delays), int(lag.get(math.inf, 0))
+        dict(statuses), pending, len(fired), len(delays), int(lag.get(math.inf, 0)), copies
     )
+    if args.kill and "takeover_s" not in killed:
+        problems.append(f"the kill went wrong or its leases never moved: {killed}")
     if problems:
         logs_at = ", ".join(str(folder / f"worker{n}.log") for n in range(workers))
         message = (
@@ -572,13 +682,27 @@ def run_one(
         )
         raise SystemExit(message)
     result["runs"] = dict(statuses)
+    result["written_once"] = sum(1 for count in copies.values() if count == 1)
+    if killed:
+        burst = [traced[name] for name in killed["burst"] if name in traced]
+        result["kill"] = {
+            "practice": killed["practice"],
+            "killed_after_s": round(killed["killed_at"] - window_start, 1),
+            "takeover_s": killed["takeover_s"],
+            "leases_left_s": killed["leases_left_s"],  # the victim's at the kill
+            "after_expiry_s": killed["after_expiry_s"],
+            "burst_written_once": sum(1 for name in killed["burst"] if copies[name] == 1),
+            "burst_event_to_run_max_s": max(
+                (one["delivered"] + one["queued"] + one["run"] for one in burst), default=None
+            ),
+        }
     requests_sent = sum(
         _sum(a, "practiceflow_api_requests_total") - _sum(b, "practiceflow_api_requests_total")
         for a, b in zip(after, before, strict=True)
     )
     worker_cpu = sum(workers_after) - sum(workers_before)
     result["scrape_cpu_s"] = round(
-        (sum(scraped_cpu) - sum(workers_after)) / len(processes), 3
+        (sum(scraped_cpu) - sum(workers_after)) / len(live), 3
     )  # one /metrics scrape of one replica
     limited: dict[str, float] = defaultdict(float)
     for scraped in final:
@@ -622,7 +746,10 @@ def run_one(
     # (time-compressed) events' writes divided by the speedup.
     polls_per_s = (requests_sent - len(delays)) / window
     writes_per_s = len(delays) / window / args.speedup if args.speedup else 0.0
-    result["requests_per_practice_day"] = round((polls_per_s + writes_per_s) * 86400 / practices)
+    if not killed:  # the killed replica's requests went with it
+        result["requests_per_practice_day"] = round(
+            (polls_per_s + writes_per_s) * 86400 / practices
+        )
     baseline = result.get("baseline")
     if baseline:
         result["cpu_ratio_to_lean"] = round(
@@ -729,6 +856,13 @@ def main() -> None:
         help="the poll recipes' max_delay (such as 4m): quiet practices are polled less "
         "often, down to this (default: every 60 s, like for like with the lean poller)",
     )
+    parser.add_argument(
+        "--kill",
+        action="store_true",
+        help="a third into the window, fire a burst for a practice of the last replica and "
+        "kill that replica (SIGKILL) as the burst's runs start: every event must still be "
+        "written once, and its practices move to the others (the figures: the survivors')",
+    )
     parser.add_argument("--quick", action="store_true", help="N = 100, one worker")
     parser.add_argument("--json", dest="json_out", help="also write the figures here")
     args = parser.parse_args()
@@ -784,10 +918,12 @@ def main() -> None:
                 )
             )
         print(
-            f"N={r['practices']}: {r['requests_per_practice_day']} requests per practice per "
-            f"day (real rate) of the 10,000/day budget; {r['practices_with_429']} practice(s) "
-            "answered 429"
+            f"N={r['practices']}: {r.get('requests_per_practice_day', '(killed run: n/a)')} "
+            f"requests per practice per day (real rate) of the 10,000/day budget; "
+            f"{r['practices_with_429']} practice(s) answered 429"
         )
+        if "kill" in r:
+            print(f"N={r['practices']}: replica killed mid-burst: {json.dumps(r['kill'])}")
     sustained = [r["practices"] for r in results if r["poll_lag_p99_s"] < LAG_TARGET_S]
     print(f"largest N with poll lag p99 under {LAG_TARGET_S:g} s: {max(sustained, default=0)}")
     for line in _project(results):
@@ -813,12 +949,39 @@ def main() -> None:
                 r["practices_with_429"] == 0,
             ),
             ("RSS per practice", r["rss_per_practice_kib"], "KiB", "(measured)", True),
-            (
-                "requests per practice per day (real rate)",
-                r["requests_per_practice_day"],
-                "",
-                "<= 10,000 (the budget)",
-                r["requests_per_practice_day"] <= 10_000,
+            *(
+                [
+                    (
+                        "requests per practice per day (real rate)",
+                        r["requests_per_practice_day"],
+                        "",
+                        "<= 10,000 (the budget)",
+                        r["requests_per_practice_day"] <= 10_000,
+                    )
+                ]
+                if "requests_per_practice_day" in r
+                else []
+            ),
+            *(
+                [
+                    (
+                        "a killed replica's practices moved to the other (kill -> every "
+                        "lease the survivor's)",
+                        r["kill"]["takeover_s"],
+                        "s",
+                        "<= the lease (30 s) + 2 s",
+                        r["kill"]["takeover_s"] <= 32.0,
+                    ),
+                    (
+                        "fired events written exactly once on the sandbox, across the kill",
+                        r["written_once"],
+                        "",
+                        f"all {r['events']}",
+                        r["written_once"] == r["events"],
+                    ),
+                ]
+                if "kill" in r
+                else []
             ),
             *(
                 [

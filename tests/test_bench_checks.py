@@ -56,6 +56,18 @@ def test_a_bench_whose_runs_fail_names_why_instead_of_printing_figures(
     assert _bench().run_failures(statuses, pending, fired, writes, polls) == expected
 
 
+def test_the_sandboxs_own_count_of_copies_fails_a_run_written_twice_or_never() -> None:
+    copies = {"ev-1-1": 1, "ev-1-2": 2, "ev-2-1": 0, "ev-2-2": 3}
+
+    problems = _bench().run_failures({"succeeded": 4}, 0, 4, 4, 150, copies)
+
+    assert problems == [
+        "2 fired event(s) written more than once on the sandbox",
+        "1 fired event(s) with no copy on the sandbox",
+    ]
+    assert _bench().run_failures({"succeeded": 1}, 0, 1, 1, 150, {"ev-1-1": 1}) == []
+
+
 @pytest.mark.parametrize(("speedup", "fires"), [(0.0, False), (5.0, True)])
 def test_speedup_zero_plans_no_event_for_a_polls_only_run(speedup: float, fires: bool) -> None:
     plan = _bench()._schedule(200, 600.0, speedup, random.Random(1))

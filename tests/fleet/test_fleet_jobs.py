@@ -4,6 +4,7 @@ journal deciding over a redelivered job, and ``practiceflow db migrate``."""
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +21,9 @@ from practiceflow.testing import SandboxHandle
 from practiceflow.triggers import TriggerEvent
 
 pytestmark = pytest.mark.integration
+
+#: Generous: a deadline only against a hang, never a measure of speed.
+DEADLINE_S = 30.0
 
 
 @pytest.fixture
@@ -220,6 +224,35 @@ def test_a_burst_of_a_practices_events_is_one_job_and_runs_once_each(
     for run in runs:
         at_once = [r for r in runs if r.created_at <= run.created_at < r.updated_at]
         assert len(at_once) <= fleet.slots_per_practice
+
+
+def test_an_event_stored_while_a_practices_run_is_under_way_starts_in_a_free_slot(
+    fleet: Fleet, sandbox: SandboxHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first run holds its slot until the second has started: the job must look for
+    # new events while a slot is free, not only when a run ends.
+    first_started, second_started = threading.Event(), threading.Event()
+    held: list[bool] = []
+    real = fleet.run_event
+
+    def run_event(practice: str, source: str, event_id: str) -> str:
+        if event_id == "first":
+            first_started.set()
+            held.append(second_started.wait(DEADLINE_S))
+        else:
+            second_started.set()
+        return real(practice, source, event_id)
+
+    monkeypatch.setattr(fleet, "run_event", run_event)
+    fleet.store.record_event("alpha", "test_event", "test.event", "first", {"ref": "first"}, None)
+    job = threading.Thread(target=fleet.run_pending, args=("alpha",))
+    job.start()
+    assert first_started.wait(DEADLINE_S)
+    fleet.store.record_event("alpha", "test_event", "test.event", "second", {"ref": "s"}, None)
+    job.join(DEADLINE_S * 2)
+
+    assert held == [True]  # the second started while the first still ran
+    assert sorted(created_refs(sandbox, "anz")) == ["first", "s"]
 
 
 def test_a_per_event_job_queued_before_an_upgrade_still_runs_its_event(

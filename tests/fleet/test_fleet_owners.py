@@ -93,6 +93,37 @@ def test_leases_split_evenly_and_a_silent_replica_loses_its_practices(pg_url: st
         second.close()
 
 
+def test_a_renewal_comes_as_a_silent_replicas_lease_expires(pg_url: str) -> None:
+    # With a 30 s lease a replica renews every 10 s; a dead replica's practices must move
+    # within the lease, not up to 10 s after it: the next renewal comes as its leases expire.
+    names = [f"q{n}" for n in range(4)]
+    first = PracticeLeases(pg_url, names, lease_s=30, replica="silent")
+    second = PracticeLeases(pg_url, names, lease_s=30, replica="alive")
+    try:
+        first.renew()
+        second.renew()  # both live: nothing free to take
+        assert (first.owned, second.owned) == (frozenset(names), frozenset())
+        assert second.due() - time.monotonic() > 5  # a third of the lease away
+        # first went silent 28 s ago: its leases expire in 2 s.
+        with psycopg.connect(pg_url, autocommit=True) as db:
+            db.execute(
+                "UPDATE pf_practice_leases SET expires_at = now() + interval '2 seconds'"
+                " WHERE owner = 'silent'"
+            )
+            db.execute(
+                "UPDATE pf_fleet_replicas SET seen_at = now() - interval '28 seconds'"
+                " WHERE replica = 'silent'"
+            )
+        began = time.monotonic()
+        assert second.renew().gained == frozenset()
+        assert began + 2 <= second.due() <= began + 3  # just after the expiry, not 10 s on
+        time.sleep(max(0.0, second.due() - time.monotonic()))
+        assert second.renew().owned == frozenset(names)
+    finally:
+        first.close()
+        second.close()
+
+
 def test_a_practice_paused_by_429_holds_no_thread_from_the_other(
     pg_url: str, tmp_path: Path, sandbox: SandboxHandle
 ) -> None:

@@ -34,6 +34,8 @@ LEASE_S: Final = 30.0
 #: Part of the timeout a replica keeps in hand: it stops polling that long before expiry.
 _MARGIN: Final = 0.2
 
+#: Seconds after another replica's lease expires that a renewal comes to claim it.
+_AFTER_EXPIRY: Final = 0.5
 #: Longest wait for a new connection, seconds.
 _CONNECT_S: Final = 5
 
@@ -87,6 +89,7 @@ class PracticeLeases:
         self.replica = replica or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.owned: frozenset[str] = frozenset()
         self._valid_until = -math.inf
+        self._due = -math.inf
         self._connection: psycopg.Connection[Any] | None = None
 
     @property
@@ -97,6 +100,12 @@ class PracticeLeases:
     def valid_until(self) -> float:
         """Monotonic time until which the leases held are surely this replica's."""
         return self._valid_until
+
+    def due(self) -> float:
+        """Monotonic time of the next renewal: :attr:`renew_every` after the last one, or
+        just after another replica's lease expires if that comes sooner (a dead replica's
+        practices move within the lease timeout, not up to a third of it later)."""
+        return self._due
 
     def _db(self) -> psycopg.Connection[Any]:
         if self._connection is None or self._connection.closed:
@@ -112,6 +121,7 @@ class PracticeLeases:
         changed (psycopg.Error when the database did not answer: the leases held stay
         valid until :meth:`valid_until`, after which the caller stops polling)."""
         began = time.monotonic()
+        self._due = began + self.renew_every
         lease = f"{self.lease_s} seconds"
         try:
             db = self._db()
@@ -142,6 +152,14 @@ class PracticeLeases:
                     owned -= set(excess)
                 elif len(owned) < share:
                     owned |= self._claim(db, share - len(owned), lease)
+                row = db.execute(
+                    "SELECT extract(epoch FROM min(expires_at) - now()) FROM pf_practice_leases"
+                    " WHERE owner <> %s AND expires_at >= now()",
+                    (self.replica,),
+                ).fetchone()
+                if row is not None and row[0] is not None:
+                    soonest = began + float(row[0]) + _AFTER_EXPIRY
+                    self._due = min(self._due, soonest)
         except psycopg.Error:
             if self._connection is not None:
                 self._connection.close()

@@ -144,12 +144,10 @@ class PracticeOwner:
     # --- leases -----------------------------------------------------------------------
 
     def _keep(self) -> None:
-        next_renewal = time.monotonic() + self.leases.renew_every
         while not self._stop.wait(_LEDGER_EVERY):
             self.fleet.flush_ledger()
-            if time.monotonic() >= next_renewal:
+            if time.monotonic() >= self.leases.due():
                 self._renew()
-                next_renewal = time.monotonic() + self.leases.renew_every
 
     def _renew(self) -> None:
         try:

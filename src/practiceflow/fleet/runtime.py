@@ -70,6 +70,9 @@ logger = logging.getLogger("practiceflow.fleet")
 _TICK_PRIORITY = 100
 #: Seconds a job of a practice already using all its slots waits before trying again.
 _BUSY_RETRY_S = 1.0
+#: Seconds between two looks for a practice's new events while its runs leave a slot free:
+#: an event stored meanwhile (by any replica) starts then, not when a run ends.
+_LOOK_AGAIN_S = 0.2
 
 
 def _fixed(name: str) -> Callable[[], str]:
@@ -399,9 +402,10 @@ class Fleet(OwnedPractices):
         the runs' outcomes counted, for the job's log (StoreError after every run ended).
 
         Up to ``slots_per_practice`` run at once on the fleet's run threads (one at a
-        time, in order, for an ``ordered`` practice). Each time a run ends the pending
-        events (``limit`` at a time) are read again, so an event stored meanwhile runs in
-        this job too; each event is tried once per job. The job returns only once every
+        time, in order, for an ``ordered`` practice). Each time a run ends, and every
+        ``_LOOK_AGAIN_S`` while a slot is free, the pending events (``limit`` at a time)
+        are read again, so an event stored meanwhile runs in this job too, at once; each
+        event is tried once per job. The job returns only once every
         run it started ended: its lock is what keeps another replica off the practice's
         events. A practice paused by a 429 starts no more runs.
         """
@@ -422,7 +426,8 @@ class Fleet(OwnedPractices):
                         running.add(self._runs.submit(self.run_event, practice, *key))
             if not running:
                 break
-            ended, running = wait(running, return_when=FIRST_COMPLETED)
+            look_again = _LOOK_AGAIN_S if len(running) < width and failed is None else None
+            ended, running = wait(running, look_again, return_when=FIRST_COMPLETED)
             for future in ended:
                 try:
                     outcomes[future.result()] += 1
