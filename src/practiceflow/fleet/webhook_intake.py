@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
@@ -141,9 +142,12 @@ class FleetWebhooks:
                     self.state_url, min_size=1, max_size=_SUBSCRIBERS, kwargs={"autocommit": True}
                 ) as locks,
             ):
-                started = [
-                    (pair, pool.submit(self.ensure, *pair, locks=locks)) for pair in self.triggers
-                ]
+                # Each replica in its own order: replicas starting together meet under the
+                # same pair's lock only by chance, so each subscribes about its share and
+                # finds the rest done (in one order, each waited on the other's every pair).
+                pairs = list(self.triggers)
+                random.shuffle(pairs)
+                started = [(pair, pool.submit(self.ensure, *pair, locks=locks)) for pair in pairs]
                 for pair, done in started:
                     if done.result() is None:  # in doubt: listed by ensure
                         self.fleet.poll_instead(*pair)
