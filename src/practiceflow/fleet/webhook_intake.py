@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
-import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
@@ -142,12 +141,9 @@ class FleetWebhooks:
                     self.state_url, min_size=1, max_size=_SUBSCRIBERS, kwargs={"autocommit": True}
                 ) as locks,
             ):
-                # Each replica in its own order: replicas starting together meet under the
-                # same pair's lock only by chance, so each subscribes about its share and
-                # finds the rest done (in one order, each waited on the other's every pair).
-                pairs = list(self.triggers)
-                random.shuffle(pairs)
-                started = [(pair, pool.submit(self.ensure, *pair, locks=locks)) for pair in pairs]
+                started = [
+                    (pair, pool.submit(self.ensure, *pair, locks=locks)) for pair in self.triggers
+                ]
                 for pair, done in started:
                     if done.result() is None:  # in doubt: listed by ensure
                         self.fleet.poll_instead(*pair)
