@@ -4,7 +4,8 @@ A practice's cadence (fleet/owned_runtime.py ``practice_cadence``) starts at
 ``poll_every``, doubles after each poll that found nothing, up to the shortest
 ``max_delay`` of its polled triggers' recipes, and goes back to ``poll_every`` when a poll
 finds events, a delivery for it arrives, or another replica stored events for it; the
-owner then brings its next poll sooner (``PracticeOwner.hurry``). Without ``max_delay``
+owner then brings its next poll sooner (``PracticeOwner.hurry``). A practice a replica
+takes (at its start or from another replica) starts at its slowest. Without ``max_delay``
 nothing changes: every poll ``poll_every`` apart, as before.
 """
 
@@ -17,7 +18,7 @@ import pytest
 from _fleet_support import REGIONS, secrets_env, write_fleet
 
 from practiceflow.fleet import Fleet, load_fleet, make_app
-from practiceflow.fleet.leases import PracticeLeases
+from practiceflow.fleet.leases import LeaseChange, PracticeLeases
 from practiceflow.fleet.owner import PracticeOwner
 from practiceflow.state import PostgresStore
 from practiceflow.testing import SandboxHandle
@@ -79,6 +80,28 @@ def test_a_quiet_practice_is_polled_less_often_and_fast_again_once_it_changes(
     assert hurried == ["alpha", "alpha"]
 
 
+def test_a_practice_a_replica_takes_starts_quiet_and_is_fast_again_once_it_changes(
+    owned: Fleet, sandbox: SandboxHandle, pg_url: str
+) -> None:
+    # Its pace lived in the replica that polled it: taken, it is polled within max_delay.
+    clock = [1_000_000.0]
+    owner = PracticeOwner(owned, PracticeLeases(pg_url, owned.practices), clock=lambda: clock[0])
+    try:
+        owner._apply(LeaseChange(frozenset({"alpha"}), frozenset(), frozenset({"alpha"}), 2))
+        assert owner._due["alpha"] == PracticeOwner._next_slot("poll:alpha", 240, clock[0])
+    finally:
+        owner.leases.close()
+    assert owned.poll_period("alpha") == 240
+    owned.own("alpha")
+    assert owned.poll_practice("alpha") == 0  # quiet: it stays at its slowest
+    assert owned.poll_period("alpha") == 240
+
+    body = {"entityType": "Company", "entityName": "Changed meanwhile"}
+    sandbox.admin("POST", "/_admin/entities", body, region=REGIONS["alpha"])
+    assert owned.poll_practice("alpha") == 1
+    assert owned.poll_period("alpha") == 60
+
+
 def test_a_reload_takes_the_recipes_new_max_delay(
     owned: Fleet, tmp_path: Path, sandbox: SandboxHandle
 ) -> None:
@@ -109,6 +132,7 @@ def test_without_max_delay_a_practice_is_polled_every_poll_every(
     with PostgresStore(pg_url) as store, app.open():
         fleet = Fleet(config, store, pg_url, app, environ=secrets_env(sandbox), owned=True)
         try:
+            assert fleet.gained("beta") == 60  # taken: nothing slower to start from
             fleet.own("beta")
             for _ in range(3):
                 fleet.poll_practice("beta")

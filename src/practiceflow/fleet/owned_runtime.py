@@ -155,6 +155,17 @@ class OwnedPractices:
         """Seconds until the practice's next poll, as its cadence stands now."""
         return practice_cadence(self._runtime(practice)).interval
 
+    def gained(self, practice: str) -> float:
+        """This replica has just taken the practice (at its start, or from a replica that
+        died or left): its pace lived where it was polled, so it starts as a quiet one,
+        polled within its slowest period (the ``max_delay`` asked for), and at
+        ``poll_every`` again once a poll finds a change or a delivery comes. Returns that
+        period. (Each of a dead replica's thousands of practices at ``poll_every`` made
+        the survivor's requests per second nearly triple at once.)"""
+        cadence = practice_cadence(self._runtime(practice))
+        cadence.interval = cadence.slowest
+        return cadence.interval
+
     def activity(self, practice: str) -> None:
         """Something arrived for the practice (a delivery, events another replica found):
         its polls go back to ``poll_every`` at once."""

@@ -39,6 +39,8 @@ class OwnedFleet(Protocol):
 
     def poll_period(self, practice: str) -> float: ...
 
+    def gained(self, practice: str) -> float: ...
+
     def paused_for(self, practice: str) -> float: ...
 
     def poll_practice(self, practice: str, *, scheduled_at: float | None = None) -> int: ...
@@ -175,7 +177,7 @@ class PracticeOwner:
                 if practice in self.owned:
                     continue
                 self.owned.add(practice)
-                period = self.fleet.poll_period(practice)
+                period = self.fleet.gained(practice)
                 self._push_poll(practice, self._next_slot(f"poll:{practice}", period, now))
             self._wake.notify_all()
 
