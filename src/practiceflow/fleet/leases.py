@@ -131,11 +131,16 @@ class PracticeLeases:
                     " ON CONFLICT (replica) DO UPDATE SET seen_at = now()",
                     (self.replica,),
                 )
+                # A replica's leases expire a timeout after its last sign of life (both
+                # written with one now()): the others' soonest is their oldest sign.
                 row = db.execute(
-                    "SELECT count(*) FROM pf_fleet_replicas WHERE seen_at >= now() - %s::interval",
-                    (lease,),
+                    "SELECT count(*), extract(epoch FROM min(seen_at) FILTER (WHERE replica <> %s)"
+                    " + %s::interval - now()) FROM pf_fleet_replicas"
+                    " WHERE seen_at >= now() - %s::interval",
+                    (self.replica, lease, lease),
                 ).fetchone()
                 live = max(1, int(row[0]) if row is not None else 1)
+                others_expire = None if row is None or row[1] is None else float(row[1])
                 rows = db.execute(
                     "UPDATE pf_practice_leases SET expires_at = now() + %s::interval"
                     " WHERE owner = %s AND practice = ANY(%s) RETURNING practice",
@@ -152,14 +157,8 @@ class PracticeLeases:
                     owned -= set(excess)
                 elif len(owned) < share:
                     owned |= self._claim(db, share - len(owned), lease)
-                row = db.execute(
-                    "SELECT extract(epoch FROM min(expires_at) - now()) FROM pf_practice_leases"
-                    " WHERE owner <> %s AND expires_at >= now()",
-                    (self.replica,),
-                ).fetchone()
-                if row is not None and row[0] is not None:
-                    soonest = began + float(row[0]) + _AFTER_EXPIRY
-                    self._due = min(self._due, soonest)
+                if others_expire is not None:
+                    self._due = min(self._due, began + others_expire + _AFTER_EXPIRY)
         except psycopg.Error:
             if self._connection is not None:
                 self._connection.close()

@@ -160,8 +160,7 @@ class OwnedPractices:
         died or left): its pace lived where it was polled, so it starts as a quiet one,
         polled within its slowest period (the ``max_delay`` asked for), and at
         ``poll_every`` again once a poll finds a change or a delivery comes. Returns that
-        period. (Each of a dead replica's thousands of practices at ``poll_every`` made
-        the survivor's requests per second nearly triple at once.)"""
+        period (docs/deploy.md says why)."""
         cadence = practice_cadence(self._runtime(practice))
         cadence.interval = cadence.slowest
         return cadence.interval
