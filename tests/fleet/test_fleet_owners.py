@@ -5,7 +5,7 @@
 * a practice paused by a 429 holds no poll thread: with one thread, the other practice
   goes on polling (the sandbox's request log shows it);
 * one sweep for all owned practices asks the store which have an event pending, and
-  queues only their ``run_events``;
+  queues only their ``run_events``; a replica that takes a practice sweeps at once;
 * two ``worker`` replicas split the two practices; the owner of one is killed with SIGKILL
   in the middle of a stream of changes, the other takes its practice once the lease
   expired, resuming its cursor, and every change runs exactly once.
@@ -166,13 +166,6 @@ def test_one_sweep_queues_only_the_owned_practices_with_events_pending(
     config = load_fleet(fleet_file)
     app = make_app(pg_url, sync=True)
 
-    def queued() -> list[tuple[str, str]]:
-        with psycopg.connect(pg_url) as raw:
-            rows = raw.execute(
-                "SELECT task_name, args->>'practice' FROM procrastinate_jobs ORDER BY 2"
-            ).fetchall()
-        return [(str(task), str(practice)) for task, practice in rows]
-
     with PostgresStore(pg_url) as store, app.open():
         # Stored by a replica that died before queueing its job.
         store.record_event("alpha", "new_client", "client.created", "left", {"entityKey": "k"})
@@ -182,11 +175,58 @@ def test_one_sweep_queues_only_the_owned_practices_with_events_pending(
             owner.start()
             assert owner.owned == {"alpha", "beta"}
             assert fleet.to_sweep() == {"alpha"}
-            _until(queued, lambda: "no job queued")
+            _until(lambda: _queued(pg_url), lambda: "no job queued")
         finally:
             owner.stop()
             fleet.close()
-    assert queued() == [("practiceflow:run_events", "alpha")]
+    assert _queued(pg_url) == [("practiceflow:run_events", "alpha")]
+
+
+def test_a_practice_taken_from_a_silent_replica_is_swept_at_once(
+    pg_url: str, tmp_path: Path, sandbox: SandboxHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The dead owner stored an event and died before queueing its job. With a sweep an
+    # hour away, the replica that takes the practice queues it as it takes it.
+    fleet_file = write_fleet(tmp_path, sandbox, recipe=POLL_RECIPE, poll_every=3600)
+    config = load_fleet(fleet_file)
+    app = make_app(pg_url, sync=True)
+    silent = PracticeLeases(pg_url, config.practices, lease_s=30, replica="silent")
+    with PostgresStore(pg_url) as store, app.open():
+        assert silent.renew().owned == frozenset(config.practices)
+        store.record_event("alpha", "new_client", "client.created", "left", {"entityKey": "k"})
+        fleet = Fleet(config, store, pg_url, app, environ=secrets_env(sandbox), owned=True)
+        sweeps: list[set[str]] = []
+        to_sweep = fleet.to_sweep
+        monkeypatch.setattr(fleet, "to_sweep", lambda: sweeps.append(to_sweep()) or sweeps[-1])
+        leases = PracticeLeases(pg_url, config.practices, lease_s=30, replica="alive")
+        owner = PracticeOwner(fleet, leases, sweep_every=3600)
+        try:
+            owner.start()
+            assert owner.owned == set()  # both live: nothing free to take
+            _until(lambda: sweeps, lambda: "no sweep at the start")
+            assert sweeps == [{"alpha"}]  # seen pending, but not owned here: not queued
+            with psycopg.connect(pg_url, autocommit=True) as db:  # silent for 29 s now
+                db.execute("UPDATE pf_practice_leases SET expires_at = now() + interval '1 s'")
+                db.execute(
+                    "UPDATE pf_fleet_replicas SET seen_at = now() - interval '29 seconds'"
+                    " WHERE replica = 'silent'"
+                )
+            _until(lambda: _queued(pg_url), lambda: (owner.owned, sweeps))
+            assert owner.owned == {"alpha", "beta"}
+            assert len(sweeps) == 2  # the takeover's, not the hourly one
+        finally:
+            owner.stop()
+            fleet.close()
+            silent.close()
+    assert _queued(pg_url) == [("practiceflow:run_events", "alpha")]
+
+
+def _queued(url: str) -> list[tuple[str, str]]:
+    with psycopg.connect(url) as raw:
+        rows = raw.execute(
+            "SELECT task_name, args->>'practice' FROM procrastinate_jobs ORDER BY 2"
+        ).fetchall()
+    return [(str(task), str(practice)) for task, practice in rows]
 
 
 def _owners(url: str) -> dict[str, str]:

@@ -94,6 +94,8 @@ class PracticeOwner:
         self._busy: set[tuple[str, str]] = set()
         #: practice -> when its next poll is due; a heap entry due at another time is stale.
         self._due: dict[str, float] = {}
+        #: When the next sweep of every owned practice is due (0: none yet).
+        self._sweeps_at = 0.0
         self._running: set[Future[None]] = set()
         self._seeded: set[str] = set()
         # Re-entrant: a future already done calls _done at once, in _dispatch's thread.
@@ -109,7 +111,7 @@ class PracticeOwner:
         self._renew()
         self.fleet.hurry = self.hurry
         with self._wake:
-            self._push(self.clock() + 1.0, "sweeps", "")  # what a dead replica left pending
+            self._sweep_by(self.clock() + 1.0)
         for target, name in ((self._keep, "pf-leases"), (self._schedule, "pf-schedule")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -173,12 +175,13 @@ class PracticeOwner:
         with self._wake:
             for practice in change.lost:
                 self._due.pop(practice, None)
-            for practice in sorted(change.gained):
-                if practice in self.owned:
-                    continue
+            taken = sorted(change.gained - self.owned)
+            for practice in taken:
                 self.owned.add(practice)
                 period = self.fleet.gained(practice)
                 self._push_poll(practice, self._next_slot(f"poll:{practice}", period, now))
+            if taken:  # what a dead owner stored but did not queue, or left to retry
+                self._sweep_by(now)
             self._wake.notify_all()
 
     # --- schedule ---------------------------------------------------------------------
@@ -194,6 +197,12 @@ class PracticeOwner:
     def _push(self, due: float, kind: str, practice: str, scheduled: float | None = None) -> None:
         entry = (due, next(self._order), kind, practice, due if scheduled is None else scheduled)
         heapq.heappush(self._heap, entry)
+
+    def _sweep_by(self, due: float) -> None:
+        """Bring the next sweep to ``due`` when it was later (the lock held)."""
+        if not self._sweeps_at or due < self._sweeps_at:
+            self._sweeps_at = due
+            self._push(due, "sweeps", "")
 
     def _push_poll(self, practice: str, due: float, scheduled: float | None = None) -> None:
         self._due[practice] = due
@@ -225,8 +234,10 @@ class PracticeOwner:
                     continue
                 heapq.heappop(self._heap)
                 if kind == "sweeps":
-                    self._push(max(due + self.sweep_every, self.clock()), kind, practice)
-                    self._submit(kind, practice, scheduled)
+                    if due == self._sweeps_at:  # else brought forward by _sweep_by()
+                        self._sweeps_at = 0.0
+                        self._sweep_by(max(due + self.sweep_every, self.clock()))
+                        self._submit(kind, practice, scheduled)
                 elif practice in self.owned and self._due.get(practice) == due:
                     self._dispatch(practice, scheduled)  # else lost, or moved by hurry()
 
