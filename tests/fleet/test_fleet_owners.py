@@ -197,7 +197,12 @@ def test_a_practice_taken_from_a_silent_replica_is_swept_at_once(
         fleet = Fleet(config, store, pg_url, app, environ=secrets_env(sandbox), owned=True)
         sweeps: list[set[str]] = []
         to_sweep = fleet.to_sweep
-        monkeypatch.setattr(fleet, "to_sweep", lambda: sweeps.append(to_sweep()) or sweeps[-1])
+
+        def counted() -> set[str]:
+            sweeps.append(to_sweep())
+            return sweeps[-1]
+
+        monkeypatch.setattr(fleet, "to_sweep", counted)
         leases = PracticeLeases(pg_url, config.practices, lease_s=30, replica="alive")
         owner = PracticeOwner(fleet, leases, sweep_every=3600)
         try:
