@@ -1,5 +1,5 @@
 """The replica's queue worker looks for due jobs at least as often as it postpones them,
-with several queries at once, and its LISTEN connection sleeps until a job is queued.
+and its LISTEN connection sleeps until a job is queued.
 
 A job postponed for later (a practice whose slots were all taken: a burst of its events)
 wakes no worker when it becomes due; procrastinate's worker looks only when another job
@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from psycopg import waiting
 
-from practiceflow.fleet.queue import FETCH_EVERY_S, FETCHERS, make_app
+from practiceflow.fleet.queue import FETCH_EVERY_S, make_app
 from practiceflow.fleet.runtime import _BUSY_RETRY_S
 from practiceflow.fleet.worker_loop import run_worker
 
@@ -109,67 +109,3 @@ def test_the_queues_listen_connection_waits_on_its_socket_not_a_tenth_second_tim
     assert asyncio.run(scenario()) == "queued"
     assert intervals, "the queue's connections never waited"
     assert min(intervals) >= 5.0
-
-
-def _slow_looks(app: Any, monkeypatch: pytest.MonkeyPatch, *, fail_at: int = 0) -> list[int]:
-    """Make each of the worker's looks for a job take 0.05 s; returns the looks in flight
-    as each began. The ``fail_at``-th look (from 1) loses the database instead."""
-    manager = app.job_manager
-    real_fetch = manager.fetch_job
-    in_flight: list[int] = [0]
-    seen: list[int] = []
-
-    async def fetch_job(queues: Any, worker_id: int) -> Any:
-        if len(seen) + 1 == fail_at:
-            seen.append(in_flight[0] + 1)
-            raise psycopg.OperationalError("the server closed the connection")
-        in_flight[0] += 1
-        seen.append(in_flight[0])
-        try:
-            await asyncio.sleep(0.05)
-            return await real_fetch(queues=queues, worker_id=worker_id)
-        finally:
-            in_flight[0] -= 1
-
-    monkeypatch.setattr(manager, "fetch_job", fetch_job)
-    return seen
-
-
-def test_the_worker_looks_for_jobs_with_several_queries_at_once_and_runs_each_once(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # One look at a time, each waiting for the loop's turn in a busy replica, capped the
-    # jobs a survivor started after a takeover while its slots stood free.
-    app = make_app(pg_url, pool_size=12)
-    ran: list[int] = []
-
-    @app.task(name="probe")
-    async def probe(n: int) -> None:
-        ran.append(n)
-
-    looks = _slow_looks(app, monkeypatch)
-
-    async def scenario() -> None:
-        async with app.open_async():
-            for n in range(12):
-                await probe.defer_async(n=n)
-            await app.run_worker_async(concurrency=8, wait=False, listen_notify=False)
-
-    asyncio.run(scenario())
-    assert sorted(ran) == list(range(12))  # every job once, none taken by two looks
-    assert max(looks) == FETCHERS > 1
-
-
-def test_a_look_that_loses_the_database_stops_the_worker_with_its_own_error(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    app = make_app(pg_url)
-    looks = _slow_looks(app, monkeypatch, fail_at=2)
-
-    async def scenario() -> None:
-        async with app.open_async():
-            await app.run_worker_async(concurrency=4, wait=False, listen_notify=False)
-
-    with pytest.raises(psycopg.OperationalError, match="closed the connection"):
-        asyncio.run(scenario())
-    assert len(looks) >= 2

@@ -17,16 +17,13 @@ The tasks find the replica's fleet in the job context (:func:`fleet_of`).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager
 from typing import Any, Final, Protocol, TypeVar
 
 import procrastinate
-import procrastinate.worker
 import psycopg
 import psycopg_pool
 from procrastinate import exceptions as queue_errors
@@ -63,12 +60,6 @@ FETCH_EVERY_S: Final = 0.5
 #: so a job queued while a look that found nothing was under way waits for the next (at
 #: 2 s, one event of 2,058 at N = 10,000 waited 2.6 s for its job to start).
 OWNED_FETCH_EVERY_S: Final = 1.0
-#: Queries a worker runs at once to look for jobs while it has free slots. procrastinate's
-#: worker looks with one query at a time, and each waits for the event loop's turn among
-#: the replica's job, run and poll threads: after a takeover at N = 10,000 a look took
-#: 30-130 ms (0.3 ms of it in PostgreSQL), so the survivor started 10-25 jobs a second
-#: while 170 were due and 65 of its 80 slots stood free.
-FETCHERS: Final = 4
 #: Seconds a worker connection's wait sleeps between looks at nothing but its socket.
 #: psycopg's own 0.1 s made the queue's idle LISTEN connection wake ten times a second (a
 #: third of an idle replica's CPU); an asyncio task is cancelled, and a signal delivered,
@@ -83,30 +74,6 @@ class _QuietConnection(psycopg.AsyncConnection[Any]):
         self, gen: PQGen[RV], interval: float = _IDLE_WAKE_S, timeout: float | None = None
     ) -> RV:
         return await super().wait(gen, interval=interval, timeout=timeout)
-
-
-class _Worker(procrastinate.worker.Worker):
-    """procrastinate's worker, looking for jobs with :data:`FETCHERS` queries at once.
-
-    Each look takes a free slot, finds a job or gives the slot back, until no job is due;
-    the queue's row locks (``SKIP LOCKED``) keep two looks from taking the same job.
-    """
-
-    async def _fetch_and_process_jobs(self) -> None:
-        look: Callable[[], Coroutine[Any, Any, None]] = super()._fetch_and_process_jobs
-        try:
-            async with asyncio.TaskGroup() as looks:  # one failing stops the others
-                for _ in range(min(FETCHERS, self.concurrency)):
-                    looks.create_task(look())
-        except ExceptionGroup as failed:  # the first, as procrastinate's one look raises it
-            raise failed.exceptions[0] from None
-
-
-class _App(procrastinate.App):
-    """An app whose workers are :class:`_Worker`."""
-
-    def _worker(self, **options: Any) -> procrastinate.worker.Worker:
-        return _Worker(app=self, **{**self.worker_defaults, **options})
 
 
 def _quiet_pool(**options: Any) -> psycopg_pool.AsyncConnectionPool[Any]:
@@ -165,7 +132,7 @@ def make_app(url: str, *, pool_size: int = 4, sync: bool = False) -> procrastina
         connector = procrastinate.PsycopgConnector(
             conninfo=url, min_size=1, max_size=size, pool_factory=_quiet_pool
         )
-    app = _App(connector=connector)
+    app = procrastinate.App(connector=connector)
     app.add_tasks_from(blueprint(), namespace=NAMESPACE)
     return app
 
