@@ -5,7 +5,9 @@ A practice's cadence (fleet/owned_runtime.py ``practice_cadence``) starts at
 ``max_delay`` of its polled triggers' recipes, and goes back to ``poll_every`` when a poll
 finds events, a delivery for it arrives, or another replica stored events for it; the
 owner then brings its next poll sooner (``PracticeOwner.hurry``). A practice a replica
-takes (at its start or from another replica) starts at its slowest. Without ``max_delay``
+takes (at its start or from another replica) starts at its slowest, and events stored
+before it came do not speed it up (a survivor taking 5,000 practices would poll every one
+with a recent event at ``poll_every`` at once). Without ``max_delay``
 nothing changes: every poll ``poll_every`` apart, as before.
 """
 
@@ -100,6 +102,26 @@ def test_a_practice_a_replica_takes_starts_quiet_and_is_fast_again_once_it_chang
     sandbox.admin("POST", "/_admin/entities", body, region=REGIONS["alpha"])
     assert owned.poll_practice("alpha") == 1
     assert owned.poll_period("alpha") == 60
+
+
+def test_events_from_before_a_practice_was_taken_do_not_speed_it_up(
+    owned: Fleet, pg_url: str
+) -> None:
+    clock = [1_000_000.0]
+    owner = PracticeOwner(owned, PracticeLeases(pg_url, owned.practices), clock=lambda: clock[0])
+    assert owned.active_practices() == set()  # the sweeps' window starts
+    owned.store.record_event("alpha", "new_client", "client.created", "before", {"entityKey": "k"})
+    try:
+        owner._apply(LeaseChange(frozenset({"alpha"}), frozenset(), frozenset({"alpha"}), 2))
+        owner._run("sweeps", "", clock[0])  # the takeover's sweep
+        assert owned.poll_period("alpha") == 240  # quiet still: that event was the other's
+        owned.store.record_event(
+            "alpha", "new_client", "client.created", "after", {"entityKey": "m"}
+        )
+        owner._run("sweeps", "", clock[0])
+        assert owned.poll_period("alpha") == 60  # stored since it came: fast again
+    finally:
+        owner.stop(release=False)
 
 
 def test_a_reload_takes_the_recipes_new_max_delay(

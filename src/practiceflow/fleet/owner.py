@@ -96,6 +96,9 @@ class PracticeOwner:
         self._due: dict[str, float] = {}
         #: When the next sweep of every owned practice is due (0: none yet).
         self._sweeps_at = 0.0
+        #: Practices taken since the last sweep: events from before they came here do not
+        #: speed their polls up (they start quiet: ``OwnedFleet.gained``).
+        self._taken: set[str] = set()
         self._running: set[Future[None]] = set()
         self._seeded: set[str] = set()
         # Re-entrant: a future already done calls _done at once, in _dispatch's thread.
@@ -181,6 +184,7 @@ class PracticeOwner:
                 period = self.fleet.gained(practice)
                 self._push_poll(practice, self._next_slot(f"poll:{practice}", period, now))
             if taken:  # what a dead owner stored but did not queue, or left to retry
+                self._taken.update(taken)
                 self._sweep_by(now)
             self._wake.notify_all()
 
@@ -269,10 +273,13 @@ class PracticeOwner:
     def _run(self, kind: str, practice: str, scheduled: float) -> None:
         if kind == "sweeps":
             found = self.fleet.to_sweep()
+            active = self.fleet.active_practices()
             with self._lock:
                 for each in sorted(found & self.owned):
                     self._submit("sweep", each, scheduled)
-            for each in self.fleet.active_practices() & self.owned:
+                active = (active & self.owned) - self._taken
+                self._taken = set()
+            for each in active:
                 self.fleet.activity(each)  # delivered to any replica: poll it faster here
             return
         if practice not in self.owned:
