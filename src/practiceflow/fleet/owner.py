@@ -94,8 +94,6 @@ class PracticeOwner:
         self._busy: set[tuple[str, str]] = set()
         #: practice -> when its next poll is due; a heap entry due at another time is stale.
         self._due: dict[str, float] = {}
-        #: When the next sweep of every owned practice is due (0: none yet).
-        self._sweeps_at = 0.0
         #: Practices taken since the last sweep: events from before they came here do not
         #: speed their polls up (they start quiet: ``OwnedFleet.gained``).
         self._taken: set[str] = set()
@@ -114,7 +112,7 @@ class PracticeOwner:
         self._renew()
         self.fleet.hurry = self.hurry
         with self._wake:
-            self._sweep_by(self.clock() + 1.0)
+            self._push(self.clock() + 1.0, "sweeps", "")  # what a dead replica left pending
         for target, name in ((self._keep, "pf-leases"), (self._schedule, "pf-schedule")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -185,7 +183,7 @@ class PracticeOwner:
                 self._push_poll(practice, self._next_slot(f"poll:{practice}", period, now))
             if taken:  # what a dead owner stored but did not queue, or left to retry
                 self._taken.update(taken)
-                self._sweep_by(now)
+                self._submit("sweeps", "", now)
             self._wake.notify_all()
 
     # --- schedule ---------------------------------------------------------------------
@@ -201,12 +199,6 @@ class PracticeOwner:
     def _push(self, due: float, kind: str, practice: str, scheduled: float | None = None) -> None:
         entry = (due, next(self._order), kind, practice, due if scheduled is None else scheduled)
         heapq.heappush(self._heap, entry)
-
-    def _sweep_by(self, due: float) -> None:
-        """Bring the next sweep to ``due`` when it was later (the lock held)."""
-        if not self._sweeps_at or due < self._sweeps_at:
-            self._sweeps_at = due
-            self._push(due, "sweeps", "")
 
     def _push_poll(self, practice: str, due: float, scheduled: float | None = None) -> None:
         self._due[practice] = due
@@ -238,10 +230,8 @@ class PracticeOwner:
                     continue
                 heapq.heappop(self._heap)
                 if kind == "sweeps":
-                    if due == self._sweeps_at:  # else brought forward by _sweep_by()
-                        self._sweeps_at = 0.0
-                        self._sweep_by(max(due + self.sweep_every, self.clock()))
-                        self._submit(kind, practice, scheduled)
+                    self._push(max(due + self.sweep_every, self.clock()), kind, practice)
+                    self._submit(kind, practice, scheduled)
                 elif practice in self.owned and self._due.get(practice) == due:
                     self._dispatch(practice, scheduled)  # else lost, or moved by hurry()
 
