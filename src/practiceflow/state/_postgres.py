@@ -201,6 +201,18 @@ class PostgresStore(StateStore):
     # --- connections and transactions -----------------------------------------------------
 
     @contextmanager
+    def _connection(self, *, autocommit: bool) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool, set to ``autocommit`` (each user sets what it needs)."""
+        if self._closed:
+            message = f"state store {self._where} is closed; open it again to use it"
+            raise BugError(message)
+        # The pool's connection commits when the block ends, and rolls back on an error.
+        with self._pool.connection() as connection:
+            if connection.autocommit != autocommit:  # idle here: the pool rolled back
+                connection.autocommit = autocommit
+            yield connection
+
+    @contextmanager
     def _transaction(
         self,
         *,
@@ -208,17 +220,14 @@ class PostgresStore(StateStore):
         snapshot: bool = False,
     ) -> Iterator[psycopg.Connection[Any]]:
         del durable  # every commit is
-        if self._closed:
-            message = f"state store {self._where} is closed; open it again to use it"
-            raise BugError(message)
-        # The pool's connection commits when the block ends, and rolls back on an error.
-        with self._pool.connection() as connection:
+        with self._connection(autocommit=False) as connection:
             if snapshot:
                 connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             yield connection
 
     def _statement(self) -> AbstractContextManager[psycopg.Connection[Any]]:
-        return self._transaction()
+        # No BEGIN: the statement is its own transaction, one round trip instead of three.
+        return self._connection(autocommit=True)
 
     def _lock(self, db: SQLConnection, key: str) -> None:
         db.execute("SELECT pg_advisory_xact_lock(?)", (zlib.crc32(key.encode()),))
