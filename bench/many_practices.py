@@ -799,12 +799,15 @@ def _lean(sandbox: str, practices: int, args: argparse.Namespace) -> dict[str, A
 def _project(results: list[dict[str, Any]]) -> list[str]:
     """A paper projection of 10,000 practices from the measured CPU per request.
 
-    The request rate is the real one, not the compressed: three polls a minute and 200
-    events a day (one write each) per practice.
+    The request rate is the real one, not the compressed: the run's requests per practice
+    per day, or without it (a killed run) three polls a minute and 200 events a day (one
+    write each) per practice.
     """
     largest = max(results, key=lambda r: (r["practices"], -r["workers"]))
     per_request = (largest["worker_cpu_per_1000"] + largest["postgres_cpu_per_1000"]) / 1000
-    per_practice = len(POLL_RECIPES) / 60 + EVENTS_PER_DAY / 86400
+    per_practice = largest.get("requests_per_practice_day", 0) / 86400 or (
+        len(POLL_RECIPES) / 60 + EVENTS_PER_DAY / 86400
+    )
     rate = per_practice * 10_000
     cores = rate * per_request
     memory = largest["rss_per_practice_kib"] * 10_000 / 1024 / 1024
