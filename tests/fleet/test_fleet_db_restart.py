@@ -37,10 +37,10 @@ pytestmark = [
     pytest.mark.skipif(postgres_binaries() is None, reason="needs PostgreSQL binaries"),
 ]
 
-#: Generous bound against a hang; never a speed assertion. Giving up takes about 60 s on
-#: an idle machine (the queue's worker notices the loss after some 27 s, then
-#: --give-up-after, then up to 20 s for polls stuck waiting on the pool), and more under
-#: the suite's load: at 90 s it failed twice in full runs and passed alone.
+#: Generous bound against a hang; never a speed assertion. Giving up takes about 40 s on
+#: an idle machine (the queue's worker notices the loss after some 27-30 s, then
+#: --give-up-after), and more under the suite's load, or when the database goes while a
+#: job runs (procrastinate waits for it, and it waits for the pool).
 PATIENCE = 180.0
 
 

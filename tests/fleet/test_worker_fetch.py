@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,6 +20,8 @@ import psycopg
 import pytest
 from psycopg import waiting
 
+from practiceflow.errors import StoreError
+from practiceflow.fleet import worker_loop
 from practiceflow.fleet.queue import FETCH_EVERY_S, make_app
 from practiceflow.fleet.runtime import _BUSY_RETRY_S
 from practiceflow.fleet.worker_loop import run_worker
@@ -109,3 +112,28 @@ def test_the_queues_listen_connection_waits_on_its_socket_not_a_tenth_second_tim
     assert asyncio.run(scenario()) == "queued"
     assert intervals, "the queue's connections never waited"
     assert min(intervals) >= 5.0
+
+
+def test_giving_up_comes_at_give_up_after_not_at_the_next_backoff(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The backoff's waits double (1, 2, 4, 8 ... 30 s): with --give-up-after 8 the look
+    # after 8 s came at 15 s. A wait now ends when the replica is due to give up.
+    looks: list[float] = []
+
+    async def never(url: str) -> bool:
+        looks.append(time.monotonic())
+        return False
+
+    monkeypatch.setattr(worker_loop, "_answers", never)
+
+    async def lose() -> None:
+        lost_at = time.monotonic()
+        waiting_for = worker_loop._wait_for_database(
+            "postgresql://unused", "db", asyncio.Event(), lost_at, 0.2, 60.0
+        )
+        with pytest.raises(StoreError, match=r"did not answer for 0\.2 s; giving up"):
+            await asyncio.wait_for(waiting_for, timeout=30)  # a hang bound, not a speed check
+
+    asyncio.run(lose())
+    assert len(looks) == 1  # one look, at the end of the 0.2 s, not after the 60 s wait

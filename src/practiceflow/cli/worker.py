@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from practiceflow.errors import ConfigError, PracticeflowError
+from practiceflow.errors import ConfigError, PracticeflowError, StoreError
 from practiceflow.service.netaddr import parse_listen
 
 
@@ -184,6 +184,7 @@ def worker(
         hooks: FleetWebhooks | None = None
         presence: FleetPresence | None = None
         ops: OpsServer | None = None
+        gave_up = False
         try:
             fleet.schedule(
                 sweep_every=sweep_every, retry_stalled_every=max(1, int(heartbeat)), polls=not owned
@@ -230,9 +231,14 @@ def worker(
                     fetch_job_polling_interval=OWNED_FETCH_EVERY_S if owned else FETCH_EVERY_S,
                 )
             )
+        except StoreError:
+            gave_up = True
+            raise
         finally:
             if owner is not None:
-                owner.stop()  # the leases go back: the other replicas take them now
+                # The leases go back: the other replicas take them now. After giving up,
+                # no poll under way can write its cursors: none is waited for.
+                owner.stop(patience=1.0 if gave_up else 20.0)
             if hooks is not None:
                 hooks.stop()
             if presence is not None:

@@ -52,10 +52,12 @@ async def _wait_for_database(
     url: str, where: str, stopping: asyncio.Event, lost_at: float, give_up_after: float, wait: float
 ) -> float:
     """Wait ``wait`` seconds, then until the database answers (the wait doubling), or
-    raise once it has not since ``lost_at`` for ``give_up_after``; the next wait."""
+    raise once it has not since ``lost_at`` for ``give_up_after`` (a wait ends then at the
+    latest); the next wait."""
     while not stopping.is_set():
+        left = max(0.0, lost_at + give_up_after - time.monotonic())  # no look past the end
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), timeout=wait)
+            await asyncio.wait_for(stopping.wait(), timeout=min(wait, left))
         wait = min(wait * 2, _LONGEST_WAIT)
         if await _answers(url):
             logger.warning("worker: %s answers; starting a new worker", where)
