@@ -797,18 +797,15 @@ def _lean(sandbox: str, practices: int, args: argparse.Namespace) -> dict[str, A
 
 
 def _project(results: list[dict[str, Any]]) -> list[str]:
-    """A paper projection of 10,000 practices from the measured CPU per request.
-
-    The request rate is the real one, not the compressed: the run's requests per practice
-    per day, or without it (a killed run) three polls a minute and 200 events a day (one
-    write each) per practice.
-    """
-    largest = max(results, key=lambda r: (r["practices"], -r["workers"]))
+    """A paper projection of 10,000 practices from the measured CPU per request, at the
+    run's own rate (requests per practice per day, real time: what adaptive polling
+    spends). A killed run has no such rate, and its CPU is a survivor's: none from it."""
+    rated = [r for r in results if "requests_per_practice_day" in r]
+    if not rated:
+        return []
+    largest = max(rated, key=lambda r: (r["practices"], -r["workers"]))
     per_request = (largest["worker_cpu_per_1000"] + largest["postgres_cpu_per_1000"]) / 1000
-    per_practice = largest.get("requests_per_practice_day", 0) / 86400 or (
-        len(POLL_RECIPES) / 60 + EVENTS_PER_DAY / 86400
-    )
-    rate = per_practice * 10_000
+    rate = largest["requests_per_practice_day"] / 86400 * 10_000
     cores = rate * per_request
     memory = largest["rss_per_practice_kib"] * 10_000 / 1024 / 1024
     return [

@@ -75,9 +75,9 @@ def test_speedup_zero_plans_no_event_for_a_polls_only_run(speedup: float, fires:
     assert bool(plan) is fires
 
 
-def test_the_projection_uses_the_runs_own_request_rate_when_it_has_one() -> None:
+def test_the_projection_uses_the_runs_own_request_rate() -> None:
     """Adaptive polling spends far fewer requests than three polls a minute: a projection
-    from the fixed model said 3.3 cores where the run measured under one."""
+    from that fixed model said 3.3 cores where the run measured under one."""
     run = {
         "practices": 10_000,
         "workers": 2,
@@ -85,8 +85,7 @@ def test_the_projection_uses_the_runs_own_request_rate_when_it_has_one() -> None
         "postgres_cpu_per_1000": 1.9,
         "rss_per_practice_kib": 174.0,
     }
-    measured = _bench()._project([{**run, "requests_per_practice_day": 1125}])[0]
+    (measured,) = _bench()._project([{**run, "requests_per_practice_day": 1125}])
     assert "130 requests/s" in measured
     assert "= 0.8 cores" in measured
-    modelled = _bench()._project([run])[0]  # a killed run has no daily rate
-    assert "523 requests/s" in modelled
+    assert _bench()._project([run]) == []  # a killed run: a survivor's CPU, no daily rate
