@@ -245,3 +245,36 @@ def test_migration_9_moves_the_signs_of_life_and_awaited_tests(
     health = store.subscription_health("p", "eform_submitted")
     assert health.test_event_id == "e-9"
     assert _raw(url, "SELECT count(*) FROM pf_cursors") == [(0,)]
+
+
+def test_a_database_restart_while_the_pools_connections_idle_fails_no_write() -> None:
+    # A restart closes every connection the pool holds; they look idle until used. The
+    # first transaction on each failed, and when it was a step's outcome after its
+    # request was sent, the write was left in doubt for a person at every restart.
+    own = PostgresServer.start()
+    try:
+        url = own.new_database("restarted")
+        with PostgresStore(url, pool_size=4) as store:
+            barrier = threading.Barrier(4)
+
+            def read() -> None:
+                barrier.wait()
+                store.get_run("none")
+                time.sleep(0.2)  # four at once: the pool grows to four, then they idle
+
+            threads = [threading.Thread(target=read) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            own.halt()
+            own.resume()
+
+            for number in range(6):  # more than the pool held: each one a fresh use
+                store.record_event("p", "s", "lead.created", f"e{number}", {"n": number})
+
+            assert [event.event_id for event in store.pending_events("p")] == [
+                f"e{number}" for number in range(6)
+            ]
+    finally:
+        own.stop()

@@ -10,6 +10,7 @@ schema under the others). Errors name host, port and database only, never the pa
 from __future__ import annotations
 
 import os
+import select
 import zlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -134,6 +135,18 @@ def _migrate_on(connection: psycopg.Connection[Any], url: str) -> Migration:
         return _schema.apply_migrations(SQLConnection(connection, POSTGRES), current)
 
 
+def _closed_by_server(connection: psycopg.Connection[Any]) -> bool:
+    """Whether the server closed an idle connection (a restart): it has input waiting,
+    its goodbye or the end of the stream, seen without a round trip."""
+    try:
+        socket = connection.pgconn.socket
+    except psycopg.OperationalError:  # lost already
+        return True
+    waiting = select.poll()
+    waiting.register(socket, select.POLLIN)
+    return bool(waiting.poll(0))
+
+
 class PostgresStore(StateStore):
     """The state store in a PostgreSQL database, shared by every replica of a fleet.
 
@@ -206,11 +219,20 @@ class PostgresStore(StateStore):
         if self._closed:
             message = f"state store {self._where} is closed; open it again to use it"
             raise BugError(message)
-        # The pool's connection commits when the block ends, and rolls back on an error.
-        with self._pool.connection() as connection:
-            if connection.autocommit != autocommit:  # idle here: the pool rolled back
-                connection.autocommit = autocommit
-            yield connection
+        connection = self._pool.getconn()
+        for _ in range(self._pool.max_size):
+            if not _closed_by_server(connection):
+                break
+            connection.close()  # a restart closed it while it idled: the pool replaces it
+            self._pool.putconn(connection)
+            connection = self._pool.getconn()
+        try:
+            with connection:  # commits when the block ends, rolls back on an error
+                if connection.autocommit != autocommit:  # idle here: the pool rolled back
+                    connection.autocommit = autocommit
+                yield connection
+        finally:
+            self._pool.putconn(connection)
 
     @contextmanager
     def _transaction(
