@@ -251,6 +251,9 @@ class PostgresStore(StateStore):
         # No BEGIN: the statement is its own transaction, one round trip instead of three.
         return self._connection(autocommit=True)
 
+    def _writes_alone(self) -> AbstractContextManager[SQLConnection]:
+        return self._join(self._statement)  # each write one round trip, not three
+
     def _lock(self, db: SQLConnection, key: str) -> None:
         db.execute("SELECT pg_advisory_xact_lock(?)", (zlib.crc32(key.encode()),))
 

@@ -96,7 +96,7 @@ class SQLRuns(StoreBase):
         stamp = self._stamp(created_at, "created_at")
         run_id = run_id or uuid.uuid4().hex
         encoded = json_or_null(self.sealer.seal(origin, f"origin of run {run_id}"), run_id)
-        with self._write() as db:
+        with self._writes_alone() as db:
             # A racing insert of the same key waits for the winner's commit, then does
             # nothing; the SELECT after it sees the winner's row.
             created = db.execute(
@@ -376,7 +376,7 @@ class SQLRuns(StoreBase):
     def release_run_lease(self, run_id: str, owner: str) -> None:
         """Give a lease back (nothing happens when ``owner`` no longer holds it)."""
         sql = "DELETE FROM {p}run_leases WHERE run_id = ? AND owner = ?"
-        with self._write() as db:
+        with self._writes_alone() as db:
             db.execute(sql, (run_id, owner))
 
     def run_lease(self, run_id: str) -> RunLease | None:

@@ -173,6 +173,11 @@ class StoreBase(ABC):
             raise BugError(message)
         return self._join(lambda: self._transaction(durable=durable))
 
+    def _writes_alone(self) -> AbstractContextManager[SQLConnection]:
+        """Writes each atomic alone, needing no transaction around them (here: one write
+        transaction, its lock and checks; PostgreSQL sends each as its own statement)."""
+        return self._write()
+
     @contextmanager
     def atomic(self, *, durable: bool = False) -> Iterator[None]:
         """Make the calls inside one transaction of this thread: one commit, all or none.
