@@ -126,6 +126,16 @@ def _insert(url: str, client_id: str, ages_s: list[tuple[int, int]]) -> None:
             )
 
 
+def _admitted(budget: RateBudget, tries: int) -> int:
+    """How many of ``tries`` requests in a row the budget admits before its first refusal."""
+    for sent in range(tries):
+        try:
+            budget.acquire("GET", "/api/v1/entities", deadline=time.time())
+        except RateLimitError:
+            return sent
+    return tries
+
+
 def _ages(url: str, client_id: str) -> list[float]:
     """The age in hours of every row in the budget's table, oldest first."""
     table = sql.Identifier(f"ratelimit___{budget_table(client_id)}")
@@ -156,13 +166,7 @@ def test_an_admission_counts_only_its_windows_and_prunes_older_rows(
         # Rows from before the day window (a replica that stopped long ago left them),
         # and rows 2 h old: in the day's window only.
         _insert(pg_url, "client-a", [(stale, 25 * 3600), (in_day, 2 * 3600)])
-        sent = 0
-        for _ in range(12):
-            try:
-                budget.acquire("GET", "/api/v1/entities", deadline=time.time())
-            except RateLimitError:
-                break
-            sent += 1
+        sent = _admitted(budget, 12)
         ages = _ages(pg_url, "client-a")
         now_ms = int(time.time() * 1000)
         counts = budget.bucket.window_counts(now_ms, [60_000, 3_600_000, 86_400_000])  # type: ignore[attr-defined]
@@ -216,13 +220,7 @@ def test_a_new_owner_counts_the_days_admissions_in_each_window_whatever_their_nu
         BudgetLedger(pool).seed(owned_bucket(budget), now_ms)
         items = list(owned_bucket(budget).memory.items)  # before the acquires below
         counts = owned_bucket(budget).window_counts(now_ms, [60_000, 3_600_000, 86_400_000])
-        sent = 0
-        for _ in range(6):
-            try:
-                budget.acquire("GET", "/api/v1/entities", deadline=time.time())
-            except RateLimitError:
-                break
-            sent += 1
+        sent = _admitted(budget, 6)
     finally:
         pool.close()
 
