@@ -219,6 +219,8 @@ class PostgresStore(StateStore):
         if self._closed:
             message = f"state store {self._where} is closed; open it again to use it"
             raise BugError(message)
+        # Not the pool's own ``check`` hook: after a failed check it sleeps (1 s, doubling)
+        # before the next connection, and a restart fails every idle one.
         connection = self._pool.getconn()
         for _ in range(self._pool.max_size):
             if not _closed_by_server(connection):
